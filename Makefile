@@ -1,0 +1,50 @@
+# Quick start: `make demo` (record a demo workload, show what it found) and `make test`.
+BUILD ?= build
+JOBS  ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build demo test unit asan tsan fuzz bench install clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DD9_WERROR=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	@scripts/demo.sh $(BUILD)
+
+# The whole suite: unit + integration tests, then ASan+UBSan, TSan on the concurrent tests,
+# a short fuzzing run and the benchmark in short mode.
+test: deps
+	@scripts/run-tests.sh
+
+unit: build
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+asan: deps
+	@cmake -S . -B build-asan -DD9_WERROR=ON -DD9_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build build-asan -j$(JOBS)
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$(JOBS) -LE nosan
+
+tsan: deps
+	@cmake -S . -B build-tsan -DD9_WERROR=ON -DD9_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build build-tsan -j$(JOBS)
+	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j$(JOBS) -L concurrent
+
+fuzz: deps
+	@cmake -S . -B build-fuzz -DD9_FUZZ=ON -DD9_SANITIZE=address,undefined -DCMAKE_C_COMPILER=clang -DBUILD_TESTING=OFF >/dev/null
+	@cmake --build build-fuzz -j$(JOBS)
+	@scripts/fuzz.sh build-fuzz $${FUZZ_SECONDS:-30}
+
+bench: build
+	@$(BUILD)/bench/d9_bench
+
+install: build
+	@cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz

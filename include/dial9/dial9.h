@@ -1,0 +1,254 @@
+/* dial9 — a flight recorder for asynchronous C runtimes.
+ *
+ * Record what an event loop or executor actually did (every poll of a task, every park in
+ * the poller, every cross-thread wake) into dial9 trace files (format v1) that rotate within
+ * a disk budget. Hooks are cheap enough to leave on in production: no lock, no allocation
+ * and no system call on the hot path (park/unpark read schedstat by design; see below).
+ *
+ *   d9_config cfg;
+ *   d9_config_init(&cfg);                 // or d9_config_from_env(&cfg)
+ *   cfg.trace_dir = "/tmp/my_traces";
+ *   if (d9_start(&cfg) != 0) fprintf(stderr, "dial9: %s\n", d9_last_error());
+ *   ...
+ *   d9_stop();
+ *
+ * Every hook is safe to call from any thread at any time: before d9_start, after d9_stop,
+ * or while recording is disabled it does nothing.
+ */
+#ifndef DIAL9_DIAL9_H
+#define DIAL9_DIAL9_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(D9_BUILDING_LIBRARY)
+#define D9_API __attribute__((visibility("default")))
+#else
+#define D9_API
+#endif
+
+/* ------------------------------------------------------------------------------------------
+ * Configuration
+ * ---------------------------------------------------------------------------------------- */
+
+/* How a recorder timestamps events. AUTO uses the TSC when the kernel's clocksource is the
+ * TSC and the CPU's TSC is invariant, and CLOCK_MONOTONIC otherwise. Either way timestamps
+ * in the trace are CLOCK_MONOTONIC nanoseconds. */
+typedef enum d9_clock_mode { D9_CLOCK_AUTO = 0, D9_CLOCK_TSC, D9_CLOCK_MONOTONIC } d9_clock_mode;
+
+typedef struct d9_config {
+    bool enabled;             /* DIAL9_ENABLED (default true): false makes d9_start a no-op */
+    const char *trace_dir;    /* DIAL9_TRACE_DIR (default "/tmp/dial9-traces"); runs go in
+                                 {trace_dir}/{run_id}/trace.{N}.bin */
+    const char *service;      /* DIAL9_SERVICE (default: the program's name) */
+    uint64_t max_file_size;   /* DIAL9_MAX_FILE_SIZE_MB (default 64 MiB): rotate past this */
+    uint64_t max_total_size;  /* DIAL9_MAX_DISK_USAGE_MB (default 1 GiB): bytes on disk for all
+                                 runs in trace_dir; oldest sealed files are deleted first */
+    uint32_t rotation_secs;   /* DIAL9_ROTATION_SECS (default 60; 0 = rotate by size only) */
+    uint32_t buffer_kb;       /* DIAL9_BUFFER_KB (default 1024): per-thread event buffer */
+    uint32_t flush_ms;        /* DIAL9_FLUSH_MS (default 20): longest time an event waits in a
+                                 thread buffer before the background thread writes it */
+    bool schedstat;           /* DIAL9_SCHEDSTAT (default true): read /proc/thread-self/schedstat
+                                 on park/unpark for CPU time and kernel scheduling delay */
+    d9_clock_mode clock;      /* DIAL9_CLOCK = auto | tsc | monotonic (default auto) */
+} d9_config;
+
+/* Fill `cfg` with the defaults above. */
+D9_API void d9_config_init(d9_config *cfg);
+
+/* Initialise `cfg` with the defaults, then apply every DIAL9_* environment variable that is
+ * set. Returns 0, or -1 when a variable holds a bad value; d9_last_error() then names the
+ * variable and the value. Strings in `cfg` point into the environment. */
+D9_API int d9_config_from_env(d9_config *cfg);
+
+/* Check a configuration without starting anything: 0, or -1 with d9_last_error(). */
+D9_API int d9_config_validate(const d9_config *cfg);
+
+/* ------------------------------------------------------------------------------------------
+ * Lifecycle
+ * ---------------------------------------------------------------------------------------- */
+
+/* Start recording with `cfg` (copied; the caller may free its strings afterwards). Returns 0,
+ * or -1 with d9_last_error() saying why (bad value, trace directory not writable, already
+ * started). With cfg->enabled false it returns 0 and records nothing. */
+D9_API int d9_start(const d9_config *cfg);
+
+/* Like d9_start, but never fails: on a bad configuration it prints a warning on stderr and
+ * leaves a recorder that records nothing. Always returns 0. */
+D9_API int d9_start_or_disabled(const d9_config *cfg);
+
+/* Stop recording: drain every thread's buffer, write what remains and seal the last segment.
+ * Safe to call twice, or without a start. Afterwards hooks are no-ops until d9_start. */
+D9_API void d9_stop(void);
+
+/* Pause (false) or resume (true) recording without closing files. Cheap: one store. */
+D9_API void d9_set_enabled(bool enabled);
+
+/* Why the last failed call of this thread failed (a static or thread-local string). */
+D9_API const char *d9_last_error(void);
+
+/* The directory of the current or last run ({trace_dir}/{run_id}); NULL before any start.
+ * The string stays valid until the next d9_start. */
+D9_API const char *d9_run_dir(void);
+
+/* Counters since d9_start (after d9_stop: the final counts of that run). */
+typedef struct d9_stats {
+    uint64_t events_recorded;   /* accepted into a thread buffer */
+    uint64_t events_dropped;    /* dropped: a full buffer or a failed write (all reasons) */
+    uint64_t events_written;    /* encoded into a segment file */
+    uint64_t bytes_written;     /* bytes written to segment files */
+    uint64_t write_errors;      /* failed writes (disk full, directory gone, ...) */
+    uint64_t segments_sealed;
+    uint64_t files_deleted;     /* removed to respect max_total_size */
+    uint32_t threads;           /* threads that have recorded at least one event */
+} d9_stats;
+D9_API void d9_get_stats(d9_stats *out);
+
+/* Write everything recorded so far to the current segment now (blocks until done). */
+D9_API void d9_flush(void);
+
+/* ------------------------------------------------------------------------------------------
+ * Source locations: D9_HERE is a pointer to a static d9_loc, interned on first use (the id is
+ * cached in the struct), so a hook never hashes a string.
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct d9_loc {
+    const char *file;
+    const char *function;
+    uint32_t line;
+    uint32_t id;              /* 0 until interned; owned by the library */
+} d9_loc;
+
+#define D9_HERE                                                                          \
+    (__extension__({                                                                     \
+        static d9_loc d9__here_ = {__FILE__, __func__, __LINE__, 0};                     \
+        &d9__here_;                                                                      \
+    }))
+
+/* A location made at run time (e.g. a callback's symbol); `name` is copied, interned once per
+ * distinct name, and the returned pointer lives until the process exits. NULL on no memory. */
+D9_API const d9_loc *d9_loc_intern(const char *name);
+
+/* ------------------------------------------------------------------------------------------
+ * Hooks for any runtime. Call each on the thread where the thing happens.
+ * Task ids are the runtime's own 64-bit identities (0 means "no task").
+ * The inline wrappers test one global flag, so a disabled recorder costs a load and a branch.
+ * ---------------------------------------------------------------------------------------- */
+
+D9_API extern volatile int d9__active; /* nonzero while recording; read by the wrappers */
+
+D9_API uint32_t d9__worker_begin(const char *runtime, uint32_t index);
+D9_API void d9__worker_end(void);
+D9_API void d9__poll_begin(uint64_t task_id, const d9_loc *where);
+D9_API void d9__poll_end(void);
+D9_API void d9__park(void);
+D9_API void d9__unpark(void);
+D9_API void d9__wake(uint64_t woken_task_id);
+D9_API void d9__task_spawn(uint64_t task_id, const d9_loc *where);
+D9_API void d9__task_terminate(uint64_t task_id);
+D9_API void d9__set_local_queue(uint32_t depth);
+
+/* Declare this thread worker `index` of runtime `runtime` (a name such as "io"). Returns the
+ * process-wide worker id: each (runtime, index) pair gets its own id, so runtimes never share
+ * ids. Ids are small integers < 254 (254 and 255 mean "blocking pool" and "not a worker" in
+ * the format); past 253 workers the id is 255. Works whether or not recording is on. */
+static inline uint32_t d9_worker_begin(const char *runtime, uint32_t index) {
+    return d9__worker_begin(runtime, index);
+}
+/* This thread stops being a worker. */
+static inline void d9_worker_end(void) { d9__worker_end(); }
+
+/* A poll (one callback invocation, one run of a task) starts / ends on this thread. */
+static inline void d9_poll_begin(uint64_t task_id, const d9_loc *where) {
+    if (__builtin_expect(d9__active, 0)) d9__poll_begin(task_id, where);
+}
+static inline void d9_poll_end(void) {
+    if (__builtin_expect(d9__active, 0)) d9__poll_end();
+}
+
+/* The worker is about to block in its poller (epoll_wait, a condition variable...) / has
+ * returned from it. These read /proc/thread-self/schedstat (one pread each) to record the
+ * thread's CPU time and, on unpark, how long the kernel kept it runnable but not running. */
+static inline void d9_park(void) {
+    if (__builtin_expect(d9__active, 0)) d9__park();
+}
+static inline void d9_unpark(void) {
+    if (__builtin_expect(d9__active, 0)) d9__unpark();
+}
+
+/* This thread wakes task `woken_task_id` (uv_async_send, a runtime's own wake...). The waking
+ * task (the one being polled on this thread, if any) and this worker are recorded too. */
+static inline void d9_wake(uint64_t woken_task_id) {
+    if (__builtin_expect(d9__active, 0)) d9__wake(woken_task_id);
+}
+
+/* Task `task_id` is created / registered at `where` (may be NULL), or closed / freed. */
+static inline void d9_task_spawn(uint64_t task_id, const d9_loc *where) {
+    if (__builtin_expect(d9__active, 0)) d9__task_spawn(task_id, where);
+}
+static inline void d9_task_terminate(uint64_t task_id) {
+    if (__builtin_expect(d9__active, 0)) d9__task_terminate(task_id);
+}
+
+/* The depth of this worker's local run queue, recorded with the following polls and parks
+ * (saturates at 255 in the trace). */
+static inline void d9_set_local_queue(uint32_t depth) { d9__set_local_queue(depth); }
+
+/* ------------------------------------------------------------------------------------------
+ * Custom application events: declare a schema once, then record events that cost about as
+ * much as a built-in one.
+ *
+ *   static const d9_field fields[] = {{"key_hash", D9_U64}, {"table", D9_STATIC_STRING},
+ *                                     {"fill", D9_F64}};
+ *   const d9_event_type *miss = d9_event_type_define("CacheMissEvent", fields, 3);
+ *   ...
+ *   D9_EMIT(miss, {.u = h}, {.s = "users"}, {.f = 0.75});
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum d9_field_kind {
+    D9_U64,           /* unsigned integer (varint on the wire) */
+    D9_I64,           /* signed integer */
+    D9_F64,           /* double */
+    D9_BOOL,
+    D9_STRING,        /* copied at record time (up to 1024 bytes; longer is cut) */
+    D9_STATIC_STRING, /* a string that lives forever (a literal): interned by address */
+} d9_field_kind;
+
+typedef struct d9_field {
+    const char *name;
+    d9_field_kind kind;
+} d9_field;
+
+typedef struct d9_event_type d9_event_type;
+
+typedef union d9_arg {
+    uint64_t u;
+    int64_t i;
+    double f;
+    bool b;
+    const char *s;
+} d9_arg;
+
+/* Declare an event schema (name and fields are copied; at most 32 fields). Declaring the same
+ * name again with the same fields returns the same type; with other fields it is an error.
+ * Returns NULL with d9_last_error() on error. Valid before d9_start and across restarts. */
+D9_API const d9_event_type *d9_event_type_define(const char *name, const d9_field *fields,
+                                                 size_t field_count);
+
+D9_API void d9__emit(const d9_event_type *type, const d9_arg *args);
+
+/* Record one event of `type`, with one argument per declared field, in order. */
+static inline void d9_emit(const d9_event_type *type, const d9_arg *args) {
+    if (__builtin_expect(d9__active, 0)) d9__emit(type, args);
+}
+#define D9_EMIT(type, ...) d9_emit((type), (const d9_arg[]){__VA_ARGS__})
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DIAL9_DIAL9_H */

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# `make test`: everything, in the order that fails fastest. Exits nonzero on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=$(nproc)
+step() { printf '\n==== %s ====\n' "$*"; }
+
+step "build (warnings are errors)"
+make --no-print-directory build
+step "unit and integration tests"
+(cd build && ctest --output-on-failure -j"$JOBS")
+step "AddressSanitizer + UndefinedBehaviorSanitizer"
+make --no-print-directory asan
+step "ThreadSanitizer (concurrent tests)"
+make --no-print-directory tsan
+step "fuzzing (short)"
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} make --no-print-directory fuzz
+if [ -x build/bench/d9_bench ]; then
+  step "benchmark (short mode)"
+  build/bench/d9_bench --short
+fi
+if [ -f viewer/package.json ]; then
+  step "viewer tests"
+  scripts/test-viewer.sh
+fi
+step "all tests passed"

@@ -1,0 +1,99 @@
+#include "core/clock.h"
+
+#include <stdio.h>
+#include <string.h>
+
+bool d9_clock_use_tsc;
+
+bool d9_clock_tsc_trustworthy(void) {
+    char src[64] = {0};
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+    if (!f) return false;
+    bool ok = fgets(src, sizeof src, f) && strncmp(src, "tsc", 3) == 0;
+    fclose(f);
+    if (!ok) return false;
+    /* The kernel only keeps "tsc" as clocksource when it is stable; also require the CPU to
+     * advertise an invariant TSC so frequency changes and idle states do not skew it. */
+    f = fopen("/proc/cpuinfo", "r");
+    if (!f) return false;
+    char line[4096];
+    bool constant = false, nonstop = false;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0) continue;
+        constant = strstr(line, " constant_tsc") != NULL;
+        nonstop = strstr(line, " nonstop_tsc") != NULL;
+        break;
+    }
+    fclose(f);
+    return constant && nonstop;
+}
+
+d9_clock_mode d9_clock_select(d9_clock_mode requested) {
+    bool tsc = requested == D9_CLOCK_TSC ||
+               (requested == D9_CLOCK_AUTO && d9_clock_tsc_trustworthy());
+    d9_clock_use_tsc = tsc;
+    return tsc ? D9_CLOCK_TSC : D9_CLOCK_MONOTONIC;
+}
+
+void d9_clock_map_init(d9_clock_map *m) {
+    memset(m, 0, sizeof *m);
+    m->first = d9_clock_map_sample(m);
+}
+
+d9_anchor d9_clock_map_sample(d9_clock_map *m) {
+    d9_anchor best = {0, 0};
+    uint64_t best_gap = UINT64_MAX;
+    /* Bracket the tick read by two clock reads; keep the tightest of a few tries so a
+     * preemption between the reads does not skew the anchor. */
+    for (int i = 0; i < 5; i++) {
+        uint64_t a = d9_mono_ns();
+        uint64_t t = d9_clock_ticks();
+        uint64_t b = d9_mono_ns();
+        if (b - a < best_gap) {
+            best_gap = b - a;
+            best.ticks = t;
+            best.mono_ns = a + (b - a) / 2;
+        }
+        if (best_gap < 200) break;
+    }
+    m->anchors[m->count % D9_CLOCK_ANCHORS] = best;
+    m->count++;
+    return best;
+}
+
+static uint64_t interpolate(d9_anchor a, d9_anchor b, uint64_t ticks) {
+    if (b.ticks == a.ticks) return a.mono_ns;
+    /* Differences stay small, so doubles keep ns precision however long the uptime. */
+    double slope = (double)(int64_t)(b.mono_ns - a.mono_ns) / (double)(int64_t)(b.ticks - a.ticks);
+    int64_t off = (int64_t)((double)(int64_t)(ticks - a.ticks) * slope);
+    if (off < 0 && (uint64_t)(-off) > a.mono_ns) return 0;
+    return a.mono_ns + (uint64_t)off;
+}
+
+uint64_t d9_clock_map_to_ns(const d9_clock_map *m, uint64_t ticks) {
+    if (!d9_clock_use_tsc) return ticks;
+    if (m->count == 0) return 0;
+    uint32_t n = m->count < D9_CLOCK_ANCHORS ? m->count : D9_CLOCK_ANCHORS;
+    uint32_t newest = (m->count - 1) % D9_CLOCK_ANCHORS;
+    d9_anchor hi = m->anchors[newest];
+    /* Long-baseline slope for points outside the anchor history. */
+    d9_anchor base = m->first.ticks < hi.ticks ? m->first : hi;
+    if (ticks >= hi.ticks || n == 1) return interpolate(base.ticks == hi.ticks ? hi : base, hi, ticks);
+    /* Walk back to the pair that brackets the tick. */
+    for (uint32_t k = 1; k < n; k++) {
+        d9_anchor lo = m->anchors[(newest + D9_CLOCK_ANCHORS - k) % D9_CLOCK_ANCHORS];
+        if (ticks >= lo.ticks) return interpolate(lo, hi, ticks);
+        hi = lo;
+    }
+    return interpolate(base, m->anchors[(newest + D9_CLOCK_ANCHORS - (n - 1)) % D9_CLOCK_ANCHORS],
+                       ticks);
+}
+
+void d9_clock_realtime_pair(uint64_t *mono_ns, uint64_t *real_ns) {
+    struct timespec r;
+    uint64_t a = d9_mono_ns();
+    clock_gettime(CLOCK_REALTIME, &r);
+    uint64_t b = d9_mono_ns();
+    *mono_ns = a + (b - a) / 2;
+    *real_ns = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
+}

@@ -1,0 +1,64 @@
+/* Event timestamps: the hot path reads a raw tick (the TSC, or CLOCK_MONOTONIC ns where the
+ * TSC cannot be trusted); the background thread converts ticks to CLOCK_MONOTONIC ns by
+ * interpolating between (tick, monotonic) anchors it takes on every drain, so conversion
+ * stays within a few hundred ns of clock_gettime without any calibration delay at start. */
+#ifndef D9_CORE_CLOCK_H
+#define D9_CORE_CLOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include <x86intrin.h>
+
+#include "dial9/dial9.h"
+
+extern bool d9_clock_use_tsc;
+
+static inline uint64_t d9_mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t d9_clock_ticks(void) {
+    if (__builtin_expect(d9_clock_use_tsc, 1)) return __rdtsc();
+    return d9_mono_ns();
+}
+
+/* Decide the tick source. Returns the mode chosen (TSC or MONOTONIC). */
+d9_clock_mode d9_clock_select(d9_clock_mode requested);
+/* Whether this machine's TSC is safe to use (invariant, and the kernel's clocksource). */
+bool d9_clock_tsc_trustworthy(void);
+
+/* Tick → ns conversion, owned by the background thread. */
+typedef struct d9_anchor {
+    uint64_t ticks;
+    uint64_t mono_ns;
+} d9_anchor;
+
+#define D9_CLOCK_ANCHORS 64
+typedef struct d9_clock_map {
+    d9_anchor anchors[D9_CLOCK_ANCHORS]; /* ring, newest at (count - 1) % N */
+    uint32_t count;
+    d9_anchor first;                     /* long baseline for extrapolation */
+} d9_clock_map;
+
+void d9_clock_map_init(d9_clock_map *m);
+/* Take a new anchor now (retries a read interrupted by preemption). Returns it. */
+d9_anchor d9_clock_map_sample(d9_clock_map *m);
+/* Convert raw ticks to CLOCK_MONOTONIC ns. */
+uint64_t d9_clock_map_to_ns(const d9_clock_map *m, uint64_t ticks);
+/* Restore the high 8 bits of a 56-bit tick stored in a record, given a recent full tick. */
+static inline uint64_t d9_ticks_unwrap56(uint64_t low56, uint64_t recent) {
+    const uint64_t span = 1ull << 56;
+    uint64_t t = (recent & ~(span - 1)) | low56;
+    if (t > recent + (span >> 1)) t -= span;          /* recorded before the wrap */
+    else if (t + (span >> 1) < recent) t += span;     /* recent is from before a wrap */
+    return t;
+}
+
+
+
+/* CLOCK_MONOTONIC and CLOCK_REALTIME read back to back (for ClockSyncEvent). */
+void d9_clock_realtime_pair(uint64_t *mono_ns, uint64_t *real_ns);
+#endif

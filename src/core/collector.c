@@ -1,0 +1,603 @@
+#include "core/collector.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/event_types.h"
+#include "core/locations.h"
+#include "core/records.h"
+#include "core/run_metadata.h"
+#include "core/string_table.h"
+#include "core/thread_buffer.h"
+#include "core/workers.h"
+#include "format/schemas.h"
+#include "format/wire.h"
+#include "sinks/segment_writer.h"
+
+#define FLUSH_BYTES (256u * 1024u)
+#define SCHEMA_SLOTS (D9_SCH_FIRST_CUSTOM + D9_MAX_EVENT_TYPES)
+
+/* One event ready to encode: the record's values after the thread's decoding state (current
+ * task, last park) has been applied, so it can be encoded twice if a rotation interrupts it. */
+typedef struct out_event {
+    uint16_t schema;
+    uint64_t ts;
+    uint64_t v[5];
+    const char *s[2];
+    const d9_event_type *custom;
+    const uint64_t *payload;
+} out_event;
+
+/* A thread's unread records during one drain. */
+typedef struct cursor {
+    d9_thread *t;
+    uint64_t pos, end;
+    uint64_t next_ts; /* ts of the record at pos (valid while pos < end) */
+} cursor;
+
+struct d9_collector {
+    d9_segment_writer *w;
+    d9_run_metadata meta;
+    d9_clock_map clock;
+    uint64_t now_ticks, now_ns;
+
+    d9_buf out, scratch;
+    uint64_t out_events;       /* events in `out` not yet written */
+    d9_stream_state st;
+    uint64_t epoch;
+    bool stream_open;
+    uint64_t stream_no;        /* marks below are valid when equal to this */
+    uint64_t schema_mark[SCHEMA_SLOTS];
+    uint64_t *loc_mark;
+    size_t loc_mark_len;
+    d9_string_table strings;
+
+    uint64_t write_drops_pending; /* events lost to failed writes, not yet reported */
+    uint64_t write_drops_in_out;  /* the part of it reported inside `out` */
+
+    d9_thread **threads;
+    size_t thread_count;
+    cursor *cursors;
+    size_t cursor_cap;
+
+    _Atomic uint64_t st_recorded, st_written, st_write_dropped, st_ring_dropped;
+    _Atomic uint32_t st_threads;
+    /* copies of the writer's counters, so other threads never touch the writer */
+    _Atomic uint64_t st_bytes, st_write_errors, st_sealed, st_deleted;
+};
+
+static void publish_writer_stats(d9_collector *c) {
+    d9_segw_stats ws;
+    d9_segw_get_stats(c->w, &ws);
+    atomic_store(&c->st_bytes, ws.bytes_written);
+    atomic_store(&c->st_write_errors, ws.write_errors);
+    atomic_store(&c->st_sealed, ws.segments_sealed);
+    atomic_store(&c->st_deleted, ws.files_deleted);
+}
+
+/* ---------------------------------------------------------------- stream prerequisites */
+
+static void need_schema(d9_collector *c, uint16_t id, const d9_schema_def *def) {
+    if (c->schema_mark[id] == c->stream_no) return;
+    d9_enc_schema(&c->out, id, def);
+    c->schema_mark[id] = c->stream_no;
+}
+
+static void need_builtin(d9_collector *c, uint16_t id) { need_schema(c, id, &d9_builtin_schemas[id]); }
+
+static void write_pool_string(d9_collector *c, uint32_t id, const char *s) {
+    d9_pool_frame pf;
+    d9_enc_string_pool_begin(&c->out, &pf);
+    d9_enc_string_pool_entry(&c->out, &pf, id, s, strlen(s));
+    d9_enc_pool_end(&c->out, &pf);
+}
+
+static uint32_t need_loc(d9_collector *c, uint32_t id) {
+    if (id >= c->loc_mark_len) {
+        size_t n = c->loc_mark_len ? c->loc_mark_len : 1024;
+        while (n <= id) n *= 2;
+        uint64_t *m = realloc(c->loc_mark, n * sizeof *m);
+        if (!m) return id; /* written again below: costs bytes, not correctness */
+        memset(m + c->loc_mark_len, 0, (n - c->loc_mark_len) * sizeof *m);
+        c->loc_mark = m;
+        c->loc_mark_len = n;
+    }
+    if (id < c->loc_mark_len && c->loc_mark[id] == c->stream_no) return id;
+    write_pool_string(c, id, d9_loc_name(id));
+    if (id < c->loc_mark_len) c->loc_mark[id] = c->stream_no;
+    return id;
+}
+
+/* Pool ids of other strings live above the location ids. */
+static uint32_t need_string(d9_collector *c, const char *s) {
+    d9_string_entry *e = d9_string_table_get(&c->strings, s ? s : "");
+    if (!e) return need_loc(c, D9_LOC_UNKNOWN);
+    uint32_t id = 0x80000000u + e->index;
+    if (e->mark != c->stream_no) {
+        write_pool_string(c, id, e->str);
+        e->mark = c->stream_no;
+    }
+    return id;
+}
+
+/* ---------------------------------------------------------------- encoding */
+
+static void encode_preamble(d9_collector *c) {
+    need_builtin(c, D9_SCH_SEGMENT_METADATA);
+    d9_enc_event(&c->out, &c->st, D9_SCH_SEGMENT_METADATA, c->now_ns);
+    d9_pool_frame map;
+    d9_enc_string_map_begin(&c->out, &map);
+    d9_run_metadata_encode(&c->meta, &c->out, &map);
+    d9_enc_string_map_end(&c->out, &map);
+
+    need_builtin(c, D9_SCH_CLOCK_SYNC);
+    uint64_t mono, real;
+    d9_clock_realtime_pair(&mono, &real);
+    d9_enc_event(&c->out, &c->st, D9_SCH_CLOCK_SYNC, mono);
+    d9_put_varint(&c->out, real);
+}
+
+static uint8_t sat8(uint64_t v) { return v > 255 ? 255 : (uint8_t)v; }
+
+static void encode(d9_collector *c, const out_event *e) {
+    d9_buf *b = &c->out;
+    switch (e->schema) {
+    case D9_SCH_POLL_START: {
+        need_builtin(c, e->schema);
+        uint32_t loc = need_loc(c, (uint32_t)e->v[3]);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_varint(b, e->v[0]);
+        d9_put_u8(b, sat8(e->v[1]));
+        d9_put_varint(b, e->v[2]);
+        d9_put_u32(b, loc);
+        break;
+    }
+    case D9_SCH_POLL_END:
+    case D9_SCH_TASK_TERMINATE:
+        need_builtin(c, e->schema);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_varint(b, e->v[0]);
+        break;
+    case D9_SCH_WORKER_PARK:
+    case D9_SCH_WORKER_UNPARK:
+        need_builtin(c, e->schema);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_varint(b, e->v[0]);
+        d9_put_u8(b, sat8(e->v[1]));
+        d9_put_varint(b, e->v[2]);
+        if (e->schema == D9_SCH_WORKER_UNPARK) d9_put_varint(b, e->v[3]);
+        d9_put_u32(b, (uint32_t)e->v[4]);
+        break;
+    case D9_SCH_WAKE:
+        need_builtin(c, e->schema);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_varint(b, e->v[0]);
+        d9_put_varint(b, e->v[1]);
+        d9_put_u8(b, sat8(e->v[2]));
+        break;
+    case D9_SCH_TASK_SPAWN: {
+        need_builtin(c, e->schema);
+        uint32_t loc = need_loc(c, (uint32_t)e->v[1]);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_varint(b, e->v[0]);
+        d9_put_u32(b, loc);
+        d9_put_u8(b, 1);
+        break;
+    }
+    case D9_SCH_DROPPED_EVENTS: {
+        need_builtin(c, e->schema);
+        uint32_t reason = need_string(c, e->s[0]);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_varint(b, e->v[0]);
+        d9_put_u32(b, reason);
+        d9_put_u32(b, (uint32_t)e->v[1]);
+        d9_put_varint(b, e->v[2]);
+        break;
+    }
+    case D9_SCH_WORKER_REGISTERED: {
+        need_builtin(c, e->schema);
+        uint32_t runtime = need_string(c, e->s[0]);
+        uint32_t name = need_string(c, e->s[1]);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_varint(b, e->v[0]);
+        d9_put_u32(b, (uint32_t)e->v[1]);
+        d9_put_u32(b, runtime);
+        d9_put_varint(b, e->v[2]);
+        d9_put_u32(b, name);
+        break;
+    }
+    default: { /* custom event */
+        const d9_event_type *t = e->custom;
+        uint16_t id = (uint16_t)(D9_SCH_FIRST_CUSTOM + t->index);
+        need_schema(c, id, &t->def);
+        uint32_t pooled[D9_MAX_EVENT_FIELDS];
+        const uint64_t *p = e->payload;
+        for (uint16_t i = 0; i < t->field_count; i++) {
+            if (t->kinds[i] == D9_STATIC_STRING) pooled[i] = need_string(c, (const char *)(uintptr_t)*p);
+            p += t->kinds[i] == D9_STRING ? 1 + (*p + 7) / 8 : 1;
+        }
+        d9_enc_event(b, &c->st, id, e->ts);
+        p = e->payload;
+        for (uint16_t i = 0; i < t->field_count; i++) {
+            switch (t->kinds[i]) {
+            case D9_U64: d9_put_varint(b, *p++); break;
+            case D9_I64: d9_put_u64(b, *p++); break;
+            case D9_F64: d9_put_u64(b, *p++); break;
+            case D9_BOOL: d9_put_u8(b, *p++ ? 1 : 0); break;
+            case D9_STATIC_STRING: d9_put_u32(b, pooled[i]); p++; break;
+            case D9_STRING: d9_put_lstring(b, (const char *)(p + 1), *p); p += 1 + (*p + 7) / 8; break;
+            }
+        }
+        break;
+    }
+    }
+}
+
+/* ---------------------------------------------------------------- writing */
+
+static void flush_out(d9_collector *c) {
+    if (c->out.len == 0) return;
+    if (!c->out.failed && d9_segw_write(c->w, c->out.data, c->out.len) == 0) {
+        atomic_fetch_add(&c->st_written, c->out_events);
+        c->write_drops_pending -= c->write_drops_in_out;
+    } else {
+        c->write_drops_pending += c->out_events;
+        atomic_fetch_add(&c->st_write_dropped, c->out_events);
+        c->stream_open = false; /* the writer bumped its epoch; make sure we notice */
+    }
+    c->write_drops_in_out = 0;
+    c->out_events = 0;
+    d9_buf_clear(&c->out);
+}
+
+static void emit_write_drop_report(d9_collector *c);
+
+/* Start a new stream when the writer moved to another file or lost bytes. */
+static void ensure_stream(d9_collector *c) {
+    uint64_t epoch = d9_segw_epoch(c->w);
+    if (c->stream_open && epoch == c->epoch) return;
+    flush_out(c);
+    epoch = d9_segw_epoch(c->w);
+    c->epoch = epoch;
+    c->stream_open = true;
+    c->stream_no++;
+    d9_enc_header(&c->out, &c->st);
+    if (d9_segw_at_segment_start(c->w)) {
+        encode_preamble(c);
+        /* Say which threads are workers, so each segment stands alone. */
+        for (size_t i = 0; i < c->thread_count; i++) {
+            d9_thread *t = c->threads[i];
+            if (t->c_worker == 255) continue;
+            uint32_t index = 0;
+            const char *rt = d9_workers_describe(t->c_worker, &index);
+            out_event e = {.schema = D9_SCH_WORKER_REGISTERED, .ts = c->now_ns,
+                           .v = {t->c_worker, (uint64_t)t->tid, index}, .s = {rt ? rt : "?", t->name}};
+            encode(c, &e);
+        }
+    }
+    if (c->write_drops_pending > c->write_drops_in_out) emit_write_drop_report(c);
+}
+
+static void emit_write_drop_report(d9_collector *c) {
+    uint64_t n = c->write_drops_pending - c->write_drops_in_out;
+    out_event e = {.schema = D9_SCH_DROPPED_EVENTS, .ts = c->now_ns, .v = {n, 0, 255},
+                   .s = {"write_error"}};
+    encode(c, &e);
+    c->write_drops_in_out += n;
+}
+
+/* Encode one event, rotating first when it would not fit in the current segment. */
+static void emit(d9_collector *c, const out_event *e) {
+    ensure_stream(c);
+    size_t mark = c->out.len;
+    encode(c, e);
+    uint64_t room = d9_segw_room(c->w);
+    if (c->out.len > room && !(mark == 0 && d9_segw_at_segment_start(c->w))) {
+        /* Write what came before, then see whether the event fits after it. */
+        d9_buf_clear(&c->scratch);
+        d9_put_bytes(&c->scratch, c->out.data + mark, c->out.len - mark);
+        c->out.len = mark;
+        uint64_t epoch = d9_segw_epoch(c->w);
+        flush_out(c);
+        bool same_stream = c->stream_open && d9_segw_epoch(c->w) == epoch;
+        if (same_stream && c->scratch.len <= d9_segw_room(c->w)) {
+            d9_put_bytes(&c->out, c->scratch.data, c->scratch.len);
+        } else {
+            if (same_stream) d9_segw_rotate(c->w);
+            ensure_stream(c);
+            encode(c, e);
+        }
+    }
+    c->out_events++;
+    if (c->out.len >= FLUSH_BYTES) flush_out(c);
+}
+
+/* ---------------------------------------------------------------- decoding records */
+
+static uint64_t record_words(const uint64_t *r) {
+    switch (D9_REC_KIND(r[0])) {
+    case D9_REC_POLL_BEGIN: return D9_REC_WORDS_POLL_BEGIN;
+    case D9_REC_POLL_END: return D9_REC_WORDS_POLL_END;
+    case D9_REC_PARK:
+    case D9_REC_UNPARK: return D9_REC_WORDS_PARK;
+    case D9_REC_WAKE: return D9_REC_WORDS_WAKE;
+    case D9_REC_SPAWN: return D9_REC_WORDS_SPAWN;
+    case D9_REC_TERMINATE: return D9_REC_WORDS_TERMINATE;
+    case D9_REC_WORKER_BEGIN: return D9_REC_WORDS_WORKER_BEGIN;
+    case D9_REC_WORKER_END: return D9_REC_WORDS_WORKER_END;
+    case D9_REC_DROPPED: return D9_REC_WORDS_DROPPED;
+    case D9_REC_CUSTOM: return 2 + (r[1] >> 32);
+    default: return 0;
+    }
+}
+
+static uint64_t ticks_to_ns(d9_collector *c, uint64_t w0) {
+    return d9_clock_map_to_ns(&c->clock, d9_ticks_unwrap56(D9_REC_TICKS56(w0), c->now_ticks));
+}
+
+/* Skip PAD records; false when the cursor is exhausted. */
+static bool cursor_peek(d9_collector *c, cursor *k) {
+    d9_thread *t = k->t;
+    while (k->pos < k->end) {
+        const uint64_t *r = t->ring + (k->pos & t->mask);
+        if (D9_REC_KIND(r[0]) == D9_REC_PAD) {
+            k->pos = (k->pos & ~t->mask) + t->mask + 1;
+            continue;
+        }
+        uint64_t n = record_words(r);
+        if (n == 0 || k->pos + n > k->end || (k->pos & t->mask) + n > t->mask + 1) {
+            k->pos = k->end; /* a corrupt ring (the application wrote over it): stop here */
+            return false;
+        }
+        k->next_ts = ticks_to_ns(c, r[0]);
+        return true;
+    }
+    return false;
+}
+
+static void report_ring_drops(d9_collector *c, d9_thread *t, uint64_t cumulative, uint64_t ts) {
+    if (cumulative <= t->c_drops_reported) return;
+    uint64_t n = cumulative - t->c_drops_reported;
+    t->c_drops_reported = cumulative;
+    atomic_fetch_add(&c->st_ring_dropped, n);
+    out_event e = {.schema = D9_SCH_DROPPED_EVENTS, .ts = ts, .v = {n, (uint64_t)t->tid, t->c_worker},
+                   .s = {"buffer_full"}};
+    emit(c, &e);
+}
+
+static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint64_t ts) {
+    out_event e = {.ts = ts};
+    uint64_t tid = (uint64_t)t->tid;
+    switch (D9_REC_KIND(r[0])) {
+    case D9_REC_POLL_BEGIN:
+        t->c_task = r[1];
+        e.schema = D9_SCH_POLL_START;
+        e.v[0] = t->c_worker; e.v[1] = r[2] >> 32; e.v[2] = r[1]; e.v[3] = r[2] & 0xffffffffu;
+        break;
+    case D9_REC_POLL_END:
+        t->c_task = 0;
+        e.schema = D9_SCH_POLL_END;
+        e.v[0] = t->c_worker;
+        break;
+    case D9_REC_PARK:
+    case D9_REC_UNPARK: {
+        bool park = D9_REC_KIND(r[0]) == D9_REC_PARK;
+        uint64_t cpu = r[1] == D9_NS_UNKNOWN ? 0 : r[1];
+        uint64_t delay = 0;
+        if (!park && r[2] != D9_NS_UNKNOWN && t->c_park_wait != D9_NS_UNKNOWN && r[2] >= t->c_park_wait)
+            delay = r[2] - t->c_park_wait;
+        t->c_park_wait = park ? r[2] : D9_NS_UNKNOWN;
+        e.schema = park ? D9_SCH_WORKER_PARK : D9_SCH_WORKER_UNPARK;
+        e.v[0] = t->c_worker; e.v[1] = r[3]; e.v[2] = cpu; e.v[3] = delay; e.v[4] = tid;
+        break;
+    }
+    case D9_REC_WAKE:
+        e.schema = D9_SCH_WAKE;
+        e.v[0] = t->c_task; e.v[1] = r[1]; e.v[2] = t->c_worker;
+        break;
+    case D9_REC_SPAWN:
+        e.schema = D9_SCH_TASK_SPAWN;
+        e.v[0] = r[1]; e.v[1] = r[2];
+        break;
+    case D9_REC_TERMINATE:
+        e.schema = D9_SCH_TASK_TERMINATE;
+        e.v[0] = r[1];
+        break;
+    case D9_REC_WORKER_BEGIN: {
+        t->c_worker = (uint32_t)r[1];
+        uint32_t index = 0;
+        const char *rt = d9_workers_describe(t->c_worker, &index);
+        e.schema = D9_SCH_WORKER_REGISTERED;
+        e.v[0] = t->c_worker; e.v[1] = tid; e.v[2] = index;
+        e.s[0] = rt ? rt : "?"; e.s[1] = t->name;
+        break;
+    }
+    case D9_REC_WORKER_END:
+        t->c_worker = 255;
+        return;
+    case D9_REC_DROPPED:
+        report_ring_drops(c, t, r[1], ts);
+        return;
+    case D9_REC_CUSTOM:
+        e.custom = d9_event_type_at((uint32_t)r[1]);
+        if (!e.custom) return;
+        e.schema = UINT16_MAX;
+        e.payload = r + 2;
+        break;
+    default:
+        return;
+    }
+    t->c_events++;
+    atomic_fetch_add_explicit(&c->st_recorded, 1, memory_order_relaxed);
+    emit(c, &e);
+}
+
+/* ---------------------------------------------------------------- drain */
+
+static bool refresh_threads(d9_collector *c) {
+    free(c->threads);
+    c->threads = d9_threads_snapshot(&c->thread_count);
+    if (!c->threads) {
+        c->thread_count = 0;
+        return false;
+    }
+    if (c->cursor_cap < c->thread_count) {
+        cursor *k = realloc(c->cursors, c->thread_count * sizeof *k);
+        if (!k) return false;
+        c->cursors = k;
+        c->cursor_cap = c->thread_count;
+    }
+    return true;
+}
+
+double d9_collector_drain(d9_collector *c) {
+    c->now_ticks = d9_clock_map_sample(&c->clock).ticks;
+    c->now_ns = d9_clock_map_to_ns(&c->clock, c->now_ticks);
+    if (!refresh_threads(c)) return 1.0;
+    atomic_store(&c->st_threads, (uint32_t)c->thread_count);
+
+    if (d9_segw_rotation_due(c->w, d9_mono_ns())) {
+        flush_out(c);
+        d9_segw_rotate(c->w);
+    }
+
+    double fullest = 0;
+    size_t live = 0;
+    for (size_t i = 0; i < c->thread_count; i++) {
+        d9_thread *t = c->threads[i];
+        cursor *k = &c->cursors[live];
+        k->t = t;
+        k->pos = atomic_load_explicit(&t->tail, memory_order_relaxed);
+        k->end = atomic_load_explicit(&t->head_pub, memory_order_acquire);
+        t->c_end = k->end;
+        double fill = (double)(k->end - k->pos) / (double)(t->mask + 1);
+        if (fill > fullest) fullest = fill;
+        if (t->c_events == 0 && t->c_worker == 255) {
+            /* First sight: the thread may have become a worker while we were not recording. */
+            uint32_t w = atomic_load_explicit(&t->worker_id, memory_order_acquire);
+            if (w != 255 && k->pos == k->end) t->c_worker = w;
+        }
+        if (cursor_peek(c, k)) live++;
+    }
+
+    /* Merge: always take the earliest pending record among the threads. */
+    while (live > 0) {
+        size_t best = 0;
+        for (size_t i = 1; i < live; i++)
+            if (c->cursors[i].next_ts < c->cursors[best].next_ts) best = i;
+        cursor *k = &c->cursors[best];
+        const uint64_t *r = k->t->ring + (k->pos & k->t->mask);
+        decode_record(c, k->t, r, k->next_ts);
+        k->pos += record_words(r);
+        if (!cursor_peek(c, k)) c->cursors[best] = c->cursors[--live];
+    }
+
+    for (size_t i = 0; i < c->thread_count; i++) {
+        d9_thread *t = c->threads[i];
+        atomic_store_explicit(&t->tail, t->c_end, memory_order_release);
+        /* Drops the thread could not report itself yet (its ring stayed full). */
+        report_ring_drops(c, t, atomic_load_explicit(&t->drops_total, memory_order_relaxed), c->now_ns);
+    }
+    if (c->write_drops_pending > c->write_drops_in_out) {
+        ensure_stream(c);
+        if (c->write_drops_pending > c->write_drops_in_out) emit_write_drop_report(c);
+    }
+    flush_out(c);
+    publish_writer_stats(c);
+    free(c->threads);
+    c->threads = NULL;
+    c->thread_count = 0;
+    d9_threads_reap();
+    return fullest;
+}
+
+void d9_collector_get_stats(d9_collector *c, d9_stats *out) {
+    out->events_recorded = atomic_load(&c->st_recorded);
+    out->events_written = atomic_load(&c->st_written);
+    out->events_dropped = atomic_load(&c->st_ring_dropped) + atomic_load(&c->st_write_dropped);
+    out->bytes_written = atomic_load(&c->st_bytes);
+    out->write_errors = atomic_load(&c->st_write_errors);
+    out->segments_sealed = atomic_load(&c->st_sealed);
+    out->files_deleted = atomic_load(&c->st_deleted);
+    out->threads = atomic_load(&c->st_threads);
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t errlen) {
+    d9_collector *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    const d9_config *cfg = cc->cfg;
+    d9_segw_config sc = {
+        .trace_dir = cfg->trace_dir,
+        .run_id = cc->run_id,
+        .max_file_size = cfg->max_file_size,
+        .max_total_size = cfg->max_total_size,
+        .rotation_ns = (uint64_t)cfg->rotation_secs * 1000000000ull,
+    };
+    c->w = d9_segw_open(&sc, err, errlen);
+    if (!c->w) {
+        free(c);
+        return NULL;
+    }
+    d9_buf_init(&c->out);
+    d9_buf_init(&c->scratch);
+    d9_run_metadata_describe_process(&c->meta, cc->service, cc->run_id);
+    d9_run_metadata_set(&c->meta, "clock", "%s", cc->clock_name);
+    d9_run_metadata_set(&c->meta, "sources", "polls,parks,wakes,tasks%s",
+                        cc->schedstat_active ? ",schedstat" : "");
+    d9_run_metadata_set(&c->meta, "source.schedstat", "%s",
+                        cc->schedstat_active ? "active"
+                        : cfg->schedstat  ? "unavailable: /proc/thread-self/schedstat cannot be read"
+                                          : "off: disabled by configuration");
+    d9_run_metadata_set(&c->meta, "buffer_kb", "%u", cfg->buffer_kb);
+
+    d9_clock_map_init(&c->clock);
+    c->now_ticks = c->clock.first.ticks;
+    c->now_ns = c->clock.first.mono_ns;
+    /* Write the first preamble now: an unwritable directory is the caller's error, not a
+     * silent loss later. */
+    ensure_stream(c);
+    flush_out(c);
+    d9_segw_stats ws;
+    d9_segw_get_stats(c->w, &ws);
+    if (ws.write_errors) {
+        snprintf(err, errlen, "cannot write trace files in %s", d9_segw_run_dir(c->w));
+        d9_segw_close(c->w);
+        d9_run_metadata_free(&c->meta);
+        d9_buf_free(&c->out);
+        d9_buf_free(&c->scratch);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void d9_collector_close(d9_collector *c, d9_stats *final_stats) {
+    if (!c) return;
+    d9_collector_drain(c);
+    flush_out(c);
+    bool last_has_bytes = !d9_segw_at_segment_start(c->w);
+    publish_writer_stats(c);
+    if (final_stats) {
+        d9_collector_get_stats(c, final_stats);
+        if (last_has_bytes) final_stats->segments_sealed++; /* sealed by the close below */
+    }
+    d9_segw_close(c->w);
+    d9_run_metadata_free(&c->meta);
+    d9_string_table_free(&c->strings);
+    d9_buf_free(&c->out);
+    d9_buf_free(&c->scratch);
+    free(c->loc_mark);
+    free(c->cursors);
+    free(c->threads);
+    free(c);
+}
+
+const char *d9_collector_run_dir(d9_collector *c) { return d9_segw_run_dir(c->w); }

@@ -1,0 +1,153 @@
+/* d9_config: defaults, DIAL9_* environment variables, validation. A bad value is always an
+ * error naming the variable (or field) and the value, never a silent default. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/last_error.h"
+#include "dial9/dial9.h"
+
+#define MIB ((uint64_t)1024 * 1024)
+
+void d9_config_init(d9_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->enabled = true;
+    cfg->trace_dir = "/tmp/dial9-traces";
+    cfg->service = NULL;
+    cfg->max_file_size = 64 * MIB;
+    cfg->max_total_size = 1024 * MIB;
+    cfg->rotation_secs = 60;
+    cfg->buffer_kb = 1024;
+    cfg->flush_ms = 20;
+    cfg->schedstat = true;
+    cfg->clock = D9_CLOCK_AUTO;
+}
+
+static int parse_u64(const char *var, const char *s, uint64_t min, uint64_t max, uint64_t *out) {
+    const char *p = s;
+    while (*p == ' ') p++;
+    if (*p < '0' || *p > '9') goto bad;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(p, &end, 10);
+    while (*end == ' ') end++;
+    if (errno || *end || v < min || v > max) goto bad;
+    *out = v;
+    return 0;
+bad:
+    d9_set_error("%s=\"%s\": expected an integer from %" PRIu64 " to %" PRIu64, var, s, min, max);
+    return -1;
+}
+
+static int parse_bool(const char *var, const char *s, bool *out) {
+    static const char *yes[] = {"1", "true", "yes", "on"}, *no[] = {"0", "false", "no", "off"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0) { *out = true; return 0; }
+        if (strcasecmp(s, no[i]) == 0) { *out = false; return 0; }
+    }
+    d9_set_error("%s=\"%s\": expected 1/0, true/false, yes/no or on/off", var, s);
+    return -1;
+}
+
+static int parse_clock(const char *var, const char *s, d9_clock_mode *out) {
+    if (strcasecmp(s, "auto") == 0) *out = D9_CLOCK_AUTO;
+    else if (strcasecmp(s, "tsc") == 0) *out = D9_CLOCK_TSC;
+    else if (strcasecmp(s, "monotonic") == 0) *out = D9_CLOCK_MONOTONIC;
+    else {
+        d9_set_error("%s=\"%s\": expected auto, tsc or monotonic", var, s);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_string(const char *var, const char *s, const char **out) {
+    if (!*s) {
+        d9_set_error("%s is set but empty", var);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+int d9_config_from_env(d9_config *cfg) {
+    d9_config_init(cfg);
+    const char *v;
+    uint64_t n;
+#define ENV(name) ((v = getenv(name)) != NULL)
+    if (ENV("DIAL9_ENABLED") && parse_bool("DIAL9_ENABLED", v, &cfg->enabled)) return -1;
+    if (ENV("DIAL9_TRACE_DIR") && parse_string("DIAL9_TRACE_DIR", v, &cfg->trace_dir)) return -1;
+    if (ENV("DIAL9_SERVICE") && parse_string("DIAL9_SERVICE", v, &cfg->service)) return -1;
+    if (ENV("DIAL9_MAX_FILE_SIZE_MB")) {
+        if (parse_u64("DIAL9_MAX_FILE_SIZE_MB", v, 1, 1u << 20, &n)) return -1;
+        cfg->max_file_size = n * MIB;
+    }
+    if (ENV("DIAL9_MAX_DISK_USAGE_MB")) {
+        if (parse_u64("DIAL9_MAX_DISK_USAGE_MB", v, 1, 1u << 30, &n)) return -1;
+        cfg->max_total_size = n * MIB;
+    }
+    if (ENV("DIAL9_ROTATION_SECS")) {
+        if (parse_u64("DIAL9_ROTATION_SECS", v, 0, 365u * 86400u, &n)) return -1;
+        cfg->rotation_secs = (uint32_t)n;
+    }
+    if (ENV("DIAL9_BUFFER_KB")) {
+        if (parse_u64("DIAL9_BUFFER_KB", v, 64, 1u << 20, &n)) return -1;
+        cfg->buffer_kb = (uint32_t)n;
+    }
+    if (ENV("DIAL9_FLUSH_MS")) {
+        if (parse_u64("DIAL9_FLUSH_MS", v, 1, 60000, &n)) return -1;
+        cfg->flush_ms = (uint32_t)n;
+    }
+    if (ENV("DIAL9_SCHEDSTAT") && parse_bool("DIAL9_SCHEDSTAT", v, &cfg->schedstat)) return -1;
+    if (ENV("DIAL9_CLOCK") && parse_clock("DIAL9_CLOCK", v, &cfg->clock)) return -1;
+#undef ENV
+    if (cfg->max_total_size < cfg->max_file_size) {
+        d9_set_error("DIAL9_MAX_DISK_USAGE_MB (%" PRIu64 " MiB) is smaller than "
+                     "DIAL9_MAX_FILE_SIZE_MB (%" PRIu64 " MiB)",
+                     cfg->max_total_size / MIB, cfg->max_file_size / MIB);
+        return -1;
+    }
+    return d9_config_validate(cfg);
+}
+
+int d9_config_validate(const d9_config *cfg) {
+    if (!cfg) {
+        d9_set_error("config is NULL");
+        return -1;
+    }
+    if (!cfg->trace_dir || !*cfg->trace_dir) {
+        d9_set_error("trace_dir is empty");
+        return -1;
+    }
+    if (strlen(cfg->trace_dir) > 3000) {
+        d9_set_error("trace_dir is too long (%zu bytes)", strlen(cfg->trace_dir));
+        return -1;
+    }
+    if (cfg->max_file_size < 4096) {
+        d9_set_error("max_file_size = %" PRIu64 ": must be at least 4096 bytes", cfg->max_file_size);
+        return -1;
+    }
+    if (cfg->max_total_size < cfg->max_file_size) {
+        d9_set_error("max_total_size = %" PRIu64 " is smaller than max_file_size = %" PRIu64,
+                     cfg->max_total_size, cfg->max_file_size);
+        return -1;
+    }
+    if (cfg->buffer_kb < 64 || cfg->buffer_kb > (1u << 20)) {
+        d9_set_error("buffer_kb = %u: must be from 64 to 1048576", cfg->buffer_kb);
+        return -1;
+    }
+    if (cfg->flush_ms < 1 || cfg->flush_ms > 60000) {
+        d9_set_error("flush_ms = %u: must be from 1 to 60000", cfg->flush_ms);
+        return -1;
+    }
+    if (cfg->clock != D9_CLOCK_AUTO && cfg->clock != D9_CLOCK_TSC && cfg->clock != D9_CLOCK_MONOTONIC) {
+        d9_set_error("clock = %d: not a d9_clock_mode", (int)cfg->clock);
+        return -1;
+    }
+    if (cfg->service && strlen(cfg->service) > 255) {
+        d9_set_error("service name is longer than 255 bytes");
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,147 @@
+/* The hooks: each appends one raw record to the calling thread's ring. No lock, allocation or
+ * system call here (park/unpark read schedstat by design); everything else is the collector's. */
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/event_types.h"
+#include "core/locations.h"
+#include "core/records.h"
+#include "core/schedstat.h"
+#include "core/thread_buffer.h"
+#include "core/workers.h"
+#include "dial9/dial9.h"
+
+volatile int d9__active;
+
+#define BEGIN(words)                                                                       \
+    d9_thread *t = d9_thread_current();                                                    \
+    if (__builtin_expect(t == NULL, 0)) return;                                            \
+    uint64_t *r = d9_thread_reserve(t, (words));                                           \
+    if (__builtin_expect(r == NULL, 0)) return
+
+void d9__poll_begin(uint64_t task_id, const d9_loc *where) {
+    uint32_t loc = d9_loc_id(where);
+    BEGIN(D9_REC_WORDS_POLL_BEGIN);
+    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_POLL_BEGIN);
+    r[1] = task_id;
+    r[2] = loc | (uint64_t)t->local_queue << 32;
+    d9_thread_commit(t, D9_REC_WORDS_POLL_BEGIN);
+}
+
+void d9__poll_end(void) {
+    BEGIN(D9_REC_WORDS_POLL_END);
+    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_POLL_END);
+    d9_thread_commit(t, D9_REC_WORDS_POLL_END);
+}
+
+static void park_record(unsigned kind) {
+    d9_thread *t = d9_thread_current();
+    if (!t) return;
+    uint64_t cpu, wait;
+    d9_schedstat_read(t, &cpu, &wait);
+    uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_PARK);
+    if (!r) return;
+    r[0] = D9_REC_HEADER(d9_clock_ticks(), kind);
+    r[1] = cpu;
+    r[2] = wait;
+    r[3] = t->local_queue;
+    d9_thread_commit(t, D9_REC_WORDS_PARK);
+}
+
+void d9__park(void) { park_record(D9_REC_PARK); }
+void d9__unpark(void) { park_record(D9_REC_UNPARK); }
+
+void d9__wake(uint64_t woken_task_id) {
+    BEGIN(D9_REC_WORDS_WAKE);
+    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_WAKE);
+    r[1] = woken_task_id;
+    d9_thread_commit(t, D9_REC_WORDS_WAKE);
+}
+
+void d9__task_spawn(uint64_t task_id, const d9_loc *where) {
+    uint32_t loc = d9_loc_id(where);
+    BEGIN(D9_REC_WORDS_SPAWN);
+    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_SPAWN);
+    r[1] = task_id;
+    r[2] = loc;
+    d9_thread_commit(t, D9_REC_WORDS_SPAWN);
+}
+
+void d9__task_terminate(uint64_t task_id) {
+    BEGIN(D9_REC_WORDS_TERMINATE);
+    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_TERMINATE);
+    r[1] = task_id;
+    d9_thread_commit(t, D9_REC_WORDS_TERMINATE);
+}
+
+void d9__set_local_queue(uint32_t depth) {
+    d9_thread *t = d9_thread_current();
+    if (t) t->local_queue = depth;
+}
+
+uint32_t d9__worker_begin(const char *runtime, uint32_t index) {
+    uint32_t id = d9_workers_id_for(runtime, index);
+    d9_thread *t = d9_thread_current();
+    if (!t) return id;
+    atomic_store_explicit(&t->worker_id, id, memory_order_release);
+    if (!d9__active) return id;
+    uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_WORKER_BEGIN);
+    if (!r) return id;
+    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_WORKER_BEGIN);
+    r[1] = id;
+    d9_thread_commit(t, D9_REC_WORDS_WORKER_BEGIN);
+    return id;
+}
+
+void d9__worker_end(void) {
+    d9_thread *t = d9_thread_peek();
+    if (!t) return;
+    atomic_store_explicit(&t->worker_id, 255, memory_order_release);
+    if (!d9__active) return;
+    uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_WORKER_END);
+    if (!r) return;
+    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_WORKER_END);
+    d9_thread_commit(t, D9_REC_WORDS_WORKER_END);
+}
+
+static size_t string_words(const char *s, size_t *len) {
+    size_t n = s ? strnlen(s, D9_MAX_STRING_ARG) : 0;
+    *len = n;
+    return 1 + (n + 7) / 8;
+}
+
+void d9__emit(const d9_event_type *type, const d9_arg *args) {
+    if (!type) return;
+    size_t payload = type->field_count;
+    if (type->has_strings) {
+        payload = 0;
+        for (uint16_t i = 0; i < type->field_count; i++) {
+            size_t len;
+            payload += type->kinds[i] == D9_STRING ? string_words(args[i].s, &len) : 1;
+        }
+    }
+    size_t words = 2 + payload;
+    BEGIN(words);
+    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_CUSTOM);
+    r[1] = type->index | (uint64_t)payload << 32;
+    uint64_t *p = r + 2;
+    for (uint16_t i = 0; i < type->field_count; i++) {
+        switch (type->kinds[i]) {
+        case D9_STRING: {
+            size_t len;
+            size_t w = string_words(args[i].s, &len);
+            *p++ = len;
+            if (len) {
+                p[w - 2] = 0; /* zero the padding of the last word */
+                memcpy(p, args[i].s, len);
+            }
+            p += w - 1;
+            break;
+        }
+        case D9_BOOL: *p++ = args[i].b ? 1 : 0; break;
+        case D9_F64: memcpy(p++, &args[i].f, sizeof(double)); break;
+        default: *p++ = args[i].u; break;
+        }
+    }
+    d9_thread_commit(t, words);
+}

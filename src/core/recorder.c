@@ -1,0 +1,253 @@
+/* Recorder lifecycle: start, stop, the background thread that drains the buffers, flush on
+ * demand, at exit, and what a forked child inherits (nothing: it records nothing until it
+ * calls d9_start itself). */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/collector.h"
+#include "core/last_error.h"
+#include "core/run_metadata.h"
+#include "core/schedstat.h"
+#include "core/thread_buffer.h"
+#include "dial9/dial9.h"
+
+typedef struct recorder {
+    pthread_mutex_t lifecycle;   /* start/stop/get_stats */
+    bool running;
+    d9_config cfg;
+    char *trace_dir, *service;
+    char run_id[96];
+    char *run_dir;
+    d9_collector *col;
+    d9_stats last_stats;         /* kept after d9_stop */
+    pthread_t thread;
+
+    pthread_mutex_t wake_lock;   /* background thread's sleep, stop and flush requests */
+    pthread_cond_t wake;
+    pthread_cond_t flushed;
+    bool stop_requested;
+    uint64_t flush_requested, flush_done;
+} recorder;
+
+static recorder g_rec = {
+    .lifecycle = PTHREAD_MUTEX_INITIALIZER,
+    .wake_lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .flushed = PTHREAD_COND_INITIALIZER,
+};
+
+static void *background_main(void *arg) {
+    recorder *r = arg;
+    uint32_t max_ms = r->cfg.flush_ms, interval_ms = max_ms;
+    pthread_mutex_lock(&r->wake_lock);
+    while (!r->stop_requested) {
+        if (r->flush_requested == r->flush_done) {
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)interval_ms * 1000000u;
+            until.tv_sec += (time_t)(ns / 1000000000u);
+            until.tv_nsec = (long)(ns % 1000000000u);
+            pthread_cond_timedwait(&r->wake, &r->wake_lock, &until);
+            if (r->stop_requested) break;
+        }
+        uint64_t flush_target = r->flush_requested;
+        pthread_mutex_unlock(&r->wake_lock);
+
+        double fill = d9_collector_drain(r->col);
+        /* Drain sooner while buffers fill up, relax back to flush_ms when they stay empty. */
+        if (fill > 0.25) interval_ms = interval_ms > 2 ? interval_ms / 2 : 1;
+        else if (fill < 0.05 && interval_ms < max_ms) interval_ms = interval_ms * 2 < max_ms ? interval_ms * 2 : max_ms;
+
+        pthread_mutex_lock(&r->wake_lock);
+        if (flush_target > r->flush_done) {
+            r->flush_done = flush_target;
+            pthread_cond_broadcast(&r->flushed);
+        }
+    }
+    pthread_mutex_unlock(&r->wake_lock);
+    return NULL;
+}
+
+static void forget_in_child(void) {
+    /* The child has our memory but not our background thread, and must never write into the
+     * parent's files: drop everything without touching it. */
+    d9__active = 0;
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    g_rec.lifecycle = m;
+    g_rec.wake_lock = m;
+    g_rec.wake = cv;
+    g_rec.flushed = cv;
+    g_rec.running = false;
+    g_rec.col = NULL;
+    g_rec.stop_requested = false;
+    g_rec.flush_requested = g_rec.flush_done = 0;
+    d9_threads_forget_after_fork();
+}
+
+static void at_exit_stop(void) { d9_stop(); }
+
+static void install_process_hooks(void) {
+    pthread_atfork(NULL, NULL, forget_in_child);
+    atexit(at_exit_stop);
+}
+
+static uint64_t ring_words_for(uint32_t buffer_kb) {
+    uint64_t words = (uint64_t)buffer_kb * 1024 / 8, p = 1;
+    while (p < words) p <<= 1;
+    return p;
+}
+
+static void free_strings(recorder *r) {
+    free(r->trace_dir);
+    free(r->service);
+    free(r->run_dir);
+    r->trace_dir = r->service = r->run_dir = NULL;
+}
+
+int d9_start(const d9_config *cfg) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (d9_config_validate(cfg) != 0) return -1;
+    if (!cfg->enabled) return 0;
+    pthread_once(&once, install_process_hooks);
+
+    recorder *r = &g_rec;
+    pthread_mutex_lock(&r->lifecycle);
+    if (r->running) {
+        pthread_mutex_unlock(&r->lifecycle);
+        d9_set_error("already recording (call d9_stop first)");
+        return -1;
+    }
+    free_strings(r); /* the previous run's: d9_run_dir() stayed valid until now */
+    memset(&r->last_stats, 0, sizeof r->last_stats);
+    r->cfg = *cfg;
+    r->trace_dir = strdup(cfg->trace_dir);
+    r->service = strdup(cfg->service ? cfg->service : d9_program_name());
+    if (!r->trace_dir || !r->service) goto oom;
+    r->cfg.trace_dir = r->trace_dir;
+    r->cfg.service = r->service;
+
+    d9_clock_mode clock = d9_clock_select(cfg->clock);
+    d9_schedstat_enabled = cfg->schedstat && d9_schedstat_available();
+    d9_thread_set_ring_words(ring_words_for(cfg->buffer_kb));
+    d9_make_run_id(r->run_id, sizeof r->run_id);
+
+    d9_collector_config cc = {
+        .cfg = &r->cfg,
+        .run_id = r->run_id,
+        .service = r->service,
+        .clock_name = clock == D9_CLOCK_TSC ? "tsc" : "monotonic",
+        .schedstat_active = d9_schedstat_enabled,
+    };
+    char err[512];
+    r->col = d9_collector_open(&cc, err, sizeof err);
+    if (!r->col) {
+        d9_set_error("%s", err);
+        free_strings(r);
+        pthread_mutex_unlock(&r->lifecycle);
+        return -1;
+    }
+    r->run_dir = strdup(d9_collector_run_dir(r->col));
+    d9_threads_set_collector_running(true);
+    r->stop_requested = false;
+
+    /* The background thread must not take the application's signals. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&r->thread, NULL, background_main, r);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        d9_collector_close(r->col, NULL);
+        r->col = NULL;
+        d9_threads_set_collector_running(false);
+        free_strings(r);
+        pthread_mutex_unlock(&r->lifecycle);
+        d9_set_error("cannot start the background thread: %s", strerror(rc));
+        return -1;
+    }
+    pthread_setname_np(r->thread, "dial9-collect");
+    r->running = true;
+    d9__active = 1;
+    pthread_mutex_unlock(&r->lifecycle);
+    return 0;
+oom:
+    free_strings(r);
+    pthread_mutex_unlock(&r->lifecycle);
+    d9_set_error("out of memory");
+    return -1;
+}
+
+int d9_start_or_disabled(const d9_config *cfg) {
+    if (d9_start(cfg) != 0) fprintf(stderr, "dial9: recording disabled: %s\n", d9_last_error());
+    return 0;
+}
+
+void d9_stop(void) {
+    recorder *r = &g_rec;
+    pthread_mutex_lock(&r->lifecycle);
+    if (!r->running) {
+        pthread_mutex_unlock(&r->lifecycle);
+        return;
+    }
+    d9__active = 0;
+    pthread_mutex_lock(&r->wake_lock);
+    r->stop_requested = true;
+    pthread_cond_broadcast(&r->wake);
+    pthread_mutex_unlock(&r->wake_lock);
+    pthread_join(r->thread, NULL);
+    d9_collector_close(r->col, &r->last_stats); /* drains what is left, seals the last segment */
+    r->col = NULL;
+    d9_threads_set_collector_running(false);
+    d9_threads_reap();
+    r->running = false;
+    pthread_mutex_lock(&r->wake_lock);
+    r->flush_done = r->flush_requested;
+    pthread_cond_broadcast(&r->flushed);
+    pthread_mutex_unlock(&r->wake_lock);
+    pthread_mutex_unlock(&r->lifecycle);
+}
+
+void d9_set_enabled(bool enabled) {
+    recorder *r = &g_rec;
+    pthread_mutex_lock(&r->lifecycle);
+    d9__active = enabled && r->running;
+    pthread_mutex_unlock(&r->lifecycle);
+}
+
+void d9_flush(void) {
+    recorder *r = &g_rec;
+    pthread_mutex_lock(&r->lifecycle);
+    bool running = r->running;
+    pthread_mutex_unlock(&r->lifecycle);
+    if (!running) return;
+    pthread_mutex_lock(&r->wake_lock);
+    uint64_t target = ++r->flush_requested;
+    pthread_cond_broadcast(&r->wake);
+    while (r->flush_done < target && !r->stop_requested) pthread_cond_wait(&r->flushed, &r->wake_lock);
+    pthread_mutex_unlock(&r->wake_lock);
+}
+
+const char *d9_run_dir(void) {
+    recorder *r = &g_rec;
+    pthread_mutex_lock(&r->lifecycle);
+    const char *dir = r->run_dir;
+    pthread_mutex_unlock(&r->lifecycle);
+    return dir;
+}
+
+void d9_get_stats(d9_stats *out) {
+    memset(out, 0, sizeof *out);
+    recorder *r = &g_rec;
+    pthread_mutex_lock(&r->lifecycle);
+    if (r->col) d9_collector_get_stats(r->col, out);
+    else *out = r->last_stats;
+    pthread_mutex_unlock(&r->lifecycle);
+}

@@ -1,0 +1,41 @@
+/* Raw records in a thread's ring buffer, written by the hooks and decoded by the collector.
+ * A record is 1..N 64-bit words; word 0 is (ticks << 8) | kind, keeping the low 56 bits of
+ * the tick (the collector restores the rest), so the hot path writes one word per field. */
+#ifndef D9_CORE_RECORDS_H
+#define D9_CORE_RECORDS_H
+
+#include <stdint.h>
+
+enum d9_rec_kind {
+    D9_REC_PAD = 0,          /* rest of the ring up to the wrap point is unused */
+    D9_REC_POLL_BEGIN,       /* [1] task id  [2] loc id | local queue << 32 */
+    D9_REC_POLL_END,         /* - */
+    D9_REC_PARK,             /* [1] cpu ns  [2] run-queue wait ns  [3] local queue  (ns = ~0: unknown) */
+    D9_REC_UNPARK,           /* same as PARK */
+    D9_REC_WAKE,             /* [1] woken task id */
+    D9_REC_SPAWN,            /* [1] task id  [2] loc id */
+    D9_REC_TERMINATE,        /* [1] task id */
+    D9_REC_WORKER_BEGIN,     /* [1] worker id */
+    D9_REC_WORKER_END,       /* - */
+    D9_REC_DROPPED,          /* [1] the thread's cumulative drop count */
+    D9_REC_CUSTOM,           /* [1] event type index | payload words << 32, then the payload */
+};
+
+enum {
+    D9_REC_WORDS_POLL_BEGIN = 3,
+    D9_REC_WORDS_POLL_END = 1,
+    D9_REC_WORDS_PARK = 4,
+    D9_REC_WORDS_WAKE = 2,
+    D9_REC_WORDS_SPAWN = 3,
+    D9_REC_WORDS_TERMINATE = 2,
+    D9_REC_WORDS_WORKER_BEGIN = 2,
+    D9_REC_WORDS_WORKER_END = 1,
+    D9_REC_WORDS_DROPPED = 2,
+};
+
+#define D9_REC_HEADER(ticks, kind) (((uint64_t)(ticks) << 8) | (uint64_t)(kind))
+#define D9_REC_KIND(w) ((unsigned)((w) & 0xff))
+#define D9_REC_TICKS56(w) ((w) >> 8)
+#define D9_NS_UNKNOWN UINT64_MAX
+
+#endif

@@ -1,0 +1,53 @@
+#include "core/schedstat.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+bool d9_schedstat_enabled = true;
+
+static int open_schedstat(void) {
+    return open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+}
+
+bool d9_schedstat_available(void) {
+    int fd = open_schedstat();
+    if (fd < 0) return false;
+    char buf[96];
+    ssize_t n = pread(fd, buf, sizeof buf, 0);
+    close(fd);
+    return n > 0;
+}
+
+/* Parse "cpu wait slices\n" without strtoull's locale work. */
+static bool parse_two(const char *p, const char *end, uint64_t *a, uint64_t *b) {
+    uint64_t v[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        if (p >= end || *p < '0' || *p > '9') return false;
+        while (p < end && *p >= '0' && *p <= '9') v[i] = v[i] * 10 + (uint64_t)(*p++ - '0');
+        if (p < end && *p == ' ') p++;
+    }
+    *a = v[0];
+    *b = v[1];
+    return true;
+}
+
+void d9_schedstat_read(d9_thread *t, uint64_t *cpu_ns, uint64_t *wait_ns) {
+    *cpu_ns = *wait_ns = D9_NS_UNKNOWN;
+    if (!d9_schedstat_enabled || t->schedstat_fd == -2) return;
+    bool fresh = t->schedstat_fd == -1;
+    if (fresh) {
+        t->schedstat_fd = open_schedstat();
+        if (t->schedstat_fd < 0) {
+            t->schedstat_fd = -2;
+            return;
+        }
+    }
+    char buf[96];
+    ssize_t n = pread(t->schedstat_fd, buf, sizeof buf, 0);
+    if (n <= 0 || !parse_two(buf, buf + n, cpu_ns, wait_ns)) {
+        /* The program may have closed our fd (close-all-fds daemons): reopen next time. */
+        *cpu_ns = *wait_ns = D9_NS_UNKNOWN;
+        if (fresh) close(t->schedstat_fd);
+        t->schedstat_fd = fresh ? -2 : -1; /* never leak an fd per park */
+    }
+}

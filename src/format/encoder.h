@@ -1,0 +1,83 @@
+/* Encoder of the dial9 trace format: a growable byte buffer plus one writer per frame kind.
+ * Used by the recorder's background thread, by `dial9 symbolize` and by tests that build
+ * traces by hand. Not for hot paths: it may allocate. */
+#ifndef D9_FORMAT_ENCODER_H
+#define D9_FORMAT_ENCODER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct d9_buf {
+    uint8_t *data;
+    size_t len;
+    size_t cap;
+    bool failed; /* an allocation failed: contents are incomplete, callers must discard */
+} d9_buf;
+
+void d9_buf_init(d9_buf *b);
+void d9_buf_free(d9_buf *b);
+static inline void d9_buf_clear(d9_buf *b) { b->len = 0; b->failed = false; }
+/* Make room for `n` more bytes; returns a pointer to them or NULL (and sets failed). */
+uint8_t *d9_buf_reserve(d9_buf *b, size_t n);
+
+void d9_put_u8(d9_buf *b, uint8_t v);
+void d9_put_u16(d9_buf *b, uint16_t v);
+void d9_put_u24(d9_buf *b, uint32_t v);
+void d9_put_u32(d9_buf *b, uint32_t v);
+void d9_put_u64(d9_buf *b, uint64_t v);
+void d9_put_varint(d9_buf *b, uint64_t v);
+void d9_put_bytes(d9_buf *b, const void *p, size_t n);
+/* A String/Bytes field value: u32 length then the bytes. */
+void d9_put_lstring(d9_buf *b, const char *s, size_t n);
+static inline size_t d9_varint_size(uint64_t v) {
+    size_t n = 1;
+    while (v >= 0x80) { v >>= 7; n++; }
+    return n;
+}
+
+/* A schema: name, whether events carry a timestamp, and typed fields (D9_FT_*). */
+typedef struct d9_schema_field {
+    const char *name;
+    uint8_t type;
+} d9_schema_field;
+
+typedef struct d9_schema_def {
+    const char *name;
+    bool has_timestamp;
+    uint16_t field_count;
+    const d9_schema_field *fields;
+} d9_schema_def;
+
+/* Per-stream encoder state that the wire format makes the writer track. */
+typedef struct d9_stream_state {
+    uint64_t ts_base;
+} d9_stream_state;
+
+void d9_enc_header(d9_buf *b, d9_stream_state *st);
+void d9_enc_schema(d9_buf *b, uint16_t type_id, const d9_schema_def *def);
+/* Start an event frame: writes a timestamp-reset frame first when the delta from the stream's
+ * base does not fit in 24 bits (or goes backwards). The caller then appends field values. */
+void d9_enc_event(d9_buf *b, d9_stream_state *st, uint16_t type_id, uint64_t ts_ns);
+void d9_enc_event_untimed(d9_buf *b, uint16_t type_id);
+void d9_enc_timestamp_reset(d9_buf *b, d9_stream_state *st, uint64_t ts_ns);
+
+/* String and stack pools: batch entries into one frame (cheaper than one frame each). */
+typedef struct d9_pool_frame {
+    size_t count_pos; /* where the u32 count lives in the buffer */
+    uint32_t count;
+} d9_pool_frame;
+void d9_enc_string_pool_begin(d9_buf *b, d9_pool_frame *pf);
+void d9_enc_string_pool_entry(d9_buf *b, d9_pool_frame *pf, uint32_t id, const char *s, size_t n);
+void d9_enc_stack_pool_begin(d9_buf *b, d9_pool_frame *pf);
+void d9_enc_stack_pool_entry(d9_buf *b, d9_pool_frame *pf, uint32_t id, const uint64_t *frames,
+                             uint32_t n);
+/* Patch the count; an empty frame is removed again. */
+void d9_enc_pool_end(d9_buf *b, d9_pool_frame *pf);
+
+/* StringMap value: count then (key, value) pairs. */
+void d9_enc_string_map_begin(d9_buf *b, d9_pool_frame *map);
+void d9_enc_string_map_entry(d9_buf *b, d9_pool_frame *map, const char *k, const char *v);
+void d9_enc_string_map_end(d9_buf *b, d9_pool_frame *map);
+
+#endif

@@ -1,0 +1,50 @@
+#include "format/schemas.h"
+
+#include "format/wire.h"
+
+#define FIELDS(...) (const d9_schema_field[]){__VA_ARGS__}
+#define DEF(nm, ts, ...)                                                                   \
+    {.name = nm, .has_timestamp = ts,                                                      \
+     .field_count = sizeof(FIELDS(__VA_ARGS__)) / sizeof(d9_schema_field),                 \
+     .fields = FIELDS(__VA_ARGS__)}
+
+#define OPT(t) (D9_FT_OPTIONAL | (t))
+
+const d9_schema_def d9_builtin_schemas[D9_SCH_BUILTIN_COUNT] = {
+    [D9_SCH_POLL_START] = DEF("PollStartEvent", 1, {"worker_id", D9_FT_VARINT},
+                              {"local_queue", D9_FT_U8}, {"task_id", D9_FT_VARINT},
+                              {"spawn_loc", D9_FT_POOLED_STRING}),
+    [D9_SCH_POLL_END] = DEF("PollEndEvent", 1, {"worker_id", D9_FT_VARINT}),
+    [D9_SCH_WORKER_PARK] = DEF("WorkerParkEvent", 1, {"worker_id", D9_FT_VARINT},
+                               {"local_queue", D9_FT_U8}, {"cpu_time_ns", D9_FT_VARINT},
+                               {"tid", D9_FT_U32}),
+    [D9_SCH_WORKER_UNPARK] = DEF("WorkerUnparkEvent", 1, {"worker_id", D9_FT_VARINT},
+                                 {"local_queue", D9_FT_U8}, {"cpu_time_ns", D9_FT_VARINT},
+                                 {"sched_wait_ns", D9_FT_VARINT}, {"tid", D9_FT_U32}),
+    [D9_SCH_QUEUE_SAMPLE] = DEF("QueueSampleEvent", 1, {"global_queue", D9_FT_U8}),
+    [D9_SCH_TASK_SPAWN] = DEF("TaskSpawnEvent", 1, {"task_id", D9_FT_VARINT},
+                              {"spawn_loc", D9_FT_POOLED_STRING}, {"instrumented", D9_FT_BOOL}),
+    [D9_SCH_TASK_TERMINATE] = DEF("TaskTerminateEvent", 1, {"task_id", D9_FT_VARINT}),
+    [D9_SCH_WAKE] = DEF("WakeEventEvent", 1, {"waker_task_id", D9_FT_VARINT},
+                        {"woken_task_id", D9_FT_VARINT}, {"target_worker", D9_FT_U8}),
+    [D9_SCH_CPU_SAMPLE] = DEF("CpuSampleEvent", 1, {"worker_id", D9_FT_VARINT},
+                              {"tid", D9_FT_U32}, {"source", D9_FT_U8},
+                              {"thread_name", OPT(D9_FT_POOLED_STRING)},
+                              {"callchain", D9_FT_POOLED_STACK}, {"cpu", OPT(D9_FT_VARINT)}),
+    [D9_SCH_TASK_DUMP] = DEF("TaskDumpEvent", 1, {"task_id", D9_FT_VARINT},
+                             {"callchain", D9_FT_POOLED_STACK}),
+    [D9_SCH_SEGMENT_METADATA] = DEF("SegmentMetadataEvent", 1, {"entries", D9_FT_STRING_MAP}),
+    [D9_SCH_CLOCK_SYNC] = DEF("ClockSyncEvent", 1, {"realtime_ns", D9_FT_VARINT}),
+    [D9_SCH_SYMBOL_TABLE_ENTRY] = DEF("SymbolTableEntry", 1, {"addr", D9_FT_VARINT},
+                                      {"size", D9_FT_VARINT}, {"symbol_name", D9_FT_POOLED_STRING},
+                                      {"inline_depth", D9_FT_VARINT},
+                                      {"source_file", D9_FT_POOLED_STRING},
+                                      {"source_line", D9_FT_VARINT}),
+    [D9_SCH_DROPPED_EVENTS] = DEF("DroppedEventsEvent", 1, {"count", D9_FT_VARINT},
+                                  {"reason", D9_FT_POOLED_STRING}, {"tid", D9_FT_U32},
+                                  {"worker_id", D9_FT_VARINT}),
+    [D9_SCH_WORKER_REGISTERED] = DEF("WorkerRegisteredEvent", 1, {"worker_id", D9_FT_VARINT},
+                                     {"tid", D9_FT_U32}, {"runtime", D9_FT_POOLED_STRING},
+                                     {"index", D9_FT_VARINT},
+                                     {"thread_name", D9_FT_POOLED_STRING}),
+};

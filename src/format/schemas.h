@@ -1,0 +1,32 @@
+/* The event schemas this project writes: dial9's built-in ones (exact names, fields and types,
+ * so dial9's tools read our traces) and our additions (docs/schemas.md). The type id of a
+ * built-in schema in our streams is its enum value; custom application events follow. */
+#ifndef D9_FORMAT_SCHEMAS_H
+#define D9_FORMAT_SCHEMAS_H
+
+#include "format/encoder.h"
+
+enum d9_schema_id {
+    D9_SCH_POLL_START,
+    D9_SCH_POLL_END,
+    D9_SCH_WORKER_PARK,
+    D9_SCH_WORKER_UNPARK,
+    D9_SCH_QUEUE_SAMPLE,
+    D9_SCH_TASK_SPAWN,
+    D9_SCH_TASK_TERMINATE,
+    D9_SCH_WAKE,
+    D9_SCH_CPU_SAMPLE,
+    D9_SCH_TASK_DUMP,
+    D9_SCH_SEGMENT_METADATA,
+    D9_SCH_CLOCK_SYNC,
+    D9_SCH_SYMBOL_TABLE_ENTRY,
+    /* our additions */
+    D9_SCH_DROPPED_EVENTS,
+    D9_SCH_WORKER_REGISTERED,
+    D9_SCH_BUILTIN_COUNT,
+    D9_SCH_FIRST_CUSTOM = 64,
+};
+
+extern const d9_schema_def d9_builtin_schemas[D9_SCH_BUILTIN_COUNT];
+
+#endif

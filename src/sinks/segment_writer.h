@@ -1,0 +1,78 @@
+/* Rotating segment writer: appends encoded trace bytes to
+ *   {trace_dir}/{run_id}/trace.{N}.bin.active   (renamed to trace.{N}.bin when sealed)
+ * rotating by size and by period, deleting the oldest sealed files (of this run and of earlier
+ * runs under trace_dir) so the bytes on disk never exceed max_total_size.
+ *
+ * It never blocks the application: it runs on the recorder's background thread only. A write
+ * error (disk full, directory deleted) loses that write, is counted, and the next write tries
+ * again (recreating the directory and starting a new segment if needed).
+ *
+ * Protocol with the caller (the collector, which owns the encoder):
+ *  - before encoding, compare d9_segw_epoch() with the epoch of its last write: when it changed,
+ *    the caller starts a new stream (format header; plus SegmentMetadataEvent and
+ *    ClockSyncEvent when d9_segw_at_segment_start()), because the file's earlier bytes may be
+ *    gone or belong to another segment;
+ *  - keep each write within d9_segw_room(); call d9_segw_rotate() when it is too small or when
+ *    d9_segw_rotation_due().
+ */
+#ifndef D9_SINKS_SEGMENT_WRITER_H
+#define D9_SINKS_SEGMENT_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct d9_segw_config {
+    const char *trace_dir;   /* base directory; created if missing */
+    const char *run_id;      /* this run's subdirectory name (unique per run) */
+    uint64_t max_file_size;  /* bytes per segment file, > 0 */
+    uint64_t max_total_size; /* bytes for all trace files under trace_dir, >= max_file_size */
+    uint64_t rotation_ns;    /* seal a segment this long (CLOCK_MONOTONIC) after it was opened; 0 = never */
+} d9_segw_config;
+
+typedef struct d9_segw_stats {
+    uint64_t bytes_written;
+    uint64_t bytes_lost;      /* bytes of failed writes */
+    uint64_t write_errors;    /* failed writes */
+    uint64_t segments_sealed;
+    uint64_t files_deleted;   /* deleted to stay within max_total_size */
+    uint64_t bytes_on_disk;   /* what the writer believes trace files under trace_dir hold */
+} d9_segw_stats;
+
+typedef struct d9_segment_writer d9_segment_writer;
+
+/* Called on the background thread with the path of each newly sealed file. */
+typedef void (*d9_segw_sealed_fn)(const char *path, void *ctx);
+
+/* Create the run directory and index the trace files already under trace_dir (earlier runs
+ * count against max_total_size). No segment file is created before the first write.
+ * Returns NULL with a message in err on failure (bad config, directory not creatable). */
+d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t errlen);
+
+/* Seal the current segment (if it holds any bytes) and free everything. NULL is fine. */
+void d9_segw_close(d9_segment_writer *w);
+
+void d9_segw_set_on_sealed(d9_segment_writer *w, d9_segw_sealed_fn fn, void *ctx);
+
+/* Changes whenever the next write lands in a new file or after a failed write. */
+uint64_t d9_segw_epoch(const d9_segment_writer *w);
+/* True when the next write starts a segment file (no bytes in it yet). */
+bool d9_segw_at_segment_start(const d9_segment_writer *w);
+/* Bytes that still fit in the current segment (max_file_size - size so far). */
+uint64_t d9_segw_room(const d9_segment_writer *w);
+/* True when the current segment is older than rotation_ns and holds bytes. */
+bool d9_segw_rotation_due(const d9_segment_writer *w, uint64_t now_mono_ns);
+/* Seal the current segment; the next write opens trace.{N+1}.bin.active. Bumps the epoch. */
+void d9_segw_rotate(d9_segment_writer *w);
+
+/* Append len bytes (all of them, or none). 0 on success; -1 when the bytes were lost (counted
+ * in the stats; the epoch changed, so the caller starts a new stream before writing again). */
+int d9_segw_write(d9_segment_writer *w, const void *buf, size_t len);
+
+void d9_segw_get_stats(const d9_segment_writer *w, d9_segw_stats *out);
+/* {trace_dir}/{run_id} */
+const char *d9_segw_run_dir(const d9_segment_writer *w);
+/* Path of the segment being written, or NULL when none is open. */
+const char *d9_segw_active_path(const d9_segment_writer *w);
+
+#endif

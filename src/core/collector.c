@@ -57,6 +57,7 @@ struct d9_collector {
 
     uint64_t write_drops_pending; /* events lost to failed writes, not yet reported */
     uint64_t write_drops_in_out;  /* the part of it reported inside `out` */
+    bool write_failed;            /* a write failed in this drain: retry on the next one only */
 
     d9_thread **threads;
     size_t thread_count;
@@ -240,13 +241,23 @@ static void encode(d9_collector *c, const out_event *e) {
 
 static void flush_out(d9_collector *c) {
     if (c->out.len == 0) return;
-    if (!c->out.failed && d9_segw_write(c->w, c->out.data, c->out.len) == 0) {
+    /* After a failure, the rest of this drain is counted as lost without touching the disk,
+     * so a full disk costs one failed write per drain, not one per buffer. */
+    bool ok = !c->out.failed && !c->write_failed && d9_segw_write(c->w, c->out.data, c->out.len) == 0;
+    /* Drop reports of threads are confirmed once written; a lost one is reported again. */
+    for (size_t i = 0; i < c->thread_count; i++) {
+        d9_thread *t = c->threads[i];
+        if (ok) t->c_drops_written = t->c_drops_reported;
+        else t->c_drops_reported = t->c_drops_written;
+    }
+    if (ok) {
         atomic_fetch_add(&c->st_written, c->out_events);
         c->write_drops_pending -= c->write_drops_in_out;
     } else {
         c->write_drops_pending += c->out_events;
         atomic_fetch_add(&c->st_write_dropped, c->out_events);
         c->stream_open = false; /* the writer bumped its epoch; make sure we notice */
+        c->write_failed = true;
     }
     c->write_drops_in_out = 0;
     c->out_events = 0;
@@ -311,7 +322,7 @@ static void emit(d9_collector *c, const out_event *e) {
             encode(c, e);
         }
     }
-    c->out_events++;
+    if (e->schema != D9_SCH_DROPPED_EVENTS) c->out_events++; /* loss reports are not events lost */
     if (c->out.len >= FLUSH_BYTES) flush_out(c);
 }
 
@@ -361,8 +372,11 @@ static bool cursor_peek(d9_collector *c, cursor *k) {
 static void report_ring_drops(d9_collector *c, d9_thread *t, uint64_t cumulative, uint64_t ts) {
     if (cumulative <= t->c_drops_reported) return;
     uint64_t n = cumulative - t->c_drops_reported;
+    if (cumulative > t->c_drops_counted) {
+        atomic_fetch_add(&c->st_ring_dropped, cumulative - t->c_drops_counted);
+        t->c_drops_counted = cumulative;
+    }
     t->c_drops_reported = cumulative;
-    atomic_fetch_add(&c->st_ring_dropped, n);
     out_event e = {.schema = D9_SCH_DROPPED_EVENTS, .ts = ts, .v = {n, (uint64_t)t->tid, t->c_worker},
                    .s = {"buffer_full"}};
     emit(c, &e);
@@ -454,6 +468,7 @@ static bool refresh_threads(d9_collector *c) {
 }
 
 double d9_collector_drain(d9_collector *c) {
+    c->write_failed = false;
     c->now_ticks = d9_clock_map_sample(&c->clock).ticks;
     c->now_ns = d9_clock_map_to_ns(&c->clock, c->now_ticks);
     if (!refresh_threads(c)) return 1.0;

@@ -84,12 +84,7 @@ uint32_t d9__worker_begin(const char *runtime, uint32_t index) {
     d9_thread *t = d9_thread_current();
     if (!t) return id;
     atomic_store_explicit(&t->worker_id, id, memory_order_release);
-    if (!d9__active) return id;
-    uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_WORKER_BEGIN);
-    if (!r) return id;
-    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_WORKER_BEGIN);
-    r[1] = id;
-    d9_thread_commit(t, D9_REC_WORDS_WORKER_BEGIN);
+    if (d9__active) d9_thread_record_worker(t, id);
     return id;
 }
 
@@ -97,11 +92,7 @@ void d9__worker_end(void) {
     d9_thread *t = d9_thread_peek();
     if (!t) return;
     atomic_store_explicit(&t->worker_id, 255, memory_order_release);
-    if (!d9__active) return;
-    uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_WORKER_END);
-    if (!r) return;
-    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_WORKER_END);
-    d9_thread_commit(t, D9_REC_WORDS_WORKER_END);
+    if (d9__active) d9_thread_record_worker(t, 255);
 }
 
 static size_t string_words(const char *s, size_t *len) {

@@ -75,6 +75,16 @@ static void *background_main(void *arg) {
     return NULL;
 }
 
+/* The background thread sleeps against CLOCK_MONOTONIC: a wall-clock jump must not make it
+ * spin or oversleep. */
+static void init_wake_cond(void) {
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&g_rec.wake, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
 static void forget_in_child(void) {
     /* The child has our memory but not our background thread, and must never write into the
      * parent's files: drop everything without touching it. */
@@ -83,8 +93,8 @@ static void forget_in_child(void) {
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     g_rec.lifecycle = m;
     g_rec.wake_lock = m;
-    g_rec.wake = cv;
     g_rec.flushed = cv;
+    init_wake_cond();
     g_rec.running = false;
     g_rec.col = NULL;
     g_rec.stop_requested = false;
@@ -95,6 +105,7 @@ static void forget_in_child(void) {
 static void at_exit_stop(void) { d9_stop(); }
 
 static void install_process_hooks(void) {
+    init_wake_cond();
     pthread_atfork(NULL, NULL, forget_in_child);
     atexit(at_exit_stop);
 }

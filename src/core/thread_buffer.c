@@ -76,6 +76,7 @@ d9_thread *d9_thread_register(void) {
     t->mask = words - 1;
     t->limit = words;
     t->schedstat_fd = -1;
+    t->worker_pending = UINT32_MAX;
     t->tid = gettid();
     if (pthread_getname_np(pthread_self(), t->name, sizeof t->name) != 0) t->name[0] = 0;
     atomic_init(&t->worker_id, 255);
@@ -106,8 +107,35 @@ static bool fits(d9_thread *t, uint64_t tail, uint64_t n) {
     return true;
 }
 
+static void write_worker(d9_thread *t, uint32_t id) {
+    uint64_t *r = t->ring + (t->head & t->mask);
+    if (id == 255) {
+        r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_WORKER_END);
+        d9_thread_commit(t, D9_REC_WORDS_WORKER_END);
+    } else {
+        r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_WORKER_BEGIN);
+        r[1] = id;
+        d9_thread_commit(t, D9_REC_WORDS_WORKER_BEGIN);
+    }
+}
+
+void d9_thread_record_worker(d9_thread *t, uint32_t id) {
+    uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+    if (t->worker_pending == UINT32_MAX && !t->drop_pending && fits(t, tail, D9_REC_WORDS_WORKER_BEGIN)) {
+        write_worker(t, id);
+        return;
+    }
+    t->worker_pending = id;
+    t->limit = t->head; /* the next record takes the slow path and writes it first */
+}
+
 bool d9_thread_make_room(d9_thread *t, uint64_t words) {
     uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+    if (t->worker_pending != UINT32_MAX) {
+        if (!fits(t, tail, D9_REC_WORDS_WORKER_BEGIN)) goto drop;
+        write_worker(t, t->worker_pending);
+        t->worker_pending = UINT32_MAX;
+    }
     if (t->drop_pending) {
         if (!fits(t, tail, D9_REC_WORDS_DROPPED + words)) goto drop;
         uint64_t *r = t->ring + (t->head & t->mask);

@@ -24,6 +24,7 @@ typedef struct d9_thread {
     _Atomic uint64_t head_pub;/* head as published to the consumer */
     uint32_t local_queue;
     bool drop_pending;        /* a DROPPED record is owed */
+    uint32_t worker_pending;  /* a WORKER_BEGIN (id) / END (255) record is owed; UINT32_MAX: none */
     int schedstat_fd;         /* -1: not opened yet, -2: unavailable */
     uint64_t last_cpu_ns, last_wait_ns;
     /* ---- consumer's line ---- */
@@ -39,7 +40,9 @@ typedef struct d9_thread {
     uint32_t c_worker;
     uint64_t c_task;          /* task being polled, 0 if none */
     uint64_t c_park_wait;     /* run-queue wait at the last park (D9_NS_UNKNOWN if none) */
-    uint64_t c_drops_reported;
+    uint64_t c_drops_reported;  /* drops put in a DroppedEventsEvent */
+    uint64_t c_drops_written;   /* ... of which the event reached the disk */
+    uint64_t c_drops_counted;   /* ... of which counted in the stats */
     uint64_t c_events;        /* records decoded (for stats) */
     uint64_t c_end;           /* head read in the current drain */
 } d9_thread;
@@ -60,8 +63,12 @@ static inline d9_thread *d9_thread_peek(void) { return d9__tls_thread; }
 void d9_thread_set_ring_words(uint64_t words);
 
 /* Slow path of an append: make room for `words` contiguous words at t->head, writing a PAD
- * and an owed DROPPED record as needed. Returns false (and counts a drop) when full. */
+ * and owed WORKER/DROPPED records as needed. Returns false (and counts a drop) when full. */
 bool d9_thread_make_room(d9_thread *t, uint64_t words);
+
+/* Record that this thread became worker `id` (255: stopped being one). Never dropped: when the
+ * ring is full it is owed and written before the next record that fits. */
+void d9_thread_record_worker(d9_thread *t, uint32_t id);
 
 static inline uint64_t *d9_thread_reserve(d9_thread *t, uint64_t words) {
     if (__builtin_expect(t->head + words > t->limit, 0) && !d9_thread_make_room(t, words))

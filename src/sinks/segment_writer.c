@@ -1,0 +1,354 @@
+/* Rotating segment writer (contract in segment_writer.h, behaviour in docs/files-on-disk.md).
+ *
+ * Disk accounting: the bytes the index holds (sealed files of this run, every trace file of
+ * earlier runs), the bytes it may not delete (pinned), the open segment and the pending write
+ * must fit in max_total_size; the oldest indexed files are deleted until they do. The index is
+ * built once at open and kept up to date in memory, so a write costs one fstat and one pwrite. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "sinks/segment_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sinks/trace_files.h"
+
+struct d9_segment_writer {
+    char *trace_dir;
+    char *run_id;
+    uint64_t max_file_size;
+    uint64_t max_total_size;
+    uint64_t rotation_ns;
+
+    char run_dir[PATH_MAX];
+    char active_path[PATH_MAX]; /* meaningful while fd >= 0 */
+    int fd;                     /* the open segment, -1 when none */
+    uint64_t seq;               /* N of the open segment, or of the next one */
+    uint64_t size;              /* bytes in the open segment, all ending at frame boundaries */
+    uint64_t opened_ns;         /* CLOCK_MONOTONIC when the open segment was created */
+    uint64_t epoch;
+
+    d9_tf_index files; /* every trace file under trace_dir except the open segment */
+    int run_slot;      /* this run's slot in files.runs */
+
+    d9_segw_stats stats;
+    d9_segw_sealed_fn on_sealed;
+    void *on_sealed_ctx;
+};
+
+static uint64_t monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int64_t realtime_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* mkdir -p with mode 0755. 0 or -errno. */
+static int make_dirs(const char *path) {
+    char buf[PATH_MAX];
+    size_t n = strlen(path);
+    if (n >= sizeof buf) return -ENAMETOOLONG;
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') continue;
+        if (buf[i - 1] == '/') continue; /* repeated slashes */
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -errno;
+        buf[i] = saved;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) return -errno;
+    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+static bool valid_run_id(const char *s) {
+    return *s && strchr(s, '/') == NULL && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+static d9_segment_writer *fail_open(d9_segment_writer *w, char *err, size_t errlen,
+                                    const char *fmt, const char *arg, int errnum) {
+    if (err && errlen) {
+        char msg[256];
+        snprintf(msg, sizeof msg, fmt, arg ? arg : "");
+        if (errnum) snprintf(err, errlen, "%s: %s", msg, strerror(errnum));
+        else snprintf(err, errlen, "%s", msg);
+    }
+    if (w) {
+        d9_tf_index_free(&w->files);
+        free(w->trace_dir);
+        free(w->run_id);
+        free(w);
+    }
+    return NULL;
+}
+
+d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t errlen) {
+    if (!cfg || !cfg->trace_dir || !*cfg->trace_dir || !cfg->run_id)
+        return fail_open(NULL, err, errlen, "segment writer: trace_dir and run_id are required%s",
+                         NULL, 0);
+    if (!valid_run_id(cfg->run_id))
+        return fail_open(NULL, err, errlen,
+                         "segment writer: run_id '%s' must be a single directory name",
+                         cfg->run_id, 0);
+    if (cfg->max_file_size == 0)
+        return fail_open(NULL, err, errlen, "segment writer: max_file_size must be > 0%s", NULL, 0);
+    if (cfg->max_total_size < cfg->max_file_size)
+        return fail_open(NULL, err, errlen,
+                         "segment writer: max_total_size must be >= max_file_size%s", NULL, 0);
+    if (strlen(cfg->trace_dir) + strlen(cfg->run_id) + 2 + D9_TF_NAME_MAX > PATH_MAX)
+        return fail_open(NULL, err, errlen, "segment writer: trace_dir '%s' is too long",
+                         cfg->trace_dir, 0);
+
+    d9_segment_writer *w = calloc(1, sizeof *w);
+    if (!w) return fail_open(NULL, err, errlen, "segment writer: out of memory%s", NULL, 0);
+    w->fd = -1;
+    w->epoch = 1; /* nonzero, so a caller whose "last epoch" starts at 0 begins a stream */
+    w->max_file_size = cfg->max_file_size;
+    w->max_total_size = cfg->max_total_size;
+    w->rotation_ns = cfg->rotation_ns;
+    w->trace_dir = strdup(cfg->trace_dir);
+    w->run_id = strdup(cfg->run_id);
+    if (!w->trace_dir || !w->run_id)
+        return fail_open(w, err, errlen, "segment writer: out of memory%s", NULL, 0);
+    /* "dir/" and "dir" name the same files: keep the paths handed to on_sealed tidy. */
+    for (size_t n = strlen(w->trace_dir); n > 1 && w->trace_dir[n - 1] == '/'; n--)
+        w->trace_dir[n - 1] = '\0';
+    if (d9_tf_index_init(&w->files, w->trace_dir) != 0)
+        return fail_open(w, err, errlen, "segment writer: out of memory%s", NULL, 0);
+    snprintf(w->run_dir, sizeof w->run_dir, "%s/%s", w->trace_dir, w->run_id);
+
+    int rc = make_dirs(w->run_dir);
+    if (rc != 0) return fail_open(w, err, errlen, "segment writer: cannot create %s", w->run_dir, -rc);
+    rc = d9_tf_index_scan(&w->files, w->run_id, &w->seq);
+    if (rc != 0) return fail_open(w, err, errlen, "segment writer: cannot read %s", w->trace_dir, -rc);
+    w->run_slot = d9_tf_index_run(&w->files, w->run_id);
+    if (w->run_slot < 0) return fail_open(w, err, errlen, "segment writer: out of memory%s", NULL, 0);
+    return w;
+}
+
+/* rename() that never replaces an existing file (a trace file we did not write). */
+static int rename_noreplace(const char *from, const char *to) {
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return 0;
+    if (errno != EINVAL && errno != ENOSYS) return -1;
+    /* A filesystem without RENAME_NOREPLACE: check, then rename (only we name files here). */
+    struct stat st;
+    if (lstat(to, &st) == 0) {
+        errno = EEXIST;
+        return -1;
+    }
+    return rename(from, to);
+}
+
+/* The open segment holds no bytes worth keeping: remove it; its N is reused. */
+static void discard_segment(d9_segment_writer *w) {
+    close(w->fd);
+    w->fd = -1;
+    (void)unlink(w->active_path);
+    w->size = 0;
+}
+
+/* Rename the open segment to trace.N.bin, index it and tell on_sealed. */
+static void seal_segment(d9_segment_writer *w) {
+    struct stat st;
+    bool have_stat = fstat(w->fd, &st) == 0;
+    close(w->fd);
+    w->fd = -1;
+    uint64_t seq = w->seq++;
+    /* The file's real size: larger than w->size only when a failed write could not be cut off. */
+    uint64_t size = have_stat && (uint64_t)st.st_size > w->size ? (uint64_t)st.st_size : w->size;
+    w->size = 0;
+    if (have_stat && st.st_nlink == 0) return; /* deleted under us: nothing left to seal */
+
+    char sealed[PATH_MAX];
+    d9_tf_kind kind = D9_TF_SEALED;
+    d9_tf_path(sealed, sizeof sealed, w->trace_dir, w->run_id, seq, D9_TF_SEALED);
+    if (rename_noreplace(w->active_path, sealed) != 0) {
+        if (errno == ENOENT) return; /* deleted between fstat and rename */
+        /* Keep counting the bytes under the name they still have, so the budget stays true. */
+        kind = D9_TF_ACTIVE;
+    }
+    int64_t mtime = have_stat ? (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec
+                              : realtime_ns();
+    d9_tf_index_add(&w->files, w->run_slot, seq, kind, size, mtime);
+    w->stats.segments_sealed++;
+    if (kind == D9_TF_SEALED && w->on_sealed) w->on_sealed(sealed, w->on_sealed_ctx);
+}
+
+static void end_segment(d9_segment_writer *w) {
+    if (w->fd < 0) return;
+    if (w->size > 0) seal_segment(w);
+    else discard_segment(w);
+}
+
+void d9_segw_close(d9_segment_writer *w) {
+    if (!w) return;
+    end_segment(w);
+    /* A run that wrote nothing leaves no empty directory behind (rmdir keeps a non-empty one). */
+    if (w->files.runs[w->run_slot].files == 0) (void)rmdir(w->run_dir);
+    d9_tf_index_free(&w->files);
+    free(w->trace_dir);
+    free(w->run_id);
+    free(w);
+}
+
+void d9_segw_set_on_sealed(d9_segment_writer *w, d9_segw_sealed_fn fn, void *ctx) {
+    w->on_sealed = fn;
+    w->on_sealed_ctx = ctx;
+}
+
+uint64_t d9_segw_epoch(const d9_segment_writer *w) { return w->epoch; }
+
+bool d9_segw_at_segment_start(const d9_segment_writer *w) { return w->size == 0; }
+
+uint64_t d9_segw_room(const d9_segment_writer *w) {
+    return w->size >= w->max_file_size ? 0 : w->max_file_size - w->size;
+}
+
+bool d9_segw_rotation_due(const d9_segment_writer *w, uint64_t now_mono_ns) {
+    return w->rotation_ns != 0 && w->fd >= 0 && w->size > 0 && now_mono_ns >= w->opened_ns &&
+           now_mono_ns - w->opened_ns >= w->rotation_ns;
+}
+
+void d9_segw_rotate(d9_segment_writer *w) {
+    end_segment(w);
+    w->epoch++;
+}
+
+/* The write's bytes are lost: count them, and change the epoch so the caller's next write
+ * starts a new stream (its last frames may be missing from the file). */
+static int lose_write(d9_segment_writer *w, size_t len) {
+    w->stats.bytes_lost += len;
+    w->stats.write_errors++;
+    w->epoch++;
+    return -1;
+}
+
+/* Create trace.{seq}.bin.active, recreating the run directory if it was deleted. 0 or -errno. */
+static int open_segment(d9_segment_writer *w) {
+    bool dirs_recreated = false;
+    /* Bounded: one directory re-creation plus a few names taken by files we did not write. */
+    for (int attempt = 0; attempt < 8; attempt++) {
+        d9_tf_path(w->active_path, sizeof w->active_path, w->trace_dir, w->run_id, w->seq,
+                   D9_TF_ACTIVE);
+        int fd = open(w->active_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            (void)d9_tf_lock_active(fd); /* advisory: tells other writers this file is live */
+            w->fd = fd;
+            w->size = 0;
+            w->opened_ns = monotonic_ns();
+            return 0;
+        }
+        int e = errno;
+        if (e == ENOENT && !dirs_recreated) {
+            dirs_recreated = true;
+            d9_tf_index_forget_vanished(&w->files); /* whatever went with the directory */
+            int rc = make_dirs(w->run_dir);
+            if (rc != 0) return rc;
+        } else if (e == EEXIST) {
+            w->seq++; /* never overwrite */
+        } else {
+            return -e;
+        }
+    }
+    return -EEXIST;
+}
+
+/* Delete the oldest files until the open segment plus len bytes fit in max_total_size.
+ * False when they cannot fit even with every deletable file gone. */
+static bool make_room(d9_segment_writer *w, size_t len) {
+    for (;;) {
+        if (len > w->max_total_size) return false;
+        uint64_t kept = w->files.pinned_bytes + w->size + len;
+        if (kept > w->max_total_size || kept < w->size) return false;
+        if (w->files.bytes <= w->max_total_size - kept) return true;
+        bool unlinked;
+        if (!d9_tf_index_delete_oldest(&w->files, w->run_id, &unlinked)) return false;
+        if (unlinked) w->stats.files_deleted++;
+    }
+}
+
+/* pwrite all of buf at off, continuing after short writes. 0 or -errno. */
+static int pwrite_fully(int fd, const char *buf, size_t len, uint64_t off) {
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pwrite(fd, buf + done, len - done, (off_t)(off + done));
+        if (n > 0) {
+            done += (size_t)n;
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else {
+            return n < 0 ? -errno : -EIO;
+        }
+    }
+    return 0;
+}
+
+static bool active_file_deleted(const d9_segment_writer *w) {
+    struct stat st;
+    return fstat(w->fd, &st) == 0 && st.st_nlink == 0;
+}
+
+int d9_segw_write(d9_segment_writer *w, const void *buf, size_t len) {
+    if (len == 0) return 0;
+
+    if (w->fd >= 0 && active_file_deleted(w)) {
+        /* Someone removed the file or its directory. Its bytes are gone; the next file must
+         * start with a new stream, which these bytes (a continuation) are not. */
+        bool had_bytes = w->size > 0;
+        close(w->fd);
+        w->fd = -1;
+        w->size = 0;
+        d9_tf_index_forget_vanished(&w->files);
+        if (had_bytes) {
+            w->seq++;
+            return lose_write(w, len);
+        }
+        /* An empty segment: these bytes start a stream, so a fresh file can take them. */
+    }
+
+    if (w->size > 0 && len > d9_segw_room(w)) {
+        /* The caller overran the segment. Its bytes continue the current stream, so they cannot
+         * open the next file either: drop them and rotate, so that the retry fits. */
+        seal_segment(w);
+        return lose_write(w, len);
+    }
+
+    uint64_t kept = w->files.pinned_bytes + w->size + len;
+    if (len > w->max_total_size || kept > w->max_total_size) return lose_write(w, len);
+    if (w->fd < 0 && open_segment(w) != 0) return lose_write(w, len);
+    if (!make_room(w, len)) return lose_write(w, len);
+
+    if (pwrite_fully(w->fd, buf, len, w->size) != 0) {
+        /* Cut any partial bytes off so the file still ends at the last complete write. */
+        if (ftruncate(w->fd, (off_t)w->size) != 0) end_segment(w); /* this file ends here */
+        return lose_write(w, len);
+    }
+    w->size += len;
+    w->stats.bytes_written += len;
+    return 0;
+}
+
+void d9_segw_get_stats(const d9_segment_writer *w, d9_segw_stats *out) {
+    *out = w->stats;
+    out->bytes_on_disk = w->files.bytes + w->files.pinned_bytes + (w->fd >= 0 ? w->size : 0);
+}
+
+const char *d9_segw_run_dir(const d9_segment_writer *w) { return w->run_dir; }
+
+const char *d9_segw_active_path(const d9_segment_writer *w) {
+    return w->fd >= 0 ? w->active_path : NULL;
+}

@@ -1,0 +1,273 @@
+/* Trace file names and the index of trace files under a trace directory (see trace_files.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "sinks/trace_files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const kind_suffix[] = {
+    [D9_TF_SEALED] = ".bin",
+    [D9_TF_GZIP] = ".bin.gz",
+    [D9_TF_ACTIVE] = ".bin.active",
+};
+
+bool d9_tf_parse_name(const char *name, uint64_t *seq, d9_tf_kind *kind) {
+    static const char prefix[] = "trace.";
+    if (strncmp(name, prefix, sizeof prefix - 1) != 0) return false;
+    const char *p = name + sizeof prefix - 1;
+    uint64_t n = 0;
+    const char *digits = p;
+    while (*p >= '0' && *p <= '9') {
+        uint64_t d = (uint64_t)(*p - '0');
+        if (n > (UINT64_MAX - d) / 10) return false; /* overflow: not a name we would write */
+        n = n * 10 + d;
+        p++;
+    }
+    if (p == digits) return false;
+    for (int k = D9_TF_SEALED; k <= D9_TF_ACTIVE; k++) {
+        if (strcmp(p, kind_suffix[k]) == 0) {
+            *seq = n;
+            *kind = (d9_tf_kind)k;
+            return true;
+        }
+    }
+    return false;
+}
+
+void d9_tf_name(char *buf, size_t size, uint64_t seq, d9_tf_kind kind) {
+    snprintf(buf, size, "trace.%" PRIu64 "%s", seq, kind_suffix[kind]);
+}
+
+bool d9_tf_path(char *buf, size_t size, const char *trace_dir, const char *run, uint64_t seq,
+                d9_tf_kind kind) {
+    int n = snprintf(buf, size, "%s/%s/trace.%" PRIu64 "%s", trace_dir, run, seq, kind_suffix[kind]);
+    return n > 0 && (size_t)n < size;
+}
+
+int d9_tf_index_init(d9_tf_index *ix, const char *trace_dir) {
+    memset(ix, 0, sizeof *ix);
+    ix->trace_dir = strdup(trace_dir);
+    return ix->trace_dir ? 0 : -ENOMEM;
+}
+
+void d9_tf_index_free(d9_tf_index *ix) {
+    for (size_t i = 0; i < ix->nruns; i++) free(ix->runs[i].name);
+    free(ix->runs);
+    free(ix->entries);
+    free(ix->trace_dir);
+    memset(ix, 0, sizeof *ix);
+}
+
+int d9_tf_index_run(d9_tf_index *ix, const char *run) {
+    for (size_t i = 0; i < ix->nruns; i++)
+        if (strcmp(ix->runs[i].name, run) == 0) return (int)i;
+    if (ix->nruns >= INT_MAX) return -1;
+    if (ix->nruns == ix->runs_cap) {
+        size_t cap = ix->runs_cap ? ix->runs_cap * 2 : 8;
+        d9_tf_run *r = realloc(ix->runs, cap * sizeof *r);
+        if (!r) return -1;
+        ix->runs = r;
+        ix->runs_cap = cap;
+    }
+    char *name = strdup(run);
+    if (!name) return -1;
+    ix->runs[ix->nruns] = (d9_tf_run){.name = name, .files = 0};
+    return (int)ix->nruns++;
+}
+
+/* Oldest first: earliest mtime, then run directory name, then N, then kind. */
+static int entry_cmp(const void *a, const void *b, void *ctx) {
+    const d9_tf_entry *x = a, *y = b;
+    const d9_tf_index *ix = ctx;
+    if (x->mtime_ns != y->mtime_ns) return x->mtime_ns < y->mtime_ns ? -1 : 1;
+    if (x->run != y->run) {
+        int c = strcmp(ix->runs[x->run].name, ix->runs[y->run].name);
+        if (c) return c;
+    }
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+    return (int)x->kind - (int)y->kind;
+}
+
+/* Make room for one more entry at `end`; false when out of memory. */
+static bool reserve_one(d9_tf_index *ix) {
+    if (ix->end < ix->cap) return true;
+    if (ix->head > 0) { /* reuse the slots that deletions freed at the front */
+        memmove(ix->entries, ix->entries + ix->head, (ix->end - ix->head) * sizeof *ix->entries);
+        ix->end -= ix->head;
+        ix->head = 0;
+        return true;
+    }
+    size_t cap = ix->cap ? ix->cap * 2 : 64;
+    d9_tf_entry *e = realloc(ix->entries, cap * sizeof *e);
+    if (!e) return false;
+    ix->entries = e;
+    ix->cap = cap;
+    return true;
+}
+
+void d9_tf_index_add(d9_tf_index *ix, int run, uint64_t seq, d9_tf_kind kind, uint64_t size,
+                     int64_t mtime_ns) {
+    if (run < 0 || !reserve_one(ix)) {
+        ix->pinned_bytes += size;
+        return;
+    }
+    d9_tf_entry e = {.mtime_ns = mtime_ns, .seq = seq, .size = size, .run = (uint32_t)run,
+                     .kind = (uint8_t)kind};
+    /* Binary search for the first entry newer than e; new segments usually go at the end. */
+    size_t lo = ix->head, hi = ix->end;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (entry_cmp(&ix->entries[mid], &e, ix) <= 0) lo = mid + 1;
+        else hi = mid;
+    }
+    memmove(ix->entries + lo + 1, ix->entries + lo, (ix->end - lo) * sizeof e);
+    ix->entries[lo] = e;
+    ix->end++;
+    ix->bytes += size;
+    ix->runs[run].files++;
+}
+
+static int64_t mtime_ns_of(const struct stat *st) {
+    return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* True when another open file description holds the writer's exclusive lock on this file. */
+static bool active_file_is_live(int dirfd, const char *name) {
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return false; /* cannot tell: treat as a dead run's leftover */
+    bool live = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return live;
+}
+
+static void scan_run_dir(d9_tf_index *ix, int top_fd, const char *run_name, const char *current_run,
+                         uint64_t *next_seq) {
+    int fd = openat(top_fd, run_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    bool is_current = strcmp(run_name, current_run) == 0;
+    int run = -2; /* looked up on the first trace file, so unrelated directories cost nothing */
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        uint64_t seq;
+        d9_tf_kind kind;
+        if (!d9_tf_parse_name(de->d_name, &seq, &kind)) continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (is_current && seq >= *next_seq) *next_seq = seq == UINT64_MAX ? seq : seq + 1;
+        uint64_t size = (uint64_t)st.st_size;
+        if (kind == D9_TF_ACTIVE && active_file_is_live(dirfd(d), de->d_name)) {
+            ix->pinned_bytes += size;
+            continue;
+        }
+        if (run == -2) run = d9_tf_index_run(ix, run_name);
+        if (run < 0 || !reserve_one(ix)) {
+            ix->pinned_bytes += size;
+            continue;
+        }
+        /* Appended unsorted; the scan sorts once at the end. */
+        ix->entries[ix->end++] = (d9_tf_entry){.mtime_ns = mtime_ns_of(&st), .seq = seq,
+                                               .size = size, .run = (uint32_t)run,
+                                               .kind = (uint8_t)kind};
+        ix->bytes += size;
+        ix->runs[run].files++;
+    }
+    closedir(d);
+}
+
+int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_seq) {
+    *next_seq = 0;
+    DIR *top = opendir(ix->trace_dir);
+    if (!top) return -errno;
+    struct dirent *de;
+    while ((de = readdir(top)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        struct stat st;
+        if (fstatat(dirfd(top), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+            continue;
+        scan_run_dir(ix, dirfd(top), de->d_name, current_run, next_seq);
+    }
+    closedir(top);
+    if (ix->end > ix->head)
+        qsort_r(ix->entries + ix->head, ix->end - ix->head, sizeof *ix->entries, entry_cmp, ix);
+    return 0;
+}
+
+static bool entry_path(const d9_tf_index *ix, const d9_tf_entry *e, d9_tf_kind kind, char *buf,
+                       size_t size) {
+    return d9_tf_path(buf, size, ix->trace_dir, ix->runs[e->run].name, e->seq, kind);
+}
+
+bool d9_tf_index_delete_oldest(d9_tf_index *ix, const char *keep_run, bool *unlinked) {
+    *unlinked = false;
+    if (ix->head == ix->end) return false;
+    d9_tf_entry e = ix->entries[ix->head++];
+    if (ix->head == ix->end) ix->head = ix->end = 0;
+    ix->bytes -= e.size;
+
+    char path[PATH_MAX];
+    bool gone = false;
+    if (entry_path(ix, &e, (d9_tf_kind)e.kind, path, sizeof path)) {
+        if (unlink(path) == 0) {
+            *unlinked = gone = true;
+        } else if (errno == ENOENT) {
+            gone = true; /* already deleted by someone else: nothing left to count */
+            if (e.kind == D9_TF_SEALED && entry_path(ix, &e, D9_TF_GZIP, path, sizeof path) &&
+                unlink(path) == 0)
+                *unlinked = true;
+        }
+    }
+    if (!gone) ix->pinned_bytes += e.size; /* still on disk and we cannot remove it */
+
+    d9_tf_run *r = &ix->runs[e.run];
+    if (r->files > 0) r->files--;
+    if (r->files == 0 && (!keep_run || strcmp(r->name, keep_run) != 0)) {
+        int n = snprintf(path, sizeof path, "%s/%s", ix->trace_dir, r->name);
+        if (n > 0 && (size_t)n < sizeof path) (void)rmdir(path); /* fails harmlessly if not empty */
+    }
+    return true;
+}
+
+static bool entry_exists(const d9_tf_index *ix, const d9_tf_entry *e) {
+    char path[PATH_MAX];
+    struct stat st;
+    if (!entry_path(ix, e, (d9_tf_kind)e->kind, path, sizeof path)) return true;
+    if (lstat(path, &st) == 0 || errno != ENOENT) return true;
+    return e->kind == D9_TF_SEALED && entry_path(ix, e, D9_TF_GZIP, path, sizeof path) &&
+           (lstat(path, &st) == 0 || errno != ENOENT);
+}
+
+void d9_tf_index_forget_vanished(d9_tf_index *ix) {
+    size_t out = ix->head;
+    for (size_t i = ix->head; i < ix->end; i++) {
+        d9_tf_entry *e = &ix->entries[i];
+        if (entry_exists(ix, e)) {
+            ix->entries[out++] = *e;
+        } else {
+            ix->bytes -= e->size;
+            if (ix->runs[e->run].files > 0) ix->runs[e->run].files--;
+        }
+    }
+    ix->end = out;
+    if (ix->head == ix->end) ix->head = ix->end = 0;
+}
+
+int d9_tf_lock_active(int fd) {
+    return flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : -errno;
+}

@@ -1,0 +1,87 @@
+/* Trace files on disk: the names the segment writer uses, and an in-memory index of the trace
+ * files under a trace directory, oldest first, that retention deletes from.
+ *
+ * Layout: {trace_dir}/{run}/trace.{N}.bin[.gz|.active]. Only files whose names match exactly
+ * are ever indexed or deleted; directories are only removed with rmdir (so only when empty).
+ * Not thread-safe: used by the segment writer on the recorder's background thread. */
+#ifndef D9_SINKS_TRACE_FILES_H
+#define D9_SINKS_TRACE_FILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum d9_tf_kind {
+    D9_TF_SEALED = 0, /* trace.N.bin */
+    D9_TF_GZIP = 1,   /* trace.N.bin.gz */
+    D9_TF_ACTIVE = 2, /* trace.N.bin.active: being written, or left over by a dead writer */
+} d9_tf_kind;
+
+/* Longest file name d9_tf_name() produces, including the NUL. */
+#define D9_TF_NAME_MAX sizeof("trace.18446744073709551615.bin.active")
+
+/* Parse a file name; false when it is not a trace file name. N is plain decimal digits. */
+bool d9_tf_parse_name(const char *name, uint64_t *seq, d9_tf_kind *kind);
+/* Write "trace.{seq}.bin..." into buf (D9_TF_NAME_MAX bytes are always enough). */
+void d9_tf_name(char *buf, size_t size, uint64_t seq, d9_tf_kind kind);
+/* "{trace_dir}/{run}/{name}"; returns false when it does not fit. */
+bool d9_tf_path(char *buf, size_t size, const char *trace_dir, const char *run, uint64_t seq,
+                d9_tf_kind kind);
+
+typedef struct d9_tf_entry {
+    int64_t mtime_ns;
+    uint64_t seq;
+    uint64_t size;
+    uint32_t run; /* index into d9_tf_index.runs */
+    uint8_t kind; /* d9_tf_kind */
+} d9_tf_entry;
+
+typedef struct d9_tf_run {
+    char *name;
+    size_t files; /* indexed entries in this run directory */
+} d9_tf_run;
+
+typedef struct d9_tf_index {
+    char *trace_dir;
+    d9_tf_entry *entries; /* live entries are [head, end), sorted oldest first */
+    size_t head, end, cap;
+    d9_tf_run *runs;
+    size_t nruns, runs_cap;
+    uint64_t bytes;        /* sizes of the indexed entries */
+    uint64_t pinned_bytes; /* trace files counted but never deleted (see d9_tf_index_delete_oldest) */
+} d9_tf_index;
+
+/* 0, or -ENOMEM. */
+int d9_tf_index_init(d9_tf_index *ix, const char *trace_dir);
+void d9_tf_index_free(d9_tf_index *ix);
+
+/* Index the trace files in trace_dir's run directories (one level; symlinks are not followed).
+ * A .active file that another writer holds locked (see d9_tf_lock_active) is counted in
+ * pinned_bytes and never deleted. *next_seq gets 1 + the highest N found in run directory
+ * current_run (0 when none), so a reused run id never overwrites its files.
+ * Returns 0, or -errno when trace_dir cannot be read. */
+int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_seq);
+
+/* The slot of a run directory name, added if new; -1 when out of memory. */
+int d9_tf_index_run(d9_tf_index *ix, const char *run);
+
+/* Add a file. Never fails: when memory runs out the bytes go to pinned_bytes, so the budget
+ * stays honest even though that file will not be deleted. */
+void d9_tf_index_add(d9_tf_index *ix, int run, uint64_t seq, d9_tf_kind kind, uint64_t size,
+                     int64_t mtime_ns);
+
+/* Delete the oldest indexed file (earliest mtime; ties by run name, then N) and drop it from
+ * the index. A trace.N.bin that is gone is looked for as trace.N.bin.gz (a compressor may have
+ * replaced it). A file whose unlink is refused (EACCES, EROFS...) moves to pinned_bytes. The
+ * run directory is removed (rmdir) when it holds no more indexed files, unless it is keep_run.
+ * Returns false when the index is empty; *unlinked says whether a file was really removed. */
+bool d9_tf_index_delete_oldest(d9_tf_index *ix, const char *keep_run, bool *unlinked);
+
+/* Drop entries whose files no longer exist (someone deleted directories under the writer). */
+void d9_tf_index_forget_vanished(d9_tf_index *ix);
+
+/* Writers hold an exclusive flock on their .active file so that a scan by another writer in
+ * the same trace_dir can tell a live segment from a dead run's leftover. 0 or -errno. */
+int d9_tf_lock_active(int fd);
+
+#endif

@@ -1,0 +1,263 @@
+/* Bounded disk and hostile disks, through the whole recorder:
+ *  - rotation with tiny limits: bytes on disk never above max_total_size while recording,
+ *    every sealed file decodes alone and starts with SegmentMetadataEvent + ClockSyncEvent;
+ *    a second run in the same trace_dir deletes the oldest files first and keeps the budget;
+ *  - a full disk (a small tmpfs, root only): the application keeps running, no hook stalls,
+ *    losses are counted and reported as DroppedEventsEvent "write_error" once space returns;
+ *  - the trace directory deleted while recording: recording continues in a recreated one. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/mount.h>
+#include <time.h>
+
+#include "check.h"
+#include "dial9/dial9.h"
+#include "trace_files_util.h"
+
+static uint64_t mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Bytes of all regular files under dir (two levels: runs and their files). */
+static uint64_t disk_usage(const char *dir) {
+    uint64_t total = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char sub[1024];
+        snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+        DIR *r = opendir(sub);
+        struct dirent *f;
+        while (r && (f = readdir(r))) {
+            char path[2048];
+            struct stat st;
+            snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
+            if (f->d_name[0] != '.' && stat(path, &st) == 0 && S_ISREG(st.st_mode)) total += (uint64_t)st.st_size;
+        }
+        if (r) closedir(r);
+    }
+    if (d) closedir(d);
+    return total;
+}
+
+static atomic_int g_stop;
+static atomic_uint_least64_t g_iterations, g_worst_hook_ns;
+
+/* A steady producer: ~1 event per µs in bursts, so files fill in well under a second. */
+static void *producer(void *arg) {
+    (void)arg;
+    d9_worker_begin("disk", 0);
+    uint64_t i = 0;
+    while (!atomic_load(&g_stop)) {
+        for (int k = 0; k < 200; k++, i++) {
+            uint64_t t0 = mono();
+            d9_poll_begin(i % 1000, D9_HERE);
+            d9_poll_end();
+            uint64_t dt = mono() - t0;
+            if (dt > atomic_load(&g_worst_hook_ns)) atomic_store(&g_worst_hook_ns, dt);
+        }
+        atomic_fetch_add(&g_iterations, 200);
+        struct timespec nap = {0, 200 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    d9_worker_end();
+    return NULL;
+}
+
+typedef struct file_check {
+    uint64_t events;
+    int first_meta, second_clock;
+    uint64_t write_error_drops;
+    uint64_t other_drops;
+} file_check;
+
+static void on_event(const d9_event *ev, void *ctx) {
+    file_check *f = ctx;
+    if (f->events == 0) f->first_meta = d9t_is(ev, "SegmentMetadataEvent");
+    if (f->events == 1) f->second_clock = d9t_is(ev, "ClockSyncEvent");
+    f->events++;
+    d9_dec_str reason;
+    if (d9t_is(ev, "DroppedEventsEvent") && d9_value_str(d9_event_field(ev, "reason"), &reason) &&
+        reason.len == 11 && memcmp(reason.ptr, "write_error", 11) == 0)
+        f->write_error_drops += d9t_field_u(ev, "count");
+    else if (d9t_is(ev, "DroppedEventsEvent"))
+        f->other_drops += d9t_field_u(ev, "count");
+}
+
+static int record_for(const char *trace_dir, uint64_t max_file, uint64_t max_total, int ms,
+                      uint64_t *max_seen) {
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = trace_dir;
+    cfg.max_file_size = max_file;
+    cfg.max_total_size = max_total;
+    cfg.flush_ms = 5;
+    if (d9_start(&cfg) != 0) {
+        fprintf(stderr, "d9_start: %s\n", d9_last_error());
+        return -1;
+    }
+    atomic_store(&g_stop, 0);
+    pthread_t th;
+    pthread_create(&th, NULL, producer, NULL);
+    uint64_t end = mono() + (uint64_t)ms * 1000000u;
+    while (mono() < end) {
+        uint64_t u = disk_usage(trace_dir);
+        /* readdir can list a file under both names while it is renamed: look again. */
+        if (u > max_total) u = disk_usage(trace_dir);
+        if (u > *max_seen) *max_seen = u;
+        struct timespec nap = {0, 2 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    atomic_store(&g_stop, 1);
+    pthread_join(th, NULL);
+    d9_stop();
+    uint64_t u = disk_usage(trace_dir);
+    if (u > *max_seen) *max_seen = u;
+    return 0;
+}
+
+static void check_every_file_alone(const char *run_dir, int *files_out) {
+    char **files;
+    int n = d9t_list_segments(run_dir, &files);
+    for (int i = 0; i < n; i++) {
+        file_check f = {0};
+        CHECK(d9t_decode_file(files[i], on_event, &f) == D9_DEC_END);
+        CHECK(f.first_meta);
+        CHECK(f.second_clock);
+    }
+    *files_out = n;
+    d9t_free_list(files, n);
+}
+
+static void test_rotation_and_retention(void) {
+    char *dir = d9t_mkdtemp("rotation");
+    const uint64_t max_file = 64 * 1024, max_total = 320 * 1024;
+    uint64_t max_seen = 0;
+    CHECK(record_for(dir, max_file, max_total, 1500, &max_seen) == 0);
+    char first_run[1024];
+    snprintf(first_run, sizeof first_run, "%s", d9_run_dir());
+    d9_stats st;
+    d9_get_stats(&st);
+    int n;
+    check_every_file_alone(first_run, &n);
+    printf("rotation: %d files kept, %" PRIu64 " sealed, %" PRIu64 " deleted, max on disk %" PRIu64
+           " of %" PRIu64 " bytes\n", n, st.segments_sealed, st.files_deleted, max_seen, max_total);
+    CHECK(st.segments_sealed > 10);
+    CHECK(st.files_deleted > 0);
+    CHECK(max_seen <= max_total);
+
+    /* The same trace_dir again: the earlier run's files go first, the budget holds. */
+    max_seen = 0;
+    CHECK(record_for(dir, max_file, max_total, 600, &max_seen) == 0);
+    CHECK(max_seen <= max_total);
+    check_every_file_alone(d9_run_dir(), &n);
+    CHECK(n > 0);
+    int old_left;
+    check_every_file_alone(first_run, &old_left);
+    printf("restart: new run keeps %d files, old run keeps %d\n", n, old_left);
+    d9t_rm_rf(dir);
+    free(dir);
+}
+
+static void test_deleted_directory(void) {
+    char *dir = d9t_mkdtemp("deleted");
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = dir;
+    cfg.flush_ms = 5;
+    CHECK(d9_start(&cfg) == 0);
+    d9_worker_begin("disk", 0);
+    for (int i = 0; i < 1000; i++) { d9_poll_begin(1, D9_HERE); d9_poll_end(); }
+    d9_flush();
+    d9t_rm_rf(d9_run_dir());
+    for (int i = 0; i < 1000; i++) { d9_poll_begin(2, D9_HERE); d9_poll_end(); }
+    d9_flush();
+    d9_stop();
+    d9_worker_end();
+    int n;
+    check_every_file_alone(d9_run_dir(), &n);
+    CHECK(n >= 1); /* the run continued in a recreated directory */
+    d9t_rm_rf(dir);
+    free(dir);
+}
+
+static void test_disk_full(void) {
+    if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0 ||
+        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+        printf("SKIP disk-full test: needs root and mount namespaces\n");
+        return;
+    }
+    char *dir = d9t_mkdtemp("diskfull");
+    if (mount("tmpfs", dir, "tmpfs", 0, "size=1m") != 0) {
+        printf("SKIP disk-full test: cannot mount tmpfs: %s\n", strerror(errno));
+        return;
+    }
+    /* Leave ~256 KiB free: a filler file takes the rest. */
+    char filler[1100];
+    snprintf(filler, sizeof filler, "%s/filler", dir);
+    int fd = open(filler, O_CREAT | O_WRONLY, 0644);
+    static char block[4096];
+    for (int i = 0; i < 192; i++) CHECK(write(fd, block, sizeof block) == (ssize_t)sizeof block);
+    close(fd);
+
+    char traces[1200];
+    snprintf(traces, sizeof traces, "%s/traces", dir);
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = traces;
+    cfg.max_file_size = 4 << 20;
+    cfg.max_total_size = 64 << 20; /* the budget is not what stops us: the disk is */
+    cfg.flush_ms = 5;
+    CHECK(d9_start(&cfg) == 0);
+    atomic_store(&g_stop, 0);
+    atomic_store(&g_worst_hook_ns, 0);
+    pthread_t th;
+    pthread_create(&th, NULL, producer, NULL);
+    struct timespec sec = {1, 0};
+    nanosleep(&sec, NULL); /* the disk fills up during this second */
+    d9_stats mid;
+    d9_get_stats(&mid);
+    uint64_t it0 = atomic_load(&g_iterations);
+    nanosleep(&sec, NULL);
+    uint64_t it1 = atomic_load(&g_iterations);
+    atomic_store(&g_stop, 1);
+    pthread_join(th, NULL);
+    unlink(filler); /* space returns: the next write says what was lost */
+    for (int i = 0; i < 100; i++) {
+        d9_poll_begin(5, D9_HERE);
+        d9_poll_end();
+    }
+    d9_stop();
+    d9_stats st;
+    d9_get_stats(&st);
+    printf("disk full: %" PRIu64 " write errors, %" PRIu64 " events dropped, worst hook %" PRIu64
+           " ns, %" PRIu64 " iterations in the full-disk second\n",
+           st.write_errors, st.events_dropped, atomic_load(&g_worst_hook_ns), it1 - it0);
+    CHECK(mid.write_errors > 0);
+    CHECK(it1 - it0 > 100000);                          /* the application kept going */
+    CHECK(atomic_load(&g_worst_hook_ns) < 50 * 1000000u); /* and no hook stalled */
+    file_check total = {0};
+    char **files;
+    int n = d9t_list_segments(d9_run_dir(), &files);
+    for (int i = 0; i < n; i++) CHECK(d9t_decode_file(files[i], on_event, &total) == D9_DEC_END);
+    d9t_free_list(files, n);
+    CHECK(total.write_error_drops > 0);
+    CHECK_EQ_U64(total.write_error_drops + total.other_drops, st.events_dropped);
+    umount2(dir, MNT_DETACH);
+    rmdir(dir);
+    free(dir);
+}
+
+int main(void) {
+    test_rotation_and_retention();
+    test_deleted_directory();
+    test_disk_full();
+    return d9t_summary("recorder_disk");
+}

@@ -1,0 +1,152 @@
+/* Configuration and lifecycle: every bad value is an error naming the variable and the value;
+ * d9_start_or_disabled never fails; hooks before start / after stop do nothing; stop twice. */
+#include "check.h"
+#include "dial9/dial9.h"
+#include "trace_files_util.h"
+
+static void expect_env_error(const char *var, const char *value) {
+    setenv(var, value, 1);
+    d9_config cfg;
+    int rc = d9_config_from_env(&cfg);
+    CHECK(rc == -1);
+    const char *msg = d9_last_error();
+    if (!strstr(msg, var) || (*value && !strstr(msg, value))) {
+        fprintf(stderr, "message for %s=%s does not name both: %s\n", var, value, msg);
+        CHECK(0);
+    }
+    unsetenv(var);
+}
+
+static void test_env(void) {
+    d9_config cfg;
+    CHECK(d9_config_from_env(&cfg) == 0); /* nothing set: defaults */
+    CHECK(cfg.enabled);
+    CHECK_EQ_U64(cfg.max_file_size, 64ull << 20);
+
+    setenv("DIAL9_TRACE_DIR", "/tmp/somewhere", 1);
+    setenv("DIAL9_MAX_FILE_SIZE_MB", "8", 1);
+    setenv("DIAL9_MAX_DISK_USAGE_MB", "100", 1);
+    setenv("DIAL9_ROTATION_SECS", "0", 1);
+    setenv("DIAL9_BUFFER_KB", "256", 1);
+    setenv("DIAL9_ENABLED", "off", 1);
+    setenv("DIAL9_CLOCK", "monotonic", 1);
+    CHECK(d9_config_from_env(&cfg) == 0);
+    CHECK_STR(cfg.trace_dir, "/tmp/somewhere");
+    CHECK_EQ_U64(cfg.max_file_size, 8ull << 20);
+    CHECK_EQ_U64(cfg.max_total_size, 100ull << 20);
+    CHECK_EQ_U64(cfg.rotation_secs, 0);
+    CHECK_EQ_U64(cfg.buffer_kb, 256);
+    CHECK(!cfg.enabled);
+    CHECK(cfg.clock == D9_CLOCK_MONOTONIC);
+    unsetenv("DIAL9_TRACE_DIR");
+    unsetenv("DIAL9_MAX_FILE_SIZE_MB");
+    unsetenv("DIAL9_MAX_DISK_USAGE_MB");
+    unsetenv("DIAL9_ROTATION_SECS");
+    unsetenv("DIAL9_BUFFER_KB");
+    unsetenv("DIAL9_ENABLED");
+    unsetenv("DIAL9_CLOCK");
+
+    expect_env_error("DIAL9_ENABLED", "maybe");
+    expect_env_error("DIAL9_MAX_FILE_SIZE_MB", "abc");
+    expect_env_error("DIAL9_MAX_FILE_SIZE_MB", "-5");
+    expect_env_error("DIAL9_MAX_FILE_SIZE_MB", "0");
+    expect_env_error("DIAL9_MAX_FILE_SIZE_MB", "12MB");
+    expect_env_error("DIAL9_MAX_DISK_USAGE_MB", "99999999999999999999");
+    expect_env_error("DIAL9_ROTATION_SECS", "1.5");
+    expect_env_error("DIAL9_BUFFER_KB", "8");
+    expect_env_error("DIAL9_FLUSH_MS", "0");
+    expect_env_error("DIAL9_CLOCK", "rdtsc");
+    expect_env_error("DIAL9_SCHEDSTAT", "2");
+    expect_env_error("DIAL9_TRACE_DIR", "");
+
+    /* Inconsistent pair: names both variables. */
+    setenv("DIAL9_MAX_FILE_SIZE_MB", "100", 1);
+    setenv("DIAL9_MAX_DISK_USAGE_MB", "10", 1);
+    CHECK(d9_config_from_env(&cfg) == -1);
+    CHECK(strstr(d9_last_error(), "DIAL9_MAX_DISK_USAGE_MB") != NULL);
+    CHECK(strstr(d9_last_error(), "DIAL9_MAX_FILE_SIZE_MB") != NULL);
+    unsetenv("DIAL9_MAX_FILE_SIZE_MB");
+    unsetenv("DIAL9_MAX_DISK_USAGE_MB");
+}
+
+static void test_validate(void) {
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.max_file_size = 100;
+    CHECK(d9_start(&cfg) == -1);
+    CHECK(strstr(d9_last_error(), "max_file_size") != NULL);
+    d9_config_init(&cfg);
+    cfg.buffer_kb = 3;
+    CHECK(d9_start(&cfg) == -1);
+    CHECK(strstr(d9_last_error(), "buffer_kb") != NULL);
+    d9_config_init(&cfg);
+    cfg.trace_dir = "";
+    CHECK(d9_start(&cfg) == -1);
+    CHECK(d9_start(NULL) == -1);
+}
+
+static void test_lifecycle(void) {
+    /* Hooks before any start: harmless. */
+    d9_poll_begin(1, D9_HERE);
+    d9_poll_end();
+    d9_park();
+    d9_unpark();
+    d9_wake(3);
+    d9_stop();
+    d9_stop();
+
+    /* A directory that cannot be created: d9_start fails and says where. */
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = "/proc/self/no-such-dir/traces";
+    CHECK(d9_start(&cfg) == -1);
+    CHECK(strstr(d9_last_error(), "/proc/self/no-such-dir") != NULL);
+    /* ...and the or-disabled variant records nothing but returns 0. */
+    CHECK(d9_start_or_disabled(&cfg) == 0);
+    d9_poll_begin(1, D9_HERE);
+    d9_poll_end();
+    d9_stats st;
+    d9_get_stats(&st);
+    CHECK_EQ_U64(st.events_recorded, 0);
+
+    char *dir = d9t_mkdtemp("lifecycle");
+    d9_config_init(&cfg);
+    cfg.trace_dir = dir;
+    CHECK(d9_start(&cfg) == 0);
+    CHECK(d9_start(&cfg) == -1); /* already recording */
+    CHECK(strstr(d9_last_error(), "already") != NULL);
+    d9_poll_begin(7, D9_HERE);
+    d9_poll_end();
+    d9_set_enabled(false);
+    d9_poll_begin(8, D9_HERE); /* not recorded */
+    d9_poll_end();
+    d9_set_enabled(true);
+    d9_poll_begin(9, D9_HERE);
+    d9_poll_end();
+    d9_stop();
+    d9_stop();
+    d9_get_stats(&st);
+    CHECK_EQ_U64(st.events_recorded, 4);
+    CHECK_EQ_U64(st.events_written, 4);
+    CHECK_EQ_U64(st.segments_sealed, 1);
+    /* After stop: hooks do nothing, and a restart makes a new run directory. */
+    d9_poll_begin(10, D9_HERE);
+    char first_run[512];
+    snprintf(first_run, sizeof first_run, "%s", d9_run_dir());
+    CHECK(d9_start(&cfg) == 0);
+    CHECK(strcmp(first_run, d9_run_dir()) != 0);
+    d9_stop();
+    char path[600];
+    snprintf(path, sizeof path, "%s/trace.0.bin", first_run);
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0 && sb.st_size > 0);
+    d9t_rm_rf(dir);
+    free(dir);
+}
+
+int main(void) {
+    test_env();
+    test_validate();
+    test_lifecycle();
+    return d9t_summary("recorder_config");
+}

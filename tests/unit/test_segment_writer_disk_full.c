@@ -1,0 +1,222 @@
+/* Segment writer on a really full disk: a 256 KiB tmpfs mounted in a private mount namespace
+ * (so nothing leaks to the host, even if the test dies). Needs root (CAP_SYS_ADMIN); skips with
+ * a message otherwise.
+ *  - ENOSPC on write: the call returns -1 quickly, the loss is counted, the file ends exactly at
+ *    the last successful write, and writes succeed again once space is freed;
+ *  - ENOSPC on creating a segment (no inodes left): counted, retried on the next call. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "sinks/segment_writer.h"
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void fill_pattern(uint8_t *buf, size_t len, uint32_t write_no) {
+    for (size_t i = 0; i < len; i++) buf[i] = (uint8_t)(write_no * 131u + i * 7u + (i >> 8));
+}
+
+static int64_t file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+static bool file_equals(const char *path, const uint8_t *want, size_t len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    bool same = true;
+    for (size_t i = 0; i < len && same; i++) same = fgetc(f) == want[i];
+    same = same && fgetc(f) == EOF;
+    fclose(f);
+    return same;
+}
+
+/* Create a file of len bytes; returns 0 or -errno (ENOSPC when the disk is full). */
+static int make_file(const char *path, size_t len) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return -errno;
+    static const uint8_t zeros[4096];
+    int rc = 0;
+    for (size_t done = 0; done < len;) {
+        size_t n = len - done < sizeof zeros ? len - done : sizeof zeros;
+        ssize_t w = write(fd, zeros, n);
+        if (w <= 0) {
+            rc = w < 0 ? -errno : -EIO;
+            break;
+        }
+        done += (size_t)w;
+    }
+    close(fd);
+    return rc;
+}
+
+/* Mount a tmpfs with the given options on a fresh directory; false (with a reason) if we may not. */
+static bool mount_tmpfs(char *dir, size_t size, const char *options) {
+    snprintf(dir, size, "/tmp/d9-segw-full.XXXXXX");
+    if (!mkdtemp(dir)) {
+        printf("SKIP: mkdtemp: %s\n", strerror(errno));
+        return false;
+    }
+    if (mount("d9-segw-test", dir, "tmpfs", MS_NOSUID | MS_NODEV, options) != 0) {
+        printf("SKIP: mount tmpfs: %s\n", strerror(errno));
+        rmdir(dir);
+        return false;
+    }
+    return true;
+}
+
+static void unmount_tmpfs(const char *dir) {
+    if (umount2(dir, MNT_DETACH) != 0) perror("umount2");
+    rmdir(dir);
+}
+
+static void test_enospc_on_write(void) {
+    char mnt[64], traces[128], filler[128], err[256];
+    if (!mount_tmpfs(mnt, sizeof mnt, "size=256k,mode=0755")) return;
+    snprintf(traces, sizeof traces, "%s/traces", mnt);
+    snprintf(filler, sizeof filler, "%s/filler", mnt);
+    CHECK(make_file(filler, 64 * 1024) == 0);
+
+    /* Budget far above the disk's size: only ENOSPC can stop the writes. */
+    d9_segw_config cfg = {.trace_dir = traces, .run_id = "r", .max_file_size = 1 << 20,
+                          .max_total_size = 8 << 20};
+    d9_segment_writer *w = d9_segw_open(&cfg, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w) {
+        fprintf(stderr, "open: %s\n", err);
+        unmount_tmpfs(mnt);
+        return;
+    }
+    static uint8_t expect[512 * 1024];
+    size_t expect_len = 0, ok_writes = 0;
+    uint8_t buf[1000];
+    int rc = 0;
+    for (uint32_t i = 0; i < 1000 && rc == 0; i++) {
+        fill_pattern(buf, sizeof buf, i);
+        rc = d9_segw_write(w, buf, sizeof buf);
+        if (rc == 0) {
+            memcpy(expect + expect_len, buf, sizeof buf);
+            expect_len += sizeof buf;
+            ok_writes++;
+        }
+    }
+    CHECK(rc == -1); /* the disk did fill up */
+    CHECK(ok_writes > 100 && ok_writes < 256);
+    char active[512];
+    snprintf(active, sizeof active, "%s", d9_segw_active_path(w) ? d9_segw_active_path(w) : "");
+    CHECK_EQ_U64(file_size(active), expect_len); /* ends exactly at the last good write */
+    CHECK(file_equals(active, expect, expect_len));
+    d9_segw_stats s;
+    d9_segw_get_stats(w, &s);
+    CHECK_EQ_U64(s.bytes_lost, sizeof buf);
+    CHECK_EQ_U64(s.write_errors, 1);
+    CHECK_EQ_U64(s.bytes_written, expect_len);
+
+    /* Still full: every call fails fast, and nothing is left behind in the file. */
+    uint64_t worst = 0;
+    for (int i = 0; i < 20; i++) {
+        uint64_t e = d9_segw_epoch(w);
+        uint64_t t0 = now_ns();
+        CHECK(d9_segw_write(w, buf, sizeof buf) == -1);
+        uint64_t dt = now_ns() - t0;
+        if (dt > worst) worst = dt;
+        CHECK(d9_segw_epoch(w) != e);
+    }
+    CHECK(worst < 50 * 1000000u);
+    CHECK_EQ_U64(file_size(active), expect_len);
+    d9_segw_get_stats(w, &s);
+    CHECK_EQ_U64(s.bytes_lost, 21 * sizeof buf);
+    CHECK_EQ_U64(s.write_errors, 21);
+    printf("disk full: %zu writes landed (%zu bytes), a failed write took at most %.1f us\n",
+           ok_writes, expect_len, (double)worst / 1000.0);
+
+    /* Free space: the next call succeeds, in the same file, right after the last good write. */
+    CHECK(unlink(filler) == 0);
+    fill_pattern(buf, sizeof buf, 5000);
+    CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    memcpy(expect + expect_len, buf, sizeof buf);
+    expect_len += sizeof buf;
+    CHECK_STR(d9_segw_active_path(w), active);
+    CHECK(file_equals(active, expect, expect_len));
+    d9_segw_close(w);
+    char sealed[512];
+    snprintf(sealed, sizeof sealed, "%s/r/trace.0.bin", traces);
+    CHECK(file_equals(sealed, expect, expect_len));
+    unmount_tmpfs(mnt);
+}
+
+static void test_enospc_on_open(void) {
+    char mnt[64], traces[128], p[256], err[256];
+    if (!mount_tmpfs(mnt, sizeof mnt, "size=256k,nr_inodes=16,mode=0755")) return;
+    snprintf(traces, sizeof traces, "%s/traces", mnt);
+    d9_segw_config cfg = {.trace_dir = traces, .run_id = "r", .max_file_size = 4096,
+                          .max_total_size = 64 * 1024};
+    d9_segment_writer *w = d9_segw_open(&cfg, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w) {
+        unmount_tmpfs(mnt);
+        return;
+    }
+    uint8_t buf[100];
+    fill_pattern(buf, sizeof buf, 1);
+    CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    d9_segw_rotate(w);
+    /* Use up every inode left. */
+    int fillers = 0;
+    for (; fillers < 64; fillers++) {
+        snprintf(p, sizeof p, "%s/filler.%d", mnt, fillers);
+        if (make_file(p, 0) != 0) break;
+    }
+    CHECK(fillers < 64);
+    d9_segw_stats s;
+    for (int i = 0; i < 3; i++) {
+        CHECK(d9_segw_write(w, buf, sizeof buf) == -1);
+        CHECK(d9_segw_active_path(w) == NULL);
+        CHECK(d9_segw_at_segment_start(w));
+    }
+    d9_segw_get_stats(w, &s);
+    CHECK_EQ_U64(s.write_errors, 3);
+    CHECK_EQ_U64(s.bytes_lost, 3 * sizeof buf);
+
+    snprintf(p, sizeof p, "%s/filler.0", mnt);
+    CHECK(unlink(p) == 0);
+    CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    snprintf(p, sizeof p, "%s/r/trace.1.bin.active", traces);
+    CHECK_STR(d9_segw_active_path(w), p);
+    CHECK(file_equals(p, buf, sizeof buf));
+    d9_segw_close(w);
+    unmount_tmpfs(mnt);
+}
+
+int main(void) {
+    if (geteuid() != 0) {
+        printf("SKIP test_segment_writer_disk_full: needs root to mount a tmpfs\n");
+        return 0;
+    }
+    /* A private mount namespace: our tmpfs mounts are invisible outside and die with us. */
+    if (unshare(CLONE_NEWNS) != 0) {
+        printf("SKIP test_segment_writer_disk_full: unshare(CLONE_NEWNS): %s\n", strerror(errno));
+        return 0;
+    }
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+        printf("SKIP test_segment_writer_disk_full: make mounts private: %s\n", strerror(errno));
+        return 0;
+    }
+    test_enospc_on_write();
+    test_enospc_on_open();
+    return d9t_summary("test_segment_writer_disk_full");
+}

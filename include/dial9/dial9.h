@@ -41,6 +41,10 @@ extern "C" {
  * in the trace are CLOCK_MONOTONIC nanoseconds. */
 typedef enum d9_clock_mode { D9_CLOCK_AUTO = 0, D9_CLOCK_TSC, D9_CLOCK_MONOTONIC } d9_clock_mode;
 
+/* How CPU profile samples are taken. AUTO prefers perf_event_open and falls back to per-thread
+ * CPU timers (SIGPROF) where perf is refused. */
+typedef enum d9_sampler_mode { D9_SAMPLER_AUTO = 0, D9_SAMPLER_PERF, D9_SAMPLER_TIMER } d9_sampler_mode;
+
 typedef struct d9_config {
     bool enabled;             /* DIAL9_ENABLED (default true): false makes d9_start a no-op */
     const char *trace_dir;    /* DIAL9_TRACE_DIR (default "/tmp/dial9-traces"); runs go in
@@ -56,6 +60,17 @@ typedef struct d9_config {
     bool schedstat;           /* DIAL9_SCHEDSTAT (default true): read /proc/thread-self/schedstat
                                  on park/unpark for CPU time and kernel scheduling delay */
     d9_clock_mode clock;      /* DIAL9_CLOCK = auto | tsc | monotonic (default auto) */
+
+    /* Kernel data sources (docs/kernel-sources.md). Each is detected at start; what is active
+     * and why others are not is written in every segment's metadata. */
+    bool cpu_profile;         /* DIAL9_CPU_PROFILE_ENABLED (default false): CPU samples */
+    uint32_t cpu_sample_hz;   /* DIAL9_CPU_SAMPLE_HZ (default 99) */
+    d9_sampler_mode sampler;  /* DIAL9_CPU_SAMPLER = auto | perf | timer (default auto) */
+    bool schedule_profile;    /* DIAL9_SCHEDULE_PROFILE_ENABLED (default true): off-CPU intervals
+                                 and context-switch stacks, where the host allows them */
+    bool task_dumps;          /* DIAL9_TASK_DUMPS (default true): stacks of suspended tasks */
+    bool symbolize;           /* DIAL9_SYMBOLIZE (default true): append symbols to sealed
+                                 segments in the background */
 } d9_config;
 
 /* Fill `cfg` with the defaults above. */
@@ -193,6 +208,15 @@ static inline void d9_task_spawn(uint64_t task_id, const d9_loc *where) {
 }
 static inline void d9_task_terminate(uint64_t task_id) {
     if (__builtin_expect(d9__active, 0)) d9__task_terminate(task_id);
+}
+
+D9_API void d9__task_suspend(uint64_t task_id);
+
+/* Task `task_id` suspends here: it registered its continuation (uv_read_start, event_add, a
+ * channel wait...) and returns to its loop. The call stack at this point is captured, sampled
+ * over idle time so the cost stays bounded, and written as a TaskDumpEvent: where a task waits. */
+static inline void d9_task_suspend(uint64_t task_id) {
+    if (__builtin_expect(d9__active, 0)) d9__task_suspend(task_id);
 }
 
 /* The depth of this worker's local run queue, recorded with the following polls and parks

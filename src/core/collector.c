@@ -10,6 +10,8 @@
 #include "core/locations.h"
 #include "core/records.h"
 #include "core/run_metadata.h"
+#include "core/source_batch.h"
+#include "core/stack_table.h"
 #include "core/string_table.h"
 #include "core/thread_buffer.h"
 #include "core/workers.h"
@@ -18,6 +20,7 @@
 #include "sinks/segment_writer.h"
 
 #define FLUSH_BYTES (256u * 1024u)
+#define MAX_SOURCES 8
 #define SCHEMA_SLOTS (D9_SCH_FIRST_CUSTOM + D9_MAX_EVENT_TYPES)
 
 /* One event ready to encode: the record's values after the thread's decoding state (current
@@ -28,7 +31,8 @@ typedef struct out_event {
     uint64_t v[5];
     const char *s[2];
     const d9_event_type *custom;
-    const uint64_t *payload;
+    const uint64_t *payload; /* custom: payload words; stacks: frames */
+    uint32_t nframes;
 } out_event;
 
 /* A thread's unread records during one drain. */
@@ -54,6 +58,12 @@ struct d9_collector {
     uint64_t *loc_mark;
     size_t loc_mark_len;
     d9_string_table strings;
+    d9_stack_table stacks;
+
+    d9_source *sources[MAX_SOURCES];
+    size_t source_count;
+    d9_src_batch batch;      /* this drain's source events, sorted */
+    d9_src_batch seg_batch;  /* what sources add at a segment start */
 
     uint64_t write_drops_pending; /* events lost to failed writes, not yet reported */
     uint64_t write_drops_in_out;  /* the part of it reported inside `out` */
@@ -122,6 +132,20 @@ static uint32_t need_string(d9_collector *c, const char *s) {
         e->mark = c->stream_no;
     }
     return id;
+}
+
+static uint32_t need_stack(d9_collector *c, const uint64_t *frames, uint32_t n) {
+    d9_stack_entry *e = d9_stack_table_get(&c->stacks, frames, n);
+    if (!e) e = d9_stack_table_get(&c->stacks, NULL, 0); /* no memory: an empty stack */
+    if (!e) return 0;
+    if (e->mark != c->stream_no) {
+        d9_pool_frame pf;
+        d9_enc_stack_pool_begin(&c->out, &pf);
+        d9_enc_stack_pool_entry(&c->out, &pf, e->index, e->frames, e->count);
+        d9_enc_pool_end(&c->out, &pf);
+        e->mark = c->stream_no;
+    }
+    return e->index;
 }
 
 /* ---------------------------------------------------------------- encoding */
@@ -210,6 +234,50 @@ static void encode(d9_collector *c, const out_event *e) {
         d9_put_u32(b, name);
         break;
     }
+    case D9_SCH_CPU_SAMPLE: {
+        need_builtin(c, e->schema);
+        uint32_t name = e->s[0] ? need_string(c, e->s[0]) : 0;
+        uint32_t stack = need_stack(c, e->payload, e->nframes);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_varint(b, e->v[0]);               /* worker */
+        d9_put_u32(b, (uint32_t)e->v[1]);        /* tid */
+        d9_put_u8(b, (uint8_t)e->v[2]);          /* source */
+        d9_put_u8(b, e->s[0] ? 1 : 0);
+        if (e->s[0]) d9_put_u32(b, name);
+        d9_put_u32(b, stack);
+        d9_put_u8(b, e->v[3] != UINT64_MAX ? 1 : 0); /* cpu */
+        if (e->v[3] != UINT64_MAX) d9_put_varint(b, e->v[3]);
+        break;
+    }
+    case D9_SCH_TASK_DUMP: {
+        need_builtin(c, e->schema);
+        uint32_t stack = need_stack(c, e->payload, e->nframes);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_varint(b, e->v[0]);
+        d9_put_u32(b, stack);
+        break;
+    }
+    case D9_SCH_SCHED_SWITCH:
+        need_builtin(c, e->schema);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_u32(b, (uint32_t)e->v[0]);  /* tid */
+        d9_put_varint(b, e->v[1]);         /* worker */
+        d9_put_u8(b, e->v[2] ? 1 : 0);     /* switch out */
+        d9_put_u8(b, e->v[3] ? 1 : 0);     /* preempted */
+        d9_put_u8(b, e->v[4] != UINT64_MAX ? 1 : 0);
+        if (e->v[4] != UINT64_MAX) d9_put_varint(b, e->v[4]);
+        break;
+    case D9_SCH_MEMORY_MAP: {
+        need_builtin(c, e->schema);
+        uint32_t path = need_string(c, e->s[0]);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_varint(b, e->v[0]);
+        d9_put_varint(b, e->v[1]);
+        d9_put_varint(b, e->v[2]);
+        d9_put_u32(b, path);
+        d9_put_lstring(b, e->s[1], strlen(e->s[1]));
+        break;
+    }
     default: { /* custom event */
         const d9_event_type *t = e->custom;
         uint16_t id = (uint16_t)(D9_SCH_FIRST_CUSTOM + t->index);
@@ -265,6 +333,7 @@ static void flush_out(d9_collector *c) {
 }
 
 static void emit_write_drop_report(d9_collector *c);
+static void encode_sources_segment_start(d9_collector *c);
 
 /* Start a new stream when the writer moved to another file or lost bytes. */
 static void ensure_stream(d9_collector *c) {
@@ -288,6 +357,7 @@ static void ensure_stream(d9_collector *c) {
                            .v = {t->c_worker, (uint64_t)t->tid, index}, .s = {rt ? rt : "?", t->name}};
             encode(c, &e);
         }
+        encode_sources_segment_start(c);
     }
     if (c->write_drops_pending > c->write_drops_in_out) emit_write_drop_report(c);
 }
@@ -341,6 +411,7 @@ static uint64_t record_words(const uint64_t *r) {
     case D9_REC_WORKER_END: return D9_REC_WORDS_WORKER_END;
     case D9_REC_DROPPED: return D9_REC_WORDS_DROPPED;
     case D9_REC_CUSTOM: return 2 + (r[1] >> 32);
+    case D9_REC_TASK_DUMP: return r[2] > 4096 ? 0 : 3 + r[2];
     default: return 0;
     }
 }
@@ -435,6 +506,12 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
     case D9_REC_DROPPED:
         report_ring_drops(c, t, r[1], ts);
         return;
+    case D9_REC_TASK_DUMP:
+        e.schema = D9_SCH_TASK_DUMP;
+        e.v[0] = r[1];
+        e.nframes = (uint32_t)r[2];
+        e.payload = r + 3;
+        break;
     case D9_REC_CUSTOM:
         e.custom = d9_event_type_at((uint32_t)r[1]);
         if (!e.custom) return;
@@ -447,6 +524,65 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
     t->c_events++;
     atomic_fetch_add_explicit(&c->st_recorded, 1, memory_order_relaxed);
     emit(c, &e);
+}
+
+/* ---------------------------------------------------------------- source events */
+
+static d9_thread *thread_by_tid(d9_collector *c, uint32_t tid) {
+    for (size_t i = 0; i < c->thread_count; i++)
+        if ((uint32_t)c->threads[i]->tid == tid) return c->threads[i];
+    return NULL;
+}
+
+static void source_event_to_out(d9_collector *c, const d9_src_event *se, out_event *e) {
+    memset(e, 0, sizeof *e);
+    e->ts = se->ts_ns;
+    d9_thread *t = se->tid ? thread_by_tid(c, se->tid) : NULL;
+    uint64_t worker = t ? t->c_worker : 255;
+    uint64_t cpu = se->cpu >= 0 ? (uint64_t)se->cpu : UINT64_MAX;
+    switch (se->kind) {
+    case D9_SRC_CPU_SAMPLE:
+        e->schema = D9_SCH_CPU_SAMPLE;
+        e->v[0] = worker; e->v[1] = se->tid; e->v[2] = se->sample.source; e->v[3] = cpu;
+        e->s[0] = t ? t->name : NULL;
+        e->payload = se->sample.frames;
+        e->nframes = se->sample.nframes;
+        break;
+    case D9_SRC_SWITCH:
+        e->schema = D9_SCH_SCHED_SWITCH;
+        e->v[0] = se->tid; e->v[1] = worker; e->v[2] = se->sw.out; e->v[3] = se->sw.preempted; e->v[4] = cpu;
+        break;
+    case D9_SRC_MMAP:
+        e->schema = D9_SCH_MEMORY_MAP;
+        e->v[0] = se->map.start; e->v[1] = se->map.end; e->v[2] = se->map.file_offset;
+        e->s[0] = se->map.path; e->s[1] = se->map.build_id;
+        break;
+    default: /* D9_SRC_LOST */
+        e->schema = D9_SCH_DROPPED_EVENTS;
+        e->v[0] = se->lost.count; e->v[1] = se->tid; e->v[2] = worker;
+        e->s[0] = se->lost.reason;
+        atomic_fetch_add(&c->st_ring_dropped, se->lost.count);
+        break;
+    }
+}
+
+/* A new segment: each source adds what a reader of this segment alone needs. */
+static void encode_sources_segment_start(d9_collector *c) {
+    d9_src_batch_reset(&c->seg_batch);
+    for (size_t i = 0; i < c->source_count; i++)
+        if (c->sources[i]->segment_start) c->sources[i]->segment_start(c->sources[i], &c->seg_batch);
+    for (size_t i = 0; i < c->seg_batch.count; i++) {
+        out_event e;
+        source_event_to_out(c, &c->seg_batch.events[i], &e);
+        if (e.ts < c->now_ns) e.ts = c->now_ns;
+        encode(c, &e);
+    }
+}
+
+bool d9_collector_add_source(d9_collector *c, d9_source *s) {
+    if (c->source_count == MAX_SOURCES) return false;
+    c->sources[c->source_count++] = s;
+    return true;
 }
 
 /* ---------------------------------------------------------------- drain */
@@ -498,11 +634,23 @@ double d9_collector_drain(d9_collector *c) {
         if (cursor_peek(c, k)) live++;
     }
 
-    /* Merge: always take the earliest pending record among the threads. */
-    while (live > 0) {
+    d9_src_batch_reset(&c->batch);
+    for (size_t i = 0; i < c->source_count; i++) c->sources[i]->collect(c->sources[i], &c->batch);
+    d9_src_batch_sort(&c->batch);
+    size_t next_src = 0;
+
+    /* Merge: always take the earliest pending record among the threads and the sources. */
+    while (live > 0 || next_src < c->batch.count) {
         size_t best = 0;
         for (size_t i = 1; i < live; i++)
             if (c->cursors[i].next_ts < c->cursors[best].next_ts) best = i;
+        if (next_src < c->batch.count &&
+            (live == 0 || c->batch.events[next_src].ts_ns < c->cursors[best].next_ts)) {
+            out_event e;
+            source_event_to_out(c, &c->batch.events[next_src++], &e);
+            emit(c, &e);
+            continue;
+        }
         cursor *k = &c->cursors[best];
         const uint64_t *r = k->t->ring + (k->pos & k->t->mask);
         decode_record(c, k->t, r, k->next_ts);
@@ -565,38 +713,60 @@ d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t
     d9_buf_init(&c->scratch);
     d9_run_metadata_describe_process(&c->meta, cc->service, cc->run_id);
     d9_run_metadata_set(&c->meta, "clock", "%s", cc->clock_name);
-    d9_run_metadata_set(&c->meta, "sources", "polls,parks,wakes,tasks%s",
-                        cc->schedstat_active ? ",schedstat" : "");
-    d9_run_metadata_set(&c->meta, "source.schedstat", "%s",
-                        cc->schedstat_active ? "active"
-                        : cfg->schedstat  ? "unavailable: /proc/thread-self/schedstat cannot be read"
-                                          : "off: disabled by configuration");
+    d9_run_metadata_set(&c->meta, "sources", "polls,parks,wakes,tasks");
+    d9_collector_note_source(c, "schedstat", cc->schedstat_active,
+                             cc->schedstat_active ? NULL
+                             : cfg->schedstat     ? "/proc/thread-self/schedstat cannot be read"
+                                                  : "disabled by configuration");
     d9_run_metadata_set(&c->meta, "buffer_kb", "%u", cfg->buffer_kb);
 
     d9_clock_map_init(&c->clock);
     c->now_ticks = c->clock.first.ticks;
     c->now_ns = c->clock.first.mono_ns;
+    return c;
+}
+
+int d9_collector_start(d9_collector *c, char *err, size_t errlen) {
     /* Write the first preamble now: an unwritable directory is the caller's error, not a
      * silent loss later. */
     ensure_stream(c);
     flush_out(c);
+    publish_writer_stats(c);
     d9_segw_stats ws;
     d9_segw_get_stats(c->w, &ws);
     if (ws.write_errors) {
         snprintf(err, errlen, "cannot write trace files in %s", d9_segw_run_dir(c->w));
-        d9_segw_close(c->w);
-        d9_run_metadata_free(&c->meta);
-        d9_buf_free(&c->out);
-        d9_buf_free(&c->scratch);
-        free(c);
-        return NULL;
+        return -1;
     }
-    return c;
+    return 0;
+}
+
+d9_run_metadata *d9_collector_metadata(d9_collector *c) { return &c->meta; }
+
+void d9_collector_note_source(d9_collector *c, const char *name, bool active, const char *detail) {
+    char key[128];
+    snprintf(key, sizeof key, "source.%s", name);
+    d9_run_metadata_set(&c->meta, key, "%s%s%s", active ? "active" : "inactive",
+                        detail && *detail ? ": " : "", detail ? detail : "");
+    if (!active) return;
+    for (int i = 0; i < c->meta.count; i++) {
+        if (strcmp(c->meta.keys[i], "sources") != 0) continue;
+        char *list = c->meta.vals[i];
+        d9_run_metadata_set(&c->meta, "sources", "%s,%s", list, name);
+        return;
+    }
+    d9_run_metadata_set(&c->meta, "sources", "%s", name);
+}
+
+void d9_collector_set_on_sealed(d9_collector *c, void (*fn)(const char *path, void *ctx), void *ctx) {
+    d9_segw_set_on_sealed(c->w, fn, ctx);
 }
 
 void d9_collector_close(d9_collector *c, d9_stats *final_stats) {
     if (!c) return;
     d9_collector_drain(c);
+    for (size_t i = 0; i < c->source_count; i++) c->sources[i]->close(c->sources[i]);
+    c->source_count = 0;
     flush_out(c);
     bool last_has_bytes = !d9_segw_at_segment_start(c->w);
     publish_writer_stats(c);
@@ -607,6 +777,9 @@ void d9_collector_close(d9_collector *c, d9_stats *final_stats) {
     d9_segw_close(c->w);
     d9_run_metadata_free(&c->meta);
     d9_string_table_free(&c->strings);
+    d9_stack_table_free(&c->stacks);
+    d9_src_batch_free(&c->batch);
+    d9_src_batch_free(&c->seg_batch);
     d9_buf_free(&c->out);
     d9_buf_free(&c->scratch);
     free(c->loc_mark);

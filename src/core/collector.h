@@ -20,9 +20,20 @@ typedef struct d9_collector_config {
     bool schedstat_active;
 } d9_collector_config;
 
-/* Opens the segment writer and writes the first segment's preamble, so an unwritable trace
- * directory is reported here. NULL with a message in err on failure. */
+/* Opens the segment writer (creating the run directory). NULL with a message in err. */
 d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t errlen);
+
+/* After sources are added and noted: write the first segment's preamble, so an unwritable
+ * trace directory is reported to d9_start. 0, or -1 with a message in err. */
+int d9_collector_start(d9_collector *c, char *err, size_t errlen);
+
+/* Metadata of every segment; sources add entries before d9_collector_start. */
+struct d9_run_metadata;
+struct d9_run_metadata *d9_collector_metadata(d9_collector *c);
+/* Say in the metadata whether data source `name` is active, and why not (or how). */
+void d9_collector_note_source(d9_collector *c, const char *name, bool active, const char *detail);
+/* Called with each sealed segment's path, on the background thread (keep it short: queue). */
+void d9_collector_set_on_sealed(d9_collector *c, void (*fn)(const char *path, void *ctx), void *ctx);
 
 /* Drain everything recorded so far and write it. Returns the fullest ring's fill (0..1) seen,
  * so the caller can drain more often under load. */
@@ -32,6 +43,11 @@ double d9_collector_drain(d9_collector *c);
 void d9_collector_close(d9_collector *c, d9_stats *final_stats);
 
 void d9_collector_get_stats(d9_collector *c, d9_stats *out);
+
+/* Add a data source (before the background thread starts draining). The collector calls it on
+ * every drain and closes it in d9_collector_close. False when there are too many. */
+struct d9_source;
+bool d9_collector_add_source(d9_collector *c, struct d9_source *s);
 const char *d9_collector_run_dir(d9_collector *c);
 
 #endif

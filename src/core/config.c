@@ -23,6 +23,12 @@ void d9_config_init(d9_config *cfg) {
     cfg->flush_ms = 20;
     cfg->schedstat = true;
     cfg->clock = D9_CLOCK_AUTO;
+    cfg->cpu_profile = false;
+    cfg->cpu_sample_hz = 99;
+    cfg->sampler = D9_SAMPLER_AUTO;
+    cfg->schedule_profile = true;
+    cfg->task_dumps = true;
+    cfg->symbolize = true;
 }
 
 static int parse_u64(const char *var, const char *s, uint64_t min, uint64_t max, uint64_t *out) {
@@ -57,6 +63,17 @@ static int parse_clock(const char *var, const char *s, d9_clock_mode *out) {
     else if (strcasecmp(s, "monotonic") == 0) *out = D9_CLOCK_MONOTONIC;
     else {
         d9_set_error("%s=\"%s\": expected auto, tsc or monotonic", var, s);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_sampler(const char *var, const char *s, d9_sampler_mode *out) {
+    if (strcasecmp(s, "auto") == 0) *out = D9_SAMPLER_AUTO;
+    else if (strcasecmp(s, "perf") == 0) *out = D9_SAMPLER_PERF;
+    else if (strcasecmp(s, "timer") == 0) *out = D9_SAMPLER_TIMER;
+    else {
+        d9_set_error("%s=\"%s\": expected auto, perf or timer", var, s);
         return -1;
     }
     return 0;
@@ -101,6 +118,18 @@ int d9_config_from_env(d9_config *cfg) {
     }
     if (ENV("DIAL9_SCHEDSTAT") && parse_bool("DIAL9_SCHEDSTAT", v, &cfg->schedstat)) return -1;
     if (ENV("DIAL9_CLOCK") && parse_clock("DIAL9_CLOCK", v, &cfg->clock)) return -1;
+    if (ENV("DIAL9_CPU_PROFILE_ENABLED") && parse_bool("DIAL9_CPU_PROFILE_ENABLED", v, &cfg->cpu_profile))
+        return -1;
+    if (ENV("DIAL9_CPU_SAMPLE_HZ")) {
+        if (parse_u64("DIAL9_CPU_SAMPLE_HZ", v, 1, 10000, &n)) return -1;
+        cfg->cpu_sample_hz = (uint32_t)n;
+    }
+    if (ENV("DIAL9_CPU_SAMPLER") && parse_sampler("DIAL9_CPU_SAMPLER", v, &cfg->sampler)) return -1;
+    if (ENV("DIAL9_SCHEDULE_PROFILE_ENABLED") &&
+        parse_bool("DIAL9_SCHEDULE_PROFILE_ENABLED", v, &cfg->schedule_profile))
+        return -1;
+    if (ENV("DIAL9_TASK_DUMPS") && parse_bool("DIAL9_TASK_DUMPS", v, &cfg->task_dumps)) return -1;
+    if (ENV("DIAL9_SYMBOLIZE") && parse_bool("DIAL9_SYMBOLIZE", v, &cfg->symbolize)) return -1;
 #undef ENV
     if (cfg->max_total_size < cfg->max_file_size) {
         d9_set_error("DIAL9_MAX_DISK_USAGE_MB (%" PRIu64 " MiB) is smaller than "
@@ -143,6 +172,14 @@ int d9_config_validate(const d9_config *cfg) {
     }
     if (cfg->clock != D9_CLOCK_AUTO && cfg->clock != D9_CLOCK_TSC && cfg->clock != D9_CLOCK_MONOTONIC) {
         d9_set_error("clock = %d: not a d9_clock_mode", (int)cfg->clock);
+        return -1;
+    }
+    if (cfg->cpu_sample_hz < 1 || cfg->cpu_sample_hz > 10000) {
+        d9_set_error("cpu_sample_hz = %u: must be from 1 to 10000", cfg->cpu_sample_hz);
+        return -1;
+    }
+    if (cfg->sampler != D9_SAMPLER_AUTO && cfg->sampler != D9_SAMPLER_PERF && cfg->sampler != D9_SAMPLER_TIMER) {
+        d9_set_error("sampler = %d: not a d9_sampler_mode", (int)cfg->sampler);
         return -1;
     }
     if (cfg->service && strlen(cfg->service) > 255) {

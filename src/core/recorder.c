@@ -17,6 +17,8 @@
 #include "core/schedstat.h"
 #include "core/thread_buffer.h"
 #include "dial9/dial9.h"
+#include "sinks/pipeline.h"
+#include "sources/sources.h"
 
 typedef struct recorder {
     pthread_mutex_t lifecycle;   /* start/stop/get_stats */
@@ -26,6 +28,7 @@ typedef struct recorder {
     char run_id[96];
     char *run_dir;
     d9_collector *col;
+    d9_pipeline *pipeline;
     d9_stats last_stats;         /* kept after d9_stop */
     pthread_t thread;
 
@@ -97,6 +100,7 @@ static void forget_in_child(void) {
     init_wake_cond();
     g_rec.running = false;
     g_rec.col = NULL;
+    g_rec.pipeline = NULL;
     g_rec.stop_requested = false;
     g_rec.flush_requested = g_rec.flush_done = 0;
     d9_threads_forget_after_fork();
@@ -165,6 +169,20 @@ int d9_start(const d9_config *cfg) {
         pthread_mutex_unlock(&r->lifecycle);
         return -1;
     }
+    r->pipeline = d9_pipeline_start(&r->cfg);
+    if (r->pipeline) d9_collector_set_on_sealed(r->col, d9_pipeline_on_sealed, r->pipeline);
+    d9_sources_start(&r->cfg, r->col);
+    if (d9_collector_start(r->col, err, sizeof err) != 0) {
+        d9_collector_close(r->col, NULL);
+        r->col = NULL;
+        d9_sources_stop();
+        d9_pipeline_stop(r->pipeline);
+        r->pipeline = NULL;
+        d9_set_error("%s", err);
+        free_strings(r);
+        pthread_mutex_unlock(&r->lifecycle);
+        return -1;
+    }
     r->run_dir = strdup(d9_collector_run_dir(r->col));
     d9_threads_set_collector_running(true);
     r->stop_requested = false;
@@ -179,6 +197,9 @@ int d9_start(const d9_config *cfg) {
         d9_collector_close(r->col, NULL);
         r->col = NULL;
         d9_threads_set_collector_running(false);
+        d9_sources_stop();
+        d9_pipeline_stop(r->pipeline);
+        r->pipeline = NULL;
         free_strings(r);
         pthread_mutex_unlock(&r->lifecycle);
         d9_set_error("cannot start the background thread: %s", strerror(rc));
@@ -216,6 +237,9 @@ void d9_stop(void) {
     pthread_join(r->thread, NULL);
     d9_collector_close(r->col, &r->last_stats); /* drains what is left, seals the last segment */
     r->col = NULL;
+    d9_sources_stop();
+    d9_pipeline_stop(r->pipeline); /* finishes the sealed segments' steps (symbols...) */
+    r->pipeline = NULL;
     d9_threads_set_collector_running(false);
     d9_threads_reap();
     r->running = false;

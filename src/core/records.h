@@ -19,6 +19,7 @@ enum d9_rec_kind {
     D9_REC_WORKER_END,       /* - */
     D9_REC_DROPPED,          /* [1] the thread's cumulative drop count */
     D9_REC_CUSTOM,           /* [1] event type index | payload words << 32, then the payload */
+    D9_REC_TASK_DUMP,        /* [1] task id  [2] frame count n  [3..3+n) frames, leaf first */
 };
 
 enum {

@@ -59,6 +59,10 @@ static inline d9_thread *d9_thread_current(void) {
 /* The calling thread's buffer, or NULL if it has none yet (never registers). */
 static inline d9_thread *d9_thread_peek(void) { return d9__tls_thread; }
 
+/* Called on each thread when it registers (first event), e.g. to arm a per-thread CPU timer.
+ * Set by the sources at start; NULL when none. */
+extern void (*volatile d9_thread_register_hook)(d9_thread *t);
+
 /* Words the ring holds; set before threads register (from d9_config.buffer_kb). */
 void d9_thread_set_ring_words(uint64_t words);
 

@@ -47,4 +47,10 @@ const d9_schema_def d9_builtin_schemas[D9_SCH_BUILTIN_COUNT] = {
                                      {"tid", D9_FT_U32}, {"runtime", D9_FT_POOLED_STRING},
                                      {"index", D9_FT_VARINT},
                                      {"thread_name", D9_FT_POOLED_STRING}),
+    [D9_SCH_SCHED_SWITCH] = DEF("SchedSwitchEvent", 1, {"tid", D9_FT_U32},
+                                {"worker_id", D9_FT_VARINT}, {"switch_out", D9_FT_BOOL},
+                                {"preempted", D9_FT_BOOL}, {"cpu", OPT(D9_FT_VARINT)}),
+    [D9_SCH_MEMORY_MAP] = DEF("MemoryMapEvent", 1, {"start", D9_FT_VARINT}, {"end", D9_FT_VARINT},
+                              {"file_offset", D9_FT_VARINT}, {"path", D9_FT_POOLED_STRING},
+                              {"build_id", D9_FT_STRING}),
 };

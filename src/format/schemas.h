@@ -23,6 +23,8 @@ enum d9_schema_id {
     /* our additions */
     D9_SCH_DROPPED_EVENTS,
     D9_SCH_WORKER_REGISTERED,
+    D9_SCH_SCHED_SWITCH,
+    D9_SCH_MEMORY_MAP,
     D9_SCH_BUILTIN_COUNT,
     D9_SCH_FIRST_CUSTOM = 64,
 };

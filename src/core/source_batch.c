@@ -1,0 +1,88 @@
+/* d9_src_batch: the events sources hand to the collector in one drain, with their frames and
+ * strings copied into chunks that never move (so pointers stay valid until the reset). */
+#include "core/source_batch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct arena_chunk {
+    struct arena_chunk *next;
+    size_t used, cap;
+    _Alignas(8) char data[];
+} arena_chunk;
+
+static void *arena_alloc(d9_src_batch *b, size_t n) {
+    n = (n + 7) & ~(size_t)7;
+    arena_chunk *c = b->cur;
+    while (c && c->cap - c->used < n) c = c->next; /* reuse chunks kept from earlier drains */
+    if (!c) {
+        size_t cap = n > 65536 ? n : 65536;
+        c = malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->used = 0;
+        c->cap = cap;
+        c->next = b->chunks;
+        b->chunks = c;
+    }
+    b->cur = c;
+    void *p = c->data + c->used;
+    c->used += n;
+    return p;
+}
+
+static const char *copy_str(d9_src_batch *b, const char *s) {
+    if (!s) return "";
+    size_t n = strlen(s) + 1;
+    char *p = arena_alloc(b, n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+bool d9_src_batch_add(d9_src_batch *b, const d9_src_event *ev) {
+    if (b->count == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        d9_src_event *e = realloc(b->events, cap * sizeof *e);
+        if (!e) return false;
+        b->events = e;
+        b->cap = cap;
+    }
+    d9_src_event copy = *ev;
+    if (ev->kind == D9_SRC_CPU_SAMPLE && ev->sample.nframes) {
+        uint64_t *f = arena_alloc(b, ev->sample.nframes * sizeof(uint64_t));
+        if (!f) return false;
+        memcpy(f, ev->sample.frames, ev->sample.nframes * sizeof(uint64_t));
+        copy.sample.frames = f;
+    } else if (ev->kind == D9_SRC_MMAP) {
+        copy.map.path = copy_str(b, ev->map.path);
+        copy.map.build_id = copy_str(b, ev->map.build_id);
+        if (!copy.map.path || !copy.map.build_id) return false;
+    }
+    b->events[b->count++] = copy;
+    return true;
+}
+
+void d9_src_batch_reset(d9_src_batch *b) {
+    b->count = 0;
+    for (arena_chunk *c = b->chunks; c; c = c->next) c->used = 0;
+    b->cur = b->chunks;
+}
+
+void d9_src_batch_free(d9_src_batch *b) {
+    free(b->events);
+    for (arena_chunk *c = b->chunks, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    memset(b, 0, sizeof *b);
+}
+
+static int by_time(const void *a, const void *b) {
+    const d9_src_event *x = a, *y = b;
+    return x->ts_ns < y->ts_ns ? -1 : x->ts_ns > y->ts_ns;
+}
+
+void d9_src_batch_sort(d9_src_batch *b) {
+    /* Sources deliver per-CPU runs that are almost sorted; qsort is fine for these volumes
+     * (hundreds to tens of thousands per drain). Equal timestamps keep no particular order. */
+    qsort(b->events, b->count, sizeof *b->events, by_time);
+}

@@ -1,0 +1,18 @@
+/* The sealed-segment pipeline: a low-priority thread that takes each sealed segment and runs
+ * the configured steps on it (symbolize in place, then later compress and upload), never on
+ * an application thread and never in the collector's way. */
+#ifndef D9_SINKS_PIPELINE_H
+#define D9_SINKS_PIPELINE_H
+
+#include "dial9/dial9.h"
+
+typedef struct d9_pipeline d9_pipeline;
+
+/* NULL when no step is configured (nothing to do) or it cannot start. */
+d9_pipeline *d9_pipeline_start(const d9_config *cfg);
+/* The segment writer's on_sealed callback: queue `path` (copied). Cheap, never blocks long. */
+void d9_pipeline_on_sealed(const char *path, void *pipeline);
+/* Finish the queued segments (bounded time), stop the thread, free. NULL is fine. */
+void d9_pipeline_stop(d9_pipeline *p);
+
+#endif

@@ -1,0 +1,16 @@
+/* Kernel data sources started with the recorder: CPU samples (perf or SIGPROF timers),
+ * context switches and off-CPU stacks, memory maps, task dumps. Each is detected at start and
+ * noted in the segment metadata (d9_collector_note_source), active or not and why. */
+#ifndef D9_SOURCES_SOURCES_H
+#define D9_SOURCES_SOURCES_H
+
+#include "core/collector.h"
+#include "dial9/dial9.h"
+
+/* Start the sources `cfg` asks for and add them to the collector. Never fails the recording:
+ * a source that cannot start is noted as inactive with the reason. */
+void d9_sources_start(const d9_config *cfg, d9_collector *c);
+/* After the collector closed them: undo process-wide state (signal handlers...). */
+void d9_sources_stop(void);
+
+#endif

@@ -1,7 +1,9 @@
 #include "sources/sources.h"
 
+#include "sources/memory_map.h"
+
 void d9_sources_start(const d9_config *cfg, d9_collector *c) {
-    (void)cfg;
+    d9_memory_map_source_start(cfg, c);
     d9_collector_note_source(c, "cpu_profile", false, "not built yet");
 }
 

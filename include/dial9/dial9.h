@@ -155,7 +155,8 @@ D9_API const d9_loc *d9_loc_intern(const char *name);
  * The inline wrappers test one global flag, so a disabled recorder costs a load and a branch.
  * ---------------------------------------------------------------------------------------- */
 
-D9_API extern volatile int d9__active; /* nonzero while recording; read by the wrappers */
+D9_API extern int d9__active; /* nonzero while recording; read by the wrappers (relaxed atomic) */
+#define D9__ACTIVE() __builtin_expect(__atomic_load_n(&d9__active, __ATOMIC_RELAXED), 0)
 
 D9_API uint32_t d9__worker_begin(const char *runtime, uint32_t index);
 D9_API void d9__worker_end(void);
@@ -180,34 +181,34 @@ static inline void d9_worker_end(void) { d9__worker_end(); }
 
 /* A poll (one callback invocation, one run of a task) starts / ends on this thread. */
 static inline void d9_poll_begin(uint64_t task_id, const d9_loc *where) {
-    if (__builtin_expect(d9__active, 0)) d9__poll_begin(task_id, where);
+    if (D9__ACTIVE()) d9__poll_begin(task_id, where);
 }
 static inline void d9_poll_end(void) {
-    if (__builtin_expect(d9__active, 0)) d9__poll_end();
+    if (D9__ACTIVE()) d9__poll_end();
 }
 
 /* The worker is about to block in its poller (epoll_wait, a condition variable...) / has
  * returned from it. These read /proc/thread-self/schedstat (one pread each) to record the
  * thread's CPU time and, on unpark, how long the kernel kept it runnable but not running. */
 static inline void d9_park(void) {
-    if (__builtin_expect(d9__active, 0)) d9__park();
+    if (D9__ACTIVE()) d9__park();
 }
 static inline void d9_unpark(void) {
-    if (__builtin_expect(d9__active, 0)) d9__unpark();
+    if (D9__ACTIVE()) d9__unpark();
 }
 
 /* This thread wakes task `woken_task_id` (uv_async_send, a runtime's own wake...). The waking
  * task (the one being polled on this thread, if any) and this worker are recorded too. */
 static inline void d9_wake(uint64_t woken_task_id) {
-    if (__builtin_expect(d9__active, 0)) d9__wake(woken_task_id);
+    if (D9__ACTIVE()) d9__wake(woken_task_id);
 }
 
 /* Task `task_id` is created / registered at `where` (may be NULL), or closed / freed. */
 static inline void d9_task_spawn(uint64_t task_id, const d9_loc *where) {
-    if (__builtin_expect(d9__active, 0)) d9__task_spawn(task_id, where);
+    if (D9__ACTIVE()) d9__task_spawn(task_id, where);
 }
 static inline void d9_task_terminate(uint64_t task_id) {
-    if (__builtin_expect(d9__active, 0)) d9__task_terminate(task_id);
+    if (D9__ACTIVE()) d9__task_terminate(task_id);
 }
 
 D9_API void d9__task_suspend(uint64_t task_id);
@@ -216,7 +217,7 @@ D9_API void d9__task_suspend(uint64_t task_id);
  * channel wait...) and returns to its loop. The call stack at this point is captured, sampled
  * over idle time so the cost stays bounded, and written as a TaskDumpEvent: where a task waits. */
 static inline void d9_task_suspend(uint64_t task_id) {
-    if (__builtin_expect(d9__active, 0)) d9__task_suspend(task_id);
+    if (D9__ACTIVE()) d9__task_suspend(task_id);
 }
 
 /* The depth of this worker's local run queue, recorded with the following polls and parks
@@ -268,7 +269,7 @@ D9_API void d9__emit(const d9_event_type *type, const d9_arg *args);
 
 /* Record one event of `type`, with one argument per declared field, in order. */
 static inline void d9_emit(const d9_event_type *type, const d9_arg *args) {
-    if (__builtin_expect(d9__active, 0)) d9__emit(type, args);
+    if (D9__ACTIVE()) d9__emit(type, args);
 }
 #define D9_EMIT(type, ...) d9_emit((type), (const d9_arg[]){__VA_ARGS__})
 

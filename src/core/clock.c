@@ -31,7 +31,7 @@ bool d9_clock_tsc_trustworthy(void) {
 d9_clock_mode d9_clock_select(d9_clock_mode requested) {
     bool tsc = requested == D9_CLOCK_TSC ||
                (requested == D9_CLOCK_AUTO && d9_clock_tsc_trustworthy());
-    d9_clock_use_tsc = tsc;
+    __atomic_store_n(&d9_clock_use_tsc, tsc, __ATOMIC_RELAXED); /* hooks may be reading it */
     return tsc ? D9_CLOCK_TSC : D9_CLOCK_MONOTONIC;
 }
 
@@ -71,7 +71,7 @@ static uint64_t interpolate(d9_anchor a, d9_anchor b, uint64_t ticks) {
 }
 
 uint64_t d9_clock_map_to_ns(const d9_clock_map *m, uint64_t ticks) {
-    if (!d9_clock_use_tsc) return ticks;
+    if (!__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED)) return ticks;
     if (m->count == 0) return 0;
     uint32_t n = m->count < D9_CLOCK_ANCHORS ? m->count : D9_CLOCK_ANCHORS;
     uint32_t newest = (m->count - 1) % D9_CLOCK_ANCHORS;

@@ -21,7 +21,7 @@ static inline uint64_t d9_mono_ns(void) {
 }
 
 static inline uint64_t d9_clock_ticks(void) {
-    if (__builtin_expect(d9_clock_use_tsc, 1)) return __rdtsc();
+    if (__builtin_expect(__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED), 1)) return __rdtsc();
     return d9_mono_ns();
 }
 

@@ -727,6 +727,14 @@ d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t
 }
 
 int d9_collector_start(d9_collector *c, char *err, size_t errlen) {
+    /* Records left in rings by hooks racing the previous d9_stop belong to no run: skip them. */
+    size_t n;
+    d9_thread **threads = d9_threads_snapshot(&n);
+    for (size_t i = 0; threads && i < n; i++)
+        atomic_store_explicit(&threads[i]->tail,
+                              atomic_load_explicit(&threads[i]->head_pub, memory_order_acquire),
+                              memory_order_release);
+    free(threads);
     /* Write the first preamble now: an unwritable directory is the caller's error, not a
      * silent loss later. */
     ensure_stream(c);

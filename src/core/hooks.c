@@ -11,7 +11,7 @@
 #include "core/workers.h"
 #include "dial9/dial9.h"
 
-volatile int d9__active;
+int d9__active;
 
 #define BEGIN(words)                                                                       \
     d9_thread *t = d9_thread_current();                                                    \
@@ -84,7 +84,7 @@ uint32_t d9__worker_begin(const char *runtime, uint32_t index) {
     d9_thread *t = d9_thread_current();
     if (!t) return id;
     atomic_store_explicit(&t->worker_id, id, memory_order_release);
-    if (d9__active) d9_thread_record_worker(t, id);
+    if (__atomic_load_n(&d9__active, __ATOMIC_RELAXED)) d9_thread_record_worker(t, id);
     return id;
 }
 
@@ -92,7 +92,7 @@ void d9__worker_end(void) {
     d9_thread *t = d9_thread_peek();
     if (!t) return;
     atomic_store_explicit(&t->worker_id, 255, memory_order_release);
-    if (d9__active) d9_thread_record_worker(t, 255);
+    if (__atomic_load_n(&d9__active, __ATOMIC_RELAXED)) d9_thread_record_worker(t, 255);
 }
 
 static size_t string_words(const char *s, size_t *len) {

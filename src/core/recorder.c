@@ -91,7 +91,7 @@ static void init_wake_cond(void) {
 static void forget_in_child(void) {
     /* The child has our memory but not our background thread, and must never write into the
      * parent's files: drop everything without touching it. */
-    d9__active = 0;
+    __atomic_store_n(&d9__active, 0, __ATOMIC_RELAXED);
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     g_rec.lifecycle = m;
@@ -150,7 +150,7 @@ int d9_start(const d9_config *cfg) {
     r->cfg.service = r->service;
 
     d9_clock_mode clock = d9_clock_select(cfg->clock);
-    d9_schedstat_enabled = cfg->schedstat && d9_schedstat_available();
+    __atomic_store_n(&d9_schedstat_enabled, cfg->schedstat && d9_schedstat_available(), __ATOMIC_RELAXED);
     d9_thread_set_ring_words(ring_words_for(cfg->buffer_kb));
     d9_make_run_id(r->run_id, sizeof r->run_id);
 
@@ -159,7 +159,7 @@ int d9_start(const d9_config *cfg) {
         .run_id = r->run_id,
         .service = r->service,
         .clock_name = clock == D9_CLOCK_TSC ? "tsc" : "monotonic",
-        .schedstat_active = d9_schedstat_enabled,
+        .schedstat_active = __atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED),
     };
     char err[512];
     r->col = d9_collector_open(&cc, err, sizeof err);
@@ -207,7 +207,7 @@ int d9_start(const d9_config *cfg) {
     }
     pthread_setname_np(r->thread, "dial9-collect");
     r->running = true;
-    d9__active = 1;
+    __atomic_store_n(&d9__active, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&r->lifecycle);
     return 0;
 oom:
@@ -229,7 +229,7 @@ void d9_stop(void) {
         pthread_mutex_unlock(&r->lifecycle);
         return;
     }
-    d9__active = 0;
+    __atomic_store_n(&d9__active, 0, __ATOMIC_RELAXED);
     pthread_mutex_lock(&r->wake_lock);
     r->stop_requested = true;
     pthread_cond_broadcast(&r->wake);
@@ -253,7 +253,7 @@ void d9_stop(void) {
 void d9_set_enabled(bool enabled) {
     recorder *r = &g_rec;
     pthread_mutex_lock(&r->lifecycle);
-    d9__active = enabled && r->running;
+    __atomic_store_n(&d9__active, enabled && r->running, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&r->lifecycle);
 }
 

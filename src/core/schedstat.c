@@ -33,7 +33,7 @@ static bool parse_two(const char *p, const char *end, uint64_t *a, uint64_t *b) 
 
 void d9_schedstat_read(d9_thread *t, uint64_t *cpu_ns, uint64_t *wait_ns) {
     *cpu_ns = *wait_ns = D9_NS_UNKNOWN;
-    if (!d9_schedstat_enabled || t->schedstat_fd == -2) return;
+    if (!__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED) || t->schedstat_fd == -2) return;
     bool fresh = t->schedstat_fd == -1;
     if (fresh) {
         t->schedstat_fd = open_schedstat();

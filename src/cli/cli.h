@@ -1,0 +1,26 @@
+/* The `dial9` command: its subcommand table entries and exit codes. Each subcommand lives in
+ * its own cmd_<name>.c and is listed once in main.c's table (declare it here). */
+#ifndef D9_CLI_CLI_H
+#define D9_CLI_CLI_H
+
+enum {
+    D9_EXIT_OK = 0,    /* everything read and decoded (a truncated tail is fine) */
+    D9_EXIT_DATA = 1,  /* a file could not be read or had a decode error */
+    D9_EXIT_USAGE = 2, /* bad arguments */
+};
+
+typedef struct d9_cli_command {
+    const char *name;
+    const char *summary; /* one line for `dial9 --help` */
+    /* argv[0] is the subcommand's name; returns the exit code */
+    int (*run)(int argc, char **argv);
+} d9_cli_command;
+
+int d9_cmd_stats(int argc, char **argv);
+int d9_cmd_dump(int argc, char **argv);
+int d9_cmd_export(int argc, char **argv);
+int d9_cmd_symbolize(int argc, char **argv);
+int d9_cmd_analyze(int argc, char **argv);
+int d9_cmd_check(int argc, char **argv);
+
+#endif

@@ -1,0 +1,434 @@
+/* `dial9 stats [--json] PATH...`: what a trace holds. Events by schema name, frame counts,
+ * time range, workers, threads, drops, the first segment's metadata, and how each file
+ * ended. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/json_writer.h"
+#include "cli/trace_paths.h"
+#include "cli/trace_reader.h"
+#include "cli/u64_set.h"
+
+static void stats_usage(FILE *out) {
+    fprintf(out,
+            "usage: dial9 stats [--json] PATH...\n"
+            "\n"
+            "Summarize trace files: events by schema name, frame counts (streams, schemas,\n"
+            "timestamp resets, string and stack pools), time range of timestamped events,\n"
+            "workers (worker_id of poll/park events), threads (tid), dropped events by reason,\n"
+            "the SegmentMetadataEvent of the first segment, and how each file ended.\n"
+            "\n"
+            "  --json    one JSON object (keys: events, by_name, frames, time, workers, threads,\n"
+            "            drops, metadata, files, ...)\n"
+            "  -h, --help\n"
+            "\n"
+            "Exit status: 0 all read (a truncated tail is fine and reported), 1 a file could not\n"
+            "be read or had a decode error (what was read is still printed), 2 usage error.\n");
+}
+
+/* A counter under a name (events by schema name, drops by reason). */
+typedef struct named_count {
+    char *name;
+    uint64_t count;
+} named_count;
+
+typedef struct named_counts {
+    named_count *items;
+    size_t n, cap;
+} named_counts;
+
+static named_count *named_get(named_counts *c, const char *name, size_t len) {
+    for (size_t i = 0; i < c->n; i++)
+        if (strlen(c->items[i].name) == len && memcmp(c->items[i].name, name, len) == 0)
+            return &c->items[i];
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 32;
+        named_count *p = realloc(c->items, cap * sizeof *p);
+        if (!p) return NULL;
+        c->items = p;
+        c->cap = cap;
+    }
+    char *copy = strndup(name, len);
+    if (!copy) return NULL;
+    c->items[c->n] = (named_count){copy, 0};
+    return &c->items[c->n++];
+}
+
+static void named_free(named_counts *c) {
+    for (size_t i = 0; i < c->n; i++) free(c->items[i].name);
+    free(c->items);
+}
+
+static int cmp_count_desc(const void *a, const void *b) {
+    const named_count *x = a, *y = b;
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* What stats needs to know about a schema, resolved once per schema (schema->user). */
+typedef enum { K_OTHER, K_WORKER, K_DROPS, K_METADATA } schema_kind;
+
+typedef struct schema_info {
+    size_t counter; /* index in by_name (its array moves when it grows) */
+    schema_kind kind;
+    int worker_idx, tid_idx, count_idx, reason_idx, entries_idx;
+    struct schema_info *next; /* all infos of the current file, freed with it */
+} schema_info;
+
+typedef struct stats_ctx {
+    named_counts by_name;
+    named_counts drops;
+    uint64_t drops_total;
+    uint64_t events;
+    uint64_t first_ts, last_ts;
+    bool have_ts;
+    d9_u64_set workers, tids;
+    char **meta; /* key, value, key, value ... of the first SegmentMetadataEvent */
+    size_t meta_n;
+    bool have_meta;
+    const char *meta_path;
+    schema_info *infos;
+    size_t file;
+    const d9_path_list *paths;
+    bool oom;
+} stats_ctx;
+
+static bool is_worker_schema(const char *n) {
+    return !strcmp(n, "PollStartEvent") || !strcmp(n, "PollEndEvent") ||
+           !strcmp(n, "WorkerParkEvent") || !strcmp(n, "WorkerUnparkEvent");
+}
+
+static schema_info *info_for(stats_ctx *c, d9_dec_schema *s) {
+    schema_info *in = calloc(1, sizeof *in);
+    if (!in) return NULL;
+    named_count *nc = named_get(&c->by_name, s->name, s->name_len);
+    if (!nc) {
+        free(in);
+        return NULL;
+    }
+    in->counter = (size_t)(nc - c->by_name.items);
+    in->worker_idx = d9_schema_field_index(s, "worker_id");
+    in->tid_idx = d9_schema_field_index(s, "tid");
+    in->count_idx = d9_schema_field_index(s, "count");
+    in->reason_idx = d9_schema_field_index(s, "reason");
+    in->entries_idx = d9_schema_field_index(s, "entries");
+    if (is_worker_schema(s->name)) in->kind = K_WORKER;
+    else if (!strcmp(s->name, "DroppedEventsEvent")) in->kind = K_DROPS;
+    else if (!strcmp(s->name, "SegmentMetadataEvent")) in->kind = K_METADATA;
+    in->next = c->infos;
+    c->infos = in;
+    s->user = in;
+    return in;
+}
+
+static void free_infos(stats_ctx *c) {
+    while (c->infos) {
+        schema_info *n = c->infos->next;
+        free(c->infos);
+        c->infos = n;
+    }
+}
+
+static void keep_metadata(stats_ctx *c, const d9_value *v, const char *path) {
+    if (!v || v->type != D9_FT_STRING_MAP || !v->present) return;
+    c->meta = calloc((size_t)v->map.count * 2 + 1, sizeof *c->meta);
+    if (!c->meta) {
+        c->oom = true;
+        return;
+    }
+    for (uint32_t i = 0; i < v->map.count; i++) {
+        c->meta[2 * i] = strndup(v->map.items[i].key.ptr, v->map.items[i].key.len);
+        c->meta[2 * i + 1] = strndup(v->map.items[i].value.ptr, v->map.items[i].value.len);
+        if (!c->meta[2 * i] || !c->meta[2 * i + 1]) c->oom = true;
+    }
+    c->meta_n = v->map.count;
+    c->have_meta = true;
+    c->meta_path = path;
+}
+
+static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_index) {
+    stats_ctx *c = p;
+    if (file_index != c->file) {
+        /* schema->user belongs to the previous file's (closed) decoder */
+        free_infos(c);
+        c->file = file_index;
+    }
+    schema_info *in = ev->schema->user;
+    if (!in && !(in = info_for(c, ev->schema))) {
+        c->oom = true;
+        return 1;
+    }
+    c->by_name.items[in->counter].count++;
+    c->events++;
+    /* Timestamp 0 marks "no time" (SymbolTableEntry is written with it): not in the range. */
+    if (ev->schema->has_timestamp && ev->ts_ns != 0) {
+        if (!c->have_ts || ev->ts_ns < c->first_ts) c->first_ts = ev->ts_ns;
+        if (!c->have_ts || ev->ts_ns > c->last_ts) c->last_ts = ev->ts_ns;
+        c->have_ts = true;
+    }
+    uint64_t v;
+    if (in->tid_idx >= 0 && d9_value_uint(&ev->values[in->tid_idx], &v) &&
+        d9_u64_set_add(&c->tids, v) != 0)
+        c->oom = true;
+    switch (in->kind) {
+    case K_WORKER:
+        if (in->worker_idx >= 0 && d9_value_uint(&ev->values[in->worker_idx], &v) &&
+            d9_u64_set_add(&c->workers, v) != 0)
+            c->oom = true;
+        break;
+    case K_DROPS: {
+        uint64_t n = 0;
+        if (in->count_idx >= 0) d9_value_uint(&ev->values[in->count_idx], &n);
+        d9_dec_str reason = {"unknown", 7};
+        if (in->reason_idx >= 0) d9_value_str(&ev->values[in->reason_idx], &reason);
+        named_count *nc = named_get(&c->drops, reason.ptr, reason.len);
+        if (!nc) c->oom = true;
+        else nc->count += n;
+        c->drops_total += n;
+        break;
+    }
+    case K_METADATA:
+        if (!c->have_meta && in->entries_idx >= 0)
+            keep_metadata(c, &ev->values[in->entries_idx], c->paths->paths[file_index]);
+        break;
+    case K_OTHER: break;
+    }
+    (void)dec;
+    return c->oom ? 1 : 0;
+}
+
+static void sum_stats(const d9_file_result *r, size_t n, d9_dec_stats *t) {
+    memset(t, 0, sizeof *t);
+    for (size_t i = 0; i < n; i++) {
+        const d9_dec_stats *s = &r[i].stats;
+        t->streams += s->streams;
+        t->schema_frames += s->schema_frames;
+        t->timestamp_resets += s->timestamp_resets;
+        t->string_pool_frames += s->string_pool_frames;
+        t->stack_pool_frames += s->stack_pool_frames;
+        t->annotation_frames += s->annotation_frames;
+        t->events += s->events;
+        t->bytes += s->bytes;
+        t->input_bytes += s->input_bytes;
+        t->unresolved_refs += s->unresolved_refs;
+        t->undefined_pool_ids += s->undefined_pool_ids;
+    }
+}
+
+static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
+    d9_dec_stats t;
+    sum_stats(r, nfiles, &t);
+    printf("files      %zu (%" PRIu64 " bytes decoded, %" PRIu64 " bytes read)\n", nfiles, t.bytes,
+           t.input_bytes);
+    for (size_t i = 0; i < nfiles; i++) {
+        printf("  %s: %s%s", r[i].path, d9_file_status_name(&r[i]), r[i].stats.gzip ? " (gzip)" : "");
+        if (r[i].message[0]) printf(": %s", r[i].message);
+        putchar('\n');
+    }
+    printf("events     %" PRIu64 "\n", c->events);
+    for (size_t i = 0; i < c->by_name.n; i++)
+        printf("  %10" PRIu64 "  %s\n", c->by_name.items[i].count, c->by_name.items[i].name);
+    printf("frames     streams %" PRIu64 ", schemas %" PRIu64 ", timestamp resets %" PRIu64
+           ", string pools %" PRIu64 ", stack pools %" PRIu64 ", annotations %" PRIu64 "\n",
+           t.streams, t.schema_frames, t.timestamp_resets, t.string_pool_frames,
+           t.stack_pool_frames, t.annotation_frames);
+    if (c->have_ts)
+        printf("time       first %" PRIu64 " ns, last %" PRIu64 " ns, span %" PRIu64 " ns (%.3f s)\n",
+               c->first_ts, c->last_ts, c->last_ts - c->first_ts,
+               (double)(c->last_ts - c->first_ts) / 1e9);
+    else
+        printf("time       no timestamped events\n");
+    uint64_t *w = d9_u64_set_sorted(&c->workers);
+    printf("workers    %zu", c->workers.count);
+    for (size_t i = 0; w && i < c->workers.count; i++) printf("%s%" PRIu64, i ? " " : ": ", w[i]);
+    putchar('\n');
+    free(w);
+    uint64_t *tids = d9_u64_set_sorted(&c->tids);
+    printf("threads    %zu", c->tids.count);
+    if (c->tids.count <= 32)
+        for (size_t i = 0; tids && i < c->tids.count; i++) printf("%s%" PRIu64, i ? " " : ": ", tids[i]);
+    putchar('\n');
+    free(tids);
+    if (c->drops_total == 0 && c->drops.n == 0) {
+        printf("drops      none\n");
+    } else {
+        printf("drops      %" PRIu64 "\n", c->drops_total);
+        for (size_t i = 0; i < c->drops.n; i++)
+            printf("  %10" PRIu64 "  %s\n", c->drops.items[i].count, c->drops.items[i].name);
+    }
+    if (t.unresolved_refs || t.undefined_pool_ids)
+        printf("pool refs  %" PRIu64 " unresolved when read, %" PRIu64 " ids never defined\n",
+               t.unresolved_refs, t.undefined_pool_ids);
+    if (c->have_meta) {
+        printf("metadata   (%s)\n", c->meta_path);
+        for (size_t i = 0; i < c->meta_n; i++)
+            printf("  %s = %s\n", c->meta[2 * i] ? c->meta[2 * i] : "",
+                   c->meta[2 * i + 1] ? c->meta[2 * i + 1] : "");
+    } else {
+        printf("metadata   none\n");
+    }
+}
+
+static void print_json(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
+    d9_dec_stats t;
+    sum_stats(r, nfiles, &t);
+    d9_json j;
+    d9_json_init(&j, stdout, true);
+    d9_json_object_begin(&j);
+    d9_json_key(&j, "events");
+    d9_json_u64(&j, c->events);
+    d9_json_key(&j, "by_name");
+    d9_json_object_begin(&j);
+    for (size_t i = 0; i < c->by_name.n; i++) {
+        d9_json_key(&j, c->by_name.items[i].name);
+        d9_json_u64(&j, c->by_name.items[i].count);
+    }
+    d9_json_object_end(&j);
+    d9_json_key(&j, "frames");
+    d9_json_object_begin(&j);
+    d9_json_key(&j, "streams"); d9_json_u64(&j, t.streams);
+    d9_json_key(&j, "schemas"); d9_json_u64(&j, t.schema_frames);
+    d9_json_key(&j, "timestamp_resets"); d9_json_u64(&j, t.timestamp_resets);
+    d9_json_key(&j, "string_pools"); d9_json_u64(&j, t.string_pool_frames);
+    d9_json_key(&j, "stack_pools"); d9_json_u64(&j, t.stack_pool_frames);
+    d9_json_key(&j, "annotations"); d9_json_u64(&j, t.annotation_frames);
+    d9_json_object_end(&j);
+    d9_json_key(&j, "time");
+    if (c->have_ts) {
+        d9_json_object_begin(&j);
+        d9_json_key(&j, "first_ns"); d9_json_u64(&j, c->first_ts);
+        d9_json_key(&j, "last_ns"); d9_json_u64(&j, c->last_ts);
+        d9_json_key(&j, "span_ns"); d9_json_u64(&j, c->last_ts - c->first_ts);
+        d9_json_object_end(&j);
+    } else {
+        d9_json_null(&j);
+    }
+    uint64_t *w = d9_u64_set_sorted(&c->workers);
+    d9_json_key(&j, "workers");
+    d9_json_array_begin(&j);
+    for (size_t i = 0; w && i < c->workers.count; i++) d9_json_u64(&j, w[i]);
+    d9_json_array_end(&j);
+    free(w);
+    uint64_t *tids = d9_u64_set_sorted(&c->tids);
+    d9_json_key(&j, "threads");
+    d9_json_object_begin(&j);
+    d9_json_key(&j, "count"); d9_json_u64(&j, c->tids.count);
+    d9_json_key(&j, "tids");
+    d9_json_array_begin(&j);
+    for (size_t i = 0; tids && i < c->tids.count; i++) d9_json_u64(&j, tids[i]);
+    d9_json_array_end(&j);
+    d9_json_object_end(&j);
+    free(tids);
+    d9_json_key(&j, "drops");
+    d9_json_object_begin(&j);
+    d9_json_key(&j, "total"); d9_json_u64(&j, c->drops_total);
+    d9_json_key(&j, "by_reason");
+    d9_json_object_begin(&j);
+    for (size_t i = 0; i < c->drops.n; i++) {
+        d9_json_key(&j, c->drops.items[i].name);
+        d9_json_u64(&j, c->drops.items[i].count);
+    }
+    d9_json_object_end(&j);
+    d9_json_object_end(&j);
+    d9_json_key(&j, "pool_refs");
+    d9_json_object_begin(&j);
+    d9_json_key(&j, "unresolved_when_read"); d9_json_u64(&j, t.unresolved_refs);
+    d9_json_key(&j, "never_defined"); d9_json_u64(&j, t.undefined_pool_ids);
+    d9_json_object_end(&j);
+    d9_json_key(&j, "metadata");
+    if (c->have_meta) {
+        d9_json_object_begin(&j);
+        for (size_t i = 0; i < c->meta_n; i++) {
+            d9_json_key(&j, c->meta[2 * i] ? c->meta[2 * i] : "");
+            d9_json_string(&j, c->meta[2 * i + 1] ? c->meta[2 * i + 1] : "");
+        }
+        d9_json_object_end(&j);
+    } else {
+        d9_json_null(&j);
+    }
+    d9_json_key(&j, "bytes"); d9_json_u64(&j, t.bytes);
+    d9_json_key(&j, "input_bytes"); d9_json_u64(&j, t.input_bytes);
+    d9_json_key(&j, "files");
+    d9_json_array_begin(&j);
+    for (size_t i = 0; i < nfiles; i++) {
+        d9_json_object_begin(&j);
+        d9_json_key(&j, "path"); d9_json_string(&j, r[i].path);
+        d9_json_key(&j, "status"); d9_json_string(&j, d9_file_status_name(&r[i]));
+        d9_json_key(&j, "message"); d9_json_string(&j, r[i].message);
+        d9_json_key(&j, "gzip"); d9_json_bool(&j, r[i].stats.gzip);
+        d9_json_key(&j, "events"); d9_json_u64(&j, r[i].stats.events);
+        d9_json_key(&j, "streams"); d9_json_u64(&j, r[i].stats.streams);
+        d9_json_key(&j, "bytes"); d9_json_u64(&j, r[i].stats.bytes);
+        d9_json_key(&j, "input_bytes"); d9_json_u64(&j, r[i].stats.input_bytes);
+        d9_json_object_end(&j);
+    }
+    d9_json_array_end(&j);
+    d9_json_object_end(&j);
+}
+
+int d9_cmd_stats(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    bool json = false;
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'j': json = true; break;
+        case 'h': stats_usage(stdout); return D9_EXIT_OK;
+        default:
+            fprintf(stderr, "dial9 stats: unknown option '%s'\n", argv[optind - 1]);
+            stats_usage(stderr);
+            return D9_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "dial9 stats: no PATH given\n");
+        stats_usage(stderr);
+        return D9_EXIT_USAGE;
+    }
+    d9_path_list paths = {0};
+    char err[512];
+    if (d9_expand_paths(argc - optind, argv + optind, &paths, err, sizeof err) != 0) {
+        fprintf(stderr, "dial9 stats: %s\n", err);
+        d9_path_list_free(&paths);
+        return D9_EXIT_DATA;
+    }
+    d9_file_result *results = calloc(paths.count, sizeof *results);
+    stats_ctx c = {0};
+    if (!results) {
+        fprintf(stderr, "dial9 stats: out of memory\n");
+        d9_path_list_free(&paths);
+        return D9_EXIT_DATA;
+    }
+    c.paths = &paths;
+    int rc = d9_read_trace_files(&paths, on_event, &c, results);
+    free_infos(&c);
+    if (c.oom) {
+        fprintf(stderr, "dial9 stats: out of memory\n");
+        rc = D9_EXIT_DATA;
+    }
+    if (c.by_name.n > 1) qsort(c.by_name.items, c.by_name.n, sizeof *c.by_name.items, cmp_count_desc);
+    if (c.drops.n > 1) qsort(c.drops.items, c.drops.n, sizeof *c.drops.items, cmp_count_desc);
+    if (json) print_json(&c, results, paths.count);
+    else print_text(&c, results, paths.count);
+    fflush(stdout);
+    d9_report_file_problems(stderr, "stats", results, paths.count, true);
+
+    named_free(&c.by_name);
+    named_free(&c.drops);
+    d9_u64_set_free(&c.workers);
+    d9_u64_set_free(&c.tids);
+    for (size_t i = 0; c.meta && i < 2 * c.meta_n; i++) free(c.meta[i]);
+    free(c.meta);
+    free(results);
+    d9_path_list_free(&paths);
+    return rc;
+}

@@ -1,0 +1,62 @@
+/* `dial9`: dispatch to a subcommand from the table below. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#ifndef D9_VERSION
+#define D9_VERSION "0.1.0"
+#endif
+
+/* One line per subcommand; the implementation is in cmd_<name>.c. */
+static const d9_cli_command commands[] = {
+    {"stats", "summarize traces: events by schema, frames, time range, workers, drops", d9_cmd_stats},
+    {"dump", "print every event with its timestamp and fields (text or JSON lines)", d9_cmd_dump},
+    {"export", "write a trace for other tools: perfetto, chrome, folded, pprof, speedscope", d9_cmd_export},
+    {"symbolize", "name callchain addresses (ELF symbols, DWARF lines) and append them to the traces", d9_cmd_symbolize},
+    {"analyze", "find what made a trace slow: long polls and their stacks, delays, red flags", d9_cmd_analyze},
+    {"check", "pass/fail rules on a trace for CI and canaries (exit 0 ok, 1 a rule broke)", d9_cmd_check},
+};
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: dial9 <command> [options] PATH...\n"
+            "       dial9 <command> --help | dial9 --help | dial9 --version\n"
+            "\n"
+            "PATH is a trace file (trace.N.bin, .bin.gz, .bin.active), several files, or a\n"
+            "directory searched recursively for trace files (in run directory, then segment\n"
+            "order).\n"
+            "\n"
+            "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nexit status: 0 ok, 1 a file could not be read or decoded, 2 usage error\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return D9_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        if (!strcmp(cmd, "help") && argc > 2) {
+            /* `dial9 help stats` is `dial9 stats --help` */
+            char *sub[] = {argv[2], "--help", NULL};
+            for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+                if (!strcmp(commands[i].name, argv[2])) return commands[i].run(2, sub);
+            fprintf(stderr, "dial9: unknown command '%s'\n", argv[2]);
+            return D9_EXIT_USAGE;
+        }
+        usage(stdout);
+        return D9_EXIT_OK;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+        printf("dial9 %s (trace format v1)\n", D9_VERSION);
+        return D9_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(commands[i].name, cmd)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "dial9: unknown command '%s' (see dial9 --help)\n", cmd);
+    return D9_EXIT_USAGE;
+}

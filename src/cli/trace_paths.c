@@ -1,0 +1,144 @@
+/* Expansion of PATH arguments into trace files (see trace_paths.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* asprintf */
+#endif
+#include "cli/trace_paths.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_DEPTH 32 /* deeper directories are not searched (and symlinked ones never) */
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n > m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+bool d9_is_trace_file_name(const char *name) {
+    return ends_with(name, ".bin") || ends_with(name, ".bin.gz") || ends_with(name, ".bin.active");
+}
+
+static int push(d9_path_list *l, char *path) {
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        char **p = realloc(l->paths, cap * sizeof *p);
+        if (!p) return -1;
+        l->paths = p;
+        l->cap = cap;
+    }
+    l->paths[l->count++] = path;
+    return 0;
+}
+
+void d9_path_list_free(d9_path_list *l) {
+    for (size_t i = 0; i < l->count; i++) free(l->paths[i]);
+    free(l->paths);
+    memset(l, 0, sizeof *l);
+}
+
+static int walk(const char *dir, int depth, d9_path_list *out) {
+    if (depth > MAX_DEPTH) return 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0; /* unreadable subdirectory: skip it, like find(1) would report and go on */
+    struct dirent *e;
+    int rc = 0;
+    while (rc == 0 && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char *path;
+        if (asprintf(&path, "%s/%s", dir, e->d_name) < 0) {
+            rc = -1;
+            break;
+        }
+        struct stat st;
+        if (lstat(path, &st) != 0) {
+            free(path);
+            continue;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            rc = walk(path, depth + 1, out);
+            free(path);
+        } else if (d9_is_trace_file_name(e->d_name) &&
+                   (S_ISREG(st.st_mode) || (stat(path, &st) == 0 && S_ISREG(st.st_mode)))) {
+            if (push(out, path) != 0) {
+                free(path);
+                rc = -1;
+            }
+        } else {
+            free(path);
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+/* trace.N.bin...: N, or -1 for other names */
+static long long segment_number(const char *base) {
+    if (strncmp(base, "trace.", 6) != 0) return -1;
+    const char *p = base + 6;
+    if (*p < '0' || *p > '9') return -1;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(p, &end, 10);
+    if (errno || strncmp(end, ".bin", 4) != 0 || n > (unsigned long long)1 << 62) return -1;
+    return (long long)n;
+}
+
+static int cmp_paths(const void *a, const void *b) {
+    const char *pa = *(char *const *)a, *pb = *(char *const *)b;
+    const char *sa = strrchr(pa, '/'), *sb = strrchr(pb, '/');
+    size_t da = sa ? (size_t)(sa - pa) : 0, db = sb ? (size_t)(sb - pb) : 0;
+    /* run directory first */
+    size_t m = da < db ? da : db;
+    int c = memcmp(pa, pb, m);
+    if (c) return c;
+    if (da != db) return da < db ? -1 : 1;
+    const char *ba = sa ? sa + 1 : pa, *bb = sb ? sb + 1 : pb;
+    long long na = segment_number(ba), nb = segment_number(bb);
+    /* numbered segments in order, other trace files after them */
+    if ((na < 0) != (nb < 0)) return na < 0 ? 1 : -1;
+    if (na != nb) return na < nb ? -1 : 1;
+    return strcmp(ba, bb);
+}
+
+int d9_expand_paths(int n, char *const *args, d9_path_list *out, char *err, size_t errlen) {
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(args[i], &st) != 0) {
+            snprintf(err, errlen, "%s: %s", args[i], strerror(errno));
+            return -1;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            char *p = strdup(args[i]);
+            if (!p || push(out, p) != 0) {
+                free(p);
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            continue;
+        }
+        size_t first = out->count;
+        /* drop trailing slashes so paths read dir/trace.0.bin */
+        char *dir = strdup(args[i]);
+        if (!dir) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        for (size_t k = strlen(dir); k > 1 && dir[k - 1] == '/'; k--) dir[k - 1] = '\0';
+        int rc = walk(dir, 0, out);
+        free(dir);
+        if (rc != 0) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        if (out->count == first) {
+            snprintf(err, errlen, "%s: no trace files (*.bin, *.bin.gz, *.bin.active) found", args[i]);
+            return -1;
+        }
+        qsort(out->paths + first, out->count - first, sizeof *out->paths, cmp_paths);
+    }
+    return 0;
+}

@@ -1,0 +1,65 @@
+/* Reading a list of trace files (see trace_reader.h). */
+#include "cli/trace_reader.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+bool d9_file_failed(const d9_file_result *r) {
+    return !r->opened || r->status == D9_DEC_ERROR || r->stats.undefined_pool_ids > 0;
+}
+
+int d9_read_trace_files(const d9_path_list *paths, d9_event_fn fn, void *ctx,
+                        d9_file_result *results) {
+    int rc = D9_EXIT_OK;
+    bool stopped = false;
+    for (size_t i = 0; i < paths->count; i++) {
+        d9_file_result *r = &results[i];
+        memset(r, 0, sizeof *r);
+        r->path = paths->paths[i];
+        if (stopped) continue;
+        d9_decoder *d = d9_dec_open_path(r->path, NULL, r->message, sizeof r->message);
+        if (!d) {
+            r->status = D9_DEC_ERROR;
+            rc = D9_EXIT_DATA;
+            continue;
+        }
+        r->opened = true;
+        d9_event ev;
+        while (d9_dec_next(d, &ev) > 0) {
+            if (fn && fn(ctx, &ev, d, i) != 0) {
+                stopped = true;
+                break;
+            }
+        }
+        r->status = d9_dec_state(d);
+        if (r->status == D9_DEC_RUNNING) r->status = D9_DEC_END; /* stopped early by the caller */
+        r->stats = *d9_dec_get_stats(d);
+        snprintf(r->message, sizeof r->message, "%s", d9_dec_message(d));
+        if (r->stats.undefined_pool_ids > 0) {
+            size_t n = strlen(r->message);
+            snprintf(r->message + n, sizeof r->message - n,
+                     "%s%" PRIu64 " pool id(s) referenced but never defined in their stream",
+                     n ? "; " : "", r->stats.undefined_pool_ids);
+        }
+        if (d9_file_failed(r)) rc = D9_EXIT_DATA;
+        d9_dec_close(d);
+    }
+    return rc;
+}
+
+const char *d9_file_status_name(const d9_file_result *r) {
+    if (d9_file_failed(r)) return "error";
+    return r->status == D9_DEC_TRUNCATED ? "truncated" : "ok";
+}
+
+void d9_report_file_problems(FILE *out, const char *cmd, const d9_file_result *results, size_t n,
+                             bool errors_only) {
+    for (size_t i = 0; i < n; i++) {
+        const d9_file_result *r = &results[i];
+        if (!r->message[0] || (errors_only && !d9_file_failed(r))) continue;
+        if (!r->opened) fprintf(out, "dial9 %s: %s\n", cmd, r->message); /* names the path */
+        else fprintf(out, "dial9 %s: %s: %s\n", cmd, r->path, r->message);
+    }
+}

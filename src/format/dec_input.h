@@ -1,0 +1,33 @@
+/* Byte sources for the decoder: an fd, a FILE*, a memory buffer, and a gzip inflater that
+ * wraps any of them. Each reads in whatever pieces the caller asks for, so the decoder's
+ * memory stays bounded whatever the input size. */
+#ifndef D9_FORMAT_DEC_INPUT_H
+#define D9_FORMAT_DEC_INPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct d9_input d9_input;
+
+struct d9_input {
+    /* Up to n bytes into buf: > 0 bytes read, 0 at the end, -1 on an error (message in err). */
+    long (*read)(d9_input *in, uint8_t *buf, size_t n);
+    void (*close)(d9_input *in);
+    uint64_t raw_bytes;  /* bytes taken from the underlying file or memory */
+    bool incomplete;     /* gzip: the input ended before the compressed stream did */
+    char err[160];
+};
+
+d9_input *d9_input_from_fd(int fd, bool owned);
+d9_input *d9_input_from_file(FILE *f);
+d9_input *d9_input_from_mem(const void *data, size_t len);
+/* Inflate gzip data: `prefix` (bytes already read from `raw`, copied) then the
+ * rest of `raw`. Takes ownership of raw (also when it returns NULL). Concatenated gzip members are read one after the other. */
+d9_input *d9_input_gzip(d9_input *raw, const uint8_t *prefix, size_t prefix_len);
+
+static inline long d9_input_read(d9_input *in, uint8_t *buf, size_t n) { return in->read(in, buf, n); }
+void d9_input_close(d9_input *in);
+
+#endif

@@ -1,0 +1,984 @@
+/* Decoder of the dial9 trace format v1 (see decoder.h).
+ *
+ * Frames carry no length, so each frame is parsed from a window [frame, end) of the input
+ * buffer. A parser that runs past the window returns P_MORE with the number of bytes the
+ * frame needs at least; the driver then reads more input (growing the buffer only for a
+ * frame that does not fit, up to max_frame_bytes) and parses the frame again from its start.
+ * Parsers therefore change no state until the whole frame has been seen ("commit" below).
+ * At the end of the input, P_MORE means a truncated final frame. */
+#include "format/decoder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format/dec_arena.h"
+#include "format/dec_input.h"
+#include "format/dec_pool.h"
+#include "format/dec_schema.h"
+
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+enum { P_OK, P_MORE, P_ERR };
+enum { POOL_STRING = 0, POOL_STACK = 1 };
+
+#define TYPE_IDS 65536u
+#define MAX_DYN_DEPTH 16        /* nesting of DynamicList/DynamicMap values */
+#define EV_PENDING_MAX 16       /* unresolved pool ids remembered per event */
+#define POOL_ENTRY_COST 48u     /* bytes charged per pool entry for its table slot */
+
+struct d9_decoder {
+    d9_dec_options opt;
+
+    /* input window: buf[pos, len) is undecoded; buf[0] is at decoded offset `base` */
+    d9_input *in;          /* NULL when decoding caller memory in place */
+    const uint8_t *buf;
+    uint8_t *own;          /* our buffer (== buf unless in place) */
+    size_t cap, pos, len;
+    uint64_t base;
+    bool eof;
+    bool sniffed;          /* gzip detection done */
+
+    d9_dec_status status;
+    uint64_t stop_off;
+    char msg[512];
+    char why[200];         /* reason and context of an error, see fail() */
+    char ctx[160];
+    uint64_t why_at;
+
+    /* per-stream state */
+    bool in_stream;
+    uint64_t ts_base;
+    d9_dec_schema **types; /* type id -> schema; types_cap entries (grows up to TYPE_IDS) */
+    uint32_t types_cap;
+    uint16_t *defined;     /* type ids set in this stream, to clear them on reset */
+    uint32_t ndefined, defined_cap;
+    d9_arena pool_arena;
+    d9_pool strings, stacks;
+    uint64_t pool_entries;
+    d9_idset pending;      /* pool ids referenced before being defined */
+
+    /* per-event state */
+    d9_arena ev_arena;
+    bool ev_arena_dirty;
+    d9_value *values;
+    uint32_t values_cap;
+    uint32_t ev_unresolved;
+    uint32_t ev_npending;
+    uint64_t ev_pending[EV_PENDING_MAX];
+
+    d9_schema_reg reg;
+    d9_dec_stats st;
+};
+
+typedef struct cur {
+    const uint8_t *p;
+    const uint8_t *end;
+    const uint8_t *frame; /* the frame's tag byte */
+    uint64_t need;        /* P_MORE: bytes from `frame` the frame needs at least */
+    d9_decoder *d;
+} cur;
+
+static const uint8_t k_empty[8];
+
+/* ---- little-endian reads (compile to plain loads) ---- */
+
+static inline uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t le24(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
+}
+static inline uint32_t le32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
+
+/* ---- stopping: messages with offset and stream ---- */
+
+static uint64_t off_of(const d9_decoder *d, const uint8_t *at) {
+    return d->base + (uint64_t)(at - d->buf);
+}
+
+static void stream_label(const d9_decoder *d, char *out, size_t n) {
+    if (d->st.streams == 0) snprintf(out, n, "before any stream header");
+    else snprintf(out, n, "stream %" PRIu64, d->st.streams - 1);
+}
+
+__attribute__((format(printf, 4, 5))) static void stop(d9_decoder *d, d9_dec_status status,
+                                                       uint64_t off, const char *fmt, ...) {
+    char why[256], where[48];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    stream_label(d, where, sizeof where);
+    snprintf(d->msg, sizeof d->msg, "%s at offset %" PRIu64 " (%s): %s",
+             status == D9_DEC_TRUNCATED ? "truncated" : "error", off, where, why);
+    d->status = status;
+    d->stop_off = off;
+}
+
+static const char *frame_name(uint8_t tag) {
+    switch (tag) {
+    case D9_FRAME_SCHEMA: return "schema";
+    case D9_FRAME_EVENT: return "event";
+    case D9_FRAME_STRING_POOL: return "string pool";
+    case D9_FRAME_STACK_POOL: return "stack pool";
+    case D9_FRAME_TIMESTAMP_RESET: return "timestamp reset";
+    case D9_FRAME_ANNOTATIONS: return "schema annotations";
+    case D9_MAGIC0: return "stream header";
+    default: return "unknown";
+    }
+}
+
+/* An error inside the frame at c->frame; `at` is the offending byte. Only records the reason:
+ * d9_dec_next() composes the message once the frame's parser has added its context. */
+__attribute__((format(printf, 3, 4))) static int fail(cur *c, const uint8_t *at, const char *fmt,
+                                                      ...) {
+    d9_decoder *d = c->d;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->why, sizeof d->why, fmt, ap);
+    va_end(ap);
+    d->why_at = off_of(d, at);
+    d->ctx[0] = '\0';
+    return P_ERR;
+}
+
+/* The message for an error that fail() recorded in the frame at `frame`. */
+static void compose_error(d9_decoder *d, const uint8_t *frame) {
+    uint64_t foff = off_of(d, frame);
+    char at[40] = "";
+    if (d->why_at != foff) snprintf(at, sizeof at, " (at byte %" PRIu64 ")", d->why_at);
+    if (*frame == D9_MAGIC0 || !d->in_stream || !strcmp(frame_name(*frame), "unknown"))
+        stop(d, D9_DEC_ERROR, foff, "%s%s", d->why, at);
+    else
+        stop(d, D9_DEC_ERROR, foff, "%s frame%s%s: %s%s", frame_name(*frame), d->ctx[0] ? ", " : "",
+             d->ctx, d->why, at);
+}
+
+static int more(cur *c, const uint8_t *at, uint64_t n) {
+    c->need = (uint64_t)(at - c->frame) + n;
+    return P_MORE;
+}
+
+#define NEED(c, n)                                                                         \
+    do {                                                                                   \
+        if (UNLIKELY((uint64_t)((c)->end - (c)->p) < (uint64_t)(n)))                       \
+            return more((c), (c)->p, (uint64_t)(n));                                       \
+    } while (0)
+
+static inline int get_varint(cur *c, uint64_t *out) {
+    const uint8_t *p = c->p;
+    if (LIKELY(p < c->end && *p < 0x80)) {
+        *out = *p;
+        c->p = p + 1;
+        return P_OK;
+    }
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 10; i++) {
+        if (p >= c->end) return more(c, c->p, (uint64_t)(p - c->p) + 1);
+        uint8_t b = *p++;
+        if (i == 9 && b > 1) return fail(c, p - 1, "varint does not fit in 64 bits");
+        v |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            *out = v;
+            c->p = p;
+            return P_OK;
+        }
+    }
+    return fail(c, c->p, "varint longer than 10 bytes"); /* unreachable: byte 10 checked */
+}
+
+static bool valid_type(uint8_t t) {
+    uint8_t base = t & 0x7f;
+    return base >= D9_FT_I64 && base <= D9_FT_DYN_MAP;
+}
+
+/* ---- field values ---- */
+
+static void *ev_alloc(d9_decoder *d, size_t n, size_t align) {
+    d->ev_arena_dirty = true;
+    return d9_arena_alloc(&d->ev_arena, n, align);
+}
+
+static void note_unresolved(d9_decoder *d, unsigned kind, uint32_t id) {
+    d->ev_unresolved++;
+    if (d->ev_npending < EV_PENDING_MAX)
+        d->ev_pending[d->ev_npending++] = (uint64_t)kind << 32 | id;
+}
+
+static int decode_value(cur *c, uint8_t wt, d9_value *v, int depth);
+
+static int decode_dynamic(cur *c, d9_value *v, int depth) {
+    d9_decoder *d = c->d;
+    bool is_map = v->type == D9_FT_DYN_MAP;
+    if (depth >= MAX_DYN_DEPTH) return fail(c, c->p, "dynamic values nested too deeply");
+    NEED(c, 4);
+    uint32_t n = le32(c->p);
+    uint64_t items = is_map ? 2 * (uint64_t)n : n;
+    /* every item is a tag byte plus at least one byte of value */
+    if ((uint64_t)(c->end - c->p) - 4 < items * 2) return more(c, c->p, 4 + items * 2);
+    c->p += 4;
+    d9_value *arr = ev_alloc(d, (size_t)items * sizeof *arr, 16);
+    if (!arr) return fail(c, c->p, "%s of %" PRIu32 " entries is too large to decode",
+                          d9_field_type_name(v->type), n);
+    for (uint64_t i = 0; i < items; i++) {
+        NEED(c, 1);
+        uint8_t tag = *c->p;
+        if (!valid_type(tag)) return fail(c, c->p, "bad value type tag 0x%02x", tag);
+        c->p++;
+        int r = decode_value(c, tag, &arr[i], depth + 1);
+        if (r != P_OK) return r;
+    }
+    v->list.items = arr;
+    v->list.count = n;
+    return P_OK;
+}
+
+static int decode_value(cur *c, uint8_t wt, d9_value *v, int depth) {
+    d9_decoder *d = c->d;
+    v->type = wt & 0x7f;
+    v->present = true;
+    v->resolved = true;
+    v->pool_id = 0;
+    if (wt & D9_FT_OPTIONAL) {
+        NEED(c, 1);
+        uint8_t flag = *c->p;
+        if (flag == 0) {
+            c->p++;
+            v->present = false;
+            memset(&v->list, 0, sizeof v->list);
+            return P_OK;
+        }
+        if (flag != 1) return fail(c, c->p, "bad presence byte %u of an optional value", flag);
+        c->p++;
+    }
+    switch (v->type) {
+    case D9_FT_VARINT:
+        return get_varint(c, &v->u);
+    case D9_FT_U8:
+        NEED(c, 1);
+        v->u = *c->p++;
+        return P_OK;
+    case D9_FT_U16:
+        NEED(c, 2);
+        v->u = le16(c->p);
+        c->p += 2;
+        return P_OK;
+    case D9_FT_U32:
+        NEED(c, 4);
+        v->u = le32(c->p);
+        c->p += 4;
+        return P_OK;
+    case D9_FT_I64:
+        NEED(c, 8);
+        v->i = (int64_t)le64(c->p);
+        c->p += 8;
+        return P_OK;
+    case D9_FT_F64: {
+        NEED(c, 8);
+        uint64_t bits = le64(c->p);
+        memcpy(&v->f, &bits, sizeof bits);
+        c->p += 8;
+        return P_OK;
+    }
+    case D9_FT_BOOL:
+        NEED(c, 1);
+        v->u = *c->p++ != 0;
+        return P_OK;
+    case D9_FT_STRING:
+    case D9_FT_BYTES: {
+        NEED(c, 4);
+        uint32_t n = le32(c->p);
+        NEED(c, 4 + (uint64_t)n);
+        v->str.ptr = (const char *)c->p + 4;
+        v->str.len = n;
+        c->p += 4 + (size_t)n;
+        return P_OK;
+    }
+    case D9_FT_POOLED_STRING: {
+        NEED(c, 4);
+        uint32_t id = le32(c->p);
+        c->p += 4;
+        v->pool_id = id;
+        const d9_pool_entry *e = d9_pool_find(&d->strings, id);
+        if (LIKELY(e != NULL)) {
+            v->str.ptr = e->data;
+            v->str.len = e->len;
+        } else {
+            v->resolved = false;
+            v->str.ptr = (const char *)k_empty;
+            v->str.len = 0;
+            note_unresolved(d, POOL_STRING, id);
+        }
+        return P_OK;
+    }
+    case D9_FT_POOLED_STACK: {
+        NEED(c, 4);
+        uint32_t id = le32(c->p);
+        c->p += 4;
+        v->pool_id = id;
+        const d9_pool_entry *e = d9_pool_find(&d->stacks, id);
+        if (LIKELY(e != NULL)) {
+            v->stack.addrs = e->data;
+            v->stack.count = e->len;
+        } else {
+            v->resolved = false;
+            v->stack.addrs = (const uint64_t *)k_empty;
+            v->stack.count = 0;
+            note_unresolved(d, POOL_STACK, id);
+        }
+        return P_OK;
+    }
+    case D9_FT_STACK: {
+        NEED(c, 4);
+        uint32_t n = le32(c->p);
+        NEED(c, 4 + 8 * (uint64_t)n);
+        uint64_t *a = ev_alloc(d, (size_t)n * 8, 8);
+        if (!a) return fail(c, c->p, "stack of %" PRIu32 " frames is too large to decode", n);
+        const uint8_t *p = c->p + 4;
+        for (uint32_t i = 0; i < n; i++, p += 8) a[i] = le64(p);
+        v->stack.addrs = a;
+        v->stack.count = n;
+        c->p = p;
+        return P_OK;
+    }
+    case D9_FT_STRING_MAP: {
+        NEED(c, 4);
+        uint32_t n = le32(c->p);
+        NEED(c, 4 + 8 * (uint64_t)n); /* every entry has two u32 lengths */
+        c->p += 4;
+        d9_dec_kv *kv = ev_alloc(d, (size_t)n * sizeof *kv, 16);
+        if (!kv) return fail(c, c->p, "string map of %" PRIu32 " entries is too large", n);
+        for (uint32_t i = 0; i < n; i++) {
+            NEED(c, 4);
+            uint32_t kl = le32(c->p);
+            NEED(c, 8 + (uint64_t)kl);
+            uint32_t vl = le32(c->p + 4 + kl);
+            NEED(c, 8 + (uint64_t)kl + vl);
+            kv[i].key.ptr = (const char *)c->p + 4;
+            kv[i].key.len = kl;
+            kv[i].value.ptr = (const char *)c->p + 8 + kl;
+            kv[i].value.len = vl;
+            c->p += 8 + (size_t)kl + vl;
+        }
+        v->map.items = kv;
+        v->map.count = n;
+        return P_OK;
+    }
+    case D9_FT_DYN_LIST:
+    case D9_FT_DYN_MAP:
+        return decode_dynamic(c, v, depth);
+    default:
+        return fail(c, c->p, "bad field type 0x%02x", wt);
+    }
+}
+
+/* ---- frames ---- */
+
+static int parse_event(cur *c, d9_event *ev) {
+    d9_decoder *d = c->d;
+    NEED(c, 2);
+    uint16_t type_id = le16(c->p);
+    d9_dec_schema *s = type_id < d->types_cap ? d->types[type_id] : NULL;
+    if (UNLIKELY(!s)) return fail(c, c->p, "event of undefined type id %u", type_id);
+    c->p += 2;
+    uint64_t ts = 0;
+    if (s->has_timestamp) {
+        NEED(c, 3);
+        ts = d->ts_base + le24(c->p);
+        c->p += 3;
+    }
+    if (d->ev_arena_dirty) {
+        d9_arena_reset(&d->ev_arena, true);
+        d->ev_arena_dirty = false;
+    }
+    d->ev_unresolved = 0;
+    d->ev_npending = 0;
+    d9_value *vals = d->values;
+    const d9_dec_field *f = s->fields;
+    for (uint32_t i = 0; i < s->field_count; i++) {
+        uint8_t wt = (uint8_t)(f[i].type | (f[i].optional ? D9_FT_OPTIONAL : 0));
+        d9_value *v = &vals[i];
+        /* the common small fields inline when their bytes are there; everything else, and
+         * every error or shortage, through decode_value */
+        const uint8_t *p = c->p;
+        size_t left = (size_t)(c->end - p);
+        v->type = wt;
+        v->present = true;
+        v->resolved = true;
+        v->pool_id = 0;
+        switch (wt) {
+        case D9_FT_VARINT:
+            if (LIKELY(left >= 1 && *p < 0x80)) {
+                v->u = *p;
+                c->p = p + 1;
+                continue;
+            }
+            break;
+        case D9_FT_U8:
+            if (LIKELY(left >= 1)) {
+                v->u = *p;
+                c->p = p + 1;
+                continue;
+            }
+            break;
+        case D9_FT_U32:
+            if (LIKELY(left >= 4)) {
+                v->u = le32(p);
+                c->p = p + 4;
+                continue;
+            }
+            break;
+        case D9_FT_POOLED_STRING:
+            if (LIKELY(left >= 4)) {
+                uint32_t id = le32(p);
+                const d9_pool_entry *e = d9_pool_find(&d->strings, id);
+                if (LIKELY(e != NULL)) {
+                    v->pool_id = id;
+                    v->str.ptr = e->data;
+                    v->str.len = e->len;
+                    c->p = p + 4;
+                    continue;
+                }
+            }
+            break;
+        default:
+            break;
+        }
+        int r = decode_value(c, wt, v, 0);
+        if (UNLIKELY(r != P_OK)) {
+            if (r == P_ERR)
+                snprintf(d->ctx, sizeof d->ctx, "%.64s field '%.64s' (%s)", s->name, f[i].name,
+                         d9_field_type_name(f[i].type));
+            return r;
+        }
+    }
+    /* commit */
+    if (s->has_timestamp) d->ts_base = ts;
+    if (UNLIKELY(d->ev_unresolved)) {
+        d->st.unresolved_refs += d->ev_unresolved;
+        for (uint32_t i = 0; i < d->ev_npending; i++) (void)d9_idset_add(&d->pending, d->ev_pending[i]);
+    }
+    ev->schema = s;
+    ev->values = vals;
+    ev->ts_ns = ts;
+    ev->offset = off_of(d, c->frame);
+    ev->stream = (uint32_t)(d->st.streams - 1);
+    ev->type_id = type_id;
+    return P_OK;
+}
+
+/* Make room in the type id table for `type_id` (ids are usually small and dense). */
+static bool grow_types(d9_decoder *d, uint16_t type_id) {
+    uint32_t cap = d->types_cap ? d->types_cap : 64;
+    while (cap <= type_id) cap *= 2;
+    d9_dec_schema **t = realloc(d->types, cap * sizeof *t);
+    if (!t) return false;
+    memset(t + d->types_cap, 0, (cap - d->types_cap) * sizeof *t);
+    d->types = t;
+    d->types_cap = cap;
+    return true;
+}
+
+static int parse_schema(cur *c) {
+    d9_decoder *d = c->d;
+    NEED(c, 4);
+    uint16_t type_id = le16(c->p);
+    const uint8_t *body = c->p + 2;
+    uint16_t name_len = le16(c->p + 2);
+    c->p += 4;
+    NEED(c, (uint64_t)name_len + 3);
+    const uint8_t *name = c->p;
+    c->p += name_len + 1; /* name, has_timestamp */
+    uint16_t nf = le16(c->p);
+    c->p += 2;
+    for (uint32_t i = 0; i < nf; i++) {
+        NEED(c, 2);
+        uint16_t fl = le16(c->p);
+        NEED(c, 3 + (uint64_t)fl);
+        uint8_t t = c->p[2 + fl];
+        if (!valid_type(t))
+            return fail(c, c->p + 2 + fl, "schema '%.*s' field '%.*s' has unknown type 0x%02x",
+                        (int)(name_len > 64 ? 64 : name_len), (const char *)name,
+                        (int)(fl > 64 ? 64 : fl), (const char *)c->p + 2, t);
+        c->p += 3 + (size_t)fl;
+    }
+    /* commit */
+    d9_dec_schema *s = d9_schema_intern(&d->reg, body, (size_t)(c->p - body), type_id);
+    if (!s) return fail(c, c->frame, "schema memory limit reached (%zu bytes)", d->opt.max_schema_bytes);
+    if (type_id >= d->types_cap && !grow_types(d, type_id))
+        return fail(c, c->frame, "out of memory");
+    d9_dec_schema *old = d->types[type_id];
+    if (old && old != s)
+        return fail(c, c->frame,
+                    "type id %u registered again with a different schema ('%s', was '%s')",
+                    type_id, s->name, old->name);
+    if (!old) {
+        if (d->ndefined == d->defined_cap) {
+            uint32_t cap = d->defined_cap ? d->defined_cap * 2 : 32;
+            uint16_t *def = realloc(d->defined, cap * sizeof *def);
+            if (!def) return fail(c, c->frame, "out of memory");
+            d->defined = def;
+            d->defined_cap = cap;
+        }
+        d->types[type_id] = s;
+        d->defined[d->ndefined++] = type_id;
+    }
+    if (s->field_count > d->values_cap) {
+        uint32_t cap = d->values_cap ? d->values_cap : 16;
+        while (cap < s->field_count) cap *= 2;
+        d9_value *v = realloc(d->values, (size_t)cap * sizeof *v);
+        if (!v) return fail(c, c->frame, "out of memory");
+        d->values = v;
+        d->values_cap = cap;
+    }
+    d->st.schema_frames++;
+    return P_OK;
+}
+
+static void note_definition(d9_decoder *d, unsigned kind, uint32_t id) {
+    if (d->pending.count && d9_idset_has(&d->pending, (uint64_t)kind << 32 | id))
+        d->st.late_definitions++;
+}
+
+static int parse_pool(cur *c, bool stacks) {
+    d9_decoder *d = c->d;
+    NEED(c, 4);
+    uint32_t n = le32(c->p);
+    c->p += 4;
+    /* each entry: id and a u32 length at least */
+    NEED(c, 8 * (uint64_t)n);
+    const uint8_t *first = c->p;
+    for (uint32_t i = 0; i < n; i++) {
+        NEED(c, 8);
+        uint64_t body = stacks ? 8 * (uint64_t)le32(c->p + 4) : le32(c->p + 4);
+        NEED(c, 8 + body);
+        c->p += 8 + (size_t)body;
+    }
+    /* commit */
+    uint64_t budget = d->opt.max_pool_bytes / POOL_ENTRY_COST;
+    if (d->pool_entries + n > budget)
+        return fail(c, c->frame, "more pool entries in one stream than the memory limit allows");
+    d->pool_entries += n;
+    d9_pool *pool = stacks ? &d->stacks : &d->strings;
+    const uint8_t *p = first;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t id = le32(p), len = le32(p + 4);
+        const void *data;
+        if (stacks) {
+            uint64_t *a = d9_arena_alloc(&d->pool_arena, (size_t)len * 8, 8);
+            if (a)
+                for (uint32_t k = 0; k < len; k++) a[k] = le64(p + 8 + 8 * (size_t)k);
+            data = a;
+            p += 8 + 8 * (size_t)len;
+        } else {
+            data = d9_arena_strdup(&d->pool_arena, p + 8, len);
+            p += 8 + (size_t)len;
+        }
+        if (!data) return fail(c, c->frame, "pool memory limit reached (%zu bytes)", d->opt.max_pool_bytes);
+        int r = d9_pool_put(pool, id, data, len);
+        if (r < 0) return fail(c, c->frame, "out of memory");
+        if (r == 1) note_definition(d, stacks ? POOL_STACK : POOL_STRING, id);
+    }
+    if (stacks) {
+        d->st.stack_pool_frames++;
+        d->st.stack_pool_entries += n;
+    } else {
+        d->st.string_pool_frames++;
+        d->st.string_pool_entries += n;
+    }
+    return P_OK;
+}
+
+static int parse_annotations(cur *c) {
+    d9_decoder *d = c->d;
+    uint64_t type_id = 0;
+    int r = get_varint(c, &type_id);
+    if (r != P_OK) return r;
+    NEED(c, 2);
+    uint16_t n = le16(c->p);
+    c->p += 2;
+    const uint8_t *first = c->p;
+    for (uint32_t i = 0; i < n; i++) {
+        NEED(c, 4);
+        uint16_t kl = le16(c->p + 2);
+        NEED(c, 8 + (uint64_t)kl);
+        uint32_t vl = le32(c->p + 4 + kl);
+        NEED(c, 8 + (uint64_t)kl + vl);
+        c->p += 8 + (size_t)kl + vl;
+    }
+    /* commit; annotations of an unknown type id or field are ignored, as the format allows */
+    d9_dec_schema *s = type_id < d->types_cap ? d->types[type_id] : NULL;
+    const uint8_t *p = first;
+    for (uint32_t i = 0; s && i < n; i++) {
+        uint16_t fi = le16(p), kl = le16(p + 2);
+        uint32_t vl = le32(p + 4 + kl);
+        if (fi < s->field_count &&
+            !d9_schema_annotate(&d->reg, s, fi, p + 4, kl, p + 8 + kl, vl))
+            return fail(c, c->frame, "schema memory limit reached (%zu bytes)", d->opt.max_schema_bytes);
+        p += 8 + (size_t)kl + vl;
+    }
+    d->st.annotation_frames++;
+    return P_OK;
+}
+
+/* The stream's end: count pool ids that were referenced but never defined. */
+static void end_stream(d9_decoder *d) {
+    if (!d->in_stream) return;
+    for (uint32_t i = 0; d->pending.count && i <= d->pending.mask; i++) {
+        uint64_t k = d->pending.keys[i];
+        if (k == UINT64_MAX) continue;
+        const d9_pool *pool = (k >> 32) == POOL_STACK ? &d->stacks : &d->strings;
+        if (!d9_pool_find(pool, (uint32_t)k)) d->st.undefined_pool_ids++;
+    }
+    d9_idset_clear(&d->pending);
+}
+
+static void begin_stream(d9_decoder *d) {
+    end_stream(d);
+    for (uint32_t i = 0; i < d->ndefined; i++) d->types[d->defined[i]] = NULL;
+    d->ndefined = 0;
+    d->ts_base = 0;
+    d9_pool_clear(&d->strings);
+    d9_pool_clear(&d->stacks);
+    d9_arena_reset(&d->pool_arena, false);
+    d->pool_entries = 0;
+    d->in_stream = true;
+    d->st.streams++;
+}
+
+static int parse_header(cur *c) {
+    static const uint8_t magic[4] = {D9_MAGIC0, D9_MAGIC1, D9_MAGIC2, D9_MAGIC3};
+    size_t avail = (size_t)(c->end - c->frame);
+    size_t k = avail < 4 ? avail : 4;
+    if (memcmp(c->frame, magic, k) != 0) {
+        char hex[16] = "";
+        for (size_t i = 0; i < k; i++) snprintf(hex + 3 * i, 4, "%02x ", c->frame[i]);
+        hex[k ? 3 * k - 1 : 0] = '\0';
+        if (c->d->in_stream)
+            return fail(c, c->frame, "bad stream header (%s; expected 54 52 43 00)", hex);
+        return fail(c, c->frame, "bad magic %s: not a dial9 trace (expected 54 52 43 00)", hex);
+    }
+    if (avail < D9_HEADER_SIZE) return more(c, c->frame, D9_HEADER_SIZE);
+    if (c->frame[4] != D9_FORMAT_VERSION)
+        return fail(c, c->frame + 4, "unsupported format version %u (this reader knows %u)",
+                    c->frame[4], D9_FORMAT_VERSION);
+    c->p = c->frame + D9_HEADER_SIZE;
+    begin_stream(c->d);
+    return P_OK;
+}
+
+/* ---- input ---- */
+
+static void io_error(d9_decoder *d, const char *why) {
+    stop(d, D9_DEC_ERROR, d->base + d->pos, "%s", why);
+}
+
+/* Read until `need` bytes from pos are buffered or the input ends. -1 on an error. */
+static int refill(d9_decoder *d, uint64_t need) {
+    if (!d->in) {
+        d->eof = true;
+        return 0;
+    }
+    if (d->pos > 0) {
+        memmove(d->own, d->own + d->pos, d->len - d->pos);
+        d->base += d->pos;
+        d->len -= d->pos;
+        d->pos = 0;
+    }
+    if (need > d->cap) {
+        uint64_t cap = (uint64_t)d->cap * 2;
+        if (cap < need) cap = need;
+        uint64_t limit = (uint64_t)d->opt.max_frame_bytes + 16;
+        if (cap > limit) cap = limit < need ? need : limit;
+        uint8_t *nb = realloc(d->own, (size_t)cap);
+        if (!nb) {
+            io_error(d, "out of memory for the input buffer");
+            return -1;
+        }
+        d->own = nb;
+        d->cap = (size_t)cap;
+    }
+    d->buf = d->own;
+    while (d->len < need && !d->eof) {
+        long r = d9_input_read(d->in, d->own + d->len, d->cap - d->len);
+        if (r < 0) {
+            io_error(d, d->in->err);
+            return -1;
+        }
+        if (r == 0) d->eof = true;
+        d->len += (size_t)r;
+    }
+    d->st.input_bytes = d->in->raw_bytes;
+    return 0;
+}
+
+/* Look at the first bytes once: gzip (1f 8b) gets an inflater in front of the input. */
+static int sniff(d9_decoder *d) {
+    d->sniffed = true;
+    if (!d->in) {
+        if (d->len < 2 || d->buf[0] != 0x1f || d->buf[1] != 0x8b) return 0;
+        d9_input *raw = d9_input_from_mem(d->buf, d->len);
+        d->in = raw ? d9_input_gzip(raw, NULL, 0) : NULL;
+        d->own = malloc(d->opt.chunk_bytes);
+        if (!d->in || !d->own) {
+            io_error(d, "out of memory");
+            return -1;
+        }
+        d->cap = d->opt.chunk_bytes;
+        d->buf = d->own;
+        d->len = d->pos = 0;
+        d->eof = false;
+        d->st.gzip = true;
+        return 0;
+    }
+    if (refill(d, 2) < 0) return -1;
+    if (d->len >= 2 && d->own[0] == 0x1f && d->own[1] == 0x8b) {
+        d9_input *gz = d9_input_gzip(d->in, d->own, d->len);
+        d->in = gz;
+        if (!gz) {
+            io_error(d, "out of memory");
+            return -1;
+        }
+        d->len = 0;
+        d->eof = false;
+        d->st.gzip = true;
+    }
+    return 0;
+}
+
+/* ---- the pull loop ---- */
+
+static int finish(d9_decoder *d) {
+    end_stream(d);
+    d->st.bytes = d->base + d->pos;
+    if (d->in) d->st.input_bytes = d->in->raw_bytes;
+    if (d->in && d->in->incomplete)
+        stop(d, D9_DEC_TRUNCATED, d->base + d->pos, "the gzip data ends early");
+    else {
+        d->status = D9_DEC_END;
+        d->stop_off = d->base + d->pos;
+        d->msg[0] = '\0';
+    }
+    return 0;
+}
+
+int d9_dec_next(d9_decoder *d, d9_event *ev) {
+    if (UNLIKELY(d->status != D9_DEC_RUNNING)) return d->status == D9_DEC_ERROR ? -1 : 0;
+    if (UNLIKELY(!d->sniffed) && sniff(d) < 0) return -1;
+    for (;;) {
+        size_t avail = d->len - d->pos;
+        if (UNLIKELY(avail == 0)) {
+            if (d->eof) return finish(d);
+            if (refill(d, 1) < 0) return -1;
+            continue;
+        }
+        cur c = {.p = d->buf + d->pos, .end = d->buf + d->len, .frame = d->buf + d->pos, .d = d};
+        uint8_t tag = *c.p++;
+        int r;
+        if (LIKELY(tag == D9_FRAME_EVENT && d->in_stream)) {
+            r = parse_event(&c, ev);
+            if (LIKELY(r == P_OK)) {
+                d->pos = (size_t)(c.p - d->buf);
+                d->st.events++;
+                d->st.bytes = d->base + d->pos;
+                return 1;
+            }
+        } else if (!d->in_stream || tag == D9_MAGIC0) {
+            r = parse_header(&c);
+        } else {
+            switch (tag) {
+            case D9_FRAME_SCHEMA: r = parse_schema(&c); break;
+            case D9_FRAME_STRING_POOL: r = parse_pool(&c, false); break;
+            case D9_FRAME_STACK_POOL: r = parse_pool(&c, true); break;
+            case D9_FRAME_TIMESTAMP_RESET:
+                if (avail < 9) {
+                    r = more(&c, c.frame, 9);
+                    break;
+                }
+                d->ts_base = le64(c.p);
+                c.p += 8;
+                d->st.timestamp_resets++;
+                r = P_OK;
+                break;
+            case D9_FRAME_ANNOTATIONS: r = parse_annotations(&c); break;
+            default:
+                r = fail(&c, c.frame,
+                         "unknown frame tag 0x%02x (frames carry no length: cannot go on)", tag);
+                break;
+            }
+        }
+        if (r == P_OK) {
+            d->pos = (size_t)(c.p - d->buf);
+            d->st.bytes = d->base + d->pos;
+            continue;
+        }
+        if (r == P_ERR) {
+            compose_error(d, c.frame);
+            return -1;
+        }
+        /* P_MORE: the frame goes past the buffered bytes */
+        uint64_t need = c.need > avail ? c.need : (uint64_t)avail + 1;
+        uint64_t off = off_of(d, c.frame);
+        if (need > d->opt.max_frame_bytes) {
+            stop(d, D9_DEC_ERROR, off,
+                 "%s frame needs %" PRIu64 " bytes, more than the limit of %zu (corrupt length?)",
+                 frame_name(tag), need, d->opt.max_frame_bytes);
+            return -1;
+        }
+        if (d->eof) {
+            end_stream(d);
+            stop(d, D9_DEC_TRUNCATED, off,
+                 "incomplete %s frame (%zu bytes present, at least %" PRIu64 " needed)",
+                 frame_name(tag), avail, need);
+            if (d->in) d->st.input_bytes = d->in->raw_bytes;
+            return 0;
+        }
+        if (refill(d, need) < 0) return -1;
+    }
+}
+
+/* ---- opening and closing ---- */
+
+void d9_dec_options_init(d9_dec_options *opt) {
+    opt->chunk_bytes = 256 * 1024;
+    opt->max_frame_bytes = 64u << 20;
+    opt->max_pool_bytes = (size_t)1 << 30;
+    opt->max_schema_bytes = 64u << 20;
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b) {
+    if (err && errlen) snprintf(err, errlen, fmt, a, b);
+}
+
+static d9_decoder *dec_new(const d9_dec_options *opt) {
+    d9_decoder *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d9_dec_options_init(&d->opt);
+    if (opt) {
+        if (opt->chunk_bytes) d->opt.chunk_bytes = opt->chunk_bytes;
+        if (opt->max_frame_bytes) d->opt.max_frame_bytes = opt->max_frame_bytes;
+        if (opt->max_pool_bytes) d->opt.max_pool_bytes = opt->max_pool_bytes;
+        if (opt->max_schema_bytes) d->opt.max_schema_bytes = opt->max_schema_bytes;
+    }
+    if (d->opt.chunk_bytes < 16) d->opt.chunk_bytes = 16;
+    d9_arena_init(&d->pool_arena, 1024 * 1024, d->opt.max_pool_bytes);
+    size_t ev_limit = d->opt.max_frame_bytes * 4;
+    if (ev_limit < ((size_t)256 << 20)) ev_limit = (size_t)256 << 20;
+    d9_arena_init(&d->ev_arena, 1024 * 1024, ev_limit);
+    d9_pool_init(&d->strings);
+    d9_pool_init(&d->stacks);
+    d9_idset_init(&d->pending);
+    d9_schema_reg_init(&d->reg, d->opt.max_schema_bytes);
+    d->values_cap = 16;
+    d->values = calloc(d->values_cap, sizeof *d->values);
+    if (!d->values) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+static d9_decoder *dec_with_input(d9_input *in, const d9_dec_options *opt, char *err, size_t errlen) {
+    d9_decoder *d = in ? dec_new(opt) : NULL;
+    if (d) {
+        d->in = in;
+        d->own = malloc(d->opt.chunk_bytes);
+    }
+    if (!d || !d->own) {
+        if (d) d9_dec_close(d);
+        else d9_input_close(in);
+        set_err(err, errlen, "%s%s", "out of memory", "");
+        return NULL;
+    }
+    d->buf = d->own;
+    d->cap = d->opt.chunk_bytes;
+    return d;
+}
+
+d9_decoder *d9_dec_open_fd(int fd, bool take_ownership, const d9_dec_options *opt, char *err,
+                           size_t errlen) {
+    d9_input *in = d9_input_from_fd(fd, take_ownership);
+    if (!in && take_ownership) close(fd);
+    return dec_with_input(in, opt, err, errlen);
+}
+
+d9_decoder *d9_dec_open_path(const char *path, const d9_dec_options *opt, char *err,
+                             size_t errlen) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    return d9_dec_open_fd(fd, true, opt, err, errlen);
+}
+
+d9_decoder *d9_dec_open_file(FILE *f, const d9_dec_options *opt, char *err, size_t errlen) {
+    return dec_with_input(d9_input_from_file(f), opt, err, errlen);
+}
+
+d9_decoder *d9_dec_open_mem(const void *data, size_t len, const d9_dec_options *opt, char *err,
+                            size_t errlen) {
+    d9_decoder *d = dec_new(opt);
+    if (!d) {
+        set_err(err, errlen, "%s%s", "out of memory", "");
+        return NULL;
+    }
+    d->buf = len ? data : k_empty;
+    d->len = len;
+    d->eof = true;
+    d->st.input_bytes = len;
+    return d;
+}
+
+void d9_dec_close(d9_decoder *d) {
+    if (!d) return;
+    d9_input_close(d->in);
+    free(d->own);
+    free(d->types);
+    free(d->defined);
+    free(d->values);
+    d9_arena_free(&d->pool_arena);
+    d9_arena_free(&d->ev_arena);
+    d9_pool_free(&d->strings);
+    d9_pool_free(&d->stacks);
+    d9_idset_free(&d->pending);
+    d9_schema_reg_free(&d->reg);
+    free(d);
+}
+
+/* ---- queries ---- */
+
+d9_dec_status d9_dec_state(const d9_decoder *d) { return d->status; }
+const char *d9_dec_message(const d9_decoder *d) { return d->msg; }
+uint64_t d9_dec_stop_offset(const d9_decoder *d) {
+    return d->status == D9_DEC_RUNNING ? d->base + d->pos : d->stop_off;
+}
+const d9_dec_stats *d9_dec_get_stats(const d9_decoder *d) { return &d->st; }
+uint32_t d9_dec_schema_count(const d9_decoder *d) { return d->reg.count; }
+d9_dec_schema *d9_dec_schema_at(const d9_decoder *d, uint32_t index) {
+    return index < d->reg.count ? (d9_dec_schema *)d->reg.all[index] : NULL;
+}
+
+bool d9_dec_pool_string(const d9_decoder *d, uint32_t pool_id, d9_dec_str *out) {
+    const d9_pool_entry *e = d9_pool_find(&d->strings, pool_id);
+    if (!e) return false;
+    out->ptr = e->data;
+    out->len = e->len;
+    return true;
+}
+
+bool d9_dec_pool_stack(const d9_decoder *d, uint32_t pool_id, const uint64_t **addrs,
+                       uint32_t *count) {
+    const d9_pool_entry *e = d9_pool_find(&d->stacks, pool_id);
+    if (!e) return false;
+    *addrs = e->data;
+    *count = e->len;
+    return true;
+}

@@ -1,0 +1,271 @@
+/* Decoder of the dial9 trace format v1 (../shared/reference/trace-format.md): the one C reader
+ * that every consumer uses (dial9 stats/dump/analyze/export/..., tests, fuzzers).
+ *
+ * A streaming pull API with bounded memory:
+ *
+ *     char err[256];
+ *     d9_decoder *d = d9_dec_open_path("trace.0.bin.gz", NULL, err, sizeof err);
+ *     if (!d) { fprintf(stderr, "%s\n", err); return 1; }
+ *     d9_event ev;
+ *     while (d9_dec_next(d, &ev) > 0) {
+ *         const d9_value *w = d9_event_field(&ev, "worker_id");
+ *         ...
+ *     }
+ *     if (d9_dec_state(d) != D9_DEC_END) fprintf(stderr, "%s\n", d9_dec_message(d));
+ *     d9_dec_close(d);
+ *
+ * Input: a path, an fd, a FILE* or a memory buffer. gzip is detected by its magic (1f 8b) and
+ * inflated as a stream (concatenated gzip members too). Input is read in chunks; the buffer
+ * grows only to hold one large frame, up to d9_dec_options.max_frame_bytes, so corrupt lengths
+ * cannot make the decoder allocate without bound. Memory input is decoded in place.
+ *
+ * Everything the format allows is handled: concatenated streams (a header at a frame boundary
+ * resets schemas, pools and the timestamp base), timestamp reset frames, schema re-registration
+ * (identical: fine; different: error), schema annotations (exposed on the schema's fields),
+ * pool frames with any number of entries, and pool references that come before the pool
+ * definition (see d9_value.resolved).
+ *
+ * Malformed input never crashes or hangs the decoder: it stops with D9_DEC_ERROR and a message
+ * naming the byte offset, the stream index and the reason. A partial final frame (a file cut
+ * short by a crash) ends the data with D9_DEC_TRUNCATED: every complete event before it was
+ * returned. Offsets are in the decoded (uncompressed) byte stream.
+ *
+ * Not thread-safe: one decoder per thread. Decoders are independent of each other.
+ */
+#ifndef D9_FORMAT_DECODER_H
+#define D9_FORMAT_DECODER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "format/wire.h"
+
+typedef struct d9_decoder d9_decoder;
+
+/* ------------------------------------------------------------------------------------------
+ * Schemas
+ * ---------------------------------------------------------------------------------------- */
+
+/* A key/value string pair from a schema annotation frame (0x06), e.g. "metrique.unit"="ns".
+ * Both strings are NUL-terminated copies (the length excludes the terminator). */
+typedef struct d9_dec_annotation {
+    const char *key;
+    const char *value;
+    uint32_t key_len;
+    uint32_t value_len;
+} d9_dec_annotation;
+
+typedef struct d9_dec_field {
+    const char *name;       /* NUL-terminated */
+    uint16_t name_len;
+    uint8_t type;           /* base type, D9_FT_I64 .. D9_FT_DYN_MAP (without the optional flag) */
+    bool optional;          /* the wire type carried D9_FT_OPTIONAL (0x80) */
+    uint16_t annotation_count;
+    const d9_dec_annotation *annotations; /* may be replaced when a later 0x06 frame arrives */
+} d9_dec_field;
+
+/* A schema as the decoder keeps it. Schemas are interned for the decoder's lifetime: the same
+ * (name, has_timestamp, fields) seen in several streams, under any type id, is ONE d9_dec_schema
+ * with one stable pointer and one dense `index`. So a consumer keys its per-schema cache on
+ * `index` (an array of d9_dec_schema_count() slots) or on `user`, and resolves names and field
+ * indexes once per schema instead of comparing strings per event. A schema name can map to
+ * several d9_dec_schema when its field list differs between writers (e.g. dial9 versions). */
+typedef struct d9_dec_schema {
+    const char *name;          /* NUL-terminated */
+    uint16_t name_len;
+    bool has_timestamp;
+    uint16_t field_count;
+    const d9_dec_field *fields;
+    uint16_t first_type_id;    /* type id it had when first registered (ids are per stream:
+                                  d9_event.type_id is the one in effect for an event) */
+    uint32_t index;            /* 0, 1, 2, ... in order of first registration */
+    void *user;                /* free for the consumer; the decoder never touches it */
+} d9_dec_schema;
+
+/* Index of the field called `name` (NUL-terminated), or -1. */
+int d9_schema_field_index(const d9_dec_schema *s, const char *name);
+/* The value of annotation `key` on field `field_index`, or NULL. */
+const char *d9_schema_annotation(const d9_dec_schema *s, int field_index, const char *key);
+
+/* ------------------------------------------------------------------------------------------
+ * Values and events
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct d9_value d9_value;
+
+typedef struct d9_dec_str {
+    const char *ptr; /* not NUL-terminated in general (pooled strings are); may hold any bytes */
+    uint32_t len;
+} d9_dec_str;
+
+typedef struct d9_dec_kv {
+    d9_dec_str key;
+    d9_dec_str value;
+} d9_dec_kv;
+
+/* One decoded field value. Pointers inside point into decoder memory: valid until the next
+ * d9_dec_next() call (pooled strings and stacks stay valid until the stream ends). */
+struct d9_value {
+    uint8_t type;     /* base type D9_FT_* (1..15) */
+    bool present;     /* false only when an optional field is absent (the union is zeroed) */
+    bool resolved;    /* pooled types: false when the pool id was not defined (yet) when the
+                         event was read; str/stack are then empty and pool_id says which id.
+                         It may still be defined later in the stream: d9_dec_pool_string() /
+                         d9_dec_pool_stack() look it up then. Always true for other types. */
+    uint32_t pool_id; /* pooled types: the pool id on the wire */
+    union {
+        uint64_t u;        /* Varint, U8, U16, U32; Bool as 0/1 */
+        int64_t i;         /* I64 */
+        double f;          /* F64 */
+        d9_dec_str str;    /* String, Bytes, PooledString */
+        struct {
+            const uint64_t *addrs; /* leaf first */
+            uint32_t count;
+        } stack;           /* StackFrames, PooledStackFrames */
+        struct {
+            const d9_dec_kv *items;
+            uint32_t count;
+        } map;             /* StringMap */
+        struct {
+            const d9_value *items; /* DynamicList: count values. DynamicMap: 2*count values,
+                                      key and value alternating (keys may be of any type) */
+            uint32_t count;
+        } list;            /* DynamicList, DynamicMap */
+    };
+};
+
+typedef struct d9_event {
+    d9_dec_schema *schema;   /* consumers may write schema->user, nothing else */
+    const d9_value *values;  /* schema->field_count values, in schema order */
+    uint64_t ts_ns;          /* absolute CLOCK_MONOTONIC ns; 0 when !schema->has_timestamp */
+    uint64_t offset;         /* byte offset of the event frame in the decoded input */
+    uint32_t stream;         /* 0-based index of the stream (header) the event belongs to */
+    uint16_t type_id;        /* type id of the event in its stream */
+} d9_event;
+
+/* The value of field `name`, or NULL when the schema has no such field. Compares strings:
+ * hot loops should cache d9_schema_field_index() per schema instead. */
+const d9_value *d9_event_field(const d9_event *ev, const char *name);
+
+/* The value as an unsigned integer when it is a present integer-like value (Varint, U8, U16,
+ * U32, Bool, non-negative I64). Lets readers accept a field whose width differs by writer. */
+static inline bool d9_value_uint(const d9_value *v, uint64_t *out) {
+    if (!v || !v->present) return false;
+    switch (v->type) {
+    case D9_FT_VARINT: case D9_FT_U8: case D9_FT_U16: case D9_FT_U32: case D9_FT_BOOL:
+        *out = v->u;
+        return true;
+    case D9_FT_I64:
+        if (v->i < 0) return false;
+        *out = (uint64_t)v->i;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The value as a string when it is a present, resolved String, Bytes or PooledString. */
+static inline bool d9_value_str(const d9_value *v, d9_dec_str *out) {
+    if (!v || !v->present || !v->resolved) return false;
+    if (v->type != D9_FT_STRING && v->type != D9_FT_BYTES && v->type != D9_FT_POOLED_STRING)
+        return false;
+    *out = v->str;
+    return true;
+}
+
+/* "Varint", "PooledString", ... for a base type; "?" for an unknown one. */
+const char *d9_field_type_name(uint8_t type);
+
+/* ------------------------------------------------------------------------------------------
+ * Opening and closing
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct d9_dec_options {
+    size_t chunk_bytes;     /* bytes read from the input at a time (default 256 KiB) */
+    size_t max_frame_bytes; /* largest single frame accepted (default 64 MiB); a frame that
+                               claims more is an error, not an allocation */
+    size_t max_pool_bytes;  /* string + stack pool memory of one stream (default 1 GiB) */
+    size_t max_schema_bytes;/* memory for all interned schemas and annotations (default 64 MiB) */
+} d9_dec_options;
+
+/* Fill `opt` with the defaults above. Passing NULL to the openers means the defaults. */
+void d9_dec_options_init(d9_dec_options *opt);
+
+/* Each opener returns NULL only when it cannot start at all (cannot open the file, out of
+ * memory), with a message in err (may be NULL). Format problems show up in d9_dec_next(). */
+d9_decoder *d9_dec_open_path(const char *path, const d9_dec_options *opt, char *err,
+                             size_t errlen);
+/* Reads `fd` from its current position; closes it in d9_dec_close() when `take_ownership`. */
+d9_decoder *d9_dec_open_fd(int fd, bool take_ownership, const d9_dec_options *opt, char *err,
+                           size_t errlen);
+/* Reads `f` from its current position; never closes it. */
+d9_decoder *d9_dec_open_file(FILE *f, const d9_dec_options *opt, char *err, size_t errlen);
+/* Decodes [data, data+len) in place (no copy unless gzip); the caller keeps the memory alive
+ * and unchanged until d9_dec_close(). */
+d9_decoder *d9_dec_open_mem(const void *data, size_t len, const d9_dec_options *opt, char *err,
+                            size_t errlen);
+
+void d9_dec_close(d9_decoder *d);
+
+/* ------------------------------------------------------------------------------------------
+ * Decoding
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum d9_dec_status {
+    D9_DEC_RUNNING = 0, /* more events may follow */
+    D9_DEC_END,         /* all input decoded, it ended at a frame boundary */
+    D9_DEC_TRUNCATED,   /* the input ended inside a frame: the end of the data, not an error */
+    D9_DEC_ERROR,       /* malformed input or an I/O error: decoding stopped */
+} d9_dec_status;
+
+/* Decode up to the next event. Returns 1 with *ev filled; 0 at the end of the data (status
+ * D9_DEC_END or D9_DEC_TRUNCATED); -1 on an error (D9_DEC_ERROR). Once it returned 0 or -1 it
+ * keeps doing so. *ev and everything it points to stay valid until the next call. No
+ * allocation per event (only when a larger frame or new pool entries need room). */
+int d9_dec_next(d9_decoder *d, d9_event *ev);
+
+d9_dec_status d9_dec_state(const d9_decoder *d);
+
+/* Why decoding stopped, e.g. "truncated at offset 4046993 (stream 13): incomplete event
+ * frame" or "error at offset 812 (stream 2): unknown frame tag 0x07". "" while running or
+ * after a clean end. */
+const char *d9_dec_message(const d9_decoder *d);
+
+/* Decoded-input offset where decoding stopped (the start of the frame that was truncated or
+ * bad); equals the bytes consumed after a clean end. */
+uint64_t d9_dec_stop_offset(const d9_decoder *d);
+
+typedef struct d9_dec_stats {
+    uint64_t streams;            /* headers */
+    uint64_t schema_frames;
+    uint64_t timestamp_resets;
+    uint64_t string_pool_frames;
+    uint64_t stack_pool_frames;
+    uint64_t annotation_frames;
+    uint64_t events;
+    uint64_t bytes;              /* decoded bytes consumed: the end of the last complete frame */
+    uint64_t input_bytes;        /* bytes read from the input (compressed size for gzip) */
+    uint64_t string_pool_entries;
+    uint64_t stack_pool_entries;
+    uint64_t unresolved_refs;    /* pooled values that were undefined when their event was read */
+    uint64_t late_definitions;   /* pool ids defined after a reference to them */
+    uint64_t undefined_pool_ids; /* distinct pool ids referenced but never defined in their
+                                    stream (a format error the stream could not fix) */
+    bool gzip;                   /* the input was gzip-compressed */
+} d9_dec_stats;
+
+const d9_dec_stats *d9_dec_get_stats(const d9_decoder *d);
+
+/* Every schema interned so far: d9_dec_schema_at(d, i) for i < d9_dec_schema_count(d). */
+uint32_t d9_dec_schema_count(const d9_decoder *d);
+d9_dec_schema *d9_dec_schema_at(const d9_decoder *d, uint32_t index);
+
+/* Pool lookups in the current stream (for references that were unresolved when read).
+ * Return false when the id is not defined (yet). */
+bool d9_dec_pool_string(const d9_decoder *d, uint32_t pool_id, d9_dec_str *out);
+bool d9_dec_pool_stack(const d9_decoder *d, uint32_t pool_id, const uint64_t **addrs,
+                       uint32_t *count);
+
+#endif

@@ -1,0 +1,113 @@
+/* libFuzzer target for the trace decoder: arbitrary bytes through the in-place memory input,
+ * through a FILE* read in tiny chunks (the refill and buffer-growth paths), and gzip-compressed
+ * through the inflating input. Every decoded value is read in full so that the sanitizers see
+ * any pointer the decoder hands out that does not point to valid memory. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "format/decoder.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static uint64_t touch_value(const d9_value *v, int depth) {
+    uint64_t h = v->type + v->present + v->resolved + v->pool_id;
+    if (!v->present) return h;
+    switch (v->type) {
+    case D9_FT_STRING: case D9_FT_BYTES: case D9_FT_POOLED_STRING:
+        for (uint32_t i = 0; i < v->str.len; i++) h = h * 31 + (uint8_t)v->str.ptr[i];
+        break;
+    case D9_FT_STACK: case D9_FT_POOLED_STACK:
+        for (uint32_t i = 0; i < v->stack.count; i++) h = h * 31 + v->stack.addrs[i];
+        break;
+    case D9_FT_STRING_MAP:
+        for (uint32_t i = 0; i < v->map.count; i++) {
+            const d9_dec_kv *kv = &v->map.items[i];
+            for (uint32_t k = 0; k < kv->key.len; k++) h = h * 31 + (uint8_t)kv->key.ptr[k];
+            for (uint32_t k = 0; k < kv->value.len; k++) h = h * 31 + (uint8_t)kv->value.ptr[k];
+        }
+        break;
+    case D9_FT_DYN_LIST:
+        for (uint32_t i = 0; i < v->list.count; i++) h += touch_value(&v->list.items[i], depth + 1);
+        break;
+    case D9_FT_DYN_MAP:
+        for (uint32_t i = 0; i < 2 * v->list.count; i++) h += touch_value(&v->list.items[i], depth + 1);
+        break;
+    default:
+        h += v->u;
+    }
+    return h;
+}
+
+static volatile uint64_t sink;
+
+static void run(d9_decoder *d) {
+    if (!d) return;
+    d9_event ev;
+    uint64_t h = 0;
+    while (d9_dec_next(d, &ev) > 0) {
+        const d9_dec_schema *s = ev.schema;
+        h += ev.ts_ns + s->index + s->name_len + (uint8_t)s->name[0];
+        for (uint32_t i = 0; i < s->field_count; i++) {
+            h += s->fields[i].name_len + (uint8_t)s->fields[i].name[0];
+            for (uint32_t a = 0; a < s->fields[i].annotation_count; a++)
+                h += strlen(s->fields[i].annotations[a].key) + s->fields[i].annotations[a].value_len;
+            h += touch_value(&ev.values[i], 0);
+            const d9_value *v = &ev.values[i];
+            if (v->present && !v->resolved) { /* lazy lookups of ids not defined (yet) */
+                d9_dec_str str;
+                const uint64_t *addrs;
+                uint32_t n;
+                h += d9_dec_pool_string(d, v->pool_id, &str);
+                h += d9_dec_pool_stack(d, v->pool_id, &addrs, &n);
+            }
+        }
+        if (s->field_count) h += d9_schema_annotation(s, 0, "metrique.unit") != NULL;
+        if (s->field_count) h += d9_event_field(&ev, s->fields[0].name) != NULL;
+    }
+    /* it has to have stopped for a reason */
+    d9_dec_status st = d9_dec_state(d);
+    if (st == D9_DEC_RUNNING) __builtin_trap();
+    if (st != D9_DEC_END && d9_dec_message(d)[0] == '\0') __builtin_trap();
+    h += d9_dec_get_stats(d)->events + d9_dec_stop_offset(d);
+    for (uint32_t i = 0; i < d9_dec_schema_count(d); i++) h += d9_dec_schema_at(d, i)->field_count;
+    sink = h;
+    d9_dec_close(d);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    /* small limits so that absurd lengths hit them quickly */
+    d9_dec_options opt;
+    d9_dec_options_init(&opt);
+    opt.max_frame_bytes = 1 << 20;
+    opt.max_pool_bytes = 8 << 20;
+    opt.max_schema_bytes = 4 << 20;
+    run(d9_dec_open_mem(data, size, &opt, NULL, 0));
+
+    FILE *f = fmemopen((void *)data, size, "rb");
+    if (f) {
+        opt.chunk_bytes = size ? 1 + data[0] % 64 : 1;
+        run(d9_dec_open_file(f, &opt, NULL, 0));
+        fclose(f);
+    }
+
+    /* the gzip path, with the input as the compressed content */
+    static uint8_t gz[1 << 18];
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (size < sizeof gz / 2 && deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK) {
+        zs.next_in = (Bytef *)data;
+        zs.avail_in = (uInt)size;
+        zs.next_out = gz;
+        zs.avail_out = sizeof gz;
+        int r = deflate(&zs, Z_FINISH);
+        size_t n = zs.total_out;
+        deflateEnd(&zs);
+        if (r == Z_STREAM_END) {
+            opt.chunk_bytes = 4096;
+            run(d9_dec_open_mem(gz, n, &opt, NULL, 0));
+        }
+    }
+    return 0;
+}

@@ -9,6 +9,7 @@ PKGS=(
   clang libclang-rt-14-dev             # libFuzzer targets, sanitizers
   valgrind                             # instruction counts in the benchmark
   procps util-linux                    # setpriv, ps in tests
+  libuv1-dev libevent-dev libev-dev    # loop adapters and their tests
 )
 
 missing=()

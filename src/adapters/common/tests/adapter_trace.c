@@ -1,0 +1,326 @@
+#include "adapter_trace.h"
+
+#include <dirent.h>
+#include <ftw.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/decoder.h"
+
+enum kind { K_POLL_START, K_POLL_END, K_PARK, K_UNPARK, K_SPAWN, K_TERMINATE, K_WAKE, K_WORKER };
+
+typedef struct raw {
+    uint64_t ts;
+    uint64_t seq; /* file order, to keep sorting stable */
+    enum kind kind;
+    uint64_t a, b, c, d;
+    char s[AT_LOC_LEN];
+} raw;
+
+typedef struct vec {
+    raw *items;
+    size_t n, cap;
+} vec;
+
+static raw *push(vec *v) {
+    if (v->n == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 1024;
+        v->items = realloc(v->items, v->cap * sizeof(raw));
+        if (!v->items) abort();
+    }
+    raw *r = &v->items[v->n++];
+    memset(r, 0, sizeof *r);
+    r->seq = v->n;
+    return r;
+}
+
+static uint64_t field_u(const d9_event *ev, const char *name) {
+    uint64_t v = 0;
+    d9_value_uint(d9_event_field(ev, name), &v);
+    return v;
+}
+
+static void field_s(const d9_event *ev, const char *name, char *out, size_t len) {
+    d9_dec_str s;
+    if (d9_value_str(d9_event_field(ev, name), &s))
+        snprintf(out, len, "%.*s", (int)s.len, s.ptr);
+    else
+        out[0] = 0;
+}
+
+static bool is(const d9_event *ev, const char *name) { return strcmp(ev->schema->name, name) == 0; }
+
+static int load_file(const char *path, vec *v) {
+    char err[256];
+    d9_decoder *d = d9_dec_open_path(path, NULL, err, sizeof err);
+    if (!d) {
+        fprintf(stderr, "adapter_trace: %s\n", err);
+        return -1;
+    }
+    d9_event ev;
+    while (d9_dec_next(d, &ev) > 0) {
+        raw *r = NULL;
+        if (is(&ev, "PollStartEvent")) {
+            r = push(v);
+            r->kind = K_POLL_START;
+            r->a = field_u(&ev, "worker_id");
+            r->b = field_u(&ev, "task_id");
+            field_s(&ev, "spawn_loc", r->s, sizeof r->s);
+        } else if (is(&ev, "PollEndEvent")) {
+            r = push(v);
+            r->kind = K_POLL_END;
+            r->a = field_u(&ev, "worker_id");
+        } else if (is(&ev, "WorkerParkEvent") || is(&ev, "WorkerUnparkEvent")) {
+            r = push(v);
+            r->kind = is(&ev, "WorkerParkEvent") ? K_PARK : K_UNPARK;
+            r->a = field_u(&ev, "worker_id");
+            r->b = field_u(&ev, "tid");
+        } else if (is(&ev, "TaskSpawnEvent")) {
+            r = push(v);
+            r->kind = K_SPAWN;
+            r->b = field_u(&ev, "task_id");
+            field_s(&ev, "spawn_loc", r->s, sizeof r->s);
+        } else if (is(&ev, "TaskTerminateEvent")) {
+            r = push(v);
+            r->kind = K_TERMINATE;
+            r->b = field_u(&ev, "task_id");
+        } else if (is(&ev, "WakeEventEvent")) {
+            r = push(v);
+            r->kind = K_WAKE;
+            r->a = field_u(&ev, "target_worker");
+            r->b = field_u(&ev, "waker_task_id");
+            r->c = field_u(&ev, "woken_task_id");
+        } else if (is(&ev, "WorkerRegisteredEvent")) {
+            r = push(v);
+            r->kind = K_WORKER;
+            r->a = field_u(&ev, "worker_id");
+            r->b = field_u(&ev, "tid");
+            r->c = field_u(&ev, "index");
+            field_s(&ev, "runtime", r->s, sizeof r->s);
+        }
+        if (r) r->ts = ev.ts_ns;
+    }
+    int rc = d9_dec_state(d) == D9_DEC_ERROR ? -1 : 0;
+    if (rc) fprintf(stderr, "adapter_trace: %s: %s\n", path, d9_dec_message(d));
+    d9_dec_close(d);
+    return rc;
+}
+
+static int by_time(const void *x, const void *y) {
+    const raw *a = x, *b = y;
+    if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+#define GROW(arr, n)                                                                       \
+    do {                                                                                   \
+        arr = realloc(arr, ((n) + 1) * sizeof *(arr));                                     \
+        if (!(arr)) abort();                                                               \
+        memset(&(arr)[n], 0, sizeof *(arr));                                               \
+    } while (0)
+
+int at_load(const char *run_dir, at_trace *t) {
+    memset(t, 0, sizeof *t);
+    DIR *dir = opendir(run_dir);
+    if (!dir) {
+        perror(run_dir);
+        return -1;
+    }
+    vec v = {0};
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (strncmp(de->d_name, "trace.", 6) != 0) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", run_dir, de->d_name);
+        if (load_file(path, &v)) rc = -1;
+    }
+    closedir(dir);
+    qsort(v.items, v.n, sizeof(raw), by_time);
+    t->events = v.n;
+
+    enum { MAXW = 256 };
+    long open_poll[MAXW], open_park[MAXW];
+    for (int i = 0; i < MAXW; i++) open_poll[i] = open_park[i] = -1;
+    for (size_t i = 0; i < v.n; i++) {
+        raw *r = &v.items[i];
+        uint32_t w = (uint32_t)(r->a < MAXW ? r->a : MAXW - 1);
+        switch (r->kind) {
+        case K_POLL_START:
+            if (open_poll[w] >= 0) t->nesting_errors++;
+            if (open_park[w] >= 0) t->park_errors++;
+            GROW(t->polls, t->npolls);
+            t->polls[t->npolls].task = r->b;
+            t->polls[t->npolls].worker = w;
+            t->polls[t->npolls].start_ns = r->ts;
+            memcpy(t->polls[t->npolls].loc, r->s, AT_LOC_LEN);
+            open_poll[w] = (long)t->npolls++;
+            break;
+        case K_POLL_END:
+            if (open_poll[w] < 0) t->nesting_errors++;
+            else t->polls[open_poll[w]].end_ns = r->ts;
+            open_poll[w] = -1;
+            break;
+        case K_PARK:
+            if (open_park[w] >= 0 || open_poll[w] >= 0) t->park_errors++;
+            GROW(t->parks, t->nparks);
+            t->parks[t->nparks].worker = w;
+            t->parks[t->nparks].tid = (uint32_t)r->b;
+            t->parks[t->nparks].park_ns = r->ts;
+            open_park[w] = (long)t->nparks++;
+            break;
+        case K_UNPARK:
+            if (open_park[w] < 0) t->park_errors++;
+            else t->parks[open_park[w]].unpark_ns = r->ts;
+            open_park[w] = -1;
+            break;
+        case K_SPAWN:
+        case K_TERMINATE: {
+            at_task_event **arr = r->kind == K_SPAWN ? &t->spawns : &t->terminates;
+            size_t *n = r->kind == K_SPAWN ? &t->nspawns : &t->nterminates;
+            GROW(*arr, *n);
+            (*arr)[*n].task = r->b;
+            (*arr)[*n].ts_ns = r->ts;
+            memcpy((*arr)[*n].loc, r->s, AT_LOC_LEN);
+            (*n)++;
+            break;
+        }
+        case K_WAKE:
+            GROW(t->wakes, t->nwakes);
+            t->wakes[t->nwakes].worker = (uint32_t)r->a;
+            t->wakes[t->nwakes].waker = r->b;
+            t->wakes[t->nwakes].woken = r->c;
+            t->wakes[t->nwakes].ts_ns = r->ts;
+            t->nwakes++;
+            break;
+        case K_WORKER: {
+            bool known = false;
+            for (size_t k = 0; k < t->nworkers; k++)
+                if (t->workers[k].id == r->a && t->workers[k].tid == r->b) known = true;
+            if (known) break;
+            GROW(t->workers, t->nworkers);
+            at_worker *wk = &t->workers[t->nworkers++];
+            wk->id = (uint32_t)r->a;
+            wk->tid = (uint32_t)r->b;
+            wk->index = (uint32_t)r->c;
+            snprintf(wk->runtime, sizeof wk->runtime, "%s", r->s);
+            break;
+        }
+        }
+    }
+    for (int i = 0; i < MAXW; i++)
+        if (open_poll[i] >= 0) t->open_polls++;
+    free(v.items);
+    return rc;
+}
+
+void at_free(at_trace *t) {
+    free(t->polls);
+    free(t->spawns);
+    free(t->terminates);
+    free(t->wakes);
+    free(t->parks);
+    free(t->workers);
+    memset(t, 0, sizeof *t);
+}
+
+size_t at_polls(const at_trace *t, const char *loc, uint64_t task) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->npolls; i++)
+        if ((!loc || strcmp(t->polls[i].loc, loc) == 0) && (!task || t->polls[i].task == task)) n++;
+    return n;
+}
+
+const at_worker *at_worker_by_id(const at_trace *t, uint32_t id) {
+    for (size_t i = 0; i < t->nworkers; i++)
+        if (t->workers[i].id == id) return &t->workers[i];
+    return NULL;
+}
+
+size_t at_polls_on_runtime(const at_trace *t, const char *loc, const char *runtime) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->npolls; i++) {
+        const at_worker *w = at_worker_by_id(t, t->polls[i].worker);
+        if (w && strcmp(w->runtime, runtime) == 0 && strcmp(t->polls[i].loc, loc) == 0) n++;
+    }
+    return n;
+}
+
+size_t at_distinct_tasks(const at_trace *t, const char *loc) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->npolls; i++) {
+        if (strcmp(t->polls[i].loc, loc) != 0) continue;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(t->polls[j].loc, loc) == 0 && t->polls[j].task == t->polls[i].task;
+        if (!seen) n++;
+    }
+    return n;
+}
+
+size_t at_spawns(const at_trace *t, uint64_t task, const char *loc) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->nspawns; i++)
+        if (t->spawns[i].task == task && (!loc || strcmp(t->spawns[i].loc, loc) == 0)) n++;
+    return n;
+}
+
+size_t at_terminates(const at_trace *t, uint64_t task) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->nterminates; i++)
+        if (t->terminates[i].task == task) n++;
+    return n;
+}
+
+size_t at_wakes_of(const at_trace *t, uint64_t woken) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->nwakes; i++)
+        if (t->wakes[i].woken == woken) n++;
+    return n;
+}
+
+size_t at_parks_on_runtime(const at_trace *t, const char *runtime) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->nparks; i++) {
+        const at_worker *w = at_worker_by_id(t, t->parks[i].worker);
+        if (w && strcmp(w->runtime, runtime) == 0 && t->parks[i].unpark_ns >= t->parks[i].park_ns)
+            n++;
+    }
+    return n;
+}
+
+char *at_mkdtemp(const char *tag) {
+    const char *base = getenv("TMPDIR");
+    char *path = NULL;
+    if (asprintf(&path, "%s/d9-%s-XXXXXX", base && *base ? base : "/tmp", tag) < 0) return NULL;
+    if (!mkdtemp(path)) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void at_remove_tree(const char *dir) {
+    if (dir) nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ThreadSanitizer reads this from the test programs (only in TSan builds).
+ *
+ * libuv and libevent parks are recorded by dial9's epoll_wait wrapper, which TSan's own
+ * epoll_wait interceptor calls as the "real" function. Inside a blocking interceptor TSan
+ * ignores synchronization (it counts the thread as ignoring interceptors, atomics included),
+ * so the release store that publishes the park record to the collector is invisible to it,
+ * and the collector's later read of the record looks like a race. It is not one outside
+ * TSan; libev parks, recorded from its release callback outside any interceptor, show no such
+ * report. */
+const char *__tsan_default_suppressions(void);
+const char *__tsan_default_suppressions(void) { return "race:park_record\n"; }

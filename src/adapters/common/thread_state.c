@@ -1,0 +1,12 @@
+#include "thread_state.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+__thread d9a_thread d9a_self __attribute__((tls_model("initial-exec")));
+
+void d9a_lost_callback(const void *object) {
+    static atomic_flag said = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&said))
+        fprintf(stderr, "dial9: no callback recorded for %p; the call is dropped\n", object);
+}

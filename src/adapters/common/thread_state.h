@@ -1,0 +1,137 @@
+/* What a loop adapter knows about the calling thread: the loop it runs, the poll in progress,
+ * and a terminate owed at the end of a task's last poll.
+ *
+ * Polls never nest in the trace (a poll is the span from PollStart to the next PollEnd on a
+ * worker), but callbacks do: libevent's bufferevent read callback runs inside the callback of
+ * its internal event, libuv's fs-poll callback inside an internal stat request's. So a
+ * callback that starts inside another one ends the outer poll, records its own, and resumes
+ * the outer poll when it returns: the time of each callback is attributed exactly once. */
+#ifndef D9_ADAPTERS_THREAD_STATE_H
+#define D9_ADAPTERS_THREAD_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dial9/dial9.h"
+#include "real_symbol.h"
+
+typedef struct d9a_thread {
+    const void *loop;          /* loop whose run function is on this thread's stack, or NULL */
+    bool park_on_epoll;        /* epoll_wait outside callbacks is that loop's poll */
+    const void *worker_loop;   /* loop whose worker identity this thread carries */
+    uint32_t depth;            /* adapter callbacks on the stack */
+    uint64_t poll_task;        /* the innermost poll */
+    const d9_loc *poll_loc;
+    uint64_t owed_terminate;   /* task to terminate when the innermost poll ends (0: none) */
+    const d9_loc *next_loc;    /* location for the callbacks of the next registration */
+    const void *cache_loop;    /* d9a_loop_recorded's one-entry cache */
+    uint32_t cache_gen;
+    bool cache_recorded;
+} d9a_thread;
+
+extern __thread d9a_thread d9a_self D9A_HIDDEN __attribute__((tls_model("initial-exec")));
+
+/* The poll that was in progress when a callback started, to resume afterwards. */
+typedef struct d9a_frame {
+    bool recording;      /* decided at entry: while the recorder is off nothing is tracked */
+    uint64_t task;
+    const d9_loc *loc;
+    uint64_t owed_terminate;
+} d9a_frame;
+
+/* While the recorder is off a callback costs the side-table lookup and nothing else. If it
+ * starts during a callback, nested callbacks see depth 0 and record normally. */
+static inline void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc) {
+    f->recording = __builtin_expect(d9__active, 0) != 0;
+    if (!f->recording) return;
+    d9a_thread *s = &d9a_self;
+    f->task = s->poll_task;
+    f->loc = s->poll_loc;
+    f->owed_terminate = s->owed_terminate;
+    if (s->depth++) d9_poll_end();
+    s->poll_task = task;
+    s->poll_loc = loc;
+    s->owed_terminate = 0;
+    d9_poll_begin(task, loc);
+}
+
+static inline void d9a_poll_exit(const d9a_frame *f) {
+    if (!f->recording) return;
+    d9a_thread *s = &d9a_self;
+    d9_poll_end();
+    if (s->owed_terminate) d9_task_terminate(s->owed_terminate);
+    s->owed_terminate = f->owed_terminate;
+    s->poll_task = f->task;
+    s->poll_loc = f->loc;
+    if (--s->depth) d9_poll_begin(f->task, f->loc);
+}
+
+/* The poll in progress is the last one of its task (a request completes, a handle's close
+ * callback runs): its terminate is recorded right after the poll ends, unless the callback
+ * registers the same object again, which then simply goes on as the same task. */
+static inline void d9a_owe_terminate(const d9a_frame *f) {
+    if (f->recording) d9a_self.owed_terminate = d9a_self.poll_task;
+}
+
+static inline void d9a_spawn(uint64_t task, const d9_loc *loc) {
+    d9a_thread *s = &d9a_self;
+    if (s->owed_terminate == task) {
+        s->owed_terminate = 0;
+        return;
+    }
+    d9_task_spawn(task, loc);
+}
+
+/* A task ends. From inside its own callback the terminate waits for the end of the poll. */
+static inline void d9a_terminate(uint64_t task) {
+    d9a_thread *s = &d9a_self;
+    if (s->depth && s->poll_task == task) {
+        s->owed_terminate = task;
+        return;
+    }
+    d9_task_terminate(task);
+}
+
+/* A loop's run function (uv_run, event_base_loop, ev_run) is entered / left on this thread.
+ * Entered from inside a callback (a nested loop), the outer poll is ended first and resumed
+ * on the way out, like a nested callback. */
+typedef struct d9a_run_scope {
+    const void *loop;
+    bool park_on_epoll;
+    uint32_t depth;
+    d9a_frame frame;
+} d9a_run_scope;
+
+static inline void d9a_run_enter(d9a_run_scope *sc, const void *loop, bool park_on_epoll) {
+    d9a_thread *s = &d9a_self;
+    sc->loop = s->loop;
+    sc->park_on_epoll = s->park_on_epoll;
+    sc->depth = s->depth;
+    sc->frame.task = s->poll_task;
+    sc->frame.loc = s->poll_loc;
+    sc->frame.owed_terminate = s->owed_terminate;
+    if (s->depth) d9_poll_end();
+    s->depth = 0;
+    s->poll_task = 0;
+    s->poll_loc = NULL;
+    s->owed_terminate = 0;
+    s->loop = loop;
+    s->park_on_epoll = park_on_epoll;
+}
+
+static inline void d9a_run_exit(const d9a_run_scope *sc) {
+    d9a_thread *s = &d9a_self;
+    s->loop = sc->loop;
+    s->park_on_epoll = sc->park_on_epoll;
+    s->depth = sc->depth;
+    s->poll_task = sc->frame.task;
+    s->poll_loc = sc->frame.loc;
+    s->owed_terminate = sc->frame.owed_terminate;
+    if (s->depth) d9_poll_begin(s->poll_task, s->poll_loc);
+}
+
+/* A callback whose side-table entry is missing: cannot happen unless the table was corrupted;
+ * says so once on stderr (the callback cannot be called: its address is lost). */
+D9A_HIDDEN void d9a_lost_callback(const void *object);
+
+#endif

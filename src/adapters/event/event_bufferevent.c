@@ -1,0 +1,174 @@
+/* Bufferevents and connection listeners: their callbacks are what the application wrote, so
+ * they are polls of their own (task id = the bufferevent or listener), interrupting the poll
+ * of the internal event that calls them. The callback argument is passed through untouched;
+ * the trampolines find the callbacks by the bufferevent / listener pointer. */
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+
+#include "event_adapter.h"
+
+#define DATA_TRAMPOLINE(name, role)                                                        \
+    static void name(struct bufferevent *bev, void *ctx) {                                 \
+        d9a_fn fn;                                                                         \
+        d9a_frame f;                                                                       \
+        if (!d9a_callback_begin(bev, role, &fn, &f)) return;                               \
+        ((bufferevent_data_cb)fn)(bev, ctx);                                               \
+        d9a_poll_exit(&f);                                                                 \
+    }
+
+DATA_TRAMPOLINE(bev_read_trampoline, BEV_ROLE_READ)
+DATA_TRAMPOLINE(bev_write_trampoline, BEV_ROLE_WRITE)
+
+static void bev_event_trampoline(struct bufferevent *bev, short what, void *ctx) {
+    d9a_fn fn;
+    d9a_frame f;
+    if (!d9a_callback_begin(bev, BEV_ROLE_EVENT, &fn, &f)) return;
+    ((bufferevent_event_cb)fn)(bev, what, ctx);
+    d9a_poll_exit(&f);
+}
+
+static inline d9a_fn unwrap(d9a_fn fn, d9a_fn trampoline, d9a_fn original) {
+    return fn == trampoline ? original : fn;
+}
+
+D9A_EXPORT void bufferevent_setcb(struct bufferevent *bev, bufferevent_data_cb readcb,
+                                  bufferevent_data_cb writecb, bufferevent_event_cb eventcb,
+                                  void *cbarg) {
+    const d9_loc *explicit_loc = d9a_take_next_loc();
+    bool any = readcb || writecb || eventcb;
+    bool ours = readcb == bev_read_trampoline || writecb == bev_write_trampoline ||
+                eventcb == bev_event_trampoline;
+    bool record = bev && !ours &&
+                  (d9a_table_contains(bev) ||
+                   (any && d9a_loop_recorded(D9A_REAL(bufferevent_get_base)(bev))));
+    if (!record) {
+        D9A_REAL(bufferevent_setcb)(bev, readcb, writecb, eventcb, cbarg);
+        return;
+    }
+    d9a_object o = {.loop = D9A_REAL(bufferevent_get_base)(bev)};
+    o.fn[BEV_ROLE_READ] = (d9a_fn)readcb;
+    o.fn[BEV_ROLE_WRITE] = (d9a_fn)writecb;
+    o.fn[BEV_ROLE_EVENT] = (d9a_fn)eventcb;
+    const d9_loc *first = NULL;
+    for (unsigned r = BEV_ROLE_READ; r <= BEV_ROLE_EVENT; r++) {
+        o.loc[r] = d9a_loc_for((const void *)o.fn[r], explicit_loc);
+        if (!first) first = o.loc[r];
+    }
+    int put = d9a_table_put(bev, &o, NULL);
+    if (put < 0) {
+        D9A_REAL(bufferevent_setcb)(bev, readcb, writecb, eventcb, cbarg);
+        return;
+    }
+    if (put == 1) d9a_spawn((uintptr_t)bev, first);
+    D9A_REAL(bufferevent_setcb)(bev, readcb ? bev_read_trampoline : NULL,
+                                writecb ? bev_write_trampoline : NULL,
+                                eventcb ? bev_event_trampoline : NULL, cbarg);
+}
+
+D9A_EXPORT void bufferevent_getcb(struct bufferevent *bev, bufferevent_data_cb *readcb_ptr,
+                                  bufferevent_data_cb *writecb_ptr,
+                                  bufferevent_event_cb *eventcb_ptr, void **cbarg_ptr) {
+    D9A_REAL(bufferevent_getcb)(bev, readcb_ptr, writecb_ptr, eventcb_ptr, cbarg_ptr);
+    d9a_object o;
+    if (!d9a_table_get(bev, &o)) return;
+    if (readcb_ptr)
+        *readcb_ptr = (bufferevent_data_cb)unwrap(
+            (d9a_fn)*readcb_ptr, (d9a_fn)bev_read_trampoline, o.fn[BEV_ROLE_READ]);
+    if (writecb_ptr)
+        *writecb_ptr = (bufferevent_data_cb)unwrap(
+            (d9a_fn)*writecb_ptr, (d9a_fn)bev_write_trampoline, o.fn[BEV_ROLE_WRITE]);
+    if (eventcb_ptr)
+        *eventcb_ptr = (bufferevent_event_cb)unwrap(
+            (d9a_fn)*eventcb_ptr, (d9a_fn)bev_event_trampoline, o.fn[BEV_ROLE_EVENT]);
+}
+
+/* bufferevent_free clears the callbacks first (through bufferevent_setcb), so none runs
+ * after it; the memory may live on while libevent holds references. */
+D9A_EXPORT void bufferevent_free(struct bufferevent *bev) {
+    D9A_REAL(bufferevent_free)(bev);
+    if (bev && d9a_table_take(bev, NULL)) d9a_terminate((uintptr_t)bev);
+}
+
+/* ---------------------------------------------------------------- listeners */
+
+static void listener_trampoline(struct evconnlistener *lev, evutil_socket_t fd,
+                                struct sockaddr *addr, int socklen, void *ptr) {
+    d9a_fn fn;
+    d9a_frame f;
+    if (!d9a_callback_begin(lev, LISTENER_ROLE_CB, &fn, &f)) return;
+    ((evconnlistener_cb)fn)(lev, fd, addr, socklen, ptr);
+    d9a_poll_exit(&f);
+}
+
+static void listener_error_trampoline(struct evconnlistener *lev, void *ptr) {
+    d9a_fn fn;
+    d9a_frame f;
+    if (!d9a_callback_begin(lev, LISTENER_ROLE_ERROR, &fn, &f)) return;
+    ((evconnlistener_errorcb)fn)(lev, ptr);
+    d9a_poll_exit(&f);
+}
+
+/* evconnlistener_new_bind calls evconnlistener_new: only the outermost call tracks. */
+static __thread int t_listener_depth __attribute__((tls_model("initial-exec")));
+
+/* A new listener runs the application's callback until this swaps it (libevent has no way
+ * to create one with a callback the adapter could key before the listener exists). */
+static void track_new_listener(struct evconnlistener *lev, struct event_base *base,
+                               evconnlistener_cb cb, void *ptr, const d9_loc *explicit_loc) {
+    if (!lev || !cb || t_listener_depth || !d9a_loop_recorded(base)) return;
+    if (d9a_track(lev, base, LISTENER_ROLE_CB, (d9a_fn)cb, explicit_loc))
+        D9A_REAL(evconnlistener_set_cb)(lev, listener_trampoline, ptr);
+}
+
+D9A_EXPORT struct evconnlistener *evconnlistener_new(struct event_base *base, evconnlistener_cb cb,
+                                                     void *ptr, unsigned flags, int backlog,
+                                                     evutil_socket_t fd) {
+    const d9_loc *explicit_loc = d9a_take_next_loc();
+    t_listener_depth++;
+    struct evconnlistener *lev = D9A_REAL(evconnlistener_new)(base, cb, ptr, flags, backlog, fd);
+    t_listener_depth--;
+    track_new_listener(lev, base, cb, ptr, explicit_loc);
+    return lev;
+}
+
+D9A_EXPORT struct evconnlistener *evconnlistener_new_bind(struct event_base *base,
+                                                          evconnlistener_cb cb, void *ptr,
+                                                          unsigned flags, int backlog,
+                                                          const struct sockaddr *sa, int socklen) {
+    const d9_loc *explicit_loc = d9a_take_next_loc();
+    t_listener_depth++;
+    struct evconnlistener *lev =
+        D9A_REAL(evconnlistener_new_bind)(base, cb, ptr, flags, backlog, sa, socklen);
+    t_listener_depth--;
+    track_new_listener(lev, base, cb, ptr, explicit_loc);
+    return lev;
+}
+
+D9A_EXPORT void evconnlistener_set_cb(struct evconnlistener *lev, evconnlistener_cb cb, void *arg) {
+    const d9_loc *explicit_loc = d9a_take_next_loc();
+    if (lev && cb != listener_trampoline &&
+        (d9a_table_contains(lev) ||
+         (cb && d9a_loop_recorded(D9A_REAL(evconnlistener_get_base)(lev)))) &&
+        d9a_track(lev, D9A_REAL(evconnlistener_get_base)(lev), LISTENER_ROLE_CB, (d9a_fn)cb,
+                  explicit_loc)) {
+        D9A_REAL(evconnlistener_set_cb)(lev, cb ? listener_trampoline : NULL, arg);
+        return;
+    }
+    D9A_REAL(evconnlistener_set_cb)(lev, cb, arg);
+}
+
+D9A_EXPORT void evconnlistener_set_error_cb(struct evconnlistener *lev,
+                                            evconnlistener_errorcb errorcb) {
+    const d9_loc *explicit_loc = d9a_take_next_loc();
+    if (lev && errorcb && errorcb != listener_error_trampoline && d9a_table_contains(lev) &&
+        d9a_track(lev, NULL, LISTENER_ROLE_ERROR, (d9a_fn)errorcb, explicit_loc)) {
+        D9A_REAL(evconnlistener_set_error_cb)(lev, listener_error_trampoline);
+        return;
+    }
+    D9A_REAL(evconnlistener_set_error_cb)(lev, errorcb);
+}
+
+D9A_EXPORT void evconnlistener_free(struct evconnlistener *lev) {
+    D9A_REAL(evconnlistener_free)(lev);
+    if (lev && d9a_table_take(lev, NULL)) d9a_terminate((uintptr_t)lev);
+}

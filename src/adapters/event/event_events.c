@@ -1,0 +1,197 @@
+/* libevent events. libevent calls event_assign through its PLT from event_new, event_set,
+ * bufferevents, listeners and its own internals, so wrapping event_assign sees every event:
+ * libevent is handed a trampoline and the event itself as argument, and the application's
+ * callback and argument live in the side table (the getters are wrapped to return them). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "event_adapter.h"
+
+/* Inside event_base_once: its internal event is not recorded separately. */
+static __thread int t_passthrough __attribute__((tls_model("initial-exec")));
+
+static void event_trampoline(evutil_socket_t fd, short what, void *ev) {
+    d9a_fn fn;
+    const d9_loc *loc;
+    void *arg;
+    if (!d9a_table_callback_arg(ev, EVENT_ROLE_CB, &fn, &loc, &arg)) {
+        d9a_lost_callback(ev);
+        return;
+    }
+    d9a_frame f;
+    d9a_poll_enter(&f, (uintptr_t)ev, loc);
+    ((event_callback_fn)fn)(fd, what, arg);
+    d9a_poll_exit(&f);
+}
+
+/* libevent's own events (a bufferevent's socket I/O, a listener's accept, the notify and
+ * signal events, once events) are left alone: libevent reads their callback argument
+ * itself (finalizers get it), so it must stay what libevent set. The application's
+ * callbacks on top of them are wrapped where they are registered (bufferevent_setcb...). */
+static bool libevent_internal(event_callback_fn cb) {
+    return strncmp(d9a_callback_object((const void *)cb), "libevent", 8) == 0;
+}
+
+/* An assignment that is not recorded: an entry left for this address is stale. */
+static void forget_event(struct event *ev) {
+    if (ev && d9a_table_contains(ev) && d9a_table_take(ev, NULL)) d9a_terminate((uintptr_t)ev);
+}
+
+D9A_EXPORT int event_assign(struct event *ev, struct event_base *base, evutil_socket_t fd,
+                            short events, event_callback_fn cb, void *arg) {
+    const d9_loc *explicit_loc = d9a_take_next_loc();
+    if (cb == event_trampoline) return D9A_REAL(event_assign)(ev, base, fd, events, cb, arg);
+    if (!ev || !cb || t_passthrough || !d9a_loop_recorded(base) || libevent_internal(cb)) {
+        forget_event(ev);
+        return D9A_REAL(event_assign)(ev, base, fd, events, cb, arg);
+    }
+    if (arg == D9A_REAL(event_self_cbarg)()) arg = ev;
+    d9a_object o = {.loop = base, .arg = arg};
+    o.fn[EVENT_ROLE_CB] = (d9a_fn)cb;
+    o.loc[EVENT_ROLE_CB] = d9a_loc_for((const void *)cb, explicit_loc);
+    int put = d9a_table_put(ev, &o, NULL);
+    if (put < 0) return D9A_REAL(event_assign)(ev, base, fd, events, cb, arg);
+    if (put == 0) d9a_terminate((uintptr_t)ev); /* assigned again: the previous task ends */
+    d9a_spawn((uintptr_t)ev, o.loc[EVENT_ROLE_CB]);
+    int rc = D9A_REAL(event_assign)(ev, base, fd, events, event_trampoline, ev);
+    if (rc < 0) d9a_untrack(ev);
+    return rc;
+}
+
+/* event_new allocates and calls event_assign through the PLT (tracked there). Should a
+ * libevent build call it directly, the new event is assigned again here. */
+D9A_EXPORT struct event *event_new(struct event_base *base, evutil_socket_t fd, short events,
+                                   event_callback_fn cb, void *arg) {
+    const d9_loc *explicit_loc = d9a_self.next_loc; /* left for the inner event_assign */
+    struct event *ev = D9A_REAL(event_new)(base, fd, events, cb, arg);
+    if (ev && cb && !t_passthrough && d9a_loop_recorded(base) && !libevent_internal(cb) &&
+        D9A_REAL(event_get_callback)(ev) != event_trampoline) {
+        d9a_set_next_loc(explicit_loc);
+        if (arg == D9A_REAL(event_self_cbarg)()) arg = ev;
+        event_assign(ev, base, fd, events, cb, arg);
+    }
+    d9a_take_next_loc();
+    return ev;
+}
+
+D9A_EXPORT void event_free(struct event *ev) {
+    forget_event(ev);
+    D9A_REAL(event_free)(ev);
+}
+
+D9A_EXPORT void event_debug_unassign(struct event *ev) {
+    forget_event(ev);
+    D9A_REAL(event_debug_unassign)(ev);
+}
+
+/* libevent passes a finalizer the event's (swapped) argument: give it the application's. */
+static void finalize_trampoline(struct event *ev, void *ignored) {
+    (void)ignored;
+    d9a_object o;
+    if (!d9a_table_take(ev, &o) || !o.fn[EVENT_ROLE_FINALIZE]) {
+        d9a_lost_callback(ev);
+        return;
+    }
+    d9a_frame f;
+    d9a_poll_enter(&f, (uintptr_t)ev, o.loc[EVENT_ROLE_FINALIZE]);
+    d9a_owe_terminate(&f);
+    ((event_finalize_callback_fn)o.fn[EVENT_ROLE_FINALIZE])(ev, o.arg);
+    d9a_poll_exit(&f);
+}
+
+static bool track_finalizer(struct event *ev, event_finalize_callback_fn cb) {
+    const d9_loc *explicit_loc = d9a_take_next_loc();
+    if (!ev || !cb || !d9a_table_contains(ev)) return false;
+    int rc = d9a_table_set_callback(ev, NULL, EVENT_ROLE_FINALIZE, (d9a_fn)cb,
+                                    d9a_loc_for((const void *)cb, explicit_loc));
+    if (rc == 1) d9a_table_take(ev, NULL); /* freed meanwhile by another thread */
+    return rc == 0;
+}
+
+D9A_EXPORT int event_finalize(unsigned flags, struct event *ev, event_finalize_callback_fn cb) {
+    if (track_finalizer(ev, cb)) return D9A_REAL(event_finalize)(flags, ev, finalize_trampoline);
+    return D9A_REAL(event_finalize)(flags, ev, cb);
+}
+
+D9A_EXPORT int event_free_finalize(unsigned flags, struct event *ev,
+                                   event_finalize_callback_fn cb) {
+    if (track_finalizer(ev, cb))
+        return D9A_REAL(event_free_finalize)(flags, ev, finalize_trampoline);
+    return D9A_REAL(event_free_finalize)(flags, ev, cb);
+}
+
+/* ---------------------------------------------------------------- getters */
+
+static bool tracked(const struct event *ev, d9a_object *o) {
+    return ev && D9A_REAL(event_get_callback)(ev) == event_trampoline && d9a_table_get(ev, o);
+}
+
+D9A_EXPORT event_callback_fn event_get_callback(const struct event *ev) {
+    d9a_object o;
+    if (tracked(ev, &o)) return (event_callback_fn)o.fn[EVENT_ROLE_CB];
+    return D9A_REAL(event_get_callback)(ev);
+}
+
+D9A_EXPORT void *event_get_callback_arg(const struct event *ev) {
+    d9a_object o;
+    if (tracked(ev, &o)) return o.arg;
+    return D9A_REAL(event_get_callback_arg)(ev);
+}
+
+D9A_EXPORT void event_get_assignment(const struct event *ev, struct event_base **base_out,
+                                     evutil_socket_t *fd_out, short *events_out,
+                                     event_callback_fn *callback_out, void **arg_out) {
+    D9A_REAL(event_get_assignment)(ev, base_out, fd_out, events_out, callback_out, arg_out);
+    d9a_object o;
+    if ((callback_out || arg_out) && tracked(ev, &o)) {
+        if (callback_out) *callback_out = (event_callback_fn)o.fn[EVENT_ROLE_CB];
+        if (arg_out) *arg_out = o.arg;
+    }
+}
+
+/* ---------------------------------------------------------------- wakes */
+
+D9A_EXPORT void event_active(struct event *ev, int res, short ncalls) {
+    if (__builtin_expect(d9__active, 0) && d9a_table_contains(ev)) d9_wake((uintptr_t)ev);
+    D9A_REAL(event_active)(ev, res, ncalls);
+}
+
+/* ---------------------------------------------------------------- event_base_once */
+
+/* A once event is a task of its own, keyed by a token allocated here (libevent's internal
+ * event is not visible): spawned at the call, terminated after its callback. */
+static void once_trampoline(evutil_socket_t fd, short what, void *token) {
+    d9a_object o;
+    if (!d9a_table_take(token, &o)) {
+        d9a_lost_callback(token);
+        return;
+    }
+    d9a_frame f;
+    d9a_poll_enter(&f, (uintptr_t)token, o.loc[EVENT_ROLE_CB]);
+    d9a_owe_terminate(&f);
+    ((event_callback_fn)o.fn[EVENT_ROLE_CB])(fd, what, o.arg);
+    d9a_poll_exit(&f);
+    free(token);
+}
+
+D9A_EXPORT int event_base_once(struct event_base *base, evutil_socket_t fd, short events,
+                               event_callback_fn cb, void *arg, const struct timeval *tv) {
+    const d9_loc *explicit_loc = d9a_take_next_loc();
+    void *token = cb && d9a_loop_recorded(base) ? malloc(1) : NULL;
+    if (!token) return D9A_REAL(event_base_once)(base, fd, events, cb, arg, tv);
+    d9a_object o = {.loop = base, .arg = arg, .flags = EVENT_FLAG_ONCE};
+    o.fn[EVENT_ROLE_CB] = (d9a_fn)cb;
+    o.loc[EVENT_ROLE_CB] = d9a_loc_for((const void *)cb, explicit_loc);
+    if (!d9a_track_new(token, &o, o.loc[EVENT_ROLE_CB])) {
+        free(token);
+        return D9A_REAL(event_base_once)(base, fd, events, cb, arg, tv);
+    }
+    t_passthrough++;
+    int rc = D9A_REAL(event_base_once)(base, fd, events, once_trampoline, token, tv);
+    t_passthrough--;
+    if (rc < 0) {
+        d9a_untrack(token);
+        free(token);
+    }
+    return rc;
+}

@@ -1,0 +1,270 @@
+/* The libevent adapter against Debian's shared libevent: a base with a persistent timer, a
+ * socketpair read event, an embedded event (event_assign with event_self_cbarg) activated
+ * from another thread, event_base_once, a bufferevent and a listener on 127.0.0.1. The
+ * program counts its callbacks and checks their arguments and the getters; then it reads the
+ * trace back and checks polls per task and callback, spawn locations, terminates, wakes,
+ * park/unpark on the base's thread, and that polls never nest. */
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event_struct.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "adapter_trace.h"
+#include "check.h"
+#include "dial9/event.h"
+
+#define N_TICKS 6
+#define N_ACTIVE 3
+#define BASE_NAME "event-test"
+
+static struct event_base *base;
+static struct event *timer_ev, *read_ev;
+static struct event assigned_ev;
+static struct bufferevent *bev;
+static struct evconnlistener *listener;
+static int sv[2], bev_sv[2];
+static struct sockaddr_in listen_addr;
+static sem_t activated;
+static uintptr_t timer_id, bev_id; /* task ids of objects freed during the run */
+static int tag_timer, tag_read, tag_once, tag_bev, tag_listener;
+
+static struct {
+    int timer, readable, assigned, once, bev_read, bev_event, accept;
+    int bad;
+    long bytes, bev_bytes;
+} n;
+
+static long tid(void) { return (long)syscall(SYS_gettid); }
+
+static void maybe_finish(void) {
+    if (n.timer == N_TICKS && n.assigned == N_ACTIVE && n.once == 1 && n.accept == 1 &&
+        n.bytes == N_TICKS && n.bev_bytes == N_TICKS && !bev)
+        event_base_loopbreak(base);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg) {
+    if (fd != -1 || !(what & EV_TIMEOUT) || arg != &tag_timer) n.bad++;
+    /* the application sees its own callback and argument */
+    if (event_get_callback_arg(timer_ev) != &tag_timer || event_get_callback(timer_ev) != on_timer)
+        n.bad++;
+    n.timer++;
+    char c = 'x';
+    if (write(sv[1], &c, 1) != 1 || write(bev_sv[1], &c, 1) != 1) n.bad++;
+    if (n.timer == N_TICKS) {
+        event_free(timer_ev); /* freed inside its own callback */
+        timer_ev = NULL;
+    }
+    maybe_finish();
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg) {
+    if (fd != sv[0] || !(what & EV_READ) || arg != &tag_read) n.bad++;
+    n.readable++;
+    char buf[64];
+    ssize_t r = read(fd, buf, sizeof buf);
+    if (r > 0) n.bytes += r;
+    maybe_finish();
+}
+
+static void on_assigned(evutil_socket_t fd, short what, void *arg) {
+    /* event_self_cbarg(): the argument is the event itself */
+    if (fd != -1 || !(what & EV_READ) || arg != &assigned_ev) n.bad++;
+    n.assigned++;
+    sem_post(&activated);
+    maybe_finish();
+}
+
+static void *activator(void *unused) {
+    (void)unused;
+    for (int i = 0; i < N_ACTIVE; i++) {
+        event_active(&assigned_ev, EV_READ, 0);
+        sem_wait(&activated);
+    }
+    /* and a client for the listener */
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(s, (struct sockaddr *)&listen_addr, sizeof listen_addr) != 0) n.bad++;
+    close(s);
+    return NULL;
+}
+
+static void on_once(evutil_socket_t fd, short what, void *arg) {
+    if (fd != -1 || !(what & EV_TIMEOUT) || arg != &tag_once) n.bad++;
+    n.once++;
+    maybe_finish();
+}
+
+static void on_bev_read(struct bufferevent *b, void *ctx) {
+    if (b != bev || ctx != &tag_bev) n.bad++;
+    bufferevent_data_cb r, w;
+    bufferevent_event_cb e;
+    void *arg;
+    bufferevent_getcb(b, &r, &w, &e, &arg);
+    if (r != on_bev_read || w != NULL || arg != &tag_bev) n.bad++;
+    n.bev_read++;
+    n.bev_bytes += (long)evbuffer_get_length(bufferevent_get_input(b));
+    evbuffer_drain(bufferevent_get_input(b), evbuffer_get_length(bufferevent_get_input(b)));
+    if (n.bev_bytes == N_TICKS) {
+        bufferevent_free(b); /* freed inside its own callback */
+        bev = NULL;
+    }
+    maybe_finish();
+}
+
+static void on_bev_event(struct bufferevent *b, short what, void *ctx) {
+    (void)what;
+    if (b != bev || ctx != &tag_bev) n.bad++;
+    n.bev_event++;
+}
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                      int socklen, void *ptr) {
+    (void)sa;
+    (void)socklen;
+    if (l != listener || ptr != &tag_listener) n.bad++;
+    n.accept++;
+    close(fd);
+    maybe_finish();
+}
+
+static d9_loc once_site = {"once-site", "main", 0, 0};
+
+static void run_workload(void) {
+    CHECK(evthread_use_pthreads() == 0);
+    base = event_base_new();
+    CHECK(base != NULL);
+    CHECK(d9_event_instrument(base, BASE_NAME) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, bev_sv) == 0);
+    evutil_make_socket_nonblocking(sv[0]);
+
+    timer_ev = event_new(base, -1, EV_PERSIST, on_timer, &tag_timer);
+    timer_id = (uintptr_t)timer_ev;
+    struct timeval ms = {0, 1000};
+    event_add(timer_ev, &ms);
+    read_ev = event_new(base, sv[0], EV_READ | EV_PERSIST, on_readable, &tag_read);
+    event_add(read_ev, NULL);
+    CHECK(event_assign(&assigned_ev, base, -1, 0, on_assigned, event_self_cbarg()) == 0);
+    CHECK(event_get_callback_arg(&assigned_ev) == &assigned_ev);
+    event_callback_fn got_cb = NULL;
+    void *got_arg = NULL;
+    event_get_assignment(&assigned_ev, NULL, NULL, NULL, &got_cb, &got_arg);
+    CHECK(got_cb == on_assigned && got_arg == &assigned_ev);
+    d9_event_location(&once_site);
+    CHECK(event_base_once(base, -1, EV_TIMEOUT, on_once, &tag_once, &ms) == 0);
+
+    bev = bufferevent_socket_new(base, bev_sv[0], BEV_OPT_CLOSE_ON_FREE);
+    bev_id = (uintptr_t)bev;
+    bufferevent_setcb(bev, on_bev_read, NULL, on_bev_event, &tag_bev);
+    bufferevent_enable(bev, EV_READ);
+
+    memset(&listen_addr, 0, sizeof listen_addr);
+    listen_addr.sin_family = AF_INET;
+    listen_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    listener = evconnlistener_new_bind(base, on_accept, &tag_listener,
+                                       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 8,
+                                       (struct sockaddr *)&listen_addr, sizeof listen_addr);
+    CHECK(listener != NULL);
+    socklen_t len = sizeof listen_addr;
+    getsockname(evconnlistener_get_fd(listener), (struct sockaddr *)&listen_addr, &len);
+
+    pthread_t thread;
+    pthread_create(&thread, NULL, activator, NULL);
+    CHECK(event_base_dispatch(base) == 1 || n.timer == N_TICKS); /* ends by loopbreak */
+    pthread_join(thread, NULL);
+    evconnlistener_free(listener);
+    event_free(read_ev);
+    event_base_free(base); /* assigned_ev was never freed: its task ends with the base */
+    close(sv[0]);
+    close(sv[1]);
+    close(bev_sv[1]);
+}
+
+static void check_polls(const at_trace *t, const char *loc, const void *obj, long want) {
+    size_t got = at_polls(t, loc, (uintptr_t)obj);
+    CHECK(obj != NULL);
+    if (got != (size_t)want) fprintf(stderr, "polls of %s: %zu, callbacks: %ld\n", loc, got, want);
+    CHECK_EQ_U64(got, want);
+    CHECK_EQ_U64(at_polls(t, loc, 0), want);
+    CHECK_EQ_U64(at_polls_on_runtime(t, loc, BASE_NAME), want);
+}
+
+int main(void) {
+    sem_init(&activated, 0, 0);
+    char *dir = at_mkdtemp("event");
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = dir;
+    cfg.flush_ms = 5;
+    CHECK(d9_start(&cfg) == 0);
+    long loop_tid = tid();
+    run_workload();
+    d9_stop();
+
+    CHECK_EQ_U64(n.bad, 0);
+    CHECK_EQ_U64(n.timer, N_TICKS);
+    CHECK_EQ_U64(n.assigned, N_ACTIVE);
+    CHECK_EQ_U64(n.once, 1);
+    CHECK_EQ_U64(n.accept, 1);
+    CHECK_EQ_U64(n.bytes, N_TICKS);
+    CHECK_EQ_U64(n.bev_bytes, N_TICKS);
+
+    at_trace t;
+    CHECK(at_load(d9_run_dir(), &t) == 0);
+    CHECK_EQ_U64(t.nesting_errors, 0);
+    CHECK_EQ_U64(t.park_errors, 0);
+    CHECK_EQ_U64(t.open_polls, 0);
+
+    const at_worker *w = NULL;
+    for (size_t i = 0; i < t.nworkers; i++)
+        if (strcmp(t.workers[i].runtime, BASE_NAME) == 0) w = &t.workers[i];
+    CHECK(w && w->tid == (uint32_t)loop_tid && w->index == 0);
+    CHECK(at_parks_on_runtime(&t, BASE_NAME) >= 1);
+
+    check_polls(&t, "on_timer", (void *)timer_id, n.timer);
+    check_polls(&t, "on_readable", read_ev, n.readable);
+    check_polls(&t, "on_assigned", &assigned_ev, n.assigned);
+    check_polls(&t, "on_bev_read", (void *)bev_id, n.bev_read);
+    CHECK_EQ_U64(at_polls(&t, "on_bev_event", 0), n.bev_event);
+    check_polls(&t, "on_accept", listener, n.accept);
+    CHECK_EQ_U64(at_polls(&t, "once-site", 0), n.once);
+    CHECK_EQ_U64(at_distinct_tasks(&t, "on_timer"), 1);
+    CHECK_EQ_U64(at_distinct_tasks(&t, "on_bev_read"), 1);
+
+    /* spawns at creation with the callback's name, terminates at free / base free */
+    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)read_ev, "on_readable"), 1);
+    CHECK_EQ_U64(at_terminates(&t, (uintptr_t)read_ev), 1);
+    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)&assigned_ev, "on_assigned"), 1);
+    CHECK_EQ_U64(at_terminates(&t, (uintptr_t)&assigned_ev), 1);
+    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)listener, "on_accept"), 1);
+    CHECK_EQ_U64(at_terminates(&t, (uintptr_t)listener), 1);
+    uint64_t timer_task = timer_id, bev_task = bev_id, once_task = 0;
+    for (size_t i = 0; i < t.npolls; i++)
+        if (strcmp(t.polls[i].loc, "once-site") == 0) once_task = t.polls[i].task;
+    CHECK(once_task != 0);
+    CHECK_EQ_U64(at_spawns(&t, timer_task, "on_timer"), 1);
+    CHECK_EQ_U64(at_terminates(&t, timer_task), 1);
+    CHECK_EQ_U64(at_spawns(&t, bev_task, "on_bev_read"), 1);
+    CHECK_EQ_U64(at_terminates(&t, bev_task), 1);
+    CHECK_EQ_U64(at_spawns(&t, once_task, "once-site"), 1);
+    CHECK_EQ_U64(at_terminates(&t, once_task), 1);
+
+    /* event_active from another thread wakes the event's task */
+    CHECK_EQ_U64(at_wakes_of(&t, (uintptr_t)&assigned_ev), N_ACTIVE);
+    for (size_t i = 0; i < t.nwakes; i++)
+        if (t.wakes[i].woken == (uintptr_t)&assigned_ev) CHECK(t.wakes[i].worker == 255);
+
+    at_free(&t);
+    if (!d9t_failed) at_remove_tree(dir);
+    free(dir);
+    return d9t_summary("test_mt_event_adapter");
+}

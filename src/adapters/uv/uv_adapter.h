@@ -1,0 +1,27 @@
+/* Internal to the libuv adapter: callback roles in the side table and the loop-level names. */
+#ifndef D9_ADAPTERS_UV_ADAPTER_H
+#define D9_ADAPTERS_UV_ADAPTER_H
+
+#include <uv.h>
+
+#include "trampoline.h"
+
+/* Roles of a handle's callbacks. A stream that listens never reads, but the roles stay apart
+ * so that a trampoline always finds a callback of its own signature. */
+enum {
+    UV_ROLE_CB = 0,     /* the handle's main callback (timer, read, recv, poll, exit...) */
+    UV_ROLE_ALLOC = 1,  /* alloc_cb of a stream or udp handle */
+    UV_ROLE_CLOSE = 2,  /* close_cb */
+    UV_ROLE_LISTEN = 3, /* connection_cb */
+};
+
+/* Roles of a request's callbacks. */
+enum {
+    UV_REQ_DONE = 0, /* the completion callback, on the loop thread */
+    UV_REQ_POOL = 1, /* the part that runs on a pool thread (work_cb, libuv's fs work...) */
+};
+
+#define D9_UV_DEFAULT_NAME "uv"
+#define D9_UV_POOL_RUNTIME "uv-threadpool"
+
+#endif

@@ -1,0 +1,91 @@
+/* libuv requests that complete on the loop thread (writes, connects, shutdowns, udp sends):
+ * each request is a task that spawns when submitted and terminates after its callback. */
+#include "uv_adapter.h"
+
+#define REQUEST_TRAMPOLINE(name, req_t, cb_t)                                              \
+    static void name(req_t *req, int status) {                                             \
+        d9a_fn fn;                                                                         \
+        d9a_frame f;                                                                       \
+        if (!d9a_final_callback_begin(req, UV_REQ_DONE, &fn, &f)) return;                  \
+        ((cb_t)fn)(req, status);                                                           \
+        d9a_poll_exit(&f);                                                                 \
+    }
+
+REQUEST_TRAMPOLINE(write_trampoline, uv_write_t, uv_write_cb)
+REQUEST_TRAMPOLINE(shutdown_trampoline, uv_shutdown_t, uv_shutdown_cb)
+REQUEST_TRAMPOLINE(connect_trampoline, uv_connect_t, uv_connect_cb)
+REQUEST_TRAMPOLINE(udp_send_trampoline, uv_udp_send_t, uv_udp_send_cb)
+
+/* Track request `req` of `loop` with completion callback `cb`; false: pass it through (also
+ * when libuv forwards an already swapped callback to itself: uv_write calls uv_write2). */
+static bool track_request(const void *req, const uv_loop_t *loop, d9a_fn cb,
+                          const d9_loc *explicit_loc, d9a_fn trampoline) {
+    if (!req || !cb || cb == trampoline || !d9a_loop_recorded(loop)) return false;
+    d9a_object o = {.loop = loop};
+    o.fn[UV_REQ_DONE] = cb;
+    o.loc[UV_REQ_DONE] = d9a_loc_for((const void *)cb, explicit_loc);
+    return d9a_track_new(req, &o, o.loc[UV_REQ_DONE]);
+}
+
+static inline int submitted(const void *req, int rc) {
+    if (rc < 0) d9a_untrack(req);
+    return rc;
+}
+
+D9A_EXPORT int uv_write(uv_write_t *req, uv_stream_t *h, const uv_buf_t bufs[],
+                        unsigned int nbufs, uv_write_cb cb) {
+    const d9_loc *explicit_loc = d9a_take_next_loc();
+    if (h && track_request(req, h->loop, (d9a_fn)cb, explicit_loc,
+                           (d9a_fn)write_trampoline))
+        return submitted(req, D9A_REAL(uv_write)(req, h, bufs, nbufs, write_trampoline));
+    return D9A_REAL(uv_write)(req, h, bufs, nbufs, cb);
+}
+
+D9A_EXPORT int uv_write2(uv_write_t *req, uv_stream_t *h, const uv_buf_t bufs[],
+                         unsigned int nbufs, uv_stream_t *send_handle, uv_write_cb cb) {
+    const d9_loc *explicit_loc = d9a_take_next_loc();
+    if (h && track_request(req, h->loop, (d9a_fn)cb, explicit_loc,
+                           (d9a_fn)write_trampoline))
+        return submitted(req, D9A_REAL(uv_write2)(req, h, bufs, nbufs, send_handle,
+                                                  write_trampoline));
+    return D9A_REAL(uv_write2)(req, h, bufs, nbufs, send_handle, cb);
+}
+
+D9A_EXPORT int uv_shutdown(uv_shutdown_t *req, uv_stream_t *h, uv_shutdown_cb cb) {
+    const d9_loc *explicit_loc = d9a_take_next_loc();
+    if (h && track_request(req, h->loop, (d9a_fn)cb, explicit_loc,
+                           (d9a_fn)shutdown_trampoline))
+        return submitted(req, D9A_REAL(uv_shutdown)(req, h, shutdown_trampoline));
+    return D9A_REAL(uv_shutdown)(req, h, cb);
+}
+
+D9A_EXPORT int uv_tcp_connect(uv_connect_t *req, uv_tcp_t *h, const struct sockaddr *addr,
+                              uv_connect_cb cb) {
+    const d9_loc *explicit_loc = d9a_take_next_loc();
+    if (h && track_request(req, h->loop, (d9a_fn)cb, explicit_loc,
+                           (d9a_fn)connect_trampoline))
+        return submitted(req, D9A_REAL(uv_tcp_connect)(req, h, addr, connect_trampoline));
+    return D9A_REAL(uv_tcp_connect)(req, h, addr, cb);
+}
+
+/* Reports every failure through the callback, so the request always completes. */
+D9A_EXPORT void uv_pipe_connect(uv_connect_t *req, uv_pipe_t *h, const char *name,
+                                uv_connect_cb cb) {
+    const d9_loc *explicit_loc = d9a_take_next_loc();
+    if (h && track_request(req, h->loop, (d9a_fn)cb, explicit_loc,
+                           (d9a_fn)connect_trampoline)) {
+        D9A_REAL(uv_pipe_connect)(req, h, name, connect_trampoline);
+        return;
+    }
+    D9A_REAL(uv_pipe_connect)(req, h, name, cb);
+}
+
+D9A_EXPORT int uv_udp_send(uv_udp_send_t *req, uv_udp_t *h, const uv_buf_t bufs[],
+                           unsigned int nbufs, const struct sockaddr *addr, uv_udp_send_cb cb) {
+    const d9_loc *explicit_loc = d9a_take_next_loc();
+    if (h && track_request(req, h->loop, (d9a_fn)cb, explicit_loc,
+                           (d9a_fn)udp_send_trampoline))
+        return submitted(req, D9A_REAL(uv_udp_send)(req, h, bufs, nbufs, addr,
+                                                    udp_send_trampoline));
+    return D9A_REAL(uv_udp_send)(req, h, bufs, nbufs, addr, cb);
+}

@@ -19,6 +19,7 @@ typedef struct d9_cli_command {
 int d9_cmd_stats(int argc, char **argv);
 int d9_cmd_dump(int argc, char **argv);
 int d9_cmd_export(int argc, char **argv);
+int d9_cmd_serve(int argc, char **argv);
 int d9_cmd_symbolize(int argc, char **argv);
 int d9_cmd_analyze(int argc, char **argv);
 int d9_cmd_check(int argc, char **argv);

@@ -13,6 +13,7 @@ static const d9_cli_command commands[] = {
     {"stats", "summarize traces: events by schema, frames, time range, workers, drops", d9_cmd_stats},
     {"dump", "print every event with its timestamp and fields (text or JSON lines)", d9_cmd_dump},
     {"export", "write a trace for other tools: perfetto, chrome, folded, pprof, speedscope", d9_cmd_export},
+    {"serve", "serve the viewer and the traces of a directory over HTTP (127.0.0.1)", d9_cmd_serve},
     {"symbolize", "name callchain addresses (ELF symbols, DWARF lines) and append them to the traces", d9_cmd_symbolize},
     {"analyze", "find what made a trace slow: long polls and their stacks, delays, red flags", d9_cmd_analyze},
     {"check", "pass/fail rules on a trace for CI and canaries (exit 0 ok, 1 a rule broke)", d9_cmd_check},

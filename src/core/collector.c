@@ -770,6 +770,12 @@ void d9_collector_set_on_sealed(d9_collector *c, void (*fn)(const char *path, vo
     d9_segw_set_on_sealed(c->w, fn, ctx);
 }
 
+void d9_collector_note_resized(d9_collector *c, const char *path, uint64_t new_size) {
+    d9_segw_note_resized(c->w, path, new_size);
+}
+
+void d9_collector_expect_growth(d9_collector *c, uint64_t bytes) { d9_segw_set_growth_reserve(c->w, bytes); }
+
 void d9_collector_close(d9_collector *c, d9_stats *final_stats) {
     if (!c) return;
     d9_collector_drain(c);

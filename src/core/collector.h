@@ -34,6 +34,10 @@ struct d9_run_metadata *d9_collector_metadata(d9_collector *c);
 void d9_collector_note_source(d9_collector *c, const char *name, bool active, const char *detail);
 /* Called with each sealed segment's path, on the background thread (keep it short: queue). */
 void d9_collector_set_on_sealed(d9_collector *c, void (*fn)(const char *path, void *ctx), void *ctx);
+/* A sealed segment's size changed after sealing (any thread): see d9_segw_note_resized. */
+void d9_collector_note_resized(d9_collector *c, const char *path, uint64_t new_size);
+/* Sealed segments will grow by up to `bytes` each (symbols): see d9_segw_set_growth_reserve. */
+void d9_collector_expect_growth(d9_collector *c, uint64_t bytes);
 
 /* Drain everything recorded so far and write it. Returns the fullest ring's fill (0..1) seen,
  * so the caller can drain more often under load. */

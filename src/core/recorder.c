@@ -29,6 +29,7 @@ typedef struct recorder {
     char *run_dir;
     d9_collector *col;
     d9_pipeline *pipeline;
+    pthread_mutex_t col_lock;    /* col as seen by the pipeline's thread (on_resized) */
     d9_stats last_stats;         /* kept after d9_stop */
     pthread_t thread;
 
@@ -41,6 +42,7 @@ typedef struct recorder {
 
 static recorder g_rec = {
     .lifecycle = PTHREAD_MUTEX_INITIALIZER,
+    .col_lock = PTHREAD_MUTEX_INITIALIZER,
     .wake_lock = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
     .flushed = PTHREAD_COND_INITIALIZER,
@@ -95,6 +97,7 @@ static void forget_in_child(void) {
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     g_rec.lifecycle = m;
+    g_rec.col_lock = m;
     g_rec.wake_lock = m;
     g_rec.flushed = cv;
     init_wake_cond();
@@ -107,6 +110,23 @@ static void forget_in_child(void) {
 }
 
 static void at_exit_stop(void) { d9_stop(); }
+
+/* The pipeline grew a sealed segment (symbols): the writer's disk budget must count it. The
+ * pipeline outlives the collector at stop, hence the lock and the NULL check. */
+static void on_segment_resized(const char *path, uint64_t new_size, void *ctx) {
+    recorder *r = ctx;
+    pthread_mutex_lock(&r->col_lock);
+    if (r->col) d9_collector_note_resized(r->col, path, new_size);
+    pthread_mutex_unlock(&r->col_lock);
+}
+
+/* Close the collector where the pipeline's thread may look at it. */
+static void close_collector(recorder *r, d9_stats *final_stats) {
+    pthread_mutex_lock(&r->col_lock);
+    d9_collector_close(r->col, final_stats);
+    r->col = NULL;
+    pthread_mutex_unlock(&r->col_lock);
+}
 
 static void install_process_hooks(void) {
     init_wake_cond();
@@ -170,11 +190,15 @@ int d9_start(const d9_config *cfg) {
         return -1;
     }
     r->pipeline = d9_pipeline_start(&r->cfg);
-    if (r->pipeline) d9_collector_set_on_sealed(r->col, d9_pipeline_on_sealed, r->pipeline);
+    if (r->pipeline) {
+        d9_pipeline_set_on_resized(r->pipeline, on_segment_resized, r);
+        /* Symbols appended to a sealed segment: a few KB; 1/32 of a segment is plenty. */
+        d9_collector_expect_growth(r->col, r->cfg.max_file_size / 32);
+        d9_collector_set_on_sealed(r->col, d9_pipeline_on_sealed, r->pipeline);
+    }
     d9_sources_start(&r->cfg, r->col);
     if (d9_collector_start(r->col, err, sizeof err) != 0) {
-        d9_collector_close(r->col, NULL);
-        r->col = NULL;
+        close_collector(r, NULL);
         d9_sources_stop();
         d9_pipeline_stop(r->pipeline);
         r->pipeline = NULL;
@@ -194,8 +218,7 @@ int d9_start(const d9_config *cfg) {
     int rc = pthread_create(&r->thread, NULL, background_main, r);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        d9_collector_close(r->col, NULL);
-        r->col = NULL;
+        close_collector(r, NULL);
         d9_threads_set_collector_running(false);
         d9_sources_stop();
         d9_pipeline_stop(r->pipeline);
@@ -235,8 +258,7 @@ void d9_stop(void) {
     pthread_cond_broadcast(&r->wake);
     pthread_mutex_unlock(&r->wake_lock);
     pthread_join(r->thread, NULL);
-    d9_collector_close(r->col, &r->last_stats); /* drains what is left, seals the last segment */
-    r->col = NULL;
+    close_collector(r, &r->last_stats); /* drains what is left, seals the last segment */
     d9_sources_stop();
     d9_pipeline_stop(r->pipeline); /* finishes the sealed segments' steps (symbols...) */
     r->pipeline = NULL;

@@ -4,6 +4,8 @@
 #ifndef D9_SINKS_PIPELINE_H
 #define D9_SINKS_PIPELINE_H
 
+#include <stdint.h>
+
 #include "dial9/dial9.h"
 
 typedef struct d9_pipeline d9_pipeline;
@@ -12,6 +14,10 @@ typedef struct d9_pipeline d9_pipeline;
 d9_pipeline *d9_pipeline_start(const d9_config *cfg);
 /* The segment writer's on_sealed callback: queue `path` (copied). Cheap, never blocks long. */
 void d9_pipeline_on_sealed(const char *path, void *pipeline);
+/* Told, on the pipeline's thread, when a step changed a sealed file's size (symbols
+ * appended), so the disk budget counts it. Set right after d9_pipeline_start. */
+typedef void (*d9_pipeline_resized_fn)(const char *path, uint64_t new_size, void *ctx);
+void d9_pipeline_set_on_resized(d9_pipeline *p, d9_pipeline_resized_fn fn, void *ctx);
 /* Finish the queued segments (bounded time), stop the thread, free. NULL is fine. */
 void d9_pipeline_stop(d9_pipeline *p);
 

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,12 @@ struct d9_segment_writer {
     d9_segw_stats stats;
     d9_segw_sealed_fn on_sealed;
     void *on_sealed_ctx;
+
+    /* sizes of sealed files changed by other threads, applied before the next write */
+    uint64_t growth_reserve;
+    pthread_mutex_t resize_lock;
+    struct resize_note { uint64_t seq, size; } *resizes;
+    size_t nresizes, resizes_cap;
 };
 
 static uint64_t monotonic_ns(void) {
@@ -114,11 +121,13 @@ d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t err
                          cfg->trace_dir, 0);
 
     d9_segment_writer *w = calloc(1, sizeof *w);
+    if (w) pthread_mutex_init(&w->resize_lock, NULL);
     if (!w) return fail_open(NULL, err, errlen, "segment writer: out of memory%s", NULL, 0);
     w->fd = -1;
     w->epoch = 1; /* nonzero, so a caller whose "last epoch" starts at 0 begins a stream */
     w->max_file_size = cfg->max_file_size;
     w->max_total_size = cfg->max_total_size;
+
     w->rotation_ns = cfg->rotation_ns;
     w->trace_dir = strdup(cfg->trace_dir);
     w->run_id = strdup(cfg->run_id);
@@ -202,12 +211,56 @@ void d9_segw_close(d9_segment_writer *w) {
     d9_tf_index_free(&w->files);
     free(w->trace_dir);
     free(w->run_id);
+    pthread_mutex_destroy(&w->resize_lock);
+    free(w->resizes);
     free(w);
 }
 
 void d9_segw_set_on_sealed(d9_segment_writer *w, d9_segw_sealed_fn fn, void *ctx) {
     w->on_sealed = fn;
     w->on_sealed_ctx = ctx;
+}
+
+void d9_segw_set_growth_reserve(d9_segment_writer *w, uint64_t bytes) {
+    /* Never more than the budget can spare beside one full segment. */
+    uint64_t spare = w->max_total_size - w->max_file_size;
+    w->growth_reserve = bytes < spare ? bytes : spare;
+}
+
+void d9_segw_note_resized(d9_segment_writer *w, const char *path, uint64_t new_size) {
+    const char *slash = strrchr(path, '/');
+    uint64_t seq;
+    d9_tf_kind kind;
+    if (!slash || (size_t)(slash - path) != strlen(w->run_dir) || strncmp(path, w->run_dir, (size_t)(slash - path)) != 0 ||
+        !d9_tf_parse_name(slash + 1, &seq, &kind) || kind != D9_TF_SEALED)
+        return; /* not a sealed file of this run */
+    pthread_mutex_lock(&w->resize_lock);
+    if (w->nresizes == w->resizes_cap) {
+        size_t cap = w->resizes_cap ? w->resizes_cap * 2 : 16;
+        struct resize_note *n = realloc(w->resizes, cap * sizeof *n);
+        if (n) {
+            w->resizes = n;
+            w->resizes_cap = cap;
+        }
+    }
+    if (w->nresizes < w->resizes_cap) w->resizes[w->nresizes++] = (struct resize_note){seq, new_size};
+    pthread_mutex_unlock(&w->resize_lock);
+}
+
+/* Count the new sizes of the sealed files that other threads changed. */
+static void apply_resizes(d9_segment_writer *w) {
+    pthread_mutex_lock(&w->resize_lock);
+    for (size_t k = 0; k < w->nresizes; k++) {
+        for (size_t i = w->files.head; i < w->files.end; i++) {
+            d9_tf_entry *e = &w->files.entries[i];
+            if (e->run != (uint32_t)w->run_slot || e->seq != w->resizes[k].seq || e->kind != D9_TF_SEALED) continue;
+            w->files.bytes = w->files.bytes - e->size + w->resizes[k].size;
+            e->size = w->resizes[k].size;
+            break;
+        }
+    }
+    w->nresizes = 0;
+    pthread_mutex_unlock(&w->resize_lock);
 }
 
 uint64_t d9_segw_epoch(const d9_segment_writer *w) { return w->epoch; }
@@ -274,7 +327,8 @@ static bool make_room(d9_segment_writer *w, size_t len) {
         if (len > w->max_total_size) return false;
         uint64_t kept = w->files.pinned_bytes + w->size + len;
         if (kept > w->max_total_size || kept < w->size) return false;
-        if (w->files.bytes <= w->max_total_size - kept) return true;
+        uint64_t reserve = w->max_total_size - kept < w->growth_reserve ? 0 : w->growth_reserve;
+        if (w->files.bytes + reserve <= w->max_total_size - kept) return true;
         bool unlinked;
         if (!d9_tf_index_delete_oldest(&w->files, w->run_id, &unlinked)) return false;
         if (unlinked) w->stats.files_deleted++;
@@ -304,6 +358,7 @@ static bool active_file_deleted(const d9_segment_writer *w) {
 
 int d9_segw_write(d9_segment_writer *w, const void *buf, size_t len) {
     if (len == 0) return 0;
+    apply_resizes(w);
 
     if (w->fd >= 0 && active_file_deleted(w)) {
         /* Someone removed the file or its directory. Its bytes are gone; the next file must

@@ -54,6 +54,15 @@ void d9_segw_close(d9_segment_writer *w);
 
 void d9_segw_set_on_sealed(d9_segment_writer *w, d9_segw_sealed_fn fn, void *ctx);
 
+/* A sealed file of this run changed size after it was sealed (the pipeline appended symbols,
+ * or replaced it by a compressed one): `path` as given to on_sealed, its size now. Callable
+ * from any thread; the writer counts the new size against max_total_size before its next
+ * write. */
+void d9_segw_note_resized(d9_segment_writer *w, const char *path, uint64_t new_size);
+/* Keep `bytes` of the budget free for such growth until it is noted (default 0), so the bytes
+ * on disk stay within max_total_size in between too. */
+void d9_segw_set_growth_reserve(d9_segment_writer *w, uint64_t bytes);
+
 /* Changes whenever the next write lands in a new file or after a failed write. */
 uint64_t d9_segw_epoch(const d9_segment_writer *w);
 /* True when the next write starts a segment file (no bytes in it yet). */

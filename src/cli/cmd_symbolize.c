@@ -1,0 +1,619 @@
+/* `dial9 symbolize [-o OUT] [--debug-dir DIR]... [--force] [-q] PATH...`: name the callchain
+ * addresses of traces after the process is gone, possibly on another machine. Each file's
+ * MemoryMapEvents say which module (path, build id) an address belongs to; modules are found
+ * by build id (docs/symbols.md) and named with their ELF symbols, plus file:line and inlined
+ * frames from DWARF when built with libdw. The names are appended to each file as one new
+ * stream of SymbolTableEntry events, or written to symbolized copies with -o. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "cli/cli.h"
+#include "cli/trace_paths.h"
+#include "format/decoder.h"
+#include "symbols/sym_input.h"
+#include "symbols/symbol_stream.h"
+#include "symbols/symbolize_file.h"
+#include "symbols/symbolizer.h"
+#ifdef D9_HAVE_LIBDW
+#include "symbols/dwarf/dwarf_backend.h"
+#endif
+
+#define MAX_DEBUG_DIRS 32
+/* How long to wait for a file another process holds (the recorder's pipeline appending). */
+#define LOCK_RETRIES 100
+#define LOCK_RETRY_US 50000
+
+static void symbolize_usage(FILE *out) {
+    fprintf(out,
+            "usage: dial9 symbolize [-o OUT] [--debug-dir DIR]... [--force] [-q] PATH...\n"
+            "\n"
+            "Name the callchain addresses of CPU samples and task dumps, using the memory maps\n"
+            "recorded in each file: modules are found by build id at their recorded path, then\n"
+            "in /usr/lib/debug/.build-id, then in the --debug-dir directories%s.\n"
+            "Names go into SymbolTableEntry events appended to each file (addresses the file\n"
+            "already names are skipped); .bin.gz files get a new gzip member. Addresses nothing\n"
+            "can name are written as module+0xOFFSET (OFFSET in the file).\n"
+            "\n"
+            "  -o, --output OUT    write symbolized copies instead (uncompressed); OUT is a file\n"
+            "                      for one input, a directory for several (created if needed)\n"
+            "  --debug-dir DIR     also look for ELF and .debug files in DIR: DIR/.build-id/xx/\n"
+            "                      yyyy[.debug], DIR/<file name>, DIR/<recorded path> (repeatable)\n"
+            "  --force             resolve every address again, even those already named\n"
+            "  -q, --quiet         no per-file summary\n"
+            "  -h, --help\n"
+            "\n"
+            "%s"
+            "Exit status: 0 done, 1 a file could not be read, decoded or written, 2 usage error.\n",
+#ifdef D9_HAVE_LIBDW
+            ", then debuginfod when DEBUGINFOD_URLS is set",
+            "Source file:line and inlined frames come from DWARF (libdw) when available.\n\n"
+#else
+            "",
+            "Built without libdw: function names only (no file:line, no inlined frames).\n\n"
+#endif
+    );
+}
+
+typedef struct options {
+    const char *output;
+    const char *debug_dirs[MAX_DEBUG_DIRS];
+    size_t ndebug;
+    bool force, quiet;
+} options;
+
+/* ------------------------------------------------------------------ reading a trace */
+
+enum role { ROLE_OTHER = 1, ROLE_MMAP, ROLE_SYMBOL, ROLE_METADATA, ROLE_CPU_SAMPLE };
+
+typedef struct schema_role {
+    int role;
+    int f[5];      /* field indexes for the role (-1: absent) */
+    bool stacks;   /* has stack-typed fields */
+} schema_role;
+
+typedef struct reader {
+    d9_sym_input *in;
+    schema_role *roles; /* by d9_dec_schema.index */
+    size_t nroles;
+    /* stack references read before their pool entry was defined */
+    struct pend { uint32_t id; bool exact; } *pend;
+    size_t npend, pend_cap;
+    uint32_t pend_stream;
+    uint64_t seen_stack_entries;
+    uint64_t lost_refs;
+} reader;
+
+static schema_role *role_of(reader *r, const d9_dec_schema *s) {
+    if (s->index >= r->nroles) {
+        size_t n = r->nroles ? r->nroles : 64;
+        while (n <= s->index) n *= 2;
+        schema_role *a = realloc(r->roles, n * sizeof *a);
+        if (!a) return NULL;
+        memset(a + r->nroles, 0, (n - r->nroles) * sizeof *a);
+        r->roles = a;
+        r->nroles = n;
+    }
+    schema_role *ro = &r->roles[s->index];
+    if (ro->role) return ro;
+    ro->role = ROLE_OTHER;
+    for (int i = 0; i < 5; i++) ro->f[i] = -1;
+    for (uint16_t i = 0; i < s->field_count; i++)
+        ro->stacks |= s->fields[i].type == D9_FT_POOLED_STACK || s->fields[i].type == D9_FT_STACK;
+    if (!strcmp(s->name, "MemoryMapEvent")) {
+        ro->role = ROLE_MMAP;
+        static const char *const f[] = {"start", "end", "file_offset", "path", "build_id"};
+        for (int i = 0; i < 5; i++) ro->f[i] = d9_schema_field_index(s, f[i]);
+    } else if (!strcmp(s->name, "SymbolTableEntry")) {
+        ro->role = ROLE_SYMBOL;
+        ro->f[0] = d9_schema_field_index(s, "addr");
+        ro->f[1] = d9_schema_field_index(s, "symbol_name");
+    } else if (!strcmp(s->name, "SegmentMetadataEvent")) {
+        ro->role = ROLE_METADATA;
+        ro->f[0] = d9_schema_field_index(s, "entries");
+    } else if (!strcmp(s->name, "CpuSampleEvent")) {
+        ro->role = ROLE_CPU_SAMPLE;
+    }
+    return ro;
+}
+
+static void retry_pending(reader *r, d9_decoder *d) {
+    size_t k = 0;
+    for (size_t i = 0; i < r->npend; i++) {
+        const uint64_t *addrs;
+        uint32_t n;
+        if (d9_dec_pool_stack(d, r->pend[i].id, &addrs, &n)) d9_sym_input_add_stack(r->in, addrs, n, r->pend[i].exact);
+        else r->pend[k++] = r->pend[i];
+    }
+    r->npend = k;
+}
+
+static void add_stack_value(reader *r, const d9_value *v, bool exact, uint32_t stream) {
+    if (!v->present) return;
+    if (v->resolved) {
+        d9_sym_input_add_stack(r->in, v->stack.addrs, v->stack.count, exact);
+        return;
+    }
+    if (r->npend && r->pend_stream != stream) {
+        r->lost_refs += r->npend; /* their stream ended without defining them */
+        r->npend = 0;
+    }
+    if (r->npend == r->pend_cap) {
+        size_t cap = r->pend_cap ? r->pend_cap * 2 : 64;
+        struct pend *p = realloc(r->pend, cap * sizeof *p);
+        if (!p) {
+            r->in->oom = true;
+            return;
+        }
+        r->pend = p;
+        r->pend_cap = cap;
+    }
+    r->pend_stream = stream;
+    r->pend[r->npend++] = (struct pend){.id = v->pool_id, .exact = exact};
+}
+
+static void on_event(reader *r, d9_decoder *d, const d9_event *ev) {
+    if (r->npend) {
+        uint64_t seen = d9_dec_get_stats(d)->stack_pool_entries;
+        if (ev->stream != r->pend_stream) {
+            r->lost_refs += r->npend;
+            r->npend = 0;
+        } else if (seen != r->seen_stack_entries) {
+            r->seen_stack_entries = seen;
+            retry_pending(r, d);
+        }
+    }
+    schema_role *ro = role_of(r, ev->schema);
+    if (!ro) {
+        r->in->oom = true;
+        return;
+    }
+    if (ro->stacks) {
+        for (uint16_t i = 0; i < ev->schema->field_count; i++) {
+            uint8_t t = ev->schema->fields[i].type;
+            if (t == D9_FT_POOLED_STACK || t == D9_FT_STACK)
+                add_stack_value(r, &ev->values[i], ro->role == ROLE_CPU_SAMPLE, ev->stream);
+        }
+    }
+    const d9_value *v = ev->values;
+    uint64_t a, b, c = 0;
+    d9_dec_str s1, s2 = {"", 0};
+    switch (ro->role) {
+    case ROLE_MMAP:
+        if (ro->f[0] < 0 || ro->f[1] < 0 || ro->f[3] < 0 || !d9_value_uint(&v[ro->f[0]], &a) ||
+            !d9_value_uint(&v[ro->f[1]], &b) || !d9_value_str(&v[ro->f[3]], &s1))
+            return;
+        if (ro->f[2] >= 0) d9_value_uint(&v[ro->f[2]], &c);
+        if (ro->f[4] >= 0) d9_value_str(&v[ro->f[4]], &s2);
+        d9_sym_input_add_map(r->in, a, b, c, s1.ptr, s1.len, s2.ptr, s2.len);
+        break;
+    case ROLE_SYMBOL:
+        if (ro->f[0] >= 0 && ro->f[1] >= 0 && d9_value_uint(&v[ro->f[0]], &a) && d9_value_str(&v[ro->f[1]], &s1))
+            d9_sym_input_note_symbol(r->in, a, s1.ptr, s1.len);
+        break;
+    case ROLE_METADATA:
+        if (ro->f[0] < 0 || !v[ro->f[0]].present || v[ro->f[0]].type != D9_FT_STRING_MAP) return;
+        for (uint32_t i = 0; i < v[ro->f[0]].map.count; i++) {
+            const d9_dec_kv *kv = &v[ro->f[0]].map.items[i];
+            if (kv->key.len == 7 && !memcmp(kv->key.ptr, "boot_id", 7) && kv->value.len < sizeof r->in->boot_id) {
+                memcpy(r->in->boot_id, kv->value.ptr, kv->value.len);
+                r->in->boot_id[kv->value.len] = 0;
+            }
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+typedef struct decoded {
+    d9_dec_status status;
+    uint64_t good_bytes; /* decoded bytes up to the last complete frame */
+    bool gzip;
+    char message[600];
+} decoded;
+
+/* Decode `path` into `in`. False when it could not be opened (message says why). */
+static bool read_trace(const char *path, d9_sym_input *in, decoded *out) {
+    memset(out, 0, sizeof *out);
+    d9_decoder *d = d9_dec_open_path(path, NULL, out->message, sizeof out->message);
+    if (!d) return false;
+    reader r = {.in = in};
+    d9_event ev;
+    while (d9_dec_next(d, &ev) > 0) on_event(&r, d, &ev);
+    if (r.npend) retry_pending(&r, d);
+    r.lost_refs += r.npend;
+    out->status = d9_dec_state(d);
+    out->good_bytes = d9_dec_stop_offset(d);
+    out->gzip = d9_dec_get_stats(d)->gzip;
+    snprintf(out->message, sizeof out->message, "%s", d9_dec_message(d));
+    if (r.lost_refs)
+        fprintf(stderr, "dial9 symbolize: %s: %" PRIu64 " callchain(s) refer to undefined stack pool ids\n",
+                path, r.lost_refs);
+    d9_dec_close(d);
+    free(r.roles);
+    free(r.pend);
+    return true;
+}
+
+/* ------------------------------------------------------------------ writing */
+
+/* One gzip member holding `len` bytes (a .bin.gz grows by appending members). */
+static uint8_t *gzip_member(const uint8_t *data, size_t len, size_t *out_len) {
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return NULL;
+    size_t cap = deflateBound(&zs, (uLong)len) + 64;
+    uint8_t *out = malloc(cap);
+    if (!out) {
+        deflateEnd(&zs);
+        return NULL;
+    }
+    zs.next_in = (Bytef *)(uintptr_t)data;
+    zs.avail_in = (uInt)len;
+    zs.next_out = out;
+    zs.avail_out = (uInt)cap;
+    int rc = deflate(&zs, Z_FINISH);
+    *out_len = cap - zs.avail_out;
+    deflateEnd(&zs);
+    if (rc != Z_STREAM_END) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+static bool write_all(int fd, const void *p, size_t len) {
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        p = (const char *)p + w;
+        len -= (size_t)w;
+    }
+    return true;
+}
+
+/* Write the first `good` decoded bytes of `in_path` and then `tail` to `out_path`, through a
+ * temporary file renamed at the end (an interrupted run leaves no half file under the name). */
+static bool write_copy(const char *in_path, bool gz, uint64_t good, const uint8_t *tail, size_t tail_len,
+                       const char *out_path, char *err, size_t errlen) {
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", out_path, (int)getpid()) >= (int)sizeof tmp) {
+        snprintf(err, errlen, "%s: path too long", out_path);
+        return false;
+    }
+    int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        return false;
+    }
+    bool ok = true;
+    static uint8_t buf[1 << 16];
+    if (gz) {
+        gzFile g = gzopen(in_path, "rb");
+        if (!g) ok = false;
+        while (ok && good > 0) {
+            int n = gzread(g, buf, (unsigned)(good < sizeof buf ? good : sizeof buf));
+            if (n <= 0) ok = false;
+            else {
+                ok = write_all(out, buf, (size_t)n);
+                good -= (uint64_t)n;
+            }
+        }
+        if (g) gzclose(g);
+    } else {
+        int in = open(in_path, O_RDONLY | O_CLOEXEC);
+        if (in < 0) ok = false;
+        while (ok && good > 0) {
+            ssize_t n = read(in, buf, good < sizeof buf ? good : sizeof buf);
+            if (n <= 0) ok = false;
+            else {
+                ok = write_all(out, buf, (size_t)n);
+                good -= (uint64_t)n;
+            }
+        }
+        if (in >= 0) close(in);
+    }
+    if (ok) ok = write_all(out, tail, tail_len);
+    if (close(out) != 0) ok = false;
+    if (ok && rename(tmp, out_path) != 0) ok = false;
+    if (!ok) {
+        snprintf(err, errlen, "%s: cannot write the copy: %s", out_path, errno ? strerror(errno) : "read error");
+        unlink(tmp);
+    }
+    return ok;
+}
+
+/* ------------------------------------------------------------------ one file */
+
+typedef struct run {
+    const options *opt;
+    d9_symbolizer *sym;
+} run;
+
+static void note_missing(const char *path, const char *build_id, void *ctx) {
+    (void)ctx;
+    const char *slash = strrchr(path, '/');
+    fprintf(stderr, "dial9 symbolize: note: no ELF file found for %s%s%s%s: its addresses are named %s+0x...\n",
+            path, build_id[0] ? " (build id " : " (no build id", build_id, ")", slash ? slash + 1 : path);
+}
+
+static bool has_suffix(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Lock the file against a concurrent symbolizer (the recorder's pipeline, another CLI run).
+ * A live recorder holds its .active file locked for as long as it writes it. */
+static int lock_file(int fd, int how, bool active) {
+    for (int i = 0; i < LOCK_RETRIES; i++) {
+        if (flock(fd, how | LOCK_NB) == 0) return 0;
+        if (errno != EWOULDBLOCK || active) return -1;
+        usleep(LOCK_RETRY_US);
+    }
+    return -1;
+}
+
+/* Returns false when the file failed. */
+static bool symbolize_path(run *rn, const char *path, const char *out_path) {
+    const options *opt = rn->opt;
+    bool in_place = out_path == NULL;
+    bool active = has_suffix(path, ".active");
+    int fd = open(path, (in_place ? O_RDWR | O_APPEND : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        fprintf(stderr, "dial9 symbolize: %s: %s%s\n", path, strerror(e),
+                in_place && (e == EACCES || e == EROFS || e == EPERM) ? " (use -o to write a symbolized copy)" : "");
+        return false;
+    }
+    bool ok = false;
+    d9_sym_input in;
+    d9_sym_input_init(&in);
+    d9_symbol_stream *stream = NULL;
+    uint8_t *member = NULL;
+    char err[PATH_MAX + 256];
+    if (lock_file(fd, in_place ? LOCK_EX : LOCK_SH, active) != 0) {
+        bool live = active && errno == EWOULDBLOCK;
+        if (!live) {
+            fprintf(stderr, "dial9 symbolize: %s: busy (locked by another process)\n", path);
+            goto done;
+        }
+        if (in_place) {
+            fprintf(stderr, "dial9 symbolize: %s: skipped: a running recorder is writing it\n", path);
+            ok = true;
+            goto done;
+        }
+        /* A copy of a segment still being written: what is complete so far. */
+    }
+    decoded dec;
+    if (!read_trace(path, &in, &dec)) {
+        fprintf(stderr, "dial9 symbolize: %s\n", dec.message);
+        goto done;
+    }
+    if (dec.status == D9_DEC_ERROR) {
+        fprintf(stderr, "dial9 symbolize: %s: not symbolized: %s\n", path, dec.message);
+        goto done;
+    }
+    if (in.oom) {
+        fprintf(stderr, "dial9 symbolize: %s: out of memory\n", path);
+        goto done;
+    }
+    if (dec.status == D9_DEC_TRUNCATED) {
+        if (in_place && dec.gzip) {
+            fprintf(stderr, "dial9 symbolize: %s: not symbolized: %s (use -o to write a repaired copy)\n",
+                    path, dec.message);
+            goto done;
+        }
+        struct stat sb;
+        if (in_place && fstat(fd, &sb) == 0)
+            fprintf(stderr, "dial9 symbolize: %s: dropping %" PRIu64 " bytes of an incomplete final frame\n",
+                    path, (uint64_t)sb.st_size - dec.good_bytes);
+        /* Our stream must follow a frame boundary, or readers would never reach it. */
+        if (in_place && ftruncate(fd, (off_t)dec.good_bytes) != 0) {
+            fprintf(stderr, "dial9 symbolize: %s: cannot cut the incomplete frame: %s\n", path, strerror(errno));
+            goto done;
+        }
+    }
+    stream = d9_symbol_stream_new();
+    d9_symbolize_stats st = {0};
+    if (!stream || !d9_symbolize_input(rn->sym, &in, opt->force, stream, &st)) {
+        fprintf(stderr, "dial9 symbolize: %s: out of memory\n", path);
+        goto done;
+    }
+    size_t len;
+    const uint8_t *bytes = d9_symbol_stream_bytes(stream, &len, &st.entries);
+    if (!bytes) {
+        fprintf(stderr, "dial9 symbolize: %s: out of memory\n", path);
+        goto done;
+    }
+    if (in.map_count == 0 && st.fallback > 0)
+        fprintf(stderr, "dial9 symbolize: %s: note: the file records no memory maps (MemoryMapEvent): "
+                        "its user-space addresses cannot be named\n", path);
+    d9_symbolizer_missing_modules(rn->sym, note_missing, NULL);
+    const char *knote = d9_symbolizer_kernel_note(rn->sym);
+    if (knote[0]) fprintf(stderr, "dial9 symbolize: %s: note: %s\n", path, knote);
+
+    if (in_place) {
+        const uint8_t *w = bytes;
+        size_t wlen = len;
+        if (len > 0 && dec.gzip) {
+            member = gzip_member(bytes, len, &wlen);
+            if (!member) {
+                fprintf(stderr, "dial9 symbolize: %s: cannot compress\n", path);
+                goto done;
+            }
+            w = member;
+        }
+        struct stat sb;
+        if (wlen > 0) {
+            int e = fstat(fd, &sb) == 0 ? d9_append_stream(fd, w, wlen, (uint64_t)sb.st_size) : -errno;
+            if (e != 0) {
+                fprintf(stderr, "dial9 symbolize: %s: cannot append: %s\n", path, strerror(-e));
+                goto done;
+            }
+        }
+        st.bytes = wlen;
+    } else {
+        if (!write_copy(path, dec.gzip, dec.good_bytes, bytes, len, out_path, err, sizeof err)) {
+            fprintf(stderr, "dial9 symbolize: %s\n", err);
+            goto done;
+        }
+        st.bytes = len;
+    }
+    if (!opt->quiet) {
+        printf("%s: %" PRIu64 " addresses: %" PRIu64 " named, %" PRIu64 " as module+offset", path,
+               st.addresses, st.named, st.fallback);
+        if (st.skipped) printf(", %" PRIu64 " already named", st.skipped);
+        printf("; %" PRIu64 " symbol entries, %" PRIu64 " bytes %s%s\n", st.entries, st.bytes,
+               in_place ? "appended" : "-> ", in_place ? "" : out_path);
+    }
+    ok = true;
+done:
+    free(member);
+    d9_symbol_stream_free(stream);
+    d9_sym_input_free(&in);
+    close(fd);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ outputs */
+
+static bool is_dir(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* The copy's file name: the input's, without .gz (copies are plain) and .active. */
+static void copy_name(const char *in, char *out, size_t len) {
+    const char *slash = strrchr(in, '/');
+    snprintf(out, len, "%s", slash ? slash + 1 : in);
+    if (has_suffix(out, ".active")) out[strlen(out) - 7] = 0;
+    if (has_suffix(out, ".gz")) out[strlen(out) - 3] = 0;
+}
+
+static bool same_file(const char *a, const char *b) {
+    struct stat x, y;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* Output path of each input (NULL entries: in place). False on a usage problem. */
+static bool plan_outputs(const options *opt, const d9_path_list *paths, char **outs) {
+    if (!opt->output) return true;
+    bool dir = paths->count > 1 || is_dir(opt->output);
+    if (dir && !is_dir(opt->output) && mkdir(opt->output, 0755) != 0) {
+        fprintf(stderr, "dial9 symbolize: %s: %s\n", opt->output, strerror(errno));
+        return false;
+    }
+    for (size_t i = 0; i < paths->count; i++) {
+        char name[PATH_MAX];
+        copy_name(paths->paths[i], name, sizeof name);
+        size_t len = strlen(opt->output) + strlen(name) + 2;
+        outs[i] = malloc(len);
+        if (!outs[i]) return false;
+        if (dir) snprintf(outs[i], len, "%s/%s", opt->output, name);
+        else snprintf(outs[i], len, "%s", opt->output);
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(outs[i], outs[j]) == 0) {
+                fprintf(stderr, "dial9 symbolize: %s and %s would both be written to %s: symbolize them separately\n",
+                        paths->paths[j], paths->paths[i], outs[i]);
+                return false;
+            }
+        }
+        if (same_file(paths->paths[i], outs[i])) {
+            fprintf(stderr, "dial9 symbolize: -o %s would overwrite its input (leave out -o to symbolize in place)\n",
+                    outs[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+int d9_cmd_symbolize(int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"debug-dir", required_argument, NULL, 'd'},
+        {"force", no_argument, NULL, 'f'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    options opt = {0};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': opt.output = optarg; break;
+        case 'd':
+            if (opt.ndebug == MAX_DEBUG_DIRS) {
+                fprintf(stderr, "dial9 symbolize: at most %d --debug-dir options\n", MAX_DEBUG_DIRS);
+                return D9_EXIT_USAGE;
+            }
+            if (!is_dir(optarg)) {
+                fprintf(stderr, "dial9 symbolize: --debug-dir %s: not a directory\n", optarg);
+                return D9_EXIT_USAGE;
+            }
+            opt.debug_dirs[opt.ndebug++] = optarg;
+            break;
+        case 'f': opt.force = true; break;
+        case 'q': opt.quiet = true; break;
+        case 'h': symbolize_usage(stdout); return D9_EXIT_OK;
+        case ':':
+            fprintf(stderr, "dial9 symbolize: option '%s' needs a value\n", argv[optind - 1]);
+            symbolize_usage(stderr);
+            return D9_EXIT_USAGE;
+        default:
+            fprintf(stderr, "dial9 symbolize: unknown option '%s'\n", argv[optind - 1]);
+            symbolize_usage(stderr);
+            return D9_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "dial9 symbolize: no PATH given\n");
+        symbolize_usage(stderr);
+        return D9_EXIT_USAGE;
+    }
+    d9_path_list paths = {0};
+    char err[512];
+    if (d9_expand_paths(argc - optind, argv + optind, &paths, err, sizeof err) != 0) {
+        fprintf(stderr, "dial9 symbolize: %s\n", err);
+        d9_path_list_free(&paths);
+        return D9_EXIT_DATA;
+    }
+    char **outs = calloc(paths.count, sizeof *outs);
+    int rc = D9_EXIT_OK;
+    if (!outs || !plan_outputs(&opt, &paths, outs)) {
+        rc = outs ? D9_EXIT_USAGE : D9_EXIT_DATA;
+        goto out;
+    }
+    d9_sym_backend *backend = NULL;
+#ifdef D9_HAVE_LIBDW
+    backend = d9_dwarf_backend_new(opt.debug_dirs, opt.ndebug);
+#endif
+    d9_sym_options so = {.debug_dirs = opt.debug_dirs, .debug_dir_count = opt.ndebug,
+                         .system_debug_dir = true, .backend = backend};
+    run rn = {.opt = &opt, .sym = d9_symbolizer_new(&so)};
+    if (!rn.sym) {
+        fprintf(stderr, "dial9 symbolize: out of memory\n");
+        rc = D9_EXIT_DATA;
+    }
+    for (size_t i = 0; rn.sym && i < paths.count; i++)
+        if (!symbolize_path(&rn, paths.paths[i], outs[i])) rc = D9_EXIT_DATA;
+    d9_symbolizer_free(rn.sym);
+    if (backend) backend->close(backend->ctx);
+out:
+    for (size_t i = 0; outs && i < paths.count; i++) free(outs[i]);
+    free(outs);
+    d9_path_list_free(&paths);
+    return rc;
+}

@@ -1,0 +1,130 @@
+#include "symbols/symbol_stream.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/schemas.h"
+#include "symbols/u64_table.h"
+
+#define TYPE_ID 0
+/* Entries per batch: their new strings go in one pool frame, then their events. */
+#define BATCH 256
+
+typedef struct entry {
+    uint64_t addr;
+    uint32_t name, file, line, depth;
+} entry;
+
+struct d9_symbol_stream {
+    d9_buf out;
+    d9_stream_state st;
+    bool started, failed;
+    /* interned strings: id -> copy; hash -> first id with that hash (chained by next) */
+    char **strings;
+    uint32_t *next_same_hash;
+    size_t nstrings, strings_cap;
+    d9_u64_table by_hash;
+    uint32_t defined; /* strings [0, defined) are already in pool frames */
+    entry batch[BATCH];
+    size_t nbatch;
+    uint64_t entries;
+};
+
+#define NO_ID UINT32_MAX
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+static uint32_t intern(d9_symbol_stream *w, const char *s) {
+    uint64_t h = hash_str(s);
+    uint64_t *head = d9_u64_table_get(&w->by_hash, h);
+    for (uint32_t id = head ? (uint32_t)*head : NO_ID; id != NO_ID; id = w->next_same_hash[id])
+        if (strcmp(w->strings[id], s) == 0) return id;
+    if (w->nstrings == w->strings_cap) {
+        size_t cap = w->strings_cap ? w->strings_cap * 2 : 256;
+        char **a = realloc(w->strings, cap * sizeof *a);
+        if (a) w->strings = a;
+        uint32_t *n = realloc(w->next_same_hash, cap * sizeof *n);
+        if (n) w->next_same_hash = n;
+        if (!a || !n) return NO_ID;
+        w->strings_cap = cap;
+    }
+    char *copy = strdup(s);
+    uint64_t *slot = d9_u64_table_upsert(&w->by_hash, h, NO_ID);
+    if (!copy || !slot) {
+        free(copy);
+        return NO_ID;
+    }
+    uint32_t id = (uint32_t)w->nstrings++;
+    w->strings[id] = copy;
+    w->next_same_hash[id] = (uint32_t)*slot;
+    *slot = id;
+    return id;
+}
+
+d9_symbol_stream *d9_symbol_stream_new(void) {
+    d9_symbol_stream *w = calloc(1, sizeof *w);
+    if (w) d9_buf_init(&w->out);
+    return w;
+}
+
+static void flush_batch(d9_symbol_stream *w) {
+    if (w->nbatch == 0) return;
+    if (!w->started) {
+        d9_enc_header(&w->out, &w->st);
+        d9_enc_schema(&w->out, TYPE_ID, &d9_builtin_schemas[D9_SCH_SYMBOL_TABLE_ENTRY]);
+        w->started = true;
+    }
+    d9_pool_frame pf;
+    d9_enc_string_pool_begin(&w->out, &pf);
+    for (; w->defined < w->nstrings; w->defined++)
+        d9_enc_string_pool_entry(&w->out, &pf, w->defined, w->strings[w->defined],
+                                 strlen(w->strings[w->defined]));
+    d9_enc_pool_end(&w->out, &pf);
+    for (size_t i = 0; i < w->nbatch; i++) {
+        const entry *e = &w->batch[i];
+        d9_enc_event(&w->out, &w->st, TYPE_ID, 0);
+        d9_put_varint(&w->out, e->addr);
+        d9_put_varint(&w->out, 0); /* size: dial9 writes 0 */
+        d9_put_u32(&w->out, e->name);
+        d9_put_varint(&w->out, e->depth);
+        d9_put_u32(&w->out, e->file);
+        d9_put_varint(&w->out, e->line);
+    }
+    w->entries += w->nbatch;
+    w->nbatch = 0;
+}
+
+void d9_symbol_stream_add(d9_symbol_stream *w, uint64_t addr, const d9_sym_result *r) {
+    for (uint32_t d = 0; d < r->count; d++) {
+        const d9_sym_frame *f = &r->frames[d];
+        uint32_t name = intern(w, f->name), file = intern(w, f->file ? f->file : "");
+        if (name == NO_ID || file == NO_ID) {
+            w->failed = true;
+            return;
+        }
+        if (w->nbatch == BATCH) flush_batch(w);
+        w->batch[w->nbatch++] = (entry){.addr = addr, .name = name, .file = file, .line = f->line, .depth = d};
+    }
+}
+
+const uint8_t *d9_symbol_stream_bytes(d9_symbol_stream *w, size_t *len, uint64_t *entries) {
+    flush_batch(w);
+    *entries = w->entries;
+    *len = w->out.len;
+    if (w->failed || w->out.failed) return NULL;
+    return w->out.data ? w->out.data : (const uint8_t *)"";
+}
+
+void d9_symbol_stream_free(d9_symbol_stream *w) {
+    if (!w) return;
+    for (size_t i = 0; i < w->nstrings; i++) free(w->strings[i]);
+    free(w->strings);
+    free(w->next_same_hash);
+    d9_u64_table_free(&w->by_hash);
+    d9_buf_free(&w->out);
+    free(w);
+}

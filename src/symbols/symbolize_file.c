@@ -1,0 +1,161 @@
+#include "symbols/symbolize_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "symbols/trace_scan.h"
+
+static int by_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Addresses to resolve, sorted (so the output does not depend on hash order). */
+static uint64_t *wanted(const d9_sym_input *in, bool all, size_t *n, d9_symbolize_stats *st) {
+    uint64_t *list = malloc((in->addrs.count ? in->addrs.count : 1) * sizeof *list);
+    if (!list) return NULL;
+    size_t k = 0;
+    uint64_t addr, flags;
+    for (size_t pos = 0; d9_u64_table_next(&in->addrs, &pos, &addr, &flags);) {
+        if (!(flags & (D9_ADDR_RETURN | D9_ADDR_EXACT))) continue;
+        if ((flags & D9_ADDR_NAMED) && !all) {
+            st->skipped++;
+            continue;
+        }
+        list[k++] = addr;
+    }
+    qsort(list, k, sizeof *list, by_u64);
+    *n = k;
+    return list;
+}
+
+bool d9_symbolize_input(d9_symbolizer *sym, const d9_sym_input *in, bool all, d9_symbol_stream *out,
+                        d9_symbolize_stats *st) {
+    size_t n;
+    uint64_t *list = wanted(in, all, &n, st);
+    if (!list || !d9_symbolizer_set_maps(sym, in->maps, in->map_count)) {
+        free(list);
+        return false;
+    }
+    char boot[64];
+    d9_current_boot_id(boot, sizeof boot);
+    /* Kernel addresses are this boot's only if the trace says it is this boot. */
+    d9_symbolizer_use_kallsyms(sym, boot[0] && strcmp(boot, in->boot_id) == 0);
+    d9_sym_result *r = malloc(sizeof *r);
+    if (!r) {
+        free(list);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *flags = d9_u64_table_get(&in->addrs, list[i]);
+        uint64_t f = flags ? *flags : D9_ADDR_RETURN;
+        d9_symbolizer_resolve(sym, list[i], f, r);
+        if ((f & D9_ADDR_FALLBACK) && !r->named && !all) {
+            st->skipped++; /* still no better name than the one the file has */
+            continue;
+        }
+        d9_symbol_stream_add(out, list[i], r);
+        st->addresses++;
+        if (r->named) st->named++;
+        else st->fallback++;
+    }
+    free(r);
+    free(list);
+    return true;
+}
+
+int d9_append_stream(int fd, const void *data, size_t len, uint64_t old_size) {
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, (const char *)data + done, len - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            if (ftruncate(fd, (off_t)old_size) != 0) { /* nothing more we can do */ }
+            return -e;
+        }
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, d9_symbolize_stats *st,
+                               bool (*stop)(void *ctx), void *stop_ctx, char *err, size_t errlen) {
+    memset(st, 0, sizeof *st);
+    int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = -1;
+    void *map = MAP_FAILED;
+    struct stat sb;
+    d9_sym_input in;
+    d9_sym_input_init(&in);
+    d9_symbol_stream *out = NULL;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, errlen, "%s: in use by another process", path);
+        goto done;
+    }
+    if (fstat(fd, &sb) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        goto done;
+    }
+    if (sb.st_size == 0) {
+        rc = 0;
+        goto done;
+    }
+    map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+        snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
+        goto done;
+    }
+    d9_scan_result res;
+    d9_trace_scan(map, (size_t)sb.st_size, &in, &res);
+    if (res.status != D9_SCAN_END) {
+        /* Appending after a partial frame would hide our stream from readers. */
+        snprintf(err, errlen, "%s: not symbolized: %s", path, res.message);
+        goto done;
+    }
+    if (stop && stop(stop_ctx)) {
+        snprintf(err, errlen, "%s: not symbolized: stopping", path);
+        goto done;
+    }
+    out = d9_symbol_stream_new();
+    if (!out || !d9_symbolize_input(sym, &in, false, out, st)) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto done;
+    }
+    if (stop && stop(stop_ctx)) {
+        snprintf(err, errlen, "%s: not symbolized: stopping", path);
+        goto done;
+    }
+    size_t len;
+    const uint8_t *bytes = d9_symbol_stream_bytes(out, &len, &st->entries);
+    if (!bytes) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto done;
+    }
+    if (len > 0) {
+        int e = d9_append_stream(fd, bytes, len, (uint64_t)sb.st_size);
+        if (e != 0) {
+            snprintf(err, errlen, "%s: append: %s", path, strerror(-e));
+            goto done;
+        }
+        st->bytes = len;
+    }
+    rc = 0;
+done:
+    if (map != MAP_FAILED) munmap(map, (size_t)sb.st_size);
+    d9_symbol_stream_free(out);
+    d9_sym_input_free(&in);
+    close(fd);
+    return rc;
+}

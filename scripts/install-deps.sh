@@ -10,12 +10,18 @@ PKGS=(
   valgrind                             # instruction counts in the benchmark
   procps util-linux                    # setpriv, ps in tests
   libuv1-dev libevent-dev libev-dev    # loop adapters and their tests
+  libdw-dev elfutils                   # file:line and inlined frames in dial9 symbolize
+  libmicrohttpd-dev curl               # dial9 serve and its tests
 )
+# Node.js and npm (export checks with independent readers, viewer tests): only when the commands
+# are missing, so a Node.js installed another way is never replaced.
 
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

@@ -1,0 +1,137 @@
+/* `dial9 serve [--port P] [--bind ADDR] [--viewer-dir DIR] DIR`: the viewer and the traces of
+ * DIR over HTTP (src/serve/, docs/serve.md). Available when the build found libmicrohttpd. */
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#ifdef D9_HAVE_MHD
+#include "serve/serve.h"
+#endif
+
+#define DEFAULT_PORT 9009
+
+static void serve_usage(FILE *out) {
+    fprintf(out,
+            "usage: dial9 serve [--port P] [--bind ADDR] [--viewer-dir DIR] TRACE_DIR\n"
+            "\n"
+            "Serve the trace viewer and the traces under TRACE_DIR (its runs and segments) over\n"
+            "HTTP, on 127.0.0.1 unless --bind says otherwise:\n"
+            "  /                the viewer          /runs        the runs, linking to the viewer\n"
+            "  /api/index       JSON: runs, segments, sizes, time ranges\n"
+            "  /api/trace?run=R[&seg=N...]   the run's segments (all, or those named), as one trace\n"
+            "\n"
+            "  -p, --port P          TCP port (default %d; 0: any free port, printed)\n"
+            "  -b, --bind ADDR       numeric IPv4 or IPv6 address (default 127.0.0.1). Anything\n"
+            "                        else exposes the traces to the network: there is no login\n"
+            "      --viewer-dir DIR  the viewer's files (default: found next to the binary, in the\n"
+            "                        install tree or the source tree; D9_VIEWER_DIR also works)\n"
+            "  -q, --quiet           no request log on standard error\n"
+            "  -h, --help\n"
+            "\n"
+            "Runs until interrupted (Ctrl-C / SIGTERM). Exit status: 0 stopped, 1 cannot listen or\n"
+            "read TRACE_DIR, 2 usage error.\n",
+            DEFAULT_PORT);
+}
+
+#ifdef D9_HAVE_MHD
+static bool has_index(const char *dir) {
+    char path[PATH_MAX];
+    struct stat st;
+    return snprintf(path, sizeof path, "%s/index.html", dir) < (int)sizeof path && stat(path, &st) == 0 &&
+           S_ISREG(st.st_mode);
+}
+
+/* The viewer: next to the binary (installed: ../share/dial9/viewer; in a build directory of
+ * the source tree: ../viewer), then where this build was configured from and installs to. */
+static const char *find_viewer(char *buf, size_t len) {
+    const char *env = getenv("D9_VIEWER_DIR");
+    if (env && *env && has_index(env)) return env;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        const char *rel[] = {"/../share/dial9/viewer", "/../viewer", "/viewer"};
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++)
+            if (snprintf(buf, len, "%s%s", exe, rel[i]) < (int)len && has_index(buf)) return buf;
+    }
+#ifdef D9_SERVE_SOURCE_DIR
+    if (snprintf(buf, len, "%s/viewer", D9_SERVE_SOURCE_DIR) < (int)len && has_index(buf)) return buf;
+#endif
+#ifdef D9_SERVE_VIEWER_INSTALL_DIR
+    if (has_index(D9_SERVE_VIEWER_INSTALL_DIR)) return D9_SERVE_VIEWER_INSTALL_DIR;
+#endif
+    return NULL;
+}
+#endif
+
+int d9_cmd_serve(int argc, char **argv) {
+    enum { O_VIEWER_DIR = 256 };
+    static const struct option opts[] = {
+        {"port", required_argument, NULL, 'p'},
+        {"bind", required_argument, NULL, 'b'},
+        {"viewer-dir", required_argument, NULL, O_VIEWER_DIR},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *bind = "127.0.0.1", *viewer = NULL;
+    long port = DEFAULT_PORT;
+    bool quiet = false;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":p:b:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p': {
+            char *end;
+            port = strtol(optarg, &end, 10);
+            if (!*optarg || *end || port < 0 || port > 65535) {
+                fprintf(stderr, "dial9 serve: --port takes 0..65535\n");
+                return D9_EXIT_USAGE;
+            }
+            break;
+        }
+        case 'b': bind = optarg; break;
+        case O_VIEWER_DIR: viewer = optarg; break;
+        case 'q': quiet = true; break;
+        case 'h': serve_usage(stdout); return D9_EXIT_OK;
+        case ':':
+            fprintf(stderr, "dial9 serve: option '%s' needs a value\n", argv[optind - 1]);
+            return D9_EXIT_USAGE;
+        default:
+            fprintf(stderr, "dial9 serve: unknown option '%s' (see dial9 serve --help)\n", argv[optind - 1]);
+            return D9_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "dial9 serve: give one TRACE_DIR (see dial9 serve --help)\n");
+        return D9_EXIT_USAGE;
+    }
+#ifdef D9_HAVE_MHD
+    char buf[PATH_MAX];
+    if (viewer && !has_index(viewer)) {
+        fprintf(stderr, "dial9 serve: %s: no index.html there\n", viewer);
+        return D9_EXIT_USAGE;
+    }
+    if (!viewer && !(viewer = find_viewer(buf, sizeof buf)))
+        fprintf(stderr, "dial9 serve: viewer not found (use --viewer-dir): serving the API only\n");
+    d9_serve_opts o = {.dir = argv[optind], .bind = bind, .port = (unsigned)port, .viewer_dir = viewer,
+                       .quiet = quiet};
+    return d9_serve_run(&o);
+#else
+    (void)bind;
+    (void)viewer;
+    (void)quiet;
+    fprintf(stderr, "dial9 serve: this dial9 was built without libmicrohttpd (install libmicrohttpd-dev "
+                    "and rebuild)\n");
+    return D9_EXIT_DATA;
+#endif
+}

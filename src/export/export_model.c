@@ -1,0 +1,909 @@
+/* Building the export model from decoded events (see export_model.h). Adding keeps compact
+ * raw records of the events that matter; finishing sorts them, pairs starts with ends, clips
+ * to the window and resolves call stacks into frames. */
+#include "export/export_model.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/export_symbols.h"
+#include "format/wire.h"
+
+/* ------------------------------------------------------------------------------------------
+ * Raw records, kept while adding
+ * ---------------------------------------------------------------------------------------- */
+
+enum mark_kind { MK_POLL_START, MK_POLL_END, MK_PARK, MK_UNPARK };
+
+typedef struct mark {
+    uint64_t ts, seq, worker_id, task, cpu_ns, sched_wait;
+    uint32_t loc, queue, tid;
+    uint8_t kind;
+    bool has_sched_wait, has_tid, has_cpu;
+} mark;
+
+typedef struct raw_sample {
+    uint64_t ts, worker_id;
+    uint32_t tid, stack, thread_name;
+    uint8_t source;
+} raw_sample;
+
+typedef struct raw_wake {
+    uint64_t ts, waker, woken, from_worker_id;
+} raw_wake;
+
+typedef struct raw_registration {
+    uint64_t worker_id;
+    uint32_t tid, runtime, thread_name;
+} raw_registration;
+
+typedef struct worker_runtime {
+    uint64_t worker_id;
+    uint32_t runtime;
+} worker_runtime;
+
+typedef struct raw_queue {
+    uint64_t ts, value;
+} raw_queue;
+
+#define VEC(type, name) type *name; size_t name##_n, name##_cap
+
+typedef struct schema_info schema_info;
+
+struct d9_xbuild {
+    VEC(mark, marks);
+    VEC(raw_sample, samples);
+    VEC(raw_wake, wakes);
+    VEC(raw_queue, queues);
+    VEC(raw_registration, regs);
+    VEC(worker_runtime, runtimes);
+    d9_xsymbols symbols;
+    d9_stack_table stack_table;
+    d9_stack_entry **stack_by_index;
+    size_t stacks_n, stacks_cap;
+    schema_info *infos;
+    uint64_t seq;
+    bool have_ts, have_meta, have_clock;
+    uint64_t clock_mono, clock_real;
+};
+
+/* Grow *arr (of *cap elements of `size` bytes) to hold n + 1; false when out of memory. */
+static bool vec_reserve(void **arr, size_t *cap, size_t n, size_t size) {
+    if (n < *cap) return true;
+    size_t c = *cap ? *cap * 2 : 256;
+    void *p = realloc(*arr, c * size);
+    if (!p) return false;
+    *arr = p;
+    *cap = c;
+    return true;
+}
+#define VEC_PUSH(b, name, value)                                                           \
+    (vec_reserve((void **)&(b)->name, &(b)->name##_cap, (b)->name##_n, sizeof *(b)->name)   \
+         ? ((b)->name[(b)->name##_n++] = (value), true)                                    \
+         : false)
+
+/* ------------------------------------------------------------------------------------------
+ * Schemas: what each one means for the export, resolved once per schema
+ * ---------------------------------------------------------------------------------------- */
+
+enum kind {
+    K_OTHER, K_POLL_START, K_POLL_END, K_PARK, K_UNPARK, K_WAKE, K_SAMPLE, K_QUEUE,
+    K_SYMBOL, K_METADATA, K_CLOCK, K_REGISTERED, K_MMAP,
+};
+
+enum { MAX_FIELDS = 6 };
+
+struct schema_info {
+    enum kind kind;
+    int f[MAX_FIELDS]; /* field indexes, in the order of the names below */
+    schema_info *next;
+};
+
+static const struct {
+    const char *schema;
+    enum kind kind;
+    const char *fields[MAX_FIELDS];
+} kinds[] = {
+    {"PollStartEvent", K_POLL_START, {"worker_id", "local_queue", "task_id", "spawn_loc"}},
+    {"PollEndEvent", K_POLL_END, {"worker_id"}},
+    {"WorkerParkEvent", K_PARK, {"worker_id", "local_queue", "cpu_time_ns", "tid"}},
+    {"WorkerUnparkEvent", K_UNPARK,
+     {"worker_id", "local_queue", "cpu_time_ns", "tid", "sched_wait_ns"}},
+    {"WakeEventEvent", K_WAKE, {"waker_task_id", "woken_task_id", "target_worker"}},
+    {"CpuSampleEvent", K_SAMPLE, {"worker_id", "tid", "source", "callchain", "thread_name"}},
+    {"QueueSampleEvent", K_QUEUE, {"global_queue"}},
+    {"SymbolTableEntry", K_SYMBOL,
+     {"addr", "size", "symbol_name", "inline_depth", "source_file", "source_line"}},
+    {"SegmentMetadataEvent", K_METADATA, {"entries"}},
+    {"ClockSyncEvent", K_CLOCK, {"realtime_ns"}},
+    {"WorkerRegisteredEvent", K_REGISTERED, {"worker_id", "tid", "runtime", "thread_name"}},
+    {"MemoryMapEvent", K_MMAP, {"start", "end", "file_offset", "path", "build_id"}},
+};
+
+static schema_info *info_for(d9_xmodel *m, d9_dec_schema *s) {
+    if (s->user) return s->user;
+    schema_info *in = calloc(1, sizeof *in);
+    if (!in) return NULL;
+    in->kind = K_OTHER;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        if (strcmp(kinds[k].schema, s->name) != 0) continue;
+        in->kind = kinds[k].kind;
+        for (int i = 0; i < MAX_FIELDS; i++)
+            in->f[i] = kinds[k].fields[i] ? d9_schema_field_index(s, kinds[k].fields[i]) : -1;
+        break;
+    }
+    in->next = m->build->infos;
+    m->build->infos = in;
+    s->user = in;
+    return in;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Adding events
+ * ---------------------------------------------------------------------------------------- */
+
+d9_xmodel *d9_xmodel_new(void) {
+    d9_xmodel *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->build = calloc(1, sizeof *m->build);
+    if (!m->build || !d9_xstr_init(&m->strings)) {
+        d9_xmodel_free(m);
+        return NULL;
+    }
+    d9_xsymbols_init(&m->build->symbols);
+    return m;
+}
+
+static void build_free(struct d9_xbuild *b) {
+    if (!b) return;
+    free(b->marks);
+    free(b->samples);
+    free(b->wakes);
+    free(b->queues);
+    free(b->regs);
+    free(b->runtimes);
+    d9_xsymbols_free(&b->symbols);
+    d9_stack_table_free(&b->stack_table);
+    free(b->stack_by_index);
+    for (schema_info *in = b->infos, *next; in; in = next) {
+        next = in->next;
+        free(in);
+    }
+    free(b);
+}
+
+void d9_xmodel_free(d9_xmodel *m) {
+    if (!m) return;
+    build_free(m->build);
+    d9_xstr_free(&m->strings);
+    free(m->workers);
+    free(m->polls);
+    free(m->worker_polls);
+    free(m->parks);
+    free(m->wakes);
+    free(m->wake_order);
+    free(m->samples);
+    free(m->local_queue);
+    free(m->global_queue);
+    free(m->sched_delay);
+    free(m->mappings);
+    free(m->frames);
+    free(m->locs);
+    free(m->stacks);
+    free(m->stack_locs);
+    free(m);
+}
+
+static const d9_value *field(const d9_event *ev, int index) {
+    return index >= 0 && index < ev->schema->field_count ? &ev->values[index] : NULL;
+}
+
+static uint64_t uint_or(const d9_event *ev, int index, uint64_t dflt) {
+    uint64_t v;
+    return d9_value_uint(field(ev, index), &v) ? v : dflt;
+}
+
+/* A string field interned; 0 ("") when absent. Unresolved pool references are counted. */
+static uint32_t str_of(d9_xmodel *m, const d9_event *ev, int index) {
+    const d9_value *v = field(ev, index);
+    if (!v || !v->present) return 0;
+    if (!v->resolved) {
+        m->unresolved_strings++;
+        return 0;
+    }
+    d9_dec_str s;
+    if (!d9_value_str(v, &s)) return 0;
+    uint32_t i = d9_xstr_intern(&m->strings, s.ptr, s.len);
+    if (i == D9_XSTR_FAILED) {
+        m->failed = true;
+        return 0;
+    }
+    return i;
+}
+
+static uint32_t saturate32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v; }
+
+static int add_mark(d9_xmodel *m, const d9_event *ev, const schema_info *in) {
+    struct d9_xbuild *b = m->build;
+    mark k = {.ts = ev->ts_ns, .seq = b->seq, .worker_id = uint_or(ev, in->f[0], D9_WORKER_NONE)};
+    switch (in->kind) {
+    case K_POLL_START:
+        k.kind = MK_POLL_START;
+        k.queue = saturate32(uint_or(ev, in->f[1], 0));
+        k.task = uint_or(ev, in->f[2], 0);
+        k.loc = str_of(m, ev, in->f[3]);
+        break;
+    case K_POLL_END: k.kind = MK_POLL_END; break;
+    default: {
+        k.kind = in->kind == K_PARK ? MK_PARK : MK_UNPARK;
+        k.queue = saturate32(uint_or(ev, in->f[1], 0));
+        uint64_t v;
+        k.has_cpu = d9_value_uint(field(ev, in->f[2]), &v);
+        k.cpu_ns = k.has_cpu ? v : 0;
+        k.has_tid = d9_value_uint(field(ev, in->f[3]), &v) && v != 0;
+        k.tid = k.has_tid ? saturate32(v) : 0;
+        if (in->kind == K_UNPARK) {
+            k.has_sched_wait = d9_value_uint(field(ev, in->f[4]), &v);
+            k.sched_wait = k.has_sched_wait ? v : 0;
+        }
+        break;
+    }
+    }
+    return VEC_PUSH(b, marks, k) ? 0 : -1;
+}
+
+static int add_stack(d9_xmodel *m, const d9_value *v, uint32_t *index) {
+    struct d9_xbuild *b = m->build;
+    if (!v || !v->present || !v->resolved ||
+        (v->type != D9_FT_POOLED_STACK && v->type != D9_FT_STACK))
+        return 1; /* no usable stack */
+    d9_stack_entry *e = d9_stack_table_get(&b->stack_table, v->stack.addrs, v->stack.count);
+    if (!e) return -1;
+    if (e->index == b->stacks_n) {
+        if (!vec_reserve((void **)&b->stack_by_index, &b->stacks_cap, b->stacks_n,
+                         sizeof *b->stack_by_index))
+            return -1;
+        b->stack_by_index[b->stacks_n++] = e;
+    }
+    *index = e->index;
+    return 0;
+}
+
+/* "0,1,2" of a runtime.<name> metadata entry: each worker id gets the runtime's name */
+static int add_runtime_workers(d9_xmodel *m, const d9_dec_kv *kv) {
+    struct d9_xbuild *b = m->build;
+    uint32_t name = d9_xstr_intern(&m->strings, kv->key.ptr + 8, kv->key.len - 8);
+    if (name == D9_XSTR_FAILED) return -1;
+    const char *p = kv->value.ptr, *end = p + kv->value.len;
+    while (p < end) {
+        uint64_t id = 0;
+        bool digits = false;
+        while (p < end && *p >= '0' && *p <= '9') {
+            id = id * 10 + (uint64_t)(*p++ - '0');
+            digits = true;
+        }
+        if (digits && !VEC_PUSH(b, runtimes, ((worker_runtime){id, name}))) return -1;
+        while (p < end && (*p < '0' || *p > '9')) p++;
+    }
+    return 0;
+}
+
+static int add_metadata(d9_xmodel *m, const d9_event *ev, const schema_info *in) {
+    const d9_value *v = field(ev, in->f[0]);
+    if (m->build->have_meta || !v || !v->present || v->type != D9_FT_STRING_MAP) return 0;
+    m->build->have_meta = true; /* the first segment's metadata describes the run */
+    for (uint32_t i = 0; i < v->map.count; i++) {
+        const d9_dec_kv *kv = &v->map.items[i];
+        if (kv->key.len == 7 && !memcmp(kv->key.ptr, "service", 7)) {
+            m->service = d9_xstr_intern(&m->strings, kv->value.ptr, kv->value.len);
+            if (m->service == D9_XSTR_FAILED) return -1;
+        } else if (kv->key.len == 3 && !memcmp(kv->key.ptr, "pid", 3)) {
+            char num[24];
+            size_t n = kv->value.len < sizeof num - 1 ? kv->value.len : sizeof num - 1;
+            memcpy(num, kv->value.ptr, n);
+            num[n] = '\0';
+            unsigned long long pid = strtoull(num, NULL, 10);
+            m->pid = pid < INT32_MAX ? (uint32_t)pid : 0;
+        } else if (kv->key.len > 8 && !memcmp(kv->key.ptr, "runtime.", 8)) {
+            if (add_runtime_workers(m, kv) != 0) return -1;
+        }
+    }
+    return 0;
+}
+
+int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
+    struct d9_xbuild *b = m->build;
+    if (!b) return -1; /* already finished */
+    schema_info *in = info_for(m, ev->schema);
+    if (!in) goto oom;
+    m->events++;
+    b->seq++;
+    if (ev->schema->has_timestamp && ev->ts_ns != 0 && in->kind != K_SYMBOL) {
+        /* SymbolTableEntry carries timestamp 0 by convention: not a point in time (and no
+         * real CLOCK_MONOTONIC reading is 0) */
+        if (!b->have_ts || ev->ts_ns < m->first_ts) m->first_ts = ev->ts_ns;
+        if (!b->have_ts || ev->ts_ns > m->last_ts) m->last_ts = ev->ts_ns;
+        b->have_ts = true;
+    }
+    switch (in->kind) {
+    case K_POLL_START: case K_POLL_END: case K_PARK: case K_UNPARK:
+        if (add_mark(m, ev, in) != 0) goto oom;
+        break;
+    case K_WAKE: {
+        raw_wake w = {ev->ts_ns, uint_or(ev, in->f[0], 0), uint_or(ev, in->f[1], 0),
+                      uint_or(ev, in->f[2], D9_WORKER_NONE)};
+        if (!VEC_PUSH(b, wakes, w)) goto oom;
+        break;
+    }
+    case K_SAMPLE: {
+        raw_sample s = {.ts = ev->ts_ns, .worker_id = uint_or(ev, in->f[0], D9_WORKER_NONE),
+                        .tid = saturate32(uint_or(ev, in->f[1], 0)),
+                        .source = uint_or(ev, in->f[2], 0) ? D9_XSAMPLE_OFFCPU : D9_XSAMPLE_CPU};
+        int rc = add_stack(m, field(ev, in->f[3]), &s.stack);
+        if (rc < 0) goto oom;
+        if (rc > 0) break; /* a sample without a stack says nothing to a profile */
+        s.thread_name = str_of(m, ev, in->f[4]);
+        if (!VEC_PUSH(b, samples, s)) goto oom;
+        break;
+    }
+    case K_QUEUE:
+        if (!VEC_PUSH(b, queues, ((raw_queue){ev->ts_ns, uint_or(ev, in->f[0], 0)}))) goto oom;
+        break;
+    case K_SYMBOL: {
+        uint64_t addr;
+        if (!d9_value_uint(field(ev, in->f[0]), &addr)) break;
+        d9_xsymbol s = {.addr = addr, .size = uint_or(ev, in->f[1], 0),
+                        .name = str_of(m, ev, in->f[2]),
+                        .depth = (uint16_t)(uint_or(ev, in->f[3], 0) > 0xffff ? 0xffff
+                                                                             : uint_or(ev, in->f[3], 0)),
+                        .file = str_of(m, ev, in->f[4]),
+                        .line = saturate32(uint_or(ev, in->f[5], 0))};
+        if (s.name && d9_xsymbols_add(&b->symbols, &s) != 0) goto oom;
+        break;
+    }
+    case K_METADATA:
+        if (add_metadata(m, ev, in) != 0) goto oom;
+        break;
+    case K_CLOCK: {
+        uint64_t real;
+        if (!b->have_clock && d9_value_uint(field(ev, in->f[0]), &real)) {
+            b->have_clock = true;
+            b->clock_mono = ev->ts_ns;
+            b->clock_real = real;
+        }
+        break;
+    }
+    case K_REGISTERED: {
+        raw_registration r = {.worker_id = uint_or(ev, in->f[0], D9_WORKER_NONE),
+                              .tid = saturate32(uint_or(ev, in->f[1], 0)),
+                              .runtime = str_of(m, ev, in->f[2]),
+                              .thread_name = str_of(m, ev, in->f[3])};
+        if (!VEC_PUSH(b, regs, r)) goto oom;
+        break;
+    }
+    case K_MMAP: {
+        d9_xmapping mp = {uint_or(ev, in->f[0], 0), uint_or(ev, in->f[1], 0),
+                          uint_or(ev, in->f[2], 0), str_of(m, ev, in->f[3]),
+                          str_of(m, ev, in->f[4])};
+        if (mp.end > mp.start && d9_xsymbols_add_mapping(&b->symbols, &mp) != 0) goto oom;
+        break;
+    }
+    case K_OTHER: break;
+    }
+    if (m->failed) return -1;
+    return 0;
+oom:
+    m->failed = true;
+    return -1;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Finishing: workers
+ * ---------------------------------------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* index of worker `id` or D9_XNONE */
+static uint32_t worker_index(const d9_xmodel *m, uint64_t id) {
+    size_t lo = 0, hi = m->worker_count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->workers[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < m->worker_count && m->workers[lo].id == id ? (uint32_t)lo : D9_XNONE;
+}
+
+typedef struct tid_vote {
+    uint64_t worker_id;
+    uint32_t tid;
+} tid_vote;
+
+static int cmp_vote(const void *a, const void *b) {
+    const tid_vote *x = a, *y = b;
+    if (x->worker_id != y->worker_id) return x->worker_id < y->worker_id ? -1 : 1;
+    return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Each worker's thread: its registration, else the tid its park/unpark events and samples
+ * name most often. A tid already taken by another worker is not reused (one thread track
+ * per tid). */
+static int assign_tids(d9_xmodel *m) {
+    struct d9_xbuild *b = m->build;
+    size_t n = 0;
+    tid_vote *votes = malloc((b->marks_n + b->samples_n + 1) * sizeof *votes);
+    if (!votes) return -1;
+    for (size_t i = 0; i < b->marks_n; i++)
+        if (b->marks[i].has_tid) votes[n++] = (tid_vote){b->marks[i].worker_id, b->marks[i].tid};
+    for (size_t i = 0; i < b->samples_n; i++)
+        if (b->samples[i].tid) votes[n++] = (tid_vote){b->samples[i].worker_id, b->samples[i].tid};
+    qsort(votes, n, sizeof *votes, cmp_vote);
+    for (size_t i = 0; i < n;) {
+        size_t best_count = 0, j = i;
+        uint32_t best = 0;
+        while (j < n && votes[j].worker_id == votes[i].worker_id) {
+            size_t k = j;
+            while (k < n && votes[k].worker_id == votes[j].worker_id && votes[k].tid == votes[j].tid) k++;
+            if (k - j > best_count) {
+                best_count = k - j;
+                best = votes[j].tid;
+            }
+            j = k;
+        }
+        uint32_t w = worker_index(m, votes[i].worker_id);
+        if (w != D9_XNONE && !m->workers[w].tid_known) {
+            m->workers[w].tid = best;
+            m->workers[w].tid_known = true;
+        }
+        i = j;
+    }
+    free(votes);
+    /* registrations win */
+    for (size_t i = 0; i < b->regs_n; i++) {
+        uint32_t w = worker_index(m, b->regs[i].worker_id);
+        if (w != D9_XNONE && b->regs[i].tid) {
+            m->workers[w].tid = b->regs[i].tid;
+            m->workers[w].tid_known = true;
+        }
+    }
+    /* one worker per tid */
+    for (size_t i = 0; i < m->worker_count; i++)
+        for (size_t j = 0; j < i; j++)
+            if (m->workers[i].tid_known && m->workers[j].tid_known &&
+                m->workers[i].tid == m->workers[j].tid)
+                m->workers[i].tid_known = false;
+    return 0;
+}
+
+static int name_workers(d9_xmodel *m) {
+    struct d9_xbuild *b = m->build;
+    for (size_t i = 0; i < b->runtimes_n; i++) {
+        uint32_t w = worker_index(m, b->runtimes[i].worker_id);
+        if (w != D9_XNONE) m->workers[w].runtime = b->runtimes[i].runtime;
+    }
+    uint32_t *thread_names = calloc(m->worker_count + 1, sizeof *thread_names);
+    if (!thread_names) return -1;
+    for (size_t i = 0; i < b->regs_n; i++) {
+        uint32_t w = worker_index(m, b->regs[i].worker_id);
+        if (w == D9_XNONE) continue;
+        if (b->regs[i].runtime) m->workers[w].runtime = b->regs[i].runtime;
+        if (b->regs[i].thread_name) thread_names[w] = b->regs[i].thread_name;
+    }
+    int rc = 0;
+    for (size_t w = 0; w < m->worker_count && rc == 0; w++) {
+        d9_xworker *wk = &m->workers[w];
+        char name[512];
+        if (wk->id == D9_WORKER_NONE) snprintf(name, sizeof name, "not a worker");
+        else if (wk->id == D9_WORKER_BLOCKING) snprintf(name, sizeof name, "blocking pool");
+        else snprintf(name, sizeof name, "worker %" PRIu64, wk->id);
+        size_t len = strlen(name);
+        const char *rt = wk->runtime ? d9_xm_str(m, wk->runtime) : NULL;
+        const char *tn = thread_names[w] ? d9_xm_str(m, thread_names[w]) : NULL;
+        if (rt && tn) snprintf(name + len, sizeof name - len, " (runtime %s, %s)", rt, tn);
+        else if (rt) snprintf(name + len, sizeof name - len, " (runtime %s)", rt);
+        else if (tn) snprintf(name + len, sizeof name - len, " (%s)", tn);
+        wk->name = d9_xstr_intern(&m->strings, name, strlen(name));
+        if (wk->name == D9_XSTR_FAILED) rc = -1;
+    }
+    free(thread_names);
+    return rc;
+}
+
+static int collect_workers(d9_xmodel *m) {
+    struct d9_xbuild *b = m->build;
+    size_t n = 0;
+    uint64_t *ids = malloc((b->marks_n + b->samples_n + b->regs_n + 1) * sizeof *ids);
+    if (!ids) return -1;
+    for (size_t i = 0; i < b->marks_n; i++) ids[n++] = b->marks[i].worker_id;
+    for (size_t i = 0; i < b->regs_n; i++) ids[n++] = b->regs[i].worker_id;
+    for (size_t i = 0; i < b->samples_n; i++)
+        if (b->samples[i].worker_id != D9_WORKER_NONE) ids[n++] = b->samples[i].worker_id;
+    qsort(ids, n, sizeof *ids, cmp_u64);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (u == 0 || ids[u - 1] != ids[i]) ids[u++] = ids[i];
+    m->workers = calloc(u + 1, sizeof *m->workers);
+    if (!m->workers) {
+        free(ids);
+        return -1;
+    }
+    for (size_t i = 0; i < u; i++) m->workers[i].id = ids[i];
+    m->worker_count = u;
+    free(ids);
+    if (assign_tids(m) != 0) return -1;
+    return name_workers(m);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Finishing: slices
+ * ---------------------------------------------------------------------------------------- */
+
+static int cmp_mark(const void *a, const void *b) {
+    const mark *x = a, *y = b;
+    if (x->worker_id != y->worker_id) return x->worker_id < y->worker_id ? -1 : 1;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static bool in_window(const d9_xmodel *m, uint64_t ts) { return ts >= m->from && ts <= m->to; }
+
+/* Clip [*start, *end] to the window; false when it lies outside. */
+static bool clip(const d9_xmodel *m, uint64_t *start, uint64_t *end) {
+    if (*end < m->from || *start > m->to) return false;
+    if (*start < m->from) *start = m->from;
+    if (*end > m->to) *end = m->to;
+    return true;
+}
+
+/* On one worker, make polls and parks (each sorted by start) never overlap: a slice that
+ * runs past the start of the next one (of either kind) ends there. */
+static void cut_overlaps(d9_xmodel *m, d9_xpoll *polls, size_t np, d9_xpark *parks, size_t nk) {
+    size_t i = 0, j = 0;
+    uint64_t *prev_end = NULL;
+    while (i < np || j < nk) {
+        uint64_t *start, *end;
+        if (j >= nk || (i < np && polls[i].start <= parks[j].start)) {
+            start = &polls[i].start;
+            end = &polls[i].end;
+            i++;
+        } else {
+            start = &parks[j].start;
+            end = &parks[j].end;
+            j++;
+        }
+        if (prev_end && *prev_end > *start) {
+            *prev_end = *start;
+            m->cut_slices++;
+        }
+        prev_end = end;
+    }
+}
+
+static int pair_marks(d9_xmodel *m) {
+    struct d9_xbuild *b = m->build;
+    if (b->marks_n) qsort(b->marks, b->marks_n, sizeof *b->marks, cmp_mark); /* NULL when none */
+    size_t np = 0, nk = 0, nq = 0, ns = 0;
+    for (size_t i = 0; i < b->marks_n; i++) {
+        if (b->marks[i].kind == MK_POLL_END) np++;
+        if (b->marks[i].kind == MK_UNPARK) nk++, ns++;
+        if (b->marks[i].kind != MK_POLL_END) nq++;
+    }
+    m->polls = malloc((np + 1) * sizeof *m->polls);
+    m->parks = malloc((nk + 1) * sizeof *m->parks);
+    m->local_queue = malloc((nq + 1) * sizeof *m->local_queue);
+    m->sched_delay = malloc((ns + 1) * sizeof *m->sched_delay);
+    m->worker_polls = calloc(m->worker_count + 1, sizeof *m->worker_polls);
+    if (!m->polls || !m->parks || !m->local_queue || !m->sched_delay || !m->worker_polls)
+        return -1;
+    np = nk = nq = ns = 0;
+    for (size_t i = 0; i < b->marks_n;) {
+        uint64_t wid = b->marks[i].worker_id;
+        uint32_t w = worker_index(m, wid);
+        const mark *open_poll = NULL, *open_park = NULL;
+        size_t poll0 = np, park0 = nk;
+        m->worker_polls[w] = (uint32_t)np;
+        for (; i < b->marks_n && b->marks[i].worker_id == wid; i++) {
+            const mark *k = &b->marks[i];
+            switch (k->kind) {
+            case MK_POLL_START:
+                if (open_poll) m->unmatched_polls++;
+                open_poll = k;
+                break;
+            case MK_POLL_END:
+                if (!open_poll) {
+                    m->unmatched_polls++;
+                    break;
+                }
+                m->polls[np++] = (d9_xpoll){.start = open_poll->ts, .end = k->ts,
+                                            .task = open_poll->task, .worker = w,
+                                            .loc = open_poll->loc, .queue = open_poll->queue};
+                open_poll = NULL;
+                break;
+            case MK_PARK:
+                if (open_park) m->unmatched_parks++;
+                open_park = k;
+                break;
+            case MK_UNPARK:
+                if (!open_park) {
+                    m->unmatched_parks++;
+                    break;
+                }
+                m->parks[nk++] = (d9_xpark){
+                    .start = open_park->ts, .end = k->ts, .worker = w,
+                    .has_sched_wait = k->has_sched_wait, .sched_wait_ns = k->sched_wait,
+                    .cpu_ns = open_park->has_cpu && k->has_cpu && k->cpu_ns >= open_park->cpu_ns
+                                  ? k->cpu_ns - open_park->cpu_ns : 0};
+                if (k->has_sched_wait && in_window(m, k->ts))
+                    m->sched_delay[ns++] = (d9_xcounter){k->ts, k->sched_wait, w};
+                open_park = NULL;
+                break;
+            }
+            if (k->kind != MK_POLL_END && in_window(m, k->ts))
+                m->local_queue[nq++] = (d9_xcounter){k->ts, k->queue, w};
+        }
+        if (open_poll) m->unmatched_polls++;
+        if (open_park) m->unmatched_parks++;
+        cut_overlaps(m, m->polls + poll0, np - poll0, m->parks + park0, nk - park0);
+        /* keep what overlaps the window, clipped to it */
+        size_t kept = poll0;
+        for (size_t p = poll0; p < np; p++)
+            if (clip(m, &m->polls[p].start, &m->polls[p].end)) m->polls[kept++] = m->polls[p];
+        np = kept;
+        kept = park0;
+        for (size_t p = park0; p < nk; p++)
+            if (clip(m, &m->parks[p].start, &m->parks[p].end)) m->parks[kept++] = m->parks[p];
+        nk = kept;
+        m->workers[w].polls = np - poll0;
+        m->workers[w].parks = nk - park0;
+    }
+    /* workers without marks still need a valid (empty) range: fill from the right */
+    m->worker_polls[m->worker_count] = (uint32_t)np;
+    for (size_t w = m->worker_count; w-- > 0;)
+        if (m->workers[w].polls == 0) m->worker_polls[w] = m->worker_polls[w + 1];
+    m->poll_count = np;
+    m->park_count = nk;
+    m->local_queue_count = nq;
+    m->sched_delay_count = ns;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Finishing: wakes, samples, counters
+ * ---------------------------------------------------------------------------------------- */
+
+static const d9_xpoll *sort_polls_base; /* qsort has no context argument */
+
+static int cmp_poll_by_task(const void *a, const void *b) {
+    const d9_xpoll *x = &sort_polls_base[*(const uint32_t *)a];
+    const d9_xpoll *y = &sort_polls_base[*(const uint32_t *)b];
+    if (x->task != y->task) return x->task < y->task ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int cmp_wake_ts(const void *a, const void *b) {
+    const d9_xwake *x = a, *y = b;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static const d9_xwake *sort_wakes_base;
+
+static int cmp_wake_by_target(const void *a, const void *b) {
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    uint32_t x = sort_wakes_base[i].target, y = sort_wakes_base[j].target;
+    if (x != y) return x < y ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+static int link_wakes(d9_xmodel *m) {
+    struct d9_xbuild *b = m->build;
+    m->wakes = malloc((b->wakes_n + 1) * sizeof *m->wakes);
+    m->wake_order = malloc((b->wakes_n + 1) * sizeof *m->wake_order);
+    uint32_t *by_task = malloc((m->poll_count + 1) * sizeof *by_task);
+    if (!m->wakes || !m->wake_order || !by_task) {
+        free(by_task);
+        return -1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < b->wakes_n; i++) {
+        const raw_wake *r = &b->wakes[i];
+        if (!in_window(m, r->ts)) continue;
+        uint32_t from = r->from_worker_id == D9_WORKER_NONE ? D9_XNONE
+                                                           : worker_index(m, r->from_worker_id);
+        m->wakes[n++] = (d9_xwake){r->ts, r->waker, r->woken, from, D9_XNONE};
+    }
+    qsort(m->wakes, n, sizeof *m->wakes, cmp_wake_ts);
+    m->wake_count = n;
+    for (size_t i = 0; i < m->poll_count; i++) by_task[i] = (uint32_t)i;
+    sort_polls_base = m->polls;
+    qsort(by_task, m->poll_count, sizeof *by_task, cmp_poll_by_task);
+    for (size_t i = 0; i < n; i++) {
+        d9_xwake *w = &m->wakes[i];
+        /* the woken task's first poll that starts at or after the wake */
+        size_t lo = 0, hi = m->poll_count;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            const d9_xpoll *p = &m->polls[by_task[mid]];
+            if (p->task < w->woken_task || (p->task == w->woken_task && p->start < w->ts)) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo < m->poll_count && m->polls[by_task[lo]].task == w->woken_task)
+            w->target = by_task[lo];
+    }
+    free(by_task);
+    for (size_t i = 0; i < n; i++) m->wake_order[i] = (uint32_t)i;
+    sort_wakes_base = m->wakes;
+    qsort(m->wake_order, n, sizeof *m->wake_order, cmp_wake_by_target);
+    for (size_t i = 0; i < m->poll_count; i++) m->polls[i].wakes_first = m->polls[i].wakes_count = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t t = m->wakes[m->wake_order[i]].target;
+        size_t j = i;
+        while (j < n && m->wakes[m->wake_order[j]].target == t) j++;
+        if (t != D9_XNONE) {
+            m->polls[t].wakes_first = (uint32_t)i;
+            m->polls[t].wakes_count = (uint32_t)(j - i);
+        }
+        i = j;
+    }
+    return 0;
+}
+
+/* Index of the last slice of [base, base+n) (sorted by start, `stride` bytes apart) that
+ * starts at or before ts, or n when none. Polls and parks both begin with start, end. */
+static size_t last_started(const void *base, size_t n, size_t stride, uint64_t ts) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const uint64_t *start = (const uint64_t *)((const char *)base + mid * stride);
+        if (*start <= ts) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo == 0 ? n : lo - 1;
+}
+
+static int cmp_sample_ts(const void *a, const void *b) {
+    const d9_xsample *x = a, *y = b;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int place_samples(d9_xmodel *m) {
+    struct d9_xbuild *b = m->build;
+    m->samples = malloc((b->samples_n + 1) * sizeof *m->samples);
+    if (!m->samples) return -1;
+    /* parks per worker: they are sorted by (worker, start) */
+    uint32_t *worker_parks = calloc(m->worker_count + 1, sizeof *worker_parks);
+    if (!worker_parks) return -1;
+    for (size_t i = 0, w = 0; w <= m->worker_count; w++) {
+        while (i < m->park_count && m->parks[i].worker < w) i++;
+        worker_parks[w] = (uint32_t)i;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < b->samples_n; i++) {
+        const raw_sample *r = &b->samples[i];
+        if (!in_window(m, r->ts)) continue;
+        d9_xsample s = {.ts = r->ts, .tid = r->tid, .stack = r->stack, .poll = D9_XNONE,
+                        .thread_name = r->thread_name, .source = r->source,
+                        .worker = r->worker_id == D9_WORKER_NONE ? D9_XNONE
+                                                                 : worker_index(m, r->worker_id)};
+        if (s.worker != D9_XNONE) {
+            uint32_t w = s.worker;
+            const d9_xpoll *polls = m->polls + m->worker_polls[w];
+            size_t np = m->worker_polls[w + 1] - m->worker_polls[w];
+            size_t p = last_started(polls, np, sizeof *polls, s.ts);
+            if (p < np && s.ts <= polls[p].end) s.poll = (uint32_t)(m->worker_polls[w] + p);
+            const d9_xpark *parks = m->parks + worker_parks[w];
+            size_t nk = worker_parks[w + 1] - worker_parks[w];
+            size_t k = last_started(parks, nk, sizeof *parks, s.ts);
+            s.parked = s.poll == D9_XNONE && k < nk && s.ts <= parks[k].end;
+            m->workers[w].samples++;
+        }
+        m->samples[n++] = s;
+    }
+    free(worker_parks);
+    qsort(m->samples, n, sizeof *m->samples, cmp_sample_ts);
+    m->sample_count = n;
+    return 0;
+}
+
+static int cmp_counter(const void *a, const void *b) {
+    const d9_xcounter *x = a, *y = b;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return x->worker < y->worker ? -1 : x->worker > y->worker;
+}
+
+static int collect_counters(d9_xmodel *m) {
+    struct d9_xbuild *b = m->build;
+    m->global_queue = malloc((b->queues_n + 1) * sizeof *m->global_queue);
+    if (!m->global_queue) return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < b->queues_n; i++)
+        if (in_window(m, b->queues[i].ts))
+            m->global_queue[n++] = (d9_xcounter){b->queues[i].ts, b->queues[i].value, D9_XNONE};
+    m->global_queue_count = n;
+    qsort(m->global_queue, n, sizeof *m->global_queue, cmp_counter);
+    qsort(m->local_queue, m->local_queue_count, sizeof *m->local_queue, cmp_counter);
+    qsort(m->sched_delay, m->sched_delay_count, sizeof *m->sched_delay, cmp_counter);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Finishing: the window and everything together
+ * ---------------------------------------------------------------------------------------- */
+
+int d9_xwindow_parse(const char *s, uint64_t *ns, bool *abs) {
+    if (!s || !*s) return -1;
+    char *end;
+    if (*s == '@') {
+        if (s[1] < '0' || s[1] > '9') return -1;
+        unsigned long long v = strtoull(s + 1, &end, 10);
+        if (*end) return -1;
+        *ns = v;
+        *abs = true;
+        return 0;
+    }
+    if ((*s < '0' || *s > '9') && *s != '.') return -1;
+    double v = strtod(s, &end);
+    double scale = 1e9; /* a bare number is seconds */
+    if (!strcmp(end, "ns")) scale = 1;
+    else if (!strcmp(end, "us")) scale = 1e3;
+    else if (!strcmp(end, "ms")) scale = 1e6;
+    else if (!strcmp(end, "s") || !*end) scale = 1e9;
+    else if (!strcmp(end, "min")) scale = 60e9;
+    else return -1;
+    double r = v * scale;
+    if (!isfinite(r) || r < 0 || r >= 1.8e19) return -1;
+    *ns = (uint64_t)llround(r);
+    *abs = false;
+    return 0;
+}
+
+static int resolve_window(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen) {
+    m->from = m->first_ts;
+    m->to = m->last_ts;
+    if (!w) return 0;
+    if (w->has_from) m->from = w->from_abs ? w->from : m->first_ts + w->from;
+    if (w->has_to) m->to = w->to_abs ? w->to : m->first_ts + w->to;
+    if (m->to < m->from) {
+        snprintf(err, errlen, "empty time window: --to is before --from");
+        return -1;
+    }
+    return 0;
+}
+
+int d9_xmodel_finish(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen) {
+    struct d9_xbuild *b = m->build;
+    if (!b) {
+        snprintf(err, errlen, "export model finished twice");
+        return -1;
+    }
+    if (m->failed) goto oom;
+    if (resolve_window(m, w, err, errlen) != 0) return -1;
+    if (b->have_clock) {
+        int64_t delta = (int64_t)(m->from - b->clock_mono);
+        m->have_realtime = true;
+        m->realtime_at_from = (uint64_t)((int64_t)b->clock_real + delta);
+    }
+    if (collect_workers(m) != 0 || pair_marks(m) != 0 || link_wakes(m) != 0 ||
+        place_samples(m) != 0 || collect_counters(m) != 0)
+        goto oom;
+    /* call stacks of the samples in the window, resolved into locations and frames */
+    bool *used = calloc(b->stacks_n + 1, sizeof *used);
+    if (!used) goto oom;
+    for (size_t i = 0; i < m->sample_count; i++) used[m->samples[i].stack] = true;
+    int rc = d9_xsymbols_resolve(&b->symbols, m, (const d9_stack_entry *const *)b->stack_by_index,
+                                 b->stacks_n, used);
+    free(used);
+    if (rc != 0) goto oom;
+    build_free(b);
+    m->build = NULL;
+    return 0;
+oom:
+    m->failed = true;
+    snprintf(err, errlen, "out of memory while building the export");
+    return -1;
+}

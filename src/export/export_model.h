@@ -1,0 +1,180 @@
+/* The model every exporter writes from: a trace's events turned into what the tools outside
+ * show. Workers (one thread track each), polls and parks (slices), wakes (flows from the wake
+ * to the poll it caused), queue depths and scheduling delays (counters), CPU and off-CPU stack
+ * samples (with symbolized, interned call stacks), all restricted to a time window.
+ *
+ *     d9_xmodel *m = d9_xmodel_new();
+ *     for each event of each file:  d9_xmodel_add(m, &ev);
+ *     d9_xmodel_finish(m, &window, err, sizeof err);   // pairs, sorts, clips, symbolizes
+ *     d9_export_write(m, D9_XF_PERFETTO, &opts, out, err, sizeof err);  (export.h)
+ *
+ * Pairing follows dial9: a poll runs from a PollStartEvent to the next PollEndEvent of the same
+ * worker, a park from a WorkerParkEvent to the next WorkerUnparkEvent; events are sorted by
+ * time per worker first (files are ordered per stream only). A start that meets another start
+ * before its end is dropped and counted. On one worker, polls and parks never overlap in the
+ * model: a slice that runs into the next one is cut at the next one's start (counted), so the
+ * exporters' slices nest properly by construction.
+ */
+#ifndef D9_EXPORT_MODEL_H
+#define D9_EXPORT_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/stack_table.h"
+#include "export/string_pool.h"
+#include "export/u64_map.h"
+#include "format/decoder.h"
+
+#define D9_XNONE UINT32_MAX
+
+/* A thread that runs polls: one track in the exports. */
+typedef struct d9_xworker {
+    uint64_t id;        /* worker id in the trace (254 blocking pool, 255 not a worker) */
+    uint32_t tid;       /* its thread id when known (tid_known) */
+    bool tid_known;
+    uint32_t name;      /* display name, e.g. "worker 0 (runtime main)" (string index) */
+    uint32_t runtime;   /* runtime name, 0 = unknown (string index) */
+    uint64_t polls, parks, samples; /* counts inside the window */
+} d9_xworker;
+
+typedef struct d9_xpoll {
+    uint64_t start, end; /* ns, CLOCK_MONOTONIC, clipped to the window */
+    uint64_t task;
+    uint32_t worker;     /* index into workers */
+    uint32_t loc;        /* spawn location (string index), 0 = unknown */
+    uint32_t queue;      /* local queue depth at the start */
+    uint32_t wakes_first, wakes_count; /* wakes that led to this poll: wake_order[first..] */
+} d9_xpoll;
+
+typedef struct d9_xpark {
+    uint64_t start, end;
+    uint32_t worker;
+    bool has_sched_wait;
+    uint64_t sched_wait_ns; /* run-queue wait between park and unpark (from the unpark) */
+    uint64_t cpu_ns;        /* the thread's CPU time consumed while parked (unpark - park) */
+} d9_xpark;
+
+typedef struct d9_xwake {
+    uint64_t ts;
+    uint64_t waker_task, woken_task;
+    uint32_t from_worker; /* worker index it came from, D9_XNONE when not from a worker */
+    uint32_t target;      /* the woken task's next poll (index into polls) or D9_XNONE */
+} d9_xwake;
+
+enum { D9_XSAMPLE_CPU = 0, D9_XSAMPLE_OFFCPU = 1 }; /* CpuSampleEvent.source */
+
+typedef struct d9_xsample {
+    uint64_t ts;
+    uint32_t worker;  /* index into workers or D9_XNONE */
+    uint32_t tid;
+    uint32_t stack;   /* index into stacks */
+    uint32_t poll;    /* the poll running on that worker at ts, or D9_XNONE */
+    uint32_t thread_name; /* string index, 0 = none */
+    uint8_t source;   /* D9_XSAMPLE_CPU / D9_XSAMPLE_OFFCPU */
+    bool parked;      /* the worker was parked at ts */
+} d9_xsample;
+
+typedef struct d9_xcounter {
+    uint64_t ts;
+    uint64_t value;
+    uint32_t worker; /* index into workers; D9_XNONE for the global queue */
+} d9_xcounter;
+
+/* An executable mapping (MemoryMapEvent), for pprof mappings and Perfetto rel_pc. */
+typedef struct d9_xmapping {
+    uint64_t start, end, file_offset;
+    uint32_t path, build_id; /* string indexes */
+} d9_xmapping;
+
+/* One function frame at an address: an address yields one frame per inline level. */
+typedef struct d9_xframe {
+    uint32_t name;   /* symbol, or "0x..." when the trace has no symbol for the address */
+    uint32_t file;   /* source file, 0 = unknown */
+    uint32_t line;
+    uint16_t depth;  /* inline depth: 0 = the function that holds the address */
+    bool symbolized;
+} d9_xframe;
+
+/* A distinct address of the call stacks, with its frames innermost first (frames[first]) and
+ * its mapping. The pprof Location. */
+typedef struct d9_xloc {
+    uint64_t addr;
+    uint32_t first_frame, frame_count;
+    uint32_t mapping; /* index into mappings or D9_XNONE */
+} d9_xloc;
+
+/* A distinct call stack: its locations, leaf first (stack_locs[first..first+count)). */
+typedef struct d9_xstack {
+    uint32_t first, count;
+} d9_xstack;
+
+/* A time window; offsets count from the first timestamp of the trace, `abs` values are
+ * absolute CLOCK_MONOTONIC ns. */
+typedef struct d9_xwindow {
+    bool has_from, has_to;
+    bool from_abs, to_abs;
+    uint64_t from, to;
+} d9_xwindow;
+
+/* Parse a --from/--to value: "1.5s", "250ms", "40us", "1000ns" (offset from the trace start;
+ * a bare number is seconds) or "@503226032430072" (absolute monotonic ns). 0 ok, -1 bad. */
+int d9_xwindow_parse(const char *s, uint64_t *ns, bool *abs);
+
+typedef struct d9_xmodel d9_xmodel;
+
+struct d9_xmodel {
+    d9_xstrings strings;
+
+    d9_xworker *workers;    size_t worker_count;
+    d9_xpoll *polls;        size_t poll_count;   /* sorted by (worker, start) */
+    uint32_t *worker_polls; /* per worker: index of its first poll (worker_count + 1 entries) */
+    d9_xpark *parks;        size_t park_count;   /* sorted by (worker, start) */
+    d9_xwake *wakes;        size_t wake_count;   /* sorted by ts */
+    uint32_t *wake_order;   /* wake indexes grouped by target poll (see d9_xpoll.wakes_first) */
+    d9_xsample *samples;    size_t sample_count; /* sorted by ts */
+    d9_xcounter *local_queue;  size_t local_queue_count;  /* per worker, sorted by ts */
+    d9_xcounter *global_queue; size_t global_queue_count; /* sorted by ts */
+    d9_xcounter *sched_delay;  size_t sched_delay_count;  /* at each unpark, sorted by ts */
+
+    d9_xmapping *mappings;  size_t mapping_count;
+    d9_xframe *frames;      size_t frame_count;
+    d9_xloc *locs;          size_t loc_count;
+    d9_xstack *stacks;      size_t stack_count;
+    uint32_t *stack_locs;   size_t stack_loc_count;
+
+    /* the trace */
+    uint64_t first_ts, last_ts; /* of all timestamped events read (0, 0 when none) */
+    uint64_t from, to;          /* the window after finish (the whole trace by default) */
+    bool have_realtime;
+    uint64_t realtime_at_from;  /* wall clock ns at `from` (from a ClockSyncEvent) */
+    uint32_t service;           /* metadata "service" (string index), 0 = none */
+    uint32_t pid;               /* metadata "pid", 0 = unknown */
+
+    /* what could not be used */
+    uint64_t unmatched_polls, unmatched_parks; /* starts without an end (or ends alone) */
+    uint64_t cut_slices;        /* slices cut short because the next one started earlier */
+    uint64_t unresolved_strings;/* pooled strings undefined when read */
+    uint64_t events;            /* events read */
+
+    struct d9_xbuild *build;    /* state while adding (freed by finish) */
+    bool failed;                /* out of memory: results are incomplete */
+};
+
+d9_xmodel *d9_xmodel_new(void);
+void d9_xmodel_free(d9_xmodel *m);
+
+/* Take in one decoded event (any schema; the ones the exports use are kept). Events of
+ * several files may come in any order. Returns 0, or -1 when out of memory. */
+int d9_xmodel_add(d9_xmodel *m, const d9_event *ev);
+
+/* Build the model from everything added: pair, sort, clip to the window (NULL: all),
+ * symbolize stacks. Returns 0, or -1 with a message (out of memory, empty window). */
+int d9_xmodel_finish(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen);
+
+static inline const char *d9_xm_str(const d9_xmodel *m, uint32_t index) {
+    return d9_xstr_get(&m->strings, index);
+}
+
+#endif

@@ -1,0 +1,476 @@
+/* The HTTP side of `dial9 serve` on libmicrohttpd (see serve.h, docs/serve.md):
+ *
+ *   GET /                 the viewer (index.html and its files, from the viewer directory)
+ *   GET /runs             an HTML list of the runs, each linking to the viewer
+ *   GET /api/index        JSON: runs, segments, sizes, time ranges (trace_index.h)
+ *   GET /api/trace?run=R[&seg=N...][&file=NAME...]
+ *                         the selected segments of run R (all when none is named),
+ *                         concatenated into one trace (segment_concat.h)
+ *
+ * Only GET and HEAD, no request bodies, bounded headers (libmicrohttpd's per-connection
+ * memory limit), a bounded number of connections. Files are only ever served from the viewer
+ * directory (safe_path.h) and, for traces, only the segments the index lists, each checked
+ * again to resolve inside the trace directory when opened. One internal polling thread runs
+ * every request, so the index needs no lock. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* open_memstream */
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "serve/safe_path.h"
+#include "serve/segment_concat.h"
+#include "serve/serve.h"
+#include "serve/trace_index.h"
+#include "serve/url.h"
+
+#define MEMORY_PER_CONNECTION (64 * 1024) /* request line + headers must fit */
+#define MAX_CONNECTIONS 64
+#define MAX_PER_IP 32
+#define CONNECTION_TIMEOUT_S 60
+#define MAX_SELECTED 100000 /* seg= / file= parameters in one request */
+
+typedef struct server {
+    d9_trace_index index;
+    char *viewer_root; /* real path, or NULL */
+    bool quiet;
+} server;
+
+/* ---- responses ---------------------------------------------------------------------------- */
+
+static void common_headers(struct MHD_Response *r, const char *type, bool no_store) {
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, no_store ? "no-store" : "no-cache");
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *c, unsigned status, struct MHD_Response *r) {
+    if (!r) return MHD_NO;
+    enum MHD_Result ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result send_buffer(struct MHD_Connection *c, unsigned status, const char *type,
+                                   char *data, size_t len) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(data);
+        return MHD_NO;
+    }
+    common_headers(r, type, true);
+    return send_response(c, status, r);
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *text) {
+    char *copy = strdup(text);
+    if (!copy) return MHD_NO;
+    return send_buffer(c, status, "text/plain; charset=utf-8", copy, strlen(copy));
+}
+
+static void log_request(const server *s, const char *method, const char *url, unsigned status) {
+    if (!s->quiet) fprintf(stderr, "dial9 serve: %s %s %u\n", method, url, status);
+}
+
+/* ---- the viewer's files --------------------------------------------------------------------- */
+
+static const char *content_type(const char *path) {
+    static const struct { const char *ext, *type; } types[] = {
+        {".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
+        {".mjs", "text/javascript; charset=utf-8"}, {".css", "text/css; charset=utf-8"},
+        {".json", "application/json"}, {".svg", "image/svg+xml"}, {".png", "image/png"},
+        {".ico", "image/x-icon"}, {".wasm", "application/wasm"}, {".txt", "text/plain; charset=utf-8"},
+        {".md", "text/plain; charset=utf-8"}, {".map", "application/json"},
+    };
+    const char *dot = strrchr(path, '.');
+    for (size_t i = 0; dot && i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(dot, types[i].ext)) return types[i].type;
+    return "application/octet-stream";
+}
+
+static unsigned serve_file(server *s, struct MHD_Connection *c, const char *url, enum MHD_Result *ok) {
+    if (!s->viewer_root) {
+        *ok = send_text(c, 404, "dial9 serve: no viewer directory (see --viewer-dir); the API is at /api/index\n");
+        return 404;
+    }
+    char *real;
+    int rc = d9_safe_resolve(s->viewer_root, url, &real);
+    if (rc != D9_PATH_OK) {
+        *ok = send_text(c, (unsigned)rc, rc == D9_PATH_FORBIDDEN ? "forbidden\n" : "not found\n");
+        return (unsigned)rc;
+    }
+    int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0) close(fd);
+        free(real);
+        *ok = send_text(c, 404, "not found\n");
+        return 404;
+    }
+    struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st.st_size, fd); /* owns fd */
+    if (!r) {
+        close(fd);
+        free(real);
+        *ok = MHD_NO;
+        return 500;
+    }
+    common_headers(r, content_type(real), false);
+    free(real);
+    *ok = send_response(c, 200, r);
+    return 200;
+}
+
+/* ---- /api/index and /runs ------------------------------------------------------------------- */
+
+static unsigned serve_index(server *s, struct MHD_Connection *c, enum MHD_Result *ok) {
+    char err[256];
+    if (d9_trace_index_refresh(&s->index, err, sizeof err) != 0) {
+        *ok = send_text(c, 500, err);
+        return 500;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        *ok = MHD_NO;
+        return 500;
+    }
+    d9_trace_index_json(&s->index, f);
+    fclose(f);
+    *ok = send_buffer(c, 200, "application/json", buf, len);
+    return 200;
+}
+
+static void html_time_range(FILE *f, const d9_run *r) {
+    uint64_t first = 0, last = 0, bytes = 0;
+    bool have = false;
+    for (size_t k = 0; k < r->count; k++) {
+        bytes += r->segs[k]->size;
+        if (!r->segs[k]->have_ts) continue;
+        if (!have || r->segs[k]->first_ns < first) first = r->segs[k]->first_ns;
+        if (!have || r->segs[k]->last_ns > last) last = r->segs[k]->last_ns;
+        have = true;
+    }
+    fprintf(f, "<td>%zu</td><td>%.1f MB</td>", r->count, bytes / 1e6);
+    if (have) fprintf(f, "<td>%.3f s</td>", (last - first) / 1e9);
+    else fputs("<td>-</td>", f);
+}
+
+static unsigned serve_runs_page(server *s, struct MHD_Connection *c, enum MHD_Result *ok) {
+    char err[256];
+    if (d9_trace_index_refresh(&s->index, err, sizeof err) != 0) {
+        *ok = send_text(c, 500, err);
+        return 500;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        *ok = MHD_NO;
+        return 500;
+    }
+    fputs("<!doctype html><html><head><meta charset=\"utf-8\"><title>dial9 traces</title>"
+          "<style>body{font:14px system-ui,sans-serif;margin:2em}td,th{padding:.2em .8em;text-align:left}"
+          "tr:nth-child(even){background:#f3f3f3}</style></head><body><h1>dial9 traces</h1><p>",
+          f);
+    d9_html_escape(f, s->index.root);
+    fputs("</p><table><tr><th>run</th><th>segments</th><th>size</th><th>span</th>"
+          "<th>segments to open</th></tr>\n", f);
+    for (size_t i = 0; i < s->index.run_count; i++) {
+        const d9_run *r = &s->index.runs[i];
+        char *v = d9_viewer_url(r->name, NULL);
+        fputs("<tr><td><a href=\"", f);
+        d9_html_escape(f, v ? v : "#");
+        fputs("\">", f);
+        d9_html_escape(f, r->name);
+        fputs("</a></td>", f);
+        free(v);
+        html_time_range(f, r);
+        fputs("<td>", f);
+        for (size_t k = 0; k < r->count; k++) {
+            char *sv = d9_viewer_url(r->name, r->segs[k]);
+            fputs("<a href=\"", f);
+            d9_html_escape(f, sv ? sv : "#");
+            fputs("\">", f);
+            d9_html_escape(f, r->segs[k]->name);
+            fputs("</a> ", f);
+            free(sv);
+        }
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table><p><a href=\"/api/index\">/api/index</a> (JSON)</p></body></html>\n", f);
+    fclose(f);
+    *ok = send_buffer(c, 200, "text/html; charset=utf-8", buf, len);
+    return 200;
+}
+
+/* ---- /api/trace ----------------------------------------------------------------------------- */
+
+typedef struct trace_query {
+    const char *run;
+    int runs;               /* how many run= were given */
+    long long *segs;        /* seg= numbers */
+    const char **files;     /* file= names */
+    size_t nsegs, nfiles;
+    bool bad;               /* malformed or too many parameters */
+} trace_query;
+
+static enum MHD_Result on_argument(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    trace_query *q = cls;
+    (void)kind;
+    if (!value) value = "";
+    if (!strcmp(key, "run")) {
+        q->run = value;
+        q->runs++;
+    } else if (!strcmp(key, "seg")) {
+        char *end;
+        long long n = strtoll(value, &end, 10);
+        if (!*value || *end || n < 0 || q->nsegs >= MAX_SELECTED) {
+            q->bad = true;
+            return MHD_NO;
+        }
+        long long *p = realloc(q->segs, (q->nsegs + 1) * sizeof *p);
+        if (!p) {
+            q->bad = true;
+            return MHD_NO;
+        }
+        q->segs = p;
+        q->segs[q->nsegs++] = n;
+    } else if (!strcmp(key, "file")) {
+        const char **p = q->nfiles < MAX_SELECTED ? realloc(q->files, (q->nfiles + 1) * sizeof *p) : NULL;
+        if (!p) {
+            q->bad = true;
+            return MHD_NO;
+        }
+        q->files = p;
+        q->files[q->nfiles++] = value;
+    }
+    return MHD_YES; /* other parameters are ignored */
+}
+
+static ssize_t read_concat(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos; /* called in order */
+    ssize_t n = d9_concat_read(cls, buf, max);
+    if (n < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (n == 0) return MHD_CONTENT_READER_END_OF_STREAM;
+    return n;
+}
+
+static void free_concat(void *cls) { d9_concat_free(cls); }
+
+static bool selected(const trace_query *q, const d9_segment *s) {
+    if (!q->nsegs && !q->nfiles) return true;
+    for (size_t i = 0; i < q->nsegs; i++)
+        if (s->number >= 0 && q->segs[i] == s->number) return true;
+    for (size_t i = 0; i < q->nfiles; i++)
+        if (!strcmp(q->files[i], s->name)) return true;
+    return false;
+}
+
+static unsigned serve_trace(server *s, struct MHD_Connection *c, enum MHD_Result *ok) {
+    trace_query q = {0};
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_argument, &q);
+    unsigned status = 200;
+    char **paths = NULL;
+    uint64_t *bytes = NULL;
+    char err[256];
+    const d9_run *run = NULL;
+    if (q.bad || q.runs != 1) {
+        status = 400;
+        *ok = send_text(c, status, "usage: /api/trace?run=RUN[&seg=N...][&file=NAME...] (one run)\n");
+        goto done;
+    }
+    if (d9_trace_index_refresh(&s->index, err, sizeof err) != 0 || !(run = d9_trace_index_run(&s->index, q.run))) {
+        status = 404;
+        *ok = send_text(c, status, "no such run (see /api/index)\n");
+        goto done;
+    }
+    paths = calloc(run->count + 1, sizeof *paths);
+    bytes = calloc(run->count + 1, sizeof *bytes);
+    if (!paths || !bytes) {
+        *ok = MHD_NO;
+        status = 500;
+        goto done;
+    }
+    /* every segment asked for must exist */
+    bool missing = false;
+    for (size_t i = 0; i < q.nsegs && !missing; i++) {
+        bool found = false;
+        for (size_t k = 0; k < run->count && !found; k++) found = run->segs[k]->number == q.segs[i];
+        missing = !found;
+    }
+    for (size_t i = 0; i < q.nfiles && !missing; i++) {
+        bool found = false;
+        for (size_t k = 0; k < run->count && !found; k++) found = !strcmp(run->segs[k]->name, q.files[i]);
+        missing = !found;
+    }
+    size_t n = 0;
+    for (size_t k = 0; k < run->count && !missing; k++) {
+        d9_segment *seg = run->segs[k];
+        if (!selected(&q, seg)) continue;
+        if (!d9_segment_revalidate(&s->index, seg)) continue; /* gone since the refresh */
+        paths[n] = seg->path;
+        bytes[n++] = seg->clean_bytes;
+    }
+    if (missing || n == 0) {
+        status = 404;
+        *ok = send_text(c, status, "no such segment in this run (see /api/index)\n");
+        goto done;
+    }
+    d9_concat *cat = d9_concat_new(s->index.root, paths, bytes, n);
+    struct MHD_Response *r = cat ? MHD_create_response_from_callback(d9_concat_total(cat), 256 * 1024,
+                                                                   read_concat, cat, free_concat)
+                                 : NULL;
+    if (!r) {
+        d9_concat_free(cat);
+        *ok = MHD_NO;
+        status = 500;
+        goto done;
+    }
+    common_headers(r, "application/octet-stream", true);
+    *ok = send_response(c, 200, r);
+done:
+    free(paths);
+    free(bytes);
+    free(q.segs);
+    free(q.files);
+    return status;
+}
+
+/* ---- dispatch --------------------------------------------------------------------------- */
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls) {
+    server *s = cls;
+    (void)version;
+    (void)upload_data;
+    (void)req_cls;
+    enum MHD_Result ok;
+    unsigned status;
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(
+            strlen("only GET and HEAD\n"), (void *)"only GET and HEAD\n", MHD_RESPMEM_PERSISTENT);
+        if (r) {
+            common_headers(r, "text/plain; charset=utf-8", true);
+            MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        }
+        log_request(s, method, url, 405);
+        return send_response(c, 405, r);
+    }
+    const char *length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *chunked = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    if ((length && strcmp(length, "0") != 0) || chunked || *upload_data_size) {
+        *upload_data_size = 0;
+        log_request(s, method, url, 413);
+        return send_text(c, 413, "no request bodies here\n");
+    }
+    if (!strcmp(url, "/api/index") || !strcmp(url, "/api/index.json")) status = serve_index(s, c, &ok);
+    else if (!strcmp(url, "/api/trace")) status = serve_trace(s, c, &ok);
+    else if (!strcmp(url, "/runs")) status = serve_runs_page(s, c, &ok);
+    else if (!strncmp(url, "/api/", 5)) {
+        status = 404;
+        ok = send_text(c, 404, "unknown API (see docs/serve.md)\n");
+    } else status = serve_file(s, c, url, &ok);
+    log_request(s, method, url, status);
+    return ok;
+}
+
+/* ---- starting and stopping ------------------------------------------------------------------ */
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+    (void)cls;
+    fputs("dial9 serve: libmicrohttpd: ", stderr);
+    vfprintf(stderr, fmt, ap);
+}
+
+int d9_serve_run(const d9_serve_opts *o) {
+    server s = {.quiet = o->quiet};
+    char err[600];
+    if (d9_trace_index_init(&s.index, o->dir, err, sizeof err) != 0) {
+        fprintf(stderr, "dial9 serve: %s\n", err);
+        return D9_EXIT_USAGE;
+    }
+    if (o->viewer_dir && !(s.viewer_root = realpath(o->viewer_dir, NULL))) {
+        fprintf(stderr, "dial9 serve: %s: %s\n", o->viewer_dir, strerror(errno));
+        d9_trace_index_free(&s.index);
+        return D9_EXIT_USAGE;
+    }
+    const char *bind = o->bind ? o->bind : "127.0.0.1";
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)o->port)};
+    struct sockaddr *addr;
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    if (inet_pton(AF_INET, bind, &a4.sin_addr) == 1) {
+        addr = (struct sockaddr *)&a4;
+    } else if (inet_pton(AF_INET6, bind, &a6.sin6_addr) == 1) {
+        addr = (struct sockaddr *)&a6;
+        flags |= MHD_USE_IPv6;
+    } else {
+        fprintf(stderr, "dial9 serve: --bind takes a numeric IPv4 or IPv6 address, not '%s'\n", bind);
+        free(s.viewer_root);
+        d9_trace_index_free(&s.index);
+        return D9_EXIT_USAGE;
+    }
+    /* the index first: a bad directory shows before the server runs */
+    if (d9_trace_index_refresh(&s.index, err, sizeof err) != 0) {
+        fprintf(stderr, "dial9 serve: %s\n", err);
+        free(s.viewer_root);
+        d9_trace_index_free(&s.index);
+        return D9_EXIT_DATA;
+    }
+    /* SIGINT and SIGTERM are taken with sigwait below: block them before the server thread
+     * starts so that it inherits the mask */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, (uint16_t)o->port, NULL, NULL, on_request, &s,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first, so that it takes every message */
+        MHD_OPTION_SOCK_ADDR, addr,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_PER_CONNECTION,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MAX_PER_IP,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+        MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "dial9 serve: cannot listen on %s port %u: %s\n", bind, o->port, strerror(errno));
+        pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
+        free(s.viewer_root);
+        d9_trace_index_free(&s.index);
+        return D9_EXIT_DATA;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    unsigned port = info ? info->port : o->port;
+    size_t segs = 0;
+    for (size_t i = 0; i < s.index.run_count; i++) segs += s.index.runs[i].count;
+    bool v6 = flags & MHD_USE_IPv6;
+    printf("dial9 serve: %s: %zu runs, %zu segments; viewer: %s\n", s.index.root, s.index.run_count,
+           segs, s.viewer_root ? s.viewer_root : "none");
+    printf("dial9 serve: listening on http://%s%s%s:%u/ (runs: /runs, index: /api/index)\n",
+           v6 ? "[" : "", bind, v6 ? "]" : "", port);
+    fflush(stdout);
+    int sig = 0;
+    sigwait(&stop, &sig);
+    if (!o->quiet) fprintf(stderr, "dial9 serve: stopping (%s)\n", strsignal(sig));
+    MHD_stop_daemon(d);
+    pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
+    free(s.viewer_root);
+    d9_trace_index_free(&s.index);
+    return D9_EXIT_OK;
+}

@@ -1,0 +1,23 @@
+/* The body of /api/trace: the selected segments of a run, one after the other, each inflated
+ * when gzip'ed and cut at the end of its last complete frame (a torn tail would otherwise
+ * swallow the header of the next stream). The format allows plain concatenation of streams,
+ * so the result is one valid trace of exactly the announced length. */
+#ifndef D9_SERVE_SEGMENT_CONCAT_H
+#define D9_SERVE_SEGMENT_CONCAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct d9_concat d9_concat;
+
+/* paths[i] (real paths inside root) contribute bytes[i] decoded bytes each. The paths are
+ * copied. NULL when out of memory. */
+d9_concat *d9_concat_new(const char *root, char *const *paths, const uint64_t *bytes, size_t n);
+uint64_t d9_concat_total(const d9_concat *c);
+/* Up to max bytes at the current position into buf: the count, 0 at the end, -1 when a file
+ * cannot be opened or ends early (it changed since it was indexed). */
+ssize_t d9_concat_read(d9_concat *c, char *buf, size_t max);
+void d9_concat_free(d9_concat *c);
+
+#endif

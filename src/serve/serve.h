@@ -1,0 +1,20 @@
+/* `dial9 serve`: an HTTP server (libmicrohttpd) for the viewer and the traces of a directory
+ * (docs/serve.md). Built only when libmicrohttpd is found (cmake/serve.cmake defines
+ * D9_HAVE_MHD); cmd_serve.c parses the options. */
+#ifndef D9_SERVE_SERVE_H
+#define D9_SERVE_SERVE_H
+
+#include <stdbool.h>
+
+typedef struct d9_serve_opts {
+    const char *dir;        /* the traces */
+    const char *bind;       /* numeric address, default 127.0.0.1 */
+    unsigned port;          /* 0: any free port (printed) */
+    const char *viewer_dir; /* NULL: no viewer, only the API */
+    bool quiet;             /* no request log */
+} d9_serve_opts;
+
+/* Serve until SIGINT or SIGTERM. Returns the exit code (D9_EXIT_*). */
+int d9_serve_run(const d9_serve_opts *o);
+
+#endif

@@ -1,0 +1,333 @@
+/* The served directory's runs and segments, with cached decode results (see trace_index.h). */
+#include "serve/trace_index.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/json_writer.h"
+#include "cli/trace_paths.h"
+#include "serve/safe_path.h"
+#include "serve/url.h"
+
+int d9_trace_index_init(d9_trace_index *ix, const char *root, char *err, size_t errlen) {
+    memset(ix, 0, sizeof *ix);
+    char *real = realpath(root, NULL);
+    if (!real) {
+        snprintf(err, errlen, "%s: %s", root, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a directory", root);
+        free(real);
+        return -1;
+    }
+    ix->root = real;
+    return 0;
+}
+
+static void free_runs(d9_trace_index *ix) {
+    for (size_t i = 0; i < ix->run_count; i++) {
+        free(ix->runs[i].name);
+        free(ix->runs[i].segs);
+    }
+    free(ix->runs);
+    ix->runs = NULL;
+    ix->run_count = 0;
+}
+
+void d9_trace_index_free(d9_trace_index *ix) {
+    free_runs(ix);
+    for (size_t i = 0; i < ix->cache_count; i++) {
+        if (!ix->cache[i]) continue;
+        free(ix->cache[i]->path);
+        free(ix->cache[i]);
+    }
+    free(ix->cache);
+    free(ix->root);
+    d9_string_table_free(&ix->cache_paths);
+    memset(ix, 0, sizeof *ix);
+}
+
+/* True when `path` resolves to a regular file inside the root; fills st. */
+static bool inside_root(const d9_trace_index *ix, const char *path, struct stat *st) {
+    char *real = realpath(path, NULL);
+    if (!real) return false;
+    bool ok = d9_path_inside(ix->root, real);
+    free(real);
+    return ok && stat(path, st) == 0 && S_ISREG(st->st_mode);
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static long long segment_number(const char *name) {
+    if (strncmp(name, "trace.", 6) != 0 || name[6] < '0' || name[6] > '9') return -1;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(name + 6, &end, 10);
+    if (errno || strncmp(end, ".bin", 4) != 0 || n > (1ull << 62)) return -1;
+    return (long long)n;
+}
+
+static void decode(d9_trace_index *ix, d9_segment *s) {
+    s->events = 0;
+    s->have_ts = false;
+    s->first_ns = s->last_ns = 0;
+    s->clean_bytes = 0;
+    s->message[0] = '\0';
+    d9_decoder *d = d9_dec_open_path(s->path, NULL, s->message, sizeof s->message);
+    if (!d) {
+        s->status = D9_DEC_ERROR;
+        return;
+    }
+    d9_event ev;
+    while (d9_dec_next(d, &ev) > 0) {
+        s->events++;
+        if (!ev.schema->has_timestamp || ev.ts_ns == 0) continue; /* SymbolTableEntry says 0 */
+        if (!s->have_ts || ev.ts_ns < s->first_ns) s->first_ns = ev.ts_ns;
+        if (!s->have_ts || ev.ts_ns > s->last_ns) s->last_ns = ev.ts_ns;
+        s->have_ts = true;
+    }
+    s->status = d9_dec_state(d);
+    snprintf(s->message, sizeof s->message, "%s", d9_dec_message(d));
+    s->clean_bytes = d9_dec_stop_offset(d);
+    s->gzip = d9_dec_get_stats(d)->gzip;
+    ix->decoded_bytes += s->clean_bytes;
+    d9_dec_close(d);
+}
+
+static bool unchanged(const d9_segment *s, const struct stat *st) {
+    return s->size == (uint64_t)st->st_size && s->ino == st->st_ino && s->dev == st->st_dev &&
+           s->mtime_ns == (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+static void remember(d9_segment *s, const struct stat *st) {
+    s->size = (uint64_t)st->st_size;
+    s->ino = st->st_ino;
+    s->dev = st->st_dev;
+    s->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+bool d9_segment_revalidate(d9_trace_index *ix, d9_segment *s) {
+    struct stat st;
+    if (!inside_root(ix, s->path, &st)) return false;
+    if (!unchanged(s, &st)) {
+        remember(s, &st);
+        decode(ix, s);
+    }
+    return true;
+}
+
+/* The cached segment for path, made (and decoded) on first sight; NULL when out of memory. */
+static d9_segment *segment_for(d9_trace_index *ix, const char *path, const struct stat *st) {
+    d9_string_entry *e = d9_string_table_get(&ix->cache_paths, path);
+    if (!e) return NULL;
+    if (e->index >= ix->cache_cap) {
+        size_t cap = ix->cache_cap ? ix->cache_cap * 2 : 64;
+        while (cap <= e->index) cap *= 2;
+        d9_segment **p = realloc(ix->cache, cap * sizeof *p);
+        if (!p) return NULL;
+        memset(p + ix->cache_cap, 0, (cap - ix->cache_cap) * sizeof *p);
+        ix->cache = p;
+        ix->cache_cap = cap;
+    }
+    if (e->index >= ix->cache_count) ix->cache_count = e->index + 1;
+    d9_segment *s = ix->cache[e->index];
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s || !(s->path = strdup(path))) {
+            free(s);
+            return NULL;
+        }
+        const char *slash = strrchr(s->path, '/');
+        s->name = slash ? slash + 1 : s->path;
+        s->number = segment_number(s->name);
+        s->gzip_name = ends_with(s->name, ".gz");
+        s->active = ends_with(s->name, ".active");
+        ix->cache[e->index] = s;
+        remember(s, st);
+        decode(ix, s);
+    } else if (!unchanged(s, st)) {
+        remember(s, st);
+        decode(ix, s);
+    }
+    return s;
+}
+
+/* The run of a listed path: its directory relative to the root, "." for the root. */
+static char *run_name(const d9_trace_index *ix, const char *path) {
+    size_t n = strlen(ix->root);
+    const char *slash = strrchr(path, '/');
+    if (!slash || (size_t)(slash - path) <= n) return strdup(".");
+    return strndup(path + n + 1, (size_t)(slash - path) - n - 1);
+}
+
+static int cmp_run(const void *a, const void *b) {
+    return strcmp(((const d9_run *)a)->name, ((const d9_run *)b)->name);
+}
+
+int d9_trace_index_refresh(d9_trace_index *ix, char *err, size_t errlen) {
+    d9_path_list paths = {0};
+    char perr[600];
+    char *arg = ix->root;
+    if (d9_expand_paths(1, &arg, &paths, perr, sizeof perr) != 0 && strstr(perr, "out of memory")) {
+        d9_path_list_free(&paths);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    /* otherwise an empty directory: no runs */
+    free_runs(ix);
+    for (size_t i = 0; i < ix->cache_count; i++)
+        if (ix->cache[i]) ix->cache[i]->seen = false;
+    int rc = 0;
+    /* paths come grouped by directory, in segment order within one */
+    for (size_t i = 0; i < paths.count && rc == 0; i++) {
+        struct stat st;
+        if (!inside_root(ix, paths.paths[i], &st)) continue;
+        d9_segment *s = segment_for(ix, paths.paths[i], &st);
+        char *run = run_name(ix, paths.paths[i]);
+        if (!s || !run) {
+            free(run);
+            rc = -1;
+            break;
+        }
+        s->seen = true;
+        d9_run *r = ix->run_count ? &ix->runs[ix->run_count - 1] : NULL;
+        if (!r || strcmp(r->name, run) != 0) {
+            d9_run *p = realloc(ix->runs, (ix->run_count + 1) * sizeof *p);
+            if (!p) {
+                free(run);
+                rc = -1;
+                break;
+            }
+            ix->runs = p;
+            r = &ix->runs[ix->run_count++];
+            *r = (d9_run){.name = run};
+        } else {
+            free(run);
+        }
+        d9_segment **segs = realloc(r->segs, (r->count + 1) * sizeof *segs);
+        if (!segs) {
+            rc = -1;
+            break;
+        }
+        r->segs = segs;
+        r->segs[r->count++] = s;
+    }
+    d9_path_list_free(&paths);
+    if (rc != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (ix->run_count > 1) qsort(ix->runs, ix->run_count, sizeof *ix->runs, cmp_run);
+    return 0;
+}
+
+const d9_run *d9_trace_index_run(const d9_trace_index *ix, const char *name) {
+    for (size_t i = 0; i < ix->run_count; i++)
+        if (!strcmp(ix->runs[i].name, name)) return &ix->runs[i];
+    return NULL;
+}
+
+static const char *status_name(const d9_segment *s) {
+    switch (s->status) {
+    case D9_DEC_END: return "ok";
+    case D9_DEC_TRUNCATED: return "truncated";
+    default: return "error";
+    }
+}
+
+static void json_url(d9_json *j, const char *run, const d9_segment *s) {
+    char *url = d9_trace_url(run, s);
+    if (url) d9_json_string(j, url);
+    else d9_json_null(j);
+    free(url);
+}
+
+void d9_trace_index_json(const d9_trace_index *ix, FILE *out) {
+    d9_json j;
+    d9_json_init(&j, out, true);
+    d9_json_object_begin(&j);
+    d9_json_key(&j, "root");
+    d9_json_string(&j, ix->root);
+    d9_json_key(&j, "runs");
+    d9_json_array_begin(&j);
+    for (size_t i = 0; i < ix->run_count; i++) {
+        const d9_run *r = &ix->runs[i];
+        uint64_t bytes = 0, events = 0, first = 0, last = 0;
+        bool have = false;
+        for (size_t k = 0; k < r->count; k++) {
+            const d9_segment *s = r->segs[k];
+            bytes += s->size;
+            events += s->events;
+            if (!s->have_ts) continue;
+            if (!have || s->first_ns < first) first = s->first_ns;
+            if (!have || s->last_ns > last) last = s->last_ns;
+            have = true;
+        }
+        d9_json_object_begin(&j);
+        d9_json_key(&j, "run");
+        d9_json_string(&j, r->name);
+        d9_json_key(&j, "segments");
+        d9_json_u64(&j, r->count);
+        d9_json_key(&j, "bytes");
+        d9_json_u64(&j, bytes);
+        d9_json_key(&j, "events");
+        d9_json_u64(&j, events);
+        d9_json_key(&j, "first_ns");
+        if (have) d9_json_u64(&j, first); else d9_json_null(&j);
+        d9_json_key(&j, "last_ns");
+        if (have) d9_json_u64(&j, last); else d9_json_null(&j);
+        d9_json_key(&j, "trace_url");
+        json_url(&j, r->name, NULL);
+        d9_json_key(&j, "viewer_url");
+        char *v = d9_viewer_url(r->name, NULL);
+        if (v) d9_json_string(&j, v); else d9_json_null(&j);
+        free(v);
+        d9_json_key(&j, "files");
+        d9_json_array_begin(&j);
+        for (size_t k = 0; k < r->count; k++) {
+            const d9_segment *s = r->segs[k];
+            d9_json_object_begin(&j);
+            d9_json_key(&j, "name");
+            d9_json_string(&j, s->name);
+            d9_json_key(&j, "seg");
+            if (s->number >= 0) d9_json_u64(&j, (uint64_t)s->number); else d9_json_null(&j);
+            d9_json_key(&j, "size");
+            d9_json_u64(&j, s->size);
+            d9_json_key(&j, "gzip");
+            d9_json_bool(&j, s->gzip);
+            d9_json_key(&j, "active");
+            d9_json_bool(&j, s->active);
+            d9_json_key(&j, "status");
+            d9_json_string(&j, status_name(s));
+            if (s->message[0]) {
+                d9_json_key(&j, "message");
+                d9_json_string(&j, s->message);
+            }
+            d9_json_key(&j, "events");
+            d9_json_u64(&j, s->events);
+            d9_json_key(&j, "first_ns");
+            if (s->have_ts) d9_json_u64(&j, s->first_ns); else d9_json_null(&j);
+            d9_json_key(&j, "last_ns");
+            if (s->have_ts) d9_json_u64(&j, s->last_ns); else d9_json_null(&j);
+            d9_json_key(&j, "decoded_bytes");
+            d9_json_u64(&j, s->clean_bytes);
+            d9_json_key(&j, "url");
+            json_url(&j, r->name, s);
+            d9_json_object_end(&j);
+        }
+        d9_json_array_end(&j);
+        d9_json_object_end(&j);
+    }
+    d9_json_array_end(&j);
+    d9_json_object_end(&j);
+    fputc('\n', out);
+}

@@ -1,0 +1,72 @@
+/* The traces `dial9 serve` offers: every trace file under the served directory, grouped into
+ * runs (the directory that holds them, relative to the root; "." for the root itself) and
+ * ordered by segment number. Each segment is decoded once to learn its time range, event
+ * count and how it ends (complete, truncated, error); the result is cached for as long as the
+ * file keeps its size, mtime and inode, so a refresh only decodes new or growing segments.
+ *
+ * Files whose real path (symlinks resolved) lies outside the root are left out. Not
+ * thread-safe: the server uses it from its one request thread. */
+#ifndef D9_SERVE_TRACE_INDEX_H
+#define D9_SERVE_TRACE_INDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/string_table.h"
+#include "format/decoder.h"
+
+typedef struct d9_segment {
+    char *path;         /* real path (inside the root) */
+    const char *name;   /* base name, points into path */
+    long long number;   /* N of trace.N.bin..., -1 for other names */
+    bool gzip_name, active;
+    /* identity of the file as decoded */
+    uint64_t size, ino, dev;
+    int64_t mtime_ns;
+    /* what decoding found */
+    d9_dec_status status;
+    char message[256];
+    uint64_t events;
+    bool have_ts;
+    uint64_t first_ns, last_ns; /* of its timestamped events */
+    uint64_t clean_bytes;       /* decoded bytes up to the end of the last complete frame: what a
+                                   concatenation takes, so a torn tail cannot break what follows */
+    bool gzip;
+    bool seen;                  /* still on disk at the last refresh */
+} d9_segment;
+
+typedef struct d9_run {
+    char *name;           /* relative directory, "." for the root */
+    d9_segment **segs;    /* in segment order */
+    size_t count;
+} d9_run;
+
+typedef struct d9_trace_index {
+    char *root;           /* real path of the served directory */
+    d9_run *runs;         /* sorted by name */
+    size_t run_count;
+    d9_string_table cache_paths; /* path -> dense index into cache */
+    d9_segment **cache;   /* every segment known, by path */
+    size_t cache_count, cache_cap;
+    uint64_t decoded_bytes; /* decoded by refreshes so far (for the log) */
+} d9_trace_index;
+
+/* 0, or -1 with a message when the root cannot be resolved. */
+int d9_trace_index_init(d9_trace_index *ix, const char *root, char *err, size_t errlen);
+void d9_trace_index_free(d9_trace_index *ix);
+
+/* Rescan the root and decode what changed. 0, or -1 when out of memory. */
+int d9_trace_index_refresh(d9_trace_index *ix, char *err, size_t errlen);
+
+/* Re-check one segment (it may have grown) and decode it again when it changed. False when the
+ * file is gone or no longer a regular file inside the root. */
+bool d9_segment_revalidate(d9_trace_index *ix, d9_segment *s);
+
+const d9_run *d9_trace_index_run(const d9_trace_index *ix, const char *name);
+
+/* The index as JSON (see docs/serve.md). */
+void d9_trace_index_json(const d9_trace_index *ix, FILE *out);
+
+#endif

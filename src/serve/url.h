@@ -1,0 +1,20 @@
+/* URLs and HTML for `dial9 serve`: percent-encoding, the API's trace and viewer URLs, and HTML
+ * escaping for the runs page. */
+#ifndef D9_SERVE_URL_H
+#define D9_SERVE_URL_H
+
+#include <stdio.h>
+
+#include "serve/trace_index.h"
+
+/* s with every byte but [A-Za-z0-9-._~] as %XX; malloc'ed, NULL when out of memory. */
+char *d9_percent_encode(const char *s);
+/* "/api/trace?run=R" for a whole run (seg NULL), with "&seg=N" (or "&file=NAME" for a file
+ * without a segment number) for one segment. malloc'ed, NULL when out of memory. */
+char *d9_trace_url(const char *run, const d9_segment *seg);
+/* "/?trace=<the trace URL, encoded>": the viewer opening that trace. */
+char *d9_viewer_url(const char *run, const d9_segment *seg);
+/* s with & < > " ' escaped, written to out */
+void d9_html_escape(FILE *out, const char *s);
+
+#endif

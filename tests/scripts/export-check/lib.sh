@@ -1,0 +1,59 @@
+# Shared by tests/scripts/test_export*.sh: paths, pass/fail counting, and the independent
+# readers (npm packages pinned in package-lock.json, installed here with `npm ci` on first use).
+# Sourced, not run.
+
+BUILD=${D9_BUILD_DIR:-build}
+SOURCE=${D9_SOURCE_DIR:-.}
+SHARED=${D9_SHARED_DIR:-../shared}
+DIAL9="$BUILD/dial9"
+CHECK="$SOURCE/tests/scripts/export-check"
+FIXTURE="$SHARED/fixtures/dial9-demo-trace.bin"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+check() { # check "what" command...
+    local what=$1; shift
+    if "$@"; then ok; else bad "$what"; fi
+}
+expect_rc() { # expect_rc N "what" command...
+    local want=$1 what=$2; shift 2
+    "$@" >"$T/out" 2>"$T/err"
+    local rc=$?
+    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, want $want ($(head -c 400 "$T/err"))"; fi
+}
+# expect SUMMARY.json 'js expression over s' ...: every expression must hold
+expect() {
+    local summary=$1; shift
+    if node "$CHECK/expect.mjs" "$summary" "$@" >"$T/expect.out" 2>&1; then ok
+    else bad "$(grep FAILED "$T/expect.out" | head -5 | tr '\n' ' ')"; fi
+}
+# run_check KIND FILE SUMMARY [args]: the independent reader of KIND; its summary in SUMMARY
+run_check() {
+    local kind=$1 file=$2 summary=$3; shift 3
+    if node "$CHECK/check_$kind.mjs" "$file" "$@" >"$summary" 2>"$T/check.err"; then ok
+    else bad "check_$kind $file: $(head -c 600 "$T/check.err")"; fi
+}
+finish() {
+    echo "$(basename "$0" .sh): $pass passed, $fail failed"
+    [ "$fail" = 0 ]
+}
+
+[ -x "$DIAL9" ] || { echo "$DIAL9 not built"; exit 1; }
+if ! command -v node >/dev/null; then
+    echo "SKIP: node is not installed (the export checks read the output with npm packages)"
+    exit 0
+fi
+if [ ! -f "$CHECK/node_modules/.package-lock.json" ] || [ "$CHECK/package-lock.json" -nt "$CHECK/node_modules/.package-lock.json" ]; then
+    command -v npm >/dev/null || { echo "SKIP: npm is not installed"; exit 0; }
+    # one install at a time when ctest runs the export tests in parallel
+    (
+        flock 9
+        if [ ! -f "$CHECK/node_modules/.package-lock.json" ] || [ "$CHECK/package-lock.json" -nt "$CHECK/node_modules/.package-lock.json" ]; then
+            (cd "$CHECK" && npm ci --no-audit --no-fund --loglevel=error) >&2 || exit 1
+        fi
+    ) 9>"$BUILD/.export-check-npm.lock" || { echo "npm ci failed in $CHECK"; exit 1; }
+fi

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# `dial9 serve` with curl on 127.0.0.1: the index lists the runs and segments that are there
+# (and not a symlink that leads out), a run's segments come back concatenated into a trace
+# that `dial9 stats` decodes (torn tails cut, gzip inflated), traversal attempts (/../,
+# %2e%2e, %2f, absolute paths, dot files, symlinks out of the viewer or trace directory) are
+# refused with 403/404, only GET/HEAD without a body are accepted, oversized headers are
+# refused, SIGTERM stops it cleanly. Skips when dial9 was built without libmicrohttpd or curl
+# is missing.
+set -uo pipefail
+
+BUILD=${D9_BUILD_DIR:-build}
+SOURCE=${D9_SOURCE_DIR:-.}
+SHARED=${D9_SHARED_DIR:-../shared}
+DIAL9="$BUILD/dial9"
+FIXTURE="$SHARED/fixtures/dial9-demo-trace.bin"
+T=$(mktemp -d)
+SERVER_PID=
+cleanup() {
+    [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
+
+[ -x "$DIAL9" ] || { echo "$DIAL9 not built"; exit 1; }
+command -v curl >/dev/null || { echo "SKIP: curl is not installed"; exit 0; }
+# (a bad --bind makes a dial9 with libmicrohttpd stop at once; one without it says so)
+if "$DIAL9" serve --bind not-an-address "$T" 2>&1 </dev/null | grep -q 'without libmicrohttpd'; then
+    echo "SKIP: dial9 was built without libmicrohttpd (apt-get install libmicrohttpd-dev)"
+    exit 0
+fi
+
+# ---- a trace directory ----
+# the known trace of the export tests, encoded here in bash to need nothing else: two polls
+b() { for x in "$@"; do printf "\\x$(printf %02x "$x")" >>"$OUT"; done; }
+u16() { b $(($1 & 255)) $(($1 >> 8 & 255)); }
+u24() { b $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)); }
+u32() { b $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)); }
+u64() { u32 $(($1 & 0xffffffff)); u32 $(($1 >> 32)); }
+name16() { u16 ${#1}; printf '%s' "$1" >>"$OUT"; }
+make_trace() { # make_trace FILE BASE_NS: a stream with two polls of worker 0
+    OUT=$1
+    : >"$OUT"
+    b 0x54 0x52 0x43 0x00 0x01
+    b 1; u16 0; name16 PollStartEvent; b 1; u16 4
+    name16 worker_id; b 9; name16 local_queue; b 11; name16 task_id; b 9; name16 spawn_loc; b 7
+    b 1; u16 1; name16 PollEndEvent; b 1; u16 1; name16 worker_id; b 9
+    b 3; u32 1; u32 1; u32 6; printf 'a.c:1:' >>"$OUT"
+    b 5; u64 "$2"
+    b 2; u16 0; u24 0; b 0 0 7; u32 1        # poll start, task 7
+    b 2; u16 1; u24 1000; b 0                # poll end after 1 µs
+    b 2; u16 0; u24 5000; b 0 0 8; u32 1     # poll start, task 8
+    b 2; u16 1; u24 2000; b 0                # poll end
+}
+D="$T/traces"
+mkdir -p "$D/run-a" "$D/run-b" "$D/a&b <c>" "$T/outside" "$T/viewer"
+make_trace "$D/run-a/trace.0.bin" 1000000000
+make_trace "$D/run-a/trace.1.bin" 2000000000
+make_trace "$T/seg2" 3000000000 && gzip -c "$T/seg2" >"$D/run-a/trace.2.bin.gz"
+make_trace "$D/run-a/trace.3.bin.active" 4000000000
+head -c -3 "$D/run-a/trace.3.bin.active" >"$T/torn" && mv "$T/torn" "$D/run-a/trace.3.bin.active" # torn tail
+make_trace "$T/outside/trace.0.bin" 5000000000
+ln -s "$T/outside/trace.0.bin" "$D/run-a/trace.9.bin"        # a symlink out: never listed
+ln -s "$T/outside" "$D/run-out"                               # a symlinked directory: not walked
+make_trace "$D/a&b <c>/trace.0.bin" 6000000000
+[ -f "$FIXTURE" ] && cp "$FIXTURE" "$D/run-b/trace.0.bin.gz"
+# a viewer directory with a symlink out of it
+echo '<!doctype html><title>viewer</title>' >"$T/viewer/index.html"
+echo 'secret' >"$T/outside/secret.txt"
+ln -s "$T/outside/secret.txt" "$T/viewer/leak.txt"
+echo 'x' >"$T/viewer/.hidden"
+
+# ---- start ----
+# under timeout(1): a test killed by ctest's timeout leaves no server behind for long
+timeout 300 "$DIAL9" serve --port 0 --viewer-dir "$T/viewer" "$D" >"$T/serve.out" 2>"$T/serve.err" &
+SERVER_PID=$!
+PORT=
+for _ in $(seq 100); do
+    PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$T/serve.out" 2>/dev/null | head -1 | sed 's/.*://')
+    [ -n "$PORT" ] && break
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.1
+done
+if [ -z "$PORT" ]; then
+    echo "FAIL: the server did not start: $(cat "$T/serve.err")"
+    exit 1
+fi
+U="http://127.0.0.1:$PORT"
+check "binds 127.0.0.1 by default" grep -q 'listening on http://127.0.0.1:' "$T/serve.out"
+status() { curl -s --path-as-is -o "$T/body" -w '%{http_code}' "$@"; }
+expect_status() { # expect_status CODE(S) what curl-args...
+    local want=$1 what=$2; shift 2
+    local got; got=$(status "$@")
+    if [[ " $want " == *" $got "* ]]; then ok; else bad "$what: HTTP $got, want $want"; fi
+}
+
+# ---- the index ----
+expect_status 200 "index" "$U/api/index"
+cp "$T/body" "$T/index.json"
+if command -v python3 >/dev/null && python3 -c 'import json' 2>/dev/null; then
+    python3 - "$T/index.json" "$([ -f "$FIXTURE" ] && echo 1 || echo 0)" <<'EOF' && ok || bad "index contents"
+import json, sys
+ix = json.load(open(sys.argv[1]))
+runs = {r["run"]: r for r in ix["runs"]}
+want = {"run-a", "a&b <c>"} | ({"run-b"} if sys.argv[2] == "1" else set())
+assert set(runs) == want, sorted(runs)
+a = runs["run-a"]
+names = [f["name"] for f in a["files"]]
+assert names == ["trace.0.bin", "trace.1.bin", "trace.2.bin.gz", "trace.3.bin.active"], names
+f = {x["name"]: x for x in a["files"]}
+assert f["trace.0.bin"]["events"] == 4 and f["trace.0.bin"]["status"] == "ok"
+assert f["trace.0.bin"]["first_ns"] == 1000000000 and f["trace.0.bin"]["last_ns"] == 1000008000
+assert f["trace.2.bin.gz"]["gzip"] is True and f["trace.2.bin.gz"]["first_ns"] == 3000000000
+assert f["trace.3.bin.active"]["active"] is True and f["trace.3.bin.active"]["status"] == "truncated"
+assert f["trace.3.bin.active"]["events"] == 3
+assert a["first_ns"] == 1000000000 and a["last_ns"] == 4000006000, (a["first_ns"], a["last_ns"])
+assert a["trace_url"] == "/api/trace?run=run-a"
+assert runs["a&b <c>"]["trace_url"] == "/api/trace?run=a%26b%20%3Cc%3E"
+if sys.argv[2] == "1":
+    assert runs["run-b"]["events"] == 210639 and runs["run-b"]["last_ns"] - runs["run-b"]["first_ns"] == 4809856406
+EOF
+else
+    check "index lists run-a" grep -q '"run": "run-a"' "$T/index.json"
+fi
+check "symlink out of the trace directory is not listed" bash -c "! grep -q 'trace.9.bin' '$T/index.json'"
+check "symlinked directory is not listed" bash -c "! grep -q 'run-out' '$T/index.json'"
+
+# ---- concatenated downloads decode ----
+expect_status 200 "whole run" "$U/api/trace?run=run-a"
+cp "$T/body" "$T/run-a.bin"
+"$DIAL9" stats --json "$T/run-a.bin" >"$T/stats.json" 2>"$T/stats.err"
+check "concatenation decodes without error ($(cat "$T/stats.err"))" test $? = 0
+# 4 + 4 + 4 events, and the 3 complete ones of the torn segment: its tail was cut, so the
+# download ends cleanly
+check "all events of the run" grep -q '^  "events": 15,' "$T/stats.json"
+check "torn tail cut: the download is complete" bash -c "'$DIAL9' stats '$T/run-a.bin' | grep -q ': ok'"
+expect_status 200 "two segments" "$U/api/trace?run=run-a&seg=0&seg=2"
+"$DIAL9" stats --json "$T/body" >"$T/stats2.json" 2>/dev/null
+check "segments 0 and 2: 8 events" grep -q '^  "events": 8,' "$T/stats2.json"
+expect_status 200 "a segment named twice" "$U/api/trace?run=run-a&seg=0&seg=0"
+"$DIAL9" stats --json "$T/body" >"$T/stats3.json" 2>/dev/null
+check "a segment named twice comes once" grep -q '^  "events": 4,' "$T/stats3.json"
+expect_status 404 "one of two segments unknown" "$U/api/trace?run=run-a&seg=0&seg=8"
+expect_status 200 "by file name" "$U/api/trace?run=run-a&file=trace.2.bin.gz"
+check "gzip segment served inflated" cmp -s "$T/body" "$T/seg2"
+expect_status 200 "escaped run name" "$U/api/trace?run=a%26b%20%3Cc%3E"
+len_get=$(curl -s -o /dev/null -w '%{size_download}' "$U/api/trace?run=run-a")
+len_head=$(curl -sI "$U/api/trace?run=run-a" | tr -d '\r' | awk -F': ' 'tolower($1)=="content-length"{print $2}')
+check "HEAD announces the GET length ($len_head vs $len_get)" test "$len_head" = "$len_get"
+if [ -f "$FIXTURE" ]; then
+    expect_status 200 "fixture run" "$U/api/trace?run=run-b"
+    check "fixture run decodes to 210639 events" bash -c "'$DIAL9' stats --json '$T/body' | grep -q '\"events\": *210639'"
+fi
+
+# ---- what is refused ----
+expect_status "400" "two runs" "$U/api/trace?run=run-a&run=run-b"
+expect_status "400" "no run" "$U/api/trace"
+expect_status "400" "bad seg" "$U/api/trace?run=run-a&seg=x"
+expect_status "404" "unknown run" "$U/api/trace?run=nope"
+expect_status "404" "run with .." "$U/api/trace?run=../outside"
+expect_status "404" "run as absolute path" "$U/api/trace?run=$T/outside"
+expect_status "404" "unknown segment" "$U/api/trace?run=run-a&seg=7"
+expect_status "404" "symlinked segment" "$U/api/trace?run=run-a&file=trace.9.bin"
+expect_status "404" "file with .." "$U/api/trace?run=run-a&file=../../outside/trace.0.bin"
+expect_status "403 404" "/../" "$U/../outside/secret.txt"
+expect_status "403 404" "/../../../etc/passwd" "$U/../../../../../../etc/passwd"
+expect_status "403 404" "%2e%2e" "$U/%2e%2e/%2e%2e/%2e%2e/etc/passwd"
+expect_status "403 404" "%2e%2e%2f" "$U/%2e%2e%2f%2e%2e%2fetc%2fpasswd"
+expect_status "403 404" "absolute path" "$U//etc/passwd"
+expect_status "403 404" "absolute-form request target" --request-target "http://127.0.0.1/../etc/passwd" "$U/"
+expect_status "403" "symlink out of the viewer" "$U/leak.txt"
+check "the secret is not in the answer" bash -c "! grep -q secret '$T/body'"
+expect_status "403" "dot file" "$U/.hidden"
+expect_status "404" "no such file" "$U/nope.js"
+expect_status 200 "viewer index" "$U/"
+check "viewer index served" grep -q '<title>viewer</title>' "$T/body"
+expect_status 200 "runs page" "$U/runs"
+check "runs page escapes names" grep -q 'a&amp;b &lt;c&gt;' "$T/body"
+expect_status 405 "POST" -X POST "$U/api/index"
+expect_status 405 "PUT" -X PUT --data x "$U/"
+expect_status 405 "DELETE" -X DELETE "$U/api/trace?run=run-a"
+expect_status 413 "GET with a body" -X GET --data x "$U/api/index"
+big=$(head -c 100000 /dev/zero | tr '\0' a)
+got=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Big: $big" "$U/api/index")
+check "oversized headers refused (HTTP $got)" test "$got" != 200
+
+# ---- a new segment shows up ----
+make_trace "$D/run-a/trace.4.bin" 7000000000
+expect_status 200 "index after a new segment" "$U/api/index"
+check "new segment listed" grep -q 'trace.4.bin' "$T/body"
+
+# ---- stop ----
+DIAL9_PID=$(pgrep -P "$SERVER_PID" | head -1)
+kill -TERM "${DIAL9_PID:-$SERVER_PID}"
+for _ in $(seq 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+wait "$SERVER_PID"
+rc=$?
+SERVER_PID=
+check "SIGTERM stops it with status 0 ($rc)" test "$rc" = 0
+
+# ---- usage ----
+"$DIAL9" serve >/dev/null 2>&1; check "no directory: usage error" test $? = 2
+"$DIAL9" serve --port 0 "$T/nope" >/dev/null 2>&1; check "missing directory: usage error" test $? = 2
+"$DIAL9" serve --bind example.org "$D" >/dev/null 2>&1; check "non-numeric bind: usage error" test $? = 2
+"$DIAL9" serve --port 70000 "$D" >/dev/null 2>&1; check "bad port: usage error" test $? = 2
+
+echo "test_serve: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,524 @@
+/* From decoded events to records: resolve each schema once (per decoder), pair each worker's
+ * PollStart/PollEnd and park/unpark in stream order (one writer per worker, so stream order is
+ * that worker's time order), pair each thread's SchedSwitch out/in, intern locations and
+ * stacks, and keep what needs no timeline (summary counts, drops, metadata, symbols, kernel
+ * scheduling delays, CPU time of busy periods). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/internal.h"
+
+/* Field names per schema kind, in the order of schema_info.f[]. */
+static const struct {
+    const char *schema;
+    schema_kind kind;
+    const char *fields[SI_FIELDS];
+} known[] = {
+    {"PollStartEvent", SK_POLL_START, {"worker_id", "local_queue", "task_id", "spawn_loc"}},
+    {"PollEndEvent", SK_POLL_END, {"worker_id"}},
+    {"WorkerParkEvent", SK_PARK, {"worker_id", "local_queue", "cpu_time_ns", "tid"}},
+    {"WorkerUnparkEvent", SK_UNPARK,
+     {"worker_id", "local_queue", "cpu_time_ns", "sched_wait_ns", "tid"}},
+    {"QueueSampleEvent", SK_QUEUE, {"global_queue"}},
+    {"TaskSpawnEvent", SK_SPAWN, {"task_id", "spawn_loc"}},
+    {"TaskTerminateEvent", SK_TERM, {"task_id"}},
+    {"WakeEventEvent", SK_WAKE, {"waker_task_id", "woken_task_id", "target_worker"}},
+    {"CpuSampleEvent", SK_CPU, {"worker_id", "tid", "source", "callchain"}},
+    {"TaskDumpEvent", SK_DUMP, {"task_id"}},
+    {"SegmentMetadataEvent", SK_META, {"entries"}},
+    {"ClockSyncEvent", SK_CLOCK, {"realtime_ns"}},
+    {"SymbolTableEntry", SK_SYMBOL,
+     {"addr", "size", "symbol_name", "inline_depth", "source_file", "source_line"}},
+    {"DroppedEventsEvent", SK_DROPS, {"count", "reason", "tid", "worker_id"}},
+    {"WorkerRegisteredEvent", SK_WREG, {"worker_id", "tid", "runtime"}},
+    {"SchedSwitchEvent", SK_SWITCH, {"tid", "worker_id", "switch_out", "preempted"}},
+    {"MemoryMapEvent", SK_MMAP, {"start", "end", "file_offset", "path"}},
+};
+
+static schema_info *info_for(d9a_analysis *a, d9_dec_schema *s) {
+    schema_info *in = calloc(1, sizeof *in);
+    if (!in) return NULL;
+    in->kind = SK_OTHER;
+    for (int i = 0; i < SI_FIELDS; i++) in->f[i] = -1;
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+        if (strcmp(s->name, known[k].schema) != 0) continue;
+        in->kind = known[k].kind;
+        for (int i = 0; i < SI_FIELDS && known[k].fields[i]; i++)
+            in->f[i] = d9_schema_field_index(s, known[k].fields[i]);
+        break;
+    }
+    in->next = a->infos;
+    a->infos = in;
+    s->user = in;
+    return in;
+}
+
+void d9a_begin_file(d9a_analysis *a) {
+    while (a->infos) {
+        schema_info *n = a->infos->next;
+        free(a->infos);
+        a->infos = n;
+    }
+    a->stream_known = false;
+}
+
+worker *d9a_worker(d9a_analysis *a, uint64_t id) {
+    if (id < a->workers_cap && a->workers[id]) return a->workers[id];
+    if (id > D9A_MAX_WORKER_ID || id == D9_WORKER_NONE) return NULL;
+    if (id >= a->workers_cap) {
+        size_t cap = a->workers_cap ? a->workers_cap : 16;
+        while (cap <= id) cap *= 2;
+        worker **p = realloc(a->workers, cap * sizeof *p);
+        if (!p) {
+            a->failed = true;
+            return NULL;
+        }
+        memset(p + a->workers_cap, 0, (cap - a->workers_cap) * sizeof *p);
+        a->workers = p;
+        a->workers_cap = cap;
+    }
+    worker *w = a->workers[id];
+    if (!w) {
+        w = calloc(1, sizeof *w);
+        if (!w) {
+            a->failed = true;
+            return NULL;
+        }
+        w->id = id;
+        w->runtime = D9A_NO_ID;
+        w->sw_poll_slot = -1;
+        worker **l = realloc(a->wlist, (a->nwlist + 1) * sizeof *l);
+        if (!l) {
+            free(w);
+            a->failed = true;
+            return NULL;
+        }
+        a->wlist = l;
+        a->wlist[a->nwlist++] = w;
+        a->workers[id] = w;
+    }
+    return w;
+}
+
+static tid_state *tid_get(d9a_analysis *a, uint64_t tid) {
+    uint32_t *i = d9a_id_map_get(&a->tid_index, tid);
+    if (i) return &a->tids[*i];
+    if (a->ntids == a->tids_cap) {
+        uint32_t cap = a->tids_cap ? a->tids_cap * 2 : 64;
+        tid_state *p = realloc(a->tids, (size_t)cap * sizeof *p);
+        if (!p) return NULL;
+        a->tids = p;
+        a->tids_cap = cap;
+    }
+    if (d9a_id_map_put(&a->tid_index, tid, a->ntids) != 0) return NULL;
+    tid_state *t = &a->tids[a->ntids++];
+    *t = (tid_state){.tid = tid, .worker = D9_WORKER_NONE};
+    return t;
+}
+
+static void note_tid_worker(d9a_analysis *a, uint64_t tid, uint64_t wid) {
+    if (tid == 0 || wid > D9A_MAX_WORKER_ID || wid == D9_WORKER_NONE) return;
+    tid_state *t = tid_get(a, tid);
+    if (!t) {
+        a->failed = true;
+        return;
+    }
+    t->worker = (uint16_t)wid;
+}
+
+static uint16_t worker_of_tid(d9a_analysis *a, uint64_t tid) {
+    uint32_t *i = d9a_id_map_get(&a->tid_index, tid);
+    return i ? a->tids[*i].worker : D9_WORKER_NONE;
+}
+
+static int emit(d9a_analysis *a, const d9a_rec *r) {
+    if (d9a_rec_buf_push(&a->buf, r) != 0) return -1;
+    if (d9a_rec_buf_full(&a->buf)) return d9a_sweep_flush(a, false);
+    return 0;
+}
+
+static inline uint64_t field_u(const d9_event *ev, int idx, uint64_t dflt) {
+    uint64_t v;
+    if (idx >= 0 && d9_value_uint(&ev->values[idx], &v)) return v;
+    return dflt;
+}
+
+static inline bool field_has_u(const d9_event *ev, int idx, uint64_t *v) {
+    return idx >= 0 && d9_value_uint(&ev->values[idx], v);
+}
+
+static inline uint8_t sat8(uint64_t v) { return v > 255 ? 255 : (uint8_t)v; }
+
+/* The interned id of a string field (a location): pooled strings are looked up once per
+ * stream by pool id. */
+static uint32_t string_field(d9a_analysis *a, const d9_event *ev, int idx, d9_decoder *dec) {
+    if (idx < 0) return d9a_strings_intern(&a->strings, "<unknown>", 9);
+    const d9_value *v = &ev->values[idx];
+    if (!v->present) return d9a_strings_intern(&a->strings, "<unknown>", 9);
+    if (v->type == D9_FT_POOLED_STRING) {
+        uint32_t *c = d9a_id_map_get(&a->loc_cache, v->pool_id);
+        if (c) return *c;
+        d9_dec_str s = v->str;
+        if (!v->resolved && !d9_dec_pool_string(dec, v->pool_id, &s)) {
+            a->unresolved++;
+            return d9a_strings_intern(&a->strings, "<unresolved>", 12);
+        }
+        uint32_t id = d9a_strings_intern(&a->strings, s.ptr, s.len);
+        if (id != D9A_NO_ID && d9a_id_map_put(&a->loc_cache, v->pool_id, id) != 0) return D9A_NO_ID;
+        return id;
+    }
+    d9_dec_str s;
+    if (!d9_value_str(v, &s)) return d9a_strings_intern(&a->strings, "<unknown>", 9);
+    return d9a_strings_intern(&a->strings, s.ptr, s.len);
+}
+
+static uint32_t stack_field(d9a_analysis *a, const d9_event *ev, int idx, d9_decoder *dec) {
+    if (idx < 0 || !ev->values[idx].present) return d9a_stacks_intern(&a->stacks, NULL, 0);
+    const d9_value *v = &ev->values[idx];
+    if (v->type == D9_FT_POOLED_STACK) {
+        uint32_t *c = d9a_id_map_get(&a->stack_cache, v->pool_id);
+        if (c) return *c;
+        const uint64_t *addrs = v->stack.addrs;
+        uint32_t n = v->stack.count;
+        if (!v->resolved && !d9_dec_pool_stack(dec, v->pool_id, &addrs, &n)) {
+            a->unresolved++;
+            return d9a_stacks_intern(&a->stacks, NULL, 0);
+        }
+        uint32_t id = d9a_stacks_intern(&a->stacks, addrs, n);
+        if (id != D9A_NO_ID && d9a_id_map_put(&a->stack_cache, v->pool_id, id) != 0)
+            return D9A_NO_ID;
+        return id;
+    }
+    if (v->type == D9_FT_STACK) return d9a_stacks_intern(&a->stacks, v->stack.addrs, v->stack.count);
+    return d9a_stacks_intern(&a->stacks, NULL, 0);
+}
+
+static uint64_t resolve_time(const d9a_analysis *a, const d9a_time_arg *t) {
+    if (t->absolute) return t->ns;
+    return t->ns > UINT64_MAX - a->first_ts ? UINT64_MAX : a->first_ts + t->ns;
+}
+
+static void resolve_window(d9a_analysis *a) {
+    a->window_resolved = true;
+    a->win_from = a->opt.from.set ? resolve_time(a, &a->opt.from) : 0;
+    a->win_to = a->opt.to.set ? resolve_time(a, &a->opt.to) : UINT64_MAX;
+    a->live_origin = a->opt.from.set ? a->win_from : a->first_ts;
+}
+
+static void copy_metadata(d9a_analysis *a, const d9_value *v) {
+    if (!v || !v->present || v->type != D9_FT_STRING_MAP) return;
+    a->have_meta = true;
+    a->meta = calloc((size_t)v->map.count * 2 + 1, sizeof *a->meta);
+    if (!a->meta) {
+        a->failed = true;
+        return;
+    }
+    for (uint32_t i = 0; i < v->map.count; i++) {
+        const d9_dec_kv *kv = &v->map.items[i];
+        uint32_t k = d9a_strings_intern(&a->strings, kv->key.ptr, kv->key.len);
+        uint32_t val = d9a_strings_intern(&a->strings, kv->value.ptr, kv->value.len);
+        if (k == D9A_NO_ID || val == D9A_NO_ID) {
+            a->failed = true;
+            return;
+        }
+        a->meta[2 * a->nmeta] = k;
+        a->meta[2 * a->nmeta + 1] = val;
+        a->nmeta++;
+    }
+}
+
+static void add_drops(d9a_analysis *a, uint64_t n, uint32_t reason) {
+    a->dropped += n;
+    for (size_t i = 0; i < a->ndrop; i++)
+        if (a->drop_reason[i] == reason) {
+            a->drop_count[i] += n;
+            return;
+        }
+    if (a->ndrop == a->drop_cap) {
+        size_t cap = a->drop_cap ? a->drop_cap * 2 : 8;
+        uint32_t *r = realloc(a->drop_reason, cap * sizeof *r);
+        if (!r) {
+            a->failed = true;
+            return;
+        }
+        a->drop_reason = r;
+        uint64_t *c = realloc(a->drop_count, cap * sizeof *c);
+        if (!c) {
+            a->failed = true;
+            return;
+        }
+        a->drop_count = c;
+        a->drop_cap = cap;
+    }
+    a->drop_reason[a->ndrop] = reason;
+    a->drop_count[a->ndrop++] = n;
+}
+
+static int on_poll_start(d9a_analysis *a, const schema_info *in, const d9_event *ev,
+                         d9_decoder *dec) {
+    worker *w = d9a_worker(a, field_u(ev, in->f[0], D9_WORKER_NONE));
+    if (!w) return a->failed ? -1 : 0;
+    if (w->in_poll) a->unmatched_starts++;
+    w->in_poll = true;
+    w->poll_ts = ev->ts_ns;
+    w->poll_lq = sat8(field_u(ev, in->f[1], 0));
+    w->poll_task = field_u(ev, in->f[2], 0);
+    w->poll_loc = string_field(a, ev, in->f[3], dec);
+    return w->poll_loc == D9A_NO_ID ? -1 : 0;
+}
+
+static int on_poll_end(d9a_analysis *a, const schema_info *in, const d9_event *ev) {
+    worker *w = d9a_worker(a, field_u(ev, in->f[0], D9_WORKER_NONE));
+    if (!w) return a->failed ? -1 : 0;
+    if (!w->in_poll) {
+        a->unmatched_ends++;
+        return 0;
+    }
+    w->in_poll = false;
+    if (!d9a_in_window(a, w->poll_ts)) return 0;
+    d9a_rec r = {.ts = w->poll_ts,
+                 .dur = ev->ts_ns > w->poll_ts ? ev->ts_ns - w->poll_ts : 0,
+                 .id = w->poll_task,
+                 .ref = w->poll_loc,
+                 .worker = (uint16_t)w->id,
+                 .kind = D9A_REC_POLL,
+                 .aux = w->poll_lq};
+    return emit(a, &r);
+}
+
+static int on_park(d9a_analysis *a, const schema_info *in, const d9_event *ev) {
+    uint64_t wid = field_u(ev, in->f[0], D9_WORKER_NONE), cpu = 0, tid;
+    worker *w = d9a_worker(a, wid);
+    if (!w) return a->failed ? -1 : 0;
+    bool have_cpu = field_has_u(ev, in->f[2], &cpu) && cpu > 0;
+    if (have_cpu) a->schedstat_seen++;
+    if (field_has_u(ev, in->f[3], &tid) && tid) {
+        w->tid = tid;
+        note_tid_worker(a, tid, wid);
+    }
+    /* the busy period that ends here: CPU time against wall time */
+    if (w->have_unpark && have_cpu && w->unpark_cpu > 0 && cpu >= w->unpark_cpu &&
+        ev->ts_ns > w->unpark_ts && d9a_in_window(a, w->unpark_ts)) {
+        w->busy_periods++;
+        w->busy_wall_ns += ev->ts_ns - w->unpark_ts;
+        w->busy_cpu_ns += cpu - w->unpark_cpu;
+    }
+    w->have_unpark = false;
+    w->parked = true;
+    w->park_ts = ev->ts_ns;
+    return a->failed ? -1 : 0;
+}
+
+static int on_unpark(d9a_analysis *a, const schema_info *in, const d9_event *ev) {
+    uint64_t wid = field_u(ev, in->f[0], D9_WORKER_NONE), cpu = 0, wait, tid = 0;
+    worker *w = d9a_worker(a, wid);
+    if (!w) return a->failed ? -1 : 0;
+    if (field_has_u(ev, in->f[4], &tid) && tid) {
+        w->tid = tid;
+        note_tid_worker(a, tid, wid);
+    }
+    if (field_has_u(ev, in->f[2], &cpu) && cpu > 0) a->schedstat_seen++;
+    if (field_has_u(ev, in->f[3], &wait)) {
+        a->sched_wait_fields++;
+        if (wait > 0) a->schedstat_seen++;
+        if (d9a_in_window(a, ev->ts_ns)) {
+            d9a_hist_add(&a->sched_wait, wait);
+            d9a_hist_add(&w->sched_wait, wait);
+            if (wait > a->opt.sched_delay_warn_ns) a->sched_over_warn++;
+            if (wait > a->opt.sched_delay_crit_ns) a->sched_over_crit++;
+            long slot = d9a_topn_place(&a->sched_top, wait, NULL);
+            if (slot >= 0)
+                *(sched_entry *)d9a_topn_at(&a->sched_top, (size_t)slot) =
+                    (sched_entry){ev->ts_ns, wait, tid, (uint16_t)w->id};
+        }
+    }
+    w->have_unpark = true;
+    w->unpark_ts = ev->ts_ns;
+    w->unpark_cpu = cpu;
+    if (!w->parked) return 0;
+    w->parked = false;
+    if (!d9a_in_window(a, w->park_ts)) return 0;
+    d9a_rec r = {.ts = w->park_ts,
+                 .dur = ev->ts_ns > w->park_ts ? ev->ts_ns - w->park_ts : 0,
+                 .worker = (uint16_t)w->id,
+                 .kind = D9A_REC_PARK};
+    return emit(a, &r);
+}
+
+static int on_cpu_sample(d9a_analysis *a, const schema_info *in, const d9_event *ev,
+                         d9_decoder *dec) {
+    uint64_t source = field_u(ev, in->f[2], 0);
+    if (source == 0) a->cpu_samples++;
+    else a->offcpu_samples++;
+    if (!d9a_in_window(a, ev->ts_ns)) return 0;
+    uint64_t wid = field_u(ev, in->f[0], D9_WORKER_NONE);
+    if (wid > D9A_MAX_WORKER_ID || wid == D9_WORKER_NONE) {
+        uint64_t tid;
+        wid = field_has_u(ev, in->f[1], &tid) ? worker_of_tid(a, tid) : D9_WORKER_NONE;
+    }
+    uint32_t stack = stack_field(a, ev, in->f[3], dec);
+    if (stack == D9A_NO_ID) return -1;
+    d9a_rec r = {.ts = ev->ts_ns, .ref = stack, .worker = (uint16_t)wid,
+                 .kind = D9A_REC_SAMPLE, .aux = source == 0 ? 0 : 1};
+    return emit(a, &r);
+}
+
+static int on_switch(d9a_analysis *a, const schema_info *in, const d9_event *ev) {
+    uint64_t tid = field_u(ev, in->f[0], 0);
+    tid_state *t = tid_get(a, tid);
+    if (!t) return -1;
+    uint64_t wid = field_u(ev, in->f[1], D9_WORKER_NONE);
+    if (wid <= D9A_MAX_WORKER_ID && wid != D9_WORKER_NONE) t->worker = (uint16_t)wid;
+    if (field_u(ev, in->f[2], 0)) {
+        t->out = true;
+        t->out_ts = ev->ts_ns;
+        t->preempted = field_u(ev, in->f[3], 0) != 0;
+        return 0;
+    }
+    if (!t->out) return 0;
+    t->out = false;
+    if (t->worker == D9_WORKER_NONE || !d9a_in_window(a, t->out_ts)) return 0;
+    d9a_rec r = {.ts = t->out_ts,
+                 .dur = ev->ts_ns > t->out_ts ? ev->ts_ns - t->out_ts : 0,
+                 .worker = t->worker,
+                 .kind = D9A_REC_OFFCPU,
+                 .aux = t->preempted};
+    return emit(a, &r);
+}
+
+static int on_symbol(d9a_analysis *a, const schema_info *in, const d9_event *ev) {
+    uint64_t addr;
+    if (!field_has_u(ev, in->f[0], &addr)) return 0;
+    d9_dec_str name = {"", 0}, file = {"", 0};
+    if (in->f[2] < 0 || !d9_value_str(&ev->values[in->f[2]], &name)) return 0;
+    if (in->f[4] >= 0) d9_value_str(&ev->values[in->f[4]], &file);
+    return d9a_symtab_add(&a->symtab, addr, field_u(ev, in->f[1], 0), name.ptr, name.len,
+                          file.ptr, file.len, field_u(ev, in->f[5], 0), field_u(ev, in->f[3], 0));
+}
+
+static int ingest(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
+    schema_info *in = ev->schema->user;
+    if (!in && !(in = info_for(a, ev->schema))) return -1;
+    if (!a->stream_known || ev->stream != a->cur_stream) {
+        /* pool ids are per stream */
+        d9a_id_map_clear(&a->loc_cache);
+        d9a_id_map_clear(&a->stack_cache);
+        a->cur_stream = ev->stream;
+        a->stream_known = true;
+    }
+    a->events++;
+    a->kind_counts[in->kind]++;
+    bool timed = ev->schema->has_timestamp && ev->ts_ns != 0;
+    if (timed) {
+        if (!a->have_first) {
+            a->have_first = true;
+            a->first_ts = a->min_ts = a->max_ts = ev->ts_ns;
+            resolve_window(a);
+        }
+        if (ev->ts_ns < a->min_ts) a->min_ts = ev->ts_ns;
+        if (ev->ts_ns > a->max_ts) a->max_ts = ev->ts_ns;
+    }
+    switch (in->kind) {
+    case SK_POLL_START: return timed ? on_poll_start(a, in, ev, dec) : 0;
+    case SK_POLL_END: return timed ? on_poll_end(a, in, ev) : 0;
+    case SK_PARK: return timed ? on_park(a, in, ev) : 0;
+    case SK_UNPARK: return timed ? on_unpark(a, in, ev) : 0;
+    case SK_CPU: return timed ? on_cpu_sample(a, in, ev, dec) : 0;
+    case SK_SWITCH: return timed ? on_switch(a, in, ev) : 0;
+    case SK_QUEUE: {
+        if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;
+        uint64_t q = field_u(ev, in->f[0], 0);
+        d9a_rec r = {.ts = ev->ts_ns, .ref = q > UINT32_MAX ? UINT32_MAX : (uint32_t)q,
+                     .kind = D9A_REC_QUEUE};
+        return emit(a, &r);
+    }
+    case SK_SPAWN: {
+        if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;
+        uint32_t loc = string_field(a, ev, in->f[1], dec);
+        if (loc == D9A_NO_ID) return -1;
+        d9a_rec r = {.ts = ev->ts_ns, .id = field_u(ev, in->f[0], 0), .ref = loc,
+                     .kind = D9A_REC_SPAWN};
+        return emit(a, &r);
+    }
+    case SK_TERM: {
+        if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;
+        d9a_rec r = {.ts = ev->ts_ns, .id = field_u(ev, in->f[0], 0), .kind = D9A_REC_TERM};
+        return emit(a, &r);
+    }
+    case SK_WAKE: {
+        if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;
+        uint64_t target = field_u(ev, in->f[2], D9_WORKER_NONE);
+        d9a_rec r = {.ts = ev->ts_ns,
+                     .id = field_u(ev, in->f[1], 0),
+                     .ref = (uint32_t)field_u(ev, in->f[0], 0),
+                     .worker = (uint16_t)(target > D9_WORKER_NONE ? D9_WORKER_NONE : target),
+                     .kind = D9A_REC_WAKE};
+        return emit(a, &r);
+    }
+    case SK_META:
+        if (!a->have_meta && in->f[0] >= 0) copy_metadata(a, &ev->values[in->f[0]]);
+        return a->failed ? -1 : 0;
+    case SK_CLOCK: {
+        uint64_t real;
+        if (!a->have_clock && timed && field_has_u(ev, in->f[0], &real)) {
+            a->have_clock = true;
+            a->clock_mono = ev->ts_ns;
+            a->clock_real = real;
+        }
+        return 0;
+    }
+    case SK_SYMBOL: return on_symbol(a, in, ev);
+    case SK_DROPS: {
+        d9_dec_str reason = {"unknown", 7};
+        if (in->f[1] >= 0) d9_value_str(&ev->values[in->f[1]], &reason);
+        uint32_t id = d9a_strings_intern(&a->strings, reason.ptr, reason.len);
+        if (id == D9A_NO_ID) return -1;
+        add_drops(a, field_u(ev, in->f[0], 0), id);
+        return a->failed ? -1 : 0;
+    }
+    case SK_WREG: {
+        uint64_t wid = field_u(ev, in->f[0], D9_WORKER_NONE), tid = field_u(ev, in->f[1], 0);
+        worker *w = d9a_worker(a, wid);
+        if (!w) return a->failed ? -1 : 0;
+        if (tid) {
+            w->tid = tid;
+            note_tid_worker(a, tid, wid);
+        }
+        d9_dec_str rt;
+        if (in->f[2] >= 0 && d9_value_str(&ev->values[in->f[2]], &rt))
+            w->runtime = d9a_strings_intern(&a->strings, rt.ptr, rt.len);
+        return a->failed ? -1 : 0;
+    }
+    case SK_MMAP: {
+        d9_dec_str path;
+        if (in->f[3] < 0 || !d9_value_str(&ev->values[in->f[3]], &path)) return 0;
+        return d9a_symtab_add_mapping(&a->symtab, field_u(ev, in->f[0], 0),
+                                      field_u(ev, in->f[1], 0), field_u(ev, in->f[2], 0),
+                                      path.ptr, path.len);
+    }
+    case SK_DUMP:
+    case SK_OTHER:
+    case SK_KINDS: return 0;
+    }
+    return 0;
+}
+
+/* Here, next to ingest(), so that the per-event path is one call deep. */
+int d9a_feed(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
+    if (a->failed || a->finished) return -1;
+    if (ingest(a, ev, dec) != 0 || a->failed) {
+        a->failed = true;
+        return -1;
+    }
+    return 0;
+}
+
+int d9a_feeder_event(void *feeder, const d9_event *ev, d9_decoder *dec, size_t file_index) {
+    d9a_feeder *f = feeder;
+    if (!f->started || f->file != file_index) {
+        d9a_begin_file(f->a);
+        f->file = file_index;
+        f->started = true;
+    }
+    return d9a_feed(f->a, ev, dec) != 0 ? 1 : 0;
+}

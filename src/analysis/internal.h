@@ -1,0 +1,245 @@
+/* State of an analysis shared by its parts: ingest.c (events -> per-worker pairing ->
+ * records), sweep.c (records in time order -> statistics), report.c (statistics -> report),
+ * red_flags.c. Not for use outside src/analysis. */
+#ifndef D9_ANALYSIS_INTERNAL_H
+#define D9_ANALYSIS_INTERNAL_H
+
+#include "analysis/analysis.h"
+#include "analysis/hist.h"
+#include "analysis/id_map.h"
+#include "analysis/intern.h"
+#include "analysis/records.h"
+#include "analysis/symtab.h"
+#include "analysis/topn.h"
+
+#define D9A_MAX_WORKER_ID 4095    /* worker ids above are ignored (dial9's are < 256) */
+#define D9A_POLL_GROUPS 16        /* distinct stacks kept per long poll */
+#define D9A_LIVE_SLOTS 512        /* live-task timeline resolution (slots double in width) */
+#define D9A_NO_ID UINT32_MAX
+
+typedef enum schema_kind {
+    SK_OTHER, SK_POLL_START, SK_POLL_END, SK_PARK, SK_UNPARK, SK_QUEUE, SK_SPAWN, SK_TERM,
+    SK_WAKE, SK_CPU, SK_DUMP, SK_META, SK_CLOCK, SK_SYMBOL, SK_DROPS, SK_WREG, SK_SWITCH,
+    SK_MMAP, SK_KINDS
+} schema_kind;
+
+#define SI_FIELDS 6
+typedef struct schema_info {
+    schema_kind kind;
+    int f[SI_FIELDS]; /* field indexes in the order of the kind's field list (ingest.c) */
+    struct schema_info *next;
+} schema_info;
+
+typedef struct worker {
+    uint64_t id;
+    /* pairing in stream order */
+    bool in_poll, parked, have_unpark;
+    uint8_t poll_lq;
+    uint64_t poll_ts, poll_task;
+    uint32_t poll_loc;
+    uint64_t park_ts;
+    uint64_t unpark_ts, unpark_cpu;
+    uint64_t tid;
+    uint32_t runtime; /* string id or D9A_NO_ID */
+    /* statistics of the analyzed time */
+    uint64_t polls, poll_ns, parks, park_ns;
+    uint64_t busy_periods, busy_wall_ns, busy_cpu_ns;
+    d9a_hist sched_wait;
+    uint64_t cpu_in_poll, off_in_poll;
+    uint64_t offcpu_in_poll_ns, preempted_in_poll_ns;
+    uint64_t polls_with_queue, polls_with_queue_while_parked, max_lq;
+    /* sweep state: the latest poll and park in time order */
+    bool sw_has_poll, sw_has_park;
+    uint64_t sw_poll_start, sw_poll_end, sw_park_start, sw_park_end;
+    uint32_t sw_poll_loc;
+    long sw_poll_slot; /* long-poll slot or -1 */
+    uint32_t sw_poll_gen;
+    /* the last off-CPU sample inside a poll: how long the thread stayed off-CPU is unknown
+     * until the worker's next sample or the end of the poll (an upper bound) */
+    bool pend_off;
+    uint64_t pend_ts, pend_poll_end;
+    uint64_t pend_off_end; /* end of the SchedSwitch off-CPU interval holding it, or max */
+    bool sw_has_off;       /* the latest SchedSwitch off-CPU interval */
+    uint64_t sw_off_start, sw_off_end;
+    uint32_t pend_stack, pend_gen;
+    long pend_slot;
+    uint64_t off_est_ns;
+} worker;
+
+typedef struct task {
+    uint64_t id;
+    uint64_t pending_wake; /* first wake since its last poll start, 0 = none */
+    uint32_t wakes_pending;
+    uint32_t loc;
+    uint32_t polls, hops;
+    uint16_t last_worker;
+    bool spawned; /* spawned in the analyzed time */
+    bool in_use;  /* false on the free list */
+    uint32_t next_free;
+} task;
+
+typedef struct loc_stats {
+    d9a_hist polls;
+    uint64_t polls_over_warn;
+    uint64_t spawned, terminated, live;
+} loc_stats;
+
+typedef struct stack_stats {
+    uint64_t cpu, cpu_in_poll, cpu_parked;
+    uint64_t off, off_in_poll, off_parked;
+    uint64_t off_in_poll_ns; /* estimated time off-CPU inside polls */
+    uint32_t example_loc;
+} stack_stats;
+
+typedef struct poll_group {
+    uint32_t stack;
+    uint8_t source;
+    uint32_t count;
+    uint64_t est_ns; /* off-CPU: estimated time off-CPU */
+} poll_group;
+
+typedef struct long_poll_entry {
+    uint64_t start, dur, task;
+    uint32_t loc;
+    uint16_t worker;
+    uint8_t lq;
+    uint64_t cpu, off, offcpu_ns, preempted_ns;
+    uint32_t ngroups;
+    poll_group groups[D9A_POLL_GROUPS];
+} long_poll_entry;
+
+typedef struct sched_entry {
+    uint64_t ts, wait, tid;
+    uint16_t worker;
+} sched_entry;
+
+typedef struct wake_entry {
+    uint64_t wake, poll, task;
+    uint32_t loc, wakes;
+    uint16_t worker;
+} wake_entry;
+
+typedef struct migr_entry {
+    uint64_t task;
+    uint32_t loc, polls, hops;
+} migr_entry;
+
+typedef struct queued_entry {
+    uint64_t ts;
+    uint16_t worker, parked_worker;
+    uint8_t lq;
+} queued_entry;
+
+typedef struct tid_state {
+    uint64_t tid;
+    uint16_t worker; /* D9_WORKER_NONE when unknown */
+    bool out;        /* switched out, waiting for the switch in */
+    bool preempted;
+    uint64_t out_ts;
+} tid_state;
+
+struct d9a_analysis {
+    d9a_options opt;
+    bool failed, finished;
+
+    /* per decoder / per stream caches */
+    schema_info *infos;
+    uint32_t cur_stream;
+    bool stream_known;
+    d9a_id_map loc_cache, stack_cache; /* pool id -> location / stack id, current stream */
+
+    d9a_strings strings; /* locations, symbols, metadata, reasons, runtimes */
+    d9a_stacks stacks;
+    d9a_symtab symtab;
+
+    /* time */
+    bool have_first;
+    uint64_t first_ts; /* first timestamp in file order: the origin of relative --from/--to */
+    uint64_t min_ts, max_ts;
+    bool window_resolved;
+    uint64_t win_from, win_to; /* [from, to) absolute */
+
+    /* summary */
+    uint64_t events;
+    uint64_t kind_counts[SK_KINDS];
+    uint64_t cpu_samples, offcpu_samples;
+    uint64_t schedstat_seen;   /* park/unpark with a nonzero cpu_time_ns or sched_wait_ns */
+    uint64_t sched_wait_fields;
+    uint64_t dropped;
+    uint32_t *drop_reason;     /* string ids */
+    uint64_t *drop_count;
+    size_t ndrop, drop_cap;
+    uint32_t *meta;            /* key, value string ids of the first SegmentMetadataEvent */
+    size_t nmeta;
+    bool have_meta;
+    bool have_clock;
+    uint64_t clock_mono, clock_real;
+    uint64_t unmatched_starts, unmatched_ends, late, unresolved;
+
+    /* entities */
+    worker **workers; /* by id, NULL when unseen */
+    size_t workers_cap;
+    worker **wlist;   /* the workers seen, in order of first sight */
+    size_t nwlist;
+    task *tasks;
+    uint32_t ntasks, tasks_cap, free_task;
+    d9a_id_map task_index;
+    tid_state *tids;
+    uint32_t ntids, tids_cap;
+    d9a_id_map tid_index;
+    loc_stats *locs; /* by location id */
+    uint32_t locs_cap;
+    stack_stats *stk; /* by stack id */
+    uint32_t stk_cap;
+
+    /* time ordering */
+    d9a_rec_buf buf;
+    bool swept_any;
+    uint64_t watermark; /* latest timestamp handed to the sweep */
+
+    /* sweep results */
+    d9a_hist polls, sched_wait, wake_delay;
+    d9a_topn long_polls, sched_top, wake_top, migr_top, queued_top;
+    uint64_t sched_over_warn, sched_over_crit;
+    uint64_t polls_over_warn, polls_over_crit, wake_over_warn, wake_over_crit;
+    uint64_t wakes, wakes_unpolled;
+    uint64_t spawned, terminated, terminated_unknown;
+    int64_t live;
+    uint64_t migration_polls, migrations, tasks_polled, tasks_migrated;
+    uint64_t polls_with_queue, polls_with_queue_while_parked;
+    uint64_t qs_nonzero, qs_nonzero_while_parked;
+    uint64_t off_total, off_in_poll, off_parked, cpu_total, cpu_in_poll;
+    /* live-task timeline: spawns - terminations per slot */
+    int64_t live_delta[D9A_LIVE_SLOTS];
+    uint64_t live_slot_ns;
+    uint64_t live_origin;
+    uint64_t live_last_ts;
+
+    /* the report, built by d9a_finish */
+    struct d9a_report report;
+    d9a_arena report_arena;
+    d9a_stack_view **views; /* by stack id, built on demand */
+};
+
+/* ingest.c */
+/* The worker of id (created on first sight), or NULL for 255 (none) and ids past the table. */
+worker *d9a_worker(d9a_analysis *a, uint64_t id);
+/* sweep.c */
+#define D9A_IDLE_MIN_NS 1000000 /* a parked worker counts as idle beside queued work when it
+                                   stays parked at least this long after the observation */
+#define D9A_SWITCH_MATCH_NS 50000 /* a context-switch sample and its SchedSwitch switch-out */
+int d9a_sweep_flush(d9a_analysis *a, bool all);
+int d9a_sweep_finish(d9a_analysis *a);
+task *d9a_task(d9a_analysis *a, uint64_t id, bool create);
+loc_stats *d9a_loc(d9a_analysis *a, uint32_t loc);
+/* report.c */
+int d9a_build_report(d9a_analysis *a);
+void d9a_dist_from(d9a_dist *d, const d9a_hist *h);
+/* red_flags.c */
+int d9a_add_red_flags(d9a_analysis *a);
+
+static inline bool d9a_in_window(const d9a_analysis *a, uint64_t ts) {
+    return ts >= a->win_from && ts < a->win_to;
+}
+
+#endif

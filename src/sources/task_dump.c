@@ -1,4 +1,303 @@
-/* Task dumps: the stack of a task at its suspension point (to be implemented). */
-#include "dial9/dial9.h"
+/* Task dumps (see task_dump.h). On the calling thread only; no lock, no system call after the
+ * thread's first capture.
+ *
+ * d9_task_suspend(task) at time t0:
+ *   1. If a held capture's instant has passed, resolve it: scan the records this thread wrote
+ *      since then for a PollStart (or TaskTerminate) of that task between its t0 and its
+ *      instant. None: the task was still idle at the instant, write the TaskDumpEvent (stamped
+ *      t0, the moment the stack was real). Otherwise drop it.
+ *   2. The decision before walking is one comparison: is one of the D9_TASK_DUMP_SLOTS
+ *      capture slots free? Slots free up only at their instants (exponential, mean 10 ms), so
+ *      a thread walks at most ~SLOTS / 10 ms = 400 stacks a second however fast it suspends.
+ *   3. Walk the frame pointers from here (bounded by the thread's stack) into the slot and
+ *      draw its instant t0 + Exp(10 ms).
+ * A task resumed on another thread (work stealing) is not seen by the scan of this thread's
+ * records: its dump may be written although it ran; readers can check against its PollStart. */
+#include "sources/task_dump.h"
 
-void d9__task_suspend(uint64_t task_id) { (void)task_id; }
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/records.h"
+#include "core/thread_buffer.h"
+#include "dial9/dial9.h"
+#include "sources/fp_unwind.h"
+
+typedef struct held_capture {
+    uint64_t task;
+    uint64_t t0, instant; /* ticks */
+    bool resumed;
+    uint32_t n;
+    uint64_t frames[D9_TASK_DUMP_FRAMES];
+} held_capture;
+
+typedef struct dump_state {
+    uint64_t rng;
+    uint32_t run;             /* captures belong to this recording run */
+    uint32_t held;
+    uint64_t next_due;        /* earliest instant among held captures */
+    uint64_t scan_pos;        /* ring position (words) scanned up to */
+    uint64_t drops_at_scan;   /* the thread's drop count when scanning started */
+    int bounds_state;         /* 0 unknown, 1 known, 2 unavailable */
+    d9_stack_bounds stack, alt;
+    uint64_t alt_checked;     /* ticks */
+    held_capture slots[D9_TASK_DUMP_SLOTS];
+} dump_state;
+
+/* Written at start and stop while threads of an earlier run may still be reading them. */
+static _Atomic bool g_enabled;
+static _Atomic uint32_t g_run;
+static _Atomic uint64_t g_mean_ticks = D9_TASK_DUMP_MEAN_NS;
+static _Atomic uint64_t g_alt_recheck_ticks = 100u * 1000u * 1000u; /* 100 ms */
+static double g_ticks_per_ns = 1.0; /* start/stop only */
+static pthread_key_t g_key;
+static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+static __thread dump_state *tls_state __attribute__((tls_model("initial-exec")));
+static _Atomic uint64_t c_suspends, c_captured, c_emitted, c_resumed, c_unknown;
+
+/* ---------------------------------------------------------------- randomness */
+
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* -ln(u) for u in (0, 1], without libm: u = m * 2^e with m in [1, 2), and
+ * ln(m) = 2 atanh((m - 1) / (m + 1)) by its series (|z| <= 1/3: error < 2e-6). */
+static double neg_log(double u) {
+    union {
+        double d;
+        uint64_t b;
+    } x = {u};
+    int e = (int)((x.b >> 52) & 0x7ff) - 1023;
+    x.b = (x.b & ((1ull << 52) - 1)) | (1023ull << 52);
+    double z = (x.d - 1) / (x.d + 1), z2 = z * z;
+    double ln_m = 2 * z * (1 + z2 * (1.0 / 3 + z2 * (1.0 / 5 + z2 * (1.0 / 7 + z2 / 9))));
+    return -((double)e * 0.6931471805599453 + ln_m);
+}
+
+static uint64_t exp_ticks(dump_state *d) {
+    double u = (double)((splitmix(&d->rng) >> 11) + 1) / 9007199254740992.0; /* (0, 1] */
+    double v = neg_log(u) * (double)atomic_load_explicit(&g_mean_ticks, memory_order_relaxed);
+    return v < 1 ? 1 : (uint64_t)v;
+}
+
+/* ---------------------------------------------------------------- per-thread state */
+
+static void free_state(void *p) {
+    tls_state = NULL;
+    free(p);
+}
+
+static void make_key(void) { pthread_key_create(&g_key, free_state); }
+
+static dump_state *state_of_thread(void) {
+    dump_state *d = tls_state;
+    if (__builtin_expect(d != NULL, 1)) return d;
+    pthread_once(&g_key_once, make_key);
+    d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->rng = d9_clock_ticks() ^ ((uint64_t)(uintptr_t)d << 17) ^ (uint64_t)gettid();
+    pthread_setspecific(g_key, d);
+    tls_state = d;
+    return d;
+}
+
+/* ---------------------------------------------------------------- resolving held captures */
+
+/* Words of the record at r (records.h); 0 for a kind this scan does not know. */
+static uint64_t record_words(const uint64_t *r) {
+    switch (D9_REC_KIND(r[0])) {
+    case D9_REC_POLL_BEGIN: return D9_REC_WORDS_POLL_BEGIN;
+    case D9_REC_POLL_END: return D9_REC_WORDS_POLL_END;
+    case D9_REC_PARK:
+    case D9_REC_UNPARK: return D9_REC_WORDS_PARK;
+    case D9_REC_WAKE: return D9_REC_WORDS_WAKE;
+    case D9_REC_SPAWN: return D9_REC_WORDS_SPAWN;
+    case D9_REC_TERMINATE: return D9_REC_WORDS_TERMINATE;
+    case D9_REC_WORKER_BEGIN: return D9_REC_WORDS_WORKER_BEGIN;
+    case D9_REC_WORKER_END: return D9_REC_WORDS_WORKER_END;
+    case D9_REC_DROPPED: return D9_REC_WORDS_DROPPED;
+    case D9_REC_CUSTOM: return 2 + (r[1] >> 32);
+    case D9_REC_TASK_DUMP: return 3 + r[2];
+    default: return 0;
+    }
+}
+
+static void drop_all(dump_state *d) {
+    if (d->held) atomic_fetch_add_explicit(&c_unknown, d->held, memory_order_relaxed);
+    d->held = 0;
+    d->next_due = UINT64_MAX;
+}
+
+/* Mark held captures whose task ran again (PollStart or TaskTerminate after its t0 and
+ * before its instant) in the records written since the last scan. False when those records
+ * cannot be trusted (overwritten, or some were dropped). */
+static bool scan_records(d9_thread *t, dump_state *d, uint64_t now) {
+    uint64_t cap = t->mask + 1, end = t->head;
+    if (end - d->scan_pos > cap) return false;
+    if (atomic_load_explicit(&t->drops_total, memory_order_relaxed) != d->drops_at_scan) return false;
+    uint64_t pos = d->scan_pos;
+    while (pos < end) {
+        const uint64_t *r = t->ring + (pos & t->mask);
+        unsigned kind = D9_REC_KIND(r[0]);
+        if (kind == D9_REC_PAD) {
+            pos = (pos & ~t->mask) + cap;
+            continue;
+        }
+        uint64_t n = record_words(r);
+        if (n == 0) return false;
+        if (kind == D9_REC_POLL_BEGIN || kind == D9_REC_TERMINATE) {
+            uint64_t tick = d9_ticks_unwrap56(D9_REC_TICKS56(r[0]), now);
+            for (uint32_t i = 0; i < d->held; i++) {
+                held_capture *h = &d->slots[i];
+                if (h->task == r[1] && tick > h->t0 && tick <= h->instant) h->resumed = true;
+            }
+        }
+        pos += n;
+    }
+    d->scan_pos = end;
+    return true;
+}
+
+static void write_dump(d9_thread *t, const held_capture *h) {
+    uint64_t words = 3 + h->n;
+    uint64_t *r = d9_thread_reserve(t, words);
+    if (!r) return;
+    r[0] = D9_REC_HEADER(h->t0, D9_REC_TASK_DUMP);
+    r[1] = h->task;
+    r[2] = h->n;
+    memcpy(r + 3, h->frames, h->n * sizeof(uint64_t));
+    d9_thread_commit(t, words);
+    atomic_fetch_add_explicit(&c_emitted, 1, memory_order_relaxed);
+}
+
+static void resolve_due(d9_thread *t, dump_state *d, uint64_t now) {
+    if (!scan_records(t, d, now)) {
+        drop_all(d);
+        return;
+    }
+    uint32_t kept = 0;
+    uint64_t next_due = UINT64_MAX;
+    for (uint32_t i = 0; i < d->held; i++) {
+        held_capture *h = &d->slots[i];
+        if (h->instant > now) {
+            if (h->instant < next_due) next_due = h->instant;
+            if (kept != i) d->slots[kept] = *h;
+            kept++;
+            continue;
+        }
+        if (h->resumed) atomic_fetch_add_explicit(&c_resumed, 1, memory_order_relaxed);
+        else write_dump(t, h);
+    }
+    d->held = kept;
+    d->next_due = next_due;
+    /* our own records need no scan; drops from writing them would void the rest */
+    d->scan_pos = t->head;
+    d->drops_at_scan = atomic_load_explicit(&t->drops_total, memory_order_relaxed);
+}
+
+/* ---------------------------------------------------------------- capturing */
+
+static bool bounds_for(dump_state *d, uint64_t sp, uint64_t now, d9_stack_bounds *out) {
+    if (d->bounds_state == 0) d->bounds_state = d9_stack_bounds_of_self(&d->stack) ? 1 : 2;
+    if (d->bounds_state == 1 && sp >= d->stack.lo && sp < d->stack.hi) {
+        *out = d->stack;
+        return true;
+    }
+    /* on another stack (a coroutine runtime): look it up, at most every 100 ms */
+    if (d->alt.hi && sp >= d->alt.lo && sp < d->alt.hi) {
+        *out = d->alt;
+        return true;
+    }
+    uint64_t every = atomic_load_explicit(&g_alt_recheck_ticks, memory_order_relaxed);
+    if (d->alt_checked && now - d->alt_checked < every) return false;
+    d->alt_checked = now;
+    if (!d9_stack_bounds_from_maps(sp, &d->alt)) {
+        d->alt.lo = d->alt.hi = 0;
+        return false;
+    }
+    *out = d->alt;
+    return true;
+}
+
+__attribute__((noinline)) void d9__task_suspend(uint64_t task_id) {
+    if (!atomic_load_explicit(&g_enabled, memory_order_relaxed)) return;
+    d9_thread *t = d9_thread_current();
+    dump_state *d = state_of_thread();
+    if (!t || !d) return;
+    atomic_fetch_add_explicit(&c_suspends, 1, memory_order_relaxed);
+    uint64_t now = d9_clock_ticks();
+    uint32_t run = atomic_load_explicit(&g_run, memory_order_relaxed);
+    if (d->run != run) { /* a new recording: what was held belongs to the last one */
+        d->held = 0;
+        d->next_due = UINT64_MAX;
+        d->run = run;
+    }
+    if (d->held && now >= d->next_due) resolve_due(t, d, now);
+    if (d->held == D9_TASK_DUMP_SLOTS) return;
+
+    if (d->held == 0) {
+        d->scan_pos = t->head;
+        d->drops_at_scan = atomic_load_explicit(&t->drops_total, memory_order_relaxed);
+        d->next_due = UINT64_MAX;
+    }
+    held_capture *h = &d->slots[d->held];
+    /* frames at and above this function's own are the live ones */
+    uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+    uint64_t sp = fp;
+    d9_stack_bounds b;
+    h->n = (uint32_t)d9_fp_walk(0, fp, sp, bounds_for(d, sp, now, &b) ? &b : NULL, h->frames,
+                                D9_TASK_DUMP_FRAMES);
+    if (h->n == 0) return;
+    h->task = task_id;
+    h->t0 = now;
+    h->instant = now + exp_ticks(d);
+    h->resumed = false;
+    if (h->instant < d->next_due) d->next_due = h->instant;
+    d->held++;
+    atomic_fetch_add_explicit(&c_captured, 1, memory_order_relaxed);
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+static double measure_ticks_per_ns(void) {
+    if (!d9_clock_use_tsc) return 1.0;
+    uint64_t n0 = d9_mono_ns(), t0 = d9_clock_ticks();
+    struct timespec nap = {0, 1000 * 1000};
+    nanosleep(&nap, NULL);
+    uint64_t n1 = d9_mono_ns(), t1 = d9_clock_ticks();
+    if (n1 <= n0 || t1 <= t0) return 1.0;
+    return (double)(t1 - t0) / (double)(n1 - n0);
+}
+
+void d9_task_dumps_start(bool enabled, uint64_t mean_ns) {
+    static bool calibrated_tsc, calibrated;
+    if (!calibrated || calibrated_tsc != d9_clock_use_tsc) {
+        g_ticks_per_ns = measure_ticks_per_ns();
+        calibrated = true;
+        calibrated_tsc = d9_clock_use_tsc;
+    }
+    uint64_t mean = (uint64_t)((double)(mean_ns ? mean_ns : D9_TASK_DUMP_MEAN_NS) * g_ticks_per_ns);
+    atomic_store(&g_mean_ticks, mean ? mean : 1);
+    atomic_store(&g_alt_recheck_ticks, (uint64_t)(1e8 * g_ticks_per_ns));
+    atomic_fetch_add(&g_run, 1);
+    atomic_store(&g_enabled, enabled);
+}
+
+void d9_task_dumps_stop(void) { atomic_store(&g_enabled, false); }
+
+void d9_task_dump_counters_get(d9_task_dump_counters *out) {
+    out->suspends = atomic_load(&c_suspends);
+    out->captured = atomic_load(&c_captured);
+    out->emitted = atomic_load(&c_emitted);
+    out->resumed = atomic_load(&c_resumed);
+    out->unknown = atomic_load(&c_unknown);
+}

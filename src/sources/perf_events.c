@@ -1,0 +1,568 @@
+#include "sources/perf_events.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/thread_buffer.h"
+#include "sources/perf_ring.h"
+
+/* Every event shares one sample layout so records from any of them parse the same way, and
+ * PERF_SAMPLE_IDENTIFIER says which event wrote a sample (first word of a sample, last word
+ * of the sample_id trailer of other records). */
+#define SAMPLE_TYPE                                                                          \
+    (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |          \
+     PERF_SAMPLE_CPU | PERF_SAMPLE_CALLCHAIN)
+
+/* Data pages per CPU ring, by the busiest kind opened. The collector drains every 20 ms at
+ * most: a ring must hold that long. CPU samples: 99 Hz x ~1 KiB, even 5 kHz fits 64 KiB.
+ * Switch records: 2 x 40 bytes per switch, 256 KiB holds 60 k switches/s. With stacks
+ * (~270 bytes per switch) 512 KiB holds ~95 k/s: 128 + 1 pages is exactly the default
+ * unprivileged budget per CPU (perf_event_mlock_kb = 516); refused sizes are halved. */
+#define RING_PAGES_SAMPLES 16
+#define RING_PAGES_SWITCHES 64
+#define RING_PAGES_STACKS 128
+#define MAX_EVENT_FDS 4096    /* threads existing at start x CPUs x kinds */
+
+enum { K_CPU, K_SWITCH, K_STACKS, K_COUNT };
+
+typedef struct id_kind {
+    uint64_t id;
+    int kind;
+} id_kind;
+
+typedef struct tid_info {
+    uint32_t tid;
+    bool worker;
+} tid_info;
+
+typedef struct perf_src {
+    d9_source base;
+    struct perf_event_attr attr[K_COUNT];
+    bool want[K_COUNT];
+    int ncpu;
+    d9_perf_ring *rings;       /* per CPU */
+    int *fds;
+    int *fd_kinds;             /* kind of fds[i] */
+    size_t nfds, cap_fds;
+    id_kind *ids;
+    size_t nids;
+    tid_info *tids;            /* threads that record, sorted by tid; rebuilt every drain */
+    size_t ntids;
+    d9_src_batch *out;         /* during a drain */
+    d9_collector *collector;   /* to say in the metadata when stacks are paused */
+    /* pacing of context-switch stacks (pace_stacks) */
+    bool stacks_on;
+    uint64_t stacks_seen;      /* samples read in the current window, kept or not */
+    uint64_t window_start, paused_until, paused_ns, started, last_note;
+    uint64_t frames[D9_PERF_MAX_FRAMES];
+    d9_perf_counters n;
+} perf_src;
+
+static uint64_t mono_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- opening */
+
+static int cmp_pid(const void *a, const void *b) {
+    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Threads of this process, the caller first (its events decide what the kernel allows). */
+static pid_t *list_threads(size_t *count) {
+    size_t n = 0, cap = 16;
+    pid_t *tids = malloc(cap * sizeof *tids);
+    if (!tids) return NULL;
+    pid_t self = gettid();
+    tids[n++] = self;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        pid_t tid = (pid_t)atoi(e->d_name);
+        if (tid <= 0 || tid == self) continue;
+        if (n == cap) {
+            pid_t *t = realloc(tids, cap * 2 * sizeof *t);
+            if (!t) break;
+            tids = t;
+            cap *= 2;
+        }
+        tids[n++] = tid;
+    }
+    if (d) closedir(d);
+    qsort(tids + 1, n - 1, sizeof *tids, cmp_pid);
+    *count = n;
+    return tids;
+}
+
+static void init_attrs(perf_src *s, const d9_perf_request *req) {
+    struct perf_event_attr *a = &s->attr[K_CPU];
+    d9_perf_attr_init(a, PERF_COUNT_SW_CPU_CLOCK, SAMPLE_TYPE);
+    a->freq = 1;
+    a->sample_freq = req->hz;
+    a->exclude_kernel = req->kernel_frames ? 0 : 1;
+    a->exclude_hv = 1;
+
+    a = &s->attr[K_SWITCH];
+    d9_perf_attr_init(a, PERF_COUNT_SW_DUMMY, SAMPLE_TYPE);
+    a->context_switch = 1;
+    a->exclude_kernel = 1; /* switch records are side-band: allowed at paranoid 2 this way */
+    a->exclude_hv = 1;
+
+    a = &s->attr[K_STACKS];
+    d9_perf_attr_init(a, PERF_COUNT_SW_CONTEXT_SWITCHES, SAMPLE_TYPE);
+    a->sample_period = 1; /* every switch; the cost is bounded by pausing (see pace_stacks) */
+    a->exclude_kernel = 0; /* with 1 the event opens and never fires: switches happen in the kernel */
+    a->exclude_hv = 1;
+
+    for (int k = 0; k < K_COUNT; k++) {
+        s->attr[k].inherit = 1;
+        s->attr[k].inherit_thread = 1; /* follow threads, not forked processes */
+    }
+}
+
+static bool remember_fd(perf_src *s, int fd, int kind) {
+    if (s->nfds == s->cap_fds) {
+        size_t cap = s->cap_fds ? s->cap_fds * 2 : 64;
+        int *f = realloc(s->fds, cap * sizeof *f);
+        if (f) s->fds = f;
+        int *k = realloc(s->fd_kinds, cap * sizeof *k);
+        if (k) s->fd_kinds = k;
+        id_kind *ids = realloc(s->ids, cap * sizeof *ids);
+        if (ids) s->ids = ids;
+        if (!f || !k || !ids) return false;
+        s->cap_fds = cap;
+    }
+    uint64_t id = 0;
+    if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) return false;
+    s->fd_kinds[s->nfds] = kind;
+    s->fds[s->nfds++] = fd;
+    s->ids[s->nids++] = (id_kind){id, kind};
+    return true;
+}
+
+/* Open event `kind` for thread `tid` on `cpu`, retrying without inherit_thread on kernels
+ * older than 5.13, and without kernel frames where they are refused. */
+static int open_event(perf_src *s, int kind, pid_t tid, int cpu, d9_perf_report *rep) {
+    for (;;) {
+        struct perf_event_attr a = s->attr[kind];
+        int fd = d9_perf_open(&a, tid, cpu);
+        if (fd >= 0) return fd;
+        if ((fd == -EINVAL || fd == -E2BIG) && s->attr[kind].inherit_thread) {
+            for (int k = 0; k < K_COUNT; k++) s->attr[k].inherit_thread = 0;
+            rep->inherit_thread = false;
+            continue;
+        }
+        if ((fd == -EACCES || fd == -EPERM) && kind == K_CPU && !s->attr[K_CPU].exclude_kernel) {
+            s->attr[K_CPU].exclude_kernel = 1;
+            continue;
+        }
+        return fd;
+    }
+}
+
+static void source_collect(d9_source *src, d9_src_batch *out);
+static void source_close(d9_source *src);
+
+static int cmp_id(const void *a, const void *b) {
+    uint64_t x = ((const id_kind *)a)->id, y = ((const id_kind *)b)->id;
+    return (x > y) - (x < y);
+}
+
+d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) {
+    memset(rep, 0, sizeof *rep);
+    rep->inherit_thread = true;
+    perf_src *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->base.ctx = s;
+    init_attrs(s, req);
+    s->want[K_CPU] = req->cpu_profile;
+    s->want[K_SWITCH] = req->switches;
+    s->want[K_STACKS] = req->switch_stacks;
+    long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+    s->ncpu = ncpu > 0 ? (int)ncpu : 1;
+    s->rings = calloc((size_t)s->ncpu, sizeof *s->rings);
+    int *leader = malloc((size_t)s->ncpu * sizeof *leader);
+    size_t ntids = 0;
+    pid_t *tids = list_threads(&ntids);
+    if (!s->rings || !leader || !tids) {
+        free(leader);
+        free(tids);
+        free(s->rings);
+        free(s);
+        return NULL;
+    }
+    for (int c = 0; c < s->ncpu; c++) leader[c] = -1;
+    int *err[K_COUNT] = {&rep->cpu_err, &rep->switch_err, &rep->stacks_err};
+    unsigned ring_pages = s->want[K_STACKS] ? RING_PAGES_STACKS
+                        : s->want[K_SWITCH] ? RING_PAGES_SWITCHES
+                                            : RING_PAGES_SAMPLES;
+    bool opened_any[K_COUNT] = {false, false, false};
+    int kinds = 0;
+    for (int k = 0; k < K_COUNT; k++) kinds += s->want[k];
+    size_t max_threads = kinds ? MAX_EVENT_FDS / ((size_t)s->ncpu * (size_t)kinds) : 0;
+    if (max_threads == 0) max_threads = 1;
+    bool *attached = calloc(ntids, sizeof *attached);
+    bool *missed = calloc(ntids, sizeof *missed);
+
+    for (int c = 0; c < s->ncpu && attached && missed; c++) {
+        for (int k = 0; k < K_COUNT; k++) {
+            if (!s->want[k]) continue;
+            for (size_t t = 0; t < ntids; t++) {
+                if (t >= max_threads) {
+                    missed[t] = true;
+                    continue;
+                }
+                int fd = open_event(s, k, tids[t], c, rep);
+                if (fd == -ESRCH) continue; /* the thread exited meanwhile */
+                if (fd == -ENODEV && t == 0) break; /* CPU offline */
+                if (fd < 0) {
+                    if (!opened_any[k]) { /* the kernel refuses this kind of event */
+                        *err[k] = fd;
+                        s->want[k] = false;
+                        break;
+                    }
+                    missed[t] = true;
+                    continue;
+                }
+                int rc = 0;
+                if (leader[c] < 0) {
+                    rc = d9_perf_ring_map(&s->rings[c], fd, ring_pages);
+                    if (rc == 0) leader[c] = fd;
+                } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, leader[c]) != 0) {
+                    rc = -errno;
+                }
+                if (rc != 0 || !remember_fd(s, fd, k)) {
+                    if (leader[c] == fd) {
+                        d9_perf_ring_unmap(&s->rings[c]);
+                        leader[c] = -1;
+                    }
+                    close(fd);
+                    if (!opened_any[k]) {
+                        *err[k] = rc ? rc : -ENOMEM;
+                        s->want[k] = false;
+                        break;
+                    }
+                    missed[t] = true;
+                    continue;
+                }
+                opened_any[k] = true;
+                attached[t] = true;
+            }
+        }
+    }
+    for (size_t t = 0; attached && missed && t < ntids; t++) {
+        if (missed[t]) rep->threads_missed++;
+        else if (attached[t]) rep->threads++;
+    }
+    rep->kernel_frames = opened_any[K_CPU] && !s->attr[K_CPU].exclude_kernel;
+    for (int c = 0; c < s->ncpu; c++) {
+        if (!s->rings[c].base) continue;
+        rep->cpus++;
+        rep->ring_kb = (unsigned)(s->rings[c].data_size / 1024);
+    }
+    free(attached);
+    free(missed);
+    free(tids);
+    free(leader);
+    for (int k = 0; k < K_COUNT; k++) s->want[k] = opened_any[k];
+    if (s->nfds == 0) {
+        source_close(&s->base);
+        return NULL;
+    }
+    qsort(s->ids, s->nids, sizeof *s->ids, cmp_id);
+    for (size_t i = 0; i < s->nfds; i++) ioctl(s->fds[i], PERF_EVENT_IOC_ENABLE, 0);
+    s->collector = req->collector;
+    s->stacks_on = s->want[K_STACKS];
+    s->started = s->window_start = mono_now();
+    s->base.name = "perf";
+    s->base.collect = source_collect;
+    s->base.close = source_close;
+    return &s->base;
+}
+
+/* ---------------------------------------------------------------- reading */
+
+static int kind_of(const perf_src *s, uint64_t id) {
+    size_t lo = 0, hi = s->nids;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->ids[mid].id == id) return s->ids[mid].kind;
+        if (s->ids[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}
+
+static const tid_info *find_tid(const perf_src *s, uint32_t tid) {
+    size_t lo = 0, hi = s->ntids;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->tids[mid].tid == tid) return &s->tids[mid];
+        if (s->tids[mid].tid < tid) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+static int cmp_tid(const void *a, const void *b) {
+    uint32_t x = ((const tid_info *)a)->tid, y = ((const tid_info *)b)->tid;
+    return (x > y) - (x < y);
+}
+
+/* Which threads record (switch records are kept for them) and which are or were workers
+ * (context-switch samples are kept for them): the registry at this drain. A worker that ended
+ * since its samples were taken stays a worker here, so the last ones are not lost. */
+static void refresh_tids(perf_src *s) {
+    size_t n = 0;
+    d9_thread **threads = d9_threads_snapshot(&n);
+    if (!threads) return;
+    tid_info *t = malloc((n ? n : 1) * sizeof *t);
+    if (t) {
+        for (size_t i = 0; i < n; i++) {
+            t[i].tid = (uint32_t)threads[i]->tid;
+            t[i].worker = atomic_load_explicit(&threads[i]->worker_id, memory_order_relaxed) != 255;
+            const tid_info *old = t[i].worker ? NULL : find_tid(s, t[i].tid);
+            if (old && old->worker) t[i].worker = true;
+        }
+        qsort(t, n, sizeof *t, cmp_tid);
+        free(s->tids);
+        s->tids = t;
+        s->ntids = n;
+    }
+    free(threads);
+}
+
+typedef struct sample_view {
+    uint64_t id, ip, time;
+    uint32_t tid, cpu;
+    uint64_t nr;
+    const uint64_t *ips;
+} sample_view;
+
+static bool parse_sample(const struct perf_event_header *h, sample_view *v) {
+    const uint64_t *p = (const uint64_t *)(h + 1);
+    size_t words = (h->size - sizeof *h) / 8;
+    if (words < 6) return false;
+    v->id = p[0];
+    v->ip = p[1];
+    v->tid = (uint32_t)(p[2] >> 32);
+    v->time = p[3];
+    v->cpu = (uint32_t)p[4];
+    v->nr = p[5];
+    if (v->nr > words - 6) return false;
+    v->ips = p + 6;
+    return true;
+}
+
+/* Leaf-first addresses without the kernel's context markers (PERF_CONTEXT_KERNEL/USER...). */
+static uint32_t clean_chain(perf_src *s, const sample_view *v) {
+    uint32_t n = 0;
+    for (uint64_t i = 0; i < v->nr && n < D9_PERF_MAX_FRAMES; i++) {
+        uint64_t a = v->ips[i];
+        if (a >= (uint64_t)PERF_CONTEXT_MAX) continue;
+        s->frames[n++] = a;
+    }
+    if (n == 0 && v->ip) s->frames[n++] = v->ip;
+    return n;
+}
+
+static void on_sample(perf_src *s, const struct perf_event_header *h) {
+    sample_view v;
+    if (!parse_sample(h, &v)) return;
+    int kind = kind_of(s, v.id);
+    if (kind != K_CPU && kind != K_STACKS) return;
+    if (kind == K_STACKS) {
+        s->stacks_seen++;
+        const tid_info *ti = find_tid(s, v.tid);
+        if (!ti || !ti->worker) {
+            s->n.filtered++;
+            return;
+        }
+    }
+    d9_src_event e = {.ts_ns = v.time, .kind = D9_SRC_CPU_SAMPLE, .tid = v.tid, .cpu = (int32_t)v.cpu};
+    e.sample.source = kind == K_CPU ? 0 : 1;
+    e.sample.nframes = clean_chain(s, &v);
+    e.sample.frames = s->frames;
+    if (d9_src_batch_add(s->out, &e)) {
+        if (kind == K_CPU) s->n.cpu_samples++;
+        else s->n.stack_samples++;
+    }
+}
+
+/* The sample_id trailer of a non-sample record: pid/tid, time, cpu/res, identifier. */
+static bool parse_trailer(const struct perf_event_header *h, uint32_t *tid, uint64_t *time, uint32_t *cpu) {
+    if (h->size < sizeof *h + 32) return false;
+    const uint64_t *end = (const uint64_t *)((const uint8_t *)h + h->size);
+    *tid = (uint32_t)(end[-4] >> 32);
+    *time = end[-3];
+    *cpu = (uint32_t)end[-2];
+    return true;
+}
+
+static void on_switch(perf_src *s, const struct perf_event_header *h) {
+    uint32_t tid, cpu;
+    uint64_t time;
+    if (!parse_trailer(h, &tid, &time, &cpu)) return;
+    if (!find_tid(s, tid)) {
+        s->n.filtered++;
+        return;
+    }
+    d9_src_event e = {.ts_ns = time, .kind = D9_SRC_SWITCH, .tid = tid, .cpu = (int32_t)cpu};
+    e.sw.out = (h->misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
+    e.sw.preempted = e.sw.out && (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0;
+    if (d9_src_batch_add(s->out, &e)) s->n.switch_records++;
+}
+
+static void on_lost(perf_src *s, const struct perf_event_header *h) {
+    if (h->size < sizeof *h + 16) return;
+    const uint64_t *p = (const uint64_t *)(h + 1);
+    uint32_t tid = 0, cpu = UINT32_MAX;
+    uint64_t time;
+    if (!parse_trailer(h, &tid, &time, &cpu)) time = mono_now();
+    d9_src_event e = {.ts_ns = time, .kind = D9_SRC_LOST, .tid = 0,
+                      .cpu = cpu == UINT32_MAX ? -1 : (int32_t)cpu};
+    e.lost.count = p[1];
+    e.lost.reason = "perf_ring_full";
+    if (d9_src_batch_add(s->out, &e)) s->n.lost += p[1];
+}
+
+static void on_record(const struct perf_event_header *h, void *ctx) {
+    perf_src *s = ctx;
+    switch (h->type) {
+    case PERF_RECORD_SAMPLE: on_sample(s, h); break;
+    case PERF_RECORD_SWITCH: on_switch(s, h); break;
+    case PERF_RECORD_LOST: on_lost(s, h); break;
+    default: break; /* throttle / unthrottle: the kernel keeps the rate itself */
+    }
+}
+
+static int kind_of_fd(const perf_src *s, size_t i) { return s->fd_kinds[i]; }
+
+static void set_stacks(perf_src *s, bool on) {
+    /* on the events opened at start; the kernel applies it to their inherited copies too */
+    for (size_t i = 0; i < s->nfds; i++)
+        if (kind_of_fd(s, i) == K_STACKS) ioctl(s->fds[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
+    s->stacks_on = on;
+}
+
+/* Context-switch stacks cost microseconds of kernel time per switch (a kernel unwind and a
+ * copy of the user stack). Every switch is sampled while the process switches less than
+ * D9_SWITCH_STACKS_BUDGET times a second; above it, sampling pauses between drains so the
+ * stacks taken stay within that budget on average (a busy process gets every switch during
+ * part of the time rather than none). */
+static void pace_stacks(perf_src *s, uint64_t now) {
+    if (!s->want[K_STACKS]) return;
+    if (!s->stacks_on) {
+        if (now < s->paused_until) return;
+        set_stacks(s, true);
+        s->window_start = now;
+        s->stacks_seen = 0;
+        return;
+    }
+    uint64_t span = now - s->window_start;
+    if (span < D9_STACKS_WINDOW_NS) return;
+    double rate = (double)s->stacks_seen * 1e9 / (double)span;
+    s->window_start = now;
+    s->stacks_seen = 0;
+    if (rate <= D9_SWITCH_STACKS_BUDGET) return;
+    /* off for as long as it takes the average to come back to the budget */
+    double off = (double)span * (rate / D9_SWITCH_STACKS_BUDGET - 1);
+    if (off > 1e9) off = 1e9;
+    set_stacks(s, false);
+    s->paused_until = now + (uint64_t)off;
+    s->paused_ns += (uint64_t)off;
+}
+
+static void note_pacing(perf_src *s, uint64_t now) {
+    if (!s->collector || !s->paused_ns || now - s->last_note < 1000000000u) return;
+    s->last_note = now;
+    char detail[256];
+    snprintf(detail, sizeof detail,
+             "perf context-switch samples with kernel and user frames, workers only; every switch up to %u "
+             "switches/s in the process, paused above: %.0f%% of the time since start",
+             D9_SWITCH_STACKS_BUDGET, 100.0 * (double)s->paused_ns / (double)(now - s->started));
+    d9_collector_note_source(s->collector, "switch_stacks", true, detail);
+}
+
+static void source_collect(d9_source *src, d9_src_batch *out) {
+    perf_src *s = src->ctx;
+    refresh_tids(s);
+    s->out = out;
+    for (int c = 0; c < s->ncpu; c++) d9_perf_ring_drain(&s->rings[c], on_record, s);
+    s->out = NULL;
+    uint64_t now = mono_now();
+    pace_stacks(s, now);
+    note_pacing(s, now);
+}
+
+static void source_close(d9_source *src) {
+    perf_src *s = src->ctx;
+    for (size_t i = 0; i < s->nfds; i++) ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+    if (s->rings)
+        for (int c = 0; c < s->ncpu; c++) d9_perf_ring_unmap(&s->rings[c]);
+    for (size_t i = 0; i < s->nfds; i++) close(s->fds[i]);
+    free(s->fds);
+    free(s->fd_kinds);
+    free(s->ids);
+    free(s->tids);
+    free(s->rings);
+    free(s);
+}
+
+void d9_perf_source_counters(d9_source *src, d9_perf_counters *out) {
+    const perf_src *s = src->ctx;
+    *out = s->n;
+}
+
+/* ---------------------------------------------------------------- probe */
+
+typedef struct probe_seen {
+    int samples, with_kernel;
+} probe_seen;
+
+static void probe_record(const struct perf_event_header *h, void *ctx) {
+    probe_seen *p = ctx;
+    sample_view v;
+    if (h->type != PERF_RECORD_SAMPLE || !parse_sample(h, &v)) return;
+    p->samples++;
+    for (uint64_t i = 0; i < v.nr; i++)
+        if (v.ips[i] >= 0xffff800000000000ull && v.ips[i] < (uint64_t)PERF_CONTEXT_MAX) {
+            p->with_kernel++;
+            break;
+        }
+}
+
+int d9_perf_probe_switch_stacks(void) {
+    struct perf_event_attr a;
+    d9_perf_attr_init(&a, PERF_COUNT_SW_CONTEXT_SWITCHES, SAMPLE_TYPE);
+    a.sample_period = 1;
+    a.exclude_hv = 1;
+    int fd = d9_perf_open(&a, 0, -1);
+    if (fd < 0) return fd;
+    d9_perf_ring ring;
+    int rc = d9_perf_ring_map(&ring, fd, 1);
+    if (rc != 0) {
+        close(fd);
+        return rc;
+    }
+    ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+    for (int i = 0; i < 3; i++) { /* each sleep is a voluntary switch */
+        struct timespec nap = {0, 50 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+    probe_seen seen = {0, 0};
+    d9_perf_ring_drain(&ring, probe_record, &seen);
+    d9_perf_ring_unmap(&ring);
+    close(fd);
+    return seen.with_kernel > 0 ? 0 : 1;
+}

@@ -1,0 +1,56 @@
+/* The perf source: CPU profile samples (software CPU clock), exact off-CPU intervals
+ * (PERF_RECORD_SWITCH) and context-switch samples with call chains, for every thread of the
+ * process. Events are opened per CPU on each thread that exists at start, with `inherit`, so
+ * threads created later are covered without any work on their side; each CPU has one small
+ * ring that all events on it share. The collector's thread reads the rings on every drain. */
+#ifndef D9_SOURCES_PERF_EVENTS_H
+#define D9_SOURCES_PERF_EVENTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/collector.h"
+#include "core/source.h"
+
+#define D9_PERF_MAX_FRAMES 128
+/* Context-switch stacks taken per second in the process, on average, at most: every switch
+ * below that rate; above it the stacks pause between drains (see perf_events.c). */
+#define D9_SWITCH_STACKS_BUDGET 2000
+#define D9_STACKS_WINDOW_NS (20u * 1000u * 1000u)
+
+typedef struct d9_perf_request {
+    bool cpu_profile;     /* CPU-clock samples at `hz` */
+    uint32_t hz;
+    bool kernel_frames;   /* try exclude_kernel = 0 for the CPU profile */
+    bool switches;        /* PERF_RECORD_SWITCH for threads that record */
+    bool switch_stacks;   /* context-switch samples with call chains, for workers */
+    d9_collector *collector; /* where to note changes (stacks paused); may be NULL */
+} d9_perf_request;
+
+/* What was opened, and why the rest was not (a negative errno, or 0 when active). */
+typedef struct d9_perf_report {
+    int cpu_err, switch_err, stacks_err;
+    bool stacks_silent;   /* context-switch samples open but yield nothing (kernel excluded) */
+    bool kernel_frames;   /* the CPU profile includes kernel frames */
+    bool inherit_thread;  /* forked child processes are not followed (Linux 5.13+) */
+    unsigned ring_kb;     /* data bytes per CPU ring */
+    int cpus;             /* CPUs with a ring */
+    int threads;          /* threads that existed at start and were attached */
+    int threads_missed;   /* threads that existed at start and could not be attached */
+} d9_perf_report;
+
+/* Open what `req` asks for and the kernel allows. NULL when nothing could be opened; `rep`
+ * says what happened either way. */
+d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep);
+
+/* Counters of a perf source (for tests and benchmarks). */
+typedef struct d9_perf_counters {
+    uint64_t cpu_samples, switch_records, stack_samples, lost, filtered;
+} d9_perf_counters;
+void d9_perf_source_counters(d9_source *s, d9_perf_counters *out);
+
+/* Does the context-switch sample event deliver samples with kernel frames on this host?
+ * 0 yes, 1 it opens but stays silent, or -errno when refused. Costs ~1 ms (three short sleeps). */
+int d9_perf_probe_switch_stacks(void);
+
+#endif

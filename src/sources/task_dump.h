@@ -1,0 +1,32 @@
+/* Task dumps: where tasks wait. d9_task_suspend(task) captures the call stack at the point
+ * where a task registers its continuation, and a TaskDumpEvent is written only when the task
+ * is still idle at an exponentially distributed instant after that (mean 10 ms): idle time is
+ * sampled like a heap profiler samples bytes, so a task idle for D gets a dump with
+ * probability 1 - exp(-D / 10 ms). Design and costs: docs/kernel-sources.md. */
+#ifndef D9_SOURCES_TASK_DUMP_H
+#define D9_SOURCES_TASK_DUMP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define D9_TASK_DUMP_MEAN_NS (10u * 1000u * 1000u)
+#define D9_TASK_DUMP_SLOTS 4      /* captures one thread holds at once */
+#define D9_TASK_DUMP_FRAMES 64
+
+/* Enable for a new run (mean idle sampling interval in ns; 0 = the default); calibrates the
+ * tick rate once (~1 ms). */
+void d9_task_dumps_start(bool enabled, uint64_t mean_ns);
+void d9_task_dumps_stop(void);
+
+typedef struct d9_task_dump_counters {
+    uint64_t suspends;     /* d9_task_suspend calls while enabled */
+    uint64_t captured;     /* stacks walked */
+    uint64_t emitted;      /* TaskDumpEvents written (task still idle at its instant) */
+    uint64_t resumed;      /* captures dropped: the task ran again before its instant */
+    uint64_t unknown;      /* captures dropped: the thread's records were lost or overwritten */
+} d9_task_dump_counters;
+
+/* Totals over all threads since the process started. */
+void d9_task_dump_counters_get(d9_task_dump_counters *out);
+
+#endif

@@ -156,6 +156,9 @@ D9_API const d9_loc *d9_loc_intern(const char *name);
  * ---------------------------------------------------------------------------------------- */
 
 D9_API extern int d9__active; /* nonzero while recording; read by the wrappers (relaxed atomic) */
+/* Wrappers are inlined even at -O0: the disabled cost stays one load and a branch, and a
+ * stack captured inside a hook starts at the caller, not at a wrapper. */
+#define D9_INLINE static inline __attribute__((always_inline))
 #define D9__ACTIVE() __builtin_expect(__atomic_load_n(&d9__active, __ATOMIC_RELAXED), 0)
 
 D9_API uint32_t d9__worker_begin(const char *runtime, uint32_t index);
@@ -173,41 +176,41 @@ D9_API void d9__set_local_queue(uint32_t depth);
  * process-wide worker id: each (runtime, index) pair gets its own id, so runtimes never share
  * ids. Ids are small integers < 254 (254 and 255 mean "blocking pool" and "not a worker" in
  * the format); past 253 workers the id is 255. Works whether or not recording is on. */
-static inline uint32_t d9_worker_begin(const char *runtime, uint32_t index) {
+D9_INLINE uint32_t d9_worker_begin(const char *runtime, uint32_t index) {
     return d9__worker_begin(runtime, index);
 }
 /* This thread stops being a worker. */
-static inline void d9_worker_end(void) { d9__worker_end(); }
+D9_INLINE void d9_worker_end(void) { d9__worker_end(); }
 
 /* A poll (one callback invocation, one run of a task) starts / ends on this thread. */
-static inline void d9_poll_begin(uint64_t task_id, const d9_loc *where) {
+D9_INLINE void d9_poll_begin(uint64_t task_id, const d9_loc *where) {
     if (D9__ACTIVE()) d9__poll_begin(task_id, where);
 }
-static inline void d9_poll_end(void) {
+D9_INLINE void d9_poll_end(void) {
     if (D9__ACTIVE()) d9__poll_end();
 }
 
 /* The worker is about to block in its poller (epoll_wait, a condition variable...) / has
  * returned from it. These read /proc/thread-self/schedstat (one pread each) to record the
  * thread's CPU time and, on unpark, how long the kernel kept it runnable but not running. */
-static inline void d9_park(void) {
+D9_INLINE void d9_park(void) {
     if (D9__ACTIVE()) d9__park();
 }
-static inline void d9_unpark(void) {
+D9_INLINE void d9_unpark(void) {
     if (D9__ACTIVE()) d9__unpark();
 }
 
 /* This thread wakes task `woken_task_id` (uv_async_send, a runtime's own wake...). The waking
  * task (the one being polled on this thread, if any) and this worker are recorded too. */
-static inline void d9_wake(uint64_t woken_task_id) {
+D9_INLINE void d9_wake(uint64_t woken_task_id) {
     if (D9__ACTIVE()) d9__wake(woken_task_id);
 }
 
 /* Task `task_id` is created / registered at `where` (may be NULL), or closed / freed. */
-static inline void d9_task_spawn(uint64_t task_id, const d9_loc *where) {
+D9_INLINE void d9_task_spawn(uint64_t task_id, const d9_loc *where) {
     if (D9__ACTIVE()) d9__task_spawn(task_id, where);
 }
-static inline void d9_task_terminate(uint64_t task_id) {
+D9_INLINE void d9_task_terminate(uint64_t task_id) {
     if (D9__ACTIVE()) d9__task_terminate(task_id);
 }
 
@@ -216,13 +219,13 @@ D9_API void d9__task_suspend(uint64_t task_id);
 /* Task `task_id` suspends here: it registered its continuation (uv_read_start, event_add, a
  * channel wait...) and returns to its loop. The call stack at this point is captured, sampled
  * over idle time so the cost stays bounded, and written as a TaskDumpEvent: where a task waits. */
-static inline void d9_task_suspend(uint64_t task_id) {
+D9_INLINE void d9_task_suspend(uint64_t task_id) {
     if (D9__ACTIVE()) d9__task_suspend(task_id);
 }
 
 /* The depth of this worker's local run queue, recorded with the following polls and parks
  * (saturates at 255 in the trace). */
-static inline void d9_set_local_queue(uint32_t depth) { d9__set_local_queue(depth); }
+D9_INLINE void d9_set_local_queue(uint32_t depth) { d9__set_local_queue(depth); }
 
 /* ------------------------------------------------------------------------------------------
  * Custom application events: declare a schema once, then record events that cost about as
@@ -268,7 +271,7 @@ D9_API const d9_event_type *d9_event_type_define(const char *name, const d9_fiel
 D9_API void d9__emit(const d9_event_type *type, const d9_arg *args);
 
 /* Record one event of `type`, with one argument per declared field, in order. */
-static inline void d9_emit(const d9_event_type *type, const d9_arg *args) {
+D9_INLINE void d9_emit(const d9_event_type *type, const d9_arg *args) {
     if (D9__ACTIVE()) d9__emit(type, args);
 }
 #define D9_EMIT(type, ...) d9_emit((type), (const d9_arg[]){__VA_ARGS__})

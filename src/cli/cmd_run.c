@@ -1,0 +1,392 @@
+/* `dial9 run [options] -- CMD ARGS...`: record an unmodified program. Sets LD_PRELOAD to the
+ * zero-code shim (libdial9-preload.so) and the DIAL9_* variables from the options, runs the
+ * command as a child, waits for it, says where its trace is with a one-line summary (on
+ * stderr, so the program's stdout stays its own), and exits with the program's status (a
+ * program killed by signal N gives 128+N, like a shell). `--exec` replaces dial9 with the
+ * program instead: no summary, nothing between the program and its parent. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/trace_paths.h"
+#include "cli/trace_reader.h"
+#include "cli/u64_set.h"
+
+#ifndef D9_INSTALL_LIBDIR
+#define D9_INSTALL_LIBDIR "lib"
+#endif
+#define PRELOAD_NAME "libdial9-preload.so"
+#define DEFAULT_TRACE_DIR "/tmp/dial9-traces" /* the recorder's default (d9_config_init) */
+
+static void run_usage(FILE *out) {
+    fprintf(out,
+            "usage: dial9 run [OPTIONS] [--] CMD [ARGS...]\n"
+            "\n"
+            "Record an unmodified program: CMD runs with libdial9-preload.so in LD_PRELOAD,\n"
+            "which records every libuv, libevent and libev loop (per-callback polls, spawns,\n"
+            "wakes), parks in epoll_wait/poll/select of any other loop, and CPU and off-CPU\n"
+            "samples of every thread. Then prints where the trace is and a one-line summary\n"
+            "on stderr. The exit status is the program's (128+N when killed by signal N).\n"
+            "\n"
+            "  -d, --trace-dir DIR   where runs go (DIAL9_TRACE_DIR; default %s)\n"
+            "  -s, --service NAME    service name in the metadata (DIAL9_SERVICE)\n"
+            "  -c, --cpu-profile     CPU samples of every thread (DIAL9_CPU_PROFILE_ENABLED=1)\n"
+            "      --children        trace child processes too, each its own run\n"
+            "                        (DIAL9_TRACE_CHILDREN=1; default: only CMD itself)\n"
+            "  -e VAR=VALUE          set any variable for the program (repeatable), e.g.\n"
+            "                        -e DIAL9_FLUSH_MS=5 -e DIAL9_MAX_FILE_SIZE_MB=16\n"
+            "  -q, --quiet           no summary\n"
+            "      --exec            replace dial9 with the program (no summary)\n"
+            "  -h, --help\n"
+            "\n"
+            "The shim is found in DIAL9_PRELOAD_LIB, else next to the dial9 binary, else in\n"
+            "../%s/ or ../lib/ from it. SIGINT and SIGQUIT reach the program from the terminal;\n"
+            "SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to dial9 are passed on to it.\n"
+            "\n"
+            "Exit status: the program's; 127 when CMD cannot be run, 2 on usage errors.\n",
+            DEFAULT_TRACE_DIR, D9_INSTALL_LIBDIR);
+}
+
+/* ---------------------------------------------------------------- the shim */
+
+static bool readable_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
+}
+
+static bool find_preload(char *out, size_t len) {
+    const char *env = getenv("DIAL9_PRELOAD_LIB");
+    if (env && *env) {
+        if (!readable_file(env) || !realpath(env, out)) {
+            fprintf(stderr, "dial9 run: DIAL9_PRELOAD_LIB=%s: not a readable file\n", env);
+            return false;
+        }
+        return true;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return false;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    char candidates[3][PATH_MAX + 64];
+    snprintf(candidates[0], sizeof candidates[0], "%s/" PRELOAD_NAME, exe);
+    if (D9_INSTALL_LIBDIR[0] == '/')
+        snprintf(candidates[1], sizeof candidates[1], "%s/" PRELOAD_NAME, D9_INSTALL_LIBDIR);
+    else
+        snprintf(candidates[1], sizeof candidates[1], "%s/../%s/" PRELOAD_NAME, exe, D9_INSTALL_LIBDIR);
+    snprintf(candidates[2], sizeof candidates[2], "%s/../lib/" PRELOAD_NAME, exe);
+    for (int i = 0; i < 3; i++)
+        if (readable_file(candidates[i]) && realpath(candidates[i], out) && strlen(out) < len)
+            return true;
+    fprintf(stderr, "dial9 run: cannot find " PRELOAD_NAME " next to %s, in ../%s or ../lib "
+                    "(set DIAL9_PRELOAD_LIB)\n", exe, D9_INSTALL_LIBDIR);
+    return false;
+}
+
+/* ---------------------------------------------------------------- environment */
+
+static int set_env(const char *name, const char *value) {
+    if (setenv(name, value, 1) != 0) {
+        fprintf(stderr, "dial9 run: cannot set %s: %s\n", name, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* LD_PRELOAD = the shim, then whatever was preloaded already. */
+static int prepend_preload(const char *lib) {
+    const char *old = getenv("LD_PRELOAD");
+    if (!old || !*old) return set_env("LD_PRELOAD", lib);
+    size_t n = strlen(lib) + 1 + strlen(old) + 1;
+    char *both = malloc(n);
+    if (!both) return -1;
+    snprintf(both, n, "%s:%s", lib, old);
+    int rc = set_env("LD_PRELOAD", both);
+    free(both);
+    return rc;
+}
+
+/* An absolute form of `dir` (which need not exist yet). */
+static int absolute_dir(const char *dir, char *out, size_t len) {
+    if (dir[0] == '/') return snprintf(out, len, "%s", dir) < (int)len ? 0 : -1;
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return -1;
+    return snprintf(out, len, "%s/%s", cwd, dir) < (int)len ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- runs in the trace dir */
+
+typedef struct name_list {
+    char **names;
+    size_t count;
+} name_list;
+
+static void list_runs(const char *dir, name_list *out) {
+    out->names = NULL;
+    out->count = 0;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    size_t cap = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.') continue;
+        if (out->count == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **p = realloc(out->names, cap * sizeof *p);
+            if (!p) break;
+            out->names = p;
+        }
+        out->names[out->count] = strdup(e->d_name);
+        if (out->names[out->count]) out->count++;
+    }
+    closedir(d);
+}
+
+static bool listed(const name_list *l, const char *name) {
+    for (size_t i = 0; i < l->count; i++)
+        if (!strcmp(l->names[i], name)) return true;
+    return false;
+}
+
+static void free_names(name_list *l) {
+    for (size_t i = 0; i < l->count; i++) free(l->names[i]);
+    free(l->names);
+}
+
+/* Run ids are "<UTC time>-<pid>-<random>". */
+static bool run_of_pid(const char *name, pid_t pid) {
+    char tag[32];
+    snprintf(tag, sizeof tag, "-%d-", (int)pid);
+    return strstr(name, tag) != NULL;
+}
+
+/* ---------------------------------------------------------------- the summary */
+
+typedef struct summary {
+    uint64_t events, polls, parks, wakes, spawns, samples, dropped;
+    d9_u64_set workers;
+} summary;
+
+static int count_event(void *ctx, const d9_event *ev, d9_decoder *dec, size_t file_index) {
+    (void)dec;
+    (void)file_index;
+    summary *s = ctx;
+    const char *name = ev->schema->name;
+    s->events++;
+    uint64_t v;
+    if (!strcmp(name, "PollStartEvent")) s->polls++;
+    else if (!strcmp(name, "WorkerParkEvent")) s->parks++;
+    else if (!strcmp(name, "WakeEventEvent")) s->wakes++;
+    else if (!strcmp(name, "TaskSpawnEvent")) s->spawns++;
+    else if (!strcmp(name, "CpuSampleEvent")) s->samples++;
+    else if (!strcmp(name, "DroppedEventsEvent") && d9_value_uint(d9_event_field(ev, "count"), &v))
+        s->dropped += v;
+    /* workers that park or poll (one that began before the recorder ran has no
+     * WorkerRegisteredEvent); 254 and 255 are "blocking pool" and "not a worker" */
+    if ((!strcmp(name, "WorkerParkEvent") || !strcmp(name, "PollStartEvent")) &&
+        d9_value_uint(d9_event_field(ev, "worker_id"), &v) && v < 254)
+        d9_u64_set_add(&s->workers, v);
+    return 0;
+}
+
+static uint64_t bytes_of(const d9_path_list *paths) {
+    uint64_t total = 0;
+    struct stat st;
+    for (size_t i = 0; i < paths->count; i++)
+        if (stat(paths->paths[i], &st) == 0) total += (uint64_t)st.st_size;
+    return total;
+}
+
+static void print_summary(const char *run_dir) {
+    d9_path_list paths = {0};
+    char err[512];
+    char *arg = (char *)run_dir;
+    if (d9_expand_paths(1, &arg, &paths, err, sizeof err) != 0) {
+        fprintf(stderr, "dial9 run: trace in %s: %s\n", run_dir, err);
+        return;
+    }
+    summary s;
+    memset(&s, 0, sizeof s);
+    d9_file_result *results = calloc(paths.count, sizeof *results);
+    if (!results) {
+        d9_path_list_free(&paths);
+        return;
+    }
+    int rc = d9_read_trace_files(&paths, count_event, &s, results);
+    uint64_t bytes = bytes_of(&paths);
+    fprintf(stderr,
+            "dial9 run: trace in %s (%zu file%s, %.1f KiB): %" PRIu64 " events, %" PRIu64
+            " polls, %" PRIu64 " parks, %" PRIu64 " wakes, %" PRIu64 " spawns, %" PRIu64
+            " CPU/off-CPU samples, %zu workers, %" PRIu64 " dropped%s\n",
+            run_dir, paths.count, paths.count == 1 ? "" : "s", (double)bytes / 1024.0, s.events,
+            s.polls, s.parks, s.wakes, s.spawns, s.samples, s.workers.count, s.dropped,
+            rc == D9_EXIT_OK ? "" : " (a file did not decode: see dial9 stats)");
+    d9_u64_set_free(&s.workers);
+    free(results);
+    d9_path_list_free(&paths);
+}
+
+static void report_runs(const char *trace_dir, const name_list *before, pid_t pid) {
+    name_list after;
+    list_runs(trace_dir, &after);
+    const char *main_run = NULL;
+    size_t others = 0;
+    for (size_t i = 0; i < after.count; i++) {
+        if (listed(before, after.names[i])) continue;
+        if (!main_run && run_of_pid(after.names[i], pid)) main_run = after.names[i];
+        else others++;
+    }
+    if (main_run) {
+        char path[PATH_MAX + 256];
+        if (snprintf(path, sizeof path, "%s/%s", trace_dir, main_run) < (int)sizeof path)
+            print_summary(path);
+    } else {
+        fprintf(stderr, "dial9 run: the program wrote no trace in %s (recording disabled, or "
+                        "it could not start: see the messages above)\n", trace_dir);
+    }
+    if (others)
+        fprintf(stderr, "dial9 run: %zu more run%s from child processes in %s\n", others,
+                others == 1 ? "" : "s", trace_dir);
+    free_names(&after);
+}
+
+/* ---------------------------------------------------------------- running the program */
+
+static volatile pid_t g_child;
+
+static void forward_signal(int sig) {
+    if (g_child > 0) kill(g_child, sig);
+}
+
+static const int k_forwarded[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+
+static int exit_status_of(int st) {
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    return 1;
+}
+
+static void exec_program(char **argv) {
+    execvp(argv[0], argv);
+    int e = errno;
+    fprintf(stderr, "dial9 run: %s: %s\n", argv[0], strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+}
+
+static int run_and_wait(char **argv, const char *trace_dir, bool quiet) {
+    name_list before = {0};
+    if (!quiet) list_runs(trace_dir, &before);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "dial9 run: fork: %s\n", strerror(errno));
+        free_names(&before);
+        return 1;
+    }
+    if (pid == 0) exec_program(argv);
+
+    g_child = pid;
+    /* like a shell with a foreground job: the terminal's SIGINT / SIGQUIT go to the whole
+     * process group, so the program has them already; what is sent to dial9 alone is
+     * passed on */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward_signal;
+    sa.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < sizeof k_forwarded / sizeof k_forwarded[0]; i++)
+        sigaction(k_forwarded[i], &sa, NULL);
+
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR) {
+            fprintf(stderr, "dial9 run: waitpid: %s\n", strerror(errno));
+            free_names(&before);
+            return 1;
+        }
+    }
+    if (!quiet) report_runs(trace_dir, &before, pid);
+    free_names(&before);
+    return exit_status_of(st);
+}
+
+int d9_cmd_run(int argc, char **argv) {
+    enum { OPT_CHILDREN = 1000, OPT_EXEC };
+    static const struct option opts[] = {
+        {"trace-dir", required_argument, NULL, 'd'}, {"service", required_argument, NULL, 's'},
+        {"cpu-profile", no_argument, NULL, 'c'},     {"children", no_argument, NULL, OPT_CHILDREN},
+        {"quiet", no_argument, NULL, 'q'},           {"exec", no_argument, NULL, OPT_EXEC},
+        {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
+    };
+    const char *trace_dir = NULL, *service = NULL;
+    bool cpu = false, children = false, quiet = false, exec_mode = false;
+    int ch;
+    /* "+": options end at the command's name, so its own options are left alone */
+    while ((ch = getopt_long(argc, argv, "+:d:s:ce:qh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'd': trace_dir = optarg; break;
+        case 's': service = optarg; break;
+        case 'c': cpu = true; break;
+        case OPT_CHILDREN: children = true; break;
+        case 'q': quiet = true; break;
+        case OPT_EXEC: exec_mode = true; break;
+        case 'e': {
+            const char *eq = strchr(optarg, '=');
+            if (!eq || eq == optarg) {
+                fprintf(stderr, "dial9 run: -e %s: expected VAR=VALUE\n", optarg);
+                return D9_EXIT_USAGE;
+            }
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", (int)(eq - optarg), optarg);
+            if (set_env(name, eq + 1) != 0) return D9_EXIT_USAGE;
+            break;
+        }
+        case 'h': run_usage(stdout); return D9_EXIT_OK;
+        case ':':
+            fprintf(stderr, "dial9 run: option %s needs a value\n", argv[optind - 1]);
+            return D9_EXIT_USAGE;
+        default:
+            fprintf(stderr, "dial9 run: unknown option %s (see dial9 run --help)\n", argv[optind - 1]);
+            return D9_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        run_usage(stderr);
+        return D9_EXIT_USAGE;
+    }
+    char **cmd = argv + optind;
+
+    char lib[PATH_MAX];
+    if (!find_preload(lib, sizeof lib)) return D9_EXIT_USAGE;
+
+    char dir[PATH_MAX];
+    if (!trace_dir) trace_dir = getenv("DIAL9_TRACE_DIR");
+    if (trace_dir && *trace_dir) {
+        if (absolute_dir(trace_dir, dir, sizeof dir) != 0) {
+            fprintf(stderr, "dial9 run: %s: cannot make the path absolute\n", trace_dir);
+            return D9_EXIT_USAGE;
+        }
+        if (set_env("DIAL9_TRACE_DIR", dir) != 0) return D9_EXIT_USAGE;
+    } else {
+        snprintf(dir, sizeof dir, "%s", DEFAULT_TRACE_DIR);
+    }
+    if ((service && set_env("DIAL9_SERVICE", service) != 0) ||
+        (cpu && set_env("DIAL9_CPU_PROFILE_ENABLED", "1") != 0) ||
+        (children && set_env("DIAL9_TRACE_CHILDREN", "1") != 0) || prepend_preload(lib) != 0)
+        return D9_EXIT_USAGE;
+
+    if (exec_mode) exec_program(cmd);
+    return run_and_wait(cmd, dir, quiet);
+}

@@ -1,0 +1,140 @@
+/* The zero-code shim (libdial9-preload.so, loaded with LD_PRELOAD): what its parts share.
+ *
+ * The shim is one self-contained library: the recorder's objects, the loop adapters in
+ * all-loops mode, and the interposers of this directory. It is linked with
+ * -Wl,--wrap=<fn> for the libc functions it also exports (pthread_create, close, sigaction...):
+ * the recorder's own calls then reach __wrap_<fn> and go straight to libc, while the
+ * program's calls reach the exported interposer. So an interposer never has to ask who
+ * called it. */
+#ifndef D9_PRELOAD_PRELOAD_H
+#define D9_PRELOAD_PRELOAD_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dial9/dial9.h"
+
+#define D9P_EXPORT __attribute__((visibility("default")))
+#define D9P_HIDDEN __attribute__((visibility("hidden")))
+
+/* The next definition of libc function `name` (dlsym(RTLD_NEXT)), cached per use site; NULL
+ * when libc has none (functions newer than the running glibc). */
+D9P_HIDDEN void *d9p_next_symbol(void *_Atomic *slot, const char *name);
+#define D9P_NEXT(name)                                                                     \
+    (__extension__({                                                                       \
+        static void *_Atomic d9p_slot_;                                                    \
+        void *p_ = atomic_load_explicit(&d9p_slot_, memory_order_relaxed);                 \
+        (__typeof__(&name))(p_ ? p_ : d9p_next_symbol(&d9p_slot_, #name));                 \
+    }))
+
+/* ---- the process (preload_main.c) ---- */
+
+/* True in the process whose constructor started recording (false in a forked child until it
+ * starts its own run). */
+D9P_HIDDEN extern _Atomic bool d9p_recording;
+/* DIAL9_TRACE_CHILDREN: exec'd children keep LD_PRELOAD, forked children record too. */
+D9P_HIDDEN extern bool d9p_trace_children;
+/* A forked child owes a start of its own (DIAL9_TRACE_CHILDREN=1): done lazily, in normal
+ * context, by the first interposer that sees it (never inside the fork handler). */
+D9P_HIDDEN extern _Atomic bool d9p_child_start_pending;
+D9P_HIDDEN void d9p_child_start(void);
+static inline void d9p_maybe_start_child(void) {
+    if (__builtin_expect(atomic_load_explicit(&d9p_child_start_pending, memory_order_relaxed), 0))
+        d9p_child_start();
+}
+
+/* ---- starting the recorder (preload_main.c, preload_start.c) ---- */
+
+/* Start the run configured by cfg on this thread (the loop notes, d9_start, signals). */
+D9P_HIDDEN bool d9p_start_now(const d9_config *cfg);
+/* The same on a thread of its own: the program goes on meanwhile. */
+D9P_HIDDEN void d9p_start_async(const d9_config *cfg);
+/* Wait at most max_ms for a start in progress; true when none is in progress any more. */
+D9P_HIDDEN bool d9p_start_wait(unsigned max_ms);
+D9P_HIDDEN void d9p_start_forget_after_fork(void);
+/* The final flush at exit, after the program's exit handlers (once per process). */
+D9P_HIDDEN void d9p_start_install_exit(void);
+
+/* ---- environment (preload_env.c) ---- */
+
+/* Remove this library from LD_PRELOAD (children that exec are then not traced). */
+D9P_HIDDEN void d9p_env_drop_self_from_preload(void);
+/* Make a relative DIAL9_TRACE_DIR absolute, so a program that changes directory (or a child
+ * that starts elsewhere) still writes where it was asked to. */
+D9P_HIDDEN void d9p_env_absolute_trace_dir(void);
+
+/* ---- exec without fork (preload_exec.c) ---- */
+
+/* Remember, before LD_PRELOAD loses the shim, how this run was configured: an exec by this
+ * same process hands the recording on to the new image. */
+D9P_HIDDEN void d9p_exec_remember(void);
+
+/* ---- metadata notes (preload_notes.c) ---- */
+
+/* Add `source.<name>` to every segment's metadata of the runs started from now on. */
+D9P_HIDDEN void d9p_note_source(const char *name, bool active, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Add a plain metadata entry. */
+D9P_HIDDEN void d9p_note(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- loop libraries (preload_loops.c) ---- */
+
+/* Decide, per loop library, whether its calls reach the adapters (shared and loaded), not
+ * (linked statically into the program), or it is absent; note each in the metadata. Also
+ * remembers the code of the loaded loop libraries (see d9p_in_loop_library). */
+D9P_HIDDEN void d9p_loops_detect(void);
+/* Whether `addr` is code of a loop library the shim interposes. */
+D9P_HIDDEN bool d9p_in_loop_library(const void *addr);
+/* Whether any loop library is interposed (per-callback polls can happen). */
+D9P_HIDDEN bool d9p_loops_interposed(void);
+
+/* Whether the ELF file `path` defines (not just references) symbol `name` in .symtab or
+ * .dynsym. Files larger than a bound are not scanned (false). */
+D9P_HIDDEN bool d9p_elf_defines(const char *path, const char *name);
+
+/* ---- parks in pollers (preload_poll.c) ---- */
+
+/* After fork in the child: the generic worker identities belong to the parent's threads. */
+D9P_HIDDEN void d9p_poll_forget_after_fork(void);
+
+/* ---- signals (preload_signals.c) ---- */
+
+/* Put dial9's flush-then-die handler on SIGINT and SIGTERM where the program has none. */
+D9P_HIDDEN void d9p_signals_install(void);
+/* In a forked child: give SIGINT/SIGTERM back their default action. */
+D9P_HIDDEN void d9p_signals_forget_after_fork(void);
+
+/* ---- file descriptors (preload_fds.c) ---- */
+
+/* The recorder's fds are protected: the program cannot close them (a close-all-fds daemon
+ * would otherwise hand their numbers to its own files, which the recorder would then write
+ * into). The recorder's opens are adopted as they happen (--wrap=open/openat/syscall). */
+D9P_HIDDEN void d9p_fds_protect(int fd);
+D9P_HIDDEN bool d9p_fds_protected(int fd);
+D9P_HIDDEN void d9p_fds_forget_after_fork(void);
+
+/* ---- wakes through notification fds (preload_fd_wakes.c) ---- */
+
+D9P_HIDDEN void d9p_fd_wakes_forget(int fd);
+D9P_HIDDEN void d9p_fd_wakes_forget_after_fork(void);
+
+/* ---- threads (preload_threads.c) ---- */
+
+/* Register the calling thread with the recorder now (CPU and off-CPU sampling cover the
+ * threads that have a buffer). */
+D9P_HIDDEN void d9p_thread_register_self(void);
+/* Count the program's threads from now on (the caller is the main thread), to end the process
+ * when the last one ends, as glibc would without the recorder's threads. */
+D9P_HIDDEN void d9p_threads_count_start(void);
+D9P_HIDDEN void d9p_threads_forget_after_fork(void);
+
+/* ---- the recorder's internals that the shim reaches through the linker ---- */
+struct d9_collector;
+void __wrap_d9_sources_start(const d9_config *cfg, struct d9_collector *c);
+void __real_d9_sources_start(const d9_config *cfg, struct d9_collector *c);
+
+#endif

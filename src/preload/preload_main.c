@@ -1,0 +1,114 @@
+/* The shim's constructor: start recording from the DIAL9_* variables, with no change to the
+ * program. A bad value, an unwritable directory or a setuid program end in "record nothing"
+ * (with one warning line for the first two), never in an exit or a crash.
+ *
+ * Before main: the environment (an absolute DIAL9_TRACE_DIR, LD_PRELOAD without the shim
+ * unless children are traced), the configuration, the loop adapters' all-loops switch, the
+ * count of the program's threads and the main thread's buffer. The recorder itself starts on
+ * a thread of its own (preload_start.c), so the program does not wait for it. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "core/thread_buffer.h"
+#include "instrument_all.h"
+#include "preload.h"
+#include "thread_state.h"
+
+_Atomic bool d9p_recording;
+bool d9p_trace_children;
+_Atomic bool d9p_child_start_pending;
+
+void *d9p_next_symbol(void *_Atomic *slot, const char *name) {
+    void *p = dlsym(RTLD_NEXT, name);
+    if (p) atomic_store_explicit(slot, p, memory_order_relaxed);
+    return p;
+}
+
+static bool env_flag(const char *name, bool dflt) {
+    const char *v = getenv(name);
+    if (!v) return dflt;
+    if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"))
+        return true;
+    if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off"))
+        return false;
+    fprintf(stderr, "dial9: %s=\"%s\": expected 1/0, true/false, yes/no or on/off; using %s\n",
+            name, v, dflt ? "1" : "0");
+    return dflt;
+}
+
+/* The configuration of a run in this process, or false (nothing to record). */
+static bool prepare(d9_config *cfg) {
+    if (d9_config_from_env(cfg) != 0) {
+        fprintf(stderr, "dial9: recording disabled: %s\n", d9_last_error());
+        return false;
+    }
+    if (!cfg->enabled) return false;
+    /* the strings point into the environment, which the program may change meanwhile */
+    cfg->trace_dir = strdup(cfg->trace_dir);
+    if (cfg->service) cfg->service = strdup(cfg->service);
+    if (!cfg->trace_dir) return false;
+
+    /* loops created from now on are recorded without any call from the program */
+    d9_adapters_instrument_all(true);
+    d9p_threads_count_start();
+    d9p_start_install_exit();
+    /* the main thread's buffer now, so that it is sampled even if it never records an event
+     * (its ring gets the configured size: d9_start sets it for later threads) */
+    uint64_t words = (uint64_t)cfg->buffer_kb * 1024 / 8, p = 1;
+    while (p < words) p <<= 1;
+    d9_thread_set_ring_words(p);
+    (void)d9_thread_current();
+    return true;
+}
+
+bool d9p_start_now(const d9_config *cfg) {
+    d9p_loops_detect();
+    d9p_note("preload", "libdial9-preload.so (zero-code); children %s",
+             d9p_trace_children ? "traced (DIAL9_TRACE_CHILDREN=1)" : "not traced");
+    d9_start_or_disabled(cfg);
+    if (!__atomic_load_n(&d9__active, __ATOMIC_RELAXED)) return false;
+    atomic_store(&d9p_recording, true);
+    d9p_signals_install();
+    return true;
+}
+
+static void forget_in_child(void) {
+    atomic_store(&d9p_recording, false);
+    d9p_start_forget_after_fork();
+    d9p_fds_forget_after_fork();
+    d9p_fd_wakes_forget_after_fork();
+    d9p_poll_forget_after_fork();
+    d9p_signals_forget_after_fork();
+    d9p_threads_forget_after_fork();
+    d9a_self.worker_loop = NULL; /* the child's run registers its loop worker again */
+    /* the recorder disabled itself in the child; a traced child starts its own run later */
+    if (d9p_trace_children) atomic_store(&d9p_child_start_pending, true);
+}
+
+void d9p_child_start(void) {
+    /* the first interposer to see the flag starts the run, here (the child is past fork);
+     * the flag is set again only by the next fork, in that fork's child */
+    if (!atomic_exchange(&d9p_child_start_pending, false)) return;
+    d9_config cfg;
+    if (prepare(&cfg)) d9p_start_now(&cfg);
+}
+
+__attribute__((constructor)) static void d9p_init(void) {
+    /* setuid, setgid or file capabilities: the loader already restricts LD_PRELOAD there,
+     * and an unprivileged user must not get files written with the program's rights */
+    if (getauxval(AT_SECURE)) return;
+
+    d9p_trace_children = env_flag("DIAL9_TRACE_CHILDREN", false);
+    d9p_env_absolute_trace_dir();
+    d9p_exec_remember();
+    if (!d9p_trace_children) d9p_env_drop_self_from_preload();
+    pthread_atfork(NULL, NULL, forget_in_child);
+    d9_config cfg;
+    if (prepare(&cfg)) d9p_start_async(&cfg);
+}

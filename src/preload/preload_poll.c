@@ -1,0 +1,130 @@
+/* Park / unpark around every blocking poller call: epoll_wait, epoll_pwait, epoll_pwait2,
+ * poll, ppoll, select, pselect (and glibc's fortified __poll_chk / __ppoll_chk).
+ *
+ *   - Inside a loop library's run function (the adapters mark the thread): the adapters'
+ *     rule. libuv and libevent park here when no callback is running; libev parks through its
+ *     own release/acquire hooks, so nothing is recorded here.
+ *   - Anywhere else (a home-grown loop, a loop linked into the program): a thread becomes a
+ *     worker the first time it blocks in a poller (timeout not zero), as worker <n> of runtime
+ *     "epoll", "poll" or "select" (the first poller it blocked in; n counts threads per
+ *     runtime). A thread that only polls with a zero timeout never becomes a worker. */
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+
+#include "preload.h"
+#include "thread_state.h"
+
+enum { RT_EPOLL, RT_POLL, RT_SELECT, RT_COUNT };
+static const char *const k_runtime[RT_COUNT] = {"epoll", "poll", "select"};
+static _Atomic uint32_t g_next_index[RT_COUNT];
+
+/* This thread's generic worker identity was taken (in this process). */
+static __thread bool t_generic_worker __attribute__((tls_model("initial-exec")));
+static _Atomic uint32_t g_fork_generation;
+static __thread uint32_t t_generation __attribute__((tls_model("initial-exec")));
+
+void d9p_poll_forget_after_fork(void) {
+    for (int i = 0; i < RT_COUNT; i++) atomic_store(&g_next_index[i], 0);
+    atomic_fetch_add(&g_fork_generation, 1);
+}
+
+/* Whether this call parks; takes a worker identity for a thread outside any loop library. */
+static bool park_begin(int runtime, bool may_block) {
+    d9p_maybe_start_child();
+    if (!may_block || !D9__ACTIVE()) return false;
+    d9a_thread *s = &d9a_self;
+    if (s->loop) {
+        if (!s->park_on_epoll || s->depth != 0) return false;
+    } else if (!s->worker_loop) {
+        uint32_t gen = atomic_load_explicit(&g_fork_generation, memory_order_relaxed);
+        if (!t_generic_worker || t_generation != gen) {
+            t_generic_worker = true;
+            t_generation = gen;
+            d9_worker_begin(k_runtime[runtime], atomic_fetch_add(&g_next_index[runtime], 1));
+        }
+    }
+    int saved = errno;
+    d9_park();
+    errno = saved;
+    return true;
+}
+
+static void park_end(bool parked) {
+    if (!parked) return;
+    int saved = errno;
+    d9_unpark();
+    errno = saved;
+}
+
+static bool ts_nonzero(const struct timespec *ts) { return !ts || ts->tv_sec || ts->tv_nsec; }
+static bool tv_nonzero(const struct timeval *tv) { return !tv || tv->tv_sec || tv->tv_usec; }
+
+#define PARKED_CALL(runtime, may_block, call)                                              \
+    do {                                                                                   \
+        bool parked_ = park_begin((runtime), (may_block));                                 \
+        __typeof__(call) rc_ = (call);                                                     \
+        park_end(parked_);                                                                 \
+        return rc_;                                                                        \
+    } while (0)
+
+D9P_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {
+    PARKED_CALL(RT_EPOLL, timeout != 0, D9P_NEXT(epoll_wait)(epfd, events, maxevents, timeout));
+}
+
+D9P_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout,
+                           const sigset_t *sigmask) {
+    PARKED_CALL(RT_EPOLL, timeout != 0,
+                D9P_NEXT(epoll_pwait)(epfd, events, maxevents, timeout, sigmask));
+}
+
+/* glibc 2.35+; declared here so the shim also builds against older headers */
+int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
+                 const struct timespec *timeout, const sigset_t *sigmask);
+D9P_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
+                            const struct timespec *timeout, const sigset_t *sigmask) {
+    __typeof__(&epoll_pwait2) real = D9P_NEXT(epoll_pwait2);
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    PARKED_CALL(RT_EPOLL, ts_nonzero(timeout), real(epfd, events, maxevents, timeout, sigmask));
+}
+
+D9P_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout) {
+    PARKED_CALL(RT_POLL, timeout != 0, D9P_NEXT(poll)(fds, nfds, timeout));
+}
+
+D9P_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
+                     const sigset_t *sigmask) {
+    PARKED_CALL(RT_POLL, ts_nonzero(timeout), D9P_NEXT(ppoll)(fds, nfds, timeout, sigmask));
+}
+
+/* What programs built with _FORTIFY_SOURCE call instead of poll / ppoll. */
+int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen);
+int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
+                const sigset_t *sigmask, size_t fdslen);
+
+D9P_EXPORT int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen) {
+    PARKED_CALL(RT_POLL, timeout != 0, D9P_NEXT(__poll_chk)(fds, nfds, timeout, fdslen));
+}
+
+D9P_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
+                           const sigset_t *sigmask, size_t fdslen) {
+    PARKED_CALL(RT_POLL, ts_nonzero(timeout),
+                D9P_NEXT(__ppoll_chk)(fds, nfds, timeout, sigmask, fdslen));
+}
+
+D9P_EXPORT int select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
+                      struct timeval *timeout) {
+    PARKED_CALL(RT_SELECT, tv_nonzero(timeout),
+                D9P_NEXT(select)(nfds, readfds, writefds, exceptfds, timeout));
+}
+
+D9P_EXPORT int pselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
+                       const struct timespec *timeout, const sigset_t *sigmask) {
+    PARKED_CALL(RT_SELECT, ts_nonzero(timeout),
+                D9P_NEXT(pselect)(nfds, readfds, writefds, exceptfds, timeout, sigmask));
+}

@@ -1,0 +1,93 @@
+/* Starting the recorder off the program's path. d9_start costs a few milliseconds in a fresh
+ * process (perf events and their rings, the host probes, the first segment), which would all
+ * be added to the program's start. The constructor does only what must precede main (the
+ * loop adapters' all-loops switch, the thread count, the main thread's buffer) and hands
+ * d9_start to a short-lived thread; events before it finishes are not recorded.
+ *
+ * What must not race the start waits for it, with a bound (never a deadlock: the start may
+ * need the loader lock that a waiting thread holds inside dlopen): the end of the process
+ * (atexit), an exec, and each new thread before it registers. close() does not wait: the
+ * recorder's fds are protected the moment they are opened (preload_fds.c). */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "preload.h"
+
+enum { IDLE, STARTING, DONE };
+
+static _Atomic int g_state = IDLE;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_done = PTHREAD_COND_INITIALIZER;
+static d9_config g_cfg;
+
+static void finish(void) {
+    pthread_mutex_lock(&g_lock);
+    atomic_store(&g_state, DONE);
+    pthread_cond_broadcast(&g_done);
+    pthread_mutex_unlock(&g_lock);
+}
+
+static void *starter_main(void *arg) {
+    (void)arg;
+    d9p_start_now(&g_cfg);
+    finish();
+    return NULL;
+}
+
+void d9p_start_async(const d9_config *cfg) {
+    g_cfg = *cfg;
+    atomic_store(&g_state, STARTING);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    int rc = D9P_NEXT(pthread_create)(&th, &attr, starter_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) { /* no thread: start here, as a plain constructor would */
+        d9p_start_now(&g_cfg);
+        finish();
+    }
+}
+
+bool d9p_start_wait(unsigned max_ms) {
+    if (__builtin_expect(atomic_load_explicit(&g_state, memory_order_acquire) != STARTING, 1))
+        return true;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)max_ms * 1000000u;
+    until.tv_sec += (time_t)(ns / 1000000000u);
+    until.tv_nsec = (long)(ns % 1000000000u);
+    pthread_mutex_lock(&g_lock);
+    int rc = 0;
+    while (atomic_load(&g_state) == STARTING && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&g_done, &g_lock, &until);
+    bool done = atomic_load(&g_state) != STARTING;
+    pthread_mutex_unlock(&g_lock);
+    return done;
+}
+
+void d9p_start_forget_after_fork(void) {
+    /* the starter thread does not exist here; the recorder forgot its half-started run */
+    g_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    g_done = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+    atomic_store(&g_state, IDLE);
+}
+
+/* Registered before main: runs after the program's own exit handlers and the recorder's. */
+static void at_exit(void) {
+    if (d9p_start_wait(2000)) d9_stop();
+}
+
+void d9p_start_install_exit(void) {
+    static atomic_flag once = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&once)) atexit(at_exit);
+}

@@ -1,0 +1,120 @@
+#!/bin/bash
+# `dial9 run`: it passes the program's exit status through (128+N for a signal, 127 for a
+# command that does not exist), leaves its stdout alone, prints the summary on stderr, sets
+# the DIAL9_* variables from its options, keeps an LD_PRELOAD that was already there, and
+# --exec replaces it. Then what the shim and `dial9 run` add to the start of a program that
+# never uses a loop: the time from before the start to the program's main, best of 30
+# interleaved runs (printed; the test fails past 5 ms on the best runs, where noise from other
+# processes cannot reach; the dial9 binary's own start, which depends on what it links, is
+# measured and left out of dial9 run's share).
+set -u
+source "${D9_SOURCE_DIR:?D9_SOURCE_DIR is not set}/tests/preload/preload_lib.sh"
+BEHAVE="$HELPERS/d9p_behave"
+TRUE="$HELPERS/d9p_true"
+[ -x "$BEHAVE" ] && [ -x "$TRUE" ] || fail "tests/preload helpers not built"
+cd "$WORK"
+
+expect_status() { # WANT DESCRIPTION CMD...
+    local want=$1 what=$2
+    shift 2
+    "$@" >"$WORK/out" 2>"$WORK/err"
+    local rc=$?
+    [ $rc -eq "$want" ] || fail "$what: exit status $rc, expected $want ($(tail -2 "$WORK/err"))"
+    echo "ok: $what: exit status $rc"
+}
+
+# ---- usage
+expect_status 0 "--help" "$D9" run --help
+grep -q "usage: dial9 run" "$WORK/out" || fail "--help prints no usage"
+expect_status 2 "no command" "$D9" run
+expect_status 2 "unknown option" "$D9" run --no-such-option -- true
+expect_status 2 "-e without =" "$D9" run -e NOEQUALS -- true
+expect_status 2 "missing shim" env DIAL9_PRELOAD_LIB=/nonexistent/libdial9-preload.so "$D9" run -- true
+grep -q "DIAL9_PRELOAD_LIB" "$WORK/err" || fail "missing shim: message does not name DIAL9_PRELOAD_LIB"
+
+# ---- exit status and output of the program
+expect_status 3 "exit 3" "$D9" run -q -d "$WORK/t1" -- sh -c 'exit 3'
+expect_status 143 "killed by SIGTERM (no handler: flushed, then the default action)" \
+    "$D9" run -q -d "$WORK/t1" -- sh -c 'kill -TERM $$; sleep 5'
+expect_status 137 "killed by SIGKILL" "$D9" run -q -d "$WORK/t1" -- sh -c 'kill -KILL $$; sleep 5'
+expect_status 127 "command not found" "$D9" run -q -d "$WORK/t1" -- /nonexistent/program
+expect_status 7 "d9p_behave full" "$D9" run -d "$WORK/t2" -- "$BEHAVE" full "$WORK/files"
+"$BEHAVE" full "$WORK/files-plain" >"$WORK/plain.out" 2>/dev/null
+diff <(sed "s|$WORK/files-plain|F|" "$WORK/plain.out") <(sed "s|$WORK/files|F|" "$WORK/out") >/dev/null ||
+    fail "stdout differs under dial9 run"
+grep -q "^dial9 run: trace in $WORK/t2/" "$WORK/err" || fail "no summary on stderr: $(cat "$WORK/err")"
+grep -q "parks" "$WORK/err" || fail "the summary has no counts: $(cat "$WORK/err")"
+echo "ok: stdout unchanged; stderr: $(grep '^dial9 run' "$WORK/err")"
+
+# ---- options become DIAL9_* variables; a relative --trace-dir is made absolute
+mkdir -p "$WORK/cwd"
+(cd "$WORK/cwd" && "$D9" run -q -d rel --service svc-from-option -c -e DIAL9_FLUSH_MS=7 -- \
+    "$BEHAVE" echo hi >/dev/null 2>&1) || fail "options run failed"
+[ -d "$WORK/cwd/rel" ] || fail "relative --trace-dir: no $WORK/cwd/rel"
+python3 - "$D9" "$WORK/cwd/rel" "$FACTS" <<'EOF' || exit 1
+import os, sys
+sys.path.insert(0, os.path.dirname(sys.argv[3]))
+from trace_facts import Trace, check
+d9, root = sys.argv[1], sys.argv[2]
+t = Trace(d9, os.path.join(root, sorted(os.listdir(root))[0]))
+check(t.meta.get("service") == "svc-from-option", "--service: " + t.meta.get("service", "?"))
+check(t.meta.get("source.cpu_profile", "").startswith("active"), "--cpu-profile: " + t.meta.get("source.cpu_profile", "?"))
+EOF
+
+# ---- --children: the exec'd child of d9p_behave full gets its own run, counted in the summary
+expect_status 7 "--children" "$D9" run --children -d "$WORK/t3" -- "$BEHAVE" full "$WORK/files3"
+[ "$(find "$WORK/t3" -mindepth 1 -maxdepth 1 -type d | wc -l)" -eq 2 ] || fail "--children: expected 2 runs"
+grep -q "1 more run from child processes" "$WORK/err" || fail "--children: summary: $(cat "$WORK/err")"
+
+# ---- an LD_PRELOAD already set is kept (after the shim), and the program sees it without the shim
+out=$(LD_PRELOAD=libm.so.6 "$D9" run -q -d "$WORK/t4" -- sh -c 'echo "$LD_PRELOAD"')
+[ "$out" = "libm.so.6" ] || fail "existing LD_PRELOAD: the program saw '$out', expected libm.so.6"
+echo "ok: an existing LD_PRELOAD is kept"
+
+# ---- --exec: dial9 becomes the program: no summary, same status, a run
+expect_status 0 "--exec" "$D9" run --exec -d "$WORK/t5" -- "$BEHAVE" echo hi
+! grep -q "^dial9 run" "$WORK/err" || fail "--exec printed a summary"
+[ "$(find "$WORK/t5" -mindepth 1 -maxdepth 1 -type d | wc -l)" -eq 1 ] || fail "--exec: no run written"
+
+# ---- what the shim and dial9 run add to the start of a program that uses no loop
+python3 - "$D9" "$TRUE" "$SHIM" "$WORK/tperf" <<'EOF' || exit 1
+import shutil, statistics, subprocess, sys, time
+d9, prog, shim, tdir = sys.argv[1:5]
+cases = {
+    "plain": [prog, "start"],
+    "env": ["env", "X=1", prog, "start"],
+    "env+shim": ["env", "LD_PRELOAD=" + shim, "DIAL9_TRACE_DIR=" + tdir, prog, "start"],
+    "dial9 run": [d9, "run", "-q", "-d", tdir, "--", prog, "start"],
+    "dial9 -V": [d9, "--version"],
+}
+start = {k: [] for k in cases}
+total = {k: [] for k in cases}
+for _ in range(30):
+    for k, cmd in cases.items():
+        shutil.rmtree(tdir, ignore_errors=True)
+        t0 = time.monotonic_ns()
+        out = subprocess.run(cmd, capture_output=True, text=True).stdout
+        t1 = time.monotonic_ns()
+        if k != "dial9 -V":
+            start[k].append((int(out.split()[0]) - t0) / 1e6)
+        total[k].append((t1 - t0) / 1e6)
+for k in cases:
+    s = ("start (to main): best %.2f ms, median %.2f ms; " % (min(start[k]), statistics.median(start[k]))
+         if start[k] else "")
+    print("  %-9s %swhole run: best %.2f ms, median %.2f ms"
+          % (k, s, min(total[k]), statistics.median(total[k])))
+shim_added = min(start["env+shim"]) - min(start["env"])
+run_added = min(start["dial9 run"]) - min(start["plain"])
+cli = min(total["dial9 -V"])
+print("  the shim adds %.2f ms to the start; dial9 run adds %.2f ms, of which the dial9 binary's own "
+      "start is %.2f ms (best runs)" % (shim_added, run_added, cli))
+bad = []
+if shim_added >= 5.0:
+    bad.append("the shim adds %.2f ms to the start (limit 5 ms)" % shim_added)
+if run_added - cli >= 5.0:
+    bad.append("dial9 run adds %.2f ms beyond its own binary's start (limit 5 ms)" % (run_added - cli))
+if bad:
+    print("FAIL: " + "; ".join(bad))
+    sys.exit(1)
+EOF
+echo "PASS"

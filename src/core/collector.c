@@ -626,10 +626,19 @@ double d9_collector_drain(d9_collector *c) {
         t->c_end = k->end;
         double fill = (double)(k->end - k->pos) / (double)(t->mask + 1);
         if (fill > fullest) fullest = fill;
-        if (t->c_events == 0 && t->c_worker == 255) {
-            /* First sight: the thread may have become a worker while we were not recording. */
+        if (!t->c_seen) {
+            /* First sight: the thread may have become a worker while we were not recording
+             * (no WORKER_BEGIN record then): say so, as its record would have. */
+            t->c_seen = true;
             uint32_t w = atomic_load_explicit(&t->worker_id, memory_order_acquire);
-            if (w != 255 && k->pos == k->end) t->c_worker = w;
+            if (w != 255 && t->c_worker == 255 && k->pos == k->end) {
+                t->c_worker = w;
+                uint32_t index = 0;
+                const char *rt = d9_workers_describe(w, &index);
+                out_event e = {.schema = D9_SCH_WORKER_REGISTERED, .ts = c->now_ns,
+                               .v = {w, (uint64_t)t->tid, index}, .s = {rt ? rt : "?", t->name}};
+                emit(c, &e);
+            }
         }
         if (cursor_peek(c, k)) live++;
     }
@@ -727,18 +736,27 @@ d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t
 }
 
 int d9_collector_start(d9_collector *c, char *err, size_t errlen) {
-    /* Records left in rings by hooks racing the previous d9_stop belong to no run: skip them. */
-    size_t n;
-    d9_thread **threads = d9_threads_snapshot(&n);
-    for (size_t i = 0; threads && i < n; i++)
-        atomic_store_explicit(&threads[i]->tail,
-                              atomic_load_explicit(&threads[i]->head_pub, memory_order_acquire),
+    /* Records left in rings by hooks racing the previous d9_stop belong to no run: skip them.
+     * Threads that became workers before this start are workers from the first segment on. */
+    c->threads = d9_threads_snapshot(&c->thread_count);
+    for (size_t i = 0; c->threads && i < c->thread_count; i++) {
+        d9_thread *t = c->threads[i];
+        atomic_store_explicit(&t->tail, atomic_load_explicit(&t->head_pub, memory_order_acquire),
                               memory_order_release);
-    free(threads);
-    /* Write the first preamble now: an unwritable directory is the caller's error, not a
-     * silent loss later. */
+        t->c_seen = true;
+        t->c_worker = atomic_load_explicit(&t->worker_id, memory_order_acquire);
+        t->c_task = 0;
+        t->c_park_wait = D9_NS_UNKNOWN;
+        uint64_t drops = atomic_load_explicit(&t->drops_total, memory_order_relaxed);
+        t->c_drops_reported = t->c_drops_written = t->c_drops_counted = drops; /* earlier runs' */
+    }
+    /* Write the first preamble now (with those workers): an unwritable directory is the
+     * caller's error, not a silent loss later. */
     ensure_stream(c);
     flush_out(c);
+    free(c->threads);
+    c->threads = NULL;
+    c->thread_count = 0;
     publish_writer_stats(c);
     d9_segw_stats ws;
     d9_segw_get_stats(c->w, &ws);

@@ -41,6 +41,7 @@ void d9_schedstat_read(d9_thread *t, uint64_t *cpu_ns, uint64_t *wait_ns) {
             t->schedstat_fd = -2;
             return;
         }
+        t->schedstat_id = d9_fd_identify(t->schedstat_fd);
     }
     char buf[96];
     ssize_t n = pread(t->schedstat_fd, buf, sizeof buf, 0);

@@ -26,7 +26,7 @@ void d9_thread_set_ring_words(uint64_t words) {
 }
 
 static void free_thread(d9_thread *t) {
-    if (t->schedstat_fd >= 0) close(t->schedstat_fd);
+    if (t->schedstat_fd >= 0) d9_fd_close_if_ours(t->schedstat_fd, t->schedstat_id);
     munmap(t->ring, (t->mask + 1) * sizeof(uint64_t));
     free(t);
 }
@@ -195,10 +195,15 @@ void d9_threads_set_collector_running(bool running) {
 
 void d9_threads_forget_after_fork(void) {
     /* The lock may have been held by a thread that does not exist in the child. The old
-     * buffers are leaked on purpose: freeing them could race nothing, but costs nothing to keep. */
+     * buffers are leaked on purpose (their threads are gone), but their schedstat fds are
+     * closed now, before the child can reuse those numbers for files of its own, and the
+     * forking thread's key is cleared so its destructor never touches the parent's buffer. */
+    for (d9_thread *t = g_threads; t; t = t->next)
+        if (t->schedstat_fd >= 0) d9_fd_close_if_ours(t->schedstat_fd, t->schedstat_id);
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     g_lock = fresh;
     g_threads = NULL;
     g_collector_running = false;
+    if (tls_thread) pthread_setspecific(g_key, NULL);
     tls_thread = NULL;
 }

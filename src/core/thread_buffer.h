@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/owned_fd.h"
 #include "core/records.h"
 
 typedef struct d9_thread {
@@ -26,6 +27,7 @@ typedef struct d9_thread {
     bool drop_pending;        /* a DROPPED record is owed */
     uint32_t worker_pending;  /* a WORKER_BEGIN (id) / END (255) record is owed; UINT32_MAX: none */
     int schedstat_fd;         /* -1: not opened yet, -2: unavailable */
+    d9_fd_id schedstat_id;    /* what it was opened on (the program may close our fds) */
     uint64_t last_cpu_ns, last_wait_ns;
     /* ---- consumer's line ---- */
     _Alignas(64) _Atomic uint64_t tail; /* consumer's read position */
@@ -45,6 +47,7 @@ typedef struct d9_thread {
     uint64_t c_drops_counted;   /* ... of which counted in the stats */
     uint64_t c_events;        /* records decoded (for stats) */
     uint64_t c_end;           /* head read in the current drain */
+    bool c_seen;              /* the collector has looked at this thread before */
 } d9_thread;
 
 /* The calling thread's buffer (initial-exec TLS: one load, no call, even in libdial9.so). */

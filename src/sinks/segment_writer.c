@@ -32,6 +32,8 @@ struct d9_segment_writer {
     char run_dir[PATH_MAX];
     char active_path[PATH_MAX]; /* meaningful while fd >= 0 */
     int fd;                     /* the open segment, -1 when none */
+    dev_t fd_dev;               /* identity of the file fd was opened on: a program that */
+    ino_t fd_ino;               /* closes every fd may reuse the number for its own file */
     uint64_t seq;               /* N of the open segment, or of the next one */
     uint64_t size;              /* bytes in the open segment, all ending at frame boundaries */
     uint64_t opened_ns;         /* CLOCK_MONOTONIC when the open segment was created */
@@ -162,8 +164,25 @@ static int rename_noreplace(const char *from, const char *to) {
     return rename(from, to);
 }
 
+/* Whether w->fd still refers to the file we opened. When the program closed it (and maybe
+ * reused the number for a file of its own), we must neither write to it nor close it. */
+static bool fd_is_ours(const d9_segment_writer *w, struct stat *st) {
+    return fstat(w->fd, st) == 0 && st->st_dev == w->fd_dev && st->st_ino == w->fd_ino;
+}
+
+/* Forget an fd that is no longer ours without closing it (it may be the program's now). */
+static void disown_fd(d9_segment_writer *w) {
+    w->fd = -1;
+    w->size = 0;
+}
+
 /* The open segment holds no bytes worth keeping: remove it; its N is reused. */
 static void discard_segment(d9_segment_writer *w) {
+    struct stat st;
+    if (!fd_is_ours(w, &st)) {
+        disown_fd(w);
+        return;
+    }
     close(w->fd);
     w->fd = -1;
     (void)unlink(w->active_path);
@@ -173,8 +192,8 @@ static void discard_segment(d9_segment_writer *w) {
 /* Rename the open segment to trace.N.bin, index it and tell on_sealed. */
 static void seal_segment(d9_segment_writer *w) {
     struct stat st;
-    bool have_stat = fstat(w->fd, &st) == 0;
-    close(w->fd);
+    bool have_stat = fd_is_ours(w, &st);
+    if (have_stat) close(w->fd); /* else the number is not ours to close any more */
     w->fd = -1;
     uint64_t seq = w->seq++;
     /* The file's real size: larger than w->size only when a failed write could not be cut off. */
@@ -300,6 +319,11 @@ static int open_segment(d9_segment_writer *w) {
         int fd = open(w->active_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0) {
             (void)d9_tf_lock_active(fd); /* advisory: tells other writers this file is live */
+            struct stat st;
+            if (fstat(fd, &st) == 0) {
+                w->fd_dev = st.st_dev;
+                w->fd_ino = st.st_ino;
+            }
             w->fd = fd;
             w->size = 0;
             w->opened_ns = monotonic_ns();
@@ -351,20 +375,24 @@ static int pwrite_fully(int fd, const char *buf, size_t len, uint64_t off) {
     return 0;
 }
 
-static bool active_file_deleted(const d9_segment_writer *w) {
+/* The open segment is gone: deleted (with its directory), or its fd closed by the program. */
+static bool active_file_gone(const d9_segment_writer *w, bool *fd_ours) {
     struct stat st;
-    return fstat(w->fd, &st) == 0 && st.st_nlink == 0;
+    *fd_ours = fd_is_ours(w, &st);
+    return !*fd_ours || st.st_nlink == 0;
 }
 
 int d9_segw_write(d9_segment_writer *w, const void *buf, size_t len) {
     if (len == 0) return 0;
     apply_resizes(w);
 
-    if (w->fd >= 0 && active_file_deleted(w)) {
-        /* Someone removed the file or its directory. Its bytes are gone; the next file must
-         * start with a new stream, which these bytes (a continuation) are not. */
+    bool fd_ours = true;
+    if (w->fd >= 0 && active_file_gone(w, &fd_ours)) {
+        /* Someone removed the file or its directory, or closed our fd. Its bytes are gone (or
+         * still there but unreachable); the next file must start with a new stream, which these
+         * bytes (a continuation) are not. */
         bool had_bytes = w->size > 0;
-        close(w->fd);
+        if (fd_ours) close(w->fd);
         w->fd = -1;
         w->size = 0;
         d9_tf_index_forget_vanished(&w->files);

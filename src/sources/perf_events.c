@@ -1,5 +1,7 @@
 #include "sources/perf_events.h"
 
+#include "core/owned_fd.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -50,6 +52,7 @@ typedef struct perf_src {
     int *fds;
     int *fd_kinds;             /* kind of fds[i] */
     size_t nfds, cap_fds;
+    d9_fd_id *fd_ids; /* what each fd was opened on: a program may close ours and reuse them */
     id_kind *ids;
     size_t nids;
     tid_info *tids;            /* threads that record, sorted by tid; rebuilt every drain */
@@ -138,12 +141,15 @@ static bool remember_fd(perf_src *s, int fd, int kind) {
         if (k) s->fd_kinds = k;
         id_kind *ids = realloc(s->ids, cap * sizeof *ids);
         if (ids) s->ids = ids;
-        if (!f || !k || !ids) return false;
+        d9_fd_id *fid = realloc(s->fd_ids, cap * sizeof *fid);
+        if (fid) s->fd_ids = fid;
+        if (!f || !k || !ids || !fid) return false;
         s->cap_fds = cap;
     }
     uint64_t id = 0;
     if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) return false;
     s->fd_kinds[s->nfds] = kind;
+    s->fd_ids[s->nfds] = d9_fd_identify(fd);
     s->fds[s->nfds++] = fd;
     s->ids[s->nids++] = (id_kind){id, kind};
     return true;
@@ -506,11 +512,13 @@ static void source_collect(d9_source *src, d9_src_batch *out) {
 
 static void source_close(d9_source *src) {
     perf_src *s = src->ctx;
-    for (size_t i = 0; i < s->nfds; i++) ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+    for (size_t i = 0; i < s->nfds; i++)
+        if (d9_fd_still_ours(s->fds[i], s->fd_ids[i])) ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
     if (s->rings)
         for (int c = 0; c < s->ncpu; c++) d9_perf_ring_unmap(&s->rings[c]);
-    for (size_t i = 0; i < s->nfds; i++) close(s->fds[i]);
+    for (size_t i = 0; i < s->nfds; i++) d9_fd_close_if_ours(s->fds[i], s->fd_ids[i]);
     free(s->fds);
+    free(s->fd_ids);
     free(s->fd_kinds);
     free(s->ids);
     free(s->tids);

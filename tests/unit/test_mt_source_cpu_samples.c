@@ -90,7 +90,11 @@ static void run(d9_sampler_mode mode, const char *expect_prefix, bool thread_bef
     for (size_t i = 0; i < t.nsamples; i++) {
         const tt_sample *s = &t.samples[i];
         if (s->source != 0 || s->tid != (uint32_t)g_worker_tid || s->n == 0) continue;
-        bool leaf_in_spin = tt_in(spin, s->frames[0]);
+        /* The user-space leaf: on a loaded machine a tick often lands in the kernel (an
+         * interrupt, a page fault) on top of the function that was running. */
+        uint32_t user = 0;
+        while (user + 1 < s->n && s->frames[user] >= 0xffff800000000000ull) user++;
+        bool leaf_in_spin = tt_in(spin, s->frames[user]);
         bool in_poll = tt_poll_at(&t, worker, s->ts, SLACK_NS) != NULL;
         if (in_poll) {
             in_polls++;

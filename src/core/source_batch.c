@@ -84,5 +84,5 @@ static int by_time(const void *a, const void *b) {
 void d9_src_batch_sort(d9_src_batch *b) {
     /* Sources deliver per-CPU runs that are almost sorted; qsort is fine for these volumes
      * (hundreds to tens of thousands per drain). Equal timestamps keep no particular order. */
-    qsort(b->events, b->count, sizeof *b->events, by_time);
+    if (b->count > 1) qsort(b->events, b->count, sizeof *b->events, by_time);
 }

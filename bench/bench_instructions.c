@@ -1,0 +1,35 @@
+/* --instructions N: the workload bench/callgrind.sh runs twice under callgrind. Everything
+ * but the N poll pairs is the same in both runs, so the difference in instructions divided by
+ * the difference in events is the cost of one event. Pairs go in chunks with a flush between,
+ * so no event is dropped (callgrind runs the threads one at a time, and slowly). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench.h"
+
+#define PAIRS_PER_FLUSH 8192
+
+int bench_instructions(const bench_opts *o, uint64_t pairs) {
+    char *dir = bench_make_dir(o->scratch, "instructions");
+    if (!dir || bench_start(dir, true) != 0) return 1;
+    d9_worker_begin("bench", 0);
+    const d9_loc *where = D9_HERE;
+    for (uint64_t i = 0; i < pairs; i++) {
+        if (i > 0 && i % PAIRS_PER_FLUSH == 0) d9_flush();
+        d9_poll_begin((i & 63) + 1, where);
+        d9_poll_end();
+    }
+    /* Drained by the background thread, so d9_stop on this thread finds nothing left: the
+     * recording thread's count then holds the hooks and the loop, not the encoding. */
+    d9_flush();
+    d9_stop();
+    d9_stats st;
+    d9_get_stats(&st);
+    bench_remove_tree(dir);
+    free(dir);
+    printf("events %" PRIu64 " recorded %" PRIu64 " dropped %" PRIu64 " written %" PRIu64 "\n",
+           2 * pairs, st.events_recorded, st.events_dropped, st.events_written);
+    /* The trace must hold what was recorded, or the count of instructions means nothing. */
+    return st.events_dropped == 0 && st.events_recorded >= 2 * pairs ? 0 : 1;
+}

@@ -1,0 +1,105 @@
+/* Helpers: distributions, scratch directories, starting the recorder, the machine header. */
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double nearest_rank(const double *sorted, size_t n, double q) {
+    return sorted[(size_t)(q * (double)(n - 1) + 0.5)];
+}
+
+bench_dist bench_dist_of(double *samples, size_t n) {
+    if (n == 0) return (bench_dist){0, 0, 0};
+    qsort(samples, n, sizeof *samples, cmp_double);
+    return (bench_dist){nearest_rank(samples, n, 0.10), nearest_rank(samples, n, 0.50),
+                        nearest_rank(samples, n, 0.90)};
+}
+
+char *bench_make_dir(const char *parent, const char *name) {
+    char *path;
+    if (asprintf(&path, "%s/%s.XXXXXX", parent, name) < 0) return NULL;
+    if (!mkdtemp(path)) {
+        fprintf(stderr, "d9_bench: cannot create %s: %s\n", path, strerror(errno));
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+    (void)remove(path); /* best effort: keep going */
+    return 0;
+}
+
+void bench_remove_tree(const char *path) {
+    if (path) nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static uint64_t g_tree_bytes;
+static int add_size(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+    if (type == FTW_F) g_tree_bytes += (uint64_t)st->st_size;
+    return 0;
+}
+
+uint64_t bench_tree_bytes(const char *path) {
+    g_tree_bytes = 0;
+    nftw(path, add_size, 16, FTW_PHYS);
+    return g_tree_bytes;
+}
+
+int bench_start(const char *trace_dir, bool schedstat) {
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = trace_dir;
+    cfg.service = "d9_bench";
+    cfg.schedstat = schedstat;
+    if (d9_start(&cfg) != 0) {
+        fprintf(stderr, "d9_bench: d9_start: %s\n", d9_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+const char *bench_verdict(double value, double limit) { return value <= limit ? "ok" : "MISSED"; }
+
+static void read_first_line(const char *path, const char *prefix, char *out, size_t len) {
+    snprintf(out, len, "?");
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (prefix && strncmp(line, prefix, strlen(prefix)) != 0) continue;
+        const char *v = prefix ? strchr(line, ':') : line;
+        if (!v) continue;
+        v += prefix ? 1 : 0;
+        while (*v == ' ' || *v == '\t') v++;
+        snprintf(out, len, "%s", v);
+        out[strcspn(out, "\n")] = 0;
+        break;
+    }
+    fclose(f);
+}
+
+void bench_machine_header(const bench_opts *o) {
+    char cpu[128], clocksource[64], load[128];
+    read_first_line("/proc/cpuinfo", "model name", cpu, sizeof cpu);
+    read_first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", NULL,
+                    clocksource, sizeof clocksource);
+    read_first_line("/proc/loadavg", NULL, load, sizeof load);
+    printf("dial9 micro-benchmark%s\n", o->short_mode ? " (short mode)" : "");
+    printf("  machine      %s, %ld CPUs online, kernel clocksource %s\n", cpu,
+           sysconf(_SC_NPROCESSORS_ONLN), clocksource);
+    printf("  load average %s%s\n", load,
+           atof(load) > 0.5 ? "   <- the machine is busy: numbers will be noisy" : "");
+    printf("  traces in    %s (removed at exit)\n", o->scratch);
+}

@@ -225,7 +225,9 @@ D9_INLINE void d9_task_suspend(uint64_t task_id) {
 
 /* The depth of this worker's local run queue, recorded with the following polls and parks
  * (saturates at 255 in the trace). */
-D9_INLINE void d9_set_local_queue(uint32_t depth) { d9__set_local_queue(depth); }
+D9_INLINE void d9_set_local_queue(uint32_t depth) {
+    if (D9__ACTIVE()) d9__set_local_queue(depth);
+}
 
 /* ------------------------------------------------------------------------------------------
  * Custom application events: declare a schema once, then record events that cost about as

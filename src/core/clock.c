@@ -56,9 +56,20 @@ d9_anchor d9_clock_map_sample(d9_clock_map *m) {
         }
         if (best_gap < 200) break;
     }
+    d9_anchor prev = m->count ? m->anchors[(m->count - 1) % D9_CLOCK_ANCHORS] : best;
     m->anchors[m->count % D9_CLOCK_ANCHORS] = best;
     m->count++;
+    if (best.ticks > prev.ticks)
+        m->slope_recent = (double)(int64_t)(best.mono_ns - prev.mono_ns) / (double)(int64_t)(best.ticks - prev.ticks);
+    if (m->count > 1 && best.ticks > m->first.ticks)
+        m->slope_long = (double)(int64_t)(best.mono_ns - m->first.mono_ns) / (double)(int64_t)(best.ticks - m->first.ticks);
     return best;
+}
+
+static uint64_t along(d9_anchor a, double slope, uint64_t ticks) {
+    int64_t off = (int64_t)((double)(int64_t)(ticks - a.ticks) * slope);
+    if (off < 0 && (uint64_t)(-off) > a.mono_ns) return 0;
+    return a.mono_ns + (uint64_t)off;
 }
 
 static uint64_t interpolate(d9_anchor a, d9_anchor b, uint64_t ticks) {
@@ -76,6 +87,12 @@ uint64_t d9_clock_map_to_ns(const d9_clock_map *m, uint64_t ticks) {
     uint32_t n = m->count < D9_CLOCK_ANCHORS ? m->count : D9_CLOCK_ANCHORS;
     uint32_t newest = (m->count - 1) % D9_CLOCK_ANCHORS;
     d9_anchor hi = m->anchors[newest];
+    /* The common cases, without a division: after the newest anchor, or just before it. */
+    if (n > 1 && ticks >= hi.ticks && m->slope_long > 0) return along(hi, m->slope_long, ticks);
+    if (n > 1 && m->slope_recent > 0) {
+        d9_anchor prev = m->anchors[(newest + D9_CLOCK_ANCHORS - 1) % D9_CLOCK_ANCHORS];
+        if (ticks >= prev.ticks && ticks < hi.ticks) return along(prev, m->slope_recent, ticks);
+    }
     /* Long-baseline slope for points outside the anchor history. */
     d9_anchor base = m->first.ticks < hi.ticks ? m->first : hi;
     if (ticks >= hi.ticks || n == 1) return interpolate(base.ticks == hi.ticks ? hi : base, hi, ticks);

@@ -41,6 +41,9 @@ typedef struct d9_clock_map {
     d9_anchor anchors[D9_CLOCK_ANCHORS]; /* ring, newest at (count - 1) % N */
     uint32_t count;
     d9_anchor first;                     /* long baseline for extrapolation */
+    /* Slopes (ns per tick) computed once per anchor, not once per event: between the two
+     * newest anchors (where most events of a drain fall), and first → newest (beyond it). */
+    double slope_recent, slope_long;
 } d9_clock_map;
 
 void d9_clock_map_init(d9_clock_map *m);

@@ -37,8 +37,8 @@ void d9__poll_end(void) {
 static void park_record(unsigned kind) {
     d9_thread *t = d9_thread_current();
     if (!t) return;
-    uint64_t cpu, wait;
-    d9_schedstat_read(t, &cpu, &wait);
+    uint64_t cpu = D9_NS_UNKNOWN, wait = D9_NS_UNKNOWN;
+    if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) d9_schedstat_read(t, &cpu, &wait);
     uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_PARK);
     if (!r) return;
     r[0] = D9_REC_HEADER(d9_clock_ticks(), kind);

@@ -15,7 +15,7 @@ build: deps
 	@cmake --build $(BUILD) -j$(JOBS)
 
 demo: build
-	@scripts/demo.sh $(BUILD)
+	@scripts/demo-uv.sh $(BUILD)
 
 # The whole suite: unit + integration tests, then ASan+UBSan, TSan on the concurrent tests,
 # a short fuzzing run and the benchmark in short mode.

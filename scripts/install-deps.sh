@@ -12,6 +12,7 @@ PKGS=(
   libuv1-dev libevent-dev libev-dev    # loop adapters and their tests
   libdw-dev elfutils                   # file:line and inlined frames in dial9 symbolize
   libmicrohttpd-dev curl               # dial9 serve and its tests
+  wrk                                  # load for the libuv demo server (make demo)
 )
 # Node.js and npm (export checks with independent readers, viewer tests): only when the commands
 # are missing, so a Node.js installed another way is never replaced.

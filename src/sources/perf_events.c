@@ -375,6 +375,12 @@ static uint32_t clean_chain(perf_src *s, const sample_view *v) {
     for (uint64_t i = 0; i < v->nr && n < D9_PERF_MAX_FRAMES; i++) {
         uint64_t a = v->ips[i];
         if (a >= (uint64_t)PERF_CONTEXT_MAX) continue;
+        /* The kernel's user-space walk follows frame pointers through libraries built without
+         * them (Debian's libc, libuv...) and can circle until its depth limit: stop at the
+         * first address that repeats one of the last few frames. */
+        bool loops = false;
+        for (uint32_t k = n > 4 ? n - 4 : 0; k < n && !loops; k++) loops = s->frames[k] == a;
+        if (loops) break;
         s->frames[n++] = a;
     }
     if (n == 0 && v->ip) s->frames[n++] = v->ip;

@@ -29,6 +29,9 @@ int main(int argc, char **argv) {
 }
 C
 flags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs dial9)
+# A sanitizer build installs an instrumented library: the program needs the same runtime.
+san=$(sed -n 's/^D9_SANITIZE:STRING=//p' "$D9_BUILD_DIR/CMakeCache.txt")
+[ -n "$san" ] && flags="$flags -fsanitize=$san"
 cc -o "$work/app" "$work/app.c" $flags -Wl,-rpath,"$prefix/lib" -Wl,-rpath,"$(dirname "$pcdir")"
 run=$("$work/app" "$work/traces")
 out=$("$prefix/bin/dial9" stats --json "$run")

@@ -242,7 +242,7 @@ static bool track_close(uv_handle_t *h, uv_close_cb cb, const d9_loc *explicit_l
     if (d9a_table_contains(h))
         return d9a_table_set_callback(h, h->loop, UV_ROLE_CLOSE, (d9a_fn)cb,
                                       d9a_loc_for((const void *)cb, explicit_loc)) >= 0;
-    return track(h, h->loop, UV_ROLE_CLOSE, (d9a_fn)cb, explicit_loc, NULL);
+    return track(h, h->loop, UV_ROLE_CLOSE, (d9a_fn)cb, explicit_loc, (d9a_fn)close_trampoline);
 }
 
 D9A_EXPORT void uv_close(uv_handle_t *h, uv_close_cb cb) {

@@ -399,23 +399,6 @@ static void emit(d9_collector *c, const out_event *e) {
 
 /* ---------------------------------------------------------------- decoding records */
 
-static uint64_t record_words(const uint64_t *r) {
-    switch (D9_REC_KIND(r[0])) {
-    case D9_REC_POLL_BEGIN: return D9_REC_WORDS_POLL_BEGIN;
-    case D9_REC_POLL_END: return D9_REC_WORDS_POLL_END;
-    case D9_REC_PARK:
-    case D9_REC_UNPARK: return D9_REC_WORDS_PARK;
-    case D9_REC_WAKE: return D9_REC_WORDS_WAKE;
-    case D9_REC_SPAWN: return D9_REC_WORDS_SPAWN;
-    case D9_REC_TERMINATE: return D9_REC_WORDS_TERMINATE;
-    case D9_REC_WORKER_BEGIN: return D9_REC_WORDS_WORKER_BEGIN;
-    case D9_REC_WORKER_END: return D9_REC_WORDS_WORKER_END;
-    case D9_REC_DROPPED: return D9_REC_WORDS_DROPPED;
-    case D9_REC_CUSTOM: return 2 + (r[1] >> 32);
-    case D9_REC_TASK_DUMP: return r[2] > 4096 ? 0 : 3 + r[2];
-    default: return 0;
-    }
-}
 
 static uint64_t ticks_to_ns(d9_collector *c, uint64_t w0) {
     return d9_clock_map_to_ns(&c->clock, d9_ticks_unwrap56(D9_REC_TICKS56(w0), c->now_ticks));
@@ -430,7 +413,7 @@ static bool cursor_peek(d9_collector *c, cursor *k) {
             k->pos = (k->pos & ~t->mask) + t->mask + 1;
             continue;
         }
-        uint64_t n = record_words(r);
+        uint64_t n = d9_record_words(r);
         if (n == 0 || k->pos + n > k->end || (k->pos & t->mask) + n > t->mask + 1) {
             k->pos = k->end; /* a corrupt ring (the application wrote over it): stop here */
             return false;
@@ -664,7 +647,7 @@ double d9_collector_drain(d9_collector *c) {
         cursor *k = &c->cursors[best];
         const uint64_t *r = k->t->ring + (k->pos & k->t->mask);
         decode_record(c, k->t, r, k->next_ts);
-        k->pos += record_words(r);
+        k->pos += d9_record_words(r);
         if (!cursor_peek(c, k)) c->cursors[best] = c->cursors[--live];
     }
 

@@ -34,6 +34,26 @@ enum {
     D9_REC_WORDS_DROPPED = 2,
 };
 
+/* Words of the record that starts at r; 0 for an unknown kind or an absurd length (a ring the
+ * application wrote over). Shared by every reader of the rings. */
+static inline uint64_t d9_record_words(const uint64_t *r) {
+    switch ((unsigned)(r[0] & 0xff)) {
+    case D9_REC_POLL_BEGIN: return D9_REC_WORDS_POLL_BEGIN;
+    case D9_REC_POLL_END: return D9_REC_WORDS_POLL_END;
+    case D9_REC_PARK:
+    case D9_REC_UNPARK: return D9_REC_WORDS_PARK;
+    case D9_REC_WAKE: return D9_REC_WORDS_WAKE;
+    case D9_REC_SPAWN: return D9_REC_WORDS_SPAWN;
+    case D9_REC_TERMINATE: return D9_REC_WORDS_TERMINATE;
+    case D9_REC_WORKER_BEGIN: return D9_REC_WORDS_WORKER_BEGIN;
+    case D9_REC_WORKER_END: return D9_REC_WORDS_WORKER_END;
+    case D9_REC_DROPPED: return D9_REC_WORDS_DROPPED;
+    case D9_REC_CUSTOM: return 2 + (r[1] >> 32);
+    case D9_REC_TASK_DUMP: return r[2] > 4096 ? 0 : 3 + r[2];
+    default: return 0;
+    }
+}
+
 #define D9_REC_HEADER(ticks, kind) (((uint64_t)(ticks) << 8) | (uint64_t)(kind))
 #define D9_REC_KIND(w) ((unsigned)((w) & 0xff))
 #define D9_REC_TICKS56(w) ((w) >> 8)

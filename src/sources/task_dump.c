@@ -112,24 +112,6 @@ static dump_state *state_of_thread(void) {
 
 /* ---------------------------------------------------------------- resolving held captures */
 
-/* Words of the record at r (records.h); 0 for a kind this scan does not know. */
-static uint64_t record_words(const uint64_t *r) {
-    switch (D9_REC_KIND(r[0])) {
-    case D9_REC_POLL_BEGIN: return D9_REC_WORDS_POLL_BEGIN;
-    case D9_REC_POLL_END: return D9_REC_WORDS_POLL_END;
-    case D9_REC_PARK:
-    case D9_REC_UNPARK: return D9_REC_WORDS_PARK;
-    case D9_REC_WAKE: return D9_REC_WORDS_WAKE;
-    case D9_REC_SPAWN: return D9_REC_WORDS_SPAWN;
-    case D9_REC_TERMINATE: return D9_REC_WORDS_TERMINATE;
-    case D9_REC_WORKER_BEGIN: return D9_REC_WORDS_WORKER_BEGIN;
-    case D9_REC_WORKER_END: return D9_REC_WORDS_WORKER_END;
-    case D9_REC_DROPPED: return D9_REC_WORDS_DROPPED;
-    case D9_REC_CUSTOM: return 2 + (r[1] >> 32);
-    case D9_REC_TASK_DUMP: return 3 + r[2];
-    default: return 0;
-    }
-}
 
 static void drop_all(dump_state *d) {
     if (d->held) atomic_fetch_add_explicit(&c_unknown, d->held, memory_order_relaxed);
@@ -152,7 +134,7 @@ static bool scan_records(d9_thread *t, dump_state *d, uint64_t now) {
             pos = (pos & ~t->mask) + cap;
             continue;
         }
-        uint64_t n = record_words(r);
+        uint64_t n = d9_record_words(r);
         if (n == 0) return false;
         if (kind == D9_REC_POLL_BEGIN || kind == D9_REC_TERMINATE) {
             uint64_t tick = d9_ticks_unwrap56(D9_REC_TICKS56(r[0]), now);

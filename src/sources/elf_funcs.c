@@ -1,82 +1,59 @@
+/* Function symbols of an ELF file, on top of the project's one ELF reader (symbols/elf_image). */
 #include "sources/elf_funcs.h"
 
 #include <elf.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-typedef struct mapped {
-    const uint8_t *data;
-    size_t size;
-} mapped;
+#include "symbols/elf_image.h"
 
-static bool map_file(const char *path, mapped *m) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    struct stat st;
-    bool ok = fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(Elf64_Ehdr);
-    void *p = ok ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
-    close(fd);
-    if (p == MAP_FAILED) return false;
-    m->data = p;
-    m->size = (size_t)st.st_size;
-    return true;
-}
-
-static bool in_file(const mapped *m, uint64_t off, uint64_t len) {
-    return off <= m->size && len <= m->size - off;
-}
-
-/* The symbol table to read (.symtab, or .dynsym in a stripped file) and its string table. */
-static const Elf64_Shdr *pick_symtab(const mapped *m, const Elf64_Shdr *sh, unsigned count) {
-    const Elf64_Shdr *dyn = NULL;
-    for (unsigned i = 0; i < count; i++) {
-        if (sh[i].sh_type == SHT_SYMTAB) return &sh[i];
-        if (sh[i].sh_type == SHT_DYNSYM) dyn = &sh[i];
+/* The symbol table to read (.symtab, or .dynsym in a stripped file). */
+static bool pick_symtab(const d9_elf_image *img, d9_elf_section *out) {
+    bool have_dyn = false;
+    d9_elf_section s, dyn;
+    for (uint32_t i = 0; d9_elf_section_at(img, i, &s); i++) {
+        if (s.type == SHT_SYMTAB) {
+            *out = s;
+            return true;
+        }
+        if (s.type == SHT_DYNSYM) {
+            dyn = s;
+            have_dyn = true;
+        }
     }
-    (void)m;
-    return dyn;
+    if (have_dyn) *out = dyn;
+    return have_dyn;
 }
 
 long d9_elf_funcs_each(const char *path, bool (*fn)(const d9_elf_funcs_entry *f, void *ctx), void *ctx) {
-    mapped m;
-    if (!map_file(path, &m)) return -1;
+    d9_elf_image img;
+    char err[128];
+    if (d9_elf_open_path(&img, path, err, sizeof err) != 0) return -1;
     long visited = -1;
-    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)m.data;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_shentsize != sizeof(Elf64_Shdr) ||
-        !in_file(&m, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr)))
+    d9_elf_section symtab, strtab;
+    const uint8_t *syms;
+    if (!pick_symtab(&img, &symtab) || symtab.entsize != sizeof(Elf64_Sym) ||
+        !d9_elf_section_at(&img, symtab.link, &strtab) || !(syms = d9_elf_section_data(&img, &symtab)))
         goto out;
-    const Elf64_Shdr *sh = (const Elf64_Shdr *)(m.data + eh->e_shoff);
-    const Elf64_Shdr *symtab = pick_symtab(&m, sh, eh->e_shnum);
-    if (!symtab || symtab->sh_link >= eh->e_shnum || symtab->sh_entsize != sizeof(Elf64_Sym) ||
-        !in_file(&m, symtab->sh_offset, symtab->sh_size))
-        goto out;
-    const Elf64_Shdr *strtab = &sh[symtab->sh_link];
-    if (!in_file(&m, strtab->sh_offset, strtab->sh_size)) goto out;
-    const Elf64_Sym *syms = (const Elf64_Sym *)(m.data + symtab->sh_offset);
-    const char *strs = (const char *)(m.data + strtab->sh_offset);
-    size_t nsyms = symtab->sh_size / sizeof(Elf64_Sym);
     visited = 0;
-    for (size_t i = 0; i < nsyms; i++) {
-        const Elf64_Sym *s = &syms[i];
-        if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_size == 0) continue;
-        if (s->st_shndx == SHN_UNDEF || s->st_shndx >= eh->e_shnum) continue;
-        if (s->st_name >= strtab->sh_size) continue;
-        const Elf64_Shdr *sec = &sh[s->st_shndx];
-        if (sec->sh_type != SHT_PROGBITS || s->st_value < sec->sh_addr) continue;
-        uint64_t off = s->st_value - sec->sh_addr + sec->sh_offset;
-        if (!in_file(&m, off, s->st_size)) continue;
-        const char *name = strs + s->st_name;
-        if (!memchr(name, 0, strtab->sh_size - s->st_name)) continue;
-        d9_elf_funcs_entry f = {.name = name, .addr = s->st_value, .size = s->st_size, .code = m.data + off};
+    for (uint64_t i = 0; i < symtab.size / sizeof(Elf64_Sym); i++) {
+        Elf64_Sym s;
+        memcpy(&s, syms + i * sizeof s, sizeof s);
+        if (ELF64_ST_TYPE(s.st_info) != STT_FUNC || s.st_size == 0 || s.st_shndx == SHN_UNDEF) continue;
+        d9_elf_section sec;
+        if (!d9_elf_section_at(&img, s.st_shndx, &sec) || sec.type != SHT_PROGBITS ||
+            s.st_value < sec.addr || s.st_value - sec.addr > sec.size ||
+            s.st_size > sec.size - (s.st_value - sec.addr))
+            continue;
+        const uint8_t *code = d9_elf_section_data(&img, &sec);
+        const char *name = d9_elf_string(&img, &strtab, s.st_name);
+        if (!code || !name) continue;
+        d9_elf_funcs_entry f = {.name = name, .addr = s.st_value, .size = s.st_size,
+                                .code = code + (s.st_value - sec.addr)};
         visited++;
         if (!fn(&f, ctx)) break;
     }
 out:
-    munmap((void *)m.data, m.size);
+    d9_elf_close(&img);
     return visited;
 }
 

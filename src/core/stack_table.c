@@ -1,6 +1,6 @@
 #include "core/stack_table.h"
 
-#include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,41 +11,23 @@ static uint64_t hash_frames(const uint64_t *f, uint32_t n) {
 }
 
 void d9_stack_table_free(d9_stack_table *t) {
-    for (size_t i = 0; i < t->cap; i++) {
-        if (!t->slots[i]) continue;
-        free(t->slots[i]->frames);
-        free(t->slots[i]);
+    for (size_t i = 0; i < t->hs.cap; i++) {
+        d9_stack_entry *e = t->hs.slots[i];
+        if (!e) continue;
+        free(e->frames);
+        free(e);
     }
-    free(t->slots);
+    free(t->hs.slots);
     memset(t, 0, sizeof *t);
 }
 
-static bool grow(d9_stack_table *t) {
-    size_t cap = t->cap ? t->cap * 2 : 256;
-    d9_stack_entry **slots = calloc(cap, sizeof *slots);
-    if (!slots) return false;
-    for (size_t i = 0; i < t->cap; i++) {
-        d9_stack_entry *e = t->slots[i];
-        if (!e) continue;
-        size_t j = e->hash & (cap - 1);
-        while (slots[j]) j = (j + 1) & (cap - 1);
-        slots[j] = e;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->cap = cap;
-    return true;
-}
-
 d9_stack_entry *d9_stack_table_get(d9_stack_table *t, const uint64_t *frames, uint32_t count) {
-    if ((t->count + 1) * 2 > t->cap && !grow(t)) return NULL;
+    if (!d9_hash_slots_reserve(&t->hs, offsetof(d9_stack_entry, hash))) return NULL;
     uint64_t h = hash_frames(frames, count);
-    size_t j = h & (t->cap - 1);
-    for (; t->slots[j]; j = (j + 1) & (t->cap - 1)) {
-        d9_stack_entry *e = t->slots[j];
+    size_t mask = t->hs.cap - 1, j = h & mask;
+    for (d9_stack_entry *e; (e = t->hs.slots[j]); j = (j + 1) & mask)
         if (e->hash == h && e->count == count && memcmp(e->frames, frames, count * sizeof *frames) == 0)
             return e;
-    }
     d9_stack_entry *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->frames = malloc((count ? count : 1) * sizeof *frames);
@@ -56,7 +38,7 @@ d9_stack_entry *d9_stack_table_get(d9_stack_table *t, const uint64_t *frames, ui
     if (count) memcpy(e->frames, frames, count * sizeof *frames);
     e->count = count;
     e->hash = h;
-    e->index = (uint32_t)t->count++;
-    t->slots[j] = e;
+    e->index = (uint32_t)t->hs.count++;
+    t->hs.slots[j] = e;
     return e;
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/hash_slots.h"
+
 typedef struct d9_stack_entry {
     uint64_t *frames;
     uint32_t count;
@@ -15,8 +17,7 @@ typedef struct d9_stack_entry {
 } d9_stack_entry;
 
 typedef struct d9_stack_table {
-    d9_stack_entry **slots;
-    size_t cap, count;
+    d9_hash_slots hs; /* of d9_stack_entry */
 } d9_stack_table;
 
 void d9_stack_table_free(d9_stack_table *t);

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/hash_slots.h"
+
 typedef struct d9_string_entry {
     char *str;
     uint64_t hash;
@@ -15,8 +17,7 @@ typedef struct d9_string_entry {
 } d9_string_entry;
 
 typedef struct d9_string_table {
-    d9_string_entry **slots; /* open addressing */
-    size_t cap, count;
+    d9_hash_slots hs; /* of d9_string_entry */
 } d9_string_table;
 
 void d9_string_table_free(d9_string_table *t);

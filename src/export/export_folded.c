@@ -90,14 +90,14 @@ int d9_export_folded(const d9_xmodel *m, const d9_xopts *o, FILE *out, char *err
         }
         counts[e->index]++;
     }
-    sorted = malloc((lines.count + 1) * sizeof *sorted);
+    sorted = malloc((lines.hs.count + 1) * sizeof *sorted);
     if (!sorted) goto oom;
-    for (size_t i = 0; i < lines.cap; i++) {
-        const d9_string_entry *e = lines.slots[i];
+    for (size_t i = 0; i < lines.hs.cap; i++) {
+        const d9_string_entry *e = lines.hs.slots[i];
         if (e) sorted[e->index] = (folded_line){e->str, counts[e->index]};
     }
-    qsort(sorted, lines.count, sizeof *sorted, cmp_line);
-    for (size_t i = 0; i < lines.count; i++) fprintf(out, "%s %" PRIu64 "\n", sorted[i].text, sorted[i].count);
+    qsort(sorted, lines.hs.count, sizeof *sorted, cmp_line);
+    for (size_t i = 0; i < lines.hs.count; i++) fprintf(out, "%s %" PRIu64 "\n", sorted[i].text, sorted[i].count);
     if (fflush(out) != 0 || ferror(out)) {
         snprintf(err, errlen, "write error");
         rc = D9_XWRITE_ERROR;

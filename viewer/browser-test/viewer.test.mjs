@@ -165,6 +165,53 @@ test('selecting the task highlights its polls on every worker where it ran, with
   assert.deepEqual(errors, []);
 });
 
+test('flame graphs of the visible range: off-CPU shows the fd-table growth, CPU and location filters work', async (t) => {
+  if (skipWithoutFixture(t)) return;
+  const { page, errors } = fixture;
+  // The range of the longest poll: its off-CPU samples are the fd-table growth.
+  await page.evaluate(() => window.dial9Viewer.gotoPoi(0));
+  await page.keyboard.press('f');
+  await idle(page);
+  await page.keyboard.press('g');
+  assert.equal(await page.locator('#flame').isVisible(), true);
+  await page.selectOption('#fg-kind', 'offcpu');
+  await idle(page);
+  const offcpu = await page.locator('#fg-boxes').textContent();
+  assert.match(offcpu, /expand_fdtable/, 'the off-CPU flame graph names the fd-table growth');
+  assert.match(await page.locator('#fg-summary').textContent(), /samples in/);
+  await screenshot(page, 'fixture-flame-offcpu');
+  // The whole trace from here on.
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('0');
+  await page.keyboard.press('g');
+  await page.selectOption('#fg-kind', 'offcpu');
+  await idle(page);
+  // Only the polls of the location of the longest polls: fewer samples, still the same story.
+  const locs = await page.locator('#fg-loc option').allTextContents();
+  const axum = locs.find((l) => l.includes('axum_traced.rs:173:32'));
+  assert.ok(axum, 'the spawn location filter lists axum_traced.rs:173:32: ' + locs.join(' | '));
+  const all = Number((await page.locator('#fg-summary').textContent()).match(/^(\d+) samples/)[1]);
+  await page.selectOption('#fg-loc', { label: axum });
+  await idle(page);
+  const some = Number((await page.locator('#fg-summary').textContent()).match(/^(\d+) samples/)[1]);
+  assert.ok(some > 0 && some <= all, `filtered ${some} of ${all}`);
+  // Click a frame to zoom in on it, click it again to zoom out.
+  const boxes = page.locator('.fg-box[data-depth="1"]');
+  assert.ok(await boxes.count() > 0);
+  await boxes.first().click();
+  assert.match(await page.locator('#fg-summary').textContent(), /zoomed on/);
+  await page.locator('.fg-box[data-depth="0"]').first().click();
+  assert.doesNotMatch(await page.locator('#fg-summary').textContent(), /zoomed on/);
+  // CPU samples of the fixture.
+  await page.selectOption('#fg-loc', '');
+  await page.selectOption('#fg-kind', 'cpu');
+  await idle(page);
+  assert.ok(await page.locator('.fg-box').count() > 1, 'the CPU flame graph has frames');
+  await page.keyboard.press('Escape');
+  assert.equal(await page.locator('#flame').isVisible(), false);
+  assert.deepEqual(errors, []);
+});
+
 test('keyboard, wheel, drag and the overview move the view', async () => {
   // A synthetic trace, so that this runs without the shared fixture too.
   const urls = runtimeTrace(2).map((f) => {

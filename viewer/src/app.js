@@ -326,6 +326,17 @@
       b.onclick = () => setTimeMode(b.dataset.mode);
     }
     $('info-btn').onclick = () => toggle('info');
+    $('fg-btn').onclick = () => toggleFlame();
+    $('fg-kind').onchange = () => renderFlame(true);
+    $('fg-loc').onchange = () => renderFlame(false);
+    $('fg-refresh').onclick = () => renderFlame(true);
+    $('fg-boxes').addEventListener('click', (e) => {
+      const box = e.target.closest('.fg-box');
+      if (!box || !flame.drawn) return;
+      const node = flame.drawn.nodes[Number(box.dataset.i)];
+      flame.focus = node === flame.focus ? null : node; // click the top box to zoom back out
+      drawFlame();
+    });
     $('help-btn').onclick = () => toggle('help');
     for (const el of document.querySelectorAll('[data-close]')) el.onclick = () => { $(el.dataset.close).hidden = true; };
     $('help').addEventListener('click', (e) => { if (e.target === $('help')) $('help').hidden = true; });
@@ -380,6 +391,53 @@
     $(id).hidden = !$(id).hidden;
   }
 
+  /* ---- flame graph of the visible range ---- */
+  const flame = { root: null, focus: null, drawn: null, t0: 0, t1: 0 };
+
+  function toggleFlame() {
+    $('flame').hidden = !$('flame').hidden;
+    if (!$('flame').hidden) renderFlame(true);
+  }
+
+  function renderFlame(newRange) {
+    if (!state.model || !timeline || $('flame').hidden) return;
+    const FG = D9.flamegraph;
+    const kind = $('fg-kind').value;
+    if (newRange || !flame.t1) {
+      flame.t0 = timeline.t0;
+      flame.t1 = timeline.t1;
+      const sel = $('fg-loc');
+      const keep = sel.value;
+      const locs = FG.locations(state.model, flame.t0, flame.t1, kind);
+      sel.innerHTML = '<option value="">all spawn locations</option>' +
+        locs.map(([l, n]) => '<option value="' + D9.format.escapeHtml(l) + '">' + D9.format.escapeHtml(l) + ' (' + n + ')</option>').join('');
+      if (locs.some(([l]) => l === keep)) sel.value = keep;
+    }
+    flame.root = FG.build(state.model, flame.t0, flame.t1, kind, $('fg-loc').value);
+    flame.focus = null;
+    drawFlame();
+  }
+
+  function drawFlame() {
+    const box = $('fg-boxes');
+    const tr = state.model.trace;
+    const range = '+' + D9.format.relTime(flame.t0 - tr.timeStart, 1) + ' … +' + D9.format.relTime(flame.t1 - tr.timeStart, 1);
+    if (!flame.root.value) {
+      flame.drawn = null;
+      box.innerHTML = '';
+      box.style.height = '0px';
+      $('fg-summary').textContent = 'No ' + ($('fg-kind').value === 'offcpu' ? 'off-CPU' : 'CPU') +
+        ' samples in ' + range + ($('fg-loc').value ? ' inside polls of ' + $('fg-loc').value : '') +
+        '. Record with DIAL9_CPU_PROFILE_ENABLED=1 (CPU) or where context-switch stacks are allowed (off-CPU).';
+      return;
+    }
+    flame.drawn = D9.flamegraph.render(flame.root, flame.focus, box.clientWidth || 900);
+    box.innerHTML = flame.drawn.html;
+    box.style.height = flame.drawn.height + 'px';
+    $('fg-summary').textContent = flame.root.value + ' samples in ' + range +
+      (flame.focus ? ' · zoomed on ' + flame.focus.name + ' (click it to zoom out)' : ' · click a frame to zoom in');
+  }
+
   function bindDrop() {
     let depth = 0;
     const overlay = $('drop-overlay');
@@ -417,6 +475,7 @@
       if (k === 'Escape') {
         if (!$('help').hidden) $('help').hidden = true;
         else if (!$('info').hidden) $('info').hidden = true;
+        else if (!$('flame').hidden) $('flame').hidden = true;
         else if (state.selection) select(null);
         else if (timeline.task !== null) selectTask(null);
         return;
@@ -442,6 +501,7 @@
           break;
         case 't': case 'T': setTimeMode(timeline.timeMode === 'relative' ? 'absolute' : 'relative'); break;
         case 'i': case 'I': toggle('info'); break;
+        case 'g': case 'G': toggleFlame(); break;
         default: handled = false;
       }
       if (handled) e.preventDefault();

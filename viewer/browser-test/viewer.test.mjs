@@ -202,6 +202,17 @@ test('flame graphs of the visible range: off-CPU shows the fd-table growth, CPU 
   assert.match(await page.locator('#fg-summary').textContent(), /zoomed on/);
   await page.locator('.fg-box[data-depth="0"]').first().click();
   assert.doesNotMatch(await page.locator('#fg-summary').textContent(), /zoomed on/);
+  // The other points of interest: wake delays and polls that were descheduled.
+  await page.keyboard.press('Escape');
+  for (const kind of ['wake', 'block']) {
+    await page.click('#poi-kind button[data-kind="' + kind + '"]');
+    const first = page.locator('#poi-list li[data-rank="0"]');
+    assert.equal(await first.count(), 1, kind + ': a first point of interest');
+    await first.click();
+    assert.match(await page.locator('#details').textContent(), /task/i, kind + ': the poll is shown');
+  }
+  await page.click('#poi-kind button[data-kind="polls"]');
+  await page.keyboard.press('g');
   // CPU samples of the fixture.
   await page.selectOption('#fg-loc', '');
   await page.selectOption('#fg-kind', 'cpu');

@@ -182,7 +182,7 @@
       P.renderPoi(state.model, state.poiKind, -1);
     } else if (!opts.keepPoi) {
       const items = P.poiItems(state.model, state.poiKind);
-      const want = (state.poiKind === 'polls' && sel.kind === 'poll') || (state.poiKind === 'sched' && sel.kind === 'park');
+      const want = state.poiKind === 'sched' ? sel.kind === 'park' : sel.kind === 'poll';
       const r = want ? items.findIndex((it) => it.index === sel.index) : -1;
       state.poiActive = r;
       P.renderPoi(state.model, state.poiKind, state.poiActive);

@@ -420,7 +420,47 @@
     return 'linear-gradient(90deg, ' + COLOR_STOPS.map(([x, c]) => 'rgb(' + c.join(',') + ') ' + ((x - LUT_MIN) / (LUT_MAX - LUT_MIN) * 100).toFixed(1) + '%').join(', ') + ')';
   }
 
+  /* Points of interest computed on first use: the worst wake-to-poll delays (a wake of a task →
+   * that task's next poll start; item index = the poll) and the longest polls during which the
+   * thread was descheduled (off-CPU / context-switch samples inside; index = the poll). */
+  function wakeDelays(model) {
+    if (model.wakeDelayItems) return model.wakeDelayItems;
+    const W = model.trace.wakes;
+    const P = model.trace.polls;
+    const next = new Int32Array(W.count).fill(-1);
+    for (let w = 0; w < W.count; w++) next[w] = nextPollOf(model, pollsOfTask(model, W.woken[w]), W.ts[w]);
+    // One item per poll: the earliest wake before it counts (later wakes found it queued already).
+    const best = new Map();
+    for (let w = 0; w < W.count; w++) {
+      const p = next[w];
+      if (p < 0) continue;
+      const d = P.start[p] - W.ts[w];
+      if (!(best.get(p) >= d)) best.set(p, d);
+    }
+    const polls = Array.from(best.keys());
+    model.wakeDelayItems = topK(polls.length, 200, (i) => best.get(polls[i])).map((it) => ({ index: polls[it.index], value: it.value }));
+    return model.wakeDelayItems;
+  }
+
+  function blockedPolls(model) {
+    if (model.blockedPollItems) return model.blockedPollItems;
+    const S = model.trace.cpuSamples;
+    const P = model.trace.polls;
+    const hit = new Set();
+    for (let s = 0; s < S.count; s++) {
+      if (S.source[s] !== 1) continue;
+      const lane = model.laneOf.get(S.worker[s]);
+      const i = lane ? spanAt(P, lane.polls, S.ts[s], 0) : -1;
+      if (i >= 0) hit.add(i);
+    }
+    const polls = Array.from(hit);
+    model.blockedPollItems = topK(polls.length, 200, (i) => P.end[polls[i]] - P.start[polls[i]])
+      .map((it) => ({ index: polls[it.index], value: it.value }));
+    return model.blockedPollItems;
+  }
+
   D9.model = {
+    wakeDelays, blockedPolls,
     build, lowerBound, upperBound, spanAt, samplesIn, pollsOfTask, wakesOfTask, lastWakeBefore,
     nextPollOf, taskInfo, stackFrames, colorOf, schedColorOf, legendGradient, topK,
   };

@@ -61,17 +61,26 @@
   /* ---------- points of interest ---------- */
 
   function poiItems(model, kind) {
-    return kind === 'sched' ? model.largestSchedWaits : model.longestPolls;
+    if (kind === 'sched') return model.largestSchedWaits;
+    if (kind === 'wake') return M.wakeDelays(model);
+    if (kind === 'block') return M.blockedPolls(model);
+    return model.longestPolls;
   }
+
+  const POI_EMPTY = {
+    sched: 'No scheduling delays recorded (no WorkerUnparkEvent with sched_wait_ns).',
+    wake: 'No wakes followed by a poll of the woken task.',
+    block: 'No poll was descheduled in this trace, or no context-switch stacks were recorded (see the trace info for the active sources).',
+    polls: 'No polls in this trace.',
+  };
+  const POI_TITLE = { sched: 'run-queue wait', wake: 'from the wake to the poll it caused', block: 'poll duration (descheduled inside)', polls: 'poll duration' };
 
   function renderPoi(model, kind, active) {
     const list = $('poi-list');
     const items = poiItems(model, kind);
     const tr = model.trace;
     if (!items.length) {
-      list.innerHTML = '<li class="poi-empty">' + (kind === 'sched'
-        ? 'No scheduling delays recorded (no WorkerUnparkEvent with sched_wait_ns).'
-        : 'No polls in this trace.') + '</li>';
+      list.innerHTML = '<li class="poi-empty">' + (POI_EMPTY[kind] || POI_EMPTY.polls) + '</li>';
       $('poi-pos').textContent = '–';
       return;
     }
@@ -89,7 +98,7 @@
         what = '<b>task ' + P.task[i] + '</b> <span class="sub">on worker ' + P.worker[i] + '</span><br><span class="sub">' +
           esc(loc || 'no spawn location') + ' · ' + rel(model, P.start[i], 1e3) + '</span>';
       }
-      html.push('<li data-act="poi" data-rank="' + r + '" class="' + (r === active ? 'on' : '') + '" title="' + (kind === 'sched' ? 'run-queue wait' : 'poll duration') + '">' +
+      html.push('<li data-act="poi" data-rank="' + r + '" class="' + (r === active ? 'on' : '') + '" title="' + (POI_TITLE[kind] || POI_TITLE.polls) + '">' +
         '<span class="rank">' + (r + 1) + '</span>' +
         '<span class="dur" style="background:' + (kind === 'sched' ? M.schedColorOf(it.value) : M.colorOf(it.value)) + '">' + F.duration(it.value) + '</span>' +
         '<span class="what">' + what + '</span></li>');

@@ -13,7 +13,8 @@
  *   d9_stop();
  *
  * Every hook is safe to call from any thread at any time: before d9_start, after d9_stop,
- * or while recording is disabled it does nothing.
+ * or while recording is disabled it does nothing. Hooks are not async-signal-safe: do not call
+ * them from a signal handler that may interrupt another hook on the same thread.
  */
 #ifndef DIAL9_DIAL9_H
 #define DIAL9_DIAL9_H

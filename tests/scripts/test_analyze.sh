@@ -6,24 +6,8 @@
 # fixture (skipped when ../shared is absent).
 set -uo pipefail
 
-BUILD=${D9_BUILD_DIR:-build}
-SHARED=${D9_SHARED_DIR:-../shared}
-DIAL9="$BUILD/dial9"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 WRITER="$BUILD/test_analysis"
-FIXTURE="$SHARED/fixtures/dial9-demo-trace.bin"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-expect_rc() { # expect_rc N "what" command...
-    local want=$1 what=$2; shift 2
-    "$@" >"$T/out" 2>"$T/err"
-    local rc=$?
-    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, want $want ($(head -c 300 "$T/err"))"; fi
-}
 has() { # has "what" PATTERN FILE
     if grep -qF -- "$2" "$3"; then ok; else bad "$1: '$2' not in $3: $(head -c 400 "$3")"; fi
 }

@@ -4,27 +4,7 @@
 # error, 2 usage). Fixture parts skip when ../shared is absent.
 set -uo pipefail
 
-BUILD=${D9_BUILD_DIR:-build}
-SHARED=${D9_SHARED_DIR:-../shared}
-DIAL9="$BUILD/dial9"
-FIXTURE="$SHARED/fixtures/dial9-demo-trace.bin"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-check() { # check "what" command...
-    local what=$1; shift
-    if "$@"; then ok; else bad "$what"; fi
-}
-expect_rc() { # expect_rc N "what" command...
-    local want=$1 what=$2; shift 2
-    "$@" >"$T/out" 2>"$T/err"
-    local rc=$?
-    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, want $want ($(head -c 300 "$T/err"))"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
 # A JSON checker: python3 or node, whichever runs. $1 = a script reading stdin (python) or a
 # JS body (node) is too different, so each check below names both.

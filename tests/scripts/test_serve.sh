@@ -8,24 +8,13 @@
 # is missing.
 set -uo pipefail
 
-BUILD=${D9_BUILD_DIR:-build}
-SOURCE=${D9_SOURCE_DIR:-.}
-SHARED=${D9_SHARED_DIR:-../shared}
-DIAL9="$BUILD/dial9"
-FIXTURE="$SHARED/fixtures/dial9-demo-trace.bin"
-T=$(mktemp -d)
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 SERVER_PID=
 cleanup() {
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
     rm -rf "$T"
 }
 trap cleanup EXIT
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 
 [ -x "$DIAL9" ] || { echo "$DIAL9 not built"; exit 1; }
 command -v curl >/dev/null || { echo "SKIP: curl is not installed"; exit 0; }

@@ -7,29 +7,9 @@
 # Traces come from test_symbolize_offline --record (a child process that exits).
 set -uo pipefail
 
-BUILD=${D9_BUILD_DIR:-build}
-SHARED=${D9_SHARED_DIR:-../shared}
-DIAL9="$BUILD/dial9"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 RECORDER="$BUILD/test_symbolize_offline"
-FIXTURE="$SHARED/fixtures/dial9-demo-trace.bin"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
 unset DEBUGINFOD_URLS
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-check() { # check "what" command...
-    local what=$1; shift
-    if "$@"; then ok; else bad "$what"; fi
-}
-expect_rc() { # expect_rc N "what" command...
-    local want=$1 what=$2; shift 2
-    "$@" >"$T/out" 2>"$T/err"
-    local rc=$?
-    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, want $want ($(head -c 300 "$T/err"))"; fi
-}
 entries() { "$DIAL9" dump "$@" 2>/dev/null | grep -c ' SymbolTableEntry ' || true; }
 magic() { head -c 2 "$1" | od -An -tx1 | tr -d ' \n'; }
 

@@ -2,29 +2,8 @@
 # readers (npm packages pinned in package-lock.json, installed here with `npm ci` on first use).
 # Sourced, not run.
 
-BUILD=${D9_BUILD_DIR:-build}
-SOURCE=${D9_SOURCE_DIR:-.}
-SHARED=${D9_SHARED_DIR:-../shared}
-DIAL9="$BUILD/dial9"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/harness.sh"
 CHECK="$SOURCE/tests/scripts/export-check"
-FIXTURE="$SHARED/fixtures/dial9-demo-trace.bin"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-check() { # check "what" command...
-    local what=$1; shift
-    if "$@"; then ok; else bad "$what"; fi
-}
-expect_rc() { # expect_rc N "what" command...
-    local want=$1 what=$2; shift 2
-    "$@" >"$T/out" 2>"$T/err"
-    local rc=$?
-    if [ "$rc" = "$want" ]; then ok; else bad "$what: exit $rc, want $want ($(head -c 400 "$T/err"))"; fi
-}
 # expect SUMMARY.json 'js expression over s' ...: every expression must hold
 expect() {
     local summary=$1; shift

@@ -45,7 +45,11 @@ uint64_t bench_tree_bytes(const char *path);
 
 /* Start recording into `trace_dir` with the default configuration, except `schedstat`.
  * Prints d9_last_error() and returns -1 on failure. */
-int bench_start(const char *trace_dir, bool schedstat);
+/* Start recording with the defaults; schedstat: BENCH_SCHEDSTAT_OFF, or its resolution in us
+ * (BENCH_SCHEDSTAT_DEFAULT: the default's). */
+#define BENCH_SCHEDSTAT_OFF (-1)
+#define BENCH_SCHEDSTAT_DEFAULT (-2)
+int bench_start(const char *trace_dir, int schedstat);
 
 /* "ok" or "MISSED" for a measured value against an upper bound. */
 const char *bench_verdict(double value, double limit);

@@ -19,7 +19,7 @@ static bytes_result record_pairs(const bench_opts *o, uint64_t pairs, uint64_t f
                                  uint64_t id_span) {
     bytes_result res = {0};
     char *dir = bench_make_dir(o->scratch, "bytes");
-    if (!dir || bench_start(dir, true) != 0) exit(1);
+    if (!dir || bench_start(dir, BENCH_SCHEDSTAT_DEFAULT) != 0) exit(1);
     d9_worker_begin("bench", 0);
     const d9_loc *where = D9_HERE;
     for (uint64_t i = 0; i < pairs; i++) {

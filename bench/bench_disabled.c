@@ -51,7 +51,7 @@ void bench_disabled_before_start(const bench_opts *o) {
 
 void bench_disabled_paused(const bench_opts *o) {
     char *dir = bench_make_dir(o->scratch, "paused");
-    if (!dir || bench_start(dir, true) != 0) exit(1);
+    if (!dir || bench_start(dir, BENCH_SCHEDSTAT_DEFAULT) != 0) exit(1);
     d9_set_enabled(false);
     row("poll begin+end, after d9_set_enabled(false)", repeat(o, false), true);
     row("d9_set_local_queue (not behind the flag)", repeat(o, true), false);

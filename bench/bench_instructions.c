@@ -12,7 +12,7 @@
 
 int bench_instructions(const bench_opts *o, uint64_t pairs) {
     char *dir = bench_make_dir(o->scratch, "instructions");
-    if (!dir || bench_start(dir, true) != 0) return 1;
+    if (!dir || bench_start(dir, BENCH_SCHEDSTAT_DEFAULT) != 0) return 1;
     d9_worker_begin("bench", 0);
     const d9_loc *where = D9_HERE;
     for (uint64_t i = 0; i < pairs; i++) {

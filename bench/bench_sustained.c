@@ -60,7 +60,7 @@ void bench_sustained(const bench_opts *o) {
     printf("\nSustained rate: %.0f events/s (poll pairs) on one thread for %.0f s, default config\n",
            o->sustained_rate, o->sustained_secs);
     char *dir = bench_make_dir(o->scratch, "sustained");
-    if (!dir || bench_start(dir, true) != 0) exit(1);
+    if (!dir || bench_start(dir, BENCH_SCHEDSTAT_DEFAULT) != 0) exit(1);
     paced_run p = {.rate = o->sustained_rate, .secs = o->sustained_secs};
     uint64_t proc0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
     pthread_t tid;

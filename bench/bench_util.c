@@ -57,12 +57,13 @@ uint64_t bench_tree_bytes(const char *path) {
     return g_tree_bytes;
 }
 
-int bench_start(const char *trace_dir, bool schedstat) {
+int bench_start(const char *trace_dir, int schedstat) {
     d9_config cfg;
     d9_config_init(&cfg);
     cfg.trace_dir = trace_dir;
     cfg.service = "d9_bench";
-    cfg.schedstat = schedstat;
+    cfg.schedstat = schedstat != BENCH_SCHEDSTAT_OFF;
+    if (schedstat >= 0) cfg.schedstat_resolution_us = (uint32_t)schedstat;
     if (d9_start(&cfg) != 0) {
         fprintf(stderr, "d9_bench: d9_start: %s\n", d9_last_error());
         return -1;

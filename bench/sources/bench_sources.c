@@ -109,6 +109,7 @@ static double park_pair_ns(bool schedstat) {
     d9_config cfg;
     base_config(&cfg);
     cfg.schedstat = schedstat;
+    cfg.schedstat_resolution_us = 0; /* every park and unpark: the cost of one read pair */
     if (d9_start(&cfg) != 0) return -1;
     d9_worker_begin("bench-park", 0);
     const int batches = g_short ? 20 : 200, per_batch = 1000;

@@ -60,6 +60,10 @@ typedef struct d9_config {
                                  thread buffer before the background thread writes it */
     bool schedstat;           /* DIAL9_SCHEDSTAT (default true): read /proc/thread-self/schedstat
                                  on park/unpark for CPU time and kernel scheduling delay */
+    uint32_t schedstat_resolution_us; /* DIAL9_SCHEDSTAT_RESOLUTION_US (default 100): read it
+                                 only when this long has passed since the thread's last read,
+                                 so sched_wait_ns and cpu_time_ns are exact to within this
+                                 (0: read at every park and unpark) */
     d9_clock_mode clock;      /* DIAL9_CLOCK = auto | tsc | monotonic (default auto) */
 
     /* Kernel data sources (docs/kernel-sources.md). Each is detected at start; what is active
@@ -192,8 +196,9 @@ D9_INLINE void d9_poll_end(void) {
 }
 
 /* The worker is about to block in its poller (epoll_wait, a condition variable...) / has
- * returned from it. These read /proc/thread-self/schedstat (one pread each) to record the
- * thread's CPU time and, on unpark, how long the kernel kept it runnable but not running. */
+ * returned from it. These read /proc/thread-self/schedstat (one pread, at most once per
+ * schedstat_resolution_us per thread) to record the thread's CPU time and, on unpark, how long
+ * the kernel kept it runnable but not running. */
 D9_INLINE void d9_park(void) {
     if (D9__ACTIVE()) d9__park();
 }

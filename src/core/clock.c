@@ -59,8 +59,15 @@ d9_anchor d9_clock_map_sample(d9_clock_map *m) {
     d9_anchor prev = m->count ? m->anchors[(m->count - 1) % D9_CLOCK_ANCHORS] : best;
     m->anchors[m->count % D9_CLOCK_ANCHORS] = best;
     m->count++;
-    if (best.ticks > prev.ticks)
+    m->fast_span = 0;
+    if (best.ticks > prev.ticks) {
         m->slope_recent = (double)(int64_t)(best.mono_ns - prev.mono_ns) / (double)(int64_t)(best.ticks - prev.ticks);
+        if (m->slope_recent > 0 && __atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED)) {
+            m->fast_lo = prev.ticks;
+            m->fast_span = best.ticks - prev.ticks;
+            m->fast_ns = prev.mono_ns;
+        }
+    }
     if (m->count > 1 && best.ticks > m->first.ticks)
         m->slope_long = (double)(int64_t)(best.mono_ns - m->first.mono_ns) / (double)(int64_t)(best.ticks - m->first.ticks);
     return best;

@@ -10,6 +10,7 @@
 #include "core/locations.h"
 #include "core/records.h"
 #include "core/run_metadata.h"
+#include "core/schedstat.h"
 #include "core/source_batch.h"
 #include "core/stack_table.h"
 #include "core/string_table.h"
@@ -40,6 +41,7 @@ typedef struct cursor {
     d9_thread *t;
     uint64_t pos, end;
     uint64_t next_ts; /* ts of the record at pos (valid while pos < end) */
+    uint64_t words;   /* its length */
 } cursor;
 
 struct d9_collector {
@@ -47,12 +49,14 @@ struct d9_collector {
     d9_run_metadata meta;
     d9_clock_map clock;
     uint64_t now_ticks, now_ns;
+    uint64_t schedstat_res_ns;
 
     d9_buf out, scratch;
     uint64_t out_events;       /* events in `out` not yet written */
     d9_stream_state st;
     uint64_t epoch;
-    bool stream_open;
+    bool stream_open;          /* false once the writer moved to another file or lost bytes */
+    uint64_t room;             /* the writer's room, as of its last change (only we change it) */
     uint64_t stream_no;        /* marks below are valid when equal to this */
     uint64_t schema_mark[SCHEMA_SLOTS];
     uint64_t *loc_mark;
@@ -92,8 +96,8 @@ static void publish_writer_stats(d9_collector *c) {
 
 /* ---------------------------------------------------------------- stream prerequisites */
 
-static void need_schema(d9_collector *c, uint16_t id, const d9_schema_def *def) {
-    if (c->schema_mark[id] == c->stream_no) return;
+static inline void need_schema(d9_collector *c, uint16_t id, const d9_schema_def *def) {
+    if (__builtin_expect(c->schema_mark[id] == c->stream_no, 1)) return;
     d9_enc_schema(&c->out, id, def);
     c->schema_mark[id] = c->stream_no;
 }
@@ -107,7 +111,7 @@ static void write_pool_string(d9_collector *c, uint32_t id, const char *s) {
     d9_enc_pool_end(&c->out, &pf);
 }
 
-static uint32_t need_loc(d9_collector *c, uint32_t id) {
+static uint32_t need_loc_slow(d9_collector *c, uint32_t id) {
     if (id >= c->loc_mark_len) {
         size_t n = c->loc_mark_len ? c->loc_mark_len : 1024;
         while (n <= id) n *= 2;
@@ -121,6 +125,11 @@ static uint32_t need_loc(d9_collector *c, uint32_t id) {
     write_pool_string(c, id, d9_loc_name(id));
     if (id < c->loc_mark_len) c->loc_mark[id] = c->stream_no;
     return id;
+}
+
+static inline uint32_t need_loc(d9_collector *c, uint32_t id) {
+    if (__builtin_expect(id < c->loc_mark_len && c->loc_mark[id] == c->stream_no, 1)) return id;
+    return need_loc_slow(c, id);
 }
 
 /* Pool ids of other strings live above the location ids. */
@@ -168,51 +177,75 @@ static void encode_preamble(d9_collector *c) {
 
 static uint8_t sat8(uint64_t v) { return v > 255 ? 255 : (uint8_t)v; }
 
-static void encode(d9_collector *c, const out_event *e) {
+/* The largest core event (a park: three varints, a byte and a u32) after its frame header. */
+#define CORE_FIELDS_MAX 40
+
+/* Start a core event: its schema is declared, room for the worst case is reserved once, so the
+ * fields go in with raw stores. NULL when memory ran out (the buffer is marked failed). */
+static inline uint8_t *begin_core(d9_collector *c, const out_event *e) {
+    need_builtin(c, e->schema);
+    uint8_t *p = d9_buf_reserve(&c->out, D9_RAW_EVENT_MAX + CORE_FIELDS_MAX);
+    return p ? d9_raw_event(p, &c->st, e->schema, e->ts) : NULL;
+}
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* The events every hook makes, inlined where the schema is known so the switch folds away.
+ * False for any other schema (encode_other's). */
+static ALWAYS_INLINE bool encode_core(d9_collector *c, const out_event *e) {
     d9_buf *b = &c->out;
+    uint8_t *p;
     switch (e->schema) {
     case D9_SCH_POLL_START: {
-        need_builtin(c, e->schema);
         uint32_t loc = need_loc(c, (uint32_t)e->v[3]);
-        d9_enc_event(b, &c->st, e->schema, e->ts);
-        d9_put_varint(b, e->v[0]);
-        d9_put_u8(b, sat8(e->v[1]));
-        d9_put_varint(b, e->v[2]);
-        d9_put_u32(b, loc);
+        if (!(p = begin_core(c, e))) break;
+        p = d9_raw_varint(p, e->v[0]);
+        p = d9_raw_u8(p, sat8(e->v[1]));
+        p = d9_raw_varint(p, e->v[2]);
+        p = d9_raw_u32(p, loc);
+        d9_buf_commit(b, p);
         break;
     }
     case D9_SCH_POLL_END:
     case D9_SCH_TASK_TERMINATE:
-        need_builtin(c, e->schema);
-        d9_enc_event(b, &c->st, e->schema, e->ts);
-        d9_put_varint(b, e->v[0]);
+        if (!(p = begin_core(c, e))) break;
+        d9_buf_commit(b, d9_raw_varint(p, e->v[0]));
         break;
     case D9_SCH_WORKER_PARK:
     case D9_SCH_WORKER_UNPARK:
-        need_builtin(c, e->schema);
-        d9_enc_event(b, &c->st, e->schema, e->ts);
-        d9_put_varint(b, e->v[0]);
-        d9_put_u8(b, sat8(e->v[1]));
-        d9_put_varint(b, e->v[2]);
-        if (e->schema == D9_SCH_WORKER_UNPARK) d9_put_varint(b, e->v[3]);
-        d9_put_u32(b, (uint32_t)e->v[4]);
+        if (!(p = begin_core(c, e))) break;
+        p = d9_raw_varint(p, e->v[0]);
+        p = d9_raw_u8(p, sat8(e->v[1]));
+        p = d9_raw_varint(p, e->v[2]);
+        if (e->schema == D9_SCH_WORKER_UNPARK) p = d9_raw_varint(p, e->v[3]);
+        p = d9_raw_u32(p, (uint32_t)e->v[4]);
+        d9_buf_commit(b, p);
         break;
     case D9_SCH_WAKE:
-        need_builtin(c, e->schema);
-        d9_enc_event(b, &c->st, e->schema, e->ts);
-        d9_put_varint(b, e->v[0]);
-        d9_put_varint(b, e->v[1]);
-        d9_put_u8(b, sat8(e->v[2]));
+        if (!(p = begin_core(c, e))) break;
+        p = d9_raw_varint(p, e->v[0]);
+        p = d9_raw_varint(p, e->v[1]);
+        p = d9_raw_u8(p, sat8(e->v[2]));
+        d9_buf_commit(b, p);
         break;
     case D9_SCH_TASK_SPAWN: {
-        need_builtin(c, e->schema);
         uint32_t loc = need_loc(c, (uint32_t)e->v[1]);
-        d9_enc_event(b, &c->st, e->schema, e->ts);
-        d9_put_varint(b, e->v[0]);
-        d9_put_u32(b, loc);
-        d9_put_u8(b, 1);
+        if (!(p = begin_core(c, e))) break;
+        p = d9_raw_varint(p, e->v[0]);
+        p = d9_raw_u32(p, loc);
+        p = d9_raw_u8(p, 1);
+        d9_buf_commit(b, p);
         break;
     }
+    default:
+        return false;
+    }
+    return true;
+}
+
+static __attribute__((noinline)) void encode_other(d9_collector *c, const out_event *e) {
+    d9_buf *b = &c->out;
+    switch (e->schema) {
     case D9_SCH_DROPPED_EVENTS: {
         need_builtin(c, e->schema);
         uint32_t reason = need_string(c, e->s[0]);
@@ -284,21 +317,21 @@ static void encode(d9_collector *c, const out_event *e) {
         uint16_t id = (uint16_t)(D9_SCH_FIRST_CUSTOM + t->index);
         need_schema(c, id, &t->def);
         uint32_t pooled[D9_MAX_EVENT_FIELDS];
-        const uint64_t *p = e->payload;
+        const uint64_t *w = e->payload;
         for (uint16_t i = 0; i < t->field_count; i++) {
-            if (t->kinds[i] == D9_STATIC_STRING) pooled[i] = need_string(c, (const char *)(uintptr_t)*p);
-            p += t->kinds[i] == D9_STRING ? 1 + (*p + 7) / 8 : 1;
+            if (t->kinds[i] == D9_STATIC_STRING) pooled[i] = need_string(c, (const char *)(uintptr_t)*w);
+            w += t->kinds[i] == D9_STRING ? 1 + (*w + 7) / 8 : 1;
         }
         d9_enc_event(b, &c->st, id, e->ts);
-        p = e->payload;
+        w = e->payload;
         for (uint16_t i = 0; i < t->field_count; i++) {
             switch (t->kinds[i]) {
-            case D9_U64: d9_put_varint(b, *p++); break;
-            case D9_I64: d9_put_u64(b, *p++); break;
-            case D9_F64: d9_put_u64(b, *p++); break;
-            case D9_BOOL: d9_put_u8(b, *p++ ? 1 : 0); break;
-            case D9_STATIC_STRING: d9_put_u32(b, pooled[i]); p++; break;
-            case D9_STRING: d9_put_lstring(b, (const char *)(p + 1), *p); p += 1 + (*p + 7) / 8; break;
+            case D9_U64: d9_put_varint(b, *w++); break;
+            case D9_I64: d9_put_u64(b, *w++); break;
+            case D9_F64: d9_put_u64(b, *w++); break;
+            case D9_BOOL: d9_put_u8(b, *w++ ? 1 : 0); break;
+            case D9_STATIC_STRING: d9_put_u32(b, pooled[i]); w++; break;
+            case D9_STRING: d9_put_lstring(b, (const char *)(w + 1), *w); w += 1 + (*w + 7) / 8; break;
             }
         }
         break;
@@ -306,7 +339,19 @@ static void encode(d9_collector *c, const out_event *e) {
     }
 }
 
+static ALWAYS_INLINE void encode(d9_collector *c, const out_event *e) {
+    if (!encode_core(c, e)) encode_other(c, e);
+}
+
 /* ---------------------------------------------------------------- writing */
+
+/* After any call that may have changed the writer (write, rotate): its room, and whether it
+ * moved to another file or lost bytes (then the next event starts a new stream). Only this
+ * thread changes the writer, so the hot path checks these copies instead of calling it. */
+static void writer_changed(d9_collector *c) {
+    c->room = d9_segw_room(c->w);
+    if (d9_segw_epoch(c->w) != c->epoch) c->stream_open = false;
+}
 
 static void flush_out(d9_collector *c) {
     if (c->out.len == 0) return;
@@ -331,18 +376,17 @@ static void flush_out(d9_collector *c) {
     c->write_drops_in_out = 0;
     c->out_events = 0;
     d9_buf_clear(&c->out);
+    writer_changed(c);
 }
 
 static void emit_write_drop_report(d9_collector *c);
 static void encode_sources_segment_start(d9_collector *c);
 
 /* Start a new stream when the writer moved to another file or lost bytes. */
-static void ensure_stream(d9_collector *c) {
-    uint64_t epoch = d9_segw_epoch(c->w);
-    if (c->stream_open && epoch == c->epoch) return;
+static void open_stream(d9_collector *c) {
     flush_out(c);
-    epoch = d9_segw_epoch(c->w);
-    c->epoch = epoch;
+    c->epoch = d9_segw_epoch(c->w);
+    c->room = d9_segw_room(c->w);
     c->stream_open = true;
     c->stream_no++;
     d9_enc_header(&c->out, &c->st);
@@ -363,6 +407,10 @@ static void ensure_stream(d9_collector *c) {
     if (c->write_drops_pending > c->write_drops_in_out) emit_write_drop_report(c);
 }
 
+static inline void ensure_stream(d9_collector *c) {
+    if (__builtin_expect(!c->stream_open, 0)) open_stream(c);
+}
+
 static void emit_write_drop_report(d9_collector *c) {
     uint64_t n = c->write_drops_pending - c->write_drops_in_out;
     out_event e = {.schema = D9_SCH_DROPPED_EVENTS, .ts = c->now_ns, .v = {n, 0, 255},
@@ -371,41 +419,49 @@ static void emit_write_drop_report(d9_collector *c) {
     c->write_drops_in_out += n;
 }
 
-/* Encode one event, rotating first when it would not fit in the current segment. */
-static void emit(d9_collector *c, const out_event *e) {
-    ensure_stream(c);
-    size_t mark = c->out.len;
-    encode(c, e);
-    uint64_t room = d9_segw_room(c->w);
-    if (c->out.len > room && !(mark == 0 && d9_segw_at_segment_start(c->w))) {
-        /* Write what came before, then see whether the event fits after it. */
+/* The event just encoded after `mark` overran the segment: write what came before, then see
+ * whether the event fits after it, or rotate and encode it again in the next segment. */
+static __attribute__((noinline)) void emit_overflow(d9_collector *c, const out_event *e, size_t mark) {
+    {
         d9_buf_clear(&c->scratch);
         d9_put_bytes(&c->scratch, c->out.data + mark, c->out.len - mark);
         c->out.len = mark;
         uint64_t epoch = d9_segw_epoch(c->w);
         flush_out(c);
         bool same_stream = c->stream_open && d9_segw_epoch(c->w) == epoch;
-        if (same_stream && c->scratch.len <= d9_segw_room(c->w)) {
+        if (same_stream && c->scratch.len <= c->room) {
             d9_put_bytes(&c->out, c->scratch.data, c->scratch.len);
         } else {
-            if (same_stream) d9_segw_rotate(c->w);
+            if (same_stream) {
+                d9_segw_rotate(c->w);
+                writer_changed(c);
+            }
             ensure_stream(c);
             encode(c, e);
         }
     }
+}
+
+/* Encode one event, rotating first when it would not fit in the current segment. */
+static ALWAYS_INLINE void emit(d9_collector *c, const out_event *e) {
+    ensure_stream(c);
+    size_t mark = c->out.len;
+    encode(c, e);
+    if (__builtin_expect(c->out.len > c->room, 0) && !(mark == 0 && d9_segw_at_segment_start(c->w)))
+        emit_overflow(c, e, mark);
     if (e->schema != D9_SCH_DROPPED_EVENTS) c->out_events++; /* loss reports are not events lost */
-    if (c->out.len >= FLUSH_BYTES) flush_out(c);
+    if (__builtin_expect(c->out.len >= FLUSH_BYTES, 0)) flush_out(c);
 }
 
 /* ---------------------------------------------------------------- decoding records */
 
 
 static uint64_t ticks_to_ns(d9_collector *c, uint64_t w0) {
-    return d9_clock_map_to_ns(&c->clock, d9_ticks_unwrap56(D9_REC_TICKS56(w0), c->now_ticks));
+    return d9_clock_map_to_ns_fast(&c->clock, d9_ticks_unwrap56(D9_REC_TICKS56(w0), c->now_ticks));
 }
 
 /* Skip PAD records; false when the cursor is exhausted. */
-static bool cursor_peek(d9_collector *c, cursor *k) {
+static inline bool cursor_peek(d9_collector *c, cursor *k) {
     d9_thread *t = k->t;
     while (k->pos < k->end) {
         const uint64_t *r = t->ring + (k->pos & t->mask);
@@ -419,6 +475,7 @@ static bool cursor_peek(d9_collector *c, cursor *k) {
             return false;
         }
         k->next_ts = ticks_to_ns(c, r[0]);
+        k->words = n;
         return true;
     }
     return false;
@@ -437,44 +494,61 @@ static void report_ring_drops(d9_collector *c, d9_thread *t, uint64_t cumulative
     emit(c, &e);
 }
 
+/* Each kind emits in its own case, so the inlined encoder specialises to it. Records are
+ * counted per drain, not with a locked add per event. */
+#define break_emit                \
+    t->c_events++;                \
+    c->recorded_in_drain++;       \
+    emit(c, &e);                  \
+    break
+
 static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint64_t ts) {
-    out_event e = {.ts = ts};
+    out_event e; /* not zeroed: each kind sets what its encoding reads (this runs per event) */
+    e.ts = ts;
     uint64_t tid = (uint64_t)t->tid;
     switch (D9_REC_KIND(r[0])) {
     case D9_REC_POLL_BEGIN:
         t->c_task = r[1];
         e.schema = D9_SCH_POLL_START;
         e.v[0] = t->c_worker; e.v[1] = r[2] >> 32; e.v[2] = r[1]; e.v[3] = r[2] & 0xffffffffu;
-        break;
+        break_emit;
     case D9_REC_POLL_END:
         t->c_task = 0;
         e.schema = D9_SCH_POLL_END;
         e.v[0] = t->c_worker;
-        break;
+        break_emit;
     case D9_REC_PARK:
     case D9_REC_UNPARK: {
         bool park = D9_REC_KIND(r[0]) == D9_REC_PARK;
-        uint64_t cpu = r[1] == D9_NS_UNKNOWN ? 0 : r[1];
-        uint64_t delay = 0;
-        if (!park && r[2] != D9_NS_UNKNOWN && t->c_park_wait != D9_NS_UNKNOWN && r[2] >= t->c_park_wait)
-            delay = r[2] - t->c_park_wait;
-        t->c_park_wait = park ? r[2] : D9_NS_UNKNOWN;
+        /* The run-queue wait since the thread's previous reading: that reading is at most the
+         * schedstat resolution older than the park (see d9_schedstat_min_ticks). Not read: the
+         * park was shorter than the resolution (0), and the CPU time is the last one read. */
+        uint64_t cpu = r[1], delay = 0;
+        if (r[1] == D9_NS_NOT_READ) {
+            cpu = t->c_ss_cpu;
+        } else {
+            if (!park && r[2] != D9_NS_UNKNOWN && t->c_ss_wait != D9_NS_UNKNOWN && r[2] >= t->c_ss_wait)
+                delay = r[2] - t->c_ss_wait;
+            t->c_ss_cpu = r[1];
+            t->c_ss_wait = r[2];
+        }
+        if (cpu == D9_NS_UNKNOWN) cpu = 0;
         e.schema = park ? D9_SCH_WORKER_PARK : D9_SCH_WORKER_UNPARK;
         e.v[0] = t->c_worker; e.v[1] = r[3]; e.v[2] = cpu; e.v[3] = delay; e.v[4] = tid;
-        break;
+        break_emit;
     }
     case D9_REC_WAKE:
         e.schema = D9_SCH_WAKE;
         e.v[0] = t->c_task; e.v[1] = r[1]; e.v[2] = t->c_worker;
-        break;
+        break_emit;
     case D9_REC_SPAWN:
         e.schema = D9_SCH_TASK_SPAWN;
         e.v[0] = r[1]; e.v[1] = r[2];
-        break;
+        break_emit;
     case D9_REC_TERMINATE:
         e.schema = D9_SCH_TASK_TERMINATE;
         e.v[0] = r[1];
-        break;
+        break_emit;
     case D9_REC_WORKER_BEGIN: {
         t->c_worker = (uint32_t)r[1];
         uint32_t index = 0;
@@ -482,7 +556,7 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
         e.schema = D9_SCH_WORKER_REGISTERED;
         e.v[0] = t->c_worker; e.v[1] = tid; e.v[2] = index;
         e.s[0] = rt ? rt : "?"; e.s[1] = t->name;
-        break;
+        break_emit;
     }
     case D9_REC_WORKER_END:
         t->c_worker = 255;
@@ -495,19 +569,17 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
         e.v[0] = r[1];
         e.nframes = (uint32_t)r[2];
         e.payload = r + 3;
-        break;
+        break_emit;
     case D9_REC_CUSTOM:
         e.custom = d9_event_type_at((uint32_t)r[1]);
         if (!e.custom) return;
         e.schema = UINT16_MAX;
         e.payload = r + 2;
-        break;
+        break_emit;
     default:
         return;
     }
-    t->c_events++;
-    c->recorded_in_drain++; /* published once per drain: no locked add per event */
-    emit(c, &e);
+#undef break_emit
 }
 
 /* ---------------------------------------------------------------- source events */
@@ -591,12 +663,16 @@ double d9_collector_drain(d9_collector *c) {
     c->write_failed = false;
     c->now_ticks = d9_clock_map_sample(&c->clock).ticks;
     c->now_ns = d9_clock_map_to_ns(&c->clock, c->now_ticks);
+    if (c->clock.slope_long > 0 && __atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED))
+        __atomic_store_n(&d9_schedstat_min_ticks, (uint64_t)((double)c->schedstat_res_ns / c->clock.slope_long),
+                         __ATOMIC_RELAXED);
     if (!refresh_threads(c)) return 1.0;
     atomic_store(&c->st_threads, (uint32_t)c->thread_count);
 
     if (d9_segw_rotation_due(c->w, d9_mono_ns())) {
         flush_out(c);
         d9_segw_rotate(c->w);
+        writer_changed(c);
     }
 
     double fullest = 0;
@@ -647,7 +723,7 @@ double d9_collector_drain(d9_collector *c) {
         cursor *k = &c->cursors[best];
         const uint64_t *r = k->t->ring + (k->pos & k->t->mask);
         decode_record(c, k->t, r, k->next_ts);
-        k->pos += d9_record_words(r);
+        k->pos += k->words;
         if (!cursor_peek(c, k)) c->cursors[best] = c->cursors[--live];
     }
 
@@ -709,13 +785,16 @@ d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t
     d9_run_metadata_describe_process(&c->meta, cc->service, cc->run_id);
     d9_run_metadata_set(&c->meta, "clock", "%s", cc->clock_name);
     d9_run_metadata_set(&c->meta, "sources", "polls,parks,wakes,tasks");
+    char resolution[64];
+    snprintf(resolution, sizeof resolution, "read at most every %u us per thread", cfg->schedstat_resolution_us);
     d9_collector_note_source(c, "schedstat", cc->schedstat_active,
-                             cc->schedstat_active ? NULL
+                             cc->schedstat_active ? resolution
                              : cfg->schedstat     ? "/proc/thread-self/schedstat cannot be read"
                                                   : "disabled by configuration");
     d9_run_metadata_set(&c->meta, "buffer_kb", "%u", cfg->buffer_kb);
 
     d9_clock_map_init(&c->clock);
+    c->schedstat_res_ns = (uint64_t)cfg->schedstat_resolution_us * 1000u;
     c->now_ticks = c->clock.first.ticks;
     c->now_ns = c->clock.first.mono_ns;
     return c;
@@ -732,7 +811,7 @@ int d9_collector_start(d9_collector *c, char *err, size_t errlen) {
         t->c_seen = true;
         t->c_worker = atomic_load_explicit(&t->worker_id, memory_order_acquire);
         t->c_task = 0;
-        t->c_park_wait = D9_NS_UNKNOWN;
+        t->c_ss_cpu = t->c_ss_wait = D9_NS_UNKNOWN;
         uint64_t drops = atomic_load_explicit(&t->drops_total, memory_order_relaxed);
         t->c_drops_reported = t->c_drops_written = t->c_drops_counted = drops; /* earlier runs' */
     }

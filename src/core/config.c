@@ -22,6 +22,7 @@ void d9_config_init(d9_config *cfg) {
     cfg->buffer_kb = 1024;
     cfg->flush_ms = 20;
     cfg->schedstat = true;
+    cfg->schedstat_resolution_us = 100;
     cfg->clock = D9_CLOCK_AUTO;
     cfg->cpu_profile = false;
     cfg->cpu_sample_hz = 99;
@@ -117,6 +118,10 @@ int d9_config_from_env(d9_config *cfg) {
         cfg->flush_ms = (uint32_t)n;
     }
     if (ENV("DIAL9_SCHEDSTAT") && parse_bool("DIAL9_SCHEDSTAT", v, &cfg->schedstat)) return -1;
+    if (ENV("DIAL9_SCHEDSTAT_RESOLUTION_US")) {
+        if (parse_u64("DIAL9_SCHEDSTAT_RESOLUTION_US", v, 0, 1000000, &n)) return -1;
+        cfg->schedstat_resolution_us = (uint32_t)n;
+    }
     if (ENV("DIAL9_CLOCK") && parse_clock("DIAL9_CLOCK", v, &cfg->clock)) return -1;
     if (ENV("DIAL9_CPU_PROFILE_ENABLED") && parse_bool("DIAL9_CPU_PROFILE_ENABLED", v, &cfg->cpu_profile))
         return -1;

@@ -37,11 +37,22 @@ void d9__poll_end(void) {
 static void park_record(unsigned kind) {
     d9_thread *t = d9_thread_current();
     if (!t) return;
+    uint64_t now = d9_clock_ticks();
     uint64_t cpu = D9_NS_UNKNOWN, wait = D9_NS_UNKNOWN;
-    if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) d9_schedstat_read(t, &cpu, &wait);
+    if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
+        if (now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED)) {
+            d9_schedstat_read(t, &cpu, &wait);
+            t->schedstat_ticks = now;
+            /* A park is stamped after the read, as close to blocking as it gets; an unpark at
+             * entry, when the wait ended. */
+            if (kind == D9_REC_PARK) now = d9_clock_ticks();
+        } else {
+            cpu = wait = D9_NS_NOT_READ;
+        }
+    }
     uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_PARK);
     if (!r) return;
-    r[0] = D9_REC_HEADER(d9_clock_ticks(), kind);
+    r[0] = D9_REC_HEADER(now, kind);
     r[1] = cpu;
     r[2] = wait;
     r[3] = t->local_queue;

@@ -10,7 +10,9 @@ enum d9_rec_kind {
     D9_REC_PAD = 0,          /* rest of the ring up to the wrap point is unused */
     D9_REC_POLL_BEGIN,       /* [1] task id  [2] loc id | local queue << 32 */
     D9_REC_POLL_END,         /* - */
-    D9_REC_PARK,             /* [1] cpu ns  [2] run-queue wait ns  [3] local queue  (ns = ~0: unknown) */
+    D9_REC_PARK,             /* [1] cpu ns  [2] run-queue wait ns  [3] local queue
+                                (ns = D9_NS_UNKNOWN: no schedstat; D9_NS_NOT_READ: not read, see
+                                d9_schedstat_min_ticks) */
     D9_REC_UNPARK,           /* same as PARK */
     D9_REC_WAKE,             /* [1] woken task id */
     D9_REC_SPAWN,            /* [1] task id  [2] loc id */
@@ -58,5 +60,6 @@ static inline uint64_t d9_record_words(const uint64_t *r) {
 #define D9_REC_KIND(w) ((unsigned)((w) & 0xff))
 #define D9_REC_TICKS56(w) ((w) >> 8)
 #define D9_NS_UNKNOWN UINT64_MAX
+#define D9_NS_NOT_READ (UINT64_MAX - 1)
 
 #endif

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 bool d9_schedstat_enabled = true;
+uint64_t d9_schedstat_min_ticks;
 
 static int open_schedstat(void) {
     return open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);

@@ -9,6 +9,12 @@
 #include "core/thread_buffer.h"
 
 extern bool d9_schedstat_enabled;
+/* A park or unpark reads schedstat only when this many ticks have passed since the thread's
+ * previous read (DIAL9_SCHEDSTAT_RESOLUTION_US; 0: every time). The read costs a system call
+ * (~370 ns here); skipping it bounds the error of sched_wait_ns and cpu_time_ns by the
+ * resolution: a skipped unpark ended a park shorter than it, and the busy time a read-at-unpark
+ * also covers is shorter than it. Set at start in ns, refined to ticks by the collector. */
+extern uint64_t d9_schedstat_min_ticks;
 
 /* Read both numbers for the calling thread `t`; D9_NS_UNKNOWN when unavailable. */
 void d9_schedstat_read(d9_thread *t, uint64_t *cpu_ns, uint64_t *wait_ns);

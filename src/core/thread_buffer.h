@@ -28,7 +28,7 @@ typedef struct d9_thread {
     uint32_t worker_pending;  /* a WORKER_BEGIN (id) / END (255) record is owed; UINT32_MAX: none */
     int schedstat_fd;         /* -1: not opened yet, -2: unavailable */
     d9_fd_id schedstat_id;    /* what it was opened on (the program may close our fds) */
-    uint64_t last_cpu_ns, last_wait_ns;
+    uint64_t schedstat_ticks; /* when schedstat was last read (ticks) */
     /* ---- consumer's line ---- */
     _Alignas(64) _Atomic uint64_t tail; /* consumer's read position */
     /* ---- shared, rarely written ---- */
@@ -41,7 +41,7 @@ typedef struct d9_thread {
     /* ---- consumer-private decoding state ---- */
     uint32_t c_worker;
     uint64_t c_task;          /* task being polled, 0 if none */
-    uint64_t c_park_wait;     /* run-queue wait at the last park (D9_NS_UNKNOWN if none) */
+    uint64_t c_ss_cpu, c_ss_wait; /* the thread's last schedstat reading (D9_NS_UNKNOWN: none) */
     uint64_t c_drops_reported;  /* drops put in a DroppedEventsEvent */
     uint64_t c_drops_written;   /* ... of which the event reached the disk */
     uint64_t c_drops_counted;   /* ... of which counted in the stats */

@@ -13,7 +13,7 @@ void d9_buf_free(d9_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
-uint8_t *d9_buf_reserve(d9_buf *b, size_t n) {
+uint8_t *d9_buf_grow(d9_buf *b, size_t n) {
     if (b->failed) return NULL;
     if (b->cap - b->len < n) {
         size_t cap = b->cap ? b->cap : 4096;
@@ -100,19 +100,8 @@ void d9_enc_timestamp_reset(d9_buf *b, d9_stream_state *st, uint64_t ts_ns) {
 }
 
 void d9_enc_event(d9_buf *b, d9_stream_state *st, uint16_t type_id, uint64_t ts_ns) {
-    if (ts_ns < st->ts_base || ts_ns - st->ts_base > D9_TS_DELTA_MAX)
-        d9_enc_timestamp_reset(b, st, ts_ns);
-    uint8_t *p = d9_buf_reserve(b, 6);
-    if (!p) return;
-    uint32_t delta = (uint32_t)(ts_ns - st->ts_base);
-    p[0] = D9_FRAME_EVENT;
-    p[1] = (uint8_t)type_id;
-    p[2] = (uint8_t)(type_id >> 8);
-    p[3] = (uint8_t)delta;
-    p[4] = (uint8_t)(delta >> 8);
-    p[5] = (uint8_t)(delta >> 16);
-    b->len += 6;
-    st->ts_base = ts_ns;
+    uint8_t *p = d9_buf_reserve(b, D9_RAW_EVENT_MAX);
+    if (p) d9_buf_commit(b, d9_raw_event(p, st, type_id, ts_ns));
 }
 
 void d9_enc_event_untimed(d9_buf *b, uint16_t type_id) {

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format/wire.h"
+
 typedef struct d9_buf {
     uint8_t *data;
     size_t len;
@@ -19,7 +21,11 @@ void d9_buf_init(d9_buf *b);
 void d9_buf_free(d9_buf *b);
 static inline void d9_buf_clear(d9_buf *b) { b->len = 0; b->failed = false; }
 /* Make room for `n` more bytes; returns a pointer to them or NULL (and sets failed). */
-uint8_t *d9_buf_reserve(d9_buf *b, size_t n);
+uint8_t *d9_buf_grow(d9_buf *b, size_t n);
+static inline uint8_t *d9_buf_reserve(d9_buf *b, size_t n) {
+    if (__builtin_expect(!b->failed && b->cap - b->len >= n, 1)) return b->data + b->len;
+    return d9_buf_grow(b, n);
+}
 
 void d9_put_u8(d9_buf *b, uint8_t v);
 void d9_put_u16(d9_buf *b, uint16_t v);
@@ -30,6 +36,28 @@ void d9_put_varint(d9_buf *b, uint64_t v);
 void d9_put_bytes(d9_buf *b, const void *p, size_t n);
 /* A String/Bytes field value: u32 length then the bytes. */
 void d9_put_lstring(d9_buf *b, const char *s, size_t n);
+/* Raw writers for hot encoders: reserve the worst case once (d9_buf_reserve), write through the
+ * returned pointer with these, then d9_buf_commit. No bounds checks: the reservation is them. */
+static inline uint8_t *d9_raw_u8(uint8_t *p, uint8_t v) {
+    *p = v;
+    return p + 1;
+}
+static inline uint8_t *d9_raw_u32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+    return p + 4;
+}
+static inline uint8_t *d9_raw_varint(uint8_t *p, uint64_t v) {
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+static inline void d9_buf_commit(d9_buf *b, const uint8_t *end) { b->len = (size_t)(end - b->data); }
 static inline size_t d9_varint_size(uint64_t v) {
     size_t n = 1;
     while (v >= 0x80) { v >>= 7; n++; }
@@ -60,6 +88,25 @@ void d9_enc_schema(d9_buf *b, uint16_t type_id, const d9_schema_def *def);
  * base does not fit in 24 bits (or goes backwards). The caller then appends field values. */
 void d9_enc_event(d9_buf *b, d9_stream_state *st, uint16_t type_id, uint64_t ts_ns);
 void d9_enc_event_untimed(d9_buf *b, uint16_t type_id);
+/* The worst case of d9_raw_event: a timestamp reset frame and the event frame's header. */
+#define D9_RAW_EVENT_MAX 15
+/* d9_enc_event through a reserved pointer: returns where the event's fields go. */
+static inline uint8_t *d9_raw_event(uint8_t *p, d9_stream_state *st, uint16_t type_id, uint64_t ts_ns) {
+    if (__builtin_expect(ts_ns < st->ts_base || ts_ns - st->ts_base > D9_TS_DELTA_MAX, 0)) {
+        *p++ = D9_FRAME_TIMESTAMP_RESET;
+        for (int i = 0; i < 8; i++) *p++ = (uint8_t)(ts_ns >> (8 * i));
+        st->ts_base = ts_ns;
+    }
+    uint32_t delta = (uint32_t)(ts_ns - st->ts_base);
+    p[0] = D9_FRAME_EVENT;
+    p[1] = (uint8_t)type_id;
+    p[2] = (uint8_t)(type_id >> 8);
+    p[3] = (uint8_t)delta;
+    p[4] = (uint8_t)(delta >> 8);
+    p[5] = (uint8_t)(delta >> 16);
+    st->ts_base = ts_ns;
+    return p + 6;
+}
 void d9_enc_timestamp_reset(d9_buf *b, d9_stream_state *st, uint64_t ts_ns);
 
 /* String and stack pools: batch entries into one frame (cheaper than one frame each). */

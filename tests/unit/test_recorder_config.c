@@ -30,7 +30,9 @@ static void test_env(void) {
     setenv("DIAL9_BUFFER_KB", "256", 1);
     setenv("DIAL9_ENABLED", "off", 1);
     setenv("DIAL9_CLOCK", "monotonic", 1);
+    setenv("DIAL9_SCHEDSTAT_RESOLUTION_US", "0", 1);
     CHECK(d9_config_from_env(&cfg) == 0);
+    CHECK_EQ_U64(cfg.schedstat_resolution_us, 0);
     CHECK_STR(cfg.trace_dir, "/tmp/somewhere");
     CHECK_EQ_U64(cfg.max_file_size, 8ull << 20);
     CHECK_EQ_U64(cfg.max_total_size, 100ull << 20);
@@ -45,6 +47,9 @@ static void test_env(void) {
     unsetenv("DIAL9_BUFFER_KB");
     unsetenv("DIAL9_ENABLED");
     unsetenv("DIAL9_CLOCK");
+    unsetenv("DIAL9_SCHEDSTAT_RESOLUTION_US");
+    CHECK(d9_config_from_env(&cfg) == 0);
+    CHECK_EQ_U64(cfg.schedstat_resolution_us, 100); /* the default */
 
     expect_env_error("DIAL9_ENABLED", "maybe");
     expect_env_error("DIAL9_MAX_FILE_SIZE_MB", "abc");
@@ -57,6 +62,8 @@ static void test_env(void) {
     expect_env_error("DIAL9_FLUSH_MS", "0");
     expect_env_error("DIAL9_CLOCK", "rdtsc");
     expect_env_error("DIAL9_SCHEDSTAT", "2");
+    expect_env_error("DIAL9_SCHEDSTAT_RESOLUTION_US", "2000000");
+    expect_env_error("DIAL9_SCHEDSTAT_RESOLUTION_US", "fast");
     expect_env_error("DIAL9_TRACE_DIR", "");
 
     /* Inconsistent pair: names both variables. */

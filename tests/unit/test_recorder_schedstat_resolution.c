@@ -1,0 +1,88 @@
+/* DIAL9_SCHEDSTAT_RESOLUTION_US: a park or unpark reads schedstat only when the resolution has
+ * passed since the thread's previous read. Read every time, the CPU time of each park/unpark
+ * is fresh (it grows with the spinning in between); with a resolution longer than the run,
+ * only the first is read and the others repeat it, with no scheduling delay invented. */
+#include <time.h>
+
+#include "check.h"
+#include "dial9/dial9.h"
+#include "trace_files_util.h"
+
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Burn `ns` of CPU, then sleep briefly: the kernel updates schedstat's CPU time at context
+ * switches (and ticks), so the sleep makes the next read see the CPU just burnt. */
+static void spin_cpu(uint64_t ns) {
+    uint64_t end = thread_cpu_ns() + ns;
+    while (thread_cpu_ns() < end) {
+    }
+    struct timespec nap = {0, 10 * 1000};
+    nanosleep(&nap, NULL);
+}
+
+typedef struct seen {
+    int parks;          /* park + unpark events */
+    int distinct_cpu;   /* ... whose cpu_time_ns differs from the one before */
+    uint64_t last_cpu;
+    uint64_t wait_total;
+} seen;
+
+static void on_event(const d9_event *ev, void *ctx) {
+    seen *s = ctx;
+    if (!d9t_is(ev, "WorkerParkEvent") && !d9t_is(ev, "WorkerUnparkEvent")) return;
+    uint64_t cpu = d9t_field_u(ev, "cpu_time_ns");
+    if (s->parks++ == 0 || cpu != s->last_cpu) s->distinct_cpu++;
+    s->last_cpu = cpu;
+    if (d9t_is(ev, "WorkerUnparkEvent")) s->wait_total += d9t_field_u(ev, "sched_wait_ns");
+}
+
+/* `pairs` park/unpark pairs with `spin_ns` of CPU after each call; returns what was seen. */
+static seen record(uint32_t resolution_us, int pairs, uint64_t spin_ns) {
+    char *dir = d9t_mkdtemp("schedres");
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = dir;
+    cfg.schedule_profile = false;
+    cfg.task_dumps = false;
+    cfg.symbolize = false;
+    cfg.schedstat_resolution_us = resolution_us;
+    CHECK(d9_start(&cfg) == 0);
+    d9_worker_begin("schedres", 0);
+    for (int i = 0; i < pairs; i++) {
+        d9_park();
+        spin_cpu(spin_ns);
+        d9_unpark();
+        spin_cpu(spin_ns);
+    }
+    d9_worker_end();
+    d9_stop();
+    seen s = {0};
+    CHECK(d9t_decode_run(d9_run_dir(), on_event, &s) == 0);
+    d9t_rm_rf(dir);
+    free(dir);
+    return s;
+}
+
+int main(void) {
+    /* every call reads: each value is fresh, 50 us of CPU apart */
+    seen every = record(0, 50, 50 * 1000);
+    CHECK_EQ_U64(every.parks, 100);
+    CHECK(every.distinct_cpu >= 99);
+
+    /* 1 s resolution over ~5 ms: the first park reads, the rest repeat it */
+    seen coarse = record(1000 * 1000, 50, 50 * 1000);
+    CHECK_EQ_U64(coarse.parks, 100);
+    CHECK_EQ_U64(coarse.distinct_cpu, 1);
+    CHECK_EQ_U64(coarse.wait_total, 0);
+
+    /* the default (100 us) with 200 us between calls: every call is past the resolution */
+    seen spaced = record(100, 25, 200 * 1000);
+    CHECK(spaced.distinct_cpu >= 49);
+    printf("distinct cpu_time_ns: every %d/100, 1 s %d/100, 100 us spaced %d/50\n", every.distinct_cpu,
+           coarse.distinct_cpu, spaced.distinct_cpu);
+    return d9t_summary("test_recorder_schedstat_resolution");
+}

@@ -60,10 +60,11 @@ typedef struct d9_config {
                                  thread buffer before the background thread writes it */
     bool schedstat;           /* DIAL9_SCHEDSTAT (default true): read /proc/thread-self/schedstat
                                  on park/unpark for CPU time and kernel scheduling delay */
-    uint32_t schedstat_resolution_us; /* DIAL9_SCHEDSTAT_RESOLUTION_US (default 100): read it
-                                 only when this long has passed since the thread's last read,
-                                 so sched_wait_ns and cpu_time_ns are exact to within this
-                                 (0: read at every park and unpark) */
+    uint32_t schedstat_resolution_us; /* DIAL9_SCHEDSTAT_RESOLUTION_US (default 1000): read it
+                                 only when this long has passed since the thread's last read
+                                 (0: at every park and unpark). A park or unpark not read has
+                                 cpu_time_ns = sched_wait_ns = 0; a delay longer than this is
+                                 always caught, and overstated by less than this */
     d9_clock_mode clock;      /* DIAL9_CLOCK = auto | tsc | monotonic (default auto) */
 
     /* Kernel data sources (docs/kernel-sources.md). Each is detected at start; what is active

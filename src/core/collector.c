@@ -522,10 +522,11 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
         bool park = D9_REC_KIND(r[0]) == D9_REC_PARK;
         /* The run-queue wait since the thread's previous reading: that reading is at most the
          * schedstat resolution older than the park (see d9_schedstat_min_ticks). Not read: the
-         * park was shorter than the resolution (0), and the CPU time is the last one read. */
+         * park was shorter than the resolution, and both fields say 0 ("not measured", as
+         * without schedstat), so a reader pairing CPU times never pairs a stale one. */
         uint64_t cpu = r[1], delay = 0;
         if (r[1] == D9_NS_NOT_READ) {
-            cpu = t->c_ss_cpu;
+            cpu = 0;
         } else {
             if (!park && r[2] != D9_NS_UNKNOWN && t->c_ss_wait != D9_NS_UNKNOWN && r[2] >= t->c_ss_wait)
                 delay = r[2] - t->c_ss_wait;

@@ -22,7 +22,7 @@ void d9_config_init(d9_config *cfg) {
     cfg->buffer_kb = 1024;
     cfg->flush_ms = 20;
     cfg->schedstat = true;
-    cfg->schedstat_resolution_us = 100;
+    cfg->schedstat_resolution_us = 1000;
     cfg->clock = D9_CLOCK_AUTO;
     cfg->cpu_profile = false;
     cfg->cpu_sample_hz = 99;

@@ -40,9 +40,12 @@ static void park_record(unsigned kind) {
     uint64_t now = d9_clock_ticks();
     uint64_t cpu = D9_NS_UNKNOWN, wait = D9_NS_UNKNOWN;
     if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
-        if (now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED)) {
+        uint32_t run = __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED);
+        if (now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED) ||
+            t->schedstat_run != run) {
             d9_schedstat_read(t, &cpu, &wait);
             t->schedstat_ticks = now;
+            t->schedstat_run = run;
             /* A park is stamped after the read, as close to blocking as it gets; an unpark at
              * entry, when the wait ended. */
             if (kind == D9_REC_PARK) now = d9_clock_ticks();

@@ -173,6 +173,7 @@ int d9_start(const d9_config *cfg) {
     __atomic_store_n(&d9_schedstat_enabled, cfg->schedstat && d9_schedstat_available(), __ATOMIC_RELAXED);
     /* In ns until the collector knows the tick rate: fewer ticks than ns, so reads too often. */
     __atomic_store_n(&d9_schedstat_min_ticks, (uint64_t)cfg->schedstat_resolution_us * 1000u, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&d9_schedstat_run, 1, __ATOMIC_RELAXED);
     d9_thread_set_ring_words(ring_words_for(cfg->buffer_kb));
     d9_make_run_id(r->run_id, sizeof r->run_id);
 

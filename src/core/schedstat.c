@@ -5,6 +5,7 @@
 
 bool d9_schedstat_enabled = true;
 uint64_t d9_schedstat_min_ticks;
+uint32_t d9_schedstat_run;
 
 static int open_schedstat(void) {
     return open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);

@@ -15,6 +15,8 @@ extern bool d9_schedstat_enabled;
  * resolution: a skipped unpark ended a park shorter than it, and the busy time a read-at-unpark
  * also covers is shorter than it. Set at start in ns, refined to ticks by the collector. */
 extern uint64_t d9_schedstat_min_ticks;
+/* Bumped by each start, so a thread's first park or unpark of a recording always reads. */
+extern uint32_t d9_schedstat_run;
 
 /* Read both numbers for the calling thread `t`; D9_NS_UNKNOWN when unavailable. */
 void d9_schedstat_read(d9_thread *t, uint64_t *cpu_ns, uint64_t *wait_ns);

@@ -28,7 +28,8 @@ typedef struct d9_thread {
     uint32_t worker_pending;  /* a WORKER_BEGIN (id) / END (255) record is owed; UINT32_MAX: none */
     int schedstat_fd;         /* -1: not opened yet, -2: unavailable */
     d9_fd_id schedstat_id;    /* what it was opened on (the program may close our fds) */
-    uint64_t schedstat_ticks; /* when schedstat was last read (ticks) */
+    uint64_t schedstat_ticks; /* when schedstat was last read (ticks) ... */
+    uint32_t schedstat_run;   /* ... in which recording (d9_schedstat_run) */
     /* ---- consumer's line ---- */
     _Alignas(64) _Atomic uint64_t tail; /* consumer's read position */
     /* ---- shared, rarely written ---- */

@@ -49,7 +49,7 @@ static void test_env(void) {
     unsetenv("DIAL9_CLOCK");
     unsetenv("DIAL9_SCHEDSTAT_RESOLUTION_US");
     CHECK(d9_config_from_env(&cfg) == 0);
-    CHECK_EQ_U64(cfg.schedstat_resolution_us, 100); /* the default */
+    CHECK_EQ_U64(cfg.schedstat_resolution_us, 1000); /* the default */
 
     expect_env_error("DIAL9_ENABLED", "maybe");
     expect_env_error("DIAL9_MAX_FILE_SIZE_MB", "abc");

@@ -1,7 +1,7 @@
 /* DIAL9_SCHEDSTAT_RESOLUTION_US: a park or unpark reads schedstat only when the resolution has
- * passed since the thread's previous read. Read every time, the CPU time of each park/unpark
- * is fresh (it grows with the spinning in between); with a resolution longer than the run,
- * only the first is read and the others repeat it, with no scheduling delay invented. */
+ * passed since the thread's previous read; one not read says cpu_time_ns = 0. Read every time,
+ * the CPU time of each park/unpark is fresh (it grows with the spinning in between); with a
+ * resolution longer than the run only the first is read, and no scheduling delay is invented. */
 #include <time.h>
 
 #include "check.h"
@@ -26,7 +26,8 @@ static void spin_cpu(uint64_t ns) {
 
 typedef struct seen {
     int parks;          /* park + unpark events */
-    int distinct_cpu;   /* ... whose cpu_time_ns differs from the one before */
+    int read;           /* ... with a CPU time (schedstat was read) */
+    int distinct_cpu;   /* ... whose CPU time differs from the previous one read */
     uint64_t last_cpu;
     uint64_t wait_total;
 } seen;
@@ -35,7 +36,9 @@ static void on_event(const d9_event *ev, void *ctx) {
     seen *s = ctx;
     if (!d9t_is(ev, "WorkerParkEvent") && !d9t_is(ev, "WorkerUnparkEvent")) return;
     uint64_t cpu = d9t_field_u(ev, "cpu_time_ns");
-    if (s->parks++ == 0 || cpu != s->last_cpu) s->distinct_cpu++;
+    s->parks++;
+    if (cpu == 0) return;
+    if (s->read++ == 0 || cpu != s->last_cpu) s->distinct_cpu++;
     s->last_cpu = cpu;
     if (d9t_is(ev, "WorkerUnparkEvent")) s->wait_total += d9t_field_u(ev, "sched_wait_ns");
 }
@@ -71,18 +74,20 @@ int main(void) {
     /* every call reads: each value is fresh, 50 us of CPU apart */
     seen every = record(0, 50, 50 * 1000);
     CHECK_EQ_U64(every.parks, 100);
+    CHECK_EQ_U64(every.read, 100);
     CHECK(every.distinct_cpu >= 99);
 
     /* 1 s resolution over ~5 ms: the first park reads, the rest repeat it */
     seen coarse = record(1000 * 1000, 50, 50 * 1000);
     CHECK_EQ_U64(coarse.parks, 100);
-    CHECK_EQ_U64(coarse.distinct_cpu, 1);
+    CHECK_EQ_U64(coarse.read, 1);
     CHECK_EQ_U64(coarse.wait_total, 0);
 
-    /* the default (100 us) with 200 us between calls: every call is past the resolution */
+    /* 100 us with 200 us between calls: every call is past the resolution */
     seen spaced = record(100, 25, 200 * 1000);
+    CHECK_EQ_U64(spaced.read, 50);
     CHECK(spaced.distinct_cpu >= 49);
-    printf("distinct cpu_time_ns: every %d/100, 1 s %d/100, 100 us spaced %d/50\n", every.distinct_cpu,
-           coarse.distinct_cpu, spaced.distinct_cpu);
+    printf("read (distinct): every %d (%d)/100, 1 s %d/100, 100 us spaced %d (%d)/50\n", every.read,
+           every.distinct_cpu, coarse.read, spaced.read, spaced.distinct_cpu);
     return d9t_summary("test_recorder_schedstat_resolution");
 }

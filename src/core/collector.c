@@ -709,23 +709,37 @@ double d9_collector_drain(d9_collector *c) {
     d9_src_batch_sort(&c->batch);
     size_t next_src = 0;
 
-    /* Merge: always take the earliest pending record among the threads and the sources. */
+    /* Merge: always take the earliest pending record among the threads and the sources. The
+     * earliest thread then goes on alone while it stays before every other candidate (ties go
+     * back to the full comparison, which prefers the lower index and then the thread). */
     while (live > 0 || next_src < c->batch.count) {
         size_t best = 0;
-        for (size_t i = 1; i < live; i++)
-            if (c->cursors[i].next_ts < c->cursors[best].next_ts) best = i;
-        if (next_src < c->batch.count &&
-            (live == 0 || c->batch.events[next_src].ts_ns < c->cursors[best].next_ts)) {
+        uint64_t others = UINT64_MAX; /* the earliest of the other threads */
+        for (size_t i = 1; i < live; i++) {
+            if (c->cursors[i].next_ts < c->cursors[best].next_ts) {
+                others = c->cursors[best].next_ts;
+                best = i;
+            } else if (c->cursors[i].next_ts < others) {
+                others = c->cursors[i].next_ts;
+            }
+        }
+        uint64_t src_ts = next_src < c->batch.count ? c->batch.events[next_src].ts_ns : UINT64_MAX;
+        if (next_src < c->batch.count && (live == 0 || src_ts < c->cursors[best].next_ts)) {
             out_event e;
             source_event_to_out(c, &c->batch.events[next_src++], &e);
             emit(c, &e);
             continue;
         }
         cursor *k = &c->cursors[best];
-        const uint64_t *r = k->t->ring + (k->pos & k->t->mask);
-        decode_record(c, k->t, r, k->next_ts);
-        k->pos += k->words;
-        if (!cursor_peek(c, k)) c->cursors[best] = c->cursors[--live];
+        d9_thread *t = k->t;
+        do {
+            decode_record(c, t, t->ring + (k->pos & t->mask), k->next_ts);
+            k->pos += k->words;
+            if (!cursor_peek(c, k)) {
+                c->cursors[best] = c->cursors[--live];
+                break;
+            }
+        } while (k->next_ts < others && k->next_ts <= src_ts);
     }
 
     for (size_t i = 0; i < c->thread_count; i++) {

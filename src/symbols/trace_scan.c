@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "format/wire.h"
+#include "symbols/skip_plan.h"
 
 /* Fields whose values a role needs are remembered while the event is walked; only the first
  * ROLE_FIELDS fields of a schema can play a role (the built-in ones have at most six). */
@@ -25,6 +26,10 @@ typedef struct schema_info {
     uint8_t *types;     /* wire type per field (with the optional flag) */
     uint8_t role;
     int idx[5];         /* field index per role slot, -1 when missing */
+    /* Events that yield nothing (no role, no stacks) and whose fields are all fixed-width or
+     * varints are stepped over by this plan instead of being read field by field; its ops
+     * are NULL for the others. */
+    d9_skip_plan plan;
 } schema_info;
 
 typedef struct value {
@@ -55,6 +60,8 @@ typedef struct scanner {
     d9_u64_table stacks;  /* pool id -> offset of the entry's u32 frame count */
     pending *pend;
     size_t npend, pend_cap;
+    size_t skip_room; /* bytes the largest skippable event of the stream may take, with its
+                       * tag and type id (see skip_events) */
 } scanner;
 
 /* Results of the readers below. */
@@ -228,9 +235,11 @@ static void end_stream(scanner *s) {
     for (size_t i = 0; i < s->nschemas; i++) {
         if (!s->schemas[i]) continue;
         free(s->schemas[i]->types);
+        d9_skip_plan_free(&s->schemas[i]->plan);
         free(s->schemas[i]);
         s->schemas[i] = NULL;
     }
+    s->skip_room = 3;
 }
 
 /* ------------------------------------------------------------------ frames */
@@ -321,6 +330,11 @@ static int frame_schema(scanner *s) {
         si->role = ROLE_CPU_SAMPLE;
     }
 #undef IS
+    /* A CpuSampleEvent without stacks gives nothing either: its role only marks stack leaves. */
+    bool yields = stacks || (si->role != ROLE_NONE && si->role != ROLE_CPU_SAMPLE);
+    if (!yields && d9_skip_plan_build(&si->plan, si->has_ts, types, si->nfields) &&
+        3 + si->plan.max_size > s->skip_room)
+        s->skip_room = 3 + si->plan.max_size;
     s->schemas[type_id] = si;
     return OK;
 }
@@ -420,6 +434,33 @@ static int frame_event(scanner *s) {
     return OK;
 }
 
+/* Step over the run of events at s->pos that yield nothing (the bulk of a segment), with the
+ * scan state in locals. Only while the largest skippable event fits in what is left, so that
+ * neither the frame header nor the fields need bounds checks; the last few events of the data
+ * are read by frame_event, which knows how to end at a truncated one. The run also stops at
+ * any other frame and at a malformed event: frame_event reads that one and reports it, so
+ * bad input is judged in one place. */
+static void skip_events(scanner *s) {
+    if (s->len - s->pos < s->skip_room) return;
+    const uint8_t *p = s->p + s->pos, *last = s->p + s->len - s->skip_room;
+    schema_info *const *schemas = s->schemas;
+    size_t nschemas = s->nschemas;
+    uint64_t n = 0;
+    while (p <= last && *p == D9_FRAME_EVENT) {
+        size_t id = (size_t)p[1] | (size_t)p[2] << 8;
+        const schema_info *si = id < nschemas ? schemas[id] : NULL;
+        const uint8_t *end = si && si->plan.ops ? d9_skip_event(&si->plan, p + 3) : NULL;
+        if (!end) break;
+        p = end;
+        n++;
+    }
+    if (n) {
+        s->pos = (size_t)(p - s->p);
+        s->res->good_bytes = s->pos;
+        s->res->events += n;
+    }
+}
+
 static int frame_pool(scanner *s, bool stacks) {
     uint64_t count;
     int r;
@@ -471,12 +512,16 @@ static int header(scanner *s) {
     return OK;
 }
 
-void d9_trace_scan(const uint8_t *data, size_t len, d9_sym_input *in, d9_scan_result *res) {
+static void scan(const uint8_t *data, size_t len, d9_sym_input *in, d9_scan_result *res, bool skip_plans) {
     memset(res, 0, sizeof *res);
-    scanner s = {.p = data, .len = len, .in = in, .res = res};
+    scanner s = {.p = data, .len = len, .in = in, .res = res, .skip_room = 3};
     int r = OK;
     bool started = false;
     while (s.pos < s.len) {
+        if (started && skip_plans) {
+            skip_events(&s);
+            if (s.pos == s.len) break;
+        }
         size_t frame_start = s.pos;
         uint8_t tag = s.p[s.pos];
         if (!started || tag == D9_MAGIC0) {
@@ -513,4 +558,12 @@ void d9_trace_scan(const uint8_t *data, size_t len, d9_sym_input *in, d9_scan_re
     free(s.pend);
     d9_u64_table_free(&s.strings);
     d9_u64_table_free(&s.stacks);
+}
+
+void d9_trace_scan(const uint8_t *data, size_t len, d9_sym_input *in, d9_scan_result *res) {
+    scan(data, len, in, res, true);
+}
+
+void d9_trace_scan_field_by_field(const uint8_t *data, size_t len, d9_sym_input *in, d9_scan_result *res) {
+    scan(data, len, in, res, false);
 }

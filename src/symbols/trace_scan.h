@@ -31,5 +31,8 @@ typedef struct d9_scan_result {
 } d9_scan_result;
 
 void d9_trace_scan(const uint8_t *data, size_t len, d9_sym_input *in, d9_scan_result *res);
+/* The same without the skip plans (every event read field by field): what the fast path must
+ * agree with, for the differential fuzz target and tests. */
+void d9_trace_scan_field_by_field(const uint8_t *data, size_t len, d9_sym_input *in, d9_scan_result *res);
 
 #endif

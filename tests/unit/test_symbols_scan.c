@@ -14,6 +14,7 @@
 #include "format/encoder.h"
 #include "format/schemas.h"
 #include "format/wire.h"
+#include "symbols/skip_plan.h"
 #include "symbols/sym_input.h"
 #include "symbols/trace_scan.h"
 
@@ -341,6 +342,214 @@ static void test_hand_built(void) {
     d9_buf_free(&b);
 }
 
+/* ------------------------------------------------------------------ the skip path */
+
+/* check_bytes on an exact-size copy of the first len bytes: a read past the end of the data is
+ * then one the sanitizers see. */
+static void check_prefix(const uint8_t *data, size_t len, const char *what, bool verbose) {
+    uint8_t *copy = malloc(len ? len : 1);
+    memcpy(copy, data, len);
+    check_bytes(copy, len, what, verbose);
+    free(copy);
+}
+
+/* The plan on its own: where it says an event ends, and what it refuses. */
+static void test_skip_plan(void) {
+    d9_skip_plan pl;
+    const uint8_t poll_start[] = {D9_FT_VARINT, D9_FT_U8, D9_FT_VARINT, D9_FT_POOLED_STRING};
+    CHECK(d9_skip_plan_build(&pl, true, poll_start, 4));
+    CHECK_EQ_U64(pl.max_size, 3 + 10 + 1 + 10 + 4);
+    uint8_t ev[64] = {0};
+    ev[3] = 0x81; /* worker_id: 2 bytes */
+    ev[4] = 0x01;
+    CHECK(d9_skip_event(&pl, ev) == ev + 3 + 2 + 1 + 1 + 4);
+    memset(ev + 3, 0xff, 9); /* the longest varint: 10 bytes */
+    ev[12] = 0x01;
+    CHECK(d9_skip_event(&pl, ev) == ev + 3 + 10 + 1 + 1 + 4);
+    ev[12] = 0x80; /* an 11th byte */
+    CHECK(d9_skip_event(&pl, ev) == NULL);
+    d9_skip_plan_free(&pl);
+
+    const uint8_t optional[] = {D9_FT_U16, D9_FT_OPTIONAL | D9_FT_VARINT};
+    CHECK(d9_skip_plan_build(&pl, false, optional, 2));
+    CHECK_EQ_U64(pl.max_size, 2 + 1 + 10);
+    uint8_t opt[16] = {0, 0, 1, 0x85, 0x03};
+    CHECK(d9_skip_event(&pl, opt) == opt + 5);
+    opt[2] = 0;
+    CHECK(d9_skip_event(&pl, opt) == opt + 3);
+    opt[2] = 2;
+    CHECK(d9_skip_event(&pl, opt) == NULL);
+    d9_skip_plan_free(&pl);
+
+    CHECK(d9_skip_plan_build(&pl, false, NULL, 0)); /* an event with nothing in it */
+    CHECK_EQ_U64(pl.max_size, 0);
+    CHECK(d9_skip_event(&pl, ev) == ev);
+    d9_skip_plan_free(&pl);
+
+    /* sizes known only by reading: the generic reader's job */
+    const uint8_t refused[][2] = {{D9_FT_VARINT, D9_FT_STRING}, {D9_FT_BYTES, D9_FT_U8},
+                                  {D9_FT_STACK, D9_FT_U8}, {D9_FT_STRING_MAP, D9_FT_U8},
+                                  {D9_FT_DYN_LIST, D9_FT_U8}, {D9_FT_U8, D9_FT_DYN_MAP},
+                                  {D9_FT_U8, D9_FT_OPTIONAL | D9_FT_U32}};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) CHECK(!d9_skip_plan_build(&pl, true, refused[i], 2));
+}
+
+/* An untimed schema with every fixed width and an optional varint between them. */
+static const d9_schema_field ticks_fields[] = {
+    {"a", D9_FT_U16},  {"b", D9_FT_I64},  {"c", D9_FT_OPTIONAL | D9_FT_VARINT},
+    {"d", D9_FT_F64},  {"e", D9_FT_BOOL}, {"f", D9_FT_VARINT},
+};
+static const d9_schema_def ticks = {"Ticks", false, 6, ticks_fields};
+
+enum { SKIP_EVENTS = 300, SKIP_SAMPLE = SKIP_EVENTS / 2 };
+enum damage { INTACT, LONG_VARINT, BAD_PRESENCE };
+
+/* A varint of 1 to 10 bytes, by i. */
+static uint64_t wide(int i) { return 1ull << (7 * (i % 10)); }
+
+/* A varint, or when `broken` one that never ends within 10 bytes. */
+static void put_varint(d9_buf *b, uint64_t v, bool broken) {
+    if (!broken) {
+        d9_put_varint(b, v);
+        return;
+    }
+    for (int i = 0; i < 10; i++) d9_put_u8(b, 0x80);
+    d9_put_u8(b, 0x01);
+}
+
+/* A stream of events that yield nothing, of every layout the skip plan knows, with one CPU
+ * sample in the middle whose stack must still be found (so every step over an event lands on
+ * the next frame). starts[i] is where event i begins, starts[SKIP_EVENTS] the end. `dmg` is
+ * done to event `at`: its first varint runs past 10 bytes, or its presence byte is 2. */
+static void build_skip_trace(d9_buf *b, size_t *starts, enum damage dmg, int at) {
+    d9_stream_state st;
+    d9_enc_header(b, &st);
+    static const int ids[] = {D9_SCH_POLL_START, D9_SCH_POLL_END, D9_SCH_WORKER_UNPARK, D9_SCH_SCHED_SWITCH,
+                              D9_SCH_WAKE, D9_SCH_CPU_SAMPLE};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) d9_enc_schema(b, (uint16_t)ids[i], &d9_builtin_schemas[ids[i]]);
+    d9_enc_schema(b, 100, &ticks);
+    string_pool(b, 3, "spawn.c:10");
+    uint64_t frames[] = {0x7f0000001234, 0x7f0000005678};
+    stack_pool(b, 5, frames, 2);
+    for (int i = 0; i < SKIP_EVENTS; i++) {
+        starts[i] = b->len;
+        bool broken = dmg == LONG_VARINT && i == at;
+        uint64_t ts = 1000 + 100 * (uint64_t)i; /* small steps: no reset frames between events */
+        if (i == SKIP_SAMPLE) {
+            cpu_sample(b, &st, ts, 5, false);
+            continue;
+        }
+        switch (i % 6) {
+        case 0:
+            d9_enc_event(b, &st, D9_SCH_POLL_START, ts);
+            put_varint(b, (uint64_t)i % 3, broken);
+            d9_put_u8(b, 1);
+            d9_put_varint(b, wide(i));
+            d9_put_u32(b, 3);
+            break;
+        case 1:
+            d9_enc_event(b, &st, D9_SCH_POLL_END, ts);
+            put_varint(b, wide(i), broken);
+            break;
+        case 2:
+            d9_enc_event(b, &st, D9_SCH_WORKER_UNPARK, ts);
+            put_varint(b, 1, broken);
+            d9_put_u8(b, 0);
+            d9_put_varint(b, wide(i));
+            d9_put_varint(b, wide(i + 3));
+            d9_put_u32(b, 4242);
+            break;
+        case 3: /* the optional cpu last: present or not */
+            d9_enc_event(b, &st, D9_SCH_SCHED_SWITCH, ts);
+            d9_put_u32(b, 4242);
+            put_varint(b, 2, broken);
+            d9_put_u8(b, 1);
+            d9_put_u8(b, 0);
+            d9_put_u8(b, dmg == BAD_PRESENCE && i == at ? 2 : (uint8_t)(i / 6 % 2));
+            if (i / 6 % 2) d9_put_varint(b, wide(i));
+            break;
+        case 4: /* untimed, fixed widths around the optional varint */
+            d9_enc_event_untimed(b, 100);
+            d9_put_u16(b, 7);
+            d9_put_u64(b, (uint64_t)-1);
+            d9_put_u8(b, dmg == BAD_PRESENCE && i == at ? 2 : (uint8_t)(i / 6 % 2));
+            if (i / 6 % 2) d9_put_varint(b, wide(i + 1));
+            d9_put_u64(b, 0);
+            d9_put_u8(b, 1);
+            put_varint(b, wide(i), broken);
+            break;
+        default:
+            d9_enc_event(b, &st, D9_SCH_WAKE, ts);
+            put_varint(b, wide(i), broken);
+            d9_put_varint(b, 9);
+            d9_put_u8(b, 255);
+        }
+    }
+    starts[SKIP_EVENTS] = b->len;
+}
+
+static void scan(const uint8_t *data, size_t len, d9_sym_input *in, d9_scan_result *res) {
+    d9_sym_input_init(in);
+    d9_trace_scan(data, len, in, res);
+}
+
+static void test_skip_path(void) {
+    d9_buf b;
+    d9_buf_init(&b);
+    size_t starts[SKIP_EVENTS + 1];
+    build_skip_trace(&b, starts, INTACT, -1);
+    CHECK(!b.failed);
+    check_prefix(b.data, b.len, "skip trace", true);
+    d9_sym_input in;
+    d9_scan_result res;
+    scan(b.data, b.len, &in, &res);
+    CHECK(res.status == D9_SCAN_END);
+    CHECK_EQ_U64(res.events, SKIP_EVENTS);
+    CHECK_EQ_U64(res.good_bytes, b.len);
+    CHECK(d9_u64_table_get(&in.addrs, 0x7f0000005678) != NULL); /* the sample amid the run */
+    d9_sym_input_free(&in);
+
+    /* every truncation, each in a buffer of its own size */
+    for (size_t len = 0; len < b.len; len++) check_prefix(b.data, len, "skip prefix", len % 101 == 0);
+    /* cut inside skipped events amid the run and near its end: the scan ends before them */
+    const int cut[] = {1, 37, 122, 123, 124, 201, SKIP_EVENTS - 1};
+    for (size_t k = 0; k < sizeof cut / sizeof cut[0]; k++) {
+        int e = cut[k];
+        size_t ends[] = {starts[e] + 1, starts[e] + 3, starts[e + 1] - 1};
+        for (int j = 0; j < 3; j++) {
+            uint8_t *copy = malloc(ends[j]);
+            memcpy(copy, b.data, ends[j]);
+            scan(copy, ends[j], &in, &res);
+            CHECK(res.status == D9_SCAN_TRUNCATED);
+            CHECK_EQ_U64(res.good_bytes, starts[e]);
+            CHECK_EQ_U64(res.events, (uint64_t)e);
+            d9_sym_input_free(&in);
+            free(copy);
+        }
+    }
+    d9_buf_free(&b);
+
+    /* malformed events amid the run and at its end: an error at the event, nothing after it */
+    const struct { enum damage dmg; int at; const char *says; } bad[] = {
+        {LONG_VARINT, 120, "varint"}, {LONG_VARINT, 121, "varint"}, {LONG_VARINT, 122, "varint"}, {LONG_VARINT, 123, "varint"},
+        {LONG_VARINT, 124, "varint"}, {LONG_VARINT, 125, "varint"}, {LONG_VARINT, SKIP_EVENTS - 1, "varint"},
+        {BAD_PRESENCE, 9, "presence"}, {BAD_PRESENCE, 130, "presence"}, {BAD_PRESENCE, SKIP_EVENTS - 2, "presence"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        d9_buf_init(&b);
+        build_skip_trace(&b, starts, bad[k].dmg, bad[k].at);
+        check_prefix(b.data, b.len, "damaged skip trace", true);
+        scan(b.data, b.len, &in, &res);
+        CHECK(res.status == D9_SCAN_ERROR);
+        CHECK_EQ_U64(res.good_bytes, starts[bad[k].at]);
+        CHECK_EQ_U64(res.events, (uint64_t)bad[k].at);
+        CHECK(strstr(res.message, bad[k].says) != NULL);
+        CHECK((d9_u64_table_get(&in.addrs, 0x7f0000005678) != NULL) == (bad[k].at > SKIP_SAMPLE));
+        d9_sym_input_free(&in);
+        d9_buf_free(&b);
+    }
+}
+
 static void test_fixture(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/fixtures/dial9-demo-trace.bin", d9t_shared_dir());
@@ -380,6 +589,8 @@ static void test_fixture(void) {
 
 int main(void) {
     test_hand_built();
+    test_skip_plan();
+    test_skip_path();
     test_fixture();
     return d9t_summary("test_symbols_scan");
 }

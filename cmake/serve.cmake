@@ -1,6 +1,9 @@
-# `dial9 serve`: the HTTP server for the viewer and the traces (src/serve/), built into the
-# `dial9` command when libmicrohttpd is found (Debian: libmicrohttpd-dev). Optional: without
-# it `dial9 serve` says so and everything else builds as before.
+# `dial9 serve`: the HTTP server for the viewer and the traces (src/serve/), built as its own
+# executable, dial9-serve, when libmicrohttpd is found (Debian: libmicrohttpd-dev). `dial9 serve`
+# execs it (src/cli/cmd_serve.c), so libmicrohttpd and the TLS libraries behind it are loaded by
+# the server alone, not by every `dial9` command (`dial9 run` would add them to the start of the
+# program it records). Optional: without libmicrohttpd `dial9 serve` says so and everything else
+# builds as before.
 # Included from the top-level CMakeLists.txt after the `dial9` target is defined.
 if(NOT TARGET dial9)
   return()
@@ -11,12 +14,22 @@ if(PkgConfig_FOUND)
 endif()
 if(MHD_FOUND)
   file(GLOB D9_SERVE_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/serve/*.c)
-  target_sources(dial9 PRIVATE ${D9_SERVE_SOURCES})
-  target_compile_definitions(dial9 PRIVATE D9_HAVE_MHD
+  add_executable(dial9-serve ${D9_SERVE_SOURCES} ${CMAKE_SOURCE_DIR}/src/cli/cmd_serve.c
+                 ${CMAKE_SOURCE_DIR}/src/cli/trace_paths.c)
+  target_compile_definitions(dial9-serve PRIVATE D9_HAVE_MHD
     D9_SERVE_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
     D9_SERVE_VIEWER_INSTALL_DIR="${CMAKE_INSTALL_FULL_DATADIR}/dial9/viewer")
-  target_link_libraries(dial9 PRIVATE PkgConfig::MHD)
-  message(STATUS "dial9 serve: libmicrohttpd ${MHD_VERSION}")
+  target_link_libraries(dial9-serve PRIVATE dial9_reader PkgConfig::MHD)
+  # next to `dial9` in the build directory (same directory, same output settings); installed
+  # out of PATH, in libexec, from where the viewer is ../share/dial9/viewer as from bin
+  install(TARGETS dial9-serve RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR})
+  file(RELATIVE_PATH D9_SERVE_BIN_TO_LIBEXEC "${CMAKE_INSTALL_FULL_BINDIR}" "${CMAKE_INSTALL_FULL_LIBEXECDIR}")
+  if(D9_SERVE_BIN_TO_LIBEXEC STREQUAL "")
+    set(D9_SERVE_BIN_TO_LIBEXEC ".")
+  endif()
+  target_compile_definitions(dial9 PRIVATE D9_SERVE_BUILT D9_SERVE_BIN_TO_LIBEXEC="${D9_SERVE_BIN_TO_LIBEXEC}")
+  add_dependencies(dial9 dial9-serve) # building `dial9` gives a working `dial9 serve`
+  message(STATUS "dial9 serve: libmicrohttpd ${MHD_VERSION} (dial9-serve)")
 else()
   message(STATUS "dial9 serve: libmicrohttpd not found (apt-get install libmicrohttpd-dev): `dial9 serve` disabled")
 endif()

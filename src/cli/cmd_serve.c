@@ -1,5 +1,12 @@
 /* `dial9 serve [--port P] [--bind ADDR] [--viewer-dir DIR] DIR`: the viewer and the traces of
- * DIR over HTTP (src/serve/, docs/serve.md). Available when the build found libmicrohttpd. */
+ * DIR over HTTP (src/serve/, docs/serve.md). The server is its own executable, dial9-serve
+ * (cmake/serve.cmake, built when libmicrohttpd is found), so that libmicrohttpd and the TLS
+ * libraries behind it are loaded by it alone and not by every `dial9` command: `dial9 run`
+ * would add their loading to the start of the program it records. This file is in both:
+ * in `dial9`, `dial9 serve` execs dial9-serve (found next to the dial9 binary, or in the
+ * install tree's libexec directory) and only parses the options itself when there is none;
+ * in dial9-serve (D9_HAVE_MHD), it parses them and serves. */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -39,6 +46,33 @@ static void serve_usage(FILE *out) {
             DEFAULT_PORT);
 }
 
+#if !defined(D9_HAVE_MHD) && defined(D9_SERVE_BUILT)
+#define SERVER_NAME "dial9-serve"
+#ifndef D9_SERVE_BIN_TO_LIBEXEC
+#define D9_SERVE_BIN_TO_LIBEXEC "../libexec"
+#endif
+
+/* dial9-serve next to this binary (the build directory), else where `cmake --install` puts it
+ * from the bin directory. `where` says where it was looked for. */
+static bool find_server(char *out, size_t len, char *where, size_t where_len) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        snprintf(where, where_len, "(/proc/self/exe unreadable: %s)", strerror(errno));
+        return false;
+    }
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    snprintf(where, where_len, "%s/ or %s/%s/", exe, exe, D9_SERVE_BIN_TO_LIBEXEC);
+    const char *rel[] = {"", "/" D9_SERVE_BIN_TO_LIBEXEC};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++)
+        if (snprintf(out, len, "%s%s/" SERVER_NAME, exe, rel[i]) < (int)len && access(out, X_OK) == 0)
+            return true;
+    return false;
+}
+#endif
+
 #ifdef D9_HAVE_MHD
 static bool has_index(const char *dir) {
     char path[PATH_MAX];
@@ -73,6 +107,15 @@ static const char *find_viewer(char *buf, size_t len) {
 #endif
 
 int d9_cmd_serve(int argc, char **argv) {
+#if !defined(D9_HAVE_MHD) && defined(D9_SERVE_BUILT)
+    char server[PATH_MAX], where[2 * PATH_MAX + 64];
+    if (find_server(server, sizeof server, where, sizeof where)) {
+        argv[0] = server; /* the same arguments: dial9-serve behaves as `dial9 serve` */
+        execv(server, argv);
+        fprintf(stderr, "dial9 serve: %s: %s\n", server, strerror(errno));
+        return D9_EXIT_DATA;
+    }
+#endif
     enum { O_VIEWER_DIR = 256 };
     static const struct option opts[] = {
         {"port", required_argument, NULL, 'p'},
@@ -130,8 +173,13 @@ int d9_cmd_serve(int argc, char **argv) {
     (void)bind;
     (void)viewer;
     (void)quiet;
+#ifdef D9_SERVE_BUILT
+    fprintf(stderr, "dial9 serve: the server, " SERVER_NAME ", is not in %s (it is built and installed "
+                    "with dial9: reinstall, or use the dial9 of the build directory)\n", where);
+#else
     fprintf(stderr, "dial9 serve: this dial9 was built without libmicrohttpd (install libmicrohttpd-dev "
                     "and rebuild)\n");
+#endif
     return D9_EXIT_DATA;
 #endif
 }

@@ -2,8 +2,9 @@
  * addresses of traces after the process is gone, possibly on another machine. Each file's
  * MemoryMapEvents say which module (path, build id) an address belongs to; modules are found
  * by build id (docs/symbols.md) and named with their ELF symbols, plus file:line and inlined
- * frames from DWARF when built with libdw. The names are appended to each file as one new
- * stream of SymbolTableEntry events, or written to symbolized copies with -o. */
+ * frames from DWARF when built with libdw (loaded with dlopen when needed). The names are
+ * appended to each file as one new stream of SymbolTableEntry events, or written to
+ * symbolized copies with -o. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -56,7 +57,8 @@ static void symbolize_usage(FILE *out) {
             "Exit status: 0 done, 1 a file could not be read, decoded or written, 2 usage error.\n",
 #ifdef D9_HAVE_LIBDW
             ", then debuginfod when DEBUGINFOD_URLS is set",
-            "Source file:line and inlined frames come from DWARF (libdw) when available.\n\n"
+            "Source file:line and inlined frames come from DWARF (libdw.so.1, loaded when\n"
+            "needed) when available.\n\n"
 #else
             "",
             "Built without libdw: function names only (no file:line, no inlined frames).\n\n"
@@ -598,7 +600,12 @@ int d9_cmd_symbolize(int argc, char **argv) {
     }
     d9_sym_backend *backend = NULL;
 #ifdef D9_HAVE_LIBDW
-    backend = d9_dwarf_backend_new(opt.debug_dirs, opt.ndebug);
+    /* libdw is loaded now, not when dial9 starts (libdw_loader.h); without it, names only */
+    const char *why = NULL;
+    backend = d9_dwarf_backend_new(opt.debug_dirs, opt.ndebug, &why);
+    if (!backend)
+        fprintf(stderr, "dial9 symbolize: no file:line or inlined frames (%s): function names only\n",
+                why);
 #endif
     d9_sym_options so = {.debug_dirs = opt.debug_dirs, .debug_dir_count = opt.ndebug,
                          .system_debug_dir = true, .backend = backend};

@@ -1,6 +1,6 @@
 /* `dial9 serve`: an HTTP server (libmicrohttpd) for the viewer and the traces of a directory
- * (docs/serve.md). Built only when libmicrohttpd is found (cmake/serve.cmake defines
- * D9_HAVE_MHD); cmd_serve.c parses the options. */
+ * (docs/serve.md). Built only when libmicrohttpd is found, into the dial9-serve executable
+ * (cmake/serve.cmake defines D9_HAVE_MHD there); cmd_serve.c parses the options. */
 #ifndef D9_SERVE_SERVE_H
 #define D9_SERVE_SERVE_H
 

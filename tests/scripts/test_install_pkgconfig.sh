@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `cmake --install` puts the library, headers, CLI and dial9.pc under a prefix, and
+# `cmake --install` puts the library, headers, CLI (and dial9-serve, which the installed
+# `dial9 serve` finds) and dial9.pc under a prefix, and
 # `pkg-config --cflags --libs dial9` is all a user needs to build a program against it.
 set -euo pipefail
 : "${D9_BUILD_DIR:?}"
@@ -12,6 +13,14 @@ pcdir=$(dirname "$(find "$prefix" -name dial9.pc | head -n 1)")
 [ -f "$pcdir/dial9.pc" ] || { echo "FAIL: dial9.pc not installed"; exit 1; }
 [ -f "$prefix/include/dial9/dial9.h" ] || { echo "FAIL: dial9.h not installed"; exit 1; }
 [ -x "$prefix/bin/dial9" ] || { echo "FAIL: the dial9 CLI not installed"; exit 1; }
+# `dial9 serve` execs dial9-serve, installed in libexec when the build has it
+if [ -x "$D9_BUILD_DIR/dial9-serve" ]; then
+    [ -x "$prefix/libexec/dial9-serve" ] || { echo "FAIL: dial9-serve not installed in libexec"; exit 1; }
+    rc=0
+    "$prefix/bin/dial9" serve --bind not-an-address "$work" 2>"$work/serve.err" || rc=$?
+    [ "$rc" = 2 ] && grep -q -- "--bind takes" "$work/serve.err" ||
+        { echo "FAIL: the installed dial9 serve did not run dial9-serve: $rc $(cat "$work/serve.err")"; exit 1; }
+fi
 
 cat > "$work/app.c" <<'C'
 #include <dial9/dial9.h>

@@ -4,7 +4,8 @@
 # that `dial9 stats` decodes (torn tails cut, gzip inflated), traversal attempts (/../,
 # %2e%2e, %2f, absolute paths, dot files, symlinks out of the viewer or trace directory) are
 # refused with 403/404, only GET/HEAD without a body are accepted, oversized headers are
-# refused, SIGTERM stops it cleanly. Skips when dial9 was built without libmicrohttpd or curl
+# refused, SIGTERM stops it cleanly; the server is a separate executable (dial9-serve) that
+# `dial9` does not link. Skips when dial9 was built without libmicrohttpd or curl
 # is missing.
 set -uo pipefail
 
@@ -197,6 +198,18 @@ check "SIGTERM stops it with status 0 ($rc)" test "$rc" = 0
 "$DIAL9" serve --port 0 "$T/nope" >/dev/null 2>&1; check "missing directory: usage error" test $? = 2
 "$DIAL9" serve --bind example.org "$D" >/dev/null 2>&1; check "non-numeric bind: usage error" test $? = 2
 "$DIAL9" serve --port 70000 "$D" >/dev/null 2>&1; check "bad port: usage error" test $? = 2
+
+# ---- the server is dial9-serve, which `dial9 serve` execs: dial9 itself does not load
+# libmicrohttpd, and one without dial9-serve beside it says where it looked
+if command -v readelf >/dev/null; then
+    check "dial9 does not link libmicrohttpd" test "$(readelf -d "$DIAL9" | grep -c 'NEEDED.*microhttpd')" = 0
+fi
+mkdir -p "$T/alone" && cp "$DIAL9" "$T/alone/dial9"
+"$T/alone/dial9" serve --port 0 "$D" >"$T/alone.out" 2>"$T/alone.err"
+check "without dial9-serve: exit 1 ($?)" test $? = 1
+check "without dial9-serve: says where it looked" grep -q "dial9-serve, is not in $T/alone/" "$T/alone.err"
+"$T/alone/dial9" serve --help >"$T/alone.out" 2>&1
+check "without dial9-serve: --help still works" grep -q "usage: dial9 serve" "$T/alone.out"
 
 echo "test_serve: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -127,6 +127,23 @@ check "live .active: copy has symbols" [ "$(entries "$T/live-copy.bin")" -gt 0 ]
 kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
 
+# ---- libdw is loaded when symbolize needs it: file:line with it; names and a note without ----
+# (a libdw.so.1 without libdw's functions stands for one that is missing or broken)
+if "$DIAL9" symbolize --help | grep -q debuginfod; then
+    cp "$RAW" "$T/dw.bin" && cp "$RAW" "$T/nodw.bin"
+    expect_rc 0 "with libdw" "$DIAL9" symbolize -q "$T/dw.bin"
+    check "with libdw: file:line" grep -q 'source_line=[1-9]' <("$DIAL9" dump "$T/dw.bin")
+    if readelf -d "$DIAL9" | grep -q 'NEEDED.*libdw'; then # sanitizer builds link it
+        echo "test_symbolize_cli: SKIP libdw unusable: this dial9 links libdw"
+    else
+        mkdir -p "$T/fakedw" && cp -L "$BUILD/libdial9.so.0" "$T/fakedw/libdw.so.1"
+        expect_rc 0 "libdw unusable" env LD_LIBRARY_PATH="$T/fakedw" "$DIAL9" symbolize -q "$T/nodw.bin"
+        check "libdw unusable: one-line note" [ "$(grep -c "no file:line" "$T/err")" = 1 ]
+        check "libdw unusable: names" [ "$(entries "$T/nodw.bin")" -gt 0 ]
+        check "libdw unusable: no file:line" [ "$("$DIAL9" dump "$T/nodw.bin" | grep -c 'source_line=[1-9]')" = 0 ]
+    fi
+fi
+
 # ---- debuginfod: a binary found nowhere else, served by a local HTTP server ----
 # The debuginfod protocol is plain HTTP: GET /buildid/<build id>/executable.
 if ! "$DIAL9" symbolize --help | grep -q debuginfod; then

@@ -7,10 +7,14 @@
  *   4. a busy 2-worker executor-like workload (a token bounces between two workers: poll,
  *      compute, hand over, park until the token comes back: ~20 k context switches/s):
  *      throughput with each source on vs all off, phases interleaved in one process
- *   5. CPU per context switch with schedule_profile on (two threads ping-pong on one CPU)
- *   6. the same with raw perf events: the kernel's share
+ *   5. CPU per context switch with schedule_profile on (a byte ping-pongs on one CPU between
+ *      two threads, or a thread and an unrecorded process), and the collector's part of it
+ *   6. the same with raw perf events: the kernel's share, per variant of the events
+ *   7. the ping-pong with work between switches, ~20 k switches/s, CPU 0 saturated: the
+ *      share of the CPU schedule_profile takes, and whether the <= 3 % target is met
  *
- * Usage: d9_bench_sources [--short] */
+ * Usage: d9_bench_sources [--short]   (D9_BENCH_SECTIONS=567 runs only those sections;
+ *        D9_BENCH_VERBOSE=1 prints each pair of section 7) */
 #include <dirent.h>
 #include <sched.h>
 #include <inttypes.h>
@@ -21,11 +25,13 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "dial9/dial9.h"
 #include "format/decoder.h"
+#include "sources/perf_events.h"
 #include "sources/perf_ring.h"
 #include "sources/task_dump.h"
 
@@ -400,156 +406,395 @@ static void executor_overhead(void) {
     }
 }
 
-/* ---------------------------------------------------------------- 5. cost per switch */
+/* ---------------------------------------------------------------- 5-7. ping-pong */
+
+/* A byte goes back and forth between this thread and a peer over two pipes, both pinned to
+ * CPU 0, so every hop is a context switch between the two. The peer is either a thread of
+ * this process (two threads of one process whose perf contexts are clones: the kernel swaps
+ * them at a switch instead of scheduling their events out and in, the cheap case), or a child
+ * process that is not recorded (what a switch to idle or to another program costs). All CPU
+ * is counted: the process's and, for a child, the child's (the kernel's work at a switch
+ * lands on either side). Per switch means per switch-out + switch-in of a recorded thread:
+ * two per round trip with a peer thread, one with a peer process. */
+typedef enum { PEER_THREAD, PEER_PROCESS } peer_kind;
+
+static const char *peer_name[2] = {"thread <-> thread", "thread <-> process"};
+
+typedef struct pp_run {
+    double cpu_ns;       /* all CPU used while the bytes went back and forth */
+    double peers_ns;     /* of which the two ping-pong threads (or thread + child) */
+    double wall_ns;      /* of the timed part */
+    double run_cpu_ns;   /* all CPU used in the timed part (the peer process's too), dial9's threads too */
+    uint64_t switches;   /* voluntary + involuntary switches of the ping-pong threads (not a child's) */
+    uint64_t trips;
+} pp_run;
 
 static int g_ping[2], g_pong[2];
-static int g_trips;
+static int g_trips;                /* round trips per run, or... */
+static uint64_t g_run_ns;          /* ...round trips for this long when not 0, */
+static uint64_t g_warm_ns;         /* after this long of untimed ones */
+static uint64_t g_hop_iters;       /* compute() iterations by each side before it answers */
+static double g_peer_cpu;          /* the peer thread's CPU (ns) */
+static uint64_t g_peer_switches;
+static bool g_peer_records;        /* the peer thread registers with dial9 */
+static void (*g_pp_tick)(void);    /* called every 256 trips (raw rings drain), may be NULL */
 
-static void *ponger(void *arg) {
-    (void)arg;
-    d9_worker_begin("bench-pong", 0);
+static double thread_cpu_ns(uint64_t *switches) {
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    if (switches) *switches = (uint64_t)(ru.ru_nvcsw + ru.ru_nivcsw);
+    return ((double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec) * 1e9 +
+           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e3;
+}
+
+/* Answers every byte until a 'q' or the end of the pipe. A peer process then reports the CPU
+ * it used since the 'w' byte (the end of the warm-up), or since it started. */
+static void pong_loop(bool process) {
     char c;
-    for (int i = 0; i < g_trips; i++) {
-        if (read(g_ping[0], &c, 1) != 1 || write(g_pong[1], &c, 1) != 1) break;
+    double mark = (double)process_cpu_ns();
+    while (read(g_ping[0], &c, 1) == 1 && c != 'q') {
+        if (c == 'w') mark = (double)process_cpu_ns();
+        if (g_hop_iters) compute(g_hop_iters);
+        if (write(g_pong[1], &c, 1) != 1) return;
     }
-    d9_worker_end();
+    double used = (double)process_cpu_ns() - mark;
+    if (process && write(g_pong[1], &used, sizeof used) != sizeof used) return;
+}
+
+static void *pong_thread(void *arg) {
+    (void)arg;
+    if (g_peer_records) d9_worker_begin("bench-pong", 0);
+    uint64_t sw0, sw1;
+    double c0 = thread_cpu_ns(&sw0);
+    pong_loop(false);
+    g_peer_cpu = thread_cpu_ns(&sw1) - c0;
+    g_peer_switches = sw1 - sw0;
+    if (g_peer_records) d9_worker_end();
     return NULL;
 }
 
-/* Process CPU time per round trip of a byte between two threads pinned to one CPU (two
- * context switches per trip), recording with `cfg`. */
-static double cpu_per_trip(const d9_config *cfg) {
-    if (d9_start(cfg) != 0) return -1;
+static void pin_cpu0(cpu_set_t *old) {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(0, &one);
-    cpu_set_t old;
-    pthread_getaffinity_np(pthread_self(), sizeof old, &old);
+    pthread_getaffinity_np(pthread_self(), sizeof *old, old);
     pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-    if (pipe(g_ping) != 0 || pipe(g_pong) != 0) return -1;
-    g_trips = g_short ? 20000 : 100000;
-    pthread_t th;
-    pthread_create(&th, NULL, ponger, NULL); /* inherits the affinity */
-    d9_worker_begin("bench-ping", 0);
-    uint64_t c0 = process_cpu_ns();
-    char c = 'x';
-    for (int i = 0; i < g_trips; i++) {
-        if (write(g_ping[1], &c, 1) != 1 || read(g_pong[0], &c, 1) != 1) break;
-    }
-    pthread_join(th, NULL);
-    d9_worker_end();
-    d9_stop();
-    uint64_t cpu = process_cpu_ns() - c0;
-    pthread_setaffinity_np(pthread_self(), sizeof old, &old);
-    for (int i = 0; i < 2; i++) {
-        close(g_ping[i]);
-        close(g_pong[i]);
-    }
-    remove_runs();
-    return (double)cpu / g_trips;
 }
 
+/* One ping-pong of g_trips round trips with `peer`. setup() runs before the peer thread exists
+ * (so it inherits what setup opened) and after a peer process was forked (so it does not);
+ * recording registers the ping-pong threads as workers. */
+static pp_run ping_pong(peer_kind peer, bool (*setup)(void *), void (*teardown)(void *), void *ctx,
+                        bool recording) {
+    pp_run r = {0};
+    cpu_set_t old;
+    pin_cpu0(&old);
+    if (pipe(g_ping) != 0 || pipe(g_pong) != 0) return r;
+    pid_t kid = -1;
+    int go[2] = {-1, -1};
+    if (peer == PEER_PROCESS) {
+        if (pipe(go) != 0) return r;
+        kid = fork();
+        if (kid == 0) {
+            char c;
+            if (read(go[0], &c, 1) == 1 && c == 'g') pong_loop(true);
+            _exit(0);
+        }
+    }
+    bool ok = setup(ctx);
+    pthread_t th;
+    g_peer_records = recording;
+    if (peer == PEER_THREAD) pthread_create(&th, NULL, pong_thread, NULL); /* inherits the affinity */
+    if (recording) d9_worker_begin("bench-ping", 0);
+    uint64_t sw0, sw1;
+    double c0 = (double)process_cpu_ns(), t0 = thread_cpu_ns(&sw0);
+    uint64_t w0 = now_ns();
+    double run0 = c0; /* process CPU at the start of the timed part */
+    if (kid > 0 && write(go[1], ok ? "g" : "x", 1) != 1) ok = false;
+    char c = 'x';
+    int trips = 0;
+    bool warm = g_warm_ns == 0;
+    for (; ok && (g_run_ns ? (trips & 63) || now_ns() - w0 < (warm ? g_run_ns : g_warm_ns) : trips < g_trips);
+         trips++) {
+        if (g_hop_iters) compute(g_hop_iters);
+        if (write(g_ping[1], &c, 1) != 1 || read(g_pong[0], &c, 1) != 1) break;
+        if (g_pp_tick && (trips & 255) == 0) g_pp_tick();
+        if (!warm && !((trips + 1) & 63) && now_ns() - w0 >= g_warm_ns) { /* the timed part starts */
+            warm = true;
+            char w = 'w';
+            if (write(g_ping[1], &w, 1) != 1 || read(g_pong[0], &w, 1) != 1) break;
+            trips = -1;
+            w0 = now_ns();
+            run0 = (double)process_cpu_ns();
+        }
+    }
+    r.wall_ns = (double)(now_ns() - w0);
+    r.run_cpu_ns = (double)process_cpu_ns() - run0;
+    double peer_run = 0;
+    if (write(g_ping[1], "q", 1) == 1 && kid > 0 && read(g_pong[0], &peer_run, sizeof peer_run) == sizeof peer_run)
+        r.run_cpu_ns += peer_run;
+    close(g_ping[1]); /* the peer ends on 'q', or on the end of the pipe */
+    r.peers_ns = thread_cpu_ns(&sw1) - t0;
+    r.switches = sw1 - sw0;
+    if (peer == PEER_THREAD) {
+        pthread_join(th, NULL);
+        r.peers_ns += g_peer_cpu;
+        r.switches += g_peer_switches;
+    }
+    if (recording) d9_worker_end();
+    teardown(ctx); /* d9_stop: the collector's last drain belongs to the run */
+    r.cpu_ns = (double)process_cpu_ns() - c0;
+    if (kid > 0) {
+        struct rusage ru;
+        int st;
+        wait4(kid, &st, 0, &ru);
+        double kc = ((double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec) * 1e9 +
+                    ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e3;
+        r.cpu_ns += kc;
+        r.peers_ns += kc;
+        close(go[0]);
+        close(go[1]);
+    }
+    close(g_ping[0]);
+    close(g_pong[0]);
+    close(g_pong[1]);
+    pthread_setaffinity_np(pthread_self(), sizeof old, &old);
+    r.trips = (uint64_t)trips;
+    if (!ok) r.cpu_ns = -1;
+    return r;
+}
+
+static double switches_per_trip(peer_kind peer) { return peer == PEER_THREAD ? 2 : 1; }
+
+static bool setup_dial9(void *cfg) { return d9_start(cfg) == 0; }
+static void teardown_dial9(void *cfg) {
+    (void)cfg;
+    d9_stop();
+    remove_runs();
+}
+
+/* ---------------------------------------------------------------- 5. cost per switch */
+
+typedef struct switch_cost_result {
+    double per_switch[2];     /* ns of CPU per switch, schedule_profile on - off, by peer kind */
+    double collector[2];      /* of which outside the ping-pong threads (the collector) */
+} switch_cost_result;
+
+static switch_cost_result g_sc;
+
 static void switch_cost(void) {
-    d9_config off, on;
+    d9_config off, on; /* dial9 recording either way: the difference is the switch capture */
     base_config(&off);
     base_config(&on);
     on.schedule_profile = true;
     int reps = g_short ? 3 : 7;
-    double a[9], b[9];
-    for (int r = 0; r < reps; r++) {
-        a[r] = cpu_per_trip(&off);
-        b[r] = cpu_per_trip(&on);
+    g_trips = g_short ? 20000 : 50000;
+    for (int p = 0; p < 2; p++) {
+        double d[9], rest[9], base[9];
+        for (int r = 0; r < reps; r++) { /* pairs: the difference cancels the machine's drift */
+            pp_run a = ping_pong((peer_kind)p, setup_dial9, teardown_dial9, &off, true);
+            pp_run b = ping_pong((peer_kind)p, setup_dial9, teardown_dial9, &on, true);
+            double k = switches_per_trip((peer_kind)p);
+            base[r] = a.cpu_ns / (double)a.trips;
+            d[r] = (b.cpu_ns / (double)b.trips - base[r]) / k;
+            rest[r] = ((b.cpu_ns - b.peers_ns) / (double)b.trips - (a.cpu_ns - a.peers_ns) / (double)a.trips) / k;
+        }
+        g_sc.per_switch[p] = median(d, reps);
+        g_sc.collector[p] = median(rest, reps);
+        printf("  %-18s: %5.0f ns CPU per round trip off; schedule_profile on: %+5.0f ns per switch, of which "
+               "%+4.0f ns outside the switching threads (collector)\n",
+               peer_name[p], median(base, reps), g_sc.per_switch[p], g_sc.collector[p]);
     }
-    double ma = median(a, reps), mb = median(b, reps);
-    printf("  sources off: %6.0f ns CPU per round trip; schedule_profile on: %6.0f ns: %+.0f ns per context switch\n",
-           ma, mb, (mb - ma) / 2);
-    printf("  (at 20 k switches/s that is %.1f %% of one CPU; stacks are paced to %u/s at such rates)\n",
-           (mb - ma) / 2 * 20000 / 1e9 * 100, 2000u);
 }
 
 /* ---------------------------------------------------------------- 6. raw kernel cost */
 
-static void *raw_ponger(void *arg) {
-    (void)arg;
-    char c;
-    for (int i = 0; i < g_trips; i++)
-        if (read(g_ping[0], &c, 1) != 1 || write(g_pong[1], &c, 1) != 1) break;
-    return NULL;
-}
+typedef enum {
+    RAW_NONE,
+    RAW_CONTEXT,    /* a perf event on the threads that writes nothing: the perf context alone */
+    RAW_SWITCH_OLD, /* switch records with the sample_id of the shared ring (before) */
+    RAW_SWITCH,     /* switch records as dial9 opens them: tid + time, a ring of their own */
+    RAW_STACKS,     /* + context-switch samples with call chains at every switch */
+    RAW_CPU_WIDE,   /* switch records of every thread of each CPU (pid -1; privileged) */
+    RAW_KINDS
+} raw_kind;
+
+static const char *raw_name[RAW_KINDS] = {
+    "no events", "perf context, no records", "switch records, old sample_id",
+    "switch records (dial9 now)", "+ call chain every switch", "CPU-wide switch records"};
+
+#define OLD_SAMPLE_TYPE                                                                                      \
+    (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |        \
+     PERF_SAMPLE_CALLCHAIN)
+
+typedef struct raw_events {
+    raw_kind kind;
+    int fds[64];
+    int nfds;
+    d9_perf_ring rings[16];
+    int nrings;
+} raw_events;
+
+static raw_events g_raw;
 
 static void ignore_record(const struct perf_event_header *h, void *ctx) {
     (void)h;
     (void)ctx;
 }
 
-/* CPU per round trip with raw perf events on CPU 0, inherited by the ponger: none, switch
- * records (dummy + context_switch), or context-switch samples with call chains too. */
-static double raw_trip(int what) {
-    cpu_set_t one, old;
-    CPU_ZERO(&one);
-    CPU_SET(0, &one);
-    pthread_getaffinity_np(pthread_self(), sizeof old, &old);
-    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-    int fds[2] = {-1, -1};
-    d9_perf_ring ring;
-    memset(&ring, 0, sizeof ring);
-    for (int k = 0; k < what; k++) {
-        struct perf_event_attr a;
-        d9_perf_attr_init(&a, k == 0 ? PERF_COUNT_SW_DUMMY : PERF_COUNT_SW_CONTEXT_SWITCHES,
-                          PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-                              PERF_SAMPLE_CPU | PERF_SAMPLE_CALLCHAIN);
-        a.inherit = 1;
-        a.exclude_hv = 1;
-        if (k == 0) {
-            a.context_switch = 1;
-            a.exclude_kernel = 1;
-        } else {
-            a.sample_period = 1;
-        }
-        fds[k] = d9_perf_open(&a, getpid(), 0);
-        if (fds[k] < 0) return -1;
-        if (k == 0) d9_perf_ring_map(&ring, fds[0], 128);
-        else ioctl(fds[k], PERF_EVENT_IOC_SET_OUTPUT, fds[0]);
-        ioctl(fds[k], PERF_EVENT_IOC_ENABLE, 0);
-    }
-    if (pipe(g_ping) != 0 || pipe(g_pong) != 0) return -1;
-    g_trips = g_short ? 20000 : 100000;
-    pthread_t th;
-    pthread_create(&th, NULL, raw_ponger, NULL);
-    uint64_t c0 = process_cpu_ns();
-    char c = 'x';
-    for (int i = 0; i < g_trips; i++) {
-        if (write(g_ping[1], &c, 1) != 1 || read(g_pong[0], &c, 1) != 1) break;
-        if ((i & 255) == 0) d9_perf_ring_drain(&ring, ignore_record, NULL);
-    }
-    pthread_join(th, NULL);
-    uint64_t cpu = process_cpu_ns() - c0;
-    d9_perf_ring_unmap(&ring);
-    for (int k = 0; k < what; k++) close(fds[k]);
-    for (int i = 0; i < 2; i++) {
-        close(g_ping[i]);
-        close(g_pong[i]);
-    }
-    pthread_setaffinity_np(pthread_self(), sizeof old, &old);
-    return (double)cpu / g_trips;
+static void raw_drain(void) {
+    for (int i = 0; i < g_raw.nrings; i++) d9_perf_ring_drain(&g_raw.rings[i], ignore_record, NULL);
 }
+
+static bool raw_open(raw_events *e, struct perf_event_attr *a, pid_t pid, int cpu, int output) {
+    int fd = d9_perf_open(a, pid, cpu);
+    if (fd < 0) return false;
+    e->fds[e->nfds++] = fd;
+    if (output >= 0) return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, output) == 0;
+    return e->nrings < 16 && d9_perf_ring_map(&e->rings[e->nrings++], fd, 64) == 0;
+}
+
+/* Per CPU, on this process, inherited by the threads it creates (as dial9 opens them). */
+static bool setup_raw(void *ctx) {
+    raw_events *e = ctx;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu > 16) ncpu = 16;
+    bool ok = true;
+    for (int c = 0; c < ncpu && ok && e->kind != RAW_NONE; c++) {
+        struct perf_event_attr a;
+        bool cpu_wide = e->kind == RAW_CPU_WIDE;
+        d9_perf_attr_init(&a, PERF_COUNT_SW_DUMMY,
+                          e->kind == RAW_SWITCH_OLD ? OLD_SAMPLE_TYPE : PERF_SAMPLE_TID | PERF_SAMPLE_TIME);
+        a.context_switch = e->kind != RAW_CONTEXT;
+        a.exclude_kernel = !cpu_wide;
+        a.exclude_hv = 1;
+        a.inherit = !cpu_wide;
+        a.inherit_thread = !cpu_wide;
+        a.disabled = 0;
+        ok = raw_open(e, &a, cpu_wide ? -1 : getpid(), c, -1);
+        if (ok && e->kind == RAW_STACKS) {
+            d9_perf_attr_init(&a, PERF_COUNT_SW_CONTEXT_SWITCHES, OLD_SAMPLE_TYPE);
+            a.sample_period = 1;
+            a.exclude_hv = 1;
+            a.inherit = a.inherit_thread = 1;
+            a.disabled = 0;
+            ok = raw_open(e, &a, getpid(), c, -1);
+        }
+    }
+    g_pp_tick = raw_drain;
+    return ok;
+}
+
+static void teardown_raw(void *ctx) {
+    raw_events *e = ctx;
+    raw_drain();
+    g_pp_tick = NULL;
+    for (int i = 0; i < e->nrings; i++) d9_perf_ring_unmap(&e->rings[i]);
+    for (int i = 0; i < e->nfds; i++) close(e->fds[i]);
+    e->nrings = e->nfds = 0;
+}
+
+static double g_raw_result[2][RAW_KINDS];
 
 static void raw_switch_cost(void) {
     int reps = g_short ? 3 : 7;
-    double v[3][9];
-    for (int r = 0; r < reps; r++)
-        for (int w = 0; w < 3; w++) v[w][r] = raw_trip(w);
-    double none = median(v[0], reps), rec = median(v[1], reps), stk = median(v[2], reps);
-    if (none < 0 || rec < 0) {
-        printf("  perf refused here\n");
-        return;
+    g_trips = g_short ? 5000 : 20000;
+    printf("  ns of CPU per switch (switch-out + switch-in of a traced thread) added by the events,\n"
+           "  median of %d paired runs (each against a run without events just before it):\n", reps);
+    for (int p = 0; p < 2; p++) {
+        printf("  %s:\n", peer_name[p]);
+        for (int k = RAW_CONTEXT; k < RAW_KINDS; k++) {
+            if (p == PEER_PROCESS && k == RAW_STACKS) continue;
+            double d[9];
+            int n = 0;
+            for (int r = 0; r < reps; r++) {
+                g_raw.kind = RAW_NONE;
+                pp_run a = ping_pong((peer_kind)p, setup_raw, teardown_raw, &g_raw, false);
+                g_raw.kind = (raw_kind)k;
+                pp_run b = ping_pong((peer_kind)p, setup_raw, teardown_raw, &g_raw, false);
+                if (a.cpu_ns < 0 || b.cpu_ns < 0) break;
+                d[n++] = (b.cpu_ns / (double)b.trips - a.cpu_ns / (double)a.trips) / switches_per_trip((peer_kind)p);
+            }
+            g_raw_result[p][k] = n ? median(d, n) : -1;
+            if (n) printf("    %-30s %+6.0f ns\n", raw_name[k], g_raw_result[p][k]);
+            else printf("    %-30s refused here\n", raw_name[k]);
+        }
     }
-    printf("  no events %.0f ns, switch records %.0f ns, + call chains %.0f ns CPU per round trip:\n"
-           "  %.0f ns per switch for its two records, %.0f ns more for a call chain\n",
-           none, rec, stk, (rec - none) / 2, stk > 0 ? (stk - rec) / 2 : 0);
+    double stack = g_raw_result[PEER_THREAD][RAW_STACKS] - g_raw_result[PEER_THREAD][RAW_SWITCH];
+    if (g_raw_result[PEER_THREAD][RAW_STACKS] > 0)
+        printf("  a call chain at a switch: %.0f ns (kernel and user frames)\n", stack);
+}
+
+/* ---------------------------------------------------------------- 7. the 3 % target */
+
+/* The ping-pong with work between switches, sized so the recorded threads switch ~20 k times
+ * a second: each side computes, then hands the byte over; everything, dial9's threads too,
+ * runs on CPU 0 and keeps it busy. What the capture costs (kernel records, stacks at their
+ * pacing rate, collector) is the share of the CPU it takes: 1 - CPU per round trip off / on
+ * (dial9 recording either way), after a warm-up that takes the stacks' initial burst, so the
+ * figure is the steady state. */
+static void target_check(void) {
+    d9_config off, on;
+    base_config(&off);
+    base_config(&on);
+    on.schedule_profile = true;
+    int reps = g_short ? 3 : 5; /* the machine is shared: single pairs swing by several % */
+    double pct[2] = {0, 0};
+    for (int p = 0; p < 2; p++) {
+        double k = switches_per_trip((peer_kind)p);
+        g_hop_iters = 2000;
+        g_warm_ns = 0;
+        g_run_ns = 300 * 1000000ull;
+        for (int attempt = 0; attempt < 6; attempt++) { /* size the work: ~20 k switches/s, off */
+            pp_run c = ping_pong((peer_kind)p, setup_dial9, teardown_dial9, &off, true);
+            double rate = (double)c.trips * k / (c.wall_ns / 1e9);
+            if (rate <= 0) break;
+            double scale = rate / 20000;
+            if (scale > 0.97 && scale < 1.03) break;
+            g_hop_iters = (uint64_t)((double)g_hop_iters * scale) + 1;
+        }
+        g_warm_ns = (g_short ? 300 : 800) * 1000000ull;
+        g_run_ns = (g_short ? 500 : 1200) * 1000000ull;
+        double d[9], rate[9];
+        for (int r = 0; r < reps; r++) {
+            pp_run a = ping_pong((peer_kind)p, setup_dial9, teardown_dial9, &off, true);
+            pp_run b = ping_pong((peer_kind)p, setup_dial9, teardown_dial9, &on, true);
+            /* CPU per round trip, not round trips per second: what other programs took from
+             * CPU 0 meanwhile does not count */
+            double ca = a.run_cpu_ns / (double)a.trips, cb = b.run_cpu_ns / (double)b.trips;
+            d[r] = (1 - ca / cb) * 100;
+            rate[r] = (double)b.trips / b.wall_ns * 1e9 * k;
+            if (getenv("D9_BENCH_VERBOSE"))
+                printf("    pair %d: %.0f ns CPU per round trip off, %.0f on: %.2f %%\n", r, ca, cb, d[r]);
+        }
+        double lo = d[0], hi = d[0];
+        for (int r = 1; r < reps; r++) lo = d[r] < lo ? d[r] : lo, hi = d[r] > hi ? d[r] : hi;
+        pct[p] = median(d, reps);
+        printf("  %-18s: %5.1f k switches/s, %5.2f %% of one CPU taken by schedule_profile (median of %d pairs,"
+               " %.1f..%.1f) -> %s\n",
+               peer_name[p], median(rate, reps) / 1000, pct[p], reps, lo, hi,
+               pct[p] <= 3.0 ? "<= 3 %: met" : "> 3 %: NOT met");
+    }
+    g_hop_iters = g_warm_ns = g_run_ns = 0;
+    /* the same from the tight ping-pong: per switch x 20 k + the stacks' budget x their cost */
+    double stack = g_raw_result[PEER_THREAD][RAW_STACKS] - g_raw_result[PEER_THREAD][RAW_SWITCH];
+    if (g_raw_result[PEER_THREAD][RAW_STACKS] > 0 && g_sc.per_switch[0] != 0) {
+        for (int p = 0; p < 2; p++) {
+            double est = (g_sc.per_switch[p] * 20000 + stack * D9_SWITCH_STACKS_BUDGET) / 1e9 * 100;
+            printf("  estimate, %-18s: %.0f ns x 20 k switches (section 5) + %u stacks/s x %.0f ns (section 6)"
+                   " = %.2f %%\n",
+                   peer_name[p], g_sc.per_switch[p], D9_SWITCH_STACKS_BUDGET, stack, est);
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- main */
+
+/* D9_BENCH_SECTIONS=567 runs only those sections (all by default) */
+static bool section(const char *n) {
+    const char *only = getenv("D9_BENCH_SECTIONS");
+    return !only || strstr(only, n);
+}
 
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
@@ -566,46 +811,65 @@ int main(int argc, char **argv) {
     }
     printf("dial9 kernel sources benchmark%s (%ld CPUs)\n\n", g_short ? " (short)" : "", sysconf(_SC_NPROCESSORS_ONLN));
 
-    printf("1. park + unpark pair\n");
-    printf("  schedstat on : %7.0f ns\n", park_pair_ns(true));
-    printf("  schedstat off: %7.0f ns\n\n", park_pair_ns(false));
-
-    printf("2. d9_task_suspend inside a poll (poll_begin + suspend + poll_end vs without)\n");
-    d9_task_dump_counters dc, dn;
-    double with = suspend_ns(true, &dc), without = suspend_ns(false, &dn);
-    printf("  %.1f ns per poll with a suspend, %.1f without: %.1f ns per suspend\n", with, without, with - without);
-    printf("  %" PRIu64 " suspends: %" PRIu64 " stacks walked, %" PRIu64 " dumps written, %" PRIu64
-           " dropped (task ran again), %" PRIu64 " unknown\n\n",
-           dc.suspends, dc.captured, dc.emitted, dc.resumed, dc.unknown);
-
-    printf("3. CPU samples sustained (two spinning threads)\n");
-    uint32_t perf_hz[] = {99, 999, 4999}, timer_hz[] = {99, 250, 1000};
-    for (int i = 0; i < 3; i++) sustained(D9_SAMPLER_PERF, perf_hz[i]);
-    for (int i = 0; i < 3; i++) sustained(D9_SAMPLER_TIMER, timer_hz[i]);
-    printf("\n");
-
-    printf("4. busy 2-worker executor (one token bouncing, compute per poll)\n");
-    /* size the compute so the workers switch ~20 k times a second with the sources off */
-    d9_config base;
-    base_config(&base);
-    for (int attempt = 0; attempt < 8; attempt++) {
-        exec_result r = exec_phase(&base, 0.4);
-        if (r.switches_per_s <= 0) break;
-        double scale = r.switches_per_s / 20000.0;
-        if (scale > 0.9 && scale < 1.1) break;
-        g_compute_iters = (uint64_t)((double)g_compute_iters * scale);
-        if (g_compute_iters < 100) g_compute_iters = 100;
+    if (section("1")) {
+        printf("1. park + unpark pair\n");
+        printf("  schedstat on : %7.0f ns\n", park_pair_ns(true));
+        printf("  schedstat off: %7.0f ns\n\n", park_pair_ns(false));
     }
-    printf("  compute per poll: %" PRIu64 " iterations\n", g_compute_iters);
-    executor_overhead();
-    printf("\n");
 
-    printf("5. kernel + collector cost per context switch (two threads ping-pong a byte on CPU 0)\n");
-    switch_cost();
-    printf("\n");
+    if (section("2")) {
+        printf("2. d9_task_suspend inside a poll (poll_begin + suspend + poll_end vs without)\n");
+        d9_task_dump_counters dc, dn;
+        double with = suspend_ns(true, &dc), without = suspend_ns(false, &dn);
+        printf("  %.1f ns per poll with a suspend, %.1f without: %.1f ns per suspend\n", with, without,
+               with - without);
+        printf("  %" PRIu64 " suspends: %" PRIu64 " stacks walked, %" PRIu64 " dumps written, %" PRIu64
+               " dropped (task ran again), %" PRIu64 " unknown\n\n",
+               dc.suspends, dc.captured, dc.emitted, dc.resumed, dc.unknown);
+    }
 
-    printf("6. the kernel's part alone: raw perf events, the same ping-pong\n");
-    raw_switch_cost();
+    if (section("3")) {
+        printf("3. CPU samples sustained (two spinning threads)\n");
+        uint32_t perf_hz[] = {99, 999, 4999}, timer_hz[] = {99, 250, 1000};
+        for (int i = 0; i < 3; i++) sustained(D9_SAMPLER_PERF, perf_hz[i]);
+        for (int i = 0; i < 3; i++) sustained(D9_SAMPLER_TIMER, timer_hz[i]);
+        printf("\n");
+    }
+
+    if (section("4")) {
+        printf("4. busy 2-worker executor (one token bouncing, compute per poll)\n");
+        /* size the compute so the workers switch ~20 k times a second with the sources off */
+        d9_config base;
+        base_config(&base);
+        for (int attempt = 0; attempt < 8; attempt++) {
+            exec_result r = exec_phase(&base, 0.4);
+            if (r.switches_per_s <= 0) break;
+            double scale = r.switches_per_s / 20000.0;
+            if (scale > 0.9 && scale < 1.1) break;
+            g_compute_iters = (uint64_t)((double)g_compute_iters * scale);
+            if (g_compute_iters < 100) g_compute_iters = 100;
+        }
+        printf("  compute per poll: %" PRIu64 " iterations\n", g_compute_iters);
+        executor_overhead();
+        printf("\n");
+    }
+
+    if (section("5")) {
+        printf("5. kernel + collector cost per context switch (a byte ping-pongs between two peers on CPU 0)\n");
+        switch_cost();
+        printf("\n");
+    }
+
+    if (section("6")) {
+        printf("6. the kernel's part alone: raw perf events, the same ping-pong\n");
+        raw_switch_cost();
+        printf("\n");
+    }
+
+    if (section("7")) {
+        printf("7. context-switch capture at ~20 k switches/s (#3: <= 3 %% of one CPU, off-CPU records + stacks)\n");
+        target_check();
+    }
 
     rmdir(g_scratch);
     return 0;

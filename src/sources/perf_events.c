@@ -14,18 +14,25 @@
 #include "core/thread_buffer.h"
 #include "sources/perf_ring.h"
 
-/* Every event shares one sample layout so records from any of them parse the same way, and
- * PERF_SAMPLE_IDENTIFIER says which event wrote a sample (first word of a sample, last word
- * of the sample_id trailer of other records). */
+/* The sampling events (CPU clock, context-switch stacks) share one sample layout so records
+ * from either parse the same way, and PERF_SAMPLE_IDENTIFIER says which event wrote a sample
+ * (first word of a sample, last word of the sample_id trailer of other records). */
 #define SAMPLE_TYPE                                                                          \
     (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |          \
      PERF_SAMPLE_CPU | PERF_SAMPLE_CALLCHAIN)
 
-/* Data pages per CPU ring, by the busiest kind opened. The collector drains every 20 ms at
- * most: a ring must hold that long. CPU samples: 99 Hz x ~1 KiB, even 5 kHz fits 64 KiB.
- * Switch records: 2 x 40 bytes per switch, 256 KiB holds 60 k switches/s. With stacks
- * (~270 bytes per switch) 512 KiB holds ~95 k/s: 128 + 1 pages is exactly the default
- * unprivileged budget per CPU (perf_event_mlock_kb = 516); refused sizes are halved. */
+/* Switch records are written at every context switch, twice, so they carry only what a reader
+ * needs: the sample_id trailer is tid and time; the CPU is the ring's. Each trailer word costs
+ * the kernel ~40 ns per record on the reference VM (docs/kernel-sources.md), so these records
+ * go to rings of their own, where no identifier is needed to parse them. */
+#define SWITCH_SAMPLE_TYPE (PERF_SAMPLE_TID | PERF_SAMPLE_TIME)
+
+/* Data pages per CPU ring. The collector drains every 20 ms at most: a ring must hold that
+ * long. Sample rings: CPU samples at 99 Hz x ~1 KiB, even 5 kHz, fit 64 KiB; context-switch
+ * stacks (~300 bytes each, every switch while not paused) 512 KiB, ~85 k stacks/s. Switch
+ * rings: 2 x 24 bytes per switch, 256 KiB holds ~270 k switches/s. Samples + switches
+ * unprivileged is 16 + 64 + 2 pages, inside the default per-CPU budget
+ * (perf_event_mlock_kb = 516 KiB); refused sizes are halved. */
 #define RING_PAGES_SAMPLES 16
 #define RING_PAGES_SWITCHES 64
 #define RING_PAGES_STACKS 128
@@ -48,7 +55,8 @@ typedef struct perf_src {
     struct perf_event_attr attr[K_COUNT];
     bool want[K_COUNT];
     int ncpu;
-    d9_perf_ring *rings;       /* per CPU */
+    d9_perf_ring *rings;       /* per CPU: CPU samples and context-switch stacks */
+    d9_perf_ring *swrings;     /* per CPU: switch records */
     int *fds;
     int *fd_kinds;             /* kind of fds[i] */
     size_t nfds, cap_fds;
@@ -61,8 +69,9 @@ typedef struct perf_src {
     d9_collector *collector;   /* to say in the metadata when stacks are paused */
     /* pacing of context-switch stacks (pace_stacks) */
     bool stacks_on;
-    uint64_t stacks_seen;      /* samples read in the current window, kept or not */
-    uint64_t window_start, paused_until, paused_ns, started, last_note;
+    uint64_t stacks_seen;      /* samples read since the last pacing decision, kept or not */
+    double tokens;             /* stacks that may still be taken (a token bucket) */
+    uint64_t last_pace, changed_at, paused_ns, started, last_note;
     uint64_t frames[D9_PERF_MAX_FRAMES];
     d9_perf_counters n;
 } perf_src;
@@ -115,7 +124,7 @@ static void init_attrs(perf_src *s, const d9_perf_request *req) {
     a->exclude_hv = 1;
 
     a = &s->attr[K_SWITCH];
-    d9_perf_attr_init(a, PERF_COUNT_SW_DUMMY, SAMPLE_TYPE);
+    d9_perf_attr_init(a, PERF_COUNT_SW_DUMMY, SWITCH_SAMPLE_TYPE);
     a->context_switch = 1;
     a->exclude_kernel = 1; /* switch records are side-band: allowed at paranoid 2 this way */
     a->exclude_hv = 1;
@@ -196,21 +205,22 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     long ncpu = sysconf(_SC_NPROCESSORS_CONF);
     s->ncpu = ncpu > 0 ? (int)ncpu : 1;
     s->rings = calloc((size_t)s->ncpu, sizeof *s->rings);
-    int *leader = malloc((size_t)s->ncpu * sizeof *leader);
+    s->swrings = calloc((size_t)s->ncpu, sizeof *s->swrings);
+    /* the fd whose ring the events of a CPU share: [0] samples, [1] switches */
+    int *leader = malloc(2 * (size_t)s->ncpu * sizeof *leader);
     size_t ntids = 0;
     pid_t *tids = list_threads(&ntids);
-    if (!s->rings || !leader || !tids) {
+    if (!s->rings || !s->swrings || !leader || !tids) {
         free(leader);
         free(tids);
         free(s->rings);
+        free(s->swrings);
         free(s);
         return NULL;
     }
-    for (int c = 0; c < s->ncpu; c++) leader[c] = -1;
+    for (int c = 0; c < 2 * s->ncpu; c++) leader[c] = -1;
     int *err[K_COUNT] = {&rep->cpu_err, &rep->switch_err, &rep->stacks_err};
-    unsigned ring_pages = s->want[K_STACKS] ? RING_PAGES_STACKS
-                        : s->want[K_SWITCH] ? RING_PAGES_SWITCHES
-                                            : RING_PAGES_SAMPLES;
+    unsigned sample_pages = s->want[K_STACKS] ? RING_PAGES_STACKS : RING_PAGES_SAMPLES;
     bool opened_any[K_COUNT] = {false, false, false};
     int kinds = 0;
     for (int k = 0; k < K_COUNT; k++) kinds += s->want[k];
@@ -240,16 +250,19 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
                     continue;
                 }
                 int rc = 0;
-                if (leader[c] < 0) {
-                    rc = d9_perf_ring_map(&s->rings[c], fd, ring_pages);
-                    if (rc == 0) leader[c] = fd;
-                } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, leader[c]) != 0) {
+                bool sw = k == K_SWITCH;
+                int *lead = &leader[2 * c + sw];
+                d9_perf_ring *ring = sw ? &s->swrings[c] : &s->rings[c];
+                if (*lead < 0) {
+                    rc = d9_perf_ring_map(ring, fd, sw ? RING_PAGES_SWITCHES : sample_pages);
+                    if (rc == 0) *lead = fd;
+                } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, *lead) != 0) {
                     rc = -errno;
                 }
                 if (rc != 0 || !remember_fd(s, fd, k)) {
-                    if (leader[c] == fd) {
-                        d9_perf_ring_unmap(&s->rings[c]);
-                        leader[c] = -1;
+                    if (*lead == fd) {
+                        d9_perf_ring_unmap(ring);
+                        *lead = -1;
                     }
                     close(fd);
                     if (!opened_any[k]) {
@@ -271,9 +284,10 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     }
     rep->kernel_frames = opened_any[K_CPU] && !s->attr[K_CPU].exclude_kernel;
     for (int c = 0; c < s->ncpu; c++) {
-        if (!s->rings[c].base) continue;
+        if (!s->rings[c].base && !s->swrings[c].base) continue;
         rep->cpus++;
-        rep->ring_kb = (unsigned)(s->rings[c].data_size / 1024);
+        if (s->rings[c].base) rep->ring_kb = (unsigned)(s->rings[c].data_size / 1024);
+        if (s->swrings[c].base) rep->switch_ring_kb = (unsigned)(s->swrings[c].data_size / 1024);
     }
     free(attached);
     free(missed);
@@ -288,7 +302,8 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     for (size_t i = 0; i < s->nfds; i++) ioctl(s->fds[i], PERF_EVENT_IOC_ENABLE, 0);
     s->collector = req->collector;
     s->stacks_on = s->want[K_STACKS];
-    s->started = s->window_start = mono_now();
+    s->tokens = D9_SWITCH_STACKS_BUDGET;
+    s->started = s->last_pace = s->changed_at = mono_now();
     s->base.name = "perf";
     s->base.collect = source_collect;
     s->base.close = source_close;
@@ -420,28 +435,10 @@ static bool parse_trailer(const struct perf_event_header *h, uint32_t *tid, uint
     return true;
 }
 
-static void on_switch(perf_src *s, const struct perf_event_header *h) {
-    uint32_t tid, cpu;
-    uint64_t time;
-    if (!parse_trailer(h, &tid, &time, &cpu)) return;
-    if (!find_tid(s, tid)) {
-        s->n.filtered++;
-        return;
-    }
-    d9_src_event e = {.ts_ns = time, .kind = D9_SRC_SWITCH, .tid = tid, .cpu = (int32_t)cpu};
-    e.sw.out = (h->misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
-    e.sw.preempted = e.sw.out && (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0;
-    if (d9_src_batch_add(s->out, &e)) s->n.switch_records++;
-}
-
-static void on_lost(perf_src *s, const struct perf_event_header *h) {
+static void on_lost(perf_src *s, const struct perf_event_header *h, uint64_t time, int32_t cpu) {
     if (h->size < sizeof *h + 16) return;
     const uint64_t *p = (const uint64_t *)(h + 1);
-    uint32_t tid = 0, cpu = UINT32_MAX;
-    uint64_t time;
-    if (!parse_trailer(h, &tid, &time, &cpu)) time = mono_now();
-    d9_src_event e = {.ts_ns = time, .kind = D9_SRC_LOST, .tid = 0,
-                      .cpu = cpu == UINT32_MAX ? -1 : (int32_t)cpu};
+    d9_src_event e = {.ts_ns = time, .kind = D9_SRC_LOST, .tid = 0, .cpu = cpu};
     e.lost.count = p[1];
     e.lost.reason = "perf_ring_full";
     if (d9_src_batch_add(s->out, &e)) s->n.lost += p[1];
@@ -451,10 +448,44 @@ static void on_record(const struct perf_event_header *h, void *ctx) {
     perf_src *s = ctx;
     switch (h->type) {
     case PERF_RECORD_SAMPLE: on_sample(s, h); break;
-    case PERF_RECORD_SWITCH: on_switch(s, h); break;
-    case PERF_RECORD_LOST: on_lost(s, h); break;
+    case PERF_RECORD_LOST: {
+        uint32_t tid = 0, cpu = UINT32_MAX;
+        uint64_t time;
+        if (!parse_trailer(h, &tid, &time, &cpu)) time = mono_now();
+        on_lost(s, h, time, cpu == UINT32_MAX ? -1 : (int32_t)cpu);
+        break;
+    }
     default: break; /* throttle / unthrottle: the kernel keeps the rate itself */
     }
+}
+
+/* A switch ring: PERF_RECORD_SWITCH (header + {pid, tid} + time) and PERF_RECORD_LOST, from
+ * the switch events of one CPU only (SWITCH_SAMPLE_TYPE). */
+typedef struct switch_ctx {
+    perf_src *s;
+    int32_t cpu;
+} switch_ctx;
+
+static void on_switch_record(const struct perf_event_header *h, void *ctx) {
+    const switch_ctx *x = ctx;
+    perf_src *s = x->s;
+    if (h->size < sizeof *h + 16) return;
+    const uint64_t *end = (const uint64_t *)((const uint8_t *)h + h->size);
+    uint32_t tid = (uint32_t)(end[-2] >> 32);
+    uint64_t time = end[-1];
+    if (h->type == PERF_RECORD_LOST) {
+        on_lost(s, h, time, x->cpu);
+        return;
+    }
+    if (h->type != PERF_RECORD_SWITCH) return;
+    if (!find_tid(s, tid)) {
+        s->n.filtered++;
+        return;
+    }
+    d9_src_event e = {.ts_ns = time, .kind = D9_SRC_SWITCH, .tid = tid, .cpu = x->cpu};
+    e.sw.out = (h->misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
+    e.sw.preempted = e.sw.out && (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0;
+    if (d9_src_batch_add(s->out, &e)) s->n.switch_records++;
 }
 
 static int kind_of_fd(const perf_src *s, size_t i) { return s->fd_kinds[i]; }
@@ -467,41 +498,42 @@ static void set_stacks(perf_src *s, bool on) {
 }
 
 /* Context-switch stacks cost microseconds of kernel time per switch (a kernel unwind and a
- * copy of the user stack). Every switch is sampled while the process switches less than
- * D9_SWITCH_STACKS_BUDGET times a second; above it, sampling pauses between drains so the
- * stacks taken stay within that budget on average (a busy process gets every switch during
- * part of the time rather than none). */
+ * copy of the user stack), so they are paced with a token bucket: D9_SWITCH_STACKS_BUDGET
+ * tokens a second, at most one second's worth kept, one spent per stack read (of any thread:
+ * the kernel took it either way). The event runs while tokens are left and pauses (on every
+ * thread, between drains) until the debt is repaid. A process that blocks less often than the
+ * budget, or in bursts shorter than a second's worth, gets every stack; a busy one gets every
+ * stack during part of the time rather than none, at the budget on average. A state lasts at
+ * least D9_STACKS_WINDOW_NS: each change is an ioctl on every event opened at start. */
 static void pace_stacks(perf_src *s, uint64_t now) {
     if (!s->want[K_STACKS]) return;
-    if (!s->stacks_on) {
-        if (now < s->paused_until) return;
-        set_stacks(s, true);
-        s->window_start = now;
-        s->stacks_seen = 0;
-        return;
-    }
-    uint64_t span = now - s->window_start;
-    if (span < D9_STACKS_WINDOW_NS) return;
-    double rate = (double)s->stacks_seen * 1e9 / (double)span;
-    s->window_start = now;
+    double budget = D9_SWITCH_STACKS_BUDGET;
+    s->tokens += (double)(now - s->last_pace) * budget / 1e9;
+    if (s->tokens > budget) s->tokens = budget;
+    s->tokens -= (double)s->stacks_seen;
+    if (s->tokens < -budget * (D9_STACKS_MAX_PAUSE_NS / 1e9)) s->tokens = -budget * (D9_STACKS_MAX_PAUSE_NS / 1e9);
     s->stacks_seen = 0;
-    if (rate <= D9_SWITCH_STACKS_BUDGET) return;
-    /* off for as long as it takes the average to come back to the budget */
-    double off = (double)span * (rate / D9_SWITCH_STACKS_BUDGET - 1);
-    if (off > 1e9) off = 1e9;
-    set_stacks(s, false);
-    s->paused_until = now + (uint64_t)off;
-    s->paused_ns += (uint64_t)off;
+    s->last_pace = now;
+    if (now - s->changed_at < D9_STACKS_WINDOW_NS) return;
+    if (s->stacks_on && s->tokens <= 0) {
+        set_stacks(s, false);
+        s->changed_at = now;
+    } else if (!s->stacks_on && s->tokens > 0) {
+        set_stacks(s, true);
+        s->paused_ns += now - s->changed_at;
+        s->changed_at = now;
+    }
 }
 
 static void note_pacing(perf_src *s, uint64_t now) {
-    if (!s->collector || !s->paused_ns || now - s->last_note < 1000000000u) return;
+    uint64_t paused = s->paused_ns + (s->stacks_on ? 0 : now - s->changed_at);
+    if (!s->collector || !paused || now - s->last_note < 1000000000u) return;
     s->last_note = now;
     char detail[256];
     snprintf(detail, sizeof detail,
              "perf context-switch samples with kernel and user frames, workers only; every switch up to %u "
-             "switches/s in the process, paused above: %.0f%% of the time since start",
-             D9_SWITCH_STACKS_BUDGET, 100.0 * (double)s->paused_ns / (double)(now - s->started));
+             "stacks/s on average (bursts of %u), paused above: %.0f%% of the time since start",
+             D9_SWITCH_STACKS_BUDGET, D9_SWITCH_STACKS_BUDGET, 100.0 * (double)paused / (double)(now - s->started));
     d9_collector_note_source(s->collector, "switch_stacks", true, detail);
 }
 
@@ -509,7 +541,11 @@ static void source_collect(d9_source *src, d9_src_batch *out) {
     perf_src *s = src->ctx;
     refresh_tids(s);
     s->out = out;
-    for (int c = 0; c < s->ncpu; c++) d9_perf_ring_drain(&s->rings[c], on_record, s);
+    for (int c = 0; c < s->ncpu; c++) {
+        switch_ctx x = {s, c};
+        d9_perf_ring_drain(&s->swrings[c], on_switch_record, &x);
+        d9_perf_ring_drain(&s->rings[c], on_record, s);
+    }
     s->out = NULL;
     uint64_t now = mono_now();
     pace_stacks(s, now);
@@ -520,8 +556,10 @@ static void source_close(d9_source *src) {
     perf_src *s = src->ctx;
     for (size_t i = 0; i < s->nfds; i++)
         if (d9_fd_still_ours(s->fds[i], s->fd_ids[i])) ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
-    if (s->rings)
-        for (int c = 0; c < s->ncpu; c++) d9_perf_ring_unmap(&s->rings[c]);
+    for (int c = 0; c < s->ncpu; c++) {
+        if (s->rings) d9_perf_ring_unmap(&s->rings[c]);
+        if (s->swrings) d9_perf_ring_unmap(&s->swrings[c]);
+    }
     for (size_t i = 0; i < s->nfds; i++) d9_fd_close_if_ours(s->fds[i], s->fd_ids[i]);
     free(s->fds);
     free(s->fd_ids);
@@ -529,6 +567,7 @@ static void source_close(d9_source *src) {
     free(s->ids);
     free(s->tids);
     free(s->rings);
+    free(s->swrings);
     free(s);
 }
 

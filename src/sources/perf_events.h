@@ -1,8 +1,9 @@
 /* The perf source: CPU profile samples (software CPU clock), exact off-CPU intervals
  * (PERF_RECORD_SWITCH) and context-switch samples with call chains, for every thread of the
  * process. Events are opened per CPU on each thread that exists at start, with `inherit`, so
- * threads created later are covered without any work on their side; each CPU has one small
- * ring that all events on it share. The collector's thread reads the rings on every drain. */
+ * threads created later are covered without any work on their side; each CPU has one ring
+ * for the samples and one for the switch records (which carry less). The collector's thread
+ * reads the rings on every drain. */
 #ifndef D9_SOURCES_PERF_EVENTS_H
 #define D9_SOURCES_PERF_EVENTS_H
 
@@ -13,9 +14,16 @@
 #include "core/source.h"
 
 #define D9_PERF_MAX_FRAMES 128
-/* Context-switch stacks taken per second in the process, on average, at most: every switch
- * below that rate; above it the stacks pause between drains (see perf_events.c). */
-#define D9_SWITCH_STACKS_BUDGET 2000
+/* Context-switch stacks taken per second in the process, on average, at most (bursts of one
+ * second's worth pass whole): every switch below that rate; above it the stacks pause between
+ * drains (see pace_stacks in perf_events.c). A stack costs ~4-6 us of kernel time on the
+ * reference VM (a kernel unwind and the user frames), so 500 a second is ~0.25 % of one CPU
+ * at any switch rate, small next to the switch records themselves (docs/kernel-sources.md,
+ * "Costs"); it was 2000 (~1 %). */
+#define D9_SWITCH_STACKS_BUDGET 500
+/* The longest pause after a burst (the debt is forgiven beyond it), and the shortest time
+ * the stacks stay on or off. */
+#define D9_STACKS_MAX_PAUSE_NS 5000000000ull
 #define D9_STACKS_WINDOW_NS (20u * 1000u * 1000u)
 
 typedef struct d9_perf_request {
@@ -33,7 +41,8 @@ typedef struct d9_perf_report {
     bool stacks_silent;   /* context-switch samples open but yield nothing (kernel excluded) */
     bool kernel_frames;   /* the CPU profile includes kernel frames */
     bool inherit_thread;  /* forked child processes are not followed (Linux 5.13+) */
-    unsigned ring_kb;     /* data bytes per CPU ring */
+    unsigned ring_kb;     /* data KiB per CPU ring of samples (CPU profile, switch stacks) */
+    unsigned switch_ring_kb; /* data KiB per CPU ring of switch records */
     int cpus;             /* CPUs with a ring */
     int threads;          /* threads that existed at start and were attached */
     int threads_missed;   /* threads that existed at start and could not be attached */

@@ -75,8 +75,11 @@ void d9_perf_ring_drain(d9_perf_ring *r, void (*fn)(const struct perf_event_head
     while (tail + sizeof(struct perf_event_header) <= head) {
         uint64_t off = tail & mask;
         struct perf_event_header h;
-        /* the header itself may straddle the end */
-        for (size_t i = 0; i < sizeof h; i++) ((uint8_t *)&h)[i] = r->data[(off + i) & mask];
+        if (off + sizeof h <= r->data_size) {
+            memcpy(&h, r->data + off, sizeof h);
+        } else { /* records are 8-byte multiples, so this only happens with odd sizes */
+            for (size_t i = 0; i < sizeof h; i++) ((uint8_t *)&h)[i] = r->data[(off + i) & mask];
+        }
         if (h.size < sizeof h || tail + h.size > head) break; /* torn or corrupt: stop */
         const struct perf_event_header *rec;
         if (off + h.size <= r->data_size) {

@@ -122,7 +122,11 @@ static void note_schedule_profile(const d9_config *cfg, d9_collector *c, const d
         return;
     }
     if (perf && rep->switch_err == 0) {
-        d9_collector_note_source(c, "off_cpu", true, "perf context-switch records, threads that record");
+        snprintf(detail, sizeof detail,
+                 "perf context-switch records (per-CPU events inherited by every thread, tid and time only), "
+                 "threads that record, %d CPU rings of %u KiB",
+                 rep->cpus, rep->switch_ring_kb);
+        d9_collector_note_source(c, "off_cpu", true, detail);
     } else {
         snprintf(detail, sizeof detail, "perf refused (%s)",
                  refusal(rep->switch_err ? rep->switch_err : -ENOMEM, caps, why, sizeof why));
@@ -139,8 +143,8 @@ static void note_schedule_profile(const d9_config *cfg, d9_collector *c, const d
     } else if (perf && rep->stacks_err == 0) {
         snprintf(detail, sizeof detail,
                  "perf context-switch samples with kernel and user frames, workers only; every switch up to %u "
-                 "switches/s in the process, paused above",
-                 D9_SWITCH_STACKS_BUDGET);
+                 "stacks/s on average (bursts of %u), paused above",
+                 D9_SWITCH_STACKS_BUDGET, D9_SWITCH_STACKS_BUDGET);
         d9_collector_note_source(c, "switch_stacks", true, detail);
     } else {
         snprintf(detail, sizeof detail, "perf refused (%s)",

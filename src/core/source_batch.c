@@ -69,6 +69,7 @@ void d9_src_batch_reset(d9_src_batch *b) {
 
 void d9_src_batch_free(d9_src_batch *b) {
     free(b->events);
+    free(b->scratch);
     for (arena_chunk *c = b->chunks, *n; c; c = n) {
         n = c->next;
         free(c);
@@ -81,8 +82,49 @@ static int by_time(const void *a, const void *b) {
     return x->ts_ns < y->ts_ns ? -1 : x->ts_ns > y->ts_ns;
 }
 
+/* Merge the sorted runs [lo, mid) and [mid, hi) of `from` into `to`. */
+static void merge(const d9_src_event *from, d9_src_event *to, size_t lo, size_t mid, size_t hi) {
+    size_t i = lo, j = mid, k = lo;
+    while (i < mid && j < hi) to[k++] = from[j].ts_ns < from[i].ts_ns ? from[j++] : from[i++];
+    while (i < mid) to[k++] = from[i++];
+    while (j < hi) to[k++] = from[j++];
+}
+
+/* End of the sorted run that starts at `lo`. */
+static size_t run_end(const d9_src_event *e, size_t lo, size_t n) {
+    size_t i = lo + 1;
+    while (i < n && e[i].ts_ns >= e[i - 1].ts_ns) i++;
+    return i;
+}
+
 void d9_src_batch_sort(d9_src_batch *b) {
-    /* Sources deliver per-CPU runs that are almost sorted; qsort is fine for these volumes
-     * (hundreds to tens of thousands per drain). Equal timestamps keep no particular order. */
-    if (b->count > 1) qsort(b->events, b->count, sizeof *b->events, by_time);
+    /* Sources hand over one sorted run per ring (a CPU's records come in time order), so a
+     * natural merge sort does a pass per doubling of runs: one pass for two CPUs, none when
+     * the batch is sorted already. qsort only when the merge buffer cannot be had. */
+    size_t n = b->count;
+    if (n < 2 || run_end(b->events, 0, n) == n) return;
+    if (b->scratch_cap < n) {
+        d9_src_event *s = realloc(b->scratch, b->cap * sizeof *s);
+        if (!s) {
+            qsort(b->events, n, sizeof *b->events, by_time);
+            return;
+        }
+        b->scratch = s;
+        b->scratch_cap = b->cap;
+    }
+    d9_src_event *from = b->events, *to = b->scratch;
+    for (;;) {
+        size_t runs = 0;
+        for (size_t lo = 0; lo < n; runs++) {
+            size_t mid = run_end(from, lo, n);
+            size_t hi = mid < n ? run_end(from, mid, n) : n;
+            merge(from, to, lo, mid, hi);
+            lo = hi;
+        }
+        d9_src_event *t = from;
+        from = to;
+        to = t;
+        if (runs == 1) break;
+    }
+    if (from != b->events) memcpy(b->events, from, n * sizeof *from);
 }

@@ -9,10 +9,13 @@ struct d9_src_batch {
     d9_src_event *events;
     size_t count, cap;
     struct arena_chunk *chunks, *cur;
+    d9_src_event *scratch; /* the sort's merge buffer, kept across drains (cap entries) */
+    size_t scratch_cap;
 };
 
 void d9_src_batch_reset(d9_src_batch *b);
 void d9_src_batch_free(d9_src_batch *b);
+/* Order by time, stable (equal timestamps keep the order sources added them in). */
 void d9_src_batch_sort(d9_src_batch *b);
 
 #endif

@@ -1,12 +1,13 @@
 /* The pieces under the kernel sources, alone: the bounded frame-pointer walk (on a synthetic
  * stack with every kind of bad link, and on this thread's real stack), stack bounds from
  * pthread and from /proc/self/maps, function symbols from the ELF file, the frame-pointer
- * verdict for this binary and for a distribution library built without them, and the host
- * capability reading. */
+ * verdict for this binary and for a distribution library built without them, the host
+ * capability reading, and the collector's sort of source events (per-CPU runs, merged). */
 #include <dlfcn.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "core/source_batch.h"
 #include "sources/fp_unwind.h"
 #include "sources/host_caps.h"
 #include "sources/perf_ring.h"
@@ -260,7 +261,40 @@ static void test_perf_ring_wrap(void) {
     free(r.scratch);
 }
 
+/* ---------------------------------------------------------------- source batch sort */
+
+/* `runs` sorted runs of random lengths and steps (ties included), interleaved in time; the
+ * sort must give time order, and keep the order of equal timestamps (the `tid` says it). */
+static void check_batch_sort(unsigned runs, unsigned seed) {
+    d9_src_batch b = {0};
+    uint64_t want = 0;
+    for (unsigned r = 0; r < runs; r++) {
+        uint64_t ts = rand_r(&seed) % 50;
+        unsigned len = (unsigned)rand_r(&seed) % 300;
+        for (unsigned i = 0; i < len; i++) {
+            d9_src_event e = {.kind = D9_SRC_SWITCH, .ts_ns = ts, .tid = (uint32_t)want++};
+            CHECK(d9_src_batch_add(&b, &e));
+            ts += (uint64_t)(rand_r(&seed) % 3); /* steps of 0, 1 or 2: ties within and across runs */
+        }
+    }
+    d9_src_batch_sort(&b);
+    CHECK_EQ_U64(b.count, want);
+    int bad = 0;
+    for (size_t i = 1; i < b.count; i++) {
+        const d9_src_event *x = &b.events[i - 1], *y = &b.events[i];
+        if (y->ts_ns < x->ts_ns || (y->ts_ns == x->ts_ns && y->tid < x->tid)) bad++;
+    }
+    CHECK_EQ_U64(bad, 0);
+    d9_src_batch_free(&b);
+}
+
+static void test_batch_sort(void) {
+    for (unsigned seed = 1; seed <= 40; seed++) check_batch_sort(1 + seed % 9, seed);
+    check_batch_sort(0, 7);
+}
+
 int main(void) {
+    test_batch_sort();
     test_perf_ring_wrap();
     test_synthetic_walks();
     test_real_walk();

@@ -36,6 +36,7 @@
 #include "sources/task_dump.h"
 
 static bool g_short;
+static const unsigned g_stacks_budget = 500; /* DIAL9_SWITCH_STACKS_PER_SEC's default */
 static char g_scratch[256];
 
 static uint64_t now_ns(void) {
@@ -780,10 +781,10 @@ static void target_check(void) {
     double stack = g_raw_result[PEER_THREAD][RAW_STACKS] - g_raw_result[PEER_THREAD][RAW_SWITCH];
     if (g_raw_result[PEER_THREAD][RAW_STACKS] > 0 && g_sc.per_switch[0] != 0) {
         for (int p = 0; p < 2; p++) {
-            double est = (g_sc.per_switch[p] * 20000 + stack * D9_SWITCH_STACKS_BUDGET) / 1e9 * 100;
+            double est = (g_sc.per_switch[p] * 20000 + stack * g_stacks_budget) / 1e9 * 100;
             printf("  estimate, %-18s: %.0f ns x 20 k switches (section 5) + %u stacks/s x %.0f ns (section 6)"
                    " = %.2f %%\n",
-                   peer_name[p], g_sc.per_switch[p], D9_SWITCH_STACKS_BUDGET, stack, est);
+                   peer_name[p], g_sc.per_switch[p], g_stacks_budget, stack, est);
         }
     }
 }

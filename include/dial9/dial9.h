@@ -74,6 +74,9 @@ typedef struct d9_config {
     d9_sampler_mode sampler;  /* DIAL9_CPU_SAMPLER = auto | perf | timer (default auto) */
     bool schedule_profile;    /* DIAL9_SCHEDULE_PROFILE_ENABLED (default true): off-CPU intervals
                                  and context-switch stacks, where the host allows them */
+    uint32_t switch_stacks_per_sec; /* DIAL9_SWITCH_STACKS_PER_SEC (default 500): context-switch
+                                 stacks taken per second on average at most (each costs the
+                                 kernel ~4 us); above it they pause (docs/kernel-sources.md) */
     bool task_dumps;          /* DIAL9_TASK_DUMPS (default true): stacks of suspended tasks */
     bool symbolize;           /* DIAL9_SYMBOLIZE (default true): append symbols to sealed
                                  segments in the background */

@@ -28,6 +28,7 @@ void d9_config_init(d9_config *cfg) {
     cfg->cpu_sample_hz = 99;
     cfg->sampler = D9_SAMPLER_AUTO;
     cfg->schedule_profile = true;
+    cfg->switch_stacks_per_sec = 500;
     cfg->task_dumps = true;
     cfg->symbolize = true;
 }
@@ -133,6 +134,10 @@ int d9_config_from_env(d9_config *cfg) {
     if (ENV("DIAL9_SCHEDULE_PROFILE_ENABLED") &&
         parse_bool("DIAL9_SCHEDULE_PROFILE_ENABLED", v, &cfg->schedule_profile))
         return -1;
+    if (ENV("DIAL9_SWITCH_STACKS_PER_SEC")) {
+        if (parse_u64("DIAL9_SWITCH_STACKS_PER_SEC", v, 1, 1000000, &n)) return -1;
+        cfg->switch_stacks_per_sec = (uint32_t)n;
+    }
     if (ENV("DIAL9_TASK_DUMPS") && parse_bool("DIAL9_TASK_DUMPS", v, &cfg->task_dumps)) return -1;
     if (ENV("DIAL9_SYMBOLIZE") && parse_bool("DIAL9_SYMBOLIZE", v, &cfg->symbolize)) return -1;
 #undef ENV
@@ -177,6 +182,14 @@ int d9_config_validate(const d9_config *cfg) {
     }
     if (cfg->clock != D9_CLOCK_AUTO && cfg->clock != D9_CLOCK_TSC && cfg->clock != D9_CLOCK_MONOTONIC) {
         d9_set_error("clock = %d: not a d9_clock_mode", (int)cfg->clock);
+        return -1;
+    }
+    if (cfg->switch_stacks_per_sec < 1 || cfg->switch_stacks_per_sec > 1000000) {
+        d9_set_error("switch_stacks_per_sec = %u: must be from 1 to 1000000", cfg->switch_stacks_per_sec);
+        return -1;
+    }
+    if (cfg->schedstat_resolution_us > 1000000) {
+        d9_set_error("schedstat_resolution_us = %u: must be from 0 to 1000000", cfg->schedstat_resolution_us);
         return -1;
     }
     if (cfg->cpu_sample_hz < 1 || cfg->cpu_sample_hz > 10000) {

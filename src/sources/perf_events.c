@@ -70,7 +70,8 @@ typedef struct perf_src {
     /* pacing of context-switch stacks (pace_stacks) */
     bool stacks_on;
     uint64_t stacks_seen;      /* samples read since the last pacing decision, kept or not */
-    double tokens;             /* stacks that may still be taken (a token bucket) */
+    double tokens;             /* stacks that may still be taken (a token bucket) ... */
+    uint32_t stacks_per_sec;   /* ... refilled at this rate, holding at most this many */
     uint64_t last_pace, changed_at, paused_ns, started, last_note;
     uint64_t frames[D9_PERF_MAX_FRAMES];
     d9_perf_counters n;
@@ -302,7 +303,8 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     for (size_t i = 0; i < s->nfds; i++) ioctl(s->fds[i], PERF_EVENT_IOC_ENABLE, 0);
     s->collector = req->collector;
     s->stacks_on = s->want[K_STACKS];
-    s->tokens = D9_SWITCH_STACKS_BUDGET;
+    s->stacks_per_sec = req->stacks_per_sec ? req->stacks_per_sec : 500;
+    s->tokens = s->stacks_per_sec;
     s->started = s->last_pace = s->changed_at = mono_now();
     s->base.name = "perf";
     s->base.collect = source_collect;
@@ -498,7 +500,7 @@ static void set_stacks(perf_src *s, bool on) {
 }
 
 /* Context-switch stacks cost microseconds of kernel time per switch (a kernel unwind and a
- * copy of the user stack), so they are paced with a token bucket: D9_SWITCH_STACKS_BUDGET
+ * copy of the user stack), so they are paced with a token bucket: stacks_per_sec
  * tokens a second, at most one second's worth kept, one spent per stack read (of any thread:
  * the kernel took it either way). The event runs while tokens are left and pauses (on every
  * thread, between drains) until the debt is repaid. A process that blocks less often than the
@@ -507,7 +509,7 @@ static void set_stacks(perf_src *s, bool on) {
  * least D9_STACKS_WINDOW_NS: each change is an ioctl on every event opened at start. */
 static void pace_stacks(perf_src *s, uint64_t now) {
     if (!s->want[K_STACKS]) return;
-    double budget = D9_SWITCH_STACKS_BUDGET;
+    double budget = s->stacks_per_sec;
     s->tokens += (double)(now - s->last_pace) * budget / 1e9;
     if (s->tokens > budget) s->tokens = budget;
     s->tokens -= (double)s->stacks_seen;
@@ -533,7 +535,7 @@ static void note_pacing(perf_src *s, uint64_t now) {
     snprintf(detail, sizeof detail,
              "perf context-switch samples with kernel and user frames, workers only; every switch up to %u "
              "stacks/s on average (bursts of %u), paused above: %.0f%% of the time since start",
-             D9_SWITCH_STACKS_BUDGET, D9_SWITCH_STACKS_BUDGET, 100.0 * (double)paused / (double)(now - s->started));
+             s->stacks_per_sec, s->stacks_per_sec, 100.0 * (double)paused / (double)(now - s->started));
     d9_collector_note_source(s->collector, "switch_stacks", true, detail);
 }
 

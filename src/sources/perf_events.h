@@ -14,13 +14,12 @@
 #include "core/source.h"
 
 #define D9_PERF_MAX_FRAMES 128
-/* Context-switch stacks taken per second in the process, on average, at most (bursts of one
- * second's worth pass whole): every switch below that rate; above it the stacks pause between
- * drains (see pace_stacks in perf_events.c). A stack costs ~4-6 us of kernel time on the
- * reference VM (a kernel unwind and the user frames), so 500 a second is ~0.25 % of one CPU
- * at any switch rate, small next to the switch records themselves (docs/kernel-sources.md,
- * "Costs"); it was 2000 (~1 %). */
-#define D9_SWITCH_STACKS_BUDGET 500
+/* Context-switch stacks are paced to d9_perf_request.stacks_per_sec (DIAL9_SWITCH_STACKS_PER_SEC,
+ * default 500) on average, bursts of one second's worth passing whole: every switch below that
+ * rate; above it the stacks pause between drains (see pace_stacks in perf_events.c). A stack
+ * costs ~4-6 us of kernel time on the reference VM (a kernel unwind and the user frames), so
+ * 500 a second is ~0.25 % of one CPU at any switch rate, small next to the switch records
+ * themselves (docs/kernel-sources.md, "Costs"); it was 2000 (~1 %). */
 /* The longest pause after a burst (the debt is forgiven beyond it), and the shortest time
  * the stacks stay on or off. */
 #define D9_STACKS_MAX_PAUSE_NS 5000000000ull
@@ -32,6 +31,7 @@ typedef struct d9_perf_request {
     bool kernel_frames;   /* try exclude_kernel = 0 for the CPU profile */
     bool switches;        /* PERF_RECORD_SWITCH for threads that record */
     bool switch_stacks;   /* context-switch samples with call chains, for workers */
+    uint32_t stacks_per_sec; /* their pacing budget (> 0) */
     d9_collector *collector; /* where to note changes (stacks paused); may be NULL */
 } d9_perf_request;
 

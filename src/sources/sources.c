@@ -144,7 +144,7 @@ static void note_schedule_profile(const d9_config *cfg, d9_collector *c, const d
         snprintf(detail, sizeof detail,
                  "perf context-switch samples with kernel and user frames, workers only; every switch up to %u "
                  "stacks/s on average (bursts of %u), paused above",
-                 D9_SWITCH_STACKS_BUDGET, D9_SWITCH_STACKS_BUDGET);
+                 cfg->switch_stacks_per_sec, cfg->switch_stacks_per_sec);
         d9_collector_note_source(c, "switch_stacks", true, detail);
     } else {
         snprintf(detail, sizeof detail, "perf refused (%s)",
@@ -172,6 +172,7 @@ void d9_sources_start(const d9_config *cfg, d9_collector *c) {
         .kernel_frames = true, /* tried; refused kernel frames fall back to user frames */
         .switches = cfg->schedule_profile,
         .switch_stacks = cfg->schedule_profile && stacks_probe == 0,
+        .stacks_per_sec = cfg->switch_stacks_per_sec,
         .collector = c,
     };
     d9_perf_report rep;

@@ -64,6 +64,8 @@ static void test_env(void) {
     expect_env_error("DIAL9_SCHEDSTAT", "2");
     expect_env_error("DIAL9_SCHEDSTAT_RESOLUTION_US", "2000000");
     expect_env_error("DIAL9_SCHEDSTAT_RESOLUTION_US", "fast");
+    expect_env_error("DIAL9_SWITCH_STACKS_PER_SEC", "0");
+    expect_env_error("DIAL9_SWITCH_STACKS_PER_SEC", "lots");
     expect_env_error("DIAL9_TRACE_DIR", "");
 
     /* Inconsistent pair: names both variables. */

@@ -49,9 +49,12 @@ static inline const uint8_t *d9_skip_event(const d9_skip_plan *pl, const uint8_t
             if (*p > 1) return NULL; /* the presence byte */
             if (*p++ == 0) continue;
         }
-        /* A varint ends at its first byte without the high bit, the 10th at the latest. */
-        for (const uint8_t *last = p + 9; *p & 0x80; p++)
+        /* A varint ends at its first byte without the high bit, the 10th at the latest, and
+         * that one holds bit 63 only (as the decoder requires). */
+        const uint8_t *last = p + 9;
+        for (; *p & 0x80; p++)
             if (p == last) return NULL;
+        if (p == last && *p > 1) return NULL;
         p++;
     }
 }

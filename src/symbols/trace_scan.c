@@ -97,6 +97,10 @@ static int read_varint(scanner *s, uint64_t *v) {
     for (int i = 0; i < 10; i++) {
         if (s->pos >= s->len) return SHORT;
         uint8_t b = s->p[s->pos++];
+        if (i == 9 && b > 1) {
+            s->pos--;
+            return fail(s, "varint does not fit in 64 bits");
+        }
         x |= (uint64_t)(b & 0x7f) << (7 * i);
         if (!(b & 0x80)) {
             *v = x;

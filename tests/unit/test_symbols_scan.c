@@ -368,6 +368,8 @@ static void test_skip_plan(void) {
     CHECK(d9_skip_event(&pl, ev) == ev + 3 + 10 + 1 + 1 + 4);
     ev[12] = 0x80; /* an 11th byte */
     CHECK(d9_skip_event(&pl, ev) == NULL);
+    ev[12] = 0x02; /* a 10th byte beyond bit 63: the decoder refuses it, so must the plan */
+    CHECK(d9_skip_event(&pl, ev) == NULL);
     d9_skip_plan_free(&pl);
 
     const uint8_t optional[] = {D9_FT_U16, D9_FT_OPTIONAL | D9_FT_VARINT};
@@ -402,18 +404,20 @@ static const d9_schema_field ticks_fields[] = {
 static const d9_schema_def ticks = {"Ticks", false, 6, ticks_fields};
 
 enum { SKIP_EVENTS = 300, SKIP_SAMPLE = SKIP_EVENTS / 2 };
-enum damage { INTACT, LONG_VARINT, BAD_PRESENCE };
+enum damage { INTACT, LONG_VARINT, WIDE_VARINT, BAD_PRESENCE };
 
 /* A varint of 1 to 10 bytes, by i. */
 static uint64_t wide(int i) { return 1ull << (7 * (i % 10)); }
 
-/* A varint, or when `broken` one that never ends within 10 bytes. */
-static void put_varint(d9_buf *b, uint64_t v, bool broken) {
-    if (!broken) {
+/* A varint; when broken, one that never ends within 10 bytes (LONG_VARINT) or whose 10th
+ * byte holds more than bit 63 (WIDE_VARINT). */
+static void put_varint(d9_buf *b, uint64_t v, enum damage broken) {
+    if (broken != LONG_VARINT && broken != WIDE_VARINT) {
         d9_put_varint(b, v);
         return;
     }
-    for (int i = 0; i < 10; i++) d9_put_u8(b, 0x80);
+    for (int i = 0; i < 9; i++) d9_put_u8(b, 0x80);
+    d9_put_u8(b, broken == LONG_VARINT ? 0x80 : 0x02);
     d9_put_u8(b, 0x01);
 }
 
@@ -433,7 +437,7 @@ static void build_skip_trace(d9_buf *b, size_t *starts, enum damage dmg, int at)
     stack_pool(b, 5, frames, 2);
     for (int i = 0; i < SKIP_EVENTS; i++) {
         starts[i] = b->len;
-        bool broken = dmg == LONG_VARINT && i == at;
+        enum damage broken = i == at ? dmg : INTACT;
         uint64_t ts = 1000 + 100 * (uint64_t)i; /* small steps: no reset frames between events */
         if (i == SKIP_SAMPLE) {
             cpu_sample(b, &st, ts, 5, false);
@@ -533,6 +537,7 @@ static void test_skip_path(void) {
     const struct { enum damage dmg; int at; const char *says; } bad[] = {
         {LONG_VARINT, 120, "varint"}, {LONG_VARINT, 121, "varint"}, {LONG_VARINT, 122, "varint"}, {LONG_VARINT, 123, "varint"},
         {LONG_VARINT, 124, "varint"}, {LONG_VARINT, 125, "varint"}, {LONG_VARINT, SKIP_EVENTS - 1, "varint"},
+        {WIDE_VARINT, 120, "64 bits"}, {WIDE_VARINT, 123, "64 bits"}, {WIDE_VARINT, SKIP_EVENTS - 1, "64 bits"},
         {BAD_PRESENCE, 9, "presence"}, {BAD_PRESENCE, 130, "presence"}, {BAD_PRESENCE, SKIP_EVENTS - 2, "presence"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "adapter_trace.h"
+#include "adapter_trace_checks.h"
 #include "check.h"
 #include "dial9/ev.h"
 
@@ -196,11 +197,7 @@ static void run_workload(void) {
 }
 
 static void check_polls(const at_trace *t, const char *loc, const void *obj, long want) {
-    size_t got = at_polls(t, loc, (uintptr_t)obj);
-    if (got != (size_t)want) fprintf(stderr, "polls of %s: %zu, callbacks: %ld\n", loc, got, want);
-    CHECK_EQ_U64(got, want);
-    CHECK_EQ_U64(at_polls(t, loc, 0), want);
-    CHECK_EQ_U64(at_polls_on_runtime(t, loc, LOOP_NAME), want);
+    at_check_polls(t, loc, obj, want, LOOP_NAME);
 }
 
 int main(void) {
@@ -229,15 +226,7 @@ int main(void) {
     CHECK(io.cb == on_io && async.cb == on_async && prepare.cb == on_prepare && fed.cb == on_fed);
 
     at_trace t;
-    CHECK(at_load(d9_run_dir(), &t) == 0);
-    CHECK_EQ_U64(t.nesting_errors, 0);
-    CHECK_EQ_U64(t.park_errors, 0);
-    CHECK_EQ_U64(t.open_polls, 0);
-
-    const at_worker *w = NULL;
-    for (size_t i = 0; i < t.nworkers; i++)
-        if (strcmp(t.workers[i].runtime, LOOP_NAME) == 0) w = &t.workers[i];
-    CHECK(w && w->tid == (uint32_t)loop_tid && w->index == 0);
+    at_check_run(&t, d9_run_dir(), LOOP_NAME, loop_tid);
     /* one park per backend poll: as many as the application's release callback ran */
     CHECK_EQ_U64(at_parks_on_runtime(&t, LOOP_NAME), n.release);
 
@@ -254,20 +243,11 @@ int main(void) {
     const void *watchers[] = {&timer, &oneshot, &idle, &prepare, &check, &io, &async, &fed};
     const char *names[] = {"on_timer", "on_oneshot", "idle-site", "on_prepare", "on_check",
                            "on_io", "on_async", "on_fed"};
-    for (size_t i = 0; i < sizeof watchers / sizeof *watchers; i++) {
-        CHECK_EQ_U64(at_spawns(&t, (uintptr_t)watchers[i], names[i]), 1);
-        CHECK_EQ_U64(at_terminates(&t, (uintptr_t)watchers[i]), 1);
-    }
-    uint64_t once_task = 0;
-    for (size_t i = 0; i < t.npolls; i++)
-        if (strcmp(t.polls[i].loc, "on_once") == 0) once_task = t.polls[i].task;
-    CHECK(once_task != 0);
-    CHECK_EQ_U64(at_spawns(&t, once_task, "on_once"), 1);
-    CHECK_EQ_U64(at_terminates(&t, once_task), 1);
+    for (size_t i = 0; i < sizeof watchers / sizeof *watchers; i++)
+        at_check_lifetime(&t, (uintptr_t)watchers[i], names[i]);
+    at_check_lifetime(&t, at_task_polled_at(&t, "on_once"), "on_once");
 
-    CHECK_EQ_U64(at_wakes_of(&t, (uintptr_t)&async), N_ASYNC);
-    for (size_t i = 0; i < t.nwakes; i++)
-        if (t.wakes[i].woken == (uintptr_t)&async) CHECK(t.wakes[i].worker == 255);
+    at_check_outside_wakes(&t, (uintptr_t)&async, N_ASYNC);
 
     at_free(&t);
     if (!d9t_failed) at_remove_tree(dir);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "adapter_trace.h"
+#include "adapter_trace_checks.h"
 #include "check.h"
 #include "dial9/event.h"
 
@@ -190,12 +191,7 @@ static void run_workload(void) {
 }
 
 static void check_polls(const at_trace *t, const char *loc, const void *obj, long want) {
-    size_t got = at_polls(t, loc, (uintptr_t)obj);
-    CHECK(obj != NULL);
-    if (got != (size_t)want) fprintf(stderr, "polls of %s: %zu, callbacks: %ld\n", loc, got, want);
-    CHECK_EQ_U64(got, want);
-    CHECK_EQ_U64(at_polls(t, loc, 0), want);
-    CHECK_EQ_U64(at_polls_on_runtime(t, loc, BASE_NAME), want);
+    at_check_polls(t, loc, obj, want, BASE_NAME);
 }
 
 int main(void) {
@@ -219,15 +215,7 @@ int main(void) {
     CHECK_EQ_U64(n.bev_bytes, N_TICKS);
 
     at_trace t;
-    CHECK(at_load(d9_run_dir(), &t) == 0);
-    CHECK_EQ_U64(t.nesting_errors, 0);
-    CHECK_EQ_U64(t.park_errors, 0);
-    CHECK_EQ_U64(t.open_polls, 0);
-
-    const at_worker *w = NULL;
-    for (size_t i = 0; i < t.nworkers; i++)
-        if (strcmp(t.workers[i].runtime, BASE_NAME) == 0) w = &t.workers[i];
-    CHECK(w && w->tid == (uint32_t)loop_tid && w->index == 0);
+    at_check_run(&t, d9_run_dir(), BASE_NAME, loop_tid);
     CHECK(at_parks_on_runtime(&t, BASE_NAME) >= 1);
 
     check_polls(&t, "on_timer", (void *)timer_id, n.timer);
@@ -241,27 +229,15 @@ int main(void) {
     CHECK_EQ_U64(at_distinct_tasks(&t, "on_bev_read"), 1);
 
     /* spawns at creation with the callback's name, terminates at free / base free */
-    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)read_ev, "on_readable"), 1);
-    CHECK_EQ_U64(at_terminates(&t, (uintptr_t)read_ev), 1);
-    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)&assigned_ev, "on_assigned"), 1);
-    CHECK_EQ_U64(at_terminates(&t, (uintptr_t)&assigned_ev), 1);
-    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)listener, "on_accept"), 1);
-    CHECK_EQ_U64(at_terminates(&t, (uintptr_t)listener), 1);
-    uint64_t timer_task = timer_id, bev_task = bev_id, once_task = 0;
-    for (size_t i = 0; i < t.npolls; i++)
-        if (strcmp(t.polls[i].loc, "once-site") == 0) once_task = t.polls[i].task;
-    CHECK(once_task != 0);
-    CHECK_EQ_U64(at_spawns(&t, timer_task, "on_timer"), 1);
-    CHECK_EQ_U64(at_terminates(&t, timer_task), 1);
-    CHECK_EQ_U64(at_spawns(&t, bev_task, "on_bev_read"), 1);
-    CHECK_EQ_U64(at_terminates(&t, bev_task), 1);
-    CHECK_EQ_U64(at_spawns(&t, once_task, "once-site"), 1);
-    CHECK_EQ_U64(at_terminates(&t, once_task), 1);
+    at_check_lifetime(&t, (uintptr_t)read_ev, "on_readable");
+    at_check_lifetime(&t, (uintptr_t)&assigned_ev, "on_assigned");
+    at_check_lifetime(&t, (uintptr_t)listener, "on_accept");
+    at_check_lifetime(&t, timer_id, "on_timer");
+    at_check_lifetime(&t, bev_id, "on_bev_read");
+    at_check_lifetime(&t, at_task_polled_at(&t, "once-site"), "once-site");
 
     /* event_active from another thread wakes the event's task */
-    CHECK_EQ_U64(at_wakes_of(&t, (uintptr_t)&assigned_ev), N_ACTIVE);
-    for (size_t i = 0; i < t.nwakes; i++)
-        if (t.wakes[i].woken == (uintptr_t)&assigned_ev) CHECK(t.wakes[i].worker == 255);
+    at_check_outside_wakes(&t, (uintptr_t)&assigned_ev, N_ACTIVE);
 
     at_free(&t);
     if (!d9t_failed) at_remove_tree(dir);

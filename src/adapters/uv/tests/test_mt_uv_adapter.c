@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "adapter_trace.h"
+#include "adapter_trace_checks.h"
 #include "check.h"
 #include "dial9/uv.h"
 
@@ -234,22 +235,6 @@ static void run_workload(void) {
     CHECK(uv_loop_close(&loop) == 0);
 }
 
-static uint32_t loop_worker_id(const at_trace *t) {
-    for (size_t i = 0; i < t->nworkers; i++)
-        if (strcmp(t->workers[i].runtime, LOOP_NAME) == 0) return t->workers[i].id;
-    return 255;
-}
-
-/* Polls of `loc` for task `obj`, all of them on workers of `runtime`. */
-static void check_polls(const at_trace *t, const char *loc, const void *obj, long want,
-                        const char *runtime) {
-    size_t got = at_polls(t, loc, (uintptr_t)obj);
-    if (got != (size_t)want) fprintf(stderr, "polls of %s: %zu, callbacks: %ld\n", loc, got, want);
-    CHECK_EQ_U64(got, want);
-    CHECK_EQ_U64(at_polls(t, loc, 0), want); /* no poll of this callback for another task */
-    CHECK_EQ_U64(at_polls_on_runtime(t, loc, runtime), want);
-}
-
 int main(void) {
     sem_init(&async_ran, 0, 0);
     char *dir = at_mkdtemp("uv");
@@ -280,42 +265,35 @@ int main(void) {
     CHECK(n.prepare > 0 && n.check > 0);
     CHECK(atomic_load(&work_tid) != 0 && atomic_load(&work_tid) != loop_tid);
 
-    at_trace t;
-    CHECK(at_load(d9_run_dir(), &t) == 0);
-    CHECK_EQ_U64(t.nesting_errors, 0);
-    CHECK_EQ_U64(t.park_errors, 0);
-    CHECK_EQ_U64(t.open_polls, 0);
-
     /* the loop's thread is worker LOOP_NAME #0, and it parked in epoll_wait */
-    uint32_t lw = loop_worker_id(&t);
-    CHECK(lw != 255);
-    const at_worker *w = at_worker_by_id(&t, lw);
-    CHECK(w && w->tid == (uint32_t)loop_tid && w->index == 0);
+    at_trace t;
+    const at_worker *w = at_check_run(&t, d9_run_dir(), LOOP_NAME, (pid_t)loop_tid);
+    uint32_t lw = w ? w->id : 255;
     size_t parks = at_parks_on_runtime(&t, LOOP_NAME);
     CHECK(parks >= 1);
     for (size_t i = 0; i < t.nparks; i++)
         if (t.parks[i].worker == lw) CHECK(t.parks[i].tid == (uint32_t)loop_tid);
 
     /* one poll per callback, with the task of its handle/request and the callback's name */
-    check_polls(&t, "on_timer", &timer, n.timer, LOOP_NAME);
-    check_polls(&t, "on_idle", &idle, n.idle, LOOP_NAME);
-    check_polls(&t, "prepare-site", &prepare, n.prepare, LOOP_NAME);
-    check_polls(&t, "on_check", &check, n.check, LOOP_NAME);
-    check_polls(&t, "on_async", &async, n.async, LOOP_NAME);
-    check_polls(&t, "on_connection", &server, n.connection, LOOP_NAME);
-    check_polls(&t, "on_connect", &connect_req, n.connect, LOOP_NAME);
-    check_polls(&t, "on_write", &write_req, n.write, LOOP_NAME);
-    check_polls(&t, "on_alloc", &peer, n.alloc, LOOP_NAME);
-    check_polls(&t, "on_read", &peer, n.read, LOOP_NAME);
-    check_polls(&t, "on_after_work", &work_req, n.after_work, LOOP_NAME);
-    check_polls(&t, "on_stat", &stat_req, n.stat, LOOP_NAME);
+    at_check_polls(&t, "on_timer", &timer, n.timer, LOOP_NAME);
+    at_check_polls(&t, "on_idle", &idle, n.idle, LOOP_NAME);
+    at_check_polls(&t, "prepare-site", &prepare, n.prepare, LOOP_NAME);
+    at_check_polls(&t, "on_check", &check, n.check, LOOP_NAME);
+    at_check_polls(&t, "on_async", &async, n.async, LOOP_NAME);
+    at_check_polls(&t, "on_connection", &server, n.connection, LOOP_NAME);
+    at_check_polls(&t, "on_connect", &connect_req, n.connect, LOOP_NAME);
+    at_check_polls(&t, "on_write", &write_req, n.write, LOOP_NAME);
+    at_check_polls(&t, "on_alloc", &peer, n.alloc, LOOP_NAME);
+    at_check_polls(&t, "on_read", &peer, n.read, LOOP_NAME);
+    at_check_polls(&t, "on_after_work", &work_req, n.after_work, LOOP_NAME);
+    at_check_polls(&t, "on_stat", &stat_req, n.stat, LOOP_NAME);
     CHECK_EQ_U64(at_polls(&t, "on_close", 0), n.close);
     CHECK_EQ_U64(at_distinct_tasks(&t, "on_close"), n.close);
     CHECK_EQ_U64(at_polls(&t, "on_close", (uintptr_t)&timer), 1);
 
     /* pool requests: the pool part on a "uv-threadpool" worker, then the loop thread */
-    check_polls(&t, "on_work", &work_req, 1, "uv-threadpool");
-    check_polls(&t, "uv_fs_stat", &stat_req, N_STAT, "uv-threadpool");
+    at_check_polls(&t, "on_work", &work_req, 1, "uv-threadpool");
+    at_check_polls(&t, "uv_fs_stat", &stat_req, N_STAT, "uv-threadpool");
     CHECK_EQ_U64(at_wakes_of(&t, (uintptr_t)&work_req), 1);
     CHECK_EQ_U64(at_wakes_of(&t, (uintptr_t)&stat_req), N_STAT);
     for (size_t i = 0; i < t.nwakes; i++) {
@@ -326,9 +304,7 @@ int main(void) {
     }
 
     /* async sends from a thread that is no worker wake the async handle's task */
-    CHECK_EQ_U64(at_wakes_of(&t, (uintptr_t)&async), N_ASYNC);
-    for (size_t i = 0; i < t.nwakes; i++)
-        if (t.wakes[i].woken == (uintptr_t)&async) CHECK(t.wakes[i].worker == 255);
+    at_check_outside_wakes(&t, (uintptr_t)&async, N_ASYNC);
 
     /* spawns at the first registration, terminates at close / completion */
     CHECK_EQ_U64(at_spawns(&t, (uintptr_t)&timer, "on_timer"), 1);

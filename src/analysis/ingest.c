@@ -321,7 +321,10 @@ static int on_unpark(d9a_analysis *a, const schema_info *in, const d9_event *ev)
     if (field_has_u(ev, in->f[3], &wait)) {
         a->sched_wait_fields++;
         if (wait > 0) a->schedstat_seen++;
-        if (d9a_in_window(a, ev->ts_ns)) {
+        /* Both 0: schedstat was not read at this unpark (the recorder reads it at most once
+         * per DIAL9_SCHEDSTAT_RESOLUTION_US, or not at all): no measurement, not a zero delay. */
+        bool measured = wait > 0 || cpu > 0;
+        if (measured && d9a_in_window(a, ev->ts_ns)) {
             d9a_hist_add(&a->sched_wait, wait);
             d9a_hist_add(&w->sched_wait, wait);
             if (wait > a->opt.sched_delay_warn_ns) a->sched_over_warn++;

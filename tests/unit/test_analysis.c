@@ -352,6 +352,7 @@ static void test_switch_and_idle(void) {
         CHECK_EQ_U64(r->queue_samples_nonzero_while_parked, 1);
         CHECK(tb_flag(r, "cpu_contention") != NULL); /* 2 ms preempted of 5.1 ms in polls */
         CHECK(tb_flag(r, "missing_source") != NULL); /* no wakes, no schedstat */
+        CHECK_EQ_U64(r->sched_wait.count, 0);      /* an unpark without schedstat: not a 0 delay */
     }
     d9a_free(a);
     d9_buf_free(&t.b);

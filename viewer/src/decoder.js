@@ -547,14 +547,17 @@ function dial9DecoderFactory() {
         t.c.ts[i] = ts;
         t.c.worker[i] = num(slot(s, 0));
         t.c.localQueue[i] = num(slot(s, 1));
-        t.c.cpuTime[i] = num(slot(s, 2));
+        // cpu_time_ns 0: schedstat not read here (off, or within DIAL9_SCHEDSTAT_RESOLUTION_US
+        // of the thread's previous read): unknown, and so is the unpark's sched_wait_ns then.
+        t.c.cpuTime[i] = num(slot(s, 2)) || NaN;
         if (s.kind === K.PARK) {
           t.c.isEnd[i] = 0;
           t.c.schedWait[i] = NaN;
           t.c.tid[i] = num(slot(s, 3));
         } else {
           t.c.isEnd[i] = 1;
-          t.c.schedWait[i] = num(slot(s, 3));
+          const wait = num(slot(s, 3));
+          t.c.schedWait[i] = wait > 0 || Number.isFinite(t.c.cpuTime[i]) ? wait : NaN;
           t.c.tid[i] = num(slot(s, 4));
         }
         return;

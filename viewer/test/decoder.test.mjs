@@ -196,6 +196,26 @@ test('built-in events become columns: polls, parks, wakes, samples, symbols, met
   assert.equal(tr.timeEnd - tr.timeStart, 30000500);
 });
 
+test('parks without a schedstat reading (cpu_time_ns 0) have no CPU time and no run-queue wait', () => {
+  const w = new TraceWriter().header();
+  const id = declareBuiltins(w);
+  const t0 = 9000000000n;
+  // read at park, not at unpark (within DIAL9_SCHEDSTAT_RESOLUTION_US); then neither; then both
+  w.event(id.WorkerParkEvent, t0, [0, 0, 5000, 77]);
+  w.event(id.WorkerUnparkEvent, t0 + 100n, [0, 0, 0, 0, 77]);
+  w.event(id.WorkerParkEvent, t0 + 200n, [0, 0, 0, 77]);
+  w.event(id.WorkerUnparkEvent, t0 + 300n, [0, 0, 0, 0, 77]);
+  w.event(id.WorkerParkEvent, t0 + 400n, [0, 0, 6000, 77]);
+  w.event(id.WorkerUnparkEvent, t0 + 500n, [0, 0, 6100, 0, 77]);
+  const tr = D.decode(w.bytes());
+  assert.equal(tr.parks.count, 3);
+  assert.ok(Number.isNaN(tr.parks.cpuAtUnpark[0] - tr.parks.cpuAtPark[0]));
+  assert.ok(Number.isNaN(tr.parks.schedWait[0]));
+  assert.ok(Number.isNaN(tr.parks.schedWait[1]));
+  assert.equal(tr.parks.cpuAtUnpark[2] - tr.parks.cpuAtPark[2], 100);
+  assert.equal(tr.parks.schedWait[2], 0); // read, and no wait: a real 0
+});
+
 test('concatenated streams reset schemas, pools and the timestamp base', () => {
   const a = new TraceWriter().header();
   a.schema(0, 'PollStartEvent', true, [['worker_id', T.VARINT], ['local_queue', T.U8], ['task_id', T.VARINT], ['spawn_loc', T.POOLED_STRING]]);

@@ -241,12 +241,15 @@ static int add_mark(d9_xmodel *m, const d9_event *ev, const schema_info *in) {
         k.kind = in->kind == K_PARK ? MK_PARK : MK_UNPARK;
         k.queue = saturate32(uint_or(ev, in->f[1], 0));
         uint64_t v;
-        k.has_cpu = d9_value_uint(field(ev, in->f[2]), &v);
+        /* cpu_time_ns 0: schedstat was not read here (off, or within the recorder's
+         * DIAL9_SCHEDSTAT_RESOLUTION_US of the previous read); then the unpark's
+         * sched_wait_ns 0 measured nothing either. */
+        k.has_cpu = d9_value_uint(field(ev, in->f[2]), &v) && v != 0;
         k.cpu_ns = k.has_cpu ? v : 0;
         k.has_tid = d9_value_uint(field(ev, in->f[3]), &v) && v != 0;
         k.tid = k.has_tid ? saturate32(v) : 0;
         if (in->kind == K_UNPARK) {
-            k.has_sched_wait = d9_value_uint(field(ev, in->f[4]), &v);
+            k.has_sched_wait = d9_value_uint(field(ev, in->f[4]), &v) && (v != 0 || k.has_cpu);
             k.sched_wait = k.has_sched_wait ? v : 0;
         }
         break;

@@ -107,13 +107,18 @@ static void poll_end(tb *t, uint64_t ts, uint64_t worker) {
     d9_put_varint(&t->b, worker);
 }
 
-static void park(tb *t, uint64_t ts, uint64_t worker, bool unpark, uint64_t cpu, uint32_t tid) {
+static void park_wait(tb *t, uint64_t ts, uint64_t worker, bool unpark, uint64_t cpu, uint64_t wait,
+                      uint32_t tid) {
     d9_enc_event(&t->b, &t->st, unpark ? D9_SCH_WORKER_UNPARK : D9_SCH_WORKER_PARK, ts);
     d9_put_varint(&t->b, worker);
     d9_put_u8(&t->b, 0);
     d9_put_varint(&t->b, cpu);
-    if (unpark) d9_put_varint(&t->b, 777); /* sched_wait_ns */
+    if (unpark) d9_put_varint(&t->b, wait); /* sched_wait_ns */
     d9_put_u32(&t->b, tid);
+}
+
+static void park(tb *t, uint64_t ts, uint64_t worker, bool unpark, uint64_t cpu, uint32_t tid) {
+    park_wait(t, ts, worker, unpark, cpu, 777, tid);
 }
 
 static void wake(tb *t, uint64_t ts, uint64_t waker, uint64_t woken, uint8_t from) {
@@ -399,7 +404,30 @@ static void test_empty(void) {
     d9_buf_free(&t.b);
 }
 
+/* Parks whose unpark had no schedstat reading (cpu_time_ns and sched_wait_ns 0, as the
+ * recorder writes within DIAL9_SCHEDSTAT_RESOLUTION_US): no CPU time, no scheduling delay. */
+static void test_unread_schedstat(void) {
+    tb t;
+    d9_buf_init(&t.b);
+    memset(&t.st, 0, sizeof t.st);
+    tb_stream(&t);
+    park_wait(&t, 100, 0, false, 5000, 0, 7);
+    park_wait(&t, 200, 0, true, 0, 0, 7);     /* not read */
+    park_wait(&t, 300, 0, false, 0, 0, 7);    /* not read */
+    park_wait(&t, 400, 0, true, 9000, 0, 7);  /* read: a real zero wait */
+    d9_xmodel *m = model_of(&t.b, NULL);
+    CHECK(m && m->park_count == 2);
+    if (m && m->park_count == 2) {
+        CHECK(!m->parks[0].has_sched_wait && m->parks[0].cpu_ns == 0);
+        CHECK(m->parks[1].has_sched_wait && m->parks[1].sched_wait_ns == 0 && m->parks[1].cpu_ns == 0);
+        CHECK_EQ_U64(m->sched_delay_count, 1);
+    }
+    d9_xmodel_free(m);
+    d9_buf_free(&t.b);
+}
+
 int main(void) {
+    test_unread_schedstat();
     test_protobuf();
     test_window_parse();
     test_model();

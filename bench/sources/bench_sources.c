@@ -36,7 +36,6 @@
 #include "sources/task_dump.h"
 
 static bool g_short;
-static const unsigned g_stacks_budget = 500; /* DIAL9_SWITCH_STACKS_PER_SEC's default */
 static char g_scratch[256];
 
 static uint64_t now_ns(void) {
@@ -779,12 +778,15 @@ static void target_check(void) {
     g_hop_iters = g_warm_ns = g_run_ns = 0;
     /* the same from the tight ping-pong: per switch x 20 k + the stacks' budget x their cost */
     double stack = g_raw_result[PEER_THREAD][RAW_STACKS] - g_raw_result[PEER_THREAD][RAW_SWITCH];
+    d9_config defaults;
+    d9_config_init(&defaults);
+    unsigned budget = defaults.switch_stacks_per_sec; /* the stacks' pacing at its default */
     if (g_raw_result[PEER_THREAD][RAW_STACKS] > 0 && g_sc.per_switch[0] != 0) {
         for (int p = 0; p < 2; p++) {
-            double est = (g_sc.per_switch[p] * 20000 + stack * g_stacks_budget) / 1e9 * 100;
+            double est = (g_sc.per_switch[p] * 20000 + stack * budget) / 1e9 * 100;
             printf("  estimate, %-18s: %.0f ns x 20 k switches (section 5) + %u stacks/s x %.0f ns (section 6)"
                    " = %.2f %%\n",
-                   peer_name[p], g_sc.per_switch[p], g_stacks_budget, stack, est);
+                   peer_name[p], g_sc.per_switch[p], budget, stack, est);
         }
     }
 }

@@ -422,23 +422,21 @@ static void emit_write_drop_report(d9_collector *c) {
 /* The event just encoded after `mark` overran the segment: write what came before, then see
  * whether the event fits after it, or rotate and encode it again in the next segment. */
 static __attribute__((noinline)) void emit_overflow(d9_collector *c, const out_event *e, size_t mark) {
-    {
-        d9_buf_clear(&c->scratch);
-        d9_put_bytes(&c->scratch, c->out.data + mark, c->out.len - mark);
-        c->out.len = mark;
-        uint64_t epoch = d9_segw_epoch(c->w);
-        flush_out(c);
-        bool same_stream = c->stream_open && d9_segw_epoch(c->w) == epoch;
-        if (same_stream && c->scratch.len <= c->room) {
-            d9_put_bytes(&c->out, c->scratch.data, c->scratch.len);
-        } else {
-            if (same_stream) {
-                d9_segw_rotate(c->w);
-                writer_changed(c);
-            }
-            ensure_stream(c);
-            encode(c, e);
+    d9_buf_clear(&c->scratch);
+    d9_put_bytes(&c->scratch, c->out.data + mark, c->out.len - mark);
+    c->out.len = mark;
+    uint64_t epoch = d9_segw_epoch(c->w);
+    flush_out(c);
+    bool same_stream = c->stream_open && d9_segw_epoch(c->w) == epoch;
+    if (same_stream && c->scratch.len <= c->room) {
+        d9_put_bytes(&c->out, c->scratch.data, c->scratch.len);
+    } else {
+        if (same_stream) {
+            d9_segw_rotate(c->w);
+            writer_changed(c);
         }
+        ensure_stream(c);
+        encode(c, e);
     }
 }
 
@@ -530,7 +528,6 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
         } else {
             if (!park && r[2] != D9_NS_UNKNOWN && t->c_ss_wait != D9_NS_UNKNOWN && r[2] >= t->c_ss_wait)
                 delay = r[2] - t->c_ss_wait;
-            t->c_ss_cpu = r[1];
             t->c_ss_wait = r[2];
         }
         if (cpu == D9_NS_UNKNOWN) cpu = 0;
@@ -826,7 +823,7 @@ int d9_collector_start(d9_collector *c, char *err, size_t errlen) {
         t->c_seen = true;
         t->c_worker = atomic_load_explicit(&t->worker_id, memory_order_acquire);
         t->c_task = 0;
-        t->c_ss_cpu = t->c_ss_wait = D9_NS_UNKNOWN;
+        t->c_ss_wait = D9_NS_UNKNOWN;
         uint64_t drops = atomic_load_explicit(&t->drops_total, memory_order_relaxed);
         t->c_drops_reported = t->c_drops_written = t->c_drops_counted = drops; /* earlier runs' */
     }

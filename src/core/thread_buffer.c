@@ -82,7 +82,7 @@ d9_thread *d9_thread_register(void) {
     if (pthread_getname_np(pthread_self(), t->name, sizeof t->name) != 0) t->name[0] = 0;
     atomic_init(&t->worker_id, 255);
     t->c_worker = 255;
-    t->c_ss_cpu = t->c_ss_wait = D9_NS_UNKNOWN;
+    t->c_ss_wait = D9_NS_UNKNOWN;
 
     pthread_mutex_lock(&g_lock);
     t->next = g_threads;

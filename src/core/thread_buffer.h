@@ -42,7 +42,7 @@ typedef struct d9_thread {
     /* ---- consumer-private decoding state ---- */
     uint32_t c_worker;
     uint64_t c_task;          /* task being polled, 0 if none */
-    uint64_t c_ss_cpu, c_ss_wait; /* the thread's last schedstat reading (D9_NS_UNKNOWN: none) */
+    uint64_t c_ss_wait;       /* run-queue wait at the thread's last schedstat read (D9_NS_UNKNOWN: none) */
     uint64_t c_drops_reported;  /* drops put in a DroppedEventsEvent */
     uint64_t c_drops_written;   /* ... of which the event reached the disk */
     uint64_t c_drops_counted;   /* ... of which counted in the stats */

@@ -303,7 +303,7 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     for (size_t i = 0; i < s->nfds; i++) ioctl(s->fds[i], PERF_EVENT_IOC_ENABLE, 0);
     s->collector = req->collector;
     s->stacks_on = s->want[K_STACKS];
-    s->stacks_per_sec = req->stacks_per_sec ? req->stacks_per_sec : 500;
+    s->stacks_per_sec = req->stacks_per_sec;
     s->tokens = s->stacks_per_sec;
     s->started = s->last_pace = s->changed_at = mono_now();
     s->base.name = "perf";

@@ -31,7 +31,7 @@ typedef struct d9_perf_request {
     bool kernel_frames;   /* try exclude_kernel = 0 for the CPU profile */
     bool switches;        /* PERF_RECORD_SWITCH for threads that record */
     bool switch_stacks;   /* context-switch samples with call chains, for workers */
-    uint32_t stacks_per_sec; /* their pacing budget (> 0) */
+    uint32_t stacks_per_sec; /* their pacing budget (> 0: d9_config_validate's bound) */
     d9_collector *collector; /* where to note changes (stacks paused); may be NULL */
 } d9_perf_request;
 

@@ -16,7 +16,8 @@ ex_backend *ex_backend_start(uint32_t round_us);
  * memory (then `reply` gets an answer at once). */
 int ex_backend_query(ex_backend *db, uint64_t key, ex_oneshot *reply);
 
-/* Answer what is queued, stop the thread and free the backend. */
+/* Answer what is queued, stop the thread and free the backend. Call it only when no task can
+ * call ex_backend_query any more (the executor is idle): the backend is freed here. */
 void ex_backend_stop(ex_backend *db);
 
 #endif

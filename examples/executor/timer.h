@@ -16,7 +16,8 @@ ex_timer *ex_timer_start(void);
  * memory (then `done` is sent at once, so the waiting task is never stranded). */
 int ex_timer_after(ex_timer *tm, uint64_t delay_us, ex_oneshot *done);
 
-/* Fire every pending timer now, stop the thread and free the timer. */
+/* Fire every pending timer now, stop the thread and free the timer. Call it only when no
+ * task can call ex_timer_after any more (the executor is idle): the timer is freed here. */
 void ex_timer_stop(ex_timer *tm);
 
 #endif

@@ -20,6 +20,7 @@
 
 #include "cli/cli.h"
 #include "cli/trace_paths.h"
+#include "format/dec_open_regular.h"
 #include "format/decoder.h"
 #include "symbols/sym_input.h"
 #include "symbols/symbol_stream.h"
@@ -302,8 +303,12 @@ static bool write_copy(const char *in_path, bool gz, uint64_t good, const uint8_
     bool ok = true;
     static uint8_t buf[1 << 16];
     if (gz) {
-        gzFile g = gzopen(in_path, "rb");
-        if (!g) ok = false;
+        int gfd = d9_open_regular(in_path, O_RDONLY, NULL, 0);
+        gzFile g = gfd >= 0 ? gzdopen(gfd, "rb") : NULL;
+        if (!g) {
+            ok = false;
+            if (gfd >= 0) close(gfd);
+        }
         while (ok && good > 0) {
             int n = gzread(g, buf, (unsigned)(good < sizeof buf ? good : sizeof buf));
             if (n <= 0) ok = false;
@@ -314,7 +319,7 @@ static bool write_copy(const char *in_path, bool gz, uint64_t good, const uint8_
         }
         if (g) gzclose(g);
     } else {
-        int in = open(in_path, O_RDONLY | O_CLOEXEC);
+        int in = d9_open_regular(in_path, O_RDONLY, NULL, 0);
         if (in < 0) ok = false;
         while (ok && good > 0) {
             ssize_t n = read(in, buf, good < sizeof buf ? good : sizeof buf);
@@ -371,10 +376,11 @@ static bool symbolize_path(run *rn, const char *path, const char *out_path) {
     const options *opt = rn->opt;
     bool in_place = out_path == NULL;
     bool active = has_suffix(path, ".active");
-    int fd = open(path, (in_place ? O_RDWR | O_APPEND : O_RDONLY) | O_CLOEXEC);
+    char why[600];
+    int fd = d9_open_regular(path, in_place ? O_RDWR | O_APPEND : O_RDONLY, why, sizeof why);
     if (fd < 0) {
         int e = errno;
-        fprintf(stderr, "dial9 symbolize: %s: %s%s\n", path, strerror(e),
+        fprintf(stderr, "dial9 symbolize: %s%s\n", why,
                 in_place && (e == EACCES || e == EROFS || e == EPERM) ? " (use -o to write a symbolized copy)" : "");
         return false;
     }

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* asprintf */
 #endif
 #include "cli/trace_paths.h"
+#include "format/dec_open_regular.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -109,6 +110,12 @@ int d9_expand_paths(int n, char *const *args, d9_path_list *out, char *err, size
         struct stat st;
         if (stat(args[i], &st) != 0) {
             snprintf(err, errlen, "%s: %s", args[i], strerror(errno));
+            return -1;
+        }
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+            /* Never opened: reading a FIFO would wait for a writer forever. */
+            snprintf(err, errlen, "%s: not a regular file or directory (%s)", args[i],
+                     d9_file_kind_name(st.st_mode));
             return -1;
         }
         if (!S_ISDIR(st.st_mode)) {

@@ -154,14 +154,19 @@ static long gz_read(d9_input *in, uint8_t *buf, size_t n) {
             g->member_done = false;
         }
         int zr = inflate(&g->zs, Z_NO_FLUSH);
+        size_t got = n - g->zs.avail_out;
         if (zr == Z_STREAM_END) {
             g->member_done = true;
         } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
-            snprintf(in->err, sizeof in->err, "gzip: %s", g->zs.msg ? g->zs.msg : "corrupt data");
+            const char *why = g->zs.msg ? g->zs.msg : "corrupt data";
+            /* zlib checks a member's CRC and length only after inflating all of it. */
+            bool trailer = strstr(why, "incorrect data check") || strstr(why, "incorrect length check");
+            snprintf(in->err, sizeof in->err, "gzip: %s%s", why,
+                     trailer ? " (a damaged gzip trailer; the data before it was read)" : "");
             g->failed = true;
-            return -1;
+            /* What this call inflated is good data: hand it over, the error comes next call. */
+            return got > 0 ? (long)got : -1;
         }
-        size_t got = n - g->zs.avail_out;
         if (got > 0 && (g->zs.avail_out == 0 || g->member_done)) return (long)got;
         if (got == n) return (long)got;
     }

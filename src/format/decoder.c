@@ -18,6 +18,7 @@
 
 #include "format/dec_arena.h"
 #include "format/dec_input.h"
+#include "format/dec_open_regular.h"
 #include "format/dec_pool.h"
 #include "format/dec_schema.h"
 
@@ -911,9 +912,10 @@ d9_decoder *d9_dec_open_fd(int fd, bool take_ownership, const d9_dec_options *op
 
 d9_decoder *d9_dec_open_path(const char *path, const d9_dec_options *opt, char *err,
                              size_t errlen) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char why[512];
+    int fd = d9_open_regular(path, O_RDONLY, why, sizeof why);
     if (fd < 0) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        set_err(err, errlen, "%s%s", why, "");
         return NULL;
     }
     return d9_dec_open_fd(fd, true, opt, err, errlen);

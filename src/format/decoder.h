@@ -195,6 +195,7 @@ void d9_dec_options_init(d9_dec_options *opt);
 
 /* Each opener returns NULL only when it cannot start at all (cannot open the file, out of
  * memory), with a message in err (may be NULL). Format problems show up in d9_dec_next(). */
+/* d9_dec_open_path refuses anything but a regular file (a FIFO would block it forever). */
 d9_decoder *d9_dec_open_path(const char *path, const d9_dec_options *opt, char *err,
                              size_t errlen);
 /* Reads `fd` from its current position; closes it in d9_dec_close() when `take_ownership`. */

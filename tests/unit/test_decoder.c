@@ -2,6 +2,8 @@
  * the format reference, streams, resets, pools, annotations, errors, truncation at every
  * offset, corrupted and random input, and every input kind (memory, path, fd, FILE*, gzip). */
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -994,6 +996,68 @@ static void test_inputs(void) {
     d9_buf_free(&b);
 }
 
+/* A damaged gzip trailer (CRC or length) after intact data: every event that inflates is
+ * read, and the damage is still reported as an error (no silent success). Big enough that
+ * the last inflate call covers many frames (it once lost them with the error). */
+static void test_gzip_bad_trailer(void) {
+    d9_buf one, b;
+    d9_buf_init(&one);
+    d9_buf_init(&b);
+    build_small(&one);
+    for (int i = 0; i < 4000; i++) d9_put_bytes(&b, one.data, one.len);
+    for (int which = 0; which < 2; which++) { /* 0: CRC32, 1: ISIZE */
+        d9_buf gz = gzip_bytes(b.data, b.len);
+        gz.data[gz.len - (which == 0 ? 8 : 4)] ^= 0x5a;
+        result r = decode_mem(gz.data, gz.len);
+        CHECK_EQ_U64(r.events, 4000 * 20);
+        CHECK_EQ_U64(r.st.bytes, b.len);
+        CHECK(r.status == D9_DEC_ERROR);
+        CHECK(contains(r.msg, which == 0 ? "incorrect data check" : "incorrect length check"));
+        CHECK(contains(r.msg, "trailer"));
+        /* the same through a file, read in small pieces */
+        char *path = write_temp(gz.data, gz.len);
+        d9_dec_options opt;
+        d9_dec_options_init(&opt);
+        opt.chunk_bytes = 4096;
+        r = drain(d9_dec_open_path(path, &opt, NULL, 0));
+        CHECK_EQ_U64(r.events, 4000 * 20);
+        CHECK(r.status == D9_DEC_ERROR);
+        unlink(path);
+        d9_buf_free(&gz);
+    }
+    d9_buf_free(&one);
+    d9_buf_free(&b);
+}
+
+static void opening_blocked(int sig) {
+    (void)sig;
+    static const char msg[] = "FAIL: d9_dec_open_path blocked on a FIFO\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(1);
+}
+
+/* A FIFO or a device is not a trace file: refused at once, never opened in a blocking way. */
+static void test_open_path_refuses_non_regular(void) {
+    char dir[] = "/tmp/d9_test_decoder_fifo_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char fifo[128];
+    snprintf(fifo, sizeof fifo, "%s/trace.0.bin", dir);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    signal(SIGALRM, opening_blocked);
+    alarm(30);
+    char err[256] = "";
+    CHECK(d9_dec_open_path(fifo, NULL, err, sizeof err) == NULL);
+    CHECK(contains(err, "not a regular file (a FIFO)"));
+    CHECK(contains(err, fifo));
+    CHECK(d9_dec_open_path("/dev/null", NULL, err, sizeof err) == NULL);
+    CHECK(contains(err, "(a character device)"));
+    CHECK(d9_dec_open_path(dir, NULL, err, sizeof err) == NULL);
+    CHECK(contains(err, "(a directory)"));
+    alarm(0);
+    unlink(fifo);
+    rmdir(dir);
+}
+
 /* `test_decoder --write-seeds DIR` writes the traces built here as fuzzing seeds
  * (tests/fuzz/corpus/fuzz_decoder). */
 static int write_seeds(const char *dir) {
@@ -1032,5 +1096,7 @@ int main(int argc, char **argv) {
     test_corrupted_bytes();
     test_random_input();
     test_inputs();
+    test_gzip_bad_trailer();
+    test_open_path_refuses_non_regular();
     return d9t_summary("test_decoder");
 }

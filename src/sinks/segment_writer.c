@@ -180,6 +180,10 @@ static void disown_fd(d9_segment_writer *w) {
 static void discard_segment(d9_segment_writer *w) {
     struct stat st;
     if (!fd_is_ours(w, &st)) {
+        /* Closed by the program: remove the empty file by name, if it is still the one. */
+        if (lstat(w->active_path, &st) == 0 && st.st_dev == w->fd_dev && st.st_ino == w->fd_ino &&
+            st.st_size == 0)
+            (void)unlink(w->active_path);
         disown_fd(w);
         return;
     }
@@ -375,24 +379,55 @@ static int pwrite_fully(int fd, const char *buf, size_t len, uint64_t off) {
     return 0;
 }
 
-/* The open segment is gone: deleted (with its directory), or its fd closed by the program. */
-static bool active_file_gone(const d9_segment_writer *w, bool *fd_ours) {
+/* The program closed our fd (close_range, a raw close syscall loop: nothing a shim can catch)
+ * but the file is still there under its name: open it again by path, so the segment is
+ * neither lost nor left unsealed. Only the very file we wrote, holding what we wrote. */
+static bool reopen_segment(d9_segment_writer *w) {
+    int fd = open(w->active_path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return false;
     struct stat st;
-    *fd_ours = fd_is_ours(w, &st);
-    return !*fd_ours || st.st_nlink == 0;
+    if (fstat(fd, &st) != 0 || st.st_dev != w->fd_dev || st.st_ino != w->fd_ino || st.st_nlink == 0 ||
+        (uint64_t)st.st_size != w->size) {
+        close(fd);
+        return false;
+    }
+    (void)d9_tf_lock_active(fd); /* the lock went with the closed fd */
+    w->fd = fd;
+    w->stats.fds_reopened++;
+    return true;
+}
+
+/* Before a write: when the program closed our fd, take the file back by path. If it cannot be
+ * (deleted, replaced, changed), seal what is left of it under its name and let the next write
+ * start a new segment: false when this write continues that stream and is lost. */
+static bool recover_closed_fd(d9_segment_writer *w) {
+    struct stat st;
+    w->fd = -1; /* the number may be the program's now: never close it */
+    if (reopen_segment(w)) return true;
+    if (w->size == 0) return true; /* nothing written: the next file takes these bytes */
+    if (lstat(w->active_path, &st) == 0 && st.st_dev == w->fd_dev && st.st_ino == w->fd_ino)
+        seal_segment(w); /* by name: fd is -1, so nothing is closed */
+    else
+        w->seq++;        /* it is not ours any more: leave it, never reuse its N */
+    w->size = 0;
+    d9_tf_index_forget_vanished(&w->files);
+    return false;
 }
 
 int d9_segw_write(d9_segment_writer *w, const void *buf, size_t len) {
     if (len == 0) return 0;
     apply_resizes(w);
 
-    bool fd_ours = true;
-    if (w->fd >= 0 && active_file_gone(w, &fd_ours)) {
-        /* Someone removed the file or its directory, or closed our fd. Its bytes are gone (or
-         * still there but unreachable); the next file must start with a new stream, which these
-         * bytes (a continuation) are not. */
+    struct stat st;
+    if (w->fd >= 0 && !fd_is_ours(w, &st)) {
+        if (!recover_closed_fd(w)) return lose_write(w, len);
+        st.st_nlink = 1; /* reopened by name: still linked */
+    }
+    if (w->fd >= 0 && st.st_nlink == 0) {
+        /* Someone removed the file or its directory. Its bytes are gone; the next file must
+         * start with a new stream, which these bytes (a continuation) are not. */
         bool had_bytes = w->size > 0;
-        if (fd_ours) close(w->fd);
+        close(w->fd);
         w->fd = -1;
         w->size = 0;
         d9_tf_index_forget_vanished(&w->files);

@@ -5,7 +5,8 @@
  *
  * It never blocks the application: it runs on the recorder's background thread only. A write
  * error (disk full, directory deleted) loses that write, is counted, and the next write tries
- * again (recreating the directory and starting a new segment if needed).
+ * again (recreating the directory and starting a new segment if needed). A segment whose fd
+ * the program closed behind our back is opened again by its path and written on.
  *
  * Protocol with the caller (the collector, which owns the encoder):
  *  - before encoding, compare d9_segw_epoch() with the epoch of its last write: when it changed,
@@ -37,6 +38,7 @@ typedef struct d9_segw_stats {
     uint64_t segments_sealed;
     uint64_t files_deleted;   /* deleted to stay within max_total_size */
     uint64_t bytes_on_disk;   /* what the writer believes trace files under trace_dir hold */
+    uint64_t fds_reopened;    /* the program closed the segment's fd: reopened by its path */
 } d9_segw_stats;
 
 typedef struct d9_segment_writer d9_segment_writer;

@@ -143,6 +143,14 @@ int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, d9_symboliz
         snprintf(err, errlen, "%s: out of memory", path);
         goto done;
     }
+    struct stat now;
+    if (fstat(fd, &now) != 0 || now.st_dev != sb.st_dev || now.st_ino != sb.st_ino) {
+        /* The program closed our fd meanwhile (and may have reused the number): never write
+         * to it or close it. The file stays unsymbolized. */
+        snprintf(err, errlen, "%s: not symbolized: its fd was closed behind our back", path);
+        fd = -1;
+        goto done;
+    }
     if (len > 0) {
         int e = d9_append_stream(fd, bytes, len, (uint64_t)sb.st_size);
         if (e != 0) {
@@ -156,6 +164,6 @@ done:
     if (map != MAP_FAILED) munmap(map, (size_t)sb.st_size);
     d9_symbol_stream_free(out);
     d9_sym_input_free(&in);
-    close(fd);
+    if (fd >= 0) close(fd);
     return rc;
 }

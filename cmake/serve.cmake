@@ -30,6 +30,14 @@ if(MHD_FOUND)
   target_compile_definitions(dial9 PRIVATE D9_SERVE_BUILT D9_SERVE_BIN_TO_LIBEXEC="${D9_SERVE_BIN_TO_LIBEXEC}")
   add_dependencies(dial9 dial9-serve) # building `dial9` gives a working `dial9 serve`
   message(STATUS "dial9 serve: libmicrohttpd ${MHD_VERSION} (dial9-serve)")
+  if(BUILD_TESTING) # tests/serve/: the server's own unit test and the helpers of its script tests
+    add_executable(test_serve_open_beneath ${CMAKE_SOURCE_DIR}/tests/serve/test_serve_open_beneath.c
+                   ${CMAKE_SOURCE_DIR}/src/serve/open_beneath.c)
+    target_include_directories(test_serve_open_beneath PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+    add_test(NAME test_serve_open_beneath COMMAND test_serve_open_beneath)
+    set_tests_properties(test_serve_open_beneath PROPERTIES TIMEOUT 60)
+    add_executable(d9s_race ${CMAKE_SOURCE_DIR}/tests/serve/d9s_race.c)
+  endif()
 else()
   message(STATUS "dial9 serve: libmicrohttpd not found (apt-get install libmicrohttpd-dev): `dial9 serve` disabled")
 endif()

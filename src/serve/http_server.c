@@ -9,9 +9,10 @@
  *
  * Only GET and HEAD, no request bodies, bounded headers (libmicrohttpd's per-connection
  * memory limit), a bounded number of connections. Files are only ever served from the viewer
- * directory (safe_path.h) and, for traces, only the segments the index lists, each checked
- * again to resolve inside the trace directory when opened. One internal polling thread runs
- * every request, so the index needs no lock. */
+ * directory (safe_path.h) and, for traces, only the segments the index lists, each opened
+ * beneath the trace directory's fd without following symlinks (open_beneath.h) and checked
+ * to be the file indexed. One internal polling thread runs every request, so the index needs
+ * no lock. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* open_memstream */
 #endif
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "serve/open_beneath.h"
 #include "serve/safe_path.h"
 #include "serve/segment_concat.h"
 #include "serve/serve.h"
@@ -44,6 +46,7 @@
 typedef struct server {
     d9_trace_index index;
     char *viewer_root; /* real path, or NULL */
+    int viewer_fd;     /* the viewer directory: its files are opened beneath it */
     bool quiet;
 } server;
 
@@ -105,29 +108,21 @@ static unsigned serve_file(server *s, struct MHD_Connection *c, const char *url,
         *ok = send_text(c, 404, "dial9 serve: no viewer directory (see --viewer-dir); the API is at /api/index\n");
         return 404;
     }
-    char *real;
-    int rc = d9_safe_resolve(s->viewer_root, url, &real);
+    int fd;
+    struct stat st;
+    bool is_index;
+    int rc = d9_safe_open(s->viewer_fd, url, &fd, &st, &is_index);
     if (rc != D9_PATH_OK) {
         *ok = send_text(c, (unsigned)rc, rc == D9_PATH_FORBIDDEN ? "forbidden\n" : "not found\n");
         return (unsigned)rc;
     }
-    int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        if (fd >= 0) close(fd);
-        free(real);
-        *ok = send_text(c, 404, "not found\n");
-        return 404;
-    }
     struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st.st_size, fd); /* owns fd */
     if (!r) {
         close(fd);
-        free(real);
         *ok = MHD_NO;
         return 500;
     }
-    common_headers(r, content_type(real), false);
-    free(real);
+    common_headers(r, content_type(is_index ? "index.html" : url), false);
     *ok = send_response(c, 200, r);
     return 200;
 }
@@ -283,8 +278,7 @@ static unsigned serve_trace(server *s, struct MHD_Connection *c, enum MHD_Result
     trace_query q = {0};
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_argument, &q);
     unsigned status = 200;
-    char **paths = NULL;
-    uint64_t *bytes = NULL;
+    d9_concat_part *parts = NULL;
     char err[256];
     const d9_run *run = NULL;
     if (q.bad || q.runs != 1) {
@@ -297,9 +291,8 @@ static unsigned serve_trace(server *s, struct MHD_Connection *c, enum MHD_Result
         *ok = send_text(c, status, "no such run (see /api/index)\n");
         goto done;
     }
-    paths = calloc(run->count + 1, sizeof *paths);
-    bytes = calloc(run->count + 1, sizeof *bytes);
-    if (!paths || !bytes) {
+    parts = calloc(run->count + 1, sizeof *parts);
+    if (!parts) {
         *ok = MHD_NO;
         status = 500;
         goto done;
@@ -321,15 +314,15 @@ static unsigned serve_trace(server *s, struct MHD_Connection *c, enum MHD_Result
         d9_segment *seg = run->segs[k];
         if (!selected(&q, seg)) continue;
         if (!d9_segment_revalidate(&s->index, seg)) continue; /* gone since the refresh */
-        paths[n] = seg->path;
-        bytes[n++] = seg->clean_bytes;
+        parts[n++] = (d9_concat_part){.rel = seg->rel, .dev = seg->dev, .ino = seg->ino,
+                                      .bytes = seg->clean_bytes};
     }
     if (missing || n == 0) {
         status = 404;
         *ok = send_text(c, status, "no such segment in this run (see /api/index)\n");
         goto done;
     }
-    d9_concat *cat = d9_concat_new(s->index.root, paths, bytes, n);
+    d9_concat *cat = d9_concat_new(s->index.root_fd, parts, n);
     struct MHD_Response *r = cat ? MHD_create_response_from_callback(d9_concat_total(cat), 256 * 1024,
                                                                    read_concat, cat, free_concat)
                                  : NULL;
@@ -342,8 +335,7 @@ static unsigned serve_trace(server *s, struct MHD_Connection *c, enum MHD_Result
     common_headers(r, "application/octet-stream", true);
     *ok = send_response(c, 200, r);
 done:
-    free(paths);
-    free(bytes);
+    free(parts);
     free(q.segs);
     free(q.files);
     return status;
@@ -397,14 +389,17 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 }
 
 int d9_serve_run(const d9_serve_opts *o) {
-    server s = {.quiet = o->quiet};
+    server s = {.quiet = o->quiet, .viewer_fd = -1};
     char err[600];
     if (d9_trace_index_init(&s.index, o->dir, err, sizeof err) != 0) {
         fprintf(stderr, "dial9 serve: %s\n", err);
         return D9_EXIT_USAGE;
     }
-    if (o->viewer_dir && !(s.viewer_root = realpath(o->viewer_dir, NULL))) {
+    if (o->viewer_dir && (!(s.viewer_root = realpath(o->viewer_dir, NULL)) ||
+                          (s.viewer_fd = open(s.viewer_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)) {
         fprintf(stderr, "dial9 serve: %s: %s\n", o->viewer_dir, strerror(errno));
+        free(s.viewer_root);
+        if (s.viewer_fd >= 0) close(s.viewer_fd);
         d9_trace_index_free(&s.index);
         return D9_EXIT_USAGE;
     }
@@ -421,6 +416,7 @@ int d9_serve_run(const d9_serve_opts *o) {
     } else {
         fprintf(stderr, "dial9 serve: --bind takes a numeric IPv4 or IPv6 address, not '%s'\n", bind);
         free(s.viewer_root);
+        if (s.viewer_fd >= 0) close(s.viewer_fd);
         d9_trace_index_free(&s.index);
         return D9_EXIT_USAGE;
     }
@@ -428,6 +424,7 @@ int d9_serve_run(const d9_serve_opts *o) {
     if (d9_trace_index_refresh(&s.index, err, sizeof err) != 0) {
         fprintf(stderr, "dial9 serve: %s\n", err);
         free(s.viewer_root);
+        if (s.viewer_fd >= 0) close(s.viewer_fd);
         d9_trace_index_free(&s.index);
         return D9_EXIT_DATA;
     }
@@ -452,6 +449,7 @@ int d9_serve_run(const d9_serve_opts *o) {
         fprintf(stderr, "dial9 serve: cannot listen on %s port %u: %s\n", bind, o->port, strerror(errno));
         pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
         free(s.viewer_root);
+        if (s.viewer_fd >= 0) close(s.viewer_fd);
         d9_trace_index_free(&s.index);
         return D9_EXIT_DATA;
     }
@@ -462,6 +460,8 @@ int d9_serve_run(const d9_serve_opts *o) {
     bool v6 = flags & MHD_USE_IPv6;
     printf("dial9 serve: %s: %zu runs, %zu segments; viewer: %s\n", s.index.root, s.index.run_count,
            segs, s.viewer_root ? s.viewer_root : "none");
+    printf("dial9 serve: paths resolved with %s beneath the trace and viewer directories\n",
+           d9_open_beneath_method());
     printf("dial9 serve: listening on http://%s%s%s:%u/ (runs: /runs, index: /api/index)\n",
            v6 ? "[" : "", bind, v6 ? "]" : "", port);
     fflush(stdout);
@@ -471,6 +471,7 @@ int d9_serve_run(const d9_serve_opts *o) {
     MHD_stop_daemon(d);
     pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
     free(s.viewer_root);
+    if (s.viewer_fd >= 0) close(s.viewer_fd);
     d9_trace_index_free(&s.index);
     return D9_EXIT_OK;
 }

@@ -4,20 +4,15 @@
 #endif
 #include "serve/safe_path.h"
 
-#include <stdbool.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+
+#include "serve/open_beneath.h"
 
 #define MAX_PATH_BYTES 1024
 #define MAX_COMPONENTS 32
-
-int d9_path_inside(const char *root_real, const char *real) {
-    size_t n = strlen(root_real);
-    if (n == 1 && root_real[0] == '/') return real[0] == '/';
-    return strncmp(real, root_real, n) == 0 && (real[n] == '/' || real[n] == '\0');
-}
 
 /* Each component: non-empty, not starting with '.' (so neither "." nor ".." nor dot
  * files), no backslash or control characters. */
@@ -38,50 +33,34 @@ static int check_components(const char *p) {
     return D9_PATH_OK;
 }
 
-int d9_safe_resolve(const char *root_real, const char *url_path, char **out) {
-    *out = NULL;
+static int status_of(int err) {
+    return err == ELOOP || err == EXDEV ? D9_PATH_FORBIDDEN : D9_PATH_NOT_FOUND;
+}
+
+int d9_safe_open(int root_fd, const char *url_path, int *fd, struct stat *st, bool *is_index) {
+    *fd = -1;
+    *is_index = false;
     if (!url_path || url_path[0] != '/') return D9_PATH_FORBIDDEN;
     size_t len = strlen(url_path);
     if (len > MAX_PATH_BYTES) return D9_PATH_NOT_FOUND;
     const char *rel = url_path + 1;
     int rc = check_components(rel);
     if (rc != D9_PATH_OK) return rc;
-    char *joined;
+    char *path;
     bool dir = len == 1 || url_path[len - 1] == '/';
-    if (asprintf(&joined, "%s/%s%s", root_real, rel, dir ? "index.html" : "") < 0) return D9_PATH_NOT_FOUND;
-    char *real = realpath(joined, NULL);
-    free(joined);
-    if (!real) return D9_PATH_NOT_FOUND;
-    if (!d9_path_inside(root_real, real)) {
-        free(real);
-        return D9_PATH_FORBIDDEN; /* a symlink out of the root */
+    if (asprintf(&path, "%s%s", rel, dir ? "index.html" : "") < 0) return D9_PATH_NOT_FOUND;
+    int f = d9_open_regular_beneath(root_fd, path, st);
+    int err = errno;
+    free(path);
+    if (f < 0 && err == EISDIR) { /* "/dir" without the slash: its index.html */
+        dir = true;
+        if (asprintf(&path, "%s/index.html", rel) < 0) return D9_PATH_NOT_FOUND;
+        f = d9_open_regular_beneath(root_fd, path, st);
+        err = errno;
+        free(path);
     }
-    struct stat st;
-    if (stat(real, &st) != 0) {
-        free(real);
-        return D9_PATH_NOT_FOUND;
-    }
-    if (S_ISDIR(st.st_mode)) { /* "/dir" without the slash: its index.html */
-        char *index;
-        int n = asprintf(&index, "%s/index.html", real);
-        free(real);
-        if (n < 0) return D9_PATH_NOT_FOUND;
-        real = realpath(index, NULL);
-        free(index);
-        if (!real) return D9_PATH_NOT_FOUND;
-        if (!d9_path_inside(root_real, real)) {
-            free(real);
-            return D9_PATH_FORBIDDEN;
-        }
-        if (stat(real, &st) != 0) {
-            free(real);
-            return D9_PATH_NOT_FOUND;
-        }
-    }
-    if (!S_ISREG(st.st_mode)) {
-        free(real);
-        return D9_PATH_NOT_FOUND;
-    }
-    *out = real;
+    if (f < 0) return status_of(err);
+    *fd = f;
+    *is_index = dir;
     return D9_PATH_OK;
 }

@@ -3,42 +3,41 @@
 #include "serve/segment_concat.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#include "serve/safe_path.h"
+#include "serve/open_beneath.h"
 
 struct d9_concat {
-    char *root;
-    char **paths;
-    uint64_t *bytes;
+    int root_fd;
+    d9_concat_part *parts; /* rel copied */
     size_t n, i;        /* segment being read */
     gzFile cur;
     uint64_t left;      /* bytes still to give from the current segment */
     uint64_t total;
 };
 
-d9_concat *d9_concat_new(const char *root, char *const *paths, const uint64_t *bytes, size_t n) {
+d9_concat *d9_concat_new(int root_fd, const d9_concat_part *parts, size_t n) {
     d9_concat *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    c->root = strdup(root);
-    c->paths = calloc(n + 1, sizeof *c->paths);
-    c->bytes = calloc(n + 1, sizeof *c->bytes);
-    if (!c->root || !c->paths || !c->bytes) {
+    c->root_fd = root_fd;
+    c->parts = calloc(n + 1, sizeof *c->parts);
+    if (!c->parts) {
         d9_concat_free(c);
         return NULL;
     }
     c->n = n;
     for (size_t i = 0; i < n; i++) {
-        if (!(c->paths[i] = strdup(paths[i]))) {
+        c->parts[i] = parts[i];
+        if (!(c->parts[i].rel = strdup(parts[i].rel))) {
             d9_concat_free(c);
             return NULL;
         }
-        c->bytes[i] = bytes[i];
-        c->total += bytes[i];
+        c->total += parts[i].bytes;
     }
     c->i = SIZE_MAX; /* nothing open yet */
     return c;
@@ -46,21 +45,22 @@ d9_concat *d9_concat_new(const char *root, char *const *paths, const uint64_t *b
 
 uint64_t d9_concat_total(const d9_concat *c) { return c->total; }
 
-/* Open segment i, checking again that it still resolves inside the root. */
+/* Open segment i beneath the root: it must still be the regular file that was indexed. */
 static int open_segment(d9_concat *c, size_t i) {
-    char *real = realpath(c->paths[i], NULL);
-    if (!real) return -1;
-    int inside = d9_path_inside(c->root, real);
-    int fd = inside ? open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
-    free(real);
+    struct stat st;
+    int fd = d9_open_regular_beneath(c->root_fd, c->parts[i].rel, &st);
     if (fd < 0) return -1;
+    if ((uint64_t)st.st_dev != c->parts[i].dev || (uint64_t)st.st_ino != c->parts[i].ino) {
+        close(fd); /* replaced since the index looked at it */
+        return -1;
+    }
     c->cur = gzdopen(fd, "rb");
     if (!c->cur) {
         close(fd);
         return -1;
     }
     gzbuffer(c->cur, 128 * 1024);
-    c->left = c->bytes[i];
+    c->left = c->parts[i].bytes;
     return 0;
 }
 
@@ -74,7 +74,7 @@ ssize_t d9_concat_read(d9_concat *c, char *buf, size_t max) {
         size_t next = c->i == SIZE_MAX ? 0 : c->i + 1;
         if (next >= c->n) return 0;
         c->i = next;
-        if (c->bytes[next] == 0) continue;
+        if (c->parts[next].bytes == 0) continue;
         if (open_segment(c, next) != 0) return -1;
     }
     size_t want = max < c->left ? max : (size_t)c->left;
@@ -87,9 +87,7 @@ ssize_t d9_concat_read(d9_concat *c, char *buf, size_t max) {
 void d9_concat_free(d9_concat *c) {
     if (!c) return;
     if (c->cur) gzclose(c->cur);
-    for (size_t i = 0; c->paths && i < c->n; i++) free(c->paths[i]);
-    free(c->paths);
-    free(c->bytes);
-    free(c->root);
+    for (size_t i = 0; c->parts && i < c->n; i++) free((char *)c->parts[i].rel);
+    free(c->parts);
     free(c);
 }

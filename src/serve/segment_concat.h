@@ -11,12 +11,21 @@
 
 typedef struct d9_concat d9_concat;
 
-/* paths[i] (real paths inside root) contribute bytes[i] decoded bytes each. The paths are
- * copied. NULL when out of memory. */
-d9_concat *d9_concat_new(const char *root, char *const *paths, const uint64_t *bytes, size_t n);
+/* One segment: its path relative to the root, the identity it had when it was indexed (the
+ * file opened must still be that one) and how many decoded bytes it contributes. */
+typedef struct d9_concat_part {
+    const char *rel;
+    uint64_t dev, ino;
+    uint64_t bytes;
+} d9_concat_part;
+
+/* The segments, each opened only when its turn comes, beneath root_fd (open_beneath.h), which
+ * must stay open while the concatenation exists. The names are copied. NULL when out of
+ * memory. */
+d9_concat *d9_concat_new(int root_fd, const d9_concat_part *parts, size_t n);
 uint64_t d9_concat_total(const d9_concat *c);
 /* Up to max bytes at the current position into buf: the count, 0 at the end, -1 when a file
- * cannot be opened or ends early (it changed since it was indexed). */
+ * cannot be opened, is no longer the file indexed, or ends early. */
 ssize_t d9_concat_read(d9_concat *c, char *buf, size_t max);
 void d9_concat_free(d9_concat *c);
 

@@ -2,31 +2,35 @@
 #include "serve/trace_index.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/json_writer.h"
 #include "cli/trace_paths.h"
-#include "serve/safe_path.h"
+#include "serve/open_beneath.h"
 #include "serve/url.h"
 
 int d9_trace_index_init(d9_trace_index *ix, const char *root, char *err, size_t errlen) {
     memset(ix, 0, sizeof *ix);
+    ix->root_fd = -1;
     char *real = realpath(root, NULL);
     if (!real) {
         snprintf(err, errlen, "%s: %s", root, strerror(errno));
         return -1;
     }
-    struct stat st;
-    if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a directory", root);
+    int fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", root, errno == ENOTDIR ? "not a directory" : strerror(errno));
         free(real);
         return -1;
     }
     ix->root = real;
+    ix->root_fd = fd;
     return 0;
 }
 
@@ -49,17 +53,19 @@ void d9_trace_index_free(d9_trace_index *ix) {
     }
     free(ix->cache);
     free(ix->root);
+    if (ix->root_fd >= 0) close(ix->root_fd);
     d9_string_table_free(&ix->cache_paths);
     memset(ix, 0, sizeof *ix);
+    ix->root_fd = -1;
 }
 
-/* True when `path` resolves to a regular file inside the root; fills st. */
-static bool inside_root(const d9_trace_index *ix, const char *path, struct stat *st) {
-    char *real = realpath(path, NULL);
-    if (!real) return false;
-    bool ok = d9_path_inside(ix->root, real);
-    free(real);
-    return ok && stat(path, st) == 0 && S_ISREG(st->st_mode);
+/* The path of a listed file relative to the root (the listing starts from ix->root), or
+ * NULL for one that is not below it. */
+static const char *relative(const d9_trace_index *ix, const char *path) {
+    size_t n = strlen(ix->root);
+    if (n == 1) n = 0; /* the root is "/" */
+    if (strncmp(path, ix->root, n) != 0 || path[n] != '/') return NULL;
+    return path + n + 1;
 }
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -76,13 +82,14 @@ static long long segment_number(const char *name) {
     return (long long)n;
 }
 
-static void decode(d9_trace_index *ix, d9_segment *s) {
+/* Decodes the file open as fd (and closes it). */
+static void decode(d9_trace_index *ix, d9_segment *s, int fd) {
     s->events = 0;
     s->have_ts = false;
     s->first_ns = s->last_ns = 0;
     s->clean_bytes = 0;
     s->message[0] = '\0';
-    d9_decoder *d = d9_dec_open_path(s->path, NULL, s->message, sizeof s->message);
+    d9_decoder *d = d9_dec_open_fd(fd, true, NULL, s->message, sizeof s->message);
     if (!d) {
         s->status = D9_DEC_ERROR;
         return;
@@ -117,23 +124,33 @@ static void remember(d9_segment *s, const struct stat *st) {
 
 bool d9_segment_revalidate(d9_trace_index *ix, d9_segment *s) {
     struct stat st;
-    if (!inside_root(ix, s->path, &st)) return false;
+    int fd = d9_open_regular_beneath(ix->root_fd, s->rel, &st);
+    if (fd < 0) return false;
     if (!unchanged(s, &st)) {
         remember(s, &st);
-        decode(ix, s);
+        decode(ix, s, fd);
+    } else {
+        close(fd);
     }
     return true;
 }
 
-/* The cached segment for path, made (and decoded) on first sight; NULL when out of memory. */
-static d9_segment *segment_for(d9_trace_index *ix, const char *path, const struct stat *st) {
+/* The cached segment for path, open as fd (closed here), made (and decoded) on first sight;
+ * NULL when out of memory. */
+static d9_segment *segment_for(d9_trace_index *ix, const char *path, int fd, const struct stat *st) {
     d9_string_entry *e = d9_string_table_get(&ix->cache_paths, path);
-    if (!e) return NULL;
+    if (!e) {
+        close(fd);
+        return NULL;
+    }
     if (e->index >= ix->cache_cap) {
         size_t cap = ix->cache_cap ? ix->cache_cap * 2 : 64;
         while (cap <= e->index) cap *= 2;
         d9_segment **p = realloc(ix->cache, cap * sizeof *p);
-        if (!p) return NULL;
+        if (!p) {
+            close(fd);
+            return NULL;
+        }
         memset(p + ix->cache_cap, 0, (cap - ix->cache_cap) * sizeof *p);
         ix->cache = p;
         ix->cache_cap = cap;
@@ -144,8 +161,10 @@ static d9_segment *segment_for(d9_trace_index *ix, const char *path, const struc
         s = calloc(1, sizeof *s);
         if (!s || !(s->path = strdup(path))) {
             free(s);
+            close(fd);
             return NULL;
         }
+        s->rel = relative(ix, s->path);
         const char *slash = strrchr(s->path, '/');
         s->name = slash ? slash + 1 : s->path;
         s->number = segment_number(s->name);
@@ -153,10 +172,12 @@ static d9_segment *segment_for(d9_trace_index *ix, const char *path, const struc
         s->active = ends_with(s->name, ".active");
         ix->cache[e->index] = s;
         remember(s, st);
-        decode(ix, s);
+        decode(ix, s, fd);
     } else if (!unchanged(s, st)) {
         remember(s, st);
-        decode(ix, s);
+        decode(ix, s, fd);
+    } else {
+        close(fd);
     }
     return s;
 }
@@ -190,8 +211,10 @@ int d9_trace_index_refresh(d9_trace_index *ix, char *err, size_t errlen) {
     /* paths come grouped by directory, in segment order within one */
     for (size_t i = 0; i < paths.count && rc == 0; i++) {
         struct stat st;
-        if (!inside_root(ix, paths.paths[i], &st)) continue;
-        d9_segment *s = segment_for(ix, paths.paths[i], &st);
+        const char *rel = relative(ix, paths.paths[i]);
+        int fd = rel ? d9_open_regular_beneath(ix->root_fd, rel, &st) : -1;
+        if (fd < 0) continue; /* gone, not regular, or reached through a symlink */
+        d9_segment *s = segment_for(ix, paths.paths[i], fd, &st);
         char *run = run_name(ix, paths.paths[i]);
         if (!s || !run) {
             free(run);

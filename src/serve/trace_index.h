@@ -4,8 +4,10 @@
  * count and how it ends (complete, truncated, error); the result is cached for as long as the
  * file keeps its size, mtime and inode, so a refresh only decodes new or growing segments.
  *
- * Files whose real path (symlinks resolved) lies outside the root are left out. Not
- * thread-safe: the server uses it from its one request thread. */
+ * Every file is opened relative to a directory fd on the root, following no symlink
+ * (open_beneath.h), and decoded from that fd: symlinks are left out, and a directory swapped
+ * for a symlink during a scan cannot make it read a file outside the root. Not thread-safe:
+ * the server uses it from its one request thread. */
 #ifndef D9_SERVE_TRACE_INDEX_H
 #define D9_SERVE_TRACE_INDEX_H
 
@@ -18,7 +20,8 @@
 #include "format/decoder.h"
 
 typedef struct d9_segment {
-    char *path;         /* real path (inside the root) */
+    char *path;         /* root/rel: the key of the cache */
+    const char *rel;    /* relative to the root, points into path */
     const char *name;   /* base name, points into path */
     long long number;   /* N of trace.N.bin..., -1 for other names */
     bool gzip_name, active;
@@ -44,7 +47,8 @@ typedef struct d9_run {
 } d9_run;
 
 typedef struct d9_trace_index {
-    char *root;           /* real path of the served directory */
+    char *root;           /* real path of the served directory (as it was at the start) */
+    int root_fd;          /* the served directory: every file is opened beneath it */
     d9_run *runs;         /* sorted by name */
     size_t run_count;
     d9_string_table cache_paths; /* path -> dense index into cache */
@@ -53,7 +57,7 @@ typedef struct d9_trace_index {
     uint64_t decoded_bytes; /* decoded by refreshes so far (for the log) */
 } d9_trace_index;
 
-/* 0, or -1 with a message when the root cannot be resolved. */
+/* 0, or -1 with a message when the root cannot be opened as a directory. */
 int d9_trace_index_init(d9_trace_index *ix, const char *root, char *err, size_t errlen);
 void d9_trace_index_free(d9_trace_index *ix);
 
@@ -61,7 +65,7 @@ void d9_trace_index_free(d9_trace_index *ix);
 int d9_trace_index_refresh(d9_trace_index *ix, char *err, size_t errlen);
 
 /* Re-check one segment (it may have grown) and decode it again when it changed. False when the
- * file is gone or no longer a regular file inside the root. */
+ * file is gone or no longer a regular file reachable beneath the root without a symlink. */
 bool d9_segment_revalidate(d9_trace_index *ix, d9_segment *s);
 
 const d9_run *d9_trace_index_run(const d9_trace_index *ix, const char *name);

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# `dial9 serve` under a path-swap race (issue 11, item 1): the server runs as root on a trace
+# directory owned by an unprivileged user (nobody), who keeps exchanging a run directory with a
+# symlink to a root-only (0700) directory holding a 0600 file of the same name
+# (renameat2 RENAME_EXCHANGE, tests/serve/d9s_race.c) while the run's segment is requested over
+# and over. No answer may carry the private file. Run twice: with openat2 and with the
+# component walk (D9_SERVE_RESOLVE=walk). Bounded: at most 20 000 requests or 12 s per round.
+# Skips when not root (it needs another user) or without dial9-serve.
+set -uo pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+SERVER_PID= SWAP_PID=
+cleanup() {
+    [ -n "$SWAP_PID" ] && kill "$SWAP_PID" 2>/dev/null && wait "$SWAP_PID" 2>/dev/null
+    [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+SERVE="${D9_SERVE_UNDER_TEST:-$BUILD/dial9-serve}" RACE="$BUILD/d9s_race"
+[ -x "$SERVE" ] || { echo "SKIP: dial9-serve not built (libmicrohttpd missing)"; exit 0; }
+[ -x "$RACE" ] || { echo "$RACE not built"; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the race is between root's server and another user)"; exit 0; }
+command -v setpriv >/dev/null || { echo "SKIP: setpriv (util-linux) is missing"; exit 0; }
+NOBODY=65534
+
+# the attacker's directory: reachable by nobody, owned by nobody
+chmod 0711 "$T"
+D="$T/served"
+mkdir -p "$D/R" "$T/private"
+# 64 KiB of the fixture: a short answer, so many requests fit in the time
+gzip -dc "$FIXTURE" 2>/dev/null | head -c 65536 >"$D/R/trace.0.bin"
+[ -s "$D/R/trace.0.bin" ] || head -c 65536 "$FIXTURE" >"$D/R/trace.0.bin"
+[ -s "$D/R/trace.0.bin" ] || { echo "$FIXTURE is missing"; exit 1; }
+chown -R "$NOBODY:$NOBODY" "$D"
+# root's private file, as long as the attacker's, with a marker all through it
+MARKER="PRIVATE-ROOT-ONLY-CONTENT"
+size=$(stat -c %s "$D/R/trace.0.bin")
+yes "$MARKER" | head -c "$size" >"$T/private/trace.0.bin"
+chmod 0600 "$T/private/trace.0.bin"
+chmod 0700 "$T/private"
+setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups ln -s "$T/private" "$D/L"
+check "the attacker cannot read the private file itself" \
+    bash -c "! setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups cat '$D/L/trace.0.bin' 2>/dev/null"
+
+start_server() { # start_server LOG [env...]
+    local log=$1; shift
+    env "$@" timeout 300 "$SERVE" --port 0 --quiet "$D" >"$log.out" 2>"$log.err" &
+    SERVER_PID=$!
+    PORT=
+    for _ in $(seq 100); do
+        PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$log.out" 2>/dev/null | head -1 | sed 's/.*://')
+        [ -n "$PORT" ] && break
+        kill -0 "$SERVER_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    [ -n "$PORT" ]
+}
+stop_server() {
+    kill "$SERVER_PID" 2>/dev/null
+    wait "$SERVER_PID" 2>/dev/null
+    SERVER_PID=
+}
+
+round() { # round NAME [env...]: one server, the swap, the requests
+    local name=$1; shift
+    if ! start_server "$T/$name" "$@"; then
+        bad "$name: the server did not start: $(cat "$T/$name.err")"
+        return
+    fi
+    [ -z "${D9_SERVE_UNDER_TEST:-}" ] && check "$name: resolver in use is reported" grep -q "paths resolved with $name" "$T/$name.out"
+    # before the race: the run is served, and it is the attacker's own file
+    curl -s -o "$T/body" "http://127.0.0.1:$PORT/api/trace?run=R&seg=0"
+    check "$name: the run is served before the race" test "$(stat -c %s "$T/body")" -gt 0
+    check "$name: ... with the attacker's own data" bash -c "! grep -q '$MARKER' '$T/body'"
+    setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups "$RACE" swap "$D" R L >"$T/$name.swap" 2>&1 &
+    SWAP_PID=$!
+    "$RACE" fetch "$PORT" "/api/trace?run=R&seg=0" 20000 12 "$MARKER" >"$T/$name.fetch" 2>&1
+    local rc=$?
+    kill "$SWAP_PID"
+    wait "$SWAP_PID"
+    SWAP_PID=
+    echo "$name: $(cat "$T/$name.fetch" | tr '\n' ' ') $(cat "$T/$name.swap")"
+    check "$name: no answer carried the private file" test "$rc" = 0
+    check "$name: the swapper ran" grep -q 'exchanges' "$T/$name.swap"
+    check "$name: the server is still up" kill -0 "$SERVER_PID"
+    stop_server
+}
+
+round openat2
+round walk D9_SERVE_RESOLVE=walk
+
+echo "test_serve_race: $pass passed, $fail failed"
+[ "$fail" = 0 ]

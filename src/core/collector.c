@@ -13,6 +13,7 @@
 #include "core/schedstat.h"
 #include "core/source_batch.h"
 #include "core/stack_table.h"
+#include "sources/stack_unwind.h"
 #include "core/string_table.h"
 #include "core/thread_buffer.h"
 #include "core/workers.h"
@@ -144,8 +145,10 @@ static uint32_t need_string(d9_collector *c, const char *s) {
     return id;
 }
 
-static uint32_t need_stack(d9_collector *c, const uint64_t *frames, uint32_t n) {
-    d9_stack_entry *e = d9_stack_table_get(&c->stacks, frames, n);
+/* A pooled stack, written once per stream; one that says how it was obtained (`method`, a
+ * d9_stack_method) is followed by a StackOriginEvent the first time in each stream. */
+static uint32_t need_stack(d9_collector *c, const uint64_t *frames, uint32_t n, uint8_t method, uint64_t ts) {
+    d9_stack_entry *e = d9_stack_table_get_tagged(&c->stacks, frames, n, method);
     if (!e) e = d9_stack_table_get(&c->stacks, NULL, 0); /* no memory: an empty stack */
     if (!e) return 0;
     if (e->mark != c->stream_no) {
@@ -154,6 +157,12 @@ static uint32_t need_stack(d9_collector *c, const uint64_t *frames, uint32_t n) 
         d9_enc_stack_pool_entry(&c->out, &pf, e->index, e->frames, e->count);
         d9_enc_pool_end(&c->out, &pf);
         e->mark = c->stream_no;
+        if (e->tag) {
+            need_builtin(c, D9_SCH_STACK_ORIGIN);
+            d9_enc_event(&c->out, &c->st, D9_SCH_STACK_ORIGIN, ts);
+            d9_put_u32(&c->out, e->index);
+            d9_put_u8(&c->out, e->tag);
+        }
     }
     return e->index;
 }
@@ -271,7 +280,7 @@ static __attribute__((noinline)) void encode_other(d9_collector *c, const out_ev
     case D9_SCH_CPU_SAMPLE: {
         need_builtin(c, e->schema);
         uint32_t name = e->s[0] ? need_string(c, e->s[0]) : 0;
-        uint32_t stack = need_stack(c, e->payload, e->nframes);
+        uint32_t stack = need_stack(c, e->payload, e->nframes, (uint8_t)e->v[4], e->ts);
         d9_enc_event(b, &c->st, e->schema, e->ts);
         d9_put_varint(b, e->v[0]);               /* worker */
         d9_put_u32(b, (uint32_t)e->v[1]);        /* tid */
@@ -285,7 +294,7 @@ static __attribute__((noinline)) void encode_other(d9_collector *c, const out_ev
     }
     case D9_SCH_TASK_DUMP: {
         need_builtin(c, e->schema);
-        uint32_t stack = need_stack(c, e->payload, e->nframes);
+        uint32_t stack = need_stack(c, e->payload, e->nframes, (uint8_t)e->v[1], e->ts);
         d9_enc_event(b, &c->st, e->schema, e->ts);
         d9_put_varint(b, e->v[0]);
         d9_put_u32(b, stack);
@@ -565,6 +574,7 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
     case D9_REC_TASK_DUMP:
         e.schema = D9_SCH_TASK_DUMP;
         e.v[0] = r[1];
+        e.v[1] = D9_STACK_UNRECORDED;
         e.nframes = (uint32_t)r[2];
         e.payload = r + 3;
         break_emit;
@@ -598,6 +608,7 @@ static void source_event_to_out(d9_collector *c, const d9_src_event *se, out_eve
     case D9_SRC_CPU_SAMPLE:
         e->schema = D9_SCH_CPU_SAMPLE;
         e->v[0] = worker; e->v[1] = se->tid; e->v[2] = se->sample.source; e->v[3] = cpu;
+        e->v[4] = se->sample.method;
         e->s[0] = t ? t->name : NULL;
         e->payload = se->sample.frames;
         e->nframes = se->sample.nframes;

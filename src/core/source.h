@@ -28,6 +28,7 @@ typedef struct d9_src_event {
             uint8_t source;        /* 0 = CPU profile, 1 = context switch */
             uint32_t nframes;
             const uint64_t *frames; /* leaf first; copied by d9_src_batch_add_frames */
+            uint8_t method;         /* how the user frames were obtained (d9_stack_method), 0: not said */
         } sample;
         struct {
             bool out;       /* switched out (true) or in */

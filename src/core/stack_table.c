@@ -22,11 +22,16 @@ void d9_stack_table_free(d9_stack_table *t) {
 }
 
 d9_stack_entry *d9_stack_table_get(d9_stack_table *t, const uint64_t *frames, uint32_t count) {
+    return d9_stack_table_get_tagged(t, frames, count, 0);
+}
+
+d9_stack_entry *d9_stack_table_get_tagged(d9_stack_table *t, const uint64_t *frames, uint32_t count, uint8_t tag) {
     if (!d9_hash_slots_reserve(&t->hs, offsetof(d9_stack_entry, hash))) return NULL;
-    uint64_t h = hash_frames(frames, count);
+    uint64_t h = hash_frames(frames, count) ^ ((uint64_t)tag << 56);
     size_t mask = t->hs.cap - 1, j = h & mask;
     for (d9_stack_entry *e; (e = t->hs.slots[j]); j = (j + 1) & mask)
-        if (e->hash == h && e->count == count && memcmp(e->frames, frames, count * sizeof *frames) == 0)
+        if (e->hash == h && e->count == count && e->tag == tag &&
+            (count == 0 || memcmp(e->frames, frames, count * sizeof *frames) == 0))
             return e;
     d9_stack_entry *e = calloc(1, sizeof *e);
     if (!e) return NULL;
@@ -37,6 +42,7 @@ d9_stack_entry *d9_stack_table_get(d9_stack_table *t, const uint64_t *frames, ui
     }
     if (count) memcpy(e->frames, frames, count * sizeof *frames);
     e->count = count;
+    e->tag = tag;
     e->hash = h;
     e->index = (uint32_t)t->hs.count++;
     t->hs.slots[j] = e;

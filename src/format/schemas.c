@@ -53,4 +53,6 @@ const d9_schema_def d9_builtin_schemas[D9_SCH_BUILTIN_COUNT] = {
     [D9_SCH_MEMORY_MAP] = DEF("MemoryMapEvent", 1, {"start", D9_FT_VARINT}, {"end", D9_FT_VARINT},
                               {"file_offset", D9_FT_VARINT}, {"path", D9_FT_POOLED_STRING},
                               {"build_id", D9_FT_STRING}),
+    [D9_SCH_STACK_ORIGIN] = DEF("StackOriginEvent", 1, {"callchain", D9_FT_POOLED_STACK},
+                                {"method", D9_FT_U8}),
 };

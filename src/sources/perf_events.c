@@ -13,13 +13,27 @@
 
 #include "core/thread_buffer.h"
 #include "sources/perf_ring.h"
+#include "sources/stack_unwind.h"
+#include "sources/unwind_tables.h"
 
 /* The sampling events (CPU clock, context-switch stacks) share one sample layout so records
  * from either parse the same way, and PERF_SAMPLE_IDENTIFIER says which event wrote a sample
  * (first word of a sample, last word of the sample_id trailer of other records). */
-#define SAMPLE_TYPE                                                                          \
+#define SAMPLE_TYPE_FP                                                                       \
     (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |          \
      PERF_SAMPLE_CPU | PERF_SAMPLE_CALLCHAIN)
+/* On x86-64 the samples also carry what CFI unwinding needs (stack_unwind.h): the user
+ * registers ip, sp, bp and a copy of the top of the user stack. Other architectures keep the
+ * frame-pointer chain alone. */
+#if defined(__x86_64__)
+#include <asm/perf_regs.h>
+#define UNWIND_SAMPLES 1
+#define SAMPLE_TYPE (SAMPLE_TYPE_FP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
+#define SAMPLE_REGS (1ull << PERF_REG_X86_BP | 1ull << PERF_REG_X86_SP | 1ull << PERF_REG_X86_IP)
+#else
+#define UNWIND_SAMPLES 0
+#define SAMPLE_TYPE SAMPLE_TYPE_FP
+#endif
 
 /* Switch records are written at every context switch, twice, so they carry only what a reader
  * needs: the sample_id trailer is tid and time; the CPU is the ring's. Each trailer word costs
@@ -74,6 +88,8 @@ typedef struct perf_src {
     uint32_t stacks_per_sec;   /* ... refilled at this rate, holding at most this many */
     uint64_t last_pace, changed_at, paused_ns, started, last_note;
     uint64_t frames[D9_PERF_MAX_FRAMES];
+    uint64_t user[D9_PERF_MAX_FRAMES];
+    d9_unwind_tables *tables;  /* during a drain: the process's unwind tables, locked */
     d9_perf_counters n;
 } perf_src;
 
@@ -116,6 +132,13 @@ static pid_t *list_threads(size_t *count) {
     return tids;
 }
 
+#if UNWIND_SAMPLES
+static void set_unwind_attrs(struct perf_event_attr *a) {
+    a->sample_regs_user = SAMPLE_REGS;
+    a->sample_stack_user = D9_UNWIND_STACK_BYTES;
+}
+#endif
+
 static void init_attrs(perf_src *s, const d9_perf_request *req) {
     struct perf_event_attr *a = &s->attr[K_CPU];
     d9_perf_attr_init(a, PERF_COUNT_SW_CPU_CLOCK, SAMPLE_TYPE);
@@ -136,6 +159,9 @@ static void init_attrs(perf_src *s, const d9_perf_request *req) {
     a->exclude_kernel = 0; /* with 1 the event opens and never fires: switches happen in the kernel */
     a->exclude_hv = 1;
 
+#if UNWIND_SAMPLES
+    for (int k = K_CPU; k <= K_STACKS; k += K_STACKS - K_CPU) set_unwind_attrs(&s->attr[k]);
+#endif
     for (int k = 0; k < K_COUNT; k++) {
         s->attr[k].inherit = 1;
         s->attr[k].inherit_thread = 1; /* follow threads, not forked processes */
@@ -369,6 +395,10 @@ typedef struct sample_view {
     uint32_t tid, cpu;
     uint64_t nr;
     const uint64_t *ips;
+    bool has_regs;           /* user registers (the thread was in user space at some point) */
+    uint64_t bp, sp, uip;    /* PERF_SAMPLE_REGS_USER, in PERF_REG_X86_* order */
+    const uint8_t *stack;    /* PERF_SAMPLE_STACK_USER: dyn_size bytes from sp */
+    uint64_t stack_len;
 } sample_view;
 
 static bool parse_sample(const struct perf_event_header *h, sample_view *v) {
@@ -383,24 +413,74 @@ static bool parse_sample(const struct perf_event_header *h, sample_view *v) {
     v->nr = p[5];
     if (v->nr > words - 6) return false;
     v->ips = p + 6;
+    v->has_regs = false;
+    v->stack = NULL;
+    v->stack_len = 0;
+#if UNWIND_SAMPLES
+    /* then: abi, regs (when abi != NONE); size, data[size], dyn_size (when size != 0) */
+    size_t at = 6 + (size_t)v->nr;
+    if (at >= words) return true; /* a sample of the probe, or a kernel without them */
+    uint64_t abi = p[at++];
+    if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
+        if (words - at < 3) return false;
+        v->bp = p[at];
+        v->sp = p[at + 1];
+        v->uip = p[at + 2];
+        v->has_regs = abi == PERF_SAMPLE_REGS_ABI_64;
+        at += 3;
+    }
+    if (at >= words) return true;
+    uint64_t size = p[at++];
+    if (size == 0) return true;
+    if (size % 8 || size / 8 >= words - at) return false;
+    uint64_t dyn = p[at + size / 8];
+    v->stack = (const uint8_t *)(p + at);
+    v->stack_len = dyn < size ? dyn : size;
+#endif
     return true;
 }
 
-/* Leaf-first addresses without the kernel's context markers (PERF_CONTEXT_KERNEL/USER...). */
-static uint32_t clean_chain(perf_src *s, const sample_view *v) {
-    uint32_t n = 0;
-    for (uint64_t i = 0; i < v->nr && n < D9_PERF_MAX_FRAMES; i++) {
+/* Leaf-first addresses without the kernel's context markers (PERF_CONTEXT_KERNEL/USER...):
+ * the kernel frames as the kernel gave them, then the user frames, unwound with CFI where
+ * the sample carries registers and stack (stack_unwind.h), else the kernel's frame-pointer
+ * chain cut at the first address outside every executable segment. */
+static uint32_t clean_chain(perf_src *s, const sample_view *v, uint8_t *method) {
+    uint32_t n = 0, nuser = 0;
+    bool user = false;
+    for (uint64_t i = 0; i < v->nr; i++) {
         uint64_t a = v->ips[i];
-        if (a >= (uint64_t)PERF_CONTEXT_MAX) continue;
-        /* The kernel's user-space walk follows frame pointers through libraries built without
-         * them (Debian's libc, libuv...) and can circle until its depth limit: stop at the
-         * first address that repeats one of the last few frames. */
-        bool loops = false;
-        for (uint32_t k = n > 4 ? n - 4 : 0; k < n && !loops; k++) loops = s->frames[k] == a;
-        if (loops) break;
-        s->frames[n++] = a;
+        if (a >= (uint64_t)PERF_CONTEXT_MAX) {
+            user = a == (uint64_t)PERF_CONTEXT_USER;
+            continue;
+        }
+        if (user) {
+            if (nuser < D9_PERF_MAX_FRAMES) s->user[nuser++] = a;
+        } else if (n < D9_PERF_MAX_FRAMES) {
+            s->frames[n++] = a;
+        }
     }
-    if (n == 0 && v->ip) s->frames[n++] = v->ip;
+    *method = D9_STACK_UNRECORDED;
+    if (nuser == 0 && !v->has_regs) {
+        if (n == 0 && v->ip) s->frames[n++] = v->ip;
+        return n;
+    }
+    d9_unwind_input in = {
+        .ip = v->has_regs ? v->uip : s->user[0],
+        .sp = v->has_regs ? v->sp : 0,
+        .bp = v->has_regs ? v->bp : 0,
+        .stack = v->has_regs ? v->stack : NULL,
+        .stack_len = v->has_regs ? v->stack_len : 0,
+        .chain = s->user,
+        .nchain = nuser,
+    };
+    d9_stack_method m = D9_STACK_TRUNCATED;
+    if (s->tables) {
+        n += d9_unwind_user_stack(s->tables, &in, s->frames + n, D9_PERF_MAX_FRAMES - n, &m);
+    } else { /* no tables (out of memory): the chain as the kernel gave it */
+        for (uint32_t i = 0; i < nuser && n < D9_PERF_MAX_FRAMES; i++) s->frames[n++] = s->user[i];
+        m = D9_STACK_FP;
+    }
+    *method = (uint8_t)m;
     return n;
 }
 
@@ -419,8 +499,10 @@ static void on_sample(perf_src *s, const struct perf_event_header *h) {
     }
     d9_src_event e = {.ts_ns = v.time, .kind = D9_SRC_CPU_SAMPLE, .tid = v.tid, .cpu = (int32_t)v.cpu};
     e.sample.source = kind == K_CPU ? 0 : 1;
-    e.sample.nframes = clean_chain(s, &v);
+    e.sample.nframes = clean_chain(s, &v, &e.sample.method);
     e.sample.frames = s->frames;
+    if (e.sample.method == D9_STACK_CFI) s->n.unwound++;
+    else if (e.sample.method == D9_STACK_TRUNCATED) s->n.truncated++;
     if (d9_src_batch_add(s->out, &e)) {
         if (kind == K_CPU) s->n.cpu_samples++;
         else s->n.stack_samples++;
@@ -543,11 +625,14 @@ static void source_collect(d9_source *src, d9_src_batch *out) {
     perf_src *s = src->ctx;
     refresh_tids(s);
     s->out = out;
+    s->tables = UNWIND_SAMPLES ? d9_unwind_tables_acquire() : NULL;
     for (int c = 0; c < s->ncpu; c++) {
         switch_ctx x = {s, c};
         d9_perf_ring_drain(&s->swrings[c], on_switch_record, &x);
         d9_perf_ring_drain(&s->rings[c], on_record, s);
     }
+    if (s->tables) d9_unwind_tables_release();
+    s->tables = NULL;
     s->out = NULL;
     uint64_t now = mono_now();
     pace_stacks(s, now);
@@ -598,7 +683,7 @@ static void probe_record(const struct perf_event_header *h, void *ctx) {
 
 int d9_perf_probe_switch_stacks(void) {
     struct perf_event_attr a;
-    d9_perf_attr_init(&a, PERF_COUNT_SW_CONTEXT_SWITCHES, SAMPLE_TYPE);
+    d9_perf_attr_init(&a, PERF_COUNT_SW_CONTEXT_SWITCHES, SAMPLE_TYPE_FP);
     a.sample_period = 1;
     a.exclude_hv = 1;
     int fd = d9_perf_open(&a, 0, -1);

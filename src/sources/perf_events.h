@@ -55,6 +55,7 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep);
 /* Counters of a perf source (for tests and benchmarks). */
 typedef struct d9_perf_counters {
     uint64_t cpu_samples, switch_records, stack_samples, lost, filtered;
+    uint64_t unwound, truncated; /* samples whose user stack was unwound with CFI / ended early */
 } d9_perf_counters;
 void d9_perf_source_counters(d9_source *s, d9_perf_counters *out);
 

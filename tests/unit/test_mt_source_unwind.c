@@ -1,0 +1,339 @@
+/* Stacks that name the application function that made the call, through Debian's libc as
+ * shipped (no frame pointers), with this program built as users build theirs (frame pointers
+ * in its own code):
+ *  - a poll whose take_the_lock() waits for a mutex another thread holds for 3 ms: its
+ *    context-switch stacks contain pthread_mutex_lock and, above it, take_the_lock;
+ *  - a poll whose wait_on_pipe() calls poll() on an idle pipe for 8 ms: wait_on_pipe is in
+ *    its context-switch stacks;
+ *  - polls whose copy_buffers() memcpy()s large buffers: >= 80 % of the CPU samples inside
+ *    them name copy_buffers (perf, and the SIGPROF timer fallback);
+ *  - polls whose sort_things() qsort()s with cmp_things(): samples in cmp_things show
+ *    cmp_things <- libc frames <- sort_things (perf and timer);
+ *  - no user frame of any sample is an address outside the executable mappings;
+ *  - StackOriginEvent says how the stacks were obtained.
+ * Shares and presence only, never counts that depend on timing. Context-switch stacks need
+ * perf_event_paranoid <= 1 or root: without them those checks are skipped and said so. */
+#include <dlfcn.h>
+#include <poll.h>
+#include <semaphore.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "dial9/dial9.h"
+#include "test_source_util.h"
+
+#define LOCK_POLLS 20
+#define HOLD_NS (3u * 1000u * 1000u)
+#define PIPE_POLLS 10
+#define CPU_POLLS 5
+#define CPU_NS (150u * 1000u * 1000u)
+#define SLACK_NS (100u * 1000u)
+#define BUF_BYTES (4u << 20)
+#define SORT_N 4096
+
+static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
+static sem_t g_held, g_done;
+static int g_pipe[2];
+static pid_t g_tid[4];
+static char *g_src, *g_dst;
+static int g_sort[SORT_N];
+static volatile uint64_t g_sink;
+
+/* ---------------------------------------------------------------- the application */
+
+TT_NOINLINE static void take_the_lock(void) {
+    pthread_mutex_lock(&g_mutex);
+    pthread_mutex_unlock(&g_mutex);
+}
+
+TT_NOINLINE static void wait_on_pipe(void) {
+    struct pollfd p = {g_pipe[0], POLLIN, 0};
+    g_sink += (uint64_t)poll(&p, 1, 8);
+}
+
+TT_NOINLINE static void copy_buffers(uint64_t ns) {
+    uint64_t end = tt_thread_cpu_ns() + ns;
+    do {
+        memcpy(g_dst, g_src, BUF_BYTES);
+        g_sink += (uint8_t)g_dst[g_sink % BUF_BYTES];
+    } while (tt_thread_cpu_ns() < end);
+}
+
+TT_NOINLINE static int cmp_things(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    TT_BURN_REGISTERS(40); /* most of the sort's time in here */
+    return (x > y) - (x < y);
+}
+
+TT_NOINLINE static void sort_things(uint64_t ns) {
+    uint64_t end = tt_thread_cpu_ns() + ns, seed = 1;
+    do {
+        for (int i = 0; i < SORT_N; i++) g_sort[i] = (int)((seed = seed * 6364136223846793005ull + 1) >> 33);
+        qsort(g_sort, SORT_N, sizeof g_sort[0], cmp_things);
+    } while (tt_thread_cpu_ns() < end);
+}
+
+static void *mutex_holder(void *arg) {
+    (void)arg;
+    for (int i = 0; i < LOCK_POLLS; i++) {
+        pthread_mutex_lock(&g_mutex);
+        sem_post(&g_held);
+        tt_sleep_ns(HOLD_NS);
+        pthread_mutex_unlock(&g_mutex);
+        sem_wait(&g_done);
+    }
+    return NULL;
+}
+
+static void *lock_worker(void *arg) {
+    (void)arg;
+    g_tid[0] = gettid();
+    d9_worker_begin("unwind", 0);
+    for (int i = 0; i < LOCK_POLLS; i++) {
+        sem_wait(&g_held); /* held for 3 ms from now: the poll waits */
+        d9_poll_begin(100 + (uint64_t)i, D9_HERE);
+        take_the_lock();
+        d9_poll_end();
+        sem_post(&g_done);
+    }
+    d9_worker_end();
+    return NULL;
+}
+
+static void *pipe_worker(void *arg) {
+    (void)arg;
+    g_tid[1] = gettid();
+    d9_worker_begin("unwind", 1);
+    for (int i = 0; i < PIPE_POLLS; i++) {
+        d9_poll_begin(200 + (uint64_t)i, D9_HERE);
+        wait_on_pipe();
+        d9_poll_end();
+    }
+    d9_worker_end();
+    return NULL;
+}
+
+static void *cpu_worker(void *arg) {
+    bool sort = arg != NULL;
+    g_tid[sort ? 3 : 2] = gettid();
+    d9_worker_begin("unwind", sort ? 3 : 2);
+    for (int i = 0; i < CPU_POLLS; i++) {
+        d9_poll_begin((sort ? 400 : 300) + (uint64_t)i, D9_HERE);
+        if (sort) sort_things(CPU_NS);
+        else copy_buffers(CPU_NS);
+        d9_poll_end();
+        d9_park();
+        tt_sleep_ns(5u * 1000u * 1000u);
+        d9_unpark();
+    }
+    d9_worker_end();
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- reading the trace */
+
+typedef struct origin {
+    uint64_t counts[4];
+} origin;
+
+static void count_origins(const d9_event *ev, void *ctx) {
+    origin *o = ctx;
+    if (strcmp(ev->schema->name, "StackOriginEvent") != 0) return;
+    uint64_t m = d9t_field_u(ev, "method");
+    if (m < 4) o->counts[m]++;
+}
+
+/* A libc function's run-time range: its address from the loader, its size from .dynsym. */
+static tt_range libc_range(const char *name) {
+    tt_range r = {0, 0};
+    void *fn = dlsym(RTLD_DEFAULT, name);
+    Dl_info info;
+    if (!fn || !dladdr(fn, &info) || !info.dli_fname) return r;
+    uint64_t addr = 0, size = 0;
+    if (!d9_elf_funcs_find(info.dli_fname, name, &addr, &size)) return r;
+    r.lo = (uint64_t)(uintptr_t)fn;
+    r.hi = r.lo + size;
+    return r;
+}
+
+static bool is_kernel(uint64_t a) { return a >= 0xffff800000000000ull; }
+
+/* Index of the first user frame (kernel frames come first). */
+static uint32_t first_user(const tt_sample *s) {
+    uint32_t i = 0;
+    while (i < s->n && is_kernel(s->frames[i])) i++;
+    return i;
+}
+
+/* `inner` somewhere, and `outer` in a frame above it. */
+static bool has_in_order(const tt_sample *s, tt_range inner, tt_range outer) {
+    for (uint32_t i = first_user(s); i < s->n; i++)
+        if (tt_in(inner, s->frames[i])) return tt_stack_has(s->frames + i + 1, s->n - i - 1, outer);
+    return false;
+}
+
+static uint32_t worker_of(const tt_trace *t, pid_t tid) {
+    for (uint32_t w = 0; w < 256; w++)
+        if (tid && t->worker_tid[w] == (uint32_t)tid) return w;
+    return 255;
+}
+
+typedef struct share {
+    size_t all, good;
+} share;
+
+static void print_stack(const char *what, const tt_sample *s) {
+    if (!getenv("D9_TEST_VERBOSE")) return;
+    fprintf(stderr, "%s:", what);
+    for (uint32_t k = first_user(s); k < s->n && k < first_user(s) + 12; k++) {
+        Dl_info info;
+        if (dladdr((void *)(uintptr_t)s->frames[k], &info) && info.dli_sname)
+            fprintf(stderr, " %s", info.dli_sname);
+        else
+            fprintf(stderr, " %" PRIx64, s->frames[k]);
+    }
+    fprintf(stderr, "\n");
+}
+
+/* Samples of `source` on thread `which`'s worker inside its polls. */
+static share in_polls(const tt_trace *t, int which, uint8_t source, tt_range inner, tt_range outer, bool leaf_only) {
+    share sh = {0, 0};
+    uint32_t w = worker_of(t, g_tid[which]);
+    CHECK(w != 255);
+    for (size_t i = 0; i < t->nsamples; i++) {
+        const tt_sample *s = &t->samples[i];
+        if (s->source != source || s->tid != (uint32_t)g_tid[which] || s->n == 0) continue;
+        /* switch stacks: strictly inside (the worker's wake of the holder follows the poll) */
+        if (!tt_poll_at(t, w, s->ts, source ? 0 : SLACK_NS)) continue;
+        uint32_t u = first_user(s);
+        if (u >= s->n) continue;
+        if (leaf_only && !tt_in(inner, s->frames[u])) continue;
+        sh.all++;
+        bool good = leaf_only ? has_in_order(s, inner, outer) : inner.hi ? has_in_order(s, inner, outer)
+                                                                            : tt_stack_has(s->frames + u, s->n - u, outer);
+        sh.good += good;
+        if (!good) print_stack("not named", s);
+    }
+    return sh;
+}
+
+/* No user frame outside the executable mappings (the kernel's chain through frameless code
+ * used to end in a random value). */
+static size_t frames_outside_code(const tt_trace *t) {
+    size_t bad = 0;
+    for (size_t i = 0; i < t->nsamples; i++) {
+        const tt_sample *s = &t->samples[i];
+        for (uint32_t k = first_user(s); k < s->n; k++) {
+            Dl_info info;
+            if (!dladdr((void *)(uintptr_t)s->frames[k], &info)) {
+                bad++;
+                fprintf(stderr, "sample frame %u = %" PRIx64 " is in no mapped object\n", k, s->frames[k]);
+                break;
+            }
+        }
+    }
+    return bad;
+}
+
+static void run(d9_sampler_mode mode) {
+    const char *label = mode == D9_SAMPLER_TIMER ? "timer" : "perf";
+    char *dir = d9t_mkdtemp("unwind");
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = dir;
+    cfg.cpu_profile = true;
+    cfg.cpu_sample_hz = 99;
+    cfg.sampler = mode;
+    cfg.symbolize = false;
+    memset(g_tid, 0, sizeof g_tid);
+    CHECK(d9_start(&cfg) == 0);
+    pthread_t th[2];
+    if (mode == D9_SAMPLER_PERF) { /* the off-CPU stacks come from perf either way: once */
+        pthread_create(&th[0], NULL, mutex_holder, NULL);
+        pthread_create(&th[1], NULL, lock_worker, NULL);
+        pthread_join(th[0], NULL);
+        pthread_join(th[1], NULL);
+        pthread_create(&th[0], NULL, pipe_worker, NULL);
+        pthread_join(th[0], NULL);
+    }
+    pthread_create(&th[0], NULL, cpu_worker, NULL);
+    pthread_join(th[0], NULL);
+    pthread_create(&th[0], NULL, cpu_worker, (void *)1);
+    pthread_join(th[0], NULL);
+    d9_stop();
+
+    tt_trace t;
+    CHECK(tt_load(d9_run_dir(), &t) == 0);
+    origin o;
+    memset(&o, 0, sizeof o);
+    d9t_decode_run(d9_run_dir(), count_origins, &o);
+    const char *cpu_note = tt_meta(&t, "source.cpu_profile");
+    const char *stacks_note = tt_meta(&t, "source.switch_stacks");
+    printf("%s: source.cpu_profile = %s\n%s: source.switch_stacks = %s\n", label, cpu_note, label, stacks_note);
+    printf("%s: stack origins: frame pointers %" PRIu64 ", with CFI %" PRIu64 ", truncated %" PRIu64 "\n", label,
+           o.counts[1], o.counts[2], o.counts[3]);
+
+    tt_range lock_fn = tt_function_range("take_the_lock", (const void *)take_the_lock);
+    tt_range pipe_fn = tt_function_range("wait_on_pipe", (const void *)wait_on_pipe);
+    tt_range copy_fn = tt_function_range("copy_buffers", (const void *)copy_buffers);
+    tt_range cmp_fn = tt_function_range("cmp_things", (const void *)cmp_things);
+    tt_range sort_fn = tt_function_range("sort_things", (const void *)sort_things);
+    tt_range mutex_lock = libc_range("pthread_mutex_lock");
+    tt_range libc_qsort = libc_range("qsort");
+    CHECK(mutex_lock.hi > mutex_lock.lo && libc_qsort.hi > libc_qsort.lo);
+    tt_range none = {0, 0};
+
+    if (mode == D9_SAMPLER_PERF && !tt_starts_with(stacks_note, "active")) {
+        printf("SKIP context-switch checks: %s\n", stacks_note);
+    } else if (mode == D9_SAMPLER_PERF) {
+        share lock = in_polls(&t, 0, 1, mutex_lock, lock_fn, false);
+        share pipe = in_polls(&t, 1, 1, none, pipe_fn, false);
+        printf("perf: context-switch stacks in lock polls: %zu, %zu with pthread_mutex_lock <- take_the_lock\n",
+               lock.all, lock.good);
+        printf("perf: context-switch stacks in pipe polls: %zu, %zu with wait_on_pipe\n", pipe.all, pipe.good);
+        CHECK(lock.all >= 5 && lock.good * 2 >= lock.all);
+        CHECK(pipe.all >= 3 && pipe.good * 2 >= pipe.all);
+    }
+    if (mode == D9_SAMPLER_PERF && !tt_starts_with(cpu_note, "active: perf")) {
+        printf("SKIP perf CPU checks: %s\n", cpu_note);
+    } else {
+        share copy = in_polls(&t, 2, 0, none, copy_fn, false);
+        share cmp = in_polls(&t, 3, 0, cmp_fn, sort_fn, true);
+        /* cmp_things' caller is libc's sort, not the application */
+        size_t cmp_libc = 0;
+        uint32_t w = worker_of(&t, g_tid[3]);
+        for (size_t i = 0; i < t.nsamples; i++) {
+            const tt_sample *s = &t.samples[i];
+            uint32_t u = first_user(s);
+            if (s->source != 0 || s->tid != (uint32_t)g_tid[3] || u + 1 >= s->n || !tt_in(cmp_fn, s->frames[u]))
+                continue;
+            if (!tt_poll_at(&t, w, s->ts, SLACK_NS)) continue;
+            Dl_info info;
+            if (dladdr((void *)(uintptr_t)s->frames[u + 1], &info) && strstr(info.dli_fname, "libc.so")) cmp_libc++;
+        }
+        printf("%s: CPU samples in memcpy polls: %zu, %zu name copy_buffers\n", label, copy.all, copy.good);
+        printf("%s: CPU samples in cmp_things: %zu, %zu reach sort_things, %zu called from libc\n", label, cmp.all,
+               cmp.good, cmp_libc);
+        CHECK(copy.all >= 20 && copy.good * 10 >= copy.all * 8);
+        CHECK(cmp.all >= 10 && cmp.good * 10 >= cmp.all * 8);
+        CHECK(cmp_libc * 10 >= cmp.all * 8);
+    }
+    CHECK_EQ_U64(frames_outside_code(&t), 0);
+    CHECK(o.counts[2] > 0); /* some stacks needed CFI */
+    tt_free(&t);
+    d9t_rm_rf(dir);
+    free(dir);
+}
+
+int main(void) {
+    sem_init(&g_held, 0, 0);
+    sem_init(&g_done, 0, 0);
+    if (pipe(g_pipe) != 0) return 1;
+    g_src = malloc(BUF_BYTES);
+    g_dst = malloc(BUF_BYTES);
+    memset(g_src, 1, BUF_BYTES);
+    memset(g_dst, 2, BUF_BYTES);
+    run(D9_SAMPLER_PERF);
+    run(D9_SAMPLER_TIMER);
+    return d9t_summary("source_unwind");
+}

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "sources/fp_unwind.h"
+#include "sources/stack_unwind.h"
+#include "sources/unwind_tables.h"
 
 #define SLOT_SAMPLES 32   /* ~5 samples arrive per 20 ms drain at the 250 Hz ceiling */
 #define MAX_SLOTS 4096    /* threads sampled at once */
@@ -27,7 +29,10 @@ typedef struct tsample {
     uint64_t ts;
     int32_t cpu;
     uint32_t n;
-    uint64_t frames[D9_TIMER_MAX_FRAMES];
+    uint64_t frames[D9_TIMER_MAX_FRAMES]; /* the frame-pointer walk, frames[0] = rip */
+    uint64_t sp, bp;                      /* for CFI unwinding on the collector's thread */
+    uint32_t stack_len;
+    uint8_t stack[D9_UNWIND_STACK_BYTES]; /* a copy of [sp, sp + stack_len) */
 } tsample;
 
 /* One sampled thread. Slots are pooled and never freed: a late signal may still look one up. */
@@ -57,6 +62,7 @@ typedef struct timer_src {
     d9_thread **threads;             /* collector-private snapshot */
     size_t nthreads;
     uint64_t frames[D9_TIMER_MAX_FRAMES];
+    d9_unwind_tables *tables;        /* during a drain */
     _Atomic uint64_t samples, lost, armed, arm_failures;
 } timer_src;
 
@@ -117,6 +123,26 @@ static bool bounds_for(timer_slot *s, uint64_t sp, d9_stack_bounds *out) {
     return true;
 }
 
+/* The sanitizers must not see this read of other frames' memory (it is the thread's own
+ * stack, inside its bounds), and the copy must not become a call to an intercepted memcpy. */
+#if defined(__clang__)
+#define NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
+#else
+#define NO_SANITIZE __attribute__((no_sanitize_address, no_sanitize_thread, no_sanitize_undefined))
+#endif
+
+NO_SANITIZE static uint32_t copy_stack(uint8_t *dst, uint64_t sp, const d9_stack_bounds *b) {
+    if (!b || sp < b->lo || sp >= b->hi || (sp & 7)) return 0;
+    uint64_t len = b->hi - sp < D9_UNWIND_STACK_BYTES ? b->hi - sp : D9_UNWIND_STACK_BYTES;
+    len &= ~7ull;
+    const volatile uint64_t *src = (const volatile uint64_t *)(uintptr_t)sp;
+    for (uint64_t i = 0; i < len / 8; i++) {
+        uint64_t w = src[i];
+        __builtin_memcpy(dst + i * 8, &w, 8); /* 8 bytes: inlined, never a call */
+    }
+    return (uint32_t)len;
+}
+
 static void take_sample(timer_slot *s, const ucontext_t *uc) {
     uint64_t head = atomic_load_explicit(&s->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&s->tail, memory_order_acquire);
@@ -131,8 +157,11 @@ static void take_sample(timer_slot *s, const ucontext_t *uc) {
     d9_stack_bounds b;
     smp->ts = mono_ns();
     smp->cpu = sched_getcpu();
-    smp->n = (uint32_t)d9_fp_walk(pc, fp, sp, bounds_for(s, sp, &b) ? &b : NULL, smp->frames,
-                                  D9_TIMER_MAX_FRAMES);
+    bool bounded = bounds_for(s, sp, &b);
+    smp->n = (uint32_t)d9_fp_walk(pc, fp, sp, bounded ? &b : NULL, smp->frames, D9_TIMER_MAX_FRAMES);
+    smp->sp = sp;
+    smp->bp = fp;
+    smp->stack_len = copy_stack(smp->stack, sp, bounded ? &b : NULL);
     atomic_store_explicit(&s->head, head + 1, memory_order_release);
 }
 
@@ -305,9 +334,18 @@ static void drain_slot(timer_src *ts, timer_slot *s, d9_src_batch *out) {
     for (; tail < head; tail++) {
         const tsample *smp = &s->ring[tail % SLOT_SAMPLES];
         uint32_t n = smp->n <= D9_TIMER_MAX_FRAMES ? smp->n : D9_TIMER_MAX_FRAMES;
-        memcpy(ts->frames, smp->frames, n * sizeof(uint64_t));
         d9_src_event e = {.ts_ns = smp->ts, .kind = D9_SRC_CPU_SAMPLE, .tid = (uint32_t)s->tid,
                           .cpu = smp->cpu};
+        if (ts->tables && n > 0) {
+            d9_unwind_input in = {.ip = smp->frames[0], .sp = smp->sp, .bp = smp->bp, .stack = smp->stack,
+                                  .stack_len = smp->stack_len <= D9_UNWIND_STACK_BYTES ? smp->stack_len : 0,
+                                  .chain = smp->frames, .nchain = n};
+            d9_stack_method m;
+            n = d9_unwind_user_stack(ts->tables, &in, ts->frames, D9_TIMER_MAX_FRAMES, &m);
+            e.sample.method = (uint8_t)m;
+        } else {
+            memcpy(ts->frames, smp->frames, n * sizeof(uint64_t));
+        }
         e.sample.source = 0;
         e.sample.nframes = n;
         e.sample.frames = ts->frames;
@@ -337,6 +375,7 @@ static void source_collect(d9_source *src, d9_src_batch *out) {
         d9_collector_note_source(ts->collector, "cpu_profile", false,
                                  "timer sampling stopped: the application replaced the SIGPROF handler");
     }
+    ts->tables = d9_unwind_tables_acquire();
     pthread_mutex_lock(&g_lock);
     for (uint32_t i = 0; i < MAX_SLOTS; i++) {
         timer_slot *s = atomic_load_explicit(&g_slots[i], memory_order_relaxed);
@@ -346,6 +385,8 @@ static void source_collect(d9_source *src, d9_src_batch *out) {
         if (ts->handler_lost || (ts->threads && !thread_alive(ts, s))) disarm_locked(s);
     }
     pthread_mutex_unlock(&g_lock);
+    if (ts->tables) d9_unwind_tables_release();
+    ts->tables = NULL;
     free(ts->threads);
     ts->threads = NULL;
     ts->nthreads = 0;

@@ -19,10 +19,11 @@ static void stats_usage(FILE *out) {
             "Summarize trace files: events by schema name, frame counts (streams, schemas,\n"
             "timestamp resets, string and stack pools), time range of timestamped events,\n"
             "workers (worker_id of poll/park events), threads (tid), dropped events by reason,\n"
-            "the SegmentMetadataEvent of the first segment, and how each file ended.\n"
+            "how stacks were obtained (StackOriginEvent: frame pointers, CFI unwinding,\n"
+            "truncated), the SegmentMetadataEvent of the first segment, and how each file ended.\n"
             "\n"
             "  --json    one JSON object (keys: events, by_name, frames, time, workers, threads,\n"
-            "            drops, metadata, files, ...)\n"
+            "            drops, stack_origin, metadata, files, ...)\n"
             "  -h, --help\n"
             "\n"
             "Exit status: 0 all read (a truncated tail is fine and reported), 1 a file could not\n"
@@ -69,12 +70,12 @@ static int cmp_count_desc(const void *a, const void *b) {
 }
 
 /* What stats needs to know about a schema, resolved once per schema (schema->user). */
-typedef enum { K_OTHER, K_WORKER, K_DROPS, K_METADATA } schema_kind;
+typedef enum { K_OTHER, K_WORKER, K_DROPS, K_METADATA, K_STACK_ORIGIN } schema_kind;
 
 typedef struct schema_info {
     size_t counter; /* index in by_name (its array moves when it grows) */
     schema_kind kind;
-    int worker_idx, tid_idx, count_idx, reason_idx, entries_idx;
+    int worker_idx, tid_idx, count_idx, reason_idx, entries_idx, callchain_idx, method_idx;
     struct schema_info *next; /* all infos of the current file, freed with it */
 } schema_info;
 
@@ -92,6 +93,12 @@ typedef struct stats_ctx {
     const char *meta_path;
     schema_info *infos;
     size_t file;
+    /* How stacks were obtained: StackOriginEvent gives a method per stack pool id of the
+     * file (the recorder's ids are stable across the streams of a file); each event with a
+     * callchain counts under its stack's method (0: not said). */
+    uint8_t *method_of;
+    size_t method_cap;
+    uint64_t by_method[4];
     const d9_path_list *paths;
     bool oom;
 } stats_ctx;
@@ -115,9 +122,12 @@ static schema_info *info_for(stats_ctx *c, d9_dec_schema *s) {
     in->count_idx = d9_schema_field_index(s, "count");
     in->reason_idx = d9_schema_field_index(s, "reason");
     in->entries_idx = d9_schema_field_index(s, "entries");
+    in->callchain_idx = d9_schema_field_index(s, "callchain");
+    in->method_idx = d9_schema_field_index(s, "method");
     if (is_worker_schema(s->name)) in->kind = K_WORKER;
     else if (!strcmp(s->name, "DroppedEventsEvent")) in->kind = K_DROPS;
     else if (!strcmp(s->name, "SegmentMetadataEvent")) in->kind = K_METADATA;
+    else if (!strcmp(s->name, "StackOriginEvent")) in->kind = K_STACK_ORIGIN;
     in->next = c->infos;
     c->infos = in;
     s->user = in;
@@ -149,12 +159,42 @@ static void keep_metadata(stats_ctx *c, const d9_value *v, const char *path) {
     c->meta_path = path;
 }
 
+#define MAX_POOL_IDS (1u << 24)
+
+static void note_origin(stats_ctx *c, const schema_info *in, const d9_event *ev) {
+    uint64_t m = 0;
+    if (in->callchain_idx < 0 || in->method_idx < 0 || !d9_value_uint(&ev->values[in->method_idx], &m) || m > 3)
+        return;
+    uint32_t id = ev->values[in->callchain_idx].pool_id;
+    if (id >= MAX_POOL_IDS) return;
+    if (id >= c->method_cap) {
+        size_t cap = c->method_cap ? c->method_cap : 256;
+        while (cap <= id) cap *= 2;
+        uint8_t *a = realloc(c->method_of, cap);
+        if (!a) {
+            c->oom = true;
+            return;
+        }
+        memset(a + c->method_cap, 0, cap - c->method_cap);
+        c->method_of = a;
+        c->method_cap = cap;
+    }
+    c->method_of[id] = (uint8_t)m;
+}
+
+static void count_stack(stats_ctx *c, const schema_info *in, const d9_event *ev) {
+    if (in->callchain_idx < 0 || ev->values[in->callchain_idx].type != D9_FT_POOLED_STACK) return;
+    uint32_t id = ev->values[in->callchain_idx].pool_id;
+    c->by_method[id < c->method_cap ? c->method_of[id] : 0]++;
+}
+
 static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_index) {
     stats_ctx *c = p;
     if (file_index != c->file) {
-        /* schema->user belongs to the previous file's (closed) decoder */
+        /* schema->user belongs to the previous file's (closed) decoder; pool ids to its writer */
         free_infos(c);
         c->file = file_index;
+        if (c->method_of) memset(c->method_of, 0, c->method_cap);
     }
     schema_info *in = ev->schema->user;
     if (!in && !(in = info_for(c, ev->schema))) {
@@ -194,7 +234,8 @@ static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_in
         if (!c->have_meta && in->entries_idx >= 0)
             keep_metadata(c, &ev->values[in->entries_idx], c->paths->paths[file_index]);
         break;
-    case K_OTHER: break;
+    case K_STACK_ORIGIN: note_origin(c, in, ev); break;
+    case K_OTHER: count_stack(c, in, ev); break;
     }
     (void)dec;
     return c->oom ? 1 : 0;
@@ -258,6 +299,16 @@ static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
         printf("drops      %" PRIu64 "\n", c->drops_total);
         for (size_t i = 0; i < c->drops.n; i++)
             printf("  %10" PRIu64 "  %s\n", c->drops.items[i].count, c->drops.items[i].name);
+    }
+    uint64_t stacks = c->by_method[0] + c->by_method[1] + c->by_method[2] + c->by_method[3];
+    if (stacks) {
+        printf("stacks     %" PRIu64 " (samples and task dumps):", stacks);
+        static const char *const names[4] = {"origin not recorded", "frame pointers only", "with CFI unwinding",
+                                             "truncated"};
+        for (int i = 1; i < 4; i++)
+            printf("%s %.1f %% %s", i > 1 ? "," : "", 100.0 * (double)c->by_method[i] / (double)stacks, names[i]);
+        if (c->by_method[0]) printf(", %.1f %% %s", 100.0 * (double)c->by_method[0] / (double)stacks, names[0]);
+        putchar('\n');
     }
     if (t.unresolved_refs || t.undefined_pool_ids)
         printf("pool refs  %" PRIu64 " unresolved when read, %" PRIu64 " ids never defined\n",
@@ -332,6 +383,13 @@ static void print_json(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
         d9_json_u64(&j, c->drops.items[i].count);
     }
     d9_json_object_end(&j);
+    d9_json_object_end(&j);
+    d9_json_key(&j, "stack_origin"); /* events with a callchain, by how their stack was obtained */
+    d9_json_object_begin(&j);
+    d9_json_key(&j, "unrecorded"); d9_json_u64(&j, c->by_method[0]);
+    d9_json_key(&j, "frame_pointers"); d9_json_u64(&j, c->by_method[1]);
+    d9_json_key(&j, "cfi"); d9_json_u64(&j, c->by_method[2]);
+    d9_json_key(&j, "truncated"); d9_json_u64(&j, c->by_method[3]);
     d9_json_object_end(&j);
     d9_json_key(&j, "pool_refs");
     d9_json_object_begin(&j);
@@ -428,6 +486,7 @@ int d9_cmd_stats(int argc, char **argv) {
     d9_u64_set_free(&c.tids);
     for (size_t i = 0; c.meta && i < 2 * c.meta_n; i++) free(c.meta[i]);
     free(c.meta);
+    free(c.method_of);
     free(results);
     d9_path_list_free(&paths);
     return rc;

@@ -42,14 +42,17 @@
 #define SWITCH_SAMPLE_TYPE (PERF_SAMPLE_TID | PERF_SAMPLE_TIME)
 
 /* Data pages per CPU ring. The collector drains every 20 ms at most: a ring must hold that
- * long. Sample rings: CPU samples at 99 Hz x ~1 KiB, even 5 kHz, fit 64 KiB; context-switch
- * stacks (~300 bytes each, every switch while not paused) 512 KiB, ~85 k stacks/s. Switch
+ * long. On x86-64 each sample carries D9_UNWIND_STACK_BYTES (2 KiB) of user stack, so a
+ * sample is ~2.4 KiB: sample rings of 128 KiB hold ~50 per drain (2.6 k samples/s per CPU,
+ * 99 Hz on 26 busy threads); with context-switch stacks (every switch while not paused)
+ * 2 MiB, ~850 per drain, more than the pacing lets through (500/s, bursts of 500). Switch
  * rings: 2 x 24 bytes per switch, 256 KiB holds ~270 k switches/s. Samples + switches
- * unprivileged is 16 + 64 + 2 pages, inside the default per-CPU budget
- * (perf_event_mlock_kb = 516 KiB); refused sizes are halved. */
-#define RING_PAGES_SAMPLES 16
+ * unprivileged is 32 + 64 + 2 pages, inside the default per-CPU budget
+ * (perf_event_mlock_kb = 516 KiB; context-switch stacks need privileges, which lift it);
+ * refused sizes are halved. Without stack copies (other architectures) samples are ~1 KiB. */
+#define RING_PAGES_SAMPLES (UNWIND_SAMPLES ? 32 : 16)
 #define RING_PAGES_SWITCHES 64
-#define RING_PAGES_STACKS 128
+#define RING_PAGES_STACKS (UNWIND_SAMPLES ? 512 : 128)
 #define MAX_EVENT_FDS 4096    /* threads existing at start x CPUs x kinds */
 
 enum { K_CPU, K_SWITCH, K_STACKS, K_COUNT };

@@ -235,6 +235,24 @@ static size_t frames_outside_code(const tt_trace *t) {
     return bad;
 }
 
+/* The output of `dial9 ARGS` (the CLI built next to this test), NULL when it cannot run. */
+static char *dial9_output(const char *args) {
+    const char *bd = getenv("D9_BUILD_DIR");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s/dial9' %s", bd && *bd ? bd : ".", args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return NULL;
+    size_t len = 0, cap = 1 << 16;
+    char *out = malloc(cap);
+    for (size_t got; out && (got = fread(out + len, 1, cap - len - 1, p)) > 0;) {
+        len += got;
+        if (cap - len < 4096) out = realloc(out, cap *= 2);
+    }
+    pclose(p);
+    if (out) out[len] = 0;
+    return out;
+}
+
 static void run(d9_sampler_mode mode) {
     const char *label = mode == D9_SAMPLER_TIMER ? "timer" : "perf";
     char *dir = d9t_mkdtemp("unwind");
@@ -320,6 +338,13 @@ static void run(d9_sampler_mode mode) {
     }
     CHECK_EQ_U64(frames_outside_code(&t), 0);
     CHECK(o.counts[2] > 0); /* some stacks needed CFI */
+    char args[600];
+    snprintf(args, sizeof args, "stats '%s'", d9_run_dir());
+    char *stats = dial9_output(args);
+    const char *line = stats ? strstr(stats, "\nstacks ") : NULL;
+    printf("%s: dial9 stats: %.*s\n", label, line ? (int)strcspn(line + 1, "\n") : 4, line ? line + 1 : "none");
+    CHECK(line && strstr(line, "% with CFI unwinding"));
+    free(stats);
     tt_free(&t);
     d9t_rm_rf(dir);
     free(dir);

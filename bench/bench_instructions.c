@@ -1,10 +1,13 @@
 /* --instructions N: the workload bench/callgrind.sh runs twice under callgrind. Everything
- * but the N poll pairs is the same in both runs, so the difference in instructions divided by
+ * but the N pairs is the same in both runs, so the difference in instructions divided by
  * the difference in events is the cost of one event. Pairs go in chunks with a flush between,
- * so no event is dropped (callgrind runs the threads one at a time, and slowly). */
+ * so no event is dropped (callgrind runs the threads one at a time, and slowly). The pairs are
+ * polls, or park/unpark pairs with D9_BENCH_PAIRS=park (at the default schedstat resolution
+ * nearly all of them unread, the common case of a busy loop). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
 
@@ -15,10 +18,17 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     if (!dir || bench_start(dir, BENCH_SCHEDSTAT_DEFAULT) != 0) return 1;
     d9_worker_begin("bench", 0);
     const d9_loc *where = D9_HERE;
+    const char *kind = getenv("D9_BENCH_PAIRS");
+    bool parks = kind && strcmp(kind, "park") == 0;
     for (uint64_t i = 0; i < pairs; i++) {
         if (i > 0 && i % PAIRS_PER_FLUSH == 0) d9_flush();
-        d9_poll_begin((i & 63) + 1, where);
-        d9_poll_end();
+        if (parks) {
+            d9_park();
+            d9_unpark();
+        } else {
+            d9_poll_begin((i & 63) + 1, where);
+            d9_poll_end();
+        }
     }
     /* Drained by the background thread, so d9_stop on this thread finds nothing left: the
      * recording thread's count then holds the hooks and the loop, not the encoding. */

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # bench/callgrind.sh BUILD_DIR: instructions per recorded poll event, counted by callgrind.
+# D9_BENCH_PAIRS=park counts park/unpark events instead.
 #
 # Runs `d9_bench --instructions N` twice (N poll pairs, everything else identical) and divides
 # the difference in instructions by the difference in events, so start-up, d9_stop and the
@@ -46,7 +47,7 @@ top_growth() {
     END { best = ""; for (f in d) if (best == "" || d[f] > d[best]) best = f; print best }'
 }
 
-echo "callgrind: $small and $large poll pairs (2 events each), default configuration"
+echo "callgrind: $small and $large ${D9_BENCH_PAIRS:-poll} pairs (2 events each), default configuration"
 a=$(count "$small"); b=$(count "$large")
 echo "  run with $small pairs:  $(cat "$out/stdout.$small")"
 echo "  run with $large pairs: $(cat "$out/stdout.$large")"

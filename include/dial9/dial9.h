@@ -63,7 +63,7 @@ typedef struct d9_config {
     uint32_t schedstat_resolution_us; /* DIAL9_SCHEDSTAT_RESOLUTION_US (default 1000): read it
                                  only when this long has passed since the thread's last read
                                  (0: at every park and unpark). A park or unpark not read has
-                                 cpu_time_ns = sched_wait_ns = 0; a delay longer than this is
+                                 cpu_time_ns and sched_wait_ns absent; a delay longer than this is
                                  always caught, and overstated by less than this */
     d9_clock_mode clock;      /* DIAL9_CLOCK = auto | tsc | monotonic (default auto) */
 

@@ -225,8 +225,8 @@ static ALWAYS_INLINE bool encode_core(d9_collector *c, const out_event *e) {
         if (!(p = begin_core(c, e))) break;
         p = d9_raw_varint(p, e->v[0]);
         p = d9_raw_u8(p, sat8(e->v[1]));
-        p = d9_raw_varint(p, e->v[2]);
-        if (e->schema == D9_SCH_WORKER_UNPARK) p = d9_raw_varint(p, e->v[3]);
+        p = d9_raw_opt_varint(p, e->v[2]);
+        if (e->schema == D9_SCH_WORKER_UNPARK) p = d9_raw_opt_varint(p, e->v[3]);
         p = d9_raw_u32(p, (uint32_t)e->v[4]);
         d9_buf_commit(b, p);
         break;
@@ -528,18 +528,17 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
     case D9_REC_UNPARK: {
         bool park = D9_REC_KIND(r[0]) == D9_REC_PARK;
         /* The run-queue wait since the thread's previous reading: that reading is at most the
-         * schedstat resolution older than the park (see d9_schedstat_min_ticks). Not read: the
-         * park was shorter than the resolution, and both fields say 0 ("not measured", as
-         * without schedstat), so a reader pairing CPU times never pairs a stale one. */
-        uint64_t cpu = r[1], delay = 0;
-        if (r[1] == D9_NS_NOT_READ) {
-            cpu = 0;
-        } else {
+         * schedstat resolution older than the park (see d9_schedstat_min_ticks). Not read (the
+         * park was shorter than the resolution) or no schedstat: both fields are absent ("not
+         * measured"), so a reader pairing CPU times never pairs a stale one. */
+        uint64_t cpu = D9_ABSENT, delay = D9_ABSENT;
+        if (r[1] != D9_NS_NOT_READ) {
             if (!park && r[2] != D9_NS_UNKNOWN && t->c_ss_wait != D9_NS_UNKNOWN && r[2] >= t->c_ss_wait)
                 delay = r[2] - t->c_ss_wait;
             t->c_ss_wait = r[2];
+            cpu = r[1]; /* D9_NS_UNKNOWN is D9_ABSENT */
+            _Static_assert(D9_NS_UNKNOWN == D9_ABSENT, "no schedstat reads as absent");
         }
-        if (cpu == D9_NS_UNKNOWN) cpu = 0;
         e.schema = park ? D9_SCH_WORKER_PARK : D9_SCH_WORKER_UNPARK;
         e.v[0] = t->c_worker; e.v[1] = r[3]; e.v[2] = cpu; e.v[3] = delay; e.v[4] = tid;
         break_emit;

@@ -113,8 +113,14 @@ static void write_slices(cw *c) {
             } else {
                 const d9_xpark *k = &m->parks[j++];
                 complete(c, tid, "park", "park", k->start, k->end);
-                fprintf(c->out, ",\"args\":{\"cpu_time_ns\":%" PRIu64, k->cpu_ns);
-                if (k->has_sched_wait) fprintf(c->out, ",\"sched_wait_ns\":%" PRIu64, k->sched_wait_ns);
+                /* only what was measured: an unread park has no CPU time, no delay */
+                const char *sep = "";
+                fputs(",\"args\":{", c->out);
+                if (k->has_cpu) {
+                    fprintf(c->out, "\"cpu_time_ns\":%" PRIu64, k->cpu_ns);
+                    sep = ",";
+                }
+                if (k->has_sched_wait) fprintf(c->out, "%s\"sched_wait_ns\":%" PRIu64, sep, k->sched_wait_ns);
                 fputs("}}", c->out);
             }
         }

@@ -241,9 +241,10 @@ static int add_mark(d9_xmodel *m, const d9_event *ev, const schema_info *in) {
         k.kind = in->kind == K_PARK ? MK_PARK : MK_UNPARK;
         k.queue = saturate32(uint_or(ev, in->f[1], 0));
         uint64_t v;
-        /* cpu_time_ns 0: schedstat was not read here (off, or within the recorder's
-         * DIAL9_SCHEDSTAT_RESOLUTION_US of the previous read); then the unpark's
-         * sched_wait_ns 0 measured nothing either. */
+        /* Not measured (schedstat off, or not read within the recorder's
+         * DIAL9_SCHEDSTAT_RESOLUTION_US of the previous read): absent in our traces, 0 in
+         * older ones and dial9's, where the unpark's sched_wait_ns 0 then measured nothing
+         * either. */
         k.has_cpu = d9_value_uint(field(ev, in->f[2]), &v) && v != 0;
         k.cpu_ns = k.has_cpu ? v : 0;
         k.has_tid = d9_value_uint(field(ev, in->f[3]), &v) && v != 0;
@@ -640,8 +641,8 @@ static int pair_marks(d9_xmodel *m) {
                 m->parks[nk++] = (d9_xpark){
                     .start = open_park->ts, .end = k->ts, .worker = w,
                     .has_sched_wait = k->has_sched_wait, .sched_wait_ns = k->sched_wait,
-                    .cpu_ns = open_park->has_cpu && k->has_cpu && k->cpu_ns >= open_park->cpu_ns
-                                  ? k->cpu_ns - open_park->cpu_ns : 0};
+                    .has_cpu = open_park->has_cpu && k->has_cpu && k->cpu_ns >= open_park->cpu_ns};
+                m->parks[nk - 1].cpu_ns = m->parks[nk - 1].has_cpu ? k->cpu_ns - open_park->cpu_ns : 0;
                 if (k->has_sched_wait && in_window(m, k->ts))
                     m->sched_delay[ns++] = (d9_xcounter){k->ts, k->sched_wait, w};
                 open_park = NULL;

@@ -53,6 +53,7 @@ typedef struct d9_xpark {
     uint32_t worker;
     bool has_sched_wait;
     uint64_t sched_wait_ns; /* run-queue wait between park and unpark (from the unpark) */
+    bool has_cpu;           /* schedstat was read at both ends */
     uint64_t cpu_ns;        /* the thread's CPU time consumed while parked (unpark - park) */
 } d9_xpark;
 

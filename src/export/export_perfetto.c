@@ -473,7 +473,7 @@ static void write_item(pf *p, const item *it) {
         d9_pb_uint(b, TE_CATEGORY_IIDS, fixed_iid(p, N_PARK));
         d9_pb_uint(b, TE_NAME_IID, fixed_iid(p, N_PARK));
         if (k->has_sched_wait) annotation_uint(p, N_SCHED_WAIT, k->sched_wait_ns);
-        annotation_uint(p, N_CPU_NS, k->cpu_ns);
+        if (k->has_cpu) annotation_uint(p, N_CPU_NS, k->cpu_ns);
         d9_pb_end(b, te);
         break;
     }

@@ -57,6 +57,17 @@ static inline uint8_t *d9_raw_varint(uint8_t *p, uint64_t v) {
     *p++ = (uint8_t)v;
     return p;
 }
+/* An optional Varint (type | D9_FT_OPTIONAL): a presence byte, then the value if present.
+ * D9_ABSENT stands for "not measured" in the writers' value slots; no real value reaches it. */
+#define D9_ABSENT UINT64_MAX
+static inline __attribute__((always_inline)) uint8_t *d9_raw_opt_varint(uint8_t *p, uint64_t v) {
+    if (v == D9_ABSENT) {
+        *p = 0;
+        return p + 1;
+    }
+    *p = 1;
+    return d9_raw_varint(p + 1, v);
+}
 static inline void d9_buf_commit(d9_buf *b, const uint8_t *end) { b->len = (size_t)(end - b->data); }
 static inline size_t d9_varint_size(uint64_t v) {
     size_t n = 1;

@@ -143,6 +143,19 @@ assert rows[7]["fields"]["text"] == ""
 elif [ "$JSON" = node ]; then
     check "dump --jsonl rich parses" node -e 'const fs=require("fs");for (const l of fs.readFileSync(process.argv[1],"utf8").trim().split("\n")) JSON.parse(l)' "$T/rich.jsonl"
 fi
+# An unpark without a schedstat reading, as the recorder writes it: cpu_time_ns and
+# sched_wait_ns absent (optional varints, 0x89), then a read one with a real 0 wait.
+OUT=$T/unread.bin
+: >"$OUT"
+header
+schema 0 WorkerUnparkEvent 1 worker_id:9 local_queue:11 cpu_time_ns:137 sched_wait_ns:137 tid:13
+reset 5000
+event 0 0; varint 0; b 0; b 0; b 0; u32 77
+event 0 10; varint 0; b 0; b 1; varint 1234; b 1; varint 0; u32 77
+expect_rc 0 "dump --jsonl unread unpark" "$DIAL9" dump --jsonl "$T/unread.bin"
+check "dump: not measured is null" grep -qF '"cpu_time_ns":null,"sched_wait_ns":null' "$T/out"
+check "dump: a measured 0 is 0" grep -qF '"cpu_time_ns":1234,"sched_wait_ns":0' "$T/out"
+
 expect_rc 0 "dump rich text" "$DIAL9" dump "$T/rich.bin"
 check "dump text escapes" grep -qF 'text="q\"b\\\n\x01é' "$T/out"
 check "dump text: one line per event" [ "$(wc -l <"$T/out")" = 8 ]

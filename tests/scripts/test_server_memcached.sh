@@ -65,7 +65,7 @@ for w in workers:
 
 ups = t.unparks_by_worker()
 parks_on_workers = sum(len(ups[w]) for w in workers)
-delayed = [u for w in workers for u in ups[w] if u.get("sched_wait_ns", 0) > 0]
+delayed = [u for w in workers for u in ups[w] if (u.get("sched_wait_ns") or 0) > 0]  # null: not measured
 check(parks_on_workers >= 50, "workers park in epoll_wait (%d unparks)" % parks_on_workers)
 check(len(delayed) >= 1, "unparks carry kernel scheduling delays (%d > 0, max %.1f us)" %
       (len(delayed), max([u["sched_wait_ns"] for u in delayed] or [0]) / 1000))

@@ -323,7 +323,7 @@ static void test_small_window(void) {
 /* Preemption inside a poll from SchedSwitchEvent; an idle worker beside queued work. */
 static void test_switch_and_idle(void) {
     tb t = {0};
-    tb_stream(&t);
+    tb_stream_dial9_parks(&t); /* an old trace: "no schedstat" written as cpu_time_ns 0 */
     uint32_t loc = tb_string(&t, "busy.c:1");
     tb_park(&t, T0, 1, 0, 201);          /* worker 1 parked 0 .. 20 ms */
     tb_unpark(&t, T0 + 20 * MS, 1, 0, 0, 201);
@@ -353,6 +353,35 @@ static void test_switch_and_idle(void) {
         CHECK(tb_flag(r, "cpu_contention") != NULL); /* 2 ms preempted of 5.1 ms in polls */
         CHECK(tb_flag(r, "missing_source") != NULL); /* no wakes, no schedstat */
         CHECK_EQ_U64(r->sched_wait.count, 0);      /* an unpark without schedstat: not a 0 delay */
+    }
+    d9a_free(a);
+    d9_buf_free(&t.b);
+}
+
+/* Parks and unparks without a schedstat reading, as the recorder writes them (cpu_time_ns
+ * and sched_wait_ns absent), beside read ones: the unread are neither zero delays nor ends
+ * of a busy period; a read unpark's real 0 wait counts. */
+static void test_unread_schedstat_absent(void) {
+    tb t = {0};
+    tb_stream(&t);
+    tb_park(&t, T0, 0, 1 * MS, 100);                                 /* read */
+    tb_unpark(&t, T0 + 1 * MS, 0, D9_ABSENT, D9_ABSENT, 100);        /* not read */
+    tb_park(&t, T0 + 2 * MS, 0, D9_ABSENT, 100);                     /* not read */
+    tb_unpark(&t, T0 + 3 * MS, 0, 2 * MS, 400 * US, 100);            /* read: 400 us waited */
+    tb_park(&t, T0 + 7 * MS, 0, 4 * MS, 100);                        /* read: 2 ms CPU in 4 ms */
+    tb_unpark(&t, T0 + 8 * MS, 0, 4 * MS, 0, 100);                   /* read: no wait at all */
+    tb_park(&t, T0 + 9 * MS, 0, D9_ABSENT, 100);                     /* not read */
+    tb_unpark(&t, T0 + 10 * MS, 0, D9_ABSENT, D9_ABSENT, 100);       /* not read */
+    d9a_analysis *a;
+    const d9a_report *r = tb_analyze(&a, &t, NULL);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK_EQ_U64(r->counts.unparks, 4);
+        CHECK_EQ_U64(r->sched_wait.count, 2); /* 400 us and a real 0, not the unread ones */
+        CHECK_EQ_U64(r->sched_wait.max, 400 * US);
+        CHECK_EQ_U64(r->workers[0].busy_periods, 1); /* 3 .. 7 ms: the only one read at both ends */
+        CHECK_EQ_U64(r->workers[0].busy_cpu_ns, 2 * MS);
+        CHECK_EQ_U64(r->workers[0].busy_wall_ns, 4 * MS);
     }
     d9a_free(a);
     d9_buf_free(&t.b);
@@ -587,6 +616,7 @@ int main(void) {
     test_window();
     test_small_window();
     test_switch_and_idle();
+    test_unread_schedstat_absent();
     test_sample_matches_switch();
     test_task_leak();
     test_missing_source();

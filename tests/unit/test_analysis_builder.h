@@ -9,6 +9,7 @@
 #include "format/decoder.h"
 #include "format/encoder.h"
 #include "format/schemas.h"
+#include "test_dial9_park_schemas.h"
 
 #define MS 1000000ull
 #define US 1000ull
@@ -17,14 +18,24 @@ typedef struct tb {
     d9_buf b;
     d9_stream_state st;
     uint32_t next_pool; /* pool ids are per stream */
+    bool dial9_parks;   /* this stream declares parks as dial9 does (0 = not measured) */
 } tb;
 
-/* A new stream: header and every built-in schema under its enum value as type id. */
-static inline void tb_stream(tb *t) {
+/* A new stream: header and every built-in schema under its enum value as type id; parks and
+ * unparks with dial9's layout when `dial9_parks` (an old trace of ours, or one of dial9's). */
+static inline void tb_stream_with(tb *t, bool dial9_parks) {
     d9_enc_header(&t->b, &t->st);
     t->next_pool = 1;
-    for (uint16_t i = 0; i < D9_SCH_BUILTIN_COUNT; i++) d9_enc_schema(&t->b, i, &d9_builtin_schemas[i]);
+    t->dial9_parks = dial9_parks;
+    for (uint16_t i = 0; i < D9_SCH_BUILTIN_COUNT; i++) {
+        const d9_schema_def *def = &d9_builtin_schemas[i];
+        if (dial9_parks && i == D9_SCH_WORKER_PARK) def = &d9_test_dial9_park;
+        if (dial9_parks && i == D9_SCH_WORKER_UNPARK) def = &d9_test_dial9_unpark;
+        d9_enc_schema(&t->b, i, def);
+    }
 }
+static inline void tb_stream(tb *t) { tb_stream_with(t, false); }
+static inline void tb_stream_dial9_parks(tb *t) { tb_stream_with(t, true); }
 
 static inline uint32_t tb_string(tb *t, const char *s) {
     d9_pool_frame pf;
@@ -68,7 +79,7 @@ static inline void tb_park(tb *t, uint64_t ts, uint64_t worker, uint64_t cpu, ui
     d9_enc_event(&t->b, &t->st, D9_SCH_WORKER_PARK, ts);
     d9_put_varint(&t->b, worker);
     d9_put_u8(&t->b, 0);
-    d9_put_varint(&t->b, cpu);
+    d9_test_put_ns(&t->b, t->dial9_parks, cpu);
     d9_put_u32(&t->b, tid);
 }
 
@@ -77,8 +88,8 @@ static inline void tb_unpark(tb *t, uint64_t ts, uint64_t worker, uint64_t cpu, 
     d9_enc_event(&t->b, &t->st, D9_SCH_WORKER_UNPARK, ts);
     d9_put_varint(&t->b, worker);
     d9_put_u8(&t->b, 0);
-    d9_put_varint(&t->b, cpu);
-    d9_put_varint(&t->b, wait);
+    d9_test_put_ns(&t->b, t->dial9_parks, cpu);
+    d9_test_put_ns(&t->b, t->dial9_parks, wait);
     d9_put_u32(&t->b, tid);
 }
 

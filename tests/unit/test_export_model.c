@@ -12,6 +12,7 @@
 #include "export/protobuf.h"
 #include "format/encoder.h"
 #include "format/schemas.h"
+#include "test_dial9_park_schemas.h"
 
 /* ---- protobuf writer ---------------------------------------------------------------------- */
 
@@ -67,13 +68,22 @@ typedef struct tb {
     d9_buf b;
     d9_stream_state st;
     uint32_t next_pool_id;
+    bool dial9_parks; /* parks declared as dial9 does: an old trace, 0 = not measured */
 } tb;
 
-static void tb_stream(tb *t) {
+static void tb_stream_with(tb *t, bool dial9_parks) {
     d9_enc_header(&t->b, &t->st);
-    for (int i = 0; i < D9_SCH_BUILTIN_COUNT; i++) d9_enc_schema(&t->b, (uint16_t)i, &d9_builtin_schemas[i]);
+    for (int i = 0; i < D9_SCH_BUILTIN_COUNT; i++) {
+        const d9_schema_def *def = &d9_builtin_schemas[i];
+        if (dial9_parks && i == D9_SCH_WORKER_PARK) def = &d9_test_dial9_park;
+        if (dial9_parks && i == D9_SCH_WORKER_UNPARK) def = &d9_test_dial9_unpark;
+        d9_enc_schema(&t->b, (uint16_t)i, def);
+    }
     t->next_pool_id = 1;
+    t->dial9_parks = dial9_parks;
 }
+
+static void tb_stream(tb *t) { tb_stream_with(t, false); }
 
 static uint32_t tb_string(tb *t, const char *s) {
     d9_pool_frame pf;
@@ -112,8 +122,8 @@ static void park_wait(tb *t, uint64_t ts, uint64_t worker, bool unpark, uint64_t
     d9_enc_event(&t->b, &t->st, unpark ? D9_SCH_WORKER_UNPARK : D9_SCH_WORKER_PARK, ts);
     d9_put_varint(&t->b, worker);
     d9_put_u8(&t->b, 0);
-    d9_put_varint(&t->b, cpu);
-    if (unpark) d9_put_varint(&t->b, wait); /* sched_wait_ns */
+    d9_test_put_ns(&t->b, t->dial9_parks, cpu);
+    if (unpark) d9_test_put_ns(&t->b, t->dial9_parks, wait); /* sched_wait_ns */
     d9_put_u32(&t->b, tid);
 }
 
@@ -404,26 +414,50 @@ static void test_empty(void) {
     d9_buf_free(&t.b);
 }
 
-/* Parks whose unpark had no schedstat reading (cpu_time_ns and sched_wait_ns 0, as the
- * recorder writes within DIAL9_SCHEDSTAT_RESOLUTION_US): no CPU time, no scheduling delay. */
-static void test_unread_schedstat(void) {
+/* Parks whose unpark had no schedstat reading (within the recorder's
+ * DIAL9_SCHEDSTAT_RESOLUTION_US): no CPU time, no scheduling delay, in a trace that writes
+ * them absent (ours) and in one that writes 0 (older ones, dial9's). The park read at both
+ * ends has its CPU time; the chrome export carries only what was measured. */
+static void check_unread_schedstat(bool dial9_parks) {
+    uint64_t none = dial9_parks ? 0 : D9_ABSENT;
     tb t;
     d9_buf_init(&t.b);
     memset(&t.st, 0, sizeof t.st);
-    tb_stream(&t);
-    park_wait(&t, 100, 0, false, 5000, 0, 7);
-    park_wait(&t, 200, 0, true, 0, 0, 7);     /* not read */
-    park_wait(&t, 300, 0, false, 0, 0, 7);    /* not read */
-    park_wait(&t, 400, 0, true, 9000, 0, 7);  /* read: a real zero wait */
+    tb_stream_with(&t, dial9_parks);
+    park_wait(&t, 100, 0, false, 5000, none, 7);
+    park_wait(&t, 200, 0, true, none, none, 7);   /* not read */
+    park_wait(&t, 300, 0, false, none, none, 7);  /* not read */
+    park_wait(&t, 400, 0, true, 9000, 0, 7);      /* read: a real zero wait */
+    park_wait(&t, 500, 0, false, 9100, none, 7);
+    park_wait(&t, 600, 0, true, 9150, 20, 7);     /* read at both ends */
     d9_xmodel *m = model_of(&t.b, NULL);
-    CHECK(m && m->park_count == 2);
-    if (m && m->park_count == 2) {
-        CHECK(!m->parks[0].has_sched_wait && m->parks[0].cpu_ns == 0);
-        CHECK(m->parks[1].has_sched_wait && m->parks[1].sched_wait_ns == 0 && m->parks[1].cpu_ns == 0);
-        CHECK_EQ_U64(m->sched_delay_count, 1);
+    CHECK(m && m->park_count == 3);
+    if (m && m->park_count == 3) {
+        CHECK(!m->parks[0].has_sched_wait && !m->parks[0].has_cpu && m->parks[0].cpu_ns == 0);
+        CHECK(m->parks[1].has_sched_wait && m->parks[1].sched_wait_ns == 0 && !m->parks[1].has_cpu);
+        CHECK(m->parks[2].has_sched_wait && m->parks[2].sched_wait_ns == 20 && m->parks[2].has_cpu &&
+              m->parks[2].cpu_ns == 50);
+        CHECK_EQ_U64(m->sched_delay_count, 2);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *out = open_memstream(&buf, &len);
+        char err[256];
+        d9_xopts o;
+        d9_xopts_init(&o);
+        CHECK(out && d9_export_chrome(m, &o, out, err, sizeof err) == 0);
+        if (out) fclose(out);
+        CHECK(buf && strstr(buf, "\"args\":{}") != NULL);                         /* park 0 */
+        CHECK(buf && strstr(buf, "\"args\":{\"sched_wait_ns\":0}") != NULL);     /* park 1 */
+        CHECK(buf && strstr(buf, "\"args\":{\"cpu_time_ns\":50,\"sched_wait_ns\":20}") != NULL);
+        free(buf);
     }
     d9_xmodel_free(m);
     d9_buf_free(&t.b);
+}
+
+static void test_unread_schedstat(void) {
+    check_unread_schedstat(false);
+    check_unread_schedstat(true);
 }
 
 int main(void) {

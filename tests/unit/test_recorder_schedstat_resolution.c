@@ -1,5 +1,6 @@
 /* DIAL9_SCHEDSTAT_RESOLUTION_US: a park or unpark reads schedstat only when the resolution has
- * passed since the thread's previous read; one not read says cpu_time_ns = 0. Read every time,
+ * passed since the thread's previous read; one not read has cpu_time_ns and sched_wait_ns
+ * absent (the optional field's "not measured", never a 0 that reads as a value). Read every time,
  * the CPU time of each park/unpark is fresh (it grows with the spinning in between); with a
  * resolution longer than the run only the first is read, and no scheduling delay is invented. */
 #include <time.h>
@@ -27,6 +28,7 @@ static void spin_cpu(uint64_t ns) {
 typedef struct seen {
     int parks;          /* park + unpark events */
     int read;           /* ... with a CPU time (schedstat was read) */
+    int unread_absent;  /* ... not read, with cpu_time_ns (and an unpark's sched_wait_ns) absent */
     int distinct_cpu;   /* ... whose CPU time differs from the previous one read */
     uint64_t last_cpu;
     uint64_t wait_total;
@@ -36,11 +38,16 @@ static void on_event(const d9_event *ev, void *ctx) {
     seen *s = ctx;
     if (!d9t_is(ev, "WorkerParkEvent") && !d9t_is(ev, "WorkerUnparkEvent")) return;
     uint64_t cpu = d9t_field_u(ev, "cpu_time_ns");
+    bool unpark = d9t_is(ev, "WorkerUnparkEvent");
+    const d9_value *c = d9_event_field(ev, "cpu_time_ns"), *w = d9_event_field(ev, "sched_wait_ns");
     s->parks++;
-    if (cpu == 0) return;
+    if (c && !c->present) {
+        if (!unpark || (w && !w->present)) s->unread_absent++;
+        return;
+    }
     if (s->read++ == 0 || cpu != s->last_cpu) s->distinct_cpu++;
     s->last_cpu = cpu;
-    if (d9t_is(ev, "WorkerUnparkEvent")) s->wait_total += d9t_field_u(ev, "sched_wait_ns");
+    if (unpark && w && w->present) s->wait_total += w->u;
 }
 
 /* `pairs` park/unpark pairs with `spin_ns` of CPU after each call; returns what was seen. */
@@ -75,12 +82,14 @@ int main(void) {
     seen every = record(0, 50, 50 * 1000);
     CHECK_EQ_U64(every.parks, 100);
     CHECK_EQ_U64(every.read, 100);
+    CHECK_EQ_U64(every.unread_absent, 0);
     CHECK(every.distinct_cpu >= 99);
 
     /* 1 s resolution over ~5 ms: the first park reads, the rest repeat it */
     seen coarse = record(1000 * 1000, 50, 50 * 1000);
     CHECK_EQ_U64(coarse.parks, 100);
     CHECK_EQ_U64(coarse.read, 1);
+    CHECK_EQ_U64(coarse.unread_absent, 99);
     CHECK_EQ_U64(coarse.wait_total, 0);
 
     /* 100 us with 200 us between calls: every call is past the resolution */

@@ -455,12 +455,15 @@ static void build_skip_trace(d9_buf *b, size_t *starts, enum damage dmg, int at)
             d9_enc_event(b, &st, D9_SCH_POLL_END, ts);
             put_varint(b, wide(i), broken);
             break;
-        case 2:
+        case 2: /* cpu_time_ns and sched_wait_ns optional: both present, or both absent (not read) */
             d9_enc_event(b, &st, D9_SCH_WORKER_UNPARK, ts);
             put_varint(b, 1, broken);
             d9_put_u8(b, 0);
-            d9_put_varint(b, wide(i));
-            d9_put_varint(b, wide(i + 3));
+            for (int f = 0; f < 2; f++) {
+                bool present = i / 6 % 2;
+                d9_put_u8(b, dmg == BAD_PRESENCE && i == at && f == 1 ? 2 : (uint8_t)present);
+                if (present) d9_put_varint(b, wide(i + 3 * f));
+            }
             d9_put_u32(b, 4242);
             break;
         case 3: /* the optional cpu last: present or not */
@@ -539,6 +542,7 @@ static void test_skip_path(void) {
         {LONG_VARINT, 124, "varint"}, {LONG_VARINT, 125, "varint"}, {LONG_VARINT, SKIP_EVENTS - 1, "varint"},
         {WIDE_VARINT, 120, "64 bits"}, {WIDE_VARINT, 123, "64 bits"}, {WIDE_VARINT, SKIP_EVENTS - 1, "64 bits"},
         {BAD_PRESENCE, 9, "presence"}, {BAD_PRESENCE, 130, "presence"}, {BAD_PRESENCE, SKIP_EVENTS - 2, "presence"},
+        {BAD_PRESENCE, 8, "presence"}, {BAD_PRESENCE, 14, "presence"}, /* an unpark's sched_wait_ns */
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         d9_buf_init(&b);

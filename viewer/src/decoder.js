@@ -547,8 +547,9 @@ function dial9DecoderFactory() {
         t.c.ts[i] = ts;
         t.c.worker[i] = num(slot(s, 0));
         t.c.localQueue[i] = num(slot(s, 1));
-        // cpu_time_ns 0: schedstat not read here (off, or within DIAL9_SCHEDSTAT_RESOLUTION_US
-        // of the thread's previous read): unknown, and so is the unpark's sched_wait_ns then.
+        // Not measured (schedstat off, or not read within DIAL9_SCHEDSTAT_RESOLUTION_US of the
+        // thread's previous read): absent in dial9-c's traces, cpu_time_ns 0 in older ones and
+        // dial9's, where the unpark's sched_wait_ns 0 then measured nothing either. NaN both.
         t.c.cpuTime[i] = num(slot(s, 2)) || NaN;
         if (s.kind === K.PARK) {
           t.c.isEnd[i] = 0;

@@ -196,7 +196,7 @@ test('built-in events become columns: polls, parks, wakes, samples, symbols, met
   assert.equal(tr.timeEnd - tr.timeStart, 30000500);
 });
 
-test('parks without a schedstat reading (cpu_time_ns 0) have no CPU time and no run-queue wait', () => {
+test('parks without a schedstat reading in an old trace (cpu_time_ns 0) have no CPU time and no run-queue wait', () => {
   const w = new TraceWriter().header();
   const id = declareBuiltins(w);
   const t0 = 9000000000n;
@@ -210,6 +210,30 @@ test('parks without a schedstat reading (cpu_time_ns 0) have no CPU time and no 
   const tr = D.decode(w.bytes());
   assert.equal(tr.parks.count, 3);
   assert.ok(Number.isNaN(tr.parks.cpuAtUnpark[0] - tr.parks.cpuAtPark[0]));
+  assert.ok(Number.isNaN(tr.parks.schedWait[0]));
+  assert.ok(Number.isNaN(tr.parks.schedWait[1]));
+  assert.equal(tr.parks.cpuAtUnpark[2] - tr.parks.cpuAtPark[2], 100);
+  assert.equal(tr.parks.schedWait[2], 0); // read, and no wait: a real 0
+});
+
+test('parks without a schedstat reading as the recorder writes them (absent optional fields) have no CPU time and no run-queue wait', () => {
+  const w = new TraceWriter().header();
+  // dial9-c's layout: cpu_time_ns and sched_wait_ns optional, absent when not measured
+  const ns = T.VARINT | T.OPT;
+  w.schema(0, 'WorkerParkEvent', true, [['worker_id', T.VARINT], ['local_queue', T.U8], ['cpu_time_ns', ns], ['tid', T.U32]]);
+  w.schema(1, 'WorkerUnparkEvent', true, [['worker_id', T.VARINT], ['local_queue', T.U8], ['cpu_time_ns', ns], ['sched_wait_ns', ns], ['tid', T.U32]]);
+  const t0 = 9000000000n;
+  // read at park, not at unpark; then neither; then both, with a real 0 wait
+  w.event(0, t0, [0, 0, 5000, 77]);
+  w.event(1, t0 + 100n, [0, 0, null, null, 77]);
+  w.event(0, t0 + 200n, [0, 0, null, 77]);
+  w.event(1, t0 + 300n, [0, 0, null, null, 77]);
+  w.event(0, t0 + 400n, [0, 0, 6000, 77]);
+  w.event(1, t0 + 500n, [0, 0, 6100, 0, 77]);
+  const tr = D.decode(w.bytes());
+  assert.equal(tr.parks.count, 3);
+  assert.ok(Number.isNaN(tr.parks.cpuAtUnpark[0]));
+  assert.ok(Number.isNaN(tr.parks.cpuAtPark[1]) && Number.isNaN(tr.parks.cpuAtUnpark[1]));
   assert.ok(Number.isNaN(tr.parks.schedWait[0]));
   assert.ok(Number.isNaN(tr.parks.schedWait[1]));
   assert.equal(tr.parks.cpuAtUnpark[2] - tr.parks.cpuAtPark[2], 100);

@@ -61,8 +61,29 @@ D9P_HIDDEN void d9p_start_install_exit(void);
 
 /* ---- environment (preload_env.c) ---- */
 
-/* Remove this library from LD_PRELOAD (children that exec are then not traced). */
+/* Remove this library from LD_PRELOAD in the process's environment, in place (children that
+ * exec with it are then not traced, whatever setenv the program has). */
 D9P_HIDDEN void d9p_env_drop_self_from_preload(void);
+/* Whether an LD_PRELOAD entry of envp names this library (only once dropped above); *count
+ * is envp's number of entries and *bytes (at least 1) the room those entries need. */
+D9P_HIDDEN bool d9p_env_names_self(char *const *envp, size_t *count, size_t *bytes);
+/* envp without this library in LD_PRELOAD into out (count + 1 entries) and strings (bytes),
+ * both from d9p_env_names_self. No allocation: usable in a vfork child. */
+D9P_HIDDEN void d9p_env_copy_without_self(char *const *envp, char **out, char *strings);
+/* Call `call` (an expression using `env`) with envp stripped of this library when children
+ * are not traced and it names it, else with envp itself as `env`. */
+#define D9P_CALL_WITHOUT_SELF(envp, call)                                                  \
+    do {                                                                                   \
+        size_t n_, bytes_;                                                                 \
+        if (!d9p_trace_children && d9p_env_names_self((envp), &n_, &bytes_)) {             \
+            char *stripped_[n_ + 1], strings_[bytes_];                                      \
+            d9p_env_copy_without_self((envp), stripped_, strings_);                        \
+            char *const *env = stripped_;                                                  \
+            return (call);                                                                 \
+        }                                                                                  \
+        char *const *env = (envp);                                                         \
+        return (call);                                                                     \
+    } while (0)
 /* Make a relative DIAL9_TRACE_DIR absolute, so a program that changes directory (or a child
  * that starts elsewhere) still writes where it was asked to. */
 D9P_HIDDEN void d9p_env_absolute_trace_dir(void);

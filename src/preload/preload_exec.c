@@ -7,7 +7,10 @@
  *
  * The run of the image that execs is finished first (an exec discards the recorder without
  * any exit handler). A run that recorded no hook event at all (a wrapper that only execs) is
- * removed, so it leaves no empty run behind. If the exec fails, a new run starts. */
+ * removed, so it leaves no empty run behind. If the exec fails, a new run starts.
+ *
+ * Any other exec (in a forked or vforked child, or with recording off) gets an environment
+ * without the shim unless children are traced, even one given explicitly that names it. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -157,22 +160,43 @@ static void resume_run(void) {
 
 D9P_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
     if (hands_on()) EXEC_WITH_ENV(envp, D9P_NEXT(execve)(path, argv, env));
-    return D9P_NEXT(execve)(path, argv, envp);
+    D9P_CALL_WITHOUT_SELF(envp, D9P_NEXT(execve)(path, argv, env));
 }
 
 D9P_EXPORT int execv(const char *path, char *const argv[]) {
     if (hands_on()) EXEC_WITH_ENV(environ, D9P_NEXT(execve)(path, argv, env));
-    return D9P_NEXT(execv)(path, argv);
+    D9P_CALL_WITHOUT_SELF(environ, D9P_NEXT(execve)(path, argv, env));
 }
 
 D9P_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
     if (hands_on()) EXEC_WITH_ENV(envp, D9P_NEXT(execvpe)(file, argv, env));
-    return D9P_NEXT(execvpe)(file, argv, envp);
+    D9P_CALL_WITHOUT_SELF(envp, D9P_NEXT(execvpe)(file, argv, env));
 }
 
 D9P_EXPORT int execvp(const char *file, char *const argv[]) {
     if (hands_on()) EXEC_WITH_ENV(environ, D9P_NEXT(execvpe)(file, argv, env));
-    return D9P_NEXT(execvp)(file, argv);
+    D9P_CALL_WITHOUT_SELF(environ, D9P_NEXT(execvpe)(file, argv, env));
+}
+
+D9P_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
+    if (hands_on()) EXEC_WITH_ENV(envp, D9P_NEXT(fexecve)(fd, argv, env));
+    D9P_CALL_WITHOUT_SELF(envp, D9P_NEXT(fexecve)(fd, argv, env));
+}
+
+static int next_execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+                         int flags) {
+    __typeof__(&execveat) real = D9P_NEXT(execveat);
+    if (!real) { /* a glibc older than 2.34 */
+        errno = ENOSYS;
+        return -1;
+    }
+    return real(dirfd, path, argv, envp, flags);
+}
+
+D9P_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+                        int flags) {
+    if (hands_on()) EXEC_WITH_ENV(envp, next_execveat(dirfd, path, argv, env, flags));
+    D9P_CALL_WITHOUT_SELF(envp, next_execveat(dirfd, path, argv, env, flags));
 }
 
 /* execl, execle, execlp: the argument list as an array, then the matching call above. */

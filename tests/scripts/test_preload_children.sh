@@ -89,6 +89,11 @@ out=$("$D9" run -q --children -d "$WORK/runs-var2" -- bash -c 'echo "[$LD_PRELOA
 case $out in "[$SHIM]"*) ;; *) fail "--children: bash sees LD_PRELOAD='$out', expected the shim" ;; esac
 echo "ok: bash sees LD_PRELOAD without the shim (with it under --children)"
 
+# a relative DIAL9_TRACE_DIR is made absolute for bash too (its setenv did not reach it)
+out=$(cd "$WORK" && LD_PRELOAD="$SHIM" DIAL9_TRACE_DIR=rel bash -c 'cd /; echo "$DIAL9_TRACE_DIR"; true')
+[ "$out" = "$WORK/rel" ] || fail "bash sees DIAL9_TRACE_DIR='$out', expected $WORK/rel"
+echo "ok: bash sees DIAL9_TRACE_DIR made absolute"
+
 # ---- benchmark (printed): a bash loop of 200 commands, plain and under dial9 run
 python3 - "$D9" "$WORK/bench" <<'PY'
 import shutil, subprocess, sys, time

@@ -178,6 +178,8 @@ D9_API void d9__park(void);
 D9_API void d9__unpark(void);
 D9_API void d9__wake(uint64_t woken_task_id);
 D9_API void d9__task_spawn(uint64_t task_id, const d9_loc *where);
+D9_API void d9__task_spawn_object(uint64_t task_id, const d9_loc *where, const void *object);
+D9_API void d9__wake_ready(uint64_t woken_task_id);
 D9_API void d9__task_terminate(uint64_t task_id);
 D9_API void d9__set_local_queue(uint32_t depth);
 
@@ -222,6 +224,25 @@ D9_INLINE void d9_task_spawn(uint64_t task_id, const d9_loc *where) {
 }
 D9_INLINE void d9_task_terminate(uint64_t task_id) {
     if (D9__ACTIVE()) d9__task_terminate(task_id);
+}
+
+/* A new task id, never 0 and never handed out twice in this process: for runtimes whose own
+ * identities (addresses of handles or requests) are reused. Cheap (a thread-local increment
+ * nearly always); works whether or not recording is on. */
+D9_API uint64_t d9_task_id_new(void);
+
+/* d9_task_spawn that also names the object the task stands for (a handle's address), written
+ * as a TaskObjectEvent next to the spawn so a reader can map the id back to it. */
+D9_INLINE void d9_task_spawn_object(uint64_t task_id, const d9_loc *where, const void *object) {
+    if (D9__ACTIVE()) d9__task_spawn_object(task_id, where, object);
+}
+
+/* This thread's poller found task `woken_task_id` ready (an fd ready for its callback): a
+ * wake by no task (waker 0), stamped when the thread last returned from its poller
+ * (d9_unpark), or now if it has not parked since, so the wake-to-poll delay of I/O tasks is
+ * measured from the moment the poller returned. */
+D9_INLINE void d9_wake_ready(uint64_t woken_task_id) {
+    if (D9__ACTIVE()) d9__wake_ready(woken_task_id);
 }
 
 D9_API void d9__task_suspend(uint64_t task_id);

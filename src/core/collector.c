@@ -310,6 +310,12 @@ static __attribute__((noinline)) void encode_other(d9_collector *c, const out_ev
         d9_put_u8(b, e->v[4] != UINT64_MAX ? 1 : 0);
         if (e->v[4] != UINT64_MAX) d9_put_varint(b, e->v[4]);
         break;
+    case D9_SCH_TASK_OBJECT:
+        need_builtin(c, e->schema);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_varint(b, e->v[0]);
+        d9_put_varint(b, e->v[1]);
+        break;
     case D9_SCH_MEMORY_MAP: {
         need_builtin(c, e->schema);
         uint32_t path = need_string(c, e->s[0]);
@@ -544,12 +550,21 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
         break_emit;
     }
     case D9_REC_WAKE:
+    case D9_REC_WAKE_READY:
         e.schema = D9_SCH_WAKE;
-        e.v[0] = t->c_task; e.v[1] = r[1]; e.v[2] = t->c_worker;
+        e.v[0] = D9_REC_KIND(r[0]) == D9_REC_WAKE ? t->c_task : 0;
+        e.v[1] = r[1]; e.v[2] = t->c_worker;
         break_emit;
     case D9_REC_SPAWN:
         e.schema = D9_SCH_TASK_SPAWN;
         e.v[0] = r[1]; e.v[1] = r[2];
+        if (r[3]) { /* the object the task stands for, right after its spawn */
+            t->c_events++;
+            c->recorded_in_drain++;
+            emit(c, &e);
+            e.schema = D9_SCH_TASK_OBJECT;
+            e.v[1] = r[3];
+        }
         break_emit;
     case D9_REC_TERMINATE:
         e.schema = D9_SCH_TASK_TERMINATE;

@@ -1,5 +1,6 @@
 /* The hooks: each appends one raw record to the calling thread's ring. No lock, allocation or
  * system call here (park/unpark read schedstat by design); everything else is the collector's. */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -26,6 +27,7 @@ void d9__poll_begin(uint64_t task_id, const d9_loc *where) {
     r[1] = task_id;
     r[2] = loc | (uint64_t)t->local_queue << 32;
     d9_thread_commit(t, D9_REC_WORDS_POLL_BEGIN);
+    t->unpark_ticks = 0; /* a readiness wake after a poll was not found by that unpark */
 }
 
 void d9__poll_end(void) {
@@ -53,6 +55,7 @@ static void park_record(unsigned kind) {
             cpu = wait = D9_NS_NOT_READ;
         }
     }
+    t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
     uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_PARK);
     if (!r) return;
     r[0] = D9_REC_HEADER(now, kind);
@@ -72,13 +75,43 @@ void d9__wake(uint64_t woken_task_id) {
     d9_thread_commit(t, D9_REC_WORDS_WAKE);
 }
 
-void d9__task_spawn(uint64_t task_id, const d9_loc *where) {
+/* Stamped when the poller returned (the unpark), so the wake-to-poll delay starts there; a
+ * poller call that did not park (timeout 0) has no unpark: then now. */
+void d9__wake_ready(uint64_t woken_task_id) {
+    BEGIN(D9_REC_WORDS_WAKE);
+    r[0] = D9_REC_HEADER(t->unpark_ticks ? t->unpark_ticks : d9_clock_ticks(), D9_REC_WAKE_READY);
+    r[1] = woken_task_id;
+    d9_thread_commit(t, D9_REC_WORDS_WAKE);
+}
+
+void d9__task_spawn_object(uint64_t task_id, const d9_loc *where, const void *object) {
     uint32_t loc = d9_loc_id(where);
     BEGIN(D9_REC_WORDS_SPAWN);
     r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_SPAWN);
     r[1] = task_id;
     r[2] = loc;
+    r[3] = (uintptr_t)object;
     d9_thread_commit(t, D9_REC_WORDS_SPAWN);
+}
+
+void d9__task_spawn(uint64_t task_id, const d9_loc *where) {
+    d9__task_spawn_object(task_id, where, NULL);
+}
+
+/* Ids come from one process-wide counter in blocks, so that a new id is a thread-local
+ * increment nearly always (no shared cache line per spawn) and no id is ever handed out twice
+ * while the process lives, whatever the allocator does with addresses. */
+#define TASK_ID_BLOCK 256
+static _Atomic uint64_t g_next_task_block = 1; /* 0 means "no task" */
+static __thread uint64_t t_task_next, t_task_end;
+
+uint64_t d9_task_id_new(void) {
+    if (__builtin_expect(t_task_next == t_task_end, 0)) {
+        t_task_next = atomic_fetch_add_explicit(&g_next_task_block, TASK_ID_BLOCK,
+                                                memory_order_relaxed);
+        t_task_end = t_task_next + TASK_ID_BLOCK;
+    }
+    return t_task_next++;
 }
 
 void d9__task_terminate(uint64_t task_id) {

@@ -15,13 +15,14 @@ enum d9_rec_kind {
                                 d9_schedstat_min_ticks) */
     D9_REC_UNPARK,           /* same as PARK */
     D9_REC_WAKE,             /* [1] woken task id */
-    D9_REC_SPAWN,            /* [1] task id  [2] loc id */
+    D9_REC_SPAWN,            /* [1] task id  [2] loc id  [3] object address (0: none) */
     D9_REC_TERMINATE,        /* [1] task id */
     D9_REC_WORKER_BEGIN,     /* [1] worker id */
     D9_REC_WORKER_END,       /* - */
     D9_REC_DROPPED,          /* [1] the thread's cumulative drop count */
     D9_REC_CUSTOM,           /* [1] event type index | payload words << 32, then the payload */
     D9_REC_TASK_DUMP,        /* [1] task id  [2] frame count n  [3..3+n) frames, leaf first */
+    D9_REC_WAKE_READY,       /* [1] woken task id; the waker is the poller (no task) */
 };
 
 enum {
@@ -29,7 +30,7 @@ enum {
     D9_REC_WORDS_POLL_END = 1,
     D9_REC_WORDS_PARK = 4,
     D9_REC_WORDS_WAKE = 2,
-    D9_REC_WORDS_SPAWN = 3,
+    D9_REC_WORDS_SPAWN = 4,
     D9_REC_WORDS_TERMINATE = 2,
     D9_REC_WORDS_WORKER_BEGIN = 2,
     D9_REC_WORDS_WORKER_END = 1,
@@ -44,7 +45,8 @@ static inline uint64_t d9_record_words(const uint64_t *r) {
     case D9_REC_POLL_END: return D9_REC_WORDS_POLL_END;
     case D9_REC_PARK:
     case D9_REC_UNPARK: return D9_REC_WORDS_PARK;
-    case D9_REC_WAKE: return D9_REC_WORDS_WAKE;
+    case D9_REC_WAKE:
+    case D9_REC_WAKE_READY: return D9_REC_WORDS_WAKE;
     case D9_REC_SPAWN: return D9_REC_WORDS_SPAWN;
     case D9_REC_TERMINATE: return D9_REC_WORDS_TERMINATE;
     case D9_REC_WORKER_BEGIN: return D9_REC_WORDS_WORKER_BEGIN;

@@ -30,6 +30,7 @@ typedef struct d9_thread {
     d9_fd_id schedstat_id;    /* what it was opened on (the program may close our fds) */
     uint64_t schedstat_ticks; /* when schedstat was last read (ticks) ... */
     uint32_t schedstat_run;   /* ... in which recording (d9_schedstat_run) */
+    uint64_t unpark_ticks;    /* the last unpark's time, 0 once the thread parks again */
     /* ---- consumer's line ---- */
     _Alignas(64) _Atomic uint64_t tail; /* consumer's read position */
     /* ---- shared, rarely written ---- */

@@ -55,4 +55,6 @@ const d9_schema_def d9_builtin_schemas[D9_SCH_BUILTIN_COUNT] = {
                               {"build_id", D9_FT_STRING}),
     [D9_SCH_STACK_ORIGIN] = DEF("StackOriginEvent", 1, {"callchain", D9_FT_POOLED_STACK},
                                 {"method", D9_FT_U8}),
+    [D9_SCH_TASK_OBJECT] = DEF("TaskObjectEvent", 1, {"task_id", D9_FT_VARINT},
+                               {"object", D9_FT_VARINT}),
 };

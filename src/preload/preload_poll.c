@@ -3,7 +3,8 @@
  *
  *   - Inside a loop library's run function (the adapters mark the thread): the adapters'
  *     rule. libuv and libevent park here when no callback is running; libev parks through its
- *     own release/acquire hooks, so nothing is recorded here.
+ *     own release/acquire hooks, so nothing is recorded here. What the loop's epoll returns
+ *     ready is a readiness wake of the tasks watching those fds (ready_wakes.h).
  *   - Anywhere else (a home-grown loop, a loop linked into the program): a thread becomes a
  *     worker the first time it blocks in a poller (timeout not zero), as worker <n> of runtime
  *     "epoll", "poll" or "select" (the first poller it blocked in; n counts threads per
@@ -15,6 +16,7 @@
 #include <sys/select.h>
 
 #include "preload.h"
+#include "ready_wakes.h"
 #include "thread_state.h"
 
 enum { RT_EPOLL, RT_POLL, RT_SELECT, RT_COUNT };
@@ -70,14 +72,31 @@ static bool tv_nonzero(const struct timeval *tv) { return !tv || tv->tv_sec || t
         return rc_;                                                                        \
     } while (0)
 
+/* The poll of a loop library's run function (libuv, libevent), outside its callbacks. */
+static inline bool is_loop_poll(void) {
+    const d9a_thread *s = &d9a_self;
+    return s->loop && s->park_on_epoll && s->depth == 0;
+}
+
+/* epoll returned `rc` events: in a loop library's poll, readiness wakes of their tasks. */
+static inline int epoll_returned(int rc, bool loop_poll, const struct epoll_event *events) {
+    if (rc > 0 && loop_poll && D9__ACTIVE()) {
+        int saved = errno;
+        d9a_fd_ready(events, rc);
+        errno = saved;
+    }
+    return rc;
+}
+
+#define EPOLL_CALL(may_block, call)                                                            do {                                                                                           bool loop_poll_ = is_loop_poll();                                                          bool parked_ = park_begin(RT_EPOLL, (may_block));                                          int rc_ = (call);                                                                          park_end(parked_);                                                                         return epoll_returned(rc_, loop_poll_, events);                                        } while (0)
+
 D9P_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {
-    PARKED_CALL(RT_EPOLL, timeout != 0, D9P_NEXT(epoll_wait)(epfd, events, maxevents, timeout));
+    EPOLL_CALL(timeout != 0, D9P_NEXT(epoll_wait)(epfd, events, maxevents, timeout));
 }
 
 D9P_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout,
                            const sigset_t *sigmask) {
-    PARKED_CALL(RT_EPOLL, timeout != 0,
-                D9P_NEXT(epoll_pwait)(epfd, events, maxevents, timeout, sigmask));
+    EPOLL_CALL(timeout != 0, D9P_NEXT(epoll_pwait)(epfd, events, maxevents, timeout, sigmask));
 }
 
 /* glibc 2.35+; declared here so the shim also builds against older headers */
@@ -90,7 +109,7 @@ D9P_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
         errno = ENOSYS;
         return -1;
     }
-    PARKED_CALL(RT_EPOLL, ts_nonzero(timeout), real(epfd, events, maxevents, timeout, sigmask));
+    EPOLL_CALL(ts_nonzero(timeout), real(epfd, events, maxevents, timeout, sigmask));
 }
 
 D9P_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout) {

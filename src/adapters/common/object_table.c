@@ -58,24 +58,35 @@ static inline uintptr_t load_word(d9a_slot *s, unsigned i) {
 }
 
 bool d9a_table_callback_arg(const void *key, unsigned role, d9a_fn *fn, const d9_loc **loc,
-                            void **arg) {
+                            void **arg, uint64_t *task) {
     bool found = false;
-    uintptr_t f = 0, l = 0, a = 0;
+    uintptr_t f = 0, l = 0, a = 0, k = 0;
     READ_STABLE(key, s, {
         found = s != NULL;
         if (s) {
             f = load_word(s, D9A_W_FN + role);
             l = load_word(s, D9A_W_LOC + role);
             a = load_word(s, D9A_W_ARG);
+            k = load_word(s, D9A_W_TASK);
         }
     });
     *fn = (d9a_fn)f;
     *loc = (const d9_loc *)l;
     *arg = (void *)a;
+    *task = k;
     return found;
 }
 
+static uint64_t task_of(const void *key) {
+    uint64_t task = 0;
+    READ_STABLE(key, s, { task = s ? load_word(s, D9A_W_TASK) : 0; });
+    return task;
+}
+
+uint64_t d9a_table_task(const void *key) { return task_of(key); }
+
 static void copy_out(d9a_slot *s, d9a_object *o) {
+    o->task = load_word(s, D9A_W_TASK);
     o->loop = (const void *)load_word(s, D9A_W_LOOP);
     for (unsigned r = 0; r < D9A_ROLES; r++) {
         o->fn[r] = (d9a_fn)load_word(s, D9A_W_FN + r);
@@ -107,6 +118,7 @@ static inline void store_word(d9a_slot *s, unsigned i, uintptr_t v) {
 }
 
 static void copy_in(d9a_slot *s, const d9a_object *o) {
+    store_word(s, D9A_W_TASK, (uintptr_t)o->task);
     store_word(s, D9A_W_LOOP, (uintptr_t)o->loop);
     for (unsigned r = 0; r < D9A_ROLES; r++) {
         store_word(s, D9A_W_FN + r, (uintptr_t)o->fn[r]);
@@ -171,7 +183,8 @@ static void warn_full(void) {
 
 typedef void (*update_fn)(d9a_object *obj, bool created, const void *ctx);
 
-static int upsert(const void *key, update_fn update, const void *ctx, d9a_object *old) {
+static int upsert(const void *key, update_fn update, const void *ctx, d9a_object *old,
+                  uint64_t *task_out) {
     if (!key) return -1;
     uint64_t h;
     d9a_shard *sh = lock_shard(key, &h, true);
@@ -184,7 +197,10 @@ static int upsert(const void *key, update_fn update, const void *ctx, d9a_object
         if (found) copy_out(&tab[i], &obj);
         else memset(&obj, 0, sizeof obj);
         if (found && old) *old = obj;
+        uint64_t had = found ? obj.task : 0;
         update(&obj, !found, ctx);
+        if (!obj.task) obj.task = had ? had : d9_task_id_new();
+        if (task_out) *task_out = obj.task;
         begin_write(sh);
         copy_in(&tab[i], &obj);
         if (!found) {
@@ -207,8 +223,8 @@ static void replace_all(d9a_object *obj, bool created, const void *ctx) {
     *obj = *(const d9a_object *)ctx;
 }
 
-int d9a_table_put(const void *key, const d9a_object *obj, d9a_object *old) {
-    return upsert(key, replace_all, obj, old);
+int d9a_table_put(const void *key, d9a_object *obj, d9a_object *old) {
+    return upsert(key, replace_all, obj, old, &obj->task);
 }
 
 typedef struct set_callback_args {
@@ -216,20 +232,30 @@ typedef struct set_callback_args {
     unsigned role;
     d9a_fn fn;
     const d9_loc *loc;
+    uint64_t task;
 } set_callback_args;
 
 static void set_one(d9a_object *obj, bool created, const void *ctx) {
     const set_callback_args *a = ctx;
-    if (created) obj->loop = a->loop;
+    if (created) {
+        obj->loop = a->loop;
+        obj->task = a->task;
+    }
     obj->fn[a->role] = a->fn;
     obj->loc[a->role] = a->loc;
 }
 
+int d9a_table_set_callback_task(const void *key, const void *loop, unsigned role, d9a_fn fn,
+                                const d9_loc *loc, uint64_t *task) {
+    if (role >= D9A_ROLES) return -1;
+    set_callback_args a = {loop, role, fn, loc, *task};
+    return upsert(key, set_one, &a, NULL, task);
+}
+
 int d9a_table_set_callback(const void *key, const void *loop, unsigned role, d9a_fn fn,
                            const d9_loc *loc) {
-    if (role >= D9A_ROLES) return -1;
-    set_callback_args a = {loop, role, fn, loc};
-    return upsert(key, set_one, &a, NULL);
+    uint64_t task = 0;
+    return d9a_table_set_callback_task(key, loop, role, fn, loc, &task);
 }
 
 /* Backward-shift deletion of slot i: later entries of the same probe run move up, so no

@@ -23,6 +23,7 @@
 typedef void (*d9a_fn)(void);
 
 typedef struct d9a_object {
+    uint64_t task;        /* the task id of this registration (d9_task_id_new), never 0 */
     const void *loop;
     d9a_fn fn[D9A_ROLES];
     const d9_loc *loc[D9A_ROLES];
@@ -30,23 +31,31 @@ typedef struct d9a_object {
     uintptr_t flags;      /* adapter-defined */
 } d9a_object;
 
-/* The hot path: callback `role` of `key` and its location. False when `key` is unknown.
- * Inline (below): a hash, a few loads, no call. */
+/* The hot path: callback `role` of `key`, its location and the entry's task. False when `key`
+ * is unknown. Inline (below): a hash, a few loads, no call. */
 static inline bool d9a_table_callback(const void *key, unsigned role, d9a_fn *fn,
-                                      const d9_loc **loc);
+                                      const d9_loc **loc, uint64_t *task);
 /* The same, with the saved argument. */
 D9A_HIDDEN bool d9a_table_callback_arg(const void *key, unsigned role, d9a_fn *fn,
-                                       const d9_loc **loc, void **arg);
+                                       const d9_loc **loc, void **arg, uint64_t *task);
 D9A_HIDDEN bool d9a_table_get(const void *key, d9a_object *out);
 D9A_HIDDEN bool d9a_table_contains(const void *key);
+/* The task of `key`, 0 when `key` is unknown. */
+D9A_HIDDEN uint64_t d9a_table_task(const void *key);
 
-/* Store `obj` for `key`. Returns 1 when inserted, 0 when it replaced an entry (copied to *old
- * if old is not NULL), -1 when the table is full (nothing stored). */
-D9A_HIDDEN int d9a_table_put(const void *key, const d9a_object *obj, d9a_object *old);
+/* Store `obj` for `key`. An obj->task of 0 keeps the task of the entry it replaces, or takes
+ * a new id (d9_task_id_new) for a new entry; obj->task is set to the stored task. Returns 1 when inserted, 0 when it replaced an
+ * entry (copied to *old if old is not NULL), -1 when the table is full (nothing stored). */
+D9A_HIDDEN int d9a_table_put(const void *key, d9a_object *obj, d9a_object *old);
 
-/* Set callback `role` of `key` (creating the entry, for `loop`, when absent). Same returns. */
+/* Set callback `role` of `key` (creating the entry, for `loop`, with a new task id, when
+ * absent). Same returns. */
 D9A_HIDDEN int d9a_table_set_callback(const void *key, const void *loop, unsigned role,
                                       d9a_fn fn, const d9_loc *loc);
+/* The same; *task says which task a created entry gets (0: a new id) and is set to the
+ * entry's task on success. */
+D9A_HIDDEN int d9a_table_set_callback_task(const void *key, const void *loop, unsigned role,
+                                           d9a_fn fn, const d9_loc *loc, uint64_t *task);
 
 /* Remove `key`, copying its entry to *out (may be NULL). False when it was not there. */
 D9A_HIDDEN bool d9a_table_take(const void *key, d9a_object *out);
@@ -76,7 +85,7 @@ D9A_HIDDEN void d9a_table_get_stats(d9a_table_stats *out);
 #define D9A_SHARD_BITS 6
 #define D9A_SHARDS (1u << D9A_SHARD_BITS)
 
-enum { D9A_W_LOOP, D9A_W_FN, D9A_W_LOC = D9A_W_FN + D9A_ROLES, D9A_W_ARG = D9A_W_LOC + D9A_ROLES,
+enum { D9A_W_TASK, D9A_W_LOOP, D9A_W_FN, D9A_W_LOC = D9A_W_FN + D9A_ROLES, D9A_W_ARG = D9A_W_LOC + D9A_ROLES,
        D9A_W_FLAGS, D9A_W_COUNT };
 
 typedef struct d9a_slot {
@@ -120,7 +129,7 @@ static inline d9a_slot *d9a_probe(d9a_slot *tab, uint64_t h, uintptr_t key) {
 }
 
 static inline bool d9a_table_callback(const void *key, unsigned role, d9a_fn *fn,
-                                      const d9_loc **loc) {
+                                      const d9_loc **loc, uint64_t *task) {
     uint64_t h = d9a_hash_key((uintptr_t)key);
     d9a_shard *sh = d9a_shard_of(h);
     for (;;) {
@@ -132,15 +141,17 @@ static inline bool d9a_table_callback(const void *key, unsigned role, d9a_fn *fn
             continue;
         }
         d9a_slot *s = d9a_probe(tab, h, (uintptr_t)key);
-        uintptr_t f = 0, l = 0;
+        uintptr_t f = 0, l = 0, k = 0;
         if (s) {
             f = atomic_load_explicit(&s->w[D9A_W_FN + role], memory_order_acquire);
             l = atomic_load_explicit(&s->w[D9A_W_LOC + role], memory_order_acquire);
+            k = atomic_load_explicit(&s->w[D9A_W_TASK], memory_order_acquire);
         }
         /* the loads above are acquire loads, so this one cannot move before them */
         if (atomic_load_explicit(&sh->seq, memory_order_relaxed) != s1) continue;
         *fn = (d9a_fn)f;
         *loc = (const d9_loc *)l;
+        *task = k;
         return s != NULL;
     }
 }

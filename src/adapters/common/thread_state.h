@@ -23,6 +23,7 @@ typedef struct d9a_thread {
     uint64_t poll_task;        /* the innermost poll */
     const d9_loc *poll_loc;
     uint64_t owed_terminate;   /* task to terminate when the innermost poll ends (0: none) */
+    const void *owed_object;   /* ... the object it stands for */
     const d9_loc *next_loc;    /* location for the callbacks of the next registration */
     const void *cache_loop;    /* d9a_loop_recorded's one-entry cache */
     uint32_t cache_gen;
@@ -37,6 +38,7 @@ typedef struct d9a_frame {
     uint64_t task;
     const d9_loc *loc;
     uint64_t owed_terminate;
+    const void *owed_object;
 } d9a_frame;
 
 /* While the recorder is off a callback costs the side-table lookup and nothing else. If it
@@ -48,10 +50,12 @@ static inline void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc
     f->task = s->poll_task;
     f->loc = s->poll_loc;
     f->owed_terminate = s->owed_terminate;
+    f->owed_object = s->owed_object;
     if (s->depth++) d9_poll_end();
     s->poll_task = task;
     s->poll_loc = loc;
     s->owed_terminate = 0;
+    s->owed_object = NULL;
     d9_poll_begin(task, loc);
 }
 
@@ -61,6 +65,7 @@ static inline void d9a_poll_exit(const d9a_frame *f) {
     d9_poll_end();
     if (s->owed_terminate) d9_task_terminate(s->owed_terminate);
     s->owed_terminate = f->owed_terminate;
+    s->owed_object = f->owed_object;
     s->poll_task = f->task;
     s->poll_loc = f->loc;
     if (--s->depth) d9_poll_begin(f->task, f->loc);
@@ -69,24 +74,45 @@ static inline void d9a_poll_exit(const d9a_frame *f) {
 /* The poll in progress is the last one of its task (a request completes, a handle's close
  * callback runs): its terminate is recorded right after the poll ends, unless the callback
  * registers the same object again, which then simply goes on as the same task. */
-static inline void d9a_owe_terminate(const d9a_frame *f) {
-    if (f->recording) d9a_self.owed_terminate = d9a_self.poll_task;
+static inline void d9a_owe_terminate(const d9a_frame *f, const void *obj) {
+    if (!f->recording) return;
+    d9a_self.owed_terminate = d9a_self.poll_task;
+    d9a_self.owed_object = obj;
 }
 
-static inline void d9a_spawn(uint64_t task, const d9_loc *loc) {
+/* The object of the poll in progress is gone for good (a libuv handle's close callback): a
+ * registration of the same address from here on is a new task. */
+static inline void d9a_no_continuation(const d9a_frame *f) {
+    if (f->recording) d9a_self.owed_object = NULL;
+}
+
+/* The task a new registration of `obj` gets: the one whose last poll is running, when the
+ * callback registers the same object again (the task goes on), else 0 (a new id). */
+static inline uint64_t d9a_continued_task(const void *obj) {
+    const d9a_thread *s = &d9a_self;
+    return s->owed_terminate && s->owed_object == obj ? s->owed_terminate : 0;
+}
+
+/* The entry of `obj` now holds task `task`: a spawn, unless it goes on as the task whose
+ * terminate was owed. */
+static inline void d9a_spawn(const void *obj, uint64_t task, const d9_loc *loc) {
     d9a_thread *s = &d9a_self;
-    if (s->owed_terminate == task) {
+    if (s->owed_terminate == task && s->owed_object == obj) {
         s->owed_terminate = 0;
+        s->owed_object = NULL;
         return;
     }
-    d9_task_spawn(task, loc);
+    d9_task_spawn_object(task, loc, obj);
 }
 
-/* A task ends. From inside its own callback the terminate waits for the end of the poll. */
-static inline void d9a_terminate(uint64_t task) {
+/* Task `task` of `obj` ends. From inside its own callback the terminate waits for the end of
+ * the poll. */
+static inline void d9a_terminate(const void *obj, uint64_t task) {
     d9a_thread *s = &d9a_self;
+    if (!task) return;
     if (s->depth && s->poll_task == task) {
         s->owed_terminate = task;
+        s->owed_object = obj;
         return;
     }
     d9_task_terminate(task);
@@ -110,11 +136,13 @@ static inline void d9a_run_enter(d9a_run_scope *sc, const void *loop, bool park_
     sc->frame.task = s->poll_task;
     sc->frame.loc = s->poll_loc;
     sc->frame.owed_terminate = s->owed_terminate;
+    sc->frame.owed_object = s->owed_object;
     if (s->depth) d9_poll_end();
     s->depth = 0;
     s->poll_task = 0;
     s->poll_loc = NULL;
     s->owed_terminate = 0;
+    s->owed_object = NULL;
     s->loop = loop;
     s->park_on_epoll = park_on_epoll;
 }
@@ -127,6 +155,7 @@ static inline void d9a_run_exit(const d9a_run_scope *sc) {
     s->poll_task = sc->frame.task;
     s->poll_loc = sc->frame.loc;
     s->owed_terminate = sc->frame.owed_terminate;
+    s->owed_object = sc->frame.owed_object;
     if (s->depth) d9_poll_begin(s->poll_task, s->poll_loc);
 }
 

@@ -1,5 +1,6 @@
 /* The body every trampoline shares: find the application's callback in the side table, open
- * a poll for the object's task (task id = the object's address), call, close the poll. */
+ * a poll for the object's task (the entry's task id, d9_task_id_new: addresses are reused),
+ * call, close the poll. */
 #ifndef D9_ADAPTERS_TRAMPOLINE_H
 #define D9_ADAPTERS_TRAMPOLINE_H
 
@@ -14,12 +15,13 @@
  * d9a_poll_exit); false when there is nothing to call. */
 static inline bool d9a_callback_begin(const void *obj, unsigned role, d9a_fn *fn, d9a_frame *f) {
     const d9_loc *loc;
-    if (__builtin_expect(!d9a_table_callback(obj, role, fn, &loc), 0)) {
+    uint64_t task;
+    if (__builtin_expect(!d9a_table_callback(obj, role, fn, &loc, &task), 0)) {
         d9a_lost_callback(obj);
         return false;
     }
     if (!*fn) return false;
-    d9a_poll_enter(f, (uintptr_t)obj, loc);
+    d9a_poll_enter(f, task, loc);
     return true;
 }
 
@@ -37,11 +39,11 @@ static inline bool d9a_final_callback_begin(const void *obj, unsigned role, d9a_
     }
     *fn = o.fn[role];
     if (!*fn) {
-        d9a_terminate((uintptr_t)obj);
+        d9a_terminate(obj, o.task);
         return false;
     }
-    d9a_poll_enter(f, (uintptr_t)obj, o.loc[role]);
-    d9a_owe_terminate(f);
+    d9a_poll_enter(f, o.task, o.loc[role]);
+    d9a_owe_terminate(f, obj);
     return true;
 }
 
@@ -54,23 +56,28 @@ static inline bool d9a_track(const void *obj, const void *loop, unsigned role, d
     /* the same callback again (a timer restarted per request): nothing to write */
     d9a_fn have;
     const d9_loc *have_loc;
-    if (d9a_table_callback(obj, role, &have, &have_loc) && have == fn && have_loc == loc)
+    uint64_t task;
+    if (d9a_table_callback(obj, role, &have, &have_loc, &task) && have == fn && have_loc == loc)
         return true;
-    int rc = d9a_table_set_callback(obj, loop, role, fn, loc);
-    if (rc == 1) d9a_spawn((uintptr_t)obj, loc);
+    task = d9a_continued_task(obj);
+    int rc = d9a_table_set_callback_task(obj, loop, role, fn, loc, &task);
+    if (rc == 1) d9a_spawn(obj, task, loc);
     return rc >= 0;
 }
 
 /* A new short-lived object (a request): replaces whatever was stored for its address. */
-static inline bool d9a_track_new(const void *obj, const d9a_object *o, const d9_loc *spawn_loc) {
+static inline bool d9a_track_new(const void *obj, d9a_object *o, const d9_loc *spawn_loc) {
+    uint64_t cont = d9a_continued_task(obj);
+    o->task = cont ? cont : d9_task_id_new(); /* never the task of a stale entry it replaces */
     if (d9a_table_put(obj, o, NULL) < 0) return false;
-    d9a_spawn((uintptr_t)obj, spawn_loc);
+    d9a_spawn(obj, o->task, spawn_loc);
     return true;
 }
 
 /* The registration failed: the object will never call back. */
 static inline void d9a_untrack(const void *obj) {
-    if (d9a_table_take(obj, NULL)) d9a_terminate((uintptr_t)obj);
+    d9a_object o;
+    if (d9a_table_take(obj, &o)) d9a_terminate(obj, o.task);
 }
 
 #endif

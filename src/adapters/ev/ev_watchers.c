@@ -25,6 +25,7 @@ typedef struct deferred {
     ev_watcher *w;
     const struct ev_loop *loop;
     const d9_loc *loc;
+    uint64_t task;
 } deferred;
 
 static __thread deferred t_deferred[MAX_DEFERRED];
@@ -34,28 +35,30 @@ void d9ev_flush_deferred(const struct ev_loop *loop) {
     int kept = 0;
     for (int i = 0; i < t_ndeferred; i++) {
         if (loop && t_deferred[i].loop != loop) t_deferred[kept++] = t_deferred[i];
-        else d9a_terminate((uintptr_t)t_deferred[i].w);
+        else d9a_terminate(t_deferred[i].w, t_deferred[i].task);
     }
     t_ndeferred = kept;
 }
 
-static void defer_terminate(ev_watcher *w, const struct ev_loop *loop, const d9_loc *loc) {
+static void defer_terminate(ev_watcher *w, const struct ev_loop *loop, const d9_loc *loc,
+                            uint64_t task) {
     if (t_ndeferred == MAX_DEFERRED) {
-        d9a_terminate((uintptr_t)t_deferred[0].w);
+        d9a_terminate(t_deferred[0].w, t_deferred[0].task);
         t_ndeferred--;
         for (int i = 0; i < t_ndeferred; i++) t_deferred[i] = t_deferred[i + 1];
     }
-    t_deferred[t_ndeferred++] = (deferred){w, loop, loc};
+    t_deferred[t_ndeferred++] = (deferred){w, loop, loc, task};
 }
 
-/* Removes w from the deferred list; returns its location, or NULL when it was not there. */
-static const d9_loc *claim_deferred(const ev_watcher *w, bool *found) {
-    *found = false;
+/* Removes w from the deferred list; returns its location and task (*task 0 when it was not
+ * there). */
+static const d9_loc *claim_deferred(const ev_watcher *w, uint64_t *task) {
+    *task = 0;
     for (int i = 0; i < t_ndeferred; i++) {
         if (t_deferred[i].w != w) continue;
         const d9_loc *loc = t_deferred[i].loc;
+        *task = t_deferred[i].task;
         t_deferred[i] = t_deferred[--t_ndeferred];
-        *found = true;
         return loc;
     }
     return NULL;
@@ -86,7 +89,8 @@ static void watcher_trampoline(struct ev_loop *loop, ev_watcher *w, int revents)
     d9a_fn fn;
     const d9_loc *loc;
     void *final;
-    if (!d9a_table_callback_arg(w, 0, &fn, &loc, &final) || !fn) {
+    uint64_t task;
+    if (!d9a_table_callback_arg(w, 0, &fn, &loc, &final, &task) || !fn) {
         d9a_lost_callback(w);
         return;
     }
@@ -95,10 +99,10 @@ static void watcher_trampoline(struct ev_loop *loop, ev_watcher *w, int revents)
         /* give the watcher back before the callback, which may start it again */
         d9a_table_take(w, NULL);
         w->cb = (watcher_cb)fn;
-        d9a_poll_enter(&f, (uintptr_t)w, loc);
-        d9a_owe_terminate(&f);
+        d9a_poll_enter(&f, task, loc);
+        d9a_owe_terminate(&f, w);
     } else {
-        d9a_poll_enter(&f, (uintptr_t)w, loc);
+        d9a_poll_enter(&f, task, loc);
     }
     ((watcher_cb)fn)(loop, w, revents);
     d9a_poll_exit(&f);
@@ -129,40 +133,51 @@ static void watcher_stopped(const struct ev_loop *loop, ev_watcher *w, const voi
     d9a_object o;
     if (w->cb != watcher_trampoline) {
         /* never wrapped, or the application replaced the callback (ev_set_cb) while active */
-        if (d9a_table_contains(w) && d9a_table_take(w, NULL)) d9a_terminate((uintptr_t)w);
+        if (d9a_table_contains(w) && d9a_table_take(w, &o)) d9a_terminate(w, o.task);
         return;
     }
     if (ev_is_active(w)) return; /* not stopped (e.g. ev_timer_again re-armed it) */
     if (!d9a_table_take(w, &o)) return;
     w->cb = (watcher_cb)o.fn[0];
-    if (inside_libev(caller)) defer_terminate(w, loop, o.loc[0]);
-    else d9a_terminate((uintptr_t)w);
+    if (inside_libev(caller)) defer_terminate(w, loop, o.loc[0], o.task);
+    else d9a_terminate(w, o.task);
 }
 
 /* libev feeds a watcher it just stopped, or the application feeds an inactive one: wrap it
  * for that one callback. */
 static void rewrap_for_feed(struct ev_loop *loop, ev_watcher *w, const void *caller) {
-    bool deferred_here;
-    const d9_loc *loc = claim_deferred(w, &deferred_here);
+    uint64_t task;
+    const d9_loc *loc = claim_deferred(w, &task);
+    bool deferred_here = task != 0;
     if (!deferred_here &&
         (ev_is_active(w) || t_in_once || inside_libev(caller) ||
          inside_libev((const void *)w->cb) || !d9a_loop_recorded(loop)))
         return;
-    d9a_object o = {.loop = loop, .arg = EV_FINAL};
+    /* a deferred terminate goes on as the same task for this last callback */
+    d9a_object o = {.task = deferred_here ? task : d9_task_id_new(), .loop = loop, .arg = EV_FINAL};
     o.fn[0] = (d9a_fn)w->cb;
     o.loc[0] = deferred_here ? loc : d9a_callback_loc((const void *)w->cb);
     if (d9a_table_put(w, &o, NULL) < 0) {
-        if (deferred_here) d9a_terminate((uintptr_t)w);
+        if (deferred_here) d9a_terminate(w, task);
         return;
     }
-    if (!deferred_here) d9a_spawn((uintptr_t)w, o.loc[0]);
+    if (!deferred_here) d9a_spawn(w, o.task, o.loc[0]);
     w->cb = watcher_trampoline;
+}
+
+/* libev feeds io watchers whose fd its backend (epoll_wait...) just returned ready, between
+ * its acquire hook (the unpark) and the callbacks: that is the readiness wake of the task. */
+static void ready_wake(const ev_watcher *w, int revents, const void *caller) {
+    if (!(revents & (EV_READ | EV_WRITE)) || d9a_self.depth || !inside_libev(caller)) return;
+    uint64_t task = d9a_table_task(w);
+    if (task) d9_wake_ready(task);
 }
 
 D9A_EXPORT void ev_feed_event(struct ev_loop *loop, void *watcher, int revents) {
     ev_watcher *w = watcher;
-    if (w && w->cb && w->cb != watcher_trampoline)
-        rewrap_for_feed(loop, w, __builtin_return_address(0));
+    const void *caller = __builtin_return_address(0);
+    if (w && w->cb && w->cb != watcher_trampoline) rewrap_for_feed(loop, w, caller);
+    if (w && __builtin_expect(d9__active, 0)) ready_wake(w, revents, caller);
     D9A_REAL(ev_feed_event)(loop, watcher, revents);
 }
 
@@ -194,14 +209,17 @@ WRAP_WATCHER(async)
  * request: its terminate is not deferred. */
 D9A_EXPORT void ev_timer_again(struct ev_loop *loop, ev_timer *w) {
     D9A_REAL(ev_timer_again)(loop, w);
-    bool found;
-    claim_deferred((ev_watcher *)w, &found);
-    if (found) d9a_terminate((uintptr_t)w);
+    uint64_t task;
+    claim_deferred((ev_watcher *)w, &task);
+    if (task) d9a_terminate(w, task);
 }
 
 /* Called from any thread. */
 D9A_EXPORT void ev_async_send(struct ev_loop *loop, ev_async *w) {
-    if (__builtin_expect(d9__active, 0) && d9a_table_contains(w)) d9_wake((uintptr_t)w);
+    if (__builtin_expect(d9__active, 0)) {
+        uint64_t task = d9a_table_task(w);
+        if (task) d9_wake(task);
+    }
     D9A_REAL(ev_async_send)(loop, w);
 }
 
@@ -217,8 +235,8 @@ static void once_trampoline(int revents, void *token) {
         return;
     }
     d9a_frame f;
-    d9a_poll_enter(&f, (uintptr_t)token, o.loc[0]);
-    d9a_owe_terminate(&f);
+    d9a_poll_enter(&f, o.task, o.loc[0]);
+    d9a_owe_terminate(&f, token);
     ((once_cb)o.fn[0])(revents, o.arg);
     d9a_poll_exit(&f);
     free(token);
@@ -245,7 +263,7 @@ D9A_EXPORT void ev_once(struct ev_loop *loop, int fd, int events, ev_tstamp time
 
 static void release_watcher(const void *key, const d9a_object *obj, void *ctx) {
     (void)ctx;
-    d9_task_terminate((uintptr_t)key);
+    d9_task_terminate(obj->task);
     if (obj->flags & D9_EV_ONCE_TOKEN) {
         free((void *)key); /* an ev_once that never fired */
         return;

@@ -6,6 +6,7 @@
 #include <event2/listener.h>
 
 #include "event_adapter.h"
+#include "ready_wakes.h"
 
 #define DATA_TRAMPOLINE(name, role)                                                        \
     static void name(struct bufferevent *bev, void *ctx) {                                 \
@@ -59,7 +60,10 @@ D9A_EXPORT void bufferevent_setcb(struct bufferevent *bev, bufferevent_data_cb r
         D9A_REAL(bufferevent_setcb)(bev, readcb, writecb, eventcb, cbarg);
         return;
     }
-    if (put == 1) d9a_spawn((uintptr_t)bev, first);
+    if (put == 1) d9a_spawn(bev, o.task, first);
+    /* its socket's readiness runs these callbacks (through libevent's internal events) */
+    d9a_fd_watch((int)D9A_REAL(bufferevent_getfd)(bev),
+                 (readcb || eventcb ? D9A_FD_IN : 0) | (writecb ? D9A_FD_OUT : 0), o.task);
     D9A_REAL(bufferevent_setcb)(bev, readcb ? bev_read_trampoline : NULL,
                                 writecb ? bev_write_trampoline : NULL,
                                 eventcb ? bev_event_trampoline : NULL, cbarg);
@@ -85,8 +89,13 @@ D9A_EXPORT void bufferevent_getcb(struct bufferevent *bev, bufferevent_data_cb *
 /* bufferevent_free clears the callbacks first (through bufferevent_setcb), so none runs
  * after it; the memory may live on while libevent holds references. */
 D9A_EXPORT void bufferevent_free(struct bufferevent *bev) {
+    int fd = bev ? (int)D9A_REAL(bufferevent_getfd)(bev) : -1;
     D9A_REAL(bufferevent_free)(bev);
-    if (bev && d9a_table_take(bev, NULL)) d9a_terminate((uintptr_t)bev);
+    d9a_object o;
+    if (bev && d9a_table_take(bev, &o)) {
+        d9a_fd_unwatch(fd, o.task);
+        d9a_terminate(bev, o.task);
+    }
 }
 
 /* ---------------------------------------------------------------- listeners */
@@ -116,8 +125,10 @@ static __thread int t_listener_depth __attribute__((tls_model("initial-exec")));
 static void track_new_listener(struct evconnlistener *lev, struct event_base *base,
                                evconnlistener_cb cb, void *ptr, const d9_loc *explicit_loc) {
     if (!lev || !cb || t_listener_depth || !d9a_loop_recorded(base)) return;
-    if (d9a_track(lev, base, LISTENER_ROLE_CB, (d9a_fn)cb, explicit_loc))
+    if (d9a_track(lev, base, LISTENER_ROLE_CB, (d9a_fn)cb, explicit_loc)) {
         D9A_REAL(evconnlistener_set_cb)(lev, listener_trampoline, ptr);
+        d9a_fd_watch((int)D9A_REAL(evconnlistener_get_fd)(lev), D9A_FD_IN, d9a_table_task(lev));
+    }
 }
 
 D9A_EXPORT struct evconnlistener *evconnlistener_new(struct event_base *base, evconnlistener_cb cb,
@@ -169,6 +180,11 @@ D9A_EXPORT void evconnlistener_set_error_cb(struct evconnlistener *lev,
 }
 
 D9A_EXPORT void evconnlistener_free(struct evconnlistener *lev) {
+    int fd = lev ? (int)D9A_REAL(evconnlistener_get_fd)(lev) : -1;
     D9A_REAL(evconnlistener_free)(lev);
-    if (lev && d9a_table_take(lev, NULL)) d9a_terminate((uintptr_t)lev);
+    d9a_object o;
+    if (lev && d9a_table_take(lev, &o)) {
+        d9a_fd_unwatch(fd, o.task);
+        d9a_terminate(lev, o.task);
+    }
 }

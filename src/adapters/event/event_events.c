@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "event_adapter.h"
+#include "ready_wakes.h"
 
 /* Inside event_base_once: its internal event is not recorded separately. */
 static __thread int t_passthrough __attribute__((tls_model("initial-exec")));
@@ -14,12 +15,13 @@ static void event_trampoline(evutil_socket_t fd, short what, void *ev) {
     d9a_fn fn;
     const d9_loc *loc;
     void *arg;
-    if (!d9a_table_callback_arg(ev, EVENT_ROLE_CB, &fn, &loc, &arg)) {
+    uint64_t task;
+    if (!d9a_table_callback_arg(ev, EVENT_ROLE_CB, &fn, &loc, &arg, &task)) {
         d9a_lost_callback(ev);
         return;
     }
     d9a_frame f;
-    d9a_poll_enter(&f, (uintptr_t)ev, loc);
+    d9a_poll_enter(&f, task, loc);
     ((event_callback_fn)fn)(fd, what, arg);
     d9a_poll_exit(&f);
 }
@@ -32,9 +34,16 @@ static bool libevent_internal(event_callback_fn cb) {
     return strncmp(d9a_callback_object((const void *)cb), "libevent", 8) == 0;
 }
 
+/* The task of event `ev` is over: its fd no longer wakes it. */
+static void end_event(struct event *ev, const d9a_object *o) {
+    d9a_fd_unwatch((int)D9A_REAL(event_get_fd)(ev), o->task);
+    d9a_terminate(ev, o->task);
+}
+
 /* An assignment that is not recorded: an entry left for this address is stale. */
 static void forget_event(struct event *ev) {
-    if (ev && d9a_table_contains(ev) && d9a_table_take(ev, NULL)) d9a_terminate((uintptr_t)ev);
+    d9a_object o;
+    if (ev && d9a_table_contains(ev) && d9a_table_take(ev, &o)) end_event(ev, &o);
 }
 
 D9A_EXPORT int event_assign(struct event *ev, struct event_base *base, evutil_socket_t fd,
@@ -46,15 +55,19 @@ D9A_EXPORT int event_assign(struct event *ev, struct event_base *base, evutil_so
         return D9A_REAL(event_assign)(ev, base, fd, events, cb, arg);
     }
     if (arg == D9A_REAL(event_self_cbarg)()) arg = ev;
-    d9a_object o = {.loop = base, .arg = arg};
+    /* assigned again: a new task (the application may have freed and reused the memory) */
+    d9a_object o = {.task = d9_task_id_new(), .loop = base, .arg = arg}, old;
     o.fn[EVENT_ROLE_CB] = (d9a_fn)cb;
     o.loc[EVENT_ROLE_CB] = d9a_loc_for((const void *)cb, explicit_loc);
-    int put = d9a_table_put(ev, &o, NULL);
+    int put = d9a_table_put(ev, &o, &old);
     if (put < 0) return D9A_REAL(event_assign)(ev, base, fd, events, cb, arg);
-    if (put == 0) d9a_terminate((uintptr_t)ev); /* assigned again: the previous task ends */
-    d9a_spawn((uintptr_t)ev, o.loc[EVENT_ROLE_CB]);
+    if (put == 0) end_event(ev, &old); /* the previous task ends (its fd is still in ev) */
+    d9a_spawn(ev, o.task, o.loc[EVENT_ROLE_CB]);
     int rc = D9A_REAL(event_assign)(ev, base, fd, events, event_trampoline, ev);
     if (rc < 0) d9a_untrack(ev);
+    else if (!(events & EV_SIGNAL))
+        d9a_fd_watch((int)fd, (events & EV_READ ? D9A_FD_IN : 0) | (events & EV_WRITE ? D9A_FD_OUT : 0),
+                     o.task);
     return rc;
 }
 
@@ -92,9 +105,10 @@ static void finalize_trampoline(struct event *ev, void *ignored) {
         d9a_lost_callback(ev);
         return;
     }
+    d9a_fd_unwatch((int)D9A_REAL(event_get_fd)(ev), o.task);
     d9a_frame f;
-    d9a_poll_enter(&f, (uintptr_t)ev, o.loc[EVENT_ROLE_FINALIZE]);
-    d9a_owe_terminate(&f);
+    d9a_poll_enter(&f, o.task, o.loc[EVENT_ROLE_FINALIZE]);
+    d9a_owe_terminate(&f, ev);
     ((event_finalize_callback_fn)o.fn[EVENT_ROLE_FINALIZE])(ev, o.arg);
     d9a_poll_exit(&f);
 }
@@ -152,7 +166,10 @@ D9A_EXPORT void event_get_assignment(const struct event *ev, struct event_base *
 /* ---------------------------------------------------------------- wakes */
 
 D9A_EXPORT void event_active(struct event *ev, int res, short ncalls) {
-    if (__builtin_expect(d9__active, 0) && d9a_table_contains(ev)) d9_wake((uintptr_t)ev);
+    if (__builtin_expect(d9__active, 0)) {
+        uint64_t task = d9a_table_task(ev);
+        if (task) d9_wake(task);
+    }
     D9A_REAL(event_active)(ev, res, ncalls);
 }
 
@@ -167,8 +184,8 @@ static void once_trampoline(evutil_socket_t fd, short what, void *token) {
         return;
     }
     d9a_frame f;
-    d9a_poll_enter(&f, (uintptr_t)token, o.loc[EVENT_ROLE_CB]);
-    d9a_owe_terminate(&f);
+    d9a_poll_enter(&f, o.task, o.loc[EVENT_ROLE_CB]);
+    d9a_owe_terminate(&f, token);
     ((event_callback_fn)o.fn[EVENT_ROLE_CB])(fd, what, o.arg);
     d9a_poll_exit(&f);
     free(token);

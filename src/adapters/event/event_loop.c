@@ -37,7 +37,7 @@ D9A_EXPORT int event_base_dispatch(struct event_base *base) {
 
 static void end_entry(const void *key, const d9a_object *obj, void *ctx) {
     (void)ctx;
-    d9_task_terminate((uintptr_t)key);
+    d9_task_terminate(obj->task);
     if (obj->flags & EVENT_FLAG_ONCE) free((void *)key); /* a once event that never ran */
 }
 

@@ -1,7 +1,9 @@
 /* libuv handles: every function that gives a handle a callback is wrapped so that libuv
  * calls a trampoline, which records a poll of the handle's task around the application's
  * callback. A handle's task spawns at its first registration and terminates when its close
- * completes. uv_async_send records a wake of the async handle's task. */
+ * completes. uv_async_send records a wake of the async handle's task; handles that read,
+ * accept or poll an fd get a readiness wake whenever the loop's poller returns it ready. */
+#include "ready_wakes.h"
 #include "uv_adapter.h"
 
 /* ---------------------------------------------------------------- trampolines */
@@ -105,6 +107,7 @@ static void close_trampoline(uv_handle_t *h) {
     d9a_fn fn;
     d9a_frame f;
     if (!d9a_final_callback_begin(h, UV_ROLE_CLOSE, &fn, &f)) return;
+    d9a_no_continuation(&f); /* initialized again in its close callback: a new handle */
     ((uv_close_cb)fn)(h);
     d9a_poll_exit(&f);
 }
@@ -151,14 +154,30 @@ D9A_EXPORT int uv_async_init(uv_loop_t *loop, uv_async_t *h, uv_async_cb cb) {
 
 /* Called from any thread; the waking task and worker are the caller's. */
 D9A_EXPORT int uv_async_send(uv_async_t *h) {
-    if (__builtin_expect(d9__active, 0) && d9a_table_contains(h)) d9_wake((uintptr_t)h);
+    if (__builtin_expect(d9__active, 0)) {
+        uint64_t task = d9a_table_task(h);
+        if (task) d9_wake(task);
+    }
     return D9A_REAL(uv_async_send)(h);
+}
+
+/* The fd of tracked handle `h` runs its callback when ready in `dirs`. */
+static void watch_fd(const uv_handle_t *h, unsigned dirs) {
+    uv_os_fd_t fd;
+    uint64_t task = d9a_table_task(h);
+    if (task && D9A_REAL(uv_fileno)(h, &fd) == 0) d9a_fd_watch(fd, dirs, task);
 }
 
 D9A_EXPORT int uv_poll_start(uv_poll_t *h, int events, uv_poll_cb cb) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
-    if (h && track(h, h->loop, UV_ROLE_CB, (d9a_fn)cb, explicit_loc, (d9a_fn)poll_trampoline))
-        return D9A_REAL(uv_poll_start)(h, events, poll_trampoline);
+    if (h && track(h, h->loop, UV_ROLE_CB, (d9a_fn)cb, explicit_loc, (d9a_fn)poll_trampoline)) {
+        int rc = D9A_REAL(uv_poll_start)(h, events, poll_trampoline);
+        if (rc == 0)
+            watch_fd((const uv_handle_t *)h,
+                     (events & (UV_READABLE | UV_DISCONNECT | UV_PRIORITIZED) ? D9A_FD_IN : 0) |
+                         (events & UV_WRITABLE ? D9A_FD_OUT : 0));
+        return rc;
+    }
     return D9A_REAL(uv_poll_start)(h, events, cb);
 }
 
@@ -203,24 +222,33 @@ static bool track_reader(const void *h, const uv_loop_t *loop, d9a_fn alloc_cb, 
 D9A_EXPORT int uv_read_start(uv_stream_t *h, uv_alloc_cb alloc_cb, uv_read_cb read_cb) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (read_cb != read_trampoline && h &&
-        track_reader(h, h->loop, (d9a_fn)alloc_cb, (d9a_fn)read_cb, explicit_loc))
-        return D9A_REAL(uv_read_start)(h, alloc_trampoline, read_trampoline);
+        track_reader(h, h->loop, (d9a_fn)alloc_cb, (d9a_fn)read_cb, explicit_loc)) {
+        int rc = D9A_REAL(uv_read_start)(h, alloc_trampoline, read_trampoline);
+        if (rc == 0) watch_fd((const uv_handle_t *)h, D9A_FD_IN);
+        return rc;
+    }
     return D9A_REAL(uv_read_start)(h, alloc_cb, read_cb);
 }
 
 D9A_EXPORT int uv_listen(uv_stream_t *h, int backlog, uv_connection_cb cb) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track(h, h->loop, UV_ROLE_LISTEN, (d9a_fn)cb, explicit_loc,
-                   (d9a_fn)connection_trampoline))
-        return D9A_REAL(uv_listen)(h, backlog, connection_trampoline);
+                   (d9a_fn)connection_trampoline)) {
+        int rc = D9A_REAL(uv_listen)(h, backlog, connection_trampoline);
+        if (rc == 0) watch_fd((const uv_handle_t *)h, D9A_FD_IN);
+        return rc;
+    }
     return D9A_REAL(uv_listen)(h, backlog, cb);
 }
 
 D9A_EXPORT int uv_udp_recv_start(uv_udp_t *h, uv_alloc_cb alloc_cb, uv_udp_recv_cb recv_cb) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (recv_cb != udp_recv_trampoline && h &&
-        track_reader(h, h->loop, (d9a_fn)alloc_cb, (d9a_fn)recv_cb, explicit_loc))
-        return D9A_REAL(uv_udp_recv_start)(h, alloc_trampoline, udp_recv_trampoline);
+        track_reader(h, h->loop, (d9a_fn)alloc_cb, (d9a_fn)recv_cb, explicit_loc)) {
+        int rc = D9A_REAL(uv_udp_recv_start)(h, alloc_trampoline, udp_recv_trampoline);
+        if (rc == 0) watch_fd((const uv_handle_t *)h, D9A_FD_IN);
+        return rc;
+    }
     return D9A_REAL(uv_udp_recv_start)(h, alloc_cb, recv_cb);
 }
 
@@ -245,8 +273,16 @@ static bool track_close(uv_handle_t *h, uv_close_cb cb, const d9_loc *explicit_l
     return track(h, h->loop, UV_ROLE_CLOSE, (d9a_fn)cb, explicit_loc, (d9a_fn)close_trampoline);
 }
 
+/* libuv closes the fd inside uv_close: it stops being the handle's before it can be reused. */
+static void unwatch_fd(const uv_handle_t *h) {
+    uv_os_fd_t fd;
+    uint64_t task = d9a_table_task(h);
+    if (task && D9A_REAL(uv_fileno)(h, &fd) == 0) d9a_fd_unwatch(fd, task);
+}
+
 D9A_EXPORT void uv_close(uv_handle_t *h, uv_close_cb cb) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
+    if (h) unwatch_fd(h);
     if (track_close(h, cb, explicit_loc)) {
         D9A_REAL(uv_close)(h, close_trampoline);
         return;

@@ -25,9 +25,9 @@ D9A_EXPORT int uv_run(uv_loop_t *loop, uv_run_mode mode) {
 /* Objects still in the table when their loop goes away: libuv's internal handles (recorded
  * in all-loops mode), which end with the loop. */
 static void end_task(const void *key, const d9a_object *obj, void *ctx) {
-    (void)obj;
+    (void)key;
     (void)ctx;
-    d9_task_terminate((uintptr_t)key);
+    d9_task_terminate(obj->task);
 }
 
 static void loop_gone(uv_loop_t *loop) {

@@ -40,23 +40,26 @@ static void become_pool_worker(void) {
     d9_worker_begin(D9_UV_POOL_RUNTIME, atomic_fetch_add(&g_pool_index, 1));
 }
 
-/* One run of a request's pool part, whatever its kind: a poll of the request's task that
- * ends by waking it (the completion will run on the loop's thread). */
+/* One run of a request's pool part, whatever its kind: a poll of the request's task, then a
+ * wake of it (the completion will run on the loop's thread). The wake comes from the pool
+ * thread once the poll is over, as libuv's does (uv_async_send after the work): no task runs
+ * there then, so its waker is 0, not the task waking itself. */
 static void run_in_pool(const void *req, void (*call)(const void *req, d9a_fn fn, void *arg),
                         void *arg) {
     d9a_fn fn;
     const d9_loc *loc;
-    if (!d9a_table_callback(req, UV_REQ_POOL, &fn, &loc) || !fn) {
+    uint64_t task;
+    if (!d9a_table_callback(req, UV_REQ_POOL, &fn, &loc, &task) || !fn) {
         /* cannot happen: the entry lives until the completion, which follows this */
         d9a_lost_callback(req);
         abort();
     }
     become_pool_worker();
     d9a_frame f;
-    d9a_poll_enter(&f, (uintptr_t)req, loc);
+    d9a_poll_enter(&f, task, loc);
     call(req, fn, arg);
-    d9_wake((uintptr_t)req);
     d9a_poll_exit(&f);
+    d9_wake(task);
 }
 
 static void call_libuv_work(const void *req, d9a_fn fn, void *w) {

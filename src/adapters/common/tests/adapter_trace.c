@@ -9,7 +9,8 @@
 
 #include "format/decoder.h"
 
-enum kind { K_POLL_START, K_POLL_END, K_PARK, K_UNPARK, K_SPAWN, K_TERMINATE, K_WAKE, K_WORKER };
+enum kind { K_POLL_START, K_POLL_END, K_PARK, K_UNPARK, K_SPAWN, K_OBJECT, K_TERMINATE, K_WAKE,
+            K_WORKER };
 
 typedef struct raw {
     uint64_t ts;
@@ -82,6 +83,11 @@ static int load_file(const char *path, vec *v) {
             r->kind = K_SPAWN;
             r->b = field_u(&ev, "task_id");
             field_s(&ev, "spawn_loc", r->s, sizeof r->s);
+        } else if (is(&ev, "TaskObjectEvent")) {
+            r = push(v);
+            r->kind = K_OBJECT;
+            r->b = field_u(&ev, "task_id");
+            r->c = field_u(&ev, "object");
         } else if (is(&ev, "TaskTerminateEvent")) {
             r = push(v);
             r->kind = K_TERMINATE;
@@ -187,6 +193,13 @@ int at_load(const char *run_dir, at_trace *t) {
             (*n)++;
             break;
         }
+        case K_OBJECT: /* written right after its spawn */
+            for (size_t k = t->nspawns; k-- > 0;)
+                if (t->spawns[k].task == r->b) {
+                    t->spawns[k].object = r->c;
+                    break;
+                }
+            break;
         case K_WAKE:
             GROW(t->wakes, t->nwakes);
             t->wakes[t->nwakes].worker = (uint32_t)r->a;
@@ -281,6 +294,17 @@ size_t at_wakes_of(const at_trace *t, uint64_t woken) {
     return n;
 }
 
+size_t at_tasks_of(const at_trace *t, const void *obj, uint64_t *last) {
+    size_t n = 0;
+    if (last) *last = 0;
+    for (size_t i = 0; i < t->nspawns; i++)
+        if (t->spawns[i].object == (uintptr_t)obj) {
+            n++;
+            if (last) *last = t->spawns[i].task;
+        }
+    return n;
+}
+
 size_t at_parks_on_runtime(const at_trace *t, const char *runtime) {
     size_t n = 0;
     for (size_t i = 0; i < t->nparks; i++) {
@@ -289,6 +313,90 @@ size_t at_parks_on_runtime(const at_trace *t, const char *runtime) {
             n++;
     }
     return n;
+}
+
+typedef struct key_ts {
+    uint64_t key, ts;
+} key_ts;
+
+static int by_key_ts(const void *x, const void *y) {
+    const key_ts *a = x, *b = y;
+    if (a->key != b->key) return a->key < b->key ? -1 : 1;
+    return a->ts < b->ts ? -1 : a->ts > b->ts;
+}
+
+/* Index of the last item with `key` and ts <= `ts`, or -1. */
+static long last_at_or_before(const key_ts *v, size_t n, uint64_t key, uint64_t ts) {
+    size_t lo = 0, hi = n; /* first item > (key, ts) */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v[mid].key < key || (v[mid].key == key && v[mid].ts <= ts)) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo > 0 && v[lo - 1].key == key ? (long)lo - 1 : -1;
+}
+
+static key_ts *sorted_task_events(const at_task_event *e, size_t n) {
+    key_ts *v = calloc(n + 1, sizeof *v);
+    if (!v) abort();
+    for (size_t i = 0; i < n; i++) v[i] = (key_ts){e[i].task, e[i].ts_ns};
+    qsort(v, n, sizeof *v, by_key_ts);
+    return v;
+}
+
+void at_identity_check(const at_trace *t, at_identity *out) {
+    memset(out, 0, sizeof *out);
+    key_ts *sp = sorted_task_events(t->spawns, t->nspawns);
+    key_ts *te = sorted_task_events(t->terminates, t->nterminates);
+    out->spawns = t->nspawns;
+    for (size_t i = 0; i < t->nspawns; i++)
+        if (i == 0 || sp[i].key != sp[i - 1].key) out->distinct_spawned++;
+    for (size_t i = 1; i < t->nterminates; i++)
+        if (te[i].key == te[i - 1].key) out->terminates_repeated++;
+    out->polls = t->npolls;
+    for (size_t i = 0; i < t->npolls; i++) {
+        const at_poll *p = &t->polls[i];
+        /* as a reader sees a task: from its (first) spawn to its (first) terminate */
+        if (last_at_or_before(sp, t->nspawns, p->task, p->start_ns) < 0) out->polls_without_spawn++;
+        long e = last_at_or_before(te, t->nterminates, p->task, UINT64_MAX);
+        if (e < 0) continue;
+        size_t k = (size_t)e;
+        while (k > 0 && te[k - 1].key == p->task) k--;
+        if (te[k].ts < p->end_ns) out->polls_after_terminate++;
+    }
+    free(sp);
+    free(te);
+}
+
+static bool loc_in(const char *loc, const char *const *locs, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(loc, locs[i]) == 0) return true;
+    return false;
+}
+
+void at_wake_check(const at_trace *t, const char *const *io_locs, size_t nlocs, at_wake_stats *out) {
+    memset(out, 0, sizeof *out);
+    key_ts *wk = calloc(t->nwakes + 1, sizeof *wk);
+    key_ts *pk = calloc(t->nparks + 1, sizeof *pk);
+    if (!wk || !pk) abort();
+    for (size_t i = 0; i < t->nwakes; i++) {
+        wk[i] = (key_ts){t->wakes[i].woken, t->wakes[i].ts_ns};
+        if (t->wakes[i].waker == t->wakes[i].woken) out->self_wakes++;
+    }
+    out->wakes = t->nwakes;
+    for (size_t i = 0; i < t->nparks; i++) pk[i] = (key_ts){t->parks[i].worker, t->parks[i].park_ns};
+    qsort(wk, t->nwakes, sizeof *wk, by_key_ts);
+    qsort(pk, t->nparks, sizeof *pk, by_key_ts);
+    for (size_t i = 0; i < t->npolls; i++) {
+        const at_poll *p = &t->polls[i];
+        if (!loc_in(p->loc, io_locs, nlocs)) continue;
+        out->io_polls++;
+        long w = last_at_or_before(wk, t->nwakes, p->task, p->start_ns);
+        long k = last_at_or_before(pk, t->nparks, p->worker, p->start_ns);
+        if (w < 0 || (k >= 0 && wk[w].ts < pk[k].ts)) out->io_polls_unwoken++;
+    }
+    free(wk);
+    free(pk);
 }
 
 char *at_mkdtemp(const char *tag) {

@@ -20,11 +20,12 @@ typedef struct at_poll {
 typedef struct at_task_event {
     uint64_t task;
     char loc[AT_LOC_LEN]; /* spawns only */
+    uint64_t object;      /* spawns only: the TaskObjectEvent's object (0: none) */
     uint64_t ts_ns;
 } at_task_event;
 
 typedef struct at_wake {
-    uint64_t waker, woken;
+    uint64_t waker, woken; /* waker 0: the poller, a timer or a thread running no task */
     uint32_t worker; /* the worker the wake came from (255: not a worker) */
     uint64_t ts_ns;
 } at_wake;
@@ -70,9 +71,33 @@ size_t at_distinct_tasks(const at_trace *t, const char *loc);
 size_t at_spawns(const at_trace *t, uint64_t task, const char *loc /* NULL: any */);
 size_t at_terminates(const at_trace *t, uint64_t task);
 size_t at_wakes_of(const at_trace *t, uint64_t woken);
+/* Tasks spawned for the object at address `obj` (TaskObjectEvent); *last (may be NULL) gets the
+ * last one's id (0 when none). */
+size_t at_tasks_of(const at_trace *t, const void *obj, uint64_t *last);
 const at_worker *at_worker_by_id(const at_trace *t, uint32_t id);
 /* Parks recorded by the workers of `runtime`. */
 size_t at_parks_on_runtime(const at_trace *t, const char *runtime);
+
+/* Task identity: what every reader of a run relies on (a task lives from its first spawn to
+ * its first terminate). */
+typedef struct at_identity {
+    size_t spawns;               /* TaskSpawnEvents */
+    size_t distinct_spawned;     /* distinct task ids among them (= spawns: no id reused) */
+    size_t polls;
+    size_t polls_without_spawn;  /* a poll whose task has no spawn at or before its start */
+    size_t polls_after_terminate;/* a poll that ends after its task's terminate */
+    size_t terminates_repeated;  /* a task terminated more than once */
+} at_identity;
+void at_identity_check(const at_trace *t, at_identity *out);
+
+/* Wakes: how many name the woken task as its own waker, and whether the polls of the callbacks
+ * at `io_locs` (I/O callbacks) each follow a wake of their task, at or before the poll's
+ * start and not before the worker's last park (the wake of this round of the loop). */
+typedef struct at_wake_stats {
+    size_t wakes, self_wakes;    /* waker == woken */
+    size_t io_polls, io_polls_unwoken;
+} at_wake_stats;
+void at_wake_check(const at_trace *t, const char *const *io_locs, size_t nlocs, at_wake_stats *out);
 
 /* A fresh directory under $TMPDIR (or /tmp) for a test's traces; the caller frees it. */
 char *at_mkdtemp(const char *tag);

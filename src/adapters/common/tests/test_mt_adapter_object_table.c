@@ -27,19 +27,29 @@ static void basics(void) {
     CHECK(!d9a_table_contains(&b));
     d9a_fn fn;
     const d9_loc *loc;
-    CHECK(d9a_table_callback(&a, 0, &fn, &loc) && fn == o.fn[0] && loc == o.loc[0]);
-    CHECK(d9a_table_callback(&a, 2, &fn, &loc) && fn == NULL);
-    CHECK(!d9a_table_callback(&b, 0, &fn, &loc));
+    uint64_t task_a = o.task, task;
+    CHECK(task_a != 0); /* a new entry gets a new task id */
+    CHECK(d9a_table_callback(&a, 0, &fn, &loc, &task) && fn == o.fn[0] && loc == o.loc[0] &&
+          task == task_a);
+    CHECK(d9a_table_callback(&a, 2, &fn, &loc, &task) && fn == NULL);
+    CHECK(!d9a_table_callback(&b, 0, &fn, &loc, &task));
+    CHECK_EQ_U64(d9a_table_task(&a), task_a);
+    CHECK_EQ_U64(d9a_table_task(&b), 0);
 
     CHECK(d9a_table_set_callback(&a, &loop, 2, fn_of(9, 2), loc_of(9, 2)) == 0);
     d9a_object got;
     CHECK(d9a_table_get(&a, &got) && got.fn[2] == fn_of(9, 2) && got.fn[0] == o.fn[0] &&
-          got.arg == &b && got.flags == 5 && got.loop == &loop);
-    CHECK(d9a_table_set_callback(&b, &loop, 1, fn_of(1, 1), NULL) == 1);
+          got.arg == &b && got.flags == 5 && got.loop == &loop && got.task == task_a);
+    task = 0;
+    CHECK(d9a_table_set_callback_task(&b, &loop, 1, fn_of(1, 1), NULL, &task) == 1);
+    CHECK(task != 0 && task != task_a);
 
     d9a_object old;
     o.flags = 6;
-    CHECK(d9a_table_put(&a, &o, &old) == 0 && old.flags == 5);
+    o.task = 0; /* replacing with task 0 keeps the entry's task */
+    CHECK(d9a_table_put(&a, &o, &old) == 0 && old.flags == 5 && o.task == task_a);
+    o.task = task_a + 1000; /* an explicit task replaces it */
+    CHECK(d9a_table_put(&a, &o, NULL) == 0 && d9a_table_task(&a) == task_a + 1000);
     CHECK(d9a_table_take(&a, &got) && got.flags == 6);
     CHECK(!d9a_table_take(&a, NULL));
     CHECK(!d9a_table_contains(&a));
@@ -114,7 +124,8 @@ static void *writer(void *arg) {
             const d9_loc *loc;
             uintptr_t k = (uintptr_t)&keys[i];
             /* its own keys are always there until it takes them */
-            if (!d9a_table_callback(&keys[i], 1, &fn, &loc) || fn != fn_of(k, 1))
+            uint64_t task;
+            if (!d9a_table_callback(&keys[i], 1, &fn, &loc, &task) || fn != fn_of(k, 1))
                 atomic_fetch_add(&g_torn, 1);
         }
         for (int i = 0; i < KEYS_PER_WRITER; i++) d9a_table_take(&keys[i], NULL);
@@ -131,7 +142,8 @@ static void *reader(void *arg) {
         d9a_fn fn;
         const d9_loc *loc;
         atomic_fetch_add(&g_reads, 1);
-        if (d9a_table_callback(&g_keys[w][i], role, &fn, &loc)) {
+        uint64_t task;
+        if (d9a_table_callback(&g_keys[w][i], role, &fn, &loc, &task)) {
             atomic_fetch_add(&g_found, 1);
             if (fn != fn_of(k, role) || loc != loc_of(k, role)) atomic_fetch_add(&g_torn, 1);
         }

@@ -23,9 +23,10 @@
 #define N_IDLE 20
 #define N_ASYNC 3
 #define LOOP_NAME "ev-test"
+#define N_REUSE 3
 
 static struct ev_loop *loop;
-static ev_timer timer, oneshot;
+static ev_timer timer, oneshot, reuse;
 static ev_idle idle;
 static ev_prepare prepare;
 static ev_check check;
@@ -38,6 +39,7 @@ static int tag_timer, tag_oneshot, tag_idle, tag_prepare, tag_check, tag_io, tag
 
 static struct {
     int timer, oneshot, idle, prepare, check, io, async, once, fed, release, acquire;
+    int reuse_starts, reuse;
     int bad;
     long bytes;
 } n;
@@ -50,7 +52,7 @@ static void expect(const void *w, const void *want, const void *data, const void
 
 static void maybe_finish(void) {
     if (n.timer == N_TIMER && n.oneshot == N_ONESHOT && n.idle == N_IDLE && n.async == N_ASYNC &&
-        n.once == 1 && n.bytes == N_TIMER) {
+        n.once == 1 && n.bytes == N_TIMER && n.reuse == N_REUSE) {
         ev_prepare_stop(loop, &prepare);
         ev_check_stop(loop, &check);
     }
@@ -87,11 +89,24 @@ static void on_idle(struct ev_loop *l, ev_idle *w, int revents) {
     maybe_finish();
 }
 
-static void on_prepare(struct ev_loop *l, ev_prepare *w, int revents) {
+/* The same watcher started N_REUSE times by another task: a new task each time. */
+static void on_reuse(struct ev_loop *l, ev_timer *w, int revents) {
     (void)l;
+    (void)w;
+    (void)revents;
+    n.reuse++;
+    maybe_finish();
+}
+
+static void on_prepare(struct ev_loop *l, ev_prepare *w, int revents) {
     (void)revents;
     expect(w, &prepare, w->data, &tag_prepare);
     n.prepare++;
+    if (!ev_is_active(&reuse) && n.reuse == n.reuse_starts && n.reuse_starts < N_REUSE) {
+        n.reuse_starts++;
+        ev_timer_init(&reuse, on_reuse, 0.0005, 0.);
+        ev_timer_start(l, &reuse);
+    }
 }
 
 static void on_check(struct ev_loop *l, ev_check *w, int revents) {
@@ -244,10 +259,20 @@ int main(void) {
     const char *names[] = {"on_timer", "on_oneshot", "idle-site", "on_prepare", "on_check",
                            "on_io", "on_async", "on_fed"};
     for (size_t i = 0; i < sizeof watchers / sizeof *watchers; i++)
-        at_check_lifetime(&t, (uintptr_t)watchers[i], names[i]);
+        at_check_lifetime(&t, at_task(&t, watchers[i]), names[i]);
     at_check_lifetime(&t, at_task_polled_at(&t, "on_once"), "on_once");
 
-    at_check_outside_wakes(&t, (uintptr_t)&async, N_ASYNC);
+    at_check_outside_wakes(&t, at_task(&t, &async), N_ASYNC);
+
+    /* a watcher started again by another task is a new task each time */
+    CHECK_EQ_U64(n.reuse, N_REUSE);
+    CHECK_EQ_U64(at_tasks_of(&t, &reuse, NULL), N_REUSE);
+    CHECK_EQ_U64(at_distinct_tasks(&t, "on_reuse"), N_REUSE);
+    at_check_task_identity(&t);
+
+    /* the io watcher is woken by the poller each time its callback runs */
+    static const char *const io_locs[] = {"on_io"};
+    at_check_wakes(&t, io_locs, 1);
 
     at_free(&t);
     if (!d9t_failed) at_remove_tree(dir);

@@ -27,20 +27,21 @@
 #define N_TICKS 6
 #define N_ACTIVE 3
 #define BASE_NAME "event-test"
+#define N_REUSE 3
 
 static struct event_base *base;
 static struct event *timer_ev, *read_ev;
-static struct event assigned_ev;
+static struct event assigned_ev, reuse_ev;
 static struct bufferevent *bev;
 static struct evconnlistener *listener;
 static int sv[2], bev_sv[2];
 static struct sockaddr_in listen_addr;
 static sem_t activated;
-static uintptr_t timer_id, bev_id; /* task ids of objects freed during the run */
+static uintptr_t timer_id, bev_id; /* addresses of objects freed during the run */
 static int tag_timer, tag_read, tag_once, tag_bev, tag_listener;
 
 static struct {
-    int timer, readable, assigned, once, bev_read, bev_event, accept;
+    int timer, readable, assigned, once, bev_read, bev_event, accept, reuse;
     int bad;
     long bytes, bev_bytes;
 } n;
@@ -49,6 +50,7 @@ static long tid(void) { return (long)syscall(SYS_gettid); }
 
 static void maybe_finish(void) {
     if (n.timer == N_TICKS && n.assigned == N_ACTIVE && n.once == 1 && n.accept == 1 &&
+        n.reuse == N_REUSE &&
         n.bytes == N_TICKS && n.bev_bytes == N_TICKS && !bev)
         event_base_loopbreak(base);
 }
@@ -82,6 +84,19 @@ static void on_assigned(evutil_socket_t fd, short what, void *arg) {
     if (fd != -1 || !(what & EV_READ) || arg != &assigned_ev) n.bad++;
     n.assigned++;
     sem_post(&activated);
+    maybe_finish();
+}
+
+/* The same event memory assigned again N_REUSE times: a new task each time. */
+static void on_reuse(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    (void)arg;
+    static const struct timeval now = {0, 0};
+    if (++n.reuse < N_REUSE) {
+        event_assign(&reuse_ev, base, -1, 0, on_reuse, NULL);
+        event_add(&reuse_ev, &now);
+    }
     maybe_finish();
 }
 
@@ -160,6 +175,8 @@ static void run_workload(void) {
     void *got_arg = NULL;
     event_get_assignment(&assigned_ev, NULL, NULL, NULL, &got_cb, &got_arg);
     CHECK(got_cb == on_assigned && got_arg == &assigned_ev);
+    CHECK(event_assign(&reuse_ev, base, -1, 0, on_reuse, NULL) == 0);
+    event_add(&reuse_ev, &ms);
     d9_event_location(&once_site);
     CHECK(event_base_once(base, -1, EV_TIMEOUT, on_once, &tag_once, &ms) == 0);
 
@@ -229,15 +246,25 @@ int main(void) {
     CHECK_EQ_U64(at_distinct_tasks(&t, "on_bev_read"), 1);
 
     /* spawns at creation with the callback's name, terminates at free / base free */
-    at_check_lifetime(&t, (uintptr_t)read_ev, "on_readable");
-    at_check_lifetime(&t, (uintptr_t)&assigned_ev, "on_assigned");
-    at_check_lifetime(&t, (uintptr_t)listener, "on_accept");
-    at_check_lifetime(&t, timer_id, "on_timer");
-    at_check_lifetime(&t, bev_id, "on_bev_read");
+    at_check_lifetime(&t, at_task(&t, read_ev), "on_readable");
+    at_check_lifetime(&t, at_task(&t, &assigned_ev), "on_assigned");
+    at_check_lifetime(&t, at_task(&t, listener), "on_accept");
+    at_check_lifetime(&t, at_task(&t, (void *)timer_id), "on_timer");
+    at_check_lifetime(&t, at_task(&t, (void *)bev_id), "on_bev_read");
     at_check_lifetime(&t, at_task_polled_at(&t, "once-site"), "once-site");
 
     /* event_active from another thread wakes the event's task */
-    at_check_outside_wakes(&t, (uintptr_t)&assigned_ev, N_ACTIVE);
+    at_check_outside_wakes(&t, at_task(&t, &assigned_ev), N_ACTIVE);
+
+    /* an event assigned again is a new task each time */
+    CHECK_EQ_U64(n.reuse, N_REUSE);
+    CHECK_EQ_U64(at_tasks_of(&t, &reuse_ev, NULL), N_REUSE);
+    CHECK_EQ_U64(at_distinct_tasks(&t, "on_reuse"), N_REUSE);
+    at_check_task_identity(&t);
+
+    /* sockets are woken by the poller each time their callbacks run */
+    static const char *const io_locs[] = {"on_readable", "on_bev_read", "on_accept"};
+    at_check_wakes(&t, io_locs, 3);
 
     at_free(&t);
     if (!d9t_failed) at_remove_tree(dir);

@@ -22,9 +22,10 @@
 #define N_ASYNC 3
 #define N_STAT 2
 #define LOOP_NAME "uv-test"
+#define N_REUSE 3
 
 static uv_loop_t loop;
-static uv_timer_t timer;
+static uv_timer_t timer, reuse_timer;
 static uv_idle_t idle;
 static uv_prepare_t prepare;
 static uv_check_t check;
@@ -42,13 +43,13 @@ static int tag_timer, tag_idle, tag_prepare, tag_check, tag_async, tag_server, t
 
 static struct {
     int timer, idle, prepare, check, async, connection, connect, write, alloc, read, close;
-    int after_work, stat;
+    int after_work, stat, reuse;
     atomic_int work;
     int bad; /* a callback got another object, or its data changed */
 } n;
 static atomic_long work_tid;
 static sem_t async_ran;
-static int pending_parts = 6; /* timer, idle, async, tcp, work, fs */
+static int pending_parts = 7; /* timer, idle, async, tcp, work, fs, reuse */
 static long bytes_read;
 
 static long tid(void) { return (long)syscall(SYS_gettid); }
@@ -76,6 +77,23 @@ static void on_timer(uv_timer_t *h) {
         uv_close((uv_handle_t *)h, on_close);
         part_done();
     }
+}
+
+/* The same handle memory, closed and initialized again N_REUSE times. */
+static void on_reuse_timer(uv_timer_t *h);
+static void on_reuse_closed(uv_handle_t *h) {
+    (void)h;
+    if (n.reuse == N_REUSE) {
+        part_done();
+        return;
+    }
+    uv_timer_init(&loop, &reuse_timer);
+    uv_timer_start(&reuse_timer, on_reuse_timer, 1, 0);
+}
+
+static void on_reuse_timer(uv_timer_t *h) {
+    n.reuse++;
+    uv_close((uv_handle_t *)h, on_reuse_closed);
 }
 
 static void on_idle(uv_idle_t *h) {
@@ -209,6 +227,8 @@ static void run_workload(void) {
     uv_timer_init(&loop, &timer);
     timer.data = &tag_timer;
     uv_timer_start(&timer, on_timer, 1, 1);
+    uv_timer_init(&loop, &reuse_timer);
+    uv_timer_start(&reuse_timer, on_reuse_timer, 1, 0);
     uv_idle_init(&loop, &idle);
     idle.data = &tag_idle;
     uv_idle_start(&idle, on_idle);
@@ -262,6 +282,7 @@ int main(void) {
     CHECK_EQ_U64(n.after_work, 1);
     CHECK_EQ_U64(n.stat, N_STAT);
     CHECK_EQ_U64(n.close, 8); /* timer idle async peer client server prepare check */
+    CHECK_EQ_U64(n.reuse, N_REUSE);
     CHECK(n.prepare > 0 && n.check > 0);
     CHECK(atomic_load(&work_tid) != 0 && atomic_load(&work_tid) != loop_tid);
 
@@ -289,39 +310,51 @@ int main(void) {
     at_check_polls(&t, "on_stat", &stat_req, n.stat, LOOP_NAME);
     CHECK_EQ_U64(at_polls(&t, "on_close", 0), n.close);
     CHECK_EQ_U64(at_distinct_tasks(&t, "on_close"), n.close);
-    CHECK_EQ_U64(at_polls(&t, "on_close", (uintptr_t)&timer), 1);
+    CHECK_EQ_U64(at_polls(&t, "on_close", at_task(&t, &timer)), 1);
 
     /* pool requests: the pool part on a "uv-threadpool" worker, then the loop thread */
     at_check_polls(&t, "on_work", &work_req, 1, "uv-threadpool");
     at_check_polls(&t, "uv_fs_stat", &stat_req, N_STAT, "uv-threadpool");
-    CHECK_EQ_U64(at_wakes_of(&t, (uintptr_t)&work_req), 1);
-    CHECK_EQ_U64(at_wakes_of(&t, (uintptr_t)&stat_req), N_STAT);
+    CHECK_EQ_U64(at_wakes_of(&t, at_task(&t, &work_req)), 1);
+    CHECK_EQ_U64(at_wakes_of(&t, at_task(&t, &stat_req)), N_STAT);
     for (size_t i = 0; i < t.nwakes; i++) {
-        if (t.wakes[i].woken != (uintptr_t)&work_req) continue;
+        if (t.wakes[i].woken != at_task(&t, &work_req)) continue;
         const at_worker *pw = at_worker_by_id(&t, t.wakes[i].worker);
         CHECK(pw && strcmp(pw->runtime, "uv-threadpool") == 0);
-        CHECK(t.wakes[i].waker == (uintptr_t)&work_req);
+        CHECK(t.wakes[i].waker == 0); /* from the pool thread once its poll ended */
     }
 
     /* async sends from a thread that is no worker wake the async handle's task */
-    at_check_outside_wakes(&t, (uintptr_t)&async, N_ASYNC);
+    at_check_outside_wakes(&t, at_task(&t, &async), N_ASYNC);
 
     /* spawns at the first registration, terminates at close / completion */
-    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)&timer, "on_timer"), 1);
-    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)&idle, "on_idle"), 1);
-    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)&prepare, "prepare-site"), 1);
-    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)&async, "on_async"), 1);
-    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)&server, "on_connection"), 1);
-    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)&peer, "on_read"), 1);
+    CHECK_EQ_U64(at_spawns(&t, at_task(&t, &timer), "on_timer"), 1);
+    CHECK_EQ_U64(at_spawns(&t, at_task(&t, &idle), "on_idle"), 1);
+    CHECK_EQ_U64(at_spawns(&t, at_task(&t, &prepare), "prepare-site"), 1);
+    CHECK_EQ_U64(at_spawns(&t, at_task(&t, &async), "on_async"), 1);
+    CHECK_EQ_U64(at_spawns(&t, at_task(&t, &server), "on_connection"), 1);
+    CHECK_EQ_U64(at_spawns(&t, at_task(&t, &peer), "on_read"), 1);
     /* the client handle's only callback was its close callback */
-    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)&client, "on_close"), 1);
-    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)&write_req, "on_write"), 1);
-    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)&work_req, "on_work"), 1);
-    CHECK_EQ_U64(at_spawns(&t, (uintptr_t)&stat_req, "on_stat"), 1); /* reused in its callback */
+    CHECK_EQ_U64(at_spawns(&t, at_task(&t, &client), "on_close"), 1);
+    CHECK_EQ_U64(at_spawns(&t, at_task(&t, &write_req), "on_write"), 1);
+    CHECK_EQ_U64(at_spawns(&t, at_task(&t, &work_req), "on_work"), 1);
+    CHECK_EQ_U64(at_spawns(&t, at_task(&t, &stat_req), "on_stat"), 1); /* reused in its callback */
     const void *ended[] = {&timer, &idle, &prepare, &check, &async, &server, &client, &peer,
                            &connect_req, &write_req, &work_req, &stat_req};
     for (size_t i = 0; i < sizeof ended / sizeof *ended; i++)
-        CHECK_EQ_U64(at_terminates(&t, (uintptr_t)ended[i]), 1);
+        CHECK_EQ_U64(at_terminates(&t, at_task(&t, ended[i])), 1);
+
+    /* a handle closed and initialized again at the same address is a new task each time */
+    uint64_t last;
+    CHECK_EQ_U64(at_tasks_of(&t, &reuse_timer, &last), N_REUSE);
+    CHECK_EQ_U64(at_polls(&t, "on_reuse_timer", 0), N_REUSE);
+    CHECK_EQ_U64(at_distinct_tasks(&t, "on_reuse_timer"), N_REUSE);
+    at_check_task_identity(&t);
+
+    /* wakes: the pool's and the async sender's come from no task; reading, accepting sockets
+     * are woken by the poller each time */
+    static const char *const io_locs[] = {"on_connection", "on_alloc", "on_read"};
+    at_check_wakes(&t, io_locs, 3);
 
     at_free(&t);
     if (!d9t_failed) at_remove_tree(dir);

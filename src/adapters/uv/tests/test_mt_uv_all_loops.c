@@ -72,16 +72,20 @@ int main(void) {
     CHECK_EQ_U64(t.open_polls, 0);
     CHECK(at_parks_on_runtime(&t, "uv") >= 1);
     CHECK_EQ_U64(at_polls_on_runtime(&t, "on_timer", "uv"), N_TIMER);
-    CHECK_EQ_U64(at_polls(&t, "on_timer", (uintptr_t)&timer), N_TIMER);
+    uint64_t timer_task, work_task, stat_task, wq_async;
+    CHECK_EQ_U64(at_tasks_of(&t, &timer, &timer_task), 1);
+    CHECK_EQ_U64(at_tasks_of(&t, &work_req, &work_task), 1);
+    CHECK_EQ_U64(at_tasks_of(&t, &stat_req, &stat_task), 1);
+    CHECK_EQ_U64(at_tasks_of(&t, &loop.wq_async, &wq_async), 1);
+    CHECK_EQ_U64(at_polls(&t, "on_timer", timer_task), N_TIMER);
     CHECK_EQ_U64(at_polls_on_runtime(&t, "on_work", "uv-threadpool"), 1);
     CHECK_EQ_U64(at_polls_on_runtime(&t, "uv_fs_stat", "uv-threadpool"), 1);
-    CHECK_EQ_U64(at_polls(&t, "on_after_work", (uintptr_t)&work_req), 1);
-    CHECK_EQ_U64(at_polls(&t, "on_stat", (uintptr_t)&stat_req), 1);
+    CHECK_EQ_U64(at_polls(&t, "on_after_work", work_task), 1);
+    CHECK_EQ_U64(at_polls(&t, "on_stat", stat_task), 1);
     CHECK_EQ_U64(at_polls_on_runtime(&t, "on_after_work", "uv"), 1);
 
     /* libuv's internal completion handle is a task too; its poll is split around the
      * application's completion callbacks that it calls */
-    uint64_t wq_async = (uintptr_t)&loop.wq_async;
     CHECK(at_polls(&t, NULL, wq_async) >= 2);
     bool split = false;
     for (size_t i = 0; i + 2 < t.npolls; i++)

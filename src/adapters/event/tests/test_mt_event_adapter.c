@@ -31,7 +31,7 @@
 
 static struct event_base *base;
 static struct event *timer_ev, *read_ev;
-static struct event assigned_ev, reuse_ev;
+static struct event assigned_ev, reuse_ev[2];
 static struct bufferevent *bev;
 static struct evconnlistener *listener;
 static int sv[2], bev_sv[2];
@@ -50,7 +50,7 @@ static long tid(void) { return (long)syscall(SYS_gettid); }
 
 static void maybe_finish(void) {
     if (n.timer == N_TICKS && n.assigned == N_ACTIVE && n.once == 1 && n.accept == 1 &&
-        n.reuse == N_REUSE &&
+        n.reuse == 2 * N_REUSE &&
         n.bytes == N_TICKS && n.bev_bytes == N_TICKS && !bev)
         event_base_loopbreak(base);
 }
@@ -87,15 +87,16 @@ static void on_assigned(evutil_socket_t fd, short what, void *arg) {
     maybe_finish();
 }
 
-/* The same event memory assigned again N_REUSE times: a new task each time. */
+/* Two events' memory, each assigned again N_REUSE times, in turn: the callback of one
+ * assigns the other. A new task each time. */
 static void on_reuse(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
-    (void)arg;
     static const struct timeval now = {0, 0};
-    if (++n.reuse < N_REUSE) {
-        event_assign(&reuse_ev, base, -1, 0, on_reuse, NULL);
-        event_add(&reuse_ev, &now);
+    if (++n.reuse < 2 * N_REUSE) {
+        struct event *other = &reuse_ev[arg == &reuse_ev[0]];
+        event_assign(other, base, -1, 0, on_reuse, other);
+        event_add(other, &now);
     }
     maybe_finish();
 }
@@ -175,8 +176,8 @@ static void run_workload(void) {
     void *got_arg = NULL;
     event_get_assignment(&assigned_ev, NULL, NULL, NULL, &got_cb, &got_arg);
     CHECK(got_cb == on_assigned && got_arg == &assigned_ev);
-    CHECK(event_assign(&reuse_ev, base, -1, 0, on_reuse, NULL) == 0);
-    event_add(&reuse_ev, &ms);
+    CHECK(event_assign(&reuse_ev[0], base, -1, 0, on_reuse, &reuse_ev[0]) == 0);
+    event_add(&reuse_ev[0], &ms);
     d9_event_location(&once_site);
     CHECK(event_base_once(base, -1, EV_TIMEOUT, on_once, &tag_once, &ms) == 0);
 
@@ -257,9 +258,10 @@ int main(void) {
     at_check_outside_wakes(&t, at_task(&t, &assigned_ev), N_ACTIVE);
 
     /* an event assigned again is a new task each time */
-    CHECK_EQ_U64(n.reuse, N_REUSE);
-    CHECK_EQ_U64(at_tasks_of(&t, &reuse_ev, NULL), N_REUSE);
-    CHECK_EQ_U64(at_distinct_tasks(&t, "on_reuse"), N_REUSE);
+    CHECK_EQ_U64(n.reuse, 2 * N_REUSE);
+    CHECK_EQ_U64(at_tasks_of(&t, &reuse_ev[0], NULL), N_REUSE);
+    CHECK_EQ_U64(at_tasks_of(&t, &reuse_ev[1], NULL), N_REUSE);
+    CHECK_EQ_U64(at_distinct_tasks(&t, "on_reuse"), 2 * N_REUSE);
     at_check_task_identity(&t);
 
     /* sockets are woken by the poller each time their callbacks run */

@@ -25,7 +25,7 @@
 #define N_REUSE 3
 
 static uv_loop_t loop;
-static uv_timer_t timer, reuse_timer;
+static uv_timer_t timer, reuse_timer[2];
 static uv_idle_t idle;
 static uv_prepare_t prepare;
 static uv_check_t check;
@@ -79,16 +79,17 @@ static void on_timer(uv_timer_t *h) {
     }
 }
 
-/* The same handle memory, closed and initialized again N_REUSE times. */
+/* Two handles' memory, each closed and initialized again N_REUSE times, in turn: the close
+ * callback of one starts the other. */
 static void on_reuse_timer(uv_timer_t *h);
 static void on_reuse_closed(uv_handle_t *h) {
-    (void)h;
-    if (n.reuse == N_REUSE) {
+    if (n.reuse == 2 * N_REUSE) {
         part_done();
         return;
     }
-    uv_timer_init(&loop, &reuse_timer);
-    uv_timer_start(&reuse_timer, on_reuse_timer, 1, 0);
+    uv_timer_t *other = &reuse_timer[h == (uv_handle_t *)&reuse_timer[0]];
+    uv_timer_init(&loop, other);
+    uv_timer_start(other, on_reuse_timer, 1, 0);
 }
 
 static void on_reuse_timer(uv_timer_t *h) {
@@ -227,8 +228,8 @@ static void run_workload(void) {
     uv_timer_init(&loop, &timer);
     timer.data = &tag_timer;
     uv_timer_start(&timer, on_timer, 1, 1);
-    uv_timer_init(&loop, &reuse_timer);
-    uv_timer_start(&reuse_timer, on_reuse_timer, 1, 0);
+    uv_timer_init(&loop, &reuse_timer[0]);
+    uv_timer_start(&reuse_timer[0], on_reuse_timer, 1, 0);
     uv_idle_init(&loop, &idle);
     idle.data = &tag_idle;
     uv_idle_start(&idle, on_idle);
@@ -282,7 +283,7 @@ int main(void) {
     CHECK_EQ_U64(n.after_work, 1);
     CHECK_EQ_U64(n.stat, N_STAT);
     CHECK_EQ_U64(n.close, 8); /* timer idle async peer client server prepare check */
-    CHECK_EQ_U64(n.reuse, N_REUSE);
+    CHECK_EQ_U64(n.reuse, 2 * N_REUSE);
     CHECK(n.prepare > 0 && n.check > 0);
     CHECK(atomic_load(&work_tid) != 0 && atomic_load(&work_tid) != loop_tid);
 
@@ -345,10 +346,10 @@ int main(void) {
         CHECK_EQ_U64(at_terminates(&t, at_task(&t, ended[i])), 1);
 
     /* a handle closed and initialized again at the same address is a new task each time */
-    uint64_t last;
-    CHECK_EQ_U64(at_tasks_of(&t, &reuse_timer, &last), N_REUSE);
-    CHECK_EQ_U64(at_polls(&t, "on_reuse_timer", 0), N_REUSE);
-    CHECK_EQ_U64(at_distinct_tasks(&t, "on_reuse_timer"), N_REUSE);
+    CHECK_EQ_U64(at_tasks_of(&t, &reuse_timer[0], NULL), N_REUSE);
+    CHECK_EQ_U64(at_tasks_of(&t, &reuse_timer[1], NULL), N_REUSE);
+    CHECK_EQ_U64(at_polls(&t, "on_reuse_timer", 0), 2 * N_REUSE);
+    CHECK_EQ_U64(at_distinct_tasks(&t, "on_reuse_timer"), 2 * N_REUSE);
     at_check_task_identity(&t);
 
     /* wakes: the pool's and the async sender's come from no task; reading, accepting sockets

@@ -22,4 +22,13 @@ if [ -x "$build/dial9" ]; then
   grep -q PollStartEvent "$dir/stats.txt" || { echo "FAIL: no polls in the export"; exit 1; }
   grep -q "analyze\|stats" "$dir/out.txt" || { echo "FAIL: no summary printed"; exit 1; }
 fi
+# Task identity and wakes as every reader relies on them: distinct task ids = spawns, every
+# poll's task spawned before it, no poll after its task's terminate, wakes from their real
+# waker, and a readiness wake before every accept / read callback.
+identity="$build/src/adapters/common/d9-trace-identity"
+run_dir=$(sed -n 's/^ *run directory *//p' "$dir/out.txt" | tail -n 1)
+[ -d "$run_dir" ] || { echo "FAIL: no run directory in the output"; exit 1; }
+if [ -x "$identity" ]; then
+  "$identity" "$run_dir" on_connection on_alloc on_read || { echo "FAIL: task identity or wakes (above)"; exit 1; }
+fi
 echo "PASS"

@@ -66,7 +66,7 @@ static void long_polls(const d9a_analysis *a, const d9a_report *r, flag_list *l)
         d9a_format_ns(t1, sizeof t1, crit ? a->opt.long_poll_crit_ns : a->opt.long_poll_warn_ns),
         d9a_format_ns(t2, sizeof t2, p->duration_ns));
     put(f->evidence, sizeof f->evidence,
-        "longest: worker %" PRIu64 ", task %" PRIu64 " spawned at %s, at +%.6f s; %" PRIu64
+        "longest: worker %" PRIu64 ", task %#" PRIx64 " spawned at %s, at +%.6f s; %" PRIu64
         " poll(s) > %s in all",
         p->worker, p->task, p->location, rel_s(r, p->start_ns), r->polls_over_warn,
         d9a_format_ns(t1, sizeof t1, a->opt.long_poll_warn_ns));
@@ -120,7 +120,7 @@ static void wake_delays(const d9a_analysis *a, const d9a_report *r, flag_list *l
         d9a_format_ns(t1, sizeof t1, a->opt.wake_delay_warn_ns),
         d9a_format_ns(t2, sizeof t2, w->delay_ns));
     put(f->evidence, sizeof f->evidence,
-        "worst: task %" PRIu64 " (%s) woken at +%.6f s, polled on worker %" PRIu64
+        "worst: task %#" PRIx64 " (%s) woken at +%.6f s, polled on worker %" PRIu64
         " at +%.6f s; p99 %s",
         w->task, w->location, rel_s(r, w->wake_ns), w->worker, rel_s(r, w->poll_ns),
         d9a_format_ns(t1, sizeof t1, r->wake_delay.p99));

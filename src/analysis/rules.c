@@ -44,7 +44,7 @@ size_t d9a_check_rules(const d9a_report *r, const d9a_rule *rules, size_t n, d9a
             o->is_ns = true;
             verdict(o, "longest poll", r->polls.max, ru->limit, true);
             if (!o->ok && r->nlong_polls)
-                where(o, " (worker %" PRIu64 ", task %" PRIu64 " spawned at %s, at +%.6f s)",
+                where(o, " (worker %" PRIu64 ", task %#" PRIx64 " spawned at %s, at +%.6f s)",
                       r->long_polls[0].worker, r->long_polls[0].task, r->long_polls[0].location,
                       rel_s(r, r->long_polls[0].start_ns));
             break;
@@ -72,7 +72,7 @@ size_t d9a_check_rules(const d9a_report *r, const d9a_rule *rules, size_t n, d9a
             o->is_ns = true;
             verdict(o, "largest wake-to-poll delay", r->wake_delay.max, ru->limit, true);
             if (!o->ok && r->nwake_worst)
-                where(o, " (task %" PRIu64 " spawned at %s, woken at +%.6f s)", r->wake_worst[0].task,
+                where(o, " (task %#" PRIx64 " spawned at %s, woken at +%.6f s)", r->wake_worst[0].task,
                       r->wake_worst[0].location, rel_s(r, r->wake_worst[0].wake_ns));
             break;
         case D9A_RULE_MAX_WAKE_P99:

@@ -261,7 +261,7 @@ static void text_long_polls(const render *R) {
            "spawn location");
     for (size_t i = 0; i < r->nlong_polls; i++) {
         const d9a_long_poll *p = &r->long_polls[i];
-        printf("  %3zu  %11s  %6" PRIu64 "  %8" PRIu64 "  %+12.6fs  %s\n", i + 1, NS(p->duration_ns),
+        printf("  %3zu  %11s  %6" PRIu64 "  %#8" PRIx64 "  %+12.6fs  %s\n", i + 1, NS(p->duration_ns),
                p->worker, p->task, rel_s(r, p->start_ns), p->location);
         if (p->offcpu_ns)
             printf("       off-CPU %s of it (preempted %s)\n", NS(p->offcpu_ns), NS(p->preempted_ns));
@@ -322,7 +322,7 @@ static void text_wakes(const render *R) {
            "spawn location");
     for (size_t i = 0; i < r->nwake_worst; i++) {
         const d9a_wake_delay *w = &r->wake_worst[i];
-        printf("  %11s  %8" PRIu64 "  %+12.6fs  %6" PRIu64 "  %5" PRIu64 "  %s\n", NS(w->delay_ns),
+        printf("  %11s  %#8" PRIx64 "  %+12.6fs  %6" PRIu64 "  %5" PRIu64 "  %s\n", NS(w->delay_ns),
                w->task, rel_s(r, w->wake_ns), w->worker, w->wakes, w->location);
     }
 }
@@ -488,7 +488,7 @@ static void text_migration(const render *R) {
     printf("  %8s  %6s  %8s  %s\n", "task", "hops", "polls", "spawn location");
     for (size_t i = 0; i < r->ntop_migrating; i++) {
         const d9a_migrating_task *m = &r->top_migrating[i];
-        printf("  %8" PRIu64 "  %6" PRIu64 "  %8" PRIu64 "  %s\n", m->task, m->hops, m->polls,
+        printf("  %#8" PRIx64 "  %6" PRIu64 "  %8" PRIu64 "  %s\n", m->task, m->hops, m->polls,
                m->location ? m->location : "?");
     }
 }

@@ -35,7 +35,7 @@ for s in SUMMARY "RED FLAGS" "WORKER UTILIZATION" "LONG POLLS" "KERNEL SCHEDULIN
          "BLOCKING CALLS" "CPU HOT SPOTS" "TASK MIGRATION" "IDLE WORKERS"; do
     has "section $s" "$s" "$T/main.txt"
 done
-has "12 ms poll" "12.000 ms       0         7" "$T/main.txt"
+has "12 ms poll" "12.000 ms       0       0x7" "$T/main.txt"
 has "blocking function" "synchronize_rcu" "$T/main.txt"
 has "app frame" "<- app: app_handle_request" "$T/main.txt"
 has "inlined frame" "app_handle_request [inlined]  (handler.c:12)" "$T/main.txt"
@@ -116,7 +116,7 @@ has "ok line" "ok   max-poll-ms: longest poll 12.000 ms <= 20.000 ms" "$T/out"
 has "summary line" "dial9 check: ok: 4 rules hold" "$T/out"
 expect_rc 1 "check breaks" "$DIAL9" check --max-poll-ms 11 --max-sched-delay-ms 2.5 --max-wake-delay-ms 10 \
     --max-dropped 6 "$T/main.bin"
-has "poll reason" "FAIL max-poll-ms: longest poll 12.000 ms > 11.000 ms (worker 0, task 7 spawned at app.c:10" "$T/out"
+has "poll reason" "FAIL max-poll-ms: longest poll 12.000 ms > 11.000 ms (worker 0, task 0x7 spawned at app.c:10" "$T/out"
 has "sched reason" "FAIL max-sched-delay-ms: largest kernel scheduling delay 3.000 ms > 2.500 ms" "$T/out"
 has "drops reason" "FAIL max-dropped: dropped events 7 > 6 (buffer_full 5, write_error 2)" "$T/out"
 has "wake holds" "ok   max-wake-delay-ms" "$T/out"
@@ -163,7 +163,7 @@ has "command table" "check" "$T/out"
 # ---- the real dial9 trace ----
 if [ -r "$FIXTURE" ]; then
     expect_rc 0 "fixture analyze" "$DIAL9" analyze "$FIXTURE"
-    has "fixture longest poll" "50.280 ms       0       112" "$T/out"
+    has "fixture longest poll" "50.280 ms       0      0x70" "$T/out"
     has "fixture location" "examples/metrics-service/src/axum_traced.rs:173:32" "$T/out"
     has "fixture blocking" "synchronize_rcu" "$T/out"
     expect_rc 0 "fixture analyze --json" "$DIAL9" analyze --json "$FIXTURE"
@@ -181,7 +181,7 @@ assert d["summary"]["late_records"] == 0
 ' "$T/out"
     expect_rc 0 "fixture check holds" "$DIAL9" check --max-poll-ms 60 --max-dropped 0 "$FIXTURE"
     expect_rc 1 "fixture check breaks" "$DIAL9" check --max-poll-ms 50 "$FIXTURE"
-    has "fixture reason" "longest poll 50.280 ms > 50.000 ms (worker 0, task 112" "$T/out"
+    has "fixture reason" "longest poll 50.280 ms > 50.000 ms (worker 0, task 0x70" "$T/out"
 else
     echo "test_analyze: fixture parts SKIPPED: $FIXTURE not found"
 fi

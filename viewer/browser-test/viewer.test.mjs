@@ -117,7 +117,7 @@ test('clicking the longest poll shows its duration, task, location and the sampl
   await page.mouse.click(pt.x, pt.y);
   await page.waitForSelector('#detail-duration');
   assert.equal((await page.locator('#detail-duration').textContent()).trim(), '50.28 ms');
-  assert.equal(await page.locator('#detail-task').textContent(), 'task 112');
+  assert.equal(await page.locator('#detail-task').textContent(), 'task 0x70'); // 112, in hex as dial9 shows it
   assert.equal(await page.locator('#detail-location').textContent(), LONGEST_LOCATION);
   assert.match(await page.locator('#details-body').textContent(), /worker 0/);
   const samples = Number(await page.locator('#detail-sample-count').textContent());
@@ -148,7 +148,8 @@ test('selecting the task highlights its polls on every worker where it ran, with
     assert.ok(await lanePixels(page, w, [255, 216, 77]) > 20, 'highlight colour visible on worker ' + w);
   }
   assert.ok(stats.wakesDrawn > 0, 'wake arrows drawn');
-  assert.match(await page.locator('#task-card').textContent(), /Task 112 highlighted/);
+  assert.match(await page.locator('#task-card').textContent(), /Task 0x70 highlighted/);
+  assert.match(await page.locator('#task-card').textContent(), /Lifetime/);
   await screenshot(page, 'fixture-task-highlight');
   // Zoom in on the task's slowest poll with its wakes around it.
   await page.evaluate(() => {

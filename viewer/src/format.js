@@ -146,5 +146,10 @@
     return n + ' B';
   }
 
-  D9.format = { duration, relTime, axisTime, count, makeClock, shortLocation, escapeHtml, bytes };
+  /* A task id as dial9 shows it: hex ("0x1a3"). */
+  function taskId(id) {
+    return Number.isFinite(id) && id >= 0 ? '0x' + id.toString(16) : String(id);
+  }
+
+  D9.format = { duration, relTime, axisTime, count, makeClock, shortLocation, escapeHtml, bytes, taskId };
 })(window.D9 = window.D9 || {});

@@ -95,7 +95,7 @@
       } else {
         const P = tr.polls;
         const loc = F.shortLocation(locOf(model, P.loc[i]));
-        what = '<b>task ' + P.task[i] + '</b> <span class="sub">on worker ' + P.worker[i] + '</span><br><span class="sub">' +
+        what = '<b>task ' + F.taskId(P.task[i]) + '</b> <span class="sub">on worker ' + P.worker[i] + '</span><br><span class="sub">' +
           esc(loc || 'no spawn location') + ' · ' + rel(model, P.start[i], 1e3) + '</span>';
       }
       html.push('<li data-act="poi" data-rank="' + r + '" class="' + (r === active ? 'on' : '') + '" title="' + (POI_TITLE[kind] || POI_TITLE.polls) + '">' +
@@ -185,6 +185,19 @@
     return Array.from(counts.entries()).sort((a, b) => b[1] - a[1]).slice(0, 6);
   }
 
+  /* From spawn to terminate; a task spawned before the trace starts or alive at its end says
+   * so (its first poll / the trace's end bound what is seen). */
+  function lifetimeText(model, info, taskPolls) {
+    const P = model.trace.polls;
+    const spawned = Number.isFinite(info.spawnTs);
+    const ended = Number.isFinite(info.terminateTs);
+    if (spawned && ended) return F.duration(info.terminateTs - info.spawnTs);
+    const from = spawned ? info.spawnTs : taskPolls.length ? P.start[taskPolls[0]] : NaN;
+    const to = ended ? info.terminateTs : model.trace.timeEnd;
+    const seen = Number.isFinite(from) && Number.isFinite(to) ? F.duration(to - from) + ' seen · ' : '';
+    return seen + '<span class="muted">' + (spawned ? 'alive at the end of the trace' : ended ? 'spawned before the trace starts' : 'spawned before the trace, alive at its end') + '</span>';
+  }
+
   function taskCard(model, task, taskPolls, wakes) {
     const P = model.trace.polls;
     const info = M.taskInfo(model, task);
@@ -198,13 +211,14 @@
       workers.add(P.worker[i]);
     }
     const loc = info.spawnLoc || (taskPolls.length ? locOf(model, P.loc[taskPolls[0]]) : '');
-    return '<div class="task-card" id="task-card"><h3><span>◆ Task ' + esc(task) + ' highlighted</span><button class="btn tiny" data-act="clear-task" title="Esc">clear</button></h3>' +
+    return '<div class="task-card" id="task-card"><h3><span>◆ Task ' + esc(F.taskId(task)) + ' highlighted</span><button class="btn tiny" data-act="clear-task" title="Esc">clear</button></h3>' +
       kv([
         ['Polls', F.count(taskPolls.length) + ' on ' + (workers.size === 1 ? 'worker ' : 'workers ') + Array.from(workers).sort((a, b) => a - b).join(', ')],
         ['Busy in total', F.duration(busy) + ' · longest ' + F.duration(longest)],
         loc ? ['Spawned at', esc(loc), 'mono'] : null,
         Number.isFinite(info.spawnTs) ? ['Spawn time', rel(model, info.spawnTs, 1e3)] : null,
         Number.isFinite(info.terminateTs) ? ['Terminated', rel(model, info.terminateTs, 1e3)] : null,
+        ['Lifetime', lifetimeText(model, info, taskPolls)],
         ['Wakes', '<span style="color:#54e0ff">' + F.count(wakes.incoming.length) + ' received</span> · <span style="color:#c59bff">' + F.count(wakes.outgoing.length) + ' sent</span> <span class="muted">(arrows in the timeline)</span>'],
       ]) + '</div>';
   }
@@ -229,7 +243,7 @@
     let wokenBy = null;
     if (w >= 0) {
       const W = tr.wakes;
-      const from = W.waker[w] ? 'task <a class="link" data-act="task" data-task="' + W.waker[w] + '">' + W.waker[w] + '</a>' : 'outside any task';
+      const from = W.waker[w] ? 'task <a class="link" data-act="task" data-task="' + W.waker[w] + '">' + F.taskId(W.waker[w]) + '</a>' : 'outside any task';
       const worker = W.targetWorker[w] === 255 ? '' : ' on worker ' + W.targetWorker[w];
       wokenBy = ['Woken by', from + worker + '<br><span class="muted small">' + F.duration(P.start[i] - W.ts[w]) + ' from the wake to this poll</span>'];
     }
@@ -241,7 +255,7 @@
       '<div class="rank-note">' + rankNote + (ratio >= 2 ? ' · ' + (ratio >= 100 ? Math.round(ratio).toLocaleString('en') : ratio.toFixed(1)) + '× the median poll (' + F.duration(stats.median) + ')' : '') + '</div>' +
       kv([
         ['Worker', workerText(model, P.worker[i])],
-        ['Task', '<a class="link" data-act="task" data-task="' + task + '" id="detail-task">task ' + task + '</a>'],
+        ['Task', '<a class="link" data-act="task" data-task="' + task + '" id="detail-task">task ' + F.taskId(task) + '</a>'],
         ['Spawn location', loc ? '<span id="detail-location">' + esc(loc) + '</span>' : '<span class="muted">not recorded</span>', loc ? 'mono' : ''],
         timeRow(model, 'Started', P.start[i]),
         ['Ended', rel(model, P.end[i], 1)],
@@ -250,7 +264,7 @@
       ]) +
       '<div class="actions">' +
       '<button class="btn tiny" data-act="zoom">Zoom to poll <kbd>F</kbd></button>' +
-      (ctx.task === task ? '' : '<button class="btn tiny" data-act="task" data-task="' + task + '">Highlight task ' + task + ' <kbd>K</kbd></button>') +
+      (ctx.task === task ? '' : '<button class="btn tiny" data-act="task" data-task="' + task + '">Highlight task ' + F.taskId(task) + ' <kbd>K</kbd></button>') +
       '<button class="btn tiny" data-act="neighbour" data-dir="-1" title="Previous poll on this worker">◀ prev poll</button>' +
       '<button class="btn tiny" data-act="neighbour" data-dir="1" title="Next poll on this worker">next poll ▶</button>' +
       '</div>';
@@ -313,7 +327,7 @@
       kv([
         ['Worker', workerText(model, S.worker[s])],
         timeRow(model, 'Time', S.ts[s]),
-        poll >= 0 ? ['Inside', '<a class="link" data-act="poll" data-index="' + poll + '">a ' + F.duration(P.end[poll] - P.start[poll]) + ' poll of task ' + P.task[poll] + '</a>'] : ['Inside', '<span class="muted">no poll (runtime or idle)</span>'],
+        poll >= 0 ? ['Inside', '<a class="link" data-act="poll" data-index="' + poll + '">a ' + F.duration(P.end[poll] - P.start[poll]) + ' poll of task ' + F.taskId(P.task[poll]) + '</a>'] : ['Inside', '<span class="muted">no poll (runtime or idle)</span>'],
       ]);
     html += sampleHtml(model, s, true);
     if (ctx.task !== null) html += taskCard(model, ctx.task, ctx.taskPolls, ctx.taskWakes);
@@ -394,7 +408,7 @@
       const d = P.end[i] - P.start[i];
       const loc = locOf(model, P.loc[i]);
       return '<div class="t-title"><span class="dot" style="background:' + M.colorOf(d) + '"></span>Poll · ' + F.duration(d) + '</div>' +
-        '<div class="t-row">task <b>' + P.task[i] + '</b> on worker ' + P.worker[i] + '</div>' +
+        '<div class="t-row">task <b>' + F.taskId(P.task[i]) + '</b> on worker ' + P.worker[i] + '</div>' +
         (loc ? '<div class="t-row mono">' + esc(loc) + '</div>' : '') +
         '<div class="t-row">at ' + rel(model, P.start[i], 1e3) + '</div>';
     }

@@ -92,7 +92,7 @@ test('the dial9 fixture by ?trace=: two worker lanes, points of interest start w
   for (const w of [0, 1]) assert.ok(await drawnPixels(page, w) > 2000, 'worker ' + w + ' lane has polls drawn');
   const first = page.locator('#poi-list li[data-rank="0"]');
   assert.equal(await first.locator('.dur').textContent(), '50.28 ms');
-  assert.match(await first.textContent(), /task 112/);
+  assert.match(await first.textContent(), /task 0x70/);
   assert.match(await page.locator('#poi-list li[data-rank="1"] .dur').textContent(), /47\.67 ms/);
   assert.match(await page.locator('#trace-summary').textContent(), /210\u2009639 events/);
   await screenshot(page, 'fixture-overview');

@@ -252,7 +252,7 @@ static void test_main_scenario(void) {
     }
     CHECK_EQ_U64(broken, 8);
     CHECK(strstr(res[0].reason, "longest poll 12.000 ms > 11.000 ms") != NULL);
-    CHECK(strstr(res[0].reason, "task 7") && strstr(res[0].reason, "app.c:10"));
+    CHECK(strstr(res[0].reason, "task 0x7") && strstr(res[0].reason, "app.c:10"));
     CHECK(strstr(res[6].reason, "buffer_full 5") != NULL);
     CHECK(strstr(res[11].reason, "sched_switch is missing") != NULL);
     CHECK(strstr(res[12].reason, "dropped_events") != NULL);

@@ -109,7 +109,7 @@ static void check_single(const d9a_report *r) {
     const d9a_flag *b = tb_flag(r, "blocking_in_poll");
     CHECK(b && !strncmp(b->evidence, "socket(): 2 samples", 19) && strstr(b->evidence, "synchronize_rcu"));
     const d9a_flag *f = tb_flag(r, "long_poll");
-    CHECK(f && f->severity == D9A_CRITICAL && strstr(f->evidence, "task 112") &&
+    CHECK(f && f->severity == D9A_CRITICAL && strstr(f->evidence, "task 0x70") &&
           strstr(f->evidence, "synchronize_rcu"));
     CHECK(r->symbols_present);
     CHECK_EQ_U64(r->counts.offcpu_samples + r->counts.cpu_samples, 6949);

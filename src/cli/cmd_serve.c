@@ -22,10 +22,14 @@
 #endif
 
 #define DEFAULT_PORT 9009
+#define DEFAULT_REQUEST_TIMEOUT_S 10
+#define DEFAULT_IDLE_TIMEOUT_S 60
+#define DEFAULT_MAX_CONNECTIONS 64
+#define DEFAULT_MAX_PER_CLIENT 16
 
 static void serve_usage(FILE *out) {
     fprintf(out,
-            "usage: dial9 serve [--port P] [--bind ADDR] [--viewer-dir DIR] TRACE_DIR\n"
+            "usage: dial9 serve [--port P] [--bind ADDR] [--viewer-dir DIR] [OPTIONS] TRACE_DIR\n"
             "\n"
             "Serve the trace viewer and the traces under TRACE_DIR (its runs and segments) over\n"
             "HTTP, on 127.0.0.1 unless --bind says otherwise:\n"
@@ -39,11 +43,18 @@ static void serve_usage(FILE *out) {
             "      --viewer-dir DIR  the viewer's files (default: found next to the binary, in the\n"
             "                        install tree or the source tree; D9_VIEWER_DIR also works)\n"
             "  -q, --quiet           no request log on standard error\n"
+            "      --request-timeout S  a whole request (line and headers) must arrive within S\n"
+            "                        seconds, however it trickles in (default %d)\n"
+            "      --idle-timeout S  close a connection without traffic for S seconds (default %d)\n"
+            "      --max-connections N  connections at once (default %d; the last eighth only\n"
+            "                        for client addresses that hold none)\n"
+            "      --max-per-client N  connections from one client address (default %d)\n"
             "  -h, --help\n"
             "\n"
             "Runs until interrupted (Ctrl-C / SIGTERM). Exit status: 0 stopped, 1 cannot listen or\n"
             "read TRACE_DIR, 2 usage error.\n",
-            DEFAULT_PORT);
+            DEFAULT_PORT, DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS,
+            DEFAULT_MAX_PER_CLIENT);
 }
 
 #if !defined(D9_HAVE_MHD) && defined(D9_SERVE_BUILT)
@@ -106,6 +117,19 @@ static const char *find_viewer(char *buf, size_t len) {
 }
 #endif
 
+/* A whole number in [min, max] for option `name`; false (with a message) otherwise. */
+static bool parse_count(const char *name, const char *arg, long min, long max, unsigned *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (!*arg || *end || errno || v < min || v > max) {
+        fprintf(stderr, "dial9 serve: --%s takes %ld..%ld, not '%s'\n", name, min, max, arg);
+        return false;
+    }
+    *out = (unsigned)v;
+    return true;
+}
+
 int d9_cmd_serve(int argc, char **argv) {
 #if !defined(D9_HAVE_MHD) && defined(D9_SERVE_BUILT)
     char server[PATH_MAX], where[2 * PATH_MAX + 64];
@@ -116,11 +140,15 @@ int d9_cmd_serve(int argc, char **argv) {
         return D9_EXIT_DATA;
     }
 #endif
-    enum { O_VIEWER_DIR = 256 };
+    enum { O_VIEWER_DIR = 256, O_REQUEST_TIMEOUT, O_IDLE_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT };
     static const struct option opts[] = {
         {"port", required_argument, NULL, 'p'},
         {"bind", required_argument, NULL, 'b'},
         {"viewer-dir", required_argument, NULL, O_VIEWER_DIR},
+        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
+        {"idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT},
+        {"max-connections", required_argument, NULL, O_MAX_CONNECTIONS},
+        {"max-per-client", required_argument, NULL, O_MAX_PER_CLIENT},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
@@ -128,6 +156,8 @@ int d9_cmd_serve(int argc, char **argv) {
     const char *bind = "127.0.0.1", *viewer = NULL;
     long port = DEFAULT_PORT;
     bool quiet = false;
+    unsigned request_timeout = DEFAULT_REQUEST_TIMEOUT_S, idle_timeout = DEFAULT_IDLE_TIMEOUT_S,
+             max_connections = DEFAULT_MAX_CONNECTIONS, max_per_client = DEFAULT_MAX_PER_CLIENT;
     optind = 1;
     opterr = 0;
     int c;
@@ -144,6 +174,18 @@ int d9_cmd_serve(int argc, char **argv) {
         }
         case 'b': bind = optarg; break;
         case O_VIEWER_DIR: viewer = optarg; break;
+        case O_REQUEST_TIMEOUT:
+            if (!parse_count("request-timeout", optarg, 1, 3600, &request_timeout)) return D9_EXIT_USAGE;
+            break;
+        case O_IDLE_TIMEOUT:
+            if (!parse_count("idle-timeout", optarg, 1, 86400, &idle_timeout)) return D9_EXIT_USAGE;
+            break;
+        case O_MAX_CONNECTIONS: /* under the usual limit of 1024 open files */
+            if (!parse_count("max-connections", optarg, 1, 900, &max_connections)) return D9_EXIT_USAGE;
+            break;
+        case O_MAX_PER_CLIENT:
+            if (!parse_count("max-per-client", optarg, 1, 900, &max_per_client)) return D9_EXIT_USAGE;
+            break;
         case 'q': quiet = true; break;
         case 'h': serve_usage(stdout); return D9_EXIT_OK;
         case ':':
@@ -167,12 +209,17 @@ int d9_cmd_serve(int argc, char **argv) {
     if (!viewer && !(viewer = find_viewer(buf, sizeof buf)))
         fprintf(stderr, "dial9 serve: viewer not found (use --viewer-dir): serving the API only\n");
     d9_serve_opts o = {.dir = argv[optind], .bind = bind, .port = (unsigned)port, .viewer_dir = viewer,
-                       .quiet = quiet};
+                       .quiet = quiet, .request_timeout_s = request_timeout, .idle_timeout_s = idle_timeout,
+                       .max_connections = max_connections, .max_per_client = max_per_client};
     return d9_serve_run(&o);
 #else
     (void)bind;
     (void)viewer;
     (void)quiet;
+    (void)request_timeout;
+    (void)idle_timeout;
+    (void)max_connections;
+    (void)max_per_client;
 #ifdef D9_SERVE_BUILT
     fprintf(stderr, "dial9 serve: the server, " SERVER_NAME ", is not in %s (it is built and installed "
                     "with dial9: reinstall, or use the dial9 of the build directory)\n", where);

@@ -22,14 +22,17 @@
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "serve/conn_guard.h"
 #include "serve/open_beneath.h"
 #include "serve/safe_path.h"
 #include "serve/segment_concat.h"
@@ -38,9 +41,6 @@
 #include "serve/url.h"
 
 #define MEMORY_PER_CONNECTION (64 * 1024) /* request line + headers must fit */
-#define MAX_CONNECTIONS 64
-#define MAX_PER_IP 32
-#define CONNECTION_TIMEOUT_S 60
 #define MAX_SELECTED 100000 /* seg= / file= parameters in one request */
 
 typedef struct server {
@@ -48,6 +48,7 @@ typedef struct server {
     char *viewer_root; /* real path, or NULL */
     int viewer_fd;     /* the viewer directory: its files are opened beneath it */
     bool quiet;
+    d9_guard guard;
 } server;
 
 /* ---- responses ---------------------------------------------------------------------------- */
@@ -341,6 +342,67 @@ done:
     return status;
 }
 
+/* ---- connections and requests (conn_guard.h) ---------------------------------------------- */
+
+static uint64_t now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static socklen_t sockaddr_len(const struct sockaddr *a) {
+    return a && a->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t len) {
+    server *s = cls;
+    return d9_guard_admit(&s->guard, addr, len) ? MHD_YES : MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ad = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const struct sockaddr *addr = ad ? ad->client_addr : NULL;
+        /* NULL (out of memory): the connection is only under libmicrohttpd's own limits */
+        *socket_context = fd ? d9_guard_started(&s->guard, fd->connect_fd, c, addr, sockaddr_len(addr), now_ms())
+                             : NULL;
+    } else {
+        d9_guard_closed(&s->guard, *socket_context);
+        *socket_context = NULL;
+    }
+}
+
+static d9_conn *guarded(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return i ? i->socket_context : NULL;
+}
+
+/* One request, from its request line to its end (libmicrohttpd's req_cls). */
+typedef struct request {
+    bool seen; /* by on_request once: a GET is answered on the second call, as libmicrohttpd
+                  keeps the connection alive only for an answer queued after the headers */
+} request;
+
+/* The request line has arrived (libmicrohttpd's URI log callback): the headers come next. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *c) {
+    (void)cls;
+    (void)uri;
+    d9_guard_request_line(guarded(c));
+    return calloc(1, sizeof(request)); /* NULL: answered at the first call, then closed */
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    (void)cls;
+    (void)toe;
+    free(*req_cls);
+    *req_cls = NULL;
+    d9_guard_request_done(guarded(c), now_ms());
+}
+
 /* ---- dispatch --------------------------------------------------------------------------- */
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -349,7 +411,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     server *s = cls;
     (void)version;
     (void)upload_data;
-    (void)req_cls;
+    request *rq = *req_cls;
+    d9_conn *g = guarded(c);
+    if (g && g->state == D9_CONN_REJECTED) return MHD_NO; /* answered by the guard already */
+    d9_guard_request_received(g);
     enum MHD_Result ok;
     unsigned status;
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
@@ -368,6 +433,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_data_size = 0;
         log_request(s, method, url, 413);
         return send_text(c, 413, "no request bodies here\n");
+    }
+    if (rq && !rq->seen) {
+        rq->seen = true;
+        return MHD_YES; /* the answer comes with the next call */
     }
     if (!strcmp(url, "/api/index") || !strcmp(url, "/api/index.json")) status = serve_index(s, c, &ok);
     else if (!strcmp(url, "/api/trace")) status = serve_trace(s, c, &ok);
@@ -388,8 +457,44 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
     vfprintf(stderr, fmt, ap);
 }
 
+static volatile sig_atomic_t stop_signal;
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+/* The event loop: libmicrohttpd in external mode on its epoll fd, so that the guard's
+ * deadlines run on this same thread between libmicrohttpd's rounds. SIGINT and SIGTERM are
+ * blocked except inside ppoll, so none is lost between a check and the wait. */
+static void run_loop(server *s, struct MHD_Daemon *d, const sigset_t *wait_mask) {
+    const union MHD_DaemonInfo *ep = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
+    struct pollfd pfd = {.fd = ep ? ep->epoll_fd : -1, .events = POLLIN};
+    while (!stop_signal) {
+        MHD_run(d);
+        uint64_t now = now_ms();
+        int64_t next_ms;
+        unsigned expired = d9_guard_expire(&s->guard, now, &next_ms);
+        if (expired && !s->quiet)
+            fprintf(stderr, "dial9 serve: closed %u connection%s whose request did not arrive within %" PRIu64
+                            " s (--request-timeout)\n",
+                    expired, expired == 1 ? "" : "s", s->guard.lim.request_timeout_ms / 1000);
+        uint64_t refused;
+        if (!s->quiet && d9_guard_refusals_to_report(&s->guard, now, &refused))
+            fprintf(stderr, "dial9 serve: refused %" PRIu64 " connection%s (limit per client address or "
+                            "in all, see --max-per-client, --max-connections)\n",
+                    refused, refused == 1 ? "" : "s");
+        if (s->guard.refused != s->guard.refused_reported && (next_ms < 0 || next_ms > 1000)) next_ms = 1000;
+        MHD_UNSIGNED_LONG_LONG mhd_ms;
+        if (MHD_get_timeout(d, &mhd_ms) == MHD_YES && (next_ms < 0 || mhd_ms < (uint64_t)next_ms))
+            next_ms = (int64_t)(mhd_ms > INT32_MAX ? INT32_MAX : mhd_ms);
+        struct timespec ts = {.tv_sec = next_ms / 1000, .tv_nsec = (next_ms % 1000) * 1000000};
+        if (ppoll(&pfd, 1, next_ms < 0 ? NULL : &ts, wait_mask) < 0 && errno != EINTR) {
+            fprintf(stderr, "dial9 serve: ppoll: %s\n", strerror(errno));
+            break;
+        }
+    }
+}
+
 int d9_serve_run(const d9_serve_opts *o) {
     server s = {.quiet = o->quiet, .viewer_fd = -1};
+    d9_guard_init(&s.guard, o->max_connections, o->max_per_client, (uint64_t)o->request_timeout_s * 1000);
     char err[600];
     if (d9_trace_index_init(&s.index, o->dir, err, sizeof err) != 0) {
         fprintf(stderr, "dial9 serve: %s\n", err);
@@ -407,7 +512,7 @@ int d9_serve_run(const d9_serve_opts *o) {
     struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
     struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)o->port)};
     struct sockaddr *addr;
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG; /* external mode: run_loop */
     if (inet_pton(AF_INET, bind, &a4.sin_addr) == 1) {
         addr = (struct sockaddr *)&a4;
     } else if (inet_pton(AF_INET6, bind, &a6.sin6_addr) == 1) {
@@ -428,26 +533,33 @@ int d9_serve_run(const d9_serve_opts *o) {
         d9_trace_index_free(&s.index);
         return D9_EXIT_DATA;
     }
-    /* SIGINT and SIGTERM are taken with sigwait below: block them before the server thread
-     * starts so that it inherits the mask */
-    sigset_t stop;
+    /* SIGINT and SIGTERM: blocked but inside ppoll (run_loop) */
+    sigset_t stop, wait_mask;
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    sigprocmask(SIG_BLOCK, &stop, &wait_mask);
+    sigdelset(&wait_mask, SIGINT);
+    sigdelset(&wait_mask, SIGTERM);
+    struct sigaction sa = {.sa_handler = on_stop_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     struct MHD_Daemon *d = MHD_start_daemon(
-        flags, (uint16_t)o->port, NULL, NULL, on_request, &s,
+        flags, (uint16_t)o->port, on_accept, &s, on_request, &s,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first, so that it takes every message */
         MHD_OPTION_SOCK_ADDR, addr,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_PER_CONNECTION,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MAX_PER_IP,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_timeout_s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s,
+        MHD_OPTION_URI_LOG_CALLBACK, on_request_line, &s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
         MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "dial9 serve: cannot listen on %s port %u: %s\n", bind, o->port, strerror(errno));
-        pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
+        sigprocmask(SIG_UNBLOCK, &stop, NULL);
         free(s.viewer_root);
         if (s.viewer_fd >= 0) close(s.viewer_fd);
         d9_trace_index_free(&s.index);
@@ -465,11 +577,10 @@ int d9_serve_run(const d9_serve_opts *o) {
     printf("dial9 serve: listening on http://%s%s%s:%u/ (runs: /runs, index: /api/index)\n",
            v6 ? "[" : "", bind, v6 ? "]" : "", port);
     fflush(stdout);
-    int sig = 0;
-    sigwait(&stop, &sig);
-    if (!o->quiet) fprintf(stderr, "dial9 serve: stopping (%s)\n", strsignal(sig));
+    run_loop(&s, d, &wait_mask);
+    if (!o->quiet) fprintf(stderr, "dial9 serve: stopping (%s)\n", strsignal(stop_signal ? stop_signal : SIGTERM));
     MHD_stop_daemon(d);
-    pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
+    sigprocmask(SIG_UNBLOCK, &stop, NULL);
     free(s.viewer_root);
     if (s.viewer_fd >= 0) close(s.viewer_fd);
     d9_trace_index_free(&s.index);

@@ -12,6 +12,9 @@ typedef struct d9_serve_opts {
     unsigned port;          /* 0: any free port (printed) */
     const char *viewer_dir; /* NULL: no viewer, only the API */
     bool quiet;             /* no request log */
+    unsigned request_timeout_s; /* a whole request must arrive within this (conn_guard.h) */
+    unsigned idle_timeout_s;    /* libmicrohttpd's: a connection with no traffic closes */
+    unsigned max_connections, max_per_client;
 } d9_serve_opts;
 
 /* Serve until SIGINT or SIGTERM. Returns the exit code (D9_EXIT_*). */

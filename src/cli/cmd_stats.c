@@ -204,7 +204,8 @@ static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_in
     c->by_name.items[in->counter].count++;
     c->events++;
     /* Timestamp 0 marks "no time" (SymbolTableEntry is written with it): not in the range. */
-    if (ev->schema->has_timestamp && ev->ts_ns != 0) {
+    /* Implausible times (a decode warning) are counted, not put in the range. */
+    if (ev->schema->has_timestamp && ev->ts_ns != 0 && !ev->implausible_ts) {
         if (!c->have_ts || ev->ts_ns < c->first_ts) c->first_ts = ev->ts_ns;
         if (!c->have_ts || ev->ts_ns > c->last_ts) c->last_ts = ev->ts_ns;
         c->have_ts = true;
@@ -256,6 +257,7 @@ static void sum_stats(const d9_file_result *r, size_t n, d9_dec_stats *t) {
         t->input_bytes += s->input_bytes;
         t->unresolved_refs += s->unresolved_refs;
         t->undefined_pool_ids += s->undefined_pool_ids;
+        t->implausible_times += s->implausible_times;
     }
 }
 
@@ -282,6 +284,10 @@ static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
                (double)(c->last_ts - c->first_ts) / 1e9);
     else
         printf("time       no timestamped events\n");
+    if (t.implausible_times)
+        printf("warning    %" PRIu64 " implausible timestamp(s), more than %llu h outside their file's"
+               " clock sync range: left out of the time range (see files above)\n",
+               t.implausible_times, (unsigned long long)(D9_DEC_TIME_SLACK_NS / 3600000000000ull));
     uint64_t *w = d9_u64_set_sorted(&c->workers);
     printf("workers    %zu", c->workers.count);
     for (size_t i = 0; w && i < c->workers.count; i++) printf("%s%" PRIu64, i ? " " : ": ", w[i]);
@@ -357,6 +363,7 @@ static void print_json(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     } else {
         d9_json_null(&j);
     }
+    d9_json_key(&j, "implausible_timestamps"); d9_json_u64(&j, t.implausible_times);
     uint64_t *w = d9_u64_set_sorted(&c->workers);
     d9_json_key(&j, "workers");
     d9_json_array_begin(&j);
@@ -419,6 +426,7 @@ static void print_json(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
         d9_json_key(&j, "gzip"); d9_json_bool(&j, r[i].stats.gzip);
         d9_json_key(&j, "events"); d9_json_u64(&j, r[i].stats.events);
         d9_json_key(&j, "streams"); d9_json_u64(&j, r[i].stats.streams);
+        d9_json_key(&j, "implausible_timestamps"); d9_json_u64(&j, r[i].stats.implausible_times);
         d9_json_key(&j, "bytes"); d9_json_u64(&j, r[i].stats.bytes);
         d9_json_key(&j, "input_bytes"); d9_json_u64(&j, r[i].stats.input_bytes);
         d9_json_object_end(&j);

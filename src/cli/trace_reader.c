@@ -43,6 +43,18 @@ int d9_read_trace_files(const d9_path_list *paths, d9_event_fn fn, void *ctx,
                      "%s%" PRIu64 " pool id(s) referenced but never defined in their stream",
                      n ? "; " : "", r->stats.undefined_pool_ids);
         }
+        if (r->stats.implausible_times > 0) {
+            /* a warning: the events are there, their times are not to be believed */
+            size_t n = strlen(r->message);
+            snprintf(r->message + n, sizeof r->message - n,
+                     "%swarning: %" PRIu64 " implausible timestamp(s), more than %llu h outside the"
+                     " file's clock sync range [%" PRIu64 ", %" PRIu64 "] ns (first: %" PRIu64
+                     " ns at offset %" PRIu64 ")",
+                     n ? "; " : "", r->stats.implausible_times,
+                     (unsigned long long)(D9_DEC_TIME_SLACK_NS / 3600000000000ull),
+                     r->stats.clock_sync_first_ns, r->stats.clock_sync_last_ns,
+                     r->stats.first_implausible_ts, r->stats.first_implausible_offset);
+        }
         if (d9_file_failed(r)) rc = D9_EXIT_DATA;
         d9_dec_close(d);
     }

@@ -75,6 +75,12 @@ struct d9_decoder {
 
     d9_schema_reg reg;
     d9_dec_stats st;
+
+    /* plausible times: [time_lo, time_hi] once a clock sync was seen (see d9_dec_stats) */
+    const d9_dec_schema *clock_sync; /* the ClockSyncEvent schema, its realtime_ns field */
+    int clock_sync_real;
+    uint64_t time_lo, time_hi;
+    uint64_t sync_first_real;
 };
 
 typedef struct cur {
@@ -531,6 +537,10 @@ static int parse_schema(cur *c) {
         d->types[type_id] = s;
         d->defined[d->ndefined++] = type_id;
     }
+    if (s->has_timestamp && s->name_len == 14 && memcmp(s->name, "ClockSyncEvent", 14) == 0) {
+        d->clock_sync = s;
+        d->clock_sync_real = d9_schema_field_index(s, "realtime_ns");
+    }
     if (s->field_count > d->values_cap) {
         uint32_t cap = d->values_cap ? d->values_cap : 16;
         while (cap < s->field_count) cap *= 2;
@@ -770,6 +780,47 @@ static int finish(d9_decoder *d) {
     return 0;
 }
 
+static uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/* A clock sync widens the plausible range, unless it is itself implausible: outside the range
+ * and with monotonic and wall-clock times that moved apart since the first one. */
+static bool clock_sync_plausible(d9_decoder *d, const d9_event *ev, uint64_t real) {
+    d9_dec_stats *st = &d->st;
+    if (st->clock_sync_first_ns == 0 && st->clock_sync_last_ns == 0) return true;
+    if (ev->ts_ns >= d->time_lo && ev->ts_ns <= d->time_hi) return true;
+    if (d->clock_sync_real < 0) return false;
+    __int128 apart = ((__int128)ev->ts_ns - st->clock_sync_first_ns) - ((__int128)real - d->sync_first_real);
+    return (apart < 0 ? -apart : apart) <= (__int128)D9_DEC_TIME_SLACK_NS;
+}
+
+/* Slow path of the time check: a clock sync, or a timestamp outside the plausible range. */
+static void check_time(d9_decoder *d, d9_event *ev) {
+    d9_dec_stats *st = &d->st;
+    if (ev->schema == d->clock_sync && ev->ts_ns != 0) {
+        uint64_t real = 0;
+        if (d->clock_sync_real >= 0) d9_value_uint(&ev->values[d->clock_sync_real], &real);
+        if (clock_sync_plausible(d, ev, real)) {
+            if (st->clock_sync_first_ns == 0 && st->clock_sync_last_ns == 0) {
+                st->clock_sync_first_ns = st->clock_sync_last_ns = ev->ts_ns;
+                d->sync_first_real = real;
+            }
+            if (ev->ts_ns < st->clock_sync_first_ns) st->clock_sync_first_ns = ev->ts_ns;
+            if (ev->ts_ns > st->clock_sync_last_ns) st->clock_sync_last_ns = ev->ts_ns;
+            d->time_lo = sat_sub(st->clock_sync_first_ns, D9_DEC_TIME_SLACK_NS);
+            d->time_hi = sat_add(st->clock_sync_last_ns, D9_DEC_TIME_SLACK_NS);
+            return;
+        }
+    } else if (ev->ts_ns == 0 || (ev->ts_ns >= d->time_lo && ev->ts_ns <= d->time_hi)) {
+        return;
+    }
+    ev->implausible_ts = true;
+    if (st->implausible_times++ == 0) {
+        st->first_implausible_ts = ev->ts_ns;
+        st->first_implausible_offset = ev->offset;
+    }
+}
+
 int d9_dec_next(d9_decoder *d, d9_event *ev) {
     if (UNLIKELY(d->status != D9_DEC_RUNNING)) return d->status == D9_DEC_ERROR ? -1 : 0;
     if (UNLIKELY(!d->sniffed) && sniff(d) < 0) return -1;
@@ -786,6 +837,10 @@ int d9_dec_next(d9_decoder *d, d9_event *ev) {
         if (LIKELY(tag == D9_FRAME_EVENT && d->in_stream)) {
             r = parse_event(&c, ev);
             if (LIKELY(r == P_OK)) {
+                ev->implausible_ts = false;
+                if (UNLIKELY(ev->schema == d->clock_sync) ||
+                    UNLIKELY(ev->ts_ns != 0 && (ev->ts_ns < d->time_lo || ev->ts_ns > d->time_hi)))
+                    check_time(d, ev);
                 d->pos = (size_t)(c.p - d->buf);
                 d->st.events++;
                 d->st.bytes = d->base + d->pos;
@@ -877,6 +932,8 @@ static d9_decoder *dec_new(const d9_dec_options *opt) {
     d9_pool_init(&d->stacks);
     d9_idset_init(&d->pending);
     d9_schema_reg_init(&d->reg, d->opt.max_schema_bytes);
+    d->clock_sync_real = -1;
+    d->time_hi = UINT64_MAX; /* no clock sync yet: every time is plausible */
     d->values_cap = 16;
     d->values = calloc(d->values_cap, sizeof *d->values);
     if (!d->values) {

@@ -143,6 +143,8 @@ typedef struct d9_event {
     uint64_t offset;         /* byte offset of the event frame in the decoded input */
     uint32_t stream;         /* 0-based index of the stream (header) the event belongs to */
     uint16_t type_id;        /* type id of the event in its stream */
+    bool implausible_ts;     /* ts_ns is more than D9_DEC_TIME_SLACK_NS outside the file's
+                                clock sync range (see d9_dec_stats.implausible_times) */
 } d9_event;
 
 /* The value of field `name`, or NULL when the schema has no such field. Compares strings:
@@ -255,7 +257,18 @@ typedef struct d9_dec_stats {
     uint64_t undefined_pool_ids; /* distinct pool ids referenced but never defined in their
                                     stream (a format error the stream could not fix) */
     bool gzip;                   /* the input was gzip-compressed */
+    /* A decode warning, not an error: timestamps more than D9_DEC_TIME_SLACK_NS outside the
+     * range of the file's ClockSyncEvent timestamps (checked from the first one on; a clock
+     * sync is itself implausible when it is outside that range and its monotonic and wall
+     * clock times disagree with the first one's by more than the slack). */
+    uint64_t implausible_times;
+    uint64_t first_implausible_ts, first_implausible_offset;
+    uint64_t clock_sync_first_ns, clock_sync_last_ns; /* the range (both 0: no clock sync) */
 } d9_dec_stats;
+
+/* How far outside its clock sync range a timestamp may be before it is implausible: more than
+ * any segment of ours spans (they rotate within minutes unless told otherwise). */
+#define D9_DEC_TIME_SLACK_NS (24ull * 3600 * 1000000000)
 
 const d9_dec_stats *d9_dec_get_stats(const d9_decoder *d);
 

@@ -211,6 +211,27 @@ cp "$T/corrupt.bin" "$T/traces/run-b/trace.1.bin"
 expect_rc 1 "directory with a corrupt segment" "$DIAL9" stats "$T/traces"
 check "corrupt segment: others counted" grep -Eq '^events +10$' "$T/out"
 
+# ---- an absurd timestamp: a reset to 2^63 after the clock sync ----
+OUT=$T/absurd.bin
+: >"$OUT"
+header
+schema 0 PollEndEvent 1 worker_id:9
+schema 1 ClockSyncEvent 1 realtime_ns:9
+reset 500000000000000
+event 1 0; varint 1700000000000000000
+event 0 1000; varint 0
+event 0 1000; varint 0
+reset $((1 << 63))
+event 0 0; varint 0
+expect_rc 0 "stats with an absurd timestamp (a warning)" "$DIAL9" stats "$OUT"
+check "absurd timestamp: a warning line" grep -q "^warning    1 implausible timestamp(s), more than 24 h outside" "$T/out"
+check "absurd timestamp: the file says where" grep -q "absurd.bin: ok: warning: 1 implausible timestamp(s).*first: 9223372036854775808 ns at offset" "$T/out"
+check "absurd timestamp: not in the span" grep -q "span 2000 ns" "$T/out"
+expect_rc 0 "stats --json with an absurd timestamp" "$DIAL9" stats --json "$OUT"
+check "absurd timestamp: JSON count" grep -q '"implausible_timestamps": 1' "$T/out"
+expect_rc 0 "dump with an absurd timestamp" "$DIAL9" dump "$OUT"
+check "absurd timestamp: dump warns" grep -q "warning: 1 implausible timestamp" "$T/err"
+
 # ---- the real dial9 trace ----
 if [ -f "$FIXTURE" ]; then
     expect_rc 0 "stats fixture" "$DIAL9" stats "$FIXTURE"

@@ -996,6 +996,102 @@ static void test_inputs(void) {
     d9_buf_free(&b);
 }
 
+/* One stream: a clock sync at `sync` (wall clock `real`), then PollEnd events at `ts[i]`. */
+static void build_timed(d9_buf *b, uint64_t sync, uint64_t real, const uint64_t *ts, int n) {
+    d9_stream_state ss;
+    d9_enc_header(b, &ss);
+    d9_enc_schema(b, 0, builtin(D9_SCH_CLOCK_SYNC));
+    d9_enc_schema(b, 1, builtin(D9_SCH_POLL_END));
+    d9_enc_event(b, &ss, 0, sync);
+    d9_put_varint(b, real);
+    for (int i = 0; i < n; i++) {
+        d9_enc_event(b, &ss, 1, ts[i]);
+        d9_put_varint(b, 0);
+    }
+}
+
+typedef struct timed_result {
+    uint64_t events, flagged, flagged_ts;
+    d9_dec_stats st;
+} timed_result;
+
+static timed_result decode_timed(const d9_buf *b) {
+    timed_result r = {0};
+    d9_decoder *d = d9_dec_open_mem(b->data, b->len, NULL, NULL, 0);
+    d9_event ev;
+    while (d9_dec_next(d, &ev) > 0) {
+        r.events++;
+        if (ev.implausible_ts) {
+            r.flagged++;
+            r.flagged_ts = ev.ts_ns;
+        }
+    }
+    CHECK(d9_dec_state(d) == D9_DEC_END); /* a warning, not an error */
+    r.st = *d9_dec_get_stats(d);
+    d9_dec_close(d);
+    return r;
+}
+
+/* Times outside the file's clock sync range by more than D9_DEC_TIME_SLACK_NS are flagged
+ * (the hostile case: a timestamp reset to 2^63), and only those. */
+static void test_implausible_timestamps(void) {
+    const uint64_t sync = 500000000000000ull, real = 1700000000000000000ull;
+    d9_buf b;
+    d9_buf_init(&b);
+    uint64_t ts[] = {sync + 1000, sync + 2000, 1ull << 63, sync + 3000, sync - 60000000000ull};
+    build_timed(&b, sync, real, ts, 5);
+    timed_result r = decode_timed(&b);
+    CHECK_EQ_U64(r.events, 6);
+    CHECK_EQ_U64(r.flagged, 1);
+    CHECK_EQ_U64(r.flagged_ts, 1ull << 63);
+    CHECK_EQ_U64(r.st.implausible_times, 1);
+    CHECK_EQ_U64(r.st.first_implausible_ts, 1ull << 63);
+    CHECK_EQ_U64(r.st.clock_sync_first_ns, sync);
+    CHECK_EQ_U64(r.st.clock_sync_last_ns, sync);
+
+    /* Just inside the slack on both sides: plausible. Just past it: not. */
+    d9_buf_clear(&b);
+    uint64_t edge[] = {sync - D9_DEC_TIME_SLACK_NS, sync + D9_DEC_TIME_SLACK_NS,
+                       sync - D9_DEC_TIME_SLACK_NS - 1, sync + D9_DEC_TIME_SLACK_NS + 1};
+    build_timed(&b, sync, real, edge, 4);
+    r = decode_timed(&b);
+    CHECK_EQ_U64(r.st.implausible_times, 2);
+
+    /* Two segments a week apart concatenated: the second clock sync agrees with the wall
+     * clock, so it widens the range and its events are plausible. */
+    d9_buf_clear(&b);
+    uint64_t week = 7ull * 24 * 3600 * 1000000000;
+    uint64_t a[] = {sync + 10}, later[] = {sync + week + 10};
+    build_timed(&b, sync, real, a, 1);
+    build_timed(&b, sync + week, real + week, later, 1);
+    r = decode_timed(&b);
+    CHECK_EQ_U64(r.st.implausible_times, 0);
+    CHECK_EQ_U64(r.st.clock_sync_last_ns, sync + week);
+
+    /* A clock sync reset to 2^63 whose wall clock says seconds later: it is the implausible
+     * one, and it does not make its events look right. */
+    d9_buf_clear(&b);
+    uint64_t absurd[] = {(1ull << 63) + 10};
+    build_timed(&b, sync, real, a, 1);
+    build_timed(&b, 1ull << 63, real + 1000000000, absurd, 1);
+    r = decode_timed(&b);
+    CHECK_EQ_U64(r.st.implausible_times, 2);
+    CHECK_EQ_U64(r.st.clock_sync_last_ns, sync);
+
+    /* No clock sync at all (nothing to compare with): nothing is flagged. */
+    d9_buf_clear(&b);
+    d9_stream_state ss;
+    d9_enc_header(&b, &ss);
+    d9_enc_schema(&b, 1, builtin(D9_SCH_POLL_END));
+    for (int i = 0; i < 2; i++) {
+        d9_enc_event(&b, &ss, 1, i ? 1ull << 63 : 1000);
+        d9_put_varint(&b, 0);
+    }
+    r = decode_timed(&b);
+    CHECK_EQ_U64(r.st.implausible_times, 0);
+    d9_buf_free(&b);
+}
+
 /* A damaged gzip trailer (CRC or length) after intact data: every event that inflates is
  * read, and the damage is still reported as an error (no silent success). Big enough that
  * the last inflate call covers many frames (it once lost them with the error). */
@@ -1097,6 +1193,7 @@ int main(int argc, char **argv) {
     test_random_input();
     test_inputs();
     test_gzip_bad_trailer();
+    test_implausible_timestamps();
     test_open_path_refuses_non_regular();
     return d9t_summary("test_decoder");
 }

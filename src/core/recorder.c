@@ -195,8 +195,8 @@ int d9_start(const d9_config *cfg) {
     r->pipeline = d9_pipeline_start(&r->cfg);
     if (r->pipeline) {
         d9_pipeline_set_on_resized(r->pipeline, on_segment_resized, r);
-        /* Symbols appended to a sealed segment: a few KB; 1/32 of a segment is plenty. */
-        d9_collector_expect_growth(r->col, r->cfg.max_file_size / 32);
+        /* Symbols appended to sealed segments: room for them in each file and in the budget. */
+        d9_collector_expect_growth(r->col, d9_pipeline_max_growth(r->pipeline));
         d9_collector_set_on_sealed(r->col, d9_pipeline_on_sealed, r->pipeline);
     }
     d9_sources_start(&r->cfg, r->col);

@@ -38,6 +38,8 @@ struct d9_pipeline {
     d9_symbolizer *sym;  /* the worker's only */
     d9_pipeline_resized_fn on_resized;
     void *on_resized_ctx;
+    uint64_t max_file_size; /* symbols never take a segment past it */
+    uint64_t max_growth;    /* nor grow it by more than this */
 };
 
 static bool should_give_up(void *ctx) {
@@ -59,14 +61,19 @@ static void symbolize_one(d9_pipeline *p, const char *path) {
     }
     d9_symbolize_stats st;
     char err[512] = "out of memory";
-    int rc = p->sym ? d9_symbolize_file_in_place(p->sym, path, &st, should_give_up, p, err, sizeof err) : -1;
+    memset(&st, 0, sizeof st);
+    int rc = p->sym ? d9_symbolize_file_in_place(p->sym, path, p->max_file_size, p->max_growth, &st,
+                                                 should_give_up, p, err, sizeof err)
+                    : -1;
+    /* Done with the file, whatever happened: its size is final, so the writer's disk budget
+     * counts it as it is from now on (it held room for the symbols until now). */
+    struct stat sb;
+    if (p->on_resized && stat(path, &sb) == 0) p->on_resized(path, (uint64_t)sb.st_size, p->on_resized_ctx);
     if (rc != 0 && should_give_up(p)) {
         r.files_skipped = 1; /* out of time at stop: left unchanged */
     } else if (rc == 0) {
         r.files_symbolized = 1;
-        struct stat sb;
-        if (st.bytes > 0 && p->on_resized && stat(path, &sb) == 0)
-            p->on_resized(path, (uint64_t)sb.st_size, p->on_resized_ctx);
+        r.no_room = st.no_room;
         r.addresses = st.addresses;
         r.named = st.named;
         r.entries = st.entries;
@@ -115,6 +122,12 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
     d9_symbolize_report_reset();
     d9_pipeline *p = calloc(1, sizeof *p);
     if (!p) return NULL;
+    p->max_file_size = cfg->max_file_size;
+    /* Symbols take a few KB per segment: 1/32 of a large one is plenty, up to half of a small
+     * one (what does not fit can still be named offline by `dial9 symbolize -o`). */
+    uint64_t growth = cfg->max_file_size / 32;
+    if (growth < 65536) growth = cfg->max_file_size / 2 < 65536 ? cfg->max_file_size / 2 : 65536;
+    p->max_growth = growth ? growth : 1;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);
     /* d9_pipeline_stop's deadline must not move with the wall clock. */
@@ -140,6 +153,8 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
     pthread_setname_np(p->thread, "dial9-symbols");
     return p;
 }
+
+uint64_t d9_pipeline_max_growth(const d9_pipeline *p) { return p ? p->max_growth : 0; }
 
 void d9_pipeline_set_on_resized(d9_pipeline *p, d9_pipeline_resized_fn fn, void *ctx) {
     if (!p) return;

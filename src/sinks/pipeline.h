@@ -14,10 +14,14 @@ typedef struct d9_pipeline d9_pipeline;
 d9_pipeline *d9_pipeline_start(const d9_config *cfg);
 /* The segment writer's on_sealed callback: queue `path` (copied). Cheap, never blocks long. */
 void d9_pipeline_on_sealed(const char *path, void *pipeline);
-/* Told, on the pipeline's thread, when a step changed a sealed file's size (symbols
- * appended), so the disk budget counts it. Set right after d9_pipeline_start. */
+/* Told, on the pipeline's thread, the size of each sealed file once its steps are done
+ * (symbols appended or not), so the disk budget counts it as it is. Symbols never take a
+ * file past cfg->max_file_size. Set right after d9_pipeline_start. */
 typedef void (*d9_pipeline_resized_fn)(const char *path, uint64_t new_size, void *ctx);
 void d9_pipeline_set_on_resized(d9_pipeline *p, d9_pipeline_resized_fn fn, void *ctx);
+/* The most a sealed file grows by in the pipeline (0 for NULL): the writer keeps that much
+ * room in each segment and in the disk budget. */
+uint64_t d9_pipeline_max_growth(const d9_pipeline *p);
 /* Finish the queued segments (bounded time), stop the thread, free. NULL is fine. */
 void d9_pipeline_stop(d9_pipeline *p);
 

@@ -151,6 +151,14 @@ d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t err
     return w;
 }
 
+/* What a sealed file of `size` bytes is counted as until its final size is noted: room for
+ * the growth it may still get (never past max_file_size, which the growth respects). */
+static uint64_t counted_size(const d9_segment_writer *w, uint64_t size) {
+    if (w->growth_reserve == 0 || size >= w->max_file_size) return size;
+    uint64_t left = w->max_file_size - size;
+    return size + (left < w->growth_reserve ? left : w->growth_reserve);
+}
+
 /* rename() that never replaces an existing file (a trace file we did not write). */
 static int rename_noreplace(const char *from, const char *to) {
     if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return 0;
@@ -215,7 +223,8 @@ static void seal_segment(d9_segment_writer *w) {
     }
     int64_t mtime = have_stat ? (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec
                               : realtime_ns();
-    d9_tf_index_add(&w->files, w->run_slot, seq, kind, size, mtime);
+    uint64_t counted = kind == D9_TF_SEALED ? counted_size(w, size) : size;
+    d9_tf_index_add(&w->files, w->run_slot, seq, kind, counted, mtime);
     w->stats.segments_sealed++;
     if (kind == D9_TF_SEALED && w->on_sealed) w->on_sealed(sealed, w->on_sealed_ctx);
 }
@@ -245,10 +254,10 @@ void d9_segw_set_on_sealed(d9_segment_writer *w, d9_segw_sealed_fn fn, void *ctx
 }
 
 void d9_segw_set_growth_reserve(d9_segment_writer *w, uint64_t bytes) {
-    /* Never more than the budget can spare beside one full segment. */
-    uint64_t spare = w->max_total_size - w->max_file_size;
-    w->growth_reserve = bytes < spare ? bytes : spare;
+    /* Never the whole segment: data must still fit. */
+    w->growth_reserve = bytes < w->max_file_size / 2 ? bytes : w->max_file_size / 2;
 }
+
 
 void d9_segw_note_resized(d9_segment_writer *w, const char *path, uint64_t new_size) {
     const char *slash = strrchr(path, '/');
@@ -291,7 +300,8 @@ uint64_t d9_segw_epoch(const d9_segment_writer *w) { return w->epoch; }
 bool d9_segw_at_segment_start(const d9_segment_writer *w) { return w->size == 0; }
 
 uint64_t d9_segw_room(const d9_segment_writer *w) {
-    return w->size >= w->max_file_size ? 0 : w->max_file_size - w->size;
+    uint64_t limit = w->max_file_size - w->growth_reserve; /* the rest is for symbols */
+    return w->size >= limit ? 0 : limit - w->size;
 }
 
 bool d9_segw_rotation_due(const d9_segment_writer *w, uint64_t now_mono_ns) {
@@ -353,10 +363,10 @@ static int open_segment(d9_segment_writer *w) {
 static bool make_room(d9_segment_writer *w, size_t len) {
     for (;;) {
         if (len > w->max_total_size) return false;
-        uint64_t kept = w->files.pinned_bytes + w->size + len;
+        /* The open segment as it will be counted once sealed (room for its symbols). */
+        uint64_t kept = w->files.pinned_bytes + counted_size(w, w->size + len);
         if (kept > w->max_total_size || kept < w->size) return false;
-        uint64_t reserve = w->max_total_size - kept < w->growth_reserve ? 0 : w->growth_reserve;
-        if (w->files.bytes + reserve <= w->max_total_size - kept) return true;
+        if (w->files.bytes <= w->max_total_size - kept) return true;
         bool unlinked;
         if (!d9_tf_index_delete_oldest(&w->files, w->run_id, &unlinked)) return false;
         if (unlinked) w->stats.files_deleted++;

@@ -61,15 +61,17 @@ void d9_segw_set_on_sealed(d9_segment_writer *w, d9_segw_sealed_fn fn, void *ctx
  * from any thread; the writer counts the new size against max_total_size before its next
  * write. */
 void d9_segw_note_resized(d9_segment_writer *w, const char *path, uint64_t new_size);
-/* Keep `bytes` of the budget free for such growth until it is noted (default 0), so the bytes
- * on disk stay within max_total_size in between too. */
+/* Each sealed file may grow by up to `bytes` (default 0) and never past max_file_size: the
+ * writer leaves that much room in each segment (d9_segw_room) and counts every sealed file as
+ * that much larger until its final size is noted, so the bytes on disk stay within
+ * max_total_size at every moment. */
 void d9_segw_set_growth_reserve(d9_segment_writer *w, uint64_t bytes);
 
 /* Changes whenever the next write lands in a new file or after a failed write. */
 uint64_t d9_segw_epoch(const d9_segment_writer *w);
 /* True when the next write starts a segment file (no bytes in it yet). */
 bool d9_segw_at_segment_start(const d9_segment_writer *w);
-/* Bytes that still fit in the current segment (max_file_size - size so far). */
+/* Bytes that still fit in the current segment (max_file_size - growth reserve - size so far). */
 uint64_t d9_segw_room(const d9_segment_writer *w);
 /* True when the current segment is older than rotation_ns and holds bytes. */
 bool d9_segw_rotation_due(const d9_segment_writer *w, uint64_t now_mono_ns);

@@ -28,7 +28,16 @@ struct d9_symbol_stream {
     entry batch[BATCH];
     size_t nbatch;
     uint64_t entries;
+    /* Under a limit: `bound` is the most the finished stream can take so far (exact for what is
+     * encoded, worst case for the batch and strings not encoded yet). */
+    uint64_t limit, bound;
 };
+
+/* Worst-case encoded sizes. */
+#define HEADER_SCHEMA_MAX 256                  /* header + SymbolTableEntry schema (~110) */
+#define POOL_FRAME_MAX 5                       /* tag + count */
+#define POOL_ENTRY_MAX(len) (4 + 4 + (len))    /* id, length, bytes */
+#define ENTRY_MAX (D9_RAW_EVENT_MAX + 10 + 1 + 4 + 10 + 4 + 10)
 
 #define NO_ID UINT32_MAX
 
@@ -68,7 +77,35 @@ static uint32_t intern(d9_symbol_stream *w, const char *s) {
 d9_symbol_stream *d9_symbol_stream_new(void) {
     d9_symbol_stream *w = calloc(1, sizeof *w);
     if (w) d9_buf_init(&w->out);
+    if (w) w->limit = UINT64_MAX;
     return w;
+}
+
+void d9_symbol_stream_set_limit(d9_symbol_stream *w, uint64_t max_bytes) { w->limit = max_bytes; }
+
+/* An interned string's id, or NO_ID when it is not interned yet. */
+static uint32_t find(const d9_symbol_stream *w, const char *s) {
+    uint64_t *head = d9_u64_table_get(&w->by_hash, hash_str(s));
+    for (uint32_t id = head ? (uint32_t)*head : NO_ID; id != NO_ID; id = w->next_same_hash[id])
+        if (strcmp(w->strings[id], s) == 0) return id;
+    return NO_ID;
+}
+
+/* The most adding the frames of r can grow the stream by (a string new to the stream counted
+ * once per use: an over-estimate only). */
+static uint64_t cost_of(const d9_symbol_stream *w, const d9_sym_result *r) {
+    uint64_t cost = w->entries == 0 && w->nbatch == 0 ? HEADER_SCHEMA_MAX : 0;
+    size_t batch = w->nbatch;
+    for (uint32_t d = 0; d < r->count; d++) {
+        const d9_sym_frame *f = &r->frames[d];
+        const char *file = f->file ? f->file : "";
+        if (batch % BATCH == 0) cost += POOL_FRAME_MAX; /* a new batch, a new pool frame */
+        batch++;
+        if (find(w, f->name) == NO_ID) cost += POOL_ENTRY_MAX(strlen(f->name));
+        if (find(w, file) == NO_ID) cost += POOL_ENTRY_MAX(strlen(file));
+        cost += ENTRY_MAX;
+    }
+    return cost;
 }
 
 static void flush_batch(d9_symbol_stream *w) {
@@ -98,17 +135,23 @@ static void flush_batch(d9_symbol_stream *w) {
     w->nbatch = 0;
 }
 
-void d9_symbol_stream_add(d9_symbol_stream *w, uint64_t addr, const d9_sym_result *r) {
+bool d9_symbol_stream_add(d9_symbol_stream *w, uint64_t addr, const d9_sym_result *r) {
+    if (w->limit != UINT64_MAX) {
+        uint64_t cost = cost_of(w, r);
+        if (w->bound + cost > w->limit) return false;
+        w->bound += cost;
+    }
     for (uint32_t d = 0; d < r->count; d++) {
         const d9_sym_frame *f = &r->frames[d];
         uint32_t name = intern(w, f->name), file = intern(w, f->file ? f->file : "");
         if (name == NO_ID || file == NO_ID) {
             w->failed = true;
-            return;
+            return true;
         }
         if (w->nbatch == BATCH) flush_batch(w);
         w->batch[w->nbatch++] = (entry){.addr = addr, .name = name, .file = file, .line = f->line, .depth = d};
     }
+    return true;
 }
 
 const uint8_t *d9_symbol_stream_bytes(d9_symbol_stream *w, size_t *len, uint64_t *entries) {

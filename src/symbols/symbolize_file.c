@@ -61,7 +61,10 @@ bool d9_symbolize_input(d9_symbolizer *sym, const d9_sym_input *in, bool all, d9
             st->skipped++; /* still no better name than the one the file has */
             continue;
         }
-        d9_symbol_stream_add(out, list[i], r);
+        if (!d9_symbol_stream_add(out, list[i], r)) {
+            st->no_room++; /* `dial9 symbolize -o` can still name it in a copy */
+            continue;
+        }
         st->addresses++;
         if (r->named) st->named++;
         else st->fallback++;
@@ -86,8 +89,9 @@ int d9_append_stream(int fd, const void *data, size_t len, uint64_t old_size) {
     return 0;
 }
 
-int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, d9_symbolize_stats *st,
-                               bool (*stop)(void *ctx), void *stop_ctx, char *err, size_t errlen) {
+int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, uint64_t max_size,
+                               uint64_t max_growth, d9_symbolize_stats *st, bool (*stop)(void *ctx),
+                               void *stop_ctx, char *err, size_t errlen) {
     memset(st, 0, sizeof *st);
     int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
     if (fd < 0) {
@@ -129,6 +133,12 @@ int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, d9_symboliz
         goto done;
     }
     out = d9_symbol_stream_new();
+    if (out && (max_size || max_growth)) {
+        uint64_t size = (uint64_t)sb.st_size, limit = max_growth ? max_growth : UINT64_MAX;
+        uint64_t left = max_size > size ? max_size - size : 0;
+        if (max_size && left < limit) limit = left;
+        d9_symbol_stream_set_limit(out, limit);
+    }
     if (!out || !d9_symbolize_input(sym, &in, false, out, st)) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto done;

@@ -20,6 +20,7 @@ typedef struct d9_symbolize_stats {
     uint64_t skipped;    /* already named in the file (or still only by a fallback name) */
     uint64_t entries;    /* SymbolTableEntry events written (one per inline depth) */
     uint64_t bytes;      /* bytes appended */
+    uint64_t no_room;    /* resolved but left out: the file would have grown past its limit */
 } d9_symbolize_stats;
 
 /* Resolve the addresses of `in` that need a name into `out` (sorted by address): those the file
@@ -34,9 +35,12 @@ bool d9_symbolize_input(d9_symbolizer *sym, const d9_sym_input *in, bool all, d9
 int d9_append_stream(int fd, const void *data, size_t len, uint64_t old_size);
 
 /* The in-process step: lock `path` (flock; a busy file is left alone), scan it, resolve,
- * append. `stop` (may be NULL) is polled between addresses: when it returns true the file is
- * left unchanged. 0 when done or nothing to do; -1 with a message in err. */
-int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, d9_symbolize_stats *st,
-                               bool (*stop)(void *ctx), void *stop_ctx, char *err, size_t errlen);
+ * append. The file grows by at most `max_growth` bytes and never past `max_size` (0: no
+ * limit): names that would not fit are left out (st->no_room). `stop` (may be NULL) is polled
+ * between addresses: when it returns true the file is left unchanged. 0 when done or nothing
+ * to do; -1 with a message in err. */
+int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, uint64_t max_size,
+                               uint64_t max_growth, d9_symbolize_stats *st, bool (*stop)(void *ctx),
+                               void *stop_ctx, char *err, size_t errlen);
 
 #endif

@@ -22,6 +22,7 @@ void d9_symbolize_report_add(const d9_symbolize_report *d) {
     g_report.named += d->named;
     g_report.entries += d->entries;
     g_report.bytes_appended += d->bytes_appended;
+    g_report.no_room += d->no_room;
     if (d->last_error[0]) memcpy(g_report.last_error, d->last_error, sizeof g_report.last_error);
     pthread_mutex_unlock(&g_lock);
 }

@@ -14,6 +14,7 @@ typedef struct d9_symbolize_report {
     uint64_t named;            /* of those, named by a symbol (the rest got module+0x...) */
     uint64_t entries;          /* SymbolTableEntry events written */
     uint64_t bytes_appended;
+    uint64_t no_room;          /* resolved but left out: the segment was at its size limit */
     char last_error[512];
 } d9_symbolize_report;
 

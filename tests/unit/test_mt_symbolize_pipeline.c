@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -227,6 +228,15 @@ static char *exe_path(void) {
 
 /* ------------------------------------------------------------------ part 1 */
 
+/* Symbols appended to a sealed segment count in its size limit. */
+static void check_within_limit(const char *path, uint64_t max_file_size) {
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0);
+    if ((uint64_t)sb.st_size > max_file_size)
+        fprintf(stderr, "%s: %lld bytes, over the %" PRIu64 " limit\n", path, (long long)sb.st_size, max_file_size);
+    CHECK((uint64_t)sb.st_size <= max_file_size);
+}
+
 static void test_pipeline(void) {
     char *dir = d9t_mkdtemp("sympipe");
     d9_config cfg;
@@ -243,6 +253,7 @@ static void test_pipeline(void) {
     d9_pipeline *pipe = d9_pipeline_start(&cfg);
     CHECK(pipe != NULL);
     d9_collector_set_on_sealed(col, d9_pipeline_on_sealed, pipe);
+    d9_collector_expect_growth(col, d9_pipeline_max_growth(pipe));
     d9_memory_map_source_start(&cfg, col);
 
     fake f = {.base = {.name = "fake", .collect = fake_collect, .close = fake_close}};
@@ -318,6 +329,7 @@ static void test_pipeline(void) {
         file_seen fs = {0};
         seen_ctx c = {&fs, exe, exe_id, libc_path, libc_id, dl_path, dl_id};
         CHECK(d9t_decode_file(files[i], on_event, &c) == D9_DEC_END);
+        check_within_limit(files[i], cfg.max_file_size);
         /* every segment stands alone: its own full map, with build ids */
         CHECK(fs.maps >= 3);
         CHECK(fs.has_exe && fs.exe_id_ok);
@@ -407,6 +419,7 @@ static void test_recorder(void) {
         file_seen fs = {0};
         seen_ctx c = {&fs, exe, exe_id, "", "", dl_path, dl_id};
         CHECK(d9t_decode_file(files[i], on_event, &c) == D9_DEC_END);
+        check_within_limit(files[i], cfg.max_file_size);
         CHECK(fs.maps >= 3 && fs.has_exe && fs.exe_id_ok);
         with_dl += fs.has_dl;
         dumps += fs.task_dumps;
@@ -422,6 +435,7 @@ static void test_recorder(void) {
     CHECK_EQ_U64(rep.files_failed, 0);
     CHECK_EQ_U64(rep.files_dropped + rep.files_skipped, 0);
     CHECK_EQ_U64(rep.files_symbolized, (uint64_t)n);
+    CHECK_EQ_U64(rep.no_room, 0); /* the room kept in each segment was enough */
     if (h) CHECK(with_dl >= 1);
     if (dumps == 0) printf("skip: no TaskDumpEvent recorded (d9_task_suspend not ready)\n");
     else CHECK(dumps_named > 0);

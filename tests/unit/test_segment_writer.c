@@ -801,6 +801,73 @@ static void test_write_failure_truncates(void) {
     rm_rf(dir);
 }
 
+/* ---------- growth after sealing (symbols appended by the pipeline) ---------- */
+
+/* A lagging pipeline: each sealed file grows at once by GROWTH bytes, but the writer hears of
+ * the new sizes only every few seals (the pipeline notes them when it gets to them). */
+#define GROWTH 300
+struct lagging {
+    d9_segment_writer *w;
+    char pending[8][512];
+    int npending;
+};
+
+static void grow_on_sealed(const char *path, void *ctx) {
+    struct lagging *l = ctx;
+    int fd = open(path, O_WRONLY | O_APPEND);
+    static const uint8_t zeros[GROWTH];
+    CHECK(fd >= 0 && write(fd, zeros, GROWTH) == GROWTH);
+    close(fd);
+    snprintf(l->pending[l->npending++], sizeof l->pending[0], "%s", path);
+    if (l->npending == 4) {
+        for (int i = 0; i < l->npending; i++) d9_segw_note_resized(l->w, l->pending[i], (uint64_t)file_size(l->pending[i]));
+        l->npending = 0;
+    }
+}
+
+/* Files that grow after sealing stay within max_file_size (the writer keeps the room in each
+ * segment) and within max_total_size at every moment, before their growth is noted too. */
+static void test_growth_after_sealing(void) {
+    char dir[256];
+    make_temp_dir(dir, sizeof dir);
+    d9_segw_config cfg = {.trace_dir = dir, .run_id = "grow", .max_file_size = 2000, .max_total_size = 9000};
+    char err[256];
+    d9_segment_writer *w = d9_segw_open(&cfg, err, sizeof err);
+    CHECK(w != NULL);
+    struct lagging l = {.w = w};
+    d9_segw_set_on_sealed(w, grow_on_sealed, &l);
+    d9_segw_set_growth_reserve(w, GROWTH);
+    CHECK_EQ_U64(d9_segw_room(w), 2000 - GROWTH);
+    uint8_t buf[200];
+    fill_pattern(buf, sizeof buf, 1);
+    uint64_t worst = 0;
+    for (int i = 0; i < 400; i++) {
+        if (d9_segw_room(w) < sizeof buf) d9_segw_rotate(w);
+        CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+        uint64_t on_disk = tree_bytes(dir, true);
+        if (on_disk > worst) worst = on_disk;
+    }
+    d9_segw_stats st;
+    d9_segw_get_stats(w, &st);
+    printf("growth after sealing: %" PRIu64 " segments, %" PRIu64 " deleted, at most %" PRIu64
+           " bytes on disk (budget 9000)\n", st.segments_sealed, st.files_deleted, worst);
+    CHECK(st.segments_sealed > 20 && st.files_deleted > 10);
+    CHECK(worst <= cfg.max_total_size);
+    d9_segw_close(w);
+    char run_dir[512];
+    snprintf(run_dir, sizeof run_dir, "%s/grow", dir);
+    DIR *d = opendir(run_dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", run_dir, e->d_name);
+        CHECK(file_size(path) <= 2000);
+    }
+    if (d) closedir(d);
+    rm_rf(dir);
+}
+
 int main(void) {
     test_naming_and_basics();
     test_many_writes_tiny_limits();
@@ -810,5 +877,6 @@ int main(void) {
     test_live_writer_is_not_deleted();
     test_deleted_directory();
     test_write_failure_truncates();
+    test_growth_after_sealing();
     return d9t_summary("test_segment_writer");
 }

@@ -1119,26 +1119,36 @@
       if (this.hooks.onClick) this.hooks.onClick(hit, e);
     }
 
-    onOverviewDown(e) {
-      if (!this.model) return;
-      this.els.overview.setPointerCapture(e.pointerId);
-      const x = e.offsetX;
+    /*
+     * What a press on the overview at x does: a window edge that lies inside the strip resizes
+     * the window, Shift inside the window moves it, anything else picks a new range. A plain drag
+     * never moves the window, or a drag would do nothing at the starting view, where the window
+     * covers the whole strip.
+     */
+    overviewMode(x, shift) {
       const bx0 = this.overviewX(this.t0);
       const bx1 = this.overviewX(this.t1);
-      let mode = 'new';
-      if (Math.abs(x - bx0) < 6) mode = 'left';
-      else if (Math.abs(x - bx1) < 6) mode = 'right';
-      else if (x > bx0 && x < bx1) mode = 'move';
-      this.ovDrag = { mode, x, t0: this.t0, t1: this.t1, anchor: this.overviewT(x) };
+      const inside0 = bx0 > GUTTER + 6;
+      const inside1 = bx1 < this.w - 8 - 6;
+      if (inside0 && Math.abs(x - bx0) < 6) return 'left';
+      if (inside1 && Math.abs(x - bx1) < 6) return 'right';
+      if (shift && x > bx0 && x < bx1) return 'move';
+      return 'new';
+    }
+
+    onOverviewDown(e) {
+      if (!this.model || e.button !== 0) return;
+      this.els.overview.setPointerCapture(e.pointerId);
+      const x = e.offsetX;
+      this.ovDrag = { mode: this.overviewMode(x, e.shiftKey), x, t0: this.t0, t1: this.t1, anchor: this.overviewT(x) };
     }
 
     onOverviewMove(e) {
       const x = e.offsetX;
       const d = this.ovDrag;
       if (!d) {
-        const bx0 = this.overviewX(this.t0);
-        const bx1 = this.overviewX(this.t1);
-        this.els.overview.style.cursor = Math.abs(x - bx0) < 6 || Math.abs(x - bx1) < 6 ? 'ew-resize' : x > bx0 && x < bx1 ? 'grab' : 'crosshair';
+        const mode = this.model ? this.overviewMode(x, e.shiftKey) : 'new';
+        this.els.overview.style.cursor = mode === 'left' || mode === 'right' ? 'ew-resize' : mode === 'move' ? 'grab' : 'crosshair';
         return;
       }
       const t = this.overviewT(x);

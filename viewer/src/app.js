@@ -86,10 +86,13 @@
   }
 
   function showError(title, message, hint, partial) {
-    // With a trace on screen, a failed load of another one only needs a banner.
-    if (state.model && !partial && state.status !== 'error') {
+    const usable = partial && partial.counts && partial.counts.events > 0;
+    const showPartial = () => showTrace(partial, { partial: true, error: message });
+    // With a trace on screen, a failed load of another one keeps it: the error is a banner.
+    if (state.model) {
       setStatus('ready');
-      banner('error', [title + ': ' + message]);
+      banner('error', [title + ': ' + message + (hint ? ' ' + hint : '')],
+        usable ? { label: 'Show the ' + F.count(partial.counts.events) + ' events read before the error', run: showPartial } : null);
       return;
     }
     setStatus('error');
@@ -97,14 +100,14 @@
     $('error-message').textContent = message;
     $('error-hint').textContent = hint || '';
     const btn = $('error-partial');
-    const usable = partial && partial.counts && partial.counts.events > 0;
     btn.hidden = !usable;
     btn.textContent = usable ? 'Show the ' + F.count(partial.counts.events) + ' events read before the error' : '';
-    btn.onclick = usable ? () => showTrace(partial, { partial: true, error: message }) : null;
+    btn.onclick = usable ? showPartial : null;
     document.title = 'dial9 trace viewer — error';
   }
 
-  function banner(kind, lines) {
+  /* A banner above the workspace (lines of text; an optional {label, run} button), dismissable. */
+  function banner(kind, lines, action) {
     const el = $('banner');
     if (!lines || !lines.length) {
       el.hidden = true;
@@ -114,9 +117,11 @@
     el.className = 'banner' + (kind === 'error' ? ' error' : '');
     el.innerHTML = '<span class="banner-icon">' + (kind === 'error' ? '✖' : '⚠') + '</span><div id="banner-text">' +
       (lines.length === 1 ? F.escapeHtml(lines[0]) : '<ul>' + lines.map((l) => '<li>' + F.escapeHtml(l) + '</li>').join('') + '</ul>') +
-      '</div><button class="btn tiny" id="banner-close" title="Dismiss">✕</button>';
+      '</div>' + (action ? '<button class="btn tiny" id="banner-action">' + F.escapeHtml(action.label) + '</button>' : '') +
+      '<button class="btn tiny" id="banner-close" title="Dismiss">✕</button>';
     el.hidden = false;
     $('banner-close').onclick = () => banner(null, null);
+    if (action) $('banner-action').onclick = action.run;
     if (timeline) requestAnimationFrame(() => timeline.resize());
   }
 

@@ -206,7 +206,9 @@
       return;
     }
     const tab = sel.kind === 'poll' ? tr.polls : tr.parks;
-    timeline.reveal(tab.start[sel.index], tab.end[sel.index], tab.worker[sel.index]);
+    // A poll picked for its wake delay: frame the wake too, not only the poll.
+    const from = sel.wake >= 0 ? Math.min(tr.wakes.ts[sel.wake], tab.start[sel.index]) : tab.start[sel.index];
+    timeline.reveal(from, tab.end[sel.index], tab.worker[sel.index]);
   }
 
   function selectTask(task) {
@@ -230,7 +232,9 @@
     if (!it) return;
     state.poiActive = r;
     P.renderPoi(state.model, state.poiKind, r);
-    select({ kind: state.poiKind === 'sched' ? 'park' : 'poll', index: it.index }, { keepPoi: true, reveal: true });
+    const sel = { kind: state.poiKind === 'sched' ? 'park' : 'poll', index: it.index };
+    if (state.poiKind === 'wake') sel.wake = it.wake;
+    select(sel, { keepPoi: true, reveal: true });
   }
 
   function syncPoiKindButtons() {

@@ -338,27 +338,63 @@
     return { incoming, outgoing };
   }
 
-  /* The last wake of `task` at or before time t, or -1. */
-  function lastWakeBefore(model, task, t, notBefore) {
+  /*
+   * The wake that made a poll's task runnable, for every poll (-1: none): the first wake of the
+   * task after its previous poll ended and at or before this poll started, as dial9 pairs a poll
+   * with the wakes since the task's previous poll. Later wakes found the task already queued; a
+   * wake during the previous poll is that poll's business (the task was running, so the time from
+   * it includes the rest of that poll). The wake-delay list and the details panel both read this.
+   */
+  function pollWakes(model) {
+    if (model.pollWakeIndex) return model.pollWakeIndex;
     const W = model.trace.wakes;
-    const hi = upperBound(W.ts, 0, W.count, t);
-    for (let i = hi - 1; i >= 0 && W.ts[i] >= notBefore; i--) {
-      if (W.woken[i] === task) return i;
+    const P = model.trace.polls;
+    const first = new Int32Array(P.count).fill(-1);
+    for (let w = 0; w < W.count; w++) {
+      const list = pollsOfTask(model, W.woken[w]);
+      const k = firstStartingAt(P, list, W.ts[w]);
+      if (k >= list.length) continue; // never polled after this wake
+      if (k > 0 && P.end[list[k - 1]] > W.ts[w]) continue; // woken while its previous poll ran
+      const p = list[k];
+      if (first[p] < 0 || W.ts[w] < W.ts[first[p]]) first[p] = w;
     }
-    return -1;
+    model.pollWakeIndex = first;
+    return first;
+  }
+
+  /* The wake paired with poll i (see pollWakes), or -1. */
+  function wakeOfPoll(model, i) {
+    return pollWakes(model)[i];
+  }
+
+  /* Position in a time-sorted list of polls of the first one starting at or after t. */
+  function firstStartingAt(P, list, t) {
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const m = (lo + hi) >>> 1;
+      if (P.start[list[m]] < t) lo = m + 1;
+      else hi = m;
+    }
+    return lo;
   }
 
   /* The first poll of `task` starting at or after t, from a time-sorted list of its polls. */
   function nextPollOf(model, taskPolls, t) {
+    const k = firstStartingAt(model.trace.polls, taskPolls, t);
+    return k < taskPolls.length ? taskPolls[k] : -1;
+  }
+
+  /* 0-based rank of poll i by duration, longest first: from the list of the longest polls, else
+   * the number of polls that took longer (one pass; only asked for the poll on display). */
+  function pollRankOf(model, i) {
+    const r = model.pollRank.get(i);
+    if (r !== undefined) return r;
     const P = model.trace.polls;
-    let lo = 0;
-    let hi = taskPolls.length;
-    while (lo < hi) {
-      const m = (lo + hi) >>> 1;
-      if (P.start[taskPolls[m]] < t) lo = m + 1;
-      else hi = m;
-    }
-    return lo < taskPolls.length ? taskPolls[lo] : -1;
+    const d = P.end[i] - P.start[i];
+    let longer = 0;
+    for (let k = 0; k < P.count; k++) if (P.end[k] - P.start[k] > d) longer++;
+    return longer;
   }
 
   function taskInfo(model, task) {
@@ -420,25 +456,19 @@
     return 'linear-gradient(90deg, ' + COLOR_STOPS.map(([x, c]) => 'rgb(' + c.join(',') + ') ' + ((x - LUT_MIN) / (LUT_MAX - LUT_MIN) * 100).toFixed(1) + '%').join(', ') + ')';
   }
 
-  /* Points of interest computed on first use: the worst wake-to-poll delays (a wake of a task →
-   * that task's next poll start; item index = the poll) and the longest polls during which the
-   * thread was descheduled (off-CPU / context-switch samples inside; index = the poll). */
+  /* Points of interest computed on first use: the worst wake-to-poll delays (from the wake paired
+   * with a poll by pollWakes to that poll's start; item index = the poll, wake = the wake) and the
+   * longest polls during which the thread was descheduled (off-CPU / context-switch samples
+   * inside; index = the poll). */
   function wakeDelays(model) {
     if (model.wakeDelayItems) return model.wakeDelayItems;
     const W = model.trace.wakes;
     const P = model.trace.polls;
-    const next = new Int32Array(W.count).fill(-1);
-    for (let w = 0; w < W.count; w++) next[w] = nextPollOf(model, pollsOfTask(model, W.woken[w]), W.ts[w]);
-    // One item per poll: the earliest wake before it counts (later wakes found it queued already).
-    const best = new Map();
-    for (let w = 0; w < W.count; w++) {
-      const p = next[w];
-      if (p < 0) continue;
-      const d = P.start[p] - W.ts[w];
-      if (!(best.get(p) >= d)) best.set(p, d);
-    }
-    const polls = Array.from(best.keys());
-    model.wakeDelayItems = topK(polls.length, 200, (i) => best.get(polls[i])).map((it) => ({ index: polls[it.index], value: it.value }));
+    const wakeOf = pollWakes(model);
+    const polls = [];
+    for (let i = 0; i < P.count; i++) if (wakeOf[i] >= 0) polls.push(i);
+    model.wakeDelayItems = topK(polls.length, POI_COUNT, (k) => P.start[polls[k]] - W.ts[wakeOf[polls[k]]])
+      .map((it) => ({ index: polls[it.index], value: it.value, wake: wakeOf[polls[it.index]] }));
     return model.wakeDelayItems;
   }
 
@@ -461,7 +491,7 @@
 
   D9.model = {
     wakeDelays, blockedPolls,
-    build, lowerBound, upperBound, spanAt, samplesIn, pollsOfTask, wakesOfTask, lastWakeBefore,
+    build, lowerBound, upperBound, spanAt, samplesIn, pollsOfTask, wakesOfTask, wakeOfPoll, pollRankOf,
     nextPollOf, taskInfo, stackFrames, colorOf, schedColorOf, legendGradient, topK,
   };
 })(window.D9 = window.D9 || {});

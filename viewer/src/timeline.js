@@ -726,8 +726,11 @@
       return { worker: null, t };
     }
 
+    /* The selected task's wakes; else the wake paired with a poll picked from the wake delays. */
     drawWakes(ctx) {
-      if (this.task === null) return;
+      const sel = this.selection;
+      const selWake = sel && sel.kind === 'poll' && sel.wake >= 0 ? sel.wake : -1;
+      if (this.task === null && selWake < 0) return;
       const W = this.model.trace.wakes;
       const P = this.model.trace.polls;
       const margin = (this.t1 - this.t0) * 0.5;
@@ -792,6 +795,7 @@
           : M.nextPollOf(this.model, M.pollsOfTask(this.model, W.woken[w]), W.ts[w]);
         draw(w, dest, incoming ? C.wakeIn : C.wakeOut);
       }
+      if (this.task === null) draw(selWake, sel.index, C.wakeIn);
       ctx.restore();
       this.stats.wakesDrawn = drawn;
     }

@@ -148,6 +148,7 @@
     }
     banner(info.partial ? 'error' : 'warn', notes);
     P.renderSummary(model, info);
+    fitSummary();
     // A sensible first tab: sched delays only when there are no polls at all.
     state.poiKind = model.longestPolls.length || !model.largestSchedWaits.length ? 'polls' : 'sched';
     syncPoiKindButtons();
@@ -164,6 +165,14 @@
       where: info.where,
     };
     timeline.els.lanes.focus({ preventScroll: true });
+  }
+
+  /* The summary chips on the top bar's row when they fit there whole, else on a row of their own. */
+  function fitSummary() {
+    const bar = document.querySelector('.topbar');
+    const sum = $('trace-summary');
+    bar.classList.remove('two-rows');
+    if (sum.scrollWidth > sum.clientWidth + 1) bar.classList.add('two-rows');
   }
 
   /* ---------- selection ---------- */
@@ -275,6 +284,19 @@
     const b = timeline.t1;
     const step = (b - a) / 1000;
     $('status-view').innerHTML = 'view <b>' + F.relTime(a - tr.timeStart, step) + '</b> → <b>' + F.relTime(b - tr.timeStart, step) + '</b> · ' + F.duration(b - a) + ' wide';
+    updateCursorReadout();
+  }
+
+  /* The time under the pointer, only while the pointer is over the lanes. */
+  function updateCursorReadout() {
+    const m = timeline.mouse;
+    if (!state.model || !m || m.x < D9.timelineConst.GUTTER) {
+      $('status-cursor').innerHTML = '';
+      return;
+    }
+    const t = timeline.tOf(m.x);
+    const text = timeline.timeMode === 'absolute' ? F.escapeHtml(state.model.clock.absolute(t)) : F.relTime(t - state.model.trace.timeStart, timeline.nsPerPx);
+    $('status-cursor').innerHTML = 'cursor <b>' + text + '</b>';
   }
 
   function bind() {
@@ -288,12 +310,7 @@
       onDraw: updateStatusBar,
       onHover(hit, cx, cy) {
         const tip = $('tooltip');
-        if (state.model && timeline.mouse) {
-          const t = timeline.tOf(timeline.mouse.x);
-          const tr = state.model.trace;
-          const text = timeline.timeMode === 'absolute' ? F.escapeHtml(state.model.clock.absolute(t)) : F.relTime(t - tr.timeStart, timeline.nsPerPx);
-          $('status-cursor').innerHTML = timeline.mouse.x >= D9.timelineConst.GUTTER ? 'cursor <b>' + text + '</b>' : '';
-        }
+        updateCursorReadout();
         if (!hit || !state.model || hit.kind === 'lane') {
           tip.hidden = true;
           return;
@@ -377,7 +394,10 @@
 
     bindDrop();
     bindKeys();
-    window.addEventListener('resize', () => timeline.resize());
+    window.addEventListener('resize', () => {
+      fitSummary();
+      timeline.resize();
+    });
   }
 
   function neighbour(dir) {
@@ -430,7 +450,11 @@
   function drawFlame() {
     const box = $('fg-boxes');
     const tr = state.model.trace;
-    const range = '+' + D9.format.relTime(flame.t0 - tr.timeStart, 1) + ' … +' + D9.format.relTime(flame.t1 - tr.timeStart, 1);
+    // Samples exist only inside the trace: the range is said as the part of the trace it covers.
+    const a = Math.max(flame.t0, tr.timeStart) - tr.timeStart;
+    const b = Math.min(flame.t1, tr.timeEnd) - tr.timeStart;
+    const step = Math.max(1, (b - a) / 1000);
+    const range = F.offset(a, step) + ' … ' + F.offset(b, step);
     if (!flame.root.value) {
       flame.drawn = null;
       box.innerHTML = '';
@@ -481,6 +505,8 @@
       const tag = (e.target && e.target.tagName) || '';
       if (tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT') return;
       const k = e.key;
+      // A shortcut changes the view or covers it: a tooltip would describe what is no longer there.
+      if (k === 'Escape' || k === '?' || k === 'o' || k === 'O') timeline.clearHover();
       if (k === 'Escape') {
         if (!$('help').hidden) $('help').hidden = true;
         else if (!$('info').hidden) $('info').hidden = true;
@@ -513,7 +539,10 @@
         case 'g': case 'G': toggleFlame(); break;
         default: handled = false;
       }
-      if (handled) e.preventDefault();
+      if (handled) {
+        e.preventDefault();
+        timeline.clearHover();
+      }
     });
   }
 
@@ -529,7 +558,7 @@
     bind();
     const urls = new URLSearchParams(location.search).getAll('trace').filter(Boolean);
     if (urls.length) {
-      load(() => D9.loader.fetchUrls(urls), urls.length === 1 ? decodeURIComponent(urls[0].split('/').pop()) : urls.length + ' traces');
+      load(() => D9.loader.fetchUrls(urls), urls.length === 1 ? D9.loader.nameOfUrl(urls[0]) : urls.length + ' traces');
     } else {
       setStatus('empty');
     }

@@ -35,10 +35,16 @@
   /* A time in the unit its size calls for, precise to about `step` ns: "3.907 s", "812.5 µs". */
   function relTime(ns, step) {
     const a = Math.abs(ns);
+    if (a === 0) return axisTime(0, step || 1); // "0 ms" at a 1 ms step, not "0 ns"
     for (const [div, unit] of TIME_UNITS) {
       if (a >= div || div === 1) return withUnit(ns, div, unit, Math.min(step || 1, div));
     }
     return ns + ' ns';
+  }
+
+  /* A signed offset from the start of the trace: "+3.907 s", "−48 ms" (before the start). */
+  function offset(ns, step) {
+    return (ns < 0 ? '' : '+') + relTime(ns, step);
   }
 
   /* Axis labels: one unit for every tick, chosen by the tick spacing. */
@@ -151,5 +157,5 @@
     return Number.isFinite(id) && id >= 0 ? '0x' + id.toString(16) : String(id);
   }
 
-  D9.format = { duration, relTime, axisTime, count, makeClock, shortLocation, escapeHtml, bytes, taskId };
+  D9.format = { duration, relTime, offset, axisTime, count, makeClock, shortLocation, escapeHtml, bytes, taskId };
 })(window.D9 = window.D9 || {});

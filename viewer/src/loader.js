@@ -137,6 +137,34 @@
     return out;
   }
 
+  /*
+   * The name a trace URL is shown under: its file name; for `dial9 serve`'s
+   * /api/trace?run=R[&seg=N...][&file=NAME...], whose path says only "trace", the run and the
+   * segments asked for ("R · segment 3").
+   */
+  function nameOfUrl(url) {
+    let u;
+    try {
+      u = new URL(url, location.href);
+    } catch (e) {
+      return url;
+    }
+    const run = u.searchParams.get('run');
+    if (run !== null && /\/api\/trace$/.test(u.pathname)) {
+      const segs = u.searchParams.getAll('seg');
+      const parts = segs.length ? [(segs.length === 1 ? 'segment ' : 'segments ') + segs.join(', ')] : [];
+      parts.push(...u.searchParams.getAll('file'));
+      return run + ' · ' + (parts.length ? parts.join(', ') : 'all segments');
+    }
+    let last = u.pathname.split('/').pop();
+    try {
+      last = decodeURIComponent(last);
+    } catch (e) {
+      // keep it encoded
+    }
+    return last || url;
+  }
+
   async function fetchUrls(urls) {
     const out = [];
     for (const url of urls) {
@@ -152,11 +180,11 @@
           (location.protocol === 'file:' ? ' (pages opened from file:// cannot fetch; serve the viewer over HTTP)' : ''));
       }
       if (!res.ok) throw new LoadError('Cannot load "' + url + '": the server answered ' + res.status + ' ' + res.statusText, { status: res.status });
-      const name = decodeURIComponent(url.split('?')[0].split('/').pop() || url);
+      const name = nameOfUrl(url);
       out.push({ name, bytes: await res.arrayBuffer() });
     }
     return out;
   }
 
-  D9.loader = { decodeFiles, readFiles, fetchUrls, LoadError };
+  D9.loader = { decodeFiles, readFiles, fetchUrls, nameOfUrl, LoadError };
 })(window.D9 = window.D9 || {});

@@ -15,7 +15,7 @@
   }
 
   function rel(model, t, step) {
-    return '+' + F.relTime(t - model.trace.timeStart, step || 1);
+    return F.offset(t - model.trace.timeStart, step || 1);
   }
 
   function workerText(model, w) {
@@ -227,19 +227,14 @@
     const tr = model.trace;
     const P = tr.polls;
     const d = P.end[i] - P.start[i];
-    const rank = model.pollRank.get(i);
+    const rank = M.pollRankOf(model, i);
     const stats = pollStats(model);
-    const rankNote = rank !== undefined
-      ? (rank === 0 ? 'The longest of ' : '#' + (rank + 1) + ' longest of ') + F.count(P.count) + ' polls'
-      : '1 of ' + F.count(P.count) + ' polls';
+    const rankNote = (rank === 0 ? 'The longest of ' : '#' + F.count(rank + 1) + ' longest of ') + F.count(P.count) + ' polls';
     const ratio = stats.median > 0 ? d / stats.median : 0;
     const task = P.task[i];
     const loc = locOf(model, P.loc[i]);
-    // Who woke this task before this poll (after its previous poll ended).
-    const taskPolls = M.pollsOfTask(model, task);
-    const k = taskPolls.indexOf(i);
-    const prevEnd = k > 0 ? P.end[taskPolls[k - 1]] : -Infinity;
-    const w = M.lastWakeBefore(model, task, P.start[i], prevEnd);
+    // Who made the task runnable for this poll: the same pairing as the wake-delay list.
+    const w = M.wakeOfPoll(model, i);
     let wokenBy = null;
     if (w >= 0) {
       const W = tr.wakes;

@@ -158,11 +158,11 @@
       if (this.hooks.onViewChange) this.hooks.onViewChange(t0, t1);
     }
 
+    /* Exactly the trace: the view starts at 0, as the status bar and the flame graph say. */
     fitAll(animate) {
       if (!this.model) return;
       const tr = this.model.trace;
-      const pad = Math.max(1, (tr.timeEnd - tr.timeStart) * 0.01);
-      this.setView(tr.timeStart - pad, tr.timeEnd + pad, animate);
+      this.setView(tr.timeStart, Math.max(tr.timeEnd, tr.timeStart + MIN_SPAN_NS), animate);
     }
 
     zoomAt(factor, x, animate) {
@@ -223,6 +223,14 @@
         this.taskPolls = M.pollsOfTask(this.model, task);
         this.taskWakes = M.wakesOfTask(this.model, task);
       }
+      this.requestDraw();
+    }
+
+    /* Forget what the pointer hovers (its tooltip goes): the view or the page changed under it. */
+    clearHover() {
+      if (!this.hover) return;
+      this.hover = null;
+      if (this.hooks.onHover) this.hooks.onHover(null);
       this.requestDraw();
     }
 

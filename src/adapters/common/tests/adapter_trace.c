@@ -114,6 +114,13 @@ static int load_file(const char *path, vec *v) {
     return rc;
 }
 
+static int is_segment(const struct dirent *de) { return strncmp(de->d_name, "trace.", 6) == 0; }
+
+static int by_segment_number(const struct dirent **x, const struct dirent **y) {
+    unsigned long a = strtoul((*x)->d_name + 6, NULL, 10), b = strtoul((*y)->d_name + 6, NULL, 10);
+    return a < b ? -1 : a > b;
+}
+
 static int by_time(const void *x, const void *y) {
     const raw *a = x, *b = y;
     if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
@@ -129,21 +136,22 @@ static int by_time(const void *x, const void *y) {
 
 int at_load(const char *run_dir, at_trace *t) {
     memset(t, 0, sizeof *t);
-    DIR *dir = opendir(run_dir);
-    if (!dir) {
+    /* segments in their order, so that events with equal timestamps keep their thread's order */
+    struct dirent **names;
+    int nnames = scandir(run_dir, &names, is_segment, by_segment_number);
+    if (nnames < 0) {
         perror(run_dir);
         return -1;
     }
     vec v = {0};
     int rc = 0;
-    struct dirent *de;
-    while ((de = readdir(dir))) {
-        if (strncmp(de->d_name, "trace.", 6) != 0) continue;
+    for (int i = 0; i < nnames; i++) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s", run_dir, de->d_name);
+        snprintf(path, sizeof path, "%s/%s", run_dir, names[i]->d_name);
         if (load_file(path, &v)) rc = -1;
+        free(names[i]);
     }
-    closedir(dir);
+    free(names);
     qsort(v.items, v.n, sizeof(raw), by_time);
     t->events = v.n;
 

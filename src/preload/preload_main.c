@@ -110,5 +110,8 @@ __attribute__((constructor)) static void d9p_init(void) {
     if (!d9p_trace_children) d9p_env_drop_self_from_preload();
     pthread_atfork(NULL, NULL, forget_in_child);
     d9_config cfg;
-    if (prepare(&cfg)) d9p_start_async(&cfg);
+    if (prepare(&cfg)) {
+        d9p_signals_install(); /* before main: a SIGTERM during the start still seals the run */
+        d9p_start_async(&cfg);
+    }
 }

@@ -7,6 +7,8 @@
  *     semaphore: a thread of the shim (all signals blocked) stops the recorder, which seals
  *     the last segment, puts the default action back and sends the signal again, so the
  *     process dies of it as it would have (a second signal meanwhile kills at once).
+ *     The handler is in place before main, so a signal that comes while the recorder is
+ *     still starting waits for the start and seals that run too.
  *   - The program keeps seeing its own view: sigaction / signal report SIG_DFL where dial9's
  *     handler sits, and a handler it installs later simply replaces dial9's.
  * The recorder's own sigaction calls (SIGPROF) bypass all this (--wrap=sigaction). */
@@ -73,6 +75,9 @@ static void *stopper_main(void *arg) {
     while (sem_wait(&g_stop_sem) != 0) {
     }
     int sig = atomic_load(&g_stopping);
+    /* a signal during the asynchronous start (installed before it): let the start finish,
+     * so that there is a run to seal, bounded as at exit */
+    d9p_start_wait(2000);
     d9_stop();
     managed *m = managed_of(sig);
     if (m) atomic_store(&m->ours_installed, false);
@@ -124,6 +129,7 @@ void d9p_signals_install(void) {
     if (any_default && start_stopper()) {
         for (size_t i = 0; i < N_SIGNALS; i++) {
             managed *m = &g_managed[i];
+            if (atomic_load(&m->ours_installed)) continue; /* installed before the start */
             if (real_sigaction(k_signals[i], NULL, &m->shown) != 0) continue;
             if ((m->shown.sa_flags & SA_SIGINFO) || m->shown.sa_handler != SIG_DFL) continue;
             install_ours(k_signals[i], m);

@@ -3,10 +3,11 @@
 # each of its modes with and without the shim, and its output and exit status must be the
 # same. Then each trace must decode and hold what the mode did: parks of home-grown poll and
 # epoll loops, threads registered, a final flush on exit(), on exit from another thread, on
-# pthread_exit in main, and on death by SIGTERM. Also: a close-all-fds program keeps its
-# files intact, a relative DIAL9_TRACE_DIR survives chdir, children are traced only on
-# request, exec without fork hands the recording on, a bad DIAL9_* value is one warning line,
-# a privately dlopen()ed libuv still works, and a statically linked libevent is noted as such.
+# pthread_exit in main, and on death by SIGTERM (also while the shim is still starting).
+# Also: a close-all-fds program keeps its files intact, a relative DIAL9_TRACE_DIR survives
+# chdir, children are traced only on request, exec without fork hands the recording on, a bad
+# DIAL9_* value is one warning line, a privately dlopen()ed libuv still works, and a
+# statically linked libevent is noted as such.
 set -u
 source "${D9_SOURCE_DIR:?D9_SOURCE_DIR is not set}/tests/preload/preload_lib.sh"
 BEHAVE="$HELPERS/d9p_behave"
@@ -119,6 +120,14 @@ facts "$RUNS" <<'EOF'
 check(len(t.workers_of("poll")) >= 2, "the polling threads are workers")
 check(len(t.parks) >= 10, "parks flushed before dying of SIGTERM (%d)" % len(t.parks))
 EOF
+
+# ---- SIGTERM while the shim is still starting its recorder: the start finishes, then the
+# run is sealed and the program dies of the signal
+run_both early-term -- early-term
+expect_no_stderr early-term
+ls "$RUNS"/*/trace.*.bin >/dev/null 2>&1 || fail "early-term: no sealed trace file"
+if ls "$RUNS"/*/*.active >/dev/null 2>&1; then fail "early-term: the last segment was not sealed"; fi
+echo "ok: early-term: the run is sealed"
 
 # ---- a home-grown epoll loop woken through an eventfd
 run_both epoll-loop -- epoll-loop

@@ -14,7 +14,6 @@
  * With the shim, every mode but early-term and echo first waits for its recorder to run (it
  * starts on a thread of its own, later on a busy machine), so that what the mode does is
  * recorded and the counts the test checks do not depend on the machine's load. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -28,6 +27,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "wait_for_recorder.h"
 
 static char g_self[4096];
 
@@ -225,15 +226,6 @@ static int mode_early_term(void) {
     return 0;
 }
 
-/* Until the shim's recorder has started (d9_run_dir answers only once d9_start is done);
- * nothing to wait for without the shim or with recording disabled. */
-static void wait_for_recorder(void) {
-    const char *(*run_dir)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "d9_run_dir");
-    const char *enabled = getenv("DIAL9_ENABLED");
-    if (!run_dir || (enabled && !strcmp(enabled, "0"))) return;
-    for (int ms = 0; ms < 30000 && !run_dir(); ms++) sleep_ms(1);
-}
-
 static int g_efd;
 
 static void *notifier(void *arg) {
@@ -291,7 +283,7 @@ int main(int argc, char **argv) {
     ssize_t n = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
     g_self[n > 0 ? n : 0] = 0;
     const char *mode = argc > 1 ? argv[1] : "";
-    if (strcmp(mode, "early-term") != 0 && strcmp(mode, "echo") != 0) wait_for_recorder();
+    if (strcmp(mode, "early-term") != 0 && strcmp(mode, "echo") != 0) d9p_wait_for_recorder();
     if (!strcmp(mode, "full") && argc > 2) return mode_full(argv[2]);
     if (!strcmp(mode, "thread-exit")) return mode_thread_exit();
     if (!strcmp(mode, "pthread-exit")) return mode_pthread_exit();

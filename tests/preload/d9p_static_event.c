@@ -3,6 +3,8 @@
 #include <event2/event.h>
 #include <stdio.h>
 
+#include "wait_for_recorder.h"
+
 static int g_fired;
 
 static void on_timer(evutil_socket_t fd, short what, void *arg) {
@@ -15,6 +17,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg) {
 }
 
 int main(void) {
+    d9p_wait_for_recorder(); /* the test counts the parks */
     struct event_base *base = event_base_new();
     struct event *ev = event_new(base, -1, 0, on_timer, event_self_cbarg());
     struct timeval tv = {0, 2000};

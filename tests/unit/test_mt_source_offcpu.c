@@ -1,10 +1,15 @@
 /* Off-CPU evidence inside polls:
  *  - a poll blocked in read() on a pipe that another thread writes 5 ms later shows, in the
- *    switch records, a voluntary switch-out and a switch-in ~5 ms later, both inside the poll;
+ *    switch records, a voluntary switch-out and a switch-in 5 ms or more later, both inside
+ *    the poll;
  *  - polls that wait for a mutex another thread holds for 3 ms carry context-switch samples
  *    (CpuSampleEvent source 1) whose kernel frames are the futex wait path (checked by name
  *    through /proc/kallsyms when it is readable); only when the host allows those samples
- *    (paranoid <= 1 or root), else the metadata must say why not. */
+ *    (paranoid <= 1 or root), else the metadata must say why not.
+ * The writer and the holder act only once the other thread sleeps in read() / on the mutex
+ * (tt_wait_blocked_in), so every poll blocks however the machine schedules the threads; a
+ * loaded machine only makes the off-CPU intervals longer. */
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <semaphore.h>
 #include <unistd.h>
@@ -19,7 +24,8 @@
 #define HOLD_NS (3u * 1000u * 1000u)
 
 static int g_pipe[2];
-static pid_t g_reader_tid, g_locker_tid, g_writer_tid;
+static pid_t g_reader_tid, g_writer_tid;
+static _Atomic pid_t g_locker_tid;
 static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_step_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_step_cond = PTHREAD_COND_INITIALIZER;
@@ -34,6 +40,7 @@ static void *pipe_writer(void *arg) {
         pthread_mutex_lock(&g_step_lock);
         while (g_step <= i) pthread_cond_wait(&g_step_cond, &g_step_lock);
         pthread_mutex_unlock(&g_step_lock);
+        CHECK(tt_wait_blocked_in(g_reader_tid, SYS_read, (uint64_t)g_pipe[0]));
         tt_sleep_ns(BLOCK_NS);
         char c = 'x';
         d9_wake(1000 + (uint64_t)i); /* records, so it is a registered thread, not a worker */
@@ -67,6 +74,8 @@ static void *mutex_holder(void *arg) {
     for (int i = 0; i < LOCK_POLLS; i++) {
         pthread_mutex_lock(&g_mutex);
         sem_post(&g_held);
+        while (!atomic_load(&g_locker_tid)) tt_sleep_ns(1000000);
+        CHECK(tt_wait_blocked_in(atomic_load(&g_locker_tid), SYS_futex, (uint64_t)(uintptr_t)&g_mutex));
         tt_sleep_ns(HOLD_NS);
         pthread_mutex_unlock(&g_mutex);
         sem_wait(&g_done);
@@ -79,7 +88,7 @@ static void *mutex_worker(void *arg) {
     g_locker_tid = gettid();
     d9_worker_begin("offcpu", 1);
     for (int i = 0; i < LOCK_POLLS; i++) {
-        sem_wait(&g_held); /* the lock is taken for 3 ms from now: the poll has to wait */
+        sem_wait(&g_held); /* the lock is held until this thread waits for it, and 3 ms more */
         d9_poll_begin(2000 + (uint64_t)i, D9_HERE);
         pthread_mutex_lock(&g_mutex);
         pthread_mutex_unlock(&g_mutex);
@@ -162,12 +171,12 @@ static void check_pipe_reads(const tt_trace *t) {
                 out_ts = 0;
             }
         }
-        bool ok = best >= BLOCK_NS * 8 / 10 && best <= BLOCK_NS * 4;
+        bool ok = best >= BLOCK_NS * 8 / 10; /* 5 ms at least; 8/10: the clocks of two sources */
         good += ok;
         printf("read poll %" PRIu64 ": %.2f ms long, off-CPU %.2f ms in the switch records%s\n", p->task,
                (double)(p->end - p->start) / 1e6, (double)best / 1e6, ok ? "" : "  <- unexpected");
     }
-    CHECK(good >= READ_POLLS - 2); /* a loaded machine may add a few ms once or twice */
+    CHECK_EQ_U64(good, READ_POLLS);
 }
 
 static void check_lock_waits(const tt_trace *t, bool have_kallsyms) {
@@ -205,9 +214,9 @@ static void check_lock_waits(const tt_trace *t, bool have_kallsyms) {
     printf("lock polls: %d, with a context-switch sample: %d, with a futex kernel frame: %d\n", polls,
            with_sample, with_futex);
     CHECK_EQ_U64(polls, LOCK_POLLS);
-    CHECK(with_sample >= LOCK_POLLS * 8 / 10);
+    CHECK_EQ_U64(with_sample, LOCK_POLLS);
     CHECK(kernel_frames > 0);
-    if (have_kallsyms) CHECK(with_futex >= LOCK_POLLS * 8 / 10);
+    if (have_kallsyms) CHECK_EQ_U64(with_futex, LOCK_POLLS);
     else printf("kernel symbols unreadable: futex frames not checked by name\n");
     /* context-switch samples are kept for workers only: none for the writer, which records
      * (wakes) but is no worker, though it blocks on every round */
@@ -230,6 +239,7 @@ int main(void) {
     d9_config_init(&cfg);
     cfg.trace_dir = dir;
     CHECK(cfg.schedule_profile); /* on by default */
+    cfg.switch_stacks_per_sec = 1000000; /* every stack: pacing is not what this test checks */
     CHECK(d9_start(&cfg) == 0);
 
     pthread_t r, wr, h, m;

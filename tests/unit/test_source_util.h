@@ -225,6 +225,25 @@ static inline void tt_sleep_ns(uint64_t ns) {
     }
 }
 
+/* Wait until thread `tid` of this process sleeps in system call `nr` with first argument
+ * `arg0` (/proc/.../syscall names the call only while the thread is blocked in it, "running"
+ * otherwise): a test acts once another thread is really blocked, however the machine
+ * schedules them. False when the file cannot be read (no such thread, no such file). */
+static inline bool tt_wait_blocked_in(pid_t tid, long nr, uint64_t arg0) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+    for (;;) {
+        FILE *f = fopen(path, "r");
+        if (!f) return false;
+        long got = -2;
+        unsigned long long a0 = 0;
+        int n = fscanf(f, "%ld %llx", &got, &a0);
+        fclose(f);
+        if (n == 2 && got == nr && a0 == arg0) return true;
+        tt_sleep_ns(1000000);
+    }
+}
+
 static inline void tt_pin_to_cpu(int cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);

@@ -366,9 +366,6 @@ static void drain_slot(timer_src *ts, timer_slot *s, d9_src_batch *out) {
 
 static void source_collect(d9_source *src, d9_src_batch *out) {
     timer_src *ts = src->ctx;
-    free(ts->threads);
-    ts->threads = d9_threads_snapshot(&ts->nthreads);
-    if (!ts->threads) ts->nthreads = 0;
     if (!ts->handler_lost && !handler_is_ours()) {
         /* our timers would now run the application's handler: stop them */
         ts->handler_lost = true;
@@ -377,6 +374,12 @@ static void source_collect(d9_source *src, d9_src_batch *out) {
     }
     ts->tables = d9_unwind_tables_acquire();
     pthread_mutex_lock(&g_lock);
+    /* Under g_lock: a thread is listed before it arms (under g_lock), so every armed slot's
+     * thread is in the snapshot. Taken before the lock, a thread that armed in between looked
+     * dead and lost its timer for good. */
+    free(ts->threads);
+    ts->threads = d9_threads_snapshot(&ts->nthreads);
+    if (!ts->threads) ts->nthreads = 0;
     for (uint32_t i = 0; i < MAX_SLOTS; i++) {
         timer_slot *s = atomic_load_explicit(&g_slots[i], memory_order_relaxed);
         if (!s) break;

@@ -4,8 +4,9 @@
  *  - threads come and go: each recording thread is sampled while it lives;
  *  - a thread registered before start (a worker declared early) is armed from the start
  *    thread and still gets full stacks (its stack bounds are found from /proc/self/maps);
- *  - an application that replaces our handler during a run stops our timers: it gets at most
- *    a few of our signals, not one per tick for the rest of the run. */
+ *  - an application that replaces our handler during a run stops our timers at the next
+ *    drain: it gets at most a pending one of our signals, not one per tick for the rest of
+ *    the run. */
 #include <signal.h>
 #include <sys/syscall.h>
 
@@ -92,7 +93,10 @@ static void test_chain_and_churn(void) {
             if (t.samples[j].tid == (uint32_t)g_churn_tids[i] && t.samples[j].n &&
                 tt_in(burn_r, t.samples[j].frames[0]))
                 n++;
-        threads_with_samples += n >= 3; /* 60 ms of CPU at 199 Hz (tick-limited): ~12 */
+        /* 60 ms of CPU at 199 Hz: ~12 on a quiet machine. CPU timers expire only on a tick
+         * that finds the thread running, so a loaded machine gives far fewer (2 seen): ask
+         * for the sign of a thread sampled while it lived, not for a rate. */
+        threads_with_samples += n >= 1;
     }
     printf("short-lived threads with samples: %d of %d (lost %" PRIu64 ")\n", threads_with_samples, CHURN, t.lost);
     CHECK(threads_with_samples >= CHURN * 3 / 4);
@@ -142,9 +146,10 @@ static void test_registered_before_start(void) {
         deep += tt_stack_has(s->frames + 1, s->n - 1, caller);
     }
     printf("thread registered before start: %d samples in burn, %d reaching early_worker\n", n, deep);
-    /* 300 ms of CPU at 199 Hz, tick-limited: ~60; under TSan on a loaded machine many leaves
-     * land in the sanitizer runtime instead of burn(), so ask for a clear signal, not all. */
-    CHECK(n >= 10);
+    /* 300 ms of CPU at 199 Hz, tick-limited: ~60 on a quiet machine, far fewer on a loaded
+     * one (see above); under TSan many leaves land in the sanitizer runtime instead of
+     * burn(), so ask for a clear signal, not a rate. */
+    CHECK(n >= 5);
     CHECK(deep * 10 >= n * 8);
     tt_free(&t);
     d9t_rm_rf(dir);
@@ -161,6 +166,9 @@ static void *replacing_worker(void *arg) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = app2_handler;
     sigaction(SIGPROF, &sa, NULL); /* the application takes SIGPROF over */
+    /* a drain now (the periodic drain's code, at a known time): it sees the handler gone
+     * and deletes the timers. This thread's CPU clock barely moves while it waits. */
+    d9_flush();
     burn(500u * 1000u * 1000u);    /* ~100 timer expiries if nobody disarmed them */
     d9_poll_end();
     return NULL;
@@ -175,7 +183,7 @@ static void test_handler_replaced(void) {
     d9_stop();
     int got = atomic_load(&g_app2_signals);
     printf("our signals that reached the application's new handler: %d\n", got);
-    CHECK(got < 30); /* the collector notices within a drain or two (20 ms each) */
+    CHECK(got <= 2); /* at most one expiry pending at the replacement, none after the drain */
     d9t_rm_rf(dir);
     free(dir);
     signal(SIGPROF, SIG_IGN);

@@ -41,7 +41,9 @@ void story_begin(int argc, char **argv, const char *about, double default_second
     }
 
     d9_config cfg;
-    if (d9_config_from_env(&cfg) != 0) fprintf(stderr, "story: %s (ignored)\n", d9_last_error());
+    /* a bad DIAL9_* value: said, and the story runs without recording (cfg is disabled) */
+    if (d9_config_from_env(&cfg) != 0)
+        fprintf(stderr, "story: dial9: recording disabled: %s\n", d9_last_error());
     if (out->trace_dir) cfg.trace_dir = out->trace_dir;
     d9_start_or_disabled(&cfg);
 }

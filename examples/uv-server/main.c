@@ -198,8 +198,9 @@ int main(int argc, char **argv) {
     }
 
     d9_config cfg;
+    /* a bad DIAL9_* value: said, and the server runs without recording (cfg is disabled) */
     if (d9_config_from_env(&cfg) != 0)
-        fprintf(stderr, "d9-uv-server: %s (ignored)\n", d9_last_error());
+        fprintf(stderr, "d9-uv-server: dial9: recording disabled: %s\n", d9_last_error());
     if (srv.opt.trace_dir) cfg.trace_dir = srv.opt.trace_dir;
     d9_start_or_disabled(&cfg);
 

@@ -87,7 +87,9 @@ D9_API void d9_config_init(d9_config *cfg);
 
 /* Initialise `cfg` with the defaults, then apply every DIAL9_* environment variable that is
  * set. Returns 0, or -1 when a variable holds a bad value; d9_last_error() then names the
- * variable and the value. Strings in `cfg` point into the environment. */
+ * variable and the value, and `cfg` is left disabled (enabled = false), so a program that
+ * reports the error and starts anyway runs without recording. Strings in `cfg` point into
+ * the environment. */
 D9_API int d9_config_from_env(d9_config *cfg);
 
 /* Check a configuration without starting anything: 0, or -1 with d9_last_error(). */

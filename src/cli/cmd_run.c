@@ -5,7 +5,9 @@
  * program killed by signal N gives 128+N, like a shell). `--exec` replaces dial9 with the
  * program instead: no summary, nothing between the program and its parent. */
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "dial9/dial9.h"
 #include "cli/trace_paths.h"
 #include "cli/trace_reader.h"
 #include "cli/u64_set.h"
@@ -118,12 +121,15 @@ static int prepend_preload(const char *lib) {
     return rc;
 }
 
-/* An absolute form of `dir` (which need not exist yet). */
-static int absolute_dir(const char *dir, char *out, size_t len) {
-    if (dir[0] == '/') return snprintf(out, len, "%s", dir) < (int)len ? 0 : -1;
-    char cwd[PATH_MAX];
-    if (!getcwd(cwd, sizeof cwd)) return -1;
-    return snprintf(out, len, "%s/%s", cwd, dir) < (int)len ? 0 : -1;
+/* An absolute form of `dir` (which need not exist yet), of any length (a path too long to
+ * use is the recorder's to report, naming the variable: the program runs anyway). */
+static char *absolute_dir(const char *dir) {
+    char cwd[PATH_MAX], *out = NULL;
+    if (dir[0] != '/' && getcwd(cwd, sizeof cwd)) {
+        if (asprintf(&out, "%s/%s", cwd, dir) < 0) out = NULL;
+        return out;
+    }
+    return strdup(dir); /* already absolute, or no working directory: as given */
 }
 
 /* ---------------------------------------------------------------- runs in the trace dir */
@@ -237,7 +243,118 @@ static void print_summary(const char *run_dir) {
     d9_path_list_free(&paths);
 }
 
-static void report_runs(const char *trace_dir, const name_list *before, pid_t pid) {
+/* ---------------------------------------------------------------- no trace: why */
+
+/* Create `dir` and its parents; 0 or an errno, with the path that failed in `where`. */
+static int make_dirs(const char *dir, char *where, size_t len) {
+    char *buf = strdup(dir);
+    if (!buf) return ENOMEM;
+    int err = 0;
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == 0) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+                err = errno;
+                snprintf(where, len, "%.200s%s", buf, strlen(buf) > 200 ? "..." : "");
+                break;
+            }
+            *p = c;
+            if (!c) break;
+        }
+    }
+    free(buf);
+    return err;
+}
+
+/* Whether the trace directory can hold a run; if not, why, into `why`. */
+static bool dir_usable(const char *dir, char *why, size_t len) {
+    char where[256];
+    int err = make_dirs(dir, where, sizeof where);
+    if (err) {
+        snprintf(why, len, "cannot create %s: %s", where, strerror(err));
+        return false;
+    }
+    size_t n = strlen(dir) + 32;
+    char *probe = malloc(n);
+    if (!probe) return true;
+    snprintf(probe, n, "%s/.dial9-run-XXXXXX", dir);
+    int fd = mkstemp(probe);
+    if (fd < 0) snprintf(why, len, "cannot create a file in it: %s", strerror(errno));
+    else {
+        close(fd);
+        unlink(probe);
+    }
+    free(probe);
+    return fd >= 0;
+}
+
+/* The program's file, found as execvp would. */
+static bool find_program(const char *name, char *out, size_t len) {
+    if (strchr(name, '/')) return snprintf(out, len, "%s", name) < (int)len && access(out, X_OK) == 0;
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+        size_t n = strcspn(p, ":");
+        if (snprintf(out, len, "%.*s/%s", (int)n, p, name) < (int)len && access(out, X_OK) == 0)
+            return true;
+        p += n;
+        if (*p) p++;
+    }
+    return false;
+}
+
+/* Why LD_PRELOAD cannot apply to the program file, or NULL. */
+static const char *preload_cannot_apply(const char *name) {
+    char path[PATH_MAX];
+    struct stat st;
+    if (!find_program(name, path, sizeof path) || stat(path, &st) != 0) return NULL;
+    /* the loader runs it in secure mode (no LD_PRELOAD) when it changes the ids */
+    if (((st.st_mode & S_ISUID) && st.st_uid != geteuid()) ||
+        ((st.st_mode & S_ISGID) && st.st_gid != getegid()))
+        return "it is setuid or setgid: the loader ignores LD_PRELOAD there";
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    Elf64_Ehdr eh;
+    const char *why = NULL;
+    if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+        eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+        bool interp = false;
+        for (unsigned i = 0; i < eh.e_phnum && !interp; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph) break;
+            interp = ph.p_type == PT_INTERP;
+        }
+        if (!interp) why = "it is statically linked: no dynamic loader, so no LD_PRELOAD";
+    }
+    close(fd);
+    return why;
+}
+
+/* The program left no run: say why, from what can be checked here (the configuration the
+ * shim read, the trace directory, the program file), never "see above" when nothing is. */
+static void explain_no_trace(const char *trace_dir, const char *program) {
+    d9_config cfg;
+    char why[512];
+    if (d9_config_from_env(&cfg) != 0) {
+        fprintf(stderr, "dial9 run: no trace: recording disabled: %s\n", d9_last_error());
+    } else if (!cfg.enabled) {
+        fprintf(stderr, "dial9 run: no trace: recording disabled (DIAL9_ENABLED=%s)\n",
+                getenv("DIAL9_ENABLED"));
+    } else if (!dir_usable(trace_dir, why, sizeof why)) {
+        fprintf(stderr, "dial9 run: no trace: DIAL9_TRACE_DIR=%.200s%s: %s\n", trace_dir,
+                strlen(trace_dir) > 200 ? "..." : "", why);
+    } else if (preload_cannot_apply(program)) {
+        fprintf(stderr, "dial9 run: no trace: %s: %s\n", program, preload_cannot_apply(program));
+    } else {
+        fprintf(stderr, "dial9 run: no trace in %s: the recorder had not started when the "
+                        "program ended (it starts on a thread of its own within milliseconds; a "
+                        "program that ends sooner with _exit, as dash does, leaves no run)\n",
+                trace_dir);
+    }
+}
+
+static void report_runs(const char *trace_dir, const name_list *before, pid_t pid,
+                        const char *program) {
     name_list after;
     list_runs(trace_dir, &after);
     const char *main_run = NULL;
@@ -252,8 +369,7 @@ static void report_runs(const char *trace_dir, const name_list *before, pid_t pi
         if (snprintf(path, sizeof path, "%s/%s", trace_dir, main_run) < (int)sizeof path)
             print_summary(path);
     } else {
-        fprintf(stderr, "dial9 run: the program wrote no trace in %s (recording disabled, or "
-                        "it could not start: see the messages above)\n", trace_dir);
+        explain_no_trace(trace_dir, program);
     }
     if (others)
         fprintf(stderr, "dial9 run: %zu more run%s from child processes in %s\n", others,
@@ -317,7 +433,7 @@ static int run_and_wait(char **argv, const char *trace_dir, bool quiet) {
             return 1;
         }
     }
-    if (!quiet) report_runs(trace_dir, &before, pid);
+    if (!quiet) report_runs(trace_dir, &before, pid, argv[0]);
     free_names(&before);
     return exit_status_of(st);
 }
@@ -371,16 +487,14 @@ int d9_cmd_run(int argc, char **argv) {
     char lib[PATH_MAX];
     if (!find_preload(lib, sizeof lib)) return D9_EXIT_USAGE;
 
-    char dir[PATH_MAX];
+    char *dir = NULL;
     if (!trace_dir) trace_dir = getenv("DIAL9_TRACE_DIR");
     if (trace_dir && *trace_dir) {
-        if (absolute_dir(trace_dir, dir, sizeof dir) != 0) {
-            fprintf(stderr, "dial9 run: %s: cannot make the path absolute\n", trace_dir);
-            return D9_EXIT_USAGE;
-        }
-        if (set_env("DIAL9_TRACE_DIR", dir) != 0) return D9_EXIT_USAGE;
+        dir = absolute_dir(trace_dir);
+        if (!dir || set_env("DIAL9_TRACE_DIR", dir) != 0) return D9_EXIT_USAGE;
     } else {
-        snprintf(dir, sizeof dir, "%s", DEFAULT_TRACE_DIR);
+        dir = strdup(DEFAULT_TRACE_DIR);
+        if (!dir) return D9_EXIT_USAGE;
     }
     if ((service && set_env("DIAL9_SERVICE", service) != 0) ||
         (cpu && set_env("DIAL9_CPU_PROFILE_ENABLED", "1") != 0) ||
@@ -388,5 +502,7 @@ int d9_cmd_run(int argc, char **argv) {
         return D9_EXIT_USAGE;
 
     if (exec_mode) exec_program(cmd);
-    return run_and_wait(cmd, dir, quiet);
+    int rc = run_and_wait(cmd, dir, quiet);
+    free(dir);
+    return rc;
 }

@@ -1,5 +1,7 @@
 /* d9_config: defaults, DIAL9_* environment variables, validation. A bad value is always an
- * error naming the variable (or field) and the value, never a silent default. */
+ * error naming the variable (or field) and the value, never a silent default, and leaves the
+ * configuration disabled: a program that reports the error and starts anyway records
+ * nothing (the program always runs; a bad config never records with half of it). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -90,13 +92,20 @@ static int parse_string(const char *var, const char *s, const char **out) {
     return 0;
 }
 
-int d9_config_from_env(d9_config *cfg) {
-    d9_config_init(cfg);
+/* Longest trace directory (d9_config_validate); the run id and file names go below it. */
+#define MAX_TRACE_DIR 3000
+
+static int from_env(d9_config *cfg) {
     const char *v;
     uint64_t n;
 #define ENV(name) ((v = getenv(name)) != NULL)
     if (ENV("DIAL9_ENABLED") && parse_bool("DIAL9_ENABLED", v, &cfg->enabled)) return -1;
     if (ENV("DIAL9_TRACE_DIR") && parse_string("DIAL9_TRACE_DIR", v, &cfg->trace_dir)) return -1;
+    if (strlen(cfg->trace_dir) > MAX_TRACE_DIR) {
+        d9_set_error("DIAL9_TRACE_DIR=\"%.48s...\" (%zu bytes): longer than %d bytes", cfg->trace_dir,
+                     strlen(cfg->trace_dir), MAX_TRACE_DIR);
+        return -1;
+    }
     if (ENV("DIAL9_SERVICE") && parse_string("DIAL9_SERVICE", v, &cfg->service)) return -1;
     if (ENV("DIAL9_MAX_FILE_SIZE_MB")) {
         if (parse_u64("DIAL9_MAX_FILE_SIZE_MB", v, 1, 1u << 20, &n)) return -1;
@@ -140,6 +149,12 @@ int d9_config_from_env(d9_config *cfg) {
     }
     if (ENV("DIAL9_TASK_DUMPS") && parse_bool("DIAL9_TASK_DUMPS", v, &cfg->task_dumps)) return -1;
     if (ENV("DIAL9_SYMBOLIZE") && parse_bool("DIAL9_SYMBOLIZE", v, &cfg->symbolize)) return -1;
+    bool children; /* read by the zero-code shim (preload_main.c); checked here likewise */
+    if (ENV("DIAL9_TRACE_CHILDREN") && parse_bool("DIAL9_TRACE_CHILDREN", v, &children)) return -1;
+    /* read by the loop adapters' object table at its first use; checked here so that a bad
+     * value disables recording like any other (bounds: D9A_SHARDS .. 2^30, object_table.h) */
+    if (ENV("DIAL9_ADAPTER_MAX_OBJECTS") && parse_u64("DIAL9_ADAPTER_MAX_OBJECTS", v, 64, 1u << 30, &n))
+        return -1;
 #undef ENV
     if (cfg->max_total_size < cfg->max_file_size) {
         d9_set_error("DIAL9_MAX_DISK_USAGE_MB (%" PRIu64 " MiB) is smaller than "
@@ -148,6 +163,13 @@ int d9_config_from_env(d9_config *cfg) {
         return -1;
     }
     return d9_config_validate(cfg);
+}
+
+int d9_config_from_env(d9_config *cfg) {
+    d9_config_init(cfg);
+    if (from_env(cfg) == 0) return 0;
+    cfg->enabled = false;
+    return -1;
 }
 
 int d9_config_validate(const d9_config *cfg) {
@@ -159,7 +181,7 @@ int d9_config_validate(const d9_config *cfg) {
         d9_set_error("trace_dir is empty");
         return -1;
     }
-    if (strlen(cfg->trace_dir) > 3000) {
+    if (strlen(cfg->trace_dir) > MAX_TRACE_DIR) {
         d9_set_error("trace_dir is too long (%zu bytes)", strlen(cfg->trace_dir));
         return -1;
     }

@@ -1,6 +1,7 @@
 /* The shim's constructor: start recording from the DIAL9_* variables, with no change to the
- * program. A bad value, an unwritable directory or a setuid program end in "record nothing"
- * (with one warning line for the first two), never in an exit or a crash.
+ * program. A bad value (DIAL9_TRACE_CHILDREN included), an unwritable directory or a setuid
+ * program end in "record nothing" (with one warning line for the first two), never in an exit
+ * or a crash.
  *
  * Before main: the environment (an absolute DIAL9_TRACE_DIR, LD_PRELOAD without the shim
  * unless children are traced), the configuration, the loop adapters' all-loops switch, the
@@ -30,16 +31,12 @@ void *d9p_next_symbol(void *_Atomic *slot, const char *name) {
     return p;
 }
 
-static bool env_flag(const char *name, bool dflt) {
-    const char *v = getenv(name);
-    if (!v) return dflt;
-    if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"))
-        return true;
-    if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off"))
-        return false;
-    fprintf(stderr, "dial9: %s=\"%s\": expected 1/0, true/false, yes/no or on/off; using %s\n",
-            name, v, dflt ? "1" : "0");
-    return dflt;
+/* DIAL9_TRACE_CHILDREN, the shim's own variable. d9_config_from_env checks it like every
+ * other (a bad value disables recording, with the message); here a bad value is "no". */
+static bool trace_children_wanted(void) {
+    const char *v = getenv("DIAL9_TRACE_CHILDREN");
+    return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
+                 !strcasecmp(v, "on"));
 }
 
 /* The configuration of a run in this process, or false (nothing to record). */
@@ -104,7 +101,7 @@ __attribute__((constructor)) static void d9p_init(void) {
      * and an unprivileged user must not get files written with the program's rights */
     if (getauxval(AT_SECURE)) return;
 
-    d9p_trace_children = env_flag("DIAL9_TRACE_CHILDREN", false);
+    d9p_trace_children = trace_children_wanted();
     d9p_env_absolute_trace_dir();
     d9p_exec_remember();
     if (!d9p_trace_children) d9p_env_drop_self_from_preload();

@@ -160,6 +160,13 @@ run_both bad-value DIAL9_BUFFER_KB=lots -- echo hello
     fail "bad-value: expected one warning line naming DIAL9_BUFFER_KB, got: $(cat "$WORK/bad-value/shim.err")"
 [ "$(runs_in "$RUNS")" -eq 0 ] || fail "bad-value: a run was written"
 echo "ok: bad-value: $(cat "$WORK/bad-value/shim.err")"
+# the shim's own variable follows the same rule
+run_both bad-children DIAL9_TRACE_CHILDREN=maybe -- echo hello
+[ "$(wc -l <"$WORK/bad-children/shim.err")" -eq 1 ] &&
+    grep -q 'recording disabled: DIAL9_TRACE_CHILDREN="maybe"' "$WORK/bad-children/shim.err" ||
+    fail "bad-children: expected one line disabling recording, naming DIAL9_TRACE_CHILDREN=\"maybe\", got: $(cat "$WORK/bad-children/shim.err")"
+[ "$(runs_in "$RUNS")" -eq 0 ] || fail "bad-children: a run was written"
+echo "ok: bad-children: $(cat "$WORK/bad-children/shim.err")"
 
 # ---- DIAL9_ENABLED=0: nothing at all
 run_both disabled DIAL9_ENABLED=0 -- epoll-loop

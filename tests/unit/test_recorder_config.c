@@ -9,6 +9,7 @@ static void expect_env_error(const char *var, const char *value) {
     d9_config cfg;
     int rc = d9_config_from_env(&cfg);
     CHECK(rc == -1);
+    CHECK(!cfg.enabled); /* a bad value disables recording: starting anyway records nothing */
     const char *msg = d9_last_error();
     if (!strstr(msg, var) || (*value && !strstr(msg, value))) {
         fprintf(stderr, "message for %s=%s does not name both: %s\n", var, value, msg);
@@ -67,6 +68,22 @@ static void test_env(void) {
     expect_env_error("DIAL9_SWITCH_STACKS_PER_SEC", "0");
     expect_env_error("DIAL9_SWITCH_STACKS_PER_SEC", "lots");
     expect_env_error("DIAL9_TRACE_DIR", "");
+    expect_env_error("DIAL9_TRACE_CHILDREN", "maybe");
+    expect_env_error("DIAL9_ADAPTER_MAX_OBJECTS", "lots");
+    expect_env_error("DIAL9_ADAPTER_MAX_OBJECTS", "10");
+
+    /* A trace dir too long to hold runs: the message names the variable and the length (the
+     * value itself is shortened). */
+    char long_dir[5040];
+    memset(long_dir, 'a', sizeof long_dir - 1);
+    long_dir[0] = '/';
+    long_dir[sizeof long_dir - 1] = 0;
+    setenv("DIAL9_TRACE_DIR", long_dir, 1);
+    CHECK(d9_config_from_env(&cfg) == -1);
+    CHECK(!cfg.enabled);
+    CHECK(strstr(d9_last_error(), "DIAL9_TRACE_DIR=\"/aaa") != NULL);
+    CHECK(strstr(d9_last_error(), "5039 bytes") != NULL);
+    unsetenv("DIAL9_TRACE_DIR");
 
     /* Inconsistent pair: names both variables. */
     setenv("DIAL9_MAX_FILE_SIZE_MB", "100", 1);

@@ -22,6 +22,7 @@
 #include "sinks/segment_writer.h"
 
 #define FLUSH_BYTES (256u * 1024u)
+#define FINAL_RESERVE_BYTES (16u * 1024u)
 #define MAX_SOURCES 8
 #define SCHEMA_SLOTS (D9_SCH_FIRST_CUSTOM + D9_MAX_EVENT_TYPES)
 
@@ -72,6 +73,7 @@ struct d9_collector {
 
     uint64_t write_drops_pending; /* events lost to failed writes, not yet reported */
     uint64_t write_drops_in_out;  /* the part of it reported inside `out` */
+    uint64_t src_lost_in_out;     /* sources' lost counts reported inside `out` */
     bool write_failed;            /* a write failed in this drain: retry on the next one only */
 
     d9_thread **threads;
@@ -383,12 +385,15 @@ static void flush_out(d9_collector *c) {
         atomic_fetch_add(&c->st_written, c->out_events);
         c->write_drops_pending -= c->write_drops_in_out;
     } else {
-        c->write_drops_pending += c->out_events;
+        /* A source's loss report that went down with the write is reported again (as part of
+         * the write_error count, so the total stays exact; it is counted already). */
+        c->write_drops_pending += c->out_events + c->src_lost_in_out;
         atomic_fetch_add(&c->st_write_dropped, c->out_events);
         c->stream_open = false; /* the writer bumped its epoch; make sure we notice */
         c->write_failed = true;
     }
     c->write_drops_in_out = 0;
+    c->src_lost_in_out = 0;
     c->out_events = 0;
     d9_buf_clear(&c->out);
     writer_changed(c);
@@ -396,6 +401,7 @@ static void flush_out(d9_collector *c) {
 
 static void emit_write_drop_report(d9_collector *c);
 static void encode_sources_segment_start(d9_collector *c);
+static void hand_over_exited_drops(d9_collector *c);
 
 /* Start a new stream when the writer moved to another file or lost bytes. */
 static void open_stream(d9_collector *c) {
@@ -641,6 +647,7 @@ static void source_event_to_out(d9_collector *c, const d9_src_event *se, out_eve
         e->v[0] = se->lost.count; e->v[1] = se->tid; e->v[2] = worker;
         e->s[0] = se->lost.reason;
         atomic_fetch_add(&c->st_ring_dropped, se->lost.count);
+        c->src_lost_in_out += se->lost.count; /* converted only to be emitted at once */
         break;
     }
 }
@@ -775,6 +782,7 @@ double d9_collector_drain(d9_collector *c) {
         if (c->write_drops_pending > c->write_drops_in_out) emit_write_drop_report(c);
     }
     flush_out(c);
+    hand_over_exited_drops(c);
     publish_writer_stats(c);
     atomic_fetch_add_explicit(&c->st_recorded, c->recorded_in_drain, memory_order_relaxed);
     c->recorded_in_drain = 0;
@@ -783,6 +791,68 @@ double d9_collector_drain(d9_collector *c) {
     c->thread_count = 0;
     d9_threads_reap();
     return fullest;
+}
+
+/* ---------------------------------------------------------------- the last words */
+
+/* A thread about to be freed (exited, ring drained) whose drop report a failed write took:
+ * its count goes on in the write_error count, so it is not lost with the thread. */
+static void hand_over_exited_drops(d9_collector *c) {
+    for (size_t i = 0; i < c->thread_count; i++) {
+        d9_thread *t = c->threads[i];
+        if (!atomic_load_explicit(&t->exited, memory_order_acquire)) continue;
+        uint64_t total = atomic_load_explicit(&t->drops_total, memory_order_relaxed);
+        if (total <= t->c_drops_written) continue;
+        c->write_drops_pending += total - t->c_drops_written;
+        t->c_drops_reported = t->c_drops_written = total;
+    }
+}
+
+/* Loss that no event in the trace reports yet: the writes that would have said so failed. */
+static bool loss_unreported(d9_collector *c) {
+    if (c->write_drops_pending > 0) return true;
+    for (size_t i = 0; i < c->thread_count; i++)
+        if (atomic_load_explicit(&c->threads[i]->drops_total, memory_order_relaxed) > c->threads[i]->c_drops_written)
+            return true;
+    return false;
+}
+
+/* At stop, when the disk stayed full to the end: one last segment, alone (metadata, clock
+ * sync, the drop reports), written into the room the writer set aside for it, so the trace
+ * says what it lost. */
+static void write_final_accounting(d9_collector *c) {
+    c->threads = d9_threads_snapshot(&c->thread_count);
+    if (!c->threads) c->thread_count = 0;
+    if (!loss_unreported(c) || !d9_segw_has_final_reserve(c->w)) return;
+    d9_buf_clear(&c->out);
+    c->out_events = 0;
+    c->stream_no++; /* every schema and string again: a stream of its own */
+    d9_enc_header(&c->out, &c->st);
+    encode_preamble(c);
+    uint64_t *reported = calloc(c->thread_count ? c->thread_count : 1, sizeof *reported);
+    if (!reported) return;
+    for (size_t i = 0; i < c->thread_count; i++) {
+        d9_thread *t = c->threads[i];
+        uint64_t total = atomic_load_explicit(&t->drops_total, memory_order_relaxed);
+        reported[i] = total;
+        if (total <= t->c_drops_written) continue;
+        out_event e = {.schema = D9_SCH_DROPPED_EVENTS, .ts = c->now_ns,
+                       .v = {total - t->c_drops_written, (uint64_t)t->tid, t->c_worker}, .s = {"buffer_full"}};
+        encode(c, &e);
+    }
+    if (c->write_drops_pending > 0) {
+        out_event e = {.schema = D9_SCH_DROPPED_EVENTS, .ts = c->now_ns, .v = {c->write_drops_pending, 0, 255},
+                       .s = {"write_error"}};
+        encode(c, &e);
+    }
+    if (!c->out.failed && d9_segw_write_final(c->w, c->out.data, c->out.len) == 0) {
+        for (size_t i = 0; i < c->thread_count; i++)
+            c->threads[i]->c_drops_reported = c->threads[i]->c_drops_written = reported[i];
+        c->write_drops_pending = 0;
+    }
+    free(reported);
+    d9_buf_clear(&c->out);
+    c->stream_open = false;
 }
 
 void d9_collector_get_stats(d9_collector *c, d9_stats *out) {
@@ -817,6 +887,9 @@ d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t
         free(c);
         return NULL;
     }
+    /* Room for the drop accounting at stop when the disk is full to the end: metadata, clock
+     * sync and a report per thread take a few KB. */
+    d9_segw_set_final_reserve(c->w, FINAL_RESERVE_BYTES);
     d9_buf_init(&c->out);
     d9_buf_init(&c->scratch);
     d9_run_metadata_describe_process(&c->meta, cc->service, cc->run_id);
@@ -902,6 +975,7 @@ void d9_collector_close(d9_collector *c, d9_stats *final_stats) {
     for (size_t i = 0; i < c->source_count; i++) c->sources[i]->close(c->sources[i]);
     c->source_count = 0;
     flush_out(c);
+    write_final_accounting(c);
     bool last_has_bytes = !d9_segw_at_segment_start(c->w);
     publish_writer_stats(c);
     if (final_stats) {

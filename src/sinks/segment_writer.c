@@ -46,6 +46,11 @@ struct d9_segment_writer {
     d9_segw_sealed_fn on_sealed;
     void *on_sealed_ctx;
 
+    /* room held on disk for the last words (see d9_segw_set_final_reserve) */
+    uint64_t final_reserve;   /* wanted size, 0 = none */
+    uint64_t final_held;      /* bytes the reserve file holds now (0: none) */
+    char final_path[PATH_MAX];
+
     /* sizes of sealed files changed by other threads, applied before the next write */
     uint64_t growth_reserve;
     pthread_mutex_t resize_lock;
@@ -238,6 +243,7 @@ static void end_segment(d9_segment_writer *w) {
 void d9_segw_close(d9_segment_writer *w) {
     if (!w) return;
     end_segment(w);
+    if (w->final_held) (void)unlink(w->final_path); /* not needed: the last words fit */
     /* A run that wrote nothing leaves no empty directory behind (rmdir keeps a non-empty one). */
     if (w->files.runs[w->run_slot].files == 0) (void)rmdir(w->run_dir);
     d9_tf_index_free(&w->files);
@@ -323,6 +329,18 @@ static int lose_write(d9_segment_writer *w, size_t len) {
     return -1;
 }
 
+/* Allocate the last words' room while there is space: a hidden file of final_reserve bytes
+ * whose blocks are allocated now (posix_fallocate), so writing into it later needs none. */
+static void hold_final_reserve(d9_segment_writer *w) {
+    if (w->final_reserve == 0 || w->final_held) return;
+    int fd = open(w->final_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    bool ok = posix_fallocate(fd, 0, (off_t)w->final_reserve) == 0;
+    close(fd);
+    if (ok) w->final_held = w->final_reserve;
+    else (void)unlink(w->final_path); /* no room for it now: tried again with the next segment */
+}
+
 /* Create trace.{seq}.bin.active, recreating the run directory if it was deleted. 0 or -errno. */
 static int open_segment(d9_segment_writer *w) {
     bool dirs_recreated = false;
@@ -341,12 +359,14 @@ static int open_segment(d9_segment_writer *w) {
             w->fd = fd;
             w->size = 0;
             w->opened_ns = monotonic_ns();
+            hold_final_reserve(w);
             return 0;
         }
         int e = errno;
         if (e == ENOENT && !dirs_recreated) {
             dirs_recreated = true;
             d9_tf_index_forget_vanished(&w->files); /* whatever went with the directory */
+            w->final_held = 0;                      /* the reserve too */
             int rc = make_dirs(w->run_dir);
             if (rc != 0) return rc;
         } else if (e == EEXIST) {
@@ -364,7 +384,7 @@ static bool make_room(d9_segment_writer *w, size_t len) {
     for (;;) {
         if (len > w->max_total_size) return false;
         /* The open segment as it will be counted once sealed (room for its symbols). */
-        uint64_t kept = w->files.pinned_bytes + counted_size(w, w->size + len);
+        uint64_t kept = w->files.pinned_bytes + w->final_held + counted_size(w, w->size + len);
         if (kept > w->max_total_size || kept < w->size) return false;
         if (w->files.bytes <= w->max_total_size - kept) return true;
         bool unlinked;
@@ -455,7 +475,7 @@ int d9_segw_write(d9_segment_writer *w, const void *buf, size_t len) {
         return lose_write(w, len);
     }
 
-    uint64_t kept = w->files.pinned_bytes + w->size + len;
+    uint64_t kept = w->files.pinned_bytes + w->final_held + w->size + len;
     if (len > w->max_total_size || kept > w->max_total_size) return lose_write(w, len);
     if (w->fd < 0 && open_segment(w) != 0) return lose_write(w, len);
     if (!make_room(w, len)) return lose_write(w, len);
@@ -472,7 +492,49 @@ int d9_segw_write(d9_segment_writer *w, const void *buf, size_t len) {
 
 void d9_segw_get_stats(const d9_segment_writer *w, d9_segw_stats *out) {
     *out = w->stats;
-    out->bytes_on_disk = w->files.bytes + w->files.pinned_bytes + (w->fd >= 0 ? w->size : 0);
+    out->bytes_on_disk = w->files.bytes + w->files.pinned_bytes + w->final_held + (w->fd >= 0 ? w->size : 0);
+}
+
+void d9_segw_set_final_reserve(d9_segment_writer *w, uint64_t bytes) {
+    /* Only what the budget can spare beside one full segment. */
+    uint64_t spare = w->max_total_size - w->max_file_size;
+    w->final_reserve = bytes < spare ? bytes : spare;
+    int n = snprintf(w->final_path, sizeof w->final_path, "%s/" D9_SEGW_FINAL_RESERVE_NAME, w->run_dir);
+    if (n < 0 || (size_t)n >= sizeof w->final_path) w->final_reserve = 0; /* no name for it */
+}
+
+bool d9_segw_has_final_reserve(const d9_segment_writer *w) { return w->final_held > 0; }
+
+int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len) {
+    if (w->final_held == 0 || len == 0) return -1;
+    end_segment(w); /* the last words come after everything else */
+    /* By path: the program may have closed every fd. Only our own reserve, as we left it. */
+    int fd = open(w->final_path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != w->final_held) {
+        if (fd >= 0) close(fd);
+        w->final_held = 0;
+        return -1;
+    }
+    /* Into the allocated blocks (beyond them only if there is space); shrinking needs none. */
+    bool ok = pwrite_fully(fd, buf, len, 0) == 0 && ftruncate(fd, (off_t)len) == 0;
+    close(fd);
+    if (!ok) return -1;
+    w->final_held = 0;
+    char sealed[PATH_MAX];
+    for (int attempt = 0; attempt < 8; attempt++, w->seq++) {
+        d9_tf_path(sealed, sizeof sealed, w->trace_dir, w->run_id, w->seq, D9_TF_SEALED);
+        if (rename_noreplace(w->final_path, sealed) == 0) {
+            d9_tf_index_add(&w->files, w->run_slot, w->seq++, D9_TF_SEALED, len, realtime_ns());
+            w->stats.segments_sealed++;
+            w->stats.bytes_written += len;
+            w->epoch++;
+            return 0;
+        }
+        if (errno != EEXIST) break;
+    }
+    (void)unlink(w->final_path);
+    return -1;
 }
 
 const char *d9_segw_run_dir(const d9_segment_writer *w) { return w->run_dir; }

@@ -83,6 +83,20 @@ void d9_segw_rotate(d9_segment_writer *w);
 int d9_segw_write(d9_segment_writer *w, const void *buf, size_t len);
 
 void d9_segw_get_stats(const d9_segment_writer *w, d9_segw_stats *out);
+
+/* The last words: room for a final segment that reaches the disk even when it is full and
+ * never frees up (the drop accounting written at stop). When set (default 0: none), each time
+ * a segment file is created and no reserve is held, a hidden file of `bytes` is created in the
+ * run directory and its blocks allocated (posix_fallocate); it counts against max_total_size.
+ * Call right after d9_segw_open. */
+#define D9_SEGW_FINAL_RESERVE_NAME ".final-accounting"
+void d9_segw_set_final_reserve(d9_segment_writer *w, uint64_t bytes);
+bool d9_segw_has_final_reserve(const d9_segment_writer *w);
+/* Seal the current segment, then write `buf` (one complete stream that stands alone: header,
+ * metadata, clock sync, ...) into the reserve and rename it to the next trace.N.bin, sealed.
+ * No on_sealed call (nothing to symbolize). 0, or -1 when there is no reserve or it failed.
+ * The reserve is used up either way: for the very end of a recording. */
+int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len);
 /* {trace_dir}/{run_id} */
 const char *d9_segw_run_dir(const d9_segment_writer *w);
 /* Path of the segment being written, or NULL when none is open. */

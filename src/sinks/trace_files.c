@@ -239,7 +239,13 @@ bool d9_tf_index_delete_oldest(d9_tf_index *ix, const char *keep_run, bool *unli
     if (r->files > 0) r->files--;
     if (r->files == 0 && (!keep_run || strcmp(r->name, keep_run) != 0)) {
         int n = snprintf(path, sizeof path, "%s/%s", ix->trace_dir, r->name);
-        if (n > 0 && (size_t)n < sizeof path) (void)rmdir(path); /* fails harmlessly if not empty */
+        if (n > 0 && (size_t)n < sizeof path) {
+            /* A dead run's unused final reserve (segment_writer.h) must not keep it alive. */
+            char reserve[PATH_MAX + 32];
+            if (snprintf(reserve, sizeof reserve, "%s/.final-accounting", path) < (int)sizeof reserve)
+                (void)unlink(reserve);
+            (void)rmdir(path); /* fails harmlessly if not empty */
+        }
     }
     return true;
 }

@@ -268,9 +268,79 @@ static void test_disk_full(void) {
     free(dir);
 }
 
+/* The disk fills up and never frees up again, to the end of the run (a 3 MB tmpfs): the final
+ * drop accounting must still reach the trace, into the room the writer set aside for it, and
+ * `dial9 stats` must say what the recorder counted. */
+static void test_disk_full_to_the_end(void) {
+    char *dir = d9t_mkdtemp("fulltoend");
+    if (mount("tmpfs", dir, "tmpfs", 0, "size=3m") != 0) {
+        printf("SKIP disk-full-to-the-end test: cannot mount tmpfs: %s\n", strerror(errno));
+        return;
+    }
+    char traces[1200];
+    snprintf(traces, sizeof traces, "%s/traces", dir);
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = traces;
+    cfg.max_file_size = 1 << 20;
+    cfg.max_total_size = 64 << 20; /* the disk stops us, not the budget */
+    cfg.flush_ms = 5;
+    CHECK(d9_start(&cfg) == 0);
+    char run_dir[1200];
+    snprintf(run_dir, sizeof run_dir, "%s", d9_run_dir());
+    /* Fill what is left of the disk behind the recorder's back, and keep it full. */
+    char filler[1300];
+    snprintf(filler, sizeof filler, "%s/filler", dir);
+    int fd = open(filler, O_CREAT | O_WRONLY, 0644);
+    static char block[4096];
+    while (write(fd, block, sizeof block) == (ssize_t)sizeof block) {}
+    close(fd);
+    atomic_store(&g_stop, 0);
+    pthread_t th;
+    pthread_create(&th, NULL, producer, NULL);
+    struct timespec nap = {0, 500 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+    atomic_store(&g_stop, 1);
+    pthread_join(th, NULL);
+    d9_stop(); /* the disk is still full */
+    d9_stats st;
+    d9_get_stats(&st);
+    printf("disk full to the end: %" PRIu64 " events recorded, %" PRIu64 " dropped, %" PRIu64 " write errors\n",
+           st.events_recorded, st.events_dropped, st.write_errors);
+    CHECK(st.write_errors > 0 && st.events_dropped > 0);
+    file_check total = {0};
+    char **files;
+    int n = d9t_list_segments(run_dir, &files);
+    for (int i = 0; i < n; i++) CHECK(d9t_decode_file(files[i], on_event, &total) == D9_DEC_END);
+    d9t_free_list(files, n);
+    CHECK_EQ_U64(total.write_error_drops + total.other_drops, st.events_dropped);
+    /* what `dial9 stats` (and `dial9 run`'s summary, from the same events) shows */
+    const char *build = getenv("D9_BUILD_DIR");
+    if (build) {
+        char cmd[2600];
+        snprintf(cmd, sizeof cmd, "'%s/dial9' stats --json '%s'", build, run_dir);
+        FILE *p = popen(cmd, "r");
+        char out[1 << 16];
+        size_t len = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[len] = 0;
+        if (p) pclose(p);
+        const char *drops = strstr(out, "\"drops\":");
+        const char *total_at = drops ? strstr(drops, "\"total\":") : NULL;
+        CHECK(total_at != NULL);
+        if (total_at) CHECK_EQ_U64(strtoull(total_at + 8, NULL, 10), st.events_dropped);
+    }
+    char leftover[1300];
+    snprintf(leftover, sizeof leftover, "%s/.final-accounting", run_dir);
+    CHECK(access(leftover, F_OK) != 0); /* used up, or removed */
+    umount2(dir, MNT_DETACH);
+    rmdir(dir);
+    free(dir);
+}
+
 int main(void) {
     test_rotation_and_retention();
     test_deleted_directory();
     test_disk_full();
+    test_disk_full_to_the_end();
     return d9t_summary("recorder_disk");
 }

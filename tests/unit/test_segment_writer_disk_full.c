@@ -202,6 +202,68 @@ static void test_enospc_on_open(void) {
     unmount_tmpfs(mnt);
 }
 
+/* The final reserve: room allocated while there was space, so the last words land on a disk
+ * that is full to the end (and it is removed when not needed). */
+static void test_final_reserve(void) {
+    char mnt[64], traces[128], filler[128], err[256];
+    if (!mount_tmpfs(mnt, sizeof mnt, "size=256k,mode=0755")) return;
+    snprintf(traces, sizeof traces, "%s/traces", mnt);
+    snprintf(filler, sizeof filler, "%s/filler", mnt);
+    d9_segw_config cfg = {.trace_dir = traces, .run_id = "r", .max_file_size = 1 << 20,
+                          .max_total_size = 8 << 20};
+    d9_segment_writer *w = d9_segw_open(&cfg, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w) {
+        unmount_tmpfs(mnt);
+        return;
+    }
+    d9_segw_set_final_reserve(w, 8192);
+    uint8_t buf[1000];
+    fill_pattern(buf, sizeof buf, 1);
+    CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    CHECK(d9_segw_has_final_reserve(w));
+    char reserve[256];
+    snprintf(reserve, sizeof reserve, "%s/r/" D9_SEGW_FINAL_RESERVE_NAME, traces);
+    CHECK_EQ_U64(file_size(reserve), 8192);
+    d9_segw_stats s;
+    d9_segw_get_stats(w, &s);
+    CHECK_EQ_U64(s.bytes_on_disk, 1000 + 8192); /* it counts in the budget */
+    /* The disk fills up for good. */
+    make_file(filler, 1 << 20); /* ENOSPC when full: expected */
+    static uint8_t big[64 * 1024]; /* more than the partly used page left */
+    CHECK(d9_segw_write(w, big, sizeof big) == -1);
+    uint8_t last[5000];
+    fill_pattern(last, sizeof last, 77);
+    CHECK(d9_segw_write_final(w, last, sizeof last) == 0);
+    char p0[256], p1[256];
+    snprintf(p0, sizeof p0, "%s/r/trace.0.bin", traces);
+    snprintf(p1, sizeof p1, "%s/r/trace.1.bin", traces);
+    CHECK(file_equals(p0, buf, sizeof buf)); /* the segment, sealed first */
+    CHECK(file_equals(p1, last, sizeof last)); /* then the last words, sealed */
+    CHECK(file_size(reserve) == -1);
+    CHECK(d9_segw_write_final(w, last, sizeof last) == -1); /* used up */
+    d9_segw_close(w);
+
+    /* Not needed: removed at close, and a run that wrote nothing leaves no directory. */
+    CHECK(unlink(filler) == 0);
+    cfg.run_id = "r2";
+    w = d9_segw_open(&cfg, err, sizeof err);
+    CHECK(w != NULL);
+    d9_segw_set_final_reserve(w, 8192);
+    CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    d9_segw_close(w);
+    snprintf(reserve, sizeof reserve, "%s/r2/" D9_SEGW_FINAL_RESERVE_NAME, traces);
+    CHECK(file_size(reserve) == -1);
+    cfg.run_id = "r3";
+    w = d9_segw_open(&cfg, err, sizeof err);
+    d9_segw_set_final_reserve(w, 8192);
+    d9_segw_close(w);
+    char r3[256];
+    snprintf(r3, sizeof r3, "%s/r3", traces);
+    CHECK(file_size(r3) == -1);
+    unmount_tmpfs(mnt);
+}
+
 int main(void) {
     if (geteuid() != 0) {
         printf("SKIP test_segment_writer_disk_full: needs root to mount a tmpfs\n");
@@ -218,5 +280,6 @@ int main(void) {
     }
     test_enospc_on_write();
     test_enospc_on_open();
+    test_final_reserve();
     return d9t_summary("test_segment_writer_disk_full");
 }

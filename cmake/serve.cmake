@@ -36,6 +36,12 @@ if(MHD_FOUND)
     target_include_directories(test_serve_open_beneath PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
     add_test(NAME test_serve_open_beneath COMMAND test_serve_open_beneath)
     set_tests_properties(test_serve_open_beneath PROPERTIES TIMEOUT 60)
+    add_executable(test_serve_host_check ${CMAKE_SOURCE_DIR}/tests/serve/test_serve_host_check.c
+                   ${CMAKE_SOURCE_DIR}/src/serve/host_check.c ${CMAKE_SOURCE_DIR}/src/serve/url.c)
+    target_include_directories(test_serve_host_check PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+    target_link_libraries(test_serve_host_check PRIVATE dial9_reader) # url.h needs the index types only
+    add_test(NAME test_serve_host_check COMMAND test_serve_host_check)
+    set_tests_properties(test_serve_host_check PROPERTIES TIMEOUT 60)
     add_executable(d9s_race ${CMAKE_SOURCE_DIR}/tests/serve/d9s_race.c)
     add_executable(d9s_slow_clients ${CMAKE_SOURCE_DIR}/tests/serve/d9s_slow_clients.c)
   endif()

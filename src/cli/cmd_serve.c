@@ -26,6 +26,7 @@
 #define DEFAULT_IDLE_TIMEOUT_S 60
 #define DEFAULT_MAX_CONNECTIONS 64
 #define DEFAULT_MAX_PER_CLIENT 16
+#define MAX_ALLOW_HOSTS 64
 
 static void serve_usage(FILE *out) {
     fprintf(out,
@@ -49,6 +50,9 @@ static void serve_usage(FILE *out) {
             "      --max-connections N  connections at once (default %d; the last eighth only\n"
             "                        for client addresses that hold none)\n"
             "      --max-per-client N  connections from one client address (default %d)\n"
+            "      --allow-host NAME  answer requests for this Host name too (repeatable; by default\n"
+            "                        only localhost names and IP addresses, against DNS rebinding;\n"
+            "                        '*': any name)\n"
             "  -h, --help\n"
             "\n"
             "Runs until interrupted (Ctrl-C / SIGTERM). Exit status: 0 stopped, 1 cannot listen or\n"
@@ -140,7 +144,7 @@ int d9_cmd_serve(int argc, char **argv) {
         return D9_EXIT_DATA;
     }
 #endif
-    enum { O_VIEWER_DIR = 256, O_REQUEST_TIMEOUT, O_IDLE_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT };
+    enum { O_VIEWER_DIR = 256, O_REQUEST_TIMEOUT, O_IDLE_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT, O_ALLOW_HOST };
     static const struct option opts[] = {
         {"port", required_argument, NULL, 'p'},
         {"bind", required_argument, NULL, 'b'},
@@ -149,6 +153,7 @@ int d9_cmd_serve(int argc, char **argv) {
         {"idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT},
         {"max-connections", required_argument, NULL, O_MAX_CONNECTIONS},
         {"max-per-client", required_argument, NULL, O_MAX_PER_CLIENT},
+        {"allow-host", required_argument, NULL, O_ALLOW_HOST},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
@@ -158,6 +163,8 @@ int d9_cmd_serve(int argc, char **argv) {
     bool quiet = false;
     unsigned request_timeout = DEFAULT_REQUEST_TIMEOUT_S, idle_timeout = DEFAULT_IDLE_TIMEOUT_S,
              max_connections = DEFAULT_MAX_CONNECTIONS, max_per_client = DEFAULT_MAX_PER_CLIENT;
+    char *allow_hosts[MAX_ALLOW_HOSTS]; /* pointers into argv */
+    size_t allow_host_count = 0;
     optind = 1;
     opterr = 0;
     int c;
@@ -182,6 +189,14 @@ int d9_cmd_serve(int argc, char **argv) {
             break;
         case O_MAX_CONNECTIONS: /* under the usual limit of 1024 open files */
             if (!parse_count("max-connections", optarg, 1, 900, &max_connections)) return D9_EXIT_USAGE;
+            break;
+        case O_ALLOW_HOST:
+            if (!*optarg || strlen(optarg) > 255 || allow_host_count == MAX_ALLOW_HOSTS) {
+                fprintf(stderr, "dial9 serve: --allow-host takes a host name (or '*'), at most %d times\n",
+                        MAX_ALLOW_HOSTS);
+                return D9_EXIT_USAGE;
+            }
+            allow_hosts[allow_host_count++] = optarg;
             break;
         case O_MAX_PER_CLIENT:
             if (!parse_count("max-per-client", optarg, 1, 900, &max_per_client)) return D9_EXIT_USAGE;
@@ -210,7 +225,8 @@ int d9_cmd_serve(int argc, char **argv) {
         fprintf(stderr, "dial9 serve: viewer not found (use --viewer-dir): serving the API only\n");
     d9_serve_opts o = {.dir = argv[optind], .bind = bind, .port = (unsigned)port, .viewer_dir = viewer,
                        .quiet = quiet, .request_timeout_s = request_timeout, .idle_timeout_s = idle_timeout,
-                       .max_connections = max_connections, .max_per_client = max_per_client};
+                       .max_connections = max_connections, .max_per_client = max_per_client,
+                       .allow_hosts = allow_hosts, .allow_host_count = allow_host_count};
     return d9_serve_run(&o);
 #else
     (void)bind;
@@ -220,6 +236,7 @@ int d9_cmd_serve(int argc, char **argv) {
     (void)idle_timeout;
     (void)max_connections;
     (void)max_per_client;
+    (void)allow_hosts;
 #ifdef D9_SERVE_BUILT
     fprintf(stderr, "dial9 serve: the server, " SERVER_NAME ", is not in %s (it is built and installed "
                     "with dial9: reinstall, or use the dial9 of the build directory)\n", where);

@@ -8,10 +8,12 @@
  *                         concatenated into one trace (segment_concat.h)
  *
  * Only GET and HEAD, no request bodies, bounded headers (libmicrohttpd's per-connection
- * memory limit), a bounded number of connections. Files are only ever served from the viewer
+ * memory limit) and query parameters, no %00, only Host names that DNS rebinding cannot
+ * forge (host_check.h), connections bounded per client address and in time (conn_guard.h),
+ * a log that escapes what clients send. Files are only ever served from the viewer
  * directory (safe_path.h) and, for traces, only the segments the index lists, each opened
  * beneath the trace directory's fd without following symlinks (open_beneath.h) and checked
- * to be the file indexed. One internal polling thread runs every request, so the index needs
+ * to be the file indexed. One thread runs every request (run_loop), so the index needs
  * no lock. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* open_memstream */
@@ -33,6 +35,7 @@
 
 #include "cli/cli.h"
 #include "serve/conn_guard.h"
+#include "serve/host_check.h"
 #include "serve/open_beneath.h"
 #include "serve/safe_path.h"
 #include "serve/segment_concat.h"
@@ -41,6 +44,8 @@
 #include "serve/url.h"
 
 #define MEMORY_PER_CONNECTION (64 * 1024) /* request line + headers must fit */
+#define MAX_QUERY_PARAMS 256  /* more get 431: libmicrohttpd would run out of its memory pool */
+#define MAX_LOGGED_TARGET 512 /* bytes of a request target in the log */
 #define MAX_SELECTED 100000 /* seg= / file= parameters in one request */
 
 typedef struct server {
@@ -49,6 +54,7 @@ typedef struct server {
     int viewer_fd;     /* the viewer directory: its files are opened beneath it */
     bool quiet;
     d9_guard guard;
+    d9_host_check hosts;
 } server;
 
 /* ---- responses ---------------------------------------------------------------------------- */
@@ -84,8 +90,17 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, cons
     return send_buffer(c, status, "text/plain; charset=utf-8", copy, strlen(copy));
 }
 
-static void log_request(const server *s, const char *method, const char *url, unsigned status) {
-    if (!s->quiet) fprintf(stderr, "dial9 serve: %s %s %u\n", method, url, status);
+/* One line per request: the method and the request target as received (not decoded), both
+ * escaped so that nothing in them can forge a line. */
+static void log_request(const server *s, const char *method, const char *target, unsigned status) {
+    if (s->quiet) return;
+    flockfile(stderr);
+    fputs("dial9 serve: ", stderr);
+    d9_log_escape(stderr, method, 32);
+    fputc(' ', stderr);
+    d9_log_escape(stderr, target, MAX_LOGGED_TARGET);
+    fprintf(stderr, " %u\n", status);
+    funlockfile(stderr);
 }
 
 /* ---- the viewer's files --------------------------------------------------------------------- */
@@ -382,16 +397,42 @@ static d9_conn *guarded(struct MHD_Connection *c) {
 
 /* One request, from its request line to its end (libmicrohttpd's req_cls). */
 typedef struct request {
-    bool seen; /* by on_request once: a GET is answered on the second call, as libmicrohttpd
-                  keeps the connection alive only for an answer queued after the headers */
+    bool seen;    /* by on_request once: a GET is answered on the second call, as libmicrohttpd
+                     keeps the connection alive only for an answer queued after the headers */
+    bool has_nul; /* a %00 somewhere in the target: it would cut the decoded path or value */
+    char target[]; /* as received, for the log (at most MAX_LOGGED_TARGET + 1 bytes) */
 } request;
 
-/* The request line has arrived (libmicrohttpd's URI log callback): the headers come next. */
+/* Query parameters in a raw target (pieces between '&' after the '?'). */
+static size_t query_params(const char *target) {
+    const char *q = strchr(target, '?');
+    if (!q) return 0;
+    size_t n = 1;
+    for (const char *p = q + 1; *p; p++) n += *p == '&';
+    return n;
+}
+
+/* The request line has arrived (libmicrohttpd's URI log callback, given the target before
+ * any decoding): the headers come next. */
 static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *c) {
-    (void)cls;
-    (void)uri;
-    d9_guard_request_line(guarded(c));
-    return calloc(1, sizeof(request)); /* NULL: answered at the first call, then closed */
+    server *s = cls;
+    d9_conn *g = guarded(c);
+    d9_guard_request_line(g);
+    size_t len = strnlen(uri, MAX_LOGGED_TARGET + 1);
+    request *rq = calloc(1, sizeof *rq + len + 1); /* NULL: answered at the first call, then closed */
+    if (rq) {
+        memcpy(rq->target, uri, len);
+        rq->target[len] = '\0';
+        rq->has_nul = strstr(uri, "%00") != NULL;
+    }
+    /* libmicrohttpd 0.9.75 parses the parameters next, and when they do not fit in its pool
+       it queues a 431 that it never sends (the client waits for the idle timeout): answer
+       here, before it tries */
+    if (g && query_params(uri) > MAX_QUERY_PARAMS) {
+        d9_guard_reject(g, 431, "dial9 serve: too many query parameters\n");
+        log_request(s, "-", rq ? rq->target : "(request)", 431);
+    }
+    return rq;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
@@ -417,6 +458,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     d9_guard_request_received(g);
     enum MHD_Result ok;
     unsigned status;
+    const char *target = rq ? rq->target : url;
+    if (rq && rq->has_nul) {
+        log_request(s, method, target, 400);
+        return send_text(c, 400, "dial9 serve: a NUL (%00) in the request target\n");
+    }
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!d9_host_allowed(&s->hosts, host)) {
+        log_request(s, method, target, 421);
+        return send_text(c, 421, "dial9 serve: this server does not answer for that Host name (a page of "
+                                 "another site, through DNS rebinding?). Use localhost or the address, or "
+                                 "start it with --allow-host NAME.\n");
+    }
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
         struct MHD_Response *r = MHD_create_response_from_buffer(
             strlen("only GET and HEAD\n"), (void *)"only GET and HEAD\n", MHD_RESPMEM_PERSISTENT);
@@ -424,14 +477,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             common_headers(r, "text/plain; charset=utf-8", true);
             MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
         }
-        log_request(s, method, url, 405);
+        log_request(s, method, target, 405);
         return send_response(c, 405, r);
     }
     const char *length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     const char *chunked = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
     if ((length && strcmp(length, "0") != 0) || chunked || *upload_data_size) {
         *upload_data_size = 0;
-        log_request(s, method, url, 413);
+        log_request(s, method, target, 413);
         return send_text(c, 413, "no request bodies here\n");
     }
     if (rq && !rq->seen) {
@@ -445,16 +498,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         status = 404;
         ok = send_text(c, 404, "unknown API (see docs/serve.md)\n");
     } else status = serve_file(s, c, url, &ok);
-    log_request(s, method, url, status);
+    log_request(s, method, target, status);
     return ok;
 }
 
 /* ---- starting and stopping ------------------------------------------------------------------ */
 
+/* libmicrohttpd's messages may quote what a client sent: escaped like the request log. */
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
     (void)cls;
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0) return;
+    size_t n = strlen(msg);
+    bool newline = n && msg[n - 1] == '\n';
+    if (newline) msg[n - 1] = '\0';
+    flockfile(stderr);
     fputs("dial9 serve: libmicrohttpd: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    d9_log_escape(stderr, msg, 1024);
+    fputc('\n', stderr);
+    funlockfile(stderr);
+    free(msg);
 }
 
 static volatile sig_atomic_t stop_signal;
@@ -525,6 +588,10 @@ int d9_serve_run(const d9_serve_opts *o) {
         d9_trace_index_free(&s.index);
         return D9_EXIT_USAGE;
     }
+    d9_host_check_init(&s.hosts, bind, o->allow_hosts, o->allow_host_count); /* bind is numeric: checked above */
+    if (!d9_address_is_loopback(bind))
+        fprintf(stderr, "dial9 serve: warning: %s is not a loopback address: anyone who can reach it on the "
+                        "network can read every trace under %s (there is no login)\n", bind, s.index.root);
     /* the index first: a bad directory shows before the server runs */
     if (d9_trace_index_refresh(&s.index, err, sizeof err) != 0) {
         fprintf(stderr, "dial9 serve: %s\n", err);
@@ -556,6 +623,7 @@ int d9_serve_run(const d9_serve_opts *o) {
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s,
         MHD_OPTION_URI_LOG_CALLBACK, on_request_line, &s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
+        MHD_OPTION_STRICT_FOR_CLIENT, 1, /* no spaces in the target, HTTP/1.1 needs a Host */
         MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "dial9 serve: cannot listen on %s port %u: %s\n", bind, o->port, strerror(errno));

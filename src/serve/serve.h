@@ -15,6 +15,8 @@ typedef struct d9_serve_opts {
     unsigned request_timeout_s; /* a whole request must arrive within this (conn_guard.h) */
     unsigned idle_timeout_s;    /* libmicrohttpd's: a connection with no traffic closes */
     unsigned max_connections, max_per_client;
+    char *const *allow_hosts;   /* Host names answered besides localhost and addresses (host_check.h) */
+    size_t allow_host_count;
 } d9_serve_opts;
 
 /* Serve until SIGINT or SIGTERM. Returns the exit code (D9_EXIT_*). */

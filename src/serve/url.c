@@ -59,3 +59,14 @@ void d9_html_escape(FILE *out, const char *s) {
         }
     }
 }
+
+void d9_log_escape(FILE *out, const char *s, size_t max) {
+    size_t i = 0;
+    for (; s[i] && i < max; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\\') fputs("\\\\", out);
+        else if (c >= 0x20 && c < 0x7f) fputc(c, out);
+        else fprintf(out, "\\x%02x", c);
+    }
+    if (s[i]) fputs("...", out);
+}

@@ -49,6 +49,7 @@ typedef struct cursor {
 struct d9_collector {
     d9_segment_writer *w;
     d9_run_metadata meta;
+    uint32_t meta_workers;     /* worker ids below this are in the segment's runtime.<name> lists */
     d9_clock_map clock;
     uint64_t now_ticks, now_ns;
     uint64_t schedstat_res_ns;
@@ -171,13 +172,19 @@ static uint32_t need_stack(d9_collector *c, const uint64_t *frames, uint32_t n, 
 
 /* ---------------------------------------------------------------- encoding */
 
-static void encode_preamble(d9_collector *c) {
+/* The segment's metadata: the run's entries and every runtime's workers known so far. */
+static void encode_metadata(d9_collector *c, uint64_t ts) {
+    c->meta_workers = d9_workers_count(); /* before listing them: a later one is caught later */
     need_builtin(c, D9_SCH_SEGMENT_METADATA);
-    d9_enc_event(&c->out, &c->st, D9_SCH_SEGMENT_METADATA, c->now_ns);
+    d9_enc_event(&c->out, &c->st, D9_SCH_SEGMENT_METADATA, ts);
     d9_pool_frame map;
     d9_enc_string_map_begin(&c->out, &map);
     d9_run_metadata_encode(&c->meta, &c->out, &map);
     d9_enc_string_map_end(&c->out, &map);
+}
+
+static void encode_preamble(d9_collector *c) {
+    encode_metadata(c, c->now_ns);
 
     need_builtin(c, D9_SCH_CLOCK_SYNC);
     uint64_t mono, real;
@@ -277,6 +284,11 @@ static __attribute__((noinline)) void encode_other(d9_collector *c, const out_ev
         d9_put_u32(b, runtime);
         d9_put_varint(b, e->v[2]);
         d9_put_u32(b, name);
+        /* A worker the segment's metadata does not list yet: write it again, complete, so a
+         * reader of this segment alone learns every runtime's workers (dial9's viewer takes
+         * runtimes from the metadata only, and keeps the last list of each). Part of this
+         * event's bytes, so a rotation moves both to the next segment together. */
+        if (e->v[0] < D9_MAX_WORKERS && e->v[0] >= c->meta_workers) encode_metadata(c, e->ts);
         break;
     }
     case D9_SCH_CPU_SAMPLE: {

@@ -49,6 +49,13 @@ const char *d9_workers_describe(uint32_t id, uint32_t *index) {
     return name;
 }
 
+uint32_t d9_workers_count(void) {
+    pthread_mutex_lock(&g_lock);
+    uint32_t n = g_count;
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
 void d9_workers_each_runtime(void (*fn)(const char *, const char *, void *), void *ctx) {
     pthread_mutex_lock(&g_lock);
     bool done[D9_MAX_WORKERS] = {false};

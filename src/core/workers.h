@@ -11,6 +11,8 @@
 uint32_t d9_workers_id_for(const char *runtime, uint32_t index);
 /* Runtime name and index of worker `id`; NULL for an unknown id. */
 const char *d9_workers_describe(uint32_t id, uint32_t *index);
+/* How many ids have been assigned: ids are never reused, so ids below it are all known. */
+uint32_t d9_workers_count(void);
 /* Calls fn once per runtime with the comma-separated list of its worker ids. */
 void d9_workers_each_runtime(void (*fn)(const char *runtime, const char *ids, void *ctx), void *ctx);
 

@@ -297,10 +297,14 @@ static int add_runtime_workers(d9_xmodel *m, const d9_dec_kv *kv) {
 
 static int add_metadata(d9_xmodel *m, const d9_event *ev, const schema_info *in) {
     const d9_value *v = field(ev, in->f[0]);
-    if (m->build->have_meta || !v || !v->present || v->type != D9_FT_STRING_MAP) return 0;
-    m->build->have_meta = true; /* the first segment's metadata describes the run */
+    if (!v || !v->present || v->type != D9_FT_STRING_MAP) return 0;
+    /* The first segment's metadata describes the run; later ones (each segment's, and those
+     * the recorder adds when a worker registers) may name more runtime workers. */
+    bool first = !m->build->have_meta;
+    m->build->have_meta = true;
     for (uint32_t i = 0; i < v->map.count; i++) {
         const d9_dec_kv *kv = &v->map.items[i];
+        if (!first && (kv->key.len <= 8 || memcmp(kv->key.ptr, "runtime.", 8) != 0)) continue;
         if (kv->key.len == 7 && !memcmp(kv->key.ptr, "service", 7)) {
             m->service = d9_xstr_intern(&m->strings, kv->value.ptr, kv->value.len);
             if (m->service == D9_XSTR_FAILED) return -1;

@@ -455,6 +455,38 @@ static void check_unread_schedstat(bool dial9_parks) {
     d9_buf_free(&t.b);
 }
 
+static void metadata(tb *t, uint64_t ts, const char *key, const char *value) {
+    d9_enc_event(&t->b, &t->st, D9_SCH_SEGMENT_METADATA, ts);
+    d9_pool_frame map;
+    d9_enc_string_map_begin(&t->b, &map);
+    d9_enc_string_map_entry(&t->b, &map, "service", "svc");
+    d9_enc_string_map_entry(&t->b, &map, key, value);
+    d9_enc_string_map_end(&t->b, &map);
+}
+
+/* Runtime names from every metadata event: worker 1 registered after the segment started is
+ * named only by the metadata the recorder wrote again then. */
+static void test_runtime_metadata_later(void) {
+    tb t;
+    d9_buf_init(&t.b);
+    memset(&t.st, 0, sizeof t.st);
+    tb_stream(&t);
+    metadata(&t, 10, "runtime.io", "0");
+    poll_start(&t, 20, 0, 5, "a.c:1");
+    poll_end(&t, 30, 0);
+    metadata(&t, 40, "runtime.io", "0,1");
+    poll_start(&t, 50, 1, 6, "a.c:1");
+    poll_end(&t, 60, 1);
+    d9_xmodel *m = model_of(&t.b, NULL);
+    CHECK(m && m->worker_count == 2);
+    if (m && m->worker_count == 2) {
+        CHECK(m->workers[0].runtime && strcmp(d9_xm_str(m, m->workers[0].runtime), "io") == 0);
+        CHECK(m->workers[1].runtime && strcmp(d9_xm_str(m, m->workers[1].runtime), "io") == 0);
+    }
+    d9_xmodel_free(m);
+    d9_buf_free(&t.b);
+}
+
 static void test_unread_schedstat(void) {
     check_unread_schedstat(false);
     check_unread_schedstat(true);
@@ -462,6 +494,7 @@ static void test_unread_schedstat(void) {
 
 int main(void) {
     test_unread_schedstat();
+    test_runtime_metadata_later();
     test_protobuf();
     test_window_parse();
     test_model();

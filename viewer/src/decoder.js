@@ -918,17 +918,23 @@ function dial9DecoderFactory() {
     return permute(tab, order);
   }
 
+  // Every metadata event's runtime.<name> lists, merged: a segment repeats the metadata when a
+  // worker registers after it started, and each segment lists the workers known at its start.
   function runtimesFrom(metaList, workers) {
     const runtimes = [];
-    const seen = new Set();
+    const byName = new Map();
     for (const m of metaList) {
       for (const [k, v] of m.entries) {
         if (typeof k !== 'string' || !k.startsWith('runtime.')) continue;
         const name = k.slice('runtime.'.length);
-        if (seen.has(name)) continue;
-        seen.add(name);
+        let r = byName.get(name);
+        if (!r) {
+          r = { name, workers: [] };
+          byName.set(name, r);
+          runtimes.push(r);
+        }
         const ids = String(v).split(',').map((x) => x.trim()).filter((x) => x !== '').map(Number).filter((x) => Number.isFinite(x));
-        runtimes.push({ name, workers: ids });
+        for (const id of ids) if (!r.workers.includes(id)) r.workers.push(id);
       }
     }
     const placed = new Set();

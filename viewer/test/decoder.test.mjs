@@ -240,6 +240,19 @@ test('parks without a schedstat reading as the recorder writes them (absent opti
   assert.equal(tr.parks.schedWait[2], 0); // read, and no wait: a real 0
 });
 
+test('runtime workers from every metadata event: a later one adds workers registered after the segment started', () => {
+  const w = new TraceWriter().header();
+  const id = declareBuiltins(w);
+  const t0 = 5000000000n;
+  w.event(id.SegmentMetadataEvent, t0, [[['service', 'svc'], ['runtime.io', '0']]]);
+  w.event(id.PollEndEvent, t0 + 10n, [0]);
+  w.event(id.SegmentMetadataEvent, t0 + 20n, [[['service', 'svc'], ['runtime.io', '0,1'], ['runtime.cpu', '2']]]);
+  w.event(id.PollEndEvent, t0 + 30n, [1]);
+  w.event(id.PollEndEvent, t0 + 40n, [2]);
+  const tr = D.decode(w.bytes());
+  assert.deepEqual(tr.runtimes, [{ name: 'io', workers: [0, 1] }, { name: 'cpu', workers: [2] }]);
+});
+
 test('concatenated streams reset schemas, pools and the timestamp base', () => {
   const a = new TraceWriter().header();
   a.schema(0, 'PollStartEvent', true, [['worker_id', T.VARINT], ['local_queue', T.U8], ['task_id', T.VARINT], ['spawn_loc', T.POOLED_STRING]]);

@@ -138,7 +138,7 @@ int main(void) {
     seen s = {0};
     CHECK(d9t_decode_run(d9_run_dir(), on_event, &s) == 0);
     CHECK(s.first_is_metadata);
-    CHECK_EQ_U64(s.metadata, 1);
+    CHECK_EQ_U64(s.metadata, 2); /* the segment's, and again for the worker registered after it */
     CHECK_EQ_U64(s.clock_sync, 1);
     CHECK_EQ_U64(s.poll_start, 2);
     CHECK_EQ_U64(s.poll_end, 2);

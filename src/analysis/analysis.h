@@ -163,6 +163,17 @@ typedef struct d9a_sample_group {
     const char *example_location;  /* spawn location of a poll it fell into, or NULL */
 } d9a_sample_group;
 
+/* Waits for a lock inside polls (futex waits under pthread_mutex_lock, rwlocks...), by the
+ * application function that took the lock. */
+typedef struct d9a_lock_wait {
+    const char *app_frame;         /* the function that took the lock, or NULL when unknown */
+    const char *lock_function;     /* pthread_mutex_lock, pthread_rwlock_wrlock, ... */
+    uint64_t samples;              /* off-CPU samples inside polls */
+    uint64_t total_ns, worst_ns;   /* estimated time off-CPU (upper bounds, like in_poll_ns) */
+    const d9a_stack_view *stack;   /* the stack with the most time */
+    const char *example_location;  /* spawn location of a poll it fell into, or NULL */
+} d9a_lock_wait;
+
 typedef struct d9a_migrating_task {
     uint64_t task, polls, hops;
     const char *location;
@@ -181,7 +192,7 @@ typedef enum d9a_severity { D9A_INFO, D9A_WARNING, D9A_CRITICAL } d9a_severity;
 
 typedef struct d9a_flag {
     d9a_severity severity;
-    const char *code;     /* long_poll, sched_delay, wake_delay, blocking_in_poll, task_leak,
+    const char *code;     /* long_poll, sched_delay, wake_delay, blocking_in_poll, lock_contention, task_leak,
                              worker_imbalance, cpu_contention, dropped_events, missing_source,
                              out_of_order */
     char title[200];
@@ -247,6 +258,9 @@ typedef struct d9a_report {
     const d9a_sample_group *blocking_syscalls; /* by .syscall (NULL: not in a system call);
                                                   .function is its top blocking function */
     size_t nblocking_syscalls;
+
+    const d9a_lock_wait *lock_waits; /* by total time, decreasing */
+    size_t nlock_waits;
 
     uint64_t cpu_total, cpu_in_poll;
     const d9a_sample_group *cpu_functions, *cpu_stacks;

@@ -44,6 +44,17 @@ bool d9a_is_preemption_frame(const char *symbol) {
     return symbol && name_is(symbol, exact, prefixes);
 }
 
+bool d9a_is_lock_frame(const char *symbol) {
+    static const char *const exact[] = {
+        "pthread_mutex_lock", "__pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_mutex_clocklock",
+        "__pthread_mutex_lock_full", "__pthread_mutex_cond_lock", "__lll_lock_wait", "__lll_lock_wait_private",
+        "pthread_rwlock_rdlock", "pthread_rwlock_wrlock", "pthread_rwlock_timedrdlock",
+        "pthread_rwlock_timedwrlock", "__pthread_rwlock_rdlock", "__pthread_rwlock_wrlock", "mtx_lock",
+        "mtx_timedlock", "flockfile", "_IO_flockfile", NULL};
+    static const char *const prefixes[] = {"__pthread_rwlock_", "__pthread_mutex_lock", "lll_lock", NULL};
+    return symbol && name_is(symbol, exact, prefixes);
+}
+
 const char *d9a_basename(const char *path) {
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;

@@ -17,6 +17,10 @@ bool d9a_is_scheduler_frame(const char *symbol);
  * because another thread was to run (CPU contention), not because it waited for something. */
 bool d9a_is_preemption_frame(const char *symbol);
 
+/* A function that waits for a lock (pthread_mutex_lock, __lll_lock_wait, rwlocks): an
+ * off-CPU stack through it is lock contention. */
+bool d9a_is_lock_frame(const char *symbol);
+
 /* A user-space frame of the application itself. */
 bool d9a_is_app_frame(const d9a_frame *f);
 

@@ -88,6 +88,7 @@ typedef struct stack_stats {
     uint64_t cpu, cpu_in_poll, cpu_parked;
     uint64_t off, off_in_poll, off_parked;
     uint64_t off_in_poll_ns; /* estimated time off-CPU inside polls */
+    uint64_t off_in_poll_max_ns; /* the longest of those (one sample's wait) */
     uint32_t example_loc;
 } stack_stats;
 

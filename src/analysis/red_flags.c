@@ -179,6 +179,36 @@ static void blocking(const d9a_report *r, flag_list *l) {
         "non-blocking (see BLOCKING CALLS)");
 }
 
+/* Lock contention is the blocking a user fixes differently (the critical section, not the
+ * call): said apart from blocking_in_poll, by the function that took the lock. */
+static void lock_contention(const d9a_report *r, flag_list *l) {
+    uint64_t samples = 0, total = 0, worst = 0;
+    for (size_t i = 0; i < r->nlock_waits; i++) {
+        samples += r->lock_waits[i].samples;
+        total += r->lock_waits[i].total_ns;
+        if (r->lock_waits[i].worst_ns > worst) worst = r->lock_waits[i].worst_ns;
+    }
+    if (samples == 0) return;
+    d9a_flag *f = add(l, D9A_WARNING, "lock_contention");
+    if (!f) return;
+    char t1[32], t2[32];
+    put(f->title, sizeof f->title, "lock contention inside polls: %" PRIu64 " wait%s for a lock, up to %s in all (worst %s)",
+        samples, samples == 1 ? "" : "s", d9a_format_ns(t1, sizeof t1, total), d9a_format_ns(t2, sizeof t2, worst));
+    for (size_t i = 0; i < r->nlock_waits && i < 3; i++) {
+        const d9a_lock_wait *w = &r->lock_waits[i];
+        append(f->evidence, sizeof f->evidence, "%s%s in %s: %" PRIu64 " wait%s, up to %s, worst %s", i ? "; " : "",
+               w->app_frame ? w->app_frame : "(unknown caller)", w->lock_function, w->samples,
+               w->samples == 1 ? "" : "s", d9a_format_ns(t1, sizeof t1, w->total_ns),
+               d9a_format_ns(t2, sizeof t2, w->worst_ns));
+        if (i == 0 && w->example_location)
+            append(f->evidence, sizeof f->evidence, " (task spawned at %s)", w->example_location);
+    }
+    put(f->hint, sizeof f->hint,
+        "a worker waiting for a lock stalls every task of that worker: shorten what the other "
+        "holders do under the lock, split or shard it, or take it with a trylock and retry from "
+        "the loop instead of blocking (see LOCK CONTENTION)");
+}
+
 static void task_leak(const d9a_report *r, flag_list *l) {
     if (r->spawned < 20 || r->live_at_end < 20 || r->live_at_end * 2 < r->spawned ||
         r->live_growth_per_s <= 0)
@@ -385,6 +415,7 @@ int d9a_add_red_flags(d9a_analysis *a) {
     drops(r, &l);
     long_polls(a, r, &l);
     blocking(r, &l);
+    lock_contention(r, &l);
     sched_delays(a, r, &l);
     wake_delays(a, r, &l);
     contention(r, &l);

@@ -263,6 +263,73 @@ out:
     return rc == 0 && !a->failed ? 0 : -1;
 }
 
+/* ---- lock contention ---- */
+
+static int cmp_lock_wait(const void *x, const void *y) {
+    const d9a_lock_wait *a = x, *b = y;
+    if (a->total_ns != b->total_ns) return a->total_ns > b->total_ns ? -1 : 1;
+    if (a->samples != b->samples) return a->samples > b->samples ? -1 : 1;
+    return strcmp(a->app_frame ? a->app_frame : "", b->app_frame ? b->app_frame : "");
+}
+
+static bool same_name(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+/* Off-CPU stacks inside polls that wait in a lock function, grouped by the application
+ * function that took the lock (the stack's app frame). */
+static int build_lock_waits(d9a_analysis *a, d9a_report *r) {
+    size_t cap = 0;
+    for (uint32_t i = 0; i < a->stk_cap && i < a->stacks.count; i++) cap += a->stk[i].off_in_poll > 0;
+    d9a_lock_wait *acc = calloc(cap ? cap : 1, sizeof *acc);
+    uint64_t *best = calloc(cap ? cap : 1, sizeof *best); /* total of the group's example stack */
+    if (!acc || !best) {
+        free(acc);
+        free(best);
+        return -1;
+    }
+    size_t n = 0;
+    for (uint32_t i = 0; i < a->stk_cap && i < a->stacks.count; i++) {
+        const stack_stats *s = &a->stk[i];
+        if (!s->off_in_poll) continue;
+        const d9a_stack_view *v = view(a, i, true);
+        if (!v) break;
+        if (v->preempted) continue;
+        const char *lock = NULL;
+        for (uint32_t k = 0; k < v->nframes; k++) {
+            const d9a_frame *f = &v->frames[k];
+            if (f->kernel) continue;
+            if (d9a_is_lock_frame(f->symbol)) lock = f->symbol; /* the outermost one */
+            else if (lock || d9a_is_app_frame(f)) break;
+        }
+        if (!lock) continue;
+        size_t g = 0;
+        while (g < n && !same_name(acc[g].app_frame, v->app_frame)) g++;
+        if (g == n) {
+            acc[n].app_frame = v->app_frame;
+            n++;
+        }
+        d9a_lock_wait *w = &acc[g];
+        w->samples += s->off_in_poll;
+        w->total_ns += s->off_in_poll_ns;
+        if (s->off_in_poll_max_ns > w->worst_ns) w->worst_ns = s->off_in_poll_max_ns;
+        if (!w->stack || s->off_in_poll_ns > best[g]) {
+            best[g] = s->off_in_poll_ns;
+            w->stack = v;
+            w->lock_function = lock;
+            w->example_location = s->example_loc != D9A_NO_ID ? str(a, s->example_loc) : NULL;
+        }
+    }
+    free(best);
+    qsort(acc, n, sizeof *acc, cmp_lock_wait);
+    size_t keep = n < a->opt.top_n ? n : a->opt.top_n;
+    d9a_lock_wait *out = alloc_array(a, keep ? keep : 1, sizeof *out);
+    if (out) memcpy(out, acc, keep * sizeof *out);
+    free(acc);
+    if (!out) return -1;
+    r->lock_waits = out;
+    r->nlock_waits = keep;
+    return a->failed ? -1 : 0;
+}
+
 /* ---- sources ---- */
 
 static int build_sources(d9a_analysis *a, d9a_report *r) {
@@ -567,6 +634,7 @@ int d9a_build_report(d9a_analysis *a) {
     r->offcpu_parked = a->off_parked;
     r->offcpu_other = a->off_total - a->off_in_poll - a->off_parked;
     if (build_groups(a, true, r) != 0) return -1;
+    if (build_lock_waits(a, r) != 0) return -1;
     r->cpu_total = a->cpu_total;
     r->cpu_in_poll = a->cpu_in_poll;
     if (build_groups(a, false, r) != 0) return -1;

@@ -126,7 +126,10 @@ static void close_pending(d9a_analysis *a, worker *w, uint64_t next) {
     if (w->pend_off_end < end) end = w->pend_off_end; /* exact, from SchedSwitchEvent */
     uint64_t t = end > w->pend_ts ? end - w->pend_ts : 0;
     w->off_est_ns += t;
-    if (w->pend_stack < a->stk_cap) a->stk[w->pend_stack].off_in_poll_ns += t;
+    if (w->pend_stack < a->stk_cap) {
+        a->stk[w->pend_stack].off_in_poll_ns += t;
+        if (t > a->stk[w->pend_stack].off_in_poll_max_ns) a->stk[w->pend_stack].off_in_poll_max_ns = t;
+    }
     if (w->pend_slot < 0 || a->long_polls.gen[w->pend_slot] != w->pend_gen) return;
     long_poll_entry *e = d9a_topn_at(&a->long_polls, (size_t)w->pend_slot);
     for (uint32_t i = 0; i < e->ngroups; i++)

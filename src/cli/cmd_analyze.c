@@ -458,6 +458,16 @@ static void text_blocking(const render *R) {
         }
     }
     text_stack_groups(R, r->blocking_stacks, r->nblocking_stacks, true);
+    if (r->nlock_waits) {
+        printf("\nLOCK CONTENTION (off-CPU samples inside polls waiting for a lock, by the function that took it)\n");
+        printf("  %8s  %11s  %11s  %-24s %s\n", "waits", "time (est)", "worst (est)", "lock function",
+               "called from");
+        for (size_t i = 0; i < r->nlock_waits; i++) {
+            const d9a_lock_wait *w = &r->lock_waits[i];
+            printf("  %8" PRIu64 "  %11s  %11s  %-24s %s\n", w->samples, NS(w->total_ns), NS(w->worst_ns),
+                   w->lock_function, w->app_frame ? w->app_frame : "(unknown)");
+        }
+    }
 }
 
 static void text_cpu(const render *R) {
@@ -931,6 +941,21 @@ static void json_samples(jctx *c) {
     jgroups(c, "by_syscall", r->blocking_syscalls, r->nblocking_syscalls, true);
     jgroups(c, "by_stack", r->blocking_stacks, r->nblocking_stacks, true);
     d9_json_object_end(j);
+    d9_json_key(j, "lock_contention");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nlock_waits; i++) {
+        const d9a_lock_wait *w = &r->lock_waits[i];
+        d9_json_object_begin(j);
+        jkey_str(j, "app_frame", w->app_frame);
+        jkey_str(j, "lock_function", w->lock_function);
+        jkey_u64(j, "waits", w->samples);
+        jkey_u64(j, "total_est_ns", w->total_ns);
+        jkey_u64(j, "worst_est_ns", w->worst_ns);
+        jkey_str(j, "example_location", w->example_location);
+        jstack_ref(c, "stack", w->stack);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
     d9_json_key(j, "cpu");
     d9_json_object_begin(j);
     jkey_u64(j, "cpu_samples", r->cpu_total);

@@ -9,6 +9,8 @@
  *    them name copy_buffers (perf, and the SIGPROF timer fallback);
  *  - polls whose sort_things() qsort()s with cmp_things(): samples in cmp_things show
  *    cmp_things <- libc frames <- sort_things (perf and timer);
+ *  - `dial9 analyze --json` names take_the_lock as the app frame of the top in-poll blocking
+ *    entry and in lock_contention (with the red flag), wait_on_pipe for the pipe polls;
  *  - no user frame of any sample is an address outside the executable mappings;
  *  - StackOriginEvent says how the stacks were obtained.
  * Shares and presence only, never counts that depend on timing. Context-switch stacks need
@@ -253,31 +255,66 @@ static char *dial9_output(const char *args) {
     return out;
 }
 
-static void run(d9_sampler_mode mode) {
-    const char *label = mode == D9_SAMPLER_TIMER ? "timer" : "perf";
+/* `dial9 analyze --json` of the run, read with python3: the app frame of the top in-poll
+ * blocking entry, of the first lock_contention entry, and whether the flag is raised. */
+typedef struct analyzed {
+    char top_app[128], lock_app[128];
+    bool lock_flag;
+} analyzed;
+
+static bool analyze_run(analyzed *out) {
+    char args[1200];
+    snprintf(args, sizeof args,
+             "analyze --json '%s' | python3 -c '"
+             "import json,sys\n"
+             "d=json.load(sys.stdin)\n"
+             "top=[g for g in d[\"blocking\"][\"by_function\"] if g[\"in_poll\"] and not g[\"preempted\"]]\n"
+             "lc=d.get(\"lock_contention\", [])\n"
+             "print(\"top_app=%%s\" %% (top[0][\"app_frame\"] if top else None))\n"
+             "print(\"lock_app=%%s\" %% (lc[0][\"app_frame\"] if lc else None))\n"
+             "print(\"lock_flag=%%d\" %% any(f[\"code\"] == \"lock_contention\" for f in d[\"red_flags\"]))'",
+             d9_run_dir());
+    char *o = dial9_output(args);
+    memset(out, 0, sizeof *out);
+    const char *a = o ? strstr(o, "top_app=") : NULL, *b = o ? strstr(o, "lock_app=") : NULL;
+    const char *c = o ? strstr(o, "lock_flag=") : NULL;
+    if (a) snprintf(out->top_app, sizeof out->top_app, "%.*s", (int)strcspn(a + 8, "\n"), a + 8);
+    if (b) snprintf(out->lock_app, sizeof out->lock_app, "%.*s", (int)strcspn(b + 9, "\n"), b + 9);
+    out->lock_flag = c && c[10] == '1';
+    free(o);
+    return a && b && c;
+}
+
+enum scenario { LOCK, PIPE, CPU_PERF, CPU_TIMER };
+
+static void run(enum scenario sc) {
+    static const char *const labels[] = {"lock", "pipe", "perf", "timer"};
+    const char *label = labels[sc];
     char *dir = d9t_mkdtemp("unwind");
     d9_config cfg;
     d9_config_init(&cfg);
     cfg.trace_dir = dir;
-    cfg.cpu_profile = true;
+    cfg.cpu_profile = sc >= CPU_PERF;
     cfg.cpu_sample_hz = 99;
-    cfg.sampler = mode;
-    cfg.symbolize = false;
+    cfg.sampler = sc == CPU_TIMER ? D9_SAMPLER_TIMER : D9_SAMPLER_PERF;
+    cfg.symbolize = sc < CPU_PERF; /* `dial9 analyze` names the frames */
     memset(g_tid, 0, sizeof g_tid);
     CHECK(d9_start(&cfg) == 0);
     pthread_t th[2];
-    if (mode == D9_SAMPLER_PERF) { /* the off-CPU stacks come from perf either way: once */
+    if (sc == LOCK) {
         pthread_create(&th[0], NULL, mutex_holder, NULL);
         pthread_create(&th[1], NULL, lock_worker, NULL);
         pthread_join(th[0], NULL);
         pthread_join(th[1], NULL);
+    } else if (sc == PIPE) {
         pthread_create(&th[0], NULL, pipe_worker, NULL);
         pthread_join(th[0], NULL);
+    } else {
+        pthread_create(&th[0], NULL, cpu_worker, NULL);
+        pthread_join(th[0], NULL);
+        pthread_create(&th[0], NULL, cpu_worker, (void *)1);
+        pthread_join(th[0], NULL);
     }
-    pthread_create(&th[0], NULL, cpu_worker, NULL);
-    pthread_join(th[0], NULL);
-    pthread_create(&th[0], NULL, cpu_worker, (void *)1);
-    pthread_join(th[0], NULL);
     d9_stop();
 
     tt_trace t;
@@ -301,19 +338,29 @@ static void run(d9_sampler_mode mode) {
     CHECK(mutex_lock.hi > mutex_lock.lo && libc_qsort.hi > libc_qsort.lo);
     tt_range none = {0, 0};
 
-    if (mode == D9_SAMPLER_PERF && !tt_starts_with(stacks_note, "active")) {
+    bool checked = true;
+    if (sc < CPU_PERF && !tt_starts_with(stacks_note, "active")) {
         printf("SKIP context-switch checks: %s\n", stacks_note);
-    } else if (mode == D9_SAMPLER_PERF) {
-        share lock = in_polls(&t, 0, 1, mutex_lock, lock_fn, false);
-        share pipe = in_polls(&t, 1, 1, none, pipe_fn, false);
-        printf("perf: context-switch stacks in lock polls: %zu, %zu with pthread_mutex_lock <- take_the_lock\n",
-               lock.all, lock.good);
-        printf("perf: context-switch stacks in pipe polls: %zu, %zu with wait_on_pipe\n", pipe.all, pipe.good);
-        CHECK(lock.all >= 5 && lock.good * 2 >= lock.all);
-        CHECK(pipe.all >= 3 && pipe.good * 2 >= pipe.all);
-    }
-    if (mode == D9_SAMPLER_PERF && !tt_starts_with(cpu_note, "active: perf")) {
+        checked = false;
+    } else if (sc < CPU_PERF) {
+        share sh = sc == LOCK ? in_polls(&t, 0, 1, mutex_lock, lock_fn, false) : in_polls(&t, 1, 1, none, pipe_fn, false);
+        printf("%s: context-switch stacks in the polls: %zu, %zu with %s\n", label, sh.all, sh.good,
+               sc == LOCK ? "pthread_mutex_lock <- take_the_lock" : "wait_on_pipe");
+        CHECK(sh.all >= (sc == LOCK ? 5u : 3u) && sh.good * 2 >= sh.all);
+        analyzed an;
+        CHECK(analyze_run(&an));
+        printf("%s: analyze: top in-poll blocking app_frame %s, lock_contention app_frame %s, flag %d\n", label,
+               an.top_app, an.lock_app, an.lock_flag);
+        CHECK_STR(an.top_app, sc == LOCK ? "take_the_lock" : "wait_on_pipe");
+        if (sc == LOCK) {
+            CHECK_STR(an.lock_app, "take_the_lock");
+            CHECK(an.lock_flag);
+        } else {
+            CHECK(!an.lock_flag); /* a wait in poll() is no lock contention */
+        }
+    } else if (sc == CPU_PERF && !tt_starts_with(cpu_note, "active: perf")) {
         printf("SKIP perf CPU checks: %s\n", cpu_note);
+        checked = false;
     } else {
         share copy = in_polls(&t, 2, 0, none, copy_fn, false);
         share cmp = in_polls(&t, 3, 0, cmp_fn, sort_fn, true);
@@ -337,14 +384,16 @@ static void run(d9_sampler_mode mode) {
         CHECK(cmp_libc * 10 >= cmp.all * 8);
     }
     CHECK_EQ_U64(frames_outside_code(&t), 0);
-    CHECK(o.counts[2] > 0); /* some stacks needed CFI */
-    char args[600];
-    snprintf(args, sizeof args, "stats '%s'", d9_run_dir());
-    char *stats = dial9_output(args);
-    const char *line = stats ? strstr(stats, "\nstacks ") : NULL;
-    printf("%s: dial9 stats: %.*s\n", label, line ? (int)strcspn(line + 1, "\n") : 4, line ? line + 1 : "none");
-    CHECK(line && strstr(line, "% with CFI unwinding"));
-    free(stats);
+    if (checked) {
+        CHECK(o.counts[2] > 0); /* some stacks needed CFI */
+        char args[600];
+        snprintf(args, sizeof args, "stats '%s'", d9_run_dir());
+        char *stats = dial9_output(args);
+        const char *line = stats ? strstr(stats, "\nstacks ") : NULL;
+        printf("%s: dial9 stats: %.*s\n", label, line ? (int)strcspn(line + 1, "\n") : 4, line ? line + 1 : "none");
+        CHECK(line && strstr(line, "% with CFI unwinding"));
+        free(stats);
+    }
     tt_free(&t);
     d9t_rm_rf(dir);
     free(dir);
@@ -358,7 +407,9 @@ int main(void) {
     g_dst = malloc(BUF_BYTES);
     memset(g_src, 1, BUF_BYTES);
     memset(g_dst, 2, BUF_BYTES);
-    run(D9_SAMPLER_PERF);
-    run(D9_SAMPLER_TIMER);
+    run(LOCK);
+    run(PIPE);
+    run(CPU_PERF);
+    run(CPU_TIMER);
     return d9t_summary("source_unwind");
 }

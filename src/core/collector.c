@@ -14,6 +14,7 @@
 #include "core/source_batch.h"
 #include "core/stack_table.h"
 #include "sources/stack_unwind.h"
+#include "sources/unwind_tables.h"
 #include "core/string_table.h"
 #include "core/thread_buffer.h"
 #include "core/workers.h"
@@ -150,6 +151,19 @@ static uint32_t need_string(d9_collector *c, const char *s) {
 
 /* A pooled stack, written once per stream; one that says how it was obtained (`method`, a
  * d9_stack_method) is followed by a StackOriginEvent the first time in each stream. */
+/* A task dump's frames are a frame-pointer walk on the application's thread (no unwinding
+ * there): keep them up to the first that is no code of a loaded object, and say which. */
+static uint32_t task_dump_frames(const uint64_t *frames, uint32_t n, uint64_t *method) {
+    *method = D9_STACK_UNRECORDED;
+    d9_unwind_tables *t = d9_unwind_tables_acquire();
+    if (!t) return n;
+    uint32_t keep = 0;
+    while (keep < n && d9_unwind_tables_is_code(t, frames[keep])) keep++;
+    d9_unwind_tables_release();
+    *method = keep < n ? D9_STACK_TRUNCATED : D9_STACK_FP;
+    return keep;
+}
+
 static uint32_t need_stack(d9_collector *c, const uint64_t *frames, uint32_t n, uint8_t method, uint64_t ts) {
     d9_stack_entry *e = d9_stack_table_get_tagged(&c->stacks, frames, n, method);
     if (!e) e = d9_stack_table_get(&c->stacks, NULL, 0); /* no memory: an empty stack */
@@ -606,8 +620,7 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
     case D9_REC_TASK_DUMP:
         e.schema = D9_SCH_TASK_DUMP;
         e.v[0] = r[1];
-        e.v[1] = D9_STACK_UNRECORDED;
-        e.nframes = (uint32_t)r[2];
+        e.nframes = task_dump_frames(r + 3, (uint32_t)r[2], &e.v[1]);
         e.payload = r + 3;
         break_emit;
     case D9_REC_CUSTOM:

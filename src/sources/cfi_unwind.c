@@ -3,6 +3,7 @@
  * through d9_stack_copy_read. Loops are bounded by the bytes they consume. */
 #include "sources/cfi_unwind.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_REMEMBERED 8   /* DW_CFA_remember_state depth */
@@ -377,7 +378,7 @@ static bool run_program(cursor c, const cie_info *ci, uint64_t loc, uint64_t pc,
     return c.ok;
 }
 
-d9_cfi_status d9_cfi_find_row(const d9_unwind_tables *t, uint64_t pc, d9_cfi_row *row) {
+static d9_cfi_status decode_row(const d9_unwind_tables *t, uint64_t pc, d9_cfi_row *row) {
     const d9_unwind_object *o = d9_unwind_tables_find(t, pc);
     if (!o || !o->copy) return D9_CFI_NO_INFO;
     fde_info fi;
@@ -394,6 +395,33 @@ d9_cfi_status d9_cfi_find_row(const d9_unwind_tables *t, uint64_t pc, d9_cfi_row
     row->ra_specified = s.ra_specified;
     row->signal_frame = fi.cie.signal;
     return D9_CFI_OK;
+}
+
+/* A direct-mapped cache of rows by address: a sample's return addresses repeat (the same
+ * callers), its leaf mostly does not. ~300 KiB. */
+#define ROW_CACHE_SLOTS 512
+
+typedef struct row_slot {
+    uint64_t pc, generation; /* generation 0: empty (the tables' generation starts at 1) */
+    d9_cfi_status status;
+    d9_cfi_row row;
+} row_slot;
+
+d9_cfi_status d9_cfi_find_row(d9_unwind_tables *t, uint64_t pc, d9_cfi_row *row) {
+    if (!t->row_cache) t->row_cache = calloc(ROW_CACHE_SLOTS, sizeof(row_slot));
+    row_slot *slots = t->row_cache;
+    if (!slots) return decode_row(t, pc, row);
+    row_slot *sl = &slots[(pc ^ (pc >> 9) ^ (pc >> 19)) % ROW_CACHE_SLOTS];
+    if (sl->generation == t->generation && sl->pc == pc) {
+        if (sl->status == D9_CFI_OK) *row = sl->row;
+        return sl->status;
+    }
+    d9_cfi_status st = decode_row(t, pc, row);
+    sl->pc = pc;
+    sl->generation = t->generation;
+    sl->status = st;
+    if (st == D9_CFI_OK) sl->row = *row;
+    return st;
 }
 
 /* ---------------------------------------------------------------- DWARF expressions */

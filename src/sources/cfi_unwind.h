@@ -52,8 +52,10 @@ typedef enum d9_cfi_status {
     D9_CFI_FAIL,      /* malformed tables, an unknown register or memory outside the copy */
 } d9_cfi_status;
 
-/* The row for code address `pc` (already pc - 1 for a return address). */
-d9_cfi_status d9_cfi_find_row(const d9_unwind_tables *t, uint64_t pc, d9_cfi_row *row);
+/* The row for code address `pc` (already pc - 1 for a return address). Rows are cached per
+ * address in the tables (t->row_cache), so the CIE/FDE programs of the hot return addresses
+ * run once per rebuild of the tables. */
+d9_cfi_status d9_cfi_find_row(d9_unwind_tables *t, uint64_t pc, d9_cfi_row *row);
 
 /* The CFA of the frame described by `row` with registers `regs`. */
 bool d9_cfi_cfa(const d9_cfi_row *row, const d9_regs *regs, const d9_stack_copy *stk, uint64_t *cfa);

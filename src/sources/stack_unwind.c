@@ -45,7 +45,7 @@ static bool append_chain(const d9_unwind_tables *t, const d9_unwind_input *in, u
     return true;
 }
 
-uint32_t d9_unwind_user_stack(const d9_unwind_tables *t, const d9_unwind_input *in, uint64_t *out, uint32_t max,
+uint32_t d9_unwind_user_stack(d9_unwind_tables *t, const d9_unwind_input *in, uint64_t *out, uint32_t max,
                               d9_stack_method *method) {
     *method = D9_STACK_TRUNCATED;
     if (max == 0) return 0;

@@ -36,7 +36,7 @@ typedef struct d9_unwind_input {
 
 /* Unwind into out[0..max), leaf first (out[0] = ip). Returns the number of frames and sets
  * *method. Never reads memory other than the tables' copies and in->stack/in->chain. */
-uint32_t d9_unwind_user_stack(const d9_unwind_tables *t, const d9_unwind_input *in, uint64_t *out, uint32_t max,
+uint32_t d9_unwind_user_stack(d9_unwind_tables *t, const d9_unwind_input *in, uint64_t *out, uint32_t max,
                               d9_stack_method *method);
 
 #endif

@@ -195,10 +195,12 @@ bool d9_unwind_tables_refresh(d9_unwind_tables *t) {
     t->adds = c.adds;
     t->subs = c.subs;
     t->built = true;
+    t->generation++; /* the row cache is stale */
     return true;
 }
 
 void d9_unwind_tables_free(d9_unwind_tables *t) {
+    free(t->row_cache);
     free_objs(t->objs, t->nobjs);
     free(t->exec);
     memset(t, 0, sizeof *t);

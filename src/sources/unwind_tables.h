@@ -33,6 +33,8 @@ typedef struct d9_unwind_tables {
     unsigned long long adds, subs; /* the loader's counters when last built */
     bool built;
     uint64_t bytes;                /* memory held by the copies */
+    uint64_t generation;           /* bumped at every rebuild */
+    void *row_cache;               /* cfi_unwind.c's cache of decoded rows (owned, lazily made) */
 } d9_unwind_tables;
 
 /* Build (first call) or rebuild when a library was loaded or unloaded since; a cheap check

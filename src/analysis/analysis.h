@@ -139,7 +139,9 @@ typedef struct d9a_sched_delay {
 } d9a_sched_delay;
 
 typedef struct d9a_wake_delay {
-    uint64_t wake_ns, poll_ns, delay_ns, task, worker; /* worker: the one that polled */
+    uint64_t wake_ns, poll_ns, delay_ns, task, worker; /* wake_ns: when the task became runnable
+                                                        * (its first wake, or the end of the poll
+                                                        * it was woken in); worker: the poller */
     const char *location;
     uint64_t wakes; /* wakes of the task before that poll (the delay is from the first) */
 } d9a_wake_delay;

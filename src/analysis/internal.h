@@ -69,6 +69,7 @@ typedef struct worker {
 typedef struct task {
     uint64_t id;
     uint64_t pending_wake; /* first wake since its last poll start, 0 = none */
+    uint64_t last_poll_end; /* a wake while that poll ran leaves the task runnable from here */
     uint32_t wakes_pending;
     uint32_t loc;
     uint32_t polls, hops;

@@ -387,6 +387,43 @@ static void test_unread_schedstat_absent(void) {
     d9_buf_free(&t.b);
 }
 
+/* A wake that comes while the task's own poll runs leaves it runnable only from that poll's end:
+ * the delay to its next poll is counted from there (as dial9 and the viewer do), not from the
+ * wake (that would add the rest of the poll). */
+static void test_wake_during_own_poll(void) {
+    tb t = {0};
+    tb_stream(&t);
+    uint32_t loc = tb_string(&t, "self.c:1");
+    tb_poll(&t, T0, 10 * MS, 0, 0, 5, loc);            /* task 5 runs 0 .. 10 ms */
+    tb_wake(&t, T0 + 2 * MS, 5, 5, 0);                 /* woken (by itself) while it runs */
+    tb_wake(&t, T0 + 12 * MS, 0, 5, 0);                /* a later wake finds it queued */
+    tb_poll(&t, T0 + 15 * MS, 100 * US, 0, 0, 5, loc); /* runnable since 10 ms: 5 ms */
+    tb_poll(&t, T0 + 20 * MS, 1 * MS, 0, 0, 6, loc);
+    tb_wake(&t, T0 + 23 * MS, 0, 6, 0);                /* after its poll: from the wake, 7 ms */
+    tb_poll(&t, T0 + 30 * MS, 100 * US, 0, 0, 6, loc);
+    d9a_analysis *a;
+    const d9a_report *r = tb_analyze(&a, &t, NULL);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK_EQ_U64(r->wake_delay.count, 2);
+        CHECK_EQ_U64(r->wake_delay.max, 7 * MS);
+        CHECK_EQ_U64(r->nwake_worst, 2);
+        for (size_t i = 0; i < r->nwake_worst; i++) {
+            const d9a_wake_delay *w = &r->wake_worst[i];
+            if (w->task == 5) {
+                CHECK_EQ_U64(w->delay_ns, 5 * MS);
+                CHECK_EQ_U64(w->wake_ns, T0 + 10 * MS); /* runnable from the poll's end */
+                CHECK_EQ_U64(w->wakes, 2);
+            } else {
+                CHECK_EQ_U64(w->task, 6);
+                CHECK_EQ_U64(w->delay_ns, 7 * MS);
+            }
+        }
+    }
+    d9a_free(a);
+    d9_buf_free(&t.b);
+}
+
 /* A context-switch sample a few us before its SchedSwitch switch-out: the sample's off-CPU
  * time is the switch interval, not "until the end of the poll". */
 static void test_sample_matches_switch(void) {
@@ -617,6 +654,7 @@ int main(void) {
     test_small_window();
     test_switch_and_idle();
     test_unread_schedstat_absent();
+    test_wake_during_own_poll();
     test_sample_matches_switch();
     test_task_leak();
     test_missing_source();

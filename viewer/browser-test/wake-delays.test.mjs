@@ -1,5 +1,6 @@
 // Wake delays on the dial9 fixture, in Chromium: the points-of-interest list and the details panel
-// pair a poll with the same wake (the first one after the task's previous poll ended), show the
+// pair a poll with the same wake (the first one after the task's previous poll started, counted
+// from that poll's end when it came while the poll ran), show the
 // same delay, every item has its "Woken by" line, and picking one frames the wake and the poll.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,23 +17,30 @@ after(async () => {
 });
 
 /* The definition, computed here from the decoded columns independently of the viewer's model:
- * the first wake of the poll's task at or after the end of the task's previous poll and at or
- * before the poll's start. */
+ * the first wake of the poll's task after the start of the task's previous poll and at or before
+ * the poll's start; the delay runs from that wake, or from the end of the previous poll when the
+ * wake came while it ran. */
 function referenceWake(i) {
   const tr = window.dial9Viewer.state.model.trace;
   const P = tr.polls;
   const W = tr.wakes;
   const task = P.task[i];
+  let prevStart = -Infinity;
   let prevEnd = -Infinity;
   for (let k = 0; k < P.count; k++) {
-    if (P.task[k] === task && P.start[k] < P.start[i] && P.end[k] > prevEnd) prevEnd = P.end[k];
+    if (P.task[k] === task && P.start[k] < P.start[i] && P.start[k] > prevStart) {
+      prevStart = P.start[k];
+      prevEnd = P.end[k];
+    }
   }
   let best = -1;
   for (let w = 0; w < W.count; w++) {
-    if (W.woken[w] !== task || W.ts[w] < prevEnd || W.ts[w] > P.start[i]) continue;
+    if (W.woken[w] !== task || W.ts[w] <= prevStart || W.ts[w] > P.start[i]) continue;
     if (best < 0 || W.ts[w] < W.ts[best]) best = w;
   }
-  return best < 0 ? null : { wakeTs: W.ts[best], start: P.start[i], end: P.end[i], delay: D9.format.duration(P.start[i] - W.ts[best]) };
+  if (best < 0) return null;
+  const from = Math.max(W.ts[best], prevEnd);
+  return { wakeTs: W.ts[best], start: P.start[i], end: P.end[i], delay: D9.format.duration(P.start[i] - from) };
 }
 
 test('wake delays: the list and the details agree on the fixture\'s top 30, each is woken by someone, and the wake is in view', async (t) => {
@@ -51,7 +59,7 @@ test('wake delays: the list and the details agree on the fixture\'s top 30, each
     const listed = (await li.locator('.dur').textContent()).trim();
     await li.click();
     const details = await page.locator('#details-body').innerText();
-    const m = /Woken by[\s\S]*?(?:^|\s)(\d[\d.]* [nµm]?s) from the wake/m.exec(details);
+    const m = /Woken by[\s\S]*?(?:^|\s)(\d[\d.]* [nµm]?s) from the (?:wake|end of its previous poll)/m.exec(details);
     const ref = await page.evaluate(`(${referenceWake.toString()})(window.dial9Viewer.state.selection.index)`);
     if (!m || m[1] !== listed || !ref || ref.delay !== listed) {
       disagree.push(`#${r + 1}: list ${listed}, details ${m ? m[1] : 'no "Woken by"'}, definition ${ref ? ref.delay : 'no wake'}`);

@@ -340,31 +340,41 @@
 
   /*
    * The wake that made a poll's task runnable, for every poll (-1: none): the first wake of the
-   * task after its previous poll ended and at or before this poll started, as dial9 pairs a poll
-   * with the wakes since the task's previous poll. Later wakes found the task already queued; a
-   * wake during the previous poll is that poll's business (the task was running, so the time from
-   * it includes the rest of that poll). The wake-delay list and the details panel both read this.
+   * task after its previous poll started and at or before this poll started. Later wakes found
+   * the task already queued. A wake that came while the previous poll ran left the task runnable
+   * only from that poll's end, so the delay is measured from there (runnableFrom), as dial9 does
+   * and as `dial9 analyze` does. The wake-delay list and the details panel both read this.
    */
   function pollWakes(model) {
     if (model.pollWakeIndex) return model.pollWakeIndex;
     const W = model.trace.wakes;
     const P = model.trace.polls;
     const first = new Int32Array(P.count).fill(-1);
+    const from = new Float64Array(P.count);
     for (let w = 0; w < W.count; w++) {
       const list = pollsOfTask(model, W.woken[w]);
       const k = firstStartingAt(P, list, W.ts[w]);
       if (k >= list.length) continue; // never polled after this wake
-      if (k > 0 && P.end[list[k - 1]] > W.ts[w]) continue; // woken while its previous poll ran
       const p = list[k];
-      if (first[p] < 0 || W.ts[w] < W.ts[first[p]]) first[p] = w;
+      if (first[p] >= 0 && W.ts[first[p]] <= W.ts[w]) continue;
+      first[p] = w;
+      from[p] = k > 0 ? Math.max(W.ts[w], P.end[list[k - 1]]) : W.ts[w];
     }
     model.pollWakeIndex = first;
+    model.pollRunnableFrom = from;
     return first;
   }
 
   /* The wake paired with poll i (see pollWakes), or -1. */
   function wakeOfPoll(model, i) {
     return pollWakes(model)[i];
+  }
+
+  /* When poll i's task became runnable: its wake, or the end of its previous poll if the wake
+   * came while that poll ran. Only for a poll with a wake. */
+  function runnableFrom(model, i) {
+    pollWakes(model);
+    return model.pollRunnableFrom[i];
   }
 
   /* Position in a time-sorted list of polls of the first one starting at or after t. */
@@ -457,7 +467,7 @@
   }
 
   /* Points of interest computed on first use: the worst wake-to-poll delays (from the wake paired
-   * with a poll by pollWakes to that poll's start; item index = the poll, wake = the wake) and the
+   * with a poll by pollWakes, from runnableFrom to that poll's start; item index = the poll, wake = the wake) and the
    * longest polls during which the thread was descheduled (off-CPU / context-switch samples
    * inside; index = the poll). */
   function wakeDelays(model) {
@@ -467,7 +477,7 @@
     const wakeOf = pollWakes(model);
     const polls = [];
     for (let i = 0; i < P.count; i++) if (wakeOf[i] >= 0) polls.push(i);
-    model.wakeDelayItems = topK(polls.length, POI_COUNT, (k) => P.start[polls[k]] - W.ts[wakeOf[polls[k]]])
+    model.wakeDelayItems = topK(polls.length, POI_COUNT, (k) => P.start[polls[k]] - runnableFrom(model, polls[k]))
       .map((it) => ({ index: polls[it.index], value: it.value, wake: wakeOf[polls[it.index]] }));
     return model.wakeDelayItems;
   }
@@ -491,7 +501,7 @@
 
   D9.model = {
     wakeDelays, blockedPolls,
-    build, lowerBound, upperBound, spanAt, samplesIn, pollsOfTask, wakesOfTask, wakeOfPoll, pollRankOf,
+    build, lowerBound, upperBound, spanAt, samplesIn, pollsOfTask, wakesOfTask, wakeOfPoll, runnableFrom, pollRankOf,
     nextPollOf, taskInfo, stackFrames, colorOf, schedColorOf, legendGradient, topK,
   };
 })(window.D9 = window.D9 || {});

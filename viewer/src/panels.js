@@ -240,8 +240,12 @@
       const W = tr.wakes;
       const from = W.waker[w] ? 'task <a class="link" data-act="task" data-task="' + W.waker[w] + '">' + F.taskId(W.waker[w]) + '</a>' : 'outside any task';
       const worker = W.targetWorker[w] === 255 ? '' : ' on worker ' + W.targetWorker[w];
+      const since = M.runnableFrom(model, i);
+      const origin = since > W.ts[w]
+        ? ' from the end of its previous poll (' + rel(model, since, 1e3) + '; woken while it ran, at ' + rel(model, W.ts[w], 1e3) + ') to this poll'
+        : ' from the wake (' + rel(model, W.ts[w], 1e3) + ') to this poll';
       wokenBy = ['Woken by', '<span id="detail-woken-by">' + from + worker + '</span><br><span class="muted small"><span id="detail-wake-delay">' +
-        F.duration(P.start[i] - W.ts[w]) + '</span> from the wake (' + rel(model, W.ts[w], 1e3) + ') to this poll</span>'];
+        F.duration(P.start[i] - since) + '</span>' + origin + '</span>'];
     }
     const samples = M.samplesIn(model, P.worker[i], P.start[i], P.end[i]);
     const S = tr.cpuSamples;

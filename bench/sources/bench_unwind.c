@@ -24,6 +24,9 @@
 #include <unistd.h>
 
 #include "dial9/dial9.h"
+#if defined(D9_BENCH_LIBDW)
+#include <elfutils/libdwfl.h>
+#endif
 #include "format/decoder.h"
 #include "trace_files_util.h"
 #include "sources/perf_ring.h"
@@ -210,6 +213,10 @@ static void work(uint64_t ns) {
     }
 }
 
+#if defined(D9_BENCH_LIBDW)
+static void libdw_cost(void);
+#endif
+
 /* The samples are taken in this function's callees: it keeps its own frame small (like a
  * worker's loop), so the 2 KiB copy covers the frames from the leaf to it. */
 static void unwind_cost(void) {
@@ -281,8 +288,98 @@ static void unwind_cost(void) {
            rate * per / 1e9 * 100);
     printf("  unwind tables held: %" PRIu64 " KiB for %zu objects\n", t ? t->bytes / 1024 : 0, t ? t->nobjs : 0);
     if (t) d9_unwind_tables_release();
+#if defined(D9_BENCH_LIBDW)
+    libdw_cost();
+#else
+    printf("  (built without libdw: no comparison with elfutils' unwinder)\n");
+#endif
     free(g_samples);
 }
+
+/* ---------------------------------------------------------------- 2b. elfutils' unwinder */
+
+#if defined(D9_BENCH_LIBDW)
+/* The same samples through libdwfl's unwinder with memory callbacks over the copied stack
+ * (the alternative the issue names): modules reported from /proc/self/maps, registers ip, sp,
+ * bp set per sample. Only the frames from the copy: no frame-pointer splice. */
+static const raw_sample *g_dw_sample;
+
+static pid_t dw_next_thread(Dwfl *dwfl, void *arg, void **thread_arg) {
+    (void)dwfl;
+    if (*thread_arg) return 0;
+    *thread_arg = arg;
+    return getpid();
+}
+
+static bool dw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg) {
+    (void)dwfl;
+    (void)arg;
+    const raw_sample *s = g_dw_sample;
+    if (addr < s->sp || s->stack_len < 8 || addr - s->sp > s->stack_len - 8) return false;
+    memcpy(result, s->stack + (addr - s->sp), 8);
+    return true;
+}
+
+static bool dw_set_registers(Dwfl_Thread *thread, void *arg) {
+    (void)arg;
+    Dwarf_Word bp_sp[2] = {g_dw_sample->bp, g_dw_sample->sp};
+    dwfl_thread_state_register_pc(thread, g_dw_sample->ip);
+    return dwfl_thread_state_registers(thread, 6, 2, bp_sp);
+}
+
+static uint64_t g_dw_pcs[128];
+
+static int dw_frame(Dwfl_Frame *state, void *arg) {
+    uint64_t *n = arg;
+    Dwarf_Addr pc;
+    bool activation;
+    if (!dwfl_frame_pc(state, &pc, &activation)) return DWARF_CB_ABORT;
+    g_dw_pcs[*n] = pc;
+    return ++*n >= 128 ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+static void libdw_cost(void) {
+    static const Dwfl_Callbacks cb = {.find_elf = dwfl_linux_proc_find_elf,
+                                      .find_debuginfo = dwfl_standard_find_debuginfo};
+    static const Dwfl_Thread_Callbacks tcb = {.next_thread = dw_next_thread, .memory_read = dw_memory_read,
+                                              .set_initial_registers = dw_set_registers};
+    Dwfl *dwfl = dwfl_begin(&cb);
+    if (!dwfl || dwfl_linux_proc_report(dwfl, getpid()) != 0 || dwfl_report_end(dwfl, NULL, NULL) != 0 ||
+        !dwfl_attach_state(dwfl, NULL, getpid(), &tcb, (void *)1)) {
+        printf("  libdwfl: could not attach (%s)\n", dwfl_errmsg(-1));
+        if (dwfl) dwfl_end(dwfl);
+        return;
+    }
+    int reps = g_short ? 2 : 4;
+    uint64_t frames = 0, c0 = 0, agree = 0;
+    d9_unwind_tables *t = d9_unwind_tables_acquire();
+    static uint64_t ours[128];
+    for (int r = 0; r <= reps; r++) { /* pass 0 warms libdwfl's caches (modules, CFI) */
+        if (r == 1) c0 = ns_of(CLOCK_THREAD_CPUTIME_ID);
+        for (size_t i = 0; i < g_nsamples; i++) {
+            g_dw_sample = &g_samples[i];
+            uint64_t n = 0;
+            dwfl_getthread_frames(dwfl, getpid(), dw_frame, &n);
+            if (r == 0 && t) { /* do both name the same frames, as far as both go? */
+                const raw_sample *sm = g_dw_sample;
+                d9_unwind_input in = {.ip = sm->ip, .sp = sm->sp, .bp = sm->bp, .stack = sm->stack,
+                                      .stack_len = sm->stack_len, .chain = sm->chain, .nchain = sm->nchain};
+                d9_stack_method m;
+                uint32_t k = d9_unwind_user_stack(t, &in, ours, 128, &m), same = 0;
+                while (same < k && same < n && ours[same] == g_dw_pcs[same]) same++;
+                agree += same == (k < n ? k : n);
+            }
+            if (r == 1) frames += n;
+        }
+    }
+    double per = g_nsamples ? (double)(ns_of(CLOCK_THREAD_CPUTIME_ID) - c0) / reps / (double)g_nsamples : 0;
+    if (t) d9_unwind_tables_release();
+    printf("  libdwfl (elfutils) on the same samples: %.0f ns per sample, %.1f frames each (CFI only, no splice);"
+           " the same frames as ours as far as both go in %" PRIu64 " of %zu\n",
+           per, g_nsamples ? (double)frames / (double)g_nsamples : 0, agree, g_nsamples);
+    dwfl_end(dwfl);
+}
+#endif
 
 /* ---------------------------------------------------------------- 3. bytes on disk */
 

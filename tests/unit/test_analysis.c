@@ -646,6 +646,61 @@ static int write_traces(const char *dir) {
     return 0;
 }
 
+/* lock_contention: off-CPU samples inside polls whose stack waits in a lock function,
+ * grouped by the application function that took the lock (two functions here), with the
+ * waits' total and worst estimated time; a poll blocked in read() is no lock contention. */
+static void test_lock_contention(void) {
+    tb t = {0};
+    tb_stream(&t);
+    uint32_t loc = tb_string(&t, "app.c:1");
+    uint64_t lock_a[] = {0xffffffff81a28b97ull, 0x7f0000002000ull, 0x7f0000003000ull, 0x403000ull, 0x402000ull};
+    uint64_t lock_b[] = {0xffffffff81a28b97ull, 0x7f0000002000ull, 0x7f0000003000ull, 0x404000ull, 0x402000ull};
+    uint64_t reading[] = {0xffffffff81a28b97ull, 0x7f0000004000ull, 0x405000ull, 0x402000ull};
+    uint32_t sa = tb_stack(&t, lock_a, 5), sb = tb_stack(&t, lock_b, 5), sr = tb_stack(&t, reading, 4);
+    tb_poll(&t, T0 + 10 * MS, 4 * MS, 0, 0, 1, loc);
+    tb_sample(&t, T0 + 11 * MS, 0, 100, 1, sa); /* off-CPU 11..14 ms: 3 ms */
+    tb_poll(&t, T0 + 20 * MS, 2 * MS, 0, 0, 2, loc);
+    tb_sample(&t, T0 + 21 * MS, 0, 100, 1, sa); /* 1 ms */
+    tb_poll(&t, T0 + 30 * MS, 6 * MS, 0, 0, 3, loc);
+    tb_sample(&t, T0 + 31 * MS, 0, 100, 1, sb); /* 5 ms */
+    tb_poll(&t, T0 + 40 * MS, 9 * MS, 0, 0, 4, loc);
+    tb_sample(&t, T0 + 41 * MS, 0, 100, 1, sr); /* 8 ms in read(): not a lock */
+    tb_sample(&t, T0 + 60 * MS, 0, 100, 1, sa); /* outside any poll: not counted */
+    tb_symbol(&t, 0xffffffff81a28b97ull, 0, "__schedule", 0, "", 0);
+    tb_symbol(&t, 0x7f0000002000ull, 0, "__lll_lock_wait", 0, "", 0);
+    tb_symbol(&t, 0x7f0000003000ull, 0, "pthread_mutex_lock", 0, "", 0);
+    tb_symbol(&t, 0x7f0000004000ull, 0, "read", 0, "", 0);
+    tb_symbol(&t, 0x402000ull, 0, "app_main", 0, "/src/app/main.c", 3);
+    tb_symbol(&t, 0x403000ull, 0, "update_cache", 0, "/src/app/cache.c", 7);
+    tb_symbol(&t, 0x404000ull, 0, "log_line", 0, "/src/app/log.c", 9);
+    tb_symbol(&t, 0x405000ull, 0, "read_config", 0, "/src/app/config.c", 5);
+    d9a_options opt;
+    d9a_options_init(&opt);
+    d9a_analysis *a;
+    const d9a_report *r = tb_analyze(&a, &t, &opt);
+    CHECK(r != NULL);
+    if (!r) goto out;
+    CHECK_EQ_U64(r->nlock_waits, 2);
+    if (r->nlock_waits == 2) {
+        CHECK_STR(r->lock_waits[0].app_frame, "log_line"); /* 5 ms in one wait: the most time */
+        CHECK_EQ_U64(r->lock_waits[0].samples, 1);
+        CHECK_EQ_U64(r->lock_waits[0].total_ns, 5 * MS);
+        CHECK_STR(r->lock_waits[1].app_frame, "update_cache");
+        CHECK_EQ_U64(r->lock_waits[1].samples, 2);
+        CHECK_EQ_U64(r->lock_waits[1].total_ns, 4 * MS);
+        CHECK_EQ_U64(r->lock_waits[1].worst_ns, 3 * MS);
+        CHECK_STR(r->lock_waits[1].lock_function, "pthread_mutex_lock"); /* the outermost lock frame */
+        CHECK_STR(r->lock_waits[1].example_location, "app.c:1");
+    }
+    const d9a_flag *f = tb_flag(r, "lock_contention");
+    CHECK(f && strstr(f->title, "3 waits") && strstr(f->evidence, "log_line in pthread_mutex_lock") &&
+          strstr(f->evidence, "update_cache") && !strstr(f->evidence, "read_config"));
+    CHECK(tb_flag(r, "blocking_in_poll") != NULL); /* the generic flag still counts all of them */
+out:
+    d9a_free(a);
+    d9_buf_free(&t.b);
+}
+
 int main(void) {
     const char *dir = getenv("D9_ANALYSIS_WRITE_DIR");
     if (dir && *dir) return write_traces(dir);
@@ -657,6 +712,7 @@ int main(void) {
     test_wake_during_own_poll();
     test_sample_matches_switch();
     test_task_leak();
+    test_lock_contention();
     test_missing_source();
     test_files();
     test_robustness();

@@ -19,6 +19,7 @@
 #include "sources/perf_events.h"
 #include "sources/task_dump.h"
 #include "sources/timer_sampler.h"
+#include "sources/unwind_tables.h"
 
 /* Every thread that registers may need a CPU timer (the timer sampler knows whether one runs).
  * The hook is set once, when the library is loaded: before any thread can register, so the
@@ -31,6 +32,7 @@ __attribute__((constructor)) static void install_register_hook(void) {
 
 static void forget_in_child(void) {
     d9_timer_sampler_forget_after_fork();
+    d9_unwind_tables_forget_after_fork();
     d9_task_dumps_stop();
 }
 

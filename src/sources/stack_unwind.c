@@ -51,10 +51,15 @@ uint32_t d9_unwind_user_stack(d9_unwind_tables *t, const d9_unwind_input *in, ui
     if (max == 0) return 0;
     uint32_t n = 0;
     out[n++] = in->ip;
-    d9_stack_copy stk = {in->sp, in->stack, in->stack ? in->stack_len : 0};
+    bool chain_ok = in->nchain > 0 && in->chain[0] == in->ip;
+    if (!in->stack || in->stack_len < 8) { /* no copy (no registers, unknown stack bounds): the chain alone */
+        if (!chain_ok) return n;
+        *method = append_chain(t, in, 1, out, &n, max) ? D9_STACK_FP : D9_STACK_TRUNCATED;
+        return n;
+    }
+    d9_stack_copy stk = {in->sp, in->stack, in->stack_len};
     uint64_t links[MAX_LINKS];
     uint32_t nlinks = chain_links(&stk, in->bp, links);
-    bool chain_ok = in->nchain > 0 && in->chain[0] == in->ip;
     d9_regs regs;
     memset(&regs, 0, sizeof regs);
     regs.r[D9_DW_RA] = in->ip;

@@ -241,3 +241,8 @@ d9_unwind_tables *d9_unwind_tables_acquire(void) {
 }
 
 void d9_unwind_tables_release(void) { pthread_mutex_unlock(&g_lock); }
+
+void d9_unwind_tables_forget_after_fork(void) {
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    g_lock = fresh; /* the tables themselves are still valid: same mappings in the child */
+}

@@ -60,5 +60,7 @@ static inline const uint8_t *d9_unwind_object_bytes(const d9_unwind_object *o, u
  * uncontended; it guards against tests and benchmarks that unwind from other threads). */
 d9_unwind_tables *d9_unwind_tables_acquire(void);
 void d9_unwind_tables_release(void);
+/* In a child after fork(): the lock may have been held by the parent's recorder thread. */
+void d9_unwind_tables_forget_after_fork(void);
 
 #endif

@@ -44,15 +44,21 @@ start_server() { # start_server NAME [options...]
     done
     [ -n "$PORT" ] || { bad "$name: the server did not start: $(cat "$T/$name.err")"; return 1; }
 }
-stop_server() {
+stop_server() { # SIGTERM must stop it: checked, and bounded (30 s, then SIGKILL)
     kill "$SERVER_PID" 2>/dev/null
+    local i
+    for i in $(seq 300); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+        bad "the server did not stop within 30 s of SIGTERM"
+        pkill -KILL -P "$SERVER_PID"; kill -KILL "$SERVER_PID"
+    fi
     wait "$SERVER_PID" 2>/dev/null
     SERVER_PID=
 }
 
 # ---- 1. per-address cap and reserved slots ----
 if start_server caps --request-timeout 300; then
-    "$SLOW" "$PORT" 127.0.0.1,127.0.0.3,127.0.0.4,127.0.0.5 24 3 127.0.0.2 30 headers >"$T/caps.txt"
+    timeout 120 "$SLOW" "$PORT" 127.0.0.1,127.0.0.3,127.0.0.4,127.0.0.5 24 3 127.0.0.2 30 headers >"$T/caps.txt"
     cat "$T/caps.txt"
     check "caps: a new client address is answered" grep -q '^probe: answered HTTP 200' "$T/caps.txt"
     for a in 127.0.0.1 127.0.0.3 127.0.0.4; do
@@ -67,7 +73,7 @@ fi
 # ---- 2. the whole-request deadline ----
 if start_server deadline --request-timeout 2; then
     for mode in headers line silent; do
-        "$SLOW" "$PORT" 127.0.0.1 8 40 127.0.0.2 30 "$mode" >"$T/deadline-$mode.txt"
+        timeout 120 "$SLOW" "$PORT" 127.0.0.1 8 40 127.0.0.2 30 "$mode" >"$T/deadline-$mode.txt"
         cat "$T/deadline-$mode.txt"
         check "deadline ($mode): the probe is answered" grep -q '^probe: answered HTTP 200' "$T/deadline-$mode.txt"
         check "deadline ($mode): every slow connection is closed" \
@@ -79,7 +85,7 @@ if start_server deadline --request-timeout 2; then
         grep -q ', 0 answered 408' "$T/deadline-line.txt"
     check "deadline: expiries are logged" grep -q 'did not arrive within 2 s' "$T/deadline.err"
     # ---- 3. keep-alive still works: three requests on one connection ----
-    got=$(curl -s -w '%{http_code} %{num_connects}\n' -o /dev/null "http://127.0.0.1:$PORT/api/index" \
+    got=$(curl -s -m 30 -w '%{http_code} %{num_connects}\n' -o /dev/null "http://127.0.0.1:$PORT/api/index" \
           -o /dev/null "http://127.0.0.1:$PORT/api/index" -o /dev/null "http://127.0.0.1:$PORT/runs" | tr '\n' ' ')
     check "keep-alive: three answers on one connection ($got)" test "$got" = "200 1 200 0 200 0 "
     stop_server

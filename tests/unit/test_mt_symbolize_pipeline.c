@@ -242,7 +242,7 @@ static void test_pipeline(void) {
     d9_config cfg;
     d9_config_init(&cfg);
     cfg.trace_dir = dir;
-    cfg.max_file_size = 6000;
+    cfg.max_file_size = 12000; /* tens of segments: the pipeline queue (256) holds them all even when symbolizing lags */
     cfg.max_total_size = 64 << 20;
     cfg.symbolize = true;
     d9_collector_config cc = {.cfg = &cfg, .run_id = "run1", .service = "symtest", .clock_name = "monotonic"};

@@ -182,6 +182,10 @@ D9_API void d9__wake(uint64_t woken_task_id);
 D9_API void d9__task_spawn(uint64_t task_id, const d9_loc *where);
 D9_API void d9__task_spawn_object(uint64_t task_id, const d9_loc *where, const void *object);
 D9_API void d9__wake_ready(uint64_t woken_task_id);
+/* For runtimes that keep tasks across starts (the loop adapters): `fn` runs in every d9_start
+ * just before hooks begin to record; it may call the d9__ hooks (d9__task_spawn_object) to
+ * spawn the tasks that exist already. At most 8. */
+D9_API void d9__on_recording_start(void (*fn)(void));
 D9_API void d9__task_terminate(uint64_t task_id);
 D9_API void d9__set_local_queue(uint32_t depth);
 

@@ -147,6 +147,24 @@ static void free_strings(recorder *r) {
     r->trace_dir = r->service = r->run_dir = NULL;
 }
 
+/* Called when a run starts, before any hook records (see d9__on_recording_start). */
+#define MAX_START_HOOKS 8
+static void (*g_start_hooks[MAX_START_HOOKS])(void);
+static _Atomic unsigned g_nstart_hooks;
+
+void d9__on_recording_start(void (*fn)(void)) {
+    unsigned i = atomic_fetch_add(&g_nstart_hooks, 1);
+    if (i < MAX_START_HOOKS) __atomic_store_n(&g_start_hooks[i], fn, __ATOMIC_RELEASE);
+}
+
+static void run_start_hooks(void) {
+    unsigned n = atomic_load(&g_nstart_hooks);
+    for (unsigned i = 0; i < n && i < MAX_START_HOOKS; i++) {
+        void (*fn)(void) = __atomic_load_n(&g_start_hooks[i], __ATOMIC_ACQUIRE);
+        if (fn) fn();
+    }
+}
+
 int d9_start(const d9_config *cfg) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     if (d9_config_validate(cfg) != 0) return -1;
@@ -233,6 +251,7 @@ int d9_start(const d9_config *cfg) {
     }
     pthread_setname_np(r->thread, "dial9-collect");
     r->running = true;
+    run_start_hooks(); /* tasks that exist already spawn in this run, before any poll of it */
     __atomic_store_n(&d9__active, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&r->lifecycle);
     return 0;

@@ -69,4 +69,12 @@ check(len(ups) >= 100, "parks / unparks in epoll_wait (%d)" % len(ups))
 check(all("sched_wait_ns" in u and "cpu_time_ns" in u for u in ups), "unparks carry schedstat data")
 EOF
 [ $? -eq 0 ] || exit 1
+# Task identity in zero-code mode: kresd's handles exist before the shim's recording starts
+# (it starts on a thread of its own): they spawn when the run starts, before their polls.
+identity="$D9_BUILD_DIR/src/adapters/common/d9-trace-identity"
+if [ -x "$identity" ]; then
+    run_dir="$WORK/traces/$(ls "$WORK/traces" | head -n 1)"
+    "$identity" "$run_dir" | sed 's/^/  /'
+    "$identity" "$run_dir" >/dev/null || fail "task identity (above)"
+fi
 echo "PASS"

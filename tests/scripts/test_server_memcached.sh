@@ -87,4 +87,21 @@ check(len(wakes) >= 3, "the dispatcher records wakes (%d)" % len(wakes))
 check(reached >= 3, "%d of the dispatcher's wakes are followed by a poll of the woken task on a worker" % reached)
 EOF
 [ $? -eq 0 ] || exit 1
+# Task identity and wakes in zero-code mode: distinct ids = spawns, spawns before polls (the
+# listener and notify events exist before the shim's recording starts: they spawn when the run
+# starts), lifetimes contain polls, real wakers, a readiness wake before every connection
+# callback (event_handler: Debian's memcached is stripped, so it is named memcached+0x...: the
+# callback with the most polls).
+identity="$D9_BUILD_DIR/src/adapters/common/d9-trace-identity"
+if [ -x "$identity" ]; then
+    run_dir="$WORK/traces/$(ls "$WORK/traces" | head -n 1)"
+    conn_cb=$("$D9" dump --jsonl "$run_dir" | python3 -c '
+import collections, json, sys
+c = collections.Counter(e["fields"].get("spawn_loc") for e in map(json.loads, sys.stdin)
+                        if e.get("event") == "PollStartEvent")
+print(c.most_common(1)[0][0] if c else "")')
+    [ -n "$conn_cb" ] || fail "no polls to find the connection callback"
+    "$identity" "$run_dir" "$conn_cb" >"$WORK/identity" 2>&1 || { cat "$WORK/identity"; fail "task identity or wakes (above)"; }
+    sed 's/^/  /' "$WORK/identity"
+fi
 echo "PASS"

@@ -329,6 +329,23 @@ size_t d9a_table_take_loop(const void *loop,
     return removed;
 }
 
+void d9a_table_each(void (*each)(const void *key, const d9a_object *obj, void *ctx), void *ctx) {
+    pthread_once(&g_once, init_table);
+    for (unsigned s = 0; s < D9A_SHARDS; s++) {
+        d9a_shard *sh = &d9a_shards[s];
+        pthread_mutex_lock(&sh->lock);
+        d9a_slot *tab = atomic_load_explicit(&sh->slots, memory_order_relaxed);
+        for (uint32_t i = 0; tab && sh->count && i <= d9a_slot_mask; i++) {
+            uintptr_t k = atomic_load_explicit(&tab[i].key, memory_order_relaxed);
+            if (!k) continue;
+            d9a_object obj;
+            copy_out(&tab[i], &obj);
+            each((const void *)k, &obj, ctx);
+        }
+        pthread_mutex_unlock(&sh->lock);
+    }
+}
+
 void d9a_table_get_stats(d9a_table_stats *out) {
     pthread_once(&g_once, init_table);
     uint64_t live = 0;

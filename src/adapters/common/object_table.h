@@ -67,6 +67,11 @@ D9A_HIDDEN size_t d9a_table_take_loop(const void *loop,
                                                    void *ctx),
                                       void *ctx);
 
+/* Call each(key, entry, ctx) for every entry (under its shard's lock: `each` must not use the
+ * table). */
+D9A_HIDDEN void d9a_table_each(void (*each)(const void *key, const d9a_object *obj, void *ctx),
+                               void *ctx);
+
 typedef struct d9a_table_stats {
     uint64_t live;        /* entries now */
     uint64_t capacity;    /* entries the table accepts at most */

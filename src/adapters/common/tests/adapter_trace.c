@@ -53,7 +53,7 @@ static void field_s(const d9_event *ev, const char *name, char *out, size_t len)
 
 static bool is(const d9_event *ev, const char *name) { return strcmp(ev->schema->name, name) == 0; }
 
-static int load_file(const char *path, vec *v) {
+static int load_file(const char *path, vec *v, uint64_t *dropped) {
     char err[256];
     d9_decoder *d = d9_dec_open_path(path, NULL, err, sizeof err);
     if (!d) {
@@ -98,6 +98,8 @@ static int load_file(const char *path, vec *v) {
             r->a = field_u(&ev, "target_worker");
             r->b = field_u(&ev, "waker_task_id");
             r->c = field_u(&ev, "woken_task_id");
+        } else if (is(&ev, "DroppedEventsEvent")) {
+            *dropped += field_u(&ev, "count");
         } else if (is(&ev, "WorkerRegisteredEvent")) {
             r = push(v);
             r->kind = K_WORKER;
@@ -148,7 +150,7 @@ int at_load(const char *run_dir, at_trace *t) {
     for (int i = 0; i < nnames; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", run_dir, names[i]->d_name);
-        if (load_file(path, &v)) rc = -1;
+        if (load_file(path, &v, &t->dropped)) rc = -1;
         free(names[i]);
     }
     free(names);

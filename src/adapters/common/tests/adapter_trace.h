@@ -56,6 +56,7 @@ typedef struct at_trace {
     size_t park_errors;    /* park inside a park, unpark without a park, park during a poll */
     size_t open_polls;     /* polls never ended */
     size_t events;
+    uint64_t dropped;      /* events lost (sum of DroppedEventsEvent counts) */
 } at_trace;
 
 /* Load every trace.*.bin of `run_dir`. 0, or -1 with a message on stderr. */

@@ -25,7 +25,7 @@
 #define N_REUSE 3
 
 static uv_loop_t loop;
-static uv_timer_t timer, reuse_timer[2];
+static uv_timer_t timer, reuse_timer[2], early;
 static uv_idle_t idle;
 static uv_prepare_t prepare;
 static uv_check_t check;
@@ -43,7 +43,7 @@ static int tag_timer, tag_idle, tag_prepare, tag_check, tag_async, tag_server, t
 
 static struct {
     int timer, idle, prepare, check, async, connection, connect, write, alloc, read, close;
-    int after_work, stat, reuse;
+    int after_work, stat, reuse, early;
     atomic_int work;
     int bad; /* a callback got another object, or its data changed */
 } n;
@@ -95,6 +95,12 @@ static void on_reuse_closed(uv_handle_t *h) {
 static void on_reuse_timer(uv_timer_t *h) {
     n.reuse++;
     uv_close((uv_handle_t *)h, on_reuse_closed);
+}
+
+/* Started before the recorder: its task spawns when the run starts. */
+static void on_early(uv_timer_t *h) {
+    n.early++;
+    uv_close((uv_handle_t *)h, NULL);
 }
 
 static void on_idle(uv_idle_t *h) {
@@ -222,8 +228,6 @@ static void start_tcp(void) {
 static d9_loc prepare_site = {"prepare-site", "main", 0, 0};
 
 static void run_workload(void) {
-    CHECK(uv_loop_init(&loop) == 0);
-    CHECK(d9_uv_instrument(&loop, LOOP_NAME) == 0);
 
     uv_timer_init(&loop, &timer);
     timer.data = &tag_timer;
@@ -264,6 +268,10 @@ int main(void) {
     d9_config_init(&cfg);
     cfg.trace_dir = dir;
     cfg.flush_ms = 5;
+    CHECK(uv_loop_init(&loop) == 0);
+    CHECK(d9_uv_instrument(&loop, LOOP_NAME) == 0);
+    uv_timer_init(&loop, &early);
+    uv_timer_start(&early, on_early, 1, 0);
     CHECK(d9_start(&cfg) == 0);
     long loop_tid = tid();
 
@@ -284,6 +292,7 @@ int main(void) {
     CHECK_EQ_U64(n.stat, N_STAT);
     CHECK_EQ_U64(n.close, 8); /* timer idle async peer client server prepare check */
     CHECK_EQ_U64(n.reuse, 2 * N_REUSE);
+    CHECK_EQ_U64(n.early, 1);
     CHECK(n.prepare > 0 && n.check > 0);
     CHECK(atomic_load(&work_tid) != 0 && atomic_load(&work_tid) != loop_tid);
 
@@ -351,6 +360,9 @@ int main(void) {
     CHECK_EQ_U64(at_polls(&t, "on_reuse_timer", 0), 2 * N_REUSE);
     CHECK_EQ_U64(at_distinct_tasks(&t, "on_reuse_timer"), 2 * N_REUSE);
     at_check_task_identity(&t);
+    /* a handle registered before the recorder started spawns when the run starts */
+    at_check_polls(&t, "on_early", &early, n.early, LOOP_NAME);
+    CHECK_EQ_U64(at_spawns(&t, at_task(&t, &early), "on_early"), 1);
 
     /* wakes: the pool's and the async sender's come from no task; reading, accepting sockets
      * are woken by the poller each time */

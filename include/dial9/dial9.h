@@ -118,6 +118,14 @@ D9_API void d9_set_enabled(bool enabled);
 /* Why the last failed call of this thread failed (a static or thread-local string). */
 D9_API const char *d9_last_error(void);
 
+/* Before the program changes its identity (setuid to an unprivileged user, as a daemon
+ * does after binding its ports), while it still may: give the run directory and every file in
+ * it to `uid` (and `gid`, unless it is (gid_t)-1), so rotation, sealing, symbolizing and the
+ * disk budget keep working as the new user. Modes stay as they are (0755 and 0644; nothing
+ * becomes world-writable). Returns 0, or -1 with d9_last_error() (not root, no run). The
+ * zero-code shim calls it by itself from its setuid/setresuid/... interposers. */
+D9_API int d9_hand_over_files(unsigned uid, unsigned gid);
+
 /* The directory of the current or last run ({trace_dir}/{run_id}); NULL before any start.
  * The string stays valid until the next d9_start. */
 D9_API const char *d9_run_dir(void);

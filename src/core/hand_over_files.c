@@ -1,0 +1,54 @@
+/* d9_hand_over_files: before a privilege drop, the run directory and its files change owner
+ * to the identity the program is about to take, so the recorder keeps creating, renaming,
+ * appending to and deleting its files afterwards. Only ownership changes: the modes the writer
+ * chose (0755 directory, 0644 files) stay, so nothing becomes writable by anyone else. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/last_error.h"
+#include "dial9/dial9.h"
+
+int d9_hand_over_files(unsigned uid, unsigned gid) {
+    const char *run_dir = d9_run_dir();
+    if (!run_dir) {
+        d9_set_error("hand over files: no recording has started");
+        return -1;
+    }
+    /* The directory is opened without following a symlink, and its entries are changed
+     * through it without following theirs: a link planted in the run directory never makes
+     * us chown something else. */
+    int dfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        d9_set_error("hand over files: %s: %s", run_dir, strerror(errno));
+        return -1;
+    }
+    int rc = 0, err = 0;
+    if (fchown(dfd, (uid_t)uid, (gid_t)gid) != 0) {
+        rc = -1;
+        err = errno;
+    }
+    int lfd = dup(dfd);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (!d) {
+        if (lfd >= 0) close(lfd);
+        rc = -1;
+        err = errno;
+    } else {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
+            if (fchownat(dfd, e->d_name, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW) != 0 && errno != ENOENT) {
+                rc = -1; /* a file sealed and deleted meanwhile is fine; anything else is not */
+                err = errno;
+            }
+        }
+        closedir(d);
+    }
+    close(dfd);
+    if (rc != 0) d9_set_error("hand over files in %s to uid %u: %s", run_dir, uid, strerror(err));
+    return rc;
+}

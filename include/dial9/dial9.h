@@ -45,6 +45,8 @@ typedef enum d9_clock_mode { D9_CLOCK_AUTO = 0, D9_CLOCK_TSC, D9_CLOCK_MONOTONIC
 /* How CPU profile samples are taken. AUTO prefers perf_event_open and falls back to per-thread
  * CPU timers (SIGPROF) where perf is refused. */
 typedef enum d9_sampler_mode { D9_SAMPLER_AUTO = 0, D9_SAMPLER_PERF, D9_SAMPLER_TIMER } d9_sampler_mode;
+/* How sealed segments are compressed (auto: gzip when uploading, none otherwise). */
+typedef enum d9_compress_mode { D9_COMPRESS_AUTO = 0, D9_COMPRESS_NONE, D9_COMPRESS_GZIP } d9_compress_mode;
 
 typedef struct d9_config {
     bool enabled;             /* DIAL9_ENABLED (default true): false makes d9_start a no-op */
@@ -80,6 +82,20 @@ typedef struct d9_config {
     bool task_dumps;          /* DIAL9_TASK_DUMPS (default true): stacks of suspended tasks */
     bool symbolize;           /* DIAL9_SYMBOLIZE (default true): append symbols to sealed
                                  segments in the background */
+
+    /* Off the host (docs/s3.md): sealed segments compressed and uploaded in the background,
+     * deleted locally once the upload is confirmed. */
+    d9_compress_mode compress; /* DIAL9_COMPRESS = auto | gzip | none (default auto: gzip when
+                                 s3_bucket is set, else none); needs libz.so.1 at run time */
+    const char *s3_bucket;    /* DIAL9_S3_BUCKET (default NULL: no upload); needs libcurl.so.4 */
+    const char *s3_prefix;    /* DIAL9_S3_PREFIX (default "dial9-traces") */
+    const char *s3_region;    /* AWS_REGION, else AWS_DEFAULT_REGION (default "us-east-1") */
+    const char *s3_endpoint;  /* AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL (default NULL: AWS's
+                                 https://s3.{region}.amazonaws.com) */
+    int s3_path_style;        /* DIAL9_S3_PATH_STYLE: 1 path-style, 0 virtual-hosted, -1 (default)
+                                 path-style when the endpoint's host is an IP address or localhost */
+    uint32_t s3_exit_wait_secs; /* DIAL9_S3_EXIT_WAIT_SECS (default 10): at d9_stop, how long to
+                                 wait for the uploads still to do; what remains stays on disk */
 } d9_config;
 
 /* Fill `cfg` with the defaults above. */

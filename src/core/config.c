@@ -33,6 +33,13 @@ void d9_config_init(d9_config *cfg) {
     cfg->switch_stacks_per_sec = 500;
     cfg->task_dumps = true;
     cfg->symbolize = true;
+    cfg->compress = D9_COMPRESS_AUTO;
+    cfg->s3_bucket = NULL;
+    cfg->s3_prefix = "dial9-traces";
+    cfg->s3_region = "us-east-1";
+    cfg->s3_endpoint = NULL;
+    cfg->s3_path_style = -1;
+    cfg->s3_exit_wait_secs = 10;
 }
 
 static int parse_u64(const char *var, const char *s, uint64_t min, uint64_t max, uint64_t *out) {
@@ -83,6 +90,17 @@ static int parse_sampler(const char *var, const char *s, d9_sampler_mode *out) {
     return 0;
 }
 
+static int parse_compress(const char *var, const char *s, d9_compress_mode *out) {
+    if (strcasecmp(s, "auto") == 0) *out = D9_COMPRESS_AUTO;
+    else if (strcasecmp(s, "gzip") == 0) *out = D9_COMPRESS_GZIP;
+    else if (strcasecmp(s, "none") == 0) *out = D9_COMPRESS_NONE;
+    else {
+        d9_set_error("%s=\"%s\": expected auto, gzip or none", var, s);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_string(const char *var, const char *s, const char **out) {
     if (!*s) {
         d9_set_error("%s is set but empty", var);
@@ -106,6 +124,8 @@ static int from_env(d9_config *cfg) {
                      strlen(cfg->trace_dir), MAX_TRACE_DIR);
         return -1;
     }
+    /* dial9's name for it, DIAL9_SERVICE_NAME, is accepted too; DIAL9_SERVICE wins */
+    if (ENV("DIAL9_SERVICE_NAME") && parse_string("DIAL9_SERVICE_NAME", v, &cfg->service)) return -1;
     if (ENV("DIAL9_SERVICE") && parse_string("DIAL9_SERVICE", v, &cfg->service)) return -1;
     if (ENV("DIAL9_MAX_FILE_SIZE_MB")) {
         if (parse_u64("DIAL9_MAX_FILE_SIZE_MB", v, 1, 1u << 20, &n)) return -1;
@@ -149,6 +169,23 @@ static int from_env(d9_config *cfg) {
     }
     if (ENV("DIAL9_TASK_DUMPS") && parse_bool("DIAL9_TASK_DUMPS", v, &cfg->task_dumps)) return -1;
     if (ENV("DIAL9_SYMBOLIZE") && parse_bool("DIAL9_SYMBOLIZE", v, &cfg->symbolize)) return -1;
+    if (ENV("DIAL9_COMPRESS") && parse_compress("DIAL9_COMPRESS", v, &cfg->compress)) return -1;
+    if (ENV("DIAL9_S3_BUCKET") && parse_string("DIAL9_S3_BUCKET", v, &cfg->s3_bucket)) return -1;
+    if (ENV("DIAL9_S3_PREFIX")) cfg->s3_prefix = v; /* empty: keys start at version=1/ */
+    /* the AWS SDKs' variables, in their order of precedence */
+    if (ENV("AWS_DEFAULT_REGION") && parse_string("AWS_DEFAULT_REGION", v, &cfg->s3_region)) return -1;
+    if (ENV("AWS_REGION") && parse_string("AWS_REGION", v, &cfg->s3_region)) return -1;
+    if (ENV("AWS_ENDPOINT_URL") && parse_string("AWS_ENDPOINT_URL", v, &cfg->s3_endpoint)) return -1;
+    if (ENV("AWS_ENDPOINT_URL_S3") && parse_string("AWS_ENDPOINT_URL_S3", v, &cfg->s3_endpoint)) return -1;
+    if (ENV("DIAL9_S3_PATH_STYLE")) {
+        bool b;
+        if (parse_bool("DIAL9_S3_PATH_STYLE", v, &b)) return -1;
+        cfg->s3_path_style = b;
+    }
+    if (ENV("DIAL9_S3_EXIT_WAIT_SECS")) {
+        if (parse_u64("DIAL9_S3_EXIT_WAIT_SECS", v, 0, 3600, &n)) return -1;
+        cfg->s3_exit_wait_secs = (uint32_t)n;
+    }
     bool children; /* read by the zero-code shim (preload_main.c); checked here likewise */
     if (ENV("DIAL9_TRACE_CHILDREN") && parse_bool("DIAL9_TRACE_CHILDREN", v, &children)) return -1;
     /* read by the loop adapters' object table at its first use; checked here so that a bad
@@ -220,6 +257,44 @@ int d9_config_validate(const d9_config *cfg) {
     }
     if (cfg->sampler != D9_SAMPLER_AUTO && cfg->sampler != D9_SAMPLER_PERF && cfg->sampler != D9_SAMPLER_TIMER) {
         d9_set_error("sampler = %d: not a d9_sampler_mode", (int)cfg->sampler);
+        return -1;
+    }
+    if (cfg->compress != D9_COMPRESS_AUTO && cfg->compress != D9_COMPRESS_NONE && cfg->compress != D9_COMPRESS_GZIP) {
+        d9_set_error("compress = %d: not a d9_compress_mode", (int)cfg->compress);
+        return -1;
+    }
+    if (cfg->s3_bucket) {
+        size_t n = strlen(cfg->s3_bucket);
+        if (n < 3 || n > 63 || strspn(cfg->s3_bucket, "abcdefghijklmnopqrstuvwxyz0123456789.-") != n) {
+            d9_set_error("S3 bucket \"%s\": expected 3 to 63 characters from a-z, 0-9, '.' and '-'", cfg->s3_bucket);
+            return -1;
+        }
+        if (cfg->s3_prefix && strlen(cfg->s3_prefix) > 512) {
+            d9_set_error("S3 prefix is longer than 512 bytes");
+            return -1;
+        }
+        if (!cfg->s3_region || !*cfg->s3_region || strlen(cfg->s3_region) > 64 ||
+            strspn(cfg->s3_region, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(cfg->s3_region)) {
+            d9_set_error("S3 region \"%s\": expected a region name such as us-east-1",
+                         cfg->s3_region ? cfg->s3_region : "");
+            return -1;
+        }
+        if (cfg->s3_endpoint && strncmp(cfg->s3_endpoint, "http://", 7) != 0 &&
+            strncmp(cfg->s3_endpoint, "https://", 8) != 0) {
+            d9_set_error("S3 endpoint \"%s\": expected an http:// or https:// URL", cfg->s3_endpoint);
+            return -1;
+        }
+        if (cfg->s3_endpoint && strlen(cfg->s3_endpoint) > 512) {
+            d9_set_error("S3 endpoint is longer than 512 bytes");
+            return -1;
+        }
+    }
+    if (cfg->s3_path_style < -1 || cfg->s3_path_style > 1) {
+        d9_set_error("s3_path_style = %d: must be -1, 0 or 1", cfg->s3_path_style);
+        return -1;
+    }
+    if (cfg->s3_exit_wait_secs > 3600) {
+        d9_set_error("s3_exit_wait_secs = %u: must be from 0 to 3600", cfg->s3_exit_wait_secs);
         return -1;
     }
     if (cfg->service && strlen(cfg->service) > 255) {

@@ -1,10 +1,14 @@
 /* The sealed-segment pipeline. The collector thread only queues a copy of each sealed path;
- * a thread of the lowest scheduling class (SCHED_IDLE, else nice 19) symbolizes the files in
- * order, appending SymbolTableEntry events to each. d9_pipeline_stop lifts the thread back to
- * normal priority, lets it finish the queue within STOP_BUDGET_NS and then makes it give up
- * (files left unsymbolized can still be done offline with `dial9 symbolize`). */
+ * a thread of the lowest scheduling class (SCHED_IDLE, else nice 19) runs the configured steps
+ * on the files in order: symbolize (step_symbolize.c) -> compress (step_compress.c) -> upload
+ * (step_upload.c, retried with backoff until stored, then the local file is deleted).
+ * d9_pipeline_stop lifts the thread back to normal priority, lets it finish the queue within
+ * its budget and then makes it give up (what is left stays on disk: `dial9 symbolize` can name
+ * it offline; unuploaded files stay where they are). */
 #include "sinks/pipeline.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -19,12 +23,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "symbols/symbolize_file.h"
+#include "sinks/step_compress.h"
+#include "sinks/step_symbolize.h"
+#include "sinks/step_upload.h"
+#include "sinks/trace_files.h"
 #include "symbols/symbolize_report.h"
-#include "symbols/symbolizer.h"
 
-#define QUEUE_CAP 256 /* paths; a longer backlog means symbolizing cannot keep up */
+#define QUEUE_CAP 256 /* paths; a longer backlog means the steps cannot keep up */
 #define STOP_BUDGET_NS (5ull * 1000000000ull)
+#define RETRY_FIRST_MS 500u
+#define RETRY_MAX_MS 60000u
 
 struct d9_pipeline {
     pthread_t thread;
@@ -35,7 +43,14 @@ struct d9_pipeline {
     size_t head, count;
     bool stopping, finished;
     atomic_bool give_up;
-    d9_symbolizer *sym;  /* the worker's only */
+    d9_step_symbolize *sym; /* the worker's only; NULL when not symbolizing */
+    bool symbolizing, compress, upload;
+    d9_config upload_cfg;   /* strings owned below, for the uploader the worker creates */
+    char *bucket, *prefix, *region, *endpoint, *service;
+    d9_uploader *uploader;  /* the worker's only; NULL when not (or no longer) uploading */
+    bool upload_failing;    /* an outage is going on: said once, not per retry */
+    uint64_t stop_budget_ns;
+    uint64_t rng;
     d9_pipeline_resized_fn on_resized;
     void *on_resized_ctx;
     uint64_t max_file_size; /* symbols never take a segment past it */
@@ -53,36 +68,110 @@ static void lower_priority(void) {
         setpriority(PRIO_PROCESS, (id_t)gettid(), 19); /* per thread on Linux */
 }
 
-static void symbolize_one(d9_pipeline *p, const char *path) {
-    d9_symbolize_report r = {0};
-    if (!p->sym) {
-        d9_sym_options opt = {.system_debug_dir = true};
-        p->sym = d9_symbolizer_new(&opt);
+static void report_size(d9_pipeline *p, const char *sealed_path, uint64_t size) {
+    if (p->on_resized) p->on_resized(sealed_path, size, p->on_resized_ctx);
+}
+
+/* The segment's start: its birth time where the file system keeps it, else its last change. */
+static time_t start_time_of(const char *path) {
+    struct statx sx;
+    if (statx(AT_FDCWD, path, 0, STATX_BTIME | STATX_MTIME, &sx) == 0) {
+        if (sx.stx_mask & STATX_BTIME) return (time_t)sx.stx_btime.tv_sec;
+        return (time_t)sx.stx_mtime.tv_sec;
     }
-    d9_symbolize_stats st;
-    char err[512] = "out of memory";
-    memset(&st, 0, sizeof st);
-    int rc = p->sym ? d9_symbolize_file_in_place(p->sym, path, p->max_file_size, p->max_growth, &st,
-                                                 should_give_up, p, err, sizeof err)
-                    : -1;
-    /* Done with the file, whatever happened: its size is final, so the writer's disk budget
-     * counts it as it is from now on (it held room for the symbols until now). */
+    return time(NULL);
+}
+
+static uint64_t next_random(d9_pipeline *p) { /* xorshift64: jitter only */
+    p->rng ^= p->rng << 13;
+    p->rng ^= p->rng >> 7;
+    p->rng ^= p->rng << 17;
+    return p->rng;
+}
+
+/* Sleep up to ms, waking early when the pipeline gives up. Called without the lock. */
+static void backoff_sleep(d9_pipeline *p, uint32_t ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    uint64_t t = (uint64_t)until.tv_nsec + (uint64_t)ms * 1000000u;
+    until.tv_sec += (time_t)(t / 1000000000u);
+    until.tv_nsec = (long)(t % 1000000000u);
+    for (;;) {
+        if (should_give_up(p)) return;
+        struct timespec now, step = {0, 50 * 1000000};
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec)) return;
+        nanosleep(&step, NULL); /* give_up is polled every 50 ms */
+    }
+}
+
+static void stop_uploading(d9_pipeline *p, const char *why) {
+    fprintf(stderr, "dial9: S3 upload stopped for this run: %s (sealed segments stay on disk)\n", why);
+    d9_uploader_free(p->uploader);
+    p->uploader = NULL;
+}
+
+/* Upload until stored (then delete the local file), a fatal answer, or give up. */
+static void upload_file(d9_pipeline *p, const char *sealed_path, const char *path, uint64_t seq, time_t start) {
+    uint32_t delay = RETRY_FIRST_MS;
+    for (unsigned attempt = 1;; attempt++) {
+        char key[4096], err[1024] = "";
+        d9_upload_result r = d9_uploader_put(p->uploader, path, seq, start, should_give_up, p, key, sizeof key, err,
+                                             sizeof err);
+        if (r == D9_UPLOAD_OK) {
+            if (p->upload_failing)
+                fprintf(stderr, "dial9: S3 upload works again (%s%s stored after %u attempts)\n",
+                        d9_uploader_target(p->uploader), key, attempt);
+            p->upload_failing = false;
+            if (unlink(path) == 0 || errno == ENOENT) report_size(p, sealed_path, 0);
+            return;
+        }
+        if (r == D9_UPLOAD_FATAL) {
+            stop_uploading(p, err);
+            return;
+        }
+        if (r == D9_UPLOAD_REJECTED) {
+            fprintf(stderr, "dial9: S3 upload of %s failed, the file stays on disk: %s\n", path, err);
+            return;
+        }
+        if (should_give_up(p)) {
+            fprintf(stderr, "dial9: S3 upload of %s not done in the time allowed at exit, the file stays on disk "
+                            "(last error: %s)\n", path, err);
+            return;
+        }
+        if (!p->upload_failing)
+            fprintf(stderr, "dial9: S3 upload failing, retrying with backoff (said once per outage): %s\n", err);
+        p->upload_failing = true;
+        /* exponential backoff with jitter: a random wait in [delay/2, delay] */
+        uint32_t wait = delay / 2 + (uint32_t)(next_random(p) % (delay / 2 + 1));
+        backoff_sleep(p, wait);
+        delay = delay >= RETRY_MAX_MS / 2 ? RETRY_MAX_MS : delay * 2;
+    }
+}
+
+static void run_steps(d9_pipeline *p, const char *sealed_path) {
+    const char *slash = strrchr(sealed_path, '/');
+    uint64_t seq = 0;
+    d9_tf_kind kind;
+    if (!d9_tf_parse_name(slash ? slash + 1 : sealed_path, &seq, &kind)) seq = 0;
+    time_t start = start_time_of(sealed_path);
+    if (p->sym) d9_step_symbolize_run(p->sym, sealed_path, should_give_up, p);
+    char gz[4096];
+    const char *current = sealed_path;
+    if (p->compress && !should_give_up(p)) {
+        char err[512];
+        uint64_t gz_size;
+        if (d9_step_compress_gzip(sealed_path, gz, sizeof gz, &gz_size, should_give_up, p, err, sizeof err) == 0) {
+            current = gz;
+        } else if (!should_give_up(p)) {
+            fprintf(stderr, "dial9: compressing %s failed, kept as it is: %s\n", sealed_path, err);
+        }
+    }
+    /* Done with the file's size, whatever happened: the writer's disk budget counts it as it
+     * is from now on (it held room for the symbols until now). */
     struct stat sb;
-    if (p->on_resized && stat(path, &sb) == 0) p->on_resized(path, (uint64_t)sb.st_size, p->on_resized_ctx);
-    if (rc != 0 && should_give_up(p)) {
-        r.files_skipped = 1; /* out of time at stop: left unchanged */
-    } else if (rc == 0) {
-        r.files_symbolized = 1;
-        r.no_room = st.no_room;
-        r.addresses = st.addresses;
-        r.named = st.named;
-        r.entries = st.entries;
-        r.bytes_appended = st.bytes;
-    } else {
-        r.files_failed = 1;
-        snprintf(r.last_error, sizeof r.last_error, "%s", err);
-    }
-    d9_symbolize_report_add(&r);
+    if (stat(current, &sb) == 0) report_size(p, sealed_path, (uint64_t)sb.st_size);
+    if (p->uploader && !should_give_up(p)) upload_file(p, sealed_path, current, seq, start);
 }
 
 static void *worker_main(void *arg) {
@@ -90,6 +179,13 @@ static void *worker_main(void *arg) {
     pthread_mutex_lock(&p->lock);
     /* Under the lock: a stop that came first has already asked for normal priority. */
     if (!p->stopping) lower_priority();
+    pthread_mutex_unlock(&p->lock);
+    if (p->upload) {
+        char err[512];
+        p->uploader = d9_uploader_new(&p->upload_cfg, err, sizeof err);
+        if (!p->uploader) fprintf(stderr, "dial9: S3 upload disabled: %s (sealed segments stay on disk)\n", err);
+    }
+    pthread_mutex_lock(&p->lock);
     for (;;) {
         while (p->count == 0 && !p->stopping) {
             pthread_cond_broadcast(&p->idle);
@@ -101,10 +197,10 @@ static void *worker_main(void *arg) {
         p->count--;
         pthread_mutex_unlock(&p->lock);
         if (should_give_up(p)) {
-            d9_symbolize_report r = {.files_skipped = 1};
+            d9_symbolize_report r = {.files_skipped = p->symbolizing ? 1 : 0};
             d9_symbolize_report_add(&r);
         } else {
-            symbolize_one(p, path);
+            run_steps(p, path);
         }
         free(path);
         pthread_mutex_lock(&p->lock);
@@ -112,22 +208,64 @@ static void *worker_main(void *arg) {
     p->finished = true;
     pthread_cond_broadcast(&p->idle);
     pthread_mutex_unlock(&p->lock);
-    d9_symbolizer_free(p->sym);
+    d9_step_symbolize_free(p->sym);
     p->sym = NULL;
+    d9_uploader_free(p->uploader);
+    p->uploader = NULL;
     return NULL;
 }
 
+static void free_strings(d9_pipeline *p) {
+    free(p->bucket);
+    free(p->prefix);
+    free(p->region);
+    free(p->endpoint);
+    free(p->service);
+}
+
+static char *dup_or_null(const char *s, bool *ok) {
+    if (!s) return NULL;
+    char *d = strdup(s);
+    if (!d) *ok = false;
+    return d;
+}
+
 d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
-    if (!cfg->symbolize) return NULL;
+    bool upload = cfg->s3_bucket != NULL;
+    bool compress = cfg->compress == D9_COMPRESS_GZIP || (cfg->compress == D9_COMPRESS_AUTO && upload);
+    if (!cfg->symbolize && !compress && !upload) return NULL;
     d9_symbolize_report_reset();
     d9_pipeline *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->max_file_size = cfg->max_file_size;
-    /* Symbols take a few KB per segment: 1/32 of a large one is plenty, up to half of a small
-     * one (what does not fit can still be named offline by `dial9 symbolize -o`). */
-    uint64_t growth = cfg->max_file_size / 32;
-    if (growth < 65536) growth = cfg->max_file_size / 2 < 65536 ? cfg->max_file_size / 2 : 65536;
-    p->max_growth = growth ? growth : 1;
+    p->compress = compress;
+    p->symbolizing = cfg->symbolize;
+    p->upload = upload;
+    p->stop_budget_ns = STOP_BUDGET_NS + (upload ? (uint64_t)cfg->s3_exit_wait_secs * 1000000000ull : 0);
+    p->rng = ((uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid()) | 1;
+    bool ok = true;
+    p->upload_cfg = *cfg;
+    p->upload_cfg.s3_bucket = p->bucket = dup_or_null(cfg->s3_bucket, &ok);
+    p->upload_cfg.s3_prefix = p->prefix = dup_or_null(cfg->s3_prefix, &ok);
+    p->upload_cfg.s3_region = p->region = dup_or_null(cfg->s3_region, &ok);
+    p->upload_cfg.s3_endpoint = p->endpoint = dup_or_null(cfg->s3_endpoint, &ok);
+    p->upload_cfg.service = p->service = dup_or_null(cfg->service, &ok);
+    p->upload_cfg.trace_dir = NULL; /* not the uploader's business */
+    if (cfg->symbolize) {
+        /* Symbols take a few KB per segment: 1/32 of a large one is plenty, up to half of a
+         * small one (what does not fit can still be named offline by `dial9 symbolize -o`). */
+        uint64_t growth = cfg->max_file_size / 32;
+        if (growth < 65536) growth = cfg->max_file_size / 2 < 65536 ? cfg->max_file_size / 2 : 65536;
+        p->max_growth = growth ? growth : 1;
+        p->sym = d9_step_symbolize_new(cfg->max_file_size, p->max_growth);
+        if (!p->sym) ok = false;
+    }
+    if (!ok) {
+        d9_step_symbolize_free(p->sym);
+        free_strings(p);
+        free(p);
+        return NULL;
+    }
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);
     /* d9_pipeline_stop's deadline must not move with the wall clock. */
@@ -147,10 +285,12 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->wake);
         pthread_cond_destroy(&p->idle);
+        d9_step_symbolize_free(p->sym);
+        free_strings(p);
         free(p);
         return NULL;
     }
-    pthread_setname_np(p->thread, "dial9-symbols");
+    pthread_setname_np(p->thread, "dial9-pipeline");
     return p;
 }
 
@@ -169,7 +309,8 @@ void d9_pipeline_on_sealed(const char *path, void *pipeline) {
     char *copy = strdup(path);
     pthread_mutex_lock(&p->lock);
     if (!copy || p->count == QUEUE_CAP || p->finished) {
-        d9_symbolize_report r = {.files_dropped = 1};
+        /* left on disk as sealed; uploads of it are not attempted in this run */
+        d9_symbolize_report r = {.files_dropped = p->symbolizing ? 1 : 0};
         d9_symbolize_report_add(&r);
         free(copy);
     } else {
@@ -190,7 +331,7 @@ static void deadline_after(struct timespec *ts, uint64_t ns) {
 void d9_pipeline_stop(d9_pipeline *p) {
     if (!p) return;
     struct timespec until;
-    deadline_after(&until, STOP_BUDGET_NS);
+    deadline_after(&until, p->stop_budget_ns);
     pthread_mutex_lock(&p->lock);
     p->stopping = true;
     /* The caller waits for us now: SCHED_IDLE could starve on a busy machine. (Where only
@@ -206,9 +347,10 @@ void d9_pipeline_stop(d9_pipeline *p) {
     }
     pthread_mutex_unlock(&p->lock);
     pthread_join(p->thread, NULL);
-    d9_symbolize_report r = {.files_skipped = p->count};
+    d9_symbolize_report r = {.files_skipped = p->symbolizing ? p->count : 0};
     d9_symbolize_report_add(&r);
     for (size_t i = 0; i < p->count; i++) free(p->queue[(p->head + i) % QUEUE_CAP]);
+    free_strings(p);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->wake);
     pthread_cond_destroy(&p->idle);

@@ -1,0 +1,17 @@
+/* Pipeline step: append SymbolTableEntry events to a sealed trace.N.bin in place (within the
+ * room the writer kept for them), counted in the process-wide symbolize report. */
+#ifndef D9_SINKS_STEP_SYMBOLIZE_H
+#define D9_SINKS_STEP_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct d9_step_symbolize d9_step_symbolize;
+
+/* Never past max_file_size, never more than max_growth bytes added. NULL on no memory. */
+d9_step_symbolize *d9_step_symbolize_new(uint64_t max_file_size, uint64_t max_growth);
+/* Symbolize `path`; the outcome goes to the symbolize report (symbolize_report.h). */
+void d9_step_symbolize_run(d9_step_symbolize *s, const char *path, bool (*give_up)(void *), void *ctx);
+void d9_step_symbolize_free(d9_step_symbolize *s);
+
+#endif

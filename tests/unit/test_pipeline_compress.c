@@ -1,0 +1,114 @@
+/* The compress step through the recorder: with DIAL9_COMPRESS=gzip every sealed segment
+ * becomes trace.N.bin.gz (a plain gzip member: magic 1f 8b, decoded by our reader), no .bin
+ * and no temporary is left, and every recorded event is in them once. With the default
+ * (auto, no bucket) segments stay .bin.
+ *
+ * `--record DIR N` records N TaskSpawnEvents (task ids 1..N) with the configuration from the
+ * environment into DIR and prints the run directory: the S3 upload test's recorder. */
+#include <dirent.h>
+
+#include "check.h"
+#include "dial9/dial9.h"
+#include "trace_files_util.h"
+
+typedef struct seen {
+    uint64_t n;
+    unsigned char *ids; /* times each task id 1..n was seen */
+    uint64_t spawns, dupes, out_of_range;
+} seen;
+
+static void on_event(const d9_event *ev, void *ctx) {
+    seen *s = ctx;
+    if (!d9t_is(ev, "TaskSpawnEvent")) return;
+    uint64_t id = d9t_field_u(ev, "task_id");
+    s->spawns++;
+    if (id < 1 || id > s->n) { s->out_of_range++; return; }
+    if (s->ids[id - 1]++) s->dupes++;
+}
+
+static int record(const char *dir, uint64_t n, d9_compress_mode mode, bool from_env) {
+    d9_config cfg;
+    if (from_env) {
+        if (d9_config_from_env(&cfg) != 0) {
+            fprintf(stderr, "config: %s\n", d9_last_error());
+            return 2;
+        }
+    } else {
+        d9_config_init(&cfg);
+        cfg.compress = mode;
+        cfg.symbolize = false;
+        cfg.max_file_size = 64 * 1024; /* several segments */
+    }
+    cfg.trace_dir = dir;
+    cfg.schedule_profile = false;
+    cfg.task_dumps = false;
+    if (d9_start(&cfg) != 0) {
+        fprintf(stderr, "start: %s\n", d9_last_error());
+        return 2;
+    }
+    d9_worker_begin("compress-test", 0);
+    for (uint64_t i = 1; i <= n; i++) {
+        d9_task_spawn(i, D9_HERE);
+        if (i % 512 == 0) d9_flush(); /* never drop for a full buffer */
+    }
+    d9_stop();
+    d9_stats st;
+    d9_get_stats(&st);
+    if (st.events_dropped) fprintf(stderr, "dropped %llu events\n", (unsigned long long)st.events_dropped);
+    printf("%s\n", d9_run_dir());
+    return st.events_dropped ? 3 : 0;
+}
+
+static int count_names(const char *dir, const char *suffix, int *other) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
+        if (strcmp(e->d_name, ".final-accounting") == 0) continue;
+        size_t l = strlen(e->d_name), sl = strlen(suffix);
+        if (l > sl && strcmp(e->d_name + l - sl, suffix) == 0) n++;
+        else (*other)++;
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+static void check_run(const char *tag, d9_compress_mode mode, bool expect_gz) {
+    char *dir = d9t_mkdtemp(tag);
+    const uint64_t n = 20000;
+    fflush(stdout);
+    CHECK(record(dir, n, mode, false) == 0);
+    const char *run = d9_run_dir();
+    CHECK(run != NULL);
+    if (!run) return;
+    int other = 0;
+    int files = count_names(run, expect_gz ? ".bin.gz" : ".bin", &other);
+    CHECK(files >= 2); /* 20000 spawns do not fit in one 64 KiB segment */
+    CHECK_EQ_U64(other, 0); /* no .bin beside a .gz, no temporary left */
+    char **list;
+    int nl = d9t_list_segments(run, &list);
+    for (int i = 0; expect_gz && i < nl; i++) {
+        FILE *f = fopen(list[i], "rb");
+        unsigned char m[2] = {0};
+        CHECK(f && fread(m, 1, 2, f) == 2 && m[0] == 0x1f && m[1] == 0x8b);
+        if (f) fclose(f);
+    }
+    d9t_free_list(list, nl);
+    seen s = {.n = n, .ids = calloc(n, 1)};
+    CHECK_EQ_U64(d9t_decode_run(run, on_event, &s), 0);
+    CHECK_EQ_U64(s.spawns, n);
+    CHECK_EQ_U64(s.dupes, 0);
+    CHECK_EQ_U64(s.out_of_range, 0);
+    free(s.ids);
+    d9t_rm_rf(dir);
+    free(dir);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "--record") == 0)
+        return record(argv[2], strtoull(argv[3], NULL, 10), D9_COMPRESS_AUTO, true);
+    check_run("gzip", D9_COMPRESS_GZIP, true);
+    check_run("auto", D9_COMPRESS_AUTO, false); /* no bucket: nothing compressed */
+    return d9t_summary("test_pipeline_compress");
+}

@@ -282,9 +282,9 @@ d9_upload_result d9_uploader_put(d9_uploader *u, const char *path, uint64_t inde
         res = D9_UPLOAD_FATAL;
         goto done;
     }
-    memset(&cred, 0, sizeof cred);
     bool ok = true;
-    for (size_t i = 0; i < nh; i++) hl = add_header(c, hl, h[i].name, h[i].value, &ok);
+    for (size_t i = 0; i < nh; i++) hl = add_header(c, hl, h[i].name, h[i].value, &ok); /* copied */
+    memset(&cred, 0, sizeof cred);
     hl = add_header(c, hl, "authorization", auth, &ok);
     hl = c->slist_append(hl, "Expect:"); /* no 100-continue round trip */
     if (!ok || !hl) {

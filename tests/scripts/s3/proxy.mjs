@@ -1,0 +1,116 @@
+// A real S3-speaking store (s3rver) behind a proxy that checks every request as S3 would:
+// the SigV4 signature is recomputed with the AWS SDK's own signer (@smithy/signature-v4) and
+// compared; x-amz-content-sha256 and x-amz-checksum-sha256 must match the body. Any
+// difference gets S3's error answer (403 SignatureDoesNotMatch, 400 XAmzContentSHA256Mismatch,
+// 400 BadDigest) and is not stored. Faults for tests, by count (never by time):
+//   FAULT_RESET=N     the first N PUTs: the connection is destroyed mid-upload
+//   FAULT_SLOWDOWN=N  the next N PUTs: 503 SlowDown
+// Usage: node proxy.mjs DATA_DIR BUCKET LOG_FILE; prints {"port":P} once listening on 127.0.0.1.
+// Every PUT's outcome is appended to LOG_FILE as a JSON line {method, key, status, code}.
+import http from 'node:http';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import S3rver from 's3rver';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { Sha256 } from '@aws-crypto/sha256-js';
+
+const [dataDir, bucket, logFile] = process.argv.slice(2);
+const ACCESS = 'S3RVER', SECRET = 'S3RVER', REGION = process.env.REGION || 'us-east-1';
+let resets = Number(process.env.FAULT_RESET || 0);
+let slowdowns = Number(process.env.FAULT_SLOWDOWN || 0);
+
+const store = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dataDir,
+                           configureBuckets: [{ name: bucket }] });
+const { port: storePort } = await store.run();
+
+function log(entry) { fs.appendFileSync(logFile, JSON.stringify(entry) + '\n'); }
+
+function s3error(res, status, code, message) {
+  res.writeHead(status, { 'content-type': 'application/xml' });
+  res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`);
+}
+
+async function verify(req, body) {
+  const auth = req.headers['authorization'] || '';
+  const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/.exec(auth);
+  if (!m) return ['AccessDenied', 'malformed or missing Authorization'];
+  const [, access, , region, signedNames, signature] = m;
+  if (access !== ACCESS) return ['InvalidAccessKeyId', `unknown access key ${access}`];
+  const names = signedNames.split(';');
+  for (const required of ['host', 'x-amz-content-sha256', 'x-amz-date'])
+    if (!names.includes(required)) return ['AccessDenied', `${required} not signed`];
+  const headers = {};
+  for (const n of names) {
+    if (req.headers[n] === undefined) return ['SignatureDoesNotMatch', `signed header ${n} not sent`];
+    headers[n] = req.headers[n];
+  }
+  const claimed = req.headers['x-amz-content-sha256'];
+  if (claimed !== 'UNSIGNED-PAYLOAD') {
+    const actual = crypto.createHash('sha256').update(body).digest('hex');
+    if (claimed !== actual) return ['XAmzContentSHA256Mismatch', `body hash ${actual}, header ${claimed}`];
+  }
+  const cks = req.headers['x-amz-checksum-sha256'];
+  if (cks !== undefined && cks !== crypto.createHash('sha256').update(body).digest('base64'))
+    return ['BadDigest', 'x-amz-checksum-sha256 does not match the body'];
+  const url = new URL(req.url, 'http://x');
+  const query = {};
+  for (const [k, v] of url.searchParams) query[k] = v;
+  const amzDate = req.headers['x-amz-date'];
+  const signingDate = new Date(`${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T` +
+                               `${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`);
+  const token = req.headers['x-amz-security-token'];
+  const signer = new SignatureV4({
+    credentials: { accessKeyId: ACCESS, secretAccessKey: SECRET, ...(token ? { sessionToken: token } : {}) },
+    region, service: 's3', sha256: Sha256, uriEscapePath: false, applyChecksum: false,
+  });
+  const signed = await signer.sign({ method: req.method, protocol: 'http:', hostname: headers.host,
+                                     path: url.pathname, query, headers }, { signingDate });
+  const expected = /Signature=([0-9a-f]{64})/.exec(signed.headers['authorization'])[1];
+  if (expected !== signature)
+    return ['SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided'];
+  return null;
+}
+
+function keyOf(req) {
+  const path = new URL(req.url, 'http://x').pathname;
+  const prefix = `/${bucket}/`;
+  return path.startsWith(prefix) ? decodeURIComponent(path.slice(prefix.length)) : path;
+}
+
+const proxy = http.createServer((req, res) => {
+  if (req.method === 'PUT' && resets > 0) {
+    resets--;
+    log({ method: 'PUT', key: keyOf(req), status: 0, code: 'reset' });
+    req.socket.destroy();
+    return;
+  }
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', async () => {
+    const body = Buffer.concat(chunks);
+    if (req.method === 'PUT' && slowdowns > 0) {
+      slowdowns--;
+      log({ method: 'PUT', key: keyOf(req), status: 503, code: 'SlowDown' });
+      return s3error(res, 503, 'SlowDown', 'Please reduce your request rate.');
+    }
+    let bad;
+    try { bad = await verify(req, body); } catch (e) { bad = ['AccessDenied', String(e)]; }
+    if (bad) {
+      const status = bad[0].startsWith('X') || bad[0] === 'BadDigest' ? 400 : 403;
+      if (req.method === 'PUT') log({ method: 'PUT', key: keyOf(req), status, code: bad[0] });
+      return s3error(res, status, bad[0], bad[1]);
+    }
+    const up = http.request({ host: '127.0.0.1', port: storePort, method: req.method, path: req.url,
+                              headers: { ...req.headers, 'content-length': String(body.length) } }, (ur) => {
+      if (req.method === 'PUT') log({ method: 'PUT', key: keyOf(req), status: ur.statusCode, code: 'stored' });
+      res.writeHead(ur.statusCode, ur.headers);
+      ur.pipe(res);
+    });
+    up.on('error', (e) => s3error(res, 502, 'InternalError', String(e)));
+    up.end(body);
+  });
+});
+proxy.listen(0, '127.0.0.1', () => {
+  process.stdout.write(JSON.stringify({ port: proxy.address().port }) + '\n');
+});
+for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, async () => { proxy.close(); await store.close(); process.exit(0); });

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Sealed segments uploaded to a real S3-speaking server on loopback (s3rver) behind a proxy that
+# recomputes every request's SigV4 signature with the AWS SDK's signer and checks the body's
+# hashes (tests/scripts/s3/proxy.mjs); objects are read back with @aws-sdk/client-s3 and decoded
+# with `dial9 dump --jsonl`: every recorded event is there, once, under keys in dial9's layout.
+# Then faults: connections reset mid-upload and 503 SlowDown (retried, nothing lost or stored
+# twice, one message per outage), a wrong secret (SignatureDoesNotMatch reported once, files
+# kept on disk), and credentials from a profile in a shared credentials file.
+set -uo pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+CHECK="$SOURCE/tests/scripts/s3"
+RECORDER="$BUILD/test_pipeline_compress"
+BUCKET=d9-test
+N=150000
+
+[ -x "$DIAL9" ] || { echo "test_s3_upload: $DIAL9 not built"; exit 1; }
+[ -x "$RECORDER" ] || { echo "test_s3_upload: $RECORDER not built"; exit 1; }
+command -v node >/dev/null || { echo "SKIP: node is not installed (s3rver and the SDK are npm packages)"; exit 0; }
+if [ ! -f "$CHECK/node_modules/.package-lock.json" ] || [ "$CHECK/package-lock.json" -nt "$CHECK/node_modules/.package-lock.json" ]; then
+    command -v npm >/dev/null || { echo "SKIP: npm is not installed"; exit 0; }
+    (
+        flock 9
+        if [ ! -f "$CHECK/node_modules/.package-lock.json" ] || [ "$CHECK/package-lock.json" -nt "$CHECK/node_modules/.package-lock.json" ]; then
+            (cd "$CHECK" && npm ci --no-audit --no-fund --loglevel=error) >&2 || exit 1
+        fi
+    ) 9>"$BUILD/.s3-check-npm.lock" || { echo "npm ci failed in $CHECK"; exit 1; }
+fi
+export NODE_NO_WARNINGS=1 # the SDK's notice about future Node versions
+
+PROXY_PIDS=()
+trap 'for p in "${PROXY_PIDS[@]}"; do kill "$p" 2>/dev/null; done; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+
+# start_proxy NAME [VAR=VALUE...]: a fresh store and proxy; sets PORT. Waits for its port line
+# (a readiness wait, not a timing assertion).
+start_proxy() {
+    local name=$1; shift
+    mkdir -p "$T/$name/data"
+    : >"$T/$name/log"
+    env "$@" node "$CHECK/proxy.mjs" "$T/$name/data" "$BUCKET" "$T/$name/log" >"$T/$name/port" 2>"$T/$name/proxy.err" &
+    PROXY_PIDS+=($!)
+    for _ in $(seq 600); do
+        grep -q port "$T/$name/port" 2>/dev/null && break
+        kill -0 "${PROXY_PIDS[-1]}" 2>/dev/null || break
+        sleep 0.1
+    done
+    PORT=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$T/$name/port")
+    [ -n "$PORT" ] || { echo "test_s3_upload: proxy $name did not start: $(cat "$T/$name/proxy.err")"; exit 1; }
+}
+
+# record NAME [VAR=VALUE...]: N spawns recorded with uploads to the proxy of NAME
+record() {
+    local name=$1; shift
+    mkdir -p "$T/$name/traces"
+    env -u AWS_PROFILE -u AWS_SESSION_TOKEN AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER \
+        HOME="$T/$name" AWS_REGION=us-east-1 DIAL9_S3_BUCKET=$BUCKET AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" \
+        DIAL9_MAX_FILE_SIZE_MB=1 DIAL9_SERVICE="api:blue" DIAL9_SYMBOLIZE=0 DIAL9_S3_EXIT_WAIT_SECS=300 "$@" \
+        "$RECORDER" --record "$T/$name/traces" $N >"$T/$name/rec.out" 2>"$T/$name/rec.err"
+}
+
+# read_back NAME: objects into $T/NAME/objects, one JSON line each in $T/NAME/objects.jsonl
+read_back() {
+    mkdir -p "$T/$1/objects"
+    node "$CHECK/read_back.mjs" "http://127.0.0.1:$PORT" "$BUCKET" dial9-traces/ "$T/$1/objects" \
+        >"$T/$1/objects.jsonl" 2>"$T/$1/read.err"
+}
+
+# spawn_ids FILE...: the TaskSpawnEvent task ids in the files, one per line
+spawn_ids() {
+    for f in "$@"; do "$DIAL9" dump --jsonl "$f"; done | grep '"event":"TaskSpawnEvent"' |
+        sed -n 's/.*"task_id":\([0-9]*\).*/\1/p'
+}
+
+# every_event_once FILE...: ids 1..N each exactly once
+every_event_once() {
+    spawn_ids "$@" | sort -n >"$T/ids"
+    [ "$(wc -l <"$T/ids")" = "$N" ] && [ "$(uniq "$T/ids" | wc -l)" = "$N" ] &&
+        [ "$(head -1 "$T/ids")" = 1 ] && [ "$(tail -1 "$T/ids")" = "$N" ]
+}
+stored_keys() { grep '"code":"stored"' "$T/$1/log" | sed 's/.*"key":"\([^"]*\)".*/\1/'; }
+no_key_twice() { [ -z "$(stored_keys "$1" | sort | uniq -d)" ]; }
+local_segments() { find "$T/$1/traces" -name 'trace.*.bin*' | sort; }
+
+# ---- the happy path ----
+start_proxy ok
+record ok
+check "recorder ran (exit 0)" [ $? = 0 ]
+read_back ok
+check "objects read back with the SDK" [ $? = 0 ]
+objects=$(wc -l <"$T/ok/objects.jsonl")
+check "several segments uploaded ($objects)" [ "$objects" -ge 2 ]
+check "every PUT verified and stored" [ "$(grep -vc '"code":"stored"' "$T/ok/log")" = 0 ]
+check "as many objects as stored PUTs" [ "$(stored_keys ok | wc -l)" = "$objects" ]
+check "no object stored twice" no_key_twice ok
+check "every recorded event in the objects, once" every_event_once "$T"/ok/objects/*.bin.gz
+check "local copies deleted once stored" [ -z "$(local_segments ok)" ]
+check "no error message" [ ! -s "$T/ok/rec.err" ]
+host=$(hostname)
+boot=$(cat /proc/sys/kernel/random/boot_id)
+key_re="^dial9-traces/version=1/date=[0-9]{4}-[0-9]{2}-[0-9]{2}/service=api%3Ablue/time=[0-9]{4}/instance=$host/boot=$boot/[0-9]+-[0-9]+\.bin\.gz\$"
+check "keys in dial9's layout, Hive-escaped" [ "$(stored_keys ok | grep -Evc "$key_re")" = 0 ]
+check "segment indexes 0.. in the keys" stored_keys ok | grep -q -- '-0\.bin\.gz$'
+check "content type and encoding" [ "$(grep -c '"contentType":"application/octet-stream","contentEncoding":"gzip"' "$T/ok/objects.jsonl")" = "$objects" ]
+check "metadata: service, boot id, host, index, start time" \
+    [ "$(grep -c "\"boot-id\":\"$boot\",\"host\":\"$host\",\"segment-index\":\"[0-9]*\",\"service\":\"api%3Ablue\",\"start-time\":\"[0-9]*\"" "$T/ok/objects.jsonl")" = "$objects" ]
+
+# ---- the proxy's verification can fail: a body that does not match its signed hash ----
+# (a request signed by us but altered on the way is what SignatureDoesNotMatch protects)
+check "the proxy rejects a tampered request" node -e '
+  const http = require("node:http");
+  const r = http.request({host: "127.0.0.1", port: '"$PORT"', method: "PUT", path: "/'"$BUCKET"'/x",
+    headers: {"x-amz-date": "20260101T000000Z", "x-amz-content-sha256": "0".repeat(64),
+              authorization: "AWS4-HMAC-SHA256 Credential=S3RVER/20260101/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=" + "0".repeat(64)}},
+    (res) => process.exit(res.statusCode === 400 ? 0 : 1));
+  r.end("body");'
+
+# ---- outage: resets mid-upload, then 503 SlowDown; a session token (signed) ----
+start_proxy faults FAULT_RESET=2 FAULT_SLOWDOWN=2
+record faults AWS_SESSION_TOKEN=session-token-for-the-test
+check "recorder ran through the outage (exit 0)" [ $? = 0 ]
+read_back faults
+check "resets and SlowDowns happened" [ "$(grep -c '"code":"reset"' "$T/faults/log")" = 2 ] && \
+    [ "$(grep -c '"code":"SlowDown"' "$T/faults/log")" = 2 ]
+check "every recorded event uploaded once despite the outage" every_event_once "$T"/faults/objects/*.bin.gz
+check "no object stored twice after retries" no_key_twice faults
+check "nothing left on disk" [ -z "$(local_segments faults)" ]
+check "the outage said once, not per retry" [ "$(grep -c 'retrying with backoff' "$T/faults/rec.err")" = 1 ]
+check "the recovery said" grep -q 'S3 upload works again' "$T/faults/rec.err"
+
+# ---- a wrong secret: clear error once, files kept, nothing stored ----
+start_proxy secret
+record secret AWS_SECRET_ACCESS_KEY=not-the-secret
+check "recorder unaffected by the wrong secret (exit 0)" [ $? = 0 ]
+check "SignatureDoesNotMatch reported" grep -q 'S3 upload stopped for this run: PUT s3://d9-test/.*HTTP 403 SignatureDoesNotMatch' "$T/secret/rec.err"
+check "reported once" [ "$(grep -c 'dial9: ' "$T/secret/rec.err")" = 1 ]
+check "one PUT tried, nothing stored" [ "$(wc -l <"$T/secret/log")" = 1 ] && [ -z "$(stored_keys secret)" ]
+mapfile -t kept < <(local_segments secret)
+check "segments kept on disk, compressed (${#kept[@]})" [ "${#kept[@]}" -ge 2 ] && \
+    [ -z "$(printf '%s\n' "${kept[@]}" | grep -v '\.bin\.gz$')" ]
+check "every event in the kept files" every_event_once "${kept[@]}"
+
+# ---- credentials from a profile in a shared credentials file (empty key variables) ----
+start_proxy profile
+mkdir -p "$T/profile"
+printf '[default]\naws_access_key_id = WRONG\naws_secret_access_key = WRONG\n\n[ci]\n# the one to use\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n' >"$T/profile/creds"
+record profile AWS_ACCESS_KEY_ID= AWS_SECRET_ACCESS_KEY= AWS_PROFILE=ci AWS_SHARED_CREDENTIALS_FILE="$T/profile/creds"
+check "recorder ran (profile)" [ $? = 0 ]
+read_back profile
+check "uploaded with the profile's keys" every_event_once "$T"/profile/objects/*.bin.gz
+check "no error with the profile" [ ! -s "$T/profile/rec.err" ]
+
+echo "test_s3_upload: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -5,7 +5,8 @@ set -euo pipefail
 
 PKGS=(
   build-essential cmake pkg-config     # the build
-  zlib1g-dev                           # gzip traces in the reader
+  zlib1g-dev                           # gzip traces in the reader; headers of the compress step (libz.so.1 dlopen'ed)
+  libcurl4-openssl-dev                 # headers of the S3 upload step (libcurl.so.4 dlopen'ed at run time)
   clang libclang-rt-14-dev             # libFuzzer targets, sanitizers
   valgrind                             # instruction counts in the benchmark
   procps util-linux                    # setpriv, ps in tests

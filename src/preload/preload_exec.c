@@ -66,7 +66,11 @@ void d9p_exec_remember(void) {
 
 static bool hands_on(void) {
     if (!g_preload_entry || getpid() != g_loaded_pid) return false;
-    d9p_start_wait(2000); /* an exec right after the start: the run must be complete first */
+    /* An exec right after the start: the run must be complete first. That takes ms, but
+     * seconds on an overloaded machine (over 2 s seen: the recording was not handed on and
+     * an empty run stayed behind). The bound only matters when the start cannot finish (an
+     * exec from a thread holding the loader lock); the recording is handed on then too. */
+    if (!d9p_start_wait(30000)) return true;
     return atomic_load_explicit(&d9p_recording, memory_order_relaxed);
 }
 

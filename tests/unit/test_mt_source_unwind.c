@@ -24,6 +24,20 @@
 #include "dial9/dial9.h"
 #include "test_source_util.h"
 
+/* Under ASan or TSan the sanitizer runtime replaces libc's memcpy, qsort, pthread_mutex_lock
+ * with its own interceptors (other objects, other frames): the checks about libc's frameless
+ * frames apply to the build users make, not to sanitizer builds. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TT_INTERCEPTED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TT_INTERCEPTED 1
+#endif
+#endif
+#ifndef TT_INTERCEPTED
+#define TT_INTERCEPTED 0
+#endif
+
 #define LOCK_POLLS 20
 #define HOLD_NS (3u * 1000u * 1000u)
 #define PIPE_POLLS 10
@@ -346,7 +360,8 @@ static void run(enum scenario sc) {
         share sh = sc == LOCK ? in_polls(&t, 0, 1, mutex_lock, lock_fn, false) : in_polls(&t, 1, 1, none, pipe_fn, false);
         printf("%s: context-switch stacks in the polls: %zu, %zu with %s\n", label, sh.all, sh.good,
                sc == LOCK ? "pthread_mutex_lock <- take_the_lock" : "wait_on_pipe");
-        CHECK(sh.all >= (sc == LOCK ? 5u : 3u) && sh.good * 2 >= sh.all);
+        if (TT_INTERCEPTED && sc == LOCK) printf("SKIP the libc pthread_mutex_lock check: intercepted by the sanitizer\n");
+        else CHECK(sh.all >= (sc == LOCK ? 5u : 3u) && sh.good * 2 >= sh.all);
         analyzed an;
         CHECK(analyze_run(&an));
         printf("%s: analyze: top in-poll blocking app_frame %s, lock_contention app_frame %s, flag %d\n", label,
@@ -379,9 +394,14 @@ static void run(enum scenario sc) {
         printf("%s: CPU samples in memcpy polls: %zu, %zu name copy_buffers\n", label, copy.all, copy.good);
         printf("%s: CPU samples in cmp_things: %zu, %zu reach sort_things, %zu called from libc\n", label, cmp.all,
                cmp.good, cmp_libc);
-        CHECK(copy.all >= 20 && copy.good * 10 >= copy.all * 8);
-        CHECK(cmp.all >= 10 && cmp.good * 10 >= cmp.all * 8);
-        CHECK(cmp_libc * 10 >= cmp.all * 8);
+        if (TT_INTERCEPTED) {
+            printf("SKIP the memcpy/qsort shares: the sanitizer's interceptors replace libc's\n");
+            CHECK(copy.all >= 20 && cmp.all >= 10);
+        } else {
+            CHECK(copy.all >= 20 && copy.good * 10 >= copy.all * 8);
+            CHECK(cmp.all >= 10 && cmp.good * 10 >= cmp.all * 8);
+            CHECK(cmp_libc * 10 >= cmp.all * 8);
+        }
     }
     CHECK_EQ_U64(frames_outside_code(&t), 0);
     if (checked) {

@@ -15,6 +15,20 @@
 #include "sources/unwind_tables.h"
 #include "test_source_util.h"
 
+/* Under ASan or TSan the sanitizer runtime replaces libc's memcpy, qsort, pthread_mutex_lock
+ * with its own interceptors (other objects, other frames): the checks about libc's frameless
+ * frames apply to the build users make, not to sanitizer builds. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TT_INTERCEPTED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TT_INTERCEPTED 1
+#endif
+#endif
+#ifndef TT_INTERCEPTED
+#define TT_INTERCEPTED 0
+#endif
+
 #if defined(__clang__)
 #define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
 #else
@@ -104,14 +118,14 @@ int main(void) {
                           .stack_len = g_cap.len, .chain = g_cap.chain, .nchain = g_cap.nchain};
     uint32_t n = d9_unwind_user_stack(t, &in, out, 128, &m);
     CHECK(n >= 4 && tt_in(cmp, out[0]));
-    CHECK(n >= 2 && in_libc(out[1])); /* cmp_ints' caller is libc's sort */
+    CHECK(n >= 2 && (in_libc(out[1]) || TT_INTERCEPTED)); /* cmp_ints' caller is libc's sort */
     int at_caller = -1, at_main = -1;
     for (uint32_t i = 1; i < n; i++) {
         if (at_caller < 0 && tt_in(caller, out[i])) at_caller = (int)i;
         if (at_main < 0 && tt_in(mainr, out[i])) at_main = (int)i;
     }
     CHECK(at_caller > 1 && at_main > at_caller);
-    for (int i = 1; i < at_caller; i++) CHECK(in_libc(out[i]));
+    for (int i = 1; i < at_caller && !TT_INTERCEPTED; i++) CHECK(in_libc(out[i]));
     if (getenv("D9_TEST_VERBOSE"))
         for (uint32_t i = 0; i < n; i++) {
             Dl_info di;
@@ -129,7 +143,8 @@ int main(void) {
     bool chain_has_caller = false;
     for (uint32_t i = 0; i < n; i++) chain_has_caller |= tt_in(caller, out[i]);
     printf("frame pointers only: %u frames, sort_caller %s\n", n, chain_has_caller ? "present" : "missing");
-    CHECK(!chain_has_caller);
+    if (TT_INTERCEPTED) printf("SKIP: the sanitizer's qsort interceptor has frame pointers\n");
+    else CHECK(!chain_has_caller);
     CHECK(m == D9_STACK_FP || m == D9_STACK_TRUNCATED);
 
     /* a chain with a value that is no code is cut there */

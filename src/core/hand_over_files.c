@@ -9,8 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/hand_over_files.h"
 #include "core/last_error.h"
 #include "dial9/dial9.h"
+
+_Atomic uint64_t d9_files_owner;
 
 int d9_hand_over_files(unsigned uid, unsigned gid) {
     const char *run_dir = d9_run_dir();
@@ -21,6 +24,9 @@ int d9_hand_over_files(unsigned uid, unsigned gid) {
     /* The directory is opened without following a symlink, and its entries are changed
      * through it without following theirs: a link planted in the run directory never makes
      * us chown something else. */
+    /* Files created from now on get the owner too; set before the scan, so a file is either
+     * seen by the scan or created after this store (d9_files_owner_apply). */
+    atomic_store(&d9_files_owner, (((uint64_t)uid << 32) | (uint32_t)gid) + 1);
     int dfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0) {
         d9_set_error("hand over files: %s: %s", run_dir, strerror(errno));

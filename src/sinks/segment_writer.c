@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/hand_over_files.h"
 #include "sinks/trace_files.h"
 
 struct d9_segment_writer {
@@ -335,6 +336,7 @@ static void hold_final_reserve(d9_segment_writer *w) {
     if (w->final_reserve == 0 || w->final_held) return;
     int fd = open(w->final_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return;
+    d9_files_owner_apply(fd); /* after a privilege drop's hand-over (hand_over_files.h) */
     bool ok = posix_fallocate(fd, 0, (off_t)w->final_reserve) == 0;
     close(fd);
     if (ok) w->final_held = w->final_reserve;
@@ -350,6 +352,7 @@ static int open_segment(d9_segment_writer *w) {
                    D9_TF_ACTIVE);
         int fd = open(w->active_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0) {
+            d9_files_owner_apply(fd); /* after a privilege drop's hand-over (hand_over_files.h) */
             (void)d9_tf_lock_active(fd); /* advisory: tells other writers this file is live */
             struct stat st;
             if (fstat(fd, &st) == 0) {

@@ -69,11 +69,52 @@ static int child(const char *dir) {
     return 0;
 }
 
+/* Files the writer creates after the hand-over but before the drop (a rotation racing the
+ * program's setuid) get the new owner too: here the process stays root throughout. */
+static void test_files_created_after_hand_over(void) {
+    char *dir = d9t_mkdtemp("handover");
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = dir;
+    cfg.schedule_profile = false;
+    cfg.task_dumps = false;
+    cfg.symbolize = false;
+    cfg.rotation_secs = 0;
+    cfg.max_file_size = 16 * 1024;
+    CHECK(d9_start(&cfg) == 0);
+    d9_worker_begin("handover", 0);
+    d9_flush();
+    CHECK(d9_hand_over_files(65534, 65534) == 0);
+    d9_stats st;
+    int rounds = 0;
+    do { /* until segments were created after the hand-over (bounded: a broken writer fails) */
+        for (int i = 0; i < 256; i++) {
+            d9_poll_begin((uint64_t)i + 1, D9_HERE);
+            d9_poll_end();
+        }
+        d9_flush();
+        d9_get_stats(&st);
+    } while (st.segments_sealed < 3 && st.write_errors == 0 && ++rounds < 10000);
+    d9_worker_end();
+    d9_stop();
+    char **files;
+    int n = d9t_list_segments(d9_run_dir(), &files);
+    CHECK(n >= 3);
+    for (int i = 0; i < n; i++) {
+        struct stat sb;
+        CHECK(stat(files[i], &sb) == 0 && sb.st_uid == 65534 && sb.st_gid == 65534);
+    }
+    d9t_free_list(files, n);
+    d9t_rm_rf(dir);
+    free(dir);
+}
+
 int main(void) {
     if (geteuid() != 0) {
         printf("SKIP: needs root\n");
         return 0;
     }
+    test_files_created_after_hand_over();
     char *dir = d9t_mkdtemp("privdrop");
     chmod(dir, 0755); /* uid 65534 must reach it */
     pid_t pid = fork();

@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
             return 1;
         }
         double c2 = cpu_ms(), w2 = wall_ms();
-        d9_upload_result r = d9_uploader_put(u, gz, 0, time(NULL), NULL, NULL, key, sizeof key, err, sizeof err);
+        d9_upload_result r = d9_uploader_put(u, gz, 0, time(NULL), NULL, NULL, NULL, NULL, key, sizeof key, err, sizeof err);
         double c3 = cpu_ms(), w3 = wall_ms();
         if (r != D9_UPLOAD_OK) {
             fprintf(stderr, "upload: %s\n", err);

@@ -229,6 +229,7 @@ int d9_start(const d9_config *cfg) {
         return -1;
     }
     r->run_dir = strdup(d9_collector_run_dir(r->col));
+    if (r->run_dir) d9_pipeline_set_run(r->pipeline, r->cfg.trace_dir, r->run_dir);
     d9_threads_set_collector_running(true);
     r->stop_requested = false;
 

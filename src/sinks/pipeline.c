@@ -7,6 +7,7 @@
  * it offline; unuploaded files stay where they are). */
 #include "sinks/pipeline.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -23,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sinks/run_claim.h"
 #include "sinks/step_compress.h"
 #include "sinks/step_symbolize.h"
 #include "sinks/step_upload.h"
@@ -50,6 +52,9 @@ struct d9_pipeline {
     d9_uploader *uploader;  /* the worker's only; NULL when not (or no longer) uploading */
     bool upload_failing;    /* an outage is going on: said once, not per retry */
     uint64_t stop_budget_ns;
+    char *trace_dir, *run_dir; /* d9_pipeline_set_run */
+    int run_lock_fd;           /* our run directory's claim (run_claim.h), -1 when none */
+    bool leftovers_pending;    /* earlier runs' segments to adopt, once, first */
     uint64_t rng;
     d9_pipeline_resized_fn on_resized;
     void *on_resized_ctx;
@@ -112,11 +117,12 @@ static void stop_uploading(d9_pipeline *p, const char *why) {
 }
 
 /* Upload until stored (then delete the local file), a fatal answer, or give up. */
-static void upload_file(d9_pipeline *p, const char *sealed_path, const char *path, uint64_t seq, time_t start) {
+static void upload_file(d9_pipeline *p, const char *sealed_path, const char *path, uint64_t seq, time_t start,
+                        const char *service, const char *boot_id) {
     uint32_t delay = RETRY_FIRST_MS;
     for (unsigned attempt = 1;; attempt++) {
         char key[4096], err[1024] = "";
-        d9_upload_result r = d9_uploader_put(p->uploader, path, seq, start, should_give_up, p, key, sizeof key, err,
+        d9_upload_result r = d9_uploader_put(p->uploader, path, seq, start, service, boot_id, should_give_up, p, key, sizeof key, err,
                                              sizeof err);
         if (r == D9_UPLOAD_OK) {
             if (p->upload_failing)
@@ -171,7 +177,61 @@ static void run_steps(d9_pipeline *p, const char *sealed_path) {
      * is from now on (it held room for the symbols until now). */
     struct stat sb;
     if (stat(current, &sb) == 0) report_size(p, sealed_path, (uint64_t)sb.st_size);
-    if (p->uploader && !should_give_up(p)) upload_file(p, sealed_path, current, seq, start);
+    if (p->uploader && !should_give_up(p)) upload_file(p, sealed_path, current, seq, start, NULL, NULL);
+}
+
+static int by_seq(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A dead run's sealed segments, oldest first: compressed if need be, uploaded under that run's
+ * service and boot id, deleted once stored. Its .active leftover is not touched. */
+static bool adopt_run(const char *run_dir, const char *service, const char *boot_id, void *ctx) {
+    d9_pipeline *p = ctx;
+    DIR *d = opendir(run_dir);
+    if (!d) return true;
+    uint64_t seqs[1024];
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < sizeof seqs / sizeof *seqs) {
+        uint64_t seq;
+        d9_tf_kind kind;
+        if (d9_tf_parse_name(e->d_name, &seq, &kind) && kind != D9_TF_ACTIVE) seqs[n++] = seq;
+    }
+    closedir(d);
+    qsort(seqs, n, sizeof *seqs, by_seq);
+    for (size_t i = 0; i < n; i++) {
+        if (!p->uploader || should_give_up(p)) return false;
+        if (i && seqs[i] == seqs[i - 1]) continue; /* .bin and .bin.gz both: the .gz was complete */
+        char bin[4096], gz[4104], err[512];
+        snprintf(bin, sizeof bin, "%s/trace.%llu.bin", run_dir, (unsigned long long)seqs[i]);
+        snprintf(gz, sizeof gz, "%s.gz", bin);
+        struct stat st;
+        if (stat(gz, &st) == 0) {
+            unlink(bin); /* a compression interrupted between rename and unlink */
+        } else {
+            uint64_t gz_size;
+            time_t start = start_time_of(bin);
+            if (p->compress && d9_step_compress_gzip(bin, gz, sizeof gz, &gz_size, should_give_up, p, err, sizeof err) != 0) {
+                if (should_give_up(p)) return false;
+                fprintf(stderr, "dial9: compressing %s failed, kept as it is: %s\n", bin, err);
+                snprintf(gz, sizeof gz, "%s", bin);
+            } else if (!p->compress) {
+                snprintf(gz, sizeof gz, "%s", bin);
+            }
+            upload_file(p, bin, gz, seqs[i], start, service, boot_id);
+            continue;
+        }
+        upload_file(p, bin, gz, seqs[i], start_time_of(gz), service, boot_id);
+    }
+    return p->uploader != NULL;
+}
+
+static void adopt_leftovers(d9_pipeline *p) {
+    if (!p->uploader || !p->trace_dir) return;
+    const char *own = p->run_dir ? strrchr(p->run_dir, '/') : NULL;
+    d9_run_adopt_each(p->trace_dir, own ? own + 1 : NULL, adopt_run, p);
 }
 
 static void *worker_main(void *arg) {
@@ -187,9 +247,16 @@ static void *worker_main(void *arg) {
     }
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        while (p->count == 0 && !p->stopping) {
+        while (p->count == 0 && !p->stopping && !p->leftovers_pending) {
             pthread_cond_broadcast(&p->idle);
             pthread_cond_wait(&p->wake, &p->lock);
+        }
+        if (p->leftovers_pending) { /* also at stop: the stop budget bounds it */
+            p->leftovers_pending = false;
+            pthread_mutex_unlock(&p->lock);
+            adopt_leftovers(p);
+            pthread_mutex_lock(&p->lock);
+            continue;
         }
         if (p->count == 0) break; /* stopping with nothing left */
         char *path = p->queue[p->head];
@@ -216,6 +283,8 @@ static void *worker_main(void *arg) {
 }
 
 static void free_strings(d9_pipeline *p) {
+    free(p->trace_dir);
+    free(p->run_dir);
     free(p->bucket);
     free(p->prefix);
     free(p->region);
@@ -241,6 +310,7 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
     p->compress = compress;
     p->symbolizing = cfg->symbolize;
     p->upload = upload;
+    p->run_lock_fd = -1;
     p->stop_budget_ns = STOP_BUDGET_NS + (upload ? (uint64_t)cfg->s3_exit_wait_secs * 1000000000ull : 0);
     p->rng = ((uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid()) | 1;
     bool ok = true;
@@ -292,6 +362,29 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
     }
     pthread_setname_np(p->thread, "dial9-pipeline");
     return p;
+}
+
+void d9_pipeline_set_run(d9_pipeline *p, const char *trace_dir, const char *run_dir) {
+    if (!p || !p->upload) return;
+    char *td = strdup(trace_dir), *rd = strdup(run_dir);
+    int fd = d9_run_claim(run_dir);
+    if (fd >= 0) {
+        char boot[128] = "";
+        FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+        if (f) {
+            if (fgets(boot, sizeof boot, f)) boot[strcspn(boot, "\n")] = 0;
+            fclose(f);
+        }
+        /* without it, what this run leaves behind is not adopted later; nothing else changes */
+        d9_run_identity_write(run_dir, p->service ? p->service : "unknown", boot[0] ? boot : "unknown");
+    }
+    pthread_mutex_lock(&p->lock);
+    p->trace_dir = td;
+    p->run_dir = rd;
+    p->run_lock_fd = fd;
+    p->leftovers_pending = td && rd;
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->lock);
 }
 
 uint64_t d9_pipeline_max_growth(const d9_pipeline *p) { return p ? p->max_growth : 0; }
@@ -350,6 +443,10 @@ void d9_pipeline_stop(d9_pipeline *p) {
     d9_symbolize_report r = {.files_skipped = p->symbolizing ? p->count : 0};
     d9_symbolize_report_add(&r);
     for (size_t i = 0; i < p->count; i++) free(p->queue[(p->head + i) % QUEUE_CAP]);
+    if (p->run_lock_fd >= 0) {
+        d9_run_release_if_empty(p->run_dir); /* all uploaded: nothing for a later start to adopt */
+        close(p->run_lock_fd);
+    }
     free_strings(p);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->wake);

@@ -19,6 +19,9 @@ void d9_pipeline_on_sealed(const char *path, void *pipeline);
  * file past cfg->max_file_size. Set right after d9_pipeline_start. */
 typedef void (*d9_pipeline_resized_fn)(const char *path, uint64_t new_size, void *ctx);
 void d9_pipeline_set_on_resized(d9_pipeline *p, d9_pipeline_resized_fn fn, void *ctx);
+/* Where this run's segments go: when uploading, the run directory is claimed (run_claim.h)
+ * and the segments earlier runs under trace_dir left behind are uploaded first. */
+void d9_pipeline_set_run(d9_pipeline *p, const char *trace_dir, const char *run_dir);
 /* The most a sealed file grows by in the pipeline (0 for NULL): the writer keeps that much
  * room in each segment and in the disk budget. */
 uint64_t d9_pipeline_max_growth(const d9_pipeline *p);

@@ -189,11 +189,14 @@ static struct curl_slist *add_header(const d9_libcurl *c, struct curl_slist *l, 
 }
 
 d9_upload_result d9_uploader_put(d9_uploader *u, const char *path, uint64_t index, time_t start,
+                                 const char *service, const char *boot_id,
                                  bool (*give_up)(void *), void *ctx, char *key, size_t keylen,
                                  char *err, size_t errlen) {
     const d9_libcurl *c = u->curl;
+    if (!service) service = u->service;
+    if (!boot_id) boot_id = u->boot_id;
     const char *suffix = strlen(path) > 3 && strcmp(path + strlen(path) - 3, ".gz") == 0 ? ".bin.gz" : ".bin";
-    if (d9_s3_key(key, keylen, u->prefix, u->service, u->host, u->boot_id, start, index, suffix) != 0) {
+    if (d9_s3_key(key, keylen, u->prefix, service, u->host, boot_id, start, index, suffix) != 0) {
         snprintf(key, keylen, "?");
         snprintf(err, errlen, "object key too long");
         return D9_UPLOAD_REJECTED;
@@ -255,9 +258,9 @@ d9_upload_result d9_uploader_put(d9_uploader *u, const char *path, uint64_t inde
     snprintf(index_s, sizeof index_s, "%" PRIu64, index);
     snprintf(start_s, sizeof start_s, "%lld", (long long)start);
     /* metadata must be ASCII: percent-encoded like a URI component */
-    d9_uri_encode(u->service, false, meta_service, sizeof meta_service);
+    d9_uri_encode(service, false, meta_service, sizeof meta_service);
     d9_uri_encode(u->host, false, meta_host, sizeof meta_host);
-    d9_uri_encode(u->boot_id[0] ? u->boot_id : "unknown", false, meta_boot, sizeof meta_boot);
+    d9_uri_encode(boot_id[0] ? boot_id : "unknown", false, meta_boot, sizeof meta_boot);
     d9_sigv4_header h[16];
     size_t nh = 0;
     h[nh++] = (d9_sigv4_header){"host", u->authority};

@@ -27,10 +27,12 @@ typedef enum d9_upload_result {
 d9_uploader *d9_uploader_new(const d9_config *cfg, char *err, size_t errlen);
 void d9_uploader_free(d9_uploader *u);
 
-/* One attempt. `index` is the segment's N, `start` its start time (UTC seconds). The key is
- * written to key (for messages) and err explains any result but OK. give_up (may be NULL) is
- * polled during the transfer: when it says so, the attempt is aborted (RETRY). */
+/* One attempt. `index` is the segment's N, `start` its start time (UTC seconds); service and
+ * boot_id are those of the run that recorded it (NULL: this process's). The key is written to
+ * key (for messages) and err explains any result but OK. give_up (may be NULL) is polled
+ * during the transfer: when it says so, the attempt is aborted (RETRY). */
 d9_upload_result d9_uploader_put(d9_uploader *u, const char *path, uint64_t index, time_t start,
+                                 const char *service, const char *boot_id,
                                  bool (*give_up)(void *), void *ctx, char *key, size_t keylen,
                                  char *err, size_t errlen);
 

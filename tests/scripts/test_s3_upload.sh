@@ -5,7 +5,8 @@
 # with `dial9 dump --jsonl`: every recorded event is there, once, under keys in dial9's layout.
 # Then faults: connections reset mid-upload and 503 SlowDown (retried, nothing lost or stored
 # twice, one message per outage), a wrong secret (SignatureDoesNotMatch reported once, files
-# kept on disk), and credentials from a profile in a shared credentials file.
+# kept on disk), the next start uploading what that run left, and credentials from a profile in
+# a shared credentials file.
 set -uo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
@@ -48,14 +49,16 @@ start_proxy() {
     [ -n "$PORT" ] || { echo "test_s3_upload: proxy $name did not start: $(cat "$T/$name/proxy.err")"; exit 1; }
 }
 
-# record NAME [VAR=VALUE...]: N spawns recorded with uploads to the proxy of NAME
+# record NAME [VAR=VALUE...]: N spawns recorded with uploads to the proxy of NAME, into
+# $T/$TRACES_OF/traces (default NAME's)
 record() {
     local name=$1; shift
-    mkdir -p "$T/$name/traces"
+    local traces="$T/${TRACES_OF:-$name}/traces"
+    mkdir -p "$traces"
     env -u AWS_PROFILE -u AWS_SESSION_TOKEN AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER \
         HOME="$T/$name" AWS_REGION=us-east-1 DIAL9_S3_BUCKET=$BUCKET AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" \
         DIAL9_MAX_FILE_SIZE_MB=1 DIAL9_SERVICE="api:blue" DIAL9_SYMBOLIZE=0 DIAL9_S3_EXIT_WAIT_SECS=300 "$@" \
-        "$RECORDER" --record "$T/$name/traces" $N >"$T/$name/rec.out" 2>"$T/$name/rec.err"
+        "$RECORDER" --record "$traces" $N >"$T/$name/rec.out" 2>"$T/$name/rec.err"
 }
 
 # read_back NAME: objects into $T/NAME/objects, one JSON line each in $T/NAME/objects.jsonl
@@ -76,6 +79,12 @@ every_event_once() {
     spawn_ids "$@" | sort -n >"$T/ids"
     [ "$(wc -l <"$T/ids")" = "$N" ] && [ "$(uniq "$T/ids" | wc -l)" = "$N" ] &&
         [ "$(head -1 "$T/ids")" = 1 ] && [ "$(tail -1 "$T/ids")" = "$N" ]
+}
+# every_event_times K FILE...: ids 1..N each exactly K times
+every_event_times() {
+    local k=$1; shift
+    spawn_ids "$@" | sort -n | uniq -c | awk -v k="$k" '$1 != k { bad++ } END { exit bad || NR == 0 }' &&
+        [ "$(spawn_ids "$@" | sort -un | wc -l)" = "$N" ]
 }
 stored_keys() { grep '"code":"stored"' "$T/$1/log" | sed 's/.*"key":"\([^"]*\)".*/\1/'; }
 no_key_twice() { [ -z "$(stored_keys "$1" | sort | uniq -d)" ]; }
@@ -138,6 +147,19 @@ mapfile -t kept < <(local_segments secret)
 check "segments kept on disk, compressed (${#kept[@]})" [ "${#kept[@]}" -ge 2 ] && \
     [ -z "$(printf '%s\n' "${kept[@]}" | grep -v '\.bin\.gz$')" ]
 check "every event in the kept files" every_event_once "${kept[@]}"
+
+# ---- the next start uploads what the failed run left, under that run's identity ----
+start_proxy adopt
+mkdir -p "$T/adopt"
+TRACES_OF=secret record adopt
+check "second run ran (exit 0)" [ $? = 0 ]
+read_back adopt
+check "the second run uploaded its segments and the first run's: every event twice" \
+    every_event_times 2 "$T"/adopt/objects/*.bin.gz
+check "no object stored twice (adopted)" no_key_twice adopt
+check "nothing left on disk after adopting" [ -z "$(local_segments secret)" ]
+check "no error while adopting" [ ! -s "$T/adopt/rec.err" ]
+check "adopted run directories removed" [ -z "$(find "$T/secret/traces" -mindepth 1 -maxdepth 1)" ]
 
 # ---- credentials from a profile in a shared credentials file (empty key variables) ----
 start_proxy profile

@@ -1,0 +1,96 @@
+#include "sinks/run_claim.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sinks/trace_files.h"
+
+int d9_run_claim(const char *run_dir) {
+    int fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int d9_run_identity_write(const char *run_dir, const char *service, const char *boot_id) {
+    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    if (snprintf(path, sizeof path, "%s/%s", run_dir, D9_RUN_IDENTITY_NAME) >= (int)sizeof path) return -1;
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "we");
+    if (!f) return -1;
+    /* one value per line: newlines in them would break the format */
+    fprintf(f, "service=%.*s\nboot_id=%.*s\n", (int)strcspn(service, "\n"), service,
+            (int)strcspn(boot_id, "\n"), boot_id);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+bool d9_run_identity_read(const char *run_dir, char *service, size_t slen, char *boot_id, size_t blen) {
+    char path[PATH_MAX], line[1024];
+    if (snprintf(path, sizeof path, "%s/%s", run_dir, D9_RUN_IDENTITY_NAME) >= (int)sizeof path) return false;
+    FILE *f = fopen(path, "re");
+    if (!f) return false;
+    service[0] = boot_id[0] = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (strncmp(line, "service=", 8) == 0) snprintf(service, slen, "%s", line + 8);
+        else if (strncmp(line, "boot_id=", 8) == 0) snprintf(boot_id, blen, "%s", line + 8);
+    }
+    fclose(f);
+    return service[0] != 0;
+}
+
+void d9_run_release_if_empty(const char *run_dir) {
+    DIR *d = opendir(run_dir);
+    if (!d) return;
+    struct dirent *e;
+    bool trace_left = false;
+    while ((e = readdir(d))) {
+        uint64_t seq;
+        d9_tf_kind kind;
+        if (d9_tf_parse_name(e->d_name, &seq, &kind)) trace_left = true;
+    }
+    closedir(d);
+    if (trace_left) return;
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", run_dir, D9_RUN_IDENTITY_NAME) < (int)sizeof path) unlink(path);
+    rmdir(run_dir); /* fails harmlessly when something else is in it */
+}
+
+void d9_run_adopt_each(const char *trace_dir, const char *own_run,
+                       bool (*fn)(const char *run_dir, const char *service, const char *boot_id, void *ctx),
+                       void *ctx) {
+    DIR *d = opendir(trace_dir);
+    if (!d) return;
+    struct dirent *e;
+    bool go_on = true;
+    while (go_on && (e = readdir(d))) {
+        if (e->d_name[0] == '.' || (own_run && strcmp(e->d_name, own_run) == 0)) continue;
+        char run_dir[PATH_MAX], service[256], boot[128];
+        if (snprintf(run_dir, sizeof run_dir, "%s/%s", trace_dir, e->d_name) >= (int)sizeof run_dir) continue;
+        struct stat st;
+        if (lstat(run_dir, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        /* Only runs that meant to upload; checked before locking, so that a run being created
+         * (no identity yet) is never locked away from its own process. */
+        if (!d9_run_identity_read(run_dir, service, sizeof service, boot, sizeof boot)) continue;
+        int fd = d9_run_claim(run_dir);
+        if (fd < 0) continue; /* alive, or being adopted by another process */
+        go_on = fn(run_dir, service, boot, ctx);
+        d9_run_release_if_empty(run_dir);
+        close(fd);
+    }
+    closedir(d);
+}

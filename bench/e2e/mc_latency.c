@@ -1,12 +1,13 @@
 /* mc_latency: a closed-loop memcached load (text protocol) that measures throughput and
  * latency percentiles, which memcslap does not report.
  *
- *   mc_latency [--port P] [--clients N] [--seconds S] [--warmup S] [--pause-us U]
+ *   mc_latency [--port P] [--clients N] [--seconds S] [--warmup S] [--pause-us U] [--requests R]
  *
  * Each client thread keeps one connection to 127.0.0.1:P and sends, one at a time, 9 gets
  * for each set over 1000 keys with 100-byte values (all keys are set first). With --pause-us
  * each client waits U microseconds after each answer (a paced load, for latency below
- * saturation). Prints one line:
+ * saturation). With --requests the load is a fixed amount of work instead of a fixed time: each
+ * client sends R/N requests with no warm-up, and `seconds` is the time they took. Prints one line:
  *   ops=N seconds=S ops_per_sec=R p50_us=A p99_us=B max_us=C errors=E ops_total=T
  * (N: requests measured after the warm-up; T: every answered request, warm-up included.)
  */
@@ -40,6 +41,7 @@ static int port = 11211;
 static double seconds = 5, warmup = 0.5;
 static unsigned pause_us;
 static uint64_t start_at, measure_from, stop_at;
+static uint64_t per_client; /* --requests R: R / clients each, 0 for a timed run */
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -108,7 +110,7 @@ static void *client_main(void *arg) {
     while (now_ns() < start_at) usleep(1000); /* every client starts at once */
     for (;;) {
         uint64_t t0 = now_ns();
-        if (t0 >= stop_at) break;
+        if (t0 >= stop_at || (per_client && c->all >= per_client)) break;
         unsigned key = (unsigned)((i * 2654435761u) % KEYS);
         bool ok = i % 10 == 0 ? do_set(fd, key, buf, sizeof buf) : do_get(fd, key, buf, sizeof buf);
         uint64_t t1 = now_ns();
@@ -139,18 +141,21 @@ int main(int argc, char **argv) {
                                           {"seconds", required_argument, 0, 's'},
                                           {"warmup", required_argument, 0, 'w'},
                                           {"pause-us", required_argument, 0, 'u'},
+                                          {"requests", required_argument, 0, 'r'},
                                           {0, 0, 0, 0}};
     unsigned clients = 8;
+    uint64_t requests = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "p:c:s:w:u:", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "p:c:s:w:u:r:", longs, NULL)) != -1) {
         switch (ch) {
         case 'p': port = atoi(optarg); break;
         case 'c': clients = (unsigned)atoi(optarg); break;
         case 's': seconds = atof(optarg); break;
         case 'w': warmup = atof(optarg); break;
         case 'u': pause_us = (unsigned)atoi(optarg); break;
+        case 'r': requests = strtoull(optarg, NULL, 10); break;
         default:
-            fprintf(stderr, "usage: mc_latency [--port P] [--clients N] [--seconds S] [--warmup S] [--pause-us U]\n");
+            fprintf(stderr, "usage: mc_latency [--port P] [--clients N] [--seconds S] [--warmup S] [--pause-us U] [--requests R]\n");
             return 2;
         }
     }
@@ -158,6 +163,11 @@ int main(int argc, char **argv) {
     start_at = now_ns() + 100000000u; /* 100 ms for the first client to load the keys */
     measure_from = start_at + (uint64_t)(warmup * 1e9);
     stop_at = measure_from + (uint64_t)(seconds * 1e9);
+    if (requests) {
+        per_client = (requests + clients - 1) / clients;
+        measure_from = start_at;
+        stop_at = UINT64_MAX;
+    }
 
     client *cs = calloc(clients, sizeof *cs);
     for (unsigned i = 0; i < clients; i++) {
@@ -172,6 +182,7 @@ int main(int argc, char **argv) {
         errors += cs[i].errors;
         all += cs[i].all;
     }
+    if (requests) seconds = (double)(now_ns() - start_at) / 1e9; /* the time the fixed work took */
     uint64_t *lat = malloc((total ? total : 1) * sizeof *lat), n = 0;
     for (unsigned i = 0; i < clients; i++) {
         memcpy(lat + n, cs[i].samples, cs[i].count * sizeof *lat);

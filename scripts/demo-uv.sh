@@ -56,7 +56,11 @@ for v in $(env | sed -n 's/^\(DIAL9_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 mkdir -p "$traces"
 
 step "Starting examples/uv-server with $loops loops (recording into $traces)"
-"$server" --port 0 --loops "$loops" --trace-dir "$traces" >"$work/server.out" 2>"$work/server.err" &
+# The files exist before the server does: the background job opens them in its own time, and
+# the first read below must not find them missing (under `set -e`, that ended the demo).
+: >"$work/server.out"
+: >"$work/server.err"
+"$server" --port 0 --loops "$loops" --trace-dir "$traces" >>"$work/server.out" 2>>"$work/server.err" &
 server_pid=$!
 port=
 for _ in $(seq 100); do # up to 5 s

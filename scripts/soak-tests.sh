@@ -56,8 +56,9 @@ done
 record_failures() { # phase run log
   awk -v phase="$1" -v run="$2" -v OFS='\t' '
     function flush() {
+      if (first == "") first = weak
       if (name != "") print phase, run, name, (first != "" ? first : status (last != "" ? "; last output: " last : ""))
-      name = ""; first = ""; last = ""
+      name = ""; first = ""; weak = ""; last = ""
     }
     /^ *[0-9]+\/[0-9]+ Test +#[0-9]+: / {
       flush()
@@ -70,7 +71,8 @@ record_failures() { # phase run log
     }
     /^ *Start +[0-9]+: / || /^[0-9]+% tests passed/ { flush(); next }
     name != "" {
-      if (first == "" && $0 ~ /CHECK failed|Assertion|assert|Sanitizer|FAIL|[Ff]ailed|[Ee]rror|not ok|Traceback/) first = $0
+      if (first == "" && $0 ~ /CHECK failed|Assertion|Sanitizer|FAIL|not ok|Traceback/) first = $0
+      if (weak == "" && $0 ~ /[Ff]ailed|[Ee]rror/ && $0 !~ / 0 (errors|failed)/) weak = $0
       if ($0 != "") last = $0
     }
     END { flush() }

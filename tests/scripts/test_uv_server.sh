@@ -15,7 +15,9 @@ cleanup() { [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
 for v in $(env | sed -n 's/^\(DIAL9_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 
-"$server" --port 0 --loops 2 --trace-dir "$dir" >"$dir/out.txt" 2>"$dir/err.txt" &
+: >"$dir/out.txt" # exists before the background job opens it: the first read must not race it
+: >"$dir/err.txt"
+"$server" --port 0 --loops 2 --trace-dir "$dir" >>"$dir/out.txt" 2>>"$dir/err.txt" &
 pid=$!
 port=
 for _ in $(seq 100); do

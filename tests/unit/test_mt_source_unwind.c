@@ -24,19 +24,6 @@
 #include "dial9/dial9.h"
 #include "test_source_util.h"
 
-/* Under ASan or TSan the sanitizer runtime replaces libc's memcpy, qsort, pthread_mutex_lock
- * with its own interceptors (other objects, other frames): the checks about libc's frameless
- * frames apply to the build users make, not to sanitizer builds. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TT_INTERCEPTED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define TT_INTERCEPTED 1
-#endif
-#endif
-#ifndef TT_INTERCEPTED
-#define TT_INTERCEPTED 0
-#endif
 
 #define LOCK_POLLS 20
 #define HOLD_NS (3u * 1000u * 1000u)

@@ -15,19 +15,6 @@
 #include "sources/unwind_tables.h"
 #include "test_source_util.h"
 
-/* Under ASan or TSan the sanitizer runtime replaces libc's memcpy, qsort, pthread_mutex_lock
- * with its own interceptors (other objects, other frames): the checks about libc's frameless
- * frames apply to the build users make, not to sanitizer builds. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TT_INTERCEPTED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define TT_INTERCEPTED 1
-#endif
-#endif
-#ifndef TT_INTERCEPTED
-#define TT_INTERCEPTED 0
-#endif
 
 #if defined(__clang__)
 #define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))

@@ -55,8 +55,8 @@ static void serve_usage(FILE *out) {
             "                        '*': any name)\n"
             "  -h, --help\n"
             "\n"
-            "Runs until interrupted (Ctrl-C / SIGTERM). Exit status: 0 stopped, 1 cannot listen or\n"
-            "read TRACE_DIR, 2 usage error.\n",
+            "Runs until interrupted (Ctrl-C / SIGTERM). Exit status: 0 stopped, 1 cannot listen, cannot\n"
+            "read TRACE_DIR or the event loop failed, 2 usage error.\n",
             DEFAULT_PORT, DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS,
             DEFAULT_MAX_PER_CLIENT);
 }

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -520,16 +521,17 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
     free(msg);
 }
 
-static volatile sig_atomic_t stop_signal;
-static void on_stop_signal(int sig) { stop_signal = sig; }
-
 /* The event loop: libmicrohttpd in external mode on its epoll fd, so that the guard's
- * deadlines run on this same thread between libmicrohttpd's rounds. SIGINT and SIGTERM are
- * blocked except inside ppoll, so none is lost between a check and the wait. */
-static void run_loop(server *s, struct MHD_Daemon *d, const sigset_t *wait_mask) {
+ * deadlines run on this same thread between libmicrohttpd's rounds. SIGINT and SIGTERM stay
+ * blocked and arrive on a signalfd polled beside libmicrohttpd's fd: with a signal mask in
+ * ppoll instead, a pending signal is never delivered while the other fd is ready, so a server
+ * whose epoll fd stayed ready would not stop. Returns the signal that stopped it (0: an error). */
+static int run_loop(server *s, struct MHD_Daemon *d, int signal_fd) {
     const union MHD_DaemonInfo *ep = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
-    struct pollfd pfd = {.fd = ep ? ep->epoll_fd : -1, .events = POLLIN};
-    while (!stop_signal) {
+    struct pollfd pfd[2] = {{.fd = signal_fd, .events = POLLIN}, {.fd = ep ? ep->epoll_fd : -1, .events = POLLIN}};
+    for (;;) {
+        struct signalfd_siginfo si;
+        if (pfd[0].revents & POLLIN && read(signal_fd, &si, sizeof si) == (ssize_t)sizeof si) return (int)si.ssi_signo;
         MHD_run(d);
         uint64_t now = now_ms();
         int64_t next_ms;
@@ -547,10 +549,9 @@ static void run_loop(server *s, struct MHD_Daemon *d, const sigset_t *wait_mask)
         MHD_UNSIGNED_LONG_LONG mhd_ms;
         if (MHD_get_timeout(d, &mhd_ms) == MHD_YES && (next_ms < 0 || mhd_ms < (uint64_t)next_ms))
             next_ms = (int64_t)(mhd_ms > INT32_MAX ? INT32_MAX : mhd_ms);
-        struct timespec ts = {.tv_sec = next_ms / 1000, .tv_nsec = (next_ms % 1000) * 1000000};
-        if (ppoll(&pfd, 1, next_ms < 0 ? NULL : &ts, wait_mask) < 0 && errno != EINTR) {
-            fprintf(stderr, "dial9 serve: ppoll: %s\n", strerror(errno));
-            break;
+        if (poll(pfd, 2, next_ms < 0 ? -1 : (int)next_ms) < 0 && errno != EINTR) {
+            fprintf(stderr, "dial9 serve: poll: %s\n", strerror(errno));
+            return 0;
         }
     }
 }
@@ -600,18 +601,21 @@ int d9_serve_run(const d9_serve_opts *o) {
         d9_trace_index_free(&s.index);
         return D9_EXIT_DATA;
     }
-    /* SIGINT and SIGTERM: blocked but inside ppoll (run_loop) */
-    sigset_t stop, wait_mask;
+    /* SIGINT and SIGTERM: blocked, read from a signalfd by run_loop */
+    sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
-    sigprocmask(SIG_BLOCK, &stop, &wait_mask);
-    sigdelset(&wait_mask, SIGINT);
-    sigdelset(&wait_mask, SIGTERM);
-    struct sigaction sa = {.sa_handler = on_stop_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    sigprocmask(SIG_BLOCK, &stop, NULL);
+    int signal_fd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (signal_fd < 0) {
+        fprintf(stderr, "dial9 serve: signalfd: %s\n", strerror(errno));
+        sigprocmask(SIG_UNBLOCK, &stop, NULL);
+        free(s.viewer_root);
+        if (s.viewer_fd >= 0) close(s.viewer_fd);
+        d9_trace_index_free(&s.index);
+        return D9_EXIT_DATA;
+    }
     signal(SIGPIPE, SIG_IGN);
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, (uint16_t)o->port, on_accept, &s, on_request, &s,
@@ -627,6 +631,7 @@ int d9_serve_run(const d9_serve_opts *o) {
         MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "dial9 serve: cannot listen on %s port %u: %s\n", bind, o->port, strerror(errno));
+        close(signal_fd);
         sigprocmask(SIG_UNBLOCK, &stop, NULL);
         free(s.viewer_root);
         if (s.viewer_fd >= 0) close(s.viewer_fd);
@@ -645,12 +650,13 @@ int d9_serve_run(const d9_serve_opts *o) {
     printf("dial9 serve: listening on http://%s%s%s:%u/ (runs: /runs, index: /api/index)\n",
            v6 ? "[" : "", bind, v6 ? "]" : "", port);
     fflush(stdout);
-    run_loop(&s, d, &wait_mask);
-    if (!o->quiet) fprintf(stderr, "dial9 serve: stopping (%s)\n", strsignal(stop_signal ? stop_signal : SIGTERM));
+    int stopped_by = run_loop(&s, d, signal_fd);
+    if (!o->quiet && stopped_by) fprintf(stderr, "dial9 serve: stopping (%s)\n", strsignal(stopped_by));
     MHD_stop_daemon(d);
-    sigprocmask(SIG_UNBLOCK, &stop, NULL);
+    close(signal_fd);
+    sigprocmask(SIG_UNBLOCK, &stop, NULL); /* a second SIGINT/SIGTERM during the stop now ends it */
     free(s.viewer_root);
     if (s.viewer_fd >= 0) close(s.viewer_fd);
     d9_trace_index_free(&s.index);
-    return D9_EXIT_OK;
+    return stopped_by ? D9_EXIT_OK : D9_EXIT_DATA; /* 0: the event loop failed (said why) */
 }

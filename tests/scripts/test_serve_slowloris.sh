@@ -11,20 +11,23 @@
 #      that trickle the request line itself or send nothing (closed silently); a probe from
 #      another address is answered meanwhile. Bounds are generous (40 s for a 2 s deadline):
 #      the checks are "answered" and "closed", not how fast;
-#   3. a kept-alive connection still serves several requests one after the other.
+#   3. a kept-alive connection still serves several requests one after the other;
+#   4. SIGTERM stops the server during a connection storm (tests/serve/d9s_connect_storm.c),
+#      when its listening socket is ready at almost every turn of the event loop. Every phase
+#      ends with SIGTERM, checked to stop the server within 30 s.
 set -uo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
-SERVER_PID=
+SERVER_PID= CURRENT=
 cleanup() {
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
     rm -rf "$T"
 }
 trap cleanup EXIT
 
-SERVE="${D9_SERVE_UNDER_TEST:-$BUILD/dial9-serve}" SLOW="$BUILD/d9s_slow_clients"
+SERVE="${D9_SERVE_UNDER_TEST:-$BUILD/dial9-serve}" SLOW="$BUILD/d9s_slow_clients" STORM="$BUILD/d9s_connect_storm"
 [ -x "$SERVE" ] || { echo "SKIP: dial9-serve not built (libmicrohttpd missing)"; exit 0; }
-[ -x "$SLOW" ] || { echo "$SLOW not built"; exit 1; }
+[ -x "$SLOW" ] && [ -x "$STORM" ] || { echo "$SLOW or $STORM not built"; exit 1; }
 
 D="$T/traces"
 mkdir -p "$D/run"
@@ -33,6 +36,7 @@ gzip -dc "$FIXTURE" 2>/dev/null | head -c 65536 >"$D/run/trace.0.bin"
 
 start_server() { # start_server NAME [options...]
     local name=$1; shift
+    CURRENT=$name
     timeout 300 "$SERVE" --port 0 "$@" "$D" >"$T/$name.out" 2>"$T/$name.err" &
     SERVER_PID=$!
     PORT=
@@ -50,6 +54,11 @@ stop_server() { # SIGTERM must stop it: checked, and bounded (30 s, then SIGKILL
     for i in $(seq 300); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "$SERVER_PID" 2>/dev/null; then
         bad "the server did not stop within 30 s of SIGTERM"
+        local child; child=$(pgrep -P "$SERVER_PID" | head -1)
+        for t in /proc/"${child:-none}"/task/*; do # where it is: blocked in a call, or running
+            [ -r "$t/stat" ] && echo "  thread ${t##*/}: state $(awk '{print $3}' "$t/stat"), syscall $(cut -d' ' -f1 "$t/syscall" 2>/dev/null), wchan $(cat "$t/wchan" 2>/dev/null)"
+        done
+        echo "  the server's last messages:"; tail -5 "$T/$CURRENT.err" | sed 's/^/    /'
         pkill -KILL -P "$SERVER_PID"; kill -KILL "$SERVER_PID"
     fi
     wait "$SERVER_PID" 2>/dev/null
@@ -89,6 +98,16 @@ if start_server deadline --request-timeout 2; then
           -o /dev/null "http://127.0.0.1:$PORT/api/index" -o /dev/null "http://127.0.0.1:$PORT/runs" | tr '\n' ' ')
     check "keep-alive: three answers on one connection ($got)" test "$got" = "200 1 200 0 200 0 "
     stop_server
+fi
+
+# ---- 4. SIGTERM during a connection storm ----
+if start_server storm --quiet; then
+    timeout 120 "$STORM" "$PORT" 100 >"$T/storm.txt" &
+    storm_pid=$!
+    for _ in $(seq 300); do grep -qs '^storm: started' "$T/storm.txt" && break; sleep 0.1; done
+    check "storm: connections go through" grep -q '^storm: started' "$T/storm.txt"
+    stop_server # while the storm goes on
+    kill "$storm_pid" 2>/dev/null; wait "$storm_pid" 2>/dev/null
 fi
 
 # ---- options ----

@@ -11,12 +11,7 @@
 set -uo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
-SERVER_PID=
-cleanup() {
-    [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/lib/serve_harness.sh"
 
 [ -x "$DIAL9" ] || { echo "$DIAL9 not built"; exit 1; }
 command -v curl >/dev/null || { echo "SKIP: curl is not installed"; exit 0; }
@@ -67,20 +62,7 @@ ln -s "$T/outside/secret.txt" "$T/viewer/leak.txt"
 echo 'x' >"$T/viewer/.hidden"
 
 # ---- start ----
-# under timeout(1): a test killed by ctest's timeout leaves no server behind for long
-timeout 300 "$DIAL9" serve --port 0 --viewer-dir "$T/viewer" --allow-host traces.example "$D" >"$T/serve.out" 2>"$T/serve.err" &
-SERVER_PID=$!
-PORT=
-for _ in $(seq 100); do
-    PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$T/serve.out" 2>/dev/null | head -1 | sed 's/.*://')
-    [ -n "$PORT" ] && break
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.1
-done
-if [ -z "$PORT" ]; then
-    echo "FAIL: the server did not start: $(cat "$T/serve.err")"
-    exit 1
-fi
+serve_start serve "$DIAL9" serve --viewer-dir "$T/viewer" --allow-host traces.example "$D" || exit 1
 U="http://127.0.0.1:$PORT"
 check "binds 127.0.0.1 by default" grep -q 'listening on http://127.0.0.1:' "$T/serve.out"
 status() { curl -s --path-as-is -o "$T/body" -w '%{http_code}' "$@"; }
@@ -224,13 +206,7 @@ expect_status 200 "index after a new segment" "$U/api/index"
 check "new segment listed" grep -q 'trace.4.bin' "$T/body"
 
 # ---- stop ----
-DIAL9_PID=$(pgrep -P "$SERVER_PID" | head -1)
-kill -TERM "${DIAL9_PID:-$SERVER_PID}"
-for _ in $(seq 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-wait "$SERVER_PID"
-rc=$?
-SERVER_PID=
-check "SIGTERM stops it with status 0 ($rc)" test "$rc" = 0
+serve_stop 0
 
 # ---- a non-loopback address warns (192.0.2.1 is TEST-NET-1, not on this machine: it cannot
 # listen there, no traffic) ----

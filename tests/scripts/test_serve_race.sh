@@ -9,11 +9,11 @@
 set -uo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
-SERVER_PID= SWAP_PID=
+source "$(dirname "${BASH_SOURCE[0]}")/lib/serve_harness.sh"
+SWAP_PID=
 cleanup() {
     [ -n "$SWAP_PID" ] && kill "$SWAP_PID" 2>/dev/null && wait "$SWAP_PID" 2>/dev/null
-    [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-    rm -rf "$T"
+    serve_cleanup
 }
 trap cleanup EXIT
 
@@ -43,31 +43,12 @@ setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups ln -s "$T/private" "$D/L"
 check "the attacker cannot read the private file itself" \
     bash -c "! setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups cat '$D/L/trace.0.bin' 2>/dev/null"
 
-start_server() { # start_server LOG [env...]
-    local log=$1; shift
-    env "$@" timeout 300 "$SERVE" --port 0 --quiet "$D" >"$log.out" 2>"$log.err" &
-    SERVER_PID=$!
-    PORT=
-    for _ in $(seq 100); do
-        PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$log.out" 2>/dev/null | head -1 | sed 's/.*://')
-        [ -n "$PORT" ] && break
-        kill -0 "$SERVER_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    [ -n "$PORT" ]
-}
-stop_server() {
-    kill "$SERVER_PID" 2>/dev/null
-    wait "$SERVER_PID" 2>/dev/null
-    SERVER_PID=
-}
+start_server() { serve_start "$1" env "${@:2}" "$SERVE" --quiet "$D"; } # start_server NAME [env...]
+stop_server() { serve_stop; }
 
 round() { # round NAME [env...]: one server, the swap, the requests
     local name=$1; shift
-    if ! start_server "$T/$name" "$@"; then
-        bad "$name: the server did not start: $(cat "$T/$name.err")"
-        return
-    fi
+    start_server "$name" "$@" || return
     [ -z "${D9_SERVE_UNDER_TEST:-}" ] && check "$name: resolver in use is reported" grep -q "paths resolved with $name" "$T/$name.out"
     # before the race: the run is served, and it is the attacker's own file
     curl -s -o "$T/body" "http://127.0.0.1:$PORT/api/trace?run=R&seg=0"

@@ -18,12 +18,7 @@
 set -uo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
-SERVER_PID= CURRENT=
-cleanup() {
-    [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/lib/serve_harness.sh"
 
 SERVE="${D9_SERVE_UNDER_TEST:-$BUILD/dial9-serve}" SLOW="$BUILD/d9s_slow_clients" STORM="$BUILD/d9s_connect_storm"
 [ -x "$SERVE" ] || { echo "SKIP: dial9-serve not built (libmicrohttpd missing)"; exit 0; }
@@ -34,36 +29,8 @@ mkdir -p "$D/run"
 gzip -dc "$FIXTURE" 2>/dev/null | head -c 65536 >"$D/run/trace.0.bin"
 [ -s "$D/run/trace.0.bin" ] || { echo "$FIXTURE is missing"; exit 1; }
 
-start_server() { # start_server NAME [options...]
-    local name=$1; shift
-    CURRENT=$name
-    timeout 300 "$SERVE" --port 0 "$@" "$D" >"$T/$name.out" 2>"$T/$name.err" &
-    SERVER_PID=$!
-    PORT=
-    for _ in $(seq 100); do
-        PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$T/$name.out" 2>/dev/null | head -1 | sed 's/.*://')
-        [ -n "$PORT" ] && break
-        kill -0 "$SERVER_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    [ -n "$PORT" ] || { bad "$name: the server did not start: $(cat "$T/$name.err")"; return 1; }
-}
-stop_server() { # SIGTERM must stop it: checked, and bounded (30 s, then SIGKILL)
-    kill "$SERVER_PID" 2>/dev/null
-    local i
-    for i in $(seq 300); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$SERVER_PID" 2>/dev/null; then
-        bad "the server did not stop within 30 s of SIGTERM"
-        local child; child=$(pgrep -P "$SERVER_PID" | head -1)
-        for t in /proc/"${child:-none}"/task/*; do # where it is: blocked in a call, or running
-            [ -r "$t/stat" ] && echo "  thread ${t##*/}: state $(awk '{print $3}' "$t/stat"), syscall $(cut -d' ' -f1 "$t/syscall" 2>/dev/null), wchan $(cat "$t/wchan" 2>/dev/null)"
-        done
-        echo "  the server's last messages:"; tail -5 "$T/$CURRENT.err" | sed 's/^/    /'
-        pkill -KILL -P "$SERVER_PID"; kill -KILL "$SERVER_PID"
-    fi
-    wait "$SERVER_PID" 2>/dev/null
-    SERVER_PID=
-}
+start_server() { serve_start "$1" "$SERVE" "${@:2}" "$D"; } # start_server NAME [options...]
+stop_server() { serve_stop 0; }
 
 # ---- 1. per-address cap and reserved slots ----
 if start_server caps --request-timeout 300; then

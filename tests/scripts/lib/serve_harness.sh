@@ -1,0 +1,55 @@
+# Shared by the `dial9 serve` script tests (sourced after harness.sh): start a server in the
+# background on a free port, stop it with SIGTERM (checked and bounded), and leave nothing
+# behind at exit.
+#
+#   serve_start NAME COMMAND...   run COMMAND (a dial9-serve or `dial9 serve` line without --port)
+#                                 with --port 0 under timeout(1); sets SERVER_PID and PORT, logs
+#                                 in $T/NAME.out and $T/NAME.err; returns 1 (and says why) if it
+#                                 did not start
+#   serve_stop [STATUS]           SIGTERM; it must stop within 30 s (else: where it is stuck is
+#                                 printed, then SIGKILL) and, when STATUS is given, exit with it
+#
+# A server under timeout(1) is timeout's child; SIGTERM to timeout is passed on to it.
+
+SERVER_PID= SERVER_NAME=
+serve_cleanup() {
+    [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    rm -rf "$T"
+}
+trap serve_cleanup EXIT
+
+serve_start() {
+    SERVER_NAME=$1; shift
+    # under timeout(1): a test killed by ctest's timeout leaves no server behind for long
+    timeout 300 "$@" --port 0 >"$T/$SERVER_NAME.out" 2>"$T/$SERVER_NAME.err" &
+    SERVER_PID=$!
+    PORT=
+    for _ in $(seq 100); do
+        PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$T/$SERVER_NAME.out" 2>/dev/null | head -1 | sed 's/.*://')
+        [ -n "$PORT" ] && break
+        kill -0 "$SERVER_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    [ -n "$PORT" ] && return 0
+    bad "$SERVER_NAME: the server did not start: $(head -c 600 "$T/$SERVER_NAME.err")"
+    return 1
+}
+
+serve_stop() {
+    local want=${1:-} rc
+    kill "$SERVER_PID" 2>/dev/null
+    for _ in $(seq 300); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+        bad "$SERVER_NAME: the server did not stop within 30 s of SIGTERM"
+        local child; child=$(pgrep -P "$SERVER_PID" | head -1)
+        for t in /proc/"${child:-none}"/task/*; do # where it is: blocked in a call, or running
+            [ -r "$t/stat" ] && echo "  thread ${t##*/}: state $(awk '{print $3}' "$t/stat"), syscall $(cut -d' ' -f1 "$t/syscall" 2>/dev/null), wchan $(cat "$t/wchan" 2>/dev/null)"
+        done
+        echo "  the server's last messages:"; tail -5 "$T/$SERVER_NAME.err" | sed 's/^/    /'
+        pkill -KILL -P "$SERVER_PID"; kill -KILL "$SERVER_PID" 2>/dev/null
+    fi
+    wait "$SERVER_PID" 2>/dev/null
+    rc=$?
+    SERVER_PID=
+    [ -z "$want" ] || check "$SERVER_NAME: SIGTERM stops it with status $want ($rc)" test "$rc" = "$want"
+}

@@ -741,20 +741,6 @@ double d9_collector_drain(d9_collector *c) {
         t->c_end = k->end;
         double fill = (double)(k->end - k->pos) / (double)(t->mask + 1);
         if (fill > fullest) fullest = fill;
-        if (!t->c_seen) {
-            /* First sight: the thread may have become a worker while we were not recording
-             * (no WORKER_BEGIN record then): say so, as its record would have. */
-            t->c_seen = true;
-            uint32_t w = atomic_load_explicit(&t->worker_id, memory_order_acquire);
-            if (w != 255 && t->c_worker == 255 && k->pos == k->end) {
-                t->c_worker = w;
-                uint32_t index = 0;
-                const char *rt = d9_workers_describe(w, &index);
-                out_event e = {.schema = D9_SCH_WORKER_REGISTERED, .ts = c->now_ns,
-                               .v = {w, (uint64_t)t->tid, index}, .s = {rt ? rt : "?", t->name}};
-                emit(c, &e);
-            }
-        }
         if (cursor_peek(c, k)) live++;
     }
 
@@ -943,7 +929,6 @@ int d9_collector_start(d9_collector *c, char *err, size_t errlen) {
         d9_thread *t = c->threads[i];
         atomic_store_explicit(&t->tail, atomic_load_explicit(&t->head_pub, memory_order_acquire),
                               memory_order_release);
-        t->c_seen = true;
         t->c_worker = atomic_load_explicit(&t->worker_id, memory_order_acquire);
         t->c_task = 0;
         t->c_ss_wait = D9_NS_UNKNOWN;

@@ -130,8 +130,11 @@ uint32_t d9__worker_begin(const char *runtime, uint32_t index) {
     uint32_t id = d9_workers_id_for(runtime, index);
     d9_thread *t = d9_thread_current();
     if (!t) return id;
+    /* Recorded whether or not recording is on: the ring then says, in order with the thread's
+     * other records, when it became a worker. A d9_start racing this call either skips the
+     * record with everything before its snapshot (and takes worker_id) or decodes it. */
     atomic_store_explicit(&t->worker_id, id, memory_order_release);
-    if (__atomic_load_n(&d9__active, __ATOMIC_RELAXED)) d9_thread_record_worker(t, id);
+    d9_thread_record_worker(t, id);
     return id;
 }
 
@@ -139,7 +142,7 @@ void d9__worker_end(void) {
     d9_thread *t = d9_thread_peek();
     if (!t) return;
     atomic_store_explicit(&t->worker_id, 255, memory_order_release);
-    if (__atomic_load_n(&d9__active, __ATOMIC_RELAXED)) d9_thread_record_worker(t, 255);
+    d9_thread_record_worker(t, 255); /* whether or not recording is on, as in d9__worker_begin */
 }
 
 static size_t string_words(const char *s, size_t *len) {

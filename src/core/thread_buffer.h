@@ -49,7 +49,6 @@ typedef struct d9_thread {
     uint64_t c_drops_counted;   /* ... of which counted in the stats */
     uint64_t c_events;        /* records decoded (for stats) */
     uint64_t c_end;           /* head read in the current drain */
-    bool c_seen;              /* the collector has looked at this thread before */
 } d9_thread;
 
 /* The calling thread's buffer (initial-exec TLS: one load, no call, even in libdial9.so). */

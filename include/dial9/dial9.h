@@ -8,13 +8,20 @@
  *   d9_config cfg;
  *   d9_config_init(&cfg);                 // or d9_config_from_env(&cfg)
  *   cfg.trace_dir = "/tmp/my_traces";
- *   if (d9_start(&cfg) != 0) fprintf(stderr, "dial9: %s\n", d9_last_error());
+ *   int rc = d9_start(&cfg);
+ *   if (rc != D9_OK) fprintf(stderr, "dial9: %s (%s)\n", d9_last_error(), d9_strerror(rc));
  *   ...
  *   d9_stop();
  *
  * Every hook is safe to call from any thread at any time: before d9_start, after d9_stop,
  * or while recording is disabled it does nothing. Hooks are not async-signal-safe: do not call
  * them from a signal handler that may interrupt another hook on the same thread.
+ *
+ * Versions and the ABI: dial9/version.h and d9_version() below; what a minor or patch release
+ * may change is written in docs/abi.md. Structs the caller allocates and the library reads or
+ * fills (d9_config, d9_stats) carry their size, so a newer library never reads or writes past
+ * the struct an older program was compiled with: always fill them with d9_config_init /
+ * d9_config_from_env and read d9_stats with d9_get_stats (inline wrappers that pass the size).
  */
 #ifndef DIAL9_DIAL9_H
 #define DIAL9_DIAL9_H
@@ -22,6 +29,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "dial9/version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,6 +41,40 @@ extern "C" {
 #else
 #define D9_API
 #endif
+
+/* Every function marked D9_INLINE below is compiled into the caller (a load and a branch for
+ * the hooks; the struct size for the init wrappers). */
+#define D9_INLINE static inline __attribute__((always_inline))
+
+/* ------------------------------------------------------------------------------------------
+ * Version of the library the program runs with (DIAL9_VERSION*: the headers it was built with)
+ * ---------------------------------------------------------------------------------------- */
+
+/* DIAL9_VERSION of the library: (major << 16) | (minor << 8) | patch. */
+D9_API unsigned d9_version(void);
+/* DIAL9_VERSION_STRING of the library, e.g. "0.2.0" (static storage). */
+D9_API const char *d9_version_string(void);
+
+/* ------------------------------------------------------------------------------------------
+ * Errors: every function returning int returns D9_OK (0) or one of these negative codes;
+ * d9_last_error() adds the details (which value, which path). Compare with the names: the
+ * numbers are stable (docs/abi.md), but new codes may be added in a minor release.
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum d9_error {
+    D9_OK = 0,
+    D9_ERR_INVALID = -1,         /* a bad value in the configuration or an argument */
+    D9_ERR_ALREADY_STARTED = -2, /* d9_start while recording: call d9_stop first */
+    D9_ERR_TRACE_DIR = -3,       /* the trace directory cannot be created or written */
+    D9_ERR_NO_MEMORY = -4,
+    D9_ERR_THREAD = -5,          /* the background thread cannot be created */
+    D9_ERR_NOT_STARTED = -6,     /* needs a run (d9_hand_over_files before any d9_start) */
+    D9_ERR_SYSTEM = -7,          /* a system call failed (d9_last_error names it and errno) */
+} d9_error;
+
+/* A short description of `code` (a d9_error; static storage, never NULL; "unknown error" for
+ * a code this library does not know). */
+D9_API const char *d9_strerror(int code);
 
 /* ------------------------------------------------------------------------------------------
  * Configuration
@@ -49,6 +92,9 @@ typedef enum d9_sampler_mode { D9_SAMPLER_AUTO = 0, D9_SAMPLER_PERF, D9_SAMPLER_
 typedef enum d9_compress_mode { D9_COMPRESS_AUTO = 0, D9_COMPRESS_NONE, D9_COMPRESS_GZIP } d9_compress_mode;
 
 typedef struct d9_config {
+    uint32_t struct_size;     /* sizeof(d9_config) as the caller was compiled: set by
+                                 d9_config_init / d9_config_from_env, never by hand. Fields
+                                 past it (added by a later version) take their defaults */
     bool enabled;             /* DIAL9_ENABLED (default true): false makes d9_start a no-op */
     const char *trace_dir;    /* DIAL9_TRACE_DIR (default "/tmp/dial9-traces"); runs go in
                                  {trace_dir}/{run_id}/trace.{N}.bin */
@@ -98,26 +144,56 @@ typedef struct d9_config {
                                  wait for the uploads still to do; what remains stays on disk */
 } d9_config;
 
+/* The size-taking forms behind the inline wrappers below, for callers that cannot use inline
+ * functions (other languages' bindings): `size` is the caller's sizeof(d9_config). The library
+ * writes exactly `size` bytes: its fields within them, zeros in any it does not know. */
+D9_API void d9_config_init_size(d9_config *cfg, size_t size);
+D9_API int d9_config_from_env_size(d9_config *cfg, size_t size);
+
 /* Fill `cfg` with the defaults above. */
-D9_API void d9_config_init(d9_config *cfg);
+D9_INLINE void d9_config_init(d9_config *cfg) { d9_config_init_size(cfg, sizeof *cfg); }
 
 /* Initialise `cfg` with the defaults, then apply every DIAL9_* environment variable that is
- * set. Returns 0, or -1 when a variable holds a bad value; d9_last_error() then names the
- * variable and the value, and `cfg` is left disabled (enabled = false), so a program that
- * reports the error and starts anyway runs without recording. Strings in `cfg` point into
- * the environment. */
-D9_API int d9_config_from_env(d9_config *cfg);
+ * set. Returns D9_OK, or D9_ERR_INVALID when a variable holds a bad value; d9_last_error()
+ * then names the variable and the value, and `cfg` is left disabled (enabled = false), so a
+ * program that reports the error and starts anyway runs without recording. Strings in `cfg`
+ * point into the environment. */
+D9_INLINE int d9_config_from_env(d9_config *cfg) { return d9_config_from_env_size(cfg, sizeof *cfg); }
 
-/* Check a configuration without starting anything: 0, or -1 with d9_last_error(). */
+/* Check a configuration without starting anything: D9_OK, or D9_ERR_INVALID with
+ * d9_last_error() (also for a struct_size no d9_config_init could have written). */
 D9_API int d9_config_validate(const d9_config *cfg);
 
 /* ------------------------------------------------------------------------------------------
  * Lifecycle
+ *
+ * Threads: d9_start, d9_stop, d9_flush, d9_set_enabled, d9_get_stats, d9_run_dir and
+ * d9_hand_over_files may be called from any thread, also concurrently (one lock orders them),
+ * but not from a signal handler nor from inside a hook. The start/stop pair may repeat: each
+ * d9_start begins a new run directory. Hooks running on other threads while d9_start or d9_stop
+ * runs are safe; an event racing d9_stop may be left out of the run (never half written).
+ * d9_stop and d9_flush block: d9_flush until what was recorded is written, d9_stop until every
+ * buffer is drained, the last segment sealed and the sealed segments' background steps are
+ * done (uploads: at most s3_exit_wait_secs). d9_last_error() is per thread.
+ *
+ * Exit: the first d9_start registers d9_stop with atexit(), so returning from main or calling
+ * exit() seals the last segment as d9_stop would (a program that calls d9_stop itself loses
+ * nothing by it). _exit(), a crash or a kill leaves the segment being written as
+ * trace.N.bin.active, which every reader reads up to its last whole event
+ * (docs/files-on-disk.md).
+ *
+ * fork: the child inherits no recording. Its hooks do nothing, it never writes to the parent's
+ * files, and it may call d9_start for a run of its own (a new run directory); the parent keeps
+ * recording undisturbed. fork() while another thread is inside d9_start or d9_stop is safe
+ * too (the child's locks are reset). After exec, nothing of the library remains: the zero-code
+ * shim can follow children (DIAL9_TRACE_CHILDREN, docs/zero-code.md).
  * ---------------------------------------------------------------------------------------- */
 
-/* Start recording with `cfg` (copied; the caller may free its strings afterwards). Returns 0,
- * or -1 with d9_last_error() saying why (bad value, trace directory not writable, already
- * started). With cfg->enabled false it returns 0 and records nothing. */
+/* Start recording with `cfg` (copied; the caller may free its strings afterwards). Returns
+ * D9_OK, or a negative d9_error with d9_last_error() saying why: D9_ERR_INVALID (a bad value),
+ * D9_ERR_ALREADY_STARTED, D9_ERR_TRACE_DIR (the directory cannot be created or written),
+ * D9_ERR_NO_MEMORY, D9_ERR_THREAD. With cfg->enabled false it returns D9_OK and records
+ * nothing. */
 D9_API int d9_start(const d9_config *cfg);
 
 /* Like d9_start, but never fails: on a bad configuration it prints a warning on stderr and
@@ -131,14 +207,16 @@ D9_API void d9_stop(void);
 /* Pause (false) or resume (true) recording without closing files. Cheap: one store. */
 D9_API void d9_set_enabled(bool enabled);
 
-/* Why the last failed call of this thread failed (a static or thread-local string). */
+/* Why the last failed call of this thread failed (a static or thread-local string); the code
+ * that call returned says what kind of failure it was (d9_strerror). */
 D9_API const char *d9_last_error(void);
 
 /* Before the program changes its identity (setuid to an unprivileged user, as a daemon
  * does after binding its ports), while it still may: give the run directory and every file in
  * it to `uid` (and `gid`, unless it is (gid_t)-1), so rotation, sealing, symbolizing and the
  * disk budget keep working as the new user. Modes stay as they are (0755 and 0644; nothing
- * becomes world-writable). Returns 0, or -1 with d9_last_error() (not root, no run). The
+ * becomes world-writable). Returns D9_OK, or D9_ERR_NOT_STARTED (no run) or D9_ERR_SYSTEM
+ * (not root, ...) with d9_last_error(). The
  * zero-code shim calls it by itself from its setuid/setresuid/... interposers. */
 D9_API int d9_hand_over_files(unsigned uid, unsigned gid);
 
@@ -157,7 +235,10 @@ typedef struct d9_stats {
     uint64_t files_deleted;     /* removed to respect max_total_size */
     uint32_t threads;           /* threads that have recorded at least one event */
 } d9_stats;
-D9_API void d9_get_stats(d9_stats *out);
+/* Fill the first `size` bytes of `out` (the caller's sizeof(d9_stats)): counters this library
+ * does not know are zero, counters the caller does not know are not written. */
+D9_API void d9_get_stats_size(d9_stats *out, size_t size);
+D9_INLINE void d9_get_stats(d9_stats *out) { d9_get_stats_size(out, sizeof *out); }
 
 /* Write everything recorded so far to the current segment now (blocks until done). */
 D9_API void d9_flush(void);
@@ -167,6 +248,8 @@ D9_API void d9_flush(void);
  * cached in the struct), so a hook never hashes a string.
  * ---------------------------------------------------------------------------------------- */
 
+/* d9_loc, d9_field and d9_arg are compiled into programs (static initialisers, arrays): their
+ * layout never changes within a major version (docs/abi.md). */
 typedef struct d9_loc {
     const char *file;
     const char *function;
@@ -191,9 +274,8 @@ D9_API const d9_loc *d9_loc_intern(const char *name);
  * ---------------------------------------------------------------------------------------- */
 
 D9_API extern int d9__active; /* nonzero while recording; read by the wrappers (relaxed atomic) */
-/* Wrappers are inlined even at -O0: the disabled cost stays one load and a branch, and a
- * stack captured inside a hook starts at the caller, not at a wrapper. */
-#define D9_INLINE static inline __attribute__((always_inline))
+/* Wrappers are inlined even at -O0 (D9_INLINE): the disabled cost stays one load and a
+ * branch, and a stack captured inside a hook starts at the caller, not at a wrapper. */
 #define D9__ACTIVE() __builtin_expect(__atomic_load_n(&d9__active, __ATOMIC_RELAXED), 0)
 
 D9_API uint32_t d9__worker_begin(const char *runtime, uint32_t index);

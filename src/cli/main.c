@@ -3,9 +3,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "dial9/version.h"
 
 #ifndef D9_VERSION
-#define D9_VERSION "0.1.0"
+#define D9_VERSION DIAL9_VERSION_STRING
 #endif
 
 /* One line per subcommand; the implementation is in cmd_<name>.c. */

@@ -4,17 +4,20 @@
  * nothing (the program always runs; a bad config never records with half of it). */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "core/config_abi.h"
 #include "core/last_error.h"
 #include "dial9/dial9.h"
 
 #define MIB ((uint64_t)1024 * 1024)
 
-void d9_config_init(d9_config *cfg) {
+static void set_defaults(d9_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
+    cfg->struct_size = sizeof *cfg;
     cfg->enabled = true;
     cfg->trace_dir = "/tmp/dial9-traces";
     cfg->service = NULL;
@@ -40,6 +43,59 @@ void d9_config_init(d9_config *cfg) {
     cfg->s3_endpoint = NULL;
     cfg->s3_path_style = -1;
     cfg->s3_exit_wait_secs = 10;
+}
+
+/* ---- the caller's struct, whatever version of the header it was compiled with ----
+ * A caller's d9_config is `struct_size` bytes: a prefix of ours when it was compiled with an
+ * older header (fields are only ever appended, docs/abi.md), longer with a newer one. The
+ * library reads and writes exactly that many bytes, never sizeof(d9_config). */
+
+/* The smallest struct a caller can hand in: struct_size, enabled, trace_dir. */
+#define MIN_CONFIG_SIZE (offsetof(d9_config, trace_dir) + sizeof(const char *))
+/* Far beyond any version: a larger struct_size is garbage, not a newer header. */
+#define MAX_CONFIG_SIZE 65536u
+
+/* Write `full` (ours) as a caller's struct of `size` bytes: our fields within them, zeros for
+ * the fields of a newer header this library does not know. */
+static void write_as_caller(d9_config *out, const d9_config *full, size_t size) {
+    size_t n = size < sizeof *full ? size : sizeof *full;
+    memcpy(out, full, n);
+    if (size > n) memset((char *)out + n, 0, size - n);
+    if (size >= sizeof out->struct_size) out->struct_size = size <= MAX_CONFIG_SIZE ? (uint32_t)size : 0;
+}
+
+int d9_config_from_caller(const d9_config *in, d9_config *out) {
+    if (!in) {
+        d9_set_error("config is NULL");
+        return D9_ERR_INVALID;
+    }
+    size_t size = in->struct_size;
+    if (size < MIN_CONFIG_SIZE || size > MAX_CONFIG_SIZE || size % _Alignof(d9_config) != 0) {
+        d9_set_error("config struct_size = %zu: not the size of a d9_config (fill it with d9_config_init "
+                     "or d9_config_from_env)", size);
+        return D9_ERR_INVALID;
+    }
+    set_defaults(out);
+    memcpy(out, in, size < sizeof *out ? size : sizeof *out);
+    /* A newer header's fields that this library would ignore: refuse rather than record
+     * without what the caller asked for. */
+    for (size_t i = sizeof *out; i < size; i++) {
+        if (((const unsigned char *)in)[i] != 0) {
+            d9_set_error("config sets options unknown to this library (dial9 %s, %zu-byte d9_config; "
+                         "the program's is %zu bytes): use the libdial9 it was built with",
+                         DIAL9_VERSION_STRING, sizeof *out, size);
+            return D9_ERR_INVALID;
+        }
+    }
+    out->struct_size = sizeof *out;
+    return D9_OK;
+}
+
+void d9_config_init_size(d9_config *cfg, size_t size) {
+    if (!cfg) return;
+    d9_config full;
+    set_defaults(&full);
+    write_as_caller(cfg, &full, size);
 }
 
 static int parse_u64(const char *var, const char *s, uint64_t min, uint64_t max, uint64_t *out) {
@@ -202,18 +258,24 @@ static int from_env(d9_config *cfg) {
     return d9_config_validate(cfg);
 }
 
-int d9_config_from_env(d9_config *cfg) {
-    d9_config_init(cfg);
-    if (from_env(cfg) == 0) return 0;
-    cfg->enabled = false;
-    return -1;
-}
-
-int d9_config_validate(const d9_config *cfg) {
+int d9_config_from_env_size(d9_config *cfg, size_t size) {
     if (!cfg) {
         d9_set_error("config is NULL");
-        return -1;
+        return D9_ERR_INVALID;
     }
+    d9_config_init_size(cfg, size);
+    d9_config full;
+    int rc = d9_config_from_caller(cfg, &full);
+    if (rc == D9_OK && from_env(&full) != 0) rc = D9_ERR_INVALID;
+    if (rc == D9_OK) {
+        write_as_caller(cfg, &full, size);
+        return D9_OK;
+    }
+    if (size >= MIN_CONFIG_SIZE) cfg->enabled = false;
+    return rc;
+}
+
+static int validate_fields(const d9_config *cfg) {
     if (!cfg->trace_dir || !*cfg->trace_dir) {
         d9_set_error("trace_dir is empty");
         return -1;
@@ -302,4 +364,11 @@ int d9_config_validate(const d9_config *cfg) {
         return -1;
     }
     return 0;
+}
+
+int d9_config_validate(const d9_config *cfg) {
+    d9_config full;
+    int rc = d9_config_from_caller(cfg, &full);
+    if (rc != D9_OK) return rc;
+    return validate_fields(&full) == 0 ? D9_OK : D9_ERR_INVALID;
 }

@@ -19,7 +19,7 @@ int d9_hand_over_files(unsigned uid, unsigned gid) {
     const char *run_dir = d9_run_dir();
     if (!run_dir) {
         d9_set_error("hand over files: no recording has started");
-        return -1;
+        return D9_ERR_NOT_STARTED;
     }
     /* The directory is opened without following a symlink, and its entries are changed
      * through it without following theirs: a link planted in the run directory never makes
@@ -30,7 +30,7 @@ int d9_hand_over_files(unsigned uid, unsigned gid) {
     int dfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0) {
         d9_set_error("hand over files: %s: %s", run_dir, strerror(errno));
-        return -1;
+        return D9_ERR_SYSTEM;
     }
     int rc = 0, err = 0;
     if (fchown(dfd, (uid_t)uid, (gid_t)gid) != 0) {
@@ -55,6 +55,9 @@ int d9_hand_over_files(unsigned uid, unsigned gid) {
         closedir(d);
     }
     close(dfd);
-    if (rc != 0) d9_set_error("hand over files in %s to uid %u: %s", run_dir, uid, strerror(err));
-    return rc;
+    if (rc != 0) {
+        d9_set_error("hand over files in %s to uid %u: %s", run_dir, uid, strerror(err));
+        return D9_ERR_SYSTEM;
+    }
+    return D9_OK;
 }

@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/collector.h"
+#include "core/config_abi.h"
 #include "core/last_error.h"
 #include "core/run_metadata.h"
 #include "core/schedstat.h"
@@ -165,10 +166,21 @@ static void run_start_hooks(void) {
     }
 }
 
-int d9_start(const d9_config *cfg) {
+static int start(const d9_config *cfg);
+
+/* The caller's struct may be another version's (struct_size): only a whole d9_config of this
+ * version goes further. */
+int d9_start(const d9_config *caller_cfg) {
+    d9_config cfg;
+    int rc = d9_config_from_caller(caller_cfg, &cfg);
+    if (rc == D9_OK) rc = d9_config_validate(&cfg);
+    if (rc != D9_OK) return rc;
+    return start(&cfg);
+}
+
+static int start(const d9_config *cfg) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
-    if (d9_config_validate(cfg) != 0) return -1;
-    if (!cfg->enabled) return 0;
+    if (!cfg->enabled) return D9_OK;
     pthread_once(&once, install_process_hooks);
 
     recorder *r = &g_rec;
@@ -176,7 +188,7 @@ int d9_start(const d9_config *cfg) {
     if (r->running) {
         pthread_mutex_unlock(&r->lifecycle);
         d9_set_error("already recording (call d9_stop first)");
-        return -1;
+        return D9_ERR_ALREADY_STARTED;
     }
     free_strings(r); /* the previous run's: d9_run_dir() stayed valid until now */
     memset(&r->last_stats, 0, sizeof r->last_stats);
@@ -204,11 +216,11 @@ int d9_start(const d9_config *cfg) {
     };
     char err[512];
     r->col = d9_collector_open(&cc, err, sizeof err);
-    if (!r->col) {
+    if (!r->col) { /* the run directory cannot be made (rarely: no memory for the writer) */
         d9_set_error("%s", err);
         free_strings(r);
         pthread_mutex_unlock(&r->lifecycle);
-        return -1;
+        return D9_ERR_TRACE_DIR;
     }
     r->pipeline = d9_pipeline_start(&r->cfg);
     if (r->pipeline) {
@@ -226,7 +238,7 @@ int d9_start(const d9_config *cfg) {
         d9_set_error("%s", err);
         free_strings(r);
         pthread_mutex_unlock(&r->lifecycle);
-        return -1;
+        return D9_ERR_TRACE_DIR; /* the first segment cannot be written */
     }
     r->run_dir = strdup(d9_collector_run_dir(r->col));
     if (r->run_dir) d9_pipeline_set_run(r->pipeline, r->cfg.trace_dir, r->run_dir);
@@ -248,19 +260,19 @@ int d9_start(const d9_config *cfg) {
         free_strings(r);
         pthread_mutex_unlock(&r->lifecycle);
         d9_set_error("cannot start the background thread: %s", strerror(rc));
-        return -1;
+        return D9_ERR_THREAD;
     }
     pthread_setname_np(r->thread, "dial9-collect");
     r->running = true;
     run_start_hooks(); /* tasks that exist already spawn in this run, before any poll of it */
     __atomic_store_n(&d9__active, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&r->lifecycle);
-    return 0;
+    return D9_OK;
 oom:
     free_strings(r);
     pthread_mutex_unlock(&r->lifecycle);
     d9_set_error("out of memory");
-    return -1;
+    return D9_ERR_NO_MEMORY;
 }
 
 int d9_start_or_disabled(const d9_config *cfg) {
@@ -323,11 +335,17 @@ const char *d9_run_dir(void) {
     return dir;
 }
 
-void d9_get_stats(d9_stats *out) {
-    memset(out, 0, sizeof *out);
+/* `size` is the caller's sizeof(d9_stats): another version's struct is shorter or longer. */
+void d9_get_stats_size(d9_stats *out, size_t size) {
+    if (!out) return;
+    d9_stats st;
+    memset(&st, 0, sizeof st);
     recorder *r = &g_rec;
     pthread_mutex_lock(&r->lifecycle);
-    if (r->col) d9_collector_get_stats(r->col, out);
-    else *out = r->last_stats;
+    if (r->col) d9_collector_get_stats(r->col, &st);
+    else st = r->last_stats;
     pthread_mutex_unlock(&r->lifecycle);
+    size_t n = size < sizeof st ? size : sizeof st;
+    memcpy(out, &st, n);
+    if (size > n) memset((char *)out + n, 0, size - n);
 }

@@ -125,7 +125,7 @@ static void test_lifecycle(void) {
     d9_config cfg;
     d9_config_init(&cfg);
     cfg.trace_dir = "/proc/self/no-such-dir/traces";
-    CHECK(d9_start(&cfg) == -1);
+    CHECK(d9_start(&cfg) == D9_ERR_TRACE_DIR);
     CHECK(strstr(d9_last_error(), "/proc/self/no-such-dir") != NULL);
     /* ...and the or-disabled variant records nothing but returns 0. */
     CHECK(d9_start_or_disabled(&cfg) == 0);
@@ -140,7 +140,7 @@ static void test_lifecycle(void) {
     cfg.trace_dir = dir;
     cfg.schedule_profile = false; /* exact counts below: hook events only */
     CHECK(d9_start(&cfg) == 0);
-    CHECK(d9_start(&cfg) == -1); /* already recording */
+    CHECK(d9_start(&cfg) == D9_ERR_ALREADY_STARTED);
     CHECK(strstr(d9_last_error(), "already") != NULL);
     d9_poll_begin(7, D9_HERE);
     d9_poll_end();

@@ -63,23 +63,18 @@ check "missing file is named" grep -q "nonexistent.bin" "$T/err"
 mkdir -p "$T/empty"
 expect_rc 1 "directory without traces" "$DIAL9" stats "$T/empty"
 
-# ---- the golden vector (format reference) ----
-OUT=$T/golden.bin
-: >"$OUT"
-header
-schema 0 PollEndEvent 1 worker_id:9
-reset 1000000000
-event 0 0; varint 3
-event 0 1500; varint 3
+# ---- the worked example of the format reference (tests/vectors, shared with the C and JS tests) ----
+VEC="$SOURCE/tests/vectors"
+cp "$VEC/worked-example.bin" "$T/golden.bin"
 check "golden vector is 60 bytes" [ "$(stat -c %s "$T/golden.bin")" = 60 ]
 expect_rc 0 "stats golden" "$DIAL9" stats "$T/golden.bin"
 check "stats golden: 2 events" grep -Eq '^events +2$' "$T/out"
 check "stats golden: span 1500" grep -q "span 1500 ns" "$T/out"
 check "stats golden: workers" grep -Eq '^workers +1: 3$' "$T/out"
 expect_rc 0 "dump golden" "$DIAL9" dump "$T/golden.bin"
-check "dump golden lines" diff <(printf '1000000000 PollEndEvent worker_id=3\n1000001500 PollEndEvent worker_id=3\n') "$T/out"
+check "dump golden lines" diff "$SOURCE/tests/goldens/worked-example/dump.stdout.exact" "$T/out"
 expect_rc 0 "dump --jsonl golden" "$DIAL9" dump --jsonl "$T/golden.bin"
-check "dump --jsonl golden lines" diff <(printf '{"ts":1000000000,"event":"PollEndEvent","fields":{"worker_id":3}}\n{"ts":1000001500,"event":"PollEndEvent","fields":{"worker_id":3}}\n') "$T/out"
+check "dump --jsonl golden lines" diff "$VEC/worked-example.dump.jsonl" "$T/out"
 
 # ---- a richer trace: metadata, drops, workers, threads, strings to escape ----
 OUT=$T/rich.bin

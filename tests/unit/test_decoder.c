@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "check.h"
+#include "test_vectors.h"
 #include "format/decoder.h"
 #include "format/encoder.h"
 #include "format/schemas.h"
@@ -77,21 +78,14 @@ static char *write_temp(const void *p, size_t n) {
 
 static const d9_schema_def *builtin(int id) { return &d9_builtin_schemas[id]; }
 
-/* ---- golden vector ---- */
-
-static const uint8_t golden[60] = {
-    0x54, 0x52, 0x43, 0x00, 0x01,                                     /* header */
-    0x01, 0x00, 0x00, 0x0c, 0x00,                                     /* schema: type 0, len 12 */
-    'P', 'o', 'l', 'l', 'E', 'n', 'd', 'E', 'v', 'e', 'n', 't',
-    0x01, 0x01, 0x00,                                                 /* has_ts, 1 field */
-    0x09, 0x00, 'w', 'o', 'r', 'k', 'e', 'r', '_', 'i', 'd', 0x09,    /* worker_id: Varint */
-    0x05, 0x00, 0xca, 0x9a, 0x3b, 0x00, 0x00, 0x00, 0x00,             /* reset 1e9 */
-    0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03,                         /* delta 0, worker 3 */
-    0x02, 0x00, 0x00, 0xdc, 0x05, 0x00, 0x03,                         /* delta 1500, worker 3 */
-};
+/* ---- the worked example of the format reference (tests/vectors/worked-example.bin) ---- */
 
 static void test_golden_vector(void) {
-    d9_decoder *d = d9_dec_open_mem(golden, sizeof golden, NULL, NULL, 0);
+    size_t golden_len = 0;
+    uint8_t *golden = d9t_read_vector("worked-example", &golden_len);
+    CHECK(golden && golden_len == 60);
+    if (!golden || golden_len != 60) return;
+    d9_decoder *d = d9_dec_open_mem(golden, golden_len, NULL, NULL, 0);
     d9_event ev;
     CHECK_EQ_U64(d9_dec_next(d, &ev), 1);
     CHECK_STR(ev.schema->name, "PollEndEvent");
@@ -132,6 +126,7 @@ static void test_golden_vector(void) {
     CHECK_EQ_U64(b.len, 60);
     CHECK(b.len == 60 && memcmp(b.data, golden, 60) == 0);
     d9_buf_free(&b);
+    free(golden);
 }
 
 /* ---- every field type ---- */

@@ -14,15 +14,9 @@ const repoRoot = path.resolve(here, '..', '..');
 const sharedDir = process.env.D9_SHARED_DIR || path.resolve(repoRoot, '..', 'shared');
 const fixturePath = path.join(sharedDir, 'fixtures', 'dial9-demo-trace.bin');
 
-// The worked example of the format reference, byte for byte.
-const WORKED_EXAMPLE = Uint8Array.from([
-  0x54, 0x52, 0x43, 0x00, 0x01,
-  0x01, 0x00, 0x00, 0x0c, 0x00, ...Buffer.from('PollEndEvent'), 0x01, 0x01, 0x00,
-  0x09, 0x00, ...Buffer.from('worker_id'), 0x09,
-  0x05, 0x00, 0xca, 0x9a, 0x3b, 0x00, 0x00, 0x00, 0x00,
-  0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03,
-  0x02, 0x00, 0x00, 0xdc, 0x05, 0x00, 0x03,
-]);
+// The worked example of the format reference, byte for byte: the shared vector the C and shell
+// tests read too (tests/vectors, written by the C encoder).
+const WORKED_EXAMPLE = new Uint8Array(fs.readFileSync(path.join(repoRoot, 'tests', 'vectors', 'worked-example.bin')));
 
 function expectDecodeError(bytes, re, offset) {
   let err = null;

@@ -54,8 +54,8 @@ const d9a_report *d9a_finish(d9a_analysis *a) {
 void d9a_free(d9a_analysis *a) {
     if (!a) return;
     d9a_begin_file(a); /* frees the schema infos */
-    d9a_id_map_free(&a->loc_cache);
-    d9a_id_map_free(&a->stack_cache);
+    d9_u64_map_free(&a->loc_cache);
+    d9_u64_map_free(&a->stack_cache);
     d9a_symtab_free(&a->symtab);
     d9a_strings_free(&a->strings);
     d9a_stacks_free(&a->stacks);
@@ -70,9 +70,9 @@ void d9a_free(d9a_analysis *a) {
     free(a->workers);
     free(a->wlist);
     free(a->tasks);
-    d9a_id_map_free(&a->task_index);
+    d9_u64_map_free(&a->task_index);
     free(a->tids);
-    d9a_id_map_free(&a->tid_index);
+    d9_u64_map_free(&a->tid_index);
     for (uint32_t i = 0; i < a->locs_cap; i++) d9a_hist_free(&a->locs[i].polls);
     free(a->locs);
     free(a->stk);
@@ -85,7 +85,7 @@ void d9a_free(d9a_analysis *a) {
     d9a_topn_free(&a->wake_top);
     d9a_topn_free(&a->migr_top);
     d9a_topn_free(&a->queued_top);
-    d9a_arena_free(&a->report_arena);
+    d9_arena_free(&a->report_arena);
     free(a->views);
     free(a);
 }

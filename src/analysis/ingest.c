@@ -101,7 +101,7 @@ worker *d9a_worker(d9a_analysis *a, uint64_t id) {
 }
 
 static tid_state *tid_get(d9a_analysis *a, uint64_t tid) {
-    uint32_t *i = d9a_id_map_get(&a->tid_index, tid);
+    uint64_t *i = d9_u64_map_get(&a->tid_index, tid);
     if (i) return &a->tids[*i];
     if (a->ntids == a->tids_cap) {
         uint32_t cap = a->tids_cap ? a->tids_cap * 2 : 64;
@@ -110,7 +110,7 @@ static tid_state *tid_get(d9a_analysis *a, uint64_t tid) {
         a->tids = p;
         a->tids_cap = cap;
     }
-    if (d9a_id_map_put(&a->tid_index, tid, a->ntids) != 0) return NULL;
+    if (d9_u64_map_put(&a->tid_index, tid, a->ntids) != 0) return NULL;
     tid_state *t = &a->tids[a->ntids++];
     *t = (tid_state){.tid = tid, .worker = D9_WORKER_NONE};
     return t;
@@ -127,7 +127,7 @@ static void note_tid_worker(d9a_analysis *a, uint64_t tid, uint64_t wid) {
 }
 
 static uint16_t worker_of_tid(d9a_analysis *a, uint64_t tid) {
-    uint32_t *i = d9a_id_map_get(&a->tid_index, tid);
+    uint64_t *i = d9_u64_map_get(&a->tid_index, tid);
     return i ? a->tids[*i].worker : D9_WORKER_NONE;
 }
 
@@ -156,7 +156,7 @@ static uint32_t string_field(d9a_analysis *a, const d9_event *ev, int idx, d9_de
     const d9_value *v = &ev->values[idx];
     if (!v->present) return d9a_strings_intern(&a->strings, "<unknown>", 9);
     if (v->type == D9_FT_POOLED_STRING) {
-        uint32_t *c = d9a_id_map_get(&a->loc_cache, v->pool_id);
+        uint64_t *c = d9_u64_map_get(&a->loc_cache, v->pool_id);
         if (c) return *c;
         d9_dec_str s = v->str;
         if (!v->resolved && !d9_dec_pool_string(dec, v->pool_id, &s)) {
@@ -164,7 +164,7 @@ static uint32_t string_field(d9a_analysis *a, const d9_event *ev, int idx, d9_de
             return d9a_strings_intern(&a->strings, "<unresolved>", 12);
         }
         uint32_t id = d9a_strings_intern(&a->strings, s.ptr, s.len);
-        if (id != D9A_NO_ID && d9a_id_map_put(&a->loc_cache, v->pool_id, id) != 0) return D9A_NO_ID;
+        if (id != D9A_NO_ID && d9_u64_map_put(&a->loc_cache, v->pool_id, id) != 0) return D9A_NO_ID;
         return id;
     }
     d9_dec_str s;
@@ -176,7 +176,7 @@ static uint32_t stack_field(d9a_analysis *a, const d9_event *ev, int idx, d9_dec
     if (idx < 0 || !ev->values[idx].present) return d9a_stacks_intern(&a->stacks, NULL, 0);
     const d9_value *v = &ev->values[idx];
     if (v->type == D9_FT_POOLED_STACK) {
-        uint32_t *c = d9a_id_map_get(&a->stack_cache, v->pool_id);
+        uint64_t *c = d9_u64_map_get(&a->stack_cache, v->pool_id);
         if (c) return *c;
         const uint64_t *addrs = v->stack.addrs;
         uint32_t n = v->stack.count;
@@ -185,7 +185,7 @@ static uint32_t stack_field(d9a_analysis *a, const d9_event *ev, int idx, d9_dec
             return d9a_stacks_intern(&a->stacks, NULL, 0);
         }
         uint32_t id = d9a_stacks_intern(&a->stacks, addrs, n);
-        if (id != D9A_NO_ID && d9a_id_map_put(&a->stack_cache, v->pool_id, id) != 0)
+        if (id != D9A_NO_ID && d9_u64_map_put(&a->stack_cache, v->pool_id, id) != 0)
             return D9A_NO_ID;
         return id;
     }
@@ -404,8 +404,8 @@ static int ingest(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
     if (!in && !(in = info_for(a, ev->schema))) return -1;
     if (!a->stream_known || ev->stream != a->cur_stream) {
         /* pool ids are per stream */
-        d9a_id_map_clear(&a->loc_cache);
-        d9a_id_map_clear(&a->stack_cache);
+        d9_u64_map_clear(&a->loc_cache);
+        d9_u64_map_clear(&a->stack_cache);
         a->cur_stream = ev->stream;
         a->stream_known = true;
     }

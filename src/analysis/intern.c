@@ -4,37 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/id_map.h"
-
-struct d9a_arena_block {
-    d9a_arena_block *next;
-    max_align_t data[];
-};
-
-void *d9a_arena_alloc(d9a_arena *a, size_t n, size_t align) {
-    size_t off = (a->used + align - 1) & ~(align - 1);
-    if (!a->head || off + n > a->size) {
-        size_t size = n > 32768 ? n : 65536;
-        d9a_arena_block *b = malloc(sizeof *b + size);
-        if (!b) return NULL;
-        b->next = a->head;
-        a->head = b;
-        a->size = size;
-        a->total += size;
-        off = 0;
-    }
-    a->used = off + n;
-    return (char *)a->head->data + off;
-}
-
-void d9a_arena_free(d9a_arena *a) {
-    while (a->head) {
-        d9a_arena_block *n = a->head->next;
-        free(a->head);
-        a->head = n;
-    }
-    memset(a, 0, sizeof *a);
-}
+#include "common/u64_map.h"
 
 uint64_t d9a_hash_bytes(const void *p, size_t n) {
     /* FNV-1a over 8-byte words, finished with a mixer: fast enough and well spread */
@@ -51,7 +21,7 @@ uint64_t d9a_hash_bytes(const void *p, size_t n) {
     uint64_t w = 0;
     if (n) memcpy(&w, b, n);
     h = (h ^ w) * 0x100000001b3ull;
-    return d9a_mix64(h);
+    return d9_mix64(h);
 }
 
 /* ---- the shared open-addressing table of ids ---- */
@@ -127,7 +97,7 @@ uint32_t d9a_strings_intern(d9a_strings *t, const char *s, size_t len) {
         grow_arrays((void **)&t->ptrs, (void **)&t->lens, (void **)&t->hashes, &t->cap,
                     sizeof *t->ptrs, sizeof *t->lens, sizeof *t->hashes) != 0)
         return UINT32_MAX;
-    char *copy = d9a_arena_alloc(&t->arena, len + 1, 1);
+    char *copy = d9_arena_alloc(&t->arena, len + 1, 1);
     if (!copy) return UINT32_MAX;
     if (len) memcpy(copy, s, len);
     copy[len] = 0;
@@ -140,7 +110,7 @@ uint32_t d9a_strings_intern(d9a_strings *t, const char *s, size_t len) {
 }
 
 void d9a_strings_free(d9a_strings *t) {
-    d9a_arena_free(&t->arena);
+    d9_arena_free(&t->arena);
     free(t->ptrs);
     free(t->lens);
     free(t->hashes);
@@ -168,7 +138,7 @@ uint32_t d9a_stacks_intern(d9a_stacks *t, const uint64_t *addrs, uint32_t n) {
         grow_arrays((void **)&t->addrs, (void **)&t->lens, (void **)&t->hashes, &t->cap,
                     sizeof *t->addrs, sizeof *t->lens, sizeof *t->hashes) != 0)
         return UINT32_MAX;
-    uint64_t *copy = d9a_arena_alloc(&t->arena, (size_t)n * sizeof *copy + 1, sizeof(uint64_t));
+    uint64_t *copy = d9_arena_alloc(&t->arena, (size_t)n * sizeof *copy + 1, sizeof(uint64_t));
     if (!copy) return UINT32_MAX;
     if (n) memcpy(copy, addrs, (size_t)n * sizeof *copy);
     id = t->count++;
@@ -180,7 +150,7 @@ uint32_t d9a_stacks_intern(d9a_stacks *t, const uint64_t *addrs, uint32_t n) {
 }
 
 void d9a_stacks_free(d9a_stacks *t) {
-    d9a_arena_free(&t->arena);
+    d9_arena_free(&t->arena);
     free(t->addrs);
     free(t->lens);
     free(t->hashes);

@@ -8,19 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bump allocator for the copies: a few large blocks instead of one malloc per string. */
-typedef struct d9a_arena_block d9a_arena_block;
-typedef struct d9a_arena {
-    d9a_arena_block *head;
-    size_t used, size; /* of the head block */
-    size_t total;      /* bytes allocated in all blocks */
-} d9a_arena;
-
-void *d9a_arena_alloc(d9a_arena *a, size_t n, size_t align);
-void d9a_arena_free(d9a_arena *a);
+#include "common/arena.h" /* the copies: a few large chunks instead of one malloc per string */
 
 typedef struct d9a_strings {
-    d9a_arena arena;
+    d9_arena arena;
     const char **ptrs; /* by id, NUL-terminated */
     uint32_t *lens;
     uint64_t *hashes;
@@ -37,7 +28,7 @@ static inline const char *d9a_strings_get(const d9a_strings *t, uint32_t id) {
 void d9a_strings_free(d9a_strings *t);
 
 typedef struct d9a_stacks {
-    d9a_arena arena;
+    d9_arena arena;
     const uint64_t **addrs; /* by id, leaf first */
     uint32_t *lens;
     uint64_t *hashes;

@@ -6,7 +6,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/hist.h"
-#include "analysis/id_map.h"
+#include "common/u64_map.h"
 #include "analysis/intern.h"
 #include "analysis/records.h"
 #include "analysis/symtab.h"
@@ -148,7 +148,7 @@ struct d9a_analysis {
     schema_info *infos;
     uint32_t cur_stream;
     bool stream_known;
-    d9a_id_map loc_cache, stack_cache; /* pool id -> location / stack id, current stream */
+    d9_u64_map loc_cache, stack_cache; /* pool id -> location / stack id, current stream */
 
     d9a_strings strings; /* locations, symbols, metadata, reasons, runtimes */
     d9a_stacks stacks;
@@ -185,10 +185,10 @@ struct d9a_analysis {
     size_t nwlist;
     task *tasks;
     uint32_t ntasks, tasks_cap, free_task;
-    d9a_id_map task_index;
+    d9_u64_map task_index;
     tid_state *tids;
     uint32_t ntids, tids_cap;
-    d9a_id_map tid_index;
+    d9_u64_map tid_index;
     loc_stats *locs; /* by location id */
     uint32_t locs_cap;
     stack_stats *stk; /* by stack id */
@@ -219,7 +219,7 @@ struct d9a_analysis {
 
     /* the report, built by d9a_finish */
     struct d9a_report report;
-    d9a_arena report_arena;
+    d9_arena report_arena;
     d9a_stack_view **views; /* by stack id, built on demand */
 };
 

@@ -409,7 +409,7 @@ static int cmp_flag(const void *x, const void *y) {
 
 int d9a_add_red_flags(d9a_analysis *a) {
     d9a_report *r = &a->report;
-    d9a_flag *items = d9a_arena_alloc(&a->report_arena, MAX_FLAGS * sizeof *items, 16);
+    d9a_flag *items = d9_arena_alloc(&a->report_arena, MAX_FLAGS * sizeof *items, 16);
     if (!items) return -1;
     flag_list l = {items, 0};
     drops(r, &l);

@@ -23,7 +23,7 @@ void d9a_dist_from(d9a_dist *d, const d9a_hist *h) {
 
 static void *alloc_array(d9a_analysis *a, size_t n, size_t size) {
     if (n == 0) n = 1;
-    void *p = d9a_arena_alloc(&a->report_arena, n * size, 16);
+    void *p = d9_arena_alloc(&a->report_arena, n * size, 16);
     if (!p) {
         a->failed = true;
         return NULL;

@@ -9,7 +9,7 @@
 #include "analysis/internal.h"
 
 task *d9a_task(d9a_analysis *a, uint64_t id, bool create) {
-    uint32_t *i = d9a_id_map_get(&a->task_index, id);
+    uint64_t *i = d9_u64_map_get(&a->task_index, id);
     if (i) return &a->tasks[*i];
     if (!create) return NULL;
     uint32_t idx;
@@ -29,7 +29,7 @@ task *d9a_task(d9a_analysis *a, uint64_t id, bool create) {
         }
         idx = a->ntasks++;
     }
-    if (d9a_id_map_put(&a->task_index, id, idx) != 0) {
+    if (d9_u64_map_put(&a->task_index, id, idx) != 0) {
         a->failed = true;
         return NULL;
     }
@@ -41,7 +41,7 @@ task *d9a_task(d9a_analysis *a, uint64_t id, bool create) {
 
 static void task_release(d9a_analysis *a, task *t) {
     uint32_t idx = (uint32_t)(t - a->tasks);
-    d9a_id_map_remove(&a->task_index, t->id);
+    d9_u64_map_remove(&a->task_index, t->id);
     t->in_use = false;
     t->next_free = a->free_task;
     a->free_task = idx;

@@ -5,7 +5,7 @@
 
 int d9a_symtab_add(d9a_symtab *t, uint64_t addr, uint64_t size, const char *name, size_t name_len,
                    const char *file, size_t file_len, uint64_t line, uint64_t depth) {
-    uint32_t *first = d9a_id_map_get(&t->by_addr, addr);
+    uint64_t *first = d9_u64_map_get(&t->by_addr, addr);
     for (uint32_t i = first ? *first : UINT32_MAX; i != UINT32_MAX; i = t->syms[i].next)
         if (t->syms[i].depth == depth) return 0;
     if (t->count == t->cap) {
@@ -23,7 +23,7 @@ int d9a_symtab_add(d9a_symtab *t, uint64_t addr, uint64_t size, const char *name
                    .line = line > UINT32_MAX ? UINT32_MAX : (uint32_t)line,
                    .depth = depth > UINT32_MAX ? UINT32_MAX : (uint32_t)depth,
                    .next = first ? *first : UINT32_MAX};
-    if (d9a_id_map_put(&t->by_addr, addr, t->count) != 0) return -1;
+    if (d9_u64_map_put(&t->by_addr, addr, t->count) != 0) return -1;
     t->count++;
     t->ranges_built = false;
     return 0;
@@ -51,7 +51,7 @@ static void build_ranges(d9a_symtab *t) {
 
 /* The first entry (of the chain) that covers addr: exact, else by range. */
 static uint32_t find(d9a_symtab *t, uint64_t addr) {
-    uint32_t *first = d9a_id_map_get(&t->by_addr, addr);
+    uint64_t *first = d9_u64_map_get(&t->by_addr, addr);
     if (first) return *first;
     if (!t->ranges_built) build_ranges(t);
     uint32_t lo = 0, hi = t->nranges; /* last range with start <= addr */
@@ -63,7 +63,7 @@ static uint32_t find(d9a_symtab *t, uint64_t addr) {
     if (lo == 0) return UINT32_MAX;
     const d9a_sym *s = &t->syms[t->ranges[lo - 1]];
     if (addr - s->addr >= s->size) return UINT32_MAX;
-    first = d9a_id_map_get(&t->by_addr, s->addr); /* the whole inline chain of that start */
+    first = d9_u64_map_get(&t->by_addr, s->addr); /* the whole inline chain of that start */
     return first ? *first : UINT32_MAX;
 }
 
@@ -150,6 +150,6 @@ void d9a_symtab_free(d9a_symtab *t) {
     free(t->syms);
     free(t->ranges);
     free(t->maps);
-    d9a_id_map_free(&t->by_addr);
+    d9_u64_map_free(&t->by_addr);
     memset(t, 0, sizeof *t);
 }

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "analysis/id_map.h"
+#include "common/u64_map.h"
 #include "analysis/intern.h"
 
 /* One frame of an expanded stack. symbol is NULL when the address has no symbol. */
@@ -35,7 +35,7 @@ typedef struct d9a_symtab {
     d9a_strings *strings; /* shared with the analysis, not owned */
     d9a_sym *syms;
     uint32_t count, cap;
-    d9a_id_map by_addr;   /* addr -> first entry */
+    d9_u64_map by_addr;   /* addr -> first entry */
     uint32_t *ranges;     /* depth-0 entries with size > 0, sorted by addr (built on demand) */
     uint32_t nranges;
     bool ranges_built;

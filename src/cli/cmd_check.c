@@ -11,7 +11,7 @@
 #include "analysis/analysis.h"
 #include "analysis/rules.h"
 #include "cli/cli.h"
-#include "cli/json_writer.h"
+#include "common/json_writer.h"
 #include "cli/trace_paths.h"
 #include "cli/trace_reader.h"
 

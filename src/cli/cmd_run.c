@@ -24,7 +24,7 @@
 #include "dial9/dial9.h"
 #include "cli/trace_paths.h"
 #include "cli/trace_reader.h"
-#include "cli/u64_set.h"
+#include "common/u64_set.h"
 
 #ifndef D9_INSTALL_LIBDIR
 #define D9_INSTALL_LIBDIR "lib"
@@ -202,7 +202,7 @@ static int count_event(void *ctx, const d9_event *ev, d9_decoder *dec, size_t fi
      * WorkerRegisteredEvent); 254 and 255 are "blocking pool" and "not a worker" */
     if ((!strcmp(name, "WorkerParkEvent") || !strcmp(name, "PollStartEvent")) &&
         d9_value_uint(d9_event_field(ev, "worker_id"), &v) && v < 254)
-        d9_u64_set_add(&s->workers, v);
+        (void)d9_u64_set_add(&s->workers, v);
     return 0;
 }
 
@@ -236,7 +236,7 @@ static void print_summary(const char *run_dir) {
             " polls, %" PRIu64 " parks, %" PRIu64 " wakes, %" PRIu64 " spawns, %" PRIu64
             " CPU/off-CPU samples, %zu workers, %" PRIu64 " dropped%s\n",
             run_dir, paths.count, paths.count == 1 ? "" : "s", (double)bytes / 1024.0, s.events,
-            s.polls, s.parks, s.wakes, s.spawns, s.samples, s.workers.count, s.dropped,
+            s.polls, s.parks, s.wakes, s.spawns, s.samples, d9_u64_set_count(&s.workers), s.dropped,
             rc == D9_EXIT_OK ? "" : " (a file did not decode: see dial9 stats)");
     d9_u64_set_free(&s.workers);
     free(results);

@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/json_writer.h"
+#include "common/json_writer.h"
 #include "cli/trace_paths.h"
 #include "cli/trace_reader.h"
-#include "cli/u64_set.h"
+#include "common/u64_set.h"
 
 static void stats_usage(FILE *out) {
     fprintf(out,
@@ -212,12 +212,12 @@ static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_in
     }
     uint64_t v;
     if (in->tid_idx >= 0 && d9_value_uint(&ev->values[in->tid_idx], &v) &&
-        d9_u64_set_add(&c->tids, v) != 0)
+        d9_u64_set_add(&c->tids, v) < 0)
         c->oom = true;
     switch (in->kind) {
     case K_WORKER:
         if (in->worker_idx >= 0 && d9_value_uint(&ev->values[in->worker_idx], &v) &&
-            d9_u64_set_add(&c->workers, v) != 0)
+            d9_u64_set_add(&c->workers, v) < 0)
             c->oom = true;
         break;
     case K_DROPS: {
@@ -289,14 +289,14 @@ static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
                " clock sync range: left out of the time range (see files above)\n",
                t.implausible_times, (unsigned long long)(D9_DEC_TIME_SLACK_NS / 3600000000000ull));
     uint64_t *w = d9_u64_set_sorted(&c->workers);
-    printf("workers    %zu", c->workers.count);
-    for (size_t i = 0; w && i < c->workers.count; i++) printf("%s%" PRIu64, i ? " " : ": ", w[i]);
+    printf("workers    %zu", d9_u64_set_count(&c->workers));
+    for (size_t i = 0; w && i < d9_u64_set_count(&c->workers); i++) printf("%s%" PRIu64, i ? " " : ": ", w[i]);
     putchar('\n');
     free(w);
     uint64_t *tids = d9_u64_set_sorted(&c->tids);
-    printf("threads    %zu", c->tids.count);
-    if (c->tids.count <= 32)
-        for (size_t i = 0; tids && i < c->tids.count; i++) printf("%s%" PRIu64, i ? " " : ": ", tids[i]);
+    printf("threads    %zu", d9_u64_set_count(&c->tids));
+    if (d9_u64_set_count(&c->tids) <= 32)
+        for (size_t i = 0; tids && i < d9_u64_set_count(&c->tids); i++) printf("%s%" PRIu64, i ? " " : ": ", tids[i]);
     putchar('\n');
     free(tids);
     if (c->drops_total == 0 && c->drops.n == 0) {
@@ -367,16 +367,16 @@ static void print_json(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     uint64_t *w = d9_u64_set_sorted(&c->workers);
     d9_json_key(&j, "workers");
     d9_json_array_begin(&j);
-    for (size_t i = 0; w && i < c->workers.count; i++) d9_json_u64(&j, w[i]);
+    for (size_t i = 0; w && i < d9_u64_set_count(&c->workers); i++) d9_json_u64(&j, w[i]);
     d9_json_array_end(&j);
     free(w);
     uint64_t *tids = d9_u64_set_sorted(&c->tids);
     d9_json_key(&j, "threads");
     d9_json_object_begin(&j);
-    d9_json_key(&j, "count"); d9_json_u64(&j, c->tids.count);
+    d9_json_key(&j, "count"); d9_json_u64(&j, d9_u64_set_count(&c->tids));
     d9_json_key(&j, "tids");
     d9_json_array_begin(&j);
-    for (size_t i = 0; tids && i < c->tids.count; i++) d9_json_u64(&j, tids[i]);
+    for (size_t i = 0; tids && i < d9_u64_set_count(&c->tids); i++) d9_json_u64(&j, tids[i]);
     d9_json_array_end(&j);
     d9_json_object_end(&j);
     free(tids);

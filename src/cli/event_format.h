@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "cli/json_writer.h"
+#include "common/json_writer.h"
 #include "format/decoder.h"
 
 /* `ts name field=value ...` without the newline. Strings are quoted with C escapes, stacks

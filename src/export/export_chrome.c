@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/json_writer.h"
+#include "common/json_writer.h"
 #include "export/export.h"
 
 typedef struct cw {

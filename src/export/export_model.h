@@ -24,7 +24,7 @@
 
 #include "core/stack_table.h"
 #include "export/string_pool.h"
-#include "symbols/u64_table.h"
+#include "common/u64_map.h"
 #include "format/decoder.h"
 
 #define D9_XNONE UINT32_MAX

@@ -87,13 +87,13 @@ static void write_sample(d9_buf *b, const d9_xmodel *m, const d9_xsample *s) {
 
 /* Functions: one per distinct (name, file), numbered from 1; fn_of_frame maps frames to them. */
 static int write_functions(d9_buf *b, const d9_xmodel *m, uint32_t *fn_of_frame) {
-    d9_u64_table seen = {0};
+    d9_u64_map seen = {0};
     uint32_t next = 1;
     for (size_t f = 0; f < m->frame_count; f++) {
         uint64_t key = (uint64_t)m->frames[f].name << 32 | m->frames[f].file;
-        uint64_t *slot = d9_u64_table_upsert(&seen, key, 0);
+        uint64_t *slot = d9_u64_map_upsert(&seen, key, 0);
         if (!slot) {
-            d9_u64_table_free(&seen);
+            d9_u64_map_free(&seen);
             return -1;
         }
         uint32_t id = (uint32_t)*slot;
@@ -109,7 +109,7 @@ static int write_functions(d9_buf *b, const d9_xmodel *m, uint32_t *fn_of_frame)
         }
         fn_of_frame[f] = id;
     }
-    d9_u64_table_free(&seen);
+    d9_u64_map_free(&seen);
     return 0;
 }
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/json_writer.h"
+#include "common/json_writer.h"
 #include "export/export.h"
 
 static void put_string(FILE *out, const char *s) {

@@ -113,9 +113,9 @@ static const char *base_name(const char *path) {
 }
 
 /* The location for address a: found in `seen`, or made with its frames. */
-static int location_of(d9_xsymbols *s, d9_xmodel *m, d9_u64_table *seen, uint64_t a,
+static int location_of(d9_xsymbols *s, d9_xmodel *m, d9_u64_map *seen, uint64_t a,
                        size_t *frame_cap, size_t *loc_cap, uint32_t *out) {
-    const uint64_t *known = d9_u64_table_get(seen, a);
+    const uint64_t *known = d9_u64_map_get(seen, a);
     if (known) {
         *out = (uint32_t)*known;
         return 0;
@@ -150,7 +150,7 @@ static int location_of(d9_xsymbols *s, d9_xmodel *m, d9_u64_table *seen, uint64_
     }
     loc->frame_count = (uint32_t)(m->frame_count - loc->first_frame);
     *out = (uint32_t)m->loc_count++;
-    return d9_u64_table_upsert(seen, a, *out) ? 0 : -1;
+    return d9_u64_map_upsert(seen, a, *out) ? 0 : -1;
 }
 
 int d9_xsymbols_resolve(d9_xsymbols *s, d9_xmodel *m, const d9_stack_entry *const *stacks,
@@ -164,7 +164,7 @@ int d9_xsymbols_resolve(d9_xsymbols *s, d9_xmodel *m, const d9_stack_entry *cons
         if (used[i]) total += stacks[i]->count;
     m->stack_locs = malloc((total + 1) * sizeof *m->stack_locs);
     if (!m->stack_locs) return -1;
-    d9_u64_table seen = {0};
+    d9_u64_map seen = {0};
     size_t frame_cap = 0, loc_cap = 0;
     int rc = 0;
     for (size_t i = 0; i < stack_count && rc == 0; i++) {
@@ -177,7 +177,7 @@ int d9_xsymbols_resolve(d9_xsymbols *s, d9_xmodel *m, const d9_stack_entry *cons
         }
         m->stacks[i].count = (uint32_t)(m->stack_loc_count - m->stacks[i].first);
     }
-    d9_u64_table_free(&seen);
+    d9_u64_map_free(&seen);
     /* the model owns the mappings from here on */
     m->mappings = s->maps;
     m->mapping_count = s->map_count;

@@ -6,7 +6,6 @@
 
 #define POOL_MIN_SLOTS 64u
 #define POOL_KEEP_SLOTS 4096u   /* clear() keeps tables up to this size, frees bigger ones */
-#define IDSET_MAX_KEYS (1u << 20)
 
 void d9_pool_init(d9_pool *p) { memset(p, 0, sizeof *p); }
 
@@ -68,67 +67,4 @@ void d9_pool_clear(d9_pool *p) {
 void d9_pool_free(d9_pool *p) {
     free(p->slots);
     memset(p, 0, sizeof *p);
-}
-
-/* ---- id set ---- */
-
-static inline uint32_t key_hash(uint64_t k) {
-    return (uint32_t)((k * 0x9E3779B97F4A7C15ull) >> 40);
-}
-
-void d9_idset_init(d9_idset *s) { memset(s, 0, sizeof *s); }
-
-static int idset_resize(d9_idset *s, uint32_t nslots) {
-    uint64_t *keys = malloc((size_t)nslots * sizeof *keys);
-    if (!keys) return -1;
-    memset(keys, 0xff, (size_t)nslots * sizeof *keys);
-    for (uint32_t i = 0; s->keys && i <= s->mask; i++) {
-        if (s->keys[i] == UINT64_MAX) continue;
-        uint32_t j = key_hash(s->keys[i]) & (nslots - 1);
-        while (keys[j] != UINT64_MAX) j = (j + 1) & (nslots - 1);
-        keys[j] = s->keys[i];
-    }
-    free(s->keys);
-    s->keys = keys;
-    s->mask = nslots - 1;
-    return 0;
-}
-
-int d9_idset_add(d9_idset *s, uint64_t key) {
-    if (d9_idset_has(s, key)) return 0;
-    if (s->count >= IDSET_MAX_KEYS) return -1;
-    if (!s->keys || (s->count + 1) * 2 > s->mask + 1) {
-        if (idset_resize(s, s->keys ? (s->mask + 1) * 2 : 64) != 0) return -1;
-    }
-    uint32_t i = key_hash(key) & s->mask;
-    while (s->keys[i] != UINT64_MAX) i = (i + 1) & s->mask;
-    s->keys[i] = key;
-    s->count++;
-    return 1;
-}
-
-bool d9_idset_has(const d9_idset *s, uint64_t key) {
-    if (!s->count) return false;
-    uint32_t i = key_hash(key) & s->mask;
-    while (s->keys[i] != UINT64_MAX) {
-        if (s->keys[i] == key) return true;
-        i = (i + 1) & s->mask;
-    }
-    return false;
-}
-
-void d9_idset_clear(d9_idset *s) {
-    if (!s->count) return;
-    if (s->mask + 1 > 4096) {
-        free(s->keys);
-        memset(s, 0, sizeof *s);
-        return;
-    }
-    memset(s->keys, 0xff, (size_t)(s->mask + 1) * sizeof *s->keys);
-    s->count = 0;
-}
-
-void d9_idset_free(d9_idset *s) {
-    free(s->keys);
-    memset(s, 0, sizeof *s);
 }

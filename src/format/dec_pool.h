@@ -1,6 +1,5 @@
 /* The string and stack pools of one stream: pool id (u32) -> bytes or addresses, in an open
- * addressing hash table whose entries point into a per-stream arena. Also a set of pool ids,
- * used to follow references that came before their definition. */
+ * addressing hash table whose entries point into a per-stream arena. */
 #ifndef D9_FORMAT_DEC_POOL_H
 #define D9_FORMAT_DEC_POOL_H
 
@@ -44,18 +43,5 @@ int d9_pool_put(d9_pool *p, uint32_t id, const void *data, uint32_t len);
 void d9_pool_clear(d9_pool *p);
 void d9_pool_free(d9_pool *p);
 
-/* A set of 64-bit keys (pool kind << 32 | pool id) with a size cap. */
-typedef struct d9_idset {
-    uint64_t *keys; /* UINT64_MAX marks an empty slot */
-    uint32_t count;
-    uint32_t mask;
-} d9_idset;
-
-void d9_idset_init(d9_idset *s);
-/* 1 added, 0 already there, -1 full or out of memory (the key is not tracked). */
-int d9_idset_add(d9_idset *s, uint64_t key);
-bool d9_idset_has(const d9_idset *s, uint64_t key);
-void d9_idset_clear(d9_idset *s);
-void d9_idset_free(d9_idset *s);
 
 #endif

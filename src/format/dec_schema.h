@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "format/dec_arena.h"
+#include "common/arena.h"
 #include "format/decoder.h"
 
 typedef struct d9_schema_node d9_schema_node;

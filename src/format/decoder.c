@@ -16,7 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "format/dec_arena.h"
+#include "common/arena.h"
+#include "common/u64_set.h"
 #include "format/dec_input.h"
 #include "format/dec_open_regular.h"
 #include "format/dec_pool.h"
@@ -31,6 +32,8 @@ enum { POOL_STRING = 0, POOL_STACK = 1 };
 #define TYPE_IDS 65536u
 #define MAX_DYN_DEPTH 16        /* nesting of DynamicList/DynamicMap values */
 #define EV_PENDING_MAX 16       /* unresolved pool ids remembered per event */
+#define PENDING_MAX (1u << 20)  /* pool ids referenced before their definition, per stream */
+#define PENDING_KEEP_SLOTS 4096 /* a stream end keeps the pending set up to this size */
 #define POOL_ENTRY_COST 48u     /* bytes charged per pool entry for its table slot */
 
 struct d9_decoder {
@@ -62,7 +65,7 @@ struct d9_decoder {
     d9_arena pool_arena;
     d9_pool strings, stacks;
     uint64_t pool_entries;
-    d9_idset pending;      /* pool ids referenced before being defined */
+    d9_u64_set pending;    /* pool ids referenced before being defined (kind << 32 | id) */
 
     /* per-event state */
     d9_arena ev_arena;
@@ -470,7 +473,8 @@ static int parse_event(cur *c, d9_event *ev) {
     if (s->has_timestamp) d->ts_base = ts;
     if (UNLIKELY(d->ev_unresolved)) {
         d->st.unresolved_refs += d->ev_unresolved;
-        for (uint32_t i = 0; i < d->ev_npending; i++) (void)d9_idset_add(&d->pending, d->ev_pending[i]);
+        for (uint32_t i = 0; i < d->ev_npending && d9_u64_set_count(&d->pending) < PENDING_MAX; i++)
+            (void)d9_u64_set_add(&d->pending, d->ev_pending[i]); /* untracked when out of memory */
     }
     ev->schema = s;
     ev->values = vals;
@@ -554,7 +558,7 @@ static int parse_schema(cur *c) {
 }
 
 static void note_definition(d9_decoder *d, unsigned kind, uint32_t id) {
-    if (d->pending.count && d9_idset_has(&d->pending, (uint64_t)kind << 32 | id))
+    if (d9_u64_set_has(&d->pending, (uint64_t)kind << 32 | id))
         d->st.late_definitions++;
 }
 
@@ -642,13 +646,13 @@ static int parse_annotations(cur *c) {
 /* The stream's end: count pool ids that were referenced but never defined. */
 static void end_stream(d9_decoder *d) {
     if (!d->in_stream) return;
-    for (uint32_t i = 0; d->pending.count && i <= d->pending.mask; i++) {
-        uint64_t k = d->pending.keys[i];
-        if (k == UINT64_MAX) continue;
+    uint64_t k;
+    for (size_t pos = 0; d9_u64_set_next(&d->pending, &pos, &k);) {
         const d9_pool *pool = (k >> 32) == POOL_STACK ? &d->stacks : &d->strings;
         if (!d9_pool_find(pool, (uint32_t)k)) d->st.undefined_pool_ids++;
     }
-    d9_idset_clear(&d->pending);
+    if (d->pending.map.cap > PENDING_KEEP_SLOTS) d9_u64_set_free(&d->pending); /* a big stream pins no memory */
+    else d9_u64_set_clear(&d->pending);
 }
 
 static void begin_stream(d9_decoder *d) {
@@ -930,7 +934,6 @@ static d9_decoder *dec_new(const d9_dec_options *opt) {
     d9_arena_init(&d->ev_arena, 1024 * 1024, ev_limit);
     d9_pool_init(&d->strings);
     d9_pool_init(&d->stacks);
-    d9_idset_init(&d->pending);
     d9_schema_reg_init(&d->reg, d->opt.max_schema_bytes);
     d->clock_sync_real = -1;
     d->time_hi = UINT64_MAX; /* no clock sync yet: every time is plausible */
@@ -1007,7 +1010,7 @@ void d9_dec_close(d9_decoder *d) {
     d9_arena_free(&d->ev_arena);
     d9_pool_free(&d->strings);
     d9_pool_free(&d->stacks);
-    d9_idset_free(&d->pending);
+    d9_u64_set_free(&d->pending);
     d9_schema_reg_free(&d->reg);
     free(d);
 }

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/json_writer.h"
+#include "common/json_writer.h"
 #include "cli/trace_paths.h"
 #include "serve/open_beneath.h"
 #include "serve/url.h"

@@ -11,7 +11,7 @@ void d9_sym_input_free(d9_sym_input *in) {
         free(in->maps[i].build_id);
     }
     free(in->maps);
-    d9_u64_table_free(&in->addrs);
+    d9_u64_map_free(&in->addrs);
     memset(in, 0, sizeof *in);
 }
 
@@ -55,7 +55,7 @@ void d9_sym_input_add_map(d9_sym_input *in, uint64_t start, uint64_t end, uint64
 }
 
 static void add_addr(d9_sym_input *in, uint64_t addr, uint64_t flag) {
-    uint64_t *v = d9_u64_table_upsert(&in->addrs, addr, 0);
+    uint64_t *v = d9_u64_map_upsert(&in->addrs, addr, 0);
     if (!v) {
         in->oom = true;
         return;

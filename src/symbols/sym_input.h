@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "symbols/u64_table.h"
+#include "common/u64_map.h"
 
 typedef struct d9_sym_map {
     uint64_t start, end, file_offset;
@@ -29,7 +29,7 @@ enum {
 typedef struct d9_sym_input {
     d9_sym_map *maps; /* in file order, identical repeats removed */
     size_t map_count, map_cap;
-    d9_u64_table addrs; /* address -> D9_ADDR_* flags */
+    d9_u64_map addrs; /* address -> D9_ADDR_* flags */
     char boot_id[64]; /* from SegmentMetadataEvent, "" when absent */
     bool oom;         /* an allocation failed: the input is incomplete */
 } d9_sym_input;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "format/schemas.h"
-#include "symbols/u64_table.h"
+#include "common/u64_map.h"
 
 #define TYPE_ID 0
 /* Entries per batch: their new strings go in one pool frame, then their events. */
@@ -23,7 +23,7 @@ struct d9_symbol_stream {
     char **strings;
     uint32_t *next_same_hash;
     size_t nstrings, strings_cap;
-    d9_u64_table by_hash;
+    d9_u64_map by_hash;
     uint32_t defined; /* strings [0, defined) are already in pool frames */
     entry batch[BATCH];
     size_t nbatch;
@@ -49,7 +49,7 @@ static uint64_t hash_str(const char *s) {
 
 static uint32_t intern(d9_symbol_stream *w, const char *s) {
     uint64_t h = hash_str(s);
-    uint64_t *head = d9_u64_table_get(&w->by_hash, h);
+    uint64_t *head = d9_u64_map_get(&w->by_hash, h);
     for (uint32_t id = head ? (uint32_t)*head : NO_ID; id != NO_ID; id = w->next_same_hash[id])
         if (strcmp(w->strings[id], s) == 0) return id;
     if (w->nstrings == w->strings_cap) {
@@ -62,7 +62,7 @@ static uint32_t intern(d9_symbol_stream *w, const char *s) {
         w->strings_cap = cap;
     }
     char *copy = strdup(s);
-    uint64_t *slot = d9_u64_table_upsert(&w->by_hash, h, NO_ID);
+    uint64_t *slot = d9_u64_map_upsert(&w->by_hash, h, NO_ID);
     if (!copy || !slot) {
         free(copy);
         return NO_ID;
@@ -85,7 +85,7 @@ void d9_symbol_stream_set_limit(d9_symbol_stream *w, uint64_t max_bytes) { w->li
 
 /* An interned string's id, or NO_ID when it is not interned yet. */
 static uint32_t find(const d9_symbol_stream *w, const char *s) {
-    uint64_t *head = d9_u64_table_get(&w->by_hash, hash_str(s));
+    uint64_t *head = d9_u64_map_get(&w->by_hash, hash_str(s));
     for (uint32_t id = head ? (uint32_t)*head : NO_ID; id != NO_ID; id = w->next_same_hash[id])
         if (strcmp(w->strings[id], s) == 0) return id;
     return NO_ID;
@@ -167,7 +167,7 @@ void d9_symbol_stream_free(d9_symbol_stream *w) {
     for (size_t i = 0; i < w->nstrings; i++) free(w->strings[i]);
     free(w->strings);
     free(w->next_same_hash);
-    d9_u64_table_free(&w->by_hash);
+    d9_u64_map_free(&w->by_hash);
     d9_buf_free(&w->out);
     free(w);
 }

@@ -23,7 +23,7 @@ static uint64_t *wanted(const d9_sym_input *in, bool all, size_t *n, d9_symboliz
     if (!list) return NULL;
     size_t k = 0;
     uint64_t addr, flags;
-    for (size_t pos = 0; d9_u64_table_next(&in->addrs, &pos, &addr, &flags);) {
+    for (size_t pos = 0; d9_u64_map_next(&in->addrs, &pos, &addr, &flags);) {
         if (!(flags & (D9_ADDR_RETURN | D9_ADDR_EXACT))) continue;
         if ((flags & D9_ADDR_NAMED) && !all) {
             st->skipped++;
@@ -54,7 +54,7 @@ bool d9_symbolize_input(d9_symbolizer *sym, const d9_sym_input *in, bool all, d9
         return false;
     }
     for (size_t i = 0; i < n; i++) {
-        uint64_t *flags = d9_u64_table_get(&in->addrs, list[i]);
+        uint64_t *flags = d9_u64_map_get(&in->addrs, list[i]);
         uint64_t f = flags ? *flags : D9_ADDR_RETURN;
         d9_symbolizer_resolve(sym, list[i], f, r);
         if ((f & D9_ADDR_FALLBACK) && !r->named && !all) {

@@ -56,8 +56,8 @@ typedef struct scanner {
     d9_scan_result *res;
     schema_info **schemas; /* by type id */
     size_t nschemas;
-    d9_u64_table strings; /* pool id -> offset of the entry's u32 length */
-    d9_u64_table stacks;  /* pool id -> offset of the entry's u32 frame count */
+    d9_u64_map strings; /* pool id -> offset of the entry's u32 length */
+    d9_u64_map stacks;  /* pool id -> offset of the entry's u32 frame count */
     pending *pend;
     size_t npend, pend_cap;
     size_t skip_room; /* bytes the largest skippable event of the stream may take, with its
@@ -179,7 +179,7 @@ static bool valid_type(uint8_t t) {
 /* ------------------------------------------------------------------ pools and pending */
 
 static bool pool_string(scanner *s, uint32_t id, const char **str, uint32_t *len) {
-    uint64_t *off = d9_u64_table_get(&s->strings, id);
+    uint64_t *off = d9_u64_map_get(&s->strings, id);
     if (!off) return false;
     *len = (uint32_t)le(s->p + *off, 4);
     *str = (const char *)s->p + *off + 4;
@@ -187,7 +187,7 @@ static bool pool_string(scanner *s, uint32_t id, const char **str, uint32_t *len
 }
 
 static bool pool_stack(scanner *s, uint32_t id, const uint8_t **frames, uint32_t *n) {
-    uint64_t *off = d9_u64_table_get(&s->stacks, id);
+    uint64_t *off = d9_u64_map_get(&s->stacks, id);
     if (!off) return false;
     *n = (uint32_t)le(s->p + *off, 4);
     *frames = s->p + *off + 4;
@@ -234,8 +234,8 @@ static void reference(scanner *s, const pending *p) {
 static void end_stream(scanner *s) {
     for (size_t i = 0; i < s->npend; i++) complete(s, &s->pend[i]);
     s->npend = 0;
-    d9_u64_table_clear(&s->strings);
-    d9_u64_table_clear(&s->stacks);
+    d9_u64_map_clear(&s->strings);
+    d9_u64_map_clear(&s->stacks);
     for (size_t i = 0; i < s->nschemas; i++) {
         if (!s->schemas[i]) continue;
         free(s->schemas[i]->types);
@@ -479,11 +479,11 @@ static int frame_pool(scanner *s, bool stacks) {
         if ((r = take(s, stacks ? (size_t)n * 8 : (size_t)n, &p)) != OK) return r;
     }
     size_t pos = first;
-    d9_u64_table *m = stacks ? &s->stacks : &s->strings;
+    d9_u64_map *m = stacks ? &s->stacks : &s->strings;
     for (uint64_t i = 0; i < count; i++) {
         uint32_t id = (uint32_t)le(s->p + pos, 4);
         uint64_t n = le(s->p + pos + 4, 4);
-        uint64_t *slot = d9_u64_table_upsert(m, id, pos + 4);
+        uint64_t *slot = d9_u64_map_upsert(m, id, pos + 4);
         if (!slot) return fail(s, "out of memory");
         *slot = pos + 4; /* a redefinition replaces the entry */
         pos += 8 + (size_t)(stacks ? n * 8 : n);
@@ -560,8 +560,8 @@ static void scan(const uint8_t *data, size_t len, d9_sym_input *in, d9_scan_resu
     end_stream(&s);
     free(s.schemas);
     free(s.pend);
-    d9_u64_table_free(&s.strings);
-    d9_u64_table_free(&s.stacks);
+    d9_u64_map_free(&s.strings);
+    d9_u64_map_free(&s.stacks);
 }
 
 void d9_trace_scan(const uint8_t *data, size_t len, d9_sym_input *in, d9_scan_result *res) {

@@ -13,8 +13,8 @@ static bool same_input(const d9_sym_input *a, const d9_sym_input *b) {
     if (a->addrs.count != b->addrs.count || a->map_count != b->map_count || strcmp(a->boot_id, b->boot_id) != 0)
         return false;
     uint64_t k, v;
-    for (size_t pos = 0; d9_u64_table_next(&a->addrs, &pos, &k, &v);) {
-        uint64_t *w = d9_u64_table_get(&b->addrs, k);
+    for (size_t pos = 0; d9_u64_map_next(&a->addrs, &pos, &k, &v);) {
+        uint64_t *w = d9_u64_map_get(&b->addrs, k);
         if (!w || *w != v) return false;
     }
     return true;

@@ -1,4 +1,4 @@
-/* The building blocks of the analysis: histogram accuracy, top-N, the id map with deletion,
+/* The building blocks of the analysis: histogram accuracy, top-N, the id map (common/u64_map) with deletion,
  * string/stack interning, the time-ordering sort, time arguments, symbols (inline levels,
  * ranges, mappings) and frame classification. */
 #include <math.h>
@@ -7,7 +7,7 @@
 
 #include "analysis/frame_class.h"
 #include "analysis/hist.h"
-#include "analysis/id_map.h"
+#include "common/u64_map.h"
 #include "analysis/intern.h"
 #include "analysis/records.h"
 #include "analysis/symtab.h"
@@ -117,7 +117,7 @@ static void test_id_map(void) {
     enum { KEYS = 5000 };
     static uint64_t keys[KEYS];
     static bool present[KEYS];
-    d9a_id_map m = {0};
+    d9_u64_map m = {0};
     for (int i = 0; i < KEYS; i++) keys[i] = rnd() % 100000 * 7919;
     bool ok = true;
     for (int round = 0; round < 60000 && ok; round++) {
@@ -130,10 +130,10 @@ static void test_id_map(void) {
                 break;
             }
         if (rnd() % 3) {
-            CHECK(d9a_id_map_put(&m, keys[owner], (uint32_t)owner) == 0);
+            CHECK(d9_u64_map_put(&m, keys[owner], (uint32_t)owner) == 0);
             present[owner] = true;
         } else {
-            bool was = d9a_id_map_remove(&m, keys[owner]);
+            bool was = d9_u64_map_remove(&m, keys[owner]);
             if (was != present[owner]) ok = false;
             present[owner] = false;
         }
@@ -141,7 +141,7 @@ static void test_id_map(void) {
     CHECK(ok);
     size_t n = 0;
     for (int i = 0; i < KEYS; i++) {
-        uint32_t *v = d9a_id_map_get(&m, keys[i]);
+        uint64_t *v = d9_u64_map_get(&m, keys[i]);
         if (present[i]) {
             n++;
             if (!v || *v != (uint32_t)i) ok = false;
@@ -149,9 +149,9 @@ static void test_id_map(void) {
     }
     CHECK(ok);
     CHECK_EQ_U64(m.count, n);
-    d9a_id_map_clear(&m);
-    CHECK(d9a_id_map_get(&m, keys[0]) == NULL);
-    d9a_id_map_free(&m);
+    d9_u64_map_clear(&m);
+    CHECK(d9_u64_map_get(&m, keys[0]) == NULL);
+    d9_u64_map_free(&m);
 }
 
 static void test_intern(void) {

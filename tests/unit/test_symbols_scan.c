@@ -92,8 +92,8 @@ static bool same_input(const d9_sym_input *a, const d9_sym_input *b, bool verbos
     bool same = a->addrs.count == b->addrs.count && a->map_count == b->map_count &&
                 strcmp(a->boot_id, b->boot_id) == 0;
     uint64_t k, v;
-    for (size_t pos = 0; same && d9_u64_table_next(&a->addrs, &pos, &k, &v);) {
-        uint64_t *w = d9_u64_table_get(&b->addrs, k);
+    for (size_t pos = 0; same && d9_u64_map_next(&a->addrs, &pos, &k, &v);) {
+        uint64_t *w = d9_u64_map_get(&b->addrs, k);
         same = w && *w == v;
         if (!same && verbose) fprintf(stderr, "addr %" PRIx64 ": flags %" PRIu64 " vs %" PRIu64 "\n", k, v, w ? *w : 99);
     }
@@ -285,14 +285,14 @@ static void test_hand_built(void) {
     CHECK_STR(in.maps[0].path, "/usr/lib/libfoo.so");
     CHECK_STR(in.maps[0].build_id, "abcdef0123");
     uint64_t *f;
-    CHECK((f = d9_u64_table_get(&in.addrs, 0x7f0000001234)) && *f == (D9_ADDR_EXACT | D9_ADDR_RETURN | D9_ADDR_NAMED));
-    CHECK((f = d9_u64_table_get(&in.addrs, 0x7f0000002000)) && *f == (D9_ADDR_EXACT | D9_ADDR_RETURN));
-    CHECK((f = d9_u64_table_get(&in.addrs, 0x7f0000003000)) && *f == (D9_ADDR_RETURN | D9_ADDR_FALLBACK));
-    CHECK((f = d9_u64_table_get(&in.addrs, 0x7f0000004000)) && *f == D9_ADDR_RETURN); /* task dump leaf */
-    CHECK((f = d9_u64_table_get(&in.addrs, 0x3333)) && *f == D9_ADDR_RETURN);
-    CHECK((f = d9_u64_table_get(&in.addrs, 0x5556)) && *f == D9_ADDR_RETURN);
-    CHECK((f = d9_u64_table_get(&in.addrs, 0x2222)) && *f == D9_ADDR_RETURN);
-    CHECK(d9_u64_table_get(&in.addrs, 0x1111) != NULL);
+    CHECK((f = d9_u64_map_get(&in.addrs, 0x7f0000001234)) && *f == (D9_ADDR_EXACT | D9_ADDR_RETURN | D9_ADDR_NAMED));
+    CHECK((f = d9_u64_map_get(&in.addrs, 0x7f0000002000)) && *f == (D9_ADDR_EXACT | D9_ADDR_RETURN));
+    CHECK((f = d9_u64_map_get(&in.addrs, 0x7f0000003000)) && *f == (D9_ADDR_RETURN | D9_ADDR_FALLBACK));
+    CHECK((f = d9_u64_map_get(&in.addrs, 0x7f0000004000)) && *f == D9_ADDR_RETURN); /* task dump leaf */
+    CHECK((f = d9_u64_map_get(&in.addrs, 0x3333)) && *f == D9_ADDR_RETURN);
+    CHECK((f = d9_u64_map_get(&in.addrs, 0x5556)) && *f == D9_ADDR_RETURN);
+    CHECK((f = d9_u64_map_get(&in.addrs, 0x2222)) && *f == D9_ADDR_RETURN);
+    CHECK(d9_u64_map_get(&in.addrs, 0x1111) != NULL);
     d9_sym_input_free(&in);
 
     /* every truncation */
@@ -513,7 +513,7 @@ static void test_skip_path(void) {
     CHECK(res.status == D9_SCAN_END);
     CHECK_EQ_U64(res.events, SKIP_EVENTS);
     CHECK_EQ_U64(res.good_bytes, b.len);
-    CHECK(d9_u64_table_get(&in.addrs, 0x7f0000005678) != NULL); /* the sample amid the run */
+    CHECK(d9_u64_map_get(&in.addrs, 0x7f0000005678) != NULL); /* the sample amid the run */
     d9_sym_input_free(&in);
 
     /* every truncation, each in a buffer of its own size */
@@ -553,7 +553,7 @@ static void test_skip_path(void) {
         CHECK_EQ_U64(res.good_bytes, starts[bad[k].at]);
         CHECK_EQ_U64(res.events, (uint64_t)bad[k].at);
         CHECK(strstr(res.message, bad[k].says) != NULL);
-        CHECK((d9_u64_table_get(&in.addrs, 0x7f0000005678) != NULL) == (bad[k].at > SKIP_SAMPLE));
+        CHECK((d9_u64_map_get(&in.addrs, 0x7f0000005678) != NULL) == (bad[k].at > SKIP_SAMPLE));
         d9_sym_input_free(&in);
         d9_buf_free(&b);
     }
@@ -586,7 +586,7 @@ static void test_fixture(void) {
     /* dial9 named these addresses already: 992 entries, fewer distinct addresses */
     size_t named = 0, need = 0;
     uint64_t k, v;
-    for (size_t pos = 0; d9_u64_table_next(&in.addrs, &pos, &k, &v);) {
+    for (size_t pos = 0; d9_u64_map_next(&in.addrs, &pos, &k, &v);) {
         named += (v & D9_ADDR_NAMED) != 0;
         need += (v & (D9_ADDR_RETURN | D9_ADDR_EXACT)) && !(v & D9_ADDR_NAMED);
     }

@@ -1,8 +1,9 @@
-/* A small streaming JSON writer for the CLI's machine-readable output: it places commas and
- * (optionally) indentation, and escapes strings in one place, so that arbitrary bytes
- * (invalid UTF-8, control characters, quotes) always come out as valid JSON. */
-#ifndef D9_CLI_JSON_WRITER_H
-#define D9_CLI_JSON_WRITER_H
+/* A small streaming JSON writer for every machine-readable output (the CLI, the exporters,
+ * the server's index): it places commas and (optionally) indentation, and escapes strings in
+ * one place, so that arbitrary bytes (invalid UTF-8, control characters, quotes) always come
+ * out as valid JSON. */
+#ifndef D9_COMMON_JSON_WRITER_H
+#define D9_COMMON_JSON_WRITER_H
 
 #include <stdbool.h>
 #include <stddef.h>

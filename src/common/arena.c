@@ -1,5 +1,5 @@
-/* Chunked bump allocator (see dec_arena.h). */
-#include "format/dec_arena.h"
+/* Chunked bump allocator (see arena.h). */
+#include "common/arena.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,12 +16,14 @@ struct d9_arena_chunk {
 
 void d9_arena_init(d9_arena *a, size_t max_chunk, size_t limit) {
     memset(a, 0, sizeof *a);
+    if (!max_chunk) max_chunk = D9_ARENA_DEFAULT_MAX_CHUNK;
     a->max_chunk = max_chunk > FIRST_CHUNK ? max_chunk : FIRST_CHUNK;
     a->chunk_size = FIRST_CHUNK;
     a->limit = limit;
 }
 
 static d9_arena_chunk *new_chunk(d9_arena *a, size_t min) {
+    if (!a->chunk_size) d9_arena_init(a, 0, a->limit); /* a zeroed arena */
     size_t cap = a->chunk_size;
     if (cap < min) cap = min;
     if (a->chunk_size < a->max_chunk) a->chunk_size *= 2;

@@ -1,5 +1,5 @@
 /* Streaming JSON writer (see json_writer.h). */
-#include "cli/json_writer.h"
+#include "common/json_writer.h"
 
 #include <inttypes.h>
 #include <math.h>

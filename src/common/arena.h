@@ -1,11 +1,15 @@
-/* A bump allocator made of chunks, for the decoder's memory that lives for one event, one
- * stream or the whole decoder. Pointers stay valid until the arena is reset (chunks never
- * move), and a byte limit turns corrupt sizes into a clean failure instead of an OOM. */
-#ifndef D9_FORMAT_DEC_ARENA_H
-#define D9_FORMAT_DEC_ARENA_H
+/* The one bump allocator of the project, made of chunks: memory that lives for one event, one
+ * stream or a whole decoder, interned strings and stacks, an analysis report. Pointers stay
+ * valid until the arena is reset (chunks never move), and a byte limit turns corrupt sizes
+ * into a clean failure instead of an OOM. A zeroed struct is an arena with no limit and
+ * chunks of up to D9_ARENA_DEFAULT_MAX_CHUNK bytes. */
+#ifndef D9_COMMON_ARENA_H
+#define D9_COMMON_ARENA_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#define D9_ARENA_DEFAULT_MAX_CHUNK (1024 * 1024)
 
 typedef struct d9_arena_chunk d9_arena_chunk;
 
@@ -20,6 +24,7 @@ typedef struct d9_arena {
     size_t used;       /* bytes handed out since the last reset */
 } d9_arena;
 
+/* max_chunk: the largest ordinary chunk (0: the default); limit: 0 = none. */
 void d9_arena_init(d9_arena *a, size_t max_chunk, size_t limit);
 /* `n` bytes aligned to `align` (a power of two <= 16), or NULL when over the limit or out of
  * memory. n == 0 gives a valid unique pointer. */

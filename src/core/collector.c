@@ -13,8 +13,6 @@
 #include "core/schedstat.h"
 #include "core/source_batch.h"
 #include "core/stack_table.h"
-#include "sources/stack_unwind.h"
-#include "sources/unwind_tables.h"
 #include "core/string_table.h"
 #include "core/thread_buffer.h"
 #include "core/workers.h"
@@ -26,6 +24,7 @@
 #define FINAL_RESERVE_BYTES (16u * 1024u)
 #define MAX_SOURCES 8
 #define SCHEMA_SLOTS (D9_SCH_FIRST_CUSTOM + D9_MAX_EVENT_TYPES)
+#define DUMP_MAX_FRAMES 128
 
 /* One event ready to encode: the record's values after the thread's decoding state (current
  * task, last park) has been applied, so it can be encoded twice if a rotation interrupts it. */
@@ -68,6 +67,8 @@ struct d9_collector {
     d9_string_table strings;
     d9_stack_table stacks;
 
+    d9_dump_unwind_fn dump_unwind;
+    uint64_t dump_frames[DUMP_MAX_FRAMES]; /* the task dump being encoded */
     d9_source *sources[MAX_SOURCES];
     size_t source_count;
     d9_src_batch batch;      /* this drain's source events, sorted */
@@ -151,19 +152,6 @@ static uint32_t need_string(d9_collector *c, const char *s) {
 
 /* A pooled stack, written once per stream; one that says how it was obtained (`method`, a
  * d9_stack_method) is followed by a StackOriginEvent the first time in each stream. */
-/* A task dump's frames are a frame-pointer walk on the application's thread (no unwinding
- * there): keep them up to the first that is no code of a loaded object, and say which. */
-static uint32_t task_dump_frames(const uint64_t *frames, uint32_t n, uint64_t *method) {
-    *method = D9_STACK_UNRECORDED;
-    d9_unwind_tables *t = d9_unwind_tables_acquire();
-    if (!t) return n;
-    uint32_t keep = 0;
-    while (keep < n && d9_unwind_tables_is_code(t, frames[keep])) keep++;
-    d9_unwind_tables_release();
-    *method = keep < n ? D9_STACK_TRUNCATED : D9_STACK_FP;
-    return keep;
-}
-
 static uint32_t need_stack(d9_collector *c, const uint64_t *frames, uint32_t n, uint8_t method, uint64_t ts) {
     d9_stack_entry *e = d9_stack_table_get_tagged(&c->stacks, frames, n, method);
     if (!e) e = d9_stack_table_get(&c->stacks, NULL, 0); /* no memory: an empty stack */
@@ -620,8 +608,12 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
     case D9_REC_TASK_DUMP:
         e.schema = D9_SCH_TASK_DUMP;
         e.v[0] = r[1];
-        e.nframes = task_dump_frames(r + 3, (uint32_t)r[2], &e.v[1]);
-        e.payload = r + 3;
+        { /* unwound here, by the source that wrote it: the stack copy rides in the record */
+            uint8_t method = 0;
+            e.nframes = c->dump_unwind ? c->dump_unwind(r + 3, r[2], c->dump_frames, DUMP_MAX_FRAMES, &method) : 0;
+            e.v[1] = method;
+        }
+        e.payload = c->dump_frames;
         break_emit;
     case D9_REC_CUSTOM:
         e.custom = d9_event_type_at((uint32_t)r[1]);
@@ -1007,3 +999,5 @@ void d9_collector_close(d9_collector *c, d9_stats *final_stats) {
 }
 
 const char *d9_collector_run_dir(d9_collector *c) { return d9_segw_run_dir(c->w); }
+
+void d9_collector_set_dump_unwinder(d9_collector *c, d9_dump_unwind_fn fn) { c->dump_unwind = fn; }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/source.h"
 #include "dial9/dial9.h"
 
 typedef struct d9_collector d9_collector;
@@ -53,5 +54,9 @@ void d9_collector_get_stats(d9_collector *c, d9_stats *out);
 struct d9_source;
 bool d9_collector_add_source(d9_collector *c, struct d9_source *s);
 const char *d9_collector_run_dir(d9_collector *c);
+
+/* Who turns task dump records into frames (before the background thread starts draining).
+ * Without one, task dumps are written with an empty stack. */
+void d9_collector_set_dump_unwinder(d9_collector *c, d9_dump_unwind_fn fn);
 
 #endif

@@ -21,7 +21,7 @@ enum d9_rec_kind {
     D9_REC_WORKER_END,       /* - */
     D9_REC_DROPPED,          /* [1] the thread's cumulative drop count */
     D9_REC_CUSTOM,           /* [1] event type index | payload words << 32, then the payload */
-    D9_REC_TASK_DUMP,        /* [1] task id  [2] frame count n  [3..3+n) frames, leaf first */
+    D9_REC_TASK_DUMP,        /* [1] task id  [2] payload words n  [3..3+n) the dump source's payload (d9_dump_unwind_fn) */
     D9_REC_WAKE_READY,       /* [1] woken task id; the waker is the poller (no task) */
 };
 

@@ -51,6 +51,14 @@ typedef struct d9_src_batch d9_src_batch;
 /* Append one event; frames/strings it points to are copied. False when out of memory. */
 bool d9_src_batch_add(d9_src_batch *b, const d9_src_event *ev);
 
+/* Turns the payload of a task dump record (what the source that captures dumps wrote after the
+ * task id: its own layout) into frames, leaf first, on the collector's background thread.
+ * Returns the frame count (at most `max`) and sets *method (how they were obtained: a
+ * d9_stack_method of the sources, 0 = not said). Registered with d9_collector_set_dump_unwinder,
+ * so the core knows nothing of unwinding. */
+typedef uint32_t (*d9_dump_unwind_fn)(const uint64_t *payload, uint64_t words, uint64_t *out, uint32_t max,
+                                      uint8_t *method);
+
 typedef struct d9_source d9_source;
 struct d9_source {
     const char *name;

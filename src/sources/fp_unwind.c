@@ -38,6 +38,19 @@ size_t d9_fp_walk(uint64_t pc, uint64_t fp, uint64_t sp, const d9_stack_bounds *
     return n;
 }
 
+D9_NO_SANITIZE
+uint32_t d9_fp_copy_stack(uint8_t *dst, uint64_t sp, const d9_stack_bounds *b, uint32_t max) {
+    if (!b || sp < b->lo || sp >= b->hi || (sp & 7)) return 0;
+    uint64_t len = b->hi - sp < max ? b->hi - sp : max;
+    len &= ~7ull;
+    const volatile uint64_t *src = (const volatile uint64_t *)(uintptr_t)sp;
+    for (uint64_t i = 0; i < len / 8; i++) {
+        uint64_t w = src[i];
+        __builtin_memcpy(dst + i * 8, &w, 8); /* 8 bytes: inlined, never a call */
+    }
+    return (uint32_t)len;
+}
+
 bool d9_stack_bounds_of_self(d9_stack_bounds *b) {
     pthread_attr_t attr;
     if (pthread_getattr_np(pthread_self(), &attr) != 0) return false;

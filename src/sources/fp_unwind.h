@@ -28,6 +28,11 @@ static inline bool d9_fp_plausible_pc(uint64_t addr) {
 size_t d9_fp_walk(uint64_t pc, uint64_t fp, uint64_t sp, const d9_stack_bounds *b, uint64_t *out,
                   size_t max);
 
+/* Copy up to `max` bytes of the stack from `sp` (8-aligned, inside `b`) to `dst`, for unwinding
+ * later. Returns the bytes copied (0 when sp is outside the bounds). Async-signal-safe; never a
+ * call to an (intercepted) memcpy. */
+uint32_t d9_fp_copy_stack(uint8_t *dst, uint64_t sp, const d9_stack_bounds *b, uint32_t max);
+
 /* The calling thread's stack from pthread_getattr_np. Not async-signal-safe (glibc may read
  * /proc/self/maps for the main thread); call it once per thread. False when unknown. */
 bool d9_stack_bounds_of_self(d9_stack_bounds *b);

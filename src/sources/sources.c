@@ -185,6 +185,7 @@ void d9_sources_start(const d9_config *cfg, d9_collector *c) {
     start_cpu_profile(cfg, c, &caps, req.cpu_profile, &rep, perf);
     note_schedule_profile(cfg, c, &caps, stacks_probe, &rep, perf);
 
+    d9_collector_set_dump_unwinder(c, d9_task_dump_unwind);
     d9_task_dumps_start(cfg->task_dumps, 0);
     char fp[128];
     if (!cfg->task_dumps) {
@@ -192,8 +193,8 @@ void d9_sources_start(const d9_config *cfg, d9_collector *c) {
     } else {
         char detail[256];
         snprintf(detail, sizeof detail,
-                 "frame-pointer stacks at d9_task_suspend, written when the task is still idle after Exp(%u ms); frame pointers: %s",
-                 D9_TASK_DUMP_MEAN_NS / 1000000u, d9_host_fp_verdict(&caps, fp, sizeof fp));
+                 "stacks at d9_task_suspend (frame pointers and a %u-byte stack copy, unwound with CFI), written when the task is still idle after Exp(%u ms); frame pointers: %s",
+                 D9_UNWIND_STACK_BYTES, D9_TASK_DUMP_MEAN_NS / 1000000u, d9_host_fp_verdict(&caps, fp, sizeof fp));
         d9_collector_note_source(c, "task_dumps", true, detail);
     }
 }

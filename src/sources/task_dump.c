@@ -9,8 +9,10 @@
  *   2. The decision before walking is one comparison: is one of the D9_TASK_DUMP_SLOTS
  *      capture slots free? Slots free up only at their instants (exponential, mean 10 ms), so
  *      a thread walks at most ~SLOTS / 10 ms = 400 stacks a second however fast it suspends.
- *   3. Walk the frame pointers from here (bounded by the thread's stack) into the slot and
- *      draw its instant t0 + Exp(10 ms).
+ *   3. Walk the frame pointers from here (bounded by the thread's stack) into the slot, copy
+ *      the top D9_UNWIND_STACK_BYTES of the caller's stack with its sp and bp, and draw the
+ *      instant t0 + Exp(10 ms). The record carries chain, registers and copy; the collector
+ *      unwinds it on the background thread (d9_task_dump_unwind).
  * A task resumed on another thread (work stealing) is not seen by the scan of this thread's
  * records: its dump may be written although it ran; readers can check against its PollStart. */
 #include "sources/task_dump.h"
@@ -27,13 +29,17 @@
 #include "core/thread_buffer.h"
 #include "dial9/dial9.h"
 #include "sources/fp_unwind.h"
+#include "sources/unwind_tables.h"
 
 typedef struct held_capture {
     uint64_t task;
     uint64_t t0, instant; /* ticks */
     bool resumed;
     uint32_t n;
-    uint64_t frames[D9_TASK_DUMP_FRAMES];
+    uint32_t copy_len;                       /* bytes of `copy`: [sp, sp + copy_len) */
+    uint64_t sp, bp;                         /* of the frame that called d9__task_suspend */
+    uint64_t frames[D9_TASK_DUMP_FRAMES];    /* frames[0]: the return address into it */
+    uint64_t copy[D9_UNWIND_STACK_BYTES / 8];
 } held_capture;
 
 typedef struct dump_state {
@@ -149,15 +155,26 @@ static bool scan_records(d9_thread *t, dump_state *d, uint64_t now) {
     return true;
 }
 
+/* The record's payload (after the task id and its length): [0] chain length n, [1..1+n) the
+ * chain, then sp, bp, the copy's length in bytes and the copy. */
+#define PAYLOAD_FIXED 4
+
 static void write_dump(d9_thread *t, const held_capture *h) {
-    uint64_t words = 3 + h->n;
-    uint64_t *r = d9_thread_reserve(t, words);
+    uint64_t copy_words = h->copy_len / 8, payload = PAYLOAD_FIXED + h->n + copy_words;
+    uint64_t *r = d9_thread_reserve(t, 3 + payload);
     if (!r) return;
     r[0] = D9_REC_HEADER(h->t0, D9_REC_TASK_DUMP);
     r[1] = h->task;
-    r[2] = h->n;
-    memcpy(r + 3, h->frames, h->n * sizeof(uint64_t));
-    d9_thread_commit(t, words);
+    r[2] = payload;
+    uint64_t *p = r + 3;
+    *p++ = h->n;
+    memcpy(p, h->frames, h->n * sizeof(uint64_t));
+    p += h->n;
+    *p++ = h->sp;
+    *p++ = h->bp;
+    *p++ = h->copy_len;
+    memcpy(p, h->copy, copy_words * sizeof(uint64_t));
+    d9_thread_commit(t, 3 + payload);
     atomic_fetch_add_explicit(&c_emitted, 1, memory_order_relaxed);
 }
 
@@ -234,11 +251,15 @@ __attribute__((noinline)) void d9__task_suspend(uint64_t task_id) {
     held_capture *h = &d->slots[d->held];
     /* frames at and above this function's own are the live ones */
     uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-    uint64_t sp = fp;
     d9_stack_bounds b;
-    h->n = (uint32_t)d9_fp_walk(0, fp, sp, bounds_for(d, sp, now, &b) ? &b : NULL, h->frames,
-                                D9_TASK_DUMP_FRAMES);
+    bool bounded = bounds_for(d, fp, now, &b);
+    h->n = (uint32_t)d9_fp_walk(0, fp, fp, bounded ? &b : NULL, h->frames, D9_TASK_DUMP_FRAMES);
     if (h->n == 0) return;
+    /* Our caller as it will be when we return: its sp is above our saved rbp and return
+     * address, its rbp is the one we saved (d9_fp_walk read both, so they are in bounds). */
+    h->sp = fp + 16;
+    h->bp = *(const uint64_t *)(uintptr_t)fp;
+    h->copy_len = d9_fp_copy_stack((uint8_t *)h->copy, h->sp, bounded ? &b : NULL, D9_UNWIND_STACK_BYTES);
     h->task = task_id;
     h->t0 = now;
     h->instant = now + exp_ticks(d);
@@ -275,6 +296,28 @@ void d9_task_dumps_start(bool enabled, uint64_t mean_ns) {
 }
 
 void d9_task_dumps_stop(void) { atomic_store(&g_enabled, false); }
+
+uint32_t d9_task_dump_unwind(const uint64_t *p, uint64_t words, uint64_t *out, uint32_t max, uint8_t *method) {
+    *method = D9_STACK_UNRECORDED;
+    if (words < PAYLOAD_FIXED || p[0] == 0 || p[0] > D9_TASK_DUMP_FRAMES || PAYLOAD_FIXED + p[0] > words) return 0;
+    uint32_t n = (uint32_t)p[0];
+    const uint64_t *chain = p + 1, *regs = chain + n;
+    uint64_t copy_len = regs[2];
+    if (copy_len > D9_UNWIND_STACK_BYTES || PAYLOAD_FIXED + n + copy_len / 8 > words) copy_len = 0;
+    d9_unwind_input in = {.ip = chain[0], .ip_is_return = true, .sp = regs[0], .bp = regs[1],
+                          .stack = (const uint8_t *)(regs + 3), .stack_len = copy_len, .chain = chain, .nchain = n};
+    d9_unwind_tables *t = d9_unwind_tables_acquire();
+    if (!t) { /* no tables at all: the chain as walked */
+        n = n < max ? n : max;
+        memcpy(out, chain, n * sizeof *out);
+        return n;
+    }
+    d9_stack_method m;
+    n = d9_unwind_user_stack(t, &in, out, max, &m);
+    d9_unwind_tables_release();
+    *method = (uint8_t)m;
+    return n;
+}
 
 void d9_task_dump_counters_get(d9_task_dump_counters *out) {
     out->suspends = atomic_load(&c_suspends);

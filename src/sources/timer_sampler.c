@@ -123,26 +123,6 @@ static bool bounds_for(timer_slot *s, uint64_t sp, d9_stack_bounds *out) {
     return true;
 }
 
-/* The sanitizers must not see this read of other frames' memory (it is the thread's own
- * stack, inside its bounds), and the copy must not become a call to an intercepted memcpy. */
-#if defined(__clang__)
-#define NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
-#else
-#define NO_SANITIZE __attribute__((no_sanitize_address, no_sanitize_thread, no_sanitize_undefined))
-#endif
-
-NO_SANITIZE static uint32_t copy_stack(uint8_t *dst, uint64_t sp, const d9_stack_bounds *b) {
-    if (!b || sp < b->lo || sp >= b->hi || (sp & 7)) return 0;
-    uint64_t len = b->hi - sp < D9_UNWIND_STACK_BYTES ? b->hi - sp : D9_UNWIND_STACK_BYTES;
-    len &= ~7ull;
-    const volatile uint64_t *src = (const volatile uint64_t *)(uintptr_t)sp;
-    for (uint64_t i = 0; i < len / 8; i++) {
-        uint64_t w = src[i];
-        __builtin_memcpy(dst + i * 8, &w, 8); /* 8 bytes: inlined, never a call */
-    }
-    return (uint32_t)len;
-}
-
 static void take_sample(timer_slot *s, const ucontext_t *uc) {
     uint64_t head = atomic_load_explicit(&s->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&s->tail, memory_order_acquire);
@@ -161,7 +141,7 @@ static void take_sample(timer_slot *s, const ucontext_t *uc) {
     smp->n = (uint32_t)d9_fp_walk(pc, fp, sp, bounded ? &b : NULL, smp->frames, D9_TIMER_MAX_FRAMES);
     smp->sp = sp;
     smp->bp = fp;
-    smp->stack_len = copy_stack(smp->stack, sp, bounded ? &b : NULL);
+    smp->stack_len = d9_fp_copy_stack(smp->stack, sp, bounded ? &b : NULL, D9_UNWIND_STACK_BYTES);
     atomic_store_explicit(&s->head, head + 1, memory_order_release);
 }
 

@@ -14,15 +14,6 @@
 
 #define MAX_DEPTH 32 /* deeper directories are not searched (and symlinked ones never) */
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), m = strlen(suffix);
-    return n > m && memcmp(s + n - m, suffix, m) == 0;
-}
-
-bool d9_is_trace_file_name(const char *name) {
-    return ends_with(name, ".bin") || ends_with(name, ".bin.gz") || ends_with(name, ".bin.active");
-}
-
 static int push(d9_path_list *l, char *path) {
     if (l->count == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
@@ -76,18 +67,6 @@ static int walk(const char *dir, int depth, d9_path_list *out) {
     return rc;
 }
 
-/* trace.N.bin...: N, or -1 for other names */
-static long long segment_number(const char *base) {
-    if (strncmp(base, "trace.", 6) != 0) return -1;
-    const char *p = base + 6;
-    if (*p < '0' || *p > '9') return -1;
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(p, &end, 10);
-    if (errno || strncmp(end, ".bin", 4) != 0 || n > (unsigned long long)1 << 62) return -1;
-    return (long long)n;
-}
-
 static int cmp_paths(const void *a, const void *b) {
     const char *pa = *(char *const *)a, *pb = *(char *const *)b;
     const char *sa = strrchr(pa, '/'), *sb = strrchr(pb, '/');
@@ -98,10 +77,12 @@ static int cmp_paths(const void *a, const void *b) {
     if (c) return c;
     if (da != db) return da < db ? -1 : 1;
     const char *ba = sa ? sa + 1 : pa, *bb = sb ? sb + 1 : pb;
-    long long na = segment_number(ba), nb = segment_number(bb);
+    uint64_t na, nb;
+    d9_segment_kind ka, kb;
+    bool sa_seg = d9_segment_name_parse(ba, &na, &ka), sb_seg = d9_segment_name_parse(bb, &nb, &kb);
     /* numbered segments in order, other trace files after them */
-    if ((na < 0) != (nb < 0)) return na < 0 ? 1 : -1;
-    if (na != nb) return na < nb ? -1 : 1;
+    if (sa_seg != sb_seg) return sa_seg ? -1 : 1;
+    if (sa_seg && na != nb) return na < nb ? -1 : 1;
     return strcmp(ba, bb);
 }
 

@@ -1,12 +1,15 @@
 /* Turn the PATH arguments of a CLI command into the list of trace files to read: a file is
  * taken as given; a directory is searched recursively for trace files (trace.N.bin,
- * trace.N.bin.gz, trace.N.bin.active and any other *.bin / *.bin.gz), ordered by their run
- * directory, then by segment number N, then by name. Shared by every subcommand. */
+ * trace.N.bin.gz, trace.N.bin.active and any other *.bin / *.bin.gz / *.bin.active, see
+ * common/segment_name.h), ordered by their run directory, then by segment number N (other
+ * names after the segments), then by name. Shared by every subcommand. */
 #ifndef D9_CLI_TRACE_PATHS_H
 #define D9_CLI_TRACE_PATHS_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "common/segment_name.h" /* d9_is_trace_file_name: what a directory search picks up */
 
 typedef struct d9_path_list {
     char **paths;
@@ -18,8 +21,5 @@ typedef struct d9_path_list {
  * argument does not exist or a directory holds no trace file. */
 int d9_expand_paths(int n, char *const *args, d9_path_list *out, char *err, size_t errlen);
 void d9_path_list_free(d9_path_list *l);
-
-/* True for a file name a directory search picks up. */
-bool d9_is_trace_file_name(const char *name);
 
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/json_writer.h"
+#include "common/segment_name.h"
 #include "cli/trace_paths.h"
 #include "serve/open_beneath.h"
 #include "serve/url.h"
@@ -73,12 +74,12 @@ static bool ends_with(const char *s, const char *suffix) {
     return n >= m && !strcmp(s + n - m, suffix);
 }
 
+/* N of a segment's name; -1 for other trace file names (and for an N beyond what the seg=
+ * parameter can name). */
 static long long segment_number(const char *name) {
-    if (strncmp(name, "trace.", 6) != 0 || name[6] < '0' || name[6] > '9') return -1;
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(name + 6, &end, 10);
-    if (errno || strncmp(end, ".bin", 4) != 0 || n > (1ull << 62)) return -1;
+    uint64_t n;
+    d9_segment_kind kind;
+    if (!d9_segment_name_parse(name, &n, &kind) || n > (uint64_t)LLONG_MAX) return -1;
     return (long long)n;
 }
 

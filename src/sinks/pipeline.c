@@ -158,8 +158,8 @@ static void upload_file(d9_pipeline *p, const char *sealed_path, const char *pat
 static void run_steps(d9_pipeline *p, const char *sealed_path) {
     const char *slash = strrchr(sealed_path, '/');
     uint64_t seq = 0;
-    d9_tf_kind kind;
-    if (!d9_tf_parse_name(slash ? slash + 1 : sealed_path, &seq, &kind)) seq = 0;
+    d9_segment_kind kind;
+    if (!d9_segment_name_parse(slash ? slash + 1 : sealed_path, &seq, &kind)) seq = 0;
     time_t start = start_time_of(sealed_path);
     if (p->sym) d9_step_symbolize_run(p->sym, sealed_path, should_give_up, p);
     char gz[4096];
@@ -196,8 +196,8 @@ static bool adopt_run(const char *run_dir, const char *service, const char *boot
     struct dirent *e;
     while ((e = readdir(d)) && n < sizeof seqs / sizeof *seqs) {
         uint64_t seq;
-        d9_tf_kind kind;
-        if (d9_tf_parse_name(e->d_name, &seq, &kind) && kind != D9_TF_ACTIVE) seqs[n++] = seq;
+        d9_segment_kind kind;
+        if (d9_segment_name_parse(e->d_name, &seq, &kind) && kind != D9_SEGMENT_ACTIVE) seqs[n++] = seq;
     }
     closedir(d);
     qsort(seqs, n, sizeof *seqs, by_seq);

@@ -60,8 +60,8 @@ void d9_run_release_if_empty(const char *run_dir) {
     bool trace_left = false;
     while ((e = readdir(d))) {
         uint64_t seq;
-        d9_tf_kind kind;
-        if (d9_tf_parse_name(e->d_name, &seq, &kind)) trace_left = true;
+        d9_segment_kind kind;
+        if (d9_segment_name_parse(e->d_name, &seq, &kind)) trace_left = true;
     }
     closedir(d);
     if (trace_left) return;

@@ -124,7 +124,7 @@ d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t err
     if (cfg->max_total_size < cfg->max_file_size)
         return fail_open(NULL, err, errlen,
                          "segment writer: max_total_size must be >= max_file_size%s", NULL, 0);
-    if (strlen(cfg->trace_dir) + strlen(cfg->run_id) + 2 + D9_TF_NAME_MAX > PATH_MAX)
+    if (strlen(cfg->trace_dir) + strlen(cfg->run_id) + 2 + D9_SEGMENT_NAME_MAX > PATH_MAX)
         return fail_open(NULL, err, errlen, "segment writer: trace_dir '%s' is too long",
                          cfg->trace_dir, 0);
 
@@ -220,19 +220,19 @@ static void seal_segment(d9_segment_writer *w) {
     if (have_stat && st.st_nlink == 0) return; /* deleted under us: nothing left to seal */
 
     char sealed[PATH_MAX];
-    d9_tf_kind kind = D9_TF_SEALED;
-    d9_tf_path(sealed, sizeof sealed, w->trace_dir, w->run_id, seq, D9_TF_SEALED);
+    d9_segment_kind kind = D9_SEGMENT_SEALED;
+    d9_tf_path(sealed, sizeof sealed, w->trace_dir, w->run_id, seq, D9_SEGMENT_SEALED);
     if (rename_noreplace(w->active_path, sealed) != 0) {
         if (errno == ENOENT) return; /* deleted between fstat and rename */
         /* Keep counting the bytes under the name they still have, so the budget stays true. */
-        kind = D9_TF_ACTIVE;
+        kind = D9_SEGMENT_ACTIVE;
     }
     int64_t mtime = have_stat ? (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec
                               : realtime_ns();
-    uint64_t counted = kind == D9_TF_SEALED ? counted_size(w, size) : size;
+    uint64_t counted = kind == D9_SEGMENT_SEALED ? counted_size(w, size) : size;
     d9_tf_index_add(&w->files, w->run_slot, seq, kind, counted, mtime);
     w->stats.segments_sealed++;
-    if (kind == D9_TF_SEALED && w->on_sealed) w->on_sealed(sealed, w->on_sealed_ctx);
+    if (kind == D9_SEGMENT_SEALED && w->on_sealed) w->on_sealed(sealed, w->on_sealed_ctx);
 }
 
 static void end_segment(d9_segment_writer *w) {
@@ -269,9 +269,9 @@ void d9_segw_set_growth_reserve(d9_segment_writer *w, uint64_t bytes) {
 void d9_segw_note_resized(d9_segment_writer *w, const char *path, uint64_t new_size) {
     const char *slash = strrchr(path, '/');
     uint64_t seq;
-    d9_tf_kind kind;
+    d9_segment_kind kind;
     if (!slash || (size_t)(slash - path) != strlen(w->run_dir) || strncmp(path, w->run_dir, (size_t)(slash - path)) != 0 ||
-        !d9_tf_parse_name(slash + 1, &seq, &kind) || kind != D9_TF_SEALED)
+        !d9_segment_name_parse(slash + 1, &seq, &kind) || kind != D9_SEGMENT_SEALED)
         return; /* not a sealed file of this run */
     pthread_mutex_lock(&w->resize_lock);
     if (w->nresizes == w->resizes_cap) {
@@ -292,7 +292,7 @@ static void apply_resizes(d9_segment_writer *w) {
     for (size_t k = 0; k < w->nresizes; k++) {
         for (size_t i = w->files.head; i < w->files.end; i++) {
             d9_tf_entry *e = &w->files.entries[i];
-            if (e->run != (uint32_t)w->run_slot || e->seq != w->resizes[k].seq || e->kind != D9_TF_SEALED) continue;
+            if (e->run != (uint32_t)w->run_slot || e->seq != w->resizes[k].seq || e->kind != D9_SEGMENT_SEALED) continue;
             w->files.bytes = w->files.bytes - e->size + w->resizes[k].size;
             e->size = w->resizes[k].size;
             break;
@@ -349,7 +349,7 @@ static int open_segment(d9_segment_writer *w) {
     /* Bounded: one directory re-creation plus a few names taken by files we did not write. */
     for (int attempt = 0; attempt < 8; attempt++) {
         d9_tf_path(w->active_path, sizeof w->active_path, w->trace_dir, w->run_id, w->seq,
-                   D9_TF_ACTIVE);
+                   D9_SEGMENT_ACTIVE);
         int fd = open(w->active_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0) {
             d9_files_owner_apply(fd); /* after a privilege drop's hand-over (hand_over_files.h) */
@@ -526,9 +526,9 @@ int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len) {
     w->final_held = 0;
     char sealed[PATH_MAX];
     for (int attempt = 0; attempt < 8; attempt++, w->seq++) {
-        d9_tf_path(sealed, sizeof sealed, w->trace_dir, w->run_id, w->seq, D9_TF_SEALED);
+        d9_tf_path(sealed, sizeof sealed, w->trace_dir, w->run_id, w->seq, D9_SEGMENT_SEALED);
         if (rename_noreplace(w->final_path, sealed) == 0) {
-            d9_tf_index_add(&w->files, w->run_slot, w->seq++, D9_TF_SEALED, len, realtime_ns());
+            d9_tf_index_add(&w->files, w->run_slot, w->seq++, D9_SEGMENT_SEALED, len, realtime_ns());
             w->stats.segments_sealed++;
             w->stats.bytes_written += len;
             w->epoch++;

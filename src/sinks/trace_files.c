@@ -16,42 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const kind_suffix[] = {
-    [D9_TF_SEALED] = ".bin",
-    [D9_TF_GZIP] = ".bin.gz",
-    [D9_TF_ACTIVE] = ".bin.active",
-};
-
-bool d9_tf_parse_name(const char *name, uint64_t *seq, d9_tf_kind *kind) {
-    static const char prefix[] = "trace.";
-    if (strncmp(name, prefix, sizeof prefix - 1) != 0) return false;
-    const char *p = name + sizeof prefix - 1;
-    uint64_t n = 0;
-    const char *digits = p;
-    while (*p >= '0' && *p <= '9') {
-        uint64_t d = (uint64_t)(*p - '0');
-        if (n > (UINT64_MAX - d) / 10) return false; /* overflow: not a name we would write */
-        n = n * 10 + d;
-        p++;
-    }
-    if (p == digits) return false;
-    for (int k = D9_TF_SEALED; k <= D9_TF_ACTIVE; k++) {
-        if (strcmp(p, kind_suffix[k]) == 0) {
-            *seq = n;
-            *kind = (d9_tf_kind)k;
-            return true;
-        }
-    }
-    return false;
-}
-
-void d9_tf_name(char *buf, size_t size, uint64_t seq, d9_tf_kind kind) {
-    snprintf(buf, size, "trace.%" PRIu64 "%s", seq, kind_suffix[kind]);
-}
-
 bool d9_tf_path(char *buf, size_t size, const char *trace_dir, const char *run, uint64_t seq,
-                d9_tf_kind kind) {
-    int n = snprintf(buf, size, "%s/%s/trace.%" PRIu64 "%s", trace_dir, run, seq, kind_suffix[kind]);
+                d9_segment_kind kind) {
+    int n = snprintf(buf, size, "%s/%s/trace.%" PRIu64 "%s", trace_dir, run, seq, d9_segment_kind_suffix(kind));
     return n > 0 && (size_t)n < size;
 }
 
@@ -116,7 +83,7 @@ static bool reserve_one(d9_tf_index *ix) {
     return true;
 }
 
-void d9_tf_index_add(d9_tf_index *ix, int run, uint64_t seq, d9_tf_kind kind, uint64_t size,
+void d9_tf_index_add(d9_tf_index *ix, int run, uint64_t seq, d9_segment_kind kind, uint64_t size,
                      int64_t mtime_ns) {
     if (run < 0 || !reserve_one(ix)) {
         ix->pinned_bytes += size;
@@ -165,14 +132,14 @@ static void scan_run_dir(d9_tf_index *ix, int top_fd, const char *run_name, cons
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         uint64_t seq;
-        d9_tf_kind kind;
-        if (!d9_tf_parse_name(de->d_name, &seq, &kind)) continue;
+        d9_segment_kind kind;
+        if (!d9_segment_name_parse(de->d_name, &seq, &kind)) continue;
         struct stat st;
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
             continue;
         if (is_current && seq >= *next_seq) *next_seq = seq == UINT64_MAX ? seq : seq + 1;
         uint64_t size = (uint64_t)st.st_size;
-        if (kind == D9_TF_ACTIVE && active_file_is_live(dirfd(d), de->d_name)) {
+        if (kind == D9_SEGMENT_ACTIVE && active_file_is_live(dirfd(d), de->d_name)) {
             ix->pinned_bytes += size;
             continue;
         }
@@ -209,7 +176,7 @@ int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_se
     return 0;
 }
 
-static bool entry_path(const d9_tf_index *ix, const d9_tf_entry *e, d9_tf_kind kind, char *buf,
+static bool entry_path(const d9_tf_index *ix, const d9_tf_entry *e, d9_segment_kind kind, char *buf,
                        size_t size) {
     return d9_tf_path(buf, size, ix->trace_dir, ix->runs[e->run].name, e->seq, kind);
 }
@@ -223,12 +190,12 @@ bool d9_tf_index_delete_oldest(d9_tf_index *ix, const char *keep_run, bool *unli
 
     char path[PATH_MAX];
     bool gone = false;
-    if (entry_path(ix, &e, (d9_tf_kind)e.kind, path, sizeof path)) {
+    if (entry_path(ix, &e, (d9_segment_kind)e.kind, path, sizeof path)) {
         if (unlink(path) == 0) {
             *unlinked = gone = true;
         } else if (errno == ENOENT) {
             gone = true; /* already deleted by someone else: nothing left to count */
-            if (e.kind == D9_TF_SEALED && entry_path(ix, &e, D9_TF_GZIP, path, sizeof path) &&
+            if (e.kind == D9_SEGMENT_SEALED && entry_path(ix, &e, D9_SEGMENT_GZIP, path, sizeof path) &&
                 unlink(path) == 0)
                 *unlinked = true;
         }
@@ -253,9 +220,9 @@ bool d9_tf_index_delete_oldest(d9_tf_index *ix, const char *keep_run, bool *unli
 static bool entry_exists(const d9_tf_index *ix, const d9_tf_entry *e) {
     char path[PATH_MAX];
     struct stat st;
-    if (!entry_path(ix, e, (d9_tf_kind)e->kind, path, sizeof path)) return true;
+    if (!entry_path(ix, e, (d9_segment_kind)e->kind, path, sizeof path)) return true;
     if (lstat(path, &st) == 0 || errno != ENOENT) return true;
-    return e->kind == D9_TF_SEALED && entry_path(ix, e, D9_TF_GZIP, path, sizeof path) &&
+    return e->kind == D9_SEGMENT_SEALED && entry_path(ix, e, D9_SEGMENT_GZIP, path, sizeof path) &&
            (lstat(path, &st) == 0 || errno != ENOENT);
 }
 

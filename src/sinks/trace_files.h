@@ -1,5 +1,6 @@
-/* Trace files on disk: the names the segment writer uses, and an in-memory index of the trace
- * files under a trace directory, oldest first, that retention deletes from.
+/* Trace files on disk: the paths of the segment writer's files (their names: common/segment_name.h),
+ * and an in-memory index of the trace files under a trace directory, oldest first, that
+ * retention deletes from.
  *
  * Layout: {trace_dir}/{run}/trace.{N}.bin[.gz|.active]. Only files whose names match exactly
  * are ever indexed or deleted; directories are only removed with rmdir (so only when empty).
@@ -11,29 +12,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum d9_tf_kind {
-    D9_TF_SEALED = 0, /* trace.N.bin */
-    D9_TF_GZIP = 1,   /* trace.N.bin.gz */
-    D9_TF_ACTIVE = 2, /* trace.N.bin.active: being written, or left over by a dead writer */
-} d9_tf_kind;
+#include "common/segment_name.h" /* the names: d9_segment_name_parse/format */
 
-/* Longest file name d9_tf_name() produces, including the NUL. */
-#define D9_TF_NAME_MAX sizeof("trace.18446744073709551615.bin.active")
-
-/* Parse a file name; false when it is not a trace file name. N is plain decimal digits. */
-bool d9_tf_parse_name(const char *name, uint64_t *seq, d9_tf_kind *kind);
-/* Write "trace.{seq}.bin..." into buf (D9_TF_NAME_MAX bytes are always enough). */
-void d9_tf_name(char *buf, size_t size, uint64_t seq, d9_tf_kind kind);
 /* "{trace_dir}/{run}/{name}"; returns false when it does not fit. */
 bool d9_tf_path(char *buf, size_t size, const char *trace_dir, const char *run, uint64_t seq,
-                d9_tf_kind kind);
+                d9_segment_kind kind);
 
 typedef struct d9_tf_entry {
     int64_t mtime_ns;
     uint64_t seq;
     uint64_t size;
     uint32_t run; /* index into d9_tf_index.runs */
-    uint8_t kind; /* d9_tf_kind */
+    uint8_t kind; /* d9_segment_kind */
 } d9_tf_entry;
 
 typedef struct d9_tf_run {
@@ -67,7 +57,7 @@ int d9_tf_index_run(d9_tf_index *ix, const char *run);
 
 /* Add a file. Never fails: when memory runs out the bytes go to pinned_bytes, so the budget
  * stays honest even though that file will not be deleted. */
-void d9_tf_index_add(d9_tf_index *ix, int run, uint64_t seq, d9_tf_kind kind, uint64_t size,
+void d9_tf_index_add(d9_tf_index *ix, int run, uint64_t seq, d9_segment_kind kind, uint64_t size,
                      int64_t mtime_ns);
 
 /* Delete the oldest indexed file (earliest mtime; ties by run name, then N) and drop it from

@@ -103,7 +103,8 @@ typedef struct d9_config {
     uint64_t max_total_size;  /* DIAL9_MAX_DISK_USAGE_MB (default 1 GiB): bytes on disk for all
                                  runs in trace_dir; oldest sealed files are deleted first */
     uint32_t rotation_secs;   /* DIAL9_ROTATION_SECS (default 60; 0 = rotate by size only) */
-    uint32_t buffer_kb;       /* DIAL9_BUFFER_KB (default 1024): per-thread event buffer */
+    uint32_t buffer_kb;       /* DIAL9_BUFFER_KB (default 1024): per-thread event buffer, at most;
+                                 a thread's starts at 4 KiB and doubles while it fills up */
     uint32_t flush_ms;        /* DIAL9_FLUSH_MS (default 20): longest time an event waits in a
                                  thread buffer before the background thread writes it */
     bool schedstat;           /* DIAL9_SCHEDSTAT (default true): read /proc/thread-self/schedstat
@@ -142,6 +143,9 @@ typedef struct d9_config {
                                  path-style when the endpoint's host is an IP address or localhost */
     uint32_t s3_exit_wait_secs; /* DIAL9_S3_EXIT_WAIT_SECS (default 10): at d9_stop, how long to
                                  wait for the uploads still to do; what remains stays on disk */
+    uint32_t memory_budget_mb; /* DIAL9_MEMORY_BUDGET_MB (default 64): all threads' buffers
+                                 together; past it, buffers do not grow and new threads have none:
+                                 their events are dropped and counted (DroppedEventsEvent) */
 } d9_config;
 
 /* The size-taking forms behind the inline wrappers below, for callers that cannot use inline
@@ -234,6 +238,8 @@ typedef struct d9_stats {
     uint64_t segments_sealed;
     uint64_t files_deleted;     /* removed to respect max_total_size */
     uint32_t threads;           /* threads that have recorded at least one event */
+    uint64_t buffer_bytes;      /* thread buffers' memory now (within memory_budget_mb) */
+    uint64_t buffer_bytes_peak; /* ... and the most it has been in this process */
 } d9_stats;
 /* Fill the first `size` bytes of `out` (the caller's sizeof(d9_stats)): counters this library
  * does not know are zero, counters the caller does not know are not written. */

@@ -42,6 +42,10 @@ typedef struct out_event {
 typedef struct cursor {
     d9_thread *t;
     uint64_t pos, end;
+    const uint64_t *base;  /* the words of the ring that holds pos ... */
+    uint64_t mask;
+    d9_ring *ring;         /* ... that ring, */
+    uint64_t next_start;   /* and where the next one in the chain starts (UINT64_MAX: none yet) */
     uint64_t next_ts; /* ts of the record at pos (valid while pos < end) */
     uint64_t words;   /* its length */
 } cursor;
@@ -493,17 +497,29 @@ static uint64_t ticks_to_ns(d9_collector *c, uint64_t w0) {
     return d9_clock_map_to_ns_fast(&c->clock, d9_ticks_unwrap56(D9_REC_TICKS56(w0), c->now_ticks));
 }
 
+/* Point the cursor at the ring that holds its position. A ring added after the drain read the
+ * thread's head starts at or after that head, so the chain seen now covers [pos, end). */
+static void cursor_set_ring(cursor *k, d9_ring *from) {
+    d9_ring *r = d9_ring_for(from, k->pos);
+    d9_ring *n = atomic_load_explicit(&r->newer, memory_order_acquire);
+    k->ring = r;
+    k->base = r->words;
+    k->mask = r->mask;
+    k->next_start = n ? n->start : UINT64_MAX;
+}
+
 /* Skip PAD records; false when the cursor is exhausted. */
 static inline bool cursor_peek(d9_collector *c, cursor *k) {
-    d9_thread *t = k->t;
     while (k->pos < k->end) {
-        const uint64_t *r = t->ring + (k->pos & t->mask);
+        if (__builtin_expect(k->pos >= k->next_start, 0)) cursor_set_ring(k, k->ring);
+        if (__builtin_expect(!k->base, 0)) break; /* no ring, no records: a corrupt head */
+        const uint64_t *r = k->base + (k->pos & k->mask);
         if (D9_REC_KIND(r[0]) == D9_REC_PAD) {
-            k->pos = (k->pos & ~t->mask) + t->mask + 1;
+            k->pos = (k->pos & ~k->mask) + k->mask + 1;
             continue;
         }
         uint64_t n = d9_record_words(r);
-        if (n == 0 || k->pos + n > k->end || (k->pos & t->mask) + n > t->mask + 1) {
+        if (n == 0 || k->pos + n > k->end || (k->pos & k->mask) + n > k->mask + 1) {
             k->pos = k->end; /* a corrupt ring (the application wrote over it): stop here */
             return false;
         }
@@ -731,7 +747,9 @@ double d9_collector_drain(d9_collector *c) {
         k->pos = atomic_load_explicit(&t->tail, memory_order_relaxed);
         k->end = atomic_load_explicit(&t->head_pub, memory_order_acquire);
         t->c_end = k->end;
-        double fill = (double)(k->end - k->pos) / (double)(t->mask + 1);
+        cursor_set_ring(k, t->c_ring);
+        d9_ring *newest = d9_ring_for(k->ring, k->end);
+        double fill = newest->words ? (double)(k->end - k->pos) / (double)(newest->mask + 1) : 0;
         if (fill > fullest) fullest = fill;
         if (cursor_peek(c, k)) live++;
     }
@@ -765,7 +783,7 @@ double d9_collector_drain(d9_collector *c) {
         cursor *k = &c->cursors[best];
         d9_thread *t = k->t;
         do {
-            decode_record(c, t, t->ring + (k->pos & t->mask), k->next_ts);
+            decode_record(c, t, k->base + (k->pos & k->mask), k->next_ts);
             k->pos += k->words;
             if (!cursor_peek(c, k)) {
                 c->cursors[best] = c->cursors[--live];
@@ -777,6 +795,7 @@ double d9_collector_drain(d9_collector *c) {
     for (size_t i = 0; i < c->thread_count; i++) {
         d9_thread *t = c->threads[i];
         atomic_store_explicit(&t->tail, t->c_end, memory_order_release);
+        d9_thread_release_consumed(t, t->c_end);
         /* Drops the thread could not report itself yet (its ring stayed full). */
         report_ring_drops(c, t, atomic_load_explicit(&t->drops_total, memory_order_relaxed), c->now_ns);
     }
@@ -867,6 +886,8 @@ void d9_collector_get_stats(d9_collector *c, d9_stats *out) {
     out->segments_sealed = atomic_load(&c->st_sealed);
     out->files_deleted = atomic_load(&c->st_deleted);
     out->threads = atomic_load(&c->st_threads);
+    out->buffer_bytes = d9_ring_bytes_used();
+    out->buffer_bytes_peak = d9_ring_bytes_peak();
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -919,8 +940,9 @@ int d9_collector_start(d9_collector *c, char *err, size_t errlen) {
     c->threads = d9_threads_snapshot(&c->thread_count);
     for (size_t i = 0; c->threads && i < c->thread_count; i++) {
         d9_thread *t = c->threads[i];
-        atomic_store_explicit(&t->tail, atomic_load_explicit(&t->head_pub, memory_order_acquire),
-                              memory_order_release);
+        uint64_t head = atomic_load_explicit(&t->head_pub, memory_order_acquire);
+        atomic_store_explicit(&t->tail, head, memory_order_release);
+        d9_thread_release_consumed(t, head);
         t->c_worker = atomic_load_explicit(&t->worker_id, memory_order_acquire);
         t->c_task = 0;
         t->c_ss_wait = D9_NS_UNKNOWN;

@@ -25,6 +25,7 @@ static void set_defaults(d9_config *cfg) {
     cfg->max_total_size = 1024 * MIB;
     cfg->rotation_secs = 60;
     cfg->buffer_kb = 1024;
+    cfg->memory_budget_mb = 64;
     cfg->flush_ms = 20;
     cfg->schedstat = true;
     cfg->schedstat_resolution_us = 1000;
@@ -199,6 +200,10 @@ static int from_env(d9_config *cfg) {
         if (parse_u64("DIAL9_BUFFER_KB", v, 64, 1u << 20, &n)) return -1;
         cfg->buffer_kb = (uint32_t)n;
     }
+    if (ENV("DIAL9_MEMORY_BUDGET_MB")) {
+        if (parse_u64("DIAL9_MEMORY_BUDGET_MB", v, 1, 1u << 20, &n)) return -1;
+        cfg->memory_budget_mb = (uint32_t)n;
+    }
     if (ENV("DIAL9_FLUSH_MS")) {
         if (parse_u64("DIAL9_FLUSH_MS", v, 1, 60000, &n)) return -1;
         cfg->flush_ms = (uint32_t)n;
@@ -295,6 +300,10 @@ static int validate_fields(const d9_config *cfg) {
     }
     if (cfg->buffer_kb < 64 || cfg->buffer_kb > (1u << 20)) {
         d9_set_error("buffer_kb = %u: must be from 64 to 1048576", cfg->buffer_kb);
+        return -1;
+    }
+    if (cfg->memory_budget_mb < 1 || cfg->memory_budget_mb > (1u << 20)) {
+        d9_set_error("memory_budget_mb = %u: must be from 1 to 1048576", cfg->memory_budget_mb);
         return -1;
     }
     if (cfg->flush_ms < 1 || cfg->flush_ms > 60000) {

@@ -204,7 +204,7 @@ static int start(const d9_config *cfg) {
     /* In ns until the collector knows the tick rate: fewer ticks than ns, so reads too often. */
     __atomic_store_n(&d9_schedstat_min_ticks, (uint64_t)cfg->schedstat_resolution_us * 1000u, __ATOMIC_RELAXED);
     __atomic_add_fetch(&d9_schedstat_run, 1, __ATOMIC_RELAXED);
-    d9_thread_set_ring_words(ring_words_for(cfg->buffer_kb));
+    d9_thread_set_ring_limits(ring_words_for(cfg->buffer_kb), (uint64_t)cfg->memory_budget_mb << 20);
     d9_make_run_id(r->run_id, sizeof r->run_id);
 
     d9_collector_config cc = {
@@ -344,6 +344,8 @@ void d9_get_stats_size(d9_stats *out, size_t size) {
     pthread_mutex_lock(&r->lifecycle);
     if (r->col) d9_collector_get_stats(r->col, &st);
     else st = r->last_stats;
+    st.buffer_bytes = d9_ring_bytes_used(); /* the buffers outlive the run */
+    st.buffer_bytes_peak = d9_ring_bytes_peak();
     pthread_mutex_unlock(&r->lifecycle);
     size_t n = size < sizeof st ? size : sizeof st;
     memcpy(out, &st, n);

@@ -14,21 +14,115 @@ __thread d9_thread *d9__tls_thread __attribute__((tls_model("initial-exec")));
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static d9_thread *g_threads;
 static bool g_collector_running;
-static uint64_t g_ring_words = 1024 * 1024 / 8;
+/* Read by hooks on their slow path: atomics, no lock there. */
+static _Atomic uint64_t g_max_words = 1024 * 1024 / 8;
+static _Atomic uint64_t g_budget_bytes = 64ull << 20;
+static _Atomic uint64_t g_ring_bytes, g_ring_peak;
 static pthread_key_t g_key;
 void (*volatile d9_thread_register_hook)(d9_thread *t);
+void (*volatile d9_thread_grow_hook)(d9_thread *t);
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 
-void d9_thread_set_ring_words(uint64_t words) {
-    pthread_mutex_lock(&g_lock);
-    g_ring_words = words;
-    pthread_mutex_unlock(&g_lock);
+void d9_thread_set_ring_limits(uint64_t max_words, uint64_t budget_bytes) {
+    atomic_store_explicit(&g_max_words, max_words, memory_order_relaxed);
+    atomic_store_explicit(&g_budget_bytes, budget_bytes, memory_order_relaxed);
+}
+
+static uint64_t first_words(void) {
+    uint64_t max = atomic_load_explicit(&g_max_words, memory_order_relaxed);
+    return D9_RING_FIRST_WORDS < max ? D9_RING_FIRST_WORDS : max;
+}
+
+uint64_t d9_ring_bytes_used(void) { return atomic_load_explicit(&g_ring_bytes, memory_order_relaxed); }
+uint64_t d9_ring_bytes_peak(void) { return atomic_load_explicit(&g_ring_peak, memory_order_relaxed); }
+
+/* Take `bytes` from the budget; false when that would exceed it. */
+static bool budget_take(uint64_t bytes, uint64_t budget) {
+    uint64_t used = atomic_load_explicit(&g_ring_bytes, memory_order_relaxed);
+    do {
+        if (used + bytes > budget) return false;
+    } while (!atomic_compare_exchange_weak_explicit(&g_ring_bytes, &used, used + bytes,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    uint64_t peak = atomic_load_explicit(&g_ring_peak, memory_order_relaxed);
+    while (used + bytes > peak &&
+           !atomic_compare_exchange_weak_explicit(&g_ring_peak, &peak, used + bytes,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+    }
+    return true;
+}
+
+static void ring_free(d9_ring *r) {
+    if (r->words) {
+        uint64_t bytes = (r->mask + 1) * sizeof(uint64_t);
+        munmap(r->words, bytes);
+        atomic_fetch_sub_explicit(&g_ring_bytes, bytes, memory_order_relaxed);
+    }
+    free(r);
+}
+
+/* A ring of `words` words (a power of two) starting at `start`, taken from the budget. When
+ * the budget or memory is spent: NULL, or with `or_empty` one that holds nothing (words NULL).
+ * Populated up front: a first-touch page fault on the hot path costs ~100x an event. */
+static d9_ring *ring_new(uint64_t words, uint64_t start, bool or_empty) {
+    uint64_t bytes = words * sizeof(uint64_t);
+    bool taken = budget_take(bytes, atomic_load_explicit(&g_budget_bytes, memory_order_relaxed));
+    if (!taken && !or_empty) return NULL; /* the common refusal: no allocation, no call */
+    d9_ring *r = calloc(1, sizeof *r);
+    void *m = MAP_FAILED;
+    if (r && taken)
+        m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (m == MAP_FAILED) {
+        if (taken) atomic_fetch_sub_explicit(&g_ring_bytes, bytes, memory_order_relaxed);
+        if (!or_empty) {
+            free(r);
+            return NULL;
+        }
+    }
+    if (!r) return NULL;
+    r->start = start;
+    atomic_init(&r->newer, NULL);
+    if (m != MAP_FAILED) {
+        r->words = m;
+        r->mask = words - 1;
+    }
+    return r;
 }
 
 static void free_thread(d9_thread *t) {
     if (t->schedstat_fd >= 0) d9_fd_close_if_ours(t->schedstat_fd, t->schedstat_id);
-    munmap(t->ring, (t->mask + 1) * sizeof(uint64_t));
+    for (d9_ring *r = t->c_ring, *n; r; r = n) {
+        n = atomic_load_explicit(&r->newer, memory_order_acquire);
+        ring_free(r);
+    }
     free(t);
+}
+
+void d9_thread_release_consumed(d9_thread *t, uint64_t tail) {
+    for (d9_ring *n; (n = atomic_load_explicit(&t->c_ring->newer, memory_order_acquire)) && tail >= n->start;) {
+        ring_free(t->c_ring);
+        t->c_ring = n;
+    }
+}
+
+/* Move the producer to a larger ring when it is full: twice the current one, and at least
+ * twice the record, up to the configured size. False when there is no larger ring to have. */
+static bool grow(d9_thread *t, uint64_t words) {
+    uint64_t max = atomic_load_explicit(&g_max_words, memory_order_relaxed);
+    uint64_t cap = t->ring ? t->mask + 1 : 0;
+    uint64_t want = cap ? cap * 2 : first_words();
+    while (want < 2 * (words + D9_REC_WORDS_DROPPED + D9_REC_WORDS_WORKER_BEGIN) && want < max) want *= 2;
+    if (want > max) want = max;
+    if (want <= cap) return false;
+    d9_ring *r = ring_new(want, t->head, false);
+    if (!r) return false;
+    void (*hook)(d9_thread *) = d9_thread_grow_hook;
+    if (hook) hook(t);
+    atomic_store_explicit(&t->w_ring->newer, r, memory_order_release);
+    t->w_ring = r;
+    t->ring = r->words;
+    t->mask = r->mask;
+    t->limit = t->head; /* fits() sets it against the new ring */
+    return true;
 }
 
 static void unlink_thread_locked(d9_thread *t) {
@@ -59,23 +153,21 @@ static void make_key(void) { pthread_key_create(&g_key, on_thread_exit); }
 d9_thread *d9_thread_register(void) {
     d9_thread *t;
     pthread_once(&g_key_once, make_key);
-    pthread_mutex_lock(&g_lock);
-    uint64_t words = g_ring_words;
-    pthread_mutex_unlock(&g_lock);
-
+    uint64_t words = first_words();
     t = aligned_alloc(64, (sizeof *t + 63) & ~(size_t)63);
     if (!t) return NULL;
     memset(t, 0, sizeof *t);
-    /* Populated up front: a first-touch page fault on the hot path costs ~100x an event. */
-    void *ring = mmap(NULL, words * sizeof(uint64_t), PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (ring == MAP_FAILED) {
+    /* Without room in the budget the thread still gets an (empty) ring: its events are then
+     * dropped and counted, and it tries again for memory when the next one comes. */
+    d9_ring *first = ring_new(words, 0, true);
+    if (!first) {
         free(t);
         return NULL;
     }
-    t->ring = ring;
-    t->mask = words - 1;
-    t->limit = words;
+    t->w_ring = t->c_ring = first;
+    t->ring = first->words;
+    t->mask = first->words ? first->mask : 0;
+    t->limit = first->words ? words : 0;
     t->schedstat_fd = -1;
     t->worker_pending = UINT32_MAX;
     t->tid = gettid();
@@ -95,8 +187,10 @@ d9_thread *d9_thread_register(void) {
     return t;
 }
 
-/* Room for n contiguous words at head (padding to the wrap point if needed)? */
+/* Room for n contiguous words at head (padding to the wrap point if needed)? Positions before
+ * the ring's start count as occupied: they are older rings' and not read yet, or read. */
 static bool fits(d9_thread *t, uint64_t tail, uint64_t n) {
+    if (!t->ring) return false;
     uint64_t cap = t->mask + 1;
     uint64_t boundary = (t->head & ~t->mask) + cap;
     if (t->head + n > boundary) {
@@ -132,23 +226,27 @@ void d9_thread_record_worker(d9_thread *t, uint32_t id) {
     t->limit = t->head; /* the next record takes the slow path and writes it first */
 }
 
-bool d9_thread_make_room(d9_thread *t, uint64_t words) {
-    uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+static bool make_room_in_ring(d9_thread *t, uint64_t tail, uint64_t words) {
     if (t->worker_pending != UINT32_MAX) {
-        if (!fits(t, tail, D9_REC_WORDS_WORKER_BEGIN)) goto drop;
+        if (!fits(t, tail, D9_REC_WORDS_WORKER_BEGIN)) return false;
         write_worker(t, t->worker_pending);
         t->worker_pending = UINT32_MAX;
     }
     if (t->drop_pending) {
-        if (!fits(t, tail, D9_REC_WORDS_DROPPED + words)) goto drop;
+        if (!fits(t, tail, D9_REC_WORDS_DROPPED + words)) return false;
         uint64_t *r = t->ring + (t->head & t->mask);
         r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_DROPPED);
         r[1] = atomic_load_explicit(&t->drops_total, memory_order_relaxed);
         d9_thread_commit(t, D9_REC_WORDS_DROPPED);
         t->drop_pending = false;
     }
-    if (fits(t, tail, words)) return true;
-drop:
+    return fits(t, tail, words);
+}
+
+bool d9_thread_make_room(d9_thread *t, uint64_t words) {
+    uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+    if (make_room_in_ring(t, tail, words) || (grow(t, words) && make_room_in_ring(t, tail, words)))
+        return true;
     atomic_store_explicit(&t->drops_total,
                           atomic_load_explicit(&t->drops_total, memory_order_relaxed) + 1,
                           memory_order_relaxed);

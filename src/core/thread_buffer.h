@@ -2,8 +2,12 @@
  * The owning thread appends records without locks, allocation or system calls; the
  * background collector reads everything up to the published head and then releases it.
  * A record never straddles the end of the ring (a PAD record fills the gap instead).
- * When the ring is full the event is dropped and counted; the next record the thread manages
- * to write is preceded by a DROPPED record carrying the thread's cumulative drop count. */
+ * A ring starts small and, when full, the thread moves on to one twice as large (up to the
+ * configured size) if the process-wide ring memory budget allows; positions never wrap, so the
+ * rings of a thread form a chain by position and the collector frees the older ones once it
+ * has read them. When no larger ring can be had the event is dropped and counted; the next
+ * record the thread manages to write is preceded by a DROPPED record carrying the thread's
+ * cumulative drop count. */
 #ifndef D9_CORE_THREAD_BUFFER_H
 #define D9_CORE_THREAD_BUFFER_H
 
@@ -16,10 +20,19 @@
 #include "core/owned_fd.h"
 #include "core/records.h"
 
+/* One ring of a thread's chain. Immutable once published except `newer`, which the producer
+ * sets (release) before any record beyond `start` is published. */
+typedef struct d9_ring {
+    uint64_t *words;          /* NULL: no memory (the budget was spent); holds nothing */
+    uint64_t mask;            /* capacity in words - 1 */
+    uint64_t start;           /* first position written in this ring */
+    struct d9_ring *_Atomic newer;
+} d9_ring;
+
 typedef struct d9_thread {
     /* ---- producer's line: touched on every event ---- */
-    uint64_t *ring;
-    uint64_t mask;            /* capacity in words - 1 */
+    uint64_t *ring;           /* the newest ring's words (NULL: none yet) */
+    uint64_t mask;            /* its capacity in words - 1 */
     uint64_t head;            /* producer's write position (words, never wraps) */
     uint64_t limit;           /* head may grow up to here without looking at the tail */
     _Atomic uint64_t head_pub;/* head as published to the consumer */
@@ -31,6 +44,8 @@ typedef struct d9_thread {
     uint64_t schedstat_ticks; /* when schedstat was last read (ticks) ... */
     uint32_t schedstat_run;   /* ... in which recording (d9_schedstat_run) */
     uint64_t unpark_ticks;    /* the last unpark's time, 0 once the thread parks again */
+    d9_ring *w_ring;          /* the newest ring (producer's); positions before its start are
+                                 in older rings the collector may have freed */
     /* ---- consumer's line ---- */
     _Alignas(64) _Atomic uint64_t tail; /* consumer's read position */
     /* ---- shared, rarely written ---- */
@@ -49,6 +64,7 @@ typedef struct d9_thread {
     uint64_t c_drops_counted;   /* ... of which counted in the stats */
     uint64_t c_events;        /* records decoded (for stats) */
     uint64_t c_end;           /* head read in the current drain */
+    d9_ring *c_ring;          /* the oldest ring not freed (the collector's end of the chain) */
 } d9_thread;
 
 /* The calling thread's buffer (initial-exec TLS: one load, no call, even in libdial9.so). */
@@ -67,8 +83,28 @@ static inline d9_thread *d9_thread_peek(void) { return d9__tls_thread; }
  * Set by the sources at start; NULL when none. */
 extern void (*volatile d9_thread_register_hook)(d9_thread *t);
 
-/* Words the ring holds; set before threads register (from d9_config.buffer_kb). */
-void d9_thread_set_ring_words(uint64_t words);
+/* Called on a thread about to move to a larger ring (records before it then live in a ring the
+ * collector may free), e.g. for the task dumps to scan what they have not scanned. */
+extern void (*volatile d9_thread_grow_hook)(d9_thread *t);
+
+/* Ring sizes and the budget for all rings together; set before threads register (from
+ * d9_config.buffer_kb and memory_budget_mb). A ring starts at min(D9_RING_FIRST_WORDS,
+ * max_words) words and doubles up to max_words while the budget allows. */
+#define D9_RING_FIRST_WORDS 512u
+void d9_thread_set_ring_limits(uint64_t max_words, uint64_t budget_bytes);
+
+/* Ring memory in use by every thread now, and the most it has been (bytes). */
+uint64_t d9_ring_bytes_used(void);
+uint64_t d9_ring_bytes_peak(void);
+
+/* Collector: the ring that holds position `pos` of t, starting the search at `r` (a ring at or
+ * before it in the chain). */
+static inline d9_ring *d9_ring_for(d9_ring *r, uint64_t pos) {
+    for (d9_ring *n; (n = atomic_load_explicit(&r->newer, memory_order_acquire)) && pos >= n->start;) r = n;
+    return r;
+}
+/* Collector: everything before `tail` has been read; free the rings that hold only that. */
+void d9_thread_release_consumed(d9_thread *t, uint64_t tail);
 
 /* Slow path of an append: make room for `words` contiguous words at t->head, writing a PAD
  * and owed WORKER/DROPPED records as needed. Returns false (and counts a drop) when full. */

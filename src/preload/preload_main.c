@@ -56,10 +56,10 @@ static bool prepare(d9_config *cfg) {
     d9p_threads_count_start();
     d9p_start_install_exit();
     /* the main thread's buffer now, so that it is sampled even if it never records an event
-     * (its ring gets the configured size: d9_start sets it for later threads) */
+     * (within the configured sizes and budget: d9_start sets them again for later threads) */
     uint64_t words = (uint64_t)cfg->buffer_kb * 1024 / 8, p = 1;
     while (p < words) p <<= 1;
-    d9_thread_set_ring_words(p);
+    d9_thread_set_ring_limits(p, (uint64_t)cfg->memory_budget_mb << 20);
     (void)d9_thread_current();
     return true;
 }

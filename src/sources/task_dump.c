@@ -49,6 +49,7 @@ typedef struct dump_state {
     uint64_t next_due;        /* earliest instant among held captures */
     uint64_t scan_pos;        /* ring position (words) scanned up to */
     uint64_t drops_at_scan;   /* the thread's drop count when scanning started */
+    bool resolving;           /* in resolve_due (its dumps may grow the ring) */
     int bounds_state;         /* 0 unknown, 1 known, 2 unavailable */
     d9_stack_bounds stack, alt;
     uint64_t alt_checked;     /* ticks */
@@ -131,6 +132,7 @@ static void drop_all(dump_state *d) {
 static bool scan_records(d9_thread *t, dump_state *d, uint64_t now) {
     uint64_t cap = t->mask + 1, end = t->head;
     if (end - d->scan_pos > cap) return false;
+    if (d->scan_pos < t->w_ring->start) return false; /* in an older ring, maybe freed */
     if (atomic_load_explicit(&t->drops_total, memory_order_relaxed) != d->drops_at_scan) return false;
     uint64_t pos = d->scan_pos;
     while (pos < end) {
@@ -178,11 +180,20 @@ static void write_dump(d9_thread *t, const held_capture *h) {
     atomic_fetch_add_explicit(&c_emitted, 1, memory_order_relaxed);
 }
 
+/* The thread is about to move to a larger ring; the records not scanned yet are in this one,
+ * which the collector may free once it has read it: scan them now. */
+static void before_ring_grows(d9_thread *t) {
+    dump_state *d = tls_state;
+    if (!d || d->held == 0 || d->resolving || d->run != atomic_load_explicit(&g_run, memory_order_relaxed)) return;
+    if (!scan_records(t, d, d9_clock_ticks())) drop_all(d);
+}
+
 static void resolve_due(d9_thread *t, dump_state *d, uint64_t now) {
     if (!scan_records(t, d, now)) {
         drop_all(d);
         return;
     }
+    d->resolving = true;
     uint32_t kept = 0;
     uint64_t next_due = UINT64_MAX;
     for (uint32_t i = 0; i < d->held; i++) {
@@ -196,6 +207,7 @@ static void resolve_due(d9_thread *t, dump_state *d, uint64_t now) {
         if (h->resumed) atomic_fetch_add_explicit(&c_resumed, 1, memory_order_relaxed);
         else write_dump(t, h);
     }
+    d->resolving = false;
     d->held = kept;
     d->next_due = next_due;
     /* our own records need no scan; drops from writing them would void the rest */
@@ -292,6 +304,7 @@ void d9_task_dumps_start(bool enabled, uint64_t mean_ns) {
     atomic_store(&g_mean_ticks, mean ? mean : 1);
     atomic_store(&g_alt_recheck_ticks, (uint64_t)(1e8 * g_ticks_per_ns));
     atomic_fetch_add(&g_run, 1);
+    d9_thread_grow_hook = before_ring_grows;
     atomic_store(&g_enabled, enabled);
 }
 

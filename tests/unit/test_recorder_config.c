@@ -29,6 +29,7 @@ static void test_env(void) {
     setenv("DIAL9_MAX_DISK_USAGE_MB", "100", 1);
     setenv("DIAL9_ROTATION_SECS", "0", 1);
     setenv("DIAL9_BUFFER_KB", "256", 1);
+    setenv("DIAL9_MEMORY_BUDGET_MB", "8", 1);
     setenv("DIAL9_ENABLED", "off", 1);
     setenv("DIAL9_CLOCK", "monotonic", 1);
     setenv("DIAL9_SCHEDSTAT_RESOLUTION_US", "0", 1);
@@ -39,6 +40,7 @@ static void test_env(void) {
     CHECK_EQ_U64(cfg.max_total_size, 100ull << 20);
     CHECK_EQ_U64(cfg.rotation_secs, 0);
     CHECK_EQ_U64(cfg.buffer_kb, 256);
+    CHECK_EQ_U64(cfg.memory_budget_mb, 8);
     CHECK(!cfg.enabled);
     CHECK(cfg.clock == D9_CLOCK_MONOTONIC);
     unsetenv("DIAL9_TRACE_DIR");
@@ -46,11 +48,13 @@ static void test_env(void) {
     unsetenv("DIAL9_MAX_DISK_USAGE_MB");
     unsetenv("DIAL9_ROTATION_SECS");
     unsetenv("DIAL9_BUFFER_KB");
+    unsetenv("DIAL9_MEMORY_BUDGET_MB");
     unsetenv("DIAL9_ENABLED");
     unsetenv("DIAL9_CLOCK");
     unsetenv("DIAL9_SCHEDSTAT_RESOLUTION_US");
     CHECK(d9_config_from_env(&cfg) == 0);
     CHECK_EQ_U64(cfg.schedstat_resolution_us, 1000); /* the default */
+    CHECK_EQ_U64(cfg.memory_budget_mb, 64);
 
     expect_env_error("DIAL9_ENABLED", "maybe");
     expect_env_error("DIAL9_MAX_FILE_SIZE_MB", "abc");
@@ -60,6 +64,8 @@ static void test_env(void) {
     expect_env_error("DIAL9_MAX_DISK_USAGE_MB", "99999999999999999999");
     expect_env_error("DIAL9_ROTATION_SECS", "1.5");
     expect_env_error("DIAL9_BUFFER_KB", "8");
+    expect_env_error("DIAL9_MEMORY_BUDGET_MB", "0");
+    expect_env_error("DIAL9_MEMORY_BUDGET_MB", "2GB");
     expect_env_error("DIAL9_FLUSH_MS", "0");
     expect_env_error("DIAL9_CLOCK", "rdtsc");
     expect_env_error("DIAL9_SCHEDSTAT", "2");
@@ -105,6 +111,10 @@ static void test_validate(void) {
     cfg.buffer_kb = 3;
     CHECK(d9_start(&cfg) == -1);
     CHECK(strstr(d9_last_error(), "buffer_kb") != NULL);
+    d9_config_init(&cfg);
+    cfg.memory_budget_mb = 0;
+    CHECK(d9_start(&cfg) == -1);
+    CHECK(strstr(d9_last_error(), "memory_budget_mb") != NULL);
     d9_config_init(&cfg);
     cfg.trace_dir = "";
     CHECK(d9_start(&cfg) == -1);

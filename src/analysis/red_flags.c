@@ -325,8 +325,7 @@ static void drops(const d9a_report *r, flag_list *l) {
         append(f->evidence, sizeof f->evidence, "%s%s: %" PRIu64, i ? ", " : "",
                r->drops_by_reason[i].name, r->drops_by_reason[i].count);
     put(f->hint, sizeof f->hint,
-        "buffer_full: raise DIAL9_BUFFER_KB or DIAL9_MEMORY_BUDGET_MB, or lower DIAL9_FLUSH_MS; "
-        "write_error: check the "
+        "buffer_full: raise DIAL9_BUFFER_KB or lower DIAL9_FLUSH_MS; write_error: check the "
         "disk and DIAL9_TRACE_DIR; perf_lost: lower DIAL9_CPU_SAMPLE_HZ");
 }
 

@@ -2,7 +2,10 @@
  * Alone they leave the CPU idle most of the time, so their unparks show almost no run-queue
  * wait (sched_wait_ns). With a CPU hog (three spinning threads) pinned to the same CPU, a woken
  * worker often has to wait for a hog's time slice: unparks show multi-ms delays, and the switch
- * records show workers preempted inside their polls. Workers and hog run at nice -10 where we
+ * records show workers preempted inside their polls (every 8th poll is a long one, 20 ms: a
+ * 300 µs poll usually ends within its time slice even beside the hogs, so whether one of them
+ * is preempted is chance, while 20 ms of spinning beside three runnable threads of the same
+ * nice on the same CPU cannot end without a preemption). Workers and hog run at nice -10 where we
  * may (root), so other load on the machine weighs little against either phase. Needs schedstat
  * (skips without it). */
 #include <sys/resource.h>
@@ -11,13 +14,17 @@
 #include "dial9/dial9.h"
 #include "test_source_util.h"
 
-#define RUN_NS (1500ull * 1000u * 1000u)
+#define ROUNDS 300 /* park/poll rounds per worker and phase: a count, not a duration, so that a
+                   * starved phase on a loaded machine still has its unparks */
 #define PARK_NS (2u * 1000u * 1000u)
 #define POLL_NS (300u * 1000u)
+#define LONG_POLL_NS (20u * 1000u * 1000u)
+#define LONG_POLL_EVERY 8
 #define HOGS 3
 #define NICE (-10)
 
 static _Atomic int g_stop;
+static _Atomic int g_long_polls; /* in the phase with the hog */
 static pid_t g_worker_tids[2];
 
 static void spin_for(uint64_t ns) {
@@ -33,12 +40,12 @@ static void *worker(void *arg) {
     g_worker_tids[idx] = gettid();
     d9_worker_begin("sched", idx);
     uint64_t task = (uint64_t)idx << 32;
-    while (!atomic_load(&g_stop)) {
+    for (int round = 0; round < ROUNDS; round++) {
         d9_park();
         tt_sleep_ns(PARK_NS);
         d9_unpark();
         d9_poll_begin(++task, D9_HERE);
-        spin_for(POLL_NS);
+        spin_for(atomic_load(&g_long_polls) && task % LONG_POLL_EVERY == 0 ? LONG_POLL_NS : POLL_NS);
         d9_poll_end();
     }
     d9_worker_end();
@@ -73,13 +80,13 @@ static phase_result run_phase(bool with_hog) {
     cfg.trace_dir = dir;
     CHECK(d9_start(&cfg) == 0);
     atomic_store(&g_stop, 0);
+    atomic_store(&g_long_polls, with_hog);
     pthread_t w[2], h[HOGS];
     if (with_hog)
         for (int i = 0; i < HOGS; i++) pthread_create(&h[i], NULL, hog, NULL);
     for (uintptr_t i = 0; i < 2; i++) pthread_create(&w[i], NULL, worker, (void *)i);
-    tt_sleep_ns(RUN_NS);
-    atomic_store(&g_stop, 1);
     for (int i = 0; i < 2; i++) pthread_join(w[i], NULL);
+    atomic_store(&g_stop, 1); /* the hogs */
     if (with_hog)
         for (int i = 0; i < HOGS; i++) pthread_join(h[i], NULL);
     d9_stop();
@@ -132,7 +139,7 @@ int main(void) {
         printf("SKIP: schedstat unavailable here\n");
         return d9t_summary("source_sched_delay");
     }
-    CHECK(alone.unparks > 100 && loaded.unparks > 50);
+    CHECK(alone.unparks >= 2 * ROUNDS && loaded.unparks >= 2 * ROUNDS);
     /* with the hog: multi-ms delays, on a good share of unparks */
     CHECK(loaded.max >= 2000000);
     CHECK(loaded.over_1ms * 100 >= loaded.unparks * 15);

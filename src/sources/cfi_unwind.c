@@ -1,4 +1,5 @@
-/* DWARF CFI for x86-64 (.eh_frame, DWARF 4 section 6.4 and the LSB's .eh_frame format). All
+/* DWARF CFI for x86-64 (.eh_frame, DWARF 4 section 6.4 and the LSB's .eh_frame format; and
+ * .debug_frame, whose CIE id, CIE pointers and addresses differ: see `section`). All
  * table reads go through a bounds-checked cursor over the object's copy; all stack reads
  * through d9_stack_copy_read. Loops are bounded by the bytes they consume. */
 #include "sources/cfi_unwind.h"
@@ -16,12 +17,27 @@ typedef struct cursor {
     bool ok;
 } cursor;
 
-static cursor cursor_at(const d9_unwind_object *o, uint64_t vaddr, uint64_t len) {
+/* The table an entry lives in: .eh_frame (run-time addresses; CIE id 0; an FDE's CIE pointer
+ * is relative to itself) or .debug_frame (section offsets; CIE id 0xffffffff; CIE pointers are
+ * section offsets; absolute addresses are link-time, plus `bias`). */
+typedef struct section {
+    const uint8_t *bytes;
+    uint64_t base, len; /* bytes[0] is at address `base` */
+    bool debug;
+    uint64_t bias;
+} section;
+
+static section eh_section(const d9_unwind_object *o) {
+    return (section){o->copy, o->copy_vaddr, o->copy_len, false, 0};
+}
+
+static section debug_section(const d9_unwind_object *o) { return (section){o->dbg, 0, o->dbg_len, true, o->bias}; }
+
+static cursor cursor_at(const section *s, uint64_t vaddr, uint64_t len) {
     cursor c = {NULL, NULL, vaddr, false};
-    const uint8_t *p = d9_unwind_object_bytes(o, vaddr, len);
-    if (p) {
-        c.p = p;
-        c.end = p + len;
+    if (s->bytes && vaddr >= s->base && len <= s->len && vaddr - s->base <= s->len - len) {
+        c.p = s->bytes + (vaddr - s->base);
+        c.end = c.p + len;
         c.ok = true;
     }
     return c;
@@ -114,28 +130,38 @@ typedef struct cie_info {
     uint64_t ra_reg;
     uint8_t fde_enc;
     bool has_z, signal;
+    uint64_t bias;       /* added to absolute addresses (.debug_frame's are link-time) */
     cursor insns;        /* the initial instructions */
 } cie_info;
 
+#define DEBUG_CIE_ID 0xffffffffu
+
 /* An entry's length word (32-bit, or 0xffffffff then 64-bit); a cursor over its body. */
-static bool entry_body(const d9_unwind_object *o, uint64_t vaddr, cursor *body) {
-    cursor c = cursor_at(o, vaddr, 4);
+static bool entry_body(const section *s, uint64_t vaddr, cursor *body) {
+    cursor c = cursor_at(s, vaddr, 4);
     uint64_t len = rd_le(&c, 4);
     uint64_t start = vaddr + 4;
     if (len == 0xffffffffu) {
-        c = cursor_at(o, start, 8);
+        if (s->debug) return false; /* 64-bit DWARF: its ids and pointers are 8 bytes (not read) */
+        c = cursor_at(s, start, 8);
         len = rd_le(&c, 8);
         start += 8;
     }
-    if (!c.ok || len == 0 || len > o->copy_len) return false;
-    *body = cursor_at(o, start, len);
+    if (!c.ok || len == 0 || len > s->len) return false;
+    *body = cursor_at(s, start, len);
     return body->ok;
 }
 
-static bool parse_cie(const d9_unwind_object *o, uint64_t vaddr, cie_info *ci) {
+/* An absolute address of the table plus the bias (encodings without an application). */
+static uint64_t rd_address(cursor *c, const cie_info *ci) {
+    uint64_t v = rd_encoded(c, ci->fde_enc, false);
+    return (ci->fde_enc & 0x70) == 0 && ci->fde_enc != 0xff ? v + ci->bias : v;
+}
+
+static bool parse_cie(const section *s, uint64_t vaddr, cie_info *ci) {
     cursor c;
-    if (!entry_body(o, vaddr, &c)) return false;
-    if (rd_le(&c, 4) != 0) return false; /* CIE id in .eh_frame */
+    if (!entry_body(s, vaddr, &c)) return false;
+    if (rd_le(&c, 4) != (s->debug ? DEBUG_CIE_ID : 0)) return false;
     uint8_t version = rd_u8(&c);
     if (version != 1 && version != 3 && version != 4) return false;
     char aug[8];
@@ -155,7 +181,8 @@ static bool parse_cie(const d9_unwind_object *o, uint64_t vaddr, cie_info *ci) {
     ci->code_align = rd_uleb(&c);
     ci->data_align = rd_sleb(&c);
     ci->ra_reg = version == 1 ? rd_u8(&c) : rd_uleb(&c);
-    ci->fde_enc = 0;
+    ci->fde_enc = 0; /* absptr: the only encoding of .debug_frame without augmentation */
+    ci->bias = s->debug ? s->bias : 0;
     ci->signal = false;
     ci->has_z = aug[0] == 'z';
     if (aug[0] && !ci->has_z) return false; /* "eh" and other pre-'z' augmentations */
@@ -186,15 +213,21 @@ typedef struct fde_info {
     cursor insns;
 } fde_info;
 
-static bool parse_fde(const d9_unwind_object *o, uint64_t vaddr, fde_info *fi) {
+static bool parse_fde(const section *s, uint64_t vaddr, fde_info *fi) {
     cursor c;
-    if (!entry_body(o, vaddr, &c)) return false;
+    if (!entry_body(s, vaddr, &c)) return false;
     uint64_t id_at = c.vaddr;
     uint64_t cie_ptr = rd_le(&c, 4);
-    if (!c.ok || cie_ptr == 0 || cie_ptr > id_at) return false; /* a CIE, or pointing outside */
-    if (!parse_cie(o, id_at - cie_ptr, &fi->cie)) return false;
+    if (!c.ok) return false;
+    if (s->debug) {
+        if (cie_ptr == DEBUG_CIE_ID || cie_ptr >= s->len) return false; /* a CIE, or pointing outside */
+        if (!parse_cie(s, s->base + cie_ptr, &fi->cie)) return false;
+    } else {
+        if (cie_ptr == 0 || cie_ptr > id_at) return false; /* a CIE, or pointing outside */
+        if (!parse_cie(s, id_at - cie_ptr, &fi->cie)) return false;
+    }
     uint8_t enc = fi->cie.fde_enc;
-    fi->pc_begin = rd_encoded(&c, enc, false);
+    fi->pc_begin = rd_address(&c, &fi->cie);
     uint64_t range = rd_encoded(&c, (uint8_t)(enc & 0x0f), true);
     fi->pc_end = fi->pc_begin + range;
     if (fi->cie.has_z) {
@@ -207,10 +240,68 @@ static bool parse_fde(const d9_unwind_object *o, uint64_t vaddr, fde_info *fi) {
     return c.ok && fi->pc_end > fi->pc_begin;
 }
 
+/* The FDE of .debug_frame covering pc (the index is sorted by lo). */
+static bool find_debug_fde(const d9_unwind_object *o, uint64_t pc, fde_info *fi) {
+    size_t lo = 0, hi = o->dbg_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (o->dbg_fdes[mid].lo <= pc) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == 0 || pc >= o->dbg_fdes[lo - 1].hi) return false;
+    section s = debug_section(o);
+    return parse_fde(&s, o->dbg_fdes[lo - 1].off, fi) && pc >= fi->pc_begin && pc < fi->pc_end;
+}
+
+bool d9_cfi_index_debug_frame(d9_unwind_object *o) {
+    section s = debug_section(o);
+    size_t n = 0, cap = 0;
+    d9_dbg_fde *v = NULL;
+    for (uint64_t off = 0; off + 4 <= o->dbg_len;) {
+        cursor c;
+        if (!entry_body(&s, off, &c)) break;
+        uint64_t next = (uint64_t)(c.end - s.bytes); /* bodies lie inside the section */
+        fde_info fi;
+        if (parse_fde(&s, off, &fi)) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 64;
+                d9_dbg_fde *w = realloc(v, cap * sizeof *w);
+                if (!w) break;
+                v = w;
+            }
+            v[n++] = (d9_dbg_fde){fi.pc_begin, fi.pc_end, off};
+        }
+        off = next;
+    }
+    /* insertion order is link order, nearly sorted: a plain insertion sort */
+    for (size_t i = 1; i < n; i++) {
+        d9_dbg_fde x = v[i];
+        size_t j = i;
+        while (j > 0 && v[j - 1].lo > x.lo) v[j] = v[j - 1], j--;
+        v[j] = x;
+    }
+    if (n == 0) {
+        free(v);
+        free(o->dbg);
+        o->dbg = NULL;
+        o->dbg_len = 0;
+        return false;
+    }
+    o->dbg_fdes = v;
+    o->dbg_count = (uint32_t)n;
+    return true;
+}
+
+static bool find_eh_fde(const d9_unwind_object *o, uint64_t pc, fde_info *fi);
+
 /* The FDE whose initial location is the last one at or below pc (.eh_frame_hdr's sorted
- * table of datarel sdata4 pairs). */
+ * table of datarel sdata4 pairs); else the one .debug_frame has. */
 static bool find_fde(const d9_unwind_object *o, uint64_t pc, fde_info *fi) {
-    if (!o->copy || o->fde_count == 0) return false;
+    if (o->copy && o->fde_count > 0 && find_eh_fde(o, pc, fi)) return true;
+    return o->dbg_count > 0 && find_debug_fde(o, pc, fi);
+}
+
+static bool find_eh_fde(const d9_unwind_object *o, uint64_t pc, fde_info *fi) {
     const uint8_t *table = d9_unwind_object_bytes(o, o->table_vaddr, (uint64_t)o->fde_count * 8);
     if (!table) return false;
     size_t lo = 0, hi = o->fde_count;
@@ -224,7 +315,8 @@ static bool find_fde(const d9_unwind_object *o, uint64_t pc, fde_info *fi) {
     if (lo == 0) return false;
     int32_t fde;
     memcpy(&fde, table + (lo - 1) * 8 + 4, 4);
-    if (!parse_fde(o, o->hdr_vaddr + (uint64_t)(int64_t)fde, fi)) return false;
+    section s = eh_section(o);
+    if (!parse_fde(&s, o->hdr_vaddr + (uint64_t)(int64_t)fde, fi)) return false;
     return pc >= fi->pc_begin && pc < fi->pc_end;
 }
 
@@ -274,7 +366,7 @@ static bool run_program(cursor c, const cie_info *ci, uint64_t loc, uint64_t pc,
         switch (op) {
         case 0x00: break; /* nop */
         case 0x01: { /* set_loc */
-            uint64_t to = rd_encoded(&c, ci->fde_enc, false);
+            uint64_t to = rd_address(&c, ci);
             if (to > pc) return c.ok;
             loc = to;
             break;
@@ -380,7 +472,7 @@ static bool run_program(cursor c, const cie_info *ci, uint64_t loc, uint64_t pc,
 
 static d9_cfi_status decode_row(const d9_unwind_tables *t, uint64_t pc, d9_cfi_row *row) {
     const d9_unwind_object *o = d9_unwind_tables_find(t, pc);
-    if (!o || !o->copy) return D9_CFI_NO_INFO;
+    if (!o || (!o->copy && !o->dbg_count)) return D9_CFI_NO_INFO;
     fde_info fi;
     if (!find_fde(o, pc, &fi)) return D9_CFI_NO_INFO;
     cfa_state init;

@@ -52,6 +52,10 @@ typedef enum d9_cfi_status {
     D9_CFI_FAIL,      /* malformed tables, an unknown register or memory outside the copy */
 } d9_cfi_status;
 
+/* Index the FDEs of o->dbg (.debug_frame) into o->dbg_fdes. False when none could be read
+ * (o->dbg is then freed). */
+bool d9_cfi_index_debug_frame(d9_unwind_object *o);
+
 /* The row for code address `pc` (already pc - 1 for a return address). Rows are cached per
  * address in the tables (t->row_cache), so the CIE/FDE programs of the hot return addresses
  * run once per rebuild of the tables. */

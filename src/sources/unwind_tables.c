@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sources/cfi_unwind.h"
+#include "symbols/elf_image.h"
+
 /* .eh_frame_hdr: version 1, then the encodings of eh_frame_ptr, fde_count and the table.
  * GNU ld, gold and lld all write the table as datarel|sdata4 pairs; other encodings leave the
  * object without tables (its frames are walked with frame pointers). */
@@ -51,6 +54,8 @@ typedef struct build_ctx {
     size_t nexec, cap_exec;
     uint64_t bytes;
     bool oom;
+    char **paths;                  /* per object: its file ("" none), and its build id */
+    char (*build_ids)[D9_BUILD_ID_HEX_MAX];
 } build_ctx;
 
 static bool push_range(build_ctx *b, uint64_t lo, uint64_t hi) {
@@ -126,20 +131,59 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *arg) {
     }
     if (o.text_lo >= o.text_hi) return 0;
     if (eh) copy_tables(&o, info, eh);
+    o.bias = info->dlpi_addr;
     if (b->nobjs == b->cap_objs) {
         size_t cap = b->cap_objs ? b->cap_objs * 2 : 32;
         d9_unwind_object *a = realloc(b->objs, cap * sizeof *a);
-        if (!a) {
+        char **paths = a ? realloc(b->paths, cap * sizeof *paths) : NULL;
+        if (paths) b->paths = paths;
+        char(*ids)[D9_BUILD_ID_HEX_MAX] = paths ? realloc(b->build_ids, cap * sizeof *ids) : NULL;
+        if (ids) b->build_ids = ids;
+        if (a) b->objs = a;
+        if (!a || !paths || !ids) {
             free(o.copy);
             b->oom = true;
             return 0;
         }
-        b->objs = a;
         b->cap_objs = cap;
+    }
+    /* the file and build id, to read .debug_frame after the walk (no file I/O in here) */
+    b->build_ids[b->nobjs][0] = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type == PT_NOTE &&
+            d9_elf_notes_build_id((const uint8_t *)(uintptr_t)(info->dlpi_addr + p->p_vaddr), p->p_filesz,
+                                  b->build_ids[b->nobjs], D9_BUILD_ID_HEX_MAX))
+            break;
+    }
+    const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : b->nobjs == 0 ? "/proc/self/exe" : "";
+    b->paths[b->nobjs] = strdup(name);
+    if (!b->paths[b->nobjs]) {
+        free(o.copy);
+        b->oom = true;
+        return 0;
     }
     b->bytes += o.copy_len;
     b->objs[b->nobjs++] = o;
     return 0;
+}
+
+/* The object's .debug_frame from its file, when the file is the loaded object (same build
+ * id; an object without one is trusted by path) and has the section. */
+static void read_debug_frame(d9_unwind_object *o, const char *path, const char *build_id) {
+    if (!path[0] || path[0] == '[') return;
+    d9_elf_image img;
+    char err[128];
+    if (d9_elf_open_path(&img, path, err, sizeof err) != 0) return;
+    d9_elf_section s;
+    const uint8_t *data;
+    if (strcmp(img.build_id, build_id) == 0 && d9_elf_find_section(&img, ".debug_frame", &s) && s.size > 0 &&
+        s.size <= MAX_COPY_BYTES && (data = d9_elf_section_data(&img, &s)) && (o->dbg = malloc(s.size))) {
+        memcpy(o->dbg, data, s.size);
+        o->dbg_len = s.size;
+        if (!d9_cfi_index_debug_frame(o)) o->dbg_len = 0;
+    }
+    d9_elf_close(&img);
 }
 
 static int cmp_obj(const void *x, const void *y) {
@@ -166,7 +210,11 @@ static int first_only(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 static void free_objs(d9_unwind_object *objs, size_t n) {
-    for (size_t i = 0; i < n; i++) free(objs[i].copy);
+    for (size_t i = 0; i < n; i++) {
+        free(objs[i].copy);
+        free(objs[i].dbg);
+        free(objs[i].dbg_fdes);
+    }
     free(objs);
 }
 
@@ -178,6 +226,13 @@ bool d9_unwind_tables_refresh(d9_unwind_tables *t) {
     memset(&b, 0, sizeof b);
     b.t = t;
     dl_iterate_phdr(on_object, &b);
+    for (size_t i = 0; i < b.nobjs && !b.oom; i++) {
+        read_debug_frame(&b.objs[i], b.paths[i], b.build_ids[i]);
+        b.bytes += b.objs[i].dbg_len + (uint64_t)b.objs[i].dbg_count * sizeof(d9_dbg_fde);
+    }
+    for (size_t i = 0; i < b.nobjs; i++) free(b.paths[i]);
+    free(b.paths);
+    free(b.build_ids);
     if (b.oom) {
         free_objs(b.objs, b.nobjs);
         free(b.exec);

@@ -3,7 +3,9 @@
  * the dynamic loader holds the object (dl_iterate_phdr), so a library unloaded later can
  * never make a lookup read unmapped memory; and the executable address ranges, which say
  * whether an address can be a return address at all. Refreshed when the loader's adds/subs
- * counters change. One instance is not thread-safe (see d9_unwind_tables_acquire). */
+ * counters change. Objects whose file has a .debug_frame (code built without .eh_frame) get a
+ * copy of it too, read from the file when its build id matches the loaded object's. One
+ * instance is not thread-safe (see d9_unwind_tables_acquire). */
 #ifndef D9_SOURCES_UNWIND_TABLES_H
 #define D9_SOURCES_UNWIND_TABLES_H
 
@@ -19,7 +21,19 @@ typedef struct d9_unwind_object {
     uint64_t hdr_vaddr;            /* run-time address of .eh_frame_hdr */
     uint64_t table_vaddr;          /* its binary-search table (datarel sdata4 pairs) */
     uint32_t fde_count;
+    /* .debug_frame, read from the object's file (same build id) when it has one: the tables of
+     * code built without .eh_frame (-fno-asynchronous-unwind-tables -g). Offsets are section
+     * offsets; its addresses are link-time, plus `bias`. */
+    uint8_t *dbg;
+    uint64_t dbg_len, bias;
+    struct d9_dbg_fde *dbg_fdes;   /* sorted by lo (cfi_unwind.c builds it) */
+    uint32_t dbg_count;
 } d9_unwind_object;
+
+typedef struct d9_dbg_fde {
+    uint64_t lo, hi;               /* run-time code range */
+    uint64_t off;                  /* the FDE's offset in .debug_frame */
+} d9_dbg_fde;
 
 typedef struct d9_unwind_range {
     uint64_t lo, hi;               /* an executable segment, [lo, hi) */

@@ -1,7 +1,7 @@
 /* Stacks that name the application function that made the call, through Debian's libc as
  * shipped (no frame pointers), with this program built as users build theirs (frame pointers
  * in its own code):
- *  - a poll whose take_the_lock() waits for a mutex another thread holds for 3 ms: its
+ *  - a poll whose take_the_lock() waits for a mutex another thread holds until it waits: its
  *    context-switch stacks contain pthread_mutex_lock and, above it, take_the_lock;
  *  - a poll whose wait_on_pipe() calls poll() on an idle pipe for 8 ms: wait_on_pipe is in
  *    its context-switch stacks;
@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <poll.h>
 #include <semaphore.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -81,6 +82,11 @@ static void *mutex_holder(void *arg) {
     for (int i = 0; i < LOCK_POLLS; i++) {
         pthread_mutex_lock(&g_mutex);
         sem_post(&g_held);
+        /* released once the worker sleeps on it, however late the machine runs it (a fixed
+           hold let a worker scheduled after it take a free lock: no switch, no stack) */
+        pid_t worker;
+        while (!(worker = __atomic_load_n(&g_tid[0], __ATOMIC_ACQUIRE))) tt_sleep_ns(1000000);
+        tt_wait_blocked_in(worker, SYS_futex, (uint64_t)(uintptr_t)&g_mutex);
         tt_sleep_ns(HOLD_NS);
         pthread_mutex_unlock(&g_mutex);
         sem_wait(&g_done);
@@ -90,10 +96,10 @@ static void *mutex_holder(void *arg) {
 
 static void *lock_worker(void *arg) {
     (void)arg;
-    g_tid[0] = gettid();
+    __atomic_store_n(&g_tid[0], gettid(), __ATOMIC_RELEASE);
     d9_worker_begin("unwind", 0);
     for (int i = 0; i < LOCK_POLLS; i++) {
-        sem_wait(&g_held); /* held for 3 ms from now: the poll waits */
+        sem_wait(&g_held); /* held until this thread waits for it: the poll blocks */
         d9_poll_begin(100 + (uint64_t)i, D9_HERE);
         take_the_lock();
         d9_poll_end();

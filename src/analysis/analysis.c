@@ -53,7 +53,7 @@ const d9a_report *d9a_finish(d9a_analysis *a) {
 
 void d9a_free(d9a_analysis *a) {
     if (!a) return;
-    d9a_begin_file(a); /* frees the schema infos */
+    d9a_begin_file(a);
     d9_u64_map_free(&a->loc_cache);
     d9_u64_map_free(&a->stack_cache);
     d9a_symtab_free(&a->symtab);

@@ -8,57 +8,10 @@
 
 #include "analysis/internal.h"
 
-/* Field names per schema kind, in the order of schema_info.f[]. */
-static const struct {
-    const char *schema;
-    schema_kind kind;
-    const char *fields[SI_FIELDS];
-} known[] = {
-    {"PollStartEvent", SK_POLL_START, {"worker_id", "local_queue", "task_id", "spawn_loc"}},
-    {"PollEndEvent", SK_POLL_END, {"worker_id"}},
-    {"WorkerParkEvent", SK_PARK, {"worker_id", "local_queue", "cpu_time_ns", "tid"}},
-    {"WorkerUnparkEvent", SK_UNPARK,
-     {"worker_id", "local_queue", "cpu_time_ns", "sched_wait_ns", "tid"}},
-    {"QueueSampleEvent", SK_QUEUE, {"global_queue"}},
-    {"TaskSpawnEvent", SK_SPAWN, {"task_id", "spawn_loc"}},
-    {"TaskTerminateEvent", SK_TERM, {"task_id"}},
-    {"WakeEventEvent", SK_WAKE, {"waker_task_id", "woken_task_id", "target_worker"}},
-    {"CpuSampleEvent", SK_CPU, {"worker_id", "tid", "source", "callchain"}},
-    {"TaskDumpEvent", SK_DUMP, {"task_id"}},
-    {"SegmentMetadataEvent", SK_META, {"entries"}},
-    {"ClockSyncEvent", SK_CLOCK, {"realtime_ns"}},
-    {"SymbolTableEntry", SK_SYMBOL,
-     {"addr", "size", "symbol_name", "inline_depth", "source_file", "source_line"}},
-    {"DroppedEventsEvent", SK_DROPS, {"count", "reason", "tid", "worker_id"}},
-    {"WorkerRegisteredEvent", SK_WREG, {"worker_id", "tid", "runtime"}},
-    {"SchedSwitchEvent", SK_SWITCH, {"tid", "worker_id", "switch_out", "preempted"}},
-    {"MemoryMapEvent", SK_MMAP, {"start", "end", "file_offset", "path"}},
-};
-
-static schema_info *info_for(d9a_analysis *a, d9_dec_schema *s) {
-    schema_info *in = calloc(1, sizeof *in);
-    if (!in) return NULL;
-    in->kind = SK_OTHER;
-    for (int i = 0; i < SI_FIELDS; i++) in->f[i] = -1;
-    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
-        if (strcmp(s->name, known[k].schema) != 0) continue;
-        in->kind = known[k].kind;
-        for (int i = 0; i < SI_FIELDS && known[k].fields[i]; i++)
-            in->f[i] = d9_schema_field_index(s, known[k].fields[i]);
-        break;
-    }
-    in->next = a->infos;
-    a->infos = in;
-    s->user = in;
-    return in;
-}
+/* A field of the event's schema by name, bound once by the decoder (format/dec_bindings.h). */
+#define F(name) (in->field[D9_KF_##name])
 
 void d9a_begin_file(d9a_analysis *a) {
-    while (a->infos) {
-        schema_info *n = a->infos->next;
-        free(a->infos);
-        a->infos = n;
-    }
     a->stream_known = false;
 }
 
@@ -254,21 +207,21 @@ static void add_drops(d9a_analysis *a, uint64_t n, uint32_t reason) {
     a->drop_count[a->ndrop++] = n;
 }
 
-static int on_poll_start(d9a_analysis *a, const schema_info *in, const d9_event *ev,
+static int on_poll_start(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev,
                          d9_decoder *dec) {
-    worker *w = d9a_worker(a, field_u(ev, in->f[0], D9_WORKER_NONE));
+    worker *w = d9a_worker(a, field_u(ev, F(WORKER_ID), D9_WORKER_NONE));
     if (!w) return a->failed ? -1 : 0;
     if (w->in_poll) a->unmatched_starts++;
     w->in_poll = true;
     w->poll_ts = ev->ts_ns;
-    w->poll_lq = sat8(field_u(ev, in->f[1], 0));
-    w->poll_task = field_u(ev, in->f[2], 0);
-    w->poll_loc = string_field(a, ev, in->f[3], dec);
+    w->poll_lq = sat8(field_u(ev, F(LOCAL_QUEUE), 0));
+    w->poll_task = field_u(ev, F(TASK_ID), 0);
+    w->poll_loc = string_field(a, ev, F(SPAWN_LOC), dec);
     return w->poll_loc == D9A_NO_ID ? -1 : 0;
 }
 
-static int on_poll_end(d9a_analysis *a, const schema_info *in, const d9_event *ev) {
-    worker *w = d9a_worker(a, field_u(ev, in->f[0], D9_WORKER_NONE));
+static int on_poll_end(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev) {
+    worker *w = d9a_worker(a, field_u(ev, F(WORKER_ID), D9_WORKER_NONE));
     if (!w) return a->failed ? -1 : 0;
     if (!w->in_poll) {
         a->unmatched_ends++;
@@ -286,13 +239,13 @@ static int on_poll_end(d9a_analysis *a, const schema_info *in, const d9_event *e
     return emit(a, &r);
 }
 
-static int on_park(d9a_analysis *a, const schema_info *in, const d9_event *ev) {
-    uint64_t wid = field_u(ev, in->f[0], D9_WORKER_NONE), cpu = 0, tid;
+static int on_park(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev) {
+    uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE), cpu = 0, tid;
     worker *w = d9a_worker(a, wid);
     if (!w) return a->failed ? -1 : 0;
-    bool have_cpu = field_has_u(ev, in->f[2], &cpu) && cpu > 0;
+    bool have_cpu = field_has_u(ev, F(CPU_TIME_NS), &cpu) && cpu > 0;
     if (have_cpu) a->schedstat_seen++;
-    if (field_has_u(ev, in->f[3], &tid) && tid) {
+    if (field_has_u(ev, F(TID), &tid) && tid) {
         w->tid = tid;
         note_tid_worker(a, tid, wid);
     }
@@ -309,16 +262,16 @@ static int on_park(d9a_analysis *a, const schema_info *in, const d9_event *ev) {
     return a->failed ? -1 : 0;
 }
 
-static int on_unpark(d9a_analysis *a, const schema_info *in, const d9_event *ev) {
-    uint64_t wid = field_u(ev, in->f[0], D9_WORKER_NONE), cpu = 0, wait, tid = 0;
+static int on_unpark(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev) {
+    uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE), cpu = 0, wait, tid = 0;
     worker *w = d9a_worker(a, wid);
     if (!w) return a->failed ? -1 : 0;
-    if (field_has_u(ev, in->f[4], &tid) && tid) {
+    if (field_has_u(ev, F(TID), &tid) && tid) {
         w->tid = tid;
         note_tid_worker(a, tid, wid);
     }
-    if (field_has_u(ev, in->f[2], &cpu) && cpu > 0) a->schedstat_seen++;
-    if (field_has_u(ev, in->f[3], &wait)) {
+    if (field_has_u(ev, F(CPU_TIME_NS), &cpu) && cpu > 0) a->schedstat_seen++;
+    if (field_has_u(ev, F(SCHED_WAIT_NS), &wait)) {
         a->sched_wait_fields++;
         if (wait > 0) a->schedstat_seen++;
         /* Both 0: schedstat was not read at this unpark (the recorder reads it at most once
@@ -348,34 +301,34 @@ static int on_unpark(d9a_analysis *a, const schema_info *in, const d9_event *ev)
     return emit(a, &r);
 }
 
-static int on_cpu_sample(d9a_analysis *a, const schema_info *in, const d9_event *ev,
+static int on_cpu_sample(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev,
                          d9_decoder *dec) {
-    uint64_t source = field_u(ev, in->f[2], 0);
+    uint64_t source = field_u(ev, F(SOURCE), 0);
     if (source == 0) a->cpu_samples++;
     else a->offcpu_samples++;
     if (!d9a_in_window(a, ev->ts_ns)) return 0;
-    uint64_t wid = field_u(ev, in->f[0], D9_WORKER_NONE);
+    uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE);
     if (wid > D9A_MAX_WORKER_ID || wid == D9_WORKER_NONE) {
         uint64_t tid;
-        wid = field_has_u(ev, in->f[1], &tid) ? worker_of_tid(a, tid) : D9_WORKER_NONE;
+        wid = field_has_u(ev, F(TID), &tid) ? worker_of_tid(a, tid) : D9_WORKER_NONE;
     }
-    uint32_t stack = stack_field(a, ev, in->f[3], dec);
+    uint32_t stack = stack_field(a, ev, F(CALLCHAIN), dec);
     if (stack == D9A_NO_ID) return -1;
     d9a_rec r = {.ts = ev->ts_ns, .ref = stack, .worker = (uint16_t)wid,
                  .kind = D9A_REC_SAMPLE, .aux = source == 0 ? 0 : 1};
     return emit(a, &r);
 }
 
-static int on_switch(d9a_analysis *a, const schema_info *in, const d9_event *ev) {
-    uint64_t tid = field_u(ev, in->f[0], 0);
+static int on_switch(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev) {
+    uint64_t tid = field_u(ev, F(TID), 0);
     tid_state *t = tid_get(a, tid);
     if (!t) return -1;
-    uint64_t wid = field_u(ev, in->f[1], D9_WORKER_NONE);
+    uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE);
     if (wid <= D9A_MAX_WORKER_ID && wid != D9_WORKER_NONE) t->worker = (uint16_t)wid;
-    if (field_u(ev, in->f[2], 0)) {
+    if (field_u(ev, F(SWITCH_OUT), 0)) {
         t->out = true;
         t->out_ts = ev->ts_ns;
-        t->preempted = field_u(ev, in->f[3], 0) != 0;
+        t->preempted = field_u(ev, F(PREEMPTED), 0) != 0;
         return 0;
     }
     if (!t->out) return 0;
@@ -389,19 +342,18 @@ static int on_switch(d9a_analysis *a, const schema_info *in, const d9_event *ev)
     return emit(a, &r);
 }
 
-static int on_symbol(d9a_analysis *a, const schema_info *in, const d9_event *ev) {
+static int on_symbol(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev) {
     uint64_t addr;
-    if (!field_has_u(ev, in->f[0], &addr)) return 0;
+    if (!field_has_u(ev, F(ADDR), &addr)) return 0;
     d9_dec_str name = {"", 0}, file = {"", 0};
-    if (in->f[2] < 0 || !d9_value_str(&ev->values[in->f[2]], &name)) return 0;
-    if (in->f[4] >= 0) d9_value_str(&ev->values[in->f[4]], &file);
-    return d9a_symtab_add(&a->symtab, addr, field_u(ev, in->f[1], 0), name.ptr, name.len,
-                          file.ptr, file.len, field_u(ev, in->f[5], 0), field_u(ev, in->f[3], 0));
+    if (F(SYMBOL_NAME) < 0 || !d9_value_str(&ev->values[F(SYMBOL_NAME)], &name)) return 0;
+    if (F(SOURCE_FILE) >= 0) d9_value_str(&ev->values[F(SOURCE_FILE)], &file);
+    return d9a_symtab_add(&a->symtab, addr, field_u(ev, F(SIZE), 0), name.ptr, name.len,
+                          file.ptr, file.len, field_u(ev, F(SOURCE_LINE), 0), field_u(ev, F(INLINE_DEPTH), 0));
 }
 
 static int ingest(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
-    schema_info *in = ev->schema->user;
-    if (!in && !(in = info_for(a, ev->schema))) return -1;
+    const d9_dec_binding *in = &ev->schema->bind;
     if (!a->stream_known || ev->stream != a->cur_stream) {
         /* pool ids are per stream */
         d9_u64_map_clear(&a->loc_cache);
@@ -410,7 +362,7 @@ static int ingest(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
         a->stream_known = true;
     }
     a->events++;
-    a->kind_counts[in->kind]++;
+    a->kind_counts[in->role]++;
     bool timed = ev->schema->has_timestamp && ev->ts_ns != 0;
     if (timed) {
         if (!a->have_first) {
@@ -421,66 +373,66 @@ static int ingest(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
         if (ev->ts_ns < a->min_ts) a->min_ts = ev->ts_ns;
         if (ev->ts_ns > a->max_ts) a->max_ts = ev->ts_ns;
     }
-    switch (in->kind) {
-    case SK_POLL_START: return timed ? on_poll_start(a, in, ev, dec) : 0;
-    case SK_POLL_END: return timed ? on_poll_end(a, in, ev) : 0;
-    case SK_PARK: return timed ? on_park(a, in, ev) : 0;
-    case SK_UNPARK: return timed ? on_unpark(a, in, ev) : 0;
-    case SK_CPU: return timed ? on_cpu_sample(a, in, ev, dec) : 0;
-    case SK_SWITCH: return timed ? on_switch(a, in, ev) : 0;
-    case SK_QUEUE: {
+    switch (in->role) {
+    case D9_SCH_POLL_START: return timed ? on_poll_start(a, in, ev, dec) : 0;
+    case D9_SCH_POLL_END: return timed ? on_poll_end(a, in, ev) : 0;
+    case D9_SCH_WORKER_PARK: return timed ? on_park(a, in, ev) : 0;
+    case D9_SCH_WORKER_UNPARK: return timed ? on_unpark(a, in, ev) : 0;
+    case D9_SCH_CPU_SAMPLE: return timed ? on_cpu_sample(a, in, ev, dec) : 0;
+    case D9_SCH_SCHED_SWITCH: return timed ? on_switch(a, in, ev) : 0;
+    case D9_SCH_QUEUE_SAMPLE: {
         if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;
-        uint64_t q = field_u(ev, in->f[0], 0);
+        uint64_t q = field_u(ev, F(GLOBAL_QUEUE), 0);
         d9a_rec r = {.ts = ev->ts_ns, .ref = q > UINT32_MAX ? UINT32_MAX : (uint32_t)q,
                      .kind = D9A_REC_QUEUE};
         return emit(a, &r);
     }
-    case SK_SPAWN: {
+    case D9_SCH_TASK_SPAWN: {
         if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;
-        uint32_t loc = string_field(a, ev, in->f[1], dec);
+        uint32_t loc = string_field(a, ev, F(SPAWN_LOC), dec);
         if (loc == D9A_NO_ID) return -1;
-        d9a_rec r = {.ts = ev->ts_ns, .id = field_u(ev, in->f[0], 0), .ref = loc,
+        d9a_rec r = {.ts = ev->ts_ns, .id = field_u(ev, F(TASK_ID), 0), .ref = loc,
                      .kind = D9A_REC_SPAWN};
         return emit(a, &r);
     }
-    case SK_TERM: {
+    case D9_SCH_TASK_TERMINATE: {
         if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;
-        d9a_rec r = {.ts = ev->ts_ns, .id = field_u(ev, in->f[0], 0), .kind = D9A_REC_TERM};
+        d9a_rec r = {.ts = ev->ts_ns, .id = field_u(ev, F(TASK_ID), 0), .kind = D9A_REC_TERM};
         return emit(a, &r);
     }
-    case SK_WAKE: {
+    case D9_SCH_WAKE: {
         if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;
-        uint64_t target = field_u(ev, in->f[2], D9_WORKER_NONE);
+        uint64_t target = field_u(ev, F(TARGET_WORKER), D9_WORKER_NONE);
         d9a_rec r = {.ts = ev->ts_ns,
-                     .id = field_u(ev, in->f[1], 0),
-                     .ref = (uint32_t)field_u(ev, in->f[0], 0),
+                     .id = field_u(ev, F(WOKEN_TASK_ID), 0),
+                     .ref = (uint32_t)field_u(ev, F(WAKER_TASK_ID), 0),
                      .worker = (uint16_t)(target > D9_WORKER_NONE ? D9_WORKER_NONE : target),
                      .kind = D9A_REC_WAKE};
         return emit(a, &r);
     }
-    case SK_META:
-        if (!a->have_meta && in->f[0] >= 0) copy_metadata(a, &ev->values[in->f[0]]);
+    case D9_SCH_SEGMENT_METADATA:
+        if (!a->have_meta && F(ENTRIES) >= 0) copy_metadata(a, &ev->values[F(ENTRIES)]);
         return a->failed ? -1 : 0;
-    case SK_CLOCK: {
+    case D9_SCH_CLOCK_SYNC: {
         uint64_t real;
-        if (!a->have_clock && timed && field_has_u(ev, in->f[0], &real)) {
+        if (!a->have_clock && timed && field_has_u(ev, F(REALTIME_NS), &real)) {
             a->have_clock = true;
             a->clock_mono = ev->ts_ns;
             a->clock_real = real;
         }
         return 0;
     }
-    case SK_SYMBOL: return on_symbol(a, in, ev);
-    case SK_DROPS: {
+    case D9_SCH_SYMBOL_TABLE_ENTRY: return on_symbol(a, in, ev);
+    case D9_SCH_DROPPED_EVENTS: {
         d9_dec_str reason = {"unknown", 7};
-        if (in->f[1] >= 0) d9_value_str(&ev->values[in->f[1]], &reason);
+        if (F(REASON) >= 0) d9_value_str(&ev->values[F(REASON)], &reason);
         uint32_t id = d9a_strings_intern(&a->strings, reason.ptr, reason.len);
         if (id == D9A_NO_ID) return -1;
-        add_drops(a, field_u(ev, in->f[0], 0), id);
+        add_drops(a, field_u(ev, F(COUNT_FIELD), 0), id);
         return a->failed ? -1 : 0;
     }
-    case SK_WREG: {
-        uint64_t wid = field_u(ev, in->f[0], D9_WORKER_NONE), tid = field_u(ev, in->f[1], 0);
+    case D9_SCH_WORKER_REGISTERED: {
+        uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE), tid = field_u(ev, F(TID), 0);
         worker *w = d9a_worker(a, wid);
         if (!w) return a->failed ? -1 : 0;
         if (tid) {
@@ -488,20 +440,18 @@ static int ingest(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
             note_tid_worker(a, tid, wid);
         }
         d9_dec_str rt;
-        if (in->f[2] >= 0 && d9_value_str(&ev->values[in->f[2]], &rt))
+        if (F(RUNTIME) >= 0 && d9_value_str(&ev->values[F(RUNTIME)], &rt))
             w->runtime = d9a_strings_intern(&a->strings, rt.ptr, rt.len);
         return a->failed ? -1 : 0;
     }
-    case SK_MMAP: {
+    case D9_SCH_MEMORY_MAP: {
         d9_dec_str path;
-        if (in->f[3] < 0 || !d9_value_str(&ev->values[in->f[3]], &path)) return 0;
-        return d9a_symtab_add_mapping(&a->symtab, field_u(ev, in->f[0], 0),
-                                      field_u(ev, in->f[1], 0), field_u(ev, in->f[2], 0),
+        if (F(PATH) < 0 || !d9_value_str(&ev->values[F(PATH)], &path)) return 0;
+        return d9a_symtab_add_mapping(&a->symtab, field_u(ev, F(START), 0),
+                                      field_u(ev, F(END), 0), field_u(ev, F(FILE_OFFSET), 0),
                                       path.ptr, path.len);
     }
-    case SK_DUMP:
-    case SK_OTHER:
-    case SK_KINDS: return 0;
+    default: return 0; /* task dumps, stack origins, task objects, other events */
     }
     return 0;
 }

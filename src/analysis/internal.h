@@ -17,19 +17,6 @@
 #define D9A_LIVE_SLOTS 512        /* live-task timeline resolution (slots double in width) */
 #define D9A_NO_ID UINT32_MAX
 
-typedef enum schema_kind {
-    SK_OTHER, SK_POLL_START, SK_POLL_END, SK_PARK, SK_UNPARK, SK_QUEUE, SK_SPAWN, SK_TERM,
-    SK_WAKE, SK_CPU, SK_DUMP, SK_META, SK_CLOCK, SK_SYMBOL, SK_DROPS, SK_WREG, SK_SWITCH,
-    SK_MMAP, SK_KINDS
-} schema_kind;
-
-#define SI_FIELDS 6
-typedef struct schema_info {
-    schema_kind kind;
-    int f[SI_FIELDS]; /* field indexes in the order of the kind's field list (ingest.c) */
-    struct schema_info *next;
-} schema_info;
-
 typedef struct worker {
     uint64_t id;
     /* pairing in stream order */
@@ -145,7 +132,6 @@ struct d9a_analysis {
     bool failed, finished;
 
     /* per decoder / per stream caches */
-    schema_info *infos;
     uint32_t cur_stream;
     bool stream_known;
     d9_u64_map loc_cache, stack_cache; /* pool id -> location / stack id, current stream */
@@ -163,7 +149,7 @@ struct d9a_analysis {
 
     /* summary */
     uint64_t events;
-    uint64_t kind_counts[SK_KINDS];
+    uint64_t kind_counts[D9_ROLE_COUNT]; /* events by schema role (format/dec_bindings.h) */
     uint64_t cpu_samples, offcpu_samples;
     uint64_t schedstat_seen;   /* park/unpark with a nonzero cpu_time_ns or sched_wait_ns */
     uint64_t sched_wait_fields;

@@ -188,20 +188,25 @@ static int count_event(void *ctx, const d9_event *ev, d9_decoder *dec, size_t fi
     (void)dec;
     (void)file_index;
     summary *s = ctx;
-    const char *name = ev->schema->name;
+    uint8_t role = ev->schema->bind.role;
+    const int16_t *f = ev->schema->bind.field;
     s->events++;
     uint64_t v;
-    if (!strcmp(name, "PollStartEvent")) s->polls++;
-    else if (!strcmp(name, "WorkerParkEvent")) s->parks++;
-    else if (!strcmp(name, "WakeEventEvent")) s->wakes++;
-    else if (!strcmp(name, "TaskSpawnEvent")) s->spawns++;
-    else if (!strcmp(name, "CpuSampleEvent")) s->samples++;
-    else if (!strcmp(name, "DroppedEventsEvent") && d9_value_uint(d9_event_field(ev, "count"), &v))
-        s->dropped += v;
+    switch (role) {
+    case D9_SCH_POLL_START: s->polls++; break;
+    case D9_SCH_WORKER_PARK: s->parks++; break;
+    case D9_SCH_WAKE: s->wakes++; break;
+    case D9_SCH_TASK_SPAWN: s->spawns++; break;
+    case D9_SCH_CPU_SAMPLE: s->samples++; break;
+    case D9_SCH_DROPPED_EVENTS:
+        if (f[D9_KF_COUNT_FIELD] >= 0 && d9_value_uint(&ev->values[f[D9_KF_COUNT_FIELD]], &v)) s->dropped += v;
+        break;
+    default: break;
+    }
     /* workers that park or poll (one that began before the recorder ran has no
      * WorkerRegisteredEvent); 254 and 255 are "blocking pool" and "not a worker" */
-    if ((!strcmp(name, "WorkerParkEvent") || !strcmp(name, "PollStartEvent")) &&
-        d9_value_uint(d9_event_field(ev, "worker_id"), &v) && v < 254)
+    if ((role == D9_SCH_WORKER_PARK || role == D9_SCH_POLL_START) && f[D9_KF_WORKER_ID] >= 0 &&
+        d9_value_uint(&ev->values[f[D9_KF_WORKER_ID]], &v) && v < 254)
         (void)d9_u64_set_add(&s->workers, v);
     return 0;
 }

@@ -69,15 +69,8 @@ static int cmp_count_desc(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-/* What stats needs to know about a schema, resolved once per schema (schema->user). */
-typedef enum { K_OTHER, K_WORKER, K_DROPS, K_METADATA, K_STACK_ORIGIN } schema_kind;
-
-typedef struct schema_info {
-    size_t counter; /* index in by_name (its array moves when it grows) */
-    schema_kind kind;
-    int worker_idx, tid_idx, count_idx, reason_idx, entries_idx, callchain_idx, method_idx;
-    struct schema_info *next; /* all infos of the current file, freed with it */
-} schema_info;
+/* A field of the event's schema by name, bound once by the decoder (format/dec_bindings.h). */
+#define F(name) (ev->schema->bind.field[D9_KF_##name])
 
 typedef struct stats_ctx {
     named_counts by_name;
@@ -91,7 +84,8 @@ typedef struct stats_ctx {
     size_t meta_n;
     bool have_meta;
     const char *meta_path;
-    schema_info *infos;
+    size_t *counter_of; /* per schema index of the current file: 1 + its index in by_name */
+    size_t counter_cap;
     size_t file;
     /* How stacks were obtained: StackOriginEvent gives a method per stack pool id of the
      * file (the recorder's ids are stable across the streams of a file); each event with a
@@ -103,43 +97,21 @@ typedef struct stats_ctx {
     bool oom;
 } stats_ctx;
 
-static bool is_worker_schema(const char *n) {
-    return !strcmp(n, "PollStartEvent") || !strcmp(n, "PollEndEvent") ||
-           !strcmp(n, "WorkerParkEvent") || !strcmp(n, "WorkerUnparkEvent");
-}
-
-static schema_info *info_for(stats_ctx *c, d9_dec_schema *s) {
-    schema_info *in = calloc(1, sizeof *in);
-    if (!in) return NULL;
+/* The by_name counter of the event's schema, found once per schema of a file. */
+static named_count *counter_for(stats_ctx *c, const d9_dec_schema *s) {
+    if (s->index >= c->counter_cap) {
+        size_t cap = c->counter_cap ? c->counter_cap : 64;
+        while (cap <= s->index) cap *= 2;
+        size_t *p = realloc(c->counter_of, cap * sizeof *p);
+        if (!p) return NULL;
+        memset(p + c->counter_cap, 0, (cap - c->counter_cap) * sizeof *p);
+        c->counter_of = p;
+        c->counter_cap = cap;
+    }
+    if (c->counter_of[s->index]) return &c->by_name.items[c->counter_of[s->index] - 1];
     named_count *nc = named_get(&c->by_name, s->name, s->name_len);
-    if (!nc) {
-        free(in);
-        return NULL;
-    }
-    in->counter = (size_t)(nc - c->by_name.items);
-    in->worker_idx = d9_schema_field_index(s, "worker_id");
-    in->tid_idx = d9_schema_field_index(s, "tid");
-    in->count_idx = d9_schema_field_index(s, "count");
-    in->reason_idx = d9_schema_field_index(s, "reason");
-    in->entries_idx = d9_schema_field_index(s, "entries");
-    in->callchain_idx = d9_schema_field_index(s, "callchain");
-    in->method_idx = d9_schema_field_index(s, "method");
-    if (is_worker_schema(s->name)) in->kind = K_WORKER;
-    else if (!strcmp(s->name, "DroppedEventsEvent")) in->kind = K_DROPS;
-    else if (!strcmp(s->name, "SegmentMetadataEvent")) in->kind = K_METADATA;
-    else if (!strcmp(s->name, "StackOriginEvent")) in->kind = K_STACK_ORIGIN;
-    in->next = c->infos;
-    c->infos = in;
-    s->user = in;
-    return in;
-}
-
-static void free_infos(stats_ctx *c) {
-    while (c->infos) {
-        schema_info *n = c->infos->next;
-        free(c->infos);
-        c->infos = n;
-    }
+    if (nc) c->counter_of[s->index] = (size_t)(nc - c->by_name.items) + 1;
+    return nc;
 }
 
 static void keep_metadata(stats_ctx *c, const d9_value *v, const char *path) {
@@ -161,11 +133,11 @@ static void keep_metadata(stats_ctx *c, const d9_value *v, const char *path) {
 
 #define MAX_POOL_IDS (1u << 24)
 
-static void note_origin(stats_ctx *c, const schema_info *in, const d9_event *ev) {
+static void note_origin(stats_ctx *c, const d9_event *ev) {
     uint64_t m = 0;
-    if (in->callchain_idx < 0 || in->method_idx < 0 || !d9_value_uint(&ev->values[in->method_idx], &m) || m > 3)
+    if (F(CALLCHAIN) < 0 || F(METHOD) < 0 || !d9_value_uint(&ev->values[F(METHOD)], &m) || m > 3)
         return;
-    uint32_t id = ev->values[in->callchain_idx].pool_id;
+    uint32_t id = ev->values[F(CALLCHAIN)].pool_id;
     if (id >= MAX_POOL_IDS) return;
     if (id >= c->method_cap) {
         size_t cap = c->method_cap ? c->method_cap : 256;
@@ -182,26 +154,26 @@ static void note_origin(stats_ctx *c, const schema_info *in, const d9_event *ev)
     c->method_of[id] = (uint8_t)m;
 }
 
-static void count_stack(stats_ctx *c, const schema_info *in, const d9_event *ev) {
-    if (in->callchain_idx < 0 || ev->values[in->callchain_idx].type != D9_FT_POOLED_STACK) return;
-    uint32_t id = ev->values[in->callchain_idx].pool_id;
+static void count_stack(stats_ctx *c, const d9_event *ev) {
+    if (F(CALLCHAIN) < 0 || ev->values[F(CALLCHAIN)].type != D9_FT_POOLED_STACK) return;
+    uint32_t id = ev->values[F(CALLCHAIN)].pool_id;
     c->by_method[id < c->method_cap ? c->method_of[id] : 0]++;
 }
 
 static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_index) {
     stats_ctx *c = p;
     if (file_index != c->file) {
-        /* schema->user belongs to the previous file's (closed) decoder; pool ids to its writer */
-        free_infos(c);
+        /* schema indexes belong to the previous file's (closed) decoder; pool ids to its writer */
+        if (c->counter_of) memset(c->counter_of, 0, c->counter_cap * sizeof *c->counter_of);
         c->file = file_index;
         if (c->method_of) memset(c->method_of, 0, c->method_cap);
     }
-    schema_info *in = ev->schema->user;
-    if (!in && !(in = info_for(c, ev->schema))) {
+    named_count *counter = counter_for(c, ev->schema);
+    if (!counter) {
         c->oom = true;
         return 1;
     }
-    c->by_name.items[in->counter].count++;
+    counter->count++;
     c->events++;
     /* Timestamp 0 marks "no time" (SymbolTableEntry is written with it): not in the range. */
     /* Implausible times (a decode warning) are counted, not put in the range. */
@@ -211,32 +183,32 @@ static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_in
         c->have_ts = true;
     }
     uint64_t v;
-    if (in->tid_idx >= 0 && d9_value_uint(&ev->values[in->tid_idx], &v) &&
-        d9_u64_set_add(&c->tids, v) < 0)
+    if (F(TID) >= 0 && d9_value_uint(&ev->values[F(TID)], &v) &&
+        d9_u64_set_add(&c->tids, v) != 0)
         c->oom = true;
-    switch (in->kind) {
-    case K_WORKER:
-        if (in->worker_idx >= 0 && d9_value_uint(&ev->values[in->worker_idx], &v) &&
-            d9_u64_set_add(&c->workers, v) < 0)
+    switch (ev->schema->bind.role) {
+    case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK: case D9_SCH_WORKER_UNPARK:
+        if (F(WORKER_ID) >= 0 && d9_value_uint(&ev->values[F(WORKER_ID)], &v) &&
+            d9_u64_set_add(&c->workers, v) != 0)
             c->oom = true;
         break;
-    case K_DROPS: {
+    case D9_SCH_DROPPED_EVENTS: {
         uint64_t n = 0;
-        if (in->count_idx >= 0) d9_value_uint(&ev->values[in->count_idx], &n);
+        if (F(COUNT_FIELD) >= 0) d9_value_uint(&ev->values[F(COUNT_FIELD)], &n);
         d9_dec_str reason = {"unknown", 7};
-        if (in->reason_idx >= 0) d9_value_str(&ev->values[in->reason_idx], &reason);
+        if (F(REASON) >= 0) d9_value_str(&ev->values[F(REASON)], &reason);
         named_count *nc = named_get(&c->drops, reason.ptr, reason.len);
         if (!nc) c->oom = true;
         else nc->count += n;
         c->drops_total += n;
         break;
     }
-    case K_METADATA:
-        if (!c->have_meta && in->entries_idx >= 0)
-            keep_metadata(c, &ev->values[in->entries_idx], c->paths->paths[file_index]);
+    case D9_SCH_SEGMENT_METADATA:
+        if (!c->have_meta && F(ENTRIES) >= 0)
+            keep_metadata(c, &ev->values[F(ENTRIES)], c->paths->paths[file_index]);
         break;
-    case K_STACK_ORIGIN: note_origin(c, in, ev); break;
-    case K_OTHER: count_stack(c, in, ev); break;
+    case D9_SCH_STACK_ORIGIN: note_origin(c, ev); break;
+    default: count_stack(c, ev); break;
     }
     (void)dec;
     return c->oom ? 1 : 0;
@@ -476,7 +448,7 @@ int d9_cmd_stats(int argc, char **argv) {
     }
     c.paths = &paths;
     int rc = d9_read_trace_files(&paths, on_event, &c, results);
-    free_infos(&c);
+    free(c.counter_of);
     if (c.oom) {
         fprintf(stderr, "dial9 stats: out of memory\n");
         rc = D9_EXIT_DATA;

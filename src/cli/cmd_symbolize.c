@@ -76,13 +76,14 @@ typedef struct options {
 
 /* ------------------------------------------------------------------ reading a trace */
 
-enum role { ROLE_OTHER = 1, ROLE_MMAP, ROLE_SYMBOL, ROLE_METADATA, ROLE_CPU_SAMPLE };
-
+/* What symbolize keeps per schema, beyond its role and fields (d9_dec_schema.bind). */
 typedef struct schema_role {
-    int role;
-    int f[5];      /* field indexes for the role (-1: absent) */
+    bool known;
     bool stacks;   /* has stack-typed fields */
 } schema_role;
+
+/* A field of the event's schema by name, bound once by the decoder (format/dec_bindings.h). */
+#define F(name) (ev->schema->bind.field[D9_KF_##name])
 
 typedef struct reader {
     d9_sym_input *in;
@@ -107,25 +108,10 @@ static schema_role *role_of(reader *r, const d9_dec_schema *s) {
         r->nroles = n;
     }
     schema_role *ro = &r->roles[s->index];
-    if (ro->role) return ro;
-    ro->role = ROLE_OTHER;
-    for (int i = 0; i < 5; i++) ro->f[i] = -1;
+    if (ro->known) return ro;
+    ro->known = true;
     for (uint16_t i = 0; i < s->field_count; i++)
         ro->stacks |= s->fields[i].type == D9_FT_POOLED_STACK || s->fields[i].type == D9_FT_STACK;
-    if (!strcmp(s->name, "MemoryMapEvent")) {
-        ro->role = ROLE_MMAP;
-        static const char *const f[] = {"start", "end", "file_offset", "path", "build_id"};
-        for (int i = 0; i < 5; i++) ro->f[i] = d9_schema_field_index(s, f[i]);
-    } else if (!strcmp(s->name, "SymbolTableEntry")) {
-        ro->role = ROLE_SYMBOL;
-        ro->f[0] = d9_schema_field_index(s, "addr");
-        ro->f[1] = d9_schema_field_index(s, "symbol_name");
-    } else if (!strcmp(s->name, "SegmentMetadataEvent")) {
-        ro->role = ROLE_METADATA;
-        ro->f[0] = d9_schema_field_index(s, "entries");
-    } else if (!strcmp(s->name, "CpuSampleEvent")) {
-        ro->role = ROLE_CPU_SAMPLE;
-    }
     return ro;
 }
 
@@ -184,29 +170,29 @@ static void on_event(reader *r, d9_decoder *d, const d9_event *ev) {
         for (uint16_t i = 0; i < ev->schema->field_count; i++) {
             uint8_t t = ev->schema->fields[i].type;
             if (t == D9_FT_POOLED_STACK || t == D9_FT_STACK)
-                add_stack_value(r, &ev->values[i], ro->role == ROLE_CPU_SAMPLE, ev->stream);
+                add_stack_value(r, &ev->values[i], ev->schema->bind.role == D9_SCH_CPU_SAMPLE, ev->stream);
         }
     }
     const d9_value *v = ev->values;
     uint64_t a, b, c = 0;
     d9_dec_str s1, s2 = {"", 0};
-    switch (ro->role) {
-    case ROLE_MMAP:
-        if (ro->f[0] < 0 || ro->f[1] < 0 || ro->f[3] < 0 || !d9_value_uint(&v[ro->f[0]], &a) ||
-            !d9_value_uint(&v[ro->f[1]], &b) || !d9_value_str(&v[ro->f[3]], &s1))
+    switch (ev->schema->bind.role) {
+    case D9_SCH_MEMORY_MAP:
+        if (F(START) < 0 || F(END) < 0 || F(PATH) < 0 || !d9_value_uint(&v[F(START)], &a) ||
+            !d9_value_uint(&v[F(END)], &b) || !d9_value_str(&v[F(PATH)], &s1))
             return;
-        if (ro->f[2] >= 0) d9_value_uint(&v[ro->f[2]], &c);
-        if (ro->f[4] >= 0) d9_value_str(&v[ro->f[4]], &s2);
+        if (F(FILE_OFFSET) >= 0) d9_value_uint(&v[F(FILE_OFFSET)], &c);
+        if (F(BUILD_ID) >= 0) d9_value_str(&v[F(BUILD_ID)], &s2);
         d9_sym_input_add_map(r->in, a, b, c, s1.ptr, s1.len, s2.ptr, s2.len);
         break;
-    case ROLE_SYMBOL:
-        if (ro->f[0] >= 0 && ro->f[1] >= 0 && d9_value_uint(&v[ro->f[0]], &a) && d9_value_str(&v[ro->f[1]], &s1))
+    case D9_SCH_SYMBOL_TABLE_ENTRY:
+        if (F(ADDR) >= 0 && F(SYMBOL_NAME) >= 0 && d9_value_uint(&v[F(ADDR)], &a) && d9_value_str(&v[F(SYMBOL_NAME)], &s1))
             d9_sym_input_note_symbol(r->in, a, s1.ptr, s1.len);
         break;
-    case ROLE_METADATA:
-        if (ro->f[0] < 0 || !v[ro->f[0]].present || v[ro->f[0]].type != D9_FT_STRING_MAP) return;
-        for (uint32_t i = 0; i < v[ro->f[0]].map.count; i++) {
-            const d9_dec_kv *kv = &v[ro->f[0]].map.items[i];
+    case D9_SCH_SEGMENT_METADATA:
+        if (F(ENTRIES) < 0 || !v[F(ENTRIES)].present || v[F(ENTRIES)].type != D9_FT_STRING_MAP) return;
+        for (uint32_t i = 0; i < v[F(ENTRIES)].map.count; i++) {
+            const d9_dec_kv *kv = &v[F(ENTRIES)].map.items[i];
             if (kv->key.len == 7 && !memcmp(kv->key.ptr, "boot_id", 7) && kv->value.len < sizeof r->in->boot_id) {
                 memcpy(r->in->boot_id, kv->value.ptr, kv->value.len);
                 r->in->boot_id[kv->value.len] = 0;

@@ -51,7 +51,6 @@ typedef struct raw_queue {
 
 #define VEC(type, name) type *name; size_t name##_n, name##_cap
 
-typedef struct schema_info schema_info;
 
 struct d9_xbuild {
     VEC(mark, marks);
@@ -64,7 +63,6 @@ struct d9_xbuild {
     d9_stack_table stack_table;
     d9_stack_entry **stack_by_index;
     size_t stacks_n, stacks_cap;
-    schema_info *infos;
     uint64_t seq;
     bool have_ts, have_meta, have_clock;
     uint64_t clock_mono, clock_real;
@@ -89,57 +87,8 @@ static bool vec_reserve(void **arr, size_t *cap, size_t n, size_t size) {
  * Schemas: what each one means for the export, resolved once per schema
  * ---------------------------------------------------------------------------------------- */
 
-enum kind {
-    K_OTHER, K_POLL_START, K_POLL_END, K_PARK, K_UNPARK, K_WAKE, K_SAMPLE, K_QUEUE,
-    K_SYMBOL, K_METADATA, K_CLOCK, K_REGISTERED, K_MMAP,
-};
-
-enum { MAX_FIELDS = 6 };
-
-struct schema_info {
-    enum kind kind;
-    int f[MAX_FIELDS]; /* field indexes, in the order of the names below */
-    schema_info *next;
-};
-
-static const struct {
-    const char *schema;
-    enum kind kind;
-    const char *fields[MAX_FIELDS];
-} kinds[] = {
-    {"PollStartEvent", K_POLL_START, {"worker_id", "local_queue", "task_id", "spawn_loc"}},
-    {"PollEndEvent", K_POLL_END, {"worker_id"}},
-    {"WorkerParkEvent", K_PARK, {"worker_id", "local_queue", "cpu_time_ns", "tid"}},
-    {"WorkerUnparkEvent", K_UNPARK,
-     {"worker_id", "local_queue", "cpu_time_ns", "tid", "sched_wait_ns"}},
-    {"WakeEventEvent", K_WAKE, {"waker_task_id", "woken_task_id", "target_worker"}},
-    {"CpuSampleEvent", K_SAMPLE, {"worker_id", "tid", "source", "callchain", "thread_name"}},
-    {"QueueSampleEvent", K_QUEUE, {"global_queue"}},
-    {"SymbolTableEntry", K_SYMBOL,
-     {"addr", "size", "symbol_name", "inline_depth", "source_file", "source_line"}},
-    {"SegmentMetadataEvent", K_METADATA, {"entries"}},
-    {"ClockSyncEvent", K_CLOCK, {"realtime_ns"}},
-    {"WorkerRegisteredEvent", K_REGISTERED, {"worker_id", "tid", "runtime", "thread_name"}},
-    {"MemoryMapEvent", K_MMAP, {"start", "end", "file_offset", "path", "build_id"}},
-};
-
-static schema_info *info_for(d9_xmodel *m, d9_dec_schema *s) {
-    if (s->user) return s->user;
-    schema_info *in = calloc(1, sizeof *in);
-    if (!in) return NULL;
-    in->kind = K_OTHER;
-    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        if (strcmp(kinds[k].schema, s->name) != 0) continue;
-        in->kind = kinds[k].kind;
-        for (int i = 0; i < MAX_FIELDS; i++)
-            in->f[i] = kinds[k].fields[i] ? d9_schema_field_index(s, kinds[k].fields[i]) : -1;
-        break;
-    }
-    in->next = m->build->infos;
-    m->build->infos = in;
-    s->user = in;
-    return in;
-}
+/* A field of the event's schema by name, bound once by the decoder (format/dec_bindings.h). */
+#define F(name) (in->field[D9_KF_##name])
 
 /* ------------------------------------------------------------------------------------------
  * Adding events
@@ -168,10 +117,6 @@ static void build_free(struct d9_xbuild *b) {
     d9_xsymbols_free(&b->symbols);
     d9_stack_table_free(&b->stack_table);
     free(b->stack_by_index);
-    for (schema_info *in = b->infos, *next; in; in = next) {
-        next = in->next;
-        free(in);
-    }
     free(b);
 }
 
@@ -226,31 +171,31 @@ static uint32_t str_of(d9_xmodel *m, const d9_event *ev, int index) {
 
 static uint32_t saturate32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v; }
 
-static int add_mark(d9_xmodel *m, const d9_event *ev, const schema_info *in) {
+static int add_mark(d9_xmodel *m, const d9_event *ev, const d9_dec_binding *in) {
     struct d9_xbuild *b = m->build;
-    mark k = {.ts = ev->ts_ns, .seq = b->seq, .worker_id = uint_or(ev, in->f[0], D9_WORKER_NONE)};
-    switch (in->kind) {
-    case K_POLL_START:
+    mark k = {.ts = ev->ts_ns, .seq = b->seq, .worker_id = uint_or(ev, F(WORKER_ID), D9_WORKER_NONE)};
+    switch (in->role) {
+    case D9_SCH_POLL_START:
         k.kind = MK_POLL_START;
-        k.queue = saturate32(uint_or(ev, in->f[1], 0));
-        k.task = uint_or(ev, in->f[2], 0);
-        k.loc = str_of(m, ev, in->f[3]);
+        k.queue = saturate32(uint_or(ev, F(LOCAL_QUEUE), 0));
+        k.task = uint_or(ev, F(TASK_ID), 0);
+        k.loc = str_of(m, ev, F(SPAWN_LOC));
         break;
-    case K_POLL_END: k.kind = MK_POLL_END; break;
+    case D9_SCH_POLL_END: k.kind = MK_POLL_END; break;
     default: {
-        k.kind = in->kind == K_PARK ? MK_PARK : MK_UNPARK;
-        k.queue = saturate32(uint_or(ev, in->f[1], 0));
+        k.kind = in->role == D9_SCH_WORKER_PARK ? MK_PARK : MK_UNPARK;
+        k.queue = saturate32(uint_or(ev, F(LOCAL_QUEUE), 0));
         uint64_t v;
         /* Not measured (schedstat off, or not read within the recorder's
          * DIAL9_SCHEDSTAT_RESOLUTION_US of the previous read): absent in our traces, 0 in
          * older ones and dial9's, where the unpark's sched_wait_ns 0 then measured nothing
          * either. */
-        k.has_cpu = d9_value_uint(field(ev, in->f[2]), &v) && v != 0;
+        k.has_cpu = d9_value_uint(field(ev, F(CPU_TIME_NS)), &v) && v != 0;
         k.cpu_ns = k.has_cpu ? v : 0;
-        k.has_tid = d9_value_uint(field(ev, in->f[3]), &v) && v != 0;
+        k.has_tid = d9_value_uint(field(ev, F(TID)), &v) && v != 0;
         k.tid = k.has_tid ? saturate32(v) : 0;
-        if (in->kind == K_UNPARK) {
-            k.has_sched_wait = d9_value_uint(field(ev, in->f[4]), &v) && (v != 0 || k.has_cpu);
+        if (in->role == D9_SCH_WORKER_UNPARK) {
+            k.has_sched_wait = d9_value_uint(field(ev, F(SCHED_WAIT_NS)), &v) && (v != 0 || k.has_cpu);
             k.sched_wait = k.has_sched_wait ? v : 0;
         }
         break;
@@ -295,8 +240,8 @@ static int add_runtime_workers(d9_xmodel *m, const d9_dec_kv *kv) {
     return 0;
 }
 
-static int add_metadata(d9_xmodel *m, const d9_event *ev, const schema_info *in) {
-    const d9_value *v = field(ev, in->f[0]);
+static int add_metadata(d9_xmodel *m, const d9_event *ev, const d9_dec_binding *in) {
+    const d9_value *v = field(ev, F(ENTRIES));
     if (!v || !v->present || v->type != D9_FT_STRING_MAP) return 0;
     /* The first segment's metadata describes the run; later ones (each segment's, and those
      * the recorder adds when a worker registers) may name more runtime workers. */
@@ -325,81 +270,80 @@ static int add_metadata(d9_xmodel *m, const d9_event *ev, const schema_info *in)
 int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
     struct d9_xbuild *b = m->build;
     if (!b) return -1; /* already finished */
-    schema_info *in = info_for(m, ev->schema);
-    if (!in) goto oom;
+    const d9_dec_binding *in = &ev->schema->bind;
     m->events++;
     b->seq++;
-    if (ev->schema->has_timestamp && ev->ts_ns != 0 && in->kind != K_SYMBOL) {
+    if (ev->schema->has_timestamp && ev->ts_ns != 0 && in->role != D9_SCH_SYMBOL_TABLE_ENTRY) {
         /* SymbolTableEntry carries timestamp 0 by convention: not a point in time (and no
          * real CLOCK_MONOTONIC reading is 0) */
         if (!b->have_ts || ev->ts_ns < m->first_ts) m->first_ts = ev->ts_ns;
         if (!b->have_ts || ev->ts_ns > m->last_ts) m->last_ts = ev->ts_ns;
         b->have_ts = true;
     }
-    switch (in->kind) {
-    case K_POLL_START: case K_POLL_END: case K_PARK: case K_UNPARK:
+    switch (in->role) {
+    case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK: case D9_SCH_WORKER_UNPARK:
         if (add_mark(m, ev, in) != 0) goto oom;
         break;
-    case K_WAKE: {
-        raw_wake w = {ev->ts_ns, uint_or(ev, in->f[0], 0), uint_or(ev, in->f[1], 0),
-                      uint_or(ev, in->f[2], D9_WORKER_NONE)};
+    case D9_SCH_WAKE: {
+        raw_wake w = {ev->ts_ns, uint_or(ev, F(WAKER_TASK_ID), 0), uint_or(ev, F(WOKEN_TASK_ID), 0),
+                      uint_or(ev, F(TARGET_WORKER), D9_WORKER_NONE)};
         if (!VEC_PUSH(b, wakes, w)) goto oom;
         break;
     }
-    case K_SAMPLE: {
-        raw_sample s = {.ts = ev->ts_ns, .worker_id = uint_or(ev, in->f[0], D9_WORKER_NONE),
-                        .tid = saturate32(uint_or(ev, in->f[1], 0)),
-                        .source = uint_or(ev, in->f[2], 0) ? D9_XSAMPLE_OFFCPU : D9_XSAMPLE_CPU};
-        int rc = add_stack(m, field(ev, in->f[3]), &s.stack);
+    case D9_SCH_CPU_SAMPLE: {
+        raw_sample s = {.ts = ev->ts_ns, .worker_id = uint_or(ev, F(WORKER_ID), D9_WORKER_NONE),
+                        .tid = saturate32(uint_or(ev, F(TID), 0)),
+                        .source = uint_or(ev, F(SOURCE), 0) ? D9_XSAMPLE_OFFCPU : D9_XSAMPLE_CPU};
+        int rc = add_stack(m, field(ev, F(CALLCHAIN)), &s.stack);
         if (rc < 0) goto oom;
         if (rc > 0) break; /* a sample without a stack says nothing to a profile */
-        s.thread_name = str_of(m, ev, in->f[4]);
+        s.thread_name = str_of(m, ev, F(THREAD_NAME));
         if (!VEC_PUSH(b, samples, s)) goto oom;
         break;
     }
-    case K_QUEUE:
-        if (!VEC_PUSH(b, queues, ((raw_queue){ev->ts_ns, uint_or(ev, in->f[0], 0)}))) goto oom;
+    case D9_SCH_QUEUE_SAMPLE:
+        if (!VEC_PUSH(b, queues, ((raw_queue){ev->ts_ns, uint_or(ev, F(GLOBAL_QUEUE), 0)}))) goto oom;
         break;
-    case K_SYMBOL: {
+    case D9_SCH_SYMBOL_TABLE_ENTRY: {
         uint64_t addr;
-        if (!d9_value_uint(field(ev, in->f[0]), &addr)) break;
-        d9_xsymbol s = {.addr = addr, .size = uint_or(ev, in->f[1], 0),
-                        .name = str_of(m, ev, in->f[2]),
-                        .depth = (uint16_t)(uint_or(ev, in->f[3], 0) > 0xffff ? 0xffff
-                                                                             : uint_or(ev, in->f[3], 0)),
-                        .file = str_of(m, ev, in->f[4]),
-                        .line = saturate32(uint_or(ev, in->f[5], 0))};
+        if (!d9_value_uint(field(ev, F(ADDR)), &addr)) break;
+        d9_xsymbol s = {.addr = addr, .size = uint_or(ev, F(SIZE), 0),
+                        .name = str_of(m, ev, F(SYMBOL_NAME)),
+                        .depth = (uint16_t)(uint_or(ev, F(INLINE_DEPTH), 0) > 0xffff ? 0xffff
+                                                                             : uint_or(ev, F(INLINE_DEPTH), 0)),
+                        .file = str_of(m, ev, F(SOURCE_FILE)),
+                        .line = saturate32(uint_or(ev, F(SOURCE_LINE), 0))};
         if (s.name && d9_xsymbols_add(&b->symbols, &s) != 0) goto oom;
         break;
     }
-    case K_METADATA:
+    case D9_SCH_SEGMENT_METADATA:
         if (add_metadata(m, ev, in) != 0) goto oom;
         break;
-    case K_CLOCK: {
+    case D9_SCH_CLOCK_SYNC: {
         uint64_t real;
-        if (!b->have_clock && d9_value_uint(field(ev, in->f[0]), &real)) {
+        if (!b->have_clock && d9_value_uint(field(ev, F(REALTIME_NS)), &real)) {
             b->have_clock = true;
             b->clock_mono = ev->ts_ns;
             b->clock_real = real;
         }
         break;
     }
-    case K_REGISTERED: {
-        raw_registration r = {.worker_id = uint_or(ev, in->f[0], D9_WORKER_NONE),
-                              .tid = saturate32(uint_or(ev, in->f[1], 0)),
-                              .runtime = str_of(m, ev, in->f[2]),
-                              .thread_name = str_of(m, ev, in->f[3])};
+    case D9_SCH_WORKER_REGISTERED: {
+        raw_registration r = {.worker_id = uint_or(ev, F(WORKER_ID), D9_WORKER_NONE),
+                              .tid = saturate32(uint_or(ev, F(TID), 0)),
+                              .runtime = str_of(m, ev, F(RUNTIME)),
+                              .thread_name = str_of(m, ev, F(THREAD_NAME))};
         if (!VEC_PUSH(b, regs, r)) goto oom;
         break;
     }
-    case K_MMAP: {
-        d9_xmapping mp = {uint_or(ev, in->f[0], 0), uint_or(ev, in->f[1], 0),
-                          uint_or(ev, in->f[2], 0), str_of(m, ev, in->f[3]),
-                          str_of(m, ev, in->f[4])};
+    case D9_SCH_MEMORY_MAP: {
+        d9_xmapping mp = {uint_or(ev, F(START), 0), uint_or(ev, F(END), 0),
+                          uint_or(ev, F(FILE_OFFSET), 0), str_of(m, ev, F(PATH)),
+                          str_of(m, ev, F(BUILD_ID))};
         if (mp.end > mp.start && d9_xsymbols_add_mapping(&b->symbols, &mp) != 0) goto oom;
         break;
     }
-    case K_OTHER: break;
+    default: break; /* the export needs nothing else */
     }
     if (m->failed) return -1;
     return 0;

@@ -90,6 +90,7 @@ static d9_schema_node *build(d9_schema_reg *r, const uint8_t *body, size_t len, 
     }
     n->pub.fields = fields;
     n->pub.first_type_id = type_id;
+    d9_dec_bind(&n->pub.bind, n->pub.name, fields, n->pub.field_count);
     return n;
 }
 

@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "format/dec_bindings.h"
 #include "format/wire.h"
 
 typedef struct d9_decoder d9_decoder;
@@ -69,8 +70,8 @@ typedef struct d9_dec_field {
 /* A schema as the decoder keeps it. Schemas are interned for the decoder's lifetime: the same
  * (name, has_timestamp, fields) seen in several streams, under any type id, is ONE d9_dec_schema
  * with one stable pointer and one dense `index`. So a consumer keys its per-schema cache on
- * `index` (an array of d9_dec_schema_count() slots) or on `user`, and resolves names and field
- * indexes once per schema instead of comparing strings per event. A schema name can map to
+ * `index` (an array of d9_dec_schema_count() slots), and finds roles and fields in `bind`
+ * instead of comparing strings per event. A schema name can map to
  * several d9_dec_schema when its field list differs between writers (e.g. dial9 versions). */
 typedef struct d9_dec_schema {
     const char *name;          /* NUL-terminated */
@@ -81,7 +82,7 @@ typedef struct d9_dec_schema {
     uint16_t first_type_id;    /* type id it had when first registered (ids are per stream:
                                   d9_event.type_id is the one in effect for an event) */
     uint32_t index;            /* 0, 1, 2, ... in order of first registration */
-    void *user;                /* free for the consumer; the decoder never touches it */
+    d9_dec_binding bind;       /* its role and known fields (format/dec_bindings.h) */
 } d9_dec_schema;
 
 /* Index of the field called `name` (NUL-terminated), or -1. */
@@ -137,7 +138,7 @@ struct d9_value {
 };
 
 typedef struct d9_event {
-    d9_dec_schema *schema;   /* consumers may write schema->user, nothing else */
+    const d9_dec_schema *schema;
     const d9_value *values;  /* schema->field_count values, in schema order */
     uint64_t ts_ns;          /* absolute CLOCK_MONOTONIC ns; 0 when !schema->has_timestamp */
     uint64_t offset;         /* byte offset of the event frame in the decoded input */

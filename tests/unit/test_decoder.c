@@ -382,7 +382,7 @@ static void test_concatenated_streams(void) {
     d9_decoder *d = d9_dec_open_mem(b.data, b.len, NULL, NULL, 0);
     d9_event ev;
     CHECK_EQ_U64(d9_dec_next(d, &ev), 1);
-    d9_dec_schema *poll = ev.schema;
+    const d9_dec_schema *poll = ev.schema;
     CHECK_STR(poll->name, "PollStartEvent");
     CHECK_EQ_U64(ev.stream, 0);
     CHECK_EQ_U64(ev.ts_ns, 50000000);

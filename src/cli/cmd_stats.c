@@ -184,12 +184,12 @@ static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_in
     }
     uint64_t v;
     if (F(TID) >= 0 && d9_value_uint(&ev->values[F(TID)], &v) &&
-        d9_u64_set_add(&c->tids, v) != 0)
+        d9_u64_set_add(&c->tids, v) < 0)
         c->oom = true;
     switch (ev->schema->bind.role) {
     case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK: case D9_SCH_WORKER_UNPARK:
         if (F(WORKER_ID) >= 0 && d9_value_uint(&ev->values[F(WORKER_ID)], &v) &&
-            d9_u64_set_add(&c->workers, v) != 0)
+            d9_u64_set_add(&c->workers, v) < 0)
             c->oom = true;
         break;
     case D9_SCH_DROPPED_EVENTS: {

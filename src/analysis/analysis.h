@@ -23,7 +23,9 @@
 
 typedef struct d9a_options {
     size_t top_n;              /* entries in each top list (default 10) */
-    d9a_time_arg from, to;     /* analyze [from, to) only; unset = the whole trace */
+    d9_time_arg from, to;      /* analyze [from, to) only; unset = the whole trace */
+    uint64_t trace_end_ts;     /* the trace's last timestamp: needed for D9_TIME_FROM_END times,
+                                  which a one-pass analysis cannot know (the CLI reads it first) */
     size_t window_records;     /* reordering window in records of 32 bytes (default 524288) */
     /* red-flag thresholds (ns) */
     uint64_t long_poll_warn_ns, long_poll_crit_ns;     /* 10 ms, 50 ms */

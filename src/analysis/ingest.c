@@ -146,9 +146,8 @@ static uint32_t stack_field(d9a_analysis *a, const d9_event *ev, int idx, d9_dec
     return d9a_stacks_intern(&a->stacks, NULL, 0);
 }
 
-static uint64_t resolve_time(const d9a_analysis *a, const d9a_time_arg *t) {
-    if (t->absolute) return t->ns;
-    return t->ns > UINT64_MAX - a->first_ts ? UINT64_MAX : a->first_ts + t->ns;
+static uint64_t resolve_time(const d9a_analysis *a, const d9_time_arg *t) {
+    return d9_time_arg_resolve(t, a->first_ts, a->opt.trace_end_ts);
 }
 
 static void resolve_window(d9a_analysis *a) {

@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "common/json_writer.h"
 #include "cli/trace_paths.h"
+#include "cli/time_options.h"
 #include "cli/trace_reader.h"
 
 static void analyze_usage(FILE *out) {
@@ -28,8 +29,9 @@ static void analyze_usage(FILE *out) {
             "\n"
             "  --json           one JSON object (schema: docs/analyze.md)\n"
             "  --from T, --to T analyze [T1, T2) only. T is a time since the trace start with a\n"
-            "                   unit (1.5s, 200ms, 350us, 42ns; no unit = ns), or @ and an\n"
-            "                   absolute trace timestamp (@503226032430072)\n"
+            "                   unit (1.5s, 200ms, 350us, 42ns, 2m, 1h), - and a time before its\n"
+            "                   end (-15m), or @ and an absolute trace timestamp\n"
+            "                   (@503226032430072); a bare number is refused\n"
             "  --top N          entries per list (default 10)\n"
             "  --stack-depth N  frames printed per stack in text (default 16; JSON has all)\n"
             "  --window N       records kept for time ordering (default 524288, 32 bytes each)\n"
@@ -1080,11 +1082,9 @@ int d9_cmd_analyze(int argc, char **argv) {
         case 'j': json = true; break;
         case 'f':
         case 't':
-            if (d9a_parse_time_arg(optarg, ch == 'f' ? &opt.from : &opt.to) != 0) {
-                fprintf(stderr, "dial9 analyze: bad time '%s' (e.g. 1.5s, 200ms, @503226032430072)\n",
-                        optarg);
+            if (d9_cli_parse_time_option("analyze", ch == 'f' ? "--from" : "--to", optarg,
+                                         ch == 'f' ? &opt.from : &opt.to) != 0)
                 return D9_EXIT_USAGE;
-            }
             break;
         case 'n':
             if (parse_count(optarg, 1, &opt.top_n) != 0 || opt.top_n > 10000) {
@@ -1116,10 +1116,7 @@ int d9_cmd_analyze(int argc, char **argv) {
         analyze_usage(stderr);
         return D9_EXIT_USAGE;
     }
-    if (opt.from.set && opt.to.set && opt.from.absolute == opt.to.absolute && opt.to.ns <= opt.from.ns) {
-        fprintf(stderr, "dial9 analyze: --to must be after --from\n");
-        return D9_EXIT_USAGE;
-    }
+    if (d9_cli_check_window("analyze", &opt.from, &opt.to) != 0) return D9_EXIT_USAGE;
     d9_path_list paths = {0};
     char err[512];
     if (d9_expand_paths(argc - optind, argv + optind, &paths, err, sizeof err) != 0) {
@@ -1127,6 +1124,8 @@ int d9_cmd_analyze(int argc, char **argv) {
         d9_path_list_free(&paths);
         return D9_EXIT_DATA;
     }
+    if (opt.from.base == D9_TIME_FROM_END || opt.to.base == D9_TIME_FROM_END)
+        opt.trace_end_ts = d9_cli_trace_end_ts(&paths);
     d9_file_result *results = calloc(paths.count, sizeof *results);
     d9a_analysis *a = d9a_new(&opt);
     if (!results || !a) {

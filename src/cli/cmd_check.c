@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "common/json_writer.h"
 #include "cli/trace_paths.h"
+#include "cli/time_options.h"
 #include "cli/trace_reader.h"
 
 static void check_usage(FILE *out) {
@@ -39,7 +40,8 @@ static void check_usage(FILE *out) {
             "                              or never. Default: critical when no other rule is given\n"
             "\n"
             "  --json                      one JSON object: {\"ok\":..., \"rules\":[...], ...}\n"
-            "  --from T, --to T            check [T1, T2) only (as in dial9 analyze)\n"
+            "  --from T, --to T            check [T1, T2) only: 5s, 250ms, 1h (since the start),\n"
+            "                              -15m (before the end), @NS (absolute), as in analyze\n"
             "  --window N                  records kept for time ordering (default 524288)\n"
             "  -h, --help\n"
             "\n"
@@ -189,10 +191,9 @@ int d9_cmd_check(int argc, char **argv) {
         case OPT_JSON: json = true; break;
         case OPT_FROM:
         case OPT_TO:
-            if (d9a_parse_time_arg(optarg, ch == OPT_FROM ? &opt.from : &opt.to) != 0) {
-                fprintf(stderr, "dial9 check: bad time '%s' (e.g. 1.5s, 200ms, @503226032430072)\n", optarg);
+            if (d9_cli_parse_time_option("check", ch == OPT_FROM ? "--from" : "--to", optarg,
+                                         ch == OPT_FROM ? &opt.from : &opt.to) != 0)
                 return D9_EXIT_USAGE;
-            }
             break;
         case OPT_WINDOW: {
             uint64_t w;
@@ -235,6 +236,7 @@ int d9_cmd_check(int argc, char **argv) {
         check_usage(stderr);
         return D9_EXIT_USAGE;
     }
+    if (d9_cli_check_window("check", &opt.from, &opt.to) != 0) return D9_EXIT_USAGE;
     if (nrules == 0 && !fail_on_given)
         rules[nrules++] = (d9a_rule){.kind = D9A_RULE_FAIL_ON, .limit = D9A_CRITICAL};
 
@@ -245,6 +247,8 @@ int d9_cmd_check(int argc, char **argv) {
         d9_path_list_free(&paths);
         return D9_EXIT_DATA;
     }
+    if (opt.from.base == D9_TIME_FROM_END || opt.to.base == D9_TIME_FROM_END)
+        opt.trace_end_ts = d9_cli_trace_end_ts(&paths);
     d9_file_result *results = calloc(paths.count, sizeof *results);
     d9a_analysis *a = d9a_new(&opt);
     if (!results || !a) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/time_options.h"
 #include "cli/trace_paths.h"
 #include "cli/trace_reader.h"
 #include "export/export.h"
@@ -29,9 +30,10 @@ static void export_usage(FILE *out) {
             "  -f, --format FORMAT   one of the above (required)\n"
             "  -o, --output OUT      the file to write ('-' or none: standard output, except for\n"
             "                        binary formats to a terminal); written to OUT.tmp, then renamed\n"
-            "      --from T, --to T  only this window: T is an offset from the first event, with a\n"
-            "                        unit: 1.5s, 250ms, 40us, 1000ns (bare number: seconds), or\n"
-            "                        @NS for an absolute CLOCK_MONOTONIC time in ns\n"
+            "      --from T, --to T  only [T1, T2): T is a time since the trace start with a unit\n"
+            "                        (1.5s, 250ms, 10us, 42ns, 2m, 1h), - and a time before its\n"
+            "                        end (-15m), or @NS, an absolute CLOCK_MONOTONIC time in ns;\n"
+            "                        a bare number is refused (as in analyze and check)\n"
             "      --stacks WHICH    cpu (default), offcpu (context-switch samples) or all: the\n"
             "                        samples of folded, pprof and speedscope profiles\n"
             "      --by-location     folded, speedscope: root each stack at the spawn location of\n"
@@ -129,24 +131,11 @@ static int parse_args(int argc, char **argv, export_args *a, bool *help) {
             break;
         case 'o': a->output = optarg; break;
         case O_FROM:
-        case O_TO: {
-            uint64_t ns;
-            bool abs;
-            if (d9_xwindow_parse(optarg, &ns, &abs) != 0) {
-                fprintf(stderr, "dial9 export: bad time '%s' (e.g. 1.5s, 250ms, 40us, 1000ns, @NS)\n", optarg);
+        case O_TO:
+            if (d9_cli_parse_time_option("export", c == O_FROM ? "--from" : "--to", optarg,
+                                         c == O_FROM ? &a->window.from : &a->window.to) != 0)
                 return D9_EXIT_USAGE;
-            }
-            if (c == O_FROM) {
-                a->window.has_from = true;
-                a->window.from = ns;
-                a->window.from_abs = abs;
-            } else {
-                a->window.has_to = true;
-                a->window.to = ns;
-                a->window.to_abs = abs;
-            }
             break;
-        }
         case O_STACKS:
             if (!strcmp(optarg, "cpu")) a->opts.stacks = D9_XSTACKS_CPU;
             else if (!strcmp(optarg, "offcpu") || !strcmp(optarg, "off-cpu")) a->opts.stacks = D9_XSTACKS_OFFCPU;
@@ -189,6 +178,7 @@ static int parse_args(int argc, char **argv, export_args *a, bool *help) {
         fprintf(stderr, "dial9 export: --format is required\n");
         return D9_EXIT_USAGE;
     }
+    if (d9_cli_check_window("export", &a->window.from, &a->window.to) != 0) return D9_EXIT_USAGE;
     if (optind >= argc) {
         fprintf(stderr, "dial9 export: no PATH given\n");
         return D9_EXIT_USAGE;

@@ -787,41 +787,21 @@ static int collect_counters(d9_xmodel *m) {
  * Finishing: the window and everything together
  * ---------------------------------------------------------------------------------------- */
 
-int d9_xwindow_parse(const char *s, uint64_t *ns, bool *abs) {
-    if (!s || !*s) return -1;
-    char *end;
-    if (*s == '@') {
-        if (s[1] < '0' || s[1] > '9') return -1;
-        unsigned long long v = strtoull(s + 1, &end, 10);
-        if (*end) return -1;
-        *ns = v;
-        *abs = true;
-        return 0;
-    }
-    if ((*s < '0' || *s > '9') && *s != '.') return -1;
-    double v = strtod(s, &end);
-    double scale = 1e9; /* a bare number is seconds */
-    if (!strcmp(end, "ns")) scale = 1;
-    else if (!strcmp(end, "us")) scale = 1e3;
-    else if (!strcmp(end, "ms")) scale = 1e6;
-    else if (!strcmp(end, "s") || !*end) scale = 1e9;
-    else if (!strcmp(end, "min")) scale = 60e9;
-    else return -1;
-    double r = v * scale;
-    if (!isfinite(r) || r < 0 || r >= 1.8e19) return -1;
-    *ns = (uint64_t)llround(r);
-    *abs = false;
-    return 0;
-}
-
 static int resolve_window(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen) {
     m->from = m->first_ts;
     m->to = m->last_ts;
     if (!w) return 0;
-    if (w->has_from) m->from = w->from_abs ? w->from : m->first_ts + w->from;
-    if (w->has_to) m->to = w->to_abs ? w->to : m->first_ts + w->to;
+    if (w->from.set) m->from = d9_time_arg_resolve(&w->from, m->first_ts, m->last_ts);
+    if (w->to.set) m->to = d9_time_arg_resolve(&w->to, m->first_ts, m->last_ts);
     if (m->to < m->from) {
-        snprintf(err, errlen, "empty time window: --to is before --from");
+        /* say which end is wrong: without --to, --from is past the trace's end */
+        if (w->to.set && w->from.set) snprintf(err, errlen, "empty time window: --to is before --from");
+        else if (w->from.set)
+            snprintf(err, errlen, "empty time window: --from is %.3f s after the trace's end (it lasts %.3f s)",
+                     (double)(m->from - m->to) / 1e9, (double)(m->last_ts - m->first_ts) / 1e9);
+        else
+            snprintf(err, errlen, "empty time window: --to is %.3f s before the trace's start",
+                     (double)(m->from - m->to) / 1e9);
         return -1;
     }
     return 0;

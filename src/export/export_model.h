@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/time_arg.h"
+
 #include "core/stack_table.h"
 #include "export/string_pool.h"
 #include "common/u64_map.h"
@@ -111,17 +113,11 @@ typedef struct d9_xstack {
     uint32_t first, count;
 } d9_xstack;
 
-/* A time window; offsets count from the first timestamp of the trace, `abs` values are
- * absolute CLOCK_MONOTONIC ns. */
+/* A time window (common/time_arg.h): relative times count from the trace's first timestamp
+ * or back from its last; unset ends are the trace's. */
 typedef struct d9_xwindow {
-    bool has_from, has_to;
-    bool from_abs, to_abs;
-    uint64_t from, to;
+    d9_time_arg from, to;
 } d9_xwindow;
-
-/* Parse a --from/--to value: "1.5s", "250ms", "40us", "1000ns" (offset from the trace start;
- * a bare number is seconds) or "@503226032430072" (absolute monotonic ns). 0 ok, -1 bad. */
-int d9_xwindow_parse(const char *s, uint64_t *ns, bool *abs);
 
 typedef struct d9_xmodel d9_xmodel;
 

@@ -267,8 +267,8 @@ static void test_window(void) {
     build_main(&t);
     d9a_options opt;
     d9a_options_init(&opt);
-    CHECK(d9a_parse_time_arg("55ms", &opt.from) == 0);
-    CHECK(d9a_parse_time_arg("0.2s", &opt.to) == 0);
+    CHECK(d9_time_arg_parse("55ms", &opt.from, NULL, 0) == 0);
+    CHECK(d9_time_arg_parse("0.2s", &opt.to, NULL, 0) == 0);
     d9a_analysis *a;
     const d9a_report *r = tb_analyze(&a, &t, &opt);
     CHECK(r != NULL);
@@ -286,8 +286,8 @@ static void test_window(void) {
     d9a_options_init(&opt);
     char abs_from[64];
     snprintf(abs_from, sizeof abs_from, "@%" PRIu64, (uint64_t)T0);
-    CHECK(d9a_parse_time_arg(abs_from, &opt.from) == 0);
-    CHECK(d9a_parse_time_arg("55ms", &opt.to) == 0);
+    CHECK(d9_time_arg_parse(abs_from, &opt.from, NULL, 0) == 0);
+    CHECK(d9_time_arg_parse("55ms", &opt.to, NULL, 0) == 0);
     r = tb_analyze(&a, &t, &opt);
     CHECK(r != NULL);
     if (r) {

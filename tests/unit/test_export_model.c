@@ -48,20 +48,6 @@ static void test_protobuf(void) {
 
 /* ---- windows ------------------------------------------------------------------------------ */
 
-static void test_window_parse(void) {
-    uint64_t ns;
-    bool abs;
-    CHECK(d9_xwindow_parse("1.5s", &ns, &abs) == 0 && ns == 1500000000ull && !abs);
-    CHECK(d9_xwindow_parse("250ms", &ns, &abs) == 0 && ns == 250000000ull);
-    CHECK(d9_xwindow_parse("40us", &ns, &abs) == 0 && ns == 40000ull);
-    CHECK(d9_xwindow_parse("1000ns", &ns, &abs) == 0 && ns == 1000ull);
-    CHECK(d9_xwindow_parse("2", &ns, &abs) == 0 && ns == 2000000000ull);
-    CHECK(d9_xwindow_parse("0.000000001", &ns, &abs) == 0 && ns == 1);
-    CHECK(d9_xwindow_parse("@503226032430072", &ns, &abs) == 0 && ns == 503226032430072ull && abs);
-    const char *bad[] = {"", "x", "1h", "-1s", "@", "@12a", "1e30s", "ms", "1.5 s"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK(d9_xwindow_parse(bad[i], &ns, &abs) != 0);
-}
-
 /* ---- building traces ---------------------------------------------------------------------- */
 
 typedef struct tb {
@@ -287,10 +273,12 @@ static void test_model(void) {
     free(frames);
     CHECK_EQ_U64(m->loc_count, 4);
     CHECK_EQ_U64(m->mapping_count, 1);
+    uint64_t trace_start = m->from, trace_end = m->to; /* no window: the whole trace */
     d9_xmodel_free(m);
 
     /* the window [1100, 3050] (absolute): task 5's polls clipped, worker 0's gone */
-    d9_xwindow w = {.has_from = true, .from_abs = true, .from = 1100, .has_to = true, .to_abs = true, .to = 3050};
+    d9_xwindow w = {.from = {.set = true, .base = D9_TIME_ABSOLUTE, .ns = 1100},
+                    .to = {.set = true, .base = D9_TIME_ABSOLUTE, .ns = 3050}};
     m = model_of(&t.b, &w);
     CHECK(m != NULL);
     if (m) {
@@ -303,15 +291,35 @@ static void test_model(void) {
         CHECK_EQ_U64(m->sample_count, 1);
         d9_xmodel_free(m);
     }
+    /* the same window counted back from the end and on from the start */
+    CHECK(trace_start < 1100 && trace_end > 3050);
+    d9_xwindow rel = {.from = {.set = true, .base = D9_TIME_FROM_END, .ns = trace_end - 1100},
+                      .to = {.set = true, .base = D9_TIME_FROM_START, .ns = 3050 - trace_start}};
+    m = model_of(&t.b, &rel);
+    CHECK(m != NULL);
+    if (m) {
+        CHECK(m->from == 1100 && m->to == 3050);
+        CHECK_EQ_U64(m->poll_count, 2);
+        d9_xmodel_free(m);
+    }
     /* a window that ends before it starts */
-    d9_xwindow bad = {.has_from = true, .from = 100, .has_to = true, .to = 50};
+    d9_xwindow bad = {.from = {.set = true, .ns = 100}, .to = {.set = true, .ns = 50}};
     char err[256];
     d9_decoder *d = d9_dec_open_mem(t.b.data, t.b.len, NULL, err, sizeof err);
     m = d9_xmodel_new();
     d9_event ev;
     while (d9_dec_next(d, &ev) > 0) d9_xmodel_add(m, &ev);
     d9_dec_close(d);
-    CHECK(d9_xmodel_finish(m, &bad, err, sizeof err) != 0 && strstr(err, "window"));
+    CHECK(d9_xmodel_finish(m, &bad, err, sizeof err) != 0 && strstr(err, "--to is before --from"));
+    d9_xmodel_free(m);
+    /* only --from, past the end: says so, not "--to is before --from" (there is no --to) */
+    d9_xwindow past_end = {.from = {.set = true, .ns = trace_end - trace_start + 1000000000}};
+    d = d9_dec_open_mem(t.b.data, t.b.len, NULL, err, sizeof err);
+    m = d9_xmodel_new();
+    while (d9_dec_next(d, &ev) > 0) d9_xmodel_add(m, &ev);
+    d9_dec_close(d);
+    CHECK(d9_xmodel_finish(m, &past_end, err, sizeof err) != 0 && strstr(err, "after the trace's end") &&
+          !strstr(err, "--to"));
     d9_xmodel_free(m);
     d9_buf_free(&t.b);
 }
@@ -496,7 +504,6 @@ int main(void) {
     test_unread_schedstat();
     test_runtime_metadata_later();
     test_protobuf();
-    test_window_parse();
     test_model();
     test_writers();
     test_empty();

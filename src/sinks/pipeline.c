@@ -442,6 +442,11 @@ void d9_pipeline_stop(d9_pipeline *p) {
     pthread_join(p->thread, NULL);
     d9_symbolize_report r = {.files_skipped = p->symbolizing ? p->count : 0};
     d9_symbolize_report_add(&r);
+    d9_symbolize_report_get(&r);
+    if (r.files_skipped > 0) /* the user can still name them: say which run */
+        fprintf(stderr, "dial9: symbols not added in the time allowed at exit: %llu sealed segment(s) of %s "
+                        "left without them (dial9 symbolize names them offline)\n",
+                (unsigned long long)r.files_skipped, p->run_dir ? p->run_dir : "this run");
     for (size_t i = 0; i < p->count; i++) free(p->queue[(p->head + i) % QUEUE_CAP]);
     if (p->run_lock_fd >= 0) {
         d9_run_release_if_empty(p->run_dir); /* all uploaded: nothing for a later start to adopt */

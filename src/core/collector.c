@@ -506,13 +506,16 @@ static void cursor_set_ring(cursor *k, d9_ring *from) {
     k->base = r->words;
     k->mask = r->mask;
     k->next_start = n ? n->start : UINT64_MAX;
+    if (!r->words) k->next_start = 0; /* keeps the check below on the rare path */
 }
 
 /* Skip PAD records; false when the cursor is exhausted. */
 static inline bool cursor_peek(d9_collector *c, cursor *k) {
     while (k->pos < k->end) {
-        if (__builtin_expect(k->pos >= k->next_start, 0)) cursor_set_ring(k, k->ring);
-        if (__builtin_expect(!k->base, 0)) break; /* no ring, no records: a corrupt head */
+        if (__builtin_expect(k->pos >= k->next_start, 0)) {
+            cursor_set_ring(k, k->ring);
+            if (!k->base) break; /* records in a ring that has no memory: a corrupt head */
+        }
         const uint64_t *r = k->base + (k->pos & k->mask);
         if (D9_REC_KIND(r[0]) == D9_REC_PAD) {
             k->pos = (k->pos & ~k->mask) + k->mask + 1;

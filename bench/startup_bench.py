@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""What a short program pays for being recorded, start to exit: runs /bin/true (or CMD) plain,
+under `dial9 run -q`, and with the shim alone in LD_PRELOAD (what the recorder costs without
+the CLI's fork and summary), interleaved, and prints the median wall time of each and the
+median extra time over plain. It prints numbers, never a verdict.
+
+    bench/startup_bench.py BUILD_DIR [--runs N] [-- CMD ARGS...]
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def timed(argv, env):
+    """(wall ms, CPU ms of the process and all its threads and children, user + system)"""
+    t0 = time.perf_counter_ns()
+    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    _, _, ru = os.wait4(p.pid, 0)
+    wall = (time.perf_counter_ns() - t0) / 1e6
+    p.returncode = 0
+    return wall, (ru.ru_utime + ru.ru_stime) * 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build_dir")
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("cmd", nargs="*", default=["/bin/true"])
+    a = ap.parse_args()
+    dial9 = os.path.join(a.build_dir, "dial9")
+    shim = os.path.join(a.build_dir, "libdial9-preload.so")
+    cmd = a.cmd or ["/bin/true"]
+    work = tempfile.mkdtemp(prefix="d9-startup-")
+    try:
+        base_env = dict(os.environ)
+        shim_env = dict(base_env, LD_PRELOAD=shim, DIAL9_TRACE_DIR=os.path.join(work, "shim"))
+        variants = {
+            "plain": (cmd, base_env),
+            "dial9 run -q": ([dial9, "run", "-q", "-d", os.path.join(work, "run"), "--"] + cmd, base_env),
+            "LD_PRELOAD shim": (cmd, shim_env),
+        }
+        times = {k: [] for k in variants}
+        for _ in range(3):  # warm the page cache
+            for argv, env in variants.values():
+                timed(argv, env)
+        for i in range(a.runs):
+            for k, (argv, env) in variants.items():
+                times[k].append(timed(argv, env))
+            if i % 20 == 19:  # keep the trace dir small: the disk budget is not what we measure
+                for d in ("run", "shim"):
+                    shutil.rmtree(os.path.join(work, d), ignore_errors=True)
+        load = os.getloadavg()[0]
+        print(f"{' '.join(cmd)}: {a.runs} runs each, interleaved; load average {load:.2f}"
+              + ("  (busy machine: wall times are noisy, CPU times less so)" if load > 0.5 else ""))
+        for col, name in ((0, "wall time, start to exit"), (1, "CPU time (user+sys, all threads)")):
+            plain = statistics.median(t[col] for t in times["plain"])
+            print(f"\n{name}")
+            print(f"{'variant':<18} {'median ms':>10} {'p10':>8} {'p90':>8} {'extra vs plain':>15}")
+            for k, v in times.items():
+                v = sorted(t[col] for t in v)
+                med = statistics.median(v)
+                p10, p90 = v[len(v) // 10], v[len(v) * 9 // 10]
+                extra = "" if k == "plain" else f"{med - plain:+.2f} ms"
+                print(f"{k:<18} {med:>10.2f} {p10:>8.2f} {p90:>8.2f} {extra:>15}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

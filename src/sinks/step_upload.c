@@ -1,5 +1,6 @@
-/* S3 PutObject with libcurl (dlopen'ed), signed by sigv4.c. The file is read twice: once to
- * hash it (the signature covers the body's SHA-256), once to send it, 64 KiB at a time. */
+/* S3 PutObject, or a multipart upload for large files, through s3_client.c. A file range is
+ * read twice: once to hash it (the signature covers the body's SHA-256), once to send it, 64
+ * KiB at a time. */
 #include "sinks/step_upload.h"
 
 #include <errno.h>
@@ -11,34 +12,25 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sinks/libcurl_loader.h"
-#include "sinks/s3_credentials.h"
 #include "sinks/s3_key.h"
 #include "sinks/sha256.h"
 #include "sinks/sigv4.h"
 
+#define MIB (1024ull * 1024ull)
+#define S3_MIN_PART (5 * MIB)
+#define S3_MAX_PARTS 10000u
 #define PIECE (64 * 1024)
-#define BODY_CAP 4096 /* of an error answer: enough for <Code> and <Message> */
 
 struct d9_uploader {
-    const d9_libcurl *curl;
-    CURL *h;
-    char *bucket, *prefix, *region, *service;
-    char scheme[8];        /* http or https */
-    char authority[512];   /* host[:port] of the endpoint, bucket. in front when virtual-hosted */
-    char base_path[1024];  /* "/bucket" when path-style, else "" */
+    d9_s3_client *s3;
+    char *prefix, *service;
     char host[256], boot_id[64];
-    char target[128];
+    uint64_t threshold, part_size;
 };
 
-const char *d9_uploader_target(const d9_uploader *u) { return u->target; }
-
-static bool host_is_ip_or_localhost(const char *authority) {
-    if (authority[0] == '[') return true; /* IPv6 literal */
-    size_t n = strcspn(authority, ":");
-    if (n == 9 && strncmp(authority, "localhost", 9) == 0) return true;
-    return strspn(authority, "0123456789.") == n;
-}
+const char *d9_uploader_target(const d9_uploader *u) { return d9_s3_client_target(u->s3); }
+uint64_t d9_uploader_multipart_threshold(const d9_uploader *u) { return u->threshold; }
+uint64_t d9_uploader_part_size(const d9_uploader *u) { return u->part_size; }
 
 static void read_line(const char *path, char *out, size_t len) {
     out[0] = 0;
@@ -48,62 +40,44 @@ static void read_line(const char *path, char *out, size_t len) {
     fclose(f);
 }
 
+/* A whole number of MiB from the environment, within [lo, hi]; 0 or -1 with a message. */
+static int mib_from_env(const char *name, uint64_t lo, uint64_t hi, uint64_t *out, char *err, size_t errlen) {
+    const char *v = getenv(name);
+    if (!v || !*v) return 0;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*end || errno || v[0] == '-' || n < lo || n > hi) {
+        snprintf(err, errlen, "%s=\"%s\": expected MiB from %" PRIu64 " to %" PRIu64, name, v, lo, hi);
+        return -1;
+    }
+    *out = n * MIB;
+    return 0;
+}
+
 d9_uploader *d9_uploader_new(const d9_config *cfg, char *err, size_t errlen) {
-    const d9_libcurl *curl = d9_libcurl_get();
-    if (!curl) {
-        snprintf(err, errlen, "%s", d9_libcurl_error());
+    d9_uploader *u = calloc(1, sizeof *u);
+    if (!u) {
+        snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    d9_uploader *u = calloc(1, sizeof *u);
-    if (!u) goto oom;
-    u->curl = curl;
-    u->bucket = strdup(cfg->s3_bucket);
+    u->threshold = 16 * MIB;
+    u->part_size = 8 * MIB;
+    if (mib_from_env("DIAL9_S3_MULTIPART_THRESHOLD_MB", 5, 5 * 1024, &u->threshold, err, errlen) != 0 ||
+        mib_from_env("DIAL9_S3_PART_SIZE_MB", 5, 5 * 1024, &u->part_size, err, errlen) != 0)
+        goto fail;
+    u->s3 = d9_s3_client_new(cfg, err, errlen);
+    if (!u->s3) goto fail;
     u->prefix = strdup(cfg->s3_prefix ? cfg->s3_prefix : "dial9-traces");
-    u->region = strdup(cfg->s3_region && *cfg->s3_region ? cfg->s3_region : "us-east-1");
     u->service = strdup(cfg->service ? cfg->service : "unknown");
-    if (!u->bucket || !u->prefix || !u->region || !u->service) goto oom;
-    snprintf(u->target, sizeof u->target, "s3://%s/", u->bucket);
-
-    char endpoint[600];
-    if (cfg->s3_endpoint) snprintf(endpoint, sizeof endpoint, "%s", cfg->s3_endpoint);
-    else snprintf(endpoint, sizeof endpoint, "https://s3.%s.amazonaws.com", u->region);
-    const char *rest = strstr(endpoint, "://");
-    if (!rest || rest - endpoint > 5) {
-        snprintf(err, errlen, "S3 endpoint \"%s\": expected http://HOST[:PORT] or https://...", endpoint);
+    if (!u->prefix || !u->service) {
+        snprintf(err, errlen, "out of memory");
         goto fail;
-    }
-    snprintf(u->scheme, sizeof u->scheme, "%.*s", (int)(rest - endpoint), endpoint);
-    rest += 3;
-    size_t alen = strcspn(rest, "/?#");
-    if (alen == 0 || alen >= 400 || memchr(rest, '@', alen)) {
-        snprintf(err, errlen, "S3 endpoint \"%s\": no host, or user info in it", endpoint);
-        goto fail;
-    }
-    if (rest[alen] && strcmp(rest + alen, "/") != 0) {
-        snprintf(err, errlen, "S3 endpoint \"%s\": a path after the host is not supported", endpoint);
-        goto fail;
-    }
-    char authority[512];
-    snprintf(authority, sizeof authority, "%.*s", (int)alen, rest);
-    bool path_style = cfg->s3_path_style >= 0 ? cfg->s3_path_style == 1 : host_is_ip_or_localhost(authority);
-    if (path_style) {
-        snprintf(u->authority, sizeof u->authority, "%s", authority);
-        snprintf(u->base_path, sizeof u->base_path, "/%s", u->bucket);
-    } else {
-        if (snprintf(u->authority, sizeof u->authority, "%s.%s", u->bucket, authority) >= (int)sizeof u->authority) {
-            snprintf(err, errlen, "S3 endpoint \"%s\": host name too long", endpoint);
-            goto fail;
-        }
-        u->base_path[0] = 0;
     }
     if (gethostname(u->host, sizeof u->host) != 0) snprintf(u->host, sizeof u->host, "unknown");
     u->host[sizeof u->host - 1] = 0;
     read_line("/proc/sys/kernel/random/boot_id", u->boot_id, sizeof u->boot_id);
-    u->h = curl->easy_init();
-    if (!u->h) goto oom;
     return u;
-oom:
-    snprintf(err, errlen, "out of memory");
 fail:
     d9_uploader_free(u);
     return NULL;
@@ -111,228 +85,204 @@ fail:
 
 void d9_uploader_free(d9_uploader *u) {
     if (!u) return;
-    if (u->h) u->curl->easy_cleanup(u->h);
-    free(u->bucket);
+    d9_s3_client_free(u->s3);
     free(u->prefix);
-    free(u->region);
     free(u->service);
     free(u);
 }
 
-typedef struct transfer {
-    int fd;
-    char body[BODY_CAP];
-    size_t body_len;
-    bool (*give_up)(void *);
-    void *ctx;
-} transfer;
-
-static size_t read_body(char *buf, size_t size, size_t n, void *arg) {
-    transfer *t = arg;
-    for (;;) {
-        ssize_t r = read(t->fd, buf, size * n);
-        if (r >= 0) return (size_t)r;
-        if (errno != EINTR) return CURL_READFUNC_ABORT;
+/* The hex and base64 SHA-256 of a file range. */
+static int hash_range(int fd, uint64_t off, uint64_t len, char hex[65], char b64[48], char *err, size_t errlen) {
+    unsigned char *buf = malloc(PIECE);
+    if (!buf) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
+    d9_sha256 s;
+    d9_sha256_init(&s);
+    for (uint64_t done = 0; done < len;) {
+        size_t want = len - done < PIECE ? (size_t)(len - done) : PIECE;
+        ssize_t n = pread(fd, buf, want, (off_t)(off + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            snprintf(err, errlen, "read: %s", n < 0 ? strerror(errno) : "the file shrank while being read");
+            free(buf);
+            return -1;
+        }
+        d9_sha256_update(&s, buf, (size_t)n);
+        done += (uint64_t)n;
+    }
+    free(buf);
+    uint8_t digest[D9_SHA256_LEN];
+    d9_sha256_final(&s, digest);
+    d9_hex(digest, sizeof digest, hex);
+    d9_base64(digest, sizeof digest, b64);
+    return 0;
 }
 
-static size_t keep_answer(char *buf, size_t size, size_t n, void *arg) {
-    transfer *t = arg;
-    size_t len = size * n, room = sizeof t->body - 1 - t->body_len;
-    size_t take = len < room ? len : room;
-    memcpy(t->body + t->body_len, buf, take);
-    t->body_len += take;
-    t->body[t->body_len] = 0;
-    return len;
+typedef struct object_headers {
+    d9_sigv4_header h[8];
+    size_t n;
+    char index_s[24], start_s[24], meta_service[800], meta_host[800], meta_boot[200];
+} object_headers;
+
+/* Content type and encoding, metadata: what PutObject and CreateMultipartUpload carry. */
+static void object_headers_fill(object_headers *o, const d9_uploader *u, bool gz, uint64_t index, time_t start,
+                                const char *service, const char *boot_id) {
+    snprintf(o->index_s, sizeof o->index_s, "%" PRIu64, index);
+    snprintf(o->start_s, sizeof o->start_s, "%lld", (long long)start);
+    /* metadata must be ASCII: percent-encoded like a URI component */
+    d9_uri_encode(service, false, o->meta_service, sizeof o->meta_service);
+    d9_uri_encode(u->host, false, o->meta_host, sizeof o->meta_host);
+    d9_uri_encode(boot_id[0] ? boot_id : "unknown", false, o->meta_boot, sizeof o->meta_boot);
+    o->n = 0;
+    o->h[o->n++] = (d9_sigv4_header){"content-type", "application/octet-stream"};
+    if (gz) o->h[o->n++] = (d9_sigv4_header){"content-encoding", "gzip"};
+    o->h[o->n++] = (d9_sigv4_header){"x-amz-meta-boot-id", o->meta_boot};
+    o->h[o->n++] = (d9_sigv4_header){"x-amz-meta-host", o->meta_host};
+    o->h[o->n++] = (d9_sigv4_header){"x-amz-meta-segment-index", o->index_s};
+    o->h[o->n++] = (d9_sigv4_header){"x-amz-meta-service", o->meta_service};
+    o->h[o->n++] = (d9_sigv4_header){"x-amz-meta-start-time", o->start_s};
 }
 
-static int progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) {
-    transfer *t = arg;
-    return t->give_up && t->give_up(t->ctx) ? 1 : 0; /* nonzero aborts the transfer */
+static d9_upload_result put_whole(d9_uploader *u, int fd, uint64_t size, const object_headers *oh, const char *key,
+                                  bool (*give_up)(void *), void *ctx, char *err, size_t errlen) {
+    char hex[65], b64[48];
+    if (hash_range(fd, 0, size, hex, b64, err, errlen) != 0) return D9_UPLOAD_REJECTED;
+    d9_sigv4_header h[9];
+    memcpy(h, oh->h, oh->n * sizeof *h);
+    size_t n = oh->n;
+    h[n++] = (d9_sigv4_header){"x-amz-checksum-sha256", b64};
+    d9_s3_body body = {.fd = fd, .offset = 0, .length = size, .sha256_hex = hex};
+    d9_s3_answer ans = D9_S3_ANSWER_INIT;
+    d9_upload_result r = d9_s3_request(u->s3, "PUT", key, "", h, n, &body, &ans, give_up, ctx, err, errlen);
+    d9_s3_answer_free(&ans);
+    return r;
 }
 
-/* The text of <tag>...</tag> in an S3 error answer. */
-static void xml_field(const char *body, const char *tag, char *out, size_t len) {
-    char open[64], close_[64];
-    snprintf(open, sizeof open, "<%s>", tag);
-    snprintf(close_, sizeof close_, "</%s>", tag);
-    out[0] = 0;
-    const char *a = strstr(body, open);
-    if (!a) return;
-    a += strlen(open);
-    const char *b = strstr(a, close_);
-    if (!b) return;
-    snprintf(out, len, "%.*s", (int)(b - a), a);
+/* Aborting is best effort: S3 down is often why we abort. The message says what remains. */
+static void abort_upload(d9_uploader *u, const char *key, const char *query_id, char *err, size_t errlen) {
+    char aerr[512];
+    d9_s3_answer ans = D9_S3_ANSWER_INIT;
+    d9_s3_result r = D9_S3_RETRY;
+    for (int attempt = 0; attempt < 3 && r == D9_S3_RETRY; attempt++)
+        r = d9_s3_request(u->s3, "DELETE", key, query_id, NULL, 0, NULL, &ans, NULL, NULL, aerr, sizeof aerr);
+    d9_s3_answer_free(&ans);
+    size_t used = strlen(err);
+    if (r == D9_S3_OK || ans.status == 404)
+        snprintf(err + used, errlen - used, " (multipart upload aborted, no parts left)");
+    else
+        snprintf(err + used, errlen - used,
+                 " (aborting the multipart upload failed too, its parts stay until a bucket lifecycle rule for "
+                 "incomplete multipart uploads removes them: %s)", aerr);
 }
 
-static d9_upload_result classify(long status, const char *code) {
-    if (status >= 200 && status < 300) return D9_UPLOAD_OK;
-    static const char *fatal[] = {"AccessDenied", "NoSuchBucket", "InvalidAccessKeyId", "SignatureDoesNotMatch",
-                                  "AllAccessDisabled", "InvalidBucketName", "AccountProblem"};
-    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
-        if (strcmp(code, fatal[i]) == 0) return D9_UPLOAD_FATAL;
-    if (status >= 500 || status == 408 || status == 429 || strcmp(code, "SlowDown") == 0 ||
-        strcmp(code, "RequestTimeout") == 0 || strcmp(code, "RequestTimeTooSkewed") == 0 ||
-        strcmp(code, "ExpiredToken") == 0 || strcmp(code, "TokenRefreshRequired") == 0)
+static d9_upload_result put_multipart(d9_uploader *u, int fd, uint64_t size, const object_headers *oh,
+                                      const char *key, bool (*give_up)(void *), void *ctx, char *err,
+                                      size_t errlen) {
+    uint64_t part = u->part_size;
+    uint64_t nparts = (size + part - 1) / part;
+    while (nparts > S3_MAX_PARTS) { /* a file too large for the part size: larger parts */
+        part *= 2;
+        nparts = (size + part - 1) / part;
+    }
+    d9_sigv4_header h[9];
+    memcpy(h, oh->h, oh->n * sizeof *h);
+    size_t n = oh->n;
+    h[n++] = (d9_sigv4_header){"x-amz-checksum-algorithm", "SHA256"};
+    d9_s3_answer ans = D9_S3_ANSWER_INIT;
+    d9_upload_result r = d9_s3_request(u->s3, "POST", key, "uploads=", h, n, NULL, &ans, give_up, ctx, err, errlen);
+    if (r != D9_UPLOAD_OK) return r;
+    char upload_id[1024], enc_id[3072], query_id[3100];
+    const char *p = ans.body ? ans.body : "";
+    bool have_id = d9_s3_xml_next(&p, "UploadId", upload_id, sizeof upload_id) && upload_id[0];
+    d9_s3_answer_free(&ans);
+    if (!have_id || d9_uri_encode(upload_id, false, enc_id, sizeof enc_id) != 0) {
+        snprintf(err, errlen, "POST %s%s?uploads: no UploadId in the answer", d9_uploader_target(u), key);
         return D9_UPLOAD_RETRY;
-    if (status == 403 || status == 401) return D9_UPLOAD_FATAL; /* forbidden, whatever the code */
-    return D9_UPLOAD_REJECTED;
-}
-
-static struct curl_slist *add_header(const d9_libcurl *c, struct curl_slist *l, const char *name, const char *value,
-                                     bool *ok) {
-    char line[8192];
-    snprintf(line, sizeof line, "%s: %s", name, value);
-    struct curl_slist *n = c->slist_append(l, line);
-    if (!n) *ok = false;
-    return n ? n : l;
+    }
+    snprintf(query_id, sizeof query_id, "uploadId=%s", enc_id);
+    /* what CompleteMultipartUpload lists: ETag and checksum of each part */
+    size_t per_part = 400;
+    char *complete = malloc(128 + (size_t)nparts * per_part);
+    if (!complete) {
+        snprintf(err, errlen, "out of memory");
+        abort_upload(u, key, query_id, err, errlen);
+        return D9_UPLOAD_RETRY;
+    }
+    size_t len = (size_t)sprintf(complete, "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
+    for (uint64_t i = 0; i < nparts; i++) {
+        uint64_t off = i * part, plen = size - off < part ? size - off : part;
+        char hex[65], b64[48], query[3200];
+        if (hash_range(fd, off, plen, hex, b64, err, errlen) != 0) {
+            r = D9_UPLOAD_REJECTED;
+            break;
+        }
+        snprintf(query, sizeof query, "partNumber=%" PRIu64 "&%s", i + 1, query_id);
+        d9_sigv4_header ph[1] = {{"x-amz-checksum-sha256", b64}};
+        d9_s3_body body = {.fd = fd, .offset = off, .length = plen, .sha256_hex = hex};
+        r = d9_s3_request(u->s3, "PUT", key, query, ph, 1, &body, &ans, give_up, ctx, err, errlen);
+        d9_s3_answer_free(&ans);
+        if (r != D9_UPLOAD_OK) break;
+        if (!ans.etag[0] || strlen(ans.etag) > 200 || strpbrk(ans.etag, "<>&")) {
+            snprintf(err, errlen, "PUT %s%s part %" PRIu64 ": no usable ETag in the answer", d9_uploader_target(u),
+                     key, i + 1);
+            r = D9_UPLOAD_RETRY;
+            break;
+        }
+        len += (size_t)sprintf(complete + len, "<Part><PartNumber>%" PRIu64 "</PartNumber><ETag>%s</ETag>"
+                                               "<ChecksumSHA256>%s</ChecksumSHA256></Part>",
+                               i + 1, ans.etag, b64);
+    }
+    if (r == D9_UPLOAD_OK) {
+        len += (size_t)sprintf(complete + len, "</CompleteMultipartUpload>");
+        d9_s3_body body = {.fd = -1, .mem = complete, .length = len};
+        r = d9_s3_request(u->s3, "POST", key, query_id, NULL, 0, &body, &ans, give_up, ctx, err, errlen);
+        /* S3 may answer 200 with an <Error> in the body when completing fails late */
+        if (r == D9_UPLOAD_OK && ans.body && strstr(ans.body, "<Error>")) {
+            char code[128] = "", message[512] = "";
+            const char *q = ans.body;
+            d9_s3_xml_next(&q, "Code", code, sizeof code);
+            q = ans.body;
+            d9_s3_xml_next(&q, "Message", message, sizeof message);
+            snprintf(err, errlen, "POST %s%s?uploadId: %s: %s", d9_uploader_target(u), key, code, message);
+            r = D9_UPLOAD_RETRY;
+        }
+        d9_s3_answer_free(&ans);
+    }
+    free(complete);
+    if (r != D9_UPLOAD_OK) abort_upload(u, key, query_id, err, errlen);
+    return r;
 }
 
 d9_upload_result d9_uploader_put(d9_uploader *u, const char *path, uint64_t index, time_t start,
                                  const char *service, const char *boot_id,
                                  bool (*give_up)(void *), void *ctx, char *key, size_t keylen,
                                  char *err, size_t errlen) {
-    const d9_libcurl *c = u->curl;
     if (!service) service = u->service;
     if (!boot_id) boot_id = u->boot_id;
-    const char *suffix = strlen(path) > 3 && strcmp(path + strlen(path) - 3, ".gz") == 0 ? ".bin.gz" : ".bin";
-    if (d9_s3_key(key, keylen, u->prefix, service, u->host, boot_id, start, index, suffix) != 0) {
+    bool gz = strlen(path) > 3 && strcmp(path + strlen(path) - 3, ".gz") == 0;
+    if (d9_s3_key(key, keylen, u->prefix, service, u->host, boot_id, start, index, gz ? ".bin.gz" : ".bin") != 0) {
         snprintf(key, keylen, "?");
         snprintf(err, errlen, "object key too long");
         return D9_UPLOAD_REJECTED;
     }
-    d9_s3_credentials cred;
-    if (d9_s3_credentials_load(&cred, err, errlen) != 0) return D9_UPLOAD_FATAL;
-
-    transfer t = {.fd = open(path, O_RDONLY | O_CLOEXEC), .give_up = give_up, .ctx = ctx};
-    if (t.fd < 0) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
         snprintf(err, errlen, "open %s: %s", path, strerror(errno));
         return D9_UPLOAD_REJECTED;
     }
-    d9_upload_result res = D9_UPLOAD_REJECTED;
-    struct curl_slist *hl = NULL;
-    unsigned char *buf = malloc(PIECE);
     struct stat st;
-    if (!buf || fstat(t.fd, &st) != 0) {
-        snprintf(err, errlen, "%s: %s", path, buf ? strerror(errno) : "out of memory");
-        goto done;
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
+        return D9_UPLOAD_REJECTED;
     }
-    /* the body's hash, for the signature and the checksum S3 verifies */
-    d9_sha256 s;
-    d9_sha256_init(&s);
-    uint64_t hashed = 0;
-    for (;;) {
-        ssize_t n = read(t.fd, buf, PIECE);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            snprintf(err, errlen, "read %s: %s", path, strerror(errno));
-            goto done;
-        }
-        if (n == 0) break;
-        d9_sha256_update(&s, buf, (size_t)n);
-        hashed += (uint64_t)n;
-    }
-    if (hashed != (uint64_t)st.st_size || lseek(t.fd, 0, SEEK_SET) != 0) {
-        snprintf(err, errlen, "%s changed while being read", path);
-        goto done;
-    }
-    uint8_t digest[D9_SHA256_LEN];
-    d9_sha256_final(&s, digest);
-    char hash_hex[2 * D9_SHA256_LEN + 1], hash_b64[48];
-    d9_hex(digest, sizeof digest, hash_hex);
-    d9_base64(digest, sizeof digest, hash_b64);
-
-    char full_path[2048], uri[6144], url[8192];
-    snprintf(full_path, sizeof full_path, "%s/%s", u->base_path, key);
-    if (d9_uri_encode(full_path, true, uri, sizeof uri) != 0) {
-        snprintf(err, errlen, "object key too long");
-        goto done;
-    }
-    snprintf(url, sizeof url, "%s://%s%s", u->scheme, u->authority, uri);
-
-    char amz_date[17], index_s[24], start_s[24], meta_service[800], meta_host[800], meta_boot[200];
-    struct tm tm;
-    time_t now = time(NULL);
-    gmtime_r(&now, &tm);
-    strftime(amz_date, sizeof amz_date, "%Y%m%dT%H%M%SZ", &tm);
-    snprintf(index_s, sizeof index_s, "%" PRIu64, index);
-    snprintf(start_s, sizeof start_s, "%lld", (long long)start);
-    /* metadata must be ASCII: percent-encoded like a URI component */
-    d9_uri_encode(service, false, meta_service, sizeof meta_service);
-    d9_uri_encode(u->host, false, meta_host, sizeof meta_host);
-    d9_uri_encode(boot_id[0] ? boot_id : "unknown", false, meta_boot, sizeof meta_boot);
-    d9_sigv4_header h[16];
-    size_t nh = 0;
-    h[nh++] = (d9_sigv4_header){"host", u->authority};
-    h[nh++] = (d9_sigv4_header){"content-type", "application/octet-stream"};
-    if (strcmp(suffix, ".bin.gz") == 0) h[nh++] = (d9_sigv4_header){"content-encoding", "gzip"};
-    h[nh++] = (d9_sigv4_header){"x-amz-checksum-sha256", hash_b64};
-    h[nh++] = (d9_sigv4_header){"x-amz-content-sha256", hash_hex};
-    h[nh++] = (d9_sigv4_header){"x-amz-date", amz_date};
-    h[nh++] = (d9_sigv4_header){"x-amz-meta-boot-id", meta_boot};
-    h[nh++] = (d9_sigv4_header){"x-amz-meta-host", meta_host};
-    h[nh++] = (d9_sigv4_header){"x-amz-meta-segment-index", index_s};
-    h[nh++] = (d9_sigv4_header){"x-amz-meta-service", meta_service};
-    h[nh++] = (d9_sigv4_header){"x-amz-meta-start-time", start_s};
-    if (cred.session_token[0]) h[nh++] = (d9_sigv4_header){"x-amz-security-token", cred.session_token};
-    d9_sigv4_request req = {.method = "PUT", .canonical_uri = uri, .canonical_query = "", .headers = h,
-                            .nheaders = nh, .payload_hash = hash_hex, .amz_date = amz_date,
-                            .region = u->region, .service = "s3", .access_key = cred.access_key,
-                            .secret_key = cred.secret_key};
-    char auth[1024];
-    if (d9_sigv4_authorization(&req, auth, sizeof auth, NULL, 0) != 0) {
-        snprintf(err, errlen, "cannot sign the request (credentials too long?)");
-        res = D9_UPLOAD_FATAL;
-        goto done;
-    }
-    bool ok = true;
-    for (size_t i = 0; i < nh; i++) hl = add_header(c, hl, h[i].name, h[i].value, &ok); /* copied */
-    memset(&cred, 0, sizeof cred);
-    hl = add_header(c, hl, "authorization", auth, &ok);
-    hl = c->slist_append(hl, "Expect:"); /* no 100-continue round trip */
-    if (!ok || !hl) {
-        snprintf(err, errlen, "out of memory");
-        res = D9_UPLOAD_RETRY;
-        goto done;
-    }
-    CURL *e = u->h;
-    c->easy_reset(e);
-    c->easy_setopt(e, CURLOPT_URL, url);
-    c->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    c->easy_setopt(e, CURLOPT_NOSIGNAL, 1L); /* never touch the application's signals */
-    c->easy_setopt(e, CURLOPT_UPLOAD, 1L);
-    c->easy_setopt(e, CURLOPT_READFUNCTION, read_body);
-    c->easy_setopt(e, CURLOPT_READDATA, &t);
-    c->easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
-    c->easy_setopt(e, CURLOPT_HTTPHEADER, hl);
-    c->easy_setopt(e, CURLOPT_WRITEFUNCTION, keep_answer);
-    c->easy_setopt(e, CURLOPT_WRITEDATA, &t);
-    c->easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-    c->easy_setopt(e, CURLOPT_XFERINFOFUNCTION, progress);
-    c->easy_setopt(e, CURLOPT_XFERINFODATA, &t);
-    c->easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 10L);
-    /* a stalled transfer (under 1 KiB/s for 30 s) is abandoned and retried */
-    c->easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    c->easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 30L);
-    c->easy_setopt(e, CURLOPT_USERAGENT, "dial9-c/" D9_VERSION);
-    CURLcode cr = c->easy_perform(e);
-    if (cr != CURLE_OK) {
-        snprintf(err, errlen, "PUT %s%s: %s", u->target, key, c->easy_strerror(cr));
-        res = D9_UPLOAD_RETRY;
-        goto done;
-    }
-    long status = 0;
-    c->easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-    char code[128], message[512];
-    xml_field(t.body, "Code", code, sizeof code);
-    xml_field(t.body, "Message", message, sizeof message);
-    res = classify(status, code);
-    if (res != D9_UPLOAD_OK)
-        snprintf(err, errlen, "PUT %s%s: HTTP %ld %s%s%s", u->target, key, status, code[0] ? code : "(no error code)",
-                 message[0] ? ": " : "", message);
-done:
-    if (hl) c->slist_free_all(hl);
-    free(buf);
-    close(t.fd);
-    return res;
+    object_headers oh;
+    object_headers_fill(&oh, u, gz, index, start, service, boot_id);
+    uint64_t size = (uint64_t)st.st_size;
+    d9_upload_result r = size >= u->threshold ? put_multipart(u, fd, size, &oh, key, give_up, ctx, err, errlen)
+                                              : put_whole(u, fd, size, &oh, key, give_up, ctx, err, errlen);
+    close(fd);
+    return r;
 }

@@ -1,7 +1,13 @@
-/* Pipeline step: PUT one sealed segment file to S3 (one request, SigV4-signed here, with the
- * body's SHA-256 sent as x-amz-content-sha256 and x-amz-checksum-sha256 so that the server
- * verifies what it stored). The caller retries, deletes the local file once it is stored, and
- * stops uploading after a fatal answer. */
+/* Pipeline step: store one sealed segment file in S3 through s3_client.c. Below the multipart
+ * threshold one PUT (the body's SHA-256 sent as x-amz-content-sha256 and
+ * x-amz-checksum-sha256 so that the server verifies what it stored); from it on, a multipart
+ * upload (parts of the part size, each with its own checksums), aborted on any failure so that
+ * no parts stay behind. The file is streamed in 64 KiB pieces either way: memory does not grow
+ * with its size. The caller retries, deletes the local file once it is stored, and stops
+ * uploading after a fatal answer.
+ *
+ * DIAL9_S3_MULTIPART_THRESHOLD_MB (default 16) and DIAL9_S3_PART_SIZE_MB (default 8, at least
+ * S3's minimum of 5) set the sizes. */
 #ifndef D9_SINKS_STEP_UPLOAD_H
 #define D9_SINKS_STEP_UPLOAD_H
 
@@ -14,16 +20,18 @@
 
 typedef struct d9_uploader d9_uploader;
 
-typedef enum d9_upload_result {
-    D9_UPLOAD_OK = 0,   /* 2xx: stored */
-    D9_UPLOAD_RETRY,    /* network error, 5xx, throttling, expired token...: try again later */
-    D9_UPLOAD_REJECTED, /* this file cannot be stored (unreadable, a 4xx about it): keep it */
-    D9_UPLOAD_FATAL,    /* no upload can work (no credentials, AccessDenied, NoSuchBucket,
-                           InvalidAccessKeyId, SignatureDoesNotMatch) */
-} d9_upload_result;
+#include "sinks/s3_client.h"
 
-/* NULL with a message when libcurl.so.4 cannot be loaded or the endpoint is malformed.
- * cfg->s3_bucket must be set; cfg->service is the service name in keys. */
+/* OK: stored; RETRY: try again later; REJECTED: this file cannot be stored (unreadable, a 4xx
+ * about it): keep it; FATAL: no upload can work (no credentials, AccessDenied...). */
+typedef d9_s3_result d9_upload_result;
+#define D9_UPLOAD_OK D9_S3_OK
+#define D9_UPLOAD_RETRY D9_S3_RETRY
+#define D9_UPLOAD_REJECTED D9_S3_REJECTED
+#define D9_UPLOAD_FATAL D9_S3_FATAL
+
+/* NULL with a message when libcurl.so.4 cannot be loaded, the endpoint is malformed or a size
+ * variable is bad. cfg->s3_bucket must be set; cfg->service is the service name in keys. */
 d9_uploader *d9_uploader_new(const d9_config *cfg, char *err, size_t errlen);
 void d9_uploader_free(d9_uploader *u);
 
@@ -38,5 +46,8 @@ d9_upload_result d9_uploader_put(d9_uploader *u, const char *path, uint64_t inde
 
 /* "s3://bucket/" for messages. */
 const char *d9_uploader_target(const d9_uploader *u);
+/* The sizes in use (bytes). */
+uint64_t d9_uploader_multipart_threshold(const d9_uploader *u);
+uint64_t d9_uploader_part_size(const d9_uploader *u);
 
 #endif

@@ -24,5 +24,6 @@ int d9_cmd_symbolize(int argc, char **argv);
 int d9_cmd_analyze(int argc, char **argv);
 int d9_cmd_check(int argc, char **argv);
 int d9_cmd_run(int argc, char **argv);
+int d9_cmd_upload(int argc, char **argv);
 
 #endif

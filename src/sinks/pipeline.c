@@ -29,12 +29,11 @@
 #include "sinks/step_symbolize.h"
 #include "sinks/step_upload.h"
 #include "sinks/trace_files.h"
+#include "sinks/upload_retry.h"
 #include "symbols/symbolize_report.h"
 
 #define QUEUE_CAP 256 /* paths; a longer backlog means the steps cannot keep up */
 #define STOP_BUDGET_NS (5ull * 1000000000ull)
-#define RETRY_FIRST_MS 500u
-#define RETRY_MAX_MS 60000u
 
 struct d9_pipeline {
     pthread_t thread;
@@ -49,13 +48,11 @@ struct d9_pipeline {
     bool symbolizing, compress, upload;
     d9_config upload_cfg;   /* strings owned below, for the uploader the worker creates */
     char *bucket, *prefix, *region, *endpoint, *service;
-    d9_uploader *uploader;  /* the worker's only; NULL when not (or no longer) uploading */
-    bool upload_failing;    /* an outage is going on: said once, not per retry */
+    d9_upload_retry up;     /* the worker's only; up.uploader NULL when not (or no longer) uploading */
     uint64_t stop_budget_ns;
     char *trace_dir, *run_dir; /* d9_pipeline_set_run */
     int run_lock_fd;           /* our run directory's claim (run_claim.h), -1 when none */
     bool leftovers_pending;    /* earlier runs' segments to adopt, once, first */
-    uint64_t rng;
     d9_pipeline_resized_fn on_resized;
     void *on_resized_ctx;
     uint64_t max_file_size; /* symbols never take a segment past it */
@@ -77,82 +74,13 @@ static void report_size(d9_pipeline *p, const char *sealed_path, uint64_t size) 
     if (p->on_resized) p->on_resized(sealed_path, size, p->on_resized_ctx);
 }
 
-/* The segment's start: its birth time where the file system keeps it, else its last change. */
-static time_t start_time_of(const char *path) {
-    struct statx sx;
-    if (statx(AT_FDCWD, path, 0, STATX_BTIME | STATX_MTIME, &sx) == 0) {
-        if (sx.stx_mask & STATX_BTIME) return (time_t)sx.stx_btime.tv_sec;
-        return (time_t)sx.stx_mtime.tv_sec;
-    }
-    return time(NULL);
-}
+static void report_resized(const char *sealed_path, uint64_t size, void *ctx) { report_size(ctx, sealed_path, size); }
 
-static uint64_t next_random(d9_pipeline *p) { /* xorshift64: jitter only */
-    p->rng ^= p->rng << 13;
-    p->rng ^= p->rng >> 7;
-    p->rng ^= p->rng << 17;
-    return p->rng;
-}
-
-/* Sleep up to ms, waking early when the pipeline gives up. Called without the lock. */
-static void backoff_sleep(d9_pipeline *p, uint32_t ms) {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    uint64_t t = (uint64_t)until.tv_nsec + (uint64_t)ms * 1000000u;
-    until.tv_sec += (time_t)(t / 1000000000u);
-    until.tv_nsec = (long)(t % 1000000000u);
-    for (;;) {
-        if (should_give_up(p)) return;
-        struct timespec now, step = {0, 50 * 1000000};
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec > until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec)) return;
-        nanosleep(&step, NULL); /* give_up is polled every 50 ms */
-    }
-}
-
-static void stop_uploading(d9_pipeline *p, const char *why) {
-    fprintf(stderr, "dial9: S3 upload stopped for this run: %s (sealed segments stay on disk)\n", why);
-    d9_uploader_free(p->uploader);
-    p->uploader = NULL;
-}
-
-/* Upload until stored (then delete the local file), a fatal answer, or give up. */
-static void upload_file(d9_pipeline *p, const char *sealed_path, const char *path, uint64_t seq, time_t start,
-                        const char *service, const char *boot_id) {
-    uint32_t delay = RETRY_FIRST_MS;
-    for (unsigned attempt = 1;; attempt++) {
-        char key[4096], err[1024] = "";
-        d9_upload_result r = d9_uploader_put(p->uploader, path, seq, start, service, boot_id, should_give_up, p, key, sizeof key, err,
-                                             sizeof err);
-        if (r == D9_UPLOAD_OK) {
-            if (p->upload_failing)
-                fprintf(stderr, "dial9: S3 upload works again (%s%s stored after %u attempts)\n",
-                        d9_uploader_target(p->uploader), key, attempt);
-            p->upload_failing = false;
-            if (unlink(path) == 0 || errno == ENOENT) report_size(p, sealed_path, 0);
-            return;
-        }
-        if (r == D9_UPLOAD_FATAL) {
-            stop_uploading(p, err);
-            return;
-        }
-        if (r == D9_UPLOAD_REJECTED) {
-            fprintf(stderr, "dial9: S3 upload of %s failed, the file stays on disk: %s\n", path, err);
-            return;
-        }
-        if (should_give_up(p)) {
-            fprintf(stderr, "dial9: S3 upload of %s not done in the time allowed at exit, the file stays on disk "
-                            "(last error: %s)\n", path, err);
-            return;
-        }
-        if (!p->upload_failing)
-            fprintf(stderr, "dial9: S3 upload failing, retrying with backoff (said once per outage): %s\n", err);
-        p->upload_failing = true;
-        /* exponential backoff with jitter: a random wait in [delay/2, delay] */
-        uint32_t wait = delay / 2 + (uint32_t)(next_random(p) % (delay / 2 + 1));
-        backoff_sleep(p, wait);
-        delay = delay >= RETRY_MAX_MS / 2 ? RETRY_MAX_MS : delay * 2;
-    }
+/* Upload until stored (then the local file is deleted), a fatal answer, or give up. */
+static void upload_file(d9_pipeline *p, const char *sealed_path, const char *path, uint64_t seq, time_t start) {
+    d9_upload_retry_file(&p->up, sealed_path, path, seq, start, NULL, NULL);
+    if (!p->up.uploader)
+        fprintf(stderr, "dial9: S3 upload stopped for this run: %s (sealed segments stay on disk)\n", p->up.fatal);
 }
 
 static void run_steps(d9_pipeline *p, const char *sealed_path) {
@@ -160,7 +88,7 @@ static void run_steps(d9_pipeline *p, const char *sealed_path) {
     uint64_t seq = 0;
     d9_segment_kind kind;
     if (!d9_segment_name_parse(slash ? slash + 1 : sealed_path, &seq, &kind)) seq = 0;
-    time_t start = start_time_of(sealed_path);
+    time_t start = d9_segment_start_time(sealed_path);
     if (p->sym) d9_step_symbolize_run(p->sym, sealed_path, should_give_up, p);
     char gz[4096];
     const char *current = sealed_path;
@@ -177,59 +105,20 @@ static void run_steps(d9_pipeline *p, const char *sealed_path) {
      * is from now on (it held room for the symbols until now). */
     struct stat sb;
     if (stat(current, &sb) == 0) report_size(p, sealed_path, (uint64_t)sb.st_size);
-    if (p->uploader && !should_give_up(p)) upload_file(p, sealed_path, current, seq, start, NULL, NULL);
+    if (p->up.uploader && !should_give_up(p)) upload_file(p, sealed_path, current, seq, start);
 }
 
-static int by_seq(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* A dead run's sealed segments, oldest first: compressed if need be, uploaded under that run's
- * service and boot id, deleted once stored. Its .active leftover is not touched. */
+/* A dead run's sealed segments, under that run's service and boot id (upload_retry.h). */
 static bool adopt_run(const char *run_dir, const char *service, const char *boot_id, void *ctx) {
     d9_pipeline *p = ctx;
-    DIR *d = opendir(run_dir);
-    if (!d) return true;
-    uint64_t seqs[1024];
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < sizeof seqs / sizeof *seqs) {
-        uint64_t seq;
-        d9_segment_kind kind;
-        if (d9_segment_name_parse(e->d_name, &seq, &kind) && kind != D9_SEGMENT_ACTIVE) seqs[n++] = seq;
-    }
-    closedir(d);
-    qsort(seqs, n, sizeof *seqs, by_seq);
-    for (size_t i = 0; i < n; i++) {
-        if (!p->uploader || should_give_up(p)) return false;
-        if (i && seqs[i] == seqs[i - 1]) continue; /* .bin and .bin.gz both: the .gz was complete */
-        char bin[4096], gz[4104], err[512];
-        snprintf(bin, sizeof bin, "%s/trace.%llu.bin", run_dir, (unsigned long long)seqs[i]);
-        snprintf(gz, sizeof gz, "%s.gz", bin);
-        struct stat st;
-        if (stat(gz, &st) == 0) {
-            unlink(bin); /* a compression interrupted between rename and unlink */
-        } else {
-            uint64_t gz_size;
-            time_t start = start_time_of(bin);
-            if (p->compress && d9_step_compress_gzip(bin, gz, sizeof gz, &gz_size, should_give_up, p, err, sizeof err) != 0) {
-                if (should_give_up(p)) return false;
-                fprintf(stderr, "dial9: compressing %s failed, kept as it is: %s\n", bin, err);
-                snprintf(gz, sizeof gz, "%s", bin);
-            } else if (!p->compress) {
-                snprintf(gz, sizeof gz, "%s", bin);
-            }
-            upload_file(p, bin, gz, seqs[i], start, service, boot_id);
-            continue;
-        }
-        upload_file(p, bin, gz, seqs[i], start_time_of(gz), service, boot_id);
-    }
-    return p->uploader != NULL;
+    bool go_on = d9_upload_retry_run_dir(&p->up, run_dir, service, boot_id);
+    if (!p->up.uploader && p->up.fatal[0])
+        fprintf(stderr, "dial9: S3 upload stopped for this run: %s (sealed segments stay on disk)\n", p->up.fatal);
+    return go_on;
 }
 
 static void adopt_leftovers(d9_pipeline *p) {
-    if (!p->uploader || !p->trace_dir) return;
+    if (!p->up.uploader || !p->trace_dir) return;
     const char *own = p->run_dir ? strrchr(p->run_dir, '/') : NULL;
     d9_run_adopt_each(p->trace_dir, own ? own + 1 : NULL, adopt_run, p);
 }
@@ -242,8 +131,13 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&p->lock);
     if (p->upload) {
         char err[512];
-        p->uploader = d9_uploader_new(&p->upload_cfg, err, sizeof err);
-        if (!p->uploader) fprintf(stderr, "dial9: S3 upload disabled: %s (sealed segments stay on disk)\n", err);
+        d9_uploader *u = d9_uploader_new(&p->upload_cfg, err, sizeof err);
+        d9_upload_retry_init(&p->up, u, "dial9");
+        p->up.compress = p->compress;
+        p->up.give_up = should_give_up;
+        p->up.ctx = p;
+        p->up.on_resized = report_resized;
+        if (!u) fprintf(stderr, "dial9: S3 upload disabled: %s (sealed segments stay on disk)\n", err);
     }
     pthread_mutex_lock(&p->lock);
     for (;;) {
@@ -277,8 +171,7 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&p->lock);
     d9_step_symbolize_free(p->sym);
     p->sym = NULL;
-    d9_uploader_free(p->uploader);
-    p->uploader = NULL;
+    d9_upload_retry_free(&p->up);
     return NULL;
 }
 
@@ -312,7 +205,6 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
     p->upload = upload;
     p->run_lock_fd = -1;
     p->stop_budget_ns = STOP_BUDGET_NS + (upload ? (uint64_t)cfg->s3_exit_wait_secs * 1000000000ull : 0);
-    p->rng = ((uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid()) | 1;
     bool ok = true;
     p->upload_cfg = *cfg;
     p->upload_cfg.s3_bucket = p->bucket = dup_or_null(cfg->s3_bucket, &ok);

@@ -5,6 +5,13 @@
 // 400 BadDigest) and is not stored. Faults for tests, by count (never by time):
 //   FAULT_RESET=N     the first N PUTs: the connection is destroyed mid-upload
 //   FAULT_SLOWDOWN=N  the next N PUTs: 503 SlowDown
+//   FAULT_PART_FAIL=N the first N multipart part PUTs: 500 InternalError (after the body)
+//   FAULT_STALL=N     the first N PUTs: headers accepted, then the body is never read and no
+//                     answer comes (the connection stays open until the client gives up)
+//   FAULT_DOWN=1      every request: 503 ServiceUnavailable (S3 down, for the circuit breaker)
+// Multipart uploads are checked as S3 does: every part but the last at least 5 MiB at
+// completion (400 EntityTooSmall). Initiations, parts, completions and aborts are logged with
+// their uploadId (codes initiated, part, completed, aborted), so a test can tell none is left.
 // Usage: node proxy.mjs DATA_DIR BUCKET LOG_FILE; prints {"port":P} once listening on 127.0.0.1.
 // Every PUT's outcome is appended to LOG_FILE as a JSON line {method, key, status, code}.
 import http from 'node:http';
@@ -18,6 +25,11 @@ const [dataDir, bucket, logFile] = process.argv.slice(2);
 const ACCESS = 'S3RVER', SECRET = 'S3RVER', REGION = process.env.REGION || 'us-east-1';
 let resets = Number(process.env.FAULT_RESET || 0);
 let slowdowns = Number(process.env.FAULT_SLOWDOWN || 0);
+let partFails = Number(process.env.FAULT_PART_FAIL || 0);
+let stalls = Number(process.env.FAULT_STALL || 0);
+const down = process.env.FAULT_DOWN === '1';
+const MIN_PART = 5 * 1024 * 1024;
+const partSizes = new Map(); // uploadId -> Map(partNumber -> size)
 
 const store = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dataDir,
                            configureBuckets: [{ name: bucket }] });
@@ -78,6 +90,20 @@ function keyOf(req) {
 }
 
 const proxy = http.createServer((req, res) => {
+  const q = new URL(req.url, 'http://x').searchParams;
+  const uploadId = q.get('uploadId');
+  const isPart = req.method === 'PUT' && uploadId !== null;
+  if (down) {
+    log({ method: req.method, key: keyOf(req), status: 503, code: 'down' });
+    req.resume();
+    return req.on('end', () => s3error(res, 503, 'ServiceUnavailable', 'Service is unable to handle request.'));
+  }
+  if (req.method === 'PUT' && stalls > 0) {
+    stalls--;
+    log({ method: 'PUT', key: keyOf(req), status: 0, code: 'stalled' });
+    req.pause(); // never read: the client's send buffer fills and it stalls
+    return;
+  }
   if (req.method === 'PUT' && resets > 0) {
     resets--;
     log({ method: 'PUT', key: keyOf(req), status: 0, code: 'reset' });
@@ -88,6 +114,11 @@ const proxy = http.createServer((req, res) => {
   req.on('data', (c) => chunks.push(c));
   req.on('end', async () => {
     const body = Buffer.concat(chunks);
+    if (isPart && partFails > 0) {
+      partFails--;
+      log({ method: 'PUT', key: keyOf(req), status: 500, code: 'part-failed', uploadId, part: Number(q.get('partNumber')) });
+      return s3error(res, 500, 'InternalError', 'We encountered an internal error. Please try again.');
+    }
     if (req.method === 'PUT' && slowdowns > 0) {
       slowdowns--;
       log({ method: 'PUT', key: keyOf(req), status: 503, code: 'SlowDown' });
@@ -100,11 +131,45 @@ const proxy = http.createServer((req, res) => {
       if (req.method === 'PUT') log({ method: 'PUT', key: keyOf(req), status, code: bad[0] });
       return s3error(res, status, bad[0], bad[1]);
     }
+    if (req.method === 'POST' && uploadId !== null) { // CompleteMultipartUpload: S3's part minimum
+      const sizes = partSizes.get(uploadId) || new Map();
+      const listed = [...body.toString().matchAll(/<PartNumber>(\d+)<\/PartNumber>/g)].map((m) => Number(m[1]));
+      for (const n of listed.slice(0, -1))
+        if ((sizes.get(n) || 0) < MIN_PART) {
+          log({ method: 'POST', key: keyOf(req), status: 400, code: 'EntityTooSmall', uploadId });
+          return s3error(res, 400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size.');
+        }
+    }
     const up = http.request({ host: '127.0.0.1', port: storePort, method: req.method, path: req.url,
                               headers: { ...req.headers, 'content-length': String(body.length) } }, (ur) => {
-      if (req.method === 'PUT') log({ method: 'PUT', key: keyOf(req), status: ur.statusCode, code: 'stored' });
-      res.writeHead(ur.statusCode, ur.headers);
-      ur.pipe(res);
+      const answer = [];
+      ur.on('data', (c) => answer.push(c));
+      ur.on('end', () => {
+        const text = Buffer.concat(answer);
+        const ok = ur.statusCode >= 200 && ur.statusCode < 300;
+        const key = keyOf(req);
+        if (isPart) {
+          if (ok) {
+            if (!partSizes.has(uploadId)) partSizes.set(uploadId, new Map());
+            partSizes.get(uploadId).set(Number(q.get('partNumber')), body.length);
+          }
+          log({ method: 'PUT', key, status: ur.statusCode, code: ok ? 'part' : 'part-error', uploadId,
+                part: Number(q.get('partNumber')), size: body.length });
+        } else if (req.method === 'PUT') {
+          log({ method: 'PUT', key, status: ur.statusCode, code: 'stored' });
+        } else if (req.method === 'POST' && q.has('uploads')) {
+          const id = (/<UploadId>([^<]*)<\/UploadId>/.exec(text.toString()) || [])[1];
+          log({ method: 'POST', key, status: ur.statusCode, code: 'initiated', uploadId: id });
+        } else if (req.method === 'POST' && uploadId !== null) {
+          log({ method: 'POST', key, status: ur.statusCode, code: ok ? 'completed' : 'complete-error', uploadId });
+        } else if (req.method === 'DELETE' && uploadId !== null) {
+          log({ method: 'DELETE', key, status: ur.statusCode, code: 'aborted', uploadId });
+        } else if (req.method === 'GET') {
+          log({ method: 'GET', key, status: ur.statusCode, code: q.get('list-type') ? 'listed' : 'got' });
+        }
+        res.writeHead(ur.statusCode, ur.headers);
+        res.end(text);
+      });
     });
     up.on('error', (e) => s3error(res, 502, 'InternalError', String(e)));
     up.end(body);

@@ -21,7 +21,7 @@ typedef struct d9_upload_retry {
     /* told a file's size once settled: its compressed size, 0 when uploaded and removed */
     void (*on_resized)(const char *sealed_path, uint64_t size, void *ctx);
     const char *who;        /* "dial9" (messages start "who: ") */
-    char fatal[1024];       /* the fatal answer, when stopped */
+    char fatal[2048];       /* the fatal answer, when stopped */
     /* state */
     bool failing;
     uint64_t rng;

@@ -1,0 +1,528 @@
+/* The analysis report as JSON: `dial9 analyze --json`, whose schema is public (docs/analyze.md),
+ * so it lives next to the analysis that fills it. */
+#include "analysis/report_json.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/report_time.h"
+#include "common/json_writer.h"
+
+/* ------------------------------------------------------------------------------------------
+ * JSON (docs/analyze.md)
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct jctx {
+    d9_json j;
+    const d9a_report *r;
+    const d9a_options *opt;
+    const d9a_input_file *files;
+    size_t nfiles;
+    const d9a_stack_view **stacks; /* referenced stacks, written once at the end */
+    size_t nstacks, cap;
+} jctx;
+
+static void jkey_u64(d9_json *j, const char *k, uint64_t v) {
+    d9_json_key(j, k);
+    d9_json_u64(j, v);
+}
+
+static void jkey_f64(d9_json *j, const char *k, double v) {
+    d9_json_key(j, k);
+    d9_json_f64(j, v);
+}
+
+static void jkey_str(d9_json *j, const char *k, const char *v) {
+    d9_json_key(j, k);
+    if (v) d9_json_string(j, v);
+    else d9_json_null(j);
+}
+
+static void jkey_rel(jctx *c, const char *k, uint64_t ts) {
+    char key[64];
+    jkey_u64(&c->j, k, ts);
+    snprintf(key, sizeof key, "%s_rel_s", k);
+    jkey_f64(&c->j, key, d9a_rel_s(c->r, ts));
+}
+
+static void jstack_ref(jctx *c, const char *k, const d9a_stack_view *v) {
+    d9_json_key(&c->j, k);
+    if (!v) {
+        d9_json_null(&c->j);
+        return;
+    }
+    d9_json_u64(&c->j, v->id);
+    for (size_t i = 0; i < c->nstacks; i++)
+        if (c->stacks[i] == v) return;
+    if (c->nstacks == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 32;
+        const d9a_stack_view **p = realloc(c->stacks, cap * sizeof *p);
+        if (!p) return;
+        c->stacks = p;
+        c->cap = cap;
+    }
+    c->stacks[c->nstacks++] = v;
+}
+
+static void jdist(d9_json *j, const char *k, const d9a_dist *d) {
+    d9_json_key(j, k);
+    d9_json_object_begin(j);
+    jkey_u64(j, "count", d->count);
+    jkey_u64(j, "total_ns", d->total);
+    jkey_u64(j, "min_ns", d->min);
+    jkey_u64(j, "p50_ns", d->p50);
+    jkey_u64(j, "p90_ns", d->p90);
+    jkey_u64(j, "p99_ns", d->p99);
+    jkey_u64(j, "max_ns", d->max);
+    d9_json_object_end(j);
+}
+
+static void jgroups(jctx *c, const char *k, const d9a_sample_group *g, size_t n, bool offcpu) {
+    d9_json *j = &c->j;
+    d9_json_key(j, k);
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < n; i++) {
+        d9_json_object_begin(j);
+        jkey_str(j, "function", g[i].function);
+        jkey_u64(j, "samples", g[i].samples);
+        jkey_u64(j, "in_poll", g[i].in_poll);
+        if (offcpu) jkey_u64(j, "in_poll_est_ns", g[i].in_poll_ns);
+        jkey_u64(j, "parked", g[i].parked);
+        jkey_u64(j, "other", g[i].other);
+        if (offcpu) {
+            d9_json_key(j, "preempted");
+            d9_json_bool(j, g[i].preempted);
+        }
+        jkey_str(j, "app_frame", g[i].app_frame);
+        jkey_str(j, "syscall", g[i].syscall);
+        jkey_str(j, "example_location", g[i].example_location);
+        jstack_ref(c, "stack", g[i].stack);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+}
+
+static void json_summary(jctx *c) {
+    d9_json *j = &c->j;
+    const d9a_report *r = c->r;
+    char w[64];
+    d9_json_key(j, "summary");
+    d9_json_object_begin(j);
+    jkey_u64(j, "start_ns", r->start_ns);
+    jkey_u64(j, "end_ns", r->end_ns);
+    jkey_u64(j, "duration_ns", r->duration_ns);
+    jkey_str(j, "start_wall", d9a_wall_time(r, r->start_ns, w, sizeof w) ? w : NULL);
+    jkey_u64(j, "trace_first_ns", r->trace_first_ns);
+    jkey_u64(j, "trace_last_ns", r->trace_last_ns);
+    d9_json_key(j, "windowed");
+    d9_json_bool(j, r->windowed);
+    jkey_u64(j, "events", r->events);
+    d9_json_key(j, "counts");
+    d9_json_object_begin(j);
+    jkey_u64(j, "poll_starts", r->counts.poll_starts);
+    jkey_u64(j, "poll_ends", r->counts.poll_ends);
+    jkey_u64(j, "parks", r->counts.parks);
+    jkey_u64(j, "unparks", r->counts.unparks);
+    jkey_u64(j, "wakes", r->counts.wakes);
+    jkey_u64(j, "spawns", r->counts.spawns);
+    jkey_u64(j, "terminates", r->counts.terminates);
+    jkey_u64(j, "cpu_samples", r->counts.cpu_samples);
+    jkey_u64(j, "offcpu_samples", r->counts.offcpu_samples);
+    jkey_u64(j, "sched_switches", r->counts.sched_switches);
+    jkey_u64(j, "task_dumps", r->counts.task_dumps);
+    jkey_u64(j, "queue_samples", r->counts.queue_samples);
+    jkey_u64(j, "symbols", r->counts.symbols);
+    jkey_u64(j, "drop_events", r->counts.drop_events);
+    jkey_u64(j, "worker_registrations", r->counts.worker_registrations);
+    jkey_u64(j, "memory_maps", r->counts.memory_maps);
+    jkey_u64(j, "other", r->counts.other);
+    d9_json_object_end(j);
+    d9_json_key(j, "workers");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nworkers; i++) d9_json_u64(j, r->workers[i].id);
+    d9_json_array_end(j);
+    d9_json_key(j, "dropped");
+    d9_json_object_begin(j);
+    jkey_u64(j, "total", r->dropped);
+    d9_json_key(j, "by_reason");
+    d9_json_object_begin(j);
+    for (size_t i = 0; i < r->ndrops; i++) jkey_u64(j, r->drops_by_reason[i].name, r->drops_by_reason[i].count);
+    d9_json_object_end(j);
+    d9_json_object_end(j);
+    d9_json_key(j, "sources");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nsources; i++) {
+        const d9a_source *s = &r->sources[i];
+        d9_json_object_begin(j);
+        jkey_str(j, "name", s->name);
+        d9_json_key(j, "active");
+        d9_json_bool(j, s->active);
+        jkey_u64(j, "events", s->events);
+        jkey_str(j, "declared", s->declared);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+    d9_json_key(j, "metadata");
+    d9_json_object_begin(j);
+    for (size_t i = 0; i < r->nmetadata; i++) jkey_str(j, r->metadata[i].key, r->metadata[i].value);
+    d9_json_object_end(j);
+    jkey_u64(j, "unmatched_poll_starts", r->unmatched_poll_starts);
+    jkey_u64(j, "unmatched_poll_ends", r->unmatched_poll_ends);
+    jkey_u64(j, "late_records", r->late_records);
+    jkey_u64(j, "unresolved_refs", r->unresolved_refs);
+    d9_json_key(j, "symbols_present");
+    d9_json_bool(j, r->symbols_present);
+    d9_json_key(j, "files");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < c->nfiles; i++) {
+        const d9a_input_file *f = &c->files[i];
+        d9_json_object_begin(j);
+        jkey_str(j, "path", f->path);
+        jkey_str(j, "status", f->status);
+        jkey_str(j, "message", f->message);
+        jkey_u64(j, "events", f->events);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+    d9_json_object_end(j);
+}
+
+static void json_flags(jctx *c) {
+    d9_json *j = &c->j;
+    const d9a_report *r = c->r;
+    d9_json_key(j, "red_flags");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nflags; i++) {
+        const d9a_flag *f = &r->flags[i];
+        d9_json_object_begin(j);
+        jkey_str(j, "severity", d9a_severity_name(f->severity));
+        jkey_str(j, "code", f->code);
+        jkey_str(j, "title", f->title);
+        jkey_str(j, "evidence", f->evidence);
+        jkey_str(j, "hint", f->hint);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+}
+
+static void json_workers(jctx *c) {
+    d9_json *j = &c->j;
+    const d9a_report *r = c->r;
+    d9_json_key(j, "workers");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nworkers; i++) {
+        const d9a_worker_report *w = &r->workers[i];
+        d9_json_object_begin(j);
+        jkey_u64(j, "id", w->id);
+        jkey_str(j, "runtime", w->runtime);
+        jkey_u64(j, "tid", w->tid);
+        jkey_u64(j, "polls", w->polls);
+        jkey_u64(j, "poll_ns", w->poll_ns);
+        jkey_f64(j, "busy_pct", w->busy_pct);
+        jkey_u64(j, "parks", w->parks);
+        jkey_u64(j, "park_ns", w->park_ns);
+        jkey_f64(j, "parked_pct", w->parked_pct);
+        jkey_u64(j, "busy_periods", w->busy_periods);
+        jkey_u64(j, "busy_wall_ns", w->busy_wall_ns);
+        jkey_u64(j, "busy_cpu_ns", w->busy_cpu_ns);
+        d9_json_key(j, "cpu_ratio");
+        if (w->cpu_ratio >= 0) d9_json_f64(j, w->cpu_ratio);
+        else d9_json_null(j);
+        jdist(j, "sched_wait", &w->sched_wait);
+        jkey_u64(j, "cpu_samples_in_poll", w->cpu_samples_in_poll);
+        jkey_u64(j, "offcpu_samples_in_poll", w->offcpu_samples_in_poll);
+        jkey_u64(j, "offcpu_in_poll_ns", w->offcpu_in_poll_ns);
+        jkey_u64(j, "preempted_in_poll_ns", w->preempted_in_poll_ns);
+        jkey_u64(j, "offcpu_in_poll_est_ns", w->offcpu_in_poll_est_ns);
+        jkey_u64(j, "polls_with_queue", w->polls_with_queue);
+        jkey_u64(j, "polls_with_queue_while_parked", w->polls_with_queue_while_parked);
+        jkey_u64(j, "max_local_queue", w->max_local_queue);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+}
+
+static void json_polls(jctx *c) {
+    d9_json *j = &c->j;
+    const d9a_report *r = c->r;
+    char w[64];
+    d9_json_key(j, "polls");
+    d9_json_object_begin(j);
+    jdist(j, "duration", &r->polls);
+    jkey_u64(j, "over_warn", r->polls_over_warn);
+    jkey_u64(j, "over_crit", r->polls_over_crit);
+    jkey_u64(j, "warn_ns", c->opt->long_poll_warn_ns);
+    jkey_u64(j, "crit_ns", c->opt->long_poll_crit_ns);
+    d9_json_key(j, "longest");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nlong_polls; i++) {
+        const d9a_long_poll *p = &r->long_polls[i];
+        d9_json_object_begin(j);
+        jkey_u64(j, "duration_ns", p->duration_ns);
+        jkey_rel(c, "start_ns", p->start_ns);
+        jkey_str(j, "start_wall", d9a_wall_time(r, p->start_ns, w, sizeof w) ? w : NULL);
+        jkey_u64(j, "worker", p->worker);
+        jkey_u64(j, "task", p->task);
+        jkey_str(j, "location", p->location);
+        jkey_u64(j, "local_queue", p->local_queue);
+        jkey_u64(j, "cpu_samples", p->cpu_samples);
+        jkey_u64(j, "offcpu_samples", p->offcpu_samples);
+        jkey_u64(j, "offcpu_ns", p->offcpu_ns);
+        jkey_u64(j, "preempted_ns", p->preempted_ns);
+        d9_json_key(j, "samples");
+        d9_json_array_begin(j);
+        for (size_t g = 0; g < p->ngroups; g++) {
+            d9_json_object_begin(j);
+            jkey_str(j, "source", p->groups[g].source ? "offcpu" : "cpu");
+            jkey_u64(j, "count", p->groups[g].count);
+            if (p->groups[g].source) jkey_u64(j, "offcpu_est_ns", p->groups[g].est_ns);
+            jkey_str(j, "function", p->groups[g].stack ? p->groups[g].stack->function : NULL);
+            jkey_str(j, "app_frame", p->groups[g].stack ? p->groups[g].stack->app_frame : NULL);
+            jstack_ref(c, "stack", p->groups[g].stack);
+            d9_json_object_end(j);
+        }
+        d9_json_array_end(j);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+    d9_json_key(j, "by_location");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nlocations; i++) {
+        const d9a_location_report *l = &r->locations[i];
+        if (!l->polls.count) continue;
+        d9_json_object_begin(j);
+        jkey_str(j, "location", l->location);
+        jdist(j, "duration", &l->polls);
+        jkey_u64(j, "over_warn", l->polls_over_warn);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+    d9_json_object_end(j);
+}
+
+static void json_delays(jctx *c) {
+    d9_json *j = &c->j;
+    const d9a_report *r = c->r;
+    d9_json_key(j, "sched_delays");
+    d9_json_object_begin(j);
+    jdist(j, "wait", &r->sched_wait);
+    jkey_u64(j, "over_warn", r->sched_over_warn);
+    jkey_u64(j, "over_crit", r->sched_over_crit);
+    d9_json_key(j, "worst");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nsched_worst; i++) {
+        d9_json_object_begin(j);
+        jkey_u64(j, "wait_ns", r->sched_worst[i].wait_ns);
+        jkey_rel(c, "ts", r->sched_worst[i].ts);
+        jkey_u64(j, "worker", r->sched_worst[i].worker);
+        jkey_u64(j, "tid", r->sched_worst[i].tid);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+    d9_json_object_end(j);
+
+    d9_json_key(j, "wake_delays");
+    d9_json_object_begin(j);
+    jkey_u64(j, "wakes", r->wakes);
+    jkey_u64(j, "woken_not_polled", r->wakes_unpolled);
+    jdist(j, "delay", &r->wake_delay);
+    jkey_u64(j, "over_warn", r->wake_over_warn);
+    jkey_u64(j, "over_crit", r->wake_over_crit);
+    d9_json_key(j, "worst");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nwake_worst; i++) {
+        const d9a_wake_delay *w = &r->wake_worst[i];
+        d9_json_object_begin(j);
+        jkey_u64(j, "delay_ns", w->delay_ns);
+        jkey_rel(c, "wake_ns", w->wake_ns);
+        jkey_rel(c, "poll_ns", w->poll_ns);
+        jkey_u64(j, "task", w->task);
+        jkey_u64(j, "worker", w->worker);
+        jkey_str(j, "location", w->location);
+        jkey_u64(j, "wakes", w->wakes);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+    d9_json_object_end(j);
+}
+
+static void json_tasks(jctx *c) {
+    d9_json *j = &c->j;
+    const d9a_report *r = c->r;
+    d9_json_key(j, "tasks");
+    d9_json_object_begin(j);
+    jkey_u64(j, "spawned", r->spawned);
+    jkey_u64(j, "terminated", r->terminated);
+    jkey_u64(j, "terminated_unknown", r->terminated_unknown);
+    jkey_u64(j, "live_at_end", r->live_at_end);
+    jkey_f64(j, "live_growth_per_s", r->live_growth_per_s);
+    d9_json_key(j, "live_series");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nlive_series; i++) {
+        d9_json_object_begin(j);
+        jkey_u64(j, "t_ns", r->live_series[i].t_ns);
+        d9_json_key(j, "live");
+        d9_json_i64(j, r->live_series[i].live);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+    d9_json_key(j, "by_location");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nlocations; i++) {
+        const d9a_location_report *l = &r->locations[i];
+        if (!l->spawned && !l->terminated) continue;
+        d9_json_object_begin(j);
+        jkey_str(j, "location", l->location);
+        jkey_u64(j, "spawned", l->spawned);
+        jkey_u64(j, "terminated", l->terminated);
+        jkey_u64(j, "live", l->live);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+    d9_json_key(j, "migration");
+    d9_json_object_begin(j);
+    jkey_u64(j, "tasks_polled", r->tasks_polled);
+    jkey_u64(j, "tasks_migrated", r->tasks_migrated);
+    jkey_u64(j, "repeat_polls", r->migration_polls);
+    jkey_u64(j, "migrations", r->migrations);
+    jkey_f64(j, "migrations_per_s", r->migrations_per_s);
+    d9_json_key(j, "top");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->ntop_migrating; i++) {
+        const d9a_migrating_task *m = &r->top_migrating[i];
+        d9_json_object_begin(j);
+        jkey_u64(j, "task", m->task);
+        jkey_u64(j, "hops", m->hops);
+        jkey_u64(j, "polls", m->polls);
+        jkey_str(j, "location", m->location);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+    d9_json_object_end(j);
+    d9_json_object_end(j);
+}
+
+static void json_samples(jctx *c) {
+    d9_json *j = &c->j;
+    const d9a_report *r = c->r;
+    d9_json_key(j, "blocking");
+    d9_json_object_begin(j);
+    jkey_u64(j, "offcpu_samples", r->offcpu_total);
+    jkey_u64(j, "in_poll", r->offcpu_in_poll);
+    jkey_u64(j, "parked", r->offcpu_parked);
+    jkey_u64(j, "other", r->offcpu_other);
+    jkey_u64(j, "blocked_in_poll", r->blocked_in_poll);
+    jkey_u64(j, "blocked_in_poll_est_ns", r->blocked_in_poll_ns);
+    jgroups(c, "by_function", r->blocking_functions, r->nblocking_functions, true);
+    jgroups(c, "by_syscall", r->blocking_syscalls, r->nblocking_syscalls, true);
+    jgroups(c, "by_stack", r->blocking_stacks, r->nblocking_stacks, true);
+    d9_json_object_end(j);
+    d9_json_key(j, "lock_contention");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nlock_waits; i++) {
+        const d9a_lock_wait *w = &r->lock_waits[i];
+        d9_json_object_begin(j);
+        jkey_str(j, "app_frame", w->app_frame);
+        jkey_str(j, "lock_function", w->lock_function);
+        jkey_u64(j, "waits", w->samples);
+        jkey_u64(j, "total_est_ns", w->total_ns);
+        jkey_u64(j, "worst_est_ns", w->worst_ns);
+        jkey_str(j, "example_location", w->example_location);
+        jstack_ref(c, "stack", w->stack);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+    d9_json_key(j, "cpu");
+    d9_json_object_begin(j);
+    jkey_u64(j, "cpu_samples", r->cpu_total);
+    jkey_u64(j, "in_poll", r->cpu_in_poll);
+    jgroups(c, "by_function", r->cpu_functions, r->ncpu_functions, false);
+    jgroups(c, "by_stack", r->cpu_stacks, r->ncpu_stacks, false);
+    d9_json_object_end(j);
+}
+
+static void json_queued(jctx *c) {
+    d9_json *j = &c->j;
+    const d9a_report *r = c->r;
+    d9_json_key(j, "queued_while_idle");
+    d9_json_object_begin(j);
+    jkey_u64(j, "polls_with_queue", r->polls_with_queue);
+    jkey_u64(j, "polls_with_queue_while_parked", r->polls_with_queue_while_parked);
+    jkey_u64(j, "global_queue_nonzero", r->queue_samples_nonzero);
+    jkey_u64(j, "global_queue_nonzero_while_parked", r->queue_samples_nonzero_while_parked);
+    d9_json_key(j, "examples");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nqueued_examples; i++) {
+        const d9a_queued_example *q = &r->queued_examples[i];
+        d9_json_object_begin(j);
+        jkey_rel(c, "ts", q->ts);
+        jkey_u64(j, "worker", q->worker);
+        jkey_u64(j, "local_queue", q->local_queue);
+        jkey_u64(j, "parked_worker", q->parked_worker);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+    d9_json_object_end(j);
+}
+
+static void json_stacks(jctx *c) {
+    d9_json *j = &c->j;
+    char hex[32];
+    d9_json_key(j, "stacks");
+    d9_json_object_begin(j);
+    for (size_t i = 0; i < c->nstacks; i++) {
+        const d9a_stack_view *v = c->stacks[i];
+        char id[16];
+        snprintf(id, sizeof id, "%u", v->id);
+        d9_json_key(j, id);
+        d9_json_object_begin(j);
+        jkey_str(j, "function", v->function);
+        jkey_str(j, "app_frame", v->app_frame);
+        jkey_str(j, "syscall", v->syscall);
+        d9_json_key(j, "preempted");
+        d9_json_bool(j, v->preempted);
+        d9_json_key(j, "frames");
+        d9_json_array_begin(j);
+        for (uint32_t k = 0; k < v->nframes; k++) {
+            const d9a_frame *f = &v->frames[k];
+            d9_json_object_begin(j);
+            snprintf(hex, sizeof hex, "0x%" PRIx64, f->addr);
+            jkey_str(j, "addr", hex);
+            jkey_str(j, "symbol", f->symbol);
+            jkey_str(j, "file", f->file && f->file[0] ? f->file : NULL);
+            d9_json_key(j, "line");
+            if (f->file && f->file[0]) d9_json_u64(j, f->line);
+            else d9_json_null(j);
+            d9_json_key(j, "inlined");
+            d9_json_bool(j, f->inlined);
+            d9_json_key(j, "kernel");
+            d9_json_bool(j, f->kernel);
+            jkey_str(j, "object", f->object);
+            d9_json_object_end(j);
+        }
+        d9_json_array_end(j);
+        d9_json_object_end(j);
+    }
+    d9_json_object_end(j);
+}
+
+void d9a_report_write_json(FILE *out, const d9a_report *r, const d9a_options *opt,
+                           const d9a_input_file *files, size_t nfiles) {
+    jctx c = {.r = r, .opt = opt, .files = files, .nfiles = nfiles};
+    d9_json_init(&c.j, out, true);
+    d9_json_object_begin(&c.j);
+    jkey_u64(&c.j, "version", 1);
+    json_summary(&c);
+    json_flags(&c);
+    json_workers(&c);
+    json_polls(&c);
+    json_delays(&c);
+    json_tasks(&c);
+    json_samples(&c);
+    json_queued(&c);
+    json_stacks(&c);
+    d9_json_object_end(&c.j);
+    fputc('\n', out);
+    free(c.stacks);
+}

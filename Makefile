@@ -1,4 +1,5 @@
-# Quick start: `make demo` (record a demo workload, show what it found) and `make test`.
+# Quick start: `make demo` (record a demo workload, show what it found) and `make test`; both
+# install what is missing first (`make deps`). `make build` only builds.
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
@@ -10,11 +11,12 @@ all: build
 deps:
 	@scripts/install-deps.sh
 
-build: deps
+build:
 	@cmake -S . -B $(BUILD) -DD9_WERROR=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
-demo: build
+demo: deps
+	@$(MAKE) --no-print-directory build
 	@scripts/demo-uv.sh $(BUILD)
 
 # The whole suite: unit + integration tests, then ASan+UBSan, TSan on the concurrent tests,

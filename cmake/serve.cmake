@@ -8,16 +8,19 @@
 if(NOT TARGET dial9)
   return()
 endif()
+# D9_WITH_MHD = AUTO / ON / OFF (cmake/dependency_options.cmake).
+d9_dependency_wanted(MHD d9_look)
 find_package(PkgConfig QUIET)
-if(PkgConfig_FOUND)
+if(d9_look AND PkgConfig_FOUND)
   pkg_check_modules(MHD QUIET IMPORTED_TARGET libmicrohttpd)
 endif()
-if(MHD_FOUND)
-  file(GLOB D9_SERVE_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/serve/*.c)
-  add_executable(dial9-serve ${D9_SERVE_SOURCES} ${CMAKE_SOURCE_DIR}/src/cli/cmd_serve.c
-                 ${CMAKE_SOURCE_DIR}/src/cli/trace_paths.c)
+d9_dependency_result(MHD "${MHD_FOUND}" "apt-get install libmicrohttpd-dev" "`dial9 serve` (dial9-serve)")
+if(D9_USE_MHD)
+  file(GLOB D9_SERVE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/serve/*.c)
+  add_executable(dial9-serve ${D9_SERVE_SOURCES} ${PROJECT_SOURCE_DIR}/src/cli/cmd_serve.c
+                 ${PROJECT_SOURCE_DIR}/src/cli/trace_paths.c)
   target_compile_definitions(dial9-serve PRIVATE D9_HAVE_MHD
-    D9_SERVE_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+    D9_SERVE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     D9_SERVE_VIEWER_INSTALL_DIR="${CMAKE_INSTALL_FULL_DATADIR}/dial9/viewer")
   target_link_libraries(dial9-serve PRIVATE dial9_reader PkgConfig::MHD)
   # next to `dial9` in the build directory (same directory, same output settings); installed
@@ -31,28 +34,26 @@ if(MHD_FOUND)
   add_dependencies(dial9 dial9-serve) # building `dial9` gives a working `dial9 serve`
   message(STATUS "dial9 serve: libmicrohttpd ${MHD_VERSION} (dial9-serve)")
   if(BUILD_TESTING) # tests/serve/: the server's own unit test and the helpers of its script tests
-    add_executable(test_serve_open_beneath ${CMAKE_SOURCE_DIR}/tests/serve/test_serve_open_beneath.c
-                   ${CMAKE_SOURCE_DIR}/src/serve/open_beneath.c)
-    target_include_directories(test_serve_open_beneath PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+    add_executable(test_serve_open_beneath ${PROJECT_SOURCE_DIR}/tests/serve/test_serve_open_beneath.c
+                   ${PROJECT_SOURCE_DIR}/src/serve/open_beneath.c)
+    target_include_directories(test_serve_open_beneath PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
     add_test(NAME test_serve_open_beneath COMMAND test_serve_open_beneath)
     set_tests_properties(test_serve_open_beneath PROPERTIES TIMEOUT 60)
-    add_executable(test_serve_host_check ${CMAKE_SOURCE_DIR}/tests/serve/test_serve_host_check.c
-                   ${CMAKE_SOURCE_DIR}/src/serve/host_check.c ${CMAKE_SOURCE_DIR}/src/serve/url.c)
-    target_include_directories(test_serve_host_check PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+    add_executable(test_serve_host_check ${PROJECT_SOURCE_DIR}/tests/serve/test_serve_host_check.c
+                   ${PROJECT_SOURCE_DIR}/src/serve/host_check.c ${PROJECT_SOURCE_DIR}/src/serve/url.c)
+    target_include_directories(test_serve_host_check PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
     target_link_libraries(test_serve_host_check PRIVATE dial9_reader) # url.h needs the index types only
     add_test(NAME test_serve_host_check COMMAND test_serve_host_check)
     set_tests_properties(test_serve_host_check PROPERTIES TIMEOUT 60)
-    add_executable(d9s_race ${CMAKE_SOURCE_DIR}/tests/serve/d9s_race.c)
-    add_executable(d9s_slow_clients ${CMAKE_SOURCE_DIR}/tests/serve/d9s_slow_clients.c)
-    add_executable(d9s_connect_storm ${CMAKE_SOURCE_DIR}/tests/serve/d9s_connect_storm.c)
+    add_executable(d9s_race ${PROJECT_SOURCE_DIR}/tests/serve/d9s_race.c)
+    add_executable(d9s_slow_clients ${PROJECT_SOURCE_DIR}/tests/serve/d9s_slow_clients.c)
+    add_executable(d9s_connect_storm ${PROJECT_SOURCE_DIR}/tests/serve/d9s_connect_storm.c)
     target_link_libraries(d9s_connect_storm PRIVATE Threads::Threads)
   endif()
-else()
-  message(STATUS "dial9 serve: libmicrohttpd not found (apt-get install libmicrohttpd-dev): `dial9 serve` disabled")
 endif()
 # the viewer's files, for `dial9 serve` of an installed dial9 (../share/dial9/viewer)
-if(EXISTS ${CMAKE_SOURCE_DIR}/viewer/index.html)
-  install(DIRECTORY ${CMAKE_SOURCE_DIR}/viewer/ DESTINATION ${CMAKE_INSTALL_DATADIR}/dial9/viewer
+if(EXISTS ${PROJECT_SOURCE_DIR}/viewer/index.html)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/viewer/ DESTINATION ${CMAKE_INSTALL_DATADIR}/dial9/viewer
           PATTERN node_modules EXCLUDE PATTERN test EXCLUDE PATTERN browser-test EXCLUDE
           PATTERN tools EXCLUDE PATTERN test-artifacts EXCLUDE PATTERN "package*.json" EXCLUDE
           PATTERN ".*" EXCLUDE)

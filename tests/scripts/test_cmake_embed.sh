@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# dial9 embedded in another CMake project with add_subdirectory: it configures and builds from
+# there (paths from PROJECT_SOURCE_DIR, not the outer project's), gives the same dial9::
+# targets as find_package, adds none of its tests to the outer project, and the programs record.
+set -uo pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+CONSUMER="$SOURCE/tests/scripts/consumer"
+[ -x "$DIAL9" ] || { echo "test_cmake_embed: $DIAL9 not built"; exit 1; }
+SRC=$(cd "$SOURCE" && pwd)
+
+san=$(sed -n 's/^D9_SANITIZE:STRING=//p' "$BUILD/CMakeCache.txt")
+san_flags=()
+[ -n "$san" ] && san_flags=(-DD9_SANITIZE="$san")
+with_uv=OFF
+[ -f "$BUILD/libdial9-uv.so" ] && with_uv=ON
+
+if cmake -S "$CONSUMER" -B "$T/outer" -DD9_CONSUME=add_subdirectory -DD9_SOURCE="$SRC" -DBUILD_TESTING=ON \
+        -DD9_WITH_UV_APP=$with_uv "${san_flags[@]}" >"$T/configure.log" 2>&1; then
+    ok
+    targets=(app app_static)
+    [ $with_uv = ON ] && targets+=(uv_app)
+    if cmake --build "$T/outer" -j2 --target "${targets[@]}" >"$T/build.log" 2>&1; then
+        ok
+        for app in "${targets[@]}"; do
+            run=$(LD_LIBRARY_PATH="$T/outer/dial9" "$T/outer/$app" "$T/traces-$app")
+            n=$("$DIAL9" stats --json "$run" | python3 -c 'import json,sys; print(json.load(sys.stdin)["by_name"].get("PollStartEvent",0))')
+            check "$app (embedded) records polls ($n)" [ "$n" -ge 5 ]
+        done
+    else
+        bad "building the embedded consumer: $(tail -20 "$T/build.log")"
+    fi
+    (cd "$T/outer" && ctest -N) >"$T/ctest.log" 2>&1
+    check "no dial9 test in the outer project's ctest" grep -q "Total Tests: 0" "$T/ctest.log"
+else
+    bad "configuring with add_subdirectory: $(tail -20 "$T/configure.log")"
+fi
+
+echo "cmake_embed: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/s3_fetch.h"
+#include "cli/trace_paths.h"
 #include "dial9/version.h"
 
 #ifndef D9_VERSION
@@ -29,7 +31,8 @@ static void usage(FILE *out) {
             "\n"
             "PATH is a trace file (trace.N.bin, .bin.gz, .bin.active), several files, or a\n"
             "directory searched recursively for trace files (in run directory, then segment\n"
-            "order).\n"
+            "order), or s3://BUCKET[/PREFIX] with --service S, --instance I and a time window\n"
+            "--from/--to (-15m, -2h, -1d, or YYYY-MM-DDTHH:MM[:SS]Z) to read uploaded traces.\n"
             "\n"
             "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
@@ -58,6 +61,15 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
         printf("dial9 %s (trace format v1)\n", D9_VERSION);
         return D9_EXIT_OK;
+    }
+    /* s3:// inputs and `serve --bucket`: their selection options are taken out here, the
+     * objects fetched into a local cache; the commands read local files (cli/s3_fetch.h) */
+    char err[1024];
+    d9_remote_paths = d9_s3_paths;
+    if (d9_s3_take_selection_args(&argc, argv, err, sizeof err) != 0 ||
+        (!strcmp(cmd, "serve") && d9_s3_serve_args(&argc, argv, err, sizeof err) != 0)) {
+        fprintf(stderr, "dial9 %s: %s\n", cmd, err);
+        return strstr(err, "usage") ? D9_EXIT_USAGE : D9_EXIT_DATA;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(commands[i].name, cmd)) return commands[i].run(argc - 1, argv + 1);

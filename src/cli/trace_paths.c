@@ -86,8 +86,14 @@ static int cmp_paths(const void *a, const void *b) {
     return strcmp(ba, bb);
 }
 
+int (*d9_remote_paths)(const char *arg, d9_path_list *out, char *err, size_t errlen);
+
 int d9_expand_paths(int n, char *const *args, d9_path_list *out, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
+        if (d9_remote_paths && strncmp(args[i], "s3://", 5) == 0) {
+            if (d9_remote_paths(args[i], out, err, errlen) != 0) return -1;
+            continue;
+        }
         struct stat st;
         if (stat(args[i], &st) != 0) {
             snprintf(err, errlen, "%s: %s", args[i], strerror(errno));

@@ -51,6 +51,14 @@ spawn_ids() {
 # every_event_once FILE...: ids 1..N each exactly once
 every_event_once() {
     spawn_ids "$@" | sort -n >"$T/ids"
+    ids_once
+}
+# every_event_once_jsonl FILE: the same in `dial9 dump --jsonl` output
+every_event_once_jsonl() {
+    grep '"event":"TaskSpawnEvent"' "$1" | sed -n 's/.*"task_id":\([0-9]*\).*/\1/p' | sort -n >"$T/ids"
+    ids_once
+}
+ids_once() {
     [ "$(wc -l <"$T/ids")" = "$N" ] && [ "$(uniq "$T/ids" | wc -l)" = "$N" ] &&
         [ "$(head -1 "$T/ids")" = 1 ] && [ "$(tail -1 "$T/ids")" = "$N" ]
 }

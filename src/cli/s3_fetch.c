@@ -1,0 +1,610 @@
+/* s3:// inputs for the CLI (see s3_fetch.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "cli/s3_fetch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dial9/dial9.h"
+#include "sinks/s3_client.h"
+#include "sinks/s3_key.h"
+#include "sinks/sigv4.h"
+
+#define MIB ((uint64_t)1024 * 1024)
+#define MAX_OBJECTS 200000
+#define LIST_ATTEMPTS 4
+
+static d9_s3_selection selection;
+
+bool d9_s3_is_url(const char *arg) { return strncmp(arg, "s3://", 5) == 0; }
+const d9_s3_selection *d9_s3_current_selection(void) { return &selection; }
+
+int d9_s3_parse_wall_time(const char *s, time_t now, time_t *out) {
+    if (s[0] == '-') {
+        char *end;
+        errno = 0;
+        double v = strtod(s + 1, &end);
+        if (errno || end == s + 1 || v < 0) return -1;
+        double unit = 0;
+        if (!strcmp(end, "s")) unit = 1;
+        else if (!strcmp(end, "m")) unit = 60;
+        else if (!strcmp(end, "h")) unit = 3600;
+        else if (!strcmp(end, "d")) unit = 86400;
+        else return -1;
+        *out = now - (time_t)(v * unit);
+        return 0;
+    }
+    struct tm tm = {0};
+    int n = 0, len = (int)strlen(s);
+    if (sscanf(s, "%4d-%2d-%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &n) != 3 || n != 10) return -1;
+    if (n < len) {
+        int m = 0;
+        if (s[n] != 'T' && s[n] != ' ') return -1;
+        if (sscanf(s + n + 1, "%2d:%2d%n", &tm.tm_hour, &tm.tm_min, &m) != 2 || m != 5) return -1;
+        n += 1 + m;
+        if (s[n] == ':') {
+            if (sscanf(s + n + 1, "%2d%n", &tm.tm_sec, &m) != 1 || m != 2) return -1;
+            n += 3;
+        }
+        if (s[n] == 'Z') n++;
+        if (n != len) return -1;
+    }
+    if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+        tm.tm_sec > 60)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    *out = timegm(&tm);
+    return 0;
+}
+
+static void drop_args(int *argc, char **argv, int at, int count) {
+    for (int i = at; i + count <= *argc; i++) argv[i] = argv[i + count];
+    *argc -= count;
+}
+
+int d9_s3_take_selection_args(int *argc, char **argv, char *err, size_t errlen) {
+    bool wanted = false;
+    for (int i = 1; i < *argc; i++)
+        if (d9_s3_is_url(argv[i])) wanted = true;
+    if (*argc > 1 && strcmp(argv[1], "serve") == 0)
+        for (int i = 2; i < *argc; i++)
+            if (!strcmp(argv[i], "--bucket") || !strncmp(argv[i], "--bucket=", 9)) wanted = true;
+    if (!wanted) return 0;
+    time_t now = time(NULL);
+    for (int i = 2; i < *argc;) {
+        if (!strcmp(argv[i], "--")) break;
+        static const char *names[] = {"--service", "--instance", "--from", "--to"};
+        int which = -1, used = 0;
+        const char *value = NULL;
+        for (int k = 0; k < 4; k++) {
+            size_t nl = strlen(names[k]);
+            if (!strcmp(argv[i], names[k])) {
+                which = k;
+                value = i + 1 < *argc ? argv[i + 1] : NULL;
+                used = 2;
+            } else if (!strncmp(argv[i], names[k], nl) && argv[i][nl] == '=') {
+                which = k;
+                value = argv[i] + nl + 1;
+                used = 1;
+            }
+        }
+        if (which < 0) {
+            i++;
+            continue;
+        }
+        if (!value) {
+            snprintf(err, errlen, "%s needs a value", names[which]);
+            return -1;
+        }
+        if (which == 0) selection.service = value;
+        else if (which == 1) selection.instance = value;
+        else {
+            time_t t;
+            if (d9_s3_parse_wall_time(value, now, &t) != 0) {
+                i++; /* not a wall-clock time: the command's own --from/--to */
+                continue;
+            }
+            if (which == 2) selection.has_from = true, selection.from = t;
+            else selection.has_to = true, selection.to = t;
+        }
+        drop_args(argc, argv, i, used);
+    }
+    return 0;
+}
+
+/* ---- listing ---- */
+
+typedef struct object {
+    char *key;
+    uint64_t size;
+    time_t start;     /* -1 unknown */
+    long long index;  /* -1 unknown */
+    char *group;      /* service=../instance=../boot=.. (or the key's directory) */
+    char *local;      /* path under the cache */
+    bool keep;
+} object;
+
+typedef struct objects {
+    object *v;
+    size_t n, cap;
+} objects;
+
+/* The value of "name=" among the key's components, escaped as in the key; NULL when absent. */
+static const char *component(const char *key, const char *name, size_t *len) {
+    size_t nl = strlen(name);
+    for (const char *p = key; p && *p;) {
+        const char *slash = strchr(p, '/');
+        size_t cl = slash ? (size_t)(slash - p) : strlen(p);
+        if (cl > nl && !strncmp(p, name, nl) && p[nl] == '=') {
+            *len = cl - nl - 1;
+            return p + nl + 1;
+        }
+        p = slash ? slash + 1 : NULL;
+    }
+    return NULL;
+}
+
+static bool component_is(const char *key, const char *name, const char *want) {
+    if (!want) return true;
+    char esc[1024];
+    if (d9_hive_escape(want, esc, sizeof esc) != 0) return false;
+    size_t len;
+    const char *v = component(key, name, &len);
+    return v && len == strlen(esc) && !strncmp(v, esc, len);
+}
+
+static time_t parse_last_modified(const char *s) {
+    struct tm tm = {0};
+    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+               &tm.tm_sec) != 6)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return timegm(&tm);
+}
+
+static bool safe_components(const char *key) {
+    for (const char *p = key; *p;) {
+        const char *slash = strchr(p, '/');
+        size_t cl = slash ? (size_t)(slash - p) : strlen(p);
+        if (cl == 0 || (cl == 1 && p[0] == '.') || (cl == 2 && p[0] == '.' && p[1] == '.')) return false;
+        if (!slash) break;
+        p = slash + 1;
+    }
+    return true;
+}
+
+/* Start, index, group and local name of a key; false for keys that are not trace files. */
+static bool describe(object *o, const char *prefix, time_t last_modified) {
+    const char *base = strrchr(o->key, '/');
+    base = base ? base + 1 : o->key;
+    size_t bl = strlen(base);
+    bool gz = bl > 7 && !strcmp(base + bl - 7, ".bin.gz");
+    if (!gz && !(bl > 4 && !strcmp(base + bl - 4, ".bin"))) return false;
+    if (!safe_components(o->key)) return false;
+    long long epoch, index;
+    int n = 0;
+    o->start = last_modified;
+    o->index = -1;
+    if (sscanf(base, "%lld-%lld%n", &epoch, &index, &n) == 2 && base[n] == '.' && epoch >= 0 && index >= 0) {
+        o->start = (time_t)epoch;
+        o->index = index;
+    }
+    size_t sl, il, bo;
+    const char *s = component(o->key, "service", &sl), *in = component(o->key, "instance", &il),
+               *b = component(o->key, "boot", &bo);
+    char group[4096], name[64];
+    if (s && in && b && o->index >= 0) {
+        snprintf(group, sizeof group, "service=%.*s/instance=%.*s/boot=%.*s", (int)sl, s, (int)il, in, (int)bo, b);
+        snprintf(name, sizeof name, "trace.%lld.bin%s", o->index, gz ? ".gz" : "");
+        if (asprintf(&o->local, "%s/%s", group, name) < 0) return false;
+    } else { /* another layout: kept as it is under the prefix */
+        size_t pl = strlen(prefix);
+        const char *rel = pl && !strncmp(o->key, prefix, pl) ? o->key + pl : o->key;
+        while (*rel == '/') rel++;
+        const char *slash = strrchr(rel, '/');
+        snprintf(group, sizeof group, "%.*s", slash ? (int)(slash - rel) : 0, rel);
+        if (!(o->local = strdup(rel))) return false;
+    }
+    return (o->group = strdup(group)) != NULL;
+}
+
+static int list_prefix(d9_s3_client *c, const char *list_prefix_s, const char *prefix, objects *out, char *err,
+                       size_t errlen) {
+    char token[2048] = "";
+    for (;;) {
+        char enc_prefix[4096], enc_token[6144] = "", query[12000];
+        d9_uri_encode(list_prefix_s, false, enc_prefix, sizeof enc_prefix);
+        if (token[0]) d9_uri_encode(token, false, enc_token, sizeof enc_token);
+        snprintf(query, sizeof query, "%s%s%slist-type=2&prefix=%s", token[0] ? "continuation-token=" : "",
+                 enc_token, token[0] ? "&" : "", enc_prefix);
+        d9_s3_answer ans = D9_S3_ANSWER_INIT;
+        d9_s3_result r = D9_S3_RETRY;
+        for (int attempt = 0; attempt < LIST_ATTEMPTS && r == D9_S3_RETRY; attempt++) {
+            if (attempt) sleep(1u << (attempt - 1));
+            r = d9_s3_request(c, "GET", "", query, NULL, 0, NULL, &ans, NULL, NULL, err, errlen);
+        }
+        if (r != D9_S3_OK) return -1;
+        const char *p = ans.body ? ans.body : "";
+        const char *contents;
+        while ((contents = strstr(p, "<Contents>"))) {
+            const char *end = strstr(contents, "</Contents>");
+            if (!end) break;
+            size_t blen = (size_t)(end - contents);
+            char *block = strndup(contents, blen);
+            p = end + 11;
+            if (!block) break;
+            char key[2048], size[32], lm[64];
+            const char *q = block;
+            bool have = d9_s3_xml_next(&q, "Key", key, sizeof key);
+            q = block;
+            d9_s3_xml_next(&q, "Size", size, sizeof size);
+            q = block;
+            d9_s3_xml_next(&q, "LastModified", lm, sizeof lm);
+            free(block);
+            if (!have || out->n >= MAX_OBJECTS) continue;
+            if (out->n == out->cap) {
+                size_t cap = out->cap ? out->cap * 2 : 256;
+                object *v = realloc(out->v, cap * sizeof *v);
+                if (!v) {
+                    d9_s3_answer_free(&ans);
+                    snprintf(err, errlen, "out of memory");
+                    return -1;
+                }
+                out->v = v;
+                out->cap = cap;
+            }
+            object o = {.key = strdup(key), .size = strtoull(size, NULL, 10)};
+            if (o.key && describe(&o, prefix, parse_last_modified(lm))) {
+                out->v[out->n++] = o;
+            } else {
+                free(o.key);
+                free(o.group);
+                free(o.local);
+            }
+        }
+        char truncated[16] = "";
+        p = ans.body ? ans.body : "";
+        d9_s3_xml_next(&p, "IsTruncated", truncated, sizeof truncated);
+        p = ans.body ? ans.body : "";
+        bool more = !strcmp(truncated, "true") && d9_s3_xml_next(&p, "NextContinuationToken", token, sizeof token) &&
+                    token[0];
+        d9_s3_answer_free(&ans);
+        if (!more) return 0;
+    }
+}
+
+static int by_group_index(const void *a, const void *b) {
+    const object *x = a, *y = b;
+    int c = strcmp(x->group, y->group);
+    if (c) return c;
+    if (x->index != y->index) return x->index < y->index ? -1 : 1;
+    return strcmp(x->key, y->key);
+}
+
+/* ---- the cache ---- */
+
+static int mkdirs(char *path) { /* mkdir -p, 0700 */
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        int rc = mkdir(path, 0700);
+        *p = '/';
+        if (rc != 0 && errno != EEXIST) return -1;
+    }
+    return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+static int cache_root(char *out, size_t len, char *err, size_t errlen) {
+    const char *v = getenv("DIAL9_S3_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (v && *v) snprintf(out, len, "%s", v);
+    else if (xdg && *xdg) snprintf(out, len, "%s/dial9/s3", xdg);
+    else if (home && *home) snprintf(out, len, "%s/.cache/dial9/s3", home);
+    else {
+        snprintf(err, errlen, "no cache directory: set DIAL9_S3_CACHE_DIR (or HOME)");
+        return -1;
+    }
+    if (mkdirs(out) != 0) {
+        snprintf(err, errlen, "cache directory %s: %s", out, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Eviction: every cached file with its time; the oldest outside the selection go first. */
+typedef struct cached { char *path; time_t mtime; uint64_t size; } cached;
+static struct { cached *v; size_t n, cap; uint64_t total; } walk_state;
+
+static int note_file(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    if (flag != FTW_F) return 0;
+    if (walk_state.n == walk_state.cap) {
+        size_t cap = walk_state.cap ? walk_state.cap * 2 : 256;
+        cached *v = realloc(walk_state.v, cap * sizeof *v);
+        if (!v) return 1;
+        walk_state.v = v;
+        walk_state.cap = cap;
+    }
+    char *p = strdup(path);
+    if (!p) return 1;
+    walk_state.v[walk_state.n++] = (cached){p, st->st_mtime, (uint64_t)st->st_size};
+    walk_state.total += (uint64_t)st->st_size;
+    return 0;
+}
+
+static int by_mtime(const void *a, const void *b) {
+    const cached *x = a, *y = b;
+    return x->mtime < y->mtime ? -1 : x->mtime > y->mtime;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Remove the oldest files not in `keep` (sorted) until total + incoming fits the bound. */
+static void evict(const char *root, uint64_t bound, uint64_t incoming, char **keep, size_t nkeep) {
+    memset(&walk_state, 0, sizeof walk_state);
+    nftw(root, note_file, 16, FTW_PHYS);
+    qsort(walk_state.v, walk_state.n, sizeof *walk_state.v, by_mtime);
+    for (size_t i = 0; i < walk_state.n && walk_state.total + incoming > bound; i++) {
+        char *p = walk_state.v[i].path;
+        if (bsearch(&p, keep, nkeep, sizeof *keep, cmp_str)) continue;
+        if (unlink(p) == 0) walk_state.total -= walk_state.v[i].size;
+    }
+    for (size_t i = 0; i < walk_state.n; i++) free(walk_state.v[i].path);
+    free(walk_state.v);
+    memset(&walk_state, 0, sizeof walk_state);
+}
+
+static int fetch_one(d9_s3_client *c, const object *o, const char *path, char *err, size_t errlen) {
+    char dir[2 * PATH_MAX], tmp[2 * PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    if (mkdirs(dir) != 0) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    snprintf(tmp, sizeof tmp, "%s.part", path);
+    d9_s3_result r = D9_S3_RETRY;
+    for (int attempt = 0; attempt < LIST_ATTEMPTS && r == D9_S3_RETRY; attempt++) {
+        if (attempt) sleep(1u << (attempt - 1));
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+            return -1;
+        }
+        d9_s3_answer ans = D9_S3_ANSWER_INIT;
+        ans.out_fd = fd;
+        r = d9_s3_request(c, "GET", o->key, "", NULL, 0, NULL, &ans, NULL, NULL, err, errlen);
+        d9_s3_answer_free(&ans);
+        if (close(fd) != 0 && r == D9_S3_OK) {
+            snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+            r = D9_S3_REJECTED;
+        }
+        if (r == D9_S3_OK && ans.written != o->size) {
+            snprintf(err, errlen, "GET s3://%s/%s: %" PRIu64 " bytes, the listing said %" PRIu64,
+                     d9_s3_client_bucket(c), o->key, ans.written, o->size);
+            r = D9_S3_RETRY;
+        }
+    }
+    if (r != D9_S3_OK || rename(tmp, path) != 0) {
+        if (r == D9_S3_OK) snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static int push_path(d9_path_list *l, const char *path) {
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        char **p = realloc(l->paths, cap * sizeof *p);
+        if (!p) return -1;
+        l->paths = p;
+        l->cap = cap;
+    }
+    if (!(l->paths[l->count] = strdup(path))) return -1;
+    l->count++;
+    return 0;
+}
+
+static void objects_free(objects *os) {
+    for (size_t i = 0; i < os->n; i++) {
+        free(os->v[i].key);
+        free(os->v[i].group);
+        free(os->v[i].local);
+    }
+    free(os->v);
+}
+
+int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size_t rootlen, char *err,
+                      size_t errlen) {
+    const d9_s3_selection *sel = &selection;
+    const char *rest = url + 5;
+    size_t blen = strcspn(rest, "/");
+    char bucket[128], prefix[1024];
+    if (blen == 0 || blen >= sizeof bucket) {
+        snprintf(err, errlen, "%s: expected s3://BUCKET[/PREFIX]", url);
+        return -1;
+    }
+    snprintf(bucket, sizeof bucket, "%.*s", (int)blen, rest);
+    snprintf(prefix, sizeof prefix, "%s", rest[blen] ? rest + blen + 1 : "");
+    for (size_t k = strlen(prefix); k > 0 && prefix[k - 1] == '/'; k--) prefix[k - 1] = 0;
+    d9_config cfg;
+    if (d9_config_from_env(&cfg) != 0) {
+        snprintf(err, errlen, "%s", d9_last_error());
+        return -1;
+    }
+    cfg.s3_bucket = bucket;
+    if (d9_config_validate(&cfg) != 0) {
+        snprintf(err, errlen, "%s: %s", url, d9_last_error());
+        return -1;
+    }
+    uint64_t bound = 2048 * MIB;
+    const char *b = getenv("DIAL9_S3_CACHE_MAX_MB");
+    if (b && *b) {
+        char *end;
+        unsigned long long v = strtoull(b, &end, 10);
+        if (*end || v == 0) {
+            snprintf(err, errlen, "DIAL9_S3_CACHE_MAX_MB=\"%s\": expected MiB above 0", b);
+            return -1;
+        }
+        bound = v * MIB;
+    }
+    char root[PATH_MAX - 1024];
+    if (cache_root(root, sizeof root, err, errlen) != 0) return -1;
+    d9_s3_client *c = d9_s3_client_new(&cfg, err, errlen);
+    if (!c) return -1;
+
+    time_t now = time(NULL);
+    time_t to = sel->has_to ? sel->to : now, from = sel->from;
+    objects os = {0};
+    int rc = 0;
+    if (sel->has_from) {
+        /* by day, from an hour before the window (the segment in progress at its start) */
+        char svc[1024] = "";
+        if (sel->service && d9_hive_escape(sel->service, svc, sizeof svc) != 0) svc[0] = 0;
+        time_t day0 = (from - 3600) / 86400 * 86400;
+        for (time_t d = day0; rc == 0 && d <= to; d += 86400) {
+            struct tm tm;
+            gmtime_r(&d, &tm);
+            char date[16], lp[2048];
+            strftime(date, sizeof date, "%Y-%m-%d", &tm);
+            snprintf(lp, sizeof lp, "%s%sversion=1/date=%s/%s%s%s", prefix, prefix[0] ? "/" : "", date,
+                     svc[0] ? "service=" : "", svc, svc[0] ? "/" : "");
+            rc = list_prefix(c, lp, prefix, &os, err, errlen);
+        }
+    } else {
+        char lp[1100];
+        snprintf(lp, sizeof lp, "%s%s", prefix, prefix[0] ? "/" : "");
+        rc = list_prefix(c, lp, prefix, &os, err, errlen);
+    }
+    if (rc == 0) {
+        qsort(os.v, os.n, sizeof *os.v, by_group_index);
+        for (size_t i = 0; i < os.n; i++) {
+            object *o = &os.v[i];
+            o->keep = component_is(o->key, "service", sel->service) && component_is(o->key, "instance", sel->instance);
+            if (!o->keep || o->start < 0) continue;
+            /* a segment overlaps the window when it starts before its end and the next one of
+             * its recording starts after its beginning */
+            bool next_same = i + 1 < os.n && !strcmp(os.v[i + 1].group, o->group) && os.v[i + 1].start >= 0;
+            if (o->start > to) o->keep = false;
+            if (sel->has_from && (next_same ? os.v[i + 1].start < from : o->start < from - 3600)) o->keep = false;
+        }
+    }
+    size_t nkeep = 0;
+    uint64_t need = 0;
+    char **keep = NULL;
+    if (rc == 0) {
+        keep = calloc(os.n ? os.n : 1, sizeof *keep);
+        if (!keep) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        }
+    }
+    char base[PATH_MAX];
+    snprintf(base, sizeof base, "%s/%s%s%s", root, bucket, prefix[0] ? "/" : "", prefix);
+    for (size_t i = 0; rc == 0 && i < os.n; i++) {
+        if (!os.v[i].keep) continue;
+        if (asprintf(&keep[nkeep], "%s/%s", base, os.v[i].local) < 0) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+            break;
+        }
+        nkeep++;
+        need += os.v[i].size;
+    }
+    if (rc == 0 && nkeep == 0) {
+        snprintf(err, errlen, "%s: no trace objects match (%zu listed%s%s%s%s%s)", url, os.n,
+                 sel->service ? ", service " : "", sel->service ? sel->service : "",
+                 sel->instance ? ", instance " : "", sel->instance ? sel->instance : "",
+                 sel->has_from ? ", in the time window" : "");
+        rc = -1;
+    }
+    if (rc == 0 && need > bound) {
+        snprintf(err, errlen, "%s: the selection is %" PRIu64 " MiB, more than the cache's %" PRIu64
+                 " MiB (DIAL9_S3_CACHE_MAX_MB); narrow it with --service, --instance, --from/--to",
+                 url, need / MIB, bound / MIB);
+        rc = -1;
+    }
+    if (rc == 0) {
+        qsort(keep, nkeep, sizeof *keep, cmp_str);
+        evict(root, bound, need, keep, nkeep);
+    }
+    for (size_t i = 0, k = 0; rc == 0 && i < os.n; i++) {
+        object *o = &os.v[i];
+        if (!o->keep) continue;
+        char path[2 * PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", base, o->local) >= (int)sizeof path) continue;
+        struct stat st;
+        if (stat(path, &st) == 0 && (uint64_t)st.st_size == o->size) {
+            utimensat(AT_FDCWD, path, NULL, 0); /* recently used */
+        } else if (fetch_one(c, o, path, err, errlen) != 0) {
+            rc = -1;
+            break;
+        }
+        if (push_path(out, path) != 0) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        }
+        k++;
+    }
+    for (size_t i = 0; i < nkeep; i++) free(keep[i]);
+    free(keep);
+    objects_free(&os);
+    d9_s3_client_free(c);
+    if (rc == 0 && local_root) snprintf(local_root, rootlen, "%s", base);
+    return rc;
+}
+
+int d9_s3_paths(const char *url, d9_path_list *out, char *err, size_t errlen) {
+    return d9_s3_fetch_paths(url, out, NULL, 0, err, errlen);
+}
+
+int d9_s3_serve_args(int *argc, char **argv, char *err, size_t errlen) {
+    const char *bucket = NULL, *prefix = NULL;
+    for (int i = 2; i < *argc;) {
+        const char **slot = !strncmp(argv[i], "--bucket", 8) ? &bucket : !strncmp(argv[i], "--prefix", 8) ? &prefix : NULL;
+        const char *rest = argv[i] + 8;
+        if (!slot || (*rest && *rest != '=')) {
+            i++;
+            continue;
+        }
+        if (*rest == '=') {
+            *slot = rest + 1;
+            drop_args(argc, argv, i, 1);
+        } else if (i + 1 < *argc) {
+            *slot = argv[i + 1];
+            drop_args(argc, argv, i, 2);
+        } else {
+            snprintf(err, errlen, "usage: %s needs a value", argv[i]);
+            return -1;
+        }
+    }
+    if (!bucket && !prefix) return 0;
+    if (!bucket) {
+        snprintf(err, errlen, "usage: --prefix goes with --bucket");
+        return -1;
+    }
+    char url[2048];
+    snprintf(url, sizeof url, "s3://%s/%s", bucket, prefix ? prefix : "dial9-traces");
+    d9_path_list files = {0};
+    static char root[PATH_MAX];
+    int rc = d9_s3_fetch_paths(url, &files, root, sizeof root, err, errlen);
+    size_t count = files.count;
+    d9_path_list_free(&files);
+    if (rc != 0) return -1;
+    fprintf(stderr, "dial9 serve: %zu objects of %s fetched into %s\n", count, url, root);
+    argv[(*argc)++] = root; /* two options or more were taken out: there is room */
+    argv[*argc] = NULL;
+    return 0;
+}

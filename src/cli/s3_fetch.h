@@ -1,0 +1,52 @@
+/* Traces from S3 for the CLI: `s3://bucket/prefix` as a PATH. The keys under the prefix are
+ * listed (ListObjectsV2, paginated; by date prefix when a time window is given, never the
+ * whole bucket), chosen by service, instance and time window from the key's Hive components
+ * (dial9's layout), fetched with GET into a private cache directory and then read like local
+ * files; the readers never see S3. Requests are signed by the uploader's client
+ * (src/sinks/s3_client.c), with the same credentials chain and endpoint variables.
+ *
+ * Local layout: {cache}/{bucket}/{prefix}/service=S/instance=I/boot=B/trace.N.bin.gz, so one
+ * recording (one boot of one instance) is one run directory. Cache: DIAL9_S3_CACHE_DIR, else
+ * $XDG_CACHE_HOME/dial9/s3, else ~/.cache/dial9/s3 (created 0700); at most
+ * DIAL9_S3_CACHE_MAX_MB (default 2048): the least recently fetched files outside the current
+ * selection are removed first, and a selection larger than the bound is an error. */
+#ifndef D9_CLI_S3_FETCH_H
+#define D9_CLI_S3_FETCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "cli/trace_paths.h"
+
+typedef struct d9_s3_selection {
+    const char *service, *instance; /* NULL: any */
+    bool has_from, has_to;
+    time_t from, to; /* UTC seconds */
+} d9_s3_selection;
+
+bool d9_s3_is_url(const char *arg);
+
+/* Take --service S, --instance I and wall-clock --from/--to (-15m, -2h, -1d: before now;
+ * YYYY-MM-DD[THH:MM[:SS]][Z]: UTC) out of argv when an s3:// argument (or `serve --bucket`) is
+ * there; other --from/--to values are left for the command. 0, or -1 with a message. */
+int d9_s3_take_selection_args(int *argc, char **argv, char *err, size_t errlen);
+const d9_s3_selection *d9_s3_current_selection(void);
+
+/* Fetch what url selects (d9_s3_current_selection) and append the local files, in order. 0, or
+ * -1 with a message. When local_root is not NULL it gets the local directory of the prefix. */
+int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size_t rootlen, char *err,
+                      size_t errlen);
+
+/* d9_remote_paths for trace_paths.h: d9_s3_fetch_paths without the root. */
+int d9_s3_paths(const char *url, d9_path_list *out, char *err, size_t errlen);
+
+/* `dial9 serve --bucket B [--prefix P]`: fetch the selection of s3://B/P (P default
+ * dial9-traces) and put its local directory in argv in place of the options. 0 (also when
+ * there is no --bucket), or -1 with a message. */
+int d9_s3_serve_args(int *argc, char **argv, char *err, size_t errlen);
+
+/* A wall-clock time: -DURATION (s, m, h, d) before now, or YYYY-MM-DD[THH:MM[:SS]][Z] in UTC. */
+int d9_s3_parse_wall_time(const char *s, time_t now, time_t *out);
+
+#endif

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The fleet from S3: two services upload to s3rver behind the verifying proxy
+# (tests/scripts/s3/); then `dial9 dump/stats/analyze/check/export s3://bucket/prefix` with
+# --service, --instance and a wall-clock window read exactly that service's events (compared
+# with the objects read back by the AWS SDK), a second read comes from the cache (no GET), a
+# window or instance that matches nothing, a wrong secret and an unreachable endpoint give clear
+# errors; `dial9 serve --bucket` serves the runs listed from the bucket.
+set -uo pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+CHECK="$SOURCE/tests/scripts/s3"
+RECORDER="$BUILD/test_pipeline_compress"
+BUCKET=d9-test
+N=60000
+
+[ -x "$RECORDER" ] || { echo "test_s3_fleet: $RECORDER not built"; exit 1; }
+source "$CHECK/common.sh"
+
+s3env=(env -u AWS_PROFILE -u AWS_SESSION_TOKEN -u DIAL9_S3_BUCKET AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+       HOME="$T/home" AWS_REGION=us-east-1 DIAL9_S3_CACHE_DIR="$T/cache")
+mkdir -p "$T/home"
+
+start_proxy fleet
+for svc in api db; do
+    "${s3env[@]}" AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" DIAL9_S3_BUCKET=$BUCKET DIAL9_SERVICE=$svc \
+        DIAL9_MAX_FILE_SIZE_MB=1 DIAL9_SYMBOLIZE=0 DIAL9_S3_EXIT_WAIT_SECS=300 \
+        "$RECORDER" --record "$T/rec-$svc" $N >"$T/rec-$svc.out" 2>"$T/rec-$svc.err"
+    check "$svc recorded and uploaded" [ $? = 0 ] && [ ! -s "$T/rec-$svc.err" ]
+done
+read_back fleet
+check "both services in the bucket" grep -q 'service=api/' "$T/fleet/objects.jsonl" && grep -q 'service=db/' "$T/fleet/objects.jsonl"
+# the api objects as the SDK read them: the reference for every command below
+mkdir -p "$T/ref"
+grep 'service=api/' "$T/fleet/objects.jsonl" | sed 's/.*"file":"\([^"]*\)".*/\1/' | xargs -I{} cp {} "$T/ref/"
+host=$(hostname)
+S3="http://127.0.0.1:$PORT"
+d9s3() { "${s3env[@]}" AWS_ENDPOINT_URL="$S3" "$DIAL9" "$@"; }
+
+# ---- dump: exactly the api events ----
+d9s3 dump --jsonl s3://$BUCKET/dial9-traces --service api --from -15m >"$T/dump.jsonl" 2>"$T/dump.err"
+check "dump s3:// exit 0 ($(head -c 300 "$T/dump.err"))" [ $? = 0 ]
+check "every api event once, no db event" every_event_once_jsonl "$T/dump.jsonl"
+gets=$(grep -c '"code":"got"' "$T/fleet/log")
+check "objects fetched with GET" [ "$gets" -gt 0 ]
+
+# ---- the same reports as on the local copy ----
+for cmd in "stats" "analyze" "check"; do
+    d9s3 $cmd s3://$BUCKET/dial9-traces --service api --instance "$host" >"$T/$cmd.s3" 2>"$T/$cmd.s3.err"
+    rc_s3=$?
+    "$DIAL9" $cmd "$T/ref" >"$T/$cmd.local" 2>"$T/$cmd.local.err"
+    rc_local=$?
+    # file names differ (cache vs. read-back copy); everything else must not
+    sed -E 's#[^ "]*/(object[0-9]+|trace\.[0-9]+)\.bin\.gz#FILE#g' "$T/$cmd.s3" >"$T/$cmd.s3.n"
+    sed -E 's#[^ "]*/(object[0-9]+|trace\.[0-9]+)\.bin\.gz#FILE#g' "$T/$cmd.local" >"$T/$cmd.local.n"
+    check "$cmd s3:// = $cmd on the local copy (exit $rc_s3/$rc_local)" \
+        [ "$rc_s3" = "$rc_local" ] && [ -s "$T/$cmd.s3" ] && cmp -s "$T/$cmd.s3.n" "$T/$cmd.local.n"
+done
+check "from the cache the second time: no GET" [ "$(grep -c '"code":"got"' "$T/fleet/log")" = "$gets" ]
+d9s3 export --format folded -o "$T/folded.txt" s3://$BUCKET/dial9-traces --service db >"$T/export.out" 2>"$T/export.err"
+check "export s3:// (db) exit 0 ($(head -c 300 "$T/export.err"))" [ $? = 0 ]
+
+# ---- selections that match nothing, errors ----
+d9s3 stats s3://$BUCKET/dial9-traces --service api --from 2020-01-01 --to 2020-01-02T00:00Z >/dev/null 2>"$T/old.err"
+check "a window with no uploads: exit 1, said" [ $? = 1 ] && grep -q 'no trace objects match' "$T/old.err"
+d9s3 stats s3://$BUCKET/dial9-traces --instance no-such-host >/dev/null 2>"$T/inst.err"
+check "an unknown instance: exit 1, said" [ $? = 1 ] && grep -q 'no trace objects match.*instance no-such-host' "$T/inst.err"
+"${s3env[@]}" AWS_ENDPOINT_URL="$S3" AWS_SECRET_ACCESS_KEY=wrong DIAL9_S3_CACHE_DIR="$T/cache2" \
+    "$DIAL9" stats s3://$BUCKET/dial9-traces >/dev/null 2>"$T/secret.err"
+check "a wrong secret: exit 1, the answer named" [ $? = 1 ] && grep -q 'GET s3://d9-test/: HTTP 403 SignatureDoesNotMatch' "$T/secret.err"
+dead_port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close();})')
+"${s3env[@]}" AWS_ENDPOINT_URL="http://127.0.0.1:$dead_port" DIAL9_S3_CACHE_DIR="$T/cache2" \
+    "$DIAL9" stats s3://$BUCKET/dial9-traces >/dev/null 2>"$T/down.err"
+check "unreachable: exit 1, said" [ $? = 1 ] && grep -q "Couldn't connect to server" "$T/down.err"
+check "the cache is private (0700)" [ "$(stat -c %a "$T/cache")" = 700 ]
+
+# ---- serve --bucket ----
+if "$DIAL9" serve --help 2>&1 | grep -q 'without libmicrohttpd'; then
+    echo "SKIP: serve --bucket (dial9 built without libmicrohttpd)"
+else
+    source "$SOURCE/tests/scripts/lib/serve_harness.sh"
+    trap 'for p in "${PROXY_PIDS[@]}"; do kill "$p" 2>/dev/null; done; serve_cleanup' EXIT
+    serve_start serve "${s3env[@]}" AWS_ENDPOINT_URL="$S3" "$DIAL9" serve --bucket $BUCKET --prefix dial9-traces
+    if [ -n "$PORT" ]; then
+        curl -s "http://127.0.0.1:$PORT/api/index" >"$T/index.json"
+        check "serve --bucket lists one run per service and boot" python3 - "$T/index.json" "$host" <<'EOF'
+import json, sys
+runs = [r["run"] for r in json.load(open(sys.argv[1]))["runs"]]
+assert len(runs) == 2, runs
+assert any("service=api/instance=" + sys.argv[2] + "/boot=" in r for r in runs), runs
+assert any("service=db/" in r for r in runs), runs
+EOF
+        run=$(python3 -c 'import json,sys,urllib.parse; r=[x for x in json.load(open(sys.argv[1]))["runs"] if "service=api" in x["run"]][0]; print(r["trace_url"])' "$T/index.json")
+        curl -s -o "$T/served.bin" "http://127.0.0.1:$PORT$run"
+        check "the api run served as one trace: every event once" every_event_once "$T/served.bin"
+        serve_stop
+    fi
+fi
+
+echo "test_s3_fleet: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -353,7 +353,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 static void evict(const char *root, uint64_t bound, uint64_t incoming, char **keep, size_t nkeep) {
     memset(&walk_state, 0, sizeof walk_state);
     nftw(root, note_file, 16, FTW_PHYS);
-    qsort(walk_state.v, walk_state.n, sizeof *walk_state.v, by_mtime);
+    if (walk_state.n) qsort(walk_state.v, walk_state.n, sizeof *walk_state.v, by_mtime);
     for (size_t i = 0; i < walk_state.n && walk_state.total + incoming > bound; i++) {
         char *p = walk_state.v[i].path;
         if (bsearch(&p, keep, nkeep, sizeof *keep, cmp_str)) continue;
@@ -477,7 +477,7 @@ int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size
         for (time_t d = day0; rc == 0 && d <= to; d += 86400) {
             struct tm tm;
             gmtime_r(&d, &tm);
-            char date[16], lp[2048];
+            char date[16], lp[4096];
             strftime(date, sizeof date, "%Y-%m-%d", &tm);
             snprintf(lp, sizeof lp, "%s%sversion=1/date=%s/%s%s%s", prefix, prefix[0] ? "/" : "", date,
                      svc[0] ? "service=" : "", svc, svc[0] ? "/" : "");
@@ -489,7 +489,7 @@ int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size
         rc = list_prefix(c, lp, prefix, &os, err, errlen);
     }
     if (rc == 0) {
-        qsort(os.v, os.n, sizeof *os.v, by_group_index);
+        if (os.n) qsort(os.v, os.n, sizeof *os.v, by_group_index);
         for (size_t i = 0; i < os.n; i++) {
             object *o = &os.v[i];
             o->keep = component_is(o->key, "service", sel->service) && component_is(o->key, "instance", sel->instance);
@@ -511,7 +511,7 @@ int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size
             rc = -1;
         }
     }
-    char base[PATH_MAX];
+    char base[PATH_MAX + 2048];
     snprintf(base, sizeof base, "%s/%s%s%s", root, bucket, prefix[0] ? "/" : "", prefix);
     for (size_t i = 0; rc == 0 && i < os.n; i++) {
         if (!os.v[i].keep) continue;

@@ -821,8 +821,21 @@ double d9_collector_drain(d9_collector *c) {
 /* ---------------------------------------------------------------- the last words */
 
 /* A thread about to be freed (exited, ring drained) whose drop report a failed write took:
- * its count goes on in the write_error count, so it is not lost with the thread. */
+ * its count goes on in the write_error count, so it is not lost with the thread. Drops it
+ * made after the drain read its count (between that read and its exit) are reported first,
+ * as its own buffer_full drops: only what a failed write took is handed over. */
 static void hand_over_exited_drops(d9_collector *c) {
+    bool reported = false;
+    for (size_t i = 0; i < c->thread_count; i++) {
+        d9_thread *t = c->threads[i];
+        if (!atomic_load_explicit(&t->exited, memory_order_acquire)) continue;
+        uint64_t total = atomic_load_explicit(&t->drops_total, memory_order_relaxed); /* final */
+        if (total > t->c_drops_reported) {
+            report_ring_drops(c, t, total, c->now_ns);
+            reported = true;
+        }
+    }
+    if (reported) flush_out(c);
     for (size_t i = 0; i < c->thread_count; i++) {
         d9_thread *t = c->threads[i];
         if (!atomic_load_explicit(&t->exited, memory_order_acquire)) continue;

@@ -32,7 +32,7 @@ typedef struct out_event {
     uint16_t schema;
     uint64_t ts;
     uint64_t v[5];
-    const char *s[2];
+    const char *s[3];
     const d9_event_type *custom;
     const uint64_t *payload; /* custom: payload words; stacks: frames */
     uint32_t nframes;
@@ -330,6 +330,17 @@ static __attribute__((noinline)) void encode_other(d9_collector *c, const out_ev
         d9_put_u8(b, e->v[4] != UINT64_MAX ? 1 : 0);
         if (e->v[4] != UINT64_MAX) d9_put_varint(b, e->v[4]);
         break;
+    case D9_SCH_COVERAGE: {
+        need_builtin(c, e->schema);
+        uint32_t src = need_string(c, e->s[0]), mode = need_string(c, e->s[1]);
+        uint32_t prev = need_string(c, e->s[2]);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_u32(b, src);
+        d9_put_u32(b, mode);
+        d9_put_u32(b, prev);
+        for (int i = 0; i < 5; i++) d9_put_varint(b, e->v[i]);
+        break;
+    }
     case D9_SCH_TASK_OBJECT:
         need_builtin(c, e->schema);
         d9_enc_event(b, &c->st, e->schema, e->ts);
@@ -677,6 +688,12 @@ static void source_event_to_out(d9_collector *c, const d9_src_event *se, out_eve
         e->schema = D9_SCH_MEMORY_MAP;
         e->v[0] = se->map.start; e->v[1] = se->map.end; e->v[2] = se->map.file_offset;
         e->s[0] = se->map.path; e->s[1] = se->map.build_id;
+        break;
+    case D9_SRC_COVERAGE:
+        e->schema = D9_SCH_COVERAGE;
+        e->s[0] = se->coverage.source; e->s[1] = se->coverage.mode; e->s[2] = se->coverage.previous;
+        e->v[0] = se->coverage.previous_since_ns; e->v[1] = se->coverage.one_in;
+        e->v[2] = se->coverage.rate_per_s; e->v[3] = se->coverage.cost_ppm; e->v[4] = se->coverage.budget_ppm;
         break;
     default: /* D9_SRC_LOST */
         e->schema = D9_SCH_DROPPED_EVENTS;

@@ -35,6 +35,7 @@ static void set_defaults(d9_config *cfg) {
     cfg->sampler = D9_SAMPLER_AUTO;
     cfg->schedule_profile = true;
     cfg->switch_stacks_per_sec = 500;
+    cfg->overhead_budget_pct = 1.0;
     cfg->task_dumps = true;
     cfg->symbolize = true;
     cfg->compress = D9_COMPRESS_AUTO;
@@ -113,6 +114,28 @@ static int parse_u64(const char *var, const char *s, uint64_t min, uint64_t max,
 bad:
     d9_set_error("%s=\"%s\": expected an integer from %" PRIu64 " to %" PRIu64, var, s, min, max);
     return -1;
+}
+
+/* A share of one CPU in percent: a decimal from 0.01 to 100, or 0 / "off" (not governed). */
+static int parse_budget_pct(const char *var, const char *s, double *out) {
+    const char *p = s;
+    while (*p == ' ') p++;
+    if (strcasecmp(p, "off") == 0) {
+        *out = 0;
+        return 0;
+    }
+    size_t digits = strspn(p, "0123456789."); /* plain decimals: no sign, exponent, hex, nan */
+    char *end = NULL;
+    double v = digits ? strtod(p, &end) : -1;
+    if (end && end != p + digits) end = NULL;
+    if (end) while (*end == ' ') end++;
+    if (!end || *end || !(v == 0 || (v >= 0.01 && v <= 100))) {
+        d9_set_error("%s=\"%s\": expected a share of one CPU in percent from 0.01 to 100, or 0/off "
+                     "(not governed)", var, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 static int parse_bool(const char *var, const char *s, bool *out) {
@@ -228,6 +251,9 @@ static int from_env(d9_config *cfg) {
         if (parse_u64("DIAL9_SWITCH_STACKS_PER_SEC", v, 1, 1000000, &n)) return -1;
         cfg->switch_stacks_per_sec = (uint32_t)n;
     }
+    if (ENV("DIAL9_OVERHEAD_BUDGET_PCT") &&
+        parse_budget_pct("DIAL9_OVERHEAD_BUDGET_PCT", v, &cfg->overhead_budget_pct))
+        return -1;
     if (ENV("DIAL9_TASK_DUMPS") && parse_bool("DIAL9_TASK_DUMPS", v, &cfg->task_dumps)) return -1;
     if (ENV("DIAL9_SYMBOLIZE") && parse_bool("DIAL9_SYMBOLIZE", v, &cfg->symbolize)) return -1;
     if (ENV("DIAL9_COMPRESS") && parse_compress("DIAL9_COMPRESS", v, &cfg->compress)) return -1;
@@ -316,6 +342,12 @@ static int validate_fields(const d9_config *cfg) {
     }
     if (cfg->switch_stacks_per_sec < 1 || cfg->switch_stacks_per_sec > 1000000) {
         d9_set_error("switch_stacks_per_sec = %u: must be from 1 to 1000000", cfg->switch_stacks_per_sec);
+        return -1;
+    }
+    if (!(cfg->overhead_budget_pct == 0 ||
+          (cfg->overhead_budget_pct >= 0.01 && cfg->overhead_budget_pct <= 100))) {
+        d9_set_error("overhead_budget_pct = %g: must be 0 (not governed) or from 0.01 to 100",
+                     cfg->overhead_budget_pct);
         return -1;
     }
     if (cfg->schedstat_resolution_us > 1000000) {

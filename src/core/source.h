@@ -16,6 +16,7 @@ typedef enum d9_src_kind {
     D9_SRC_SWITCH,     /* -> SchedSwitchEvent */
     D9_SRC_MMAP,       /* -> MemoryMapEvent */
     D9_SRC_LOST,       /* -> DroppedEventsEvent */
+    D9_SRC_COVERAGE,   /* -> CoverageEvent */
 } d9_src_kind;
 
 typedef struct d9_src_event {
@@ -43,6 +44,16 @@ typedef struct d9_src_event {
             uint64_t count;
             const char *reason; /* static string */
         } lost;
+        struct {                 /* a governed source changed mode (cost_governor.h) */
+            const char *source;   /* static strings */
+            const char *mode;
+            const char *previous; /* the mode until now ("none" at the first record) */
+            uint64_t previous_since_ns; /* when the previous mode began */
+            uint32_t one_in;      /* 1 full, N sampled, 0 paused */
+            uint64_t rate_per_s;  /* the rate the decision saw (switches/s) */
+            uint64_t cost_ppm;    /* estimated cost at the new mode, millionths of one CPU */
+            uint64_t budget_ppm;
+        } coverage;
     };
 } d9_src_event;
 

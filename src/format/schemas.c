@@ -57,4 +57,9 @@ const d9_schema_def d9_builtin_schemas[D9_SCH_BUILTIN_COUNT] = {
                                 {"method", D9_FT_U8}),
     [D9_SCH_TASK_OBJECT] = DEF("TaskObjectEvent", 1, {"task_id", D9_FT_VARINT},
                                {"object", D9_FT_VARINT}),
+    [D9_SCH_COVERAGE] = DEF("CoverageEvent", 1, {"source", D9_FT_POOLED_STRING},
+                            {"mode", D9_FT_POOLED_STRING}, {"previous_mode", D9_FT_POOLED_STRING},
+                            {"previous_since_ns", D9_FT_VARINT}, {"one_in", D9_FT_VARINT},
+                            {"rate_per_s", D9_FT_VARINT}, {"cost_ppm", D9_FT_VARINT},
+                            {"budget_ppm", D9_FT_VARINT}),
 };

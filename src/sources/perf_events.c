@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/thread_buffer.h"
+#include "sources/cost_governor.h"
 #include "sources/perf_ring.h"
 #include "sources/stack_unwind.h"
 #include "sources/unwind_tables.h"
@@ -65,6 +67,7 @@ typedef struct id_kind {
 typedef struct tid_info {
     uint32_t tid;
     bool worker;
+    uint32_t window; /* the switch window in which this thread's last record was read */
 } tid_info;
 
 typedef struct perf_src {
@@ -93,8 +96,20 @@ typedef struct perf_src {
     uint64_t frames[D9_PERF_MAX_FRAMES];
     uint64_t user[D9_PERF_MAX_FRAMES];
     d9_unwind_tables *tables;  /* during a drain: the process's unwind tables, locked */
+    /* the cost governor (cost_governor.h) */
+    bool governed;
+    double budget_ns_per_s;
+    d9_gov_state gov;
+    d9_gov_input gov_in;       /* what the last evaluation saw */
+    uint64_t gov_last, gov_since, gov_switches, gov_cpu_samples;
+    bool switches_on;          /* the switch records' events are enabled */
+    uint32_t window;           /* incremented each time they are enabled again after a gap */
     d9_perf_counters n;
 } perf_src;
+
+/* The governor's level of the perf source opened last, for d9_perf_governor_now. */
+static _Atomic int g_gov_level;
+static _Atomic uint64_t g_gov_changes;
 
 static uint64_t mono_now(void) {
     struct timespec ts;
@@ -215,7 +230,9 @@ static int open_event(perf_src *s, int kind, pid_t tid, int cpu, d9_perf_report 
 }
 
 static void source_collect(d9_source *src, d9_src_batch *out);
+static void source_segment_start(d9_source *src, d9_src_batch *out);
 static void source_close(d9_source *src);
+static uint64_t process_switches(void);
 
 static int cmp_id(const void *a, const void *b) {
     uint64_t x = ((const id_kind *)a)->id, y = ((const id_kind *)b)->id;
@@ -335,8 +352,16 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     s->stacks_per_sec = req->stacks_per_sec;
     s->tokens = s->stacks_per_sec;
     s->started = s->last_pace = s->changed_at = mono_now();
+    s->switches_on = s->want[K_SWITCH];
+    s->governed = s->want[K_SWITCH] && req->budget_pct > 0;
+    s->budget_ns_per_s = req->budget_pct * 1e7;
+    s->gov_last = s->gov_since = s->started;
+    s->gov_switches = process_switches();
+    atomic_store_explicit(&g_gov_level, D9_GOV_LEVEL_FULL, memory_order_relaxed);
+    atomic_store_explicit(&g_gov_changes, 0, memory_order_relaxed);
     s->base.name = "perf";
     s->base.collect = source_collect;
+    s->base.segment_start = source_segment_start;
     s->base.close = source_close;
     return &s->base;
 }
@@ -382,8 +407,9 @@ static void refresh_tids(perf_src *s) {
         for (size_t i = 0; i < n; i++) {
             t[i].tid = (uint32_t)threads[i]->tid;
             t[i].worker = atomic_load_explicit(&threads[i]->worker_id, memory_order_relaxed) != 255;
-            const tid_info *old = t[i].worker ? NULL : find_tid(s, t[i].tid);
+            const tid_info *old = find_tid(s, t[i].tid);
             if (old && old->worker) t[i].worker = true;
+            t[i].window = old ? old->window : s->window; /* a new thread had nothing in a gap */
         }
         qsort(t, n, sizeof *t, cmp_tid);
         free(s->tids);
@@ -565,9 +591,20 @@ static void on_switch_record(const struct perf_event_header *h, void *ctx) {
         return;
     }
     if (h->type != PERF_RECORD_SWITCH) return;
-    if (!find_tid(s, tid)) {
+    tid_info *ti = (tid_info *)find_tid(s, tid);
+    if (!ti) {
         s->n.filtered++;
         return;
+    }
+    bool out = (h->misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
+    if (ti->window != s->window) {
+        /* the thread's first record since the records were paused: a switch-in's switch-out
+         * fell in the gap, and readers would pair it with the switch-out before the gap */
+        ti->window = s->window;
+        if (!out) {
+            s->n.orphans++;
+            return;
+        }
     }
     d9_src_event e = {.ts_ns = time, .kind = D9_SRC_SWITCH, .tid = tid, .cpu = x->cpu};
     e.sw.out = (h->misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
@@ -624,6 +661,77 @@ static void note_pacing(perf_src *s, uint64_t now) {
     d9_collector_note_source(s->collector, "switch_stacks", true, detail);
 }
 
+/* ---------------------------------------------------------------- cost governor */
+
+/* Context switches of every thread of the process (the kernel writes switch records for all
+ * of them: the events are inherited), whatever the governor's level. */
+static uint64_t process_switches(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+}
+
+static void set_switches(perf_src *s, bool on) {
+    for (size_t i = 0; i < s->nfds; i++)
+        if (kind_of_fd(s, i) == K_SWITCH) ioctl(s->fds[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
+    if (on) s->window++;
+    s->switches_on = on;
+}
+
+static uint64_t ppm(double ns_per_s) { return ns_per_s > 0 ? (uint64_t)(ns_per_s / 1e3 + 0.5) : 0; }
+
+static void add_coverage(perf_src *s, d9_src_batch *out, uint64_t now, const char *previous) {
+    d9_src_event e = {.ts_ns = now, .kind = D9_SRC_COVERAGE, .tid = 0, .cpu = -1};
+    e.coverage.source = "off_cpu";
+    e.coverage.mode = d9_gov_mode_name(s->gov.level);
+    e.coverage.previous = previous;
+    e.coverage.previous_since_ns = s->gov_since;
+    e.coverage.one_in = d9_gov_one_in(s->gov.level);
+    e.coverage.rate_per_s = (uint64_t)(s->gov_in.switches_per_s + 0.5);
+    e.coverage.cost_ppm = ppm(d9_gov_estimate(&s->gov_in, s->gov.level));
+    e.coverage.budget_ppm = ppm(s->budget_ns_per_s);
+    d9_src_batch_add(out, &e);
+}
+
+/* Every D9_GOV_PERIOD_NS: measure, decide, write the change; every drain: apply the level
+ * (switch windows of a sampled level, stacks only at full). */
+static void govern(perf_src *s, d9_src_batch *out, uint64_t now) {
+    if (now - s->gov_last >= D9_GOV_PERIOD_NS) {
+        double secs = (double)(now - s->gov_last) / 1e9;
+        uint64_t sw = process_switches();
+        s->gov_in.budget_ns_per_s = s->budget_ns_per_s;
+        s->gov_in.switches_per_s = sw >= s->gov_switches ? (double)(sw - s->gov_switches) / secs : 0;
+        s->gov_in.stacks_cap_per_s = s->want[K_STACKS] ? s->stacks_per_sec : 0;
+        s->gov_in.fixed_ns_per_s = (double)(s->n.cpu_samples - s->gov_cpu_samples) / secs * D9_GOV_NS_CPU_SAMPLE;
+        s->gov_switches = sw;
+        s->gov_cpu_samples = s->n.cpu_samples;
+        s->gov_last = now;
+        int before = s->gov.level;
+        if (d9_gov_step(&s->gov, &s->gov_in)) {
+            add_coverage(s, out, now, d9_gov_mode_name(before));
+            s->gov_since = now;
+            s->n.coverage_changes++;
+        }
+        s->n.level = s->gov.level;
+        atomic_store_explicit(&g_gov_level, s->gov.level, memory_order_relaxed);
+        atomic_store_explicit(&g_gov_changes, s->n.coverage_changes, memory_order_relaxed);
+    }
+    bool on = d9_gov_one_in(s->gov.level) == 1 || d9_gov_window_on(s->gov.level, now);
+    if (on != s->switches_on) set_switches(s, on);
+}
+
+void d9_perf_governor_now(int *level, uint64_t *changes) {
+    *level = atomic_load_explicit(&g_gov_level, memory_order_relaxed);
+    *changes = atomic_load_explicit(&g_gov_changes, memory_order_relaxed);
+}
+
+static void source_segment_start(d9_source *src, d9_src_batch *out) {
+    perf_src *s = src->ctx;
+    if (!s->governed) return;
+    const char *mode = d9_gov_mode_name(s->gov.level);
+    add_coverage(s, out, mono_now(), mode); /* the mode in force, for a reader of this segment alone */
+}
+
 static void source_collect(d9_source *src, d9_src_batch *out) {
     perf_src *s = src->ctx;
     refresh_tids(s);
@@ -638,7 +746,15 @@ static void source_collect(d9_source *src, d9_src_batch *out) {
     s->tables = NULL;
     s->out = NULL;
     uint64_t now = mono_now();
-    pace_stacks(s, now);
+    if (s->governed) govern(s, out, now);
+    if (s->gov.level == D9_GOV_LEVEL_FULL) {
+        pace_stacks(s, now);
+    } else if (s->stacks_on) { /* the governor pauses the stacks first */
+        set_stacks(s, false);
+        s->changed_at = now;
+        s->last_pace = now;
+        s->stacks_seen = 0;
+    }
     note_pacing(s, now);
 }
 

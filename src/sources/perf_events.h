@@ -33,6 +33,7 @@ typedef struct d9_perf_request {
     bool switch_stacks;   /* context-switch samples with call chains, for workers */
     uint32_t stacks_per_sec; /* their pacing budget (> 0: d9_config_validate's bound) */
     d9_collector *collector; /* where to note changes (stacks paused); may be NULL */
+    double budget_pct;    /* the cost governor's budget, % of one CPU; 0: not governed */
 } d9_perf_request;
 
 /* What was opened, and why the rest was not (a negative errno, or 0 when active). */
@@ -56,8 +57,14 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep);
 typedef struct d9_perf_counters {
     uint64_t cpu_samples, switch_records, stack_samples, lost, filtered;
     uint64_t unwound, truncated; /* samples whose user stack was unwound with CFI / ended early */
+    uint64_t coverage_changes;   /* governor level changes (CoverageEvent written) */
+    int level;                   /* the governor's level now (cost_governor.h) */
+    uint64_t orphans;            /* switch-ins dropped: their switch-out fell in a gap */
 } d9_perf_counters;
 void d9_perf_source_counters(d9_source *s, d9_perf_counters *out);
+/* The governor's level (cost_governor.h) and its changes so far, of the perf source opened
+ * last (for tests and benchmarks, which cannot reach the source itself). */
+void d9_perf_governor_now(int *level, uint64_t *changes);
 
 /* Does the context-switch sample event deliver samples with kernel frames on this host?
  * 0 yes, 1 it opens but stays silent, or -errno when refused. Costs ~1 ms (three short sleeps). */

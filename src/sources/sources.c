@@ -155,6 +155,21 @@ static void note_schedule_profile(const d9_config *cfg, d9_collector *c, const d
     }
 }
 
+/* governor = "budget 1% of one CPU: ..." (docs/kernel-sources.md, "Cost governor") */
+static void note_governor(const d9_config *cfg, d9_collector *c, bool switches) {
+    d9_run_metadata *m = d9_collector_metadata(c);
+    if (cfg->overhead_budget_pct <= 0)
+        d9_run_metadata_set(m, "governor", "off (DIAL9_OVERHEAD_BUDGET_PCT=0): no source is degraded");
+    else if (!switches)
+        d9_run_metadata_set(m, "governor", "budget %g%% of one CPU; nothing to govern (no context-switch records)",
+                            cfg->overhead_budget_pct);
+    else
+        d9_run_metadata_set(m, "governor",
+                            "budget %g%% of one CPU; off_cpu degrades (stacks paused, intervals sampled 1 in N, "
+                            "paused) above it, CoverageEvent says when",
+                            cfg->overhead_budget_pct);
+}
+
 static void install_fork_handler(void) { pthread_atfork(NULL, NULL, forget_in_child); }
 
 void d9_sources_start(const d9_config *cfg, d9_collector *c) {
@@ -176,12 +191,14 @@ void d9_sources_start(const d9_config *cfg, d9_collector *c) {
         .switch_stacks = cfg->schedule_profile && stacks_probe == 0,
         .stacks_per_sec = cfg->switch_stacks_per_sec,
         .collector = c,
+        .budget_pct = cfg->overhead_budget_pct,
     };
     d9_perf_report rep;
     memset(&rep, 0, sizeof rep);
     bool perf_tried = req.cpu_profile || req.switches || req.switch_stacks;
     d9_source *perf = perf_tried ? add_or_close(c, d9_perf_source_open(&req, &rep)) : NULL;
 
+    note_governor(cfg, c, perf && rep.switch_err == 0);
     start_cpu_profile(cfg, c, &caps, req.cpu_profile, &rep, perf);
     note_schedule_profile(cfg, c, &caps, stacks_probe, &rep, perf);
 

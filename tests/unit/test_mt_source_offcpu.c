@@ -238,6 +238,7 @@ int main(void) {
     d9_config cfg;
     d9_config_init(&cfg);
     cfg.trace_dir = dir;
+    cfg.overhead_budget_pct = 0; /* every record: the cost governor is test_mt_source_governor's */
     CHECK(cfg.schedule_profile); /* on by default */
     cfg.switch_stacks_per_sec = 1000000; /* every stack: pacing is not what this test checks */
     CHECK(d9_start(&cfg) == 0);

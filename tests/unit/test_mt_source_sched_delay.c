@@ -78,6 +78,7 @@ static phase_result run_phase(bool with_hog) {
     d9_config cfg;
     d9_config_init(&cfg);
     cfg.trace_dir = dir;
+    cfg.overhead_budget_pct = 0; /* every record: the cost governor is test_mt_source_governor's */
     CHECK(d9_start(&cfg) == 0);
     atomic_store(&g_stop, 0);
     atomic_store(&g_long_polls, with_hog);

@@ -301,6 +301,7 @@ static void run(enum scenario sc) {
     d9_config cfg;
     d9_config_init(&cfg);
     cfg.trace_dir = dir;
+    cfg.overhead_budget_pct = 0; /* every record: the cost governor is test_mt_source_governor's */
     cfg.cpu_profile = sc >= CPU_PERF;
     cfg.cpu_sample_hz = 99;
     cfg.sampler = sc == CPU_TIMER ? D9_SAMPLER_TIMER : D9_SAMPLER_PERF;

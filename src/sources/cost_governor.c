@@ -1,0 +1,61 @@
+/* Decisions of the CPU cost governor: pure arithmetic on measured rates (cost_governor.h). */
+#include "sources/cost_governor.h"
+
+uint32_t d9_gov_one_in(int level) {
+    if (level <= D9_GOV_LEVEL_NO_STACKS) return 1;
+    if (level >= D9_GOV_LEVEL_PAUSED) return 0;
+    return 1u << (level - D9_GOV_LEVEL_SAMPLED_FIRST + 1);
+}
+
+const char *d9_gov_mode_name(int level) {
+    if (level <= D9_GOV_LEVEL_FULL) return "full";
+    if (level == D9_GOV_LEVEL_NO_STACKS) return "no_stacks";
+    if (level >= D9_GOV_LEVEL_PAUSED) return "paused";
+    return "sampled";
+}
+
+bool d9_gov_window_on(int level, uint64_t now_ns) {
+    uint32_t n = d9_gov_one_in(level);
+    if (n == 0) return false;
+    return (now_ns / D9_GOV_WINDOW_NS) % n == 0;
+}
+
+double d9_gov_estimate(const d9_gov_input *in, int level) {
+    double sw = in->switches_per_s > 0 ? in->switches_per_s : 0;
+    double ns = in->fixed_ns_per_s + sw * D9_GOV_NS_CONTEXT;
+    uint32_t n = d9_gov_one_in(level);
+    if (n) ns += sw * D9_GOV_NS_RECORDS / n;
+    if (level == D9_GOV_LEVEL_FULL) {
+        /* a stack per switch of a worker, up to the pacing's rate (workers' switches are
+         * counted as all of the process's: an upper bound) */
+        double stacks = sw < in->stacks_cap_per_s ? sw : in->stacks_cap_per_s;
+        ns += stacks * D9_GOV_NS_STACK;
+    }
+    return ns;
+}
+
+bool d9_gov_step(d9_gov_state *st, const d9_gov_input *in) {
+    int old = st->level;
+    if (in->budget_ns_per_s <= 0) { /* not governed */
+        st->level = D9_GOV_LEVEL_FULL;
+        st->calm_ticks = 0;
+        return st->level != old;
+    }
+    if (d9_gov_estimate(in, st->level) > in->budget_ns_per_s) {
+        int l = st->level + 1;
+        while (l < D9_GOV_LEVEL_PAUSED && d9_gov_estimate(in, l) > in->budget_ns_per_s) l++;
+        st->level = l < D9_GOV_LEVEL_PAUSED ? l : D9_GOV_LEVEL_PAUSED;
+        st->calm_ticks = 0;
+        return st->level != old;
+    }
+    if (st->level > D9_GOV_LEVEL_FULL &&
+        d9_gov_estimate(in, st->level - 1) <= in->budget_ns_per_s * D9_GOV_RECOVER_SHARE) {
+        if (++st->calm_ticks >= D9_GOV_RECOVER_TICKS) {
+            st->level--;
+            st->calm_ticks = 0;
+        }
+    } else {
+        st->calm_ticks = 0;
+    }
+    return st->level != old;
+}

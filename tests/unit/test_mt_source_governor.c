@@ -1,0 +1,229 @@
+/* The cost governor end to end, under the default budget (1 % of one CPU):
+ *  - two recording threads ping-pong through pipes as fast as they can (tens of thousands of
+ *    context switches a second: 5 k/s are enough for the governor to leave full coverage)
+ *    until the governor has left full coverage; then they stop and the test waits until it
+ *    came back. Each phase ends on the governor's state (d9_perf_governor_now), not on a
+ *    duration; 120 s bounds are only a safety net;
+ *  - the trace's CoverageEvent records are present and consistent: each change's
+ *    previous_mode is the mode before it, previous_since_ns the time of the change before it,
+ *    one_in agrees with the mode, the budget is the configured one; a degraded mode was
+ *    recorded, the last mode is full;
+ *  - `dial9 analyze --json` reports the off-CPU coverage as partial;
+ *  - the recorder's own threads (dial9-*) have no switch record and no CPU sample.
+ * No timing is asserted: which level the governor reaches depends on the host's speed. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "dial9/dial9.h"
+#include "sources/cost_governor.h"
+#include "sources/perf_events.h"
+#include "test_source_util.h"
+
+#define MAX_COV 4096
+#define SAFETY_NS (120ull * 1000000000ull)
+
+typedef struct cov {
+    uint64_t ts, since, one_in, rate, cost, budget;
+    char source[32], mode[32], previous[32];
+} cov;
+
+static cov g_cov[MAX_COV];
+static size_t g_ncov;
+static int g_ping[2], g_pong[2];
+static atomic_bool g_stop;
+static uint32_t g_own_tids[16];
+static int g_nown;
+
+static void *pinger(void *arg) {
+    (void)arg;
+    d9_worker_begin("pingpong", 0);
+    char c = 'p';
+    for (uint64_t i = 1; !atomic_load(&g_stop); i++) {
+        d9_poll_begin(i, D9_HERE);
+        if (write(g_ping[1], &c, 1) != 1 || read(g_pong[0], &c, 1) != 1) break;
+        d9_poll_end();
+    }
+    d9_poll_end();
+    c = 'q';
+    if (write(g_ping[1], &c, 1) != 1) perror("write");
+    d9_worker_end();
+    return NULL;
+}
+
+static void *ponger(void *arg) {
+    (void)arg;
+    d9_wake(0); /* records: switch records are kept for threads that record */
+    char c;
+    while (read(g_ping[0], &c, 1) == 1 && c != 'q') {
+        if (write(g_pong[1], &c, 1) != 1) break;
+    }
+    return NULL;
+}
+
+static void copy_str(char *dst, const d9_event *ev, const char *field) {
+    dst[0] = 0;
+    const d9_value *v = d9_event_field(ev, field);
+    d9_dec_str s;
+    if (v && d9_value_str(v, &s)) snprintf(dst, 32, "%.*s", (int)s.len, s.ptr);
+}
+
+static bool own_tid(uint32_t tid) {
+    for (int i = 0; i < g_nown; i++)
+        if (g_own_tids[i] == tid) return true;
+    return false;
+}
+
+static size_t g_own_records;
+
+static void on_event(const d9_event *ev, void *ctx) {
+    tt_on_event(ev, ctx);
+    if ((d9t_is(ev, "SchedSwitchEvent") || d9t_is(ev, "CpuSampleEvent")) && own_tid((uint32_t)d9t_field_u(ev, "tid")))
+        g_own_records++;
+    if (!d9t_is(ev, "CoverageEvent") || g_ncov == MAX_COV) return;
+    cov *c = &g_cov[g_ncov++];
+    c->ts = ev->ts_ns;
+    copy_str(c->source, ev, "source");
+    copy_str(c->mode, ev, "mode");
+    copy_str(c->previous, ev, "previous_mode");
+    c->since = d9t_field_u(ev, "previous_since_ns");
+    c->one_in = d9t_field_u(ev, "one_in");
+    c->rate = d9t_field_u(ev, "rate_per_s");
+    c->cost = d9t_field_u(ev, "cost_ppm");
+    c->budget = d9t_field_u(ev, "budget_ppm");
+}
+
+/* The recorder's threads, by name (recorder.c, pipeline.c name them dial9-*). */
+static void find_own_threads(void) {
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d)) && g_nown < 16) {
+        if (e->d_name[0] == '.') continue;
+        char path[300], name[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fgets(name, sizeof name, f) && strncmp(name, "dial9-", 6) == 0) g_own_tids[g_nown++] = (uint32_t)atoi(e->d_name);
+        fclose(f);
+    }
+    if (d) closedir(d);
+}
+
+static int wait_level(bool degraded) {
+    uint64_t t0 = tt_now();
+    int level;
+    uint64_t changes;
+    for (;;) {
+        d9_perf_governor_now(&level, &changes);
+        if (degraded ? level != D9_GOV_LEVEL_FULL : (level == D9_GOV_LEVEL_FULL && changes > 0)) return level;
+        if (tt_now() - t0 > SAFETY_NS) return -1;
+        tt_sleep_ns(20u * 1000u * 1000u);
+    }
+}
+
+static void check_records(void) {
+    printf("%zu coverage records\n", g_ncov);
+    CHECK(g_ncov >= 3); /* the first segment's, a degradation, the way back */
+    bool degraded = false;
+    uint64_t last_change = g_ncov ? g_cov[0].since : 0;
+    const char *mode = g_ncov ? g_cov[0].mode : "";
+    uint64_t one_in = g_ncov ? g_cov[0].one_in : 0;
+    for (size_t i = 0; i < g_ncov; i++) {
+        const cov *c = &g_cov[i];
+        printf("  %" PRIu64 " %s: %s -> %s (1 in %" PRIu64 ", %" PRIu64 " switches/s, est %" PRIu64 " / %" PRIu64 " ppm)\n",
+               c->ts, c->source, c->previous, c->mode, c->one_in, c->rate, c->cost, c->budget);
+        CHECK_STR(c->source, "off_cpu");
+        CHECK_EQ_U64(c->budget, 10000);
+        CHECK_STR(c->previous, mode);  /* the mode before this record is the one last written */
+        CHECK_EQ_U64(c->since, last_change);
+        CHECK(c->since <= c->ts);
+        if (strcmp(c->mode, "full") == 0 || strcmp(c->mode, "no_stacks") == 0) CHECK_EQ_U64(c->one_in, 1);
+        else if (strcmp(c->mode, "sampled") == 0) CHECK(c->one_in >= 2 && c->one_in <= 32);
+        else if (strcmp(c->mode, "paused") == 0) CHECK_EQ_U64(c->one_in, 0);
+        else CHECK(!"unknown mode");
+        if (strcmp(c->mode, c->previous) != 0 || c->one_in != one_in) { /* a change, not a segment's restatement */
+            last_change = c->ts;
+            if (strcmp(c->mode, "full") != 0) {
+                degraded = true;
+                /* a degradation: the estimate at the previous mode was over the budget, so the
+                 * rate that caused it is a real one */
+                CHECK(c->rate > 0);
+            }
+        }
+        mode = c->mode;
+        one_in = c->one_in;
+    }
+    CHECK(degraded);
+    CHECK_STR(mode, "full");
+}
+
+static void check_analyze(const char *run) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s/dial9' analyze --json '%s'", getenv("D9_BUILD_DIR") ? getenv("D9_BUILD_DIR") : ".", run);
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    if (!p) return;
+    static char out[1 << 20];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    CHECK(pclose(p) == 0);
+    const char *section = strstr(out, "\"sectionerage\"");
+    CHECK(section != NULL);
+    if (!section) return;
+    printf("analyze: %.300s\n", section);
+    CHECK(strstr(section, "\"off_cpu\"") != NULL);
+    CHECK(strstr(section, "\"partial\": true") != NULL || strstr(section, "\"partial\":true") != NULL);
+}
+
+int main(void) {
+    CHECK(pipe(g_ping) == 0 && pipe(g_pong) == 0);
+    char *dir = d9t_mkdtemp("governor");
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = dir;
+    CHECK(cfg.overhead_budget_pct == 1.0); /* the default */
+    CHECK(d9_start(&cfg) == 0);
+    find_own_threads();
+    printf("recorder threads: %d\n", g_nown);
+    CHECK(g_nown >= 1);
+
+    pthread_t a, b;
+    pthread_create(&b, NULL, ponger, NULL);
+    pthread_create(&a, NULL, pinger, NULL);
+    int level = wait_level(true);
+    atomic_store(&g_stop, true);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    int off_level = level;
+    if (level >= 0) level = wait_level(false); /* quiet now: back to full coverage */
+    d9_stop();
+
+    tt_trace t;
+    CHECK(tt_load(d9_run_dir(), &t) == 0);
+    tt_free(&t);
+    memset(&t, 0, sizeof t);
+    CHECK(d9t_decode_run(d9_run_dir(), on_event, &t) == 0);
+    const char *off = tt_meta(&t, "source.off_cpu");
+    printf("source.off_cpu = %s\ngovernor = %s\n", off, tt_meta(&t, "governor"));
+    if (tt_starts_with(off, "inactive: perf refused")) {
+        printf("SKIP: perf refused on this host\n");
+        CHECK_EQ_U64(g_ncov, 0);
+    } else {
+        CHECK(tt_starts_with(off, "active"));
+        CHECK(tt_starts_with(tt_meta(&t, "governor"), "budget 1% of one CPU"));
+        printf("degraded to level %d (%s), back: %d\n", off_level, off_level >= 0 ? d9_gov_mode_name(off_level) : "-", level);
+        CHECK(off_level > D9_GOV_LEVEL_FULL);
+        CHECK_EQ_U64(level, D9_GOV_LEVEL_FULL);
+        check_records();
+        check_analyze(d9_run_dir());
+        printf("switch records: %zu; records of the recorder's threads: %zu\n", t.nswitches, g_own_records);
+        CHECK(t.nswitches > 0);
+        CHECK_EQ_U64(g_own_records, 0);
+    }
+    tt_free(&t);
+    d9t_rm_rf(dir);
+    free(dir);
+    return d9t_summary("test_mt_source_governor");
+}

@@ -1,0 +1,153 @@
+/* The cost governor's decisions (src/sources/cost_governor.c) on synthetic rates: no clock,
+ * no kernel, so every expectation is exact.
+ *  - the estimate per level follows the calibrated table;
+ *  - 40 k switches/s under the default 1 % budget: the first evaluation goes straight to the
+ *    first level that fits (paused: the perf context's floor alone is 1.2 %), 20 k/s to
+ *    sampled 1 in 8, 6 k/s to no_stacks, 3 k/s stays full;
+ *  - the way back is one level at a time, only after D9_GOV_RECOVER_TICKS calm evaluations in
+ *    a row below D9_GOV_RECOVER_SHARE of the budget; a rate between that share and the budget
+ *    holds the level (hysteresis), and a burst resets the count;
+ *  - budget 0 is not governed; the window of a sampled level is one in N. */
+#include "check.h"
+#include "sources/cost_governor.h"
+
+#define BUDGET_1PCT 1e7 /* ns of CPU per second */
+
+static d9_gov_input rates(double budget, double switches) {
+    d9_gov_input in = {.budget_ns_per_s = budget, .switches_per_s = switches, .stacks_cap_per_s = 500,
+                       .fixed_ns_per_s = 0};
+    return in;
+}
+
+static void test_estimates(void) {
+    d9_gov_input in = rates(BUDGET_1PCT, 20000);
+    /* full: context + records + 500 stacks/s */
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 20000.0 * (D9_GOV_NS_CONTEXT + D9_GOV_NS_RECORDS) + 500.0 * D9_GOV_NS_STACK);
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_NO_STACKS) == 20000.0 * (D9_GOV_NS_CONTEXT + D9_GOV_NS_RECORDS));
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_SAMPLED_FIRST) == 20000.0 * (D9_GOV_NS_CONTEXT + D9_GOV_NS_RECORDS / 2.0));
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_PAUSED) == 20000.0 * D9_GOV_NS_CONTEXT);
+    /* fewer switches than the stacks' cap: a stack per switch */
+    in = rates(BUDGET_1PCT, 100);
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 100.0 * (D9_GOV_NS_CONTEXT + D9_GOV_NS_RECORDS + D9_GOV_NS_STACK));
+    /* no stacks available: full costs what no_stacks costs */
+    in.stacks_cap_per_s = 0;
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == d9_gov_estimate(&in, D9_GOV_LEVEL_NO_STACKS));
+    /* what is not degraded counts at every level */
+    in.fixed_ns_per_s = 1234;
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_PAUSED) == 100.0 * D9_GOV_NS_CONTEXT + 1234);
+    /* every level is cheaper than the one before at a high rate */
+    in = rates(BUDGET_1PCT, 40000);
+    for (int l = 1; l < D9_GOV_LEVELS; l++) CHECK(d9_gov_estimate(&in, l) < d9_gov_estimate(&in, l - 1));
+}
+
+static void test_names(void) {
+    CHECK_STR(d9_gov_mode_name(D9_GOV_LEVEL_FULL), "full");
+    CHECK_STR(d9_gov_mode_name(D9_GOV_LEVEL_NO_STACKS), "no_stacks");
+    CHECK_STR(d9_gov_mode_name(D9_GOV_LEVEL_SAMPLED_FIRST), "sampled");
+    CHECK_STR(d9_gov_mode_name(D9_GOV_LEVEL_SAMPLED_LAST), "sampled");
+    CHECK_STR(d9_gov_mode_name(D9_GOV_LEVEL_PAUSED), "paused");
+    CHECK_EQ_U64(d9_gov_one_in(D9_GOV_LEVEL_FULL), 1);
+    CHECK_EQ_U64(d9_gov_one_in(D9_GOV_LEVEL_NO_STACKS), 1);
+    CHECK_EQ_U64(d9_gov_one_in(D9_GOV_LEVEL_SAMPLED_FIRST), 2);
+    CHECK_EQ_U64(d9_gov_one_in(D9_GOV_LEVEL_SAMPLED_FIRST + 2), 8);
+    CHECK_EQ_U64(d9_gov_one_in(D9_GOV_LEVEL_SAMPLED_LAST), 32);
+    CHECK_EQ_U64(d9_gov_one_in(D9_GOV_LEVEL_PAUSED), 0);
+}
+
+static void test_windows(void) {
+    int l8 = D9_GOV_LEVEL_SAMPLED_FIRST + 2;
+    int on = 0;
+    for (uint64_t w = 0; w < 64; w++) on += d9_gov_window_on(l8, w * D9_GOV_WINDOW_NS + 1);
+    CHECK_EQ_U64(on, 8); /* one window in 8 */
+    CHECK(d9_gov_window_on(l8, 0));
+    CHECK(!d9_gov_window_on(l8, D9_GOV_WINDOW_NS));
+    CHECK(d9_gov_window_on(l8, 8 * D9_GOV_WINDOW_NS));
+    CHECK(!d9_gov_window_on(D9_GOV_LEVEL_PAUSED, 0));
+}
+
+static int settle(double switches) {
+    d9_gov_state st = {0, 0};
+    d9_gov_input in = rates(BUDGET_1PCT, switches);
+    d9_gov_step(&st, &in);
+    return st.level;
+}
+
+static void test_degrade_at_once(void) {
+    CHECK_EQ_U64(settle(500), D9_GOV_LEVEL_FULL);  /* 0.95 % */
+    CHECK_EQ_U64(settle(3000), D9_GOV_LEVEL_FULL); /* 0.67 % */
+    CHECK_EQ_U64(settle(6000), D9_GOV_LEVEL_NO_STACKS); /* full 1.09 %, intervals 0.84 % */
+    CHECK_EQ_U64(settle(20000), D9_GOV_LEVEL_SAMPLED_FIRST + 2); /* 1 in 8: 0.6 + 0.275 % */
+    CHECK_EQ_U64(settle(40000), D9_GOV_LEVEL_PAUSED); /* the floor alone is 1.2 % */
+    /* a change is reported, staying is not */
+    d9_gov_state st = {0, 0};
+    d9_gov_input in = rates(BUDGET_1PCT, 20000);
+    CHECK(d9_gov_step(&st, &in));
+    CHECK(!d9_gov_step(&st, &in));
+    /* a faster rate degrades further from where it is */
+    in.switches_per_s = 40000;
+    CHECK(d9_gov_step(&st, &in));
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_PAUSED);
+}
+
+static void test_recovery_with_hysteresis(void) {
+    d9_gov_state st = {0, 0};
+    d9_gov_input in = rates(BUDGET_1PCT, 40000);
+    d9_gov_step(&st, &in);
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_PAUSED);
+    /* the rate falls to 100/s: up one level per D9_GOV_RECOVER_TICKS evaluations */
+    in.switches_per_s = 100;
+    int changes = 0, evaluations = 0;
+    while (st.level != D9_GOV_LEVEL_FULL && evaluations < 1000) {
+        int before = st.level;
+        bool changed = d9_gov_step(&st, &in);
+        evaluations++;
+        if (changed) {
+            changes++;
+            CHECK_EQ_U64(st.level, before - 1);
+        }
+    }
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_FULL);
+    CHECK_EQ_U64(changes, D9_GOV_LEVEL_PAUSED);
+    CHECK_EQ_U64(evaluations, D9_GOV_LEVEL_PAUSED * D9_GOV_RECOVER_TICKS);
+
+    /* hysteresis: at no_stacks, a rate at which full would fit the budget but not the
+     * recovery share stays at no_stacks for ever */
+    st = (d9_gov_state){D9_GOV_LEVEL_NO_STACKS, 0};
+    double r = 5000; /* full: 5000 x 1400 + 2.5e6 = 9.5e6 <= 1e7, > 7e6 */
+    in = rates(BUDGET_1PCT, r);
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) <= BUDGET_1PCT);
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) > BUDGET_1PCT * D9_GOV_RECOVER_SHARE);
+    for (int i = 0; i < 100; i++) CHECK(!d9_gov_step(&st, &in));
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_NO_STACKS);
+
+    /* a burst between calm evaluations restarts the count */
+    st = (d9_gov_state){D9_GOV_LEVEL_NO_STACKS, 0};
+    d9_gov_input calm = rates(BUDGET_1PCT, 100), busy = rates(BUDGET_1PCT, 5000);
+    for (int i = 0; i < D9_GOV_RECOVER_TICKS - 1; i++) CHECK(!d9_gov_step(&st, &calm));
+    CHECK(!d9_gov_step(&st, &busy)); /* fits no_stacks, not the share for full */
+    for (int i = 0; i < D9_GOV_RECOVER_TICKS - 1; i++) CHECK(!d9_gov_step(&st, &calm));
+    CHECK(d9_gov_step(&st, &calm));
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_FULL);
+}
+
+static void test_not_governed(void) {
+    d9_gov_state st = {D9_GOV_LEVEL_PAUSED, 0};
+    d9_gov_input in = rates(0, 40000);
+    CHECK(d9_gov_step(&st, &in));
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_FULL);
+    CHECK(!d9_gov_step(&st, &in));
+    /* a generous budget keeps 40 k/s in full */
+    st = (d9_gov_state){0, 0};
+    in = rates(100 * BUDGET_1PCT, 40000);
+    CHECK(!d9_gov_step(&st, &in));
+}
+
+int main(void) {
+    test_estimates();
+    test_names();
+    test_windows();
+    test_degrade_at_once();
+    test_recovery_with_hysteresis();
+    test_not_governed();
+    return d9t_summary("test_source_governor");
+}

@@ -62,6 +62,7 @@ void d9a_free(d9a_analysis *a) {
     free(a->drop_reason);
     free(a->drop_count);
     free(a->meta);
+    d9a_coverage_free(&a->coverage);
     for (size_t i = 0; i < a->workers_cap; i++) {
         if (!a->workers[i]) continue;
         d9a_hist_free(&a->workers[i]->sched_wait);

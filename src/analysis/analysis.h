@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/coverage.h"
 #include "analysis/symtab.h"
 #include "analysis/time_arg.h"
 #include "format/decoder.h"
@@ -281,6 +282,12 @@ typedef struct d9a_report {
     uint64_t queue_samples_nonzero, queue_samples_nonzero_while_parked;
     const d9a_queued_example *queued_examples; /* by local queue depth */
     size_t nqueued_examples;
+
+    /* governed sources (CoverageEvent): where they recorded partially; none: no records */
+    const d9a_coverage_source *coverage;
+    size_t ncoverage;
+    const d9a_coverage_period *coverage_periods; /* partial periods, in time order per source */
+    size_t ncoverage_periods;
 
     bool symbols_present;
     const d9a_flag *flags; /* critical first */

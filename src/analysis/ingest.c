@@ -379,6 +379,14 @@ static int ingest(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
     case D9_SCH_WORKER_UNPARK: return timed ? on_unpark(a, in, ev) : 0;
     case D9_SCH_CPU_SAMPLE: return timed ? on_cpu_sample(a, in, ev, dec) : 0;
     case D9_SCH_SCHED_SWITCH: return timed ? on_switch(a, in, ev) : 0;
+    case D9_SCH_COVERAGE: {
+        d9_dec_str src = {"", 0}, mode = {"", 0};
+        if (!timed || F(SOURCE) < 0 || F(MODE) < 0 || !d9_value_str(&ev->values[F(SOURCE)], &src) ||
+            !d9_value_str(&ev->values[F(MODE)], &mode))
+            return 0;
+        d9a_coverage_add(&a->coverage, ev->ts_ns, src.ptr, src.len, mode.ptr, mode.len, field_u(ev, F(ONE_IN), 0));
+        return 0;
+    }
     case D9_SCH_QUEUE_SAMPLE: {
         if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;
         uint64_t q = field_u(ev, F(GLOBAL_QUEUE), 0);

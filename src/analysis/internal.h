@@ -163,6 +163,7 @@ struct d9a_analysis {
     bool have_clock;
     uint64_t clock_mono, clock_real;
     uint64_t unmatched_starts, unmatched_ends, late, unresolved;
+    d9a_coverage coverage; /* CoverageEvent records (coverage.h) */
 
     /* entities */
     worker **workers; /* by id, NULL when unseen */

@@ -388,6 +388,29 @@ static int build_sources(d9a_analysis *a, d9a_report *r) {
     return 0;
 }
 
+static int build_coverage(d9a_analysis *a, d9a_report *r) {
+    d9a_coverage_source *s;
+    d9a_coverage_period *p;
+    size_t ns, np;
+    if (d9a_coverage_report(&a->coverage, r->start_ns, r->end_ns, &s, &ns, &p, &np) != 0) return -1;
+    d9a_coverage_source *rs = alloc_array(a, ns, sizeof *rs);
+    d9a_coverage_period *rp = alloc_array(a, np, sizeof *rp);
+    if ((ns && !rs) || (np && !rp)) {
+        free(s);
+        free(p);
+        return -1;
+    }
+    if (ns) memcpy(rs, s, ns * sizeof *s);
+    if (np) memcpy(rp, p, np * sizeof *p);
+    free(s);
+    free(p);
+    r->coverage = rs;
+    r->ncoverage = ns;
+    r->coverage_periods = rp;
+    r->ncoverage_periods = np;
+    return 0;
+}
+
 /* ---- the rest ---- */
 
 static int cmp_worker(const void *x, const void *y) {
@@ -498,6 +521,7 @@ int d9a_build_report(d9a_analysis *a) {
     r->unresolved_refs = a->unresolved;
     r->symbols_present = a->symtab.count > 0;
     if (build_sources(a, r) != 0) return -1;
+    if (build_coverage(a, r) != 0) return -1;
 
     /* workers */
     d9a_worker_report *ws = alloc_array(a, a->nwlist, sizeof *ws);

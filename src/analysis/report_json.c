@@ -163,6 +163,36 @@ static void json_summary(jctx *c) {
         d9_json_object_end(j);
     }
     d9_json_array_end(j);
+    d9_json_key(j, "coverage"); /* governed sources (CoverageEvent): [] when none */
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->ncoverage; i++) {
+        const d9a_coverage_source *s = &r->coverage[i];
+        d9_json_object_begin(j);
+        jkey_str(j, "source", s->name);
+        d9_json_key(j, "partial");
+        d9_json_bool(j, s->partial);
+        jkey_u64(j, "covered_ns", s->covered_ns);
+        jkey_u64(j, "full_ns", s->full_ns);
+        jkey_u64(j, "no_stacks_ns", s->no_stacks_ns);
+        jkey_u64(j, "sampled_ns", s->sampled_ns);
+        jkey_u64(j, "paused_ns", s->paused_ns);
+        jkey_u64(j, "changes", s->changes);
+        d9_json_key(j, "partial_periods");
+        d9_json_array_begin(j);
+        for (size_t k = 0; k < r->ncoverage_periods; k++) {
+            const d9a_coverage_period *p = &r->coverage_periods[k];
+            if (strcmp(p->source, s->name) != 0) continue;
+            d9_json_object_begin(j);
+            jkey_str(j, "mode", p->mode);
+            jkey_u64(j, "one_in", p->one_in);
+            jkey_rel(c, "from_ns", p->from_ns);
+            jkey_rel(c, "to_ns", p->to_ns);
+            d9_json_object_end(j);
+        }
+        d9_json_array_end(j);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
     d9_json_key(j, "metadata");
     d9_json_object_begin(j);
     for (size_t i = 0; i < r->nmetadata; i++) jkey_str(j, r->metadata[i].key, r->metadata[i].value);

@@ -129,6 +129,17 @@ static void text_summary(const d9_analyze_render *R) {
         if (s->declared) printf(" (%s)", s->declared);
     }
     if (any_missing) putchar('\n');
+    for (size_t i = 0; i < r->ncoverage; i++) { /* governed sources (CoverageEvent) */
+        const d9a_coverage_source *c = &r->coverage[i];
+        if (!c->partial) {
+            printf("  coverage       %s full (cost governor)\n", c->name);
+            continue;
+        }
+        printf("  coverage       %s PARTIAL: %s of %s not fully recorded (no stacks %s, sampled %s, paused %s; "
+               "%" PRIu64 " changes) by the cost governor: no record there is not \"nothing happened\"\n",
+               c->name, NS(c->no_stacks_ns + c->sampled_ns + c->paused_ns), NS(c->covered_ns), NS(c->no_stacks_ns),
+               NS(c->sampled_ns), NS(c->paused_ns), c->changes);
+    }
     if (r->late_records || r->unresolved_refs)
         printf("  data quality   %" PRIu64 " records out of order beyond the window, %" PRIu64
                " unresolved pool references\n",
@@ -378,8 +389,19 @@ static void text_blocking(const d9_analyze_render *R) {
            r->offcpu_total, r->offcpu_in_poll, r->offcpu_parked, r->offcpu_other);
     printf("  time (est): from each sample inside a poll to the worker's next sample or the end "
            "of the poll (an upper bound)\n");
+    for (size_t i = 0; i < r->ncoverage_periods; i++) {
+        const d9a_coverage_period *p = &r->coverage_periods[i];
+        if (strcmp(p->source, "off_cpu") != 0) continue;
+        if (!strcmp(p->mode, "sampled"))
+            printf("  partial: %+.3f s .. %+.3f s switch records 1 window in %u, no stacks\n", d9a_rel_s(r, p->from_ns),
+                   d9a_rel_s(r, p->to_ns), p->one_in);
+        else
+            printf("  partial: %+.3f s .. %+.3f s %s\n", d9a_rel_s(r, p->from_ns), d9a_rel_s(r, p->to_ns),
+                   !strcmp(p->mode, "paused") ? "switch records and stacks paused" : "stacks paused");
+    }
     if (r->offcpu_total == 0) {
-        printf("  no off-CPU (context switch) samples\n");
+        printf("  no off-CPU (context switch) samples%s\n",
+               r->ncoverage_periods ? " recorded: coverage was partial (above), which is not \"no blocking\"" : "");
         return;
     }
     text_groups(R, r->blocking_functions, r->nblocking_functions, true, "blocking function");

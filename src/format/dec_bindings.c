@@ -23,7 +23,8 @@ static const char *const known_names[D9_KF_COUNT] = {
     [D9_KF_START] = "start",                 [D9_KF_END] = "end",
     [D9_KF_FILE_OFFSET] = "file_offset",     [D9_KF_PATH] = "path",
     [D9_KF_BUILD_ID] = "build_id",           [D9_KF_METHOD] = "method",
-    [D9_KF_OBJECT] = "object",
+    [D9_KF_OBJECT] = "object",               [D9_KF_MODE] = "mode",
+    [D9_KF_ONE_IN] = "one_in",
 };
 
 void d9_dec_bind(d9_dec_binding *b, const char *name, const d9_dec_field *fields, uint16_t n) {

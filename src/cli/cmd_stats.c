@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/coverage.h"
 #include "cli/cli.h"
 #include "common/json_writer.h"
 #include "cli/trace_paths.h"
@@ -94,6 +95,7 @@ typedef struct stats_ctx {
     size_t method_cap;
     uint64_t by_method[4];
     const d9_path_list *paths;
+    d9a_coverage coverage; /* CoverageEvent: where a governed source recorded partially */
     bool oom;
 } stats_ctx;
 
@@ -208,6 +210,15 @@ static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_in
             keep_metadata(c, &ev->values[F(ENTRIES)], c->paths->paths[file_index]);
         break;
     case D9_SCH_STACK_ORIGIN: note_origin(c, ev); break;
+    case D9_SCH_COVERAGE: {
+        d9_dec_str src, mode;
+        uint64_t one_in = 0;
+        if (F(ONE_IN) >= 0) d9_value_uint(&ev->values[F(ONE_IN)], &one_in);
+        if (ev->schema->has_timestamp && F(SOURCE) >= 0 && F(MODE) >= 0 &&
+            d9_value_str(&ev->values[F(SOURCE)], &src) && d9_value_str(&ev->values[F(MODE)], &mode))
+            d9a_coverage_add(&c->coverage, ev->ts_ns, src.ptr, src.len, mode.ptr, mode.len, one_in);
+        break;
+    }
     default: count_stack(c, ev); break;
     }
     (void)dec;
@@ -231,6 +242,66 @@ static void sum_stats(const d9_file_result *r, size_t n, d9_dec_stats *t) {
         t->undefined_pool_ids += s->undefined_pool_ids;
         t->implausible_times += s->implausible_times;
     }
+}
+
+/* The governed sources' coverage over the whole time range (docs/cli.md). */
+static void print_coverage_text(stats_ctx *c) {
+    d9a_coverage_source *s;
+    d9a_coverage_period *p;
+    size_t ns, np;
+    if (d9a_coverage_report(&c->coverage, c->first_ts, c->last_ts, &s, &ns, &p, &np) != 0) {
+        c->oom = true;
+        return;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        if (!s[i].partial) {
+            printf("coverage   %s full (cost governor, %" PRIu64 " changes)\n", s[i].name, s[i].changes);
+            continue;
+        }
+        printf("coverage   %s PARTIAL: %.3f s of %.3f s not fully recorded (no stacks %.3f s, sampled %.3f s, "
+               "paused %.3f s), %" PRIu64 " changes, %zu partial periods\n",
+               s[i].name, (double)(s[i].no_stacks_ns + s[i].sampled_ns + s[i].paused_ns) / 1e9,
+               (double)s[i].covered_ns / 1e9, (double)s[i].no_stacks_ns / 1e9, (double)s[i].sampled_ns / 1e9,
+               (double)s[i].paused_ns / 1e9, s[i].changes, np);
+    }
+    free(s);
+    free(p);
+}
+
+static void print_coverage_json(stats_ctx *c, d9_json *j) {
+    d9a_coverage_source *s;
+    d9a_coverage_period *p;
+    size_t ns, np;
+    if (d9a_coverage_report(&c->coverage, c->first_ts, c->last_ts, &s, &ns, &p, &np) != 0) c->oom = true;
+    d9_json_key(j, "coverage");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < ns; i++) {
+        d9_json_object_begin(j);
+        d9_json_key(j, "source"); d9_json_string(j, s[i].name);
+        d9_json_key(j, "partial"); d9_json_bool(j, s[i].partial);
+        d9_json_key(j, "covered_ns"); d9_json_u64(j, s[i].covered_ns);
+        d9_json_key(j, "full_ns"); d9_json_u64(j, s[i].full_ns);
+        d9_json_key(j, "no_stacks_ns"); d9_json_u64(j, s[i].no_stacks_ns);
+        d9_json_key(j, "sampled_ns"); d9_json_u64(j, s[i].sampled_ns);
+        d9_json_key(j, "paused_ns"); d9_json_u64(j, s[i].paused_ns);
+        d9_json_key(j, "changes"); d9_json_u64(j, s[i].changes);
+        d9_json_key(j, "partial_periods");
+        d9_json_array_begin(j);
+        for (size_t k = 0; k < np; k++) {
+            if (strcmp(p[k].source, s[i].name) != 0) continue;
+            d9_json_object_begin(j);
+            d9_json_key(j, "mode"); d9_json_string(j, p[k].mode);
+            d9_json_key(j, "one_in"); d9_json_u64(j, p[k].one_in);
+            d9_json_key(j, "from_ns"); d9_json_u64(j, p[k].from_ns);
+            d9_json_key(j, "to_ns"); d9_json_u64(j, p[k].to_ns);
+            d9_json_object_end(j);
+        }
+        d9_json_array_end(j);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+    free(s);
+    free(p);
 }
 
 static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
@@ -288,6 +359,7 @@ static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
         if (c->by_method[0]) printf(", %.1f %% %s", 100.0 * (double)c->by_method[0] / (double)stacks, names[0]);
         putchar('\n');
     }
+    print_coverage_text(c);
     if (t.unresolved_refs || t.undefined_pool_ids)
         printf("pool refs  %" PRIu64 " unresolved when read, %" PRIu64 " ids never defined\n",
                t.unresolved_refs, t.undefined_pool_ids);
@@ -370,6 +442,7 @@ static void print_json(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     d9_json_key(&j, "cfi"); d9_json_u64(&j, c->by_method[2]);
     d9_json_key(&j, "truncated"); d9_json_u64(&j, c->by_method[3]);
     d9_json_object_end(&j);
+    print_coverage_json(c, &j);
     d9_json_key(&j, "pool_refs");
     d9_json_object_begin(&j);
     d9_json_key(&j, "unresolved_when_read"); d9_json_u64(&j, t.unresolved_refs);
@@ -464,6 +537,7 @@ int d9_cmd_stats(int argc, char **argv) {
     named_free(&c.drops);
     d9_u64_set_free(&c.workers);
     d9_u64_set_free(&c.tids);
+    d9a_coverage_free(&c.coverage);
     for (size_t i = 0; c.meta && i < 2 * c.meta_n; i++) free(c.meta[i]);
     free(c.meta);
     free(c.method_of);

@@ -4,6 +4,10 @@
 #include "dial9/dial9.h"
 #include "trace_files_util.h"
 
+/* DIAL9_OVERHEAD_BUDGET_PCT: a plain decimal from 0.01 to 100, or 0 / off */
+static const char *const bad_budgets[] = {"", "abc", "-1", "1%", "1e1", "0x10", "nan", "inf", "101", "0.001",
+                                          "1.5.2", " ", "1 2"};
+
 static void expect_env_error(const char *var, const char *value) {
     setenv(var, value, 1);
     d9_config cfg;
@@ -73,6 +77,8 @@ static void test_env(void) {
     expect_env_error("DIAL9_SCHEDSTAT_RESOLUTION_US", "fast");
     expect_env_error("DIAL9_SWITCH_STACKS_PER_SEC", "0");
     expect_env_error("DIAL9_SWITCH_STACKS_PER_SEC", "lots");
+    for (size_t i = 0; i < sizeof bad_budgets / sizeof bad_budgets[0]; i++)
+        expect_env_error("DIAL9_OVERHEAD_BUDGET_PCT", bad_budgets[i]);
     expect_env_error("DIAL9_TRACE_DIR", "");
     expect_env_error("DIAL9_TRACE_CHILDREN", "maybe");
     expect_env_error("DIAL9_ADAPTER_MAX_OBJECTS", "lots");
@@ -99,6 +105,33 @@ static void test_env(void) {
     CHECK(strstr(d9_last_error(), "DIAL9_MAX_FILE_SIZE_MB") != NULL);
     unsetenv("DIAL9_MAX_FILE_SIZE_MB");
     unsetenv("DIAL9_MAX_DISK_USAGE_MB");
+}
+
+static void test_budget(void) {
+    d9_config cfg;
+    d9_config_init(&cfg);
+    CHECK(cfg.overhead_budget_pct == 1.0);
+    const struct {
+        const char *v;
+        double want;
+    } good[] = {{"1", 1.0}, {"0.5", 0.5}, {"100", 100}, {"0.01", 0.01}, {"0", 0}, {"off", 0}, {"OFF", 0}, {" 2.5 ", 2.5}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        setenv("DIAL9_OVERHEAD_BUDGET_PCT", good[i].v, 1);
+        CHECK(d9_config_from_env(&cfg) == 0);
+        CHECK(cfg.overhead_budget_pct == good[i].want);
+    }
+    unsetenv("DIAL9_OVERHEAD_BUDGET_PCT");
+    /* the expected range is in the message */
+    setenv("DIAL9_OVERHEAD_BUDGET_PCT", "1%", 1);
+    CHECK(d9_config_from_env(&cfg) == -1);
+    CHECK(strstr(d9_last_error(), "0.01 to 100") != NULL);
+    unsetenv("DIAL9_OVERHEAD_BUDGET_PCT");
+    d9_config_init(&cfg);
+    cfg.overhead_budget_pct = -3;
+    CHECK(d9_config_validate(&cfg) == -1);
+    CHECK(strstr(d9_last_error(), "overhead_budget_pct") != NULL);
+    cfg.overhead_budget_pct = 0;
+    CHECK(d9_config_validate(&cfg) == 0);
 }
 
 static void test_validate(void) {
@@ -184,6 +217,7 @@ static void test_lifecycle(void) {
 int main(void) {
     test_env();
     test_validate();
+    test_budget();
     test_lifecycle();
     return d9t_summary("recorder_config");
 }

@@ -146,6 +146,13 @@
         ? 'No worker activity (PollStart/PollEnd or WorkerPark/WorkerUnpark events) in this trace: ' + F.count(trace.counts.events) + ' events of other kinds. See Trace info.'
         : 'This trace holds no events.');
     }
+    for (const c of model.coverage) {
+      if (!c.partial) continue;
+      const parts = Object.keys(c.byMode).filter((m) => m !== 'full').map((m) => m.replace('_', ' ') + ' ' + F.duration(c.byMode[m]));
+      notes.push('Partial coverage: ' + c.source + ' was not fully recorded for ' + F.duration(c.partialNs) + ' of ' +
+        F.duration(c.coveredNs) + ' (' + parts.join(', ') + ') by the cost governor (DIAL9_OVERHEAD_BUDGET_PCT). ' +
+        'No blocking shown there means not recorded, not "no blocking"; the timeline hatches those periods.');
+    }
     banner(info.partial ? 'error' : 'warn', notes);
     P.renderSummary(model, info);
     fitSummary();

@@ -35,7 +35,7 @@ function dial9DecoderFactory() {
   /* Known schemas: which fields each kind needs, by name (type ids are local to a stream). */
   const K = {
     OTHER: 0, POLL_START: 1, POLL_END: 2, PARK: 3, UNPARK: 4, QUEUE: 5, SPAWN: 6, TERMINATE: 7,
-    WAKE: 8, CPU: 9, DUMP: 10, META: 11, CLOCK: 12, SYMBOL: 13,
+    WAKE: 8, CPU: 9, DUMP: 10, META: 11, CLOCK: 12, SYMBOL: 13, COVERAGE: 14,
   };
   const KNOWN = {
     PollStartEvent: [K.POLL_START, ['worker_id', 'task_id', 'spawn_loc', 'local_queue']],
@@ -50,6 +50,7 @@ function dial9DecoderFactory() {
     TaskDumpEvent: [K.DUMP, ['task_id', 'callchain']],
     SegmentMetadataEvent: [K.META, ['entries']],
     ClockSyncEvent: [K.CLOCK, ['realtime_ns']],
+    CoverageEvent: [K.COVERAGE, ['source', 'mode', 'one_in']], // the cost governor (docs/schemas.md)
     SymbolTableEntry: [K.SYMBOL, ['addr', 'size', 'symbol_name', 'inline_depth', 'source_file', 'source_line']],
   };
 
@@ -634,6 +635,11 @@ function dial9DecoderFactory() {
         meta.push({ ts, entries: Array.isArray(e) ? e : [] });
         return;
       }
+      case K.COVERAGE: {
+        // pooled strings are global string ids here, resolved when the trace is complete
+        coverage.push({ ts, source: idOrMinus(slot(s, 0)), mode: idOrMinus(slot(s, 1)), oneIn: num(slot(s, 2)) });
+        return;
+      }
       case K.CLOCK: {
         const r = slot(s, 0);
         clocks.push({ ts, realtimeNs: r === null ? '' : String(r) });
@@ -646,6 +652,7 @@ function dial9DecoderFactory() {
 
   let meta;
   let clocks;
+  let coverage; // CoverageEvent records: {ts, source, mode (string ids), oneIn}
 
   function storeOther(s, ts) {
     let o = other[s.name];
@@ -980,6 +987,7 @@ function dial9DecoderFactory() {
     other = {};
     meta = [];
     clocks = [];
+    coverage = [];
     schemasByName = new Map();
     originHi = 0;
     originLo = 0;
@@ -1071,6 +1079,7 @@ function dial9DecoderFactory() {
       symbols: raw.symbols,
       metadata: meta,
       clockSyncs: clocks,
+      coverage: coverage.map((c) => ({ ts: c.ts, source: strings[c.source] || '', mode: strings[c.mode] || '', oneIn: c.oneIn })),
       schemas: Array.from(schemasByName.values()),
       other,
       workers,

@@ -28,6 +28,41 @@
     return lo;
   }
 
+  /*
+   * Where the cost governor recorded a source partially (CoverageEvent, docs/schemas.md):
+   * per source, the time in each mode and the partial periods {mode, oneIn, from, to}
+   * (relative ns; the last mode lasts to the end of the trace). Segment restatements of the
+   * same mode continue a period.
+   */
+  function coverageOf(trace) {
+    const bySource = new Map();
+    const recs = (trace.coverage || []).slice().sort((a, b) => a.ts - b.ts);
+    for (const r of recs) {
+      if (!bySource.has(r.source)) bySource.set(r.source, []);
+      bySource.get(r.source).push(r);
+    }
+    const out = [];
+    for (const [source, list] of bySource) {
+      const c = { source, partial: false, partialNs: 0, coveredNs: 0, byMode: {}, periods: [] };
+      for (let i = 0; i < list.length; i++) {
+        const from = Math.max(list[i].ts, trace.timeStart);
+        const to = i + 1 < list.length ? list[i + 1].ts : trace.timeEnd;
+        if (to <= from) continue;
+        const mode = list[i].mode;
+        c.coveredNs += to - from;
+        c.byMode[mode] = (c.byMode[mode] || 0) + (to - from);
+        if (mode === 'full') continue;
+        c.partial = true;
+        c.partialNs += to - from;
+        const last = c.periods[c.periods.length - 1];
+        if (last && last.to === from && last.mode === mode && last.oneIn === list[i].oneIn) last.to = to;
+        else c.periods.push({ mode, oneIn: list[i].oneIn, from, to });
+      }
+      out.push(c);
+    }
+    return out;
+  }
+
   /* Ranges [from, to) of a table sorted by worker: worker -> {from, to}. */
   function rangesByWorker(tab) {
     const out = new Map();
@@ -231,6 +266,7 @@
 
     return {
       trace,
+      coverage: coverageOf(trace),
       groups,
       lanes,
       laneOf,
@@ -500,7 +536,7 @@
   }
 
   D9.model = {
-    wakeDelays, blockedPolls,
+    wakeDelays, blockedPolls, coverageOf,
     build, lowerBound, upperBound, spanAt, samplesIn, pollsOfTask, wakesOfTask, wakeOfPoll, runnableFrom, pollRankOf,
     nextPollOf, taskInfo, stackFrames, colorOf, schedColorOf, legendGradient, topK,
   };

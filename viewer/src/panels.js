@@ -70,7 +70,7 @@
   const POI_EMPTY = {
     sched: 'No scheduling delays recorded (no WorkerUnparkEvent with sched_wait_ns).',
     wake: 'No wakes followed by a poll of the woken task.',
-    block: 'No poll was descheduled in this trace, or no context-switch stacks were recorded (see the trace info for the active sources).',
+    block: 'No poll was descheduled in this trace, or no context-switch stacks were recorded (see the trace info for the active sources; where the cost governor paused them, the banner says so and the timeline is hatched).',
     polls: 'No polls in this trace.',
   };
   const POI_TITLE = { sched: 'run-queue wait', wake: 'from the wake to the poll it caused', block: 'poll duration (descheduled inside)', polls: 'poll duration' };

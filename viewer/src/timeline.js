@@ -313,6 +313,7 @@
       if (!this.model) return;
 
       this.drawGrid(ctx);
+      this.drawPartialCoverage(ctx);
       for (const row of this.rows) {
         const y = row.y - this.scrollY;
         if (y + row.h < 0 || y > this.h) continue;
@@ -351,6 +352,39 @@
       ctx.fillStyle = C.grid;
       const first = this.firstTick(step);
       for (let t = first; t <= this.t1; t += step) ctx.fillRect(Math.round(this.xOf(t)), 0, 1, this.h);
+    }
+
+    /* Periods the cost governor recorded partially (model.coverage): a hatched background,
+     * so an empty stretch there reads "not recorded", not "nothing happened". */
+    drawPartialCoverage(ctx) {
+      this.stats.partialCoverageDrawn = 0;
+      const cov = this.model.coverage || [];
+      ctx.save();
+      ctx.fillStyle = 'rgba(200, 120, 40, 0.10)';
+      ctx.strokeStyle = 'rgba(200, 120, 40, 0.25)';
+      for (const c of cov) {
+        for (const p of c.periods) {
+          if (p.to < this.t0 || p.from > this.t1) continue;
+          const a = Math.max(GUTTER, this.xOf(p.from)), b = Math.min(this.w, this.xOf(p.to));
+          if (b <= a) continue;
+          ctx.fillRect(a, 0, b - a, this.h);
+          ctx.beginPath();
+          ctx.rect(a, 0, b - a, this.h);
+          ctx.clip();
+          ctx.beginPath();
+          for (let x = a - this.h; x < b; x += 12) {
+            ctx.moveTo(x, this.h);
+            ctx.lineTo(x + this.h, 0);
+          }
+          ctx.stroke();
+          ctx.restore();
+          ctx.save();
+          ctx.fillStyle = 'rgba(200, 120, 40, 0.10)';
+          ctx.strokeStyle = 'rgba(200, 120, 40, 0.25)';
+          this.stats.partialCoverageDrawn++;
+        }
+      }
+      ctx.restore();
     }
 
     drawGroupHeader(ctx, group, y) {

@@ -522,3 +522,38 @@ test('the synthetic runtime trace (used by the browser tests) decodes as intende
   for (let i = 0; i < tr.polls.count; i++) if (tr.polls.task[i] === 7) workersOf7.add(tr.polls.worker[i]);
   assert.deepEqual([...workersOf7].sort(), [0, 1, 2]);
 });
+
+test('CoverageEvent records: decoded with their strings, partial periods in the view model', async () => {
+  const w = new TraceWriter().header();
+  const id = declareBuiltins(w);
+  const t0 = 9000000000n;
+  w.schema(40, 'CoverageEvent', true, [['source', T.POOLED_STRING], ['mode', T.POOLED_STRING],
+    ['previous_mode', T.POOLED_STRING], ['previous_since_ns', T.VARINT], ['one_in', T.VARINT],
+    ['rate_per_s', T.VARINT], ['cost_ppm', T.VARINT], ['budget_ppm', T.VARINT]]);
+  w.stringPool([[1, 'off_cpu'], [2, 'full'], [3, 'paused'], [4, 'sampled']]);
+  w.event(id.PollStartEvent, t0, [0, 0, 1, 1]);
+  w.event(40, t0, [1, 2, 2, t0, 1, 0, 0, 10000]);            // segment start: full
+  w.event(40, t0 + 1000n, [1, 3, 2, t0, 0, 40000, 12000, 10000]); // paused
+  w.event(40, t0 + 2000n, [1, 3, 3, t0 + 1000n, 0, 40000, 12000, 10000]); // restated (new segment)
+  w.event(40, t0 + 3000n, [1, 4, 3, t0 + 1000n, 8, 20000, 8750, 10000]); // sampled 1 in 8
+  w.event(40, t0 + 4000n, [1, 2, 4, t0 + 3000n, 1, 100, 140, 10000]); // full again
+  w.event(id.PollEndEvent, t0 + 6000n, [0]);
+  const tr = D.decode(w.bytes());
+  assert.equal(tr.coverage.length, 5);
+  assert.deepEqual(tr.coverage.map((c) => c.mode), ['full', 'paused', 'paused', 'sampled', 'full']);
+  assert.equal(tr.coverage[3].source, 'off_cpu');
+  assert.equal(tr.coverage[3].oneIn, 8);
+  globalThis.window = globalThis.window || {};
+  const { createRequire } = await import('node:module');
+  createRequire(import.meta.url)('../src/model.js');
+  const cov = globalThis.window.D9.model.coverageOf(tr);
+  assert.equal(cov.length, 1);
+  const c = cov[0];
+  assert.equal(c.source, 'off_cpu');
+  assert.equal(c.partial, true);
+  // paused 1000..3000 (the restatement continues it), sampled 3000..4000, full before and after
+  assert.deepEqual(c.periods.map((p) => [p.mode, p.oneIn, p.to - p.from]), [['paused', 0, 2000], ['sampled', 8, 1000]]);
+  assert.equal(c.partialNs, 3000);
+  assert.equal(c.byMode.full, 1000 + 2000);
+  assert.equal(c.coveredNs, 6000);
+});

@@ -8,7 +8,7 @@
  *    previous_mode is the mode before it, previous_since_ns the time of the change before it,
  *    one_in agrees with the mode, the budget is the configured one; a degraded mode was
  *    recorded, the last mode is full;
- *  - `dial9 analyze --json` reports the off-CPU coverage as partial;
+ *  - `dial9 analyze --json` and `dial9 stats` report the off-CPU coverage as partial;
  *  - the recorder's own threads (dial9-*) have no switch record and no CPU sample.
  * No timing is asserted: which level the governor reaches depends on the host's speed. */
 #include <dirent.h>
@@ -180,6 +180,24 @@ static void check_analyze(const char *run) {
     CHECK(strstr(section, "\"partial\": true") != NULL || strstr(section, "\"partial\":true") != NULL);
 }
 
+/* `dial9 stats` names the partial coverage too */
+static void check_stats(const char *run) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s/dial9' stats '%s'", getenv("D9_BUILD_DIR") ? getenv("D9_BUILD_DIR") : ".", run);
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    if (!p) return;
+    char line[1024];
+    bool partial = false;
+    while (fgets(line, sizeof line, p))
+        if (strncmp(line, "coverage   off_cpu PARTIAL: ", 28) == 0) {
+            partial = true;
+            printf("stats: %s", line);
+        }
+    CHECK(pclose(p) == 0);
+    CHECK(partial);
+}
+
 int main(void) {
     CHECK(pipe(g_ping) == 0 && pipe(g_pong) == 0);
     char *dir = d9t_mkdtemp("governor");
@@ -221,6 +239,7 @@ int main(void) {
         CHECK_EQ_U64(level, D9_GOV_LEVEL_FULL);
         check_records();
         check_analyze(d9_run_dir());
+        check_stats(d9_run_dir());
         printf("switch records: %zu; records of the recorder's threads: %zu\n", t.nswitches, g_own_records);
         CHECK(t.nswitches > 0);
         CHECK_EQ_U64(g_own_records, 0);

@@ -13,41 +13,7 @@
 #include "sources/fp_unwind.h"
 #include "sources/stack_unwind.h"
 #include "sources/unwind_tables.h"
-#include "test_source_util.h"
-
-
-#if defined(__clang__)
-#define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
-#else
-#define NO_SANITIZE __attribute__((no_sanitize_address, no_sanitize_undefined))
-#endif
-
-typedef struct capture {
-    uint64_t ip, sp, bp;
-    uint32_t len, nchain;
-    uint8_t stack[D9_UNWIND_STACK_BYTES];
-    uint64_t chain[64];
-} capture;
-
-static capture g_cap;
-static int g_captured;
-
-/* Copy the caller's state as a sampler would see it right after this call returns: ip its
- * return address, sp above it, bp the caller's frame pointer; the stack from there. */
-TT_NOINLINE NO_SANITIZE static void capture_caller(void) {
-    const uint64_t *fp = __builtin_frame_address(0);
-    d9_stack_bounds b;
-    if (!d9_stack_bounds_of_self(&b)) return;
-    g_cap.ip = fp[1];
-    g_cap.sp = (uint64_t)(uintptr_t)(fp + 2);
-    g_cap.bp = fp[0];
-    uint64_t len = b.hi - g_cap.sp < sizeof g_cap.stack ? b.hi - g_cap.sp : sizeof g_cap.stack;
-    const volatile uint8_t *src = (const volatile uint8_t *)(uintptr_t)g_cap.sp;
-    for (uint64_t i = 0; i < len; i++) g_cap.stack[i] = src[i];
-    g_cap.len = (uint32_t)len;
-    g_cap.nchain = (uint32_t)d9_fp_walk(g_cap.ip, g_cap.bp, g_cap.sp, &b, g_cap.chain, 64);
-    g_captured++;
-}
+#include "test_stack_capture.h"
 
 TT_NOINLINE static int cmp_ints(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;

@@ -13,7 +13,6 @@
 #include "sinks/s3_credentials.h"
 #include "sinks/sha256.h"
 
-#define PIECE (64 * 1024)
 #define ERROR_BODY_CAP 4096        /* of an error answer: enough for <Code> and <Message> */
 #define MEM_BODY_CAP (64u << 20)   /* of a 2xx answer kept in memory (a listing page is ~300 KB) */
 #define MAX_EXTRA 8
@@ -277,32 +276,9 @@ static struct curl_slist *add_header(const d9_libcurl *c, struct curl_slist *l, 
 
 /* The hex SHA-256 of the body (a file range is read once for it). */
 static int hash_body(const d9_s3_body *b, char hex[2 * D9_SHA256_LEN + 1], char *err, size_t errlen) {
-    d9_sha256 s;
-    d9_sha256_init(&s);
-    if (b->fd < 0) {
-        d9_sha256_update(&s, b->mem, (size_t)b->length);
-    } else {
-        unsigned char *buf = malloc(PIECE);
-        if (!buf) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        for (uint64_t done = 0; done < b->length;) {
-            size_t want = b->length - done < PIECE ? (size_t)(b->length - done) : PIECE;
-            ssize_t n = pread(b->fd, buf, want, (off_t)(b->offset + done));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                snprintf(err, errlen, "read: %s", n < 0 ? strerror(errno) : "the file shrank");
-                free(buf);
-                return -1;
-            }
-            d9_sha256_update(&s, buf, (size_t)n);
-            done += (uint64_t)n;
-        }
-        free(buf);
-    }
     uint8_t digest[D9_SHA256_LEN];
-    d9_sha256_final(&s, digest);
+    if (b->fd < 0) d9_sha256_buf(b->mem, (size_t)b->length, digest);
+    else if (d9_sha256_file_range(b->fd, b->offset, b->length, digest, err, errlen) != 0) return -1;
     d9_hex(digest, sizeof digest, hex);
     return 0;
 }

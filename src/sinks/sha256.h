@@ -19,6 +19,10 @@ void d9_sha256_init(d9_sha256 *s);
 void d9_sha256_update(d9_sha256 *s, const void *data, size_t len);
 void d9_sha256_final(d9_sha256 *s, uint8_t out[D9_SHA256_LEN]);
 void d9_sha256_buf(const void *data, size_t len, uint8_t out[D9_SHA256_LEN]);
+/* The SHA-256 of `len` bytes of file `fd` from `off` (pread, 64 KiB at a time: the file
+ * offset is not moved). -1 with a message in err when it cannot be read or is shorter. */
+int d9_sha256_file_range(int fd, uint64_t off, uint64_t len, uint8_t out[D9_SHA256_LEN], char *err,
+                         size_t errlen);
 void d9_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
                     uint8_t out[D9_SHA256_LEN]);
 /* Lowercase hex (2*len chars + NUL) and standard base64 with padding. */

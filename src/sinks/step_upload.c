@@ -19,7 +19,6 @@
 #define MIB (1024ull * 1024ull)
 #define S3_MIN_PART (5 * MIB)
 #define S3_MAX_PARTS 10000u
-#define PIECE (64 * 1024)
 
 struct d9_uploader {
     d9_s3_client *s3;
@@ -93,28 +92,8 @@ void d9_uploader_free(d9_uploader *u) {
 
 /* The hex and base64 SHA-256 of a file range. */
 static int hash_range(int fd, uint64_t off, uint64_t len, char hex[65], char b64[48], char *err, size_t errlen) {
-    unsigned char *buf = malloc(PIECE);
-    if (!buf) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    d9_sha256 s;
-    d9_sha256_init(&s);
-    for (uint64_t done = 0; done < len;) {
-        size_t want = len - done < PIECE ? (size_t)(len - done) : PIECE;
-        ssize_t n = pread(fd, buf, want, (off_t)(off + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            snprintf(err, errlen, "read: %s", n < 0 ? strerror(errno) : "the file shrank while being read");
-            free(buf);
-            return -1;
-        }
-        d9_sha256_update(&s, buf, (size_t)n);
-        done += (uint64_t)n;
-    }
-    free(buf);
     uint8_t digest[D9_SHA256_LEN];
-    d9_sha256_final(&s, digest);
+    if (d9_sha256_file_range(fd, off, len, digest, err, errlen) != 0) return -1;
     d9_hex(digest, sizeof digest, hex);
     d9_base64(digest, sizeof digest, b64);
     return 0;

@@ -14,6 +14,7 @@
 #include "core/collector.h"
 #include "core/config_abi.h"
 #include "core/last_error.h"
+#include "core/own_thread_name.h"
 #include "core/run_metadata.h"
 #include "core/schedstat.h"
 #include "core/thread_buffer.h"
@@ -51,6 +52,7 @@ static recorder g_rec = {
 
 static void *background_main(void *arg) {
     recorder *r = arg;
+    d9_name_own_thread("dial9-collect");
     uint32_t max_ms = r->cfg.flush_ms, interval_ms = max_ms;
     pthread_mutex_lock(&r->wake_lock);
     while (!r->stop_requested) {
@@ -262,7 +264,6 @@ static int start(const d9_config *cfg) {
         d9_set_error("cannot start the background thread: %s", strerror(rc));
         return D9_ERR_THREAD;
     }
-    pthread_setname_np(r->thread, "dial9-collect");
     r->running = true;
     run_start_hooks(); /* tasks that exist already spawn in this run, before any poll of it */
     __atomic_store_n(&d9__active, 1, __ATOMIC_RELAXED);

@@ -12,7 +12,9 @@ static int open_schedstat(void) {
 }
 
 bool d9_schedstat_available(void) {
-    int fd = open_schedstat();
+    /* the process's file, not this thread's: the same kernel support, and no /proc entry of
+     * a thread (the recorder may start on a short-lived one: see own_thread_name.h) */
+    int fd = open("/proc/self/schedstat", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     char buf[96];
     ssize_t n = pread(fd, buf, sizeof buf, 0);

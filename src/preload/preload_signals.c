@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/own_thread_name.h"
 #include "preload.h"
 
 static const int k_signals[] = {SIGINT, SIGTERM};
@@ -72,6 +73,7 @@ static void on_fatal_signal(int sig) {
 
 static void *stopper_main(void *arg) {
     (void)arg;
+    d9_name_own_thread("dial9-signals");
     while (sem_wait(&g_stop_sem) != 0) {
     }
     int sig = atomic_load(&g_stopping);
@@ -111,7 +113,6 @@ static bool start_stopper(void) {
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) return false;
-    pthread_setname_np(th, "dial9-signals");
     g_owner_pid = getpid();
     atomic_store(&g_stopper_running, true);
     return true;

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/own_thread_name.h"
 #include "sinks/run_claim.h"
 #include "sinks/step_compress.h"
 #include "sinks/step_symbolize.h"
@@ -125,6 +126,7 @@ static void adopt_leftovers(d9_pipeline *p) {
 
 static void *worker_main(void *arg) {
     d9_pipeline *p = arg;
+    d9_name_own_thread("dial9-pipeline");
     pthread_mutex_lock(&p->lock);
     /* Under the lock: a stop that came first has already asked for normal priority. */
     if (!p->stopping) lower_priority();
@@ -252,7 +254,6 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
         free(p);
         return NULL;
     }
-    pthread_setname_np(p->thread, "dial9-pipeline");
     return p;
 }
 

@@ -95,7 +95,9 @@ typedef struct perf_src {
     uint64_t last_pace, changed_at, paused_ns, started, last_note;
     uint64_t frames[D9_PERF_MAX_FRAMES];
     uint64_t user[D9_PERF_MAX_FRAMES];
-    d9_unwind_tables *tables;  /* during a drain: the process's unwind tables, locked */
+    d9_unwind_tables *tables;  /* during a drain: the process's unwind tables, locked ... */
+    bool tables_tried;         /* ... once the drain met a sample to unwind (a drain without
+                                * one, such as the last of a short program, reads no ELF file) */
     /* the cost governor (cost_governor.h) */
     bool governed;
     double budget_ns_per_s;
@@ -503,6 +505,10 @@ static uint32_t clean_chain(perf_src *s, const sample_view *v, uint8_t *method) 
         .nchain = nuser,
     };
     d9_stack_method m = D9_STACK_TRUNCATED;
+    if (!s->tables_tried) {
+        s->tables_tried = true;
+        s->tables = d9_unwind_tables_acquire();
+    }
     if (s->tables) {
         n += d9_unwind_user_stack(s->tables, &in, s->frames + n, D9_PERF_MAX_FRAMES - n, &m);
     } else { /* no tables (out of memory): the chain as the kernel gave it */
@@ -736,7 +742,8 @@ static void source_collect(d9_source *src, d9_src_batch *out) {
     perf_src *s = src->ctx;
     refresh_tids(s);
     s->out = out;
-    s->tables = UNWIND_SAMPLES ? d9_unwind_tables_acquire() : NULL;
+    s->tables = NULL;
+    s->tables_tried = !UNWIND_SAMPLES; /* acquired by the first sample that needs them */
     for (int c = 0; c < s->ncpu; c++) {
         switch_ctx x = {s, c};
         d9_perf_ring_drain(&s->swrings[c], on_switch_record, &x);

@@ -17,9 +17,13 @@ REQUEST_TRAMPOLINE(connect_trampoline, uv_connect_t, uv_connect_cb)
 REQUEST_TRAMPOLINE(udp_send_trampoline, uv_udp_send_t, uv_udp_send_cb)
 
 /* Track request `req` of `loop` with completion callback `cb`; false: pass it through (also
- * when libuv forwards an already swapped callback to itself: uv_write calls uv_write2). */
+ * when libuv forwards an already swapped callback to itself: uv_write calls uv_write2).
+ * While nothing records, a request is not tracked at all (one predicted branch): it lives
+ * for one round trip, so one submitted before a start is simply not in that run, and the
+ * table's locks and entries are not paid per write by a program that is not recording. */
 static bool track_request(const void *req, const uv_loop_t *loop, d9a_fn cb,
                           const d9_loc *explicit_loc, d9a_fn trampoline) {
+    if (!D9__ACTIVE()) return false;
     if (!req || !cb || cb == trampoline || !d9a_loop_recorded(loop)) return false;
     d9a_object o = {.loop = loop};
     o.fn[UV_REQ_DONE] = cb;

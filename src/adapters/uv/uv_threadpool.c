@@ -116,11 +116,13 @@ static const d9_loc *op_location(const d9_loc *_Atomic *cache, const char *name)
     return l;
 }
 
-/* Start tracking a pool request whose work function libuv provides. False: pass through. */
+/* Start tracking a pool request whose work function libuv provides. False: pass through
+ * (always while nothing records: see track_request in uv_requests.c). */
 static bool pool_request_begin(pool_submit *p, const uv_loop_t *loop, const void *req,
                                struct uv__work *w, d9a_fn cb, d9a_fn done_trampoline,
                                const d9_loc *explicit_loc, const d9_loc *op_loc,
                                work_fn trampoline) {
+    if (!D9__ACTIVE()) return false;
     if (!req || !cb || !d9a_loop_recorded(loop)) return false;
     if ((d9a_fn)cb == done_trampoline) return false; /* libuv forwarding to itself */
     d9a_object o = {.loop = loop};
@@ -306,7 +308,7 @@ static void after_work_trampoline(uv_work_t *req, int status) {
 D9A_EXPORT int uv_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work_cb,
                              uv_after_work_cb after_work_cb) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
-    if (!req || !work_cb || work_cb == work_trampoline || !d9a_loop_recorded(loop))
+    if (!D9__ACTIVE() || !req || !work_cb || work_cb == work_trampoline || !d9a_loop_recorded(loop))
         return D9A_REAL(uv_queue_work)(loop, req, work_cb, after_work_cb);
     d9a_object o = {.loop = loop};
     o.fn[UV_REQ_POOL] = (d9a_fn)work_cb;

@@ -33,7 +33,7 @@ static uv_async_t async;
 static uv_tcp_t server, client, peer;
 static uv_connect_t connect_req;
 static uv_write_t write_req;
-static uv_work_t work_req;
+static uv_work_t work_req, early_work_req;
 static uv_fs_t stat_req;
 static char read_buf[64];
 
@@ -43,8 +43,8 @@ static int tag_timer, tag_idle, tag_prepare, tag_check, tag_async, tag_server, t
 
 static struct {
     int timer, idle, prepare, check, async, connection, connect, write, alloc, read, close;
-    int after_work, stat, reuse, early;
-    atomic_int work;
+    int after_work, stat, reuse, early, early_after_work;
+    atomic_int work, early_work;
     int bad; /* a callback got another object, or its data changed */
 } n;
 static atomic_long work_tid;
@@ -95,6 +95,18 @@ static void on_reuse_closed(uv_handle_t *h) {
 static void on_reuse_timer(uv_timer_t *h) {
     n.reuse++;
     uv_close((uv_handle_t *)h, on_reuse_closed);
+}
+
+/* Submitted before the recorder: a request is not tracked while nothing records (so that an
+ * idle program pays nothing per request); its callbacks run, and it is not in the run. */
+static void on_early_work(uv_work_t *req) {
+    (void)req;
+    atomic_fetch_add(&n.early_work, 1);
+}
+
+static void on_early_after_work(uv_work_t *req, int status) {
+    if (req != &early_work_req || status != 0) n.bad++;
+    n.early_after_work++;
 }
 
 /* Started before the recorder: its task spawns when the run starts. */
@@ -272,6 +284,7 @@ int main(void) {
     CHECK(d9_uv_instrument(&loop, LOOP_NAME) == 0);
     uv_timer_init(&loop, &early);
     uv_timer_start(&early, on_early, 1, 0);
+    CHECK(uv_queue_work(&loop, &early_work_req, on_early_work, on_early_after_work) == 0);
     CHECK(d9_start(&cfg) == 0);
     long loop_tid = tid();
 
@@ -293,6 +306,8 @@ int main(void) {
     CHECK_EQ_U64(n.close, 8); /* timer idle async peer client server prepare check */
     CHECK_EQ_U64(n.reuse, 2 * N_REUSE);
     CHECK_EQ_U64(n.early, 1);
+    CHECK_EQ_U64(atomic_load(&n.early_work), 1);
+    CHECK_EQ_U64(n.early_after_work, 1);
     CHECK(n.prepare > 0 && n.check > 0);
     CHECK(atomic_load(&work_tid) != 0 && atomic_load(&work_tid) != loop_tid);
 
@@ -363,6 +378,9 @@ int main(void) {
     /* a handle registered before the recorder started spawns when the run starts */
     at_check_polls(&t, "on_early", &early, n.early, LOOP_NAME);
     CHECK_EQ_U64(at_spawns(&t, at_task(&t, &early), "on_early"), 1);
+    /* a request submitted before the start is not in the run (not tracked while idle) */
+    CHECK_EQ_U64(at_polls(&t, "on_early_after_work", 0), 0);
+    CHECK_EQ_U64(at_polls(&t, "on_early_work", 0), 0);
 
     /* wakes: the pool's and the async sender's come from no task; reading, accepting sockets
      * are woken by the poller each time */

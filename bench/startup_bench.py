@@ -4,7 +4,10 @@ under `dial9 run -q`, and with the shim alone in LD_PRELOAD (what the recorder c
 the CLI's fork and summary), interleaved, and prints the median wall time of each and the
 median extra time over plain. It prints numbers, never a verdict.
 
-    bench/startup_bench.py BUILD_DIR [--runs N] [-- CMD ARGS...]
+    bench/startup_bench.py BUILD_DIR [--runs N] [--short] [--before OTHER_BUILD_DIR] [-- CMD ARGS...]
+
+--before adds the same two variants from another build (say, main before a change), interleaved
+with this one's, so that both see the same load. --short (CI): 15 runs each.
 """
 import argparse
 import os
@@ -31,20 +34,28 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build_dir")
     ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--short", action="store_true", help="15 runs each (CI)")
+    ap.add_argument("--before", metavar="OTHER_BUILD_DIR", help="also time this build's dial9 and shim")
     ap.add_argument("cmd", nargs="*", default=["/bin/true"])
     a = ap.parse_args()
-    dial9 = os.path.join(a.build_dir, "dial9")
-    shim = os.path.join(a.build_dir, "libdial9-preload.so")
+    if a.short:
+        a.runs = 15
     cmd = a.cmd or ["/bin/true"]
     work = tempfile.mkdtemp(prefix="d9-startup-")
     try:
         base_env = dict(os.environ)
-        shim_env = dict(base_env, LD_PRELOAD=shim, DIAL9_TRACE_DIR=os.path.join(work, "shim"))
-        variants = {
-            "plain": (cmd, base_env),
-            "dial9 run -q": ([dial9, "run", "-q", "-d", os.path.join(work, "run"), "--"] + cmd, base_env),
-            "LD_PRELOAD shim": (cmd, shim_env),
-        }
+        variants = {"plain": (cmd, base_env)}
+        builds = [("", a.build_dir)] + ([(" (before)", a.before)] if a.before else [])
+        for tag, build in builds:
+            dial9 = os.path.join(build, "dial9")
+            shim = os.path.join(build, "libdial9-preload.so")
+            for f in (dial9, shim):
+                if not os.path.exists(f):
+                    sys.exit(f"startup_bench: {f} is missing (build first)")
+            shim_env = dict(base_env, LD_PRELOAD=shim, DIAL9_TRACE_DIR=os.path.join(work, "shim"))
+            variants["dial9 run -q" + tag] = (
+                [dial9, "run", "-q", "-d", os.path.join(work, "run"), "--"] + cmd, base_env)
+            variants["LD_PRELOAD shim" + tag] = (cmd, shim_env)
         times = {k: [] for k in variants}
         for _ in range(3):  # warm the page cache
             for argv, env in variants.values():
@@ -61,13 +72,13 @@ def main():
         for col, name in ((0, "wall time, start to exit"), (1, "CPU time (user+sys, all threads)")):
             plain = statistics.median(t[col] for t in times["plain"])
             print(f"\n{name}")
-            print(f"{'variant':<18} {'median ms':>10} {'p10':>8} {'p90':>8} {'extra vs plain':>15}")
+            print(f"{'variant':<27} {'median ms':>10} {'p10':>8} {'p90':>8} {'extra vs plain':>15}")
             for k, v in times.items():
                 v = sorted(t[col] for t in v)
                 med = statistics.median(v)
                 p10, p90 = v[len(v) // 10], v[len(v) * 9 // 10]
                 extra = "" if k == "plain" else f"{med - plain:+.2f} ms"
-                print(f"{k:<18} {med:>10.2f} {p10:>8.2f} {p90:>8.2f} {extra:>15}")
+                print(f"{k:<27} {med:>10.2f} {p10:>8.2f} {p90:>8.2f} {extra:>15}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

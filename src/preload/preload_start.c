@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "preload.h"
+#include "sources/sources.h"
 
 enum { IDLE, STARTING, DONE };
 
@@ -82,8 +83,11 @@ void d9p_start_forget_after_fork(void) {
     atomic_store(&g_state, IDLE);
 }
 
-/* Registered before main: runs after the program's own exit handlers and the recorder's. */
+/* Registered before main: runs after the program's own exit handlers and the recorder's. A
+ * start still in progress skips the kernel sources it has not reached (sources.h): a program
+ * that ends this soon has nothing left for them to observe. */
 static void at_exit(void) {
+    d9_sources_process_ending();
     if (d9p_start_wait(2000)) d9_stop();
 }
 

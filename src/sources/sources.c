@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,7 +31,16 @@ __attribute__((constructor)) static void install_register_hook(void) {
     d9_thread_register_hook = on_thread_register;
 }
 
+static _Atomic bool g_process_ending;
+
+void d9_sources_process_ending(void) { atomic_store(&g_process_ending, true); }
+
+static bool process_ending(void) { return atomic_load(&g_process_ending); }
+
+#define ENDING_NOTE "not started: the program was ending before the recorder's start reached it"
+
 static void forget_in_child(void) {
+    atomic_store(&g_process_ending, false);
     d9_timer_sampler_forget_after_fork();
     d9_unwind_tables_forget_after_fork();
     d9_task_dumps_stop();
@@ -82,6 +92,7 @@ static void start_cpu_profile(const d9_config *cfg, d9_collector *c, const d9_ho
         d9_collector_note_source(c, "cpu_profile", false, "disabled by configuration");
         return;
     }
+
     if (perf_tried && perf && rep->cpu_err == 0) {
         snprintf(detail, sizeof detail, "perf cpu-clock, %u Hz, %s, %d CPU rings of %u KiB", cfg->cpu_sample_hz,
                  rep->kernel_frames ? "kernel and user frames"
@@ -121,6 +132,11 @@ static void note_schedule_profile(const d9_config *cfg, d9_collector *c, const d
     if (!cfg->schedule_profile) {
         d9_collector_note_source(c, "off_cpu", false, "disabled by configuration");
         d9_collector_note_source(c, "switch_stacks", false, "disabled by configuration");
+        return;
+    }
+    if (stacks_probe == -ECANCELED) {
+        d9_collector_note_source(c, "off_cpu", false, ENDING_NOTE);
+        d9_collector_note_source(c, "switch_stacks", false, ENDING_NOTE);
         return;
     }
     if (perf && rep->switch_err == 0) {
@@ -182,7 +198,12 @@ void d9_sources_start(const d9_config *cfg, d9_collector *c) {
     note_host(c, &caps);
 
     /* Context-switch stacks are trusted only after the kernel showed it delivers them. */
-    int stacks_probe = cfg->schedule_profile ? d9_perf_probe_switch_stacks() : -ENOENT;
+    bool ending = process_ending();
+    int stacks_probe = !cfg->schedule_profile ? -ENOENT : ending ? -ECANCELED : d9_perf_probe_switch_stacks();
+    if (!ending && process_ending()) { /* the probe sleeps: the program may have ended meanwhile */
+        ending = true;
+        if (cfg->schedule_profile) stacks_probe = -ECANCELED;
+    }
     d9_perf_request req = {
         .cpu_profile = cfg->cpu_profile && cfg->sampler != D9_SAMPLER_TIMER,
         .hz = cfg->cpu_sample_hz,
@@ -195,11 +216,12 @@ void d9_sources_start(const d9_config *cfg, d9_collector *c) {
     };
     d9_perf_report rep;
     memset(&rep, 0, sizeof rep);
-    bool perf_tried = req.cpu_profile || req.switches || req.switch_stacks;
+    bool perf_tried = !ending && (req.cpu_profile || req.switches || req.switch_stacks);
     d9_source *perf = perf_tried ? add_or_close(c, d9_perf_source_open(&req, &rep)) : NULL;
 
     note_governor(cfg, c, perf && rep.switch_err == 0);
-    start_cpu_profile(cfg, c, &caps, req.cpu_profile, &rep, perf);
+    if (ending && cfg->cpu_profile) d9_collector_note_source(c, "cpu_profile", false, ENDING_NOTE);
+    else start_cpu_profile(cfg, c, &caps, req.cpu_profile, &rep, perf);
     note_schedule_profile(cfg, c, &caps, stacks_probe, &rep, perf);
 
     d9_collector_set_dump_unwinder(c, d9_task_dump_unwind);

@@ -19,6 +19,10 @@ if [ -x build/bench/d9_bench ]; then
   step "benchmark (short mode)"
   build/bench/d9_bench --short
 fi
+if [ -x build/dial9 ] && [ -f build/libdial9-preload.so ]; then
+  step "start-up cost (short mode)"
+  python3 bench/startup_bench.py build --short
+fi
 if [ -f viewer/package.json ]; then
   step "viewer tests"
   scripts/test-viewer.sh

@@ -42,6 +42,9 @@ static void symbolize_usage(FILE *out) {
             "Name the callchain addresses of CPU samples and task dumps, using the memory maps\n"
             "recorded in each file: modules are found by build id at their recorded path, then\n"
             "in /usr/lib/debug/.build-id, then in the --debug-dir directories%s.\n"
+            "Stripped modules take symbols and DWARF from their separate debug file: by build\n"
+            "id or .gnu_debuglink (CRC checked) under /usr/lib/debug (DIAL9_DEBUG_FILE_DIRS:\n"
+            "other roots, ':'-separated) and the --debug-dir directories.\n"
             "Names go into SymbolTableEntry events appended to each file (addresses the file\n"
             "already names are skipped); .bin.gz files get a new gzip member. Addresses nothing\n"
             "can name are written as module+0xOFFSET (OFFSET in the file).\n"
@@ -341,6 +344,11 @@ static void note_missing(const char *path, const char *build_id, void *ctx) {
             path, build_id[0] ? " (build id " : " (no build id", build_id, ")", slash ? slash + 1 : path);
 }
 
+static void note_debug_file(const char *path, const char *note, void *ctx) {
+    (void)ctx;
+    fprintf(stderr, "dial9 symbolize: note: %s: %s\n", path, note);
+}
+
 static bool has_suffix(const char *s, const char *suffix) {
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && strcmp(s + n - m, suffix) == 0;
@@ -434,6 +442,7 @@ static bool symbolize_path(run *rn, const char *path, const char *out_path) {
         fprintf(stderr, "dial9 symbolize: %s: note: the file records no memory maps (MemoryMapEvent): "
                         "its user-space addresses cannot be named\n", path);
     d9_symbolizer_missing_modules(rn->sym, note_missing, NULL);
+    d9_symbolizer_module_notes(rn->sym, note_debug_file, NULL);
     const char *knote = d9_symbolizer_kernel_note(rn->sym);
     if (knote[0]) fprintf(stderr, "dial9 symbolize: %s: note: %s\n", path, knote);
 

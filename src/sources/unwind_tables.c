@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sources/cfi_unwind.h"
+#include "symbols/debug_file.h"
 #include "symbols/elf_image.h"
 
 /* .eh_frame_hdr: version 1, then the encodings of eh_frame_ptr, fde_count and the table.
@@ -168,20 +169,34 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
-/* The object's .debug_frame from its file, when the file is the loaded object (same build
- * id; an object without one is trusted by path) and has the section. */
-static void read_debug_frame(d9_unwind_object *o, const char *path, const char *build_id) {
-    if (!path[0] || path[0] == '[') return;
-    d9_elf_image img;
-    char err[128];
-    if (d9_elf_open_path(&img, path, err, sizeof err) != 0) return;
+static bool copy_debug_frame(d9_unwind_object *o, const d9_elf_image *img) {
     d9_elf_section s;
     const uint8_t *data;
-    if (strcmp(img.build_id, build_id) == 0 && d9_elf_find_section(&img, ".debug_frame", &s) && s.size > 0 &&
-        s.size <= MAX_COPY_BYTES && (data = d9_elf_section_data(&img, &s)) && (o->dbg = malloc(s.size))) {
-        memcpy(o->dbg, data, s.size);
-        o->dbg_len = s.size;
-        if (!d9_cfi_index_debug_frame(o)) o->dbg_len = 0;
+    if (!d9_elf_find_section(img, ".debug_frame", &s) || s.size == 0 || s.size > MAX_COPY_BYTES ||
+        !(data = d9_elf_section_data(img, &s)) || !(o->dbg = malloc(s.size)))
+        return false;
+    memcpy(o->dbg, data, s.size);
+    o->dbg_len = s.size;
+    if (!d9_cfi_index_debug_frame(o)) o->dbg_len = 0;
+    return true;
+}
+
+/* The object's .debug_frame from its file, when the file is the loaded object (same build
+ * id; an object without one is trusted by path) and has the section; else from its separate
+ * debug file (a stripped library's -dbgsym package: debug_file.h), same link-time addresses. */
+static void read_debug_frame(d9_unwind_object *o, const char *path, const char *build_id) {
+    if (!path[0] || path[0] == '[') return;
+    d9_elf_image img, dbg;
+    char err[128];
+    if (d9_elf_open_path(&img, path, err, sizeof err) != 0) return;
+    if (strcmp(img.build_id, build_id) == 0 && !copy_debug_frame(o, &img)) {
+        size_t nroots;
+        const char *const *roots = d9_debug_roots(&nroots);
+        d9_debug_found found;
+        if (d9_debug_file_find(path, build_id, &img, roots, nroots, ".debug_frame", &dbg, &found, NULL, 0)) {
+            copy_debug_frame(o, &dbg);
+            d9_elf_close(&dbg);
+        }
     }
     d9_elf_close(&img);
 }

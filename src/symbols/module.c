@@ -1,12 +1,13 @@
 #include "symbols/module.h"
 
+#include "symbols/debug_file.h"
+
 #include <elf.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define SYSTEM_DEBUG_DIR "/usr/lib/debug"
 #define PAGE_MASK_4K (~(uint64_t)0xfff)
 
 /* A loadable file carries its executable segment's bytes; a separate debug file keeps the
@@ -51,7 +52,8 @@ static bool try_debug(d9_module *m, const char *file) {
         return false;
     }
     m->have_debug = true;
-    if (!m->elf_path) m->elf_path = strdup(file);
+    free(m->debug_path);
+    m->debug_path = strdup(file);
     return true;
 }
 
@@ -76,8 +78,12 @@ static void find_binary(d9_module *m, const d9_module_search *s) {
         if (try_binary(m, p, "debug-dir build-id")) return;
     }
     if (s->system_debug_dir) {
-        build_id_path(p, sizeof p, SYSTEM_DEBUG_DIR, "/.build-id", bid, "");
-        if (try_binary(m, p, "build-id")) return;
+        size_t nroots;
+        const char *const *roots = d9_debug_roots(&nroots);
+        for (size_t i = 0; i < nroots; i++) {
+            build_id_path(p, sizeof p, roots[i], "/.build-id", bid, "");
+            if (try_binary(m, p, "build-id")) return;
+        }
     }
     if (s->backend && s->backend->find_elf) {
         char *f = s->backend->find_elf(s->backend->ctx, bid, m->path);
@@ -87,19 +93,37 @@ static void find_binary(d9_module *m, const d9_module_search *s) {
     }
 }
 
-static void find_debug(d9_module *m, const d9_module_search *s) {
+/* The separate debug file (docs/symbols.md): by build id and .gnu_debuglink under the system's
+ * debug roots (DIAL9_DEBUG_FILE_DIRS, else /usr/lib/debug) and the user's directories, then
+ * the user's directories' "DIR/xx/yyyy.debug". `want`: the section it must bring. */
+static void find_debug(d9_module *m, const d9_module_search *s, const char *want) {
+    const char *roots[D9_DEBUG_ROOTS_MAX + 32];
+    size_t n = 0;
+    if (s->system_debug_dir) {
+        size_t nsys;
+        const char *const *sys = d9_debug_roots(&nsys);
+        for (size_t i = 0; i < nsys; i++) roots[n++] = sys[i];
+    }
+    for (size_t i = 0; i < s->debug_dir_count && n < sizeof roots / sizeof roots[0]; i++) roots[n++] = s->debug_dirs[i];
+    d9_debug_found found;
+    if (d9_debug_file_find(m->path, m->build_id, m->have_binary ? &m->binary : NULL, roots, n, want, &m->debug,
+                           &found, m->note, sizeof m->note)) {
+        m->have_debug = true;
+        m->debug_path = strdup(found.path);
+        m->note[0] = 0;
+        snprintf(m->debug_how, sizeof m->debug_how, "%s", found.how);
+        return;
+    }
     char p[PATH_MAX];
     const char *bid = m->build_id;
     if (!bid[0] || strlen(bid) < 4) return;
-    if (s->system_debug_dir) {
-        build_id_path(p, sizeof p, SYSTEM_DEBUG_DIR, "/.build-id", bid, ".debug");
-        if (try_debug(m, p)) return;
-    }
     for (size_t i = 0; i < s->debug_dir_count; i++) {
-        build_id_path(p, sizeof p, s->debug_dirs[i], "/.build-id", bid, ".debug");
-        if (try_debug(m, p)) return;
         build_id_path(p, sizeof p, s->debug_dirs[i], "", bid, ".debug");
-        if (try_debug(m, p)) return;
+        if (try_debug(m, p)) {
+            m->note[0] = 0;
+            snprintf(m->debug_how, sizeof m->debug_how, "build-id");
+            return;
+        }
     }
 }
 
@@ -131,12 +155,22 @@ d9_module *d9_module_load(const char *path, const char *build_id, const d9_modul
     } else {
         find_binary(m, s);
     }
-    /* A stripped binary keeps only .dynsym: look for its debug file's .symtab too. */
-    if (!m->have_binary || !has_section(&m->binary, ".symtab")) find_debug(m, s);
+    /* A stripped binary keeps only .dynsym: look for its debug file's .symtab too; one with
+     * symbols but no DWARF, for file:line when a backend reads DWARF. */
+    if (!m->have_binary || !has_section(&m->binary, ".symtab")) find_debug(m, s, ".symtab");
+    else if (s->backend && !has_section(&m->binary, ".debug_info")) find_debug(m, s, ".debug_info");
     if (!m->have_binary && m->have_debug) snprintf(m->where, sizeof m->where, "debug file only");
     else if (m->have_binary && m->have_debug) {
         size_t n = strlen(m->where);
-        snprintf(m->where + n, sizeof m->where - n, "+debug");
+        snprintf(m->where + n, sizeof m->where - n, "+debug (%s)", m->debug_how);
+    }
+    /* The backend reads DWARF from the debug file when the binary has none. */
+    if (m->have_debug && (!m->have_binary || !has_section(&m->binary, ".debug_info")) &&
+        has_section(&m->debug, ".debug_info") && m->debug_path) {
+        free(m->elf_path);
+        m->elf_path = strdup(m->debug_path);
+    } else if (!m->elf_path && m->debug_path) {
+        m->elf_path = strdup(m->debug_path);
     }
     m->found = m->have_binary || m->have_debug;
     if (m->found) load_symbols(m);
@@ -151,6 +185,7 @@ void d9_module_free(d9_module *m) {
     free(m->path);
     free(m->build_id);
     free(m->elf_path);
+    free(m->debug_path);
     free(m);
 }
 

@@ -1,7 +1,8 @@
 /* One mapped file of a traced process, found again by path and build id: where its ELF is
- * (the recorded path if the build id matches, then /usr/lib/debug/.build-id, then the debug
- * directories the user gave, then the backend, e.g. debuginfod), how to turn a mapped address
- * into an address of that file, and its code symbols. */
+ * (the recorded path if the build id matches, then the debug roots' .build-id, then the debug
+ * directories the user gave, then the backend, e.g. debuginfod), its separate debug file when
+ * the ELF is stripped (debug_file.h), how to turn a mapped address into an address of that
+ * file, and its code symbols. */
 #ifndef D9_SYMBOLS_MODULE_H
 #define D9_SYMBOLS_MODULE_H
 
@@ -16,7 +17,7 @@
 typedef struct d9_module_search {
     const char *const *debug_dirs; /* searched by build id, basename and path */
     size_t debug_dir_count;
-    bool system_debug_dir;         /* /usr/lib/debug/.build-id/xx/yyyy.debug */
+    bool system_debug_dir;         /* the system's debug roots (debug_file.h): build id, .gnu_debuglink */
     const char *vdso_build_id;     /* this process's vDSO, usable for "[vdso]" when it matches */
     const void *vdso_image;
     size_t vdso_size;
@@ -32,7 +33,10 @@ typedef struct d9_module {
     d9_elf_image debug;     /* a separate debug file, when found and needed for symbols */
     bool have_binary, have_debug;
     d9_elf_symtab syms;
+    char *debug_path;       /* the separate debug file, when found */
+    char debug_how[16];     /* "build-id" / "debuglink" */
     char where[64];         /* how it was found, for reports: "path", "build-id", ... */
+    char note[512];         /* debug files of another build that were passed over ("" none) */
 } d9_module;
 
 /* Find and load the module; never fails (found says whether an ELF was found). */

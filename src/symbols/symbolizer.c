@@ -16,7 +16,7 @@
 
 typedef struct cached {
     d9_module *m;
-    bool reported_missing;
+    bool reported_missing, reported_note;
 } cached;
 
 struct d9_symbolizer {
@@ -228,6 +228,18 @@ void d9_symbolizer_missing_modules(d9_symbolizer *s,
             if (s->modules[j].m != s->map_module[i] || s->modules[j].reported_missing) continue;
             s->modules[j].reported_missing = true;
             fn(s->modules[j].m->path, s->modules[j].m->build_id, ctx);
+        }
+    }
+}
+
+void d9_symbolizer_module_notes(d9_symbolizer *s, void (*fn)(const char *path, const char *note, void *ctx),
+                                void *ctx) {
+    for (size_t i = 0; i < s->nmaps; i++) {
+        if (!s->map_looked_up[i] || !s->map_module[i] || !s->map_module[i]->note[0]) continue;
+        for (size_t j = 0; j < s->nmodules; j++) {
+            if (s->modules[j].m != s->map_module[i] || s->modules[j].reported_note) continue;
+            s->modules[j].reported_note = true;
+            fn(s->modules[j].m->path, s->modules[j].m->note, ctx);
         }
     }
 }

@@ -28,7 +28,7 @@ typedef struct d9_sym_result {
 typedef struct d9_sym_options {
     const char *const *debug_dirs; /* extra directories to search (the CLI's --debug-dir) */
     size_t debug_dir_count;
-    bool system_debug_dir;         /* search /usr/lib/debug/.build-id */
+    bool system_debug_dir;         /* search the system's debug roots (DIAL9_DEBUG_FILE_DIRS or /usr/lib/debug) */
     const char *kallsyms_path;     /* NULL: /proc/kallsyms */
     d9_sym_backend *backend;       /* file:line and inlines; NULL for symbol names only */
 } d9_sym_options;
@@ -53,6 +53,10 @@ void d9_symbolizer_resolve(d9_symbolizer *s, uint64_t addr, uint64_t flags, d9_s
 void d9_symbolizer_missing_modules(d9_symbolizer *s, void (*fn)(const char *path, const char *build_id,
                                                                 void *ctx),
                                    void *ctx);
+/* For reports: modules used by the current maps whose debug files were passed over (another
+ * build: build id or CRC not the module's). Calls fn once per module and symbolizer. */
+void d9_symbolizer_module_notes(d9_symbolizer *s, void (*fn)(const char *path, const char *note, void *ctx),
+                                void *ctx);
 /* Why kernel addresses had no names ("" when kallsyms was used or not needed). */
 const char *d9_symbolizer_kernel_note(const d9_symbolizer *s);
 

@@ -232,8 +232,10 @@ d9_sym_backend *d9_dwarf_backend_new(const char *const *debug_dirs, size_t debug
         return NULL;
     }
     b->dw = dw;
-    /* elfutils' search path: "-" (no CRC check of debuglink files), ".debug" next to the
-     * file, the system directory, then ours (each also searched under .build-id/). */
+    /* elfutils' search path: "+" (check the CRC of debuglink files: a debug file of another
+     * build is never used, as in debug_file.c), ".debug" next to the file, the system
+     * directory, then ours (each also searched under .build-id/). The symbolizer gives the
+     * debug file itself when it found one (module.c); this search is for what it did not. */
     size_t len = 64;
     for (size_t i = 0; i < debug_dir_count; i++) len += strlen(debug_dirs[i]) + 1;
     b->debuginfo_path = malloc(len);
@@ -242,7 +244,7 @@ d9_sym_backend *d9_dwarf_backend_new(const char *const *debug_dirs, size_t debug
         *why = "out of memory";
         return NULL;
     }
-    strcpy(b->debuginfo_path, "-:.debug:/usr/lib/debug");
+    strcpy(b->debuginfo_path, "+:.debug:/usr/lib/debug");
     for (size_t i = 0; i < debug_dir_count; i++) {
         strcat(b->debuginfo_path, ":");
         strcat(b->debuginfo_path, debug_dirs[i]);

@@ -7,7 +7,10 @@
  *     (perf CPU-clock samples of memcpy, qsort and mutex/poll waits of this process), and
  *     what that is at the defaults (500 switch stacks/s + 99 Hz on 4 threads);
  *  3. bytes per sample on disk: CPU samples (the same work recorded with and without the
- *     profile) and context-switch stacks (their stack pools, from the trace).
+ *     profile) and context-switch stacks (their stack pools, from the trace);
+ *  4. the total at the defaults: rate x (kernel copy + background unwinding), against 0.5 %.
+ * Section 2 also unwinds the same samples over 512..4096 bytes of their copy: frames
+ * recovered by copy size, what the default (D9_UNWIND_STACK_BYTES) is chosen by.
  * Prints numbers; never a pass/fail test. `--short` for a quick run. */
 #include <dlfcn.h>
 #include <errno.h>
@@ -43,6 +46,12 @@
      PERF_SAMPLE_CALLCHAIN)
 
 static bool g_short;
+
+/* For the total at the defaults: section 1's kernel ns per stack copy, by size index, and
+ * section 2's background ns per unwound sample at the default copy size. */
+static const int g_sizes[] = {0, 512, 1024, 2048, 4096};
+static double g_copy_ns[5] = {-1, -1, -1, -1, -1};
+static double g_unwind_ns = -1;
 
 static uint64_t ns_of(clockid_t c) {
     struct timespec ts;
@@ -130,7 +139,7 @@ static void kernel_cost(void) {
     pin_cpu0();
     g_trips = g_short ? 5000 : 20000;
     int reps = g_short ? 3 : 7;
-    static const int sizes[] = {0, 512, 1024, 2048, 4096};
+    const int *sizes = g_sizes;
     double base[9], with[5][9];
     for (int r = 0; r < reps; r++) {
         base[r] = round_trip_ns(-1);
@@ -147,6 +156,7 @@ static void kernel_cost(void) {
         qsort(with[k], (size_t)reps, sizeof with[k][0], cmp_double);
         double per_stack = (with[k][reps / 2] - b) / 2; /* two switch-outs sampled per round trip */
         if (k == 0) chain = per_stack;
+        g_copy_ns[k] = per_stack - chain;
         if (k == 0) printf("  call chain only            : %6.0f ns per stack\n", per_stack);
         else
             printf("  + regs and %4d stack bytes: %6.0f ns per stack (%+5.0f ns for the copy)\n", sizes[k], per_stack,
@@ -157,13 +167,14 @@ static void kernel_cost(void) {
 
 /* ---------------------------------------------------------------- 2. unwinding CPU */
 
-#define MAX_SAMPLES 20000
+#define MAX_SAMPLES 12000 /* 2 s at 4999 Hz; 4 KiB copies each: 50 MB */
+#define MAX_COPY 4096u /* the largest size compared; the samples are unwound over their first N bytes */
 
 typedef struct raw_sample {
     uint64_t ip, sp, bp;
     uint32_t nchain, stack_len;
     uint64_t chain[64];
-    uint8_t stack[D9_UNWIND_STACK_BYTES];
+    uint8_t stack[MAX_COPY];
 } raw_sample;
 
 static raw_sample *g_samples;
@@ -190,7 +201,7 @@ static void keep_sample(const struct perf_event_header *h, void *ctx) {
     s->bp = p[at + 1], s->sp = p[at + 2], s->ip = p[at + 3];
     at += 4;
     uint64_t size = p[at++];
-    if (size == 0 || size > D9_UNWIND_STACK_BYTES || at + size / 8 >= words) return;
+    if (size == 0 || size > MAX_COPY || at + size / 8 >= words) return;
     uint64_t dyn = p[at + size / 8];
     s->stack_len = (uint32_t)(dyn < size ? dyn : size);
     memcpy(s->stack, p + at, s->stack_len);
@@ -233,7 +244,7 @@ static void unwind_cost(void) {
 #if defined(__x86_64__)
     a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
     a.sample_regs_user = REGS_MASK;
-    a.sample_stack_user = D9_UNWIND_STACK_BYTES;
+    a.sample_stack_user = MAX_COPY;
 #endif
     a.disabled = 0;
     int fd = d9_perf_open(&a, 0, -1);
@@ -251,13 +262,34 @@ static void unwind_cost(void) {
     close(fd);
     d9_unwind_tables *t = d9_unwind_tables_acquire();
     static uint64_t out[128];
+    /* What each copy size recovers: the same samples unwound over the first N bytes of their
+     * 4 KiB copy (the kernel copies from sp up, so a smaller copy is exactly this prefix). */
+    printf("  frames recovered by copy size (%zu samples, each copied with %u bytes):\n", g_nsamples, MAX_COPY);
+    for (int k = 1; k < 5 && t; k++) {
+        uint64_t fr = 0, cfi = 0, trunc = 0;
+        for (size_t i = 0; i < g_nsamples; i++) {
+            raw_sample *s = &g_samples[i];
+            uint64_t len = s->stack_len < (uint32_t)g_sizes[k] ? s->stack_len : (uint32_t)g_sizes[k];
+            d9_unwind_input in = {.ip = s->ip, .sp = s->sp, .bp = s->bp, .stack = s->stack, .stack_len = len,
+                                  .chain = s->chain, .nchain = s->nchain};
+            d9_stack_method m;
+            fr += d9_unwind_user_stack(t, &in, out, 128, &m);
+            cfi += m == D9_STACK_CFI;
+            trunc += m == D9_STACK_TRUNCATED;
+        }
+        double n = g_nsamples ? (double)g_nsamples : 1;
+        printf("    %4d bytes: %5.2f frames a sample, complete with CFI %5.1f %%, truncated %5.1f %%%s\n", g_sizes[k],
+               (double)fr / n, 100.0 * (double)cfi / n, 100.0 * (double)trunc / n,
+               (unsigned)g_sizes[k] == D9_UNWIND_STACK_BYTES ? "  <- the default" : "");
+    }
     uint64_t frames = 0, by[4] = {0, 0, 0, 0};
     int reps = g_short ? 3 : 10;
     uint64_t c0 = ns_of(CLOCK_THREAD_CPUTIME_ID);
     for (int r = 0; r < reps; r++)
         for (size_t i = 0; i < g_nsamples; i++) {
             raw_sample *s = &g_samples[i];
-            d9_unwind_input in = {.ip = s->ip, .sp = s->sp, .bp = s->bp, .stack = s->stack, .stack_len = s->stack_len,
+            uint64_t len = s->stack_len < D9_UNWIND_STACK_BYTES ? s->stack_len : D9_UNWIND_STACK_BYTES;
+            d9_unwind_input in = {.ip = s->ip, .sp = s->sp, .bp = s->bp, .stack = s->stack, .stack_len = len,
                                   .chain = s->chain, .nchain = s->nchain};
             d9_stack_method m;
             uint32_t n = d9_unwind_user_stack(t, &in, out, 128, &m);
@@ -270,6 +302,7 @@ static void unwind_cost(void) {
             }
         }
     double per = g_nsamples ? (double)(ns_of(CLOCK_THREAD_CPUTIME_ID) - c0) / reps / (double)g_nsamples : 0;
+    if (g_nsamples) g_unwind_ns = per;
     uint64_t c1 = ns_of(CLOCK_THREAD_CPUTIME_ID);
     for (int r = 0; r < reps; r++) { /* the old path: the chain copied and checked for loops */
         for (size_t i = 0; i < g_nsamples; i++) {
@@ -315,7 +348,8 @@ static bool dw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
     (void)dwfl;
     (void)arg;
     const raw_sample *s = g_dw_sample;
-    if (addr < s->sp || s->stack_len < 8 || addr - s->sp > s->stack_len - 8) return false;
+    uint64_t len = s->stack_len < D9_UNWIND_STACK_BYTES ? s->stack_len : D9_UNWIND_STACK_BYTES;
+    if (addr < s->sp || len < 8 || addr - s->sp > len - 8) return false;
     memcpy(result, s->stack + (addr - s->sp), 8);
     return true;
 }
@@ -362,8 +396,9 @@ static void libdw_cost(void) {
             dwfl_getthread_frames(dwfl, getpid(), dw_frame, &n);
             if (r == 0 && t) { /* do both name the same frames, as far as both go? */
                 const raw_sample *sm = g_dw_sample;
+                uint64_t len = sm->stack_len < D9_UNWIND_STACK_BYTES ? sm->stack_len : D9_UNWIND_STACK_BYTES;
                 d9_unwind_input in = {.ip = sm->ip, .sp = sm->sp, .bp = sm->bp, .stack = sm->stack,
-                                      .stack_len = sm->stack_len, .chain = sm->chain, .nchain = sm->nchain};
+                                      .stack_len = len, .chain = sm->chain, .nchain = sm->nchain};
                 d9_stack_method m;
                 uint32_t k = d9_unwind_user_stack(t, &in, ours, 128, &m), same = 0;
                 while (same < k && same < n && ours[same] == g_dw_pcs[same]) same++;
@@ -509,5 +544,19 @@ int main(int argc, char **argv) {
     unwind_cost();
     printf("\n3. bytes per sample on disk (defaults, one worker, %s)\n", g_short ? "short runs" : "10 s runs");
     disk_cost();
+    printf("\n4. total CPU of stacks with unwinding at the defaults (500 switch stacks/s + 99 Hz x 4 threads)\n");
+    int def = 0;
+    for (int k = 1; k < 5; k++)
+        if ((unsigned)g_sizes[k] == D9_UNWIND_STACK_BYTES) def = k;
+    if (g_unwind_ns < 0) {
+        printf("  not measured here (perf refused)\n");
+    } else {
+        double rate = 500 + 99 * 4, copy = def && g_copy_ns[def] > 0 ? g_copy_ns[def] : 0;
+        double pct = rate * (copy + g_unwind_ns) / 1e9 * 100;
+        printf("  %.0f samples/s x (%.0f ns kernel stack copy of %u bytes + %.0f ns unwinding in the background)"
+               " = %.3f %% of one CPU (target <= 0.5 %%)%s\n",
+               rate, copy, D9_UNWIND_STACK_BYTES, g_unwind_ns, pct,
+               g_copy_ns[def] < 0 ? " (copy cost not measured: switch samples refused)" : "");
+    }
     return 0;
 }

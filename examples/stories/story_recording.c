@@ -45,10 +45,6 @@ void story_begin(int argc, char **argv, const char *about, double default_second
     if (d9_config_from_env(&cfg) != 0)
         fprintf(stderr, "story: dial9: recording disabled: %s\n", d9_last_error());
     if (out->trace_dir) cfg.trace_dir = out->trace_dir;
-    /* A story is a diagnosis session: every switch record and stack, unless the environment
-     * sets a budget. At its 8-15 k switches/s the default 1 % budget would pause the
-     * context-switch stacks the diagnosis reads (the trace would say so, as partial coverage). */
-    if (!getenv("DIAL9_OVERHEAD_BUDGET_PCT")) cfg.overhead_budget_pct = 0;
     d9_start_or_disabled(&cfg);
 }
 

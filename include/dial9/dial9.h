@@ -128,8 +128,8 @@ typedef struct d9_config {
                                  kernel ~4 us); above it they pause (docs/kernel-sources.md) */
     double overhead_budget_pct; /* DIAL9_OVERHEAD_BUDGET_PCT (default 1): the kernel sources' CPU
                                  budget, % of one CPU (0.01 to 100; 0 or "off": not governed).
-                                 Above it the context-switch source degrades (stacks paused,
-                                 intervals sampled 1 in N, paused), written in the trace as
+                                 Above it the context-switch source degrades (records and
+                                 stacks in one window of N, paused), written in the trace as
                                  CoverageEvent (docs/kernel-sources.md, "Cost governor") */
     bool task_dumps;          /* DIAL9_TASK_DUMPS (default true): stacks of suspended tasks */
     bool symbolize;           /* DIAL9_SYMBOLIZE (default true): append symbols to sealed

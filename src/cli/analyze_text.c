@@ -393,7 +393,7 @@ static void text_blocking(const d9_analyze_render *R) {
         const d9a_coverage_period *p = &r->coverage_periods[i];
         if (strcmp(p->source, "off_cpu") != 0) continue;
         if (!strcmp(p->mode, "sampled"))
-            printf("  partial: %+.3f s .. %+.3f s switch records 1 window in %u, no stacks\n", d9a_rel_s(r, p->from_ns),
+            printf("  partial: %+.3f s .. %+.3f s switch records and stacks 1 window in %u\n", d9a_rel_s(r, p->from_ns),
                    d9a_rel_s(r, p->to_ns), p->one_in);
         else
             printf("  partial: %+.3f s .. %+.3f s %s\n", d9a_rel_s(r, p->from_ns), d9a_rel_s(r, p->to_ns),

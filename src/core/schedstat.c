@@ -6,6 +6,7 @@
 bool d9_schedstat_enabled = true;
 uint64_t d9_schedstat_min_ticks;
 uint32_t d9_schedstat_run;
+uint64_t d9_schedstat_reads;
 
 static int open_schedstat(void) {
     return open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
@@ -49,6 +50,7 @@ void d9_schedstat_read(d9_thread *t, uint64_t *cpu_ns, uint64_t *wait_ns) {
     }
     char buf[96];
     ssize_t n = pread(t->schedstat_fd, buf, sizeof buf, 0);
+    __atomic_add_fetch(&d9_schedstat_reads, 1, __ATOMIC_RELAXED);
     if (n <= 0 || !parse_two(buf, buf + n, cpu_ns, wait_ns)) {
         /* The program may have closed our fd (close-all-fds daemons): reopen next time. */
         *cpu_ns = *wait_ns = D9_NS_UNKNOWN;

@@ -11,12 +11,15 @@
 extern bool d9_schedstat_enabled;
 /* A park or unpark reads schedstat only when this many ticks have passed since the thread's
  * previous read (DIAL9_SCHEDSTAT_RESOLUTION_US; 0: every time). The read costs a system call
- * (~370 ns here); skipping it bounds the error of sched_wait_ns and cpu_time_ns by the
+ * (~1 us of the thread's CPU here, d9_bench_governor); skipping it bounds the error of sched_wait_ns and cpu_time_ns by the
  * resolution: a skipped unpark ended a park shorter than it, and the busy time a read-at-unpark
  * also covers is shorter than it. Set at start in ns, refined to ticks by the collector. */
 extern uint64_t d9_schedstat_min_ticks;
 /* Bumped by each start, so a thread's first park or unpark of a recording always reads. */
 extern uint32_t d9_schedstat_run;
+
+/* Reads done by every thread so far (__atomic, relaxed): the cost governor's schedstat rate. */
+extern uint64_t d9_schedstat_reads;
 
 /* Read both numbers for the calling thread `t`; D9_NS_UNKNOWN when unavailable. */
 void d9_schedstat_read(d9_thread *t, uint64_t *cpu_ns, uint64_t *wait_ns);

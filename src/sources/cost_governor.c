@@ -2,14 +2,13 @@
 #include "sources/cost_governor.h"
 
 uint32_t d9_gov_one_in(int level) {
-    if (level <= D9_GOV_LEVEL_NO_STACKS) return 1;
+    if (level <= D9_GOV_LEVEL_FULL) return 1;
     if (level >= D9_GOV_LEVEL_PAUSED) return 0;
     return 1u << (level - D9_GOV_LEVEL_SAMPLED_FIRST + 1);
 }
 
 const char *d9_gov_mode_name(int level) {
     if (level <= D9_GOV_LEVEL_FULL) return "full";
-    if (level == D9_GOV_LEVEL_NO_STACKS) return "no_stacks";
     if (level >= D9_GOV_LEVEL_PAUSED) return "paused";
     return "sampled";
 }
@@ -20,16 +19,22 @@ bool d9_gov_window_on(int level, uint64_t now_ns) {
     return (now_ns / D9_GOV_WINDOW_NS) % n == 0;
 }
 
+static double positive(double x) { return x > 0 ? x : 0; }
+
+double d9_gov_fixed_ns(const d9_gov_input *in) {
+    return positive(in->cpu_samples_per_s) * D9_GOV_NS_CPU_SAMPLE + positive(in->schedstat_per_s) * D9_GOV_NS_SCHEDSTAT;
+}
+
 double d9_gov_estimate(const d9_gov_input *in, int level) {
-    double sw = in->switches_per_s > 0 ? in->switches_per_s : 0;
-    double ns = in->fixed_ns_per_s + sw * D9_GOV_NS_CONTEXT;
+    double sw = positive(in->switches_per_s);
+    double ns = d9_gov_fixed_ns(in) + sw * D9_GOV_NS_CONTEXT;
     uint32_t n = d9_gov_one_in(level);
-    if (n) ns += sw * D9_GOV_NS_RECORDS / n;
-    if (level == D9_GOV_LEVEL_FULL) {
+    if (n) {
         /* a stack per switch of a worker, up to the pacing's rate (workers' switches are
-         * counted as all of the process's: an upper bound) */
-        double stacks = sw < in->stacks_cap_per_s ? sw : in->stacks_cap_per_s;
-        ns += stacks * D9_GOV_NS_STACK;
+         * counted as all of the process's: an upper bound), all of it in one window of N */
+        double cap = positive(in->stacks_cap_per_s);
+        double stacks = sw < cap ? sw : cap;
+        ns += (sw * D9_GOV_NS_RECORDS + stacks * D9_GOV_NS_STACK) / n;
     }
     return ns;
 }

@@ -1,15 +1,21 @@
 /* The CPU cost governor (DIAL9_OVERHEAD_BUDGET_PCT): keeps the kernel sources' estimated cost
- * within a share of one CPU. The cost is estimated from rates measured at run time times a
- * cost per record calibrated by bench/sources/bench_governor.c on the reference VM (the table
- * below; not calibrated at start: a calibration would need a switching workload of its own at
- * every start, ~100 ms of CPU, and its answer depends on the host's load at that moment).
+ * within a share of one CPU. The cost is estimated from rates measured at run time (context
+ * switches of the process, CPU samples read, schedstat reads) times a cost per unit calibrated
+ * by bench/sources/bench_governor.c (its "parts" table; the constants below; not calibrated
+ * at start: a calibration would need a switching workload of its own at every start, ~100 ms
+ * of CPU, and its answer depends on the host's load at that moment).
  *
  * The context-switch source degrades in steps, one level index each:
- *   0 full        switch intervals and context-switch stacks
- *   1 no_stacks   switch intervals only
- *   2..6 sampled  switch intervals during one window in N (N = 2, 4, 8, 16, 32)
- *   7 paused      nothing (the perf context's floor stays: the events stay open)
- * and comes back one level at a time once the better level's estimate has stayed below
+ *   0 full        switch intervals and context-switch stacks (paced: stacks_per_sec)
+ *   1..5 sampled  intervals AND stacks during one 50 ms window in N (N = 2, 4, 8, 16, 32),
+ *                 the stacks' pacing scaled by 1/N: every part of the cost divided by N
+ *   6 paused      nothing (the perf context's floor stays: the events stay open)
+ * Stacks are not paused first: paced, they are a small share of the cost (500/s x 4.3 us =
+ * 0.2 % of a CPU against 1.4 us x every switch for the context and the records), and a stack
+ * is only worth something with the switch records around it (which switch it was, how long
+ * the thread stayed off CPU). So a recorded window keeps full fidelity and the windows thin
+ * out (docs/kernel-sources.md, "Cost governor", the numbers behind it).
+ * It comes back one level at a time once the better level's estimate has stayed below
  * D9_GOV_RECOVER_SHARE of the budget for D9_GOV_RECOVER_TICKS evaluations in a row.
  * d9_gov_step is pure (no clock, no system call) so the decisions are tested with synthetic
  * rates (tests/unit/test_source_governor.c). */
@@ -19,20 +25,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Calibrated costs, ns of CPU (kernel + collector) per unit; bench/sources/bench_governor.c
- * measures them (docs/kernel-sources.md, "Cost governor"). Per context switch of a thread of
- * the process (a switch-out and its switch-in): */
+/* Calibrated costs, ns of CPU (kernel + collector) per unit; `d9_bench_governor` measures
+ * them (its "parts" table; docs/kernel-sources.md, "Cost governor"). Per context switch of a
+ * thread of the process (a switch-out and its switch-in): */
 #define D9_GOV_NS_CONTEXT 300u   /* the perf context on the task, events enabled or not */
-#define D9_GOV_NS_RECORDS 1100u  /* two PERF_RECORD_SWITCH (kernel ~880) + reading/encoding them (~220) */
+#define D9_GOV_NS_RECORDS 1100u  /* two PERF_RECORD_SWITCH (kernel) + reading/encoding them */
 #define D9_GOV_NS_STACK 5000u    /* one context-switch call chain: kernel unwind, 2 KiB stack copy, CFI unwind */
 #define D9_GOV_NS_CPU_SAMPLE 5000u /* one CPU profile sample, likewise */
+#define D9_GOV_NS_SCHEDSTAT 1000u  /* one read of /proc/thread-self/schedstat at a park or unpark */
 
 #define D9_GOV_LEVEL_FULL 0
-#define D9_GOV_LEVEL_NO_STACKS 1
-#define D9_GOV_LEVEL_SAMPLED_FIRST 2 /* 1 in 2 */
-#define D9_GOV_LEVEL_SAMPLED_LAST 6  /* 1 in 32 */
-#define D9_GOV_LEVEL_PAUSED 7
-#define D9_GOV_LEVELS 8
+#define D9_GOV_LEVEL_SAMPLED_FIRST 1 /* 1 in 2 */
+#define D9_GOV_LEVEL_SAMPLED_LAST 5  /* 1 in 32 */
+#define D9_GOV_LEVEL_PAUSED 6
+#define D9_GOV_LEVELS 7
 
 #define D9_GOV_PERIOD_NS 250000000ull /* one evaluation per 250 ms of recording */
 #define D9_GOV_WINDOW_NS 50000000ull  /* a sampled level records one 50 ms window in N */
@@ -44,7 +50,8 @@ typedef struct d9_gov_input {
     double budget_ns_per_s;   /* DIAL9_OVERHEAD_BUDGET_PCT x 1e7; <= 0: not governed */
     double switches_per_s;    /* context switches of the process (getrusage), any level */
     double stacks_cap_per_s;  /* context-switch stacks at most (their pacing); 0 when unavailable */
-    double fixed_ns_per_s;    /* what the governor does not degrade: CPU samples x their cost */
+    double cpu_samples_per_s; /* CPU profile samples read (not degraded: DIAL9_CPU_SAMPLE_HZ fixes them) */
+    double schedstat_per_s;   /* schedstat reads (not degraded: DIAL9_SCHEDSTAT_RESOLUTION_US bounds them) */
 } d9_gov_input;
 
 typedef struct d9_gov_state {
@@ -59,9 +66,12 @@ double d9_gov_estimate(const d9_gov_input *in, int level);
  * Returns true when the level changed. */
 bool d9_gov_step(d9_gov_state *st, const d9_gov_input *in);
 
-/* 1 for full and no_stacks, N for sampled, 0 for paused. */
+/* What the sources the governor does not degrade cost (CPU samples, schedstat), ns/s. */
+double d9_gov_fixed_ns(const d9_gov_input *in);
+/* 1 for full, N for sampled, 0 for paused. */
 uint32_t d9_gov_one_in(int level);
-/* "full", "no_stacks", "sampled", "paused" (the CoverageEvent's mode). */
+/* "full", "sampled", "paused" (the CoverageEvent's mode; traces of 0.2 may also say
+ * "no_stacks", a level this governor no longer uses). */
 const char *d9_gov_mode_name(int level);
 /* In a sampled level, is the window that contains `now_ns` recorded? (the first of every N) */
 bool d9_gov_window_on(int level, uint64_t now_ns);

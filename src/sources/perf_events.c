@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/schedstat.h"
 #include "core/thread_buffer.h"
 #include "sources/cost_governor.h"
 #include "sources/perf_ring.h"
@@ -90,6 +91,8 @@ typedef struct perf_src {
     /* pacing of context-switch stacks (pace_stacks) */
     bool stacks_on;
     uint64_t stacks_seen;      /* samples read since the last pacing decision, kept or not */
+    uint64_t stacks_total;     /* ... and since start (the governor's benchmark reads it) */
+    bool stacks_window_off;    /* paused by the governor's window, not by the pacing */
     double tokens;             /* stacks that may still be taken (a token bucket) ... */
     uint32_t stacks_per_sec;   /* ... refilled at this rate, holding at most this many */
     uint64_t last_pace, changed_at, paused_ns, started, last_note;
@@ -103,7 +106,7 @@ typedef struct perf_src {
     double budget_ns_per_s;
     d9_gov_state gov;
     d9_gov_input gov_in;       /* what the last evaluation saw */
-    uint64_t gov_last, gov_since, gov_switches, gov_cpu_samples;
+    uint64_t gov_last, gov_since, gov_switches, gov_cpu_samples, gov_schedstat;
     bool switches_on;          /* the switch records' events are enabled */
     uint32_t window;           /* incremented each time they are enabled again after a gap */
     d9_perf_counters n;
@@ -112,6 +115,7 @@ typedef struct perf_src {
 /* The governor's level of the perf source opened last, for d9_perf_governor_now. */
 static _Atomic int g_gov_level;
 static _Atomic uint64_t g_gov_changes;
+static _Atomic uint64_t g_stacks_taken, g_cpu_samples_read;
 
 static uint64_t mono_now(void) {
     struct timespec ts;
@@ -359,8 +363,11 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     s->budget_ns_per_s = req->budget_pct * 1e7;
     s->gov_last = s->gov_since = s->started;
     s->gov_switches = process_switches();
+    s->gov_schedstat = __atomic_load_n(&d9_schedstat_reads, __ATOMIC_RELAXED);
     atomic_store_explicit(&g_gov_level, D9_GOV_LEVEL_FULL, memory_order_relaxed);
     atomic_store_explicit(&g_gov_changes, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_stacks_taken, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_cpu_samples_read, 0, memory_order_relaxed);
     s->base.name = "perf";
     s->base.collect = source_collect;
     s->base.segment_start = source_segment_start;
@@ -526,6 +533,7 @@ static void on_sample(perf_src *s, const struct perf_event_header *h) {
     if (kind != K_CPU && kind != K_STACKS) return;
     if (kind == K_STACKS) {
         s->stacks_seen++;
+        s->stacks_total++;
         const tid_info *ti = find_tid(s, v.tid);
         if (!ti || !ti->worker) {
             s->n.filtered++;
@@ -635,15 +643,21 @@ static void set_stacks(perf_src *s, bool on) {
  * budget, or in bursts shorter than a second's worth, gets every stack; a busy one gets every
  * stack during part of the time rather than none, at the budget on average. A state lasts at
  * least D9_STACKS_WINDOW_NS: each change is an ioctl on every event opened at start. */
-static void pace_stacks(perf_src *s, uint64_t now) {
+static void pace_stacks(perf_src *s, uint64_t now, uint32_t one_in) {
     if (!s->want[K_STACKS]) return;
-    double budget = s->stacks_per_sec;
+    double budget = (double)s->stacks_per_sec / one_in; /* a sampled level: 1/N of them */
     s->tokens += (double)(now - s->last_pace) * budget / 1e9;
     if (s->tokens > budget) s->tokens = budget;
     s->tokens -= (double)s->stacks_seen;
     if (s->tokens < -budget * (D9_STACKS_MAX_PAUSE_NS / 1e9)) s->tokens = -budget * (D9_STACKS_MAX_PAUSE_NS / 1e9);
     s->stacks_seen = 0;
     s->last_pace = now;
+    if (s->stacks_window_off) { /* the governor's window opens: stacks with the records */
+        s->stacks_window_off = false;
+        if (s->tokens > 0) set_stacks(s, true);
+        s->changed_at = now;
+        return;
+    }
     if (now - s->changed_at < D9_STACKS_WINDOW_NS) return;
     if (s->stacks_on && s->tokens <= 0) {
         set_stacks(s, false);
@@ -655,8 +669,31 @@ static void pace_stacks(perf_src *s, uint64_t now) {
     }
 }
 
+/* Stacks are taken while the switch records are (a stack is read against the switch records
+ * around it), paced within that time. */
+static void apply_stacks(perf_src *s, uint64_t now) {
+    if (!s->want[K_STACKS]) return;
+    if (s->switches_on || !s->want[K_SWITCH]) {
+        pace_stacks(s, now, s->governed && d9_gov_one_in(s->gov.level) ? d9_gov_one_in(s->gov.level) : 1);
+        return;
+    }
+    if (s->stacks_on) set_stacks(s, false);
+    if (!s->stacks_window_off) {
+        if (!s->stacks_on) s->paused_ns += now - s->changed_at; /* a pacing pause ends here */
+        s->stacks_window_off = true;
+    }
+    s->changed_at = now;
+    /* the bucket still refills (pace_stacks, at 1/N) while the window is closed */
+    double budget = s->governed && d9_gov_one_in(s->gov.level) ? (double)s->stacks_per_sec / d9_gov_one_in(s->gov.level) : 0;
+    s->tokens += (double)(now - s->last_pace) * budget / 1e9;
+    if (s->tokens > budget) s->tokens = budget;
+    s->tokens -= (double)s->stacks_seen;
+    s->stacks_seen = 0;
+    s->last_pace = now;
+}
+
 static void note_pacing(perf_src *s, uint64_t now) {
-    uint64_t paused = s->paused_ns + (s->stacks_on ? 0 : now - s->changed_at);
+    uint64_t paused = s->paused_ns + (s->stacks_on || s->stacks_window_off ? 0 : now - s->changed_at);
     if (!s->collector || !paused || now - s->last_note < 1000000000u) return;
     s->last_note = now;
     char detail[256];
@@ -708,9 +745,12 @@ static void govern(perf_src *s, d9_src_batch *out, uint64_t now) {
         s->gov_in.budget_ns_per_s = s->budget_ns_per_s;
         s->gov_in.switches_per_s = sw >= s->gov_switches ? (double)(sw - s->gov_switches) / secs : 0;
         s->gov_in.stacks_cap_per_s = s->want[K_STACKS] ? s->stacks_per_sec : 0;
-        s->gov_in.fixed_ns_per_s = (double)(s->n.cpu_samples - s->gov_cpu_samples) / secs * D9_GOV_NS_CPU_SAMPLE;
+        s->gov_in.cpu_samples_per_s = (double)(s->n.cpu_samples - s->gov_cpu_samples) / secs;
+        uint64_t reads = __atomic_load_n(&d9_schedstat_reads, __ATOMIC_RELAXED);
+        s->gov_in.schedstat_per_s = reads >= s->gov_schedstat ? (double)(reads - s->gov_schedstat) / secs : 0;
         s->gov_switches = sw;
         s->gov_cpu_samples = s->n.cpu_samples;
+        s->gov_schedstat = reads;
         s->gov_last = now;
         int before = s->gov.level;
         if (d9_gov_step(&s->gov, &s->gov_in)) {
@@ -729,6 +769,11 @@ static void govern(perf_src *s, d9_src_batch *out, uint64_t now) {
 void d9_perf_governor_now(int *level, uint64_t *changes) {
     *level = atomic_load_explicit(&g_gov_level, memory_order_relaxed);
     *changes = atomic_load_explicit(&g_gov_changes, memory_order_relaxed);
+}
+
+void d9_perf_samples_read(uint64_t *stacks, uint64_t *cpu_samples) {
+    *stacks = atomic_load_explicit(&g_stacks_taken, memory_order_relaxed);
+    *cpu_samples = atomic_load_explicit(&g_cpu_samples_read, memory_order_relaxed);
 }
 
 static void source_segment_start(d9_source *src, d9_src_batch *out) {
@@ -754,14 +799,9 @@ static void source_collect(d9_source *src, d9_src_batch *out) {
     s->out = NULL;
     uint64_t now = mono_now();
     if (s->governed) govern(s, out, now);
-    if (s->gov.level == D9_GOV_LEVEL_FULL) {
-        pace_stacks(s, now);
-    } else if (s->stacks_on) { /* the governor pauses the stacks first */
-        set_stacks(s, false);
-        s->changed_at = now;
-        s->last_pace = now;
-        s->stacks_seen = 0;
-    }
+    apply_stacks(s, now);
+    atomic_store_explicit(&g_stacks_taken, s->stacks_total, memory_order_relaxed);
+    atomic_store_explicit(&g_cpu_samples_read, s->n.cpu_samples, memory_order_relaxed);
     note_pacing(s, now);
 }
 

@@ -65,6 +65,9 @@ void d9_perf_source_counters(d9_source *s, d9_perf_counters *out);
 /* The governor's level (cost_governor.h) and its changes so far, of the perf source opened
  * last (for tests and benchmarks, which cannot reach the source itself). */
 void d9_perf_governor_now(int *level, uint64_t *changes);
+/* Context-switch stacks the kernel took (read by the collector, kept or not) and CPU samples
+ * read, since the perf source opened last (d9_bench_governor's costs per stack and sample). */
+void d9_perf_samples_read(uint64_t *stacks, uint64_t *cpu_samples);
 
 /* Does the context-switch sample event deliver samples with kernel frames on this host?
  * 0 yes, 1 it opens but stays silent, or -errno when refused. Costs ~1 ms (three short sleeps). */

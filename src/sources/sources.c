@@ -181,8 +181,9 @@ static void note_governor(const d9_config *cfg, d9_collector *c, bool switches) 
                             cfg->overhead_budget_pct);
     else
         d9_run_metadata_set(m, "governor",
-                            "budget %g%% of one CPU; off_cpu degrades (stacks paused, intervals sampled 1 in N, "
-                            "paused) above it, CoverageEvent says when",
+                            "budget %g%% of one CPU (off-CPU records and stacks, CPU samples, schedstat reads); "
+                            "off_cpu degrades (records and stacks in one window of N, then paused) above it, "
+                            "CoverageEvent says when",
                             cfg->overhead_budget_pct);
 }
 

@@ -1,9 +1,12 @@
 /* The cost governor's decisions (src/sources/cost_governor.c) on synthetic rates: no clock,
  * no kernel, so every expectation is exact.
- *  - the estimate per level follows the calibrated table;
+ *  - the estimate per level follows the calibrated table: a sampled level divides the records
+ *    and the stacks by N (both are taken in the same windows), CPU samples and schedstat reads
+ *    count at every level;
  *  - 40 k switches/s under the default 1 % budget: the first evaluation goes straight to the
  *    first level that fits (paused: the perf context's floor alone is 1.2 %), 20 k/s to
- *    sampled 1 in 8, 6 k/s to no_stacks, 3 k/s stays full;
+ *    sampled 1 in 8, 10 k/s and 6 k/s to sampled 1 in 2 (stacks kept in the windows), 3 k/s
+ *    stays full;
  *  - the way back is one level at a time, only after D9_GOV_RECOVER_TICKS calm evaluations in
  *    a row below D9_GOV_RECOVER_SHARE of the budget; a rate between that share and the budget
  *    holds the level (hysteresis), and a burst resets the count;
@@ -15,7 +18,7 @@
 
 static d9_gov_input rates(double budget, double switches) {
     d9_gov_input in = {.budget_ns_per_s = budget, .switches_per_s = switches, .stacks_cap_per_s = 500,
-                       .fixed_ns_per_s = 0};
+                       .cpu_samples_per_s = 0, .schedstat_per_s = 0};
     return in;
 }
 
@@ -23,18 +26,25 @@ static void test_estimates(void) {
     d9_gov_input in = rates(BUDGET_1PCT, 20000);
     /* full: context + records + 500 stacks/s */
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 20000.0 * (D9_GOV_NS_CONTEXT + D9_GOV_NS_RECORDS) + 500.0 * D9_GOV_NS_STACK);
-    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_NO_STACKS) == 20000.0 * (D9_GOV_NS_CONTEXT + D9_GOV_NS_RECORDS));
-    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_SAMPLED_FIRST) == 20000.0 * (D9_GOV_NS_CONTEXT + D9_GOV_NS_RECORDS / 2.0));
+    /* 1 in 2: records and stacks halved, the context whole */
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_SAMPLED_FIRST) ==
+          20000.0 * D9_GOV_NS_CONTEXT + (20000.0 * D9_GOV_NS_RECORDS + 500.0 * D9_GOV_NS_STACK) / 2);
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_SAMPLED_LAST) ==
+          20000.0 * D9_GOV_NS_CONTEXT + (20000.0 * D9_GOV_NS_RECORDS + 500.0 * D9_GOV_NS_STACK) / 32);
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_PAUSED) == 20000.0 * D9_GOV_NS_CONTEXT);
     /* fewer switches than the stacks' cap: a stack per switch */
     in = rates(BUDGET_1PCT, 100);
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 100.0 * (D9_GOV_NS_CONTEXT + D9_GOV_NS_RECORDS + D9_GOV_NS_STACK));
-    /* no stacks available: full costs what no_stacks costs */
+    /* no stacks available: the context and the records alone */
     in.stacks_cap_per_s = 0;
-    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == d9_gov_estimate(&in, D9_GOV_LEVEL_NO_STACKS));
-    /* what is not degraded counts at every level */
-    in.fixed_ns_per_s = 1234;
-    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_PAUSED) == 100.0 * D9_GOV_NS_CONTEXT + 1234);
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 100.0 * (D9_GOV_NS_CONTEXT + D9_GOV_NS_RECORDS));
+    /* what is not degraded (CPU samples, schedstat reads) counts at every level */
+    in.cpu_samples_per_s = 10;
+    in.schedstat_per_s = 100;
+    double fixed = 10.0 * D9_GOV_NS_CPU_SAMPLE + 100.0 * D9_GOV_NS_SCHEDSTAT;
+    CHECK(d9_gov_fixed_ns(&in) == fixed);
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_PAUSED) == 100.0 * D9_GOV_NS_CONTEXT + fixed);
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 100.0 * (D9_GOV_NS_CONTEXT + D9_GOV_NS_RECORDS) + fixed);
     /* every level is cheaper than the one before at a high rate */
     in = rates(BUDGET_1PCT, 40000);
     for (int l = 1; l < D9_GOV_LEVELS; l++) CHECK(d9_gov_estimate(&in, l) < d9_gov_estimate(&in, l - 1));
@@ -42,12 +52,10 @@ static void test_estimates(void) {
 
 static void test_names(void) {
     CHECK_STR(d9_gov_mode_name(D9_GOV_LEVEL_FULL), "full");
-    CHECK_STR(d9_gov_mode_name(D9_GOV_LEVEL_NO_STACKS), "no_stacks");
     CHECK_STR(d9_gov_mode_name(D9_GOV_LEVEL_SAMPLED_FIRST), "sampled");
     CHECK_STR(d9_gov_mode_name(D9_GOV_LEVEL_SAMPLED_LAST), "sampled");
     CHECK_STR(d9_gov_mode_name(D9_GOV_LEVEL_PAUSED), "paused");
     CHECK_EQ_U64(d9_gov_one_in(D9_GOV_LEVEL_FULL), 1);
-    CHECK_EQ_U64(d9_gov_one_in(D9_GOV_LEVEL_NO_STACKS), 1);
     CHECK_EQ_U64(d9_gov_one_in(D9_GOV_LEVEL_SAMPLED_FIRST), 2);
     CHECK_EQ_U64(d9_gov_one_in(D9_GOV_LEVEL_SAMPLED_FIRST + 2), 8);
     CHECK_EQ_U64(d9_gov_one_in(D9_GOV_LEVEL_SAMPLED_LAST), 32);
@@ -75,7 +83,14 @@ static int settle(double switches) {
 static void test_degrade_at_once(void) {
     CHECK_EQ_U64(settle(500), D9_GOV_LEVEL_FULL);  /* 0.95 % */
     CHECK_EQ_U64(settle(3000), D9_GOV_LEVEL_FULL); /* 0.67 % */
-    CHECK_EQ_U64(settle(6000), D9_GOV_LEVEL_NO_STACKS); /* full 1.09 %, intervals 0.84 % */
+    CHECK_EQ_U64(settle(6000), D9_GOV_LEVEL_SAMPLED_FIRST); /* full 1.09 %, 1 in 2 0.635 % */
+    CHECK_EQ_U64(settle(10000), D9_GOV_LEVEL_SAMPLED_FIRST); /* the stories' rate: 1 in 2 0.975 % */
+    /* fixed costs push it further: 10 k switches/s and 1 000 schedstat reads/s (0.1 %) */
+    d9_gov_state fs = {0, 0};
+    d9_gov_input fin = rates(BUDGET_1PCT, 10000);
+    fin.schedstat_per_s = 1000;
+    d9_gov_step(&fs, &fin);
+    CHECK_EQ_U64(fs.level, D9_GOV_LEVEL_SAMPLED_FIRST + 1);
     CHECK_EQ_U64(settle(20000), D9_GOV_LEVEL_SAMPLED_FIRST + 2); /* 1 in 8: 0.6 + 0.275 % */
     CHECK_EQ_U64(settle(40000), D9_GOV_LEVEL_PAUSED); /* the floor alone is 1.2 % */
     /* a change is reported, staying is not */
@@ -110,21 +125,21 @@ static void test_recovery_with_hysteresis(void) {
     CHECK_EQ_U64(changes, D9_GOV_LEVEL_PAUSED);
     CHECK_EQ_U64(evaluations, D9_GOV_LEVEL_PAUSED * D9_GOV_RECOVER_TICKS);
 
-    /* hysteresis: at no_stacks, a rate at which full would fit the budget but not the
-     * recovery share stays at no_stacks for ever */
-    st = (d9_gov_state){D9_GOV_LEVEL_NO_STACKS, 0};
+    /* hysteresis: at 1 in 2, a rate at which full would fit the budget but not the
+     * recovery share stays at 1 in 2 for ever */
+    st = (d9_gov_state){D9_GOV_LEVEL_SAMPLED_FIRST, 0};
     double r = 5000; /* full: 5000 x 1400 + 2.5e6 = 9.5e6 <= 1e7, > 7e6 */
     in = rates(BUDGET_1PCT, r);
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) <= BUDGET_1PCT);
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) > BUDGET_1PCT * D9_GOV_RECOVER_SHARE);
     for (int i = 0; i < 100; i++) CHECK(!d9_gov_step(&st, &in));
-    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_NO_STACKS);
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_SAMPLED_FIRST);
 
     /* a burst between calm evaluations restarts the count */
-    st = (d9_gov_state){D9_GOV_LEVEL_NO_STACKS, 0};
+    st = (d9_gov_state){D9_GOV_LEVEL_SAMPLED_FIRST, 0};
     d9_gov_input calm = rates(BUDGET_1PCT, 100), busy = rates(BUDGET_1PCT, 5000);
     for (int i = 0; i < D9_GOV_RECOVER_TICKS - 1; i++) CHECK(!d9_gov_step(&st, &calm));
-    CHECK(!d9_gov_step(&st, &busy)); /* fits no_stacks, not the share for full */
+    CHECK(!d9_gov_step(&st, &busy)); /* fits 1 in 2, not the share for full */
     for (int i = 0; i < D9_GOV_RECOVER_TICKS - 1; i++) CHECK(!d9_gov_step(&st, &calm));
     CHECK(d9_gov_step(&st, &calm));
     CHECK_EQ_U64(st.level, D9_GOV_LEVEL_FULL);

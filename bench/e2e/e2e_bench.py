@@ -156,13 +156,15 @@ def child_pid(pid, timeout=5.0):
 
 
 def polls_recorded(dial9, trace_dir):
-    """Polls in the run(s) under trace_dir, from `dial9 stats`: 0 when recording was off."""
+    """(polls, off-CPU coverage) of the run(s) under trace_dir, from `dial9 stats`: 0 polls
+    when recording was off; coverage is stats' "off_cpu ..." line (the cost governor's doing)."""
     files = glob.glob(os.path.join(trace_dir, "**", "trace.*"), recursive=True)
     if not files:
-        return 0
+        return 0, ""
     r = subprocess.run([dial9, "stats", trace_dir], capture_output=True, text=True, timeout=120)
     m = re.search(r"^\s*(\d+)\s+PollStartEvent$", r.stdout, re.M)
-    return int(m.group(1)) if m else 0
+    c = re.search(r"^coverage\s+(off_cpu .*)$", r.stdout, re.M)
+    return (int(m.group(1)) if m else 0), (c.group(1) if c else "")
 
 
 def parse_duration_ms(text):
@@ -367,6 +369,7 @@ def main():
     blocks = {}
     no_polls = {}  # (target, arm): rounds that recorded no poll
     started = time.time()
+    load_before = os.getloadavg()
     try:
         for t in targets:
             for b in range(args.pairs):
@@ -377,7 +380,8 @@ def main():
                     res["cpu"] = res["cpu_ns"] / 1000 / max(res["requests"], 1)
                     res["recorder"] = res["recorder_ns"] / 1000 / max(res["requests"], 1)
                     res["app_cpu"] = res["cpu"] - res["recorder"]
-                    res["polls"] = polls_recorded(dial9, trace_dir) if ARM_ENV[arm]["DIAL9_ENABLED"] == "1" else 0
+                    res["polls"], res["coverage"] = (polls_recorded(dial9, trace_dir)
+                                                     if ARM_ENV[arm]["DIAL9_ENABLED"] == "1" else (0, ""))
                     if ARM_ENV[arm]["DIAL9_ENABLED"] == "1" and res["polls"] == 0:
                         no_polls.setdefault((t.name, arm), []).append(res.get("disabled", ""))
                     block[arm] = res
@@ -391,8 +395,10 @@ def main():
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 
+    load_after = os.getloadavg()
     print(f"\nend-to-end cost of recording: {args.pairs} blocks per target "
-          f"({'/'.join(BLOCK)}, reversed every other block), {time.time() - started:.0f} s in all")
+          f"({'/'.join(BLOCK)}, reversed every other block), {time.time() - started:.0f} s in all; "
+          f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after, on {os.cpu_count()} CPUs")
     print("CPU/req: the server's CPU time, all threads, per request; app: without the recorder's "
           f"threads ({RECORDER_PREFIX}*); change: median over blocks of (arm / off of the same block) - 1")
     print(f"CI: bootstrap 95 % interval of that median ({BOOTSTRAP} resamples, seed {args.seed}); "
@@ -430,6 +436,13 @@ def main():
     print()
     for n in notes:
         print(n)
+    for t in targets:  # what the cost governor did to off-CPU capture in the recording rounds
+        for arm in ("on", "ppw"):
+            covs = [b[arm].get("coverage", "") for b in blocks[t.name]]
+            partial = [c for c in covs if "PARTIAL" in c]
+            if any(covs):
+                print(f"{t.name} {arm}: off-CPU coverage partial in {len(partial)} of {len(covs)} rounds"
+                      + (f" (e.g. {partial[0]})" if partial else ""))
     for (tname, arm), reasons in sorted(no_polls.items()):
         said = next((r for r in reasons if r), "")
         print(f"{tname} {arm}: recording was disabled in the server (no polls in the run dir"

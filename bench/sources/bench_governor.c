@@ -1,21 +1,32 @@
-/* d9_bench_governor: what the context-switch source costs at a paced switch rate, with and
- * without the cost governor, against the budget (docs/kernel-sources.md, "Cost governor").
+/* d9_bench_governor: what each part of the kernel sources costs (the calibration of the cost
+ * governor's table, cost_governor.h), and whether the governor holds a paced switch rate within
+ * its budget (docs/kernel-sources.md, "Cost governor").
  *
- * Workload: two threads of this process (both record: one is a worker polling, the other
- * wakes) ping-pong a byte through pipes in bursts of K round trips every millisecond (each
- * round trip: both threads block once, 2 context switches), so the process switches at a
- * chosen rate (20 k and 40 k per second) whatever the machine's speed, as long as it keeps up.
- * For each rate, phases alternate: recording off, recording with the governor off
- * (DIAL9_OVERHEAD_BUDGET_PCT=0: every record, every stack up to the pacing), recording under
- * the default budget (1 %). A phase's cost is the process's CPU time (all threads: the kernel
- * writes the records on the switching threads, the collector reads them) minus the next
- * "off" phase's, over the same wall time, as a share of one CPU; medians over the pairs.
- * The first 0.5 s of every phase are not measured (the governor's first evaluations).
+ * Workload: two threads of this process (both workers: their stacks are all kept and unwound)
+ * ping-pong a byte through pipes in bursts of K round trips every millisecond (each round
+ * trip: both threads block once, 2 context switches), so the process switches at a chosen rate
+ * whatever the machine's speed, as long as it keeps up. A phase's cost is the process's CPU
+ * time (all threads: the kernel writes the records and takes the stacks on the switching
+ * threads, the collector reads them) minus that of the "off" phase run just before it, over
+ * the same wall time, in ns of CPU per second; medians over the pairs. The first 0.5 s of
+ * every phase are not measured (the governor's first evaluations).
  *
- * It also prints the measured CPU per switch with every record (the calibration of
- * D9_GOV_NS_CONTEXT + D9_GOV_NS_RECORDS, cost_governor.h) and the levels the governor chose.
+ * 1. Parts, at 20 k switches/s, each mode against recording off:
+ *      context  the perf events open, switch records paused (budget 0.01 %: the governor's
+ *               paused level) -> ns per switch of the perf context alone
+ *      records  every switch record, stacks paced at 1/s (not governed) -> ns per switch of
+ *               the two switch records, over the context
+ *      stacks   every switch record and a stack at every switch (pacing at 10^6/s) -> ns per
+ *               stack, over the records
+ *    plus, outside the ping-pong: a CPU profile at 4999 Hz on a spinning worker (ns per sample
+ *    from the work lost) and a loop of schedstat reads (ns per read, the thread's CPU time).
+ *    Each is printed beside the table's constant.
+ * 2. The governor: at 20 k and 40 k switches/s, no governor (every record, stacks paced at the
+ *    default 500/s) vs the default budget (1 %): measured cost against the budget, and the
+ *    CoverageEvent records of the governed phases (mode, 1 in N, estimate).
  *
- * Usage: d9_bench_governor [--short]   (short: 2 pairs of 1.5 s phases per rate; full: 7 of 3 s) */
+ * Usage: d9_bench_governor [--short] [--only parts|governor]
+ *   (short: 2 pairs of 1.5 s phases; full: 7 pairs of 3 s) */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,16 +35,20 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "dial9/dial9.h"
 #include "sources/cost_governor.h"
 #include "sources/perf_events.h"
 
+#define MAX_PAIRS 16
+
 static char g_scratch[256];
 static int g_ping[2], g_pong[2];
 static atomic_int g_burst;     /* round trips per millisecond */
 static atomic_bool g_stop;
+static atomic_ullong g_spins;
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -78,57 +93,101 @@ static void *pinger(void *arg) {
 
 static void *ponger(void *arg) {
     (void)arg;
-    d9_wake(0); /* a thread that records: its switch records are kept */
+    d9_worker_begin("bench", 1);
     char c;
     while (read(g_ping[0], &c, 1) == 1 && c != 'q')
         if (write(g_pong[1], &c, 1) != 1) break;
+    d9_worker_end();
     return NULL;
 }
 
-typedef enum { OFF, UNGOVERNED, GOVERNED, MODES } mode;
-static const char *mode_name[MODES] = {"off", "no governor", "governor 1 %"};
+static void *spinner(void *arg) {
+    (void)arg;
+    d9_worker_begin("spin", 0);
+    volatile uint64_t x = 0;
+    uint64_t n = 0;
+    while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
+        for (int i = 0; i < 1000; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+        n++;
+    }
+    atomic_store(&g_spins, n);
+    d9_worker_end();
+    return NULL;
+}
+
+typedef enum { OFF, CONTEXT, RECORDS, STACKS, UNGOVERNED, GOVERNED, CPU_OFF, CPU_ON, MODES } mode;
+static const char *mode_name[MODES] = {"off", "context", "records", "stacks", "no governor", "governor 1 %",
+                                       "spin, off", "spin, 4999 Hz"};
 
 typedef struct phase_result {
-    double cpu_share;  /* process CPU / wall */
+    double cpu_ns_per_s;  /* process CPU / wall */
     double switches_per_s;
+    double stacks_per_s, cpu_samples_per_s;
+    double spins_per_cpu_ns; /* spin phases: work per ns of process CPU */
     int level;         /* the governor's level at the end (GOVERNED) */
     uint64_t changes;
 } phase_result;
 
-static phase_result run_phase(mode m, double secs) {
-    phase_result r = {0, 0, -1, 0};
+static void start_recording(mode m) {
     d9_config cfg;
     d9_config_init(&cfg);
     cfg.trace_dir = g_scratch;
     cfg.symbolize = false;
     cfg.task_dumps = false;
+    cfg.schedstat = false; /* measured on its own below */
     cfg.max_total_size = 256ull * 1024 * 1024;
-    cfg.overhead_budget_pct = m == GOVERNED ? 1.0 : 0;
-    if (m != OFF && d9_start(&cfg) != 0) {
+    cfg.overhead_budget_pct = m == GOVERNED ? 1.0 : m == CONTEXT ? 0.01 : 0;
+    if (m == RECORDS) cfg.switch_stacks_per_sec = 1;
+    if (m == STACKS) cfg.switch_stacks_per_sec = 1000000;
+    if (m == CPU_ON) {
+        cfg.schedule_profile = false;
+        cfg.cpu_profile = true;
+        cfg.cpu_sample_hz = 4999;
+    }
+    if (d9_start(&cfg) != 0) {
         fprintf(stderr, "d9_start: %s\n", d9_last_error());
         exit(1);
     }
+}
+
+static phase_result run_phase(mode m, double secs) {
+    phase_result r = {0, 0, 0, 0, 0, -1, 0};
+    bool spin = m == CPU_OFF || m == CPU_ON;
+    if (m != OFF && m != CPU_OFF) start_recording(m);
     atomic_store(&g_stop, false);
+    uint64_t c_start = process_cpu_ns(NULL);
     pthread_t a, b;
-    pthread_create(&b, NULL, ponger, NULL);
-    pthread_create(&a, NULL, pinger, NULL);
+    if (spin) {
+        pthread_create(&a, NULL, spinner, NULL);
+    } else {
+        pthread_create(&b, NULL, ponger, NULL);
+        pthread_create(&a, NULL, pinger, NULL);
+    }
     struct timespec warm = {0, 500000000};
     nanosleep(&warm, NULL);
-    uint64_t sw0, sw1;
+    uint64_t sw0, sw1, st0 = 0, st1 = 0, cs0 = 0, cs1 = 0;
+    d9_perf_samples_read(&st0, &cs0);
     uint64_t t0 = now_ns(), c0 = process_cpu_ns(&sw0);
     struct timespec run = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
     nanosleep(&run, NULL);
     uint64_t t1 = now_ns(), c1 = process_cpu_ns(&sw1);
+    d9_perf_samples_read(&st1, &cs1);
     if (m == GOVERNED) d9_perf_governor_now(&r.level, &r.changes);
     atomic_store(&g_stop, true);
     pthread_join(a, NULL);
-    pthread_join(b, NULL);
-    if (m != OFF) d9_stop();
+    if (!spin) pthread_join(b, NULL);
+    uint64_t c2 = process_cpu_ns(NULL);
+    if (m != OFF && m != CPU_OFF) d9_stop();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'/*", g_scratch);
     if (system(cmd) != 0) fprintf(stderr, "warning: could not clean %s\n", g_scratch);
-    r.cpu_share = (double)(c1 - c0) / (double)(t1 - t0);
-    r.switches_per_s = (double)(sw1 - sw0) * 1e9 / (double)(t1 - t0);
+    double wall = (double)(t1 - t0);
+    r.cpu_ns_per_s = (double)(c1 - c0) / wall * 1e9;
+    r.switches_per_s = (double)(sw1 - sw0) * 1e9 / wall;
+    r.stacks_per_s = m == OFF ? 0 : (double)(st1 - st0) * 1e9 / wall;
+    r.cpu_samples_per_s = m == OFF ? 0 : (double)(cs1 - cs0) * 1e9 / wall;
+    /* the spinner's work counts from its start: over the whole phase's CPU */
+    if (spin) r.spins_per_cpu_ns = (double)atomic_load(&g_spins) / (double)(c2 > c_start ? c2 - c_start : 1);
     return r;
 }
 
@@ -137,37 +196,105 @@ static int cmp_double(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
-static double median(double *v, int n) {
+static double median(const double *in, int n) {
+    double v[MAX_PAIRS];
+    memcpy(v, in, (size_t)n * sizeof *v);
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int main(int argc, char **argv) {
-    bool short_mode = argc > 1 && strcmp(argv[1], "--short") == 0;
-    int pairs = short_mode ? 2 : 7;
-    double secs = short_mode ? 1.5 : 3.0;
-    snprintf(g_scratch, sizeof g_scratch, "/tmp/d9bench-governor-XXXXXX");
-    if (!mkdtemp(g_scratch) || pipe(g_ping) != 0 || pipe(g_pong) != 0) {
-        perror("setup");
-        return 1;
+static double min_of(const double *v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
+    return m;
+}
+
+static double max_of(const double *v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+/* The calling thread's CPU per pread of its schedstat file (what a park or unpark pays). */
+static double schedstat_read_ns(void) {
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char buf[96];
+    struct timespec a, b;
+    const int n = 200000;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    for (int i = 0; i < n; i++)
+        if (pread(fd, buf, sizeof buf, 0) <= 0) break;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    close(fd);
+    return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / n;
+}
+
+static void parts(int pairs, double secs) {
+    atomic_store(&g_burst, 20000 / 2 / 1000);
+    double cost[MODES][MAX_PAIRS], swr[MODES][MAX_PAIRS], stk[MAX_PAIRS];
+    for (int p = 0; p < pairs; p++) {
+        for (int m = CONTEXT; m <= STACKS; m++) {
+            phase_result off = run_phase(OFF, secs);
+            phase_result on = run_phase((mode)m, secs);
+            cost[m][p] = on.cpu_ns_per_s - off.cpu_ns_per_s;
+            swr[m][p] = on.switches_per_s;
+            swr[OFF][p] = off.switches_per_s;
+            if (m == STACKS) stk[p] = on.stacks_per_s;
+        }
     }
-    printf("d9_bench_governor%s: %d pairs of %.1f s phases per rate, costs as %% of one CPU "
-           "(process CPU with recording minus without)\n",
-           short_mode ? " --short" : "", pairs, secs);
-    printf("%-10s %-14s %14s %12s %12s %12s  %s\n", "target/s", "mode", "switches/s", "cost median", "min", "max",
-           "governor level (changes)");
+    printf("\n1. parts at 20 k switches/s target (%d pairs of %.1f s): ns of CPU per unit\n", pairs, secs);
+    printf("%-9s %12s %14s %14s %14s  %s\n", "mode", "switches/s", "cost ns/s med", "min", "max", "what is on");
+    double sw = median(swr[OFF], pairs);
+    double ctx = median(cost[CONTEXT], pairs), rec = median(cost[RECORDS], pairs), st = median(cost[STACKS], pairs);
+    double stacks = median(stk, pairs);
+    for (int m = CONTEXT; m <= STACKS; m++)
+        printf("%-9s %12.0f %14.0f %14.0f %14.0f  %s\n", mode_name[m], median(swr[m], pairs), median(cost[m], pairs),
+               min_of(cost[m], pairs), max_of(cost[m], pairs),
+               m == CONTEXT ? "events open, records paused" : m == RECORDS ? "+ every switch record" : "+ a stack at every switch");
+    /* the per-unit figures, each over the mode below it */
+    double ns_ctx = sw > 0 ? ctx / sw : 0, ns_rec = sw > 0 ? (rec - ctx) / sw : 0;
+    double ns_stack = stacks > 0 ? (st - rec) / stacks : 0;
+    printf("  context: %6.0f ns per switch            (table D9_GOV_NS_CONTEXT %u)\n", ns_ctx, D9_GOV_NS_CONTEXT);
+    printf("  records: %6.0f ns per switch            (table D9_GOV_NS_RECORDS %u)\n", ns_rec, D9_GOV_NS_RECORDS);
+    printf("  stack:   %6.0f ns per stack, %.0f stacks/s (table D9_GOV_NS_STACK %u)\n", ns_stack, stacks,
+           D9_GOV_NS_STACK);
+    printf("  shares at 10 k switches/s, stacks paced at 500/s: context %.2f %%, records %.2f %%, stacks %.2f %% of a CPU\n",
+           10000 * ns_ctx / 1e7, 10000 * ns_rec / 1e7, 500 * ns_stack / 1e7);
+
+    double lost[MAX_PAIRS], samples[MAX_PAIRS];
+    for (int p = 0; p < pairs; p++) {
+        phase_result off = run_phase(CPU_OFF, secs);
+        phase_result on = run_phase(CPU_ON, secs);
+        /* the work a sample costs: CPU per spin went up by this share, over the samples taken */
+        double share = off.spins_per_cpu_ns > 0 ? 1 - on.spins_per_cpu_ns / off.spins_per_cpu_ns : 0;
+        samples[p] = on.cpu_samples_per_s;
+        lost[p] = samples[p] > 0 ? share * on.cpu_ns_per_s / samples[p] : 0;
+    }
+    printf("  cpu sample: %6.0f ns per sample (min %.0f, max %.0f), %.0f samples/s (table D9_GOV_NS_CPU_SAMPLE %u)\n",
+           median(lost, pairs), min_of(lost, pairs), max_of(lost, pairs), median(samples, pairs), D9_GOV_NS_CPU_SAMPLE);
+    double rd[MAX_PAIRS];
+    for (int p = 0; p < pairs; p++) rd[p] = schedstat_read_ns();
+    printf("  schedstat read: %4.0f ns per read (min %.0f, max %.0f)   (table D9_GOV_NS_SCHEDSTAT %u)\n",
+           median(rd, pairs), min_of(rd, pairs), max_of(rd, pairs), D9_GOV_NS_SCHEDSTAT);
+}
+
+static void governor(int pairs, double secs) {
+    printf("\n2. the governor: cost as %% of one CPU (process CPU with recording minus without), %d pairs of %.1f s\n",
+           pairs, secs);
+    printf("%-10s %-14s %12s %12s %10s %10s  %s\n", "target/s", "mode", "switches/s", "cost median", "min", "max",
+           "governor level at the end (changes)");
     const int rates[] = {20000, 40000};
     for (size_t ri = 0; ri < sizeof rates / sizeof rates[0]; ri++) {
         atomic_store(&g_burst, rates[ri] / 2 / 1000); /* 2 switches per round trip, per ms */
-        double cost[MODES][16], swr[MODES][16];
-        int levels[16];
-        uint64_t changes[16];
+        double cost[MODES][MAX_PAIRS], swr[MODES][MAX_PAIRS];
+        int levels[MAX_PAIRS];
+        uint64_t changes[MAX_PAIRS];
         for (int p = 0; p < pairs; p++) {
-            /* off, ungoverned, off, governed: each recording phase against the off phase before it */
-            for (int m = UNGOVERNED; m < MODES; m++) {
+            for (int m = UNGOVERNED; m <= GOVERNED; m++) {
                 phase_result off = run_phase(OFF, secs);
                 phase_result on = run_phase((mode)m, secs);
-                cost[m][p] = (on.cpu_share - off.cpu_share) * 100;
+                cost[m][p] = (on.cpu_ns_per_s - off.cpu_ns_per_s) / 1e7;
                 swr[m][p] = on.switches_per_s;
                 swr[OFF][p] = off.switches_per_s;
                 if (m == GOVERNED) {
@@ -176,30 +303,47 @@ int main(int argc, char **argv) {
                 }
             }
         }
-        for (int m = UNGOVERNED; m < MODES; m++) {
-            double c[16], s[16];
-            memcpy(c, cost[m], sizeof c);
-            memcpy(s, swr[m], sizeof s);
-            double med = median(c, pairs);
-            printf("%-10d %-14s %14.0f %11.2f%% %11.2f%% %11.2f%%  ", rates[ri], mode_name[m], median(s, pairs), med,
-                   c[0], c[pairs - 1]);
+        for (int m = UNGOVERNED; m <= GOVERNED; m++) {
+            double med = median(cost[m], pairs);
+            printf("%-10d %-14s %12.0f %11.2f%% %9.2f%% %9.2f%%  ", rates[ri], mode_name[m], median(swr[m], pairs), med,
+                   min_of(cost[m], pairs), max_of(cost[m], pairs));
             if (m == GOVERNED) {
-                for (int p = 0; p < pairs; p++)
-                    printf("%s%s%s%u (%" PRIu64 ")", p ? ", " : "", d9_gov_mode_name(levels[p]),
-                           levels[p] >= D9_GOV_LEVEL_SAMPLED_FIRST && levels[p] <= D9_GOV_LEVEL_SAMPLED_LAST ? " 1/" : "",
-                           levels[p] >= D9_GOV_LEVEL_SAMPLED_FIRST && levels[p] <= D9_GOV_LEVEL_SAMPLED_LAST
-                               ? d9_gov_one_in(levels[p]) : 0u, changes[p]);
+                for (int p = 0; p < pairs; p++) {
+                    uint32_t n = d9_gov_one_in(levels[p]);
+                    printf("%s%s", p ? ", " : "", d9_gov_mode_name(levels[p]));
+                    if (n > 1) printf(" 1/%u", n);
+                    printf(" (%" PRIu64 ")", changes[p]);
+                }
                 printf("; budget 1.00%%: %s\n", med <= 1.0 ? "within" : "OVER");
             } else {
-                double sw = median(s, pairs);
-                printf("-> %.0f ns per switch (table: %u context + %u records, + %u per stack up to 500/s)\n",
-                       sw > 0 ? med / 100 * 1e9 / sw : 0, D9_GOV_NS_CONTEXT, D9_GOV_NS_RECORDS, D9_GOV_NS_STACK);
+                printf("\n");
             }
         }
-        double s[16];
-        memcpy(s, swr[OFF], sizeof s);
-        printf("%-10d %-14s %14.0f\n", rates[ri], mode_name[OFF], median(s, pairs));
+        printf("%-10d %-14s %12.0f\n", rates[ri], mode_name[OFF], median(swr[OFF], pairs));
     }
+}
+
+int main(int argc, char **argv) {
+    bool short_mode = false;
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--short") == 0) short_mode = true;
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+        else {
+            fprintf(stderr, "usage: d9_bench_governor [--short] [--only parts|governor]\n");
+            return 2;
+        }
+    }
+    int pairs = short_mode ? 2 : 7;
+    double secs = short_mode ? 1.5 : 3.0;
+    snprintf(g_scratch, sizeof g_scratch, "/tmp/d9bench-governor-XXXXXX");
+    if (!mkdtemp(g_scratch) || pipe(g_ping) != 0 || pipe(g_pong) != 0) {
+        perror("setup");
+        return 1;
+    }
+    printf("d9_bench_governor%s\n", short_mode ? " --short" : "");
+    if (!only || strcmp(only, "parts") == 0) parts(pairs, secs);
+    if (!only || strcmp(only, "governor") == 0) governor(pairs, secs);
     rmdir(g_scratch);
     return 0;
 }

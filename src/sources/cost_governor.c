@@ -30,11 +30,12 @@ double d9_gov_estimate(const d9_gov_input *in, int level) {
     double ns = d9_gov_fixed_ns(in) + sw * D9_GOV_NS_CONTEXT;
     uint32_t n = d9_gov_one_in(level);
     if (n) {
-        /* a stack per switch of a worker, up to the pacing's rate (workers' switches are
-         * counted as all of the process's: an upper bound), all of it in one window of N */
+        /* records in one window of N; a stack per switch of a worker in those windows, up to
+         * the pacing's rate (workers' switches are counted as all of the process's: an upper
+         * bound) */
         double cap = positive(in->stacks_cap_per_s);
-        double stacks = sw < cap ? sw : cap;
-        ns += (sw * D9_GOV_NS_RECORDS + stacks * D9_GOV_NS_STACK) / n;
+        double stacks = sw / n < cap ? sw / n : cap;
+        ns += sw * D9_GOV_NS_RECORDS / n + stacks * D9_GOV_NS_STACK;
     }
     return ns;
 }

@@ -8,13 +8,13 @@
  * The context-switch source degrades in steps, one level index each:
  *   0 full        switch intervals and context-switch stacks (paced: stacks_per_sec)
  *   1..5 sampled  intervals AND stacks during one 50 ms window in N (N = 2, 4, 8, 16, 32),
- *                 the stacks' pacing scaled by 1/N: every part of the cost divided by N
+ *                 the stacks keeping their pacing (stacks_per_sec at most, in the windows)
  *   6 paused      nothing (the perf context's floor stays: the events stay open)
- * Stacks are not paused first: paced, they are a small share of the cost (500/s x 4.3 us =
- * 0.2 % of a CPU against 1.4 us x every switch for the context and the records), and a stack
- * is only worth something with the switch records around it (which switch it was, how long
- * the thread stayed off CPU). So a recorded window keeps full fidelity and the windows thin
- * out (docs/kernel-sources.md, "Cost governor", the numbers behind it).
+ * Stacks are not paused first: paced, they are a small share of the cost (500/s x 5-7 us =
+ * 0.25-0.35 % of a CPU against 1.4-2.4 us x every switch for the context and the records),
+ * and a stack is only worth something with the switch records around it (which switch it was,
+ * how long the thread stayed off CPU). So a recorded window keeps full fidelity and the
+ * windows thin out (docs/kernel-sources.md, "Cost governor", the numbers behind it).
  * It comes back one level at a time once the better level's estimate has stayed below
  * D9_GOV_RECOVER_SHARE of the budget for D9_GOV_RECOVER_TICKS evaluations in a row.
  * d9_gov_step is pure (no clock, no system call) so the decisions are tested with synthetic

@@ -643,9 +643,9 @@ static void set_stacks(perf_src *s, bool on) {
  * budget, or in bursts shorter than a second's worth, gets every stack; a busy one gets every
  * stack during part of the time rather than none, at the budget on average. A state lasts at
  * least D9_STACKS_WINDOW_NS: each change is an ioctl on every event opened at start. */
-static void pace_stacks(perf_src *s, uint64_t now, uint32_t one_in) {
+static void pace_stacks(perf_src *s, uint64_t now) {
     if (!s->want[K_STACKS]) return;
-    double budget = (double)s->stacks_per_sec / one_in; /* a sampled level: 1/N of them */
+    double budget = s->stacks_per_sec;
     s->tokens += (double)(now - s->last_pace) * budget / 1e9;
     if (s->tokens > budget) s->tokens = budget;
     s->tokens -= (double)s->stacks_seen;
@@ -670,11 +670,13 @@ static void pace_stacks(perf_src *s, uint64_t now, uint32_t one_in) {
 }
 
 /* Stacks are taken while the switch records are (a stack is read against the switch records
- * around it), paced within that time. */
+ * around it), paced within that time: the bucket keeps filling while a sampled level's window
+ * is closed, so the windows get the stacks (at a sampled level a drain's burst of stacks
+ * overshoots a 1/N pacing for seconds, which left windows without any). */
 static void apply_stacks(perf_src *s, uint64_t now) {
     if (!s->want[K_STACKS]) return;
     if (s->switches_on || !s->want[K_SWITCH]) {
-        pace_stacks(s, now, s->governed && d9_gov_one_in(s->gov.level) ? d9_gov_one_in(s->gov.level) : 1);
+        pace_stacks(s, now);
         return;
     }
     if (s->stacks_on) set_stacks(s, false);
@@ -683,8 +685,8 @@ static void apply_stacks(perf_src *s, uint64_t now) {
         s->stacks_window_off = true;
     }
     s->changed_at = now;
-    /* the bucket still refills (pace_stacks, at 1/N) while the window is closed */
-    double budget = s->governed && d9_gov_one_in(s->gov.level) ? (double)s->stacks_per_sec / d9_gov_one_in(s->gov.level) : 0;
+    /* the bucket still refills while the window is closed */
+    double budget = s->stacks_per_sec;
     s->tokens += (double)(now - s->last_pace) * budget / 1e9;
     if (s->tokens > budget) s->tokens = budget;
     s->tokens -= (double)s->stacks_seen;

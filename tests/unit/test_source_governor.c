@@ -1,11 +1,11 @@
 /* The cost governor's decisions (src/sources/cost_governor.c) on synthetic rates: no clock,
  * no kernel, so every expectation is exact.
  *  - the estimate per level follows the calibrated table: a sampled level divides the records
- *    and the stacks by N (both are taken in the same windows), CPU samples and schedstat reads
- *    count at every level;
+ *    by N, the stacks are taken in the same windows up to their pacing, CPU samples and
+ *    schedstat reads count at every level;
  *  - 40 k switches/s under the default 1 % budget: the first evaluation goes straight to the
  *    first level that fits (paused: the perf context's floor alone is 1.2 %), 20 k/s to
- *    sampled 1 in 8, 10 k/s and 6 k/s to sampled 1 in 2 (stacks kept in the windows), 3 k/s
+ *    sampled 1 in 16, 10 k/s to 1 in 4, 6 k/s to 1 in 2 (stacks kept in the windows), 3 k/s
  *    stays full;
  *  - the way back is one level at a time, only after D9_GOV_RECOVER_TICKS calm evaluations in
  *    a row below D9_GOV_RECOVER_SHARE of the budget; a rate between that share and the budget
@@ -26,12 +26,16 @@ static void test_estimates(void) {
     d9_gov_input in = rates(BUDGET_1PCT, 20000);
     /* full: context + records + 500 stacks/s */
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 20000.0 * (D9_GOV_NS_CONTEXT + D9_GOV_NS_RECORDS) + 500.0 * D9_GOV_NS_STACK);
-    /* 1 in 2: records and stacks halved, the context whole */
+    /* 1 in 2: records halved, the context whole, the stacks at their pacing in the windows */
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_SAMPLED_FIRST) ==
-          20000.0 * D9_GOV_NS_CONTEXT + (20000.0 * D9_GOV_NS_RECORDS + 500.0 * D9_GOV_NS_STACK) / 2);
+          20000.0 * D9_GOV_NS_CONTEXT + 20000.0 * D9_GOV_NS_RECORDS / 2 + 500.0 * D9_GOV_NS_STACK);
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_SAMPLED_LAST) ==
-          20000.0 * D9_GOV_NS_CONTEXT + (20000.0 * D9_GOV_NS_RECORDS + 500.0 * D9_GOV_NS_STACK) / 32);
+          20000.0 * D9_GOV_NS_CONTEXT + 20000.0 * D9_GOV_NS_RECORDS / 32 + 500.0 * D9_GOV_NS_STACK);
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_PAUSED) == 20000.0 * D9_GOV_NS_CONTEXT);
+    /* fewer switches in the windows than the pacing allows: a stack per switch in them */
+    in = rates(BUDGET_1PCT, 600);
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_SAMPLED_FIRST + 1) ==
+          600.0 * D9_GOV_NS_CONTEXT + 600.0 * D9_GOV_NS_RECORDS / 4 + 150.0 * D9_GOV_NS_STACK);
     /* fewer switches than the stacks' cap: a stack per switch */
     in = rates(BUDGET_1PCT, 100);
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 100.0 * (D9_GOV_NS_CONTEXT + D9_GOV_NS_RECORDS + D9_GOV_NS_STACK));
@@ -83,15 +87,15 @@ static int settle(double switches) {
 static void test_degrade_at_once(void) {
     CHECK_EQ_U64(settle(500), D9_GOV_LEVEL_FULL);  /* 0.95 % */
     CHECK_EQ_U64(settle(3000), D9_GOV_LEVEL_FULL); /* 0.67 % */
-    CHECK_EQ_U64(settle(6000), D9_GOV_LEVEL_SAMPLED_FIRST); /* full 1.09 %, 1 in 2 0.635 % */
-    CHECK_EQ_U64(settle(10000), D9_GOV_LEVEL_SAMPLED_FIRST); /* the stories' rate: 1 in 2 0.975 % */
-    /* fixed costs push it further: 10 k switches/s and 1 000 schedstat reads/s (0.1 %) */
+    CHECK_EQ_U64(settle(6000), D9_GOV_LEVEL_SAMPLED_FIRST); /* full 1.09 %, 1 in 2 0.76 % */
+    CHECK_EQ_U64(settle(10000), D9_GOV_LEVEL_SAMPLED_FIRST + 1); /* the stories' rate: 1 in 2 1.1 %, 1 in 4 0.825 % */
+    /* fixed costs push it further: 10 k switches/s and 2 000 schedstat reads/s (0.2 %) */
     d9_gov_state fs = {0, 0};
     d9_gov_input fin = rates(BUDGET_1PCT, 10000);
-    fin.schedstat_per_s = 1000;
+    fin.schedstat_per_s = 2000;
     d9_gov_step(&fs, &fin);
-    CHECK_EQ_U64(fs.level, D9_GOV_LEVEL_SAMPLED_FIRST + 1);
-    CHECK_EQ_U64(settle(20000), D9_GOV_LEVEL_SAMPLED_FIRST + 2); /* 1 in 8: 0.6 + 0.275 % */
+    CHECK_EQ_U64(fs.level, D9_GOV_LEVEL_SAMPLED_FIRST + 2);
+    CHECK_EQ_U64(settle(20000), D9_GOV_LEVEL_SAMPLED_FIRST + 3); /* 1 in 16: 0.6 + 0.1375 + 0.25 % */
     CHECK_EQ_U64(settle(40000), D9_GOV_LEVEL_PAUSED); /* the floor alone is 1.2 % */
     /* a change is reported, staying is not */
     d9_gov_state st = {0, 0};

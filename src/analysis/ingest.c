@@ -206,77 +206,62 @@ static void add_drops(d9a_analysis *a, uint64_t n, uint32_t reason) {
     a->drop_count[a->ndrop++] = n;
 }
 
-static int on_poll_start(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev,
-                         d9_decoder *dec) {
-    worker *w = d9a_worker(a, field_u(ev, F(WORKER_ID), D9_WORKER_NONE));
-    if (!w) return a->failed ? -1 : 0;
-    if (w->in_poll) a->unmatched_starts++;
-    w->in_poll = true;
-    w->poll_ts = ev->ts_ns;
-    w->poll_lq = sat8(field_u(ev, F(LOCAL_QUEUE), 0));
-    w->poll_task = field_u(ev, F(TASK_ID), 0);
-    w->poll_loc = string_field(a, ev, F(SPAWN_LOC), dec);
-    return w->poll_loc == D9A_NO_ID ? -1 : 0;
-}
-
-static int on_poll_end(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev) {
-    worker *w = d9a_worker(a, field_u(ev, F(WORKER_ID), D9_WORKER_NONE));
-    if (!w) return a->failed ? -1 : 0;
-    if (!w->in_poll) {
-        a->unmatched_ends++;
-        return 0;
+/* Polls and parks: the model's pairing rule (model/pairing.h) in stream order, which is each
+ * worker's time order. */
+static int on_poll_mark(d9a_analysis *a, worker *w, const d9m_mark *k, const d9_event *ev,
+                        d9_decoder *dec) {
+    d9m_mark k2 = *k, start;
+    if (k->kind == D9M_POLL_START) {
+        k2.loc = string_field(a, ev, ev->schema->bind.field[D9_KF_SPAWN_LOC], dec);
+        if (k2.loc == D9A_NO_ID) return -1;
     }
-    w->in_poll = false;
-    if (!d9a_in_window(a, w->poll_ts)) return 0;
-    d9a_rec r = {.ts = w->poll_ts,
-                 .dur = ev->ts_ns > w->poll_ts ? ev->ts_ns - w->poll_ts : 0,
-                 .id = w->poll_task,
-                 .ref = w->poll_loc,
+    switch (d9m_pair(&w->pair, &k2, &start)) {
+    case D9M_PAIR_REOPENED: a->unmatched_starts++; return 0;
+    case D9M_PAIR_STRAY_END: a->unmatched_ends++; return 0;
+    case D9M_PAIR_OPENED: return 0;
+    case D9M_PAIR_CLOSED: break;
+    }
+    if (!d9a_in_window(a, start.ts)) return 0;
+    d9a_rec r = {.ts = start.ts,
+                 .dur = k->ts > start.ts ? k->ts - start.ts : 0,
+                 .id = start.task,
+                 .ref = start.loc,
                  .worker = (uint16_t)w->id,
                  .kind = D9A_REC_POLL,
-                 .aux = w->poll_lq};
+                 .aux = sat8(start.queue)};
     return emit(a, &r);
 }
 
-static int on_park(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev) {
-    uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE), cpu = 0, tid;
-    worker *w = d9a_worker(a, wid);
-    if (!w) return a->failed ? -1 : 0;
-    bool have_cpu = field_has_u(ev, F(CPU_TIME_NS), &cpu) && cpu > 0;
-    if (have_cpu) a->schedstat_seen++;
-    if (field_has_u(ev, F(TID), &tid) && tid) {
-        w->tid = tid;
-        note_tid_worker(a, tid, wid);
+static int on_park(d9a_analysis *a, worker *w, const d9m_mark *k) {
+    if (k->has_cpu) a->schedstat_seen++;
+    if (k->tid) {
+        w->tid = k->tid;
+        note_tid_worker(a, k->tid, k->worker_id);
     }
     /* the busy period that ends here: CPU time against wall time */
-    if (w->have_unpark && have_cpu && w->unpark_cpu > 0 && cpu >= w->unpark_cpu &&
-        ev->ts_ns > w->unpark_ts && d9a_in_window(a, w->unpark_ts)) {
+    if (w->have_unpark && k->has_cpu && w->unpark_cpu > 0 && k->cpu_ns >= w->unpark_cpu &&
+        k->ts > w->unpark_ts && d9a_in_window(a, w->unpark_ts)) {
         w->busy_periods++;
-        w->busy_wall_ns += ev->ts_ns - w->unpark_ts;
-        w->busy_cpu_ns += cpu - w->unpark_cpu;
+        w->busy_wall_ns += k->ts - w->unpark_ts;
+        w->busy_cpu_ns += k->cpu_ns - w->unpark_cpu;
     }
     w->have_unpark = false;
-    w->parked = true;
-    w->park_ts = ev->ts_ns;
+    d9m_mark start;
+    d9m_pair(&w->pair, k, &start);
     return a->failed ? -1 : 0;
 }
 
-static int on_unpark(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev) {
-    uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE), cpu = 0, wait, tid = 0;
-    worker *w = d9a_worker(a, wid);
-    if (!w) return a->failed ? -1 : 0;
-    if (field_has_u(ev, F(TID), &tid) && tid) {
-        w->tid = tid;
-        note_tid_worker(a, tid, wid);
+static int on_unpark(d9a_analysis *a, worker *w, const d9m_mark *k) {
+    if (k->tid) {
+        w->tid = k->tid;
+        note_tid_worker(a, k->tid, k->worker_id);
     }
-    if (field_has_u(ev, F(CPU_TIME_NS), &cpu) && cpu > 0) a->schedstat_seen++;
-    if (field_has_u(ev, F(SCHED_WAIT_NS), &wait)) {
+    if (k->has_cpu) a->schedstat_seen++;
+    if (k->has_sched_wait_field) {
+        uint64_t wait = k->sched_wait_ns;
         a->sched_wait_fields++;
         if (wait > 0) a->schedstat_seen++;
-        /* Both 0: schedstat was not read at this unpark (the recorder reads it at most once
-         * per DIAL9_SCHEDSTAT_RESOLUTION_US, or not at all): no measurement, not a zero delay. */
-        bool measured = wait > 0 || cpu > 0;
-        if (measured && d9a_in_window(a, ev->ts_ns)) {
+        if (k->has_sched_wait && d9a_in_window(a, k->ts)) {
             d9a_hist_add(&a->sched_wait, wait);
             d9a_hist_add(&w->sched_wait, wait);
             if (wait > a->opt.sched_delay_warn_ns) a->sched_over_warn++;
@@ -284,20 +269,32 @@ static int on_unpark(d9a_analysis *a, const d9_dec_binding *in, const d9_event *
             long slot = d9a_topn_place(&a->sched_top, wait, NULL);
             if (slot >= 0)
                 *(sched_entry *)d9a_topn_at(&a->sched_top, (size_t)slot) =
-                    (sched_entry){ev->ts_ns, wait, tid, (uint16_t)w->id};
+                    (sched_entry){k->ts, wait, k->tid, (uint16_t)w->id};
         }
     }
     w->have_unpark = true;
-    w->unpark_ts = ev->ts_ns;
-    w->unpark_cpu = cpu;
-    if (!w->parked) return 0;
-    w->parked = false;
-    if (!d9a_in_window(a, w->park_ts)) return 0;
-    d9a_rec r = {.ts = w->park_ts,
-                 .dur = ev->ts_ns > w->park_ts ? ev->ts_ns - w->park_ts : 0,
+    w->unpark_ts = k->ts;
+    w->unpark_cpu = k->cpu_ns;
+    d9m_mark start;
+    if (d9m_pair(&w->pair, k, &start) != D9M_PAIR_CLOSED) return 0;
+    if (!d9a_in_window(a, start.ts)) return 0;
+    d9a_rec r = {.ts = start.ts,
+                 .dur = k->ts > start.ts ? k->ts - start.ts : 0,
                  .worker = (uint16_t)w->id,
                  .kind = D9A_REC_PARK};
     return emit(a, &r);
+}
+
+static int on_mark(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
+    d9m_mark k;
+    if (!d9m_mark_read(ev, &k)) return 0;
+    worker *w = d9a_worker(a, k.worker_id);
+    if (!w) return a->failed ? -1 : 0;
+    switch (k.kind) {
+    case D9M_PARK: return on_park(a, w, &k);
+    case D9M_UNPARK: return on_unpark(a, w, &k);
+    default: return on_poll_mark(a, w, &k, ev, dec);
+    }
 }
 
 static int on_cpu_sample(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev,
@@ -373,10 +370,8 @@ static int ingest(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
         if (ev->ts_ns > a->max_ts) a->max_ts = ev->ts_ns;
     }
     switch (in->role) {
-    case D9_SCH_POLL_START: return timed ? on_poll_start(a, in, ev, dec) : 0;
-    case D9_SCH_POLL_END: return timed ? on_poll_end(a, in, ev) : 0;
-    case D9_SCH_WORKER_PARK: return timed ? on_park(a, in, ev) : 0;
-    case D9_SCH_WORKER_UNPARK: return timed ? on_unpark(a, in, ev) : 0;
+    case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK:
+    case D9_SCH_WORKER_UNPARK: return timed ? on_mark(a, ev, dec) : 0;
     case D9_SCH_CPU_SAMPLE: return timed ? on_cpu_sample(a, in, ev, dec) : 0;
     case D9_SCH_SCHED_SWITCH: return timed ? on_switch(a, in, ev) : 0;
     case D9_SCH_COVERAGE: {

@@ -11,6 +11,7 @@
 #include "analysis/records.h"
 #include "analysis/symtab.h"
 #include "analysis/topn.h"
+#include "model/pairing.h"
 
 #define D9A_MAX_WORKER_ID 4095    /* worker ids above are ignored (dial9's are < 256) */
 #define D9A_POLL_GROUPS 16        /* distinct stacks kept per long poll */
@@ -19,12 +20,8 @@
 
 typedef struct worker {
     uint64_t id;
-    /* pairing in stream order */
-    bool in_poll, parked, have_unpark;
-    uint8_t poll_lq;
-    uint64_t poll_ts, poll_task;
-    uint32_t poll_loc;
-    uint64_t park_ts;
+    d9m_pair_state pair; /* polls and parks, paired in stream order (model/pairing.h) */
+    bool have_unpark;    /* the busy period since the last unpark (CPU time against wall) */
     uint64_t unpark_ts, unpark_cpu;
     uint64_t tid;
     uint32_t runtime; /* string id or D9A_NO_ID */

@@ -516,7 +516,7 @@ int d9a_build_report(d9a_analysis *a) {
     r->unmatched_poll_starts = a->unmatched_starts;
     r->unmatched_poll_ends = a->unmatched_ends;
     for (size_t i = 0; i < a->nwlist; i++)
-        if (a->wlist[i]->in_poll) r->unmatched_poll_starts++; /* still open at the end */
+        if (a->wlist[i]->pair.in_poll) r->unmatched_poll_starts++; /* still open at the end */
     r->late_records = a->late;
     r->unresolved_refs = a->unresolved;
     r->symbols_present = a->symtab.count > 0;

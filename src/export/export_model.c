@@ -10,20 +10,16 @@
 #include <string.h>
 
 #include "export/export_symbols.h"
+#include "model/pairing.h"
 #include "format/wire.h"
 
 /* ------------------------------------------------------------------------------------------
  * Raw records, kept while adding
  * ---------------------------------------------------------------------------------------- */
 
-enum mark_kind { MK_POLL_START, MK_POLL_END, MK_PARK, MK_UNPARK };
-
-typedef struct mark {
-    uint64_t ts, seq, worker_id, task, cpu_ns, sched_wait;
-    uint32_t loc, queue, tid;
-    uint8_t kind;
-    bool has_sched_wait, has_tid, has_cpu;
-} mark;
+/* Polls and parks are paired by the model's rule (model/pairing.h) once they are sorted by
+ * (worker, time, arrival); d9m_mark.seq holds the arrival order. */
+typedef d9m_mark mark;
 
 typedef struct raw_sample {
     uint64_t ts, worker_id;
@@ -171,36 +167,12 @@ static uint32_t str_of(d9_xmodel *m, const d9_event *ev, int index) {
 
 static uint32_t saturate32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v; }
 
-static int add_mark(d9_xmodel *m, const d9_event *ev, const d9_dec_binding *in) {
+static int add_mark(d9_xmodel *m, const d9_event *ev) {
     struct d9_xbuild *b = m->build;
-    mark k = {.ts = ev->ts_ns, .seq = b->seq, .worker_id = uint_or(ev, F(WORKER_ID), D9_WORKER_NONE)};
-    switch (in->role) {
-    case D9_SCH_POLL_START:
-        k.kind = MK_POLL_START;
-        k.queue = saturate32(uint_or(ev, F(LOCAL_QUEUE), 0));
-        k.task = uint_or(ev, F(TASK_ID), 0);
-        k.loc = str_of(m, ev, F(SPAWN_LOC));
-        break;
-    case D9_SCH_POLL_END: k.kind = MK_POLL_END; break;
-    default: {
-        k.kind = in->role == D9_SCH_WORKER_PARK ? MK_PARK : MK_UNPARK;
-        k.queue = saturate32(uint_or(ev, F(LOCAL_QUEUE), 0));
-        uint64_t v;
-        /* Not measured (schedstat off, or not read within the recorder's
-         * DIAL9_SCHEDSTAT_RESOLUTION_US of the previous read): absent in our traces, 0 in
-         * older ones and dial9's, where the unpark's sched_wait_ns 0 then measured nothing
-         * either. */
-        k.has_cpu = d9_value_uint(field(ev, F(CPU_TIME_NS)), &v) && v != 0;
-        k.cpu_ns = k.has_cpu ? v : 0;
-        k.has_tid = d9_value_uint(field(ev, F(TID)), &v) && v != 0;
-        k.tid = k.has_tid ? saturate32(v) : 0;
-        if (in->role == D9_SCH_WORKER_UNPARK) {
-            k.has_sched_wait = d9_value_uint(field(ev, F(SCHED_WAIT_NS)), &v) && (v != 0 || k.has_cpu);
-            k.sched_wait = k.has_sched_wait ? v : 0;
-        }
-        break;
-    }
-    }
+    mark k;
+    d9m_mark_read(ev, &k);
+    k.seq = (uint32_t)b->seq;
+    if (k.kind == D9M_POLL_START) k.loc = str_of(m, ev, ev->schema->bind.field[D9_KF_SPAWN_LOC]);
     return VEC_PUSH(b, marks, k) ? 0 : -1;
 }
 
@@ -282,7 +254,7 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
     }
     switch (in->role) {
     case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK: case D9_SCH_WORKER_UNPARK:
-        if (add_mark(m, ev, in) != 0) goto oom;
+        if (add_mark(m, ev) != 0) goto oom;
         break;
     case D9_SCH_WAKE: {
         raw_wake w = {ev->ts_ns, uint_or(ev, F(WAKER_TASK_ID), 0), uint_or(ev, F(WOKEN_TASK_ID), 0),
@@ -392,7 +364,8 @@ static int assign_tids(d9_xmodel *m) {
     tid_vote *votes = malloc((b->marks_n + b->samples_n + 1) * sizeof *votes);
     if (!votes) return -1;
     for (size_t i = 0; i < b->marks_n; i++)
-        if (b->marks[i].has_tid) votes[n++] = (tid_vote){b->marks[i].worker_id, b->marks[i].tid};
+        if (b->marks[i].tid) /* parks and unparks name their thread */
+            votes[n++] = (tid_vote){b->marks[i].worker_id, saturate32(b->marks[i].tid)};
     for (size_t i = 0; i < b->samples_n; i++)
         if (b->samples[i].tid) votes[n++] = (tid_vote){b->samples[i].worker_id, b->samples[i].tid};
     qsort(votes, n, sizeof *votes, cmp_vote);
@@ -542,9 +515,9 @@ static int pair_marks(d9_xmodel *m) {
     if (b->marks_n) qsort(b->marks, b->marks_n, sizeof *b->marks, cmp_mark); /* NULL when none */
     size_t np = 0, nk = 0, nq = 0, ns = 0;
     for (size_t i = 0; i < b->marks_n; i++) {
-        if (b->marks[i].kind == MK_POLL_END) np++;
-        if (b->marks[i].kind == MK_UNPARK) nk++, ns++;
-        if (b->marks[i].kind != MK_POLL_END) nq++;
+        if (b->marks[i].kind == D9M_POLL_END) np++;
+        if (b->marks[i].kind == D9M_UNPARK) nk++, ns++;
+        if (b->marks[i].kind != D9M_POLL_END) nq++;
     }
     m->polls = malloc((np + 1) * sizeof *m->polls);
     m->parks = malloc((nk + 1) * sizeof *m->parks);
@@ -557,50 +530,34 @@ static int pair_marks(d9_xmodel *m) {
     for (size_t i = 0; i < b->marks_n;) {
         uint64_t wid = b->marks[i].worker_id;
         uint32_t w = worker_index(m, wid);
-        const mark *open_poll = NULL, *open_park = NULL;
+        d9m_pair_state pair = {0};
         size_t poll0 = np, park0 = nk;
         m->worker_polls[w] = (uint32_t)np;
         for (; i < b->marks_n && b->marks[i].worker_id == wid; i++) {
             const mark *k = &b->marks[i];
-            switch (k->kind) {
-            case MK_POLL_START:
-                if (open_poll) m->unmatched_polls++;
-                open_poll = k;
-                break;
-            case MK_POLL_END:
-                if (!open_poll) {
-                    m->unmatched_polls++;
-                    break;
-                }
-                m->polls[np++] = (d9_xpoll){.start = open_poll->ts, .end = k->ts,
-                                            .task = open_poll->task, .worker = w,
-                                            .loc = open_poll->loc, .queue = open_poll->queue};
-                open_poll = NULL;
-                break;
-            case MK_PARK:
-                if (open_park) m->unmatched_parks++;
-                open_park = k;
-                break;
-            case MK_UNPARK:
-                if (!open_park) {
-                    m->unmatched_parks++;
-                    break;
-                }
+            mark s;
+            d9m_pair_result r = d9m_pair(&pair, k, &s);
+            if (r == D9M_PAIR_REOPENED || r == D9M_PAIR_STRAY_END) {
+                if (k->kind == D9M_POLL_START || k->kind == D9M_POLL_END) m->unmatched_polls++;
+                else m->unmatched_parks++;
+            } else if (r == D9M_PAIR_CLOSED && k->kind == D9M_POLL_END) {
+                m->polls[np++] = (d9_xpoll){.start = s.ts, .end = k->ts, .task = s.task,
+                                            .worker = w, .loc = s.loc, .queue = s.queue};
+            } else if (r == D9M_PAIR_CLOSED) {
+                bool has_cpu = s.has_cpu && k->has_cpu && k->cpu_ns >= s.cpu_ns;
                 m->parks[nk++] = (d9_xpark){
-                    .start = open_park->ts, .end = k->ts, .worker = w,
-                    .has_sched_wait = k->has_sched_wait, .sched_wait_ns = k->sched_wait,
-                    .has_cpu = open_park->has_cpu && k->has_cpu && k->cpu_ns >= open_park->cpu_ns};
-                m->parks[nk - 1].cpu_ns = m->parks[nk - 1].has_cpu ? k->cpu_ns - open_park->cpu_ns : 0;
+                    .start = s.ts, .end = k->ts, .worker = w,
+                    .has_sched_wait = k->has_sched_wait,
+                    .sched_wait_ns = k->has_sched_wait ? k->sched_wait_ns : 0,
+                    .has_cpu = has_cpu, .cpu_ns = has_cpu ? k->cpu_ns - s.cpu_ns : 0};
                 if (k->has_sched_wait && in_window(m, k->ts))
-                    m->sched_delay[ns++] = (d9_xcounter){k->ts, k->sched_wait, w};
-                open_park = NULL;
-                break;
+                    m->sched_delay[ns++] = (d9_xcounter){k->ts, k->sched_wait_ns, w};
             }
-            if (k->kind != MK_POLL_END && in_window(m, k->ts))
+            if (k->kind != D9M_POLL_END && in_window(m, k->ts))
                 m->local_queue[nq++] = (d9_xcounter){k->ts, k->queue, w};
         }
-        if (open_poll) m->unmatched_polls++;
-        if (open_park) m->unmatched_parks++;
+        if (pair.in_poll) m->unmatched_polls++;
+        if (pair.parked) m->unmatched_parks++;
         cut_overlaps(m, m->polls + poll0, np - poll0, m->parks + park0, nk - park0);
         /* keep what overlaps the window, clipped to it */
         size_t kept = poll0;

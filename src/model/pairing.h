@@ -1,0 +1,67 @@
+/* Poll and park pairing, written once for every reader of the trace model (analysis/ and
+ * export/): what a PollStartEvent, PollEndEvent, WorkerParkEvent or WorkerUnparkEvent says
+ * (read through the schema bindings, format/dec_bindings.h), and the rule that pairs them.
+ *
+ * The rule follows dial9: per worker, a poll runs from a PollStartEvent to the next
+ * PollEndEvent, a park from a WorkerParkEvent to the next WorkerUnparkEvent. A start that
+ * meets another start before its end loses its end (D9M_PAIR_REOPENED); an end without a start
+ * pairs with nothing (D9M_PAIR_STRAY_END). Marks must come in the worker's time order: the
+ * analysis feeds them in stream order (one writer per worker), the export sorts them first.
+ *
+ * The state is a small struct per worker, kept by the reader next to its own per-worker data,
+ * so pairing needs no memory beyond one open poll and one open park per worker. */
+#ifndef D9_MODEL_PAIRING_H
+#define D9_MODEL_PAIRING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "format/decoder.h"
+
+typedef enum d9m_mark_kind { D9M_POLL_START, D9M_POLL_END, D9M_PARK, D9M_UNPARK } d9m_mark_kind;
+
+/* One pairing event, its fields as the model uses them. */
+typedef struct d9m_mark {
+    uint64_t ts, worker_id;
+    uint64_t task;           /* poll start: task_id (0 when absent) */
+    uint64_t tid;            /* park, unpark: tid, 0 when absent */
+    uint64_t cpu_ns;         /* park, unpark: cpu_time_ns, 0 when absent */
+    uint64_t sched_wait_ns;  /* unpark: sched_wait_ns, 0 when absent */
+    uint32_t queue;          /* poll start, park, unpark: local_queue (0 when absent; saturated) */
+    uint32_t loc;            /* poll start: the reader's id of spawn_loc (it interns it) */
+    uint32_t seq;            /* the reader's: the export's arrival order, to sort stably */
+    uint8_t kind;            /* d9m_mark_kind */
+    /* Schedstat read at this event: cpu_time_ns is nonzero. Not read (schedstat off, or
+     * within DIAL9_SCHEDSTAT_RESOLUTION_US of the previous read) means absent in our traces
+     * and 0 in older ones and dial9's. */
+    bool has_cpu;
+    bool has_sched_wait_field; /* unpark: the schema has sched_wait_ns and it is present */
+    /* unpark: a measured run-queue wait: the field is there and schedstat was read (wait or
+     * cpu nonzero); both 0 is no measurement, not a zero delay */
+    bool has_sched_wait;
+} d9m_mark;
+
+/* Fill *k from a pairing event (roles POLL_START, POLL_END, WORKER_PARK, WORKER_UNPARK);
+ * false for any other event. k->loc is left 0 for the reader to set. */
+bool d9m_mark_read(const d9_event *ev, d9m_mark *k);
+
+typedef struct d9m_pair_state {
+    bool in_poll, parked;
+    d9m_mark poll, park; /* the open start of each kind */
+} d9m_pair_state;
+
+typedef enum d9m_pair_result {
+    D9M_PAIR_OPENED,    /* a start, nothing was open */
+    D9M_PAIR_REOPENED,  /* a start while one of its kind was open: that one is dropped */
+    D9M_PAIR_CLOSED,    /* an end that closed the open start, copied to *start */
+    D9M_PAIR_STRAY_END, /* an end with nothing open */
+} d9m_pair_result;
+
+/* Apply mark k (of the state's worker, in time order) to the state. */
+d9m_pair_result d9m_pair(d9m_pair_state *s, const d9m_mark *k, d9m_mark *start);
+
+static inline bool d9m_mark_is_start(const d9m_mark *k) {
+    return k->kind == D9M_POLL_START || k->kind == D9M_PARK;
+}
+
+#endif

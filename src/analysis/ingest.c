@@ -338,14 +338,11 @@ static int on_switch(d9a_analysis *a, const d9_dec_binding *in, const d9_event *
     return emit(a, &r);
 }
 
-static int on_symbol(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev) {
-    uint64_t addr;
-    if (!field_has_u(ev, F(ADDR), &addr)) return 0;
-    d9_dec_str name = {"", 0}, file = {"", 0};
-    if (F(SYMBOL_NAME) < 0 || !d9_value_str(&ev->values[F(SYMBOL_NAME)], &name)) return 0;
-    if (F(SOURCE_FILE) >= 0) d9_value_str(&ev->values[F(SOURCE_FILE)], &file);
-    return d9a_symtab_add(&a->symtab, addr, field_u(ev, F(SIZE), 0), name.ptr, name.len,
-                          file.ptr, file.len, field_u(ev, F(SOURCE_LINE), 0), field_u(ev, F(INLINE_DEPTH), 0));
+static int on_symbol(d9a_analysis *a, const d9_event *ev) {
+    d9m_symbol_event e;
+    if (!d9m_symbol_read(ev, &e)) return 0;
+    return d9a_symtab_add(&a->symtab, e.addr, e.size, e.name.ptr, e.name.len, e.file.ptr,
+                          e.file.len, e.line, e.depth);
 }
 
 static int ingest(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
@@ -424,7 +421,7 @@ static int ingest(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
         }
         return 0;
     }
-    case D9_SCH_SYMBOL_TABLE_ENTRY: return on_symbol(a, in, ev);
+    case D9_SCH_SYMBOL_TABLE_ENTRY: return on_symbol(a, ev);
     case D9_SCH_DROPPED_EVENTS: {
         d9_dec_str reason = {"unknown", 7};
         if (F(REASON) >= 0) d9_value_str(&ev->values[F(REASON)], &reason);
@@ -447,11 +444,10 @@ static int ingest(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
         return a->failed ? -1 : 0;
     }
     case D9_SCH_MEMORY_MAP: {
-        d9_dec_str path;
-        if (F(PATH) < 0 || !d9_value_str(&ev->values[F(PATH)], &path)) return 0;
-        return d9a_symtab_add_mapping(&a->symtab, field_u(ev, F(START), 0),
-                                      field_u(ev, F(END), 0), field_u(ev, F(FILE_OFFSET), 0),
-                                      path.ptr, path.len);
+        d9m_mapping_event e;
+        if (!d9m_mapping_read(ev, &e)) return 0;
+        return d9a_symtab_add_mapping(&a->symtab, e.start, e.end, e.file_offset, e.path.ptr,
+                                      e.path.len);
     }
     default: return 0; /* task dumps, stack origins, task objects, other events */
     }

@@ -519,7 +519,7 @@ int d9a_build_report(d9a_analysis *a) {
         if (a->wlist[i]->pair.in_poll) r->unmatched_poll_starts++; /* still open at the end */
     r->late_records = a->late;
     r->unresolved_refs = a->unresolved;
-    r->symbols_present = a->symtab.count > 0;
+    r->symbols_present = a->symtab.t.count > 0;
     if (build_sources(a, r) != 0) return -1;
     if (build_coverage(a, r) != 0) return -1;
 

@@ -1,16 +1,14 @@
-/* Symbols for the addresses in call stacks, from the SymbolTableEntry events of the trace
- * (dial9 appends them to a file: addr = the address exactly as it appears in callchains; one
- * entry per inline level, inline_depth 0 = the real function, higher = inlined deeper; size 0
- * = exact address, size > 0 = the range [addr, addr+size)). Report-time only: stacks are
- * kept as addresses while reading and expanded into frames when printed. */
+/* Symbols for the addresses in call stacks: the model's table of the trace's SymbolTableEntry
+ * and MemoryMapEvent events (model/symtab.h, where the rules are), expanded into the frames
+ * the report prints. Report-time only: stacks are kept as addresses while reading. */
 #ifndef D9_ANALYSIS_SYMTAB_H
 #define D9_ANALYSIS_SYMTAB_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/u64_map.h"
 #include "analysis/intern.h"
+#include "model/symtab.h"
 
 /* One frame of an expanded stack. symbol is NULL when the address has no symbol. */
 typedef struct d9a_frame {
@@ -24,27 +22,10 @@ typedef struct d9a_frame {
     uint64_t object_offset;  /* addr's offset in that file */
 } d9a_frame;
 
-typedef struct d9a_sym {
-    uint64_t addr, size;
-    uint32_t name, file; /* ids in the string table */
-    uint32_t line, depth;
-    uint32_t next;       /* next entry of the same addr, UINT32_MAX at the end */
-} d9a_sym;
-
+/* The model's symbol table (model/symtab.h) over the analysis's strings. */
 typedef struct d9a_symtab {
     d9a_strings *strings; /* shared with the analysis, not owned */
-    d9a_sym *syms;
-    uint32_t count, cap;
-    d9_u64_map by_addr;   /* addr -> first entry */
-    uint32_t *ranges;     /* depth-0 entries with size > 0, sorted by addr (built on demand) */
-    uint32_t nranges;
-    bool ranges_built;
-    struct d9a_mapping {
-        uint64_t start, end, file_offset;
-        uint32_t path; /* string id */
-    } *maps;           /* executable mappings (MemoryMapEvent), sorted on demand */
-    uint32_t nmaps, maps_cap;
-    bool maps_sorted;
+    d9m_symtab t;
 } d9a_symtab;
 
 /* 0, or -1 when out of memory. A repeated (addr, inline_depth) is ignored (every segment may

@@ -55,7 +55,7 @@ struct d9_xbuild {
     VEC(raw_queue, queues);
     VEC(raw_registration, regs);
     VEC(worker_runtime, runtimes);
-    d9_xsymbols symbols;
+    d9m_symtab symbols; /* the trace's symbols and mappings (model/symtab.h) */
     d9_stack_table stack_table;
     d9_stack_entry **stack_by_index;
     size_t stacks_n, stacks_cap;
@@ -98,7 +98,6 @@ d9_xmodel *d9_xmodel_new(void) {
         d9_xmodel_free(m);
         return NULL;
     }
-    d9_xsymbols_init(&m->build->symbols);
     return m;
 }
 
@@ -110,7 +109,7 @@ static void build_free(struct d9_xbuild *b) {
     free(b->queues);
     free(b->regs);
     free(b->runtimes);
-    d9_xsymbols_free(&b->symbols);
+    d9m_symtab_free(&b->symbols);
     d9_stack_table_free(&b->stack_table);
     free(b->stack_by_index);
     free(b);
@@ -157,6 +156,17 @@ static uint32_t str_of(d9_xmodel *m, const d9_event *ev, int index) {
     }
     d9_dec_str s;
     if (!d9_value_str(v, &s)) return 0;
+    uint32_t i = d9_xstr_intern(&m->strings, s.ptr, s.len);
+    if (i == D9_XSTR_FAILED) {
+        m->failed = true;
+        return 0;
+    }
+    return i;
+}
+
+/* A string interned; 0 for "" (the pool's first string). */
+static uint32_t intern(d9_xmodel *m, d9_dec_str s) {
+    if (s.len == 0) return 0;
     uint32_t i = d9_xstr_intern(&m->strings, s.ptr, s.len);
     if (i == D9_XSTR_FAILED) {
         m->failed = true;
@@ -277,15 +287,13 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
         if (!VEC_PUSH(b, queues, ((raw_queue){ev->ts_ns, uint_or(ev, F(GLOBAL_QUEUE), 0)}))) goto oom;
         break;
     case D9_SCH_SYMBOL_TABLE_ENTRY: {
-        uint64_t addr;
-        if (!d9_value_uint(field(ev, F(ADDR)), &addr)) break;
-        d9_xsymbol s = {.addr = addr, .size = uint_or(ev, F(SIZE), 0),
-                        .name = str_of(m, ev, F(SYMBOL_NAME)),
-                        .depth = (uint16_t)(uint_or(ev, F(INLINE_DEPTH), 0) > 0xffff ? 0xffff
-                                                                             : uint_or(ev, F(INLINE_DEPTH), 0)),
-                        .file = str_of(m, ev, F(SOURCE_FILE)),
-                        .line = saturate32(uint_or(ev, F(SOURCE_LINE), 0))};
-        if (s.name && d9_xsymbols_add(&b->symbols, &s) != 0) goto oom;
+        d9m_symbol_event e;
+        bool ok = d9m_symbol_read(ev, &e);
+        m->unresolved_strings += e.unresolved;
+        if (!ok) break;
+        uint32_t name = intern(m, e.name), file = intern(m, e.file);
+        if (m->failed || d9m_symtab_add(&b->symbols, e.addr, e.size, name, file, e.line, e.depth) != 0)
+            goto oom;
         break;
     }
     case D9_SCH_SEGMENT_METADATA:
@@ -309,10 +317,14 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
         break;
     }
     case D9_SCH_MEMORY_MAP: {
-        d9_xmapping mp = {uint_or(ev, F(START), 0), uint_or(ev, F(END), 0),
-                          uint_or(ev, F(FILE_OFFSET), 0), str_of(m, ev, F(PATH)),
-                          str_of(m, ev, F(BUILD_ID))};
-        if (mp.end > mp.start && d9_xsymbols_add_mapping(&b->symbols, &mp) != 0) goto oom;
+        d9m_mapping_event e;
+        bool ok = d9m_mapping_read(ev, &e);
+        m->unresolved_strings += e.unresolved;
+        if (!ok) break;
+        uint32_t path = intern(m, e.path), build_id = intern(m, e.build_id);
+        if (m->failed ||
+            d9m_symtab_add_mapping(&b->symbols, e.start, e.end, e.file_offset, path, build_id) != 0)
+            goto oom;
         break;
     }
     default: break; /* the export needs nothing else */

@@ -23,6 +23,7 @@
 #include "format/dec_open_regular.h"
 #include "format/decoder.h"
 #include "symbols/sym_input.h"
+#include "symbols/trace_scan.h"
 #include "symbols/symbol_stream.h"
 #include "symbols/symbolize_file.h"
 #include "symbols/symbolizer.h"
@@ -79,134 +80,6 @@ typedef struct options {
 
 /* ------------------------------------------------------------------ reading a trace */
 
-/* What symbolize keeps per schema, beyond its role and fields (d9_dec_schema.bind). */
-typedef struct schema_role {
-    bool known;
-    bool stacks;   /* has stack-typed fields */
-} schema_role;
-
-/* A field of the event's schema by name, bound once by the decoder (format/dec_bindings.h). */
-#define F(name) (ev->schema->bind.field[D9_KF_##name])
-
-typedef struct reader {
-    d9_sym_input *in;
-    schema_role *roles; /* by d9_dec_schema.index */
-    size_t nroles;
-    /* stack references read before their pool entry was defined */
-    struct pend { uint32_t id; bool exact; } *pend;
-    size_t npend, pend_cap;
-    uint32_t pend_stream;
-    uint64_t seen_stack_entries;
-    uint64_t lost_refs;
-} reader;
-
-static schema_role *role_of(reader *r, const d9_dec_schema *s) {
-    if (s->index >= r->nroles) {
-        size_t n = r->nroles ? r->nroles : 64;
-        while (n <= s->index) n *= 2;
-        schema_role *a = realloc(r->roles, n * sizeof *a);
-        if (!a) return NULL;
-        memset(a + r->nroles, 0, (n - r->nroles) * sizeof *a);
-        r->roles = a;
-        r->nroles = n;
-    }
-    schema_role *ro = &r->roles[s->index];
-    if (ro->known) return ro;
-    ro->known = true;
-    for (uint16_t i = 0; i < s->field_count; i++)
-        ro->stacks |= s->fields[i].type == D9_FT_POOLED_STACK || s->fields[i].type == D9_FT_STACK;
-    return ro;
-}
-
-static void retry_pending(reader *r, d9_decoder *d) {
-    size_t k = 0;
-    for (size_t i = 0; i < r->npend; i++) {
-        const uint64_t *addrs;
-        uint32_t n;
-        if (d9_dec_pool_stack(d, r->pend[i].id, &addrs, &n)) d9_sym_input_add_stack(r->in, addrs, n, r->pend[i].exact);
-        else r->pend[k++] = r->pend[i];
-    }
-    r->npend = k;
-}
-
-static void add_stack_value(reader *r, const d9_value *v, bool exact, uint32_t stream) {
-    if (!v->present) return;
-    if (v->resolved) {
-        d9_sym_input_add_stack(r->in, v->stack.addrs, v->stack.count, exact);
-        return;
-    }
-    if (r->npend && r->pend_stream != stream) {
-        r->lost_refs += r->npend; /* their stream ended without defining them */
-        r->npend = 0;
-    }
-    if (r->npend == r->pend_cap) {
-        size_t cap = r->pend_cap ? r->pend_cap * 2 : 64;
-        struct pend *p = realloc(r->pend, cap * sizeof *p);
-        if (!p) {
-            r->in->oom = true;
-            return;
-        }
-        r->pend = p;
-        r->pend_cap = cap;
-    }
-    r->pend_stream = stream;
-    r->pend[r->npend++] = (struct pend){.id = v->pool_id, .exact = exact};
-}
-
-static void on_event(reader *r, d9_decoder *d, const d9_event *ev) {
-    if (r->npend) {
-        uint64_t seen = d9_dec_get_stats(d)->stack_pool_entries;
-        if (ev->stream != r->pend_stream) {
-            r->lost_refs += r->npend;
-            r->npend = 0;
-        } else if (seen != r->seen_stack_entries) {
-            r->seen_stack_entries = seen;
-            retry_pending(r, d);
-        }
-    }
-    schema_role *ro = role_of(r, ev->schema);
-    if (!ro) {
-        r->in->oom = true;
-        return;
-    }
-    if (ro->stacks) {
-        for (uint16_t i = 0; i < ev->schema->field_count; i++) {
-            uint8_t t = ev->schema->fields[i].type;
-            if (t == D9_FT_POOLED_STACK || t == D9_FT_STACK)
-                add_stack_value(r, &ev->values[i], ev->schema->bind.role == D9_SCH_CPU_SAMPLE, ev->stream);
-        }
-    }
-    const d9_value *v = ev->values;
-    uint64_t a, b, c = 0;
-    d9_dec_str s1, s2 = {"", 0};
-    switch (ev->schema->bind.role) {
-    case D9_SCH_MEMORY_MAP:
-        if (F(START) < 0 || F(END) < 0 || F(PATH) < 0 || !d9_value_uint(&v[F(START)], &a) ||
-            !d9_value_uint(&v[F(END)], &b) || !d9_value_str(&v[F(PATH)], &s1))
-            return;
-        if (F(FILE_OFFSET) >= 0) d9_value_uint(&v[F(FILE_OFFSET)], &c);
-        if (F(BUILD_ID) >= 0) d9_value_str(&v[F(BUILD_ID)], &s2);
-        d9_sym_input_add_map(r->in, a, b, c, s1.ptr, s1.len, s2.ptr, s2.len);
-        break;
-    case D9_SCH_SYMBOL_TABLE_ENTRY:
-        if (F(ADDR) >= 0 && F(SYMBOL_NAME) >= 0 && d9_value_uint(&v[F(ADDR)], &a) && d9_value_str(&v[F(SYMBOL_NAME)], &s1))
-            d9_sym_input_note_symbol(r->in, a, s1.ptr, s1.len);
-        break;
-    case D9_SCH_SEGMENT_METADATA:
-        if (F(ENTRIES) < 0 || !v[F(ENTRIES)].present || v[F(ENTRIES)].type != D9_FT_STRING_MAP) return;
-        for (uint32_t i = 0; i < v[F(ENTRIES)].map.count; i++) {
-            const d9_dec_kv *kv = &v[F(ENTRIES)].map.items[i];
-            if (kv->key.len == 7 && !memcmp(kv->key.ptr, "boot_id", 7) && kv->value.len < sizeof r->in->boot_id) {
-                memcpy(r->in->boot_id, kv->value.ptr, kv->value.len);
-                r->in->boot_id[kv->value.len] = 0;
-            }
-        }
-        break;
-    default:
-        break;
-    }
-}
-
 typedef struct decoded {
     d9_dec_status status;
     uint64_t good_bytes; /* decoded bytes up to the last complete frame */
@@ -219,21 +92,15 @@ static bool read_trace(const char *path, d9_sym_input *in, decoded *out) {
     memset(out, 0, sizeof *out);
     d9_decoder *d = d9_dec_open_path(path, NULL, out->message, sizeof out->message);
     if (!d) return false;
-    reader r = {.in = in};
-    d9_event ev;
-    while (d9_dec_next(d, &ev) > 0) on_event(&r, d, &ev);
-    if (r.npend) retry_pending(&r, d);
-    r.lost_refs += r.npend;
+    uint64_t lost_refs = d9_sym_input_read(d, in, false); /* symbols/trace_scan.h */
     out->status = d9_dec_state(d);
     out->good_bytes = d9_dec_stop_offset(d);
     out->gzip = d9_dec_get_stats(d)->gzip;
     snprintf(out->message, sizeof out->message, "%s", d9_dec_message(d));
-    if (r.lost_refs)
+    if (lost_refs)
         fprintf(stderr, "dial9 symbolize: %s: %" PRIu64 " callchain(s) refer to undefined stack pool ids\n",
-                path, r.lost_refs);
+                path, lost_refs);
     d9_dec_close(d);
-    free(r.roles);
-    free(r.pend);
     return true;
 }
 

@@ -23,9 +23,20 @@ struct d9_input {
 d9_input *d9_input_from_fd(int fd, bool owned);
 d9_input *d9_input_from_file(FILE *f);
 d9_input *d9_input_from_mem(const void *data, size_t len);
-/* Inflate gzip data: `prefix` (bytes already read from `raw`, copied) then the
+/* Inflate gzip data (dec_gzip.c, dial9_reader only): `prefix` (bytes already read from `raw`, copied) then the
  * rest of `raw`. Takes ownership of raw (also when it returns NULL). Concatenated gzip members are read one after the other. */
 d9_input *d9_input_gzip(d9_input *raw, const uint8_t *prefix, size_t prefix_len);
+
+/* The decoder's constructors behind the openers of decoder.h (dec_open.c passes d9_input_gzip;
+ * libdial9, without zlib, passes NULL: gzip data is then an error). */
+typedef d9_input *(*d9_gunzip_fn)(d9_input *raw, const uint8_t *prefix, size_t prefix_len);
+struct d9_decoder;
+struct d9_dec_options;
+/* Takes ownership of in (also on failure). */
+struct d9_decoder *d9_dec_with_input(d9_input *in, d9_gunzip_fn gunzip,
+                                     const struct d9_dec_options *opt, char *err, size_t errlen);
+struct d9_decoder *d9_dec_with_mem(const void *data, size_t len, d9_gunzip_fn gunzip,
+                                   const struct d9_dec_options *opt, char *err, size_t errlen);
 
 static inline long d9_input_read(d9_input *in, uint8_t *buf, size_t n) { return in->read(in, buf, n); }
 void d9_input_close(d9_input *in);

@@ -19,9 +19,9 @@
 #include "common/arena.h"
 #include "common/u64_set.h"
 #include "format/dec_input.h"
-#include "format/dec_open_regular.h"
 #include "format/dec_pool.h"
 #include "format/dec_schema.h"
+#include "format/dec_skip_plan.h"
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -41,6 +41,18 @@ struct d9_decoder {
 
     /* input window: buf[pos, len) is undecoded; buf[0] is at decoded offset `base` */
     d9_input *in;          /* NULL when decoding caller memory in place */
+    d9_gunzip_fn gunzip;   /* wraps gzip input (dec_gzip.c); NULL: plain data only */
+    /* scan mode (d9_dec_set_scan): what the reader keeps, per schema index */
+    d9_dec_scan scan_mode; /* keep == NULL: off */
+    uint8_t *scan;         /* SCAN_* by schema index */
+    d9_skip_plan *plans;   /* by schema index, for SCAN_PLAN */
+    uint32_t scan_cap;
+    /* by type id, this stream: 0 not looked up, 1 not stepped over by a plan, else
+     * (plan index + 1) << 1 | has_timestamp (the hot loop of scan_run) */
+    uint32_t *scan_ids;
+    uint32_t scan_ids_cap;
+    size_t scan_room;      /* bytes the largest plan's event may take, with tag and type id
+                              (at least 8: see delta24) */
     const uint8_t *buf;
     uint8_t *own;          /* our buffer (== buf unless in place) */
     size_t cap, pos, len;
@@ -541,9 +553,9 @@ static int parse_schema(cur *c) {
         d->types[type_id] = s;
         d->defined[d->ndefined++] = type_id;
     }
-    if (s->has_timestamp && s->name_len == 14 && memcmp(s->name, "ClockSyncEvent", 14) == 0) {
+    if (s->has_timestamp && s->bind.role == D9_SCH_CLOCK_SYNC) {
         d->clock_sync = s;
-        d->clock_sync_real = d9_schema_field_index(s, "realtime_ns");
+        d->clock_sync_real = s->bind.field[D9_KF_REALTIME_NS];
     }
     if (s->field_count > d->values_cap) {
         uint32_t cap = d->values_cap ? d->values_cap : 16;
@@ -646,6 +658,7 @@ static int parse_annotations(cur *c) {
 /* The stream's end: count pool ids that were referenced but never defined. */
 static void end_stream(d9_decoder *d) {
     if (!d->in_stream) return;
+    if (d->scan_mode.stream_end) d->scan_mode.stream_end(d, d->scan_mode.ctx);
     uint64_t k;
     for (size_t pos = 0; d9_u64_set_next(&d->pending, &pos, &k);) {
         const d9_pool *pool = (k >> 32) == POOL_STACK ? &d->stacks : &d->strings;
@@ -657,6 +670,7 @@ static void end_stream(d9_decoder *d) {
 
 static void begin_stream(d9_decoder *d) {
     end_stream(d);
+    if (d->scan_ids) memset(d->scan_ids, 0, d->scan_ids_cap * sizeof *d->scan_ids); /* ids are per stream */
     for (uint32_t i = 0; i < d->ndefined; i++) d->types[d->defined[i]] = NULL;
     d->ndefined = 0;
     d->ts_base = 0;
@@ -739,8 +753,12 @@ static int sniff(d9_decoder *d) {
     d->sniffed = true;
     if (!d->in) {
         if (d->len < 2 || d->buf[0] != 0x1f || d->buf[1] != 0x8b) return 0;
+        if (!d->gunzip) {
+            io_error(d, "gzip-compressed data: this reader reads uncompressed traces only");
+            return -1;
+        }
         d9_input *raw = d9_input_from_mem(d->buf, d->len);
-        d->in = raw ? d9_input_gzip(raw, NULL, 0) : NULL;
+        d->in = raw ? d->gunzip(raw, NULL, 0) : NULL;
         d->own = malloc(d->opt.chunk_bytes);
         if (!d->in || !d->own) {
             io_error(d, "out of memory");
@@ -755,7 +773,11 @@ static int sniff(d9_decoder *d) {
     }
     if (refill(d, 2) < 0) return -1;
     if (d->len >= 2 && d->own[0] == 0x1f && d->own[1] == 0x8b) {
-        d9_input *gz = d9_input_gzip(d->in, d->own, d->len);
+        if (!d->gunzip) {
+            io_error(d, "gzip-compressed data: this reader reads uncompressed traces only");
+            return -1;
+        }
+        d9_input *gz = d->gunzip(d->in, d->own, d->len);
         d->in = gz;
         if (!gz) {
             io_error(d, "out of memory");
@@ -825,10 +847,116 @@ static void check_time(d9_decoder *d, d9_event *ev) {
     }
 }
 
+/* ---- scan mode ---- */
+
+enum { SCAN_UNKNOWN, SCAN_KEEP, SCAN_PARSE, SCAN_PLAN }; /* PARSE, PLAN: the reader declines */
+
+/* What scan mode does with events of schema s (asked once per schema). */
+static uint8_t scan_state(d9_decoder *d, const d9_dec_schema *s) {
+    if (s->index >= d->scan_cap) {
+        uint32_t cap = d->scan_cap ? d->scan_cap : 64;
+        while (cap <= s->index) cap *= 2;
+        uint8_t *st = realloc(d->scan, cap);
+        if (!st) return SCAN_KEEP; /* out of memory: decode it, as without scan mode */
+        d->scan = st;
+        memset(d->scan + d->scan_cap, SCAN_UNKNOWN, cap - d->scan_cap);
+        d9_skip_plan *pl = realloc(d->plans, cap * sizeof *pl);
+        if (!pl) return SCAN_KEEP; /* the larger state table stays: harmless */
+        d->plans = pl;
+        memset(d->plans + d->scan_cap, 0, (cap - d->scan_cap) * sizeof *pl);
+        d->scan_cap = cap;
+    }
+    uint8_t *st = &d->scan[s->index];
+    if (*st != SCAN_UNKNOWN) return *st;
+    if (d->scan_mode.keep(s, d->scan_mode.ctx)) return *st = SCAN_KEEP;
+    *st = SCAN_PARSE;
+    uint8_t types[256];
+    if (!d->scan_mode.skip_plans || s->field_count > sizeof types) return *st;
+    for (uint16_t i = 0; i < s->field_count; i++)
+        types[i] = (uint8_t)(s->fields[i].type | (s->fields[i].optional ? D9_FT_OPTIONAL : 0));
+    if (d9_skip_plan_build(&d->plans[s->index], s->has_timestamp, types, s->field_count)) {
+        *st = SCAN_PLAN;
+        if (3 + d->plans[s->index].max_size > d->scan_room) d->scan_room = 3 + d->plans[s->index].max_size;
+    }
+    return *st;
+}
+
+/* What scan_run does with type id `id` of this stream: see d9_decoder.scan_ids. */
+static uint32_t scan_id_slow(d9_decoder *d, uint16_t id) {
+    const d9_dec_schema *s = id < d->types_cap ? d->types[id] : NULL;
+    if (!s) return 1; /* undefined: parse_event reports it (not cached: it may come) */
+    uint32_t v = scan_state(d, s) == SCAN_PLAN ? (s->index + 1) << 1 | s->has_timestamp : 1;
+    if (id >= d->scan_ids_cap) {
+        uint32_t cap = d->scan_ids_cap ? d->scan_ids_cap : 64;
+        while (cap <= id) cap *= 2;
+        uint32_t *a = realloc(d->scan_ids, cap * sizeof *a);
+        if (!a) return v;
+        memset(a + d->scan_ids_cap, 0, (cap - d->scan_ids_cap) * sizeof *a);
+        d->scan_ids = a;
+        d->scan_ids_cap = cap;
+    }
+    return d->scan_ids[id] = v;
+}
+
+/* Step over the run of events at d->pos that the reader declines and their plans allow (the
+ * bulk of a segment), with the state in locals. Only while the largest event of the plan is
+ * buffered, so that neither the frame header nor the fields need bounds checks; anything
+ * else, a malformed event among it, is left to parse_event to read and judge. */
+/* le24 in two instructions: a 4-byte load (scan_room keeps it inside the buffer), masked. */
+static inline uint32_t delta24(const uint8_t *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w & 0xffffff;
+#else
+    return le24(p);
+#endif
+}
+
+static void scan_run(d9_decoder *d) {
+    const uint8_t *p = d->buf + d->pos, *end = d->buf + d->len;
+    /* in locals: the plans' byte reads may alias anything, the compiler would reload them */
+    const uint32_t *ids = d->scan_ids;
+    uint32_t nids = d->scan_ids_cap;
+    const d9_skip_plan *plans = d->plans;
+    size_t room = d->scan_room;
+    uint64_t ts = d->ts_base, n = 0;
+    while ((size_t)(end - p) >= room && *p == D9_FRAME_EVENT) {
+        uint16_t id = le16(p + 1);
+        uint32_t v = id < nids ? ids[id] : 0;
+        if (UNLIKELY(v <= 1)) {
+            if (v == 1) break;
+            v = scan_id_slow(d, id);
+            ids = d->scan_ids;
+            nids = d->scan_ids_cap;
+            plans = d->plans;
+            room = d->scan_room;
+            if (v == 1 || (size_t)(end - p) < room) break;
+        }
+        const uint8_t *next = d9_skip_event(&plans[(v >> 1) - 1], p + 3);
+        if (!next) break;
+        if (v & 1) ts += delta24(p + 3);
+        p = next;
+        n++;
+    }
+    if (n) {
+        d->ts_base = ts;
+        d->pos = (size_t)(p - d->buf);
+        d->st.events += n;
+        d->st.bytes = d->base + d->pos;
+    }
+}
+
+void d9_dec_set_scan(d9_decoder *d, const d9_dec_scan *scan) {
+    d->scan_mode = *scan;
+    d->scan_room = 8; /* tag, type id, and the 4 bytes delta24 loads at most */
+}
+
 int d9_dec_next(d9_decoder *d, d9_event *ev) {
     if (UNLIKELY(d->status != D9_DEC_RUNNING)) return d->status == D9_DEC_ERROR ? -1 : 0;
     if (UNLIKELY(!d->sniffed) && sniff(d) < 0) return -1;
     for (;;) {
+        if (UNLIKELY(d->scan_mode.keep != NULL) && d->in_stream) scan_run(d);
         size_t avail = d->len - d->pos;
         if (UNLIKELY(avail == 0)) {
             if (d->eof) return finish(d);
@@ -840,6 +968,12 @@ int d9_dec_next(d9_decoder *d, d9_event *ev) {
         int r;
         if (LIKELY(tag == D9_FRAME_EVENT && d->in_stream)) {
             r = parse_event(&c, ev);
+            if (UNLIKELY(d->scan_mode.keep != NULL) && r == P_OK && scan_state(d, ev->schema) != SCAN_KEEP) {
+                d->pos = (size_t)(c.p - d->buf);
+                d->st.events++;
+                d->st.bytes = d->base + d->pos;
+                continue;
+            }
             if (LIKELY(r == P_OK)) {
                 ev->implausible_ts = false;
                 if (UNLIKELY(ev->schema == d->clock_sync) ||
@@ -946,10 +1080,12 @@ static d9_decoder *dec_new(const d9_dec_options *opt) {
     return d;
 }
 
-static d9_decoder *dec_with_input(d9_input *in, const d9_dec_options *opt, char *err, size_t errlen) {
+d9_decoder *d9_dec_with_input(d9_input *in, d9_gunzip_fn gunzip, const d9_dec_options *opt,
+                              char *err, size_t errlen) {
     d9_decoder *d = in ? dec_new(opt) : NULL;
     if (d) {
         d->in = in;
+        d->gunzip = gunzip;
         d->own = malloc(d->opt.chunk_bytes);
     }
     if (!d || !d->own) {
@@ -963,40 +1099,24 @@ static d9_decoder *dec_with_input(d9_input *in, const d9_dec_options *opt, char 
     return d;
 }
 
-d9_decoder *d9_dec_open_fd(int fd, bool take_ownership, const d9_dec_options *opt, char *err,
-                           size_t errlen) {
-    d9_input *in = d9_input_from_fd(fd, take_ownership);
-    if (!in && take_ownership) close(fd);
-    return dec_with_input(in, opt, err, errlen);
-}
-
-d9_decoder *d9_dec_open_path(const char *path, const d9_dec_options *opt, char *err,
-                             size_t errlen) {
-    char why[512];
-    int fd = d9_open_regular(path, O_RDONLY, why, sizeof why);
-    if (fd < 0) {
-        set_err(err, errlen, "%s%s", why, "");
-        return NULL;
-    }
-    return d9_dec_open_fd(fd, true, opt, err, errlen);
-}
-
-d9_decoder *d9_dec_open_file(FILE *f, const d9_dec_options *opt, char *err, size_t errlen) {
-    return dec_with_input(d9_input_from_file(f), opt, err, errlen);
-}
-
-d9_decoder *d9_dec_open_mem(const void *data, size_t len, const d9_dec_options *opt, char *err,
-                            size_t errlen) {
+d9_decoder *d9_dec_with_mem(const void *data, size_t len, d9_gunzip_fn gunzip,
+                            const d9_dec_options *opt, char *err, size_t errlen) {
     d9_decoder *d = dec_new(opt);
     if (!d) {
         set_err(err, errlen, "%s%s", "out of memory", "");
         return NULL;
     }
+    d->gunzip = gunzip;
     d->buf = len ? data : k_empty;
     d->len = len;
     d->eof = true;
     d->st.input_bytes = len;
     return d;
+}
+
+d9_decoder *d9_dec_open_plain_mem(const void *data, size_t len, const d9_dec_options *opt,
+                                  char *err, size_t errlen) {
+    return d9_dec_with_mem(data, len, NULL, opt, err, errlen);
 }
 
 void d9_dec_close(d9_decoder *d) {
@@ -1012,6 +1132,11 @@ void d9_dec_close(d9_decoder *d) {
     d9_pool_free(&d->stacks);
     d9_u64_set_free(&d->pending);
     d9_schema_reg_free(&d->reg);
+    for (uint32_t i = 0; i < d->scan_cap; i++)
+        if (d->scan[i] == SCAN_PLAN) d9_skip_plan_free(&d->plans[i]);
+    free(d->scan);
+    free(d->plans);
+    free(d->scan_ids);
     free(d);
 }
 

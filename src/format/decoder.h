@@ -211,7 +211,29 @@ d9_decoder *d9_dec_open_file(FILE *f, const d9_dec_options *opt, char *err, size
 d9_decoder *d9_dec_open_mem(const void *data, size_t len, const d9_dec_options *opt, char *err,
                             size_t errlen);
 
+/* The openers above read gzip (zlib, dial9_reader). libdial9 has no zlib: it opens
+ * uncompressed memory only (gzip data stops with D9_DEC_ERROR). In place, as d9_dec_open_mem. */
+d9_decoder *d9_dec_open_plain_mem(const void *data, size_t len, const d9_dec_options *opt,
+                                  char *err, size_t errlen);
+
 void d9_dec_close(d9_decoder *d);
+
+/* Scan mode, for a reader that needs a few schemas of a large trace (the symbolizer's fast
+ * scan, symbols/trace_scan.c): d9_dec_next returns only events whose schema `keep` accepts
+ * (asked once per schema). The others are stepped over; with `skip_plans`, those made of
+ * fixed-width and varint fields only without decoding their values (format/dec_skip_plan.h),
+ * the rest by decoding them (skip_plans false decodes all of them: what the fast path must
+ * agree with). Stepped-over events count in d9_dec_stats.events and keep the timestamps
+ * right, but take no part in the implausible-time check. `stream_end` (may be NULL) is called
+ * when a stream ends (a new header, the end of the data), while its pools are still there:
+ * a late pool definition can complete a reference then. Set it before the first event. */
+typedef struct d9_dec_scan {
+    bool (*keep)(const d9_dec_schema *s, void *ctx);
+    void (*stream_end)(d9_decoder *d, void *ctx);
+    void *ctx;
+    bool skip_plans;
+} d9_dec_scan;
+void d9_dec_set_scan(d9_decoder *d, const d9_dec_scan *scan);
 
 /* ------------------------------------------------------------------------------------------
  * Decoding

@@ -14,7 +14,7 @@
 #include "format/encoder.h"
 #include "format/schemas.h"
 #include "format/wire.h"
-#include "symbols/skip_plan.h"
+#include "format/dec_skip_plan.h"
 #include "symbols/sym_input.h"
 #include "symbols/trace_scan.h"
 

@@ -37,21 +37,27 @@ static raw *push(vec *v) {
     return r;
 }
 
-static uint64_t field_u(const d9_event *ev, const char *name) {
+/* Fields and roles through the decoder's schema bindings (format/dec_bindings.h). */
+static const d9_value *known(const d9_event *ev, d9_known_field k) {
+    int i = ev->schema->bind.field[k];
+    return i >= 0 ? &ev->values[i] : NULL;
+}
+
+static uint64_t field_u(const d9_event *ev, d9_known_field k) {
     uint64_t v = 0;
-    d9_value_uint(d9_event_field(ev, name), &v);
+    d9_value_uint(known(ev, k), &v);
     return v;
 }
 
-static void field_s(const d9_event *ev, const char *name, char *out, size_t len) {
+static void field_s(const d9_event *ev, d9_known_field k, char *out, size_t len) {
     d9_dec_str s;
-    if (d9_value_str(d9_event_field(ev, name), &s))
+    if (d9_value_str(known(ev, k), &s))
         snprintf(out, len, "%.*s", (int)s.len, s.ptr);
     else
         out[0] = 0;
 }
 
-static bool is(const d9_event *ev, const char *name) { return strcmp(ev->schema->name, name) == 0; }
+static bool is(const d9_event *ev, uint8_t role) { return ev->schema->bind.role == role; }
 
 static int load_file(const char *path, vec *v, uint64_t *dropped) {
     char err[256];
@@ -63,50 +69,50 @@ static int load_file(const char *path, vec *v, uint64_t *dropped) {
     d9_event ev;
     while (d9_dec_next(d, &ev) > 0) {
         raw *r = NULL;
-        if (is(&ev, "PollStartEvent")) {
+        if (is(&ev, D9_SCH_POLL_START)) {
             r = push(v);
             r->kind = K_POLL_START;
-            r->a = field_u(&ev, "worker_id");
-            r->b = field_u(&ev, "task_id");
-            field_s(&ev, "spawn_loc", r->s, sizeof r->s);
-        } else if (is(&ev, "PollEndEvent")) {
+            r->a = field_u(&ev, D9_KF_WORKER_ID);
+            r->b = field_u(&ev, D9_KF_TASK_ID);
+            field_s(&ev, D9_KF_SPAWN_LOC, r->s, sizeof r->s);
+        } else if (is(&ev, D9_SCH_POLL_END)) {
             r = push(v);
             r->kind = K_POLL_END;
-            r->a = field_u(&ev, "worker_id");
-        } else if (is(&ev, "WorkerParkEvent") || is(&ev, "WorkerUnparkEvent")) {
+            r->a = field_u(&ev, D9_KF_WORKER_ID);
+        } else if (is(&ev, D9_SCH_WORKER_PARK) || is(&ev, D9_SCH_WORKER_UNPARK)) {
             r = push(v);
-            r->kind = is(&ev, "WorkerParkEvent") ? K_PARK : K_UNPARK;
-            r->a = field_u(&ev, "worker_id");
-            r->b = field_u(&ev, "tid");
-        } else if (is(&ev, "TaskSpawnEvent")) {
+            r->kind = is(&ev, D9_SCH_WORKER_PARK) ? K_PARK : K_UNPARK;
+            r->a = field_u(&ev, D9_KF_WORKER_ID);
+            r->b = field_u(&ev, D9_KF_TID);
+        } else if (is(&ev, D9_SCH_TASK_SPAWN)) {
             r = push(v);
             r->kind = K_SPAWN;
-            r->b = field_u(&ev, "task_id");
-            field_s(&ev, "spawn_loc", r->s, sizeof r->s);
-        } else if (is(&ev, "TaskObjectEvent")) {
+            r->b = field_u(&ev, D9_KF_TASK_ID);
+            field_s(&ev, D9_KF_SPAWN_LOC, r->s, sizeof r->s);
+        } else if (is(&ev, D9_SCH_TASK_OBJECT)) {
             r = push(v);
             r->kind = K_OBJECT;
-            r->b = field_u(&ev, "task_id");
-            r->c = field_u(&ev, "object");
-        } else if (is(&ev, "TaskTerminateEvent")) {
+            r->b = field_u(&ev, D9_KF_TASK_ID);
+            r->c = field_u(&ev, D9_KF_OBJECT);
+        } else if (is(&ev, D9_SCH_TASK_TERMINATE)) {
             r = push(v);
             r->kind = K_TERMINATE;
-            r->b = field_u(&ev, "task_id");
-        } else if (is(&ev, "WakeEventEvent")) {
+            r->b = field_u(&ev, D9_KF_TASK_ID);
+        } else if (is(&ev, D9_SCH_WAKE)) {
             r = push(v);
             r->kind = K_WAKE;
-            r->a = field_u(&ev, "target_worker");
-            r->b = field_u(&ev, "waker_task_id");
-            r->c = field_u(&ev, "woken_task_id");
-        } else if (is(&ev, "DroppedEventsEvent")) {
-            *dropped += field_u(&ev, "count");
-        } else if (is(&ev, "WorkerRegisteredEvent")) {
+            r->a = field_u(&ev, D9_KF_TARGET_WORKER);
+            r->b = field_u(&ev, D9_KF_WAKER_TASK_ID);
+            r->c = field_u(&ev, D9_KF_WOKEN_TASK_ID);
+        } else if (is(&ev, D9_SCH_DROPPED_EVENTS)) {
+            *dropped += field_u(&ev, D9_KF_COUNT_FIELD);
+        } else if (is(&ev, D9_SCH_WORKER_REGISTERED)) {
             r = push(v);
             r->kind = K_WORKER;
-            r->a = field_u(&ev, "worker_id");
-            r->b = field_u(&ev, "tid");
-            r->c = field_u(&ev, "index");
-            field_s(&ev, "runtime", r->s, sizeof r->s);
+            r->a = field_u(&ev, D9_KF_WORKER_ID);
+            r->b = field_u(&ev, D9_KF_TID);
+            r->c = field_u(&ev, D9_KF_INDEX);
+            field_s(&ev, D9_KF_RUNTIME, r->s, sizeof r->s);
         }
         if (r) r->ts = ev.ts_ns;
     }

@@ -1,4 +1,5 @@
-/* How the trace scanner steps over an event it has no use for, without reading its values.
+/* How the decoder in scan mode (d9_dec_set_scan) steps over an event its reader has no use
+ * for, without reading its values.
  *
  * Most events of a segment (polls, parks, unparks, wakes, spawns) carry nothing the symbolizer
  * needs, and their fields are all fixed-width or varints. Reading them value by value through
@@ -9,8 +10,8 @@
  *
  * It only steps over an event that the generic reader would read in full: a malformed event,
  * like one near the end of the data (see d9_skip_event), is left to that reader to report. */
-#ifndef D9_SYMBOLS_SKIP_PLAN_H
-#define D9_SYMBOLS_SKIP_PLAN_H
+#ifndef D9_FORMAT_DEC_SKIP_PLAN_H
+#define D9_FORMAT_DEC_SKIP_PLAN_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-#include "symbols/skip_plan.h"
+#include "format/dec_skip_plan.h"
 
 #include <stdlib.h>
 

@@ -299,7 +299,8 @@ d9_s3_result d9_s3_request(d9_s3_client *c, const char *method, const char *key,
         return D9_S3_REJECTED;
     }
     d9_s3_credentials cred;
-    if (d9_s3_credentials_load(&cred, err, errlen) != 0) return D9_S3_FATAL;
+    int cr_rc = d9_s3_credentials_load(&cred, c->region, err, errlen);
+    if (cr_rc != D9_CREDS_OK) return cr_rc == D9_CREDS_RETRY ? D9_S3_RETRY : D9_S3_FATAL;
 
     char hash_hex[2 * D9_SHA256_LEN + 1];
     if (body->sha256_hex) {
@@ -412,6 +413,8 @@ d9_s3_result d9_s3_request(d9_s3_client *c, const char *method, const char *key,
         d9_s3_xml_next(&p, "Message", ans->message, sizeof ans->message);
     }
     d9_s3_result res = classify(ans->status, ans->code);
+    if (strcmp(ans->code, "ExpiredToken") == 0 || strcmp(ans->code, "TokenRefreshRequired") == 0)
+        d9_s3_credentials_forget(); /* the retry fetches new temporary credentials */
     if (res != D9_S3_OK) {
         snprintf(err, errlen, "%s %s%s: HTTP %ld %s%s%s", method, c->target, shown, ans->status,
                  ans->code[0] ? ans->code : "(no error code)", ans->message[0] ? ": " : "", ans->message);

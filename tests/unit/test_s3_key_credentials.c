@@ -49,26 +49,34 @@ static void credentials(void) {
     unsetenv("AWS_SECRET_ACCESS_KEY");
     unsetenv("AWS_SESSION_TOKEN");
     unsetenv("AWS_PROFILE");
+    /* no network source: only the environment and the files are asked */
+    unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+    unsetenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+    unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+    setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
     d9_s3_credentials c;
-    CHECK(d9_s3_credentials_load(&c, err, sizeof err) == 0);
+    CHECK(d9_s3_credentials_load(&c, NULL, err, sizeof err) == 0);
     CHECK_STR(c.access_key, "DEFAULTKEY");
     CHECK_STR(c.secret_key, "defsecret");
     CHECK_STR(c.session_token, "");
     setenv("AWS_PROFILE", "cfg", 1); /* only in the config file, as [profile cfg] */
-    CHECK(d9_s3_credentials_load(&c, err, sizeof err) == 0);
+    CHECK(d9_s3_credentials_load(&c, NULL, err, sizeof err) == 0);
     CHECK_STR(c.access_key, "CFGKEY");
     CHECK_STR(c.secret_key, "cfgsecret");
     CHECK_STR(c.session_token, "tok");
     setenv("AWS_PROFILE", "half", 1); /* incomplete in credentials: the config file's is used */
-    CHECK(d9_s3_credentials_load(&c, err, sizeof err) == 0);
+    CHECK(d9_s3_credentials_load(&c, NULL, err, sizeof err) == 0);
     CHECK_STR(c.access_key, "HALF2");
     setenv("AWS_PROFILE", "missing", 1);
-    CHECK(d9_s3_credentials_load(&c, err, sizeof err) == -1);
+    CHECK(d9_s3_credentials_load(&c, NULL, err, sizeof err) == -1);
     CHECK(strstr(err, "profile missing") != NULL && strstr(err, creds) != NULL);
+    /* the message names every place looked at */
+    CHECK(strstr(err, "AWS_ACCESS_KEY_ID") && strstr(err, config) && strstr(err, "AWS_WEB_IDENTITY_TOKEN_FILE") &&
+          strstr(err, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") && strstr(err, "AWS_EC2_METADATA_DISABLED=true"));
     setenv("AWS_ACCESS_KEY_ID", "ENVKEY", 1); /* the environment comes first */
     setenv("AWS_SECRET_ACCESS_KEY", "envsecret", 1);
     setenv("AWS_SESSION_TOKEN", "envtok", 1);
-    CHECK(d9_s3_credentials_load(&c, err, sizeof err) == 0);
+    CHECK(d9_s3_credentials_load(&c, NULL, err, sizeof err) == 0);
     CHECK_STR(c.access_key, "ENVKEY");
     CHECK_STR(c.session_token, "envtok");
     d9t_rm_rf(dir);

@@ -190,27 +190,39 @@ static int skip_value(cursor *c) {
 int d9_creds_json_string(const char *body, size_t len, const char *key, char *out, size_t outlen) {
     cursor c = {body, body + len};
     if (outlen) out[0] = 0;
+    bool found = false;
     skip_ws(&c);
     if (c.p >= c.end || *c.p++ != '{') return -1;
     skip_ws(&c);
-    if (c.p < c.end && *c.p == '}') return -1;
-    for (;;) {
-        char name[64];
-        skip_ws(&c);
-        int r = json_str(&c, name, sizeof name);
-        if (r == -1) return -1;
-        bool match = r == 0 && strcmp(name, key) == 0;
-        skip_ws(&c);
-        if (c.p >= c.end || *c.p++ != ':') return -1;
-        skip_ws(&c);
-        if (match && c.p < c.end && *c.p == '"') return json_str(&c, out, outlen) == 0 ? 0 : -1;
-        if (skip_value(&c) != 0) return -1;
-        skip_ws(&c);
-        if (c.p >= c.end) return -1;
-        char sep = *c.p++;
-        if (sep == '}') return -1; /* not there */
-        if (sep != ',') return -1;
+    if (c.p < c.end && *c.p == '}') {
+        c.p++;
+    } else {
+        for (;;) { /* the whole object is read: a cut or malformed answer is refused */
+            char name[64];
+            skip_ws(&c);
+            int r = json_str(&c, name, sizeof name);
+            if (r == -1) return -1;
+            bool match = r == 0 && !found && strcmp(name, key) == 0;
+            skip_ws(&c);
+            if (c.p >= c.end || *c.p++ != ':') return -1;
+            skip_ws(&c);
+            if (match && c.p < c.end && *c.p == '"') {
+                if (json_str(&c, out, outlen) != 0) return -1;
+                found = true;
+            } else if (skip_value(&c) != 0) {
+                return -1;
+            }
+            skip_ws(&c);
+            if (c.p >= c.end) return -1;
+            char sep = *c.p++;
+            if (sep == '}') break;
+            if (sep != ',') return -1;
+        }
     }
+    skip_ws(&c);
+    if (c.p != c.end) return -1;
+    if (!found && outlen) out[0] = 0;
+    return found ? 0 : -1;
 }
 
 /* The expiration text into c->expiration; "" means none. */

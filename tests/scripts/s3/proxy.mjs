@@ -12,6 +12,13 @@
 // Multipart uploads are checked as S3 does: every part but the last at least 5 MiB at
 // completion (400 EntityTooSmall). Initiations, parts, completions and aborts are logged with
 // their uploadId (codes initiated, part, completed, aborted), so a test can tell none is left.
+// CREDENTIALS_FILE=F: writes (PUT, POST, DELETE) must be signed with credentials listed in F (JSON
+// lines {accessKeyId, secretAccessKey, sessionToken, expiration (ms)}, re-read per request, as
+// the fake credential services write them: fake_aws_creds.mjs), the session token sent and the
+// request signed before the expiration (else 400 ExpiredToken, like S3); reads may still use the
+// test's static key (the SDK reading back). Stored PUTs log the access key they were signed with.
+// DELAY_PUT_MS=N: every PUT answered N ms after it is stored (uploads then span at least a known
+// time, whatever the load: temporary credentials expire during them).
 // Usage: node proxy.mjs DATA_DIR BUCKET LOG_FILE; prints {"port":P} once listening on 127.0.0.1.
 // Every PUT's outcome is appended to LOG_FILE as a JSON line {method, key, status, code}.
 import http from 'node:http';
@@ -28,6 +35,8 @@ let slowdowns = Number(process.env.FAULT_SLOWDOWN || 0);
 let partFails = Number(process.env.FAULT_PART_FAIL || 0);
 let stalls = Number(process.env.FAULT_STALL || 0);
 const down = process.env.FAULT_DOWN === '1';
+const credentialsFile = process.env.CREDENTIALS_FILE;
+const putDelay = Number(process.env.DELAY_PUT_MS || 0);
 const MIN_PART = 5 * 1024 * 1024;
 const partSizes = new Map(); // uploadId -> Map(partNumber -> size)
 
@@ -47,7 +56,15 @@ async function verify(req, body) {
   const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/.exec(auth);
   if (!m) return ['AccessDenied', 'malformed or missing Authorization'];
   const [, access, , region, signedNames, signature] = m;
-  if (access !== ACCESS) return ['InvalidAccessKeyId', `unknown access key ${access}`];
+  let secret = SECRET, issued = null;
+  if (credentialsFile && (access !== ACCESS || !['GET', 'HEAD'].includes(req.method))) {
+    issued = fs.readFileSync(credentialsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+      .find((c) => c.accessKeyId === access);
+    if (!issued) return ['InvalidAccessKeyId', `unknown access key ${access}`];
+    if (req.headers['x-amz-security-token'] !== issued.sessionToken)
+      return ['InvalidToken', 'The provided token is malformed or otherwise invalid.'];
+    secret = issued.secretAccessKey;
+  } else if (access !== ACCESS) return ['InvalidAccessKeyId', `unknown access key ${access}`];
   const names = signedNames.split(';');
   for (const required of ['host', 'x-amz-content-sha256', 'x-amz-date'])
     if (!names.includes(required)) return ['AccessDenied', `${required} not signed`];
@@ -70,9 +87,10 @@ async function verify(req, body) {
   const amzDate = req.headers['x-amz-date'];
   const signingDate = new Date(`${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T` +
                                `${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`);
+  if (issued && signingDate.getTime() >= issued.expiration) return ['ExpiredToken', 'The provided token has expired.'];
   const token = req.headers['x-amz-security-token'];
   const signer = new SignatureV4({
-    credentials: { accessKeyId: ACCESS, secretAccessKey: SECRET, ...(token ? { sessionToken: token } : {}) },
+    credentials: { accessKeyId: access, secretAccessKey: secret, ...(token ? { sessionToken: token } : {}) },
     region, service: 's3', sha256: Sha256, uriEscapePath: false, applyChecksum: false,
   });
   const signed = await signer.sign({ method: req.method, protocol: 'http:', hostname: headers.host,
@@ -82,6 +100,8 @@ async function verify(req, body) {
     return ['SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided'];
   return null;
 }
+
+function accessOf(req) { return (/Credential=([^/]+)\//.exec(req.headers['authorization'] || '') || [])[1]; }
 
 function keyOf(req) {
   const path = new URL(req.url, 'http://x').pathname;
@@ -127,7 +147,7 @@ const proxy = http.createServer((req, res) => {
     let bad;
     try { bad = await verify(req, body); } catch (e) { bad = ['AccessDenied', String(e)]; }
     if (bad) {
-      const status = bad[0].startsWith('X') || bad[0] === 'BadDigest' ? 400 : 403;
+      const status = bad[0].startsWith('X') || ['BadDigest', 'ExpiredToken'].includes(bad[0]) ? 400 : 403;
       if (req.method === 'PUT') log({ method: 'PUT', key: keyOf(req), status, code: bad[0] });
       return s3error(res, status, bad[0], bad[1]);
     }
@@ -140,8 +160,13 @@ const proxy = http.createServer((req, res) => {
           return s3error(res, 400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size.');
         }
     }
+    const upHeaders = { ...req.headers, 'content-length': String(body.length) };
+    if (credentialsFile) { // s3rver knows only its own key (it checks no signature): verified here, sent as its key
+      upHeaders.authorization = upHeaders.authorization.replace(/Credential=[^/]+\//, `Credential=${ACCESS}/`);
+      delete upHeaders['x-amz-security-token'];
+    }
     const up = http.request({ host: '127.0.0.1', port: storePort, method: req.method, path: req.url,
-                              headers: { ...req.headers, 'content-length': String(body.length) } }, (ur) => {
+                              headers: upHeaders }, (ur) => {
       const answer = [];
       ur.on('data', (c) => answer.push(c));
       ur.on('end', () => {
@@ -156,7 +181,7 @@ const proxy = http.createServer((req, res) => {
           log({ method: 'PUT', key, status: ur.statusCode, code: ok ? 'part' : 'part-error', uploadId,
                 part: Number(q.get('partNumber')), size: body.length });
         } else if (req.method === 'PUT') {
-          log({ method: 'PUT', key, status: ur.statusCode, code: 'stored' });
+          log({ method: 'PUT', key, status: ur.statusCode, code: 'stored', access: accessOf(req) });
         } else if (req.method === 'POST' && q.has('uploads')) {
           const id = (/<UploadId>([^<]*)<\/UploadId>/.exec(text.toString()) || [])[1];
           log({ method: 'POST', key, status: ur.statusCode, code: 'initiated', uploadId: id });
@@ -167,8 +192,8 @@ const proxy = http.createServer((req, res) => {
         } else if (req.method === 'GET') {
           log({ method: 'GET', key, status: ur.statusCode, code: q.get('list-type') ? 'listed' : 'got' });
         }
-        res.writeHead(ur.statusCode, ur.headers);
-        res.end(text);
+        const send = () => { res.writeHead(ur.statusCode, ur.headers); res.end(text); };
+        if (req.method === 'PUT' && putDelay) setTimeout(send, putDelay); else send();
       });
     });
     up.on('error', (e) => s3error(res, 502, 'InternalError', String(e)));

@@ -27,6 +27,8 @@ static inline uint8_t sat8(uint64_t v) { return v > 255 ? 255 : (uint8_t)v; }
 
 /* The largest core event (a park: three varints, a byte and a u32) after its frame header. */
 #define CORE_FIELDS_MAX 40
+/* The most bytes one hook record's event takes: a timestamp reset, the frame, the fields. */
+#define HOOK_EVENT_MAX (D9_RAW_EVENT_MAX + CORE_FIELDS_MAX)
 
 /* Start a core event: its schema is declared, room for the worst case is reserved once, so the
  * fields go in with raw stores. NULL when memory ran out (the buffer is marked failed). */

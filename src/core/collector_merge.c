@@ -11,7 +11,7 @@
 #include "core/records.h"
 #include "core/workers.h"
 
-static uint64_t ticks_to_ns(d9_collector *c, uint64_t w0) {
+static inline __attribute__((always_inline)) uint64_t ticks_to_ns(d9_collector *c, uint64_t w0) {
     return d9_clock_map_to_ns_fast(&c->clock, d9_ticks_unwrap56(D9_REC_TICKS56(w0), c->now_ticks));
 }
 
@@ -151,6 +151,201 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
 #undef break_emit
 }
 
+/* ---------------------------------------------------------------- the hooks' records, fast */
+
+/* Length of the records the fast path below takes itself (0: any other kind). */
+static const uint8_t hook_words[256] = {
+    [D9_REC_POLL_BEGIN] = D9_REC_WORDS_POLL_BEGIN, [D9_REC_POLL_END] = D9_REC_WORDS_POLL_END,
+    [D9_REC_PARK] = D9_REC_WORDS_PARK,             [D9_REC_UNPARK] = D9_REC_WORDS_PARK,
+    [D9_REC_WAKE] = D9_REC_WORDS_WAKE,             [D9_REC_WAKE_READY] = D9_REC_WORDS_WAKE,
+    [D9_REC_TERMINATE] = D9_REC_WORDS_TERMINATE,
+};
+
+/* d9_raw_event's bytes (a timestamp reset first when the delta does not fit in 24 bits or goes
+ * back), the frame's five header bytes in one 8-byte store: the bytes after them are the
+ * fields', written next, inside the room reserved for the event. */
+static inline __attribute__((always_inline)) uint8_t *hook_event_header(uint8_t *p, uint64_t *ts_base,
+                                                                         uint16_t type_id, uint64_t ts) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t delta = ts - *ts_base;
+    if (__builtin_expect(ts < *ts_base || delta > D9_TS_DELTA_MAX, 0)) {
+        d9_stream_state st = {*ts_base};
+        p = d9_raw_event(p, &st, type_id, ts);
+        *ts_base = st.ts_base;
+        return p;
+    }
+    uint64_t h = D9_FRAME_EVENT | (uint64_t)type_id << 8 | delta << 24;
+    memcpy(p, &h, sizeof h);
+    *ts_base = ts;
+    return p + 6;
+#else
+    d9_stream_state st = {*ts_base};
+    p = d9_raw_event(p, &st, type_id, ts);
+    *ts_base = st.ts_base;
+    return p;
+#endif
+}
+
+typedef enum fast_stop {
+    FAST_GENERAL, /* the record at the cursor is the next to take, by decode_record */
+    FAST_FLUSH,   /* the output reached FLUSH_BYTES; the cursor is past the records taken */
+    FAST_PEEK,    /* the next record needs cursor_peek (another kind, a ring's end, PAD) */
+    FAST_YIELD,   /* the next record (peeked) comes after another thread's or a source's */
+} fast_stop;
+
+/* The records every hook makes (polls, parks, wakes, terminations), decoded and encoded
+ * straight from the ring into the output buffer: cursor, output pointer, timestamp base and
+ * task in registers, room checked once against the worst case, counts added once per run.
+ * The same bytes as decode_record + emit, which take over for anything else: another kind, a
+ * schema or location not yet written in this stream, less than an event's worst case before
+ * the buffer's or the segment's end (where emit grows or rotates). Enters with the record at
+ * k->pos peeked and due (its ts before every other candidate's). */
+static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t src_ts) {
+    size_t avail = c->out.cap < c->room ? c->out.cap : (size_t)c->room;
+    if (!c->stream_open || c->out.failed || avail < HOOK_EVENT_MAX + c->out.len) return FAST_GENERAL;
+    d9_thread *t = k->t;
+    uint8_t *const data = c->out.data;
+    /* Past p_stop after an event: the next may not fit (emit grows or rotates) or the buffer is
+     * due to be written (emit flushes at FLUSH_BYTES). */
+    const uint8_t *const p_flush = data + FLUSH_BYTES;
+    const uint8_t *p_stop = data + (avail - HOOK_EVENT_MAX);
+    if (p_stop > p_flush - 1) p_stop = p_flush - 1;
+    uint8_t *p = data + c->out.len;
+    const uint64_t *const base = k->base;
+    const uint64_t mask = k->mask, stream = c->stream_no;
+    uint64_t lim = (k->pos & ~mask) + mask + 1; /* records in one ring, none past the wrap point */
+    if (k->end < lim) lim = k->end;
+    if (k->next_start < lim) lim = k->next_start;
+    /* The next record is taken while ts <= bound (before every other thread's, not after the
+     * next source event); none when another thread's is at 0. */
+    uint64_t bound = others - 1 < src_ts ? others - 1 : src_ts;
+    if (others == 0) lim = 0;
+    uint64_t pos = k->pos, n = k->words, ts = k->next_ts, task = t->c_task, taken = 0;
+    const uint64_t worker = t->c_worker;
+    uint64_t ts_base = c->st.ts_base;
+    uint32_t ready = 0;          /* schemas seen written in this stream (bit per id) */
+    uint64_t loc_ok = UINT64_MAX; /* a location seen written in this stream */
+    fast_stop stop;
+#define SCHEMA_READY(id) \
+    (__builtin_expect((ready >> (id)) & 1, 1) || (c->schema_mark[id] == stream && (ready |= 1u << (id))))
+    _Static_assert(D9_SCH_TASK_TERMINATE < 32 && D9_SCH_WAKE < 32, "ready has a bit per hook schema");
+    for (;;) {
+        const uint64_t *r = base + (pos & mask);
+        switch (D9_REC_KIND(r[0])) {
+        case D9_REC_POLL_BEGIN: {
+            uint32_t loc = (uint32_t)r[2];
+            if (!SCHEMA_READY(D9_SCH_POLL_START)) goto general;
+            if (loc != loc_ok) {
+                if (loc >= c->loc_mark_len || c->loc_mark[loc] != stream) goto general;
+                loc_ok = loc;
+            }
+            task = r[1];
+            p = hook_event_header(p, &ts_base, D9_SCH_POLL_START, ts);
+            p = d9_raw_varint(p, worker);
+            p = d9_raw_u8(p, sat8(r[2] >> 32));
+            p = d9_raw_varint(p, task);
+            p = d9_raw_u32(p, loc);
+            break;
+        }
+        case D9_REC_POLL_END:
+            if (!SCHEMA_READY(D9_SCH_POLL_END)) goto general;
+            task = 0;
+            p = hook_event_header(p, &ts_base, D9_SCH_POLL_END, ts);
+            p = d9_raw_varint(p, worker);
+            break;
+        case D9_REC_TERMINATE:
+            if (!SCHEMA_READY(D9_SCH_TASK_TERMINATE)) goto general;
+            p = hook_event_header(p, &ts_base, D9_SCH_TASK_TERMINATE, ts);
+            p = d9_raw_varint(p, r[1]);
+            break;
+        case D9_REC_WAKE:
+        case D9_REC_WAKE_READY:
+            if (!SCHEMA_READY(D9_SCH_WAKE)) goto general;
+            p = hook_event_header(p, &ts_base, D9_SCH_WAKE, ts);
+            p = d9_raw_varint(p, D9_REC_KIND(r[0]) == D9_REC_WAKE ? task : 0);
+            p = d9_raw_varint(p, r[1]);
+            p = d9_raw_u8(p, sat8(worker));
+            break;
+        case D9_REC_PARK:
+        case D9_REC_UNPARK: {
+            bool park = D9_REC_KIND(r[0]) == D9_REC_PARK;
+            if (park ? !SCHEMA_READY(D9_SCH_WORKER_PARK) : !SCHEMA_READY(D9_SCH_WORKER_UNPARK)) goto general;
+            uint64_t cpu = D9_ABSENT, delay = D9_ABSENT; /* as decode_record says why */
+            if (r[1] != D9_NS_NOT_READ) {
+                if (!park && r[2] != D9_NS_UNKNOWN && t->c_ss_wait != D9_NS_UNKNOWN && r[2] >= t->c_ss_wait)
+                    delay = r[2] - t->c_ss_wait;
+                t->c_ss_wait = r[2];
+                cpu = r[1];
+            }
+            p = hook_event_header(p, &ts_base, park ? D9_SCH_WORKER_PARK : D9_SCH_WORKER_UNPARK, ts);
+            p = d9_raw_varint(p, worker);
+            p = d9_raw_u8(p, sat8(r[3]));
+            p = d9_raw_opt_varint(p, cpu);
+            if (!park) p = d9_raw_opt_varint(p, delay);
+            p = d9_raw_u32(p, (uint32_t)t->tid);
+            break;
+        }
+        default:
+        general:
+            stop = FAST_GENERAL;
+            goto out;
+        }
+        taken++;
+        pos += n;
+        if (__builtin_expect(p > p_stop, 0)) {
+            stop = p >= p_flush ? FAST_FLUSH : FAST_PEEK;
+            break;
+        }
+        /* The next record: peeked here while it is one of these kinds inside this ring (its
+         * first word is read before the bounds are checked: it lies in the ring either way). */
+        r = base + (pos & mask);
+        n = hook_words[D9_REC_KIND(r[0])];
+        if (n == 0 || pos + n > lim) {
+            stop = FAST_PEEK;
+            break;
+        }
+        ts = ticks_to_ns(c, r[0]);
+        if (ts > bound) {
+            stop = FAST_YIELD;
+            break;
+        }
+    }
+out:
+#undef SCHEMA_READY
+    k->pos = pos;
+    k->next_ts = ts; /* for FAST_GENERAL and FAST_YIELD: the record at pos */
+    k->words = n;
+    c->out.len = (size_t)(p - data);
+    c->st.ts_base = ts_base;
+    t->c_task = task;
+    t->c_events += taken;
+    c->recorded_in_drain += taken;
+    c->out_events += taken;
+    return stop;
+}
+
+/* One thread's records while they stay before every other candidate (ties go back to the
+ * merge's full comparison). False when the thread has none left in this drain. */
+static bool take_run(d9_collector *c, cursor *k, uint64_t others, uint64_t src_ts) {
+    for (;;) {
+        switch (take_fast(c, k, others, src_ts)) {
+        case FAST_YIELD:
+            return true;
+        case FAST_GENERAL:
+            decode_record(c, k->t, k->base + (k->pos & k->mask), k->next_ts);
+            k->pos += k->words;
+            break;
+        case FAST_FLUSH:
+            d9_col_flush_out(c);
+            break;
+        case FAST_PEEK:
+            break;
+        }
+        if (!cursor_peek(c, k)) return false;
+        if (!(k->next_ts < others && k->next_ts <= src_ts)) return true;
+    }
+}
+
 /* ---------------------------------------------------------------- source events */
 
 static d9_thread *thread_by_tid(d9_collector *c, uint32_t tid) {
@@ -258,16 +453,7 @@ double d9_col_merge(d9_collector *c) {
             emit(c, &e);
             continue;
         }
-        cursor *k = &c->cursors[best];
-        d9_thread *t = k->t;
-        do {
-            decode_record(c, t, k->base + (k->pos & k->mask), k->next_ts);
-            k->pos += k->words;
-            if (!cursor_peek(c, k)) {
-                c->cursors[best] = c->cursors[--live];
-                break;
-            }
-        } while (k->next_ts < others && k->next_ts <= src_ts);
+        if (!take_run(c, &c->cursors[best], others, src_ts)) c->cursors[best] = c->cursors[--live];
     }
     return fullest;
 }

@@ -1,0 +1,137 @@
+/* The hooks' events as the collector writes them, field by field, in long runs: polls (task
+ * ids of one and of eight varint bytes, a local queue past 255 that saturates), wakes from a
+ * task and from the poller, parks and unparks, terminations, with pauses longer than a 24-bit
+ * timestamp delta and segments small enough that runs end at a segment's end. The collector
+ * encodes these records on its fast path (collector_merge.c, take_fast) and falls back to the
+ * general one at every such edge; either way each event must decode to what was recorded, in
+ * order, with its location string declared again in every segment. */
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "dial9/dial9.h"
+#include "trace_files_util.h"
+
+#define ITERATIONS 40000
+
+typedef struct hook_event {
+    char kind; /* S poll start, E poll end, W wake, P park, U unpark, T terminate */
+    uint64_t a, b, c;
+} hook_event;
+
+typedef struct seen {
+    hook_event *ev;
+    size_t n, cap;
+    int loc_bad, worker_bad, tid_bad, segments;
+    uint32_t worker;
+} seen;
+
+static void add(seen *s, char kind, uint64_t a, uint64_t b, uint64_t c) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 1024;
+        s->ev = realloc(s->ev, s->cap * sizeof *s->ev);
+    }
+    s->ev[s->n++] = (hook_event){kind, a, b, c};
+}
+
+static uint64_t task_of(int i) { return i % 3 == 0 ? (1ull << 60) + (uint64_t)i : (uint64_t)i + 1; }
+
+static void on_event(const d9_event *ev, void *ctx) {
+    seen *s = ctx;
+    const char *name = ev->schema->name;
+    if (!strcmp(name, "SegmentMetadataEvent")) s->segments++;
+    bool poll = !strcmp(name, "PollStartEvent"), end = !strcmp(name, "PollEndEvent");
+    bool park = !strcmp(name, "WorkerParkEvent"), unpark = !strcmp(name, "WorkerUnparkEvent");
+    if (poll || end || park || unpark) s->worker_bad += d9t_field_u(ev, "worker_id") != s->worker;
+    if (park || unpark) s->tid_bad += d9t_field_u(ev, "tid") != (uint64_t)gettid();
+    if (poll) {
+        d9_dec_str loc;
+        if (!d9_value_str(d9_event_field(ev, "spawn_loc"), &loc) ||
+            !memmem(loc.ptr, loc.len, "test_recorder_hook_records.c:", 29))
+            s->loc_bad++;
+        add(s, 'S', d9t_field_u(ev, "task_id"), d9t_field_u(ev, "local_queue"), 0);
+    } else if (end) {
+        add(s, 'E', 0, 0, 0);
+    } else if (!strcmp(name, "WakeEventEvent")) {
+        add(s, 'W', d9t_field_u(ev, "waker_task_id"), d9t_field_u(ev, "woken_task_id"),
+            d9t_field_u(ev, "target_worker"));
+    } else if (park || unpark) {
+        add(s, park ? 'P' : 'U', d9t_field_u(ev, "local_queue"), 0, 0);
+    } else if (!strcmp(name, "TaskTerminateEvent")) {
+        add(s, 'T', d9t_field_u(ev, "task_id"), 0, 0);
+    }
+}
+
+int main(void) {
+    char *dir = d9t_mkdtemp("hookrec");
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = dir;
+    cfg.max_file_size = 300 * 1024; /* several segments: runs meet a segment's end */
+    cfg.buffer_kb = 4096;           /* what is recorded between two flushes always fits */
+    cfg.schedstat_resolution_us = 0;
+    cfg.cpu_profile = false;
+    cfg.schedule_profile = false;
+    CHECK(d9_start(&cfg) == 0);
+    seen want = {0};
+    want.worker = d9_worker_begin("hooks", 0);
+    const d9_loc *where = D9_HERE;
+    for (int i = 0; i < ITERATIONS; i++) {
+        uint64_t task = task_of(i), queue = (uint64_t)(i % 300);
+        d9_set_local_queue((uint32_t)queue);
+        d9_poll_begin(task, where);
+        add(&want, 'S', task, queue > 255 ? 255 : queue, 0);
+        d9_wake((uint64_t)i * 7 + 1);
+        add(&want, 'W', task, (uint64_t)i * 7 + 1, want.worker);
+        d9_wake_ready((uint64_t)i + 5);
+        add(&want, 'W', 0, (uint64_t)i + 5, want.worker);
+        d9_poll_end();
+        add(&want, 'E', 0, 0, 0);
+        if (i % 16 == 0) {
+            d9_park();
+            add(&want, 'P', queue > 255 ? 255 : queue, 0, 0);
+            d9_unpark();
+            add(&want, 'U', queue > 255 ? 255 : queue, 0, 0);
+        }
+        d9_task_terminate(task);
+        add(&want, 'T', task, 0, 0);
+        if (i % 8000 == 7999) { /* longer than a 24-bit delta (16.7 ms): a timestamp reset */
+            struct timespec nap = {0, 20 * 1000 * 1000};
+            nanosleep(&nap, NULL);
+        }
+        if (i % 2000 == 1999) d9_flush();
+    }
+    d9_worker_end();
+    d9_stop();
+    d9_stats st;
+    d9_get_stats(&st);
+    CHECK_EQ_U64(st.events_dropped, 0);
+
+    seen got = {.worker = want.worker};
+    CHECK(d9t_decode_run(d9_run_dir(), on_event, &got) == 0);
+    CHECK(got.segments >= 3);
+    CHECK_EQ_U64(got.n, want.n);
+    size_t first_bad = SIZE_MAX, bad = 0;
+    for (size_t i = 0; i < got.n && i < want.n; i++) {
+        hook_event *g = &got.ev[i], *w = &want.ev[i];
+        if (g->kind != w->kind || g->a != w->a || g->b != w->b || g->c != w->c) {
+            if (first_bad == SIZE_MAX) first_bad = i;
+            bad++;
+        }
+    }
+    if (bad)
+        fprintf(stderr, "event %zu: got %c %" PRIu64 " %" PRIu64 " %" PRIu64 ", want %c %" PRIu64 " %" PRIu64
+                " %" PRIu64 "\n", first_bad, got.ev[first_bad].kind, got.ev[first_bad].a, got.ev[first_bad].b,
+                got.ev[first_bad].c, want.ev[first_bad].kind, want.ev[first_bad].a, want.ev[first_bad].b,
+                want.ev[first_bad].c);
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(got.loc_bad, 0);
+    CHECK_EQ_U64(got.worker_bad, 0);
+    CHECK_EQ_U64(got.tid_bad, 0);
+    printf("hook_records: %zu events in %d segments\n", got.n, got.segments);
+    free(got.ev);
+    free(want.ev);
+    d9t_rm_rf(dir);
+    free(dir);
+    return d9t_summary("recorder_hook_records");
+}

@@ -296,8 +296,12 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
             stop = p >= p_flush ? FAST_FLUSH : FAST_PEEK;
             break;
         }
-        /* The next record: peeked here while it is one of these kinds inside this ring (its
-         * first word is read before the bounds are checked: it lies in the ring either way). */
+        /* The next record: peeked here while it is one of these kinds inside this ring (never
+         * a word at or past the head read: the producer may be writing it). */
+        if (pos >= lim) {
+            stop = FAST_PEEK;
+            break;
+        }
         r = base + (pos & mask);
         n = hook_words[D9_REC_KIND(r[0])];
         if (n == 0 || pos + n > lim) {

@@ -186,6 +186,10 @@ static inline __attribute__((always_inline)) uint8_t *hook_event_header(uint8_t 
 #endif
 }
 
+#define HOOK_WORDS_MAX D9_REC_WORDS_PARK
+_Static_assert(D9_REC_WORDS_POLL_BEGIN <= HOOK_WORDS_MAX && D9_REC_WORDS_WAKE <= HOOK_WORDS_MAX &&
+               D9_REC_WORDS_TERMINATE <= HOOK_WORDS_MAX, "the longest record the fast path takes");
+
 typedef enum fast_stop {
     FAST_GENERAL, /* the record at the cursor is the next to take, by decode_record */
     FAST_FLUSH,   /* the output reached FLUSH_BYTES; the cursor is past the records taken */
@@ -296,15 +300,16 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
             stop = p >= p_flush ? FAST_FLUSH : FAST_PEEK;
             break;
         }
-        /* The next record: peeked here while it is one of these kinds inside this ring (never
-         * a word at or past the head read: the producer may be writing it). */
-        if (pos >= lim) {
+        /* The next record: peeked here while it is one of these kinds with room for the
+         * longest of them before the end of what this ring holds (never a word at or past the
+         * head read: the producer may be writing it); the last few go by cursor_peek. */
+        if (pos + HOOK_WORDS_MAX > lim) {
             stop = FAST_PEEK;
             break;
         }
         r = base + (pos & mask);
         n = hook_words[D9_REC_KIND(r[0])];
-        if (n == 0 || pos + n > lim) {
+        if (n == 0) {
             stop = FAST_PEEK;
             break;
         }

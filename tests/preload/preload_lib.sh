@@ -73,12 +73,15 @@ wait_port() {
     return 1
 }
 
-# stop_server PID: SIGTERM, wait up to 10 s (then SIGKILL); the exit status is left in
-# STATUS (not a command substitution: only this shell can wait for its child).
+# stop_server PID: SIGTERM, wait up to 120 s (then SIGKILL); the exit status is left in
+# STATUS (not a command substitution: only this shell can wait for its child). The bound is a
+# safety net for a hung server, not a speed limit: a recorder may spend 5 s at exit adding
+# symbols (STOP_BUDGET_NS), and the program's shutdown plus dial9 run's summary came on top;
+# 10 s was exceeded (SIGKILL, status 137) at load 28-74 on 2 CPUs.
 stop_server() {
     local pid=$1 i
     kill -TERM "$pid" 2>/dev/null
-    for ((i = 0; i < 100; i++)); do
+    for ((i = 0; i < 1200; i++)); do
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done

@@ -262,6 +262,19 @@ static char *dial9_output(const char *args) {
     return out;
 }
 
+/* `dial9 symbolize` of the run: names what the recorder left unnamed. Its symbols at stop
+ * have a bounded time (the pipeline's 5 s, at idle priority until then); on a loaded machine
+ * a segment can be left without them (the recorder says so on stderr), and a user then names
+ * them offline, as here. Addresses the files already name are skipped. */
+static bool symbolize_run(void) {
+    char args[600];
+    snprintf(args, sizeof args, "symbolize -q '%s' >/dev/null 2>&1 && echo symbolized", d9_run_dir());
+    char *o = dial9_output(args);
+    bool ok = o && strstr(o, "symbolized");
+    free(o);
+    return ok;
+}
+
 /* `dial9 analyze --json` of the run, read with python3: the app frame of the top in-poll
  * blocking entry, of the first lock_contention entry, and whether the flag is raised. */
 typedef struct analyzed {
@@ -357,6 +370,7 @@ static void run(enum scenario sc) {
         if (TT_INTERCEPTED && sc == LOCK) printf("SKIP the libc pthread_mutex_lock check: intercepted by the sanitizer\n");
         else CHECK(sh.all >= (sc == LOCK ? 5u : 3u) && sh.good * 2 >= sh.all);
         analyzed an;
+        CHECK(symbolize_run());
         CHECK(analyze_run(&an));
         printf("%s: analyze: top in-poll blocking app_frame %s, lock_contention app_frame %s, flag %d\n", label,
                an.top_app, an.lock_app, an.lock_flag);

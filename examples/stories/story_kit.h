@@ -69,7 +69,8 @@ typedef struct story_latency {
     double p50_ms, p99_ms, max_ms;
 } story_latency;
 
-/* Run the load against 127.0.0.1:port and wait for it to finish. */
+/* Run the load against 127.0.0.1:port and wait for it to finish. Each client makes at least
+ * one request, even past `seconds`, unless the server fails it three times. */
 void story_load_run(int port, const story_load *load, story_latency *out);
 void story_latency_print(const char *label, const story_latency *l);
 

@@ -133,6 +133,7 @@ uint32_t d9__worker_begin(const char *runtime, uint32_t index) {
     /* Recorded whether or not recording is on: the ring then says, in order with the thread's
      * other records, when it became a worker. A d9_start racing this call either skips the
      * record with everything before its snapshot (and takes worker_id) or decodes it. */
+    atomic_store_explicit(&t->ever_worker, true, memory_order_release);
     atomic_store_explicit(&t->worker_id, id, memory_order_release);
     d9_thread_record_worker(t, id);
     return id;

@@ -173,6 +173,7 @@ d9_thread *d9_thread_register(void) {
     t->tid = gettid();
     if (pthread_getname_np(pthread_self(), t->name, sizeof t->name) != 0) t->name[0] = 0;
     atomic_init(&t->worker_id, 255);
+    atomic_init(&t->ever_worker, false);
     t->c_worker = 255;
     t->c_ss_wait = D9_NS_UNKNOWN;
 

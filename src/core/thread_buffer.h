@@ -51,6 +51,7 @@ typedef struct d9_thread {
     /* ---- shared, rarely written ---- */
     _Alignas(64) _Atomic uint64_t drops_total; /* events dropped by this thread (producer-written) */
     _Atomic uint32_t worker_id;               /* latest worker id (255: not a worker) */
+    _Atomic bool ever_worker;                 /* set by its first d9_worker_begin, never cleared */
     _Atomic int exited;                       /* the thread is gone; consumer frees after draining */
     pid_t tid;
     char name[16];

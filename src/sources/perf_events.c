@@ -405,8 +405,10 @@ static int cmp_tid(const void *a, const void *b) {
 }
 
 /* Which threads record (switch records are kept for them) and which are or were workers
- * (context-switch samples are kept for them): the registry at this drain. A worker that ended
- * since its samples were taken stays a worker here, so the last ones are not lost. */
+ * (context-switch samples are kept for them): the registry at this drain, taken after the
+ * rings were marked (source_collect). A thread that was a worker at any time counts, so a
+ * worker that began and ended between two drains (a short one, or a collector starved on a
+ * busy machine) keeps its samples: the registry's current worker id alone lost them all. */
 static void refresh_tids(perf_src *s) {
     size_t n = 0;
     d9_thread **threads = d9_threads_snapshot(&n);
@@ -415,9 +417,8 @@ static void refresh_tids(perf_src *s) {
     if (t) {
         for (size_t i = 0; i < n; i++) {
             t[i].tid = (uint32_t)threads[i]->tid;
-            t[i].worker = atomic_load_explicit(&threads[i]->worker_id, memory_order_relaxed) != 255;
+            t[i].worker = atomic_load_explicit(&threads[i]->ever_worker, memory_order_acquire);
             const tid_info *old = find_tid(s, t[i].tid);
-            if (old && old->worker) t[i].worker = true;
             t[i].window = old ? old->window : s->window; /* a new thread had nothing in a gap */
         }
         qsort(t, n, sizeof *t, cmp_tid);
@@ -787,14 +788,21 @@ static void source_segment_start(d9_source *src, d9_src_batch *out) {
 
 static void source_collect(d9_source *src, d9_src_batch *out) {
     perf_src *s = src->ctx;
+    /* The records read now are those written before the registry is read: a thread that
+     * registered or became a worker before its record was written is in it as such. Later
+     * records wait for the next drain. */
+    for (int c = 0; c < s->ncpu; c++) {
+        d9_perf_ring_mark(&s->swrings[c]);
+        d9_perf_ring_mark(&s->rings[c]);
+    }
     refresh_tids(s);
     s->out = out;
     s->tables = NULL;
     s->tables_tried = !UNWIND_SAMPLES; /* acquired by the first sample that needs them */
     for (int c = 0; c < s->ncpu; c++) {
         switch_ctx x = {s, c};
-        d9_perf_ring_drain(&s->swrings[c], on_switch_record, &x);
-        d9_perf_ring_drain(&s->rings[c], on_record, s);
+        d9_perf_ring_drain_marked(&s->swrings[c], on_switch_record, &x);
+        d9_perf_ring_drain_marked(&s->rings[c], on_record, s);
     }
     if (s->tables) d9_unwind_tables_release();
     s->tables = NULL;

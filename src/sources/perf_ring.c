@@ -66,10 +66,8 @@ uint64_t d9_perf_ring_pending(const d9_perf_ring *r) {
     return __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE) - r->meta->data_tail;
 }
 
-void d9_perf_ring_drain(d9_perf_ring *r, void (*fn)(const struct perf_event_header *h, void *ctx),
-                        void *ctx) {
-    if (!r->base) return;
-    uint64_t head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
+static void drain_to(d9_perf_ring *r, uint64_t head, void (*fn)(const struct perf_event_header *h, void *ctx),
+                     void *ctx) {
     uint64_t tail = r->meta->data_tail;
     uint64_t mask = r->data_size - 1;
     while (tail + sizeof(struct perf_event_header) <= head) {
@@ -94,4 +92,19 @@ void d9_perf_ring_drain(d9_perf_ring *r, void (*fn)(const struct perf_event_head
         tail += h.size;
     }
     __atomic_store_n(&r->meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+void d9_perf_ring_drain(d9_perf_ring *r, void (*fn)(const struct perf_event_header *h, void *ctx),
+                        void *ctx) {
+    if (!r->base) return;
+    drain_to(r, __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE), fn, ctx);
+}
+
+void d9_perf_ring_mark(d9_perf_ring *r) {
+    if (r->base) r->mark = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
+}
+
+void d9_perf_ring_drain_marked(d9_perf_ring *r, void (*fn)(const struct perf_event_header *h, void *ctx),
+                               void *ctx) {
+    if (r->base) drain_to(r, r->mark, fn, ctx);
 }

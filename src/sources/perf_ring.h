@@ -23,6 +23,7 @@ typedef struct d9_perf_ring {
     uint8_t *data;
     uint64_t data_size;                /* power of two */
     uint8_t *scratch;                  /* a record that wraps is copied here */
+    uint64_t mark;                     /* data_head at the last d9_perf_ring_mark */
 } d9_perf_ring;
 
 /* Map `fd`'s ring with up to `max_pages` data pages (a power of two), halving while the
@@ -33,6 +34,12 @@ void d9_perf_ring_unmap(d9_perf_ring *r);
 /* Call fn for each complete record written since the last call, then release them. */
 void d9_perf_ring_drain(d9_perf_ring *r, void (*fn)(const struct perf_event_header *h, void *ctx),
                         void *ctx);
+
+/* Note how far the kernel has written; d9_perf_ring_drain_marked then visits the records
+ * before that point only (those after it stay for the next call). */
+void d9_perf_ring_mark(d9_perf_ring *r);
+void d9_perf_ring_drain_marked(d9_perf_ring *r, void (*fn)(const struct perf_event_header *h, void *ctx),
+                               void *ctx);
 
 /* Bytes written and not yet released (0 when empty). */
 uint64_t d9_perf_ring_pending(const d9_perf_ring *r);

@@ -52,7 +52,7 @@ extern "C" {
 
 /* DIAL9_VERSION of the library: (major << 16) | (minor << 8) | patch. */
 D9_API unsigned d9_version(void);
-/* DIAL9_VERSION_STRING of the library, e.g. "0.2.0" (static storage). */
+/* DIAL9_VERSION_STRING of the library, e.g. "0.3.0" (static storage). */
 D9_API const char *d9_version_string(void);
 
 /* ------------------------------------------------------------------------------------------
@@ -151,6 +151,9 @@ typedef struct d9_config {
     uint32_t memory_budget_mb; /* DIAL9_MEMORY_BUDGET_MB (default 64): all threads' buffers
                                  together; past it, buffers do not grow and new threads have none:
                                  their events are dropped and counted (DroppedEventsEvent) */
+    uint32_t symbolize_exit_wait_secs; /* DIAL9_SYMBOLIZE_EXIT_WAIT_SECS (default 5): at d9_stop,
+                                 how long to wait for symbols still to add to sealed segments
+                                 (added in 0.3); what remains is named offline by dial9 symbolize */
 } d9_config;
 
 /* The size-taking forms behind the inline wrappers below, for callers that cannot use inline

@@ -26,6 +26,7 @@ static void set_defaults(d9_config *cfg) {
     cfg->rotation_secs = 60;
     cfg->buffer_kb = 1024;
     cfg->memory_budget_mb = 64;
+    cfg->symbolize_exit_wait_secs = 5;
     cfg->flush_ms = 20;
     cfg->schedstat = true;
     cfg->schedstat_resolution_us = 1000;
@@ -269,6 +270,10 @@ static int from_env(d9_config *cfg) {
         if (parse_bool("DIAL9_S3_PATH_STYLE", v, &b)) return -1;
         cfg->s3_path_style = b;
     }
+    if (ENV("DIAL9_SYMBOLIZE_EXIT_WAIT_SECS")) {
+        if (parse_u64("DIAL9_SYMBOLIZE_EXIT_WAIT_SECS", v, 0, 3600, &n)) return -1;
+        cfg->symbolize_exit_wait_secs = (uint32_t)n;
+    }
     if (ENV("DIAL9_S3_EXIT_WAIT_SECS")) {
         if (parse_u64("DIAL9_S3_EXIT_WAIT_SECS", v, 0, 3600, &n)) return -1;
         cfg->s3_exit_wait_secs = (uint32_t)n;
@@ -394,6 +399,10 @@ static int validate_fields(const d9_config *cfg) {
     }
     if (cfg->s3_path_style < -1 || cfg->s3_path_style > 1) {
         d9_set_error("s3_path_style = %d: must be -1, 0 or 1", cfg->s3_path_style);
+        return -1;
+    }
+    if (cfg->symbolize_exit_wait_secs > 3600) {
+        d9_set_error("symbolize_exit_wait_secs = %u: must be from 0 to 3600", cfg->symbolize_exit_wait_secs);
         return -1;
     }
     if (cfg->s3_exit_wait_secs > 3600) {

@@ -34,7 +34,6 @@
 #include "symbols/symbolize_report.h"
 
 #define QUEUE_CAP 256 /* paths; a longer backlog means the steps cannot keep up */
-#define STOP_BUDGET_NS (5ull * 1000000000ull)
 
 struct d9_pipeline {
     pthread_t thread;
@@ -206,7 +205,9 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
     p->symbolizing = cfg->symbolize;
     p->upload = upload;
     p->run_lock_fd = -1;
-    p->stop_budget_ns = STOP_BUDGET_NS + (upload ? (uint64_t)cfg->s3_exit_wait_secs * 1000000000ull : 0);
+    /* At stop: the symbols' wait, then the uploads' (the two budgets add up). */
+    p->stop_budget_ns = (uint64_t)cfg->symbolize_exit_wait_secs * 1000000000ull +
+                        (upload ? (uint64_t)cfg->s3_exit_wait_secs * 1000000000ull : 0);
     bool ok = true;
     p->upload_cfg = *cfg;
     p->upload_cfg.s3_bucket = p->bucket = dup_or_null(cfg->s3_bucket, &ok);

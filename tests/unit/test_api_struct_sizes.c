@@ -59,6 +59,7 @@ static void test_old_config_gets_defaults_for_missing_fields(void) {
     CHECK(full.s3_endpoint == NULL);
     CHECK(full.s3_path_style == -1);
     CHECK_EQ_U64(full.s3_exit_wait_secs, 10);
+    CHECK_EQ_U64(full.symbolize_exit_wait_secs, 5);
     CHECK(d9_config_validate(old) == D9_OK);
 
     /* d9_start with it, from a buffer of exactly its size (ASan: no over-read). */

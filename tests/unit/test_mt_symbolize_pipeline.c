@@ -245,6 +245,7 @@ static void test_pipeline(void) {
     cfg.max_file_size = 12000; /* tens of segments: the pipeline queue (256) holds them all even when symbolizing lags */
     cfg.max_total_size = 64 << 20;
     cfg.symbolize = true;
+    cfg.symbolize_exit_wait_secs = 3600; /* every file is checked: only a hang may end the wait */
     d9_collector_config cc = {.cfg = &cfg, .run_id = "run1", .service = "symtest", .clock_name = "monotonic"};
     char err[512];
     d9_collector *col = d9_collector_open(&cc, err, sizeof err);
@@ -391,6 +392,7 @@ static void test_recorder(void) {
     cfg.trace_dir = dir;
     cfg.max_file_size = 16384;
     cfg.cpu_profile = false;
+    cfg.symbolize_exit_wait_secs = 3600; /* every file is checked: only a hang may end the wait */
     CHECK(d9_start(&cfg) == 0);
     char run_dir[1024];
     snprintf(run_dir, sizeof run_dir, "%s", d9_run_dir());

@@ -34,6 +34,7 @@ static void test_env(void) {
     setenv("DIAL9_ROTATION_SECS", "0", 1);
     setenv("DIAL9_BUFFER_KB", "256", 1);
     setenv("DIAL9_MEMORY_BUDGET_MB", "8", 1);
+    setenv("DIAL9_SYMBOLIZE_EXIT_WAIT_SECS", "120", 1);
     setenv("DIAL9_ENABLED", "off", 1);
     setenv("DIAL9_CLOCK", "monotonic", 1);
     setenv("DIAL9_SCHEDSTAT_RESOLUTION_US", "0", 1);
@@ -45,6 +46,7 @@ static void test_env(void) {
     CHECK_EQ_U64(cfg.rotation_secs, 0);
     CHECK_EQ_U64(cfg.buffer_kb, 256);
     CHECK_EQ_U64(cfg.memory_budget_mb, 8);
+    CHECK_EQ_U64(cfg.symbolize_exit_wait_secs, 120);
     CHECK(!cfg.enabled);
     CHECK(cfg.clock == D9_CLOCK_MONOTONIC);
     unsetenv("DIAL9_TRACE_DIR");
@@ -53,12 +55,14 @@ static void test_env(void) {
     unsetenv("DIAL9_ROTATION_SECS");
     unsetenv("DIAL9_BUFFER_KB");
     unsetenv("DIAL9_MEMORY_BUDGET_MB");
+    unsetenv("DIAL9_SYMBOLIZE_EXIT_WAIT_SECS");
     unsetenv("DIAL9_ENABLED");
     unsetenv("DIAL9_CLOCK");
     unsetenv("DIAL9_SCHEDSTAT_RESOLUTION_US");
     CHECK(d9_config_from_env(&cfg) == 0);
     CHECK_EQ_U64(cfg.schedstat_resolution_us, 1000); /* the default */
     CHECK_EQ_U64(cfg.memory_budget_mb, 64);
+    CHECK_EQ_U64(cfg.symbolize_exit_wait_secs, 5);
 
     expect_env_error("DIAL9_ENABLED", "maybe");
     expect_env_error("DIAL9_MAX_FILE_SIZE_MB", "abc");
@@ -70,6 +74,8 @@ static void test_env(void) {
     expect_env_error("DIAL9_BUFFER_KB", "8");
     expect_env_error("DIAL9_MEMORY_BUDGET_MB", "0");
     expect_env_error("DIAL9_MEMORY_BUDGET_MB", "2GB");
+    expect_env_error("DIAL9_SYMBOLIZE_EXIT_WAIT_SECS", "3601");
+    expect_env_error("DIAL9_SYMBOLIZE_EXIT_WAIT_SECS", "5s");
     expect_env_error("DIAL9_FLUSH_MS", "0");
     expect_env_error("DIAL9_CLOCK", "rdtsc");
     expect_env_error("DIAL9_SCHEDSTAT", "2");

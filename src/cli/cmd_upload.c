@@ -40,7 +40,8 @@ static void upload_usage(FILE *out) {
             "                        AWS_ENDPOINT_URL, else AWS's)\n"
             "      --region R        (default AWS_REGION / AWS_DEFAULT_REGION, else us-east-1)\n"
             "      --attempts N      tries per file before giving up on it (default 5; 0: until\n"
-            "                        stored)\n"
+            "                        stored); after 5 consecutive failures (of any files) the\n"
+            "                        upload stops, unless N is 0: then it waits for S3 to answer\n"
             "      --keep            keep the local files after uploading them\n"
             "  -h, --help\n"
             "\n"
@@ -212,6 +213,7 @@ int d9_cmd_upload(int argc, char **argv) {
     r.compress = cfg.compress != D9_COMPRESS_NONE;
     r.max_attempts = attempts;
     r.keep_local = keep;
+    r.stop_when_open = attempts != 0; /* S3 unreachable: say so once, not once per file */
     bool go_on = true;
     for (int i = optind; i < argc && go_on; i++) go_on = upload_dir(&r, &o, argv[i]);
     if (!r.uploader)

@@ -77,10 +77,20 @@ static void report_size(d9_pipeline *p, const char *sealed_path, uint64_t size) 
 static void report_resized(const char *sealed_path, uint64_t size, void *ctx) { report_size(ctx, sealed_path, size); }
 
 /* Upload until stored (then the local file is deleted), a fatal answer, or give up. */
+static void say_fatal(const d9_pipeline *p) {
+    fprintf(stderr, "dial9: S3 upload stopped for this run: %s (sealed segments stay on disk; once this is "
+                    "fixed, the next start with this trace directory or `dial9 upload %s` uploads them)\n",
+            p->up.fatal, p->trace_dir ? p->trace_dir : "DIR");
+}
+
 static void upload_file(d9_pipeline *p, const char *sealed_path, const char *path, uint64_t seq, time_t start) {
     d9_upload_retry_file(&p->up, sealed_path, path, seq, start, NULL, NULL);
-    if (!p->up.uploader)
-        fprintf(stderr, "dial9: S3 upload stopped for this run: %s (sealed segments stay on disk)\n", p->up.fatal);
+    if (!p->up.uploader) say_fatal(p);
+}
+
+static bool gone(const char *path) {
+    struct stat st;
+    return stat(path, &st) != 0 && errno == ENOENT;
 }
 
 static void run_steps(d9_pipeline *p, const char *sealed_path) {
@@ -88,6 +98,10 @@ static void run_steps(d9_pipeline *p, const char *sealed_path) {
     uint64_t seq = 0;
     d9_segment_kind kind;
     if (!d9_segment_name_parse(slash ? slash + 1 : sealed_path, &seq, &kind)) seq = 0;
+    if (gone(sealed_path)) { /* the disk budget deleted it while it waited (counted in-band) */
+        report_size(p, sealed_path, 0);
+        return;
+    }
     time_t start = d9_segment_start_time(sealed_path);
     if (p->sym) d9_step_symbolize_run(p->sym, sealed_path, should_give_up, p);
     char gz[4096];
@@ -97,7 +111,7 @@ static void run_steps(d9_pipeline *p, const char *sealed_path) {
         uint64_t gz_size;
         if (d9_step_compress_gzip(sealed_path, gz, sizeof gz, &gz_size, should_give_up, p, err, sizeof err) == 0) {
             current = gz;
-        } else if (!should_give_up(p)) {
+        } else if (!should_give_up(p) && !gone(sealed_path)) {
             fprintf(stderr, "dial9: compressing %s failed, kept as it is: %s\n", sealed_path, err);
         }
     }
@@ -112,8 +126,7 @@ static void run_steps(d9_pipeline *p, const char *sealed_path) {
 static bool adopt_run(const char *run_dir, const char *service, const char *boot_id, void *ctx) {
     d9_pipeline *p = ctx;
     bool go_on = d9_upload_retry_run_dir(&p->up, run_dir, service, boot_id);
-    if (!p->up.uploader && p->up.fatal[0])
-        fprintf(stderr, "dial9: S3 upload stopped for this run: %s (sealed segments stay on disk)\n", p->up.fatal);
+    if (!p->up.uploader && p->up.fatal[0]) say_fatal(p);
     return go_on;
 }
 

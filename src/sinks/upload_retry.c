@@ -13,15 +13,31 @@
 #include "sinks/step_compress.h"
 #include "common/segment_name.h"
 
-#define RETRY_FIRST_MS 500u
-#define RETRY_MAX_MS 60000u
 #define MAX_RUN_FILES 100000
+
+static uint64_t monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 void d9_upload_retry_init(d9_upload_retry *r, d9_uploader *uploader, const char *who) {
     memset(r, 0, sizeof *r);
     r->uploader = uploader;
     r->who = who ? who : "dial9";
-    r->rng = ((uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)r) | 1;
+    d9_breaker_init(&r->breaker, (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() ^
+                                     (uint64_t)(uintptr_t)r);
+    const char *v = getenv("DIAL9_S3_BREAKER_SECS");
+    if (v && *v) {
+        char *end;
+        long secs = strtol(v, &end, 10);
+        if (*end || secs < 1 || secs > 3600)
+            fprintf(stderr, "%s: DIAL9_S3_BREAKER_SECS=\"%s\": expected seconds from 1 to 3600, using 30\n", r->who, v);
+        else
+            r->breaker.cooldown_first_ns = (uint64_t)secs * 1000000000u;
+        if (r->breaker.cooldown_max_ns < r->breaker.cooldown_first_ns)
+            r->breaker.cooldown_max_ns = r->breaker.cooldown_first_ns;
+    }
 }
 
 void d9_upload_retry_free(d9_upload_retry *r) {
@@ -31,27 +47,32 @@ void d9_upload_retry_free(d9_upload_retry *r) {
 
 static bool given_up(const d9_upload_retry *r) { return r->give_up && r->give_up(r->ctx); }
 
-static uint64_t next_random(d9_upload_retry *r) { /* xorshift64: jitter only */
-    r->rng ^= r->rng << 13;
-    r->rng ^= r->rng >> 7;
-    r->rng ^= r->rng << 17;
-    return r->rng;
-}
-
-/* Sleep up to ms, waking early when given up (polled every 50 ms). */
-static void backoff_sleep(d9_upload_retry *r, uint32_t ms) {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    uint64_t t = (uint64_t)until.tv_nsec + (uint64_t)ms * 1000000u;
-    until.tv_sec += (time_t)(t / 1000000000u);
-    until.tv_nsec = (long)(t % 1000000000u);
+/* Sleep up to ns, waking early when given up (polled every 50 ms). */
+static void backoff_sleep(d9_upload_retry *r, uint64_t ns) {
+    uint64_t until = monotonic_ns() + ns;
     for (;;) {
         if (given_up(r)) return;
-        struct timespec now, step = {0, 50 * 1000000};
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec > until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec)) return;
+        uint64_t now = monotonic_ns();
+        if (now >= until) return;
+        uint64_t left = until - now;
+        struct timespec step = {0, (long)(left < 50000000u ? left : 50000000u)};
         nanosleep(&step, NULL);
     }
+}
+
+/* Wait until the breaker lets an attempt go; false when given up first. */
+static bool wait_for_breaker(d9_upload_retry *r) {
+    for (;;) {
+        if (given_up(r)) return false;
+        uint64_t w = d9_breaker_wait_ns(&r->breaker, monotonic_ns());
+        if (w == 0) return true;
+        backoff_sleep(r, w);
+    }
+}
+
+static bool file_gone(const char *path) {
+    struct stat st;
+    return stat(path, &st) != 0 && errno == ENOENT;
 }
 
 static void resized(d9_upload_retry *r, const char *sealed_path, uint64_t size) {
@@ -69,9 +90,19 @@ time_t d9_segment_start_time(const char *path) {
 
 bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const char *path, uint64_t seq,
                           time_t start, const char *service, const char *boot_id) {
-    uint32_t delay = RETRY_FIRST_MS;
+    char err[2048] = "";
     for (unsigned attempt = 1; r->uploader; attempt++) {
-        char key[4096], err[2048] = "";
+        if (!wait_for_breaker(r)) {
+            fprintf(stderr, "%s: S3 upload of %s not done in the time allowed, the file stays on disk "
+                            "(last error: %s)\n", r->who, path, err[0] ? err : "none, not tried");
+            break;
+        }
+        if (file_gone(path)) { /* deleted by the disk budget: counted (in-band) by whoever deleted it */
+            r->vanished++;
+            resized(r, sealed_path, 0);
+            return false;
+        }
+        char key[4096];
         struct stat st;
         uint64_t size = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
         d9_upload_result res = d9_uploader_put(r->uploader, path, seq, start, service, boot_id, r->give_up, r->ctx,
@@ -80,7 +111,8 @@ bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const cha
             if (r->failing)
                 fprintf(stderr, "%s: S3 upload works again (%s%s stored after %u attempts)\n", r->who,
                         d9_uploader_target(r->uploader), key, attempt);
-            r->failing = false;
+            d9_breaker_success(&r->breaker);
+            r->failing = r->paused_said = false;
             r->stored++;
             r->stored_bytes += size;
             if (!r->keep_local && (unlink(path) == 0 || errno == ENOENT)) resized(r, sealed_path, 0);
@@ -93,6 +125,11 @@ bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const cha
             break;
         }
         if (res == D9_UPLOAD_REJECTED) {
+            if (file_gone(path)) { /* deleted during the attempt */
+                r->vanished++;
+                resized(r, sealed_path, 0);
+                return false;
+            }
             fprintf(stderr, "%s: S3 upload of %s failed, the file stays on disk: %s\n", r->who, path, err);
             break;
         }
@@ -101,18 +138,28 @@ bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const cha
                             "(last error: %s)\n", r->who, path, err);
             break;
         }
+        if (!r->failing)
+            fprintf(stderr, "%s: S3 upload failing, retrying with backoff (said once per outage): %s\n", r->who, err);
+        r->failing = true;
+        bool opened = d9_breaker_failure(&r->breaker, monotonic_ns());
+        if (opened && r->stop_when_open) {
+            fprintf(stderr, "%s: S3 upload stopped after %u consecutive failures, %s and the files not stored "
+                            "stay on disk (last error: %s)\n", r->who, r->breaker.failures, path, err);
+            r->stopped_open = true;
+            break;
+        }
+        if (opened && !r->paused_said) {
+            fprintf(stderr, "%s: S3 upload paused after %u consecutive failures: one attempt after a cool-down of "
+                            "%llu s, doubling up to %llu s, until S3 answers (sealed segments wait on disk)\n",
+                    r->who, r->breaker.failures, (unsigned long long)(r->breaker.cooldown_first_ns / 1000000000u),
+                    (unsigned long long)(r->breaker.cooldown_max_ns / 1000000000u));
+            r->paused_said = true;
+        }
         if (r->max_attempts && attempt >= r->max_attempts) {
             fprintf(stderr, "%s: S3 upload of %s failed %u times, the file stays on disk (last error: %s)\n",
                     r->who, path, attempt, err);
             break;
         }
-        if (!r->failing)
-            fprintf(stderr, "%s: S3 upload failing, retrying with backoff (said once per outage): %s\n", r->who, err);
-        r->failing = true;
-        /* exponential backoff with jitter: a random wait in [delay/2, delay] */
-        uint32_t wait = delay / 2 + (uint32_t)(next_random(r) % (delay / 2 + 1));
-        backoff_sleep(r, wait);
-        delay = delay >= RETRY_MAX_MS / 2 ? RETRY_MAX_MS : delay * 2;
     }
     r->not_stored++;
     return false;
@@ -146,7 +193,7 @@ bool d9_upload_retry_run_dir(d9_upload_retry *r, const char *run_dir, const char
     qsort(seqs, n, sizeof *seqs, by_seq);
     bool go_on = true;
     for (size_t i = 0; i < n; i++) {
-        if (!r->uploader || given_up(r)) {
+        if (!r->uploader || r->stopped_open || given_up(r)) {
             go_on = false;
             break;
         }
@@ -175,5 +222,5 @@ bool d9_upload_retry_run_dir(d9_upload_retry *r, const char *run_dir, const char
         d9_upload_retry_file(r, bin, gz, seqs[i], start, service, boot_id);
     }
     free(seqs);
-    return go_on && r->uploader != NULL;
+    return go_on && r->uploader != NULL && !r->stopped_open;
 }

@@ -1,6 +1,8 @@
-/* Storing sealed files in S3 until they are stored: retries with exponential backoff and
- * jitter, one message when an outage starts and one when it ends, a fatal answer ends
- * uploading, the local file deleted only after a 2xx. Shared by the recorder's pipeline (a
+/* Storing sealed files in S3 until they are stored: the attempts paced by one circuit breaker
+ * for every file (circuit_breaker.h: short backoffs, then cool-downs after consecutive
+ * failures), one message when an outage starts, one when uploads pause and one when it ends;
+ * a fatal answer ends uploading (said once), the local file deleted only after a 2xx; a file
+ * gone before it was stored (the disk budget deleted it) is skipped without a message. Shared by the recorder's pipeline (a
  * run's own segments and what earlier runs left) and `dial9 upload`. */
 #ifndef D9_SINKS_UPLOAD_RETRY_H
 #define D9_SINKS_UPLOAD_RETRY_H
@@ -9,6 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "sinks/circuit_breaker.h"
 #include "sinks/step_upload.h"
 
 typedef struct d9_upload_retry {
@@ -16,6 +19,7 @@ typedef struct d9_upload_retry {
     bool compress;          /* gzip .bin files before uploading them (upload_run_dir) */
     unsigned max_attempts;  /* per file; 0: until stored or given up */
     bool keep_local;        /* leave the local file after storing it (dial9 upload --keep) */
+    bool stop_when_open;    /* stop everything when the circuit opens (dial9 upload --attempts N) */
     bool (*give_up)(void *);/* polled; true ends the waits and transfers */
     void *ctx;
     /* told a file's size once settled: its compressed size, 0 when uploaded and removed */
@@ -23,25 +27,30 @@ typedef struct d9_upload_retry {
     const char *who;        /* "dial9" (messages start "who: ") */
     char fatal[2048];       /* the fatal answer, when stopped */
     /* state */
-    bool failing;
-    uint64_t rng;
+    bool failing;           /* an outage is going on (said) */
+    bool paused_said;       /* its pause (the circuit opened) said */
+    bool stopped_open;      /* stop_when_open and the circuit opened */
+    d9_breaker breaker;
     /* counts */
-    uint64_t stored, stored_bytes, not_stored;
+    uint64_t stored, stored_bytes, not_stored, vanished;
 } d9_upload_retry;
 
-/* uploader is owned by r from now on. */
+/* uploader is owned by r from now on. The first cool-down is DIAL9_S3_BREAKER_SECS (default
+ * 30; a bad value is said and the default used). */
 void d9_upload_retry_init(d9_upload_retry *r, d9_uploader *uploader, const char *who);
 void d9_upload_retry_free(d9_upload_retry *r);
 
 /* Upload `path` (sealed_path is the name the disk budget knows it by) until stored, a fatal
- * answer, a file-specific rejection, max_attempts or give_up. true when stored. */
+ * answer, a file-specific rejection, the file gone, max_attempts, give_up or (stop_when_open)
+ * the circuit opening. true when stored. */
 bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const char *path, uint64_t seq,
                           time_t start, const char *service, const char *boot_id);
 
 /* Every sealed segment of run_dir (trace.N.bin, trace.N.bin.gz; never .active), oldest first,
  * compressed first when r->compress, uploaded under service and boot_id. A .bin beside its
  * .bin.gz (a compression cut between rename and unlink) is dropped. false when uploading
- * stopped (fatal) or was given up; files not stored stay. */
+ * stopped (fatal, or stop_when_open and the circuit opened) or was given up; files not stored
+ * stay. */
 bool d9_upload_retry_run_dir(d9_upload_retry *r, const char *run_dir, const char *service, const char *boot_id);
 
 /* The segment's start: its birth time where the file system keeps it, else its last change. */

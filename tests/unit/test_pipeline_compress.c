@@ -4,8 +4,13 @@
  * (auto, no bucket) segments stay .bin.
  *
  * `--record DIR N` records N TaskSpawnEvents (task ids 1..N) with the configuration from the
- * environment into DIR and prints the run directory: the S3 upload test's recorder. */
+ * environment into DIR and prints the run directory: the S3 upload test's recorder.
+ * `--record-until DIR STOPFILE` records TaskSpawnEvents (ids 1, 2, ...) in batches until
+ * STOPFILE exists, then prints "spawns N" and "deleted D" (sealed files the disk budget
+ * deleted): an application that keeps running through an S3 fault. */
 #include <dirent.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "dial9/dial9.h"
@@ -59,6 +64,35 @@ static int record(const char *dir, uint64_t n, d9_compress_mode mode, bool from_
     return st.events_dropped ? 3 : 0;
 }
 
+static int record_until(const char *dir, const char *stop_file) {
+    d9_config cfg;
+    if (d9_config_from_env(&cfg) != 0) {
+        fprintf(stderr, "config: %s\n", d9_last_error());
+        return 2;
+    }
+    cfg.trace_dir = dir;
+    cfg.schedule_profile = false;
+    cfg.task_dumps = false;
+    if (d9_start(&cfg) != 0) {
+        fprintf(stderr, "start: %s\n", d9_last_error());
+        return 2;
+    }
+    d9_worker_begin("fault-test", 0);
+    uint64_t id = 0;
+    while (access(stop_file, F_OK) != 0) {
+        for (int i = 0; i < 512; i++) d9_task_spawn(++id, D9_HERE);
+        d9_flush(); /* never drop for a full buffer */
+        struct timespec pause = {0, 2000000}; /* a steady application, not a flood */
+        nanosleep(&pause, NULL);
+    }
+    d9_stop();
+    d9_stats st;
+    d9_get_stats(&st);
+    if (st.events_dropped) fprintf(stderr, "dropped %llu events\n", (unsigned long long)st.events_dropped);
+    printf("spawns %llu\ndeleted %llu\n", (unsigned long long)id, (unsigned long long)st.files_deleted);
+    return st.events_dropped ? 3 : 0;
+}
+
 static int count_names(const char *dir, const char *suffix, int *other) {
     DIR *d = opendir(dir);
     int n = 0;
@@ -108,6 +142,7 @@ static void check_run(const char *tag, d9_compress_mode mode, bool expect_gz) {
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "--record") == 0)
         return record(argv[2], strtoull(argv[3], NULL, 10), D9_COMPRESS_AUTO, true);
+    if (argc == 4 && strcmp(argv[1], "--record-until") == 0) return record_until(argv[2], argv[3]);
     check_run("gzip", D9_COMPRESS_GZIP, true);
     check_run("auto", D9_COMPRESS_AUTO, false); /* no bucket: nothing compressed */
     return d9t_summary("test_pipeline_compress");

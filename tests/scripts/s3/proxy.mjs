@@ -9,6 +9,9 @@
 //   FAULT_STALL=N     the first N PUTs: headers accepted, then the body is never read and no
 //                     answer comes (the connection stays open until the client gives up)
 //   FAULT_DOWN=1      every request: 503 ServiceUnavailable (S3 down, for the circuit breaker)
+//   LISTEN_LATER=ADDR also listen on ADDR (another loopback address, 127.0.0.2), same port, but
+//                     only once sent SIGUSR2: until then a client of ADDR:PORT gets "connection
+//                     refused" (nothing else takes that port there: 127.0.0.1:PORT is ours)
 // Multipart uploads are checked as S3 does: every part but the last at least 5 MiB at
 // completion (400 EntityTooSmall). Initiations, parts, completions and aborts are logged with
 // their uploadId (codes initiated, part, completed, aborted), so a test can tell none is left.
@@ -203,4 +206,9 @@ const proxy = http.createServer((req, res) => {
 proxy.listen(0, '127.0.0.1', () => {
   process.stdout.write(JSON.stringify({ port: proxy.address().port }) + '\n');
 });
+if (process.env.LISTEN_LATER)
+  process.on('SIGUSR2', () => {
+    const later = http.createServer((req, res) => proxy.emit('request', req, res));
+    later.listen(proxy.address().port, process.env.LISTEN_LATER, () => log({ method: '-', key: '', status: 0, code: 'opened' }));
+  });
 for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, async () => { proxy.close(); await store.close(); process.exit(0); });

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# S3 faults while an application keeps recording (tests/scripts/s3/: s3rver behind the
+# verifying proxy; the recorder is test_pipeline_compress --record-until, which spawns tasks
+# until told to stop and exits 3 if any event was dropped):
+#  - a PUT whose body stalls: the upload times out (DIAL9_S3_STALL_SECS), is retried and the
+#    object stored exactly once; the application records on (nothing dropped); meanwhile
+#    `dial9 upload` of the same directory leaves the running recorder's files alone;
+#  - connection refused (nothing listens at 127.0.0.2:PORT) until the circuit breaker has
+#    opened, then the store comes up: every event uploaded once, one message for the outage,
+#    one for the pause, one for the recovery;
+#  - an endpoint that never answers and a short exit wait (DIAL9_S3_EXIT_WAIT_SECS=1): the
+#    program still exits, its segments stay on disk with a message, and `dial9 upload DIR`
+#    uploads them later, every event once.
+# Every wait is for an event (a log line, a file, a process exit); the bounds are safety nets.
+set -uo pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+CHECK="$SOURCE/tests/scripts/s3"
+RECORDER="$BUILD/test_pipeline_compress"
+BUCKET=d9-test
+N=0
+
+[ -x "$RECORDER" ] || { echo "test_s3_faults: $RECORDER not built"; exit 1; }
+source "$CHECK/common.sh"
+
+# recorder_env NAME ENDPOINT: the environment of a recording run uploading to ENDPOINT
+recorder_env() {
+    REC_ENV=(-u AWS_PROFILE -u AWS_SESSION_TOKEN AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+             HOME="$T/$1" AWS_REGION=us-east-1 DIAL9_S3_BUCKET=$BUCKET AWS_ENDPOINT_URL="$2"
+             DIAL9_MAX_FILE_SIZE_MB=1 DIAL9_ROTATION_SECS=1 DIAL9_SERVICE=faults DIAL9_SYMBOLIZE=0
+             DIAL9_S3_EXIT_WAIT_SECS=300)
+}
+# start_recording NAME ENDPOINT [VAR=VALUE...]: the application, in the background (REC_PID)
+start_recording() {
+    local name=$1 endpoint=$2; shift 2
+    recorder_env "$name" "$endpoint"
+    mkdir -p "$T/$name/traces"
+    env "${REC_ENV[@]}" "$@" "$RECORDER" --record-until "$T/$name/traces" "$T/$name/stop" \
+        >"$T/$name/rec.out" 2>"$T/$name/rec.err" &
+    REC_PID=$!
+}
+# stop_recording NAME: tell it to stop, wait for it; REC_RC, and N = the spawns it recorded
+stop_recording() {
+    touch "$T/$1/stop"
+    wait "$REC_PID"
+    REC_RC=$?
+    N=$(sed -n 's/^spawns //p' "$T/$1/rec.out")
+    N=${N:-0}
+}
+# wait_for WHAT COMMAND...: until COMMAND succeeds (polled; 10 min at most, a safety net only)
+wait_for() {
+    local what=$1; shift
+    for _ in $(seq 6000); do
+        "$@" && return 0
+        sleep 0.1
+    done
+    bad "never happened: $what"
+    return 1
+}
+logged() { grep -q "\"code\":\"$2\"" "$T/$1/log"; }
+
+# ---- a stalled body: timed out, retried, stored once; the application unaffected ----
+start_proxy stall FAULT_STALL=1
+start_recording stall "http://127.0.0.1:$PORT" DIAL9_S3_STALL_SECS=2
+wait_for "a PUT stalled" logged stall stalled
+stalled_key=$(grep '"code":"stalled"' "$T/stall/log" | sed 's/.*"key":"\([^"]*\)".*/\1/')
+# while the recorder runs: `dial9 upload` must leave its run directory alone
+env -u AWS_PROFILE AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
+    AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" "$DIAL9" upload --bucket $BUCKET "$T/stall/traces" \
+    >"$T/stall/up.out" 2>"$T/stall/up.err"
+check "dial9 upload beside a running recorder: skipped its run (exit 1)" [ $? = 1 ] && \
+    grep -q "in use by a running recorder" "$T/stall/up.err"
+wait_for "the stalled segment stored after its retry" \
+    grep -q "\"key\":\"$stalled_key\",\"status\":200,\"code\":\"stored\"" "$T/stall/log"
+stop_recording stall
+check "the application recorded on, nothing dropped (exit $REC_RC, $N spawns)" [ "$REC_RC" = 0 ] && [ "$N" -gt 0 ]
+read_back stall
+check "objects read back" [ $? = 0 ]
+check "one stall" [ "$(grep -c '"code":"stalled"' "$T/stall/log")" = 1 ]
+check "the stalled segment stored exactly once" [ "$(stored_keys stall | grep -cxF "$stalled_key")" = 1 ]
+check "no object stored twice" no_key_twice stall
+check "every recorded event uploaded once" every_event_once "$T"/stall/objects/*.bin.gz
+check "nothing left on disk" [ -z "$(local_segments stall)" ]
+check "the timeout named, once" [ "$(grep -c 'stalled: under 1 KiB/s for 2 s' "$T/stall/rec.err")" = 1 ]
+check "the outage said once, and its end" [ "$(grep -c 'retrying with backoff' "$T/stall/rec.err")" = 1 ] && \
+    grep -q 'S3 upload works again' "$T/stall/rec.err"
+
+# ---- connection refused until the circuit breaker opens, then the store comes up ----
+start_proxy refused LISTEN_LATER=127.0.0.2
+refused_pid=${PROXY_PIDS[-1]}
+start_recording refused "http://127.0.0.2:$PORT" DIAL9_S3_BREAKER_SECS=1
+wait_for "the breaker opened" grep -q 'S3 upload paused after 5 consecutive failures' "$T/refused/rec.err"
+check "nothing reached the store while refused" [ ! -s "$T/refused/log" ]
+kill -USR2 "$refused_pid"
+wait_for "the store listening at 127.0.0.2" logged refused opened
+wait_for "an upload after the outage" logged refused stored
+stop_recording refused
+check "the application recorded on through the outage (exit $REC_RC, $N spawns)" [ "$REC_RC" = 0 ] && [ "$N" -gt 0 ]
+PORT_SAVED=$PORT
+read_back refused
+check "objects read back (refused)" [ $? = 0 ]
+check "every recorded event uploaded once after the outage" every_event_once "$T"/refused/objects/*.bin.gz
+check "no object stored twice (refused)" no_key_twice refused
+check "nothing left on disk (refused)" [ -z "$(local_segments refused)" ]
+check "the outage said once, naming the cause" [ "$(grep -c 'retrying with backoff' "$T/refused/rec.err")" = 1 ] && \
+    grep -q "retrying with backoff.*Couldn't connect to server" "$T/refused/rec.err"
+check "the pause said once" [ "$(grep -c 'S3 upload paused' "$T/refused/rec.err")" = 1 ]
+check "the recovery said once" [ "$(grep -c 'S3 upload works again' "$T/refused/rec.err")" = 1 ]
+check "no other message (refused)" [ "$(grep -vc 'retrying with backoff\|S3 upload paused\|S3 upload works again' "$T/refused/rec.err")" = 0 ]
+
+# ---- the exit wait is bounded; what is left is uploaded by `dial9 upload DIR`, once ----
+start_proxy later LISTEN_LATER=127.0.0.2 # never opened there: every attempt refused
+recorder_env later "http://127.0.0.2:$PORT"
+mkdir -p "$T/later/traces"
+N=100000
+env "${REC_ENV[@]}" DIAL9_S3_EXIT_WAIT_SECS=1 "$RECORDER" --record "$T/later/traces" $N \
+    >"$T/later/rec.out" 2>"$T/later/rec.err"
+check "the program exits when the exit wait is over (exit $?)" [ $? = 0 ]
+check "it said what stays on disk" grep -q 'not done in the time allowed, the file stays on disk' "$T/later/rec.err"
+mapfile -t left < <(local_segments later)
+check "its segments on disk (${#left[@]}), every event once" [ "${#left[@]}" -ge 2 ] && every_event_once "${left[@]}"
+env -u AWS_PROFILE -u DIAL9_S3_BUCKET AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
+    AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" "$DIAL9" upload --bucket $BUCKET "$T/later/traces" \
+    >"$T/later/up.out" 2>"$T/later/up.err"
+check "dial9 upload DIR afterwards (exit $?: $(head -c 300 "$T/later/up.err"))" [ $? = 0 ]
+read_back later
+check "every event uploaded once, by dial9 upload" every_event_once "$T"/later/objects/*.bin.gz
+check "no object stored twice (later)" no_key_twice later
+check "the keys carry the recording run's service" [ -z "$(stored_keys later | grep -v '/service=faults/')" ]
+check "nothing left on disk (later)" [ -z "$(local_segments later)" ]
+
+echo "test_s3_faults: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -289,6 +289,10 @@ typedef struct d9a_report {
     const d9a_coverage_period *coverage_periods; /* partial periods, in time order per source */
     size_t ncoverage_periods;
 
+    /* sealed segments deleted before upload (UploadLossEvent): segments 0 when none */
+    uint64_t upload_lost_segments, upload_lost_bytes;
+    uint64_t upload_lost_first_unix_ns, upload_lost_last_unix_ns;
+
     bool symbols_present;
     const d9a_flag *flags; /* critical first */
     size_t nflags;

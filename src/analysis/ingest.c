@@ -371,6 +371,8 @@ static int ingest(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
     case D9_SCH_WORKER_UNPARK: return timed ? on_mark(a, ev, dec) : 0;
     case D9_SCH_CPU_SAMPLE: return timed ? on_cpu_sample(a, in, ev, dec) : 0;
     case D9_SCH_SCHED_SWITCH: return timed ? on_switch(a, in, ev) : 0;
+    case D9_SCH_UPLOAD_LOSS: /* whole-run totals: not bound to the window */
+        return d9a_upload_loss_note(&a->upload_loss, ev) == 0 ? 0 : -1;
     case D9_SCH_COVERAGE: {
         d9_dec_str src = {"", 0}, mode = {"", 0};
         if (!timed || F(SOURCE) < 0 || F(MODE) < 0 || !d9_value_str(&ev->values[F(SOURCE)], &src) ||

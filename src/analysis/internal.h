@@ -5,6 +5,7 @@
 #define D9_ANALYSIS_INTERNAL_H
 
 #include "analysis/analysis.h"
+#include "analysis/upload_loss.h"
 #include "analysis/hist.h"
 #include "common/u64_map.h"
 #include "analysis/intern.h"
@@ -161,6 +162,7 @@ struct d9a_analysis {
     uint64_t clock_mono, clock_real;
     uint64_t unmatched_starts, unmatched_ends, late, unresolved;
     d9a_coverage coverage; /* CoverageEvent records (coverage.h) */
+    d9a_upload_loss upload_loss; /* UploadLossEvent records (upload_loss.h) */
 
     /* entities */
     worker **workers; /* by id, NULL when unseen */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/upload_loss.h"
 #include "analysis/frame_class.h"
 #include "analysis/report_time.h"
 
@@ -139,6 +140,14 @@ static void text_summary(const d9_analyze_render *R) {
                "%" PRIu64 " changes) by the cost governor: no record there is not \"nothing happened\"\n",
                c->name, NS(c->no_stacks_ns + c->sampled_ns + c->paused_ns), NS(c->covered_ns), NS(c->no_stacks_ns),
                NS(c->sampled_ns), NS(c->paused_ns), c->changes);
+    }
+    if (r->upload_lost_segments) { /* UploadLossEvent: never reached S3 */
+        d9a_upload_loss_run lost = {.segments = r->upload_lost_segments, .bytes = r->upload_lost_bytes,
+                                    .first_start_unix_ns = r->upload_lost_first_unix_ns,
+                                    .last_end_unix_ns = r->upload_lost_last_unix_ns};
+        char what[256];
+        d9a_upload_loss_describe(&lost, what, sizeof what);
+        printf("  lost           %s by the disk budget: that time is not in this trace\n", what);
     }
     if (r->late_records || r->unresolved_refs)
         printf("  data quality   %" PRIu64 " records out of order beyond the window, %" PRIu64

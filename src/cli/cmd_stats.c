@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/coverage.h"
+#include "analysis/upload_loss.h"
 #include "cli/cli.h"
 #include "common/json_writer.h"
 #include "cli/trace_paths.h"
@@ -96,6 +97,7 @@ typedef struct stats_ctx {
     uint64_t by_method[4];
     const d9_path_list *paths;
     d9a_coverage coverage; /* CoverageEvent: where a governed source recorded partially */
+    d9a_upload_loss upload_loss; /* UploadLossEvent: segments deleted before upload */
     bool oom;
 } stats_ctx;
 
@@ -210,6 +212,9 @@ static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_in
             keep_metadata(c, &ev->values[F(ENTRIES)], c->paths->paths[file_index]);
         break;
     case D9_SCH_STACK_ORIGIN: note_origin(c, ev); break;
+    case D9_SCH_UPLOAD_LOSS:
+        if (d9a_upload_loss_note(&c->upload_loss, ev) != 0) c->oom = true;
+        break;
     case D9_SCH_COVERAGE: {
         d9_dec_str src, mode;
         uint64_t one_in = 0;
@@ -360,6 +365,12 @@ static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
         putchar('\n');
     }
     print_coverage_text(c);
+    d9a_upload_loss_run lost;
+    if (d9a_upload_loss_total(&c->upload_loss, &lost)) {
+        char what[256];
+        d9a_upload_loss_describe(&lost, what, sizeof what);
+        printf("lost       %s (disk budget, UploadLossEvent)\n", what);
+    }
     if (t.unresolved_refs || t.undefined_pool_ids)
         printf("pool refs  %" PRIu64 " unresolved when read, %" PRIu64 " ids never defined\n",
                t.unresolved_refs, t.undefined_pool_ids);
@@ -443,6 +454,17 @@ static void print_json(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     d9_json_key(&j, "truncated"); d9_json_u64(&j, c->by_method[3]);
     d9_json_object_end(&j);
     print_coverage_json(c, &j);
+    d9a_upload_loss_run lost;
+    if (d9a_upload_loss_total(&c->upload_loss, &lost)) { /* only when there is one */
+        d9_json_key(&j, "upload_loss");
+        d9_json_object_begin(&j);
+        d9_json_key(&j, "segments"); d9_json_u64(&j, lost.segments);
+        d9_json_key(&j, "bytes"); d9_json_u64(&j, lost.bytes);
+        d9_json_key(&j, "first_start_unix_ns"); d9_json_u64(&j, lost.first_start_unix_ns);
+        d9_json_key(&j, "last_end_unix_ns"); d9_json_u64(&j, lost.last_end_unix_ns);
+        d9_json_key(&j, "runs"); d9_json_u64(&j, c->upload_loss.n);
+        d9_json_object_end(&j);
+    }
     d9_json_key(&j, "pool_refs");
     d9_json_object_begin(&j);
     d9_json_key(&j, "unresolved_when_read"); d9_json_u64(&j, t.unresolved_refs);
@@ -538,6 +560,7 @@ int d9_cmd_stats(int argc, char **argv) {
     d9_u64_set_free(&c.workers);
     d9_u64_set_free(&c.tids);
     d9a_coverage_free(&c.coverage);
+    d9a_upload_loss_free(&c.upload_loss);
     for (size_t i = 0; c.meta && i < 2 * c.meta_n; i++) free(c.meta[i]);
     free(c.meta);
     free(c.method_of);

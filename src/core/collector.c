@@ -32,6 +32,7 @@ double d9_collector_drain(d9_collector *c) {
         d9_segw_rotate(c->w);
         d9_col_writer_changed(c);
     }
+    d9_col_encode_upload_loss(c, false); /* deletions during the last drain's writes */
     double fullest = d9_col_merge(c);
     d9_col_hand_over(c);
     return fullest;
@@ -61,6 +62,8 @@ d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t
     /* Room for the drop accounting at stop when the disk is full to the end: metadata, clock
      * sync and a report per thread take a few KB. */
     d9_segw_set_final_reserve(c->w, FINAL_RESERVE_BYTES);
+    c->upload_loss_on = cfg->s3_bucket != NULL;
+    d9_segw_set_count_upload_loss(c->w, c->upload_loss_on);
     d9_buf_init(&c->out);
     d9_buf_init(&c->scratch);
     d9_run_metadata_describe_process(&c->meta, cc->service, cc->run_id);
@@ -146,6 +149,12 @@ void d9_collector_close(d9_collector *c, d9_stats *final_stats) {
     for (size_t i = 0; i < c->source_count; i++) c->sources[i]->close(c->sources[i]);
     c->source_count = 0;
     d9_col_flush_out(c);
+    /* segments the last writes' budget deleted: said in this last segment (a deletion during
+     * that write is said by the next round) */
+    for (int round = 0; round < 3; round++) {
+        d9_col_encode_upload_loss(c, false);
+        d9_col_flush_out(c);
+    }
     d9_col_write_final_accounting(c);
     bool last_has_bytes = !d9_segw_at_segment_start(c->w);
     d9_col_publish_writer_stats(c);

@@ -165,6 +165,15 @@ void d9_col_encode_other(d9_collector *c, const out_event *e) {
         for (int i = 0; i < 5; i++) d9_put_varint(b, e->v[i]);
         break;
     }
+    case D9_SCH_UPLOAD_LOSS: {
+        need_builtin(c, e->schema);
+        uint32_t run = need_string(c, e->s[0]), reason = need_string(c, e->s[1]);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_u32(b, run);
+        for (int i = 0; i < 4; i++) d9_put_varint(b, e->v[i]);
+        d9_put_u32(b, reason);
+        break;
+    }
     case D9_SCH_TASK_OBJECT:
         need_builtin(c, e->schema);
         d9_enc_event(b, &c->st, e->schema, e->ts);
@@ -232,6 +241,7 @@ void d9_col_open_stream(d9_collector *c) {
             encode(c, &e);
         }
         encode_sources_segment_start(c);
+        d9_col_encode_upload_loss(c, true);
     }
     if (c->write_drops_pending > c->write_drops_in_out) d9_col_emit_write_drop_report(c);
 }
@@ -269,4 +279,21 @@ static void encode_sources_segment_start(d9_collector *c) {
         if (e.ts < c->now_ns) e.ts = c->now_ns;
         encode(c, &e);
     }
+}
+
+/* The segments the disk budget deleted before they were uploaded, as the writer counts them
+ * since the run began (docs/schemas.md): at every segment start once there is a loss, so
+ * whichever segment reaches S3 says it, and in the current segment as soon as it grows. */
+void d9_col_encode_upload_loss(d9_collector *c, bool segment_start) {
+    if (!c->upload_loss_on) return;
+    d9_segw_upload_loss l;
+    d9_segw_get_upload_loss(c->w, &l);
+    if (l.segments == 0 || (!segment_start && l.segments == c->upload_loss_written)) return;
+    const char *run = strrchr(d9_segw_run_dir(c->w), '/');
+    out_event e = {.schema = D9_SCH_UPLOAD_LOSS, .ts = c->now_ns,
+                   .v = {l.segments, l.bytes, (uint64_t)l.first_start_ns, (uint64_t)l.last_end_ns},
+                   .s = {run ? run + 1 : d9_segw_run_dir(c->w), "disk_budget"}};
+    if (segment_start) encode(c, &e); /* part of the preamble */
+    else emit(c, &e);
+    c->upload_loss_written = l.segments;
 }

@@ -111,7 +111,8 @@ static ALWAYS_INLINE void emit(d9_collector *c, const out_event *e) {
     encode(c, e);
     if (__builtin_expect(c->out.len > c->room, 0) && !(mark == 0 && d9_segw_at_segment_start(c->w)))
         d9_col_emit_overflow(c, e, mark);
-    if (e->schema != D9_SCH_DROPPED_EVENTS) c->out_events++; /* loss reports are not events lost */
+    if (e->schema != D9_SCH_DROPPED_EVENTS && e->schema != D9_SCH_UPLOAD_LOSS)
+        c->out_events++; /* loss reports are not events lost */
     if (__builtin_expect(c->out.len >= FLUSH_BYTES, 0)) d9_col_flush_out(c);
 }
 

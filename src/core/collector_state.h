@@ -84,6 +84,8 @@ struct d9_collector {
     d9_src_batch batch;      /* this drain's source events, sorted */
     d9_src_batch seg_batch;  /* what sources add at a segment start */
 
+    bool upload_loss_on;          /* uploading: the writer counts segments deleted before upload */
+    uint64_t upload_loss_written; /* its count as of the last UploadLossEvent encoded */
     uint64_t write_drops_pending; /* events lost to failed writes, not yet reported */
     uint64_t write_drops_in_out;  /* the part of it reported inside `out` */
     uint64_t src_lost_in_out;     /* sources' lost counts reported inside `out` */
@@ -118,6 +120,9 @@ void d9_col_writer_changed(d9_collector *c);
 void d9_col_flush_out(d9_collector *c);
 void d9_col_report_ring_drops(d9_collector *c, d9_thread *t, uint64_t cumulative, uint64_t ts);
 void d9_col_emit_write_drop_report(d9_collector *c);
+/* UploadLossEvent when the writer's count of segments deleted before upload grew (or at every
+ * segment start once there is one, as part of the preamble) */
+void d9_col_encode_upload_loss(d9_collector *c, bool segment_start);
 /* End of a drain: the rings read are released, drops the threads could not report are. */
 void d9_col_hand_over(d9_collector *c);
 void d9_col_write_final_accounting(d9_collector *c);

@@ -62,4 +62,8 @@ const d9_schema_def d9_builtin_schemas[D9_SCH_BUILTIN_COUNT] = {
                             {"previous_since_ns", D9_FT_VARINT}, {"one_in", D9_FT_VARINT},
                             {"rate_per_s", D9_FT_VARINT}, {"cost_ppm", D9_FT_VARINT},
                             {"budget_ppm", D9_FT_VARINT}),
+    [D9_SCH_UPLOAD_LOSS] = DEF("UploadLossEvent", 1, {"run_id", D9_FT_POOLED_STRING},
+                               {"segments", D9_FT_VARINT}, {"bytes", D9_FT_VARINT},
+                               {"first_start_unix_ns", D9_FT_VARINT},
+                               {"last_end_unix_ns", D9_FT_VARINT}, {"reason", D9_FT_POOLED_STRING}),
 };

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "core/hand_over_files.h"
+#include "sinks/run_claim.h"
 #include "sinks/trace_files.h"
 
 struct d9_segment_writer {
@@ -38,12 +39,16 @@ struct d9_segment_writer {
     uint64_t seq;               /* N of the open segment, or of the next one */
     uint64_t size;              /* bytes in the open segment, all ending at frame boundaries */
     uint64_t opened_ns;         /* CLOCK_MONOTONIC when the open segment was created */
+    int64_t opened_real_ns;     /* ... and the wall clock then */
     uint64_t epoch;
 
     d9_tf_index files; /* every trace file under trace_dir except the open segment */
     int run_slot;      /* this run's slot in files.runs */
 
     d9_segw_stats stats;
+    bool count_upload_loss;
+    bool upload_loss_said;
+    d9_segw_upload_loss upload_loss;
     d9_segw_sealed_fn on_sealed;
     void *on_sealed_ctx;
 
@@ -230,7 +235,7 @@ static void seal_segment(d9_segment_writer *w) {
     int64_t mtime = have_stat ? (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec
                               : realtime_ns();
     uint64_t counted = kind == D9_SEGMENT_SEALED ? counted_size(w, size) : size;
-    d9_tf_index_add(&w->files, w->run_slot, seq, kind, counted, mtime);
+    d9_tf_index_add(&w->files, w->run_slot, seq, kind, counted, mtime, w->opened_real_ns);
     w->stats.segments_sealed++;
     if (kind == D9_SEGMENT_SEALED && w->on_sealed) w->on_sealed(sealed, w->on_sealed_ctx);
 }
@@ -362,6 +367,7 @@ static int open_segment(d9_segment_writer *w) {
             w->fd = fd;
             w->size = 0;
             w->opened_ns = monotonic_ns();
+            w->opened_real_ns = realtime_ns();
             hold_final_reserve(w);
             return 0;
         }
@@ -381,6 +387,46 @@ static int open_segment(d9_segment_writer *w) {
     return -EEXIST;
 }
 
+/* A sealed file about to be deleted: its path now (.bin, else its .bin.gz), size and start.
+ * false when it is not one whose deletion loses an upload. */
+static bool upload_pending(const d9_segment_writer *w, const d9_tf_entry *e, uint64_t *size, int64_t *start) {
+    if (e->kind == D9_SEGMENT_ACTIVE) return false; /* never uploaded anyway */
+    const char *run = w->files.runs[e->run].name;
+    char path[PATH_MAX];
+    if (e->run != (uint32_t)w->run_slot) { /* an earlier run: only one that was to be uploaded */
+        if (snprintf(path, sizeof path, "%s/%s/%s", w->trace_dir, run, D9_RUN_IDENTITY_NAME) >= (int)sizeof path ||
+            access(path, F_OK) != 0)
+            return false;
+    }
+    struct statx sx;
+    if (!d9_tf_path(path, sizeof path, w->trace_dir, run, e->seq, (d9_segment_kind)e->kind)) return false;
+    if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_SIZE | STATX_BTIME, &sx) != 0) {
+        if (e->kind != D9_SEGMENT_SEALED ||
+            !d9_tf_path(path, sizeof path, w->trace_dir, run, e->seq, D9_SEGMENT_GZIP) ||
+            statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_SIZE | STATX_BTIME, &sx) != 0)
+            return false; /* gone: uploaded (and removed) already */
+    }
+    *size = sx.stx_size;
+    *start = e->start_ns ? e->start_ns
+                         : (sx.stx_mask & STATX_BTIME) ? (int64_t)sx.stx_btime.tv_sec * 1000000000 + sx.stx_btime.tv_nsec
+                                                       : e->mtime_ns;
+    return true;
+}
+
+static void note_upload_loss(d9_segment_writer *w, const d9_tf_entry *e, uint64_t size, int64_t start) {
+    d9_segw_upload_loss *l = &w->upload_loss;
+    l->segments++;
+    l->bytes += size;
+    if (!l->first_start_ns || start < l->first_start_ns) l->first_start_ns = start;
+    if (e->mtime_ns > l->last_end_ns) l->last_end_ns = e->mtime_ns;
+    if (!w->upload_loss_said) {
+        w->upload_loss_said = true;
+        fprintf(stderr, "dial9: disk budget (DIAL9_MAX_DISK_USAGE_MB) full while S3 uploads wait: deleting the "
+                        "oldest sealed segments not uploaded yet; the loss is counted in the trace "
+                        "(UploadLossEvent, shown by dial9 stats)\n");
+    }
+}
+
 /* Delete the oldest files until the open segment plus len bytes fit in max_total_size.
  * False when they cannot fit even with every deletable file gone. */
 static bool make_room(d9_segment_writer *w, size_t len) {
@@ -390,9 +436,15 @@ static bool make_room(d9_segment_writer *w, size_t len) {
         uint64_t kept = w->files.pinned_bytes + w->final_held + counted_size(w, w->size + len);
         if (kept > w->max_total_size || kept < w->size) return false;
         if (w->files.bytes <= w->max_total_size - kept) return true;
-        bool unlinked;
+        bool unlinked, pending = false;
+        d9_tf_entry victim;
+        uint64_t vsize = 0;
+        int64_t vstart = 0;
+        if (w->count_upload_loss && d9_tf_index_oldest(&w->files, &victim))
+            pending = upload_pending(w, &victim, &vsize, &vstart);
         if (!d9_tf_index_delete_oldest(&w->files, w->run_id, &unlinked)) return false;
         if (unlinked) w->stats.files_deleted++;
+        if (unlinked && pending) note_upload_loss(w, &victim, vsize, vstart);
     }
 }
 
@@ -528,7 +580,7 @@ int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len) {
     for (int attempt = 0; attempt < 8; attempt++, w->seq++) {
         d9_tf_path(sealed, sizeof sealed, w->trace_dir, w->run_id, w->seq, D9_SEGMENT_SEALED);
         if (rename_noreplace(w->final_path, sealed) == 0) {
-            d9_tf_index_add(&w->files, w->run_slot, w->seq++, D9_SEGMENT_SEALED, len, realtime_ns());
+            d9_tf_index_add(&w->files, w->run_slot, w->seq++, D9_SEGMENT_SEALED, len, realtime_ns(), realtime_ns());
             w->stats.segments_sealed++;
             w->stats.bytes_written += len;
             w->epoch++;
@@ -541,6 +593,10 @@ int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len) {
 }
 
 const char *d9_segw_run_dir(const d9_segment_writer *w) { return w->run_dir; }
+
+void d9_segw_set_count_upload_loss(d9_segment_writer *w, bool on) { w->count_upload_loss = on; }
+
+void d9_segw_get_upload_loss(const d9_segment_writer *w, d9_segw_upload_loss *out) { *out = w->upload_loss; }
 
 const char *d9_segw_active_path(const d9_segment_writer *w) {
     return w->fd >= 0 ? w->active_path : NULL;

@@ -97,6 +97,18 @@ bool d9_segw_has_final_reserve(const d9_segment_writer *w);
  * No on_sealed call (nothing to symbolize). 0, or -1 when there is no reserve or it failed.
  * The reserve is used up either way: for the very end of a recording. */
 int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len);
+/* While segments are uploaded (and deleted locally once stored), a sealed file the budget
+ * deletes was never uploaded: counted here, for this run's files and those of earlier runs
+ * that were to be uploaded (a .s3-run file, run_claim.h), so that the collector writes the
+ * loss into the trace (UploadLossEvent, docs/schemas.md). Said once on stderr too. Off by
+ * default. */
+typedef struct d9_segw_upload_loss {
+    uint64_t segments, bytes;      /* files and their bytes on disk, since the writer opened */
+    int64_t first_start_ns;        /* wall clock: the earliest lost file's start (0: none) */
+    int64_t last_end_ns;           /* and the latest one's last write */
+} d9_segw_upload_loss;
+void d9_segw_set_count_upload_loss(d9_segment_writer *w, bool on);
+void d9_segw_get_upload_loss(const d9_segment_writer *w, d9_segw_upload_loss *out);
 /* {trace_dir}/{run_id} */
 const char *d9_segw_run_dir(const d9_segment_writer *w);
 /* Path of the segment being written, or NULL when none is open. */

@@ -84,12 +84,12 @@ static bool reserve_one(d9_tf_index *ix) {
 }
 
 void d9_tf_index_add(d9_tf_index *ix, int run, uint64_t seq, d9_segment_kind kind, uint64_t size,
-                     int64_t mtime_ns) {
+                     int64_t mtime_ns, int64_t start_ns) {
     if (run < 0 || !reserve_one(ix)) {
         ix->pinned_bytes += size;
         return;
     }
-    d9_tf_entry e = {.mtime_ns = mtime_ns, .seq = seq, .size = size, .run = (uint32_t)run,
+    d9_tf_entry e = {.mtime_ns = mtime_ns, .start_ns = start_ns, .seq = seq, .size = size, .run = (uint32_t)run,
                      .kind = (uint8_t)kind};
     /* Binary search for the first entry newer than e; new segments usually go at the end. */
     size_t lo = ix->head, hi = ix->end;
@@ -179,6 +179,12 @@ int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_se
 static bool entry_path(const d9_tf_index *ix, const d9_tf_entry *e, d9_segment_kind kind, char *buf,
                        size_t size) {
     return d9_tf_path(buf, size, ix->trace_dir, ix->runs[e->run].name, e->seq, kind);
+}
+
+bool d9_tf_index_oldest(const d9_tf_index *ix, d9_tf_entry *out) {
+    if (ix->head == ix->end) return false;
+    *out = ix->entries[ix->head];
+    return true;
 }
 
 bool d9_tf_index_delete_oldest(d9_tf_index *ix, const char *keep_run, bool *unlinked) {

@@ -20,6 +20,7 @@ bool d9_tf_path(char *buf, size_t size, const char *trace_dir, const char *run, 
 
 typedef struct d9_tf_entry {
     int64_t mtime_ns;
+    int64_t start_ns; /* wall clock when the writer opened it; 0: not known (found by a scan) */
     uint64_t seq;
     uint64_t size;
     uint32_t run; /* index into d9_tf_index.runs */
@@ -58,7 +59,10 @@ int d9_tf_index_run(d9_tf_index *ix, const char *run);
 /* Add a file. Never fails: when memory runs out the bytes go to pinned_bytes, so the budget
  * stays honest even though that file will not be deleted. */
 void d9_tf_index_add(d9_tf_index *ix, int run, uint64_t seq, d9_segment_kind kind, uint64_t size,
-                     int64_t mtime_ns);
+                     int64_t mtime_ns, int64_t start_ns);
+
+/* The entry d9_tf_index_delete_oldest would delete next; false when the index is empty. */
+bool d9_tf_index_oldest(const d9_tf_index *ix, d9_tf_entry *out);
 
 /* Delete the oldest indexed file (earliest mtime; ties by run name, then N) and drop it from
  * the index. A trace.N.bin that is gone is looked for as trace.N.bin.gz (a compressor may have

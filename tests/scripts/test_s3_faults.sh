@@ -8,6 +8,9 @@
 #  - connection refused (nothing listens at 127.0.0.2:PORT) until the circuit breaker has
 #    opened, then the store comes up: every event uploaded once, one message for the outage,
 #    one for the pause, one for the recovery;
+#  - the same with a disk budget of 3 MB: the oldest segments are deleted before they are
+#    uploaded; the objects uploaded after the outage hold an UploadLossEvent with the count the
+#    recorder's own stats give, and dial9 stats/analyze/check report it;
 #  - an endpoint that never answers and a short exit wait (DIAL9_S3_EXIT_WAIT_SECS=1): the
 #    program still exits, its segments stay on disk with a message, and `dial9 upload DIR`
 #    uploads them later, every event once.
@@ -107,6 +110,37 @@ check "the outage said once, naming the cause" [ "$(grep -c 'retrying with backo
 check "the pause said once" [ "$(grep -c 'S3 upload paused' "$T/refused/rec.err")" = 1 ]
 check "the recovery said once" [ "$(grep -c 'S3 upload works again' "$T/refused/rec.err")" = 1 ]
 check "no other message (refused)" [ "$(grep -vc 'retrying with backoff\|S3 upload paused\|S3 upload works again' "$T/refused/rec.err")" = 0 ]
+
+# ---- an outage with a tiny disk budget: segments deleted before upload, counted in-band ----
+start_proxy evict LISTEN_LATER=127.0.0.2
+evict_pid=${PROXY_PIDS[-1]}
+start_recording evict "http://127.0.0.2:$PORT" DIAL9_S3_BREAKER_SECS=1 DIAL9_MAX_DISK_USAGE_MB=3
+wait_for "the budget deleted a segment not uploaded" \
+    grep -q 'deleting the oldest sealed segments not uploaded yet' "$T/evict/rec.err"
+kill -USR2 "$evict_pid"
+wait_for "the store listening (evict)" logged evict opened
+wait_for "an upload after the outage (evict)" logged evict stored
+stop_recording evict
+deleted=$(sed -n 's/^deleted //p' "$T/evict/rec.out")
+check "the application recorded on (exit $REC_RC, $N spawns, $deleted deleted)" [ "$REC_RC" = 0 ] && [ "${deleted:-0}" -ge 1 ]
+read_back evict
+check "objects read back (evict)" [ $? = 0 ]
+check "no object stored twice (evict)" no_key_twice evict
+spawn_ids "$T"/evict/objects/*.bin.gz | sort -n >"$T/evict/ids"
+check "no event twice (evict)" [ -s "$T/evict/ids" ] && [ -z "$(uniq -d "$T/evict/ids")" ]
+"$DIAL9" stats --json "$T"/evict/objects/*.bin.gz >"$T/evict/stats.json" 2>"$T/evict/stats.err"
+check "the uploaded objects say how many segments were deleted ($deleted)" \
+    node -e 'const l = JSON.parse(require("fs").readFileSync(process.argv[1])).upload_loss;
+             process.exit(l && l.segments === Number(process.argv[2]) && l.bytes > 0 &&
+                          l.first_start_unix_ns > 0 && l.last_end_unix_ns >= l.first_start_unix_ns ? 0 : 1)' \
+        "$T/evict/stats.json" "$deleted"
+"$DIAL9" stats "$T"/evict/objects/*.bin.gz >"$T/evict/stats.txt" 2>&1
+check "dial9 stats reports it" grep -Eq "^lost +$deleted segments? \([0-9.]+ MB, [0-9-]+ [0-9:]+ to [0-9:]+ UTC\) deleted before upload" "$T/evict/stats.txt"
+"$DIAL9" analyze "$T"/evict/objects/*.bin.gz >"$T/evict/analyze.txt" 2>&1
+check "dial9 analyze reports it" grep -q "lost .*$deleted segments\? (.*) deleted before upload" "$T/evict/analyze.txt"
+"$DIAL9" check "$T"/evict/objects/*.bin.gz >"$T/evict/check.txt" 2>&1
+check "dial9 check reports it" grep -q "note incomplete: $deleted segments\? (.*) deleted before upload" "$T/evict/check.txt"
+check "the deletion said once" [ "$(grep -c 'not uploaded yet' "$T/evict/rec.err")" = 1 ]
 
 # ---- the exit wait is bounded; what is left is uploaded by `dial9 upload DIR`, once ----
 start_proxy later LISTEN_LATER=127.0.0.2 # never opened there: every attempt refused

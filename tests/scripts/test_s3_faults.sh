@@ -64,7 +64,7 @@ logged() { grep -q "\"code\":\"$2\"" "$T/$1/log"; }
 
 # ---- a stalled body: timed out, retried, stored once; the application unaffected ----
 start_proxy stall FAULT_STALL=1
-start_recording stall "http://127.0.0.1:$PORT" DIAL9_S3_STALL_SECS=2
+start_recording stall "http://127.0.0.1:$PORT" DIAL9_S3_STALL_SECS=15
 wait_for "a PUT stalled" logged stall stalled
 stalled_key=$(grep '"code":"stalled"' "$T/stall/log" | sed 's/.*"key":"\([^"]*\)".*/\1/')
 # while the recorder runs: `dial9 upload` must leave its run directory alone
@@ -84,7 +84,7 @@ check "the stalled segment stored exactly once" [ "$(stored_keys stall | grep -c
 check "no object stored twice" no_key_twice stall
 check "every recorded event uploaded once" every_event_once "$T"/stall/objects/*.bin.gz
 check "nothing left on disk" [ -z "$(local_segments stall)" ]
-check "the timeout named, once" [ "$(grep -c 'stalled: under 1 KiB/s for 2 s' "$T/stall/rec.err")" = 1 ]
+check "the timeout named, once" [ "$(grep -c 'stalled: under 1 KiB/s for 15 s' "$T/stall/rec.err")" = 1 ]
 check "the outage said once, and its end" [ "$(grep -c 'retrying with backoff' "$T/stall/rec.err")" = 1 ] && \
     grep -q 'S3 upload works again' "$T/stall/rec.err"
 

@@ -44,7 +44,7 @@ typedef struct d9a_frame {
 /* While the recorder is off a callback costs the side-table lookup and nothing else. If it
  * starts during a callback, nested callbacks see depth 0 and record normally. */
 static inline void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc) {
-    f->recording = __builtin_expect(d9__active, 0) != 0;
+    f->recording = D9__ACTIVE() != 0;
     if (!f->recording) return;
     d9a_thread *s = &d9a_self;
     f->task = s->poll_task;

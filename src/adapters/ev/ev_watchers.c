@@ -177,7 +177,7 @@ D9A_EXPORT void ev_feed_event(struct ev_loop *loop, void *watcher, int revents) 
     ev_watcher *w = watcher;
     const void *caller = __builtin_return_address(0);
     if (w && w->cb && w->cb != watcher_trampoline) rewrap_for_feed(loop, w, caller);
-    if (w && __builtin_expect(d9__active, 0)) ready_wake(w, revents, caller);
+    if (w && D9__ACTIVE()) ready_wake(w, revents, caller);
     D9A_REAL(ev_feed_event)(loop, watcher, revents);
 }
 
@@ -216,7 +216,7 @@ D9A_EXPORT void ev_timer_again(struct ev_loop *loop, ev_timer *w) {
 
 /* Called from any thread. */
 D9A_EXPORT void ev_async_send(struct ev_loop *loop, ev_async *w) {
-    if (__builtin_expect(d9__active, 0)) {
+    if (D9__ACTIVE()) {
         uint64_t task = d9a_table_task(w);
         if (task) d9_wake(task);
     }

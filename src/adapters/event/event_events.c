@@ -166,7 +166,7 @@ D9A_EXPORT void event_get_assignment(const struct event *ev, struct event_base *
 /* ---------------------------------------------------------------- wakes */
 
 D9A_EXPORT void event_active(struct event *ev, int res, short ncalls) {
-    if (__builtin_expect(d9__active, 0)) {
+    if (D9__ACTIVE()) {
         uint64_t task = d9a_table_task(ev);
         if (task) d9_wake(task);
     }

@@ -154,7 +154,7 @@ D9A_EXPORT int uv_async_init(uv_loop_t *loop, uv_async_t *h, uv_async_cb cb) {
 
 /* Called from any thread; the waking task and worker are the caller's. */
 D9A_EXPORT int uv_async_send(uv_async_t *h) {
-    if (__builtin_expect(d9__active, 0)) {
+    if (D9__ACTIVE()) {
         uint64_t task = d9a_table_task(h);
         if (task) d9_wake(task);
     }

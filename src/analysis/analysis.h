@@ -20,6 +20,7 @@
 #include "analysis/coverage.h"
 #include "analysis/symtab.h"
 #include "analysis/time_arg.h"
+#include "analysis/upload_loss.h"
 #include "format/decoder.h"
 
 typedef struct d9a_options {
@@ -289,9 +290,9 @@ typedef struct d9a_report {
     const d9a_coverage_period *coverage_periods; /* partial periods, in time order per source */
     size_t ncoverage_periods;
 
-    /* sealed segments deleted before upload (UploadLossEvent): segments 0 when none */
-    uint64_t upload_lost_segments, upload_lost_bytes;
-    uint64_t upload_lost_first_unix_ns, upload_lost_last_unix_ns;
+    /* sealed segments deleted before upload (UploadLossEvent), all runs' total (run NULL):
+     * segments 0 when none */
+    d9a_upload_loss_run upload_lost;
 
     bool symbols_present;
     const d9a_flag *flags; /* critical first */

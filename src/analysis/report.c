@@ -522,13 +522,7 @@ int d9a_build_report(d9a_analysis *a) {
     r->symbols_present = a->symtab.t.count > 0;
     if (build_sources(a, r) != 0) return -1;
     if (build_coverage(a, r) != 0) return -1;
-    d9a_upload_loss_run lost;
-    if (d9a_upload_loss_total(&a->upload_loss, &lost)) {
-        r->upload_lost_segments = lost.segments;
-        r->upload_lost_bytes = lost.bytes;
-        r->upload_lost_first_unix_ns = lost.first_start_unix_ns;
-        r->upload_lost_last_unix_ns = lost.last_end_unix_ns;
-    }
+    d9a_upload_loss_total(&a->upload_loss, &r->upload_lost);
 
     /* workers */
     d9a_worker_report *ws = alloc_array(a, a->nwlist, sizeof *ws);

@@ -163,13 +163,13 @@ static void json_summary(jctx *c) {
         d9_json_object_end(j);
     }
     d9_json_array_end(j);
-    if (r->upload_lost_segments) { /* UploadLossEvent: only when there is one */
+    if (r->upload_lost.segments) { /* UploadLossEvent: only when there is one */
         d9_json_key(j, "upload_loss");
         d9_json_object_begin(j);
-        jkey_u64(j, "segments", r->upload_lost_segments);
-        jkey_u64(j, "bytes", r->upload_lost_bytes);
-        jkey_u64(j, "first_start_unix_ns", r->upload_lost_first_unix_ns);
-        jkey_u64(j, "last_end_unix_ns", r->upload_lost_last_unix_ns);
+        jkey_u64(j, "segments", r->upload_lost.segments);
+        jkey_u64(j, "bytes", r->upload_lost.bytes);
+        jkey_u64(j, "first_start_unix_ns", r->upload_lost.first_start_unix_ns);
+        jkey_u64(j, "last_end_unix_ns", r->upload_lost.last_end_unix_ns);
         d9_json_object_end(j);
     }
     d9_json_key(j, "coverage"); /* governed sources (CoverageEvent): [] when none */

@@ -141,12 +141,9 @@ static void text_summary(const d9_analyze_render *R) {
                c->name, NS(c->no_stacks_ns + c->sampled_ns + c->paused_ns), NS(c->covered_ns), NS(c->no_stacks_ns),
                NS(c->sampled_ns), NS(c->paused_ns), c->changes);
     }
-    if (r->upload_lost_segments) { /* UploadLossEvent: never reached S3 */
-        d9a_upload_loss_run lost = {.segments = r->upload_lost_segments, .bytes = r->upload_lost_bytes,
-                                    .first_start_unix_ns = r->upload_lost_first_unix_ns,
-                                    .last_end_unix_ns = r->upload_lost_last_unix_ns};
+    if (r->upload_lost.segments) { /* UploadLossEvent: never reached S3 */
         char what[256];
-        d9a_upload_loss_describe(&lost, what, sizeof what);
+        d9a_upload_loss_describe(&r->upload_lost, what, sizeof what);
         printf("  lost           %s by the disk budget: that time is not in this trace\n", what);
     }
     if (r->late_records || r->unresolved_refs)

@@ -278,12 +278,9 @@ int d9_cmd_check(int argc, char **argv) {
         if (!readable) printf("FAIL readable: a trace file could not be read or decoded completely\n");
         for (size_t i = 0; i < nrules; i++)
             printf("%-4s %s: %s\n", res[i].ok ? "ok" : "FAIL", res[i].name, res[i].reason);
-        if (r->upload_lost_segments) { /* not a rule: the trace is incomplete, say so */
-            d9a_upload_loss_run lost = {.segments = r->upload_lost_segments, .bytes = r->upload_lost_bytes,
-                                        .first_start_unix_ns = r->upload_lost_first_unix_ns,
-                                        .last_end_unix_ns = r->upload_lost_last_unix_ns};
+        if (r->upload_lost.segments) { /* not a rule: the trace is incomplete, say so */
             char what[256];
-            d9a_upload_loss_describe(&lost, what, sizeof what);
+            d9a_upload_loss_describe(&r->upload_lost, what, sizeof what);
             printf("note incomplete: %s (disk budget): the rules saw the rest\n", what);
         }
         size_t total = nrules + !readable, bad = broken + !readable;

@@ -16,13 +16,20 @@ if(d9_look AND PkgConfig_FOUND)
 endif()
 d9_dependency_result(MHD "${MHD_FOUND}" "apt-get install libmicrohttpd-dev" "`dial9 serve` (dial9-serve)")
 if(D9_USE_MHD)
-  file(GLOB D9_SERVE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/serve/*.c)
-  add_executable(dial9-serve ${D9_SERVE_SOURCES} ${PROJECT_SOURCE_DIR}/src/cli/cmd_serve.c
-                 ${PROJECT_SOURCE_DIR}/src/cli/trace_paths.c)
+  # the server's parts, in a library that its own tests link too (each file compiled once)
+  set(D9_SERVE_DIR ${PROJECT_SOURCE_DIR}/src/serve)
+  add_library(dial9_serve STATIC
+    ${D9_SERVE_DIR}/conn_guard.c ${D9_SERVE_DIR}/host_check.c ${D9_SERVE_DIR}/http_server.c
+    ${D9_SERVE_DIR}/open_beneath.c ${D9_SERVE_DIR}/safe_path.c ${D9_SERVE_DIR}/segment_concat.c
+    ${D9_SERVE_DIR}/trace_index.c ${D9_SERVE_DIR}/url.c
+    ${PROJECT_SOURCE_DIR}/src/cli/trace_paths.c)
+  target_include_directories(dial9_serve PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(dial9_serve PUBLIC dial9_reader PkgConfig::MHD)
+  add_executable(dial9-serve ${D9_SERVE_DIR}/serve_main.c ${PROJECT_SOURCE_DIR}/src/cli/cmd_serve.c)
   target_compile_definitions(dial9-serve PRIVATE D9_HAVE_MHD
     D9_SERVE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     D9_SERVE_VIEWER_INSTALL_DIR="${CMAKE_INSTALL_FULL_DATADIR}/dial9/viewer")
-  target_link_libraries(dial9-serve PRIVATE dial9_reader PkgConfig::MHD)
+  target_link_libraries(dial9-serve PRIVATE dial9_serve)
   # next to `dial9` in the build directory (same directory, same output settings); installed
   # out of PATH, in libexec, from where the viewer is ../share/dial9/viewer as from bin
   install(TARGETS dial9-serve RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR})
@@ -34,15 +41,14 @@ if(D9_USE_MHD)
   add_dependencies(dial9 dial9-serve) # building `dial9` gives a working `dial9 serve`
   message(STATUS "dial9 serve: libmicrohttpd ${MHD_VERSION} (dial9-serve)")
   if(BUILD_TESTING) # tests/serve/: the server's own unit test and the helpers of its script tests
-    add_executable(test_serve_open_beneath ${PROJECT_SOURCE_DIR}/tests/serve/test_serve_open_beneath.c
-                   ${PROJECT_SOURCE_DIR}/src/serve/open_beneath.c)
-    target_include_directories(test_serve_open_beneath PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+    add_executable(test_serve_open_beneath ${PROJECT_SOURCE_DIR}/tests/serve/test_serve_open_beneath.c)
+    target_include_directories(test_serve_open_beneath PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+    target_link_libraries(test_serve_open_beneath PRIVATE dial9_serve)
     add_test(NAME test_serve_open_beneath COMMAND test_serve_open_beneath)
     set_tests_properties(test_serve_open_beneath PROPERTIES TIMEOUT 60)
-    add_executable(test_serve_host_check ${PROJECT_SOURCE_DIR}/tests/serve/test_serve_host_check.c
-                   ${PROJECT_SOURCE_DIR}/src/serve/host_check.c ${PROJECT_SOURCE_DIR}/src/serve/url.c)
-    target_include_directories(test_serve_host_check PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
-    target_link_libraries(test_serve_host_check PRIVATE dial9_reader) # url.h needs the index types only
+    add_executable(test_serve_host_check ${PROJECT_SOURCE_DIR}/tests/serve/test_serve_host_check.c)
+    target_include_directories(test_serve_host_check PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+    target_link_libraries(test_serve_host_check PRIVATE dial9_serve)
     add_test(NAME test_serve_host_check COMMAND test_serve_host_check)
     set_tests_properties(test_serve_host_check PROPERTIES TIMEOUT 60)
     add_executable(d9s_race ${PROJECT_SOURCE_DIR}/tests/serve/d9s_race.c)

@@ -8,6 +8,12 @@
 if(NOT TARGET dial9)
   return()
 endif()
+set(D9_SERVE_DIR ${PROJECT_SOURCE_DIR}/src/serve)
+# The options (usage, defaults, parsing): `dial9 serve` answers --help and bad arguments even
+# without the server, and dial9-serve parses its arguments with the same code.
+add_library(dial9_serve_options STATIC ${D9_SERVE_DIR}/serve_options.c)
+target_include_directories(dial9_serve_options PUBLIC ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(dial9_serve_options PRIVATE dial9_common)
 # D9_WITH_MHD = AUTO / ON / OFF (cmake/dependency_options.cmake).
 d9_dependency_wanted(MHD d9_look)
 find_package(PkgConfig QUIET)
@@ -17,16 +23,14 @@ endif()
 d9_dependency_result(MHD "${MHD_FOUND}" "apt-get install libmicrohttpd-dev" "`dial9 serve` (dial9-serve)")
 if(D9_USE_MHD)
   # the server's parts, in a library that its own tests link too (each file compiled once)
-  set(D9_SERVE_DIR ${PROJECT_SOURCE_DIR}/src/serve)
   add_library(dial9_serve STATIC
     ${D9_SERVE_DIR}/conn_guard.c ${D9_SERVE_DIR}/host_check.c ${D9_SERVE_DIR}/http_server.c
     ${D9_SERVE_DIR}/open_beneath.c ${D9_SERVE_DIR}/safe_path.c ${D9_SERVE_DIR}/segment_concat.c
-    ${D9_SERVE_DIR}/trace_index.c ${D9_SERVE_DIR}/url.c
-    ${PROJECT_SOURCE_DIR}/src/cli/trace_paths.c)
+    ${D9_SERVE_DIR}/trace_index.c ${D9_SERVE_DIR}/url.c)
   target_include_directories(dial9_serve PUBLIC ${PROJECT_SOURCE_DIR}/src)
-  target_link_libraries(dial9_serve PUBLIC dial9_reader PkgConfig::MHD)
-  add_executable(dial9-serve ${D9_SERVE_DIR}/serve_main.c ${PROJECT_SOURCE_DIR}/src/cli/cmd_serve.c)
-  target_compile_definitions(dial9-serve PRIVATE D9_HAVE_MHD
+  target_link_libraries(dial9_serve PUBLIC dial9_serve_options dial9_reader PkgConfig::MHD)
+  add_executable(dial9-serve ${D9_SERVE_DIR}/serve_main.c)
+  target_compile_definitions(dial9-serve PRIVATE
     D9_SERVE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     D9_SERVE_VIEWER_INSTALL_DIR="${CMAKE_INSTALL_FULL_DATADIR}/dial9/viewer")
   target_link_libraries(dial9-serve PRIVATE dial9_serve)

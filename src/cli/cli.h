@@ -3,11 +3,7 @@
 #ifndef D9_CLI_CLI_H
 #define D9_CLI_CLI_H
 
-enum {
-    D9_EXIT_OK = 0,    /* everything read and decoded (a truncated tail is fine) */
-    D9_EXIT_DATA = 1,  /* a file could not be read or had a decode error */
-    D9_EXIT_USAGE = 2, /* bad arguments */
-};
+#include "common/exit_codes.h" /* D9_EXIT_OK, D9_EXIT_DATA, D9_EXIT_USAGE */
 
 typedef struct d9_cli_command {
     const char *name;

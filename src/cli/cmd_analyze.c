@@ -11,7 +11,7 @@
 #include "analysis/report_json.h"
 #include "cli/cli.h"
 #include "cli/analyze_text.h"
-#include "cli/trace_paths.h"
+#include "format/trace_paths.h"
 #include "cli/time_options.h"
 #include "cli/trace_reader.h"
 

@@ -13,7 +13,7 @@
 #include "analysis/rules.h"
 #include "cli/cli.h"
 #include "common/json_writer.h"
-#include "cli/trace_paths.h"
+#include "format/trace_paths.h"
 #include "cli/time_options.h"
 #include "cli/trace_reader.h"
 

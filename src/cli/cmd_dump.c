@@ -4,7 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/event_format.h"
-#include "cli/trace_paths.h"
+#include "format/trace_paths.h"
 #include "cli/trace_reader.h"
 
 static void dump_usage(FILE *out) {

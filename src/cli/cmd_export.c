@@ -9,7 +9,7 @@
 
 #include "cli/cli.h"
 #include "cli/time_options.h"
-#include "cli/trace_paths.h"
+#include "format/trace_paths.h"
 #include "cli/trace_reader.h"
 #include "export/export.h"
 

@@ -22,7 +22,7 @@
 
 #include "cli/cli.h"
 #include "dial9/dial9.h"
-#include "cli/trace_paths.h"
+#include "format/trace_paths.h"
 #include "cli/trace_reader.h"
 #include "common/u64_set.h"
 

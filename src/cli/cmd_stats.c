@@ -10,7 +10,7 @@
 #include "analysis/upload_loss.h"
 #include "cli/cli.h"
 #include "common/json_writer.h"
-#include "cli/trace_paths.h"
+#include "format/trace_paths.h"
 #include "cli/trace_reader.h"
 #include "common/u64_set.h"
 

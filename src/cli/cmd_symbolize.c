@@ -19,7 +19,7 @@
 #include <zlib.h>
 
 #include "cli/cli.h"
-#include "cli/trace_paths.h"
+#include "format/trace_paths.h"
 #include "format/dec_open_regular.h"
 #include "format/decoder.h"
 #include "symbols/sym_input.h"

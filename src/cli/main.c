@@ -4,7 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/s3_fetch.h"
-#include "cli/trace_paths.h"
+#include "format/trace_paths.h"
 #include "dial9/version.h"
 
 #ifndef D9_VERSION

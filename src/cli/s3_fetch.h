@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <time.h>
 
-#include "cli/trace_paths.h"
+#include "format/trace_paths.h"
 
 typedef struct d9_s3_selection {
     const char *service, *instance; /* NULL: any */

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "cli/trace_paths.h"
+#include "format/trace_paths.h"
 #include "common/time_arg.h"
 
 /* Parse the value of --from or --to (`opt`, for the message) into *out; 0, or -1 after

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "cli/trace_paths.h"
+#include "format/trace_paths.h"
 #include "format/decoder.h"
 
 typedef struct d9_file_result {

@@ -1,5 +1,5 @@
 /* The names of trace files, parsed and written in one place for the writer (sinks/), the
- * readers' directory search (cli/trace_paths.c) and the server's index (serve/).
+ * readers' directory search (format/trace_paths.c) and the server's index (serve/).
  *
  * A segment is trace.{N}.bin, trace.{N}.bin.gz or trace.{N}.bin.active, N plain decimal digits
  * (no sign, no space; leading zeros allowed) that fit in 64 bits. Any other *.bin, *.bin.gz or

@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "common/exit_codes.h"
 #include "serve/conn_guard.h"
 #include "serve/host_check.h"
 #include "serve/open_beneath.h"

@@ -12,7 +12,7 @@
 
 #include "common/json_writer.h"
 #include "common/segment_name.h"
-#include "cli/trace_paths.h"
+#include "format/trace_paths.h"
 #include "serve/open_beneath.h"
 #include "serve/url.h"
 

@@ -2,7 +2,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* asprintf */
 #endif
-#include "cli/trace_paths.h"
+#include "format/trace_paths.h"
 #include "format/dec_open_regular.h"
 
 #include <dirent.h>

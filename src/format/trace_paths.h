@@ -2,9 +2,10 @@
  * taken as given; a directory is searched recursively for trace files (trace.N.bin,
  * trace.N.bin.gz, trace.N.bin.active and any other *.bin / *.bin.gz / *.bin.active, see
  * common/segment_name.h), ordered by their run directory, then by segment number N (other
- * names after the segments), then by name. Shared by every subcommand. */
-#ifndef D9_CLI_TRACE_PATHS_H
-#define D9_CLI_TRACE_PATHS_H
+ * names after the segments), then by name. Shared by every subcommand and by `dial9 serve`'s
+ * index (serve/trace_index.c). */
+#ifndef D9_FORMAT_TRACE_PATHS_H
+#define D9_FORMAT_TRACE_PATHS_H
 
 #include <stdbool.h>
 #include <stddef.h>

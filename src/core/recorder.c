@@ -15,6 +15,7 @@
 #include "core/config_abi.h"
 #include "core/last_error.h"
 #include "core/own_thread_name.h"
+#include "core/recorder_hooks.h"
 #include "core/run_metadata.h"
 #include "core/schedstat.h"
 #include "core/thread_buffer.h"
@@ -168,6 +169,13 @@ static void run_start_hooks(void) {
     }
 }
 
+/* The plugin point of recorder_hooks.h: one function, for the preload shim's notes. */
+static _Atomic(d9_on_sources_started_fn) g_on_sources_started;
+
+void d9_recorder_set_on_sources_started(d9_on_sources_started_fn fn) {
+    atomic_store_explicit(&g_on_sources_started, fn, memory_order_release);
+}
+
 static int start(const d9_config *cfg);
 
 /* The caller's struct may be another version's (struct_size): only a whole d9_config of this
@@ -232,6 +240,8 @@ static int start(const d9_config *cfg) {
         d9_collector_set_on_sealed(r->col, d9_pipeline_on_sealed, r->pipeline);
     }
     d9_sources_start(&r->cfg, r->col);
+    d9_on_sources_started_fn on_started = atomic_load_explicit(&g_on_sources_started, memory_order_acquire);
+    if (on_started) on_started(r->col);
     if (d9_collector_start(r->col, err, sizeof err) != 0) {
         close_collector(r, NULL);
         d9_sources_stop();

@@ -101,6 +101,9 @@ D9P_HIDDEN void d9p_note_source(const char *name, bool active, const char *fmt, 
     __attribute__((format(printf, 3, 4)));
 /* Add a plain metadata entry. */
 D9P_HIDDEN void d9p_note(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hand the notes to the recorder at its plugin point (core/recorder_hooks.h): called once,
+ * before the first d9_start. */
+D9P_HIDDEN void d9p_notes_register(void);
 
 /* ---- loop libraries (preload_loops.c) ---- */
 
@@ -152,10 +155,5 @@ D9P_HIDDEN void d9p_thread_register_self(void);
  * when the last one ends, as glibc would without the recorder's threads. */
 D9P_HIDDEN void d9p_threads_count_start(void);
 D9P_HIDDEN void d9p_threads_forget_after_fork(void);
-
-/* ---- the recorder's internals that the shim reaches through the linker ---- */
-struct d9_collector;
-void __wrap_d9_sources_start(const d9_config *cfg, struct d9_collector *c);
-void __real_d9_sources_start(const d9_config *cfg, struct d9_collector *c);
 
 #endif

@@ -101,6 +101,7 @@ __attribute__((constructor)) static void d9p_init(void) {
      * and an unprivileged user must not get files written with the program's rights */
     if (getauxval(AT_SECURE)) return;
 
+    d9p_notes_register(); /* every run of this process adds the shim's notes */
     d9p_trace_children = trace_children_wanted();
     d9p_env_absolute_trace_dir();
     d9p_exec_remember();

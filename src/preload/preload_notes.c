@@ -1,16 +1,17 @@
 /* What the shim says about itself in every segment's metadata: which loop libraries it
  * interposes, which it cannot (linked statically) and how parks are found.
  *
- * The recorder has no public call for extra metadata yet, so the shim is linked with
- * -Wl,--wrap=d9_sources_start: the recorder's own call to it, made while d9_start prepares
- * the first segment, comes here first, and the notes are added to the collector's metadata
- * right after the kernel sources noted theirs. */
+ * The recorder has no public call for extra metadata yet, so the shim registers a function
+ * at its plugin point (core/recorder_hooks.h): each d9_start calls it while it prepares the
+ * first segment, and the notes are added to the collector's metadata right after the kernel
+ * sources noted theirs. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/collector.h"
+#include "core/recorder_hooks.h"
 #include "core/run_metadata.h"
 #include "preload.h"
 
@@ -55,8 +56,7 @@ void d9p_note(const char *key, const char *fmt, ...) {
     va_end(ap);
 }
 
-void __wrap_d9_sources_start(const d9_config *cfg, d9_collector *c) {
-    __real_d9_sources_start(cfg, c);
+static void add_notes(d9_collector *c) {
     pthread_mutex_lock(&g_lock);
     for (int i = 0; i < g_count; i++) {
         const note *n = &g_notes[i];
@@ -65,3 +65,5 @@ void __wrap_d9_sources_start(const d9_config *cfg, d9_collector *c) {
     }
     pthread_mutex_unlock(&g_lock);
 }
+
+void d9p_notes_register(void) { d9_recorder_set_on_sources_started(add_notes); }

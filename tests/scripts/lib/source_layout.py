@@ -103,7 +103,7 @@ def check_compiled_once(src, commands):
     with open(commands, encoding="utf-8") as f:
         entries = json.load(f)
     for e in entries:
-        path = os.path.normpath(os.path.join(e.get("directory", ""), e["file"]))
+        path = os.path.realpath(os.path.join(e.get("directory", ""), e["file"]))
         rel = os.path.relpath(path, src)
         if rel.startswith("..") or part_of(rel) is None:
             continue
@@ -125,7 +125,7 @@ def main(argv):
     if len(argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
         return 2
-    src, readme = os.path.abspath(argv[1]), argv[2]
+    src, readme = os.path.realpath(argv[1]), argv[2]
     rules = read_rules(readme)
     if not rules:
         print(f"{readme}: no table of folders found", file=sys.stderr)

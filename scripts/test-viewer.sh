@@ -25,7 +25,10 @@ fi
 
 # playwright-core only drives the browser we give it; make sure nothing tries to fetch one.
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
-npm ci --no-audit --no-fund --loglevel=error
+# Under the lock the script tests take (test_s3_fleet_browser uses viewer/node_modules too,
+# maybe from another build directory at this moment), and only when not installed already.
+source ../tests/scripts/lib/npm_ci.sh
+npm_ci_once "$PWD" || { echo "test-viewer: npm ci failed in $PWD"; exit 1; }
 
 echo "== viewer: decoder tests (node $(node --version)) =="
 node --test test/*.test.mjs

@@ -26,13 +26,11 @@ if ! command -v node >/dev/null; then
     echo "SKIP: node is not installed (the export checks read the output with npm packages)"
     exit 0
 fi
-if [ ! -f "$CHECK/node_modules/.package-lock.json" ] || [ "$CHECK/package-lock.json" -nt "$CHECK/node_modules/.package-lock.json" ]; then
-    command -v npm >/dev/null || { echo "SKIP: npm is not installed"; exit 0; }
-    # one install at a time when ctest runs the export tests in parallel
-    (
-        flock 9
-        if [ ! -f "$CHECK/node_modules/.package-lock.json" ] || [ "$CHECK/package-lock.json" -nt "$CHECK/node_modules/.package-lock.json" ]; then
-            (cd "$CHECK" && npm ci --no-audit --no-fund --loglevel=error) >&2 || exit 1
-        fi
-    ) 9>"$BUILD/.export-check-npm.lock" || { echo "npm ci failed in $CHECK"; exit 1; }
-fi
+# one install at a time, whichever build directory's tests ask (lib/npm_ci.sh)
+source "$SOURCE/tests/scripts/lib/npm_ci.sh"
+npm_ci_once "$CHECK"
+case $? in
+    0) ;;
+    2) echo "SKIP: npm is not installed"; exit 0 ;;
+    *) echo "npm ci failed in $CHECK"; exit 1 ;;
+esac

@@ -1,18 +1,16 @@
 # Shared by the S3 script tests (sourced after lib/harness.sh, with CHECK, BUCKET and N set):
-# the npm packages installed once (under a lock), a verifying proxy in front of s3rver started
-# per case, objects read back with the AWS SDK, and checks on the events in trace files.
+# the npm packages installed once (lib/npm_ci.sh), a verifying proxy in front of s3rver
+# started per case, objects read back with the AWS SDK, and checks on the events in trace files.
 
 [ -x "$DIAL9" ] || { echo "$0: $DIAL9 not built"; exit 1; }
 command -v node >/dev/null || { echo "SKIP: node is not installed (s3rver and the SDK are npm packages)"; exit 0; }
-if [ ! -f "$CHECK/node_modules/.package-lock.json" ] || [ "$CHECK/package-lock.json" -nt "$CHECK/node_modules/.package-lock.json" ]; then
-    command -v npm >/dev/null || { echo "SKIP: npm is not installed"; exit 0; }
-    (
-        flock 9
-        if [ ! -f "$CHECK/node_modules/.package-lock.json" ] || [ "$CHECK/package-lock.json" -nt "$CHECK/node_modules/.package-lock.json" ]; then
-            (cd "$CHECK" && npm ci --no-audit --no-fund --loglevel=error) >&2 || exit 1
-        fi
-    ) 9>"$BUILD/.s3-check-npm.lock" || { echo "npm ci failed in $CHECK"; exit 1; }
-fi
+source "$SOURCE/tests/scripts/lib/npm_ci.sh"
+npm_ci_once "$CHECK"
+case $? in
+    0) ;;
+    2) echo "SKIP: npm is not installed"; exit 0 ;;
+    *) echo "npm ci failed in $CHECK"; exit 1 ;;
+esac
 export NODE_NO_WARNINGS=1 # the SDK's notice about future Node versions
 
 PROXY_PIDS=()

@@ -1,0 +1,27 @@
+# Sourced (by the script tests' npm users and scripts/test-viewer.sh): `npm ci` once per tree.
+#
+#   npm_ci_once DIR   installs DIR/package-lock.json into DIR/node_modules unless it is there
+#                     already; returns 0 when installed or current, 2 when npm is missing, else
+#                     npm's failure (its messages on stderr)
+#
+# The lock is DIR/.npm-ci.lock, next to the node_modules it protects: every build directory
+# (build/, build-asan/, a soak's) and scripts/test-viewer.sh install into that one source
+# tree, so a lock in a build directory would let two of them run `npm ci` there at once (each
+# deleting what the other installs). An up-to-date tree is never reinstalled: a test using it
+# in another build directory keeps its files.
+
+npm_ci_current() {
+    [ -f "$1/node_modules/.package-lock.json" ] && ! [ "$1/package-lock.json" -nt "$1/node_modules/.package-lock.json" ]
+}
+
+npm_ci_once() {
+    local dir=$1
+    npm_ci_current "$dir" && return 0
+    command -v npm >/dev/null || return 2
+    (
+        flock 9
+        npm_ci_current "$dir" && exit 0
+        # playwright-core (viewer/) drives Debian's chromium: never let it fetch a browser
+        cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >&2
+    ) 9>"$dir/.npm-ci.lock"
+}

@@ -14,6 +14,8 @@ PKGS=(
   libdw-dev elfutils                   # file:line and inlined frames in dial9 symbolize
   libmicrohttpd-dev curl               # dial9 serve and its tests
   wrk                                  # load for the libuv demo server (make demo)
+  chromium fonts-liberation            # the browser tests: ctest's test_s3_fleet_browser runs before
+                                       # scripts/test-viewer.sh, which installs them too
 )
 # Node.js and npm (export checks with independent readers, viewer tests): only when the commands
 # are missing, so a Node.js installed another way is never replaced.

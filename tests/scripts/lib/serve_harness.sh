@@ -24,7 +24,9 @@ serve_start() {
     timeout 300 "$@" --port 0 >"$T/$SERVER_NAME.out" 2>"$T/$SERVER_NAME.err" &
     SERVER_PID=$!
     PORT=
-    for _ in $(seq 100); do
+    # until it prints its URL or exits (`serve --bucket` first fetches the bucket): the bound
+    # is the server's own timeout, only a safety net
+    for _ in $(seq 3000); do
         PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$T/$SERVER_NAME.out" 2>/dev/null | head -1 | sed 's/.*://')
         [ -n "$PORT" ] && break
         kill -0 "$SERVER_PID" 2>/dev/null || break

@@ -71,12 +71,14 @@ stalled_key=$(grep '"code":"stalled"' "$T/stall/log" | sed 's/.*"key":"\([^"]*\)
 env -u AWS_PROFILE AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" "$DIAL9" upload --bucket $BUCKET "$T/stall/traces" \
     >"$T/stall/up.out" 2>"$T/stall/up.err"
-check "dial9 upload beside a running recorder: skipped its run (exit 1)" [ $? = 1 ] && \
-    grep -q "in use by a running recorder" "$T/stall/up.err"
+rc=$?
+check "dial9 upload beside a running recorder: exit 1 ($rc)" [ "$rc" = 1 ]
+check "dial9 upload beside a running recorder: skipped its run, said" grep -q "in use by a running recorder" "$T/stall/up.err"
 wait_for "the stalled segment stored after its retry" \
     grep -q "\"key\":\"$stalled_key\",\"status\":200,\"code\":\"stored\"" "$T/stall/log"
 stop_recording stall
-check "the application recorded on, nothing dropped (exit $REC_RC, $N spawns)" [ "$REC_RC" = 0 ] && [ "$N" -gt 0 ]
+check "the application recorded on, nothing dropped (exit $REC_RC)" [ "$REC_RC" = 0 ]
+check "the application recorded spawns ($N)" [ "$N" -gt 0 ]
 read_back stall
 check "objects read back" [ $? = 0 ]
 check "one stall" [ "$(grep -c '"code":"stalled"' "$T/stall/log")" = 1 ]
@@ -85,8 +87,8 @@ check "no object stored twice" no_key_twice stall
 check "every recorded event uploaded once" every_event_once "$T"/stall/objects/*.bin.gz
 check "nothing left on disk" [ -z "$(local_segments stall)" ]
 check "the timeout named, once" [ "$(grep -c 'stalled: under 1 KiB/s for 15 s' "$T/stall/rec.err")" = 1 ]
-check "the outage said once, and its end" [ "$(grep -c 'retrying with backoff' "$T/stall/rec.err")" = 1 ] && \
-    grep -q 'S3 upload works again' "$T/stall/rec.err"
+check "the outage said once" [ "$(grep -c 'retrying with backoff' "$T/stall/rec.err")" = 1 ]
+check "the outage's end said" grep -q 'S3 upload works again' "$T/stall/rec.err"
 
 # ---- connection refused until the circuit breaker opens, then the store comes up ----
 start_proxy refused LISTEN_LATER=127.0.0.2
@@ -98,15 +100,16 @@ kill -USR2 "$refused_pid"
 wait_for "the store listening at 127.0.0.2" logged refused opened
 wait_for "an upload after the outage" logged refused stored
 stop_recording refused
-check "the application recorded on through the outage (exit $REC_RC, $N spawns)" [ "$REC_RC" = 0 ] && [ "$N" -gt 0 ]
+check "the application recorded on through the outage (exit $REC_RC)" [ "$REC_RC" = 0 ]
+check "the application recorded spawns through the outage ($N)" [ "$N" -gt 0 ]
 PORT_SAVED=$PORT
 read_back refused
 check "objects read back (refused)" [ $? = 0 ]
 check "every recorded event uploaded once after the outage" every_event_once "$T"/refused/objects/*.bin.gz
 check "no object stored twice (refused)" no_key_twice refused
 check "nothing left on disk (refused)" [ -z "$(local_segments refused)" ]
-check "the outage said once, naming the cause" [ "$(grep -c 'retrying with backoff' "$T/refused/rec.err")" = 1 ] && \
-    grep -q "retrying with backoff.*Couldn't connect to server" "$T/refused/rec.err"
+check "the outage said once (refused)" [ "$(grep -c 'retrying with backoff' "$T/refused/rec.err")" = 1 ]
+check "the outage's message names the cause" grep -q "retrying with backoff.*Couldn't connect to server" "$T/refused/rec.err"
 check "the pause said once" [ "$(grep -c 'S3 upload paused' "$T/refused/rec.err")" = 1 ]
 check "the recovery said once" [ "$(grep -c 'S3 upload works again' "$T/refused/rec.err")" = 1 ]
 check "no other message (refused)" [ "$(grep -vc 'retrying with backoff\|S3 upload paused\|S3 upload works again' "$T/refused/rec.err")" = 0 ]
@@ -122,12 +125,14 @@ wait_for "the store listening (evict)" logged evict opened
 wait_for "an upload after the outage (evict)" logged evict stored
 stop_recording evict
 deleted=$(sed -n 's/^deleted //p' "$T/evict/rec.out")
-check "the application recorded on (exit $REC_RC, $N spawns, $deleted deleted)" [ "$REC_RC" = 0 ] && [ "${deleted:-0}" -ge 1 ]
+check "the application recorded on (exit $REC_RC, $N spawns)" [ "$REC_RC" = 0 ]
+check "the disk budget deleted segments ($deleted)" [ "${deleted:-0}" -ge 1 ]
 read_back evict
 check "objects read back (evict)" [ $? = 0 ]
 check "no object stored twice (evict)" no_key_twice evict
 spawn_ids "$T"/evict/objects/*.bin.gz | sort -n >"$T/evict/ids"
-check "no event twice (evict)" [ -s "$T/evict/ids" ] && [ -z "$(uniq -d "$T/evict/ids")" ]
+check "events uploaded (evict)" [ -s "$T/evict/ids" ]
+check "no event twice (evict)" [ -z "$(uniq -d "$T/evict/ids")" ]
 "$DIAL9" stats --json "$T"/evict/objects/*.bin.gz >"$T/evict/stats.json" 2>"$T/evict/stats.err"
 check "the uploaded objects say how many segments were deleted ($deleted)" \
     node -e 'const l = JSON.parse(require("fs").readFileSync(process.argv[1])).upload_loss;
@@ -152,7 +157,8 @@ env "${REC_ENV[@]}" DIAL9_S3_EXIT_WAIT_SECS=1 "$RECORDER" --record "$T/later/tra
 check "the program exits when the exit wait is over (exit $?)" [ $? = 0 ]
 check "it said what stays on disk" grep -q 'not done in the time allowed, the file stays on disk' "$T/later/rec.err"
 mapfile -t left < <(local_segments later)
-check "its segments on disk (${#left[@]}), every event once" [ "${#left[@]}" -ge 2 ] && every_event_once "${left[@]}"
+check "its segments on disk (${#left[@]})" [ "${#left[@]}" -ge 2 ]
+check "every event once in the segments on disk" every_event_once "${left[@]}"
 env -u AWS_PROFILE -u DIAL9_S3_BUCKET AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" "$DIAL9" upload --bucket $BUCKET "$T/later/traces" \
     >"$T/later/up.out" 2>"$T/later/up.err"

@@ -25,10 +25,13 @@ for svc in api db; do
     "${s3env[@]}" AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" DIAL9_S3_BUCKET=$BUCKET DIAL9_SERVICE=$svc \
         DIAL9_MAX_FILE_SIZE_MB=1 DIAL9_SYMBOLIZE=0 DIAL9_S3_EXIT_WAIT_SECS=300 \
         "$RECORDER" --record "$T/rec-$svc" $N >"$T/rec-$svc.out" 2>"$T/rec-$svc.err"
-    check "$svc recorded and uploaded" [ $? = 0 ] && [ ! -s "$T/rec-$svc.err" ]
+    rc=$?
+    check "$svc recorded and uploaded (exit $rc)" [ "$rc" = 0 ]
+    check "$svc: nothing on stderr ($(head -c 300 "$T/rec-$svc.err"))" [ ! -s "$T/rec-$svc.err" ]
 done
 read_back fleet
-check "both services in the bucket" grep -q 'service=api/' "$T/fleet/objects.jsonl" && grep -q 'service=db/' "$T/fleet/objects.jsonl"
+check "api in the bucket" grep -q 'service=api/' "$T/fleet/objects.jsonl"
+check "db in the bucket" grep -q 'service=db/' "$T/fleet/objects.jsonl"
 # the api objects as the SDK read them: the reference for every command below
 mkdir -p "$T/ref"
 grep 'service=api/' "$T/fleet/objects.jsonl" | sed 's/.*"file":"\([^"]*\)".*/\1/' | xargs -I{} cp {} "$T/ref/"
@@ -52,8 +55,9 @@ for cmd in "stats" "analyze" "check"; do
     # file names differ (cache vs. read-back copy); everything else must not
     sed -E 's#[^ "]*/(object[0-9]+|trace\.[0-9]+)\.bin\.gz#FILE#g' "$T/$cmd.s3" >"$T/$cmd.s3.n"
     sed -E 's#[^ "]*/(object[0-9]+|trace\.[0-9]+)\.bin\.gz#FILE#g' "$T/$cmd.local" >"$T/$cmd.local.n"
-    check "$cmd s3:// = $cmd on the local copy (exit $rc_s3/$rc_local)" \
-        [ "$rc_s3" = "$rc_local" ] && [ -s "$T/$cmd.s3" ] && cmp -s "$T/$cmd.s3.n" "$T/$cmd.local.n"
+    check "$cmd s3:// exits as $cmd on the local copy ($rc_s3/$rc_local)" [ "$rc_s3" = "$rc_local" ]
+    check "$cmd s3:// reports something" [ -s "$T/$cmd.s3" ]
+    check "$cmd s3:// = $cmd on the local copy" cmp -s "$T/$cmd.s3.n" "$T/$cmd.local.n"
 done
 check "from the cache the second time: no GET" [ "$(grep -c '"code":"got"' "$T/fleet/log")" = "$gets" ]
 d9s3 export --format folded -o "$T/folded.txt" s3://$BUCKET/dial9-traces --service db >"$T/export.out" 2>"$T/export.err"
@@ -61,16 +65,24 @@ check "export s3:// (db) exit 0 ($(head -c 300 "$T/export.err"))" [ $? = 0 ]
 
 # ---- selections that match nothing, errors ----
 d9s3 stats s3://$BUCKET/dial9-traces --service api --from 2020-01-01 --to 2020-01-02T00:00Z >/dev/null 2>"$T/old.err"
-check "a window with no uploads: exit 1, said" [ $? = 1 ] && grep -q 'no trace objects match' "$T/old.err"
+rc=$?
+check "a window with no uploads: exit 1 ($rc)" [ "$rc" = 1 ]
+check "a window with no uploads: said" grep -q 'no trace objects match' "$T/old.err"
 d9s3 stats s3://$BUCKET/dial9-traces --instance no-such-host >/dev/null 2>"$T/inst.err"
-check "an unknown instance: exit 1, said" [ $? = 1 ] && grep -q 'no trace objects match.*instance no-such-host' "$T/inst.err"
+rc=$?
+check "an unknown instance: exit 1 ($rc)" [ "$rc" = 1 ]
+check "an unknown instance: said" grep -q 'no trace objects match.*instance no-such-host' "$T/inst.err"
 "${s3env[@]}" AWS_ENDPOINT_URL="$S3" AWS_SECRET_ACCESS_KEY=wrong DIAL9_S3_CACHE_DIR="$T/cache2" \
     "$DIAL9" stats s3://$BUCKET/dial9-traces >/dev/null 2>"$T/secret.err"
-check "a wrong secret: exit 1, the answer named" [ $? = 1 ] && grep -q 'GET s3://d9-test/: HTTP 403 SignatureDoesNotMatch' "$T/secret.err"
+rc=$?
+check "a wrong secret: exit 1 ($rc)" [ "$rc" = 1 ]
+check "a wrong secret: the answer named" grep -q 'GET s3://d9-test/: HTTP 403 SignatureDoesNotMatch' "$T/secret.err"
 dead_port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close();})')
 "${s3env[@]}" AWS_ENDPOINT_URL="http://127.0.0.1:$dead_port" DIAL9_S3_CACHE_DIR="$T/cache2" \
     "$DIAL9" stats s3://$BUCKET/dial9-traces >/dev/null 2>"$T/down.err"
-check "unreachable: exit 1, said" [ $? = 1 ] && grep -q "Couldn't connect to server" "$T/down.err"
+rc=$?
+check "unreachable: exit 1 ($rc)" [ "$rc" = 1 ]
+check "unreachable: said" grep -q "Couldn't connect to server" "$T/down.err"
 check "the cache is private (0700)" [ "$(stat -c %a "$T/cache")" = 700 ]
 
 # ---- serve --bucket ----

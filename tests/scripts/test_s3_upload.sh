@@ -48,7 +48,7 @@ host=$(hostname)
 boot=$(cat /proc/sys/kernel/random/boot_id)
 key_re="^dial9-traces/version=1/date=[0-9]{4}-[0-9]{2}-[0-9]{2}/service=api%3Ablue/time=[0-9]{4}/instance=$host/boot=$boot/[0-9]+-[0-9]+\.bin\.gz\$"
 check "keys in dial9's layout, Hive-escaped" [ "$(stored_keys ok | grep -Evc "$key_re")" = 0 ]
-check "segment indexes 0.. in the keys" stored_keys ok | grep -q -- '-0\.bin\.gz$'
+check "segment indexes 0.. in the keys" [ -n "$(stored_keys ok | grep -- '-0\.bin\.gz$')" ]
 check "content type and encoding" [ "$(grep -c '"contentType":"application/octet-stream","contentEncoding":"gzip"' "$T/ok/objects.jsonl")" = "$objects" ]
 check "metadata: service, boot id, host, index, start time" \
     [ "$(grep -c "\"boot-id\":\"$boot\",\"host\":\"$host\",\"segment-index\":\"[0-9]*\",\"service\":\"api%3Ablue\",\"start-time\":\"[0-9]*\"" "$T/ok/objects.jsonl")" = "$objects" ]
@@ -68,8 +68,8 @@ start_proxy faults FAULT_RESET=2 FAULT_SLOWDOWN=2
 record faults AWS_SESSION_TOKEN=session-token-for-the-test
 check "recorder ran through the outage (exit 0)" [ $? = 0 ]
 read_back faults
-check "resets and SlowDowns happened" [ "$(grep -c '"code":"reset"' "$T/faults/log")" = 2 ] && \
-    [ "$(grep -c '"code":"SlowDown"' "$T/faults/log")" = 2 ]
+check "resets happened (2)" [ "$(grep -c '"code":"reset"' "$T/faults/log")" = 2 ]
+check "SlowDowns happened (2)" [ "$(grep -c '"code":"SlowDown"' "$T/faults/log")" = 2 ]
 check "every recorded event uploaded once despite the outage" every_event_once "$T"/faults/objects/*.bin.gz
 check "no object stored twice after retries" no_key_twice faults
 check "nothing left on disk" [ -z "$(local_segments faults)" ]
@@ -82,10 +82,11 @@ record secret AWS_SECRET_ACCESS_KEY=not-the-secret
 check "recorder unaffected by the wrong secret (exit 0)" [ $? = 0 ]
 check "SignatureDoesNotMatch reported" grep -q 'S3 upload stopped for this run: PUT s3://d9-test/.*HTTP 403 SignatureDoesNotMatch' "$T/secret/rec.err"
 check "reported once" [ "$(grep -c 'dial9: ' "$T/secret/rec.err")" = 1 ]
-check "one PUT tried, nothing stored" [ "$(grep -c '"method":"PUT"' "$T/secret/log")" = 1 ] && [ -z "$(stored_keys secret)" ]
+check "one PUT tried" [ "$(grep -c '"method":"PUT"' "$T/secret/log")" = 1 ]
+check "nothing stored" [ -z "$(stored_keys secret)" ]
 mapfile -t kept < <(local_segments secret)
-check "segments kept on disk, compressed (${#kept[@]})" [ "${#kept[@]}" -ge 2 ] && \
-    [ -z "$(printf '%s\n' "${kept[@]}" | grep -v '\.bin\.gz$')" ]
+check "segments kept on disk (${#kept[@]})" [ "${#kept[@]}" -ge 2 ]
+check "the kept segments compressed" [ -z "$(printf '%s\n' "${kept[@]}" | grep -v '\.bin\.gz$')" ]
 check "every event in the kept files" every_event_once "${kept[@]}"
 
 # ---- the next start uploads what the failed run left, under that run's identity ----

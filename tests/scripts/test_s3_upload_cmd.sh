@@ -45,7 +45,8 @@ upload ok --
 check "dial9 upload exit 0 ($(head -c 300 "$T/ok/up.err"))" [ $? = 0 ]
 read_back ok
 objects=$(wc -l <"$T/ok/objects.jsonl")
-check "one object per segment ($objects)" [ "$objects" -ge 2 ] && [ "$(stored_keys ok | wc -l)" = "$objects" ]
+check "several objects ($objects)" [ "$objects" -ge 2 ]
+check "one object per segment stored" [ "$(stored_keys ok | wc -l)" = "$objects" ]
 check "every event in the objects, once" every_event_once "$T"/ok/objects/*.bin.gz
 check "compressed, under the service given" \
     [ "$(stored_keys ok | grep -Ec '/service=api%3Agreen/.*/[0-9]+-[0-9]+\.bin\.gz$')" = "$objects" ]
@@ -99,12 +100,13 @@ BIG=850000
 N=$BIG # every_event_once counts to N
 traces big $BIG DIAL9_MAX_FILE_SIZE_MB=64
 size=$(stat -c %s "$(local_segments big)")
-check "one segment over 10 MiB ($size bytes)" [ "$(local_segments big | wc -l)" = 1 ] && [ "$size" -gt $((10 << 20)) ]
+check "one segment" [ "$(local_segments big | wc -l)" = 1 ]
+check "the segment is over 10 MiB ($size bytes)" [ "$size" -gt $((10 << 20)) ]
 start_proxy big
 upload big DIAL9_COMPRESS=none DIAL9_S3_MULTIPART_THRESHOLD_MB=5 DIAL9_S3_PART_SIZE_MB=5 --
 check "multipart upload exit 0 ($(head -c 300 "$T/big/up.err"))" [ $? = 0 ]
-check "three parts, then completed" [ "$(grep -c '"code":"part"' "$T/big/log")" = 3 ] && \
-    [ "$(grep -c '"code":"completed"' "$T/big/log")" = 1 ]
+check "three parts" [ "$(grep -c '"code":"part"' "$T/big/log")" = 3 ]
+check "then completed" [ "$(grep -c '"code":"completed"' "$T/big/log")" = 1 ]
 check "the parts add up to the file" [ "$(grep '"code":"part"' "$T/big/log" | sed 's/.*"size":\([0-9]*\).*/\1/' | awk '{ s += $1 } END { print s }')" = "$size" ]
 read_back big
 check "the object is the file, every event once" every_event_once "$T"/big/objects/*
@@ -133,15 +135,15 @@ traces bigfail $BIG DIAL9_MAX_FILE_SIZE_MB=64
 start_proxy bigfail FAULT_PART_FAIL=1
 upload bigfail DIAL9_COMPRESS=none DIAL9_S3_MULTIPART_THRESHOLD_MB=5 DIAL9_S3_PART_SIZE_MB=5 --
 check "failed part: exit 0 after the retry" [ $? = 0 ]
-check "failed part: the first upload aborted" [ "$(grep -c '"code":"aborted"' "$T/bigfail/log")" = 1 ] && \
-    grep -q 'multipart upload aborted, no parts left' "$T/bigfail/up.err"
+check "failed part: the first upload aborted" [ "$(grep -c '"code":"aborted"' "$T/bigfail/log")" = 1 ]
+check "failed part: the abort said" grep -q 'multipart upload aborted, no parts left' "$T/bigfail/up.err"
 initiated=$(grep '"code":"initiated"' "$T/bigfail/log" | sed 's/.*"uploadId":"\([^"]*\)".*/\1/' | sort)
 ended=$(grep -E '"code":"(completed|aborted)"' "$T/bigfail/log" | sed 's/.*"uploadId":"\([^"]*\)".*/\1/' | sort)
-check "failed part: every upload initiated was completed or aborted (2)" [ "$initiated" = "$ended" ] && \
-    [ "$(echo "$initiated" | wc -l)" = 2 ]
+check "failed part: every upload initiated was completed or aborted" [ "$initiated" = "$ended" ]
+check "failed part: two uploads initiated" [ "$(echo "$initiated" | wc -l)" = 2 ]
 read_back bigfail
-check "failed part: one object, every event once" [ "$(wc -l <"$T/bigfail/objects.jsonl")" = 1 ] && \
-    every_event_once "$T"/bigfail/objects/*
+check "failed part: one object" [ "$(wc -l <"$T/bigfail/objects.jsonl")" = 1 ]
+check "failed part: every event once" every_event_once "$T"/bigfail/objects/*
 
 echo "test_s3_upload_cmd: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -60,6 +60,13 @@ uint64_t bench_tree_bytes(const char *path) {
 int bench_start(const char *trace_dir, int schedstat) {
     d9_config cfg;
     d9_config_init(&cfg);
+    /* D9_BENCH_CONFIG_FROM_ENV=1: the DIAL9_* / AWS_* environment on top of the defaults, so
+     * bench/s3/run.sh measures the hooks while the pipeline compresses and uploads to S3 */
+    const char *from_env = getenv("D9_BENCH_CONFIG_FROM_ENV");
+    if (from_env && !strcmp(from_env, "1") && d9_config_from_env(&cfg) != 0) {
+        fprintf(stderr, "d9_bench: DIAL9_* configuration: %s\n", d9_last_error());
+        return -1;
+    }
     cfg.trace_dir = trace_dir;
     cfg.service = "d9_bench";
     cfg.schedstat = schedstat != BENCH_SCHEDSTAT_OFF;

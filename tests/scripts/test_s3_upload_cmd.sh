@@ -140,6 +140,7 @@ check "failed part: the abort said" grep -q 'multipart upload aborted, no parts 
 initiated=$(grep '"code":"initiated"' "$T/bigfail/log" | sed 's/.*"uploadId":"\([^"]*\)".*/\1/' | sort)
 ended=$(grep -E '"code":"(completed|aborted)"' "$T/bigfail/log" | sed 's/.*"uploadId":"\([^"]*\)".*/\1/' | sort)
 check "failed part: every upload initiated was completed or aborted" [ "$initiated" = "$ended" ]
+check "failed part: no upload in progress left in the store" [ -z "$(ls -A "$T/bigfail/data/$BUCKET/._S3rver_uploads")" ]
 check "failed part: two uploads initiated" [ "$(echo "$initiated" | wc -l)" = 2 ]
 read_back bigfail
 check "failed part: one object" [ "$(wc -l <"$T/bigfail/objects.jsonl")" = 1 ]

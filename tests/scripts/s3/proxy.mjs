@@ -13,7 +13,9 @@
 //                     only once sent SIGUSR2: until then a client of ADDR:PORT gets "connection
 //                     refused" (nothing else takes that port there: 127.0.0.1:PORT is ours)
 // Multipart uploads are checked as S3 does: every part but the last at least 5 MiB at
-// completion (400 EntityTooSmall). Initiations, parts, completions and aborts are logged with
+// completion (400 EntityTooSmall). AbortMultipartUpload is answered here, as S3 does (204, its
+// parts removed; 404 NoSuchUpload for an upload not in progress): s3rver 3.7.1 has no abort
+// (405 MethodNotAllowed), so the client's abort would always fail. Initiations, parts, completions and aborts are logged with
 // their uploadId (codes initiated, part, completed, aborted), so a test can tell none is left.
 // CREDENTIALS_FILE=F: writes (PUT, POST, DELETE) must be signed with credentials listed in F (JSON
 // lines {accessKeyId, secretAccessKey, sessionToken, expiration (ms)}, re-read per request, as
@@ -48,6 +50,21 @@ const store = new S3rver({ address: '127.0.0.1', port: 0, silent: true, director
 const { port: storePort } = await store.run();
 
 function log(entry) { fs.appendFileSync(logFile, JSON.stringify(entry) + '\n'); }
+
+// s3rver keeps an upload in progress as DATA_DIR/BUCKET/._S3rver_uploads/ID (its parts, key
+// and metadata; removed when completed): aborting removes it.
+function abortUpload(res, key, uploadId) {
+  const dir = `${dataDir}/${bucket}/._S3rver_uploads/${uploadId}`;
+  if (!/^[0-9a-f]{32}$/.test(uploadId) || !fs.existsSync(dir)) {
+    log({ method: 'DELETE', key, status: 404, code: 'abort-unknown', uploadId });
+    return s3error(res, 404, 'NoSuchUpload', 'The specified upload does not exist.');
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+  partSizes.delete(uploadId);
+  log({ method: 'DELETE', key, status: 204, code: 'aborted', uploadId });
+  res.writeHead(204);
+  res.end();
+}
 
 function s3error(res, status, code, message) {
   res.writeHead(status, { 'content-type': 'application/xml' });
@@ -163,6 +180,7 @@ const proxy = http.createServer((req, res) => {
           return s3error(res, 400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size.');
         }
     }
+    if (req.method === 'DELETE' && uploadId !== null) return abortUpload(res, keyOf(req), uploadId);
     const upHeaders = { ...req.headers, 'content-length': String(body.length) };
     if (credentialsFile) { // s3rver knows only its own key (it checks no signature): verified here, sent as its key
       upHeaders.authorization = upHeaders.authorization.replace(/Credential=[^/]+\//, `Credential=${ACCESS}/`);
@@ -190,8 +208,6 @@ const proxy = http.createServer((req, res) => {
           log({ method: 'POST', key, status: ur.statusCode, code: 'initiated', uploadId: id });
         } else if (req.method === 'POST' && uploadId !== null) {
           log({ method: 'POST', key, status: ur.statusCode, code: ok ? 'completed' : 'complete-error', uploadId });
-        } else if (req.method === 'DELETE' && uploadId !== null) {
-          log({ method: 'DELETE', key, status: ur.statusCode, code: 'aborted', uploadId });
         } else if (req.method === 'GET') {
           log({ method: 'GET', key, status: ur.statusCode, code: q.get('list-type') ? 'listed' : 'got' });
         }

@@ -27,8 +27,9 @@ double d9_gov_fixed_ns(const d9_gov_input *in) {
 
 double d9_gov_estimate(const d9_gov_input *in, int level) {
     double sw = positive(in->switches_per_s);
-    double ns = d9_gov_fixed_ns(in) + sw * D9_GOV_NS_CONTEXT;
     uint32_t n = d9_gov_one_in(level);
+    double ns = d9_gov_fixed_ns(in);
+    if (n || in->paused_keeps_context) ns += sw * D9_GOV_NS_CONTEXT; /* the events are open */
     if (n) {
         /* records in one window of N; a stack per switch of a worker in those windows, up to
          * the pacing's rate (workers' switches are counted as all of the process's: an upper

@@ -9,7 +9,9 @@
  *   0 full        switch intervals and context-switch stacks (paced: stacks_per_sec)
  *   1..5 sampled  intervals AND stacks during one 50 ms window in N (N = 2, 4, 8, 16, 32),
  *                 the stacks keeping their pacing (stacks_per_sec at most, in the windows)
- *   6 paused      nothing (the perf context's floor stays: the events stay open)
+ *   6 paused      nothing: the switch and stacks events are closed, so the perf context's
+ *                 floor goes too (unless the perf CPU profile's events keep a context on the
+ *                 threads: paused_keeps_context); opened again on every thread when it leaves
  * Stacks are not paused first: paced, they are a small share of the cost (500/s x 5-7 us =
  * 0.25-0.35 % of a CPU against 1.4-2.4 us x every switch for the context and the records),
  * and a stack is only worth something with the switch records around it (which switch it was,
@@ -52,6 +54,8 @@ typedef struct d9_gov_input {
     double stacks_cap_per_s;  /* context-switch stacks at most (their pacing); 0 when unavailable */
     double cpu_samples_per_s; /* CPU profile samples read (not degraded: DIAL9_CPU_SAMPLE_HZ fixes them) */
     double schedstat_per_s;   /* schedstat reads (not degraded: DIAL9_SCHEDSTAT_RESOLUTION_US bounds them) */
+    bool paused_keeps_context; /* paused still leaves a perf context on the threads (other per-thread
+                                * events stay open: the perf CPU profile's), so the floor stays */
 } d9_gov_input;
 
 typedef struct d9_gov_state {

@@ -86,6 +86,7 @@ typedef struct perf_src {
     size_t nids;
     tid_info *tids;            /* threads that record, sorted by tid; rebuilt every drain */
     size_t ntids;
+    int *leader;               /* per CPU: the fd whose ring [2c] samples, [2c+1] switches use; -1 none */
     d9_src_batch *out;         /* during a drain */
     d9_collector *collector;   /* to say in the metadata when stacks are paused */
     /* pacing of context-switch stacks (pace_stacks) */
@@ -108,6 +109,8 @@ typedef struct perf_src {
     d9_gov_input gov_in;       /* what the last evaluation saw */
     uint64_t gov_last, gov_since, gov_switches, gov_cpu_samples, gov_schedstat;
     bool switches_on;          /* the switch records' events are enabled */
+    bool switch_events_closed; /* paused: the switch and stacks events are closed (close_switch_events) */
+    bool close_when_paused;    /* d9_perf_keep_events_open_when_paused (benchmarks) clears it */
     uint32_t window;           /* incremented each time they are enabled again after a gap */
     d9_perf_counters n;
 } perf_src;
@@ -116,6 +119,8 @@ typedef struct perf_src {
 static _Atomic int g_gov_level;
 static _Atomic uint64_t g_gov_changes;
 static _Atomic uint64_t g_stacks_taken, g_cpu_samples_read;
+static _Atomic uint64_t g_switch_records, g_closes, g_reopens;
+static _Atomic bool g_keep_open_when_paused;
 
 static uint64_t mono_now(void) {
     struct timespec ts;
@@ -345,7 +350,7 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     free(attached);
     free(missed);
     free(tids);
-    free(leader);
+    s->leader = leader;
     for (int k = 0; k < K_COUNT; k++) s->want[k] = opened_any[k];
     if (s->nfds == 0) {
         source_close(&s->base);
@@ -362,12 +367,16 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     s->governed = s->want[K_SWITCH] && req->budget_pct > 0;
     s->budget_ns_per_s = req->budget_pct * 1e7;
     s->gov_last = s->gov_since = s->started;
+    s->close_when_paused = !atomic_load_explicit(&g_keep_open_when_paused, memory_order_relaxed);
     s->gov_switches = process_switches();
     s->gov_schedstat = __atomic_load_n(&d9_schedstat_reads, __ATOMIC_RELAXED);
     atomic_store_explicit(&g_gov_level, D9_GOV_LEVEL_FULL, memory_order_relaxed);
     atomic_store_explicit(&g_gov_changes, 0, memory_order_relaxed);
     atomic_store_explicit(&g_stacks_taken, 0, memory_order_relaxed);
     atomic_store_explicit(&g_cpu_samples_read, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_switch_records, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_closes, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_reopens, 0, memory_order_relaxed);
     s->base.name = "perf";
     s->base.collect = source_collect;
     s->base.segment_start = source_segment_start;
@@ -680,9 +689,10 @@ static void apply_stacks(perf_src *s, uint64_t now) {
         pace_stacks(s, now);
         return;
     }
+    bool was_on = s->stacks_on;
     if (s->stacks_on) set_stacks(s, false);
     if (!s->stacks_window_off) {
-        if (!s->stacks_on) s->paused_ns += now - s->changed_at; /* a pacing pause ends here */
+        if (!was_on) s->paused_ns += now - s->changed_at; /* a pacing pause ends here */
         s->stacks_window_off = true;
     }
     s->changed_at = now;
@@ -739,6 +749,137 @@ static void add_coverage(perf_src *s, d9_src_batch *out, uint64_t now, const cha
     d9_src_batch_add(out, &e);
 }
 
+/* ---------------------------------------------------------------- closing the switch events */
+
+static void drain_rings(perf_src *s, d9_src_batch *out);
+
+/* The events the paused level closes: the switch records' and the context-switch stacks'. */
+static bool closable(int kind) { return kind == K_SWITCH || kind == K_STACKS; }
+
+static int kind_of_fd_number(const perf_src *s, int fd) {
+    for (size_t i = 0; i < s->nfds; i++)
+        if (s->fds[i] == fd) return s->fd_kinds[i];
+    return -1;
+}
+
+/* Closes (and forgets) the events of the closable kinds, unmapping the rings one of them leads. */
+static void close_closable(perf_src *s) {
+    for (int c = 0; c < s->ncpu; c++)
+        for (int r = 0; r < 2; r++) {
+            int *lead = &s->leader[2 * c + r];
+            if (*lead < 0 || !closable(kind_of_fd_number(s, *lead))) continue;
+            d9_perf_ring_unmap(r ? &s->swrings[c] : &s->rings[c]);
+            *lead = -1;
+        }
+    size_t kept = 0;
+    for (size_t i = 0; i < s->nfds; i++) {
+        if (closable(s->fd_kinds[i])) {
+            d9_fd_close_if_ours(s->fds[i], s->fd_ids[i]);
+            continue;
+        }
+        s->fds[kept] = s->fds[i];
+        s->fd_kinds[kept] = s->fd_kinds[i];
+        s->fd_ids[kept] = s->fd_ids[i];
+        kept++;
+    }
+    s->nfds = kept;
+    kept = 0;
+    for (size_t i = 0; i < s->nids; i++)
+        if (!closable(s->ids[i].kind)) s->ids[kept++] = s->ids[i];
+    s->nids = kept;
+}
+
+/* The paused level closes the switch and stacks events: even disabled, an open event keeps
+ * a perf context on every thread, which the kernel schedules out and in at each of their
+ * switches (~0.3 us on a quiet host, ~1.2 us on a loaded one: a floor that alone was over the
+ * budget at 20 k switches/s). What they wrote until they were disabled is read first, so
+ * nothing recorded is lost; the CPU profile's events and rings stay. Returns the instant from
+ * which nothing is recorded (the CoverageEvent's time). */
+static uint64_t close_switch_events(perf_src *s, d9_src_batch *out) {
+    for (size_t i = 0; i < s->nfds; i++)
+        if (closable(s->fd_kinds[i])) ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+    uint64_t at = mono_now();
+    drain_rings(s, out);
+    close_closable(s);
+    s->switches_on = false; /* the stacks' state is left to apply_stacks, which sees the records off */
+    s->switch_events_closed = true;
+    s->n.closes++;
+    return at;
+}
+
+/* Opens the switch and stacks events again on every thread that exists now (`inherit` gave
+ * events only to threads created while they were open), disabled: govern's windows and the
+ * stacks' pacing enable them. The rings closed with them are mapped again. A thread created
+ * between the listing and the opening on its creator has none (as at start). False when no
+ * switch event could be opened: nothing stays open then. */
+static bool reopen_switch_events(perf_src *s) {
+    size_t ntids = 0;
+    pid_t *tids = list_threads(&ntids);
+    if (!tids) return false;
+    d9_perf_report rep; /* open_event's fallbacks were all taken at start */
+    memset(&rep, 0, sizeof rep);
+    int kinds = 0;
+    for (int k = 0; k < K_COUNT; k++) kinds += s->want[k];
+    size_t max_threads = MAX_EVENT_FDS / ((size_t)s->ncpu * (size_t)(kinds ? kinds : 1));
+    if (max_threads == 0) max_threads = 1;
+    bool opened = false;
+    for (int c = 0; c < s->ncpu; c++) {
+        for (int k = K_SWITCH; k <= K_STACKS; k++) {
+            if (!s->want[k]) continue;
+            bool sw = k == K_SWITCH;
+            int *lead = &s->leader[2 * c + sw];
+            d9_perf_ring *ring = sw ? &s->swrings[c] : &s->rings[c];
+            for (size_t t = 0; t < ntids && t < max_threads; t++) {
+                int fd = open_event(s, k, tids[t], c, &rep);
+                if (fd == -ENODEV) break; /* CPU offline */
+                if (fd < 0) continue;     /* the thread exited meanwhile, or refused now */
+                int rc = 0;
+                if (*lead < 0) {
+                    rc = d9_perf_ring_map(ring, fd, sw ? RING_PAGES_SWITCHES : RING_PAGES_STACKS);
+                    if (rc == 0) *lead = fd;
+                } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, *lead) != 0) {
+                    rc = -errno;
+                }
+                if (rc != 0 || !remember_fd(s, fd, k)) {
+                    if (*lead == fd) {
+                        d9_perf_ring_unmap(ring);
+                        *lead = -1;
+                    }
+                    close(fd);
+                    continue;
+                }
+                opened |= sw;
+            }
+        }
+    }
+    free(tids);
+    qsort(s->ids, s->nids, sizeof *s->ids, cmp_id);
+    if (!opened) {
+        close_closable(s);
+        return false;
+    }
+    s->switches_on = false;
+    s->stacks_on = false; /* opened disabled */
+    s->switch_events_closed = false;
+    s->n.reopens++;
+    return true;
+}
+
+/* After a level change: paused closes the events, leaving paused opens them again. Returns
+ * the instant the records stopped or may start again; a reopen that fails leaves the governor
+ * paused (it tries again at its next recovery). */
+static uint64_t close_or_reopen(perf_src *s, d9_src_batch *out, uint64_t now) {
+    bool paused = s->gov.level == D9_GOV_LEVEL_PAUSED;
+    if (paused && !s->switch_events_closed) return close_switch_events(s, out);
+    if (!paused && s->switch_events_closed) {
+        if (reopen_switch_events(s)) return mono_now();
+        s->gov.level = D9_GOV_LEVEL_PAUSED;
+        s->gov.calm_ticks = 0;
+        s->n.reopen_failures++;
+    }
+    return now;
+}
+
 /* Every D9_GOV_PERIOD_NS: measure, decide, write the change; every drain: apply the level
  * (switch windows of a sampled level, stacks only at full). */
 static void govern(perf_src *s, d9_src_batch *out, uint64_t now) {
@@ -751,27 +892,44 @@ static void govern(perf_src *s, d9_src_batch *out, uint64_t now) {
         s->gov_in.cpu_samples_per_s = (double)(s->n.cpu_samples - s->gov_cpu_samples) / secs;
         uint64_t reads = __atomic_load_n(&d9_schedstat_reads, __ATOMIC_RELAXED);
         s->gov_in.schedstat_per_s = reads >= s->gov_schedstat ? (double)(reads - s->gov_schedstat) / secs : 0;
+        /* closed, the switch events leave no perf context unless the CPU profile's events do */
+        s->gov_in.paused_keeps_context = !s->close_when_paused || s->want[K_CPU];
         s->gov_switches = sw;
         s->gov_cpu_samples = s->n.cpu_samples;
         s->gov_schedstat = reads;
         s->gov_last = now;
         int before = s->gov.level;
         if (d9_gov_step(&s->gov, &s->gov_in)) {
-            add_coverage(s, out, now, d9_gov_mode_name(before));
-            s->gov_since = now;
-            s->n.coverage_changes++;
+            uint64_t at = s->close_when_paused ? close_or_reopen(s, out, now) : now;
+            if (s->gov.level != before) {
+                add_coverage(s, out, at, d9_gov_mode_name(before));
+                s->gov_since = at;
+                s->n.coverage_changes++;
+            }
         }
         s->n.level = s->gov.level;
         atomic_store_explicit(&g_gov_level, s->gov.level, memory_order_relaxed);
         atomic_store_explicit(&g_gov_changes, s->n.coverage_changes, memory_order_relaxed);
+        atomic_store_explicit(&g_closes, s->n.closes, memory_order_relaxed);
+        atomic_store_explicit(&g_reopens, s->n.reopens, memory_order_relaxed);
     }
     bool on = d9_gov_one_in(s->gov.level) == 1 || d9_gov_window_on(s->gov.level, now);
-    if (on != s->switches_on) set_switches(s, on);
+    if (on != s->switches_on && !s->switch_events_closed) set_switches(s, on);
 }
 
 void d9_perf_governor_now(int *level, uint64_t *changes) {
     *level = atomic_load_explicit(&g_gov_level, memory_order_relaxed);
     *changes = atomic_load_explicit(&g_gov_changes, memory_order_relaxed);
+}
+
+void d9_perf_switch_events_now(uint64_t *closes, uint64_t *reopens, uint64_t *switch_records) {
+    *closes = atomic_load_explicit(&g_closes, memory_order_relaxed);
+    *reopens = atomic_load_explicit(&g_reopens, memory_order_relaxed);
+    *switch_records = atomic_load_explicit(&g_switch_records, memory_order_relaxed);
+}
+
+void d9_perf_keep_events_open_when_paused(bool keep) {
+    atomic_store_explicit(&g_keep_open_when_paused, keep, memory_order_relaxed);
 }
 
 void d9_perf_samples_read(uint64_t *stacks, uint64_t *cpu_samples) {
@@ -786,11 +944,10 @@ static void source_segment_start(d9_source *src, d9_src_batch *out) {
     add_coverage(s, out, mono_now(), mode); /* the mode in force, for a reader of this segment alone */
 }
 
-static void source_collect(d9_source *src, d9_src_batch *out) {
-    perf_src *s = src->ctx;
-    /* The records read now are those written before the registry is read: a thread that
-     * registered or became a worker before its record was written is in it as such. Later
-     * records wait for the next drain. */
+/* The records read now are those written before the registry is read: a thread that
+ * registered or became a worker before its record was written is in it as such. Later
+ * records wait for the next drain. */
+static void drain_rings(perf_src *s, d9_src_batch *out) {
     for (int c = 0; c < s->ncpu; c++) {
         d9_perf_ring_mark(&s->swrings[c]);
         d9_perf_ring_mark(&s->rings[c]);
@@ -807,11 +964,17 @@ static void source_collect(d9_source *src, d9_src_batch *out) {
     if (s->tables) d9_unwind_tables_release();
     s->tables = NULL;
     s->out = NULL;
+}
+
+static void source_collect(d9_source *src, d9_src_batch *out) {
+    perf_src *s = src->ctx;
+    drain_rings(s, out);
     uint64_t now = mono_now();
     if (s->governed) govern(s, out, now);
     apply_stacks(s, now);
     atomic_store_explicit(&g_stacks_taken, s->stacks_total, memory_order_relaxed);
     atomic_store_explicit(&g_cpu_samples_read, s->n.cpu_samples, memory_order_relaxed);
+    atomic_store_explicit(&g_switch_records, s->n.switch_records, memory_order_relaxed);
     note_pacing(s, now);
 }
 
@@ -828,6 +991,7 @@ static void source_close(d9_source *src) {
     free(s->fd_ids);
     free(s->fd_kinds);
     free(s->ids);
+    free(s->leader);
     free(s->tids);
     free(s->rings);
     free(s->swrings);

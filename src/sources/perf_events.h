@@ -60,11 +60,19 @@ typedef struct d9_perf_counters {
     uint64_t coverage_changes;   /* governor level changes (CoverageEvent written) */
     int level;                   /* the governor's level now (cost_governor.h) */
     uint64_t orphans;            /* switch-ins dropped: their switch-out fell in a gap */
+    uint64_t closes, reopens;    /* the switch and stacks events closed at the paused level, opened again */
+    uint64_t reopen_failures;    /* reopens that opened no switch event (the governor stayed paused) */
 } d9_perf_counters;
 void d9_perf_source_counters(d9_source *s, d9_perf_counters *out);
 /* The governor's level (cost_governor.h) and its changes so far, of the perf source opened
  * last (for tests and benchmarks, which cannot reach the source itself). */
 void d9_perf_governor_now(int *level, uint64_t *changes);
+/* The paused level's closes and reopens of the switch and stacks events, and the switch
+ * records read, since the perf source opened last (tests). */
+void d9_perf_switch_events_now(uint64_t *closes, uint64_t *reopens, uint64_t *switch_records);
+/* For d9_bench_governor's before/after: perf sources opened from now on keep their events
+ * open (disabled) at the paused level, as before the paused level closed them. */
+void d9_perf_keep_events_open_when_paused(bool keep);
 /* Context-switch stacks the kernel took (read by the collector, kept or not) and CPU samples
  * read, since the perf source opened last (d9_bench_governor's costs per stack and sample). */
 void d9_perf_samples_read(uint64_t *stacks, uint64_t *cpu_samples);

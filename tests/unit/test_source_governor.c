@@ -3,6 +3,8 @@
  *  - the estimate per level follows the calibrated table: a sampled level divides the records
  *    by N, the stacks are taken in the same windows up to their pacing, CPU samples and
  *    schedstat reads count at every level;
+ *  - paused costs only what is not degraded: its events are closed, so the perf context's floor
+ *    goes too, unless other per-thread events (the perf CPU profile's) keep a context;
  *  - 40 k switches/s under the default 1 % budget: the first evaluation goes straight to the
  *    first level that fits (paused: the perf context's floor alone is 1.2 %), 20 k/s to
  *    sampled 1 in 16, 10 k/s to 1 in 4, 6 k/s to 1 in 2 (stacks kept in the windows), 3 k/s
@@ -31,7 +33,13 @@ static void test_estimates(void) {
           20000.0 * D9_GOV_NS_CONTEXT + 20000.0 * D9_GOV_NS_RECORDS / 2 + 500.0 * D9_GOV_NS_STACK);
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_SAMPLED_LAST) ==
           20000.0 * D9_GOV_NS_CONTEXT + 20000.0 * D9_GOV_NS_RECORDS / 32 + 500.0 * D9_GOV_NS_STACK);
+    /* paused closes the events: no perf context left, unless the CPU profile's events keep one */
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_PAUSED) == 0);
+    in.paused_keeps_context = true;
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_PAUSED) == 20000.0 * D9_GOV_NS_CONTEXT);
+    /* ... which changes nothing at the levels that keep the events open */
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_SAMPLED_LAST) ==
+          20000.0 * D9_GOV_NS_CONTEXT + 20000.0 * D9_GOV_NS_RECORDS / 32 + 500.0 * D9_GOV_NS_STACK);
     /* fewer switches in the windows than the pacing allows: a stack per switch in them */
     in = rates(BUDGET_1PCT, 600);
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_SAMPLED_FIRST + 1) ==
@@ -47,7 +55,10 @@ static void test_estimates(void) {
     in.schedstat_per_s = 100;
     double fixed = 10.0 * D9_GOV_NS_CPU_SAMPLE + 100.0 * D9_GOV_NS_SCHEDSTAT;
     CHECK(d9_gov_fixed_ns(&in) == fixed);
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_PAUSED) == fixed);
+    in.paused_keeps_context = true;
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_PAUSED) == 100.0 * D9_GOV_NS_CONTEXT + fixed);
+    in.paused_keeps_context = false;
     CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 100.0 * (D9_GOV_NS_CONTEXT + D9_GOV_NS_RECORDS) + fixed);
     /* every level is cheaper than the one before at a high rate */
     in = rates(BUDGET_1PCT, 40000);
@@ -108,6 +119,25 @@ static void test_degrade_at_once(void) {
     CHECK_EQ_U64(st.level, D9_GOV_LEVEL_PAUSED);
 }
 
+/* With the perf CPU profile on, paused keeps the context: 40 k switches/s is still paused, and
+ * its estimate says that paused is over the budget (the CoverageEvent's cost_ppm > budget_ppm);
+ * closed, paused costs what is not degraded alone. */
+static void test_paused_floor(void) {
+    d9_gov_state st = {0, 0};
+    d9_gov_input in = rates(BUDGET_1PCT, 40000);
+    in.paused_keeps_context = true;
+    d9_gov_step(&st, &in);
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_PAUSED);
+    CHECK(d9_gov_estimate(&in, st.level) > BUDGET_1PCT);
+    in.paused_keeps_context = false;
+    CHECK(d9_gov_estimate(&in, st.level) == 0);
+    /* the way back depends on the level above paused, whose events are open either way */
+    in.switches_per_s = 100;
+    for (int i = 0; i < D9_GOV_RECOVER_TICKS - 1; i++) CHECK(!d9_gov_step(&st, &in));
+    CHECK(d9_gov_step(&st, &in));
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_SAMPLED_LAST);
+}
+
 static void test_recovery_with_hysteresis(void) {
     d9_gov_state st = {0, 0};
     d9_gov_input in = rates(BUDGET_1PCT, 40000);
@@ -166,6 +196,7 @@ int main(void) {
     test_names();
     test_windows();
     test_degrade_at_once();
+    test_paused_floor();
     test_recovery_with_hysteresis();
     test_not_governed();
     return d9t_summary("test_source_governor");

@@ -7,13 +7,18 @@
  * trip: both threads block once, 2 context switches), so the process switches at a chosen rate
  * whatever the machine's speed, as long as it keeps up. A phase's cost is the process's CPU
  * time (all threads: the kernel writes the records and takes the stacks on the switching
- * threads, the collector reads them) minus that of the "off" phase run just before it, over
- * the same wall time, in ns of CPU per second; medians over the pairs. The first 0.5 s of
- * every phase are not measured (the governor's first evaluations).
+ * threads, the collector reads them) minus that of the "base" phase run just before it (the
+ * same workload recorded, its polls included, without any kernel source: what the budget
+ * governs is the kernel sources), over the same wall time, in ns of CPU per second; medians
+ * over the pairs. The first 0.5 s of every phase are not measured (the governor's first
+ * evaluations). The row "base vs off" says what recording the polls costs, apart.
  *
- * 1. Parts, at 20 k switches/s, each mode against recording off:
+ * 1. Parts, at 20 k switches/s, each mode against the base:
  *      context  the perf events open, switch records paused (budget 0.01 %: the governor's
- *               paused level) -> ns per switch of the perf context alone
+ *               paused level, its events kept open as before it closed them,
+ *               d9_perf_keep_events_open_when_paused) -> ns per switch of the perf context alone
+ *      closed   the same budget, the paused level as it is: its events closed -> what is
+ *               left per switch (nothing of perf on the threads; the governor's getrusage)
  *      records  every switch record, stacks paced at 1/s (not governed) -> ns per switch of
  *               the two switch records, over the context
  *      stacks   every switch record and a stack at every switch (pacing at 10^6/s) -> ns per
@@ -21,9 +26,12 @@
  *    plus, outside the ping-pong: a CPU profile at 4999 Hz on a spinning worker (ns per sample
  *    from the work lost) and a loop of schedstat reads (ns per read, the thread's CPU time).
  *    Each is printed beside the table's constant.
+ *    and the CPU of one getrusage (the switch rate the governor reads every 250 ms, also while
+ *    the events are closed).
  * 2. The governor: at 20 k and 40 k switches/s, no governor (every record, stacks paced at the
- *    default 500/s) vs the default budget (1 %): measured cost against the budget, and the
- *    CoverageEvent records of the governed phases (mode, 1 in N, estimate).
+ *    default 500/s) vs the default budget (1 %) before (paused keeps its events open) and
+ *    after (paused closes them): measured cost against the budget and the level each governed
+ *    phase ended at; an A/A row (recording off against off) shows the noise of the host.
  *
  * Usage: d9_bench_governor [--short] [--only parts|governor]
  *   (short: 2 pairs of 1.5 s phases; full: 7 pairs of 3 s) */
@@ -115,9 +123,11 @@ static void *spinner(void *arg) {
     return NULL;
 }
 
-typedef enum { OFF, CONTEXT, RECORDS, STACKS, UNGOVERNED, GOVERNED, CPU_OFF, CPU_ON, MODES } mode;
-static const char *mode_name[MODES] = {"off", "context", "records", "stacks", "no governor", "governor 1 %",
-                                       "spin, off", "spin, 4999 Hz"};
+typedef enum {
+    OFF, BASE, CONTEXT, CLOSED, RECORDS, STACKS, AA, UNGOVERNED, GOVERNED_OPEN, GOVERNED, CPU_OFF, CPU_ON, MODES
+} mode;
+static const char *mode_name[MODES] = {"off", "base vs off", "context", "closed", "records", "stacks", "A/A base-base",
+                                       "no governor", "gov 1 %, before", "gov 1 %, after", "spin, off", "spin, 4999 Hz"};
 
 typedef struct phase_result {
     double cpu_ns_per_s;  /* process CPU / wall */
@@ -136,9 +146,11 @@ static void start_recording(mode m) {
     cfg.task_dumps = false;
     cfg.schedstat = false; /* measured on its own below */
     cfg.max_total_size = 256ull * 1024 * 1024;
-    cfg.overhead_budget_pct = m == GOVERNED ? 1.0 : m == CONTEXT ? 0.01 : 0;
+    cfg.overhead_budget_pct = m == GOVERNED || m == GOVERNED_OPEN ? 1.0 : m == CONTEXT || m == CLOSED ? 0.01 : 0;
+    d9_perf_keep_events_open_when_paused(m == CONTEXT || m == GOVERNED_OPEN); /* paused as before */
     if (m == RECORDS) cfg.switch_stacks_per_sec = 1;
     if (m == STACKS) cfg.switch_stacks_per_sec = 1000000;
+    if (m == BASE || m == AA) cfg.schedule_profile = false; /* the polls recorded, no kernel source */
     if (m == CPU_ON) {
         cfg.schedule_profile = false;
         cfg.cpu_profile = true;
@@ -153,7 +165,8 @@ static void start_recording(mode m) {
 static phase_result run_phase(mode m, double secs) {
     phase_result r = {0, 0, 0, 0, 0, -1, 0};
     bool spin = m == CPU_OFF || m == CPU_ON;
-    if (m != OFF && m != CPU_OFF) start_recording(m);
+    bool recording = m != OFF && m != CPU_OFF;
+    if (recording) start_recording(m);
     atomic_store(&g_stop, false);
     uint64_t c_start = process_cpu_ns(NULL);
     pthread_t a, b;
@@ -172,20 +185,20 @@ static phase_result run_phase(mode m, double secs) {
     nanosleep(&run, NULL);
     uint64_t t1 = now_ns(), c1 = process_cpu_ns(&sw1);
     d9_perf_samples_read(&st1, &cs1);
-    if (m == GOVERNED) d9_perf_governor_now(&r.level, &r.changes);
+    if (m == GOVERNED || m == GOVERNED_OPEN) d9_perf_governor_now(&r.level, &r.changes);
     atomic_store(&g_stop, true);
     pthread_join(a, NULL);
     if (!spin) pthread_join(b, NULL);
     uint64_t c2 = process_cpu_ns(NULL);
-    if (m != OFF && m != CPU_OFF) d9_stop();
+    if (recording) d9_stop();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'/*", g_scratch);
     if (system(cmd) != 0) fprintf(stderr, "warning: could not clean %s\n", g_scratch);
     double wall = (double)(t1 - t0);
     r.cpu_ns_per_s = (double)(c1 - c0) / wall * 1e9;
     r.switches_per_s = (double)(sw1 - sw0) * 1e9 / wall;
-    r.stacks_per_s = m == OFF ? 0 : (double)(st1 - st0) * 1e9 / wall;
-    r.cpu_samples_per_s = m == OFF ? 0 : (double)(cs1 - cs0) * 1e9 / wall;
+    r.stacks_per_s = !recording ? 0 : (double)(st1 - st0) * 1e9 / wall;
+    r.cpu_samples_per_s = !recording ? 0 : (double)(cs1 - cs0) * 1e9 / wall;
     /* the spinner's work counts from its start: over the whole phase's CPU */
     if (spin) r.spins_per_cpu_ns = (double)atomic_load(&g_spins) / (double)(c2 > c_start ? c2 - c_start : 1);
     return r;
@@ -230,12 +243,23 @@ static double schedstat_read_ns(void) {
     return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / n;
 }
 
+/* The calling thread's CPU per getrusage(RUSAGE_SELF) (it sums every thread of the process). */
+static double getrusage_ns(void) {
+    struct rusage ru;
+    struct timespec a, b;
+    const int n = 100000;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    for (int i = 0; i < n; i++) getrusage(RUSAGE_SELF, &ru);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / n;
+}
+
 static void parts(int pairs, double secs) {
     atomic_store(&g_burst, 20000 / 2 / 1000);
     double cost[MODES][MAX_PAIRS], swr[MODES][MAX_PAIRS], stk[MAX_PAIRS];
     for (int p = 0; p < pairs; p++) {
         for (int m = CONTEXT; m <= STACKS; m++) {
-            phase_result off = run_phase(OFF, secs);
+            phase_result off = run_phase(BASE, secs);
             phase_result on = run_phase((mode)m, secs);
             cost[m][p] = on.cpu_ns_per_s - off.cpu_ns_per_s;
             swr[m][p] = on.switches_per_s;
@@ -251,11 +275,16 @@ static void parts(int pairs, double secs) {
     for (int m = CONTEXT; m <= STACKS; m++)
         printf("%-9s %12.0f %14.0f %14.0f %14.0f  %s\n", mode_name[m], median(swr[m], pairs), median(cost[m], pairs),
                min_of(cost[m], pairs), max_of(cost[m], pairs),
-               m == CONTEXT ? "events open, records paused" : m == RECORDS ? "+ every switch record" : "+ a stack at every switch");
+               m == CONTEXT  ? "paused, events kept open (before)"
+               : m == CLOSED ? "paused, events closed (now)"
+               : m == RECORDS ? "every switch record, events open"
+                              : "+ a stack at every switch");
     /* the per-unit figures, each over the mode below it */
     double ns_ctx = sw > 0 ? ctx / sw : 0, ns_rec = sw > 0 ? (rec - ctx) / sw : 0;
     double ns_stack = stacks > 0 ? (st - rec) / stacks : 0;
     printf("  context: %6.0f ns per switch            (table D9_GOV_NS_CONTEXT %u)\n", ns_ctx, D9_GOV_NS_CONTEXT);
+    printf("  closed:  %6.0f ns per switch            (paused now: nothing of perf on the threads)\n",
+           sw > 0 ? median(cost[CLOSED], pairs) / sw : 0);
     printf("  records: %6.0f ns per switch            (table D9_GOV_NS_RECORDS %u)\n", ns_rec, D9_GOV_NS_RECORDS);
     printf("  stack:   %6.0f ns per stack, %.0f stacks/s (table D9_GOV_NS_STACK %u)\n", ns_stack, stacks,
            D9_GOV_NS_STACK);
@@ -277,12 +306,16 @@ static void parts(int pairs, double secs) {
     for (int p = 0; p < pairs; p++) rd[p] = schedstat_read_ns();
     printf("  schedstat read: %4.0f ns per read (min %.0f, max %.0f)   (table D9_GOV_NS_SCHEDSTAT %u)\n",
            median(rd, pairs), min_of(rd, pairs), max_of(rd, pairs), D9_GOV_NS_SCHEDSTAT);
+    for (int p = 0; p < pairs; p++) rd[p] = getrusage_ns();
+    printf("  getrusage: %4.0f ns per call (min %.0f, max %.0f), the governor's rate, 4 a second: %.5f %% of a CPU\n",
+           median(rd, pairs), min_of(rd, pairs), max_of(rd, pairs), 4 * median(rd, pairs) / 1e7);
 }
 
 static void governor(int pairs, double secs) {
-    printf("\n2. the governor: cost as %% of one CPU (process CPU with recording minus without), %d pairs of %.1f s\n",
+    printf("\n2. the governor: cost as %% of one CPU (process CPU with the kernel sources minus the base, the polls recorded without them), %d pairs of %.1f s\n",
            pairs, secs);
-    printf("%-10s %-14s %12s %12s %10s %10s  %s\n", "target/s", "mode", "switches/s", "cost median", "min", "max",
+    printf("(before: the paused level keeps its events open, as until this change; after: it closes them)\n");
+    printf("%-10s %-16s %12s %12s %10s %10s  %s\n", "target/s", "mode", "switches/s", "cost median", "min", "max",
            "governor level at the end (changes)");
     const int rates[] = {20000, 40000};
     for (size_t ri = 0; ri < sizeof rates / sizeof rates[0]; ri++) {
@@ -290,9 +323,12 @@ static void governor(int pairs, double secs) {
         double cost[MODES][MAX_PAIRS], swr[MODES][MAX_PAIRS];
         int levels[MAX_PAIRS];
         uint64_t changes[MAX_PAIRS];
+        int levels_open[MAX_PAIRS];
+        uint64_t changes_open[MAX_PAIRS];
         for (int p = 0; p < pairs; p++) {
-            for (int m = UNGOVERNED; m <= GOVERNED; m++) {
-                phase_result off = run_phase(OFF, secs);
+            for (int m = BASE; m <= GOVERNED; m++) {
+                if (m > BASE && m < AA) continue;
+                phase_result off = run_phase(m == BASE ? OFF : BASE, secs);
                 phase_result on = run_phase((mode)m, secs);
                 cost[m][p] = (on.cpu_ns_per_s - off.cpu_ns_per_s) / 1e7;
                 swr[m][p] = on.switches_per_s;
@@ -300,26 +336,32 @@ static void governor(int pairs, double secs) {
                 if (m == GOVERNED) {
                     levels[p] = on.level;
                     changes[p] = on.changes;
+                } else if (m == GOVERNED_OPEN) {
+                    levels_open[p] = on.level;
+                    changes_open[p] = on.changes;
                 }
             }
         }
-        for (int m = UNGOVERNED; m <= GOVERNED; m++) {
+        for (int m = BASE; m <= GOVERNED; m++) {
+            if (m > BASE && m < AA) continue;
             double med = median(cost[m], pairs);
-            printf("%-10d %-14s %12.0f %11.2f%% %9.2f%% %9.2f%%  ", rates[ri], mode_name[m], median(swr[m], pairs), med,
+            printf("%-10d %-16s %12.0f %11.2f%% %9.2f%% %9.2f%%  ", rates[ri], mode_name[m], median(swr[m], pairs), med,
                    min_of(cost[m], pairs), max_of(cost[m], pairs));
-            if (m == GOVERNED) {
+            if (m == GOVERNED || m == GOVERNED_OPEN) {
+                const int *lv = m == GOVERNED ? levels : levels_open;
+                const uint64_t *ch = m == GOVERNED ? changes : changes_open;
                 for (int p = 0; p < pairs; p++) {
-                    uint32_t n = d9_gov_one_in(levels[p]);
-                    printf("%s%s", p ? ", " : "", d9_gov_mode_name(levels[p]));
+                    uint32_t n = d9_gov_one_in(lv[p]);
+                    printf("%s%s", p ? ", " : "", d9_gov_mode_name(lv[p]));
                     if (n > 1) printf(" 1/%u", n);
-                    printf(" (%" PRIu64 ")", changes[p]);
+                    printf(" (%" PRIu64 ")", ch[p]);
                 }
                 printf("; budget 1.00%%: %s\n", med <= 1.0 ? "within" : "OVER");
             } else {
                 printf("\n");
             }
         }
-        printf("%-10d %-14s %12.0f\n", rates[ri], mode_name[OFF], median(swr[OFF], pairs));
+        printf("%-10d %-16s %12.0f\n", rates[ri], mode_name[OFF], median(swr[OFF], pairs));
     }
 }
 

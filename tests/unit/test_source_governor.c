@@ -6,7 +6,7 @@
  *  - paused costs only what is not degraded: its events are closed, so the perf context's floor
  *    goes too, unless other per-thread events (the perf CPU profile's) keep a context;
  *  - 40 k switches/s under the default 1 % budget: the first evaluation goes straight to the
- *    first level that fits (paused: the perf context's floor alone is 1.2 %), 20 k/s to
+ *    first level that fits (paused: the perf context of the sampled levels alone is 1.2 %), 20 k/s to
  *    sampled 1 in 16, 10 k/s to 1 in 4, 6 k/s to 1 in 2 (stacks kept in the windows), 3 k/s
  *    stays full;
  *  - the way back is one level at a time, only after D9_GOV_RECOVER_TICKS calm evaluations in
@@ -107,7 +107,7 @@ static void test_degrade_at_once(void) {
     d9_gov_step(&fs, &fin);
     CHECK_EQ_U64(fs.level, D9_GOV_LEVEL_SAMPLED_FIRST + 2);
     CHECK_EQ_U64(settle(20000), D9_GOV_LEVEL_SAMPLED_FIRST + 3); /* 1 in 16: 0.6 + 0.1375 + 0.25 % */
-    CHECK_EQ_U64(settle(40000), D9_GOV_LEVEL_PAUSED); /* the floor alone is 1.2 % */
+    CHECK_EQ_U64(settle(40000), D9_GOV_LEVEL_PAUSED); /* 1 in 32: the open events' context alone is 1.2 % */
     /* a change is reported, staying is not */
     d9_gov_state st = {0, 0};
     d9_gov_input in = rates(BUDGET_1PCT, 20000);

@@ -119,7 +119,7 @@ typedef struct perf_src {
 static _Atomic int g_gov_level;
 static _Atomic uint64_t g_gov_changes;
 static _Atomic uint64_t g_stacks_taken, g_cpu_samples_read;
-static _Atomic uint64_t g_switch_records, g_closes, g_reopens;
+static _Atomic uint64_t g_switch_records, g_closes, g_reopens, g_reopen_cpu_ns;
 static _Atomic bool g_keep_open_when_paused;
 
 static uint64_t mono_now(void) {
@@ -377,6 +377,7 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     atomic_store_explicit(&g_switch_records, 0, memory_order_relaxed);
     atomic_store_explicit(&g_closes, 0, memory_order_relaxed);
     atomic_store_explicit(&g_reopens, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_reopen_cpu_ns, 0, memory_order_relaxed);
     s->base.name = "perf";
     s->base.collect = source_collect;
     s->base.segment_start = source_segment_start;
@@ -812,7 +813,14 @@ static uint64_t close_switch_events(perf_src *s, d9_src_batch *out) {
  * stacks' pacing enable them. The rings closed with them are mapped again. A thread created
  * between the listing and the opening on its creator has none (as at start). False when no
  * switch event could be opened: nothing stays open then. */
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static bool reopen_switch_events(perf_src *s) {
+    uint64_t cpu0 = thread_cpu_ns();
     size_t ntids = 0;
     pid_t *tids = list_threads(&ntids);
     if (!tids) return false;
@@ -862,6 +870,8 @@ static bool reopen_switch_events(perf_src *s) {
     s->stacks_on = false; /* opened disabled */
     s->switch_events_closed = false;
     s->n.reopens++;
+    s->n.reopen_cpu_ns = thread_cpu_ns() - cpu0;
+    atomic_store_explicit(&g_reopen_cpu_ns, s->n.reopen_cpu_ns, memory_order_relaxed);
     return true;
 }
 
@@ -921,6 +931,8 @@ void d9_perf_governor_now(int *level, uint64_t *changes) {
     *level = atomic_load_explicit(&g_gov_level, memory_order_relaxed);
     *changes = atomic_load_explicit(&g_gov_changes, memory_order_relaxed);
 }
+
+uint64_t d9_perf_last_reopen_cpu_ns(void) { return atomic_load_explicit(&g_reopen_cpu_ns, memory_order_relaxed); }
 
 void d9_perf_switch_events_now(uint64_t *closes, uint64_t *reopens, uint64_t *switch_records) {
     *closes = atomic_load_explicit(&g_closes, memory_order_relaxed);

@@ -62,6 +62,7 @@ typedef struct d9_perf_counters {
     uint64_t orphans;            /* switch-ins dropped: their switch-out fell in a gap */
     uint64_t closes, reopens;    /* the switch and stacks events closed at the paused level, opened again */
     uint64_t reopen_failures;    /* reopens that opened no switch event (the governor stayed paused) */
+    uint64_t reopen_cpu_ns;      /* CPU time the last reopen took (the collector's thread) */
 } d9_perf_counters;
 void d9_perf_source_counters(d9_source *s, d9_perf_counters *out);
 /* The governor's level (cost_governor.h) and its changes so far, of the perf source opened
@@ -70,6 +71,8 @@ void d9_perf_governor_now(int *level, uint64_t *changes);
 /* The paused level's closes and reopens of the switch and stacks events, and the switch
  * records read, since the perf source opened last (tests). */
 void d9_perf_switch_events_now(uint64_t *closes, uint64_t *reopens, uint64_t *switch_records);
+/* The CPU time the last reopen took, ns. */
+uint64_t d9_perf_last_reopen_cpu_ns(void);
 /* For d9_bench_governor's before/after: perf sources opened from now on keep their events
  * open (disabled) at the paused level, as before the paused level closed them. */
 void d9_perf_keep_events_open_when_paused(bool keep);

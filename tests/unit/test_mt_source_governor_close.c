@@ -263,8 +263,8 @@ static void run(bool cpu_profile) {
     pthread_join(c, NULL);
     d9_perf_switch_events_now(&closes, &reopens, &records);
     d9_stop();
-    printf("perf fds: full %d, paused %d, back %d; closes %" PRIu64 ", reopens %" PRIu64 "\n", fds_full, fds_paused,
-           fds_back, closes, reopens);
+    printf("perf fds: full %d, paused %d, back %d; closes %" PRIu64 ", reopens %" PRIu64 " (the last %" PRIu64
+           " us of CPU)\n", fds_full, fds_paused, fds_back, closes, reopens, d9_perf_last_reopen_cpu_ns() / 1000);
 
     tt_trace t;
     memset(&t, 0, sizeof t);

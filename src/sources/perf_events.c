@@ -808,17 +808,17 @@ static uint64_t close_switch_events(perf_src *s, d9_src_batch *out) {
     return at;
 }
 
-/* Opens the switch and stacks events again on every thread that exists now (`inherit` gave
- * events only to threads created while they were open), disabled: govern's windows and the
- * stacks' pacing enable them. The rings closed with them are mapped again. A thread created
- * between the listing and the opening on its creator has none (as at start). False when no
- * switch event could be opened: nothing stays open then. */
 static uint64_t thread_cpu_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Opens the switch and stacks events again on every thread that exists now (`inherit` gave
+ * events only to threads created while they were open), disabled: govern's windows and the
+ * stacks' pacing enable them. The rings closed with them are mapped again. A thread created
+ * between the listing and the opening on its creator has none (as at start). False when no
+ * switch event could be opened: nothing stays open then. */
 static bool reopen_switch_events(perf_src *s) {
     uint64_t cpu0 = thread_cpu_ns();
     size_t ntids = 0;

@@ -51,8 +51,9 @@ static inline void d9p_maybe_start_child(void) {
 
 /* Start the run configured by cfg on this thread (the loop notes, d9_start, signals). */
 D9P_HIDDEN bool d9p_start_now(const d9_config *cfg);
-/* The same on a thread of its own: the program goes on meanwhile. */
-D9P_HIDDEN void d9p_start_async(const d9_config *cfg);
+/* The same on a thread of its own: the program goes on meanwhile. With serve_signals, that
+ * thread then stays on as the signals' stopper (d9p_signals_install_for_starter). */
+D9P_HIDDEN void d9p_start_async(const d9_config *cfg, bool serve_signals);
 /* Wait at most max_ms for a start in progress; true when none is in progress any more. */
 D9P_HIDDEN bool d9p_start_wait(unsigned max_ms);
 D9P_HIDDEN void d9p_start_forget_after_fork(void);
@@ -116,9 +117,9 @@ D9P_HIDDEN bool d9p_in_loop_library(const void *addr);
 /* Whether any loop library is interposed (per-callback polls can happen). */
 D9P_HIDDEN bool d9p_loops_interposed(void);
 
-/* Whether the ELF file `path` defines (not just references) symbol `name` in .symtab or
- * .dynsym. Files larger than a bound are not scanned (false). */
-D9P_HIDDEN bool d9p_elf_defines(const char *path, const char *name);
+/* Which of the functions `names` (n <= 32) the ELF file `path` defines (not just references)
+ * in .symtab or .dynsym: bit k for names[k]. Tables larger than a bound are not scanned. */
+D9P_HIDDEN unsigned d9p_elf_defines(const char *path, const char *const *names, unsigned n);
 
 /* ---- parks in pollers (preload_poll.c) ---- */
 
@@ -129,6 +130,12 @@ D9P_HIDDEN void d9p_poll_forget_after_fork(void);
 
 /* Put dial9's flush-then-die handler on SIGINT and SIGTERM where the program has none. */
 D9P_HIDDEN void d9p_signals_install(void);
+/* The same before the shim's asynchronous start, without a thread of its own: true when the
+ * caller must run d9p_signals_serve() on the starter thread once the start is done (or, when
+ * that thread cannot be created, d9p_signals_spawn_stopper()). */
+D9P_HIDDEN bool d9p_signals_install_for_starter(void);
+D9P_HIDDEN void d9p_signals_serve(void);
+D9P_HIDDEN bool d9p_signals_spawn_stopper(void);
 /* In a forked child: give SIGINT/SIGTERM back their default action. */
 D9P_HIDDEN void d9p_signals_forget_after_fork(void);
 

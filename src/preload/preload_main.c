@@ -109,7 +109,8 @@ __attribute__((constructor)) static void d9p_init(void) {
     pthread_atfork(NULL, NULL, forget_in_child);
     d9_config cfg;
     if (prepare(&cfg)) {
-        d9p_signals_install(); /* before main: a SIGTERM during the start still seals the run */
-        d9p_start_async(&cfg);
+        /* before main: a SIGTERM during the start still seals the run */
+        bool serve = d9p_signals_install_for_starter();
+        d9p_start_async(&cfg, serve);
     }
 }

@@ -71,8 +71,8 @@ static void on_fatal_signal(int sig) {
     errno = saved;
 }
 
-static void *stopper_main(void *arg) {
-    (void)arg;
+/* Waits for the handler's post, stops the recorder and lets the signal kill the process. */
+void d9p_signals_serve(void) {
     d9_name_own_thread("dial9-signals");
     while (sem_wait(&g_stop_sem) != 0) {
     }
@@ -85,6 +85,11 @@ static void *stopper_main(void *arg) {
     if (m) atomic_store(&m->ours_installed, false);
     set_default(sig);
     kill(getpid(), sig);
+}
+
+static void *stopper_main(void *arg) {
+    (void)arg;
+    d9p_signals_serve();
     return NULL;
 }
 
@@ -97,10 +102,7 @@ static void install_ours(int sig, managed *m) {
     if (real_sigaction(sig, &sa, NULL) == 0) atomic_store(&m->ours_installed, true);
 }
 
-static bool start_stopper(void) {
-    if (atomic_load(&g_stopper_running) && g_owner_pid == getpid()) return true;
-    if (sem_init(&g_stop_sem, 0, 0) != 0) return false;
-    atomic_store(&g_stopping, 0);
+bool d9p_signals_spawn_stopper(void) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -112,22 +114,33 @@ static bool start_stopper(void) {
     int rc = D9P_NEXT(pthread_create)(&th, &attr, stopper_main, NULL);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) return false;
+    if (rc != 0) atomic_store(&g_stopper_running, false); /* the handler then dies at once */
+    return rc == 0;
+}
+
+/* The stopper of this process: a thread of its own, or (`by_starter`) the shim's starter
+ * thread once the start is done, which saves creating one more thread at every start. */
+static bool start_stopper(bool by_starter, bool *serve) {
+    if (atomic_load(&g_stopper_running) && g_owner_pid == getpid()) return true;
+    if (sem_init(&g_stop_sem, 0, 0) != 0) return false;
+    atomic_store(&g_stopping, 0);
+    if (by_starter) *serve = true;
+    else if (!d9p_signals_spawn_stopper()) return false;
     g_owner_pid = getpid();
     atomic_store(&g_stopper_running, true);
     return true;
 }
 
-void d9p_signals_install(void) {
+static bool install(bool by_starter) {
     pthread_mutex_lock(&g_lock);
-    bool any_default = false;
+    bool any_default = false, serve = false;
     for (size_t i = 0; i < N_SIGNALS; i++) {
         struct sigaction cur;
         if (real_sigaction(k_signals[i], NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
             cur.sa_handler == SIG_DFL)
             any_default = true;
     }
-    if (any_default && start_stopper()) {
+    if (any_default && start_stopper(by_starter, &serve)) {
         for (size_t i = 0; i < N_SIGNALS; i++) {
             managed *m = &g_managed[i];
             if (atomic_load(&m->ours_installed)) continue; /* installed before the start */
@@ -137,7 +150,12 @@ void d9p_signals_install(void) {
         }
     }
     pthread_mutex_unlock(&g_lock);
+    return serve;
 }
+
+void d9p_signals_install(void) { (void)install(false); }
+
+bool d9p_signals_install_for_starter(void) { return install(true); }
 
 void d9p_signals_forget_after_fork(void) {
     /* no stopper thread here and nothing recorded: the default action, as the program set */

@@ -25,6 +25,7 @@ static _Atomic int g_state = IDLE;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_done = PTHREAD_COND_INITIALIZER;
 static d9_config g_cfg;
+static bool g_serve_signals;
 
 static void finish(void) {
     pthread_mutex_lock(&g_lock);
@@ -37,11 +38,13 @@ static void *starter_main(void *arg) {
     (void)arg;
     d9p_start_now(&g_cfg);
     finish();
+    if (g_serve_signals) d9p_signals_serve(); /* the stopper from now on: one thread fewer */
     return NULL;
 }
 
-void d9p_start_async(const d9_config *cfg) {
+void d9p_start_async(const d9_config *cfg, bool serve_signals) {
     g_cfg = *cfg;
+    g_serve_signals = serve_signals;
     atomic_store(&g_state, STARTING);
     sigset_t all, old;
     sigfillset(&all);
@@ -56,6 +59,7 @@ void d9p_start_async(const d9_config *cfg) {
     if (rc != 0) { /* no thread: start here, as a plain constructor would */
         d9p_start_now(&g_cfg);
         finish();
+        if (serve_signals) (void)d9p_signals_spawn_stopper();
     }
 }
 

@@ -34,6 +34,20 @@ static const char *base_name(const char *path) {
     return slash ? slash + 1 : path;
 }
 
+/* Which loops' probes the program's own file defines: read once, for all of them, and only
+ * when one of them is neither exported nor in a library. */
+static unsigned exe_defines(const char *exe) {
+    static unsigned mask;
+    static bool read;
+    if (!read) {
+        const char *probes[N_LIBS];
+        for (size_t i = 0; i < N_LIBS; i++) probes[i] = g_libs[i].probe;
+        mask = d9p_elf_defines(exe, probes, N_LIBS);
+        read = true;
+    }
+    return mask;
+}
+
 static void detect(loop_lib *l, const void *self_base, const char *exe) {
     void *first = dlsym(RTLD_DEFAULT, l->probe);
     void *next = dlsym(RTLD_NEXT, l->probe);
@@ -72,7 +86,7 @@ static void detect(loop_lib *l, const void *self_base, const char *exe) {
                         "terminates, wakes; parks around its poller)", lib);
         return;
     }
-    if (d9p_elf_defines(exe, l->probe)) {
+    if (exe_defines(exe) & 1u << (l - g_libs)) {
         d9p_note_source(l->name, false,
                         "linked statically into %s: its callbacks cannot be interposed; parks "
                         "only, from the poller", base_name(exe));

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,35 @@ const char *d9_program_name(void) {
                : "unknown";
 }
 
+/* UTC calendar fields of a time, computed here: glibc's gmtime_r and strftime read the time
+ * zone file (/etc/localtime) on first use, for nothing, at every start of every program. */
+typedef struct utc {
+    int year, month, day, hour, min, sec;
+} utc;
+
+static utc utc_of(time_t t) {
+    int64_t days = (int64_t)t / 86400, secs = (int64_t)t % 86400;
+    if (secs < 0) {
+        secs += 86400;
+        days--;
+    }
+    /* days since 1970-01-01 to a proleptic Gregorian date, in 400-year eras from 0000-03-01 */
+    days += 719468;
+    int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+    int64_t doe = days - era * 146097;                                    /* [0, 146096] */
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;  /* [0, 399] */
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);                /* [0, 365], from March */
+    int64_t mp = (5 * doy + 2) / 153;                                     /* [0, 11], March = 0 */
+    utc u;
+    u.day = (int)(doy - (153 * mp + 2) / 5 + 1);
+    u.month = (int)(mp < 10 ? mp + 3 : mp - 9);
+    u.year = (int)(yoe + era * 400 + (u.month <= 2));
+    u.hour = (int)(secs / 3600);
+    u.min = (int)(secs / 60 % 60);
+    u.sec = (int)(secs % 60);
+    return u;
+}
+
 void d9_run_metadata_describe_process(d9_run_metadata *m, const char *service, const char *run_id) {
     char buf[4096];
     d9_run_metadata_set(m, "service", "%s", service);
@@ -66,10 +96,9 @@ void d9_run_metadata_describe_process(d9_run_metadata *m, const char *service, c
         buf[n] = 0;
         d9_run_metadata_set(m, "program", "%s", buf);
     }
-    time_t now = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&now, &tm) && strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        d9_run_metadata_set(m, "start_time", "%s", buf);
+    utc u = utc_of(time(NULL));
+    d9_run_metadata_set(m, "start_time", "%04d-%02d-%02dT%02d:%02d:%02dZ", u.year, u.month, u.day,
+                        u.hour, u.min, u.sec);
 }
 
 static void add_runtime(const char *runtime, const char *ids, void *ctx) {
@@ -94,10 +123,9 @@ void d9_run_metadata_free(d9_run_metadata *m) {
 }
 
 void d9_make_run_id(char *out, size_t len) {
-    time_t now = time(NULL);
-    struct tm tm;
-    char when[32] = "00000000T000000Z";
-    if (gmtime_r(&now, &tm)) strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &tm);
+    utc u = utc_of(time(NULL));
+    char when[80];
+    snprintf(when, sizeof when, "%04d%02d%02dT%02d%02d%02dZ", u.year, u.month, u.day, u.hour, u.min, u.sec);
     uint32_t rnd = 0;
     if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd) {
         struct timespec ts;

@@ -113,7 +113,14 @@ static void forget_in_child(void) {
     d9_threads_forget_after_fork();
 }
 
-static void at_exit_stop(void) { d9_stop(); }
+/* Registered at the first start, so it runs before the exit handlers registered earlier (the
+ * preload shim's among them): a start still in progress on another thread (the shim's) holds
+ * the lifecycle lock, and d9_stop waits for it. Say first that the process is ending, so that
+ * the start skips the perf events it has not reached yet (sources.h). */
+static void at_exit_stop(void) {
+    d9_sources_process_ending();
+    d9_stop();
+}
 
 /* The pipeline grew a sealed segment (symbols): the writer's disk budget must count it. The
  * pipeline outlives the collector at stop, hence the lock and the NULL check. */

@@ -13,8 +13,8 @@ void d9_sources_start(const d9_config *cfg, d9_collector *c);
 /* After the collector closed them: undo process-wide state (signal handlers...). */
 void d9_sources_stop(void);
 
-/* The process is ending (the preload shim's exit handler, while the recorder may still be
- * starting on a thread of its own): a d9_sources_start that has not reached the perf events
+/* The process is ending (the recorder's and the preload shim's exit handlers, while the
+ * recorder may still be starting on a thread of its own): a d9_sources_start that has not reached the perf events
  * yet opens none, nor the timer sampler, and notes them "not started". Nothing would be left
  * to observe but the exit itself, and setting them up and tearing them down is most of what a
  * short program pays for being recorded. Any thread, any time; reset in a forked child. */

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """What a short program pays for being recorded, start to exit: runs /bin/true (or CMD) plain,
 under `dial9 run -q`, and with the shim alone in LD_PRELOAD (what the recorder costs without
-the CLI's fork and summary), interleaved, and prints the median wall time of each and the
-median extra time over plain. It prints numbers, never a verdict.
+the CLI's process and summary), interleaved, and prints the median wall and CPU time of each,
+the median extra over plain, and in how many runs the program ended before the recorder's
+start reached the perf events (which it then skips). It prints numbers, never a verdict.
 
     bench/startup_bench.py BUILD_DIR [--runs N] [--short] [--before OTHER_BUILD_DIR] [-- CMD ARGS...]
 
@@ -17,6 +18,26 @@ import subprocess
 import sys
 import tempfile
 import time
+
+ENDING_NOTE = b"not started: the program was ending"
+
+
+def count_runs(trace_dir, counts):
+    """Adds to counts [runs, runs whose kernel sources were skipped because the program was
+    already ending] from the runs in trace_dir (the note is a plain string in the metadata)."""
+    if not os.path.isdir(trace_dir):
+        return
+    for run in os.listdir(trace_dir):
+        run_dir = os.path.join(trace_dir, run)
+        if not os.path.isdir(run_dir):
+            continue
+        data = b""
+        for f in os.listdir(run_dir):
+            if f.startswith("trace."):
+                with open(os.path.join(run_dir, f), "rb") as fh:
+                    data += fh.read()
+        counts[0] += 1
+        counts[1] += ENDING_NOTE in data
 
 
 def timed(argv, env):
@@ -45,6 +66,7 @@ def main():
     try:
         base_env = dict(os.environ)
         variants = {"plain": (cmd, base_env)}
+        dirs = {}  # each variant's own trace directory
         builds = [("", a.build_dir)] + ([(" (before)", a.before)] if a.before else [])
         for tag, build in builds:
             dial9 = os.path.join(build, "dial9")
@@ -52,20 +74,26 @@ def main():
             for f in (dial9, shim):
                 if not os.path.exists(f):
                     sys.exit(f"startup_bench: {f} is missing (build first)")
-            shim_env = dict(base_env, LD_PRELOAD=shim, DIAL9_TRACE_DIR=os.path.join(work, "shim"))
+            dirs["dial9 run -q" + tag] = os.path.join(work, "run" + tag.strip(" ()"))
+            dirs["LD_PRELOAD shim" + tag] = os.path.join(work, "shim" + tag.strip(" ()"))
             variants["dial9 run -q" + tag] = (
-                [dial9, "run", "-q", "-d", os.path.join(work, "run"), "--"] + cmd, base_env)
-            variants["LD_PRELOAD shim" + tag] = (cmd, shim_env)
+                [dial9, "run", "-q", "-d", dirs["dial9 run -q" + tag], "--"] + cmd, base_env)
+            variants["LD_PRELOAD shim" + tag] = (
+                cmd, dict(base_env, LD_PRELOAD=shim, DIAL9_TRACE_DIR=dirs["LD_PRELOAD shim" + tag]))
         times = {k: [] for k in variants}
+        skipped = {k: [0, 0] for k in dirs}
         for _ in range(3):  # warm the page cache
             for argv, env in variants.values():
                 timed(argv, env)
+        for d in dirs.values():
+            shutil.rmtree(d, ignore_errors=True)
         for i in range(a.runs):
             for k, (argv, env) in variants.items():
                 times[k].append(timed(argv, env))
-            if i % 20 == 19:  # keep the trace dir small: the disk budget is not what we measure
-                for d in ("run", "shim"):
-                    shutil.rmtree(os.path.join(work, d), ignore_errors=True)
+            if i % 20 == 19 or i == a.runs - 1:  # keep the trace dirs small: the disk budget is not what we measure
+                for k, d in dirs.items():
+                    count_runs(d, skipped[k])
+                    shutil.rmtree(d, ignore_errors=True)
         load = os.getloadavg()[0]
         print(f"{' '.join(cmd)}: {a.runs} runs each, interleaved; load average {load:.2f}"
               + ("  (busy machine: wall times are noisy, CPU times less so)" if load > 0.5 else ""))
@@ -79,6 +107,10 @@ def main():
                 p10, p90 = v[len(v) // 10], v[len(v) * 9 // 10]
                 extra = "" if k == "plain" else f"{med - plain:+.2f} ms"
                 print(f"{k:<27} {med:>10.2f} {p10:>8.2f} {p90:>8.2f} {extra:>15}")
+        print("\nruns that ended before the recorder's start reached the perf events (skipped, noted "
+              "'not started'):")
+        for k, (n, ending) in skipped.items():
+            print(f"{k:<27} {ending} of {n}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -76,8 +76,11 @@ static int64_t realtime_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* mkdir -p with mode 0755. 0 or -errno. */
+/* mkdir -p with mode 0755. 0 or -errno. The run's own directory first, alone: its parents
+ * exist already but at the first run, and each mkdir of an existing one is a path walk. */
 static int make_dirs(const char *path) {
+    if (mkdir(path, 0755) == 0) return 0;
+    if (errno != ENOENT && errno != EEXIST) return -errno;
     char buf[PATH_MAX];
     size_t n = strlen(path);
     if (n >= sizeof buf) return -ENAMETOOLONG;

@@ -47,6 +47,16 @@ static bool allowed_http_host(const char *host) {
            c < 256 && d >= 0 && d < 256; /* 127.0.0.0/8 */
 }
 
+/* The endpoint's error JSON ({"code", "message"}, as the ECS agent and EKS Pod Identity send). */
+static int refused(const d9_creds_answer *a, const char *what, void *ctx, char *err, size_t errlen) {
+    char code[128] = "", msg[256] = "";
+    d9_creds_json_string(a->body, a->len, "code", code, sizeof code);
+    d9_creds_json_string(a->body, a->len, "message", msg, sizeof msg);
+    snprintf(err, errlen, "%s: HTTP %ld%s%s%s%s%s", what, a->status, code[0] ? " " : "", code, msg[0] ? ": " : "",
+             msg, a->status == 401 || a->status == 403 ? " (is the authorization token right?)" : "");
+    return a->status >= 500 || a->status == 429 ? D9_CREDS_RETRY : D9_CREDS_FATAL;
+}
+
 int d9_creds_container(d9_s3_credentials *c, char *err, size_t errlen) {
     char url[2048], what[2200], why[512], scheme[8], host[256];
     url_of(url, sizeof url);
@@ -78,31 +88,7 @@ int d9_creds_container(d9_s3_credentials *c, char *err, size_t errlen) {
     if (token[0]) snprintf(header, sizeof header, "Authorization: %s", token);
     d9_creds_http req = {.method = "GET", .url = url, .headers = {"Accept: application/json", header[0] ? header : NULL},
                          .connect_timeout_ms = 2000, .timeout_ms = 5000};
-    d9_creds_answer *a = malloc(sizeof *a);
-    int rc;
-    if (!a) {
-        snprintf(err, errlen, "%s: out of memory", what);
-        rc = D9_CREDS_RETRY;
-    } else if (d9_creds_http_request(&req, a, why, sizeof why) != 0) {
-        snprintf(err, errlen, "%s: %s", what, why);
-        rc = D9_CREDS_RETRY;
-    } else if (a->status != 200) {
-        char code[128] = "", msg[256] = "";
-        d9_creds_json_string(a->body, a->len, "code", code, sizeof code);
-        d9_creds_json_string(a->body, a->len, "message", msg, sizeof msg);
-        snprintf(err, errlen, "%s: HTTP %ld%s%s%s%s%s", what, a->status, code[0] ? " " : "", code,
-                 msg[0] ? ": " : "", msg,
-                 a->status == 401 || a->status == 403 ? " (is the authorization token right?)" : "");
-        rc = a->status >= 500 || a->status == 429 ? D9_CREDS_RETRY : D9_CREDS_FATAL;
-    } else if (d9_creds_parse_json(a->body, a->len, c, why, sizeof why) != 0) {
-        snprintf(err, errlen, "%s: %s", what, why);
-        rc = D9_CREDS_RETRY;
-    } else {
-        snprintf(c->source, sizeof c->source, "%s", what);
-        rc = D9_CREDS_OK;
-    }
-    if (a) memset(a, 0, sizeof *a);
-    free(a);
+    int rc = d9_creds_fetch(&req, what, d9_creds_parse_json, refused, NULL, c, err, errlen);
     memset(token, 0, sizeof token);
     memset(header, 0, sizeof header);
     return rc;

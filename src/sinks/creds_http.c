@@ -2,6 +2,7 @@
 #include "sinks/creds_http.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sinks/libcurl_loader.h"
@@ -77,6 +78,32 @@ int d9_creds_http_request(const d9_creds_http *r, d9_creds_answer *a, char *err,
     }
     lc->slist_free_all(hl);
     lc->easy_cleanup(e);
+    return rc;
+}
+
+int d9_creds_fetch(const d9_creds_http *r, const char *what, d9_creds_parse_fn parse, d9_creds_refused_fn refused,
+                   void *ctx, d9_s3_credentials *c, char *err, size_t errlen) {
+    char why[512];
+    d9_creds_answer *a = malloc(sizeof *a); /* 64 KiB: not on the caller's stack */
+    if (!a) {
+        snprintf(err, errlen, "%s: out of memory", what);
+        return D9_CREDS_RETRY;
+    }
+    int rc;
+    if (d9_creds_http_request(r, a, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: %s", what, why);
+        rc = D9_CREDS_RETRY;
+    } else if (a->status != 200) {
+        rc = refused(a, what, ctx, err, errlen);
+    } else if (parse(a->body, a->len, c, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: %s", what, why);
+        rc = D9_CREDS_RETRY;
+    } else {
+        snprintf(c->source, sizeof c->source, "%s", what);
+        rc = D9_CREDS_OK;
+    }
+    memset(a, 0, sizeof *a);
+    free(a);
     return rc;
 }
 

@@ -54,6 +54,17 @@ static int get(const char *url, const char *token_header, d9_creds_answer *a, ch
     return d9_creds_http_request(&req, a, why, wlen);
 }
 
+/* The role's credentials refused: the message names the URL, not the role again. */
+typedef struct refusal {
+    const char *what, *url;
+} refusal;
+
+static int refused(const d9_creds_answer *a, const char *what_role, void *ctx, char *err, size_t errlen) {
+    const refusal *r = ctx;
+    snprintf(err, errlen, "%s: HTTP %ld for %s", r->what, a->status, r->url);
+    return D9_CREDS_RETRY;
+}
+
 int d9_creds_imds(d9_s3_credentials *c, char *err, size_t errlen) {
     char ep[512], url[1200], why[512], what[600];
     endpoint(ep, sizeof ep);
@@ -110,21 +121,13 @@ int d9_creds_imds(d9_s3_credentials *c, char *err, size_t errlen) {
     }
     snprintf(role, sizeof role, "%.*s", (int)rl, a->body);
     snprintf(url, sizeof url, "%s/latest/meta-data/iam/security-credentials/%s", ep, role);
-    if (get(url, token_header, a, why, sizeof why) != 0) {
-        snprintf(err, errlen, "%s: %s", what, why);
-        goto out;
-    }
-    if (a->status != 200) {
-        snprintf(err, errlen, "%s: HTTP %ld for %s", what, a->status, url);
-        goto out;
-    }
-    if (d9_creds_parse_json(a->body, a->len, c, why, sizeof why) != 0) {
-        snprintf(err, errlen, "%s, role %s: %s", what, role, why);
-        goto out;
-    }
-    snprintf(c->source, sizeof c->source, "%s, role %s", what, role);
-    absent_until = 0;
-    rc = D9_CREDS_OK;
+    char what_role[900];
+    snprintf(what_role, sizeof what_role, "%s, role %s", what, role);
+    d9_creds_http req = {.method = "GET", .url = url, .headers = {token_header},
+                         .connect_timeout_ms = 1000, .timeout_ms = 2000};
+    refusal r = {what, url};
+    rc = d9_creds_fetch(&req, what_role, d9_creds_parse_json, refused, &r, c, err, errlen);
+    if (rc == D9_CREDS_OK) absent_until = 0;
 out:
     memset(a, 0, sizeof *a);
     free(a);

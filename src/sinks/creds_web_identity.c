@@ -52,6 +52,18 @@ static int classify(long status, const char *code) {
     return D9_CREDS_FATAL;
 }
 
+/* STS's <Error>: its message in err, its code deciding whether to try again. */
+static int refused(const d9_creds_answer *a, const char *what, void *ctx, char *err, size_t errlen) {
+    char code[128] = "", why[512];
+    const char *p = a->body;
+    d9_s3_credentials scratch;
+    d9_creds_parse_sts(a->body, a->len, &scratch, why, sizeof why); /* the <Error>'s code and message */
+    memset(&scratch, 0, sizeof scratch);
+    d9_s3_xml_next(&p, "Code", code, sizeof code);
+    snprintf(err, errlen, "%s: HTTP %ld %s", what, a->status, why);
+    return classify(a->status, code);
+}
+
 int d9_creds_web_identity(const char *region, d9_s3_credentials *c, char *err, size_t errlen) {
     const char *file = env("AWS_WEB_IDENTITY_TOKEN_FILE"), *role = env("AWS_ROLE_ARN");
     char ep[1024], what[1400];
@@ -91,32 +103,7 @@ int d9_creds_web_identity(const char *region, d9_s3_credentials *c, char *err, s
                          .headers = {"Content-Type: application/x-www-form-urlencoded; charset=utf-8",
                                      "Accept: text/xml"},
                          .body = body, .connect_timeout_ms = 5000, .timeout_ms = 10000};
-    d9_creds_answer *a = malloc(sizeof *a);
-    if (!a) {
-        snprintf(err, errlen, "%s: out of memory", what);
-        goto out;
-    }
-    if (d9_creds_http_request(&req, a, why, sizeof why) != 0) {
-        snprintf(err, errlen, "%s: %s", what, why);
-        rc = D9_CREDS_RETRY;
-    } else if (a->status != 200) {
-        char code[128] = "";
-        const char *p = a->body;
-        d9_s3_credentials scratch;
-        d9_creds_parse_sts(a->body, a->len, &scratch, why, sizeof why); /* the <Error>'s code and message */
-        memset(&scratch, 0, sizeof scratch);
-        d9_s3_xml_next(&p, "Code", code, sizeof code);
-        snprintf(err, errlen, "%s: HTTP %ld %s", what, a->status, why);
-        rc = classify(a->status, code);
-    } else if (d9_creds_parse_sts(a->body, a->len, c, why, sizeof why) != 0) {
-        snprintf(err, errlen, "%s: %s", what, why);
-        rc = D9_CREDS_RETRY;
-    } else {
-        snprintf(c->source, sizeof c->source, "%s", what);
-        rc = D9_CREDS_OK;
-    }
-    memset(a, 0, sizeof *a);
-    free(a);
+    rc = d9_creds_fetch(&req, what, d9_creds_parse_sts, refused, NULL, c, err, errlen);
 out:
     if (token) memset(token, 0, 16384); /* the token and what carries it are secrets */
     if (body) memset(body, 0, 3 * 16384 + 4096);

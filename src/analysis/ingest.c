@@ -15,7 +15,7 @@ void d9a_begin_file(d9a_analysis *a) {
     a->stream_known = false;
 }
 
-worker *d9a_worker(d9a_analysis *a, uint64_t id) {
+worker *d9a_worker_add(d9a_analysis *a, uint64_t id) {
     if (id < a->workers_cap && a->workers[id]) return a->workers[id];
     if (id > D9A_MAX_WORKER_ID || id == D9_WORKER_NONE) return NULL;
     if (id >= a->workers_cap) {
@@ -208,27 +208,27 @@ static void add_drops(d9a_analysis *a, uint64_t n, uint32_t reason) {
 
 /* Polls and parks: the model's pairing rule (model/pairing.h) in stream order, which is each
  * worker's time order. */
-static int on_poll_mark(d9a_analysis *a, worker *w, const d9m_mark *k, const d9_event *ev,
+static int on_poll_mark(d9a_analysis *a, worker *w, d9m_mark *k, const d9_event *ev,
                         d9_decoder *dec) {
-    d9m_mark k2 = *k, start;
+    const d9m_mark *start;
     if (k->kind == D9M_POLL_START) {
-        k2.loc = string_field(a, ev, ev->schema->bind.field[D9_KF_SPAWN_LOC], dec);
-        if (k2.loc == D9A_NO_ID) return -1;
+        k->loc = string_field(a, ev, ev->schema->bind.field[D9_KF_SPAWN_LOC], dec);
+        if (k->loc == D9A_NO_ID) return -1;
     }
-    switch (d9m_pair(&w->pair, &k2, &start)) {
+    switch (d9m_pair(&w->pair, k, &start)) {
     case D9M_PAIR_REOPENED: a->unmatched_starts++; return 0;
     case D9M_PAIR_STRAY_END: a->unmatched_ends++; return 0;
     case D9M_PAIR_OPENED: return 0;
     case D9M_PAIR_CLOSED: break;
     }
-    if (!d9a_in_window(a, start.ts)) return 0;
-    d9a_rec r = {.ts = start.ts,
-                 .dur = k->ts > start.ts ? k->ts - start.ts : 0,
-                 .id = start.task,
-                 .ref = start.loc,
+    if (!d9a_in_window(a, start->ts)) return 0;
+    d9a_rec r = {.ts = start->ts,
+                 .dur = k->ts > start->ts ? k->ts - start->ts : 0,
+                 .id = start->task,
+                 .ref = start->loc,
                  .worker = (uint16_t)w->id,
                  .kind = D9A_REC_POLL,
-                 .aux = sat8(start.queue)};
+                 .aux = sat8(start->queue)};
     return emit(a, &r);
 }
 
@@ -246,7 +246,7 @@ static int on_park(d9a_analysis *a, worker *w, const d9m_mark *k) {
         w->busy_cpu_ns += k->cpu_ns - w->unpark_cpu;
     }
     w->have_unpark = false;
-    d9m_mark start;
+    const d9m_mark *start;
     d9m_pair(&w->pair, k, &start);
     return a->failed ? -1 : 0;
 }
@@ -275,11 +275,11 @@ static int on_unpark(d9a_analysis *a, worker *w, const d9m_mark *k) {
     w->have_unpark = true;
     w->unpark_ts = k->ts;
     w->unpark_cpu = k->cpu_ns;
-    d9m_mark start;
+    const d9m_mark *start;
     if (d9m_pair(&w->pair, k, &start) != D9M_PAIR_CLOSED) return 0;
-    if (!d9a_in_window(a, start.ts)) return 0;
-    d9a_rec r = {.ts = start.ts,
-                 .dur = k->ts > start.ts ? k->ts - start.ts : 0,
+    if (!d9a_in_window(a, start->ts)) return 0;
+    d9a_rec r = {.ts = start->ts,
+                 .dur = k->ts > start->ts ? k->ts - start->ts : 0,
                  .worker = (uint16_t)w->id,
                  .kind = D9A_REC_PARK};
     return emit(a, &r);
@@ -345,7 +345,8 @@ static int on_symbol(d9a_analysis *a, const d9_event *ev) {
                           e.file.len, e.line, e.depth);
 }
 
-static int ingest(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
+static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d9_event *ev,
+                                                          d9_decoder *dec) {
     const d9_dec_binding *in = &ev->schema->bind;
     if (!a->stream_known || ev->stream != a->cur_stream) {
         /* pool ids are per stream */
@@ -456,8 +457,10 @@ static int ingest(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
     return 0;
 }
 
-/* Here, next to ingest(), so that the per-event path is one call deep. */
-int d9a_feed(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
+/* Here, next to ingest(), so that the per-event path is one call deep: ingest() is inlined
+ * into both entry points. */
+static inline __attribute__((always_inline)) int feed(d9a_analysis *a, const d9_event *ev,
+                                                       d9_decoder *dec) {
     if (a->failed || a->finished) return -1;
     if (ingest(a, ev, dec) != 0 || a->failed) {
         a->failed = true;
@@ -466,6 +469,8 @@ int d9a_feed(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
     return 0;
 }
 
+int d9a_feed(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) { return feed(a, ev, dec); }
+
 int d9a_feeder_event(void *feeder, const d9_event *ev, d9_decoder *dec, size_t file_index) {
     d9a_feeder *f = feeder;
     if (!f->started || f->file != file_index) {
@@ -473,5 +478,5 @@ int d9a_feeder_event(void *feeder, const d9_event *ev, d9_decoder *dec, size_t f
         f->file = file_index;
         f->started = true;
     }
-    return d9a_feed(f->a, ev, dec) != 0 ? 1 : 0;
+    return feed(f->a, ev, dec) != 0 ? 1 : 0;
 }

@@ -210,8 +210,14 @@ struct d9a_analysis {
 };
 
 /* ingest.c */
-/* The worker of id (created on first sight), or NULL for 255 (none) and ids past the table. */
-worker *d9a_worker(d9a_analysis *a, uint64_t id);
+/* The worker of id (created on first sight), or NULL for 255 (none), ids past the table and
+ * out of memory. Inline: it runs for every poll and park mark; only a new worker takes the
+ * call. */
+worker *d9a_worker_add(d9a_analysis *a, uint64_t id);
+static inline worker *d9a_worker(d9a_analysis *a, uint64_t id) {
+    if (__builtin_expect(id < a->workers_cap && a->workers[id] != NULL, 1)) return a->workers[id];
+    return d9a_worker_add(a, id);
+}
 /* sweep.c */
 #define D9A_IDLE_MIN_NS 1000000 /* a parked worker counts as idle beside queued work when it
                                    stays parked at least this long after the observation */

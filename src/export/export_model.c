@@ -547,21 +547,21 @@ static int pair_marks(d9_xmodel *m) {
         m->worker_polls[w] = (uint32_t)np;
         for (; i < b->marks_n && b->marks[i].worker_id == wid; i++) {
             const mark *k = &b->marks[i];
-            mark s;
+            const mark *s;
             d9m_pair_result r = d9m_pair(&pair, k, &s);
             if (r == D9M_PAIR_REOPENED || r == D9M_PAIR_STRAY_END) {
                 if (k->kind == D9M_POLL_START || k->kind == D9M_POLL_END) m->unmatched_polls++;
                 else m->unmatched_parks++;
             } else if (r == D9M_PAIR_CLOSED && k->kind == D9M_POLL_END) {
-                m->polls[np++] = (d9_xpoll){.start = s.ts, .end = k->ts, .task = s.task,
-                                            .worker = w, .loc = s.loc, .queue = s.queue};
+                m->polls[np++] = (d9_xpoll){.start = s->ts, .end = k->ts, .task = s->task,
+                                            .worker = w, .loc = s->loc, .queue = s->queue};
             } else if (r == D9M_PAIR_CLOSED) {
-                bool has_cpu = s.has_cpu && k->has_cpu && k->cpu_ns >= s.cpu_ns;
+                bool has_cpu = s->has_cpu && k->has_cpu && k->cpu_ns >= s->cpu_ns;
                 m->parks[nk++] = (d9_xpark){
-                    .start = s.ts, .end = k->ts, .worker = w,
+                    .start = s->ts, .end = k->ts, .worker = w,
                     .has_sched_wait = k->has_sched_wait,
                     .sched_wait_ns = k->has_sched_wait ? k->sched_wait_ns : 0,
-                    .has_cpu = has_cpu, .cpu_ns = has_cpu ? k->cpu_ns - s.cpu_ns : 0};
+                    .has_cpu = has_cpu, .cpu_ns = has_cpu ? k->cpu_ns - s->cpu_ns : 0};
                 if (k->has_sched_wait && in_window(m, k->ts))
                     m->sched_delay[ns++] = (d9_xcounter){k->ts, k->sched_wait_ns, w};
             }

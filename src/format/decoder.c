@@ -47,9 +47,9 @@ struct d9_decoder {
     uint8_t *scan;         /* SCAN_* by schema index */
     d9_skip_plan *plans;   /* by schema index, for SCAN_PLAN */
     uint32_t scan_cap;
-    /* by type id, this stream: 0 not looked up, 1 not stepped over by a plan, else
-     * (plan index + 1) << 1 | has_timestamp (the hot loop of scan_run) */
-    uint32_t *scan_ids;
+    /* by type id, this stream: 0 not looked up, 1 not stepped over by a plan, else the
+     * plan's ops | has_timestamp (the hot loop of scan_run: one load to the ops) */
+    uintptr_t *scan_ids;
     uint32_t scan_ids_cap;
     size_t scan_room;      /* bytes the largest plan's event may take, with tag and type id
                               (at least 8: see delta24) */
@@ -403,7 +403,8 @@ static int decode_value(cur *c, uint8_t wt, d9_value *v, int depth) {
 
 /* ---- frames ---- */
 
-static int parse_event(cur *c, d9_event *ev) {
+/* Inline in both instances of next_event: it is most of the reading loop. */
+static inline __attribute__((always_inline)) int parse_event(cur *c, d9_event *ev) {
     d9_decoder *d = c->d;
     NEED(c, 2);
     uint16_t type_id = le16(c->p);
@@ -882,14 +883,17 @@ static uint8_t scan_state(d9_decoder *d, const d9_dec_schema *s) {
 }
 
 /* What scan_run does with type id `id` of this stream: see d9_decoder.scan_ids. */
-static uint32_t scan_id_slow(d9_decoder *d, uint16_t id) {
+static uintptr_t scan_id_slow(d9_decoder *d, uint16_t id) {
     const d9_dec_schema *s = id < d->types_cap ? d->types[id] : NULL;
     if (!s) return 1; /* undefined: parse_event reports it (not cached: it may come) */
-    uint32_t v = scan_state(d, s) == SCAN_PLAN ? (s->index + 1) << 1 | s->has_timestamp : 1;
+    /* the ops are allocated (aligned): their low bit is free for has_timestamp */
+    uintptr_t v = scan_state(d, s) == SCAN_PLAN
+                      ? (uintptr_t)d->plans[s->index].ops | (uintptr_t)s->has_timestamp
+                      : 1;
     if (id >= d->scan_ids_cap) {
         uint32_t cap = d->scan_ids_cap ? d->scan_ids_cap : 64;
         while (cap <= id) cap *= 2;
-        uint32_t *a = realloc(d->scan_ids, cap * sizeof *a);
+        uintptr_t *a = realloc(d->scan_ids, cap * sizeof *a);
         if (!a) return v;
         memset(a + d->scan_ids_cap, 0, (cap - d->scan_ids_cap) * sizeof *a);
         d->scan_ids = a;
@@ -915,27 +919,27 @@ static inline uint32_t delta24(const uint8_t *p) {
 
 static void scan_run(d9_decoder *d) {
     const uint8_t *p = d->buf + d->pos, *end = d->buf + d->len;
+    if ((size_t)(end - p) < d->scan_room) return;
     /* in locals: the plans' byte reads may alias anything, the compiler would reload them */
-    const uint32_t *ids = d->scan_ids;
+    const uintptr_t *ids = d->scan_ids;
     uint32_t nids = d->scan_ids_cap;
-    const d9_skip_plan *plans = d->plans;
-    size_t room = d->scan_room;
+    const uint8_t *last = end - d->scan_room; /* the last event start with room after it */
     uint64_t ts = d->ts_base, n = 0;
-    while ((size_t)(end - p) >= room && *p == D9_FRAME_EVENT) {
+    while (p <= last && *p == D9_FRAME_EVENT) {
         uint16_t id = le16(p + 1);
-        uint32_t v = id < nids ? ids[id] : 0;
+        uintptr_t v = id < nids ? ids[id] : 0;
         if (UNLIKELY(v <= 1)) {
             if (v == 1) break;
             v = scan_id_slow(d, id);
             ids = d->scan_ids;
             nids = d->scan_ids_cap;
-            plans = d->plans;
-            room = d->scan_room;
-            if (v == 1 || (size_t)(end - p) < room) break;
+            if (v == 1 || (size_t)(end - p) < d->scan_room) break;
+            last = end - d->scan_room;
         }
-        const uint8_t *next = d9_skip_event(&plans[(v >> 1) - 1], p + 3);
+        uint32_t delta = delta24(p + 3) & -(uint32_t)(v & 1); /* 0 without a timestamp */
+        const uint8_t *next = d9_skip_ops((const d9_skip_op *)(v & ~(uintptr_t)1), p + 3);
         if (!next) break;
-        if (v & 1) ts += delta24(p + 3);
+        ts += delta;
         p = next;
         n++;
     }
@@ -952,11 +956,12 @@ void d9_dec_set_scan(d9_decoder *d, const d9_dec_scan *scan) {
     d->scan_room = 8; /* tag, type id, and the 4 bytes delta24 loads at most */
 }
 
-int d9_dec_next(d9_decoder *d, d9_event *ev) {
-    if (UNLIKELY(d->status != D9_DEC_RUNNING)) return d->status == D9_DEC_ERROR ? -1 : 0;
-    if (UNLIKELY(!d->sniffed) && sniff(d) < 0) return -1;
+/* The reading loop, written once and compiled twice (see d9_dec_next): with `scan` a
+ * constant, the plain reader carries none of scan mode's checks. */
+static inline __attribute__((always_inline)) int next_event(d9_decoder *d, d9_event *ev,
+                                                             const bool scan) {
     for (;;) {
-        if (UNLIKELY(d->scan_mode.keep != NULL) && d->in_stream) scan_run(d);
+        if (scan && d->in_stream) scan_run(d);
         size_t avail = d->len - d->pos;
         if (UNLIKELY(avail == 0)) {
             if (d->eof) return finish(d);
@@ -968,7 +973,7 @@ int d9_dec_next(d9_decoder *d, d9_event *ev) {
         int r;
         if (LIKELY(tag == D9_FRAME_EVENT && d->in_stream)) {
             r = parse_event(&c, ev);
-            if (UNLIKELY(d->scan_mode.keep != NULL) && r == P_OK && scan_state(d, ev->schema) != SCAN_KEEP) {
+            if (scan && r == P_OK && scan_state(d, ev->schema) != SCAN_KEEP) {
                 d->pos = (size_t)(c.p - d->buf);
                 d->st.events++;
                 d->st.bytes = d->base + d->pos;
@@ -1036,6 +1041,17 @@ int d9_dec_next(d9_decoder *d, d9_event *ev) {
         }
         if (refill(d, need) < 0) return -1;
     }
+}
+
+static __attribute__((noinline)) int next_event_scanning(d9_decoder *d, d9_event *ev) {
+    return next_event(d, ev, true);
+}
+
+int d9_dec_next(d9_decoder *d, d9_event *ev) {
+    if (UNLIKELY(d->status != D9_DEC_RUNNING)) return d->status == D9_DEC_ERROR ? -1 : 0;
+    if (UNLIKELY(!d->sniffed) && sniff(d) < 0) return -1;
+    if (UNLIKELY(d->scan_mode.keep != NULL)) return next_event_scanning(d, ev);
+    return next_event(d, ev, false);
 }
 
 /* ---- opening and closing ---- */

@@ -156,6 +156,10 @@ const d9_value *d9_event_field(const d9_event *ev, const char *name);
  * U32, Bool, non-negative I64). Lets readers accept a field whose width differs by writer. */
 static inline bool d9_value_uint(const d9_value *v, uint64_t *out) {
     if (!v || !v->present) return false;
+    if (__builtin_expect(v->type == D9_FT_VARINT, 1)) { /* what our encoder writes */
+        *out = v->u;
+        return true;
+    }
     switch (v->type) {
     case D9_FT_VARINT: case D9_FT_U8: case D9_FT_U16: case D9_FT_U32: case D9_FT_BOOL:
         *out = v->u;

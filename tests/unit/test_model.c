@@ -9,7 +9,8 @@ static d9m_mark mark(uint8_t kind, uint64_t ts) { return (d9m_mark){.kind = kind
 
 static void test_pairing(void) {
     d9m_pair_state s = {0};
-    d9m_mark start, k;
+    d9m_mark k;
+    const d9m_mark *start;
     k = mark(D9M_POLL_END, 1);
     CHECK(d9m_pair(&s, &k, &start) == D9M_PAIR_STRAY_END);
     k = mark(D9M_POLL_START, 2);
@@ -20,12 +21,12 @@ static void test_pairing(void) {
     CHECK(d9m_pair(&s, &k, &start) == D9M_PAIR_OPENED);
     k = mark(D9M_POLL_END, 5);
     CHECK(d9m_pair(&s, &k, &start) == D9M_PAIR_CLOSED);
-    CHECK_EQ_U64(start.ts, 3);
-    CHECK_EQ_U64(start.task, 3);
+    CHECK_EQ_U64(start->ts, 3);
+    CHECK_EQ_U64(start->task, 3);
     CHECK(!s.in_poll && s.parked);
     k = mark(D9M_UNPARK, 6);
     CHECK(d9m_pair(&s, &k, &start) == D9M_PAIR_CLOSED);
-    CHECK_EQ_U64(start.ts, 4);
+    CHECK_EQ_U64(start->ts, 4);
     k = mark(D9M_UNPARK, 7);
     CHECK(d9m_pair(&s, &k, &start) == D9M_PAIR_STRAY_END);
 }

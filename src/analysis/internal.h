@@ -13,6 +13,7 @@
 #include "analysis/symtab.h"
 #include "analysis/topn.h"
 #include "model/pairing.h"
+#include "model/wake_link.h"
 
 #define D9A_MAX_WORKER_ID 4095    /* worker ids above are ignored (dial9's are < 256) */
 #define D9A_POLL_GROUPS 16        /* distinct stacks kept per long poll */
@@ -53,9 +54,7 @@ typedef struct worker {
 
 typedef struct task {
     uint64_t id;
-    uint64_t pending_wake; /* first wake since its last poll start, 0 = none */
-    uint64_t last_poll_end; /* a wake while that poll ran leaves the task runnable from here */
-    uint32_t wakes_pending;
+    d9m_wake_state wake; /* its wakes and its poll, linked (model/wake_link.h) */
     uint32_t loc;
     uint32_t polls, hops;
     uint16_t last_worker;

@@ -142,13 +142,6 @@ static void close_pending(d9a_analysis *a, worker *w, uint64_t next) {
 /* A late record (older than what was already handed on) still counts in durations and
  * totals, but does not move a worker's current poll or park back in time, and takes no part in
  * pairing wakes with polls or in migrations: those would pair across the gap. */
-/* When a woken task became runnable: its first wake since its previous poll started, or the end
- * of that poll if the wake came while it ran (the task could not run again before), as dial9
- * pairs them. The viewer measures the same. */
-static uint64_t runnable_since(const task *t) {
-    return t->pending_wake > t->last_poll_end ? t->pending_wake : t->last_poll_end;
-}
-
 static void on_poll(d9a_analysis *a, const d9a_rec *r, bool late) {
     worker *w = rec_worker(a, r->worker);
     loc_stats *L = d9a_loc(a, r->ref);
@@ -179,12 +172,9 @@ static void on_poll(d9a_analysis *a, const d9a_rec *r, bool late) {
     if (late) {
         /* a pending wake older than this poll: it was followed by this poll at the latest */
         task *t = d9a_task(a, r->id, false);
-        if (t && t->pending_wake && r->ts >= runnable_since(t)) {
-            d9a_hist_add(&a->wake_delay, r->ts - runnable_since(t));
-            t->pending_wake = 0;
-            t->wakes_pending = 0;
-        }
-        if (t) t->last_poll_end = r->ts + r->dur;
+        d9m_wake_link link;
+        if (t && d9m_wake_poll(&t->wake, r->ts, r->ts + r->dur, &link))
+            d9a_hist_add(&a->wake_delay, link.delay_ns);
         return;
     }
     w->sw_poll_slot = slot;
@@ -211,18 +201,16 @@ static void on_poll(d9a_analysis *a, const d9a_rec *r, bool late) {
 
     task *t = d9a_task(a, r->id, true);
     if (!t) return;
-    if (t->pending_wake) {
-        uint64_t from = runnable_since(t);
-        uint64_t d = r->ts > from ? r->ts - from : 0;
+    d9m_wake_link link;
+    if (d9m_wake_poll(&t->wake, r->ts, r->ts + r->dur, &link)) {
+        uint64_t d = link.delay_ns;
         d9a_hist_add(&a->wake_delay, d);
         if (d > a->opt.wake_delay_warn_ns) a->wake_over_warn++;
         if (d > a->opt.wake_delay_crit_ns) a->wake_over_crit++;
         long s = d9a_topn_place(&a->wake_top, d, NULL);
         if (s >= 0)
             *(wake_entry *)d9a_topn_at(&a->wake_top, (size_t)s) =
-                (wake_entry){from, r->ts, r->id, r->ref, t->wakes_pending, r->worker};
-        t->pending_wake = 0;
-        t->wakes_pending = 0;
+                (wake_entry){link.runnable_since, r->ts, r->id, r->ref, link.wakes, r->worker};
     }
     if (t->polls == 0) {
         a->tasks_polled++;
@@ -234,7 +222,6 @@ static void on_poll(d9a_analysis *a, const d9a_rec *r, bool late) {
         }
     }
     t->polls++;
-    t->last_poll_end = r->ts + r->dur;
     t->last_worker = r->worker;
     if (t->loc == D9A_NO_ID) t->loc = r->ref;
 }
@@ -316,7 +303,7 @@ static void on_offcpu(d9a_analysis *a, const d9a_rec *r, bool late) {
 }
 
 static void finish_task(d9a_analysis *a, task *t) {
-    if (t->pending_wake) a->wakes_unpolled++;
+    if (d9m_wake_pending(&t->wake)) a->wakes_unpolled++;
     if (t->hops > 0) {
         long s = d9a_topn_place(&a->migr_top, t->hops, NULL);
         if (s >= 0)
@@ -348,8 +335,7 @@ static void sweep_one(d9a_analysis *a, const d9a_rec *r) {
         if (r->id == 0 || late) break; /* no task / its poll may be handed on already */
         task *t = d9a_task(a, r->id, true);
         if (!t) break;
-        if (!t->pending_wake) t->pending_wake = r->ts;
-        t->wakes_pending++;
+        d9m_wake_note(&t->wake, r->ts);
         break;
     }
     case D9A_REC_SAMPLE: on_sample(a, r); break;

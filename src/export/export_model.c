@@ -11,6 +11,7 @@
 
 #include "export/export_symbols.h"
 #include "model/pairing.h"
+#include "model/wake_link.h"
 #include "format/wire.h"
 
 /* ------------------------------------------------------------------------------------------
@@ -614,6 +615,14 @@ static int cmp_wake_ts(const void *a, const void *b) {
 
 static const d9_xwake *sort_wakes_base;
 
+static int cmp_wake_by_task(const void *a, const void *b) {
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    const d9_xwake *x = &sort_wakes_base[i], *y = &sort_wakes_base[j];
+    if (x->woken_task != y->woken_task) return x->woken_task < y->woken_task ? -1 : 1;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
 static int cmp_wake_by_target(const void *a, const void *b) {
     uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
     uint32_t x = sort_wakes_base[i].target, y = sort_wakes_base[j].target;
@@ -621,13 +630,40 @@ static int cmp_wake_by_target(const void *a, const void *b) {
     return i < j ? -1 : i > j;
 }
 
+/* Each wake's target by the model's rule (model/wake_link.h): per task, its wakes and polls
+ * in time order (a wake before a poll of the same start), each poll taking the wakes pending
+ * before it. by_wake and by_poll are the wake and poll indexes sorted by task, then time. */
+static void target_wakes(d9_xmodel *m, const uint32_t *by_wake, size_t n, const uint32_t *by_poll) {
+    size_t np = m->poll_count, j = 0;
+    for (size_t i = 0; i < n;) {
+        uint64_t task = m->wakes[by_wake[i]].woken_task;
+        while (j < np && m->polls[by_poll[j]].task < task) j++;
+        d9m_wake_state st = {0};
+        size_t pending = i; /* by_wake[pending..i): the wakes waiting for a poll */
+        for (;;) {
+            bool wake = i < n && m->wakes[by_wake[i]].woken_task == task;
+            bool poll = j < np && m->polls[by_poll[j]].task == task;
+            if (!wake && (!poll || pending == i)) break;
+            if (wake && (!poll || m->wakes[by_wake[i]].ts <= m->polls[by_poll[j]].start)) {
+                d9m_wake_note(&st, m->wakes[by_wake[i++]].ts);
+                continue;
+            }
+            const d9_xpoll *p = &m->polls[by_poll[j]];
+            d9m_wake_link link;
+            if (d9m_wake_poll(&st, p->start, p->end, &link))
+                for (; pending < i; pending++) m->wakes[by_wake[pending]].target = by_poll[j];
+            j++;
+        }
+    }
+}
+
 static int link_wakes(d9_xmodel *m) {
     struct d9_xbuild *b = m->build;
     m->wakes = malloc((b->wakes_n + 1) * sizeof *m->wakes);
     m->wake_order = malloc((b->wakes_n + 1) * sizeof *m->wake_order);
-    uint32_t *by_task = malloc((m->poll_count + 1) * sizeof *by_task);
-    if (!m->wakes || !m->wake_order || !by_task) {
-        free(by_task);
+    uint32_t *by_poll = malloc((m->poll_count + 1) * sizeof *by_poll);
+    if (!m->wakes || !m->wake_order || !by_poll) {
+        free(by_poll);
         return -1;
     }
     size_t n = 0;
@@ -640,25 +676,16 @@ static int link_wakes(d9_xmodel *m) {
     }
     qsort(m->wakes, n, sizeof *m->wakes, cmp_wake_ts);
     m->wake_count = n;
-    for (size_t i = 0; i < m->poll_count; i++) by_task[i] = (uint32_t)i;
+    for (size_t i = 0; i < m->poll_count; i++) by_poll[i] = (uint32_t)i;
     sort_polls_base = m->polls;
-    qsort(by_task, m->poll_count, sizeof *by_task, cmp_poll_by_task);
-    for (size_t i = 0; i < n; i++) {
-        d9_xwake *w = &m->wakes[i];
-        /* the woken task's first poll that starts at or after the wake */
-        size_t lo = 0, hi = m->poll_count;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            const d9_xpoll *p = &m->polls[by_task[mid]];
-            if (p->task < w->woken_task || (p->task == w->woken_task && p->start < w->ts)) lo = mid + 1;
-            else hi = mid;
-        }
-        if (lo < m->poll_count && m->polls[by_task[lo]].task == w->woken_task)
-            w->target = by_task[lo];
-    }
-    free(by_task);
+    qsort(by_poll, m->poll_count, sizeof *by_poll, cmp_poll_by_task);
+    /* wake_order, sorted by task first, then regrouped by target poll */
     for (size_t i = 0; i < n; i++) m->wake_order[i] = (uint32_t)i;
     sort_wakes_base = m->wakes;
+    qsort(m->wake_order, n, sizeof *m->wake_order, cmp_wake_by_task);
+    target_wakes(m, m->wake_order, n, by_poll);
+    free(by_poll);
+    for (size_t i = 0; i < n; i++) m->wake_order[i] = (uint32_t)i;
     qsort(m->wake_order, n, sizeof *m->wake_order, cmp_wake_by_target);
     for (size_t i = 0; i < m->poll_count; i++) m->polls[i].wakes_first = m->polls[i].wakes_count = 0;
     for (size_t i = 0; i < n;) {

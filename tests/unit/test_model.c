@@ -1,9 +1,10 @@
-/* The trace model's shared pieces (src/model): the pairing rule the analysis and the export
- * both use, and the symbol table both apply. The end-to-end proof is that analyze and export
+/* The trace model's shared pieces (src/model): the pairing and wake-linking rules the analysis
+ * and the export both use, and the symbol table both apply. The end-to-end proof is that analyze and export
  * give the same answers as before (tests/goldens, test_export_fixture). */
 #include "check.h"
 #include "model/pairing.h"
 #include "model/symtab.h"
+#include "model/wake_link.h"
 
 static d9m_mark mark(uint8_t kind, uint64_t ts) { return (d9m_mark){.kind = kind, .ts = ts, .task = ts}; }
 
@@ -29,6 +30,42 @@ static void test_pairing(void) {
     CHECK_EQ_U64(start->ts, 4);
     k = mark(D9M_UNPARK, 7);
     CHECK(d9m_pair(&s, &k, &start) == D9M_PAIR_STRAY_END);
+}
+
+static void test_wake_link(void) {
+    d9m_wake_state s = {0};
+    d9m_wake_link l;
+    CHECK(!d9m_wake_poll(&s, 5, 8, &l)); /* no wake: nothing to link */
+    d9m_wake_note(&s, 10);
+    CHECK(d9m_wake_pending(&s));
+    CHECK(d9m_wake_poll(&s, 15, 20, &l));
+    CHECK_EQ_U64(l.runnable_since, 10);
+    CHECK_EQ_U64(l.delay_ns, 5);
+    CHECK_EQ_U64(l.wakes, 1);
+    CHECK(!d9m_wake_pending(&s));
+    /* a wake while that poll still ran: runnable from its end */
+    d9m_wake_note(&s, 18);
+    CHECK(d9m_wake_poll(&s, 30, 35, &l));
+    CHECK_EQ_U64(l.runnable_since, 20);
+    CHECK_EQ_U64(l.delay_ns, 10);
+    /* several wakes before one poll: all lead to it, the delay from the first */
+    d9m_wake_note(&s, 40);
+    d9m_wake_note(&s, 42);
+    CHECK(d9m_wake_poll(&s, 50, 51, &l));
+    CHECK_EQ_U64(l.wakes, 2);
+    CHECK_EQ_U64(l.delay_ns, 10);
+    /* a poll that started before the wake (a late record) leaves it pending */
+    d9m_wake_note(&s, 100);
+    CHECK(!d9m_wake_poll(&s, 90, 95, &l));
+    CHECK(d9m_wake_pending(&s));
+    CHECK(d9m_wake_poll(&s, 100, 120, &l)); /* a poll at the wake's timestamp is its poll */
+    CHECK_EQ_U64(l.runnable_since, 100);
+    CHECK_EQ_U64(l.delay_ns, 0);
+    /* overlapping polls of one task: runnable from the end of the other, no negative delay */
+    d9m_wake_note(&s, 110);
+    CHECK(d9m_wake_poll(&s, 115, 130, &l));
+    CHECK_EQ_U64(l.runnable_since, 120);
+    CHECK_EQ_U64(l.delay_ns, 0);
 }
 
 static void test_symtab(void) {
@@ -65,6 +102,7 @@ static void test_symtab(void) {
 
 int main(void) {
     test_pairing();
+    test_wake_link();
     test_symtab();
     return d9t_summary("test_model");
 }

@@ -25,8 +25,7 @@ d9a_analysis *d9a_new(const d9a_options *opt) {
     a->buf.window = a->opt.window_records;
     a->symtab.strings = &a->strings;
     a->free_task = D9A_NO_ID;
-    a->win_from = 0;
-    a->win_to = UINT64_MAX;
+    a->win = (d9_time_window){0, UINT64_MAX};
     a->live_slot_ns = 10000000; /* 10 ms; doubles as the trace gets longer */
     size_t n = a->opt.top_n;
     if (d9a_topn_init(&a->long_polls, n, sizeof(long_poll_entry)) != 0 ||

@@ -26,8 +26,11 @@
 typedef struct d9a_options {
     size_t top_n;              /* entries in each top list (default 10) */
     d9_time_arg from, to;      /* analyze [from, to) only; unset = the whole trace */
-    uint64_t trace_end_ts;     /* the trace's last timestamp: needed for D9_TIME_FROM_END times,
-                                  which a one-pass analysis cannot know (the CLI reads it first) */
+    /* the trace's first and last timestamps (trace_span_known), which relative --from/--to
+     * resolve against (common/time_arg.h) and a one-pass analysis cannot know: the CLI reads
+     * them first. Without them the first timestamp read stands for the start. */
+    bool trace_span_known;
+    uint64_t trace_start_ts, trace_end_ts;
     size_t window_records;     /* reordering window in records of 32 bytes (default 524288) */
     /* red-flag thresholds (ns) */
     uint64_t long_poll_warn_ns, long_poll_crit_ns;     /* 10 ms, 50 ms */
@@ -211,6 +214,8 @@ typedef struct d9a_report {
     uint64_t start_ns, end_ns, duration_ns; /* the analyzed time */
     uint64_t trace_first_ns, trace_last_ns; /* every timestamped event */
     bool windowed;                          /* --from/--to applied */
+    const char *window_error; /* the window holds none of the trace (common/time_arg.h: the
+                               * commands refuse it), NULL when it does */
     uint64_t events;
     struct {
         uint64_t poll_starts, poll_ends, parks, unparks, wakes, spawns, terminates;

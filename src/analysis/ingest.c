@@ -146,15 +146,16 @@ static uint32_t stack_field(d9a_analysis *a, const d9_event *ev, int idx, d9_dec
     return d9a_stacks_intern(&a->stacks, NULL, 0);
 }
 
-static uint64_t resolve_time(const d9a_analysis *a, const d9_time_arg *t) {
-    return d9_time_arg_resolve(t, a->first_ts, a->opt.trace_end_ts);
-}
-
+/* At the first timestamp read; whether the window holds any of the trace is judged at the
+ * end (d9a_finish), when its last timestamp is known. */
 static void resolve_window(d9a_analysis *a) {
     a->window_resolved = true;
-    a->win_from = a->opt.from.set ? resolve_time(a, &a->opt.from) : 0;
-    a->win_to = a->opt.to.set ? resolve_time(a, &a->opt.to) : UINT64_MAX;
-    a->live_origin = a->opt.from.set ? a->win_from : a->first_ts;
+    uint64_t start = a->opt.trace_span_known ? a->opt.trace_start_ts : a->first_ts;
+    char err[8];
+    (void)d9_time_window_resolve(&a->opt.from, &a->opt.to, start, a->opt.trace_end_ts, &a->win,
+                                 err, sizeof err);
+    if (!a->opt.from.set) a->win.from = 0;
+    a->live_origin = a->opt.from.set ? a->win.from : a->first_ts;
 }
 
 static void copy_metadata(d9a_analysis *a, const d9_value *v) {

@@ -142,7 +142,8 @@ struct d9a_analysis {
     uint64_t first_ts; /* first timestamp in file order: the origin of relative --from/--to */
     uint64_t min_ts, max_ts;
     bool window_resolved;
-    uint64_t win_from, win_to; /* [from, to) absolute */
+    d9_time_window win; /* what is analyzed (common/time_arg.h) */
+    char window_error[160];
 
     /* summary */
     uint64_t events;
@@ -231,8 +232,9 @@ void d9a_dist_from(d9a_dist *d, const d9a_hist *h);
 /* red_flags.c */
 int d9a_add_red_flags(d9a_analysis *a);
 
+/* The window's rule (common/time_arg.h): instants by their time, slices by their start. */
 static inline bool d9a_in_window(const d9a_analysis *a, uint64_t ts) {
-    return ts >= a->win_from && ts < a->win_to;
+    return d9_time_window_holds(&a->win, ts);
 }
 
 #endif

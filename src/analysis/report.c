@@ -476,8 +476,12 @@ int d9a_build_report(d9a_analysis *a) {
     r->windowed = a->opt.from.set || a->opt.to.set;
     r->start_ns = r->trace_first_ns;
     r->end_ns = r->trace_last_ns;
-    if (a->opt.from.set && a->win_from > r->start_ns) r->start_ns = a->win_from;
-    if (a->opt.to.set && a->win_to < r->end_ns) r->end_ns = a->win_to;
+    if (a->opt.from.set && a->win.from > r->start_ns) r->start_ns = a->win.from;
+    if (a->opt.to.set && a->win.to < r->end_ns) r->end_ns = a->win.to;
+    if (r->windowed && a->have_first &&
+        d9_time_window_check(&a->win, a->min_ts, a->max_ts, a->window_error,
+                             sizeof a->window_error) != 0)
+        r->window_error = a->window_error;
     r->duration_ns = r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0;
     r->events = a->events;
     r->counts.poll_starts = a->kind_counts[D9_SCH_POLL_START];

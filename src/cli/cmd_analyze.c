@@ -30,7 +30,9 @@ static void analyze_usage(FILE *out) {
             "  --from T, --to T analyze [T1, T2) only. T is a time since the trace start with a\n"
             "                   unit (1.5s, 200ms, 350us, 42ns, 2m, 1h), - and a time before its\n"
             "                   end (-15m), or @ and an absolute trace timestamp\n"
-            "                   (@503226032430072); a bare number is refused\n"
+            "                   (@503226032430072); a bare number is refused. Polls and parks\n"
+            "                   count when they start in it, everything else by its time (as in\n"
+            "                   check and export); a window outside the trace is refused\n"
             "  --top N          entries per list (default 10)\n"
             "  --stack-depth N  frames printed per stack in text (default 16; JSON has all)\n"
             "  --window N       records kept for time ordering (default 524288, 32 bytes each)\n"
@@ -113,8 +115,10 @@ int d9_cmd_analyze(int argc, char **argv) {
         d9_path_list_free(&paths);
         return D9_EXIT_DATA;
     }
-    if (opt.from.base == D9_TIME_FROM_END || opt.to.base == D9_TIME_FROM_END)
-        opt.trace_end_ts = d9_cli_trace_end_ts(&paths);
+    if (d9_cli_window_is_relative(&opt.from, &opt.to)) {
+        d9_cli_trace_span(&paths, &opt.trace_start_ts, &opt.trace_end_ts);
+        opt.trace_span_known = true;
+    }
     d9_file_result *results = calloc(paths.count, sizeof *results);
     d9a_analysis *a = d9a_new(&opt);
     if (!results || !a) {
@@ -130,6 +134,9 @@ int d9_cmd_analyze(int argc, char **argv) {
     if (!r) {
         fprintf(stderr, "dial9 analyze: out of memory\n");
         rc = D9_EXIT_DATA;
+    } else if (r->window_error) { /* refused, as export refuses it (common/time_arg.h) */
+        fprintf(stderr, "dial9 analyze: %s\n", r->window_error);
+        rc = D9_EXIT_USAGE;
     } else {
         if (json) {
             d9a_input_file *files = calloc(paths.count ? paths.count : 1, sizeof *files);

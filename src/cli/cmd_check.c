@@ -43,6 +43,8 @@ static void check_usage(FILE *out) {
             "  --json                      one JSON object: {\"ok\":..., \"rules\":[...], ...}\n"
             "  --from T, --to T            check [T1, T2) only: 5s, 250ms, 1h (since the start),\n"
             "                              -15m (before the end), @NS (absolute), as in analyze\n"
+            "                              (polls and parks by their start; a window outside\n"
+            "                              the trace is refused)\n"
             "  --window N                  records kept for time ordering (default 524288)\n"
             "  -h, --help\n"
             "\n"
@@ -248,8 +250,10 @@ int d9_cmd_check(int argc, char **argv) {
         d9_path_list_free(&paths);
         return D9_EXIT_DATA;
     }
-    if (opt.from.base == D9_TIME_FROM_END || opt.to.base == D9_TIME_FROM_END)
-        opt.trace_end_ts = d9_cli_trace_end_ts(&paths);
+    if (d9_cli_window_is_relative(&opt.from, &opt.to)) {
+        d9_cli_trace_span(&paths, &opt.trace_start_ts, &opt.trace_end_ts);
+        opt.trace_span_known = true;
+    }
     d9_file_result *results = calloc(paths.count, sizeof *results);
     d9a_analysis *a = d9a_new(&opt);
     if (!results || !a) {
@@ -270,6 +274,14 @@ int d9_cmd_check(int argc, char **argv) {
         free(results);
         d9_path_list_free(&paths);
         return D9_EXIT_DATA;
+    }
+    if (r->window_error) { /* refused, as export refuses it (common/time_arg.h) */
+        fprintf(stderr, "dial9 check: %s\n", r->window_error);
+        d9_report_file_problems(stderr, "check", results, paths.count, true);
+        d9a_free(a);
+        free(results);
+        d9_path_list_free(&paths);
+        return D9_EXIT_USAGE;
     }
     broken = d9a_check_rules(r, rules, nrules, res);
     if (json) {

@@ -19,20 +19,32 @@ int d9_cli_check_window(const char *cmd, const d9_time_arg *from, const d9_time_
     return -1;
 }
 
-static int note_last(void *ctx, const d9_event *ev, d9_decoder *dec, size_t file_index) {
+typedef struct span {
+    bool any;
+    uint64_t first, last;
+} span;
+
+static int note_span(void *ctx, const d9_event *ev, d9_decoder *dec, size_t file_index) {
     (void)dec;
     (void)file_index;
-    uint64_t *last = ctx;
+    span *s = ctx;
     /* the readers' rule: timestamp 0 (SymbolTableEntry) is no point in time */
-    if (ev->schema->has_timestamp && ev->ts_ns != 0 && ev->ts_ns > *last) *last = ev->ts_ns;
+    if (!ev->schema->has_timestamp || ev->ts_ns == 0) return 0;
+    if (!s->any || ev->ts_ns < s->first) s->first = ev->ts_ns;
+    if (!s->any || ev->ts_ns > s->last) s->last = ev->ts_ns;
+    s->any = true;
     return 0;
 }
 
-uint64_t d9_cli_trace_end_ts(const d9_path_list *paths) {
-    uint64_t last = 0;
+void d9_cli_trace_span(const d9_path_list *paths, uint64_t *first_ts, uint64_t *last_ts) {
+    span s = {0};
     d9_file_result *results = calloc(paths->count ? paths->count : 1, sizeof *results);
-    if (!results) return 0;
-    (void)d9_read_trace_files(paths, note_last, &last, results);
+    if (results) (void)d9_read_trace_files(paths, note_span, &s, results);
     free(results);
-    return last;
+    *first_ts = s.first;
+    *last_ts = s.last;
+}
+
+bool d9_cli_window_is_relative(const d9_time_arg *from, const d9_time_arg *to) {
+    return (from->set && from->base != D9_TIME_ABSOLUTE) || (to->set && to->base != D9_TIME_ABSOLUTE);
 }

@@ -15,9 +15,12 @@ int d9_cli_parse_time_option(const char *cmd, const char *opt, const char *value
 /* 0 when the window can hold something; -1 after printing "--to must be after --from". */
 int d9_cli_check_window(const char *cmd, const d9_time_arg *from, const d9_time_arg *to);
 
-/* The last timestamp of the trace files (0 when none), for times counted from the end: a
- * one-pass reader cannot know it, so the files are read once more. The files' problems are
- * the main pass's to report. */
-uint64_t d9_cli_trace_end_ts(const d9_path_list *paths);
+/* The first and last timestamps of the trace files (0, 0 when none), which relative times
+ * resolve against (common/time_arg.h): a one-pass reader cannot know them, so the files are
+ * read once more. The files' problems are the main pass's to report. */
+void d9_cli_trace_span(const d9_path_list *paths, uint64_t *first_ts, uint64_t *last_ts);
+
+/* Whether --from/--to need that span: a time counted from the trace's start or end. */
+bool d9_cli_window_is_relative(const d9_time_arg *from, const d9_time_arg *to);
 
 #endif

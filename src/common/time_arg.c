@@ -122,3 +122,26 @@ bool d9_time_window_empty(const d9_time_arg *from, const d9_time_arg *to) {
     if (!from->set || !to->set || from->base != to->base) return false;
     return from->base == D9_TIME_FROM_END ? to->ns >= from->ns : to->ns <= from->ns;
 }
+
+int d9_time_window_resolve(const d9_time_arg *from, const d9_time_arg *to, uint64_t first_ts,
+                           uint64_t last_ts, d9_time_window *out, char *err, size_t errlen) {
+    out->from = from->set ? d9_time_arg_resolve(from, first_ts, last_ts) : first_ts;
+    out->to = to->set ? d9_time_arg_resolve(to, first_ts, last_ts) : UINT64_MAX;
+    return d9_time_window_check(out, first_ts, last_ts, err, errlen);
+}
+
+int d9_time_window_check(const d9_time_window *out, uint64_t first_ts, uint64_t last_ts, char *err,
+                         size_t errlen) {
+    if (out->from <= last_ts && out->to > first_ts && out->to > out->from) return 0;
+    /* say which end is wrong */
+    double span = (double)(last_ts - first_ts) / 1e9;
+    if (out->from > last_ts)
+        snprintf(err, errlen, "empty time window: --from is %.3f s after the trace's end (it lasts %.3f s)",
+                 (double)(out->from - last_ts) / 1e9, span);
+    else if (out->to <= first_ts)
+        snprintf(err, errlen, "empty time window: --to is %.3f s before the trace's start",
+                 (double)(first_ts - out->to) / 1e9);
+    else
+        snprintf(err, errlen, "empty time window: --to is not after --from");
+    return -1;
+}

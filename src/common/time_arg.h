@@ -46,4 +46,37 @@ uint64_t d9_time_arg_resolve(const d9_time_arg *t, uint64_t first_ts, uint64_t l
  * (the commands refuse that before reading anything). */
 bool d9_time_window_empty(const d9_time_arg *from, const d9_time_arg *to);
 
+/* The one rule for what a time window holds, for every command that takes --from/--to
+ * (analyze, check, export; stats and dump read whole traces):
+ *
+ *   - the window is [from, to): from is inclusive, to exclusive; an unset --from is the
+ *     trace's first timestamp, an unset --to leaves the window open to the trace's end;
+ *   - an item at one time (a wake, a sample, a queue reading, a spawn) is in the window when
+ *     its timestamp is;
+ *   - a slice (a poll, a park, an off-CPU interval) is in the window when its START is, so
+ *     windows side by side share no slice and together hold what the larger window holds
+ *     (the export still draws such a slice cut at --to);
+ *   - a window that holds none of the trace's time (--from after its last timestamp, --to at
+ *     or before its first) is refused, with a message that says which end is wrong.
+ *
+ * Relative times resolve against the trace's first and last timestamps (the smallest and
+ * largest of all its events': common to every command, whatever order the files are in). */
+typedef struct d9_time_window {
+    uint64_t from; /* inclusive */
+    uint64_t to;   /* exclusive; UINT64_MAX without --to */
+} d9_time_window;
+
+/* Resolve --from/--to (unset: not given) on a trace whose timestamps run from first_ts to
+ * last_ts. 0, or -1 with a message in err when the window holds none of the trace. */
+int d9_time_window_resolve(const d9_time_arg *from, const d9_time_arg *to, uint64_t first_ts,
+                           uint64_t last_ts, d9_time_window *out, char *err, size_t errlen);
+/* The same judgement on a window resolved before the trace's end was known (a one-pass
+ * reader): 0, or -1 with the message when it holds none of [first_ts, last_ts]. */
+int d9_time_window_check(const d9_time_window *w, uint64_t first_ts, uint64_t last_ts, char *err,
+                         size_t errlen);
+
+static inline bool d9_time_window_holds(const d9_time_window *w, uint64_t ts) {
+    return ts >= w->from && ts < w->to;
+}
+
 #endif

@@ -489,12 +489,12 @@ static int cmp_mark(const void *a, const void *b) {
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static bool in_window(const d9_xmodel *m, uint64_t ts) { return ts >= m->from && ts <= m->to; }
+/* The window's rule (common/time_arg.h): instants by their time, slices by their start. */
+static bool in_window(const d9_xmodel *m, uint64_t ts) { return d9_time_window_holds(&m->window, ts); }
 
-/* Clip [*start, *end] to the window; false when it lies outside. */
-static bool clip(const d9_xmodel *m, uint64_t *start, uint64_t *end) {
-    if (*end < m->from || *start > m->to) return false;
-    if (*start < m->from) *start = m->from;
+/* A slice in the window, drawn cut at its end (--to); false when it is not in the window. */
+static bool clip(const d9_xmodel *m, uint64_t start, uint64_t *end) {
+    if (!in_window(m, start)) return false;
     if (*end > m->to) *end = m->to;
     return true;
 }
@@ -572,14 +572,14 @@ static int pair_marks(d9_xmodel *m) {
         if (pair.in_poll) m->unmatched_polls++;
         if (pair.parked) m->unmatched_parks++;
         cut_overlaps(m, m->polls + poll0, np - poll0, m->parks + park0, nk - park0);
-        /* keep what overlaps the window, clipped to it */
+        /* keep what starts in the window, cut at its end */
         size_t kept = poll0;
         for (size_t p = poll0; p < np; p++)
-            if (clip(m, &m->polls[p].start, &m->polls[p].end)) m->polls[kept++] = m->polls[p];
+            if (clip(m, m->polls[p].start, &m->polls[p].end)) m->polls[kept++] = m->polls[p];
         np = kept;
         kept = park0;
         for (size_t p = park0; p < nk; p++)
-            if (clip(m, &m->parks[p].start, &m->parks[p].end)) m->parks[kept++] = m->parks[p];
+            if (clip(m, m->parks[p].start, &m->parks[p].end)) m->parks[kept++] = m->parks[p];
         nk = kept;
         m->workers[w].polls = np - poll0;
         m->workers[w].parks = nk - park0;
@@ -784,22 +784,13 @@ static int collect_counters(d9_xmodel *m) {
  * ---------------------------------------------------------------------------------------- */
 
 static int resolve_window(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen) {
-    m->from = m->first_ts;
-    m->to = m->last_ts;
-    if (!w) return 0;
-    if (w->from.set) m->from = d9_time_arg_resolve(&w->from, m->first_ts, m->last_ts);
-    if (w->to.set) m->to = d9_time_arg_resolve(&w->to, m->first_ts, m->last_ts);
-    if (m->to < m->from) {
-        /* say which end is wrong: without --to, --from is past the trace's end */
-        if (w->to.set && w->from.set) snprintf(err, errlen, "empty time window: --to is before --from");
-        else if (w->from.set)
-            snprintf(err, errlen, "empty time window: --from is %.3f s after the trace's end (it lasts %.3f s)",
-                     (double)(m->from - m->to) / 1e9, (double)(m->last_ts - m->first_ts) / 1e9);
-        else
-            snprintf(err, errlen, "empty time window: --to is %.3f s before the trace's start",
-                     (double)(m->from - m->to) / 1e9);
+    static const d9_time_arg unset;
+    if (d9_time_window_resolve(w ? &w->from : &unset, w ? &w->to : &unset, m->first_ts,
+                               m->last_ts, &m->window, err, errlen) != 0)
         return -1;
-    }
+    /* what the exports draw: the window, up to the trace's end without --to */
+    m->from = m->window.from;
+    m->to = w && w->to.set ? m->window.to : m->last_ts;
     return 0;
 }
 

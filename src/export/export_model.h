@@ -114,7 +114,9 @@ typedef struct d9_xstack {
 } d9_xstack;
 
 /* A time window (common/time_arg.h): relative times count from the trace's first timestamp
- * or back from its last; unset ends are the trace's. */
+ * or back from its last; unset ends are the trace's. What it holds is the rule every command
+ * follows (d9_time_window_holds): instants by their time, polls and parks by their start, each
+ * drawn cut at --to. */
 typedef struct d9_xwindow {
     d9_time_arg from, to;
 } d9_xwindow;
@@ -143,7 +145,9 @@ struct d9_xmodel {
 
     /* the trace */
     uint64_t first_ts, last_ts; /* of all timestamped events read (0, 0 when none) */
-    uint64_t from, to;          /* the window after finish (the whole trace by default) */
+    d9_time_window window;      /* what is in the model (common/time_arg.h), after finish */
+    uint64_t from, to;          /* the time drawn: the window, up to the trace's end without
+                                 * --to (the whole trace by default) */
     bool have_realtime;
     uint64_t realtime_at_from;  /* wall clock ns at `from` (from a ClockSyncEvent) */
     uint32_t service;           /* metadata "service" (string index), 0 = none */

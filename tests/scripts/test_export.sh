@@ -4,7 +4,8 @@
 # independent reader (protobufjs with Perfetto's protos, pprof-format, the speedscope schema,
 # JSON.parse) and compared with the facts of the trace: a poll of exactly 12 ms is a 12 000 µs
 # slice, the wake at +15 ms flows to task 8's poll at +40 ms, stacks are root first with inline
-# frames expanded, windows clip. Also option errors and the chrome size limit.
+# frames expanded, a window holds the slices that start in it, cut at --to. Also option errors
+# and the chrome size limit.
 set -uo pipefail
 source "$(dirname "$0")/export-check/lib.sh"
 
@@ -34,14 +35,17 @@ expect "$T/p.json" \
     "s.sample_stacks['1002:0x3000;mid_fn;leaf_fn;inlined_fn'] === 1" \
     "s.sample_stacks['1002:[off-cpu: context switch];0x3000;mid_fn;leaf_fn;inlined_fn'] === 1"
 
-# a window that clips the first poll: +5 ms .. +10 ms
-expect_rc 0 "export perfetto window" "$DIAL9" export -q -f perfetto --from 5ms --to 10ms "$K" -o "$T/w.pftrace"
+# a window that cuts the first poll (+0 .. +12 ms) at its end: up to +5 ms
+expect_rc 0 "export perfetto window" "$DIAL9" export -q -f perfetto --to 5ms "$K" -o "$T/w.pftrace"
 run_check perfetto "$T/w.pftrace" "$T/pw.json" --slices
 expect "$T/pw.json" "s.polls === 1 && s.parks === 0 && s.wakes === 0 && s.samples === 0" \
-    "s.slices[0].start === 1005000000 && s.slices[0].dur === 5000000"
+    "s.slices[0].start === 1000000000 && s.slices[0].dur === 5000000"
 # absolute times select the same window
-expect_rc 0 "export perfetto absolute window" "$DIAL9" export -q -f perfetto --from @1005000000 --to @1010000000 "$K" -o "$T/wa.pftrace"
+expect_rc 0 "export perfetto absolute window" "$DIAL9" export -q -f perfetto --from @1000000000 --to @1005000000 "$K" -o "$T/wa.pftrace"
 check "absolute and relative windows agree" cmp -s "$T/w.pftrace" "$T/wa.pftrace"
+# a poll that started before --from is not in the window (the rule of analyze and check too)
+expect_rc 0 "export a window inside a poll" "$DIAL9" export -f perfetto --from 5ms --to 10ms "$K" -o "$T/wi.pftrace"
+check "a window inside a poll holds no poll ($(head -c 300 "$T/err"))" grep -q " 0 polls, 0 parks" "$T/err"
 
 # ---- chrome ----
 expect_rc 0 "export chrome" "$DIAL9" export -q -f chrome "$K" -o "$T/k.json"

@@ -5,7 +5,9 @@
 # otherData.t0_monotonic_ns and "N s window", for times since the start, before the end,
 # absolute and mixed. A bare number is refused by all three with the same message, and
 # `export --from 5s` (no --to, past the end) says so instead of "--to is before --from".
-# Skips when ../shared is absent.
+# One rule for what a window holds (common/time_arg.h): export's polls and parks are the ones
+# analyze counts (those that start in the window), and a window outside the trace is refused
+# by all three alike. Skips when ../shared is absent.
 set -uo pipefail
 source "$(dirname "$0")/lib/harness.sh"
 
@@ -75,6 +77,40 @@ check "export --from 5s does not blame --to" bash -c '! grep -q -- "--to" "$1"' 
 # hours are the same for both (analyze took 1h, export refused it)
 expect_rc 0 "analyze --to 1h" "$DIAL9" analyze --json --to 1h "$FIXTURE"
 expect_rc 0 "export --to 1h" "$DIAL9" export -q -f folded --to 1h "$FIXTURE" -o "$T/h.folded"
+
+# the same slices: export holds the polls and parks analyze counts, window by window
+same_slices() {
+    local from=$1 to=$2 what="--from $1 --to $2"
+    "$DIAL9" analyze --json --from "$from" --to "$to" "$FIXTURE" >"$T/a.json" 2>/dev/null
+    "$DIAL9" export -f folded --from "$from" --to "$to" "$FIXTURE" -o "$T/s.folded" 2>"$T/e.err"
+    local a_polls a_parks e_polls e_parks
+    a_polls=$(json "$T/a.json" 'd["polls"]["duration"]["count"]')
+    a_parks=$(json "$T/a.json" 'sum(w["parks"] for w in d["workers"])')
+    e_polls=$(sed -n 's/.* \([0-9]*\) polls,.*/\1/p' "$T/e.err")
+    e_parks=$(sed -n 's/.* \([0-9]*\) parks,.*/\1/p' "$T/e.err")
+    check "$what: some polls to compare ($a_polls)" [ "${a_polls:-0}" -gt 0 ]
+    check "$what: export's polls are analyze's ($e_polls vs $a_polls)" [ "$e_polls" = "$a_polls" ]
+    check "$what: export's parks are analyze's ($e_parks vs $a_parks)" [ "$e_parks" = "$a_parks" ]
+}
+same_slices 1s 1500ms
+same_slices 2.25s 2.3s
+same_slices -1s -0.5s
+# windows side by side share no slice: their polls add up to the larger window's
+count_polls() { "$DIAL9" analyze --json --from "$1" --to "$2" "$FIXTURE" >"$T/c.json" 2>/dev/null; json "$T/c.json" 'd["polls"]["duration"]["count"]'; }
+p1=$(count_polls 1s 2s); p2=$(count_polls 2s 3s); p12=$(count_polls 1s 3s)
+check "[1s,2s) + [2s,3s) = [1s,3s) in polls ($p1 + $p2 vs $p12)" [ "$((p1 + p2))" = "$p12" ]
+# a window outside the trace: refused by every command, exit 2, the same words
+for cmd in analyze check export; do
+    args=("$cmd" --from 1h)
+    [ "$cmd" = export ] && args+=(-f folded -o "$T/x")
+    expect_rc 2 "$cmd --from 1h (past the end) is refused" "$DIAL9" "${args[@]}" "$FIXTURE"
+    check "$cmd says --from is past the end ($(head -c 300 "$T/err"))" \
+        grep -q -- "empty time window: --from is 3595.190 s after the trace's end (it lasts 4.810 s)" "$T/err"
+    args=("$cmd" --to "@$FIRST")
+    [ "$cmd" = export ] && args+=(-f folded -o "$T/x")
+    expect_rc 2 "$cmd --to @FIRST (nothing before it) is refused" "$DIAL9" "${args[@]}" "$FIXTURE"
+    check "$cmd says --to is before the start" grep -q -- "empty time window: --to is 0.000 s before the trace's start" "$T/err"
+done
 
 echo "test_time_window: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -155,8 +155,49 @@ static void test_empty_window(void) {
     CHECK(d9_time_window_empty(&from, &to));
 }
 
+/* What a window holds, the rule of analyze, check and export (d9_time_window_*). */
+static void test_window_rule(void) {
+    d9_time_arg none = {0}, from, to;
+    d9_time_window w;
+    char err[200];
+    /* no --from/--to: everything from the first timestamp on, the last one included */
+    CHECK(d9_time_window_resolve(&none, &none, 1000, 5000, &w, err, sizeof err) == 0);
+    CHECK(d9_time_window_holds(&w, 1000) && d9_time_window_holds(&w, 5000));
+    CHECK(!d9_time_window_holds(&w, 999));
+    /* [from, to): from inclusive, to exclusive, relative to the first timestamp */
+    d9_time_arg_parse("1us", &from, NULL, 0);
+    d9_time_arg_parse("3us", &to, NULL, 0);
+    CHECK(d9_time_window_resolve(&from, &to, 1000, 5000, &w, err, sizeof err) == 0);
+    CHECK_EQ_U64(w.from, 2000);
+    CHECK_EQ_U64(w.to, 4000);
+    CHECK(d9_time_window_holds(&w, 2000) && d9_time_window_holds(&w, 3999));
+    CHECK(!d9_time_window_holds(&w, 4000) && !d9_time_window_holds(&w, 1999));
+    /* the last timestamp is still in a window that starts there */
+    d9_time_arg_parse("@5000", &from, NULL, 0);
+    CHECK(d9_time_window_resolve(&from, &none, 1000, 5000, &w, err, sizeof err) == 0);
+    /* past the end: refused, naming --from */
+    d9_time_arg_parse("1h", &from, NULL, 0);
+    CHECK(d9_time_window_resolve(&from, &none, 1000, 5000, &w, err, sizeof err) != 0);
+    CHECK(strstr(err, "--from is") && strstr(err, "after the trace's end"));
+    /* --to at the first timestamp holds nothing: refused, naming --to */
+    d9_time_arg_parse("@1000", &to, NULL, 0);
+    CHECK(d9_time_window_resolve(&none, &to, 1000, 5000, &w, err, sizeof err) != 0);
+    CHECK(strstr(err, "--to is") && strstr(err, "before the trace's start"));
+    /* mixed bases that cross: refused */
+    d9_time_arg_parse("3us", &from, NULL, 0);
+    d9_time_arg_parse("-3us", &to, NULL, 0);
+    CHECK(d9_time_window_resolve(&from, &to, 1000, 5000, &w, err, sizeof err) != 0);
+    CHECK(strstr(err, "--to is not after --from") != NULL);
+    /* a window resolved early, judged once the trace's end is known */
+    w = (d9_time_window){6000, UINT64_MAX};
+    CHECK(d9_time_window_check(&w, 1000, 5000, err, sizeof err) != 0);
+    w = (d9_time_window){0, UINT64_MAX};
+    CHECK(d9_time_window_check(&w, 1000, 5000, err, sizeof err) == 0);
+}
+
 int main(void) {
     test_forms();
+    test_window_rule();
     test_refusals();
     test_duration();
     test_resolve();

@@ -40,9 +40,9 @@ refuses "serve/ including cli/" 'serve/ may not use cli/' "$T/src" "$RULES"
 cp "$SOURCE/src/serve/serve_main.c" "$T/src/serve/serve_main.c"
 
 # a bare include found only through some include path
-echo '#include "decoder.h"' >>"$T/src/model/pairing.c"
-refuses "a bare include of another folder" 'src/model/pairing.c' "$T/src" "$RULES"
-cp "$SOURCE/src/model/pairing.c" "$T/src/model/pairing.c"
+echo '#include "decoder.h"' >>"$T/src/model/symtab.c"
+refuses "a bare include of another folder" 'src/model/symtab.c' "$T/src" "$RULES"
+cp "$SOURCE/src/model/symtab.c" "$T/src/model/symtab.c"
 
 # a new folder without a row
 mkdir -p "$T/src/newpart" && echo 'int d9_newpart;' >"$T/src/newpart/newpart.c"

@@ -225,7 +225,12 @@ static inline worker *d9a_worker(d9a_analysis *a, uint64_t id) {
 int d9a_sweep_flush(d9a_analysis *a, bool all);
 int d9a_sweep_finish(d9a_analysis *a);
 task *d9a_task(d9a_analysis *a, uint64_t id, bool create);
-loc_stats *d9a_loc(d9a_analysis *a, uint32_t loc);
+loc_stats *d9a_loc_grow(d9a_analysis *a, uint32_t loc);
+/* The statistics of location loc (NULL when out of memory). Inline: once per poll. */
+static inline loc_stats *d9a_loc(d9a_analysis *a, uint32_t loc) {
+    if (__builtin_expect(loc < a->locs_cap, 1)) return &a->locs[loc];
+    return d9a_loc_grow(a, loc);
+}
 /* report.c */
 int d9a_build_report(d9a_analysis *a);
 void d9a_dist_from(d9a_dist *d, const d9a_hist *h);

@@ -47,7 +47,7 @@ static void task_release(d9a_analysis *a, task *t) {
     a->free_task = idx;
 }
 
-loc_stats *d9a_loc(d9a_analysis *a, uint32_t loc) {
+loc_stats *d9a_loc_grow(d9a_analysis *a, uint32_t loc) {
     if (loc >= a->locs_cap) {
         uint32_t cap = a->locs_cap ? a->locs_cap : 64;
         while (cap <= loc) cap *= 2;

@@ -286,13 +286,19 @@ static bool dir_usable(const char *dir, char *why, size_t len) {
     if (!probe) return true;
     snprintf(probe, n, "%s/.dial9-run-XXXXXX", dir);
     int fd = mkstemp(probe);
-    if (fd < 0) snprintf(why, len, "cannot create a file in it: %s", strerror(errno));
+    bool ok = fd >= 0;
+    if (!ok) snprintf(why, len, "cannot create a file in it: %s", strerror(errno));
     else {
+        /* an empty file needs no block: a full disk shows only when a byte is written */
+        if (write(fd, "", 1) != 1 || fsync(fd) != 0) {
+            snprintf(why, len, "cannot write a file in it: %s", strerror(errno));
+            ok = false;
+        }
         close(fd);
         unlink(probe);
     }
     free(probe);
-    return fd >= 0;
+    return ok;
 }
 
 /* The program's file, found as execvp would. */

@@ -25,11 +25,20 @@ M=$1 DIAL9=$2 OUT=$3
 mount --make-rprivate / && mount -t tmpfs -o size=3m d9-run-full "$M" || exit 3
 # One drain at exit (DIAL9_FLUSH_MS=60000): the whole run in one write, bigger than any
 # slack left in the last page of a file, so it cannot land on the full disk.
-FILLER="$M/filler" "$DIAL9" run -d "$M/traces" -e DIAL9_FLUSH_MS=60000 -- python3 -c '
-import select, os
+# The recorder starts on a thread of its own: the disk fills only once it has started, i.e.
+# once its run directory holds the final reserve (created and allocated right after the first
+# segment), or a loaded host would fill it first and leave no run at all.
+FILLER="$M/filler" TRACES="$M/traces" "$DIAL9" run -d "$M/traces" -e DIAL9_FLUSH_MS=60000 -- python3 -c '
+import select, os, glob, time
 ep = select.epoll(); r, w = os.pipe(); ep.register(r, select.EPOLLIN)
 path = os.environ["FILLER"]
 assert path.endswith("/filler")
+def started():
+    return any(os.path.getsize(p) > 0 for p in glob.glob(os.environ["TRACES"] + "/*/.final-accounting"))
+deadline = time.monotonic() + 120  # a safety net only
+while not started():
+    assert time.monotonic() < deadline, "the recorder did not start within 120 s"
+    ep.poll(0.001)
 for _ in range(200): ep.poll(0.0001)
 with open(path, "wb") as f:  # the disk is full from here on, to the end
     try:
@@ -40,6 +49,10 @@ for _ in range(3000): ep.poll(0.0001)  # parks the recorder cannot write any mor
 echo "rc=$?" >>"$OUT/run.out"
 "$DIAL9" stats --json "$M/traces" >"$OUT/stats.json" 2>"$OUT/stats.err"
 ls -a "$M/traces"/*/ >"$OUT/files"
+# A disk full from the start (the first run's reserve is freed: fill that too): a second run
+# can leave no trace, and must say why.
+head -c 4M /dev/zero >"$M/filler2" 2>/dev/null
+"$DIAL9" run -d "$M/traces2" -- python3 -c 'pass' >"$OUT/run2.out" 2>"$OUT/run2.err"
 umount -l "$M"
 INSIDE
 mkdir -p "$T/mnt"
@@ -54,6 +67,8 @@ check "the summary reports drops ($summary)" [ "${run_dropped:-0}" -gt 0 ]
 check "stats reports the same drops" [ "${stats_dropped:-x}" = "${run_dropped:-y}" ]
 check "write errors are among them" [ "${write_errors:-0}" -gt 0 ]
 check "no reserve left behind" bash -c "! grep -q final-accounting '$T/files'"
+check "a run on the full disk says why it left no trace ($(tail -n1 "$T/run2.err"))" \
+    grep -q "no trace: DIAL9_TRACE_DIR=.*cannot write a file in it: No space left on device" "$T/run2.err"
 
 echo "test_run_disk_full: $pass passed, $fail failed"
 [ "$fail" = 0 ]

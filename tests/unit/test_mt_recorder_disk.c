@@ -100,8 +100,11 @@ static void on_event(const d9_event *ev, void *ctx) {
         f->other_drops += d9t_field_u(ev, "count");
 }
 
-static int record_for(const char *trace_dir, uint64_t max_file, uint64_t max_total, int ms,
-                      uint64_t *max_seen) {
+/* Record until this run has sealed `sealed` segments and (if `deleted`) deleted a file for the
+ * budget: a count, not a duration, so that a starved producer on a loaded host only takes
+ * longer (10 minutes at most, a safety net). */
+static int record_until(const char *trace_dir, uint64_t max_file, uint64_t max_total,
+                        uint64_t sealed, bool deleted, uint64_t *max_seen) {
     d9_config cfg;
     d9_config_init(&cfg);
     cfg.trace_dir = trace_dir;
@@ -115,8 +118,11 @@ static int record_for(const char *trace_dir, uint64_t max_file, uint64_t max_tot
     atomic_store(&g_stop, 0);
     pthread_t th;
     pthread_create(&th, NULL, producer, NULL);
-    uint64_t end = mono() + (uint64_t)ms * 1000000u;
-    while (mono() < end) {
+    uint64_t end = mono() + 600ull * 1000000000u;
+    for (;;) {
+        d9_stats st;
+        d9_get_stats(&st);
+        if ((st.segments_sealed >= sealed && (!deleted || st.files_deleted > 0)) || mono() > end) break;
         uint64_t u = disk_usage(trace_dir);
         /* readdir can list a file under both names while it is renamed: look again. */
         if (u > max_total) u = disk_usage(trace_dir);
@@ -149,7 +155,7 @@ static void test_rotation_and_retention(void) {
     char *dir = d9t_mkdtemp("rotation");
     const uint64_t max_file = 64 * 1024, max_total = 320 * 1024;
     uint64_t max_seen = 0;
-    CHECK(record_for(dir, max_file, max_total, 1500, &max_seen) == 0);
+    CHECK(record_until(dir, max_file, max_total, 12, true, &max_seen) == 0);
     char first_run[1024];
     snprintf(first_run, sizeof first_run, "%s", d9_run_dir());
     d9_stats st;
@@ -164,7 +170,8 @@ static void test_rotation_and_retention(void) {
 
     /* The same trace_dir again: the earlier run's files go first, the budget holds. */
     max_seen = 0;
-    CHECK(record_for(dir, max_file, max_total, 600, &max_seen) == 0);
+    /* 6 new segments with 5 of the old run's on disk: the budget must delete old ones */
+    CHECK(record_until(dir, max_file, max_total, 6, false, &max_seen) == 0);
     CHECK(max_seen <= max_total);
     check_every_file_alone(d9_run_dir(), &n);
     CHECK(n > 0);

@@ -247,7 +247,15 @@ static void run(bool cpu_profile) {
         uint64_t st, cs;
         d9_perf_samples_read(&st, &cs);
         if (cpu_profile) CHECK(wait_for(cpu_samples_reach, cs + 5));
-        if (is_paused(0)) fds_paused = perf_fds();
+        /* the fds counted while paused all along (a ping-pong starved for a second could
+         * have let the governor leave paused meanwhile: then wait for it again) */
+        for (int tries = 0; tries < 100 && fds_paused < 0 && wait_for(is_paused, 0); tries++) {
+            uint64_t c0, r0, r1, n;
+            d9_perf_switch_events_now(&c0, &r0, &n);
+            int fds = perf_fds();
+            d9_perf_switch_events_now(&c0, &r1, &n);
+            if (r1 == r0 && is_paused(0)) fds_paused = fds;
+        }
     }
     atomic_store(&g_stop, true);
     pthread_join(a, NULL);

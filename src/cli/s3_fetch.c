@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #endif
 #include "cli/s3_fetch.h"
+#include "cli/s3_key_layout.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 #define MIB ((uint64_t)1024 * 1024)
 #define MAX_OBJECTS 200000
 #define LIST_ATTEMPTS 4
+#define SERVE_DEFAULT_WINDOW (24 * 3600) /* serve --bucket without --from */
 
 static d9_s3_selection selection;
 
@@ -130,7 +132,10 @@ typedef struct object {
     uint64_t size;
     time_t start;     /* -1 unknown */
     long long index;  /* -1 unknown */
-    char *group;      /* service=../instance=../boot=.. (or the key's directory) */
+    d9_key_layout layout;
+    char *service, *instance, *boot; /* Hive-escaped; NULL for OTHER, boot NULL until named for DATED */
+    bool gz;
+    char *group;      /* service=../instance=../boot=.. (or, for OTHER, the key's directory) */
     char *local;      /* path under the cache */
     bool keep;
 } object;
@@ -140,28 +145,12 @@ typedef struct objects {
     size_t n, cap;
 } objects;
 
-/* The value of "name=" among the key's components, escaped as in the key; NULL when absent. */
-static const char *component(const char *key, const char *name, size_t *len) {
-    size_t nl = strlen(name);
-    for (const char *p = key; p && *p;) {
-        const char *slash = strchr(p, '/');
-        size_t cl = slash ? (size_t)(slash - p) : strlen(p);
-        if (cl > nl && !strncmp(p, name, nl) && p[nl] == '=') {
-            *len = cl - nl - 1;
-            return p + nl + 1;
-        }
-        p = slash ? slash + 1 : NULL;
-    }
-    return NULL;
-}
-
-static bool component_is(const char *key, const char *name, const char *want) {
+/* Is the key's (escaped) value the one asked for? NULL want: any. */
+static bool value_is(const char *have, const char *want) {
     if (!want) return true;
     char esc[1024];
-    if (d9_hive_escape(want, esc, sizeof esc) != 0) return false;
-    size_t len;
-    const char *v = component(key, name, &len);
-    return v && len == strlen(esc) && !strncmp(v, esc, len);
+    if (!have || d9_hive_escape(want, esc, sizeof esc) != 0) return false;
+    return !strcmp(have, esc);
 }
 
 static time_t parse_last_modified(const char *s) {
@@ -185,43 +174,77 @@ static bool safe_components(const char *key) {
     return true;
 }
 
-/* Start, index, group and local name of a key; false for keys that are not trace files. */
-static bool describe(object *o, const char *prefix, time_t last_modified) {
-    const char *base = strrchr(o->key, '/');
-    base = base ? base + 1 : o->key;
-    size_t bl = strlen(base);
-    bool gz = bl > 7 && !strcmp(base + bl - 7, ".bin.gz");
-    if (!gz && !(bl > 4 && !strcmp(base + bl - 4, ".bin"))) return false;
-    if (!safe_components(o->key)) return false;
-    long long epoch, index;
-    int n = 0;
-    o->start = last_modified;
-    o->index = -1;
-    if (sscanf(base, "%lld-%lld%n", &epoch, &index, &n) == 2 && base[n] == '.' && epoch >= 0 && index >= 0) {
-        o->start = (time_t)epoch;
-        o->index = index;
-    }
-    size_t sl, il, bo;
-    const char *s = component(o->key, "service", &sl), *in = component(o->key, "instance", &il),
-               *b = component(o->key, "boot", &bo);
-    char group[4096], name[64];
-    if (s && in && b && o->index >= 0) {
-        snprintf(group, sizeof group, "service=%.*s/instance=%.*s/boot=%.*s", (int)sl, s, (int)il, in, (int)bo, b);
-        snprintf(name, sizeof name, "trace.%lld.bin%s", o->index, gz ? ".gz" : "");
-        if (asprintf(&o->local, "%s/%s", group, name) < 0) return false;
-    } else { /* another layout: kept as it is under the prefix */
-        size_t pl = strlen(prefix);
-        const char *rel = pl && !strncmp(o->key, prefix, pl) ? o->key + pl : o->key;
-        while (*rel == '/') rel++;
-        const char *slash = strrchr(rel, '/');
-        snprintf(group, sizeof group, "%.*s", slash ? (int)(slash - rel) : 0, rel);
-        if (!(o->local = strdup(rel))) return false;
-    }
-    return (o->group = strdup(group)) != NULL;
+/* Start, index, service, instance and boot of a key (s3_key_layout.h); false for keys that are
+ * not trace files. Group and local name come later (name_runs): a DATED key has no boot id,
+ * its run is found among its neighbours. */
+static bool describe(object *o, time_t last_modified) {
+    d9_key_parts kp;
+    if (!safe_components(o->key) || !d9_key_parse(o->key, &kp)) return false;
+    size_t kl = strlen(o->key);
+    o->gz = kl > 7 && !strcmp(o->key + kl - 7, ".bin.gz");
+    o->start = kp.start >= 0 ? (time_t)kp.start : last_modified;
+    o->index = kp.index;
+    o->layout = kp.layout;
+    if (kp.layout == D9_KEY_OTHER) return true;
+    if (!(o->service = strdup(kp.service)) || !(o->instance = strdup(kp.instance))) return false;
+    return kp.layout == D9_KEY_DATED || (o->boot = strdup(kp.boot)) != NULL;
 }
 
-static int list_prefix(d9_s3_client *c, const char *list_prefix_s, const char *prefix, objects *out, char *err,
-                       size_t errlen) {
+static int by_run_order(const void *a, const void *b) { /* DATED keys: service, instance, time, n */
+    const object *x = *(object *const *)a, *y = *(object *const *)b;
+    int c = strcmp(x->service, y->service);
+    if (!c) c = strcmp(x->instance, y->instance);
+    if (c) return c;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    if (x->index != y->index) return x->index < y->index ? -1 : 1;
+    return strcmp(x->key, y->key);
+}
+
+/* Group and local path of every object. Keys without a boot id (D9_KEY_DATED) are cut into
+ * runs of one instance: in time order, a segment number that does not grow starts a new
+ * recording, named boot=noboot-{epoch of its first segment listed}. */
+static int name_runs(objects *os, const char *prefix) {
+    object **dated = calloc(os->n ? os->n : 1, sizeof *dated);
+    if (!dated) return -1;
+    size_t nd = 0;
+    for (size_t i = 0; i < os->n; i++)
+        if (os->v[i].layout == D9_KEY_DATED) dated[nd++] = &os->v[i];
+    if (nd) qsort(dated, nd, sizeof *dated, by_run_order);
+    const object *first = NULL, *prev = NULL;
+    for (size_t i = 0; i < nd; i++) {
+        object *o = dated[i];
+        if (!prev || strcmp(prev->service, o->service) || strcmp(prev->instance, o->instance) ||
+            o->index <= prev->index)
+            first = o;
+        if (asprintf(&o->boot, "noboot-%lld", (long long)first->start) < 0) {
+            o->boot = NULL;
+            free(dated);
+            return -1;
+        }
+        prev = o;
+    }
+    free(dated);
+    size_t pl = strlen(prefix);
+    for (size_t i = 0; i < os->n; i++) {
+        object *o = &os->v[i];
+        int rc;
+        if (o->layout != D9_KEY_OTHER) {
+            rc = asprintf(&o->group, "service=%s/instance=%s/boot=%s", o->service, o->instance, o->boot);
+            if (rc >= 0 && asprintf(&o->local, "%s/trace.%lld.bin%s", o->group, o->index, o->gz ? ".gz" : "") < 0)
+                rc = -1;
+        } else { /* another layout: kept as it is under the prefix */
+            const char *rel = pl && !strncmp(o->key, prefix, pl) ? o->key + pl : o->key;
+            while (*rel == '/') rel++;
+            const char *slash = strrchr(rel, '/');
+            rc = asprintf(&o->group, "%.*s", slash ? (int)(slash - rel) : 0, rel);
+            if (rc >= 0 && !(o->local = strdup(rel))) rc = -1;
+        }
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
+static int list_prefix(d9_s3_client *c, const char *list_prefix_s, objects *out, char *err, size_t errlen) {
     char token[2048] = "";
     for (;;) {
         char enc_prefix[4096], enc_token[6144] = "", query[12000];
@@ -266,12 +289,13 @@ static int list_prefix(d9_s3_client *c, const char *list_prefix_s, const char *p
                 out->cap = cap;
             }
             object o = {.key = strdup(key), .size = strtoull(size, NULL, 10)};
-            if (o.key && describe(&o, prefix, parse_last_modified(lm))) {
+            if (o.key && describe(&o, parse_last_modified(lm))) {
                 out->v[out->n++] = o;
             } else {
                 free(o.key);
-                free(o.group);
-                free(o.local);
+                free(o.service);
+                free(o.instance);
+                free(o.boot);
             }
         }
         char truncated[16] = "";
@@ -420,6 +444,9 @@ static int push_path(d9_path_list *l, const char *path) {
 static void objects_free(objects *os) {
     for (size_t i = 0; i < os->n; i++) {
         free(os->v[i].key);
+        free(os->v[i].service);
+        free(os->v[i].instance);
+        free(os->v[i].boot);
         free(os->v[i].group);
         free(os->v[i].local);
     }
@@ -470,29 +497,45 @@ int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size
     objects os = {0};
     int rc = 0;
     if (sel->has_from) {
-        /* by day, from an hour before the window (the segment in progress at its start) */
+        /* By time prefix, from an hour before the window (the segment in progress at its
+         * start): the current layout by day, under service= when one is asked for; the dated
+         * layouts by hour ({date}/{HH}, the HH of {HHMM}: their service comes after the time),
+         * by day when the window is longer than two days. */
         char svc[1024] = "";
         if (sel->service && d9_hive_escape(sel->service, svc, sizeof svc) != 0) svc[0] = 0;
-        time_t day0 = (from - 3600) / 86400 * 86400;
-        for (time_t d = day0; rc == 0 && d <= to; d += 86400) {
+        time_t t0 = from - 3600;
+        for (time_t d = t0 / 86400 * 86400; rc == 0 && d <= to; d += 86400) {
             struct tm tm;
             gmtime_r(&d, &tm);
             char date[16], lp[4096];
             strftime(date, sizeof date, "%Y-%m-%d", &tm);
             snprintf(lp, sizeof lp, "%s%sversion=1/date=%s/%s%s%s", prefix, prefix[0] ? "/" : "", date,
                      svc[0] ? "service=" : "", svc, svc[0] ? "/" : "");
-            rc = list_prefix(c, lp, prefix, &os, err, errlen);
+            rc = list_prefix(c, lp, &os, err, errlen);
+        }
+        time_t step = to - t0 <= 2 * 86400 ? 3600 : 86400;
+        for (time_t h = t0 / step * step; rc == 0 && h <= to; h += step) {
+            struct tm tm;
+            gmtime_r(&h, &tm);
+            char when[32], lp[4096];
+            strftime(when, sizeof when, step == 3600 ? "%Y-%m-%d/%H" : "%Y-%m-%d/", &tm);
+            snprintf(lp, sizeof lp, "%s%s%s", prefix, prefix[0] ? "/" : "", when);
+            rc = list_prefix(c, lp, &os, err, errlen);
         }
     } else {
         char lp[1100];
         snprintf(lp, sizeof lp, "%s%s", prefix, prefix[0] ? "/" : "");
-        rc = list_prefix(c, lp, prefix, &os, err, errlen);
+        rc = list_prefix(c, lp, &os, err, errlen);
+    }
+    if (rc == 0 && name_runs(&os, prefix) != 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
     }
     if (rc == 0) {
         if (os.n) qsort(os.v, os.n, sizeof *os.v, by_group_index);
         for (size_t i = 0; i < os.n; i++) {
             object *o = &os.v[i];
-            o->keep = component_is(o->key, "service", sel->service) && component_is(o->key, "instance", sel->instance);
+            o->keep = value_is(o->service, sel->service) && value_is(o->instance, sel->instance);
             if (!o->keep || o->start < 0) continue;
             /* a segment overlaps the window when it starts before its end and the next one of
              * its recording starts after its beginning */
@@ -572,7 +615,13 @@ int d9_s3_paths(const char *url, d9_path_list *out, char *err, size_t errlen) {
 
 int d9_s3_serve_args(int *argc, char **argv, char *err, size_t errlen) {
     const char *bucket = NULL, *prefix = NULL;
+    bool all = false;
     for (int i = 2; i < *argc;) {
+        if (!strcmp(argv[i], "--all")) {
+            all = true;
+            drop_args(argc, argv, i, 1);
+            continue;
+        }
         const char **slot = !strncmp(argv[i], "--bucket", 8) ? &bucket : !strncmp(argv[i], "--prefix", 8) ? &prefix : NULL;
         const char *rest = argv[i] + 8;
         if (!slot || (*rest && *rest != '=')) {
@@ -590,10 +639,20 @@ int d9_s3_serve_args(int *argc, char **argv, char *err, size_t errlen) {
             return -1;
         }
     }
-    if (!bucket && !prefix) return 0;
+    if (!bucket && !prefix && !all) return 0;
     if (!bucket) {
-        snprintf(err, errlen, "usage: --prefix goes with --bucket");
+        snprintf(err, errlen, "usage: --prefix and --all go with --bucket");
         return -1;
+    }
+    if (all && selection.has_from) {
+        snprintf(err, errlen, "usage: --all or --from, not both");
+        return -1;
+    }
+    /* A bucket holds a fleet's history: without --from, the last day (listed by its date and
+     * hour prefixes), never the whole prefix unless --all asks for it. */
+    if (!all && !selection.has_from) {
+        selection.has_from = true;
+        selection.from = (selection.has_to ? selection.to : time(NULL)) - SERVE_DEFAULT_WINDOW;
     }
     char url[2048];
     snprintf(url, sizeof url, "s3://%s/%s", bucket, prefix ? prefix : "dial9-traces");
@@ -603,7 +662,13 @@ int d9_s3_serve_args(int *argc, char **argv, char *err, size_t errlen) {
     size_t count = files.count;
     d9_path_list_free(&files);
     if (rc != 0) return -1;
-    fprintf(stderr, "dial9 serve: %zu objects of %s fetched into %s\n", count, url, root);
+    char since[64] = "all of it";
+    if (selection.has_from) {
+        struct tm tm;
+        gmtime_r(&selection.from, &tm);
+        strftime(since, sizeof since, "since %Y-%m-%d %H:%M:%S UTC", &tm);
+    }
+    fprintf(stderr, "dial9 serve: %zu objects of %s (%s) fetched into %s\n", count, url, since, root);
     argv[(*argc)++] = root; /* two options or more were taken out: there is room */
     argv[*argc] = NULL;
     return 0;

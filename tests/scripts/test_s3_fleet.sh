@@ -63,6 +63,54 @@ check "from the cache the second time: no GET" [ "$(grep -c '"code":"got"' "$T/f
 d9s3 export --format folded -o "$T/folded.txt" s3://$BUCKET/dial9-traces --service db >"$T/export.out" 2>"$T/export.err"
 check "export s3:// (db) exit 0 ($(head -c 300 "$T/export.err"))" [ $? = 0 ]
 
+# ---- dial9's older key layouts: the same services, instances, runs and windows ----
+# db segments stored again under the dated layouts, with and without a boot id, over several
+# minutes (so several {HHMM} directories): a recording must stay one run, chosen by
+# --service/--instance and listed by time prefix like the current layout.
+mapfile -t seg < <(grep 'service=db/' "$T/fleet/objects.jsonl" | sed 's/.*"file":"\([^"]*\)".*/\1/')
+while [ "${#seg[@]}" -lt 3 ]; do seg+=("${seg[0]}"); done
+now=$(date +%s)
+: >"$T/dated.keys"
+put_dated() { # EPOCH SERVICE INSTANCE BOOT|- N FILE: a key in dial9's dated layout
+    local dir boot=""; dir=$(date -u -d "@$1" +%Y-%m-%d/%H%M)
+    [ "$4" != - ] && boot="$4/"
+    local key="dial9-traces/$dir/$2/$3/$boot$1-$5.bin.gz"
+    node "$CHECK/put_object.mjs" "$S3" $BUCKET "$key" "$6" 2>>"$T/put.err" && echo "$key" >>"$T/dated.keys"
+}
+put_dated $((now - 1800)) legacy-svc hostL boot-7 0 "${seg[0]}" &&
+    put_dated $((now - 1680)) legacy-svc hostL boot-7 1 "${seg[1]}" &&
+    put_dated $((now - 1560)) legacy-svc hostL boot-7 2 "${seg[2]}" &&
+    put_dated $((now - 1500)) old-svc hostO - 0 "${seg[0]}" && # one recording without boot id ...
+    put_dated $((now - 1440)) old-svc hostO - 1 "${seg[1]}" &&
+    put_dated $((now - 1200)) old-svc hostO - 0 "${seg[2]}" && # ... and the next one (n from 0 again)
+    put_dated 1577836800 old-svc hostO - 0 "${seg[0]}"       # 2020-01-01 00:00 UTC
+check "objects stored under dial9's dated layouts ($(head -c 300 "$T/put.err"))" [ "$(wc -l <"$T/dated.keys")" = 7 ]
+check "a recording in the dated layout spans several {HHMM} directories" \
+    [ "$(grep legacy-svc "$T/dated.keys" | cut -d/ -f3 | sort -u | wc -l)" -gt 1 ]
+"$DIAL9" dump --jsonl "${seg[0]}" "${seg[1]}" "${seg[2]}" >"$T/legacy.ref.jsonl"
+"$DIAL9" dump --jsonl "${seg[0]}" "${seg[1]}" "${seg[2]}" >"$T/old.ref.jsonl" # run A (0, 1), then run B
+"$DIAL9" dump --jsonl "${seg[0]}" >"$T/old2020.ref.jsonl"
+lists_before=$(wc -l <"$T/fleet/log")
+d9s3 dump --jsonl s3://$BUCKET/dial9-traces --service legacy-svc --from -2h >"$T/legacy.jsonl" 2>"$T/legacy.err"
+check "dated layout with boot id: --service and a window select it ($(head -c 300 "$T/legacy.err"))" \
+    cmp -s "$T/legacy.jsonl" "$T/legacy.ref.jsonl"
+d9s3 dump --jsonl s3://$BUCKET/dial9-traces --service old-svc --instance hostO --from -2h >"$T/old.jsonl" 2>"$T/old.err"
+check "dated layout without boot id: --service/--instance, the window leaves 2020 out ($(head -c 300 "$T/old.err"))" \
+    cmp -s "$T/old.jsonl" "$T/old.ref.jsonl"
+d9s3 dump --jsonl s3://$BUCKET/dial9-traces --service old-svc --from 2020-01-01 --to 2020-01-01T00:30Z \
+    >"$T/old2020.jsonl" 2>"$T/old2020.err"
+check "dated layout: an old window lists its day ($(head -c 300 "$T/old2020.err"))" \
+    cmp -s "$T/old2020.jsonl" "$T/old2020.ref.jsonl"
+tail -n +$((lists_before + 1)) "$T/fleet/log" | grep '"code":"listed"' >"$T/window.lists"
+check "windows listed by time prefix only (both layouts)" python3 - "$T/window.lists" <<'EOF'
+import json, re, sys
+prefixes = [json.loads(l)["prefix"] for l in open(sys.argv[1])]
+assert prefixes, "nothing listed"
+for p in prefixes:
+    assert re.fullmatch(r"dial9-traces/(version=1/date=\d{4}-\d\d-\d\d/(service=[^/]+/)?|\d{4}-\d\d-\d\d/\d\d)", p), p
+assert any(p.startswith("dial9-traces/2020-01-01/") for p in prefixes), prefixes
+EOF
+
 # ---- selections that match nothing, errors ----
 d9s3 stats s3://$BUCKET/dial9-traces --service api --from 2020-01-01 --to 2020-01-02T00:00Z >/dev/null 2>"$T/old.err"
 rc=$?
@@ -91,20 +139,47 @@ if "$DIAL9" serve --help 2>&1 | grep -q 'without libmicrohttpd'; then
 else
     source "$SOURCE/tests/scripts/lib/serve_harness.sh"
     trap 'for p in "${PROXY_PIDS[@]}"; do kill "$p" 2>/dev/null; done; serve_cleanup' EXIT
-    serve_start serve "${s3env[@]}" AWS_ENDPOINT_URL="$S3" "$DIAL9" serve --bucket $BUCKET --prefix dial9-traces
+    log_before_serve=$(wc -l <"$T/fleet/log")
+    # a cache of its own: serve shows what is in the prefix's cache directory
+    serve_start serve "${s3env[@]}" AWS_ENDPOINT_URL="$S3" DIAL9_S3_CACHE_DIR="$T/cache-serve" \
+        "$DIAL9" serve --bucket $BUCKET --prefix dial9-traces
     if [ -n "$PORT" ]; then
         curl -s "http://127.0.0.1:$PORT/api/index" >"$T/index.json"
-        check "serve --bucket lists one run per service and boot" python3 - "$T/index.json" "$host" <<'EOF'
+        check "serve --bucket lists one run per service and boot, in every layout" python3 - "$T/index.json" "$host" $((now - 1500)) $((now - 1200)) <<'EOF'
 import json, sys
-runs = [r["run"] for r in json.load(open(sys.argv[1]))["runs"]]
-assert len(runs) == 2, runs
-assert any("service=api/instance=" + sys.argv[2] + "/boot=" in r for r in runs), runs
-assert any("service=db/" in r for r in runs), runs
+runs = {r["run"]: r["segments"] for r in json.load(open(sys.argv[1]))["runs"]}
+assert len(runs) == 5, runs
+assert sum("service=api/instance=" + sys.argv[2] + "/boot=" in r for r in runs) == 1, runs
+assert sum("service=db/" in r for r in runs) == 1, runs
+assert runs.get("service=legacy-svc/instance=hostL/boot=boot-7") == 3, runs
+assert runs.get("service=old-svc/instance=hostO/boot=noboot-" + sys.argv[3]) == 2, runs
+assert runs.get("service=old-svc/instance=hostO/boot=noboot-" + sys.argv[4]) == 1, runs
+EOF
+        check "serve --bucket: the last day by default, listed by time prefix" python3 - "$T/fleet/log" "$now" "$log_before_serve" <<'EOF'
+import datetime, json, re, sys
+log = [json.loads(l) for l in open(sys.argv[1])][int(sys.argv[3]):]
+serve = [e["prefix"] for e in log if e["code"] == "listed"]
+now = datetime.datetime.fromtimestamp(int(sys.argv[2]), datetime.timezone.utc)
+days = {(now - datetime.timedelta(days=d)).strftime("%Y-%m-%d") for d in (-1, 0, 1, 2)}
+assert serve, "nothing listed"
+for p in serve:
+    m = re.fullmatch(r"dial9-traces/(?:version=1/date=)?(\d{4}-\d\d-\d\d)/(?:\d\d)?", p)
+    assert m and m.group(1) in days, p
+assert not any(e["code"] == "got" and "/2020-01-01/" in e["key"] for e in log), "2020 fetched"
 EOF
         run=$(python3 -c 'import json,sys,urllib.parse; r=[x for x in json.load(open(sys.argv[1]))["runs"] if "service=api" in x["run"]][0]; print(r["trace_url"])' "$T/index.json")
         curl -s -o "$T/served.bin" "http://127.0.0.1:$PORT$run"
         check "the api run served as one trace: every event once" every_event_once "$T/served.bin"
         serve_stop
+        serve_start serve-all "${s3env[@]}" AWS_ENDPOINT_URL="$S3" DIAL9_S3_CACHE_DIR="$T/cache-all" "$DIAL9" serve --bucket $BUCKET --all
+        if [ -n "$PORT" ]; then
+            curl -s "http://127.0.0.1:$PORT/api/index" >"$T/index-all.json"
+            check "serve --bucket --all: 2020 too" python3 -c '
+import json, sys
+runs = {r["run"]: r["segments"] for r in json.load(open(sys.argv[1]))["runs"]}
+assert len(runs) == 6 and runs.get("service=old-svc/instance=hostO/boot=noboot-1577836800") == 1, runs' "$T/index-all.json"
+            serve_stop
+        fi
     fi
 fi
 

@@ -209,7 +209,8 @@ const proxy = http.createServer((req, res) => {
         } else if (req.method === 'POST' && uploadId !== null) {
           log({ method: 'POST', key, status: ur.statusCode, code: ok ? 'completed' : 'complete-error', uploadId });
         } else if (req.method === 'GET') {
-          log({ method: 'GET', key, status: ur.statusCode, code: q.get('list-type') ? 'listed' : 'got' });
+          if (q.get('list-type')) log({ method: 'GET', key, status: ur.statusCode, code: 'listed', prefix: q.get('prefix') });
+          else log({ method: 'GET', key, status: ur.statusCode, code: 'got' });
         }
         const send = () => { res.writeHead(ur.statusCode, ur.headers); res.end(text); };
         if (req.method === 'PUT' && putDelay) setTimeout(send, putDelay); else send();

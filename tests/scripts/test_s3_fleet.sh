@@ -64,11 +64,13 @@ d9s3 export --format folded -o "$T/folded.txt" s3://$BUCKET/dial9-traces --servi
 check "export s3:// (db) exit 0 ($(head -c 300 "$T/export.err"))" [ $? = 0 ]
 
 # ---- dial9's older key layouts: the same services, instances, runs and windows ----
-# db segments stored again under the dated layouts, with and without a boot id, over several
+# the db and api segments stored again under the dated layouts, with and without a boot id, over several
 # minutes (so several {HHMM} directories): a recording must stay one run, chosen by
 # --service/--instance and listed by time prefix like the current layout.
-mapfile -t seg < <(grep 'service=db/' "$T/fleet/objects.jsonl" | sed 's/.*"file":"\([^"]*\)".*/\1/')
-while [ "${#seg[@]}" -lt 3 ]; do seg+=("${seg[0]}"); done
+mapfile -t seg < <(grep 'service=db/' "$T/fleet/objects.jsonl" | sed 's/.*"file":"\([^"]*\)".*/\1/';
+                   grep 'service=api/' "$T/fleet/objects.jsonl" | sed 's/.*"file":"\([^"]*\)".*/\1/')
+check "two different segments to store again (${#seg[@]})" [ "${#seg[@]}" -ge 2 ]
+seg[2]=${seg[0]}
 now=$(date +%s)
 : >"$T/dated.keys"
 put_dated() { # EPOCH SERVICE INSTANCE BOOT|- N FILE: a key in dial9's dated layout
@@ -82,13 +84,13 @@ put_dated $((now - 1800)) legacy-svc hostL boot-7 0 "${seg[0]}" &&
     put_dated $((now - 1560)) legacy-svc hostL boot-7 2 "${seg[2]}" &&
     put_dated $((now - 1500)) old-svc hostO - 0 "${seg[0]}" && # one recording without boot id ...
     put_dated $((now - 1440)) old-svc hostO - 1 "${seg[1]}" &&
-    put_dated $((now - 1200)) old-svc hostO - 0 "${seg[2]}" && # ... and the next one (n from 0 again)
+    put_dated $((now - 1200)) old-svc hostO - 0 "${seg[1]}" && # ... and the next one (n from 0 again)
     put_dated 1577836800 old-svc hostO - 0 "${seg[0]}"       # 2020-01-01 00:00 UTC
 check "objects stored under dial9's dated layouts ($(head -c 300 "$T/put.err"))" [ "$(wc -l <"$T/dated.keys")" = 7 ]
 check "a recording in the dated layout spans several {HHMM} directories" \
     [ "$(grep legacy-svc "$T/dated.keys" | cut -d/ -f3 | sort -u | wc -l)" -gt 1 ]
 "$DIAL9" dump --jsonl "${seg[0]}" "${seg[1]}" "${seg[2]}" >"$T/legacy.ref.jsonl"
-"$DIAL9" dump --jsonl "${seg[0]}" "${seg[1]}" "${seg[2]}" >"$T/old.ref.jsonl" # run A (0, 1), then run B
+"$DIAL9" dump --jsonl "${seg[0]}" "${seg[1]}" "${seg[1]}" >"$T/old.ref.jsonl" # run A (0, 1), then run B
 "$DIAL9" dump --jsonl "${seg[0]}" >"$T/old2020.ref.jsonl"
 lists_before=$(wc -l <"$T/fleet/log")
 d9s3 dump --jsonl s3://$BUCKET/dial9-traces --service legacy-svc --from -2h >"$T/legacy.jsonl" 2>"$T/legacy.err"

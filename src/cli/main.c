@@ -32,7 +32,8 @@ static void usage(FILE *out) {
             "PATH is a trace file (trace.N.bin, .bin.gz, .bin.active), several files, or a\n"
             "directory searched recursively for trace files (in run directory, then segment\n"
             "order), or s3://BUCKET[/PREFIX] with --service S, --instance I and a time window\n"
-            "--from/--to (-15m, -2h, -1d, or YYYY-MM-DDTHH:MM[:SS]Z) to read uploaded traces.\n"
+            "--from/--to (-15m, -2h, -1d, or YYYY-MM-DDTHH:MM[:SS]Z) to read uploaded traces;\n"
+            "dial9 serve --bucket B [--prefix P] serves the last 24 h of them (--from, or --all).\n"
             "\n"
             "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -2,7 +2,8 @@
 # `dial9 serve --bucket` in a real browser. Our recorder uploads two services to s3rver behind
 # the verifying proxy (tests/scripts/s3/): api from the example executor (polls, wakes, parks on
 # two workers), db from the test recorder; one more object is stored under dial9's older key
-# layout ({prefix}/{date}/{HHMM}/{service}/{host}/{epoch}-{index}.bin.gz). `dial9 serve
+# layout ({prefix}/{date}/{HHMM}/{service}/{host}/{epoch}-{index}.bin.gz, read as service
+# checkout-api, instance host1). `dial9 serve
 # --bucket` runs on a free loopback port; Debian's Chromium (playwright-core from viewer/)
 # opens its list of runs and clicks a run as a user would: the api run of this host, then the
 # run in dial9's layout. The viewer must show exactly the events `dial9 dump` finds in that
@@ -18,7 +19,10 @@ RECORDER="$BUILD/test_pipeline_compress"
 CHROMIUM=${D9_CHROMIUM:-/usr/bin/chromium}
 BUCKET=d9-test
 N=20000
-LEGACY_KEY=dial9-traces/2026-04-09/1910/checkout-api/host1/1744224000-0.bin.gz
+# dial9's dated layout without boot id, as in dial9's own tests, but recent: serve lists the last day
+LEGACY_EPOCH=$(date +%s)
+LEGACY_KEY=dial9-traces/$(date -u -d "@$LEGACY_EPOCH" +%Y-%m-%d/%H%M)/checkout-api/host1/$LEGACY_EPOCH-0.bin.gz
+LEGACY_RUN=service=checkout-api/instance=host1/boot=noboot-$LEGACY_EPOCH
 
 [ -x "$DEMO" ] || { echo "test_s3_fleet_browser: $DEMO not built"; exit 1; }
 [ -x "$RECORDER" ] || { echo "test_s3_fleet_browser: $RECORDER not built"; exit 1; }
@@ -105,9 +109,9 @@ import json, sys
 listed = json.load(open(sys.argv[1]))["listed"]
 assert len(listed) == 3, listed
 assert sum("service=db/" in r for r in listed) == 1, listed
-assert sum(r.endswith("checkout-api/host1") for r in listed) == 1, listed' "$T/api.shown.json"
+assert sum(r == sys.argv[2] for r in listed) == 1, listed' "$T/api.shown.json" "$LEGACY_RUN"
 
-node "$CHECK/open_run_in_browser.mjs" "$BASE" "$T/legacy.shown.json" "checkout-api/host1" 2>"$T/legacy.browser.err"
+node "$CHECK/open_run_in_browser.mjs" "$BASE" "$T/legacy.shown.json" "$LEGACY_RUN" 2>"$T/legacy.browser.err"
 check "Chromium opened the run in dial9's layout ($(head -c 600 "$T/legacy.browser.err"))" [ $? = 0 ]
 check "the viewer shows its events, as dump reads the object" shown_is legacy
 serve_stop 0

@@ -81,7 +81,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_port(port, proc, timeout=15.0):
+def wait_port(port, proc, timeout=120.0):  # a safety net: returns once it answers
     end = time.time() + timeout
     while time.time() < end:
         if proc.poll() is not None:
@@ -140,7 +140,7 @@ def cpu_delta(before, after):
     return total, recorder
 
 
-def child_pid(pid, timeout=5.0):
+def child_pid(pid, timeout=60.0):  # a safety net: returns once it exists
     """The first child of `pid` (the program `dial9 run` started)."""
     end = time.time() + timeout
     while time.time() < end:

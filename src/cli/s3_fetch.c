@@ -3,7 +3,7 @@
 #define _GNU_SOURCE
 #endif
 #include "cli/s3_fetch.h"
-#include "cli/s3_key_layout.h"
+#include "sinks/s3_key_layout.h"
 
 #include <errno.h>
 #include <fcntl.h>

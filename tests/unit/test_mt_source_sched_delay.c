@@ -130,7 +130,7 @@ int main(void) {
     /* The quiet case needs a quiet CPU: other tests may run in parallel (ctest -j), so take the
      * quietest of up to three attempts, and say so rather than fail if none was quiet. */
     phase_result alone = run_phase(false);
-    for (int attempt = 1; attempt < 3 && alone.over_1ms * 10 > alone.unparks; attempt++) {
+    for (int attempt = 1; attempt < 3 && alone.over_1ms * 10 >= alone.unparks; attempt++) {
         printf("(the machine was busy: measuring alone again)\n");
         phase_result again = run_phase(false);
         if (again.over_1ms * alone.unparks < alone.over_1ms * again.unparks) alone = again;
@@ -145,13 +145,15 @@ int main(void) {
     CHECK(loaded.max >= 2000000);
     CHECK(loaded.over_1ms * 100 >= loaded.unparks * 15);
     CHECK(loaded.preempted_in_polls > 0);
-    if (alone.over_1ms * 10 > alone.unparks) {
+    /* Alone, the CPU is mostly idle and a wake-up runs at once: fewer than 1 in 10 unparks wait
+     * 1 ms (so p90 < 1 ms). Where every attempt saw more, the machine was busy: say so, and skip
+     * the quiet-case check rather than fail. (The bound is the same on both sides: a skip at
+     * "more than 10 %" with a check of p90 < 1 ms failed at exactly 60 of 600, soak run 41.) */
+    if (alone.over_1ms * 10 >= alone.unparks) {
         printf("SKIP quiet-case checks: CPU 0 was busy in every attempt (%zu of %zu unparks >= 1 ms)\n",
                alone.over_1ms, alone.unparks);
         return d9t_summary("source_sched_delay");
     }
-    /* alone: the CPU is mostly idle, a wake-up runs at once */
-    CHECK(alone.p90 < 1000000);
     /* ... and the hog makes long waits more frequent. Twice as frequent at least: "alone" may be
      * up to 10 % busy with the rest of a parallel suite (4x failed 2 of 24 soak runs on a
      * machine at load 20), while a hog sharing the worker's CPU gives 15 % and more. */

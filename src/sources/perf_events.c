@@ -220,6 +220,26 @@ static bool remember_fd(perf_src *s, int fd, int kind) {
     return true;
 }
 
+/* An opened event into its CPU's ring: the first of the ring maps it (its `lead`), the others
+ * write into the lead's (PERF_EVENT_IOC_SET_OUTPUT); then it is remembered for closing. 0, or
+ * nonzero with the event closed (and the ring unmapped again if it was the lead). */
+static int attach_event(perf_src *s, int fd, int k, int *lead, d9_perf_ring *ring, unsigned pages) {
+    int rc = 0;
+    if (*lead < 0) {
+        rc = d9_perf_ring_map(ring, fd, pages);
+        if (rc == 0) *lead = fd;
+    } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, *lead) != 0) {
+        rc = -errno;
+    }
+    if (rc == 0 && remember_fd(s, fd, k)) return 0;
+    if (*lead == fd) {
+        d9_perf_ring_unmap(ring);
+        *lead = -1;
+    }
+    close(fd);
+    return rc ? rc : -ENOMEM;
+}
+
 /* Open event `kind` for thread `tid` on `cpu`, retrying without inherit_thread on kernels
  * older than 5.13, and without kernel frames where they are refused. */
 static int open_event(perf_src *s, int kind, pid_t tid, int cpu, d9_perf_report *rep) {
@@ -307,24 +327,12 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
                     missed[t] = true;
                     continue;
                 }
-                int rc = 0;
                 bool sw = k == K_SWITCH;
-                int *lead = &leader[2 * c + sw];
-                d9_perf_ring *ring = sw ? &s->swrings[c] : &s->rings[c];
-                if (*lead < 0) {
-                    rc = d9_perf_ring_map(ring, fd, sw ? RING_PAGES_SWITCHES : sample_pages);
-                    if (rc == 0) *lead = fd;
-                } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, *lead) != 0) {
-                    rc = -errno;
-                }
-                if (rc != 0 || !remember_fd(s, fd, k)) {
-                    if (*lead == fd) {
-                        d9_perf_ring_unmap(ring);
-                        *lead = -1;
-                    }
-                    close(fd);
+                int rc = attach_event(s, fd, k, &leader[2 * c + sw], sw ? &s->swrings[c] : &s->rings[c],
+                                      sw ? RING_PAGES_SWITCHES : sample_pages);
+                if (rc != 0) {
                     if (!opened_any[k]) {
-                        *err[k] = rc ? rc : -ENOMEM;
+                        *err[k] = rc;
                         s->want[k] = false;
                         break;
                     }
@@ -841,21 +849,8 @@ static bool reopen_switch_events(perf_src *s) {
                 int fd = open_event(s, k, tids[t], c, &rep);
                 if (fd == -ENODEV) break; /* CPU offline */
                 if (fd < 0) continue;     /* the thread exited meanwhile, or refused now */
-                int rc = 0;
-                if (*lead < 0) {
-                    rc = d9_perf_ring_map(ring, fd, sw ? RING_PAGES_SWITCHES : RING_PAGES_STACKS);
-                    if (rc == 0) *lead = fd;
-                } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, *lead) != 0) {
-                    rc = -errno;
-                }
-                if (rc != 0 || !remember_fd(s, fd, k)) {
-                    if (*lead == fd) {
-                        d9_perf_ring_unmap(ring);
-                        *lead = -1;
-                    }
-                    close(fd);
+                if (attach_event(s, fd, k, lead, ring, sw ? RING_PAGES_SWITCHES : RING_PAGES_STACKS) != 0)
                     continue;
-                }
                 opened |= sw;
             }
         }

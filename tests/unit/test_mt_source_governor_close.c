@@ -24,6 +24,7 @@
 #include "dial9/dial9.h"
 #include "sources/cost_governor.h"
 #include "sources/perf_events.h"
+#include "pingpong_workload.h"
 #include "test_source_util.h"
 
 #define MAX_COV 4096
@@ -36,36 +37,6 @@ typedef struct cov {
 
 static cov g_cov[MAX_COV];
 static size_t g_ncov;
-static int g_ping[2], g_pong[2];
-static atomic_bool g_stop;
-static atomic_ullong g_trips;
-
-static void *pinger(void *arg) {
-    (void)arg;
-    d9_worker_begin("pingpong", 0);
-    char c = 'p';
-    for (uint64_t i = 1; !atomic_load(&g_stop); i++) {
-        d9_poll_begin(i, D9_HERE);
-        if (write(g_ping[1], &c, 1) != 1 || read(g_pong[0], &c, 1) != 1) break;
-        d9_poll_end();
-        atomic_fetch_add(&g_trips, 1);
-    }
-    d9_poll_end();
-    c = 'q';
-    if (write(g_ping[1], &c, 1) != 1) perror("write");
-    d9_worker_end();
-    return NULL;
-}
-
-static void *ponger(void *arg) {
-    (void)arg;
-    d9_wake(0); /* records: switch records are kept for threads that record */
-    char c;
-    while (read(g_ping[0], &c, 1) == 1 && c != 'q') {
-        if (write(g_pong[1], &c, 1) != 1) break;
-    }
-    return NULL;
-}
 
 /* ~200 switches a second: the governor comes back from paused and stays out of it */
 static void *sleeper(void *arg) {
@@ -78,13 +49,6 @@ static void *sleeper(void *arg) {
     }
     d9_worker_end();
     return NULL;
-}
-
-static void copy_str(char *dst, const d9_event *ev, const char *field) {
-    dst[0] = 0;
-    const d9_value *v = d9_event_field(ev, field);
-    d9_dec_str s;
-    if (v && d9_value_str(v, &s)) snprintf(dst, 32, "%.*s", (int)s.len, s.ptr);
 }
 
 static void on_event(const d9_event *ev, void *ctx) {

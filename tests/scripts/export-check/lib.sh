@@ -28,9 +28,4 @@ if ! command -v node >/dev/null; then
 fi
 # one install at a time, whichever build directory's tests ask (lib/npm_ci.sh)
 source "$SOURCE/tests/scripts/lib/npm_ci.sh"
-npm_ci_once "$CHECK"
-case $? in
-    0) ;;
-    2) echo "SKIP: npm is not installed"; exit 0 ;;
-    *) echo "npm ci failed in $CHECK"; exit 1 ;;
-esac
+npm_ci_or_skip "$CHECK"

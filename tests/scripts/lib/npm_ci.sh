@@ -25,3 +25,14 @@ npm_ci_once() {
         cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >&2
     ) 9>"$dir/.npm-ci.lock"
 }
+
+# For a script test: npm_ci_once DIR, then go on (installed), exit 0 with SKIP (no npm), or
+# exit 1 (npm ci failed).
+npm_ci_or_skip() {
+    npm_ci_once "$1"
+    case $? in
+        0) ;;
+        2) echo "SKIP: npm is not installed"; exit 0 ;;
+        *) echo "npm ci failed in $1"; exit 1 ;;
+    esac
+}

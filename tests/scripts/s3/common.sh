@@ -5,12 +5,7 @@
 [ -x "$DIAL9" ] || { echo "$0: $DIAL9 not built"; exit 1; }
 command -v node >/dev/null || { echo "SKIP: node is not installed (s3rver and the SDK are npm packages)"; exit 0; }
 source "$SOURCE/tests/scripts/lib/npm_ci.sh"
-npm_ci_once "$CHECK"
-case $? in
-    0) ;;
-    2) echo "SKIP: npm is not installed"; exit 0 ;;
-    *) echo "npm ci failed in $CHECK"; exit 1 ;;
-esac
+npm_ci_or_skip "$CHECK"
 export NODE_NO_WARNINGS=1 # the SDK's notice about future Node versions
 
 PROXY_PIDS=()

@@ -653,8 +653,11 @@ int d9_serve_run(const d9_serve_opts *o) {
     int stopped_by = run_loop(&s, d, signal_fd);
     if (!o->quiet && stopped_by) fprintf(stderr, "dial9 serve: stopping (%s)\n", strsignal(stopped_by));
     MHD_stop_daemon(d);
+    /* SIGINT and SIGTERM stay blocked until the process ends: supervisors send a stop more than
+     * once (timeout(1) and systemd signal the server and then its process group), and a copy that
+     * arrived after run_loop read the first would kill it once unblocked (status 143, not 0).
+     * Nothing here waits: libmicrohttpd runs no thread of its own in external mode. */
     close(signal_fd);
-    sigprocmask(SIG_UNBLOCK, &stop, NULL); /* a second SIGINT/SIGTERM during the stop now ends it */
     free(s.viewer_root);
     if (s.viewer_fd >= 0) close(s.viewer_fd);
     d9_trace_index_free(&s.index);

@@ -208,6 +208,19 @@ check "new segment listed" grep -q 'trace.4.bin' "$T/body"
 # ---- stop ----
 serve_stop 0
 
+# ---- a stop sent more than once: timeout(1) and systemd signal the server and then its
+# process group, so copies arrive while it stops. It must still end with status 0, not die of
+# one (143). The copies are sent without pause until it is gone.
+if serve_start repeated "$DIAL9" serve "$D"; then
+    server=$(pgrep -P "$SERVER_PID" | head -1) # the server, timeout(1)'s child
+    while kill -TERM "${server:-none}" 2>/dev/null; do :; done
+    wait "$SERVER_PID"
+    rc=$?
+    SERVER_PID=
+    check "SIGTERM sent again and again while it stops: status 0 ($rc)" [ "$rc" = 0 ]
+    check "it said once that it stops" [ "$(grep -c 'stopping (Terminated)' "$T/repeated.err")" = 1 ]
+fi
+
 # ---- a non-loopback address warns (192.0.2.1 is TEST-NET-1, not on this machine: it cannot
 # listen there, no traffic) ----
 "$DIAL9" serve --port 0 --bind 192.0.2.1 "$D" >"$T/bind.out" 2>"$T/bind.err"

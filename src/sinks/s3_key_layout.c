@@ -11,13 +11,21 @@
 
 typedef struct span { const char *p; size_t n; } span;
 
+/* The last MAX_PARTS components of the key: every layout is read from the components nearest
+ * the file, and a deeper prefix (S3 allows 1 024 bytes) must not push the file name out. */
 static size_t split(const char *key, span *parts) {
+    const char *p = key + strlen(key);
     size_t count = 0;
-    for (const char *p = key; count < MAX_PARTS;) {
-        const char *slash = strchr(p, '/');
-        parts[count++] = (span){p, slash ? (size_t)(slash - p) : strlen(p)};
-        if (!slash) break;
-        p = slash + 1;
+    for (const char *end = p; count < MAX_PARTS; end = p - 1) {
+        p = end;
+        while (p > key && p[-1] != '/') p--;
+        parts[count++] = (span){p, (size_t)(end - p)};
+        if (p == key) break;
+    }
+    for (size_t i = 0; i < count / 2; i++) { /* nearest the file last, as in the key */
+        span t = parts[i];
+        parts[i] = parts[count - 1 - i];
+        parts[count - 1 - i] = t;
     }
     return count;
 }

@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
     char err[1024];
     d9_remote_paths = d9_s3_paths;
     if (d9_s3_take_selection_args(&argc, argv, err, sizeof err) != 0 ||
-        (!strcmp(cmd, "serve") && d9_s3_serve_args(&argc, argv, err, sizeof err) != 0)) {
+        (!strcmp(cmd, "serve") && d9_s3_serve_args(&argc, &argv, err, sizeof err) != 0)) {
         fprintf(stderr, "dial9 %s: %s\n", cmd, err);
         return strstr(err, "usage") ? D9_EXIT_USAGE : D9_EXIT_DATA;
     }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -453,8 +454,55 @@ static void objects_free(objects *os) {
     free(os->v);
 }
 
-int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size_t rootlen, char *err,
-                      size_t errlen) {
+/* A field of the selection manifest: tab, newline, '%' and control bytes as %XX. */
+static void manifest_field(FILE *f, const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f || *p == '%') fprintf(f, "%%%02X", *p);
+        else fputc(*p, f);
+    }
+}
+
+/* The selection for dial9-serve (src/serve/serve_selection.h): every run chosen, with the first
+ * and last start of its segments from the keys, and its segments (local name, size, key). os is
+ * sorted by group and index. */
+static void write_manifest(FILE *f, const char *url, const objects *os) {
+    fputs("dial9-serve-selection 1\nsource\t", f);
+    manifest_field(f, url);
+    fputc('\n', f);
+    for (size_t i = 0; i < os->n;) {
+        size_t end = i + 1;
+        while (end < os->n && !strcmp(os->v[end].group, os->v[i].group)) end++;
+        long long first = -1, last = -1;
+        bool any = false;
+        for (size_t k = i; k < end; k++) {
+            const object *o = &os->v[k];
+            if (!o->keep) continue;
+            any = true;
+            if (o->start < 0) continue;
+            if (first < 0 || o->start < first) first = o->start;
+            if (o->start > last) last = o->start;
+        }
+        if (any) {
+            fputs("run\t", f);
+            manifest_field(f, os->v[i].group[0] ? os->v[i].group : ".");
+            fprintf(f, "\t%lld\t%lld\n", first, last);
+            for (size_t k = i; k < end; k++) {
+                const object *o = &os->v[k];
+                if (!o->keep) continue;
+                const char *slash = strrchr(o->local, '/');
+                fputs("seg\t", f);
+                manifest_field(f, slash ? slash + 1 : o->local);
+                fprintf(f, "\t%" PRIu64 "\t%lld\t", o->size, (long long)o->start);
+                manifest_field(f, o->key);
+                fputc('\n', f);
+            }
+        }
+        i = end;
+    }
+}
+
+static int fetch_selection(const char *url, d9_path_list *out, char *local_root, size_t rootlen, FILE *manifest,
+                           char *err, size_t errlen) {
     const d9_s3_selection *sel = &selection;
     const char *rest = url + 5;
     size_t blen = strcspn(rest, "/");
@@ -601,6 +649,7 @@ int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size
         }
         k++;
     }
+    if (rc == 0 && manifest) write_manifest(manifest, url, &os);
     for (size_t i = 0; i < nkeep; i++) free(keep[i]);
     free(keep);
     objects_free(&os);
@@ -609,11 +658,17 @@ int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size
     return rc;
 }
 
+int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size_t rootlen, char *err,
+                      size_t errlen) {
+    return fetch_selection(url, out, local_root, rootlen, NULL, err, errlen);
+}
+
 int d9_s3_paths(const char *url, d9_path_list *out, char *err, size_t errlen) {
     return d9_s3_fetch_paths(url, out, NULL, 0, err, errlen);
 }
 
-int d9_s3_serve_args(int *argc, char **argv, char *err, size_t errlen) {
+int d9_s3_serve_args(int *argc, char ***argvp, char *err, size_t errlen) {
+    char **argv = *argvp;
     const char *bucket = NULL, *prefix = NULL;
     bool all = false;
     for (int i = 2; i < *argc;) {
@@ -656,12 +711,29 @@ int d9_s3_serve_args(int *argc, char **argv, char *err, size_t errlen) {
     }
     char url[2048];
     snprintf(url, sizeof url, "s3://%s/%s", bucket, prefix ? prefix : "dial9-traces");
+    /* The selection goes to dial9-serve in a memfd it inherits (--selection /dev/fd/N): it
+     * serves only these runs and segments, whatever else the cache holds, and nothing is left
+     * behind in the cache when it stops. */
+    int mfd = memfd_create("dial9-serve-selection", 0);
+    FILE *manifest = mfd >= 0 ? fdopen(dup(mfd), "w") : NULL;
+    if (!manifest) {
+        snprintf(err, errlen, "selection for dial9-serve: %s", strerror(errno));
+        if (mfd >= 0) close(mfd);
+        return -1;
+    }
     d9_path_list files = {0};
     static char root[PATH_MAX];
-    int rc = d9_s3_fetch_paths(url, &files, root, sizeof root, err, errlen);
+    int rc = fetch_selection(url, &files, root, sizeof root, manifest, err, errlen);
     size_t count = files.count;
     d9_path_list_free(&files);
-    if (rc != 0) return -1;
+    if (fclose(manifest) != 0 && rc == 0) {
+        snprintf(err, errlen, "selection for dial9-serve: %s", strerror(errno));
+        rc = -1;
+    }
+    if (rc != 0) {
+        close(mfd);
+        return -1;
+    }
     char since[64] = "all of it";
     if (selection.has_from) {
         struct tm tm;
@@ -669,7 +741,19 @@ int d9_s3_serve_args(int *argc, char **argv, char *err, size_t errlen) {
         strftime(since, sizeof since, "since %Y-%m-%d %H:%M:%S UTC", &tm);
     }
     fprintf(stderr, "dial9 serve: %zu objects of %s (%s) fetched into %s\n", count, url, since, root);
-    argv[(*argc)++] = root; /* two options or more were taken out: there is room */
-    argv[*argc] = NULL;
+    static char selection_path[64];
+    snprintf(selection_path, sizeof selection_path, "/dev/fd/%d", mfd);
+    char **v = calloc((size_t)*argc + 4, sizeof *v);
+    if (!v) {
+        snprintf(err, errlen, "out of memory");
+        close(mfd);
+        return -1;
+    }
+    memcpy(v, argv, (size_t)*argc * sizeof *v);
+    v[(*argc)++] = "--selection";
+    v[(*argc)++] = selection_path;
+    v[(*argc)++] = root;
+    v[*argc] = NULL;
+    *argvp = v; /* kept until exec */
     return 0;
 }

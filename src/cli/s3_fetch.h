@@ -42,9 +42,11 @@ int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size
 int d9_s3_paths(const char *url, d9_path_list *out, char *err, size_t errlen);
 
 /* `dial9 serve --bucket B [--prefix P]`: fetch the selection of s3://B/P (P default
- * dial9-traces) and put its local directory in argv in place of the options. 0 (also when
- * there is no --bucket), or -1 with a message. */
-int d9_s3_serve_args(int *argc, char **argv, char *err, size_t errlen);
+ * dial9-traces) and replace *argv by one where the options are taken out and
+ * `--selection /dev/fd/N DIR` added: DIR the prefix's local directory, N a memfd (inherited by
+ * dial9-serve) holding the selection, its runs' key times and segments (serve/serve_selection.h).
+ * 0 (also when there is no --bucket), or -1 with a message. */
+int d9_s3_serve_args(int *argc, char ***argv, char *err, size_t errlen);
 
 /* A wall-clock time: -DURATION (s, m, h, d) before now, or YYYY-MM-DD[THH:MM[:SS]][Z] in UTC. */
 int d9_s3_parse_wall_time(const char *s, time_t now, time_t *out);

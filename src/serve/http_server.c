@@ -40,6 +40,7 @@
 #include "serve/open_beneath.h"
 #include "serve/safe_path.h"
 #include "serve/segment_concat.h"
+#include "serve/serve_selection.h"
 #include "serve/serve.h"
 #include "serve/trace_index.h"
 #include "serve/url.h"
@@ -51,6 +52,7 @@
 
 typedef struct server {
     d9_trace_index index;
+    d9_serve_selection selection; /* --selection: what `dial9 serve --bucket` chose */
     char *viewer_root; /* real path, or NULL */
     int viewer_fd;     /* the viewer directory: its files are opened beneath it */
     bool quiet;
@@ -180,6 +182,26 @@ static void html_time_range(FILE *f, const d9_run *r) {
     else fputs("<td>-</td>", f);
 }
 
+/* The wall-clock range a selection's keys give (first and last segment start), or "-". */
+static void html_wall_clock(FILE *f, const d9_run *r) {
+    const d9_sel_run *sel = r->selected;
+    if (!sel || sel->first < 0) {
+        fputs("<td>-</td>", f);
+        return;
+    }
+    char a[32], b[32];
+    struct tm tm;
+    time_t t = (time_t)sel->first;
+    gmtime_r(&t, &tm);
+    strftime(a, sizeof a, "%Y-%m-%d %H:%M:%S", &tm);
+    t = (time_t)sel->last;
+    gmtime_r(&t, &tm);
+    /* the last start without its date when it is the same day */
+    strftime(b, sizeof b, sel->last / 86400 == sel->first / 86400 ? "%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &tm);
+    fprintf(f, "<td class=\"wall\" data-first=\"%lld\" data-last=\"%lld\">%s &ndash; %s UTC</td>", sel->first,
+            sel->last, a, b);
+}
+
 static unsigned serve_runs_page(server *s, struct MHD_Connection *c, enum MHD_Result *ok) {
     char err[256];
     if (d9_trace_index_refresh(&s->index, err, sizeof err) != 0) {
@@ -197,9 +219,16 @@ static unsigned serve_runs_page(server *s, struct MHD_Connection *c, enum MHD_Re
           "<style>body{font:14px system-ui,sans-serif;margin:2em}td,th{padding:.2em .8em;text-align:left}"
           "tr:nth-child(even){background:#f3f3f3}</style></head><body><h1>dial9 traces</h1><p>",
           f);
-    d9_html_escape(f, s->index.root);
+    if (s->selection.source) { /* dial9 serve --bucket: where from, and the cache */
+        d9_html_escape(f, s->selection.source);
+        fputs(" (cached in ", f);
+        d9_html_escape(f, s->index.root);
+        fputs(")", f);
+    } else {
+        d9_html_escape(f, s->index.root);
+    }
     fputs("</p><table><tr><th>run</th><th>segments</th><th>size</th><th>span</th>"
-          "<th>segments to open</th></tr>\n", f);
+          "<th>wall clock (segment starts, from the keys)</th><th>segments to open</th></tr>\n", f);
     for (size_t i = 0; i < s->index.run_count; i++) {
         const d9_run *r = &s->index.runs[i];
         char *v = d9_viewer_url(r->name, NULL);
@@ -210,6 +239,7 @@ static unsigned serve_runs_page(server *s, struct MHD_Connection *c, enum MHD_Re
         fputs("</a></td>", f);
         free(v);
         html_time_range(f, r);
+        html_wall_clock(f, r);
         fputs("<td>", f);
         for (size_t k = 0; k < r->count; k++) {
             char *sv = d9_viewer_url(r->name, r->segs[k]);
@@ -564,12 +594,22 @@ int d9_serve_run(const d9_serve_opts *o) {
         fprintf(stderr, "dial9 serve: %s\n", err);
         return D9_EXIT_USAGE;
     }
+    if (o->selection) {
+        if (d9_serve_selection_read(&s.selection, o->selection, err, sizeof err) != 0) {
+            fprintf(stderr, "dial9 serve: %s\n", err);
+            d9_trace_index_free(&s.index);
+            d9_serve_selection_free(&s.selection);
+            return D9_EXIT_USAGE;
+        }
+        s.index.selection = &s.selection;
+    }
     if (o->viewer_dir && (!(s.viewer_root = realpath(o->viewer_dir, NULL)) ||
                           (s.viewer_fd = open(s.viewer_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)) {
         fprintf(stderr, "dial9 serve: %s: %s\n", o->viewer_dir, strerror(errno));
         free(s.viewer_root);
         if (s.viewer_fd >= 0) close(s.viewer_fd);
         d9_trace_index_free(&s.index);
+        d9_serve_selection_free(&s.selection);
         return D9_EXIT_USAGE;
     }
     const char *bind = o->bind ? o->bind : "127.0.0.1";
@@ -587,6 +627,7 @@ int d9_serve_run(const d9_serve_opts *o) {
         free(s.viewer_root);
         if (s.viewer_fd >= 0) close(s.viewer_fd);
         d9_trace_index_free(&s.index);
+        d9_serve_selection_free(&s.selection);
         return D9_EXIT_USAGE;
     }
     d9_host_check_init(&s.hosts, bind, o->allow_hosts, o->allow_host_count); /* bind is numeric: checked above */
@@ -599,6 +640,7 @@ int d9_serve_run(const d9_serve_opts *o) {
         free(s.viewer_root);
         if (s.viewer_fd >= 0) close(s.viewer_fd);
         d9_trace_index_free(&s.index);
+        d9_serve_selection_free(&s.selection);
         return D9_EXIT_DATA;
     }
     /* SIGINT and SIGTERM: blocked, read from a signalfd by run_loop */
@@ -614,6 +656,7 @@ int d9_serve_run(const d9_serve_opts *o) {
         free(s.viewer_root);
         if (s.viewer_fd >= 0) close(s.viewer_fd);
         d9_trace_index_free(&s.index);
+        d9_serve_selection_free(&s.selection);
         return D9_EXIT_DATA;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -636,6 +679,7 @@ int d9_serve_run(const d9_serve_opts *o) {
         free(s.viewer_root);
         if (s.viewer_fd >= 0) close(s.viewer_fd);
         d9_trace_index_free(&s.index);
+        d9_serve_selection_free(&s.selection);
         return D9_EXIT_DATA;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -661,5 +705,6 @@ int d9_serve_run(const d9_serve_opts *o) {
     free(s.viewer_root);
     if (s.viewer_fd >= 0) close(s.viewer_fd);
     d9_trace_index_free(&s.index);
+    d9_serve_selection_free(&s.selection);
     return stopped_by ? D9_EXIT_OK : D9_EXIT_DATA; /* 0: the event loop failed (said why) */
 }

@@ -39,6 +39,8 @@ void d9_serve_usage(FILE *out) {
             "      --allow-host NAME  answer requests for this Host name too (repeatable; by default\n"
             "                        only localhost names and IP addresses, against DNS rebinding;\n"
             "                        '*': any name)\n"
+            "      --selection FILE  serve only the runs and segments FILE names (written by\n"
+            "                        `dial9 serve --bucket`, which passes it: see docs/s3.md)\n"
             "  -h, --help\n"
             "\n"
             "Runs until interrupted (Ctrl-C / SIGTERM). Exit status: 0 stopped, 1 cannot listen, cannot\n"
@@ -61,7 +63,7 @@ static bool parse_count(const char *name, const char *arg, long min, long max, u
 }
 
 int d9_serve_parse_args(int argc, char **argv, d9_serve_args *a) {
-    enum { O_VIEWER_DIR = 256, O_REQUEST_TIMEOUT, O_IDLE_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT, O_ALLOW_HOST };
+    enum { O_VIEWER_DIR = 256, O_REQUEST_TIMEOUT, O_IDLE_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT, O_ALLOW_HOST, O_SELECTION };
     static const struct option opts[] = {
         {"port", required_argument, NULL, 'p'},
         {"bind", required_argument, NULL, 'b'},
@@ -71,6 +73,7 @@ int d9_serve_parse_args(int argc, char **argv, d9_serve_args *a) {
         {"max-connections", required_argument, NULL, O_MAX_CONNECTIONS},
         {"max-per-client", required_argument, NULL, O_MAX_PER_CLIENT},
         {"allow-host", required_argument, NULL, O_ALLOW_HOST},
+        {"selection", required_argument, NULL, O_SELECTION},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
@@ -96,6 +99,7 @@ int d9_serve_parse_args(int argc, char **argv, d9_serve_args *a) {
         }
         case 'b': o->bind = optarg; break;
         case O_VIEWER_DIR: o->viewer_dir = optarg; break;
+        case O_SELECTION: o->selection = optarg; break;
         case O_REQUEST_TIMEOUT:
             if (!parse_count("request-timeout", optarg, 1, 3600, &o->request_timeout_s)) return D9_EXIT_USAGE;
             break;

@@ -15,6 +15,7 @@ typedef struct d9_serve_opts {
     const char *bind;       /* numeric address, default 127.0.0.1 */
     unsigned port;          /* 0: any free port (printed) */
     const char *viewer_dir; /* NULL: no viewer, only the API */
+    const char *selection;  /* --selection FILE (serve_selection.h): serve only what it names */
     bool quiet;             /* no request log */
     unsigned request_timeout_s; /* a whole request must arrive within this (conn_guard.h) */
     unsigned idle_timeout_s;    /* libmicrohttpd's: a connection with no traffic closes */

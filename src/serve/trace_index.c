@@ -215,9 +215,24 @@ int d9_trace_index_refresh(d9_trace_index *ix, char *err, size_t errlen) {
         const char *rel = relative(ix, paths.paths[i]);
         int fd = rel ? d9_open_regular_beneath(ix->root_fd, rel, &st) : -1;
         if (fd < 0) continue; /* gone, not regular, or reached through a symlink */
-        d9_segment *s = segment_for(ix, paths.paths[i], fd, &st);
         char *run = run_name(ix, paths.paths[i]);
-        if (!s || !run) {
+        if (!run) {
+            close(fd);
+            rc = -1;
+            break;
+        }
+        const d9_sel_run *chosen = NULL;
+        if (ix->selection) { /* a file this serve did not select is not served, nor decoded */
+            const char *slash = strrchr(paths.paths[i], '/');
+            chosen = d9_serve_selection_run(ix->selection, run);
+            if (!chosen || !d9_serve_selection_seg(chosen, slash ? slash + 1 : paths.paths[i])) {
+                close(fd);
+                free(run);
+                continue;
+            }
+        }
+        d9_segment *s = segment_for(ix, paths.paths[i], fd, &st);
+        if (!s) {
             free(run);
             rc = -1;
             break;
@@ -233,7 +248,7 @@ int d9_trace_index_refresh(d9_trace_index *ix, char *err, size_t errlen) {
             }
             ix->runs = p;
             r = &ix->runs[ix->run_count++];
-            *r = (d9_run){.name = run};
+            *r = (d9_run){.name = run, .selected = chosen};
         } else {
             free(run);
         }
@@ -309,6 +324,11 @@ void d9_trace_index_json(const d9_trace_index *ix, FILE *out) {
         if (have) d9_json_u64(&j, first); else d9_json_null(&j);
         d9_json_key(&j, "last_ns");
         if (have) d9_json_u64(&j, last); else d9_json_null(&j);
+        /* wall clock, from the keys of a selection from S3 (no download needed) */
+        d9_json_key(&j, "first_epoch_s");
+        if (r->selected && r->selected->first >= 0) d9_json_i64(&j, r->selected->first); else d9_json_null(&j);
+        d9_json_key(&j, "last_epoch_s");
+        if (r->selected && r->selected->last >= 0) d9_json_i64(&j, r->selected->last); else d9_json_null(&j);
         d9_json_key(&j, "trace_url");
         json_url(&j, r->name, NULL);
         d9_json_key(&j, "viewer_url");

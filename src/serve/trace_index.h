@@ -18,6 +18,7 @@
 
 #include "core/string_table.h"
 #include "format/decoder.h"
+#include "serve/serve_selection.h"
 
 typedef struct d9_segment {
     char *path;         /* root/rel: the key of the cache */
@@ -42,6 +43,7 @@ typedef struct d9_segment {
 
 typedef struct d9_run {
     char *name;           /* relative directory, "." for the root */
+    const d9_sel_run *selected; /* its entry in the selection (times from the keys), or NULL */
     d9_segment **segs;    /* in segment order */
     size_t count;
 } d9_run;
@@ -55,13 +57,15 @@ typedef struct d9_trace_index {
     d9_segment **cache;   /* every segment known, by path */
     size_t cache_count, cache_cap;
     uint64_t decoded_bytes; /* decoded by refreshes so far (for the log) */
+    const d9_serve_selection *selection; /* set: only its runs and segments are indexed */
 } d9_trace_index;
 
 /* 0, or -1 with a message when the root cannot be opened as a directory. */
 int d9_trace_index_init(d9_trace_index *ix, const char *root, char *err, size_t errlen);
 void d9_trace_index_free(d9_trace_index *ix);
 
-/* Rescan the root and decode what changed. 0, or -1 when out of memory. */
+/* Rescan the root and decode what changed (with a selection: only the files it names). 0, or
+ * -1 when out of memory. */
 int d9_trace_index_refresh(d9_trace_index *ix, char *err, size_t errlen);
 
 /* Re-check one segment (it may have grown) and decode it again when it changed. False when the

@@ -4,7 +4,8 @@
 # --service, --instance and a wall-clock window read exactly that service's events (compared
 # with the objects read back by the AWS SDK), a second read comes from the cache (no GET), a
 # window or instance that matches nothing, a wrong secret and an unreachable endpoint give clear
-# errors; `dial9 serve --bucket` serves the runs listed from the bucket.
+# errors; `dial9 serve --bucket` serves the runs listed from the bucket, only those (not what
+# else the cache holds), each with its wall-clock range from the keys.
 set -uo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
@@ -141,12 +142,50 @@ if "$DIAL9" serve --help 2>&1 | grep -q 'without libmicrohttpd'; then
 else
     source "$SOURCE/tests/scripts/lib/serve_harness.sh"
     trap 'for p in "${PROXY_PIDS[@]}"; do kill "$p" 2>/dev/null; done; serve_cleanup' EXIT
+    # a cache of its own, where another command fetched a run outside serve's window first:
+    # serve must list and serve only what it selected, not everything in the cache
+    "${s3env[@]}" AWS_ENDPOINT_URL="$S3" DIAL9_S3_CACHE_DIR="$T/cache-serve" "$DIAL9" dump \
+        s3://$BUCKET/dial9-traces --service old-svc --from 2020-01-01 --to 2020-01-01T00:30Z >/dev/null 2>"$T/pre.err"
+    OLD_RUN=service=old-svc/instance=hostO/boot=noboot-1577836800
+    check "the 2020 run is in serve's cache before it starts ($(head -c 300 "$T/pre.err"))" \
+        [ -d "$T/cache-serve/$BUCKET/dial9-traces/$OLD_RUN" ]
     log_before_serve=$(wc -l <"$T/fleet/log")
-    # a cache of its own: serve shows what is in the prefix's cache directory
     serve_start serve "${s3env[@]}" AWS_ENDPOINT_URL="$S3" DIAL9_S3_CACHE_DIR="$T/cache-serve" \
         "$DIAL9" serve --bucket $BUCKET --prefix dial9-traces
     if [ -n "$PORT" ]; then
         curl -s "http://127.0.0.1:$PORT/api/index" >"$T/index.json"
+        curl -s "http://127.0.0.1:$PORT/runs" >"$T/runs.html"
+        code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/api/trace?run=$OLD_RUN")
+        check "a run in the cache that this serve did not select is not served (HTTP $code)" [ "$code" = 404 ]
+        check "... nor listed" python3 -c '
+import json, sys
+assert not [r for r in json.load(open(sys.argv[1]))["runs"] if r["run"] == sys.argv[2]]' "$T/index.json" "$OLD_RUN"
+        check "every run's wall-clock range from its keys (first and last segment start)" \
+            python3 - "$T/index.json" "$T/fleet/objects.jsonl" "$now" <<'EOF2'
+import json, re, sys
+runs = {r["run"]: (r["first_epoch_s"], r["last_epoch_s"]) for r in json.load(open(sys.argv[1]))["runs"]}
+now = int(sys.argv[3])
+want = {"service=legacy-svc/instance=hostL/boot=boot-7": (now - 1800, now - 1560),
+        "service=old-svc/instance=hostO/boot=noboot-%d" % (now - 1500): (now - 1500, now - 1440),
+        "service=old-svc/instance=hostO/boot=noboot-%d" % (now - 1200): (now - 1200, now - 1200)}
+for line in open(sys.argv[2]):  # our uploads, in the current layout
+    m = re.search(r'/(service=[^/]+)/time=\d+/(instance=[^/]+/boot=[^/]+)/(\d+)-\d+\.bin\.gz"', line)
+    name, t = m.group(1) + "/" + m.group(2), int(m.group(3))
+    a, b = want.get(name, (t, t))
+    want[name] = (min(a, t), max(b, t))
+assert runs == want, {"served": runs, "keys": want}
+EOF2
+        check "the start page shows them in UTC" python3 - "$T/runs.html" "$now" <<'EOF2'
+import html, re, sys, time
+page = html.unescape(open(sys.argv[1]).read())
+now = int(sys.argv[2])
+row = [r for r in page.split("<tr>") if "service=legacy-svc/instance=hostL/boot=boot-7" in r]
+assert len(row) == 1, page
+utc = lambda t, f: time.strftime(f, time.gmtime(t))
+first, last = utc(now - 1800, "%Y-%m-%d %H:%M:%S"), utc(now - 1560, "%H:%M:%S")
+if utc(now - 1800, "%d") != utc(now - 1560, "%d"): last = utc(now - 1560, "%Y-%m-%d %H:%M:%S")
+assert first + " \u2013 " + last + " UTC" in row[0], row[0]
+EOF2
         check "serve --bucket lists one run per service and boot, in every layout" python3 - "$T/index.json" "$host" $((now - 1500)) $((now - 1200)) <<'EOF'
 import json, sys
 runs = {r["run"]: r["segments"] for r in json.load(open(sys.argv[1]))["runs"]}
@@ -173,6 +212,25 @@ EOF
         curl -s -o "$T/served.bin" "http://127.0.0.1:$PORT$run"
         check "the api run served as one trace: every event once" every_event_once "$T/served.bin"
         serve_stop
+        # the same cache holds all three segments of legacy-svc's run now; a window that selects the
+        # last two must serve those two only (the first starts 27 min ago, its successor 28 min ago)
+        serve_start serve-window "${s3env[@]}" AWS_ENDPOINT_URL="$S3" DIAL9_S3_CACHE_DIR="$T/cache-serve" \
+            "$DIAL9" serve --bucket $BUCKET --service legacy-svc --from "$(date -u -d "@$((now - 1620))" +%Y-%m-%dT%H:%M:%SZ)"
+        if [ -n "$PORT" ]; then
+            curl -s "http://127.0.0.1:$PORT/api/index" >"$T/index-window.json"
+            check "a window's serve: its run with the segments in the window, not those cached before" \
+                python3 - "$T/index-window.json" "$now" <<'EOF2'
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+now = int(sys.argv[2])
+got = [(r["run"], [f["seg"] for f in r["files"]], r["first_epoch_s"], r["last_epoch_s"]) for r in runs]
+assert got == [("service=legacy-svc/instance=hostL/boot=boot-7", [1, 2], now - 1680, now - 1560)], got
+EOF2
+            code=$(curl -s -o /dev/null -w '%{http_code}' \
+                "http://127.0.0.1:$PORT/api/trace?run=service%3Dlegacy-svc%2Finstance%3DhostL%2Fboot%3Dboot-7&seg=0")
+            check "... the cached segment outside it is not served (HTTP $code)" [ "$code" = 404 ]
+            serve_stop
+        fi
         serve_start serve-all "${s3env[@]}" AWS_ENDPOINT_URL="$S3" DIAL9_S3_CACHE_DIR="$T/cache-all" "$DIAL9" serve --bucket $BUCKET --all
         if [ -n "$PORT" ]; then
             curl -s "http://127.0.0.1:$PORT/api/index" >"$T/index-all.json"

@@ -232,6 +232,10 @@ check "non-loopback bind: warns that the traces are readable from the network" \
 "$DIAL9" serve --port 0 "$T/nope" >/dev/null 2>&1; check "missing directory: usage error" test $? = 2
 "$DIAL9" serve --bind example.org "$D" >/dev/null 2>&1; check "non-numeric bind: usage error" test $? = 2
 "$DIAL9" serve --port 70000 "$D" >/dev/null 2>&1; check "bad port: usage error" test $? = 2
+printf 'dial9-serve-selection 1\nrun\t.\tsoon\t-1\n' >"$T/bad.selection"
+"$DIAL9" serve --port 0 --selection "$T/bad.selection" "$D" >/dev/null 2>"$T/sel.err"
+check "a bad --selection file: usage error ($?)" test $? = 2
+check "a bad --selection file: the line named" grep -q "bad.selection: line 2 is not a selection record" "$T/sel.err"
 
 # ---- the server is dial9-serve, which `dial9 serve` execs: dial9 itself does not load
 # libmicrohttpd, and one without dial9-serve beside it says where it looked

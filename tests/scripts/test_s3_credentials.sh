@@ -4,8 +4,8 @@
 # identity — each issuing new credentials at every fetch with a short Expiration. The verifying
 # proxy (tests/scripts/s3/proxy.mjs, CREDENTIALS_FILE) accepts a write only when signed with
 # credentials those services issued, before their expiration: a recorder that kept using
-# expired ones would get ExpiredToken. The uploads of a run last several lifetimes (the proxy
-# answers slowly), so the credentials are refreshed mid-run; every event is read back once.
+# expired ones would get ExpiredToken. The uploads of a run outlast a credential (the proxy
+# answers slowly), so the credentials are refreshed mid-run, twice; every event is read back once.
 # `dial9 upload` with long-lived container credentials fetches them once for all files (cached).
 # Failures — IMDS disabled with nothing else, a wrong container token, STS refusing — give one
 # clear message naming the places looked at, and every event stays on disk. The profile file source is in test_s3_upload.
@@ -15,7 +15,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 CHECK="$SOURCE/tests/scripts/s3"
 RECORDER="$BUILD/test_pipeline_compress"
 BUCKET=d9-test
-N=800000 # about 11 segments of 1 MB
+N=400000 # 6 segments of 1 MB
 
 [ -x "$RECORDER" ] || { echo "test_s3_credentials: $RECORDER not built"; exit 1; }
 source "$CHECK/common.sh"
@@ -30,18 +30,23 @@ base_env=(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN
           DIAL9_SYMBOLIZE=0)
 mkdir -p "$T/home"
 
-# start_fake NAME MODE [VAR=VALUE...]: a fake credential service; sets FPORT. Its credentials
-# go to $T/NAME/issued, its requests to $T/NAME/fake.log.
-start_fake() {
+# spawn_fake NAME MODE [VAR=VALUE...]: a fake credential service, started (fake_port NAME waits
+# for it and sets FPORT). Its credentials go to $T/NAME/issued, its requests to $T/NAME/fake.log.
+declare -A FAKE_PID
+spawn_fake() {
     local name=$1 mode=$2; shift 2
     mkdir -p "$T/$name"
     : >"$T/$name/fake.log"
     env "$@" node "$CHECK/fake_aws_creds.mjs" "$mode" "$T/$name/issued" "$T/$name/fake.log" \
         >"$T/$name/fake.port" 2>"$T/$name/fake.err" &
     PROXY_PIDS+=($!)
+    FAKE_PID[$name]=$!
+}
+fake_port() {
+    local name=$1
     for _ in $(seq 600); do
         grep -q port "$T/$name/fake.port" 2>/dev/null && break
-        kill -0 "${PROXY_PIDS[-1]}" 2>/dev/null || break
+        kill -0 "${FAKE_PID[$name]}" 2>/dev/null || break
         sleep 0.1
     done
     FPORT=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$T/$name/fake.port")
@@ -50,9 +55,10 @@ start_fake() {
 issued() { [ -f "$T/$1/issued" ] && wc -l <"$T/$1/issued" || echo 0; }
 
 # record NAME [VAR=VALUE...]: N events recorded and uploaded to the proxy at PORT. The proxy
-# answers each PUT 2 s late (DELAY_PUT_MS): the uploads of 8 segments or more, one after another,
-# span 16 s or more however loaded the machine, two lifetimes of the fakes' 8 s credentials, so
-# they must be refreshed during the run (a credential is used for at most ~5 s of it).
+# answers each PUT 3 s late (DELAY_PUT_MS): the uploads of 5 segments or more, one after another,
+# start 3 s apart or more however loaded the machine; a credential of the fakes' 8 s is used for
+# at most 5 s of it (refreshed at half its life, in whole seconds), so the 3rd and 5th PUTs at
+# the latest sign with new ones: 3 credentials or more in a run.
 record() {
     local name=$1; shift
     mkdir -p "$T/$name/traces"
@@ -81,7 +87,7 @@ refreshed() {
     read_back "$name"
     check "$name: objects read back with the SDK" [ $? = 0 ]
     check "$name: every recorded event ($N) in the objects, once" every_event_once "$T/$name"/objects/*.bin.gz
-    check "$name: 8 PUTs or more, 2 s each ($(stored_keys "$name" | wc -l))" [ "$(stored_keys "$name" | wc -l)" -ge 8 ]
+    check "$name: 5 PUTs or more, 3 s each ($(stored_keys "$name" | wc -l))" [ "$(stored_keys "$name" | wc -l)" -ge 5 ]
     check "$name: every PUT accepted: no expired or unknown credentials used" \
         [ "$(grep '"method":"PUT"' "$T/$name/log" | grep -vc '"code":"stored"')" = 0 ]
     check "$name: uploads signed with $min rotated credentials or more ($(distinct_access_keys "$name"))" \
@@ -91,14 +97,28 @@ refreshed() {
     check "$name: no message" [ ! -s "$T/$name/rec.err" ]
 }
 
+# every service and store started at once: node starts up while the first cases run
+printf 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJkaWFsOSJ9.c2lnbmF0dXJl\n' >"$T/web-token"
+ROLE=arn:aws:iam::123456789012:role/dial9-uploader
+spawn_fake imds imds LIFETIME=8
+spawn_fake sts sts LIFETIME=8 ROLE_ARN=$ROLE WEB_TOKEN=eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJkaWFsOSJ9.c2lnbmF0dXJl
+spawn_fake container container AUTH_TOKEN=container-secret-token
+spawn_fake stsfail sts STS_FAIL=AccessDenied ROLE_ARN=$ROLE WEB_TOKEN=x
+spawn_proxy imds CREDENTIALS_FILE="$T/imds/issued" DELAY_PUT_MS=3000
+spawn_proxy sts CREDENTIALS_FILE="$T/sts/issued" DELAY_PUT_MS=3000
+spawn_proxy container CREDENTIALS_FILE="$T/container/issued"
+spawn_proxy none CREDENTIALS_FILE="$T/imds/issued"
+spawn_proxy badtoken CREDENTIALS_FILE="$T/container/issued"
+spawn_proxy stsfail CREDENTIALS_FILE="$T/stsfail/issued"
+
 # ---- EC2 IMDSv2: 8 s credentials, refreshed mid-run ----
-start_fake imds imds LIFETIME=8
+fake_port imds
 IMDS_PORT=$FPORT
 check "the fake IMDS refuses an IMDSv1 GET (no session token)" node -e '
   require("http").get("http://127.0.0.1:'"$IMDS_PORT"'/latest/meta-data/iam/security-credentials/",
                       (r) => process.exit(r.statusCode === 401 ? 0 : 1));'
 : >"$T/imds/fake.log"
-start_proxy imds CREDENTIALS_FILE="$T/imds/issued" DELAY_PUT_MS=2000
+proxy_port imds
 record imds AWS_EC2_METADATA_DISABLED=false AWS_EC2_METADATA_SERVICE_ENDPOINT="http://127.0.0.1:$IMDS_PORT"
 refreshed imds 3
 check "imds: a session token before every credentials fetch (IMDSv2)" \
@@ -107,11 +127,9 @@ check "imds: no request without a session token" [ "$(grep -c '"code":"no-token"
 check "imds: no credential in the messages" no_secret_in "$T/imds/rec.err" imds
 
 # ---- web identity through STS: 8 s credentials, refreshed mid-run ----
-printf 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJkaWFsOSJ9.c2lnbmF0dXJl\n' >"$T/web-token"
-ROLE=arn:aws:iam::123456789012:role/dial9-uploader
-start_fake sts sts LIFETIME=8 ROLE_ARN=$ROLE WEB_TOKEN=eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJkaWFsOSJ9.c2lnbmF0dXJl
+fake_port sts
 STS_PORT=$FPORT
-start_proxy sts CREDENTIALS_FILE="$T/sts/issued" DELAY_PUT_MS=2000
+proxy_port sts
 record sts AWS_WEB_IDENTITY_TOKEN_FILE="$T/web-token" AWS_ROLE_ARN=$ROLE \
     AWS_ENDPOINT_URL_STS="http://127.0.0.1:$STS_PORT"
 refreshed sts 3
@@ -133,9 +151,9 @@ upload() {
 }
 N=100000
 printf 'container-secret-token\n' >"$T/container-token"
-start_fake container container AUTH_TOKEN=container-secret-token
+fake_port container
 CONTAINER_PORT=$FPORT
-start_proxy container CREDENTIALS_FILE="$T/container/issued"
+proxy_port container
 traces container
 files=$(local_segments container | wc -l)
 upload container AWS_CONTAINER_CREDENTIALS_FULL_URI="http://127.0.0.1:$CONTAINER_PORT/creds" \
@@ -153,7 +171,7 @@ check "container: no credential in the messages" no_secret_in "$T/container/up.e
 kept_all() { [ -z "$(stored_keys "$1")" ] && every_event_once $(local_segments "$1"); }
 
 # nothing but a disabled IMDS
-start_proxy none CREDENTIALS_FILE="$T/imds/issued"
+proxy_port none
 traces none
 imds_asked=$(grep -c . "$T/imds/fake.log")
 upload none AWS_EC2_METADATA_SERVICE_ENDPOINT="http://127.0.0.1:$IMDS_PORT"
@@ -165,7 +183,7 @@ check "IMDS disabled: IMDS not asked" [ "$(grep -c . "$T/imds/fake.log")" = "$im
 check "IMDS disabled: nothing stored, every event on disk" kept_all none
 
 # a wrong container token
-start_proxy badtoken CREDENTIALS_FILE="$T/container/issued"
+proxy_port badtoken
 traces badtoken
 asked_before=$(grep -c . "$T/container/fake.log")
 upload badtoken AWS_CONTAINER_CREDENTIALS_FULL_URI="http://127.0.0.1:$CONTAINER_PORT/creds" \
@@ -179,8 +197,8 @@ check "wrong container token: asked once, not per file" \
 check "wrong container token: nothing stored, every event on disk" kept_all badtoken
 
 # STS refusing the role
-start_fake stsfail sts STS_FAIL=AccessDenied ROLE_ARN=$ROLE WEB_TOKEN=x
-start_proxy stsfail CREDENTIALS_FILE="$T/stsfail/issued"
+fake_port stsfail
+proxy_port stsfail
 traces stsfail
 upload stsfail AWS_WEB_IDENTITY_TOKEN_FILE="$T/web-token" AWS_ROLE_ARN=$ROLE AWS_ENDPOINT_URL_STS="http://127.0.0.1:$FPORT"
 check "STS error: exit 1" [ $? = 1 ]

@@ -33,12 +33,14 @@ recorder_env() {
              DIAL9_MAX_FILE_SIZE_MB=1 DIAL9_ROTATION_SECS=1 DIAL9_SERVICE=faults DIAL9_SYMBOLIZE=0
              DIAL9_S3_EXIT_WAIT_SECS=300)
 }
-# start_recording NAME ENDPOINT [VAR=VALUE...]: the application, in the background (REC_PID)
+# start_recording NAME ENDPOINT [VAR=VALUE...]: the application, in the background (REC_PID);
+# 512 spawns every PAUSE_MS (default 2: a flood, for the disk budget; where the volume does not
+# matter a slower one, so that there are fewer events to check)
 start_recording() {
     local name=$1 endpoint=$2; shift 2
     recorder_env "$name" "$endpoint"
     mkdir -p "$T/$name/traces"
-    env "${REC_ENV[@]}" "$@" "$RECORDER" --record-until "$T/$name/traces" "$T/$name/stop" \
+    env "${REC_ENV[@]}" "$@" "$RECORDER" --record-until "$T/$name/traces" "$T/$name/stop" "${PAUSE_MS:-2}" \
         >"$T/$name/rec.out" 2>"$T/$name/rec.err" &
     REC_PID=$!
 }
@@ -62,9 +64,27 @@ wait_for() {
 }
 logged() { grep -q "\"code\":\"$2\"" "$T/$1/log"; }
 
+# every store started at once: the later ones start up while the first case waits
+spawn_proxy stall FAULT_STALL=1
+spawn_proxy refused LISTEN_LATER=127.0.0.2
+spawn_proxy evict LISTEN_LATER=127.0.0.2
+spawn_proxy later LISTEN_LATER=127.0.0.2 # never opened there: every attempt refused
+
+# The bounded exit wait (last case) runs beside the first: nothing they share, and its waits
+# overlap the stall's.
+proxy_port later
+LATER_PORT=$PORT
+recorder_env later "http://127.0.0.2:$LATER_PORT"
+mkdir -p "$T/later/traces"
+env "${REC_ENV[@]}" DIAL9_S3_EXIT_WAIT_SECS=1 "$RECORDER" --record "$T/later/traces" 100000 \
+    >"$T/later/rec.out" 2>"$T/later/rec.err" &
+LATER_PID=$!
+
 # ---- a stalled body: timed out, retried, stored once; the application unaffected ----
-start_proxy stall FAULT_STALL=1
-start_recording stall "http://127.0.0.1:$PORT" DIAL9_S3_STALL_SECS=15
+# (15 s: an ordinary answer on a loaded machine took longer than 2 s, and its retry stored the
+# object twice)
+proxy_port stall
+PAUSE_MS=20 start_recording stall "http://127.0.0.1:$PORT" DIAL9_S3_STALL_SECS=15
 wait_for "a PUT stalled" logged stall stalled
 stalled_key=$(grep '"code":"stalled"' "$T/stall/log" | sed 's/.*"key":"\([^"]*\)".*/\1/')
 # while the recorder runs: `dial9 upload` must leave its run directory alone
@@ -91,9 +111,9 @@ check "the outage said once" [ "$(grep -c 'retrying with backoff' "$T/stall/rec.
 check "the outage's end said" grep -q 'S3 upload works again' "$T/stall/rec.err"
 
 # ---- connection refused until the circuit breaker opens, then the store comes up ----
-start_proxy refused LISTEN_LATER=127.0.0.2
-refused_pid=${PROXY_PIDS[-1]}
-start_recording refused "http://127.0.0.2:$PORT" DIAL9_S3_BREAKER_SECS=1
+proxy_port refused
+refused_pid=${PROXY_PID[refused]}
+PAUSE_MS=20 start_recording refused "http://127.0.0.2:$PORT" DIAL9_S3_BREAKER_SECS=1
 wait_for "the breaker opened" grep -q 'S3 upload paused after 5 consecutive failures' "$T/refused/rec.err"
 check "nothing reached the store while refused" [ ! -s "$T/refused/log" ]
 kill -USR2 "$refused_pid"
@@ -115,8 +135,8 @@ check "the recovery said once" [ "$(grep -c 'S3 upload works again' "$T/refused/
 check "no other message (refused)" [ "$(grep -vc 'retrying with backoff\|S3 upload paused\|S3 upload works again' "$T/refused/rec.err")" = 0 ]
 
 # ---- an outage with a tiny disk budget: segments deleted before upload, counted in-band ----
-start_proxy evict LISTEN_LATER=127.0.0.2
-evict_pid=${PROXY_PIDS[-1]}
+proxy_port evict
+evict_pid=${PROXY_PID[evict]}
 start_recording evict "http://127.0.0.2:$PORT" DIAL9_S3_BREAKER_SECS=1 DIAL9_MAX_DISK_USAGE_MB=3
 wait_for "the budget deleted a segment not uploaded" \
     grep -q 'deleting the oldest sealed segments not uploaded yet' "$T/evict/rec.err"
@@ -148,12 +168,10 @@ check "dial9 check reports it" grep -q "note incomplete: $deleted segments\? (.*
 check "the deletion said once" [ "$(grep -c 'not uploaded yet' "$T/evict/rec.err")" = 1 ]
 
 # ---- the exit wait is bounded; what is left is uploaded by `dial9 upload DIR`, once ----
-start_proxy later LISTEN_LATER=127.0.0.2 # never opened there: every attempt refused
-recorder_env later "http://127.0.0.2:$PORT"
-mkdir -p "$T/later/traces"
+# (recorded from the start, above)
 N=100000
-env "${REC_ENV[@]}" DIAL9_S3_EXIT_WAIT_SECS=1 "$RECORDER" --record "$T/later/traces" $N \
-    >"$T/later/rec.out" 2>"$T/later/rec.err"
+PORT=$LATER_PORT
+wait "$LATER_PID"
 check "the program exits when the exit wait is over (exit $?)" [ $? = 0 ]
 check "it said what stays on disk" grep -q 'not done in the time allowed, the file stays on disk' "$T/later/rec.err"
 mapfile -t left < <(local_segments later)

@@ -13,7 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 CHECK="$SOURCE/tests/scripts/s3"
 RECORDER="$BUILD/test_pipeline_compress"
 BUCKET=d9-test
-N=150000
+N=100000 # two segments of 1 MB
 
 [ -x "$RECORDER" ] || { echo "test_s3_upload: $RECORDER not built"; exit 1; }
 source "$CHECK/common.sh"
@@ -30,8 +30,13 @@ record() {
         "$RECORDER" --record "$traces" $N >"$T/$name/rec.out" 2>"$T/$name/rec.err"
 }
 
+# every store started at once: the later ones start up while the first cases run
+spawn_proxy ok
+spawn_proxy faults FAULT_RESET=2 FAULT_SLOWDOWN=2
+for name in secret adopt profile; do spawn_proxy $name; done
+
 # ---- the happy path ----
-start_proxy ok
+proxy_port ok
 record ok
 check "recorder ran (exit 0)" [ $? = 0 ]
 read_back ok
@@ -64,7 +69,7 @@ check "the proxy rejects a tampered request" node -e '
   r.end("body");'
 
 # ---- outage: resets mid-upload, then 503 SlowDown; a session token (signed) ----
-start_proxy faults FAULT_RESET=2 FAULT_SLOWDOWN=2
+proxy_port faults
 record faults AWS_SESSION_TOKEN=session-token-for-the-test
 check "recorder ran through the outage (exit 0)" [ $? = 0 ]
 read_back faults
@@ -77,7 +82,7 @@ check "the outage said once, not per retry" [ "$(grep -c 'retrying with backoff'
 check "the recovery said" grep -q 'S3 upload works again' "$T/faults/rec.err"
 
 # ---- a wrong secret: clear error once, files kept, nothing stored ----
-start_proxy secret
+proxy_port secret
 record secret AWS_SECRET_ACCESS_KEY=not-the-secret
 check "recorder unaffected by the wrong secret (exit 0)" [ $? = 0 ]
 check "SignatureDoesNotMatch reported" grep -q 'S3 upload stopped for this run: PUT s3://d9-test/.*HTTP 403 SignatureDoesNotMatch' "$T/secret/rec.err"
@@ -90,7 +95,7 @@ check "the kept segments compressed" [ -z "$(printf '%s\n' "${kept[@]}" | grep -
 check "every event in the kept files" every_event_once "${kept[@]}"
 
 # ---- the next start uploads what the failed run left, under that run's identity ----
-start_proxy adopt
+proxy_port adopt
 mkdir -p "$T/adopt"
 TRACES_OF=secret record adopt
 check "second run ran (exit 0)" [ $? = 0 ]
@@ -103,7 +108,7 @@ check "no error while adopting" [ ! -s "$T/adopt/rec.err" ]
 check "adopted run directories removed" [ -z "$(find "$T/secret/traces" -mindepth 1 -maxdepth 1)" ]
 
 # ---- credentials from a profile in a shared credentials file (empty key variables) ----
-start_proxy profile
+proxy_port profile
 mkdir -p "$T/profile"
 printf '[default]\naws_access_key_id = WRONG\naws_secret_access_key = WRONG\n\n[ci]\n# the one to use\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n' >"$T/profile/creds"
 record profile AWS_ACCESS_KEY_ID= AWS_SECRET_ACCESS_KEY= AWS_PROFILE=ci AWS_SHARED_CREDENTIALS_FILE="$T/profile/creds"

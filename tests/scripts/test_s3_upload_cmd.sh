@@ -37,10 +37,14 @@ upload() {
 stored_keys() { grep '"code":"stored"' "$T/$1/log" | sed 's/.*"key":"\([^"]*\)".*/\1/'; }
 local_segments() { find "$T/$1/traces" -name 'trace.*.bin*' | sort; }
 
+# every store started at once: node starts up while the traces are recorded
+for name in ok secret busy big; do spawn_proxy $name; done
+spawn_proxy bigfail FAULT_PART_FAIL=1
+
 # ---- a finished trace directory ----
 traces ok
 check "recorded without a bucket: plain segments (exit $?)" [ "$(local_segments ok | grep -c '\.bin$')" -ge 2 ]
-start_proxy ok
+proxy_port ok
 upload ok --
 check "dial9 upload exit 0 ($(head -c 300 "$T/ok/up.err"))" [ $? = 0 ]
 read_back ok
@@ -66,7 +70,7 @@ check "unreachable S3: every event still on disk" every_event_once $(local_segme
 
 # ---- a wrong secret: one message, stops, deletes nothing ----
 traces secret
-start_proxy secret
+proxy_port secret
 upload secret AWS_SECRET_ACCESS_KEY=wrong --
 check "wrong secret: exit 1" [ $? = 1 ]
 check "wrong secret: the answer named" grep -q "dial9 upload: stopped: PUT s3://$BUCKET/.*HTTP 403 SignatureDoesNotMatch" "$T/secret/up.err"
@@ -80,7 +84,7 @@ check "then every event once in the bucket" every_event_once "$T"/secret/objects
 
 # ---- a run directory a running recorder holds (its flock) is left alone ----
 traces busy
-start_proxy busy
+proxy_port busy
 run_dir=$(find "$T/busy/traces" -mindepth 1 -maxdepth 1 -type d)
 flock "$run_dir" env -u AWS_PROFILE AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" "$DIAL9" upload --bucket $BUCKET "$T/busy/traces" \
@@ -102,14 +106,21 @@ traces big $BIG DIAL9_MAX_FILE_SIZE_MB=64
 size=$(stat -c %s "$(local_segments big)")
 check "one segment" [ "$(local_segments big | wc -l)" = 1 ]
 check "the segment is over 10 MiB ($size bytes)" [ "$size" -gt $((10 << 20)) ]
-start_proxy big
+# recorded once: the failing-part case uploads a copy, and each object read back is compared
+# with the segment byte for byte (the events in it decoded once, below)
+cp "$(local_segments big)" "$T/big.segment"
+mkdir -p "$T/bigfail"
+cp -a "$T/big/traces" "$T/bigfail/"
+proxy_port big
 upload big DIAL9_COMPRESS=none DIAL9_S3_MULTIPART_THRESHOLD_MB=5 DIAL9_S3_PART_SIZE_MB=5 --
 check "multipart upload exit 0 ($(head -c 300 "$T/big/up.err"))" [ $? = 0 ]
 check "three parts" [ "$(grep -c '"code":"part"' "$T/big/log")" = 3 ]
 check "then completed" [ "$(grep -c '"code":"completed"' "$T/big/log")" = 1 ]
 check "the parts add up to the file" [ "$(grep '"code":"part"' "$T/big/log" | sed 's/.*"size":\([0-9]*\).*/\1/' | awk '{ s += $1 } END { print s }')" = "$size" ]
 read_back big
-check "the object is the file, every event once" every_event_once "$T"/big/objects/*
+check "one object" [ "$(wc -l <"$T/big/objects.jsonl")" = 1 ]
+check "the object is the file, byte for byte" cmp -s "$T"/big/objects/object0.bin.gz "$T/big.segment"
+check "the object: every event once" every_event_once "$T"/big/objects/object0.bin.gz
 check "stored whole" [ "$(sed 's/.*"size":\([0-9]*\).*/\1/' "$T/big/objects.jsonl")" = "$size" ]
 
 # the proxy holds us to S3's rule: parts under 5 MiB are refused at completion
@@ -131,8 +142,7 @@ check "the proxy refuses parts under 5 MiB" node -e '
   })();'
 
 # a part failing: the upload aborted (no parts left behind), retried whole, stored once
-traces bigfail $BIG DIAL9_MAX_FILE_SIZE_MB=64
-start_proxy bigfail FAULT_PART_FAIL=1
+proxy_port bigfail
 upload bigfail DIAL9_COMPRESS=none DIAL9_S3_MULTIPART_THRESHOLD_MB=5 DIAL9_S3_PART_SIZE_MB=5 --
 check "failed part: exit 0 after the retry" [ $? = 0 ]
 check "failed part: the first upload aborted" [ "$(grep -c '"code":"aborted"' "$T/bigfail/log")" = 1 ]
@@ -144,7 +154,8 @@ check "failed part: no upload in progress left in the store" [ -z "$(ls -A "$T/b
 check "failed part: two uploads initiated" [ "$(echo "$initiated" | wc -l)" = 2 ]
 read_back bigfail
 check "failed part: one object" [ "$(wc -l <"$T/bigfail/objects.jsonl")" = 1 ]
-check "failed part: every event once" every_event_once "$T"/bigfail/objects/*
+check "failed part: the object is the file, byte for byte (every event once)" \
+    cmp -s "$T"/bigfail/objects/object0.bin.gz "$T/big.segment"
 
 echo "test_s3_upload_cmd: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -5,9 +5,10 @@
  *
  * `--record DIR N` records N TaskSpawnEvents (task ids 1..N) with the configuration from the
  * environment into DIR and prints the run directory: the S3 upload test's recorder.
- * `--record-until DIR STOPFILE` records TaskSpawnEvents (ids 1, 2, ...) in batches until
- * STOPFILE exists, then prints "spawns N" and "deleted D" (sealed files the disk budget
- * deleted): an application that keeps running through an S3 fault. */
+ * `--record-until DIR STOPFILE [PAUSE_MS]` records TaskSpawnEvents (ids 1, 2, ...) in batches
+ * of 512, PAUSE_MS (default 2) apart, until STOPFILE exists, then prints "spawns N" and
+ * "deleted D" (sealed files the disk budget deleted): an application that keeps running
+ * through an S3 fault (a slower one where the volume does not matter: fewer events to check). */
 #include <dirent.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,7 +65,7 @@ static int record(const char *dir, uint64_t n, d9_compress_mode mode, bool from_
     return st.events_dropped ? 3 : 0;
 }
 
-static int record_until(const char *dir, const char *stop_file) {
+static int record_until(const char *dir, const char *stop_file, long pause_ms) {
     d9_config cfg;
     if (d9_config_from_env(&cfg) != 0) {
         fprintf(stderr, "config: %s\n", d9_last_error());
@@ -82,7 +83,7 @@ static int record_until(const char *dir, const char *stop_file) {
     while (access(stop_file, F_OK) != 0) {
         for (int i = 0; i < 512; i++) d9_task_spawn(++id, D9_HERE);
         d9_flush(); /* never drop for a full buffer */
-        struct timespec pause = {0, 2000000}; /* a steady application, not a flood */
+        struct timespec pause = {pause_ms / 1000, pause_ms % 1000 * 1000000}; /* steady, not a flood */
         nanosleep(&pause, NULL);
     }
     d9_stop();
@@ -142,7 +143,8 @@ static void check_run(const char *tag, d9_compress_mode mode, bool expect_gz) {
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "--record") == 0)
         return record(argv[2], strtoull(argv[3], NULL, 10), D9_COMPRESS_AUTO, true);
-    if (argc == 4 && strcmp(argv[1], "--record-until") == 0) return record_until(argv[2], argv[3]);
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "--record-until") == 0)
+        return record_until(argv[2], argv[3], argc == 5 ? strtol(argv[4], NULL, 10) : 2);
     check_run("gzip", D9_COMPRESS_GZIP, true);
     check_run("auto", D9_COMPRESS_AUTO, false); /* no bucket: nothing compressed */
     return d9t_summary("test_pipeline_compress");

@@ -14,14 +14,26 @@ trap 'for p in "${PROXY_PIDS[@]}"; do kill "$p" 2>/dev/null; done; [ -n "${KEEP:
 # start_proxy NAME [VAR=VALUE...]: a fresh store and proxy; sets PORT. Waits for its port line
 # (a readiness wait, not a timing assertion).
 start_proxy() {
+    spawn_proxy "$@"
+    proxy_port "$1"
+}
+# spawn_proxy NAME [VAR=VALUE...]: the same without waiting (node starting up while a test
+# waits on something else); proxy_port NAME then waits for it and sets PORT. Its pid is
+# PROXY_PID[NAME].
+declare -A PROXY_PID
+spawn_proxy() {
     local name=$1; shift
     mkdir -p "$T/$name/data"
     : >"$T/$name/log"
     env "$@" node "$CHECK/proxy.mjs" "$T/$name/data" "$BUCKET" "$T/$name/log" >"$T/$name/port" 2>"$T/$name/proxy.err" &
     PROXY_PIDS+=($!)
+    PROXY_PID[$name]=$!
+}
+proxy_port() {
+    local name=$1
     for _ in $(seq 600); do
         grep -q port "$T/$name/port" 2>/dev/null && break
-        kill -0 "${PROXY_PIDS[-1]}" 2>/dev/null || break
+        kill -0 "${PROXY_PID[$name]}" 2>/dev/null || break
         sleep 0.1
     done
     PORT=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$T/$name/port")
@@ -35,31 +47,34 @@ read_back() {
         >"$T/$1/objects.jsonl" 2>"$T/$1/read.err"
 }
 
-# spawn_ids FILE...: the TaskSpawnEvent task ids in the files, one per line
-spawn_ids() {
-    for f in "$@"; do "$DIAL9" dump --jsonl "$f"; done | grep '"event":"TaskSpawnEvent"' |
-        sed -n 's/.*"task_id":\([0-9]*\).*/\1/p'
+# task_ids: the TaskSpawnEvent task ids in `dial9 dump --jsonl` lines on stdin, one per line.
+# awk, not sed: sed's leading .* backtracks through every line (~30 us an event, minutes for
+# the millions of events a recording run uploads)
+task_ids() {
+    LC_ALL=C awk '/"event":"TaskSpawnEvent"/ { if (match($0, /"task_id":[0-9]+/)) print substr($0, RSTART + 10, RLENGTH - 10) }'
 }
+# spawn_ids FILE...: the TaskSpawnEvent task ids in the files, one per line (one decode for all)
+spawn_ids() { "$DIAL9" dump --jsonl "$@" | task_ids; }
 
 # every_event_once FILE...: ids 1..N each exactly once
 every_event_once() {
-    spawn_ids "$@" | sort -n >"$T/ids"
+    spawn_ids "$@" | LC_ALL=C sort -n >"$T/ids"
     ids_once
 }
 # every_event_once_jsonl FILE: the same in `dial9 dump --jsonl` output
 every_event_once_jsonl() {
-    grep '"event":"TaskSpawnEvent"' "$1" | sed -n 's/.*"task_id":\([0-9]*\).*/\1/p' | sort -n >"$T/ids"
+    task_ids <"$1" | LC_ALL=C sort -n >"$T/ids"
     ids_once
 }
+# ids_once: the sorted ids in $T/ids are 1, 2, ... N (so each once, none missing, none else)
 ids_once() {
-    [ "$(wc -l <"$T/ids")" = "$N" ] && [ "$(uniq "$T/ids" | wc -l)" = "$N" ] &&
-        [ "$(head -1 "$T/ids")" = 1 ] && [ "$(tail -1 "$T/ids")" = "$N" ]
+    LC_ALL=C awk -v n="$N" '$1 != NR { bad = 1; exit } END { exit bad || NR != n || n < 1 }' "$T/ids"
 }
 # every_event_times K FILE...: ids 1..N each exactly K times
 every_event_times() {
     local k=$1; shift
-    spawn_ids "$@" | sort -n | uniq -c | awk -v k="$k" '$1 != k { bad++ } END { exit bad || NR == 0 }' &&
-        [ "$(spawn_ids "$@" | sort -un | wc -l)" = "$N" ]
+    spawn_ids "$@" | LC_ALL=C sort -n |
+        LC_ALL=C awk -v k="$k" -v n="$N" '$1 != int((NR - 1) / k) + 1 { bad = 1; exit } END { exit bad || NR != n * k || n < 1 }'
 }
 stored_keys() { grep '"code":"stored"' "$T/$1/log" | sed 's/.*"key":"\([^"]*\)".*/\1/'; }
 no_key_twice() { [ -z "$(stored_keys "$1" | sort | uniq -d)" ]; }

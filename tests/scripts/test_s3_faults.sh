@@ -79,6 +79,7 @@ mkdir -p "$T/later/traces"
 env "${REC_ENV[@]}" DIAL9_S3_EXIT_WAIT_SECS=1 "$RECORDER" --record "$T/later/traces" 100000 \
     >"$T/later/rec.out" 2>"$T/later/rec.err" &
 LATER_PID=$!
+PROXY_PIDS+=($LATER_PID) # stopped with the proxies if the test ends early
 
 # ---- a stalled body: timed out, retried, stored once; the application unaffected ----
 # (15 s: an ordinary answer on a loaded machine took longer than 2 s, and its retry stored the

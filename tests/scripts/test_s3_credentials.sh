@@ -54,17 +54,24 @@ fake_port() {
 }
 issued() { [ -f "$T/$1/issued" ] && wc -l <"$T/$1/issued" || echo 0; }
 
-# record NAME [VAR=VALUE...]: N events recorded and uploaded to the proxy at PORT. The proxy
+# start_record NAME [VAR=VALUE...]: N events recorded and uploaded to the proxy at PORT, in the
+# background; record_status NAME waits for it and sets REC_STATUS. The proxy
 # answers each PUT 3 s late (DELAY_PUT_MS): the uploads of 5 segments or more, one after another,
 # start 3 s apart or more however loaded the machine; a credential of the fakes' 8 s is used for
 # at most 5 s of it (refreshed at half its life, in whole seconds), so the 3rd and 5th PUTs at
 # the latest sign with new ones: 3 credentials or more in a run.
-record() {
+declare -A REC_PID
+start_record() {
     local name=$1; shift
     mkdir -p "$T/$name/traces"
     "${base_env[@]}" DIAL9_S3_BUCKET=$BUCKET AWS_ENDPOINT_URL_S3="http://127.0.0.1:$PORT" DIAL9_SERVICE=creds \
         DIAL9_S3_EXIT_WAIT_SECS=600 "$@" \
-        "$RECORDER" --record "$T/$name/traces" $N >"$T/$name/rec.out" 2>"$T/$name/rec.err"
+        "$RECORDER" --record "$T/$name/traces" $N >"$T/$name/rec.out" 2>"$T/$name/rec.err" &
+    REC_PID[$name]=$!
+    PROXY_PIDS+=($!) # stopped with the proxies if the test ends early
+}
+record_status() {
+    wait "${REC_PID[$1]}"
     REC_STATUS=$?
 }
 
@@ -111,7 +118,8 @@ spawn_proxy none CREDENTIALS_FILE="$T/imds/issued"
 spawn_proxy badtoken CREDENTIALS_FILE="$T/container/issued"
 spawn_proxy stsfail CREDENTIALS_FILE="$T/stsfail/issued"
 
-# ---- EC2 IMDSv2: 8 s credentials, refreshed mid-run ----
+# ---- EC2 IMDSv2 and web identity through STS: 8 s credentials, refreshed mid-run ----
+# (the two runs at once: nothing shared, and their waits for the slow answers overlap)
 fake_port imds
 IMDS_PORT=$FPORT
 check "the fake IMDS refuses an IMDSv1 GET (no session token)" node -e '
@@ -119,19 +127,25 @@ check "the fake IMDS refuses an IMDSv1 GET (no session token)" node -e '
                       (r) => process.exit(r.statusCode === 401 ? 0 : 1));'
 : >"$T/imds/fake.log"
 proxy_port imds
-record imds AWS_EC2_METADATA_DISABLED=false AWS_EC2_METADATA_SERVICE_ENDPOINT="http://127.0.0.1:$IMDS_PORT"
+IMDS_PROXY=$PORT
+start_record imds AWS_EC2_METADATA_DISABLED=false AWS_EC2_METADATA_SERVICE_ENDPOINT="http://127.0.0.1:$IMDS_PORT"
+fake_port sts
+STS_PORT=$FPORT
+proxy_port sts
+STS_PROXY=$PORT
+start_record sts AWS_WEB_IDENTITY_TOKEN_FILE="$T/web-token" AWS_ROLE_ARN=$ROLE \
+    AWS_ENDPOINT_URL_STS="http://127.0.0.1:$STS_PORT"
+
+record_status imds
+PORT=$IMDS_PROXY
 refreshed imds 3
 check "imds: a session token before every credentials fetch (IMDSv2)" \
     [ "$(grep -c '"code":"token"' "$T/imds/fake.log")" -ge "$(issued imds)" ]
 check "imds: no request without a session token" [ "$(grep -c '"code":"no-token"' "$T/imds/fake.log")" = 0 ]
 check "imds: no credential in the messages" no_secret_in "$T/imds/rec.err" imds
 
-# ---- web identity through STS: 8 s credentials, refreshed mid-run ----
-fake_port sts
-STS_PORT=$FPORT
-proxy_port sts
-record sts AWS_WEB_IDENTITY_TOKEN_FILE="$T/web-token" AWS_ROLE_ARN=$ROLE \
-    AWS_ENDPOINT_URL_STS="http://127.0.0.1:$STS_PORT"
+record_status sts
+PORT=$STS_PROXY
 refreshed sts 3
 check "sts: every AssumeRoleWithWebIdentity answered" [ "$(grep -vc '"code":"issued"' "$T/sts/fake.log")" = 0 ]
 check "sts: no credential in the messages" no_secret_in "$T/sts/rec.err" sts

@@ -26,7 +26,7 @@ if(D9_USE_MHD)
   add_library(dial9_serve STATIC
     ${D9_SERVE_DIR}/conn_guard.c ${D9_SERVE_DIR}/host_check.c ${D9_SERVE_DIR}/http_server.c
     ${D9_SERVE_DIR}/open_beneath.c ${D9_SERVE_DIR}/safe_path.c ${D9_SERVE_DIR}/segment_concat.c
-    ${D9_SERVE_DIR}/serve_selection.c ${D9_SERVE_DIR}/trace_index.c ${D9_SERVE_DIR}/url.c)
+    ${D9_SERVE_DIR}/instance_window.c ${D9_SERVE_DIR}/serve_selection.c ${D9_SERVE_DIR}/trace_index.c ${D9_SERVE_DIR}/url.c)
   target_include_directories(dial9_serve PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(dial9_serve PUBLIC dial9_serve_options dial9_reader PkgConfig::MHD)
   add_executable(dial9-serve ${D9_SERVE_DIR}/serve_main.c)

@@ -2,6 +2,7 @@
  *
  *   GET /                 the viewer (index.html and its files, from the viewer directory)
  *   GET /runs             an HTML list of the runs, each linking to the viewer
+ *   GET /window?instance=I&from=T&to=T  a window of one instance (--selection): to the viewer
  *   GET /api/index        JSON: runs, segments, sizes, time ranges (trace_index.h)
  *   GET /api/trace?run=R[&seg=N...][&file=NAME...]
  *                         the selected segments of run R (all when none is named),
@@ -37,6 +38,7 @@
 #include "common/exit_codes.h"
 #include "serve/conn_guard.h"
 #include "serve/host_check.h"
+#include "serve/instance_window.h"
 #include "serve/open_beneath.h"
 #include "serve/safe_path.h"
 #include "serve/segment_concat.h"
@@ -202,6 +204,53 @@ static void html_wall_clock(FILE *f, const d9_run *r) {
             sel->last, a, b);
 }
 
+static void html_utc_value(FILE *f, long long t) {
+    char v[32];
+    struct tm tm;
+    time_t tt = (time_t)t;
+    gmtime_r(&tt, &tm);
+    strftime(v, sizeof v, "%Y-%m-%dT%H:%M:%S", &tm);
+    fputs(v, f);
+}
+
+/* One form per instance of a selection (runs sorted by name keep an instance's runs together):
+ * a window of it, from and to in UTC, prefilled with its first and last segment start. */
+static void html_window_forms(FILE *f, const d9_trace_index *ix) {
+    bool any = false;
+    for (size_t i = 0; i < ix->run_count;) {
+        char inst[1024], next[1024];
+        const d9_run *r = &ix->runs[i];
+        if (!r->selected || r->selected->first < 0 || !d9_run_instance(r->name, inst, sizeof inst)) {
+            i++;
+            continue;
+        }
+        long long first = r->selected->first, last = r->selected->last;
+        size_t end = i + 1;
+        for (; end < ix->run_count && ix->runs[end].selected && ix->runs[end].selected->first >= 0 &&
+               d9_run_instance(ix->runs[end].name, next, sizeof next) && !strcmp(next, inst);
+             end++) {
+            if (ix->runs[end].selected->first < first) first = ix->runs[end].selected->first;
+            if (ix->runs[end].selected->last > last) last = ix->runs[end].selected->last;
+        }
+        if (!any)
+            fputs("<h2>A time window of one instance</h2><p>Its segments that start before the window ends and "
+                  "run into it (times in UTC):</p><table>\n", f);
+        any = true;
+        fputs("<tr><td>", f);
+        d9_html_escape(f, inst);
+        fputs("</td><td><form class=\"window\" method=\"get\" action=\"/window\"><input type=\"hidden\" "
+              "name=\"instance\" value=\"", f);
+        d9_html_escape(f, inst);
+        fputs("\">from <input type=\"datetime-local\" step=\"1\" name=\"from\" value=\"", f);
+        html_utc_value(f, first);
+        fputs("\"> to <input type=\"datetime-local\" step=\"1\" name=\"to\" value=\"", f);
+        html_utc_value(f, last);
+        fputs("\"> <button type=\"submit\">open window</button></form></td></tr>\n", f);
+        i = end;
+    }
+    if (any) fputs("</table>\n", f);
+}
+
 static unsigned serve_runs_page(server *s, struct MHD_Connection *c, enum MHD_Result *ok) {
     char err[256];
     if (d9_trace_index_refresh(&s->index, err, sizeof err) != 0) {
@@ -252,9 +301,139 @@ static unsigned serve_runs_page(server *s, struct MHD_Connection *c, enum MHD_Re
         }
         fputs("</td></tr>\n", f);
     }
-    fputs("</table><p><a href=\"/api/index\">/api/index</a> (JSON)</p></body></html>\n", f);
+    fputs("</table>\n", f);
+    html_window_forms(f, &s->index);
+    fputs("<p><a href=\"/api/index\">/api/index</a> (JSON)</p></body></html>\n", f);
     fclose(f);
     *ok = send_buffer(c, 200, "text/html; charset=utf-8", buf, len);
+    return 200;
+}
+
+/* ---- /window: a time window of one instance (instance_window.h) ----------------------------- */
+
+static enum MHD_Result send_html(struct MHD_Connection *c, unsigned status, char *buf, size_t len) {
+    return send_buffer(c, status, "text/html; charset=utf-8", buf, len);
+}
+
+/* The trace URL of the picked segments of run r (its segments the selection names). */
+static char *window_trace_url(const d9_run *r, const bool *picked) {
+    char *buf = NULL, *enc = d9_percent_encode(r->name);
+    size_t len = 0;
+    FILE *f = enc ? open_memstream(&buf, &len) : NULL;
+    if (!f) {
+        free(enc);
+        return NULL;
+    }
+    fprintf(f, "/api/trace?run=%s", enc);
+    free(enc);
+    for (size_t k = 0; k < r->count; k++) {
+        const d9_segment *seg = r->segs[k];
+        const d9_sel_seg *ss = d9_serve_selection_seg(r->selected, seg->name);
+        if (!ss || !picked[ss - r->selected->segs]) continue;
+        if (seg->number >= 0) {
+            fprintf(f, "&seg=%lld", seg->number);
+        } else {
+            char *name = d9_percent_encode(seg->name);
+            fprintf(f, "&file=%s", name ? name : "");
+            free(name);
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+static unsigned serve_window(server *s, struct MHD_Connection *c, enum MHD_Result *ok) {
+    const char *inst = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "instance");
+    const char *from_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "from");
+    const char *to_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "to");
+    long long from, to;
+    if (!s->index.selection) {
+        *ok = send_text(c, 404, "dial9 serve: windows of an instance come from the S3 keys' times: serve a "
+                                "bucket (dial9 serve --bucket B)\n");
+        return 404;
+    }
+    if (!inst || !from_s || !to_s || d9_parse_utc(from_s, &from) != 0 || d9_parse_utc(to_s, &to) != 0 || from > to) {
+        *ok = send_text(c, 400, "usage: /window?instance=service=S/instance=I&from=YYYY-MM-DDTHH:MM[:SS]&to=... "
+                                "(UTC, from not after to)\n");
+        return 400;
+    }
+    char err[256];
+    if (d9_trace_index_refresh(&s->index, err, sizeof err) != 0) {
+        *ok = send_text(c, 500, err);
+        return 500;
+    }
+    char *buf = NULL, *only = NULL;
+    size_t len = 0, found = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        *ok = MHD_NO;
+        return 500;
+    }
+    fputs("<!doctype html><html><head><meta charset=\"utf-8\"><title>dial9: a window</title></head><body><h1>", f);
+    d9_html_escape(f, inst);
+    fputs("</h1><p>from ", f);
+    html_utc_value(f, from);
+    fputs(" to ", f);
+    html_utc_value(f, to);
+    fputs(" UTC</p><ul>\n", f);
+    bool oom = false;
+    for (size_t i = 0; i < s->index.run_count && !oom; i++) {
+        const d9_run *r = &s->index.runs[i];
+        char ri[1024];
+        if (!r->selected || !d9_run_instance(r->name, ri, sizeof ri) || strcmp(ri, inst) != 0) continue;
+        bool *picked = calloc(r->selected->count ? r->selected->count : 1, sizeof *picked);
+        char *t = NULL, *v = NULL;
+        if (!picked) {
+            oom = true;
+            break;
+        }
+        if (d9_window_segments(r->selected, from, to, picked) > 0) {
+            t = window_trace_url(r, picked);
+            char *e = t ? d9_percent_encode(t) : NULL;
+            if (!e || asprintf(&v, "/?trace=%s", e) < 0) v = NULL;
+            free(e);
+            oom = !v;
+        }
+        free(picked);
+        free(t);
+        if (!v) continue;
+        fputs("<li><a href=\"", f);
+        d9_html_escape(f, v);
+        fputs("\">", f);
+        d9_html_escape(f, r->name);
+        fputs("</a></li>\n", f);
+        if (found++ == 0) only = v;
+        else free(v);
+    }
+    fputs("</ul><p><a href=\"/runs\">all runs</a></p></body></html>\n", f);
+    fclose(f);
+    if (oom) {
+        free(buf);
+        free(only);
+        *ok = MHD_NO;
+        return 500;
+    }
+    if (found == 0) {
+        free(buf);
+        char msg[1400];
+        snprintf(msg, sizeof msg, "dial9 serve: no segment of %s runs into this window (see /runs for its range)\n",
+                 inst);
+        *ok = send_text(c, 404, msg);
+        return 404;
+    }
+    if (found == 1) { /* one run: straight to the viewer */
+        free(buf);
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        if (r) {
+            common_headers(r, "text/plain; charset=utf-8", true);
+            MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, only);
+        }
+        free(only);
+        *ok = send_response(c, 303, r);
+        return 303;
+    }
+    free(only);
+    *ok = send_html(c, 200, buf, len); /* several runs (boots) of the instance: one link each */
     return 200;
 }
 
@@ -525,6 +704,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!strcmp(url, "/api/index") || !strcmp(url, "/api/index.json")) status = serve_index(s, c, &ok);
     else if (!strcmp(url, "/api/trace")) status = serve_trace(s, c, &ok);
     else if (!strcmp(url, "/runs")) status = serve_runs_page(s, c, &ok);
+    else if (!strcmp(url, "/window")) status = serve_window(s, c, &ok);
     else if (!strncmp(url, "/api/", 5)) {
         status = 404;
         ok = send_text(c, 404, "unknown API (see docs/serve.md)\n");

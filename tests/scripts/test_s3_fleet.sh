@@ -42,7 +42,8 @@ d9s3() { "${s3env[@]}" AWS_ENDPOINT_URL="$S3" "$DIAL9" "$@"; }
 
 # ---- dump: exactly the api events ----
 d9s3 dump --jsonl s3://$BUCKET/dial9-traces --service api --from -15m >"$T/dump.jsonl" 2>"$T/dump.err"
-check "dump s3:// exit 0 ($(head -c 300 "$T/dump.err"))" [ $? = 0 ]
+# (rc=$? first: the message's $(...) would reset $? before the check reads it)
+rc=$?; check "dump s3:// exit 0 ($(head -c 300 "$T/dump.err"))" [ "$rc" = 0 ]
 check "every api event once, no db event" every_event_once_jsonl "$T/dump.jsonl"
 gets=$(grep -c '"code":"got"' "$T/fleet/log")
 check "objects fetched with GET" [ "$gets" -gt 0 ]
@@ -62,7 +63,7 @@ for cmd in "stats" "analyze" "check"; do
 done
 check "from the cache the second time: no GET" [ "$(grep -c '"code":"got"' "$T/fleet/log")" = "$gets" ]
 d9s3 export --format folded -o "$T/folded.txt" s3://$BUCKET/dial9-traces --service db >"$T/export.out" 2>"$T/export.err"
-check "export s3:// (db) exit 0 ($(head -c 300 "$T/export.err"))" [ $? = 0 ]
+rc=$?; check "export s3:// (db) exit 0 ($(head -c 300 "$T/export.err"))" [ "$rc" = 0 ]
 
 # ---- dial9's older key layouts: the same services, instances, runs and windows ----
 # the db and api segments stored again under the dated layouts, with and without a boot id, over several
@@ -208,6 +209,37 @@ for p in serve:
     assert m and m.group(1) in days, p
 assert not any(e["code"] == "got" and "/2020-01-01/" in e["key"] for e in log), "2020 fetched"
 EOF
+        # a time window of one instance, as the start page's form asks for it
+        utc() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%S; }
+        check "the start page has a window form per instance, prefilled with its range" python3 - "$T/runs.html" \
+            "$(utc $((now - 1800)))" "$(utc $((now - 1560)))" <<'EOF2'
+import html, re, sys
+forms = re.findall(r'<form class="window".*?</form>', open(sys.argv[1]).read())
+legacy = [html.unescape(f) for f in forms if "service=legacy-svc/instance=hostL" in html.unescape(f)]
+assert len(legacy) == 1, forms
+assert 'name="from" value="%s"' % sys.argv[2] in legacy[0] and 'name="to" value="%s"' % sys.argv[3] in legacy[0], legacy
+assert len(forms) == 4, forms  # api, db, legacy-svc, old-svc (two runs: one instance)
+EOF2
+        W="http://127.0.0.1:$PORT/window?instance=service%3Dlegacy-svc%2Finstance%3DhostL"
+        curl -s -o "$T/window.body" -w '%{http_code} %{redirect_url}' "$W&from=$(utc $((now - 1700)))&to=$(utc $((now - 1650)))" >"$T/window.answer"
+        check "a window of legacy-svc's instance: straight to the viewer ($(head -c 300 "$T/window.answer"))" \
+            grep -q "^303 http://127.0.0.1:$PORT/?trace=" "$T/window.answer"
+        wtrace=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.parse_qs(urllib.parse.urlparse(sys.argv[1]).query)["trace"][0])' "$(cut -d' ' -f2 "$T/window.answer")" 2>/dev/null)
+        curl -s -o "$T/window.bin" "http://127.0.0.1:$PORT$wtrace"
+        "$DIAL9" dump --jsonl "$T/window.bin" >"$T/window.jsonl" 2>/dev/null
+        "$DIAL9" dump --jsonl "${seg[0]}" "${seg[1]}" >"$T/window.ref.jsonl"
+        check "... the viewer gets the two segments that run into the window ($wtrace)" cmp -s "$T/window.jsonl" "$T/window.ref.jsonl"
+        curl -s -o "$T/window2.html" -w '%{http_code}' \
+            "http://127.0.0.1:$PORT/window?instance=service%3Dold-svc%2Finstance%3DhostO&from=$(utc $((now - 1500)))&to=$(utc $((now - 1200)))" >"$T/window2.code"
+        check "a window over two recordings of one instance: a link to each" python3 - "$T/window2.html" "$(cat "$T/window2.code")" <<'EOF2'
+import html, re, sys
+assert sys.argv[2] == "200", sys.argv[2]
+links = [html.unescape(l) for l in re.findall(r'<li><a href="([^"]*)"', open(sys.argv[1]).read())]
+assert len(links) == 2 and all("boot%253Dnoboot-" in l for l in links), links
+EOF2
+        code=$(curl -s -o "$T/window3.txt" -w '%{http_code}' "$W&from=2019-01-01T00:00:00&to=2019-01-02T00:00:00")
+        check "a window with nothing in it: 404, said ($code $(head -c 200 "$T/window3.txt"))" \
+            grep -q 'no segment of service=legacy-svc/instance=hostL runs into this window' "$T/window3.txt"
         run=$(python3 -c 'import json,sys,urllib.parse; r=[x for x in json.load(open(sys.argv[1]))["runs"] if "service=api" in x["run"]][0]; print(r["trace_url"])' "$T/index.json")
         curl -s -o "$T/served.bin" "http://127.0.0.1:$PORT$run"
         check "the api run served as one trace: every event once" every_event_once "$T/served.bin"

@@ -8,7 +8,8 @@
 # opens its list of runs and clicks a run as a user would: the api run of this host, then the
 # run in dial9's layout. The viewer must show exactly the events `dial9 dump` finds in that
 # run's objects as the AWS SDK reads them back (the same total on the summary chip, the same
-# count per event name, the service, a lane per polling worker), without a page error.
+# count per event name, the service, a lane per polling worker), without a page error; then a
+# user picks a time window of checkout-api/host1 in the start page's form, with the same checks.
 set -uo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
@@ -61,7 +62,8 @@ if [ -f "$FIXTURE" ]; then legacy_from="dial9's demo trace" # gzip'ed already, a
     else gzip -c "$FIXTURE" >"$T/legacy.bin.gz"; fi
 else cp "$(find "$T/rec-db" -name 'trace.*.bin.gz' | head -1)" "$T/legacy.bin.gz" 2>/dev/null; legacy_from="a db segment"; fi
 node "$CHECK/put_object.mjs" "$S3" $BUCKET "$LEGACY_KEY" "$T/legacy.bin.gz" 2>"$T/put.err"
-check "$legacy_from stored under dial9's older layout ($(head -c 300 "$T/put.err"))" [ $? = 0 ]
+# (rc=$? first: the message's $(...) would reset $? before the check reads it)
+rc=$?; check "$legacy_from stored under dial9's older layout ($(head -c 300 "$T/put.err"))" [ "$rc" = 0 ]
 read_back fleet
 check "objects read back ($(head -c 300 "$T/fleet/read.err"))" [ -s "$T/fleet/objects.jsonl" ]
 
@@ -102,7 +104,7 @@ PY
 }
 
 node "$CHECK/open_run_in_browser.mjs" "$BASE" "$T/api.shown.json" "service=api/" "instance=$host/" 2>"$T/api.browser.err"
-check "Chromium opened the api run of $host from the list ($(head -c 600 "$T/api.browser.err"))" [ $? = 0 ]
+rc=$?; check "Chromium opened the api run of $host from the list ($(head -c 600 "$T/api.browser.err"))" [ "$rc" = 0 ]
 check "the viewer shows the api run's events, as dump reads its $(cat "$T/api.objects") objects" shown_is api
 check "db and dial9's layout listed as runs of their own" python3 -c '
 import json, sys
@@ -112,8 +114,17 @@ assert sum("service=db/" in r for r in listed) == 1, listed
 assert sum(r == sys.argv[2] for r in listed) == 1, listed' "$T/api.shown.json" "$LEGACY_RUN"
 
 node "$CHECK/open_run_in_browser.mjs" "$BASE" "$T/legacy.shown.json" "$LEGACY_RUN" 2>"$T/legacy.browser.err"
-check "Chromium opened the run in dial9's layout ($(head -c 600 "$T/legacy.browser.err"))" [ $? = 0 ]
+rc=$?; check "Chromium opened the run in dial9's layout ($(head -c 600 "$T/legacy.browser.err"))" [ "$rc" = 0 ]
 check "the viewer shows its events, as dump reads the object" shown_is legacy
+
+# a window of one instance picked in the start page: checkout-api/host1 from a minute before its
+# object's start to a minute after
+cp "$T/legacy.dump.jsonl" "$T/window.dump.jsonl"
+utc() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%S; }
+node "$CHECK/open_run_in_browser.mjs" "$BASE" "$T/window.shown.json" --window service=checkout-api/instance=host1 \
+    "$(utc $((LEGACY_EPOCH - 60)))" "$(utc $((LEGACY_EPOCH + 60)))" 2>"$T/window.browser.err"
+rc=$?; check "Chromium opened a window of checkout-api/host1 from the start page's form ($(head -c 600 "$T/window.browser.err"))" [ "$rc" = 0 ]
+check "the viewer shows the window's events, as dump reads its object" shown_is window
 serve_stop 0
 
 echo "test_s3_fleet_browser: $pass passed, $fail failed"

@@ -6,7 +6,10 @@
 // number on the summary's "events" chip, the decoder's counts per event name, the service
 // chip, the worker lanes, the runs listed, and any page error.
 // Exits 1 (and says why) when no run, or more than one, matches.
+// With --window INSTANCE FROM TO instead of PARTs, it fills the start page's window form of
+// INSTANCE (service=S/instance=I) with FROM and TO (UTC, YYYY-MM-DDTHH:MM:SS) and submits it.
 // Usage: node open_run_in_browser.mjs BASE_URL OUT PART...
+//        node open_run_in_browser.mjs BASE_URL OUT --window INSTANCE FROM TO
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +21,7 @@ const viewerDir = path.resolve(here, '../../../viewer');
 const { chromium } = createRequire(path.join(viewerDir, 'package.json'))('playwright-core');
 
 const [base, out, ...parts] = process.argv.slice(2);
+const windowOf = parts[0] === '--window' ? { instance: parts[1], from: parts[2], to: parts[3] } : null;
 const SAFETY_NET_MS = 900000; // a loaded CI machine; reached only when something hangs
 
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'd9-fleet-chromium-'));
@@ -49,15 +53,27 @@ try {
   // each row: the run's link first, then its segments' links
   const runLinks = page.locator('table tr td:first-child a');
   const listed = await runLinks.allTextContents();
-  const matching = listed.filter((name) => parts.every((p) => name.includes(p)));
-  if (matching.length !== 1) {
+  const matching = windowOf ? [] : listed.filter((name) => parts.every((p) => name.includes(p)));
+  const form = windowOf ? page.locator('form.window').filter({
+    has: page.locator(`input[name="instance"][value="${windowOf.instance}"]`) }) : null;
+  if (windowOf && (await form.count()) !== 1) {
+    console.error(`open_run_in_browser: ${await form.count()} window forms for ${windowOf.instance}`);
+    rc = 1;
+  } else if (!windowOf && matching.length !== 1) {
     console.error(`open_run_in_browser: ${matching.length} runs match ${JSON.stringify(parts)} among ` +
                   JSON.stringify(listed));
     rc = 1;
   } else {
+    if (windowOf) { // a user picking the window and opening it
+      // as the input holds it: HTML normalizes a datetime-local value, without ":00" seconds
+      const normal = (v) => v.replace(/(T\d\d:\d\d):00$/, '$1');
+      await form.locator('input[name="from"]').fill(normal(windowOf.from));
+      await form.locator('input[name="to"]').fill(normal(windowOf.to));
+    }
     await Promise.all([
       page.waitForURL((u) => u.pathname === '/' && u.searchParams.has('trace')),
-      runLinks.filter({ hasText: matching[0] }).first().click(),
+      windowOf ? form.locator('button[type="submit"]').click()
+               : runLinks.filter({ hasText: matching[0] }).first().click(),
     ]);
     await page.waitForFunction(() => ['ready', 'error', 'empty'].includes(document.body.dataset.state));
     const shown = await page.evaluate(() => {
@@ -75,7 +91,7 @@ try {
         lanes: model ? model.lanes.length : null,
       };
     });
-    shown.run = matching[0];
+    shown.run = windowOf ? windowOf.instance : matching[0];
     shown.listed = listed;
     shown.url = page.url();
     shown.page_errors = errors;

@@ -429,19 +429,6 @@ static int fetch_one(d9_s3_client *c, const object *o, const char *path, char *e
     return 0;
 }
 
-static int push_path(d9_path_list *l, const char *path) {
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        char **p = realloc(l->paths, cap * sizeof *p);
-        if (!p) return -1;
-        l->paths = p;
-        l->cap = cap;
-    }
-    if (!(l->paths[l->count] = strdup(path))) return -1;
-    l->count++;
-    return 0;
-}
-
 static void objects_free(objects *os) {
     for (size_t i = 0; i < os->n; i++) {
         free(os->v[i].key);
@@ -643,7 +630,7 @@ static int fetch_selection(const char *url, d9_path_list *out, char *local_root,
             rc = -1;
             break;
         }
-        if (push_path(out, path) != 0) {
+        if (d9_path_list_add(out, path) != 0) {
             snprintf(err, errlen, "out of memory");
             rc = -1;
         }

@@ -26,6 +26,15 @@ static int push(d9_path_list *l, char *path) {
     return 0;
 }
 
+int d9_path_list_add(d9_path_list *l, const char *path) {
+    char *copy = strdup(path);
+    if (!copy || push(l, copy) != 0) {
+        free(copy);
+        return -1;
+    }
+    return 0;
+}
+
 void d9_path_list_free(d9_path_list *l) {
     for (size_t i = 0; i < l->count; i++) free(l->paths[i]);
     free(l->paths);
@@ -106,9 +115,7 @@ int d9_expand_paths(int n, char *const *args, d9_path_list *out, char *err, size
             return -1;
         }
         if (!S_ISDIR(st.st_mode)) {
-            char *p = strdup(args[i]);
-            if (!p || push(out, p) != 0) {
-                free(p);
+            if (d9_path_list_add(out, args[i]) != 0) {
                 snprintf(err, errlen, "out of memory");
                 return -1;
             }

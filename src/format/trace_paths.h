@@ -21,6 +21,8 @@ typedef struct d9_path_list {
 /* Append the trace files named by args[0..n). Returns 0, or -1 with a message in err when an
  * argument does not exist or a directory holds no trace file. */
 int d9_expand_paths(int n, char *const *args, d9_path_list *out, char *err, size_t errlen);
+/* Append a copy of path. 0, or -1 when out of memory. */
+int d9_path_list_add(d9_path_list *l, const char *path);
 void d9_path_list_free(d9_path_list *l);
 
 /* Reads an s3://bucket/prefix argument into local files (cli/s3_fetch.c); set by the dial9

@@ -500,6 +500,38 @@ static bool selected(const trace_query *q, const d9_segment *s) {
     return false;
 }
 
+/* 422 with each bad segment's message when the selected segments hold no decoded byte and at
+ * least one of them failed to decode; 0 otherwise (an empty or just started run is served). */
+static unsigned unreadable_selection(struct MHD_Connection *c, const d9_run *run, const trace_query *q,
+                                     enum MHD_Result *ok) {
+    uint64_t bytes = 0;
+    size_t bad = 0;
+    for (size_t k = 0; k < run->count; k++)
+        if (selected(q, run->segs[k])) {
+            bytes += run->segs[k]->clean_bytes;
+            bad += run->segs[k]->status == D9_DEC_ERROR;
+        }
+    if (bytes || !bad) return 0;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) {
+        *ok = MHD_NO;
+        return 500;
+    }
+    fprintf(f, "run %s: no segment asked for is a readable dial9 trace\n", run->name);
+    for (size_t k = 0; k < run->count; k++)
+        if (selected(q, run->segs[k]) && run->segs[k]->status == D9_DEC_ERROR)
+            fprintf(f, "%s: %s\n", run->segs[k]->name, run->segs[k]->message);
+    if (fclose(f) != 0) {
+        free(text);
+        *ok = MHD_NO;
+        return 500;
+    }
+    *ok = send_buffer(c, 422, "text/plain; charset=utf-8", text, len);
+    return 422;
+}
+
 static unsigned serve_trace(server *s, struct MHD_Connection *c, enum MHD_Result *ok) {
     trace_query q = {0};
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_argument, &q);
@@ -548,6 +580,10 @@ static unsigned serve_trace(server *s, struct MHD_Connection *c, enum MHD_Result
         *ok = send_text(c, status, "no such segment in this run (see /api/index)\n");
         goto done;
     }
+    /* Nothing readable in what was asked for, and a segment that is not a trace: an empty body
+     * would open as a run with no events, so the answer says why instead. */
+    status = unreadable_selection(c, run, &q, ok);
+    if (status) goto done;
     d9_concat *cat = d9_concat_new(s->index.root_fd, parts, n);
     struct MHD_Response *r = cat ? MHD_create_response_from_callback(d9_concat_total(cat), 256 * 1024,
                                                                    read_concat, cat, free_concat)

@@ -138,6 +138,20 @@ expect_status "404" "unknown run" "$U/api/trace?run=nope"
 expect_status "404" "run with .." "$U/api/trace?run=../outside"
 expect_status "404" "run as absolute path" "$U/api/trace?run=$T/outside"
 expect_status "404" "unknown segment" "$U/api/trace?run=run-a&seg=7"
+
+# ---- a segment that is not a trace: said so, not served as an empty run ----
+mkdir -p "$D/not-trace" "$D/mixed"
+printf 'this is not a dial9 trace\n' >"$D/not-trace/trace.0.bin"
+make_trace "$D/mixed/trace.0.bin" 8000000000
+cp "$D/not-trace/trace.0.bin" "$D/mixed/trace.1.bin"
+expect_status 422 "a run whose only segment is not a trace" "$U/api/trace?run=not-trace"
+check "the answer names the segment and why ($(head -c 300 "$T/body"))" \
+    grep -q '^trace.0.bin: .*not a dial9 trace' "$T/body"
+expect_status 422 "the one bad segment of a run" "$U/api/trace?run=mixed&seg=1"
+expect_status 200 "a run with a good segment beside a bad one" "$U/api/trace?run=mixed"
+"$DIAL9" stats --json "$T/body" >"$T/stats-mixed.json" 2>/dev/null
+check "its good segment's 4 events are served" grep -q '^  "events": 4,' "$T/stats-mixed.json"
+rm -r "$D/not-trace" "$D/mixed"
 expect_status "404" "symlinked segment" "$U/api/trace?run=run-a&file=trace.9.bin"
 expect_status "404" "file with .." "$U/api/trace?run=run-a&file=../../outside/trace.0.bin"
 expect_status "403 404" "/../" "$U/../outside/secret.txt"

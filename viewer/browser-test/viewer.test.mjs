@@ -378,7 +378,7 @@ test('invalid input gives a clear message, never a blank page', async () => {
   // A URL that does not exist.
   ({ page, errors } = await openPage(browser, viewerUrl('?trace=/viewer/test-artifacts/no-such-file.bin')));
   assert.equal(await settled(page), 'error');
-  assert.match(await page.locator('#error-message').textContent(), /the server answered 404/);
+  assert.match(await page.locator('#error-message').textContent(), /the server answered 404 Not Found: not found/);
   await page.close();
   assert.deepEqual(errors.filter((e) => !/404/.test(e)), []);
 });

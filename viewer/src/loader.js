@@ -179,7 +179,12 @@
         throw new LoadError('Cannot load "' + url + '": ' + (e && e.message ? e.message : e) +
           (location.protocol === 'file:' ? ' (pages opened from file:// cannot fetch; serve the viewer over HTTP)' : ''));
       }
-      if (!res.ok) throw new LoadError('Cannot load "' + url + '": the server answered ' + res.status + ' ' + res.statusText, { status: res.status });
+      if (!res.ok) {
+        // dial9 serve says in the body why (not a trace, no such run): show it, a line or a few
+        const why = /^text\/plain/i.test(res.headers.get('content-type') || '') ? (await res.text()).trim().slice(0, 2000) : '';
+        throw new LoadError('Cannot load "' + url + '": the server answered ' + res.status + ' ' + res.statusText +
+          (why ? ': ' + why : ''), { status: res.status });
+      }
       const name = nameOfUrl(url);
       out.push({ name, bytes: await res.arrayBuffer() });
     }

@@ -31,7 +31,7 @@ static void upload_usage(FILE *out) {
             "trace.N.bin.active files (being written, or left by a crash) are not uploaded.\n"
             "\n"
             "The service and boot id in the keys are the recording run's (its .s3-run file), else\n"
-            "--service (or DIAL9_SERVICE) and this host's boot id.\n"
+            "--service (or DIAL9_SERVICE) and this host's boot id with the directory's name.\n"
             "\n"
             "  -b, --bucket B        the bucket (default DIAL9_S3_BUCKET)\n"
             "      --prefix P        key prefix (default DIAL9_S3_PREFIX, else dial9-traces)\n"
@@ -51,7 +51,6 @@ static void upload_usage(FILE *out) {
 
 typedef struct upload_opts {
     const char *service; /* for runs without .s3-run */
-    char boot_id[64];
     unsigned runs, runs_busy;
 } upload_opts;
 
@@ -81,12 +80,13 @@ static bool upload_run(d9_upload_retry *r, upload_opts *o, const char *run_dir) 
         return true;
     }
     o->runs++;
-    char service[256], boot[128];
+    char service[256], boot[D9_RUN_BOOT_ID_MAX];
     if (!d9_run_identity_read(run_dir, service, sizeof service, boot, sizeof boot)) {
         snprintf(service, sizeof service, "%s", o->service);
-        snprintf(boot, sizeof boot, "%s", o->boot_id);
+        boot[0] = 0;
     }
-    bool go_on = d9_upload_retry_run_dir(r, run_dir, service, boot[0] ? boot : o->boot_id);
+    if (!boot[0]) d9_run_boot_id(run_dir, boot, sizeof boot);
+    bool go_on = d9_upload_retry_run_dir(r, run_dir, service, boot);
     if (!r->keep_local) d9_run_release_if_empty(run_dir);
     close(fd);
     return go_on;
@@ -195,12 +195,6 @@ int d9_cmd_upload(int argc, char **argv) {
         }
     }
     if (!o.service) o.service = "unknown";
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-    if (f) {
-        if (fgets(o.boot_id, sizeof o.boot_id, f)) o.boot_id[strcspn(o.boot_id, "\n")] = 0;
-        fclose(f);
-    }
-    if (!o.boot_id[0]) snprintf(o.boot_id, sizeof o.boot_id, "unknown");
     cfg.service = o.service;
     char err[1024];
     d9_uploader *u = d9_uploader_new(&cfg, err, sizeof err);

@@ -51,6 +51,7 @@ struct d9_pipeline {
     d9_upload_retry up;     /* the worker's only; up.uploader NULL when not (or no longer) uploading */
     uint64_t stop_budget_ns;
     char *trace_dir, *run_dir; /* d9_pipeline_set_run */
+    char run_boot_id[D9_RUN_BOOT_ID_MAX]; /* this run's id in the keys (run_claim.h), "" before */
     int run_lock_fd;           /* our run directory's claim (run_claim.h), -1 when none */
     bool leftovers_pending;    /* earlier runs' segments to adopt, once, first */
     d9_pipeline_resized_fn on_resized;
@@ -84,7 +85,11 @@ static void say_fatal(const d9_pipeline *p) {
 }
 
 static void upload_file(d9_pipeline *p, const char *sealed_path, const char *path, uint64_t seq, time_t start) {
-    d9_upload_retry_file(&p->up, sealed_path, path, seq, start, NULL, NULL);
+    char boot[D9_RUN_BOOT_ID_MAX];
+    pthread_mutex_lock(&p->lock);
+    memcpy(boot, p->run_boot_id, sizeof boot);
+    pthread_mutex_unlock(&p->lock);
+    d9_upload_retry_file(&p->up, sealed_path, path, seq, start, NULL, boot[0] ? boot : NULL);
     if (!p->up.uploader) say_fatal(p);
 }
 
@@ -274,18 +279,13 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
 void d9_pipeline_set_run(d9_pipeline *p, const char *trace_dir, const char *run_dir) {
     if (!p || !p->upload) return;
     char *td = strdup(trace_dir), *rd = strdup(run_dir);
+    char boot[D9_RUN_BOOT_ID_MAX];
+    d9_run_boot_id(run_dir, boot, sizeof boot);
     int fd = d9_run_claim(run_dir);
-    if (fd >= 0) {
-        char boot[128] = "";
-        FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-        if (f) {
-            if (fgets(boot, sizeof boot, f)) boot[strcspn(boot, "\n")] = 0;
-            fclose(f);
-        }
-        /* without it, what this run leaves behind is not adopted later; nothing else changes */
-        d9_run_identity_write(run_dir, p->service ? p->service : "unknown", boot[0] ? boot : "unknown");
-    }
+    /* without it, what this run leaves behind is not adopted later; nothing else changes */
+    if (fd >= 0) d9_run_identity_write(run_dir, p->service ? p->service : "unknown", boot);
     pthread_mutex_lock(&p->lock);
+    memcpy(p->run_boot_id, boot, sizeof boot);
     p->trace_dir = td;
     p->run_dir = rd;
     p->run_lock_fd = fd;

@@ -22,6 +22,20 @@ int d9_run_claim(const char *run_dir) {
     return fd;
 }
 
+void d9_run_boot_id(const char *run_dir, char *out, size_t len) {
+    char boot[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (f) {
+        if (fgets(boot, sizeof boot, f)) boot[strcspn(boot, "\n")] = 0;
+        fclose(f);
+    }
+    size_t n = strlen(run_dir);
+    while (n > 1 && run_dir[n - 1] == '/') n--;
+    size_t b = n;
+    while (b > 0 && run_dir[b - 1] != '/') b--;
+    snprintf(out, len, "%s.%.*s", boot[0] ? boot : "unknown", (int)(n - b), run_dir + b);
+}
+
 int d9_run_identity_write(const char *run_dir, const char *service, const char *boot_id) {
     char path[PATH_MAX], tmp[PATH_MAX + 8];
     if (snprintf(path, sizeof path, "%s/%s", run_dir, D9_RUN_IDENTITY_NAME) >= (int)sizeof path) return -1;
@@ -79,7 +93,7 @@ void d9_run_adopt_each(const char *trace_dir, const char *own_run,
     bool go_on = true;
     while (go_on && (e = readdir(d))) {
         if (e->d_name[0] == '.' || (own_run && strcmp(e->d_name, own_run) == 0)) continue;
-        char run_dir[PATH_MAX], service[256], boot[128];
+        char run_dir[PATH_MAX], service[256], boot[D9_RUN_BOOT_ID_MAX];
         if (snprintf(run_dir, sizeof run_dir, "%s/%s", trace_dir, e->d_name) >= (int)sizeof run_dir) continue;
         struct stat st;
         if (lstat(run_dir, &st) != 0 || !S_ISDIR(st.st_mode)) continue;

@@ -11,6 +11,13 @@
 #include <stddef.h>
 
 #define D9_RUN_IDENTITY_NAME ".s3-run"
+#define D9_RUN_BOOT_ID_MAX 256
+
+/* The recording's id in S3 keys (boot=...) and metadata: the host's boot id, a dot, and the run
+ * directory's name (its start time, pid and a random part). Two runs on one host then never
+ * share a key, even when their segments start in the same second with the same number (a
+ * restart, or several processes of one service). */
+void d9_run_boot_id(const char *run_dir, char *out, size_t len);
 
 /* Lock run_dir (exclusive, non-blocking): the fd to keep open, or -1 when another holds it. */
 int d9_run_claim(const char *run_dir);

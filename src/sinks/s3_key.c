@@ -33,7 +33,7 @@ int d9_hive_escape(const char *in, char *out, size_t outlen) {
 
 int d9_s3_key(char *out, size_t outlen, const char *prefix, const char *service, const char *host,
               const char *boot_id, time_t start, uint64_t index, const char *suffix) {
-    char svc[3 * 256], inst[3 * 256], boot[3 * 128];
+    char svc[3 * 256], inst[3 * 256], boot[3 * 256];
     if (d9_hive_escape(service && *service ? service : "unknown", svc, sizeof svc) ||
         d9_hive_escape(host && *host ? host : "unknown", inst, sizeof inst) ||
         d9_hive_escape(boot_id && *boot_id ? boot_id : "unknown", boot, sizeof boot))

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sinks/run_claim.h" /* D9_RUN_BOOT_ID_MAX */
 #include "sinks/s3_key.h"
 #include "sinks/sha256.h"
 #include "sinks/sigv4.h"
@@ -23,7 +24,7 @@
 struct d9_uploader {
     d9_s3_client *s3;
     char *prefix, *service;
-    char host[256], boot_id[64];
+    char host[256], boot_id[D9_RUN_BOOT_ID_MAX];
     uint64_t threshold, part_size;
 };
 

@@ -50,7 +50,8 @@ check "every recorded event in the objects, once" every_event_once "$T"/ok/objec
 check "local copies deleted once stored" [ -z "$(local_segments ok)" ]
 check "no error message" [ ! -s "$T/ok/rec.err" ]
 host=$(hostname)
-boot=$(cat /proc/sys/kernel/random/boot_id)
+# the recording's id: the host's boot id and the run directory's name, unique to this run
+boot=$(cat /proc/sys/kernel/random/boot_id).$(basename "$(tail -1 "$T/ok/rec.out")")
 key_re="^dial9-traces/version=1/date=[0-9]{4}-[0-9]{2}-[0-9]{2}/service=api%3Ablue/time=[0-9]{4}/instance=$host/boot=$boot/[0-9]+-[0-9]+\.bin\.gz\$"
 check "keys in dial9's layout, Hive-escaped" [ "$(stored_keys ok | grep -Evc "$key_re")" = 0 ]
 check "segment indexes 0.. in the keys" [ -n "$(stored_keys ok | grep -- '-0\.bin\.gz$')" ]
@@ -103,6 +104,16 @@ read_back adopt
 check "the second run uploaded its segments and the first run's: every event twice" \
     every_event_times 2 "$T"/adopt/objects/*.bin.gz
 check "no object stored twice (adopted)" no_key_twice adopt
+# keys that name the recording: the first run's under its own id, the second's under the second's,
+# so runs on one host never share a key even when their segments start in the same second
+first_id=$(cat /proc/sys/kernel/random/boot_id).$(basename "$(tail -1 "$T/secret/rec.out")")
+second_id=$(cat /proc/sys/kernel/random/boot_id).$(basename "$(tail -1 "$T/adopt/rec.out")")
+own_ids() { # every adopt key under one of the two runs' ids, at least 2 under each
+    [ "$first_id" != "$second_id" ] && [ "$(stored_keys adopt | grep -cF "/boot=$first_id/")" -ge 2 ] &&
+        [ "$(stored_keys adopt | grep -cF "/boot=$second_id/")" -ge 2 ] &&
+        [ "$(stored_keys adopt | grep -vF -e "/boot=$first_id/" -e "/boot=$second_id/" | wc -l)" = 0 ]
+}
+check "each run's segments under its own id ($first_id, $second_id)" own_ids
 check "nothing left on disk after adopting" [ -z "$(local_segments secret)" ]
 check "no error while adopting" [ ! -s "$T/adopt/rec.err" ]
 check "adopted run directories removed" [ -z "$(find "$T/secret/traces" -mindepth 1 -maxdepth 1)" ]

@@ -17,7 +17,7 @@ skip() { echo "SKIP: $*"; exit 0; }
 [ -f "$SHIM" ] || fail "$SHIM not built"
 # A sanitizer build's shim needs its runtime loaded first, which an uninstrumented program
 # does not do: the shim is tested in plain builds only.
-if ldd "$SHIM" 2>/dev/null | grep -qE 'lib(asan|tsan|ubsan|lsan)'; then
+if grep -qE 'lib(asan|tsan|ubsan|lsan)' <<<"$(ldd "$SHIM" 2>/dev/null)"; then # whole, not piped: see test_run_disk_full.sh
     skip "the preload shim is built with a sanitizer (it cannot be preloaded into plain programs)"
 fi
 command -v python3 >/dev/null || skip "python3 not installed"

@@ -15,7 +15,7 @@ apt_need knot-resolver dnsperf
 KRESD=$(command -v kresd || echo /usr/sbin/kresd)
 [ -x "$KRESD" ] || skip "kresd not found after install"
 command -v dnsperf >/dev/null || skip "dnsperf not found after install"
-ldd "$KRESD" | grep -q 'libuv' || skip "this kresd does not use the shared libuv"
+grep -q 'libuv' <<<"$(ldd "$KRESD")" || skip "this kresd does not use the shared libuv"
 [ -n "${D9T_NETNS:-}" ] && echo "(in a network namespace of its own: loopback only)"
 
 port=$(free_port)

@@ -11,7 +11,7 @@ MEMCACHED=$(command -v memcached || echo /usr/bin/memcached)
 MEMCSLAP=$(command -v memcslap || command -v memaslap || true)
 [ -x "$MEMCACHED" ] || skip "memcached not found after install"
 [ -n "$MEMCSLAP" ] || skip "memcslap not found after install"
-ldd "$MEMCACHED" | grep -q 'libevent' || skip "this memcached does not use the shared libevent"
+grep -q 'libevent' <<<"$(ldd "$MEMCACHED")" || skip "this memcached does not use the shared libevent"
 
 THREADS=4
 port=$(free_port)

@@ -11,7 +11,7 @@ apt_need nghttp2-server nghttp2-client
 NGHTTPD=$(command -v nghttpd || echo /usr/sbin/nghttpd)
 [ -x "$NGHTTPD" ] || skip "nghttpd not found after install"
 command -v h2load >/dev/null || skip "h2load not found after install"
-ldd "$NGHTTPD" | grep -q 'libev\.so' || skip "this nghttpd does not use the shared libev"
+grep -q 'libev\.so' <<<"$(ldd "$NGHTTPD")" || skip "this nghttpd does not use the shared libev"
 
 port=$(free_port)
 cd "$WORK"

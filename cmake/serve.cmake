@@ -10,8 +10,10 @@ if(NOT TARGET dial9)
 endif()
 set(D9_SERVE_DIR ${PROJECT_SOURCE_DIR}/src/serve)
 # The options (usage, defaults, parsing): `dial9 serve` answers --help and bad arguments even
-# without the server, and dial9-serve parses its arguments with the same code.
-add_library(dial9_serve_options STATIC ${D9_SERVE_DIR}/serve_options.c)
+# without the server, and dial9-serve parses its arguments with the same code. The selection
+# file too: `dial9 serve --bucket` writes it, dial9-serve reads it, and dial9's fetch step reads
+# what dial9-serve asks it to fetch in the same format.
+add_library(dial9_serve_options STATIC ${D9_SERVE_DIR}/serve_options.c ${D9_SERVE_DIR}/serve_selection.c)
 target_include_directories(dial9_serve_options PUBLIC ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(dial9_serve_options PRIVATE dial9_common)
 # D9_WITH_MHD = AUTO / ON / OFF (cmake/dependency_options.cmake).
@@ -26,7 +28,7 @@ if(D9_USE_MHD)
   add_library(dial9_serve STATIC
     ${D9_SERVE_DIR}/conn_guard.c ${D9_SERVE_DIR}/host_check.c ${D9_SERVE_DIR}/http_server.c
     ${D9_SERVE_DIR}/open_beneath.c ${D9_SERVE_DIR}/safe_path.c ${D9_SERVE_DIR}/segment_concat.c
-    ${D9_SERVE_DIR}/instance_window.c ${D9_SERVE_DIR}/serve_selection.c ${D9_SERVE_DIR}/trace_index.c ${D9_SERVE_DIR}/url.c)
+    ${D9_SERVE_DIR}/instance_window.c ${D9_SERVE_DIR}/trace_index.c ${D9_SERVE_DIR}/url.c)
   target_include_directories(dial9_serve PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(dial9_serve PUBLIC dial9_serve_options dial9_reader PkgConfig::MHD)
   add_executable(dial9-serve ${D9_SERVE_DIR}/serve_main.c)

@@ -10,12 +10,16 @@
  *   run     NAME  FIRST  LAST        (directory under the served root, "." for the root; the
  *                                     first and last segment start, UTC seconds, -1 unknown)
  *   seg     FILE  SIZE  START  KEY   (a segment of the run above: its local name, the object's
- *                                     size, its start from the key, -1 unknown, and its key) */
+ *                                     size, its start from the key, -1 unknown, and its key)
+ * Numbers are decimal (or -1). A run's name has no empty, "." or ".." component, a file name
+ * no '/' and is not "." or "..": nothing names a path outside the served root. No run is named
+ * twice, nor a file twice in one run. */
 #ifndef D9_SERVE_SERVE_SELECTION_H
 #define D9_SERVE_SERVE_SELECTION_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct d9_sel_seg {
     char *file, *key;
@@ -38,6 +42,8 @@ typedef struct d9_serve_selection {
 
 /* Read FILE into sel. 0, or -1 with a message (the line that is wrong). */
 int d9_serve_selection_read(d9_serve_selection *sel, const char *path, char *err, size_t errlen);
+/* The same from an open stream; name is what messages call it. */
+int d9_serve_selection_parse(d9_serve_selection *sel, FILE *in, const char *name, char *err, size_t errlen);
 void d9_serve_selection_free(d9_serve_selection *sel);
 
 const d9_sel_run *d9_serve_selection_run(const d9_serve_selection *sel, const char *name);

@@ -2,12 +2,14 @@
  * tools read (src/export/, docs/export.md). */
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/output_file.h"
 #include "cli/time_options.h"
 #include "format/trace_paths.h"
 #include "cli/trace_reader.h"
@@ -29,7 +31,8 @@ static void export_usage(FILE *out) {
             "\n"
             "  -f, --format FORMAT   one of the above (required)\n"
             "  -o, --output OUT      the file to write ('-' or none: standard output, except for\n"
-            "                        binary formats to a terminal); written to OUT.tmp, then renamed\n"
+            "                        binary formats to a terminal); a file is written beside\n"
+            "                        itself and renamed when complete, a device or FIFO in place\n"
             "      --from T, --to T  only [T1, T2): T is a time since the trace start with a unit\n"
             "                        (1.5s, 250ms, 10us, 42ns, 2m, 1h), - and a time before its\n"
             "                        end (-15m), or @NS, an absolute CLOCK_MONOTONIC time in ns;\n"
@@ -188,9 +191,9 @@ static int parse_args(int argc, char **argv, export_args *a, bool *help) {
     return 0;
 }
 
-/* Open the output: stdout, or OUT.tmp (renamed into place by finish_output). */
-static FILE *open_output(const export_args *a, char **tmp) {
-    *tmp = NULL;
+/* Open the output: stdout, or OUT through a d9_output_file (replaced whole at the end). */
+static FILE *open_output(const export_args *a, d9_output_file *of) {
+    *of = (d9_output_file){.fd = -1};
     bool binary = a->format == D9_XF_PERFETTO || a->format == D9_XF_PPROF;
     if (!a->output || !strcmp(a->output, "-")) {
         if (binary && isatty(STDOUT_FILENO)) {
@@ -200,16 +203,18 @@ static FILE *open_output(const export_args *a, char **tmp) {
         }
         return stdout;
     }
-    if (asprintf(tmp, "%s.tmp", a->output) < 0) {
-        *tmp = NULL;
-        fprintf(stderr, "dial9 export: out of memory\n");
+    char err[PATH_MAX + 128];
+    if (d9_output_open(of, a->output, err, sizeof err) != 0) {
+        fprintf(stderr, "dial9 export: %s\n", err);
         return NULL;
     }
-    FILE *f = fopen(*tmp, "wb");
+    /* a dup: fclose leaves of->fd to d9_output_commit, which reports its close */
+    int fd = dup(of->fd);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
-        fprintf(stderr, "dial9 export: %s: %m\n", *tmp);
-        free(*tmp);
-        *tmp = NULL;
+        fprintf(stderr, "dial9 export: %s: %m\n", a->output);
+        if (fd >= 0) close(fd);
+        d9_output_abort(of);
     }
     return f;
 }
@@ -248,7 +253,7 @@ int d9_cmd_export(int argc, char **argv) {
     d9_report_file_problems(stderr, "export", results, paths.count, false);
     free(results);
     FILE *out = NULL;
-    char *tmp = NULL;
+    d9_output_file of = {.fd = -1};
     if (ctx.oom) {
         fprintf(stderr, "dial9 export: out of memory while reading the trace\n");
         rc = D9_EXIT_DATA;
@@ -259,31 +264,26 @@ int d9_cmd_export(int argc, char **argv) {
         rc = ctx.model->failed ? D9_EXIT_DATA : D9_EXIT_USAGE;
         goto done;
     }
-    out = open_output(&a, &tmp);
+    out = open_output(&a, &of);
     if (!out) {
         rc = a.output ? D9_EXIT_DATA : D9_EXIT_USAGE;
         goto done;
     }
     int wr = d9_export_write(ctx.model, a.format, &a.opts, out, err, sizeof err);
     if (out != stdout && fclose(out) != 0 && wr == D9_XWRITE_OK) {
-        snprintf(err, sizeof err, "%s: close failed", tmp);
+        snprintf(err, sizeof err, "%s: %m", a.output);
         wr = D9_XWRITE_ERROR;
     }
+    if (wr == D9_XWRITE_OK && of.fd >= 0 && d9_output_commit(&of, err, sizeof err) != 0)
+        wr = D9_XWRITE_ERROR;
     if (wr != D9_XWRITE_OK) {
         fprintf(stderr, "dial9 export: %s\n", err);
-        if (tmp) unlink(tmp);
         rc = wr == D9_XWRITE_REFUSED ? D9_EXIT_USAGE : D9_EXIT_DATA;
-        goto done;
-    }
-    if (tmp && rename(tmp, a.output) != 0) {
-        fprintf(stderr, "dial9 export: rename %s -> %s: %m\n", tmp, a.output);
-        unlink(tmp);
-        rc = D9_EXIT_DATA;
         goto done;
     }
     if (!a.quiet) summary(ctx.model, a.format, a.output ? a.output : "-", now_ms() - t0);
 done:
-    free(tmp);
+    d9_output_abort(&of);
     d9_xmodel_free(ctx.model);
     d9_path_list_free(&paths);
     return rc;

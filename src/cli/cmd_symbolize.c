@@ -19,6 +19,7 @@
 #include <zlib.h>
 
 #include "cli/cli.h"
+#include "cli/output_file.h"
 #include "format/trace_paths.h"
 #include "format/dec_open_regular.h"
 #include "format/decoder.h"
@@ -142,20 +143,13 @@ static bool write_all(int fd, const void *p, size_t len) {
     return true;
 }
 
-/* Write the first `good` decoded bytes of `in_path` and then `tail` to `out_path`, through a
- * temporary file renamed at the end (an interrupted run leaves no half file under the name). */
+/* Write the first `good` decoded bytes of `in_path` and then `tail` to `out_path`, as a
+ * d9_output_file (an interrupted run leaves no half file under the name). */
 static bool write_copy(const char *in_path, bool gz, uint64_t good, const uint8_t *tail, size_t tail_len,
                        const char *out_path, char *err, size_t errlen) {
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", out_path, (int)getpid()) >= (int)sizeof tmp) {
-        snprintf(err, errlen, "%s: path too long", out_path);
-        return false;
-    }
-    int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out < 0) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-        return false;
-    }
+    d9_output_file of;
+    if (d9_output_open(&of, out_path, err, errlen) != 0) return false;
+    int out = of.fd;
     bool ok = true;
     static uint8_t buf[1 << 16];
     if (gz) {
@@ -188,13 +182,12 @@ static bool write_copy(const char *in_path, bool gz, uint64_t good, const uint8_
         if (in >= 0) close(in);
     }
     if (ok) ok = write_all(out, tail, tail_len);
-    if (close(out) != 0) ok = false;
-    if (ok && rename(tmp, out_path) != 0) ok = false;
     if (!ok) {
         snprintf(err, errlen, "%s: cannot write the copy: %s", out_path, errno ? strerror(errno) : "read error");
-        unlink(tmp);
+        d9_output_abort(&of);
+        return false;
     }
-    return ok;
+    return d9_output_commit(&of, err, errlen) == 0;
 }
 
 /* ------------------------------------------------------------------ one file */

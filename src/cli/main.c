@@ -63,6 +63,7 @@ int main(int argc, char **argv) {
         printf("dial9 %s (trace format v1)\n", D9_VERSION);
         return D9_EXIT_OK;
     }
+    if (!strcmp(cmd, "_serve-fetch")) return d9_cmd_serve_fetch(argc - 1, argv + 1);
     /* s3:// inputs and `serve --bucket`: their selection options are taken out here, the
      * objects fetched into a local cache; the commands read local files (cli/s3_fetch.h) */
     char err[1024];

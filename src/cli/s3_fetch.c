@@ -4,10 +4,10 @@
 #endif
 #include "cli/s3_fetch.h"
 #include "sinks/s3_key_layout.h"
+#include "cli/s3_cache.h"
+#include "serve/serve_selection.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -318,116 +318,7 @@ static int by_group_index(const void *a, const void *b) {
     return strcmp(x->key, y->key);
 }
 
-/* ---- the cache ---- */
-
-static int mkdirs(char *path) { /* mkdir -p, 0700 */
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        int rc = mkdir(path, 0700);
-        *p = '/';
-        if (rc != 0 && errno != EEXIST) return -1;
-    }
-    return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -1;
-}
-
-static int cache_root(char *out, size_t len, char *err, size_t errlen) {
-    const char *v = getenv("DIAL9_S3_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (v && *v) snprintf(out, len, "%s", v);
-    else if (xdg && *xdg) snprintf(out, len, "%s/dial9/s3", xdg);
-    else if (home && *home) snprintf(out, len, "%s/.cache/dial9/s3", home);
-    else {
-        snprintf(err, errlen, "no cache directory: set DIAL9_S3_CACHE_DIR (or HOME)");
-        return -1;
-    }
-    if (mkdirs(out) != 0) {
-        snprintf(err, errlen, "cache directory %s: %s", out, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-/* Eviction: every cached file with its time; the oldest outside the selection go first. */
-typedef struct cached { char *path; time_t mtime; uint64_t size; } cached;
-static struct { cached *v; size_t n, cap; uint64_t total; } walk_state;
-
-static int note_file(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    if (flag != FTW_F) return 0;
-    if (walk_state.n == walk_state.cap) {
-        size_t cap = walk_state.cap ? walk_state.cap * 2 : 256;
-        cached *v = realloc(walk_state.v, cap * sizeof *v);
-        if (!v) return 1;
-        walk_state.v = v;
-        walk_state.cap = cap;
-    }
-    char *p = strdup(path);
-    if (!p) return 1;
-    walk_state.v[walk_state.n++] = (cached){p, st->st_mtime, (uint64_t)st->st_size};
-    walk_state.total += (uint64_t)st->st_size;
-    return 0;
-}
-
-static int by_mtime(const void *a, const void *b) {
-    const cached *x = a, *y = b;
-    return x->mtime < y->mtime ? -1 : x->mtime > y->mtime;
-}
-
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* Remove the oldest files not in `keep` (sorted) until total + incoming fits the bound. */
-static void evict(const char *root, uint64_t bound, uint64_t incoming, char **keep, size_t nkeep) {
-    memset(&walk_state, 0, sizeof walk_state);
-    nftw(root, note_file, 16, FTW_PHYS);
-    if (walk_state.n) qsort(walk_state.v, walk_state.n, sizeof *walk_state.v, by_mtime);
-    for (size_t i = 0; i < walk_state.n && walk_state.total + incoming > bound; i++) {
-        char *p = walk_state.v[i].path;
-        if (bsearch(&p, keep, nkeep, sizeof *keep, cmp_str)) continue;
-        if (unlink(p) == 0) walk_state.total -= walk_state.v[i].size;
-    }
-    for (size_t i = 0; i < walk_state.n; i++) free(walk_state.v[i].path);
-    free(walk_state.v);
-    memset(&walk_state, 0, sizeof walk_state);
-}
-
-static int fetch_one(d9_s3_client *c, const object *o, const char *path, char *err, size_t errlen) {
-    char dir[2 * PATH_MAX], tmp[2 * PATH_MAX + 16];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
-    if (mkdirs(dir) != 0) {
-        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-        return -1;
-    }
-    snprintf(tmp, sizeof tmp, "%s.part", path);
-    d9_s3_result r = D9_S3_RETRY;
-    for (int attempt = 0; attempt < LIST_ATTEMPTS && r == D9_S3_RETRY; attempt++) {
-        if (attempt) sleep(1u << (attempt - 1));
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (fd < 0) {
-            snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-            return -1;
-        }
-        d9_s3_answer ans = D9_S3_ANSWER_INIT;
-        ans.out_fd = fd;
-        r = d9_s3_request(c, "GET", o->key, "", NULL, 0, NULL, &ans, NULL, NULL, err, errlen);
-        d9_s3_answer_free(&ans);
-        if (close(fd) != 0 && r == D9_S3_OK) {
-            snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-            r = D9_S3_REJECTED;
-        }
-        if (r == D9_S3_OK && ans.written != o->size) {
-            snprintf(err, errlen, "GET s3://%s/%s: %" PRIu64 " bytes, the listing said %" PRIu64,
-                     d9_s3_client_bucket(c), o->key, ans.written, o->size);
-            r = D9_S3_RETRY;
-        }
-    }
-    if (r != D9_S3_OK || rename(tmp, path) != 0) {
-        if (r == D9_S3_OK) snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
 
 static void objects_free(objects *os) {
     for (size_t i = 0; i < os->n; i++) {
@@ -441,20 +332,12 @@ static void objects_free(objects *os) {
     free(os->v);
 }
 
-/* A field of the selection manifest: tab, newline, '%' and control bytes as %XX. */
-static void manifest_field(FILE *f, const char *s) {
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f || *p == '%') fprintf(f, "%%%02X", *p);
-        else fputc(*p, f);
-    }
-}
-
 /* The selection for dial9-serve (src/serve/serve_selection.h): every run chosen, with the first
  * and last start of its segments from the keys, and its segments (local name, size, key). os is
  * sorted by group and index. */
 static void write_manifest(FILE *f, const char *url, const objects *os) {
     fputs("dial9-serve-selection 1\nsource\t", f);
-    manifest_field(f, url);
+    d9_serve_selection_field(f, url);
     fputc('\n', f);
     for (size_t i = 0; i < os->n;) {
         size_t end = i + 1;
@@ -471,16 +354,16 @@ static void write_manifest(FILE *f, const char *url, const objects *os) {
         }
         if (any) {
             fputs("run\t", f);
-            manifest_field(f, os->v[i].group[0] ? os->v[i].group : ".");
+            d9_serve_selection_field(f, os->v[i].group[0] ? os->v[i].group : ".");
             fprintf(f, "\t%lld\t%lld\n", first, last);
             for (size_t k = i; k < end; k++) {
                 const object *o = &os->v[k];
                 if (!o->keep) continue;
                 const char *slash = strrchr(o->local, '/');
                 fputs("seg\t", f);
-                manifest_field(f, slash ? slash + 1 : o->local);
+                d9_serve_selection_field(f, slash ? slash + 1 : o->local);
                 fprintf(f, "\t%" PRIu64 "\t%lld\t", o->size, (long long)o->start);
-                manifest_field(f, o->key);
+                d9_serve_selection_field(f, o->key);
                 fputc('\n', f);
             }
         }
@@ -488,43 +371,46 @@ static void write_manifest(FILE *f, const char *url, const objects *os) {
     }
 }
 
-static int fetch_selection(const char *url, d9_path_list *out, char *local_root, size_t rootlen, FILE *manifest,
-                           char *err, size_t errlen) {
-    const d9_s3_selection *sel = &selection;
-    const char *rest = url + 5;
-    size_t blen = strcspn(rest, "/");
-    char bucket[128], prefix[1024];
-    if (blen == 0 || blen >= sizeof bucket) {
+int d9_s3_split_url(const char *url, char *bucket, size_t blen, char *prefix, size_t plen, char *err, size_t errlen) {
+    const char *rest = d9_s3_is_url(url) ? url + 5 : "";
+    size_t n = strcspn(rest, "/");
+    if (n == 0 || n >= blen) {
         snprintf(err, errlen, "%s: expected s3://BUCKET[/PREFIX]", url);
         return -1;
     }
-    snprintf(bucket, sizeof bucket, "%.*s", (int)blen, rest);
-    snprintf(prefix, sizeof prefix, "%s", rest[blen] ? rest + blen + 1 : "");
+    snprintf(bucket, blen, "%.*s", (int)n, rest);
+    snprintf(prefix, plen, "%s", rest[n] ? rest + n + 1 : "");
     for (size_t k = strlen(prefix); k > 0 && prefix[k - 1] == '/'; k--) prefix[k - 1] = 0;
+    return 0;
+}
+
+d9_s3_client *d9_s3_client_for(const char *url, const char *bucket, char *err, size_t errlen) {
     d9_config cfg;
     if (d9_config_from_env(&cfg) != 0) {
         snprintf(err, errlen, "%s", d9_last_error());
-        return -1;
+        return NULL;
     }
     cfg.s3_bucket = bucket;
     if (d9_config_validate(&cfg) != 0) {
         snprintf(err, errlen, "%s: %s", url, d9_last_error());
-        return -1;
+        return NULL;
     }
-    uint64_t bound = 2048 * MIB;
-    const char *b = getenv("DIAL9_S3_CACHE_MAX_MB");
-    if (b && *b) {
-        char *end;
-        unsigned long long v = strtoull(b, &end, 10);
-        if (*end || v == 0) {
-            snprintf(err, errlen, "DIAL9_S3_CACHE_MAX_MB=\"%s\": expected MiB above 0", b);
-            return -1;
-        }
-        bound = v * MIB;
-    }
+    return d9_s3_client_new(&cfg, err, errlen);
+}
+
+/* List what the selection takes under url; with fetch, GET what the cache lacks (out gets the
+ * local files), else only list (out stays empty). manifest: the selection for dial9-serve.
+ * kept and bytes: the objects taken and their size. */
+static int fetch_selection(const char *url, bool fetch, d9_path_list *out, char *local_root, size_t rootlen,
+                           FILE *manifest, size_t *kept, uint64_t *bytes, char *err, size_t errlen) {
+    const d9_s3_selection *sel = &selection;
+    char bucket[128], prefix[1024];
+    if (d9_s3_split_url(url, bucket, sizeof bucket, prefix, sizeof prefix, err, errlen) != 0) return -1;
+    uint64_t bound;
+    if (d9_s3_cache_bound(&bound, err, errlen) != 0) return -1;
     char root[PATH_MAX - 1024];
-    if (cache_root(root, sizeof root, err, errlen) != 0) return -1;
-    d9_s3_client *c = d9_s3_client_new(&cfg, err, errlen);
+    if (d9_s3_cache_root(root, sizeof root, err, errlen) != 0) return -1;
+    d9_s3_client *c = d9_s3_client_for(url, bucket, err, errlen);
     if (!c) return -1;
 
     time_t now = time(NULL);
@@ -608,25 +494,29 @@ static int fetch_selection(const char *url, d9_path_list *out, char *local_root,
                  sel->has_from ? ", in the time window" : "");
         rc = -1;
     }
-    if (rc == 0 && need > bound) {
+    if (rc == 0 && !fetch && d9_s3_cache_mkdirs(base) != 0) { /* served before anything is fetched */
+        snprintf(err, errlen, "%s: %s", base, strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0 && fetch && need > bound) {
         snprintf(err, errlen, "%s: the selection is %" PRIu64 " MiB, more than the cache's %" PRIu64
                  " MiB (DIAL9_S3_CACHE_MAX_MB); narrow it with --service, --instance, --from/--to",
                  url, need / MIB, bound / MIB);
         rc = -1;
     }
-    if (rc == 0) {
+    if (rc == 0 && fetch) {
         qsort(keep, nkeep, sizeof *keep, cmp_str);
-        evict(root, bound, need, keep, nkeep);
+        d9_s3_cache_evict(root, bound, need, keep, nkeep);
     }
-    for (size_t i = 0, k = 0; rc == 0 && i < os.n; i++) {
+    for (size_t i = 0; rc == 0 && fetch && i < os.n; i++) {
         object *o = &os.v[i];
         if (!o->keep) continue;
         char path[2 * PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", base, o->local) >= (int)sizeof path) continue;
         struct stat st;
         if (stat(path, &st) == 0 && (uint64_t)st.st_size == o->size) {
-            utimensat(AT_FDCWD, path, NULL, 0); /* recently used */
-        } else if (fetch_one(c, o, path, err, errlen) != 0) {
+            d9_s3_cache_touch(path); /* recently used */
+        } else if (d9_s3_cache_fetch(c, o->key, o->size, path, err, errlen) != 0) {
             rc = -1;
             break;
         }
@@ -634,9 +524,10 @@ static int fetch_selection(const char *url, d9_path_list *out, char *local_root,
             snprintf(err, errlen, "out of memory");
             rc = -1;
         }
-        k++;
     }
     if (rc == 0 && manifest) write_manifest(manifest, url, &os);
+    if (kept) *kept = nkeep;
+    if (bytes) *bytes = need;
     for (size_t i = 0; i < nkeep; i++) free(keep[i]);
     free(keep);
     objects_free(&os);
@@ -647,7 +538,7 @@ static int fetch_selection(const char *url, d9_path_list *out, char *local_root,
 
 int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size_t rootlen, char *err,
                       size_t errlen) {
-    return fetch_selection(url, out, local_root, rootlen, NULL, err, errlen);
+    return fetch_selection(url, true, out, local_root, rootlen, NULL, NULL, NULL, err, errlen);
 }
 
 int d9_s3_paths(const char *url, d9_path_list *out, char *err, size_t errlen) {
@@ -708,10 +599,12 @@ int d9_s3_serve_args(int *argc, char ***argvp, char *err, size_t errlen) {
         if (mfd >= 0) close(mfd);
         return -1;
     }
+    /* listed, not fetched: dial9-serve has its fetch step GET a run when it is opened */
     d9_path_list files = {0};
     static char root[PATH_MAX];
-    int rc = fetch_selection(url, &files, root, sizeof root, manifest, err, errlen);
-    size_t count = files.count;
+    size_t count = 0;
+    uint64_t bytes = 0;
+    int rc = fetch_selection(url, false, &files, root, sizeof root, manifest, &count, &bytes, err, errlen);
     d9_path_list_free(&files);
     if (fclose(manifest) != 0 && rc == 0) {
         snprintf(err, errlen, "selection for dial9-serve: %s", strerror(errno));
@@ -727,10 +620,19 @@ int d9_s3_serve_args(int *argc, char ***argvp, char *err, size_t errlen) {
         gmtime_r(&selection.from, &tm);
         strftime(since, sizeof since, "since %Y-%m-%d %H:%M:%S UTC", &tm);
     }
-    fprintf(stderr, "dial9 serve: %zu objects of %s (%s) fetched into %s\n", count, url, since, root);
-    static char selection_path[64];
+    fprintf(stderr, "dial9 serve: %zu objects (%.1f MiB) of %s (%s) listed; each run is fetched into %s when "
+                    "opened\n", count, bytes / (double)MIB, url, since, root);
+    static char selection_path[64], self[PATH_MAX];
     snprintf(selection_path, sizeof selection_path, "/dev/fd/%d", mfd);
-    char **v = calloc((size_t)*argc + 4, sizeof *v);
+    /* dial9-serve runs this very dial9 as its fetch step (`dial9 _serve-fetch`) */
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        snprintf(err, errlen, "/proc/self/exe: %s", strerror(errno));
+        close(mfd);
+        return -1;
+    }
+    self[n] = '\0';
+    char **v = calloc((size_t)*argc + 6, sizeof *v);
     if (!v) {
         snprintf(err, errlen, "out of memory");
         close(mfd);
@@ -739,6 +641,8 @@ int d9_s3_serve_args(int *argc, char ***argvp, char *err, size_t errlen) {
     memcpy(v, argv, (size_t)*argc * sizeof *v);
     v[(*argc)++] = "--selection";
     v[(*argc)++] = selection_path;
+    v[(*argc)++] = "--fetcher";
+    v[(*argc)++] = self;
     v[(*argc)++] = root;
     v[*argc] = NULL;
     *argvp = v; /* kept until exec */

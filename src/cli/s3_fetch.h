@@ -6,10 +6,10 @@
  * (src/sinks/s3_client.c), with the same credentials chain and endpoint variables.
  *
  * Local layout: {cache}/{bucket}/{prefix}/service=S/instance=I/boot=B/trace.N.bin.gz, so one
- * recording (one boot of one instance) is one run directory. Cache: DIAL9_S3_CACHE_DIR, else
- * $XDG_CACHE_HOME/dial9/s3, else ~/.cache/dial9/s3 (created 0700); at most
- * DIAL9_S3_CACHE_MAX_MB (default 2048): the least recently fetched files outside the current
- * selection are removed first, and a selection larger than the bound is an error. */
+ * recording (one boot of one instance) is one run directory. The cache (s3_cache.h) is bounded
+ * by DIAL9_S3_CACHE_MAX_MB: the least recently used files outside the current selection are
+ * removed first, and a selection larger than the bound is an error for these commands (serve
+ * fetches one run at a time: cmd_serve_fetch.c). */
 #ifndef D9_CLI_S3_FETCH_H
 #define D9_CLI_S3_FETCH_H
 
@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "format/trace_paths.h"
+#include "sinks/s3_client.h"
 
 typedef struct d9_s3_selection {
     const char *service, *instance; /* NULL: any */
@@ -41,11 +42,19 @@ int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size
 /* d9_remote_paths for trace_paths.h: d9_s3_fetch_paths without the root. */
 int d9_s3_paths(const char *url, d9_path_list *out, char *err, size_t errlen);
 
-/* `dial9 serve --bucket B [--prefix P]`: fetch the selection of s3://B/P (P default
- * dial9-traces) and replace *argv by one where the options are taken out and
- * `--selection /dev/fd/N DIR` added: DIR the prefix's local directory, N a memfd (inherited by
- * dial9-serve) holding the selection, its runs' key times and segments (serve/serve_selection.h).
- * 0 (also when there is no --bucket), or -1 with a message. */
+/* BUCKET and PREFIX (no trailing '/') of s3://BUCKET[/PREFIX]. 0, or -1 with a message. */
+int d9_s3_split_url(const char *url, char *bucket, size_t blen, char *prefix, size_t plen, char *err, size_t errlen);
+
+/* A client for bucket, configured from the environment as the uploader is. NULL with a message. */
+d9_s3_client *d9_s3_client_for(const char *url, const char *bucket, char *err, size_t errlen);
+
+/* `dial9 serve --bucket B [--prefix P]`: list the selection of s3://B/P (P default
+ * dial9-traces), without fetching any object, and replace *argv by one where the options are
+ * taken out and `--selection /dev/fd/N --fetcher DIAL9 DIR` added: DIR the prefix's local
+ * directory, N a memfd (inherited by dial9-serve) holding the selection, its runs' key times and
+ * segments (serve/serve_selection.h), DIAL9 this program, which dial9-serve runs as its fetch
+ * step when a run is opened (`dial9 _serve-fetch`, cmd_serve_fetch.c). 0 (also when there is no
+ * --bucket), or -1 with a message. */
 int d9_s3_serve_args(int *argc, char ***argv, char *err, size_t errlen);
 
 /* A wall-clock time: -DURATION (s, m, h, d) before now, or YYYY-MM-DD[THH:MM[:SS]][Z] in UTC. */

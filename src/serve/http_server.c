@@ -6,7 +6,10 @@
  *   GET /api/index        JSON: runs, segments, sizes, time ranges (trace_index.h)
  *   GET /api/trace?run=R[&seg=N...][&file=NAME...]
  *                         the selected segments of run R (all when none is named),
- *                         concatenated into one trace (segment_concat.h)
+ *                         concatenated into one trace (segment_concat.h); with a selection
+ *                         from S3, segments not in the cache are fetched first: the request
+ *                         is suspended until dial9's fetch step has them (fetch_jobs.h), and
+ *                         kept in the cache while they are sent (cache_pin.h)
  *
  * Only GET and HEAD, no request bodies, bounded headers (libmicrohttpd's per-connection
  * memory limit) and query parameters, no %00, only Host names that DNS rebinding cannot
@@ -23,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -36,7 +40,9 @@
 #include <unistd.h>
 
 #include "common/exit_codes.h"
+#include "serve/cache_pin.h"
 #include "serve/conn_guard.h"
+#include "serve/fetch_jobs.h"
 #include "serve/host_check.h"
 #include "serve/instance_window.h"
 #include "serve/open_beneath.h"
@@ -51,6 +57,8 @@
 #define MAX_QUERY_PARAMS 256  /* more get 431: libmicrohttpd would run out of its memory pool */
 #define MAX_LOGGED_TARGET 512 /* bytes of a request target in the log */
 #define MAX_SELECTED 100000 /* seg= / file= parameters in one request */
+#define MAX_FETCHES 3       /* fetches one request waits for: its segments evicted again and again */
+#define SUSPENDED 1         /* not an HTTP status: the request waits for a fetch */
 
 typedef struct server {
     d9_trace_index index;
@@ -60,7 +68,21 @@ typedef struct server {
     bool quiet;
     d9_guard guard;
     d9_host_check hosts;
+    d9_fetch_jobs jobs; /* with a selection: its runs fetched when opened */
 } server;
+
+/* One request, from its request line to its end (libmicrohttpd's req_cls). */
+typedef struct request {
+    bool seen;    /* by on_request once: a GET is answered on the second call, as libmicrohttpd
+                     keeps the connection alive only for an answer queued after the headers */
+    bool has_nul; /* a %00 somewhere in the target: it would cut the decoded path or value */
+    struct MHD_Connection *conn;
+    bool suspended;     /* waiting for a fetch (fetch_jobs.h) */
+    bool fetch_done;    /* the fetch it asked for ended */
+    unsigned fetches;   /* how many it waited for */
+    char *fetch_error;  /* the last one's failure, or NULL */
+    char target[]; /* as received, for the log (at most MAX_LOGGED_TARGET + 1 bytes) */
+} request;
 
 /* ---- responses ---------------------------------------------------------------------------- */
 
@@ -105,6 +127,20 @@ static void log_request(const server *s, const char *method, const char *target,
     fputc(' ', stderr);
     d9_log_escape(stderr, target, MAX_LOGGED_TARGET);
     fprintf(stderr, " %u\n", status);
+    funlockfile(stderr);
+}
+
+/* A request suspended until the fetch of its run ends (logged when answered, too). */
+static void log_waiting(const server *s, const char *method, const char *target, const char *run, bool joined) {
+    if (s->quiet) return;
+    flockfile(stderr);
+    fputs("dial9 serve: ", stderr);
+    d9_log_escape(stderr, method, 32);
+    fputc(' ', stderr);
+    d9_log_escape(stderr, target, MAX_LOGGED_TARGET);
+    fputs(joined ? " waits for the fetch of run " : " waits: fetching run ", stderr);
+    d9_log_escape(stderr, run, MAX_LOGGED_TARGET);
+    fputs(joined ? " under way\n" : " from the bucket\n", stderr);
     funlockfile(stderr);
 }
 
@@ -172,14 +208,17 @@ static unsigned serve_index(server *s, struct MHD_Connection *c, enum MHD_Result
 static void html_time_range(FILE *f, const d9_run *r) {
     uint64_t first = 0, last = 0, bytes = 0;
     bool have = false;
+    size_t cached = 0;
     for (size_t k = 0; k < r->count; k++) {
         bytes += r->segs[k]->size;
+        cached += !r->segs[k]->remote;
         if (!r->segs[k]->have_ts) continue;
         if (!have || r->segs[k]->first_ns < first) first = r->segs[k]->first_ns;
         if (!have || r->segs[k]->last_ns > last) last = r->segs[k]->last_ns;
         have = true;
     }
-    fprintf(f, "<td>%zu</td><td>%.1f MB</td>", r->count, bytes / 1e6);
+    fprintf(f, "<td>%zu</td><td>%.1f MB</td><td class=\"cached\">%zu of %zu</td>", r->count, bytes / 1e6, cached,
+            r->count);
     if (have) fprintf(f, "<td>%.3f s</td>", (last - first) / 1e9);
     else fputs("<td>-</td>", f);
 }
@@ -276,7 +315,7 @@ static unsigned serve_runs_page(server *s, struct MHD_Connection *c, enum MHD_Re
     } else {
         d9_html_escape(f, s->index.root);
     }
-    fputs("</p><table><tr><th>run</th><th>segments</th><th>size</th><th>span</th>"
+    fputs("</p><table><tr><th>run</th><th>segments</th><th>size</th><th>in the cache</th><th>span</th>"
           "<th>wall clock (segment starts, from the keys)</th><th>segments to open</th></tr>\n", f);
     for (size_t i = 0; i < s->index.run_count; i++) {
         const d9_run *r = &s->index.runs[i];
@@ -481,15 +520,26 @@ static enum MHD_Result on_argument(void *cls, enum MHD_ValueKind kind, const cha
     return MHD_YES; /* other parameters are ignored */
 }
 
+/* An answer being sent: the concatenation, and its segments kept in the cache (or NULL). */
+typedef struct sending {
+    d9_concat *cat;
+    d9_pins *pins;
+} sending;
+
 static ssize_t read_concat(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos; /* called in order */
-    ssize_t n = d9_concat_read(cls, buf, max);
+    ssize_t n = d9_concat_read(((sending *)cls)->cat, buf, max);
     if (n < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
     if (n == 0) return MHD_CONTENT_READER_END_OF_STREAM;
     return n;
 }
 
-static void free_concat(void *cls) { d9_concat_free(cls); }
+static void free_concat(void *cls) {
+    sending *o = cls;
+    d9_concat_free(o->cat);
+    d9_unpin_files(o->pins);
+    free(o);
+}
 
 static bool selected(const trace_query *q, const d9_segment *s) {
     if (!q->nsegs && !q->nfiles) return true;
@@ -532,11 +582,91 @@ static unsigned unreadable_selection(struct MHD_Connection *c, const d9_run *run
     return 422;
 }
 
-static unsigned serve_trace(server *s, struct MHD_Connection *c, enum MHD_Result *ok) {
+/* A fetch ended (fetch_jobs.h): the request it suspended is answered now. */
+static void on_fetch_done(void *waiter, const char *error, void *cls) {
+    (void)cls;
+    request *rq = waiter;
+    rq->fetch_done = true;
+    free(rq->fetch_error);
+    rq->fetch_error = error ? strdup(error) : NULL;
+    if (!rq->fetch_error && error) rq->fetch_error = strdup("out of memory");
+    if (rq->suspended) {
+        rq->suspended = false;
+        MHD_resume_connection(rq->conn);
+    }
+}
+
+static unsigned fetch_failed(const server *s, struct MHD_Connection *c, const d9_run *run, const char *why,
+                             enum MHD_Result *ok) {
+    char *text = NULL;
+    if (asprintf(&text, "dial9 serve: fetching run %s from %s failed: %s\n", run->name,
+                 s->selection.source ? s->selection.source : "S3", why) < 0) {
+        *ok = MHD_NO;
+        return 500;
+    }
+    *ok = send_buffer(c, 502, "text/plain; charset=utf-8", text, strlen(text));
+    return 502;
+}
+
+/* With a selection, the segments of run asked for must be in the cache: kept there (*pins) and
+ * 0 when they are; else the request waits for their fetch (SUSPENDED), or is answered (its
+ * status: 502 when the fetch failed). */
+static unsigned ensure_cached(server *s, struct MHD_Connection *c, const char *method, request *rq, const d9_run *run,
+                              const trace_query *q, d9_pins **pins, enum MHD_Result *ok) {
+    if (rq && rq->fetch_error) return fetch_failed(s, c, run, rq->fetch_error, ok);
+    const char **rel = calloc(run->count ? run->count : 1, sizeof *rel);
+    bool *want = calloc(run->selected->count ? run->selected->count : 1, sizeof *want);
+    if (!rel || !want) {
+        free(rel);
+        free(want);
+        *ok = MHD_NO;
+        return 500;
+    }
+    size_t n = 0;
+    bool remote = false;
+    for (size_t k = 0; k < run->count; k++) {
+        if (!selected(q, run->segs[k])) continue;
+        const d9_sel_seg *ss = d9_serve_selection_seg(run->selected, run->segs[k]->name);
+        if (ss) want[ss - run->selected->segs] = true;
+        remote |= run->segs[k]->remote;
+        rel[n++] = run->segs[k]->rel;
+    }
+    /* in the cache: kept there while sent (else evicted since the refresh: fetched again) */
+    *pins = remote ? NULL : d9_pin_files(s->index.root_fd, rel, n);
+    free(rel);
+    if (*pins) {
+        free(want);
+        return 0;
+    }
+    if (!rq || rq->fetches >= MAX_FETCHES) {
+        free(want);
+        return fetch_failed(s, c, run, rq ? "its segments were fetched but left the cache again (evicted by "
+                                            "another dial9 that uses it?)" : "out of memory", ok);
+    }
+    rq->fetches++;
+    rq->conn = c;
+    rq->fetch_done = false;
+    int joined = d9_fetch_jobs_want(&s->jobs, run->selected, want, rq);
+    free(want);
+    if (joined < 0) {
+        *ok = MHD_NO;
+        return 500;
+    }
+    if (rq->fetch_done) /* it could not even start: said at once */
+        return fetch_failed(s, c, run, rq->fetch_error ? rq->fetch_error : "out of memory", ok);
+    MHD_suspend_connection(c);
+    rq->suspended = true;
+    log_waiting(s, method, rq->target, run->name, joined == 1);
+    return SUSPENDED;
+}
+
+static unsigned serve_trace(server *s, struct MHD_Connection *c, const char *method, request *rq,
+                            enum MHD_Result *ok) {
     trace_query q = {0};
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_argument, &q);
     unsigned status = 200;
     d9_concat_part *parts = NULL;
+    d9_pins *pins = NULL;
     char err[256];
     const d9_run *run = NULL;
     if (q.bad || q.runs != 1) {
@@ -567,6 +697,9 @@ static unsigned serve_trace(server *s, struct MHD_Connection *c, enum MHD_Result
         for (size_t k = 0; k < run->count && !found; k++) found = !strcmp(run->segs[k]->name, q.files[i]);
         missing = !found;
     }
+    if (!missing && run->selected && (status = ensure_cached(s, c, method, rq, run, &q, &pins, ok)) != 0)
+        goto done;
+    status = 200;
     size_t n = 0;
     for (size_t k = 0; k < run->count && !missing; k++) {
         d9_segment *seg = run->segs[k];
@@ -584,19 +717,24 @@ static unsigned serve_trace(server *s, struct MHD_Connection *c, enum MHD_Result
      * would open as a run with no events, so the answer says why instead. */
     status = unreadable_selection(c, run, &q, ok);
     if (status) goto done;
-    d9_concat *cat = d9_concat_new(s->index.root_fd, parts, n);
+    sending *out = malloc(sizeof *out);
+    d9_concat *cat = out ? d9_concat_new(s->index.root_fd, parts, n) : NULL;
     struct MHD_Response *r = cat ? MHD_create_response_from_callback(d9_concat_total(cat), 256 * 1024,
-                                                                   read_concat, cat, free_concat)
+                                                                   read_concat, out, free_concat)
                                  : NULL;
     if (!r) {
         d9_concat_free(cat);
+        free(out);
         *ok = MHD_NO;
         status = 500;
         goto done;
     }
+    *out = (sending){.cat = cat, .pins = pins};
+    pins = NULL; /* the answer's now: unpinned when it is freed */
     common_headers(r, "application/octet-stream", true);
     *ok = send_response(c, 200, r);
 done:
+    d9_unpin_files(pins);
     free(parts);
     free(q.segs);
     free(q.files);
@@ -641,13 +779,6 @@ static d9_conn *guarded(struct MHD_Connection *c) {
     return i ? i->socket_context : NULL;
 }
 
-/* One request, from its request line to its end (libmicrohttpd's req_cls). */
-typedef struct request {
-    bool seen;    /* by on_request once: a GET is answered on the second call, as libmicrohttpd
-                     keeps the connection alive only for an answer queued after the headers */
-    bool has_nul; /* a %00 somewhere in the target: it would cut the decoded path or value */
-    char target[]; /* as received, for the log (at most MAX_LOGGED_TARGET + 1 bytes) */
-} request;
 
 /* Query parameters in a raw target (pieces between '&' after the '?'). */
 static size_t query_params(const char *target) {
@@ -685,7 +816,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                          enum MHD_RequestTerminationCode toe) {
     (void)cls;
     (void)toe;
-    free(*req_cls);
+    request *rq = *req_cls;
+    if (rq) free(rq->fetch_error);
+    free(rq);
     *req_cls = NULL;
     d9_guard_request_done(guarded(c), now_ms());
 }
@@ -738,13 +871,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES; /* the answer comes with the next call */
     }
     if (!strcmp(url, "/api/index") || !strcmp(url, "/api/index.json")) status = serve_index(s, c, &ok);
-    else if (!strcmp(url, "/api/trace")) status = serve_trace(s, c, &ok);
+    else if (!strcmp(url, "/api/trace")) status = serve_trace(s, c, method, rq, &ok);
     else if (!strcmp(url, "/runs")) status = serve_runs_page(s, c, &ok);
     else if (!strcmp(url, "/window")) status = serve_window(s, c, &ok);
     else if (!strncmp(url, "/api/", 5)) {
         status = 404;
         ok = send_text(c, 404, "unknown API (see docs/serve.md)\n");
     } else status = serve_file(s, c, url, &ok);
+    if (status == SUSPENDED) return MHD_YES; /* answered when its fetch ends */
     log_request(s, method, target, status);
     return ok;
 }
@@ -777,7 +911,10 @@ static int run_loop(server *s, struct MHD_Daemon *d, int signal_fd) {
     struct pollfd pfd[2] = {{.fd = signal_fd, .events = POLLIN}, {.fd = ep ? ep->epoll_fd : -1, .events = POLLIN}};
     for (;;) {
         struct signalfd_siginfo si;
-        if (pfd[0].revents & POLLIN && read(signal_fd, &si, sizeof si) == (ssize_t)sizeof si) return (int)si.ssi_signo;
+        while (pfd[0].revents & POLLIN && read(signal_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+            if (si.ssi_signo != SIGCHLD) return (int)si.ssi_signo;
+            d9_fetch_jobs_reap(&s->jobs); /* a fetch step ended: its requests are resumed */
+        }
         MHD_run(d);
         uint64_t now = now_ms();
         int64_t next_ms;
@@ -802,6 +939,18 @@ static int run_loop(server *s, struct MHD_Daemon *d, int signal_fd) {
     }
 }
 
+/* The dial9 next to this server (a build directory), for a --selection given by hand; NULL. */
+static const char *dial9_beside(char *buf, size_t len) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return NULL;
+    *slash = '\0';
+    return snprintf(buf, len, "%s/dial9", exe) < (int)len && access(buf, X_OK) == 0 ? buf : NULL;
+}
+
 int d9_serve_run(const d9_serve_opts *o) {
     server s = {.quiet = o->quiet, .viewer_fd = -1};
     d9_guard_init(&s.guard, o->max_connections, o->max_per_client, (uint64_t)o->request_timeout_s * 1000);
@@ -819,6 +968,9 @@ int d9_serve_run(const d9_serve_opts *o) {
         }
         s.index.selection = &s.selection;
     }
+    char fetcher[PATH_MAX];
+    d9_fetch_jobs_init(&s.jobs, o->fetcher ? o->fetcher : dial9_beside(fetcher, sizeof fetcher), s.index.root,
+                       s.selection.source ? s.selection.source : "", on_fetch_done, &s);
     if (o->viewer_dir && (!(s.viewer_root = realpath(o->viewer_dir, NULL)) ||
                           (s.viewer_fd = open(s.viewer_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)) {
         fprintf(stderr, "dial9 serve: %s: %s\n", o->viewer_dir, strerror(errno));
@@ -832,7 +984,8 @@ int d9_serve_run(const d9_serve_opts *o) {
     struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
     struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)o->port)};
     struct sockaddr *addr;
-    unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG; /* external mode: run_loop */
+    /* external mode (run_loop); requests wait for fetches suspended */
+    unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     if (inet_pton(AF_INET, bind, &a4.sin_addr) == 1) {
         addr = (struct sockaddr *)&a4;
     } else if (inet_pton(AF_INET6, bind, &a6.sin6_addr) == 1) {
@@ -859,11 +1012,13 @@ int d9_serve_run(const d9_serve_opts *o) {
         d9_serve_selection_free(&s.selection);
         return D9_EXIT_DATA;
     }
-    /* SIGINT and SIGTERM: blocked, read from a signalfd by run_loop */
+    /* SIGINT and SIGTERM: blocked, read from a signalfd by run_loop; SIGCHLD too: a fetch step
+       ended */
     sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGCHLD);
     sigprocmask(SIG_BLOCK, &stop, NULL);
     int signal_fd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
     if (signal_fd < 0) {
@@ -912,6 +1067,10 @@ int d9_serve_run(const d9_serve_opts *o) {
     fflush(stdout);
     int stopped_by = run_loop(&s, d, signal_fd);
     if (!o->quiet && stopped_by) fprintf(stderr, "dial9 serve: stopping (%s)\n", strsignal(stopped_by));
+    /* no connection may stay suspended when libmicrohttpd stops: the waiting ones are resumed
+       and told, and a running fetch step is stopped */
+    d9_fetch_jobs_stop(&s.jobs, "dial9 serve is stopping");
+    MHD_run(d);
     MHD_stop_daemon(d);
     /* SIGINT and SIGTERM stay blocked until the process ends: supervisors send a stop more than
      * once (timeout(1) and systemd signal the server and then its process group), and a copy that

@@ -41,6 +41,9 @@ void d9_serve_usage(FILE *out) {
             "                        '*': any name)\n"
             "      --selection FILE  serve only the runs and segments FILE names (written by\n"
             "                        `dial9 serve --bucket`, which passes it: see docs/s3.md)\n"
+            "      --fetcher DIAL9   the dial9 whose fetch step gets a selection's run from S3 when\n"
+            "                        it is opened (passed by `dial9 serve --bucket`; default: the\n"
+            "                        dial9 next to this server)\n"
             "  -h, --help\n"
             "\n"
             "Runs until interrupted (Ctrl-C / SIGTERM). Exit status: 0 stopped, 1 cannot listen, cannot\n"
@@ -63,7 +66,7 @@ static bool parse_count(const char *name, const char *arg, long min, long max, u
 }
 
 int d9_serve_parse_args(int argc, char **argv, d9_serve_args *a) {
-    enum { O_VIEWER_DIR = 256, O_REQUEST_TIMEOUT, O_IDLE_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT, O_ALLOW_HOST, O_SELECTION };
+    enum { O_VIEWER_DIR = 256, O_REQUEST_TIMEOUT, O_IDLE_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT, O_ALLOW_HOST, O_SELECTION, O_FETCHER };
     static const struct option opts[] = {
         {"port", required_argument, NULL, 'p'},
         {"bind", required_argument, NULL, 'b'},
@@ -74,6 +77,7 @@ int d9_serve_parse_args(int argc, char **argv, d9_serve_args *a) {
         {"max-per-client", required_argument, NULL, O_MAX_PER_CLIENT},
         {"allow-host", required_argument, NULL, O_ALLOW_HOST},
         {"selection", required_argument, NULL, O_SELECTION},
+        {"fetcher", required_argument, NULL, O_FETCHER},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
@@ -100,6 +104,7 @@ int d9_serve_parse_args(int argc, char **argv, d9_serve_args *a) {
         case 'b': o->bind = optarg; break;
         case O_VIEWER_DIR: o->viewer_dir = optarg; break;
         case O_SELECTION: o->selection = optarg; break;
+        case O_FETCHER: o->fetcher = optarg; break;
         case O_REQUEST_TIMEOUT:
             if (!parse_count("request-timeout", optarg, 1, 3600, &o->request_timeout_s)) return D9_EXIT_USAGE;
             break;

@@ -16,6 +16,7 @@ typedef struct d9_serve_opts {
     unsigned port;          /* 0: any free port (printed) */
     const char *viewer_dir; /* NULL: no viewer, only the API */
     const char *selection;  /* --selection FILE (serve_selection.h): serve only what it names */
+    const char *fetcher;    /* --fetcher DIAL9: runs `DIAL9 _serve-fetch` to fetch a selection's run */
     bool quiet;             /* no request log */
     unsigned request_timeout_s; /* a whole request must arrive within this (conn_guard.h) */
     unsigned idle_timeout_s;    /* libmicrohttpd's: a connection with no traffic closes */

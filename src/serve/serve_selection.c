@@ -207,6 +207,13 @@ void d9_serve_selection_free(d9_serve_selection *sel) {
     memset(sel, 0, sizeof *sel);
 }
 
+void d9_serve_selection_field(FILE *f, const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f || *p == '%') fprintf(f, "%%%02X", *p);
+        else fputc(*p, f);
+    }
+}
+
 const d9_sel_run *d9_serve_selection_run(const d9_serve_selection *sel, const char *name) {
     d9_sel_run key = {.name = (char *)name};
     return sel->count ? bsearch(&key, sel->runs, sel->count, sizeof *sel->runs, by_run_name) : NULL;

@@ -46,6 +46,9 @@ int d9_serve_selection_read(d9_serve_selection *sel, const char *path, char *err
 int d9_serve_selection_parse(d9_serve_selection *sel, FILE *in, const char *name, char *err, size_t errlen);
 void d9_serve_selection_free(d9_serve_selection *sel);
 
+/* Write one field as the format wants it: tab, newline, '%' and control bytes as %XX. */
+void d9_serve_selection_field(FILE *f, const char *s);
+
 const d9_sel_run *d9_serve_selection_run(const d9_serve_selection *sel, const char *name);
 const d9_sel_seg *d9_serve_selection_seg(const d9_sel_run *run, const char *file);
 

@@ -125,6 +125,7 @@ static void remember(d9_segment *s, const struct stat *st) {
 
 bool d9_segment_revalidate(d9_trace_index *ix, d9_segment *s) {
     struct stat st;
+    if (s->remote) return false;
     int fd = d9_open_regular_beneath(ix->root_fd, s->rel, &st);
     if (fd < 0) return false;
     if (!unchanged(s, &st)) {
@@ -136,50 +137,71 @@ bool d9_segment_revalidate(d9_trace_index *ix, d9_segment *s) {
     return true;
 }
 
-/* The cached segment for path, open as fd (closed here), made (and decoded) on first sight;
- * NULL when out of memory. */
-static d9_segment *segment_for(d9_trace_index *ix, const char *path, int fd, const struct stat *st) {
+/* The entry of path in the cache of segments, made on first sight (never decoded yet); NULL
+ * when out of memory. */
+static d9_segment *entry_for(d9_trace_index *ix, const char *path) {
     d9_string_entry *e = d9_string_table_get(&ix->cache_paths, path);
-    if (!e) {
-        close(fd);
-        return NULL;
-    }
+    if (!e) return NULL;
     if (e->index >= ix->cache_cap) {
         size_t cap = ix->cache_cap ? ix->cache_cap * 2 : 64;
         while (cap <= e->index) cap *= 2;
         d9_segment **p = realloc(ix->cache, cap * sizeof *p);
-        if (!p) {
-            close(fd);
-            return NULL;
-        }
+        if (!p) return NULL;
         memset(p + ix->cache_cap, 0, (cap - ix->cache_cap) * sizeof *p);
         ix->cache = p;
         ix->cache_cap = cap;
     }
     if (e->index >= ix->cache_count) ix->cache_count = e->index + 1;
     d9_segment *s = ix->cache[e->index];
+    if (s) return s;
+    s = calloc(1, sizeof *s);
+    if (!s || !(s->path = strdup(path))) {
+        free(s);
+        return NULL;
+    }
+    s->rel = relative(ix, s->path);
+    const char *slash = strrchr(s->path, '/');
+    s->name = slash ? slash + 1 : s->path;
+    s->number = segment_number(s->name);
+    s->gzip_name = ends_with(s->name, ".gz");
+    s->active = ends_with(s->name, ".active");
+    s->mtime_ns = -1; /* matches no file: decoded at first sight */
+    ix->cache[e->index] = s;
+    return s;
+}
+
+/* The cached segment for path, open as fd (closed here), decoded when new or changed; NULL when
+ * out of memory. */
+static d9_segment *segment_for(d9_trace_index *ix, const char *path, int fd, const struct stat *st) {
+    d9_segment *s = entry_for(ix, path);
     if (!s) {
-        s = calloc(1, sizeof *s);
-        if (!s || !(s->path = strdup(path))) {
-            free(s);
-            close(fd);
-            return NULL;
-        }
-        s->rel = relative(ix, s->path);
-        const char *slash = strrchr(s->path, '/');
-        s->name = slash ? slash + 1 : s->path;
-        s->number = segment_number(s->name);
-        s->gzip_name = ends_with(s->name, ".gz");
-        s->active = ends_with(s->name, ".active");
-        ix->cache[e->index] = s;
-        remember(s, st);
-        decode(ix, s, fd);
-    } else if (!unchanged(s, st)) {
+        close(fd);
+        return NULL;
+    }
+    if (s->remote || !unchanged(s, st)) {
+        s->remote = false;
         remember(s, st);
         decode(ix, s, fd);
     } else {
         close(fd);
     }
+    return s;
+}
+
+/* A selection's segment that is not in the cache: the listed size, nothing decoded. */
+static d9_segment *remote_for(d9_trace_index *ix, const char *path, uint64_t size) {
+    d9_segment *s = entry_for(ix, path);
+    if (!s) return NULL;
+    if (!s->remote) {
+        s->remote = true;
+        s->ino = s->dev = 0;
+        s->mtime_ns = -1;
+        s->status = D9_DEC_END;
+        s->message[0] = '\0';
+        s->events = s->clean_bytes = 0;
+        s->have_ts = s->gzip = false;
+    }
+    s->size = size;
     return s;
 }
 
@@ -195,7 +217,82 @@ static int cmp_run(const void *a, const void *b) {
     return strcmp(((const d9_run *)a)->name, ((const d9_run *)b)->name);
 }
 
+/* Append s to the run r (made when NULL) of ix: the run, or NULL when out of memory. */
+static d9_run *add_to_run(d9_trace_index *ix, d9_run *r, char *name, const d9_sel_run *chosen, d9_segment *s) {
+    if (!r) {
+        d9_run *p = realloc(ix->runs, (ix->run_count + 1) * sizeof *p);
+        if (!p) {
+            free(name);
+            return NULL;
+        }
+        ix->runs = p;
+        r = &ix->runs[ix->run_count++];
+        *r = (d9_run){.name = name, .selected = chosen};
+    } else {
+        free(name);
+    }
+    d9_segment **segs = realloc(r->segs, (r->count + 1) * sizeof *segs);
+    if (!segs) return NULL;
+    r->segs = segs;
+    r->segs[r->count++] = s;
+    return r;
+}
+
+static int by_segment_order(const void *a, const void *b) {
+    const d9_segment *x = *(d9_segment *const *)a, *y = *(d9_segment *const *)b;
+    if (x->number != y->number) return x->number < y->number ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* A selection's runs and segments, in the cache or not (no walk of the root: the cache may
+ * hold much else). */
+static int refresh_selection(d9_trace_index *ix) {
+    const d9_serve_selection *sel = ix->selection;
+    for (size_t i = 0; i < sel->count; i++) {
+        const d9_sel_run *sr = &sel->runs[i];
+        d9_run *r = NULL;
+        for (size_t k = 0; k < sr->count; k++) {
+            char *path = NULL, *name = strdup(sr->name);
+            bool root = !strcmp(sr->name, ".");
+            if (!name || asprintf(&path, "%s%s%s/%s", ix->root, root ? "" : "/", root ? "" : sr->name,
+                                  sr->segs[k].file) < 0) {
+                free(name);
+                return -1;
+            }
+            const char *rel = relative(ix, path);
+            struct stat st;
+            int fd = rel ? d9_open_regular_beneath(ix->root_fd, rel, &st) : -1;
+            d9_segment *s;
+            if (fd >= 0 && (uint64_t)st.st_size == sr->segs[k].size) {
+                s = segment_for(ix, path, fd, &st);
+            } else {
+                if (fd >= 0) close(fd);
+                s = remote_for(ix, path, sr->segs[k].size);
+            }
+            free(path);
+            if (!s) {
+                free(name);
+                return -1;
+            }
+            s->seen = true;
+            if (!(r = add_to_run(ix, r, name, sr, s))) return -1;
+        }
+        if (r && r->count > 1) qsort(r->segs, r->count, sizeof *r->segs, by_segment_order);
+    }
+    return 0;
+}
+
 int d9_trace_index_refresh(d9_trace_index *ix, char *err, size_t errlen) {
+    if (ix->selection) {
+        free_runs(ix);
+        for (size_t i = 0; i < ix->cache_count; i++)
+            if (ix->cache[i]) ix->cache[i]->seen = false;
+        if (refresh_selection(ix) != 0) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        return 0; /* in the selection's order: sorted by name */
+    }
     d9_path_list paths = {0};
     char perr[600];
     char *arg = ix->root;
@@ -221,16 +318,6 @@ int d9_trace_index_refresh(d9_trace_index *ix, char *err, size_t errlen) {
             rc = -1;
             break;
         }
-        const d9_sel_run *chosen = NULL;
-        if (ix->selection) { /* a file this serve did not select is not served, nor decoded */
-            const char *slash = strrchr(paths.paths[i], '/');
-            chosen = d9_serve_selection_run(ix->selection, run);
-            if (!chosen || !d9_serve_selection_seg(chosen, slash ? slash + 1 : paths.paths[i])) {
-                close(fd);
-                free(run);
-                continue;
-            }
-        }
         d9_segment *s = segment_for(ix, paths.paths[i], fd, &st);
         if (!s) {
             free(run);
@@ -239,26 +326,10 @@ int d9_trace_index_refresh(d9_trace_index *ix, char *err, size_t errlen) {
         }
         s->seen = true;
         d9_run *r = ix->run_count ? &ix->runs[ix->run_count - 1] : NULL;
-        if (!r || strcmp(r->name, run) != 0) {
-            d9_run *p = realloc(ix->runs, (ix->run_count + 1) * sizeof *p);
-            if (!p) {
-                free(run);
-                rc = -1;
-                break;
-            }
-            ix->runs = p;
-            r = &ix->runs[ix->run_count++];
-            *r = (d9_run){.name = run, .selected = chosen};
-        } else {
-            free(run);
-        }
-        d9_segment **segs = realloc(r->segs, (r->count + 1) * sizeof *segs);
-        if (!segs) {
+        if (!add_to_run(ix, r && !strcmp(r->name, run) ? r : NULL, run, NULL, s)) {
             rc = -1;
             break;
         }
-        r->segs = segs;
-        r->segs[r->count++] = s;
     }
     d9_path_list_free(&paths);
     if (rc != 0) {
@@ -276,6 +347,7 @@ const d9_run *d9_trace_index_run(const d9_trace_index *ix, const char *name) {
 }
 
 static const char *status_name(const d9_segment *s) {
+    if (s->remote) return "remote";
     switch (s->status) {
     case D9_DEC_END: return "ok";
     case D9_DEC_TRUNCATED: return "truncated";
@@ -302,9 +374,11 @@ void d9_trace_index_json(const d9_trace_index *ix, FILE *out) {
         const d9_run *r = &ix->runs[i];
         uint64_t bytes = 0, events = 0, first = 0, last = 0;
         bool have = false;
+        size_t cached = 0;
         for (size_t k = 0; k < r->count; k++) {
             const d9_segment *s = r->segs[k];
             bytes += s->size;
+            cached += !s->remote;
             events += s->events;
             if (!s->have_ts) continue;
             if (!have || s->first_ns < first) first = s->first_ns;
@@ -318,6 +392,8 @@ void d9_trace_index_json(const d9_trace_index *ix, FILE *out) {
         d9_json_u64(&j, r->count);
         d9_json_key(&j, "bytes");
         d9_json_u64(&j, bytes);
+        d9_json_key(&j, "cached_segments"); /* in the cache: with a selection, fetched when opened */
+        d9_json_u64(&j, cached);
         d9_json_key(&j, "events");
         d9_json_u64(&j, events);
         d9_json_key(&j, "first_ns");
@@ -346,6 +422,8 @@ void d9_trace_index_json(const d9_trace_index *ix, FILE *out) {
             if (s->number >= 0) d9_json_u64(&j, (uint64_t)s->number); else d9_json_null(&j);
             d9_json_key(&j, "size");
             d9_json_u64(&j, s->size);
+            d9_json_key(&j, "cached");
+            d9_json_bool(&j, !s->remote);
             d9_json_key(&j, "gzip");
             d9_json_bool(&j, s->gzip);
             d9_json_key(&j, "active");

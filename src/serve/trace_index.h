@@ -39,6 +39,8 @@ typedef struct d9_segment {
                                    concatenation takes, so a torn tail cannot break what follows */
     bool gzip;
     bool seen;                  /* still on disk at the last refresh */
+    bool remote;                /* a selection's segment not in the cache (yet): size is the
+                                   listed one, nothing decoded */
 } d9_segment;
 
 typedef struct d9_run {
@@ -64,12 +66,14 @@ typedef struct d9_trace_index {
 int d9_trace_index_init(d9_trace_index *ix, const char *root, char *err, size_t errlen);
 void d9_trace_index_free(d9_trace_index *ix);
 
-/* Rescan the root and decode what changed (with a selection: only the files it names). 0, or
- * -1 when out of memory. */
+/* Rescan the root and decode what changed. With a selection: its runs and segments, whether in
+ * the cache or not (those not there are `remote`, with the listed size); a file of another size
+ * than listed counts as not there. 0, or -1 when out of memory. */
 int d9_trace_index_refresh(d9_trace_index *ix, char *err, size_t errlen);
 
 /* Re-check one segment (it may have grown) and decode it again when it changed. False when the
- * file is gone or no longer a regular file reachable beneath the root without a symlink. */
+ * file is gone or no longer a regular file reachable beneath the root without a symlink, and
+ * for a remote segment. */
 bool d9_segment_revalidate(d9_trace_index *ix, d9_segment *s);
 
 const d9_run *d9_trace_index_run(const d9_trace_index *ix, const char *name);

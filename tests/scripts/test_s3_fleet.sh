@@ -5,7 +5,11 @@
 # with the objects read back by the AWS SDK), a second read comes from the cache (no GET), a
 # window or instance that matches nothing, a wrong secret and an unreachable endpoint give clear
 # errors; `dial9 serve --bucket` serves the runs listed from the bucket, only those (not what
-# else the cache holds), each with its wall-clock range from the keys.
+# else the cache holds), each with its wall-clock range from the keys, and fetches a run only
+# when it is opened: no GET at start, exactly the run's objects when opened (once, however many
+# ask at once: the proxy holds the answers while a second request comes), none when opened
+# again; a failed fetch (object deleted, store stopped) is a 502 that says why; a cache smaller
+# than the selection evicts the least recently used files, and a run larger than it is refused.
 set -uo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
@@ -143,6 +147,13 @@ if "$DIAL9" serve --help 2>&1 | grep -q 'without libmicrohttpd'; then
 else
     source "$SOURCE/tests/scripts/lib/serve_harness.sh"
     trap 'for p in "${PROXY_PIDS[@]}"; do kill "$p" 2>/dev/null; done; serve_cleanup' EXIT
+    # gets_since LINE: the keys of the objects fetched (GET) after line LINE of the proxy's log, sorted
+    gets_since() { tail -n +$(($1 + 1)) "$T/fleet/log" | grep '"code":"got"' | sed 's/.*"key":"\([^"]*\)".*/\1/' | LC_ALL=C sort; }
+    # wait_for COMMAND...: until it succeeds (a state, not a time: 120 s is only a safety net)
+    wait_for() { for _ in $(seq 1200); do "$@" && return 0; sleep 0.1; done; return 1; }
+    # trace_url INDEX PREFIX: /api/trace of the run whose name starts with PREFIX in an /api/index answer
+    trace_url() { python3 -c 'import json, sys; print([r for r in json.load(open(sys.argv[1]))["runs"] if r["run"].startswith(sys.argv[2])][0]["trace_url"])' "$1" "$2"; }
+    held_since() { tail -n +$(($1 + 1)) "$T/fleet/log" | grep -q '"code":"held"'; }
     # a cache of its own, where another command fetched a run outside serve's window first:
     # serve must list and serve only what it selected, not everything in the cache
     "${s3env[@]}" AWS_ENDPOINT_URL="$S3" DIAL9_S3_CACHE_DIR="$T/cache-serve" "$DIAL9" dump \
@@ -151,11 +162,67 @@ else
     check "the 2020 run is in serve's cache before it starts ($(head -c 300 "$T/pre.err"))" \
         [ -d "$T/cache-serve/$BUCKET/dial9-traces/$OLD_RUN" ]
     log_before_serve=$(wc -l <"$T/fleet/log")
-    serve_start serve "${s3env[@]}" AWS_ENDPOINT_URL="$S3" DIAL9_S3_CACHE_DIR="$T/cache-serve" \
+    # (a GET held by the proxy below must not be taken for a stalled transfer, whatever the load)
+    serve_start serve "${s3env[@]}" AWS_ENDPOINT_URL="$S3" DIAL9_S3_CACHE_DIR="$T/cache-serve" DIAL9_S3_STALL_SECS=3600 \
         "$DIAL9" serve --bucket $BUCKET --prefix dial9-traces
     if [ -n "$PORT" ]; then
         curl -s "http://127.0.0.1:$PORT/api/index" >"$T/index.json"
         curl -s "http://127.0.0.1:$PORT/runs" >"$T/runs.html"
+        gets_since "$log_before_serve" >"$T/gets.start"
+        check "serve --bucket lists without fetching: no object GET before a run is opened ($(wc -l <"$T/gets.start") GETs)" \
+            [ ! -s "$T/gets.start" ]
+        check "... /api/index gives each run's segments and sizes from the listing, none in the cache yet" \
+            python3 - "$T/index.json" "$T/fleet/objects.jsonl" <<'EOF2'
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+assert len(runs) == 5, runs
+assert all(r["cached_segments"] == 0 and r["bytes"] > 0 for r in runs), runs
+assert all(f["status"] == "remote" and not f["cached"] and f["size"] > 0 for r in runs for f in r["files"]), runs
+listed = sum(json.loads(l)["size"] for l in open(sys.argv[2]) if "/service=api/" in l)
+api = [r for r in runs if r["run"].startswith("service=api/")]
+assert len(api) == 1 and api[0]["bytes"] == listed, (api, listed)
+EOF2
+        # opening a run fetches exactly its objects, once
+        keys_of() { grep "$1" "$T/fleet/objects.jsonl" | sed 's/.*"key":"\([^"]*\)".*/\1/' | LC_ALL=C sort; }
+        keys_of 'service=api/' >"$T/api.keys"
+        api_url=$(trace_url "$T/index.json" service=api/)
+        opened_at=$SECONDS
+        code=$(curl -s -o "$T/served.bin" -w '%{http_code}' "http://127.0.0.1:$PORT$api_url")
+        echo "note: the api run ($(stat -c %s "$T/served.bin") bytes served) opened in $((SECONDS - opened_at)) s"
+        gets_since "$log_before_serve" >"$T/gets.open"
+        api_opened() { every_event_once "$T/served.bin" && cmp -s "$T/gets.open" "$T/api.keys"; }
+        check "opening the api run (HTTP $code): every event once, and exactly its $(wc -l <"$T/api.keys") objects GET, once each ($(wc -l <"$T/gets.open") GETs)" \
+            api_opened
+        opened_at=$SECONDS
+        curl -s -o "$T/served2.bin" "http://127.0.0.1:$PORT$api_url"
+        echo "note: opened again in $((SECONDS - opened_at)) s"
+        gets_since "$log_before_serve" >"$T/gets.again"
+        check "opened again: the same bytes from the cache, its objects still GET once each in all" \
+            bash -c 'cmp -s "$1" "$2" && cmp -s "$3" "$4"' _ "$T/served.bin" "$T/served2.bin" "$T/gets.again" "$T/api.keys"
+        # two requests for one run share one fetch: the proxy holds the object answers until the
+        # second request has joined the fetch under way (as the server's log says)
+        keys_of 'service=db/' >"$T/db.keys"
+        db_url=$(trace_url "$T/index.json" service=db/)
+        held_from=$(wc -l <"$T/fleet/log")
+        curl -s -X POST "$S3/__test/hold-gets"
+        curl -s -o "$T/db1.bin" -w '%{http_code}' "http://127.0.0.1:$PORT$db_url" >"$T/db1.code" &
+        db1=$!
+        wait_for held_since "$held_from" && held=1 || held=0
+        curl -s -o "$T/db2.bin" -w '%{http_code}' "http://127.0.0.1:$PORT$db_url" >"$T/db2.code" &
+        db2=$!
+        wait_for grep -q 'waits for the fetch of run service=db/.* under way' "$T/serve.err" && joined=1 || joined=0
+        index_code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/api/index")
+        curl -s -X POST "$S3/__test/release-gets"
+        wait $db1 $db2
+        check "while the db run's first GET is held: a second request joins its fetch, /api/index is answered (held $held, joined $joined, HTTP $index_code)" \
+            [ "$held$joined$index_code" = 11200 ]
+        gets_since "$held_from" >"$T/gets.db"
+        db_shared() {
+            [ "$(cat "$T/db1.code")$(cat "$T/db2.code")" = 200200 ] && cmp -s "$T/db1.bin" "$T/db2.bin" &&
+                every_event_once "$T/db1.bin" && cmp -s "$T/gets.db" "$T/db.keys"
+        }
+        check "both requests answered 200 ($(cat "$T/db1.code") $(cat "$T/db2.code")) with the db run (every event once) from one fetch: its $(wc -l <"$T/db.keys") objects GET once each ($(wc -l <"$T/gets.db") GETs)" \
+            db_shared
         code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/api/trace?run=$OLD_RUN")
         check "a run in the cache that this serve did not select is not served (HTTP $code)" [ "$code" = 404 ]
         check "... nor listed" python3 -c '
@@ -229,6 +296,9 @@ EOF2
         "$DIAL9" dump --jsonl "$T/window.bin" >"$T/window.jsonl" 2>/dev/null
         "$DIAL9" dump --jsonl "${seg[0]}" "${seg[1]}" >"$T/window.ref.jsonl"
         check "... the viewer gets the two segments that run into the window ($wtrace)" cmp -s "$T/window.jsonl" "$T/window.ref.jsonl"
+        gets_since "$log_before_serve" | grep legacy-svc >"$T/gets.window"
+        check "... and only those two were fetched ($(wc -l <"$T/gets.window") GETs of legacy-svc)" \
+            cmp -s "$T/gets.window" <(grep legacy-svc "$T/dated.keys" | head -2 | LC_ALL=C sort)
         curl -s -o "$T/window2.html" -w '%{http_code}' \
             "http://127.0.0.1:$PORT/window?instance=service%3Dold-svc%2Finstance%3DhostO&from=$(utc $((now - 1500)))&to=$(utc $((now - 1200)))" >"$T/window2.code"
         check "a window over two recordings of one instance: a link to each" python3 - "$T/window2.html" "$(cat "$T/window2.code")" <<'EOF2'
@@ -240,9 +310,6 @@ EOF2
         code=$(curl -s -o "$T/window3.txt" -w '%{http_code}' "$W&from=2019-01-01T00:00:00&to=2019-01-02T00:00:00")
         check "a window with nothing in it: 404, said ($code $(head -c 200 "$T/window3.txt"))" \
             grep -q 'no segment of service=legacy-svc/instance=hostL runs into this window' "$T/window3.txt"
-        run=$(python3 -c 'import json,sys,urllib.parse; r=[x for x in json.load(open(sys.argv[1]))["runs"] if "service=api" in x["run"]][0]; print(r["trace_url"])' "$T/index.json")
-        curl -s -o "$T/served.bin" "http://127.0.0.1:$PORT$run"
-        check "the api run served as one trace: every event once" every_event_once "$T/served.bin"
         serve_stop
         # the same cache holds all three segments of legacy-svc's run now; a window that selects the
         # last two must serve those two only (the first starts 27 min ago, its successor 28 min ago)
@@ -263,6 +330,68 @@ EOF2
             check "... the cached segment outside it is not served (HTTP $code)" [ "$code" = 404 ]
             serve_stop
         fi
+        # a cache of 1 MiB, smaller than the last day's selection, larger than each run: serve starts,
+        # and opening every run in turn, then the first again, keeps the cache within the bound,
+        # evicting the least recently used files first (compared after each with a model of the
+        # cache from the listed sizes)
+        serve_start serve-small "${s3env[@]}" AWS_ENDPOINT_URL="$S3" DIAL9_S3_CACHE_DIR="$T/cache-small" \
+            DIAL9_S3_CACHE_MAX_MB=1 "$DIAL9" serve --bucket $BUCKET
+        if [ -n "$PORT" ]; then
+            curl -s "http://127.0.0.1:$PORT/api/index" >"$T/index-small.json"
+            mapfile -t order < <(python3 -c 'import json, sys
+runs = [r["run"] for r in json.load(open(sys.argv[1]))["runs"]]
+print("\n".join(runs + runs[:1]))' "$T/index-small.json")
+            : >"$T/small.steps"
+            for r in "${order[@]}"; do
+                code=$(curl -s -o "$T/small.bin" -w '%{http_code}' "http://127.0.0.1:$PORT$(trace_url "$T/index-small.json" "$r")")
+                echo "open $r $code $(stat -c %s "$T/small.bin")" >>"$T/small.steps"
+                (cd "$T/cache-small/$BUCKET/dial9-traces" && find . -type f -printf '%P %s\n') >>"$T/small.steps"
+            done
+            check "a cache smaller than the selection: every run served in turn, the cache within 1 MiB, least recently used files evicted" \
+                python3 - "$T/index-small.json" "$T/small.steps" <<'EOF2'
+import json, sys
+BOUND = 1 << 20
+runs = {r["run"]: [(r["run"] + "/" + f["name"], f["size"]) for f in r["files"]] for r in json.load(open(sys.argv[1]))["runs"]}
+size = {p: n for files in runs.values() for p, n in files}
+assert sum(size.values()) > BOUND and all(sum(n for _, n in f) <= BOUND for f in runs.values()), size
+steps = []
+for line in open(sys.argv[2]):
+    w = line.split()
+    if w[0] == "open": steps.append((w[1], w[2], int(w[3]), {}))
+    else: steps[-1][3][w[0]] = int(w[1])
+model, evicted = [], 0  # the model: cached files, least recently used first
+for run, code, body, cached in steps:
+    assert code == "200" and body > 0, (run, code, body)
+    mine = [p for p, _ in runs[run]]
+    incoming = sum(size[p] for p in mine if p not in model)
+    if incoming:  # the fetch step makes room: oldest first, never the run's own files
+        for p in list(model):
+            if sum(size[q] for q in model) + incoming <= BOUND: break
+            if p not in mine: model.remove(p); evicted += 1
+    model = [p for p in model if p not in mine] + mine  # fetched or used: now the most recent
+    assert cached == {p: size[p] for p in model}, (run, sorted(cached), sorted(model))
+    assert sum(cached.values()) <= BOUND, (run, sum(cached.values()))
+assert evicted > 0, "nothing was evicted: the check proves nothing"
+print("note: %d runs, %d bytes listed, opened %d times under a %d-byte cache: %d files evicted, at most %d bytes cached"
+      % (len(runs), sum(size.values()), len(steps), BOUND, evicted, max(sum(c.values()) for *_, c in steps)))
+EOF2
+            serve_stop
+        fi
+        # a run larger than the cache: refused, with the reason, before any GET
+        head -c $((1100 * 1024)) /dev/urandom >"$T/big.bin.gz"
+        big_key=big/version=1/date=$(date -u -d "@$now" +%Y-%m-%d)/service=big/time=$(date -u -d "@$now" +%H%M)/instance=hostB/boot=b1/$now-0.bin.gz
+        node "$CHECK/put_object.mjs" "$S3" $BUCKET "$big_key" "$T/big.bin.gz" 2>"$T/put-big.err"
+        log_before_big=$(wc -l <"$T/fleet/log")
+        serve_start serve-big "${s3env[@]}" AWS_ENDPOINT_URL="$S3" DIAL9_S3_CACHE_DIR="$T/cache-big" \
+            DIAL9_S3_CACHE_MAX_MB=1 "$DIAL9" serve --bucket $BUCKET --prefix big
+        if [ -n "$PORT" ]; then
+            curl -s "http://127.0.0.1:$PORT/api/index" >"$T/index-big.json"
+            code=$(curl -s -o "$T/big.txt" -w '%{http_code}' "http://127.0.0.1:$PORT$(trace_url "$T/index-big.json" service=big/)")
+            check "a run larger than the cache: 502 ($code) that says so, nothing fetched ($(head -c 300 "$T/big.txt"))" \
+                bash -c '[ "$1" = 502 ] && grep -q "its segments take 1.1 MiB, more than the cache.s 1.0 MiB (DIAL9_S3_CACHE_MAX_MB)" "$2" && [ -z "$3" ]' \
+                _ "$code" "$T/big.txt" "$(gets_since "$log_before_big")"
+            serve_stop
+        fi
         serve_start serve-all "${s3env[@]}" AWS_ENDPOINT_URL="$S3" DIAL9_S3_CACHE_DIR="$T/cache-all" "$DIAL9" serve --bucket $BUCKET --all
         if [ -n "$PORT" ]; then
             curl -s "http://127.0.0.1:$PORT/api/index" >"$T/index-all.json"
@@ -270,7 +399,18 @@ EOF2
 import json, sys
 runs = {r["run"]: r["segments"] for r in json.load(open(sys.argv[1]))["runs"]}
 assert len(runs) == 6 and runs.get("service=old-svc/instance=hostO/boot=noboot-1577836800") == 1, runs' "$T/index-all.json"
-            serve_stop
+            # fetches that fail: the object deleted since the listing, then the store stopped
+            old_key=$(grep /1577836800- "$T/dated.keys")
+            node "$CHECK/delete_object.mjs" "$S3" $BUCKET "$old_key" 2>"$T/delete.err"
+            code=$(curl -s -o "$T/gone.txt" -w '%{http_code}' "http://127.0.0.1:$PORT$(trace_url "$T/index-all.json" "$OLD_RUN")")
+            check "an object deleted since the listing: 502 ($code) with the fetch's message ($(head -c 300 "$T/gone.txt"))" \
+                bash -c '[ "$1" = 502 ] && grep -q "^dial9 serve: fetching run $2 from s3://$3/dial9-traces failed: GET s3://$3/$4: HTTP 404" "$5"' \
+                _ "$code" "$OLD_RUN" $BUCKET "$old_key" "$T/gone.txt"
+            kill "${PROXY_PID[fleet]}" && wait "${PROXY_PID[fleet]}" 2>/dev/null
+            code=$(curl -s -o "$T/down.txt" -w '%{http_code}' "http://127.0.0.1:$PORT$(trace_url "$T/index-all.json" service=db/)")
+            check "the store stopped: 502 ($code) with the fetch's message ($(head -c 300 "$T/down.txt"))" \
+                bash -c '[ "$1" = 502 ] && grep -q "^dial9 serve: fetching run service=db/.* failed: .*Couldn.t connect to server" "$2"' _ "$code" "$T/down.txt"
+            serve_stop 0
         fi
     fi
 fi

@@ -24,6 +24,10 @@
 // test's static key (the SDK reading back). Stored PUTs log the access key they were signed with.
 // DELAY_PUT_MS=N: every PUT answered N ms after it is stored (uploads then span at least a known
 // time, whatever the load: temporary credentials expire during them).
+// Holding object GETs, for a test to act while a download is under way (by request, never by
+// time): a POST to /__test/hold-gets (unsigned, this fixture's own) holds every object GET's
+// answer from then on (logged as code held when it arrives); a POST to /__test/release-gets
+// sends those answers and stops holding.
 // Usage: node proxy.mjs DATA_DIR BUCKET LOG_FILE; prints {"port":P} once listening on 127.0.0.1.
 // Every PUT's outcome is appended to LOG_FILE as a JSON line {method, key, status, code}.
 import http from 'node:http';
@@ -44,6 +48,8 @@ const credentialsFile = process.env.CREDENTIALS_FILE;
 const putDelay = Number(process.env.DELAY_PUT_MS || 0);
 const MIN_PART = 5 * 1024 * 1024;
 const partSizes = new Map(); // uploadId -> Map(partNumber -> size)
+let holdGets = false;
+let heldGets = []; // answers to send on release
 
 const store = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dataDir,
                            configureBuckets: [{ name: bucket }] });
@@ -130,6 +136,12 @@ function keyOf(req) {
 }
 
 const proxy = http.createServer((req, res) => {
+  if (req.method === 'POST' && ['/__test/hold-gets', '/__test/release-gets'].includes(req.url)) {
+    holdGets = req.url === '/__test/hold-gets';
+    if (!holdGets) { for (const send of heldGets) send(); heldGets = []; }
+    req.resume();
+    return req.on('end', () => { res.writeHead(204); res.end(); });
+  }
   const q = new URL(req.url, 'http://x').searchParams;
   const uploadId = q.get('uploadId');
   const isPart = req.method === 'PUT' && uploadId !== null;
@@ -213,7 +225,10 @@ const proxy = http.createServer((req, res) => {
           else log({ method: 'GET', key, status: ur.statusCode, code: 'got' });
         }
         const send = () => { res.writeHead(ur.statusCode, ur.headers); res.end(text); };
-        if (req.method === 'PUT' && putDelay) setTimeout(send, putDelay); else send();
+        if (req.method === 'GET' && !q.get('list-type') && holdGets) {
+          log({ method: 'GET', key, status: ur.statusCode, code: 'held' });
+          heldGets.push(send);
+        } else if (req.method === 'PUT' && putDelay) setTimeout(send, putDelay); else send();
       });
     });
     up.on('error', (e) => s3error(res, 502, 'InternalError', String(e)));

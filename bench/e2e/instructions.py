@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Instructions per request of examples/uv-server, recording off vs on, counted by callgrind.
 
-    bench/e2e/instructions.py [--build DIR] [--small N] [--large N]
+    bench/e2e/instructions.py [--build DIR] [--small N] [--large N] [--arms plain,off,on,on+sym]
 
 Time on a shared 2-vCPU machine moves by ±10 % between two identical runs; instruction
 counts do not. For each arm the server runs twice under `valgrind --tool=callgrind` (all
@@ -11,9 +11,11 @@ events recorded per request and parks per request (each park and unpark reads
 /proc/thread-self/schedstat: kernel time that callgrind does not count, ~370 ns per read on
 the project's VM).
 
-Arms: off (DIAL9_ENABLED=0, the adapter linked), on (polls, parks, wakes, schedstat; no
-symbolization of sealed segments) and on+sym (the same with DIAL9_SYMBOLIZE's default: at
-seal the segment is scanned and symbols appended). Instructions are split by thread: the
+Arms: plain (d9-uv-server-plain: the same server with libuv alone, no adapter linked and no
+d9_uv_instrument), off (DIAL9_ENABLED=0, the adapter linked), on (polls, parks, wakes,
+schedstat; no symbolization of sealed segments) and on+sym (the same with DIAL9_SYMBOLIZE's
+default: at seal the segment is scanned and symbols appended). Columns compare with off;
+`off - plain` is what the adapter costs a program that does not record. Instructions are split by thread: the
 loop (the application plus the hooks), the recorder's background thread (drain, encode,
 write) and the sealed-segment pipeline (symbolization).
 """
@@ -33,10 +35,12 @@ SOURCE = os.path.dirname(os.path.dirname(HERE))
 ON = {"DIAL9_ENABLED": "1", "DIAL9_SCHEDSTAT": "1", "DIAL9_SCHEDULE_PROFILE_ENABLED": "0",
       "DIAL9_TASK_DUMPS": "0", "DIAL9_CPU_PROFILE_ENABLED": "0"}
 ARMS = {
+    "plain": {"DIAL9_ENABLED": "0"},  # run as d9-uv-server-plain (SERVERS)
     "off": {"DIAL9_ENABLED": "0"},
     "on": dict(ON, DIAL9_SYMBOLIZE="0"),
     "on+sym": ON,  # DIAL9_SYMBOLIZE's default: the sealed segment is rescanned and symbolized
 }
+SERVERS = {"plain": "d9-uv-server-plain"}  # the others: d9-uv-server
 # Where the instructions go, by the inclusive cost of each thread's entry function.
 PARTS = [("loop thread", "main.c:run_loop"), ("recorder thread", "recorder.c:background_main"),
          ("sealed-segment pipeline", "pipeline.c:worker_main")]
@@ -88,7 +92,7 @@ def run(args, arm, n, work):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIAL9_")}
     env.update(ARMS[arm])
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", "--quiet",
-           args.server, "--port", str(port), "--loops", "1", "--quiet",
+           os.path.join(args.server_dir, SERVERS.get(arm, "d9-uv-server")), "--port", str(port), "--loops", "1", "--quiet",
            "--trace-dir", os.path.join(work, f"traces-{arm}-{n}")]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -125,20 +129,24 @@ def main():
     ap.add_argument("--build", default=os.path.join(SOURCE, "build"))
     ap.add_argument("--small", type=int, default=2000)
     ap.add_argument("--large", type=int, default=12000)
+    ap.add_argument("--arms", default=",".join(ARMS), help="comma-separated, off always runs")
     args = ap.parse_args()
-    args.server = os.path.join(os.path.abspath(args.build), "examples", "uv-server", "d9-uv-server")
+    args.server_dir = os.path.join(os.path.abspath(args.build), "examples", "uv-server")
+    args.server = os.path.join(args.server_dir, "d9-uv-server")
     args.dial9 = os.path.join(os.path.abspath(args.build), "dial9")
     if not shutil.which("valgrind"):
         print("SKIP: valgrind is not installed (apt-get install valgrind)")
         return 0
-    if not os.access(args.server, os.X_OK):
-        print(f"SKIP: {args.server} is not built")
-        return 0
+    arms = [a for a in ARMS if a == "off" or a in args.arms.split(",")]
+    for name in {SERVERS.get(arm, "d9-uv-server") for arm in arms}:
+        if not os.access(os.path.join(args.server_dir, name), os.X_OK):
+            print(f"SKIP: {os.path.join(args.server_dir, name)} is not built")
+            return 0
     work = tempfile.mkdtemp(prefix="d9-e2e-instr.")
     n1, n2 = args.small, args.large
     rows = {}
     try:
-        for arm in ARMS:
+        for arm in arms:
             small, large = run(args, arm, n1, work), run(args, arm, n2, work)
             rows[arm] = tuple((b - a) / (n2 - n1) for a, b in zip(small, large))
             print(f"  {arm:4}: {small[0]} instructions for {n1} requests, {large[0]} for {n2}",

@@ -15,6 +15,7 @@ typedef struct loop_entry {
     void *_Atomic hook_a;
     void *_Atomic hook_b;
     _Atomic uint32_t flags;
+    _Atomic bool wrapped; /* its objects hold the trampolines (lazy_wrap.h) */
 } loop_entry;
 
 _Atomic int d9a_all_loops;
@@ -61,6 +62,7 @@ static loop_entry *claim_locked(const void *loop) {
             atomic_store_explicit(&e->hook_a, NULL, memory_order_relaxed);
             atomic_store_explicit(&e->hook_b, NULL, memory_order_relaxed);
             atomic_store_explicit(&e->flags, 0, memory_order_relaxed);
+            atomic_store_explicit(&e->wrapped, false, memory_order_relaxed);
             atomic_store_explicit(&e->loop, (uintptr_t)loop, memory_order_release);
             return e;
         }
@@ -108,14 +110,15 @@ void d9a_loop_forget(const void *loop) {
 }
 
 bool d9a_loop_recorded_slow(const void *loop) {
-    if (atomic_load_explicit(&d9a_all_loops, memory_order_relaxed)) return true;
     uint32_t gen = atomic_load_explicit(&d9a_loops_generation, memory_order_acquire);
     loop_entry *e = loop ? find(loop) : NULL;
-    bool recorded = e && e->instrumented;
+    bool recorded = atomic_load_explicit(&d9a_all_loops, memory_order_relaxed) ||
+                    (e && e->instrumented);
     d9a_thread *s = &d9a_self;
     s->cache_loop = loop;
     s->cache_gen = gen;
     s->cache_recorded = recorded;
+    s->cache_wrapped = recorded && e ? &e->wrapped : NULL;
     return recorded;
 }
 

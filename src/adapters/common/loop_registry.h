@@ -36,6 +36,25 @@ static inline bool d9a_loop_recorded(const void *loop) {
     return d9a_loop_recorded_slow(loop);
 }
 
+/* The flag that says whether the objects of the recorded `loop` hold the trampolines now
+ * (lazy_wrap.h), NULL while the loop is not recorded or not registered yet (all-loops mode
+ * registers a loop when it first runs). The thread that runs the loop is the one that
+ * changes it. */
+static inline _Atomic bool *d9a_loop_wrap_flag(const void *loop) {
+    d9a_thread *s = &d9a_self;
+    if (s->cache_loop != loop ||
+        s->cache_gen != atomic_load_explicit(&d9a_loops_generation, memory_order_acquire))
+        d9a_loop_recorded_slow(loop);
+    return s->cache_wrapped;
+}
+
+/* Whether a registration on `loop` gives the library the trampoline (true) or the
+ * application's own callback, which the loop's thread swaps when recording starts. */
+static inline bool d9a_loop_wrapped(const void *loop) {
+    _Atomic bool *w = d9a_loop_wrap_flag(loop);
+    return w && atomic_load_explicit(w, memory_order_relaxed);
+}
+
 /* On the thread that runs `loop`: take the loop's worker identity unless this thread already
  * has it (in all-loops mode an unregistered loop is registered under default_name first). */
 D9A_HIDDEN void d9a_loop_become_worker(const void *loop, const char *default_name);

@@ -31,4 +31,22 @@ static inline void *d9a_real_symbol(void *_Atomic *slot, const char *name) {
         (__typeof__(&name))d9a_real_symbol(&d9a_real_slot_, #name);                        \
     }))
 
+/* For wrappers that must stay frameless on their common path (a call that may have to look the
+ * symbol up first needs a stack frame): the next definition of `name` in a file-scope slot,
+ * looked up out of line the first time.
+ *   D9A_NEXT_DEFINE(int, epoll_wait, (int fd, ...), (fd, ...))    once, at file scope
+ *   return D9A_NEXT(epoll_wait, (fd, ...));                         in a wrapper: a jump */
+#define D9A_NEXT_DEFINE(ret, name, params, args)                                           \
+    static void *_Atomic d9a_next_##name;                                                  \
+    static __attribute__((noinline)) ret d9a_first_##name params {                         \
+        return ((__typeof__(&name))d9a_real_symbol(&d9a_next_##name, #name)) args;         \
+    }
+
+#define D9A_NEXT(name, args)                                                               \
+    (__extension__({                                                                       \
+        __typeof__(&name) d9a_n_ =                                                         \
+            (__typeof__(&name))atomic_load_explicit(&d9a_next_##name, memory_order_relaxed); \
+        __builtin_expect(d9a_n_ != NULL, 1) ? d9a_n_ args : d9a_first_##name args;         \
+    }))
+
 #endif

@@ -9,6 +9,7 @@
 #ifndef D9_ADAPTERS_THREAD_STATE_H
 #define D9_ADAPTERS_THREAD_STATE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -28,6 +29,9 @@ typedef struct d9a_thread {
     const void *cache_loop;    /* d9a_loop_recorded's one-entry cache */
     uint32_t cache_gen;
     bool cache_recorded;
+    _Atomic bool *cache_wrapped; /* ... and that loop's "trampolines installed" (lazy_wrap.h) */
+    _Atomic bool *lazy_wrapped;  /* the running loop's, when its adapter wraps lazily, else NULL */
+    void (*lazy_sync)(const void *loop); /* ... and what swaps its trampolines in or out */
 } d9a_thread;
 
 extern __thread d9a_thread d9a_self D9A_HIDDEN __attribute__((tls_model("initial-exec")));
@@ -126,6 +130,8 @@ typedef struct d9a_run_scope {
     bool park_on_epoll;
     uint32_t depth;
     d9a_frame frame;
+    _Atomic bool *lazy_wrapped;
+    void (*lazy_sync)(const void *loop);
 } d9a_run_scope;
 
 static inline void d9a_run_enter(d9a_run_scope *sc, const void *loop, bool park_on_epoll) {
@@ -137,6 +143,8 @@ static inline void d9a_run_enter(d9a_run_scope *sc, const void *loop, bool park_
     sc->frame.loc = s->poll_loc;
     sc->frame.owed_terminate = s->owed_terminate;
     sc->frame.owed_object = s->owed_object;
+    sc->lazy_wrapped = s->lazy_wrapped;
+    sc->lazy_sync = s->lazy_sync;
     if (s->depth) d9_poll_end();
     s->depth = 0;
     s->poll_task = 0;
@@ -145,6 +153,8 @@ static inline void d9a_run_enter(d9a_run_scope *sc, const void *loop, bool park_
     s->owed_object = NULL;
     s->loop = loop;
     s->park_on_epoll = park_on_epoll;
+    s->lazy_wrapped = NULL; /* the adapter sets it after entering, if it wraps lazily */
+    s->lazy_sync = NULL;
 }
 
 static inline void d9a_run_exit(const d9a_run_scope *sc) {
@@ -156,6 +166,8 @@ static inline void d9a_run_exit(const d9a_run_scope *sc) {
     s->poll_loc = sc->frame.loc;
     s->owed_terminate = sc->frame.owed_terminate;
     s->owed_object = sc->frame.owed_object;
+    s->lazy_wrapped = sc->lazy_wrapped;
+    s->lazy_sync = sc->lazy_sync;
     if (s->depth) d9_poll_begin(s->poll_task, s->poll_loc);
 }
 

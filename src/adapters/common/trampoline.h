@@ -11,6 +11,26 @@
 #include "object_table.h"
 #include "thread_state.h"
 
+/* A request-like registration while nothing records and no location waits for the next
+ * registration (d9a_take_next_loc): it is not tracked, so the wrapper calls the library at
+ * once, before any other work. */
+static inline bool d9a_pass_through(void) {
+    return !D9__ACTIVE() && __builtin_expect(d9a_self.next_loc == NULL, 1);
+}
+
+/* Defines wrapper `name` (returning `ret`, not void) of a request-like registration: straight
+ * to the library while d9a_pass_through(), else the body that follows the macro, out of line,
+ * so that the straight path is a few loads and a jump, without a stack frame:
+ *   D9A_REQUEST_WRAPPER(int, uv_write, (uv_write_t *req, ...), (req, ...)) { ...tracked... } */
+#define D9A_REQUEST_WRAPPER(ret, name, params, args)                                       \
+    D9A_NEXT_DEFINE(ret, name, params, args)                                               \
+    static __attribute__((noinline)) ret tracked_##name params;                            \
+    D9A_EXPORT ret name params {                                                           \
+        if (d9a_pass_through()) return D9A_NEXT(name, args);                               \
+        return tracked_##name args;                                                        \
+    }                                                                                      \
+    static ret tracked_##name params
+
 /* A callback of a live object. True with *fn set and a poll open (end it with
  * d9a_poll_exit); false when there is nothing to call. */
 static inline bool d9a_callback_begin(const void *obj, unsigned role, d9a_fn *fn, d9a_frame *f) {

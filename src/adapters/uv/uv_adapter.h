@@ -21,6 +21,17 @@ enum {
     UV_REQ_POOL = 1, /* the part that runs on a pool thread (work_cb, libuv's fs work...) */
 };
 
+/* Entry flags (d9a_object.flags). */
+enum {
+    UV_OBJ_REQUEST = 1, /* a request, not a handle: its callbacks are never swapped lazily */
+};
+
+/* Lazy wrapping (lazy_wrap.h): swap the trampolines of handle `h`, tracked as `obj`, in
+ * (wrap) or out (uv_handles.c); make `loop`, which this thread is about to run, follow the
+ * recorder's state (uv_lazy.c). */
+D9A_HIDDEN void d9a_uv_swap_callbacks(uv_handle_t *h, const d9a_object *obj, bool wrap);
+D9A_HIDDEN void d9a_uv_lazy_enter(const uv_loop_t *loop);
+
 #define D9_UV_DEFAULT_NAME "uv"
 #define D9_UV_POOL_RUNTIME "uv-threadpool"
 

@@ -2,7 +2,15 @@
  * calls a trampoline, which records a poll of the handle's task around the application's
  * callback. A handle's task spawns at its first registration and terminates when its close
  * completes. uv_async_send records a wake of the async handle's task; handles that read,
- * accept or poll an fd get a readiness wake whenever the loop's poller returns it ready. */
+ * accept or poll an fd get a readiness wake whenever the loop's poller returns it ready.
+ *
+ * The trampolines are in libuv's handles only while recording (lazy_wrap.h, uv_lazy.c):
+ * while nothing records a registration is tracked but gives libuv the application's own
+ * callback, and the loop's thread swaps them when recording starts or stops
+ * (d9a_uv_swap_callbacks, below). uv_fs_poll keeps its callback where only libuv reaches it
+ * (a private struct), so it always gets its trampoline. */
+#include <string.h>
+
 #include "ready_wakes.h"
 #include "uv_adapter.h"
 
@@ -123,11 +131,15 @@ static inline bool track(const void *h, const uv_loop_t *loop, unsigned role, d9
     return cb && d9a_loop_recorded(loop) && d9a_track(h, loop, role, cb, explicit_loc);
 }
 
+/* What a tracked registration gives libuv: the trampoline while the loop's handles hold
+ * theirs, else the application's callback (a trampoline libuv passed back stays one). */
+#define PICK(loop, trampoline, cb) (d9a_loop_wrapped(loop) ? (trampoline) : (cb))
+
 #define WRAP_START(fn_name, handle_t, cb_t, trampoline)                                    \
     D9A_EXPORT int fn_name(handle_t *h, cb_t cb) {                                         \
         const d9_loc *explicit_loc = d9a_take_next_loc();                                  \
         if (h && track(h, h->loop, UV_ROLE_CB, (d9a_fn)cb, explicit_loc, (d9a_fn)trampoline)) \
-            return D9A_REAL(fn_name)(h, trampoline);                                       \
+            return D9A_REAL(fn_name)(h, PICK(h->loop, trampoline, cb));                    \
         return D9A_REAL(fn_name)(h, cb);                                                   \
     }
 
@@ -138,14 +150,15 @@ WRAP_START(uv_check_start, uv_check_t, uv_check_cb, check_trampoline)
 D9A_EXPORT int uv_timer_start(uv_timer_t *h, uv_timer_cb cb, uint64_t timeout, uint64_t repeat) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track(h, h->loop, UV_ROLE_CB, (d9a_fn)cb, explicit_loc, (d9a_fn)timer_trampoline))
-        return D9A_REAL(uv_timer_start)(h, timer_trampoline, timeout, repeat);
+        return D9A_REAL(uv_timer_start)(h, PICK(h->loop, timer_trampoline, cb), timeout,
+                                        repeat);
     return D9A_REAL(uv_timer_start)(h, cb, timeout, repeat);
 }
 
 D9A_EXPORT int uv_async_init(uv_loop_t *loop, uv_async_t *h, uv_async_cb cb) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track(h, loop, UV_ROLE_CB, (d9a_fn)cb, explicit_loc, (d9a_fn)async_trampoline)) {
-        int rc = D9A_REAL(uv_async_init)(loop, h, async_trampoline);
+        int rc = D9A_REAL(uv_async_init)(loop, h, PICK(loop, async_trampoline, cb));
         if (rc < 0) d9a_untrack(h);
         return rc;
     }
@@ -171,7 +184,7 @@ static void watch_fd(const uv_handle_t *h, unsigned dirs) {
 D9A_EXPORT int uv_poll_start(uv_poll_t *h, int events, uv_poll_cb cb) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track(h, h->loop, UV_ROLE_CB, (d9a_fn)cb, explicit_loc, (d9a_fn)poll_trampoline)) {
-        int rc = D9A_REAL(uv_poll_start)(h, events, poll_trampoline);
+        int rc = D9A_REAL(uv_poll_start)(h, events, PICK(h->loop, poll_trampoline, cb));
         if (rc == 0)
             watch_fd((const uv_handle_t *)h,
                      (events & (UV_READABLE | UV_DISCONNECT | UV_PRIORITIZED) ? D9A_FD_IN : 0) |
@@ -184,14 +197,15 @@ D9A_EXPORT int uv_poll_start(uv_poll_t *h, int events, uv_poll_cb cb) {
 D9A_EXPORT int uv_signal_start(uv_signal_t *h, uv_signal_cb cb, int signum) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track(h, h->loop, UV_ROLE_CB, (d9a_fn)cb, explicit_loc, (d9a_fn)signal_trampoline))
-        return D9A_REAL(uv_signal_start)(h, signal_trampoline, signum);
+        return D9A_REAL(uv_signal_start)(h, PICK(h->loop, signal_trampoline, cb), signum);
     return D9A_REAL(uv_signal_start)(h, cb, signum);
 }
 
 D9A_EXPORT int uv_signal_start_oneshot(uv_signal_t *h, uv_signal_cb cb, int signum) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track(h, h->loop, UV_ROLE_CB, (d9a_fn)cb, explicit_loc, (d9a_fn)signal_trampoline))
-        return D9A_REAL(uv_signal_start_oneshot)(h, signal_trampoline, signum);
+        return D9A_REAL(uv_signal_start_oneshot)(h, PICK(h->loop, signal_trampoline, cb),
+                                                 signum);
     return D9A_REAL(uv_signal_start_oneshot)(h, cb, signum);
 }
 
@@ -199,7 +213,8 @@ D9A_EXPORT int uv_fs_event_start(uv_fs_event_t *h, uv_fs_event_cb cb, const char
                                  unsigned int flags) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track(h, h->loop, UV_ROLE_CB, (d9a_fn)cb, explicit_loc, (d9a_fn)fs_event_trampoline))
-        return D9A_REAL(uv_fs_event_start)(h, fs_event_trampoline, path, flags);
+        return D9A_REAL(uv_fs_event_start)(h, PICK(h->loop, fs_event_trampoline, cb), path,
+                                           flags);
     return D9A_REAL(uv_fs_event_start)(h, cb, path, flags);
 }
 
@@ -207,7 +222,7 @@ D9A_EXPORT int uv_fs_poll_start(uv_fs_poll_t *h, uv_fs_poll_cb cb, const char *p
                                 unsigned int interval) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track(h, h->loop, UV_ROLE_CB, (d9a_fn)cb, explicit_loc, (d9a_fn)fs_poll_trampoline))
-        return D9A_REAL(uv_fs_poll_start)(h, fs_poll_trampoline, path, interval);
+        return D9A_REAL(uv_fs_poll_start)(h, fs_poll_trampoline, path, interval); /* always */
     return D9A_REAL(uv_fs_poll_start)(h, cb, path, interval);
 }
 
@@ -223,7 +238,9 @@ D9A_EXPORT int uv_read_start(uv_stream_t *h, uv_alloc_cb alloc_cb, uv_read_cb re
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (read_cb != read_trampoline && h &&
         track_reader(h, h->loop, (d9a_fn)alloc_cb, (d9a_fn)read_cb, explicit_loc)) {
-        int rc = D9A_REAL(uv_read_start)(h, alloc_trampoline, read_trampoline);
+        bool wrap = d9a_loop_wrapped(h->loop);
+        int rc = D9A_REAL(uv_read_start)(h, wrap ? alloc_trampoline : alloc_cb,
+                                         wrap ? read_trampoline : read_cb);
         if (rc == 0) watch_fd((const uv_handle_t *)h, D9A_FD_IN);
         return rc;
     }
@@ -234,7 +251,7 @@ D9A_EXPORT int uv_listen(uv_stream_t *h, int backlog, uv_connection_cb cb) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track(h, h->loop, UV_ROLE_LISTEN, (d9a_fn)cb, explicit_loc,
                    (d9a_fn)connection_trampoline)) {
-        int rc = D9A_REAL(uv_listen)(h, backlog, connection_trampoline);
+        int rc = D9A_REAL(uv_listen)(h, backlog, PICK(h->loop, connection_trampoline, cb));
         if (rc == 0) watch_fd((const uv_handle_t *)h, D9A_FD_IN);
         return rc;
     }
@@ -245,7 +262,9 @@ D9A_EXPORT int uv_udp_recv_start(uv_udp_t *h, uv_alloc_cb alloc_cb, uv_udp_recv_
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (recv_cb != udp_recv_trampoline && h &&
         track_reader(h, h->loop, (d9a_fn)alloc_cb, (d9a_fn)recv_cb, explicit_loc)) {
-        int rc = D9A_REAL(uv_udp_recv_start)(h, alloc_trampoline, udp_recv_trampoline);
+        bool wrap = d9a_loop_wrapped(h->loop);
+        int rc = D9A_REAL(uv_udp_recv_start)(h, wrap ? alloc_trampoline : alloc_cb,
+                                             wrap ? udp_recv_trampoline : recv_cb);
         if (rc == 0) watch_fd((const uv_handle_t *)h, D9A_FD_IN);
         return rc;
     }
@@ -257,14 +276,22 @@ D9A_EXPORT int uv_spawn(uv_loop_t *loop, uv_process_t *h, const uv_process_optio
     if (h && options && options->exit_cb != exit_trampoline &&
         track(h, loop, UV_ROLE_CB, (d9a_fn)options->exit_cb, explicit_loc, NULL)) {
         uv_process_options_t copy = *options;
-        copy.exit_cb = exit_trampoline;
+        copy.exit_cb = PICK(loop, exit_trampoline, options->exit_cb);
         return D9A_REAL(uv_spawn)(loop, h, &copy);
     }
     return D9A_REAL(uv_spawn)(loop, h, options);
 }
 
-/* A handle that is tracked always closes through the trampoline (the adapter must learn that
- * it is gone); an untracked one is tracked here only if it has a close callback to record. */
+/* Whether a close of `h` goes through the trampoline: while its loop's handles hold theirs,
+ * while anything records (its close callback is a poll), and always for a handle whose
+ * trampoline stays in libuv (uv_fs_poll). Otherwise a tracked handle's entry simply goes at
+ * uv_close: libuv runs no other callback of a handle after that. */
+static bool close_traced(const uv_handle_t *h) {
+    return D9__ACTIVE() || d9a_loop_wrapped(h->loop) || h->type == UV_FS_POLL;
+}
+
+/* A handle that is tracked closes through the trampoline (the adapter must learn that it is
+ * gone); an untracked one is tracked here only if it has a close callback to record. */
 static bool track_close(uv_handle_t *h, uv_close_cb cb, const d9_loc *explicit_loc) {
     if (!h || cb == close_trampoline) return false;
     if (d9a_table_contains(h))
@@ -273,16 +300,23 @@ static bool track_close(uv_handle_t *h, uv_close_cb cb, const d9_loc *explicit_l
     return track(h, h->loop, UV_ROLE_CLOSE, (d9a_fn)cb, explicit_loc, (d9a_fn)close_trampoline);
 }
 
-/* libuv closes the fd inside uv_close: it stops being the handle's before it can be reused. */
-static void unwatch_fd(const uv_handle_t *h) {
+/* libuv closes the fd inside uv_close: it stops being the handle's before it can be reused.
+ * Returns the handle's task (0: not tracked). */
+static uint64_t unwatch_fd(const uv_handle_t *h) {
     uv_os_fd_t fd;
     uint64_t task = d9a_table_task(h);
     if (task && D9A_REAL(uv_fileno)(h, &fd) == 0) d9a_fd_unwatch(fd, task);
+    return task;
 }
 
 D9A_EXPORT void uv_close(uv_handle_t *h, uv_close_cb cb) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
-    if (h) unwatch_fd(h);
+    uint64_t task = h ? unwatch_fd(h) : 0;
+    if (h && cb != close_trampoline && !close_traced(h)) {
+        if (task) d9a_untrack(h);
+        D9A_REAL(uv_close)(h, cb);
+        return;
+    }
     if (track_close(h, cb, explicit_loc)) {
         D9A_REAL(uv_close)(h, close_trampoline);
         return;
@@ -292,6 +326,11 @@ D9A_EXPORT void uv_close(uv_handle_t *h, uv_close_cb cb) {
 
 D9A_EXPORT int uv_tcp_close_reset(uv_tcp_t *h, uv_close_cb cb) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
+    if (h && cb != close_trampoline && !close_traced((uv_handle_t *)h)) {
+        int rc = D9A_REAL(uv_tcp_close_reset)(h, cb);
+        if (rc == 0 && d9a_table_contains(h)) d9a_untrack(h); /* (libuv's uv_close did it?) */
+        return rc;
+    }
     if (track_close((uv_handle_t *)h, cb, explicit_loc)) {
         int rc = D9A_REAL(uv_tcp_close_reset)(h, close_trampoline);
         /* on failure libuv did not start closing: keep the handle tracked as it was */
@@ -299,4 +338,50 @@ D9A_EXPORT int uv_tcp_close_reset(uv_tcp_t *h, uv_close_cb cb) {
         return rc;
     }
     return D9A_REAL(uv_tcp_close_reset)(h, cb);
+}
+
+/* ---------------------------------------------------------------- lazy wrapping */
+
+/* One callback field of libuv: the trampoline `tramp` in place of the application's `app`
+ * (wrap), or back. A field that holds neither is left alone: a stream that stopped reading
+ * holds no callbacks, and a registration that raced the swap already holds the right one. */
+static void swap_field(void *field, d9a_fn app, d9a_fn tramp, bool wrap) {
+    d9a_fn cur;
+    memcpy(&cur, field, sizeof cur);
+    if (!app || cur != (wrap ? app : tramp)) return;
+    d9a_fn next = wrap ? tramp : app;
+    memcpy(field, &next, sizeof next);
+}
+
+#define SWAP(field, role, tramp) swap_field(&(field), obj->fn[role], (d9a_fn)(tramp), wrap)
+
+void d9a_uv_swap_callbacks(uv_handle_t *h, const d9a_object *obj, bool wrap) {
+    switch (h->type) {
+    case UV_TIMER: SWAP(((uv_timer_t *)h)->timer_cb, UV_ROLE_CB, timer_trampoline); break;
+    case UV_IDLE: SWAP(((uv_idle_t *)h)->idle_cb, UV_ROLE_CB, idle_trampoline); break;
+    case UV_PREPARE: SWAP(((uv_prepare_t *)h)->prepare_cb, UV_ROLE_CB, prepare_trampoline); break;
+    case UV_CHECK: SWAP(((uv_check_t *)h)->check_cb, UV_ROLE_CB, check_trampoline); break;
+    case UV_ASYNC: SWAP(((uv_async_t *)h)->async_cb, UV_ROLE_CB, async_trampoline); break;
+    case UV_POLL: SWAP(((uv_poll_t *)h)->poll_cb, UV_ROLE_CB, poll_trampoline); break;
+    case UV_SIGNAL: SWAP(((uv_signal_t *)h)->signal_cb, UV_ROLE_CB, signal_trampoline); break;
+    case UV_FS_EVENT: SWAP(((uv_fs_event_t *)h)->cb, UV_ROLE_CB, fs_event_trampoline); break;
+    case UV_PROCESS: SWAP(((uv_process_t *)h)->exit_cb, UV_ROLE_CB, exit_trampoline); break;
+    case UV_TCP:
+    case UV_NAMED_PIPE:
+    case UV_TTY: {
+        uv_stream_t *st = (uv_stream_t *)h;
+        SWAP(st->read_cb, UV_ROLE_CB, read_trampoline);
+        SWAP(st->alloc_cb, UV_ROLE_ALLOC, alloc_trampoline);
+        SWAP(st->connection_cb, UV_ROLE_LISTEN, connection_trampoline);
+        break;
+    }
+    case UV_UDP: {
+        uv_udp_t *u = (uv_udp_t *)h;
+        SWAP(u->recv_cb, UV_ROLE_CB, udp_recv_trampoline);
+        SWAP(u->alloc_cb, UV_ROLE_ALLOC, alloc_trampoline);
+        break;
+    }
+    default: break; /* uv_fs_poll: always wrapped */
+    }
+    /* a closing handle keeps close_trampoline: its entry goes when the close completes */
 }

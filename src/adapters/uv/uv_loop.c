@@ -5,8 +5,12 @@
 
 D9A_EXPORT int d9_uv_instrument(uv_loop_t *loop, const char *name) {
     int rc = d9a_loop_instrument(loop, name, D9_UV_DEFAULT_NAME);
-    /* instrumented from inside one of its own callbacks: its next poll is already a park */
-    if (rc == 0 && d9a_self.loop == loop) d9a_self.park_on_epoll = true;
+    /* instrumented from inside one of its own callbacks: its next poll is already a park, and
+     * the place where its handles get their trampolines */
+    if (rc == 0 && d9a_self.loop == loop) {
+        d9a_self.park_on_epoll = true;
+        d9a_uv_lazy_enter(loop);
+    }
     return rc;
 }
 
@@ -17,6 +21,7 @@ D9A_EXPORT int uv_run(uv_loop_t *loop, uv_run_mode mode) {
     if (recorded) d9a_loop_become_worker(loop, D9_UV_DEFAULT_NAME);
     d9a_run_scope scope;
     d9a_run_enter(&scope, loop, recorded);
+    if (recorded) d9a_uv_lazy_enter(loop);
     int rc = D9A_REAL(uv_run)(loop, mode);
     d9a_run_exit(&scope);
     return rc;

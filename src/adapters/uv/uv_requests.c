@@ -18,17 +18,23 @@ REQUEST_TRAMPOLINE(udp_send_trampoline, uv_udp_send_t, uv_udp_send_cb)
 
 /* Track request `req` of `loop` with completion callback `cb`; false: pass it through (also
  * when libuv forwards an already swapped callback to itself: uv_write calls uv_write2).
- * While nothing records, a request is not tracked at all (one predicted branch): it lives
- * for one round trip, so one submitted before a start is simply not in that run, and the
- * table's locks and entries are not paid per write by a program that is not recording. */
-static bool track_request(const void *req, const uv_loop_t *loop, d9a_fn cb,
-                          const d9_loc *explicit_loc, d9a_fn trampoline) {
-    if (!D9__ACTIVE()) return false;
-    if (!req || !cb || cb == trampoline || !d9a_loop_recorded(loop)) return false;
-    d9a_object o = {.loop = loop};
+ * While nothing records, a request is not tracked at all (d9a_pass_through: the wrapper goes
+ * straight to libuv): it lives for one round trip, so one submitted before a start is simply
+ * not in that run, and the table's locks and entries are not paid per write by a program
+ * that is not recording. */
+static __attribute__((noinline)) bool track_new_request(const void *req, const uv_loop_t *loop,
+                                                       d9a_fn cb, const d9_loc *explicit_loc) {
+    d9a_object o = {.loop = loop, .flags = UV_OBJ_REQUEST};
     o.fn[UV_REQ_DONE] = cb;
     o.loc[UV_REQ_DONE] = d9a_loc_for((const void *)cb, explicit_loc);
     return d9a_track_new(req, &o, o.loc[UV_REQ_DONE]);
+}
+
+static inline bool track_request(const void *req, const uv_loop_t *loop, d9a_fn cb,
+                                 const d9_loc *explicit_loc, d9a_fn trampoline) {
+    if (!D9__ACTIVE()) return false;
+    if (!req || !cb || cb == trampoline || !d9a_loop_recorded(loop)) return false;
+    return track_new_request(req, loop, cb, explicit_loc);
 }
 
 static inline int submitted(const void *req, int rc) {
@@ -36,8 +42,10 @@ static inline int submitted(const void *req, int rc) {
     return rc;
 }
 
-D9A_EXPORT int uv_write(uv_write_t *req, uv_stream_t *h, const uv_buf_t bufs[],
-                        unsigned int nbufs, uv_write_cb cb) {
+D9A_REQUEST_WRAPPER(int, uv_write,
+                    (uv_write_t *req, uv_stream_t *h, const uv_buf_t bufs[], unsigned int nbufs,
+                     uv_write_cb cb),
+                    (req, h, bufs, nbufs, cb)) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track_request(req, h->loop, (d9a_fn)cb, explicit_loc,
                            (d9a_fn)write_trampoline))
@@ -45,8 +53,10 @@ D9A_EXPORT int uv_write(uv_write_t *req, uv_stream_t *h, const uv_buf_t bufs[],
     return D9A_REAL(uv_write)(req, h, bufs, nbufs, cb);
 }
 
-D9A_EXPORT int uv_write2(uv_write_t *req, uv_stream_t *h, const uv_buf_t bufs[],
-                         unsigned int nbufs, uv_stream_t *send_handle, uv_write_cb cb) {
+D9A_REQUEST_WRAPPER(int, uv_write2,
+                    (uv_write_t *req, uv_stream_t *h, const uv_buf_t bufs[], unsigned int nbufs,
+                     uv_stream_t *send_handle, uv_write_cb cb),
+                    (req, h, bufs, nbufs, send_handle, cb)) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track_request(req, h->loop, (d9a_fn)cb, explicit_loc,
                            (d9a_fn)write_trampoline))
@@ -55,7 +65,8 @@ D9A_EXPORT int uv_write2(uv_write_t *req, uv_stream_t *h, const uv_buf_t bufs[],
     return D9A_REAL(uv_write2)(req, h, bufs, nbufs, send_handle, cb);
 }
 
-D9A_EXPORT int uv_shutdown(uv_shutdown_t *req, uv_stream_t *h, uv_shutdown_cb cb) {
+D9A_REQUEST_WRAPPER(int, uv_shutdown, (uv_shutdown_t *req, uv_stream_t *h, uv_shutdown_cb cb),
+                    (req, h, cb)) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track_request(req, h->loop, (d9a_fn)cb, explicit_loc,
                            (d9a_fn)shutdown_trampoline))
@@ -63,8 +74,9 @@ D9A_EXPORT int uv_shutdown(uv_shutdown_t *req, uv_stream_t *h, uv_shutdown_cb cb
     return D9A_REAL(uv_shutdown)(req, h, cb);
 }
 
-D9A_EXPORT int uv_tcp_connect(uv_connect_t *req, uv_tcp_t *h, const struct sockaddr *addr,
-                              uv_connect_cb cb) {
+D9A_REQUEST_WRAPPER(int, uv_tcp_connect, (uv_connect_t *req, uv_tcp_t *h, const struct sockaddr *addr,
+                              uv_connect_cb cb),
+                    (req, h, addr, cb)) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track_request(req, h->loop, (d9a_fn)cb, explicit_loc,
                            (d9a_fn)connect_trampoline))
@@ -75,6 +87,10 @@ D9A_EXPORT int uv_tcp_connect(uv_connect_t *req, uv_tcp_t *h, const struct socka
 /* Reports every failure through the callback, so the request always completes. */
 D9A_EXPORT void uv_pipe_connect(uv_connect_t *req, uv_pipe_t *h, const char *name,
                                 uv_connect_cb cb) {
+    if (d9a_pass_through()) {
+        D9A_REAL(uv_pipe_connect)(req, h, name, cb);
+        return;
+    }
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track_request(req, h->loop, (d9a_fn)cb, explicit_loc,
                            (d9a_fn)connect_trampoline)) {
@@ -84,8 +100,9 @@ D9A_EXPORT void uv_pipe_connect(uv_connect_t *req, uv_pipe_t *h, const char *nam
     D9A_REAL(uv_pipe_connect)(req, h, name, cb);
 }
 
-D9A_EXPORT int uv_udp_send(uv_udp_send_t *req, uv_udp_t *h, const uv_buf_t bufs[],
-                           unsigned int nbufs, const struct sockaddr *addr, uv_udp_send_cb cb) {
+D9A_REQUEST_WRAPPER(int, uv_udp_send, (uv_udp_send_t *req, uv_udp_t *h, const uv_buf_t bufs[],
+                           unsigned int nbufs, const struct sockaddr *addr, uv_udp_send_cb cb),
+                    (req, h, bufs, nbufs, addr, cb)) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track_request(req, h->loop, (d9a_fn)cb, explicit_loc,
                            (d9a_fn)udp_send_trampoline))

@@ -125,7 +125,7 @@ static bool pool_request_begin(pool_submit *p, const uv_loop_t *loop, const void
     if (!D9__ACTIVE()) return false;
     if (!req || !cb || !d9a_loop_recorded(loop)) return false;
     if ((d9a_fn)cb == done_trampoline) return false; /* libuv forwarding to itself */
-    d9a_object o = {.loop = loop};
+    d9a_object o = {.loop = loop, .flags = UV_OBJ_REQUEST};
     o.fn[UV_REQ_DONE] = cb;
     o.loc[UV_REQ_DONE] = d9a_loc_for((const void *)cb, explicit_loc);
     o.loc[UV_REQ_POOL] = explicit_loc ? explicit_loc : op_loc;
@@ -152,7 +152,7 @@ static void fs_trampoline(uv_fs_t *req) {
 /* uv_fs_X(loop, req, ..., cb): with a callback it runs on the pool; without, synchronously on
  * the caller (not recorded). `args` names `cb`, which is swapped for the trampoline. */
 #define FS_WRAPPER(fname, params, args)                                                    \
-    D9A_EXPORT int fname params {                                                          \
+    D9A_REQUEST_WRAPPER(int, fname, params, args) {                                        \
         static const d9_loc *_Atomic op_loc;                                               \
         const d9_loc *explicit_loc = d9a_take_next_loc();                                  \
         pool_submit sub;                                                                   \
@@ -227,9 +227,10 @@ static void getaddrinfo_trampoline(uv_getaddrinfo_t *req, int status, struct add
     d9a_poll_exit(&f);
 }
 
-D9A_EXPORT int uv_getaddrinfo(uv_loop_t *loop, uv_getaddrinfo_t *req, uv_getaddrinfo_cb cb,
-                              const char *node, const char *service,
-                              const struct addrinfo *hints) {
+D9A_REQUEST_WRAPPER(int, uv_getaddrinfo,
+                    (uv_loop_t *loop, uv_getaddrinfo_t *req, uv_getaddrinfo_cb cb, const char *node,
+                     const char *service, const struct addrinfo *hints),
+                    (loop, req, cb, node, service, hints)) {
     static const d9_loc *_Atomic op_loc;
     const d9_loc *explicit_loc = d9a_take_next_loc();
     pool_submit sub;
@@ -251,8 +252,10 @@ static void getnameinfo_trampoline(uv_getnameinfo_t *req, int status, const char
     d9a_poll_exit(&f);
 }
 
-D9A_EXPORT int uv_getnameinfo(uv_loop_t *loop, uv_getnameinfo_t *req, uv_getnameinfo_cb cb,
-                              const struct sockaddr *addr, int flags) {
+D9A_REQUEST_WRAPPER(int, uv_getnameinfo,
+                    (uv_loop_t *loop, uv_getnameinfo_t *req, uv_getnameinfo_cb cb,
+                     const struct sockaddr *addr, int flags),
+                    (loop, req, cb, addr, flags)) {
     static const d9_loc *_Atomic op_loc;
     const d9_loc *explicit_loc = d9a_take_next_loc();
     pool_submit sub;
@@ -273,8 +276,10 @@ static void random_trampoline(uv_random_t *req, int status, void *buf, size_t bu
     d9a_poll_exit(&f);
 }
 
-D9A_EXPORT int uv_random(uv_loop_t *loop, uv_random_t *req, void *buf, size_t buflen,
-                         unsigned flags, uv_random_cb cb) {
+D9A_REQUEST_WRAPPER(int, uv_random,
+                    (uv_loop_t *loop, uv_random_t *req, void *buf, size_t buflen, unsigned flags,
+                     uv_random_cb cb),
+                    (loop, req, buf, buflen, flags, cb)) {
     static const d9_loc *_Atomic op_loc;
     const d9_loc *explicit_loc = d9a_take_next_loc();
     pool_submit sub;
@@ -305,12 +310,14 @@ static void after_work_trampoline(uv_work_t *req, int status) {
     d9a_poll_exit(&f);
 }
 
-D9A_EXPORT int uv_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work_cb,
-                             uv_after_work_cb after_work_cb) {
+D9A_REQUEST_WRAPPER(int, uv_queue_work,
+                    (uv_loop_t *loop, uv_work_t *req, uv_work_cb work_cb,
+                     uv_after_work_cb after_work_cb),
+                    (loop, req, work_cb, after_work_cb)) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (!D9__ACTIVE() || !req || !work_cb || work_cb == work_trampoline || !d9a_loop_recorded(loop))
         return D9A_REAL(uv_queue_work)(loop, req, work_cb, after_work_cb);
-    d9a_object o = {.loop = loop};
+    d9a_object o = {.loop = loop, .flags = UV_OBJ_REQUEST};
     o.fn[UV_REQ_POOL] = (d9a_fn)work_cb;
     o.loc[UV_REQ_POOL] = d9a_loc_for((const void *)work_cb, explicit_loc);
     o.fn[UV_REQ_DONE] = (d9a_fn)after_work_cb;

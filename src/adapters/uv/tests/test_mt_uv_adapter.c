@@ -16,6 +16,7 @@
 #include "adapter_trace_checks.h"
 #include "check.h"
 #include "dial9/uv.h"
+#include "unit/test_source_util.h"
 
 #define N_TIMER 5
 #define N_IDLE 20
@@ -143,8 +144,15 @@ static void on_async(uv_async_t *h) {
     sem_post(&async_ran);
 }
 
+/* The loop's thread: the sender waits until it sleeps in epoll_wait, so that the run has a
+ * park however loaded the machine (the rest of the workload may never let the loop block: on
+ * a busy machine its 1 ms timers are always due). Only the async handle keeps it waiting. */
+static _Atomic long loop_tid_for_sender;
+
 static void *async_sender(void *arg) {
     (void)arg;
+    tt_wait_blocked_in((pid_t)atomic_load(&loop_tid_for_sender), SYS_epoll_wait,
+                       (uint64_t)uv_backend_fd(&loop));
     for (int i = 0; i < N_ASYNC; i++) {
         uv_async_send(&async);
         sem_wait(&async_ran); /* sends coalesce: one callback per send only if we wait */
@@ -266,6 +274,7 @@ static void run_workload(void) {
     CHECK(uv_fs_stat(&loop, &stat_req, "/", on_stat) == 0);
 
     pthread_t sender;
+    atomic_store(&loop_tid_for_sender, tid());
     pthread_create(&sender, NULL, async_sender, NULL);
     CHECK(uv_run(&loop, UV_RUN_DEFAULT) == 0);
     pthread_join(sender, NULL);

@@ -129,6 +129,19 @@ static void print_json(const d9a_rule_result *res, size_t n, size_t broken, bool
             d9_json_object_end(&j);
         }
         d9_json_array_end(&j);
+        if (r->upload_lost.segments) { /* as analyze --json: the rules saw an incomplete trace */
+            d9_json_key(&j, "upload_loss");
+            d9_json_object_begin(&j);
+            d9_json_key(&j, "segments");
+            d9_json_u64(&j, r->upload_lost.segments);
+            d9_json_key(&j, "bytes");
+            d9_json_u64(&j, r->upload_lost.bytes);
+            d9_json_key(&j, "first_start_unix_ns");
+            d9_json_u64(&j, r->upload_lost.first_start_unix_ns);
+            d9_json_key(&j, "last_end_unix_ns");
+            d9_json_u64(&j, r->upload_lost.last_end_unix_ns);
+            d9_json_object_end(&j);
+        }
     }
     d9_json_key(&j, "files");
     d9_json_array_begin(&j);

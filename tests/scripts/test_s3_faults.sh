@@ -10,7 +10,7 @@
 #    one for the pause, one for the recovery;
 #  - the same with a disk budget of 3 MB: the oldest segments are deleted before they are
 #    uploaded; the objects uploaded after the outage hold an UploadLossEvent with the count the
-#    recorder's own stats give, and dial9 stats/analyze/check report it;
+#    recorder's own stats give, and dial9 stats/analyze/check (text and --json) report it;
 #  - an endpoint that never answers and a short exit wait (DIAL9_S3_EXIT_WAIT_SECS=1): the
 #    program still exits, its segments stay on disk with a message, and `dial9 upload DIR`
 #    uploads them later, every event once.
@@ -166,6 +166,12 @@ check "dial9 stats reports it" grep -Eq "^lost +$deleted segments? \([0-9.]+ MB,
 check "dial9 analyze reports it" grep -q "lost .*$deleted segments\? (.*) deleted before upload" "$T/evict/analyze.txt"
 "$DIAL9" check "$T"/evict/objects/*.bin.gz >"$T/evict/check.txt" 2>&1
 check "dial9 check reports it" grep -q "note incomplete: $deleted segments\? (.*) deleted before upload" "$T/evict/check.txt"
+"$DIAL9" check --json "$T"/evict/objects/*.bin.gz >"$T/evict/check.json" 2>&1
+check "dial9 check --json reports it ($deleted)" \
+    node -e 'const l = JSON.parse(require("fs").readFileSync(process.argv[1])).upload_loss;
+             process.exit(l && l.segments === Number(process.argv[2]) && l.bytes > 0 &&
+                          l.first_start_unix_ns > 0 && l.last_end_unix_ns >= l.first_start_unix_ns ? 0 : 1)' \
+        "$T/evict/check.json" "$deleted"
 check "the deletion said once" [ "$(grep -c 'not uploaded yet' "$T/evict/rec.err")" = 1 ]
 
 # ---- the exit wait is bounded; what is left is uploaded by `dial9 upload DIR`, once ----

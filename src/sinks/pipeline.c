@@ -1,10 +1,13 @@
 /* The sealed-segment pipeline. The collector thread only queues a copy of each sealed path;
- * a thread of the lowest scheduling class (SCHED_IDLE, else nice 19) runs the configured steps
- * on the files in order: symbolize (step_symbolize.c) -> compress (step_compress.c) -> upload
- * (step_upload.c, retried with backoff until stored, then the local file is deleted).
- * d9_pipeline_stop lifts the thread back to normal priority, lets it finish the queue within
- * its budget and then makes it give up (what is left stays on disk: `dial9 symbolize` can name
- * it offline; unuploaded files stay where they are). */
+ * threads of the lowest scheduling class (SCHED_IDLE, else nice 19) run the configured steps
+ * on the files in order. The preparing thread symbolizes (step_symbolize.c) and compresses
+ * (step_compress.c) each file; when uploading, a thread of its own uploads the prepared files
+ * (step_upload.c, retried with backoff until stored, then the local file is deleted), so an
+ * outage holds up uploads only: the segments queued behind it are compressed meanwhile and
+ * take their compressed size on disk while they wait.
+ * d9_pipeline_stop lifts the threads back to normal priority, lets them finish the queue within
+ * its budget and then makes them give up (what is left stays on disk: `dial9 symbolize` can
+ * name it offline; unuploaded files stay where they are). */
 #include "sinks/pipeline.h"
 
 #include <dirent.h>
@@ -35,20 +38,34 @@
 
 #define QUEUE_CAP 256 /* paths; a longer backlog means the steps cannot keep up */
 
+/* A queued segment: sealed by the writer, then prepared (symbols, compression), then uploaded. */
+typedef struct entry {
+    char *sealed;  /* the name the writer sealed it under (the disk budget's name for it) */
+    char *current; /* after preparing: the file to upload (sealed or its .gz), NULL: nothing */
+    uint64_t seq;
+    time_t start;
+} entry;
+
 struct d9_pipeline {
-    pthread_t thread;
+    pthread_t thread;        /* prepares: symbolize, compress */
+    pthread_t upload_thread; /* uploads (only when uploading) */
     pthread_mutex_t lock;
-    pthread_cond_t wake; /* work arrived or stop requested */
-    pthread_cond_t idle; /* the queue drained or the thread ended */
-    char *queue[QUEUE_CAP];
-    size_t head, count;
-    bool stopping, finished;
+    pthread_cond_t wake;     /* a segment queued, or stop requested */
+    pthread_cond_t prepared_cv; /* a segment prepared, or the preparing thread ended */
+    pthread_cond_t idle;     /* the queue drained or a thread ended */
+    /* Counts since the start, the ring index of an entry being its count % QUEUE_CAP:
+     * taken <= prepared <= pushed, pushed - taken <= QUEUE_CAP. [taken, prepared) wait for
+     * the uploader (the one at `taken` is being uploaded), [prepared, pushed) for preparing. */
+    entry queue[QUEUE_CAP];
+    uint64_t pushed, prepared, taken;
+    bool stopping, prepare_finished, upload_finished;
     atomic_bool give_up;
-    d9_step_symbolize *sym; /* the worker's only; NULL when not symbolizing */
-    bool symbolizing, compress, upload;
-    d9_config upload_cfg;   /* strings owned below, for the uploader the worker creates */
+    d9_step_symbolize *sym; /* the preparing thread's only; NULL when not symbolizing */
+    bool symbolizing, upload;
+    d9_compress_mode compress; /* D9_COMPRESS_NONE: not compressing */
+    d9_config upload_cfg;   /* strings owned below, for the uploader the uploading thread creates */
     char *bucket, *prefix, *region, *endpoint, *service;
-    d9_upload_retry up;     /* the worker's only; up.uploader NULL when not (or no longer) uploading */
+    d9_upload_retry up;     /* the uploading thread's only; up.uploader NULL when not (or no longer) uploading */
     uint64_t stop_budget_ns;
     char *trace_dir, *run_dir; /* d9_pipeline_set_run */
     char run_boot_id[D9_RUN_BOOT_ID_MAX]; /* this run's id in the keys (run_claim.h), "" before */
@@ -71,6 +88,15 @@ static void lower_priority(void) {
         setpriority(PRIO_PROCESS, (id_t)gettid(), 19); /* per thread on Linux */
 }
 
+/* Under the lock: a stop that came first has already asked for normal priority. */
+static void start_thread_life(d9_pipeline *p, const char *name) {
+    d9_name_own_thread(name);
+    pthread_mutex_lock(&p->lock);
+    if (!p->stopping) lower_priority();
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Called from both threads; the recorder's callback takes its own lock. */
 static void report_size(d9_pipeline *p, const char *sealed_path, uint64_t size) {
     if (p->on_resized) p->on_resized(sealed_path, size, p->on_resized_ctx);
 }
@@ -84,12 +110,12 @@ static void say_fatal(const d9_pipeline *p) {
             p->up.fatal, p->trace_dir ? p->trace_dir : "DIR");
 }
 
-static void upload_file(d9_pipeline *p, const char *sealed_path, const char *path, uint64_t seq, time_t start) {
+static void upload_file(d9_pipeline *p, const entry *e) {
     char boot[D9_RUN_BOOT_ID_MAX];
     pthread_mutex_lock(&p->lock);
     memcpy(boot, p->run_boot_id, sizeof boot);
     pthread_mutex_unlock(&p->lock);
-    d9_upload_retry_file(&p->up, sealed_path, path, seq, start, NULL, boot[0] ? boot : NULL);
+    d9_upload_retry_file(&p->up, e->sealed, e->current, e->seq, e->start, NULL, boot[0] ? boot : NULL);
     if (!p->up.uploader) say_fatal(p);
 }
 
@@ -98,24 +124,25 @@ static bool gone(const char *path) {
     return stat(path, &st) != 0 && errno == ENOENT;
 }
 
-static void run_steps(d9_pipeline *p, const char *sealed_path) {
+/* Symbolize and compress e->sealed; e->current is what is left to upload (NULL: nothing). */
+static void prepare(d9_pipeline *p, entry *e) {
+    const char *sealed_path = e->sealed;
     const char *slash = strrchr(sealed_path, '/');
-    uint64_t seq = 0;
     d9_segment_kind kind;
-    if (!d9_segment_name_parse(slash ? slash + 1 : sealed_path, &seq, &kind)) seq = 0;
+    if (!d9_segment_name_parse(slash ? slash + 1 : sealed_path, &e->seq, &kind)) e->seq = 0;
     if (gone(sealed_path)) { /* the disk budget deleted it while it waited (counted in-band) */
         report_size(p, sealed_path, 0);
         return;
     }
-    time_t start = d9_segment_start_time(sealed_path);
+    e->start = d9_segment_start_time(sealed_path);
     if (p->sym) d9_step_symbolize_run(p->sym, sealed_path, should_give_up, p);
-    char gz[4096];
+    char out[4096];
     const char *current = sealed_path;
-    if (p->compress && !should_give_up(p)) {
+    if (p->compress != D9_COMPRESS_NONE && !should_give_up(p)) {
         char err[512];
-        uint64_t gz_size;
-        if (d9_step_compress_gzip(sealed_path, gz, sizeof gz, &gz_size, should_give_up, p, err, sizeof err) == 0) {
-            current = gz;
+        uint64_t out_size;
+        if (d9_step_compress_gzip(sealed_path, out, sizeof out, &out_size, should_give_up, p, err, sizeof err) == 0) {
+            current = out;
         } else if (!should_give_up(p) && !gone(sealed_path)) {
             fprintf(stderr, "dial9: compressing %s failed, kept as it is: %s\n", sealed_path, err);
         }
@@ -124,7 +151,7 @@ static void run_steps(d9_pipeline *p, const char *sealed_path) {
      * is from now on (it held room for the symbols until now). */
     struct stat sb;
     if (stat(current, &sb) == 0) report_size(p, sealed_path, (uint64_t)sb.st_size);
-    if (p->up.uploader && !should_give_up(p)) upload_file(p, sealed_path, current, seq, start);
+    if (p->upload) e->current = strdup(current); /* NULL when out of memory: stays on disk */
 }
 
 /* A dead run's sealed segments, under that run's service and boot id (upload_retry.h). */
@@ -141,28 +168,63 @@ static void adopt_leftovers(d9_pipeline *p) {
     d9_run_adopt_each(p->trace_dir, own ? own + 1 : NULL, adopt_run, p);
 }
 
-static void *worker_main(void *arg) {
+static void free_entry(entry *e) {
+    free(e->sealed);
+    free(e->current);
+    memset(e, 0, sizeof *e);
+}
+
+static void *prepare_main(void *arg) {
     d9_pipeline *p = arg;
-    d9_name_own_thread("dial9-pipeline");
-    pthread_mutex_lock(&p->lock);
-    /* Under the lock: a stop that came first has already asked for normal priority. */
-    if (!p->stopping) lower_priority();
-    pthread_mutex_unlock(&p->lock);
-    if (p->upload) {
-        char err[512];
-        d9_uploader *u = d9_uploader_new(&p->upload_cfg, err, sizeof err);
-        d9_upload_retry_init(&p->up, u, "dial9");
-        p->up.compress = p->compress;
-        p->up.give_up = should_give_up;
-        p->up.ctx = p;
-        p->up.on_resized = report_resized;
-        if (!u) fprintf(stderr, "dial9: S3 upload disabled: %s (sealed segments stay on disk)\n", err);
-    }
+    start_thread_life(p, "dial9-pipeline");
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        while (p->count == 0 && !p->stopping && !p->leftovers_pending) {
+        while (p->prepared == p->pushed && !p->stopping) {
             pthread_cond_broadcast(&p->idle);
             pthread_cond_wait(&p->wake, &p->lock);
+        }
+        if (p->prepared == p->pushed) break; /* stopping with nothing left */
+        entry *e = &p->queue[p->prepared % QUEUE_CAP];
+        pthread_mutex_unlock(&p->lock);
+        if (should_give_up(p)) {
+            d9_symbolize_report r = {.files_skipped = p->symbolizing ? 1 : 0};
+            d9_symbolize_report_add(&r);
+        } else {
+            prepare(p, e);
+        }
+        pthread_mutex_lock(&p->lock);
+        p->prepared++;
+        if (!p->upload) { /* nothing more to do with it */
+            free_entry(e);
+            p->taken++;
+        }
+        pthread_cond_signal(&p->prepared_cv);
+    }
+    p->prepare_finished = true;
+    pthread_cond_signal(&p->prepared_cv);
+    pthread_cond_broadcast(&p->idle);
+    pthread_mutex_unlock(&p->lock);
+    d9_step_symbolize_free(p->sym);
+    p->sym = NULL;
+    return NULL;
+}
+
+static void *upload_main(void *arg) {
+    d9_pipeline *p = arg;
+    start_thread_life(p, "dial9-upload");
+    char err[512];
+    d9_uploader *u = d9_uploader_new(&p->upload_cfg, err, sizeof err);
+    d9_upload_retry_init(&p->up, u, "dial9");
+    p->up.compress = p->compress != D9_COMPRESS_NONE;
+    p->up.give_up = should_give_up;
+    p->up.ctx = p;
+    p->up.on_resized = report_resized;
+    if (!u) fprintf(stderr, "dial9: S3 upload disabled: %s (sealed segments stay on disk)\n", err);
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (p->taken == p->prepared && !p->prepare_finished && !p->leftovers_pending) {
+            pthread_cond_broadcast(&p->idle);
+            pthread_cond_wait(&p->prepared_cv, &p->lock);
         }
         if (p->leftovers_pending) { /* also at stop: the stop budget bounds it */
             p->leftovers_pending = false;
@@ -171,25 +233,17 @@ static void *worker_main(void *arg) {
             pthread_mutex_lock(&p->lock);
             continue;
         }
-        if (p->count == 0) break; /* stopping with nothing left */
-        char *path = p->queue[p->head];
-        p->head = (p->head + 1) % QUEUE_CAP;
-        p->count--;
+        if (p->taken == p->prepared) break; /* the preparing thread ended, nothing left */
+        entry *e = &p->queue[p->taken % QUEUE_CAP]; /* stays queued (its slot held) until done */
         pthread_mutex_unlock(&p->lock);
-        if (should_give_up(p)) {
-            d9_symbolize_report r = {.files_skipped = p->symbolizing ? 1 : 0};
-            d9_symbolize_report_add(&r);
-        } else {
-            run_steps(p, path);
-        }
-        free(path);
+        if (e->current && p->up.uploader && !should_give_up(p)) upload_file(p, e);
         pthread_mutex_lock(&p->lock);
+        free_entry(e);
+        p->taken++;
     }
-    p->finished = true;
+    p->upload_finished = true;
     pthread_cond_broadcast(&p->idle);
     pthread_mutex_unlock(&p->lock);
-    d9_step_symbolize_free(p->sym);
-    p->sym = NULL;
     d9_upload_retry_free(&p->up);
     return NULL;
 }
@@ -213,8 +267,9 @@ static char *dup_or_null(const char *s, bool *ok) {
 
 d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
     bool upload = cfg->s3_bucket != NULL;
-    bool compress = cfg->compress == D9_COMPRESS_GZIP || (cfg->compress == D9_COMPRESS_AUTO && upload);
-    if (!cfg->symbolize && !compress && !upload) return NULL;
+    d9_compress_mode compress = cfg->compress == D9_COMPRESS_AUTO ? (upload ? D9_COMPRESS_GZIP : D9_COMPRESS_NONE)
+                                                                  : cfg->compress;
+    if (!cfg->symbolize && compress == D9_COMPRESS_NONE && !upload) return NULL;
     d9_symbolize_report_reset();
     d9_pipeline *p = calloc(1, sizeof *p);
     if (!p) return NULL;
@@ -251,6 +306,7 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
     }
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);
+    pthread_cond_init(&p->prepared_cv, NULL);
     /* d9_pipeline_stop's deadline must not move with the wall clock. */
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -258,15 +314,27 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
     pthread_cond_init(&p->idle, &attr);
     pthread_condattr_destroy(&attr);
     atomic_init(&p->give_up, false);
-    /* The thread must not take the application's signals. */
+    /* The threads must not take the application's signals. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&p->thread, NULL, worker_main, p);
+    int rc = upload ? pthread_create(&p->upload_thread, NULL, upload_main, p) : 0;
+    if (rc == 0) {
+        rc = pthread_create(&p->thread, NULL, prepare_main, p);
+        if (rc != 0 && upload) { /* end the uploader: nothing will be prepared */
+            pthread_mutex_lock(&p->lock);
+            p->prepare_finished = true;
+            atomic_store(&p->give_up, true);
+            pthread_cond_signal(&p->prepared_cv);
+            pthread_mutex_unlock(&p->lock);
+            pthread_join(p->upload_thread, NULL);
+        }
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->wake);
+        pthread_cond_destroy(&p->prepared_cv);
         pthread_cond_destroy(&p->idle);
         d9_step_symbolize_free(p->sym);
         free_strings(p);
@@ -290,7 +358,7 @@ void d9_pipeline_set_run(d9_pipeline *p, const char *trace_dir, const char *run_
     p->run_dir = rd;
     p->run_lock_fd = fd;
     p->leftovers_pending = td && rd;
-    pthread_cond_signal(&p->wake);
+    pthread_cond_signal(&p->prepared_cv); /* the uploading thread adopts them */
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -308,14 +376,14 @@ void d9_pipeline_on_sealed(const char *path, void *pipeline) {
     d9_pipeline *p = pipeline;
     char *copy = strdup(path);
     pthread_mutex_lock(&p->lock);
-    if (!copy || p->count == QUEUE_CAP || p->finished) {
+    if (!copy || p->pushed - p->taken == QUEUE_CAP || p->prepare_finished) {
         /* left on disk as sealed; uploads of it are not attempted in this run */
         d9_symbolize_report r = {.files_dropped = p->symbolizing ? 1 : 0};
         d9_symbolize_report_add(&r);
         free(copy);
     } else {
-        p->queue[(p->head + p->count) % QUEUE_CAP] = copy;
-        p->count++;
+        p->queue[p->pushed % QUEUE_CAP] = (entry){.sealed = copy};
+        p->pushed++;
         pthread_cond_signal(&p->wake);
     }
     pthread_mutex_unlock(&p->lock);
@@ -338,23 +406,27 @@ void d9_pipeline_stop(d9_pipeline *p) {
      * nice 19 could be set, an unprivileged thread cannot undo it.) */
     struct sched_param sp = {.sched_priority = 0};
     pthread_setschedparam(p->thread, SCHED_OTHER, &sp);
+    if (p->upload) pthread_setschedparam(p->upload_thread, SCHED_OTHER, &sp);
     pthread_cond_signal(&p->wake);
-    while (!p->finished) {
-        if (pthread_cond_timedwait(&p->idle, &p->lock, &until) != 0 && !p->finished) {
+    pthread_cond_signal(&p->prepared_cv);
+    while (!p->prepare_finished || (p->upload && !p->upload_finished)) {
+        if (pthread_cond_timedwait(&p->idle, &p->lock, &until) != 0 &&
+            (!p->prepare_finished || (p->upload && !p->upload_finished))) {
             atomic_store(&p->give_up, true); /* out of time: skip what is left */
             break;
         }
     }
     pthread_mutex_unlock(&p->lock);
     pthread_join(p->thread, NULL);
-    d9_symbolize_report r = {.files_skipped = p->symbolizing ? p->count : 0};
+    if (p->upload) pthread_join(p->upload_thread, NULL);
+    d9_symbolize_report r = {.files_skipped = p->symbolizing ? p->pushed - p->prepared : 0};
     d9_symbolize_report_add(&r);
     d9_symbolize_report_get(&r);
     if (r.files_skipped > 0) /* the user can still name them: say which run */
         fprintf(stderr, "dial9: symbols not added in the time allowed at exit: %llu sealed segment(s) of %s "
                         "left without them (dial9 symbolize names them offline)\n",
                 (unsigned long long)r.files_skipped, p->run_dir ? p->run_dir : "this run");
-    for (size_t i = 0; i < p->count; i++) free(p->queue[(p->head + i) % QUEUE_CAP]);
+    for (uint64_t i = p->taken; i < p->pushed; i++) free_entry(&p->queue[i % QUEUE_CAP]);
     if (p->run_lock_fd >= 0) {
         d9_run_release_if_empty(p->run_dir); /* all uploaded: nothing for a later start to adopt */
         close(p->run_lock_fd);
@@ -362,6 +434,7 @@ void d9_pipeline_stop(d9_pipeline *p) {
     free_strings(p);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->wake);
+    pthread_cond_destroy(&p->prepared_cv);
     pthread_cond_destroy(&p->idle);
     free(p);
 }

@@ -587,6 +587,8 @@ int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len) {
             w->stats.segments_sealed++;
             w->stats.bytes_written += len;
             w->epoch++;
+            /* through the pipeline like any sealed segment (d9_pipeline_stop's wait bounds it) */
+            if (w->on_sealed) w->on_sealed(sealed, w->on_sealed_ctx);
             return 0;
         }
         if (errno != EEXIST) break;

@@ -94,7 +94,8 @@ void d9_segw_set_final_reserve(d9_segment_writer *w, uint64_t bytes);
 bool d9_segw_has_final_reserve(const d9_segment_writer *w);
 /* Seal the current segment, then write `buf` (one complete stream that stands alone: header,
  * metadata, clock sync, ...) into the reserve and rename it to the next trace.N.bin, sealed.
- * No on_sealed call (nothing to symbolize). 0, or -1 when there is no reserve or it failed.
+ * on_sealed is told, as for every sealed segment (the pipeline compresses and uploads it).
+ * 0, or -1 when there is no reserve or it failed.
  * The reserve is used up either way: for the very end of a recording. */
 int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len);
 /* While segments are uploaded (and deleted locally once stored), a sealed file the budget

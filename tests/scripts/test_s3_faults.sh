@@ -6,8 +6,9 @@
 #    object stored exactly once; the application records on (nothing dropped); meanwhile
 #    `dial9 upload` of the same directory leaves the running recorder's files alone;
 #  - connection refused (nothing listens at 127.0.0.2:PORT) until the circuit breaker has
-#    opened, then the store comes up: every event uploaded once, one message for the outage,
-#    one for the pause, one for the recovery;
+#    opened (meanwhile the queued segments are compressed: .gz files on disk), then the store
+#    comes up: every event uploaded once, one message for the outage, one for the pause, one
+#    for the recovery;
 #  - the same with a disk budget of 3 MB: the oldest segments are deleted before they are
 #    uploaded; the objects uploaded after the outage hold an UploadLossEvent with the count the
 #    recorder's own stats give, and dial9 stats/analyze/check (text and --json) report it;
@@ -116,6 +117,10 @@ proxy_port refused
 refused_pid=${PROXY_PID[refused]}
 PAUSE_MS=20 start_recording refused "http://127.0.0.2:$PORT" DIAL9_S3_BREAKER_SECS=1
 wait_for "the breaker opened" grep -q 'S3 upload paused after 5 consecutive failures' "$T/refused/rec.err"
+# the segments queued behind the one being retried are compressed meanwhile, not left as .bin
+# (the old pipeline compressed each only when its upload came: one .gz at a time)
+gz_on_disk() { [ "$(find "$T/refused/traces" -name 'trace.*.bin.gz' | wc -l)" -ge 3 ]; }
+wait_for "queued segments compressed while the store is unreachable" gz_on_disk
 check "nothing reached the store while refused" [ ! -s "$T/refused/log" ]
 kill -USR2 "$refused_pid"
 wait_for "the store listening at 127.0.0.2" logged refused opened

@@ -202,6 +202,14 @@ static void test_enospc_on_open(void) {
     unmount_tmpfs(mnt);
 }
 
+static int g_sealed_count;
+static char g_sealed_last[256];
+static void note_sealed(const char *path, void *ctx) {
+    (void)ctx;
+    g_sealed_count++;
+    snprintf(g_sealed_last, sizeof g_sealed_last, "%s", path);
+}
+
 /* The final reserve: room allocated while there was space, so the last words land on a disk
  * that is full to the end (and it is removed when not needed). */
 static void test_final_reserve(void) {
@@ -218,6 +226,8 @@ static void test_final_reserve(void) {
         return;
     }
     d9_segw_set_final_reserve(w, 8192);
+    d9_segw_set_on_sealed(w, note_sealed, NULL);
+    g_sealed_count = 0;
     uint8_t buf[1000];
     fill_pattern(buf, sizeof buf, 1);
     CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
@@ -240,6 +250,9 @@ static void test_final_reserve(void) {
     snprintf(p1, sizeof p1, "%s/r/trace.1.bin", traces);
     CHECK(file_equals(p0, buf, sizeof buf)); /* the segment, sealed first */
     CHECK(file_equals(p1, last, sizeof last)); /* then the last words, sealed */
+    /* both told to on_sealed (the pipeline's queue), the last words last */
+    CHECK_EQ_U64(g_sealed_count, 2);
+    CHECK_STR(g_sealed_last, p1);
     CHECK(file_size(reserve) == -1);
     CHECK(d9_segw_write_final(w, last, sizeof last) == -1); /* used up */
     d9_segw_close(w);

@@ -392,6 +392,36 @@ EOF2
                 _ "$code" "$T/big.txt" "$(gets_since "$log_before_big")"
             serve_stop
         fi
+        # a file being served is never evicted: two runs of 600 KiB each under a 1 MiB cache (random
+        # bytes: fetched, then answered 422 as no trace); with a shared flock held on the first run's
+        # file, as serve holds one on what it sends, opening the second is a 502 that says there is
+        # no room, and the file is still there; once the lock is released it is evicted for the second
+        head -c $((600 * 1024)) /dev/urandom >"$T/600k.bin.gz"
+        for r in r1 r2; do
+            node "$CHECK/put_object.mjs" "$S3" $BUCKET "lock/version=1/date=$(date -u -d "@$now" +%Y-%m-%d)/service=lock/time=$(date -u -d "@$now" +%H%M)/instance=hostL/boot=$r/$now-0.bin.gz" \
+                "$T/600k.bin.gz" 2>>"$T/put-lock.err"
+        done
+        serve_start serve-lock "${s3env[@]}" AWS_ENDPOINT_URL="$S3" DIAL9_S3_CACHE_DIR="$T/cache-lock" \
+            DIAL9_S3_CACHE_MAX_MB=1 "$DIAL9" serve --bucket $BUCKET --prefix lock
+        if [ -n "$PORT" ]; then
+            curl -s "http://127.0.0.1:$PORT/api/index" >"$T/index-lock.json"
+            r1_file="$T/cache-lock/$BUCKET/lock/service=lock/instance=hostL/boot=r1/trace.0.bin.gz"
+            open_lock() { curl -s -o "$T/lock.txt" -w '%{http_code}' "http://127.0.0.1:$PORT$(trace_url "$T/index-lock.json" "service=lock/instance=hostL/boot=$1")"; }
+            first=$(open_lock r1)
+            exec {held}<"$r1_file" && flock -s "$held"
+            second=$(open_lock r2)
+            [ -e "$r1_file" ] && kept=1 || kept=0
+            cp "$T/lock.txt" "$T/lock-held.txt"
+            exec {held}<&-
+            third=$(open_lock r2)
+            lock_kept() {
+                [ "$first $second $kept $third" = "422 502 1 422" ] && [ ! -e "$r1_file" ] &&
+                    grep -q "boot=r2 from s3://$BUCKET/lock failed: run service=lock/instance=hostL/boot=r2: no room in the cache" "$T/lock-held.txt"
+            }
+            check "a locked (served) file is not evicted: 502 no room while held, evicted once released (HTTP $first $second $third, kept $kept; $(head -c 300 "$T/lock-held.txt"))" \
+                lock_kept
+            serve_stop
+        fi
         serve_start serve-all "${s3env[@]}" AWS_ENDPOINT_URL="$S3" DIAL9_S3_CACHE_DIR="$T/cache-all" "$DIAL9" serve --bucket $BUCKET --all
         if [ -n "$PORT" ]; then
             curl -s "http://127.0.0.1:$PORT/api/index" >"$T/index-all.json"

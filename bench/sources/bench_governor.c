@@ -29,9 +29,12 @@
  *    and the CPU of one getrusage (the switch rate the governor reads every 250 ms, also while
  *    the events are closed).
  * 2. The governor: at 20 k and 40 k switches/s, no governor (every record, stacks paced at the
- *    default 500/s) vs the default budget (1 %) before (paused keeps its events open) and
- *    after (paused closes them): measured cost against the budget and the level each governed
- *    phase ended at; an A/A row (recording off against off) shows the noise of the host.
+ *    default 500/s) vs the default budget (1 %) before (a sampled level keeps its events open
+ *    between windows, d9_perf_set_window_closing(NEVER); paused closes them) and after (closed
+ *    between windows where the governor's estimate says it pays): measured cost against the
+ *    budget, the level each governed phase ended at, the closes it made and the reopen cost it
+ *    counted; an A/A row (the base against the base) shows the noise of the host, and the load
+ *    average is printed before and after each rate.
  *
  * Usage: d9_bench_governor [--short] [--only parts|governor]
  *   (short: 2 pairs of 1.5 s phases; full: 7 pairs of 3 s) */
@@ -136,6 +139,8 @@ typedef struct phase_result {
     double spins_per_cpu_ns; /* spin phases: work per ns of process CPU */
     int level;         /* the governor's level at the end (GOVERNED) */
     uint64_t changes;
+    uint64_t closes;   /* closes of the switch events (paused, between windows) */
+    uint64_t reopen_cost_ns; /* what the governor counted for a close and a reopen, at the end */
 } phase_result;
 
 static void start_recording(mode m) {
@@ -147,7 +152,8 @@ static void start_recording(mode m) {
     cfg.schedstat = false; /* measured on its own below */
     cfg.max_total_size = 256ull * 1024 * 1024;
     cfg.overhead_budget_pct = m == GOVERNED || m == GOVERNED_OPEN ? 1.0 : m == CONTEXT || m == CLOSED ? 0.01 : 0;
-    d9_perf_keep_events_open_when_paused(m == CONTEXT || m == GOVERNED_OPEN); /* paused as before */
+    d9_perf_keep_events_open_when_paused(m == CONTEXT); /* paused as before it closed its events */
+    d9_perf_set_window_closing(m == GOVERNED_OPEN ? D9_PERF_CLOSE_NEVER : D9_PERF_CLOSE_AUTO);
     if (m == RECORDS) cfg.switch_stacks_per_sec = 1;
     if (m == STACKS) cfg.switch_stacks_per_sec = 1000000;
     if (m == BASE || m == AA) cfg.schedule_profile = false; /* the polls recorded, no kernel source */
@@ -163,7 +169,7 @@ static void start_recording(mode m) {
 }
 
 static phase_result run_phase(mode m, double secs) {
-    phase_result r = {0, 0, 0, 0, 0, -1, 0};
+    phase_result r = {0, 0, 0, 0, 0, -1, 0, 0, 0};
     bool spin = m == CPU_OFF || m == CPU_ON;
     bool recording = m != OFF && m != CPU_OFF;
     if (recording) start_recording(m);
@@ -185,7 +191,12 @@ static phase_result run_phase(mode m, double secs) {
     nanosleep(&run, NULL);
     uint64_t t1 = now_ns(), c1 = process_cpu_ns(&sw1);
     d9_perf_samples_read(&st1, &cs1);
-    if (m == GOVERNED || m == GOVERNED_OPEN) d9_perf_governor_now(&r.level, &r.changes);
+    if (m == GOVERNED || m == GOVERNED_OPEN) {
+        uint64_t reopens, records;
+        d9_perf_governor_now(&r.level, &r.changes);
+        d9_perf_switch_events_now(&r.closes, &reopens, &records);
+        r.reopen_cost_ns = d9_perf_reopen_cost_ns();
+    }
     atomic_store(&g_stop, true);
     pthread_join(a, NULL);
     if (!spin) pthread_join(b, NULL);
@@ -311,20 +322,30 @@ static void parts(int pairs, double secs) {
            median(rd, pairs), min_of(rd, pairs), max_of(rd, pairs), 4 * median(rd, pairs) / 1e7);
 }
 
+static void print_load(const char *when) {
+    char buf[128] = "?";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f)) buf[0] = 0;
+        fclose(f);
+    }
+    buf[strcspn(buf, "\n")] = 0;
+    printf("load average %s: %s\n", when, buf);
+}
+
 static void governor(int pairs, double secs) {
     printf("\n2. the governor: cost as %% of one CPU (process CPU with the kernel sources minus the base, the polls recorded without them), %d pairs of %.1f s\n",
            pairs, secs);
-    printf("(before: the paused level keeps its events open, as until this change; after: it closes them)\n");
+    printf("(before: a sampled level keeps its events open between windows; after: closed between them where the\n"
+           " estimate says it pays; per pair: level at the end (level changes, closes of the events, reopen cost counted))\n");
     printf("%-10s %-16s %12s %12s %10s %10s  %s\n", "target/s", "mode", "switches/s", "cost median", "min", "max",
            "governor level at the end (changes)");
     const int rates[] = {20000, 40000};
     for (size_t ri = 0; ri < sizeof rates / sizeof rates[0]; ri++) {
         atomic_store(&g_burst, rates[ri] / 2 / 1000); /* 2 switches per round trip, per ms */
+        print_load("before");
         double cost[MODES][MAX_PAIRS], swr[MODES][MAX_PAIRS];
-        int levels[MAX_PAIRS];
-        uint64_t changes[MAX_PAIRS];
-        int levels_open[MAX_PAIRS];
-        uint64_t changes_open[MAX_PAIRS];
+        phase_result gov[MAX_PAIRS], gov_open[MAX_PAIRS];
         for (int p = 0; p < pairs; p++) {
             for (int m = BASE; m <= GOVERNED; m++) {
                 if (m > BASE && m < AA) continue;
@@ -333,13 +354,8 @@ static void governor(int pairs, double secs) {
                 cost[m][p] = (on.cpu_ns_per_s - off.cpu_ns_per_s) / 1e7;
                 swr[m][p] = on.switches_per_s;
                 swr[OFF][p] = off.switches_per_s;
-                if (m == GOVERNED) {
-                    levels[p] = on.level;
-                    changes[p] = on.changes;
-                } else if (m == GOVERNED_OPEN) {
-                    levels_open[p] = on.level;
-                    changes_open[p] = on.changes;
-                }
+                if (m == GOVERNED) gov[p] = on;
+                else if (m == GOVERNED_OPEN) gov_open[p] = on;
             }
         }
         for (int m = BASE; m <= GOVERNED; m++) {
@@ -348,13 +364,12 @@ static void governor(int pairs, double secs) {
             printf("%-10d %-16s %12.0f %11.2f%% %9.2f%% %9.2f%%  ", rates[ri], mode_name[m], median(swr[m], pairs), med,
                    min_of(cost[m], pairs), max_of(cost[m], pairs));
             if (m == GOVERNED || m == GOVERNED_OPEN) {
-                const int *lv = m == GOVERNED ? levels : levels_open;
-                const uint64_t *ch = m == GOVERNED ? changes : changes_open;
+                const phase_result *g = m == GOVERNED ? gov : gov_open;
                 for (int p = 0; p < pairs; p++) {
-                    uint32_t n = d9_gov_one_in(lv[p]);
-                    printf("%s%s", p ? ", " : "", d9_gov_mode_name(lv[p]));
+                    uint32_t n = d9_gov_one_in(g[p].level);
+                    printf("%s%s", p ? ", " : "", d9_gov_mode_name(g[p].level));
                     if (n > 1) printf(" 1/%u", n);
-                    printf(" (%" PRIu64 ")", ch[p]);
+                    printf(" (%" PRIu64 ", %" PRIu64 ", %.2f ms)", g[p].changes, g[p].closes, (double)g[p].reopen_cost_ns / 1e6);
                 }
                 printf("; budget 1.00%%: %s\n", med <= 1.0 ? "within" : "OVER");
             } else {
@@ -362,6 +377,7 @@ static void governor(int pairs, double secs) {
             }
         }
         printf("%-10d %-16s %12.0f\n", rates[ri], mode_name[OFF], median(swr[OFF], pairs));
+        print_load("after");
     }
 }
 

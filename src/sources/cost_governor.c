@@ -25,20 +25,35 @@ double d9_gov_fixed_ns(const d9_gov_input *in) {
     return positive(in->cpu_samples_per_s) * D9_GOV_NS_CPU_SAMPLE + positive(in->schedstat_per_s) * D9_GOV_NS_SCHEDSTAT;
 }
 
-double d9_gov_estimate(const d9_gov_input *in, int level) {
+double d9_gov_windows_per_s(int level) {
+    uint32_t n = d9_gov_one_in(level);
+    return n > 1 ? 1e9 / ((double)n * (double)D9_GOV_WINDOW_NS) : 0;
+}
+
+double d9_gov_estimate_as(const d9_gov_input *in, int level, bool closed_between) {
     double sw = positive(in->switches_per_s);
     uint32_t n = d9_gov_one_in(level);
     double ns = d9_gov_fixed_ns(in);
-    if (n || in->paused_keeps_context) ns += sw * D9_GOV_NS_CONTEXT; /* the events are open */
-    if (n) {
-        /* records in one window of N; a stack per switch of a worker in those windows, up to
-         * the pacing's rate (workers' switches are counted as all of the process's: an upper
-         * bound) */
-        double cap = positive(in->stacks_cap_per_s);
-        double stacks = sw / n < cap ? sw / n : cap;
-        ns += sw * D9_GOV_NS_RECORDS / n + stacks * D9_GOV_NS_STACK;
-    }
+    if (n == 0) return in->paused_keeps_context ? ns + sw * D9_GOV_NS_CONTEXT : ns; /* closed */
+    bool gaps = closed_between && n > 1;
+    /* the context while the events are open: all the time, or the windows alone */
+    ns += sw * D9_GOV_NS_CONTEXT / (gaps && !in->paused_keeps_context ? n : 1);
+    /* records in one window of N; a stack per switch of a worker in those windows, up to the
+     * pacing's rate (workers' switches are counted as all of the process's: an upper bound) */
+    double cap = positive(in->stacks_cap_per_s);
+    double stacks = sw / n < cap ? sw / n : cap;
+    ns += sw * D9_GOV_NS_RECORDS / n + stacks * D9_GOV_NS_STACK;
+    if (gaps) ns += positive(in->reopen_ns) * d9_gov_windows_per_s(level); /* a close and a reopen per window */
     return ns;
+}
+
+bool d9_gov_closes_between(const d9_gov_input *in, int level) {
+    if (!in->closing_allowed || d9_gov_one_in(level) < 2) return false;
+    return d9_gov_estimate_as(in, level, true) < d9_gov_estimate_as(in, level, false);
+}
+
+double d9_gov_estimate(const d9_gov_input *in, int level) {
+    return d9_gov_estimate_as(in, level, d9_gov_closes_between(in, level));
 }
 
 bool d9_gov_step(d9_gov_state *st, const d9_gov_input *in) {

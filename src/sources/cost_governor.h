@@ -8,7 +8,10 @@
  * The context-switch source degrades in steps, one level index each:
  *   0 full        switch intervals and context-switch stacks (paced: stacks_per_sec)
  *   1..5 sampled  intervals AND stacks during one 50 ms window in N (N = 2, 4, 8, 16, 32),
- *                 the stacks keeping their pacing (stacks_per_sec at most, in the windows)
+ *                 the stacks keeping their pacing (stacks_per_sec at most, in the windows);
+ *                 between windows the events are closed where that is cheaper than keeping
+ *                 them open (d9_gov_closes_between: the perf context saved over the closed
+ *                 time against a measured close + reopen per window), else open and disabled
  *   6 paused      nothing: the switch and stacks events are closed, so the perf context's
  *                 floor goes too (unless the perf CPU profile's events keep a context on the
  *                 threads: paused_keeps_context); opened again on every thread when it leaves
@@ -54,8 +57,12 @@ typedef struct d9_gov_input {
     double stacks_cap_per_s;  /* context-switch stacks at most (their pacing); 0 when unavailable */
     double cpu_samples_per_s; /* CPU profile samples read (not degraded: DIAL9_CPU_SAMPLE_HZ fixes them) */
     double schedstat_per_s;   /* schedstat reads (not degraded: DIAL9_SCHEDSTAT_RESOLUTION_US bounds them) */
-    bool paused_keeps_context; /* paused still leaves a perf context on the threads (other per-thread
-                                * events stay open: the perf CPU profile's), so the floor stays */
+    bool paused_keeps_context; /* closing the switch events still leaves a perf context on the threads
+                                * (other per-thread events stay open: the perf CPU profile's), so the
+                                * floor stays, paused or between windows */
+    bool closing_allowed;     /* the source may close the events between a sampled level's windows */
+    double reopen_ns;         /* CPU of closing them and opening them again once, as measured by the
+                               * source (its open at start, then each close and reopen) */
 } d9_gov_input;
 
 typedef struct d9_gov_state {
@@ -63,8 +70,18 @@ typedef struct d9_gov_state {
     int calm_ticks;  /* evaluations in a row in which the level above fitted the recovery share */
 } d9_gov_state;
 
-/* Estimated ns of CPU per second at `level` for `in`'s rates. */
+/* Estimated ns of CPU per second at `level` for `in`'s rates, run the cheaper way (events
+ * closed between windows when d9_gov_closes_between says so). */
 double d9_gov_estimate(const d9_gov_input *in, int level);
+/* ... run one given way: `closed_between` = the events closed outside the windows, paying a
+ * close and a reopen (in->reopen_ns) per window (meaningful at a sampled level only). */
+double d9_gov_estimate_as(const d9_gov_input *in, int level, bool closed_between);
+/* At a sampled level, is closing the events between windows cheaper than keeping them open?
+ * (the context saved over the closed time, switches x D9_GOV_NS_CONTEXT x (1 - 1/N), against
+ * in->reopen_ns x windows per second; never when closing leaves the context: paused_keeps_context) */
+bool d9_gov_closes_between(const d9_gov_input *in, int level);
+/* Windows a second at a sampled level (1 / (N x D9_GOV_WINDOW_NS)); 0 at full and paused. */
+double d9_gov_windows_per_s(int level);
 /* One evaluation: moves `st` down at once to the first level whose estimate fits the budget
  * (paused when none does), or up one level after D9_GOV_RECOVER_TICKS calm evaluations.
  * Returns true when the level changed. */

@@ -58,7 +58,8 @@
 #define RING_PAGES_STACKS (UNWIND_SAMPLES ? 512 : 128)
 #define MAX_EVENT_FDS 4096    /* threads existing at start x CPUs x kinds */
 
-enum { K_CPU, K_SWITCH, K_STACKS, K_COUNT };
+/* K_HOST: a ring's host once its events were closed (host_ring), no kind of record */
+enum { K_CPU, K_SWITCH, K_STACKS, K_COUNT, K_HOST = K_COUNT };
 
 typedef struct id_kind {
     uint64_t id;
@@ -109,8 +110,17 @@ typedef struct perf_src {
     d9_gov_input gov_in;       /* what the last evaluation saw */
     uint64_t gov_last, gov_since, gov_switches, gov_cpu_samples, gov_schedstat;
     bool switches_on;          /* the switch records' events are enabled */
-    bool switch_events_closed; /* paused: the switch and stacks events are closed (close_switch_events) */
+    bool switch_events_closed; /* the switch and stacks events are closed (close_switch_events): paused,
+                                * or between a sampled level's windows */
     bool close_when_paused;    /* d9_perf_keep_events_open_when_paused (benchmarks) clears it */
+    bool close_between;        /* the level's windows: events closed between them (d9_gov_closes_between) */
+    int window_closing;        /* d9_perf_set_window_closing's policy when the source opened */
+    int held_level;            /* d9_perf_hold_governor_level's level when it opened, or -1 */
+    double reopen_ns;          /* a close and a reopen, CPU ns, smoothed: the governor's reopen_ns */
+    uint64_t close_cpu_ns;     /* the CPU of the last close (counted with the next reopen) */
+    uint64_t reopen_backoff_ns, reopen_hold_until; /* after a failed reopen: paused until then */
+    bool reopen_fail_noted, stacks_fail_noted;     /* their one-time messages were given */
+    pid_t collector_tid;       /* the thread of the first drain: the collector's (host_ring) */
     uint32_t window;           /* incremented each time they are enabled again after a gap */
     d9_perf_counters n;
 } perf_src;
@@ -121,11 +131,36 @@ static _Atomic uint64_t g_gov_changes;
 static _Atomic uint64_t g_stacks_taken, g_cpu_samples_read;
 static _Atomic uint64_t g_switch_records, g_closes, g_reopens, g_reopen_cpu_ns;
 static _Atomic bool g_keep_open_when_paused;
+static _Atomic int g_window_closing = D9_PERF_CLOSE_AUTO;
+static _Atomic int g_held_level = -1;
+static _Atomic uint64_t g_reopens_failed, g_reopen_cost_ns;
+static _Atomic int g_ring_hosts;
+/* The switch events' state for tests (d9_perf_switch_state): a sequence made odd before each
+ * change and even after it, the state stored before it becomes even again. */
+static _Atomic uint64_t g_switch_seq;
+static _Atomic int g_switch_state;
+
+/* A failed reopen is tried again after this, doubled at each failure up to the max. */
+#define REOPEN_RETRY_NS 2000000000ull
+#define REOPEN_RETRY_MAX_NS 64000000000ull
 
 static uint64_t mono_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void switch_change_begin(void) { atomic_fetch_add(&g_switch_seq, 1); }
+
+static void switch_change_end(int state) {
+    atomic_store(&g_switch_state, state);
+    atomic_fetch_add(&g_switch_seq, 1);
 }
 
 /* ---------------------------------------------------------------- opening */
@@ -271,6 +306,7 @@ static int cmp_id(const void *a, const void *b) {
 }
 
 d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) {
+    uint64_t cpu0 = thread_cpu_ns();
     memset(rep, 0, sizeof *rep);
     rep->inherit_thread = true;
     perf_src *s = calloc(1, sizeof *s);
@@ -376,6 +412,11 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     s->budget_ns_per_s = req->budget_pct * 1e7;
     s->gov_last = s->gov_since = s->started;
     s->close_when_paused = !atomic_load_explicit(&g_keep_open_when_paused, memory_order_relaxed);
+    s->window_closing = atomic_load_explicit(&g_window_closing, memory_order_relaxed);
+    s->held_level = atomic_load_explicit(&g_held_level, memory_order_relaxed);
+    /* the first figure for a close and a reopen: this open, the same work (opens on every
+     * thread, rings mapped) on this host; each close and reopen then measures its own */
+    s->reopen_ns = (double)(thread_cpu_ns() - cpu0);
     s->gov_switches = process_switches();
     s->gov_schedstat = __atomic_load_n(&d9_schedstat_reads, __ATOMIC_RELAXED);
     atomic_store_explicit(&g_gov_level, D9_GOV_LEVEL_FULL, memory_order_relaxed);
@@ -386,6 +427,11 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     atomic_store_explicit(&g_closes, 0, memory_order_relaxed);
     atomic_store_explicit(&g_reopens, 0, memory_order_relaxed);
     atomic_store_explicit(&g_reopen_cpu_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_reopens_failed, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_ring_hosts, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_reopen_cost_ns, (uint64_t)s->reopen_ns, memory_order_relaxed);
+    switch_change_begin();
+    switch_change_end(s->switches_on ? D9_PERF_SWITCH_ENABLED : D9_PERF_SWITCH_CLOSED);
     s->base.name = "perf";
     s->base.collect = source_collect;
     s->base.segment_start = source_segment_start;
@@ -737,10 +783,12 @@ static uint64_t process_switches(void) {
 }
 
 static void set_switches(perf_src *s, bool on) {
+    switch_change_begin();
     for (size_t i = 0; i < s->nfds; i++)
         if (kind_of_fd(s, i) == K_SWITCH) ioctl(s->fds[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
     if (on) s->window++;
     s->switches_on = on;
+    switch_change_end(on ? D9_PERF_SWITCH_ENABLED : D9_PERF_SWITCH_OPEN);
 }
 
 static uint64_t ppm(double ns_per_s) { return ns_per_s > 0 ? (uint64_t)(ns_per_s / 1e3 + 0.5) : 0; }
@@ -798,13 +846,16 @@ static void close_closable(perf_src *s) {
     s->nids = kept;
 }
 
-/* The paused level closes the switch and stacks events: even disabled, an open event keeps
- * a perf context on every thread, which the kernel schedules out and in at each of their
+/* The switch and stacks events are closed at the paused level, and between a sampled level's
+ * windows where that is cheaper than keeping them open: even disabled, an open event keeps a
+ * perf context on every thread, which the kernel schedules out and in at each of their
  * switches (~0.3 us on a quiet host, ~1.2 us on a loaded one: a floor that alone was over the
  * budget at 20 k switches/s). What they wrote until they were disabled is read first, so
  * nothing recorded is lost; the CPU profile's events and rings stay. Returns the instant from
- * which nothing is recorded (the CoverageEvent's time). */
+ * which nothing is recorded (the CoverageEvent's time when the level changes). */
 static uint64_t close_switch_events(perf_src *s, d9_src_batch *out) {
+    uint64_t cpu0 = thread_cpu_ns();
+    switch_change_begin();
     for (size_t i = 0; i < s->nfds; i++)
         if (closable(s->fd_kinds[i])) ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
     uint64_t at = mono_now();
@@ -813,34 +864,66 @@ static uint64_t close_switch_events(perf_src *s, d9_src_batch *out) {
     s->switches_on = false; /* the stacks' state is left to apply_stacks, which sees the records off */
     s->switch_events_closed = true;
     s->n.closes++;
+    switch_change_end(D9_PERF_SWITCH_CLOSED);
+    s->close_cpu_ns = thread_cpu_ns() - cpu0;
     return at;
 }
 
-static uint64_t thread_cpu_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+/* A ring closed with its events is mapped again on a host of its own: a dummy event of the
+ * collector's thread on that CPU, never enabled, which later closes keep, so a reopen does not
+ * allocate, zero and map the rings again and a close does not free them (about half of a close
+ * and reopen's CPU on the reference VM). The reopened events write into it through
+ * PERF_EVENT_IOC_SET_OUTPUT; its perf context is paid at the collector's own switches only,
+ * a few tens a second. Elsewhere (the last drain, in d9_stop's thread) or if it cannot be
+ * opened, the first event opened leads the ring, as at start. */
+static void host_ring(perf_src *s, int c, bool sw) {
+    int *lead = &s->leader[2 * c + sw];
+    if (*lead >= 0 || !s->want[sw ? K_SWITCH : K_STACKS] || gettid() != s->collector_tid) return;
+    struct perf_event_attr a;
+    d9_perf_attr_init(&a, PERF_COUNT_SW_DUMMY, SWITCH_SAMPLE_TYPE);
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    int fd = d9_perf_open(&a, 0, c);
+    if (fd >= 0 &&
+        attach_event(s, fd, K_HOST, lead, sw ? &s->swrings[c] : &s->rings[c], sw ? RING_PAGES_SWITCHES : RING_PAGES_STACKS) == 0)
+        atomic_fetch_add_explicit(&g_ring_hosts, 1, memory_order_relaxed);
+}
+
+/* A degradation the governor did not choose, said once: on stderr and in the metadata (`key`,
+ * in the segments written from now on). */
+static void say_once(perf_src *s, bool *said, const char *key, const char *msg) {
+    if (*said) return;
+    *said = true;
+    fprintf(stderr, "dial9: %s\n", msg);
+    if (s->collector) d9_run_metadata_set(d9_collector_metadata(s->collector), key, "%s", msg);
 }
 
 /* Opens the switch and stacks events again on every thread that exists now (`inherit` gave
- * events only to threads created while they were open), disabled: govern's windows and the
- * stacks' pacing enable them. The rings closed with them are mapped again. A thread created
- * between the listing and the opening on its creator has none (as at start). False when no
- * switch event could be opened: nothing stays open then. */
-static bool reopen_switch_events(perf_src *s) {
+ * events only to threads created while they were open), disabled: the windows and the stacks'
+ * pacing enable them, writing into the rings' hosts (host_ring). A thread created between
+ * the listing and the opening on its creator has none (as at start). 0, or the first error of
+ * a switch event that could not be opened on a live thread (EMFILE, EACCES after a privilege
+ * drop...): then nothing stays open, since a window missing threads would not be complete.
+ * Stacks that cannot be opened leave the records without them (said once). */
+static int reopen_switch_events(perf_src *s) {
     uint64_t cpu0 = thread_cpu_ns();
+    switch_change_begin();
+    for (int c = 0; c < s->ncpu; c++) {
+        host_ring(s, c, true);
+        host_ring(s, c, false);
+    }
     size_t ntids = 0;
     pid_t *tids = list_threads(&ntids);
-    if (!tids) return false;
+    int err = tids ? 0 : -ENOMEM, stacks_err = 0;
     d9_perf_report rep; /* open_event's fallbacks were all taken at start */
     memset(&rep, 0, sizeof rep);
     int kinds = 0;
     for (int k = 0; k < K_COUNT; k++) kinds += s->want[k];
     size_t max_threads = MAX_EVENT_FDS / ((size_t)s->ncpu * (size_t)(kinds ? kinds : 1));
     if (max_threads == 0) max_threads = 1;
-    bool opened = false;
-    for (int c = 0; c < s->ncpu; c++) {
-        for (int k = K_SWITCH; k <= K_STACKS; k++) {
+    bool opened = false, stacks_opened = false;
+    for (int c = 0; c < s->ncpu && err == 0; c++) {
+        for (int k = K_SWITCH; k <= K_STACKS && err == 0; k++) {
             if (!s->want[k]) continue;
             bool sw = k == K_SWITCH;
             int *lead = &s->leader[2 * c + sw];
@@ -848,45 +931,91 @@ static bool reopen_switch_events(perf_src *s) {
             for (size_t t = 0; t < ntids && t < max_threads; t++) {
                 int fd = open_event(s, k, tids[t], c, &rep);
                 if (fd == -ENODEV) break; /* CPU offline */
-                if (fd < 0) continue;     /* the thread exited meanwhile, or refused now */
-                if (attach_event(s, fd, k, lead, ring, sw ? RING_PAGES_SWITCHES : RING_PAGES_STACKS) != 0)
-                    continue;
+                if (fd == -ESRCH) continue; /* the thread exited meanwhile */
+                int rc = fd < 0 ? fd : attach_event(s, fd, k, lead, ring, sw ? RING_PAGES_SWITCHES : RING_PAGES_STACKS);
+                if (rc != 0) {
+                    if (sw) err = rc;
+                    else if (!stacks_err) stacks_err = rc;
+                    break;
+                }
                 opened |= sw;
+                stacks_opened |= !sw;
             }
         }
     }
     free(tids);
     qsort(s->ids, s->nids, sizeof *s->ids, cmp_id);
-    if (!opened) {
+    if (err == 0 && !opened) err = -ENOENT; /* no thread at all: cannot happen (this one is listed) */
+    if (err != 0) {
         close_closable(s);
-        return false;
+        switch_change_end(D9_PERF_SWITCH_CLOSED);
+        return err;
+    }
+    if (s->want[K_STACKS] && !stacks_opened) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "context-switch stacks not reopened (%s): off-CPU records go on without them",
+                 strerror(stacks_err ? -stacks_err : ENOENT));
+        say_once(s, &s->stacks_fail_noted, "governor.reopen_stacks", msg);
     }
     s->switches_on = false;
     s->stacks_on = false; /* opened disabled */
     s->switch_events_closed = false;
     s->n.reopens++;
     s->n.reopen_cpu_ns = thread_cpu_ns() - cpu0;
+    /* the governor's figure: close + reopen, smoothed over the last few (a quarter each) */
+    s->reopen_ns += ((double)(s->close_cpu_ns + s->n.reopen_cpu_ns) - s->reopen_ns) / 4;
+    s->reopen_backoff_ns = 0;
     atomic_store_explicit(&g_reopen_cpu_ns, s->n.reopen_cpu_ns, memory_order_relaxed);
-    return true;
+    atomic_store_explicit(&g_reopen_cost_ns, (uint64_t)s->reopen_ns, memory_order_relaxed);
+    switch_change_end(D9_PERF_SWITCH_OPEN);
+    return 0;
 }
 
-/* After a level change: paused closes the events, leaving paused opens them again. Returns
- * the instant the records stopped or may start again; a reopen that fails leaves the governor
- * paused (it tries again at its next recovery). */
-static uint64_t close_or_reopen(perf_src *s, d9_src_batch *out, uint64_t now) {
-    bool paused = s->gov.level == D9_GOV_LEVEL_PAUSED;
-    if (paused && !s->switch_events_closed) return close_switch_events(s, out);
-    if (!paused && s->switch_events_closed) {
-        if (reopen_switch_events(s)) return mono_now();
-        s->gov.level = D9_GOV_LEVEL_PAUSED;
-        s->gov.calm_ticks = 0;
-        s->n.reopen_failures++;
+/* A level change in the trace: its CoverageEvent, stamped `at`. */
+static void note_level(perf_src *s, d9_src_batch *out, int before, uint64_t at) {
+    add_coverage(s, out, at, d9_gov_mode_name(before));
+    s->gov_since = at;
+    s->n.coverage_changes++;
+}
+
+/* A reopen failed: paused (a CoverageEvent says so), said once (governor.reopen), tried again
+ * after REOPEN_RETRY_NS, twice as long after each failure up to REOPEN_RETRY_MAX_NS. */
+static void reopen_failed(perf_src *s, d9_src_batch *out, uint64_t now, int err) {
+    s->n.reopen_failures++;
+    atomic_store_explicit(&g_reopens_failed, s->n.reopen_failures, memory_order_relaxed);
+    s->reopen_backoff_ns = s->reopen_backoff_ns ? s->reopen_backoff_ns * 2 : REOPEN_RETRY_NS;
+    if (s->reopen_backoff_ns > REOPEN_RETRY_MAX_NS) s->reopen_backoff_ns = REOPEN_RETRY_MAX_NS;
+    s->reopen_hold_until = now + s->reopen_backoff_ns;
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "off-CPU records paused: reopening their perf events failed (%s); retried after %llu s, "
+             "then less often (every %llu s at most)",
+             strerror(-err), REOPEN_RETRY_NS / 1000000000ull, REOPEN_RETRY_MAX_NS / 1000000000ull);
+    say_once(s, &s->reopen_fail_noted, "governor.reopen", msg);
+    int before = s->gov.level;
+    s->gov.level = D9_GOV_LEVEL_PAUSED;
+    s->gov.calm_ticks = 0;
+    s->close_between = false;
+    if (before != D9_GOV_LEVEL_PAUSED) note_level(s, out, before, now);
+}
+
+/* Every drain: the events open or closed, enabled or not, as the level and its window want. */
+static void apply_level(perf_src *s, d9_src_batch *out, uint64_t now) {
+    uint32_t n = d9_gov_one_in(s->gov.level);
+    bool on = n == 1 || d9_gov_window_on(s->gov.level, now);
+    bool open = on || (n == 0 ? !s->close_when_paused : !s->close_between);
+    if (!open && !s->switch_events_closed) close_switch_events(s, out);
+    if (open && s->switch_events_closed) {
+        int err = reopen_switch_events(s);
+        if (err != 0) {
+            reopen_failed(s, out, now, err);
+            return;
+        }
     }
-    return now;
+    if (!s->switch_events_closed && on != s->switches_on) set_switches(s, on);
 }
 
-/* Every D9_GOV_PERIOD_NS: measure, decide, write the change; every drain: apply the level
- * (switch windows of a sampled level, stacks only at full). */
+/* Every D9_GOV_PERIOD_NS: measure, decide, write the change; every drain: apply the level. */
 static void govern(perf_src *s, d9_src_batch *out, uint64_t now) {
     if (now - s->gov_last >= D9_GOV_PERIOD_NS) {
         double secs = (double)(now - s->gov_last) / 1e9;
@@ -899,27 +1028,35 @@ static void govern(perf_src *s, d9_src_batch *out, uint64_t now) {
         s->gov_in.schedstat_per_s = reads >= s->gov_schedstat ? (double)(reads - s->gov_schedstat) / secs : 0;
         /* closed, the switch events leave no perf context unless the CPU profile's events do */
         s->gov_in.paused_keeps_context = !s->close_when_paused || s->want[K_CPU];
+        s->gov_in.closing_allowed = s->close_when_paused && s->window_closing != D9_PERF_CLOSE_NEVER;
+        s->gov_in.reopen_ns = s->reopen_ns;
         s->gov_switches = sw;
         s->gov_cpu_samples = s->n.cpu_samples;
         s->gov_schedstat = reads;
         s->gov_last = now;
         int before = s->gov.level;
-        if (d9_gov_step(&s->gov, &s->gov_in)) {
-            uint64_t at = s->close_when_paused ? close_or_reopen(s, out, now) : now;
-            if (s->gov.level != before) {
-                add_coverage(s, out, at, d9_gov_mode_name(before));
-                s->gov_since = at;
-                s->n.coverage_changes++;
-            }
+        d9_gov_step(&s->gov, &s->gov_in);
+        if (s->held_level >= 0) s->gov.level = s->held_level;
+        if (before == D9_GOV_LEVEL_PAUSED && s->gov.level != before && now < s->reopen_hold_until) {
+            s->gov.level = D9_GOV_LEVEL_PAUSED; /* a failed reopen's wait */
+            s->gov.calm_ticks = 0;
         }
-        s->n.level = s->gov.level;
-        atomic_store_explicit(&g_gov_level, s->gov.level, memory_order_relaxed);
-        atomic_store_explicit(&g_gov_changes, s->n.coverage_changes, memory_order_relaxed);
-        atomic_store_explicit(&g_closes, s->n.closes, memory_order_relaxed);
-        atomic_store_explicit(&g_reopens, s->n.reopens, memory_order_relaxed);
+        s->close_between = s->window_closing == D9_PERF_CLOSE_ALWAYS
+                               ? s->close_when_paused && d9_gov_one_in(s->gov.level) > 1
+                               : d9_gov_closes_between(&s->gov_in, s->gov.level);
+        if (s->gov.level != before) {
+            uint64_t at = now; /* from paused: the events open at the level's first window, later */
+            if (s->gov.level == D9_GOV_LEVEL_PAUSED && s->close_when_paused && !s->switch_events_closed)
+                at = close_switch_events(s, out);
+            note_level(s, out, before, at);
+        }
     }
-    bool on = d9_gov_one_in(s->gov.level) == 1 || d9_gov_window_on(s->gov.level, now);
-    if (on != s->switches_on && !s->switch_events_closed) set_switches(s, on);
+    apply_level(s, out, now);
+    s->n.level = s->gov.level;
+    atomic_store_explicit(&g_gov_level, s->gov.level, memory_order_relaxed);
+    atomic_store_explicit(&g_gov_changes, s->n.coverage_changes, memory_order_relaxed);
+    atomic_store_explicit(&g_closes, s->n.closes, memory_order_relaxed);
+    atomic_store_explicit(&g_reopens, s->n.reopens, memory_order_relaxed);
 }
 
 void d9_perf_governor_now(int *level, uint64_t *changes) {
@@ -928,6 +1065,23 @@ void d9_perf_governor_now(int *level, uint64_t *changes) {
 }
 
 uint64_t d9_perf_last_reopen_cpu_ns(void) { return atomic_load_explicit(&g_reopen_cpu_ns, memory_order_relaxed); }
+
+uint64_t d9_perf_reopen_cost_ns(void) { return atomic_load_explicit(&g_reopen_cost_ns, memory_order_relaxed); }
+
+int d9_perf_ring_hosts(void) { return atomic_load_explicit(&g_ring_hosts, memory_order_relaxed); }
+
+uint64_t d9_perf_reopen_failures(void) { return atomic_load_explicit(&g_reopens_failed, memory_order_relaxed); }
+
+void d9_perf_set_window_closing(d9_perf_window_closing policy) {
+    atomic_store_explicit(&g_window_closing, (int)policy, memory_order_relaxed);
+}
+
+void d9_perf_hold_governor_level(int level) { atomic_store_explicit(&g_held_level, level, memory_order_relaxed); }
+
+int d9_perf_switch_state(uint64_t *seq) {
+    *seq = atomic_load(&g_switch_seq);
+    return atomic_load(&g_switch_state);
+}
 
 void d9_perf_switch_events_now(uint64_t *closes, uint64_t *reopens, uint64_t *switch_records) {
     *closes = atomic_load_explicit(&g_closes, memory_order_relaxed);
@@ -975,6 +1129,7 @@ static void drain_rings(perf_src *s, d9_src_batch *out) {
 
 static void source_collect(d9_source *src, d9_src_batch *out) {
     perf_src *s = src->ctx;
+    if (!s->collector_tid) s->collector_tid = gettid();
     drain_rings(s, out);
     uint64_t now = mono_now();
     if (s->governed) govern(s, out, now);

@@ -60,19 +60,40 @@ typedef struct d9_perf_counters {
     uint64_t coverage_changes;   /* governor level changes (CoverageEvent written) */
     int level;                   /* the governor's level now (cost_governor.h) */
     uint64_t orphans;            /* switch-ins dropped: their switch-out fell in a gap */
-    uint64_t closes, reopens;    /* the switch and stacks events closed at the paused level, opened again */
-    uint64_t reopen_failures;    /* reopens that opened no switch event (the governor stayed paused) */
+    uint64_t closes, reopens;    /* the switch and stacks events closed (paused, between windows), opened again */
+    uint64_t reopen_failures;    /* reopens that failed (the governor went to paused) */
     uint64_t reopen_cpu_ns;      /* CPU time the last reopen took (the collector's thread) */
 } d9_perf_counters;
 void d9_perf_source_counters(d9_source *s, d9_perf_counters *out);
 /* The governor's level (cost_governor.h) and its changes so far, of the perf source opened
  * last (for tests and benchmarks, which cannot reach the source itself). */
 void d9_perf_governor_now(int *level, uint64_t *changes);
-/* The paused level's closes and reopens of the switch and stacks events, and the switch
- * records read, since the perf source opened last (tests). */
+/* The closes and reopens of the switch and stacks events (at the paused level and between a
+ * sampled level's windows), and the switch records read, since the perf source opened last
+ * (tests). */
 void d9_perf_switch_events_now(uint64_t *closes, uint64_t *reopens, uint64_t *switch_records);
 /* The CPU time the last reopen took, ns. */
 uint64_t d9_perf_last_reopen_cpu_ns(void);
+/* What the governor counts for a close and a reopen (its reopen_ns), ns of CPU: the open at
+ * start at first, then smoothed over the measured closes and reopens. */
+uint64_t d9_perf_reopen_cost_ns(void);
+/* Reopens that failed (each sent the governor to paused). */
+uint64_t d9_perf_reopen_failures(void);
+/* Rings hosted on a dummy event of the collector's thread (host_ring in perf_events.c): the
+ * perf fds that stay open while the switch events are closed (besides the CPU profile's). */
+int d9_perf_ring_hosts(void);
+/* The switch events' state, for tests that must know it held while they did something:
+ * `*seq` is odd while it changes; the same even `*seq` before and after = the state held all
+ * along. */
+enum { D9_PERF_SWITCH_CLOSED, D9_PERF_SWITCH_OPEN /* open, disabled */, D9_PERF_SWITCH_ENABLED };
+int d9_perf_switch_state(uint64_t *seq);
+/* Tests and benchmarks, for the perf sources opened from now on: whether a sampled level closes
+ * its events between windows (AUTO: where the governor's estimate says it pays; NEVER: as
+ * before this existed; ALWAYS: at every sampled level), and a level the governor is held at
+ * (-1: none; a failed reopen still pauses it). */
+typedef enum { D9_PERF_CLOSE_AUTO, D9_PERF_CLOSE_NEVER, D9_PERF_CLOSE_ALWAYS } d9_perf_window_closing;
+void d9_perf_set_window_closing(d9_perf_window_closing policy);
+void d9_perf_hold_governor_level(int level);
 /* For d9_bench_governor's before/after: perf sources opened from now on keep their events
  * open (disabled) at the paused level, as before the paused level closed them. */
 void d9_perf_keep_events_open_when_paused(bool keep);

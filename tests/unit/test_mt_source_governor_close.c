@@ -1,23 +1,36 @@
 /* The governor's paused level closes the perf events of the switch records and stacks, and
  * leaving it opens them again (src/sources/perf_events.c, close_switch_events), twice: with the
- * defaults (no CPU profile: nothing of perf stays open) and with the perf CPU profile (its
- * events stay open and keep sampling). A small budget (0.05 % of one CPU: paused above ~1 k
- * switches/s, back from it below ~0.7 k/s) makes the states certain on any host:
+ * defaults (no CPU profile: nothing of perf stays open on the program's threads) and with the
+ * perf CPU profile (its events stay open and keep sampling). A small budget (0.05 % of one CPU:
+ * paused above ~1 k switches/s, back from it below ~0.7 k/s) makes the states certain on any host:
  *  - two recording threads ping-pong through pipes until the governor is paused, then 2 000
- *    more round trips while it stays so: no perf event fd is open (or only the CPU profile's,
- *    fewer than before, and CPU samples keep arriving);
+ *    more round trips while it stays so: no perf event fd is open but the rings' hosts (on the
+ *    collector's thread, after a first reopen; or only the CPU profile's and those, fewer than
+ *    before, and CPU samples keep arriving);
  *  - the ping-pong stops; once the governor has left paused, perf fds are open again, and a
  *    worker sleeping 5 ms at a time (~200 switches/s) runs until switch records arrive again;
  *  - in the trace: the CoverageEvent `paused` at the close and the next one, `sampled` 1 in 32
  *    at the reopen, whose previous_mode is paused and previous_since_ns the close; no switch
  *    record between them, records before and after; no switch record twice; `analyze --json`
  *    and `dial9 stats` count paused time.
+ * Then a sampled level that closes its events between windows (held at 1 in 4, closing forced:
+ * the decision itself is test_source_governor's), the ping-pong running:
+ *  - at a point known to be between windows (the switch events' state read closed before and
+ *    after, its sequence unchanged: d9_perf_switch_state), the only perf fds are the rings'
+ *    hosts, fewer than in a window;
+ *  - a thread created between windows (closed all along its creation) gets events at the next
+ *    window's reopen: its sleep, made while a window was known to be enabled all along, has its
+ *    switch-out and switch-in in the trace;
+ *  - a reopen that fails (RLIMIT_NOFILE lowered so that no fd can be made: EMFILE) pauses the
+ *    governor with a CoverageEvent and says so once on stderr; once fds can be made again the
+ *    level comes back (sampled, a reopen that works) by itself.
  * Every phase ends on the recorder's state or on counts, never on a duration; 120 s bounds are
  * only a safety net. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -203,7 +216,7 @@ static void run(bool cpu_profile) {
     pthread_create(&b, NULL, ponger, NULL);
     pthread_create(&a, NULL, pinger, NULL);
     bool paused = wait_for(is_paused, 0);
-    int fds_paused = -1;
+    int fds_paused = -1, hosts_paused = -1;
     bool perf = fds_full > 0;
     if (paused) {
         /* the switches go on while closed; the CPU profile's samples too */
@@ -216,9 +229,12 @@ static void run(bool cpu_profile) {
         for (int tries = 0; tries < 100 && fds_paused < 0 && wait_for(is_paused, 0); tries++) {
             uint64_t c0, r0, r1, n;
             d9_perf_switch_events_now(&c0, &r0, &n);
-            int fds = perf_fds();
+            int fds = perf_fds(), hosts = d9_perf_ring_hosts();
             d9_perf_switch_events_now(&c0, &r1, &n);
-            if (r1 == r0 && is_paused(0)) fds_paused = fds;
+            if (r1 == r0 && is_paused(0)) {
+                fds_paused = fds;
+                hosts_paused = hosts;
+            }
         }
     }
     atomic_store(&g_stop, true);
@@ -251,8 +267,10 @@ static void run(bool cpu_profile) {
         CHECK(back);
         CHECK(closes >= 1);
         CHECK(reopens >= 1);
-        if (cpu_profile) CHECK(fds_paused > 0 && fds_paused < fds_full); /* the CPU profile's alone */
-        else CHECK_EQ_U64(fds_paused, 0);
+        /* the CPU profile's and the rings' hosts alone (hosts exist once a reopen made them) */
+        if (cpu_profile) CHECK(fds_paused > 0 && fds_paused < fds_full);
+        else CHECK_EQ_U64(fds_paused, hosts_paused);
+        CHECK(d9_perf_ring_hosts() <= 2 * (int)sysconf(_SC_NPROCESSORS_CONF));
         CHECK(fds_back > 0);
         check_trace(&t, cpu_profile);
         static char out[1 << 20];
@@ -274,9 +292,262 @@ static void run(bool cpu_profile) {
     free(dir);
 }
 
+/* ---------------------------------------------------------------- closed between windows */
+
+/* The switch events' state read twice around fn(): true with *state when it held all along. */
+static bool state_held(int *state, void (*fn)(void *), void *arg) {
+    uint64_t s0, s1;
+    *state = d9_perf_switch_state(&s0);
+    if (s0 & 1) return false;
+    fn(arg);
+    d9_perf_switch_state(&s1);
+    return s1 == s0;
+}
+
+static void count_fds(void *arg) {
+    int *n = arg;
+    n[0] = perf_fds();
+    n[1] = d9_perf_ring_hosts();
+}
+
+static bool at_sampled(void) {
+    int level;
+    uint64_t changes;
+    d9_perf_governor_now(&level, &changes);
+    return level >= D9_GOV_LEVEL_SAMPLED_FIRST && level <= D9_GOV_LEVEL_SAMPLED_LAST;
+}
+
+/* perf fds counted while the switch events were closed (between windows, after a reopen: the
+ * rings' hosts exist) and while enabled (in a window), at a sampled level, and the hosts then;
+ * false after the safety net */
+static bool fds_between_and_in(int *between, int *in, int *hosts) {
+    *between = *in = -1;
+    uint64_t t0 = tt_now();
+    while (*between < 0 || *in < 0) {
+        if (tt_now() - t0 > SAFETY_NS) return false;
+        int state, n[2] = {-1, -1};
+        uint64_t closes, reopens, records;
+        d9_perf_switch_events_now(&closes, &reopens, &records);
+        bool sampled = at_sampled();
+        if (state_held(&state, count_fds, n) && sampled && at_sampled()) {
+            if (state == D9_PERF_SWITCH_CLOSED && reopens > 0) {
+                *between = n[0];
+                *hosts = n[1];
+            }
+            if (state == D9_PERF_SWITCH_ENABLED) *in = n[0];
+        }
+        tt_sleep_ns(1000u * 1000u);
+    }
+    return true;
+}
+
+/* A thread created between windows: it records, tells its tid, then sleeps 2 ms at a time
+ * until one sleep lay inside an enabled window all along (state_held). */
+static atomic_int g_late_tid;
+static atomic_bool g_late_go, g_late_done;
+static uint64_t g_late_t0, g_late_t1;
+
+static void nap(void *arg) {
+    uint64_t *t = arg;
+    t[0] = tt_now();
+    tt_sleep_ns(2u * 1000u * 1000u);
+    t[1] = tt_now();
+}
+
+static void *late_thread(void *arg) {
+    (void)arg;
+    d9_worker_begin("late", 2);
+    atomic_store(&g_late_tid, (int)gettid());
+    while (!atomic_load(&g_late_go) && !atomic_load(&g_stop)) tt_sleep_ns(1000u * 1000u);
+    uint64_t t0 = tt_now();
+    while (atomic_load(&g_late_go) && !atomic_load(&g_late_done) && tt_now() - t0 < SAFETY_NS) {
+        int state;
+        uint64_t t[2];
+        if (state_held(&state, nap, t) && state == D9_PERF_SWITCH_ENABLED) {
+            g_late_t0 = t[0];
+            g_late_t1 = t[1];
+            atomic_store(&g_late_done, true);
+        }
+    }
+    d9_worker_end();
+    return NULL;
+}
+
+/* Creates late_thread while the switch events are closed all along its creation and start. */
+static bool create_between_windows(pthread_t *th) {
+    uint64_t t0 = tt_now();
+    while (tt_now() - t0 < SAFETY_NS) {
+        uint64_t s0, s1;
+        if (d9_perf_switch_state(&s0) != D9_PERF_SWITCH_CLOSED || (s0 & 1) || !at_sampled()) {
+            tt_sleep_ns(1000u * 1000u);
+            continue;
+        }
+        atomic_store(&g_late_tid, 0);
+        pthread_create(th, NULL, late_thread, NULL);
+        while (atomic_load(&g_late_tid) == 0) tt_sleep_ns(100u * 1000u);
+        d9_perf_switch_state(&s1);
+        if (s1 == s0) return true;
+        atomic_store(&g_stop, true); /* it may have inherited events: try again */
+        pthread_join(*th, NULL);
+        atomic_store(&g_stop, false);
+    }
+    return false;
+}
+
+static bool reopen_failed_once(uint64_t unused) {
+    (void)unused;
+    return d9_perf_reopen_failures() >= 1;
+}
+
+static uint64_t g_reopens_at_failure;
+static bool reopened_after_failure(uint64_t unused) {
+    (void)unused;
+    uint64_t closes, reopens, records;
+    d9_perf_switch_events_now(&closes, &reopens, &records);
+    return reopens > g_reopens_at_failure && at_sampled();
+}
+
+/* no fd can be made while this holds: the soft limit is the lowest free fd number */
+static rlim_t limit_fds(void) {
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rlim_t old = rl.rlim_cur;
+    int lowest = fcntl(0, F_DUPFD, 0);
+    if (lowest >= 0) close(lowest);
+    rl.rlim_cur = lowest >= 0 ? (rlim_t)lowest : old;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    return old;
+}
+
+static void restore_fds(rlim_t old) {
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = old;
+    setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+static size_t count_in(const char *path, const char *needle) {
+    FILE *f = fopen(path, "r");
+    static char buf[1 << 16];
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    size_t count = 0;
+    for (const char *p = strstr(buf, needle); p; p = strstr(p + 1, needle)) count++;
+    return count;
+}
+
+static void run_windows(void) {
+    printf("--- closed between windows (1 in 4, held)\n");
+    g_ncov = 0;
+    atomic_store(&g_stop, false);
+    atomic_store(&g_late_go, false);
+    atomic_store(&g_late_done, false);
+    char *dir = d9t_mkdtemp("governor-windows");
+    char errpath[512];
+    snprintf(errpath, sizeof errpath, "%s/stderr.txt", dir);
+    fflush(stderr);
+    int saved_err = dup(2), errfd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    dup2(errfd, 2);
+    close(errfd);
+    d9_perf_hold_governor_level(D9_GOV_LEVEL_SAMPLED_FIRST + 1);
+    d9_perf_set_window_closing(D9_PERF_CLOSE_ALWAYS);
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = dir;
+    CHECK(d9_start(&cfg) == 0);
+    bool perf = perf_fds() > 0;
+
+    pthread_t a, b, late;
+    pthread_create(&b, NULL, ponger, NULL);
+    pthread_create(&a, NULL, pinger, NULL);
+    int between = -1, in = -1, hosts = -1;
+    bool seen = perf && fds_between_and_in(&between, &in, &hosts);
+    bool created = seen && create_between_windows(&late);
+    bool recorded = false, failed = false, back = false;
+    if (created) {
+        atomic_store(&g_late_go, true);
+        uint64_t t0 = tt_now();
+        while (!atomic_load(&g_late_done) && tt_now() - t0 < SAFETY_NS) tt_sleep_ns(1000u * 1000u);
+        recorded = atomic_load(&g_late_done);
+        atomic_store(&g_late_go, false);
+        pthread_join(late, NULL);
+        /* a reopen that fails: at a point between windows, no fd can be made until it did */
+        int state;
+        uint64_t seq;
+        while (tt_now() - t0 < SAFETY_NS && (d9_perf_switch_state(&seq) != D9_PERF_SWITCH_CLOSED || (seq & 1)))
+            tt_sleep_ns(1000u * 1000u);
+        (void)state;
+        rlim_t old = limit_fds();
+        failed = wait_for(reopen_failed_once, 0);
+        restore_fds(old);
+        int level;
+        uint64_t changes, closes, records;
+        d9_perf_governor_now(&level, &changes);
+        d9_perf_switch_events_now(&closes, &g_reopens_at_failure, &records);
+        if (failed) CHECK_EQ_U64(level, D9_GOV_LEVEL_PAUSED);
+        back = failed && wait_for(reopened_after_failure, 0);
+    }
+    atomic_store(&g_stop, true);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    d9_stop();
+    d9_perf_hold_governor_level(-1);
+    d9_perf_set_window_closing(D9_PERF_CLOSE_AUTO);
+    fflush(stderr);
+    dup2(saved_err, 2);
+    close(saved_err);
+    printf("perf fds between windows %d, in a window %d, rings' hosts %d; reopen failures %" PRIu64
+           "; the late thread's sleep %" PRIu64 "..%" PRIu64 "; a close and a reopen counted as %.2f ms\n",
+           between, in, hosts, d9_perf_reopen_failures(), g_late_t0, g_late_t1, d9_perf_reopen_cost_ns() / 1e6);
+
+    tt_trace t;
+    memset(&t, 0, sizeof t);
+    CHECK(d9t_decode_run(d9_run_dir(), on_event, &t) == 0);
+    const char *off = tt_meta(&t, "source.off_cpu");
+    if (!perf || tt_starts_with(off, "inactive: perf refused")) {
+        printf("SKIP: perf refused on this host\n");
+    } else {
+        CHECK(seen);
+        CHECK(between >= 0 && between < in);
+        CHECK_EQ_U64(between, hosts); /* nothing of perf on the program's threads */
+        CHECK(hosts <= 2 * (int)sysconf(_SC_NPROCESSORS_CONF));
+        CHECK(created);
+        CHECK(recorded);
+        /* the late thread's sleep: its switch-out and switch-in, inside it */
+        size_t outs = 0, ins = 0;
+        for (size_t i = 0; i < t.nswitches; i++) {
+            const tt_switch *w = &t.switches[i];
+            if ((int)w->tid != atomic_load(&g_late_tid) || w->ts < g_late_t0 || w->ts > g_late_t1) continue;
+            outs += w->out;
+            ins += !w->out;
+        }
+        printf("the late thread's switches in its sleep: %zu out, %zu in\n", outs, ins);
+        CHECK(outs >= 1);
+        CHECK(ins >= 1);
+        /* the failed reopen: paused (a CoverageEvent from sampled), said once, then back */
+        CHECK(failed);
+        CHECK(back);
+        size_t to_paused = 0, from_paused = 0;
+        for (size_t i = 0; i < g_ncov; i++) {
+            to_paused += strcmp(g_cov[i].mode, "paused") == 0 && strcmp(g_cov[i].previous, "sampled") == 0;
+            from_paused += strcmp(g_cov[i].mode, "sampled") == 0 && strcmp(g_cov[i].previous, "paused") == 0;
+        }
+        CHECK(to_paused >= 1);
+        CHECK(from_paused >= 1);
+        size_t said = count_in(errpath, "reopening their perf events failed");
+        printf("stderr says it %zu time(s)\n", said);
+        CHECK_EQ_U64(said, 1);
+    }
+    tt_free(&t);
+    if (!getenv("D9_KEEP")) d9t_rm_rf(dir);
+    free(dir);
+}
+
 int main(void) {
     CHECK(pipe(g_ping) == 0 && pipe(g_pong) == 0);
     run(false);
     run(true);
+    run_windows();
     return d9t_summary("test_mt_source_governor_close");
 }

@@ -36,8 +36,11 @@
  *    counted; an A/A row (the base against the base) shows the noise of the host, and the load
  *    average is printed before and after each rate.
  *
- * Usage: d9_bench_governor [--short] [--only parts|governor]
- *   (short: 2 pairs of 1.5 s phases; full: 7 pairs of 3 s) */
+ * 3. Levels held (1 in 8, 1 in 32, paused), the events open or closed between windows: the cost
+ *    of closing against what it saves, measured in the process's CPU.
+ *
+ * Usage: d9_bench_governor [--short] [--pairs N] [--only parts|governor|held]
+ *   (short: 2 pairs of 1.5 s phases; full: 7 pairs of 3 s, or N pairs, at most 16) */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -127,10 +130,13 @@ static void *spinner(void *arg) {
 }
 
 typedef enum {
-    OFF, BASE, CONTEXT, CLOSED, RECORDS, STACKS, AA, UNGOVERNED, GOVERNED_OPEN, GOVERNED, CPU_OFF, CPU_ON, MODES
+    OFF, BASE, CONTEXT, CLOSED, RECORDS, STACKS, AA, UNGOVERNED, GOVERNED_OPEN, GOVERNED, CPU_OFF, CPU_ON,
+    HELD_PAUSED, HELD32_OPEN, HELD32_CLOSED, HELD8_OPEN, HELD8_CLOSED, MODES
 } mode;
 static const char *mode_name[MODES] = {"off", "base vs off", "context", "closed", "records", "stacks", "A/A base-base",
-                                       "no governor", "gov 1 %, before", "gov 1 %, after", "spin, off", "spin, 4999 Hz"};
+                                       "no governor", "gov 1 %, before", "gov 1 %, after", "spin, off", "spin, 4999 Hz",
+                                       "held paused", "held 1/32 open", "held 1/32 closed", "held 1/8 open",
+                                       "held 1/8 closed"};
 
 typedef struct phase_result {
     double cpu_ns_per_s;  /* process CPU / wall */
@@ -153,7 +159,14 @@ static void start_recording(mode m) {
     cfg.max_total_size = 256ull * 1024 * 1024;
     cfg.overhead_budget_pct = m == GOVERNED || m == GOVERNED_OPEN ? 1.0 : m == CONTEXT || m == CLOSED ? 0.01 : 0;
     d9_perf_keep_events_open_when_paused(m == CONTEXT); /* paused as before it closed its events */
-    d9_perf_set_window_closing(m == GOVERNED_OPEN ? D9_PERF_CLOSE_NEVER : D9_PERF_CLOSE_AUTO);
+    d9_perf_set_window_closing(m == GOVERNED_OPEN || m == HELD32_OPEN || m == HELD8_OPEN ? D9_PERF_CLOSE_NEVER
+                               : m == HELD32_CLOSED || m == HELD8_CLOSED           ? D9_PERF_CLOSE_ALWAYS
+                                                                                   : D9_PERF_CLOSE_AUTO);
+    d9_perf_hold_governor_level(m == HELD_PAUSED                          ? D9_GOV_LEVEL_PAUSED
+                                : m == HELD32_OPEN || m == HELD32_CLOSED ? D9_GOV_LEVEL_SAMPLED_LAST
+                                : m == HELD8_OPEN || m == HELD8_CLOSED   ? D9_GOV_LEVEL_SAMPLED_FIRST + 2
+                                                                         : -1);
+    if (m >= HELD_PAUSED) cfg.overhead_budget_pct = 1.0;
     if (m == RECORDS) cfg.switch_stacks_per_sec = 1;
     if (m == STACKS) cfg.switch_stacks_per_sec = 1000000;
     if (m == BASE || m == AA) cfg.schedule_profile = false; /* the polls recorded, no kernel source */
@@ -191,7 +204,7 @@ static phase_result run_phase(mode m, double secs) {
     nanosleep(&run, NULL);
     uint64_t t1 = now_ns(), c1 = process_cpu_ns(&sw1);
     d9_perf_samples_read(&st1, &cs1);
-    if (m == GOVERNED || m == GOVERNED_OPEN) {
+    if (m == GOVERNED || m == GOVERNED_OPEN || m >= HELD_PAUSED) {
         uint64_t reopens, records;
         d9_perf_governor_now(&r.level, &r.changes);
         d9_perf_switch_events_now(&r.closes, &reopens, &records);
@@ -381,18 +394,50 @@ static void governor(int pairs, double secs) {
     }
 }
 
+/* 3. Levels held (d9_perf_hold_governor_level), open or closed between windows: what closing
+ * costs and saves in the process's CPU, beside what the governor counted for a cycle. */
+static void held(int pairs, double secs) {
+    printf("\n3. levels held, events open or closed between windows: cost as %% of one CPU over the base, %d pairs of %.1f s\n",
+           pairs, secs);
+    printf("%-10s %-16s %12s %12s %10s %10s  %s\n", "target/s", "mode", "switches/s", "cost median", "min", "max",
+           "closes a second, cycle counted (median)");
+    const int rates[] = {20000, 40000};
+    for (size_t ri = 0; ri < sizeof rates / sizeof rates[0]; ri++) {
+        atomic_store(&g_burst, rates[ri] / 2 / 1000);
+        print_load("before");
+        double cost[MODES][MAX_PAIRS], swr[MODES][MAX_PAIRS], closes[MODES][MAX_PAIRS], cyc[MODES][MAX_PAIRS];
+        for (int p = 0; p < pairs; p++)
+            for (int m = HELD_PAUSED; m <= HELD8_CLOSED; m++) {
+                phase_result off = run_phase(BASE, secs);
+                phase_result on = run_phase((mode)m, secs);
+                cost[m][p] = (on.cpu_ns_per_s - off.cpu_ns_per_s) / 1e7;
+                swr[m][p] = on.switches_per_s;
+                closes[m][p] = (double)on.closes / (secs + 0.5);
+                cyc[m][p] = (double)on.reopen_cost_ns / 1e6;
+            }
+        for (int m = HELD_PAUSED; m <= HELD8_CLOSED; m++)
+            printf("%-10d %-16s %12.0f %11.2f%% %9.2f%% %9.2f%%  %.2f/s, %.2f ms\n", rates[ri], mode_name[m],
+                   median(swr[m], pairs), median(cost[m], pairs), min_of(cost[m], pairs), max_of(cost[m], pairs),
+                   median(closes[m], pairs), median(cyc[m], pairs));
+        print_load("after");
+    }
+}
+
 int main(int argc, char **argv) {
     bool short_mode = false;
     const char *only = NULL;
+    int pairs = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--short") == 0) short_mode = true;
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+        else if (strcmp(argv[i], "--pairs") == 0 && i + 1 < argc) pairs = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: d9_bench_governor [--short] [--only parts|governor]\n");
+            fprintf(stderr, "usage: d9_bench_governor [--short] [--pairs N (1-%d)] [--only parts|governor|held]\n",
+                    MAX_PAIRS);
             return 2;
         }
     }
-    int pairs = short_mode ? 2 : 7;
+    if (pairs < 1 || pairs > MAX_PAIRS) pairs = short_mode ? 2 : 7;
     double secs = short_mode ? 1.5 : 3.0;
     snprintf(g_scratch, sizeof g_scratch, "/tmp/d9bench-governor-XXXXXX");
     if (!mkdtemp(g_scratch) || pipe(g_ping) != 0 || pipe(g_pong) != 0) {
@@ -402,6 +447,7 @@ int main(int argc, char **argv) {
     printf("d9_bench_governor%s\n", short_mode ? " --short" : "");
     if (!only || strcmp(only, "parts") == 0) parts(pairs, secs);
     if (!only || strcmp(only, "governor") == 0) governor(pairs, secs);
+    if (!only || strcmp(only, "held") == 0) held(pairs, secs);
     rmdir(g_scratch);
     return 0;
 }

@@ -929,6 +929,9 @@ static int reopen_switch_events(perf_src *s) {
             int *lead = &s->leader[2 * c + sw];
             d9_perf_ring *ring = sw ? &s->swrings[c] : &s->rings[c];
             for (size_t t = 0; t < ntids && t < max_threads; t++) {
+                /* the collector (this thread, listed first) is never recorded and creates no
+                 * thread that would inherit its events: one open in a few per CPU and kind saved */
+                if (t == 0 && tids[0] == s->collector_tid) continue;
                 int fd = open_event(s, k, tids[t], c, &rep);
                 if (fd == -ENODEV) break; /* CPU offline */
                 if (fd == -ESRCH) continue; /* the thread exited meanwhile */

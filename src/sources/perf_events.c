@@ -118,6 +118,7 @@ typedef struct perf_src {
     int held_level;            /* d9_perf_hold_governor_level's level when it opened, or -1 */
     double reopen_ns;          /* a close and a reopen, CPU ns, smoothed: the governor's reopen_ns */
     uint64_t close_cpu_ns;     /* the CPU of the last close (counted with the next reopen) */
+    uint64_t map_cpu_ns;       /* CPU spent mapping rings (attach_event), to leave out of reopen_ns's first figure */
     uint64_t reopen_backoff_ns, reopen_hold_until; /* after a failed reopen: paused until then */
     bool reopen_fail_noted, stacks_fail_noted;     /* their one-time messages were given */
     pid_t collector_tid;       /* the thread of the first drain: the collector's (host_ring) */
@@ -261,7 +262,9 @@ static bool remember_fd(perf_src *s, int fd, int kind) {
 static int attach_event(perf_src *s, int fd, int k, int *lead, d9_perf_ring *ring, unsigned pages) {
     int rc = 0;
     if (*lead < 0) {
+        uint64_t cpu0 = thread_cpu_ns();
         rc = d9_perf_ring_map(ring, fd, pages);
+        s->map_cpu_ns += thread_cpu_ns() - cpu0;
         if (rc == 0) *lead = fd;
     } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, *lead) != 0) {
         rc = -errno;
@@ -414,9 +417,11 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     s->close_when_paused = !atomic_load_explicit(&g_keep_open_when_paused, memory_order_relaxed);
     s->window_closing = atomic_load_explicit(&g_window_closing, memory_order_relaxed);
     s->held_level = atomic_load_explicit(&g_held_level, memory_order_relaxed);
-    /* the first figure for a close and a reopen: this open, the same work (opens on every
-     * thread, rings mapped) on this host; each close and reopen then measures its own */
-    s->reopen_ns = (double)(thread_cpu_ns() - cpu0);
+    /* the first figure for a close and a reopen: this open without mapping the rings (which a
+     * reopen leaves to their hosts), the same work as a reopen on this host, twice (closing
+     * costs about what opening does); each close and reopen then measures its own */
+    uint64_t opened_ns = thread_cpu_ns() - cpu0;
+    s->reopen_ns = 2.0 * (double)(opened_ns > s->map_cpu_ns ? opened_ns - s->map_cpu_ns : 0);
     s->gov_switches = process_switches();
     s->gov_schedstat = __atomic_load_n(&d9_schedstat_reads, __ATOMIC_RELAXED);
     atomic_store_explicit(&g_gov_level, D9_GOV_LEVEL_FULL, memory_order_relaxed);
@@ -858,14 +863,15 @@ static uint64_t close_switch_events(perf_src *s, d9_src_batch *out) {
     switch_change_begin();
     for (size_t i = 0; i < s->nfds; i++)
         if (closable(s->fd_kinds[i])) ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
-    uint64_t at = mono_now();
-    drain_rings(s, out);
+    uint64_t at = mono_now(), cpu1 = thread_cpu_ns();
+    drain_rings(s, out); /* the records' cost, counted as theirs: not in close_cpu_ns */
+    uint64_t cpu2 = thread_cpu_ns();
     close_closable(s);
     s->switches_on = false; /* the stacks' state is left to apply_stacks, which sees the records off */
     s->switch_events_closed = true;
     s->n.closes++;
     switch_change_end(D9_PERF_SWITCH_CLOSED);
-    s->close_cpu_ns = thread_cpu_ns() - cpu0;
+    s->close_cpu_ns = (cpu1 - cpu0) + (thread_cpu_ns() - cpu2);
     return at;
 }
 

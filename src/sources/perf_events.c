@@ -991,7 +991,6 @@ static void note_level(perf_src *s, d9_src_batch *out, int before, uint64_t at) 
  * after REOPEN_RETRY_NS, twice as long after each failure up to REOPEN_RETRY_MAX_NS. */
 static void reopen_failed(perf_src *s, d9_src_batch *out, uint64_t now, int err) {
     s->n.reopen_failures++;
-    atomic_store_explicit(&g_reopens_failed, s->n.reopen_failures, memory_order_relaxed);
     s->reopen_backoff_ns = s->reopen_backoff_ns ? s->reopen_backoff_ns * 2 : REOPEN_RETRY_NS;
     if (s->reopen_backoff_ns > REOPEN_RETRY_MAX_NS) s->reopen_backoff_ns = REOPEN_RETRY_MAX_NS;
     s->reopen_hold_until = now + s->reopen_backoff_ns;
@@ -1006,6 +1005,8 @@ static void reopen_failed(perf_src *s, d9_src_batch *out, uint64_t now, int err)
     s->gov.calm_ticks = 0;
     s->close_between = false;
     if (before != D9_GOV_LEVEL_PAUSED) note_level(s, out, before, now);
+    atomic_store_explicit(&g_gov_level, s->gov.level, memory_order_relaxed); /* before the count says so */
+    atomic_store_explicit(&g_reopens_failed, s->n.reopen_failures, memory_order_release);
 }
 
 /* Every drain: the events open or closed, enabled or not, as the level and its window want. */

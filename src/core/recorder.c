@@ -35,6 +35,7 @@ typedef struct recorder {
     pthread_mutex_t col_lock;    /* col as seen by the pipeline's thread (on_resized) */
     d9_stats last_stats;         /* kept after d9_stop */
     pthread_t thread;
+    bool thread_started;         /* not for a program already ending (start) */
 
     pthread_mutex_t wake_lock;   /* background thread's sleep, stop and flush requests */
     pthread_cond_t wake;
@@ -264,12 +265,18 @@ static int start(const d9_config *cfg) {
     d9_threads_set_collector_running(true);
     r->stop_requested = false;
 
-    /* The background thread must not take the application's signals. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&r->thread, NULL, background_main, r);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* The background thread must not take the application's signals. A program whose exit
+     * handlers already run (sources.h) gets no background thread: the d9_stop that follows at
+     * once drains everything, and a d9_flush meanwhile returns when it has. */
+    int rc = 0;
+    r->thread_started = !d9_sources_process_is_ending();
+    if (r->thread_started) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        rc = pthread_create(&r->thread, NULL, background_main, r);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
     if (rc != 0) {
         close_collector(r, NULL);
         d9_threads_set_collector_running(false);
@@ -310,7 +317,7 @@ void d9_stop(void) {
     r->stop_requested = true;
     pthread_cond_broadcast(&r->wake);
     pthread_mutex_unlock(&r->wake_lock);
-    pthread_join(r->thread, NULL);
+    if (r->thread_started) pthread_join(r->thread, NULL);
     close_collector(r, &r->last_stats); /* drains what is left, seals the last segment */
     d9_sources_stop();
     d9_pipeline_stop(r->pipeline); /* finishes the sealed segments' steps (symbols...) */

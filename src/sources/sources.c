@@ -37,6 +37,8 @@ void d9_sources_process_ending(void) { atomic_store(&g_process_ending, true); }
 
 static bool process_ending(void) { return atomic_load(&g_process_ending); }
 
+bool d9_sources_process_is_ending(void) { return process_ending(); }
+
 #define ENDING_NOTE "not started: the program was ending before the recorder's start reached it"
 
 static void forget_in_child(void) {

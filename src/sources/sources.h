@@ -19,5 +19,7 @@ void d9_sources_stop(void);
  * to observe but the exit itself, and setting them up and tearing them down is most of what a
  * short program pays for being recorded. Any thread, any time; reset in a forked child. */
 void d9_sources_process_ending(void);
+/* Whether it was said (the recorder's start skips its draining thread too: recorder.c). */
+bool d9_sources_process_is_ending(void);
 
 #endif

@@ -1,0 +1,80 @@
+/* A start that finds the process already ending (its exit handlers run: sources.h) creates no
+ * background thread, since the d9_stop that follows drains everything: no "dial9-collect"
+ * thread while it records, a d9_flush meanwhile returns once d9_stop has written, and every
+ * event recorded in between is in the trace. */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "dial9/dial9.h"
+#include "sources/sources.h"
+#include "trace_files_util.h"
+#include "unit/test_source_util.h"
+
+#define POLLS 50
+
+/* Threads of this process whose name is `name`. */
+static int threads_named(const char *name) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.') continue;
+        char path[300], comm[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
+        fclose(f);
+        n += strcmp(comm, name) == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+static atomic_bool flushed;
+
+static void *flusher(void *arg) {
+    (void)arg;
+    d9_flush(); /* no thread drains: returns when d9_stop has */
+    atomic_store(&flushed, true);
+    return NULL;
+}
+
+int main(void) {
+    char *dir = d9t_mkdtemp("ending");
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = dir;
+    cfg.schedstat = false;
+
+    d9_sources_process_ending();
+    CHECK(d9_start(&cfg) == D9_OK);
+    CHECK_EQ_U64(threads_named("dial9-collect"), 0);
+
+    d9_worker_begin("ending", 0);
+    for (int i = 0; i < POLLS; i++) {
+        d9_poll_begin(1, D9_HERE);
+        d9_poll_end();
+    }
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, flusher, NULL) == 0);
+    d9_stop();
+    pthread_join(th, NULL);
+    CHECK(atomic_load(&flushed));
+
+    tt_trace t;
+    CHECK(tt_load(d9_run_dir(), &t) == 0);
+    CHECK_EQ_U64(t.npolls, POLLS);
+    CHECK_EQ_U64(t.lost, 0);
+    tt_free(&t);
+
+    if (!d9t_failed) d9t_rm_rf(dir);
+    free(dir);
+    return d9t_summary("test_mt_recorder_ending");
+}

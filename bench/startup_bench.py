@@ -5,10 +5,12 @@ the CLI's process and summary), interleaved, and prints the median wall and CPU 
 the median extra over plain, and in how many runs the program ended before the recorder's
 start reached the perf events (which it then skips). It prints numbers, never a verdict.
 
-    bench/startup_bench.py BUILD_DIR [--runs N] [--short] [--before OTHER_BUILD_DIR] [-- CMD ARGS...]
+    bench/startup_bench.py BUILD_DIR [--runs N] [--short] [--before OTHER_BUILD_DIR] [--kept N] [-- CMD ARGS...]
 
 --before adds the same two variants from another build (say, main before a change), interleaved
-with this one's, so that both see the same load. --short (CI): 15 runs each.
+with this one's, so that both see the same load. --short (CI): 15 runs each. --kept N: each
+trace directory holds N earlier runs (one 2.6 KB segment each) throughout, as a trace directory
+does in use: the disk budget reads every run kept there at each start.
 """
 import argparse
 import os
@@ -29,7 +31,7 @@ def count_runs(trace_dir, counts):
         return
     for run in os.listdir(trace_dir):
         run_dir = os.path.join(trace_dir, run)
-        if not os.path.isdir(run_dir):
+        if not os.path.isdir(run_dir) or run.endswith("-kept"):  # --kept's stand-ins
             continue
         data = b""
         for f in os.listdir(run_dir):
@@ -57,6 +59,7 @@ def main():
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--short", action="store_true", help="15 runs each (CI)")
     ap.add_argument("--before", metavar="OTHER_BUILD_DIR", help="also time this build's dial9 and shim")
+    ap.add_argument("--kept", type=int, default=0, metavar="N", help="earlier runs in each trace dir")
     ap.add_argument("cmd", nargs="*", default=["/bin/true"])
     a = ap.parse_args()
     if a.short:
@@ -85,17 +88,27 @@ def main():
         for _ in range(3):  # warm the page cache
             for argv, env in variants.values():
                 timed(argv, env)
-        for d in dirs.values():
+        def refill(d):
             shutil.rmtree(d, ignore_errors=True)
+            for n in range(a.kept):
+                run = os.path.join(d, f"20200101T000000Z-{n}-kept")
+                os.makedirs(run)
+                with open(os.path.join(run, "trace.0.bin"), "wb") as f:
+                    f.write(b"\0" * 2600)
+
+        for d in dirs.values():
+            refill(d)
         for i in range(a.runs):
             for k, (argv, env) in variants.items():
                 times[k].append(timed(argv, env))
             if i % 20 == 19 or i == a.runs - 1:  # keep the trace dirs small: the disk budget is not what we measure
                 for k, d in dirs.items():
                     count_runs(d, skipped[k])
-                    shutil.rmtree(d, ignore_errors=True)
+                    refill(d)
         load = os.getloadavg()[0]
-        print(f"{' '.join(cmd)}: {a.runs} runs each, interleaved; load average {load:.2f}"
+        print(f"{' '.join(cmd)}: {a.runs} runs each, interleaved"
+              + (f", {a.kept} earlier runs kept in each trace dir" if a.kept else "")
+              + f"; load average {load:.2f}"
               + ("  (busy machine: wall times are noisy, CPU times less so)" if load > 0.5 else ""))
         for col, name in ((0, "wall time, start to exit"), (1, "CPU time (user+sys, all threads)")):
             plain = statistics.median(t[col] for t in times["plain"])

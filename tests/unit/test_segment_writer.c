@@ -868,8 +868,50 @@ static void test_growth_after_sealing(void) {
     rm_rf(dir);
 }
 
+/* The index reads directories in buffers of entries: a run directory and a trace directory
+ * with more entries than one buffer holds are counted whole (and the new run's sequence
+ * starts after the highest number already in its own directory). */
+static void test_scan_large_directories(void) {
+    char dir[64], p[512], err[256];
+    make_temp_dir(dir, sizeof dir);
+    enum { FILES = 1500, RUNS = 600 };
+    snprintf(p, sizeof p, "%s/run-big", dir);
+    CHECK(mkdir(p, 0755) == 0);
+    for (int i = 0; i < FILES; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "trace.%d.bin", i);
+        path_of(p, sizeof p, dir, "run-big", name);
+        write_file(p, 2, 'b');
+    }
+    for (int i = 0; i < RUNS; i++) {
+        char run[64];
+        snprintf(run, sizeof run, "run-small-%04d-with-a-longer-name-than-most", i);
+        snprintf(p, sizeof p, "%s/%s", dir, run);
+        CHECK(mkdir(p, 0755) == 0);
+        path_of(p, sizeof p, dir, run, "trace.0.bin");
+        write_file(p, 1, 's');
+    }
+    d9_segw_config cfg = {.trace_dir = dir, .run_id = "run-big", .max_file_size = 1000,
+                          .max_total_size = 1 << 30};
+    d9_segment_writer *w = d9_segw_open(&cfg, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w) return;
+    d9_segw_stats s;
+    d9_segw_get_stats(w, &s);
+    CHECK_EQ_U64(s.bytes_on_disk, 2 * FILES + RUNS);
+    uint8_t buf[10] = {0};
+    CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    char want[64];
+    snprintf(want, sizeof want, "trace.%d.bin.active", FILES);
+    path_of(p, sizeof p, dir, "run-big", want);
+    CHECK(exists(p)); /* numbered after every file of its directory */
+    d9_segw_close(w);
+    if (!d9t_failed) rm_rf(dir);
+}
+
 int main(void) {
     test_naming_and_basics();
+    test_scan_large_directories();
     test_many_writes_tiny_limits();
     test_period_rotation();
     test_restart_deletes_oldest_first();

@@ -774,7 +774,8 @@ static void note_pacing(perf_src *s, uint64_t now) {
              "perf context-switch samples with kernel and user frames, workers only; every switch up to %u "
              "stacks/s on average (bursts of %u), paused above: %.0f%% of the time since start",
              s->stacks_per_sec, s->stacks_per_sec, 100.0 * (double)paused / (double)(now - s->started));
-    d9_collector_note_source(s->collector, "switch_stacks", true, detail);
+    /* the key alone: d9_collector_note_source would add the source to `sources` again at each note */
+    d9_run_metadata_set(d9_collector_metadata(s->collector), "source.switch_stacks", "active: %s", detail);
 }
 
 /* ---------------------------------------------------------------- cost governor */

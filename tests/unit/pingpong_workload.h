@@ -44,7 +44,7 @@ static void *ponger(void *arg) {
 }
 
 /* A string field of `ev` into dst (32 bytes), "" when it has none. */
-static void copy_str(char *dst, const d9_event *ev, const char *field) {
+static inline void copy_str(char *dst, const d9_event *ev, const char *field) {
     dst[0] = 0;
     const d9_value *v = d9_event_field(ev, field);
     d9_dec_str s;

@@ -55,16 +55,37 @@ static int run(const char *sampler, tt_trace *t) {
     return 0;
 }
 
+/* CPU samples taken while spin_here ran: spin_here anywhere in the chain, since a sample can
+ * land in the kernel on top of it (its clock_gettime system call, an interrupt: at load 20 on
+ * this VM most perf samples did, leaving 3 of ~50 with spin_here as the innermost frame). */
 static size_t samples_in(const tt_trace *t, tt_range r, size_t *kernel) {
     size_t n = 0;
-    *kernel = 0;
     for (size_t i = 0; i < t->nsamples; i++) {
         const tt_sample *s = &t->samples[i];
         if (s->source != 0 || !s->n) continue;
         for (uint32_t k = 0; k < s->n; k++) *kernel += s->frames[k] >= 0xffff800000000000ull;
-        n += tt_in(r, s->frames[0]);
+        n += tt_stack_has(s->frames, s->n, r);
     }
     return n;
+}
+
+/* Record with `sampler` until WANT samples in spin_here were taken, over as many runs as that
+ * needs: how many a run gets depends on the load (a SIGPROF timer delivers one signal per
+ * expiry it notices, so a thread kept off the CPU loses some: 19 of ~60 at load 20), what
+ * the sources say of themselves does not. Ten runs without them is a sampler that does not
+ * work. *t holds the last run; -1 if a run failed or the samples never came. */
+#define WANT 20
+static int record_samples(const char *sampler, tt_range spin, tt_trace *t, size_t *n, size_t *kernel) {
+    *n = *kernel = 0;
+    for (int runs = 1; runs <= 10; runs++) {
+        if (run(sampler, t) != 0) return -1;
+        *n += samples_in(t, spin, kernel);
+        printf("%s: %zu samples in spin_here after %d run(s)\n", sampler, *n, runs);
+        if (*n >= WANT) return 0;
+        tt_free(t);
+    }
+    CHECK(*n >= WANT);
+    return -1;
 }
 
 int main(void) {
@@ -82,26 +103,23 @@ int main(void) {
     size_t kernel;
 
     tt_trace t;
-    if (run("timer", &t) == 0) {
+    size_t n;
+    if (record_samples("timer", spin, &t, &n, &kernel) == 0) {
         const char *note = tt_meta(&t, "source.cpu_profile");
-        size_t n = samples_in(&t, spin, &kernel);
-        printf("timer: %zu samples in spin_here; source.cpu_profile = %s\n", n, note);
+        printf("timer: source.cpu_profile = %s\n", note);
         CHECK(tt_starts_with(note, "active: timer"));
         CHECK(strstr(note, "timer forced by configuration") != NULL);
-        CHECK(n >= 20); /* 600 ms of CPU at 99 Hz */
         CHECK_EQ_U64(kernel, 0);
         tt_free(&t);
     }
 
-    if (run("auto", &t) == 0) {
+    if (record_samples("auto", spin, &t, &n, &kernel) == 0) {
         const char *cpu = tt_meta(&t, "source.cpu_profile");
         const char *stacks = tt_meta(&t, "source.switch_stacks");
         const char *off = tt_meta(&t, "source.off_cpu");
-        size_t n = samples_in(&t, spin, &kernel);
-        printf("auto: %zu samples in spin_here, %zu kernel frames\n  source.cpu_profile = %s\n"
+        printf("auto: %zu kernel frames\n  source.cpu_profile = %s\n"
                "  source.off_cpu = %s\n  source.switch_stacks = %s\n  host.perf_event_paranoid = %s\n",
-               n, kernel, cpu, off, stacks, tt_meta(&t, "host.perf_event_paranoid"));
-        CHECK(n >= 20);
+               kernel, cpu, off, stacks, tt_meta(&t, "host.perf_event_paranoid"));
         if (privileged) {
             CHECK(tt_starts_with(cpu, "active: perf"));
             CHECK(strstr(cpu, "kernel and user frames") != NULL);

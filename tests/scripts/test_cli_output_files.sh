@@ -43,7 +43,7 @@ for cmd in export_to symbolize_to; do
 
     # A FIFO: its reader gets the output, the FIFO stays a FIFO.
     mkfifo "$T/fifo"
-    timeout 60 cat "$T/fifo" >"$T/from-fifo" &
+    timeout 600 cat "$T/fifo" >"$T/from-fifo" &
     reader=$!
     expect_rc 0 "$cmd: a FIFO" "$cmd" "$T/fifo"
     wait "$reader"

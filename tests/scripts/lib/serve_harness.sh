@@ -21,8 +21,10 @@ trap serve_cleanup EXIT
 
 serve_start() {
     SERVER_NAME=$1; shift
-    # under timeout(1): a test killed by ctest's timeout leaves no server behind for long
-    timeout 300 "$@" --port 0 >"$T/$SERVER_NAME.out" 2>"$T/$SERVER_NAME.err" &
+    # under timeout(1): a test killed by ctest's timeout leaves no server behind for long. The
+    # bound is the longest ctest TIMEOUT of a script test (1800 s), never less: a server killed
+    # while its test still runs fails the test (300 s did, for test_s3_fleet_browser at load 20)
+    timeout 1800 "$@" --port 0 >"$T/$SERVER_NAME.out" 2>"$T/$SERVER_NAME.err" &
     SERVER_PID=$!
     PORT=
     # until it prints its URL or exits (`serve --bucket` first fetches the bucket): the bound

@@ -10,6 +10,7 @@
 #include "analysis/analysis.h"
 #include "analysis/report_json.h"
 #include "cli/cli.h"
+#include "cli/analysis_run.h"
 #include "cli/analyze_text.h"
 #include "format/trace_paths.h"
 #include "cli/time_options.h"
@@ -108,58 +109,30 @@ int d9_cmd_analyze(int argc, char **argv) {
         return D9_EXIT_USAGE;
     }
     if (d9_cli_check_window("analyze", &opt.from, &opt.to) != 0) return D9_EXIT_USAGE;
-    d9_path_list paths = {0};
-    char err[512];
-    if (d9_expand_paths(argc - optind, argv + optind, &paths, err, sizeof err) != 0) {
-        fprintf(stderr, "dial9 analyze: %s\n", err);
-        d9_path_list_free(&paths);
-        return D9_EXIT_DATA;
-    }
-    if (d9_cli_window_is_relative(&opt.from, &opt.to)) {
-        d9_cli_trace_span(&paths, &opt.trace_start_ts, &opt.trace_end_ts);
-        opt.trace_span_known = true;
-    }
-    d9_file_result *results = calloc(paths.count, sizeof *results);
-    d9a_analysis *a = d9a_new(&opt);
-    if (!results || !a) {
-        fprintf(stderr, "dial9 analyze: out of memory\n");
-        free(results);
-        d9a_free(a);
-        d9_path_list_free(&paths);
-        return D9_EXIT_DATA;
-    }
-    d9a_feeder feeder = {.a = a};
-    int rc = d9_read_trace_files(&paths, d9a_feeder_event, &feeder, results);
-    const d9a_report *r = d9a_finish(a);
-    if (!r) {
-        fprintf(stderr, "dial9 analyze: out of memory\n");
-        rc = D9_EXIT_DATA;
-    } else if (r->window_error) { /* refused, as export refuses it (common/time_arg.h) */
-        fprintf(stderr, "dial9 analyze: %s\n", r->window_error);
-        rc = D9_EXIT_USAGE;
-    } else {
+    d9_analysis_run run;
+    int rc = d9_analysis_run_start(&run, "analyze", argc - optind, argv + optind, &opt);
+    if (rc == D9_EXIT_OK) {
+        const d9a_report *r = run.report;
+        size_t nfiles = run.paths.count;
         if (json) {
-            d9a_input_file *files = calloc(paths.count ? paths.count : 1, sizeof *files);
+            d9a_input_file *files = calloc(nfiles ? nfiles : 1, sizeof *files);
             if (!files) {
                 fprintf(stderr, "dial9 analyze: out of memory\n");
                 rc = D9_EXIT_DATA;
             } else {
-                for (size_t i = 0; i < paths.count; i++)
-                    files[i] = (d9a_input_file){results[i].path, d9_file_status_name(&results[i]),
-                                                results[i].message, results[i].stats.events};
-                d9a_report_write_json(stdout, r, &opt, files, paths.count);
+                for (size_t i = 0; i < nfiles; i++)
+                    files[i] = (d9a_input_file){run.results[i].path, d9_file_status_name(&run.results[i]),
+                                                run.results[i].message, run.results[i].stats.events};
+                d9a_report_write_json(stdout, r, &opt, files, nfiles);
                 free(files);
             }
         } else {
-            d9_analyze_render R = {r, &opt, paths.count, results,
-                                   (unsigned)(depth > 4096 ? 4096 : depth)};
+            d9_analyze_render R = {r, &opt, nfiles, run.results, (unsigned)(depth > 4096 ? 4096 : depth)};
             d9_analyze_print_text(&R);
         }
         fflush(stdout);
+        if (rc == D9_EXIT_OK && !run.readable) rc = D9_EXIT_DATA;
     }
-    d9_report_file_problems(stderr, "analyze", results, paths.count, true);
-    d9a_free(a);
-    free(results);
-    d9_path_list_free(&paths);
+    d9_analysis_run_end(&run, "analyze");
     return rc;
 }

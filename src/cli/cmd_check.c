@@ -11,6 +11,7 @@
 #include "analysis/upload_loss.h"
 #include "analysis/analysis.h"
 #include "analysis/rules.h"
+#include "cli/analysis_run.h"
 #include "cli/cli.h"
 #include "common/json_writer.h"
 #include "format/trace_paths.h"
@@ -256,49 +257,18 @@ int d9_cmd_check(int argc, char **argv) {
     if (nrules == 0 && !fail_on_given)
         rules[nrules++] = (d9a_rule){.kind = D9A_RULE_FAIL_ON, .limit = D9A_CRITICAL};
 
-    d9_path_list paths = {0};
-    char err[512];
-    if (d9_expand_paths(argc - optind, argv + optind, &paths, err, sizeof err) != 0) {
-        fprintf(stderr, "dial9 check: %s\n", err);
-        d9_path_list_free(&paths);
-        return D9_EXIT_DATA;
+    d9_analysis_run run;
+    int rc = d9_analysis_run_start(&run, "check", argc - optind, argv + optind, &opt);
+    if (rc != D9_EXIT_OK) {
+        d9_analysis_run_end(&run, "check");
+        return rc;
     }
-    if (d9_cli_window_is_relative(&opt.from, &opt.to)) {
-        d9_cli_trace_span(&paths, &opt.trace_start_ts, &opt.trace_end_ts);
-        opt.trace_span_known = true;
-    }
-    d9_file_result *results = calloc(paths.count, sizeof *results);
-    d9a_analysis *a = d9a_new(&opt);
-    if (!results || !a) {
-        fprintf(stderr, "dial9 check: out of memory\n");
-        free(results);
-        d9a_free(a);
-        d9_path_list_free(&paths);
-        return D9_EXIT_DATA;
-    }
-    d9a_feeder feeder = {.a = a};
-    bool readable = d9_read_trace_files(&paths, d9a_feeder_event, &feeder, results) == D9_EXIT_OK;
-    const d9a_report *r = d9a_finish(a);
+    const d9a_report *r = run.report;
+    bool readable = run.readable;
     d9a_rule_result res[sizeof rules / sizeof rules[0]];
-    size_t broken = 0;
-    if (!r) {
-        fprintf(stderr, "dial9 check: out of memory\n");
-        d9a_free(a);
-        free(results);
-        d9_path_list_free(&paths);
-        return D9_EXIT_DATA;
-    }
-    if (r->window_error) { /* refused, as export refuses it (common/time_arg.h) */
-        fprintf(stderr, "dial9 check: %s\n", r->window_error);
-        d9_report_file_problems(stderr, "check", results, paths.count, true);
-        d9a_free(a);
-        free(results);
-        d9_path_list_free(&paths);
-        return D9_EXIT_USAGE;
-    }
-    broken = d9a_check_rules(r, rules, nrules, res);
+    size_t broken = d9a_check_rules(r, rules, nrules, res);
     if (json) {
-        print_json(res, nrules, broken, readable, results, paths.count, r);
+        print_json(res, nrules, broken, readable, run.results, run.paths.count, r);
     } else {
         if (!readable) printf("FAIL readable: a trace file could not be read or decoded completely\n");
         for (size_t i = 0; i < nrules; i++)
@@ -313,9 +283,6 @@ int d9_cmd_check(int argc, char **argv) {
         else printf("dial9 check: ok: %zu rule%s hold\n", total, total == 1 ? "" : "s");
     }
     fflush(stdout);
-    d9_report_file_problems(stderr, "check", results, paths.count, true);
-    d9a_free(a);
-    free(results);
-    d9_path_list_free(&paths);
+    d9_analysis_run_end(&run, "check");
     return broken || !readable ? D9_EXIT_DATA : D9_EXIT_OK;
 }

@@ -1,0 +1,49 @@
+/* Reading a trace into the analysis, for analyze and check (analysis_run.h). */
+#include "cli/analysis_run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+#include "cli/time_options.h"
+
+int d9_analysis_run_start(d9_analysis_run *run, const char *cmd, int npaths, char **paths, d9a_options *opt) {
+    *run = (d9_analysis_run){0};
+    char err[512];
+    if (d9_expand_paths(npaths, paths, &run->paths, err, sizeof err) != 0) {
+        fprintf(stderr, "dial9 %s: %s\n", cmd, err);
+        return D9_EXIT_DATA;
+    }
+    if (d9_cli_window_is_relative(&opt->from, &opt->to)) {
+        d9_cli_trace_span(&run->paths, &opt->trace_start_ts, &opt->trace_end_ts);
+        opt->trace_span_known = true;
+    }
+    run->results = calloc(run->paths.count ? run->paths.count : 1, sizeof *run->results);
+    run->analysis = d9a_new(opt);
+    if (!run->results || !run->analysis) {
+        fprintf(stderr, "dial9 %s: out of memory\n", cmd);
+        return D9_EXIT_DATA;
+    }
+    d9a_feeder feeder = {.a = run->analysis};
+    run->readable = d9_read_trace_files(&run->paths, d9a_feeder_event, &feeder, run->results) == D9_EXIT_OK;
+    run->read = true;
+    const d9a_report *r = d9a_finish(run->analysis);
+    if (!r) {
+        fprintf(stderr, "dial9 %s: out of memory\n", cmd);
+        return D9_EXIT_DATA;
+    }
+    if (r->window_error) {
+        fprintf(stderr, "dial9 %s: %s\n", cmd, r->window_error);
+        return D9_EXIT_USAGE;
+    }
+    run->report = r;
+    return D9_EXIT_OK;
+}
+
+void d9_analysis_run_end(d9_analysis_run *run, const char *cmd) {
+    if (run->read) d9_report_file_problems(stderr, cmd, run->results, run->paths.count, true);
+    d9a_free(run->analysis);
+    free(run->results);
+    d9_path_list_free(&run->paths);
+    *run = (d9_analysis_run){0};
+}

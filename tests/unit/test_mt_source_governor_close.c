@@ -23,7 +23,11 @@
  *    switch-out and switch-in in the trace;
  *  - a reopen that fails (RLIMIT_NOFILE lowered so that no fd can be made: EMFILE) pauses the
  *    governor with a CoverageEvent and says so once on stderr; once fds can be made again the
- *    level comes back (sampled, a reopen that works) by itself.
+ *    level comes back (sampled, a reopen that works) by itself;
+ *  - a privilege drop between windows (as root, in a child: setuid 65534): the windows go on
+ *    reopening and switch records keep coming (user-only events of its own threads are
+ *    allowed); the stacks, refused unprivileged at perf_event_paranoid >= 2, are said once,
+ *    at >= 3 the switch events too (paused, said once); the child exits cleanly.
  * Every phase ends on the recorder's state or on counts, never on a duration; 120 s bounds are
  * only a safety net. */
 #include <dirent.h>
@@ -31,6 +35,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -539,10 +545,100 @@ static void run_windows(void) {
     free(dir);
 }
 
+/* ---------------------------------------------------------------- a privilege drop */
+
+static bool reopens_reach(uint64_t n) {
+    uint64_t closes, reopens, records;
+    d9_perf_switch_events_now(&closes, &reopens, &records);
+    return reopens >= n || d9_perf_reopen_failures() > 0;
+}
+
+/* The child: 0 when it dropped between windows and the windows went on (or paused, said). */
+static int drop_child(const char *dir) {
+    d9_perf_hold_governor_level(D9_GOV_LEVEL_SAMPLED_FIRST + 1);
+    d9_perf_set_window_closing(D9_PERF_CLOSE_ALWAYS);
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = dir;
+    cfg.symbolize = false;
+    if (d9_start(&cfg) != 0) return 10;
+    atomic_store(&g_stop, false);
+    pthread_t a, b;
+    pthread_create(&b, NULL, ponger, NULL);
+    pthread_create(&a, NULL, pinger, NULL);
+    /* between windows, after a first reopen (the rings' hosts exist, mapped by root) */
+    if (!wait_for(reopens_reach, 1)) return 11;
+    uint64_t t0 = tt_now(), seq;
+    while (tt_now() - t0 < SAFETY_NS && (d9_perf_switch_state(&seq) != D9_PERF_SWITCH_CLOSED || (seq & 1)))
+        tt_sleep_ns(1000u * 1000u);
+    d9_flush();
+    if (d9_hand_over_files(65534, 65534) != 0) return 12;
+    if (setgid(65534) != 0 || setuid(65534) != 0 || geteuid() != 65534) return 13;
+    uint64_t closes, reopens, records;
+    d9_perf_switch_events_now(&closes, &reopens, &records);
+    /* two windows reopened as uid 65534, or a failed reopen */
+    if (!wait_for(reopens_reach, reopens + 2)) return 14;
+    bool failed = d9_perf_reopen_failures() > 0;
+    if (!failed && !wait_for(records_reach, records + 1)) return 15;
+    atomic_store(&g_stop, true);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    d9_stop();
+    return failed ? 1 : 0;
+}
+
+static void run_privilege_drop(void) {
+    printf("--- a privilege drop between windows\n");
+    if (geteuid() != 0) {
+        printf("SKIP: not root\n");
+        return;
+    }
+    char *dir = d9t_mkdtemp("governor-drop");
+    chmod(dir, 0755);
+    char errpath[512];
+    snprintf(errpath, sizeof errpath, "%s/stderr.txt", dir);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+        dup2(fd, 2);
+        close(fd);
+        _exit(drop_child(dir));
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int paranoid = 2;
+    FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+    if (f) {
+        if (fscanf(f, "%d", &paranoid) != 1) paranoid = 2;
+        fclose(f);
+    }
+    size_t stacks_said = count_in(errpath, "context-switch stacks not reopened");
+    size_t paused_said = count_in(errpath, "reopening their perf events failed");
+    printf("child exit %d (signal %d); perf_event_paranoid %d; said: stacks %zu, paused %zu\n",
+           WIFEXITED(status) ? WEXITSTATUS(status) : -1, WIFSIGNALED(status) ? WTERMSIG(status) : 0, paranoid,
+           stacks_said, paused_said);
+    CHECK(WIFEXITED(status));
+    if (!WIFEXITED(status)) return;
+    int code = WEXITSTATUS(status);
+    if (paranoid >= 3) { /* user-only events refused too: paused, said once */
+        CHECK_EQ_U64(code, 1);
+        CHECK_EQ_U64(paused_said, 1);
+    } else {
+        CHECK_EQ_U64(code, 0); /* the windows went on with switch records */
+        CHECK_EQ_U64(paused_said, 0);
+        CHECK_EQ_U64(stacks_said, paranoid >= 2 ? 1 : 0);
+    }
+    if (!getenv("D9_KEEP")) d9t_rm_rf(dir);
+    free(dir);
+}
+
 int main(void) {
     CHECK(pipe(g_ping) == 0 && pipe(g_pong) == 0);
     run(false);
     run(true);
     run_windows();
+    run_privilege_drop();
     return d9t_summary("test_mt_source_governor_close");
 }

@@ -171,14 +171,17 @@ static int cmp_pid(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Threads of this process, the caller first (its events decide what the kernel allows). */
-static pid_t *list_threads(size_t *count) {
+/* Threads of this process, the caller first (its events decide what the kernel allows); the
+ * caller alone when /proc/self/task cannot be read, *err then says why (0 otherwise). */
+static pid_t *list_threads(size_t *count, int *err) {
+    *err = 0;
     size_t n = 0, cap = 16;
     pid_t *tids = malloc(cap * sizeof *tids);
     if (!tids) return NULL;
     pid_t self = gettid();
     tids[n++] = self;
     DIR *d = opendir("/proc/self/task");
+    if (!d) *err = -errno;
     struct dirent *e;
     while (d && (e = readdir(d))) {
         pid_t tid = (pid_t)atoi(e->d_name);
@@ -326,7 +329,8 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     /* the fd whose ring the events of a CPU share: [0] samples, [1] switches */
     int *leader = malloc(2 * (size_t)s->ncpu * sizeof *leader);
     size_t ntids = 0;
-    pid_t *tids = list_threads(&ntids);
+    int list_err;
+    pid_t *tids = list_threads(&ntids, &list_err); /* unreadable: the caller's thread alone, as ever */
     if (!s->rings || !s->swrings || !leader || !tids) {
         free(leader);
         free(tids);
@@ -920,8 +924,9 @@ static int reopen_switch_events(perf_src *s) {
         host_ring(s, c, false);
     }
     size_t ntids = 0;
-    pid_t *tids = list_threads(&ntids);
-    int err = tids ? 0 : -ENOMEM, stacks_err = 0;
+    int err = 0, stacks_err = 0;
+    pid_t *tids = list_threads(&ntids, &err); /* unreadable (EMFILE...): a window would miss threads */
+    if (!tids && err == 0) err = -ENOMEM;
     d9_perf_report rep; /* open_event's fallbacks were all taken at start */
     memset(&rep, 0, sizeof rep);
     int kinds = 0;

@@ -539,6 +539,7 @@ static void run_windows(void) {
         size_t said = count_in(errpath, "reopening their perf events failed");
         printf("stderr says it %zu time(s)\n", said);
         CHECK_EQ_U64(said, 1);
+        CHECK_EQ_U64(count_in(errpath, "failed (Too many open files)"), 1); /* the real cause */
     }
     tt_free(&t);
     if (!getenv("D9_KEEP")) d9t_rm_rf(dir);

@@ -1,5 +1,6 @@
 /* The memory-map source. /proc/self/maps is read at start, at every segment start (the whole
- * map goes into each segment, so each file can be symbolized alone) and when the dynamic
+ * map goes into each segment, so each file can be symbolized alone; the first segment, which
+ * begins within the start, reuses the start's read unless the loader changed) and when the dynamic
  * loader's counters say a library came or went. Checking those counters is one
  * dl_iterate_phdr callback per drain: no file is read while nothing changes. Build ids are
  * read once per (device, inode, path). */
@@ -41,6 +42,7 @@ typedef struct mm_source {
     known_file **files;
     size_t nfiles, files_cap;
     unsigned long long adds, subs; /* the loader's counters when maps was read */
+    bool fresh;                    /* maps was read by the start, no segment began since */
     char vdso_build_id[D9_BUILD_ID_HEX_MAX];
     char kernel_build_id[D9_BUILD_ID_HEX_MAX];
 } mm_source;
@@ -202,7 +204,13 @@ static bool same_mapping(const mapping *a, const mapping *b) {
 
 static void mm_segment_start(d9_source *src, d9_src_batch *out) {
     mm_source *s = src->ctx;
-    read_maps(s); /* on failure, the last map we read is still the best we know */
+    /* The first segment begins within the same start that just read the maps: read again only
+     * if the loader changed something meanwhile. Later segments read them again. */
+    unsigned long long counters[2];
+    if (s->fresh) loader_counters(counters);
+    if (!s->fresh || counters[0] != s->adds || counters[1] != s->subs)
+        read_maps(s); /* on failure, the last map we read is still the best we know */
+    s->fresh = false;
     uint64_t ts = now_ns();
     for (size_t i = 0; i < s->nmaps; i++) emit_mapping(out, ts, &s->maps[i]);
     /* The kernel as a pseudo module: tells readers which addresses are the kernel's, and
@@ -266,6 +274,7 @@ void d9_memory_map_source_start(const d9_config *cfg, d9_collector *c) {
         d9_collector_note_source(c, "memory_map", false, "/proc/self/maps cannot be read");
         return;
     }
+    s->fresh = true;
     if (!d9_collector_add_source(c, &s->base)) {
         mm_close(&s->base);
         d9_collector_note_source(c, "memory_map", false, "too many data sources");

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/host_boot_id.h"
 #include "core/workers.h"
 
 void d9_run_metadata_set(d9_run_metadata *m, const char *key, const char *fmt, ...) {
@@ -34,14 +35,6 @@ void d9_run_metadata_set(d9_run_metadata *m, const char *key, const char *fmt, .
     }
     m->keys[m->count] = k;
     m->vals[m->count++] = val;
-}
-
-static void read_line(const char *path, char *out, size_t len) {
-    out[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return;
-    if (fgets(out, (int)len, f)) out[strcspn(out, "\n")] = 0;
-    fclose(f);
 }
 
 const char *d9_program_name(void) {
@@ -88,7 +81,7 @@ void d9_run_metadata_describe_process(d9_run_metadata *m, const char *service, c
     }
     d9_run_metadata_set(m, "pid", "%d", (int)getpid());
     d9_run_metadata_set(m, "run_id", "%s", run_id);
-    read_line("/proc/sys/kernel/random/boot_id", buf, sizeof buf);
+    d9_host_boot_id(buf, sizeof buf);
     if (buf[0]) d9_run_metadata_set(m, "boot_id", "%s", buf);
     d9_run_metadata_set(m, "library", "dial9-c %s", D9_VERSION);
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);

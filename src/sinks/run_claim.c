@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/host_boot_id.h"
 #include "sinks/trace_files.h"
 
 int d9_run_claim(const char *run_dir) {
@@ -23,12 +24,8 @@ int d9_run_claim(const char *run_dir) {
 }
 
 void d9_run_boot_id(const char *run_dir, char *out, size_t len) {
-    char boot[64] = "";
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-    if (f) {
-        if (fgets(boot, sizeof boot, f)) boot[strcspn(boot, "\n")] = 0;
-        fclose(f);
-    }
+    char boot[64];
+    d9_host_boot_id(boot, sizeof boot);
     size_t n = strlen(run_dir);
     while (n > 1 && run_dir[n - 1] == '/') n--;
     size_t b = n;

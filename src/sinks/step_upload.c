@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/host_boot_id.h"
 #include "sinks/run_claim.h" /* D9_RUN_BOOT_ID_MAX */
 #include "sinks/s3_key.h"
 #include "sinks/sha256.h"
@@ -31,14 +32,6 @@ struct d9_uploader {
 const char *d9_uploader_target(const d9_uploader *u) { return d9_s3_client_target(u->s3); }
 uint64_t d9_uploader_multipart_threshold(const d9_uploader *u) { return u->threshold; }
 uint64_t d9_uploader_part_size(const d9_uploader *u) { return u->part_size; }
-
-static void read_line(const char *path, char *out, size_t len) {
-    out[0] = 0;
-    FILE *f = fopen(path, "re");
-    if (!f) return;
-    if (fgets(out, (int)len, f)) out[strcspn(out, "\n")] = 0;
-    fclose(f);
-}
 
 /* A whole number of MiB from the environment, within [lo, hi]; 0 or -1 with a message. */
 static int mib_from_env(const char *name, uint64_t lo, uint64_t hi, uint64_t *out, char *err, size_t errlen) {
@@ -76,7 +69,7 @@ d9_uploader *d9_uploader_new(const d9_config *cfg, char *err, size_t errlen) {
     }
     if (gethostname(u->host, sizeof u->host) != 0) snprintf(u->host, sizeof u->host, "unknown");
     u->host[sizeof u->host - 1] = 0;
-    read_line("/proc/sys/kernel/random/boot_id", u->boot_id, sizeof u->boot_id);
+    d9_host_boot_id(u->boot_id, sizeof u->boot_id);
     return u;
 fail:
     d9_uploader_free(u);

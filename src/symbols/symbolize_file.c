@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/host_boot_id.h"
 #include "symbols/trace_scan.h"
 
 static int by_u64(const void *a, const void *b) {
@@ -45,7 +46,7 @@ bool d9_symbolize_input(d9_symbolizer *sym, const d9_sym_input *in, bool all, d9
         return false;
     }
     char boot[64];
-    d9_current_boot_id(boot, sizeof boot);
+    d9_host_boot_id(boot, sizeof boot);
     /* Kernel addresses are this boot's only if the trace says it is this boot. */
     d9_symbolizer_use_kallsyms(sym, boot[0] && strcmp(boot, in->boot_id) == 0);
     d9_sym_result *r = malloc(sizeof *r);

@@ -248,10 +248,3 @@ const char *d9_symbolizer_kernel_note(const d9_symbolizer *s) {
     return s->kernel_seen && !s->ksyms ? s->kernel_note : "";
 }
 
-void d9_current_boot_id(char *out, size_t len) {
-    if (len) out[0] = 0;
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-    if (!f) return;
-    if (fgets(out, (int)len, f)) out[strcspn(out, "\n")] = 0;
-    fclose(f);
-}

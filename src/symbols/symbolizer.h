@@ -60,7 +60,4 @@ void d9_symbolizer_module_notes(d9_symbolizer *s, void (*fn)(const char *path, c
 /* Why kernel addresses had no names ("" when kallsyms was used or not needed). */
 const char *d9_symbolizer_kernel_note(const d9_symbolizer *s);
 
-/* This machine's boot id ("" when unknown), to compare with a trace's. */
-void d9_current_boot_id(char *out, size_t len);
-
 #endif

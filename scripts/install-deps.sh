@@ -6,6 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config     # the build
   zlib1g-dev                           # gzip traces in the reader; headers of the compress step (libz.so.1 dlopen'ed)
+  libzstd-dev zstd                     # zstd traces in the reader, headers of DIAL9_COMPRESS=zstd (libzstd.so.1 dlopen'ed); test_serve's .bin.zst
   libcurl4-openssl-dev                 # headers of the S3 upload step (libcurl.so.4 dlopen'ed at run time)
   clang libclang-rt-14-dev             # libFuzzer targets, sanitizers
   valgrind                             # instruction counts in the benchmark

@@ -1,10 +1,11 @@
 /* The pipeline's cost off the application threads, on one segment of real trace data:
  *   d9_bench_upload --make DIR MB   record a segment of about MB MiB (polls, wakes, spawns) and
  *                                   print its path
- *   d9_bench_upload FILE            compress FILE (a copy) and upload the .gz to the S3 given by
- *                                   the environment (DIAL9_S3_BUCKET, AWS_ENDPOINT_URL, keys);
- *                                   prints CPU ms per MB, throughput and the peak memory the
- *                                   steps added to this process (VmHWM - VmRSS at start). */
+ *   d9_bench_upload FILE [gzip|zstd]  compress FILE (a copy; default gzip) and upload the result
+ *                                   to the S3 given by the environment (DIAL9_S3_BUCKET,
+ *                                   AWS_ENDPOINT_URL, keys); prints CPU ms per MB, throughput and
+ *                                   the peak memory the steps added to this process (VmHWM -
+ *                                   VmRSS at start: one codec per process, so that it is its own). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,10 +75,12 @@ static int make_segment(const char *dir, unsigned mb) {
 
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "--make") == 0) return make_segment(argv[2], (unsigned)atoi(argv[3]));
-    if (argc != 2) {
-        fprintf(stderr, "usage: d9_bench_upload --make DIR MB | d9_bench_upload FILE\n");
+    d9_compress_mode mode = argc == 3 && strcmp(argv[2], "zstd") == 0 ? D9_COMPRESS_ZSTD : D9_COMPRESS_GZIP;
+    if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "zstd") != 0 && strcmp(argv[2], "gzip") != 0)) {
+        fprintf(stderr, "usage: d9_bench_upload --make DIR MB | d9_bench_upload FILE [gzip|zstd]\n");
         return 2;
     }
+    const char *codec = mode == D9_COMPRESS_ZSTD ? "zstd" : "gzip";
     long rss0 = status_kb("VmRSS:");
     char copy[4096], gz[4096], err[1024], key[4096];
     snprintf(copy, sizeof copy, "%s.bench.bin", argv[1]);
@@ -89,13 +92,13 @@ int main(int argc, char **argv) {
     double mb = st.st_size / 1048576.0;
     uint64_t gz_size;
     double c0 = cpu_ms(), w0 = wall_ms();
-    if (d9_step_compress_gzip(copy, gz, sizeof gz, &gz_size, NULL, NULL, err, sizeof err) != 0) {
+    if (d9_step_compress(copy, mode, gz, sizeof gz, &gz_size, NULL, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "compress: %s\n", err);
         return 1;
     }
     double c1 = cpu_ms(), w1 = wall_ms();
     long hwm_compress = status_kb("VmHWM:");
-    printf("segment %.1f MiB -> %.1f MiB gzip (%.1fx)\n", mb, gz_size / 1048576.0, st.st_size / (double)gz_size);
+    printf("segment %.1f MiB -> %.1f MiB %s (%.1fx)\n", mb, gz_size / 1048576.0, codec, st.st_size / (double)gz_size);
     printf("compress: %.1f ms CPU per MiB in, %.0f MiB/s\n", (c1 - c0) / mb, mb / ((w1 - w0) / 1e3));
     d9_config cfg;
     if (d9_config_from_env(&cfg) != 0 || !cfg.s3_bucket) {

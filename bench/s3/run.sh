@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Background cost of compress + upload: a segment of 16 and of 64 MiB, uploaded to s3rver behind
-# the verifying proxy of tests/scripts/s3 on loopback; then d9_bench's hook costs with and without
+# Background cost of compress + upload: a segment of 16 and of 64 MiB, each compressed with gzip
+# and with zstd (one process each) and uploaded to s3rver behind the verifying proxy of
+# tests/scripts/s3 on loopback; then d9_bench's hook costs with and without
 # the pipeline uploading beside them. Usage: bench/s3/run.sh [BUILD_DIR] [--short]
 set -euo pipefail
 BUILD=${1:-build}
@@ -17,9 +18,11 @@ for _ in $(seq 300); do grep -q port "$T/port" 2>/dev/null && break; sleep 0.1; 
 PORT=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$T/port")
 for mb in 16 64; do
     seg=$("$BUILD/bench/s3/d9_bench_upload" --make "$T/rec$mb" $mb)
-    echo "== $mb MiB segment"
-    NODE_NO_WARNINGS=1 AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER DIAL9_S3_BUCKET=d9-bench \
-        AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" "$BUILD/bench/s3/d9_bench_upload" "$seg"
+    for codec in gzip zstd; do
+        echo "== $mb MiB segment, $codec"
+        NODE_NO_WARNINGS=1 AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER DIAL9_S3_BUCKET=d9-bench \
+            AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" "$BUILD/bench/s3/d9_bench_upload" "$seg" $codec
+    done
 done
 
 # The hooks while the pipeline works, in the same process: d9_bench's hook section with 1 MiB

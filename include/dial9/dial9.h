@@ -52,7 +52,7 @@ extern "C" {
 
 /* DIAL9_VERSION of the library: (major << 16) | (minor << 8) | patch. */
 D9_API unsigned d9_version(void);
-/* DIAL9_VERSION_STRING of the library, e.g. "0.3.0" (static storage). */
+/* DIAL9_VERSION_STRING of the library, e.g. "0.4.0" (static storage). */
 D9_API const char *d9_version_string(void);
 
 /* ------------------------------------------------------------------------------------------
@@ -88,8 +88,14 @@ typedef enum d9_clock_mode { D9_CLOCK_AUTO = 0, D9_CLOCK_TSC, D9_CLOCK_MONOTONIC
 /* How CPU profile samples are taken. AUTO prefers perf_event_open and falls back to per-thread
  * CPU timers (SIGPROF) where perf is refused. */
 typedef enum d9_sampler_mode { D9_SAMPLER_AUTO = 0, D9_SAMPLER_PERF, D9_SAMPLER_TIMER } d9_sampler_mode;
-/* How sealed segments are compressed (auto: gzip when uploading, none otherwise). */
-typedef enum d9_compress_mode { D9_COMPRESS_AUTO = 0, D9_COMPRESS_NONE, D9_COMPRESS_GZIP } d9_compress_mode;
+/* How sealed segments are compressed (auto: gzip when uploading, none otherwise). ZSTD: since
+ * 0.4 (an older library refuses it: D9_ERR_INVALID). */
+typedef enum d9_compress_mode {
+    D9_COMPRESS_AUTO = 0,
+    D9_COMPRESS_NONE,
+    D9_COMPRESS_GZIP,
+    D9_COMPRESS_ZSTD
+} d9_compress_mode;
 
 typedef struct d9_config {
     uint32_t struct_size;     /* sizeof(d9_config) as the caller was compiled: set by
@@ -137,8 +143,9 @@ typedef struct d9_config {
 
     /* Off the host (docs/s3.md): sealed segments compressed and uploaded in the background,
      * deleted locally once the upload is confirmed. */
-    d9_compress_mode compress; /* DIAL9_COMPRESS = auto | gzip | none (default auto: gzip when
-                                 s3_bucket is set, else none); needs libz.so.1 at run time */
+    d9_compress_mode compress; /* DIAL9_COMPRESS = auto | gzip | zstd | none (default auto: gzip
+                                 when s3_bucket is set, else none); needs libz.so.1 (zstd:
+                                 libzstd.so.1) at run time */
     const char *s3_bucket;    /* DIAL9_S3_BUCKET (default NULL: no upload); needs libcurl.so.4 */
     const char *s3_prefix;    /* DIAL9_S3_PREFIX (default "dial9-traces") */
     const char *s3_region;    /* AWS_REGION, else AWS_DEFAULT_REGION (default "us-east-1") */

@@ -17,10 +17,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "cli/cli.h"
 #include "cli/output_file.h"
 #include "format/trace_paths.h"
+#include "format/dec_input.h"
 #include "format/dec_open_regular.h"
 #include "format/decoder.h"
 #include "symbols/sym_input.h"
@@ -48,8 +50,9 @@ static void symbolize_usage(FILE *out) {
             "id or .gnu_debuglink (CRC checked) under /usr/lib/debug (DIAL9_DEBUG_FILE_DIRS:\n"
             "other roots, ':'-separated) and the --debug-dir directories.\n"
             "Names go into SymbolTableEntry events appended to each file (addresses the file\n"
-            "already names are skipped); .bin.gz files get a new gzip member. Addresses nothing\n"
-            "can name are written as module+0xOFFSET (OFFSET in the file).\n"
+            "already names are skipped); .bin.gz files get a new gzip member, .bin.zst a new\n"
+            "zstd frame. Addresses nothing can name are written as module+0xOFFSET (OFFSET in\n"
+            "the file).\n"
             "\n"
             "  -o, --output OUT    write symbolized copies instead (uncompressed); OUT is a file\n"
             "                      for one input, a directory for several (created if needed)\n"
@@ -84,7 +87,7 @@ typedef struct options {
 typedef struct decoded {
     d9_dec_status status;
     uint64_t good_bytes; /* decoded bytes up to the last complete frame */
-    bool gzip;
+    bool gzip, zstd;
     char message[600];
 } decoded;
 
@@ -97,6 +100,7 @@ static bool read_trace(const char *path, d9_sym_input *in, decoded *out) {
     out->status = d9_dec_state(d);
     out->good_bytes = d9_dec_stop_offset(d);
     out->gzip = d9_dec_get_stats(d)->gzip;
+    out->zstd = d9_dec_get_stats(d)->zstd;
     snprintf(out->message, sizeof out->message, "%s", d9_dec_message(d));
     if (lost_refs)
         fprintf(stderr, "dial9 symbolize: %s: %" PRIu64 " callchain(s) refer to undefined stack pool ids\n",
@@ -106,6 +110,19 @@ static bool read_trace(const char *path, d9_sym_input *in, decoded *out) {
 }
 
 /* ------------------------------------------------------------------ writing */
+
+/* One zstd frame holding `len` bytes (a .bin.zst grows by appending frames). */
+static uint8_t *zstd_frame(const uint8_t *data, size_t len, size_t *out_len) {
+    size_t cap = ZSTD_compressBound(len);
+    uint8_t *out = malloc(cap);
+    if (!out) return NULL;
+    *out_len = ZSTD_compress(out, cap, data, len, 3);
+    if (ZSTD_isError(*out_len)) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
 
 /* One gzip member holding `len` bytes (a .bin.gz grows by appending members). */
 static uint8_t *gzip_member(const uint8_t *data, size_t len, size_t *out_len) {
@@ -145,8 +162,8 @@ static bool write_all(int fd, const void *p, size_t len) {
 
 /* Write the first `good` decoded bytes of `in_path` and then `tail` to `out_path`, as a
  * d9_output_file (an interrupted run leaves no half file under the name). */
-static bool write_copy(const char *in_path, bool gz, uint64_t good, const uint8_t *tail, size_t tail_len,
-                       const char *out_path, char *err, size_t errlen) {
+static bool write_copy(const char *in_path, bool gz, bool zst, uint64_t good, const uint8_t *tail,
+                       size_t tail_len, const char *out_path, char *err, size_t errlen) {
     d9_output_file of;
     if (d9_output_open(&of, out_path, err, errlen) != 0) return false;
     int out = of.fd;
@@ -168,6 +185,21 @@ static bool write_copy(const char *in_path, bool gz, uint64_t good, const uint8_
             }
         }
         if (g) gzclose(g);
+    } else if (zst) {
+        int zfd = d9_open_regular(in_path, O_RDONLY, NULL, 0);
+        d9_input *raw = zfd >= 0 ? d9_input_from_fd(zfd, true) : NULL;
+        if (!raw && zfd >= 0) close(zfd);
+        d9_input *z = raw ? d9_input_zstd(raw, NULL, 0) : NULL;
+        if (!z) ok = false;
+        while (ok && good > 0) {
+            long n = d9_input_read(z, buf, good < sizeof buf ? good : sizeof buf);
+            if (n <= 0) ok = false;
+            else {
+                ok = write_all(out, buf, (size_t)n);
+                good -= (uint64_t)n;
+            }
+        }
+        d9_input_close(z);
     } else {
         int in = d9_open_regular(in_path, O_RDONLY, NULL, 0);
         if (in < 0) ok = false;
@@ -271,7 +303,7 @@ static bool symbolize_path(run *rn, const char *path, const char *out_path) {
         goto done;
     }
     if (dec.status == D9_DEC_TRUNCATED) {
-        if (in_place && dec.gzip) {
+        if (in_place && (dec.gzip || dec.zstd)) {
             fprintf(stderr, "dial9 symbolize: %s: not symbolized: %s (use -o to write a repaired copy)\n",
                     path, dec.message);
             goto done;
@@ -309,8 +341,8 @@ static bool symbolize_path(run *rn, const char *path, const char *out_path) {
     if (in_place) {
         const uint8_t *w = bytes;
         size_t wlen = len;
-        if (len > 0 && dec.gzip) {
-            member = gzip_member(bytes, len, &wlen);
+        if (len > 0 && (dec.gzip || dec.zstd)) {
+            member = dec.gzip ? gzip_member(bytes, len, &wlen) : zstd_frame(bytes, len, &wlen);
             if (!member) {
                 fprintf(stderr, "dial9 symbolize: %s: cannot compress\n", path);
                 goto done;
@@ -327,7 +359,7 @@ static bool symbolize_path(run *rn, const char *path, const char *out_path) {
         }
         st.bytes = wlen;
     } else {
-        if (!write_copy(path, dec.gzip, dec.good_bytes, bytes, len, out_path, err, sizeof err)) {
+        if (!write_copy(path, dec.gzip, dec.zstd, dec.good_bytes, bytes, len, out_path, err, sizeof err)) {
             fprintf(stderr, "dial9 symbolize: %s\n", err);
             goto done;
         }
@@ -356,12 +388,13 @@ static bool is_dir(const char *p) {
     return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-/* The copy's file name: the input's, without .gz (copies are plain) and .active. */
+/* The copy's file name: the input's, without .gz or .zst (copies are plain) and .active. */
 static void copy_name(const char *in, char *out, size_t len) {
     const char *slash = strrchr(in, '/');
     snprintf(out, len, "%s", slash ? slash + 1 : in);
     if (has_suffix(out, ".active")) out[strlen(out) - 7] = 0;
     if (has_suffix(out, ".gz")) out[strlen(out) - 3] = 0;
+    if (has_suffix(out, ".zst")) out[strlen(out) - 4] = 0;
 }
 
 static bool same_file(const char *a, const char *b) {

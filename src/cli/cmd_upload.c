@@ -1,6 +1,6 @@
 /* `dial9 upload [--bucket B] [OPTIONS] DIR...`: store a finished trace directory's sealed
  * segments (or what a recorder left behind) in S3 with the recorder's own pipeline steps:
- * gzip (DIAL9_COMPRESS), keys in dial9's layout, signed PUTs or multipart, retries with backoff;
+ * gzip or zstd (DIAL9_COMPRESS), keys in dial9's layout, signed PUTs or multipart, retries with backoff;
  * each local file deleted only after S3 answered 2xx (kept with --keep). A run directory is
  * locked (flock, as recorders lock theirs) while it is uploaded: a running recorder's files are
  * never taken, and two uploads never send the same file. */
@@ -23,8 +23,9 @@ static void upload_usage(FILE *out) {
     fprintf(out,
             "usage: dial9 upload [--bucket B] [--prefix P] [--service S] [OPTIONS] DIR...\n"
             "\n"
-            "Upload the sealed segments (trace.N.bin, trace.N.bin.gz) of DIR to S3, the way the\n"
-            "recorder does: compressed (DIAL9_COMPRESS, default gzip), under keys in dial9's layout,\n"
+            "Upload the sealed segments (trace.N.bin, .bin.gz, .bin.zst) of DIR to S3, the way the\n"
+            "recorder does: compressed (DIAL9_COMPRESS=gzip, the default, zstd, or none), under keys\n"
+            "in dial9's layout,\n"
             "signed (SigV4) and checksummed, multipart when large. DIR is a trace directory (its\n"
             "run directories are uploaded) or one run directory. Each local file is deleted once S3\n"
             "has stored it (2xx), never before. A run directory a running recorder holds is skipped;\n"
@@ -204,7 +205,7 @@ int d9_cmd_upload(int argc, char **argv) {
     }
     d9_upload_retry r;
     d9_upload_retry_init(&r, u, "dial9 upload");
-    r.compress = cfg.compress != D9_COMPRESS_NONE;
+    r.compress = cfg.compress == D9_COMPRESS_AUTO ? D9_COMPRESS_GZIP : cfg.compress; /* uploading: auto is gzip */
     r.max_attempts = attempts;
     r.keep_local = keep;
     r.stop_when_open = attempts != 0; /* S3 unreachable: say so once, not once per file */

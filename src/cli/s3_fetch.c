@@ -135,7 +135,7 @@ typedef struct object {
     long long index;  /* -1 unknown */
     d9_key_layout layout;
     char *service, *instance, *boot; /* Hive-escaped; NULL for OTHER, boot NULL until named for DATED */
-    bool gz;
+    const char *ext;  /* the local name's compression suffix: ".gz", ".zst" or "" */
     char *group;      /* service=../instance=../boot=.. (or, for OTHER, the key's directory) */
     char *local;      /* path under the cache */
     bool keep;
@@ -182,7 +182,7 @@ static bool describe(object *o, time_t last_modified) {
     d9_key_parts kp;
     if (!safe_components(o->key) || !d9_key_parse(o->key, &kp)) return false;
     size_t kl = strlen(o->key);
-    o->gz = kl > 7 && !strcmp(o->key + kl - 7, ".bin.gz");
+    o->ext = kl > 7 && !strcmp(o->key + kl - 7, ".bin.gz") ? ".gz" : kl > 8 && !strcmp(o->key + kl - 8, ".bin.zst") ? ".zst" : "";
     o->start = kp.start >= 0 ? (time_t)kp.start : last_modified;
     o->index = kp.index;
     o->layout = kp.layout;
@@ -231,7 +231,7 @@ static int name_runs(objects *os, const char *prefix) {
         int rc;
         if (o->layout != D9_KEY_OTHER) {
             rc = asprintf(&o->group, "service=%s/instance=%s/boot=%s", o->service, o->instance, o->boot);
-            if (rc >= 0 && asprintf(&o->local, "%s/trace.%lld.bin%s", o->group, o->index, o->gz ? ".gz" : "") < 0)
+            if (rc >= 0 && asprintf(&o->local, "%s/trace.%lld.bin%s", o->group, o->index, o->ext) < 0)
                 rc = -1;
         } else { /* another layout: kept as it is under the prefix */
             const char *rel = pl && !strncmp(o->key, prefix, pl) ? o->key + pl : o->key;

@@ -9,10 +9,11 @@ static const char *const kind_suffix[] = {
     [D9_SEGMENT_SEALED] = ".bin",
     [D9_SEGMENT_GZIP] = ".bin.gz",
     [D9_SEGMENT_ACTIVE] = ".bin.active",
+    [D9_SEGMENT_ZSTD] = ".bin.zst",
 };
 
 const char *d9_segment_kind_suffix(d9_segment_kind kind) {
-    return (unsigned)kind <= D9_SEGMENT_ACTIVE ? kind_suffix[kind] : "";
+    return (unsigned)kind < D9_SEGMENT_KINDS ? kind_suffix[kind] : "";
 }
 
 bool d9_segment_name_parse(const char *name, uint64_t *seq, d9_segment_kind *kind) {
@@ -27,7 +28,7 @@ bool d9_segment_name_parse(const char *name, uint64_t *seq, d9_segment_kind *kin
         p++;
     }
     if (p == digits) return false;
-    for (int k = D9_SEGMENT_SEALED; k <= D9_SEGMENT_ACTIVE; k++) {
+    for (int k = D9_SEGMENT_SEALED; k < D9_SEGMENT_KINDS; k++) {
         if (strcmp(p, kind_suffix[k]) == 0) {
             *seq = n;
             *kind = (d9_segment_kind)k;
@@ -49,7 +50,7 @@ static bool ends_with(const char *s, size_t n, const char *suffix) {
 bool d9_is_trace_file_name(const char *name) {
     if (!name) return false;
     size_t n = strlen(name);
-    for (int k = D9_SEGMENT_SEALED; k <= D9_SEGMENT_ACTIVE; k++)
+    for (int k = D9_SEGMENT_SEALED; k < D9_SEGMENT_KINDS; k++)
         if (ends_with(name, n, kind_suffix[k])) return true;
     return false;
 }

@@ -174,9 +174,10 @@ static int parse_sampler(const char *var, const char *s, d9_sampler_mode *out) {
 static int parse_compress(const char *var, const char *s, d9_compress_mode *out) {
     if (strcasecmp(s, "auto") == 0) *out = D9_COMPRESS_AUTO;
     else if (strcasecmp(s, "gzip") == 0) *out = D9_COMPRESS_GZIP;
+    else if (strcasecmp(s, "zstd") == 0) *out = D9_COMPRESS_ZSTD;
     else if (strcasecmp(s, "none") == 0) *out = D9_COMPRESS_NONE;
     else {
-        d9_set_error("%s=\"%s\": expected auto, gzip or none", var, s);
+        d9_set_error("%s=\"%s\": expected auto, gzip, zstd or none", var, s);
         return -1;
     }
     return 0;
@@ -367,7 +368,8 @@ static int validate_fields(const d9_config *cfg) {
         d9_set_error("sampler = %d: not a d9_sampler_mode", (int)cfg->sampler);
         return -1;
     }
-    if (cfg->compress != D9_COMPRESS_AUTO && cfg->compress != D9_COMPRESS_NONE && cfg->compress != D9_COMPRESS_GZIP) {
+    if (cfg->compress != D9_COMPRESS_AUTO && cfg->compress != D9_COMPRESS_NONE && cfg->compress != D9_COMPRESS_GZIP &&
+        cfg->compress != D9_COMPRESS_ZSTD) {
         d9_set_error("compress = %d: not a d9_compress_mode", (int)cfg->compress);
         return -1;
     }

@@ -1,5 +1,5 @@
-/* Byte sources for the decoder: an fd, a FILE*, a memory buffer, and a gzip inflater that
- * wraps any of them. Each reads in whatever pieces the caller asks for, so the decoder's
+/* Byte sources for the decoder: an fd, a FILE*, a memory buffer, and gzip and zstd
+ * decompressors that wrap any of them. Each reads in whatever pieces the caller asks for, so the decoder's
  * memory stays bounded whatever the input size. */
 #ifndef D9_FORMAT_DEC_INPUT_H
 #define D9_FORMAT_DEC_INPUT_H
@@ -16,7 +16,7 @@ struct d9_input {
     long (*read)(d9_input *in, uint8_t *buf, size_t n);
     void (*close)(d9_input *in);
     uint64_t raw_bytes;  /* bytes taken from the underlying file or memory */
-    bool incomplete;     /* gzip: the input ended before the compressed stream did */
+    bool incomplete;     /* gzip, zstd: the input ended before the compressed stream did */
     char err[160];
 };
 
@@ -26,16 +26,22 @@ d9_input *d9_input_from_mem(const void *data, size_t len);
 /* Inflate gzip data (dec_gzip.c, dial9_reader only): `prefix` (bytes already read from `raw`, copied) then the
  * rest of `raw`. Takes ownership of raw (also when it returns NULL). Concatenated gzip members are read one after the other. */
 d9_input *d9_input_gzip(d9_input *raw, const uint8_t *prefix, size_t prefix_len);
+/* Decompress zstd data (dec_zstd.c, dial9_reader only), the same way; concatenated frames are
+ * read one after the other. A frame whose window is over 8 MiB (zstd --long, or levels above
+ * 19) is refused with a message: memory stays bounded whatever the input claims. */
+d9_input *d9_input_zstd(d9_input *raw, const uint8_t *prefix, size_t prefix_len);
 
-/* The decoder's constructors behind the openers of decoder.h (dec_open.c passes d9_input_gzip;
- * libdial9, without zlib, passes NULL: gzip data is then an error). */
-typedef d9_input *(*d9_gunzip_fn)(d9_input *raw, const uint8_t *prefix, size_t prefix_len);
+/* The decoder's constructors behind the openers of decoder.h (dec_open.c passes a function
+ * that picks d9_input_gzip or d9_input_zstd; libdial9, without zlib or libzstd, passes NULL:
+ * compressed data is then an error). */
+typedef enum d9_input_codec { D9_INPUT_PLAIN, D9_INPUT_GZIP, D9_INPUT_ZSTD } d9_input_codec;
+typedef d9_input *(*d9_unwrap_fn)(d9_input_codec codec, d9_input *raw, const uint8_t *prefix, size_t prefix_len);
 struct d9_decoder;
 struct d9_dec_options;
 /* Takes ownership of in (also on failure). */
-struct d9_decoder *d9_dec_with_input(d9_input *in, d9_gunzip_fn gunzip,
+struct d9_decoder *d9_dec_with_input(d9_input *in, d9_unwrap_fn unwrap,
                                      const struct d9_dec_options *opt, char *err, size_t errlen);
-struct d9_decoder *d9_dec_with_mem(const void *data, size_t len, d9_gunzip_fn gunzip,
+struct d9_decoder *d9_dec_with_mem(const void *data, size_t len, d9_unwrap_fn unwrap,
                                    const struct d9_dec_options *opt, char *err, size_t errlen);
 
 static inline long d9_input_read(d9_input *in, uint8_t *buf, size_t n) { return in->read(in, buf, n); }

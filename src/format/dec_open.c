@@ -1,6 +1,6 @@
-/* The decoder's openers for paths, fds, FILE*s and memory, gzip included (dec_gzip.c, with
- * zlib): built into dial9_reader. libdial9 has no zlib and opens plain memory only
- * (d9_dec_open_plain_mem, in decoder.c). */
+/* The decoder's openers for paths, fds, FILE*s and memory, gzip and zstd included (dec_gzip.c
+ * with zlib, dec_zstd.c with libzstd): built into dial9_reader. libdial9 has neither and opens
+ * plain memory only (d9_dec_open_plain_mem, in decoder.c). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -9,12 +9,16 @@
 #include "format/dec_open_regular.h"
 #include "format/decoder.h"
 
+static d9_input *unwrap(d9_input_codec codec, d9_input *raw, const uint8_t *prefix, size_t prefix_len) {
+    return codec == D9_INPUT_ZSTD ? d9_input_zstd(raw, prefix, prefix_len) : d9_input_gzip(raw, prefix, prefix_len);
+}
+
 d9_decoder *d9_dec_open_fd(int fd, bool take_ownership, const d9_dec_options *opt, char *err,
                            size_t errlen) {
     d9_input *in = d9_input_from_fd(fd, take_ownership);
     if (!in && take_ownership) close(fd);
     if (!in && err && errlen) snprintf(err, errlen, "out of memory");
-    return in ? d9_dec_with_input(in, d9_input_gzip, opt, err, errlen) : NULL;
+    return in ? d9_dec_with_input(in, unwrap, opt, err, errlen) : NULL;
 }
 
 d9_decoder *d9_dec_open_path(const char *path, const d9_dec_options *opt, char *err,
@@ -31,10 +35,10 @@ d9_decoder *d9_dec_open_path(const char *path, const d9_dec_options *opt, char *
 d9_decoder *d9_dec_open_file(FILE *f, const d9_dec_options *opt, char *err, size_t errlen) {
     d9_input *in = d9_input_from_file(f);
     if (!in && err && errlen) snprintf(err, errlen, "out of memory");
-    return in ? d9_dec_with_input(in, d9_input_gzip, opt, err, errlen) : NULL;
+    return in ? d9_dec_with_input(in, unwrap, opt, err, errlen) : NULL;
 }
 
 d9_decoder *d9_dec_open_mem(const void *data, size_t len, const d9_dec_options *opt, char *err,
                             size_t errlen) {
-    return d9_dec_with_mem(data, len, d9_input_gzip, opt, err, errlen);
+    return d9_dec_with_mem(data, len, unwrap, opt, err, errlen);
 }

@@ -41,7 +41,8 @@ struct d9_decoder {
 
     /* input window: buf[pos, len) is undecoded; buf[0] is at decoded offset `base` */
     d9_input *in;          /* NULL when decoding caller memory in place */
-    d9_gunzip_fn gunzip;   /* wraps gzip input (dec_gzip.c); NULL: plain data only */
+    d9_unwrap_fn unwrap;   /* wraps gzip and zstd input (dec_open.c); NULL: plain data only */
+    d9_input_codec codec;  /* what sniff() found */
     /* scan mode (d9_dec_set_scan): what the reader keeps, per schema index */
     d9_dec_scan scan_mode; /* keep == NULL: off */
     uint8_t *scan;         /* SCAN_* by schema index */
@@ -58,7 +59,7 @@ struct d9_decoder {
     size_t cap, pos, len;
     uint64_t base;
     bool eof;
-    bool sniffed;          /* gzip detection done */
+    bool sniffed;          /* compression detection done */
 
     d9_dec_status status;
     uint64_t stop_off;
@@ -749,17 +750,38 @@ static int refill(d9_decoder *d, uint64_t need) {
     return 0;
 }
 
-/* Look at the first bytes once: gzip (1f 8b) gets an inflater in front of the input. */
+/* The compression the first bytes announce: gzip (1f 8b), zstd (a frame: 28 b5 2f fd). */
+static d9_input_codec codec_of(const uint8_t *b, size_t n) {
+    if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b) return D9_INPUT_GZIP;
+    if (n >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) return D9_INPUT_ZSTD;
+    return D9_INPUT_PLAIN;
+}
+
+static const char *codec_name(d9_input_codec c) { return c == D9_INPUT_ZSTD ? "zstd" : "gzip"; }
+
+/* Without a decompressor (libdial9): say what the data is. */
+static int no_unwrap(d9_decoder *d, d9_input_codec c) {
+    char why[96];
+    snprintf(why, sizeof why, "%s-compressed data: this reader reads uncompressed traces only", codec_name(c));
+    io_error(d, why);
+    return -1;
+}
+
+static void note_codec(d9_decoder *d, d9_input_codec c) {
+    d->codec = c;
+    if (c == D9_INPUT_GZIP) d->st.gzip = true;
+    else d->st.zstd = true;
+}
+
+/* Look at the first bytes once: compressed data gets a decompressor in front of the input. */
 static int sniff(d9_decoder *d) {
     d->sniffed = true;
     if (!d->in) {
-        if (d->len < 2 || d->buf[0] != 0x1f || d->buf[1] != 0x8b) return 0;
-        if (!d->gunzip) {
-            io_error(d, "gzip-compressed data: this reader reads uncompressed traces only");
-            return -1;
-        }
+        d9_input_codec c = codec_of(d->buf, d->len);
+        if (c == D9_INPUT_PLAIN) return 0;
+        if (!d->unwrap) return no_unwrap(d, c);
         d9_input *raw = d9_input_from_mem(d->buf, d->len);
-        d->in = raw ? d->gunzip(raw, NULL, 0) : NULL;
+        d->in = raw ? d->unwrap(c, raw, NULL, 0) : NULL;
         d->own = malloc(d->opt.chunk_bytes);
         if (!d->in || !d->own) {
             io_error(d, "out of memory");
@@ -769,24 +791,22 @@ static int sniff(d9_decoder *d) {
         d->buf = d->own;
         d->len = d->pos = 0;
         d->eof = false;
-        d->st.gzip = true;
+        note_codec(d, c);
         return 0;
     }
-    if (refill(d, 2) < 0) return -1;
-    if (d->len >= 2 && d->own[0] == 0x1f && d->own[1] == 0x8b) {
-        if (!d->gunzip) {
-            io_error(d, "gzip-compressed data: this reader reads uncompressed traces only");
-            return -1;
-        }
-        d9_input *gz = d->gunzip(d->in, d->own, d->len);
-        d->in = gz;
-        if (!gz) {
+    if (refill(d, 4) < 0) return -1;
+    d9_input_codec c = codec_of(d->own, d->len);
+    if (c != D9_INPUT_PLAIN) {
+        if (!d->unwrap) return no_unwrap(d, c);
+        d9_input *in = d->unwrap(c, d->in, d->own, d->len);
+        d->in = in;
+        if (!in) {
             io_error(d, "out of memory");
             return -1;
         }
         d->len = 0;
         d->eof = false;
-        d->st.gzip = true;
+        note_codec(d, c);
     }
     return 0;
 }
@@ -798,7 +818,7 @@ static int finish(d9_decoder *d) {
     d->st.bytes = d->base + d->pos;
     if (d->in) d->st.input_bytes = d->in->raw_bytes;
     if (d->in && d->in->incomplete)
-        stop(d, D9_DEC_TRUNCATED, d->base + d->pos, "the gzip data ends early");
+        stop(d, D9_DEC_TRUNCATED, d->base + d->pos, "the %s data ends early", codec_name(d->codec));
     else {
         d->status = D9_DEC_END;
         d->stop_off = d->base + d->pos;
@@ -1096,12 +1116,12 @@ static d9_decoder *dec_new(const d9_dec_options *opt) {
     return d;
 }
 
-d9_decoder *d9_dec_with_input(d9_input *in, d9_gunzip_fn gunzip, const d9_dec_options *opt,
+d9_decoder *d9_dec_with_input(d9_input *in, d9_unwrap_fn unwrap, const d9_dec_options *opt,
                               char *err, size_t errlen) {
     d9_decoder *d = in ? dec_new(opt) : NULL;
     if (d) {
         d->in = in;
-        d->gunzip = gunzip;
+        d->unwrap = unwrap;
         d->own = malloc(d->opt.chunk_bytes);
     }
     if (!d || !d->own) {
@@ -1115,14 +1135,14 @@ d9_decoder *d9_dec_with_input(d9_input *in, d9_gunzip_fn gunzip, const d9_dec_op
     return d;
 }
 
-d9_decoder *d9_dec_with_mem(const void *data, size_t len, d9_gunzip_fn gunzip,
+d9_decoder *d9_dec_with_mem(const void *data, size_t len, d9_unwrap_fn unwrap,
                             const d9_dec_options *opt, char *err, size_t errlen) {
     d9_decoder *d = dec_new(opt);
     if (!d) {
         set_err(err, errlen, "%s%s", "out of memory", "");
         return NULL;
     }
-    d->gunzip = gunzip;
+    d->unwrap = unwrap;
     d->buf = len ? data : k_empty;
     d->len = len;
     d->eof = true;

@@ -14,8 +14,9 @@
  *     if (d9_dec_state(d) != D9_DEC_END) fprintf(stderr, "%s\n", d9_dec_message(d));
  *     d9_dec_close(d);
  *
- * Input: a path, an fd, a FILE* or a memory buffer. gzip is detected by its magic (1f 8b) and
- * inflated as a stream (concatenated gzip members too). Input is read in chunks; the buffer
+ * Input: a path, an fd, a FILE* or a memory buffer. gzip (magic 1f 8b) and zstd (a frame's
+ * magic 28 b5 2f fd) are detected and decompressed as a stream (concatenated gzip members and
+ * zstd frames too). Input is read in chunks; the buffer
  * grows only to hold one large frame, up to d9_dec_options.max_frame_bytes, so corrupt lengths
  * cannot make the decoder allocate without bound. Memory input is decoded in place.
  *
@@ -210,13 +211,14 @@ d9_decoder *d9_dec_open_fd(int fd, bool take_ownership, const d9_dec_options *op
                            size_t errlen);
 /* Reads `f` from its current position; never closes it. */
 d9_decoder *d9_dec_open_file(FILE *f, const d9_dec_options *opt, char *err, size_t errlen);
-/* Decodes [data, data+len) in place (no copy unless gzip); the caller keeps the memory alive
+/* Decodes [data, data+len) in place (no copy unless compressed); the caller keeps the memory alive
  * and unchanged until d9_dec_close(). */
 d9_decoder *d9_dec_open_mem(const void *data, size_t len, const d9_dec_options *opt, char *err,
                             size_t errlen);
 
-/* The openers above read gzip (zlib, dial9_reader). libdial9 has no zlib: it opens
- * uncompressed memory only (gzip data stops with D9_DEC_ERROR). In place, as d9_dec_open_mem. */
+/* The openers above read gzip and zstd (zlib and libzstd, dial9_reader). libdial9 links
+ * neither: it opens uncompressed memory only (compressed data stops with D9_DEC_ERROR). In
+ * place, as d9_dec_open_mem. */
 d9_decoder *d9_dec_open_plain_mem(const void *data, size_t len, const d9_dec_options *opt,
                                   char *err, size_t errlen);
 
@@ -276,7 +278,7 @@ typedef struct d9_dec_stats {
     uint64_t annotation_frames;
     uint64_t events;
     uint64_t bytes;              /* decoded bytes consumed: the end of the last complete frame */
-    uint64_t input_bytes;        /* bytes read from the input (compressed size for gzip) */
+    uint64_t input_bytes;        /* bytes read from the input (compressed size for gzip, zstd) */
     uint64_t string_pool_entries;
     uint64_t stack_pool_entries;
     uint64_t unresolved_refs;    /* pooled values that were undefined when their event was read */
@@ -284,6 +286,7 @@ typedef struct d9_dec_stats {
     uint64_t undefined_pool_ids; /* distinct pool ids referenced but never defined in their
                                     stream (a format error the stream could not fix) */
     bool gzip;                   /* the input was gzip-compressed */
+    bool zstd;                   /* the input was zstd-compressed */
     /* A decode warning, not an error: timestamps more than D9_DEC_TIME_SLACK_NS outside the
      * range of the file's ClockSyncEvent timestamps (checked from the first one on; a clock
      * sync is itself implausible when it is outside that range and its monotonic and wall

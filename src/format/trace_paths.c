@@ -136,7 +136,7 @@ int d9_expand_paths(int n, char *const *args, d9_path_list *out, char *err, size
             return -1;
         }
         if (out->count == first) {
-            snprintf(err, errlen, "%s: no trace files (*.bin, *.bin.gz, *.bin.active) found", args[i]);
+            snprintf(err, errlen, "%s: no trace files (*.bin, *.bin.gz, *.bin.zst, *.bin.active) found", args[i]);
             return -1;
         }
         qsort(out->paths + first, out->count - first, sizeof *out->paths, cmp_paths);

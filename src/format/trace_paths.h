@@ -1,6 +1,7 @@
 /* Turn the PATH arguments of a CLI command into the list of trace files to read: a file is
  * taken as given; a directory is searched recursively for trace files (trace.N.bin,
- * trace.N.bin.gz, trace.N.bin.active and any other *.bin / *.bin.gz / *.bin.active, see
+ * trace.N.bin.gz, trace.N.bin.zst, trace.N.bin.active and any other *.bin / *.bin.gz /
+ * *.bin.zst / *.bin.active, see
  * common/segment_name.h), ordered by their run directory, then by segment number N (other
  * names after the segments), then by name. Shared by every subcommand and by `dial9 serve`'s
  * index (serve/trace_index.c). */

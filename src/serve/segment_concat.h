@@ -1,5 +1,5 @@
-/* The body of /api/trace: the selected segments of a run, one after the other, each inflated
- * when gzip'ed and cut at the end of its last complete frame (a torn tail would otherwise
+/* The body of /api/trace: the selected segments of a run, one after the other, each
+ * decompressed when gzip'ed or zstd'ed and cut at the end of its last complete frame (a torn tail would otherwise
  * swallow the header of the next stream). The format allows plain concatenation of streams,
  * so the result is one valid trace of exactly the announced length. */
 #ifndef D9_SERVE_SEGMENT_CONCAT_H

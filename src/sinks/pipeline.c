@@ -141,7 +141,8 @@ static void prepare(d9_pipeline *p, entry *e) {
     if (p->compress != D9_COMPRESS_NONE && !should_give_up(p)) {
         char err[512];
         uint64_t out_size;
-        if (d9_step_compress_gzip(sealed_path, out, sizeof out, &out_size, should_give_up, p, err, sizeof err) == 0) {
+        if (d9_step_compress(sealed_path, p->compress, out, sizeof out, &out_size, should_give_up, p, err,
+                             sizeof err) == 0) {
             current = out;
         } else if (!should_give_up(p) && !gone(sealed_path)) {
             fprintf(stderr, "dial9: compressing %s failed, kept as it is: %s\n", sealed_path, err);
@@ -215,7 +216,7 @@ static void *upload_main(void *arg) {
     char err[512];
     d9_uploader *u = d9_uploader_new(&p->upload_cfg, err, sizeof err);
     d9_upload_retry_init(&p->up, u, "dial9");
-    p->up.compress = p->compress != D9_COMPRESS_NONE;
+    p->up.compress = p->compress;
     p->up.give_up = should_give_up;
     p->up.ctx = p;
     p->up.on_resized = report_resized;

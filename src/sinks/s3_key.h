@@ -15,7 +15,7 @@
 int d9_hive_escape(const char *in, char *out, size_t outlen);
 
 /* 0, or -1 when it does not fit. A trailing '/' of prefix is dropped; an empty prefix puts
- * version=1 first. `suffix` is ".bin.gz" (or ".bin" when uploading uncompressed). */
+ * version=1 first. `suffix` is ".bin.gz", ".bin.zst" or ".bin" (uncompressed). */
 int d9_s3_key(char *out, size_t outlen, const char *prefix, const char *service, const char *host,
               const char *boot_id, time_t start, uint64_t index, const char *suffix);
 

@@ -71,7 +71,8 @@ bool d9_key_parse(const char *key, d9_key_parts *out) {
     size_t count = split(key, parts);
     span base = parts[count - 1];
     bool gz = base.n > 7 && !memcmp(base.p + base.n - 7, ".bin.gz", 7);
-    if (!gz && !(base.n > 4 && !memcmp(base.p + base.n - 4, ".bin", 4))) return false;
+    bool zst = base.n > 8 && !memcmp(base.p + base.n - 8, ".bin.zst", 8);
+    if (!gz && !zst && !(base.n > 4 && !memcmp(base.p + base.n - 4, ".bin", 4))) return false;
     long long epoch, index;
     int used = 0;
     char name[256];

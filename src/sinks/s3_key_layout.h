@@ -22,7 +22,7 @@ typedef struct d9_key_parts {
 } d9_key_parts;
 
 /* Fills *out (layout OTHER when the key fits none of the layouts); false when the key is not a
- * trace file (.bin or .bin.gz). */
+ * trace file (.bin, .bin.gz or .bin.zst). */
 bool d9_key_parse(const char *key, d9_key_parts *out);
 
 #endif

@@ -390,7 +390,7 @@ static int open_segment(d9_segment_writer *w) {
     return -EEXIST;
 }
 
-/* A sealed file about to be deleted: its path now (.bin, else its .bin.gz), size and start.
+/* A sealed file about to be deleted: its path now (.bin, else its .bin.gz or .bin.zst), size and start.
  * false when it is not one whose deletion loses an upload. */
 static bool upload_pending(const d9_segment_writer *w, const d9_tf_entry *e, uint64_t *size, int64_t *start) {
     if (e->kind == D9_SEGMENT_ACTIVE) return false; /* never uploaded anyway */
@@ -404,10 +404,11 @@ static bool upload_pending(const d9_segment_writer *w, const d9_tf_entry *e, uin
     struct statx sx;
     if (!d9_tf_path(path, sizeof path, w->trace_dir, run, e->seq, (d9_segment_kind)e->kind)) return false;
     if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_SIZE | STATX_BTIME, &sx) != 0) {
-        if (e->kind != D9_SEGMENT_SEALED ||
-            !d9_tf_path(path, sizeof path, w->trace_dir, run, e->seq, D9_SEGMENT_GZIP) ||
-            statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_SIZE | STATX_BTIME, &sx) != 0)
-            return false; /* gone: uploaded (and removed) already */
+        bool found = false;
+        for (size_t k = 0; !found && e->kind == D9_SEGMENT_SEALED && k < 2; k++)
+            found = d9_tf_path(path, sizeof path, w->trace_dir, run, e->seq, d9_tf_compressed_kinds[k]) &&
+                    statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_SIZE | STATX_BTIME, &sx) == 0;
+        if (!found) return false; /* gone: uploaded (and removed) already */
     }
     *size = sx.stx_size;
     *start = e->start_ns ? e->start_ns

@@ -1,5 +1,6 @@
-/* Pipeline step: replace a sealed trace.N.bin by trace.N.bin.gz, one plain gzip member of the
- * whole file (what dial9 writes and every reader here reads), streamed in 64 KiB pieces. */
+/* Pipeline step: replace a sealed trace.N.bin by trace.N.bin.gz (one plain gzip member of the
+ * whole file, what dial9 writes and every reader here reads) or trace.N.bin.zst (one zstd
+ * frame, DIAL9_COMPRESS=zstd), streamed in 64 KiB pieces. */
 #ifndef D9_SINKS_STEP_COMPRESS_H
 #define D9_SINKS_STEP_COMPRESS_H
 
@@ -7,11 +8,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Compress `path` into `path`.gz (written as a hidden temporary, renamed into place, then
- * `path` unlinked). On success 0 with the new path and size. On failure -1 with a message;
- * `path` is left as it was and no partial .gz remains. give_up (may be NULL) is polled between
- * pieces: when it says so, the step stops (-1, "given up"). */
-int d9_step_compress_gzip(const char *path, char *gz_path, size_t gz_path_len, uint64_t *gz_size,
-                          bool (*give_up)(void *), void *ctx, char *err, size_t errlen);
+#include "dial9/dial9.h"
+
+/* ".gz" for D9_COMPRESS_GZIP, ".zst" for D9_COMPRESS_ZSTD, "" otherwise. */
+const char *d9_compress_suffix(d9_compress_mode mode);
+
+/* Compress `path` into `path`.gz or `path`.zst as `mode` says (written as a hidden temporary,
+ * renamed into place, then `path` unlinked). On success 0 with the new path and size. On
+ * failure -1 with a message; `path` is left as it was and no partial file remains. give_up
+ * (may be NULL) is polled between pieces: when it says so, the step stops (-1, "given up"). */
+int d9_step_compress(const char *path, d9_compress_mode mode, char *out_path, size_t out_path_len,
+                     uint64_t *out_size, bool (*give_up)(void *), void *ctx, char *err, size_t errlen);
 
 #endif

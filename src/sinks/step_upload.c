@@ -100,7 +100,7 @@ typedef struct object_headers {
 } object_headers;
 
 /* Content type and encoding, metadata: what PutObject and CreateMultipartUpload carry. */
-static void object_headers_fill(object_headers *o, const d9_uploader *u, bool gz, uint64_t index, time_t start,
+static void object_headers_fill(object_headers *o, const d9_uploader *u, const char *encoding, uint64_t index, time_t start,
                                 const char *service, const char *boot_id) {
     snprintf(o->index_s, sizeof o->index_s, "%" PRIu64, index);
     snprintf(o->start_s, sizeof o->start_s, "%lld", (long long)start);
@@ -110,7 +110,7 @@ static void object_headers_fill(object_headers *o, const d9_uploader *u, bool gz
     d9_uri_encode(boot_id[0] ? boot_id : "unknown", false, o->meta_boot, sizeof o->meta_boot);
     o->n = 0;
     o->h[o->n++] = (d9_sigv4_header){"content-type", "application/octet-stream"};
-    if (gz) o->h[o->n++] = (d9_sigv4_header){"content-encoding", "gzip"};
+    if (encoding) o->h[o->n++] = (d9_sigv4_header){"content-encoding", encoding};
     o->h[o->n++] = (d9_sigv4_header){"x-amz-meta-boot-id", o->meta_boot};
     o->h[o->n++] = (d9_sigv4_header){"x-amz-meta-host", o->meta_host};
     o->h[o->n++] = (d9_sigv4_header){"x-amz-meta-segment-index", o->index_s};
@@ -234,8 +234,13 @@ d9_upload_result d9_uploader_put(d9_uploader *u, const char *path, uint64_t inde
                                  char *err, size_t errlen) {
     if (!service) service = u->service;
     if (!boot_id) boot_id = u->boot_id;
-    bool gz = strlen(path) > 3 && strcmp(path + strlen(path) - 3, ".gz") == 0;
-    if (d9_s3_key(key, keylen, u->prefix, service, u->host, boot_id, start, index, gz ? ".bin.gz" : ".bin") != 0) {
+    /* the file's compression, from its name (step_compress.h): the key's suffix and the
+     * object's Content-Encoding (RFC 9110's gzip, RFC 8878's zstd) */
+    size_t plen = strlen(path);
+    bool gz = plen > 3 && strcmp(path + plen - 3, ".gz") == 0, zst = plen > 4 && strcmp(path + plen - 4, ".zst") == 0;
+    const char *encoding = gz ? "gzip" : zst ? "zstd" : NULL;
+    if (d9_s3_key(key, keylen, u->prefix, service, u->host, boot_id, start, index,
+                  gz ? ".bin.gz" : zst ? ".bin.zst" : ".bin") != 0) {
         snprintf(key, keylen, "?");
         snprintf(err, errlen, "object key too long");
         return D9_UPLOAD_REJECTED;
@@ -252,7 +257,7 @@ d9_upload_result d9_uploader_put(d9_uploader *u, const char *path, uint64_t inde
         return D9_UPLOAD_REJECTED;
     }
     object_headers oh;
-    object_headers_fill(&oh, u, gz, index, start, service, boot_id);
+    object_headers_fill(&oh, u, encoding, index, start, service, boot_id);
     uint64_t size = (uint64_t)st.st_size;
     d9_upload_result r = size >= u->threshold ? put_multipart(u, fd, size, &oh, key, give_up, ctx, err, errlen)
                                               : put_whole(u, fd, size, &oh, key, give_up, ctx, err, errlen);

@@ -207,6 +207,8 @@ int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_se
     return 0;
 }
 
+const d9_segment_kind d9_tf_compressed_kinds[2] = {D9_SEGMENT_GZIP, D9_SEGMENT_ZSTD};
+
 static bool entry_path(const d9_tf_index *ix, const d9_tf_entry *e, d9_segment_kind kind, char *buf,
                        size_t size) {
     return d9_tf_path(buf, size, ix->trace_dir, ix->runs[e->run].name, e->seq, kind);
@@ -232,9 +234,9 @@ bool d9_tf_index_delete_oldest(d9_tf_index *ix, const char *keep_run, bool *unli
             *unlinked = gone = true;
         } else if (errno == ENOENT) {
             gone = true; /* already deleted by someone else: nothing left to count */
-            if (e.kind == D9_SEGMENT_SEALED && entry_path(ix, &e, D9_SEGMENT_GZIP, path, sizeof path) &&
-                unlink(path) == 0)
-                *unlinked = true;
+            for (size_t k = 0; e.kind == D9_SEGMENT_SEALED && k < 2; k++)
+                if (entry_path(ix, &e, d9_tf_compressed_kinds[k], path, sizeof path) && unlink(path) == 0)
+                    *unlinked = true;
         }
     }
     if (!gone) ix->pinned_bytes += e.size; /* still on disk and we cannot remove it */
@@ -259,8 +261,10 @@ static bool entry_exists(const d9_tf_index *ix, const d9_tf_entry *e) {
     struct stat st;
     if (!entry_path(ix, e, (d9_segment_kind)e->kind, path, sizeof path)) return true;
     if (lstat(path, &st) == 0 || errno != ENOENT) return true;
-    return e->kind == D9_SEGMENT_SEALED && entry_path(ix, e, D9_SEGMENT_GZIP, path, sizeof path) &&
-           (lstat(path, &st) == 0 || errno != ENOENT);
+    for (size_t k = 0; e->kind == D9_SEGMENT_SEALED && k < 2; k++)
+        if (entry_path(ix, e, d9_tf_compressed_kinds[k], path, sizeof path) && (lstat(path, &st) == 0 || errno != ENOENT))
+            return true;
+    return false;
 }
 
 void d9_tf_index_forget_vanished(d9_tf_index *ix) {

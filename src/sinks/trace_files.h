@@ -2,7 +2,7 @@
  * and an in-memory index of the trace files under a trace directory, oldest first, that
  * retention deletes from.
  *
- * Layout: {trace_dir}/{run}/trace.{N}.bin[.gz|.active]. Only files whose names match exactly
+ * Layout: {trace_dir}/{run}/trace.{N}.bin[.gz|.zst|.active]. Only files whose names match exactly
  * are ever indexed or deleted; directories are only removed with rmdir (so only when empty).
  * Not thread-safe: used by the segment writer on the recorder's background thread. */
 #ifndef D9_SINKS_TRACE_FILES_H
@@ -61,12 +61,15 @@ int d9_tf_index_run(d9_tf_index *ix, const char *run);
 void d9_tf_index_add(d9_tf_index *ix, int run, uint64_t seq, d9_segment_kind kind, uint64_t size,
                      int64_t mtime_ns, int64_t start_ns);
 
+/* What the pipeline may have replaced a sealed trace.N.bin by. */
+extern const d9_segment_kind d9_tf_compressed_kinds[2];
+
 /* The entry d9_tf_index_delete_oldest would delete next; false when the index is empty. */
 bool d9_tf_index_oldest(const d9_tf_index *ix, d9_tf_entry *out);
 
 /* Delete the oldest indexed file (earliest mtime; ties by run name, then N) and drop it from
- * the index. A trace.N.bin that is gone is looked for as trace.N.bin.gz (a compressor may have
- * replaced it). A file whose unlink is refused (EACCES, EROFS...) moves to pinned_bytes. The
+ * the index. A trace.N.bin that is gone is looked for as trace.N.bin.gz and .bin.zst (a
+ * compressor may have replaced it: d9_tf_compressed_kinds). A file whose unlink is refused (EACCES, EROFS...) moves to pinned_bytes. The
  * run directory is removed (rmdir) when it holds no more indexed files, unless it is keep_run.
  * Returns false when the index is empty; *unlinked says whether a file was really removed. */
 bool d9_tf_index_delete_oldest(d9_tf_index *ix, const char *keep_run, bool *unlinked);

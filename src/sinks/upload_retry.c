@@ -197,29 +197,35 @@ bool d9_upload_retry_run_dir(d9_upload_retry *r, const char *run_dir, const char
             go_on = false;
             break;
         }
-        if (i && seqs[i] == seqs[i - 1]) continue; /* .bin and .bin.gz both: handled once */
-        char bin[4096], gz[4104], err[512];
+        if (i && seqs[i] == seqs[i - 1]) continue; /* .bin and a compressed one both: handled once */
+        char bin[4096], out[4104], err[512];
         snprintf(bin, sizeof bin, "%s/trace.%llu.bin", run_dir, (unsigned long long)seqs[i]);
-        snprintf(gz, sizeof gz, "%s.gz", bin);
         struct stat st;
-        if (stat(gz, &st) == 0) {
-            unlink(bin); /* a compression interrupted between rename and unlink: the .gz is whole */
-            d9_upload_retry_file(r, bin, gz, seqs[i], d9_segment_start_time(gz), service, boot_id);
+        bool whole = false;
+        for (d9_compress_mode m = D9_COMPRESS_GZIP; !whole && m <= D9_COMPRESS_ZSTD; m++) {
+            snprintf(out, sizeof out, "%s%s", bin, d9_compress_suffix(m));
+            whole = stat(out, &st) == 0;
+        }
+        if (whole) {
+            unlink(bin); /* a compression interrupted between rename and unlink: the new file is whole */
+            d9_upload_retry_file(r, bin, out, seqs[i], d9_segment_start_time(out), service, boot_id);
             continue;
         }
         time_t start = d9_segment_start_time(bin);
-        uint64_t gz_size;
-        if (r->compress && d9_step_compress_gzip(bin, gz, sizeof gz, &gz_size, r->give_up, r->ctx, err, sizeof err) != 0) {
+        uint64_t out_size;
+        bool compress = r->compress == D9_COMPRESS_GZIP || r->compress == D9_COMPRESS_ZSTD;
+        if (compress && d9_step_compress(bin, r->compress, out, sizeof out, &out_size, r->give_up, r->ctx, err,
+                                         sizeof err) != 0) {
             if (given_up(r)) {
                 go_on = false;
                 break;
             }
             fprintf(stderr, "%s: compressing %s failed, uploaded as it is: %s\n", r->who, bin, err);
-            snprintf(gz, sizeof gz, "%s", bin);
-        } else if (!r->compress) {
-            snprintf(gz, sizeof gz, "%s", bin);
+            snprintf(out, sizeof out, "%s", bin);
+        } else if (!compress) {
+            snprintf(out, sizeof out, "%s", bin);
         }
-        d9_upload_retry_file(r, bin, gz, seqs[i], start, service, boot_id);
+        d9_upload_retry_file(r, bin, out, seqs[i], start, service, boot_id);
     }
     free(seqs);
     return go_on && r->uploader != NULL && !r->stopped_open;

@@ -11,12 +11,14 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "dial9/dial9.h"
 #include "sinks/circuit_breaker.h"
 #include "sinks/step_upload.h"
 
 typedef struct d9_upload_retry {
     d9_uploader *uploader;  /* NULL once a fatal answer came (stopped) */
-    bool compress;          /* gzip .bin files before uploading them (upload_run_dir) */
+    d9_compress_mode compress; /* .bin files compressed before uploading them (upload_run_dir);
+                                  D9_COMPRESS_NONE (or AUTO): as they are */
     unsigned max_attempts;  /* per file; 0: until stored or given up */
     bool keep_local;        /* leave the local file after storing it (dial9 upload --keep) */
     bool stop_when_open;    /* stop everything when the circuit opens (dial9 upload --attempts N) */
@@ -46,9 +48,10 @@ void d9_upload_retry_free(d9_upload_retry *r);
 bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const char *path, uint64_t seq,
                           time_t start, const char *service, const char *boot_id);
 
-/* Every sealed segment of run_dir (trace.N.bin, trace.N.bin.gz; never .active), oldest first,
- * compressed first when r->compress, uploaded under service and boot_id. A .bin beside its
- * .bin.gz (a compression cut between rename and unlink) is dropped. false when uploading
+/* Every sealed segment of run_dir (trace.N.bin, trace.N.bin.gz, trace.N.bin.zst; never
+ * .active), oldest first, compressed first as r->compress says, uploaded under service and
+ * boot_id. A .bin beside its .bin.gz or .bin.zst (a compression cut between rename and unlink)
+ * is dropped. false when uploading
  * stopped (fatal, or stop_when_open and the circuit opened) or was given up; files not stored
  * stay. */
 bool d9_upload_retry_run_dir(d9_upload_retry *r, const char *run_dir, const char *service, const char *boot_id);

@@ -1,11 +1,13 @@
-/* libFuzzer target for the trace decoder: arbitrary bytes through the in-place memory input,
- * through a FILE* read in tiny chunks (the refill and buffer-growth paths), and gzip-compressed
- * through the inflating input. Every decoded value is read in full so that the sanitizers see
+/* libFuzzer target for the trace decoder: arbitrary bytes through the in-place memory input
+ * (zstd frames too: the corpus has a .bin.zst seed, whose mutations reach the zstd input),
+ * through a FILE* read in tiny chunks (the refill and buffer-growth paths), and gzip- and
+ * zstd-compressed through the decompressing inputs. Every decoded value is read in full so that the sanitizers see
  * any pointer the decoder hands out that does not point to valid memory. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "format/decoder.h"
 
@@ -105,6 +107,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size_t n = zs.total_out;
         deflateEnd(&zs);
         if (r == Z_STREAM_END) {
+            opt.chunk_bytes = 4096;
+            run(d9_dec_open_mem(gz, n, &opt, NULL, 0));
+        }
+    }
+    /* the zstd path, the same way (a frame with its checksum, as the recorder writes) */
+    static ZSTD_CCtx *cctx;
+    if (!cctx && (cctx = ZSTD_createCCtx())) ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+    if (cctx && size < sizeof gz / 2) {
+        size_t n = ZSTD_compress2(cctx, gz, sizeof gz, data, size);
+        if (!ZSTD_isError(n)) {
             opt.chunk_bytes = 4096;
             run(d9_dec_open_mem(gz, n, &opt, NULL, 0));
         }

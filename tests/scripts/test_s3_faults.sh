@@ -192,7 +192,8 @@ check "every event once in the segments on disk" every_event_once "${left[@]}"
 env -u AWS_PROFILE -u DIAL9_S3_BUCKET AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" "$DIAL9" upload --bucket $BUCKET "$T/later/traces" \
     >"$T/later/up.out" 2>"$T/later/up.err"
-check "dial9 upload DIR afterwards (exit $?: $(head -c 300 "$T/later/up.err"))" [ $? = 0 ]
+rc=$? # first: the message's $(...) resets $?
+check "dial9 upload DIR afterwards (exit $rc: $(head -c 300 "$T/later/up.err"))" [ "$rc" = 0 ]
 read_back later
 check "every event uploaded once, by dial9 upload" every_event_once "$T"/later/objects/*.bin.gz
 check "no object stored twice (later)" no_key_twice later

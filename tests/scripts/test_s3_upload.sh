@@ -6,7 +6,8 @@
 # Then faults: connections reset mid-upload and 503 SlowDown (retried, nothing lost or stored
 # twice, one message per outage), a wrong secret (SignatureDoesNotMatch reported once, files
 # kept on disk), the next start uploading what that run left, and credentials from a profile in
-# a shared credentials file.
+# a shared credentials file. Then DIAL9_COMPRESS=zstd: the recorder's and `dial9 upload`'s
+# objects are .bin.zst with Content-Encoding zstd, every event once, read back also as s3://.
 set -uo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
@@ -33,7 +34,7 @@ record() {
 # every store started at once: the later ones start up while the first cases run
 spawn_proxy ok
 spawn_proxy faults FAULT_RESET=2 FAULT_SLOWDOWN=2
-for name in secret adopt profile; do spawn_proxy $name; done
+for name in secret adopt profile zstd; do spawn_proxy $name; done
 
 # ---- the happy path ----
 proxy_port ok
@@ -127,6 +128,46 @@ check "recorder ran (profile)" [ $? = 0 ]
 read_back profile
 check "uploaded with the profile's keys" every_event_once "$T"/profile/objects/*.bin.gz
 check "no error with the profile" [ ! -s "$T/profile/rec.err" ]
+
+# ---- zstd (DIAL9_COMPRESS=zstd): the recorder's uploads and `dial9 upload`'s ----
+proxy_port zstd
+record zstd DIAL9_COMPRESS=zstd DIAL9_SERVICE=zstd-rec
+check "recorder ran (zstd)" [ $? = 0 ]
+check "no error message (zstd)" [ ! -s "$T/zstd/rec.err" ]
+check "local copies deleted once stored (zstd)" [ -z "$(local_segments zstd)" ]
+# a run recorded without a bucket or compression, then sent by `dial9 upload` with zstd
+mkdir -p "$T/zstd/later"
+env -u DIAL9_S3_BUCKET DIAL9_COMPRESS=none DIAL9_MAX_FILE_SIZE_MB=1 DIAL9_SYMBOLIZE=0 "$RECORDER" --record "$T/zstd/later" $N \
+    >"$T/zstd/later.out" 2>&1
+env -u AWS_PROFILE -u AWS_SESSION_TOKEN AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
+    AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" DIAL9_COMPRESS=zstd "$DIAL9" upload --bucket $BUCKET --service zstd-cmd \
+    "$T/zstd/later" >"$T/zstd/up.out" 2>"$T/zstd/up.err"
+rc=$? # first: the message's $(...) resets $?
+check "dial9 upload with zstd (exit $rc: $(head -c 300 "$T/zstd/up.err"))" [ "$rc" = 0 ]
+read_back zstd
+zstd_objects=$(wc -l <"$T/zstd/objects.jsonl")
+both_runs() { [ "$(stored_keys zstd | grep -c '/service=zstd-rec/')" -ge 2 ] && [ "$(stored_keys zstd | grep -c '/service=zstd-cmd/')" -ge 2 ]; }
+check "zstd objects from both ($zstd_objects)" both_runs
+check "every key ends .bin.zst" [ "$(stored_keys zstd | grep -vc '/[0-9]*-[0-9]*\.bin\.zst$')" = 0 ]
+check "content type octet-stream, encoding zstd" \
+    [ "$(grep -c '"contentType":"application/octet-stream","contentEncoding":"zstd"' "$T/zstd/objects.jsonl")" = "$zstd_objects" ]
+check "the objects are zstd frames" [ "$(for f in "$T"/zstd/objects/*.bin.zst; do head -c4 "$f" | od -An -tx1 | tr -d ' \n'; echo; done | sort -u)" = 28b52ffd ]
+rec_files=() cmd_files=()
+while IFS= read -r line; do
+    f=$(sed 's/.*"file":"\([^"]*\)".*/\1/' <<<"$line")
+    case "$line" in *service=zstd-rec/*) rec_files+=("$f") ;; *) cmd_files+=("$f") ;; esac
+done <"$T/zstd/objects.jsonl"
+check "every event the recorder recorded, once, in its zstd objects" every_event_once "${rec_files[@]}"
+check "every event once in dial9 upload's zstd objects" every_event_once "${cmd_files[@]}"
+check "no object stored twice (zstd)" no_key_twice zstd
+# read as s3:// (the cache keeps the .zst name; the decoder reads it)
+env -u AWS_PROFILE -u AWS_SESSION_TOKEN -u DIAL9_S3_BUCKET AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER \
+    HOME="$T/zstd" AWS_REGION=us-east-1 DIAL9_S3_CACHE_DIR="$T/zstd/cache" AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" \
+    "$DIAL9" dump --jsonl s3://$BUCKET/dial9-traces --service zstd-rec >"$T/zstd/s3.jsonl" 2>"$T/zstd/s3.err"
+rc=$?
+check "dump s3:// of zstd objects (exit $rc: $(head -c 300 "$T/zstd/s3.err"))" [ "$rc" = 0 ]
+check "every event once through s3://" every_event_once_jsonl "$T/zstd/s3.jsonl"
+check "cached as trace.N.bin.zst" [ -n "$(find "$T/zstd/cache" -name 'trace.*.bin.zst')" ]
 
 echo "test_s3_upload: $pass passed, $fail failed"
 [ "$fail" = 0 ]

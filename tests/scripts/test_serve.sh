@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `dial9 serve` with curl on 127.0.0.1: the index lists the runs and segments that are there
 # (and not a symlink that leads out), a run's segments come back concatenated into a trace
-# that `dial9 stats` decodes (torn tails cut, gzip inflated), traversal attempts (/../,
+# that `dial9 stats` decodes (torn tails cut, gzip inflated, zstd decompressed), traversal attempts (/../,
 # %2e%2e, %2f, absolute paths, dot files, symlinks out of the viewer or trace directory) are
 # refused with 403/404, only GET/HEAD without a body are accepted, oversized headers and too
 # many query parameters get 431, %00 gets 400, the log escapes what the client sent, foreign
@@ -55,6 +55,12 @@ ln -s "$T/outside/trace.0.bin" "$D/run-a/trace.9.bin"        # a symlink out: ne
 ln -s "$T/outside" "$D/run-out"                               # a symlinked directory: not walked
 make_trace "$D/a&b <c>/trace.0.bin" 6000000000
 [ -f "$FIXTURE" ] && cp "$FIXTURE" "$D/run-b/trace.0.bin.gz"
+# a zstd segment (DIAL9_COMPRESS=zstd), written with the zstd command when it is there
+HAVE_ZSTD=0
+if command -v zstd >/dev/null; then
+    mkdir -p "$D/run-z"
+    make_trace "$T/seg5" 7000000000 && zstd -q -c "$T/seg5" >"$D/run-z/trace.0.bin.zst" && HAVE_ZSTD=1
+fi
 # a viewer directory with a symlink out of it
 echo '<!doctype html><title>viewer</title>' >"$T/viewer/index.html"
 echo 'secret' >"$T/outside/secret.txt"
@@ -76,12 +82,16 @@ expect_status() { # expect_status CODE(S) what curl-args...
 expect_status 200 "index" "$U/api/index"
 cp "$T/body" "$T/index.json"
 if command -v python3 >/dev/null && python3 -c 'import json' 2>/dev/null; then
-    python3 - "$T/index.json" "$([ -f "$FIXTURE" ] && echo 1 || echo 0)" <<'EOF' && ok || bad "index contents"
+    python3 - "$T/index.json" "$([ -f "$FIXTURE" ] && echo 1 || echo 0)" "$HAVE_ZSTD" <<'EOF' && ok || bad "index contents"
 import json, sys
 ix = json.load(open(sys.argv[1]))
 runs = {r["run"]: r for r in ix["runs"]}
-want = {"run-a", "a&b <c>"} | ({"run-b"} if sys.argv[2] == "1" else set())
+want = {"run-a", "a&b <c>"} | ({"run-b"} if sys.argv[2] == "1" else set()) | ({"run-z"} if sys.argv[3] == "1" else set())
 assert set(runs) == want, sorted(runs)
+if sys.argv[3] == "1":
+    z = runs["run-z"]["files"][0]
+    assert z["name"] == "trace.0.bin.zst" and z["status"] == "ok" and z["events"] == 4, z
+    assert z["first_ns"] == 7000000000, z
 a = runs["run-a"]
 names = [f["name"] for f in a["files"]]
 assert names == ["trace.0.bin", "trace.1.bin", "trace.2.bin.gz", "trace.3.bin.active"], names
@@ -121,6 +131,10 @@ check "a segment named twice comes once" grep -q '^  "events": 4,' "$T/stats3.js
 expect_status 404 "one of two segments unknown" "$U/api/trace?run=run-a&seg=0&seg=8"
 expect_status 200 "by file name" "$U/api/trace?run=run-a&file=trace.2.bin.gz"
 check "gzip segment served inflated" cmp -s "$T/body" "$T/seg2"
+if [ "$HAVE_ZSTD" = 1 ]; then
+    expect_status 200 "a zstd run" "$U/api/trace?run=run-z"
+    check "zstd segment served decompressed" cmp -s "$T/body" "$T/seg5"
+fi
 expect_status 200 "escaped run name" "$U/api/trace?run=a%26b%20%3Cc%3E"
 len_get=$(curl -s -o /dev/null -w '%{size_download}' "$U/api/trace?run=run-a")
 len_head=$(curl -sI "$U/api/trace?run=run-a" | tr -d '\r' | awk -F': ' 'tolower($1)=="content-length"{print $2}')

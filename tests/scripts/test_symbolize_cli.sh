@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `dial9 symbolize` from the command line: usage errors (exit 2), unreadable and corrupt files
-# (exit 1), .bin.gz in place (a valid gzip with a new member) and with -o (a plain copy),
+# (exit 1), .bin.gz in place (a valid gzip with a new member) and with -o (a plain copy), the
+# same for .bin.zst (a new zstd frame; when the zstd command is there to write one),
 # several inputs into an -o directory, refusing to overwrite an input, a truncated tail (cut in
 # place, repaired in copies), a file a live recorder holds, a second run that adds nothing, and
 # the dial9 fixture: every callchain address it leaves unnamed gets a name.
@@ -84,6 +85,25 @@ check "gz -o: input still there" [ "$(stat -c %s "$T/h.bin.gz")" -gt 0 ]
 check "gz -o: input still gzip" gzip -t "$T/h.bin.gz"
 check "gz -o: input has no symbols" [ "$(entries "$T/h.bin.gz")" = 0 ]
 check "gz -o: copy has them" [ "$(entries "$T/h-copy.bin")" = "$n1" ]
+
+# ---- zstd (DIAL9_COMPRESS=zstd's .bin.zst) ----
+if command -v zstd >/dev/null; then
+    cp "$RAW" "$T/z.bin" && zstd -q --rm "$T/z.bin"
+    zsize=$(stat -c %s "$T/z.bin.zst")
+    expect_rc 0 "zst in place" "$DIAL9" symbolize "$T/z.bin.zst"
+    check "zst in place: still zstd" [ "$(head -c 4 "$T/z.bin.zst" | od -An -tx1 | tr -d ' \n')" = "28b52ffd" ]
+    check "zst in place: zstd -t" zstd -q -t "$T/z.bin.zst"
+    check "zst in place: grew" [ "$(stat -c %s "$T/z.bin.zst")" -gt "$zsize" ]
+    check "zst in place: same symbols as plain" [ "$(entries "$T/z.bin.zst")" = "$n1" ]
+    zsize2=$(stat -c %s "$T/z.bin.zst")
+    expect_rc 0 "zst second run" "$DIAL9" symbolize -q "$T/z.bin.zst"
+    check "zst second run appends nothing" [ "$(stat -c %s "$T/z.bin.zst")" = "$zsize2" ]
+    cp "$RAW" "$T/y.bin" && zstd -q --rm "$T/y.bin"
+    expect_rc 0 "zst -o" "$DIAL9" symbolize -q -o "$T/y-copy.bin" "$T/y.bin.zst"
+    check "zst -o: plain copy" [ "$(magic "$T/y-copy.bin")" = "5452" ]
+    check "zst -o: input has no symbols" [ "$(entries "$T/y.bin.zst")" = 0 ]
+    check "zst -o: copy has them" [ "$(entries "$T/y-copy.bin")" = "$n1" ]
+fi
 
 # ---- -o with several inputs ----
 mkdir -p "$T/in1" "$T/in2"

@@ -25,6 +25,7 @@ static bool refused(const char *name) {
 static void test_good_names(void) {
     CHECK(parses("trace.0.bin", 0, D9_SEGMENT_SEALED));
     CHECK(parses("trace.7.bin.gz", 7, D9_SEGMENT_GZIP));
+    CHECK(parses("trace.8.bin.zst", 8, D9_SEGMENT_ZSTD));
     CHECK(parses("trace.42.bin.active", 42, D9_SEGMENT_ACTIVE));
     CHECK(parses("trace.007.bin", 7, D9_SEGMENT_SEALED)); /* leading zeros: still N = 7 */
     CHECK(parses("trace.18446744073709551615.bin.active", UINT64_MAX, D9_SEGMENT_ACTIVE));
@@ -50,6 +51,9 @@ static void test_hostile_names(void) {
         "trace.1.bin.old",
         "trace.1.bin.",
         "trace.1.bin.activex",
+        "trace.1.bin.zstd",
+        "trace.1.bin.zst.gz",
+        "trace.1.zst",
         "trace.1.BIN",          /* case matters */
         "Trace.1.bin",
         "xtrace.1.bin",
@@ -83,7 +87,7 @@ static void test_format_round_trip(void) {
     static const uint64_t seqs[] = {0, 1, 9, 10, 12345, UINT64_MAX - 1, UINT64_MAX};
     bool ok = true;
     for (size_t i = 0; i < sizeof seqs / sizeof seqs[0]; i++)
-        for (int k = D9_SEGMENT_SEALED; k <= D9_SEGMENT_ACTIVE; k++) {
+        for (int k = D9_SEGMENT_SEALED; k < D9_SEGMENT_KINDS; k++) {
             char buf[D9_SEGMENT_NAME_MAX];
             d9_segment_name_format(buf, sizeof buf, seqs[i], (d9_segment_kind)k);
             if (!parses(buf, seqs[i], (d9_segment_kind)k)) ok = false;
@@ -94,6 +98,7 @@ static void test_format_round_trip(void) {
     d9_segment_name_format(buf, sizeof buf, UINT64_MAX, D9_SEGMENT_ACTIVE);
     CHECK_EQ_U64(strlen(buf) + 1, D9_SEGMENT_NAME_MAX); /* the bound is exact */
     CHECK_STR(d9_segment_kind_suffix(D9_SEGMENT_GZIP), ".bin.gz");
+    CHECK_STR(d9_segment_kind_suffix(D9_SEGMENT_ZSTD), ".bin.zst");
     char small[8];
     d9_segment_name_format(small, sizeof small, 123, D9_SEGMENT_SEALED); /* truncated, terminated */
     CHECK_STR(small, "trace.1");
@@ -104,6 +109,8 @@ static void test_trace_file_names(void) {
     CHECK(d9_is_trace_file_name("trace.3.bin"));
     CHECK(d9_is_trace_file_name("dial9-rust-export.bin"));
     CHECK(d9_is_trace_file_name("x.bin.gz"));
+    CHECK(d9_is_trace_file_name("x.bin.zst"));
+    CHECK(!d9_is_trace_file_name(".bin.zst"));
     CHECK(d9_is_trace_file_name("x.bin.active"));
     CHECK(!d9_is_trace_file_name(".bin")); /* nothing before the suffix */
     CHECK(!d9_is_trace_file_name(".bin.gz"));

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "check.h"
 #include "test_vectors.h"
@@ -63,6 +64,21 @@ static d9_buf gzip_bytes(const uint8_t *p, size_t n) {
     CHECK(deflate(&zs, Z_FINISH) == Z_STREAM_END);
     out.len = zs.total_out;
     deflateEnd(&zs);
+    return out;
+}
+
+/* One zstd frame with its checksum, as the recorder's compress step writes. */
+static d9_buf zstd_bytes(const uint8_t *p, size_t n) {
+    d9_buf out;
+    d9_buf_init(&out);
+    ZSTD_CCtx *c = ZSTD_createCCtx();
+    CHECK(c && !ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1)));
+    size_t cap = ZSTD_compressBound(n);
+    uint8_t *dst = d9_buf_reserve(&out, cap);
+    size_t got = ZSTD_compress2(c, dst, cap, p, n);
+    CHECK(!ZSTD_isError(got));
+    out.len = ZSTD_isError(got) ? 0 : got;
+    ZSTD_freeCCtx(c);
     return out;
 }
 
@@ -1120,6 +1136,75 @@ static void test_gzip_bad_trailer(void) {
     d9_buf_free(&b);
 }
 
+/* zstd input (DIAL9_COMPRESS=zstd's .bin.zst): read from memory, a file in small pieces and
+ * two frames concatenated; cut at every byte it is truncated, never an error and never more
+ * events; a damaged checksum after intact data keeps every event and still fails; a frame
+ * asking for a window over 8 MiB is refused with a message; libdial9's plain-only opener says
+ * what the data is. */
+static void test_zstd(void) {
+    d9_buf b;
+    d9_buf_init(&b);
+    build_small(&b);
+    d9_buf z = zstd_bytes(b.data, b.len);
+    result r = decode_mem(z.data, z.len);
+    CHECK(r.status == D9_DEC_END && r.events == 20 && r.st.zstd && !r.st.gzip);
+    CHECK_EQ_U64(r.st.input_bytes, z.len);
+    d9_buf z2 = zstd_bytes(b.data, b.len);
+    d9_buf two;
+    d9_buf_init(&two);
+    d9_put_bytes(&two, z.data, z.len);
+    d9_put_bytes(&two, z2.data, z2.len);
+    char *path = write_temp(two.data, two.len);
+    d9_dec_options opt;
+    d9_dec_options_init(&opt);
+    opt.chunk_bytes = 33;
+    r = drain(d9_dec_open_path(path, &opt, NULL, 0));
+    CHECK(r.status == D9_DEC_END);
+    CHECK_EQ_U64(r.events, 40);
+    CHECK_EQ_U64(r.st.streams, 4);
+    CHECK(r.st.zstd);
+    CHECK_EQ_U64(r.st.bytes, 2 * b.len);
+    CHECK_EQ_U64(r.st.input_bytes, two.len);
+    unlink(path);
+
+    bool ok = true;
+    for (size_t len = 0; ok && len < z.len; len++) {
+        r = decode_mem(z.data, len);
+        ok &= r.events <= 20 && r.status != D9_DEC_RUNNING;
+        if (len >= 4) ok &= r.status == D9_DEC_TRUNCATED;
+        if (!ok) fprintf(stderr, "zstd prefix %zu: %s\n", len, r.msg);
+    }
+    CHECK(ok);
+    r = decode_mem(z.data, z.len - 1); /* only the checksum's last byte missing */
+    CHECK(r.status == D9_DEC_TRUNCATED && contains(r.msg, "the zstd data ends early"));
+
+    /* a damaged checksum: a big input, so that the last call covers many frames */
+    d9_buf big;
+    d9_buf_init(&big);
+    for (int i = 0; i < 4000; i++) d9_put_bytes(&big, b.data, b.len);
+    d9_buf zb = zstd_bytes(big.data, big.len);
+    zb.data[zb.len - 2] ^= 0x5a;
+    r = decode_mem(zb.data, zb.len);
+    CHECK_EQ_U64(r.events, 4000 * 20);
+    CHECK(r.status == D9_DEC_ERROR && contains(r.msg, "zstd: ") && contains(r.msg, "damaged zstd frame"));
+
+    /* a frame header asking for a 128 MiB window (Window_Descriptor (27 - 10) << 3), then one raw byte */
+    static const uint8_t huge_window[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x88, 0x09, 0x00, 0x00, 0x01};
+    r = decode_mem(huge_window, sizeof huge_window);
+    CHECK(r.status == D9_DEC_ERROR && contains(r.msg, "8 MiB"));
+
+    char err[256] = "";
+    d9_decoder *d = d9_dec_open_plain_mem(z.data, z.len, NULL, err, sizeof err);
+    r = drain(d);
+    CHECK(r.status == D9_DEC_ERROR && contains(r.msg, "zstd-compressed data: this reader reads uncompressed traces only"));
+    d9_buf_free(&zb);
+    d9_buf_free(&big);
+    d9_buf_free(&two);
+    d9_buf_free(&z2);
+    d9_buf_free(&z);
+    d9_buf_free(&b);
+}
+
 static void opening_blocked(int sig) {
     (void)sig;
     static const char msg[] = "FAIL: d9_dec_open_path blocked on a FIFO\n";
@@ -1155,13 +1240,14 @@ static int write_seeds(const char *dir) {
     d9_buf b;
     d9_buf_init(&b);
     char path[4096];
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         d9_buf_clear(&b);
         if (i == 0) build_all_types(&b);
         else build_small(&b);
-        d9_buf z = gzip_bytes(b.data, b.len);
-        const d9_buf *out = i == 2 ? &z : &b;
-        static const char *const names[] = {"all_types.bin", "two_streams.bin", "two_streams.bin.gz"};
+        d9_buf z = i == 3 ? zstd_bytes(b.data, b.len) : gzip_bytes(b.data, b.len);
+        const d9_buf *out = i >= 2 ? &z : &b;
+        static const char *const names[] = {"all_types.bin", "two_streams.bin", "two_streams.bin.gz",
+                                            "two_streams.bin.zst"};
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         FILE *f = fopen(path, "wb");
         if (!f || fwrite(out->data, 1, out->len, f) != out->len) return 1;
@@ -1188,6 +1274,7 @@ int main(int argc, char **argv) {
     test_random_input();
     test_inputs();
     test_gzip_bad_trailer();
+    test_zstd();
     test_implausible_timestamps();
     test_open_path_refuses_non_regular();
     return d9t_summary("test_decoder");

@@ -1,7 +1,7 @@
 /* The compress step through the recorder: with DIAL9_COMPRESS=gzip every sealed segment
- * becomes trace.N.bin.gz (a plain gzip member: magic 1f 8b, decoded by our reader), no .bin
- * and no temporary is left, and every recorded event is in them once. With the default
- * (auto, no bucket) segments stay .bin.
+ * becomes trace.N.bin.gz (a plain gzip member: magic 1f 8b, decoded by our reader), with zstd
+ * trace.N.bin.zst (a zstd frame: magic 28 b5 2f fd), no .bin and no temporary is left, and
+ * every recorded event is in them once. With the default (auto, no bucket) segments stay .bin.
  *
  * `--record DIR N` records N TaskSpawnEvents (task ids 1..N) with the configuration from the
  * environment into DIR and prints the run directory: the S3 upload test's recorder.
@@ -109,7 +109,8 @@ static int count_names(const char *dir, const char *suffix, int *other) {
     return n;
 }
 
-static void check_run(const char *tag, d9_compress_mode mode, bool expect_gz) {
+/* suffix: what every segment must end with; magic: its first bytes (NULL: not checked) */
+static void check_run(const char *tag, d9_compress_mode mode, const char *suffix, const char *magic) {
     char *dir = d9t_mkdtemp(tag);
     const uint64_t n = 20000;
     fflush(stdout);
@@ -118,15 +119,17 @@ static void check_run(const char *tag, d9_compress_mode mode, bool expect_gz) {
     CHECK(run != NULL);
     if (!run) return;
     int other = 0;
-    int files = count_names(run, expect_gz ? ".bin.gz" : ".bin", &other);
+    int files = count_names(run, suffix, &other);
     CHECK(files >= 2); /* 20000 spawns do not fit in one 64 KiB segment */
-    CHECK_EQ_U64(other, 0); /* no .bin beside a .gz, no temporary left */
+    CHECK_EQ_U64(other, 0); /* no .bin beside a compressed one, no temporary left */
     char **list;
     int nl = d9t_list_segments(run, &list);
-    for (int i = 0; expect_gz && i < nl; i++) {
+    CHECK_EQ_U64(nl, files);
+    size_t ml = magic ? strlen(magic) : 0;
+    for (int i = 0; magic && i < nl; i++) {
         FILE *f = fopen(list[i], "rb");
-        unsigned char m[2] = {0};
-        CHECK(f && fread(m, 1, 2, f) == 2 && m[0] == 0x1f && m[1] == 0x8b);
+        char m[8] = {0};
+        CHECK(f && fread(m, 1, ml, f) == ml && memcmp(m, magic, ml) == 0);
         if (f) fclose(f);
     }
     d9t_free_list(list, nl);
@@ -145,7 +148,8 @@ int main(int argc, char **argv) {
         return record(argv[2], strtoull(argv[3], NULL, 10), D9_COMPRESS_AUTO, true);
     if ((argc == 4 || argc == 5) && strcmp(argv[1], "--record-until") == 0)
         return record_until(argv[2], argv[3], argc == 5 ? strtol(argv[4], NULL, 10) : 2);
-    check_run("gzip", D9_COMPRESS_GZIP, true);
-    check_run("auto", D9_COMPRESS_AUTO, false); /* no bucket: nothing compressed */
+    check_run("gzip", D9_COMPRESS_GZIP, ".bin.gz", "\x1f\x8b");
+    check_run("zstd", D9_COMPRESS_ZSTD, ".bin.zst", "\x28\xb5\x2f\xfd");
+    check_run("auto", D9_COMPRESS_AUTO, ".bin", NULL); /* no bucket: nothing compressed */
     return d9t_summary("test_pipeline_compress");
 }

@@ -158,6 +158,30 @@ static void test_validate(void) {
     cfg.trace_dir = "";
     CHECK(d9_start(&cfg) == -1);
     CHECK(d9_start(NULL) == -1);
+    d9_config_init(&cfg);
+    cfg.compress = (d9_compress_mode)(D9_COMPRESS_ZSTD + 1);
+    CHECK(d9_config_validate(&cfg) == -1);
+    CHECK(strstr(d9_last_error(), "compress") != NULL);
+}
+
+/* DIAL9_COMPRESS: auto, gzip, zstd (0.4), none, in any case; anything else names the choices */
+static void test_compress_env(void) {
+    static const struct { const char *v; d9_compress_mode m; } good[] = {
+        {"auto", D9_COMPRESS_AUTO}, {"gzip", D9_COMPRESS_GZIP}, {"zstd", D9_COMPRESS_ZSTD}, {"ZSTD", D9_COMPRESS_ZSTD},
+        {"none", D9_COMPRESS_NONE}};
+    d9_config cfg;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        setenv("DIAL9_COMPRESS", good[i].v, 1);
+        CHECK(d9_config_from_env(&cfg) == 0);
+        CHECK(cfg.compress == good[i].m);
+        CHECK(d9_config_validate(&cfg) == 0);
+    }
+    unsetenv("DIAL9_COMPRESS");
+    expect_env_error("DIAL9_COMPRESS", "zst");
+    setenv("DIAL9_COMPRESS", "lz4", 1);
+    CHECK(d9_config_from_env(&cfg) == -1);
+    CHECK(strstr(d9_last_error(), "expected auto, gzip, zstd or none") != NULL);
+    unsetenv("DIAL9_COMPRESS");
 }
 
 static void test_lifecycle(void) {
@@ -223,6 +247,7 @@ static void test_lifecycle(void) {
 int main(void) {
     test_env();
     test_validate();
+    test_compress_env();
     test_budget();
     test_lifecycle();
     return d9t_summary("recorder_config");

@@ -34,10 +34,17 @@ static void layouts(void) {
     /* a '/' in a dated instance is ambiguous: six components below the date fit no layout */
     expect("p/2024-02-29/2359/api/rack/h/b/1-0.bin", D9_KEY_OTHER, "", "", "", 1, 0);
     expect("p/traces/whatever.bin", D9_KEY_OTHER, "", "", "", -1, -1); /* no segment number */
+    /* zstd objects (DIAL9_COMPRESS=zstd) in every layout */
+    expect("p/version=1/date=2024-02-29/service=api/time=2359/instance=h/boot=b/1709251170-8.bin.zst", D9_KEY_HIVE,
+           "api", "h", "b", 1709251170, 8);
+    expect("p/2024-02-29/2359/api/h/b/1709251170-4.bin.zst", D9_KEY_DATED_BOOT, "api", "h", "b", 1709251170, 4);
+    expect("p/traces/whatever.bin.zst", D9_KEY_OTHER, "", "", "", -1, -1);
     expect("p/2024-02-29/23x9/api/h/1-0.bin", D9_KEY_OTHER, "", "", "", 1, 0); /* no HHMM */
     d9_key_parts k;
     CHECK(!d9_key_parse("p/version=1/date=2024-02-29/service=s/notes.json", &k)); /* not a trace */
     CHECK(!d9_key_parse("", &k));
+    CHECK(!d9_key_parse("p/version=1/date=2024-02-29/service=s/time=2359/instance=h/boot=b/1-0.bin.zstd", &k));
+    CHECK(!d9_key_parse("p/x/1-0.zst", &k));
     CHECK(!d9_key_parse("p/", &k));
 }
 

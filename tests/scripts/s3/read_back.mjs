@@ -24,7 +24,7 @@ async function worker() {
   while (next < listed.length) {
     const n = next++, o = listed[n];
     const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: o.Key }));
-    const file = path.join(outDir, `object${n}.bin.gz`);
+    const file = path.join(outDir, `object${n}${o.Key.endsWith('.bin.zst') ? '.bin.zst' : '.bin.gz'}`);
     fs.writeFileSync(file, Buffer.from(await got.Body.transformToByteArray()));
     lines[n] = JSON.stringify({ key: o.Key, file, size: o.Size, contentType: got.ContentType,
                                 contentEncoding: got.ContentEncoding, metadata: got.Metadata });

@@ -6,9 +6,11 @@
  * `--record DIR N` records N TaskSpawnEvents (task ids 1..N) with the configuration from the
  * environment into DIR and prints the run directory: the S3 upload test's recorder.
  * `--record-until DIR STOPFILE [PAUSE_MS]` records TaskSpawnEvents (ids 1, 2, ...) in batches
- * of 512, PAUSE_MS (default 2) apart, until STOPFILE exists, then prints "spawns N" and
- * "deleted D" (sealed files the disk budget deleted): an application that keeps running
- * through an S3 fault (a slower one where the volume does not matter: fewer events to check). */
+ * of 512, PAUSE_MS (default 2) apart, until STOPFILE exists, then prints "spawns N",
+ * "deleted D" (sealed files the disk budget deleted) and "dropped X": an application that keeps
+ * running through an S3 fault (a slower one where the volume does not matter: fewer events to
+ * check). It creates STOPFILE.write-errors once the recorder has counted a failed write (a
+ * full disk), for a test to wait on. */
 #include <dirent.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,9 +82,19 @@ static int record_until(const char *dir, const char *stop_file, long pause_ms) {
     }
     d9_worker_begin("fault-test", 0);
     uint64_t id = 0;
+    bool write_errors_said = false;
+    char marker[4200];
+    snprintf(marker, sizeof marker, "%s.write-errors", stop_file);
     while (access(stop_file, F_OK) != 0) {
         for (int i = 0; i < 512; i++) d9_task_spawn(++id, D9_HERE);
         d9_flush(); /* never drop for a full buffer */
+        d9_stats now;
+        d9_get_stats(&now);
+        if (now.write_errors && !write_errors_said) {
+            FILE *f = fopen(marker, "w");
+            if (f) fclose(f);
+            write_errors_said = true;
+        }
         struct timespec pause = {pause_ms / 1000, pause_ms % 1000 * 1000000}; /* steady, not a flood */
         nanosleep(&pause, NULL);
     }
@@ -90,7 +102,8 @@ static int record_until(const char *dir, const char *stop_file, long pause_ms) {
     d9_stats st;
     d9_get_stats(&st);
     if (st.events_dropped) fprintf(stderr, "dropped %llu events\n", (unsigned long long)st.events_dropped);
-    printf("spawns %llu\ndeleted %llu\n", (unsigned long long)id, (unsigned long long)st.files_deleted);
+    printf("spawns %llu\ndeleted %llu\ndropped %llu\n", (unsigned long long)id, (unsigned long long)st.files_deleted,
+           (unsigned long long)st.events_dropped);
     return st.events_dropped ? 3 : 0;
 }
 

@@ -62,7 +62,8 @@ struct d9_pipeline {
     atomic_bool give_up;
     d9_step_symbolize *sym; /* the preparing thread's only; NULL when not symbolizing */
     bool symbolizing, upload;
-    d9_compress_mode compress; /* D9_COMPRESS_NONE: not compressing */
+    d9_compress_mode compress; /* as configured; D9_COMPRESS_NONE: not compressing */
+    d9_compress_mode prepare_compress; /* the preparing thread's: NONE when its library is missing */
     d9_config upload_cfg;   /* strings owned below, for the uploader the uploading thread creates */
     char *bucket, *prefix, *region, *endpoint, *service;
     d9_upload_retry up;     /* the uploading thread's only; up.uploader NULL when not (or no longer) uploading */
@@ -138,10 +139,10 @@ static void prepare(d9_pipeline *p, entry *e) {
     if (p->sym) d9_step_symbolize_run(p->sym, sealed_path, should_give_up, p);
     char out[4096];
     const char *current = sealed_path;
-    if (p->compress != D9_COMPRESS_NONE && !should_give_up(p)) {
+    if (p->prepare_compress != D9_COMPRESS_NONE && !should_give_up(p)) {
         char err[512];
         uint64_t out_size;
-        if (d9_step_compress(sealed_path, p->compress, out, sizeof out, &out_size, should_give_up, p, err,
+        if (d9_step_compress(sealed_path, p->prepare_compress, out, sizeof out, &out_size, should_give_up, p, err,
                              sizeof err) == 0) {
             current = out;
         } else if (!should_give_up(p) && !gone(sealed_path)) {
@@ -178,6 +179,10 @@ static void free_entry(entry *e) {
 static void *prepare_main(void *arg) {
     d9_pipeline *p = arg;
     start_thread_life(p, "dial9-pipeline");
+    const char *why = d9_compress_unavailable(p->compress); /* loaded here, off the application's threads */
+    p->prepare_compress = why ? D9_COMPRESS_NONE : p->compress;
+    if (why) fprintf(stderr, "dial9: compressing sealed segments with %s: %s: they stay uncompressed\n",
+                     p->compress == D9_COMPRESS_ZSTD ? "zstd" : "gzip", why);
     pthread_mutex_lock(&p->lock);
     for (;;) {
         while (p->prepared == p->pushed && !p->stopping) {
@@ -216,7 +221,7 @@ static void *upload_main(void *arg) {
     char err[512];
     d9_uploader *u = d9_uploader_new(&p->upload_cfg, err, sizeof err);
     d9_upload_retry_init(&p->up, u, "dial9");
-    p->up.compress = p->compress;
+    p->up.compress = d9_compress_unavailable(p->compress) ? D9_COMPRESS_NONE : p->compress; /* said once, above */
     p->up.give_up = should_give_up;
     p->up.ctx = p;
     p->up.on_resized = report_resized;

@@ -11,11 +11,19 @@
 #include <unistd.h>
 
 #include "sinks/compress_codec.h"
+#include "sinks/libz_loader.h"
+#include "sinks/libzstd_loader.h"
 
 #define PIECE (64 * 1024)
 
 const char *d9_compress_suffix(d9_compress_mode mode) {
     return mode == D9_COMPRESS_GZIP ? ".gz" : mode == D9_COMPRESS_ZSTD ? ".zst" : "";
+}
+
+const char *d9_compress_unavailable(d9_compress_mode mode) {
+    if (mode == D9_COMPRESS_GZIP) return d9_libz_get() ? NULL : d9_libz_error();
+    if (mode == D9_COMPRESS_ZSTD) return d9_libzstd_get() ? NULL : d9_libzstd_error();
+    return NULL;
 }
 
 static int write_all(void *ctx, const unsigned char *p, size_t n) {

@@ -12,6 +12,9 @@
 
 /* ".gz" for D9_COMPRESS_GZIP, ".zst" for D9_COMPRESS_ZSTD, "" otherwise. */
 const char *d9_compress_suffix(d9_compress_mode mode);
+/* NULL when `mode` can compress here (its library loads, or nothing to load), else why not
+ * (the loader's message), so that it is said once, not once per file. */
+const char *d9_compress_unavailable(d9_compress_mode mode);
 
 /* Compress `path` into `path`.gz or `path`.zst as `mode` says (written as a hidden temporary,
  * renamed into place, then `path` unlinked). On success 0 with the new path and size. On

@@ -118,6 +118,14 @@ int d9_collector_start(d9_collector *c, char *err, size_t errlen) {
 
 d9_run_metadata *d9_collector_metadata(d9_collector *c) { return &c->meta; }
 
+/* Whether the comma-separated `list` holds `name`. */
+static bool list_has(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return true;
+    return false;
+}
+
 void d9_collector_note_source(d9_collector *c, const char *name, bool active, const char *detail) {
     char key[128];
     snprintf(key, sizeof key, "source.%s", name);
@@ -127,6 +135,7 @@ void d9_collector_note_source(d9_collector *c, const char *name, bool active, co
     for (int i = 0; i < c->meta.count; i++) {
         if (strcmp(c->meta.keys[i], "sources") != 0) continue;
         char *list = c->meta.vals[i];
+        if (list_has(list, name)) return; /* noted again (a source restated): listed once */
         d9_run_metadata_set(&c->meta, "sources", "%s,%s", list, name);
         return;
     }

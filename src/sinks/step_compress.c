@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sinks/compress_codec.h"
@@ -93,6 +94,15 @@ int d9_step_compress(const char *path, d9_compress_mode mode, char *out_path, si
         int fr = codec->feed(codec, ibuf, (size_t)n, eof, write_all, &out, err, errlen);
         if (fr == -2) snprintf(err, errlen, "write %s: %s", tmp, strerror(errno));
         if (fr != 0) goto done;
+    }
+    /* The compressed file is born now, long after the segment began (an outage, a backlog):
+     * it carries the segment's start as its modification time, which d9_segment_start_time
+     * reads for a compressed file (a later upload's key, the disk budget's order). */
+    struct statx sx;
+    if (statx(in, "", AT_EMPTY_PATH, STATX_BTIME | STATX_MTIME, &sx) == 0) {
+        struct statx_timestamp t = (sx.stx_mask & STATX_BTIME) ? sx.stx_btime : sx.stx_mtime;
+        struct timespec times[2] = {{.tv_nsec = UTIME_NOW}, {.tv_sec = (time_t)t.tv_sec, .tv_nsec = (long)t.tv_nsec}};
+        (void)futimens(out, times); /* best effort: the key then says when it was compressed */
     }
     struct stat st;
     if (fstat(out, &st) != 0 || close(out) != 0) {

@@ -80,9 +80,13 @@ static void resized(d9_upload_retry *r, const char *sealed_path, uint64_t size) 
 }
 
 time_t d9_segment_start_time(const char *path) {
+    size_t n = strlen(path);
+    /* a compressed file is born when it was compressed; the compress step set its modification
+     * time to the segment's start (step_compress.c) */
+    bool compressed = (n > 3 && strcmp(path + n - 3, ".gz") == 0) || (n > 4 && strcmp(path + n - 4, ".zst") == 0);
     struct statx sx;
     if (statx(AT_FDCWD, path, 0, STATX_BTIME | STATX_MTIME, &sx) == 0) {
-        if (sx.stx_mask & STATX_BTIME) return (time_t)sx.stx_btime.tv_sec;
+        if ((sx.stx_mask & STATX_BTIME) && !compressed) return (time_t)sx.stx_btime.tv_sec;
         return (time_t)sx.stx_mtime.tv_sec;
     }
     return time(NULL);

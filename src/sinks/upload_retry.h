@@ -56,7 +56,8 @@ bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const cha
  * stay. */
 bool d9_upload_retry_run_dir(d9_upload_retry *r, const char *run_dir, const char *service, const char *boot_id);
 
-/* The segment's start: its birth time where the file system keeps it, else its last change. */
+/* The segment's start: its birth time where the file system keeps it, else its last change; a
+ * compressed one's (.gz, .zst) modification time, which the compress step set to that start. */
 time_t d9_segment_start_time(const char *path);
 
 #endif

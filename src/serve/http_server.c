@@ -117,15 +117,20 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, cons
     return send_buffer(c, status, "text/plain; charset=utf-8", copy, strlen(copy));
 }
 
-/* One line per request: the method and the request target as received (not decoded), both
- * escaped so that nothing in them can forge a line. */
-static void log_request(const server *s, const char *method, const char *target, unsigned status) {
-    if (s->quiet) return;
-    flockfile(stderr);
+/* A log line's start: the method and the request target as received (not decoded), both
+ * escaped so that nothing in them can forge a line. The caller holds stderr's lock. */
+static void log_request_start(const char *method, const char *target) {
     fputs("dial9 serve: ", stderr);
     d9_log_escape(stderr, method, 32);
     fputc(' ', stderr);
     d9_log_escape(stderr, target, MAX_LOGGED_TARGET);
+}
+
+/* One line per request, with the status answered. */
+static void log_request(const server *s, const char *method, const char *target, unsigned status) {
+    if (s->quiet) return;
+    flockfile(stderr);
+    log_request_start(method, target);
     fprintf(stderr, " %u\n", status);
     funlockfile(stderr);
 }
@@ -134,10 +139,7 @@ static void log_request(const server *s, const char *method, const char *target,
 static void log_waiting(const server *s, const char *method, const char *target, const char *run, bool joined) {
     if (s->quiet) return;
     flockfile(stderr);
-    fputs("dial9 serve: ", stderr);
-    d9_log_escape(stderr, method, 32);
-    fputc(' ', stderr);
-    d9_log_escape(stderr, target, MAX_LOGGED_TARGET);
+    log_request_start(method, target);
     fputs(joined ? " waits for the fetch of run " : " waits: fetching run ", stderr);
     d9_log_escape(stderr, run, MAX_LOGGED_TARGET);
     fputs(joined ? " under way\n" : " from the bucket\n", stderr);

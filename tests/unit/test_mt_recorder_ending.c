@@ -2,7 +2,6 @@
  * background thread, since the d9_stop that follows drains everything: no "dial9-collect"
  * thread while it records, a d9_flush meanwhile returns once d9_stop has written, and every
  * event recorded in between is in the trace. */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -13,29 +12,10 @@
 #include "dial9/dial9.h"
 #include "sources/sources.h"
 #include "trace_files_util.h"
+#include "unit/recorder_threads_util.h"
 #include "unit/test_source_util.h"
 
 #define POLLS 50
-
-/* Threads of this process whose name is `name`. */
-static int threads_named(const char *name) {
-    DIR *d = opendir("/proc/self/task");
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.') continue;
-        char path[300], comm[64] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
-        fclose(f);
-        n += strcmp(comm, name) == 0;
-    }
-    closedir(d);
-    return n;
-}
 
 static atomic_bool flushed;
 
@@ -55,7 +35,9 @@ int main(void) {
 
     d9_sources_process_ending();
     CHECK(d9_start(&cfg) == D9_OK);
-    CHECK_EQ_U64(threads_named("dial9-collect"), 0);
+    tt_thread_names own;
+    CHECK(tt_recorder_threads(&own)); /* every thread it made has named itself */
+    CHECK_EQ_U64(tt_threads_named(&own, "dial9-collect"), 0);
 
     d9_worker_begin("ending", 0);
     for (int i = 0; i < POLLS; i++) {

@@ -11,7 +11,6 @@
  *  - `dial9 analyze --json` and `dial9 stats` report the off-CPU coverage as partial;
  *  - the recorder's own threads (dial9-*) have no switch record and no CPU sample.
  * No timing is asserted: which level the governor reaches depends on the host's speed. */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #include "sources/cost_governor.h"
 #include "sources/perf_events.h"
 #include "pingpong_workload.h"
+#include "recorder_threads_util.h"
 #include "test_source_util.h"
 
 #define MAX_COV 4096
@@ -33,12 +33,11 @@ typedef struct cov {
 
 static cov g_cov[MAX_COV];
 static size_t g_ncov;
-static uint32_t g_own_tids[16];
-static int g_nown;
+static tt_thread_names g_own; /* the recorder's threads */
 
 static bool own_tid(uint32_t tid) {
-    for (int i = 0; i < g_nown; i++)
-        if (g_own_tids[i] == tid) return true;
+    for (int i = 0; i < g_own.n; i++)
+        if (g_own.tids[i] == tid) return true;
     return false;
 }
 
@@ -59,22 +58,6 @@ static void on_event(const d9_event *ev, void *ctx) {
     c->rate = d9t_field_u(ev, "rate_per_s");
     c->cost = d9t_field_u(ev, "cost_ppm");
     c->budget = d9t_field_u(ev, "budget_ppm");
-}
-
-/* The recorder's threads, by name (recorder.c, pipeline.c name them dial9-*). */
-static void find_own_threads(void) {
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-    while (d && (e = readdir(d)) && g_nown < 16) {
-        if (e->d_name[0] == '.') continue;
-        char path[300], name[32] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        if (fgets(name, sizeof name, f) && strncmp(name, "dial9-", 6) == 0) g_own_tids[g_nown++] = (uint32_t)atoi(e->d_name);
-        fclose(f);
-    }
-    if (d) closedir(d);
 }
 
 static int wait_level(bool degraded) {
@@ -173,9 +156,9 @@ int main(void) {
     cfg.trace_dir = dir;
     CHECK(cfg.overhead_budget_pct == 1.0); /* the default */
     CHECK(d9_start(&cfg) == 0);
-    find_own_threads();
-    printf("recorder threads: %d\n", g_nown);
-    CHECK(g_nown >= 1);
+    CHECK(tt_recorder_threads(&g_own)); /* before the workload's threads: all of them named */
+    printf("recorder threads: %d\n", g_own.n);
+    CHECK(tt_threads_named(&g_own, "dial9-collect") == 1);
 
     pthread_t a, b;
     pthread_create(&b, NULL, ponger, NULL);

@@ -18,7 +18,7 @@
 
 typedef struct tt_thread_names {
     uint32_t tids[16];
-    char names[16][16]; /* comm is at most 15 characters */
+    char names[16][32]; /* comm is at most 15 characters; as large as the read buffer */
     int n;              /* the dial9- threads */
     int unnamed;        /* threads other than the caller without a dial9- name */
 } tt_thread_names;

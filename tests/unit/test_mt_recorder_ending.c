@@ -34,9 +34,10 @@ int main(void) {
     cfg.schedstat = false;
 
     d9_sources_process_ending();
+    tt_threads before, own;
+    tt_threads_before_start(&before);
     CHECK(d9_start(&cfg) == D9_OK);
-    tt_thread_names own;
-    CHECK(tt_recorder_threads(&own)); /* every thread it made has named itself */
+    CHECK(tt_recorder_threads(&before, &own)); /* every thread it made has named itself */
     CHECK_EQ_U64(tt_threads_named(&own, "dial9-collect"), 0);
 
     d9_worker_begin("ending", 0);

@@ -33,7 +33,7 @@ typedef struct cov {
 
 static cov g_cov[MAX_COV];
 static size_t g_ncov;
-static tt_thread_names g_own; /* the recorder's threads */
+static tt_threads g_own; /* the recorder's threads */
 
 static bool own_tid(uint32_t tid) {
     for (int i = 0; i < g_own.n; i++)
@@ -155,8 +155,10 @@ int main(void) {
     d9_config_init(&cfg);
     cfg.trace_dir = dir;
     CHECK(cfg.overhead_budget_pct == 1.0); /* the default */
+    tt_threads before;
+    tt_threads_before_start(&before);
     CHECK(d9_start(&cfg) == 0);
-    CHECK(tt_recorder_threads(&g_own)); /* before the workload's threads: all of them named */
+    CHECK(tt_recorder_threads(&before, &g_own)); /* before the workload's threads: all of them named */
     printf("recorder threads: %d\n", g_own.n);
     CHECK(tt_threads_named(&g_own, "dial9-collect") == 1);
 

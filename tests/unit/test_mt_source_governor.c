@@ -35,17 +35,11 @@ static cov g_cov[MAX_COV];
 static size_t g_ncov;
 static tt_threads g_own; /* the recorder's threads */
 
-static bool own_tid(uint32_t tid) {
-    for (int i = 0; i < g_own.n; i++)
-        if (g_own.tids[i] == tid) return true;
-    return false;
-}
-
 static size_t g_own_records;
 
 static void on_event(const d9_event *ev, void *ctx) {
     tt_on_event(ev, ctx);
-    if ((d9t_is(ev, "SchedSwitchEvent") || d9t_is(ev, "CpuSampleEvent")) && own_tid((uint32_t)d9t_field_u(ev, "tid")))
+    if ((d9t_is(ev, "SchedSwitchEvent") || d9t_is(ev, "CpuSampleEvent")) && tt_threads_has(&g_own, (uint32_t)d9t_field_u(ev, "tid")))
         g_own_records++;
     if (!d9t_is(ev, "CoverageEvent") || g_ncov == MAX_COV) return;
     cov *c = &g_cov[g_ncov++];

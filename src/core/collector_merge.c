@@ -433,6 +433,7 @@ double d9_col_merge(d9_collector *c) {
         d9_ring *newest = d9_ring_for(k->ring, k->end);
         double fill = newest->words ? (double)(k->end - k->pos) / (double)(newest->mask + 1) : 0;
         if (fill > fullest) fullest = fill;
+        d9_thread_note_fill(t, fill);
         if (cursor_peek(c, k)) live++;
     }
 

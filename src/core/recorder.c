@@ -71,9 +71,11 @@ static void *background_main(void *arg) {
         pthread_mutex_unlock(&r->wake_lock);
 
         double fill = d9_collector_drain(r->col);
-        /* Drain sooner while buffers fill up, relax back to flush_ms when they stay empty. */
-        if (fill > 0.25) interval_ms = interval_ms > 2 ? interval_ms / 2 : 1;
-        else if (fill < 0.05 && interval_ms < max_ms) interval_ms = interval_ms * 2 < max_ms ? interval_ms * 2 : max_ms;
+        /* Drain sooner while buffers fill up (a burst), relax back to flush_ms once they hold
+         * little: the rings above D9_RING_GROW_FILL grow meanwhile, so a steady rate ends at
+         * flush_ms with rings large enough for it, not at 1 ms drains of small rings. */
+        if (fill > 2 * D9_RING_GROW_FILL) interval_ms = interval_ms > 2 ? interval_ms / 2 : 1;
+        else if (fill <= D9_RING_GROW_FILL && interval_ms < max_ms) interval_ms = interval_ms * 2 < max_ms ? interval_ms * 2 : max_ms;
 
         pthread_mutex_lock(&r->wake_lock);
         if (flush_target > r->flush_done) {

@@ -174,6 +174,7 @@ d9_thread *d9_thread_register(void) {
     if (pthread_getname_np(pthread_self(), t->name, sizeof t->name) != 0) t->name[0] = 0;
     atomic_init(&t->worker_id, 255);
     atomic_init(&t->ever_worker, false);
+    atomic_init(&t->grow_wanted, false);
     t->c_worker = 255;
     t->c_ss_wait = D9_NS_UNKNOWN;
 
@@ -245,6 +246,10 @@ static bool make_room_in_ring(d9_thread *t, uint64_t tail, uint64_t words) {
 }
 
 bool d9_thread_make_room(d9_thread *t, uint64_t words) {
+    if (atomic_load_explicit(&t->grow_wanted, memory_order_relaxed)) {
+        atomic_store_explicit(&t->grow_wanted, false, memory_order_relaxed);
+        grow(t, words); /* at the largest size or out of budget: the ring stays as it is */
+    }
     uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
     if (make_room_in_ring(t, tail, words) || (grow(t, words) && make_room_in_ring(t, tail, words)))
         return true;

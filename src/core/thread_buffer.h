@@ -2,8 +2,9 @@
  * The owning thread appends records without locks, allocation or system calls; the
  * background collector reads everything up to the published head and then releases it.
  * A record never straddles the end of the ring (a PAD record fills the gap instead).
- * A ring starts small and, when full, the thread moves on to one twice as large (up to the
- * configured size) if the process-wide ring memory budget allows; positions never wrap, so the
+ * A ring starts small and, when full or when the collector finds it filling up between drains,
+ * the thread moves on to one twice as large (up to the configured size) if the process-wide
+ * ring memory budget allows; positions never wrap, so the
  * rings of a thread form a chain by position and the collector frees the older ones once it
  * has read them. When no larger ring can be had the event is dropped and counted; the next
  * record the thread manages to write is preceded by a DROPPED record carrying the thread's
@@ -53,6 +54,7 @@ typedef struct d9_thread {
     _Atomic uint32_t worker_id;               /* latest worker id (255: not a worker) */
     _Atomic bool ever_worker;                 /* set by its first d9_worker_begin, never cleared */
     _Atomic int exited;                       /* the thread is gone; consumer frees after draining */
+    _Atomic bool grow_wanted;                 /* consumer: move to a larger ring (d9_thread_note_fill) */
     pid_t tid;
     char name[16];
     struct d9_thread *next;   /* registry list */
@@ -103,6 +105,17 @@ uint64_t d9_ring_bytes_peak(void);
 static inline d9_ring *d9_ring_for(d9_ring *r, uint64_t pos) {
     for (d9_ring *n; (n = atomic_load_explicit(&r->newer, memory_order_acquire)) && pos >= n->start;) r = n;
     return r;
+}
+/* Collector: a drain found this share of t's newest ring pending (0..1). Above
+ * D9_RING_GROW_FILL the thread moves to a ring twice as large at its next slow path (at the
+ * latest when it reaches the end of its ring), so that rings grow to hold what arrives between
+ * two drains at the flush interval, instead of the collector draining ever more often to keep
+ * a small ring from filling: each drain costs a wake-up, a snapshot and a write, and first
+ * rings kept small by 1 ms drains cost memcached 3 % of a CPU (bench/README.md, "Ring growth"). */
+#define D9_RING_GROW_FILL 0.125
+static inline void d9_thread_note_fill(d9_thread *t, double fill) {
+    if (fill > D9_RING_GROW_FILL && !atomic_load_explicit(&t->grow_wanted, memory_order_relaxed))
+        atomic_store_explicit(&t->grow_wanted, true, memory_order_relaxed);
 }
 /* Collector: everything before `tail` has been read; free the rings that hold only that. */
 void d9_thread_release_consumed(d9_thread *t, uint64_t tail);

@@ -110,7 +110,8 @@ typedef struct d9_config {
                                  runs in trace_dir; oldest sealed files are deleted first */
     uint32_t rotation_secs;   /* DIAL9_ROTATION_SECS (default 60; 0 = rotate by size only) */
     uint32_t buffer_kb;       /* DIAL9_BUFFER_KB (default 1024): per-thread event buffer, at most;
-                                 a thread's starts at 4 KiB and doubles while it fills up */
+                                 a thread's starts at 4 KiB and doubles while it fills up
+                                 (or is found over 1/8 full at a drain) */
     uint32_t flush_ms;        /* DIAL9_FLUSH_MS (default 20): longest time an event waits in a
                                  thread buffer before the background thread writes it */
     bool schedstat;           /* DIAL9_SCHEDSTAT (default true): read /proc/thread-self/schedstat

@@ -28,11 +28,23 @@ bool d9_clock_tsc_trustworthy(void) {
     return constant && nonstop;
 }
 
+/* Taken when the tick source is chosen: the start of the span d9_clock_ticks_per_ns measures. */
+static d9_anchor g_selected_at;
+
 d9_clock_mode d9_clock_select(d9_clock_mode requested) {
     bool tsc = requested == D9_CLOCK_TSC ||
                (requested == D9_CLOCK_AUTO && d9_clock_tsc_trustworthy());
     __atomic_store_n(&d9_clock_use_tsc, tsc, __ATOMIC_RELAXED); /* hooks may be reading it */
+    g_selected_at = d9_clock_anchor_now();
     return tsc ? D9_CLOCK_TSC : D9_CLOCK_MONOTONIC;
+}
+
+double d9_clock_ticks_per_ns(uint64_t min_span_ns) {
+    if (!__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED)) return 1.0;
+    d9_anchor from = g_selected_at, now = d9_clock_anchor_now();
+    while (now.mono_ns - from.mono_ns < min_span_ns) now = d9_clock_anchor_now();
+    if (now.mono_ns <= from.mono_ns || now.ticks <= from.ticks) return 1.0;
+    return (double)(now.ticks - from.ticks) / (double)(now.mono_ns - from.mono_ns);
 }
 
 void d9_clock_map_init(d9_clock_map *m) {
@@ -40,7 +52,7 @@ void d9_clock_map_init(d9_clock_map *m) {
     m->first = d9_clock_map_sample(m);
 }
 
-d9_anchor d9_clock_map_sample(d9_clock_map *m) {
+d9_anchor d9_clock_anchor_now(void) {
     d9_anchor best = {0, 0};
     uint64_t best_gap = UINT64_MAX;
     /* Bracket the tick read by two clock reads; keep the tightest of a few tries so a
@@ -56,6 +68,11 @@ d9_anchor d9_clock_map_sample(d9_clock_map *m) {
         }
         if (best_gap < 200) break;
     }
+    return best;
+}
+
+d9_anchor d9_clock_map_sample(d9_clock_map *m) {
+    d9_anchor best = d9_clock_anchor_now();
     d9_anchor prev = m->count ? m->anchors[(m->count - 1) % D9_CLOCK_ANCHORS] : best;
     m->anchors[m->count % D9_CLOCK_ANCHORS] = best;
     m->count++;

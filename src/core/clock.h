@@ -30,11 +30,19 @@ d9_clock_mode d9_clock_select(d9_clock_mode requested);
 /* Whether this machine's TSC is safe to use (invariant, and the kernel's clocksource). */
 bool d9_clock_tsc_trustworthy(void);
 
-/* Tick → ns conversion, owned by the background thread. */
 typedef struct d9_anchor {
     uint64_t ticks;
     uint64_t mono_ns;
 } d9_anchor;
+
+/* A tick and the CLOCK_MONOTONIC time it was read at (within ~100 ns). */
+d9_anchor d9_clock_anchor_now(void);
+
+/* Ticks per ns (1 when ticks are ns), measured from the last d9_clock_select to now, over at
+ * least min_span_ns: it waits (spins) only for what the start has not spent since. */
+double d9_clock_ticks_per_ns(uint64_t min_span_ns);
+
+/* Tick → ns conversion, owned by the background thread. */
 
 #define D9_CLOCK_ANCHORS 64
 typedef struct d9_clock_map {

@@ -283,23 +283,13 @@ __attribute__((noinline)) void d9__task_suspend(uint64_t task_id) {
 
 /* ---------------------------------------------------------------- lifecycle */
 
-/* Over 100 us of spinning, not a 1 ms sleep: a short program's start waits for this, and the
- * rate only scales the mean gap between captures (0.1 % off is plenty). */
-static double measure_ticks_per_ns(void) {
-    if (!d9_clock_use_tsc) return 1.0;
-    uint64_t n0 = d9_mono_ns(), t0 = d9_clock_ticks(), n1, t1;
-    do {
-        n1 = d9_mono_ns();
-        t1 = d9_clock_ticks();
-    } while (n1 - n0 < 100 * 1000);
-    if (n1 <= n0 || t1 <= t0) return 1.0;
-    return (double)(t1 - t0) / (double)(n1 - n0);
-}
-
 void d9_task_dumps_start(bool enabled, uint64_t mean_ns) {
     static bool calibrated_tsc, calibrated;
     if (!calibrated || calibrated_tsc != d9_clock_use_tsc) {
-        g_ticks_per_ns = measure_ticks_per_ns();
+        /* Over at least 100 us since the start selected the clock: it waits only for what
+         * the start has not spent since (usually nothing; it spun 100 us here before), and
+         * the rate only scales the mean gap between captures (0.1 % off is plenty). */
+        g_ticks_per_ns = d9_clock_ticks_per_ns(100 * 1000);
         calibrated = true;
         calibrated_tsc = d9_clock_use_tsc;
     }

@@ -43,7 +43,6 @@ d9_anchor d9_clock_anchor_now(void);
 double d9_clock_ticks_per_ns(uint64_t min_span_ns);
 
 /* Tick → ns conversion, owned by the background thread. */
-
 #define D9_CLOCK_ANCHORS 64
 typedef struct d9_clock_map {
     d9_anchor anchors[D9_CLOCK_ANCHORS]; /* ring, newest at (count - 1) % N */

@@ -306,12 +306,12 @@ static void parts(int pairs, double secs) {
     /* the per-unit figures, each over the mode below it */
     double ns_ctx = sw > 0 ? ctx / sw : 0, ns_rec = sw > 0 ? (rec - ctx) / sw : 0;
     double ns_stack = stacks > 0 ? (st - rec) / stacks : 0;
-    printf("  context: %6.0f ns per switch            (table D9_GOV_NS_CONTEXT %u)\n", ns_ctx, D9_GOV_NS_CONTEXT);
+    printf("  context: %6.0f ns per switch            (table context %.0f)\n", ns_ctx, d9_gov_costs_measured.context);
     printf("  closed:  %6.0f ns per switch            (paused now: nothing of perf on the threads)\n",
            sw > 0 ? median(cost[CLOSED], pairs) / sw : 0);
-    printf("  records: %6.0f ns per switch            (table D9_GOV_NS_RECORDS %u)\n", ns_rec, D9_GOV_NS_RECORDS);
-    printf("  stack:   %6.0f ns per stack, %.0f stacks/s (table D9_GOV_NS_STACK %u)\n", ns_stack, stacks,
-           D9_GOV_NS_STACK);
+    printf("  records: %6.0f ns per switch            (table records %.0f)\n", ns_rec, d9_gov_costs_measured.records);
+    printf("  stack:   %6.0f ns per stack, %.0f stacks/s (table stack %.0f)\n", ns_stack, stacks,
+           d9_gov_costs_measured.stack);
     printf("  shares at 10 k switches/s, stacks paced at 500/s: context %.2f %%, records %.2f %%, stacks %.2f %% of a CPU\n",
            10000 * ns_ctx / 1e7, 10000 * ns_rec / 1e7, 500 * ns_stack / 1e7);
 
@@ -324,12 +324,12 @@ static void parts(int pairs, double secs) {
         samples[p] = on.cpu_samples_per_s;
         lost[p] = samples[p] > 0 ? share * on.cpu_ns_per_s / samples[p] : 0;
     }
-    printf("  cpu sample: %6.0f ns per sample (min %.0f, max %.0f), %.0f samples/s (table D9_GOV_NS_CPU_SAMPLE %u)\n",
-           median(lost, pairs), min_of(lost, pairs), max_of(lost, pairs), median(samples, pairs), D9_GOV_NS_CPU_SAMPLE);
+    printf("  cpu sample: %6.0f ns per sample (min %.0f, max %.0f), %.0f samples/s (table cpu_sample %.0f)\n",
+           median(lost, pairs), min_of(lost, pairs), max_of(lost, pairs), median(samples, pairs), d9_gov_costs_measured.cpu_sample);
     double rd[MAX_PAIRS];
     for (int p = 0; p < pairs; p++) rd[p] = schedstat_read_ns();
-    printf("  schedstat read: %4.0f ns per read (min %.0f, max %.0f)   (table D9_GOV_NS_SCHEDSTAT %u)\n",
-           median(rd, pairs), min_of(rd, pairs), max_of(rd, pairs), D9_GOV_NS_SCHEDSTAT);
+    printf("  schedstat read: %4.0f ns per read (min %.0f, max %.0f)   (table schedstat %.0f)\n",
+           median(rd, pairs), min_of(rd, pairs), max_of(rd, pairs), d9_gov_costs_measured.schedstat);
     for (int p = 0; p < pairs; p++) rd[p] = getrusage_ns();
     printf("  getrusage: %4.0f ns per call (min %.0f, max %.0f), the governor's rate, 4 a second: %.5f %% of a CPU\n",
            median(rd, pairs), min_of(rd, pairs), max_of(rd, pairs), 4 * median(rd, pairs) / 1e7);

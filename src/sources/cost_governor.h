@@ -31,13 +31,19 @@
 #include <stdint.h>
 
 /* Calibrated costs, ns of CPU (kernel + collector) per unit; `d9_bench_governor` measures
- * them (its "parts" table; docs/kernel-sources.md, "Cost governor"). Per context switch of a
- * thread of the process (a switch-out and its switch-in): */
-#define D9_GOV_NS_CONTEXT 300u   /* the perf context on the task, events enabled or not */
-#define D9_GOV_NS_RECORDS 1100u  /* two PERF_RECORD_SWITCH (kernel) + reading/encoding them */
-#define D9_GOV_NS_STACK 5000u    /* one context-switch call chain: kernel unwind, 2 KiB stack copy, CFI unwind */
-#define D9_GOV_NS_CPU_SAMPLE 5000u /* one CPU profile sample, likewise */
-#define D9_GOV_NS_SCHEDSTAT 1000u  /* one read of /proc/thread-self/schedstat at a park or unpark */
+ * them (its "parts" table; docs/kernel-sources.md, "Cost governor"). Data, not policy: the
+ * decisions below take them from their input, so a test can pin its own table. */
+typedef struct d9_gov_costs {
+    /* Per context switch of a thread of the process (a switch-out and its switch-in): */
+    double context; /* the perf context on the task, events enabled or not */
+    double records; /* two PERF_RECORD_SWITCH (kernel) + reading/encoding them */
+    double stack;   /* one context-switch call chain: kernel unwind, 2 KiB stack copy, CFI unwind */
+    double cpu_sample; /* one CPU profile sample, likewise */
+    double schedstat;  /* one read of /proc/thread-self/schedstat at a park or unpark */
+} d9_gov_costs;
+
+/* This machine kind's, measured on a quiet host (2-vCPU KVM guest, 2026-12-02). */
+extern const d9_gov_costs d9_gov_costs_measured;
 
 #define D9_GOV_LEVEL_FULL 0
 #define D9_GOV_LEVEL_SAMPLED_FIRST 1 /* 1 in 2 */
@@ -63,6 +69,7 @@ typedef struct d9_gov_input {
     bool closing_allowed;     /* the source may close the events between a sampled level's windows */
     double reopen_ns;         /* CPU of closing them and opening them again once, as measured by the
                                * source (its open at start, then each close and reopen) */
+    d9_gov_costs costs;       /* the cost of each unit (d9_gov_costs_measured) */
 } d9_gov_input;
 
 typedef struct d9_gov_state {
@@ -77,7 +84,7 @@ double d9_gov_estimate(const d9_gov_input *in, int level);
  * close and a reopen (in->reopen_ns) per window (meaningful at a sampled level only). */
 double d9_gov_estimate_as(const d9_gov_input *in, int level, bool closed_between);
 /* At a sampled level, is closing the events between windows cheaper than keeping them open?
- * (the context saved over the closed time, switches x D9_GOV_NS_CONTEXT x (1 - 1/N), against
+ * (the context saved over the closed time, switches x costs.context x (1 - 1/N), against
  * in->reopen_ns x windows per second; never when closing leaves the context: paused_keeps_context) */
 bool d9_gov_closes_between(const d9_gov_input *in, int level);
 /* Windows a second at a sampled level (1 / (N x D9_GOV_WINDOW_NS)); 0 at full and paused. */

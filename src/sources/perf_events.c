@@ -1046,6 +1046,7 @@ static void govern(perf_src *s, d9_src_batch *out, uint64_t now) {
         s->gov_in.paused_keeps_context = !s->close_when_paused || s->want[K_CPU];
         s->gov_in.closing_allowed = s->close_when_paused && s->window_closing != D9_PERF_CLOSE_NEVER;
         s->gov_in.reopen_ns = s->reopen_ns;
+        s->gov_in.costs = d9_gov_costs_measured;
         s->gov_switches = sw;
         s->gov_cpu_samples = s->n.cpu_samples;
         s->gov_schedstat = reads;

@@ -1,8 +1,9 @@
 /* The governor's paused level closes the perf events of the switch records and stacks, and
  * leaving it opens them again (src/sources/perf_events.c, close_switch_events), twice: with the
  * defaults (no CPU profile: nothing of perf stays open on the program's threads) and with the
- * perf CPU profile (its events stay open and keep sampling). A small budget (0.05 % of one CPU:
- * paused above ~1 k switches/s, back from it below ~0.7 k/s) makes the states certain on any host:
+ * perf CPU profile (its events stay open and keep sampling). A small budget (0.1 % of one CPU:
+ * the ping-pong's thousands of switches a second are paused, the sleeper's ~200 a second come
+ * back from it, with d9_gov_costs_measured) makes the states certain on any host:
  *  - two recording threads ping-pong through pipes until the governor is paused, then 2 000
  *    more round trips while it stays so: no perf event fd is open but the rings' hosts (on the
  *    collector's thread, after a first reopen; or only the CPU profile's and those, fewer than
@@ -230,7 +231,7 @@ static void run(bool cpu_profile) {
     d9_config cfg;
     d9_config_init(&cfg);
     cfg.trace_dir = dir;
-    cfg.overhead_budget_pct = 0.05;
+    cfg.overhead_budget_pct = 0.1;
     cfg.cpu_profile = cpu_profile;
     CHECK(d9_start(&cfg) == 0);
     int fds_full = perf_fds();

@@ -279,9 +279,13 @@ void d9_threads_reap(void) {
     d9_thread **p = &g_threads;
     while (*p) {
         d9_thread *t = *p;
+        /* Drained, and its drops in a report: a thread that exits while a drain runs, after
+         * that drain's snapshot (so never read by it), has nothing in its ring when all its
+         * events were dropped, and freeing it then lost their count without a trace. */
         if (atomic_load_explicit(&t->exited, memory_order_acquire) &&
             atomic_load_explicit(&t->tail, memory_order_relaxed) ==
-                atomic_load_explicit(&t->head_pub, memory_order_acquire)) {
+                atomic_load_explicit(&t->head_pub, memory_order_acquire) &&
+            atomic_load_explicit(&t->drops_total, memory_order_relaxed) <= t->c_drops_reported) {
             *p = t->next;
             free_thread(t);
         } else {

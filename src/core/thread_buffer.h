@@ -142,7 +142,8 @@ static inline void d9_thread_commit(d9_thread *t, uint64_t words) {
 /* Registry of every thread that has a buffer, for the collector. The snapshot is an array the
  * caller frees; it stays valid because only the collector frees exited threads. */
 d9_thread **d9_threads_snapshot(size_t *count);
-/* Free the buffers of exited threads whose data the collector has consumed. */
+/* Free the buffers of exited threads whose data the collector has consumed and whose drops it
+ * has reported (collector-side: reads c_drops_reported). */
 void d9_threads_reap(void);
 /* After fork() in the child: forget every buffer (their threads do not exist here). */
 void d9_threads_forget_after_fork(void);

@@ -78,6 +78,16 @@ static uint64_t process_cpu_ns(uint64_t *switches) {
            (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
 }
 
+/* The pinger's CPU per round trip by the switch events' state during the burst (closed, open
+ * and disabled, enabled: d9_perf_switch_state), bursts that saw a change left out. */
+static _Atomic uint64_t g_state_ns[3], g_state_trips[3];
+
+static uint64_t thread_cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void *pinger(void *arg) {
     (void)arg;
     d9_worker_begin("bench", 0);
@@ -87,10 +97,18 @@ static void *pinger(void *arg) {
     uint64_t task = 1;
     while (!atomic_load(&g_stop)) {
         int k = atomic_load(&g_burst);
+        uint64_t seq0, seq1;
+        int st = d9_perf_switch_state(&seq0);
+        uint64_t cpu0 = thread_cpu_now();
         for (int i = 0; i < k; i++) {
             d9_poll_begin(task++, D9_HERE);
             if (write(g_ping[1], &c, 1) != 1 || read(g_pong[0], &c, 1) != 1) return NULL;
             d9_poll_end();
+        }
+        uint64_t cpu1 = thread_cpu_now();
+        if (d9_perf_switch_state(&seq1) == st && seq1 == seq0 && !(seq0 & 1) && st >= 0 && st < 3) {
+            atomic_fetch_add(&g_state_ns[st], cpu1 - cpu0);
+            atomic_fetch_add(&g_state_trips[st], (uint64_t)k);
         }
         next.tv_nsec += 1000000;
         if (next.tv_nsec >= 1000000000) {
@@ -147,6 +165,8 @@ typedef struct phase_result {
     uint64_t changes;
     uint64_t closes;   /* closes of the switch events (paused, between windows) */
     uint64_t reopen_cost_ns; /* what the governor counted for a close and a reopen, at the end */
+    double trip_ns[3];       /* the pinger's CPU per round trip by switch events' state ... */
+    double trips[3];         /* ... over this many round trips */
 } phase_result;
 
 static void start_recording(mode m) {
@@ -182,7 +202,7 @@ static void start_recording(mode m) {
 }
 
 static phase_result run_phase(mode m, double secs) {
-    phase_result r = {0, 0, 0, 0, 0, -1, 0, 0, 0};
+    phase_result r = {0, 0, 0, 0, 0, -1, 0, 0, 0, {0, 0, 0}, {0, 0, 0}};
     bool spin = m == CPU_OFF || m == CPU_ON;
     bool recording = m != OFF && m != CPU_OFF;
     if (recording) start_recording(m);
@@ -199,11 +219,19 @@ static phase_result run_phase(mode m, double secs) {
     nanosleep(&warm, NULL);
     uint64_t sw0, sw1, st0 = 0, st1 = 0, cs0 = 0, cs1 = 0;
     d9_perf_samples_read(&st0, &cs0);
+    for (int i = 0; i < 3; i++) {
+        atomic_store(&g_state_ns[i], 0);
+        atomic_store(&g_state_trips[i], 0);
+    }
     uint64_t t0 = now_ns(), c0 = process_cpu_ns(&sw0);
     struct timespec run = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
     nanosleep(&run, NULL);
     uint64_t t1 = now_ns(), c1 = process_cpu_ns(&sw1);
     d9_perf_samples_read(&st1, &cs1);
+    for (int i = 0; i < 3; i++) {
+        r.trips[i] = (double)atomic_load(&g_state_trips[i]);
+        r.trip_ns[i] = r.trips[i] > 0 ? (double)atomic_load(&g_state_ns[i]) / r.trips[i] : 0;
+    }
     if (m == GOVERNED || m == GOVERNED_OPEN || m >= HELD_PAUSED) {
         uint64_t reopens, records;
         d9_perf_governor_now(&r.level, &r.changes);
@@ -406,6 +434,7 @@ static void held(int pairs, double secs) {
         atomic_store(&g_burst, rates[ri] / 2 / 1000);
         print_load("before");
         double cost[MODES][MAX_PAIRS], swr[MODES][MAX_PAIRS], closes[MODES][MAX_PAIRS], cyc[MODES][MAX_PAIRS];
+        double extra[MODES][3][MAX_PAIRS], share[MODES][3][MAX_PAIRS], stk[MODES][MAX_PAIRS];
         for (int p = 0; p < pairs; p++)
             for (int m = HELD_PAUSED; m <= HELD8_CLOSED; m++) {
                 phase_result off = run_phase(BASE, secs);
@@ -414,11 +443,41 @@ static void held(int pairs, double secs) {
                 swr[m][p] = on.switches_per_s;
                 closes[m][p] = (double)on.closes / (secs + 0.5);
                 cyc[m][p] = (double)on.reopen_cost_ns / 1e6;
+                stk[m][p] = on.stacks_per_s;
+                double base_ns = 0, base_trips = 0, all = 0;
+                for (int i = 0; i < 3; i++) {
+                    base_ns += off.trip_ns[i] * off.trips[i];
+                    base_trips += off.trips[i];
+                    all += on.trips[i];
+                }
+                for (int i = 0; i < 3; i++) {
+                    extra[m][i][p] = on.trips[i] > 0 && base_trips > 0 ? on.trip_ns[i] - base_ns / base_trips : 0;
+                    share[m][i][p] = all > 0 ? on.trips[i] / all : 0;
+                }
             }
         for (int m = HELD_PAUSED; m <= HELD8_CLOSED; m++)
             printf("%-10d %-16s %12.0f %11.2f%% %9.2f%% %9.2f%%  %.2f/s, %.2f ms\n", rates[ri], mode_name[m],
                    median(swr[m], pairs), median(cost[m], pairs), min_of(cost[m], pairs), max_of(cost[m], pairs),
                    median(closes[m], pairs), median(cyc[m], pairs));
+        printf("  the pinger's CPU per round trip over the base's, by the switch events' state (share of round trips):\n");
+        for (int m = HELD_PAUSED; m <= HELD8_CLOSED; m++) {
+            printf("  %-16s %5.0f stacks/s", mode_name[m], median(stk[m], pairs));
+            static const char *state_name[3] = {"closed", "open", "enabled"};
+            for (int i = 0; i < 3; i++)
+                printf("  %s %+6.0f ns (%4.1f %%)", state_name[i], median(extra[m][i], pairs), 100 * median(share[m][i], pairs));
+            printf("\n");
+        }
+        double residual[MAX_PAIRS];
+        for (int p = 0; p < pairs; p++) residual[p] = extra[HELD32_CLOSED][0][p] - extra[HELD_PAUSED][0][p];
+        printf("  closed between windows, over paused: %+.0f ns per switch (min %+.0f, max %+.0f)   (table closed_context %.0f)\n",
+               median(residual, pairs), min_of(residual, pairs), max_of(residual, pairs),
+               d9_gov_costs_measured.closed_context);
+        double unclone[MAX_PAIRS];
+        for (int p = 0; p < pairs; p++) unclone[p] = extra[HELD32_CLOSED][2][p] - extra[HELD32_OPEN][2][p];
+        printf("  in a window, events reopened over events inherited: %+.0f ns per switch (min %+.0f, max %+.0f)\n"
+               "    (table window_context %.0f - context %.0f = %+.0f)\n",
+               median(unclone, pairs), min_of(unclone, pairs), max_of(unclone, pairs), d9_gov_costs_measured.window_context,
+               d9_gov_costs_measured.context, d9_gov_costs_measured.window_context - d9_gov_costs_measured.context);
         print_load("after");
     }
 }

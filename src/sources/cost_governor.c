@@ -7,7 +7,8 @@
  * earlier VM, and let the governor spend 2.1 % at 20 k switches/s and 3.2 % at 40 k against its
  * 1 %.) */
 const d9_gov_costs d9_gov_costs_measured = {
-    .context = 1100, .records = 1400, .stack = 8000, .cpu_sample = 20000, .schedstat = 1300};
+    .context = 1100, .records = 1400, .stack = 8000, .cpu_sample = 20000, .schedstat = 1300,
+    .closed_context = 250, .window_context = 2300};
 
 uint32_t d9_gov_one_in(int level) {
     if (level <= D9_GOV_LEVEL_FULL) return 1;
@@ -33,6 +34,11 @@ double d9_gov_fixed_ns(const d9_gov_input *in) {
     return positive(in->cpu_samples_per_s) * in->costs.cpu_sample + positive(in->schedstat_per_s) * in->costs.schedstat;
 }
 
+double d9_gov_stacks_rate(double stacks_per_sec, int level) {
+    uint32_t n = d9_gov_one_in(level);
+    return n ? stacks_per_sec / n : 0;
+}
+
 double d9_gov_windows_per_s(int level) {
     uint32_t n = d9_gov_one_in(level);
     return n > 1 ? 1e9 / ((double)n * (double)D9_GOV_WINDOW_NS) : 0;
@@ -44,14 +50,20 @@ double d9_gov_estimate_as(const d9_gov_input *in, int level, bool closed_between
     double ns = d9_gov_fixed_ns(in);
     if (n == 0) return in->paused_keeps_context ? ns + sw * in->costs.context : ns; /* closed */
     bool gaps = closed_between && n > 1;
-    /* the context while the events are open: all the time, or the windows alone */
-    ns += sw * in->costs.context / (gaps && !in->paused_keeps_context ? n : 1);
+    /* the context while the events are open: all the time, or the windows alone (events opened
+     * again at each window: contexts that are not clones) */
+    ns += sw * (gaps ? in->costs.window_context : in->costs.context) / (gaps && !in->paused_keeps_context ? n : 1);
     /* records in one window of N; a stack per switch of a worker in those windows, up to the
      * pacing's rate (workers' switches are counted as all of the process's: an upper bound) */
     double cap = positive(in->stacks_cap_per_s);
-    double stacks = sw / n < cap ? sw / n : cap;
+    double stacks = (sw < cap ? sw : cap) / n; /* the pacing's rate (d9_gov_stacks_rate), or fewer */
     ns += sw * in->costs.records / n + stacks * in->costs.stack;
-    if (gaps) ns += positive(in->reopen_ns) * d9_gov_windows_per_s(level); /* a close and a reopen per window */
+    if (gaps) {
+        ns += positive(in->reopen_ns) * d9_gov_windows_per_s(level); /* a close and a reopen per window */
+        /* the empty contexts between windows (with the CPU profile's events the context stays
+         * whole, counted above) */
+        if (!in->paused_keeps_context) ns += sw * in->costs.closed_context * (1.0 - 1.0 / n);
+    }
     return ns;
 }
 

@@ -8,18 +8,20 @@
  * The context-switch source degrades in steps, one level index each:
  *   0 full        switch intervals and context-switch stacks (paced: stacks_per_sec)
  *   1..5 sampled  intervals AND stacks during one 50 ms window in N (N = 2, 4, 8, 16, 32),
- *                 the stacks keeping their pacing (stacks_per_sec at most, in the windows);
- *                 between windows the events are closed where that is cheaper than keeping
- *                 them open (d9_gov_closes_between: the perf context saved over the closed
- *                 time against a measured close + reopen per window), else open and disabled
- *   6 paused      nothing: the switch and stacks events are closed, so the perf context's
- *                 floor goes too (unless the perf CPU profile's events keep a context on the
- *                 threads: paused_keeps_context); opened again on every thread when it leaves
- * Stacks are not paused first: paced, they are a small share of the cost (500/s x 5-7 us =
- * 0.25-0.35 % of a CPU against 1.4-2.4 us x every switch for the context and the records),
- * and a stack is only worth something with the switch records around it (which switch it was,
- * how long the thread stayed off CPU). So a recorded window keeps full fidelity and the
- * windows thin out (docs/kernel-sources.md, "Cost governor", the numbers behind it).
+ *                 the stacks paced at stacks_per_sec / N (d9_gov_stacks_rate: one N-th of
+ *                 everything the full level records, stacks included; the bucket gathers them
+ *                 into the windows); between windows the events are closed where that is
+ *                 cheaper than keeping them open (d9_gov_closes_between: the perf context saved
+ *                 over the closed time against a measured close + reopen per window and the
+ *                 empty contexts left behind, costs.closed_context), else open and disabled
+ *   6 paused      nothing: the switch and stacks events are closed, and the rings' hosts
+ *                 with them, so the perf context's floor goes too (unless the perf CPU
+ *                 profile's events keep a context on the threads: paused_keeps_context);
+ *                 opened again on every thread when it leaves
+ * Stacks thin out with the records rather than before them: a stack is only worth something
+ * with the switch records around it (which switch it was, how long the thread stayed off CPU),
+ * so a sampled level is one N-th of the full level in every respect (docs/kernel-sources.md,
+ * "Cost governor", the numbers behind it).
  * It comes back one level at a time once the better level's estimate has stayed below
  * D9_GOV_RECOVER_SHARE of the budget for D9_GOV_RECOVER_TICKS evaluations in a row.
  * d9_gov_step is pure (no clock, no system call) so the decisions are tested with synthetic
@@ -40,6 +42,16 @@ typedef struct d9_gov_costs {
     double stack;   /* one context-switch call chain: kernel unwind, 2 KiB stack copy, CFI unwind */
     double cpu_sample; /* one CPU profile sample, likewise */
     double schedstat;  /* one read of /proc/thread-self/schedstat at a park or unpark */
+    /* Per context switch while a sampled level's events are closed between its windows: a
+     * closed event leaves its (empty) perf context on the thread, and the kernel still runs
+     * its switch hooks over it while any per-thread event (the rings' hosts, host_ring in
+     * perf_events.c) exists, and for a second after the last one goes: */
+    double closed_context;
+    /* Per context switch in a window of a level that closes its events between windows, in
+     * place of `context`: the events opened again on each thread are not clones of one context
+     * (as the events inherited from the start are), so the kernel cannot swap the contexts of
+     * the two threads of a switch and schedules their events out and in instead: */
+    double window_context;
 } d9_gov_costs;
 
 /* This machine kind's, measured on a quiet host (2-vCPU KVM guest, 2026-12-02). */
@@ -87,6 +99,9 @@ double d9_gov_estimate_as(const d9_gov_input *in, int level, bool closed_between
  * (the context saved over the closed time, switches x costs.context x (1 - 1/N), against
  * in->reopen_ns x windows per second; never when closing leaves the context: paused_keeps_context) */
 bool d9_gov_closes_between(const d9_gov_input *in, int level);
+/* The context-switch stacks' pacing at `level`, stacks a second: `stacks_per_sec` at full,
+ * one N-th of it at a sampled level, 0 when paused. */
+double d9_gov_stacks_rate(double stacks_per_sec, int level);
 /* Windows a second at a sampled level (1 / (N x D9_GOV_WINDOW_NS)); 0 at full and paused. */
 double d9_gov_windows_per_s(int level);
 /* One evaluation: moves `st` down at once to the first level whose estimate fits the budget

@@ -115,7 +115,6 @@ typedef struct perf_src {
     bool close_when_paused;    /* d9_perf_keep_events_open_when_paused (benchmarks) clears it */
     bool close_between;        /* the level's windows: events closed between them (d9_gov_closes_between) */
     int window_closing;        /* d9_perf_set_window_closing's policy when the source opened */
-    int held_level;            /* d9_perf_hold_governor_level's level when it opened, or -1 */
     double reopen_ns;          /* a close and a reopen, CPU ns, smoothed: the governor's reopen_ns */
     uint64_t close_cpu_ns;     /* the CPU of the last close (counted with the next reopen) */
     uint64_t map_cpu_ns;       /* CPU spent mapping rings (attach_event), to leave out of reopen_ns's first figure */
@@ -123,6 +122,7 @@ typedef struct perf_src {
     bool reopen_fail_noted, stacks_fail_noted;     /* their one-time messages were given */
     pid_t collector_tid;       /* the thread of the first drain: the collector's (host_ring) */
     uint32_t window;           /* incremented each time they are enabled again after a gap */
+    int ring_hosts;            /* rings' hosts open now (host_ring) */
     d9_perf_counters n;
 } perf_src;
 
@@ -420,7 +420,6 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     s->gov_last = s->gov_since = s->started;
     s->close_when_paused = !atomic_load_explicit(&g_keep_open_when_paused, memory_order_relaxed);
     s->window_closing = atomic_load_explicit(&g_window_closing, memory_order_relaxed);
-    s->held_level = atomic_load_explicit(&g_held_level, memory_order_relaxed);
     /* the first figure for a close and a reopen: this open without mapping the rings (which a
      * reopen leaves to their hosts), the same work as a reopen on this host, twice (closing
      * costs about what opening does); each close and reopen then measures its own */
@@ -710,22 +709,30 @@ static void set_stacks(perf_src *s, bool on) {
 }
 
 /* Context-switch stacks cost microseconds of kernel time per switch (a kernel unwind and a
- * copy of the user stack), so they are paced with a token bucket: stacks_per_sec
- * tokens a second, at most one second's worth kept, one spent per stack read (of any thread:
- * the kernel took it either way). The event runs while tokens are left and pauses (on every
- * thread, between drains) until the debt is repaid. A process that blocks less often than the
- * budget, or in bursts shorter than a second's worth, gets every stack; a busy one gets every
- * stack during part of the time rather than none, at the budget on average. A state lasts at
- * least D9_STACKS_WINDOW_NS: each change is an ioctl on every event opened at start. */
-static void pace_stacks(perf_src *s, uint64_t now) {
-    if (!s->want[K_STACKS]) return;
-    double budget = s->stacks_per_sec;
-    s->tokens += (double)(now - s->last_pace) * budget / 1e9;
-    if (s->tokens > budget) s->tokens = budget;
+ * copy of the user stack), so they are paced with a token bucket: stacks_per_sec tokens a
+ * second (one N-th of it at the governor's sampled levels), one second's worth kept, one spent
+ * per stack read (of any thread: the kernel took it either way). The event runs while tokens
+ * are left and pauses (on every thread, between drains) until the debt is repaid. A process
+ * that blocks less often than the budget, or in bursts shorter than a second's worth, gets
+ * every stack; a busy one gets every stack during part of the time rather than none, at the
+ * budget on average. A state lasts at least D9_STACKS_WINDOW_NS: each change is an ioctl on
+ * every event opened at start. The debt is bounded by D9_STACKS_MAX_PAUSE_NS of the full
+ * level's rate, so a sampled level's burst in a window (hundreds of switches at tens of
+ * thousands a second) is repaid in full, whatever the number of windows it takes. */
+static void refill_stacks(perf_src *s, uint64_t now) {
+    double rate = s->governed ? d9_gov_stacks_rate(s->stacks_per_sec, s->gov.level) : s->stacks_per_sec;
+    double floor = -(double)s->stacks_per_sec * (D9_STACKS_MAX_PAUSE_NS / 1e9);
+    s->tokens += (double)(now - s->last_pace) * rate / 1e9;
+    if (s->tokens > rate) s->tokens = rate;
     s->tokens -= (double)s->stacks_seen;
-    if (s->tokens < -budget * (D9_STACKS_MAX_PAUSE_NS / 1e9)) s->tokens = -budget * (D9_STACKS_MAX_PAUSE_NS / 1e9);
+    if (s->tokens < floor) s->tokens = floor;
     s->stacks_seen = 0;
     s->last_pace = now;
+}
+
+static void pace_stacks(perf_src *s, uint64_t now) {
+    if (!s->want[K_STACKS]) return;
+    refill_stacks(s, now);
     if (s->stacks_window_off) { /* the governor's window opens: stacks with the records */
         s->stacks_window_off = false;
         if (s->tokens > 0) set_stacks(s, true);
@@ -744,9 +751,8 @@ static void pace_stacks(perf_src *s, uint64_t now) {
 }
 
 /* Stacks are taken while the switch records are (a stack is read against the switch records
- * around it), paced within that time: the bucket keeps filling while a sampled level's window
- * is closed, so the windows get the stacks (at a sampled level a drain's burst of stacks
- * overshoots a 1/N pacing for seconds, which left windows without any). */
+ * around it), paced within that time: the bucket keeps filling, at the level's rate, while a
+ * sampled level's window is closed, so the stacks fall in the windows. */
 static void apply_stacks(perf_src *s, uint64_t now) {
     if (!s->want[K_STACKS]) return;
     if (s->switches_on || !s->want[K_SWITCH]) {
@@ -760,13 +766,7 @@ static void apply_stacks(perf_src *s, uint64_t now) {
         s->stacks_window_off = true;
     }
     s->changed_at = now;
-    /* the bucket still refills while the window is closed */
-    double budget = s->stacks_per_sec;
-    s->tokens += (double)(now - s->last_pace) * budget / 1e9;
-    if (s->tokens > budget) s->tokens = budget;
-    s->tokens -= (double)s->stacks_seen;
-    s->stacks_seen = 0;
-    s->last_pace = now;
+    refill_stacks(s, now); /* the bucket still refills while the window is closed */
 }
 
 static void note_pacing(perf_src *s, uint64_t now) {
@@ -776,7 +776,8 @@ static void note_pacing(perf_src *s, uint64_t now) {
     char detail[256];
     snprintf(detail, sizeof detail,
              "perf context-switch samples with kernel and user frames, workers only; every switch up to %u "
-             "stacks/s on average (bursts of %u), paused above: %.0f%% of the time since start",
+             "stacks/s on average (bursts of %u; one N-th of it while the cost governor samples 1 in N), "
+             "paused above: %.0f%% of the time since start",
              s->stacks_per_sec, s->stacks_per_sec, 100.0 * (double)paused / (double)(now - s->started));
     /* the key alone: d9_collector_note_source would add the source to `sources` again at each note */
     d9_run_metadata_set(d9_collector_metadata(s->collector), "source.switch_stacks", "active: %s", detail);
@@ -829,19 +830,21 @@ static int kind_of_fd_number(const perf_src *s, int fd) {
     return -1;
 }
 
-/* Closes (and forgets) the events of the closable kinds, unmapping the rings one of them leads. */
-static void close_closable(perf_src *s) {
+/* Closes (and forgets) the events of the kinds `which` picks, unmapping the rings one of them
+ * leads. Returns how many it closed. */
+static size_t close_events(perf_src *s, bool (*which)(int kind)) {
     for (int c = 0; c < s->ncpu; c++)
         for (int r = 0; r < 2; r++) {
             int *lead = &s->leader[2 * c + r];
-            if (*lead < 0 || !closable(kind_of_fd_number(s, *lead))) continue;
+            if (*lead < 0 || !which(kind_of_fd_number(s, *lead))) continue;
             d9_perf_ring_unmap(r ? &s->swrings[c] : &s->rings[c]);
             *lead = -1;
         }
-    size_t kept = 0;
+    size_t kept = 0, closed = 0;
     for (size_t i = 0; i < s->nfds; i++) {
-        if (closable(s->fd_kinds[i])) {
+        if (which(s->fd_kinds[i])) {
             d9_fd_close_if_ours(s->fds[i], s->fd_ids[i]);
+            closed++;
             continue;
         }
         s->fds[kept] = s->fds[i];
@@ -852,8 +855,24 @@ static void close_closable(perf_src *s) {
     s->nfds = kept;
     kept = 0;
     for (size_t i = 0; i < s->nids; i++)
-        if (!closable(s->ids[i].kind)) s->ids[kept++] = s->ids[i];
+        if (!which(s->ids[i].kind)) s->ids[kept++] = s->ids[i];
     s->nids = kept;
+    return closed;
+}
+
+static void close_closable(perf_src *s) { close_events(s, closable); }
+
+static bool is_ring_host(int kind) { return kind == K_HOST; }
+
+/* Paused, the rings' hosts go too: a per-thread event, even never enabled, keeps the kernel's
+ * switch hooks on for every thread, and they run over the empty perf contexts the closed
+ * events left on the threads (costs.closed_context; ~0.2 us a switch here). The next reopen
+ * maps the rings again. Their records were read when the events closed. */
+static void close_ring_hosts(perf_src *s) {
+    if (s->ring_hosts == 0) return;
+    close_events(s, is_ring_host);
+    atomic_fetch_sub_explicit(&g_ring_hosts, s->ring_hosts, memory_order_relaxed);
+    s->ring_hosts = 0;
 }
 
 /* The switch and stacks events are closed at the paused level, and between a sampled level's
@@ -884,8 +903,9 @@ static uint64_t close_switch_events(perf_src *s, d9_src_batch *out) {
  * collector's thread on that CPU, never enabled, which later closes keep, so a reopen does not
  * allocate, zero and map the rings again and a close does not free them (about half of a close
  * and reopen's CPU on the reference VM). The reopened events write into it through
- * PERF_EVENT_IOC_SET_OUTPUT; its perf context is paid at the collector's own switches only,
- * a few tens a second. Elsewhere (the last drain, in d9_stop's thread) or if it cannot be
+ * PERF_EVENT_IOC_SET_OUTPUT. While it is open, the kernel's switch hooks run at every
+ * thread's switches, over the empty contexts the closed events left (costs.closed_context),
+ * so the paused level closes the hosts too (close_ring_hosts). Elsewhere (the last drain, in d9_stop's thread) or if it cannot be
  * opened, the first event opened leads the ring, as at start. */
 static void host_ring(perf_src *s, int c, bool sw) {
     int *lead = &s->leader[2 * c + sw];
@@ -897,7 +917,10 @@ static void host_ring(perf_src *s, int c, bool sw) {
     int fd = d9_perf_open(&a, 0, c);
     if (fd >= 0 &&
         attach_event(s, fd, K_HOST, lead, sw ? &s->swrings[c] : &s->rings[c], sw ? RING_PAGES_SWITCHES : RING_PAGES_STACKS) == 0)
+    {
+        s->ring_hosts++;
         atomic_fetch_add_explicit(&g_ring_hosts, 1, memory_order_relaxed);
+    }
 }
 
 /* A degradation the governor did not choose, said once: on stderr and in the metadata (`key`,
@@ -1029,6 +1052,7 @@ static void apply_level(perf_src *s, d9_src_batch *out, uint64_t now) {
         }
     }
     if (!s->switch_events_closed && on != s->switches_on) set_switches(s, on);
+    if (n == 0 && s->switch_events_closed) close_ring_hosts(s);
 }
 
 /* Every D9_GOV_PERIOD_NS: measure, decide, write the change; every drain: apply the level. */
@@ -1053,7 +1077,8 @@ static void govern(perf_src *s, d9_src_batch *out, uint64_t now) {
         s->gov_last = now;
         int before = s->gov.level;
         d9_gov_step(&s->gov, &s->gov_in);
-        if (s->held_level >= 0) s->gov.level = s->held_level;
+        int held = atomic_load_explicit(&g_held_level, memory_order_relaxed);
+        if (held >= 0) s->gov.level = held;
         if (before == D9_GOV_LEVEL_PAUSED && s->gov.level != before && now < s->reopen_hold_until) {
             s->gov.level = D9_GOV_LEVEL_PAUSED; /* a failed reopen's wait */
             s->gov.calm_ticks = 0;

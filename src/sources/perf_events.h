@@ -87,10 +87,10 @@ int d9_perf_ring_hosts(void);
  * along. */
 enum { D9_PERF_SWITCH_CLOSED, D9_PERF_SWITCH_OPEN /* open, disabled */, D9_PERF_SWITCH_ENABLED };
 int d9_perf_switch_state(uint64_t *seq);
-/* Tests and benchmarks, for the perf sources opened from now on: whether a sampled level closes
+/* Tests and benchmarks: for the perf sources opened from now on, whether a sampled level closes
  * its events between windows (AUTO: where the governor's estimate says it pays; NEVER: as
- * before this existed; ALWAYS: at every sampled level), and a level the governor is held at
- * (-1: none; a failed reopen still pauses it). */
+ * before this existed; ALWAYS: at every sampled level); and, from the governor's next
+ * evaluation on, a level it is held at (-1: none; a failed reopen still pauses it). */
 typedef enum { D9_PERF_CLOSE_AUTO, D9_PERF_CLOSE_NEVER, D9_PERF_CLOSE_ALWAYS } d9_perf_window_closing;
 void d9_perf_set_window_closing(d9_perf_window_closing policy);
 void d9_perf_hold_governor_level(int level);

@@ -25,6 +25,8 @@
  *  - a reopen that fails (RLIMIT_NOFILE lowered so that no fd can be made: EMFILE) pauses the
  *    governor with a CoverageEvent and says so once on stderr; once fds can be made again the
  *    level comes back (sampled, a reopen that works) by itself;
+ *  - held at paused then, the rings' hosts close too: no perf fd is left (a per-thread event
+ *    would keep the kernel's switch hooks running over the threads' emptied contexts);
  *  - a privilege drop between windows (as root, in a child: setuid 65534): the windows go on
  *    reopening and switch records keep coming (user-only events of its own threads are
  *    allowed); the stacks, refused unprivileged at perf_event_paranoid >= 2, are said once,
@@ -132,6 +134,12 @@ static bool is_paused(uint64_t unused) {
     uint64_t changes;
     d9_perf_governor_now(&level, &changes);
     return level == D9_GOV_LEVEL_PAUSED;
+}
+
+static bool paused_without_perf(uint64_t unused) {
+    int n[2] = {-1, -1}, state = -1;
+    return is_paused(unused) && state_held(&state, count_fds, n) && state == D9_PERF_SWITCH_CLOSED && n[0] == 0 &&
+           n[1] == 0 && is_paused(unused);
 }
 
 static bool trips_reach(uint64_t n) { return atomic_load(&g_trips) >= n; }
@@ -471,7 +479,7 @@ static void run_windows(void) {
     int between = -1, in = -1, hosts = -1;
     bool seen = perf && fds_between_and_in(&between, &in, &hosts);
     bool created = seen && create_between_windows(&late);
-    bool recorded = false, failed = false, back = false;
+    bool recorded = false, failed = false, back = false, hosts_closed = false;
     if (created) {
         atomic_store(&g_late_go, true);
         uint64_t t0 = tt_now();
@@ -489,6 +497,12 @@ static void run_windows(void) {
         uint64_t closes, records; /* paused in between: the CoverageEvents say it, below */
         d9_perf_switch_events_now(&closes, &g_reopens_at_failure, &records);
         back = failed && wait_for(reopened_after_failure, 0);
+        /* paused after the windows: the rings' hosts close with the events, nothing of perf
+         * stays open (their per-thread events would keep the kernel's switch hooks on) */
+        if (back) {
+            d9_perf_hold_governor_level(D9_GOV_LEVEL_PAUSED);
+            hosts_closed = wait_for(paused_without_perf, 0);
+        }
     }
     atomic_store(&g_stop, true);
     pthread_join(a, NULL);
@@ -499,9 +513,9 @@ static void run_windows(void) {
     fflush(stderr);
     dup2(saved_err, 2);
     close(saved_err);
-    printf("perf fds between windows %d, in a window %d, rings' hosts %d; reopen failures %" PRIu64
+    printf("perf fds between windows %d, in a window %d, rings' hosts %d; paused then without perf %d; reopen failures %" PRIu64
            "; the late thread's sleep %" PRIu64 "..%" PRIu64 "; a close and a reopen counted as %.2f ms\n",
-           between, in, hosts, d9_perf_reopen_failures(), g_late_t0, g_late_t1, d9_perf_reopen_cost_ns() / 1e6);
+           between, in, hosts, hosts_closed, d9_perf_reopen_failures(), g_late_t0, g_late_t1, d9_perf_reopen_cost_ns() / 1e6);
 
     tt_trace t;
     memset(&t, 0, sizeof t);
@@ -530,6 +544,7 @@ static void run_windows(void) {
         /* the failed reopen: paused (a CoverageEvent from sampled), said once, then back */
         CHECK(failed);
         CHECK(back);
+        CHECK(hosts_closed); /* paused after windows: no perf fd left, not even the hosts */
         size_t to_paused = 0, from_paused = 0;
         for (size_t i = 0; i < g_ncov; i++) {
             to_paused += strcmp(g_cov[i].mode, "paused") == 0 && strcmp(g_cov[i].previous, "sampled") == 0;

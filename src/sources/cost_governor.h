@@ -96,8 +96,9 @@ double d9_gov_estimate(const d9_gov_input *in, int level);
  * close and a reopen (in->reopen_ns) per window (meaningful at a sampled level only). */
 double d9_gov_estimate_as(const d9_gov_input *in, int level, bool closed_between);
 /* At a sampled level, is closing the events between windows cheaper than keeping them open?
- * (the context saved over the closed time, switches x costs.context x (1 - 1/N), against
- * in->reopen_ns x windows per second; never when closing leaves the context: paused_keeps_context) */
+ * (d9_gov_estimate_as both ways: the context saved over the closed time against a close and a
+ * reopen per window, the windows' dearer context and the empty contexts between them; never
+ * when closing leaves the context: paused_keeps_context) */
 bool d9_gov_closes_between(const d9_gov_input *in, int level);
 /* The context-switch stacks' pacing at `level`, stacks a second: `stacks_per_sec` at full,
  * one N-th of it at a sampled level, 0 when paused. */

@@ -122,7 +122,6 @@ typedef struct perf_src {
     bool reopen_fail_noted, stacks_fail_noted;     /* their one-time messages were given */
     pid_t collector_tid;       /* the thread of the first drain: the collector's (host_ring) */
     uint32_t window;           /* incremented each time they are enabled again after a gap */
-    int ring_hosts;            /* rings' hosts open now (host_ring) */
     d9_perf_counters n;
 } perf_src;
 
@@ -869,10 +868,8 @@ static bool is_ring_host(int kind) { return kind == K_HOST; }
  * events left on the threads (costs.closed_context; ~0.2 us a switch here). The next reopen
  * maps the rings again. Their records were read when the events closed. */
 static void close_ring_hosts(perf_src *s) {
-    if (s->ring_hosts == 0) return;
-    close_events(s, is_ring_host);
-    atomic_fetch_sub_explicit(&g_ring_hosts, s->ring_hosts, memory_order_relaxed);
-    s->ring_hosts = 0;
+    size_t closed = close_events(s, is_ring_host);
+    if (closed) atomic_fetch_sub_explicit(&g_ring_hosts, (int)closed, memory_order_relaxed);
 }
 
 /* The switch and stacks events are closed at the paused level, and between a sampled level's
@@ -905,8 +902,9 @@ static uint64_t close_switch_events(perf_src *s, d9_src_batch *out) {
  * and reopen's CPU on the reference VM). The reopened events write into it through
  * PERF_EVENT_IOC_SET_OUTPUT. While it is open, the kernel's switch hooks run at every
  * thread's switches, over the empty contexts the closed events left (costs.closed_context),
- * so the paused level closes the hosts too (close_ring_hosts). Elsewhere (the last drain, in d9_stop's thread) or if it cannot be
- * opened, the first event opened leads the ring, as at start. */
+ * so the paused level closes the hosts too (close_ring_hosts). Elsewhere (the last drain, in
+ * d9_stop's thread) or if it cannot be opened, the first event opened leads the ring, as at
+ * start. */
 static void host_ring(perf_src *s, int c, bool sw) {
     int *lead = &s->leader[2 * c + sw];
     if (*lead >= 0 || !s->want[sw ? K_SWITCH : K_STACKS] || gettid() != s->collector_tid) return;
@@ -917,10 +915,7 @@ static void host_ring(perf_src *s, int c, bool sw) {
     int fd = d9_perf_open(&a, 0, c);
     if (fd >= 0 &&
         attach_event(s, fd, K_HOST, lead, sw ? &s->swrings[c] : &s->rings[c], sw ? RING_PAGES_SWITCHES : RING_PAGES_STACKS) == 0)
-    {
-        s->ring_hosts++;
         atomic_fetch_add_explicit(&g_ring_hosts, 1, memory_order_relaxed);
-    }
 }
 
 /* A degradation the governor did not choose, said once: on stderr and in the metadata (`key`,

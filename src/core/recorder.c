@@ -136,6 +136,7 @@ static void on_segment_resized(const char *path, uint64_t new_size, void *ctx) {
 
 /* Close the collector where the pipeline's thread may look at it. */
 static void close_collector(recorder *r, d9_stats *final_stats) {
+    d9_pipeline_closing(r->pipeline); /* the last seals: prepared by d9_pipeline_stop, no thread */
     pthread_mutex_lock(&r->col_lock);
     d9_collector_close(r->col, final_stats);
     r->col = NULL;

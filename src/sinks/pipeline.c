@@ -7,7 +7,13 @@
  * take their compressed size on disk while they wait.
  * d9_pipeline_stop lifts the threads back to normal priority, lets them finish the queue within
  * its budget and then makes them give up (what is left stays on disk: `dial9 symbolize` can
- * name it offline; unuploaded files stay where they are). */
+ * name it offline; unuploaded files stay where they are).
+ *
+ * Without uploads, the preparing thread is created at the first segment sealed during the
+ * run: a short program whose only segment is sealed at its end creates none, and
+ * d9_pipeline_stop prepares that segment on the stopping thread, under the same budget (the
+ * caller waits for it either way; a thread of its own would only add its creation, its
+ * malloc arena and the hand-overs to a start-up that must stay within a few ms). */
 #include "sinks/pipeline.h"
 
 #include <dirent.h>
@@ -60,6 +66,9 @@ struct d9_pipeline {
     uint64_t pushed, prepared, taken;
     bool stopping, prepare_finished, upload_finished;
     atomic_bool give_up;
+    bool thread_started;  /* the preparing thread (eager when uploading, else at the first seal) */
+    bool closing;         /* d9_pipeline_closing: later seals are prepared by d9_pipeline_stop */
+    uint64_t inline_deadline_ns; /* d9_pipeline_stop preparing on its own thread: CLOCK_MONOTONIC */
     d9_step_symbolize *sym; /* the preparing thread's only; NULL when not symbolizing */
     bool symbolizing, upload;
     d9_compress_mode compress; /* as configured; D9_COMPRESS_NONE: not compressing */
@@ -78,9 +87,17 @@ struct d9_pipeline {
     uint64_t max_growth;    /* nor grow it by more than this */
 };
 
+static uint64_t monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static bool should_give_up(void *ctx) {
     d9_pipeline *p = ctx;
-    return atomic_load_explicit(&p->give_up, memory_order_relaxed);
+    if (atomic_load_explicit(&p->give_up, memory_order_relaxed)) return true;
+    /* set only on the stopping thread, which then is the only one preparing */
+    return p->inline_deadline_ns && monotonic_ns() >= p->inline_deadline_ns;
 }
 
 static void lower_priority(void) {
@@ -176,13 +193,38 @@ static void free_entry(entry *e) {
     memset(e, 0, sizeof *e);
 }
 
-static void *prepare_main(void *arg) {
-    d9_pipeline *p = arg;
-    start_thread_life(p, "dial9-pipeline");
-    const char *why = d9_compress_unavailable(p->compress); /* loaded here, off the application's threads */
+/* The compressor's library, loaded by whoever prepares first (the preparing thread, off the
+ * application's threads, unless the run ended before any segment was sealed). */
+static void choose_compression(d9_pipeline *p) {
+    const char *why = d9_compress_unavailable(p->compress);
     p->prepare_compress = why ? D9_COMPRESS_NONE : p->compress;
     if (why) fprintf(stderr, "dial9: compressing sealed segments with %s: %s: they stay uncompressed\n",
                      p->compress == D9_COMPRESS_ZSTD ? "zstd" : "gzip", why);
+}
+
+/* Under the lock, with a segment queued: prepare the oldest (the lock dropped meanwhile). */
+static void prepare_oldest(d9_pipeline *p) {
+    entry *e = &p->queue[p->prepared % QUEUE_CAP];
+    pthread_mutex_unlock(&p->lock);
+    if (should_give_up(p)) {
+        d9_symbolize_report r = {.files_skipped = p->symbolizing ? 1 : 0};
+        d9_symbolize_report_add(&r);
+    } else {
+        prepare(p, e);
+    }
+    pthread_mutex_lock(&p->lock);
+    p->prepared++;
+    if (!p->upload) { /* nothing more to do with it */
+        free_entry(e);
+        p->taken++;
+    }
+    pthread_cond_signal(&p->prepared_cv);
+}
+
+static void *prepare_main(void *arg) {
+    d9_pipeline *p = arg;
+    start_thread_life(p, "dial9-pipeline");
+    choose_compression(p);
     pthread_mutex_lock(&p->lock);
     for (;;) {
         while (p->prepared == p->pushed && !p->stopping) {
@@ -190,21 +232,7 @@ static void *prepare_main(void *arg) {
             pthread_cond_wait(&p->wake, &p->lock);
         }
         if (p->prepared == p->pushed) break; /* stopping with nothing left */
-        entry *e = &p->queue[p->prepared % QUEUE_CAP];
-        pthread_mutex_unlock(&p->lock);
-        if (should_give_up(p)) {
-            d9_symbolize_report r = {.files_skipped = p->symbolizing ? 1 : 0};
-            d9_symbolize_report_add(&r);
-        } else {
-            prepare(p, e);
-        }
-        pthread_mutex_lock(&p->lock);
-        p->prepared++;
-        if (!p->upload) { /* nothing more to do with it */
-            free_entry(e);
-            p->taken++;
-        }
-        pthread_cond_signal(&p->prepared_cv);
+        prepare_oldest(p);
     }
     p->prepare_finished = true;
     pthread_cond_signal(&p->prepared_cv);
@@ -252,6 +280,16 @@ static void *upload_main(void *arg) {
     pthread_mutex_unlock(&p->lock);
     d9_upload_retry_free(&p->up);
     return NULL;
+}
+
+/* The application's signals must not reach our threads. 0 or an errno. */
+static int create_thread(pthread_t *th, void *(*fn)(void *), d9_pipeline *p) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(th, NULL, fn, p);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }
 
 static void free_strings(d9_pipeline *p) {
@@ -320,14 +358,12 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
     pthread_cond_init(&p->idle, &attr);
     pthread_condattr_destroy(&attr);
     atomic_init(&p->give_up, false);
-    /* The threads must not take the application's signals. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = upload ? pthread_create(&p->upload_thread, NULL, upload_main, p) : 0;
-    if (rc == 0) {
-        rc = pthread_create(&p->thread, NULL, prepare_main, p);
-        if (rc != 0 && upload) { /* end the uploader: nothing will be prepared */
+    /* Uploading: both threads now (earlier runs' leftovers are uploaded from the start). */
+    int rc = upload ? create_thread(&p->upload_thread, upload_main, p) : 0;
+    if (rc == 0 && upload) {
+        rc = create_thread(&p->thread, prepare_main, p);
+        p->thread_started = rc == 0;
+        if (rc != 0) { /* end the uploader: nothing will be prepared */
             pthread_mutex_lock(&p->lock);
             p->prepare_finished = true;
             atomic_store(&p->give_up, true);
@@ -336,7 +372,6 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
             pthread_join(p->upload_thread, NULL);
         }
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->wake);
@@ -390,9 +425,40 @@ void d9_pipeline_on_sealed(const char *path, void *pipeline) {
     } else {
         p->queue[p->pushed % QUEUE_CAP] = (entry){.sealed = copy};
         p->pushed++;
+        /* the first seal of a run still going on: the preparing thread from now on (if it
+         * cannot be created, the queue waits for d9_pipeline_stop) */
+        if (!p->thread_started && !p->closing) p->thread_started = create_thread(&p->thread, prepare_main, p) == 0;
         pthread_cond_signal(&p->wake);
     }
     pthread_mutex_unlock(&p->lock);
+}
+
+void d9_pipeline_closing(d9_pipeline *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->lock);
+    p->closing = true;
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void finish_stop(d9_pipeline *p);
+
+/* d9_pipeline_stop without a preparing thread: the queue prepared here, by the deadline. */
+static void prepare_inline(d9_pipeline *p, uint64_t budget_ns) {
+    pthread_mutex_lock(&p->lock);
+    p->stopping = true;
+    bool any = p->prepared != p->pushed;
+    pthread_mutex_unlock(&p->lock);
+    if (any) {
+        p->inline_deadline_ns = monotonic_ns() + budget_ns;
+        if (p->inline_deadline_ns == 0) p->inline_deadline_ns = 1;
+        choose_compression(p);
+    }
+    pthread_mutex_lock(&p->lock);
+    while (p->prepared != p->pushed) prepare_oldest(p);
+    p->prepare_finished = true;
+    pthread_mutex_unlock(&p->lock);
+    d9_step_symbolize_free(p->sym);
+    p->sym = NULL;
 }
 
 static void deadline_after(struct timespec *ts, uint64_t ns) {
@@ -404,6 +470,11 @@ static void deadline_after(struct timespec *ts, uint64_t ns) {
 
 void d9_pipeline_stop(d9_pipeline *p) {
     if (!p) return;
+    if (!p->thread_started) { /* never uploading: no thread at all */
+        prepare_inline(p, p->stop_budget_ns);
+        finish_stop(p);
+        return;
+    }
     struct timespec until;
     deadline_after(&until, p->stop_budget_ns);
     pthread_mutex_lock(&p->lock);
@@ -425,6 +496,11 @@ void d9_pipeline_stop(d9_pipeline *p) {
     pthread_mutex_unlock(&p->lock);
     pthread_join(p->thread, NULL);
     if (p->upload) pthread_join(p->upload_thread, NULL);
+    finish_stop(p);
+}
+
+/* The queue prepared (or given up on) and the threads ended: report and free. */
+static void finish_stop(d9_pipeline *p) {
     d9_symbolize_report r = {.files_skipped = p->symbolizing ? p->pushed - p->prepared : 0};
     d9_symbolize_report_add(&r);
     d9_symbolize_report_get(&r);

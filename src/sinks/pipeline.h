@@ -1,6 +1,7 @@
 /* The sealed-segment pipeline: a low-priority thread that takes each sealed segment and runs
- * the configured steps on it (symbolize in place, then later compress and upload), never on
- * an application thread and never in the collector's way. */
+ * the configured steps on it (symbolize in place, then later compress and upload), never in
+ * the collector's way. The segments sealed at the end of the run, before that thread existed
+ * or after d9_pipeline_closing, are prepared by d9_pipeline_stop on the stopping thread. */
 #ifndef D9_SINKS_PIPELINE_H
 #define D9_SINKS_PIPELINE_H
 
@@ -25,6 +26,9 @@ void d9_pipeline_set_run(d9_pipeline *p, const char *trace_dir, const char *run_
 /* The most a sealed file grows by in the pipeline (0 for NULL): the writer keeps that much
  * room in each segment and in the disk budget. */
 uint64_t d9_pipeline_max_growth(const d9_pipeline *p);
+/* The run is ending: the segments sealed from now on are prepared by d9_pipeline_stop (no
+ * thread is created for them). NULL is fine. */
+void d9_pipeline_closing(d9_pipeline *p);
 /* Finish the queued segments (bounded time), stop the thread, free. NULL is fine. */
 void d9_pipeline_stop(d9_pipeline *p);
 

@@ -9,7 +9,12 @@
  * segment where it appeared on) and SymbolTableEntry events naming every callchain address.
  *
  * Part 2 records with d9_start/d9_stop (memory maps in every segment of a real run, a dlopen
- * noticed on the fly; task dumps symbolized if d9_task_suspend records them). */
+ * noticed on the fly; task dumps symbolized if d9_task_suspend records them). The preparing
+ * thread exists once a segment was sealed during the run.
+ *
+ * Part 3 is a short run whose one segment is sealed at d9_stop: no preparing thread is ever
+ * created, d9_stop symbolizes the segment itself, and its wait budget still bounds it. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -380,6 +385,41 @@ static void test_pipeline(void) {
 
 /* ------------------------------------------------------------------ part 2 */
 
+/* Threads of this process named `name` now. */
+static int threads_named(const char *name) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[300], comm[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
+        fclose(f);
+        n += strcmp(comm, name) == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Sealed segments in run_dir now (trace.N.bin, not the .active one). */
+static int sealed_segments(const char *run_dir) {
+    DIR *d = opendir(run_dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long num;
+        int end = 0;
+        n += sscanf(e->d_name, "trace.%ld.bin%n", &num, &end) == 1 && end > 0 && e->d_name[end] == 0;
+    }
+    closedir(d);
+    return n;
+}
+
 __attribute__((noinline)) static void d9t_suspend_here(uint64_t task) {
     d9_task_suspend(task);
     __asm__ volatile("" ::: "memory");
@@ -407,7 +447,17 @@ static void test_recorder(void) {
         if (i % 10 == 0) d9_flush();
     }
     d9_worker_end();
+    /* sealed during the run: the preparing thread was created then (it names itself when it
+     * first runs, hence the bounded wait) and lives until d9_stop */
+    CHECK(sealed_segments(run_dir) >= 1);
+    int named = 0;
+    for (int i = 0; i < 1000 && named == 0; i++) {
+        named = threads_named("dial9-pipeline");
+        if (!named) usleep(10000);
+    }
+    CHECK_EQ_U64(named, 1);
     d9_stop();
+    CHECK_EQ_U64(threads_named("dial9-pipeline"), 0);
 
     char *exe = exe_path();
     char exe_id[D9_BUILD_ID_HEX_MAX], dl_id[D9_BUILD_ID_HEX_MAX] = "";
@@ -449,8 +499,75 @@ static void test_recorder(void) {
     free(dir);
 }
 
+/* ------------------------------------------------------------------ part 3 */
+
+static void short_run(uint32_t exit_wait_secs, d9_symbolize_report *rep, int *named, int *segments) {
+    char *dir = d9t_mkdtemp("symshort");
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = dir;
+    cfg.cpu_profile = false;
+    cfg.symbolize_exit_wait_secs = exit_wait_secs;
+    CHECK(d9_start(&cfg) == 0);
+    char run_dir[1024];
+    snprintf(run_dir, sizeof run_dir, "%s", d9_run_dir());
+    d9_worker_begin("io", 0);
+    for (int i = 0; i < 50; i++) {
+        d9_poll_begin((uint64_t)i + 1, D9_HERE);
+        d9t_suspend_here((uint64_t)i + 1);
+        d9_poll_end();
+    }
+    /* the tasks stay suspended: the captures held are written by the next suspend after
+     * their instants (mean 10 ms) */
+    usleep(200 * 1000);
+    d9_poll_begin(1000, D9_HERE);
+    d9t_suspend_here(1000);
+    d9_poll_end();
+    d9_worker_end();
+    d9_flush();
+    CHECK_EQ_U64(sealed_segments(run_dir), 0); /* nothing sealed yet: no reason for a thread */
+    CHECK_EQ_U64(threads_named("dial9-pipeline"), 0);
+    d9_stop();
+    CHECK_EQ_U64(threads_named("dial9-pipeline"), 0);
+    d9_symbolize_report_get(rep);
+    *segments = sealed_segments(run_dir);
+    *named = 0;
+    char **files;
+    int n = d9t_list_segments(run_dir, &files);
+    for (int i = 0; i < n; i++) {
+        file_seen fs = {0};
+        seen_ctx c = {&fs, "", "", "", "", NULL, ""};
+        CHECK(d9t_decode_file(files[i], on_event, &c) == D9_DEC_END);
+        for (int a = 0; a < fs.naddrs; a++) *named += fs.names[a] != NULL;
+        free_seen(&fs);
+    }
+    if (n > 0) d9t_free_list(files, n);
+    d9t_rm_rf(dir);
+    free(dir);
+}
+
+static void test_short_run(void) {
+    d9_symbolize_report rep;
+    int named, segments;
+    short_run(3600, &rep, &named, &segments);
+    if (rep.last_error[0]) fprintf(stderr, "short run: %s\n", rep.last_error);
+    CHECK_EQ_U64(segments, 1);
+    CHECK_EQ_U64(rep.files_symbolized, 1); /* by d9_stop, on this thread */
+    CHECK_EQ_U64(rep.files_failed + rep.files_skipped + rep.files_dropped, 0);
+    if (rep.addresses == 0) printf("skip: no address to name in the short run (d9_task_suspend not ready)\n");
+    else CHECK(named > 0 && rep.named == rep.addresses);
+    printf("short run: symbolized by d9_stop, %" PRIu64 " of %" PRIu64 " addresses named\n", rep.named, rep.addresses);
+    /* no time allowed at exit: given up at once, left for `dial9 symbolize` */
+    short_run(0, &rep, &named, &segments);
+    CHECK_EQ_U64(segments, 1);
+    CHECK_EQ_U64(rep.files_symbolized, 0);
+    CHECK_EQ_U64(rep.files_skipped, 1);
+    CHECK_EQ_U64(named, 0);
+}
+
 int main(void) {
     test_pipeline();
     test_recorder();
+    test_short_run();
     return d9t_summary("test_mt_symbolize_pipeline");
 }

@@ -106,7 +106,7 @@ static int g_self_checked, g_self_with;
 
 static void scan_self(void) { d9_host_scan_frame_pointers("/proc/self/exe", &g_self_checked, &g_self_with); }
 
-void d9_host_caps_detect(d9_host_caps *c) {
+void d9_host_caps_detect(d9_host_caps *c, bool scan_executable) {
     memset(c, 0, sizeof *c);
     c->paranoid = read_int_file("/proc/sys/kernel/perf_event_paranoid");
     c->kptr_restrict = read_int_file("/proc/sys/kernel/kptr_restrict");
@@ -115,9 +115,11 @@ void d9_host_caps_detect(d9_host_caps *c) {
     c->kernel_symbols = kallsyms_readable();
     long n = sysconf(_SC_NPROCESSORS_CONF);
     c->ncpu = n > 0 ? (int)n : 1;
+    if (!scan_executable) return;
     /* the executable does not change while we run: scan it once per process */
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, scan_self);
+    c->fp_scanned = true;
     c->fp_checked = g_self_checked;
     c->fp_with = g_self_with;
 }
@@ -131,7 +133,9 @@ bool d9_host_has_frame_pointers(const d9_host_caps *c) {
 }
 
 const char *d9_host_fp_verdict(const d9_host_caps *c, char *buf, unsigned len) {
-    if (c->fp_checked == 0)
+    if (!c->fp_scanned)
+        snprintf(buf, len, "not checked (the program was ending before the recorder's start reached it)");
+    else if (c->fp_checked == 0)
         snprintf(buf, len, "unknown (no function symbols in the main binary)");
     else
         snprintf(buf, len, "%s (%d of %d sampled functions set up a frame pointer)",

@@ -3,7 +3,9 @@
  * begins within the start, reuses the start's read unless the loader changed) and when the dynamic
  * loader's counters say a library came or went. Checking those counters is one
  * dl_iterate_phdr callback per drain: no file is read while nothing changes. Build ids are
- * read once per (device, inode, path). */
+ * read once per (device, inode, path): from the notes of the image in memory for what the
+ * dynamic loader mapped (no file read, and the id of the code that runs even when its file
+ * was replaced on disk since), from the file for anything else. */
 #include "sources/memory_map.h"
 
 #include <stddef.h>
@@ -53,9 +55,68 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* ------------------------------------------------------------------ build ids in memory */
+
+/* An object the dynamic loader mapped: the span of its loaded segments and its build id. */
+typedef struct loaded_image {
+    uint64_t lo, hi;
+    char build_id[D9_BUILD_ID_HEX_MAX];
+} loaded_image;
+
+typedef struct loaded_images {
+    loaded_image *v;
+    size_t n, cap;
+} loaded_images;
+
+/* Whether [vaddr, vaddr + size) lies in a readable segment's file-backed part. */
+static bool in_readable_load(const struct dl_phdr_info *info, uint64_t vaddr, uint64_t size) {
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && vaddr >= ph->p_vaddr &&
+            vaddr - ph->p_vaddr <= ph->p_filesz && size <= ph->p_filesz - (vaddr - ph->p_vaddr))
+            return true;
+    }
+    return false;
+}
+
+static int add_loaded_image(struct dl_phdr_info *info, size_t size, void *ctx) {
+    (void)size;
+    loaded_images *imgs = ctx;
+    loaded_image img = {.lo = UINT64_MAX};
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD) {
+            uint64_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+            if (lo < img.lo) img.lo = lo;
+            if (hi > img.hi) img.hi = hi;
+        } else if (ph->p_type == PT_NOTE && !img.build_id[0] && in_readable_load(info, ph->p_vaddr, ph->p_memsz)) {
+            const uint8_t *notes = (const uint8_t *)(uintptr_t)(info->dlpi_addr + ph->p_vaddr);
+            d9_elf_notes_build_id(notes, ph->p_memsz, img.build_id, sizeof img.build_id);
+        }
+    }
+    if (!img.build_id[0] || img.lo >= img.hi) return 0;
+    if (imgs->n == imgs->cap) {
+        size_t cap = imgs->cap ? imgs->cap * 2 : 32;
+        loaded_image *v = realloc(imgs->v, cap * sizeof *v);
+        if (!v) return 0; /* that object's id is read from its file */
+        imgs->v = v;
+        imgs->cap = cap;
+    }
+    imgs->v[imgs->n++] = img;
+    return 0;
+}
+
+/* The build id of the loaded object whose segments span `addr`, or NULL. */
+static const char *loaded_build_id(const loaded_images *imgs, uint64_t addr) {
+    for (size_t i = 0; i < imgs->n; i++)
+        if (addr >= imgs->v[i].lo && addr < imgs->v[i].hi) return imgs->v[i].build_id;
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ build ids */
 
-static const char *build_id_of(mm_source *s, const char *path, uint64_t dev, uint64_t inode) {
+static const char *build_id_of(mm_source *s, const char *path, uint64_t dev, uint64_t inode, uint64_t start,
+                               const loaded_images *imgs) {
     if (strcmp(path, "[vdso]") == 0) return s->vdso_build_id;
     if (path[0] != '/') return "";
     for (size_t i = 0; i < s->nfiles; i++) {
@@ -77,9 +138,11 @@ static const char *build_id_of(mm_source *s, const char *path, uint64_t dev, uin
     }
     f->dev = dev;
     f->inode = inode;
-    /* A file replaced on disk since it was mapped (a package upgrade) would give the new
-     * file's id: the inode check above at least keeps us from reusing a stale entry. */
-    d9_elf_file_build_id(path, f->build_id, sizeof f->build_id);
+    const char *in_memory = loaded_build_id(imgs, start);
+    if (in_memory) snprintf(f->build_id, sizeof f->build_id, "%s", in_memory);
+    /* Not the loader's (mapped by hand): from the file, which may have been replaced on
+     * disk since (a package upgrade); the inode check above keeps a stale entry out. */
+    else d9_elf_file_build_id(path, f->build_id, sizeof f->build_id);
     s->files[s->nfiles++] = f;
     return f->build_id;
 }
@@ -145,6 +208,8 @@ static bool read_maps(mm_source *s) {
 
     FILE *f = fopen("/proc/self/maps", "re");
     if (!f) return false;
+    loaded_images imgs = {0};
+    dl_iterate_phdr(add_loaded_image, &imgs);
     mapping *maps = NULL;
     size_t n = 0, cap = 0;
     char *line = NULL;
@@ -163,11 +228,12 @@ static bool read_maps(mm_source *s) {
             }
             maps = g;
         }
-        m.build_id = build_id_of(s, m.path, m.dev, m.inode);
+        m.build_id = build_id_of(s, m.path, m.dev, m.inode, m.start, &imgs);
         maps[n++] = m;
     }
     free(line);
     fclose(f);
+    free(imgs.v);
     if (!ok) {
         free_maps(maps, n);
         return false;

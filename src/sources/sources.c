@@ -196,12 +196,12 @@ void d9_sources_start(const d9_config *cfg, d9_collector *c) {
     pthread_once(&once, install_fork_handler);
     d9_memory_map_source_start(cfg, c);
 
+    bool ending = process_ending();
     d9_host_caps caps;
-    d9_host_caps_detect(&caps);
+    d9_host_caps_detect(&caps, !ending);
     note_host(c, &caps);
 
     /* Context-switch stacks are trusted only after the kernel showed it delivers them. */
-    bool ending = process_ending();
     int stacks_probe = !cfg->schedule_profile ? -ENOENT : ending ? -ECANCELED : d9_perf_probe_switch_stacks();
     if (!ending && process_ending()) { /* the probe sleeps: the program may have ended meanwhile */
         ending = true;

@@ -64,6 +64,10 @@ check(t.meta.get("service") == "svc-from-option", "--service: " + t.meta.get("se
 # "inactive: disabled by configuration"
 cpu = t.meta.get("source.cpu_profile", "?")
 check(cpu.startswith("active") or cpu.startswith("inactive: not started: the program was ending"), "--cpu-profile: " + cpu)
+# the main binary's frame-pointer scan is skipped only when the start saw the program ending
+fp = t.meta.get("host.frame_pointers", "?")
+check(not fp.startswith("not checked") or "not started" in cpu, "host.frame_pointers: " + fp + " / " + cpu)
+check(fp.startswith("not checked (the program was ending") or fp.startswith(("yes", "no", "unknown")), "host.frame_pointers: " + fp)
 EOF
 
 # ---- --children: the exec'd child of d9p_behave full gets its own run, counted in the summary

@@ -160,7 +160,7 @@ static void test_elf_and_fp(void) {
     CHECK(!d9_elf_funcs_find("/proc/self/maps", "main", &addr, &size)); /* not an ELF */
 
     d9_host_caps caps;
-    d9_host_caps_detect(&caps);
+    d9_host_caps_detect(&caps, true);
     char buf[128];
     printf("this binary: frame pointers %s\n", d9_host_fp_verdict(&caps, buf, sizeof buf));
     CHECK(caps.fp_checked >= 20);
@@ -184,7 +184,7 @@ static void test_elf_and_fp(void) {
 
 static void test_host_caps(void) {
     d9_host_caps c;
-    d9_host_caps_detect(&c);
+    d9_host_caps_detect(&c, true);
     FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
     int p = D9_CAP_UNKNOWN;
     if (f) {

@@ -14,7 +14,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "sinks/run_ledger.h"
 
 bool d9_tf_path(char *buf, size_t size, const char *trace_dir, const char *run, uint64_t seq,
                 d9_segment_kind kind) {
@@ -36,9 +39,9 @@ void d9_tf_index_free(d9_tf_index *ix) {
     memset(ix, 0, sizeof *ix);
 }
 
-int d9_tf_index_run(d9_tf_index *ix, const char *run) {
-    for (size_t i = 0; i < ix->nruns; i++)
-        if (strcmp(ix->runs[i].name, run) == 0) return (int)i;
+/* A new slot for a run directory name known not to be indexed yet (a scan's: the names in a
+ * directory are unique); -1 when out of memory. */
+static int add_run_slot(d9_tf_index *ix, const char *run) {
     if (ix->nruns >= INT_MAX) return -1;
     if (ix->nruns == ix->runs_cap) {
         size_t cap = ix->runs_cap ? ix->runs_cap * 2 : 8;
@@ -51,6 +54,12 @@ int d9_tf_index_run(d9_tf_index *ix, const char *run) {
     if (!name) return -1;
     ix->runs[ix->nruns] = (d9_tf_run){.name = name, .files = 0};
     return (int)ix->nruns++;
+}
+
+int d9_tf_index_run(d9_tf_index *ix, const char *run) {
+    for (size_t i = 0; i < ix->nruns; i++)
+        if (strcmp(ix->runs[i].name, run) == 0) return (int)i;
+    return add_run_slot(ix, run);
 }
 
 /* Oldest first: earliest mtime, then run directory name, then N, then kind. */
@@ -138,13 +147,60 @@ static const struct dirent64 *next_entry(dir_reader *r) {
     return de;
 }
 
+/* What a scan writes down in the ledger (run_ledger.h): the trace files of the run directory
+ * being read, and the lines for the settled ones. */
+typedef struct ledger_notes {
+    d9_ledger_file *files;
+    size_t n, cap;
+    bool overflow; /* out of memory: that directory is not written down */
+    int64_t now_ns;
+    d9_ledger_out out;
+} ledger_notes;
+
+static void note_file(ledger_notes *ln, uint64_t seq, d9_segment_kind kind, uint64_t size, int64_t mtime_ns) {
+    if (ln->overflow) return;
+    if (ln->n == ln->cap) {
+        size_t cap = ln->cap ? ln->cap * 2 : 16;
+        d9_ledger_file *f = realloc(ln->files, cap * sizeof *f);
+        if (!f) {
+            ln->overflow = true;
+            return;
+        }
+        ln->files = f;
+        ln->cap = cap;
+    }
+    ln->files[ln->n++] = (d9_ledger_file){.seq = seq, .size = size, .mtime_ns = mtime_ns, .kind = (uint8_t)kind};
+}
+
+/* Append an entry found by a scan (unsorted: the scan sorts once at the end). */
+static void add_scanned(d9_tf_index *ix, int *run, const char *run_name, uint64_t seq, d9_segment_kind kind,
+                        uint64_t size, int64_t mtime_ns) {
+    if (*run == -2) *run = add_run_slot(ix, run_name);
+    if (*run < 0 || !reserve_one(ix)) {
+        ix->pinned_bytes += size;
+        return;
+    }
+    ix->entries[ix->end++] = (d9_tf_entry){.mtime_ns = mtime_ns, .seq = seq, .size = size, .run = (uint32_t)*run,
+                                           .kind = (uint8_t)kind};
+    ix->bytes += size;
+    ix->runs[*run].files++;
+}
+
+/* A run directory read file by file; written down in the ledger when nothing writes to it any
+ * more (no live .active file) and it has not changed for D9_LEDGER_SETTLED_NS. */
 static void scan_run_dir(d9_tf_index *ix, int top_fd, const char *run_name, const char *current_run,
-                         uint64_t *next_seq, dir_reader *r) {
+                         uint64_t *next_seq, dir_reader *r, ledger_notes *ln) {
     r->fd = openat(top_fd, run_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (r->fd < 0) return;
     r->len = r->pos = 0;
     bool is_current = strcmp(run_name, current_run) == 0;
-    int run = -2; /* looked up on the first trace file, so unrelated directories cost nothing */
+    /* the directory's mtime before its entries: a change while they are read shows later */
+    struct stat dst;
+    bool settled = !is_current && fstat(r->fd, &dst) == 0 && ln->now_ns - mtime_ns_of(&dst) >= D9_LEDGER_SETTLED_NS &&
+                   d9_ledger_name_ok(run_name);
+    ln->n = 0;
+    ln->overflow = false;
+    int run = -2; /* taken on the first trace file, so unrelated directories cost nothing */
     const struct dirent64 *de;
     while ((de = next_entry(r)) != NULL) {
         uint64_t seq;
@@ -158,26 +214,35 @@ static void scan_run_dir(d9_tf_index *ix, int top_fd, const char *run_name, cons
         uint64_t size = (uint64_t)st.st_size;
         if (kind == D9_SEGMENT_ACTIVE && active_file_is_live(r->fd, de->d_name)) {
             ix->pinned_bytes += size;
+            settled = false;
             continue;
         }
-        if (run == -2) run = d9_tf_index_run(ix, run_name);
-        if (run < 0 || !reserve_one(ix)) {
-            ix->pinned_bytes += size;
-            continue;
-        }
-        /* Appended unsorted; the scan sorts once at the end. */
-        ix->entries[ix->end++] = (d9_tf_entry){.mtime_ns = mtime_ns_of(&st), .seq = seq,
-                                               .size = size, .run = (uint32_t)run,
-                                               .kind = (uint8_t)kind};
-        ix->bytes += size;
-        ix->runs[run].files++;
+        add_scanned(ix, &run, run_name, seq, kind, size, mtime_ns_of(&st));
+        if (settled) note_file(ln, seq, kind, size, mtime_ns_of(&st));
     }
     close(r->fd);
+    if (settled && !ln->overflow) d9_ledger_add(&ln->out, run_name, mtime_ns_of(&dst), ln->files, ln->n);
+}
+
+/* A run directory as the ledger wrote it down. */
+static void add_from_ledger(d9_tf_index *ix, const char *run_name, const d9_ledger_run *lr) {
+    int run = -2;
+    for (size_t i = 0; i < lr->nfiles; i++) {
+        const d9_ledger_file *f = &lr->files[i];
+        add_scanned(ix, &run, run_name, f->seq, (d9_segment_kind)f->kind, f->size, f->mtime_ns);
+    }
+}
+
+static int64_t realtime_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* the clock of file mtimes */
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* Every run directory's trace files. The file system's entry types say which entries are
- * directories (a stat only where it does not tell), so a run costs its directory's few calls
- * and one stat per trace file in it: the scan runs at every start, over every run kept. */
+ * directories (a stat only where it does not tell). A run the ledger wrote down costs one
+ * fstatat (its directory's mtime unchanged); any other its directory's few calls and one stat
+ * per trace file in it: the scan runs at every start, over every run kept. */
 int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_seq) {
     *next_seq = 0;
     dir_reader *top = malloc(2 * sizeof *top), *run = top + 1;
@@ -189,17 +254,38 @@ int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_se
         return -e;
     }
     top->len = top->pos = 0;
+    d9_ledger led;
+    d9_ledger_read(&led, top->fd);
+    ledger_notes ln = {.now_ns = realtime_now_ns()};
+    size_t from_ledger = 0;
     const struct dirent64 *de;
     while ((de = next_entry(top)) != NULL) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        struct stat st;
+        bool have_st = false;
         if (de->d_type != DT_DIR) {
-            struct stat st;
             if (de->d_type != DT_UNKNOWN ||
                 fstatat(top->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
                 continue;
+            have_st = true;
         }
-        scan_run_dir(ix, top->fd, de->d_name, current_run, next_seq, run);
+        if (led.n && strcmp(de->d_name, current_run) != 0 &&
+            (have_st || (fstatat(top->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)))) {
+            const d9_ledger_run *lr = d9_ledger_find(&led, de->d_name, mtime_ns_of(&st));
+            if (lr) {
+                add_from_ledger(ix, de->d_name, lr);
+                from_ledger++;
+                continue;
+            }
+        }
+        scan_run_dir(ix, top->fd, de->d_name, current_run, next_seq, run, &ln);
     }
+    /* mostly dead lines (runs deleted or changed since): written again, with only the live */
+    bool rewrite = led.lines - from_ledger > from_ledger + 64;
+    if (ln.out.len || rewrite) d9_ledger_write(top->fd, &led, &ln.out, rewrite);
+    else free(ln.out.buf);
+    free(ln.files);
+    d9_ledger_free(&led);
     close(top->fd);
     free(top);
     if (ix->end > ix->head)

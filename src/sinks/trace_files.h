@@ -47,6 +47,8 @@ int d9_tf_index_init(d9_tf_index *ix, const char *trace_dir);
 void d9_tf_index_free(d9_tf_index *ix);
 
 /* Index the trace files in trace_dir's run directories (one level; symlinks are not followed).
+ * Run directories that nothing writes to any more are taken from trace_dir's ledger
+ * (run_ledger.h) while unchanged, and written down there when first found settled.
  * A .active file that another writer holds locked (see d9_tf_lock_active) is counted in
  * pinned_bytes and never deleted. *next_seq gets 1 + the highest N found in run directory
  * current_run (0 when none), so a reused run id never overwrites its files.

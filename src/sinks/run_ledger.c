@@ -1,0 +1,261 @@
+/* The trace directory's ledger of settled runs (see run_ledger.h). One line per run:
+ *
+ *   r NAME DIR_MTIME_NS COUNT SEQ.KIND.SIZE.MTIME_NS ...\n
+ *
+ * numbers in decimal (the mtimes may be negative), COUNT file fields after it. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "sinks/run_ledger.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/segment_name.h"
+
+#define MAX_FILES_PER_LINE 100000u
+
+/* ------------------------------------------------------------------ parsing */
+
+typedef struct cursor {
+    const char *p, *end;
+} cursor;
+
+static bool take_char(cursor *c, char ch) {
+    if (c->p >= c->end || *c->p != ch) return false;
+    c->p++;
+    return true;
+}
+
+static bool take_u64(cursor *c, uint64_t *out) {
+    uint64_t v = 0;
+    const char *start = c->p;
+    while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
+        unsigned d = (unsigned)(*c->p - '0');
+        if (v > (UINT64_MAX - d) / 10) return false;
+        v = v * 10 + d;
+        c->p++;
+    }
+    *out = v;
+    return c->p > start && c->p - start <= 20;
+}
+
+static bool take_i64(cursor *c, int64_t *out) {
+    bool neg = take_char(c, '-');
+    uint64_t v;
+    if (!take_u64(c, &v) || v > (uint64_t)INT64_MAX) return false;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return true;
+}
+
+bool d9_ledger_name_ok(const char *name) {
+    if (!name[0] || !strcmp(name, ".") || !strcmp(name, "..") || strlen(name) > 255) return false;
+    for (const unsigned char *s = (const unsigned char *)name; *s; s++)
+        if (*s <= ' ' || *s == 0x7f || *s == '/') return false;
+    return true;
+}
+
+/* One line (without its '\n') into r; false when it is not a good line. */
+static bool parse_line(cursor c, d9_ledger_run *r) {
+    memset(r, 0, sizeof *r);
+    if (!take_char(&c, 'r') || !take_char(&c, ' ')) return false;
+    const char *name = c.p;
+    while (c.p < c.end && *c.p != ' ') c.p++;
+    size_t name_len = (size_t)(c.p - name);
+    uint64_t count;
+    if (!take_char(&c, ' ') || !take_i64(&c, &r->dir_mtime_ns) || !take_char(&c, ' ') || !take_u64(&c, &count) ||
+        count > MAX_FILES_PER_LINE)
+        return false;
+    r->name = strndup(name, name_len);
+    r->files = calloc(count ? count : 1, sizeof *r->files);
+    if (!r->name || !r->files || !d9_ledger_name_ok(r->name)) goto bad;
+    for (uint64_t i = 0; i < count; i++) {
+        d9_ledger_file *f = &r->files[i];
+        uint64_t kind;
+        if (!take_char(&c, ' ') || !take_u64(&c, &f->seq) || !take_char(&c, '.') || !take_u64(&c, &kind) ||
+            kind >= D9_SEGMENT_KINDS || !take_char(&c, '.') || !take_u64(&c, &f->size) || !take_char(&c, '.') ||
+            !take_i64(&c, &f->mtime_ns))
+            goto bad;
+        f->kind = (uint8_t)kind;
+    }
+    if (c.p != c.end) goto bad;
+    r->nfiles = (size_t)count;
+    return true;
+bad:
+    free(r->name);
+    free(r->files);
+    memset(r, 0, sizeof *r);
+    return false;
+}
+
+static int run_cmp(const void *a, const void *b) {
+    const d9_ledger_run *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c) return c;
+    return x->line < y->line ? -1 : x->line > y->line;
+}
+
+bool d9_ledger_parse(d9_ledger *l, const char *text, size_t len) {
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) break; /* a line being appended, or cut: not a line yet */
+        d9_ledger_run r;
+        size_t line = l->lines++;
+        if (parse_line((cursor){p, nl}, &r)) {
+            if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 64;
+                d9_ledger_run *v = realloc(l->runs, cap * sizeof *v);
+                if (!v) {
+                    free(r.name);
+                    free(r.files);
+                    return false;
+                }
+                l->runs = v;
+                l->cap = cap;
+            }
+            r.line = line;
+            l->runs[l->n++] = r;
+        }
+        p = nl + 1;
+    }
+    if (l->n > 1) qsort(l->runs, l->n, sizeof *l->runs, run_cmp);
+    return true;
+}
+
+void d9_ledger_read(d9_ledger *l, int dirfd) {
+    memset(l, 0, sizeof *l);
+    int fd = openat(dirfd, D9_LEDGER_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st;
+    char *text = NULL;
+    size_t len = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= D9_LEDGER_MAX_BYTES &&
+        (text = malloc((size_t)st.st_size)) != NULL) {
+        while (len < (size_t)st.st_size) {
+            ssize_t n = read(fd, text + len, (size_t)st.st_size - len);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            len += (size_t)n;
+        }
+    }
+    close(fd);
+    if (text && !d9_ledger_parse(l, text, len)) { /* out of memory: no ledger this time */
+        d9_ledger_free(l);
+        memset(l, 0, sizeof *l);
+    }
+    free(text);
+}
+
+d9_ledger_run *d9_ledger_find(d9_ledger *l, const char *name, int64_t dir_mtime_ns) {
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) { /* the first line of that name */
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(l->runs[mid].name, name) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    d9_ledger_run *found = NULL;
+    for (; lo < l->n && strcmp(l->runs[lo].name, name) == 0; lo++) found = &l->runs[lo];
+    if (!found || found->dir_mtime_ns != dir_mtime_ns) return NULL;
+    found->used = true;
+    return found;
+}
+
+void d9_ledger_free(d9_ledger *l) {
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->runs[i].name);
+        free(l->runs[i].files);
+    }
+    free(l->runs);
+    memset(l, 0, sizeof *l);
+}
+
+/* ------------------------------------------------------------------ writing */
+
+static void out_printf(d9_ledger_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out_printf(d9_ledger_out *o, const char *fmt, ...) {
+    if (o->failed) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = o->cap - o->len;
+        int n = vsnprintf(o->buf ? o->buf + o->len : NULL, room, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            o->failed = true;
+            return;
+        }
+        if ((size_t)n < room) {
+            o->len += (size_t)n;
+            return;
+        }
+        size_t cap = o->cap ? o->cap * 2 : 4096;
+        while (cap - o->len <= (size_t)n) cap *= 2;
+        char *b = realloc(o->buf, cap);
+        if (!b) {
+            o->failed = true;
+            return;
+        }
+        o->buf = b;
+        o->cap = cap;
+    }
+}
+
+void d9_ledger_add(d9_ledger_out *o, const char *name, int64_t dir_mtime_ns, const d9_ledger_file *files,
+                   size_t n) {
+    if (!d9_ledger_name_ok(name) || n > MAX_FILES_PER_LINE) return;
+    out_printf(o, "r %s %" PRId64 " %zu", name, dir_mtime_ns, n);
+    for (size_t i = 0; i < n; i++)
+        out_printf(o, " %" PRIu64 ".%u.%" PRIu64 ".%" PRId64, files[i].seq, (unsigned)files[i].kind, files[i].size,
+                   files[i].mtime_ns);
+    out_printf(o, "\n");
+    o->runs++;
+}
+
+static bool write_all(int fd, const char *buf, size_t len) {
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+void d9_ledger_write(int dirfd, const d9_ledger *l, d9_ledger_out *o, bool rewrite) {
+    if (rewrite && l) {
+        d9_ledger_out all = {0};
+        for (size_t i = 0; i < l->n; i++)
+            if (l->runs[i].used)
+                d9_ledger_add(&all, l->runs[i].name, l->runs[i].dir_mtime_ns, l->runs[i].files, l->runs[i].nfiles);
+        if (o->len) out_printf(&all, "%.*s", (int)o->len, o->buf);
+        char tmp[64];
+        snprintf(tmp, sizeof tmp, D9_LEDGER_NAME ".%d.tmp", (int)getpid());
+        int fd = all.failed ? -1 : openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            bool ok = write_all(fd, all.buf ? all.buf : "", all.len);
+            ok = close(fd) == 0 && ok;
+            /* lines appended meanwhile by others are lost: their runs are only scanned again */
+            if (!ok || renameat(dirfd, tmp, dirfd, D9_LEDGER_NAME) != 0) (void)unlinkat(dirfd, tmp, 0);
+        }
+        free(all.buf);
+    } else if (o->len && !o->failed) {
+        int fd = openat(dirfd, D9_LEDGER_NAME, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            /* one write: concurrent appenders' lines do not interleave on a local file system
+             * (a line cut by a full disk is skipped by readers) */
+            (void)write_all(fd, o->buf, o->len);
+            close(fd);
+        }
+    }
+    free(o->buf);
+    memset(o, 0, sizeof *o);
+}

@@ -1,0 +1,73 @@
+/* The trace directory's ledger of settled runs, ".dial9-runs": what a scan of the trace files
+ * (trace_files.h) found in each run directory that nothing writes to any more, so that the
+ * next scans take those files from one read of the ledger instead of reading every directory.
+ * Without it the scan at every start grows with the runs kept: 15 ms at 1 000 kept runs here,
+ * and a 1 GiB budget holds hundreds of thousands of short programs' runs.
+ *
+ * A line is trusted only while its run directory's mtime is still the one it recorded (a file
+ * created, renamed or deleted in the directory changes it); a run is written down only once its
+ * directory has not changed for D9_LEDGER_SETTLED_NS, so a later change cannot fall within the
+ * same clock tick. What a line cannot see: a file whose size changes in place (`dial9 symbolize`
+ * appending names to a sealed segment later): it is counted at its size when written down.
+ *
+ * Lines are appended (O_APPEND, one write for all of a scan's); a scan that finds the ledger
+ * mostly made of dead lines writes it again (a new file renamed over it). It is a cache only: a
+ * missing, unreadable, foreign or damaged ledger (or line) costs the full scan, never a file. */
+#ifndef D9_SINKS_RUN_LEDGER_H
+#define D9_SINKS_RUN_LEDGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define D9_LEDGER_NAME ".dial9-runs"
+#define D9_LEDGER_SETTLED_NS (2ll * 1000 * 1000 * 1000)
+#define D9_LEDGER_MAX_BYTES (64u << 20) /* larger: ignored (and rewritten) */
+
+typedef struct d9_ledger_file {
+    uint64_t seq, size;
+    int64_t mtime_ns;
+    uint8_t kind; /* d9_segment_kind */
+} d9_ledger_file;
+
+typedef struct d9_ledger_run {
+    char *name;
+    int64_t dir_mtime_ns;
+    d9_ledger_file *files;
+    size_t nfiles;
+    size_t line; /* the later line of a run wins */
+    bool used;   /* matched by this scan: kept when the ledger is written again */
+} d9_ledger_run;
+
+typedef struct d9_ledger {
+    d9_ledger_run *runs; /* sorted by name, then line */
+    size_t n, cap;
+    size_t lines; /* lines read, good or not */
+} d9_ledger;
+
+/* Parse a ledger's text; bad lines are skipped. false only when out of memory. */
+bool d9_ledger_parse(d9_ledger *l, const char *text, size_t len);
+/* Read and parse dirfd's ledger; an empty ledger when there is none (or it cannot be used). */
+void d9_ledger_read(d9_ledger *l, int dirfd);
+/* The run's latest line whose directory mtime is dir_mtime_ns (marked used), or NULL. */
+d9_ledger_run *d9_ledger_find(d9_ledger *l, const char *name, int64_t dir_mtime_ns);
+/* Whether a directory name can be written down (no whitespace, no control characters, not a
+ * path). */
+bool d9_ledger_name_ok(const char *name);
+void d9_ledger_free(d9_ledger *l);
+
+/* Lines being written: appended to a buffer by d9_ledger_add, then written in one go. */
+typedef struct d9_ledger_out {
+    char *buf;
+    size_t len, cap;
+    size_t runs;
+    bool failed; /* out of memory: nothing is written */
+} d9_ledger_out;
+
+void d9_ledger_add(d9_ledger_out *o, const char *name, int64_t dir_mtime_ns, const d9_ledger_file *files,
+                   size_t n);
+/* Append o's lines to dirfd's ledger, or, when rewrite, replace the ledger by the used runs of l
+ * and o's lines. Errors are ignored (the next scan is a full one). Frees o's buffer. */
+void d9_ledger_write(int dirfd, const d9_ledger *l, d9_ledger_out *o, bool rewrite);
+
+#endif

@@ -1,0 +1,250 @@
+/* The ledger of settled runs (sinks/run_ledger.h) and the trace-file scan that keeps it
+ * (sinks/trace_files.h). The lines: what is accepted, skipped and which line of a run wins. The
+ * scan: settled runs are written down, live, recent and current ones never; a later scan gives
+ * the same index from the ledger (and does use it: a line changed behind its back shows), a run
+ * directory that changed since is read again, a ledger of mostly dead lines is written again,
+ * and a damaged ledger costs nothing but the full scan. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "sinks/run_ledger.h"
+#include "sinks/trace_files.h"
+#include "trace_files_util.h"
+
+/* ------------------------------------------------------------------ the lines */
+
+static void test_parse(void) {
+    const char text[] = "r a 10 2 0.0.100.5 1.1.50.-7\n"     /* good */
+                        "r b/x 10 0\n"                      /* a path */
+                        "r .. 10 0\n"                       /* not a run */
+                        "r c 10 1 0.9.1.1\n"                /* unknown kind */
+                        "r d 10 2 0.0.1.1\n"                /* fewer files than counted */
+                        "r e 10 1 0.0.1.1 junk\n"           /* more than counted */
+                        "x f 10 0\n"                        /* not a line of ours */
+                        "r a 11 1 3.0.7.8\n"                /* a later line of a */
+                        "r g 99999999999999999999999 0\n"   /* out of range */
+                        "r h 12 1 4.0.9.9";                 /* cut: no newline */
+    d9_ledger l = {0};
+    CHECK(d9_ledger_parse(&l, text, sizeof text - 1));
+    CHECK_EQ_U64(l.lines, 9);
+    CHECK_EQ_U64(l.n, 2); /* both lines of a */
+    CHECK(d9_ledger_find(&l, "a", 10) == NULL); /* the later line wins */
+    d9_ledger_run *a = d9_ledger_find(&l, "a", 11);
+    CHECK(a != NULL);
+    if (a) {
+        CHECK_EQ_U64(a->nfiles, 1);
+        CHECK_EQ_U64(a->files[0].seq, 3);
+        CHECK_EQ_U64(a->files[0].size, 7);
+        CHECK(a->used);
+    }
+    CHECK(d9_ledger_find(&l, "h", 12) == NULL);
+    CHECK(d9_ledger_find(&l, "b/x", 10) == NULL);
+    d9_ledger_free(&l);
+
+    /* written and read back */
+    d9_ledger_file files[2] = {{.seq = 4, .size = 123, .mtime_ns = -3, .kind = 3}, {.seq = 9, .size = 0, .mtime_ns = 1, .kind = 2}};
+    d9_ledger_out o = {0};
+    d9_ledger_add(&o, "run-1", -42, files, 2);
+    d9_ledger_add(&o, "with space", 1, files, 1); /* not written: readers could not parse it */
+    d9_ledger_add(&o, "empty", 5, NULL, 0);
+    CHECK_EQ_U64(o.runs, 2);
+    CHECK(d9_ledger_parse(&l, o.buf, o.len));
+    CHECK_EQ_U64(l.n, 2);
+    d9_ledger_run *r = d9_ledger_find(&l, "run-1", -42);
+    CHECK(r && r->nfiles == 2 && r->files[0].kind == 3 && r->files[0].mtime_ns == -3 && r->files[1].seq == 9);
+    CHECK(d9_ledger_find(&l, "empty", 5) != NULL);
+    d9_ledger_free(&l);
+    free(o.buf);
+}
+
+/* ------------------------------------------------------------------ the scan */
+
+static void write_file(const char *path, size_t size) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    for (size_t i = 0; i < size; i++) fputc('x', f);
+    fclose(f);
+}
+
+/* mtime (and atime) `ago` seconds back */
+static void age(const char *path, int ago) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct timespec t[2] = {{now.tv_sec - ago, now.tv_nsec}, {now.tv_sec - ago, now.tv_nsec}};
+    CHECK(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW) == 0);
+}
+
+/* a run directory with trace.0.bin (size0) and trace.1.bin.gz (50), all `ago` seconds old */
+static void make_run(const char *dir, const char *name, size_t size0, int ago) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    CHECK(mkdir(p, 0755) == 0);
+    snprintf(p, sizeof p, "%s/%s/trace.0.bin", dir, name);
+    write_file(p, size0);
+    age(p, ago);
+    snprintf(p, sizeof p, "%s/%s/trace.1.bin.gz", dir, name);
+    write_file(p, 50);
+    age(p, ago);
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    age(p, ago); /* last: the files' creation changed it */
+}
+
+typedef struct scanned {
+    uint64_t bytes, pinned, entries, next_seq;
+    char sig[8192]; /* every entry, oldest first */
+} scanned;
+
+static void scan(const char *dir, scanned *out) {
+    d9_tf_index ix;
+    CHECK(d9_tf_index_init(&ix, dir) == 0);
+    CHECK(d9_tf_index_scan(&ix, "cur", &out->next_seq) == 0);
+    out->bytes = ix.bytes;
+    out->pinned = ix.pinned_bytes;
+    out->entries = ix.end - ix.head;
+    size_t len = 0;
+    out->sig[0] = 0;
+    for (size_t i = ix.head; i < ix.end && len < sizeof out->sig - 100; i++) {
+        const d9_tf_entry *e = &ix.entries[i];
+        len += (size_t)snprintf(out->sig + len, sizeof out->sig - len, "%s/%llu.%u:%llu@%lld ", ix.runs[e->run].name,
+                                (unsigned long long)e->seq, e->kind, (unsigned long long)e->size, (long long)e->mtime_ns);
+    }
+    d9_tf_index_free(&ix);
+}
+
+static int ledger_lines(const char *dir) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/" D9_LEDGER_NAME, dir);
+    FILE *f = fopen(p, "r");
+    if (!f) return -1;
+    int n = 0, c;
+    while ((c = fgetc(f)) != EOF) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+static void replace_ledger(const char *dir, const char *text) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/" D9_LEDGER_NAME, dir);
+    FILE *f = fopen(p, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static char *read_ledger(const char *dir) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/" D9_LEDGER_NAME, dir);
+    FILE *f = fopen(p, "r");
+    if (!f) return strdup("");
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strdup(buf);
+}
+
+static void test_scan(void) {
+    char *dir = d9t_mkdtemp("ledger");
+    char p[1024];
+    for (int i = 0; i < 10; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "run%d", i);
+        make_run(dir, name, 100 + (size_t)i, 60 + i);
+    }
+    make_run(dir, "recent", 7, 0); /* may still change within the same clock tick */
+    make_run(dir, "cur", 9, 60);   /* this writer's own run: never written down */
+    /* a live run: its .active file locked by a writer (us) */
+    snprintf(p, sizeof p, "%s/live", dir);
+    CHECK(mkdir(p, 0755) == 0);
+    snprintf(p, sizeof p, "%s/live/trace.0.bin.active", dir);
+    write_file(p, 33);
+    int live_fd = open(p, O_RDWR | O_CLOEXEC);
+    CHECK(live_fd >= 0 && d9_tf_lock_active(live_fd) == 0);
+    snprintf(p, sizeof p, "%s/live", dir);
+    age(p, 60);
+
+    scanned s1, s2, s3;
+    scan(dir, &s1);
+    CHECK_EQ_U64(s1.bytes, 10 * 50 + (100 + 109) * 10 / 2 + 7 + 50 + 9 + 50);
+    CHECK_EQ_U64(s1.pinned, 33);
+    CHECK_EQ_U64(s1.next_seq, 2);
+    CHECK_EQ_U64(ledger_lines(dir), 10); /* run0..run9 only */
+    char *text = read_ledger(dir);
+    CHECK(strstr(text, "r run3 ") != NULL && !strstr(text, "r cur ") && !strstr(text, "r live ") && !strstr(text, "r recent "));
+
+    /* from the ledger: the same index */
+    scan(dir, &s2);
+    CHECK_EQ_U64(s2.bytes, s1.bytes);
+    CHECK_EQ_U64(s2.pinned, s1.pinned);
+    CHECK_EQ_U64(s2.entries, s1.entries);
+    CHECK_EQ_U64(s2.next_seq, 2);
+    CHECK_STR(s2.sig, s1.sig);
+    CHECK_EQ_U64(ledger_lines(dir), 10); /* nothing new to write down */
+
+    /* it is used: a size changed in run3's line (its directory unchanged) shows */
+    char *at = strstr(text, "r run3 ");
+    char *size = at ? strstr(at, " 0.0.103.") : NULL;
+    CHECK(size != NULL);
+    if (size) {
+        memcpy(size, " 0.0.903.", 9);
+        replace_ledger(dir, text);
+        scan(dir, &s3);
+        CHECK_EQ_U64(s3.bytes, s1.bytes + 800);
+        memcpy(size, " 0.0.103.", 9);
+        replace_ledger(dir, text);
+    }
+    free(text);
+
+    /* a run directory that changed since its line: read again */
+    snprintf(p, sizeof p, "%s/run5/trace.2.bin", dir);
+    write_file(p, 1000);
+    scan(dir, &s3);
+    CHECK_EQ_U64(s3.bytes, s1.bytes + 1000);
+    CHECK_EQ_U64(s3.entries, s1.entries + 1);
+
+    /* damaged: the full scan, and the lines written again */
+    replace_ledger(dir, "r run1 12 1 0.0.1.1\ngarbage\n\x01\x02\nr run2 x\n");
+    scan(dir, &s3);
+    CHECK_EQ_U64(s3.bytes, s1.bytes + 1000);
+    CHECK_EQ_U64(s3.entries, s1.entries + 1);
+
+    /* mostly dead lines: written again with only the live ones */
+    char junk[64 * 200 + 1] = "";
+    for (int i = 0; i < 200; i++) snprintf(junk + strlen(junk), sizeof junk - strlen(junk), "r gone%d 5 0\n", i);
+    text = read_ledger(dir);
+    size_t tl = strlen(text);
+    char *both = malloc(tl + strlen(junk) + 1);
+    memcpy(both, text, tl);
+    strcpy(both + tl, junk);
+    replace_ledger(dir, both);
+    free(both);
+    free(text);
+    int before = ledger_lines(dir);
+    scan(dir, &s3);
+    CHECK_EQ_U64(s3.bytes, s1.bytes + 1000);
+    int after = ledger_lines(dir);
+    printf("dead lines: %d lines before the scan, %d after\n", before, after);
+    CHECK(before >= 200 && after >= 9 && after <= 11);
+    text = read_ledger(dir);
+    CHECK(strstr(text, "gone") == NULL);
+    free(text);
+
+    close(live_fd);
+    d9t_rm_rf(dir);
+    free(dir);
+}
+
+int main(void) {
+    test_parse();
+    test_scan();
+    return d9t_summary("test_run_ledger");
+}

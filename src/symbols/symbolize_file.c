@@ -133,6 +133,10 @@ int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, uint64_t ma
         snprintf(err, errlen, "%s: not symbolized: stopping", path);
         goto done;
     }
+    if (in.addrs.count == 0 && !in.oom) { /* no stack in it (a short program's): nothing to name */
+        rc = 0;
+        goto done;
+    }
     out = d9_symbol_stream_new();
     if (out && (max_size || max_growth)) {
         uint64_t size = (uint64_t)sb.st_size, limit = max_growth ? max_growth : UINT64_MAX;

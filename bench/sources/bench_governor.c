@@ -39,7 +39,11 @@
  * 3. Levels held (1 in 8, 1 in 32, paused), the events open or closed between windows: the cost
  *    of closing against what it saves, measured in the process's CPU.
  *
- * Usage: d9_bench_governor [--short] [--pairs N] [--only parts|governor|held]
+ * 4. Thresholds (no measurement: the governor's own estimate with the table's costs): from which
+ *    switch rate each level is chosen at the default 1 % budget, for a few reopen costs, and
+ *    whether it closes its events between windows there (docs/kernel-sources.md prints it).
+ *
+ * Usage: d9_bench_governor [--short] [--pairs N] [--only parts|governor|held|thresholds]
  *   (short: 2 pairs of 1.5 s phases; full: 7 pairs of 3 s, or N pairs, at most 16) */
 #include <inttypes.h>
 #include <pthread.h>
@@ -482,6 +486,43 @@ static void held(int pairs, double secs) {
     }
 }
 
+/* 4. The level d9_gov_step picks first for a steady rate (stacks at the default pacing, no CPU
+ * profile, schedstat not counted) and the rate from which each level starts. */
+static int level_at(double switches, double reopen_ns, bool closing) {
+    d9_gov_input in = {.budget_ns_per_s = 1e7, .switches_per_s = switches, .stacks_cap_per_s = 500,
+                       .closing_allowed = closing, .reopen_ns = reopen_ns, .costs = d9_gov_costs_measured};
+    d9_gov_state st = {.level = D9_GOV_LEVEL_FULL};
+    d9_gov_step(&st, &in);
+    return st.level;
+}
+
+static void thresholds(void) {
+    printf("\n== thresholds at a 1 %% budget (the estimate with the table's costs; stacks paced at 500/s)\n");
+    printf("| a cycle (close + reopen) | 1 in 2 from | 1 in 4 | 1 in 8 | 1 in 16 | 1 in 32 | paused from |\n");
+    printf("|---|---|---|---|---|---|---|\n");
+    static const double cycles_ms[] = {-1, 0.5, 1, 2, 4};
+    for (size_t c = 0; c < sizeof cycles_ms / sizeof cycles_ms[0]; c++) {
+        bool closing = cycles_ms[c] > 0;
+        double reopen = closing ? cycles_ms[c] * 1e6 : 0;
+        if (closing) printf("| %g ms |", cycles_ms[c]);
+        else printf("| never closed between windows |");
+        for (int l = D9_GOV_LEVEL_SAMPLED_FIRST; l <= D9_GOV_LEVEL_PAUSED; l++) {
+            double from = -1;
+            for (double r = 100; r <= 400000 && from < 0; r += 100)
+                if (level_at(r, reopen, closing) >= l) from = r;
+            if (from < 0) {
+                printf(" above 400 k |");
+                continue;
+            }
+            d9_gov_input in = {.budget_ns_per_s = 1e7, .switches_per_s = from, .stacks_cap_per_s = 500,
+                               .closing_allowed = closing, .reopen_ns = reopen, .costs = d9_gov_costs_measured};
+            bool closed = l < D9_GOV_LEVEL_PAUSED && d9_gov_closes_between(&in, l);
+            printf(" %.1f k%s%s |", from / 1000, l == D9_GOV_LEVEL_SAMPLED_FIRST ? "/s" : "", closed ? ", closed" : "");
+        }
+        printf("\n");
+    }
+}
+
 int main(int argc, char **argv) {
     bool short_mode = false;
     const char *only = NULL;
@@ -491,7 +532,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
         else if (strcmp(argv[i], "--pairs") == 0 && i + 1 < argc) pairs = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: d9_bench_governor [--short] [--pairs N (1-%d)] [--only parts|governor|held]\n",
+            fprintf(stderr, "usage: d9_bench_governor [--short] [--pairs N (1-%d)] [--only parts|governor|held|thresholds]\n",
                     MAX_PAIRS);
             return 2;
         }
@@ -507,6 +548,7 @@ int main(int argc, char **argv) {
     if (!only || strcmp(only, "parts") == 0) parts(pairs, secs);
     if (!only || strcmp(only, "governor") == 0) governor(pairs, secs);
     if (!only || strcmp(only, "held") == 0) held(pairs, secs);
+    if (!only || strcmp(only, "thresholds") == 0) thresholds();
     rmdir(g_scratch);
     return 0;
 }

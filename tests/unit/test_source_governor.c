@@ -120,7 +120,7 @@ static int settle(double switches) {
 }
 
 static void test_degrade_at_once(void) {
-    CHECK_EQ_U64(settle(500), D9_GOV_LEVEL_FULL);  /* 0.95 % */
+    CHECK_EQ_U64(settle(500), D9_GOV_LEVEL_FULL);  /* 0.32 % */
     CHECK_EQ_U64(settle(3000), D9_GOV_LEVEL_FULL); /* 0.67 % */
     CHECK_EQ_U64(settle(6000), D9_GOV_LEVEL_SAMPLED_FIRST); /* full 1.09 %, 1 in 2 0.635 % */
     CHECK_EQ_U64(settle(10000), D9_GOV_LEVEL_SAMPLED_FIRST); /* the stories' rate: 1 in 2 0.975 % */

@@ -323,7 +323,11 @@ static void test_disk_full_to_the_end(void) {
     CHECK_EQ_U64(total.write_error_drops + total.other_drops, st.events_dropped);
     /* what `dial9 stats` (and `dial9 run`'s summary, from the same events) shows */
     const char *build = getenv("D9_BUILD_DIR");
-    if (build) {
+    char cli[2048] = "";
+    if (build) snprintf(cli, sizeof cli, "%s/dial9", build);
+    if (!build || access(cli, X_OK) != 0) {
+        printf("skip: `dial9 stats` not checked: no dial9 binary in D9_BUILD_DIR\n");
+    } else {
         char cmd[2600];
         snprintf(cmd, sizeof cmd, "'%s/dial9' stats --json '%s'", build, run_dir);
         FILE *p = popen(cmd, "r");

@@ -7,8 +7,8 @@
  * A line is trusted only while its run directory's mtime is still the one it recorded (a file
  * created, renamed or deleted in the directory changes it); a run is written down only once its
  * directory has not changed for D9_LEDGER_SETTLED_NS, so a later change cannot fall within the
- * same clock tick. What a line cannot see: a file whose size changes in place (`dial9 symbolize`
- * appending names to a sealed segment later): it is counted at its size when written down.
+ * same clock tick. A file that grows in place does not change its directory: symbolization (the
+ * only one that does it) touches the directory after appending (symbols/symbolize_file.c).
  *
  * Lines are appended (O_APPEND, one write for all of a scan's); a scan that finds the ledger
  * mostly made of dead lines writes it again (a new file renamed over it). It is a cache only: a

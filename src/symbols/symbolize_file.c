@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,17 @@ int d9_append_stream(int fd, const void *data, size_t len, uint64_t old_size) {
     return 0;
 }
 
+/* A file grown in place leaves its directory's mtime as it was: touch it, so that a listing
+ * that wrote down the directory's files with their sizes (sinks/run_ledger.h) reads them again. */
+static void touch_directory_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX];
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if ((size_t)(slash - path) < sizeof dir) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else return;
+    (void)utimensat(AT_FDCWD, dir[0] ? dir : "/", NULL, 0); /* not ours to touch: the listing may miss the growth */
+}
+
 int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, uint64_t max_size,
                                uint64_t max_growth, d9_symbolize_stats *st, bool (*stop)(void *ctx),
                                void *stop_ctx, char *err, size_t errlen) {
@@ -173,6 +185,7 @@ int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, uint64_t ma
             goto done;
         }
         st->bytes = len;
+        touch_directory_of(path);
     }
     rc = 0;
 done:

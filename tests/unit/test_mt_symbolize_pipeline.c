@@ -530,6 +530,15 @@ static void short_run(uint32_t exit_wait_secs, d9_symbolize_report *rep, int *na
     d9_stop();
     CHECK_EQ_U64(threads_named("dial9-pipeline"), 0);
     d9_symbolize_report_get(rep);
+    /* symbols appended in place touch the run directory after the file (run_ledger.h) */
+    if (rep->bytes_appended > 0) {
+        char seg[1100];
+        snprintf(seg, sizeof seg, "%s/trace.0.bin", run_dir);
+        struct stat ds, fs;
+        CHECK(stat(run_dir, &ds) == 0 && stat(seg, &fs) == 0);
+        CHECK(ds.st_mtim.tv_sec > fs.st_mtim.tv_sec ||
+              (ds.st_mtim.tv_sec == fs.st_mtim.tv_sec && ds.st_mtim.tv_nsec >= fs.st_mtim.tv_nsec));
+    }
     *segments = sealed_segments(run_dir);
     *named = 0;
     char **files;

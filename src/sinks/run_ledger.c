@@ -177,6 +177,19 @@ void d9_ledger_free(d9_ledger *l) {
     memset(l, 0, sizeof *l);
 }
 
+bool d9_ledger_is_leftover(int dirfd, const char *name, int64_t now_ns) {
+    static const char prefix[] = D9_LEDGER_NAME ".", suffix[] = ".tmp";
+    size_t len = strlen(name);
+    if (len <= sizeof prefix - 1 + sizeof suffix - 1 || strncmp(name, prefix, sizeof prefix - 1) != 0 ||
+        strcmp(name + len - (sizeof suffix - 1), suffix) != 0)
+        return false;
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        now_ns - ((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec) > 60ll * 1000000000)
+        (void)unlinkat(dirfd, name, 0);
+    return true;
+}
+
 /* ------------------------------------------------------------------ writing */
 
 static void out_printf(d9_ledger_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -56,6 +56,10 @@ d9_ledger_run *d9_ledger_find(d9_ledger *l, const char *name, int64_t dir_mtime_
 bool d9_ledger_name_ok(const char *name);
 void d9_ledger_free(d9_ledger *l);
 
+/* Whether `name` in dirfd is a ledger being written again that a writer left behind (it died
+ * between creating and renaming it): removed when over a minute old. */
+bool d9_ledger_is_leftover(int dirfd, const char *name, int64_t now_ns);
+
 /* Lines being written: appended to a buffer by d9_ledger_add, then written in one go. */
 typedef struct d9_ledger_out {
     char *buf;

@@ -264,6 +264,7 @@ int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_se
         struct stat st;
         bool have_st = false;
         if (de->d_type != DT_DIR) {
+            if (d9_ledger_is_leftover(top->fd, de->d_name, ln.now_ns)) continue;
             if (de->d_type != DT_UNKNOWN ||
                 fstatat(top->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
                 continue;

@@ -238,6 +238,17 @@ static void test_scan(void) {
     CHECK(strstr(text, "gone") == NULL);
     free(text);
 
+    /* a rewrite's file left by a writer that died: removed once over a minute old */
+    char stale[1100], fresh[1100];
+    snprintf(stale, sizeof stale, "%s/" D9_LEDGER_NAME ".123.tmp", dir);
+    snprintf(fresh, sizeof fresh, "%s/" D9_LEDGER_NAME ".456.tmp", dir);
+    write_file(stale, 10);
+    age(stale, 120);
+    write_file(fresh, 10);
+    scan(dir, &s3);
+    CHECK(access(stale, F_OK) != 0);
+    CHECK(access(fresh, F_OK) == 0);
+
     close(live_fd);
     d9t_rm_rf(dir);
     free(dir);

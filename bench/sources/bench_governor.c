@@ -488,9 +488,13 @@ static void held(int pairs, double secs) {
 
 /* 4. The level d9_gov_step picks first for a steady rate (stacks at the default pacing, no CPU
  * profile, schedstat not counted) and the rate from which each level starts. */
+static d9_gov_input steady(double switches, double reopen_ns, bool closing) {
+    return (d9_gov_input){.budget_ns_per_s = 1e7, .switches_per_s = switches, .stacks_cap_per_s = 500,
+                          .closing_allowed = closing, .reopen_ns = reopen_ns, .costs = d9_gov_costs_measured};
+}
+
 static int level_at(double switches, double reopen_ns, bool closing) {
-    d9_gov_input in = {.budget_ns_per_s = 1e7, .switches_per_s = switches, .stacks_cap_per_s = 500,
-                       .closing_allowed = closing, .reopen_ns = reopen_ns, .costs = d9_gov_costs_measured};
+    d9_gov_input in = steady(switches, reopen_ns, closing);
     d9_gov_state st = {.level = D9_GOV_LEVEL_FULL};
     d9_gov_step(&st, &in);
     return st.level;
@@ -514,8 +518,7 @@ static void thresholds(void) {
                 printf(" above 400 k |");
                 continue;
             }
-            d9_gov_input in = {.budget_ns_per_s = 1e7, .switches_per_s = from, .stacks_cap_per_s = 500,
-                               .closing_allowed = closing, .reopen_ns = reopen, .costs = d9_gov_costs_measured};
+            d9_gov_input in = steady(from, reopen, closing);
             bool closed = l < D9_GOV_LEVEL_PAUSED && d9_gov_closes_between(&in, l);
             printf(" %.1f k%s%s |", from / 1000, l == D9_GOV_LEVEL_SAMPLED_FIRST ? "/s" : "", closed ? ", closed" : "");
         }

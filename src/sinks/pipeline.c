@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/own_thread_name.h"
 #include "sinks/run_claim.h"
 #include "sinks/step_compress.h"
@@ -87,17 +88,11 @@ struct d9_pipeline {
     uint64_t max_growth;    /* nor grow it by more than this */
 };
 
-static uint64_t monotonic_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static bool should_give_up(void *ctx) {
     d9_pipeline *p = ctx;
     if (atomic_load_explicit(&p->give_up, memory_order_relaxed)) return true;
     /* set only on the stopping thread, which then is the only one preparing */
-    return p->inline_deadline_ns && monotonic_ns() >= p->inline_deadline_ns;
+    return p->inline_deadline_ns && d9_mono_ns() >= p->inline_deadline_ns;
 }
 
 static void lower_priority(void) {
@@ -449,7 +444,7 @@ static void prepare_inline(d9_pipeline *p, uint64_t budget_ns) {
     bool any = p->prepared != p->pushed;
     pthread_mutex_unlock(&p->lock);
     if (any) {
-        p->inline_deadline_ns = monotonic_ns() + budget_ns;
+        p->inline_deadline_ns = d9_mono_ns() + budget_ns;
         if (p->inline_deadline_ns == 0) p->inline_deadline_ns = 1;
         choose_compression(p);
     }

@@ -70,8 +70,8 @@ typedef struct d9_ledger_out {
 
 void d9_ledger_add(d9_ledger_out *o, const char *name, int64_t dir_mtime_ns, const d9_ledger_file *files,
                    size_t n);
-/* Append o's lines to dirfd's ledger, or, when rewrite, replace the ledger by the used runs of l
- * and o's lines. Errors are ignored (the next scan is a full one). Frees o's buffer. */
+/* Append o's lines (if any) to dirfd's ledger, or, when rewrite, replace the ledger by the used
+ * runs of l and o's lines. Errors are ignored (the next scan is a full one). Frees o's buffer. */
 void d9_ledger_write(int dirfd, const d9_ledger *l, d9_ledger_out *o, bool rewrite);
 
 #endif

@@ -283,8 +283,7 @@ int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_se
     }
     /* mostly dead lines (runs deleted or changed since): written again, with only the live */
     bool rewrite = led.lines - from_ledger > from_ledger + 64;
-    if (ln.out.len || rewrite) d9_ledger_write(top->fd, &led, &ln.out, rewrite);
-    else free(ln.out.buf);
+    d9_ledger_write(top->fd, &led, &ln.out, rewrite);
     free(ln.files);
     d9_ledger_free(&led);
     close(top->fd);

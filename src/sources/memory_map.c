@@ -66,6 +66,7 @@ typedef struct loaded_image {
 typedef struct loaded_images {
     loaded_image *v;
     size_t n, cap;
+    bool listed; /* dl_iterate_phdr done: at the first build id not cached yet */
 } loaded_images;
 
 /* Whether [vaddr, vaddr + size) lies in a readable segment's file-backed part. */
@@ -107,7 +108,11 @@ static int add_loaded_image(struct dl_phdr_info *info, size_t size, void *ctx) {
 }
 
 /* The build id of the loaded object whose segments span `addr`, or NULL. */
-static const char *loaded_build_id(const loaded_images *imgs, uint64_t addr) {
+static const char *loaded_build_id(loaded_images *imgs, uint64_t addr) {
+    if (!imgs->listed) {
+        dl_iterate_phdr(add_loaded_image, imgs);
+        imgs->listed = true;
+    }
     for (size_t i = 0; i < imgs->n; i++)
         if (addr >= imgs->v[i].lo && addr < imgs->v[i].hi) return imgs->v[i].build_id;
     return NULL;
@@ -116,7 +121,7 @@ static const char *loaded_build_id(const loaded_images *imgs, uint64_t addr) {
 /* ------------------------------------------------------------------ build ids */
 
 static const char *build_id_of(mm_source *s, const char *path, uint64_t dev, uint64_t inode, uint64_t start,
-                               const loaded_images *imgs) {
+                               loaded_images *imgs) {
     if (strcmp(path, "[vdso]") == 0) return s->vdso_build_id;
     if (path[0] != '/') return "";
     for (size_t i = 0; i < s->nfiles; i++) {
@@ -208,8 +213,7 @@ static bool read_maps(mm_source *s) {
 
     FILE *f = fopen("/proc/self/maps", "re");
     if (!f) return false;
-    loaded_images imgs = {0};
-    dl_iterate_phdr(add_loaded_image, &imgs);
+    loaded_images imgs = {0}; /* listed only when a build id is not cached yet */
     mapping *maps = NULL;
     size_t n = 0, cap = 0;
     char *line = NULL;

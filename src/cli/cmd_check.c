@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
+#include <math.h> /* isfinite: a macro, no libm */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +14,7 @@
 #include "cli/analysis_run.h"
 #include "cli/cli.h"
 #include "common/json_writer.h"
+#include "common/round.h"
 #include "format/trace_paths.h"
 #include "cli/time_options.h"
 #include "cli/trace_reader.h"
@@ -59,7 +60,7 @@ static int parse_ms(const char *s, uint64_t *ns) {
     errno = 0;
     double v = strtod(s, &end);
     if (!*s || *end || errno || !isfinite(v) || v < 0 || v > 1e12) return -1;
-    *ns = (uint64_t)llround(v * 1e6);
+    *ns = d9_round_u64(v * 1e6); /* at most 1e18: in range */
     return 0;
 }
 

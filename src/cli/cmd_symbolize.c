@@ -2,7 +2,8 @@
  * addresses of traces after the process is gone, possibly on another machine. Each file's
  * MemoryMapEvents say which module (path, build id) an address belongs to; modules are found
  * by build id (docs/symbols.md) and named with their ELF symbols, plus file:line and inlined
- * frames from DWARF when built with libdw (loaded with dlopen when needed). The names are
+ * frames from DWARF when built with libdw (loaded with dlopen when needed, as zlib and libzstd
+ * are for .bin.gz and .bin.zst files: common/libz_loader.h). The names are
  * appended to each file as one new stream of SymbolTableEntry events, or written to
  * symbolized copies with -o. */
 #include <errno.h>
@@ -16,10 +17,10 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include "cli/cli.h"
+#include "common/libz_loader.h"
+#include "common/libzstd_loader.h"
 #include "cli/output_file.h"
 #include "format/trace_paths.h"
 #include "format/dec_input.h"
@@ -111,38 +112,59 @@ static bool read_trace(const char *path, d9_sym_input *in, decoded *out) {
 
 /* ------------------------------------------------------------------ writing */
 
-/* One zstd frame holding `len` bytes (a .bin.zst grows by appending frames). */
-static uint8_t *zstd_frame(const uint8_t *data, size_t len, size_t *out_len) {
-    size_t cap = ZSTD_compressBound(len);
+/* One zstd frame holding `len` bytes (a .bin.zst grows by appending frames). NULL with the
+ * reason in err. */
+static uint8_t *zstd_frame(const uint8_t *data, size_t len, size_t *out_len, char *err, size_t errlen) {
+    const d9_libzstd *z = d9_libzstd_get();
+    if (!z) {
+        snprintf(err, errlen, "%s", d9_libzstd_error());
+        return NULL;
+    }
+    size_t cap = z->compressBound(len);
     uint8_t *out = malloc(cap);
-    if (!out) return NULL;
-    *out_len = ZSTD_compress(out, cap, data, len, 3);
-    if (ZSTD_isError(*out_len)) {
+    if (!out) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    *out_len = z->compress(out, cap, data, len, 3);
+    if (z->isError(*out_len)) {
+        snprintf(err, errlen, "zstd: %s", z->getErrorName(*out_len));
         free(out);
         return NULL;
     }
     return out;
 }
 
-/* One gzip member holding `len` bytes (a .bin.gz grows by appending members). */
-static uint8_t *gzip_member(const uint8_t *data, size_t len, size_t *out_len) {
+/* One gzip member holding `len` bytes (a .bin.gz grows by appending members). NULL with the
+ * reason in err. */
+static uint8_t *gzip_member(const uint8_t *data, size_t len, size_t *out_len, char *err, size_t errlen) {
+    const d9_libz *z = d9_libz_get();
+    if (!z) {
+        snprintf(err, errlen, "%s", d9_libz_error());
+        return NULL;
+    }
     z_stream zs;
     memset(&zs, 0, sizeof zs);
-    if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return NULL;
-    size_t cap = deflateBound(&zs, (uLong)len) + 64;
+    if (z->deflateInit2_(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION, (int)sizeof zs) != Z_OK) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    size_t cap = z->deflateBound(&zs, (uLong)len) + 64;
     uint8_t *out = malloc(cap);
     if (!out) {
-        deflateEnd(&zs);
+        snprintf(err, errlen, "out of memory");
+        z->deflateEnd(&zs);
         return NULL;
     }
     zs.next_in = (Bytef *)(uintptr_t)data;
     zs.avail_in = (uInt)len;
     zs.next_out = out;
     zs.avail_out = (uInt)cap;
-    int rc = deflate(&zs, Z_FINISH);
+    int rc = z->deflate(&zs, Z_FINISH);
     *out_len = cap - zs.avail_out;
-    deflateEnd(&zs);
+    z->deflateEnd(&zs);
     if (rc != Z_STREAM_END) {
+        snprintf(err, errlen, "deflate failed (%d)", rc);
         free(out);
         return NULL;
     }
@@ -169,27 +191,15 @@ static bool write_copy(const char *in_path, bool gz, bool zst, uint64_t good, co
     int out = of.fd;
     bool ok = true;
     static uint8_t buf[1 << 16];
-    if (gz) {
-        int gfd = d9_open_regular(in_path, O_RDONLY, NULL, 0);
-        gzFile g = gfd >= 0 ? gzdopen(gfd, "rb") : NULL;
-        if (!g) {
-            ok = false;
-            if (gfd >= 0) close(gfd);
-        }
-        while (ok && good > 0) {
-            int n = gzread(g, buf, (unsigned)(good < sizeof buf ? good : sizeof buf));
-            if (n <= 0) ok = false;
-            else {
-                ok = write_all(out, buf, (size_t)n);
-                good -= (uint64_t)n;
-            }
-        }
-        if (g) gzclose(g);
-    } else if (zst) {
+    char why[320] = "";
+    if (gz || zst) {
+        /* the decoder's inputs, as it read the file: the same bytes up to `good` */
         int zfd = d9_open_regular(in_path, O_RDONLY, NULL, 0);
         d9_input *raw = zfd >= 0 ? d9_input_from_fd(zfd, true) : NULL;
         if (!raw && zfd >= 0) close(zfd);
-        d9_input *z = raw ? d9_input_zstd(raw, NULL, 0) : NULL;
+        d9_input *z = !raw ? NULL
+                      : gz ? d9_input_gzip(raw, NULL, 0, why, sizeof why)
+                           : d9_input_zstd(raw, NULL, 0, why, sizeof why);
         if (!z) ok = false;
         while (ok && good > 0) {
             long n = d9_input_read(z, buf, good < sizeof buf ? good : sizeof buf);
@@ -215,7 +225,8 @@ static bool write_copy(const char *in_path, bool gz, bool zst, uint64_t good, co
     }
     if (ok) ok = write_all(out, tail, tail_len);
     if (!ok) {
-        snprintf(err, errlen, "%s: cannot write the copy: %s", out_path, errno ? strerror(errno) : "read error");
+        snprintf(err, errlen, "%s: cannot write the copy: %s", out_path,
+                 why[0] ? why : errno ? strerror(errno) : "read error");
         d9_output_abort(&of);
         return false;
     }
@@ -342,9 +353,10 @@ static bool symbolize_path(run *rn, const char *path, const char *out_path) {
         const uint8_t *w = bytes;
         size_t wlen = len;
         if (len > 0 && (dec.gzip || dec.zstd)) {
-            member = dec.gzip ? gzip_member(bytes, len, &wlen) : zstd_frame(bytes, len, &wlen);
+            member = dec.gzip ? gzip_member(bytes, len, &wlen, err, sizeof err)
+                              : zstd_frame(bytes, len, &wlen, err, sizeof err);
             if (!member) {
-                fprintf(stderr, "dial9 symbolize: %s: cannot compress\n", path);
+                fprintf(stderr, "dial9 symbolize: %s: cannot compress: %s\n", path, err);
                 goto done;
             }
             w = member;

@@ -1,9 +1,10 @@
 /* Time arguments (see time_arg.h). */
 #include "common/time_arg.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "common/round.h"
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -42,11 +43,11 @@ static const struct {
              {"s", 1000000000ull}, {"m", 60000000000ull}, {"min", 60000000000ull},
              {"h", 3600000000000ull}};
 
-/* whole.frac * mult, 0 or -1 on overflow */
+/* whole.frac * mult, 0 or -1 on overflow (frac is in [0, 1], mult at most 3.6e12 ns) */
 static int scale(uint64_t whole, double frac, uint64_t mult, uint64_t *ns) {
     if (whole > UINT64_MAX / mult) return -1;
     double f = frac * (double)mult;
-    uint64_t fi = (uint64_t)llround(f);
+    uint64_t fi = d9_round_u64(f);
     if (whole * mult > UINT64_MAX - fi) return -1;
     *ns = whole * mult + fi;
     return 0;

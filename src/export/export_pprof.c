@@ -8,12 +8,13 @@
  * "offcpu"). So `pprof -tagfocus=location=...` or `-tagroot=location` slices a profile by
  * callback. Locations are the distinct addresses, with one line per inline level (innermost
  * first, as pprof wants); functions are (name, file) pairs; mappings come from the trace's
- * MemoryMapEvents. time_nanos is wall-clock time when the trace has a ClockSyncEvent. */
+ * MemoryMapEvents. time_nanos is wall-clock time when the trace has a ClockSyncEvent. zlib is
+ * loaded with dlopen when a profile is written (common/libz_loader.h). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
+#include "common/libz_loader.h"
 #include "export/export.h"
 #include "export/protobuf.h"
 
@@ -186,10 +187,11 @@ static int build_profile(d9_buf *b, const d9_xmodel *m, const d9_xopts *o) {
 }
 
 /* gzip the profile into out */
-static int write_gzip(const d9_buf *b, FILE *out) {
+static int write_gzip(const d9_libz *zl, const d9_buf *b, FILE *out) {
     z_stream z;
     memset(&z, 0, sizeof z);
-    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
+    if (zl->deflateInit2_(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION, (int)sizeof z) != Z_OK)
+        return -1;
     unsigned char chunk[1 << 16];
     z.next_in = b->data;
     size_t left = b->len;
@@ -202,7 +204,7 @@ static int write_gzip(const d9_buf *b, FILE *out) {
         do {
             z.next_out = chunk;
             z.avail_out = sizeof chunk;
-            zr = deflate(&z, flush);
+            zr = zl->deflate(&z, flush);
             size_t have = sizeof chunk - z.avail_out;
             if (zr == Z_STREAM_ERROR || (have && fwrite(chunk, 1, have, out) != have)) {
                 rc = -1;
@@ -211,11 +213,16 @@ static int write_gzip(const d9_buf *b, FILE *out) {
         } while (z.avail_out == 0);
     } while (rc == 0 && left);
     if (rc == 0 && zr != Z_STREAM_END) rc = -1;
-    deflateEnd(&z);
+    zl->deflateEnd(&z);
     return rc;
 }
 
 int d9_export_pprof(const d9_xmodel *m, const d9_xopts *o, FILE *out, char *err, size_t errlen) {
+    const d9_libz *zl = d9_libz_get(); /* before the work: a profile is gzip'ed or not written */
+    if (!zl) {
+        snprintf(err, errlen, "pprof profiles are gzip-compressed: %s", d9_libz_error());
+        return D9_XWRITE_ERROR;
+    }
     d9_buf b;
     d9_buf_init(&b);
     if (build_profile(&b, m, o) != 0) {
@@ -223,7 +230,7 @@ int d9_export_pprof(const d9_xmodel *m, const d9_xopts *o, FILE *out, char *err,
         snprintf(err, errlen, "out of memory while writing the pprof profile");
         return D9_XWRITE_ERROR;
     }
-    int rc = write_gzip(&b, out);
+    int rc = write_gzip(zl, &b, out);
     d9_buf_free(&b);
     if (rc != 0 || fflush(out) != 0 || ferror(out)) {
         snprintf(err, errlen, "write error");

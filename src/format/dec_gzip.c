@@ -1,16 +1,19 @@
 /* The gzip inflater input of the decoder (see dec_input.h): the one part of the decoder that
- * needs zlib, so it is built into dial9_reader only and libdial9 stays libc-only. */
+ * needs zlib, so it is built into dial9_reader only and libdial9 stays libc-only. zlib itself
+ * is loaded with dlopen at the first gzip input (common/libz_loader.h): no reader links it. */
 #include "format/dec_input.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+
+#include "common/libz_loader.h"
 
 #define GZ_IN_SIZE 65536
 
 typedef struct gz_input {
     d9_input base;
     d9_input *raw;
+    const d9_libz *z;
     z_stream zs;
     bool raw_eof;
     bool member_done; /* the last inflate() call ended a gzip member */
@@ -45,10 +48,10 @@ static long gz_read(d9_input *in, uint8_t *buf, size_t n) {
         }
         if (g->member_done) {
             /* More bytes after a member: the next member of a concatenated gzip file. */
-            inflateReset(&g->zs);
+            g->z->inflateReset(&g->zs);
             g->member_done = false;
         }
-        int zr = inflate(&g->zs, Z_NO_FLUSH);
+        int zr = g->z->inflate(&g->zs, Z_NO_FLUSH);
         size_t got = n - g->zs.avail_out;
         if (zr == Z_STREAM_END) {
             g->member_done = true;
@@ -69,24 +72,32 @@ static long gz_read(d9_input *in, uint8_t *buf, size_t n) {
 
 static void gz_close(d9_input *in) {
     gz_input *g = (gz_input *)in;
-    inflateEnd(&g->zs);
+    g->z->inflateEnd(&g->zs);
     d9_input_close(g->raw);
     free(g);
 }
 
-d9_input *d9_input_gzip(d9_input *raw, const uint8_t *prefix, size_t prefix_len) {
-    size_t in_size = prefix_len > GZ_IN_SIZE ? prefix_len : GZ_IN_SIZE;
-    gz_input *g = prefix_len <= UINT32_MAX ? calloc(1, sizeof *g + in_size) : NULL;
-    if (!g) {
+d9_input *d9_input_gzip(d9_input *raw, const uint8_t *prefix, size_t prefix_len, char *err, size_t errlen) {
+    const d9_libz *z = d9_libz_get();
+    if (!z) {
+        if (err && errlen) snprintf(err, errlen, "gzip-compressed data: %s", d9_libz_error());
         d9_input_close(raw);
         return NULL;
     }
+    size_t in_size = prefix_len > GZ_IN_SIZE ? prefix_len : GZ_IN_SIZE;
+    gz_input *g = prefix_len <= UINT32_MAX ? calloc(1, sizeof *g + in_size) : NULL;
     /* 15 + 16: a gzip wrapper (not zlib or raw deflate), largest window. */
-    if (inflateInit2(&g->zs, 15 + 16) != Z_OK) {
+    int zr = g ? z->inflateInit2_(&g->zs, 15 + 16, ZLIB_VERSION, (int)sizeof g->zs) : Z_MEM_ERROR;
+    if (zr != Z_OK) {
+        if (err && errlen) {
+            if (zr == Z_MEM_ERROR) snprintf(err, errlen, "out of memory");
+            else snprintf(err, errlen, "gzip: libz.so.1 cannot start inflating (zlib error %d)", zr);
+        }
         free(g);
         d9_input_close(raw);
         return NULL;
     }
+    g->z = z;
     g->base.read = gz_read;
     g->base.close = gz_close;
     g->raw = raw;

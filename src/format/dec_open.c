@@ -1,6 +1,7 @@
 /* The decoder's openers for paths, fds, FILE*s and memory, gzip and zstd included (dec_gzip.c
- * with zlib, dec_zstd.c with libzstd): built into dial9_reader. libdial9 has neither and opens
- * plain memory only (d9_dec_open_plain_mem, in decoder.c). */
+ * with zlib, dec_zstd.c with libzstd, each loaded with dlopen when first needed): built into
+ * dial9_reader. libdial9 has neither input and opens plain memory only (d9_dec_open_plain_mem,
+ * in decoder.c). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -9,8 +10,10 @@
 #include "format/dec_open_regular.h"
 #include "format/decoder.h"
 
-static d9_input *unwrap(d9_input_codec codec, d9_input *raw, const uint8_t *prefix, size_t prefix_len) {
-    return codec == D9_INPUT_ZSTD ? d9_input_zstd(raw, prefix, prefix_len) : d9_input_gzip(raw, prefix, prefix_len);
+static d9_input *unwrap(d9_input_codec codec, d9_input *raw, const uint8_t *prefix, size_t prefix_len, char *err,
+                        size_t errlen) {
+    return codec == D9_INPUT_ZSTD ? d9_input_zstd(raw, prefix, prefix_len, err, errlen)
+                                  : d9_input_gzip(raw, prefix, prefix_len, err, errlen);
 }
 
 d9_decoder *d9_dec_open_fd(int fd, bool take_ownership, const d9_dec_options *opt, char *err,

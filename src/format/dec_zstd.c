@@ -1,11 +1,12 @@
 /* The zstd input of the decoder (see dec_input.h): like dec_gzip.c, the part that needs
- * libzstd, so it is built into dial9_reader only and libdial9 stays libc-only. */
+ * libzstd, so it is built into dial9_reader only and libdial9 stays libc-only. libzstd itself
+ * is loaded with dlopen at the first zstd input (common/libzstd_loader.h): no reader links it. */
 #include "format/dec_input.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <zstd.h>
-#include <zstd_errors.h>
+
+#include "common/libzstd_loader.h"
 
 #define ZST_IN_SIZE 65536
 /* 8 MiB: what zstd levels 1 to 19 use at most (our recorder writes 2^19..2^21); a frame that
@@ -15,6 +16,7 @@
 typedef struct zst_input {
     d9_input base;
     d9_input *raw;
+    const d9_libzstd *zl;
     ZSTD_DStream *ds;
     ZSTD_inBuffer in;
     size_t hint;     /* input for the next call: zstd's own hint, one block (+ the next header) */
@@ -56,10 +58,10 @@ static long zst_read(d9_input *in, uint8_t *out, size_t n) {
             size_t avail = z->in.size - z->in.pos;
             piece = (ZSTD_inBuffer){(const uint8_t *)z->in.src + z->in.pos, avail < z->hint ? avail : z->hint, 0};
         }
-        size_t r = ZSTD_decompressStream(z->ds, &ob, &piece);
-        if (ZSTD_isError(r)) {
-            ZSTD_ErrorCode code = ZSTD_getErrorCode(r);
-            snprintf(in->err, sizeof in->err, "zstd: %s%s", ZSTD_getErrorName(r),
+        size_t r = z->zl->decompressStream(z->ds, &ob, &piece);
+        if (z->zl->isError(r)) {
+            ZSTD_ErrorCode code = z->zl->getErrorCode(r);
+            snprintf(in->err, sizeof in->err, "zstd: %s%s", z->zl->getErrorName(r),
                      code == ZSTD_error_checksum_wrong ? " (a damaged zstd frame; the data before it was read)"
                      : code == ZSTD_error_frameParameter_windowTooLarge ? " (its window is over the 8 MiB a reader allows)"
                                                                          : "");
@@ -77,21 +79,29 @@ static long zst_read(d9_input *in, uint8_t *out, size_t n) {
 
 static void zst_close(d9_input *in) {
     zst_input *z = (zst_input *)in;
-    ZSTD_freeDStream(z->ds);
+    z->zl->freeDStream(z->ds);
     d9_input_close(z->raw);
     free(z);
 }
 
-d9_input *d9_input_zstd(d9_input *raw, const uint8_t *prefix, size_t prefix_len) {
+d9_input *d9_input_zstd(d9_input *raw, const uint8_t *prefix, size_t prefix_len, char *err, size_t errlen) {
+    const d9_libzstd *zl = d9_libzstd_get();
+    if (!zl) {
+        if (err && errlen) snprintf(err, errlen, "zstd-compressed data: %s", d9_libzstd_error());
+        d9_input_close(raw);
+        return NULL;
+    }
     size_t in_size = prefix_len > ZST_IN_SIZE ? prefix_len : ZST_IN_SIZE;
     zst_input *z = calloc(1, sizeof *z + in_size);
-    if (!z || !(z->ds = ZSTD_createDStream()) ||
-        ZSTD_isError(ZSTD_DCtx_setParameter(z->ds, ZSTD_d_windowLogMax, WINDOW_LOG_MAX))) {
-        if (z) ZSTD_freeDStream(z->ds);
+    if (!z || !(z->ds = zl->createDStream()) ||
+        zl->isError(zl->DCtx_setParameter(z->ds, ZSTD_d_windowLogMax, WINDOW_LOG_MAX))) {
+        if (err && errlen) snprintf(err, errlen, "out of memory"); /* the parameter is in range */
+        if (z) zl->freeDStream(z->ds);
         free(z);
         d9_input_close(raw);
         return NULL;
     }
+    z->zl = zl;
     z->base.read = zst_read;
     z->base.close = zst_close;
     z->raw = raw;

@@ -759,6 +759,9 @@ static d9_input_codec codec_of(const uint8_t *b, size_t n) {
 
 static const char *codec_name(d9_input_codec c) { return c == D9_INPUT_ZSTD ? "zstd" : "gzip"; }
 
+/* Room for an unwrap function's reason: a loader's (common/libz_loader.h) with dlerror()'s. */
+#define D9_UNWRAP_ERR 320
+
 /* Without a decompressor (libdial9): say what the data is. */
 static int no_unwrap(d9_decoder *d, d9_input_codec c) {
     char why[96];
@@ -780,11 +783,12 @@ static int sniff(d9_decoder *d) {
         d9_input_codec c = codec_of(d->buf, d->len);
         if (c == D9_INPUT_PLAIN) return 0;
         if (!d->unwrap) return no_unwrap(d, c);
+        char why[D9_UNWRAP_ERR] = "out of memory";
         d9_input *raw = d9_input_from_mem(d->buf, d->len);
-        d->in = raw ? d->unwrap(c, raw, NULL, 0) : NULL;
-        d->own = malloc(d->opt.chunk_bytes);
+        d->in = raw ? d->unwrap(c, raw, NULL, 0, why, sizeof why) : NULL;
+        d->own = d->in ? malloc(d->opt.chunk_bytes) : NULL;
         if (!d->in || !d->own) {
-            io_error(d, "out of memory");
+            io_error(d, d->in ? "out of memory" : why);
             return -1;
         }
         d->cap = d->opt.chunk_bytes;
@@ -798,10 +802,11 @@ static int sniff(d9_decoder *d) {
     d9_input_codec c = codec_of(d->own, d->len);
     if (c != D9_INPUT_PLAIN) {
         if (!d->unwrap) return no_unwrap(d, c);
-        d9_input *in = d->unwrap(c, d->in, d->own, d->len);
+        char why[D9_UNWRAP_ERR] = "out of memory";
+        d9_input *in = d->unwrap(c, d->in, d->own, d->len, why, sizeof why);
         d->in = in;
         if (!in) {
-            io_error(d, "out of memory");
+            io_error(d, why); /* the library cannot be loaded (its name and package), or no memory */
             return -1;
         }
         d->len = 0;

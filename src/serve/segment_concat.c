@@ -1,6 +1,7 @@
-/* Concatenation of segments for /api/trace (see segment_concat.h). zlib's gzread reads gzip
- * files (several members too) and, transparently, plain ones; a zstd file (its frame magic
- * first) is read through the decoder's zstd input (format/dec_input.h). */
+/* Concatenation of segments for /api/trace (see segment_concat.h). Each segment is read
+ * through the decoder's inputs (format/dec_input.h): a gzip file (its magic first; several
+ * members too) through its gzip input, a zstd file through its zstd input, any other as it
+ * is. zlib and libzstd are loaded when the first such file is read (common/libz_loader.h). */
 #include "serve/segment_concat.h"
 
 #include <fcntl.h>
@@ -9,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "format/dec_input.h"
 #include "serve/open_beneath.h"
@@ -18,8 +18,7 @@ struct d9_concat {
     int root_fd;
     d9_concat_part *parts; /* rel copied */
     size_t n, i;        /* segment being read */
-    gzFile cur;         /* the current segment: gzip or plain */
-    d9_input *zcur;     /* or zstd */
+    d9_input *cur;      /* the current segment, decompressed */
     uint64_t left;      /* bytes still to give from the current segment */
     uint64_t total;
 };
@@ -57,35 +56,28 @@ static int open_segment(d9_concat *c, size_t i) {
         close(fd); /* replaced since the index looked at it */
         return -1;
     }
-    static const uint8_t zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+    static const uint8_t zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd}, gzip_magic[2] = {0x1f, 0x8b};
     uint8_t head[4];
-    if (pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head && memcmp(head, zstd_magic, 4) == 0) {
-        d9_input *raw = d9_input_from_fd(fd, true);
-        if (!raw) close(fd);
-        c->zcur = raw ? d9_input_zstd(raw, NULL, 0) : NULL;
-        if (!c->zcur) return -1;
-        c->left = c->parts[i].bytes;
-        return 0;
-    }
-    c->cur = gzdopen(fd, "rb");
-    if (!c->cur) {
+    ssize_t h = pread(fd, head, sizeof head, 0);
+    d9_input *raw = d9_input_from_fd(fd, true);
+    if (!raw) {
         close(fd);
         return -1;
     }
-    gzbuffer(c->cur, 128 * 1024);
+    /* the reason a decompressor is missing went to the index already (it decodes each file) */
+    if (h == (ssize_t)sizeof head && memcmp(head, zstd_magic, 4) == 0) c->cur = d9_input_zstd(raw, NULL, 0, NULL, 0);
+    else if (h >= 2 && memcmp(head, gzip_magic, 2) == 0) c->cur = d9_input_gzip(raw, NULL, 0, NULL, 0);
+    else c->cur = raw;
+    if (!c->cur) return -1;
     c->left = c->parts[i].bytes;
     return 0;
 }
 
 ssize_t d9_concat_read(d9_concat *c, char *buf, size_t max) {
     if (max > INT_MAX) max = INT_MAX;
-    while ((!c->cur && !c->zcur) || c->left == 0) {
-        if (c->cur) {
-            gzclose(c->cur);
-            c->cur = NULL;
-        }
-        d9_input_close(c->zcur);
-        c->zcur = NULL;
+    while (!c->cur || c->left == 0) {
+        d9_input_close(c->cur);
+        c->cur = NULL;
         size_t next = c->i == SIZE_MAX ? 0 : c->i + 1;
         if (next >= c->n) return 0;
         c->i = next;
@@ -93,7 +85,7 @@ ssize_t d9_concat_read(d9_concat *c, char *buf, size_t max) {
         if (open_segment(c, next) != 0) return -1;
     }
     size_t want = max < c->left ? max : (size_t)c->left;
-    long got = c->zcur ? d9_input_read(c->zcur, (uint8_t *)buf, want) : gzread(c->cur, buf, (unsigned)want);
+    long got = d9_input_read(c->cur, (uint8_t *)buf, want);
     if (got <= 0) return -1; /* shorter than when it was indexed */
     c->left -= (uint64_t)got;
     return got;
@@ -101,8 +93,7 @@ ssize_t d9_concat_read(d9_concat *c, char *buf, size_t max) {
 
 void d9_concat_free(d9_concat *c) {
     if (!c) return;
-    if (c->cur) gzclose(c->cur);
-    d9_input_close(c->zcur);
+    d9_input_close(c->cur);
     for (size_t i = 0; c->parts && i < c->n; i++) free((char *)c->parts[i].rel);
     free(c->parts);
     free(c);

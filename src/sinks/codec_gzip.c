@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "sinks/compress_codec.h"
-#include "sinks/libz_loader.h"
+#include "common/libz_loader.h"
 
 #define OUT_PIECE (64 * 1024)
 

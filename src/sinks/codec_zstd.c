@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "sinks/compress_codec.h"
-#include "sinks/libzstd_loader.h"
+#include "common/libzstd_loader.h"
 
 #define D9_ZSTD_LEVEL 2
 #define OUT_PIECE (64 * 1024)

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "sinks/compress_codec.h"
-#include "sinks/libz_loader.h"
-#include "sinks/libzstd_loader.h"
+#include "common/libz_loader.h"
+#include "common/libzstd_loader.h"
 
 #define PIECE (64 * 1024)
 

@@ -106,8 +106,14 @@ static int g_self_checked, g_self_with;
 
 static void scan_self(void) { d9_host_scan_frame_pointers("/proc/self/exe", &g_self_checked, &g_self_with); }
 
-void d9_host_caps_detect(d9_host_caps *c, bool scan_executable) {
+void d9_host_caps_detect(d9_host_caps *c, bool program_ending) {
     memset(c, 0, sizeof *c);
+    if (program_ending) { /* ~0.1 ms of /proc and /sys reads that would explain nothing */
+        c->paranoid = c->kptr_restrict = c->mlock_kb = D9_CAP_UNKNOWN;
+        c->ncpu = 1;
+        return;
+    }
+    c->checked = true;
     c->paranoid = read_int_file("/proc/sys/kernel/perf_event_paranoid");
     c->kptr_restrict = read_int_file("/proc/sys/kernel/kptr_restrict");
     c->mlock_kb = read_int_file("/proc/sys/kernel/perf_event_mlock_kb");
@@ -115,7 +121,6 @@ void d9_host_caps_detect(d9_host_caps *c, bool scan_executable) {
     c->kernel_symbols = kallsyms_readable();
     long n = sysconf(_SC_NPROCESSORS_CONF);
     c->ncpu = n > 0 ? (int)n : 1;
-    if (!scan_executable) return;
     /* the executable does not change while we run: scan it once per process */
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, scan_self);
@@ -134,7 +139,7 @@ bool d9_host_has_frame_pointers(const d9_host_caps *c) {
 
 const char *d9_host_fp_verdict(const d9_host_caps *c, char *buf, unsigned len) {
     if (!c->fp_scanned)
-        snprintf(buf, len, "not checked (the program was ending before the recorder's start reached it)");
+        snprintf(buf, len, D9_HOST_NOT_CHECKED);
     else if (c->fp_checked == 0)
         snprintf(buf, len, "unknown (no function symbols in the main binary)");
     else

@@ -17,14 +17,19 @@ typedef struct d9_host_caps {
     bool kernel_symbols;   /* /proc/kallsyms shows real addresses to us */
     int mlock_kb;          /* perf_event_mlock_kb (per CPU), or D9_CAP_UNKNOWN */
     int ncpu;              /* configured CPUs */
+    bool checked;          /* all of the above was read (not when the program was ending) */
     bool fp_scanned;       /* the main binary was scanned (not when the program was ending) */
     int fp_checked;        /* functions of the main binary whose prologue was checked */
     int fp_with;           /* ... of which set up a frame pointer */
 } d9_host_caps;
 
-/* scan_executable: also sample the main binary's prologues (a file read, once per process);
- * false when the program is ending anyway (its verdict would describe nothing recorded). */
-void d9_host_caps_detect(d9_host_caps *c, bool scan_executable);
+/* Everything above, the main binary's prologues included (a file read, once per process).
+ * program_ending: read nothing (checked and fp_scanned stay false, the values unknown): the
+ * answers only explain kernel sources, and a program already ending starts none. */
+void d9_host_caps_detect(d9_host_caps *c, bool program_ending);
+
+/* "not checked (...)" when the detection was skipped, for the notes. */
+#define D9_HOST_NOT_CHECKED "not checked (the program was ending before the recorder's start reached it)"
 
 /* Whether perf should allow kernel frames (paranoid <= 1 or CAP_PERFMON): a prediction for
  * the notes; the sources still try and fall back on the kernel's answer. */

@@ -1220,7 +1220,8 @@ static void probe_record(const struct perf_event_header *h, void *ctx) {
         }
 }
 
-int d9_perf_probe_switch_stacks(void) {
+int d9_perf_probe_switch_stacks(bool (*cancelled)(void)) {
+    if (cancelled && cancelled()) return -ECANCELED;
     struct perf_event_attr a;
     d9_perf_attr_init(&a, PERF_COUNT_SW_CONTEXT_SWITCHES, SAMPLE_TYPE_FP);
     a.sample_period = 1;
@@ -1234,14 +1235,16 @@ int d9_perf_probe_switch_stacks(void) {
         return rc;
     }
     ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
-    for (int i = 0; i < 3; i++) { /* each sleep is a voluntary switch */
+    bool given_up = false;
+    for (int i = 0; i < 3 && !given_up; i++) { /* each sleep is a voluntary switch */
+        given_up = cancelled && cancelled();
         struct timespec nap = {0, 50 * 1000};
-        nanosleep(&nap, NULL);
+        if (!given_up) nanosleep(&nap, NULL);
     }
     ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
     probe_seen seen = {0, 0};
-    d9_perf_ring_drain(&ring, probe_record, &seen);
+    if (!given_up) d9_perf_ring_drain(&ring, probe_record, &seen);
     d9_perf_ring_unmap(&ring);
     close(fd);
-    return seen.with_kernel > 0 ? 0 : 1;
+    return given_up ? -ECANCELED : seen.with_kernel > 0 ? 0 : 1;
 }

@@ -102,7 +102,9 @@ void d9_perf_keep_events_open_when_paused(bool keep);
 void d9_perf_samples_read(uint64_t *stacks, uint64_t *cpu_samples);
 
 /* Does the context-switch sample event deliver samples with kernel frames on this host?
- * 0 yes, 1 it opens but stays silent, or -errno when refused. Costs ~1 ms (three short sleeps). */
-int d9_perf_probe_switch_stacks(void);
+ * 0 yes, 1 it opens but stays silent, or -errno when refused. Costs ~0.2 ms of CPU and three
+ * 50 µs sleeps; -ECANCELED as soon as cancelled() (may be NULL) says the answer is not wanted
+ * any more (checked before the event opens and before each sleep). */
+int d9_perf_probe_switch_stacks(bool (*cancelled)(void));
 
 #endif

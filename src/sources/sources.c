@@ -68,14 +68,19 @@ static const char *refusal(int err, const d9_host_caps *caps, char *buf, size_t 
 static void note_host(d9_collector *c, const d9_host_caps *caps) {
     d9_run_metadata *m = d9_collector_metadata(c);
     char fp[128];
-    if (caps->paranoid == D9_CAP_UNKNOWN) d9_run_metadata_set(m, "host.perf_event_paranoid", "unknown");
-    else
-        d9_run_metadata_set(m, "host.perf_event_paranoid", "%d%s", caps->paranoid,
-                            caps->perfmon ? " (CAP_PERFMON: not limited by it)" : "");
-    if (caps->kptr_restrict == D9_CAP_UNKNOWN) d9_run_metadata_set(m, "host.kptr_restrict", "unknown");
-    else
-        d9_run_metadata_set(m, "host.kptr_restrict", "%d (kernel symbols %s)", caps->kptr_restrict,
-                            caps->kernel_symbols ? "readable" : "hidden");
+    if (!caps->checked) {
+        d9_run_metadata_set(m, "host.perf_event_paranoid", D9_HOST_NOT_CHECKED);
+        d9_run_metadata_set(m, "host.kptr_restrict", D9_HOST_NOT_CHECKED);
+    } else {
+        if (caps->paranoid == D9_CAP_UNKNOWN) d9_run_metadata_set(m, "host.perf_event_paranoid", "unknown");
+        else
+            d9_run_metadata_set(m, "host.perf_event_paranoid", "%d%s", caps->paranoid,
+                                caps->perfmon ? " (CAP_PERFMON: not limited by it)" : "");
+        if (caps->kptr_restrict == D9_CAP_UNKNOWN) d9_run_metadata_set(m, "host.kptr_restrict", "unknown");
+        else
+            d9_run_metadata_set(m, "host.kptr_restrict", "%d (kernel symbols %s)", caps->kptr_restrict,
+                                caps->kernel_symbols ? "readable" : "hidden");
+    }
     d9_run_metadata_set(m, "host.frame_pointers", "%s", d9_host_fp_verdict(caps, fp, sizeof fp));
 }
 
@@ -198,12 +203,15 @@ void d9_sources_start(const d9_config *cfg, d9_collector *c) {
 
     bool ending = process_ending();
     d9_host_caps caps;
-    d9_host_caps_detect(&caps, !ending);
+    d9_host_caps_detect(&caps, ending);
     note_host(c, &caps);
 
-    /* Context-switch stacks are trusted only after the kernel showed it delivers them. */
-    int stacks_probe = !cfg->schedule_profile ? -ENOENT : ending ? -ECANCELED : d9_perf_probe_switch_stacks();
-    if (!ending && process_ending()) { /* the probe sleeps: the program may have ended meanwhile */
+    /* Context-switch stacks are trusted only after the kernel showed it delivers them. The
+     * probe gives up when the program ends meanwhile (it sleeps, and costs ~0.2 ms of CPU). */
+    int stacks_probe = !cfg->schedule_profile ? -ENOENT
+                       : ending                ? -ECANCELED
+                                               : d9_perf_probe_switch_stacks(process_ending);
+    if (!ending && process_ending()) {
         ending = true;
         if (cfg->schedule_profile) stacks_probe = -ECANCELED;
     }

@@ -68,6 +68,11 @@ check(cpu.startswith("active") or cpu.startswith("inactive: not started: the pro
 fp = t.meta.get("host.frame_pointers", "?")
 check(not fp.startswith("not checked") or "not started" in cpu, "host.frame_pointers: " + fp + " / " + cpu)
 check(fp.startswith("not checked (the program was ending") or fp.startswith(("yes", "no", "unknown")), "host.frame_pointers: " + fp)
+# so are the kernel's settings (they only explain kernel sources, which such a run has none of)
+for key in ("host.perf_event_paranoid", "host.kptr_restrict"):
+    v = t.meta.get(key, "?")
+    check(v.startswith("not checked (the program was ending") == fp.startswith("not checked"), key + ": " + v + " / " + fp)
+    check(not v.startswith("not checked") or "not started" in cpu, key + ": " + v + " / " + cpu)
 EOF
 
 # ---- --children: the exec'd child of d9p_behave full gets its own run, counted in the summary

@@ -2,14 +2,19 @@
  * stack with every kind of bad link, and on this thread's real stack), stack bounds from
  * pthread and from /proc/self/maps, function symbols from the ELF file, the frame-pointer
  * verdict for this binary and for a distribution library built without them, the host
- * capability reading, and the collector's sort of source events (per-CPU runs, merged). */
+ * capability reading (and its skipping when the program is ending), the switch-stack probe
+ * giving up when told to, and the collector's sort of source events (per-CPU runs, merged). */
+#include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "core/source_batch.h"
 #include "sources/fp_unwind.h"
 #include "sources/host_caps.h"
+#include "sources/perf_events.h"
 #include "sources/perf_ring.h"
 #include "test_source_util.h"
 
@@ -160,7 +165,7 @@ static void test_elf_and_fp(void) {
     CHECK(!d9_elf_funcs_find("/proc/self/maps", "main", &addr, &size)); /* not an ELF */
 
     d9_host_caps caps;
-    d9_host_caps_detect(&caps, true);
+    d9_host_caps_detect(&caps, false);
     char buf[128];
     printf("this binary: frame pointers %s\n", d9_host_fp_verdict(&caps, buf, sizeof buf));
     CHECK(caps.fp_checked >= 20);
@@ -184,7 +189,7 @@ static void test_elf_and_fp(void) {
 
 static void test_host_caps(void) {
     d9_host_caps c;
-    d9_host_caps_detect(&c, true);
+    d9_host_caps_detect(&c, false);
     FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
     int p = D9_CAP_UNKNOWN;
     if (f) {
@@ -196,6 +201,49 @@ static void test_host_caps(void) {
     if (geteuid() == 0) CHECK(c.perfmon && d9_host_kernel_frames_expected(&c));
     printf("paranoid %d, kptr_restrict %d, perfmon %d, kernel symbols %d, mlock %d KiB, %d CPUs\n",
            c.paranoid, c.kptr_restrict, c.perfmon, c.kernel_symbols, c.mlock_kb, c.ncpu);
+    CHECK(c.checked && c.fp_scanned);
+
+    /* a program already ending: nothing read, and the notes say so */
+    d9_host_caps ending;
+    memset(&ending, 0x5a, sizeof ending);
+    d9_host_caps_detect(&ending, true);
+    CHECK(!ending.checked && !ending.fp_scanned);
+    CHECK(ending.paranoid == D9_CAP_UNKNOWN && ending.kptr_restrict == D9_CAP_UNKNOWN &&
+          ending.mlock_kb == D9_CAP_UNKNOWN);
+    CHECK(!ending.perfmon && !ending.kernel_symbols && ending.ncpu == 1);
+    char buf[128];
+    CHECK(tt_starts_with(d9_host_fp_verdict(&ending, buf, sizeof buf), "not checked ("));
+}
+
+static int g_cancel_after; /* calls of cancel_after_calls that still answer "go on" */
+static bool cancel_after_calls(void) { return g_cancel_after-- <= 0; }
+
+static int open_fds(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    while (readdir(d)) n++;
+    closedir(d);
+    return n;
+}
+
+/* The switch-stack probe gives up when its caller says the answer is no longer wanted, before
+ * the event opens or between its sleeps, and leaves no descriptor behind. */
+static void test_probe_cancelled(void) {
+    int fds = open_fds();
+    g_cancel_after = 0;
+    CHECK_EQ_U64((uint64_t)(int64_t)d9_perf_probe_switch_stacks(cancel_after_calls), (uint64_t)(int64_t)-ECANCELED);
+    CHECK(g_cancel_after == -1); /* asked once, before anything was opened */
+    g_cancel_after = 1;
+    int rc = d9_perf_probe_switch_stacks(cancel_after_calls);
+    printf("probe cancelled after it opened: %d (%s)\n", rc, rc == -ECANCELED ? "ECANCELED" : "refused by perf");
+    CHECK(rc == -ECANCELED || (rc < 0 && g_cancel_after == 0)); /* refused: no second question */
+    CHECK(open_fds() == fds);
+    g_cancel_after = 1000;
+    rc = d9_perf_probe_switch_stacks(cancel_after_calls);
+    printf("probe not cancelled: %d\n", rc);
+    CHECK(rc != -ECANCELED);
+    CHECK(open_fds() == fds);
 }
 
 /* ---------------------------------------------------------------- perf ring reading */
@@ -301,5 +349,6 @@ int main(void) {
     test_bounds();
     test_elf_and_fp();
     test_host_caps();
+    test_probe_cancelled();
     return d9t_summary("source_units");
 }

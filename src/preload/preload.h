@@ -118,7 +118,8 @@ D9P_HIDDEN bool d9p_in_loop_library(const void *addr);
 D9P_HIDDEN bool d9p_loops_interposed(void);
 
 /* Which of the functions `names` (n <= 32) the ELF file `path` defines (not just references)
- * in .symtab or .dynsym: bit k for names[k]. Tables larger than a bound are not scanned. */
+ * in its .symtab: bit k for names[k]. (.dynsym is not read: what a program exports, dlsym
+ * finds.) A table larger than a bound is not scanned; a stripped file costs two preads. */
 D9P_HIDDEN unsigned d9p_elf_defines(const char *path, const char *const *names, unsigned n);
 
 /* ---- parks in pollers (preload_poll.c) ---- */

@@ -142,7 +142,7 @@ void d9_collector_note_source(d9_collector *c, const char *name, bool active, co
     d9_run_metadata_set(&c->meta, "sources", "%s", name);
 }
 
-void d9_collector_set_on_sealed(d9_collector *c, void (*fn)(const char *path, void *ctx), void *ctx) {
+void d9_collector_set_on_sealed(d9_collector *c, d9_segw_sealed_fn fn, void *ctx) {
     d9_segw_set_on_sealed(c->w, fn, ctx);
 }
 

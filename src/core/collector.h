@@ -10,6 +10,7 @@
 
 #include "core/source.h"
 #include "dial9/dial9.h"
+#include "sinks/segment_writer.h"
 
 typedef struct d9_collector d9_collector;
 
@@ -34,7 +35,7 @@ struct d9_run_metadata *d9_collector_metadata(d9_collector *c);
 /* Say in the metadata whether data source `name` is active, and why not (or how). */
 void d9_collector_note_source(d9_collector *c, const char *name, bool active, const char *detail);
 /* Called with each sealed segment's path, on the background thread (keep it short: queue). */
-void d9_collector_set_on_sealed(d9_collector *c, void (*fn)(const char *path, void *ctx), void *ctx);
+void d9_collector_set_on_sealed(d9_collector *c, d9_segw_sealed_fn fn, void *ctx);
 /* A sealed segment's size changed after sealing (any thread): see d9_segw_note_resized. */
 void d9_collector_note_resized(d9_collector *c, const char *path, uint64_t new_size);
 /* Sealed segments will grow by up to `bytes` each (symbols): see d9_segw_set_growth_reserve. */

@@ -58,6 +58,7 @@ static uint32_t need_stack(d9_collector *c, const uint64_t *frames, uint32_t n, 
         d9_enc_stack_pool_entry(&c->out, &pf, e->index, e->frames, e->count);
         d9_enc_pool_end(&c->out, &pf);
         e->mark = c->stream_no;
+        c->out_has_stacks = true; /* the segment that takes these bytes is symbolized */
         if (e->tag) {
             need_builtin(c, D9_SCH_STACK_ORIGIN);
             d9_enc_event(&c->out, &c->st, D9_SCH_STACK_ORIGIN, ts);

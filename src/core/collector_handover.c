@@ -34,6 +34,8 @@ void d9_col_flush_out(d9_collector *c) {
         if (ok) t->c_drops_written = t->c_drops_reported;
         else t->c_drops_reported = t->c_drops_written;
     }
+    if (ok && c->out_has_stacks) d9_segw_note_needs_symbols(c->w);
+    c->out_has_stacks = false;
     if (ok) {
         atomic_fetch_add(&c->st_written, c->out_events);
         c->write_drops_pending -= c->write_drops_in_out;
@@ -143,6 +145,7 @@ void d9_col_write_final_accounting(d9_collector *c) {
     if (!c->threads) c->thread_count = 0;
     if (!loss_unreported(c) || !d9_segw_has_final_reserve(c->w)) return;
     d9_buf_clear(&c->out);
+    c->out_has_stacks = false;
     c->out_events = 0;
     c->stream_no++; /* every schema and string again: a stream of its own */
     d9_enc_header(&c->out, &c->st);

@@ -66,6 +66,7 @@ struct d9_collector {
 
     d9_buf out, scratch;
     uint64_t out_events;       /* events in `out` not yet written */
+    bool out_has_stacks;       /* `out` holds a stack pool entry: its segment needs symbols */
     d9_stream_state st;
     uint64_t epoch;
     bool stream_open;          /* false once the writer moved to another file or lost bytes */

@@ -51,6 +51,7 @@ typedef struct entry {
     char *current; /* after preparing: the file to upload (sealed or its .gz), NULL: nothing */
     uint64_t seq;
     time_t start;
+    bool needs_symbols; /* it holds stacks (the writer's word at the seal) */
 } entry;
 
 struct d9_pipeline {
@@ -148,7 +149,12 @@ static void prepare(d9_pipeline *p, entry *e) {
         return;
     }
     e->start = d9_segment_start_time(sealed_path);
-    if (p->sym) d9_step_symbolize_run(p->sym, sealed_path, should_give_up, p);
+    if (p->sym && e->needs_symbols) {
+        d9_step_symbolize_run(p->sym, sealed_path, should_give_up, p);
+    } else if (p->sym) { /* no stack in it: nothing to name, the file is complete as it is */
+        d9_symbolize_report r = {.files_symbolized = 1};
+        d9_symbolize_report_add(&r);
+    }
     char out[4096];
     const char *current = sealed_path;
     if (p->prepare_compress != D9_COMPRESS_NONE && !should_give_up(p)) {
@@ -408,7 +414,7 @@ void d9_pipeline_set_on_resized(d9_pipeline *p, d9_pipeline_resized_fn fn, void 
     pthread_mutex_unlock(&p->lock);
 }
 
-void d9_pipeline_on_sealed(const char *path, void *pipeline) {
+void d9_pipeline_on_sealed(const char *path, bool needs_symbols, void *pipeline) {
     d9_pipeline *p = pipeline;
     char *copy = strdup(path);
     pthread_mutex_lock(&p->lock);
@@ -418,7 +424,7 @@ void d9_pipeline_on_sealed(const char *path, void *pipeline) {
         d9_symbolize_report_add(&r);
         free(copy);
     } else {
-        p->queue[p->pushed % QUEUE_CAP] = (entry){.sealed = copy};
+        p->queue[p->pushed % QUEUE_CAP] = (entry){.sealed = copy, .needs_symbols = needs_symbols};
         p->pushed++;
         /* the first seal of a run still going on: the preparing thread from now on (if it
          * cannot be created, the queue waits for d9_pipeline_stop) */

@@ -41,6 +41,7 @@ struct d9_segment_writer {
     uint64_t opened_ns;         /* CLOCK_MONOTONIC when the open segment was created */
     int64_t opened_real_ns;     /* ... and the wall clock then */
     uint64_t epoch;
+    bool needs_symbols;         /* the open segment holds stacks (d9_segw_note_needs_symbols) */
 
     d9_tf_index files; /* every trace file under trace_dir except the open segment */
     int run_slot;      /* this run's slot in files.runs */
@@ -240,7 +241,7 @@ static void seal_segment(d9_segment_writer *w) {
     uint64_t counted = kind == D9_SEGMENT_SEALED ? counted_size(w, size) : size;
     d9_tf_index_add(&w->files, w->run_slot, seq, kind, counted, mtime, w->opened_real_ns);
     w->stats.segments_sealed++;
-    if (kind == D9_SEGMENT_SEALED && w->on_sealed) w->on_sealed(sealed, w->on_sealed_ctx);
+    if (kind == D9_SEGMENT_SEALED && w->on_sealed) w->on_sealed(sealed, w->needs_symbols, w->on_sealed_ctx);
 }
 
 static void end_segment(d9_segment_writer *w) {
@@ -266,6 +267,10 @@ void d9_segw_close(d9_segment_writer *w) {
 void d9_segw_set_on_sealed(d9_segment_writer *w, d9_segw_sealed_fn fn, void *ctx) {
     w->on_sealed = fn;
     w->on_sealed_ctx = ctx;
+}
+
+void d9_segw_note_needs_symbols(d9_segment_writer *w) {
+    if (w->fd >= 0) w->needs_symbols = true;
 }
 
 void d9_segw_set_growth_reserve(d9_segment_writer *w, uint64_t bytes) {
@@ -369,6 +374,7 @@ static int open_segment(d9_segment_writer *w) {
             }
             w->fd = fd;
             w->size = 0;
+            w->needs_symbols = false;
             w->opened_ns = monotonic_ns();
             w->opened_real_ns = realtime_ns();
             hold_final_reserve(w);
@@ -589,7 +595,7 @@ int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len) {
             w->stats.bytes_written += len;
             w->epoch++;
             /* through the pipeline like any sealed segment (d9_pipeline_stop's wait bounds it) */
-            if (w->on_sealed) w->on_sealed(sealed, w->on_sealed_ctx);
+            if (w->on_sealed) w->on_sealed(sealed, false, w->on_sealed_ctx); /* counts, no stacks */
             return 0;
         }
         if (errno != EEXIST) break;

@@ -43,8 +43,9 @@ typedef struct d9_segw_stats {
 
 typedef struct d9_segment_writer d9_segment_writer;
 
-/* Called on the background thread with the path of each newly sealed file. */
-typedef void (*d9_segw_sealed_fn)(const char *path, void *ctx);
+/* Called on the background thread with the path of each newly sealed file; needs_symbols:
+ * d9_segw_note_needs_symbols was called while it was open (it holds addresses to name). */
+typedef void (*d9_segw_sealed_fn)(const char *path, bool needs_symbols, void *ctx);
 
 /* Create the run directory and index the trace files already under trace_dir (earlier runs
  * count against max_total_size). No segment file is created before the first write.
@@ -55,6 +56,10 @@ d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t err
 void d9_segw_close(d9_segment_writer *w);
 
 void d9_segw_set_on_sealed(d9_segment_writer *w, d9_segw_sealed_fn fn, void *ctx);
+
+/* The last write went into the open segment with stacks in it: on_sealed says so, and a segment
+ * it never says it of is not read again to be symbolized (nothing in it to name). */
+void d9_segw_note_needs_symbols(d9_segment_writer *w);
 
 /* A sealed file of this run changed size after it was sealed (the pipeline appended symbols,
  * or replaced it by a compressed one): `path` as given to on_sealed, its size now. Callable

@@ -121,12 +121,14 @@ static void path_of(char *buf, size_t size, const char *dir, const char *run, co
 struct sealed_log {
     int count;
     char last[512];
+    bool last_needs_symbols;
 };
 
-static void on_sealed(const char *path, void *ctx) {
+static void on_sealed(const char *path, bool needs_symbols, void *ctx) {
     struct sealed_log *log = ctx;
     log->count++;
     snprintf(log->last, sizeof log->last, "%s", path);
+    log->last_needs_symbols = needs_symbols;
 }
 
 /* ---------- naming, epochs, bad configs ---------- */
@@ -178,6 +180,7 @@ static void test_naming_and_basics(void) {
     CHECK(file_equals(p, buf, 100));
     CHECK_EQ_U64(log.count, 1);
     CHECK_STR(log.last, p);
+    CHECK(!log.last_needs_symbols); /* nobody said it holds stacks */
     CHECK(d9_segw_active_path(w) == NULL);
     CHECK(d9_segw_at_segment_start(w));
 
@@ -185,7 +188,9 @@ static void test_naming_and_basics(void) {
     CHECK(d9_segw_epoch(w) != e1);
     CHECK_EQ_U64(log.count, 1);
 
+    d9_segw_note_needs_symbols(w); /* no segment open: about nothing */
     CHECK(d9_segw_write(w, buf, 50) == 0);
+    d9_segw_note_needs_symbols(w); /* these 50 bytes hold stacks */
     path_of(p, sizeof p, base, "run-1", "trace.1.bin.active");
     CHECK_STR(d9_segw_active_path(w), p);
 
@@ -195,12 +200,15 @@ static void test_naming_and_basics(void) {
     CHECK(d9_segw_epoch(w) != e2);
     path_of(p, sizeof p, base, "run-1", "trace.1.bin");
     CHECK_EQ_U64(file_size(p), 50);
+    CHECK_STR(log.last, p);
+    CHECK(log.last_needs_symbols);
     CHECK(d9_segw_at_segment_start(w));
     CHECK(d9_segw_write(w, buf, 4096) == 0); /* the retry fits an empty segment exactly */
     CHECK_EQ_U64(d9_segw_room(w), 0);
 
     /* A write larger than max_total_size can never fit: lost, nothing deleted, no loop. */
     d9_segw_rotate(w);
+    CHECK(!log.last_needs_symbols); /* said of the segment before, not of this one */
     d9_segw_stats s;
     d9_segw_get_stats(w, &s);
     uint64_t lost0 = s.bytes_lost, errs0 = s.write_errors;
@@ -814,7 +822,8 @@ struct lagging {
     int npending;
 };
 
-static void grow_on_sealed(const char *path, void *ctx) {
+static void grow_on_sealed(const char *path, bool needs_symbols, void *ctx) {
+    (void)needs_symbols;
     struct lagging *l = ctx;
     int fd = open(path, O_WRONLY | O_APPEND);
     static const uint8_t zeros[GROWTH];

@@ -217,7 +217,10 @@ static void test_enospc_on_open(void) {
 
 static int g_sealed_count;
 static char g_sealed_last[256];
-static void note_sealed(const char *path, void *ctx) {
+static int g_sealed_needing_symbols;
+
+static void note_sealed(const char *path, bool needs_symbols, void *ctx) {
+    g_sealed_needing_symbols += needs_symbols;
     (void)ctx;
     g_sealed_count++;
     snprintf(g_sealed_last, sizeof g_sealed_last, "%s", path);
@@ -240,10 +243,11 @@ static void test_final_reserve(void) {
     }
     d9_segw_set_final_reserve(w, 8192);
     d9_segw_set_on_sealed(w, note_sealed, NULL);
-    g_sealed_count = 0;
+    g_sealed_count = g_sealed_needing_symbols = 0;
     uint8_t buf[1000];
     fill_pattern(buf, sizeof buf, 1);
     CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    d9_segw_note_needs_symbols(w); /* as if it held stacks */
     CHECK(d9_segw_has_final_reserve(w));
     char reserve[256];
     snprintf(reserve, sizeof reserve, "%s/r/" D9_SEGW_FINAL_RESERVE_NAME, traces);
@@ -266,6 +270,7 @@ static void test_final_reserve(void) {
     /* both told to on_sealed (the pipeline's queue), the last words last */
     CHECK_EQ_U64(g_sealed_count, 2);
     CHECK_STR(g_sealed_last, p1);
+    CHECK_EQ_U64(g_sealed_needing_symbols, 1); /* the segment; the last words hold no stack */
     CHECK(file_size(reserve) == -1);
     CHECK(d9_segw_write_final(w, last, sizeof last) == -1); /* used up */
     d9_segw_close(w);

@@ -10,6 +10,7 @@
  * recorder's fds are protected the moment they are opened (preload_fds.c). */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -36,6 +37,12 @@ static void finish(void) {
 
 static void *starter_main(void *arg) {
     (void)arg;
+    /* Let the program go on first. A new thread often starts on the CPU of the thread that
+     * created it, and the kernel may then run it there at once: the whole start (~1 ms) before
+     * the program's next instruction. A short program would end only after the start had set
+     * up everything for it; given the CPU, it is already in its exit handlers when the start
+     * gets here, and the start skips what a program that has ended has no use for. */
+    sched_yield();
     d9p_start_now(&g_cfg);
     finish();
     if (g_serve_signals) d9p_signals_serve(); /* the stopper from now on: one thread fewer */

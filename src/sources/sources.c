@@ -39,7 +39,7 @@ static bool process_ending(void) { return atomic_load(&g_process_ending); }
 
 bool d9_sources_process_is_ending(void) { return process_ending(); }
 
-#define ENDING_NOTE "not started: the program was ending before the recorder's start reached it"
+#define ENDING_NOTE D9_SOURCES_ENDING_NOTE
 
 static void forget_in_child(void) {
     atomic_store(&g_process_ending, false);
@@ -199,9 +199,11 @@ static void install_fork_handler(void) { pthread_atfork(NULL, NULL, forget_in_ch
 void d9_sources_start(const d9_config *cfg, d9_collector *c) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, install_fork_handler);
-    d9_memory_map_source_start(cfg, c);
-
     bool ending = process_ending();
+    /* no stack will be taken now, so no address needs a mapping to be named */
+    if (ending) d9_collector_note_source(c, "memory_map", false, ENDING_NOTE);
+    else d9_memory_map_source_start(cfg, c);
+    ending = process_ending();
     d9_host_caps caps;
     d9_host_caps_detect(&caps, ending);
     note_host(c, &caps);

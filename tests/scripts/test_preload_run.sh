@@ -73,6 +73,13 @@ for key in ("host.perf_event_paranoid", "host.kptr_restrict"):
     v = t.meta.get(key, "?")
     check(v.startswith("not checked (the program was ending") == fp.startswith("not checked"), key + ": " + v + " / " + fp)
     check(not v.startswith("not checked") or "not started" in cpu, key + ": " + v + " / " + cpu)
+# the start checks the same never-cleared "ending" flag before each of these, in this order:
+# once one says the program was ending, every later one says so too
+order = ["source.libuv", "source.libevent", "source.libev", "source.memory_map", "host.perf_event_paranoid",
+         "source.cpu_profile"]
+said = [("the program was ending" in t.meta.get(k, "")) for k in order]
+check(all(not a or b for a, b in zip(said, said[1:])),
+      "ending noted out of order: " + "; ".join(k + "=" + t.meta.get(k, "?") for k in order))
 EOF
 
 # ---- --children: the exec'd child of d9p_behave full gets its own run, counted in the summary

@@ -1,7 +1,8 @@
 /* A start that finds the process already ending (its exit handlers run: sources.h) creates no
  * background thread, since the d9_stop that follows drains everything: no "dial9-collect"
  * thread while it records, a d9_flush meanwhile returns once d9_stop has written, and every
- * event recorded in between is in the trace. */
+ * event recorded in between is in the trace. Nor does it start the kernel sources or the
+ * memory-map source, or read the host's perf settings: the notes say so. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -55,6 +56,14 @@ int main(void) {
     CHECK(tt_load(d9_run_dir(), &t) == 0);
     CHECK_EQ_U64(t.npolls, POLLS);
     CHECK_EQ_U64(t.lost, 0);
+    static const char *const skipped[] = {"source.memory_map", "source.off_cpu", "source.switch_stacks"};
+    for (size_t i = 0; i < sizeof skipped / sizeof *skipped; i++) {
+        printf("%s = %s\n", skipped[i], tt_meta(&t, skipped[i]));
+        CHECK(tt_starts_with(tt_meta(&t, skipped[i]), "inactive: " D9_SOURCES_ENDING_NOTE));
+    }
+    CHECK(tt_starts_with(tt_meta(&t, "host.perf_event_paranoid"), "not checked ("));
+    CHECK(tt_starts_with(tt_meta(&t, "host.kptr_restrict"), "not checked ("));
+    CHECK(tt_starts_with(tt_meta(&t, "host.frame_pointers"), "not checked ("));
     tt_free(&t);
 
     if (!d9t_failed) d9t_rm_rf(dir);

@@ -253,7 +253,8 @@ static void end_segment(d9_segment_writer *w) {
 void d9_segw_close(d9_segment_writer *w) {
     if (!w) return;
     end_segment(w);
-    if (w->final_held) (void)unlink(w->final_path); /* not needed: the last words fit */
+    /* not needed: the last words fit. Kept for the next run, or removed. */
+    if (w->final_held && !d9_spare_return(w->trace_dir, w->final_path)) (void)unlink(w->final_path);
     /* A run that wrote nothing leaves no empty directory behind (rmdir keeps a non-empty one). */
     if (w->files.runs[w->run_slot].files == 0) (void)rmdir(w->run_dir);
     d9_tf_index_free(&w->files);
@@ -343,10 +344,39 @@ static int lose_write(d9_segment_writer *w, size_t len) {
     return -1;
 }
 
+/* A spare reserve left in the trace directory by an earlier run (spare_reserve.h), moved here:
+ * its bytes were counted as the trace directory's, they are this run's now. */
+static bool claim_spare(d9_segment_writer *w) {
+    unsigned slots = 0;
+    for (unsigned k = 0; k < D9_SPARE_SLOTS; k++)
+        if (w->files.spare_bytes[k]) slots |= 1u << k;
+    int k = slots ? d9_spare_claim(w->trace_dir, slots, w->final_path, w->final_reserve) : -1;
+    /* the slots tried (in order, up to the one taken) are taken, gone or removed now */
+    int last_tried = k < 0 ? D9_SPARE_SLOTS - 1 : k;
+    for (int i = 0; i <= last_tried; i++) {
+        w->files.pinned_bytes -= w->files.spare_bytes[i];
+        w->files.spare_bytes[i] = 0;
+    }
+    if (k < 0) return false;
+    if (atomic_load(&d9_files_owner)) { /* after a privilege drop's hand-over (hand_over_files.h) */
+        int fd = open(w->final_path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0) {
+            d9_files_owner_apply(fd);
+            close(fd);
+        }
+    }
+    return true;
+}
+
 /* Allocate the last words' room while there is space: a hidden file of final_reserve bytes
- * whose blocks are allocated now (posix_fallocate), so writing into it later needs none. */
+ * whose blocks are allocated now (posix_fallocate), so writing into it later needs none; or a
+ * spare one, allocated so by an earlier run. */
 static void hold_final_reserve(d9_segment_writer *w) {
     if (w->final_reserve == 0 || w->final_held) return;
+    if (claim_spare(w)) {
+        w->final_held = w->final_reserve;
+        return;
+    }
     int fd = open(w->final_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return;
     d9_files_owner_apply(fd); /* after a privilege drop's hand-over (hand_over_files.h) */

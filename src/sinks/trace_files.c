@@ -264,6 +264,14 @@ int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_se
         struct stat st;
         bool have_st = false;
         if (de->d_type != DT_DIR) {
+            int slot = d9_spare_slot_of(de->d_name);
+            if (slot >= 0) { /* the trace directory's bytes: counted, and the writer may take it */
+                if (fstatat(top->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+                    ix->spare_bytes[slot] = (uint64_t)st.st_size;
+                    ix->pinned_bytes += (uint64_t)st.st_size;
+                }
+                continue;
+            }
             if (d9_ledger_is_leftover(top->fd, de->d_name, ln.now_ns)) continue;
             if (de->d_type != DT_UNKNOWN ||
                 fstatat(top->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
@@ -366,6 +374,13 @@ void d9_tf_index_forget_vanished(d9_tf_index *ix) {
     }
     ix->end = out;
     if (ix->head == ix->end) ix->head = ix->end = 0;
+    char path[PATH_MAX];
+    struct stat st;
+    for (unsigned k = 0; k < D9_SPARE_SLOTS; k++)
+        if (ix->spare_bytes[k] && d9_spare_path(path, sizeof path, ix->trace_dir, k) && lstat(path, &st) != 0) {
+            ix->pinned_bytes -= ix->spare_bytes[k];
+            ix->spare_bytes[k] = 0;
+        }
 }
 
 int d9_tf_lock_active(int fd) {

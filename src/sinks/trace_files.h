@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sinks/spare_reserve.h"
+
 #include "common/segment_name.h" /* the names: d9_segment_name_parse/format */
 
 /* "{trace_dir}/{run}/{name}"; returns false when it does not fit. */
@@ -40,6 +42,7 @@ typedef struct d9_tf_index {
     size_t nruns, runs_cap;
     uint64_t bytes;        /* sizes of the indexed entries */
     uint64_t pinned_bytes; /* trace files counted but never deleted (see d9_tf_index_delete_oldest) */
+    uint64_t spare_bytes[D9_SPARE_SLOTS]; /* the spare reserves found by the scan (in pinned_bytes) */
 } d9_tf_index;
 
 /* 0, or -ENOMEM. */
@@ -49,8 +52,8 @@ void d9_tf_index_free(d9_tf_index *ix);
 /* Index the trace files in trace_dir's run directories (one level; symlinks are not followed).
  * Run directories that nothing writes to any more are taken from trace_dir's ledger
  * (run_ledger.h) while unchanged, and written down there when first found settled.
- * A .active file that another writer holds locked (see d9_tf_lock_active) is counted in
- * pinned_bytes and never deleted. *next_seq gets 1 + the highest N found in run directory
+ * A .active file that another writer holds locked (see d9_tf_lock_active), and the spare
+ * reserves (spare_reserve.h), are counted in pinned_bytes and never deleted. *next_seq gets 1 + the highest N found in run directory
  * current_run (0 when none), so a reused run id never overwrites its files.
  * Returns 0, or -errno when trace_dir cannot be read. */
 int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_seq);

@@ -55,7 +55,7 @@ import os, sys
 sys.path.insert(0, os.path.dirname(sys.argv[3]))
 from trace_facts import Trace, check
 d9, root = sys.argv[1], sys.argv[2]
-runs = [Trace(d9, os.path.join(root, r)) for r in sorted(os.listdir(root))]
+runs = [Trace(d9, os.path.join(root, r)) for r in sorted(os.listdir(root)) if not r.startswith(".")]
 t = runs[0]
 for r in runs:
     if r.meta.get("program", "").endswith("/d9p_behave"):

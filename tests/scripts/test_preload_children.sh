@@ -109,6 +109,6 @@ for _ in range(3):
         best[k] = min(best[k], time.monotonic() - t0)
 import os
 print("  bash loop of 200 /bin/true: plain %.2f s, under dial9 run %.2f s (best of 3), %d run(s)"
-      % (best["plain"], best["dial9 run"], len(os.listdir(tdir))))
+      % (best["plain"], best["dial9 run"], len([r for r in os.listdir(tdir) if not r.startswith(".")])))
 PY
 echo PASS

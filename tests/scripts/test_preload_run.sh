@@ -57,7 +57,7 @@ import os, sys
 sys.path.insert(0, os.path.dirname(sys.argv[3]))
 from trace_facts import Trace, check
 d9, root = sys.argv[1], sys.argv[2]
-t = Trace(d9, os.path.join(root, sorted(os.listdir(root))[0]))
+t = Trace(d9, os.path.join(root, sorted(r for r in os.listdir(root) if not r.startswith("."))[0]))
 check(t.meta.get("service") == "svc-from-option", "--service: " + t.meta.get("service", "?"))
 # `echo` ends at once, usually before the recorder's start reaches the kernel sources (then
 # noted "not started"); either way the option reached the recorder, which says otherwise

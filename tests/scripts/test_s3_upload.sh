@@ -117,7 +117,7 @@ own_ids() { # every adopt key under one of the two runs' ids, at least 2 under e
 check "each run's segments under its own id ($first_id, $second_id)" own_ids
 check "nothing left on disk after adopting" [ -z "$(local_segments secret)" ]
 check "no error while adopting" [ ! -s "$T/adopt/rec.err" ]
-check "adopted run directories removed" [ -z "$(find "$T/secret/traces" -mindepth 1 -maxdepth 1)" ]
+check "adopted run directories removed" [ -z "$(find "$T/secret/traces" -mindepth 1 -maxdepth 1 -type d)" ]
 
 # ---- credentials from a profile in a shared credentials file (empty key variables) ----
 proxy_port profile

@@ -41,7 +41,7 @@ import os, sys
 sys.path.insert(0, os.path.dirname(sys.argv[3]))
 from trace_facts import Trace, check
 d9, root = sys.argv[1], sys.argv[2]
-runs = sorted(os.listdir(root))
+runs = sorted(r for r in os.listdir(root) if not r.startswith("."))  # runs, not the hidden files beside them
 check(len(runs) == 1, "one run (%s)" % runs)
 t = Trace(d9, os.path.join(root, runs[0]))
 print("  " + t.summary())

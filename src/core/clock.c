@@ -1,8 +1,9 @@
 #include "core/clock.h"
 
 #include <cpuid.h>
-#include <stdio.h>
 #include <string.h>
+
+#include "common/small_file.h"
 
 bool d9_clock_use_tsc;
 
@@ -17,11 +18,10 @@ static bool cpu_has_invariant_tsc(void) {
 }
 
 bool d9_clock_tsc_trustworthy(void) {
-    char src[64] = {0};
-    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
-    if (!f) return false;
-    bool ok = fgets(src, sizeof src, f) && strncmp(src, "tsc", 3) == 0;
-    fclose(f);
+    char src[64];
+    bool ok = d9_read_small_file("/sys/devices/system/clocksource/clocksource0/current_clocksource", src,
+                                 sizeof src) > 0 &&
+              strncmp(src, "tsc", 3) == 0;
     /* The kernel only keeps "tsc" as clocksource when it is stable; also require the CPU to
      * advertise an invariant TSC so frequency changes and idle states do not skew it. */
     return ok && cpu_has_invariant_tsc();

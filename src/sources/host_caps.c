@@ -1,24 +1,25 @@
 #include "sources/host_caps.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/small_file.h"
 #include "sources/elf_funcs.h"
 
 #define FP_SAMPLE_FUNCS 64
 
 static int read_int_file(const char *path) {
-    FILE *f = fopen(path, "re");
-    if (!f) return D9_CAP_UNKNOWN;
-    int v;
-    int ok = fscanf(f, "%d", &v);
-    fclose(f);
-    return ok == 1 ? v : D9_CAP_UNKNOWN;
+    char buf[32], *end;
+    if (d9_read_small_file(path, buf, sizeof buf) <= 0) return D9_CAP_UNKNOWN;
+    long v = strtol(buf, &end, 10);
+    return end != buf && v > INT_MIN && v <= INT_MAX ? (int)v : D9_CAP_UNKNOWN;
 }
 
 static bool has_perfmon(void) {

@@ -4,17 +4,12 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "common/dl_sym.h"
+
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static d9_libz lib;
 static const d9_libz *loaded;
 static char error[256];
-
-/* dlsym, keeping the first name that is missing */
-static void *sym(void *h, const char *name, const char **missing) {
-    void *p = dlsym(h, name);
-    if (!p && !*missing) *missing = name;
-    return p;
-}
 
 static void load(void) {
     void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -23,7 +18,7 @@ static void load(void) {
         return;
     }
     const char *missing = NULL;
-#define D9_LIBZ_SYM(f) lib.f = (__typeof__(lib.f))sym(h, #f, &missing)
+#define D9_LIBZ_SYM(f) lib.f = (__typeof__(lib.f))d9_dlsym_or_note(h, #f, &missing)
     D9_LIBZ_SYM(deflateInit2_);
     D9_LIBZ_SYM(deflate);
     D9_LIBZ_SYM(deflateBound);

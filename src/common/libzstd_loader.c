@@ -4,17 +4,12 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "common/dl_sym.h"
+
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static d9_libzstd lib;
 static const d9_libzstd *loaded;
 static char error[256];
-
-/* dlsym, keeping the first name that is missing */
-static void *sym(void *h, const char *name, const char **missing) {
-    void *p = dlsym(h, name);
-    if (!p && !*missing) *missing = name;
-    return p;
-}
 
 static void load(void) {
     void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -23,10 +18,10 @@ static void load(void) {
         return;
     }
     const char *missing = NULL;
-#define D9_ZSTD_SYM(f) lib.f = (__typeof__(lib.f))sym(h, "ZSTD_" #f, &missing)
+#define D9_ZSTD_SYM(f) lib.f = (__typeof__(lib.f))d9_dlsym_or_note(h, "ZSTD_" #f, &missing)
     D9_ZSTD_SYM(createCCtx);
     D9_ZSTD_SYM(freeCCtx);
-    lib.setParameter = (__typeof__(lib.setParameter))sym(h, "ZSTD_CCtx_setParameter", &missing);
+    lib.setParameter = (__typeof__(lib.setParameter))d9_dlsym_or_note(h, "ZSTD_CCtx_setParameter", &missing);
     D9_ZSTD_SYM(compressStream2);
     D9_ZSTD_SYM(compress);
     D9_ZSTD_SYM(compressBound);

@@ -197,9 +197,7 @@ static bool write_copy(const char *in_path, bool gz, bool zst, uint64_t good, co
         int zfd = d9_open_regular(in_path, O_RDONLY, NULL, 0);
         d9_input *raw = zfd >= 0 ? d9_input_from_fd(zfd, true) : NULL;
         if (!raw && zfd >= 0) close(zfd);
-        d9_input *z = !raw ? NULL
-                      : gz ? d9_input_gzip(raw, NULL, 0, why, sizeof why)
-                           : d9_input_zstd(raw, NULL, 0, why, sizeof why);
+        d9_input *z = raw ? d9_input_unwrap(gz ? D9_INPUT_GZIP : D9_INPUT_ZSTD, raw, NULL, 0, why, sizeof why) : NULL;
         if (!z) ok = false;
         while (ok && good > 0) {
             long n = d9_input_read(z, buf, good < sizeof buf ? good : sizeof buf);

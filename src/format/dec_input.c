@@ -98,6 +98,12 @@ static long mem_read(d9_input *in, uint8_t *buf, size_t n) {
 
 static void mem_close(d9_input *in) { free(in); }
 
+d9_input_codec d9_input_codec_of(const uint8_t *b, size_t n) {
+    if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b) return D9_INPUT_GZIP;
+    if (n >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) return D9_INPUT_ZSTD;
+    return D9_INPUT_PLAIN;
+}
+
 d9_input *d9_input_from_mem(const void *data, size_t len) {
     mem_input *m = calloc(1, sizeof *m);
     if (!m) return NULL;

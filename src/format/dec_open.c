@@ -10,8 +10,8 @@
 #include "format/dec_open_regular.h"
 #include "format/decoder.h"
 
-static d9_input *unwrap(d9_input_codec codec, d9_input *raw, const uint8_t *prefix, size_t prefix_len, char *err,
-                        size_t errlen) {
+d9_input *d9_input_unwrap(d9_input_codec codec, d9_input *raw, const uint8_t *prefix, size_t prefix_len, char *err,
+                          size_t errlen) {
     return codec == D9_INPUT_ZSTD ? d9_input_zstd(raw, prefix, prefix_len, err, errlen)
                                   : d9_input_gzip(raw, prefix, prefix_len, err, errlen);
 }
@@ -21,7 +21,7 @@ d9_decoder *d9_dec_open_fd(int fd, bool take_ownership, const d9_dec_options *op
     d9_input *in = d9_input_from_fd(fd, take_ownership);
     if (!in && take_ownership) close(fd);
     if (!in && err && errlen) snprintf(err, errlen, "out of memory");
-    return in ? d9_dec_with_input(in, unwrap, opt, err, errlen) : NULL;
+    return in ? d9_dec_with_input(in, d9_input_unwrap, opt, err, errlen) : NULL;
 }
 
 d9_decoder *d9_dec_open_path(const char *path, const d9_dec_options *opt, char *err,
@@ -38,10 +38,10 @@ d9_decoder *d9_dec_open_path(const char *path, const d9_dec_options *opt, char *
 d9_decoder *d9_dec_open_file(FILE *f, const d9_dec_options *opt, char *err, size_t errlen) {
     d9_input *in = d9_input_from_file(f);
     if (!in && err && errlen) snprintf(err, errlen, "out of memory");
-    return in ? d9_dec_with_input(in, unwrap, opt, err, errlen) : NULL;
+    return in ? d9_dec_with_input(in, d9_input_unwrap, opt, err, errlen) : NULL;
 }
 
 d9_decoder *d9_dec_open_mem(const void *data, size_t len, const d9_dec_options *opt, char *err,
                             size_t errlen) {
-    return d9_dec_with_mem(data, len, unwrap, opt, err, errlen);
+    return d9_dec_with_mem(data, len, d9_input_unwrap, opt, err, errlen);
 }

@@ -750,13 +750,6 @@ static int refill(d9_decoder *d, uint64_t need) {
     return 0;
 }
 
-/* The compression the first bytes announce: gzip (1f 8b), zstd (a frame: 28 b5 2f fd). */
-static d9_input_codec codec_of(const uint8_t *b, size_t n) {
-    if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b) return D9_INPUT_GZIP;
-    if (n >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) return D9_INPUT_ZSTD;
-    return D9_INPUT_PLAIN;
-}
-
 static const char *codec_name(d9_input_codec c) { return c == D9_INPUT_ZSTD ? "zstd" : "gzip"; }
 
 /* Room for an unwrap function's reason: a loader's (common/libz_loader.h) with dlerror()'s. */
@@ -780,7 +773,7 @@ static void note_codec(d9_decoder *d, d9_input_codec c) {
 static int sniff(d9_decoder *d) {
     d->sniffed = true;
     if (!d->in) {
-        d9_input_codec c = codec_of(d->buf, d->len);
+        d9_input_codec c = d9_input_codec_of(d->buf, d->len);
         if (c == D9_INPUT_PLAIN) return 0;
         if (!d->unwrap) return no_unwrap(d, c);
         char why[D9_UNWRAP_ERR] = "out of memory";
@@ -799,7 +792,7 @@ static int sniff(d9_decoder *d) {
         return 0;
     }
     if (refill(d, 4) < 0) return -1;
-    d9_input_codec c = codec_of(d->own, d->len);
+    d9_input_codec c = d9_input_codec_of(d->own, d->len);
     if (c != D9_INPUT_PLAIN) {
         if (!d->unwrap) return no_unwrap(d, c);
         char why[D9_UNWRAP_ERR] = "out of memory";

@@ -56,7 +56,6 @@ static int open_segment(d9_concat *c, size_t i) {
         close(fd); /* replaced since the index looked at it */
         return -1;
     }
-    static const uint8_t zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd}, gzip_magic[2] = {0x1f, 0x8b};
     uint8_t head[4];
     ssize_t h = pread(fd, head, sizeof head, 0);
     d9_input *raw = d9_input_from_fd(fd, true);
@@ -65,9 +64,8 @@ static int open_segment(d9_concat *c, size_t i) {
         return -1;
     }
     /* the reason a decompressor is missing went to the index already (it decodes each file) */
-    if (h == (ssize_t)sizeof head && memcmp(head, zstd_magic, 4) == 0) c->cur = d9_input_zstd(raw, NULL, 0, NULL, 0);
-    else if (h >= 2 && memcmp(head, gzip_magic, 2) == 0) c->cur = d9_input_gzip(raw, NULL, 0, NULL, 0);
-    else c->cur = raw;
+    d9_input_codec codec = d9_input_codec_of(head, h > 0 ? (size_t)h : 0);
+    c->cur = codec == D9_INPUT_PLAIN ? raw : d9_input_unwrap(codec, raw, NULL, 0, NULL, 0);
     if (!c->cur) return -1;
     c->left = c->parts[i].bytes;
     return 0;

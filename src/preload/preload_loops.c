@@ -97,16 +97,16 @@ static void detect(loop_lib *l, const void *self_base, const char *exe) {
 }
 
 void d9p_loops_detect(void) {
-    Dl_info self;
-    if (!dladdr((void *)d9p_loops_detect, &self)) return;
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = 0;
-    /* A program already in its exit handlers runs no loop any more: nothing to look for. */
-    bool ending = d9_sources_process_is_ending();
-    for (size_t i = 0; i < N_LIBS; i++) {
-        if (ending) d9p_note_source(g_libs[i].name, false, "%s", D9_SOURCES_ENDING_NOTE);
-        else detect(&g_libs[i], self.dli_fbase, exe);
+    if (d9_sources_process_is_ending()) {
+        /* A program already in its exit handlers runs no loop any more: nothing to look for. */
+        for (size_t i = 0; i < N_LIBS; i++) d9p_note_source(g_libs[i].name, false, "%s", D9_SOURCES_ENDING_NOTE);
+    } else {
+        Dl_info self;
+        if (!dladdr((void *)d9p_loops_detect, &self)) return;
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = 0;
+        for (size_t i = 0; i < N_LIBS; i++) detect(&g_libs[i], self.dli_fbase, exe);
     }
     d9p_note_source("poller", true,
                     "epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect "

@@ -28,8 +28,9 @@ typedef struct d9_host_caps {
  * answers only explain kernel sources, and a program already ending starts none. */
 void d9_host_caps_detect(d9_host_caps *c, bool program_ending);
 
-/* "not checked (...)" when the detection was skipped, for the notes. */
-#define D9_HOST_NOT_CHECKED "not checked (the program was ending before the recorder's start reached it)"
+/* Why a start skipped something (here: the detection), in every note that says so. */
+#define D9_ENDING_REASON "the program was ending before the recorder's start reached it"
+#define D9_HOST_NOT_CHECKED "not checked (" D9_ENDING_REASON ")"
 
 /* Whether perf should allow kernel frames (paranoid <= 1 or CAP_PERFMON): a prediction for
  * the notes; the sources still try and fall back on the kernel's answer. */

@@ -6,6 +6,7 @@
 
 #include "core/collector.h"
 #include "dial9/dial9.h"
+#include "sources/host_caps.h"
 
 /* Start the sources `cfg` asks for and add them to the collector. Never fails the recording:
  * a source that cannot start is noted as inactive with the reason. */
@@ -25,6 +26,6 @@ void d9_sources_process_ending(void);
  * preload shim its loop-library checks). */
 bool d9_sources_process_is_ending(void);
 /* The note of a source skipped so. */
-#define D9_SOURCES_ENDING_NOTE "not started: the program was ending before the recorder's start reached it"
+#define D9_SOURCES_ENDING_NOTE "not started: " D9_ENDING_REASON
 
 #endif

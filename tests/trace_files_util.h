@@ -4,6 +4,8 @@
 #define D9_TESTS_TRACE_FILES_UTIL_H
 
 #include <dirent.h>
+#include <ftw.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,39 @@ static inline void d9t_rm_rf(const char *path) {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
     if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", path);
+}
+
+/* d9t_tree_bytes's walk: nftw's callback gets no context (inline functions, so that a test not
+ * using them pays no unused-variable warning). */
+struct d9t_tree_walk {
+    uint64_t total;
+    bool trace_only;
+};
+static inline struct d9t_tree_walk *d9t_tree_walk(void) {
+    static struct d9t_tree_walk w;
+    return &w;
+}
+
+static inline bool d9t_is_trace_name(const char *name) {
+    unsigned long long n;
+    int end = 0;
+    if (sscanf(name, "trace.%llu.bin%n", &n, &end) != 1 || end == 0) return false;
+    const char *rest = name + end;
+    return *rest == '\0' || strcmp(rest, ".gz") == 0 || strcmp(rest, ".active") == 0;
+}
+
+static inline int d9t_add_size(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)flag;
+    struct d9t_tree_walk *w = d9t_tree_walk();
+    if (S_ISREG(st->st_mode) && (!w->trace_only || d9t_is_trace_name(path + ftw->base))) w->total += (uint64_t)st->st_size;
+    return 0;
+}
+
+/* Bytes of the regular files under dir (all of them, or only trace file names). */
+static inline uint64_t d9t_tree_bytes(const char *dir, bool trace_only) {
+    *d9t_tree_walk() = (struct d9t_tree_walk){0, trace_only};
+    nftw(dir, d9t_add_size, 16, FTW_PHYS);
+    return d9t_tree_walk()->total;
 }
 
 /* Segment files of one run directory, sorted by segment number. Returns the count. */

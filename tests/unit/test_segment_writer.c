@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -19,6 +18,7 @@
 
 #include "check.h"
 #include "sinks/segment_writer.h"
+#include "trace_files_util.h"
 
 /* ---------- helpers: temp dirs and measuring the tree ---------- */
 
@@ -37,31 +37,6 @@ static void make_temp_dir(char *buf, size_t size) {
     }
 }
 
-static uint64_t tree_total;
-static bool tree_trace_only;
-
-static bool is_trace_name(const char *name) {
-    unsigned long long n;
-    int end = 0;
-    if (sscanf(name, "trace.%llu.bin%n", &n, &end) != 1 || end == 0) return false;
-    const char *rest = name + end;
-    return *rest == '\0' || strcmp(rest, ".gz") == 0 || strcmp(rest, ".active") == 0;
-}
-
-static int add_size(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)flag;
-    if (S_ISREG(st->st_mode) && (!tree_trace_only || is_trace_name(path + ftw->base)))
-        tree_total += (uint64_t)st->st_size;
-    return 0;
-}
-
-/* Bytes of the regular files under dir (all of them, or only trace file names). */
-static uint64_t tree_bytes(const char *dir, bool trace_only) {
-    tree_total = 0;
-    tree_trace_only = trace_only;
-    nftw(dir, add_size, 16, FTW_PHYS);
-    return tree_total;
-}
 
 static int64_t file_size(const char *path) {
     struct stat st;
@@ -153,7 +128,7 @@ static void test_naming_and_basics(void) {
     struct stat st;
     CHECK(stat(p, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0755);
     CHECK(d9_segw_active_path(w) == NULL);
-    CHECK_EQ_U64(tree_bytes(dir, false), 0);
+    CHECK_EQ_U64(d9t_tree_bytes(dir, false), 0);
     CHECK(d9_segw_at_segment_start(w));
     CHECK_EQ_U64(d9_segw_room(w), 4096);
     uint64_t e0 = d9_segw_epoch(w);
@@ -218,7 +193,7 @@ static void test_naming_and_basics(void) {
     CHECK_EQ_U64(s.bytes_lost - lost0, sizeof huge);
     CHECK_EQ_U64(s.write_errors - errs0, 1);
     CHECK_EQ_U64(s.files_deleted, 0);
-    CHECK_EQ_U64(s.bytes_on_disk, tree_bytes(dir, false));
+    CHECK_EQ_U64(s.bytes_on_disk, d9t_tree_bytes(dir, false));
 
     CHECK(d9_segw_write(w, buf, 10) == 0);
     d9_segw_close(w);
@@ -399,7 +374,7 @@ static void test_many_writes_tiny_limits(void) {
         if (len > max_file) m->oversized = true;
         CHECK(!d9_segw_at_segment_start(w));
 
-        uint64_t on_disk = tree_bytes(dir, false);
+        uint64_t on_disk = d9t_tree_bytes(dir, false);
         if (on_disk > max_total) over_budget++;
         d9_segw_stats s;
         d9_segw_get_stats(w, &s);
@@ -419,7 +394,7 @@ static void test_many_writes_tiny_limits(void) {
     CHECK_EQ_U64(s.write_errors, 0);
     d9_segw_close(w);
     check_run_dir(run_dir, segs, nsegs, 0, false, max_file);
-    CHECK(tree_bytes(dir, false) <= max_total);
+    CHECK(d9t_tree_bytes(dir, false) <= max_total);
     /* Every sealed segment is either still there or was deleted (and counted). */
     uint64_t present = 0;
     char p[512];
@@ -529,7 +504,7 @@ static void test_restart_deletes_oldest_first(void) {
     snprintf(p, sizeof p, "%s/trace.0.bin", dir); write_file(p, 300, 'r'); /* not in a run dir */
 
     const uint64_t existing = 3000 + 500 + 700 + 800 + 100;
-    CHECK_EQ_U64(tree_bytes(dir, true) - 300 /* the one at the top */, existing);
+    CHECK_EQ_U64(d9t_tree_bytes(dir, true) - 300 /* the one at the top */, existing);
 
     const uint64_t max_total = 6000;
     d9_segw_config cfg = {.trace_dir = dir, .run_id = "run-b", .max_file_size = 1000,
@@ -554,7 +529,7 @@ static void test_restart_deletes_oldest_first(void) {
         if (!d9_segw_at_segment_start(w)) d9_segw_rotate(w);
         fill_pattern(buf, sizeof buf, 100u + (uint32_t)i);
         CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
-        if (tree_bytes(dir, true) - 300 > max_total) over++;
+        if (d9t_tree_bytes(dir, true) - 300 > max_total) over++;
         /* The deleted files are a prefix of the expected order. */
         bool gone_seen_end = false;
         for (int k = 0; k < norder; k++) {
@@ -579,7 +554,7 @@ static void test_restart_deletes_oldest_first(void) {
     CHECK_EQ_U64(overwritten, 0);
     d9_segw_get_stats(w, &s);
     CHECK_EQ_U64(s.files_deleted, 8);
-    CHECK_EQ_U64(s.bytes_on_disk, tree_bytes(dir, true) - 300);
+    CHECK_EQ_U64(s.bytes_on_disk, d9t_tree_bytes(dir, true) - 300);
 
     /* Emptied run directories are removed; one with foreign files stays, with them. */
     snprintf(p, sizeof p, "%s/run-a", dir); CHECK(!exists(p));
@@ -659,7 +634,7 @@ static void test_live_writer_is_not_deleted(void) {
     CHECK(d9_segw_write(y, buf, 1000) == -1); /* 800 can never be freed: cannot fit */
     path_of(p, sizeof p, dir, "x", "trace.0.bin.active");
     CHECK_EQ_U64(file_size(p), 800);
-    CHECK(tree_bytes(dir, false) <= 1500);
+    CHECK(d9t_tree_bytes(dir, false) <= 1500);
     d9_segw_get_stats(y, &s);
     CHECK_EQ_U64(s.files_deleted, 1);
     CHECK_EQ_U64(s.bytes_lost, 1000);
@@ -704,7 +679,7 @@ static void test_deleted_directory(void) {
     CHECK(file_equals(p, buf, 100));
     CHECK_EQ_U64(d9_segw_epoch(w), e);
     d9_segw_get_stats(w, &s);
-    CHECK_EQ_U64(s.bytes_on_disk, tree_bytes(dir, false));
+    CHECK_EQ_U64(s.bytes_on_disk, d9t_tree_bytes(dir, false));
 
     /* The whole trace_dir deleted between segments: the next write starts a new stream anyway,
      * so it lands in a new file in recreated directories. */
@@ -718,7 +693,7 @@ static void test_deleted_directory(void) {
     CHECK_EQ_U64(d9_segw_epoch(w), e);
     d9_segw_get_stats(w, &s);
     CHECK_EQ_U64(s.bytes_on_disk, 100);
-    CHECK_EQ_U64(s.bytes_on_disk, tree_bytes(dir, false));
+    CHECK_EQ_U64(s.bytes_on_disk, d9t_tree_bytes(dir, false));
 
     /* Only the active file deleted. */
     CHECK(unlink(p) == 0);
@@ -733,7 +708,7 @@ static void test_deleted_directory(void) {
     for (int i = 0; i < 50; i++) {
         if (d9_segw_room(w) < 100) d9_segw_rotate(w);
         CHECK(d9_segw_write(w, buf, 100) == 0);
-        CHECK(tree_bytes(dir, false) <= 3000);
+        CHECK(d9t_tree_bytes(dir, false) <= 3000);
     }
     d9_segw_close(w);
     rm_rf(dir);
@@ -855,7 +830,7 @@ static void test_growth_after_sealing(void) {
     for (int i = 0; i < 400; i++) {
         if (d9_segw_room(w) < sizeof buf) d9_segw_rotate(w);
         CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
-        uint64_t on_disk = tree_bytes(dir, true);
+        uint64_t on_disk = d9t_tree_bytes(dir, true);
         if (on_disk > worst) worst = on_disk;
     }
     d9_segw_stats st;

@@ -6,7 +6,6 @@
  * unused reserve is removed, as before spares existed. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,21 +18,6 @@
 #include "trace_files_util.h"
 
 #define RESERVE 8192u
-
-static uint64_t g_tree;
-
-static int add_size(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)path, (void)ftw;
-    if (flag == FTW_F) g_tree += (uint64_t)st->st_size;
-    return 0;
-}
-
-/* Bytes of every regular file under dir. */
-static uint64_t tree_bytes(const char *dir) {
-    g_tree = 0;
-    nftw(dir, add_size, 16, FTW_PHYS);
-    return g_tree;
-}
 
 static ino_t inode_of(const char *path) {
     struct stat st;
@@ -66,11 +50,11 @@ static ino_t one_run(const char *dir, const char *run, bool check_budget) {
     d9_segment_writer *w = open_writer(dir, run);
     CHECK(w != NULL);
     if (!w) return 0;
-    if (check_budget) CHECK_EQ_U64(on_disk(w), tree_bytes(dir));
+    if (check_budget) CHECK_EQ_U64(on_disk(w), d9t_tree_bytes(dir, false));
     uint8_t buf[100] = {1};
     CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
     CHECK(d9_segw_has_final_reserve(w));
-    if (check_budget) CHECK_EQ_U64(on_disk(w), tree_bytes(dir));
+    if (check_budget) CHECK_EQ_U64(on_disk(w), d9t_tree_bytes(dir, false));
     char reserve[512];
     snprintf(reserve, sizeof reserve, "%s/%s/" D9_SEGW_FINAL_RESERVE_NAME, dir, run);
     ino_t ino = inode_of(reserve);
@@ -120,7 +104,7 @@ static void test_reuse(void) {
     if (w) {
         uint8_t buf[10] = {0};
         CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
-        CHECK_EQ_U64(on_disk(w), tree_bytes(dir));
+        CHECK_EQ_U64(on_disk(w), d9t_tree_bytes(dir, false));
         d9_segw_close(w);
     }
     CHECK_EQ_U64(inode_of(slot0), first);

@@ -2,7 +2,10 @@
  *
  *   r NAME DIR_MTIME_NS COUNT SEQ.KIND.SIZE.MTIME_NS ...\n
  *
- * numbers in decimal (the mtimes may be negative), COUNT file fields after it. */
+ * numbers in decimal (the mtimes may be negative), COUNT file fields after it; and one line per
+ * scan that checked every run:
+ *
+ *   v SCAN_START_NS\n */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -95,6 +98,10 @@ bad:
     return false;
 }
 
+static bool parse_verified(cursor c, int64_t *ns) {
+    return take_char(&c, 'v') && take_char(&c, ' ') && take_i64(&c, ns) && *ns > 0 && c.p == c.end;
+}
+
 static int run_cmp(const void *a, const void *b) {
     const d9_ledger_run *x = a, *y = b;
     int c = strcmp(x->name, y->name);
@@ -109,7 +116,10 @@ bool d9_ledger_parse(d9_ledger *l, const char *text, size_t len) {
         if (!nl) break; /* a line being appended, or cut: not a line yet */
         d9_ledger_run r;
         size_t line = l->lines++;
-        if (parse_line((cursor){p, nl}, &r)) {
+        int64_t verified;
+        if (parse_verified((cursor){p, nl}, &verified)) {
+            if (verified > l->verified_ns) l->verified_ns = verified; /* appenders may race */
+        } else if (parse_line((cursor){p, nl}, &r)) {
             if (l->n == l->cap) {
                 size_t cap = l->cap ? l->cap * 2 : 64;
                 d9_ledger_run *v = realloc(l->runs, cap * sizeof *v);
@@ -154,7 +164,7 @@ void d9_ledger_read(d9_ledger *l, int dirfd) {
     free(text);
 }
 
-d9_ledger_run *d9_ledger_find(d9_ledger *l, const char *name, int64_t dir_mtime_ns) {
+static d9_ledger_run *latest_line(d9_ledger *l, const char *name) {
     size_t lo = 0, hi = l->n;
     while (lo < hi) { /* the first line of that name */
         size_t mid = lo + (hi - lo) / 2;
@@ -163,9 +173,24 @@ d9_ledger_run *d9_ledger_find(d9_ledger *l, const char *name, int64_t dir_mtime_
     }
     d9_ledger_run *found = NULL;
     for (; lo < l->n && strcmp(l->runs[lo].name, name) == 0; lo++) found = &l->runs[lo];
+    return found;
+}
+
+d9_ledger_run *d9_ledger_latest(d9_ledger *l, const char *name) {
+    d9_ledger_run *found = latest_line(l, name);
+    if (found) found->used = true;
+    return found;
+}
+
+d9_ledger_run *d9_ledger_find(d9_ledger *l, const char *name, int64_t dir_mtime_ns) {
+    d9_ledger_run *found = latest_line(l, name);
     if (!found || found->dir_mtime_ns != dir_mtime_ns) return NULL;
     found->used = true;
     return found;
+}
+
+bool d9_ledger_trusted(const d9_ledger *l, int64_t now_ns) {
+    return l->verified_ns > 0 && now_ns >= l->verified_ns && now_ns - l->verified_ns < D9_LEDGER_TRUST_NS;
 }
 
 void d9_ledger_free(d9_ledger *l) {
@@ -230,6 +255,10 @@ void d9_ledger_add(d9_ledger_out *o, const char *name, int64_t dir_mtime_ns, con
                    files[i].mtime_ns);
     out_printf(o, "\n");
     o->runs++;
+}
+
+void d9_ledger_add_verified(d9_ledger_out *o, int64_t scan_start_ns) {
+    if (scan_start_ns > 0) out_printf(o, "v %" PRId64 "\n", scan_start_ns);
 }
 
 static bool write_all(int fd, const char *buf, size_t len) {

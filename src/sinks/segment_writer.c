@@ -476,6 +476,8 @@ static bool make_room(d9_segment_writer *w, size_t len) {
         uint64_t kept = w->files.pinned_bytes + w->final_held + counted_size(w, w->size + len);
         if (kept > w->max_total_size || kept < w->size) return false;
         if (w->files.bytes <= w->max_total_size - kept) return true;
+        /* runs the scan took from the ledger unchecked: checked before deleting by them */
+        if (d9_tf_index_check(&w->files)) continue;
         bool unlinked, pending = false;
         d9_tf_entry victim;
         uint64_t vsize = 0;

@@ -186,9 +186,10 @@ static void add_scanned(d9_tf_index *ix, int *run, const char *run_name, uint64_
     ix->runs[*run].files++;
 }
 
-/* A run directory read file by file; written down in the ledger when nothing writes to it any
- * more (no live .active file) and it has not changed for D9_LEDGER_SETTLED_NS. */
-static void scan_run_dir(d9_tf_index *ix, int top_fd, const char *run_name, const char *current_run,
+/* A run directory read file by file, into slot `run` (-2: a new slot on its first trace file, so
+ * unrelated directories cost nothing); with ln, written down in the ledger when nothing writes
+ * to it any more (no live .active file) and it has not changed for D9_LEDGER_SETTLED_NS. */
+static void scan_run_dir(d9_tf_index *ix, int top_fd, const char *run_name, int run, const char *current_run,
                          uint64_t *next_seq, dir_reader *r, ledger_notes *ln) {
     r->fd = openat(top_fd, run_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (r->fd < 0) return;
@@ -196,11 +197,12 @@ static void scan_run_dir(d9_tf_index *ix, int top_fd, const char *run_name, cons
     bool is_current = strcmp(run_name, current_run) == 0;
     /* the directory's mtime before its entries: a change while they are read shows later */
     struct stat dst;
-    bool settled = !is_current && fstat(r->fd, &dst) == 0 && ln->now_ns - mtime_ns_of(&dst) >= D9_LEDGER_SETTLED_NS &&
-                   d9_ledger_name_ok(run_name);
-    ln->n = 0;
-    ln->overflow = false;
-    int run = -2; /* taken on the first trace file, so unrelated directories cost nothing */
+    bool settled = ln && !is_current && fstat(r->fd, &dst) == 0 &&
+                   ln->now_ns - mtime_ns_of(&dst) >= D9_LEDGER_SETTLED_NS && d9_ledger_name_ok(run_name);
+    if (ln) {
+        ln->n = 0;
+        ln->overflow = false;
+    }
     const struct dirent64 *de;
     while ((de = next_entry(r)) != NULL) {
         uint64_t seq;
@@ -224,12 +226,17 @@ static void scan_run_dir(d9_tf_index *ix, int top_fd, const char *run_name, cons
     if (settled && !ln->overflow) d9_ledger_add(&ln->out, run_name, mtime_ns_of(&dst), ln->files, ln->n);
 }
 
-/* A run directory as the ledger wrote it down. */
-static void add_from_ledger(d9_tf_index *ix, const char *run_name, const d9_ledger_run *lr) {
+/* A run directory as the ledger wrote it down; unchecked: its mtime not compared. */
+static void add_from_ledger(d9_tf_index *ix, const char *run_name, const d9_ledger_run *lr, bool unchecked) {
     int run = -2;
     for (size_t i = 0; i < lr->nfiles; i++) {
         const d9_ledger_file *f = &lr->files[i];
         add_scanned(ix, &run, run_name, f->seq, (d9_segment_kind)f->kind, f->size, f->mtime_ns);
+    }
+    if (unchecked && run >= 0) {
+        ix->runs[run].unchecked = true;
+        ix->runs[run].dir_mtime_ns = lr->dir_mtime_ns;
+        ix->unchecked_runs++;
     }
 }
 
@@ -239,10 +246,16 @@ static int64_t realtime_now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static void sort_entries(d9_tf_index *ix) {
+    if (ix->end > ix->head)
+        qsort_r(ix->entries + ix->head, ix->end - ix->head, sizeof *ix->entries, entry_cmp, ix);
+}
+
 /* Every run directory's trace files. The file system's entry types say which entries are
  * directories (a stat only where it does not tell). A run the ledger wrote down costs one
- * fstatat (its directory's mtime unchanged); any other its directory's few calls and one stat
- * per trace file in it: the scan runs at every start, over every run kept. */
+ * fstatat (its directory's mtime unchanged), or nothing within the trust window; any other its
+ * directory's few calls and one stat per trace file in it: the scan runs at every start, over
+ * every run kept. */
 int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_seq) {
     *next_seq = 0;
     dir_reader *top = malloc(2 * sizeof *top), *run = top + 1;
@@ -257,6 +270,7 @@ int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_se
     d9_ledger led;
     d9_ledger_read(&led, top->fd);
     ledger_notes ln = {.now_ns = realtime_now_ns()};
+    bool trusted = d9_ledger_trusted(&led, ln.now_ns);
     size_t from_ledger = 0;
     const struct dirent64 *de;
     while ((de = next_entry(top)) != NULL) {
@@ -278,17 +292,22 @@ int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_se
                 continue;
             have_st = true;
         }
-        if (led.n && strcmp(de->d_name, current_run) != 0 &&
-            (have_st || (fstatat(top->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)))) {
-            const d9_ledger_run *lr = d9_ledger_find(&led, de->d_name, mtime_ns_of(&st));
+        if (led.n && strcmp(de->d_name, current_run) != 0) {
+            const d9_ledger_run *lr = NULL;
+            if (trusted) lr = d9_ledger_latest(&led, de->d_name);
+            else if (have_st || (fstatat(top->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)))
+                lr = d9_ledger_find(&led, de->d_name, mtime_ns_of(&st));
             if (lr) {
-                add_from_ledger(ix, de->d_name, lr);
+                add_from_ledger(ix, de->d_name, lr, trusted);
                 from_ledger++;
                 continue;
             }
         }
-        scan_run_dir(ix, top->fd, de->d_name, current_run, next_seq, run, &ln);
+        scan_run_dir(ix, top->fd, de->d_name, -2, current_run, next_seq, run, &ln);
     }
+    /* every run checked: the next scans may take the lines unchecked for a while (a trace
+     * directory with nothing written down gets no ledger for it) */
+    if (!trusted && (led.n || ln.out.runs)) d9_ledger_add_verified(&ln.out, ln.now_ns);
     /* mostly dead lines (runs deleted or changed since): written again, with only the live */
     bool rewrite = led.lines - from_ledger > from_ledger + 64;
     d9_ledger_write(top->fd, &led, &ln.out, rewrite);
@@ -296,9 +315,46 @@ int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_se
     d9_ledger_free(&led);
     close(top->fd);
     free(top);
-    if (ix->end > ix->head)
-        qsort_r(ix->entries + ix->head, ix->end - ix->head, sizeof *ix->entries, entry_cmp, ix);
+    sort_entries(ix);
     return 0;
+}
+
+/* Drop run slot `run`'s entries (and their bytes) from the index. */
+static void drop_run_entries(d9_tf_index *ix, uint32_t run) {
+    size_t out = ix->head;
+    for (size_t i = ix->head; i < ix->end; i++) {
+        if (ix->entries[i].run == run) ix->bytes -= ix->entries[i].size;
+        else ix->entries[out++] = ix->entries[i];
+    }
+    ix->end = out;
+    ix->runs[run].files = 0;
+}
+
+bool d9_tf_index_check(d9_tf_index *ix) {
+    if (ix->unchecked_runs == 0) return false;
+    int top_fd = open(ix->trace_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    dir_reader *r = malloc(sizeof *r);
+    bool changed = false;
+    for (size_t i = 0; i < ix->nruns; i++) {
+        d9_tf_run *run = &ix->runs[i];
+        if (!run->unchecked) continue;
+        run->unchecked = false;
+        struct stat st;
+        if (top_fd >= 0 && fstatat(top_fd, run->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+            mtime_ns_of(&st) == run->dir_mtime_ns)
+            continue;
+        /* changed or gone (or cannot tell): what is there now, or nothing */
+        drop_run_entries(ix, (uint32_t)i);
+        changed = true;
+        uint64_t unused_seq = 0;
+        if (top_fd >= 0 && r) scan_run_dir(ix, top_fd, run->name, (int)i, "", &unused_seq, r, NULL);
+    }
+    ix->unchecked_runs = 0;
+    free(r);
+    if (top_fd >= 0) close(top_fd);
+    if (changed) sort_entries(ix);
+    if (ix->head == ix->end) ix->head = ix->end = 0;
+    return true;
 }
 
 const d9_segment_kind d9_tf_compressed_kinds[2] = {D9_SEGMENT_GZIP, D9_SEGMENT_ZSTD};

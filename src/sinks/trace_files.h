@@ -32,6 +32,8 @@ typedef struct d9_tf_entry {
 typedef struct d9_tf_run {
     char *name;
     size_t files; /* indexed entries in this run directory */
+    bool unchecked;       /* taken from the ledger without checking its directory's mtime */
+    int64_t dir_mtime_ns; /* the mtime the ledger wrote down (when unchecked) */
 } d9_tf_run;
 
 typedef struct d9_tf_index {
@@ -43,6 +45,7 @@ typedef struct d9_tf_index {
     uint64_t bytes;        /* sizes of the indexed entries */
     uint64_t pinned_bytes; /* trace files counted but never deleted (see d9_tf_index_delete_oldest) */
     uint64_t spare_bytes[D9_SPARE_SLOTS]; /* the spare reserves found by the scan (in pinned_bytes) */
+    size_t unchecked_runs; /* runs with .unchecked set: see d9_tf_index_check */
 } d9_tf_index;
 
 /* 0, or -ENOMEM. */
@@ -51,12 +54,21 @@ void d9_tf_index_free(d9_tf_index *ix);
 
 /* Index the trace files in trace_dir's run directories (one level; symlinks are not followed).
  * Run directories that nothing writes to any more are taken from trace_dir's ledger
- * (run_ledger.h) while unchanged, and written down there when first found settled.
+ * (run_ledger.h) while unchanged, and written down there when first found settled. Within
+ * D9_LEDGER_TRUST_NS of a scan that checked every run, the ledger's lines are taken without
+ * checking (the runs are marked unchecked): call d9_tf_index_check before deleting anything.
  * A .active file that another writer holds locked (see d9_tf_lock_active), and the spare
  * reserves (spare_reserve.h), are counted in pinned_bytes and never deleted. *next_seq gets 1 + the highest N found in run directory
  * current_run (0 when none), so a reused run id never overwrites its files.
  * Returns 0, or -errno when trace_dir cannot be read. */
 int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_seq);
+
+/* Check the runs taken from the ledger unchecked, as a scan outside the trust window would:
+ * one whose directory changed (or went) since its line is read again. Then the index is what
+ * is on disk, so deletions go by it: a file deleted behind the ledger's back must not make a
+ * writer think the budget is full and delete another. Returns whether there was anything to
+ * check (the totals may have changed). */
+bool d9_tf_index_check(d9_tf_index *ix);
 
 /* The slot of a run directory name, added if new; -1 when out of memory. */
 int d9_tf_index_run(d9_tf_index *ix, const char *run);

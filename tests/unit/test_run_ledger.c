@@ -3,7 +3,9 @@
  * scan: settled runs are written down, live, recent and current ones never; a later scan gives
  * the same index from the ledger (and does use it: a line changed behind its back shows), a run
  * directory that changed since is read again, a ledger of mostly dead lines is written again,
- * and a damaged ledger costs nothing but the full scan. */
+ * and a damaged ledger costs nothing but the full scan. The trust window: after a scan that
+ * checked every run, lines are taken unchecked until d9_tf_index_check, and a writer checks
+ * them before it deletes anything by them. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 
 #include "check.h"
 #include "sinks/run_ledger.h"
+#include "sinks/segment_writer.h"
 #include "sinks/trace_files.h"
 #include "trace_files_util.h"
 
@@ -29,12 +32,24 @@ static void test_parse(void) {
                         "x f 10 0\n"                        /* not a line of ours */
                         "r a 11 1 3.0.7.8\n"                /* a later line of a */
                         "r g 99999999999999999999999 0\n"   /* out of range */
+                        "v 500\n"                           /* checked every run at 500 */
+                        "v 700\n"                           /* and at 700 */
+                        "v 600\n"                           /* appended late by a racing scan */
+                        "v -3\n"                            /* not a time */
+                        "v 800 x\n"                         /* junk after it */
                         "r h 12 1 4.0.9.9";                 /* cut: no newline */
     d9_ledger l = {0};
     CHECK(d9_ledger_parse(&l, text, sizeof text - 1));
-    CHECK_EQ_U64(l.lines, 9);
+    CHECK_EQ_U64(l.lines, 14);
+    CHECK_EQ_U64(l.verified_ns, 700);
+    CHECK(d9_ledger_trusted(&l, 700));
+    CHECK(d9_ledger_trusted(&l, 700 + D9_LEDGER_TRUST_NS - 1));
+    CHECK(!d9_ledger_trusted(&l, 700 + D9_LEDGER_TRUST_NS)); /* too long ago */
+    CHECK(!d9_ledger_trusted(&l, 699));                      /* the clock went back */
     CHECK_EQ_U64(l.n, 2); /* both lines of a */
     CHECK(d9_ledger_find(&l, "a", 10) == NULL); /* the later line wins */
+    CHECK(!l.runs[0].used && !l.runs[1].used);  /* a line that did not match is not kept */
+    CHECK(d9_ledger_latest(&l, "a") == &l.runs[1]);
     d9_ledger_run *a = d9_ledger_find(&l, "a", 11);
     CHECK(a != NULL);
     if (a) {
@@ -53,9 +68,11 @@ static void test_parse(void) {
     d9_ledger_add(&o, "run-1", -42, files, 2);
     d9_ledger_add(&o, "with space", 1, files, 1); /* not written: readers could not parse it */
     d9_ledger_add(&o, "empty", 5, NULL, 0);
+    d9_ledger_add_verified(&o, 1234);
     CHECK_EQ_U64(o.runs, 2);
     CHECK(d9_ledger_parse(&l, o.buf, o.len));
     CHECK_EQ_U64(l.n, 2);
+    CHECK_EQ_U64(l.verified_ns, 1234);
     d9_ledger_run *r = d9_ledger_find(&l, "run-1", -42);
     CHECK(r && r->nfiles == 2 && r->files[0].kind == 3 && r->files[0].mtime_ns == -3 && r->files[1].seq == 9);
     CHECK(d9_ledger_find(&l, "empty", 5) != NULL);
@@ -97,14 +114,23 @@ static void make_run(const char *dir, const char *name, size_t size0, int ago) {
 }
 
 typedef struct scanned {
-    uint64_t bytes, pinned, entries, next_seq;
+    uint64_t bytes, pinned, entries, next_seq, unchecked;
     char sig[8192]; /* every entry, oldest first */
 } scanned;
 
-static void scan(const char *dir, scanned *out) {
+/* The index a scan gives; with check, after d9_tf_index_check. */
+static void scan_then(const char *dir, scanned *out, bool check) {
     d9_tf_index ix;
     CHECK(d9_tf_index_init(&ix, dir) == 0);
     CHECK(d9_tf_index_scan(&ix, "cur", &out->next_seq) == 0);
+    size_t unchecked = 0;
+    for (size_t i = 0; i < ix.nruns; i++) unchecked += ix.runs[i].unchecked;
+    CHECK_EQ_U64(unchecked, ix.unchecked_runs);
+    if (check) {
+        CHECK(d9_tf_index_check(&ix) == (unchecked > 0));
+        CHECK_EQ_U64(ix.unchecked_runs, 0);
+    }
+    out->unchecked = ix.unchecked_runs;
     out->bytes = ix.bytes;
     out->pinned = ix.pinned_bytes;
     out->entries = ix.end - ix.head;
@@ -118,16 +144,24 @@ static void scan(const char *dir, scanned *out) {
     d9_tf_index_free(&ix);
 }
 
-static int ledger_lines(const char *dir) {
+static void scan(const char *dir, scanned *out) { scan_then(dir, out, false); }
+
+/* The ledger's lines starting with `kind` ('r': runs, 'v': scans that checked every run). */
+static int ledger_lines_of(const char *dir, char kind) {
     char p[1024];
     snprintf(p, sizeof p, "%s/" D9_LEDGER_NAME, dir);
     FILE *f = fopen(p, "r");
     if (!f) return -1;
-    int n = 0, c;
-    while ((c = fgetc(f)) != EOF) n += c == '\n';
+    int n = 0, c, prev = '\n';
+    while ((c = fgetc(f)) != EOF) {
+        n += prev == '\n' && c == kind;
+        prev = c;
+    }
     fclose(f);
     return n;
 }
+
+static int ledger_lines(const char *dir) { return ledger_lines_of(dir, 'r'); }
 
 static void replace_ledger(const char *dir, const char *text) {
     char p[1024];
@@ -150,6 +184,34 @@ static char *read_ledger(const char *dir) {
     fclose(f);
     buf[n] = 0;
     return strdup(buf);
+}
+
+/* The ledger with its "v" lines replaced by one `ago_s` seconds back. */
+static void set_verified_ago(const char *dir, int64_t ago_s) {
+    char *text = read_ledger(dir);
+    size_t len = strlen(text), out = 0;
+    for (size_t i = 0; i < len;) { /* keep every line but the "v" ones */
+        char *nl = strchr(text + i, '\n');
+        size_t end = nl ? (size_t)(nl - text) + 1 : len;
+        if (text[i] != 'v') {
+            memmove(text + out, text + i, end - i);
+            out += end - i;
+        }
+        i = end;
+    }
+    text[out] = 0;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    char line[64];
+    snprintf(line, sizeof line, "v %lld\n", (long long)(now.tv_sec - ago_s) * 1000000000ll + now.tv_nsec);
+    char *both = malloc(out + sizeof line);
+    if (both) {
+        memcpy(both, text, out);
+        strcpy(both + out, line);
+        replace_ledger(dir, both);
+    }
+    free(both);
+    free(text);
 }
 
 static void test_scan(void) {
@@ -178,6 +240,8 @@ static void test_scan(void) {
     CHECK_EQ_U64(s1.pinned, 33);
     CHECK_EQ_U64(s1.next_seq, 2);
     CHECK_EQ_U64(ledger_lines(dir), 10); /* run0..run9 only */
+    CHECK_EQ_U64(ledger_lines_of(dir, 'v'), 1); /* and that every run was checked */
+    CHECK_EQ_U64(s1.unchecked, 0);
     char *text = read_ledger(dir);
     CHECK(strstr(text, "r run3 ") != NULL && !strstr(text, "r cur ") && !strstr(text, "r live ") && !strstr(text, "r recent "));
 
@@ -189,6 +253,11 @@ static void test_scan(void) {
     CHECK_EQ_U64(s2.next_seq, 2);
     CHECK_STR(s2.sig, s1.sig);
     CHECK_EQ_U64(ledger_lines(dir), 10); /* nothing new to write down */
+    CHECK_EQ_U64(s2.unchecked, 10);      /* within the trust window: taken unchecked */
+    CHECK_EQ_U64(ledger_lines_of(dir, 'v'), 1);
+    scan_then(dir, &s2, true); /* a check that finds every run as written down changes nothing */
+    CHECK_STR(s2.sig, s1.sig);
+    CHECK_EQ_U64(s2.bytes, s1.bytes);
 
     /* it is used: a size changed in run3's line (its directory unchanged) shows */
     char *at = strstr(text, "r run3 ");
@@ -204,12 +273,29 @@ static void test_scan(void) {
     }
     free(text);
 
-    /* a run directory that changed since its line: read again */
+    /* a run directory that changed since its line: within the trust window, taken as the
+     * line says until checked; then read again */
     snprintf(p, sizeof p, "%s/run5/trace.2.bin", dir);
     write_file(p, 1000);
     scan(dir, &s3);
+    CHECK_EQ_U64(s3.bytes, s1.bytes);
+    CHECK_EQ_U64(s3.unchecked, 10);
+    scan_then(dir, &s3, true);
     CHECK_EQ_U64(s3.bytes, s1.bytes + 1000);
     CHECK_EQ_U64(s3.entries, s1.entries + 1);
+    CHECK(strstr(s3.sig, "run5/2.0:1000@") != NULL);
+    /* the last check too long ago: every run checked by the scan itself, and written down */
+    set_verified_ago(dir, D9_LEDGER_TRUST_NS / 1000000000 + 1);
+    scan(dir, &s3);
+    CHECK_EQ_U64(s3.unchecked, 0);
+    CHECK_EQ_U64(s3.bytes, s1.bytes + 1000);
+    CHECK_EQ_U64(s3.entries, s1.entries + 1);
+    CHECK_EQ_U64(ledger_lines_of(dir, 'v'), 2);
+    /* a check "in the future" (the clock was set back): not trusted either */
+    set_verified_ago(dir, -3600);
+    scan(dir, &s3);
+    CHECK_EQ_U64(s3.unchecked, 0);
+    CHECK_EQ_U64(ledger_lines_of(dir, 'v'), 2);
 
     /* damaged: the full scan, and the lines written again */
     replace_ledger(dir, "r run1 12 1 0.0.1.1\ngarbage\n\x01\x02\nr run2 x\n");
@@ -254,8 +340,61 @@ static void test_scan(void) {
     free(dir);
 }
 
+/* Three settled runs (a oldest, then b, c: 1050 bytes each) written down by a scan that checked
+ * them all, then b's trace.0.bin deleted behind the ledger's back; a writer whose budget is
+ * max_total writes 400 bytes. Returns whether a's trace.0.bin is still there. */
+static bool writer_after_deletion_behind_ledger(uint64_t max_total, uint64_t *deleted) {
+    char *dir = d9t_mkdtemp("ledger-writer");
+    make_run(dir, "a", 1000, 300);
+    make_run(dir, "b", 1000, 200);
+    make_run(dir, "c", 1000, 100);
+    scanned s;
+    scan(dir, &s);
+    CHECK_EQ_U64(s.bytes, 3 * 1050);
+    CHECK_EQ_U64(ledger_lines(dir), 3);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/b/trace.0.bin", dir);
+    CHECK(unlink(p) == 0);
+
+    char err[256] = "";
+    d9_segw_config cfg = {.trace_dir = dir, .run_id = "w", .max_file_size = 500, .max_total_size = max_total};
+    d9_segment_writer *w = d9_segw_open(&cfg, err, sizeof err);
+    CHECK(w != NULL);
+    if (w) {
+        char buf[400];
+        memset(buf, 'z', sizeof buf);
+        CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+        d9_segw_stats st;
+        d9_segw_get_stats(w, &st);
+        *deleted = st.files_deleted;
+        CHECK_EQ_U64(st.bytes_on_disk, d9t_tree_bytes(dir, true)); /* by what is there, not by the ledger */
+        d9_segw_close(w);
+    }
+    snprintf(p, sizeof p, "%s/a/trace.0.bin", dir);
+    bool kept = access(p, F_OK) == 0;
+    snprintf(p, sizeof p, "%s/c/trace.0.bin", dir);
+    CHECK(access(p, F_OK) == 0); /* the newest run's file is never the one to go */
+    d9t_rm_rf(dir);
+    free(dir);
+    return kept;
+}
+
+/* The writer takes the ledger's word unchecked at its start, but checks it before deleting: a
+ * file deleted behind the ledger's back must not make it delete another. */
+static void test_checked_before_delete(void) {
+    uint64_t deleted = 99;
+    /* 2 150 bytes really there + 400 fit in 3 000 (the ledger's 3 150 would not) */
+    CHECK(writer_after_deletion_behind_ledger(3000, &deleted));
+    CHECK_EQ_U64(deleted, 0);
+    /* 2 150 + 400 do not fit in 2 500: the oldest file goes, and only it */
+    deleted = 99;
+    CHECK(!writer_after_deletion_behind_ledger(2500, &deleted));
+    CHECK_EQ_U64(deleted, 1);
+}
+
 int main(void) {
     test_parse();
     test_scan();
+    test_checked_before_delete();
     return d9t_summary("test_run_ledger");
 }

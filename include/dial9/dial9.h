@@ -224,7 +224,11 @@ D9_API int d9_start_or_disabled(const d9_config *cfg);
  * Safe to call twice, or without a start. Afterwards hooks are no-ops until d9_start. */
 D9_API void d9_stop(void);
 
-/* Pause (false) or resume (true) recording without closing files. Cheap: one store. */
+/* Pause (false) or resume (true) recording without closing files. Cheap: two stores. While
+ * paused, hooks record nothing, except the end of what a thread began before the pause: a
+ * poll's end (d9_poll_end) and a park's unpark (d9_unpark) are still recorded when the poll or
+ * park started while recording, so a pause never cuts an interval's end off (a pause from
+ * inside a callback, or while a worker waits in its poller). */
 D9_API void d9_set_enabled(bool enabled);
 
 /* Why the last failed call of this thread failed (a static or thread-local string); the code
@@ -296,9 +300,13 @@ D9_API const d9_loc *d9_loc_intern(const char *name);
  * ---------------------------------------------------------------------------------------- */
 
 D9_API extern int d9__active; /* nonzero while recording; read by the wrappers (relaxed atomic) */
+/* while a recording is paused (d9_set_enabled(false)): bit 0, poll ends may be owed; bit 1,
+ * unparks (each cleared once no thread owes one) */
+D9_API extern int d9__paused;
 /* Wrappers are inlined even at -O0 (D9_INLINE): the disabled cost stays one load and a
  * branch, and a stack captured inside a hook starts at the caller, not at a wrapper. */
 #define D9__ACTIVE() __builtin_expect(__atomic_load_n(&d9__active, __ATOMIC_RELAXED), 0)
+#define D9__PAUSED(bit) __builtin_expect(__atomic_load_n(&d9__paused, __ATOMIC_RELAXED) & (bit), 0)
 
 D9_API uint32_t d9__worker_begin(const char *runtime, uint32_t index);
 D9_API void d9__worker_end(void);
@@ -306,6 +314,9 @@ D9_API void d9__poll_begin(uint64_t task_id, const d9_loc *where);
 D9_API void d9__poll_end(void);
 D9_API void d9__park(void);
 D9_API void d9__unpark(void);
+/* While paused: the end of a poll / park this thread began while recording (else nothing). */
+D9_API void d9__poll_end_paused(void);
+D9_API void d9__unpark_paused(void);
 D9_API void d9__wake(uint64_t woken_task_id);
 D9_API void d9__task_spawn(uint64_t task_id, const d9_loc *where);
 D9_API void d9__task_spawn_object(uint64_t task_id, const d9_loc *where, const void *object);
@@ -333,6 +344,7 @@ D9_INLINE void d9_poll_begin(uint64_t task_id, const d9_loc *where) {
 }
 D9_INLINE void d9_poll_end(void) {
     if (D9__ACTIVE()) d9__poll_end();
+    else if (D9__PAUSED(1)) d9__poll_end_paused();
 }
 
 /* The worker is about to block in its poller (epoll_wait, a condition variable...) / has
@@ -344,6 +356,7 @@ D9_INLINE void d9_park(void) {
 }
 D9_INLINE void d9_unpark(void) {
     if (D9__ACTIVE()) d9__unpark();
+    else if (D9__PAUSED(2)) d9__unpark_paused();
 }
 
 /* This thread wakes task `woken_task_id` (uv_async_send, a runtime's own wake...). The waking

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/pause_ends.h"
 #include "core/schedstat.h"
 #include "core/workers.h"
 
@@ -34,6 +35,7 @@ double d9_collector_drain(d9_collector *c) {
     }
     d9_col_encode_upload_loss(c, false); /* deletions during the last drain's writes */
     double fullest = d9_col_merge(c);
+    d9_pause_ends_settle(c->threads, c->thread_count); /* before the hand-over frees the list */
     d9_col_hand_over(c);
     return fullest;
 }

@@ -13,6 +13,7 @@
 #include "dial9/dial9.h"
 
 int d9__active;
+int d9__paused;
 
 #define BEGIN(words)                                                                       \
     d9_thread *t = d9_thread_current();                                                    \
@@ -28,12 +29,21 @@ void d9__poll_begin(uint64_t task_id, const d9_loc *where) {
     r[2] = loc | (uint64_t)t->local_queue << 32;
     d9_thread_commit(t, D9_REC_WORDS_POLL_BEGIN);
     t->unpark_ticks = 0; /* a readiness wake after a poll was not found by that unpark */
+    __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED); /* read by pause_ends.c */
 }
 
 void d9__poll_end(void) {
     BEGIN(D9_REC_WORDS_POLL_END);
     r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_POLL_END);
     d9_thread_commit(t, D9_REC_WORDS_POLL_END);
+    __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED);
+}
+
+/* Paused: only an end whose begin was recorded (a pause from inside the poll). Polls do not
+ * nest in the format (the adapters end the outer one before an inner one begins): one flag. */
+void d9__poll_end_paused(void) {
+    d9_thread *t = d9_thread_current();
+    if (t && __atomic_load_n(&t->in_poll, __ATOMIC_RELAXED)) d9__poll_end();
 }
 
 static void park_record(unsigned kind) {
@@ -56,6 +66,7 @@ static void park_record(unsigned kind) {
         }
     }
     t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
+    __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
     uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_PARK);
     if (!r) return;
     r[0] = D9_REC_HEADER(now, kind);
@@ -67,6 +78,12 @@ static void park_record(unsigned kind) {
 
 void d9__park(void) { park_record(D9_REC_PARK); }
 void d9__unpark(void) { park_record(D9_REC_UNPARK); }
+
+/* Paused: only the unpark of a park that was recorded (a pause while the worker waited). */
+void d9__unpark_paused(void) {
+    d9_thread *t = d9_thread_current();
+    if (t && __atomic_load_n(&t->parked, __ATOMIC_RELAXED)) park_record(D9_REC_UNPARK);
+}
 
 void d9__wake(uint64_t woken_task_id) {
     BEGIN(D9_REC_WORDS_WAKE);

@@ -15,6 +15,7 @@
 #include "core/config_abi.h"
 #include "core/last_error.h"
 #include "core/own_thread_name.h"
+#include "core/pause_ends.h"
 #include "core/recorder_hooks.h"
 #include "core/run_metadata.h"
 #include "core/schedstat.h"
@@ -101,6 +102,7 @@ static void forget_in_child(void) {
     /* The child has our memory but not our background thread, and must never write into the
      * parent's files: drop everything without touching it. */
     __atomic_store_n(&d9__active, 0, __ATOMIC_RELAXED);
+    d9_pause_ends_clear();
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     g_rec.lifecycle = m;
@@ -316,6 +318,7 @@ void d9_stop(void) {
         return;
     }
     __atomic_store_n(&d9__active, 0, __ATOMIC_RELAXED);
+    d9_pause_ends_clear();
     pthread_mutex_lock(&r->wake_lock);
     r->stop_requested = true;
     pthread_cond_broadcast(&r->wake);
@@ -338,7 +341,10 @@ void d9_stop(void) {
 void d9_set_enabled(bool enabled) {
     recorder *r = &g_rec;
     pthread_mutex_lock(&r->lifecycle);
+    bool was_active = __atomic_load_n(&d9__active, __ATOMIC_RELAXED);
     __atomic_store_n(&d9__active, enabled && r->running, __ATOMIC_RELAXED);
+    if (enabled || !r->running) d9_pause_ends_clear();
+    else if (was_active) d9_pause_ends_begin(); /* pausing twice: the first pause's ends stand */
     pthread_mutex_unlock(&r->lifecycle);
 }
 

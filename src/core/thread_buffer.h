@@ -38,6 +38,8 @@ typedef struct d9_thread {
     uint64_t limit;           /* head may grow up to here without looking at the tail */
     _Atomic uint64_t head_pub;/* head as published to the consumer */
     uint32_t local_queue;
+    bool in_poll;             /* a poll begin recorded without its end yet (d9__poll_end_paused) */
+    bool parked;              /* a park recorded without its unpark yet (d9__unpark_paused) */
     bool drop_pending;        /* a DROPPED record is owed */
     uint32_t worker_pending;  /* a WORKER_BEGIN (id) / END (255) record is owed; UINT32_MAX: none */
     int schedstat_fd;         /* -1: not opened yet, -2: unavailable */

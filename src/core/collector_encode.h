@@ -69,6 +69,11 @@ static ALWAYS_INLINE bool encode_core(d9_collector *c, const out_event *e) {
         p = d9_raw_u32(p, (uint32_t)e->v[4]);
         d9_buf_commit(b, p);
         break;
+    case D9_SCH_TASK_OBJECT:
+        if (!(p = begin_core(c, e))) break;
+        p = d9_raw_varint(p, e->v[0]);
+        d9_buf_commit(b, d9_raw_varint(p, e->v[1]));
+        break;
     case D9_SCH_WAKE:
         if (!(p = begin_core(c, e))) break;
         p = d9_raw_varint(p, e->v[0]);

@@ -158,7 +158,7 @@ static const uint8_t hook_words[256] = {
     [D9_REC_POLL_BEGIN] = D9_REC_WORDS_POLL_BEGIN, [D9_REC_POLL_END] = D9_REC_WORDS_POLL_END,
     [D9_REC_PARK] = D9_REC_WORDS_PARK,             [D9_REC_UNPARK] = D9_REC_WORDS_PARK,
     [D9_REC_WAKE] = D9_REC_WORDS_WAKE,             [D9_REC_WAKE_READY] = D9_REC_WORDS_WAKE,
-    [D9_REC_TERMINATE] = D9_REC_WORDS_TERMINATE,
+    [D9_REC_TERMINATE] = D9_REC_WORDS_TERMINATE, [D9_REC_SPAWN] = D9_REC_WORDS_SPAWN,
 };
 
 /* d9_raw_event's bytes (a timestamp reset first when the delta does not fit in 24 bits or goes
@@ -188,7 +188,8 @@ static inline __attribute__((always_inline)) uint8_t *hook_event_header(uint8_t 
 
 #define HOOK_WORDS_MAX D9_REC_WORDS_PARK
 _Static_assert(D9_REC_WORDS_POLL_BEGIN <= HOOK_WORDS_MAX && D9_REC_WORDS_WAKE <= HOOK_WORDS_MAX &&
-               D9_REC_WORDS_TERMINATE <= HOOK_WORDS_MAX, "the longest record the fast path takes");
+                   D9_REC_WORDS_TERMINATE <= HOOK_WORDS_MAX && D9_REC_WORDS_SPAWN <= HOOK_WORDS_MAX,
+               "the longest record the fast path takes");
 
 typedef enum fast_stop {
     FAST_GENERAL, /* the record at the cursor is the next to take, by decode_record */
@@ -197,7 +198,7 @@ typedef enum fast_stop {
     FAST_YIELD,   /* the next record (peeked) comes after another thread's or a source's */
 } fast_stop;
 
-/* The records every hook makes (polls, parks, wakes, terminations), decoded and encoded
+/* The records every hook makes (polls, parks, wakes, spawns, terminations), decoded and encoded
  * straight from the ring into the output buffer: cursor, output pointer, timestamp base and
  * task in registers, room checked once against the worst case, counts added once per run.
  * The same bytes as decode_record + emit, which take over for anything else: another kind, a
@@ -225,6 +226,7 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
     uint64_t bound = others - 1 < src_ts ? others - 1 : src_ts;
     if (others == 0) lim = 0;
     uint64_t pos = k->pos, n = k->words, ts = k->next_ts, task = t->c_task, taken = 0;
+    uint64_t twins = 0; /* records that made a second event (a spawn's TaskObjectEvent) */
     const uint64_t worker = t->c_worker;
     uint64_t ts_base = c->st.ts_base;
     uint32_t ready = 0;          /* schemas seen written in this stream (bit per id) */
@@ -232,7 +234,9 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
     fast_stop stop;
 #define SCHEMA_READY(id) \
     (__builtin_expect((ready >> (id)) & 1, 1) || (c->schema_mark[id] == stream && (ready |= 1u << (id))))
-    _Static_assert(D9_SCH_TASK_TERMINATE < 32 && D9_SCH_WAKE < 32, "ready has a bit per hook schema");
+    _Static_assert(D9_SCH_TASK_TERMINATE < 32 && D9_SCH_WAKE < 32 && D9_SCH_TASK_SPAWN < 32 &&
+                       D9_SCH_TASK_OBJECT < 32,
+                   "ready has a bit per hook schema");
     for (;;) {
         const uint64_t *r = base + (pos & mask);
         switch (D9_REC_KIND(r[0])) {
@@ -257,6 +261,28 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
             p = hook_event_header(p, &ts_base, D9_SCH_POLL_END, ts);
             p = d9_raw_varint(p, worker);
             break;
+        case D9_REC_SPAWN: {
+            /* with its object: two events, so room for a second one after the first */
+            uint32_t loc = (uint32_t)r[2];
+            if (!SCHEMA_READY(D9_SCH_TASK_SPAWN) || (r[3] && (!SCHEMA_READY(D9_SCH_TASK_OBJECT) ||
+                                                              p + HOOK_EVENT_MAX > p_stop)))
+                goto general;
+            if (loc != loc_ok) {
+                if (loc >= c->loc_mark_len || c->loc_mark[loc] != stream) goto general;
+                loc_ok = loc;
+            }
+            p = hook_event_header(p, &ts_base, D9_SCH_TASK_SPAWN, ts);
+            p = d9_raw_varint(p, r[1]);
+            p = d9_raw_u32(p, loc);
+            p = d9_raw_u8(p, 1); /* instrumented */
+            if (r[3]) {
+                p = hook_event_header(p, &ts_base, D9_SCH_TASK_OBJECT, ts);
+                p = d9_raw_varint(p, r[1]);
+                p = d9_raw_varint(p, r[3]);
+                twins++;
+            }
+            break;
+        }
         case D9_REC_TERMINATE:
             if (!SCHEMA_READY(D9_SCH_TASK_TERMINATE)) goto general;
             p = hook_event_header(p, &ts_base, D9_SCH_TASK_TERMINATE, ts);
@@ -327,9 +353,9 @@ out:
     c->out.len = (size_t)(p - data);
     c->st.ts_base = ts_base;
     t->c_task = task;
-    t->c_events += taken;
-    c->recorded_in_drain += taken;
-    c->out_events += taken;
+    t->c_events += taken + twins;
+    c->recorded_in_drain += taken + twins;
+    c->out_events += taken + twins;
     return stop;
 }
 

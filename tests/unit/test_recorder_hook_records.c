@@ -1,6 +1,7 @@
 /* The hooks' events as the collector writes them, field by field, in long runs: polls (task
  * ids of one and of eight varint bytes, a local queue past 255 that saturates), wakes from a
- * task and from the poller, parks and unparks, terminations, with pauses longer than a 24-bit
+ * task and from the poller, parks and unparks, spawns (with the object a task stands for: two
+ * events from one record, and without), terminations, with pauses longer than a 24-bit
  * timestamp delta and segments small enough that runs end at a segment's end. The collector
  * encodes these records on its fast path (collector_merge.c, take_fast) and falls back to the
  * general one at every such edge; either way each event must decode to what was recorded, in
@@ -15,7 +16,7 @@
 #define ITERATIONS 40000
 
 typedef struct hook_event {
-    char kind; /* S poll start, E poll end, W wake, P park, U unpark, T terminate */
+    char kind; /* S poll start, E poll end, W wake, P park, U unpark, N spawn, O its object, T terminate */
     uint64_t a, b, c;
 } hook_event;
 
@@ -57,6 +58,14 @@ static void on_event(const d9_event *ev, void *ctx) {
             d9t_field_u(ev, "target_worker"));
     } else if (park || unpark) {
         add(s, park ? 'P' : 'U', d9t_field_u(ev, "local_queue"), 0, 0);
+    } else if (!strcmp(name, "TaskSpawnEvent")) {
+        d9_dec_str loc;
+        if (!d9_value_str(d9_event_field(ev, "spawn_loc"), &loc) ||
+            !memmem(loc.ptr, loc.len, "test_recorder_hook_records.c:", 29))
+            s->loc_bad++;
+        add(s, 'N', d9t_field_u(ev, "task_id"), d9t_field_u(ev, "instrumented"), 0);
+    } else if (!strcmp(name, "TaskObjectEvent")) {
+        add(s, 'O', d9t_field_u(ev, "task_id"), d9t_field_u(ev, "object"), 0);
     } else if (!strcmp(name, "TaskTerminateEvent")) {
         add(s, 'T', d9t_field_u(ev, "task_id"), 0, 0);
     }
@@ -75,9 +84,19 @@ int main(void) {
     CHECK(d9_start(&cfg) == 0);
     seen want = {0};
     want.worker = d9_worker_begin("hooks", 0);
-    const d9_loc *where = D9_HERE;
+    const d9_loc *where = D9_HERE, *spawned_at = D9_HERE;
     for (int i = 0; i < ITERATIONS; i++) {
         uint64_t task = task_of(i), queue = (uint64_t)(i % 300);
+        if (i % 3) {
+            /* objects of one and of ten varint bytes */
+            uint64_t object = i % 3 == 1 ? (uint64_t)(i & 0x7f) + 1 : (1ull << 63) + (uint64_t)i;
+            d9_task_spawn_object(task, spawned_at, (const void *)(uintptr_t)object);
+            add(&want, 'N', task, 1, 0);
+            add(&want, 'O', task, object, 0);
+        } else {
+            d9_task_spawn(task, spawned_at);
+            add(&want, 'N', task, 1, 0);
+        }
         d9_set_local_queue((uint32_t)queue);
         d9_poll_begin(task, where);
         add(&want, 'S', task, queue > 255 ? 255 : queue, 0);

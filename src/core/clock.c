@@ -75,6 +75,11 @@ d9_anchor d9_clock_anchor_now(void) {
 
 d9_anchor d9_clock_map_sample(d9_clock_map *m) {
     d9_anchor best = d9_clock_anchor_now();
+    d9_clock_map_add(m, best);
+    return best;
+}
+
+void d9_clock_map_add(d9_clock_map *m, d9_anchor best) {
     d9_anchor prev = m->count ? m->anchors[(m->count - 1) % D9_CLOCK_ANCHORS] : best;
     m->anchors[m->count % D9_CLOCK_ANCHORS] = best;
     m->count++;
@@ -89,7 +94,6 @@ d9_anchor d9_clock_map_sample(d9_clock_map *m) {
     }
     if (m->count > 1 && best.ticks > m->first.ticks)
         m->slope_long = (double)(int64_t)(best.mono_ns - m->first.mono_ns) / (double)(int64_t)(best.ticks - m->first.ticks);
-    return best;
 }
 
 static uint64_t along(d9_anchor a, double slope, uint64_t ticks) {

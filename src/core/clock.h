@@ -59,6 +59,8 @@ typedef struct d9_clock_map {
 void d9_clock_map_init(d9_clock_map *m);
 /* Take a new anchor now (retries a read interrupted by preemption). Returns it. */
 d9_anchor d9_clock_map_sample(d9_clock_map *m);
+/* Take a given anchor (the sample's second half; tests give their own). */
+void d9_clock_map_add(d9_clock_map *m, d9_anchor a);
 /* Convert raw ticks to CLOCK_MONOTONIC ns. */
 uint64_t d9_clock_map_to_ns(const d9_clock_map *m, uint64_t ticks);
 static inline uint64_t d9_clock_map_to_ns_fast(const d9_clock_map *m, uint64_t ticks) {

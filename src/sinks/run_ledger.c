@@ -147,8 +147,9 @@ void d9_ledger_read(d9_ledger *l, int dirfd) {
     struct stat st;
     char *text = NULL;
     size_t len = 0;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= D9_LEDGER_MAX_BYTES &&
-        (text = malloc((size_t)st.st_size)) != NULL) {
+    bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    uint64_t size = regular && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+    if (size > 0 && size <= D9_LEDGER_MAX_BYTES && (text = malloc((size_t)size)) != NULL) {
         while (len < (size_t)st.st_size) {
             ssize_t n = read(fd, text + len, (size_t)st.st_size - len);
             if (n < 0 && errno == EINTR) continue;
@@ -162,6 +163,8 @@ void d9_ledger_read(d9_ledger *l, int dirfd) {
         memset(l, 0, sizeof *l);
     }
     free(text);
+    l->file_bytes = size;
+    l->oversized = size > D9_LEDGER_MAX_BYTES;
 }
 
 static d9_ledger_run *latest_line(d9_ledger *l, const char *name) {
@@ -272,7 +275,14 @@ static bool write_all(int fd, const char *buf, size_t len) {
     return true;
 }
 
-void d9_ledger_write(int dirfd, const d9_ledger *l, d9_ledger_out *o, bool rewrite) {
+/* The size of the open file fd, or `otherwise`. */
+static uint64_t size_of(int fd, uint64_t otherwise) {
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_size >= 0 ? (uint64_t)st.st_size : otherwise;
+}
+
+uint64_t d9_ledger_write(int dirfd, const d9_ledger *l, d9_ledger_out *o, bool rewrite) {
+    uint64_t size = l ? l->file_bytes : 0;
     if (rewrite && l) {
         d9_ledger_out all = {0};
         for (size_t i = 0; i < l->n; i++)
@@ -284,9 +294,11 @@ void d9_ledger_write(int dirfd, const d9_ledger *l, d9_ledger_out *o, bool rewri
         int fd = all.failed ? -1 : openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd >= 0) {
             bool ok = write_all(fd, all.buf ? all.buf : "", all.len);
+            uint64_t written = size_of(fd, all.len);
             ok = close(fd) == 0 && ok;
             /* lines appended meanwhile by others are lost: their runs are only scanned again */
             if (!ok || renameat(dirfd, tmp, dirfd, D9_LEDGER_NAME) != 0) (void)unlinkat(dirfd, tmp, 0);
+            else size = written;
         }
         free(all.buf);
     } else if (o->len && !o->failed) {
@@ -295,9 +307,11 @@ void d9_ledger_write(int dirfd, const d9_ledger *l, d9_ledger_out *o, bool rewri
             /* one write: concurrent appenders' lines do not interleave on a local file system
              * (a line cut by a full disk is skipped by readers) */
             (void)write_all(fd, o->buf, o->len);
+            size = size_of(fd, size + o->len);
             close(fd);
         }
     }
     free(o->buf);
     memset(o, 0, sizeof *o);
+    return size;
 }

@@ -27,7 +27,7 @@
 
 #define D9_LEDGER_NAME ".dial9-runs"
 #define D9_LEDGER_SETTLED_NS (2ll * 1000 * 1000 * 1000)
-#define D9_LEDGER_MAX_BYTES (64u << 20) /* larger: ignored (and rewritten) */
+#define D9_LEDGER_MAX_BYTES (64u << 20) /* larger: ignored, and written again (oversized) */
 /* How long after a scan that checked every run the lines are taken unchecked: longer than a
  * cron job's minute, short enough that what only a check sees (a user's `dial9 symbolize` of an
  * old run growing its files) is not missed for long. */
@@ -53,6 +53,8 @@ typedef struct d9_ledger {
     size_t n, cap;
     size_t lines;        /* lines read, good or not */
     int64_t verified_ns; /* the latest "v" line: when a scan last checked every run; 0: never */
+    uint64_t file_bytes; /* the ledger file's size when read (0: none) */
+    bool oversized;      /* over D9_LEDGER_MAX_BYTES: not read, to be written again */
 } d9_ledger;
 
 /* Parse a ledger's text; bad lines are skipped. false only when out of memory. */
@@ -88,7 +90,9 @@ void d9_ledger_add(d9_ledger_out *o, const char *name, int64_t dir_mtime_ns, con
 /* A scan that began at scan_start_ns checked every run directory against its line. */
 void d9_ledger_add_verified(d9_ledger_out *o, int64_t scan_start_ns);
 /* Append o's lines (if any) to dirfd's ledger, or, when rewrite, replace the ledger by the used
- * runs of l and o's lines. Errors are ignored (the next scan is a full one). Frees o's buffer. */
-void d9_ledger_write(int dirfd, const d9_ledger *l, d9_ledger_out *o, bool rewrite);
+ * runs of l and o's lines. Errors are ignored (the next scan is a full one). Frees o's buffer.
+ * Returns the ledger's size afterwards, as far as this writer knows: the disk budget counts it
+ * (it is the trace directory's bytes too). */
+uint64_t d9_ledger_write(int dirfd, const d9_ledger *l, d9_ledger_out *o, bool rewrite);
 
 #endif

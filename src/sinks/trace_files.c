@@ -308,9 +308,10 @@ int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_se
     /* every run checked: the next scans may take the lines unchecked for a while (a trace
      * directory with nothing written down gets no ledger for it) */
     if (!trusted && (led.n || ln.out.runs)) d9_ledger_add_verified(&ln.out, ln.now_ns);
-    /* mostly dead lines (runs deleted or changed since): written again, with only the live */
-    bool rewrite = led.lines - from_ledger > from_ledger + 64;
-    d9_ledger_write(top->fd, &led, &ln.out, rewrite);
+    /* mostly dead lines (runs deleted or changed since), or too large to read: written again,
+     * with only the live */
+    bool rewrite = led.oversized || led.lines - from_ledger > from_ledger + 64;
+    ix->pinned_bytes += d9_ledger_write(top->fd, &led, &ln.out, rewrite); /* never deleted */
     free(ln.files);
     d9_ledger_free(&led);
     close(top->fd);

@@ -43,7 +43,7 @@ typedef struct d9_tf_index {
     d9_tf_run *runs;
     size_t nruns, runs_cap;
     uint64_t bytes;        /* sizes of the indexed entries */
-    uint64_t pinned_bytes; /* trace files counted but never deleted (see d9_tf_index_delete_oldest) */
+    uint64_t pinned_bytes; /* bytes counted but never deleted: see d9_tf_index_delete_oldest; the ledger */
     uint64_t spare_bytes[D9_SPARE_SLOTS]; /* the spare reserves found by the scan (in pinned_bytes) */
     size_t unchecked_runs; /* runs with .unchecked set: see d9_tf_index_check */
 } d9_tf_index;

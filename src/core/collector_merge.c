@@ -234,6 +234,9 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
     fast_stop stop;
 #define SCHEMA_READY(id) \
     (__builtin_expect((ready >> (id)) & 1, 1) || (c->schema_mark[id] == stream && (ready |= 1u << (id))))
+    /* a location string already written in this stream (the last one seen is remembered) */
+#define LOC_READY(loc) \
+    ((loc) == loc_ok || ((loc) < c->loc_mark_len && c->loc_mark[loc] == stream && ((loc_ok = (loc)), true)))
     _Static_assert(D9_SCH_TASK_TERMINATE < 32 && D9_SCH_WAKE < 32 && D9_SCH_TASK_SPAWN < 32 &&
                        D9_SCH_TASK_OBJECT < 32,
                    "ready has a bit per hook schema");
@@ -242,11 +245,7 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
         switch (D9_REC_KIND(r[0])) {
         case D9_REC_POLL_BEGIN: {
             uint32_t loc = (uint32_t)r[2];
-            if (!SCHEMA_READY(D9_SCH_POLL_START)) goto general;
-            if (loc != loc_ok) {
-                if (loc >= c->loc_mark_len || c->loc_mark[loc] != stream) goto general;
-                loc_ok = loc;
-            }
+            if (!SCHEMA_READY(D9_SCH_POLL_START) || !LOC_READY(loc)) goto general;
             task = r[1];
             p = hook_event_header(p, &ts_base, D9_SCH_POLL_START, ts);
             p = d9_raw_varint(p, worker);
@@ -264,13 +263,9 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
         case D9_REC_SPAWN: {
             /* with its object: two events, so room for a second one after the first */
             uint32_t loc = (uint32_t)r[2];
-            if (!SCHEMA_READY(D9_SCH_TASK_SPAWN) || (r[3] && (!SCHEMA_READY(D9_SCH_TASK_OBJECT) ||
-                                                              p + HOOK_EVENT_MAX > p_stop)))
+            if (!SCHEMA_READY(D9_SCH_TASK_SPAWN) || !LOC_READY(loc) ||
+                (r[3] && (!SCHEMA_READY(D9_SCH_TASK_OBJECT) || p + HOOK_EVENT_MAX > p_stop)))
                 goto general;
-            if (loc != loc_ok) {
-                if (loc >= c->loc_mark_len || c->loc_mark[loc] != stream) goto general;
-                loc_ok = loc;
-            }
             p = hook_event_header(p, &ts_base, D9_SCH_TASK_SPAWN, ts);
             p = d9_raw_varint(p, r[1]);
             p = d9_raw_u32(p, loc);
@@ -347,6 +342,7 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
     }
 out:
 #undef SCHEMA_READY
+#undef LOC_READY
     k->pos = pos;
     k->next_ts = ts; /* for FAST_GENERAL and FAST_YIELD: the record at pos */
     k->words = n;

@@ -150,8 +150,8 @@ void d9_ledger_read(d9_ledger *l, int dirfd) {
     bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
     uint64_t size = regular && st.st_size > 0 ? (uint64_t)st.st_size : 0;
     if (size > 0 && size <= D9_LEDGER_MAX_BYTES && (text = malloc((size_t)size)) != NULL) {
-        while (len < (size_t)st.st_size) {
-            ssize_t n = read(fd, text + len, (size_t)st.st_size - len);
+        while (len < size) {
+            ssize_t n = read(fd, text + len, (size_t)(size - len));
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) break;
             len += (size_t)n;
@@ -275,7 +275,7 @@ static bool write_all(int fd, const char *buf, size_t len) {
     return true;
 }
 
-/* The size of the open file fd, or `otherwise`. */
+/* The size of the open file fd (with other writers' appends), or `otherwise`. */
 static uint64_t size_of(int fd, uint64_t otherwise) {
     struct stat st;
     return fstat(fd, &st) == 0 && st.st_size >= 0 ? (uint64_t)st.st_size : otherwise;
@@ -294,11 +294,10 @@ uint64_t d9_ledger_write(int dirfd, const d9_ledger *l, d9_ledger_out *o, bool r
         int fd = all.failed ? -1 : openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd >= 0) {
             bool ok = write_all(fd, all.buf ? all.buf : "", all.len);
-            uint64_t written = size_of(fd, all.len);
             ok = close(fd) == 0 && ok;
             /* lines appended meanwhile by others are lost: their runs are only scanned again */
             if (!ok || renameat(dirfd, tmp, dirfd, D9_LEDGER_NAME) != 0) (void)unlinkat(dirfd, tmp, 0);
-            else size = written;
+            else size = all.len; /* exactly what was written */
         }
         free(all.buf);
     } else if (o->len && !o->failed) {

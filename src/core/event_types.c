@@ -100,3 +100,8 @@ const d9_event_type *d9_event_type_at(uint32_t index) {
     if (index >= D9_MAX_EVENT_TYPES) return NULL;
     return __atomic_load_n(&g_types[index], __ATOMIC_ACQUIRE);
 }
+
+void d9_event_types_fork_hold(bool hold) {
+    if (hold) pthread_mutex_lock(&g_lock);
+    else pthread_mutex_unlock(&g_lock);
+}

@@ -25,4 +25,7 @@ struct d9_event_type {
 /* The type with this index, or NULL. */
 const d9_event_type *d9_event_type_at(uint32_t index);
 
+/* fork(): hold (true) or release the registry's lock (core/fork_guard.c). */
+void d9_event_types_fork_hold(bool hold);
+
 #endif

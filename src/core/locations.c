@@ -91,3 +91,8 @@ const d9_loc *d9_loc_intern(const char *name) {
     d9_loc_id(&n->loc);
     return &n->loc;
 }
+
+void d9_locations_fork_hold(bool hold) {
+    if (hold) pthread_mutex_lock(&g_lock);
+    else pthread_mutex_unlock(&g_lock);
+}

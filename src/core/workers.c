@@ -72,3 +72,8 @@ void d9_workers_each_runtime(void (*fn)(const char *, const char *, void *), voi
     }
     pthread_mutex_unlock(&g_lock);
 }
+
+void d9_workers_fork_hold(bool hold) {
+    if (hold) pthread_mutex_lock(&g_lock);
+    else pthread_mutex_unlock(&g_lock);
+}

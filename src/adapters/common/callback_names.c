@@ -137,3 +137,8 @@ const char *d9a_callback_object(const void *fn) {
     resolve(key, &loc, &object);
     return object;
 }
+
+void d9a_names_fork_hold(bool hold) {
+    if (hold) pthread_mutex_lock(&g_lock);
+    else pthread_mutex_unlock(&g_lock);
+}

@@ -18,6 +18,9 @@ D9A_HIDDEN const d9_loc *d9a_callback_loc(const void *fn);
  * callbacks alone. */
 D9A_HIDDEN const char *d9a_callback_object(const void *fn);
 
+/* fork(): hold (true) or release the cache's lock (fork_guard.c). */
+D9A_HIDDEN void d9a_names_fork_hold(bool hold);
+
 /* Text of the name d9a_callback_loc would use, without caching or interning. */
 D9A_HIDDEN void d9a_describe_function(const void *fn, char *out, size_t len);
 

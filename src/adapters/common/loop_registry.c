@@ -173,3 +173,8 @@ bool d9a_loop_flag(const void *loop, unsigned bit) {
     loop_entry *e = find(loop);
     return e && (atomic_load_explicit(&e->flags, memory_order_acquire) & (1u << bit));
 }
+
+void d9a_loops_fork_hold(bool hold) {
+    if (hold) pthread_mutex_lock(&g_lock);
+    else pthread_mutex_unlock(&g_lock);
+}

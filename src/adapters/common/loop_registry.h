@@ -17,6 +17,9 @@
  * renames it. Returns 0, or -1 when loop is NULL or D9A_MAX_LOOPS loops are registered. */
 D9A_HIDDEN int d9a_loop_instrument(const void *loop, const char *name, const char *default_name);
 
+/* fork(): hold (true) or release the registry's lock (fork_guard.c). */
+D9A_HIDDEN void d9a_loops_fork_hold(bool hold);
+
 /* The loop is gone (closed, freed, destroyed): forget it. */
 D9A_HIDDEN void d9a_loop_forget(const void *loop);
 

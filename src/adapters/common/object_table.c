@@ -1,6 +1,7 @@
 #include "object_table.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,11 +9,16 @@
 
 #define DEFAULT_MAX_OBJECTS 65536u
 
+/* The write path is a handful of small steps; a call per step (with this build's frame
+ * pointers) cost more than the steps, so they are inlined into each operation. */
+#define INLINE static inline __attribute__((always_inline))
+
 d9a_shard d9a_shards[D9A_SHARDS];
 uint32_t d9a_slot_mask;
 static uint32_t g_max_count; /* entries a shard accepts */
 static _Atomic uint64_t g_rejected;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static _Atomic bool g_ready; /* init_table ran: writers skip pthread_once */
 
 static void init_table(void) {
     uint64_t total = DEFAULT_MAX_OBJECTS;
@@ -28,7 +34,22 @@ static void init_table(void) {
     while (cap < per_shard + per_shard / 7) cap <<= 1; /* keep the load under 7/8 */
     d9a_slot_mask = cap - 1;
     g_max_count = (uint32_t)per_shard;
-    for (unsigned i = 0; i < D9A_SHARDS; i++) pthread_mutex_init(&d9a_shards[i].lock, NULL);
+    atomic_store_explicit(&g_ready, true, memory_order_release);
+}
+
+static inline void ensure_init(void) {
+    if (__builtin_expect(!atomic_load_explicit(&g_ready, memory_order_acquire), 0))
+        pthread_once(&g_once, init_table);
+}
+
+void d9a_wait_for_writer(unsigned *spins) {
+    if (++*spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        return;
+    }
+    sched_yield();
 }
 
 /* ---------------------------------------------------------------- readers */
@@ -38,12 +59,12 @@ static void init_table(void) {
     do {                                                                                   \
         uint64_t h_ = d9a_hash_key((uintptr_t)(key_));                                     \
         d9a_shard *sh_ = d9a_shard_of(h_);                                                 \
-        for (;;) {                                                                         \
+        for (unsigned spins_ = 0;;) {                                                      \
             uint32_t s1_ = atomic_load_explicit(&sh_->seq, memory_order_acquire);          \
             d9a_slot *tab_ = atomic_load_explicit(&sh_->slots, memory_order_acquire);      \
             if (!tab_) return false;                                                       \
             if (s1_ & 1) {                                                                 \
-                d9a_cpu_relax();                                                           \
+                d9a_wait_for_writer(&spins_);                                              \
                 continue;                                                                  \
             }                                                                              \
             d9a_slot *found_slot = d9a_probe(tab_, h_, (uintptr_t)(key_));                 \
@@ -53,7 +74,7 @@ static void init_table(void) {
         }                                                                                  \
     } while (0)
 
-static inline uintptr_t load_word(d9a_slot *s, unsigned i) {
+INLINE uintptr_t load_word(d9a_slot *s, unsigned i) {
     return atomic_load_explicit(&s->w[i], memory_order_acquire);
 }
 
@@ -85,7 +106,7 @@ static uint64_t task_of(const void *key) {
 
 uint64_t d9a_table_task(const void *key) { return task_of(key); }
 
-static void copy_out(d9a_slot *s, d9a_object *o) {
+INLINE void copy_out(d9a_slot *s, d9a_object *o) {
     o->task = load_word(s, D9A_W_TASK);
     o->loop = (const void *)load_word(s, D9A_W_LOOP);
     for (unsigned r = 0; r < D9A_ROLES; r++) {
@@ -113,11 +134,11 @@ bool d9a_table_contains(const void *key) {
 
 /* ---------------------------------------------------------------- writers */
 
-static inline void store_word(d9a_slot *s, unsigned i, uintptr_t v) {
+INLINE void store_word(d9a_slot *s, unsigned i, uintptr_t v) {
     atomic_store_explicit(&s->w[i], v, memory_order_release);
 }
 
-static void copy_in(d9a_slot *s, const d9a_object *o) {
+INLINE void copy_in(d9a_slot *s, const d9a_object *o) {
     store_word(s, D9A_W_TASK, (uintptr_t)o->task);
     store_word(s, D9A_W_LOOP, (uintptr_t)o->loop);
     for (unsigned r = 0; r < D9A_ROLES; r++) {
@@ -134,34 +155,68 @@ static void move_slot(d9a_slot *to, d9a_slot *from) {
                           memory_order_release);
 }
 
+static __attribute__((noinline)) void shard_lock_contended(d9a_shard *sh) {
+    unsigned spins = 0;
+    do {
+        while (atomic_load_explicit(&sh->lock, memory_order_relaxed)) d9a_wait_for_writer(&spins);
+    } while (atomic_exchange_explicit(&sh->lock, 1, memory_order_acquire));
+}
+
+INLINE void shard_lock(d9a_shard *sh) {
+    if (__builtin_expect(atomic_exchange_explicit(&sh->lock, 1, memory_order_acquire), 0))
+        shard_lock_contended(sh);
+}
+
+INLINE void shard_unlock(d9a_shard *sh) {
+    atomic_store_explicit(&sh->lock, 0, memory_order_release);
+}
+
+/* The shard's slots, allocated on its first insert (outside the lock: a shard's table is
+ * ~230 KB, calloc may map it; a writer that loses the race frees its copy). */
+static __attribute__((noinline)) d9a_slot *allocate_slots(d9a_shard *sh) {
+    d9a_slot *tab = NULL;
+    d9a_slot *fresh = calloc((size_t)d9a_slot_mask + 1, sizeof(d9a_slot));
+    if (!fresh) return NULL;
+    if (atomic_compare_exchange_strong_explicit(&sh->slots, &tab, fresh, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return fresh;
+    free(fresh);
+    return tab;
+}
+
+INLINE d9a_slot *slots_of(d9a_shard *sh, bool create) {
+    d9a_slot *tab = atomic_load_explicit(&sh->slots, memory_order_acquire);
+    if (__builtin_expect(tab != NULL, 1) || !create) return tab;
+    return allocate_slots(sh);
+}
+
 /* Writers: the shard lock is held; readers are told to retry while seq is odd. A release
  * store of any slot word orders the odd seq before it, so a reader that sees new data also
- * sees the changed seq on its second read. */
-static d9a_shard *lock_shard(const void *key, uint64_t *h, bool create) {
-    pthread_once(&g_once, init_table);
+ * sees the changed seq on its second read. NULL (nothing locked) when the shard has no
+ * table and `create` is false or its allocation failed. */
+INLINE d9a_shard *lock_shard(const void *key, uint64_t *h, bool create, d9a_slot **tab) {
+    ensure_init();
     *h = d9a_hash_key((uintptr_t)key);
     d9a_shard *sh = d9a_shard_of(*h);
-    pthread_mutex_lock(&sh->lock);
-    if (create && !atomic_load_explicit(&sh->slots, memory_order_relaxed)) {
-        d9a_slot *tab = calloc((size_t)d9a_slot_mask + 1, sizeof(d9a_slot));
-        if (tab) atomic_store_explicit(&sh->slots, tab, memory_order_release);
-    }
+    *tab = slots_of(sh, create);
+    if (!*tab) return NULL;
+    shard_lock(sh);
     return sh;
 }
 
-static void begin_write(d9a_shard *sh) {
+INLINE void begin_write(d9a_shard *sh) {
     uint32_t s = atomic_load_explicit(&sh->seq, memory_order_relaxed);
     atomic_store_explicit(&sh->seq, s + 1, memory_order_relaxed);
 }
 
-static void end_write(d9a_shard *sh) {
+INLINE void end_write(d9a_shard *sh) {
     uint32_t s = atomic_load_explicit(&sh->seq, memory_order_relaxed);
     atomic_store_explicit(&sh->seq, s + 1, memory_order_release);
 }
 
 /* Index of `key` in the locked shard, or of the empty slot ending its probe (with *found
  * false); UINT32_MAX when the d9a_shard is full without it. */
-static uint32_t find_locked(d9a_slot *tab, uintptr_t key, uint64_t h, bool *found) {
+INLINE uint32_t find_locked(d9a_slot *tab, uintptr_t key, uint64_t h, bool *found) {
     uint32_t i = d9a_home_of(h, d9a_slot_mask);
     for (uint32_t n = 0; n <= d9a_slot_mask; n++, i = (i + 1) & d9a_slot_mask) {
         uintptr_t k = atomic_load_explicit(&tab[i].key, memory_order_relaxed);
@@ -181,36 +236,49 @@ static void warn_full(void) {
                         "watchers are not recorded (raise DIAL9_ADAPTER_MAX_OBJECTS)\n");
 }
 
+/* Changes `obj` (a copy of the entry, zeroed when created) before it is stored. */
 typedef void (*update_fn)(d9a_object *obj, bool created, const void *ctx);
 
-static int upsert(const void *key, update_fn update, const void *ctx, d9a_object *old,
+/* Store at `key` either `update` applied to its entry, or (update NULL) the object `ctx`
+ * as it is: a put, which need not read the entry it replaces. */
+INLINE int upsert(const void *key, update_fn update, const void *ctx, d9a_object *old,
                   uint64_t *task_out) {
     if (!key) return -1;
     uint64_t h;
-    d9a_shard *sh = lock_shard(key, &h, true);
-    d9a_slot *tab = atomic_load_explicit(&sh->slots, memory_order_relaxed);
+    d9a_slot *tab;
+    d9a_shard *sh = lock_shard(key, &h, true, &tab);
     int rc = -1;
     bool found = false;
-    uint32_t i = tab ? find_locked(tab, (uintptr_t)key, h, &found) : UINT32_MAX;
+    uint32_t i = sh ? find_locked(tab, (uintptr_t)key, h, &found) : UINT32_MAX;
     if (i != UINT32_MAX && (found || sh->count < g_max_count)) {
-        d9a_object obj;
-        if (found) copy_out(&tab[i], &obj);
-        else memset(&obj, 0, sizeof obj);
-        if (found && old) *old = obj;
-        uint64_t had = found ? obj.task : 0;
-        update(&obj, !found, ctx);
-        if (!obj.task) obj.task = had ? had : d9_task_id_new();
-        if (task_out) *task_out = obj.task;
+        d9a_slot *s = &tab[i];
+        uint64_t had = found ? load_word(s, D9A_W_TASK) : 0, task;
+        if (found && old) copy_out(s, old);
         begin_write(sh);
-        copy_in(&tab[i], &obj);
+        if (update) {
+            d9a_object obj;
+            if (found) copy_out(s, &obj);
+            else memset(&obj, 0, sizeof obj);
+            update(&obj, !found, ctx);
+            copy_in(s, &obj);
+            task = obj.task;
+        } else {
+            copy_in(s, ctx);
+            task = ((const d9a_object *)ctx)->task;
+        }
+        if (!task) {
+            task = had ? had : d9_task_id_new();
+            store_word(s, D9A_W_TASK, (uintptr_t)task);
+        }
         if (!found) {
-            atomic_store_explicit(&tab[i].key, (uintptr_t)key, memory_order_release);
+            atomic_store_explicit(&s->key, (uintptr_t)key, memory_order_release);
             sh->count++;
         }
         end_write(sh);
+        if (task_out) *task_out = task;
         rc = found ? 0 : 1;
     }
-    pthread_mutex_unlock(&sh->lock);
+    if (sh) shard_unlock(sh);
     if (rc < 0) {
         atomic_fetch_add_explicit(&g_rejected, 1, memory_order_relaxed);
         warn_full();
@@ -218,13 +286,8 @@ static int upsert(const void *key, update_fn update, const void *ctx, d9a_object
     return rc;
 }
 
-static void replace_all(d9a_object *obj, bool created, const void *ctx) {
-    (void)created;
-    *obj = *(const d9a_object *)ctx;
-}
-
 int d9a_table_put(const void *key, d9a_object *obj, d9a_object *old) {
-    return upsert(key, replace_all, obj, old, &obj->task);
+    return upsert(key, NULL, obj, old, &obj->task);
 }
 
 typedef struct set_callback_args {
@@ -280,32 +343,64 @@ static void delete_at(d9a_slot *tab, uint32_t i) {
     }
 }
 
-bool d9a_table_take(const void *key, d9a_object *out) {
+/* Removes `key`, first calling keep(slot, ctx) on its entry. */
+INLINE bool take(const void *key, void (*keep)(d9a_slot *s, void *ctx), void *ctx) {
     if (!key) return false;
     uint64_t h;
-    d9a_shard *sh = lock_shard(key, &h, false);
-    d9a_slot *tab = atomic_load_explicit(&sh->slots, memory_order_relaxed);
+    d9a_slot *tab;
+    d9a_shard *sh = lock_shard(key, &h, false, &tab);
+    if (!sh) return false;
     bool found = false;
-    uint32_t i = tab ? find_locked(tab, (uintptr_t)key, h, &found) : UINT32_MAX;
+    uint32_t i = find_locked(tab, (uintptr_t)key, h, &found);
     if (found) {
-        if (out) copy_out(&tab[i], out);
+        if (keep) keep(&tab[i], ctx);
         begin_write(sh);
         delete_at(tab, i);
         sh->count--;
         end_write(sh);
     }
-    pthread_mutex_unlock(&sh->lock);
+    shard_unlock(sh);
+    return found;
+}
+
+INLINE void keep_all(d9a_slot *s, void *ctx) { copy_out(s, ctx); }
+
+bool d9a_table_take(const void *key, d9a_object *out) {
+    return take(key, out ? keep_all : NULL, out);
+}
+
+typedef struct callback_out {
+    unsigned role;
+    d9a_fn fn;
+    const d9_loc *loc;
+    uint64_t task;
+} callback_out;
+
+INLINE void keep_callback(d9a_slot *s, void *ctx) {
+    callback_out *c = ctx;
+    c->fn = (d9a_fn)load_word(s, D9A_W_FN + c->role);
+    c->loc = (const d9_loc *)load_word(s, D9A_W_LOC + c->role);
+    c->task = load_word(s, D9A_W_TASK);
+}
+
+bool d9a_table_take_callback(const void *key, unsigned role, d9a_fn *fn, const d9_loc **loc,
+                             uint64_t *task) {
+    callback_out c = {.role = role < D9A_ROLES ? role : 0};
+    bool found = role < D9A_ROLES && take(key, keep_callback, &c);
+    *fn = c.fn;
+    *loc = c.loc;
+    *task = c.task;
     return found;
 }
 
 size_t d9a_table_take_loop(const void *loop,
                            void (*each)(const void *key, const d9a_object *obj, void *ctx),
                            void *ctx) {
-    pthread_once(&g_once, init_table);
+    ensure_init();
     size_t removed = 0;
     for (unsigned s = 0; s < D9A_SHARDS; s++) {
         d9a_shard *sh = &d9a_shards[s];
-        pthread_mutex_lock(&sh->lock);
+        shard_lock(sh);
         d9a_slot *tab = atomic_load_explicit(&sh->slots, memory_order_relaxed);
         if (tab && sh->count) {
             begin_write(sh);
@@ -324,16 +419,16 @@ size_t d9a_table_take_loop(const void *loop,
             }
             end_write(sh);
         }
-        pthread_mutex_unlock(&sh->lock);
+        shard_unlock(sh);
     }
     return removed;
 }
 
 void d9a_table_each(void (*each)(const void *key, const d9a_object *obj, void *ctx), void *ctx) {
-    pthread_once(&g_once, init_table);
+    ensure_init();
     for (unsigned s = 0; s < D9A_SHARDS; s++) {
         d9a_shard *sh = &d9a_shards[s];
-        pthread_mutex_lock(&sh->lock);
+        shard_lock(sh);
         d9a_slot *tab = atomic_load_explicit(&sh->slots, memory_order_relaxed);
         for (uint32_t i = 0; tab && sh->count && i <= d9a_slot_mask; i++) {
             uintptr_t k = atomic_load_explicit(&tab[i].key, memory_order_relaxed);
@@ -342,19 +437,27 @@ void d9a_table_each(void (*each)(const void *key, const d9a_object *obj, void *c
             copy_out(&tab[i], &obj);
             each((const void *)k, &obj, ctx);
         }
-        pthread_mutex_unlock(&sh->lock);
+        shard_unlock(sh);
     }
 }
 
 void d9a_table_get_stats(d9a_table_stats *out) {
-    pthread_once(&g_once, init_table);
+    ensure_init();
     uint64_t live = 0;
     for (unsigned s = 0; s < D9A_SHARDS; s++) {
-        pthread_mutex_lock(&d9a_shards[s].lock);
+        shard_lock(&d9a_shards[s]);
         live += d9a_shards[s].count;
-        pthread_mutex_unlock(&d9a_shards[s].lock);
+        shard_unlock(&d9a_shards[s]);
     }
     out->live = live;
     out->capacity = (uint64_t)g_max_count * D9A_SHARDS;
     out->rejected = atomic_load_explicit(&g_rejected, memory_order_relaxed);
+}
+
+void d9a_table_fork_prepare(void) {
+    for (unsigned s = 0; s < D9A_SHARDS; s++) shard_lock(&d9a_shards[s]);
+}
+
+void d9a_table_fork_release(void) {
+    for (unsigned s = 0; s < D9A_SHARDS; s++) shard_unlock(&d9a_shards[s]);
 }

@@ -51,18 +51,18 @@ static inline bool d9a_callback_begin(const void *obj, unsigned role, d9a_fn *fn
  * there is no callback to call. */
 static inline bool d9a_final_callback_begin(const void *obj, unsigned role, d9a_fn *fn,
                                             d9a_frame *f) {
-    d9a_object o;
-    if (__builtin_expect(!d9a_table_take(obj, &o), 0)) {
+    const d9_loc *loc;
+    uint64_t task;
+    if (__builtin_expect(!d9a_table_take_callback(obj, role, fn, &loc, &task), 0)) {
         d9a_lost_callback(obj);
         *fn = NULL;
         return false;
     }
-    *fn = o.fn[role];
     if (!*fn) {
-        d9a_terminate(obj, o.task);
+        d9a_terminate(obj, task);
         return false;
     }
-    d9a_poll_enter(f, o.task, o.loc[role]);
+    d9a_poll_enter(f, task, loc);
     d9a_owe_terminate(f, obj);
     return true;
 }

@@ -57,6 +57,9 @@ D9A_REQUEST_WRAPPER(int, uv_write2,
                     (uv_write_t *req, uv_stream_t *h, const uv_buf_t bufs[], unsigned int nbufs,
                      uv_stream_t *send_handle, uv_write_cb cb),
                     (req, h, bufs, nbufs, send_handle, cb)) {
+    /* libuv's uv_write calls uv_write2 with the trampoline already in place: straight on */
+    if (cb == write_trampoline)
+        return D9A_REAL(uv_write2)(req, h, bufs, nbufs, send_handle, cb);
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track_request(req, h->loop, (d9a_fn)cb, explicit_loc,
                            (d9a_fn)write_trampoline))

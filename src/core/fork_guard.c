@@ -1,0 +1,34 @@
+/* fork() while another thread is inside one of the core's registries (locations, event
+ * types, worker identities) would leave the child a lock that no thread of it will ever
+ * release, and perhaps a half-written entry: its first registration would hang. The prepare
+ * handler takes those locks, so the forking thread waits for them and the child inherits
+ * them whole; parent and child release them.
+ *
+ * They are leaves (nothing else is locked under them), so their order is free. The adapters'
+ * locks, held around calls into these registries, must be taken before them: prepare
+ * handlers run in the reverse order of registration, and this one is registered first (a
+ * constructor of higher priority than the adapters' fork guard in one library; in separate
+ * libraries, libdial9.so's constructors run before those of the libraries that need it). */
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "core/event_types.h"
+#include "core/locations.h"
+#include "core/workers.h"
+
+static void hold_all(void) {
+    d9_locations_fork_hold(true);
+    d9_event_types_fork_hold(true);
+    d9_workers_fork_hold(true);
+}
+
+static void release_all(void) {
+    d9_workers_fork_hold(false);
+    d9_event_types_fork_hold(false);
+    d9_locations_fork_hold(false);
+}
+
+/* 150: before the adapters' guard (160, src/adapters/common/fork_guard.c) */
+__attribute__((constructor(150))) static void install_fork_guard(void) {
+    pthread_atfork(hold_all, release_all, release_all);
+}

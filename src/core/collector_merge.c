@@ -444,6 +444,7 @@ bool d9_col_refresh_threads(d9_collector *c) {
 double d9_col_merge(d9_collector *c) {
     double fullest = 0;
     size_t live = 0;
+    uint64_t now_ns = d9_mono_ns();
     for (size_t i = 0; i < c->thread_count; i++) {
         d9_thread *t = c->threads[i];
         cursor *k = &c->cursors[live];
@@ -455,7 +456,7 @@ double d9_col_merge(d9_collector *c) {
         d9_ring *newest = d9_ring_for(k->ring, k->end);
         double fill = newest->words ? (double)(k->end - k->pos) / (double)(newest->mask + 1) : 0;
         if (fill > fullest) fullest = fill;
-        d9_thread_note_fill(t, fill);
+        d9_thread_note_fill(t, fill, newest->mask + 1, now_ns);
         if (cursor_peek(c, k)) live++;
     }
 

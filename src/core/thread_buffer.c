@@ -20,7 +20,8 @@ static _Atomic uint64_t g_budget_bytes = 64ull << 20;
 static _Atomic uint64_t g_ring_bytes, g_ring_peak;
 static pthread_key_t g_key;
 void (*volatile d9_thread_register_hook)(d9_thread *t);
-void (*volatile d9_thread_grow_hook)(d9_thread *t);
+void (*volatile d9_thread_move_hook)(d9_thread *t);
+_Atomic uint64_t d9_ring_shrink_after_ns = 30ull * 1000000000ull;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 
 void d9_thread_set_ring_limits(uint64_t max_words, uint64_t budget_bytes) {
@@ -104,18 +105,12 @@ void d9_thread_release_consumed(d9_thread *t, uint64_t tail) {
     }
 }
 
-/* Move the producer to a larger ring when it is full: twice the current one, and at least
- * twice the record, up to the configured size. False when there is no larger ring to have. */
-static bool grow(d9_thread *t, uint64_t words) {
-    uint64_t max = atomic_load_explicit(&g_max_words, memory_order_relaxed);
-    uint64_t cap = t->ring ? t->mask + 1 : 0;
-    uint64_t want = cap ? cap * 2 : first_words();
-    while (want < 2 * (words + D9_REC_WORDS_DROPPED + D9_REC_WORDS_WORKER_BEGIN) && want < max) want *= 2;
-    if (want > max) want = max;
-    if (want <= cap) return false;
+/* Move the producer to a new ring of `want` words, which starts at its head (the records
+ * before stay in the older rings until the collector has read them). False without memory. */
+static bool move_to_ring(d9_thread *t, uint64_t want) {
     d9_ring *r = ring_new(want, t->head, false);
     if (!r) return false;
-    void (*hook)(d9_thread *) = d9_thread_grow_hook;
+    void (*hook)(d9_thread *) = d9_thread_move_hook;
     if (hook) hook(t);
     atomic_store_explicit(&t->w_ring->newer, r, memory_order_release);
     t->w_ring = r;
@@ -123,6 +118,51 @@ static bool grow(d9_thread *t, uint64_t words) {
     t->mask = r->mask;
     t->limit = t->head; /* fits() sets it against the new ring */
     return true;
+}
+
+/* The least a ring may hold for a record of `words` words (and what may be owed before it). */
+static uint64_t least_words(uint64_t words) {
+    return 2 * (words + D9_REC_WORDS_DROPPED + D9_REC_WORDS_WORKER_BEGIN);
+}
+
+/* Move the producer to a larger ring when it is full: twice the current one, and at least
+ * twice the record, up to the configured size. False when there is no larger ring to have. */
+static bool grow(d9_thread *t, uint64_t words) {
+    uint64_t max = atomic_load_explicit(&g_max_words, memory_order_relaxed);
+    uint64_t cap = t->ring ? t->mask + 1 : 0;
+    uint64_t want = cap ? cap * 2 : first_words();
+    while (want < least_words(words) && want < max) want *= 2;
+    if (want > max) want = max;
+    if (want <= cap) return false;
+    return move_to_ring(t, want);
+}
+
+/* Move the producer to a ring half as large, not below the first size nor the record's need. */
+static void shrink(d9_thread *t, uint64_t words) {
+    uint64_t cap = t->ring ? t->mask + 1 : 0;
+    uint64_t want = cap / 2;
+    if (want < first_words() || want < least_words(words)) return;
+    move_to_ring(t, want);
+}
+
+void d9_thread_note_fill(d9_thread *t, double fill, uint64_t words, uint64_t now_ns) {
+    uint8_t wanted = atomic_load_explicit(&t->resize_wanted, memory_order_relaxed);
+    if (fill > D9_RING_GROW_FILL) {
+        t->c_quiet_since = 0;
+        if (wanted != D9_RING_GROW)
+            atomic_store_explicit(&t->resize_wanted, D9_RING_GROW, memory_order_relaxed);
+        return;
+    }
+    if (fill >= D9_RING_SHRINK_FILL || words <= first_words()) {
+        t->c_quiet_since = 0;
+        return;
+    }
+    if (!t->c_quiet_since) t->c_quiet_since = now_ns;
+    if (now_ns - t->c_quiet_since >= atomic_load_explicit(&d9_ring_shrink_after_ns, memory_order_relaxed) &&
+        wanted == D9_RING_KEEP) {
+        atomic_store_explicit(&t->resize_wanted, D9_RING_SHRINK, memory_order_relaxed);
+        t->c_quiet_since = 0; /* the next halving waits as long again */
+    }
 }
 
 static void unlink_thread_locked(d9_thread *t) {
@@ -174,7 +214,7 @@ d9_thread *d9_thread_register(void) {
     if (pthread_getname_np(pthread_self(), t->name, sizeof t->name) != 0) t->name[0] = 0;
     atomic_init(&t->worker_id, 255);
     atomic_init(&t->ever_worker, false);
-    atomic_init(&t->grow_wanted, false);
+    atomic_init(&t->resize_wanted, D9_RING_KEEP);
     t->c_worker = 255;
     t->c_ss_wait = D9_NS_UNKNOWN;
 
@@ -246,9 +286,12 @@ static bool make_room_in_ring(d9_thread *t, uint64_t tail, uint64_t words) {
 }
 
 bool d9_thread_make_room(d9_thread *t, uint64_t words) {
-    if (atomic_load_explicit(&t->grow_wanted, memory_order_relaxed)) {
-        atomic_store_explicit(&t->grow_wanted, false, memory_order_relaxed);
-        grow(t, words); /* at the largest size or out of budget: the ring stays as it is */
+    uint8_t resize = atomic_load_explicit(&t->resize_wanted, memory_order_relaxed);
+    if (resize != D9_RING_KEEP) {
+        atomic_store_explicit(&t->resize_wanted, D9_RING_KEEP, memory_order_relaxed);
+        /* at the size limit or out of budget: the ring stays as it is */
+        if (resize == D9_RING_GROW) grow(t, words);
+        else shrink(t, words);
     }
     uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
     if (make_room_in_ring(t, tail, words) || (grow(t, words) && make_room_in_ring(t, tail, words)))

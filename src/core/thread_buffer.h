@@ -4,7 +4,8 @@
  * A record never straddles the end of the ring (a PAD record fills the gap instead).
  * A ring starts small and, when full or when the collector finds it filling up between drains,
  * the thread moves on to one twice as large (up to the configured size) if the process-wide
- * ring memory budget allows; positions never wrap, so the
+ * ring memory budget allows; after a long quiet time it moves back to one half as large, which
+ * gives the budget back to threads that need it (D9_RING_SHRINK_FILL); positions never wrap, so the
  * rings of a thread form a chain by position and the collector frees the older ones once it
  * has read them. When no larger ring can be had the event is dropped and counted; the next
  * record the thread manages to write is preceded by a DROPPED record carrying the thread's
@@ -56,7 +57,7 @@ typedef struct d9_thread {
     _Atomic uint32_t worker_id;               /* latest worker id (255: not a worker) */
     _Atomic bool ever_worker;                 /* set by its first d9_worker_begin, never cleared */
     _Atomic int exited;                       /* the thread is gone; consumer frees after draining */
-    _Atomic bool grow_wanted;                 /* consumer: move to a larger ring (d9_thread_note_fill) */
+    _Atomic uint8_t resize_wanted;            /* consumer: D9_RING_GROW / D9_RING_SHRINK (d9_thread_note_fill) */
     pid_t tid;
     char name[16];
     struct d9_thread *next;   /* registry list */
@@ -69,6 +70,7 @@ typedef struct d9_thread {
     uint64_t c_drops_counted;   /* ... of which counted in the stats */
     uint64_t c_events;        /* records decoded (for stats) */
     uint64_t c_end;           /* head read in the current drain */
+    uint64_t c_quiet_since;   /* ns since which every drain found little pending (0: not quiet) */
     d9_ring *c_ring;          /* the oldest ring not freed (the collector's end of the chain) */
 } d9_thread;
 
@@ -88,9 +90,9 @@ static inline d9_thread *d9_thread_peek(void) { return d9__tls_thread; }
  * Set by the sources at start; NULL when none. */
 extern void (*volatile d9_thread_register_hook)(d9_thread *t);
 
-/* Called on a thread about to move to a larger ring (records before it then live in a ring the
+/* Called on a thread about to move to another ring (records before it then live in a ring the
  * collector may free), e.g. for the task dumps to scan what they have not scanned. */
-extern void (*volatile d9_thread_grow_hook)(d9_thread *t);
+extern void (*volatile d9_thread_move_hook)(d9_thread *t);
 
 /* Ring sizes and the budget for all rings together; set before threads register (from
  * d9_config.buffer_kb and memory_budget_mb). A ring starts at min(D9_RING_FIRST_WORDS,
@@ -108,17 +110,24 @@ static inline d9_ring *d9_ring_for(d9_ring *r, uint64_t pos) {
     for (d9_ring *n; (n = atomic_load_explicit(&r->newer, memory_order_acquire)) && pos >= n->start;) r = n;
     return r;
 }
-/* Collector: a drain found this share of t's newest ring pending (0..1). Above
- * D9_RING_GROW_FILL the thread moves to a ring twice as large at its next slow path (at the
- * latest when it reaches the end of its ring), so that rings grow to hold what arrives between
- * two drains at the flush interval, instead of the collector draining ever more often to keep
- * a small ring from filling: each drain costs a wake-up, a snapshot and a write, and first
- * rings kept small by 1 ms drains cost memcached 3 % of a CPU (bench/README.md, "Ring growth"). */
+/* Collector: a drain found this share of t's newest ring (of `words` words) pending (0..1), at
+ * `now_ns` (CLOCK_MONOTONIC).
+ * - Above D9_RING_GROW_FILL the thread moves to a ring twice as large at its next slow path (at
+ *   the latest when it reaches the end of its ring), so that rings grow to hold what arrives
+ *   between two drains at the flush interval, instead of the collector draining ever more often
+ *   to keep a small ring from filling: each drain costs a wake-up, a snapshot and a write, and
+ *   first rings kept small by 1 ms drains cost memcached 3 % of a CPU (bench/README.md, "Ring
+ *   growth").
+ * - When every drain for d9_ring_shrink_after_ns found less than D9_RING_SHRINK_FILL pending,
+ *   the thread moves to a ring half as large (not below the first size) the same way: a burst
+ *   does not keep its ring's memory for ever, out of the budget other threads may need. Half of
+ *   a ring that was under 1/32 full stays under 1/16, far from growing again. */
 #define D9_RING_GROW_FILL 0.125
-static inline void d9_thread_note_fill(d9_thread *t, double fill) {
-    if (fill > D9_RING_GROW_FILL && !atomic_load_explicit(&t->grow_wanted, memory_order_relaxed))
-        atomic_store_explicit(&t->grow_wanted, true, memory_order_relaxed);
-}
+#define D9_RING_SHRINK_FILL (1.0 / 32)
+enum { D9_RING_KEEP, D9_RING_GROW, D9_RING_SHRINK };
+void d9_thread_note_fill(d9_thread *t, double fill, uint64_t words, uint64_t now_ns);
+/* How long a ring must stay quiet to shrink (default 30 s; tests shorten it). */
+extern _Atomic uint64_t d9_ring_shrink_after_ns;
 /* Collector: everything before `tail` has been read; free the rings that hold only that. */
 void d9_thread_release_consumed(d9_thread *t, uint64_t tail);
 

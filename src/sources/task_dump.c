@@ -180,9 +180,9 @@ static void write_dump(d9_thread *t, const held_capture *h) {
     atomic_fetch_add_explicit(&c_emitted, 1, memory_order_relaxed);
 }
 
-/* The thread is about to move to a larger ring; the records not scanned yet are in this one,
+/* The thread is about to move to another ring; the records not scanned yet are in this one,
  * which the collector may free once it has read it: scan them now. */
-static void before_ring_grows(d9_thread *t) {
+static void before_ring_moves(d9_thread *t) {
     dump_state *d = tls_state;
     if (!d || d->held == 0 || d->resolving || d->run != atomic_load_explicit(&g_run, memory_order_relaxed)) return;
     if (!scan_records(t, d, d9_clock_ticks())) drop_all(d);
@@ -297,7 +297,7 @@ void d9_task_dumps_start(bool enabled, uint64_t mean_ns) {
     atomic_store(&g_mean_ticks, mean ? mean : 1);
     atomic_store(&g_alt_recheck_ticks, (uint64_t)(1e8 * g_ticks_per_ns));
     atomic_fetch_add(&g_run, 1);
-    d9_thread_grow_hook = before_ring_grows;
+    d9_thread_move_hook = before_ring_moves;
     atomic_store(&g_enabled, enabled);
 }
 

@@ -1,10 +1,13 @@
 /* A thread's ring grows when drains find it filling up, not only when it is full: a steady
  * rate must end with rings that hold what arrives between two drains at the flush interval,
  * not with the collector draining every millisecond to keep a first ring (4 KiB) from filling
- * (that cost memcached 3 % of a CPU: bench/README.md, "Ring growth").
+ * (that cost memcached 3 % of a CPU: bench/README.md, "Ring growth"). And it shrinks back, half
+ * at a time down to the first size, once drains have found it nearly empty for
+ * d9_ring_shrink_after_ns, giving its memory back to the budget.
  *
  * The test is its own producer and asks for every drain (d9_flush waits for one), so nothing
  * depends on timing: what a drain sees pending is exactly what was written since the last. */
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "check.h"
@@ -40,6 +43,16 @@ static void polls_past_ring_end(uint64_t pair) {
     d9_thread *t = d9_thread_peek();
     uint64_t left = t->mask + 1 - (t->head & t->mask);
     polls((int)(left / pair) + 2);
+}
+
+/* The same, draining after every `chunk` pairs, so no drain finds more than a chunk pending. */
+static void polls_past_ring_end_quietly(uint64_t pair, int chunk) {
+    d9_thread *t = d9_thread_peek();
+    uint64_t end = (t->head & ~t->mask) + t->mask + 1;
+    while (t->head < end) {
+        polls(chunk);
+        d9_flush();
+    }
 }
 
 static uint64_t g_starts;
@@ -103,6 +116,40 @@ int main(void) {
     }
     printf("after %d more rounds: %" PRIu64 " words (the largest: %" PRIu64 ")\n", rounds, ring_words(), max_words);
     CHECK_EQ_U64(ring_words(), max_words);
+
+    /* Quiet drains (under D9_RING_SHRINK_FILL pending) for less than d9_ring_shrink_after_ns
+     * (here an hour) leave it as it is, however many times it wraps. */
+    atomic_store(&d9_ring_shrink_after_ns, 3600ull * 1000000000ull);
+    uint64_t top = ring_words();
+    int quiet = (int)((double)top * D9_RING_SHRINK_FILL / 4 / (double)pair);
+    polls_past_ring_end_quietly(pair, quiet);
+    polls_past_ring_end_quietly(pair, quiet);
+    printf("quiet drains (%.1f %% of the ring) for less than the wait, two wraps: %" PRIu64 " words\n",
+           100.0 * quiet * (double)pair / (double)top, ring_words());
+    CHECK_EQ_U64(ring_words(), top);
+
+    /* Between the two thresholds: neither. */
+    int middle = (int)((double)top / 16 / (double)pair);
+    atomic_store(&d9_ring_shrink_after_ns, 0);
+    polls_past_ring_end_quietly(pair, middle);
+    printf("drains of %.1f %% of the ring with no wait: %" PRIu64 " words\n",
+           100.0 * middle * (double)pair / (double)top, ring_words());
+    CHECK_EQ_U64(ring_words(), top);
+
+    /* Quiet for the whole wait (none here): half as large at the next ring end, and again,
+     * down to the first size; the budget gets the memory back. */
+    uint64_t used_at_top = d9_ring_bytes_used();
+    rounds = 0;
+    for (uint64_t before = 0; ring_words() != before && rounds < 20; rounds++) {
+        before = ring_words();
+        polls_past_ring_end_quietly(pair, (int)((double)before * D9_RING_SHRINK_FILL / 4 / (double)pair) + 1);
+    }
+    d9_flush(); /* the collector frees the rings it has read */
+    printf("quiet for the wait: %" PRIu64 " words after %d rounds; ring memory %" PRIu64 " -> %" PRIu64 " bytes\n",
+           ring_words(), rounds, used_at_top, d9_ring_bytes_used());
+    CHECK_EQ_U64(ring_words(), first);
+    CHECK(d9_ring_bytes_used() < used_at_top);
+    CHECK(d9_ring_bytes_used() <= used_at_top - (top - first) * 8);
 
     d9_stats st;
     d9_get_stats(&st);

@@ -49,8 +49,10 @@ typedef struct d9_ledger_run {
 } d9_ledger_run;
 
 typedef struct d9_ledger {
-    d9_ledger_run *runs; /* sorted by name, then line */
+    d9_ledger_run *runs; /* in the order of their lines */
     size_t n, cap;
+    uint32_t *latest;    /* open addressing by name: 1 + the index of a name's latest line */
+    size_t latest_mask;  /* slots - 1 (no slots while n is 0) */
     size_t lines;        /* lines read, good or not */
     int64_t verified_ns; /* the latest "v" line: when a scan last checked every run; 0: never */
     uint64_t file_bytes; /* the ledger file's size when read (0: none) */

@@ -411,8 +411,38 @@ static void test_checked_before_delete(void) {
     CHECK_EQ_U64(deleted, 1);
 }
 
+/* Many runs named alike (the timestamp prefix of real runs), each written down twice with a
+ * different mtime, some three times: every lookup finds the name's latest line, and names
+ * that were never written down are not found. */
+static void test_many_runs(void) {
+    enum { RUNS = 700 };
+    size_t cap = RUNS * 3 * 64, len = 0;
+    char *text = malloc(cap);
+    for (int pass = 0; pass < 3; pass++)
+        for (int i = 0; i < RUNS; i++)
+            if (pass < 2 || i % 7 == 0)
+                len += (size_t)snprintf(text + len, cap - len, "r 20261203T120000Z-%d %d 0\n", i, 100 + pass);
+    d9_ledger l = {0};
+    CHECK(d9_ledger_parse(&l, text, len));
+    CHECK_EQ_U64(l.n, 2 * RUNS + (RUNS + 6) / 7);
+    size_t right = 0, absent = 0;
+    char name[64];
+    for (int i = 0; i < RUNS; i++) {
+        snprintf(name, sizeof name, "20261203T120000Z-%d", i);
+        d9_ledger_run *r = d9_ledger_latest(&l, name);
+        right += r && strcmp(r->name, name) == 0 && r->dir_mtime_ns == (i % 7 == 0 ? 102 : 101);
+        snprintf(name, sizeof name, "20261203T120000Z-%d", RUNS + i);
+        absent += d9_ledger_latest(&l, name) == NULL;
+    }
+    CHECK_EQ_U64(right, RUNS);
+    CHECK_EQ_U64(absent, RUNS);
+    d9_ledger_free(&l);
+    free(text);
+}
+
 int main(void) {
     test_parse();
+    test_many_runs();
     test_scan();
     test_checked_before_delete();
     return d9t_summary("test_run_ledger");

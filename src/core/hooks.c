@@ -21,22 +21,59 @@ int d9__paused;
     uint64_t *r = d9_thread_reserve(t, (words));                                           \
     if (__builtin_expect(r == NULL, 0)) return
 
-void d9__poll_begin(uint64_t task_id, const d9_loc *where) {
+/* A hook's fast path: the thread has a ring with room for `words` more words, the clock is the
+ * TSC and `cond` holds. Otherwise (the thread's first event, a full ring, an owed record, a
+ * location not interned yet) its slow twin, the whole hook, does it. The fast path calls
+ * nothing, so it saves no register: a hook that may call paid ~18 instructions of prologue and
+ * epilogue per event (this library keeps frame pointers), a third of the hook. */
+#define FAST_PATH(words, cond, slow_call)                                                  \
+    d9_thread *t = d9__tls_thread;                                                         \
+    if (__builtin_expect(!t || t->head + (words) > t->limit || !(cond) ||                  \
+                             !__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED), 0)) {  \
+        slow_call;                                                                         \
+        return;                                                                            \
+    }                                                                                      \
+    uint64_t *r = t->ring + (t->head & t->mask)
+
+#define SLOW static __attribute__((noinline, cold))
+
+static inline uint32_t loc_id_if_known(const d9_loc *where) {
+    return where ? __atomic_load_n(&where->id, __ATOMIC_ACQUIRE) : 0;
+}
+
+#define POLL_BEGIN_BODY(ticks)                                                             \
+    r[0] = D9_REC_HEADER((ticks), D9_REC_POLL_BEGIN);                                      \
+    r[1] = task_id;                                                                        \
+    r[2] = loc | (uint64_t)t->local_queue << 32;                                           \
+    d9_thread_commit(t, D9_REC_WORDS_POLL_BEGIN);                                          \
+    t->unpark_ticks = 0; /* a readiness wake after a poll was not found by that unpark */  \
+    __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED) /* read by pause_ends.c */
+
+SLOW void poll_begin_slow(uint64_t task_id, const d9_loc *where) {
     uint32_t loc = d9_loc_id(where);
     BEGIN(D9_REC_WORDS_POLL_BEGIN);
-    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_POLL_BEGIN);
-    r[1] = task_id;
-    r[2] = loc | (uint64_t)t->local_queue << 32;
-    d9_thread_commit(t, D9_REC_WORDS_POLL_BEGIN);
-    t->unpark_ticks = 0; /* a readiness wake after a poll was not found by that unpark */
-    __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED); /* read by pause_ends.c */
+    POLL_BEGIN_BODY(d9_clock_ticks());
+}
+
+void d9__poll_begin(uint64_t task_id, const d9_loc *where) {
+    uint32_t loc = loc_id_if_known(where);
+    FAST_PATH(D9_REC_WORDS_POLL_BEGIN, loc != 0, poll_begin_slow(task_id, where));
+    POLL_BEGIN_BODY(__rdtsc());
+}
+
+#define POLL_END_BODY(ticks)                                                               \
+    r[0] = D9_REC_HEADER((ticks), D9_REC_POLL_END);                                        \
+    d9_thread_commit(t, D9_REC_WORDS_POLL_END);                                            \
+    __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED)
+
+SLOW void poll_end_slow(void) {
+    BEGIN(D9_REC_WORDS_POLL_END);
+    POLL_END_BODY(d9_clock_ticks());
 }
 
 void d9__poll_end(void) {
-    BEGIN(D9_REC_WORDS_POLL_END);
-    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_POLL_END);
-    d9_thread_commit(t, D9_REC_WORDS_POLL_END);
-    __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED);
+    FAST_PATH(D9_REC_WORDS_POLL_END, true, poll_end_slow());
+    POLL_END_BODY(__rdtsc());
 }
 
 /* Paused: only an end whose begin was recorded (a pause from inside the poll). Polls do not
@@ -76,8 +113,32 @@ static void park_record(unsigned kind) {
     d9_thread_commit(t, D9_REC_WORDS_PARK);
 }
 
-void d9__park(void) { park_record(D9_REC_PARK); }
-void d9__unpark(void) { park_record(D9_REC_UNPARK); }
+SLOW void park_slow(unsigned kind) { park_record(kind); }
+
+/* Without a schedstat read due (at most one a millisecond per thread), the common case. */
+static inline __attribute__((always_inline)) void park_fast(unsigned kind) {
+    FAST_PATH(D9_REC_WORDS_PARK, true, park_slow(kind));
+    uint64_t now = __rdtsc();
+    uint64_t cpu = D9_NS_UNKNOWN, wait = D9_NS_UNKNOWN;
+    if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
+        if (now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED) ||
+            t->schedstat_run != __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED)) {
+            park_slow(kind);
+            return;
+        }
+        cpu = wait = D9_NS_NOT_READ;
+    }
+    t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
+    __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
+    r[0] = D9_REC_HEADER(now, kind);
+    r[1] = cpu;
+    r[2] = wait;
+    r[3] = t->local_queue;
+    d9_thread_commit(t, D9_REC_WORDS_PARK);
+}
+
+void d9__park(void) { park_fast(D9_REC_PARK); }
+void d9__unpark(void) { park_fast(D9_REC_UNPARK); }
 
 /* Paused: only the unpark of a park that was recorded (a pause while the worker waited). */
 void d9__unpark_paused(void) {
@@ -85,30 +146,50 @@ void d9__unpark_paused(void) {
     if (t && __atomic_load_n(&t->parked, __ATOMIC_RELAXED)) park_record(D9_REC_UNPARK);
 }
 
-void d9__wake(uint64_t woken_task_id) {
+#define WAKE_BODY(ticks, kind)                                                             \
+    r[0] = D9_REC_HEADER((ticks), (kind));                                                 \
+    r[1] = woken_task_id;                                                                  \
+    d9_thread_commit(t, D9_REC_WORDS_WAKE)
+
+SLOW void wake_slow(uint64_t woken_task_id) {
     BEGIN(D9_REC_WORDS_WAKE);
-    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_WAKE);
-    r[1] = woken_task_id;
-    d9_thread_commit(t, D9_REC_WORDS_WAKE);
+    WAKE_BODY(d9_clock_ticks(), D9_REC_WAKE);
+}
+
+void d9__wake(uint64_t woken_task_id) {
+    FAST_PATH(D9_REC_WORDS_WAKE, true, wake_slow(woken_task_id));
+    WAKE_BODY(__rdtsc(), D9_REC_WAKE);
 }
 
 /* Stamped when the poller returned (the unpark), so the wake-to-poll delay starts there; a
  * poller call that did not park (timeout 0) has no unpark: then now. */
-void d9__wake_ready(uint64_t woken_task_id) {
+SLOW void wake_ready_slow(uint64_t woken_task_id) {
     BEGIN(D9_REC_WORDS_WAKE);
-    r[0] = D9_REC_HEADER(t->unpark_ticks ? t->unpark_ticks : d9_clock_ticks(), D9_REC_WAKE_READY);
-    r[1] = woken_task_id;
-    d9_thread_commit(t, D9_REC_WORDS_WAKE);
+    WAKE_BODY(t->unpark_ticks ? t->unpark_ticks : d9_clock_ticks(), D9_REC_WAKE_READY);
+}
+
+void d9__wake_ready(uint64_t woken_task_id) {
+    FAST_PATH(D9_REC_WORDS_WAKE, true, wake_ready_slow(woken_task_id));
+    WAKE_BODY(t->unpark_ticks ? t->unpark_ticks : __rdtsc(), D9_REC_WAKE_READY);
+}
+
+#define SPAWN_BODY(ticks)                                                                  \
+    r[0] = D9_REC_HEADER((ticks), D9_REC_SPAWN);                                           \
+    r[1] = task_id;                                                                        \
+    r[2] = loc;                                                                            \
+    r[3] = (uintptr_t)object;                                                              \
+    d9_thread_commit(t, D9_REC_WORDS_SPAWN)
+
+SLOW void spawn_slow(uint64_t task_id, const d9_loc *where, const void *object) {
+    uint32_t loc = d9_loc_id(where);
+    BEGIN(D9_REC_WORDS_SPAWN);
+    SPAWN_BODY(d9_clock_ticks());
 }
 
 void d9__task_spawn_object(uint64_t task_id, const d9_loc *where, const void *object) {
-    uint32_t loc = d9_loc_id(where);
-    BEGIN(D9_REC_WORDS_SPAWN);
-    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_SPAWN);
-    r[1] = task_id;
-    r[2] = loc;
-    r[3] = (uintptr_t)object;
-    d9_thread_commit(t, D9_REC_WORDS_SPAWN);
+    uint32_t loc = loc_id_if_known(where);
+    FAST_PATH(D9_REC_WORDS_SPAWN, loc != 0, spawn_slow(task_id, where, object));
+    SPAWN_BODY(__rdtsc());
 }
 
 void d9__task_spawn(uint64_t task_id, const d9_loc *where) {
@@ -131,11 +212,19 @@ uint64_t d9_task_id_new(void) {
     return t_task_next++;
 }
 
-void d9__task_terminate(uint64_t task_id) {
+#define TERMINATE_BODY(ticks)                                                              \
+    r[0] = D9_REC_HEADER((ticks), D9_REC_TERMINATE);                                       \
+    r[1] = task_id;                                                                        \
+    d9_thread_commit(t, D9_REC_WORDS_TERMINATE)
+
+SLOW void terminate_slow(uint64_t task_id) {
     BEGIN(D9_REC_WORDS_TERMINATE);
-    r[0] = D9_REC_HEADER(d9_clock_ticks(), D9_REC_TERMINATE);
-    r[1] = task_id;
-    d9_thread_commit(t, D9_REC_WORDS_TERMINATE);
+    TERMINATE_BODY(d9_clock_ticks());
+}
+
+void d9__task_terminate(uint64_t task_id) {
+    FAST_PATH(D9_REC_WORDS_TERMINATE, true, terminate_slow(task_id));
+    TERMINATE_BODY(__rdtsc());
 }
 
 void d9__set_local_queue(uint32_t depth) {

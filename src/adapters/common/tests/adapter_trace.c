@@ -447,4 +447,4 @@ void at_remove_tree(const char *dir) {
  * TSan; libev parks, recorded from its release callback outside any interceptor, show no such
  * report. */
 const char *__tsan_default_suppressions(void);
-const char *__tsan_default_suppressions(void) { return "race:park_record\n"; }
+const char *__tsan_default_suppressions(void) { return "race:park_fast\nrace:park_record\n"; }

@@ -1,8 +1,8 @@
 /* The ledger of settled runs (src/sinks/run_ledger.c) on arbitrary text: it lies in the trace
  * directory, where anyone who can write there can put anything. Never reads past the text
  * (ASan); every run it accepts has a name that stays inside the trace directory (no '/', not
- * "." or "..") and kinds it knows (retention deletes the files it names); written back, the
- * accepted runs parse to the same runs. */
+ * "." or "..") and kinds it knows (retention deletes the files it names); the lookup by name
+ * finds each name's last line; written back, the accepted runs parse to the same runs. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             abort();
         for (size_t f = 0; f < r->nfiles; f++)
             if (r->files[f].kind >= D9_SEGMENT_KINDS) abort();
-        if (i > 0 && strcmp(l.runs[i - 1].name, r->name) > 0) abort(); /* sorted for the lookup */
+        const d9_ledger_run *latest = d9_ledger_latest(&l, r->name); /* the name's last line */
+        if (!latest || strcmp(latest->name, r->name) != 0 || latest->line < r->line) abort();
         d9_ledger_add(&o, r->name, r->dir_mtime_ns, r->files, r->nfiles);
     }
     if (!o.failed) {

@@ -201,7 +201,10 @@ void d9__task_spawn(uint64_t task_id, const d9_loc *where) {
  * while the process lives, whatever the allocator does with addresses. */
 #define TASK_ID_BLOCK 256
 static _Atomic uint64_t g_next_task_block = 1; /* 0 means "no task" */
-static __thread uint64_t t_task_next, t_task_end;
+/* initial-exec, as the rings' pointer: in libdial9.so the default model calls __tls_get_addr
+ * (~22 instructions) at every new id */
+static __thread uint64_t t_task_next __attribute__((tls_model("initial-exec")));
+static __thread uint64_t t_task_end __attribute__((tls_model("initial-exec")));
 
 uint64_t d9_task_id_new(void) {
     if (__builtin_expect(t_task_next == t_task_end, 0)) {

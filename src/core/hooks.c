@@ -5,6 +5,7 @@
 
 #include "core/clock.h"
 #include "core/event_types.h"
+#include "core/fork_guard.h"
 #include "core/locations.h"
 #include "core/records.h"
 #include "core/schedstat.h"
@@ -236,6 +237,7 @@ void d9__set_local_queue(uint32_t depth) {
 }
 
 uint32_t d9__worker_begin(const char *runtime, uint32_t index) {
+    d9_fork_guard_install(); /* a thread list that a child must forget, recording or not */
     uint32_t id = d9_workers_id_for(runtime, index);
     d9_thread *t = d9_thread_current();
     if (!t) return id;

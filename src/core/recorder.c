@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/fork_guard.h"
 #include "core/collector.h"
 #include "core/config_abi.h"
 #include "core/last_error.h"
@@ -98,7 +99,7 @@ static void init_wake_cond(void) {
     pthread_condattr_destroy(&attr);
 }
 
-static void forget_in_child(void) {
+void d9_recorder_forget_after_fork(void) {
     /* The child has our memory but not our background thread, and must never write into the
      * parent's files: drop everything without touching it. */
     __atomic_store_n(&d9__active, 0, __ATOMIC_RELAXED);
@@ -147,7 +148,7 @@ static void close_collector(recorder *r, d9_stats *final_stats) {
 
 static void install_process_hooks(void) {
     init_wake_cond();
-    pthread_atfork(NULL, NULL, forget_in_child);
+    d9_fork_guard_install();
     atexit(at_exit_stop);
 }
 

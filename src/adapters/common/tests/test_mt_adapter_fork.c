@@ -3,6 +3,9 @@
  * critical section; the child then uses the same lock and exits. A child that has not
  * exited after CHILD_DEADLINE_S hung on the lock: the check fails and the child is killed.
  *
+ * The recorder's thread list, whose lock a thread registering or exiting holds, is reset in
+ * the child from the first fork on, whether or not anything was ever recorded.
+ *
  * The side-table case is deterministic: the thread holds the shard (inside a bulk walk's
  * callback) until the fork has returned in the parent or 300 ms have passed, so without the
  * fork guard the fork happens while the shard is held; with it, the fork waits for the
@@ -23,7 +26,7 @@
 #include "object_table.h"
 
 #define CHILD_DEADLINE_S 30
-#define FORKS 40
+#define FORKS 60
 
 /* True when child `pid` exits 0 before the deadline; a child still running then hung on a
  * lock: it is killed. */
@@ -149,16 +152,42 @@ static bool child_resolves(void) {
     return d9a_callback_loc((const void *)(uintptr_t)&child_finishes) != NULL;
 }
 
+/* Threads that become workers and end, one after another: each registers its buffer and
+ * unlinks it at exit, under the recorder's thread-list lock (recording never started). */
+static void *short_worker(void *arg) {
+    (void)arg;
+    d9_worker_begin("fork-test", 0);
+    d9_worker_end();
+    return NULL;
+}
+
+static void *register_threads(void *arg) {
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, short_worker, NULL) == 0) pthread_join(t, NULL);
+        atomic_fetch_add(&rounds, 1);
+    }
+    return NULL;
+}
+
+/* This thread never recorded anything: it registers now, under the same lock. */
+static bool child_becomes_worker(void) {
+    d9_worker_begin("forked", 0);
+    d9_worker_end();
+    return true;
+}
+
 static void fork_while(void *(*busy)(void *), bool (*in_child)(void), const char *what) {
     atomic_store(&stop, false);
     atomic_store(&rounds, 0);
-    pthread_t t;
-    CHECK(pthread_create(&t, NULL, busy, NULL) == 0);
-    while (atomic_load(&rounds) < 10) usleep(100); /* the thread is in its loop */
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) CHECK(pthread_create(&t[i], NULL, busy, NULL) == 0);
+    while (atomic_load(&rounds) < 10) usleep(100); /* the threads are in their loops */
     unsigned ok = 0;
     for (int i = 0; i < FORKS && ok == (unsigned)i; i++) ok += child_finishes(in_child);
     atomic_store(&stop, true);
-    pthread_join(t, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
     printf("%s: %u of %d children finished (stops at the first that hangs)\n", what, ok, FORKS);
     CHECK_EQ_U64(ok, FORKS);
 }
@@ -168,6 +197,7 @@ int main(void) {
     side_table_held_at_fork();
     fork_while(intern_names, child_interns, "core location registry");
     fork_while(resolve_names, child_resolves, "callback name cache");
+    fork_while(register_threads, child_becomes_worker, "recorder's thread list");
     printf("test_mt_adapter_fork: %d passed, %d failed\n", d9t_passed, d9t_failed);
     return d9t_failed != 0;
 }

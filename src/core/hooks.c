@@ -84,7 +84,7 @@ void d9__poll_end_paused(void) {
     if (t && __atomic_load_n(&t->in_poll, __ATOMIC_RELAXED)) d9__poll_end();
 }
 
-static void park_record(unsigned kind) {
+SLOW void park_record(unsigned kind) {
     d9_thread *t = d9_thread_current();
     if (!t) return;
     uint64_t now = d9_clock_ticks();
@@ -114,17 +114,15 @@ static void park_record(unsigned kind) {
     d9_thread_commit(t, D9_REC_WORDS_PARK);
 }
 
-SLOW void park_slow(unsigned kind) { park_record(kind); }
-
 /* Without a schedstat read due (at most one a millisecond per thread), the common case. */
 static inline __attribute__((always_inline)) void park_fast(unsigned kind) {
-    FAST_PATH(D9_REC_WORDS_PARK, true, park_slow(kind));
+    FAST_PATH(D9_REC_WORDS_PARK, true, park_record(kind));
     uint64_t now = __rdtsc();
     uint64_t cpu = D9_NS_UNKNOWN, wait = D9_NS_UNKNOWN;
     if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
         if (now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED) ||
             t->schedstat_run != __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED)) {
-            park_slow(kind);
+            park_record(kind);
             return;
         }
         cpu = wait = D9_NS_NOT_READ;

@@ -11,9 +11,9 @@
 #include <time.h>
 
 #include "core/clock.h"
-#include "core/fork_guard.h"
 #include "core/collector.h"
 #include "core/config_abi.h"
+#include "core/fork_guard.h"
 #include "core/last_error.h"
 #include "core/own_thread_name.h"
 #include "core/pause_ends.h"

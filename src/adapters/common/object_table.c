@@ -385,7 +385,7 @@ INLINE void keep_callback(d9a_slot *s, void *ctx) {
 
 bool d9a_table_take_callback(const void *key, unsigned role, d9a_fn *fn, const d9_loc **loc,
                              uint64_t *task) {
-    callback_out c = {.role = role < D9A_ROLES ? role : 0};
+    callback_out c = {.role = role};
     bool found = role < D9A_ROLES && take(key, keep_callback, &c);
     *fn = c.fn;
     *loc = c.loc;

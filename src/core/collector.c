@@ -154,6 +154,11 @@ void d9_collector_note_resized(d9_collector *c, const char *path, uint64_t new_s
 
 void d9_collector_expect_growth(d9_collector *c, uint64_t bytes) { d9_segw_set_growth_reserve(c->w, bytes); }
 
+void d9_collector_collect_symbols(d9_collector *c) {
+    c->list_symbols = true;
+    d9_segw_collect_symbols(c->w);
+}
+
 void d9_collector_close(d9_collector *c, d9_stats *final_stats) {
     if (!c) return;
     d9_collector_drain(c);

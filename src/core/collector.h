@@ -40,6 +40,9 @@ void d9_collector_set_on_sealed(d9_collector *c, d9_segw_sealed_fn fn, void *ctx
 void d9_collector_note_resized(d9_collector *c, const char *path, uint64_t new_size);
 /* Sealed segments will grow by up to `bytes` each (symbols): see d9_segw_set_growth_reserve. */
 void d9_collector_expect_growth(d9_collector *c, uint64_t bytes);
+/* List, for each segment, what it holds to symbolize while encoding it (the writer hands the
+ * list to on_sealed), so the pipeline need not read the segment again. Before the start. */
+void d9_collector_collect_symbols(d9_collector *c);
 
 /* Drain everything recorded so far and write it. Returns the fullest ring's fill (0..1) seen,
  * so the caller can drain more often under load. */

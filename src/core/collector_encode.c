@@ -46,13 +46,34 @@ static uint32_t need_string(d9_collector *c, const char *s) {
     return id;
 }
 
+/* The writer's list of what the segment holds to symbolize (d9_collector_collect_symbols):
+ * an event's stack, as a scan of the file would find it. Its frames below the leaf are return
+ * addresses, listed once per stream with the pool entry; its leaf is listed once per stream for
+ * each way events use it (the interrupted instruction of a CPU sample, else a return address).
+ * Listed when encoded: bytes that then go to a later segment are encoded again there. */
+static void list_stack(d9_collector *c, d9_stack_entry *e, bool new_in_stream, bool leaf_exact) {
+    d9_sym_input *in = d9_segw_symbols(c->w);
+    if (!in || e->count == 0) return;
+    if (new_in_stream) {
+        e->leaf_listed = 0;
+        for (uint32_t i = 1; i < e->count; i++) d9_sym_input_add_address(in, e->frames[i], D9_ADDR_RETURN);
+    }
+    uint8_t flag = leaf_exact ? D9_ADDR_EXACT : D9_ADDR_RETURN;
+    if (e->leaf_listed & flag) return;
+    e->leaf_listed |= flag;
+    d9_sym_input_add_address(in, e->frames[0], flag);
+}
+
 /* A pooled stack, written once per stream; one that says how it was obtained (`method`, a
  * d9_stack_method) is followed by a StackOriginEvent the first time in each stream. */
-static uint32_t need_stack(d9_collector *c, const uint64_t *frames, uint32_t n, uint8_t method, uint64_t ts) {
+static uint32_t need_stack(d9_collector *c, const uint64_t *frames, uint32_t n, uint8_t method, uint64_t ts,
+                           bool leaf_exact) {
     d9_stack_entry *e = d9_stack_table_get_tagged(&c->stacks, frames, n, method);
     if (!e) e = d9_stack_table_get(&c->stacks, NULL, 0); /* no memory: an empty stack */
     if (!e) return 0;
-    if (e->mark != c->stream_no) {
+    bool new_in_stream = e->mark != c->stream_no;
+    if (c->list_symbols) list_stack(c, e, new_in_stream, leaf_exact);
+    if (new_in_stream) {
         d9_pool_frame pf;
         d9_enc_stack_pool_begin(&c->out, &pf);
         d9_enc_stack_pool_entry(&c->out, &pf, e->index, e->frames, e->count);
@@ -80,6 +101,9 @@ static void encode_metadata(d9_collector *c, uint64_t ts) {
     d9_enc_string_map_begin(&c->out, &map);
     d9_run_metadata_encode(&c->meta, &c->out, &map);
     d9_enc_string_map_end(&c->out, &map);
+    d9_sym_input *in = c->list_symbols ? d9_segw_symbols(c->w) : NULL;
+    const char *boot = in ? d9_run_metadata_get(&c->meta, "boot_id") : NULL;
+    if (boot && strlen(boot) < sizeof in->boot_id) strcpy(in->boot_id, boot);
 }
 
 void d9_col_encode_preamble(d9_collector *c) {
@@ -125,7 +149,7 @@ void d9_col_encode_other(d9_collector *c, const out_event *e) {
     case D9_SCH_CPU_SAMPLE: {
         need_builtin(c, e->schema);
         uint32_t name = e->s[0] ? need_string(c, e->s[0]) : 0;
-        uint32_t stack = need_stack(c, e->payload, e->nframes, (uint8_t)e->v[4], e->ts);
+        uint32_t stack = need_stack(c, e->payload, e->nframes, (uint8_t)e->v[4], e->ts, true);
         d9_enc_event(b, &c->st, e->schema, e->ts);
         d9_put_varint(b, e->v[0]);               /* worker */
         d9_put_u32(b, (uint32_t)e->v[1]);        /* tid */
@@ -139,7 +163,7 @@ void d9_col_encode_other(d9_collector *c, const out_event *e) {
     }
     case D9_SCH_TASK_DUMP: {
         need_builtin(c, e->schema);
-        uint32_t stack = need_stack(c, e->payload, e->nframes, (uint8_t)e->v[1], e->ts);
+        uint32_t stack = need_stack(c, e->payload, e->nframes, (uint8_t)e->v[1], e->ts, false);
         d9_enc_event(b, &c->st, e->schema, e->ts);
         d9_put_varint(b, e->v[0]);
         d9_put_u32(b, stack);
@@ -190,6 +214,10 @@ void d9_col_encode_other(d9_collector *c, const out_event *e) {
         d9_put_varint(b, e->v[2]);
         d9_put_u32(b, path);
         d9_put_lstring(b, e->s[1], strlen(e->s[1]));
+        d9_sym_input *in = c->list_symbols ? d9_segw_symbols(c->w) : NULL;
+        if (in)
+            d9_sym_input_add_map(in, e->v[0], e->v[1], e->v[2], e->s[0] ? e->s[0] : "", e->s[0] ? strlen(e->s[0]) : 0,
+                                 e->s[1], strlen(e->s[1]));
         break;
     }
     default: { /* custom event */

@@ -67,6 +67,7 @@ struct d9_collector {
     d9_buf out, scratch;
     uint64_t out_events;       /* events in `out` not yet written */
     bool out_has_stacks;       /* `out` holds a stack pool entry: its segment needs symbols */
+    bool list_symbols;         /* d9_collector_collect_symbols: the writer's list is kept up */
     d9_stream_state st;
     uint64_t epoch;
     bool stream_open;          /* false once the writer moved to another file or lost bytes */

@@ -252,6 +252,8 @@ static int start(const d9_config *cfg) {
         /* Symbols appended to sealed segments: room for them in each file and in the budget. */
         d9_collector_expect_growth(r->col, d9_pipeline_max_growth(r->pipeline));
         d9_collector_set_on_sealed(r->col, d9_pipeline_on_sealed, r->pipeline);
+        /* symbolizing: what each segment holds to name is listed as it is written, not read back */
+        if (d9_pipeline_max_growth(r->pipeline) > 0) d9_collector_collect_symbols(r->col);
     }
     d9_sources_start(&r->cfg, r->col);
     d9_on_sources_started_fn on_started = atomic_load_explicit(&g_on_sources_started, memory_order_acquire);

@@ -72,6 +72,12 @@ static utc utc_of(time_t t) {
     return u;
 }
 
+const char *d9_run_metadata_get(const d9_run_metadata *m, const char *key) {
+    for (int i = 0; i < m->count; i++)
+        if (strcmp(m->keys[i], key) == 0) return m->vals[i];
+    return NULL;
+}
+
 void d9_run_metadata_describe_process(d9_run_metadata *m, const char *service, const char *run_id) {
     char buf[4096];
     d9_run_metadata_set(m, "service", "%s", service);

@@ -19,6 +19,8 @@ typedef struct d9_run_metadata {
 /* Add (or replace) an entry; silently ignored past D9_META_MAX or on no memory. */
 void d9_run_metadata_set(d9_run_metadata *m, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The value of `key`, or NULL. */
+const char *d9_run_metadata_get(const d9_run_metadata *m, const char *key);
 /* Fill the entries that describe this process and host. */
 void d9_run_metadata_describe_process(d9_run_metadata *m, const char *service, const char *run_id);
 /* Append every entry, then the current runtime.<name> entries, to a StringMap value. */

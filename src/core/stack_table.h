@@ -15,6 +15,7 @@ typedef struct d9_stack_entry {
     uint64_t hash;
     uint64_t mark;  /* stream number in which it was last written */
     uint8_t tag;    /* part of the identity: how the stack was obtained (d9_stack_method) */
+    uint8_t leaf_listed; /* D9_ADDR_* flags its leaf was listed with in stream `mark` (collector) */
 } d9_stack_entry;
 
 typedef struct d9_stack_table {

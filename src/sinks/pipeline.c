@@ -52,6 +52,7 @@ typedef struct entry {
     uint64_t seq;
     time_t start;
     bool needs_symbols; /* it holds stacks (the writer's word at the seal) */
+    d9_sym_input *symbols; /* what it holds to name, as the writer listed it; NULL: read the file */
 } entry;
 
 struct d9_pipeline {
@@ -138,6 +139,12 @@ static bool gone(const char *path) {
     return stat(path, &st) != 0 && errno == ENOENT;
 }
 
+static void free_symbols(d9_sym_input *in) {
+    if (!in) return;
+    d9_sym_input_free(in);
+    free(in);
+}
+
 /* Symbolize and compress e->sealed; e->current is what is left to upload (NULL: nothing). */
 static void prepare(d9_pipeline *p, entry *e) {
     const char *sealed_path = e->sealed;
@@ -150,7 +157,9 @@ static void prepare(d9_pipeline *p, entry *e) {
     }
     e->start = d9_segment_start_time(sealed_path);
     if (p->sym && e->needs_symbols) {
-        d9_step_symbolize_run(p->sym, sealed_path, should_give_up, p);
+        d9_step_symbolize_run(p->sym, sealed_path, e->symbols, should_give_up, p);
+        free_symbols(e->symbols); /* not held while the file waits for its upload */
+        e->symbols = NULL;
     } else if (p->sym) { /* no stack in it: nothing to name, the file is complete as it is */
         d9_symbolize_report r = {.files_symbolized = 1};
         d9_symbolize_report_add(&r);
@@ -191,6 +200,7 @@ static void adopt_leftovers(d9_pipeline *p) {
 static void free_entry(entry *e) {
     free(e->sealed);
     free(e->current);
+    free_symbols(e->symbols);
     memset(e, 0, sizeof *e);
 }
 
@@ -414,7 +424,7 @@ void d9_pipeline_set_on_resized(d9_pipeline *p, d9_pipeline_resized_fn fn, void 
     pthread_mutex_unlock(&p->lock);
 }
 
-void d9_pipeline_on_sealed(const char *path, bool needs_symbols, void *pipeline) {
+void d9_pipeline_on_sealed(const char *path, bool needs_symbols, d9_sym_input *symbols, void *pipeline) {
     d9_pipeline *p = pipeline;
     char *copy = strdup(path);
     pthread_mutex_lock(&p->lock);
@@ -423,8 +433,13 @@ void d9_pipeline_on_sealed(const char *path, bool needs_symbols, void *pipeline)
         d9_symbolize_report r = {.files_dropped = p->symbolizing ? 1 : 0};
         d9_symbolize_report_add(&r);
         free(copy);
+        free_symbols(symbols);
     } else {
-        p->queue[p->pushed % QUEUE_CAP] = (entry){.sealed = copy, .needs_symbols = needs_symbols};
+        if (!p->symbolizing) { /* the list is of no use */
+            free_symbols(symbols);
+            symbols = NULL;
+        }
+        p->queue[p->pushed % QUEUE_CAP] = (entry){.sealed = copy, .needs_symbols = needs_symbols, .symbols = symbols};
         p->pushed++;
         /* the first seal of a run still going on: the preparing thread from now on (if it
          * cannot be created, the queue waits for d9_pipeline_stop) */

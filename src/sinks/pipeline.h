@@ -8,14 +8,16 @@
 #include <stdint.h>
 
 #include "dial9/dial9.h"
+#include "symbols/sym_input.h"
 
 typedef struct d9_pipeline d9_pipeline;
 
 /* NULL when no step is configured (nothing to do) or it cannot start. */
 d9_pipeline *d9_pipeline_start(const d9_config *cfg);
-/* The segment writer's on_sealed callback: queue `path` (copied). Cheap, never blocks long. A
- * segment without stacks (needs_symbols false) is not read again to be symbolized. */
-void d9_pipeline_on_sealed(const char *path, bool needs_symbols, void *pipeline);
+/* The segment writer's on_sealed callback: queue `path` (copied) and `symbols` (taken; NULL:
+ * the file is read to learn what to name). Cheap, never blocks long. A segment without stacks
+ * (needs_symbols false) is not read again to be symbolized. */
+void d9_pipeline_on_sealed(const char *path, bool needs_symbols, d9_sym_input *symbols, void *pipeline);
 /* Told, on the pipeline's thread, the size of each sealed file once its steps are done
  * (symbols appended or not), so the disk budget counts it as it is. Symbols never take a
  * file past cfg->max_file_size. Set right after d9_pipeline_start. */

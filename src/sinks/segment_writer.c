@@ -42,6 +42,9 @@ struct d9_segment_writer {
     int64_t opened_real_ns;     /* ... and the wall clock then */
     uint64_t epoch;
     bool needs_symbols;         /* the open segment holds stacks (d9_segw_note_needs_symbols) */
+    bool collect_symbols;       /* d9_segw_collect_symbols */
+    d9_sym_input *symbols;      /* the next sealed segment's list, NULL until used */
+    bool symbols_lost;          /* a write failed since the last seal: the list is not vouched for */
 
     d9_tf_index files; /* every trace file under trace_dir except the open segment */
     int run_slot;      /* this run's slot in files.runs */
@@ -216,8 +219,34 @@ static void discard_segment(d9_segment_writer *w) {
     w->size = 0;
 }
 
+static void free_symbols(d9_sym_input *in) {
+    if (!in) return;
+    d9_sym_input_free(in);
+    free(in);
+}
+
+/* The list of the segment being sealed, for on_sealed: NULL when it cannot be trusted. The next
+ * segment starts a list of its own. */
+static d9_sym_input *take_symbols(d9_segment_writer *w) {
+    d9_sym_input *in = w->symbols;
+    w->symbols = NULL;
+    bool lost = w->symbols_lost;
+    w->symbols_lost = false;
+    if (!w->collect_symbols) return NULL;
+    if (in && (lost || in->oom)) {
+        free_symbols(in);
+        return NULL;
+    }
+    if (!in && !lost) { /* nothing was added: the segment holds nothing to name */
+        in = calloc(1, sizeof *in);
+        if (in) d9_sym_input_init(in);
+    }
+    return in;
+}
+
 /* Rename the open segment to trace.N.bin, index it and tell on_sealed. */
 static void seal_segment(d9_segment_writer *w) {
+    d9_sym_input *symbols = take_symbols(w);
     struct stat st;
     bool have_stat = fd_is_ours(w, &st);
     if (have_stat) close(w->fd); /* else the number is not ours to close any more */
@@ -226,13 +255,19 @@ static void seal_segment(d9_segment_writer *w) {
     /* The file's real size: larger than w->size only when a failed write could not be cut off. */
     uint64_t size = have_stat && (uint64_t)st.st_size > w->size ? (uint64_t)st.st_size : w->size;
     w->size = 0;
-    if (have_stat && st.st_nlink == 0) return; /* deleted under us: nothing left to seal */
+    if (have_stat && st.st_nlink == 0) { /* deleted under us: nothing left to seal */
+        free_symbols(symbols);
+        return;
+    }
 
     char sealed[PATH_MAX];
     d9_segment_kind kind = D9_SEGMENT_SEALED;
     d9_tf_path(sealed, sizeof sealed, w->trace_dir, w->run_id, seq, D9_SEGMENT_SEALED);
     if (rename_noreplace(w->active_path, sealed) != 0) {
-        if (errno == ENOENT) return; /* deleted between fstat and rename */
+        if (errno == ENOENT) { /* deleted between fstat and rename */
+            free_symbols(symbols);
+            return;
+        }
         /* Keep counting the bytes under the name they still have, so the budget stays true. */
         kind = D9_SEGMENT_ACTIVE;
     }
@@ -241,7 +276,11 @@ static void seal_segment(d9_segment_writer *w) {
     uint64_t counted = kind == D9_SEGMENT_SEALED ? counted_size(w, size) : size;
     d9_tf_index_add(&w->files, w->run_slot, seq, kind, counted, mtime, w->opened_real_ns);
     w->stats.segments_sealed++;
-    if (kind == D9_SEGMENT_SEALED && w->on_sealed) w->on_sealed(sealed, w->needs_symbols, w->on_sealed_ctx);
+    if (kind == D9_SEGMENT_SEALED && w->on_sealed) {
+        w->on_sealed(sealed, w->needs_symbols, symbols, w->on_sealed_ctx);
+        symbols = NULL; /* the callee's now */
+    }
+    free_symbols(symbols);
 }
 
 static void end_segment(d9_segment_writer *w) {
@@ -258,6 +297,7 @@ void d9_segw_close(d9_segment_writer *w) {
     /* A run that wrote nothing leaves no empty directory behind (rmdir keeps a non-empty one). */
     if (w->files.runs[w->run_slot].files == 0) (void)rmdir(w->run_dir);
     d9_tf_index_free(&w->files);
+    free_symbols(w->symbols);
     free(w->trace_dir);
     free(w->run_id);
     pthread_mutex_destroy(&w->resize_lock);
@@ -272,6 +312,21 @@ void d9_segw_set_on_sealed(d9_segment_writer *w, d9_segw_sealed_fn fn, void *ctx
 
 void d9_segw_note_needs_symbols(d9_segment_writer *w) {
     if (w->fd >= 0) w->needs_symbols = true;
+}
+
+void d9_segw_collect_symbols(d9_segment_writer *w) { w->collect_symbols = true; }
+
+d9_sym_input *d9_segw_symbols(d9_segment_writer *w) {
+    if (!w->collect_symbols) return NULL;
+    if (!w->symbols) {
+        w->symbols = calloc(1, sizeof *w->symbols);
+        if (!w->symbols) {
+            w->symbols_lost = true; /* what this segment holds is no longer known here */
+            return NULL;
+        }
+        d9_sym_input_init(w->symbols);
+    }
+    return w->symbols;
 }
 
 void d9_segw_set_growth_reserve(d9_segment_writer *w, uint64_t bytes) {
@@ -338,6 +393,7 @@ void d9_segw_rotate(d9_segment_writer *w) {
 /* The write's bytes are lost: count them, and change the epoch so the caller's next write
  * starts a new stream (its last frames may be missing from the file). */
 static int lose_write(d9_segment_writer *w, size_t len) {
+    w->symbols_lost = true; /* rare: the pipeline reads this segment to be sure */
     w->stats.bytes_lost += len;
     w->stats.write_errors++;
     w->epoch++;
@@ -532,6 +588,7 @@ static bool recover_closed_fd(d9_segment_writer *w) {
     w->fd = -1; /* the number may be the program's now: never close it */
     if (reopen_segment(w)) return true;
     if (w->size == 0) return true; /* nothing written: the next file takes these bytes */
+    w->symbols_lost = true; /* the file may not be what we wrote */
     if (lstat(w->active_path, &st) == 0 && st.st_dev == w->fd_dev && st.st_ino == w->fd_ino)
         seal_segment(w); /* by name: fd is -1, so nothing is closed */
     else
@@ -579,7 +636,10 @@ int d9_segw_write(d9_segment_writer *w, const void *buf, size_t len) {
 
     if (pwrite_fully(w->fd, buf, len, w->size) != 0) {
         /* Cut any partial bytes off so the file still ends at the last complete write. */
-        if (ftruncate(w->fd, (off_t)w->size) != 0) end_segment(w); /* this file ends here */
+        if (ftruncate(w->fd, (off_t)w->size) != 0) {
+            w->symbols_lost = true; /* a partial write stays in it */
+            end_segment(w);         /* this file ends here */
+        }
         return lose_write(w, len);
     }
     w->size += len;
@@ -627,7 +687,7 @@ int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len) {
             w->stats.bytes_written += len;
             w->epoch++;
             /* through the pipeline like any sealed segment (d9_pipeline_stop's wait bounds it) */
-            if (w->on_sealed) w->on_sealed(sealed, false, w->on_sealed_ctx); /* counts, no stacks */
+            if (w->on_sealed) w->on_sealed(sealed, false, NULL, w->on_sealed_ctx); /* counts, no stacks */
             return 0;
         }
         if (errno != EEXIST) break;

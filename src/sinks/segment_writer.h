@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "symbols/sym_input.h"
+
 typedef struct d9_segw_config {
     const char *trace_dir;   /* base directory; created if missing */
     const char *run_id;      /* this run's subdirectory name (unique per run) */
@@ -44,8 +46,11 @@ typedef struct d9_segw_stats {
 typedef struct d9_segment_writer d9_segment_writer;
 
 /* Called on the background thread with the path of each newly sealed file; needs_symbols:
- * d9_segw_note_needs_symbols was called while it was open (it holds addresses to name). */
-typedef void (*d9_segw_sealed_fn)(const char *path, bool needs_symbols, void *ctx);
+ * d9_segw_note_needs_symbols was called while it was open (it holds addresses to name).
+ * `symbols`: what the file holds to symbolize, as listed while it was written
+ * (d9_segw_collect_symbols), the callee's to free (d9_sym_input_free, then free); NULL when
+ * not collected or not complete (then the file must be read for it). */
+typedef void (*d9_segw_sealed_fn)(const char *path, bool needs_symbols, d9_sym_input *symbols, void *ctx);
 
 /* Create the run directory and index the trace files already under trace_dir (earlier runs
  * count against max_total_size). No segment file is created before the first write.
@@ -60,6 +65,15 @@ void d9_segw_set_on_sealed(d9_segment_writer *w, d9_segw_sealed_fn fn, void *ctx
 /* The last write went into the open segment with stacks in it: on_sealed says so, and a segment
  * it never says it of is not read again to be symbolized (nothing in it to name). */
 void d9_segw_note_needs_symbols(d9_segment_writer *w);
+
+/* List what each segment holds to symbolize while it is written, so that it need not be read
+ * again: the caller adds to d9_segw_symbols() what each write holds (addresses of its stacks,
+ * memory maps, boot id) before the write, and on_sealed hands the list over. Off by default. */
+void d9_segw_collect_symbols(d9_segment_writer *w);
+/* The list of the segment the next write lands in (allocated on first use); NULL when not
+ * collecting or out of memory. It may hold more than the segment will (a lost write's
+ * addresses), never less: a failed write makes the writer hand over NULL for that segment. */
+d9_sym_input *d9_segw_symbols(d9_segment_writer *w);
 
 /* A sealed file of this run changed size after it was sealed (the pipeline appended symbols,
  * or replaced it by a compressed one): `path` as given to on_sealed, its size now. Callable

@@ -21,7 +21,8 @@ d9_step_symbolize *d9_step_symbolize_new(uint64_t max_file_size, uint64_t max_gr
     return s;
 }
 
-void d9_step_symbolize_run(d9_step_symbolize *s, const char *path, bool (*give_up)(void *), void *ctx) {
+void d9_step_symbolize_run(d9_step_symbolize *s, const char *path, const d9_sym_input *symbols,
+                           bool (*give_up)(void *), void *ctx) {
     d9_symbolize_report r = {0};
     if (!s->sym) {
         d9_sym_options opt = {.system_debug_dir = true};
@@ -30,8 +31,8 @@ void d9_step_symbolize_run(d9_step_symbolize *s, const char *path, bool (*give_u
     d9_symbolize_stats st;
     char err[512] = "out of memory";
     memset(&st, 0, sizeof st);
-    int rc = s->sym ? d9_symbolize_file_in_place(s->sym, path, s->max_file_size, s->max_growth, &st, give_up, ctx,
-                                                 err, sizeof err)
+    int rc = s->sym ? d9_symbolize_file_in_place(s->sym, path, symbols, s->max_file_size, s->max_growth, &st,
+                                                 give_up, ctx, err, sizeof err)
                     : -1;
     if (rc != 0 && give_up(ctx)) {
         r.files_skipped = 1; /* out of time at stop: left unchanged */
@@ -42,6 +43,8 @@ void d9_step_symbolize_run(d9_step_symbolize *s, const char *path, bool (*give_u
         r.named = st.named;
         r.entries = st.entries;
         r.bytes_appended = st.bytes;
+        r.files_from_writer = st.from_writer;
+        r.files_given_short = st.given_short;
     } else {
         r.files_failed = 1;
         snprintf(r.last_error, sizeof r.last_error, "%s", err);

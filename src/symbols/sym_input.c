@@ -63,6 +63,8 @@ static void add_addr(d9_sym_input *in, uint64_t addr, uint64_t flag) {
     *v |= flag;
 }
 
+void d9_sym_input_add_address(d9_sym_input *in, uint64_t addr, uint64_t flags) { add_addr(in, addr, flags); }
+
 void d9_sym_input_add_stack(d9_sym_input *in, const uint64_t *addrs, size_t n, bool leaf_exact) {
     for (size_t i = 0; i < n; i++)
         add_addr(in, addrs[i], i == 0 && leaf_exact ? D9_ADDR_EXACT : D9_ADDR_RETURN);
@@ -87,4 +89,27 @@ bool d9_sym_is_fallback_name(const char *name, size_t len) {
 void d9_sym_input_note_symbol(d9_sym_input *in, uint64_t addr, const char *name, size_t len) {
     if (len == 0) return;
     add_addr(in, addr, d9_sym_is_fallback_name(name, len) ? D9_ADDR_FALLBACK : D9_ADDR_NAMED);
+}
+
+static bool same_map(const d9_sym_map *a, const d9_sym_map *b) {
+    return a->start == b->start && a->end == b->end && a->file_offset == b->file_offset &&
+           strcmp(a->path, b->path) == 0 && strcmp(a->build_id, b->build_id) == 0;
+}
+
+bool d9_sym_input_covers(const d9_sym_input *given, const d9_sym_input *scanned) {
+    if (given->oom || strcmp(given->boot_id, scanned->boot_id) != 0) return false;
+    uint64_t addr, flags;
+    for (size_t pos = 0; d9_u64_map_next(&scanned->addrs, &pos, &addr, &flags);) {
+        const uint64_t *have = d9_u64_map_get(&given->addrs, addr);
+        uint64_t need = flags & (D9_ADDR_RETURN | D9_ADDR_EXACT);
+        if (need && (!have || (*have & need) != need)) return false;
+    }
+    /* the maps: a subsequence, so that the later of two maps of a range still wins */
+    size_t g = 0;
+    for (size_t i = 0; i < scanned->map_count; i++) {
+        while (g < given->map_count && !same_map(&given->maps[g], &scanned->maps[i])) g++;
+        if (g == given->map_count) return false;
+        g++;
+    }
+    return true;
 }

@@ -45,9 +45,16 @@ void d9_sym_input_add_map(d9_sym_input *in, uint64_t start, uint64_t end, uint64
 void d9_sym_input_add_stack(d9_sym_input *in, const uint64_t *addrs, size_t n, bool leaf_exact);
 /* Same, reading n little-endian u64 from unaligned bytes. */
 void d9_sym_input_add_stack_bytes(d9_sym_input *in, const uint8_t *bytes, size_t n, bool leaf_exact);
+/* One address with its D9_ADDR_* flags (or'ed with those it has). */
+void d9_sym_input_add_address(d9_sym_input *in, uint64_t addr, uint64_t flags);
 /* A SymbolTableEntry of the file: `name` counts as a real name unless it is empty or one of
  * our fallbacks ("module+0x1f00"), which a later pass with better files may replace. */
 void d9_sym_input_note_symbol(d9_sym_input *in, uint64_t addr, const char *name, size_t len);
+
+/* True when `given` says everything `scanned` (the same file's scan) says: every address with
+ * at least its flags, its maps in the same order (others may come between) and its boot id.
+ * The recorder's own list of a segment is checked so against a scan in tests. */
+bool d9_sym_input_covers(const d9_sym_input *given, const d9_sym_input *scanned);
 
 /* True for names we write when an address has no symbol: "module+0xHEX". */
 bool d9_sym_is_fallback_name(const char *name, size_t len);

@@ -102,9 +102,29 @@ static void touch_directory_of(const char *path) {
     (void)utimensat(AT_FDCWD, dir[0] ? dir : "/", NULL, 0); /* not ours to touch: the listing may miss the growth */
 }
 
-int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, uint64_t max_size,
-                               uint64_t max_growth, d9_symbolize_stats *st, bool (*stop)(void *ctx),
-                               void *stop_ctx, char *err, size_t errlen) {
+bool d9_symbolize_check_given;
+
+/* The file's own list of what to symbolize: read from its bytes (mapped for the scan). */
+static bool scan_file(int fd, size_t size, const char *path, d9_sym_input *in, char *err, size_t errlen) {
+    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+        snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
+        return false;
+    }
+    d9_scan_result res;
+    d9_trace_scan(map, size, in, &res);
+    munmap(map, size);
+    if (res.status != D9_SCAN_END) {
+        /* Appending after a partial frame would hide our stream from readers. */
+        snprintf(err, errlen, "%s: not symbolized: %s", path, res.message);
+        return false;
+    }
+    return true;
+}
+
+int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, const d9_sym_input *given,
+                               uint64_t max_size, uint64_t max_growth, d9_symbolize_stats *st,
+                               bool (*stop)(void *ctx), void *stop_ctx, char *err, size_t errlen) {
     memset(st, 0, sizeof *st);
     int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
     if (fd < 0) {
@@ -112,7 +132,6 @@ int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, uint64_t ma
         return -1;
     }
     int rc = -1;
-    void *map = MAP_FAILED;
     struct stat sb;
     d9_sym_input in;
     d9_sym_input_init(&in);
@@ -129,23 +148,22 @@ int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, uint64_t ma
         rc = 0;
         goto done;
     }
-    map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) {
-        snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
-        goto done;
+    if (given && !given->oom) {
+        st->from_writer = true;
+        if (d9_symbolize_check_given) {
+            if (!scan_file(fd, (size_t)sb.st_size, path, &in, err, errlen)) goto done;
+            st->given_short = !d9_sym_input_covers(given, &in);
+        }
+    } else {
+        given = NULL;
+        if (!scan_file(fd, (size_t)sb.st_size, path, &in, err, errlen)) goto done;
     }
-    d9_scan_result res;
-    d9_trace_scan(map, (size_t)sb.st_size, &in, &res);
-    if (res.status != D9_SCAN_END) {
-        /* Appending after a partial frame would hide our stream from readers. */
-        snprintf(err, errlen, "%s: not symbolized: %s", path, res.message);
-        goto done;
-    }
+    const d9_sym_input *want = given ? given : &in;
     if (stop && stop(stop_ctx)) {
         snprintf(err, errlen, "%s: not symbolized: stopping", path);
         goto done;
     }
-    if (in.addrs.count == 0 && !in.oom) { /* no stack in it (a short program's): nothing to name */
+    if (want->addrs.count == 0 && !want->oom) { /* no stack in it (a short program's): nothing to name */
         rc = 0;
         goto done;
     }
@@ -156,7 +174,7 @@ int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, uint64_t ma
         if (max_size && left < limit) limit = left;
         d9_symbol_stream_set_limit(out, limit);
     }
-    if (!out || !d9_symbolize_input(sym, &in, false, out, st)) {
+    if (!out || !d9_symbolize_input(sym, want, false, out, st)) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto done;
     }
@@ -189,7 +207,6 @@ int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, uint64_t ma
     }
     rc = 0;
 done:
-    if (map != MAP_FAILED) munmap(map, (size_t)sb.st_size);
     d9_symbol_stream_free(out);
     d9_sym_input_free(&in);
     if (fd >= 0) close(fd);

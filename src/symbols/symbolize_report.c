@@ -23,6 +23,8 @@ void d9_symbolize_report_add(const d9_symbolize_report *d) {
     g_report.entries += d->entries;
     g_report.bytes_appended += d->bytes_appended;
     g_report.no_room += d->no_room;
+    g_report.files_from_writer += d->files_from_writer;
+    g_report.files_given_short += d->files_given_short;
     if (d->last_error[0]) memcpy(g_report.last_error, d->last_error, sizeof g_report.last_error);
     pthread_mutex_unlock(&g_lock);
 }

@@ -15,6 +15,8 @@ typedef struct d9_symbolize_report {
     uint64_t entries;          /* SymbolTableEntry events written */
     uint64_t bytes_appended;
     uint64_t no_room;          /* resolved but left out: the segment was at its size limit */
+    uint64_t files_from_writer; /* symbolized from the writer's list, without reading the file */
+    uint64_t files_given_short; /* d9_symbolize_check_given: the writer's list missed something */
     char last_error[512];
 } d9_symbolize_report;
 

@@ -31,6 +31,7 @@
 #include "sinks/pipeline.h"
 #include "sources/memory_map.h"
 #include "symbols/elf_image.h"
+#include "symbols/symbolize_file.h"
 #include "symbols/symbolize_report.h"
 #include "trace_files_util.h"
 
@@ -260,6 +261,7 @@ static void test_pipeline(void) {
     CHECK(pipe != NULL);
     d9_collector_set_on_sealed(col, d9_pipeline_on_sealed, pipe);
     d9_collector_expect_growth(col, d9_pipeline_max_growth(pipe));
+    d9_collector_collect_symbols(col);
     d9_memory_map_source_start(&cfg, col);
 
     fake f = {.base = {.name = "fake", .collect = fake_collect, .close = fake_close}};
@@ -314,6 +316,9 @@ static void test_pipeline(void) {
     CHECK_EQ_U64(rep.files_failed, 0);
     CHECK_EQ_U64(rep.files_symbolized, st.segments_sealed);
     CHECK(rep.named > 0 && rep.named == rep.addresses);
+    /* named from the collector's lists, which held all that a scan of each file finds */
+    CHECK(rep.files_from_writer >= st.segments_sealed - 1);
+    CHECK_EQ_U64(rep.files_given_short, 0);
 
     char *exe = exe_path();
     Dl_info libc_info;
@@ -491,6 +496,8 @@ static void test_recorder(void) {
     CHECK_EQ_U64(rep.files_dropped + rep.files_skipped, 0);
     CHECK_EQ_U64(rep.files_symbolized, (uint64_t)n);
     CHECK_EQ_U64(rep.no_room, 0); /* the room kept in each segment was enough */
+    if (dumps > 0) CHECK(rep.files_from_writer >= 1); /* the only stacks: without them, nothing to name */
+    CHECK_EQ_U64(rep.files_given_short, 0);
     if (h) CHECK(with_dl >= 1);
     if (dumps == 0) printf("skip: no TaskDumpEvent recorded (d9_task_suspend not ready)\n");
     else CHECK(dumps_named > 0);
@@ -578,6 +585,7 @@ static void test_short_run(void) {
 }
 
 int main(void) {
+    d9_symbolize_check_given = true; /* each list the collector makes is checked against a scan */
     test_pipeline();
     test_recorder();
     test_short_run();

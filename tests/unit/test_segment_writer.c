@@ -99,7 +99,8 @@ struct sealed_log {
     bool last_needs_symbols;
 };
 
-static void on_sealed(const char *path, bool needs_symbols, void *ctx) {
+static void on_sealed(const char *path, bool needs_symbols, d9_sym_input *symbols, void *ctx) {
+    CHECK(symbols == NULL); /* not collected */
     struct sealed_log *log = ctx;
     log->count++;
     snprintf(log->last, sizeof log->last, "%s", path);
@@ -797,8 +798,9 @@ struct lagging {
     int npending;
 };
 
-static void grow_on_sealed(const char *path, bool needs_symbols, void *ctx) {
+static void grow_on_sealed(const char *path, bool needs_symbols, d9_sym_input *symbols, void *ctx) {
     (void)needs_symbols;
+    CHECK(symbols == NULL);
     struct lagging *l = ctx;
     int fd = open(path, O_WRONLY | O_APPEND);
     static const uint8_t zeros[GROWTH];
@@ -895,8 +897,85 @@ static void test_scan_large_directories(void) {
     if (!d9t_failed) rm_rf(dir);
 }
 
+/* ---------- the list of what each segment holds to symbolize ---------- */
+
+struct handed {
+    int count;
+    d9_sym_input *got[8];
+};
+
+static void keep_symbols(const char *path, bool needs_symbols, d9_sym_input *symbols, void *ctx) {
+    (void)path;
+    (void)needs_symbols;
+    struct handed *h = ctx;
+    if (h->count < 8) h->got[h->count] = symbols;
+    else if (symbols) {
+        d9_sym_input_free(symbols);
+        free(symbols);
+    }
+    h->count++;
+}
+
+static bool lists_address(const d9_sym_input *in, uint64_t addr) {
+    return in && d9_u64_map_get(&in->addrs, addr) != NULL;
+}
+
+/* Each sealed segment is handed the list made while it was open, and only that one; a segment
+ * that lost a write is handed none (the pipeline reads it instead). */
+static void test_symbols_handed_over(void) {
+    char dir[64], err[256];
+    make_temp_dir(dir, sizeof dir);
+    d9_segw_config cfg = {.trace_dir = dir, .run_id = "s", .max_file_size = 4096, .max_total_size = 1 << 20};
+    d9_segment_writer *w = d9_segw_open(&cfg, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w) return;
+    struct handed h = {0};
+    d9_segw_set_on_sealed(w, keep_symbols, &h);
+    uint8_t buf[100];
+    fill_pattern(buf, sizeof buf, 3);
+
+    CHECK(d9_segw_symbols(w) == NULL); /* not collecting */
+    d9_segw_collect_symbols(w);
+    d9_sym_input *in = d9_segw_symbols(w);
+    CHECK(in != NULL && d9_segw_symbols(w) == in);
+    if (!in) return;
+    d9_sym_input_add_address(in, 0x1000, D9_ADDR_RETURN);
+    CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    d9_segw_rotate(w); /* segment 0: its list */
+    d9_sym_input_add_address(d9_segw_symbols(w), 0x2000, D9_ADDR_EXACT);
+    CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    d9_segw_rotate(w); /* segment 1: a list of its own */
+    CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    d9_segw_rotate(w); /* segment 2: nothing listed, an empty list */
+    d9_sym_input_add_address(d9_segw_symbols(w), 0x3000, D9_ADDR_RETURN);
+    CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    CHECK(d9_segw_write(w, buf, 5000) == -1); /* overruns: segment 3 sealed, the write lost */
+    d9_sym_input_add_address(d9_segw_symbols(w), 0x4000, D9_ADDR_RETURN);
+    CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    d9_segw_rotate(w); /* segment 4: after a lost write, not vouched for */
+    CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    d9_segw_rotate(w); /* segment 5: trusted again */
+
+    CHECK_EQ_U64(h.count, 6);
+    CHECK(lists_address(h.got[0], 0x1000) && !lists_address(h.got[0], 0x2000));
+    CHECK(lists_address(h.got[1], 0x2000) && !lists_address(h.got[1], 0x1000));
+    CHECK(h.got[2] != NULL && h.got[2]->addrs.count == 0);
+    CHECK(lists_address(h.got[3], 0x3000));
+    CHECK(h.got[4] == NULL);
+    CHECK(h.got[5] != NULL && h.got[5]->addrs.count == 0);
+    for (int i = 0; i < h.count && i < 8; i++) {
+        if (!h.got[i]) continue;
+        d9_sym_input_free(h.got[i]);
+        free(h.got[i]);
+    }
+    d9_sym_input_add_address(d9_segw_symbols(w), 0x5000, D9_ADDR_RETURN); /* freed by close */
+    d9_segw_close(w);
+    rm_rf(dir);
+}
+
 int main(void) {
     test_naming_and_basics();
+    test_symbols_handed_over();
     test_scan_large_directories();
     test_many_writes_tiny_limits();
     test_period_rotation();

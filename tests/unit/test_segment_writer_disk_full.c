@@ -219,7 +219,8 @@ static int g_sealed_count;
 static char g_sealed_last[256];
 static int g_sealed_needing_symbols;
 
-static void note_sealed(const char *path, bool needs_symbols, void *ctx) {
+static void note_sealed(const char *path, bool needs_symbols, d9_sym_input *symbols, void *ctx) {
+    CHECK(symbols == NULL); /* not collected */
     g_sealed_needing_symbols += needs_symbols;
     (void)ctx;
     g_sealed_count++;

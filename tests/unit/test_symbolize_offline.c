@@ -79,13 +79,13 @@ typedef struct sealed_ctx {
 } sealed_ctx;
 
 /* Keep the segment as sealed (before the pipeline appends to it), then hand it on. */
-static void on_sealed(const char *path, bool needs_symbols, void *p) {
+static void on_sealed(const char *path, bool needs_symbols, d9_sym_input *symbols, void *p) {
     sealed_ctx *c = p;
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "cp '%s' '%s/'", path, c->raw_dir);
     if (system(cmd) != 0) fprintf(stderr, "copy failed: %s\n", cmd);
     if (needs_symbols) c->with_stacks++;
-    d9_pipeline_on_sealed(path, needs_symbols, c->pipe);
+    d9_pipeline_on_sealed(path, needs_symbols, symbols, c->pipe);
 }
 
 /* The exec mapping of this program: the last byte is page padding after the code. */

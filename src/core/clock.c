@@ -13,7 +13,7 @@ bool d9_clock_use_tsc;
 static bool cpu_has_invariant_tsc(void) {
     /* Two CPUID instructions, not the four that two __get_cpuid calls make (each asks for the
      * highest leaf first): a hypervisor traps every one (8-14 µs each on our VM). */
-    if (__get_cpuid_max(0x80000000u, NULL) < 0x80000007u) return false;
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) < 0x80000007u) return false; /* int in clang's cpuid.h */
     unsigned a, b, c, d;
     __cpuid(0x80000007u, a, b, c, d);
     (void)a, (void)b, (void)c;

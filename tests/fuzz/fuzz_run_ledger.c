@@ -12,11 +12,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static bool same_run(const d9_ledger_run *a, const d9_ledger_run *b) {
+static bool same_run(const d9_ledger *la, const d9_ledger_run *a, const d9_ledger *lb, const d9_ledger_run *b) {
     if (strcmp(a->name, b->name) != 0 || a->dir_mtime_ns != b->dir_mtime_ns || a->nfiles != b->nfiles) return false;
+    const d9_ledger_file *fa = d9_ledger_files(la, a), *fb = d9_ledger_files(lb, b);
     for (size_t i = 0; i < a->nfiles; i++)
-        if (a->files[i].seq != b->files[i].seq || a->files[i].kind != b->files[i].kind ||
-            a->files[i].size != b->files[i].size || a->files[i].mtime_ns != b->files[i].mtime_ns)
+        if (fa[i].seq != fb[i].seq || fa[i].kind != fb[i].kind || fa[i].size != fb[i].size ||
+            fa[i].mtime_ns != fb[i].mtime_ns)
             return false;
     return true;
 }
@@ -35,11 +36,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const d9_ledger_run *r = &l.runs[i];
         if (!d9_ledger_name_ok(r->name) || strchr(r->name, '/') || !strcmp(r->name, ".") || !strcmp(r->name, ".."))
             abort();
+        const d9_ledger_file *files = d9_ledger_files(&l, r);
         for (size_t f = 0; f < r->nfiles; f++)
-            if (r->files[f].kind >= D9_SEGMENT_KINDS) abort();
+            if (files[f].kind >= D9_SEGMENT_KINDS) abort();
         const d9_ledger_run *latest = d9_ledger_latest(&l, r->name); /* the name's last line */
         if (!latest || strcmp(latest->name, r->name) != 0 || latest->line < r->line) abort();
-        d9_ledger_add(&o, r->name, r->dir_mtime_ns, r->files, r->nfiles);
+        d9_ledger_add(&o, r->name, r->dir_mtime_ns, files, r->nfiles);
     }
     if (!o.failed) {
         d9_ledger back = {0};
@@ -47,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (back.n != l.n) abort();
             for (size_t i = 0; i < l.n; i++) {
                 bool found = false;
-                for (size_t j = 0; j < back.n; j++) found |= same_run(&back.runs[j], &l.runs[i]);
+                for (size_t j = 0; j < back.n; j++) found |= same_run(&back, &back.runs[j], &l, &l.runs[i]);
                 if (!found) abort();
             }
         }

@@ -54,8 +54,8 @@ static void test_parse(void) {
     CHECK(a != NULL);
     if (a) {
         CHECK_EQ_U64(a->nfiles, 1);
-        CHECK_EQ_U64(a->files[0].seq, 3);
-        CHECK_EQ_U64(a->files[0].size, 7);
+        CHECK_EQ_U64(d9_ledger_files(&l, a)[0].seq, 3);
+        CHECK_EQ_U64(d9_ledger_files(&l, a)[0].size, 7);
         CHECK(a->used);
     }
     CHECK(d9_ledger_find(&l, "h", 12) == NULL);
@@ -74,7 +74,8 @@ static void test_parse(void) {
     CHECK_EQ_U64(l.n, 2);
     CHECK_EQ_U64(l.verified_ns, 1234);
     d9_ledger_run *r = d9_ledger_find(&l, "run-1", -42);
-    CHECK(r && r->nfiles == 2 && r->files[0].kind == 3 && r->files[0].mtime_ns == -3 && r->files[1].seq == 9);
+    const d9_ledger_file *rf = r ? d9_ledger_files(&l, r) : NULL;
+    CHECK(r && r->nfiles == 2 && rf[0].kind == 3 && rf[0].mtime_ns == -3 && rf[1].seq == 9);
     CHECK(d9_ledger_find(&l, "empty", 5) != NULL);
     d9_ledger_free(&l);
     free(o.buf);
@@ -134,6 +135,7 @@ static void scan_then(const char *dir, scanned *out, bool check) {
     out->bytes = ix.bytes;
     out->pinned = ix.pinned_bytes;
     out->entries = ix.end - ix.head;
+    d9_tf_index_sort(&ix);
     size_t len = 0;
     out->sig[0] = 0;
     for (size_t i = ix.head; i < ix.end && len < sizeof out->sig - 100; i++) {

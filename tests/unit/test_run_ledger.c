@@ -327,6 +327,19 @@ static void scan_then(const char *dir, scanned *out, bool check) {
     out->bytes = ix.bytes;
     out->pinned = ix.pinned_bytes;
     out->entries = ix.end - ix.head;
+    /* the scan leaves the entries unsorted; the oldest is found all the same */
+    const d9_tf_entry *min = NULL;
+    for (size_t i = ix.head; i < ix.end; i++) {
+        const d9_tf_entry *e = &ix.entries[i];
+        int c = min ? strcmp(ix.runs[e->run].name, ix.runs[min->run].name) : 0;
+        if (!min || e->mtime_ns < min->mtime_ns ||
+            (e->mtime_ns == min->mtime_ns && (c < 0 || (c == 0 && e->seq < min->seq))))
+            min = e;
+    }
+    d9_tf_entry want = min ? *min : (d9_tf_entry){0}, oldest; /* copied: the sort moves entries */
+    CHECK(d9_tf_index_oldest(&ix, &oldest) == (min != NULL));
+    CHECK(!min || (oldest.run == want.run && oldest.seq == want.seq && oldest.kind == want.kind));
+    CHECK(ix.sorted || !min);
     d9_tf_index_sort(&ix);
     size_t len = 0;
     out->sig[0] = 0;

@@ -40,17 +40,24 @@ typedef struct d9_ledger_file {
 } d9_ledger_file;
 
 typedef struct d9_ledger_run {
-    char *name;
+    const char *name;     /* cut in place in one of the ledger's texts (NUL-terminated there) */
+    uint64_t name_hash;   /* lookups compare it before the names */
     int64_t dir_mtime_ns;
-    d9_ledger_file *files;
+    size_t first_file;    /* the run's files are file_pool[first_file, first_file + nfiles) */
     size_t nfiles;
     size_t line; /* the later line of a run wins */
     bool used;   /* matched by this scan: kept when the ledger is written again */
 } d9_ledger_run;
 
+/* A text the ledger read or was given, kept while its runs' names point into it. */
+typedef struct d9_ledger_text d9_ledger_text;
+
 typedef struct d9_ledger {
     d9_ledger_run *runs; /* in the order of their lines */
     size_t n, cap;
+    d9_ledger_file *file_pool; /* every run's files: one array instead of one per run */
+    size_t pool_used, pool_cap;
+    d9_ledger_text *texts;
     uint32_t *latest;    /* open addressing by name: 1 + the index of a name's latest line */
     size_t latest_mask;  /* slots - 1 (no slots while n is 0) */
     size_t lines;        /* lines read, good or not */
@@ -59,7 +66,13 @@ typedef struct d9_ledger {
     bool oversized;      /* over D9_LEDGER_MAX_BYTES: not read, to be written again */
 } d9_ledger;
 
-/* Parse a ledger's text; bad lines are skipped. false only when out of memory. */
+/* A run's files (NULL when it has none and nothing else has any either). */
+static inline const d9_ledger_file *d9_ledger_files(const d9_ledger *l, const d9_ledger_run *r) {
+    return l->file_pool ? l->file_pool + r->first_file : NULL;
+}
+
+/* Parse a ledger's text (copied: the ledger keeps its own); bad lines are skipped. false only
+ * when out of memory. */
 bool d9_ledger_parse(d9_ledger *l, const char *text, size_t len);
 /* Read and parse dirfd's ledger; an empty ledger when there is none (or it cannot be used). */
 void d9_ledger_read(d9_ledger *l, int dirfd);

@@ -25,18 +25,48 @@ bool d9_tf_path(char *buf, size_t size, const char *trace_dir, const char *run, 
     return n > 0 && (size_t)n < size;
 }
 
+struct d9_tf_name_block {
+    d9_tf_name_block *next; /* the block filled before */
+    size_t used, cap;
+    char bytes[];
+};
+
+#define NAME_BLOCK_BYTES 4000 /* ~130 run names of the usual length */
+
 int d9_tf_index_init(d9_tf_index *ix, const char *trace_dir) {
     memset(ix, 0, sizeof *ix);
+    ix->sorted = true;
     ix->trace_dir = strdup(trace_dir);
     return ix->trace_dir ? 0 : -ENOMEM;
 }
 
 void d9_tf_index_free(d9_tf_index *ix) {
-    for (size_t i = 0; i < ix->nruns; i++) free(ix->runs[i].name);
+    while (ix->name_blocks) {
+        d9_tf_name_block *next = ix->name_blocks->next;
+        free(ix->name_blocks);
+        ix->name_blocks = next;
+    }
     free(ix->runs);
     free(ix->entries);
     free(ix->trace_dir);
     memset(ix, 0, sizeof *ix);
+}
+
+/* A copy of name in the index's name blocks, or NULL when out of memory. */
+static const char *keep_name(d9_tf_index *ix, const char *name) {
+    size_t size = strlen(name) + 1;
+    d9_tf_name_block *b = ix->name_blocks;
+    if (!b || b->cap - b->used < size) {
+        size_t cap = size > NAME_BLOCK_BYTES ? size : NAME_BLOCK_BYTES;
+        b = malloc(sizeof *b + cap);
+        if (!b) return NULL;
+        *b = (d9_tf_name_block){.next = ix->name_blocks, .cap = cap};
+        ix->name_blocks = b;
+    }
+    char *copy = b->bytes + b->used;
+    memcpy(copy, name, size);
+    b->used += size;
+    return copy;
 }
 
 /* A new slot for a run directory name known not to be indexed yet (a scan's: the names in a
@@ -50,7 +80,7 @@ static int add_run_slot(d9_tf_index *ix, const char *run) {
         ix->runs = r;
         ix->runs_cap = cap;
     }
-    char *name = strdup(run);
+    const char *name = keep_name(ix, run);
     if (!name) return -1;
     ix->runs[ix->nruns] = (d9_tf_run){.name = name, .files = 0};
     return (int)ix->nruns++;
@@ -100,6 +130,12 @@ void d9_tf_index_add(d9_tf_index *ix, int run, uint64_t seq, d9_segment_kind kin
     }
     d9_tf_entry e = {.mtime_ns = mtime_ns, .start_ns = start_ns, .seq = seq, .size = size, .run = (uint32_t)run,
                      .kind = (uint8_t)kind};
+    ix->bytes += size;
+    ix->runs[run].files++;
+    if (!ix->sorted) { /* sorted when the order is needed */
+        ix->entries[ix->end++] = e;
+        return;
+    }
     /* Binary search for the first entry newer than e; new segments usually go at the end. */
     size_t lo = ix->head, hi = ix->end;
     while (lo < hi) {
@@ -110,8 +146,6 @@ void d9_tf_index_add(d9_tf_index *ix, int run, uint64_t seq, d9_segment_kind kin
     memmove(ix->entries + lo + 1, ix->entries + lo, (ix->end - lo) * sizeof e);
     ix->entries[lo] = e;
     ix->end++;
-    ix->bytes += size;
-    ix->runs[run].files++;
 }
 
 static int64_t mtime_ns_of(const struct stat *st) {
@@ -172,7 +206,7 @@ static void note_file(ledger_notes *ln, uint64_t seq, d9_segment_kind kind, uint
     ln->files[ln->n++] = (d9_ledger_file){.seq = seq, .size = size, .mtime_ns = mtime_ns, .kind = (uint8_t)kind};
 }
 
-/* Append an entry found by a scan (unsorted: the scan sorts once at the end). */
+/* Append an entry found by a scan (unsorted: sorted once, when the order is needed). */
 static void add_scanned(d9_tf_index *ix, int *run, const char *run_name, uint64_t seq, d9_segment_kind kind,
                         uint64_t size, int64_t mtime_ns) {
     if (*run == -2) *run = add_run_slot(ix, run_name);
@@ -182,6 +216,7 @@ static void add_scanned(d9_tf_index *ix, int *run, const char *run_name, uint64_
     }
     ix->entries[ix->end++] = (d9_tf_entry){.mtime_ns = mtime_ns, .seq = seq, .size = size, .run = (uint32_t)*run,
                                            .kind = (uint8_t)kind};
+    ix->sorted = false;
     ix->bytes += size;
     ix->runs[*run].files++;
 }
@@ -227,10 +262,12 @@ static void scan_run_dir(d9_tf_index *ix, int top_fd, const char *run_name, int 
 }
 
 /* A run directory as the ledger wrote it down; unchecked: its mtime not compared. */
-static void add_from_ledger(d9_tf_index *ix, const char *run_name, const d9_ledger_run *lr, bool unchecked) {
+static void add_from_ledger(d9_tf_index *ix, const char *run_name, const d9_ledger *led, const d9_ledger_run *lr,
+                            bool unchecked) {
     int run = -2;
+    const d9_ledger_file *files = d9_ledger_files(led, lr);
     for (size_t i = 0; i < lr->nfiles; i++) {
-        const d9_ledger_file *f = &lr->files[i];
+        const d9_ledger_file *f = &files[i];
         add_scanned(ix, &run, run_name, f->seq, (d9_segment_kind)f->kind, f->size, f->mtime_ns);
     }
     if (unchecked && run >= 0) {
@@ -246,9 +283,11 @@ static int64_t realtime_now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void sort_entries(d9_tf_index *ix) {
-    if (ix->end > ix->head)
+void d9_tf_index_sort(d9_tf_index *ix) {
+    if (ix->sorted) return;
+    if (ix->end - ix->head > 1)
         qsort_r(ix->entries + ix->head, ix->end - ix->head, sizeof *ix->entries, entry_cmp, ix);
+    ix->sorted = true;
 }
 
 /* Every run directory's trace files. The file system's entry types say which entries are
@@ -298,7 +337,7 @@ int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_se
             else if (have_st || (fstatat(top->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)))
                 lr = d9_ledger_find(&led, de->d_name, mtime_ns_of(&st));
             if (lr) {
-                add_from_ledger(ix, de->d_name, lr, trusted);
+                add_from_ledger(ix, de->d_name, &led, lr, trusted);
                 from_ledger++;
                 continue;
             }
@@ -316,7 +355,6 @@ int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_se
     d9_ledger_free(&led);
     close(top->fd);
     free(top);
-    sort_entries(ix);
     return 0;
 }
 
@@ -335,7 +373,6 @@ bool d9_tf_index_check(d9_tf_index *ix) {
     if (ix->unchecked_runs == 0) return false;
     int top_fd = open(ix->trace_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     dir_reader *r = malloc(sizeof *r);
-    bool changed = false;
     for (size_t i = 0; i < ix->nruns; i++) {
         d9_tf_run *run = &ix->runs[i];
         if (!run->unchecked) continue;
@@ -345,15 +382,13 @@ bool d9_tf_index_check(d9_tf_index *ix) {
             mtime_ns_of(&st) == run->dir_mtime_ns)
             continue;
         /* changed or gone (or cannot tell): what is there now, or nothing */
-        drop_run_entries(ix, (uint32_t)i);
-        changed = true;
+        drop_run_entries(ix, (uint32_t)i); /* keeps the others' order; what is read again is appended */
         uint64_t unused_seq = 0;
         if (top_fd >= 0 && r) scan_run_dir(ix, top_fd, run->name, (int)i, "", &unused_seq, r, NULL);
     }
     ix->unchecked_runs = 0;
     free(r);
     if (top_fd >= 0) close(top_fd);
-    if (changed) sort_entries(ix);
     if (ix->head == ix->end) ix->head = ix->end = 0;
     return true;
 }
@@ -365,8 +400,9 @@ static bool entry_path(const d9_tf_index *ix, const d9_tf_entry *e, d9_segment_k
     return d9_tf_path(buf, size, ix->trace_dir, ix->runs[e->run].name, e->seq, kind);
 }
 
-bool d9_tf_index_oldest(const d9_tf_index *ix, d9_tf_entry *out) {
+bool d9_tf_index_oldest(d9_tf_index *ix, d9_tf_entry *out) {
     if (ix->head == ix->end) return false;
+    d9_tf_index_sort(ix);
     *out = ix->entries[ix->head];
     return true;
 }
@@ -374,6 +410,7 @@ bool d9_tf_index_oldest(const d9_tf_index *ix, d9_tf_entry *out) {
 bool d9_tf_index_delete_oldest(d9_tf_index *ix, const char *keep_run, bool *unlinked) {
     *unlinked = false;
     if (ix->head == ix->end) return false;
+    d9_tf_index_sort(ix);
     d9_tf_entry e = ix->entries[ix->head++];
     if (ix->head == ix->end) ix->head = ix->end = 0;
     ix->bytes -= e.size;

@@ -30,18 +30,25 @@ typedef struct d9_tf_entry {
 } d9_tf_entry;
 
 typedef struct d9_tf_run {
-    char *name;
+    const char *name; /* in the index's name blocks */
     size_t files; /* indexed entries in this run directory */
     bool unchecked;       /* taken from the ledger without checking its directory's mtime */
     int64_t dir_mtime_ns; /* the mtime the ledger wrote down (when unchecked) */
 } d9_tf_run;
 
+/* Run names, many to an allocation: a scan names every run kept. */
+typedef struct d9_tf_name_block d9_tf_name_block;
+
 typedef struct d9_tf_index {
     char *trace_dir;
-    d9_tf_entry *entries; /* live entries are [head, end), sorted oldest first */
+    d9_tf_entry *entries; /* live entries are [head, end), oldest first once sorted */
     size_t head, end, cap;
+    /* Sorted only when something needs the order (d9_tf_index_sort): a start that deletes
+     * nothing never pays for it. A scan leaves the entries unsorted. */
+    bool sorted;
     d9_tf_run *runs;
     size_t nruns, runs_cap;
+    d9_tf_name_block *name_blocks;
     uint64_t bytes;        /* sizes of the indexed entries */
     uint64_t pinned_bytes; /* bytes counted but never deleted: see d9_tf_index_delete_oldest; the ledger */
     uint64_t spare_bytes[D9_SPARE_SLOTS]; /* the spare reserves found by the scan (in pinned_bytes) */
@@ -81,13 +88,17 @@ void d9_tf_index_add(d9_tf_index *ix, int run, uint64_t seq, d9_segment_kind kin
 /* What the pipeline may have replaced a sealed trace.N.bin by. */
 extern const d9_segment_kind d9_tf_compressed_kinds[2];
 
-/* The entry d9_tf_index_delete_oldest would delete next; false when the index is empty. */
-bool d9_tf_index_oldest(const d9_tf_index *ix, d9_tf_entry *out);
+/* Sort the entries oldest first (earliest mtime; ties by run name, then N, then kind), unless
+ * they are. */
+void d9_tf_index_sort(d9_tf_index *ix);
 
-/* Delete the oldest indexed file (earliest mtime; ties by run name, then N) and drop it from
- * the index. A trace.N.bin that is gone is looked for as trace.N.bin.gz and .bin.zst (a
- * compressor may have replaced it: d9_tf_compressed_kinds). A file whose unlink is refused (EACCES, EROFS...) moves to pinned_bytes. The
- * run directory is removed (rmdir) when it holds no more indexed files, unless it is keep_run.
+/* The entry d9_tf_index_delete_oldest would delete next (sorts); false when the index is empty. */
+bool d9_tf_index_oldest(d9_tf_index *ix, d9_tf_entry *out);
+
+/* Delete the oldest indexed file (d9_tf_index_sort's order) and drop it from the index. A
+ * trace.N.bin that is gone is looked for as trace.N.bin.gz and .bin.zst (a compressor may have
+ * replaced it: d9_tf_compressed_kinds). A file whose unlink is refused (EACCES, EROFS...) moves
+ * to pinned_bytes. The run directory is removed (rmdir) when it holds no more indexed files, unless it is keep_run.
  * Returns false when the index is empty; *unlinked says whether a file was really removed. */
 bool d9_tf_index_delete_oldest(d9_tf_index *ix, const char *keep_run, bool *unlinked);
 

@@ -6,6 +6,7 @@
  * and a damaged ledger costs nothing but the full scan. The trust window: after a scan that
  * checked every run, lines are taken unchecked until d9_tf_index_check, and a writer checks
  * them before it deletes anything by them. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,8 +55,8 @@ static void test_parse(void) {
     CHECK(a != NULL);
     if (a) {
         CHECK_EQ_U64(a->nfiles, 1);
-        CHECK_EQ_U64(a->files[0].seq, 3);
-        CHECK_EQ_U64(a->files[0].size, 7);
+        CHECK_EQ_U64(d9_ledger_files(&l, a)[0].seq, 3);
+        CHECK_EQ_U64(d9_ledger_files(&l, a)[0].size, 7);
         CHECK(a->used);
     }
     CHECK(d9_ledger_find(&l, "h", 12) == NULL);
@@ -74,8 +75,200 @@ static void test_parse(void) {
     CHECK_EQ_U64(l.n, 2);
     CHECK_EQ_U64(l.verified_ns, 1234);
     d9_ledger_run *r = d9_ledger_find(&l, "run-1", -42);
-    CHECK(r && r->nfiles == 2 && r->files[0].kind == 3 && r->files[0].mtime_ns == -3 && r->files[1].seq == 9);
+    const d9_ledger_file *rf = r ? d9_ledger_files(&l, r) : NULL;
+    CHECK(r && r->nfiles == 2 && rf[0].kind == 3 && rf[0].mtime_ns == -3 && rf[1].seq == 9);
     CHECK(d9_ledger_find(&l, "empty", 5) != NULL);
+    d9_ledger_free(&l);
+    free(o.buf);
+}
+
+/* The rule for names before the word-wise check, byte by byte: what a copy of the name field
+ * holds (a NUL ends it) is 1..255 bytes, not "." or "..", none of them whitespace, control,
+ * DEL or '/'. */
+static bool name_rule(const unsigned char *name, size_t len) {
+    size_t n = 0;
+    while (n < len && name[n]) n++;
+    if (n == 0 || n > 255 || (n == 1 && name[0] == '.') || (n == 2 && name[0] == '.' && name[1] == '.'))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (name[i] <= ' ' || name[i] == 0x7f || name[i] == '/') return false;
+    return true;
+}
+
+/* Every byte value at every position of names 1..19 bytes long (across the 8-byte words the
+ * check reads), in a ledger line and to d9_ledger_name_ok: accepted iff the byte rule accepts
+ * it. A ' ' or '\n' in the name splits the field or the line: such a line is never good. */
+static void test_name_characters(void) {
+    size_t wrong = 0, cases = 0;
+    for (size_t len = 1; len <= 19; len++) {
+        for (size_t pos = 0; pos < len; pos++) {
+            for (int b = 0; b < 256; b++) {
+                unsigned char name[32];
+                for (size_t i = 0; i < len; i++) name[i] = (unsigned char)('a' + i);
+                name[pos] = (unsigned char)b;
+                char text[128];
+                memcpy(text, "r ", 2);
+                memcpy(text + 2, name, len);
+                static const char rest[] = " 10 1 4.0.5.6\n";
+                memcpy(text + 2 + len, rest, sizeof rest - 1);
+                bool want = b != ' ' && b != '\n' && name_rule(name, len);
+                d9_ledger l = {0};
+                CHECK(d9_ledger_parse(&l, text, 2 + len + sizeof rest - 1));
+                bool got = l.n == 1;
+                if (got) { /* found by the name a copy would hold, with its file */
+                    char cut[32];
+                    memcpy(cut, name, len);
+                    cut[len] = 0;
+                    d9_ledger_run *r = d9_ledger_latest(&l, cut);
+                    got = r && strcmp(r->name, cut) == 0 && r->dir_mtime_ns == 10 && r->nfiles == 1 &&
+                          d9_ledger_files(&l, r)[0].size == 5;
+                }
+                bool ok_fn = want;
+                if (b != 0) { /* a C string cannot hold the NUL */
+                    char str[32];
+                    memcpy(str, name, len);
+                    str[len] = 0;
+                    ok_fn = d9_ledger_name_ok(str);
+                }
+                bool bad = got != want || ok_fn != name_rule(name, len);
+                if (bad && wrong++ < 5)
+                    fprintf(stderr, "name of %zu bytes, byte %d at %zu: %s (want %s), name_ok %d\n", len, b, pos,
+                            got ? "accepted" : "rejected", want ? "accepted" : "rejected", ok_fn);
+                cases++;
+                d9_ledger_free(&l);
+            }
+        }
+    }
+    CHECK_EQ_U64(wrong, 0);
+    CHECK_EQ_U64(cases, 190 * 256);
+
+    /* the length and the dot names */
+    char longest[257];
+    memset(longest, 'x', 256);
+    longest[256] = 0;
+    CHECK(!d9_ledger_name_ok(longest));
+    longest[255] = 0;
+    CHECK(d9_ledger_name_ok(longest));
+    CHECK(!d9_ledger_name_ok("") && !d9_ledger_name_ok(".") && !d9_ledger_name_ok(".."));
+    CHECK(d9_ledger_name_ok("...") && d9_ledger_name_ok(".a") && d9_ledger_name_ok("a.") && d9_ledger_name_ok("\xff\x80"));
+    char text[700];
+    snprintf(text, sizeof text, "r %s 1 0\nr %sy 2 0\nr . 3 0\nr .. 4 0\nr ... 5 0\nr .a 6 0\n", longest, longest);
+    d9_ledger l = {0};
+    CHECK(d9_ledger_parse(&l, text, strlen(text)));
+    CHECK_EQ_U64(l.n, 3);
+    d9_ledger_run *r = d9_ledger_latest(&l, longest);
+    CHECK(r && r->dir_mtime_ns == 1);
+    CHECK(d9_ledger_latest(&l, "...") != NULL && d9_ledger_latest(&l, ".a") != NULL);
+    d9_ledger_free(&l);
+}
+
+/* A number of `digits` digits (from a pattern) in each numeric field of a line: accepted iff
+ * it has at most 20 digits and strtoull takes it without overflow (and the signed fields: not
+ * past INT64_MAX); accepted, its value is strtoull's. */
+static size_t check_number(const char *num) {
+    errno = 0;
+    unsigned long long want = strtoull(num, NULL, 10);
+    bool fits = errno != ERANGE && strlen(num) <= 20;
+    bool fits_signed = fits && want <= (unsigned long long)INT64_MAX;
+    char text[256];
+    size_t wrong = 0;
+    for (int field = 0; field < 4; field++) {
+        /* the directory mtime, a file's seq, its size, its mtime (the line's last field) */
+        snprintf(text, sizeof text, field == 0 ? "r n %s 1 1.0.2.3\n" : field == 1 ? "r n 9 1 %s.0.2.3\n"
+                                    : field == 2 ? "r n 9 1 1.0.%s.3\n" : "r n 9 1 1.0.2.%s\n", num);
+        d9_ledger l = {0};
+        CHECK(d9_ledger_parse(&l, text, strlen(text)));
+        bool ok = (field == 0 || field == 3) ? fits_signed : fits;
+        if (l.n != (ok ? 1u : 0u)) {
+            wrong++;
+        } else if (ok) {
+            const d9_ledger_file *f = d9_ledger_files(&l, &l.runs[0]);
+            uint64_t got = field == 0 ? (uint64_t)l.runs[0].dir_mtime_ns : field == 1 ? f->seq
+                           : field == 2 ? f->size : (uint64_t)f->mtime_ns;
+            wrong += got != want;
+        }
+        if (fits_signed && (field == 0 || field == 3)) { /* and negative */
+            snprintf(text, sizeof text, field == 0 ? "r n -%s 1 1.0.2.3\n" : "r n 9 1 1.0.2.-%s\n", num);
+            d9_ledger_free(&l);
+            l = (d9_ledger){0};
+            CHECK(d9_ledger_parse(&l, text, strlen(text)));
+            int64_t got = l.n != 1 ? 1 : field == 0 ? l.runs[0].dir_mtime_ns
+                                                    : d9_ledger_files(&l, &l.runs[0])->mtime_ns;
+            wrong += got != -(int64_t)want;
+        }
+        d9_ledger_free(&l);
+    }
+    if (wrong) fprintf(stderr, "number %s: %zu fields parsed wrong\n", num, wrong);
+    return wrong;
+}
+
+static void test_numbers(void) {
+    size_t wrong = 0;
+    uint64_t rnd = 88172645463325252ull;
+    for (size_t digits = 1; digits <= 23; digits++) {
+        char num[32];
+        for (int pattern = 0; pattern < 40; pattern++) {
+            for (size_t i = 0; i < digits; i++) {
+                rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+                /* all 9s; 1 then 0s; leading zeros; UINT64_MAX's digits; then random */
+                num[i] = pattern == 0 ? '9' : pattern == 1 ? (i ? '0' : '1') : pattern == 2 ? (i + 1 < digits ? '0' : '7')
+                         : pattern == 3 ? "18446744073709551615999"[i] : (char)('0' + rnd % 10);
+            }
+            num[digits] = 0;
+            wrong += check_number(num);
+        }
+    }
+    static const char *const edges[] = {"18446744073709551615", "18446744073709551616", "18446744073709551619",
+                                        "18446744073709551610", "18446744073709552000", "19000000000000000000",
+                                        "99999999999999999999", "9223372036854775807", "9223372036854775808",
+                                        "00000000000000000000", "000000000000000000000", "1844674407370955161",
+                                        "12345678", "123456789", "1234567890123456", "12345678901234567"};
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++) wrong += check_number(edges[i]);
+    CHECK_EQ_U64(wrong, 0);
+}
+
+/* Lines at the 64-bit limits: the largest values are read back; one past them, INT64_MIN (never
+ * written: the parse takes -INT64_MAX at most) and 21 digits are not. */
+static void test_edge_lines(void) {
+    const char text[] = "r max 9223372036854775807 1 18446744073709551615.3.18446744073709551615.9223372036854775807\n"
+                        "r min -9223372036854775807 1 0.0.0.-9223372036854775807\n"
+                        "r zeros 00000000000000000001 1 00000000000000000002.0.0.-0\n"
+                        "r int64min -9223372036854775808 0\n"
+                        "r mtime-over 9223372036854775808 0\n"
+                        "r seq-over 1 1 18446744073709551616.0.0.0\n"
+                        "r size-over 1 1 0.0.18446744073709551616.0\n"
+                        "r fmtime-over 1 1 0.0.0.9223372036854775808\n"
+                        "r kind-max 1 1 0.18446744073709551615.0.0\n"
+                        "r digits21 000000000000000000001 0\n"
+                        "r count-over 1 18446744073709551616\n"
+                        "v 9223372036854775807\n";
+    d9_ledger l = {0};
+    CHECK(d9_ledger_parse(&l, text, sizeof text - 1));
+    CHECK_EQ_U64(l.lines, 12);
+    CHECK_EQ_U64(l.n, 3);
+    CHECK_EQ_U64(l.verified_ns, INT64_MAX);
+    d9_ledger_run *r = d9_ledger_find(&l, "max", INT64_MAX);
+    const d9_ledger_file *f = r ? d9_ledger_files(&l, r) : NULL;
+    CHECK(f && f->seq == UINT64_MAX && f->kind == 3 && f->size == UINT64_MAX && f->mtime_ns == INT64_MAX);
+    r = d9_ledger_find(&l, "min", -INT64_MAX);
+    f = r ? d9_ledger_files(&l, r) : NULL;
+    CHECK(f && f->seq == 0 && f->size == 0 && f->mtime_ns == -INT64_MAX);
+    r = d9_ledger_find(&l, "zeros", 1);
+    f = r ? d9_ledger_files(&l, r) : NULL;
+    CHECK(f && f->seq == 2 && f->mtime_ns == 0);
+
+    /* written and read back */
+    d9_ledger_out o = {0};
+    for (size_t i = 0; i < l.n; i++)
+        d9_ledger_add(&o, l.runs[i].name, l.runs[i].dir_mtime_ns, d9_ledger_files(&l, &l.runs[i]), l.runs[i].nfiles);
+    d9_ledger back = {0};
+    CHECK(d9_ledger_parse(&back, o.buf, o.len));
+    CHECK_EQ_U64(back.n, 3);
+    r = d9_ledger_find(&back, "max", INT64_MAX);
+    f = r ? d9_ledger_files(&back, r) : NULL;
+    CHECK(f && f->seq == UINT64_MAX && f->size == UINT64_MAX && f->mtime_ns == INT64_MAX);
+    CHECK(d9_ledger_find(&back, "min", -INT64_MAX) != NULL);
+    d9_ledger_free(&back);
     d9_ledger_free(&l);
     free(o.buf);
 }
@@ -134,6 +327,20 @@ static void scan_then(const char *dir, scanned *out, bool check) {
     out->bytes = ix.bytes;
     out->pinned = ix.pinned_bytes;
     out->entries = ix.end - ix.head;
+    /* the scan leaves the entries unsorted; the oldest is found all the same */
+    const d9_tf_entry *min = NULL;
+    for (size_t i = ix.head; i < ix.end; i++) {
+        const d9_tf_entry *e = &ix.entries[i];
+        int c = min ? strcmp(ix.runs[e->run].name, ix.runs[min->run].name) : 0;
+        if (!min || e->mtime_ns < min->mtime_ns ||
+            (e->mtime_ns == min->mtime_ns && (c < 0 || (c == 0 && e->seq < min->seq))))
+            min = e;
+    }
+    d9_tf_entry want = min ? *min : (d9_tf_entry){0}, oldest; /* copied: the sort moves entries */
+    CHECK(d9_tf_index_oldest(&ix, &oldest) == (min != NULL));
+    CHECK(!min || (oldest.run == want.run && oldest.seq == want.seq && oldest.kind == want.kind));
+    CHECK(ix.sorted || !min);
+    d9_tf_index_sort(&ix);
     size_t len = 0;
     out->sig[0] = 0;
     for (size_t i = ix.head; i < ix.end && len < sizeof out->sig - 100; i++) {
@@ -442,6 +649,9 @@ static void test_many_runs(void) {
 
 int main(void) {
     test_parse();
+    test_name_characters();
+    test_numbers();
+    test_edge_lines();
     test_many_runs();
     test_scan();
     test_checked_before_delete();

@@ -596,7 +596,57 @@ static void test_fixture(void) {
     free(data);
 }
 
+/* The oracle the pipeline test checks the collector's lists with: a list covers a scan when it
+ * has every address with its flags, the maps in order (others between) and the boot id. */
+static void test_covers(void) {
+    d9_sym_input scan, list;
+    d9_sym_input_init(&scan);
+    d9_sym_input_init(&list);
+    uint64_t stack[] = {0x1000, 0x2000, 0x3000};
+    d9_sym_input_add_stack(&scan, stack, 3, true); /* leaf exact */
+    d9_sym_input_add_map(&scan, 0x1000, 0x5000, 0, "/a", 2, "ab", 2);
+    d9_sym_input_add_map(&scan, 0x9000, 0xa000, 0, "/b", 2, "", 0);
+    strcpy(scan.boot_id, "boot-1");
+    CHECK(!d9_sym_input_covers(&list, &scan)); /* nothing listed */
+
+    d9_sym_input_add_address(&list, 0x1000, D9_ADDR_RETURN);
+    d9_sym_input_add_address(&list, 0x2000, D9_ADDR_RETURN);
+    d9_sym_input_add_address(&list, 0x3000, D9_ADDR_RETURN);
+    d9_sym_input_add_map(&list, 0x1000, 0x5000, 0, "/a", 2, "ab", 2);
+    d9_sym_input_add_map(&list, 0x6000, 0x7000, 0, "/extra", 6, "", 0);
+    d9_sym_input_add_map(&list, 0x9000, 0xa000, 0, "/b", 2, "", 0);
+    d9_sym_input_add_address(&list, 0x4000, D9_ADDR_RETURN); /* more than the file: fine */
+    strcpy(list.boot_id, "boot-1");
+    CHECK(!d9_sym_input_covers(&list, &scan)); /* the leaf is a return address in the list */
+    d9_sym_input_add_address(&list, 0x1000, D9_ADDR_EXACT);
+    CHECK(d9_sym_input_covers(&list, &scan));
+
+    strcpy(list.boot_id, "boot-2");
+    CHECK(!d9_sym_input_covers(&list, &scan));
+    strcpy(list.boot_id, "boot-1");
+
+    d9_sym_input swapped; /* the maps in the other order: a later map wins, so order counts */
+    d9_sym_input_init(&swapped);
+    d9_sym_input_add_stack(&swapped, stack, 3, true);
+    d9_sym_input_add_map(&swapped, 0x9000, 0xa000, 0, "/b", 2, "", 0);
+    d9_sym_input_add_map(&swapped, 0x1000, 0x5000, 0, "/a", 2, "ab", 2);
+    strcpy(swapped.boot_id, "boot-1");
+    CHECK(!d9_sym_input_covers(&swapped, &scan));
+    /* another library at b's range, then b again (dlclose, dlopen): a, b in order now */
+    d9_sym_input_add_map(&swapped, 0x9000, 0xa000, 0, "/c", 2, "", 0);
+    d9_sym_input_add_map(&swapped, 0x9000, 0xa000, 0, "/b", 2, "", 0);
+    CHECK_EQ_U64(swapped.map_count, 4);
+    CHECK(d9_sym_input_covers(&swapped, &scan));
+
+    list.oom = true; /* an incomplete list covers nothing */
+    CHECK(!d9_sym_input_covers(&list, &scan));
+    d9_sym_input_free(&swapped);
+    d9_sym_input_free(&list);
+    d9_sym_input_free(&scan);
+}
+
 int main(void) {
+    test_covers();
     test_hand_built();
     test_skip_plan();
     test_skip_path();

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/host_boot_id.h"
 #include "symbols/elf_image.h"
 #include "symbols/kallsyms.h"
+#include "symbols/kallsyms_cache.h"
 #include "symbols/module.h"
 #include "symbols/vdso.h"
 
@@ -30,7 +32,11 @@ struct d9_symbolizer {
     d9_module **map_module; /* per map, filled on first use */
     bool *map_looked_up;
     bool use_kallsyms, kallsyms_tried, kernel_seen;
-    d9_kallsyms *ksyms;
+    d9_kallsyms *ksyms;     /* /proc/kallsyms (or the given file) read whole, when needed */
+    bool image_tried;
+    d9_kallsyms *kimage;    /* the kernel image's symbols from the cache */
+    bool named_from_cache, named_from_whole;
+    char cache_dir[4096];   /* "" when not caching */
     char kernel_note[256];
     char kallsyms_error[200];
 };
@@ -54,6 +60,10 @@ d9_symbolizer *d9_symbolizer_new(const d9_sym_options *opt) {
                                    .system_debug_dir = opt->system_debug_dir,
                                    .backend = opt->backend};
     find_own_vdso(s);
+    if (!opt->kallsyms_path) {
+        if (opt->kallsyms_cache_dir) snprintf(s->cache_dir, sizeof s->cache_dir, "%s", opt->kallsyms_cache_dir);
+        else d9_kallsyms_cache_dir(s->cache_dir, sizeof s->cache_dir);
+    }
     return s;
 }
 
@@ -64,6 +74,7 @@ void d9_symbolizer_free(d9_symbolizer *s) {
     free(s->map_module);
     free(s->map_looked_up);
     d9_kallsyms_free(s->ksyms);
+    d9_kallsyms_free(s->kimage);
     free(s);
 }
 
@@ -122,16 +133,32 @@ static const char *kernel_name(d9_symbolizer *s, uint64_t addr) {
                      "kernel addresses left unnamed: the trace comes from another boot");
         return NULL;
     }
+    char boot[64] = "";
+    if (!s->image_tried && s->cache_dir[0]) { /* the image's symbols, this boot's, from the cache */
+        s->image_tried = true;
+        char why[200];
+        d9_host_boot_id(boot, sizeof boot);
+        s->kimage = d9_kallsyms_cache_read(s->cache_dir, boot, why, sizeof why);
+    }
+    if (d9_kallsyms_covers(s->kimage, addr)) {
+        s->named_from_cache = true;
+        return d9_kallsyms_lookup(s->kimage, addr);
+    }
     if (!s->kallsyms_tried) {
         s->kallsyms_tried = true;
         s->ksyms = d9_kallsyms_load(s->opt.kallsyms_path ? s->opt.kallsyms_path : "/proc/kallsyms",
                                     s->kallsyms_error, sizeof s->kallsyms_error);
+        if (s->ksyms && s->cache_dir[0] && !s->kimage) { /* for the next process of this boot */
+            if (!boot[0]) d9_host_boot_id(boot, sizeof boot);
+            (void)d9_kallsyms_cache_write(s->cache_dir, boot, s->ksyms);
+        }
     }
     if (!s->ksyms) {
         snprintf(s->kernel_note, sizeof s->kernel_note, "kernel addresses left unnamed: %s",
                  s->kallsyms_error);
         return NULL;
     }
+    s->named_from_whole = true;
     return d9_kallsyms_lookup(s->ksyms, addr);
 }
 
@@ -245,6 +272,11 @@ void d9_symbolizer_module_notes(d9_symbolizer *s, void (*fn)(const char *path, c
 }
 
 const char *d9_symbolizer_kernel_note(const d9_symbolizer *s) {
-    return s->kernel_seen && !s->ksyms ? s->kernel_note : "";
+    return s->kernel_seen && !s->ksyms && !s->named_from_cache ? s->kernel_note : "";
+}
+
+void d9_symbolizer_kernel_sources(const d9_symbolizer *s, bool *cache, bool *whole) {
+    *cache = s->named_from_cache;
+    *whole = s->named_from_whole;
 }
 

@@ -30,6 +30,8 @@ typedef struct d9_sym_options {
     size_t debug_dir_count;
     bool system_debug_dir;         /* search the system's debug roots (DIAL9_DEBUG_FILE_DIRS or /usr/lib/debug) */
     const char *kallsyms_path;     /* NULL: /proc/kallsyms */
+    const char *kallsyms_cache_dir; /* the kernel image's symbols per boot (kallsyms_cache.h), used
+                                     * with /proc/kallsyms only; NULL: the default, "": none */
     d9_sym_backend *backend;       /* file:line and inlines; NULL for symbol names only */
 } d9_sym_options;
 
@@ -59,5 +61,8 @@ void d9_symbolizer_module_notes(d9_symbolizer *s, void (*fn)(const char *path, c
                                 void *ctx);
 /* Why kernel addresses had no names ("" when kallsyms was used or not needed). */
 const char *d9_symbolizer_kernel_note(const d9_symbolizer *s);
+/* Where kernel names came from so far: the kallsyms cache, /proc/kallsyms (or the given file)
+ * read whole; both false before any kernel address. */
+void d9_symbolizer_kernel_sources(const d9_symbolizer *s, bool *cache, bool *whole);
 
 #endif

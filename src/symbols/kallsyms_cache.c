@@ -120,21 +120,24 @@ d9_kallsyms *d9_kallsyms_cache_read(const char *dir, const char *boot_id, char *
     return k;
 }
 
-/* Files of other boots (and of this one, replaced): each boot needs one. */
+/* Files of other boots (each boot needs one), and files a writer left half-written when it was
+ * killed (a writer at work now loses its rename: it only fails to write the cache). */
 static void remove_others(const char *dir, const char *keep) {
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (strncmp(e->d_name, CACHE_PREFIX, sizeof CACHE_PREFIX - 1) == 0 && strcmp(e->d_name, keep) != 0)
-            (void)unlinkat(dirfd(d), e->d_name, 0);
+    while ((e = readdir(d)) != NULL) {
+        bool other = strncmp(e->d_name, CACHE_PREFIX, sizeof CACHE_PREFIX - 1) == 0 && strcmp(e->d_name, keep) != 0;
+        bool partial = strncmp(e->d_name, "." CACHE_PREFIX, sizeof CACHE_PREFIX) == 0;
+        if (other || partial) (void)unlinkat(dirfd(d), e->d_name, 0);
+    }
     closedir(d);
 }
 
 bool d9_kallsyms_cache_write(const char *dir, const char *boot_id, const d9_kallsyms *full) {
     char path[PATH_MAX], tmp[PATH_MAX];
     if (!dir || !dir[0] || !boot_id_ok(boot_id) || !file_path(path, sizeof path, dir, boot_id)) return false;
-    int n = snprintf(tmp, sizeof tmp, "%s/.kallsyms-XXXXXX", dir);
+    int n = snprintf(tmp, sizeof tmp, "%s/." CACHE_PREFIX "XXXXXX", dir);
     if (n < 0 || (size_t)n >= sizeof tmp) return false;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) return false;
     if (!own_dir(dir)) return false;

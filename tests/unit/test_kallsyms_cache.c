@@ -163,9 +163,15 @@ static void test_cache_files(void) {
         close(fd);
         CHECK(d9_kallsyms_cache_read(dir, "0123-abcd", err, sizeof err) == NULL);
     }
-    /* the next boot's file replaces this one's */
+    /* the next boot's file replaces this one's, and a killed writer's half-written file goes */
+    char partial[512];
+    snprintf(partial, sizeof partial, "%s/.kallsyms-Ab12Cd", dir);
+    FILE *pf = fopen(partial, "w");
+    CHECK(pf != NULL);
+    if (pf) fclose(pf);
     CHECK(d9_kallsyms_cache_write(dir, "89ab", full));
     CHECK(exists(dir, "kallsyms-89ab") && !exists(dir, "kallsyms-0123-abcd"));
+    CHECK(!exists(dir, ".kallsyms-Ab12Cd"));
     d9_kallsyms_free(full);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);

@@ -81,7 +81,11 @@ static void on_event(reader *r, d9_decoder *d, const d9_event *ev) {
     }
     const d9_dec_schema *s = ev->schema;
     bool exact = s->bind.role == D9_SCH_CPU_SAMPLE; /* its leaf is the interrupted instruction */
-    for (uint16_t i = 0; i < s->field_count; i++)
+    /* A StackOriginEvent says how a stack was obtained, it is no use of it: taken as one, it made
+     * a CPU sample's leaf a return address too, named by the instruction before it (the
+     * previous function's, for a sample on a function's first instruction). */
+    bool uses_stacks = s->bind.role != D9_SCH_STACK_ORIGIN;
+    for (uint16_t i = 0; i < s->field_count && uses_stacks; i++)
         if (is_stack_type(s->fields[i].type)) add_stack_value(r, &ev->values[i], exact);
     const d9_value *v = ev->values;
     uint64_t a, b, c = 0;

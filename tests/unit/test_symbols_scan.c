@@ -596,6 +596,33 @@ static void test_fixture(void) {
     free(data);
 }
 
+/* A StackOriginEvent names a stack without using it: a CPU sample's leaf stays the interrupted
+ * instruction (named by its own address), not a return address too. */
+static void test_stack_origin_is_no_use(void) {
+    d9_buf b;
+    d9_buf_init(&b);
+    d9_stream_state st;
+    d9_enc_header(&b, &st);
+    d9_enc_schema(&b, D9_SCH_CPU_SAMPLE, &d9_builtin_schemas[D9_SCH_CPU_SAMPLE]);
+    d9_enc_schema(&b, D9_SCH_STACK_ORIGIN, &d9_builtin_schemas[D9_SCH_STACK_ORIGIN]);
+    uint64_t s[] = {0x7f000000a000, 0x7f000000b000};
+    stack_pool(&b, 3, s, 2);
+    d9_enc_event(&b, &st, D9_SCH_STACK_ORIGIN, 100);
+    d9_put_u32(&b, 3);
+    d9_put_u8(&b, 2); /* CFI */
+    cpu_sample(&b, &st, 200, 3, false);
+    d9_sym_input in;
+    d9_sym_input_init(&in);
+    d9_scan_result res;
+    d9_trace_scan(b.data, b.len, &in, &res);
+    CHECK(res.status == D9_SCAN_END);
+    uint64_t *f;
+    CHECK((f = d9_u64_map_get(&in.addrs, 0x7f000000a000)) && *f == D9_ADDR_EXACT);
+    CHECK((f = d9_u64_map_get(&in.addrs, 0x7f000000b000)) && *f == D9_ADDR_RETURN);
+    d9_sym_input_free(&in);
+    d9_buf_free(&b);
+}
+
 /* The oracle the pipeline test checks the collector's lists with: a list covers a scan when it
  * has every address with its flags, the maps in order (others between) and the boot id. */
 static void test_covers(void) {
@@ -646,6 +673,7 @@ static void test_covers(void) {
 }
 
 int main(void) {
+    test_stack_origin_is_no_use();
     test_covers();
     test_hand_built();
     test_skip_plan();

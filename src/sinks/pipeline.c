@@ -139,12 +139,6 @@ static bool gone(const char *path) {
     return stat(path, &st) != 0 && errno == ENOENT;
 }
 
-static void free_symbols(d9_sym_input *in) {
-    if (!in) return;
-    d9_sym_input_free(in);
-    free(in);
-}
-
 /* Symbolize and compress e->sealed; e->current is what is left to upload (NULL: nothing). */
 static void prepare(d9_pipeline *p, entry *e) {
     const char *sealed_path = e->sealed;
@@ -158,7 +152,7 @@ static void prepare(d9_pipeline *p, entry *e) {
     e->start = d9_segment_start_time(sealed_path);
     if (p->sym && e->needs_symbols) {
         d9_step_symbolize_run(p->sym, sealed_path, e->symbols, should_give_up, p);
-        free_symbols(e->symbols); /* not held while the file waits for its upload */
+        d9_sym_input_destroy(e->symbols); /* not held while the file waits for its upload */
         e->symbols = NULL;
     } else if (p->sym) { /* no stack in it: nothing to name, the file is complete as it is */
         d9_symbolize_report r = {.files_symbolized = 1};
@@ -200,7 +194,7 @@ static void adopt_leftovers(d9_pipeline *p) {
 static void free_entry(entry *e) {
     free(e->sealed);
     free(e->current);
-    free_symbols(e->symbols);
+    d9_sym_input_destroy(e->symbols);
     memset(e, 0, sizeof *e);
 }
 
@@ -433,10 +427,10 @@ void d9_pipeline_on_sealed(const char *path, bool needs_symbols, d9_sym_input *s
         d9_symbolize_report r = {.files_dropped = p->symbolizing ? 1 : 0};
         d9_symbolize_report_add(&r);
         free(copy);
-        free_symbols(symbols);
+        d9_sym_input_destroy(symbols);
     } else {
         if (!p->symbolizing) { /* the list is of no use */
-            free_symbols(symbols);
+            d9_sym_input_destroy(symbols);
             symbols = NULL;
         }
         p->queue[p->pushed % QUEUE_CAP] = (entry){.sealed = copy, .needs_symbols = needs_symbols, .symbols = symbols};

@@ -219,12 +219,6 @@ static void discard_segment(d9_segment_writer *w) {
     w->size = 0;
 }
 
-static void free_symbols(d9_sym_input *in) {
-    if (!in) return;
-    d9_sym_input_free(in);
-    free(in);
-}
-
 /* The list of the segment being sealed, for on_sealed: NULL when it cannot be trusted. The next
  * segment starts a list of its own. */
 static d9_sym_input *take_symbols(d9_segment_writer *w) {
@@ -234,13 +228,10 @@ static d9_sym_input *take_symbols(d9_segment_writer *w) {
     w->symbols_lost = false;
     if (!w->collect_symbols) return NULL;
     if (in && (lost || in->oom)) {
-        free_symbols(in);
+        d9_sym_input_destroy(in);
         return NULL;
     }
-    if (!in && !lost) { /* nothing was added: the segment holds nothing to name */
-        in = calloc(1, sizeof *in);
-        if (in) d9_sym_input_init(in);
-    }
+    if (!in && !lost) in = d9_sym_input_new(); /* nothing was added: the segment holds nothing to name */
     return in;
 }
 
@@ -256,7 +247,7 @@ static void seal_segment(d9_segment_writer *w) {
     uint64_t size = have_stat && (uint64_t)st.st_size > w->size ? (uint64_t)st.st_size : w->size;
     w->size = 0;
     if (have_stat && st.st_nlink == 0) { /* deleted under us: nothing left to seal */
-        free_symbols(symbols);
+        d9_sym_input_destroy(symbols);
         return;
     }
 
@@ -265,7 +256,7 @@ static void seal_segment(d9_segment_writer *w) {
     d9_tf_path(sealed, sizeof sealed, w->trace_dir, w->run_id, seq, D9_SEGMENT_SEALED);
     if (rename_noreplace(w->active_path, sealed) != 0) {
         if (errno == ENOENT) { /* deleted between fstat and rename */
-            free_symbols(symbols);
+            d9_sym_input_destroy(symbols);
             return;
         }
         /* Keep counting the bytes under the name they still have, so the budget stays true. */
@@ -280,7 +271,7 @@ static void seal_segment(d9_segment_writer *w) {
         w->on_sealed(sealed, w->needs_symbols, symbols, w->on_sealed_ctx);
         symbols = NULL; /* the callee's now */
     }
-    free_symbols(symbols);
+    d9_sym_input_destroy(symbols);
 }
 
 static void end_segment(d9_segment_writer *w) {
@@ -297,7 +288,7 @@ void d9_segw_close(d9_segment_writer *w) {
     /* A run that wrote nothing leaves no empty directory behind (rmdir keeps a non-empty one). */
     if (w->files.runs[w->run_slot].files == 0) (void)rmdir(w->run_dir);
     d9_tf_index_free(&w->files);
-    free_symbols(w->symbols);
+    d9_sym_input_destroy(w->symbols);
     free(w->trace_dir);
     free(w->run_id);
     pthread_mutex_destroy(&w->resize_lock);
@@ -318,14 +309,8 @@ void d9_segw_collect_symbols(d9_segment_writer *w) { w->collect_symbols = true; 
 
 d9_sym_input *d9_segw_symbols(d9_segment_writer *w) {
     if (!w->collect_symbols) return NULL;
-    if (!w->symbols) {
-        w->symbols = calloc(1, sizeof *w->symbols);
-        if (!w->symbols) {
-            w->symbols_lost = true; /* what this segment holds is no longer known here */
-            return NULL;
-        }
-        d9_sym_input_init(w->symbols);
-    }
+    if (!w->symbols && !(w->symbols = d9_sym_input_new()))
+        w->symbols_lost = true; /* what this segment holds is no longer known here */
     return w->symbols;
 }
 

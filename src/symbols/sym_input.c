@@ -15,6 +15,18 @@ void d9_sym_input_free(d9_sym_input *in) {
     memset(in, 0, sizeof *in);
 }
 
+d9_sym_input *d9_sym_input_new(void) {
+    d9_sym_input *in = malloc(sizeof *in);
+    if (in) d9_sym_input_init(in);
+    return in;
+}
+
+void d9_sym_input_destroy(d9_sym_input *in) {
+    if (!in) return;
+    d9_sym_input_free(in);
+    free(in);
+}
+
 static bool same_str(const char *a, const char *b, size_t blen) {
     return strlen(a) == blen && memcmp(a, b, blen) == 0;
 }

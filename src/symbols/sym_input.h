@@ -36,6 +36,10 @@ typedef struct d9_sym_input {
 
 void d9_sym_input_init(d9_sym_input *in);
 void d9_sym_input_free(d9_sym_input *in);
+/* One on the heap (a list handed from the segment writer to the pipeline): NULL on no memory;
+ * destroy frees it whole (NULL is fine). */
+d9_sym_input *d9_sym_input_new(void);
+void d9_sym_input_destroy(d9_sym_input *in);
 
 void d9_sym_input_add_map(d9_sym_input *in, uint64_t start, uint64_t end, uint64_t file_offset,
                           const char *path, size_t path_len, const char *build_id,

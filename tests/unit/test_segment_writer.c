@@ -909,10 +909,7 @@ static void keep_symbols(const char *path, bool needs_symbols, d9_sym_input *sym
     (void)needs_symbols;
     struct handed *h = ctx;
     if (h->count < 8) h->got[h->count] = symbols;
-    else if (symbols) {
-        d9_sym_input_free(symbols);
-        free(symbols);
-    }
+    else d9_sym_input_destroy(symbols);
     h->count++;
 }
 
@@ -963,11 +960,7 @@ static void test_symbols_handed_over(void) {
     CHECK(lists_address(h.got[3], 0x3000));
     CHECK(h.got[4] == NULL);
     CHECK(h.got[5] != NULL && h.got[5]->addrs.count == 0);
-    for (int i = 0; i < h.count && i < 8; i++) {
-        if (!h.got[i]) continue;
-        d9_sym_input_free(h.got[i]);
-        free(h.got[i]);
-    }
+    for (int i = 0; i < h.count && i < 8; i++) d9_sym_input_destroy(h.got[i]);
     d9_sym_input_add_address(d9_segw_symbols(w), 0x5000, D9_ADDR_RETURN); /* freed by close */
     d9_segw_close(w);
     rm_rf(dir);

@@ -52,6 +52,8 @@ uint64_t bench_tree_bytes(const char *path);
 int bench_start(const char *trace_dir, int schedstat);
 
 /* "ok" or "MISSED" for a measured value against an upper bound. */
+/* DIAL9_CLOCK (auto, tsc, monotonic) into *mode when set; -1 (said) when it is none of them. */
+int bench_clock_from_env(d9_clock_mode *mode);
 const char *bench_verdict(double value, double limit);
 
 /* The sections of the report. */

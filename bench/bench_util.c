@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "core/clock.h"
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -67,12 +68,28 @@ int bench_start(const char *trace_dir, int schedstat) {
         fprintf(stderr, "d9_bench: DIAL9_* configuration: %s\n", d9_last_error());
         return -1;
     }
+    /* DIAL9_CLOCK alone is always taken: the hooks' cost is mostly the clock read, so whether
+     * it is the TSC's must be something the reader can choose and sees in the header */
+    if (bench_clock_from_env(&cfg.clock) != 0) return -1;
     cfg.trace_dir = trace_dir;
     cfg.service = "d9_bench";
     cfg.schedstat = schedstat != BENCH_SCHEDSTAT_OFF;
     if (schedstat >= 0) cfg.schedstat_resolution_us = (uint32_t)schedstat;
     if (d9_start(&cfg) != 0) {
         fprintf(stderr, "d9_bench: d9_start: %s\n", d9_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+int bench_clock_from_env(d9_clock_mode *mode) {
+    const char *v = getenv("DIAL9_CLOCK");
+    if (!v || !*v) return 0;
+    if (!strcmp(v, "auto")) *mode = D9_CLOCK_AUTO;
+    else if (!strcmp(v, "tsc")) *mode = D9_CLOCK_TSC;
+    else if (!strcmp(v, "monotonic")) *mode = D9_CLOCK_MONOTONIC;
+    else {
+        fprintf(stderr, "d9_bench: DIAL9_CLOCK=%s: expected auto, tsc or monotonic\n", v);
         return -1;
     }
     return 0;
@@ -109,5 +126,12 @@ void bench_machine_header(const bench_opts *o) {
            sysconf(_SC_NPROCESSORS_ONLN), clocksource);
     printf("  load average %s%s\n", load,
            atof(load) > 0.5 ? "   <- the machine is busy: numbers will be noisy" : "");
+    d9_clock_mode mode = D9_CLOCK_AUTO;
+    bool trusted = d9_clock_tsc_trustworthy();
+    if (bench_clock_from_env(&mode) != 0) exit(2);
+    bool tsc = mode == D9_CLOCK_TSC || (mode == D9_CLOCK_AUTO && trusted);
+    printf("  event clock  %s (%s%s)\n", tsc ? "TSC" : "CLOCK_MONOTONIC",
+           mode == D9_CLOCK_AUTO ? "DIAL9_CLOCK=auto: " : "DIAL9_CLOCK forces it; auto: ",
+           trusted ? "the kernel vouches for the TSC" : "the kernel lists no usable TSC clocksource");
     printf("  traces in    %s (removed at exit)\n", o->scratch);
 }

@@ -1,6 +1,7 @@
 #include "core/clock.h"
 
 #include <cpuid.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/small_file.h"
@@ -20,14 +21,39 @@ static bool cpu_has_invariant_tsc(void) {
     return (d >> 8) & 1u;
 }
 
+/* Whether `list` (a sysfs clocksource line: names separated by spaces) names "tsc" itself
+ * ("tsc-early" is the boot-time stand-in, not the checked clocksource). */
+static bool names_tsc(const char *list) {
+    for (const char *p = list; (p = strstr(p, "tsc")) != NULL; p += 3) {
+        bool starts = p == list || p[-1] == ' ';
+        bool ends = p[3] == '\0' || p[3] == ' ' || p[3] == '\n';
+        if (starts && ends) return true;
+    }
+    return false;
+}
+
+bool d9_clock_tsc_trustworthy_in(const char *clocksource_dir) {
+    char path[512], line[256];
+    /* The kernel's current clocksource is the TSC: it checked it (synchronized across CPUs at
+     * bring-up, watched against another clock unless the hypervisor vouches for it). */
+    snprintf(path, sizeof path, "%s/current_clocksource", clocksource_dir);
+    bool kernel_trusts = d9_read_small_file(path, line, sizeof line) > 0 && names_tsc(line);
+    /* Or it is one the kernel could switch to: another was preferred (kvm-clock, xen,
+     * hyperv_clocksource_tsc_page, by rating or by the administrator), but the TSC passed the
+     * same checks. One marked unstable (a failed check, or "tsc=unstable" on the command
+     * line) loses its high-resolution flag, and with it its place in this list whenever the
+     * tick is one-shot (NO_HZ or high-resolution timers, the norm). */
+    if (!kernel_trusts) {
+        snprintf(path, sizeof path, "%s/available_clocksource", clocksource_dir);
+        kernel_trusts = d9_read_small_file(path, line, sizeof line) > 0 && names_tsc(line);
+    }
+    /* Also require the CPU to advertise an invariant TSC so frequency changes and idle states
+     * do not skew it. */
+    return kernel_trusts && cpu_has_invariant_tsc();
+}
+
 bool d9_clock_tsc_trustworthy(void) {
-    char src[64];
-    bool ok = d9_read_small_file("/sys/devices/system/clocksource/clocksource0/current_clocksource", src,
-                                 sizeof src) > 0 &&
-              strncmp(src, "tsc", 3) == 0;
-    /* The kernel only keeps "tsc" as clocksource when it is stable; also require the CPU to
-     * advertise an invariant TSC so frequency changes and idle states do not skew it. */
-    return ok && cpu_has_invariant_tsc();
+    return d9_clock_tsc_trustworthy_in("/sys/devices/system/clocksource/clocksource0");
 }
 
 /* Taken when the tick source is chosen: the start of the span d9_clock_ticks_per_ns measures. */

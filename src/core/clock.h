@@ -27,8 +27,11 @@ static inline uint64_t d9_clock_ticks(void) {
 
 /* Decide the tick source. Returns the mode chosen (TSC or MONOTONIC). */
 d9_clock_mode d9_clock_select(d9_clock_mode requested);
-/* Whether this machine's TSC is safe to use (invariant, and the kernel's clocksource). */
+/* Whether this machine's TSC is safe to use: invariant, and the kernel's current clocksource or
+ * one it lists as available (not marked unstable). */
 bool d9_clock_tsc_trustworthy(void);
+/* The same, reading current_clocksource and available_clocksource in `clocksource_dir`. */
+bool d9_clock_tsc_trustworthy_in(const char *clocksource_dir);
 
 typedef struct d9_anchor {
     uint64_t ticks;
@@ -67,6 +70,8 @@ static inline uint64_t d9_clock_map_to_ns_fast(const d9_clock_map *m, uint64_t t
     uint64_t off = ticks - m->fast_lo;
     if (__builtin_expect(off < m->fast_span, 1))
         return m->fast_ns + (uint64_t)((double)(int64_t)off * m->slope_recent);
+    /* ticks that are CLOCK_MONOTONIC ns already (no fast span then): no call per event */
+    if (!__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED)) return ticks;
     return d9_clock_map_to_ns(m, ticks);
 }
 /* Restore the high 8 bits of a 56-bit tick stored in a record, given a recent full tick. */

@@ -12,6 +12,7 @@
 #include "common/json_writer.h"
 #include "format/trace_paths.h"
 #include "cli/trace_reader.h"
+#include "cli/truncated_ends.h"
 #include "common/u64_set.h"
 
 static void stats_usage(FILE *out) {
@@ -22,7 +23,8 @@ static void stats_usage(FILE *out) {
             "timestamp resets, string and stack pools), time range of timestamped events,\n"
             "workers (worker_id of poll/park events), threads (tid), dropped events by reason,\n"
             "how stacks were obtained (StackOriginEvent: frame pointers, CFI unwinding,\n"
-            "truncated), the SegmentMetadataEvent of the first segment, and how each file ended.\n"
+            "truncated, and where truncated stacks end), the SegmentMetadataEvent of the first\n"
+            "segment, and how each file ended.\n"
             "\n"
             "  --json    one JSON object (keys: events, by_name, frames, time, workers, threads,\n"
             "            drops, stack_origin, metadata, files, ...)\n"
@@ -95,6 +97,7 @@ typedef struct stats_ctx {
     uint8_t *method_of;
     size_t method_cap;
     uint64_t by_method[4];
+    d9_truncated_ends truncated; /* where the truncated stacks end */
     const d9_path_list *paths;
     d9a_coverage coverage; /* CoverageEvent: where a governed source recorded partially */
     d9a_upload_loss upload_loss; /* UploadLossEvent: segments deleted before upload */
@@ -158,10 +161,19 @@ static void note_origin(stats_ctx *c, const d9_event *ev) {
     c->method_of[id] = (uint8_t)m;
 }
 
-static void count_stack(stats_ctx *c, const d9_event *ev) {
+#define METHOD_TRUNCATED 3
+
+static void count_stack(stats_ctx *c, const d9_event *ev, const d9_decoder *dec) {
     if (F(CALLCHAIN) < 0 || ev->values[F(CALLCHAIN)].type != D9_FT_POOLED_STACK) return;
-    uint32_t id = ev->values[F(CALLCHAIN)].pool_id;
-    c->by_method[id < c->method_cap ? c->method_of[id] : 0]++;
+    const d9_value *v = &ev->values[F(CALLCHAIN)];
+    uint32_t id = v->pool_id;
+    uint8_t method = id < c->method_cap ? c->method_of[id] : 0;
+    c->by_method[method]++;
+    if (method != METHOD_TRUNCATED) return;
+    const uint64_t *addrs = v->stack.addrs;
+    uint32_t count = v->stack.count;
+    if (!v->resolved && !d9_dec_pool_stack(dec, id, &addrs, &count)) return;
+    d9_truncated_ends_note(&c->truncated, addrs, count);
 }
 
 static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_index) {
@@ -224,9 +236,12 @@ static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_in
             d9a_coverage_add(&c->coverage, ev->ts_ns, src.ptr, src.len, mode.ptr, mode.len, one_in);
         break;
     }
-    default: count_stack(c, ev); break;
+    case D9_SCH_SYMBOL_TABLE_ENTRY: case D9_SCH_MEMORY_MAP:
+        d9_truncated_ends_note_symbols(&c->truncated, ev);
+        break;
+    default: count_stack(c, ev, dec); break;
     }
-    (void)dec;
+    if (c->truncated.oom) c->oom = true;
     return c->oom ? 1 : 0;
 }
 
@@ -309,6 +324,27 @@ static void print_coverage_json(stats_ctx *c, d9_json *j) {
     free(p);
 }
 
+#define TRUNCATED_ENDS_SHOWN 3
+
+/* Under the stacks line: where the truncated ones end. Their frames are exact up to there. */
+static void print_truncated_ends_text(stats_ctx *c) {
+    d9_truncated_end top[TRUNCATED_ENDS_SHOWN];
+    size_t n;
+    uint64_t rest;
+    if (c->truncated.stacks == 0) return;
+    if (d9_truncated_ends_top(&c->truncated, top, TRUNCATED_ENDS_SHOWN, &n, &rest) != 0) {
+        c->oom = true;
+        return;
+    }
+    printf("           truncated ones end in");
+    for (size_t i = 0; i < n; i++)
+        printf("%s %s (%.1f %%)", i ? "," : "", top[i].where,
+               100.0 * (double)top[i].stacks / (double)c->truncated.stacks);
+    if (rest) printf(", elsewhere %.1f %%", 100.0 * (double)rest / (double)c->truncated.stacks);
+    printf(": the frames up to there are whole, their callers are missing (docs/kernel-sources.md,"
+           " \"Truncated stacks\")\n");
+}
+
 static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     d9_dec_stats t;
     sum_stats(r, nfiles, &t);
@@ -363,6 +399,7 @@ static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
             printf("%s %.1f %% %s", i > 1 ? "," : "", 100.0 * (double)c->by_method[i] / (double)stacks, names[i]);
         if (c->by_method[0]) printf(", %.1f %% %s", 100.0 * (double)c->by_method[0] / (double)stacks, names[0]);
         putchar('\n');
+        print_truncated_ends_text(c);
     }
     print_coverage_text(c);
     d9a_upload_loss_run lost;
@@ -452,6 +489,21 @@ static void print_json(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     d9_json_key(&j, "frame_pointers"); d9_json_u64(&j, c->by_method[1]);
     d9_json_key(&j, "cfi"); d9_json_u64(&j, c->by_method[2]);
     d9_json_key(&j, "truncated"); d9_json_u64(&j, c->by_method[3]);
+    d9_json_key(&j, "truncated_ends"); /* where they end, most stacks first */
+    d9_json_array_begin(&j);
+    d9_truncated_end top[TRUNCATED_ENDS_SHOWN];
+    size_t n_top = 0;
+    uint64_t rest = 0;
+    if (c->truncated.stacks && d9_truncated_ends_top(&c->truncated, top, TRUNCATED_ENDS_SHOWN, &n_top, &rest) != 0)
+        c->oom = true;
+    for (size_t i = 0; i < n_top; i++) {
+        d9_json_object_begin(&j);
+        d9_json_key(&j, "where"); d9_json_string(&j, top[i].where);
+        d9_json_key(&j, "stacks"); d9_json_u64(&j, top[i].stacks);
+        d9_json_object_end(&j);
+    }
+    d9_json_array_end(&j);
+    d9_json_key(&j, "truncated_elsewhere"); d9_json_u64(&j, rest);
     d9_json_object_end(&j);
     print_coverage_json(c, &j);
     d9a_upload_loss_run lost;
@@ -560,6 +612,7 @@ int d9_cmd_stats(int argc, char **argv) {
     d9_u64_set_free(&c.workers);
     d9_u64_set_free(&c.tids);
     d9a_coverage_free(&c.coverage);
+    d9_truncated_ends_free(&c.truncated);
     d9a_upload_loss_free(&c.upload_loss);
     for (size_t i = 0; c.meta && i < 2 * c.meta_n; i++) free(c.meta[i]);
     free(c.meta);

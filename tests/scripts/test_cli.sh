@@ -121,6 +121,52 @@ assert o["frames"]["streams"] == 1 and o["frames"]["schemas"] == 4 and o["frames
 assert o["files"][0]["status"] == "ok"
 ' "$T/rich.json"
 fi
+# ---- where truncated stacks end: named by the trace's symbols, else object+offset, else the
+# address; a function's addresses count together; CFI stacks are not counted ----
+stackpool() { b 4; u32 1; u32 "$1"; shift; u32 $#; for a in "$@"; do u64 "$a"; done; } # ID ADDR...
+OUT=$T/trunc.bin
+: >"$OUT"
+header
+schema 0 TaskDumpEvent 1 task_id:9 callchain:6
+schema 1 StackOriginEvent 1 callchain:6 method:11
+schema 2 SymbolTableEntry 1 addr:9 size:9 symbol_name:7 inline_depth:9 source_file:7 source_line:9
+schema 3 MemoryMapEvent 1 start:9 end:9 file_offset:9 path:7 build_id:4
+reset 1000
+stackpool 1 0x401010 0x402020 0x403030   # truncated in big_frame
+stackpool 2 0x401010 0x403040            # truncated in big_frame, another address
+stackpool 3 0x401010 0x7f0000001234      # truncated in libfoo (no symbol)
+stackpool 4 0x401010 0x402020 0x404000   # complete (CFI)
+stackpool 5 0x401010 0x9999              # truncated nowhere known
+stackpool 6 0x405000                     # truncated in other_fn
+for m in "1 3" "2 3" "3 3" "4 2" "5 3" "6 3"; do set -- $m; event 1 0; u32 "$1"; b "$2"; done
+for id in 1 1 1 2 3 3 4 4 5 6; do event 0 0; varint 7; u32 "$id"; done
+strpool 1 big_frame
+strpool 2 big.c
+strpool 3 /usr/lib/libfoo.so.1
+strpool 4 other_fn
+strpool 5 inlined_helper
+event 2 0; varint $((0x403000)); varint 256; u32 1; varint 0; u32 2; varint 10
+event 2 0; varint $((0x403030)); varint 0; u32 1; varint 0; u32 2; varint 11   # this address exactly:
+event 2 0; varint $((0x403030)); varint 0; u32 5; varint 1; u32 2; varint 12   # with an inline level
+event 2 0; varint $((0x405000)); varint 0; u32 4; varint 0; u32 2; varint 20
+event 3 0; varint $((0x7f0000000000)); varint $((0x7f0000010000)); varint $((0x1000)); u32 3; u32 0
+expect_rc 0 "stats truncated ends" "$DIAL9" stats "$T/trunc.bin"
+check "stats truncated ends: share truncated" grep -q "with CFI unwinding, 80.0 % truncated" "$T/out"
+check "stats truncated ends: where" grep -q \
+    "truncated ones end in big_frame (50.0 %), libfoo.so.1+0x2234 (25.0 %), 0x9999 (12.5 %), elsewhere 12.5 %" "$T/out"
+expect_rc 0 "stats --json truncated ends" "$DIAL9" stats --json "$T/trunc.bin"
+cp "$T/out" "$T/trunc.json"
+if [ "$JSON" = python ]; then
+    check "stats --json truncated ends content" json_py '
+import json, sys
+o = json.load(open(sys.argv[1]))["stack_origin"]
+assert (o["cfi"], o["truncated"]) == (2, 8), o
+assert o["truncated_ends"] == [{"where": "big_frame", "stacks": 4}, {"where": "libfoo.so.1+0x2234", "stacks": 2},
+                               {"where": "0x9999", "stacks": 1}], o["truncated_ends"]
+assert o["truncated_elsewhere"] == 1, o
+' "$T/trunc.json"
+fi
+
 expect_rc 0 "dump --jsonl rich" "$DIAL9" dump --jsonl "$T/rich.bin"
 cp "$T/out" "$T/rich.jsonl"
 if [ "$JSON" = python ]; then

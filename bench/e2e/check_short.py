@@ -20,6 +20,8 @@ CI = r"\[\s*" + NUM + r",\s*" + NUM + r"\]%"
 ROW = re.compile(r"^(\S+)\s+(on|ppw)\s+(.+?)\s+(" + NUM + r")\s+(" + NUM + r")\s+(" + PCT + r")\s+(" + CI
                  + r")\s+(" + PCT + r")\s+(" + CI + r")\s+(" + PCT + r")\s+(" + PCT + r")\s+(.+)$")
 REC = re.compile(r"^(\S+)\s+(on|ppw)\s+recorder us\s+-\s+(" + NUM + r")\s+(" + PCT + r") ")
+HOST = re.compile(r"^(\S+)\s+host fixed work\s+(" + NUM + r") ms A/A\s+(" + PCT + r") (" + CI + r")\s+("
+                  + NUM + r")% wide, runs spread (" + NUM + r") % ")
 
 
 def check(stdout, stderr, targets="uv,memcached"):
@@ -39,8 +41,10 @@ def check(stdout, stderr, targets="uv,memcached"):
     for line in lines[start + 1:]:
         if not line.strip():
             break
-        m, r = ROW.match(line), REC.match(line)
-        if m:
+        m, r, h = ROW.match(line), REC.match(line), HOST.match(line)
+        if h:
+            seen.setdefault((h.group(1), "host"), []).append("host")
+        elif m:
             verdict = m.group(12)
             if verdict not in e2e_bench.VERDICTS:
                 problems.append(f"unknown verdict {verdict!r} in: {line}")
@@ -54,6 +58,9 @@ def check(stdout, stderr, targets="uv,memcached"):
         for arm in ("on", "ppw"):
             if seen.get((t, arm)) != want:
                 problems.append(f"{t} {arm}: rows {seen.get((t, arm))}, expected {want}")
+    for t in ran:  # the host control, once per target (fixed_work is built with the bench)
+        if seen.get((t, "host")) != ["host"]:
+            problems.append(f"{t}: host control rows {seen.get((t, 'host'))}, expected one")
     for t in ran:
         for arm in ("on", "ppw"):
             if not any(l.startswith(f"{t} {arm}: CPU per request ") for l in lines):

@@ -309,6 +309,28 @@ def change_pct(rows, arm, metric):
     return [(b[arm][metric] / b["off"][metric] - 1) * 100 for b in rows if b["off"][metric] > 0]
 
 
+def fixed_work_cpu_ns(build):
+    """CPU ns of bench/e2e/fixed_work (identical work every time), or None when not built."""
+    exe = os.path.join(build, "bench", "e2e", "fixed_work")
+    if not os.access(exe, os.X_OK):
+        return None
+    r = subprocess.run([exe], capture_output=True, text=True, timeout=120)
+    m = re.search(r"cpu_ns=(\d+)", r.stdout)
+    return int(m.group(1)) if r.returncode == 0 and m else None
+
+
+def host_noise(rows, rng):
+    """The A/A figure for identical CPU work: (median, CI low, CI high, width) of (the run
+    before `aa` / the run before `off` - 1) in % over the blocks, and the spread (max / min - 1)
+    in % of every run; None when fixed_work did not run."""
+    changes = [(b / a - 1) * 100 for a, b in (r["host"] for r in rows) if a and b]
+    runs = [x for r in rows for x in r["host_runs"] if x]
+    if len(changes) < 2:
+        return None
+    med, lo, hi = median_ci(changes, rng)
+    return med, lo, hi, hi - lo, (max(runs) / min(runs) - 1) * 100
+
+
 def verdict(med_lo_hi, aa_lo_hi, target, worse_is_up, blocks):
     """A verdict only where the A/A interval is narrower than the target."""
     _, lo, hi = med_lo_hi
@@ -394,8 +416,10 @@ def main():
         for t in targets:
             for b in range(args.pairs):
                 block = {}
+                host = {}  # the host control: identical CPU work right before each round
                 for arm in (BLOCK if b % 2 == 0 else list(reversed(BLOCK))):
                     trace_dir = os.path.join(work, f"{t.name}-{arm}-{b}")
+                    host[arm] = fixed_work_cpu_ns(args.build)
                     res = t.round(arm, trace_dir)
                     res["cpu"] = res["cpu_ns"] / 1000 / max(res["requests"], 1)
                     res["recorder"] = res["recorder_ns"] / 1000 / max(res["requests"], 1)
@@ -410,6 +434,8 @@ def main():
                         f"{res['throughput']:8.0f}/s p99 {res['p99']:.3f} ms"
                         + (f" polls {res['polls']}" if ARM_ENV[arm]["DIAL9_ENABLED"] == "1" else "")
                         + (f" [{res['errors']}]" if res["errors"] else ""))
+                block["host"] = (host["off"], host["aa"])  # spaced as the A/A's two rounds
+                block["host_runs"] = list(host.values())
                 blocks.setdefault(t.name, []).append(block)
     finally:
         if not args.keep:
@@ -427,6 +453,7 @@ def main():
             f"{'95% CI':>17} {'A/A':>7} {'A/A CI':>17} {'width':>6} {'target':>6}  verdict")
     print(head)
     notes = []
+    host_widths = {}
     for t in targets:
         rows = blocks[t.name]
         for arm in ("on", "ppw"):
@@ -453,8 +480,20 @@ def main():
             print(f"{t.name:10} {arm:4} {'recorder us':12} {'-':>9} {rec:9.2f} "
                   f"{rec / off_cpu * 100 if off_cpu else 0:+7.1f}% (the dial9-* threads' CPU per request, "
                   f"as a share of off's CPU/req)")
+        host = host_noise(rows, random.Random(f"{args.seed}-{t.name}-host"))
+        if host:
+            med, lo, hi, width, spread = host
+            ms = statistics.median(x for b in rows for x in b["host_runs"] if x) / 1e6
+            print(f"{t.name:10} host fixed work  {ms:9.2f} ms A/A {med:+6.1f}% [{lo:+6.1f},{hi:+6.1f}]% "
+                  f"{width:5.1f}% wide, runs spread {spread:.1f} % (bench/e2e/fixed_work: identical CPU "
+                  "work before every round; A/A: the run before aa against the one before off)")
+            host_widths[t.name] = width
     print()
     for n in notes:
+        tname = n.split(" ", 1)[0]
+        if "not measurable here" in n and host_widths.get(tname, 0) >= min(TARGET_PCT.values()):
+            n += (f"; identical CPU work alone varies by {host_widths[tname]:.1f} % here (host row):"
+                  " this host's CPU time cannot resolve the target")
         print(n)
     for t in targets:  # what the cost governor did to off-CPU capture in the recording rounds
         for arm in ("on", "ppw"):

@@ -55,6 +55,7 @@ void d9a_free(d9a_analysis *a) {
     d9a_begin_file(a);
     d9_u64_map_free(&a->loc_cache);
     d9_u64_map_free(&a->stack_cache);
+    d9_u64_set_free(&a->truncated_stacks);
     d9a_symtab_free(&a->symtab);
     d9a_strings_free(&a->strings);
     d9a_stacks_free(&a->stacks);

@@ -83,6 +83,8 @@ typedef struct d9a_stack_view {
     const char *syscall;   /* the system call it was in ("socket", "futex"), or NULL */
     bool preempted;        /* off-CPU only: the thread was preempted, not blocked */
     bool symbolized;       /* at least one frame has a symbol */
+    bool truncated;        /* unwinding stopped before the outermost frame (StackOriginEvent
+                              method 3): the callers of the last frame were not recorded */
 } d9a_stack_view;
 
 typedef struct d9a_named_count {

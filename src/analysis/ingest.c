@@ -316,6 +316,18 @@ static int on_cpu_sample(d9a_analysis *a, const d9_dec_binding *in, const d9_eve
     return emit(a, &r);
 }
 
+#define STACK_METHOD_TRUNCATED 3 /* StackOriginEvent.method (docs/schemas.md) */
+
+/* How a stack was obtained: only "truncated" matters to the report (it says so under the
+ * stack). Not bound to the window: it comes once, before the first event that uses it. */
+static int on_stack_origin(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev,
+                           d9_decoder *dec) {
+    if (field_u(ev, F(METHOD), 0) != STACK_METHOD_TRUNCATED) return 0;
+    uint32_t stack = stack_field(a, ev, F(CALLCHAIN), dec);
+    if (stack == D9A_NO_ID) return -1;
+    return d9_u64_set_add(&a->truncated_stacks, stack) < 0 ? -1 : 0;
+}
+
 static int on_switch(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev) {
     uint64_t tid = field_u(ev, F(TID), 0);
     tid_state *t = tid_get(a, tid);
@@ -426,6 +438,7 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
         return 0;
     }
     case D9_SCH_SYMBOL_TABLE_ENTRY: return on_symbol(a, ev);
+    case D9_SCH_STACK_ORIGIN: return on_stack_origin(a, in, ev, dec);
     case D9_SCH_DROPPED_EVENTS: {
         d9_dec_str reason = {"unknown", 7};
         if (F(REASON) >= 0) d9_value_str(&ev->values[F(REASON)], &reason);

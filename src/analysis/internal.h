@@ -8,6 +8,7 @@
 #include "analysis/upload_loss.h"
 #include "analysis/hist.h"
 #include "common/u64_map.h"
+#include "common/u64_set.h"
 #include "analysis/intern.h"
 #include "analysis/records.h"
 #include "analysis/symtab.h"
@@ -135,6 +136,7 @@ struct d9a_analysis {
 
     d9a_strings strings; /* locations, symbols, metadata, reasons, runtimes */
     d9a_stacks stacks;
+    d9_u64_set truncated_stacks; /* stack ids a StackOriginEvent said were truncated */
     d9a_symtab symtab;
 
     /* time */

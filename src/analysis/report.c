@@ -127,6 +127,7 @@ static const d9a_stack_view *view(d9a_analysis *a, uint32_t id, bool offcpu) {
         if (!v->app_frame && d9a_is_app_frame(&frames[i])) v->app_frame = frames[i].symbol;
     }
     v->syscall = find_syscall(a, frames, n);
+    v->truncated = naddrs > 0 && d9_u64_set_has(&a->truncated_stacks, id);
     if (offcpu) read_offcpu(a, v);
     else v->function = n ? frame_label(a, &frames[0]) : "<no stack>";
     a->views[id] = v;

@@ -521,6 +521,8 @@ static void json_stacks(jctx *c) {
         jkey_str(j, "syscall", v->syscall);
         d9_json_key(j, "preempted");
         d9_json_bool(j, v->preempted);
+        d9_json_key(j, "truncated"); /* the callers of the last frame were not recorded */
+        d9_json_bool(j, v->truncated);
         d9_json_key(j, "frames");
         d9_json_array_begin(j);
         for (uint32_t k = 0; k < v->nframes; k++) {

@@ -51,6 +51,7 @@ static void print_stack(const d9_analyze_render *R, const d9a_stack_view *v, con
     }
     if (i < v->nframes) printf("%s... %u more frames\n", indent, v->nframes - i);
     if (v->nframes == 0) printf("%s(empty stack)\n", indent);
+    else if (v->truncated) printf("%s(truncated: its callers were not recorded)\n", indent);
 }
 
 /* A long line of flag text, wrapped at spaces to ~110 columns under `indent`. */

@@ -167,6 +167,40 @@ assert o["truncated_elsewhere"] == 1, o
 ' "$T/trunc.json"
 fi
 
+# ---- `dial9 analyze` says which stacks are truncated (StackOriginEvent method 3), and only those ----
+OUT=$T/trunc-cpu.bin
+: >"$OUT"
+header
+schema 0 CpuSampleEvent 1 worker_id:9 tid:13 source:11 thread_name:0x87 callchain:6 cpu:0x89
+schema 1 StackOriginEvent 1 callchain:6 method:11
+schema 2 PollStartEvent 1 worker_id:9 local_queue:11 task_id:9 spawn_loc:7
+schema 3 PollEndEvent 1 worker_id:9
+reset 1000000
+stackpool 1 0x401010 0x403030              # truncated
+stackpool 2 0x401010 0x402020 0x404000     # complete (CFI)
+stackpool 3 0x401010 0x405050              # no StackOriginEvent: not said to be truncated
+event 1 0; u32 1; b 3
+event 1 0; u32 2; b 2
+strpool 1 here
+event 2 0; varint 0; b 0; varint 5; u32 1
+for id in 1 1 2 3; do event 0 100; varint 0; u32 100; b 0; b 0; u32 "$id"; b 0; done
+event 3 100; varint 0
+expect_rc 0 "analyze truncated stacks" "$DIAL9" analyze --stack-depth 8 "$T/trunc-cpu.bin"
+check "analyze truncated stacks: said under the stack" grep -q "^ *(truncated: its callers were not recorded)$" "$T/out"
+check "analyze truncated stacks: under that stack only" \
+    test "$(grep -c "(truncated: its callers were not recorded)" "$T/out")" = "$(grep -c "^ *0x403030$" "$T/out")"
+expect_rc 0 "analyze --json truncated stacks" "$DIAL9" analyze --json "$T/trunc-cpu.bin"
+cp "$T/out" "$T/trunc-cpu.json"
+if [ "$JSON" = python ]; then
+    check "analyze --json truncated stacks content" json_py '
+import json, sys
+stacks = json.load(open(sys.argv[1]))["stacks"].values()
+flags = {tuple(f["addr"] for f in s["frames"]): s["truncated"] for s in stacks}
+assert flags == {("0x401010", "0x403030"): True, ("0x401010", "0x402020", "0x404000"): False,
+                 ("0x401010", "0x405050"): False}, flags
+' "$T/trunc-cpu.json"
+fi
+
 expect_rc 0 "dump --jsonl rich" "$DIAL9" dump --jsonl "$T/rich.bin"
 cp "$T/out" "$T/rich.jsonl"
 if [ "$JSON" = python ]; then

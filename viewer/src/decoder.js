@@ -35,7 +35,7 @@ function dial9DecoderFactory() {
   /* Known schemas: which fields each kind needs, by name (type ids are local to a stream). */
   const K = {
     OTHER: 0, POLL_START: 1, POLL_END: 2, PARK: 3, UNPARK: 4, QUEUE: 5, SPAWN: 6, TERMINATE: 7,
-    WAKE: 8, CPU: 9, DUMP: 10, META: 11, CLOCK: 12, SYMBOL: 13, COVERAGE: 14,
+    WAKE: 8, CPU: 9, DUMP: 10, META: 11, CLOCK: 12, SYMBOL: 13, COVERAGE: 14, ORIGIN: 15,
   };
   const KNOWN = {
     PollStartEvent: [K.POLL_START, ['worker_id', 'task_id', 'spawn_loc', 'local_queue']],
@@ -51,6 +51,7 @@ function dial9DecoderFactory() {
     SegmentMetadataEvent: [K.META, ['entries']],
     ClockSyncEvent: [K.CLOCK, ['realtime_ns']],
     CoverageEvent: [K.COVERAGE, ['source', 'mode', 'one_in']], // the cost governor (docs/schemas.md)
+    StackOriginEvent: [K.ORIGIN, ['callchain', 'method']], // how a stack was obtained (docs/schemas.md)
     SymbolTableEntry: [K.SYMBOL, ['addr', 'size', 'symbol_name', 'inline_depth', 'source_file', 'source_line']],
   };
 
@@ -174,6 +175,7 @@ function dial9DecoderFactory() {
   let strings; // global string table: id -> string (pool entries of all streams, deduplicated)
   let stringIds; // string -> id
   let stacks; // global stack table: id -> Uint32Array of (lo, hi) pairs, leaf first
+  let truncatedStacks; // global stack ids a StackOriginEvent said were truncated (method 3)
   let stackIds; // "lo,hi,..." key -> id
   let st; // per-stream state
   let counts;
@@ -640,6 +642,12 @@ function dial9DecoderFactory() {
         coverage.push({ ts, source: idOrMinus(slot(s, 0)), mode: idOrMinus(slot(s, 1)), oneIn: num(slot(s, 2)) });
         return;
       }
+      case K.ORIGIN: {
+        // only "truncated" matters to the views: unwinding stopped before the outermost frame
+        const id = idOrMinus(slot(s, 0));
+        if (id >= 0 && num(slot(s, 1)) === 3) truncatedStacks.add(id);
+        return;
+      }
       case K.CLOCK: {
         const r = slot(s, 0);
         clocks.push({ ts, realtimeNs: r === null ? '' : String(r) });
@@ -969,6 +977,7 @@ function dial9DecoderFactory() {
     stringIds = new Map();
     stacks = [];
     stackIds = new Map();
+    truncatedStacks = new Set();
     counts = {
       streams: 0, schemaFrames: 0, resetFrames: 0, stringPoolFrames: 0, stackPoolFrames: 0,
       annotationFrames: 0, events: 0, byName: {},
@@ -1068,6 +1077,7 @@ function dial9DecoderFactory() {
       timeEnd: tMax === -Infinity ? 0 : tMax,
       strings,
       stacks,
+      truncatedStacks: Array.from(truncatedStacks).sort((a, b) => a - b), // ids, ascending
       polls,
       parks,
       wakes: sortedByTs(raw.wakes),

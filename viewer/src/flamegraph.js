@@ -11,6 +11,7 @@
   const F = D9.format;
   const esc = F.escapeHtml;
   const ROW_H = 18;
+  const TRUNCATED_ROOT = '[callers not recorded]';
 
   function frameLabels(f) {
     // names: innermost inline frame first; the flame graph goes outermost → innermost.
@@ -41,6 +42,9 @@
       if (!labels) {
         const frames = S.stack[s] >= 0 ? M.stackFrames(model, S.stack[s]) : [];
         labels = [];
+        // stacks whose callers were not recorded grow from one box of their own, not as roots
+        // that look like the threads' outermost functions
+        if (frames.length && M.stackTruncated(model, S.stack[s])) labels.push(TRUNCATED_ROOT);
         for (let k = frames.length - 1; k >= 0; k--) labels.push(...frameLabels(frames[k]));
         cache.set(S.stack[s], labels);
       }

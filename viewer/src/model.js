@@ -217,6 +217,12 @@
     return out;
   }
 
+  /* Whether unwinding stopped before the stack's outermost frame (its callers were not
+   * recorded; dial9 stats says where such stacks end). */
+  function stackTruncated(model, stackId) {
+    return model.truncatedStacks.has(stackId);
+  }
+
   function build(trace) {
     const polls = trace.polls;
     const parks = trace.parks;
@@ -266,6 +272,7 @@
 
     return {
       trace,
+      truncatedStacks: new Set(trace.truncatedStacks || []),
       coverage: coverageOf(trace),
       groups,
       lanes,
@@ -538,6 +545,6 @@
   D9.model = {
     wakeDelays, blockedPolls, coverageOf,
     build, lowerBound, upperBound, spanAt, samplesIn, pollsOfTask, wakesOfTask, wakeOfPoll, runnableFrom, pollRankOf,
-    nextPollOf, taskInfo, stackFrames, colorOf, schedColorOf, legendGradient, topK,
+    nextPollOf, taskInfo, stackFrames, stackTruncated, colorOf, schedColorOf, legendGradient, topK,
   };
 })(window.D9 = window.D9 || {});

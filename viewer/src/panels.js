@@ -140,12 +140,14 @@
 
   const STACK_SHOWN = 14;
 
-  function stackHtml(frames) {
+  function stackHtml(frames, truncated) {
+    const cut = truncated && frames.length
+      ? '<div class="muted small truncated-stack" style="padding:0 10px">truncated: its callers were not recorded</div>' : '';
     const head = frames.slice(0, STACK_SHOWN).map((f, k) => frameHtml(f, k)).join('');
-    if (frames.length <= STACK_SHOWN) return '<ol class="stack">' + head + '</ol>';
+    if (frames.length <= STACK_SHOWN) return '<ol class="stack">' + head + '</ol>' + cut;
     const rest = frames.slice(STACK_SHOWN).map((f, k) => frameHtml(f, k + STACK_SHOWN)).join('');
     return '<ol class="stack">' + head + '</ol><details class="more-frames"><summary>' + (frames.length - STACK_SHOWN) +
-      ' more frames</summary><ol class="stack">' + rest + '</ol></details>';
+      ' more frames</summary><ol class="stack">' + rest + '</ol></details>' + cut;
   }
 
   function leafName(frames) {
@@ -165,7 +167,7 @@
       '<span class="src ' + (cs ? 'cs' : 'cpu') + '">' + (cs ? 'context switch' : 'CPU') + '</span>' +
       '<span class="leaf">' + esc(leafName(frames)) + '</span><span class="when">' + when + '</span></summary>' +
       '<div class="muted small" style="padding:0 10px">' + [thread ? 'thread ' + esc(thread) : '', 'tid ' + S.tid[s], Number.isFinite(S.cpu[s]) ? 'cpu ' + S.cpu[s] : '', frames.length + ' frames, leaf first'].filter(Boolean).join(' · ') + '</div>' +
-      stackHtml(frames) + '</details>';
+      stackHtml(frames, S.stack[s] >= 0 && M.stackTruncated(model, S.stack[s])) + '</details>';
   }
 
   /* The functions that appear most in a set of samples (each counted once per sample). */

@@ -557,3 +557,43 @@ test('CoverageEvent records: decoded with their strings, partial periods in the 
   assert.equal(c.byMode.full, 1000 + 2000);
   assert.equal(c.coveredNs, 6000);
 });
+
+test('StackOriginEvent: truncated stacks are flagged, and the flame graph grows them from one box', async () => {
+  const w = new TraceWriter().header();
+  const id = declareBuiltins(w);
+  const t0 = 11000000000n;
+  w.schema(41, 'StackOriginEvent', true, [['callchain', T.POOLED_STACK], ['method', T.U8]]);
+  w.stringPool([[1, 'here']]);
+  w.stackPool([[1, [0x401010n, 0x403030n]], [2, [0x401010n, 0x402020n, 0x404000n]], [3, [0x401010n, 0x405050n]]]);
+  w.event(41, t0, [1, 3]); // truncated
+  w.event(41, t0, [2, 2]); // with CFI unwinding, complete
+  //                          stack 3: no StackOriginEvent (another writer): not said to be truncated
+  w.event(id.PollStartEvent, t0, [0, 0, 5, 1]);
+  for (const [k, stack] of [[1, 1], [2, 1], [3, 2], [4, 3]].map(([k, s]) => [BigInt(k), s]))
+    w.event(id.CpuSampleEvent, t0 + 100n * k, [0, 100, 0, null, stack, null]);
+  w.event(id.PollEndEvent, t0 + 1000n, [0]);
+  const tr = D.decode(w.bytes());
+  const idOf = (addrs) => tr.stacks.findIndex((s) => s.length === addrs.length * 2 &&
+    addrs.every((a, k) => D.addrHex(s[2 * k], s[2 * k + 1]) === a));
+  const cut = idOf(['401010', '403030']);
+  assert.ok(cut >= 0);
+  assert.deepEqual(tr.truncatedStacks, [cut]);
+
+  globalThis.window = globalThis.window || {};
+  const { createRequire } = await import('node:module');
+  const req = createRequire(import.meta.url);
+  req('../src/format.js');
+  req('../src/model.js');
+  req('../src/flamegraph.js');
+  const D9 = globalThis.window.D9;
+  globalThis.window.Dial9Decoder = globalThis.window.Dial9Decoder || D;
+  const model = D9.model.build(tr);
+  assert.equal(D9.model.stackTruncated(model, cut), true);
+  assert.equal(D9.model.stackTruncated(model, idOf(['401010', '405050'])), false);
+  const root = D9.flamegraph.build(model, tr.timeStart, tr.timeEnd, 'cpu', '');
+  assert.equal(root.value, 4);
+  const tops = Object.fromEntries(Array.from(root.children.values()).map((n) => [n.name, n.value]));
+  // outermost first: the truncated stack under its own box, the others from their outermost frame
+  assert.deepEqual(tops, { '[callers not recorded]': 2, '0x404000': 1, '0x405050': 1 });
+  assert.deepEqual(Array.from(root.children.get('[callers not recorded]').children.keys()), ['0x403030']);
+});

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/u64_set.h"
 #include "export/export_symbols.h"
 #include "model/pairing.h"
 #include "model/wake_link.h"
@@ -58,6 +59,7 @@ struct d9_xbuild {
     VEC(worker_runtime, runtimes);
     d9m_symtab symbols; /* the trace's symbols and mappings (model/symtab.h) */
     d9_stack_table stack_table;
+    d9_u64_set truncated; /* stack indexes a StackOriginEvent said were truncated */
     d9_stack_entry **stack_by_index;
     size_t stacks_n, stacks_cap;
     uint64_t seq;
@@ -112,6 +114,7 @@ static void build_free(struct d9_xbuild *b) {
     free(b->runtimes);
     d9m_symtab_free(&b->symbols);
     d9_stack_table_free(&b->stack_table);
+    d9_u64_set_free(&b->truncated);
     free(b->stack_by_index);
     free(b);
 }
@@ -284,6 +287,13 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
         if (!VEC_PUSH(b, samples, s)) goto oom;
         break;
     }
+    case D9_SCH_STACK_ORIGIN: /* only "truncated" (method 3) matters to a profile */
+        if (uint_or(ev, F(METHOD), 0) == 3) {
+            uint32_t stack;
+            int rc = add_stack(m, field(ev, F(CALLCHAIN)), &stack);
+            if (rc < 0 || (rc == 0 && d9_u64_set_add(&b->truncated, stack) < 0)) goto oom;
+        }
+        break;
     case D9_SCH_QUEUE_SAMPLE:
         if (!VEC_PUSH(b, queues, ((raw_queue){ev->ts_ns, uint_or(ev, F(GLOBAL_QUEUE), 0)}))) goto oom;
         break;
@@ -813,10 +823,17 @@ int d9_xmodel_finish(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen
     /* call stacks of the samples in the window, resolved into locations and frames */
     bool *used = calloc(b->stacks_n + 1, sizeof *used);
     if (!used) goto oom;
+    bool *cut = calloc(b->stacks_n + 1, sizeof *cut);
+    if (!cut) {
+        free(used);
+        goto oom;
+    }
     for (size_t i = 0; i < m->sample_count; i++) used[m->samples[i].stack] = true;
+    for (size_t i = 0; i < b->stacks_n; i++) cut[i] = d9_u64_set_has(&b->truncated, i);
     int rc = d9_xsymbols_resolve(&b->symbols, m, (const d9_stack_entry *const *)b->stack_by_index,
-                                 b->stacks_n, used);
+                                 b->stacks_n, used, cut);
     free(used);
+    free(cut);
     if (rc != 0) goto oom;
     build_free(b);
     m->build = NULL;

@@ -66,18 +66,32 @@ static int location_of(d9m_symtab *s, d9_xmodel *m, d9_u64_map *seen, uint64_t a
     return d9_u64_map_upsert(seen, a, *out) ? 0 : -1;
 }
 
+/* The one location that stands for the callers a truncated stack did not record. */
+static int callers_not_recorded(d9_xmodel *m, size_t *frame_cap, size_t *loc_cap, uint32_t *out) {
+    uint32_t name = d9_xstr_intern(&m->strings, D9_X_CALLERS_NOT_RECORDED, strlen(D9_X_CALLERS_NOT_RECORDED));
+    if (name == D9_XSTR_FAILED || !reserve((void **)&m->locs, loc_cap, m->loc_count, sizeof *m->locs) ||
+        !reserve((void **)&m->frames, frame_cap, m->frame_count, sizeof *m->frames))
+        return -1;
+    m->locs[m->loc_count] = (d9_xloc){.addr = 0, .first_frame = (uint32_t)m->frame_count, .frame_count = 1,
+                                      .mapping = D9_XNONE};
+    m->frames[m->frame_count++] = (d9_xframe){name, 0, 0, 0, false};
+    *out = (uint32_t)m->loc_count++;
+    return 0;
+}
+
 int d9_xsymbols_resolve(d9m_symtab *s, d9_xmodel *m, const d9_stack_entry *const *stacks,
-                        size_t stack_count, const bool *used) {
+                        size_t stack_count, const bool *used, const bool *truncated) {
     m->stacks = calloc(stack_count + 1, sizeof *m->stacks);
     if (!m->stacks) return -1;
     m->stack_count = stack_count;
     size_t total = 0;
     for (size_t i = 0; i < stack_count; i++)
-        if (used[i]) total += stacks[i]->count;
+        if (used[i]) total += stacks[i]->count + (truncated[i] ? 1 : 0);
     m->stack_locs = malloc((total + 1) * sizeof *m->stack_locs);
     if (!m->stack_locs) return -1;
     d9_u64_map seen = {0};
     size_t frame_cap = 0, loc_cap = 0;
+    uint32_t cut_loc = D9_XNONE; /* made at the first truncated stack */
     int rc = 0;
     for (size_t i = 0; i < stack_count && rc == 0; i++) {
         if (!used[i]) continue;
@@ -86,6 +100,10 @@ int d9_xsymbols_resolve(d9m_symtab *s, d9_xmodel *m, const d9_stack_entry *const
             uint32_t loc;
             rc = location_of(s, m, &seen, stacks[i]->frames[k], &frame_cap, &loc_cap, &loc);
             if (rc == 0) m->stack_locs[m->stack_loc_count++] = loc;
+        }
+        if (rc == 0 && truncated[i] && stacks[i]->count) {
+            if (cut_loc == D9_XNONE) rc = callers_not_recorded(m, &frame_cap, &loc_cap, &cut_loc);
+            if (rc == 0) m->stack_locs[m->stack_loc_count++] = cut_loc;
         }
         m->stacks[i].count = (uint32_t)(m->stack_loc_count - m->stacks[i].first);
     }

@@ -189,6 +189,11 @@ expect_rc 0 "analyze truncated stacks" "$DIAL9" analyze --stack-depth 8 "$T/trun
 check "analyze truncated stacks: said under the stack" grep -q "^ *(truncated: its callers were not recorded)$" "$T/out"
 check "analyze truncated stacks: under that stack only" \
     test "$(grep -c "(truncated: its callers were not recorded)" "$T/out")" = "$(grep -c "^ *0x403030$" "$T/out")"
+expect_rc 0 "export folded truncated stacks" "$DIAL9" export --format folded "$T/trunc-cpu.bin"
+check "export folded: a truncated stack grows from [callers not recorded]" \
+    grep -qx "\[callers not recorded\];0x403030;0x401010 2" "$T/out"
+check "export folded: the others from their outermost frame" \
+    test "$(grep -cx -e "0x404000;0x402020;0x401010 1" -e "0x405050;0x401010 1" "$T/out")" = 2
 expect_rc 0 "analyze --json truncated stacks" "$DIAL9" analyze --json "$T/trunc-cpu.bin"
 cp "$T/out" "$T/trunc-cpu.json"
 if [ "$JSON" = python ]; then

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/internal.h"
+#include "format/schemas.h"
 
 /* A field of the event's schema by name, bound once by the decoder (format/dec_bindings.h). */
 #define F(name) (in->field[D9_KF_##name])
@@ -316,13 +317,11 @@ static int on_cpu_sample(d9a_analysis *a, const d9_dec_binding *in, const d9_eve
     return emit(a, &r);
 }
 
-#define STACK_METHOD_TRUNCATED 3 /* StackOriginEvent.method (docs/schemas.md) */
-
 /* How a stack was obtained: only "truncated" matters to the report (it says so under the
  * stack). Not bound to the window: it comes once, before the first event that uses it. */
 static int on_stack_origin(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev,
                            d9_decoder *dec) {
-    if (field_u(ev, F(METHOD), 0) != STACK_METHOD_TRUNCATED) return 0;
+    if (field_u(ev, F(METHOD), 0) != D9_ORIGIN_TRUNCATED) return 0;
     uint32_t stack = stack_field(a, ev, F(CALLCHAIN), dec);
     if (stack == D9A_NO_ID) return -1;
     return d9_u64_set_add(&a->truncated_stacks, stack) < 0 ? -1 : 0;

@@ -14,6 +14,7 @@
 #include "cli/trace_reader.h"
 #include "cli/truncated_ends.h"
 #include "common/u64_set.h"
+#include "format/schemas.h"
 
 static void stats_usage(FILE *out) {
     fprintf(out,
@@ -96,7 +97,7 @@ typedef struct stats_ctx {
      * callchain counts under its stack's method (0: not said). */
     uint8_t *method_of;
     size_t method_cap;
-    uint64_t by_method[4];
+    uint64_t by_method[D9_ORIGIN_METHODS];
     d9_truncated_ends truncated; /* where the truncated stacks end */
     const d9_path_list *paths;
     d9a_coverage coverage; /* CoverageEvent: where a governed source recorded partially */
@@ -142,7 +143,8 @@ static void keep_metadata(stats_ctx *c, const d9_value *v, const char *path) {
 
 static void note_origin(stats_ctx *c, const d9_event *ev) {
     uint64_t m = 0;
-    if (F(CALLCHAIN) < 0 || F(METHOD) < 0 || !d9_value_uint(&ev->values[F(METHOD)], &m) || m > 3)
+    if (F(CALLCHAIN) < 0 || F(METHOD) < 0 || !d9_value_uint(&ev->values[F(METHOD)], &m) ||
+        m >= D9_ORIGIN_METHODS)
         return;
     uint32_t id = ev->values[F(CALLCHAIN)].pool_id;
     if (id >= MAX_POOL_IDS) return;
@@ -161,15 +163,13 @@ static void note_origin(stats_ctx *c, const d9_event *ev) {
     c->method_of[id] = (uint8_t)m;
 }
 
-#define METHOD_TRUNCATED 3
-
 static void count_stack(stats_ctx *c, const d9_event *ev, const d9_decoder *dec) {
     if (F(CALLCHAIN) < 0 || ev->values[F(CALLCHAIN)].type != D9_FT_POOLED_STACK) return;
     const d9_value *v = &ev->values[F(CALLCHAIN)];
     uint32_t id = v->pool_id;
     uint8_t method = id < c->method_cap ? c->method_of[id] : 0;
     c->by_method[method]++;
-    if (method != METHOD_TRUNCATED) return;
+    if (method != D9_ORIGIN_TRUNCATED) return;
     const uint64_t *addrs = v->stack.addrs;
     uint32_t count = v->stack.count;
     if (!v->resolved && !d9_dec_pool_stack(dec, id, &addrs, &count)) return;
@@ -393,7 +393,7 @@ static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     uint64_t stacks = c->by_method[0] + c->by_method[1] + c->by_method[2] + c->by_method[3];
     if (stacks) {
         printf("stacks     %" PRIu64 " (samples and task dumps):", stacks);
-        static const char *const names[4] = {"origin not recorded", "frame pointers only", "with CFI unwinding",
+        static const char *const names[D9_ORIGIN_METHODS] = {"origin not recorded", "frame pointers only", "with CFI unwinding",
                                              "truncated"};
         for (int i = 1; i < 4; i++)
             printf("%s %.1f %% %s", i > 1 ? "," : "", 100.0 * (double)c->by_method[i] / (double)stacks, names[i]);
@@ -485,10 +485,10 @@ static void print_json(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     d9_json_object_end(&j);
     d9_json_key(&j, "stack_origin"); /* events with a callchain, by how their stack was obtained */
     d9_json_object_begin(&j);
-    d9_json_key(&j, "unrecorded"); d9_json_u64(&j, c->by_method[0]);
-    d9_json_key(&j, "frame_pointers"); d9_json_u64(&j, c->by_method[1]);
-    d9_json_key(&j, "cfi"); d9_json_u64(&j, c->by_method[2]);
-    d9_json_key(&j, "truncated"); d9_json_u64(&j, c->by_method[3]);
+    d9_json_key(&j, "unrecorded"); d9_json_u64(&j, c->by_method[D9_ORIGIN_UNRECORDED]);
+    d9_json_key(&j, "frame_pointers"); d9_json_u64(&j, c->by_method[D9_ORIGIN_FRAME_POINTERS]);
+    d9_json_key(&j, "cfi"); d9_json_u64(&j, c->by_method[D9_ORIGIN_CFI]);
+    d9_json_key(&j, "truncated"); d9_json_u64(&j, c->by_method[D9_ORIGIN_TRUNCATED]);
     d9_json_key(&j, "truncated_ends"); /* where they end, most stacks first */
     d9_json_array_begin(&j);
     d9_truncated_end top[TRUNCATED_ENDS_SHOWN];

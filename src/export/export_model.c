@@ -11,6 +11,7 @@
 
 #include "common/u64_set.h"
 #include "export/export_symbols.h"
+#include "format/schemas.h"
 #include "model/pairing.h"
 #include "model/wake_link.h"
 #include "format/wire.h"
@@ -288,7 +289,7 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
         break;
     }
     case D9_SCH_STACK_ORIGIN: /* only "truncated" (method 3) matters to a profile */
-        if (uint_or(ev, F(METHOD), 0) == 3) {
+        if (uint_or(ev, F(METHOD), 0) == D9_ORIGIN_TRUNCATED) {
             uint32_t stack;
             int rc = add_stack(m, field(ev, F(CALLCHAIN)), &stack);
             if (rc < 0 || (rc == 0 && d9_u64_set_add(&b->truncated, stack) < 0)) goto oom;

@@ -35,4 +35,14 @@ enum d9_schema_id {
 
 extern const d9_schema_def d9_builtin_schemas[D9_SCH_BUILTIN_COUNT];
 
+/* StackOriginEvent.method: how a pooled stack was obtained (docs/schemas.md). The recorder
+ * writes them (sources/stack_unwind.h); the readers count and mark stacks by them. */
+enum d9_stack_origin_method {
+    D9_ORIGIN_UNRECORDED = 0,     /* no unwinding was attempted */
+    D9_ORIGIN_FRAME_POINTERS = 1, /* frame pointers only */
+    D9_ORIGIN_CFI = 2,            /* with CFI unwinding: complete */
+    D9_ORIGIN_TRUNCATED = 3,      /* ended early: the callers of its last frame were not recorded */
+    D9_ORIGIN_METHODS             /* how many there are */
+};
+
 #endif

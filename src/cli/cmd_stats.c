@@ -594,6 +594,7 @@ int d9_cmd_stats(int argc, char **argv) {
         return D9_EXIT_DATA;
     }
     c.paths = &paths;
+    d9_truncated_ends_init(&c.truncated);
     int rc = d9_read_trace_files(&paths, on_event, &c, results);
     free(c.counter_of);
     if (c.oom) {

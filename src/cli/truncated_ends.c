@@ -5,7 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/frame_class.h"
 #include "format/schemas.h"
+
+void d9_truncated_ends_init(d9_truncated_ends *t) {
+    memset(t, 0, sizeof *t);
+    t->symbols.strings = &t->strings;
+}
 
 void d9_truncated_ends_note(d9_truncated_ends *t, const uint64_t *addrs, uint32_t count) {
     if (!addrs || count == 0) return;
@@ -18,50 +24,34 @@ void d9_truncated_ends_note(d9_truncated_ends *t, const uint64_t *addrs, uint32_
     t->stacks++;
 }
 
-static uint32_t intern(d9_truncated_ends *t, d9_dec_str s) {
-    uint32_t id = d9a_strings_intern(&t->strings, s.ptr ? s.ptr : "", s.ptr ? s.len : 0);
-    if (id == UINT32_MAX) t->oom = true;
-    return id;
-}
-
 void d9_truncated_ends_note_symbols(d9_truncated_ends *t, const d9_event *ev) {
     /* A segment's symbols follow its stacks (appended when it is sealed): none are needed
      * before the first truncated stack. Its memory maps come first, and are few. */
     if (ev->schema->bind.role == D9_SCH_SYMBOL_TABLE_ENTRY && t->stacks > 0) {
         d9m_symbol_event e;
-        if (!d9m_symbol_read(ev, &e)) return;
-        uint32_t name = intern(t, e.name), file = intern(t, e.file);
-        if (!t->oom && d9m_symtab_add(&t->symbols, e.addr, e.size, name, file, e.line, e.depth) != 0)
+        if (d9m_symbol_read(ev, &e) &&
+            d9a_symtab_add(&t->symbols, e.addr, e.size, e.name.ptr, e.name.len, e.file.ptr, e.file.len,
+                           e.line, e.depth) != 0)
             t->oom = true;
     } else if (ev->schema->bind.role == D9_SCH_MEMORY_MAP) {
         d9m_mapping_event e;
-        if (!d9m_mapping_read(ev, &e)) return;
-        uint32_t path = intern(t, e.path), build_id = intern(t, e.build_id);
-        if (!t->oom && d9m_symtab_add_mapping(&t->symbols, e.start, e.end, e.file_offset, path, build_id) != 0)
+        if (d9m_mapping_read(ev, &e) &&
+            d9a_symtab_add_mapping(&t->symbols, e.start, e.end, e.file_offset, e.path.ptr, e.path.len) != 0)
             t->oom = true;
     }
 }
 
+#define MAX_INLINE_LEVELS 64
+
 /* The function holding addr (the outermost inline level), else object+offset, else the
  * address. */
 static void describe(d9_truncated_ends *t, uint64_t addr, char *out, size_t size) {
-    const d9m_sym *found[16];
-    uint32_t n = d9m_symtab_lookup(&t->symbols, addr, found, 16);
-    if (n > 0) {
-        snprintf(out, size, "%s", d9a_strings_get(&t->strings, found[n - 1]->name));
-        return;
-    }
-    uint32_t m = d9m_symtab_mapping_of(&t->symbols, addr);
-    if (m != D9M_NONE) {
-        uint32_t count;
-        const d9m_mapping *maps = d9m_symtab_mappings(&t->symbols, &count);
-        const char *path = d9a_strings_get(&t->strings, maps[m].path);
-        const char *base = path ? strrchr(path, '/') : NULL;
-        snprintf(out, size, "%s+0x%" PRIx64, base ? base + 1 : path ? path : "?",
-                 addr - maps[m].start + maps[m].file_offset);
-        return;
-    }
-    snprintf(out, size, "0x%" PRIx64, addr);
+    d9a_frame frames[MAX_INLINE_LEVELS];
+    uint32_t n = d9a_symtab_expand(&t->symbols, addr, frames, MAX_INLINE_LEVELS);
+    const d9a_frame *f = &frames[n - 1]; /* innermost first: the function holding it is last */
+    if (f->symbol) snprintf(out, size, "%s", f->symbol);
+    else if (f->object) snprintf(out, size, "%s+0x%" PRIx64, d9a_basename(f->object), f->object_offset);
+    else snprintf(out, size, "0x%" PRIx64, addr);
 }
 
 static int by_where(const void *a, const void *b) {
@@ -105,7 +95,7 @@ int d9_truncated_ends_top(d9_truncated_ends *t, d9_truncated_end *out, size_t ma
 
 void d9_truncated_ends_free(d9_truncated_ends *t) {
     d9_u64_map_free(&t->count_by_end);
-    d9m_symtab_free(&t->symbols);
+    d9a_symtab_free(&t->symbols);
     d9a_strings_free(&t->strings);
     memset(t, 0, sizeof *t);
 }

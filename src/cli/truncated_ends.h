@@ -12,19 +12,21 @@
 #include <stdint.h>
 
 #include "analysis/intern.h"
+#include "analysis/symtab.h"
 #include "common/u64_map.h"
 #include "format/decoder.h"
-#include "model/symtab.h"
 
 typedef struct d9_truncated_ends {
     d9_u64_map count_by_end; /* outermost address kept -> truncated stacks ending there */
     uint64_t stacks;
     d9a_strings strings;     /* symbol names, files and mapping paths */
-    d9m_symtab symbols;
+    d9a_symtab symbols;      /* the analysis's table: the same names `dial9 analyze` prints */
     bool oom;
 } d9_truncated_ends;
 
-/* Zero-initialized is empty. A truncated stack (leaf first). */
+/* Empty, in place (the table points at the strings). */
+void d9_truncated_ends_init(d9_truncated_ends *t);
+/* A truncated stack (leaf first). */
 void d9_truncated_ends_note(d9_truncated_ends *t, const uint64_t *addrs, uint32_t count);
 /* A SymbolTableEntry or MemoryMapEvent (others are ignored). */
 void d9_truncated_ends_note_symbols(d9_truncated_ends *t, const d9_event *ev);

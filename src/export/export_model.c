@@ -824,17 +824,10 @@ int d9_xmodel_finish(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen
     /* call stacks of the samples in the window, resolved into locations and frames */
     bool *used = calloc(b->stacks_n + 1, sizeof *used);
     if (!used) goto oom;
-    bool *cut = calloc(b->stacks_n + 1, sizeof *cut);
-    if (!cut) {
-        free(used);
-        goto oom;
-    }
     for (size_t i = 0; i < m->sample_count; i++) used[m->samples[i].stack] = true;
-    for (size_t i = 0; i < b->stacks_n; i++) cut[i] = d9_u64_set_has(&b->truncated, i);
     int rc = d9_xsymbols_resolve(&b->symbols, m, (const d9_stack_entry *const *)b->stack_by_index,
-                                 b->stacks_n, used, cut);
+                                 b->stacks_n, used, &b->truncated);
     free(used);
-    free(cut);
     if (rc != 0) goto oom;
     build_free(b);
     m->build = NULL;

@@ -80,13 +80,13 @@ static int callers_not_recorded(d9_xmodel *m, size_t *frame_cap, size_t *loc_cap
 }
 
 int d9_xsymbols_resolve(d9m_symtab *s, d9_xmodel *m, const d9_stack_entry *const *stacks,
-                        size_t stack_count, const bool *used, const bool *truncated) {
+                        size_t stack_count, const bool *used, const d9_u64_set *truncated) {
     m->stacks = calloc(stack_count + 1, sizeof *m->stacks);
     if (!m->stacks) return -1;
     m->stack_count = stack_count;
     size_t total = 0;
     for (size_t i = 0; i < stack_count; i++)
-        if (used[i]) total += stacks[i]->count + (truncated[i] ? 1 : 0);
+        if (used[i]) total += stacks[i]->count + (d9_u64_set_has(truncated, i) ? 1 : 0);
     m->stack_locs = malloc((total + 1) * sizeof *m->stack_locs);
     if (!m->stack_locs) return -1;
     d9_u64_map seen = {0};
@@ -101,7 +101,7 @@ int d9_xsymbols_resolve(d9m_symtab *s, d9_xmodel *m, const d9_stack_entry *const
             rc = location_of(s, m, &seen, stacks[i]->frames[k], &frame_cap, &loc_cap, &loc);
             if (rc == 0) m->stack_locs[m->stack_loc_count++] = loc;
         }
-        if (rc == 0 && truncated[i] && stacks[i]->count) {
+        if (rc == 0 && stacks[i]->count && d9_u64_set_has(truncated, i)) {
             if (cut_loc == D9_XNONE) rc = callers_not_recorded(m, &frame_cap, &loc_cap, &cut_loc);
             if (rc == 0) m->stack_locs[m->stack_loc_count++] = cut_loc;
         }

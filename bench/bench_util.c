@@ -84,15 +84,9 @@ int bench_start(const char *trace_dir, int schedstat) {
 
 int bench_clock_from_env(d9_clock_mode *mode) {
     const char *v = getenv("DIAL9_CLOCK");
-    if (!v || !*v) return 0;
-    if (!strcmp(v, "auto")) *mode = D9_CLOCK_AUTO;
-    else if (!strcmp(v, "tsc")) *mode = D9_CLOCK_TSC;
-    else if (!strcmp(v, "monotonic")) *mode = D9_CLOCK_MONOTONIC;
-    else {
-        fprintf(stderr, "d9_bench: DIAL9_CLOCK=%s: expected auto, tsc or monotonic\n", v);
-        return -1;
-    }
-    return 0;
+    if (!v || !*v || d9_clock_mode_parse(v, mode)) return 0;
+    fprintf(stderr, "d9_bench: DIAL9_CLOCK=%s: expected auto, tsc or monotonic\n", v);
+    return -1;
 }
 
 const char *bench_verdict(double value, double limit) { return value <= limit ? "ok" : "MISSED"; }

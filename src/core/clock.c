@@ -3,6 +3,7 @@
 #include <cpuid.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/small_file.h"
 
@@ -54,6 +55,14 @@ bool d9_clock_tsc_trustworthy_in(const char *clocksource_dir) {
 
 bool d9_clock_tsc_trustworthy(void) {
     return d9_clock_tsc_trustworthy_in("/sys/devices/system/clocksource/clocksource0");
+}
+
+bool d9_clock_mode_parse(const char *s, d9_clock_mode *out) {
+    if (strcasecmp(s, "auto") == 0) *out = D9_CLOCK_AUTO;
+    else if (strcasecmp(s, "tsc") == 0) *out = D9_CLOCK_TSC;
+    else if (strcasecmp(s, "monotonic") == 0) *out = D9_CLOCK_MONOTONIC;
+    else return false;
+    return true;
 }
 
 /* Taken when the tick source is chosen: the start of the span d9_clock_ticks_per_ns measures. */

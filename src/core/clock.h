@@ -25,6 +25,9 @@ static inline uint64_t d9_clock_ticks(void) {
     return d9_mono_ns();
 }
 
+/* "auto", "tsc" or "monotonic", in any case (DIAL9_CLOCK's values) -> *out; false for anything
+ * else (*out untouched). */
+bool d9_clock_mode_parse(const char *s, d9_clock_mode *out);
 /* Decide the tick source. Returns the mode chosen (TSC or MONOTONIC). */
 d9_clock_mode d9_clock_select(d9_clock_mode requested);
 /* Whether this machine's TSC is safe to use: invariant, and the kernel's current clocksource or

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/clock.h"
 #include "core/config_abi.h"
 #include "core/last_error.h"
 #include "dial9/dial9.h"
@@ -150,14 +151,9 @@ static int parse_bool(const char *var, const char *s, bool *out) {
 }
 
 static int parse_clock(const char *var, const char *s, d9_clock_mode *out) {
-    if (strcasecmp(s, "auto") == 0) *out = D9_CLOCK_AUTO;
-    else if (strcasecmp(s, "tsc") == 0) *out = D9_CLOCK_TSC;
-    else if (strcasecmp(s, "monotonic") == 0) *out = D9_CLOCK_MONOTONIC;
-    else {
-        d9_set_error("%s=\"%s\": expected auto, tsc or monotonic", var, s);
-        return -1;
-    }
-    return 0;
+    if (d9_clock_mode_parse(s, out)) return 0;
+    d9_set_error("%s=\"%s\": expected auto, tsc or monotonic", var, s);
+    return -1;
 }
 
 static int parse_sampler(const char *var, const char *s, d9_sampler_mode *out) {

@@ -609,7 +609,7 @@ static void test_stack_origin_is_no_use(void) {
     stack_pool(&b, 3, s, 2);
     d9_enc_event(&b, &st, D9_SCH_STACK_ORIGIN, 100);
     d9_put_u32(&b, 3);
-    d9_put_u8(&b, 2); /* CFI */
+    d9_put_u8(&b, D9_ORIGIN_CFI);
     cpu_sample(&b, &st, 200, 3, false);
     d9_sym_input in;
     d9_sym_input_init(&in);

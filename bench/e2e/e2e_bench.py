@@ -416,10 +416,10 @@ def main():
         for t in targets:
             for b in range(args.pairs):
                 block = {}
-                host = {}  # the host control: identical CPU work right before each round
+                fixed_ns = {}  # the host control: identical CPU work right before each round
                 for arm in (BLOCK if b % 2 == 0 else list(reversed(BLOCK))):
                     trace_dir = os.path.join(work, f"{t.name}-{arm}-{b}")
-                    host[arm] = fixed_work_cpu_ns(args.build)
+                    fixed_ns[arm] = fixed_work_cpu_ns(args.build)
                     res = t.round(arm, trace_dir)
                     res["cpu"] = res["cpu_ns"] / 1000 / max(res["requests"], 1)
                     res["recorder"] = res["recorder_ns"] / 1000 / max(res["requests"], 1)
@@ -434,8 +434,8 @@ def main():
                         f"{res['throughput']:8.0f}/s p99 {res['p99']:.3f} ms"
                         + (f" polls {res['polls']}" if ARM_ENV[arm]["DIAL9_ENABLED"] == "1" else "")
                         + (f" [{res['errors']}]" if res["errors"] else ""))
-                block["host"] = (host["off"], host["aa"])  # spaced as the A/A's two rounds
-                block["host_runs"] = list(host.values())
+                block["host"] = (fixed_ns["off"], fixed_ns["aa"])  # spaced as the A/A's two rounds
+                block["host_runs"] = list(fixed_ns.values())
                 blocks.setdefault(t.name, []).append(block)
     finally:
         if not args.keep:

@@ -36,7 +36,8 @@ enum d9_schema_id {
 extern const d9_schema_def d9_builtin_schemas[D9_SCH_BUILTIN_COUNT];
 
 /* StackOriginEvent.method: how a pooled stack was obtained (docs/schemas.md). The recorder
- * writes them (sources/stack_unwind.h); the readers count and mark stacks by them. */
+ * writes them (sources/stack_unwind.h, which may not include format/: test_source_unwinder
+ * checks that its values are these); the readers count and mark stacks by them. */
 enum d9_stack_origin_method {
     D9_ORIGIN_UNRECORDED = 0,     /* no unwinding was attempted */
     D9_ORIGIN_FRAME_POINTERS = 1, /* frame pointers only */

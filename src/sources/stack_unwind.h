@@ -11,19 +11,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "format/schemas.h"
 #include "sources/unwind_tables.h"
 
 /* Bytes of the user stack copied with each sample (perf PERF_SAMPLE_STACK_USER, the SIGPROF
  * handler, task dumps); chosen by measurement (docs/kernel-sources.md, "Unwinding"). */
 #define D9_UNWIND_STACK_BYTES 2048u
 
-/* How a stack was obtained (StackOriginEvent.method, docs/schemas.md). */
+/* How a stack was obtained (StackOriginEvent.method, docs/schemas.md; the values are the
+ * format's D9_ORIGIN_*, which test_source_unwinder checks). */
 typedef enum d9_stack_method {
-    D9_STACK_UNRECORDED = D9_ORIGIN_UNRECORDED, /* no unwinding was attempted (not a user stack, old traces) */
-    D9_STACK_FP = D9_ORIGIN_FRAME_POINTERS,     /* frame pointers only: no unwind data applied; callers of frameless functions may be missing */
-    D9_STACK_CFI = D9_ORIGIN_CFI,               /* leaf frames recovered with CFI, the rest spliced from the frame-pointer chain or ended at the outermost frame */
-    D9_STACK_TRUNCATED = D9_ORIGIN_TRUNCATED,   /* ended early: the copy ran out with nothing to splice, or an address outside any code */
+    D9_STACK_UNRECORDED = 0, /* no unwinding was attempted (not a user stack, old traces) */
+    D9_STACK_FP = 1,         /* frame pointers only: no unwind data applied; callers of frameless functions may be missing */
+    D9_STACK_CFI = 2,        /* leaf frames recovered with CFI, the rest spliced from the frame-pointer chain or ended at the outermost frame */
+    D9_STACK_TRUNCATED = 3,  /* ended early: the copy ran out with nothing to splice, or an address outside any code */
 } d9_stack_method;
 
 typedef struct d9_unwind_input {

@@ -10,10 +10,20 @@
 #include <string.h>
 
 #include "check.h"
+#include "format/schemas.h"
 #include "sources/fp_unwind.h"
 #include "sources/stack_unwind.h"
 #include "sources/unwind_tables.h"
 #include "test_stack_capture.h"
+
+/* The recorder's methods are the format's StackOriginEvent values, which the readers go by
+ * (sources/ may not include format/, src/README.md: the two meet here). */
+#define SAME_METHOD(ours, wire) ((int)(ours) == (int)(wire))
+_Static_assert(SAME_METHOD(D9_STACK_UNRECORDED, D9_ORIGIN_UNRECORDED) &&
+                   SAME_METHOD(D9_STACK_FP, D9_ORIGIN_FRAME_POINTERS) &&
+                   SAME_METHOD(D9_STACK_CFI, D9_ORIGIN_CFI) &&
+                   SAME_METHOD(D9_STACK_TRUNCATED, D9_ORIGIN_TRUNCATED),
+               "d9_stack_method and StackOriginEvent.method differ");
 
 TT_NOINLINE static int cmp_ints(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;

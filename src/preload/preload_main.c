@@ -19,6 +19,7 @@
 #include "core/thread_buffer.h"
 #include "instrument_all.h"
 #include "preload.h"
+#include "start_gate.h"
 #include "thread_state.h"
 
 _Atomic bool d9p_recording;
@@ -75,6 +76,12 @@ bool d9p_start_now(const d9_config *cfg) {
     return true;
 }
 
+/* A traced child's loop starts its run before its first callback (start_gate.h). */
+static void child_start_gate(void) {
+    atomic_store_explicit(&d9a_start_gate, NULL, memory_order_relaxed);
+    d9p_maybe_start_child();
+}
+
 static void forget_in_child(void) {
     atomic_store(&d9p_recording, false);
     d9p_start_forget_after_fork();
@@ -85,7 +92,10 @@ static void forget_in_child(void) {
     d9p_threads_forget_after_fork();
     d9a_self.worker_loop = NULL; /* the child's run registers its loop worker again */
     /* the recorder disabled itself in the child; a traced child starts its own run later */
-    if (d9p_trace_children) atomic_store(&d9p_child_start_pending, true);
+    if (d9p_trace_children) {
+        atomic_store(&d9p_child_start_pending, true);
+        atomic_store(&d9a_start_gate, child_start_gate);
+    }
 }
 
 void d9p_child_start(void) {

@@ -4,7 +4,8 @@
  *   - Inside a loop library's run function (the adapters mark the thread): the adapters'
  *     rule. libuv and libevent park here when no callback is running; libev parks through its
  *     own release/acquire hooks, so nothing is recorded here. What the loop's epoll returns
- *     ready is a readiness wake of the tasks watching those fds (ready_wakes.h).
+ *     ready is a readiness wake of the tasks watching those fds (ready_wakes.h); a loop that
+ *     wraps lazily swaps its trampolines here, as in the adapters' own epoll_park.c.
  *   - Anywhere else (a home-grown loop, a loop linked into the program): a thread becomes a
  *     worker the first time it blocks in a poller (timeout not zero), as worker <n> of runtime
  *     "epoll", "poll" or "select" (the first poller it blocked in; n counts threads per
@@ -15,6 +16,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 
+#include "lazy_wrap.h"
 #include "preload.h"
 #include "ready_wakes.h"
 #include "thread_state.h"
@@ -78,13 +80,16 @@ static inline bool is_loop_poll(void) {
     return s->loop && s->park_on_epoll && s->depth == 0;
 }
 
-/* epoll returned `rc` events: in a loop library's poll, readiness wakes of their tasks. */
+/* epoll returned `rc` events. In a loop library's poll: a loop that wraps lazily gets its
+ * trampolines if recording started since it was entered (lazy_wrap.h: a forked child's run
+ * starts inside this very call, a loop entered before the shim's start gave up waiting), then
+ * the readiness wakes of the tasks of what it returned. */
 static inline int epoll_returned(int rc, bool loop_poll, const struct epoll_event *events) {
-    if (rc > 0 && loop_poll && D9__ACTIVE()) {
-        int saved = errno;
-        d9a_fd_ready(events, rc);
-        errno = saved;
-    }
+    if (!loop_poll) return rc;
+    int saved = errno;
+    d9a_lazy_check();
+    if (rc > 0 && D9__ACTIVE()) d9a_fd_ready(events, rc);
+    errno = saved;
     return rc;
 }
 

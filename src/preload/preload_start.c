@@ -6,8 +6,10 @@
  *
  * What must not race the start waits for it, with a bound (never a deadlock: the start may
  * need the loader lock that a waiting thread holds inside dlopen): the end of the process
- * (atexit), an exec, and each new thread before it registers. close() does not wait: the
- * recorder's fds are protected the moment they are opened (preload_fds.c). */
+ * (atexit), an exec, each new thread before it registers, and a loop that starts running or
+ * submits a request (the adapters' start gate, start_gate.h: every callback a loop runs is
+ * in the run, from the first). close() does not wait: the recorder's fds are protected the
+ * moment they are opened (preload_fds.c). */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -19,6 +21,7 @@
 
 #include "preload.h"
 #include "sources/sources.h"
+#include "start_gate.h"
 
 enum { IDLE, STARTING, DONE };
 
@@ -28,7 +31,13 @@ static pthread_cond_t g_done = PTHREAD_COND_INITIALIZER;
 static d9_config g_cfg;
 static bool g_serve_signals;
 
+/* A loop's wait at the start gate. The bound only guards against the dlopen case above: a
+ * start takes milliseconds, even on a loaded machine. */
+#define LOOP_START_WAIT_MS 10000
+static void loop_waits_for_start(void) { (void)d9p_start_wait(LOOP_START_WAIT_MS); }
+
 static void finish(void) {
+    atomic_store_explicit(&d9a_start_gate, NULL, memory_order_release);
     pthread_mutex_lock(&g_lock);
     atomic_store(&g_state, DONE);
     pthread_cond_broadcast(&g_done);
@@ -53,6 +62,7 @@ void d9p_start_async(const d9_config *cfg, bool serve_signals) {
     g_cfg = *cfg;
     g_serve_signals = serve_signals;
     atomic_store(&g_state, STARTING);
+    atomic_store_explicit(&d9a_start_gate, loop_waits_for_start, memory_order_release);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -92,6 +102,7 @@ void d9p_start_forget_after_fork(void) {
     g_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     g_done = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
     atomic_store(&g_state, IDLE);
+    atomic_store(&d9a_start_gate, NULL);
 }
 
 /* Registered before main: runs after the program's own exit handlers and the recorder's. A

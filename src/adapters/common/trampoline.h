@@ -9,12 +9,16 @@
 #include "callback_names.h"
 #include "loop_registry.h"
 #include "object_table.h"
+#include "start_gate.h"
 #include "thread_state.h"
 
 /* A request-like registration while nothing records and no location waits for the next
  * registration (d9a_take_next_loc): it is not tracked, so the wrapper calls the library at
- * once, before any other work. */
+ * once, before any other work. A start in progress is waited for first (start_gate.h): a
+ * request submitted meanwhile would otherwise be missing from the run. */
 static inline bool d9a_pass_through(void) {
+    if (D9__ACTIVE()) return false;
+    d9a_wait_for_start();
     return !D9__ACTIVE() && __builtin_expect(d9a_self.next_loc == NULL, 1);
 }
 

@@ -5,6 +5,7 @@
 
 #include "dial9/ev.h"
 #include "ev_adapter.h"
+#include "start_gate.h"
 
 typedef void (*loop_hook)(struct ev_loop *loop);
 
@@ -43,6 +44,7 @@ D9A_EXPORT void ev_set_loop_release_cb(struct ev_loop *loop, loop_hook release, 
 }
 
 D9A_EXPORT int ev_run(struct ev_loop *loop, int flags) {
+    d9a_wait_for_start(); /* its first callbacks belong in the run */
     bool recorded = d9a_loop_recorded(loop);
     if (recorded) {
         d9a_loop_become_worker(loop, D9_EV_DEFAULT_NAME);

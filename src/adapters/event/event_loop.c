@@ -4,6 +4,7 @@
 
 #include "dial9/event.h"
 #include "event_adapter.h"
+#include "start_gate.h"
 
 D9A_EXPORT int d9_event_instrument(struct event_base *base, const char *name) {
     int rc = d9a_loop_instrument(base, name, D9_EVENT_DEFAULT_NAME);
@@ -16,6 +17,7 @@ D9A_EXPORT void d9_event_location(const d9_loc *loc) { d9a_set_next_loc(loc); }
 /* event_base_dispatch calls event_base_loop through the PLT: the inner scope just repeats the
  * outer one. */
 D9A_EXPORT int event_base_loop(struct event_base *base, int flags) {
+    d9a_wait_for_start(); /* its first callbacks belong in the run */
     bool recorded = d9a_loop_recorded(base);
     if (recorded) d9a_loop_become_worker(base, D9_EVENT_DEFAULT_NAME);
     d9a_run_scope scope;
@@ -26,6 +28,7 @@ D9A_EXPORT int event_base_loop(struct event_base *base, int flags) {
 }
 
 D9A_EXPORT int event_base_dispatch(struct event_base *base) {
+    d9a_wait_for_start(); /* its first callbacks belong in the run */
     bool recorded = d9a_loop_recorded(base);
     if (recorded) d9a_loop_become_worker(base, D9_EVENT_DEFAULT_NAME);
     d9a_run_scope scope;

@@ -1,6 +1,7 @@
 /* The loop itself: instrumenting it, and the run / close wrappers that give the running
  * thread its worker identity and mark its epoll_wait as the loop's park. */
 #include "dial9/uv.h"
+#include "start_gate.h"
 #include "uv_adapter.h"
 
 D9A_EXPORT int d9_uv_instrument(uv_loop_t *loop, const char *name) {
@@ -17,6 +18,7 @@ D9A_EXPORT int d9_uv_instrument(uv_loop_t *loop, const char *name) {
 D9A_EXPORT void d9_uv_location(const d9_loc *loc) { d9a_set_next_loc(loc); }
 
 D9A_EXPORT int uv_run(uv_loop_t *loop, uv_run_mode mode) {
+    d9a_wait_for_start(); /* its first callbacks belong in the run */
     bool recorded = d9a_loop_recorded(loop);
     if (recorded) d9a_loop_become_worker(loop, D9_UV_DEFAULT_NAME);
     d9a_run_scope scope;

@@ -1,0 +1,3 @@
+#include "start_gate.h"
+
+void (*_Atomic d9a_start_gate)(void);

@@ -268,6 +268,20 @@ const at_worker *at_worker_by_id(const at_trace *t, uint32_t id) {
     return NULL;
 }
 
+bool at_first_last_polls(const at_trace *t, uint32_t worker, const char **first, const char **last) {
+    const at_poll *f = NULL, *l = NULL;
+    for (size_t i = 0; i < t->npolls; i++) {
+        const at_poll *p = &t->polls[i];
+        if (p->worker != worker) continue;
+        if (!f || p->start_ns < f->start_ns) f = p;
+        if (!l || p->start_ns >= l->start_ns) l = p;
+    }
+    if (!f) return false;
+    *first = f->loc;
+    *last = l->loc;
+    return true;
+}
+
 size_t at_polls_on_runtime(const at_trace *t, const char *loc, const char *runtime) {
     size_t n = 0;
     for (size_t i = 0; i < t->npolls; i++) {

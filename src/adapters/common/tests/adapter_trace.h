@@ -5,6 +5,7 @@
 #ifndef D9_ADAPTER_TRACE_H
 #define D9_ADAPTER_TRACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +66,9 @@ void at_free(at_trace *t);
 
 /* Polls whose location is `loc` (NULL: any) and task `task` (0: any). */
 size_t at_polls(const at_trace *t, const char *loc, uint64_t task);
+/* The locations of the first and the last poll (by start) of worker `worker`; false when it
+ * has none. */
+bool at_first_last_polls(const at_trace *t, uint32_t worker, const char **first, const char **last);
 /* Polls of `loc` that ran on a worker of runtime `runtime`. */
 size_t at_polls_on_runtime(const at_trace *t, const char *loc, const char *runtime);
 /* Distinct task ids among the polls of `loc`. */

@@ -64,8 +64,8 @@ static ALWAYS_INLINE bool encode_core(d9_collector *c, const out_event *e) {
         if (!(p = begin_core(c, e))) break;
         p = d9_raw_varint(p, e->v[0]);
         p = d9_raw_u8(p, sat8(e->v[1]));
-        p = d9_raw_opt_varint(p, e->v[2]);
-        if (e->schema == D9_SCH_WORKER_UNPARK) p = d9_raw_opt_varint(p, e->v[3]);
+        p = d9_raw_varint(p, e->v[2]);
+        if (e->schema == D9_SCH_WORKER_UNPARK) p = d9_raw_varint(p, e->v[3]);
         p = d9_raw_u32(p, (uint32_t)e->v[4]);
         d9_buf_commit(b, p);
         break;

@@ -77,17 +77,15 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
     case D9_REC_PARK:
     case D9_REC_UNPARK: {
         bool park = D9_REC_KIND(r[0]) == D9_REC_PARK;
-        /* The run-queue wait since the thread's previous reading: that reading is at most the
-         * schedstat resolution older than the park (see d9_schedstat_min_ticks). Not read (the
-         * park was shorter than the resolution) or no schedstat: both fields are absent ("not
-         * measured"), so a reader pairing CPU times never pairs a stale one. */
-        uint64_t cpu = D9_ABSENT, delay = D9_ABSENT;
-        if (r[1] != D9_NS_NOT_READ) {
+        /* The CPU time is read at every park and unpark. The run-queue wait since the thread's
+         * previous schedstat reading: that reading is at most the resolution older than the
+         * park (see d9_schedstat_min_ticks). Not read (the park was shorter than the
+         * resolution) or no schedstat: 0, as dial9 writes it (a required u64 to its viewer). */
+        uint64_t cpu = r[1], delay = 0;
+        if (r[2] != D9_NS_NOT_READ) {
             if (!park && r[2] != D9_NS_UNKNOWN && t->c_ss_wait != D9_NS_UNKNOWN && r[2] >= t->c_ss_wait)
                 delay = r[2] - t->c_ss_wait;
             t->c_ss_wait = r[2];
-            cpu = r[1]; /* D9_NS_UNKNOWN is D9_ABSENT */
-            _Static_assert(D9_NS_UNKNOWN == D9_ABSENT, "no schedstat reads as absent");
         }
         e.schema = park ? D9_SCH_WORKER_PARK : D9_SCH_WORKER_UNPARK;
         e.v[0] = t->c_worker; e.v[1] = r[3]; e.v[2] = cpu; e.v[3] = delay; e.v[4] = tid;
@@ -295,18 +293,17 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
         case D9_REC_UNPARK: {
             bool park = D9_REC_KIND(r[0]) == D9_REC_PARK;
             if (park ? !SCHEMA_READY(D9_SCH_WORKER_PARK) : !SCHEMA_READY(D9_SCH_WORKER_UNPARK)) goto general;
-            uint64_t cpu = D9_ABSENT, delay = D9_ABSENT; /* as decode_record says why */
-            if (r[1] != D9_NS_NOT_READ) {
+            uint64_t delay = 0; /* as decode_record says why */
+            if (r[2] != D9_NS_NOT_READ) {
                 if (!park && r[2] != D9_NS_UNKNOWN && t->c_ss_wait != D9_NS_UNKNOWN && r[2] >= t->c_ss_wait)
                     delay = r[2] - t->c_ss_wait;
                 t->c_ss_wait = r[2];
-                cpu = r[1];
             }
             p = hook_event_header(p, &ts_base, park ? D9_SCH_WORKER_PARK : D9_SCH_WORKER_UNPARK, ts);
             p = d9_raw_varint(p, worker);
             p = d9_raw_u8(p, sat8(r[3]));
-            p = d9_raw_opt_varint(p, cpu);
-            if (!park) p = d9_raw_opt_varint(p, delay);
+            p = d9_raw_varint(p, r[1]); /* cpu_time_ns */
+            if (!park) p = d9_raw_varint(p, delay);
             p = d9_raw_u32(p, (uint32_t)t->tid);
             break;
         }

@@ -1,5 +1,6 @@
 /* The hooks: each appends one raw record to the calling thread's ring. No lock, allocation or
- * system call here (park/unpark read schedstat by design); everything else is the collector's. */
+ * system call here, but park/unpark's reads of the thread's CPU time and schedstat (by design:
+ * dial9's fields); everything else is the collector's. */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "core/locations.h"
 #include "core/records.h"
 #include "core/schedstat.h"
+#include "core/thread_cpu_time.h"
 #include "core/thread_buffer.h"
 #include "core/workers.h"
 #include "dial9/dial9.h"
@@ -84,25 +86,27 @@ void d9__poll_end_paused(void) {
     if (t && __atomic_load_n(&t->in_poll, __ATOMIC_RELAXED)) d9__poll_end();
 }
 
-SLOW void park_record(unsigned kind) {
+/* Every park and unpark reads the thread's CPU time (dial9 requires cpu_time_ns on both: one
+ * system call, thread_cpu_time.c says why) and, when due, schedstat's run-queue wait (at most
+ * one read per DIAL9_SCHEDSTAT_RESOLUTION_US per thread). A call either way, so no fast twin. */
+static void park_record(unsigned kind) {
     d9_thread *t = d9_thread_current();
     if (!t) return;
-    uint64_t now = d9_clock_ticks();
-    uint64_t cpu = D9_NS_UNKNOWN, wait = D9_NS_UNKNOWN;
+    uint64_t now = d9_clock_ticks(); /* an unpark is stamped at entry, when the wait ended */
+    uint64_t wait = D9_NS_UNKNOWN;
     if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
         uint32_t run = __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED);
         if (now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED) ||
             t->schedstat_run != run) {
-            d9_schedstat_read(t, &cpu, &wait);
+            d9_schedstat_read(t, &wait);
             t->schedstat_ticks = now;
             t->schedstat_run = run;
-            /* A park is stamped after the read, as close to blocking as it gets; an unpark at
-             * entry, when the wait ended. */
-            if (kind == D9_REC_PARK) now = d9_clock_ticks();
         } else {
-            cpu = wait = D9_NS_NOT_READ;
+            wait = D9_NS_NOT_READ;
         }
     }
+    uint64_t cpu = d9_thread_cpu_time_ns();
+    if (kind == D9_REC_PARK) now = d9_clock_ticks(); /* after the reads, as close to blocking as it gets */
     t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
     __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
     uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_PARK);
@@ -114,30 +118,8 @@ SLOW void park_record(unsigned kind) {
     d9_thread_commit(t, D9_REC_WORDS_PARK);
 }
 
-/* Without a schedstat read due (at most one a millisecond per thread), the common case. */
-static inline __attribute__((always_inline)) void park_fast(unsigned kind) {
-    FAST_PATH(D9_REC_WORDS_PARK, true, park_record(kind));
-    uint64_t now = __rdtsc();
-    uint64_t cpu = D9_NS_UNKNOWN, wait = D9_NS_UNKNOWN;
-    if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
-        if (now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED) ||
-            t->schedstat_run != __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED)) {
-            park_record(kind);
-            return;
-        }
-        cpu = wait = D9_NS_NOT_READ;
-    }
-    t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
-    __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
-    r[0] = D9_REC_HEADER(now, kind);
-    r[1] = cpu;
-    r[2] = wait;
-    r[3] = t->local_queue;
-    d9_thread_commit(t, D9_REC_WORDS_PARK);
-}
-
-void d9__park(void) { park_fast(D9_REC_PARK); }
-void d9__unpark(void) { park_fast(D9_REC_UNPARK); }
+void d9__park(void) { park_record(D9_REC_PARK); }
+void d9__unpark(void) { park_record(D9_REC_UNPARK); }
 
 /* Paused: only the unpark of a park that was recorded (a pause while the worker waited). */
 void d9__unpark_paused(void) {

@@ -10,9 +10,9 @@ enum d9_rec_kind {
     D9_REC_PAD = 0,          /* rest of the ring up to the wrap point is unused */
     D9_REC_POLL_BEGIN,       /* [1] task id  [2] loc id | local queue << 32 */
     D9_REC_POLL_END,         /* - */
-    D9_REC_PARK,             /* [1] cpu ns  [2] run-queue wait ns  [3] local queue
-                                (ns = D9_NS_UNKNOWN: no schedstat; D9_NS_NOT_READ: not read, see
-                                d9_schedstat_min_ticks) */
+    D9_REC_PARK,             /* [1] thread CPU ns (0: not measured)  [2] run-queue wait ns
+                                (D9_NS_UNKNOWN: no schedstat; D9_NS_NOT_READ: not read, see
+                                d9_schedstat_min_ticks)  [3] local queue */
     D9_REC_UNPARK,           /* same as PARK */
     D9_REC_WAKE,             /* [1] woken task id */
     D9_REC_SPAWN,            /* [1] task id  [2] loc id  [3] object address (0: none) */

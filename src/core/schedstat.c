@@ -23,21 +23,23 @@ bool d9_schedstat_available(void) {
     return n > 0;
 }
 
-/* Parse "cpu wait slices\n" without strtoull's locale work. */
-static bool parse_two(const char *p, const char *end, uint64_t *a, uint64_t *b) {
-    uint64_t v[2] = {0, 0};
+/* The second number of "cpu wait slices\n", without strtoull's locale work. The first (CPU
+ * time) is left alone: it is updated at ticks and switches only, so a park's would be stale
+ * (thread_cpu_time.c reads the current one). */
+static bool parse_wait(const char *p, const char *end, uint64_t *wait) {
+    uint64_t v = 0;
     for (int i = 0; i < 2; i++) {
         if (p >= end || *p < '0' || *p > '9') return false;
-        while (p < end && *p >= '0' && *p <= '9') v[i] = v[i] * 10 + (uint64_t)(*p++ - '0');
+        v = 0;
+        while (p < end && *p >= '0' && *p <= '9') v = v * 10 + (uint64_t)(*p++ - '0');
         if (p < end && *p == ' ') p++;
     }
-    *a = v[0];
-    *b = v[1];
+    *wait = v;
     return true;
 }
 
-void d9_schedstat_read(d9_thread *t, uint64_t *cpu_ns, uint64_t *wait_ns) {
-    *cpu_ns = *wait_ns = D9_NS_UNKNOWN;
+void d9_schedstat_read(d9_thread *t, uint64_t *wait_ns) {
+    *wait_ns = D9_NS_UNKNOWN;
     if (!__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED) || t->schedstat_fd == -2) return;
     bool fresh = t->schedstat_fd == -1;
     if (fresh) {
@@ -51,9 +53,9 @@ void d9_schedstat_read(d9_thread *t, uint64_t *cpu_ns, uint64_t *wait_ns) {
     char buf[96];
     ssize_t n = pread(t->schedstat_fd, buf, sizeof buf, 0);
     __atomic_add_fetch(&d9_schedstat_reads, 1, __ATOMIC_RELAXED);
-    if (n <= 0 || !parse_two(buf, buf + n, cpu_ns, wait_ns)) {
+    if (n <= 0 || !parse_wait(buf, buf + n, wait_ns)) {
         /* The program may have closed our fd (close-all-fds daemons): reopen next time. */
-        *cpu_ns = *wait_ns = D9_NS_UNKNOWN;
+        *wait_ns = D9_NS_UNKNOWN;
         if (fresh) close(t->schedstat_fd);
         t->schedstat_fd = fresh ? -2 : -1; /* never leak an fd per park */
     }

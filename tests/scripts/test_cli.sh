@@ -223,8 +223,9 @@ assert rows[7]["fields"]["text"] == ""
 elif [ "$JSON" = node ]; then
     check "dump --jsonl rich parses" node -e 'const fs=require("fs");for (const l of fs.readFileSync(process.argv[1],"utf8").trim().split("\n")) JSON.parse(l)' "$T/rich.jsonl"
 fi
-# An unpark without a schedstat reading, as the recorder writes it: cpu_time_ns and
-# sched_wait_ns absent (optional varints, 0x89), then a read one with a real 0 wait.
+# An unpark without a schedstat reading, as the recorder wrote it from 0.1.0 until 2026-12-06
+# (it now writes dial9's plain varints): cpu_time_ns and sched_wait_ns absent (optional
+# varints, 0x89), then a read one with a real 0 wait.
 OUT=$T/unread.bin
 : >"$OUT"
 header

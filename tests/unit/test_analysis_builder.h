@@ -22,15 +22,16 @@ typedef struct tb {
 } tb;
 
 /* A new stream: header and every built-in schema under its enum value as type id; parks and
- * unparks with dial9's layout when `dial9_parks` (an old trace of ours, or one of dial9's). */
+ * unparks with dial9's layout (ours now, 0 = not measured) when `dial9_parks`, else with the
+ * optional layout this recorder wrote for a while (absent = not measured). */
 static inline void tb_stream_with(tb *t, bool dial9_parks) {
     d9_enc_header(&t->b, &t->st);
     t->next_pool = 1;
     t->dial9_parks = dial9_parks;
     for (uint16_t i = 0; i < D9_SCH_BUILTIN_COUNT; i++) {
         const d9_schema_def *def = &d9_builtin_schemas[i];
-        if (dial9_parks && i == D9_SCH_WORKER_PARK) def = &d9_test_dial9_park;
-        if (dial9_parks && i == D9_SCH_WORKER_UNPARK) def = &d9_test_dial9_unpark;
+        if (i == D9_SCH_WORKER_PARK || i == D9_SCH_WORKER_UNPARK)
+            def = d9_test_park_schema(dial9_parks, i == D9_SCH_WORKER_UNPARK);
         d9_enc_schema(&t->b, i, def);
     }
 }

@@ -702,7 +702,7 @@ static void test_annotations(void) {
     d9_put_u16(&b, 1);
     put_annotation(&b, 2, "other", "y");
     d9_enc_event(&b, &ss, 300, 10);
-    d9_put_varint(&b, 0); d9_put_u8(&b, 0); d9_put_u8(&b, 1); d9_put_varint(&b, 123); d9_put_u32(&b, 55);
+    d9_put_varint(&b, 0); d9_put_u8(&b, 0); d9_put_varint(&b, 123); d9_put_u32(&b, 55);
 
     d9_decoder *d = d9_dec_open_mem(b.data, b.len, NULL, NULL, 0);
     d9_event ev;

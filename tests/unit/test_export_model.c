@@ -54,15 +54,15 @@ typedef struct tb {
     d9_buf b;
     d9_stream_state st;
     uint32_t next_pool_id;
-    bool dial9_parks; /* parks declared as dial9 does: an old trace, 0 = not measured */
+    bool dial9_parks; /* parks declared as dial9 does (and we do now), 0 = not measured */
 } tb;
 
 static void tb_stream_with(tb *t, bool dial9_parks) {
     d9_enc_header(&t->b, &t->st);
     for (int i = 0; i < D9_SCH_BUILTIN_COUNT; i++) {
         const d9_schema_def *def = &d9_builtin_schemas[i];
-        if (dial9_parks && i == D9_SCH_WORKER_PARK) def = &d9_test_dial9_park;
-        if (dial9_parks && i == D9_SCH_WORKER_UNPARK) def = &d9_test_dial9_unpark;
+        if (i == D9_SCH_WORKER_PARK || i == D9_SCH_WORKER_UNPARK)
+            def = d9_test_park_schema(dial9_parks, i == D9_SCH_WORKER_UNPARK);
         d9_enc_schema(&t->b, (uint16_t)i, def);
     }
     t->next_pool_id = 1;

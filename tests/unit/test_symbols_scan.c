@@ -17,6 +17,7 @@
 #include "format/dec_skip_plan.h"
 #include "symbols/sym_input.h"
 #include "symbols/trace_scan.h"
+#include "test_dial9_park_schemas.h"
 
 /* ------------------------------------------------------------------ reference via the decoder */
 
@@ -430,7 +431,8 @@ static void build_skip_trace(d9_buf *b, size_t *starts, enum damage dmg, int at)
     d9_enc_header(b, &st);
     static const int ids[] = {D9_SCH_POLL_START, D9_SCH_POLL_END, D9_SCH_WORKER_UNPARK, D9_SCH_SCHED_SWITCH,
                               D9_SCH_WAKE, D9_SCH_CPU_SAMPLE};
-    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) d9_enc_schema(b, (uint16_t)ids[i], &d9_builtin_schemas[ids[i]]);
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) /* unparks in the optional layout: presence bytes */
+        d9_enc_schema(b, (uint16_t)ids[i], ids[i] == D9_SCH_WORKER_UNPARK ? &d9_test_optional_unpark : &d9_builtin_schemas[ids[i]]);
     d9_enc_schema(b, 100, &ticks);
     string_pool(b, 3, "spawn.c:10");
     uint64_t frames[] = {0x7f0000001234, 0x7f0000005678};
@@ -455,7 +457,7 @@ static void build_skip_trace(d9_buf *b, size_t *starts, enum damage dmg, int at)
             d9_enc_event(b, &st, D9_SCH_POLL_END, ts);
             put_varint(b, wide(i), broken);
             break;
-        case 2: /* cpu_time_ns and sched_wait_ns optional: both present, or both absent (not read) */
+        case 2: /* cpu_time_ns and sched_wait_ns optional (d9_test_optional_unpark): both present, or both absent */
             d9_enc_event(b, &st, D9_SCH_WORKER_UNPARK, ts);
             put_varint(b, 1, broken);
             d9_put_u8(b, 0);

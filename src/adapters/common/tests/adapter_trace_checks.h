@@ -9,10 +9,13 @@
 
 #include "adapter_trace.h"
 #include "check.h"
+#include "dial9_required_fields.h"
 
-/* Load the run, check the poll and park protocol, and find the loop's worker: registered for
- * `runtime` as index 0 by thread `tid`. NULL (after a failed check) when it is missing. */
+/* Load the run, check the fields dial9 requires and the poll and park protocol, and find the
+ * loop's worker: registered for `runtime` as index 0 by thread `tid`. NULL (after a failed
+ * check) when it is missing. */
 static inline const at_worker *at_check_run(at_trace *t, const char *run_dir, const char *runtime, pid_t tid) {
+    d9f_check_run(run_dir, runtime); /* every field dial9 requires (tests/dial9_required_fields.h) */
     CHECK(at_load(run_dir, t) == 0);
     CHECK_EQ_U64(t->nesting_errors, 0);
     CHECK_EQ_U64(t->park_errors, 0);

@@ -175,6 +175,8 @@ static void copy_metadata(d9a_analysis *a, const d9_value *v) {
             a->failed = true;
             return;
         }
+        int ss = d9m_schedstat_from_metadata(kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
+        if (ss >= 0) a->schedstat = (d9m_schedstat)ss;
         a->meta[2 * a->nmeta] = k;
         a->meta[2 * a->nmeta + 1] = val;
         a->nmeta++;
@@ -235,7 +237,7 @@ static int on_poll_mark(d9a_analysis *a, worker *w, d9m_mark *k, const d9_event 
 }
 
 static int on_park(d9a_analysis *a, worker *w, const d9m_mark *k) {
-    if (k->has_cpu) a->schedstat_seen++;
+    if (k->has_cpu && a->schedstat == D9M_SCHEDSTAT_UNSTATED) a->schedstat_seen++;
     if (k->tid) {
         w->tid = k->tid;
         note_tid_worker(a, k->tid, k->worker_id);
@@ -258,7 +260,7 @@ static int on_unpark(d9a_analysis *a, worker *w, const d9m_mark *k) {
         w->tid = k->tid;
         note_tid_worker(a, k->tid, k->worker_id);
     }
-    if (k->has_cpu) a->schedstat_seen++;
+    if (k->has_cpu && a->schedstat == D9M_SCHEDSTAT_UNSTATED) a->schedstat_seen++;
     if (k->has_sched_wait_field) {
         uint64_t wait = k->sched_wait_ns;
         a->sched_wait_fields++;
@@ -289,7 +291,7 @@ static int on_unpark(d9a_analysis *a, worker *w, const d9m_mark *k) {
 
 static int on_mark(d9a_analysis *a, const d9_event *ev, d9_decoder *dec) {
     d9m_mark k;
-    if (!d9m_mark_read(ev, &k)) return 0;
+    if (!d9m_mark_read(ev, a->schedstat, &k)) return 0;
     worker *w = d9a_worker(a, k.worker_id);
     if (!w) return a->failed ? -1 : 0;
     switch (k.kind) {

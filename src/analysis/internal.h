@@ -151,7 +151,10 @@ struct d9a_analysis {
     uint64_t events;
     uint64_t kind_counts[D9_ROLE_COUNT]; /* events by schema role (format/dec_bindings.h) */
     uint64_t cpu_samples, offcpu_samples;
-    uint64_t schedstat_seen;   /* park/unpark with a nonzero cpu_time_ns or sched_wait_ns */
+    /* unparks with a nonzero sched_wait_ns; and, in traces that do not state their schedstat
+     * source (model/schedstat_source.h), parks and unparks with a CPU time */
+    uint64_t schedstat_seen;
+    d9m_schedstat schedstat;   /* as the first SegmentMetadataEvent states it */
     uint64_t sched_wait_fields;
     uint64_t dropped;
     uint32_t *drop_reason;     /* string ids */

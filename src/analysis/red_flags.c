@@ -361,10 +361,14 @@ static void missing_sources(const d9a_analysis *a, const d9a_report *r, flag_lis
     if (r->counts.unparks > 0 && a->schedstat_seen == 0) {
         d9a_flag *f = add(l, D9A_INFO, "missing_source");
         if (f) {
-            put(f->title, sizeof f->title,
-                "no CPU time or kernel scheduling delay on park/unpark events");
-            put(f->evidence, sizeof f->evidence, "%" PRIu64 " unparks, cpu_time_ns and "
-                "sched_wait_ns all 0 or absent", r->counts.unparks);
+            /* a trace that states its schedstat source has a CPU time on every park and
+             * unpark (model/schedstat_source.h): only the delay is missing there */
+            bool stated = a->schedstat != D9M_SCHEDSTAT_UNSTATED;
+            put(f->title, sizeof f->title, stated ? "no kernel scheduling delay on unpark events"
+                : "no CPU time or kernel scheduling delay on park/unpark events");
+            put(f->evidence, sizeof f->evidence, stated ? "%" PRIu64 " unparks, sched_wait_ns all 0"
+                : "%" PRIu64 " unparks, cpu_time_ns and sched_wait_ns all 0 or absent",
+                r->counts.unparks);
             put(f->hint, sizeof f->hint, "enable DIAL9_SCHEDSTAT=1 (reads /proc/thread-self/schedstat)");
         }
     }

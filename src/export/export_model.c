@@ -65,6 +65,7 @@ struct d9_xbuild {
     size_t stacks_n, stacks_cap;
     uint64_t seq;
     bool have_ts, have_meta, have_clock;
+    d9m_schedstat schedstat; /* as the first metadata states it */
     uint64_t clock_mono, clock_real;
 };
 
@@ -185,7 +186,7 @@ static uint32_t saturate32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : (u
 static int add_mark(d9_xmodel *m, const d9_event *ev) {
     struct d9_xbuild *b = m->build;
     mark k;
-    d9m_mark_read(ev, &k);
+    d9m_mark_read(ev, b->schedstat, &k);
     k.seq = (uint32_t)b->seq;
     if (k.kind == D9M_POLL_START) k.loc = str_of(m, ev, ev->schema->bind.field[D9_KF_SPAWN_LOC]);
     return VEC_PUSH(b, marks, k) ? 0 : -1;
@@ -237,6 +238,8 @@ static int add_metadata(d9_xmodel *m, const d9_event *ev, const d9_dec_binding *
     for (uint32_t i = 0; i < v->map.count; i++) {
         const d9_dec_kv *kv = &v->map.items[i];
         if (!first && (kv->key.len <= 8 || memcmp(kv->key.ptr, "runtime.", 8) != 0)) continue;
+        int ss = d9m_schedstat_from_metadata(kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
+        if (ss >= 0) m->build->schedstat = (d9m_schedstat)ss;
         if (kv->key.len == 7 && !memcmp(kv->key.ptr, "service", 7)) {
             m->service = d9_xstr_intern(&m->strings, kv->value.ptr, kv->value.len);
             if (m->service == D9_XSTR_FAILED) return -1;

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "format/decoder.h"
+#include "model/schedstat_source.h"
 
 typedef enum d9m_mark_kind { D9M_POLL_START, D9M_POLL_END, D9M_PARK, D9M_UNPARK } d9m_mark_kind;
 
@@ -31,13 +32,12 @@ typedef struct d9m_mark {
     uint32_t loc;            /* poll start: the reader's id of spawn_loc (it interns it) */
     uint32_t seq;            /* the reader's: the export's arrival order, to sort stably */
     uint8_t kind;            /* d9m_mark_kind */
-    /* Schedstat read at this event: cpu_time_ns is nonzero. Not read (schedstat off, or
-     * within DIAL9_SCHEDSTAT_RESOLUTION_US of the previous read) means absent in our traces
-     * and 0 in older ones and dial9's. */
+    /* cpu_time_ns is there and nonzero: read at every park and unpark by ours and dial9's;
+     * absent or 0 in our traces from before it was required, where schedstat was not read. */
     bool has_cpu;
     bool has_sched_wait_field; /* unpark: the schema has sched_wait_ns and it is present */
-    /* unpark: a measured run-queue wait: the field is there and schedstat was read (wait or
-     * cpu nonzero); both 0 is no measurement, not a zero delay */
+    /* unpark: a measured run-queue wait (d9m_sched_wait_measured): an unread one is no
+     * measurement, not a zero delay */
     bool has_sched_wait;
 } d9m_mark;
 
@@ -47,9 +47,9 @@ static inline uint64_t d9m_uint_or(const d9_event *ev, int index, uint64_t dflt)
 }
 
 /* Fill *k from a pairing event (roles POLL_START, POLL_END, WORKER_PARK, WORKER_UNPARK);
- * false for any other event. k->loc is left 0 for the reader to set. Inline, as the pairing
+ * false for any other event. `ss`: what the trace's metadata says of schedstat. k->loc is left 0 for the reader to set. Inline, as the pairing
  * below: it runs for most events of a trace, and the analysis reads them one by one. */
-static inline bool d9m_mark_read(const d9_event *ev, d9m_mark *k) {
+static inline bool d9m_mark_read(const d9_event *ev, d9m_schedstat ss, d9m_mark *k) {
     const d9_dec_binding *b = &ev->schema->bind;
     const int16_t *f = b->field;
     uint8_t kind;
@@ -75,7 +75,7 @@ static inline bool d9m_mark_read(const d9_event *ev, d9m_mark *k) {
     if (kind == D9M_UNPARK && f[D9_KF_SCHED_WAIT_NS] >= 0 &&
         d9_value_uint(&ev->values[f[D9_KF_SCHED_WAIT_NS]], &k->sched_wait_ns)) {
         k->has_sched_wait_field = true;
-        k->has_sched_wait = k->sched_wait_ns != 0 || k->has_cpu;
+        k->has_sched_wait = d9m_sched_wait_measured(ss, k->sched_wait_ns, k->has_cpu);
     }
     return true;
 }

@@ -387,6 +387,40 @@ static void test_unread_schedstat_absent(void) {
     d9_buf_free(&t.b);
 }
 
+/* Parks and unparks as the recorder writes them now: a CPU time at every one (the thread's CPU
+ * clock) and sched_wait_ns 0 where schedstat was not read, the source stated in metadata.
+ * Active: the zero waits are unread, not zero delays, and CPU times alone do not make the
+ * source seen; inactive: no wait is a measurement and the missing source is flagged. */
+static void test_schedstat_stated_in_metadata(void) {
+    for (int active = 0; active <= 1; active++) {
+        tb t = {0};
+        tb_stream_dial9_parks(&t);
+        const char *kv[] = {"source.schedstat", active ? "active: read at most every 1000 us per thread"
+                                                       : "inactive: disabled by configuration", NULL, NULL};
+        tb_metadata(&t, T0, kv);
+        tb_park(&t, T0, 0, 1 * MS, 100);
+        tb_unpark(&t, T0 + 1 * MS, 0, 1 * MS + 10 * US, 0, 100);          /* not read */
+        tb_park(&t, T0 + 2 * MS, 0, 2 * MS, 100);
+        tb_unpark(&t, T0 + 3 * MS, 0, 2 * MS + 10 * US, active ? 400 * US : 0, 100);
+        tb_park(&t, T0 + 7 * MS, 0, 4 * MS, 100);
+        d9a_analysis *a;
+        const d9a_report *r = tb_analyze(&a, &t, NULL);
+        CHECK(r != NULL);
+        if (r) {
+            CHECK_EQ_U64(r->counts.unparks, 2);
+            CHECK_EQ_U64(r->sched_wait.count, active ? 1 : 0); /* the 400 us read alone */
+            CHECK_EQ_U64(r->sched_wait.max, active ? 400 * US : 0);
+            CHECK_EQ_U64(r->workers[0].busy_periods, 2);          /* CPU times at every park */
+            bool flagged = false; /* the missing schedstat, told from the missing wakes */
+            for (size_t i = 0; i < r->nflags; i++)
+                flagged |= !strcmp(r->flags[i].title, "no kernel scheduling delay on unpark events");
+            CHECK(flagged == !active);
+        }
+        d9a_free(a);
+        d9_buf_free(&t.b);
+    }
+}
+
 /* A wake that comes while the task's own poll runs leaves it runnable only from that poll's end:
  * the delay to its next poll is counted from there (as dial9 and the viewer do), not from the
  * wake (that would add the rest of the poll). */
@@ -709,6 +743,7 @@ int main(void) {
     test_small_window();
     test_switch_and_idle();
     test_unread_schedstat_absent();
+    test_schedstat_stated_in_metadata();
     test_wake_during_own_poll();
     test_sample_matches_switch();
     test_task_leak();

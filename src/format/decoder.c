@@ -135,6 +135,24 @@ static void stream_label(const d9_decoder *d, char *out, size_t n) {
     else snprintf(out, n, "stream %" PRIu64, d->st.streams - 1);
 }
 
+/* A message quotes names from the data (a schema's, a field's): their control characters are
+ * written as \xNN, so that a message printed on a terminal cannot act on it. */
+static void escape_message(d9_decoder *d) {
+    char out[sizeof d->msg];
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)d->msg; *p && n + 9 < sizeof out; p++) {
+        bool c1 = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
+        if (*p < 0x20 || *p == 0x7f || c1) {
+            n += (size_t)snprintf(out + n, sizeof out - n, c1 ? "\\xc2\\x%02x" : "\\x%02x", c1 ? p[1] : p[0]);
+            p += c1;
+        } else {
+            out[n++] = (char)*p;
+        }
+    }
+    out[n] = '\0';
+    memcpy(d->msg, out, n + 1);
+}
+
 __attribute__((format(printf, 4, 5))) static void stop(d9_decoder *d, d9_dec_status status,
                                                        uint64_t off, const char *fmt, ...) {
     char why[256], where[48];
@@ -145,6 +163,7 @@ __attribute__((format(printf, 4, 5))) static void stop(d9_decoder *d, d9_dec_sta
     stream_label(d, where, sizeof where);
     snprintf(d->msg, sizeof d->msg, "%s at offset %" PRIu64 " (%s): %s",
              status == D9_DEC_TRUNCATED ? "truncated" : "error", off, where, why);
+    escape_message(d);
     d->status = status;
     d->stop_off = off;
 }
@@ -911,6 +930,7 @@ static void end_damaged(d9_decoder *d, uint64_t off, const char *tail) {
                       d->st.damaged_regions, d->st.damaged_bytes);
     if (n >= 0 && (size_t)n < sizeof d->msg && tail[0])
         snprintf(d->msg + n, sizeof d->msg - (size_t)n, "; %s", tail);
+    escape_message(d);
     d->status = D9_DEC_DAMAGED;
     d->stop_off = off;
 }

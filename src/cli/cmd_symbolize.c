@@ -64,9 +64,9 @@ static void symbolize_usage(FILE *out) {
             "  -h, --help\n"
             "\n"
             "%s"
-            "A damaged file (a frame that does not parse: docs/cli.md, \"Damage\") is symbolized\n"
-            "as far as its intact streams go and keeps its bytes; only a torn final frame (a file\n"
-            "cut short by a crash) is dropped, in place, for the appended stream to follow a frame.\n"
+            "A damaged file (docs/cli.md, \"Damage and torn tails\") is not changed in place; -o\n"
+            "copies all of it with the symbols of its intact streams. In place, only a torn final\n"
+            "frame (a file cut short by a crash) is dropped, for the appended stream to follow it.\n"
             "\n"
             "Exit status: 0 done, 1 a file could not be read, decoded or written, or is damaged,\n"
             "2 usage error.\n",
@@ -318,10 +318,16 @@ static bool symbolize_path(run *rn, const char *path, const char *out_path) {
         fprintf(stderr, "dial9 symbolize: %s: out of memory\n", path);
         goto done;
     }
-    /* Damage stays as it is: readers skip it to the next stream, whose events are named too;
-     * the file is reported (exit status 1) but not cut there. */
+    /* A damaged file is left as it is in place: its bytes are all kept (readers skip the
+     * damage to the next stream). A copy (-o) holds them all too, with the symbols of every
+     * intact stream; the damage is reported either way (exit status 1). */
     bool damaged = dec.status == D9_DEC_DAMAGED;
-    if (damaged) fprintf(stderr, "dial9 symbolize: %s: %s (the damaged bytes are kept)\n", path, dec.message);
+    if (damaged && in_place) {
+        fprintf(stderr, "dial9 symbolize: %s: not symbolized: %s (use -o to write a symbolized copy)\n",
+                path, dec.message);
+        goto done;
+    }
+    if (damaged) fprintf(stderr, "dial9 symbolize: %s: %s (copied as it is)\n", path, dec.message);
     if (dec.torn_tail) {
         if (in_place && (dec.gzip || dec.zstd)) {
             fprintf(stderr, "dial9 symbolize: %s: not symbolized: %s (use -o to write a repaired copy)\n",

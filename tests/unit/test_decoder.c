@@ -1259,6 +1259,105 @@ static int write_seeds(const char *dir) {
     return 0;
 }
 
+/* ---- damage: skipped to the next stream header; a torn tail only at the very end ---- */
+
+/* One stream of `n` PollEnd events with a string pool before them; *pool_len: where the pool
+ * entry's length field is, from the stream's start. */
+static void damage_stream(d9_buf *b, int n, size_t *pool_len) {
+    d9_stream_state ss;
+    d9_pool_frame pf;
+    size_t start = b->len;
+    d9_enc_header(b, &ss);
+    d9_enc_schema(b, 0, builtin(D9_SCH_POLL_END));
+    size_t pool = b->len;
+    d9_enc_string_pool_begin(b, &pf);
+    d9_enc_string_pool_entry(b, &pf, 1, "a.c:1:1", 7);
+    d9_enc_pool_end(b, &pf);
+    *pool_len = pool - start + 1 + 4 + 4; /* tag, count, id */
+    for (int i = 0; i < n; i++) {
+        d9_enc_event(b, &ss, 0, 1000 + (uint64_t)i);
+        d9_put_varint(b, 1);
+    }
+}
+
+static void put_le32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void test_damage_resync(void) {
+    d9_buf b;
+    d9_buf_init(&b);
+    size_t starts[4], pool_len = 0;
+    for (int k = 0; k < 4; k++) {
+        starts[k] = b.len;
+        damage_stream(&b, 10 + k, &pool_len);
+    }
+    size_t end = b.len;
+    CHECK_EQ_U64(decode_mem(b.data, b.len).events, 10 + 11 + 12 + 13);
+
+    /* stream 1's pool length set to 2^24: more than any writer writes */
+    put_le32(b.data + starts[1] + pool_len, 1u << 24);
+    uint64_t frame = starts[1] + pool_len - 9;
+    result m = decode_mem(b.data, b.len);
+    CHECK(m.status == D9_DEC_DAMAGED);
+    CHECK_EQ_U64(m.events, 10 + 12 + 13);
+    CHECK_EQ_U64(m.st.damaged_regions, 1);
+    CHECK_EQ_U64(m.st.first_damage_offset, frame);
+    CHECK_EQ_U64(m.st.damaged_bytes, starts[2] - frame);
+    CHECK_EQ_U64(m.st.streams, 4);
+    CHECK(!m.st.torn_tail);
+    CHECK_EQ_U64(m.stop, end); /* nothing to cut */
+    char want[160];
+    snprintf(want, sizeof want, "damaged at offset %" PRIu64 " (stream 1): string pool frame", frame);
+    CHECK(contains(m.msg, want));
+    snprintf(want, sizeof want, "skipped %" PRIu64 " bytes to the next stream header at offset %zu",
+             starts[2] - frame, starts[2]);
+    CHECK(contains(m.msg, want));
+    /* read in chunks of every size (the header search across reads): the same */
+    char *path = write_temp(b.data, b.len);
+    for (size_t chunk = 16; chunk <= 80; chunk++) {
+        d9_dec_options opt;
+        d9_dec_options_init(&opt);
+        opt.chunk_bytes = chunk;
+        result r = drain(d9_dec_open_path(path, &opt, NULL, 0));
+        bool same = r.status == m.status && r.events == m.events && r.stop == m.stop &&
+                    r.st.damaged_bytes == m.st.damaged_bytes && !strcmp(r.msg, m.msg);
+        if (!same) fprintf(stderr, "chunk %zu: %s\n", chunk, r.msg);
+        CHECK(same);
+    }
+    /* the recorder's own scan stops there, as it always did */
+    d9_dec_options stop_opt;
+    d9_dec_options_init(&stop_opt);
+    stop_opt.stop_at_damage = true;
+    result st = drain(d9_dec_open_mem(b.data, b.len, &stop_opt, NULL, 0));
+    CHECK(st.status == D9_DEC_ERROR);
+    CHECK_EQ_U64(st.stop, frame);
+    CHECK_EQ_U64(st.events, 10);
+    unlink(path);
+
+    /* two damaged streams, and the last frame torn: damaged, the torn frame is where it stops */
+    put_le32(b.data + starts[2] + pool_len, 1000); /* past the end, a header after it */
+    size_t torn = end - 2;                          /* inside stream 3's last event */
+    result t = decode_mem(b.data, torn);
+    CHECK(t.status == D9_DEC_DAMAGED);
+    CHECK_EQ_U64(t.st.damaged_regions, 2);
+    CHECK_EQ_U64(t.events, 10 + 12);
+    CHECK(t.st.torn_tail);
+    CHECK_EQ_U64(t.stop, end - 7); /* the last event frame: tag, type id, u24 delta, worker id */
+    CHECK(contains(t.msg, "2 damaged regions in all"));
+    CHECK(contains(t.msg, "then truncated at offset"));
+
+    /* the same torn tail on intact streams: truncated, not damaged */
+    put_le32(b.data + starts[1] + pool_len, 7);
+    put_le32(b.data + starts[2] + pool_len, 7);
+    result c = decode_mem(b.data, torn);
+    CHECK(c.status == D9_DEC_TRUNCATED);
+    CHECK_EQ_U64(c.events, 10 + 11 + 12 + 12);
+    CHECK_EQ_U64(c.stop, end - 7);
+    CHECK_EQ_U64(c.st.damaged_regions, 0);
+    d9_buf_free(&b);
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "--write-seeds")) return write_seeds(argv[2]);
     test_golden_vector();
@@ -1271,6 +1370,7 @@ int main(int argc, char **argv) {
     test_annotations();
     test_errors();
     test_truncation_every_offset();
+    test_damage_resync();
     test_corrupted_bytes();
     test_random_input();
     test_inputs();

@@ -32,8 +32,9 @@ static void stats_usage(FILE *out) {
             "            drops, stack_origin, metadata, files, ...)\n"
             "  -h, --help\n"
             "\n"
-            "Exit status: 0 all read (a truncated tail is fine and reported), 1 a file could not\n"
-            "be read or had a decode error (what was read is still printed), 2 usage error.\n");
+            "Exit status: 0 all read (a torn tail, the last frame cut short, is fine and reported),\n"
+            "1 a file could not be read, is no trace or is damaged (what was read is still printed,\n"
+            "every intact stream after the damage too), 2 usage error.\n");
 }
 
 /* A counter under a name (events by schema name, drops by reason). */

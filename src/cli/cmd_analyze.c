@@ -39,8 +39,9 @@ static void analyze_usage(FILE *out) {
             "  --window N       records kept for time ordering (default 524288, 32 bytes each)\n"
             "  -h, --help\n"
             "\n"
-            "Exit status: 0 all read (a truncated tail is fine), 1 a file could not be read or\n"
-            "decoded (what was read is still analyzed), 2 usage error.\n");
+            "Exit status: 0 all read (a torn tail is fine), 1 a file could not be read, is no\n"
+            "trace or is damaged (what was read is still analyzed, every intact stream after the\n"
+            "damage too), 2 usage error.\n");
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -13,6 +13,7 @@
 #include "analysis/rules.h"
 #include "cli/analysis_run.h"
 #include "cli/cli.h"
+#include "cli/text_escape.h"
 #include "common/json_writer.h"
 #include "common/round.h"
 #include "format/trace_paths.h"
@@ -271,17 +272,20 @@ int d9_cmd_check(int argc, char **argv) {
     if (json) {
         print_json(res, nrules, broken, readable, run.results, run.paths.count, r);
     } else {
-        if (!readable) printf("FAIL readable: a trace file could not be read or decoded completely\n");
+        /* rule reasons quote the trace's names: their control characters are escaped */
+        FILE *safe = d9_escaping_stream(stdout), *out = safe ? safe : stdout;
+        if (!readable) fprintf(out, "FAIL readable: a trace file could not be read or decoded completely\n");
         for (size_t i = 0; i < nrules; i++)
-            printf("%-4s %s: %s\n", res[i].ok ? "ok" : "FAIL", res[i].name, res[i].reason);
+            fprintf(out, "%-4s %s: %s\n", res[i].ok ? "ok" : "FAIL", res[i].name, res[i].reason);
         if (r->upload_lost.segments) { /* not a rule: the trace is incomplete, say so */
             char what[256];
             d9a_upload_loss_describe(&r->upload_lost, what, sizeof what);
-            printf("note incomplete: %s (disk budget): the rules saw the rest\n", what);
+            fprintf(out, "note incomplete: %s (disk budget): the rules saw the rest\n", what);
         }
         size_t total = nrules + !readable, bad = broken + !readable;
-        if (bad) printf("dial9 check: FAILED: %zu of %zu rule%s broken\n", bad, total, total == 1 ? "" : "s");
-        else printf("dial9 check: ok: %zu rule%s hold\n", total, total == 1 ? "" : "s");
+        if (bad) fprintf(out, "dial9 check: FAILED: %zu of %zu rule%s broken\n", bad, total, total == 1 ? "" : "s");
+        else fprintf(out, "dial9 check: ok: %zu rule%s hold\n", total, total == 1 ? "" : "s");
+        if (safe) fclose(safe);
     }
     fflush(stdout);
     d9_analysis_run_end(&run, "check");

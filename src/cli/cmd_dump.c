@@ -18,8 +18,9 @@ static void dump_usage(FILE *out) {
             "  --jsonl   one JSON object per line: {\"ts\":..., \"event\":\"Name\", \"fields\":{...}}\n"
             "  -h, --help\n"
             "\n"
-            "Problems (truncation, decode errors) are reported on stderr. Exit status: 0 all read\n"
-            "(a truncated tail is fine), 1 a file could not be read or decoded, 2 usage error.\n");
+            "Problems (a torn tail, damage) are reported on stderr. Exit status: 0 all read (a torn\n"
+            "tail is fine), 1 a file could not be read, is no trace or is damaged (every intact\n"
+            "stream after the damage is still printed), 2 usage error.\n");
 }
 
 typedef struct dump_ctx {

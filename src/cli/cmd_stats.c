@@ -12,6 +12,7 @@
 #include "common/json_writer.h"
 #include "format/trace_paths.h"
 #include "cli/trace_reader.h"
+#include "cli/text_escape.h"
 #include "cli/truncated_ends.h"
 #include "common/u64_set.h"
 #include "format/schemas.h"
@@ -31,8 +32,9 @@ static void stats_usage(FILE *out) {
             "            drops, stack_origin, metadata, files, ...)\n"
             "  -h, --help\n"
             "\n"
-            "Exit status: 0 all read (a truncated tail is fine and reported), 1 a file could not\n"
-            "be read or had a decode error (what was read is still printed), 2 usage error.\n");
+            "Exit status: 0 all read (a torn tail, the last frame cut short, is fine and reported),\n"
+            "1 a file could not be read, is no trace or is damaged (what was read is still printed,\n"
+            "every intact stream after the damage too), 2 usage error.\n");
 }
 
 /* A counter under a name (events by schema name, drops by reason). */
@@ -265,6 +267,10 @@ static void sum_stats(const d9_file_result *r, size_t n, d9_dec_stats *t) {
 }
 
 /* The governed sources' coverage over the whole time range (docs/cli.md). */
+/* Where print_text writes: stdout, escaping the control characters of the trace's names and
+ * strings (cli/text_escape.h). */
+static FILE *text_out;
+
 static void print_coverage_text(stats_ctx *c) {
     d9a_coverage_source *s;
     d9a_coverage_period *p;
@@ -275,10 +281,10 @@ static void print_coverage_text(stats_ctx *c) {
     }
     for (size_t i = 0; i < ns; i++) {
         if (!s[i].partial) {
-            printf("coverage   %s full (cost governor, %" PRIu64 " changes)\n", s[i].name, s[i].changes);
+            fprintf(text_out, "coverage   %s full (cost governor, %" PRIu64 " changes)\n", s[i].name, s[i].changes);
             continue;
         }
-        printf("coverage   %s PARTIAL: %.3f s of %.3f s not fully recorded (no stacks %.3f s, sampled %.3f s, "
+        fprintf(text_out, "coverage   %s PARTIAL: %.3f s of %.3f s not fully recorded (no stacks %.3f s, sampled %.3f s, "
                "paused %.3f s), %" PRIu64 " changes, %zu partial periods\n",
                s[i].name, (double)(s[i].no_stacks_ns + s[i].sampled_ns + s[i].paused_ns) / 1e9,
                (double)s[i].covered_ns / 1e9, (double)s[i].no_stacks_ns / 1e9, (double)s[i].sampled_ns / 1e9,
@@ -336,69 +342,69 @@ static void print_truncated_ends_text(stats_ctx *c) {
         c->oom = true;
         return;
     }
-    printf("           truncated ones end in");
+    fprintf(text_out, "           truncated ones end in");
     for (size_t i = 0; i < n; i++)
-        printf("%s %s (%.1f %%)", i ? "," : "", top[i].where,
+        fprintf(text_out, "%s %s (%.1f %%)", i ? "," : "", top[i].where,
                100.0 * (double)top[i].stacks / (double)c->truncated.stacks);
-    if (rest) printf(", elsewhere %.1f %%", 100.0 * (double)rest / (double)c->truncated.stacks);
-    printf(": the frames up to there are whole, their callers are missing (docs/kernel-sources.md,"
+    if (rest) fprintf(text_out, ", elsewhere %.1f %%", 100.0 * (double)rest / (double)c->truncated.stacks);
+    fprintf(text_out, ": the frames up to there are whole, their callers are missing (docs/kernel-sources.md,"
            " \"Truncated stacks\")\n");
 }
 
 static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     d9_dec_stats t;
     sum_stats(r, nfiles, &t);
-    printf("files      %zu (%" PRIu64 " bytes decoded, %" PRIu64 " bytes read)\n", nfiles, t.bytes,
+    fprintf(text_out, "files      %zu (%" PRIu64 " bytes decoded, %" PRIu64 " bytes read)\n", nfiles, t.bytes,
            t.input_bytes);
     for (size_t i = 0; i < nfiles; i++) {
-        printf("  %s: %s%s", r[i].path, d9_file_status_name(&r[i]), r[i].stats.gzip ? " (gzip)" : "");
-        if (r[i].message[0]) printf(": %s", r[i].message);
-        putchar('\n');
+        fprintf(text_out, "  %s: %s%s", r[i].path, d9_file_status_name(&r[i]), r[i].stats.gzip ? " (gzip)" : "");
+        if (r[i].message[0]) fprintf(text_out, ": %s", r[i].message);
+        putc('\n', text_out);
     }
-    printf("events     %" PRIu64 "\n", c->events);
+    fprintf(text_out, "events     %" PRIu64 "\n", c->events);
     for (size_t i = 0; i < c->by_name.n; i++)
-        printf("  %10" PRIu64 "  %s\n", c->by_name.items[i].count, c->by_name.items[i].name);
-    printf("frames     streams %" PRIu64 ", schemas %" PRIu64 ", timestamp resets %" PRIu64
+        fprintf(text_out, "  %10" PRIu64 "  %s\n", c->by_name.items[i].count, c->by_name.items[i].name);
+    fprintf(text_out, "frames     streams %" PRIu64 ", schemas %" PRIu64 ", timestamp resets %" PRIu64
            ", string pools %" PRIu64 ", stack pools %" PRIu64 ", annotations %" PRIu64 "\n",
            t.streams, t.schema_frames, t.timestamp_resets, t.string_pool_frames,
            t.stack_pool_frames, t.annotation_frames);
     if (c->have_ts)
-        printf("time       first %" PRIu64 " ns, last %" PRIu64 " ns, span %" PRIu64 " ns (%.3f s)\n",
+        fprintf(text_out, "time       first %" PRIu64 " ns, last %" PRIu64 " ns, span %" PRIu64 " ns (%.3f s)\n",
                c->first_ts, c->last_ts, c->last_ts - c->first_ts,
                (double)(c->last_ts - c->first_ts) / 1e9);
     else
-        printf("time       no timestamped events\n");
+        fprintf(text_out, "time       no timestamped events\n");
     if (t.implausible_times)
-        printf("warning    %" PRIu64 " implausible timestamp(s), more than %llu h outside their file's"
+        fprintf(text_out, "warning    %" PRIu64 " implausible timestamp(s), more than %llu h outside their file's"
                " clock sync range: left out of the time range (see files above)\n",
                t.implausible_times, (unsigned long long)(D9_DEC_TIME_SLACK_NS / 3600000000000ull));
     uint64_t *w = d9_u64_set_sorted(&c->workers);
-    printf("workers    %zu", d9_u64_set_count(&c->workers));
-    for (size_t i = 0; w && i < d9_u64_set_count(&c->workers); i++) printf("%s%" PRIu64, i ? " " : ": ", w[i]);
-    putchar('\n');
+    fprintf(text_out, "workers    %zu", d9_u64_set_count(&c->workers));
+    for (size_t i = 0; w && i < d9_u64_set_count(&c->workers); i++) fprintf(text_out, "%s%" PRIu64, i ? " " : ": ", w[i]);
+    putc('\n', text_out);
     free(w);
     uint64_t *tids = d9_u64_set_sorted(&c->tids);
-    printf("threads    %zu", d9_u64_set_count(&c->tids));
+    fprintf(text_out, "threads    %zu", d9_u64_set_count(&c->tids));
     if (d9_u64_set_count(&c->tids) <= 32)
-        for (size_t i = 0; tids && i < d9_u64_set_count(&c->tids); i++) printf("%s%" PRIu64, i ? " " : ": ", tids[i]);
-    putchar('\n');
+        for (size_t i = 0; tids && i < d9_u64_set_count(&c->tids); i++) fprintf(text_out, "%s%" PRIu64, i ? " " : ": ", tids[i]);
+    putc('\n', text_out);
     free(tids);
     if (c->drops_total == 0 && c->drops.n == 0) {
-        printf("drops      none\n");
+        fprintf(text_out, "drops      none\n");
     } else {
-        printf("drops      %" PRIu64 "\n", c->drops_total);
+        fprintf(text_out, "drops      %" PRIu64 "\n", c->drops_total);
         for (size_t i = 0; i < c->drops.n; i++)
-            printf("  %10" PRIu64 "  %s\n", c->drops.items[i].count, c->drops.items[i].name);
+            fprintf(text_out, "  %10" PRIu64 "  %s\n", c->drops.items[i].count, c->drops.items[i].name);
     }
     uint64_t stacks = c->by_method[0] + c->by_method[1] + c->by_method[2] + c->by_method[3];
     if (stacks) {
-        printf("stacks     %" PRIu64 " (samples and task dumps):", stacks);
+        fprintf(text_out, "stacks     %" PRIu64 " (samples and task dumps):", stacks);
         static const char *const names[D9_ORIGIN_METHODS] = {"origin not recorded", "frame pointers only", "with CFI unwinding",
                                              "truncated"};
         for (int i = 1; i < 4; i++)
-            printf("%s %.1f %% %s", i > 1 ? "," : "", 100.0 * (double)c->by_method[i] / (double)stacks, names[i]);
-        if (c->by_method[0]) printf(", %.1f %% %s", 100.0 * (double)c->by_method[0] / (double)stacks, names[0]);
-        putchar('\n');
+            fprintf(text_out, "%s %.1f %% %s", i > 1 ? "," : "", 100.0 * (double)c->by_method[i] / (double)stacks, names[i]);
+        if (c->by_method[0]) fprintf(text_out, ", %.1f %% %s", 100.0 * (double)c->by_method[0] / (double)stacks, names[0]);
+        putc('\n', text_out);
         print_truncated_ends_text(c);
     }
     print_coverage_text(c);
@@ -406,18 +412,18 @@ static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     if (d9a_upload_loss_total(&c->upload_loss, &lost)) {
         char what[256];
         d9a_upload_loss_describe(&lost, what, sizeof what);
-        printf("lost       %s (disk budget, UploadLossEvent)\n", what);
+        fprintf(text_out, "lost       %s (disk budget, UploadLossEvent)\n", what);
     }
     if (t.unresolved_refs || t.undefined_pool_ids)
-        printf("pool refs  %" PRIu64 " unresolved when read, %" PRIu64 " ids never defined\n",
+        fprintf(text_out, "pool refs  %" PRIu64 " unresolved when read, %" PRIu64 " ids never defined\n",
                t.unresolved_refs, t.undefined_pool_ids);
     if (c->have_meta) {
-        printf("metadata   (%s)\n", c->meta_path);
+        fprintf(text_out, "metadata   (%s)\n", c->meta_path);
         for (size_t i = 0; i < c->meta_n; i++)
-            printf("  %s = %s\n", c->meta[2 * i] ? c->meta[2 * i] : "",
+            fprintf(text_out, "  %s = %s\n", c->meta[2 * i] ? c->meta[2 * i] : "",
                    c->meta[2 * i + 1] ? c->meta[2 * i + 1] : "");
     } else {
-        printf("metadata   none\n");
+        fprintf(text_out, "metadata   none\n");
     }
 }
 
@@ -604,7 +610,12 @@ int d9_cmd_stats(int argc, char **argv) {
     if (c.by_name.n > 1) qsort(c.by_name.items, c.by_name.n, sizeof *c.by_name.items, cmp_count_desc);
     if (c.drops.n > 1) qsort(c.drops.items, c.drops.n, sizeof *c.drops.items, cmp_count_desc);
     if (json) print_json(&c, results, paths.count);
-    else print_text(&c, results, paths.count);
+    else {
+        FILE *safe = d9_escaping_stream(stdout);
+        text_out = safe ? safe : stdout;
+        print_text(&c, results, paths.count);
+        if (safe) fclose(safe);
+    }
     fflush(stdout);
     d9_report_file_problems(stderr, "stats", results, paths.count, true);
 

@@ -64,7 +64,12 @@ static void symbolize_usage(FILE *out) {
             "  -h, --help\n"
             "\n"
             "%s"
-            "Exit status: 0 done, 1 a file could not be read, decoded or written, 2 usage error.\n",
+            "A damaged file (docs/cli.md, \"Damage and torn tails\") is not changed in place; -o\n"
+            "copies all of it with the symbols of its intact streams. In place, only a torn final\n"
+            "frame (a file cut short by a crash) is dropped, for the appended stream to follow it.\n"
+            "\n"
+            "Exit status: 0 done, 1 a file could not be read, decoded or written, or is damaged,\n"
+            "2 usage error.\n",
 #ifdef D9_HAVE_LIBDW
             ", then debuginfod when DEBUGINFOD_URLS is set",
             "Source file:line and inlined frames come from DWARF (libdw.so.1, loaded when\n"
@@ -87,7 +92,8 @@ typedef struct options {
 
 typedef struct decoded {
     d9_dec_status status;
-    uint64_t good_bytes; /* decoded bytes up to the last complete frame */
+    uint64_t good_bytes; /* decoded bytes up to a torn final frame, else all of them */
+    bool torn_tail;      /* the last frame is incomplete (D9_DEC_TRUNCATED, or after damage) */
     bool gzip, zstd;
     char message[600];
 } decoded;
@@ -100,6 +106,7 @@ static bool read_trace(const char *path, d9_sym_input *in, decoded *out) {
     uint64_t lost_refs = d9_sym_input_read(d, in, false); /* symbols/trace_scan.h */
     out->status = d9_dec_state(d);
     out->good_bytes = d9_dec_stop_offset(d);
+    out->torn_tail = d9_dec_get_stats(d)->torn_tail;
     out->gzip = d9_dec_get_stats(d)->gzip;
     out->zstd = d9_dec_get_stats(d)->zstd;
     snprintf(out->message, sizeof out->message, "%s", d9_dec_message(d));
@@ -311,16 +318,37 @@ static bool symbolize_path(run *rn, const char *path, const char *out_path) {
         fprintf(stderr, "dial9 symbolize: %s: out of memory\n", path);
         goto done;
     }
-    if (dec.status == D9_DEC_TRUNCATED) {
+    /* A damaged file is left as it is in place: its bytes are all kept (readers skip the
+     * damage to the next stream). A copy (-o) holds them all too, with the symbols of every
+     * intact stream; the damage is reported either way (exit status 1). */
+    bool damaged = dec.status == D9_DEC_DAMAGED;
+    if (damaged && in_place) {
+        fprintf(stderr, "dial9 symbolize: %s: not symbolized: %s (use -o to write a symbolized copy)\n",
+                path, dec.message);
+        goto done;
+    }
+    if (damaged) fprintf(stderr, "dial9 symbolize: %s: %s (copied as it is)\n", path, dec.message);
+    if (dec.torn_tail) {
         if (in_place && (dec.gzip || dec.zstd)) {
             fprintf(stderr, "dial9 symbolize: %s: not symbolized: %s (use -o to write a repaired copy)\n",
                     path, dec.message);
             goto done;
         }
         struct stat sb;
-        if (in_place && fstat(fd, &sb) == 0)
+        if (in_place && fstat(fd, &sb) != 0) {
+            fprintf(stderr, "dial9 symbolize: %s: %s\n", path, strerror(errno));
+            goto done;
+        }
+        uint64_t cut = in_place ? (uint64_t)sb.st_size - dec.good_bytes : 0;
+        if (in_place && (dec.good_bytes > (uint64_t)sb.st_size || cut > D9_DEC_WRITER_FRAME_MAX)) {
+            /* never more than one frame: anything else is not a torn tail */
+            fprintf(stderr, "dial9 symbolize: %s: not symbolized: would cut %" PRIu64 " bytes, more than one frame\n",
+                    path, cut);
+            goto done;
+        }
+        if (in_place)
             fprintf(stderr, "dial9 symbolize: %s: dropping %" PRIu64 " bytes of an incomplete final frame\n",
-                    path, (uint64_t)sb.st_size - dec.good_bytes);
+                    path, cut);
         /* Our stream must follow a frame boundary, or readers would never reach it. */
         if (in_place && ftruncate(fd, (off_t)dec.good_bytes) != 0) {
             fprintf(stderr, "dial9 symbolize: %s: cannot cut the incomplete frame: %s\n", path, strerror(errno));
@@ -382,7 +410,7 @@ static bool symbolize_path(run *rn, const char *path, const char *out_path) {
         printf("; %" PRIu64 " symbol entries, %" PRIu64 " bytes %s%s\n", st.entries, st.bytes,
                in_place ? "appended" : "-> ", in_place ? "" : out_path);
     }
-    ok = true;
+    ok = !damaged;
 done:
     free(member);
     d9_symbol_stream_free(stream);

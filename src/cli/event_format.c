@@ -3,21 +3,17 @@
 
 #include <inttypes.h>
 
+#include "cli/text_escape.h"
+
 static void text_string(FILE *out, const char *s, size_t len) {
     putc('"', out);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"': fputs("\\\"", out); break;
-        case '\\': fputs("\\\\", out); break;
-        case '\n': fputs("\\n", out); break;
-        case '\t': fputs("\\t", out); break;
-        case '\r': fputs("\\r", out); break;
-        default:
-            /* keep UTF-8 readable; escape control bytes so an event stays on one line */
-            if (c < 0x20 || c == 0x7f) fprintf(out, "\\x%02x", c);
-            else putc(c, out);
-        }
+    /* keep UTF-8 readable; escape quotes, and control bytes so that an event stays on one
+     * line and none acts on the terminal */
+    for (size_t i = 0, run = 0; i <= len; i++) {
+        if (i < len && s[i] != '"' && s[i] != '\\') continue;
+        d9_put_escaped(out, s + run, i - run, false);
+        if (i < len) fputs(s[i] == '"' ? "\\\"" : "\\\\", out);
+        run = i + 1;
     }
     putc('"', out);
 }
@@ -87,10 +83,10 @@ void d9_format_event_text(FILE *out, const d9_event *ev) {
     const d9_dec_schema *s = ev->schema;
     if (s->has_timestamp) fprintf(out, "%" PRIu64 " ", ev->ts_ns);
     else fputs("- ", out);
-    fwrite(s->name, 1, s->name_len, out);
+    d9_put_escaped(out, s->name, s->name_len, false); /* names are the trace's too */
     for (uint32_t i = 0; i < s->field_count; i++) {
         putc(' ', out);
-        fwrite(s->fields[i].name, 1, s->fields[i].name_len, out);
+        d9_put_escaped(out, s->fields[i].name, s->fields[i].name_len, false);
         putc('=', out);
         d9_format_value_text(out, &ev->values[i]);
     }

@@ -7,7 +7,8 @@
 #include "cli/cli.h"
 
 bool d9_file_failed(const d9_file_result *r) {
-    return !r->opened || r->status == D9_DEC_ERROR || r->stats.undefined_pool_ids > 0;
+    return !r->opened || r->status == D9_DEC_ERROR || r->status == D9_DEC_DAMAGED ||
+           r->stats.undefined_pool_ids > 0;
 }
 
 int d9_read_trace_files(const d9_path_list *paths, d9_event_fn fn, void *ctx,
@@ -62,6 +63,7 @@ int d9_read_trace_files(const d9_path_list *paths, d9_event_fn fn, void *ctx,
 }
 
 const char *d9_file_status_name(const d9_file_result *r) {
+    if (r->opened && r->status == D9_DEC_DAMAGED) return "damaged";
     if (d9_file_failed(r)) return "error";
     return r->status == D9_DEC_TRUNCATED ? "truncated" : "ok";
 }

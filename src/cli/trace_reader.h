@@ -14,7 +14,7 @@
 typedef struct d9_file_result {
     const char *path;
     bool opened;           /* false: could not be opened (message says why) */
-    d9_dec_status status;  /* D9_DEC_END, D9_DEC_TRUNCATED or D9_DEC_ERROR */
+    d9_dec_status status;  /* D9_DEC_END, D9_DEC_TRUNCATED, D9_DEC_ERROR or D9_DEC_DAMAGED */
     char message[600];     /* the decoder's message or the open error; "" when complete */
     d9_dec_stats stats;
 } d9_file_result;
@@ -24,9 +24,10 @@ typedef struct d9_file_result {
 typedef int (*d9_event_fn)(void *ctx, const d9_event *ev, d9_decoder *dec, size_t file_index);
 
 /* Decode paths->paths[i] into results[i] (paths->count entries), calling fn per event.
- * Returns D9_EXIT_OK when every file was read to its end (a truncated tail counts as read)
- * and D9_EXIT_DATA when a file could not be opened, had a decode error or referenced pool
- * ids it never defined. */
+ * Returns D9_EXIT_OK when every file was read to its end (a torn tail counts as read) and
+ * D9_EXIT_DATA when a file could not be opened, had a decode error, was damaged (its intact
+ * streams after the damage are still read and passed to fn) or referenced pool ids it never
+ * defined. */
 int d9_read_trace_files(const d9_path_list *paths, d9_event_fn fn, void *ctx,
                         d9_file_result *results);
 
@@ -34,10 +35,10 @@ int d9_read_trace_files(const d9_path_list *paths, d9_event_fn fn, void *ctx,
  * with errors_only, not for files that were merely truncated. */
 void d9_report_file_problems(FILE *out, const char *cmd, const d9_file_result *results, size_t n,
                              bool errors_only);
-/* The file did not decode completely: unreadable, a decode error, undefined pool ids. */
+/* The file did not decode completely: unreadable, a decode error, damage, undefined pool ids. */
 bool d9_file_failed(const d9_file_result *r);
 
-/* "ok", "truncated", "error" (also for a file that could not be opened) */
+/* "ok", "truncated", "damaged", "error" (also for a file that could not be opened) */
 const char *d9_file_status_name(const d9_file_result *r);
 
 #endif

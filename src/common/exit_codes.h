@@ -4,8 +4,11 @@
 #define D9_COMMON_EXIT_CODES_H
 
 enum {
-    D9_EXIT_OK = 0,    /* everything read and decoded (a truncated tail is fine) */
-    D9_EXIT_DATA = 1,  /* a file could not be read or had a decode error */
+    D9_EXIT_OK = 0,    /* everything read and decoded (a torn tail, the last frame of the last
+                          stream incomplete, is fine) */
+    D9_EXIT_DATA = 1,  /* a file could not be read, is no trace, or is damaged (its intact
+                          streams after the damage are still read: docs/cli.md, "Damage and
+                          torn tails") */
     D9_EXIT_USAGE = 2, /* bad arguments */
 };
 

@@ -67,6 +67,10 @@ struct d9_decoder {
     char why[200];         /* reason and context of an error, see fail() */
     char ctx[160];
     uint64_t why_at;
+    bool fatal;            /* the failure fail() recorded is a limit of ours, not damage */
+
+    /* damage skipped so far (d9_dec_stats.damaged_*): the first region's description */
+    char damage[360];
 
     /* per-stream state */
     bool in_stream;
@@ -131,6 +135,24 @@ static void stream_label(const d9_decoder *d, char *out, size_t n) {
     else snprintf(out, n, "stream %" PRIu64, d->st.streams - 1);
 }
 
+/* A message quotes names from the data (a schema's, a field's): their control characters are
+ * written as \xNN, so that a message printed on a terminal cannot act on it. */
+static void escape_message(d9_decoder *d) {
+    char out[sizeof d->msg];
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)d->msg; *p && n + 9 < sizeof out; p++) {
+        bool c1 = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
+        if (*p < 0x20 || *p == 0x7f || c1) {
+            n += (size_t)snprintf(out + n, sizeof out - n, c1 ? "\\xc2\\x%02x" : "\\x%02x", c1 ? p[1] : p[0]);
+            p += c1;
+        } else {
+            out[n++] = (char)*p;
+        }
+    }
+    out[n] = '\0';
+    memcpy(d->msg, out, n + 1);
+}
+
 __attribute__((format(printf, 4, 5))) static void stop(d9_decoder *d, d9_dec_status status,
                                                        uint64_t off, const char *fmt, ...) {
     char why[256], where[48];
@@ -141,6 +163,7 @@ __attribute__((format(printf, 4, 5))) static void stop(d9_decoder *d, d9_dec_sta
     stream_label(d, where, sizeof where);
     snprintf(d->msg, sizeof d->msg, "%s at offset %" PRIu64 " (%s): %s",
              status == D9_DEC_TRUNCATED ? "truncated" : "error", off, where, why);
+    escape_message(d);
     d->status = status;
     d->stop_off = off;
 }
@@ -169,25 +192,46 @@ __attribute__((format(printf, 3, 4))) static int fail(cur *c, const uint8_t *at,
     va_end(ap);
     d->why_at = off_of(d, at);
     d->ctx[0] = '\0';
+    d->fatal = false;
     return P_ERR;
 }
 
-/* The message for an error that fail() recorded in the frame at `frame`. */
-static void compose_error(d9_decoder *d, const uint8_t *frame) {
+/* A limit of the reader (memory), not damage of the data: decoding stops there. */
+#define fail_limit(c, ...) (fail((c), __VA_ARGS__), (c)->d->fatal = true, P_ERR)
+
+/* The reason fail() recorded in the frame at `frame`, with the frame's name and context. */
+static void describe_failure(d9_decoder *d, const uint8_t *frame, char *out, size_t n) {
     uint64_t foff = off_of(d, frame);
     char at[40] = "";
     if (d->why_at != foff) snprintf(at, sizeof at, " (at byte %" PRIu64 ")", d->why_at);
     if (*frame == D9_MAGIC0 || !d->in_stream || !strcmp(frame_name(*frame), "unknown"))
-        stop(d, D9_DEC_ERROR, foff, "%s%s", d->why, at);
+        snprintf(out, n, "%s%s", d->why, at);
     else
-        stop(d, D9_DEC_ERROR, foff, "%s frame%s%s: %s%s", frame_name(*frame), d->ctx[0] ? ", " : "",
-             d->ctx, d->why, at);
+        snprintf(out, n, "%s frame%s%s: %s%s", frame_name(*frame), d->ctx[0] ? ", " : "", d->ctx,
+                 d->why, at);
+}
+
+/* The message for an error that fail() recorded in the frame at `frame`. */
+static void compose_error(d9_decoder *d, const uint8_t *frame) {
+    char why[sizeof d->why + sizeof d->ctx + 80];
+    describe_failure(d, frame, why, sizeof why);
+    stop(d, D9_DEC_ERROR, off_of(d, frame), "%s", why);
 }
 
 static int more(cur *c, const uint8_t *at, uint64_t n) {
     c->need = (uint64_t)(at - c->frame) + n;
     return P_MORE;
 }
+
+/* A length or count that makes its frame larger than any a writer writes is damage, even
+ * when the input holds that many bytes: reading it would swallow the streams after it. */
+#define TOO_BIG(c, at, n, what)                                                            \
+    do {                                                                                   \
+        if (UNLIKELY((uint64_t)(n) > D9_DEC_WRITER_FRAME_MAX))                             \
+            return fail((c), (at), "%s %" PRIu64 " makes the frame larger than any writer " \
+                        "writes, %zu (a corrupt length)", (what), (uint64_t)(n),           \
+                        D9_DEC_WRITER_FRAME_MAX);                                          \
+    } while (0)
 
 #define NEED(c, n)                                                                         \
     do {                                                                                   \
@@ -244,6 +288,7 @@ static int decode_dynamic(cur *c, d9_value *v, int depth) {
     NEED(c, 4);
     uint32_t n = le32(c->p);
     uint64_t items = is_map ? 2 * (uint64_t)n : n;
+    TOO_BIG(c, c->p, items * 2, "dynamic value size");
     /* every item is a tag byte plus at least one byte of value */
     if ((uint64_t)(c->end - c->p) - 4 < items * 2) return more(c, c->p, 4 + items * 2);
     c->p += 4;
@@ -318,6 +363,7 @@ static int decode_value(cur *c, uint8_t wt, d9_value *v, int depth) {
     case D9_FT_BYTES: {
         NEED(c, 4);
         uint32_t n = le32(c->p);
+        TOO_BIG(c, c->p, n, "length");
         NEED(c, 4 + (uint64_t)n);
         v->str.ptr = (const char *)c->p + 4;
         v->str.len = n;
@@ -361,6 +407,7 @@ static int decode_value(cur *c, uint8_t wt, d9_value *v, int depth) {
     case D9_FT_STACK: {
         NEED(c, 4);
         uint32_t n = le32(c->p);
+        TOO_BIG(c, c->p, 8 * (uint64_t)n, "stack size");
         NEED(c, 4 + 8 * (uint64_t)n);
         uint64_t *a = ev_alloc(d, (size_t)n * 8, 8);
         if (!a) return fail(c, c->p, "stack of %" PRIu32 " frames is too large to decode", n);
@@ -374,6 +421,7 @@ static int decode_value(cur *c, uint8_t wt, d9_value *v, int depth) {
     case D9_FT_STRING_MAP: {
         NEED(c, 4);
         uint32_t n = le32(c->p);
+        TOO_BIG(c, c->p, 8 * (uint64_t)n, "string map size");
         NEED(c, 4 + 8 * (uint64_t)n); /* every entry has two u32 lengths */
         c->p += 4;
         d9_dec_kv *kv = ev_alloc(d, (size_t)n * sizeof *kv, 16);
@@ -381,8 +429,10 @@ static int decode_value(cur *c, uint8_t wt, d9_value *v, int depth) {
         for (uint32_t i = 0; i < n; i++) {
             NEED(c, 4);
             uint32_t kl = le32(c->p);
+            TOO_BIG(c, c->p, kl, "key length");
             NEED(c, 8 + (uint64_t)kl);
             uint32_t vl = le32(c->p + 4 + kl);
+            TOO_BIG(c, c->p + 4 + kl, vl, "value length");
             NEED(c, 8 + (uint64_t)kl + vl);
             kv[i].key.ptr = (const char *)c->p + 4;
             kv[i].key.len = kl;
@@ -536,9 +586,9 @@ static int parse_schema(cur *c) {
     }
     /* commit */
     d9_dec_schema *s = d9_schema_intern(&d->reg, body, (size_t)(c->p - body), type_id);
-    if (!s) return fail(c, c->frame, "schema memory limit reached (%zu bytes)", d->opt.max_schema_bytes);
+    if (!s) return fail_limit(c, c->frame, "schema memory limit reached (%zu bytes)", d->opt.max_schema_bytes);
     if (type_id >= d->types_cap && !grow_types(d, type_id))
-        return fail(c, c->frame, "out of memory");
+        return fail_limit(c, c->frame, "out of memory");
     d9_dec_schema *old = d->types[type_id];
     if (old && old != s)
         return fail(c, c->frame,
@@ -548,7 +598,7 @@ static int parse_schema(cur *c) {
         if (d->ndefined == d->defined_cap) {
             uint32_t cap = d->defined_cap ? d->defined_cap * 2 : 32;
             uint16_t *def = realloc(d->defined, cap * sizeof *def);
-            if (!def) return fail(c, c->frame, "out of memory");
+            if (!def) return fail_limit(c, c->frame, "out of memory");
             d->defined = def;
             d->defined_cap = cap;
         }
@@ -563,7 +613,7 @@ static int parse_schema(cur *c) {
         uint32_t cap = d->values_cap ? d->values_cap : 16;
         while (cap < s->field_count) cap *= 2;
         d9_value *v = realloc(d->values, (size_t)cap * sizeof *v);
-        if (!v) return fail(c, c->frame, "out of memory");
+        if (!v) return fail_limit(c, c->frame, "out of memory");
         d->values = v;
         d->values_cap = cap;
     }
@@ -582,18 +632,20 @@ static int parse_pool(cur *c, bool stacks) {
     uint32_t n = le32(c->p);
     c->p += 4;
     /* each entry: id and a u32 length at least */
+    TOO_BIG(c, c->p - 4, 8 * (uint64_t)n, "pool size");
     NEED(c, 8 * (uint64_t)n);
     const uint8_t *first = c->p;
     for (uint32_t i = 0; i < n; i++) {
         NEED(c, 8);
         uint64_t body = stacks ? 8 * (uint64_t)le32(c->p + 4) : le32(c->p + 4);
+        TOO_BIG(c, c->p + 4, body, "pool entry size");
         NEED(c, 8 + body);
         c->p += 8 + (size_t)body;
     }
     /* commit */
     uint64_t budget = d->opt.max_pool_bytes / POOL_ENTRY_COST;
     if (d->pool_entries + n > budget)
-        return fail(c, c->frame, "more pool entries in one stream than the memory limit allows");
+        return fail_limit(c, c->frame, "more pool entries in one stream than the memory limit allows");
     d->pool_entries += n;
     d9_pool *pool = stacks ? &d->stacks : &d->strings;
     const uint8_t *p = first;
@@ -610,9 +662,9 @@ static int parse_pool(cur *c, bool stacks) {
             data = d9_arena_strdup(&d->pool_arena, p + 8, len);
             p += 8 + (size_t)len;
         }
-        if (!data) return fail(c, c->frame, "pool memory limit reached (%zu bytes)", d->opt.max_pool_bytes);
+        if (!data) return fail_limit(c, c->frame, "pool memory limit reached (%zu bytes)", d->opt.max_pool_bytes);
         int r = d9_pool_put(pool, id, data, len);
-        if (r < 0) return fail(c, c->frame, "out of memory");
+        if (r < 0) return fail_limit(c, c->frame, "out of memory");
         if (r == 1) note_definition(d, stacks ? POOL_STACK : POOL_STRING, id);
     }
     if (stacks) {
@@ -639,6 +691,7 @@ static int parse_annotations(cur *c) {
         uint16_t kl = le16(c->p + 2);
         NEED(c, 8 + (uint64_t)kl);
         uint32_t vl = le32(c->p + 4 + kl);
+        TOO_BIG(c, c->p + 4 + kl, vl, "annotation value length");
         NEED(c, 8 + (uint64_t)kl + vl);
         c->p += 8 + (size_t)kl + vl;
     }
@@ -650,7 +703,7 @@ static int parse_annotations(cur *c) {
         uint32_t vl = le32(p + 4 + kl);
         if (fi < s->field_count &&
             !d9_schema_annotate(&d->reg, s, fi, p + 4, kl, p + 8 + kl, vl))
-            return fail(c, c->frame, "schema memory limit reached (%zu bytes)", d->opt.max_schema_bytes);
+            return fail_limit(c, c->frame, "schema memory limit reached (%zu bytes)", d->opt.max_schema_bytes);
         p += 8 + (size_t)kl + vl;
     }
     d->st.annotation_frames++;
@@ -809,13 +862,93 @@ static int sniff(d9_decoder *d) {
     return 0;
 }
 
+/* ---- damage: skipped to the next stream header ---- */
+
+static const uint8_t k_header[D9_HEADER_SIZE] = {D9_MAGIC0, D9_MAGIC1, D9_MAGIC2, D9_MAGIC3,
+                                                  D9_FORMAT_VERSION};
+
+/* Index in buf of the first stream header in buf[from, len), or len when there is none. */
+static size_t find_header(const d9_decoder *d, size_t from) {
+    if (from >= d->len) return d->len;
+    const uint8_t *h = memmem(d->buf + from, d->len - from, k_header, sizeof k_header);
+    return h ? (size_t)(h - d->buf) : d->len;
+}
+
+/* The frame at buf[at] is damaged (`why`): note it, end its stream and go on from the next
+ * stream header after it, reading on to find one, or from the end of the data. Every intact
+ * stream after damage is still read. -1 on an I/O error. */
+static int skip_damage(d9_decoder *d, size_t at, const char *why) {
+    uint64_t off = d->base + at;
+    if (d->opt.stop_at_damage) {
+        stop(d, D9_DEC_ERROR, off, "%s", why);
+        return -1;
+    }
+    bool first = d->st.damaged_regions++ == 0;
+    if (first) {
+        char where[48];
+        stream_label(d, where, sizeof where);
+        snprintf(d->damage, sizeof d->damage, "damaged at offset %" PRIu64 " (%s): %.200s", off, where, why);
+        d->st.first_damage_offset = off;
+    }
+    end_stream(d);
+    d->in_stream = false;
+    size_t from = at + 1;
+    for (;;) {
+        size_t h = find_header(d, from);
+        if (h < d->len || d->eof) {
+            d->pos = h;
+            break;
+        }
+        /* a header may straddle two reads: keep the bytes that could start one */
+        size_t keep = d->len - from < D9_HEADER_SIZE - 1 ? d->len - from : D9_HEADER_SIZE - 1;
+        d->pos = d->len - keep;
+        if (refill(d, keep + 1) < 0) return -1;
+        from = d->pos;
+    }
+    uint64_t to = d->base + d->pos;
+    d->st.damaged_bytes += to - off;
+    d->st.bytes = to;
+    if (first) {
+        size_t n = strlen(d->damage);
+        if (d->pos < d->len)
+            snprintf(d->damage + n, sizeof d->damage - n,
+                     "; skipped %" PRIu64 " bytes to the next stream header at offset %" PRIu64, to - off, to);
+        else
+            snprintf(d->damage + n, sizeof d->damage - n,
+                     "; skipped %" PRIu64 " bytes to the end of the data (no stream header after it)", to - off);
+    }
+    return 0;
+}
+
+/* The end of data that held damage: D9_DEC_DAMAGED at `off` (a torn final frame's start, or
+ * the end), the first damage's description, then `tail` (how it ended, may be ""). */
+static void end_damaged(d9_decoder *d, uint64_t off, const char *tail) {
+    int n = snprintf(d->msg, sizeof d->msg, "%s", d->damage);
+    if (n >= 0 && (size_t)n < sizeof d->msg && d->st.damaged_regions > 1)
+        n += snprintf(d->msg + n, sizeof d->msg - (size_t)n,
+                      "; %" PRIu64 " damaged regions in all, %" PRIu64 " bytes skipped",
+                      d->st.damaged_regions, d->st.damaged_bytes);
+    if (n >= 0 && (size_t)n < sizeof d->msg && tail[0])
+        snprintf(d->msg + n, sizeof d->msg - (size_t)n, "; %s", tail);
+    escape_message(d);
+    d->status = D9_DEC_DAMAGED;
+    d->stop_off = off;
+}
+
 /* ---- the pull loop ---- */
 
 static int finish(d9_decoder *d) {
     end_stream(d);
     d->st.bytes = d->base + d->pos;
     if (d->in) d->st.input_bytes = d->in->raw_bytes;
-    if (d->in && d->in->incomplete)
+    bool early = d->in && d->in->incomplete;
+    if (d->st.damaged_regions) {
+        char tail[64] = "";
+        if (early) snprintf(tail, sizeof tail, "then the %s data ends early", codec_name(d->codec));
+        end_damaged(d, d->base + d->pos, tail);
+        return -1;
+    }
+    if (early)
         stop(d, D9_DEC_TRUNCATED, d->base + d->pos, "the %s data ends early", codec_name(d->codec));
     else {
         d->status = D9_DEC_END;
@@ -1037,24 +1170,61 @@ static inline __attribute__((always_inline)) int next_event(d9_decoder *d, d9_ev
             continue;
         }
         if (r == P_ERR) {
-            compose_error(d, c.frame);
-            return -1;
+            if (d->fatal || d->st.streams == 0) { /* a limit of ours, or not a dial9 trace */
+                compose_error(d, c.frame);
+                return -1;
+            }
+            char why[sizeof d->why + sizeof d->ctx + 80];
+            describe_failure(d, c.frame, why, sizeof why);
+            if (skip_damage(d, (size_t)(c.frame - d->buf), why) < 0) return -1;
+            continue;
         }
         /* P_MORE: the frame goes past the buffered bytes */
         uint64_t need = c.need > avail ? c.need : (uint64_t)avail + 1;
         uint64_t off = off_of(d, c.frame);
-        if (need > d->opt.max_frame_bytes) {
-            stop(d, D9_DEC_ERROR, off,
-                 "%s frame needs %" PRIu64 " bytes, more than the limit of %zu (corrupt length?)",
-                 frame_name(tag), need, d->opt.max_frame_bytes);
-            return -1;
+        size_t limit = d->opt.max_frame_bytes < D9_DEC_WRITER_FRAME_MAX ? d->opt.max_frame_bytes
+                                                                        : D9_DEC_WRITER_FRAME_MAX;
+        if (need > limit) {
+            char why[160];
+            snprintf(why, sizeof why, "%s frame needs %" PRIu64 " bytes, more than %s %zu (a corrupt length)",
+                     frame_name(tag), need,
+                     limit == D9_DEC_WRITER_FRAME_MAX ? "any writer writes," : "the limit of", limit);
+            if (d->st.streams == 0) {
+                stop(d, D9_DEC_ERROR, off, "%s", why);
+                return -1;
+            }
+            if (skip_damage(d, (size_t)(c.frame - d->buf), why) < 0) return -1;
+            continue;
         }
         if (d->eof) {
+            /* A torn tail is the last frame of the last stream: a stream header after the
+             * frame's start says this frame was damaged, and the streams after it intact. */
+            size_t at = (size_t)(c.frame - d->buf);
+            size_t h = find_header(d, at + 1);
+            if (h < d->len && d->st.streams > 0) {
+                char why[200];
+                snprintf(why, sizeof why,
+                         "incomplete %s frame (%zu bytes until the stream header at offset %" PRIu64
+                         ", at least %" PRIu64 " needed)",
+                         frame_name(tag), h - at, d->base + h, need);
+                if (skip_damage(d, at, why) < 0) return -1;
+                continue;
+            }
             end_stream(d);
+            if (d->in) d->st.input_bytes = d->in->raw_bytes;
+            d->st.torn_tail = true;
+            if (d->st.damaged_regions) {
+                char tail[200], where[48];
+                stream_label(d, where, sizeof where);
+                snprintf(tail, sizeof tail,
+                         "then truncated at offset %" PRIu64 " (%s): incomplete %s frame (%zu bytes present, at least %" PRIu64 " needed)",
+                         off, where, frame_name(tag), avail, need);
+                end_damaged(d, off, tail);
+                return -1;
+            }
             stop(d, D9_DEC_TRUNCATED, off,
                  "incomplete %s frame (%zu bytes present, at least %" PRIu64 " needed)",
                  frame_name(tag), avail, need);
-            if (d->in) d->st.input_bytes = d->in->raw_bytes;
             return 0;
         }
         if (refill(d, need) < 0) return -1;
@@ -1066,7 +1236,8 @@ static __attribute__((noinline)) int next_event_scanning(d9_decoder *d, d9_event
 }
 
 int d9_dec_next(d9_decoder *d, d9_event *ev) {
-    if (UNLIKELY(d->status != D9_DEC_RUNNING)) return d->status == D9_DEC_ERROR ? -1 : 0;
+    if (UNLIKELY(d->status != D9_DEC_RUNNING))
+        return d->status == D9_DEC_ERROR || d->status == D9_DEC_DAMAGED ? -1 : 0;
     if (UNLIKELY(!d->sniffed) && sniff(d) < 0) return -1;
     if (UNLIKELY(d->scan_mode.keep != NULL)) return next_event_scanning(d, ev);
     return next_event(d, ev, false);
@@ -1079,6 +1250,7 @@ void d9_dec_options_init(d9_dec_options *opt) {
     opt->max_frame_bytes = 64u << 20;
     opt->max_pool_bytes = (size_t)1 << 30;
     opt->max_schema_bytes = 64u << 20;
+    opt->stop_at_damage = false;
 }
 
 static void set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b) {
@@ -1094,6 +1266,7 @@ static d9_decoder *dec_new(const d9_dec_options *opt) {
         if (opt->max_frame_bytes) d->opt.max_frame_bytes = opt->max_frame_bytes;
         if (opt->max_pool_bytes) d->opt.max_pool_bytes = opt->max_pool_bytes;
         if (opt->max_schema_bytes) d->opt.max_schema_bytes = opt->max_schema_bytes;
+        d->opt.stop_at_damage = opt->stop_at_damage;
     }
     if (d->opt.chunk_bytes < 16) d->opt.chunk_bytes = 16;
     d9_arena_init(&d->pool_arena, 1024 * 1024, d->opt.max_pool_bytes);

@@ -26,10 +26,16 @@
  * pool frames with any number of entries, and pool references that come before the pool
  * definition (see d9_value.resolved).
  *
- * Malformed input never crashes or hangs the decoder: it stops with D9_DEC_ERROR and a message
- * naming the byte offset, the stream index and the reason. A partial final frame (a file cut
- * short by a crash) ends the data with D9_DEC_TRUNCATED: every complete event before it was
- * returned. Offsets are in the decoded (uncompressed) byte stream.
+ * Malformed input never crashes or hangs the decoder. Damage inside a stream (a frame that
+ * does not parse, or claims more bytes than any writer writes: D9_DEC_WRITER_FRAME_MAX) is
+ * skipped to the next stream header, so every intact stream after it is still returned; the
+ * data then ends with D9_DEC_DAMAGED, and a message naming the first damage's offset, stream
+ * and reason, and the bytes skipped (d9_dec_stats.damaged_*). Input that is no dial9 trace
+ * (a bad magic at the start) and the reader's own limits (memory) stop with D9_DEC_ERROR.
+ * A torn tail, the last frame of the last stream incomplete (a file cut short by a crash),
+ * ends the data with D9_DEC_TRUNCATED: every complete event before it was returned. An
+ * incomplete frame with a stream header after its start is damage, not a torn tail. Offsets
+ * are in the decoded (uncompressed) byte stream.
  *
  * Not thread-safe: one decoder per thread. Decoders are independent of each other.
  */
@@ -192,10 +198,14 @@ const char *d9_field_type_name(uint8_t type);
 
 typedef struct d9_dec_options {
     size_t chunk_bytes;     /* bytes read from the input at a time (default 256 KiB) */
-    size_t max_frame_bytes; /* largest single frame accepted (default 64 MiB); a frame that
-                               claims more is an error, not an allocation */
+    size_t max_frame_bytes; /* largest single frame accepted (default 64 MiB; frames over
+                               D9_DEC_WRITER_FRAME_MAX are damage whatever it says); a frame
+                               that claims more is damage, not an allocation */
     size_t max_pool_bytes;  /* string + stack pool memory of one stream (default 1 GiB) */
     size_t max_schema_bytes;/* memory for all interned schemas and annotations (default 64 MiB) */
+    bool stop_at_damage;    /* stop at the first damage with D9_DEC_ERROR, as the recorder's
+                               scan of its own segments does, instead of skipping it to the
+                               next stream header (default false) */
 } d9_dec_options;
 
 /* Fill `opt` with the defaults above. Passing NULL to the openers means the defaults. */
@@ -245,28 +255,42 @@ void d9_dec_set_scan(d9_decoder *d, const d9_dec_scan *scan);
  * Decoding
  * ---------------------------------------------------------------------------------------- */
 
+/* The largest frame any writer writes, with room to spare: ours are at most a symbol batch of
+ * 256 names and files (symbols/symbol_stream.c), a stack pool entry, an event with strings of
+ * at most 1 KiB (D9_MAX_STRING_ARG); dial9's are smaller (one pool entry a frame). A frame
+ * that claims more has a corrupt length: damage, skipped to the next stream header. */
+#define D9_DEC_WRITER_FRAME_MAX ((size_t)16 << 20)
+
 typedef enum d9_dec_status {
     D9_DEC_RUNNING = 0, /* more events may follow */
     D9_DEC_END,         /* all input decoded, it ended at a frame boundary */
-    D9_DEC_TRUNCATED,   /* the input ended inside a frame: the end of the data, not an error */
-    D9_DEC_ERROR,       /* malformed input or an I/O error: decoding stopped */
+    D9_DEC_TRUNCATED,   /* a torn tail: the last frame of the last stream is incomplete, the
+                           end of the data as a crash leaves it, not an error */
+    D9_DEC_ERROR,       /* not a dial9 trace, a limit of the reader or an I/O error: decoding
+                           stopped */
+    D9_DEC_DAMAGED,     /* all input read, but damaged bytes were skipped (every intact stream
+                           after them was returned): d9_dec_stats.damaged_* */
 } d9_dec_status;
 
 /* Decode up to the next event. Returns 1 with *ev filled; 0 at the end of the data (status
- * D9_DEC_END or D9_DEC_TRUNCATED); -1 on an error (D9_DEC_ERROR). Once it returned 0 or -1 it
- * keeps doing so. *ev and everything it points to stay valid until the next call. No
- * allocation per event (only when a larger frame or new pool entries need room). */
+ * D9_DEC_END or D9_DEC_TRUNCATED); -1 on an error (D9_DEC_ERROR) and at the end of damaged
+ * data (D9_DEC_DAMAGED). Once it returned 0 or -1 it keeps doing so. *ev and everything it
+ * points to stay valid until the next call. No allocation per event (only when a larger frame
+ * or new pool entries need room). */
 int d9_dec_next(d9_decoder *d, d9_event *ev);
 
 d9_dec_status d9_dec_state(const d9_decoder *d);
 
 /* Why decoding stopped, e.g. "truncated at offset 4046993 (stream 13): incomplete event
- * frame" or "error at offset 812 (stream 2): unknown frame tag 0x07". "" while running or
- * after a clean end. */
+ * frame", "error at offset 0 (before any stream header): bad magic ..." or "damaged at offset
+ * 812 (stream 2): unknown frame tag 0x07 ...; skipped 5120 bytes to the next stream header at
+ * offset 5932". "" while running or after a clean end. */
 const char *d9_dec_message(const d9_decoder *d);
 
 /* Decoded-input offset where decoding stopped (the start of the frame that was truncated or
- * bad); equals the bytes consumed after a clean end. */
+ * bad); equals the bytes consumed after a clean end. After damage: the start of a torn final
+ * frame (d9_dec_stats.torn_tail), else the end of the data: cutting the data there drops no
+ * more than that one frame. */
 uint64_t d9_dec_stop_offset(const d9_decoder *d);
 
 typedef struct d9_dec_stats {
@@ -285,6 +309,10 @@ typedef struct d9_dec_stats {
     uint64_t late_definitions;   /* pool ids defined after a reference to them */
     uint64_t undefined_pool_ids; /* distinct pool ids referenced but never defined in their
                                     stream (a format error the stream could not fix) */
+    uint64_t damaged_regions;    /* damage skipped to the next stream header (D9_DEC_DAMAGED) */
+    uint64_t damaged_bytes;      /* bytes skipped over for it */
+    uint64_t first_damage_offset;/* where the first damaged frame starts */
+    bool torn_tail;              /* the data ended inside its last frame */
     bool gzip;                   /* the input was gzip-compressed */
     bool zstd;                   /* the input was zstd-compressed */
     /* A decode warning, not an error: timestamps more than D9_DEC_TIME_SLACK_NS outside the

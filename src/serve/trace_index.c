@@ -105,7 +105,8 @@ static void decode(d9_trace_index *ix, d9_segment *s, int fd) {
     }
     s->status = d9_dec_state(d);
     snprintf(s->message, sizeof s->message, "%s", d9_dec_message(d));
-    s->clean_bytes = d9_dec_stop_offset(d);
+    /* damage: the viewer gets the bytes before it, as before readers skipped it */
+    s->clean_bytes = s->status == D9_DEC_DAMAGED ? d9_dec_get_stats(d)->first_damage_offset : d9_dec_stop_offset(d);
     s->gzip = d9_dec_get_stats(d)->gzip;
     ix->decoded_bytes += s->clean_bytes;
     d9_dec_close(d);

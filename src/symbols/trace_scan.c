@@ -134,7 +134,11 @@ uint64_t d9_sym_input_read(d9_decoder *d, d9_sym_input *in, bool field_by_field)
 static void scan(const uint8_t *data, size_t len, d9_sym_input *in, d9_scan_result *res,
                  bool field_by_field) {
     memset(res, 0, sizeof *res);
-    d9_decoder *d = d9_dec_open_plain_mem(data, len, NULL, res->message, sizeof res->message);
+    /* the recorder's own segment: damage is an error that leaves it as it is, not skipped */
+    d9_dec_options opt;
+    d9_dec_options_init(&opt);
+    opt.stop_at_damage = true;
+    d9_decoder *d = d9_dec_open_plain_mem(data, len, &opt, res->message, sizeof res->message);
     if (!d) {
         res->status = D9_SCAN_ERROR;
         return;

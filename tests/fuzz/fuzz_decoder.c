@@ -44,8 +44,17 @@ static uint64_t touch_value(const d9_value *v, int depth) {
 
 static volatile uint64_t sink;
 
-static void run(d9_decoder *d) {
-    if (!d) return;
+/* How a decoding ended: the same bytes read from memory and streamed in chunks end the same
+ * way (damage skipped to the same stream headers, the same events). */
+typedef struct outcome {
+    bool ran, compressed;
+    d9_dec_status status;
+    uint64_t events, damaged_regions, damaged_bytes, stop;
+} outcome;
+
+static outcome run(d9_decoder *d) {
+    outcome o = {0};
+    if (!d) return o;
     d9_event ev;
     uint64_t h = 0;
     while (d9_dec_next(d, &ev) > 0) {
@@ -72,10 +81,16 @@ static void run(d9_decoder *d) {
     d9_dec_status st = d9_dec_state(d);
     if (st == D9_DEC_RUNNING) __builtin_trap();
     if (st != D9_DEC_END && d9_dec_message(d)[0] == '\0') __builtin_trap();
-    h += d9_dec_get_stats(d)->events + d9_dec_stop_offset(d);
+    const d9_dec_stats *ds = d9_dec_get_stats(d);
+    if (st == D9_DEC_DAMAGED && ds->damaged_regions == 0) __builtin_trap();
+    /* after damage, only an error (an I/O one: a damaged gzip member) may end it otherwise */
+    if ((st == D9_DEC_END || st == D9_DEC_TRUNCATED) && ds->damaged_regions != 0) __builtin_trap();
+    h += ds->events + d9_dec_stop_offset(d);
     for (uint32_t i = 0; i < d9_dec_schema_count(d); i++) h += d9_dec_schema_at(d, i)->field_count;
     sink = h;
+    o = (outcome){true, ds->gzip || ds->zstd, st, ds->events, ds->damaged_regions, ds->damaged_bytes, d9_dec_stop_offset(d)};
     d9_dec_close(d);
+    return o;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -85,13 +100,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     opt.max_frame_bytes = 1 << 20;
     opt.max_pool_bytes = 8 << 20;
     opt.max_schema_bytes = 4 << 20;
-    run(d9_dec_open_mem(data, size, &opt, NULL, 0));
+    outcome in_memory = run(d9_dec_open_mem(data, size, &opt, NULL, 0));
 
     FILE *f = fmemopen((void *)data, size, "rb");
     if (f) {
         opt.chunk_bytes = size ? 1 + data[0] % 64 : 1;
-        run(d9_dec_open_file(f, &opt, NULL, 0));
+        outcome streamed = run(d9_dec_open_file(f, &opt, NULL, 0));
         fclose(f);
+        /* frames over max_frame_bytes are damage only when streamed: inputs here are smaller;
+         * compressed data cut short yields what its decompressor gives for the reads made */
+        if (in_memory.ran && streamed.ran && size < opt.max_frame_bytes && !in_memory.compressed &&
+            (in_memory.status != streamed.status || in_memory.events != streamed.events ||
+             in_memory.damaged_regions != streamed.damaged_regions ||
+             in_memory.damaged_bytes != streamed.damaged_bytes || in_memory.stop != streamed.stop))
+            __builtin_trap();
     }
 
     /* the gzip path, with the input as the compressed content */

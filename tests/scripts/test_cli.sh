@@ -247,7 +247,7 @@ cp "$T/golden.bin" "$T/corrupt.bin"
 printf '\x07\x01\x02' >>"$T/corrupt.bin"
 expect_rc 1 "stats corrupt" "$DIAL9" stats "$T/corrupt.bin"
 check "corrupt: still prints what was read" grep -Eq '^events +2$' "$T/out"
-check "corrupt: clear message" grep -q "corrupt.bin: error at offset 60 (stream 0): unknown frame tag 0x07" "$T/err"
+check "corrupt: clear message" grep -q "corrupt.bin: damaged at offset 60 (stream 0): unknown frame tag 0x07" "$T/err"
 expect_rc 1 "dump corrupt" "$DIAL9" dump "$T/corrupt.bin"
 check "dump corrupt: events before the error" [ "$(wc -l <"$T/out")" = 2 ]
 check "dump corrupt: message" grep -q "unknown frame tag 0x07" "$T/err"

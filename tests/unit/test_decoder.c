@@ -452,10 +452,10 @@ static void test_concatenated_streams(void) {
     d9_put_varint(&b, 1);
     result r = decode_mem(b.data, b.len);
     CHECK_EQ_U64(r.events, 1);
-    CHECK(r.status == D9_DEC_ERROR);
+    CHECK(r.status == D9_DEC_DAMAGED);
     CHECK(contains(r.msg, "undefined type id 0"));
     CHECK(contains(r.msg, "stream 1"));
-    CHECK_EQ_U64(r.stop, second + D9_HEADER_SIZE);
+    CHECK_EQ_U64(r.st.first_damage_offset, second + D9_HEADER_SIZE);
     d9_buf_free(&b);
 }
 
@@ -529,9 +529,9 @@ static void test_schema_reregistration(void) {
     d9_enc_event(&b, &ss, 4, 2);
     d9_put_varint(&b, 1);
     r = decode_mem(b.data, b.len);
-    CHECK(r.status == D9_DEC_ERROR);
+    CHECK(r.status == D9_DEC_DAMAGED);
     CHECK_EQ_U64(r.events, 1);
-    CHECK_EQ_U64(r.stop, bad);
+    CHECK_EQ_U64(r.st.first_damage_offset, bad);
     CHECK(contains(r.msg, "different schema"));
     CHECK(contains(r.msg, "type id 4"));
     d9_buf_free(&b);
@@ -742,32 +742,32 @@ static const bad_case bad_cases[] = {
     {"bad magic, short", {'X'}, 1, D9_DEC_ERROR, "bad magic 58", 0},
     {"partial header", {0x54, 0x52, 0x43}, 3, D9_DEC_TRUNCATED, "incomplete stream header", 0},
     {"version 2", {0x54, 0x52, 0x43, 0x00, 0x02}, 5, D9_DEC_ERROR, "unsupported format version 2", 0},
-    {"second header bad version", {HDR, 0x54, 0x52, 0x43, 0x00, 0x09}, 10, D9_DEC_ERROR,
+    {"second header bad version", {HDR, 0x54, 0x52, 0x43, 0x00, 0x09}, 10, D9_DEC_DAMAGED,
      "unsupported format version 9", 5},
-    {"broken second magic", {HDR, 0x54, 0x52, 0x44, 0x00, 0x01}, 10, D9_DEC_ERROR,
+    {"broken second magic", {HDR, 0x54, 0x52, 0x44, 0x00, 0x01}, 10, D9_DEC_DAMAGED,
      "bad stream header", 5},
-    {"unknown tag", {HDR, 0x07, 1, 2, 3}, 9, D9_DEC_ERROR, "unknown frame tag 0x07", 5},
-    {"tag zero", {HDR, 0x00}, 6, D9_DEC_ERROR, "unknown frame tag 0x00", 5},
-    {"bad field type 16", {HDR, SCHEMA1(0x10)}, 18, D9_DEC_ERROR, "unknown type 0x10", 5},
-    {"bad field type 0", {HDR, SCHEMA1(0x00)}, 18, D9_DEC_ERROR, "unknown type 0x00", 5},
-    {"bad optional type", {HDR, SCHEMA1(0x90)}, 18, D9_DEC_ERROR, "unknown type 0x90", 5},
-    {"undefined type id", {HDR, 0x02, 0x05, 0x00, 0, 0, 0}, 11, D9_DEC_ERROR,
+    {"unknown tag", {HDR, 0x07, 1, 2, 3}, 9, D9_DEC_DAMAGED, "unknown frame tag 0x07", 5},
+    {"tag zero", {HDR, 0x00}, 6, D9_DEC_DAMAGED, "unknown frame tag 0x00", 5},
+    {"bad field type 16", {HDR, SCHEMA1(0x10)}, 18, D9_DEC_DAMAGED, "unknown type 0x10", 5},
+    {"bad field type 0", {HDR, SCHEMA1(0x00)}, 18, D9_DEC_DAMAGED, "unknown type 0x00", 5},
+    {"bad optional type", {HDR, SCHEMA1(0x90)}, 18, D9_DEC_DAMAGED, "unknown type 0x90", 5},
+    {"undefined type id", {HDR, 0x02, 0x05, 0x00, 0, 0, 0}, 11, D9_DEC_DAMAGED,
      "undefined type id 5", 5},
-    {"bad presence byte", {HDR, SCHEMA1(0x89), 0x02, 0, 0, 0, 0, 0, 0x02}, 25, D9_DEC_ERROR,
+    {"bad presence byte", {HDR, SCHEMA1(0x89), 0x02, 0, 0, 0, 0, 0, 0x02}, 25, D9_DEC_DAMAGED,
      "bad presence byte 2", 18},
     {"varint overflow", {HDR, SCHEMA1(0x09), 0x02, 0, 0, 0, 0, 0,
                          0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}, 34,
-     D9_DEC_ERROR, "varint does not fit", 18},
+     D9_DEC_DAMAGED, "varint does not fit", 18},
     {"field named in error", {HDR, SCHEMA1(0x0e), 0x02, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x33, 0},
-     30, D9_DEC_ERROR, "E field 'v' (DynamicList): bad value type tag 0x33", 18},
-    {"absurd string pool count", {HDR, 0x03, 0xff, 0xff, 0xff, 0xff}, 10, D9_DEC_ERROR,
-     "more than the limit", 5},
+     30, D9_DEC_DAMAGED, "E field 'v' (DynamicList): bad value type tag 0x33", 18},
+    {"absurd string pool count", {HDR, 0x03, 0xff, 0xff, 0xff, 0xff}, 10, D9_DEC_DAMAGED,
+     "any writer writes", 5},
     {"absurd string length", {HDR, 0x03, 0x01, 0, 0, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f}, 18,
-     D9_DEC_ERROR, "more than the limit", 5},
+     D9_DEC_DAMAGED, "any writer writes", 5},
     {"absurd stack frames", {HDR, 0x04, 0x01, 0, 0, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}, 18,
-     D9_DEC_ERROR, "more than the limit", 5},
+     D9_DEC_DAMAGED, "any writer writes", 5},
     {"absurd dynamic list", {HDR, SCHEMA1(0x0e), 0x02, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff},
-     28, D9_DEC_ERROR, "more than the limit", 18},
+     28, D9_DEC_DAMAGED, "any writer writes", 18},
     {"short string pool entry", {HDR, 0x03, 0x01, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0, 'a', 'b'}, 20,
      D9_DEC_TRUNCATED, "incomplete string pool frame", 5},
     {"short reset", {HDR, 0x05, 1, 2, 3}, 9, D9_DEC_TRUNCATED, "incomplete timestamp reset", 5},
@@ -779,11 +779,13 @@ static void test_errors(void) {
     for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
         const bad_case *c = &bad_cases[i];
         result r = decode_mem(c->bytes, c->len);
-        bool ok = r.status == c->status && contains(r.msg, c->msg) && r.stop == c->stop &&
-                  r.events == 0;
+        /* damage is skipped to the end: where it starts is its first damage */
+        uint64_t where = r.status == D9_DEC_DAMAGED ? r.st.first_damage_offset : r.stop;
+        bool ok = r.status == c->status && contains(r.msg, c->msg) && where == c->stop &&
+                  r.events == 0 && (r.status != D9_DEC_DAMAGED || r.stop == c->len);
         if (!ok)
             fprintf(stderr, "case '%s': status %d stop %" PRIu64 " msg '%s'\n", c->what,
-                    (int)r.status, r.stop, r.msg);
+                    (int)r.status, where, r.msg);
         CHECK(ok);
         char off[40];
         snprintf(off, sizeof off, "offset %" PRIu64 " ", c->stop);
@@ -791,10 +793,12 @@ static void test_errors(void) {
     }
     /* a clear message with the stream index */
     result r = decode_mem((const uint8_t[]){HDR, HDR, 0x09}, 11);
-    CHECK_STR(r.msg, "error at offset 10 (stream 1): unknown frame tag 0x09 (frames carry no "
-                     "length: cannot go on)");
+    CHECK_STR(r.msg, "damaged at offset 10 (stream 1): unknown frame tag 0x09 (frames carry no "
+                     "length: cannot go on); skipped 1 bytes to the end of the data (no stream "
+                     "header after it)");
     CHECK_EQ_U64(r.st.streams, 2);
-    CHECK_EQ_U64(r.st.bytes, 10);
+    CHECK_EQ_U64(r.st.damaged_regions, 1);
+    CHECK_EQ_U64(r.st.damaged_bytes, 1);
 
     /* a frame larger than max_frame_bytes is refused when streamed */
     d9_buf b;
@@ -813,7 +817,7 @@ static void test_errors(void) {
     opt.max_frame_bytes = 4096;
     opt.chunk_bytes = 1024;
     r = drain(d9_dec_open_path(path, &opt, NULL, 0));
-    CHECK(r.status == D9_DEC_ERROR && contains(r.msg, "limit of 4096"));
+    CHECK(r.status == D9_DEC_DAMAGED && contains(r.msg, "limit of 4096"));
     opt.max_frame_bytes = 8192; /* big enough: the buffer grows for this frame */
     r = drain(d9_dec_open_path(path, &opt, NULL, 0));
     CHECK(r.status == D9_DEC_END);
@@ -939,9 +943,9 @@ static void test_corrupted_bytes(void) {
             runs++;
             ok &= r.status != D9_DEC_RUNNING;
             ok &= r.events <= b.len / 4; /* an event frame takes at least 4 bytes */
-            if (r.status == D9_DEC_ERROR) {
+            if (r.status == D9_DEC_ERROR || r.status == D9_DEC_DAMAGED) {
                 errors++;
-                ok &= contains(r.msg, "error at offset ");
+                ok &= contains(r.msg, r.status == D9_DEC_ERROR ? "error at offset " : "damaged at offset ");
             }
         }
     }
@@ -1255,6 +1259,105 @@ static int write_seeds(const char *dir) {
     return 0;
 }
 
+/* ---- damage: skipped to the next stream header; a torn tail only at the very end ---- */
+
+/* One stream of `n` PollEnd events with a string pool before them; *pool_len: where the pool
+ * entry's length field is, from the stream's start. */
+static void damage_stream(d9_buf *b, int n, size_t *pool_len) {
+    d9_stream_state ss;
+    d9_pool_frame pf;
+    size_t start = b->len;
+    d9_enc_header(b, &ss);
+    d9_enc_schema(b, 0, builtin(D9_SCH_POLL_END));
+    size_t pool = b->len;
+    d9_enc_string_pool_begin(b, &pf);
+    d9_enc_string_pool_entry(b, &pf, 1, "a.c:1:1", 7);
+    d9_enc_pool_end(b, &pf);
+    *pool_len = pool - start + 1 + 4 + 4; /* tag, count, id */
+    for (int i = 0; i < n; i++) {
+        d9_enc_event(b, &ss, 0, 1000 + (uint64_t)i);
+        d9_put_varint(b, 1);
+    }
+}
+
+static void put_le32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void test_damage_resync(void) {
+    d9_buf b;
+    d9_buf_init(&b);
+    size_t starts[4], pool_len = 0;
+    for (int k = 0; k < 4; k++) {
+        starts[k] = b.len;
+        damage_stream(&b, 10 + k, &pool_len);
+    }
+    size_t end = b.len;
+    CHECK_EQ_U64(decode_mem(b.data, b.len).events, 10 + 11 + 12 + 13);
+
+    /* stream 1's pool length set to 2^24: more than any writer writes */
+    put_le32(b.data + starts[1] + pool_len, 1u << 24);
+    uint64_t frame = starts[1] + pool_len - 9;
+    result m = decode_mem(b.data, b.len);
+    CHECK(m.status == D9_DEC_DAMAGED);
+    CHECK_EQ_U64(m.events, 10 + 12 + 13);
+    CHECK_EQ_U64(m.st.damaged_regions, 1);
+    CHECK_EQ_U64(m.st.first_damage_offset, frame);
+    CHECK_EQ_U64(m.st.damaged_bytes, starts[2] - frame);
+    CHECK_EQ_U64(m.st.streams, 4);
+    CHECK(!m.st.torn_tail);
+    CHECK_EQ_U64(m.stop, end); /* nothing to cut */
+    char want[160];
+    snprintf(want, sizeof want, "damaged at offset %" PRIu64 " (stream 1): string pool frame", frame);
+    CHECK(contains(m.msg, want));
+    snprintf(want, sizeof want, "skipped %" PRIu64 " bytes to the next stream header at offset %zu",
+             starts[2] - frame, starts[2]);
+    CHECK(contains(m.msg, want));
+    /* read in chunks of every size (the header search across reads): the same */
+    char *path = write_temp(b.data, b.len);
+    for (size_t chunk = 16; chunk <= 80; chunk++) {
+        d9_dec_options opt;
+        d9_dec_options_init(&opt);
+        opt.chunk_bytes = chunk;
+        result r = drain(d9_dec_open_path(path, &opt, NULL, 0));
+        bool same = r.status == m.status && r.events == m.events && r.stop == m.stop &&
+                    r.st.damaged_bytes == m.st.damaged_bytes && !strcmp(r.msg, m.msg);
+        if (!same) fprintf(stderr, "chunk %zu: %s\n", chunk, r.msg);
+        CHECK(same);
+    }
+    /* the recorder's own scan stops there, as it always did */
+    d9_dec_options stop_opt;
+    d9_dec_options_init(&stop_opt);
+    stop_opt.stop_at_damage = true;
+    result st = drain(d9_dec_open_mem(b.data, b.len, &stop_opt, NULL, 0));
+    CHECK(st.status == D9_DEC_ERROR);
+    CHECK_EQ_U64(st.stop, frame);
+    CHECK_EQ_U64(st.events, 10);
+    unlink(path);
+
+    /* two damaged streams, and the last frame torn: damaged, the torn frame is where it stops */
+    put_le32(b.data + starts[2] + pool_len, 1000); /* past the end, a header after it */
+    size_t torn = end - 2;                          /* inside stream 3's last event */
+    result t = decode_mem(b.data, torn);
+    CHECK(t.status == D9_DEC_DAMAGED);
+    CHECK_EQ_U64(t.st.damaged_regions, 2);
+    CHECK_EQ_U64(t.events, 10 + 12);
+    CHECK(t.st.torn_tail);
+    CHECK_EQ_U64(t.stop, end - 7); /* the last event frame: tag, type id, u24 delta, worker id */
+    CHECK(contains(t.msg, "2 damaged regions in all"));
+    CHECK(contains(t.msg, "then truncated at offset"));
+
+    /* the same torn tail on intact streams: truncated, not damaged */
+    put_le32(b.data + starts[1] + pool_len, 7);
+    put_le32(b.data + starts[2] + pool_len, 7);
+    result c = decode_mem(b.data, torn);
+    CHECK(c.status == D9_DEC_TRUNCATED);
+    CHECK_EQ_U64(c.events, 10 + 11 + 12 + 12);
+    CHECK_EQ_U64(c.stop, end - 7);
+    CHECK_EQ_U64(c.st.damaged_regions, 0);
+    d9_buf_free(&b);
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "--write-seeds")) return write_seeds(argv[2]);
     test_golden_vector();
@@ -1267,6 +1370,7 @@ int main(int argc, char **argv) {
     test_annotations();
     test_errors();
     test_truncation_every_offset();
+    test_damage_resync();
     test_corrupted_bytes();
     test_random_input();
     test_inputs();

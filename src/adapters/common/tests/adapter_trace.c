@@ -116,7 +116,7 @@ static int load_file(const char *path, vec *v, uint64_t *dropped) {
         }
         if (r) r->ts = ev.ts_ns;
     }
-    int rc = d9_dec_state(d) == D9_DEC_ERROR ? -1 : 0;
+    int rc = d9_dec_state(d) == D9_DEC_ERROR || d9_dec_state(d) == D9_DEC_DAMAGED ? -1 : 0;
     if (rc) fprintf(stderr, "adapter_trace: %s: %s\n", path, d9_dec_message(d));
     d9_dec_close(d);
     return rc;

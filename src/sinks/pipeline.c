@@ -416,9 +416,10 @@ void d9_pipeline_set_run(d9_pipeline *p, const char *trace_dir, const char *run_
     char *td = strdup(trace_dir), *rd = strdup(run_dir);
     char boot[D9_RUN_BOOT_ID_MAX];
     d9_run_boot_id(run_dir, boot, sizeof boot);
-    int fd = d9_run_claim(run_dir);
-    /* without it, what this run leaves behind is not adopted later; nothing else changes */
-    if (fd >= 0) d9_run_identity_write(run_dir, p->service ? p->service : "unknown", boot);
+    /* through the run directory's handle (trace_dir.h); without it, what this run leaves
+     * behind is not adopted later; nothing else changes */
+    int fd = p->run_fd >= 0 ? d9_run_claim_at(p->run_fd, ".") : -1;
+    if (fd >= 0) d9_run_identity_write(p->run_fd, p->service ? p->service : "unknown", boot);
     pthread_mutex_lock(&p->lock);
     memcpy(p->run_boot_id, boot, sizeof boot);
     p->trace_dir = td;

@@ -90,7 +90,7 @@ static bool valid_run_id(const char *s) {
 static d9_segment_writer *fail_open(d9_segment_writer *w, char *err, size_t errlen,
                                     const char *fmt, const char *arg, int errnum) {
     if (err && errlen) {
-        char msg[256];
+        char msg[1024];
         snprintf(msg, sizeof msg, fmt, arg ? arg : "");
         if (errnum) snprintf(err, errlen, "%s: %s", msg, strerror(errnum));
         else snprintf(err, errlen, "%s", msg);

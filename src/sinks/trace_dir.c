@@ -50,16 +50,16 @@ static int check_dir(const struct stat *st, const char *shown, char *err, size_t
         describe_uid(st->st_uid, owner, sizeof owner);
         describe_uid(geteuid(), me, sizeof me);
         return refuse(err, errlen, EPERM,
-                      "trace directory: %s is owned by %s, not by root or by you (%s): its owner could "
-                      "redirect the trace files; not recording there. Remove it or use a directory of "
-                      "yours (DIAL9_TRACE_DIR, dial9 run -d)",
+                      "trace directory %s is owned by %s, not by root or you (%s): its owner could "
+                      "redirect the trace files. Remove it, or use a directory of yours (DIAL9_TRACE_DIR, "
+                      "dial9 run -d)",
                       shown, owner, me);
     }
     if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX))
         return refuse(err, errlen, EPERM,
-                      "trace directory: %s is writable by %s (mode %04o) and not sticky: another user "
-                      "could replace the trace files; not recording there. Run `chmod go-w %s` or use "
-                      "another directory (DIAL9_TRACE_DIR, dial9 run -d)",
+                      "trace directory %s is writable by %s (mode %04o) and not sticky: another user could "
+                      "replace the trace files. Run `chmod go-w %s`, or use another directory "
+                      "(DIAL9_TRACE_DIR, dial9 run -d)",
                       shown, (st->st_mode & S_IWOTH) ? "everyone" : "its group", (unsigned)(st->st_mode & 07777),
                       shown);
     return 0;
@@ -134,8 +134,8 @@ int d9_trace_dir_open(const char *path, bool create, char *err, size_t errlen) {
                 char owner[300];
                 describe_uid(st.st_uid, owner, sizeof owner);
                 refuse(err, errlen, EPERM,
-                       "trace directory: %s is a symbolic link owned by %s, not by root or by you: not "
-                       "followed. Remove it or use a directory of yours (DIAL9_TRACE_DIR, dial9 run -d)",
+                       "trace directory %s is a symbolic link owned by %s, not by root or you: not followed. "
+                       "Remove it, or use a directory of yours (DIAL9_TRACE_DIR, dial9 run -d)",
                        walked, owner);
                 goto fail;
             }

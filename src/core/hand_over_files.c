@@ -3,7 +3,7 @@
  * appending to and deleting its files afterwards. Only ownership changes: the modes the writer
  * chose (0700 directory, 0600 files: sinks/trace_dir.h) stay, so nothing becomes readable or
  * writable by anyone else. The recorder reaches them through the handles it opened before
- * the drop, so a trace directory the new identity cannot enter does not stop it. */
+ * the drop. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

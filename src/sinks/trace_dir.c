@@ -106,11 +106,10 @@ int d9_trace_dir_open(const char *path, bool create, char *err, size_t errlen) {
         name[len] = '\0';
         pos += len;
         if (strcmp(name, ".") == 0) continue;
-        bool last = rest[pos + strspn(rest + pos, "/")] == '\0';
         int next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (next < 0 && errno == ENOENT && create) {
             /* mode as umask allows: never more than this */
-            if (mkdirat(fd, name, last ? D9_TRACE_DIR_MODE : 0755) != 0 && errno != EEXIST) {
+            if (mkdirat(fd, name, D9_TRACE_DIR_MODE) != 0 && errno != EEXIST) {
                 walk_into(walked, sizeof walked, name);
                 refuse(err, errlen, errno, "trace directory: cannot create %s: %s", walked, strerror(errno));
                 goto fail;

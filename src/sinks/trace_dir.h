@@ -6,9 +6,8 @@
  * directory on the way, and the trace directory itself, must be owned by root or by the
  * effective user and writable by nobody else unless it is sticky (the rule of ssh's
  * StrictModes). /tmp (root, 1777) passes; /tmp/dial9-traces made by another user does not. A
- * symbolic link on the way is followed only where it sits in a directory that passed, and its
- * target is checked the same way. What is missing is created: the trace directory 0700, the
- * directories above it 0755.
+ * symbolic link on the way is followed only where it sits in a directory that passed and is
+ * root's or ours, and its target is checked the same way. What is missing is created, 0755.
  *
  * A run's directory is created 0700 in the trace directory's handle (mkdirat) and opened
  * without following a link; it must then be a directory of the effective user that nobody else
@@ -22,8 +21,10 @@
 #include <stddef.h>
 
 /* Modes of what the recorder creates: traces may hold kernel addresses and symbol names, so
- * they are the owner's only (d9_hand_over_files changes the owner, never the mode). */
-#define D9_TRACE_DIR_MODE 0700
+ * runs are their owner's only (d9_hand_over_files changes the owner, never the mode). The
+ * trace directory holds only run directories and 0600 bookkeeping: it stays enterable, so a
+ * program that gave up root (its run handed over) still reaches its run by path (uploads). */
+#define D9_TRACE_DIR_MODE 0755
 #define D9_RUN_DIR_MODE 0700
 #define D9_TRACE_FILE_MODE 0600
 

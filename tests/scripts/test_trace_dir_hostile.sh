@@ -7,7 +7,7 @@
 # through those links nor create a file where they point:
 #  - a trace directory the attacker made first is refused, with a message naming it and its
 #    owner (the program still runs);
-#  - a trace directory root made is 0700 and the attacker cannot touch it; the run's files are
+#  - a trace directory root made (0755) cannot be written by the attacker; the run's files are
 #    0600 and its directories 0700 (traces hold kernel addresses).
 set -uo pipefail
 
@@ -118,8 +118,9 @@ nothing_written_outside "root's own trace directory"
 check "segments were compressed" test -n "$(find "$MINE" -name 'trace.*.bin.gz' | head -1)"
 loose=$(find "$MINE" -type f ! -perm 0600 | head -3)
 check "every file of the runs is 0600 ($loose)" test -z "$loose"
-loose=$(find "$MINE" -type d ! -perm 0700 | head -3)
-check "every directory is 0700 ($loose)" test -z "$loose"
+loose=$(find "$MINE" -mindepth 1 -type d ! -perm 0700 | head -3)
+check "every run directory is 0700 ($loose)" test -z "$loose"
+check "the trace directory holds them, 0755" test "$(stat -c %a "$MINE")" = 755
 others=$(find "$MINE" ! -user root | head -3)
 check "everything is root's ($others)" test -z "$others"
 check "dial9 symbolize in place refuses a link" bash -c '

@@ -129,7 +129,7 @@ static void test_naming_and_basics(void) {
     struct stat st;
     /* the run's directory and files are the owner's only (they may hold kernel addresses) */
     CHECK(stat(p, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700);
-    CHECK(stat(base, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700); /* made here */
+    CHECK(stat(base, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0755); /* runs only */
     CHECK(d9_segw_active_path(w) == NULL);
     CHECK_EQ_U64(d9t_tree_bytes(dir, false), 0);
     CHECK(d9_segw_at_segment_start(w));

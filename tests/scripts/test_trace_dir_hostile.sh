@@ -105,6 +105,13 @@ record "$OPEN/traces" "$T/err2"
 check "a directory on the way writable by everyone is refused ($(head -c 600 "$T/err2"))" \
     grep -q "trace directory $OPEN is writable by everyone (mode 0777) and not sticky" "$T/err2"
 check "nothing made under it" test ! -e "$OPEN/traces"
+mkdir -p "$OPEN/run-x" && cp "$VICTIM" "$OPEN/run-x/trace.0.bin" # as if a run were there
+AWS_ACCESS_KEY_ID=k AWS_SECRET_ACCESS_KEY=s AWS_REGION=us-east-1 AWS_ENDPOINT_URL=http://127.0.0.1:9 \
+    "$DIAL9" upload --bucket d9-test "$OPEN" >/dev/null 2>"$T/err2u"
+rc=$?
+check "dial9 upload refuses it too, exit $rc ($(head -c 400 "$T/err2u"))" \
+    bash -c '[ "$1" != 0 ] && grep -q "is writable by everyone .*: not uploaded" "$2"' _ "$rc" "$T/err2u"
+check "and leaves its files as they were" test -f "$OPEN/run-x/trace.0.bin" -a ! -e "$OPEN/run-x/trace.0.bin.gz"
 
 # 3. Root's own trace directory in the shared one, the attacker racing against every run.
 MINE="$SHARED_TMP/root-traces"

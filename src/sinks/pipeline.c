@@ -82,6 +82,8 @@ struct d9_pipeline {
     uint64_t stop_budget_ns;
     char *trace_dir, *run_dir; /* d9_pipeline_set_run */
     int run_fd;                /* the run directory's handle (d9_pipeline_set_run_fd), -1: none */
+    dev_t run_dev;             /* what it was opened on (dir_of) */
+    ino_t run_ino;
     char run_boot_id[D9_RUN_BOOT_ID_MAX]; /* this run's id in the keys (run_claim.h), "" before */
     int run_lock_fd;           /* our run directory's claim (run_claim.h), -1 when none */
     bool leftovers_pending;    /* earlier runs' segments to adopt, once, first */
@@ -137,9 +139,15 @@ static void upload_file(d9_pipeline *p, const entry *e) {
 
 /* A sealed file's directory handle and its name there: the run directory's, never a path
  * another user could redirect (trace_dir.h); by path only when no handle was given. */
+static bool run_fd_ours(const d9_pipeline *p) {
+    struct stat st;
+    /* the program may have closed it (a raw close loop, close_range) and have the number now */
+    return p->run_fd >= 0 && fstat(p->run_fd, &st) == 0 && st.st_dev == p->run_dev && st.st_ino == p->run_ino;
+}
+
 static int dir_of(const d9_pipeline *p, const char *path, const char **name) {
     const char *slash = strrchr(path, '/');
-    if (p->run_fd < 0 || !slash) {
+    if (!slash || !run_fd_ours(p)) {
         *name = path;
         return AT_FDCWD;
     }
@@ -418,7 +426,7 @@ void d9_pipeline_set_run(d9_pipeline *p, const char *trace_dir, const char *run_
     d9_run_boot_id(run_dir, boot, sizeof boot);
     /* through the run directory's handle (trace_dir.h); without it, what this run leaves
      * behind is not adopted later; nothing else changes */
-    int fd = p->run_fd >= 0 ? d9_run_claim_at(p->run_fd, ".") : -1;
+    int fd = run_fd_ours(p) ? d9_run_claim_at(p->run_fd, ".") : -1;
     if (fd >= 0) d9_run_identity_write(p->run_fd, p->service ? p->service : "unknown", boot);
     pthread_mutex_lock(&p->lock);
     memcpy(p->run_boot_id, boot, sizeof boot);
@@ -433,8 +441,17 @@ void d9_pipeline_set_run(d9_pipeline *p, const char *trace_dir, const char *run_
 void d9_pipeline_set_run_fd(d9_pipeline *p, int run_fd) {
     if (!p || run_fd < 0) return;
     int fd = fcntl(run_fd, F_DUPFD_CLOEXEC, 0);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) != 0) {
+        close(fd);
+        fd = -1;
+    }
     pthread_mutex_lock(&p->lock);
     p->run_fd = fd;
+    if (fd >= 0) {
+        p->run_dev = st.st_dev;
+        p->run_ino = st.st_ino;
+    }
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -553,7 +570,7 @@ static void finish_stop(d9_pipeline *p) {
         d9_run_release_if_empty(p->run_dir); /* all uploaded: nothing for a later start to adopt */
         close(p->run_lock_fd);
     }
-    if (p->run_fd >= 0) close(p->run_fd);
+    if (run_fd_ours(p)) close(p->run_fd); /* else the number is not ours to close any more */
     free_strings(p);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->wake);

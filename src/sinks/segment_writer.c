@@ -35,6 +35,8 @@ struct d9_segment_writer {
     char run_dir[PATH_MAX];
     int trace_fd;               /* the trace directory's handle and the run directory's */
     int run_fd;                 /* (trace_dir.h): every file of the run is reached through them */
+    dev_t trace_dev, run_dev;   /* what they were opened on: a program that closes every fd */
+    ino_t trace_ino, run_ino;   /* may reuse the numbers (ensure_handles) */
     char active_path[PATH_MAX]; /* meaningful while fd >= 0 */
     char active_name[D9_SEGMENT_NAME_MAX]; /* its name in run_fd */
     int fd;                     /* the open segment, -1 when none */
@@ -81,6 +83,41 @@ static int64_t realtime_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static bool is_handle(int fd, dev_t dev, ino_t ino) {
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+/* The handles as they are now, for ensure_handles and the index. */
+static void note_handles(d9_segment_writer *w) {
+    struct stat st;
+    if (w->trace_fd >= 0 && fstat(w->trace_fd, &st) == 0) {
+        w->trace_dev = st.st_dev;
+        w->trace_ino = st.st_ino;
+    }
+    if (w->run_fd >= 0 && fstat(w->run_fd, &st) == 0) {
+        w->run_dev = st.st_dev;
+        w->run_ino = st.st_ino;
+    }
+    w->files.dir_fd = w->trace_fd;
+    w->files.own_run_fd = w->run_fd;
+    w->files.handles = true;
+}
+
+/* Before the handles are used: a program that closed them (a raw close loop, close_range;
+ * the preload shim guards files, not directories) may have their numbers for its own files,
+ * which must never be used or closed. A lost one is opened again under the rules of the start
+ * (trace_dir.h); when that fails it stays -1 and what needs it fails (counted as lost). */
+static void ensure_handles(d9_segment_writer *w) {
+    bool trace_ok = is_handle(w->trace_fd, w->trace_dev, w->trace_ino);
+    bool run_ok = is_handle(w->run_fd, w->run_dev, w->run_ino);
+    if (trace_ok && run_ok) return;
+    char why[1024];
+    if (!trace_ok) w->trace_fd = d9_trace_dir_open(w->trace_dir, false, why, sizeof why);
+    if (!run_ok) w->run_fd = w->trace_fd >= 0 ? d9_run_dir_open(w->trace_fd, w->run_id, w->run_dir, why, sizeof why) : -1;
+    note_handles(w);
 }
 
 static bool valid_run_id(const char *s) {
@@ -149,8 +186,7 @@ d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t err
     if (w->trace_fd < 0) return fail_open(w, err, errlen, "%s", why, 0);
     w->run_fd = d9_run_dir_open(w->trace_fd, w->run_id, w->run_dir, why, sizeof why);
     if (w->run_fd < 0) return fail_open(w, err, errlen, "%s", why, 0);
-    w->files.dir_fd = w->trace_fd;
-    w->files.own_run_fd = w->run_fd;
+    note_handles(w);
     int rc = d9_tf_index_scan(&w->files, w->run_id, &w->seq);
     if (rc != 0) return fail_open(w, err, errlen, "segment writer: cannot read %s", w->trace_dir, -rc);
     w->run_slot = d9_tf_index_run(&w->files, w->run_id);
@@ -195,6 +231,7 @@ static void disown_fd(d9_segment_writer *w) {
 
 /* The open segment holds no bytes worth keeping: remove it; its N is reused. */
 static void discard_segment(d9_segment_writer *w) {
+    ensure_handles(w);
     struct stat st;
     if (!fd_is_ours(w, &st)) {
         /* Closed by the program: remove the empty file by name, if it is still the one. */
@@ -228,6 +265,7 @@ static d9_sym_input *take_symbols(d9_segment_writer *w) {
 
 /* Rename the open segment to trace.N.bin, index it and tell on_sealed. */
 static void seal_segment(d9_segment_writer *w) {
+    ensure_handles(w);
     d9_sym_input *symbols = take_symbols(w);
     struct stat st;
     bool have_stat = fd_is_ours(w, &st);
@@ -274,14 +312,15 @@ static void end_segment(d9_segment_writer *w) {
 
 void d9_segw_close(d9_segment_writer *w) {
     if (!w) return;
+    ensure_handles(w);
     end_segment(w);
     /* not needed: the last words fit. Kept for the next run, or removed. */
     if (w->final_held && !d9_spare_return(w->trace_fd, w->run_fd, D9_SEGW_FINAL_RESERVE_NAME))
         (void)unlinkat(w->run_fd, D9_SEGW_FINAL_RESERVE_NAME, 0);
     /* A run that wrote nothing leaves no empty directory behind (rmdir keeps a non-empty one). */
     if (w->files.runs[w->run_slot].files == 0) (void)unlinkat(w->trace_fd, w->run_id, AT_REMOVEDIR);
-    close(w->run_fd);
-    close(w->trace_fd);
+    if (w->run_fd >= 0) close(w->run_fd);
+    if (w->trace_fd >= 0) close(w->trace_fd);
     d9_tf_index_free(&w->files);
     d9_sym_input_destroy(w->symbols);
     free(w->trace_dir);
@@ -435,18 +474,21 @@ static int recreate_run_dir(d9_segment_writer *w) {
     if (fd < 0 && errno == ENOENT) { /* the trace directory went too */
         int tfd = d9_trace_dir_open(w->trace_dir, true, why, sizeof why);
         if (tfd < 0) return -errno;
-        close(w->trace_fd);
-        w->trace_fd = w->files.dir_fd = tfd;
+        if (w->trace_fd >= 0) close(w->trace_fd); /* ours: ensure_handles checked it */
+        w->trace_fd = tfd;
+        note_handles(w);
         fd = d9_run_dir_open(w->trace_fd, w->run_id, w->run_dir, why, sizeof why);
     }
     if (fd < 0) return -errno;
-    close(w->run_fd);
-    w->run_fd = w->files.own_run_fd = fd;
+    if (w->run_fd >= 0) close(w->run_fd);
+    w->run_fd = fd;
+    note_handles(w);
     return 0;
 }
 
 /* Create trace.{seq}.bin.active, recreating the run directory if it was deleted. 0 or -errno. */
 static int open_segment(d9_segment_writer *w) {
+    ensure_handles(w);
     bool dirs_recreated = false;
     /* Bounded: one directory re-creation plus a few names taken by files we did not write. */
     for (int attempt = 0; attempt < 8; attempt++) {
@@ -497,7 +539,8 @@ static bool upload_pending(const d9_segment_writer *w, const d9_tf_entry *e, uin
     char name[D9_SEGMENT_NAME_MAX];
     bool found = false;
     /* an earlier run: only one that was to be uploaded */
-    if (e->run == (uint32_t)w->run_slot || faccessat(rfd, D9_RUN_IDENTITY_NAME, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+    struct stat id;
+    if (e->run == (uint32_t)w->run_slot || fstatat(rfd, D9_RUN_IDENTITY_NAME, &id, AT_SYMLINK_NOFOLLOW) == 0) {
         d9_segment_name_format(name, sizeof name, e->seq, (d9_segment_kind)e->kind);
         found = statx(rfd, name, AT_SYMLINK_NOFOLLOW, STATX_SIZE | STATX_BTIME, &sx) == 0;
         for (size_t k = 0; !found && e->kind == D9_SEGMENT_SEALED && k < 2; k++) {
@@ -538,6 +581,7 @@ static bool make_room(d9_segment_writer *w, size_t len) {
         if (kept > w->max_total_size || kept < w->size) return false;
         if (w->files.bytes <= w->max_total_size - kept) return true;
         /* runs the scan took from the ledger unchecked: checked before deleting by them */
+        ensure_handles(w); /* deleting: through handles that are still ours */
         if (d9_tf_index_check(&w->files)) continue;
         bool unlinked, pending = false;
         d9_tf_entry victim;
@@ -589,6 +633,7 @@ static bool reopen_segment(d9_segment_writer *w) {
  * (deleted, replaced, changed), seal what is left of it under its name and let the next write
  * start a new segment: false when this write continues that stream and is lost. */
 static bool recover_closed_fd(d9_segment_writer *w) {
+    ensure_handles(w); /* a program that closed one fd may have closed them all */
     struct stat st;
     w->fd = -1; /* the number may be the program's now: never close it */
     if (reopen_segment(w)) return true;
@@ -669,6 +714,7 @@ bool d9_segw_has_final_reserve(const d9_segment_writer *w) { return w->final_hel
 int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len) {
     if (w->final_held == 0 || len == 0) return -1;
     end_segment(w); /* the last words come after everything else */
+    ensure_handles(w);
     /* By path: the program may have closed every fd. Only our own reserve, as we left it. */
     int fd = openat(w->run_fd, D9_SEGW_FINAL_RESERVE_NAME, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;

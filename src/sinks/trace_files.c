@@ -44,12 +44,20 @@ int d9_tf_index_init(d9_tf_index *ix, const char *trace_dir) {
 /* The trace directory, opened again for a read of its entries of its own. */
 static int open_top(const d9_tf_index *ix) {
     if (ix->dir_fd >= 0) return openat(ix->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ix->handles) {
+        errno = EBADF;
+        return -1;
+    }
     return open(ix->trace_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 int d9_tf_run_fd(const d9_tf_index *ix, uint32_t run) {
     if ((int)run == ix->own_run && ix->own_run_fd >= 0) return ix->own_run_fd;
     if (ix->dir_fd >= 0) return openat(ix->dir_fd, ix->runs[run].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (ix->handles) {
+        errno = EBADF;
+        return -1;
+    }
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", ix->trace_dir, ix->runs[run].name) >= (int)sizeof path) return -1;
     return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

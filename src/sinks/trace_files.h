@@ -46,6 +46,7 @@ typedef struct d9_tf_index {
     int dir_fd;
     int own_run_fd;
     int own_run; /* the slot own_run_fd is the directory of, -1: none */
+    bool handles; /* the writer's: never by path, even when a handle is lost (-1) */
     d9_tf_entry *entries; /* live entries are [head, end), oldest first once sorted */
     size_t head, end, cap;
     /* Sorted only when something needs the order (d9_tf_index_sort): a start that deletes

@@ -253,6 +253,39 @@ static void test_writer_keeps_its_directory(void) {
     }
 }
 
+/* A program that closes every fd (a raw close loop) takes the run directory's handle, and its
+ * next open gets the number: the writer must neither write into that directory nor close it. */
+static void test_writer_handle_taken_by_program(void) {
+    char traces[512], decoy[512], err[512], p[1200];
+    path_in(traces, sizeof traces, "taken-traces");
+    path_in(decoy, sizeof decoy, "programs-own");
+    CHECK(mkdir(decoy, 0700) == 0);
+    d9_segw_config cfg = {.trace_dir = traces, .run_id = "run-t", .max_file_size = 4096, .max_total_size = 1 << 20};
+    d9_segment_writer *w = d9_segw_open(&cfg, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w) return;
+    char buf[100];
+    memset(buf, 'b', sizeof buf);
+    CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    int handle = d9_segw_run_dir_fd(w);
+    CHECK(handle >= 0 && close(handle) == 0);
+    int program_fd = open(decoy, O_RDONLY | O_DIRECTORY); /* the lowest free number: the handle's */
+    CHECK_EQ_U64(program_fd, handle);
+    d9_segw_rotate(w);
+    CHECK(d9_segw_write(w, buf, sizeof buf) == 0);
+    d9_segw_close(w);
+    snprintf(p, sizeof p, "%s/run-t/trace.1.bin", traces);
+    CHECK(exists(p)); /* the run directory, opened again */
+    snprintf(p, sizeof p, "%s/trace.1.bin.active", decoy);
+    CHECK(!exists(p));
+    snprintf(p, sizeof p, "%s/trace.1.bin", decoy);
+    CHECK(!exists(p));
+    snprintf(p, sizeof p, "%s/trace.0.bin", decoy);
+    CHECK(!exists(p));
+    CHECK(fcntl(program_fd, F_GETFD) >= 0); /* never closed by the writer */
+    close(program_fd);
+}
+
 int main(void) {
     char *dir = d9t_mkdtemp("trace-dir");
     snprintf(g_base, sizeof g_base, "%s", dir);
@@ -262,6 +295,7 @@ int main(void) {
     test_run_dir_open();
     test_planted_links();
     test_writer_keeps_its_directory();
+    test_writer_handle_taken_by_program();
     if (!d9t_failed) d9t_rm_rf(dir);
     free(dir);
     return d9t_summary("test_trace_dir");

@@ -28,6 +28,7 @@
 #include "format/trace_paths.h"
 #include "cli/trace_reader.h"
 #include "common/u64_set.h"
+#include "sinks/trace_dir.h"
 
 #ifndef D9_INSTALL_LIBDIR
 #define D9_INSTALL_LIBDIR "lib"
@@ -253,36 +254,12 @@ static void print_summary(const char *run_dir) {
 
 /* ---------------------------------------------------------------- no trace: why */
 
-/* Create `dir` and its parents; 0 or an errno, with the path that failed in `where`. */
-static int make_dirs(const char *dir, char *where, size_t len) {
-    char *buf = strdup(dir);
-    if (!buf) return ENOMEM;
-    int err = 0;
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || *p == 0) {
-            char c = *p;
-            *p = 0;
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-                err = errno;
-                snprintf(where, len, "%.200s%s", buf, strlen(buf) > 200 ? "..." : "");
-                break;
-            }
-            *p = c;
-            if (!c) break;
-        }
-    }
-    free(buf);
-    return err;
-}
-
 /* Whether the trace directory can hold a run; if not, why, into `why`. */
 static bool dir_usable(const char *dir, char *why, size_t len) {
-    char where[256];
-    int err = make_dirs(dir, where, sizeof where);
-    if (err) {
-        snprintf(why, len, "cannot create %s: %s", where, strerror(err));
-        return false;
-    }
+    /* as the recorder does: made if missing, and refused when another user could redirect it */
+    int dfd = d9_trace_dir_open(dir, true, why, len);
+    if (dfd < 0) return false;
+    close(dfd);
     size_t n = strlen(dir) + 32;
     char *probe = malloc(n);
     if (!probe) return true;

@@ -279,11 +279,16 @@ static bool symbolize_path(run *rn, const char *path, const char *out_path) {
     bool in_place = out_path == NULL;
     bool active = has_suffix(path, ".active");
     char why[600];
-    int fd = d9_open_regular(path, in_place ? O_RDWR | O_APPEND : O_RDONLY, why, sizeof why);
+    /* In place, never through a symbolic link: another user's link in a run directory must not
+     * make us append to the file it points at. */
+    int fd = d9_open_regular(path, in_place ? O_RDWR | O_APPEND | O_NOFOLLOW : O_RDONLY, why, sizeof why);
     if (fd < 0) {
         int e = errno;
         fprintf(stderr, "dial9 symbolize: %s%s\n", why,
-                in_place && (e == EACCES || e == EROFS || e == EPERM) ? " (use -o to write a symbolized copy)" : "");
+                in_place && e == ELOOP ? " (a symbolic link: not written through in place; use -o to write a "
+                                         "symbolized copy)"
+                : in_place && (e == EACCES || e == EROFS || e == EPERM) ? " (use -o to write a symbolized copy)"
+                                                                        : "");
         return false;
     }
     bool ok = false;

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "dial9/dial9.h"
 #include "sinks/run_claim.h"
+#include "sinks/trace_dir.h"
 #include "common/segment_name.h"
 #include "sinks/upload_retry.h"
 
@@ -52,7 +53,7 @@ static void upload_usage(FILE *out) {
 
 typedef struct upload_opts {
     const char *service; /* for runs without .s3-run */
-    unsigned runs, runs_busy;
+    unsigned runs, runs_busy, dirs_refused;
 } upload_opts;
 
 static bool has_trace_files(const char *dir) {
@@ -94,6 +95,16 @@ static bool upload_run(d9_upload_retry *r, upload_opts *o, const char *run_dir) 
 }
 
 static bool upload_dir(d9_upload_retry *r, upload_opts *o, const char *dir) {
+    /* Uploading compresses and deletes there: not in a directory another user could redirect
+     * (the recorder's rule, sinks/trace_dir.h). */
+    char why[1024];
+    int dfd = d9_trace_dir_open(dir, false, why, sizeof why);
+    if (dfd < 0) {
+        fprintf(stderr, "dial9 upload: %s: not uploaded\n", why);
+        o->dirs_refused++; /* the exit status says so */
+        return true;
+    }
+    close(dfd);
     if (has_trace_files(dir)) return upload_run(r, o, dir);
     DIR *d = opendir(dir);
     if (!d) return true;
@@ -217,7 +228,7 @@ int d9_cmd_upload(int argc, char **argv) {
            (unsigned long long)r.stored, r.stored == 1 ? "" : "s", (unsigned long long)r.stored_bytes,
            r.uploader ? d9_uploader_target(r.uploader) : cfg.s3_bucket, (unsigned long long)r.not_stored, o.runs,
            o.runs == 1 ? "y" : "ies", o.runs_busy ? " (some skipped: in use)" : "");
-    bool all = r.uploader && r.not_stored == 0 && o.runs_busy == 0;
+    bool all = r.uploader && r.not_stored == 0 && o.runs_busy == 0 && o.dirs_refused == 0;
     d9_upload_retry_free(&r);
     return all ? D9_EXIT_OK : D9_EXIT_DATA;
 }

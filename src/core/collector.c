@@ -194,4 +194,6 @@ void d9_collector_close(d9_collector *c, d9_stats *final_stats) {
 
 const char *d9_collector_run_dir(d9_collector *c) { return d9_segw_run_dir(c->w); }
 
+int d9_collector_run_dir_fd(d9_collector *c) { return d9_segw_run_dir_fd(c->w); }
+
 void d9_collector_set_dump_unwinder(d9_collector *c, d9_dump_unwind_fn fn) { c->dump_unwind = fn; }

@@ -58,6 +58,8 @@ void d9_collector_get_stats(d9_collector *c, d9_stats *out);
 struct d9_source;
 bool d9_collector_add_source(d9_collector *c, struct d9_source *s);
 const char *d9_collector_run_dir(d9_collector *c);
+/* The run directory's handle (segment_writer.h: d9_segw_run_dir_fd). */
+int d9_collector_run_dir_fd(d9_collector *c);
 
 /* Who turns task dump records into frames (before the background thread starts draining).
  * Without one, task dumps are written with an empty stack. */

@@ -1,7 +1,9 @@
 /* d9_hand_over_files: before a privilege drop, the run directory and its files change owner
  * to the identity the program is about to take, so the recorder keeps creating, renaming,
  * appending to and deleting its files afterwards. Only ownership changes: the modes the writer
- * chose (0755 directory, 0644 files) stay, so nothing becomes writable by anyone else. */
+ * chose (0700 directory, 0600 files: sinks/trace_dir.h) stay, so nothing becomes readable or
+ * writable by anyone else. The recorder reaches them through the handles it opened before
+ * the drop. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -249,6 +249,7 @@ static int start(const d9_config *cfg) {
     r->pipeline = d9_pipeline_start(&r->cfg);
     if (r->pipeline) {
         d9_pipeline_set_on_resized(r->pipeline, on_segment_resized, r);
+        d9_pipeline_set_run_fd(r->pipeline, d9_collector_run_dir_fd(r->col)); /* files through it, not by path */
         /* Symbols appended to sealed segments: room for them in each file and in the budget. */
         d9_collector_expect_growth(r->col, d9_pipeline_max_growth(r->pipeline));
         d9_collector_set_on_sealed(r->col, d9_pipeline_on_sealed, r->pipeline);

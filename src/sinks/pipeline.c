@@ -81,6 +81,9 @@ struct d9_pipeline {
     d9_upload_retry up;     /* the uploading thread's only; up.uploader NULL when not (or no longer) uploading */
     uint64_t stop_budget_ns;
     char *trace_dir, *run_dir; /* d9_pipeline_set_run */
+    int run_fd;                /* the run directory's handle (d9_pipeline_set_run_fd), -1: none */
+    dev_t run_dev;             /* what it was opened on (dir_of) */
+    ino_t run_ino;
     char run_boot_id[D9_RUN_BOOT_ID_MAX]; /* this run's id in the keys (run_claim.h), "" before */
     int run_lock_fd;           /* our run directory's claim (run_claim.h), -1 when none */
     bool leftovers_pending;    /* earlier runs' segments to adopt, once, first */
@@ -134,9 +137,29 @@ static void upload_file(d9_pipeline *p, const entry *e) {
     if (!p->up.uploader) say_fatal(p);
 }
 
-static bool gone(const char *path) {
+/* A sealed file's directory handle and its name there: the run directory's, never a path
+ * another user could redirect (trace_dir.h); by path only when no handle was given. */
+static bool run_fd_ours(const d9_pipeline *p) {
     struct stat st;
-    return stat(path, &st) != 0 && errno == ENOENT;
+    /* the program may have closed it (a raw close loop, close_range) and have the number now */
+    return p->run_fd >= 0 && fstat(p->run_fd, &st) == 0 && st.st_dev == p->run_dev && st.st_ino == p->run_ino;
+}
+
+static int dir_of(const d9_pipeline *p, const char *path, const char **name) {
+    const char *slash = strrchr(path, '/');
+    if (!slash || !run_fd_ours(p)) {
+        *name = path;
+        return AT_FDCWD;
+    }
+    *name = slash + 1;
+    return p->run_fd;
+}
+
+static bool gone(const d9_pipeline *p, const char *path) {
+    struct stat st;
+    const char *name;
+    int dfd = dir_of(p, path, &name);
+    return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
 }
 
 /* Symbolize and compress e->sealed; e->current is what is left to upload (NULL: nothing). */
@@ -145,13 +168,15 @@ static void prepare(d9_pipeline *p, entry *e) {
     const char *slash = strrchr(sealed_path, '/');
     d9_segment_kind kind;
     if (!d9_segment_name_parse(slash ? slash + 1 : sealed_path, &e->seq, &kind)) e->seq = 0;
-    if (gone(sealed_path)) { /* the disk budget deleted it while it waited (counted in-band) */
+    if (gone(p, sealed_path)) { /* the disk budget deleted it while it waited (counted in-band) */
         report_size(p, sealed_path, 0);
         return;
     }
     e->start = d9_segment_start_time(sealed_path);
+    const char *sealed_name;
+    int dfd = dir_of(p, sealed_path, &sealed_name);
     if (p->sym && e->needs_symbols) {
-        d9_step_symbolize_run(p->sym, sealed_path, e->symbols, should_give_up, p);
+        d9_step_symbolize_run(p->sym, dfd, sealed_name, e->symbols, should_give_up, p);
         d9_sym_input_destroy(e->symbols); /* not held while the file waits for its upload */
         e->symbols = NULL;
     } else if (p->sym) { /* no stack in it: nothing to name, the file is complete as it is */
@@ -159,21 +184,24 @@ static void prepare(d9_pipeline *p, entry *e) {
         d9_symbolize_report_add(&r);
     }
     char out[4096];
-    const char *current = sealed_path;
+    const char *current = sealed_path, *current_name = sealed_name;
     if (p->prepare_compress != D9_COMPRESS_NONE && !should_give_up(p)) {
         char err[512];
         uint64_t out_size;
-        if (d9_step_compress(sealed_path, p->prepare_compress, out, sizeof out, &out_size, should_give_up, p, err,
-                             sizeof err) == 0) {
+        if (d9_step_compress(dfd, sealed_name, p->prepare_compress, out, sizeof out, &out_size, should_give_up, p,
+                             err, sizeof err) == 0) {
+            /* out: the name in the same directory as sealed_path; current: its path */
+            snprintf(out, sizeof out, "%s%s", sealed_path, d9_compress_suffix(p->prepare_compress));
             current = out;
-        } else if (!should_give_up(p) && !gone(sealed_path)) {
+            current_name = dfd == AT_FDCWD ? out : out + (sealed_name - sealed_path);
+        } else if (!should_give_up(p) && !gone(p, sealed_path)) {
             fprintf(stderr, "dial9: compressing %s failed, kept as it is: %s\n", sealed_path, err);
         }
     }
     /* Done with the file's size, whatever happened: the writer's disk budget counts it as it
      * is from now on (it held room for the symbols until now). */
     struct stat sb;
-    if (stat(current, &sb) == 0) report_size(p, sealed_path, (uint64_t)sb.st_size);
+    if (fstatat(dfd, current_name, &sb, AT_SYMLINK_NOFOLLOW) == 0) report_size(p, sealed_path, (uint64_t)sb.st_size);
     if (p->upload) e->current = strdup(current); /* NULL when out of memory: stays on disk */
 }
 
@@ -327,6 +355,7 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
     p->symbolizing = cfg->symbolize;
     p->upload = upload;
     p->run_lock_fd = -1;
+    p->run_fd = -1;
     /* At stop: the symbols' wait, then the uploads' (the two budgets add up). */
     p->stop_budget_ns = (uint64_t)cfg->symbolize_exit_wait_secs * 1000000000ull +
                         (upload ? (uint64_t)cfg->s3_exit_wait_secs * 1000000000ull : 0);
@@ -395,9 +424,10 @@ void d9_pipeline_set_run(d9_pipeline *p, const char *trace_dir, const char *run_
     char *td = strdup(trace_dir), *rd = strdup(run_dir);
     char boot[D9_RUN_BOOT_ID_MAX];
     d9_run_boot_id(run_dir, boot, sizeof boot);
-    int fd = d9_run_claim(run_dir);
-    /* without it, what this run leaves behind is not adopted later; nothing else changes */
-    if (fd >= 0) d9_run_identity_write(run_dir, p->service ? p->service : "unknown", boot);
+    /* through the run directory's handle (trace_dir.h); without it, what this run leaves
+     * behind is not adopted later; nothing else changes */
+    int fd = run_fd_ours(p) ? d9_run_claim_at(p->run_fd, ".") : -1;
+    if (fd >= 0) d9_run_identity_write(p->run_fd, p->service ? p->service : "unknown", boot);
     pthread_mutex_lock(&p->lock);
     memcpy(p->run_boot_id, boot, sizeof boot);
     p->trace_dir = td;
@@ -405,6 +435,23 @@ void d9_pipeline_set_run(d9_pipeline *p, const char *trace_dir, const char *run_
     p->run_lock_fd = fd;
     p->leftovers_pending = td && rd;
     pthread_cond_signal(&p->prepared_cv); /* the uploading thread adopts them */
+    pthread_mutex_unlock(&p->lock);
+}
+
+void d9_pipeline_set_run_fd(d9_pipeline *p, int run_fd) {
+    if (!p || run_fd < 0) return;
+    int fd = fcntl(run_fd, F_DUPFD_CLOEXEC, 0);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    pthread_mutex_lock(&p->lock);
+    p->run_fd = fd;
+    if (fd >= 0) {
+        p->run_dev = st.st_dev;
+        p->run_ino = st.st_ino;
+    }
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -523,6 +570,7 @@ static void finish_stop(d9_pipeline *p) {
         d9_run_release_if_empty(p->run_dir); /* all uploaded: nothing for a later start to adopt */
         close(p->run_lock_fd);
     }
+    if (run_fd_ours(p)) close(p->run_fd); /* else the number is not ours to close any more */
     free_strings(p);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->wake);

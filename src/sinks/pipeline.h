@@ -26,6 +26,10 @@ void d9_pipeline_set_on_resized(d9_pipeline *p, d9_pipeline_resized_fn fn, void 
 /* Where this run's segments go: when uploading, the run directory is claimed (run_claim.h)
  * and the segments earlier runs under trace_dir left behind are uploaded first. */
 void d9_pipeline_set_run(d9_pipeline *p, const char *trace_dir, const char *run_dir);
+/* The run directory's handle (the segment writer's, d9_segw_run_dir_fd; duplicated): the
+ * sealed files are symbolized and compressed through it, never by their path. Set right after
+ * d9_pipeline_start, before any segment is sealed. */
+void d9_pipeline_set_run_fd(d9_pipeline *p, int run_fd);
 /* The most a sealed file grows by in the pipeline (0 for NULL): the writer keeps that much
  * room in each segment and in the disk budget. */
 uint64_t d9_pipeline_max_growth(const d9_pipeline *p);

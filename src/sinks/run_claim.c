@@ -13,8 +13,10 @@
 #include "common/host_boot_id.h"
 #include "sinks/trace_files.h"
 
-int d9_run_claim(const char *run_dir) {
-    int fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+int d9_run_claim(const char *run_dir) { return d9_run_claim_at(AT_FDCWD, run_dir); }
+
+int d9_run_claim_at(int dir_fd, const char *name) {
+    int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return -1;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         close(fd);
@@ -33,17 +35,25 @@ void d9_run_boot_id(const char *run_dir, char *out, size_t len) {
     snprintf(out, len, "%s.%.*s", boot[0] ? boot : "unknown", (int)(n - b), run_dir + b);
 }
 
-int d9_run_identity_write(const char *run_dir, const char *service, const char *boot_id) {
-    char path[PATH_MAX], tmp[PATH_MAX + 8];
-    if (snprintf(path, sizeof path, "%s/%s", run_dir, D9_RUN_IDENTITY_NAME) >= (int)sizeof path) return -1;
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "we");
-    if (!f) return -1;
+int d9_run_identity_write(int run_fd, const char *service, const char *boot_id) {
+    static const char tmp[] = D9_RUN_IDENTITY_NAME ".tmp";
+    /* made here, now, by us (a leftover is removed, never opened), then renamed into place */
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 2; attempt++) {
+        fd = openat(run_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && (errno != EEXIST || unlinkat(run_fd, tmp, 0) != 0)) return -1;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        unlinkat(run_fd, tmp, 0);
+        return -1;
+    }
     /* one value per line: newlines in them would break the format */
     fprintf(f, "service=%.*s\nboot_id=%.*s\n", (int)strcspn(service, "\n"), service,
             (int)strcspn(boot_id, "\n"), boot_id);
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        unlink(tmp);
+    if (fclose(f) != 0 || renameat(run_fd, tmp, run_fd, D9_RUN_IDENTITY_NAME) != 0) {
+        unlinkat(run_fd, tmp, 0);
         return -1;
     }
     return 0;

@@ -19,10 +19,13 @@
  * restart, or several processes of one service). */
 void d9_run_boot_id(const char *run_dir, char *out, size_t len);
 
-/* Lock run_dir (exclusive, non-blocking): the fd to keep open, or -1 when another holds it. */
+/* Lock run_dir (exclusive, non-blocking; a link is not followed): the fd to keep open, or -1
+ * when another holds it. d9_run_claim_at: `name` in dir_fd ("." for dir_fd itself). */
 int d9_run_claim(const char *run_dir);
-/* Write the identity file (service, boot id). 0 or -1. */
-int d9_run_identity_write(const char *run_dir, const char *service, const char *boot_id);
+int d9_run_claim_at(int dir_fd, const char *name);
+/* Write the identity file (service, boot id) into the run directory's handle run_fd (a
+ * temporary made exclusively, renamed into place). 0 or -1. */
+int d9_run_identity_write(int run_fd, const char *service, const char *boot_id);
 /* Read it; false when absent or unreadable. */
 bool d9_run_identity_read(const char *run_dir, char *service, size_t slen, char *boot_id, size_t blen);
 /* Remove the identity file and the directory when no trace file is left in it. */

@@ -451,7 +451,7 @@ uint64_t d9_ledger_write(int dirfd, const d9_ledger *l, d9_ledger_out *o, bool r
         if (o->len) out_printf(&all, "%.*s", (int)o->len, o->buf);
         char tmp[64];
         snprintf(tmp, sizeof tmp, D9_LEDGER_NAME ".%d.tmp", (int)getpid());
-        int fd = all.failed ? -1 : openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        int fd = all.failed ? -1 : openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0) {
             bool ok = write_all(fd, all.buf ? all.buf : "", all.len);
             ok = close(fd) == 0 && ok;
@@ -461,7 +461,7 @@ uint64_t d9_ledger_write(int dirfd, const d9_ledger *l, d9_ledger_out *o, bool r
         }
         free(all.buf);
     } else if (o->len && !o->failed) {
-        int fd = openat(dirfd, D9_LEDGER_NAME, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+        int fd = openat(dirfd, D9_LEDGER_NAME, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0) {
             /* one write: concurrent appenders' lines do not interleave on a local file system
              * (a line cut by a full disk is skipped by readers) */

@@ -22,6 +22,7 @@
 
 #include "core/hand_over_files.h"
 #include "sinks/run_claim.h"
+#include "sinks/trace_dir.h"
 #include "sinks/trace_files.h"
 
 struct d9_segment_writer {
@@ -32,7 +33,12 @@ struct d9_segment_writer {
     uint64_t rotation_ns;
 
     char run_dir[PATH_MAX];
+    int trace_fd;               /* the trace directory's handle and the run directory's */
+    int run_fd;                 /* (trace_dir.h): every file of the run is reached through them */
+    dev_t trace_dev, run_dev;   /* what they were opened on: a program that closes every fd */
+    ino_t trace_ino, run_ino;   /* may reuse the numbers (ensure_handles) */
     char active_path[PATH_MAX]; /* meaningful while fd >= 0 */
+    char active_name[D9_SEGMENT_NAME_MAX]; /* its name in run_fd */
     int fd;                     /* the open segment, -1 when none */
     dev_t fd_dev;               /* identity of the file fd was opened on: a program that */
     ino_t fd_ino;               /* closes every fd may reuse the number for its own file */
@@ -59,7 +65,6 @@ struct d9_segment_writer {
     /* room held on disk for the last words (see d9_segw_set_final_reserve) */
     uint64_t final_reserve;   /* wanted size, 0 = none */
     uint64_t final_held;      /* bytes the reserve file holds now (0: none) */
-    char final_path[PATH_MAX];
 
     /* sizes of sealed files changed by other threads, applied before the next write */
     uint64_t growth_reserve;
@@ -80,26 +85,39 @@ static int64_t realtime_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* mkdir -p with mode 0755. 0 or -errno. The run's own directory first, alone: its parents
- * exist already but at the first run, and each mkdir of an existing one is a path walk. */
-static int make_dirs(const char *path) {
-    if (mkdir(path, 0755) == 0) return 0;
-    if (errno != ENOENT && errno != EEXIST) return -errno;
-    char buf[PATH_MAX];
-    size_t n = strlen(path);
-    if (n >= sizeof buf) return -ENAMETOOLONG;
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0') continue;
-        if (buf[i - 1] == '/') continue; /* repeated slashes */
-        char saved = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -errno;
-        buf[i] = saved;
-    }
+static bool is_handle(int fd, dev_t dev, ino_t ino) {
     struct stat st;
-    if (stat(path, &st) != 0) return -errno;
-    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+/* The handles as they are now, for ensure_handles and the index. */
+static void note_handles(d9_segment_writer *w) {
+    struct stat st;
+    if (w->trace_fd >= 0 && fstat(w->trace_fd, &st) == 0) {
+        w->trace_dev = st.st_dev;
+        w->trace_ino = st.st_ino;
+    }
+    if (w->run_fd >= 0 && fstat(w->run_fd, &st) == 0) {
+        w->run_dev = st.st_dev;
+        w->run_ino = st.st_ino;
+    }
+    w->files.dir_fd = w->trace_fd;
+    w->files.own_run_fd = w->run_fd;
+    w->files.handles = true;
+}
+
+/* Before the handles are used: a program that closed them (a raw close loop, close_range;
+ * the preload shim guards files, not directories) may have their numbers for its own files,
+ * which must never be used or closed. A lost one is opened again under the rules of the start
+ * (trace_dir.h); when that fails it stays -1 and what needs it fails (counted as lost). */
+static void ensure_handles(d9_segment_writer *w) {
+    bool trace_ok = is_handle(w->trace_fd, w->trace_dev, w->trace_ino);
+    bool run_ok = is_handle(w->run_fd, w->run_dev, w->run_ino);
+    if (trace_ok && run_ok) return;
+    char why[1024];
+    if (!trace_ok) w->trace_fd = d9_trace_dir_open(w->trace_dir, false, why, sizeof why);
+    if (!run_ok) w->run_fd = w->trace_fd >= 0 ? d9_run_dir_open(w->trace_fd, w->run_id, w->run_dir, why, sizeof why) : -1;
+    note_handles(w);
 }
 
 static bool valid_run_id(const char *s) {
@@ -109,12 +127,14 @@ static bool valid_run_id(const char *s) {
 static d9_segment_writer *fail_open(d9_segment_writer *w, char *err, size_t errlen,
                                     const char *fmt, const char *arg, int errnum) {
     if (err && errlen) {
-        char msg[256];
+        char msg[1024];
         snprintf(msg, sizeof msg, fmt, arg ? arg : "");
         if (errnum) snprintf(err, errlen, "%s: %s", msg, strerror(errnum));
         else snprintf(err, errlen, "%s", msg);
     }
     if (w) {
+        if (w->run_fd >= 0) close(w->run_fd);
+        if (w->trace_fd >= 0) close(w->trace_fd);
         d9_tf_index_free(&w->files);
         free(w->trace_dir);
         free(w->run_id);
@@ -144,6 +164,7 @@ d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t err
     if (w) pthread_mutex_init(&w->resize_lock, NULL);
     if (!w) return fail_open(NULL, err, errlen, "segment writer: out of memory%s", NULL, 0);
     w->fd = -1;
+    w->trace_fd = w->run_fd = -1;
     w->epoch = 1; /* nonzero, so a caller whose "last epoch" starts at 0 begins a stream */
     w->max_file_size = cfg->max_file_size;
     w->max_total_size = cfg->max_total_size;
@@ -160,12 +181,17 @@ d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t err
         return fail_open(w, err, errlen, "segment writer: out of memory%s", NULL, 0);
     snprintf(w->run_dir, sizeof w->run_dir, "%s/%s", w->trace_dir, w->run_id);
 
-    int rc = make_dirs(w->run_dir);
-    if (rc != 0) return fail_open(w, err, errlen, "segment writer: cannot create %s", w->run_dir, -rc);
-    rc = d9_tf_index_scan(&w->files, w->run_id, &w->seq);
+    char why[1024];
+    w->trace_fd = d9_trace_dir_open(w->trace_dir, true, why, sizeof why);
+    if (w->trace_fd < 0) return fail_open(w, err, errlen, "%s", why, 0);
+    w->run_fd = d9_run_dir_open(w->trace_fd, w->run_id, w->run_dir, why, sizeof why);
+    if (w->run_fd < 0) return fail_open(w, err, errlen, "%s", why, 0);
+    note_handles(w);
+    int rc = d9_tf_index_scan(&w->files, w->run_id, &w->seq);
     if (rc != 0) return fail_open(w, err, errlen, "segment writer: cannot read %s", w->trace_dir, -rc);
     w->run_slot = d9_tf_index_run(&w->files, w->run_id);
     if (w->run_slot < 0) return fail_open(w, err, errlen, "segment writer: out of memory%s", NULL, 0);
+    w->files.own_run = w->run_slot;
     return w;
 }
 
@@ -177,17 +203,18 @@ static uint64_t counted_size(const d9_segment_writer *w, uint64_t size) {
     return size + (left < w->growth_reserve ? left : w->growth_reserve);
 }
 
-/* rename() that never replaces an existing file (a trace file we did not write). */
-static int rename_noreplace(const char *from, const char *to) {
-    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return 0;
+/* A rename within the run directory that never replaces an existing file (a trace file we
+ * did not write). */
+static int rename_noreplace(int dir_fd, const char *from, const char *to) {
+    if (renameat2(dir_fd, from, dir_fd, to, RENAME_NOREPLACE) == 0) return 0;
     if (errno != EINVAL && errno != ENOSYS) return -1;
     /* A filesystem without RENAME_NOREPLACE: check, then rename (only we name files here). */
     struct stat st;
-    if (lstat(to, &st) == 0) {
+    if (fstatat(dir_fd, to, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         errno = EEXIST;
         return -1;
     }
-    return rename(from, to);
+    return renameat(dir_fd, from, dir_fd, to);
 }
 
 /* Whether w->fd still refers to the file we opened. When the program closed it (and maybe
@@ -204,18 +231,19 @@ static void disown_fd(d9_segment_writer *w) {
 
 /* The open segment holds no bytes worth keeping: remove it; its N is reused. */
 static void discard_segment(d9_segment_writer *w) {
+    ensure_handles(w);
     struct stat st;
     if (!fd_is_ours(w, &st)) {
         /* Closed by the program: remove the empty file by name, if it is still the one. */
-        if (lstat(w->active_path, &st) == 0 && st.st_dev == w->fd_dev && st.st_ino == w->fd_ino &&
-            st.st_size == 0)
-            (void)unlink(w->active_path);
+        if (fstatat(w->run_fd, w->active_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == w->fd_dev &&
+            st.st_ino == w->fd_ino && st.st_size == 0)
+            (void)unlinkat(w->run_fd, w->active_name, 0);
         disown_fd(w);
         return;
     }
     close(w->fd);
     w->fd = -1;
-    (void)unlink(w->active_path);
+    (void)unlinkat(w->run_fd, w->active_name, 0);
     w->size = 0;
 }
 
@@ -237,6 +265,7 @@ static d9_sym_input *take_symbols(d9_segment_writer *w) {
 
 /* Rename the open segment to trace.N.bin, index it and tell on_sealed. */
 static void seal_segment(d9_segment_writer *w) {
+    ensure_handles(w);
     d9_sym_input *symbols = take_symbols(w);
     struct stat st;
     bool have_stat = fd_is_ours(w, &st);
@@ -251,10 +280,11 @@ static void seal_segment(d9_segment_writer *w) {
         return;
     }
 
-    char sealed[PATH_MAX];
+    char sealed[PATH_MAX], sealed_name[D9_SEGMENT_NAME_MAX];
     d9_segment_kind kind = D9_SEGMENT_SEALED;
     d9_tf_path(sealed, sizeof sealed, w->trace_dir, w->run_id, seq, D9_SEGMENT_SEALED);
-    if (rename_noreplace(w->active_path, sealed) != 0) {
+    d9_segment_name_format(sealed_name, sizeof sealed_name, seq, D9_SEGMENT_SEALED);
+    if (rename_noreplace(w->run_fd, w->active_name, sealed_name) != 0) {
         if (errno == ENOENT) { /* deleted between fstat and rename */
             d9_sym_input_destroy(symbols);
             return;
@@ -282,11 +312,15 @@ static void end_segment(d9_segment_writer *w) {
 
 void d9_segw_close(d9_segment_writer *w) {
     if (!w) return;
+    ensure_handles(w);
     end_segment(w);
     /* not needed: the last words fit. Kept for the next run, or removed. */
-    if (w->final_held && !d9_spare_return(w->trace_dir, w->final_path)) (void)unlink(w->final_path);
+    if (w->final_held && !d9_spare_return(w->trace_fd, w->run_fd, D9_SEGW_FINAL_RESERVE_NAME))
+        (void)unlinkat(w->run_fd, D9_SEGW_FINAL_RESERVE_NAME, 0);
     /* A run that wrote nothing leaves no empty directory behind (rmdir keeps a non-empty one). */
-    if (w->files.runs[w->run_slot].files == 0) (void)rmdir(w->run_dir);
+    if (w->files.runs[w->run_slot].files == 0) (void)unlinkat(w->trace_fd, w->run_id, AT_REMOVEDIR);
+    if (w->run_fd >= 0) close(w->run_fd);
+    if (w->trace_fd >= 0) close(w->trace_fd);
     d9_tf_index_free(&w->files);
     d9_sym_input_destroy(w->symbols);
     free(w->trace_dir);
@@ -391,7 +425,7 @@ static bool claim_spare(d9_segment_writer *w) {
     unsigned slots = 0;
     for (unsigned k = 0; k < D9_SPARE_SLOTS; k++)
         if (w->files.spare_bytes[k]) slots |= 1u << k;
-    int k = slots ? d9_spare_claim(w->trace_dir, slots, w->final_path, w->final_reserve) : -1;
+    int k = slots ? d9_spare_claim(w->trace_fd, slots, w->run_fd, D9_SEGW_FINAL_RESERVE_NAME, w->final_reserve) : -1;
     /* the slots tried (in order, up to the one taken) are taken, gone or removed now */
     int last_tried = k < 0 ? D9_SPARE_SLOTS - 1 : k;
     for (int i = 0; i <= last_tried; i++) {
@@ -400,7 +434,7 @@ static bool claim_spare(d9_segment_writer *w) {
     }
     if (k < 0) return false;
     if (atomic_load(&d9_files_owner)) { /* after a privilege drop's hand-over (hand_over_files.h) */
-        int fd = open(w->final_path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        int fd = openat(w->run_fd, D9_SEGW_FINAL_RESERVE_NAME, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (fd >= 0) {
             d9_files_owner_apply(fd);
             close(fd);
@@ -418,23 +452,51 @@ static void hold_final_reserve(d9_segment_writer *w) {
         w->final_held = w->final_reserve;
         return;
     }
-    int fd = open(w->final_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 2; attempt++) { /* a leftover of ours is replaced */
+        fd = openat(w->run_fd, D9_SEGW_FINAL_RESERVE_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    D9_TRACE_FILE_MODE);
+        if (fd < 0 && (errno != EEXIST || unlinkat(w->run_fd, D9_SEGW_FINAL_RESERVE_NAME, 0) != 0)) return;
+    }
     if (fd < 0) return;
     d9_files_owner_apply(fd); /* after a privilege drop's hand-over (hand_over_files.h) */
     bool ok = posix_fallocate(fd, 0, (off_t)w->final_reserve) == 0;
     close(fd);
     if (ok) w->final_held = w->final_reserve;
-    else (void)unlink(w->final_path); /* no room for it now: tried again with the next segment */
+    else (void)unlinkat(w->run_fd, D9_SEGW_FINAL_RESERVE_NAME, 0); /* no room now: tried again with the next segment */
+}
+
+/* The run directory was deleted under us: made again (and the trace directory, if it went
+ * too), checked as at the start. 0 or -errno. */
+static int recreate_run_dir(d9_segment_writer *w) {
+    char why[1024];
+    int fd = d9_run_dir_open(w->trace_fd, w->run_id, w->run_dir, why, sizeof why);
+    if (fd < 0 && errno == ENOENT) { /* the trace directory went too */
+        int tfd = d9_trace_dir_open(w->trace_dir, true, why, sizeof why);
+        if (tfd < 0) return -errno;
+        if (w->trace_fd >= 0) close(w->trace_fd); /* ours: ensure_handles checked it */
+        w->trace_fd = tfd;
+        note_handles(w);
+        fd = d9_run_dir_open(w->trace_fd, w->run_id, w->run_dir, why, sizeof why);
+    }
+    if (fd < 0) return -errno;
+    if (w->run_fd >= 0) close(w->run_fd);
+    w->run_fd = fd;
+    note_handles(w);
+    return 0;
 }
 
 /* Create trace.{seq}.bin.active, recreating the run directory if it was deleted. 0 or -errno. */
 static int open_segment(d9_segment_writer *w) {
+    ensure_handles(w);
     bool dirs_recreated = false;
     /* Bounded: one directory re-creation plus a few names taken by files we did not write. */
     for (int attempt = 0; attempt < 8; attempt++) {
         d9_tf_path(w->active_path, sizeof w->active_path, w->trace_dir, w->run_id, w->seq,
                    D9_SEGMENT_ACTIVE);
-        int fd = open(w->active_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        d9_segment_name_format(w->active_name, sizeof w->active_name, w->seq, D9_SEGMENT_ACTIVE);
+        int fd = openat(w->run_fd, w->active_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        D9_TRACE_FILE_MODE);
         if (fd >= 0) {
             d9_files_owner_apply(fd); /* after a privilege drop's hand-over (hand_over_files.h) */
             (void)d9_tf_lock_active(fd); /* advisory: tells other writers this file is live */
@@ -456,7 +518,7 @@ static int open_segment(d9_segment_writer *w) {
             dirs_recreated = true;
             d9_tf_index_forget_vanished(&w->files); /* whatever went with the directory */
             w->final_held = 0;                      /* the reserve too */
-            int rc = make_dirs(w->run_dir);
+            int rc = recreate_run_dir(w);
             if (rc != 0) return rc;
         } else if (e == EEXIST) {
             w->seq++; /* never overwrite */
@@ -471,22 +533,23 @@ static int open_segment(d9_segment_writer *w) {
  * false when it is not one whose deletion loses an upload. */
 static bool upload_pending(const d9_segment_writer *w, const d9_tf_entry *e, uint64_t *size, int64_t *start) {
     if (e->kind == D9_SEGMENT_ACTIVE) return false; /* never uploaded anyway */
-    const char *run = w->files.runs[e->run].name;
-    char path[PATH_MAX];
-    if (e->run != (uint32_t)w->run_slot) { /* an earlier run: only one that was to be uploaded */
-        if (snprintf(path, sizeof path, "%s/%s/%s", w->trace_dir, run, D9_RUN_IDENTITY_NAME) >= (int)sizeof path ||
-            access(path, F_OK) != 0)
-            return false;
-    }
+    int rfd = d9_tf_run_fd(&w->files, e->run);
+    if (rfd < 0) return false; /* gone */
     struct statx sx;
-    if (!d9_tf_path(path, sizeof path, w->trace_dir, run, e->seq, (d9_segment_kind)e->kind)) return false;
-    if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_SIZE | STATX_BTIME, &sx) != 0) {
-        bool found = false;
-        for (size_t k = 0; !found && e->kind == D9_SEGMENT_SEALED && k < 2; k++)
-            found = d9_tf_path(path, sizeof path, w->trace_dir, run, e->seq, d9_tf_compressed_kinds[k]) &&
-                    statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_SIZE | STATX_BTIME, &sx) == 0;
-        if (!found) return false; /* gone: uploaded (and removed) already */
+    char name[D9_SEGMENT_NAME_MAX];
+    bool found = false;
+    /* an earlier run: only one that was to be uploaded */
+    struct stat id;
+    if (e->run == (uint32_t)w->run_slot || fstatat(rfd, D9_RUN_IDENTITY_NAME, &id, AT_SYMLINK_NOFOLLOW) == 0) {
+        d9_segment_name_format(name, sizeof name, e->seq, (d9_segment_kind)e->kind);
+        found = statx(rfd, name, AT_SYMLINK_NOFOLLOW, STATX_SIZE | STATX_BTIME, &sx) == 0;
+        for (size_t k = 0; !found && e->kind == D9_SEGMENT_SEALED && k < 2; k++) {
+            d9_segment_name_format(name, sizeof name, e->seq, d9_tf_compressed_kinds[k]);
+            found = statx(rfd, name, AT_SYMLINK_NOFOLLOW, STATX_SIZE | STATX_BTIME, &sx) == 0;
+        }
     }
+    d9_tf_run_fd_done(&w->files, rfd);
+    if (!found) return false; /* gone: uploaded (and removed) already */
     *size = sx.stx_size;
     *start = e->start_ns ? e->start_ns
                          : (sx.stx_mask & STATX_BTIME) ? (int64_t)sx.stx_btime.tv_sec * 1000000000 + sx.stx_btime.tv_nsec
@@ -518,6 +581,7 @@ static bool make_room(d9_segment_writer *w, size_t len) {
         if (kept > w->max_total_size || kept < w->size) return false;
         if (w->files.bytes <= w->max_total_size - kept) return true;
         /* runs the scan took from the ledger unchecked: checked before deleting by them */
+        ensure_handles(w); /* deleting: through handles that are still ours */
         if (d9_tf_index_check(&w->files)) continue;
         bool unlinked, pending = false;
         d9_tf_entry victim;
@@ -551,7 +615,7 @@ static int pwrite_fully(int fd, const char *buf, size_t len, uint64_t off) {
  * but the file is still there under its name: open it again by path, so the segment is
  * neither lost nor left unsealed. Only the very file we wrote, holding what we wrote. */
 static bool reopen_segment(d9_segment_writer *w) {
-    int fd = open(w->active_path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = openat(w->run_fd, w->active_name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return false;
     struct stat st;
     if (fstat(fd, &st) != 0 || st.st_dev != w->fd_dev || st.st_ino != w->fd_ino || st.st_nlink == 0 ||
@@ -569,12 +633,14 @@ static bool reopen_segment(d9_segment_writer *w) {
  * (deleted, replaced, changed), seal what is left of it under its name and let the next write
  * start a new segment: false when this write continues that stream and is lost. */
 static bool recover_closed_fd(d9_segment_writer *w) {
+    ensure_handles(w); /* a program that closed one fd may have closed them all */
     struct stat st;
     w->fd = -1; /* the number may be the program's now: never close it */
     if (reopen_segment(w)) return true;
     if (w->size == 0) return true; /* nothing written: the next file takes these bytes */
     w->symbols_lost = true; /* the file may not be what we wrote */
-    if (lstat(w->active_path, &st) == 0 && st.st_dev == w->fd_dev && st.st_ino == w->fd_ino)
+    if (fstatat(w->run_fd, w->active_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == w->fd_dev &&
+        st.st_ino == w->fd_ino)
         seal_segment(w); /* by name: fd is -1, so nothing is closed */
     else
         w->seq++;        /* it is not ours any more: leave it, never reuse its N */
@@ -641,8 +707,6 @@ void d9_segw_set_final_reserve(d9_segment_writer *w, uint64_t bytes) {
     /* Only what the budget can spare beside one full segment. */
     uint64_t spare = w->max_total_size - w->max_file_size;
     w->final_reserve = bytes < spare ? bytes : spare;
-    int n = snprintf(w->final_path, sizeof w->final_path, "%s/" D9_SEGW_FINAL_RESERVE_NAME, w->run_dir);
-    if (n < 0 || (size_t)n >= sizeof w->final_path) w->final_reserve = 0; /* no name for it */
 }
 
 bool d9_segw_has_final_reserve(const d9_segment_writer *w) { return w->final_held > 0; }
@@ -650,8 +714,9 @@ bool d9_segw_has_final_reserve(const d9_segment_writer *w) { return w->final_hel
 int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len) {
     if (w->final_held == 0 || len == 0) return -1;
     end_segment(w); /* the last words come after everything else */
+    ensure_handles(w);
     /* By path: the program may have closed every fd. Only our own reserve, as we left it. */
-    int fd = open(w->final_path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(w->run_fd, D9_SEGW_FINAL_RESERVE_NAME, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != w->final_held) {
         if (fd >= 0) close(fd);
@@ -663,10 +728,11 @@ int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len) {
     close(fd);
     if (!ok) return -1;
     w->final_held = 0;
-    char sealed[PATH_MAX];
+    char sealed[PATH_MAX], sealed_name[D9_SEGMENT_NAME_MAX];
     for (int attempt = 0; attempt < 8; attempt++, w->seq++) {
         d9_tf_path(sealed, sizeof sealed, w->trace_dir, w->run_id, w->seq, D9_SEGMENT_SEALED);
-        if (rename_noreplace(w->final_path, sealed) == 0) {
+        d9_segment_name_format(sealed_name, sizeof sealed_name, w->seq, D9_SEGMENT_SEALED);
+        if (rename_noreplace(w->run_fd, D9_SEGW_FINAL_RESERVE_NAME, sealed_name) == 0) {
             d9_tf_index_add(&w->files, w->run_slot, w->seq++, D9_SEGMENT_SEALED, len, realtime_ns(), realtime_ns());
             w->stats.segments_sealed++;
             w->stats.bytes_written += len;
@@ -677,11 +743,13 @@ int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len) {
         }
         if (errno != EEXIST) break;
     }
-    (void)unlink(w->final_path);
+    (void)unlinkat(w->run_fd, D9_SEGW_FINAL_RESERVE_NAME, 0);
     return -1;
 }
 
 const char *d9_segw_run_dir(const d9_segment_writer *w) { return w->run_dir; }
+
+int d9_segw_run_dir_fd(const d9_segment_writer *w) { return w->run_fd; }
 
 void d9_segw_set_count_upload_loss(d9_segment_writer *w, bool on) { w->count_upload_loss = on; }
 

@@ -131,6 +131,9 @@ void d9_segw_set_count_upload_loss(d9_segment_writer *w, bool on);
 void d9_segw_get_upload_loss(const d9_segment_writer *w, d9_segw_upload_loss *out);
 /* {trace_dir}/{run_id} */
 const char *d9_segw_run_dir(const d9_segment_writer *w);
+/* Its handle (trace_dir.h), the writer's: valid until d9_segw_close, and only while the run
+ * directory is not made again after a deletion. */
+int d9_segw_run_dir_fd(const d9_segment_writer *w);
 /* Path of the segment being written, or NULL when none is open. */
 const char *d9_segw_active_path(const d9_segment_writer *w);
 

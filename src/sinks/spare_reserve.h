@@ -28,13 +28,14 @@ bool d9_spare_path(char *buf, size_t len, const char *trace_dir, unsigned slot);
 /* The slot number of a trace-directory entry name, or -1 when it is not a slot. */
 int d9_spare_slot_of(const char *name);
 
-/* Move the spare in one of the slots whose bit is set in `slots` to `dest` (in a directory
- * nobody else writes to) and check it: `size` bytes, allocated, a regular file of ours with one
- * link. Returns the slot taken, or -1 with nothing left at dest. What fails the check is
- * removed. */
-int d9_spare_claim(const char *trace_dir, unsigned slots, const char *dest, uint64_t size);
+/* Move the spare in one of the slots of the trace directory trace_fd whose bit is set in
+ * `slots` to `dest` in directory dest_fd (one nobody else writes to) and check it: `size` bytes,
+ * allocated, a regular file of ours with one link. Returns the slot taken, or -1 with nothing
+ * left at dest. What fails the check is removed. */
+int d9_spare_claim(int trace_fd, unsigned slots, int dest_fd, const char *dest, uint64_t size);
 
-/* Move the unused reserve at `path` into a free slot: true, or false (still at path). */
-bool d9_spare_return(const char *trace_dir, const char *path);
+/* Move the unused reserve `name` in directory from_fd into a free slot of trace_fd: true, or
+ * false (still there). */
+bool d9_spare_return(int trace_fd, int from_fd, const char *name);
 
 #endif

@@ -11,7 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/hand_over_files.h"
 #include "sinks/compress_codec.h"
+#include "sinks/trace_dir.h"
 #include "common/libz_loader.h"
 #include "common/libzstd_loader.h"
 
@@ -43,7 +45,7 @@ static int write_all(void *ctx, const unsigned char *p, size_t n) {
     return 0;
 }
 
-int d9_step_compress(const char *path, d9_compress_mode mode, char *out_path, size_t out_path_len,
+int d9_step_compress(int dir_fd, const char *path, d9_compress_mode mode, char *out_path, size_t out_path_len,
                      uint64_t *out_size, bool (*give_up)(void *), void *ctx, char *err, size_t errlen) {
     const char *suffix = d9_compress_suffix(mode);
     if (!*suffix) {
@@ -60,13 +62,23 @@ int d9_step_compress(const char *path, d9_compress_mode mode, char *out_path, si
     }
     d9_codec *codec = mode == D9_COMPRESS_GZIP ? d9_codec_gzip_new(err, errlen) : d9_codec_zstd_new(err, errlen);
     if (!codec) return -1;
-    int in = open(path, O_RDONLY | O_CLOEXEC);
-    if (in < 0) {
-        snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+    /* Neither file is reached through a link: only the trace file itself, and a temporary
+     * made here, by us, now (a leftover of an earlier attempt is removed first, never opened). */
+    int in = openat(dir_fd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat in_st;
+    if (in < 0 || fstat(in, &in_st) != 0 || !S_ISREG(in_st.st_mode)) {
+        snprintf(err, errlen, "open %s: %s", path, in < 0 ? strerror(errno) : "not a regular file");
+        if (in >= 0) close(in);
         codec->free(codec);
         return -1;
     }
-    int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int out = -1;
+    for (int attempt = 0; out < 0 && attempt < 2; attempt++) {
+        out = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, D9_TRACE_FILE_MODE);
+        if (out < 0 && (errno != EEXIST || unlinkat(dir_fd, tmp, 0) != 0)) break;
+    }
+    bool out_created = out >= 0; /* a temporary of ours to remove on failure (never another's) */
+    if (out >= 0) d9_files_owner_apply(out); /* after a privilege drop's hand-over (hand_over_files.h) */
     if (out < 0) {
         snprintf(err, errlen, "create %s: %s", tmp, strerror(errno));
         close(in);
@@ -113,13 +125,13 @@ int d9_step_compress(const char *path, d9_compress_mode mode, char *out_path, si
     out = -1;
     /* The compressed file appears before the .bin goes: a reader may see both for a moment,
      * never neither. */
-    if (rename(tmp, out_path) != 0) {
+    if (renameat(dir_fd, tmp, dir_fd, out_path) != 0) {
         snprintf(err, errlen, "rename %s: %s", tmp, strerror(errno));
         goto done;
     }
-    if (unlink(path) != 0 && errno != ENOENT) {
+    if (unlinkat(dir_fd, path, 0) != 0 && errno != ENOENT) {
         snprintf(err, errlen, "unlink %s: %s", path, strerror(errno));
-        unlink(out_path); /* keep one copy, the original */
+        unlinkat(dir_fd, out_path, 0); /* keep one copy, the original */
         goto done;
     }
     *out_size = (uint64_t)st.st_size;
@@ -129,6 +141,6 @@ done:
     free(ibuf);
     close(in);
     if (out >= 0) close(out);
-    if (rc != 0) unlink(tmp);
+    if (rc != 0 && out_created) unlinkat(dir_fd, tmp, 0);
     return rc;
 }

@@ -16,11 +16,12 @@ const char *d9_compress_suffix(d9_compress_mode mode);
  * (the loader's message), so that it is said once, not once per file. */
 const char *d9_compress_unavailable(d9_compress_mode mode);
 
-/* Compress `path` into `path`.gz or `path`.zst as `mode` says (written as a hidden temporary,
- * renamed into place, then `path` unlinked). On success 0 with the new path and size. On
+/* Compress `path` (relative to dir_fd: a run directory's handle, or AT_FDCWD) into `path`.gz
+ * or `path`.zst as `mode` says (written as a hidden temporary created exclusively, mode 0600,
+ * renamed into place, then `path` unlinked; no link is followed). On success 0 with the new path and size. On
  * failure -1 with a message; `path` is left as it was and no partial file remains. give_up
  * (may be NULL) is polled between pieces: when it says so, the step stops (-1, "given up"). */
-int d9_step_compress(const char *path, d9_compress_mode mode, char *out_path, size_t out_path_len,
+int d9_step_compress(int dir_fd, const char *path, d9_compress_mode mode, char *out_path, size_t out_path_len,
                      uint64_t *out_size, bool (*give_up)(void *), void *ctx, char *err, size_t errlen);
 
 #endif

@@ -21,7 +21,7 @@ d9_step_symbolize *d9_step_symbolize_new(uint64_t max_file_size, uint64_t max_gr
     return s;
 }
 
-void d9_step_symbolize_run(d9_step_symbolize *s, const char *path, const d9_sym_input *symbols,
+void d9_step_symbolize_run(d9_step_symbolize *s, int dir_fd, const char *path, const d9_sym_input *symbols,
                            bool (*give_up)(void *), void *ctx) {
     d9_symbolize_report r = {0};
     if (!s->sym) {
@@ -31,7 +31,7 @@ void d9_step_symbolize_run(d9_step_symbolize *s, const char *path, const d9_sym_
     d9_symbolize_stats st;
     char err[512] = "out of memory";
     memset(&st, 0, sizeof st);
-    int rc = s->sym ? d9_symbolize_file_in_place(s->sym, path, symbols, s->max_file_size, s->max_growth, &st,
+    int rc = s->sym ? d9_symbolize_file_in_place(s->sym, dir_fd, path, symbols, s->max_file_size, s->max_growth, &st,
                                                  give_up, ctx, err, sizeof err)
                     : -1;
     if (rc != 0 && give_up(ctx)) {

@@ -36,8 +36,35 @@ struct d9_tf_name_block {
 int d9_tf_index_init(d9_tf_index *ix, const char *trace_dir) {
     memset(ix, 0, sizeof *ix);
     ix->sorted = true;
+    ix->dir_fd = ix->own_run_fd = ix->own_run = -1;
     ix->trace_dir = strdup(trace_dir);
     return ix->trace_dir ? 0 : -ENOMEM;
+}
+
+/* The trace directory, opened again for a read of its entries of its own. */
+static int open_top(const d9_tf_index *ix) {
+    if (ix->dir_fd >= 0) return openat(ix->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ix->handles) {
+        errno = EBADF;
+        return -1;
+    }
+    return open(ix->trace_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+int d9_tf_run_fd(const d9_tf_index *ix, uint32_t run) {
+    if ((int)run == ix->own_run && ix->own_run_fd >= 0) return ix->own_run_fd;
+    if (ix->dir_fd >= 0) return openat(ix->dir_fd, ix->runs[run].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (ix->handles) {
+        errno = EBADF;
+        return -1;
+    }
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", ix->trace_dir, ix->runs[run].name) >= (int)sizeof path) return -1;
+    return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+void d9_tf_run_fd_done(const d9_tf_index *ix, int fd) {
+    if (fd >= 0 && fd != ix->own_run_fd) close(fd);
 }
 
 void d9_tf_index_free(d9_tf_index *ix) {
@@ -299,7 +326,7 @@ int d9_tf_index_scan(d9_tf_index *ix, const char *current_run, uint64_t *next_se
     *next_seq = 0;
     dir_reader *top = malloc(2 * sizeof *top), *run = top + 1;
     if (!top) return -ENOMEM;
-    top->fd = open(ix->trace_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    top->fd = open_top(ix);
     if (top->fd < 0) {
         int e = errno;
         free(top);
@@ -371,7 +398,7 @@ static void drop_run_entries(d9_tf_index *ix, uint32_t run) {
 
 bool d9_tf_index_check(d9_tf_index *ix) {
     if (ix->unchecked_runs == 0) return false;
-    int top_fd = open(ix->trace_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int top_fd = open_top(ix);
     dir_reader *r = malloc(sizeof *r);
     for (size_t i = 0; i < ix->nruns; i++) {
         d9_tf_run *run = &ix->runs[i];
@@ -395,11 +422,6 @@ bool d9_tf_index_check(d9_tf_index *ix) {
 
 const d9_segment_kind d9_tf_compressed_kinds[2] = {D9_SEGMENT_GZIP, D9_SEGMENT_ZSTD};
 
-static bool entry_path(const d9_tf_index *ix, const d9_tf_entry *e, d9_segment_kind kind, char *buf,
-                       size_t size) {
-    return d9_tf_path(buf, size, ix->trace_dir, ix->runs[e->run].name, e->seq, kind);
-}
-
 bool d9_tf_index_oldest(d9_tf_index *ix, d9_tf_entry *out) {
     if (ix->head == ix->end) return false;
     d9_tf_index_sort(ix);
@@ -415,63 +437,82 @@ bool d9_tf_index_delete_oldest(d9_tf_index *ix, const char *keep_run, bool *unli
     if (ix->head == ix->end) ix->head = ix->end = 0;
     ix->bytes -= e.size;
 
-    char path[PATH_MAX];
+    char name[D9_SEGMENT_NAME_MAX];
     bool gone = false;
-    if (entry_path(ix, &e, (d9_segment_kind)e.kind, path, sizeof path)) {
-        if (unlink(path) == 0) {
+    int rfd = d9_tf_run_fd(ix, e.run);
+    if (rfd < 0 && (errno == ENOENT || errno == ENOTDIR)) gone = true; /* its directory went */
+    if (rfd >= 0) {
+        d9_segment_name_format(name, sizeof name, e.seq, (d9_segment_kind)e.kind);
+        if (unlinkat(rfd, name, 0) == 0) {
             *unlinked = gone = true;
         } else if (errno == ENOENT) {
             gone = true; /* already deleted by someone else: nothing left to count */
-            for (size_t k = 0; e.kind == D9_SEGMENT_SEALED && k < 2; k++)
-                if (entry_path(ix, &e, d9_tf_compressed_kinds[k], path, sizeof path) && unlink(path) == 0)
-                    *unlinked = true;
+            for (size_t k = 0; e.kind == D9_SEGMENT_SEALED && k < 2; k++) {
+                d9_segment_name_format(name, sizeof name, e.seq, d9_tf_compressed_kinds[k]);
+                if (unlinkat(rfd, name, 0) == 0) *unlinked = true;
+            }
         }
     }
     if (!gone) ix->pinned_bytes += e.size; /* still on disk and we cannot remove it */
 
     d9_tf_run *r = &ix->runs[e.run];
     if (r->files > 0) r->files--;
-    if (r->files == 0 && (!keep_run || strcmp(r->name, keep_run) != 0)) {
-        int n = snprintf(path, sizeof path, "%s/%s", ix->trace_dir, r->name);
-        if (n > 0 && (size_t)n < sizeof path) {
-            /* A dead run's unused final reserve (segment_writer.h) must not keep it alive. */
-            char reserve[PATH_MAX + 32];
-            if (snprintf(reserve, sizeof reserve, "%s/.final-accounting", path) < (int)sizeof reserve)
-                (void)unlink(reserve);
-            (void)rmdir(path); /* fails harmlessly if not empty */
+    if (r->files == 0 && (!keep_run || strcmp(r->name, keep_run) != 0) && rfd >= 0) {
+        /* A dead run's unused final reserve (segment_writer.h) must not keep it alive. */
+        (void)unlinkat(rfd, ".final-accounting", 0);
+        /* fails harmlessly if not empty */
+        if (ix->dir_fd >= 0) {
+            (void)unlinkat(ix->dir_fd, r->name, AT_REMOVEDIR);
+        } else {
+            char path[PATH_MAX];
+            if (snprintf(path, sizeof path, "%s/%s", ix->trace_dir, r->name) < (int)sizeof path) (void)rmdir(path);
         }
     }
+    d9_tf_run_fd_done(ix, rfd);
     return true;
 }
 
-static bool entry_exists(const d9_tf_index *ix, const d9_tf_entry *e) {
-    char path[PATH_MAX];
+/* rfd: the entry's run directory, -1 when it could not be opened (err: why). */
+static bool entry_exists(const d9_tf_entry *e, int rfd, int err) {
+    if (rfd < 0) return err != ENOENT && err != ENOTDIR;
+    char name[D9_SEGMENT_NAME_MAX];
     struct stat st;
-    if (!entry_path(ix, e, (d9_segment_kind)e->kind, path, sizeof path)) return true;
-    if (lstat(path, &st) == 0 || errno != ENOENT) return true;
-    for (size_t k = 0; e->kind == D9_SEGMENT_SEALED && k < 2; k++)
-        if (entry_path(ix, e, d9_tf_compressed_kinds[k], path, sizeof path) && (lstat(path, &st) == 0 || errno != ENOENT))
-            return true;
+    d9_segment_name_format(name, sizeof name, e->seq, (d9_segment_kind)e->kind);
+    if (fstatat(rfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) return true;
+    for (size_t k = 0; e->kind == D9_SEGMENT_SEALED && k < 2; k++) {
+        d9_segment_name_format(name, sizeof name, e->seq, d9_tf_compressed_kinds[k]);
+        if (fstatat(rfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) return true;
+    }
     return false;
 }
 
 void d9_tf_index_forget_vanished(d9_tf_index *ix) {
     size_t out = ix->head;
+    int rfd = -1, rfd_err = 0;
+    uint32_t rfd_run = UINT32_MAX;
     for (size_t i = ix->head; i < ix->end; i++) {
         d9_tf_entry *e = &ix->entries[i];
-        if (entry_exists(ix, e)) {
+        if (e->run != rfd_run) { /* one handle per run in a row (a run's entries mostly are) */
+            d9_tf_run_fd_done(ix, rfd);
+            rfd_run = e->run;
+            rfd = d9_tf_run_fd(ix, rfd_run);
+            rfd_err = rfd < 0 ? errno : 0;
+        }
+        if (entry_exists(e, rfd, rfd_err)) {
             ix->entries[out++] = *e;
         } else {
             ix->bytes -= e->size;
             if (ix->runs[e->run].files > 0) ix->runs[e->run].files--;
         }
     }
+    d9_tf_run_fd_done(ix, rfd);
     ix->end = out;
     if (ix->head == ix->end) ix->head = ix->end = 0;
     char path[PATH_MAX];
     struct stat st;
     for (unsigned k = 0; k < D9_SPARE_SLOTS; k++)
-        if (ix->spare_bytes[k] && d9_spare_path(path, sizeof path, ix->trace_dir, k) && lstat(path, &st) != 0) {
+        if (ix->spare_bytes[k] && d9_spare_path(path, sizeof path, ix->dir_fd >= 0 ? "." : ix->trace_dir, k) &&
+            fstatat(ix->dir_fd >= 0 ? ix->dir_fd : AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0) {
             ix->pinned_bytes -= ix->spare_bytes[k];
             ix->spare_bytes[k] = 0;
         }

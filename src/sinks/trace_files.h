@@ -41,6 +41,12 @@ typedef struct d9_tf_name_block d9_tf_name_block;
 
 typedef struct d9_tf_index {
     char *trace_dir;
+    /* The trace directory's handle and the writer's own run's (trace_dir.h), borrowed; -1: by
+     * path (a reader's index). Every file is reached through them, never by a path. */
+    int dir_fd;
+    int own_run_fd;
+    int own_run; /* the slot own_run_fd is the directory of, -1: none */
+    bool handles; /* the writer's: never by path, even when a handle is lost (-1) */
     d9_tf_entry *entries; /* live entries are [head, end), oldest first once sorted */
     size_t head, end, cap;
     /* Sorted only when something needs the order (d9_tf_index_sort): a start that deletes
@@ -57,6 +63,11 @@ typedef struct d9_tf_index {
 
 /* 0, or -ENOMEM. */
 int d9_tf_index_init(d9_tf_index *ix, const char *trace_dir);
+
+/* A handle of run slot `run`'s directory (the writer's own, or opened without following a
+ * link through dir_fd), or -1; give it back with d9_tf_run_fd_done. */
+int d9_tf_run_fd(const d9_tf_index *ix, uint32_t run);
+void d9_tf_run_fd_done(const d9_tf_index *ix, int fd);
 void d9_tf_index_free(d9_tf_index *ix);
 
 /* Index the trace files in trace_dir's run directories (one level; symlinks are not followed).

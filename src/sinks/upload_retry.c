@@ -218,7 +218,7 @@ bool d9_upload_retry_run_dir(d9_upload_retry *r, const char *run_dir, const char
         time_t start = d9_segment_start_time(bin);
         uint64_t out_size;
         bool compress = r->compress == D9_COMPRESS_GZIP || r->compress == D9_COMPRESS_ZSTD;
-        if (compress && d9_step_compress(bin, r->compress, out, sizeof out, &out_size, r->give_up, r->ctx, err,
+        if (compress && d9_step_compress(AT_FDCWD, bin, r->compress, out, sizeof out, &out_size, r->give_up, r->ctx, err,
                                          sizeof err) != 0) {
             if (given_up(r)) {
                 go_on = false;

@@ -93,13 +93,17 @@ int d9_append_stream(int fd, const void *data, size_t len, uint64_t old_size) {
 
 /* A file grown in place leaves its directory's mtime as it was: touch it, so that a listing
  * that wrote down the directory's files with their sizes (sinks/run_ledger.h) reads them again. */
-static void touch_directory_of(const char *path) {
+static void touch_directory_of(int dir_fd, const char *path) {
     const char *slash = strrchr(path, '/');
     char dir[PATH_MAX];
+    if (!slash && dir_fd != AT_FDCWD) {
+        (void)futimens(dir_fd, NULL); /* the run directory's handle itself */
+        return;
+    }
     if (!slash) snprintf(dir, sizeof dir, ".");
     else if ((size_t)(slash - path) < sizeof dir) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
     else return;
-    (void)utimensat(AT_FDCWD, dir[0] ? dir : "/", NULL, 0); /* not ours to touch: the listing may miss the growth */
+    (void)utimensat(dir_fd, dir[0] ? dir : "/", NULL, 0); /* not ours to touch: the listing may miss the growth */
 }
 
 bool d9_symbolize_check_given;
@@ -122,13 +126,17 @@ static bool scan_file(int fd, size_t size, const char *path, d9_sym_input *in, c
     return true;
 }
 
-int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, const d9_sym_input *given,
+int d9_symbolize_file_in_place(d9_symbolizer *sym, int dir_fd, const char *path, const d9_sym_input *given,
                                uint64_t max_size, uint64_t max_growth, d9_symbolize_stats *st,
                                bool (*stop)(void *ctx), void *stop_ctx, char *err, size_t errlen) {
     memset(st, 0, sizeof *st);
-    int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    /* Never through a link, and only a regular file (a FIFO would block the open): the file
+     * of the run, reached through its directory's handle (sinks/trace_dir.h). */
+    int fd = openat(dir_fd, path, O_RDWR | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat reg;
+    if (fd < 0 || fstat(fd, &reg) != 0 || !S_ISREG(reg.st_mode)) {
+        snprintf(err, errlen, "%s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
+        if (fd >= 0) close(fd);
         return -1;
     }
     int rc = -1;
@@ -203,7 +211,7 @@ int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, const d9_sy
             goto done;
         }
         st->bytes = len;
-        touch_directory_of(path);
+        touch_directory_of(dir_fd, path);
     }
     rc = 0;
 done:

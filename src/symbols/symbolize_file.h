@@ -36,14 +36,15 @@ bool d9_symbolize_input(d9_symbolizer *sym, const d9_sym_input *in, bool all, d9
  * ends in a half stream we could have avoided. 0 or -errno. */
 int d9_append_stream(int fd, const void *data, size_t len, uint64_t old_size);
 
-/* The in-process step: lock `path` (flock; a busy file is left alone), scan it, resolve,
+/* The in-process step: lock `path` (relative to dir_fd: the run directory's handle, or
+ * AT_FDCWD; opened without following a link) (flock; a busy file is left alone), scan it, resolve,
  * append. `given` (may be NULL): what the file holds to symbolize, as its writer listed it
  * while writing, so the file is not read again; it may list more than the file holds (a lost
  * write's addresses), never less. The file grows by at most `max_growth` bytes and never past
  * `max_size` (0: no limit): names that would not fit are left out (st->no_room). `stop` (may
  * be NULL) is polled between addresses: when it returns true the file is left unchanged. 0
  * when done or nothing to do; -1 with a message in err. */
-int d9_symbolize_file_in_place(d9_symbolizer *sym, const char *path, const d9_sym_input *given,
+int d9_symbolize_file_in_place(d9_symbolizer *sym, int dir_fd, const char *path, const d9_sym_input *given,
                                uint64_t max_size, uint64_t max_growth, d9_symbolize_stats *st,
                                bool (*stop)(void *ctx), void *stop_ctx, char *err, size_t errlen);
 

@@ -12,6 +12,7 @@
  * check). It creates STOPFILE.write-errors once the recorder has counted a failed write (a
  * full disk), for a test to wait on. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -180,7 +181,7 @@ static void test_start_kept(void) {
     for (int i = 0; i < 2; i++) {
         char out[1300], err[512];
         uint64_t size;
-        CHECK(d9_step_compress(bin[i], modes[i], out, sizeof out, &size, NULL, NULL, err, sizeof err) == 0);
+        CHECK(d9_step_compress(AT_FDCWD, bin[i], modes[i], out, sizeof out, &size, NULL, NULL, err, sizeof err) == 0);
         CHECK_EQ_U64((uint64_t)d9_segment_start_time(out), (uint64_t)start[i]);
     }
     d9t_rm_rf(dir);

@@ -80,7 +80,9 @@ static void test_reuse(void) {
     char *dir = d9t_mkdtemp("spare");
     char slot0[512];
     d9_spare_path(slot0, sizeof slot0, dir, 0);
-    CHECK(d9_spare_claim(dir, 0xf, slot0, RESERVE) == -1); /* nothing to take */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    CHECK(d9_spare_claim(dfd, 0xf, dfd, "taken", RESERVE) == -1); /* nothing to take */
+    close(dfd);
 
     ino_t first = one_run(dir, "run-a", true);
     CHECK(first != 0);
@@ -159,7 +161,8 @@ static void test_hostile_slots(void) {
 
     char dest[512];
     snprintf(dest, sizeof dest, "%s/taken", dir);
-    CHECK(d9_spare_claim(dir, 0xf, dest, RESERVE) == -1);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    CHECK(d9_spare_claim(dfd, 0xf, dfd, "taken", RESERVE) == -1);
     CHECK(!exists(dest));
     for (unsigned k = 0; k < D9_SPARE_SLOTS; k++) CHECK(!exists(slot[k]));
     struct stat st;
@@ -170,8 +173,9 @@ static void test_hostile_slots(void) {
     fd = open(slot[0], O_WRONLY | O_CREAT | O_TRUNC, 0644);
     CHECK(fd >= 0 && posix_fallocate(fd, 0, RESERVE * 2) == 0);
     if (fd >= 0) close(fd);
-    CHECK(d9_spare_claim(dir, 0x1, dest, RESERVE) == -1);
+    CHECK(d9_spare_claim(dfd, 0x1, dfd, "taken", RESERVE) == -1);
     CHECK(!exists(slot[0]) && !exists(dest));
+    close(dfd);
 
     /* a slot the scan finds no regular file in is not tried (nor counted): the writer makes a
      * fresh reserve, and returns it to a free slot */
@@ -200,11 +204,13 @@ static void test_slots_full(void) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     CHECK(fd >= 0);
     if (fd >= 0) close(fd);
-    CHECK(!d9_spare_return(dir, path));
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    CHECK(!d9_spare_return(dfd, dfd, "loose"));
     CHECK(exists(path));
     d9_spare_path(slot, sizeof slot, dir, 2);
     CHECK(unlink(slot) == 0);
-    CHECK(d9_spare_return(dir, path)); /* the free slot */
+    CHECK(d9_spare_return(dfd, dfd, "loose")); /* the free slot */
+    close(dfd);
     CHECK(!exists(path) && exists(slot));
     if (!d9t_failed) d9t_rm_rf(dir);
     free(dir);

@@ -903,6 +903,11 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
     free(msg);
 }
 
+static unsigned connection_count(struct MHD_Daemon *d) {
+    const union MHD_DaemonInfo *i = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return i ? i->num_connections : 0;
+}
+
 /* The event loop: libmicrohttpd in external mode on its epoll fd, so that the guard's
  * deadlines run on this same thread between libmicrohttpd's rounds. SIGINT and SIGTERM stay
  * blocked and arrive on a signalfd polled beside libmicrohttpd's fd: with a signal mask in
@@ -917,7 +922,14 @@ static int run_loop(server *s, struct MHD_Daemon *d, int signal_fd) {
             if (si.ssi_signo != SIGCHLD) return (int)si.ssi_signo;
             d9_fetch_jobs_reap(&s->jobs); /* a fetch step ended: its requests are resumed */
         }
+        /* libmicrohttpd takes its listening socket out of this epoll set at the connection
+           limit and puts it back at the start of a round, once below it. A round that closed
+           connections of a full server may leave nothing to wake this loop for that next
+           round (no connection, no deadline): every later client would wait in the accept
+           queue for good. So a round that closed some is followed by another at once. */
+        unsigned before = connection_count(d);
         MHD_run(d);
+        if (connection_count(d) < before) MHD_run(d);
         uint64_t now = now_ms();
         int64_t next_ms;
         unsigned expired = d9_guard_expire(&s->guard, now, &next_ms);

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -827,6 +828,21 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 
 /* ---- dispatch --------------------------------------------------------------------------- */
 
+static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    (void)value;
+    *(unsigned *)cls += !strcasecmp(key, MHD_HTTP_HEADER_HOST);
+    return MHD_YES;
+}
+
+/* How many Host headers the request has: libmicrohttpd keeps them all and its lookup returns
+ * the first, so a second one would go unchecked. */
+static unsigned host_headers(struct MHD_Connection *c) {
+    unsigned n = 0;
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_host, &n);
+    return n;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls) {
@@ -843,6 +859,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (rq && rq->has_nul) {
         log_request(s, method, target, 400);
         return send_text(c, 400, "dial9 serve: a NUL (%00) in the request target\n");
+    }
+    if (host_headers(c) > 1) { /* RFC 7230 5.4: which one names the site is ambiguous */
+        log_request(s, method, target, 400);
+        return send_text(c, 400, "dial9 serve: more than one Host header\n");
     }
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
     if (!d9_host_allowed(&s->hosts, host)) {

@@ -993,6 +993,7 @@ int d9_serve_run(const d9_serve_opts *o) {
         fprintf(stderr, "dial9 serve: %s\n", err);
         return D9_EXIT_USAGE;
     }
+    s.index.max_decoded_bytes = (uint64_t)o->max_decoded_mb << 20;
     if (o->selection) {
         if (d9_serve_selection_read(&s.selection, o->selection, err, sizeof err) != 0) {
             fprintf(stderr, "dial9 serve: %s\n", err);

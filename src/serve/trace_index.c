@@ -90,6 +90,7 @@ static void decode(d9_trace_index *ix, d9_segment *s, int fd) {
     s->first_ns = s->last_ns = 0;
     s->clean_bytes = 0;
     s->message[0] = '\0';
+    s->too_large = false;
     d9_decoder *d = d9_dec_open_fd(fd, true, NULL, s->message, sizeof s->message);
     if (!d) {
         s->status = D9_DEC_ERROR;
@@ -102,10 +103,22 @@ static void decode(d9_trace_index *ix, d9_segment *s, int fd) {
         if (!s->have_ts || ev.ts_ns < s->first_ns) s->first_ns = ev.ts_ns;
         if (!s->have_ts || ev.ts_ns > s->last_ns) s->last_ns = ev.ts_ns;
         s->have_ts = true;
+        if (ix->max_decoded_bytes && d9_dec_get_stats(d)->bytes > ix->max_decoded_bytes) {
+            s->too_large = true;
+            break;
+        }
     }
-    s->status = d9_dec_state(d);
-    snprintf(s->message, sizeof s->message, "%s", d9_dec_message(d));
-    s->clean_bytes = d9_dec_stop_offset(d);
+    if (s->too_large) { /* what came before the bound is indexed and served: whole frames */
+        s->status = D9_DEC_TRUNCATED;
+        snprintf(s->message, sizeof s->message,
+                 "decodes to more than %" PRIu64 " MiB: indexed and served up to there (--max-decoded)",
+                 ix->max_decoded_bytes >> 20);
+        s->clean_bytes = d9_dec_get_stats(d)->bytes;
+    } else {
+        s->status = d9_dec_state(d);
+        snprintf(s->message, sizeof s->message, "%s", d9_dec_message(d));
+        s->clean_bytes = d9_dec_stop_offset(d);
+    }
     s->gzip = d9_dec_get_stats(d)->gzip;
     ix->decoded_bytes += s->clean_bytes;
     d9_dec_close(d);
@@ -199,7 +212,7 @@ static d9_segment *remote_for(d9_trace_index *ix, const char *path, uint64_t siz
         s->status = D9_DEC_END;
         s->message[0] = '\0';
         s->events = s->clean_bytes = 0;
-        s->have_ts = s->gzip = false;
+        s->have_ts = s->gzip = s->too_large = false;
     }
     s->size = size;
     return s;
@@ -348,6 +361,7 @@ const d9_run *d9_trace_index_run(const d9_trace_index *ix, const char *name) {
 
 static const char *status_name(const d9_segment *s) {
     if (s->remote) return "remote";
+    if (s->too_large) return "too_large";
     switch (s->status) {
     case D9_DEC_END: return "ok";
     case D9_DEC_TRUNCATED: return "truncated";

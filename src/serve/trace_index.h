@@ -41,6 +41,12 @@ typedef struct d9_segment {
                                    concatenation takes, so a torn tail cannot break what follows */
     bool gzip;
     bool seen;                  /* still on disk at the last refresh */
+    /* what a person picks a run by: the service's name (its SegmentMetadataEvent), the wall
+       clock (its first ClockSyncEvent: realtime minus monotonic), lost events and task dumps */
+    char service[128];
+    bool have_wall;
+    int64_t wall_minus_mono_ns;
+    uint64_t drops, dumps;
     bool too_large;             /* decoding stopped at the index's bound (max_decoded_bytes): the
                                    times, events and clean_bytes are of what came before it */
     bool remote;                /* a selection's segment not in the cache (yet): size is the

@@ -1,6 +1,7 @@
 /* The HTTP side of `dial9 serve` on libmicrohttpd (see serve.h, docs/serve.md):
  *
- *   GET /                 the viewer (index.html and its files, from the viewer directory)
+ *   GET /                 the runs page (runs.html of the viewer: /api/index, newest first);
+ *                         with ?trace=, and the viewer's other files: the viewer
  *   GET /runs             an HTML list of the runs, each linking to the viewer
  *   GET /window?instance=I&from=T&to=T  a window of one instance (--selection): to the viewer
  *   GET /api/index        JSON: runs, segments, sizes, time ranges (trace_index.h)
@@ -171,7 +172,13 @@ static unsigned serve_file(server *s, struct MHD_Connection *c, const char *url,
     int fd;
     struct stat st;
     bool is_index;
-    int rc = d9_safe_open(s->viewer_fd, url, &fd, &st, &is_index);
+    int rc = D9_PATH_NOT_FOUND;
+    /* the address `dial9 serve` prints opens on the directory's runs; a run opens in the
+       viewer as /?trace=... (a viewer directory without runs.html: the viewer) */
+    if (!strcmp(url, "/") && !MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "trace") &&
+        (rc = d9_safe_open(s->viewer_fd, "/runs.html", &fd, &st, &is_index)) == D9_PATH_OK)
+        url = "/runs.html";
+    if (rc != D9_PATH_OK) rc = d9_safe_open(s->viewer_fd, url, &fd, &st, &is_index);
     if (rc != D9_PATH_OK) {
         *ok = send_text(c, (unsigned)rc, rc == D9_PATH_FORBIDDEN ? "forbidden\n" : "not found\n");
         return (unsigned)rc;
@@ -307,8 +314,14 @@ static unsigned serve_runs_page(server *s, struct MHD_Connection *c, enum MHD_Re
         return 500;
     }
     fputs("<!doctype html><html><head><meta charset=\"utf-8\"><title>dial9 traces</title>"
-          "<style>body{font:14px system-ui,sans-serif;margin:2em}td,th{padding:.2em .8em;text-align:left}"
-          "tr:nth-child(even){background:#f3f3f3}</style></head><body><h1>dial9 traces</h1><p>",
+          "<link rel=\"icon\" href=\"data:,\">" /* no request for /favicon.ico (a 404 in the console) */
+          /* the viewer's colours (viewer/styles.css); the styled list with a filter is / */
+          "<style>body{font:13px/1.45 system-ui,sans-serif;margin:0;padding:1em 2em;background:#12151c;"
+          "color:#dbe3ee}a{color:#58c4a8}table{border-collapse:collapse;background:#171b23;"
+          "border:1px solid #2a3140}td,th{padding:.35em .8em;text-align:left;border-bottom:1px solid #222937}"
+          "th{font-size:11px;text-transform:uppercase;color:#aab6c8;background:#0f1217}p{color:#8591a5}"
+          "input,button{background:#1c212b;color:#dbe3ee;border:1px solid #333c4d;border-radius:5px}</style>"
+          "</head><body><h1>dial9 traces</h1><p><a href=\"/\">the runs, newest first, with a filter</a> &middot; ",
           f);
     if (s->selection.source) { /* dial9 serve --bucket: where from, and the cache */
         d9_html_escape(f, s->selection.source);
@@ -720,6 +733,7 @@ static unsigned serve_trace(server *s, struct MHD_Connection *c, const char *met
      * would open as a run with no events, so the answer says why instead. */
     status = unreadable_selection(c, run, &q, ok);
     if (status) goto done;
+    status = 200;
     sending *out = malloc(sizeof *out);
     d9_concat *cat = out ? d9_concat_new(s->index.root_fd, parts, n) : NULL;
     struct MHD_Response *r = cat ? MHD_create_response_from_callback(d9_concat_total(cat), 256 * 1024,

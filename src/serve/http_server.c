@@ -976,7 +976,13 @@ static int run_loop(server *s, struct MHD_Daemon *d, int signal_fd) {
             fprintf(stderr, "dial9 serve: refused %" PRIu64 " connection%s (limit per client address or "
                             "in all, see --max-per-client, --max-connections)\n",
                     refused, refused == 1 ? "" : "s");
-        if (s->guard.refused != s->guard.refused_reported && (next_ms < 0 || next_ms > 1000)) next_ms = 1000;
+        if (!s->quiet && d9_guard_taken_to_report(&s->guard, now, &refused))
+            fprintf(stderr, "dial9 serve: closed %" PRIu64 " connection%s still waiting for its request, for new "
+                            "clients (all --max-connections slots taken)\n",
+                    refused, refused == 1 ? "" : "s");
+        if ((s->guard.refused != s->guard.refused_reported || s->guard.taken != s->guard.taken_reported) &&
+            (next_ms < 0 || next_ms > 1000))
+            next_ms = 1000;
         MHD_UNSIGNED_LONG_LONG mhd_ms;
         if (MHD_get_timeout(d, &mhd_ms) == MHD_YES && (next_ms < 0 || mhd_ms < (uint64_t)next_ms))
             next_ms = (int64_t)(mhd_ms > INT32_MAX ? INT32_MAX : mhd_ms);
@@ -1085,7 +1091,9 @@ int d9_serve_run(const d9_serve_opts *o) {
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first, so that it takes every message */
         MHD_OPTION_SOCK_ADDR, addr,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_PER_CONNECTION,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+        /* the guard keeps to max_connections (conn_guard.h): above it, libmicrohttpd still
+           accepts the connections that take a slow one's slot */
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections + D9_GUARD_HEADROOM,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_timeout_s,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s,
         MHD_OPTION_URI_LOG_CALLBACK, on_request_line, &s,

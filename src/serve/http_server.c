@@ -1119,7 +1119,7 @@ int d9_serve_run(const d9_serve_opts *o) {
            segs, s.viewer_root ? s.viewer_root : "none");
     printf("dial9 serve: paths resolved with %s beneath the trace and viewer directories\n",
            d9_open_beneath_method());
-    printf("dial9 serve: listening on http://%s%s%s:%u/ (runs: /runs, index: /api/index)\n",
+    printf("dial9 serve: listening on http://%s%s%s:%u/ (the runs; index: /api/index)\n",
            v6 ? "[" : "", bind, v6 ? "]" : "", port);
     fflush(stdout);
     int stopped_by = run_loop(&s, d, signal_fd);

@@ -21,7 +21,7 @@ void d9_serve_usage(FILE *out) {
             "\n"
             "Serve the trace viewer and the traces under TRACE_DIR (its runs and segments) over\n"
             "HTTP, on 127.0.0.1 unless --bind says otherwise:\n"
-            "  /                the viewer          /runs        the runs, linking to the viewer\n"
+            "  /                the runs, newest first, opening in the viewer   /runs  a plain list\n"
             "  /api/index       JSON: runs, segments, sizes, time ranges\n"
             "  /api/trace?run=R[&seg=N...]   the run's segments (all, or those named), as one trace\n"
             "\n"

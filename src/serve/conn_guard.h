@@ -18,7 +18,9 @@
  *
  * Used from the server's one thread: libmicrohttpd's callbacks call the d9_guard_* hooks and
  * the event loop calls d9_guard_expire between its rounds, so a connection is never shut
- * down while libmicrohttpd might be closing it. */
+ * down while libmicrohttpd might be closing it. (d9_guard_admit shuts one down from the
+ * accept policy callback: libmicrohttpd closes none meanwhile, and a connection's fd stays
+ * open until its close is notified, d9_guard_closed.) */
 #ifndef D9_SERVE_CONN_GUARD_H
 #define D9_SERVE_CONN_GUARD_H
 

@@ -908,7 +908,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (!strcmp(url, "/api/index") || !strcmp(url, "/api/index.json")) status = serve_index(s, c, &ok);
     else if (!strcmp(url, "/api/trace")) status = serve_trace(s, c, method, rq, &ok);
-    else if (!strcmp(url, "/runs")) status = serve_runs_page(s, c, &ok);
+    else if (!strcmp(url, "/runs") || (!s->viewer_root && !strcmp(url, "/")))
+        status = serve_runs_page(s, c, &ok); /* without a viewer, / is the plain list */
     else if (!strcmp(url, "/window")) status = serve_window(s, c, &ok);
     else if (!strncmp(url, "/api/", 5)) {
         status = 404;

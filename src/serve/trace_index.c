@@ -141,10 +141,11 @@ static void decode(d9_trace_index *ix, d9_segment *s, int fd) {
     while (d9_dec_next(d, &ev) > 0) {
         s->events++;
         note_event(s, &ev);
-        if (!ev.schema->has_timestamp || ev.ts_ns == 0) continue; /* SymbolTableEntry says 0 */
-        if (!s->have_ts || ev.ts_ns < s->first_ns) s->first_ns = ev.ts_ns;
-        if (!s->have_ts || ev.ts_ns > s->last_ns) s->last_ns = ev.ts_ns;
-        s->have_ts = true;
+        if (ev.schema->has_timestamp && ev.ts_ns != 0) { /* SymbolTableEntry says 0 */
+            if (!s->have_ts || ev.ts_ns < s->first_ns) s->first_ns = ev.ts_ns;
+            if (!s->have_ts || ev.ts_ns > s->last_ns) s->last_ns = ev.ts_ns;
+            s->have_ts = true;
+        }
         if (ix->max_decoded_bytes && d9_dec_get_stats(d)->bytes > ix->max_decoded_bytes) {
             s->too_large = true;
             break;

@@ -13,7 +13,7 @@ PKGS=(
   procps util-linux                    # setpriv, ps in tests
   libuv1-dev libevent-dev libev-dev    # loop adapters and their tests
   libdw-dev elfutils                   # file:line and inlined frames in dial9 symbolize
-  libmicrohttpd-dev curl               # dial9 serve and its tests
+  libmicrohttpd-dev curl python3       # dial9 serve and its tests (python3: their raw requests)
   wrk                                  # load for the libuv demo server (make demo)
   chromium fonts-liberation            # the browser tests: ctest's test_s3_fleet_browser runs before
                                        # scripts/test-viewer.sh, which installs them too

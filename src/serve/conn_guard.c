@@ -38,19 +38,46 @@ static bool address_key(const struct sockaddr *a, socklen_t len, unsigned char k
     return false;
 }
 
+/* Connections from the address that hold a slot (not those shut down, on their way out). */
 static unsigned from_address(const d9_guard *g, const unsigned char *key, unsigned char key_len) {
     unsigned n = 0;
     for (const d9_conn *c = g->head; c; c = c->next)
-        n += c->addr_len == key_len && !memcmp(c->addr, key, key_len);
+        n += c->state != D9_CONN_REJECTED && c->addr_len == key_len && !memcmp(c->addr, key, key_len);
     return n;
+}
+
+static unsigned holding_slots(const d9_guard *g) {
+    unsigned n = 0;
+    for (const d9_conn *c = g->head; c; c = c->next) n += c->state != D9_CONN_REJECTED;
+    return n;
+}
+
+/* The connection that has waited longest for its request, or NULL when all are answered. The
+ * list is newest first: of those that started in the same ms, the last one. */
+static d9_conn *longest_waiting(const d9_guard *g) {
+    d9_conn *best = NULL;
+    for (d9_conn *c = g->head; c; c = c->next)
+        if ((c->state == D9_CONN_WAITING || c->state == D9_CONN_HEADERS) && (!best || c->since_ms <= best->since_ms))
+            best = c;
+    return best;
 }
 
 bool d9_guard_admit(d9_guard *g, const struct sockaddr *addr, socklen_t len) {
     unsigned char key[16], key_len = 0;
-    if (!address_key(addr, len, key, &key_len)) return true; /* not an IP address: only the totals apply */
-    unsigned mine = from_address(g, key, key_len);
-    bool ok = mine < g->lim.max_per_client &&
-              (mine == 0 || g->count + g->lim.reserved < g->lim.max_connections);
+    unsigned held = holding_slots(g);
+    /* not an IP address: only the totals apply */
+    unsigned mine = address_key(addr, len, key, &key_len) ? from_address(g, key, key_len) : 0;
+    bool ok = mine < g->lim.max_per_client && (mine == 0 || held + g->lim.reserved < g->lim.max_connections);
+    if (ok && held >= g->lim.max_connections) {
+        d9_conn *slow = longest_waiting(g);
+        if (slow) {
+            d9_guard_reject(slow, slow->state == D9_CONN_HEADERS ? 408 : 0,
+                            "dial9 serve: the request took too long to arrive, and a new client needed the slot\n");
+            g->taken++;
+        } else {
+            ok = false;
+        }
+    }
     if (!ok) g->refused++;
     return ok;
 }
@@ -134,6 +161,15 @@ unsigned d9_guard_expire(d9_guard *g, uint64_t now_ms, int64_t *next_ms) {
         }
     }
     return n;
+}
+
+bool d9_guard_taken_to_report(d9_guard *g, uint64_t now_ms, uint64_t *count) {
+    if (g->taken == g->taken_reported || (g->last_taken_report_ms && now_ms - g->last_taken_report_ms < 1000))
+        return false;
+    *count = g->taken - g->taken_reported;
+    g->taken_reported = g->taken;
+    g->last_taken_report_ms = now_ms;
+    return true;
 }
 
 bool d9_guard_refusals_to_report(d9_guard *g, uint64_t now_ms, uint64_t *count) {

@@ -1,6 +1,7 @@
 /* The HTTP side of `dial9 serve` on libmicrohttpd (see serve.h, docs/serve.md):
  *
- *   GET /                 the viewer (index.html and its files, from the viewer directory)
+ *   GET /                 the runs page (runs.html of the viewer: /api/index, newest first);
+ *                         with ?trace=, and the viewer's other files: the viewer
  *   GET /runs             an HTML list of the runs, each linking to the viewer
  *   GET /window?instance=I&from=T&to=T  a window of one instance (--selection): to the viewer
  *   GET /api/index        JSON: runs, segments, sizes, time ranges (trace_index.h)
@@ -34,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -170,7 +172,13 @@ static unsigned serve_file(server *s, struct MHD_Connection *c, const char *url,
     int fd;
     struct stat st;
     bool is_index;
-    int rc = d9_safe_open(s->viewer_fd, url, &fd, &st, &is_index);
+    int rc = D9_PATH_NOT_FOUND;
+    /* the address `dial9 serve` prints opens on the directory's runs; a run opens in the
+       viewer as /?trace=... (a viewer directory without runs.html: the viewer) */
+    if (!strcmp(url, "/") && !MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "trace") &&
+        (rc = d9_safe_open(s->viewer_fd, "/runs.html", &fd, &st, &is_index)) == D9_PATH_OK)
+        url = "/runs.html";
+    if (rc != D9_PATH_OK) rc = d9_safe_open(s->viewer_fd, url, &fd, &st, &is_index);
     if (rc != D9_PATH_OK) {
         *ok = send_text(c, (unsigned)rc, rc == D9_PATH_FORBIDDEN ? "forbidden\n" : "not found\n");
         return (unsigned)rc;
@@ -306,8 +314,14 @@ static unsigned serve_runs_page(server *s, struct MHD_Connection *c, enum MHD_Re
         return 500;
     }
     fputs("<!doctype html><html><head><meta charset=\"utf-8\"><title>dial9 traces</title>"
-          "<style>body{font:14px system-ui,sans-serif;margin:2em}td,th{padding:.2em .8em;text-align:left}"
-          "tr:nth-child(even){background:#f3f3f3}</style></head><body><h1>dial9 traces</h1><p>",
+          "<link rel=\"icon\" href=\"data:,\">" /* no request for /favicon.ico (a 404 in the console) */
+          /* the viewer's colours (viewer/styles.css); the styled list with a filter is / */
+          "<style>body{font:13px/1.45 system-ui,sans-serif;margin:0;padding:1em 2em;background:#12151c;"
+          "color:#dbe3ee}a{color:#58c4a8}table{border-collapse:collapse;background:#171b23;"
+          "border:1px solid #2a3140}td,th{padding:.35em .8em;text-align:left;border-bottom:1px solid #222937}"
+          "th{font-size:11px;text-transform:uppercase;color:#aab6c8;background:#0f1217}p{color:#8591a5}"
+          "input,button{background:#1c212b;color:#dbe3ee;border:1px solid #333c4d;border-radius:5px}</style>"
+          "</head><body><h1>dial9 traces</h1><p><a href=\"/\">the runs, newest first, with a filter</a> &middot; ",
           f);
     if (s->selection.source) { /* dial9 serve --bucket: where from, and the cache */
         d9_html_escape(f, s->selection.source);
@@ -719,6 +733,7 @@ static unsigned serve_trace(server *s, struct MHD_Connection *c, const char *met
      * would open as a run with no events, so the answer says why instead. */
     status = unreadable_selection(c, run, &q, ok);
     if (status) goto done;
+    status = 200;
     sending *out = malloc(sizeof *out);
     d9_concat *cat = out ? d9_concat_new(s->index.root_fd, parts, n) : NULL;
     struct MHD_Response *r = cat ? MHD_create_response_from_callback(d9_concat_total(cat), 256 * 1024,
@@ -827,6 +842,21 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 
 /* ---- dispatch --------------------------------------------------------------------------- */
 
+static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    (void)value;
+    *(unsigned *)cls += !strcasecmp(key, MHD_HTTP_HEADER_HOST);
+    return MHD_YES;
+}
+
+/* How many Host headers the request has: libmicrohttpd keeps them all and its lookup returns
+ * the first, so a second one would go unchecked. */
+static unsigned host_headers(struct MHD_Connection *c) {
+    unsigned n = 0;
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_host, &n);
+    return n;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls) {
@@ -843,6 +873,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (rq && rq->has_nul) {
         log_request(s, method, target, 400);
         return send_text(c, 400, "dial9 serve: a NUL (%00) in the request target\n");
+    }
+    if (host_headers(c) > 1) { /* RFC 7230 5.4: which one names the site is ambiguous */
+        log_request(s, method, target, 400);
+        return send_text(c, 400, "dial9 serve: more than one Host header\n");
     }
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
     if (!d9_host_allowed(&s->hosts, host)) {
@@ -874,7 +908,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (!strcmp(url, "/api/index") || !strcmp(url, "/api/index.json")) status = serve_index(s, c, &ok);
     else if (!strcmp(url, "/api/trace")) status = serve_trace(s, c, method, rq, &ok);
-    else if (!strcmp(url, "/runs")) status = serve_runs_page(s, c, &ok);
+    else if (!strcmp(url, "/runs") || (!s->viewer_root && !strcmp(url, "/")))
+        status = serve_runs_page(s, c, &ok); /* without a viewer, / is the plain list */
     else if (!strcmp(url, "/window")) status = serve_window(s, c, &ok);
     else if (!strncmp(url, "/api/", 5)) {
         status = 404;
@@ -903,6 +938,11 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
     free(msg);
 }
 
+static unsigned connection_count(struct MHD_Daemon *d) {
+    const union MHD_DaemonInfo *i = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return i ? i->num_connections : 0;
+}
+
 /* The event loop: libmicrohttpd in external mode on its epoll fd, so that the guard's
  * deadlines run on this same thread between libmicrohttpd's rounds. SIGINT and SIGTERM stay
  * blocked and arrive on a signalfd polled beside libmicrohttpd's fd: with a signal mask in
@@ -917,7 +957,14 @@ static int run_loop(server *s, struct MHD_Daemon *d, int signal_fd) {
             if (si.ssi_signo != SIGCHLD) return (int)si.ssi_signo;
             d9_fetch_jobs_reap(&s->jobs); /* a fetch step ended: its requests are resumed */
         }
+        /* libmicrohttpd takes its listening socket out of this epoll set at the connection
+           limit and puts it back at the start of a round, once below it. A round that closed
+           connections of a full server may leave nothing to wake this loop for that next
+           round (no connection, no deadline): every later client would wait in the accept
+           queue for good. So a round that closed some is followed by another at once. */
+        unsigned before = connection_count(d);
         MHD_run(d);
+        if (connection_count(d) < before) MHD_run(d);
         uint64_t now = now_ms();
         int64_t next_ms;
         unsigned expired = d9_guard_expire(&s->guard, now, &next_ms);
@@ -930,7 +977,13 @@ static int run_loop(server *s, struct MHD_Daemon *d, int signal_fd) {
             fprintf(stderr, "dial9 serve: refused %" PRIu64 " connection%s (limit per client address or "
                             "in all, see --max-per-client, --max-connections)\n",
                     refused, refused == 1 ? "" : "s");
-        if (s->guard.refused != s->guard.refused_reported && (next_ms < 0 || next_ms > 1000)) next_ms = 1000;
+        if (!s->quiet && d9_guard_taken_to_report(&s->guard, now, &refused))
+            fprintf(stderr, "dial9 serve: closed %" PRIu64 " connection%s still waiting for its request, for new "
+                            "clients (all --max-connections slots taken)\n",
+                    refused, refused == 1 ? "" : "s");
+        if ((s->guard.refused != s->guard.refused_reported || s->guard.taken != s->guard.taken_reported) &&
+            (next_ms < 0 || next_ms > 1000))
+            next_ms = 1000;
         MHD_UNSIGNED_LONG_LONG mhd_ms;
         if (MHD_get_timeout(d, &mhd_ms) == MHD_YES && (next_ms < 0 || mhd_ms < (uint64_t)next_ms))
             next_ms = (int64_t)(mhd_ms > INT32_MAX ? INT32_MAX : mhd_ms);
@@ -961,6 +1014,7 @@ int d9_serve_run(const d9_serve_opts *o) {
         fprintf(stderr, "dial9 serve: %s\n", err);
         return D9_EXIT_USAGE;
     }
+    s.index.max_decoded_bytes = (uint64_t)o->max_decoded_mb << 20;
     if (o->selection) {
         if (d9_serve_selection_read(&s.selection, o->selection, err, sizeof err) != 0) {
             fprintf(stderr, "dial9 serve: %s\n", err);
@@ -1038,7 +1092,9 @@ int d9_serve_run(const d9_serve_opts *o) {
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first, so that it takes every message */
         MHD_OPTION_SOCK_ADDR, addr,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_PER_CONNECTION,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+        /* the guard keeps to max_connections (conn_guard.h): above it, libmicrohttpd still
+           accepts the connections that take a slow one's slot */
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections + D9_GUARD_HEADROOM,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_timeout_s,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s,
         MHD_OPTION_URI_LOG_CALLBACK, on_request_line, &s,
@@ -1064,7 +1120,7 @@ int d9_serve_run(const d9_serve_opts *o) {
            segs, s.viewer_root ? s.viewer_root : "none");
     printf("dial9 serve: paths resolved with %s beneath the trace and viewer directories\n",
            d9_open_beneath_method());
-    printf("dial9 serve: listening on http://%s%s%s:%u/ (runs: /runs, index: /api/index)\n",
+    printf("dial9 serve: listening on http://%s%s%s:%u/ (the runs; index: /api/index)\n",
            v6 ? "[" : "", bind, v6 ? "]" : "", port);
     fflush(stdout);
     int stopped_by = run_loop(&s, d, signal_fd);

@@ -13,6 +13,7 @@
 #define DEFAULT_IDLE_TIMEOUT_S 60
 #define DEFAULT_MAX_CONNECTIONS 64
 #define DEFAULT_MAX_PER_CLIENT 16
+#define DEFAULT_MAX_DECODED_MB 256 /* four times a segment the recorder rotates at its default 64 MiB */
 
 void d9_serve_usage(FILE *out) {
     fprintf(out,
@@ -20,7 +21,7 @@ void d9_serve_usage(FILE *out) {
             "\n"
             "Serve the trace viewer and the traces under TRACE_DIR (its runs and segments) over\n"
             "HTTP, on 127.0.0.1 unless --bind says otherwise:\n"
-            "  /                the viewer          /runs        the runs, linking to the viewer\n"
+            "  /                the runs, newest first, opening in the viewer   /runs  a plain list\n"
             "  /api/index       JSON: runs, segments, sizes, time ranges\n"
             "  /api/trace?run=R[&seg=N...]   the run's segments (all, or those named), as one trace\n"
             "\n"
@@ -36,6 +37,10 @@ void d9_serve_usage(FILE *out) {
             "      --max-connections N  connections at once (default %d; the last eighth only\n"
             "                        for client addresses that hold none)\n"
             "      --max-per-client N  connections from one client address (default %d)\n"
+            "      --max-decoded MB  index at most MB MiB of one segment's decoded data (default %d):\n"
+            "                        a small compressed file can hold gigabytes, and indexing them\n"
+            "                        would hold up every request; the rest of such a segment is\n"
+            "                        not listed or served (status too_large in /api/index)\n"
             "      --allow-host NAME  answer requests for this Host name too (repeatable; by default\n"
             "                        only localhost names and IP addresses, against DNS rebinding;\n"
             "                        '*': any name)\n"
@@ -49,7 +54,7 @@ void d9_serve_usage(FILE *out) {
             "Runs until interrupted (Ctrl-C / SIGTERM). Exit status: 0 stopped, 1 cannot listen, cannot\n"
             "read TRACE_DIR or the event loop failed, 2 usage error.\n",
             DEFAULT_PORT, DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS,
-            DEFAULT_MAX_PER_CLIENT);
+            DEFAULT_MAX_PER_CLIENT, DEFAULT_MAX_DECODED_MB);
 }
 
 /* A whole number in [min, max] for option `name`; false (with a message) otherwise. */
@@ -66,7 +71,7 @@ static bool parse_count(const char *name, const char *arg, long min, long max, u
 }
 
 int d9_serve_parse_args(int argc, char **argv, d9_serve_args *a) {
-    enum { O_VIEWER_DIR = 256, O_REQUEST_TIMEOUT, O_IDLE_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT, O_ALLOW_HOST, O_SELECTION, O_FETCHER };
+    enum { O_VIEWER_DIR = 256, O_REQUEST_TIMEOUT, O_IDLE_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT, O_ALLOW_HOST, O_SELECTION, O_FETCHER, O_MAX_DECODED };
     static const struct option opts[] = {
         {"port", required_argument, NULL, 'p'},
         {"bind", required_argument, NULL, 'b'},
@@ -78,6 +83,7 @@ int d9_serve_parse_args(int argc, char **argv, d9_serve_args *a) {
         {"allow-host", required_argument, NULL, O_ALLOW_HOST},
         {"selection", required_argument, NULL, O_SELECTION},
         {"fetcher", required_argument, NULL, O_FETCHER},
+        {"max-decoded", required_argument, NULL, O_MAX_DECODED},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
@@ -85,7 +91,8 @@ int d9_serve_parse_args(int argc, char **argv, d9_serve_args *a) {
     d9_serve_opts *o = &a->opts;
     *o = (d9_serve_opts){.bind = "127.0.0.1", .port = DEFAULT_PORT, .request_timeout_s = DEFAULT_REQUEST_TIMEOUT_S,
                          .idle_timeout_s = DEFAULT_IDLE_TIMEOUT_S, .max_connections = DEFAULT_MAX_CONNECTIONS,
-                         .max_per_client = DEFAULT_MAX_PER_CLIENT, .allow_hosts = a->hosts};
+                         .max_per_client = DEFAULT_MAX_PER_CLIENT,
+                         .max_decoded_mb = DEFAULT_MAX_DECODED_MB, .allow_hosts = a->hosts};
     optind = 1;
     opterr = 0;
     int c;
@@ -124,6 +131,9 @@ int d9_serve_parse_args(int argc, char **argv, d9_serve_args *a) {
             break;
         case O_MAX_PER_CLIENT:
             if (!parse_count("max-per-client", optarg, 1, 900, &o->max_per_client)) return D9_EXIT_USAGE;
+            break;
+        case O_MAX_DECODED:
+            if (!parse_count("max-decoded", optarg, 1, 1048576, &o->max_decoded_mb)) return D9_EXIT_USAGE;
             break;
         case 'q': o->quiet = true; break;
         case 'h': d9_serve_usage(stdout); return D9_EXIT_OK;

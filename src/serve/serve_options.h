@@ -21,6 +21,7 @@ typedef struct d9_serve_opts {
     unsigned request_timeout_s; /* a whole request must arrive within this (conn_guard.h) */
     unsigned idle_timeout_s;    /* libmicrohttpd's: a connection with no traffic closes */
     unsigned max_connections, max_per_client;
+    unsigned max_decoded_mb;    /* the index decodes at most this much of one segment (trace_index.h) */
     char *const *allow_hosts;   /* Host names answered besides localhost and addresses (host_check.h) */
     size_t allow_host_count;
 } d9_serve_opts;

@@ -12,6 +12,7 @@
 
 #include "common/json_writer.h"
 #include "common/segment_name.h"
+#include "format/schemas.h"
 #include "format/trace_paths.h"
 #include "serve/open_beneath.h"
 #include "serve/url.h"
@@ -83,6 +84,42 @@ static long long segment_number(const char *name) {
     return (long long)n;
 }
 
+/* What a segment says of itself besides its events' times (see d9_segment.service). */
+static void note_event(d9_segment *s, const d9_event *ev) {
+    const d9_dec_binding *b = &ev->schema->bind;
+    const d9_value *v = ev->values;
+    uint64_t n;
+    switch (b->role) {
+    case D9_SCH_SEGMENT_METADATA: {
+        int f = b->field[D9_KF_ENTRIES];
+        if (s->service[0] || f < 0 || !v[f].present || v[f].type != D9_FT_STRING_MAP) break;
+        for (uint32_t i = 0; i < v[f].map.count; i++) {
+            const d9_dec_kv *kv = &v[f].map.items[i];
+            if (kv->key.len == 7 && !memcmp(kv->key.ptr, "service", 7) && kv->value.len < sizeof s->service) {
+                memcpy(s->service, kv->value.ptr, kv->value.len);
+                s->service[kv->value.len] = '\0';
+            }
+        }
+        break;
+    }
+    case D9_SCH_CLOCK_SYNC:
+        if (!s->have_wall && ev->ts_ns && b->field[D9_KF_REALTIME_NS] >= 0 &&
+            d9_value_uint(&v[b->field[D9_KF_REALTIME_NS]], &n) && n) {
+            s->wall_minus_mono_ns = (int64_t)(n - ev->ts_ns);
+            s->have_wall = true;
+        }
+        break;
+    case D9_SCH_DROPPED_EVENTS:
+        if (b->field[D9_KF_COUNT_FIELD] >= 0 && d9_value_uint(&v[b->field[D9_KF_COUNT_FIELD]], &n)) s->drops += n;
+        break;
+    case D9_SCH_TASK_DUMP:
+        s->dumps++;
+        break;
+    default:
+        break;
+    }
+}
+
 /* Decodes the file open as fd (and closes it). */
 static void decode(d9_trace_index *ix, d9_segment *s, int fd) {
     s->events = 0;
@@ -90,6 +127,11 @@ static void decode(d9_trace_index *ix, d9_segment *s, int fd) {
     s->first_ns = s->last_ns = 0;
     s->clean_bytes = 0;
     s->message[0] = '\0';
+    s->too_large = false;
+    s->service[0] = '\0';
+    s->have_wall = false;
+    s->wall_minus_mono_ns = 0;
+    s->drops = s->dumps = 0;
     d9_decoder *d = d9_dec_open_fd(fd, true, NULL, s->message, sizeof s->message);
     if (!d) {
         s->status = D9_DEC_ERROR;
@@ -98,15 +140,30 @@ static void decode(d9_trace_index *ix, d9_segment *s, int fd) {
     d9_event ev;
     while (d9_dec_next(d, &ev) > 0) {
         s->events++;
-        if (!ev.schema->has_timestamp || ev.ts_ns == 0) continue; /* SymbolTableEntry says 0 */
-        if (!s->have_ts || ev.ts_ns < s->first_ns) s->first_ns = ev.ts_ns;
-        if (!s->have_ts || ev.ts_ns > s->last_ns) s->last_ns = ev.ts_ns;
-        s->have_ts = true;
+        note_event(s, &ev);
+        if (ev.schema->has_timestamp && ev.ts_ns != 0) { /* SymbolTableEntry says 0 */
+            if (!s->have_ts || ev.ts_ns < s->first_ns) s->first_ns = ev.ts_ns;
+            if (!s->have_ts || ev.ts_ns > s->last_ns) s->last_ns = ev.ts_ns;
+            s->have_ts = true;
+        }
+        if (ix->max_decoded_bytes && d9_dec_get_stats(d)->bytes > ix->max_decoded_bytes) {
+            s->too_large = true;
+            break;
+        }
     }
-    s->status = d9_dec_state(d);
-    snprintf(s->message, sizeof s->message, "%s", d9_dec_message(d));
-    /* damage: the viewer gets the bytes before it, as before readers skipped it */
-    s->clean_bytes = s->status == D9_DEC_DAMAGED ? d9_dec_get_stats(d)->first_damage_offset : d9_dec_stop_offset(d);
+    if (s->too_large) { /* what came before the bound is indexed and served: whole frames */
+        s->status = D9_DEC_TRUNCATED;
+        snprintf(s->message, sizeof s->message,
+                 "decodes to more than %" PRIu64 " MiB: indexed and served up to there (--max-decoded)",
+                 ix->max_decoded_bytes >> 20);
+        s->clean_bytes = d9_dec_get_stats(d)->bytes;
+    } else {
+        s->status = d9_dec_state(d);
+        snprintf(s->message, sizeof s->message, "%s", d9_dec_message(d));
+        /* damage: the viewer gets the bytes before it (its decoder does not skip damage) */
+        s->clean_bytes = s->status == D9_DEC_DAMAGED ? d9_dec_get_stats(d)->first_damage_offset
+                                                     : d9_dec_stop_offset(d);
+    }
     s->gzip = d9_dec_get_stats(d)->gzip;
     ix->decoded_bytes += s->clean_bytes;
     d9_dec_close(d);
@@ -200,7 +257,9 @@ static d9_segment *remote_for(d9_trace_index *ix, const char *path, uint64_t siz
         s->status = D9_DEC_END;
         s->message[0] = '\0';
         s->events = s->clean_bytes = 0;
-        s->have_ts = s->gzip = false;
+        s->have_ts = s->gzip = s->too_large = s->have_wall = false;
+        s->service[0] = '\0';
+        s->drops = s->dumps = 0;
     }
     s->size = size;
     return s;
@@ -349,6 +408,7 @@ const d9_run *d9_trace_index_run(const d9_trace_index *ix, const char *name) {
 
 static const char *status_name(const d9_segment *s) {
     if (s->remote) return "remote";
+    if (s->too_large) return "too_large";
     switch (s->status) {
     case D9_DEC_END: return "ok";
     case D9_DEC_TRUNCATED: return "truncated";
@@ -373,15 +433,25 @@ void d9_trace_index_json(const d9_trace_index *ix, FILE *out) {
     d9_json_array_begin(&j);
     for (size_t i = 0; i < ix->run_count; i++) {
         const d9_run *r = &ix->runs[i];
-        uint64_t bytes = 0, events = 0, first = 0, last = 0;
-        bool have = false;
+        uint64_t bytes = 0, events = 0, first = 0, last = 0, drops = 0, dumps = 0;
+        int64_t start_wall = 0, modified_ns = -1;
+        bool have = false, have_wall = false;
+        const char *service = NULL;
         size_t cached = 0;
         for (size_t k = 0; k < r->count; k++) {
             const d9_segment *s = r->segs[k];
             bytes += s->size;
             cached += !s->remote;
             events += s->events;
+            drops += s->drops;
+            dumps += s->dumps;
+            if (s->mtime_ns > modified_ns) modified_ns = s->mtime_ns;
+            if (!service && s->service[0]) service = s->service;
             if (!s->have_ts) continue;
+            if (s->have_wall && (!have_wall || (int64_t)s->first_ns + s->wall_minus_mono_ns < start_wall)) {
+                start_wall = (int64_t)s->first_ns + s->wall_minus_mono_ns;
+                have_wall = true;
+            }
             if (!have || s->first_ns < first) first = s->first_ns;
             if (!have || s->last_ns > last) last = s->last_ns;
             have = true;
@@ -389,6 +459,16 @@ void d9_trace_index_json(const d9_trace_index *ix, FILE *out) {
         d9_json_object_begin(&j);
         d9_json_key(&j, "run");
         d9_json_string(&j, r->name);
+        d9_json_key(&j, "service"); /* its SegmentMetadataEvent's, null when none says */
+        if (service) d9_json_string(&j, service); else d9_json_null(&j);
+        d9_json_key(&j, "start_epoch_ms"); /* its first event on the wall clock (ClockSyncEvent) */
+        if (have_wall && start_wall > 0) d9_json_i64(&j, start_wall / 1000000); else d9_json_null(&j);
+        d9_json_key(&j, "modified_epoch_s"); /* its last segment's mtime: newest first without a clock */
+        if (modified_ns >= 0) d9_json_i64(&j, modified_ns / 1000000000); else d9_json_null(&j);
+        d9_json_key(&j, "drops"); /* events the recorder lost (DroppedEventsEvent counts) */
+        d9_json_u64(&j, drops);
+        d9_json_key(&j, "dumps"); /* task dumps (TaskDumpEvent) */
+        d9_json_u64(&j, dumps);
         d9_json_key(&j, "segments");
         d9_json_u64(&j, r->count);
         d9_json_key(&j, "bytes");
@@ -441,6 +521,10 @@ void d9_trace_index_json(const d9_trace_index *ix, FILE *out) {
             if (s->have_ts) d9_json_u64(&j, s->first_ns); else d9_json_null(&j);
             d9_json_key(&j, "last_ns");
             if (s->have_ts) d9_json_u64(&j, s->last_ns); else d9_json_null(&j);
+            d9_json_key(&j, "drops");
+            d9_json_u64(&j, s->drops);
+            d9_json_key(&j, "dumps");
+            d9_json_u64(&j, s->dumps);
             d9_json_key(&j, "decoded_bytes");
             d9_json_u64(&j, s->clean_bytes);
             d9_json_key(&j, "url");

@@ -1,7 +1,9 @@
 /* The traces `dial9 serve` offers: every trace file under the served directory, grouped into
  * runs (the directory that holds them, relative to the root; "." for the root itself) and
  * ordered by segment number. Each segment is decoded once to learn its time range, event
- * count and how it ends (complete, truncated, error); the result is cached for as long as the
+ * count and how it ends (complete, truncated, error, or past the bound of what one segment may
+ * decode to: a few hundred KB of zstd can hold gigabytes, and the server answers nothing while
+ * it indexes); the result is cached for as long as the
  * file keeps its size, mtime and inode, so a refresh only decodes new or growing segments.
  *
  * Every file is opened relative to a directory fd on the root, following no symlink
@@ -39,6 +41,14 @@ typedef struct d9_segment {
                                    concatenation takes, so a torn tail cannot break what follows */
     bool gzip;
     bool seen;                  /* still on disk at the last refresh */
+    /* what a person picks a run by: the service's name (its SegmentMetadataEvent), the wall
+       clock (its first ClockSyncEvent: realtime minus monotonic), lost events and task dumps */
+    char service[128];
+    bool have_wall;
+    int64_t wall_minus_mono_ns;
+    uint64_t drops, dumps;
+    bool too_large;             /* decoding stopped at the index's bound (max_decoded_bytes): the
+                                   times, events and clean_bytes are of what came before it */
     bool remote;                /* a selection's segment not in the cache (yet): size is the
                                    listed one, nothing decoded */
 } d9_segment;
@@ -59,6 +69,7 @@ typedef struct d9_trace_index {
     d9_segment **cache;   /* every segment known, by path */
     size_t cache_count, cache_cap;
     uint64_t decoded_bytes; /* decoded by refreshes so far (for the log) */
+    uint64_t max_decoded_bytes; /* of one segment, at most (0: no bound) */
     const d9_serve_selection *selection; /* set: only its runs and segments are indexed */
 } d9_trace_index;
 

@@ -462,11 +462,13 @@ def print_table(results, units):
         base = off["cpu_ns"]
         for arm, d in deltas.items():
             r = rows[arm]
+            instr = lambda row: row["app"] + row["rec"] - row["clock_ir"]  # noqa: E731
             inputs = [
-                ("app instructions", off["app"], r["app"], d["app"], f"{ns_per_instr:.3f} ns/in", None, None),
-                ("recorder instructions", off["rec"], r["rec"], d["rec"], f"{ns_per_instr:.3f} ns/in", None, None),
-                ("  of them clock_gettime", off["clock_ir"], r["clock_ir"], d["clock_ir"], "(as reads)",
-                 d["ns_instr"], None),
+                ("app instructions", off["app"], r["app"], d["app"], "", None, None),
+                ("recorder instructions", off["rec"], r["rec"], d["rec"], "", None, None),
+                ("clock_gettime instr", off["clock_ir"], r["clock_ir"], d["clock_ir"], "(as reads)", None, None),
+                ("instructions, priced", instr(off), instr(r), instr(r) - instr(off),
+                 f"{ns_per_instr:.3f} ns/in", d["ns_instr"], None),
                 ("clock reads", off["clock"], r["clock"], d["clock"], f"{units['clock_read_ns']:.1f} ns", d["ns_clock"], None),
                 ("system calls", off["syscalls"], r["syscalls"], d["syscalls"], f"{units['syscall_ns']:.0f} ns", d["ns_sys"], None),
                 ("context switches", off["switches"], r["switches"], d["switches"],
@@ -479,6 +481,14 @@ def print_table(results, units):
                              f"{'' if ns is None else f'{ns:9.1f}':>9} {'' if share is None else f'{share:8.2f}':>8}")
     print("\n".join(lines))
     print()
+    for tname, (rows, ns_per_instr, deltas) in results.items():
+        off = rows["off"]
+        print(f"{tname}: off {off['cpu_ns'] / 1000:.2f} us CPU per request, {off['user_share'] * 100:.0f} % of it "
+              f"user time, over {off['app'] + off['rec']:.0f} user instructions: {ns_per_instr:.3f} ns per "
+              f"instruction; idle work per second under callgrind (subtracted): "
+              + ", ".join(f"{arm} {rows[arm]['app_idle_per_s'] / 1e6:.2f} M app + {rows[arm]['rec_idle_per_s'] / 1e6:.2f} M "
+                          f"recorder instructions" for arm in rows))
+    print()
     for tname, (rows, _, deltas) in results.items():
         for arm, d in deltas.items():
             print(f"{tname} {ARM_NAMES[arm]}: {d['share']:.2f} % of the server's CPU per request "
@@ -487,7 +497,7 @@ def print_table(results, units):
                   f"{verdict(tname, arm, d)}")
 
 
-ROW = re.compile(r"^(\S+)\s+(on|ppw)\s+(.{22})\s+(-?[\d.]+)\s+(-?[\d.]+)\s+([+-][\d.]+)\s+(\S.*?)\s*$")
+ROW = re.compile(r"^(\S+)\s+(on|ppw)\s+(.{22})\s+(-?[\d.]+)\s+(-?[\d.]+)\s+([+-][\d.]+)(\s+\S.*?)?\s*$")
 VERDICT = re.compile(r"^(\S+) (defaults|polls/parks/wakes): -?[\d.]+ % of the server's CPU per request "
                      r"\(target \d %\), instructions [+-][\d.]+ %, [+-][\d.]+ system calls, [+-][\d.]+ "
                      r"context switches per request: (within target|OVER TARGET: .+)$")
@@ -506,8 +516,8 @@ def check_form(text, targets):
     verdicts = [VERDICT.match(l) for l in text.splitlines() if "of the server's CPU per request" in l]
     for t in targets:
         for arm in ("on", "ppw"):
-            if len(seen.get((t, arm), [])) != 8:
-                problems.append(f"{t} {arm}: {len(seen.get((t, arm), []))} rows, not 8")
+            if len(seen.get((t, arm), [])) != 9:
+                problems.append(f"{t} {arm}: {len(seen.get((t, arm), []))} rows, not 9")
         if sum(1 for v in verdicts if v and v.group(1) == t) != 2:
             problems.append(f"{t}: not one verdict line per arm")
     if any(v is None for v in verdicts):

@@ -531,7 +531,7 @@ def main():
     ap.add_argument("--targets", default="uv,memcached")
     ap.add_argument("--short", action="store_true", help="small counts; check the table's form only")
     ap.add_argument("--small", type=int, default=2000, help="requests of the smaller callgrind run")
-    ap.add_argument("--large", type=int, default=8000, help="requests of the larger callgrind run")
+    ap.add_argument("--large", type=int, default=20000, help="requests of the larger callgrind run")
     ap.add_argument("--idle", type=float, default=4.0, help="seconds of idle for the idle rates")
     ap.add_argument("--native-small", type=int, default=5000)
     ap.add_argument("--native-large", type=int, default=25000)

@@ -36,9 +36,10 @@ int d9__paused;
     }                                                                                      \
     uint64_t *r = t->ring + (t->head & t->mask)
 
-/* The same on either clock, for the poll hooks where the kernel does not vouch for the TSC (a
- * kvm-clock guest): there every poll used to take the slow twin, ~86 instructions an event
- * besides clock_gettime against ~33 with the TSC (callgrind, test_poll_instructions). */
+/* The same on either clock, for the hooks' twins where the kernel does not vouch for the TSC (a
+ * kvm-clock guest): there every poll used to take the slow twin, ~76 instructions an event
+ * besides clock_gettime against ~33 with the TSC (callgrind, test_poll_instructions). Park and
+ * unpark keep theirs (their schedstat read decides the path). */
 #define FAST_PATH_READING(words, cond, slow_call, read_clock)                              \
     d9_thread *t = d9__tls_thread;                                                         \
     if (__builtin_expect(!t || t->head + (words) > t->limit || !(cond), 0)) {              \
@@ -192,9 +193,15 @@ SLOW void wake_slow(uint64_t woken_task_id) {
     WAKE_BODY(d9_clock_ticks(), D9_REC_WAKE);
 }
 
+static __attribute__((noinline)) void wake_other_clock(uint64_t woken_task_id) {
+    FAST_PATH_ANY_CLOCK(D9_REC_WORDS_WAKE, true, wake_slow(woken_task_id));
+    WAKE_BODY(ticks, D9_REC_WAKE);
+}
+
 void d9__wake(uint64_t woken_task_id) {
-    FAST_PATH(D9_REC_WORDS_WAKE, true, wake_slow(woken_task_id));
-    WAKE_BODY(__rdtsc(), D9_REC_WAKE);
+    UNLESS_TSC(wake_other_clock(woken_task_id));
+    FAST_PATH_READING(D9_REC_WORDS_WAKE, true, wake_slow(woken_task_id), __rdtsc());
+    WAKE_BODY(ticks, D9_REC_WAKE);
 }
 
 /* Stamped when the poller returned (the unpark), so the wake-to-poll delay starts there; a
@@ -204,9 +211,17 @@ SLOW void wake_ready_slow(uint64_t woken_task_id) {
     WAKE_BODY(t->unpark_ticks ? t->unpark_ticks : d9_clock_ticks(), D9_REC_WAKE_READY);
 }
 
+static __attribute__((noinline)) void wake_ready_other_clock(uint64_t woken_task_id) {
+    FAST_PATH_READING(D9_REC_WORDS_WAKE, true, wake_ready_slow(woken_task_id),
+                      t->unpark_ticks ? t->unpark_ticks : d9_clock_ticks());
+    WAKE_BODY(ticks, D9_REC_WAKE_READY);
+}
+
 void d9__wake_ready(uint64_t woken_task_id) {
-    FAST_PATH(D9_REC_WORDS_WAKE, true, wake_ready_slow(woken_task_id));
-    WAKE_BODY(t->unpark_ticks ? t->unpark_ticks : __rdtsc(), D9_REC_WAKE_READY);
+    UNLESS_TSC(wake_ready_other_clock(woken_task_id));
+    FAST_PATH_READING(D9_REC_WORDS_WAKE, true, wake_ready_slow(woken_task_id),
+                      t->unpark_ticks ? t->unpark_ticks : __rdtsc());
+    WAKE_BODY(ticks, D9_REC_WAKE_READY);
 }
 
 #define SPAWN_BODY(ticks)                                                                  \
@@ -222,10 +237,18 @@ SLOW void spawn_slow(uint64_t task_id, const d9_loc *where, const void *object) 
     SPAWN_BODY(d9_clock_ticks());
 }
 
-void d9__task_spawn_object(uint64_t task_id, const d9_loc *where, const void *object) {
+static __attribute__((noinline)) void spawn_other_clock(uint64_t task_id, const d9_loc *where,
+                                                        const void *object) {
     uint32_t loc = loc_id_if_known(where);
-    FAST_PATH(D9_REC_WORDS_SPAWN, loc != 0, spawn_slow(task_id, where, object));
-    SPAWN_BODY(__rdtsc());
+    FAST_PATH_ANY_CLOCK(D9_REC_WORDS_SPAWN, loc != 0, spawn_slow(task_id, where, object));
+    SPAWN_BODY(ticks);
+}
+
+void d9__task_spawn_object(uint64_t task_id, const d9_loc *where, const void *object) {
+    UNLESS_TSC(spawn_other_clock(task_id, where, object));
+    uint32_t loc = loc_id_if_known(where);
+    FAST_PATH_READING(D9_REC_WORDS_SPAWN, loc != 0, spawn_slow(task_id, where, object), __rdtsc());
+    SPAWN_BODY(ticks);
 }
 
 void d9__task_spawn(uint64_t task_id, const d9_loc *where) {
@@ -261,9 +284,15 @@ SLOW void terminate_slow(uint64_t task_id) {
     TERMINATE_BODY(d9_clock_ticks());
 }
 
+static __attribute__((noinline)) void terminate_other_clock(uint64_t task_id) {
+    FAST_PATH_ANY_CLOCK(D9_REC_WORDS_TERMINATE, true, terminate_slow(task_id));
+    TERMINATE_BODY(ticks);
+}
+
 void d9__task_terminate(uint64_t task_id) {
-    FAST_PATH(D9_REC_WORDS_TERMINATE, true, terminate_slow(task_id));
-    TERMINATE_BODY(__rdtsc());
+    UNLESS_TSC(terminate_other_clock(task_id));
+    FAST_PATH_READING(D9_REC_WORDS_TERMINATE, true, terminate_slow(task_id), __rdtsc());
+    TERMINATE_BODY(ticks);
 }
 
 void d9__set_local_queue(uint32_t depth) {

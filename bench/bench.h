@@ -58,6 +58,8 @@ const char *bench_verdict(double value, double limit);
 
 /* The sections of the report. */
 void bench_machine_header(const bench_opts *o);
+/* One clock read, system call and context switch on this host (bench/e2e/counted_cost.py). */
+void bench_unit_costs(const bench_opts *o);
 void bench_disabled_before_start(const bench_opts *o);
 void bench_disabled_paused(const bench_opts *o);
 void bench_hook_costs(const bench_opts *o);

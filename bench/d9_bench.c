@@ -4,7 +4,7 @@
  *   d9_bench --short          CI run, under 10 s: fewer batches, 1 s sustained
  *   d9_bench --instructions N record N poll pairs and exit (bench/callgrind.sh counts
  *                             instructions per event from two such runs)
- *   d9_bench --only SECTION   disabled | hooks | bytes | sustained
+ *   d9_bench --only SECTION   disabled | hooks | bytes | sustained | units
  *   d9_bench --dir D          where the scratch trace directories go (default $TMPDIR or /tmp)
  */
 #include <inttypes.h>
@@ -15,7 +15,7 @@
 #include "bench.h"
 
 static void usage(FILE *to) {
-    fprintf(to, "usage: d9_bench [--short] [--only disabled|hooks|bytes|sustained] [--dir D]\n"
+    fprintf(to, "usage: d9_bench [--short] [--only disabled|hooks|bytes|sustained|units] [--dir D]\n"
                 "       d9_bench --instructions N   (for bench/callgrind.sh)\n");
 }
 
@@ -80,6 +80,7 @@ int main(int argc, char **argv) {
         if (wants(only, "hooks")) bench_hook_costs(&o);
         if (wants(only, "bytes")) bench_bytes_per_event(&o);
         if (wants(only, "sustained")) bench_sustained(&o);
+        if (wants(only, "units")) bench_unit_costs(&o);
         footer();
     }
     bench_remove_tree(scratch);

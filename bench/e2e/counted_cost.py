@@ -1,0 +1,606 @@
+#!/usr/bin/env python3
+"""The recorder's cost per request, counted rather than timed.
+
+    bench/e2e/counted_cost.py [--build DIR] [--targets uv,memcached] [--short]
+
+On a shared 2-vCPU host CPU time cannot see 1-2 % (bench/e2e/README.md: identical work varies
+by 2-3 %), so this counts what a request costs and converts the counts with unit costs measured
+on the same host. For each target and arm (off, the defaults, polls/parks/wakes alone):
+
+- user instructions per request, all threads, by callgrind: the server answers N1 and N2
+  sequential requests on one connection in two runs and the difference is divided by N2 - N1,
+  so start-up and shutdown cancel. A third run answers N1 and then idles for a few seconds:
+  the idle work per second (the recorder's drains, memcached's clock tick), times the
+  difference in the two runs' lifetimes, is taken off, since under valgrind a request lasts
+  ~50x longer than natively. The recorder's threads (those that start in its thread entries)
+  are counted apart, and so are the clock reads (calls of clock_gettime, with the
+  instructions inside them, which the model prices as clock reads instead);
+- system calls and context switches per request, all threads, natively: perf's
+  raw_syscalls:sys_enter tracepoint and context-switches software event (exact, no PMU
+  needed), over windows of N1 and N2 requests in one server process, idle rate taken off;
+- the server's CPU time per request natively (schedstat, all threads) in the `off` arm, and the
+  user share of it (/proc/PID/stat): the denominator, and ns per user instruction of the
+  server's own code (user CPU per request / user instructions per request);
+- unit costs (`d9_bench --only units`): a read of the clock the hooks read, a system call, a
+  context switch.
+
+The model: added ns per request = (added instructions - added clock_gettime instructions) x ns
+per instruction + added clock reads x ns per read + added system calls x ns per call + added
+context switches x ns per switch; share = added ns / the server's CPU ns per request (off).
+Targets (issue 32): the defaults <= 2 %, polls/parks/wakes <= 1 % of the server's CPU per
+request; memcached also <= +10 % / +5 % of its own user instructions; no added system call or
+context switch per request (at most 0.05 per request: what rounding of the idle correction
+leaves). --short runs small counts and checks only that the table is well formed.
+"""
+import argparse
+import glob
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from instructions import free_port, requests as uv_requests  # noqa: E402  (one HTTP client)
+
+PPW = {"DIAL9_SCHEDSTAT": "0", "DIAL9_SCHEDULE_PROFILE_ENABLED": "0", "DIAL9_TASK_DUMPS": "0",
+       "DIAL9_CPU_PROFILE_ENABLED": "0"}
+ARMS = {"off": None, "on": {}, "ppw": PPW}  # None: not recording
+ARM_NAMES = {"off": "off", "on": "defaults", "ppw": "polls/parks/wakes"}
+TARGET_SHARE = {"on": 2.0, "ppw": 1.0}       # % of the server's CPU per request
+TARGET_MC_INSTR = {"on": 10.0, "ppw": 5.0}   # % of memcached's own user instructions
+MAX_ADDED_PER_REQ = 0.05                     # system calls, context switches: "none added"
+# Where the recorder's threads start (core/recorder.c, sinks/pipeline.c, preload/): a thread
+# whose callgrind profile holds one of these is the recorder's.
+RECORDER_ENTRIES = ("background_main", "prepare_main", "upload_main", "stopper_main", "starter_main")
+# The server's threads that answer requests run its event loop; its others (memcached's LRU
+# maintainer and crawler, hash expansion, logger) work by the clock, in bursts that differ by
+# ~1.6 M instructions between two identical runs: they are counted apart ("background"), so
+# their noise stays out of the per-request figure (shown, not priced).
+LOOP_ENTRIES = ("event_base_loop", "uv_run")
+FD_LIMIT = 1024  # the servers' soft RLIMIT_NOFILE, natively and under valgrind alike
+CLOCK_FN = re.compile(r"(^|[^a-z_])(__)?clock_gettime")
+
+
+def fd_limit():
+    """Soft and hard: memcached sets both, and valgrind allows no other hard limit than its own."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
+
+
+def clean_env(extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DIAL9_")}
+    env.update(extra)
+    return env
+
+
+def wait_connect(port, proc, timeout=180.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        if proc.poll() is not None:
+            raise RuntimeError("the server exited: " + (proc.stderr.read() or ""))
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=60)
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("the server did not start")
+
+
+def stop(proc, sig, timeout=180.0):
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()
+
+
+def child_pid(pid, timeout=60.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        kids = []
+        for task in glob.glob(f"/proc/{pid}/task/*/children"):  # any thread may have spawned it
+            try:
+                with open(task) as f:
+                    kids += f.read().split()
+            except OSError:
+                pass
+        if kids:
+            return int(kids[0])
+        time.sleep(0.02)
+    raise RuntimeError(f"no child of {pid}")
+
+
+# ------------------------------------------------------------------ targets
+
+class UvTarget:
+    """examples/uv-server, one loop, the libuv adapter; recording by DIAL9_ENABLED."""
+    name = "uv-server"
+    stop_signal = signal.SIGINT
+
+    def __init__(self, args):
+        self.server = os.path.join(args.build, "examples", "uv-server", "d9-uv-server")
+
+    def missing(self):
+        return None if os.access(self.server, os.X_OK) else f"{self.server} is not built"
+
+    def command(self, arm, port, trace_dir):
+        env = {"DIAL9_ENABLED": "0"} if ARMS[arm] is None else dict(ARMS[arm], DIAL9_ENABLED="1")
+        cmd = [self.server, "--port", str(port), "--loops", "1", "--quiet", "--trace-dir", trace_dir]
+        return cmd, env, False  # False: the server is the process started
+
+    @staticmethod
+    def prepare(sock):
+        pass
+
+    @staticmethod
+    def requests(sock, n):
+        uv_requests(sock, n)
+
+
+class MemcachedTarget:
+    """memcached from Debian, -t 2 (-u nobody as root), under `dial9 run` when recording."""
+    name = "memcached"
+    stop_signal = signal.SIGTERM
+
+    def __init__(self, args):
+        self.dial9 = os.path.join(args.build, "dial9")
+
+    def missing(self):
+        if not shutil.which("memcached"):
+            return "memcached is not installed (apt-get install memcached)"
+        if not os.access(self.dial9, os.X_OK):
+            return f"{self.dial9} is not built"
+        return None
+
+    def command(self, arm, port, trace_dir):
+        # memcached sets its descriptor limit (soft and hard) to -c, which valgrind allows only
+        # at its own limit: FD_LIMIT (set in every run) less the 12 valgrind keeps. Natively
+        # the same -c: it sizes a table at start, nothing a request does.
+        mc = ["memcached", "-l", "127.0.0.1", "-p", str(port), "-t", "2", "-U", "0",
+              "-c", str(FD_LIMIT - 12)]
+        if os.geteuid() == 0:
+            mc += ["-u", "nobody"]
+        if ARMS[arm] is None:
+            return mc, {}, False
+        cmd = [self.dial9, "run", "-q", "-d", trace_dir]
+        for k, v in ARMS[arm].items():
+            cmd += ["-e", f"{k}={v}"]
+        return cmd + ["--"] + mc, {}, False  # -q: dial9 run execs memcached (same process)
+
+    @staticmethod
+    def prepare(sock):
+        sock.sendall(b"set k 0 0 5\r\nhello\r\n")
+        if read_until(sock, b"\r\n") != b"STORED\r\n":
+            raise RuntimeError("memcached did not store the key")
+
+    @staticmethod
+    def requests(sock, n):
+        for _ in range(n):
+            sock.sendall(b"get k\r\n")
+            if not read_until(sock, b"END\r\n").startswith(b"VALUE k 0 5\r\nhello\r\n"):
+                raise RuntimeError("bad answer from memcached")
+
+
+def read_until(sock, end):
+    buf = b""
+    while not buf.endswith(end):
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise RuntimeError("connection closed")
+        buf += chunk
+    return buf
+
+
+def trace_events(dial9, trace_dir):
+    """Events in the traces under trace_dir (dial9 stats: 'N SomethingEvent' lines)."""
+    if not glob.glob(os.path.join(trace_dir, "**", "*.bin*"), recursive=True):
+        return 0
+    out = subprocess.run([dial9, "stats", trace_dir], capture_output=True, text=True).stdout
+    return sum(int(n) for n, name in re.findall(r"^\s+(\d+)\s+(\w+Event)\b", out, re.M))
+
+
+# ------------------------------------------------------------------ callgrind
+
+def parse_callgrind(path):
+    """(instructions, clock_gettime calls, instructions inside them, whose thread: "rec", "app"
+    (runs the event loop) or "bg") of one callgrind file (one thread: --separate-threads=yes)."""
+    names, fn, cfn = {}, "", ""
+    total = calls = clock_ir = 0
+    recorder = loop = False
+    pending_call = 0
+    with open(path, errors="replace") as f:
+        for line in f:
+            if pending_call:  # the line after calls=: position and inclusive cost of the calls
+                parts = line.split()
+                if CLOCK_FN.search(cfn) and not CLOCK_FN.search(fn) and len(parts) > 1:
+                    calls += pending_call
+                    clock_ir += int(parts[1])
+                pending_call = 0
+                continue
+            if line.startswith(("fn=", "cfn=")):
+                key, val = line.rstrip("\n").split("=", 1)
+                m = re.match(r"\((\d+)\)(?: (.*))?", val)
+                name = val
+                if m:
+                    name = m.group(2) if m.group(2) is not None else names.get(m.group(1), "")
+                    if m.group(2) is not None:
+                        names[m.group(1)] = m.group(2)
+                base = name.split(" ")[0].split("'")[0]
+                recorder = recorder or (key == "fn" and base in RECORDER_ENTRIES)
+                loop = loop or base in LOOP_ENTRIES
+                if key == "fn":
+                    fn = name
+                else:
+                    cfn = name
+            elif line.startswith("calls="):
+                pending_call = int(line.split("=", 1)[1].split()[0])
+            elif line.startswith(("summary:", "totals:")):
+                total = max(total, int(line.split()[1]))
+    return total, calls, clock_ir, "rec" if recorder else "app" if loop else "bg"
+
+
+def callgrind_run(args, target, arm, n, idle_s, work, tag):
+    """One run under callgrind: n requests, idle_s seconds idle, stop. Counts of the server
+    process: app and recorder instructions, clock reads and their instructions, lifetime."""
+    port = free_port()
+    out = os.path.join(work, f"cg.{target.name}.{arm}.{tag}")
+    trace_dir = os.path.join(work, f"traces.{target.name}.{arm}.{tag}")
+    os.makedirs(trace_dir)
+    os.chmod(trace_dir, 0o1777)  # memcached writes it after dropping to nobody
+    cmd, env, child = target.command(arm, port, trace_dir)
+    vg = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--quiet",
+          "--vgdb=no", f"--callgrind-out-file={out}.%p", "--trace-children=yes"]  # dial9 run execs the server
+    proc = subprocess.Popen(vg + cmd, env=clean_env(env), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=fd_limit)
+    try:
+        sock = wait_connect(port, proc)
+        server = child_pid(proc.pid) if child else proc.pid
+        # The window whose length differs between the runs; start-up and shutdown take about
+        # as long in each, so the idle work in them cancels with their other work.
+        t0 = time.monotonic()
+        target.prepare(sock)
+        target.requests(sock, n)
+        time.sleep(idle_s)
+        life = time.monotonic() - t0
+        sock.close()
+    finally:
+        _, err = stop(proc, target.stop_signal)
+    files = glob.glob(f"{out}.{server}-*")
+    if not files:
+        raise RuntimeError(f"no callgrind output for {target.name} {arm}: {err[-2000:]}")
+    r = {"app": 0, "rec": 0, "bg": 0, "clock": 0, "clock_ir": 0, "life": life,
+         "events": trace_events(args.dial9, trace_dir) if ARMS[arm] is not None else 0}
+    for path in files:
+        ir, calls, clock_ir, kind = parse_callgrind(path)
+        r[kind] += ir
+        r["clock"] += calls
+        r["clock_ir"] += clock_ir
+    print(f"    {target.name} {arm} {tag}: {n} requests, {life:.2f} s: {r}", file=sys.stderr, flush=True)
+    for path in glob.glob(f"{out}.*"):
+        os.unlink(path)
+    shutil.rmtree(trace_dir, ignore_errors=True)
+    return r
+
+
+def per_request(small, large, idle, n1, n2, keys):
+    """(large - small - idle rate x extra lifetime) / (n2 - n1), for each key."""
+    extra_life = large["life"] - small["life"]
+    idle_life = idle["life"] - small["life"]
+    out = {}
+    for k in keys:
+        rate = max(0.0, (idle[k] - small[k]) / idle_life) if idle_life > 0 else 0.0
+        out[k] = (large[k] - small[k] - rate * extra_life) / (n2 - n1)
+        out[k + "_idle_per_s"] = rate
+    return out
+
+
+# ------------------------------------------------------------------ native: perf and CPU time
+
+def thread_cpu(pid):
+    """(all threads' CPU ns from schedstat, user ticks, system ticks) of a process."""
+    ns = 0
+    for task in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            with open(task) as f:
+                ns += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return ns, int(fields[11]), int(fields[12])
+
+
+def perf_window(pid, work, action):
+    """Run action() with perf counting the process's system calls and context switches:
+    perf starts with its counters disabled and enables them through its control fifo, so the
+    window holds exactly the action. Returns (syscalls, switches, cpu ns, user share, seconds)."""
+    ctl, ack, out = (os.path.join(work, n) for n in ("perf.ctl", "perf.ack", "perf.out"))
+    for p in (ctl, ack):
+        if os.path.exists(p):
+            os.unlink(p)
+        os.mkfifo(p)
+    perf = subprocess.Popen(["perf", "stat", "-x,", "-o", out, "-D", "-1", "--control",
+                             f"fifo:{ctl},{ack}", "-e", "raw_syscalls:sys_enter,context-switches",
+                             "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with open(ctl, "w") as c, open(ack, "rb", buffering=0) as a:
+        def command(word):  # perf answers "ack\n\0"
+            c.write(word + "\n")
+            c.flush()
+            if not a.read(16).startswith(b"ack"):
+                raise RuntimeError("perf did not acknowledge " + word)
+        command("enable")
+        cpu0, u0, s0 = thread_cpu(pid)
+        t0 = time.monotonic()
+        action()
+        seconds = time.monotonic() - t0
+        cpu1, u1, s1 = thread_cpu(pid)
+        command("disable")
+    perf.send_signal(signal.SIGINT)
+    _, err = perf.communicate(timeout=60)
+    counts = {}
+    with open(out) as f:
+        for line in f:
+            parts = line.strip().split(",")
+            if len(parts) > 2 and (parts[0].isdigit() or parts[0] == "<not counted>"):
+                # not counted: no thread of the server ran in the window (a task's counters
+                # advance only while it runs), so nothing happened
+                counts[parts[2]] = int(parts[0]) if parts[0].isdigit() else 0
+    if "raw_syscalls:sys_enter" not in counts or "context-switches" not in counts:
+        raise RuntimeError("perf stat counted nothing: " + err[-1000:] + open(out).read())
+    ticks = (u1 - u0) + (s1 - s0)
+    return (counts["raw_syscalls:sys_enter"], counts["context-switches"], cpu1 - cpu0,
+            (u1 - u0) / ticks if ticks else 1.0, seconds)
+
+
+def native_run(args, target, arm, work):
+    """System calls, context switches and CPU ns per request, natively, idle rate taken off."""
+    port = free_port()
+    trace_dir = os.path.join(work, f"native.{target.name}.{arm}")
+    os.makedirs(trace_dir)
+    os.chmod(trace_dir, 0o1777)
+    cmd, env, child = target.command(arm, port, trace_dir)
+    proc = subprocess.Popen(cmd, env=clean_env(env), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=fd_limit)
+    n1, n2 = args.native_small, args.native_large
+    try:
+        sock = wait_connect(port, proc)
+        server = child_pid(proc.pid) if child else proc.pid
+        target.prepare(sock)
+        target.requests(sock, args.native_warmup)
+        idle = perf_window(server, work, lambda: time.sleep(args.idle))
+        small = perf_window(server, work, lambda: target.requests(sock, n1))
+        large = perf_window(server, work, lambda: target.requests(sock, n2))
+        sock.close()
+    finally:
+        stop(proc, target.stop_signal)
+        shutil.rmtree(trace_dir, ignore_errors=True)
+    r = {}
+    for i, key in enumerate(("syscalls", "switches", "cpu_ns")):
+        rate = idle[i] / idle[4]
+        r[key] = (large[i] - small[i] - rate * (large[4] - small[4])) / (n2 - n1)
+        r[key + "_idle_per_s"] = rate
+    r["user_share"] = large[3]
+    return r
+
+
+# ------------------------------------------------------------------ units, model, table
+
+def unit_costs(args):
+    out = subprocess.run([os.path.join(args.build, "bench", "d9_bench"), "--only", "units"]
+                         + (["--short"] if args.short else []),
+                         capture_output=True, text=True, env=clean_env({}))
+    units = {m.group(1): float(m.group(2)) for m in re.finditer(r"^unit (\w+) ([\d.]+)", out.stdout, re.M)}
+    clock = re.search(r"^unit clock_read_ns [\d.]+ (\S+)", out.stdout, re.M)
+    need = ("clock_read_ns", "syscall_ns", "context_switch_ns")
+    if out.returncode != 0 or any(k not in units for k in need):
+        raise RuntimeError("d9_bench --only units failed: " + out.stdout + out.stderr)
+    units["clock"] = clock.group(1) if clock else "?"
+    return units
+
+
+def measure(args, target, arm, work):
+    n1, n2 = args.small, args.large
+    small = callgrind_run(args, target, arm, n1, 0, work, "small")
+    large = callgrind_run(args, target, arm, n2, 0, work, "large")
+    idle = callgrind_run(args, target, arm, n1, args.idle, work, "idle")
+    row = per_request(small, large, idle, n1, n2, ("app", "rec", "bg", "clock", "clock_ir", "events"))
+    row.update(native_run(args, target, arm, work))
+    print(f"  {target.name} {arm}: {row['app'] + row['rec']:.0f} instructions/req, "
+          f"{row['syscalls']:.2f} syscalls/req, {row['switches']:.2f} switches/req, "
+          f"{row['cpu_ns'] / 1000:.2f} us CPU/req", file=sys.stderr, flush=True)
+    return row
+
+
+def model(rows, units):
+    """Per arm, the added counts against off and the ns the model gives each."""
+    off = rows["off"]
+    ns_per_instr = off["cpu_ns"] * off["user_share"] / max(1.0, off["app"] + off["rec"])
+    out = {}
+    for arm, r in rows.items():
+        if arm == "off":
+            continue
+        d = {k: r[k] - off[k] for k in ("app", "rec", "clock", "clock_ir", "syscalls", "switches")}
+        d["events"] = r["events"]
+        d["ns_instr"] = (d["app"] + d["rec"] - d["clock_ir"]) * ns_per_instr
+        d["ns_clock"] = d["clock"] * units["clock_read_ns"]
+        d["ns_sys"] = d["syscalls"] * units["syscall_ns"]
+        d["ns_cs"] = d["switches"] * units["context_switch_ns"]
+        d["ns"] = d["ns_instr"] + d["ns_clock"] + d["ns_sys"] + d["ns_cs"]
+        d["share"] = 100.0 * d["ns"] / off["cpu_ns"] if off["cpu_ns"] > 0 else float("nan")
+        d["instr_pct"] = 100.0 * (d["app"] + d["rec"]) / max(1.0, off["app"] + off["rec"])
+        out[arm] = d
+    return ns_per_instr, out
+
+
+def verdict(target, arm, d):
+    over = []
+    if d["share"] > TARGET_SHARE[arm]:
+        over.append(f"share {d['share']:.2f} % > {TARGET_SHARE[arm]:.0f} %")
+    if target == "memcached" and d["instr_pct"] > TARGET_MC_INSTR[arm]:
+        over.append(f"instructions +{d['instr_pct']:.1f} % > +{TARGET_MC_INSTR[arm]:.0f} %")
+    if d["syscalls"] > MAX_ADDED_PER_REQ:
+        over.append(f"{d['syscalls']:+.2f} system calls/req")
+    if d["switches"] > MAX_ADDED_PER_REQ:
+        over.append(f"{d['switches']:+.2f} context switches/req")
+    return "within target" if not over else "OVER TARGET: " + ", ".join(over)
+
+
+HEADER = (f"{'target':10} {'arm':4} {'input':22} {'off':>10} {'arm':>10} {'added':>10} "
+          f"{'unit':>12} {'model ns':>9} {'share %':>8}")
+
+
+def print_table(results, units):
+    print(f"counted cost per request (unit costs on this host: clock read {units['clock_read_ns']:.1f} ns "
+          f"({units['clock']}), system call {units['syscall_ns']:.0f} ns, context switch "
+          f"{units['context_switch_ns']:.0f} ns)")
+    print(HEADER)
+    lines = []
+    for tname, (rows, ns_per_instr, deltas) in results.items():
+        off = rows["off"]
+        base = off["cpu_ns"]
+        for arm, d in deltas.items():
+            r = rows[arm]
+            instr = lambda row: row["app"] + row["rec"] - row["clock_ir"]  # noqa: E731
+            inputs = [
+                ("app instructions", off["app"], r["app"], d["app"], "", None, None),
+                ("recorder instructions", off["rec"], r["rec"], d["rec"], "", None, None),
+                ("clock_gettime instr", off["clock_ir"], r["clock_ir"], d["clock_ir"], "(as reads)", None, None),
+                ("instructions, priced", instr(off), instr(r), instr(r) - instr(off),
+                 f"{ns_per_instr:.3f} ns/in", d["ns_instr"], None),
+                ("clock reads", off["clock"], r["clock"], d["clock"], f"{units['clock_read_ns']:.1f} ns", d["ns_clock"], None),
+                ("system calls", off["syscalls"], r["syscalls"], d["syscalls"], f"{units['syscall_ns']:.0f} ns", d["ns_sys"], None),
+                ("context switches", off["switches"], r["switches"], d["switches"],
+                 f"{units['context_switch_ns']:.0f} ns", d["ns_cs"], None),
+                ("events", 0, d["events"], d["events"], "-", None, None),
+                ("server CPU ns", base, base + d["ns"], d["ns"], "model", d["ns"], d["share"]),
+            ]
+            for name, a, b, added, unit, ns, share in inputs:
+                lines.append(f"{tname:10} {arm:4} {name:22} {a:10.2f} {b:10.2f} {added:+10.2f} {unit:>12} "
+                             f"{'' if ns is None else f'{ns:9.1f}':>9} {'' if share is None else f'{share:8.2f}':>8}")
+    print("\n".join(lines))
+    print()
+    for tname, (rows, ns_per_instr, deltas) in results.items():
+        off = rows["off"]
+        print(f"{tname}: off {off['cpu_ns'] / 1000:.2f} us CPU per request, {off['user_share'] * 100:.0f} % of it "
+              f"user time, over {off['app'] + off['rec']:.0f} user instructions: {ns_per_instr:.3f} ns per "
+              f"instruction; the server's background threads (not priced): "
+              + ", ".join(f"{arm} {rows[arm]['bg']:.0f}" for arm in rows) + " instructions per request; "
+              f"idle work per second under callgrind (subtracted): "
+              + ", ".join(f"{arm} {rows[arm]['app_idle_per_s'] / 1e6:.2f} M app + {rows[arm]['rec_idle_per_s'] / 1e6:.2f} M "
+                          f"recorder instructions" for arm in rows))
+    print()
+    for tname, (rows, _, deltas) in results.items():
+        for arm, d in deltas.items():
+            print(f"{tname} {ARM_NAMES[arm]}: {d['share']:.2f} % of the server's CPU per request "
+                  f"(target {TARGET_SHARE[arm]:.0f} %), instructions {d['instr_pct']:+.1f} %, "
+                  f"{d['syscalls']:+.2f} system calls, {d['switches']:+.2f} context switches per request: "
+                  f"{verdict(tname, arm, d)}")
+
+
+ROW = re.compile(r"^(\S+)\s+(on|ppw)\s+(.{22})\s+(-?[\d.]+)\s+(-?[\d.]+)\s+([+-][\d.]+)(\s+\S.*?)?\s*$")
+VERDICT = re.compile(r"^(\S+) (defaults|polls/parks/wakes): -?[\d.]+ % of the server's CPU per request "
+                     r"\(target \d %\), instructions [+-][\d.]+ %, [+-][\d.]+ system calls, [+-][\d.]+ "
+                     r"context switches per request: (within target|OVER TARGET: .+)$")
+
+
+def check_form(text, targets):
+    """What is wrong with the printed table (empty: well formed). Numbers are not judged."""
+    problems = []
+    rows = [ROW.match(l) for l in text.splitlines() if l.split()[:2] and l.split()[1:2] in (["on"], ["ppw"])]
+    seen = {}
+    for m in rows:
+        if not m:
+            problems.append("a malformed row")
+            continue
+        seen.setdefault((m.group(1), m.group(2)), []).append(m.group(3).strip())
+    verdicts = [VERDICT.match(l) for l in text.splitlines() if "of the server's CPU per request" in l]
+    for t in targets:
+        for arm in ("on", "ppw"):
+            if len(seen.get((t, arm), [])) != 9:
+                problems.append(f"{t} {arm}: {len(seen.get((t, arm), []))} rows, not 9")
+        if sum(1 for v in verdicts if v and v.group(1) == t) != 2:
+            problems.append(f"{t}: not one verdict line per arm")
+    if any(v is None for v in verdicts):
+        problems.append("a malformed verdict line")
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(SOURCE, "build"))
+    ap.add_argument("--targets", default="uv,memcached")
+    ap.add_argument("--short", action="store_true", help="small counts; check the table's form only")
+    ap.add_argument("--small", type=int, default=2000, help="requests of the smaller callgrind run")
+    ap.add_argument("--large", type=int, default=20000, help="requests of the larger callgrind run")
+    ap.add_argument("--idle", type=float, default=4.0, help="seconds of idle for the idle rates")
+    ap.add_argument("--native-small", type=int, default=5000)
+    ap.add_argument("--native-large", type=int, default=25000)
+    ap.add_argument("--native-warmup", type=int, default=2000)
+    args = ap.parse_args()
+    if args.short:
+        args.small, args.large, args.idle = 100, 300, 1.0
+        args.native_small, args.native_large, args.native_warmup = 200, 600, 100
+    args.build = os.path.abspath(args.build)
+    args.dial9 = os.path.join(args.build, "dial9")
+    for tool, pkg in (("valgrind", "valgrind"), ("perf", "linux-perf")):
+        if not shutil.which(tool):
+            print(f"SKIP: {tool} is not installed (apt-get install {pkg})")
+            return 0
+    probe = subprocess.run(["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter", "true"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        print("SKIP: perf cannot count the raw_syscalls tracepoint here (needs root or "
+              "perf_event_paranoid -1 and tracefs): " + probe.stderr.strip()[-200:])
+        return 0
+    if not os.access(os.path.join(args.build, "bench", "d9_bench"), os.X_OK):
+        print(f"SKIP: {args.build}/bench/d9_bench is not built")
+        return 0
+    classes = {"uv": UvTarget, "memcached": MemcachedTarget}
+    targets = []
+    for t in args.targets.split(","):
+        target = classes[t](args)
+        why = target.missing()
+        if why:
+            print(f"counted: skipping {target.name}: {why}", file=sys.stderr)
+        else:
+            targets.append(target)
+    if not targets:
+        print("SKIP: no target can run here")
+        return 0
+    units = unit_costs(args)
+    work = tempfile.mkdtemp(prefix="d9-counted.")
+    os.chmod(work, 0o1777)  # memcached, once nobody, writes its callgrind files and traces here
+    results = {}
+    try:
+        for target in targets:
+            rows = {arm: measure(args, target, arm, work) for arm in ARMS}
+            ns_per_instr, deltas = model(rows, units)
+            results[target.name] = (rows, ns_per_instr, deltas)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    import io
+    buf = io.StringIO()
+    real, sys.stdout = sys.stdout, buf
+    try:
+        print_table(results, units)
+    finally:
+        sys.stdout = real
+    print(buf.getvalue(), end="")
+    if args.short:
+        problems = check_form(buf.getvalue(), [t.name for t in targets])
+        for p in problems:
+            print("counted --short: " + p, file=sys.stderr)
+        return 1 if problems else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

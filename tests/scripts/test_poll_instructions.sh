@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The hot path, counted: the instructions one recorded poll (d9__poll_begin + d9__poll_end, on
+# the recording thread) executes, by callgrind, against bounds written here. Counts do not move
+# with the machine's load, so a regression of the hooks' fast path fails anywhere.
+#
+# d9_bench --instructions N records N poll pairs; callgrind collects only inside the two hooks
+# (--toggle-collect), in two runs of N1 and N2 pairs, and the difference / (N2 - N1) is one
+# poll: the thread's first event (its ring's registration) cancels. Both clocks are counted:
+# DIAL9_CLOCK=tsc (valgrind runs rdtsc natively), and DIAL9_CLOCK=monotonic, what `auto` takes
+# where the kernel does not vouch for the TSC (a kvm-clock guest); there the instructions of
+# clock_gettime itself (the vDSO, or valgrind's stand-in for it) are left out, since they are
+# the C library's and the kernel's, not the hooks'.
+# Labelled nosan: a sanitizer's instrumentation is not the hot path (and valgrind refuses it).
+set -euo pipefail
+build=${D9_BUILD_DIR:?}
+bench="$build/bench/d9_bench"
+[ -x "$bench" ] || { echo "SKIP: $bench is not built"; exit 0; }
+command -v valgrind >/dev/null || { echo "SKIP: valgrind is not installed (apt-get install valgrind)"; exit 0; }
+command -v callgrind_annotate >/dev/null || { echo "SKIP: callgrind_annotate is missing (valgrind)"; exit 0; }
+
+# Measured (gcc 12, RelWithDebInfo), instructions per pair: TSC 65.1 (66.1 before the other
+# clock had its own fast path); CLOCK_MONOTONIC 103.1 without clock_gettime's own (152.1 when
+# every such poll took the slow twin). The bounds leave room for another compiler's choices,
+# not for a call more per event (~18 instructions of prologue and epilogue alone), a second
+# clock read, or the slow path.
+BOUND_TSC=80
+BOUND_MONOTONIC=125
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/poll-instructions.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+for v in $(env | sed -n 's/^\(DIAL9_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+
+count() { # clock pairs -> instructions inside the two hooks, clock_gettime's own left out
+  local out="$dir/cg.$1.$2"
+  DIAL9_CLOCK=$1 valgrind --tool=callgrind --callgrind-out-file="$out" \
+    --toggle-collect='d9__poll_begin' --toggle-collect='d9__poll_end' \
+    "$bench" --instructions "$2" >"$out.stdout" 2>"$out.stderr" || {
+      echo "FAIL: DIAL9_CLOCK=$1 d9_bench --instructions $2 under callgrind failed" >&2
+      cat "$out.stdout" "$out.stderr" >&2; exit 1; }
+  grep -q " dropped 0 " "$out.stdout" || { echo "FAIL: events were dropped: $(cat "$out.stdout")" >&2; exit 1; }
+  local total clock
+  total=$(awk '/^(summary|totals):/ {print $2; exit}' "$out")
+  clock=$(callgrind_annotate --inclusive=yes "$out" 2>/dev/null |
+    awk '/^ *[0-9,]+ .*clock_gettime[^ ]* \[/ { v = $1; gsub(/,/, "", v); print v; exit }')
+  echo $((total - ${clock:-0}))
+}
+
+failed=0
+check() { # clock bound
+  local n1=2000 n2=22000 a b per_pair
+  a=$(count "$1" $n1)
+  b=$(count "$1" $n2)
+  if [ -z "$a" ] || [ -z "$b" ] || [ "$b" -le "$a" ]; then
+    echo "FAIL: no instructions counted in the hooks ($1: $a, $b)"; failed=1; return; fi
+  per_pair=$(awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
+  if awk -v p="$per_pair" -v bound="$2" 'BEGIN { exit !(p <= bound) }'; then
+    echo "ok    DIAL9_CLOCK=$1: one recorded poll (begin + end) $per_pair instructions (bound $2)"
+  else
+    echo "FAIL  DIAL9_CLOCK=$1: one recorded poll (begin + end) $per_pair instructions > $2"
+    callgrind_annotate "$dir/cg.$1.$n2" 2>/dev/null | sed -n '/file:function/,$p' | head -12
+    failed=1
+  fi
+}
+check tsc $BOUND_TSC
+check monotonic $BOUND_MONOTONIC
+[ $failed = 0 ] && echo "PASS" || exit 1

@@ -6,6 +6,7 @@
  *                                   AWS_ENDPOINT_URL, keys); prints CPU ms per MB, throughput and
  *                                   the peak memory the steps added to this process (VmHWM -
  *                                   VmRSS at start: one codec per process, so that it is its own). */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +93,7 @@ int main(int argc, char **argv) {
     double mb = st.st_size / 1048576.0;
     uint64_t gz_size;
     double c0 = cpu_ms(), w0 = wall_ms();
-    if (d9_step_compress(copy, mode, gz, sizeof gz, &gz_size, NULL, NULL, err, sizeof err) != 0) {
+    if (d9_step_compress(AT_FDCWD, copy, mode, gz, sizeof gz, &gz_size, NULL, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "compress: %s\n", err);
         return 1;
     }

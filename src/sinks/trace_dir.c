@@ -72,7 +72,7 @@ static void walk_into(char *walked, size_t size, const char *name) {
     snprintf(walked + n, size - n, "/%s", name);
 }
 
-int d9_trace_dir_open(const char *path, bool create, char *err, size_t errlen) {
+static int walk_open(const char *path, bool create, char *err, size_t errlen) {
     if (!path || !*path) return refuse(err, errlen, EINVAL, "trace directory: no path given");
     /* What is left to walk, from "/" (a relative path starts at the working directory's real path). */
     char rest[PATH_MAX];
@@ -208,4 +208,19 @@ int d9_run_dir_open(int trace_fd, const char *name, const char *shown, char *err
                       shown, owner, (unsigned)(st.st_mode & 07777));
     }
     return fd;
+}
+
+/* The walk's messages name the directory where it stopped; where that is not the path given
+ * (a parent, or a link's target), the path given is named too, so a user finds the setting. */
+int d9_trace_dir_open(const char *path, bool create, char *err, size_t errlen) {
+    int fd = walk_open(path, create, err, errlen);
+    if (fd >= 0 || !path || !*path || !err || !errlen || strstr(err, path)) return fd;
+    int e = errno;
+    static const char prefix[] = "trace directory: ";
+    const char *detail = strncmp(err, prefix, sizeof prefix - 1) == 0 ? err + sizeof prefix - 1 : err;
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", detail);
+    snprintf(err, errlen, "trace directory %s: %s", path, copy);
+    errno = e;
+    return -1;
 }

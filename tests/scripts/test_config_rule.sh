@@ -50,7 +50,7 @@ expect "dial9 run, 5039-byte DIAL9_TRACE_DIR (variable)" 0 'DIAL9_TRACE_DIR="/aa
 # the recorder has said anything): the end-of-run line says why
 touch "$WORK/a-file"
 expect "dial9 run, unusable trace dir, short program" 0 \
-    "^dial9 run: no trace: DIAL9_TRACE_DIR=$WORK/a-file/traces: cannot create $WORK/a-file/traces: Not a directory" \
+    "^dial9 run: no trace: DIAL9_TRACE_DIR=$WORK/a-file/traces: trace directory $WORK/a-file/traces: $WORK/a-file: Not a directory" \
     "$D9" run -d "$WORK/a-file/traces" -- sh -c 'echo ran'
 
 # ---- a program LD_PRELOAD cannot reach

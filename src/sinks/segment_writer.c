@@ -161,9 +161,13 @@ d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t err
     snprintf(w->run_dir, sizeof w->run_dir, "%s/%s", w->trace_dir, w->run_id);
 
     int rc = make_dirs(w->run_dir);
-    if (rc != 0) return fail_open(w, err, errlen, "segment writer: cannot create %s", w->run_dir, -rc);
+    /* a full disk may free up: open_segment creates the directories when it does */
+    bool disk_full = rc == -ENOSPC || rc == -EDQUOT;
+    if (disk_full) w->stats.last_write_errno = -rc;
+    else if (rc != 0) return fail_open(w, err, errlen, "segment writer: cannot create %s", w->run_dir, -rc);
     rc = d9_tf_index_scan(&w->files, w->run_id, &w->seq);
-    if (rc != 0) return fail_open(w, err, errlen, "segment writer: cannot read %s", w->trace_dir, -rc);
+    if (rc != 0 && !(disk_full && rc == -ENOENT)) /* no trace_dir yet: nothing in it to count */
+        return fail_open(w, err, errlen, "segment writer: cannot read %s", w->trace_dir, -rc);
     w->run_slot = d9_tf_index_run(&w->files, w->run_id);
     if (w->run_slot < 0) return fail_open(w, err, errlen, "segment writer: out of memory%s", NULL, 0);
     return w;
@@ -615,11 +619,22 @@ int d9_segw_write(d9_segment_writer *w, const void *buf, size_t len) {
     }
 
     uint64_t kept = w->files.pinned_bytes + w->final_held + w->size + len;
-    if (len > w->max_total_size || kept > w->max_total_size) return lose_write(w, len);
-    if (w->fd < 0 && open_segment(w) != 0) return lose_write(w, len);
-    if (!make_room(w, len)) return lose_write(w, len);
+    if (len > w->max_total_size || kept > w->max_total_size) {
+        w->stats.last_write_errno = 0; /* the budget, not the disk */
+        return lose_write(w, len);
+    }
+    int rc = w->fd < 0 ? open_segment(w) : 0;
+    if (rc != 0) {
+        w->stats.last_write_errno = -rc;
+        return lose_write(w, len);
+    }
+    if (!make_room(w, len)) {
+        w->stats.last_write_errno = 0;
+        return lose_write(w, len);
+    }
 
-    if (pwrite_fully(w->fd, buf, len, w->size) != 0) {
+    if ((rc = pwrite_fully(w->fd, buf, len, w->size)) != 0) {
+        w->stats.last_write_errno = -rc;
         /* Cut any partial bytes off so the file still ends at the last complete write. */
         if (ftruncate(w->fd, (off_t)w->size) != 0) {
             w->symbols_lost = true; /* a partial write stays in it */

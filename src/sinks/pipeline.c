@@ -35,6 +35,7 @@
 
 #include "core/clock.h"
 #include "core/own_thread_name.h"
+#include "sinks/left_on_disk.h"
 #include "sinks/run_claim.h"
 #include "sinks/step_compress.h"
 #include "sinks/step_symbolize.h"
@@ -519,6 +520,8 @@ static void finish_stop(d9_pipeline *p) {
                         "left without them (dial9 symbolize names them offline)\n",
                 (unsigned long long)r.files_skipped, p->run_dir ? p->run_dir : "this run");
     for (uint64_t i = p->taken; i < p->pushed; i++) free_entry(&p->queue[i % QUEUE_CAP]);
+    /* every file an outage or the exit wait left, not only the one being uploaded then */
+    if (p->upload) d9_say_left_on_disk(stderr, "dial9", p->run_dir, p->trace_dir);
     if (p->run_lock_fd >= 0) {
         d9_run_release_if_empty(p->run_dir); /* all uploaded: nothing for a later start to adopt */
         close(p->run_lock_fd);

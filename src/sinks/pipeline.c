@@ -84,6 +84,8 @@ struct d9_pipeline {
     char *trace_dir, *run_dir; /* d9_pipeline_set_run */
     char run_boot_id[D9_RUN_BOOT_ID_MAX]; /* this run's id in the keys (run_claim.h), "" before */
     int run_lock_fd;           /* our run directory's claim (run_claim.h), -1 when none */
+    bool claim_at_seal;        /* the directory did not exist yet (a full disk at start): claimed
+                                  at the first seal, so that what is left is adopted later */
     bool leftovers_pending;    /* earlier runs' segments to adopt, once, first */
     d9_pipeline_resized_fn on_resized;
     void *on_resized_ctx;
@@ -397,9 +399,11 @@ void d9_pipeline_set_run(d9_pipeline *p, const char *trace_dir, const char *run_
     char boot[D9_RUN_BOOT_ID_MAX];
     d9_run_boot_id(run_dir, boot, sizeof boot);
     int fd = d9_run_claim(run_dir);
+    bool later = fd < 0 && errno == ENOENT;
     /* without it, what this run leaves behind is not adopted later; nothing else changes */
     if (fd >= 0) d9_run_identity_write(run_dir, p->service ? p->service : "unknown", boot);
     pthread_mutex_lock(&p->lock);
+    p->claim_at_seal = later;
     memcpy(p->run_boot_id, boot, sizeof boot);
     p->trace_dir = td;
     p->run_dir = rd;
@@ -423,6 +427,11 @@ void d9_pipeline_on_sealed(const char *path, bool needs_symbols, d9_sym_input *s
     d9_pipeline *p = pipeline;
     char *copy = strdup(path);
     pthread_mutex_lock(&p->lock);
+    if (p->claim_at_seal && p->run_dir) { /* the run directory exists now: claim it, say whose it is */
+        p->claim_at_seal = false;
+        p->run_lock_fd = d9_run_claim(p->run_dir);
+        if (p->run_lock_fd >= 0) d9_run_identity_write(p->run_dir, p->service ? p->service : "unknown", p->run_boot_id);
+    }
     if (!copy || p->pushed - p->taken == QUEUE_CAP || p->prepare_finished) {
         /* left on disk as sealed; uploads of it are not attempted in this run */
         d9_symbolize_report r = {.files_dropped = p->symbolizing ? 1 : 0};

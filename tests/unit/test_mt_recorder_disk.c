@@ -373,7 +373,9 @@ static void polls_of(uint64_t task, int n) {
 
 /* The disk is full before the recorder starts (no block and no inode left: not even the run
  * directory can be made). d9_start succeeds and says why nothing is written; once the disk
- * frees up, what is recorded reaches the trace, with the loss before it counted. */
+ * frees up, what is recorded reaches the trace, with the loss before it counted, and the run
+ * directory gets its .s3-run (S3 unreachable here), so that a later start or `dial9 upload`
+ * files what it left under its service. */
 static void test_disk_full_at_start(void) {
     if (geteuid() != 0) {
         printf("SKIP disk-full-at-start test: needs root\n");
@@ -408,6 +410,13 @@ static void test_disk_full_at_start(void) {
     cfg.max_file_size = 1 << 20;
     cfg.max_total_size = 64 << 20; /* the disk stops us, not the budget */
     cfg.symbolize = false;
+    /* uploading, to a port where nothing listens: what stays on disk must be adoptable later,
+     * under this run's service (.s3-run, written once the run directory exists) */
+    cfg.s3_bucket = "d9-full-at-start";
+    cfg.s3_endpoint = "http://127.0.0.1:9";
+    cfg.s3_exit_wait_secs = 0;
+    cfg.compress = D9_COMPRESS_NONE;
+    cfg.service = "full-at-start";
     int rc = d9_start(&cfg);
     if (rc != 0) fprintf(stderr, "d9_start on a full disk: %s\n", d9_last_error());
     CHECK(rc == 0);
@@ -443,6 +452,15 @@ static void test_disk_full_at_start(void) {
     CHECK(before.polls < 2000);            /* some were lost while it was full */
     CHECK(after.write_error_drops > 0);    /* and the loss is in the trace */
     CHECK_EQ_U64(after.write_error_drops, st.events_dropped);
+    char identity[1300], line[256] = "";
+    snprintf(identity, sizeof identity, "%s/.s3-run", run_dir);
+    FILE *f = fopen(identity, "r");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(fgets(line, sizeof line, f) != NULL);
+        fclose(f);
+    }
+    CHECK_STR(line, "service=full-at-start\n");
     umount2(dir, MNT_DETACH);
     rmdir(dir);
     free(dir);

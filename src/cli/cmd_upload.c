@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "dial9/dial9.h"
+#include "format/decoder.h"
 #include "sinks/run_claim.h"
 #include "sinks/trace_dir.h"
 #include "common/segment_name.h"
@@ -33,7 +34,8 @@ static void upload_usage(FILE *out) {
             "trace.N.bin.active files (being written, or left by a crash) are not uploaded.\n"
             "\n"
             "The service and boot id in the keys are the recording run's (its .s3-run file), else\n"
-            "--service (or DIAL9_SERVICE) and this host's boot id with the directory's name.\n"
+            "--service (or DIAL9_SERVICE), else the service its trace was recorded under (its\n"
+            "SegmentMetadataEvent), and this host's boot id with the directory's name.\n"
             "\n"
             "  -b, --bucket B        the bucket (default DIAL9_S3_BUCKET)\n"
             "      --prefix P        key prefix (default DIAL9_S3_PREFIX, else dial9-traces)\n"
@@ -52,9 +54,53 @@ static void upload_usage(FILE *out) {
 }
 
 typedef struct upload_opts {
-    const char *service; /* for runs without .s3-run */
+    const char *service; /* for runs without .s3-run: --service or DIAL9_SERVICE; NULL: the trace's */
     unsigned runs, runs_busy, dirs_refused;
 } upload_opts;
+
+/* The service the run recorded itself under: "service" in the SegmentMetadataEvent of its
+ * oldest sealed segment (the recorder writes it first in every segment). false when there is
+ * none to read. For a run without .s3-run (recorded without a bucket, or its identity lost),
+ * so that its objects are not filed under service=unknown. */
+static bool service_in_trace(const char *run_dir, char *out, size_t len) {
+    DIR *d = opendir(run_dir);
+    if (!d) return false;
+    uint64_t oldest = UINT64_MAX;
+    char name[D9_SEGMENT_NAME_MAX] = "";
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        uint64_t seq;
+        d9_segment_kind kind;
+        if (d9_segment_name_parse(e->d_name, &seq, &kind) && kind != D9_SEGMENT_ACTIVE && seq < oldest) {
+            oldest = seq;
+            d9_segment_name_format(name, sizeof name, seq, kind);
+        }
+    }
+    closedir(d);
+    char path[PATH_MAX], err[256];
+    if (!name[0] || snprintf(path, sizeof path, "%s/%s", run_dir, name) >= (int)sizeof path) return false;
+    d9_decoder *dec = d9_dec_open_path(path, NULL, err, sizeof err);
+    if (!dec) return false;
+    bool found = false;
+    d9_event ev;
+    for (int i = 0; !found && i < 64 && d9_dec_next(dec, &ev) > 0; i++) { /* it comes first */
+        if (strcmp(ev.schema->name, "SegmentMetadataEvent") != 0) continue;
+        const d9_value *entries = d9_event_field(&ev, "entries");
+        if (!entries || !entries->present || entries->type != D9_FT_STRING_MAP) break;
+        for (uint32_t k = 0; k < entries->map.count; k++) {
+            const d9_dec_kv *kv = &entries->map.items[k];
+            if (kv->key.len == 7 && memcmp(kv->key.ptr, "service", 7) == 0 && kv->value.len > 0 &&
+                kv->value.len < len && !memchr(kv->value.ptr, 0, kv->value.len)) {
+                memcpy(out, kv->value.ptr, kv->value.len);
+                out[kv->value.len] = 0;
+                found = true;
+            }
+        }
+        break;
+    }
+    d9_dec_close(dec);
+    return found;
+}
 
 static bool has_trace_files(const char *dir) {
     /* any name trace_files.h recognizes */
@@ -84,7 +130,8 @@ static bool upload_run(d9_upload_retry *r, upload_opts *o, const char *run_dir) 
     o->runs++;
     char service[256], boot[D9_RUN_BOOT_ID_MAX];
     if (!d9_run_identity_read(run_dir, service, sizeof service, boot, sizeof boot)) {
-        snprintf(service, sizeof service, "%s", o->service);
+        if (o->service || !service_in_trace(run_dir, service, sizeof service))
+            snprintf(service, sizeof service, "%s", o->service ? o->service : "unknown");
         boot[0] = 0;
     }
     if (!boot[0]) d9_run_boot_id(run_dir, boot, sizeof boot);
@@ -206,8 +253,7 @@ int d9_cmd_upload(int argc, char **argv) {
             return D9_EXIT_USAGE;
         }
     }
-    if (!o.service) o.service = "unknown";
-    cfg.service = o.service;
+    cfg.service = o.service ? o.service : "unknown"; /* every key gets the run's own (upload_run) */
     char err[1024];
     d9_uploader *u = d9_uploader_new(&cfg, err, sizeof err);
     if (!u) {

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/plain_number.h"
+
 #define MIB ((uint64_t)1024 * 1024)
 #define DEFAULT_MAX_MB 2048
 #define GET_ATTEMPTS 4
@@ -52,11 +54,9 @@ int d9_s3_cache_bound(uint64_t *bytes, char *err, size_t errlen) {
     *bytes = DEFAULT_MAX_MB * MIB;
     const char *b = getenv("DIAL9_S3_CACHE_MAX_MB");
     if (!b || !*b) return 0;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(b, &end, 10);
-    if (*end || v == 0 || errno || b[0] == '-' || v > UINT64_MAX / MIB) {
-        snprintf(err, errlen, "DIAL9_S3_CACHE_MAX_MB=\"%s\": expected MiB above 0", b);
+    uint64_t v;
+    if (!d9_plain_u64(b, 1, UINT64_MAX / MIB, &v)) {
+        snprintf(err, errlen, "DIAL9_S3_CACHE_MAX_MB=\"%s\": expected MiB above 0 (decimal digits only, no sign)", b);
         return -1;
     }
     *bytes = v * MIB;

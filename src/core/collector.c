@@ -3,6 +3,7 @@
  * (collector_state.h says which does what). */
 #include "core/collector_encode.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +112,19 @@ int d9_collector_start(d9_collector *c, char *err, size_t errlen) {
     d9_col_publish_writer_stats(c);
     d9_segw_stats ws;
     d9_segw_get_stats(c->w, &ws);
+    if (ws.write_errors && (ws.last_write_errno == ENOSPC || ws.last_write_errno == EDQUOT)) {
+        /* A full disk may free up: record on, the writes lost meanwhile counted (and written
+         * into the trace as drops once there is room), as for a disk that fills later. */
+        fprintf(stderr, "dial9: cannot write trace files in %s at start: %s; recording goes on and writes "
+                        "again once there is room (what is lost meanwhile is counted)\n",
+                d9_segw_run_dir(c->w), strerror(ws.last_write_errno));
+        snprintf(err, errlen, "cannot write trace files in %s at start: %s (recording goes on)", d9_segw_run_dir(c->w),
+                 strerror(ws.last_write_errno));
+        return 0;
+    }
     if (ws.write_errors) {
-        snprintf(err, errlen, "cannot write trace files in %s", d9_segw_run_dir(c->w));
+        snprintf(err, errlen, "cannot write trace files in %s: %s", d9_segw_run_dir(c->w),
+                 ws.last_write_errno ? strerror(ws.last_write_errno) : "no room within DIAL9_MAX_DISK_USAGE_MB");
         return -1;
     }
     return 0;

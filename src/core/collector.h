@@ -26,7 +26,8 @@ typedef struct d9_collector_config {
 d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t errlen);
 
 /* After sources are added and noted: write the first segment's preamble, so an unwritable
- * trace directory is reported to d9_start. 0, or -1 with a message in err. */
+ * trace directory is reported to d9_start. 0, or -1 with a message in err. A full disk is no
+ * failure (it may free up): 0, with why nothing is written yet in err (and on stderr). */
 int d9_collector_start(d9_collector *c, char *err, size_t errlen);
 
 /* Metadata of every segment; sources add entries before d9_collector_start. */

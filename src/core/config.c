@@ -9,9 +9,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/plain_number.h"
 #include "core/clock.h"
 #include "core/config_abi.h"
 #include "core/last_error.h"
+#include "sinks/s3_client.h"
+#include "sinks/step_upload.h"
 #include "dial9/dial9.h"
 
 #define MIB ((uint64_t)1024 * 1024)
@@ -102,23 +105,17 @@ void d9_config_init_size(d9_config *cfg, size_t size) {
     write_as_caller(cfg, &full, size);
 }
 
+/* Every integer variable: plain digits (common/plain_number.h: no sign, so "+64" is refused
+ * like "-1"), within the variable's bounds. */
 static int parse_u64(const char *var, const char *s, uint64_t min, uint64_t max, uint64_t *out) {
-    const char *p = s;
-    while (*p == ' ') p++;
-    if (*p < '0' || *p > '9') goto bad;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(p, &end, 10);
-    while (*end == ' ') end++;
-    if (errno || *end || v < min || v > max) goto bad;
-    *out = v;
-    return 0;
-bad:
-    d9_set_error("%s=\"%s\": expected an integer from %" PRIu64 " to %" PRIu64, var, s, min, max);
+    if (d9_plain_u64(s, min, max, out)) return 0;
+    d9_set_error("%s=\"%s\": expected an integer from %" PRIu64 " to %" PRIu64
+                 " (decimal digits only, no sign)", var, s, min, max);
     return -1;
 }
 
-/* A share of one CPU in percent: a decimal from 0.01 to 100, or 0 / "off" (not governed). */
+/* A share of one CPU in percent: a decimal from 0.01 to 100, or 0 / "off" (not governed).
+ * Plain decimals only: no sign, exponent, hex, nan or inf. */
 static int parse_budget_pct(const char *var, const char *s, double *out) {
     const char *p = s;
     while (*p == ' ') p++;
@@ -126,12 +123,8 @@ static int parse_budget_pct(const char *var, const char *s, double *out) {
         *out = 0;
         return 0;
     }
-    size_t digits = strspn(p, "0123456789."); /* plain decimals: no sign, exponent, hex, nan */
-    char *end = NULL;
-    double v = digits ? strtod(p, &end) : -1;
-    if (end && end != p + digits) end = NULL;
-    if (end) while (*end == ' ') end++;
-    if (!end || *end || !(v == 0 || (v >= 0.01 && v <= 100))) {
+    double v;
+    if (!d9_plain_decimal(s, &v) || !(v == 0 || (v >= 0.01 && v <= 100))) {
         d9_set_error("%s=\"%s\": expected a share of one CPU in percent from 0.01 to 100, or 0/off "
                      "(not governed)", var, s);
         return -1;
@@ -191,6 +184,46 @@ static int parse_string(const char *var, const char *s, const char **out) {
 /* Longest trace directory (d9_config_validate); the run id and file names go below it. */
 #define MAX_TRACE_DIR 3000
 
+/* The checks of the S3 settings and the service name, for a variable or a field: `what` is
+ * the variable's name (DIAL9_S3_BUCKET) or the field's (s3_bucket), said with the value. */
+#define MAX_SERVICE 255
+#define MAX_S3_PREFIX 512
+#define MAX_S3_REGION 64
+
+static int check_service(const char *what, const char *v) {
+    if (strlen(v) <= MAX_SERVICE) return 0;
+    d9_set_error("%s=\"%.48s...\" (%zu bytes): longer than %d bytes", what, v, strlen(v), MAX_SERVICE);
+    return -1;
+}
+
+static int check_bucket(const char *what, const char *v) {
+    size_t n = strlen(v);
+    if (n >= 3 && n <= 63 && strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789.-") == n) return 0;
+    d9_set_error("%s=\"%s\": expected an S3 bucket name, 3 to 63 characters from a-z, 0-9, '.' and '-'", what, v);
+    return -1;
+}
+
+static int check_prefix(const char *what, const char *v) {
+    if (strlen(v) <= MAX_S3_PREFIX) return 0;
+    d9_set_error("%s=\"%.48s...\" (%zu bytes): longer than %d bytes", what, v, strlen(v), MAX_S3_PREFIX);
+    return -1;
+}
+
+static int check_region(const char *what, const char *v) {
+    size_t n = strlen(v);
+    if (n >= 1 && n <= MAX_S3_REGION && strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-") == n) return 0;
+    d9_set_error("%s=\"%s\": expected an S3 region name such as us-east-1 (a-z, 0-9 and '-', up to %d)", what, v,
+                 MAX_S3_REGION);
+    return -1;
+}
+
+static int check_endpoint(const char *what, const char *v) {
+    char why[200];
+    if (d9_s3_endpoint_check(v, why, sizeof why)) return 0;
+    d9_set_error("%s=\"%.600s\": not an S3 endpoint: %s", what, v, why);
+    return -1;
+}
+
 static int from_env(d9_config *cfg) {
     const char *v;
     uint64_t n;
@@ -203,8 +236,10 @@ static int from_env(d9_config *cfg) {
         return -1;
     }
     /* dial9's name for it, DIAL9_SERVICE_NAME, is accepted too; DIAL9_SERVICE wins */
-    if (ENV("DIAL9_SERVICE_NAME") && parse_string("DIAL9_SERVICE_NAME", v, &cfg->service)) return -1;
-    if (ENV("DIAL9_SERVICE") && parse_string("DIAL9_SERVICE", v, &cfg->service)) return -1;
+    const char *service_var = NULL, *region_var = NULL, *endpoint_var = NULL;
+    if (ENV("DIAL9_SERVICE_NAME") && parse_string(service_var = "DIAL9_SERVICE_NAME", v, &cfg->service)) return -1;
+    if (ENV("DIAL9_SERVICE") && parse_string(service_var = "DIAL9_SERVICE", v, &cfg->service)) return -1;
+    if (service_var && check_service(service_var, cfg->service)) return -1;
     if (ENV("DIAL9_MAX_FILE_SIZE_MB")) {
         if (parse_u64("DIAL9_MAX_FILE_SIZE_MB", v, 1, 1u << 20, &n)) return -1;
         cfg->max_file_size = n * MIB;
@@ -258,10 +293,19 @@ static int from_env(d9_config *cfg) {
     if (ENV("DIAL9_S3_BUCKET") && parse_string("DIAL9_S3_BUCKET", v, &cfg->s3_bucket)) return -1;
     if (ENV("DIAL9_S3_PREFIX")) cfg->s3_prefix = v; /* empty: keys start at version=1/ */
     /* the AWS SDKs' variables, in their order of precedence */
-    if (ENV("AWS_DEFAULT_REGION") && parse_string("AWS_DEFAULT_REGION", v, &cfg->s3_region)) return -1;
-    if (ENV("AWS_REGION") && parse_string("AWS_REGION", v, &cfg->s3_region)) return -1;
-    if (ENV("AWS_ENDPOINT_URL") && parse_string("AWS_ENDPOINT_URL", v, &cfg->s3_endpoint)) return -1;
-    if (ENV("AWS_ENDPOINT_URL_S3") && parse_string("AWS_ENDPOINT_URL_S3", v, &cfg->s3_endpoint)) return -1;
+    if (ENV("AWS_DEFAULT_REGION") && parse_string(region_var = "AWS_DEFAULT_REGION", v, &cfg->s3_region)) return -1;
+    if (ENV("AWS_REGION") && parse_string(region_var = "AWS_REGION", v, &cfg->s3_region)) return -1;
+    if (ENV("AWS_ENDPOINT_URL") && parse_string(endpoint_var = "AWS_ENDPOINT_URL", v, &cfg->s3_endpoint)) return -1;
+    if (ENV("AWS_ENDPOINT_URL_S3") && parse_string(endpoint_var = "AWS_ENDPOINT_URL_S3", v, &cfg->s3_endpoint))
+        return -1;
+    /* what S3 uses is checked only with a bucket (validate_fields), but said by its variable */
+    if (cfg->s3_bucket) {
+        if (check_bucket("DIAL9_S3_BUCKET", cfg->s3_bucket) ||
+            (ENV("DIAL9_S3_PREFIX") && check_prefix("DIAL9_S3_PREFIX", cfg->s3_prefix)) ||
+            (region_var && check_region(region_var, cfg->s3_region)) ||
+            (endpoint_var && check_endpoint(endpoint_var, cfg->s3_endpoint)))
+            return -1;
+    }
     if (ENV("DIAL9_S3_PATH_STYLE")) {
         bool b;
         if (parse_bool("DIAL9_S3_PATH_STYLE", v, &b)) return -1;
@@ -275,6 +319,16 @@ static int from_env(d9_config *cfg) {
         if (parse_u64("DIAL9_S3_EXIT_WAIT_SECS", v, 0, 3600, &n)) return -1;
         cfg->s3_exit_wait_secs = (uint32_t)n;
     }
+    /* read by the S3 client and the uploader when they start (s3_client.c, upload_retry.c,
+     * step_upload.c); checked here so that a bad value is an error like any other, not a
+     * default used in its place once uploading starts */
+    if (ENV("DIAL9_S3_BREAKER_SECS") && parse_u64("DIAL9_S3_BREAKER_SECS", v, 1, 3600, &n)) return -1;
+    if (ENV("DIAL9_S3_STALL_SECS") && parse_u64("DIAL9_S3_STALL_SECS", v, 1, 3600, &n)) return -1;
+    if (ENV("DIAL9_S3_MULTIPART_THRESHOLD_MB") &&
+        parse_u64("DIAL9_S3_MULTIPART_THRESHOLD_MB", v, D9_S3_PART_MIN_MB, D9_S3_PART_MAX_MB, &n))
+        return -1;
+    if (ENV("DIAL9_S3_PART_SIZE_MB") && parse_u64("DIAL9_S3_PART_SIZE_MB", v, D9_S3_PART_MIN_MB, D9_S3_PART_MAX_MB, &n))
+        return -1;
     bool children; /* read by the zero-code shim (preload_main.c); checked here likewise */
     if (ENV("DIAL9_TRACE_CHILDREN") && parse_bool("DIAL9_TRACE_CHILDREN", v, &children)) return -1;
     /* read by the loop adapters' object table at its first use; checked here so that a bad
@@ -370,30 +424,10 @@ static int validate_fields(const d9_config *cfg) {
         return -1;
     }
     if (cfg->s3_bucket) {
-        size_t n = strlen(cfg->s3_bucket);
-        if (n < 3 || n > 63 || strspn(cfg->s3_bucket, "abcdefghijklmnopqrstuvwxyz0123456789.-") != n) {
-            d9_set_error("S3 bucket \"%s\": expected 3 to 63 characters from a-z, 0-9, '.' and '-'", cfg->s3_bucket);
+        if (check_bucket("s3_bucket", cfg->s3_bucket) || (cfg->s3_prefix && check_prefix("s3_prefix", cfg->s3_prefix)) ||
+            check_region("s3_region", cfg->s3_region ? cfg->s3_region : "") ||
+            (cfg->s3_endpoint && check_endpoint("s3_endpoint", cfg->s3_endpoint)))
             return -1;
-        }
-        if (cfg->s3_prefix && strlen(cfg->s3_prefix) > 512) {
-            d9_set_error("S3 prefix is longer than 512 bytes");
-            return -1;
-        }
-        if (!cfg->s3_region || !*cfg->s3_region || strlen(cfg->s3_region) > 64 ||
-            strspn(cfg->s3_region, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(cfg->s3_region)) {
-            d9_set_error("S3 region \"%s\": expected a region name such as us-east-1",
-                         cfg->s3_region ? cfg->s3_region : "");
-            return -1;
-        }
-        if (cfg->s3_endpoint && strncmp(cfg->s3_endpoint, "http://", 7) != 0 &&
-            strncmp(cfg->s3_endpoint, "https://", 8) != 0) {
-            d9_set_error("S3 endpoint \"%s\": expected an http:// or https:// URL", cfg->s3_endpoint);
-            return -1;
-        }
-        if (cfg->s3_endpoint && strlen(cfg->s3_endpoint) > 512) {
-            d9_set_error("S3 endpoint is longer than 512 bytes");
-            return -1;
-        }
     }
     if (cfg->s3_path_style < -1 || cfg->s3_path_style > 1) {
         d9_set_error("s3_path_style = %d: must be -1, 0 or 1", cfg->s3_path_style);
@@ -407,10 +441,7 @@ static int validate_fields(const d9_config *cfg) {
         d9_set_error("s3_exit_wait_secs = %u: must be from 0 to 3600", cfg->s3_exit_wait_secs);
         return -1;
     }
-    if (cfg->service && strlen(cfg->service) > 255) {
-        d9_set_error("service name is longer than 255 bytes");
-        return -1;
-    }
+    if (cfg->service && check_service("service", cfg->service)) return -1;
     return 0;
 }
 

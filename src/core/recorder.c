@@ -259,6 +259,7 @@ static int start(const d9_config *cfg) {
     d9_sources_start(&r->cfg, r->col);
     d9_on_sources_started_fn on_started = atomic_load_explicit(&g_on_sources_started, memory_order_acquire);
     if (on_started) on_started(r->col);
+    err[0] = 0;
     if (d9_collector_start(r->col, err, sizeof err) != 0) {
         close_collector(r, NULL);
         d9_sources_stop();
@@ -269,6 +270,7 @@ static int start(const d9_config *cfg) {
         pthread_mutex_unlock(&r->lifecycle);
         return D9_ERR_TRACE_DIR; /* the first segment cannot be written */
     }
+    if (err[0]) d9_set_error("%s", err); /* started, but why nothing is written yet (a full disk) */
     r->run_dir = strdup(d9_collector_run_dir(r->col));
     if (r->run_dir) d9_pipeline_set_run(r->pipeline, r->cfg.trace_dir, r->run_dir);
     d9_threads_set_collector_running(true);

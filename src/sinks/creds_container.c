@@ -62,7 +62,9 @@ int d9_creds_container(d9_s3_credentials *c, char *err, size_t errlen) {
     url_of(url, sizeof url);
     snprintf(what, sizeof what, "container credentials %s", url);
     if (d9_creds_url_host(url, scheme, sizeof scheme, host, sizeof host) != 0) {
-        snprintf(err, errlen, "%s: not an http(s)://HOST[:PORT]/PATH URL", what);
+        snprintf(err, errlen, "%s: not an http(s)://HOST[:PORT]/PATH URL (%s)", what,
+                 env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") ? "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"
+                                                             : "AWS_CONTAINER_CREDENTIALS_FULL_URI");
         return D9_CREDS_FATAL;
     }
     if (strcmp(scheme, "http") == 0 && !allowed_http_host(host)) {

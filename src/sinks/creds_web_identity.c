@@ -71,7 +71,10 @@ int d9_creds_web_identity(const char *region, d9_s3_credentials *c, char *err, s
     snprintf(what, sizeof what, "web identity (role %.300s, token from %.300s) through STS %.600s", role, file, ep);
     char scheme[8], host[256];
     if (d9_creds_url_host(ep, scheme, sizeof scheme, host, sizeof host) != 0) {
-        snprintf(err, errlen, "%s: the STS endpoint is not an http(s)://HOST[:PORT] URL", what);
+        snprintf(err, errlen, "%s: the STS endpoint is not an http(s)://HOST[:PORT] URL (%s)", what,
+                 env("AWS_ENDPOINT_URL_STS")  ? "AWS_ENDPOINT_URL_STS"
+                 : env("AWS_ENDPOINT_URL") ? "AWS_ENDPOINT_URL"
+                                           : "made from the region: AWS_REGION or AWS_DEFAULT_REGION");
         return D9_CREDS_FATAL;
     }
     char *token = malloc(16384), *body = malloc(3 * 16384 + 4096), *enc = malloc(3 * 16384 + 1);

@@ -35,6 +35,7 @@
 
 #include "core/clock.h"
 #include "core/own_thread_name.h"
+#include "sinks/left_on_disk.h"
 #include "sinks/run_claim.h"
 #include "sinks/step_compress.h"
 #include "sinks/step_symbolize.h"
@@ -86,6 +87,8 @@ struct d9_pipeline {
     ino_t run_ino;
     char run_boot_id[D9_RUN_BOOT_ID_MAX]; /* this run's id in the keys (run_claim.h), "" before */
     int run_lock_fd;           /* our run directory's claim (run_claim.h), -1 when none */
+    bool claim_at_seal;        /* the directory did not exist yet (a full disk at start): claimed
+                                  at the first seal, so that what is left is adopted later */
     bool leftovers_pending;    /* earlier runs' segments to adopt, once, first */
     d9_pipeline_resized_fn on_resized;
     void *on_resized_ctx;
@@ -419,16 +422,36 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
     return p;
 }
 
+/* The run directory the segment writer created after a full disk at the start: opened by its
+ * path (the writer checked the trace directory above it, trace_dir.h; the last name is not
+ * followed) and kept only when it is ours and no one else may write in it. Under p->lock. */
+static void take_run_fd(d9_pipeline *p) {
+    int fd = open(p->run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) return;
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+        close(fd);
+        return;
+    }
+    if (run_fd_ours(p)) close(p->run_fd);
+    p->run_fd = fd;
+    p->run_dev = st.st_dev;
+    p->run_ino = st.st_ino;
+}
+
 void d9_pipeline_set_run(d9_pipeline *p, const char *trace_dir, const char *run_dir) {
     if (!p || !p->upload) return;
     char *td = strdup(trace_dir), *rd = strdup(run_dir);
     char boot[D9_RUN_BOOT_ID_MAX];
     d9_run_boot_id(run_dir, boot, sizeof boot);
     /* through the run directory's handle (trace_dir.h); without it, what this run leaves
-     * behind is not adopted later; nothing else changes */
-    int fd = run_fd_ours(p) ? d9_run_claim_at(p->run_fd, ".") : -1;
+     * behind is not adopted later; nothing else changes. No handle yet (a full disk at the
+     * start left no directory): claimed at the first seal. */
+    bool later = !run_fd_ours(p);
+    int fd = later ? -1 : d9_run_claim_at(p->run_fd, ".");
     if (fd >= 0) d9_run_identity_write(p->run_fd, p->service ? p->service : "unknown", boot);
     pthread_mutex_lock(&p->lock);
+    p->claim_at_seal = later;
     memcpy(p->run_boot_id, boot, sizeof boot);
     p->trace_dir = td;
     p->run_dir = rd;
@@ -469,6 +492,12 @@ void d9_pipeline_on_sealed(const char *path, bool needs_symbols, d9_sym_input *s
     d9_pipeline *p = pipeline;
     char *copy = strdup(path);
     pthread_mutex_lock(&p->lock);
+    if (p->claim_at_seal && p->run_dir) { /* the run directory exists now: claim it, say whose it is */
+        p->claim_at_seal = false;
+        take_run_fd(p);
+        p->run_lock_fd = run_fd_ours(p) ? d9_run_claim_at(p->run_fd, ".") : -1;
+        if (p->run_lock_fd >= 0) d9_run_identity_write(p->run_fd, p->service ? p->service : "unknown", p->run_boot_id);
+    }
     if (!copy || p->pushed - p->taken == QUEUE_CAP || p->prepare_finished) {
         /* left on disk as sealed; uploads of it are not attempted in this run */
         d9_symbolize_report r = {.files_dropped = p->symbolizing ? 1 : 0};
@@ -566,6 +595,8 @@ static void finish_stop(d9_pipeline *p) {
                         "left without them (dial9 symbolize names them offline)\n",
                 (unsigned long long)r.files_skipped, p->run_dir ? p->run_dir : "this run");
     for (uint64_t i = p->taken; i < p->pushed; i++) free_entry(&p->queue[i % QUEUE_CAP]);
+    /* every file an outage or the exit wait left, not only the one being uploaded then */
+    if (p->upload) d9_say_left_on_disk(stderr, "dial9", p->run_dir, p->trace_dir);
     if (p->run_lock_fd >= 0) {
         d9_run_release_if_empty(p->run_dir); /* all uploaded: nothing for a later start to adopt */
         close(p->run_lock_fd);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/plain_number.h"
 #include "sinks/libcurl_loader.h"
 #include "sinks/s3_credentials.h"
 #include "sinks/sha256.h"
@@ -38,6 +39,30 @@ static bool host_is_ip_or_localhost(const char *authority) {
     return strspn(authority, "0123456789.") == n;
 }
 
+#define MAX_ENDPOINT 512
+
+bool d9_s3_endpoint_check(const char *url, char *why, size_t whylen) {
+    if (strlen(url) > MAX_ENDPOINT) {
+        snprintf(why, whylen, "longer than %d bytes", MAX_ENDPOINT);
+        return false;
+    }
+    if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+        snprintf(why, whylen, "expected an http://HOST[:PORT] or https://HOST[:PORT] URL");
+        return false;
+    }
+    const char *rest = strstr(url, "://") + 3;
+    size_t alen = strcspn(rest, "/?#");
+    if (alen == 0 || alen >= 400 || memchr(rest, '@', alen)) {
+        snprintf(why, whylen, "no host, a host of 400 bytes or more, or user info in it");
+        return false;
+    }
+    if (rest[alen] && strcmp(rest + alen, "/") != 0) {
+        snprintf(why, whylen, "a path after the host is not supported");
+        return false;
+    }
+    return true;
+}
+
 d9_s3_client *d9_s3_client_new(const d9_config *cfg, char *err, size_t errlen) {
     const d9_libcurl *curl = d9_libcurl_get();
     if (!curl) {
@@ -54,34 +79,31 @@ d9_s3_client *d9_s3_client_new(const d9_config *cfg, char *err, size_t errlen) {
     c->stall_secs = 30;
     const char *stall = getenv("DIAL9_S3_STALL_SECS");
     if (stall && *stall) {
-        char *end;
-        long v = strtol(stall, &end, 10);
-        if (*end || v < 1 || v > 3600) {
-            snprintf(err, errlen, "DIAL9_S3_STALL_SECS=\"%s\": expected seconds from 1 to 3600", stall);
+        uint64_t v;
+        if (!d9_plain_u64(stall, 1, 3600, &v)) {
+            snprintf(err, errlen, "DIAL9_S3_STALL_SECS=\"%s\": expected seconds from 1 to 3600 (decimal digits only, "
+                                  "no sign)", stall);
             goto fail;
         }
-        c->stall_secs = v;
+        c->stall_secs = (long)v;
     }
 
-    char endpoint[600];
+    char endpoint[600], why[200];
     if (cfg->s3_endpoint) snprintf(endpoint, sizeof endpoint, "%s", cfg->s3_endpoint);
     else snprintf(endpoint, sizeof endpoint, "https://s3.%s.amazonaws.com", c->region);
-    const char *rest = strstr(endpoint, "://");
-    if (!rest || rest - endpoint > 5) {
-        snprintf(err, errlen, "S3 endpoint \"%s\": expected http://HOST[:PORT] or https://...", endpoint);
+    if (!d9_s3_endpoint_check(endpoint, why, sizeof why)) {
+        if (cfg->s3_endpoint)
+            snprintf(err, errlen, "S3 endpoint \"%s\" (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or --endpoint): %s",
+                     endpoint, why);
+        else
+            snprintf(err, errlen, "S3 region \"%s\" (AWS_REGION, AWS_DEFAULT_REGION or --region): its endpoint "
+                     "\"%s\": %s", c->region, endpoint, why);
         goto fail;
     }
+    const char *rest = strstr(endpoint, "://");
     snprintf(c->scheme, sizeof c->scheme, "%.*s", (int)(rest - endpoint), endpoint);
     rest += 3;
     size_t alen = strcspn(rest, "/?#");
-    if (alen == 0 || alen >= 400 || memchr(rest, '@', alen)) {
-        snprintf(err, errlen, "S3 endpoint \"%s\": no host, or user info in it", endpoint);
-        goto fail;
-    }
-    if (rest[alen] && strcmp(rest + alen, "/") != 0) {
-        snprintf(err, errlen, "S3 endpoint \"%s\": a path after the host is not supported", endpoint);
-        goto fail;
-    }
     char authority[512];
     snprintf(authority, sizeof authority, "%.*s", (int)alen, rest);
     bool path_style = cfg->s3_path_style >= 0 ? cfg->s3_path_style == 1 : host_is_ip_or_localhost(authority);
@@ -90,7 +112,8 @@ d9_s3_client *d9_s3_client_new(const d9_config *cfg, char *err, size_t errlen) {
         snprintf(c->base_path, sizeof c->base_path, "/%s", c->bucket);
     } else {
         if (snprintf(c->authority, sizeof c->authority, "%s.%s", c->bucket, authority) >= (int)sizeof c->authority) {
-            snprintf(err, errlen, "S3 endpoint \"%s\": host name too long", endpoint);
+            snprintf(err, errlen, "S3 endpoint \"%s\" with the bucket \"%s\" (DIAL9_S3_BUCKET or --bucket): host "
+                     "name too long", endpoint, c->bucket);
             goto fail;
         }
         c->base_path[0] = 0;

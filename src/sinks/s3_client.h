@@ -43,6 +43,11 @@ typedef struct d9_s3_answer {
 } d9_s3_answer;
 #define D9_S3_ANSWER_INIT ((d9_s3_answer){.out_fd = -1})
 
+/* Whether `url` is an endpoint the client takes: http:// or https://, a host (no user info),
+ * nothing after it but "/", at most 512 bytes. false with what is wrong in why. The one rule,
+ * for the configuration (which says the variable) and the client. */
+bool d9_s3_endpoint_check(const char *url, char *why, size_t whylen);
+
 /* NULL with a message when libcurl.so.4 cannot be loaded or the endpoint is malformed. Uses
  * cfg->s3_bucket, s3_region, s3_endpoint, s3_path_style. The stall timeout (a transfer under
  * 1 KiB/s for that long is abandoned) is DIAL9_S3_STALL_SECS, default 30. */

@@ -110,14 +110,17 @@ static void note_handles(d9_segment_writer *w) {
  * the preload shim guards files, not directories) may have their numbers for its own files,
  * which must never be used or closed. A lost one is opened again under the rules of the start
  * (trace_dir.h); when that fails it stays -1 and what needs it fails (counted as lost). */
-static void ensure_handles(d9_segment_writer *w) {
+static int ensure_handles(d9_segment_writer *w) {
     bool trace_ok = is_handle(w->trace_fd, w->trace_dev, w->trace_ino);
     bool run_ok = is_handle(w->run_fd, w->run_dev, w->run_ino);
-    if (trace_ok && run_ok) return;
+    if (trace_ok && run_ok) return 0;
     char why[1024];
-    if (!trace_ok) w->trace_fd = d9_trace_dir_open(w->trace_dir, false, why, sizeof why);
+    /* created when missing: a full disk at the start left none (d9_segw_open) */
+    if (!trace_ok) w->trace_fd = d9_trace_dir_open(w->trace_dir, true, why, sizeof why);
     if (!run_ok) w->run_fd = w->trace_fd >= 0 ? d9_run_dir_open(w->trace_fd, w->run_id, w->run_dir, why, sizeof why) : -1;
+    int e = errno; /* why the one that failed failed (a full disk: ENOSPC) */
     note_handles(w);
+    return w->run_fd >= 0 ? 0 : -(e ? e : EBADF);
 }
 
 static bool valid_run_id(const char *s) {
@@ -183,12 +186,15 @@ d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t err
 
     char why[1024];
     w->trace_fd = d9_trace_dir_open(w->trace_dir, true, why, sizeof why);
-    if (w->trace_fd < 0) return fail_open(w, err, errlen, "%s", why, 0);
-    w->run_fd = d9_run_dir_open(w->trace_fd, w->run_id, w->run_dir, why, sizeof why);
-    if (w->run_fd < 0) return fail_open(w, err, errlen, "%s", why, 0);
+    if (w->trace_fd >= 0) w->run_fd = d9_run_dir_open(w->trace_fd, w->run_id, w->run_dir, why, sizeof why);
+    /* a full disk may free up: open_segment creates the directories when it does */
+    bool disk_full = w->run_fd < 0 && (errno == ENOSPC || errno == EDQUOT);
+    if (disk_full) w->stats.last_write_errno = errno;
+    else if (w->run_fd < 0) return fail_open(w, err, errlen, "%s", why, 0);
     note_handles(w);
-    int rc = d9_tf_index_scan(&w->files, w->run_id, &w->seq);
-    if (rc != 0) return fail_open(w, err, errlen, "segment writer: cannot read %s", w->trace_dir, -rc);
+    int rc = w->trace_fd >= 0 ? d9_tf_index_scan(&w->files, w->run_id, &w->seq) : 0; /* none yet: nothing to count */
+    if (rc != 0 && !(disk_full && rc == -ENOENT))
+        return fail_open(w, err, errlen, "segment writer: cannot read %s", w->trace_dir, -rc);
     w->run_slot = d9_tf_index_run(&w->files, w->run_id);
     if (w->run_slot < 0) return fail_open(w, err, errlen, "segment writer: out of memory%s", NULL, 0);
     w->files.own_run = w->run_slot;
@@ -231,7 +237,7 @@ static void disown_fd(d9_segment_writer *w) {
 
 /* The open segment holds no bytes worth keeping: remove it; its N is reused. */
 static void discard_segment(d9_segment_writer *w) {
-    ensure_handles(w);
+    (void)ensure_handles(w);
     struct stat st;
     if (!fd_is_ours(w, &st)) {
         /* Closed by the program: remove the empty file by name, if it is still the one. */
@@ -265,7 +271,7 @@ static d9_sym_input *take_symbols(d9_segment_writer *w) {
 
 /* Rename the open segment to trace.N.bin, index it and tell on_sealed. */
 static void seal_segment(d9_segment_writer *w) {
-    ensure_handles(w);
+    (void)ensure_handles(w);
     d9_sym_input *symbols = take_symbols(w);
     struct stat st;
     bool have_stat = fd_is_ours(w, &st);
@@ -312,7 +318,7 @@ static void end_segment(d9_segment_writer *w) {
 
 void d9_segw_close(d9_segment_writer *w) {
     if (!w) return;
-    ensure_handles(w);
+    (void)ensure_handles(w);
     end_segment(w);
     /* not needed: the last words fit. Kept for the next run, or removed. */
     if (w->final_held && !d9_spare_return(w->trace_fd, w->run_fd, D9_SEGW_FINAL_RESERVE_NAME))
@@ -488,7 +494,8 @@ static int recreate_run_dir(d9_segment_writer *w) {
 
 /* Create trace.{seq}.bin.active, recreating the run directory if it was deleted. 0 or -errno. */
 static int open_segment(d9_segment_writer *w) {
-    ensure_handles(w);
+    int rc = ensure_handles(w); /* a directory lost or never made (a full disk at start) */
+    if (rc != 0) return rc;
     bool dirs_recreated = false;
     /* Bounded: one directory re-creation plus a few names taken by files we did not write. */
     for (int attempt = 0; attempt < 8; attempt++) {
@@ -518,7 +525,7 @@ static int open_segment(d9_segment_writer *w) {
             dirs_recreated = true;
             d9_tf_index_forget_vanished(&w->files); /* whatever went with the directory */
             w->final_held = 0;                      /* the reserve too */
-            int rc = recreate_run_dir(w);
+            rc = recreate_run_dir(w);
             if (rc != 0) return rc;
         } else if (e == EEXIST) {
             w->seq++; /* never overwrite */
@@ -581,7 +588,7 @@ static bool make_room(d9_segment_writer *w, size_t len) {
         if (kept > w->max_total_size || kept < w->size) return false;
         if (w->files.bytes <= w->max_total_size - kept) return true;
         /* runs the scan took from the ledger unchecked: checked before deleting by them */
-        ensure_handles(w); /* deleting: through handles that are still ours */
+        (void)ensure_handles(w); /* deleting: through handles that are still ours */
         if (d9_tf_index_check(&w->files)) continue;
         bool unlinked, pending = false;
         d9_tf_entry victim;
@@ -633,7 +640,7 @@ static bool reopen_segment(d9_segment_writer *w) {
  * (deleted, replaced, changed), seal what is left of it under its name and let the next write
  * start a new segment: false when this write continues that stream and is lost. */
 static bool recover_closed_fd(d9_segment_writer *w) {
-    ensure_handles(w); /* a program that closed one fd may have closed them all */
+    (void)ensure_handles(w); /* a program that closed one fd may have closed them all */
     struct stat st;
     w->fd = -1; /* the number may be the program's now: never close it */
     if (reopen_segment(w)) return true;
@@ -681,11 +688,22 @@ int d9_segw_write(d9_segment_writer *w, const void *buf, size_t len) {
     }
 
     uint64_t kept = w->files.pinned_bytes + w->final_held + w->size + len;
-    if (len > w->max_total_size || kept > w->max_total_size) return lose_write(w, len);
-    if (w->fd < 0 && open_segment(w) != 0) return lose_write(w, len);
-    if (!make_room(w, len)) return lose_write(w, len);
+    if (len > w->max_total_size || kept > w->max_total_size) {
+        w->stats.last_write_errno = 0; /* the budget, not the disk */
+        return lose_write(w, len);
+    }
+    int rc = w->fd < 0 ? open_segment(w) : 0;
+    if (rc != 0) {
+        w->stats.last_write_errno = -rc;
+        return lose_write(w, len);
+    }
+    if (!make_room(w, len)) {
+        w->stats.last_write_errno = 0;
+        return lose_write(w, len);
+    }
 
-    if (pwrite_fully(w->fd, buf, len, w->size) != 0) {
+    if ((rc = pwrite_fully(w->fd, buf, len, w->size)) != 0) {
+        w->stats.last_write_errno = -rc;
         /* Cut any partial bytes off so the file still ends at the last complete write. */
         if (ftruncate(w->fd, (off_t)w->size) != 0) {
             w->symbols_lost = true; /* a partial write stays in it */
@@ -714,7 +732,7 @@ bool d9_segw_has_final_reserve(const d9_segment_writer *w) { return w->final_hel
 int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len) {
     if (w->final_held == 0 || len == 0) return -1;
     end_segment(w); /* the last words come after everything else */
-    ensure_handles(w);
+    (void)ensure_handles(w);
     /* By path: the program may have closed every fd. Only our own reserve, as we left it. */
     int fd = openat(w->run_fd, D9_SEGW_FINAL_RESERVE_NAME, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;

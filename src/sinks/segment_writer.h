@@ -41,6 +41,7 @@ typedef struct d9_segw_stats {
     uint64_t files_deleted;   /* deleted to stay within max_total_size */
     uint64_t bytes_on_disk;   /* what the writer believes trace files under trace_dir hold */
     uint64_t fds_reopened;    /* the program closed the segment's fd: reopened by its path */
+    int last_write_errno;     /* why the last failed write failed (ENOSPC, ...; 0: the disk budget) */
 } d9_segw_stats;
 
 typedef struct d9_segment_writer d9_segment_writer;
@@ -54,7 +55,10 @@ typedef void (*d9_segw_sealed_fn)(const char *path, bool needs_symbols, d9_sym_i
 
 /* Create the run directory and index the trace files already under trace_dir (earlier runs
  * count against max_total_size). No segment file is created before the first write.
- * Returns NULL with a message in err on failure (bad config, directory not creatable). */
+ * Returns NULL with a message in err on failure (bad config, directory not creatable). A disk
+ * full (ENOSPC, EDQUOT) is no failure: the writer opens without its directory, which the first
+ * write that finds room creates; the writes before it are lost and counted, with
+ * stats.last_write_errno saying why. */
 d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t errlen);
 
 /* Seal the current segment (if it holds any bytes) and free everything. NULL is fine. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/host_boot_id.h"
+#include "common/plain_number.h"
 #include "sinks/run_claim.h" /* D9_RUN_BOOT_ID_MAX */
 #include "sinks/s3_key.h"
 #include "sinks/sha256.h"
@@ -37,11 +38,10 @@ uint64_t d9_uploader_part_size(const d9_uploader *u) { return u->part_size; }
 static int mib_from_env(const char *name, uint64_t lo, uint64_t hi, uint64_t *out, char *err, size_t errlen) {
     const char *v = getenv(name);
     if (!v || !*v) return 0;
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (*end || errno || v[0] == '-' || n < lo || n > hi) {
-        snprintf(err, errlen, "%s=\"%s\": expected MiB from %" PRIu64 " to %" PRIu64, name, v, lo, hi);
+    uint64_t n;
+    if (!d9_plain_u64(v, lo, hi, &n)) {
+        snprintf(err, errlen, "%s=\"%s\": expected MiB from %" PRIu64 " to %" PRIu64 " (decimal digits only, no sign)",
+                 name, v, lo, hi);
         return -1;
     }
     *out = n * MIB;
@@ -56,8 +56,9 @@ d9_uploader *d9_uploader_new(const d9_config *cfg, char *err, size_t errlen) {
     }
     u->threshold = 16 * MIB;
     u->part_size = 8 * MIB;
-    if (mib_from_env("DIAL9_S3_MULTIPART_THRESHOLD_MB", 5, 5 * 1024, &u->threshold, err, errlen) != 0 ||
-        mib_from_env("DIAL9_S3_PART_SIZE_MB", 5, 5 * 1024, &u->part_size, err, errlen) != 0)
+    if (mib_from_env("DIAL9_S3_MULTIPART_THRESHOLD_MB", D9_S3_PART_MIN_MB, D9_S3_PART_MAX_MB, &u->threshold, err,
+                     errlen) != 0 ||
+        mib_from_env("DIAL9_S3_PART_SIZE_MB", D9_S3_PART_MIN_MB, D9_S3_PART_MAX_MB, &u->part_size, err, errlen) != 0)
         goto fail;
     u->s3 = d9_s3_client_new(cfg, err, errlen);
     if (!u->s3) goto fail;

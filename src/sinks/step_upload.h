@@ -18,6 +18,10 @@
 
 #include "dial9/dial9.h"
 
+/* Bounds of both size variables, in MiB (the configuration checks them too, config.c) */
+#define D9_S3_PART_MIN_MB 5
+#define D9_S3_PART_MAX_MB (5 * 1024)
+
 typedef struct d9_uploader d9_uploader;
 
 #include "sinks/s3_client.h"

@@ -10,8 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sinks/step_compress.h"
+#include "common/plain_number.h"
 #include "common/segment_name.h"
+#include "sinks/step_compress.h"
 
 #define MAX_RUN_FILES 100000
 
@@ -27,14 +28,16 @@ void d9_upload_retry_init(d9_upload_retry *r, d9_uploader *uploader, const char 
     r->who = who ? who : "dial9";
     d9_breaker_init(&r->breaker, (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() ^
                                      (uint64_t)(uintptr_t)r);
+    /* the configuration refused a bad value already (config.c): a program that reads it
+     * otherwise (d9_config_init) is told here, and gets the default */
     const char *v = getenv("DIAL9_S3_BREAKER_SECS");
     if (v && *v) {
-        char *end;
-        long secs = strtol(v, &end, 10);
-        if (*end || secs < 1 || secs > 3600)
-            fprintf(stderr, "%s: DIAL9_S3_BREAKER_SECS=\"%s\": expected seconds from 1 to 3600, using 30\n", r->who, v);
+        uint64_t secs;
+        if (!d9_plain_u64(v, 1, 3600, &secs))
+            fprintf(stderr, "%s: DIAL9_S3_BREAKER_SECS=\"%s\": expected seconds from 1 to 3600 (decimal digits "
+                            "only, no sign), using 30\n", r->who, v);
         else
-            r->breaker.cooldown_first_ns = (uint64_t)secs * 1000000000u;
+            r->breaker.cooldown_first_ns = secs * 1000000000u;
         if (r->breaker.cooldown_max_ns < r->breaker.cooldown_first_ns)
             r->breaker.cooldown_max_ns = r->breaker.cooldown_first_ns;
     }

@@ -13,8 +13,9 @@
 #    uploaded; the objects uploaded after the outage hold an UploadLossEvent with the count the
 #    recorder's own stats give, and dial9 stats/analyze/check (text and --json) report it;
 #  - an endpoint that never answers and a short exit wait (DIAL9_S3_EXIT_WAIT_SECS=1): the
-#    program still exits, its segments stay on disk with a message, and `dial9 upload DIR`
-#    uploads them later, every event once.
+#    program still exits, its segments stay on disk with a message that counts and names every
+#    one, and `dial9 upload DIR` uploads them later, every event once;
+#  - every key of every case is under the recording run's service.
 # Every wait is for an event (a log line, a file, a process exit); the bounds are safety nets.
 set -uo pipefail
 
@@ -188,6 +189,12 @@ check "the program exits when the exit wait is over (exit $?)" [ $? = 0 ]
 check "it said what stays on disk" grep -q 'not done in the time allowed, the file stays on disk' "$T/later/rec.err"
 mapfile -t left < <(local_segments later)
 check "its segments on disk (${#left[@]})" [ "${#left[@]}" -ge 2 ]
+# the exit message names every one of them, not only the one being uploaded when time ran out
+said=$(sed -n 's/.* \([0-9]*\) sealed segments\{0,1\} of this run not uploaded stays\{0,1\} on disk in .*/\1/p' "$T/later/rec.err")
+check "it said how many stay on disk (${said:-nothing} of ${#left[@]})" [ "$said" = "${#left[@]}" ]
+named=0
+for f in "${left[@]}"; do grep -q "not uploaded stays\{0,1\} on disk in .*[:,] $(basename "$f")[, ]" "$T/later/rec.err" && named=$((named + 1)); done
+check "it named every one of them ($named of ${#left[@]})" [ "$named" = "${#left[@]}" ]
 check "every event once in the segments on disk" every_event_once "${left[@]}"
 env -u AWS_PROFILE -u DIAL9_S3_BUCKET AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
     AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" "$DIAL9" upload --bucket $BUCKET "$T/later/traces" \
@@ -198,6 +205,10 @@ read_back later
 check "every event uploaded once, by dial9 upload" every_event_once "$T"/later/objects/*.bin.gz
 check "no object stored twice (later)" no_key_twice later
 check "the keys carry the recording run's service" [ -z "$(stored_keys later | grep -v '/service=faults/')" ]
+for name in stall refused evict; do # every run recorded as DIAL9_SERVICE=faults, before and after its outage
+    check "$name: every key under service=faults ($(stored_keys $name | grep -v '/service=faults/' | head -2))" \
+        [ -z "$(stored_keys $name | grep -v '/service=faults/')" ]
+done
 check "nothing left on disk (later)" [ -z "$(local_segments later)" ]
 
 echo "test_s3_faults: $pass passed, $fail failed"

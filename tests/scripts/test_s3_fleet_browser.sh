@@ -56,11 +56,19 @@ check "api: nothing on stderr ($(head -c 300 "$T/rec-api.err"))" [ ! -s "$T/rec-
 rc=$?
 check "db recorded and uploaded (exit $rc)" [ "$rc" = 0 ]
 check "db: nothing on stderr ($(head -c 300 "$T/rec-db.err"))" [ ! -s "$T/rec-db.err" ]
-# dial9's own demo trace when the shared fixture is there, else a copy of a db object
+# dial9's own demo trace when the shared fixture is there (../shared), else a run of the example
+# executor recorded here, kept on disk (no bucket), gzip'ed as dial9 uploads: polls on two workers
 if [ -f "$FIXTURE" ]; then legacy_from="dial9's demo trace" # gzip'ed already, as dial9 uploads
     if [ "$(head -c 2 "$FIXTURE" | od -An -tx1 | tr -d ' ')" = 1f8b ]; then cp "$FIXTURE" "$T/legacy.bin.gz"
     else gzip -c "$FIXTURE" >"$T/legacy.bin.gz"; fi
-else cp "$(find "$T/rec-db" -name 'trace.*.bin.gz' | head -1)" "$T/legacy.bin.gz" 2>/dev/null; legacy_from="a db segment"; fi
+else legacy_from="a local run of the executor demo (no ../shared)"
+    "${s3env[@]}" DIAL9_SERVICE=checkout-api DIAL9_COMPRESS=gzip DIAL9_SYMBOLIZE=0 "$DEMO" --workers 2 --seconds 1 \
+        --trace-dir "$T/rec-legacy" >"$T/rec-legacy.out" 2>"$T/rec-legacy.err"
+    rc=$?; check "checkout-api recorded locally (exit $rc: $(head -c 300 "$T/rec-legacy.err"))" [ "$rc" = 0 ]
+    legacy_segments=$(find "$T/rec-legacy" -name 'trace.*.bin.gz' | wc -l)
+    check "checkout-api: one segment ($legacy_segments)" [ "$legacy_segments" = 1 ]
+    cp "$(find "$T/rec-legacy" -name 'trace.*.bin.gz' | LC_ALL=C sort | head -1)" "$T/legacy.bin.gz"
+fi
 node "$CHECK/put_object.mjs" "$S3" $BUCKET "$LEGACY_KEY" "$T/legacy.bin.gz" 2>"$T/put.err"
 # (rc=$? first: the message's $(...) would reset $? before the check reads it)
 rc=$?; check "$legacy_from stored under dial9's older layout ($(head -c 300 "$T/put.err"))" [ "$rc" = 0 ]

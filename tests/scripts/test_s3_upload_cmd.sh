@@ -57,6 +57,18 @@ check "compressed, under the service given" \
 check "local files deleted once stored" [ -z "$(local_segments ok)" ]
 check "the summary says what was stored" grep -q "dial9 upload: $objects files stored" "$T/ok/up.out"
 
+# ---- no .s3-run, no --service, no DIAL9_SERVICE: the service the trace was recorded under ----
+# (to the same store as ok: its keys so far are all api:green)
+traces unnamed 2000 DIAL9_SERVICE=checkout
+env -u AWS_PROFILE -u AWS_SESSION_TOKEN -u DIAL9_S3_BUCKET -u DIAL9_SERVICE AWS_ACCESS_KEY_ID=S3RVER \
+    AWS_SECRET_ACCESS_KEY=S3RVER HOME="$T/unnamed" AWS_REGION=us-east-1 AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" \
+    "$DIAL9" upload --bucket $BUCKET "$T/unnamed/traces" >"$T/unnamed/up.out" 2>"$T/unnamed/up.err"
+rc=$?
+check "without a service given: exit 0 ($rc: $(head -c 300 "$T/unnamed/up.err"))" [ "$rc" = 0 ]
+check "without a service given: under the recorded service ($(stored_keys ok | grep -v api%3Agreen | head -2))" \
+    [ "$(stored_keys ok | grep -c '/service=checkout/')" -ge 1 ]
+check "without a service given: nothing under service=unknown" [ "$(stored_keys ok | grep -c '/service=unknown/')" = 0 ]
+
 # ---- S3 unreachable: a port nobody listens on ----
 traces down
 dead_port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close();})')

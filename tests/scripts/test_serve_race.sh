@@ -28,10 +28,8 @@ NOBODY=65534
 chmod 0711 "$T"
 D="$T/served"
 mkdir -p "$D/R" "$T/private"
-# 64 KiB of the fixture: a short answer, so many requests fit in the time
-gzip -dc "$FIXTURE" 2>/dev/null | head -c 65536 >"$D/R/trace.0.bin"
-[ -s "$D/R/trace.0.bin" ] || head -c 65536 "$FIXTURE" >"$D/R/trace.0.bin"
-[ -s "$D/R/trace.0.bin" ] || { echo "$FIXTURE is missing"; exit 1; }
+# 64 KiB of a trace recorded here: a short answer, so many requests fit in the time
+serve_recorded_trace "$D/R/trace.0.bin" || exit 1
 chown -R "$NOBODY:$NOBODY" "$D"
 # root's private file, as long as the attacker's, with a marker all through it
 MARKER="PRIVATE-ROOT-ONLY-CONTENT"

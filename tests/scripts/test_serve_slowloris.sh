@@ -26,8 +26,7 @@ SERVE="${D9_SERVE_UNDER_TEST:-$BUILD/dial9-serve}" SLOW="$BUILD/d9s_slow_clients
 
 D="$T/traces"
 mkdir -p "$D/run"
-gzip -dc "$FIXTURE" 2>/dev/null | head -c 65536 >"$D/run/trace.0.bin"
-[ -s "$D/run/trace.0.bin" ] || { echo "$FIXTURE is missing"; exit 1; }
+serve_recorded_trace "$D/run/trace.0.bin" || exit 1
 
 start_server() { serve_start "$1" "$SERVE" "${@:2}" "$D"; } # start_server NAME [options...]
 stop_server() { serve_stop 0; }

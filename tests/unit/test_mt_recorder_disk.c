@@ -348,10 +348,130 @@ static void test_disk_full_to_the_end(void) {
     free(dir);
 }
 
+/* Polls of task `task` in the trace */
+typedef struct task_count {
+    uint64_t task, polls, write_error_drops;
+} task_count;
+
+static void count_task_polls(const d9_event *ev, void *ctx) {
+    task_count *t = ctx;
+    if (d9t_is(ev, "PollStartEvent") && d9t_field_u(ev, "task_id") == t->task) t->polls++;
+    d9_dec_str reason;
+    if (d9t_is(ev, "DroppedEventsEvent") && d9_value_str(d9_event_field(ev, "reason"), &reason) &&
+        reason.len == 11 && memcmp(reason.ptr, "write_error", 11) == 0)
+        t->write_error_drops += d9t_field_u(ev, "count");
+}
+
+static void polls_of(uint64_t task, int n) {
+    for (int i = 0; i < n; i++) {
+        d9_poll_begin(task, D9_HERE);
+        d9_poll_end();
+        if (i % 256 == 255) d9_flush(); /* never a drop for a full ring: only the disk's */
+    }
+    d9_flush();
+}
+
+/* The disk is full before the recorder starts (no block and no inode left: not even the run
+ * directory can be made). d9_start succeeds and says why nothing is written; once the disk
+ * frees up, what is recorded reaches the trace, with the loss before it counted, and the run
+ * directory gets its .s3-run (S3 unreachable here), so that a later start or `dial9 upload`
+ * files what it left under its service. */
+static void test_disk_full_at_start(void) {
+    if (geteuid() != 0) {
+        printf("SKIP disk-full-at-start test: needs root\n");
+        return;
+    }
+    char *dir = d9t_mkdtemp("fullatstart");
+    if (mount("tmpfs", dir, "tmpfs", 0, "size=1m,nr_inodes=64") != 0) {
+        printf("SKIP disk-full-at-start test: cannot mount tmpfs: %s\n", strerror(errno));
+        return;
+    }
+    char traces[1200], path[1300];
+    snprintf(traces, sizeof traces, "%s/traces", dir);
+    CHECK(mkdir(traces, 0755) == 0);
+    int files = 0, fd;
+    for (;; files++) { /* every inode taken */
+        snprintf(path, sizeof path, "%s/inode.%d", dir, files);
+        if ((fd = open(path, O_CREAT | O_WRONLY, 0644)) < 0) break;
+        close(fd);
+    }
+    CHECK(errno == ENOSPC);
+    snprintf(path, sizeof path, "%s/inode.0", dir); /* and every block, in the first of them */
+    fd = open(path, O_WRONLY);
+    static char block[4096];
+    while (write(fd, block, sizeof block) == (ssize_t)sizeof block) {}
+    close(fd);
+    snprintf(path, sizeof path, "%s/probe", traces);
+    CHECK(mkdir(path, 0755) != 0 && errno == ENOSPC); /* the disk is full indeed */
+
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = traces;
+    cfg.max_file_size = 1 << 20;
+    cfg.max_total_size = 64 << 20; /* the disk stops us, not the budget */
+    cfg.symbolize = false;
+    /* uploading, to a port where nothing listens: what stays on disk must be adoptable later,
+     * under this run's service (.s3-run, written once the run directory exists) */
+    setenv("AWS_EC2_METADATA_DISABLED", "true", 1); /* as under ctest: run by hand too, no IMDS request */
+    cfg.s3_bucket = "d9-full-at-start";
+    cfg.s3_endpoint = "http://127.0.0.1:9";
+    cfg.s3_exit_wait_secs = 0;
+    cfg.compress = D9_COMPRESS_NONE;
+    cfg.service = "full-at-start";
+    int rc = d9_start(&cfg);
+    if (rc != 0) fprintf(stderr, "d9_start on a full disk: %s\n", d9_last_error());
+    CHECK(rc == 0);
+    CHECK(strstr(d9_last_error(), strerror(ENOSPC)) != NULL); /* why nothing is written, yet */
+    char run_dir[1200];
+    snprintf(run_dir, sizeof run_dir, "%s", d9_run_dir());
+    d9_worker_begin("full-at-start", 0);
+    polls_of(1111, 2000); /* lost: the disk is full */
+    d9_stats mid;
+    d9_get_stats(&mid);
+    CHECK(mid.write_errors > 0);
+    for (int i = 0; i < files; i++) { /* the disk frees up */
+        snprintf(path, sizeof path, "%s/inode.%d", dir, i);
+        unlink(path);
+    }
+    polls_of(2222, 2000);
+    d9_worker_end();
+    d9_stop();
+    d9_stats st;
+    d9_get_stats(&st);
+    task_count before = {.task = 1111}, after = {.task = 2222};
+    char **segs;
+    int n = d9t_list_segments(run_dir, &segs);
+    CHECK(n > 0);
+    for (int i = 0; i < n; i++) {
+        CHECK(d9t_decode_file(segs[i], count_task_polls, &before) == D9_DEC_END);
+        CHECK(d9t_decode_file(segs[i], count_task_polls, &after) == D9_DEC_END);
+    }
+    d9t_free_list(segs, n);
+    printf("disk full at start: %" PRIu64 " write errors, %" PRIu64 " events dropped; after it freed up %" PRIu64
+           " of 2000 polls in the trace\n", st.write_errors, st.events_dropped, after.polls);
+    CHECK_EQ_U64(after.polls, 2000);       /* recorded once there was room */
+    CHECK(before.polls < 2000);            /* some were lost while it was full */
+    CHECK(after.write_error_drops > 0);    /* and the loss is in the trace */
+    CHECK_EQ_U64(after.write_error_drops, st.events_dropped);
+    char identity[1300], line[256] = "";
+    snprintf(identity, sizeof identity, "%s/.s3-run", run_dir);
+    FILE *f = fopen(identity, "r");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(fgets(line, sizeof line, f) != NULL);
+        fclose(f);
+    }
+    CHECK_STR(line, "service=full-at-start\n");
+    umount2(dir, MNT_DETACH);
+    rmdir(dir);
+    free(dir);
+}
+
 int main(void) {
     test_rotation_and_retention();
     test_deleted_directory();
     test_disk_full();
     test_disk_full_to_the_end();
+    test_disk_full_at_start();
     return d9t_summary("recorder_disk");
 }

@@ -113,6 +113,114 @@ static void test_env(void) {
     unsetenv("DIAL9_MAX_DISK_USAGE_MB");
 }
 
+/* One rule for every numeric variable (common/plain_number.h): decimal digits, spaces around
+ * them allowed, no sign; the S3 client's and uploader's variables are checked with the rest,
+ * not replaced by their defaults once uploading starts. */
+static const struct {
+    const char *var, *good; /* a value in range */
+} numeric_vars[] = {
+    {"DIAL9_MAX_FILE_SIZE_MB", "8"},          {"DIAL9_MAX_DISK_USAGE_MB", "1024"},
+    {"DIAL9_ROTATION_SECS", "60"},            {"DIAL9_BUFFER_KB", "256"},
+    {"DIAL9_MEMORY_BUDGET_MB", "8"},          {"DIAL9_FLUSH_MS", "20"},
+    {"DIAL9_SCHEDSTAT_RESOLUTION_US", "1000"}, {"DIAL9_CPU_SAMPLE_HZ", "99"},
+    {"DIAL9_SWITCH_STACKS_PER_SEC", "500"},   {"DIAL9_SYMBOLIZE_EXIT_WAIT_SECS", "5"},
+    {"DIAL9_S3_EXIT_WAIT_SECS", "10"},        {"DIAL9_ADAPTER_MAX_OBJECTS", "4096"},
+    {"DIAL9_S3_BREAKER_SECS", "30"},          {"DIAL9_S3_STALL_SECS", "30"},
+    {"DIAL9_S3_MULTIPART_THRESHOLD_MB", "16"}, {"DIAL9_S3_PART_SIZE_MB", "8"},
+};
+
+static void test_numeric_rule(void) {
+    for (size_t i = 0; i < sizeof numeric_vars / sizeof numeric_vars[0]; i++) {
+        const char *var = numeric_vars[i].var, *good = numeric_vars[i].good;
+        char value[64];
+        setenv(var, good, 1);
+        d9_config cfg;
+        if (d9_config_from_env(&cfg) != 0) {
+            fprintf(stderr, "%s=%s refused: %s\n", var, good, d9_last_error());
+            CHECK(0);
+        }
+        snprintf(value, sizeof value, " %s ", good); /* spaces around: taken by every one */
+        setenv(var, value, 1);
+        if (d9_config_from_env(&cfg) != 0) {
+            fprintf(stderr, "%s=\"%s\" refused: %s\n", var, value, d9_last_error());
+            CHECK(0);
+        }
+        unsetenv(var);
+        snprintf(value, sizeof value, "+%s", good); /* a sign: refused by every one */
+        expect_env_error(var, value);
+        snprintf(value, sizeof value, "-%s", good);
+        expect_env_error(var, value);
+        const char *bad[] = {"NaN", "nan", "inf", "-inf", "1e3", "0x10", "12abc", "", "99999999999999999999999"};
+        for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) expect_env_error(var, bad[k]);
+    }
+    expect_env_error("DIAL9_S3_BREAKER_SECS", "0");
+    expect_env_error("DIAL9_S3_BREAKER_SECS", "3601");
+    expect_env_error("DIAL9_S3_STALL_SECS", "0");
+    expect_env_error("DIAL9_S3_PART_SIZE_MB", "4"); /* under S3's minimum part */
+    expect_env_error("DIAL9_S3_MULTIPART_THRESHOLD_MB", "5121");
+    /* the one float variable: plain decimals only */
+    const char *bad_pct[] = {"+1", "-0", "1e-1", "0,5", "NaN", "Infinity", "0.0000000000000001"};
+    for (size_t k = 0; k < sizeof bad_pct / sizeof bad_pct[0]; k++)
+        expect_env_error("DIAL9_OVERHEAD_BUDGET_PCT", bad_pct[k]);
+}
+
+/* Service and S3 settings: the message names the variable that holds the bad value (of two
+ * that can: the one in use) and the value. */
+static void expect_named(const char *var, const char *value, const char *needle) {
+    setenv(var, value, 1);
+    d9_config cfg;
+    CHECK(d9_config_from_env(&cfg) == -1);
+    CHECK(!cfg.enabled);
+    const char *msg = d9_last_error();
+    if (!strstr(msg, var) || !strstr(msg, needle)) {
+        fprintf(stderr, "message for %s=%.60s does not name it and \"%s\": %s\n", var, value, needle, msg);
+        CHECK(0);
+    }
+    unsetenv(var);
+}
+
+static void test_named_settings(void) {
+    char long_name[400];
+    memset(long_name, 's', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = 0;
+    expect_named("DIAL9_SERVICE", long_name, "399 bytes");
+    expect_named("DIAL9_SERVICE_NAME", long_name, "399 bytes");
+    expect_named("DIAL9_S3_BUCKET", "My_Bucket", "\"My_Bucket\"");
+    expect_named("DIAL9_S3_BUCKET", "ab", "\"ab\"");
+    setenv("DIAL9_S3_BUCKET", "d9-bucket", 1);
+    expect_named("AWS_REGION", "US East", "\"US East\"");
+    expect_named("AWS_DEFAULT_REGION", "eu_west_1", "\"eu_west_1\"");
+    expect_named("AWS_ENDPOINT_URL", "ftp://s3.example", "\"ftp://s3.example\"");
+    expect_named("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000/some/path", "path after the host");
+    expect_named("AWS_ENDPOINT_URL", "http://user@127.0.0.1:9000", "user info");
+    char long_prefix[600];
+    memset(long_prefix, 'p', sizeof long_prefix - 1);
+    long_prefix[sizeof long_prefix - 1] = 0;
+    expect_named("DIAL9_S3_PREFIX", long_prefix, "599 bytes");
+    /* the same variables, good */
+    setenv("AWS_REGION", "eu-west-1", 1);
+    setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000", 1);
+    setenv("DIAL9_SERVICE", "checkout", 1);
+    d9_config cfg;
+    CHECK(d9_config_from_env(&cfg) == 0);
+    CHECK_STR(cfg.s3_region, "eu-west-1");
+    CHECK_STR(cfg.s3_endpoint, "http://127.0.0.1:9000");
+    CHECK_STR(cfg.service, "checkout");
+    unsetenv("AWS_REGION");
+    unsetenv("AWS_ENDPOINT_URL_S3");
+    unsetenv("DIAL9_SERVICE");
+    unsetenv("DIAL9_S3_BUCKET");
+    /* without a bucket S3 is not used: its region is not checked */
+    setenv("AWS_REGION", "US East", 1);
+    CHECK(d9_config_from_env(&cfg) == 0);
+    unsetenv("AWS_REGION");
+    /* a field set in code: the message names the field */
+    d9_config_init(&cfg);
+    cfg.s3_bucket = "Bad_Bucket";
+    CHECK(d9_config_validate(&cfg) == -1);
+    CHECK(strstr(d9_last_error(), "s3_bucket") && strstr(d9_last_error(), "Bad_Bucket"));
+}
+
 static void test_budget(void) {
     d9_config cfg;
     d9_config_init(&cfg);
@@ -249,6 +357,8 @@ int main(void) {
     test_validate();
     test_compress_env();
     test_budget();
+    test_numeric_rule();
+    test_named_settings();
     test_lifecycle();
     return d9t_summary("recorder_config");
 }

@@ -154,7 +154,17 @@ static void chain(void) {
     setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "ftp://127.0.0.1/creds", 1);
     CHECK(d9_s3_credentials_load(&c, NULL, err, sizeof err) == D9_CREDS_FATAL);
     CHECK(strstr(err, "not an http(s)") != NULL);
+    CHECK(strstr(err, "URL (AWS_CONTAINER_CREDENTIALS_FULL_URI)") != NULL); /* the variable that holds it */
     unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+    /* an STS endpoint that is no URL: the message names the variable it came from */
+    setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "/nonexistent/token", 1);
+    setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/r", 1);
+    setenv("AWS_ENDPOINT_URL_STS", "ftp://127.0.0.1/sts", 1);
+    CHECK(d9_s3_credentials_load(&c, NULL, err, sizeof err) == D9_CREDS_FATAL);
+    CHECK(strstr(err, "ftp://127.0.0.1/sts") && strstr(err, "(AWS_ENDPOINT_URL_STS)"));
+    unsetenv("AWS_ENDPOINT_URL_STS");
+    unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+    unsetenv("AWS_ROLE_ARN");
     /* web identity before the container: its token file missing is said (and may come: retried) */
     setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "/nonexistent/token", 1);
     setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/r", 1);

@@ -6,6 +6,10 @@
 #                                 with --port 0 under timeout(1); sets SERVER_PID and PORT, logs
 #                                 in $T/NAME.out and $T/NAME.err; returns 1 (and says why) if it
 #                                 did not start
+#   serve_recorded_trace OUT      the first 64 KiB of a trace our recorder writes here (the test
+#                                 recorder, $BUILD/test_pipeline_compress): a short answer of a
+#                                 real trace, needing no fixture from ../shared; returns 1 (and
+#                                 says why) if none was written
 #   serve_stop [STATUS]           SIGTERM; it must stop within 120 s (a safety net for ASan at
 #                                 high load; else where it is stuck is printed, then SIGKILL)
 #                                 and, when STATUS is given, exit with it
@@ -38,6 +42,17 @@ serve_start() {
     [ -n "$PORT" ] && return 0
     bad "$SERVER_NAME: the server did not start: $(head -c 600 "$T/$SERVER_NAME.err")"
     return 1
+}
+
+serve_recorded_trace() {
+    local out=$1 recorder="$BUILD/test_pipeline_compress" run
+    [ -x "$recorder" ] || { echo "$recorder not built" >&2; return 1; }
+    # 20 000 task spawns: about 200 KiB, no upload, no compression, no symbols
+    run=$(env -u DIAL9_S3_BUCKET DIAL9_COMPRESS=none DIAL9_SYMBOLIZE=0 "$recorder" --record "$T/recorded" 20000 \
+          2>"$T/recorded.err") || { echo "the recorder failed: $(head -c 300 "$T/recorded.err")" >&2; return 1; }
+    head -c 65536 "$run/trace.0.bin" >"$out" 2>/dev/null
+    [ "$(stat -c %s "$out" 2>/dev/null)" = 65536 ] ||
+        { echo "the recorder wrote less than 64 KiB in $run/trace.0.bin" >&2; return 1; }
 }
 
 serve_stop() {

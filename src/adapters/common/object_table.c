@@ -26,7 +26,10 @@ static void init_table(void) {
     if (env && *env) {
         char *end;
         unsigned long long v = strtoull(env, &end, 10);
-        if (*end == 0 && v >= D9A_SHARDS && v <= (1ull << 30)) total = v;
+        /* digits only, as every variable (the configuration refuses the rest and records
+         * nothing; strtoull alone would take a sign or leading spaces) */
+        bool digits = env[0] >= '0' && env[0] <= '9';
+        if (digits && *end == 0 && v >= D9A_SHARDS && v <= (1ull << 30)) total = v;
         else fprintf(stderr, "dial9: ignoring DIAL9_ADAPTER_MAX_OBJECTS=%s\n", env);
     }
     uint64_t per_shard = (total + D9A_SHARDS - 1) / D9A_SHARDS;

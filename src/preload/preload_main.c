@@ -88,6 +88,7 @@ static void forget_in_child(void) {
     d9p_fds_forget_after_fork();
     d9p_fd_wakes_forget_after_fork();
     d9p_poll_forget_after_fork();
+    d9p_conns_forget_after_fork();
     d9p_signals_forget_after_fork();
     d9p_threads_forget_after_fork();
     d9a_self.worker_loop = NULL; /* the child's run registers its loop worker again */

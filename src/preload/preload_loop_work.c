@@ -22,7 +22,9 @@
  * polls (preload_poll.c decides), so nothing is counted twice. */
 #include <arpa/inet.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -31,6 +33,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "preload.h"
 
@@ -101,22 +104,59 @@ static void say_loop(loop_thread *l, bool split) {
             {.s = k_poller[l->kind]}, {.s = split ? "connection" : "iteration"});
 }
 
-/* "function (module)" of the code that calls the poller; "module+0xoffset" when the module
- * exports no name there (resolved offline with its debug symbols). */
+/* Whether addr is in the program's own file (the first object, the one without a name). */
+static int main_has(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    uintptr_t addr = *(uintptr_t *)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && addr >= start && addr - start < ph->p_memsz) return 1;
+    }
+    return -1; /* the first object only */
+}
+
+static const char *module_name(const char *path, const void *addr) {
+    static char exe[256];
+    uintptr_t a = (uintptr_t)addr;
+    if (dl_iterate_phdr(main_has, &a) != 1 && path && strrchr(path, '/')) return strrchr(path, '/') + 1;
+    if (dl_iterate_phdr(main_has, &a) != 1 && path && path[0]) return path;
+    /* the program itself: dladdr says its argv[0], which servers rewrite (redis' title) */
+    if (!exe[0]) {
+        char buf[4096];
+        ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+        buf[n > 0 ? n : 0] = 0;
+        const char *slash = strrchr(buf, '/');
+        snprintf(exe, sizeof exe, "%.255s", n > 0 ? (slash ? slash + 1 : buf) : "?");
+    }
+    return exe;
+}
+
+/* "function (module)" of the code that calls the poller: the first named function up the
+ * stack in the caller's module (redis' static aeApiPoll is unnamed, aeProcessEvents which
+ * calls it is exported); "module+0xoffset" of the caller when its module names none there
+ * (resolved offline with its debug symbols). Once per loop thread: backtrace() reads the
+ * unwind tables, never the frames themselves. */
 static void name_loop(loop_thread *l, const void *caller) {
     Dl_info di = {0};
-    if (dladdr(caller, &di) && di.dli_fname) {
-        const char *mod = strrchr(di.dli_fname, '/');
-        mod = mod ? mod + 1 : di.dli_fname;
-        if (!mod[0]) mod = program_invocation_short_name;
-        if (di.dli_sname)
-            snprintf(l->name, sizeof l->name, "%s (%s)", di.dli_sname, mod);
-        else
-            snprintf(l->name, sizeof l->name, "%s+0x%lx (%s)", mod,
-                     (unsigned long)((const char *)caller - (const char *)di.dli_fbase), mod);
-    } else {
+    if (!dladdr(caller, &di) || !di.dli_fname) {
         snprintf(l->name, sizeof l->name, "%p (?)", caller);
+        l->loc = d9_loc_intern(l->name);
+        return;
     }
+    const char *mod = module_name(di.dli_fname, caller);
+    const char *fn = di.dli_sname;
+    void *frames[16];
+    int n = fn ? 0 : backtrace(frames, 16), at = 0;
+    while (at < n && frames[at] != caller) at++;
+    for (int i = at + 1; !fn && i < n; i++) {
+        Dl_info up = {0};
+        if (!dladdr(frames[i], &up) || up.dli_fbase != di.dli_fbase) break;
+        fn = up.dli_sname;
+    }
+    if (fn) snprintf(l->name, sizeof l->name, "%s (%s)", fn, mod);
+    else snprintf(l->name, sizeof l->name, "%s+0x%lx (%s)", mod,
+                  (unsigned long)((const char *)caller - (const char *)di.dli_fbase), mod);
     l->loc = d9_loc_intern(l->name);
 }
 

@@ -8,16 +8,16 @@
  *     by calls of that same poller (the same epoll fd; poll or select again), so a handler
  *     that polls another fd of its own does not cut an iteration.
  *   - Each iteration starts as a poll of the first connection the poller returned ready,
- *     when its fd is known (poll, select, epoll event data that is the fd), else of the
- *     loop's own task. The first read, write, recv, send, accept... on another connection
+ *     when its fd is known (poll, select, epoll event data that is the fd or was registered
+ *     for one with epoll_ctl), else of the loop's own task. The first read, write, recv, send, accept... on another connection
  *     after the return ends the poll in progress and starts that connection's poll: one poll
  *     per connection where the split can be seen, one per iteration where it cannot. A LoopEvent says which, per loop, with the function that
  *     calls the poller (aeProcessEvents, ngx_epoll_process_events), which also names the
  *     loop's polls.
  *   - A connection is a task per fd lifetime: a new id at accept / accept4 / socket (spawned at
  *     "accept on <listening address>"), or when first seen ready or used by a loop; ended at
- *     close (after its poll in progress, if any). What poll, select or an epoll whose event
- *     data is the fd returned ready is a readiness wake of its task.
+ *     close (after its poll in progress, if any). What the poller returned ready, when its fd
+ *     is known, is a readiness wake of its task.
  * Threads of a loop library the adapters interpose never come here: their callbacks are the
  * polls (preload_poll.c decides), so nothing is counted twice. */
 #include <arpa/inet.h>
@@ -43,7 +43,20 @@ static _Atomic uint64_t g_task[MAX_FDS];              /* connection task of each
 static const d9_loc *_Atomic g_listen_loc[MAX_FDS];    /* "accept on <address>" of a listener */
 static _Atomic uint64_t g_epfd_used[MAX_FDS / 64];     /* epoll fds that saw an ADD */
 static _Atomic uint64_t g_watched[MAX_FDS / 64];       /* fds added to some epoll fd */
-static _Atomic uint64_t g_epoll_data[MAX_FDS];         /* their event data (is it the fd?) */
+static _Atomic uint64_t g_epoll_data[MAX_FDS];         /* their event data */
+
+/* Event data -> fd, for loops whose event data is a pointer (nginx): direct-mapped, a later
+ * registration overwrites; a lookup is checked against g_epoll_data, so a collision or a
+ * stale slot is a miss (the iteration then starts as the loop's own poll). */
+#define DATA_SLOTS 16384
+static struct {
+    _Atomic uint64_t data;
+    _Atomic int32_t fd;
+} g_by_data[DATA_SLOTS];
+
+static unsigned data_slot(uint64_t data) {
+    return (unsigned)((data * 0x9e3779b97f4a7c15ull) >> 50) & (DATA_SLOTS - 1);
+}
 
 static bool in_set(_Atomic uint64_t *set, int fd) {
     return (unsigned)fd < MAX_FDS &&
@@ -67,6 +80,7 @@ typedef struct loop_thread {
     uint64_t task;        /* the loop's own task: polls of iterations not split */
     const d9_loc *loc;    /* the loop's name */
     char name[200];
+    uint64_t caller_offset; /* the poller's caller in its module, for offline names */
     bool spawned;         /* the loop task's spawn recorded (in this run) */
     bool said_iteration, said_connection;
     bool iterating;       /* between the poller's return and its next call */
@@ -83,10 +97,10 @@ static _Atomic uint32_t g_generation;
 static const d9_event_type *g_loop_event;
 static pthread_once_t g_loop_event_once = PTHREAD_ONCE_INIT;
 static void define_loop_event(void) {
-    static const d9_field fields[] = {{"worker_id", D9_U64},   {"function", D9_STRING},
-                                      {"module", D9_STRING},   {"poller", D9_STATIC_STRING},
-                                      {"polls", D9_STATIC_STRING}};
-    g_loop_event = d9_event_type_define("LoopEvent", fields, 5);
+    static const d9_field fields[] = {{"worker_id", D9_U64},        {"function", D9_STRING},
+                                      {"module", D9_STRING},        {"caller_offset", D9_U64},
+                                      {"poller", D9_STATIC_STRING}, {"polls", D9_STATIC_STRING}};
+    g_loop_event = d9_event_type_define("LoopEvent", fields, 6);
 }
 
 static const char *const k_poller[] = {"epoll", "poll", "select"};
@@ -101,7 +115,7 @@ static void say_loop(loop_thread *l, bool split) {
     snprintf(function, sizeof function, "%.*s", space ? (int)(space - fn) : (int)strlen(fn), fn);
     if (space && space[1] == '(') snprintf(module, sizeof module, "%.*s", (int)strlen(space + 2) - 1, space + 2);
     D9_EMIT(g_loop_event, {.u = d9p_poll_worker_id()}, {.s = function}, {.s = module},
-            {.s = k_poller[l->kind]}, {.s = split ? "connection" : "iteration"});
+            {.u = l->caller_offset}, {.s = k_poller[l->kind]}, {.s = split ? "connection" : "iteration"});
 }
 
 /* Whether addr is in the program's own file (the first object, the one without a name). */
@@ -133,9 +147,10 @@ static const char *module_name(const char *path, const void *addr) {
 }
 
 /* "function (module)" of the code that calls the poller: the first named function up the
- * stack in the caller's module (redis' static aeApiPoll is unnamed, aeProcessEvents which
- * calls it is exported); "module+0xoffset" of the caller when its module names none there
- * (resolved offline with its debug symbols). Once per loop thread: backtrace() reads the
+ * stack in the caller's module (redis' static aeApiPoll is unnamed, the aeMain its caller is
+ * inlined into is exported; nginx's static ngx_epoll_process_events gives ngx_spawn_process,
+ * the first exported frame above it); "module+0xoffset" of the caller when its module names
+ * none there. The caller's offset is kept too, for names from its debug symbols offline. Once per loop thread: backtrace() reads the
  * unwind tables, never the frames themselves. */
 static void name_loop(loop_thread *l, const void *caller) {
     Dl_info di = {0};
@@ -145,6 +160,7 @@ static void name_loop(loop_thread *l, const void *caller) {
         return;
     }
     const char *mod = module_name(di.dli_fname, caller);
+    l->caller_offset = (uint64_t)((const char *)caller - (const char *)di.dli_fbase);
     const char *fn = di.dli_sname;
     void *frames[16];
     int n = fn ? 0 : backtrace(frames, 16), at = 0;
@@ -283,7 +299,27 @@ void d9p_epoll_ctl_seen(int epfd, int op, int fd, const struct epoll_event *ev) 
     }
     set_add(g_epfd_used, epfd);
     set_add(g_watched, fd);
-    if (ev) atomic_store_explicit(&g_epoll_data[fd], ev->data.u64, memory_order_relaxed);
+    if (!ev) return;
+    atomic_store_explicit(&g_epoll_data[fd], ev->data.u64, memory_order_relaxed);
+    if (ev->data.u64 != (uint64_t)fd) {
+        unsigned k = data_slot(ev->data.u64);
+        atomic_store_explicit(&g_by_data[k].fd, fd, memory_order_relaxed);
+        atomic_store_explicit(&g_by_data[k].data, ev->data.u64, memory_order_relaxed);
+    }
+}
+
+/* The fd an epoll event stands for, or -1 when it cannot be told. */
+static int event_fd(uint64_t data) {
+    int fd = data < MAX_FDS ? (int)data : -1;
+    if (fd < 0 || atomic_load_explicit(&g_epoll_data[fd], memory_order_relaxed) != data) {
+        unsigned k = data_slot(data);
+        if (atomic_load_explicit(&g_by_data[k].data, memory_order_relaxed) != data) return -1;
+        fd = atomic_load_explicit(&g_by_data[k].fd, memory_order_relaxed);
+    }
+    if ((unsigned)fd >= MAX_FDS || !in_set(g_watched, fd) ||
+        atomic_load_explicit(&g_epoll_data[fd], memory_order_relaxed) != data)
+        return -1;
+    return fd;
 }
 
 /* ---------------------------------------------------------------- iterations */
@@ -351,11 +387,8 @@ void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n) {
     if (!D9__ACTIVE()) return;
     int first = -1;
     for (int i = 0; i < n; i++) {
-        uint64_t data = events[i].data.u64;
-        /* event data that is the fd (redis, most small loops): the fd is known now */
-        if (data < MAX_FDS && in_set(g_watched, (int)data) &&
-            atomic_load_explicit(&g_epoll_data[data], memory_order_relaxed) == data)
-            first = ready((int)data, first);
+        int fd = event_fd(events[i].data.u64);
+        if (fd >= 0) first = ready(fd, first);
     }
     iteration_starts(l, first);
 }

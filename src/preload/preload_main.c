@@ -40,17 +40,34 @@ static bool trace_children_wanted(void) {
                  !strcasecmp(v, "on"));
 }
 
+/* The configuration the constructor read: a forked child records with it, whatever became
+ * of the environment meanwhile (nginx's master clears it before it forks its workers). */
+static d9_config g_config;
+static bool g_have_config;
+
+static const char *keep(const char *s) { return s ? strdup(s) : NULL; }
+
 /* The configuration of a run in this process, or false (nothing to record). */
 static bool prepare(d9_config *cfg) {
-    if (d9_config_from_env(cfg) != 0) {
-        fprintf(stderr, "dial9: recording disabled: %s\n", d9_last_error());
-        return false;
+    if (g_have_config) {
+        *cfg = g_config;
+    } else {
+        if (d9_config_from_env(cfg) != 0) {
+            fprintf(stderr, "dial9: recording disabled: %s\n", d9_last_error());
+            return false;
+        }
+        if (!cfg->enabled) return false;
+        /* the strings point into the environment, which the program may change meanwhile */
+        cfg->trace_dir = keep(cfg->trace_dir);
+        cfg->service = keep(cfg->service);
+        cfg->s3_bucket = keep(cfg->s3_bucket);
+        cfg->s3_prefix = keep(cfg->s3_prefix);
+        cfg->s3_region = keep(cfg->s3_region);
+        cfg->s3_endpoint = keep(cfg->s3_endpoint);
+        if (!cfg->trace_dir) return false;
+        g_config = *cfg;
+        g_have_config = true;
     }
-    if (!cfg->enabled) return false;
-    /* the strings point into the environment, which the program may change meanwhile */
-    cfg->trace_dir = strdup(cfg->trace_dir);
-    if (cfg->service) cfg->service = strdup(cfg->service);
-    if (!cfg->trace_dir) return false;
 
     /* loops created from now on are recorded without any call from the program */
     d9_adapters_instrument_all(true);

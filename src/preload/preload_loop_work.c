@@ -14,9 +14,9 @@
  *     per connection where the split can be seen, one per iteration where it cannot. A LoopEvent says which, per loop, with the function that
  *     calls the poller (aeProcessEvents, ngx_epoll_process_events), which also names the
  *     loop's polls.
- *   - A connection is a task per fd lifetime: a new id at accept / accept4 / socket (spawned at
- *     "accept on <listening address>"), or when first seen ready or used by a loop; ended at
- *     close (after its poll in progress, if any). What the poller returned ready, when its fd
+ *   - A connection is a task per fd lifetime: a new id at accept / accept4 (spawned at
+ *     "accept on <listening address>"), or when first seen ready or used by a loop (a socket
+ *     ends what its number stood for); ended at close (after its poll in progress, if any). What the poller returned ready, when its fd
  *     is known, is a readiness wake of its task.
  * Threads of a loop library the adapters interpose never come here: their callbacks are the
  * polls (preload_poll.c decides), so nothing is counted twice. */
@@ -264,9 +264,12 @@ void d9p_conn_accepted(int lfd, int fd) {
     new_task(fd, D9__ACTIVE() ? listen_loc(lfd) : NULL);
 }
 
+/* A new socket on a number whose old connection's close was not seen (fclose, a raw
+ * syscall): that task ends; the new one begins when the loop first sees it. */
 void d9p_conn_created(int fd) {
-    if ((unsigned)fd >= MAX_FDS) return;
-    if (atomic_load_explicit(&g_task[fd], memory_order_relaxed)) new_task(fd, NULL);
+    if ((unsigned)fd >= MAX_FDS || !atomic_load_explicit(&g_task[fd], memory_order_relaxed)) return;
+    uint64_t old = atomic_exchange_explicit(&g_task[fd], 0, memory_order_relaxed);
+    if (old) d9_task_terminate(old);
 }
 
 void d9p_conn_closed(int fd) {

@@ -43,6 +43,11 @@ D9P_HIDDEN extern bool d9p_trace_children;
  * context, by the first interposer that sees it (never inside the fork handler). */
 D9P_HIDDEN extern _Atomic bool d9p_child_start_pending;
 D9P_HIDDEN void d9p_child_start(void);
+/* A forked child of a recording process when children are not traced: it starts a run of
+ * its own only once one of its threads becomes a home-grown loop (a server's worker process,
+ * as nginx forks them), never for a child that only execs or works without a loop. */
+D9P_HIDDEN extern _Atomic bool d9p_loop_child_pending;
+D9P_HIDDEN void d9p_loop_child_start(void);
 static inline void d9p_maybe_start_child(void) {
     if (__builtin_expect(atomic_load_explicit(&d9p_child_start_pending, memory_order_relaxed), 0))
         d9p_child_start();

@@ -332,7 +332,10 @@ bool d9p_loop_wait_begin(int kind, int epfd, bool has_fds, bool may_block, const
     loop_thread *l = self();
     if (!l->is_loop) {
         if (kind == D9P_WAIT_EPOLL) has_fds = in_set(g_epfd_used, epfd);
-        if (!may_block || !has_fds || !D9__ACTIVE()) return false;
+        if (!may_block || !has_fds) return false;
+        /* a forked worker process (children not traced) records once it runs a loop */
+        if (atomic_load_explicit(&d9p_loop_child_pending, memory_order_relaxed)) d9p_loop_child_start();
+        if (!D9__ACTIVE()) return false;
         l->is_loop = true;
         l->kind = kind;
         l->epfd = epfd;

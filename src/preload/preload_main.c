@@ -25,6 +25,7 @@
 _Atomic bool d9p_recording;
 bool d9p_trace_children;
 _Atomic bool d9p_child_start_pending;
+_Atomic bool d9p_loop_child_pending;
 
 void *d9p_next_symbol(void *_Atomic *slot, const char *name) {
     void *p = dlsym(RTLD_NEXT, name);
@@ -113,6 +114,9 @@ static void forget_in_child(void) {
     if (d9p_trace_children) {
         atomic_store(&d9p_child_start_pending, true);
         atomic_store(&d9a_start_gate, child_start_gate);
+    } else {
+        /* the parent records, or its start is in progress: nginx forks its workers before */
+        atomic_store(&d9p_loop_child_pending, g_have_config);
     }
 }
 
@@ -120,6 +124,12 @@ void d9p_child_start(void) {
     /* the first interposer to see the flag starts the run, here (the child is past fork);
      * the flag is set again only by the next fork, in that fork's child */
     if (!atomic_exchange(&d9p_child_start_pending, false)) return;
+    d9_config cfg;
+    if (prepare(&cfg)) d9p_start_now(&cfg);
+}
+
+void d9p_loop_child_start(void) {
+    if (!atomic_exchange(&d9p_loop_child_pending, false)) return;
     d9_config cfg;
     if (prepare(&cfg)) d9p_start_now(&cfg);
 }

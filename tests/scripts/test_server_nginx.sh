@@ -1,6 +1,7 @@
 #!/bin/bash
 # nginx (Debian: its own epoll loop, a master process that forks worker processes) serving a
-# static file under wrk, recorded with `dial9 run --children`. Without any change to nginx:
+# static file under wrk, recorded with `dial9 run` (no --children: a forked worker process starts
+# its run once it runs a loop). Without any change to nginx:
 #   - each of the 2 worker processes is a run of its own with a loop (LoopEvent) and polls,
 #     per connection where it served some (nginx's epoll event data is a pointer, so each
 #     iteration starts as the loop's own poll and its first recv on a connection starts that
@@ -42,7 +43,7 @@ http {
 }
 EOF
 cd "$WORK"
-"$D9" run --children -d "$WORK/traces" -- "$NGINX" -c "$WORK/nginx.conf" -p "$WORK" \
+"$D9" run -d "$WORK/traces" -- "$NGINX" -c "$WORK/nginx.conf" -p "$WORK" \
     >"$WORK/server.out" 2>"$WORK/server.err" &
 server=$!
 D9T_PIDS+=("$server")

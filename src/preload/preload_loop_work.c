@@ -9,22 +9,22 @@
  *     that polls another fd of its own does not cut an iteration.
  *   - Each iteration starts as a poll of the first connection the poller returned ready,
  *     when its fd is known (poll, select, epoll event data that is the fd or was registered
- *     for one with epoll_ctl), else of the loop's own task. The first read, write, recv, send, accept... on another connection
- *     after the return ends the poll in progress and starts that connection's poll: one poll
- *     per connection where the split can be seen, one per iteration where it cannot. A LoopEvent says which, per loop, with the function that
- *     calls the poller (aeProcessEvents, ngx_epoll_process_events), which also names the
- *     loop's polls.
+ *     for it with epoll_ctl), else of the loop's own task. The first read, write, recv,
+ *     send, accept... on another connection ends the poll in progress and starts that
+ *     connection's poll: one poll per connection where the split can be seen, one per
+ *     iteration where it cannot. A LoopEvent says which, per loop, and names it (the first
+ *     named function up the stack from the poller's caller), as do its polls' locations.
  *   - A connection is a task per fd lifetime: a new id at accept / accept4 (spawned at
- *     "accept on <listening address>"), or when first seen ready or used by a loop (a socket
- *     ends what its number stood for); ended at close (after its poll in progress, if any). What the poller returned ready, when its fd
- *     is known, is a readiness wake of its task.
+ *     "accept on <listening address>"), or when the loop first sees it ready or uses it (a
+ *     socket ends what its number stood for); ended at close (after its poll in progress).
+ *     What the poller returned ready, when its fd is known, is a readiness wake of its task.
  * Threads of a loop library the adapters interpose never come here: their callbacks are the
  * polls (preload_poll.c decides), so nothing is counted twice. */
 #include <arpa/inet.h>
 #include <dlfcn.h>
-#include <link.h>
 #include <errno.h>
 #include <execinfo.h>
+#include <link.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -67,7 +67,8 @@ static void set_add(_Atomic uint64_t *set, int fd) {
         atomic_fetch_or_explicit(&set[fd >> 6], 1ull << (fd & 63), memory_order_relaxed);
 }
 static void set_del(_Atomic uint64_t *set, int fd) {
-    if (in_set(set, fd)) atomic_fetch_and_explicit(&set[fd >> 6], ~(1ull << (fd & 63)), memory_order_relaxed);
+    if (in_set(set, fd))
+        atomic_fetch_and_explicit(&set[fd >> 6], ~(1ull << (fd & 63)), memory_order_relaxed);
 }
 
 /* ---------------------------------------------------------------- the loop thread */
@@ -113,9 +114,11 @@ static void say_loop(loop_thread *l, bool split) {
     const char *fn = l->name, *space = strchr(l->name, ' ');
     char function[200], module[200] = "";
     snprintf(function, sizeof function, "%.*s", space ? (int)(space - fn) : (int)strlen(fn), fn);
-    if (space && space[1] == '(') snprintf(module, sizeof module, "%.*s", (int)strlen(space + 2) - 1, space + 2);
+    if (space && space[1] == '(')
+        snprintf(module, sizeof module, "%.*s", (int)strlen(space + 2) - 1, space + 2);
     D9_EMIT(g_loop_event, {.u = d9p_poll_worker_id()}, {.s = function}, {.s = module},
-            {.u = l->caller_offset}, {.s = k_poller[l->kind]}, {.s = split ? "connection" : "iteration"});
+            {.u = l->caller_offset}, {.s = k_poller[l->kind]},
+            {.s = split ? "connection" : "iteration"});
 }
 
 /* Whether addr is in the program's own file (the first object, the one without a name). */
@@ -133,8 +136,8 @@ static int main_has(struct dl_phdr_info *info, size_t size, void *arg) {
 static const char *module_name(const char *path, const void *addr) {
     static char exe[256];
     uintptr_t a = (uintptr_t)addr;
-    if (dl_iterate_phdr(main_has, &a) != 1 && path && strrchr(path, '/')) return strrchr(path, '/') + 1;
-    if (dl_iterate_phdr(main_has, &a) != 1 && path && path[0]) return path;
+    if (dl_iterate_phdr(main_has, &a) != 1 && path && path[0])
+        return strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     /* the program itself: dladdr says its argv[0], which servers rewrite (redis' title) */
     if (!exe[0]) {
         char buf[4096];
@@ -150,8 +153,8 @@ static const char *module_name(const char *path, const void *addr) {
  * stack in the caller's module (redis' static aeApiPoll is unnamed, the aeMain its caller is
  * inlined into is exported; nginx's static ngx_epoll_process_events gives ngx_spawn_process,
  * the first exported frame above it); "module+0xoffset" of the caller when its module names
- * none there. The caller's offset is kept too, for names from its debug symbols offline. Once per loop thread: backtrace() reads the
- * unwind tables, never the frames themselves. */
+ * none there. The caller's offset is kept too, for names from its debug symbols offline.
+ * Once per loop thread: backtrace() reads the unwind tables, never the frames themselves. */
 static void name_loop(loop_thread *l, const void *caller) {
     Dl_info di = {0};
     if (!dladdr(caller, &di) || !di.dli_fname) {
@@ -334,7 +337,8 @@ bool d9p_loop_wait_begin(int kind, int epfd, bool has_fds, bool may_block, const
         if (kind == D9P_WAIT_EPOLL) has_fds = in_set(g_epfd_used, epfd);
         if (!may_block || !has_fds) return false;
         /* a forked worker process (children not traced) records once it runs a loop */
-        if (atomic_load_explicit(&d9p_loop_child_pending, memory_order_relaxed)) d9p_loop_child_start();
+        if (atomic_load_explicit(&d9p_loop_child_pending, memory_order_relaxed))
+            d9p_loop_child_start();
         if (!D9__ACTIVE()) return false;
         l->is_loop = true;
         l->kind = kind;
@@ -404,7 +408,8 @@ void d9p_loop_wait_end_poll(const struct pollfd *fds, nfds_t n, int rc) {
     if (!D9__ACTIVE()) return;
     int first = -1;
     for (nfds_t i = 0; rc > 0 && i < n; i++)
-        if (fds[i].fd >= 0 && fds[i].fd < MAX_FDS && fds[i].revents) first = ready(fds[i].fd, first);
+        if (fds[i].fd >= 0 && fds[i].fd < MAX_FDS && fds[i].revents)
+            first = ready(fds[i].fd, first);
     iteration_starts(l, first);
 }
 

@@ -3,11 +3,11 @@
  *
  *   d9p_loop_server epoll|pwait2|poll|fork
  *
- * The loop (run_loop) waits with epoll_wait (epoll_pwait2 in mode pwait2, poll in mode poll;
- * fork: two forked worker processes share the listening socket, each with a client of its
- * own, each listening on a port of its own) and answers one line per readiness: "fast" at once, "slow" after sleeping 200 ms
- * inside the handler, "bye" by closing the connection. The client runs, one request at a
- * time (each waits for its answer):
+ * The loop (run_loop) waits with epoll_wait (epoll_pwait2 in mode pwait2, poll in mode
+ * poll; fork: two forked worker processes, each with a client of its own and listening on a
+ * port of its own) and answers one line per readiness: "fast" at once, "slow" after sleeping
+ * 200 ms inside the handler, "bye" by closing the connection. The client runs, one request
+ * at a time (each waits for its answer):
  *   connection A: fast x5, then B: fast, slow, fast, then A: bye (A's fd is closed),
  *   then C (accepted on A's old fd number): fast x3, bye; then B: bye.
  * The server prints what the test needs to find in the trace, one fact per line:

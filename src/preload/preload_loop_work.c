@@ -133,20 +133,21 @@ static int main_has(struct dl_phdr_info *info, size_t size, void *arg) {
     return -1; /* the first object only */
 }
 
+/* The program's name as it was started (argv[0]'s last part), read before main: servers
+ * rewrite argv[0] as their title, and /proc/self/exe is where a link points (Debian's
+ * redis-server is a link to redis-check-rdb). */
+static char g_program[64];
+__attribute__((constructor)) static void remember_program_name(void) {
+    const char *name = program_invocation_name ? program_invocation_name : "";
+    const char *slash = strrchr(name, '/');
+    snprintf(g_program, sizeof g_program, "%s", slash ? slash + 1 : name);
+}
+
 static const char *module_name(const char *path, const void *addr) {
-    static char exe[256];
     uintptr_t a = (uintptr_t)addr;
     if (dl_iterate_phdr(main_has, &a) != 1 && path && path[0])
         return strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    /* the program itself: dladdr says its argv[0], which servers rewrite (redis' title) */
-    if (!exe[0]) {
-        char buf[4096];
-        ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-        buf[n > 0 ? n : 0] = 0;
-        const char *slash = strrchr(buf, '/');
-        snprintf(exe, sizeof exe, "%.255s", n > 0 ? (slash ? slash + 1 : buf) : "?");
-    }
-    return exe;
+    return g_program[0] ? g_program : "?"; /* the program itself */
 }
 
 /* "function (module)" of the code that calls the poller: the first named function up the

@@ -69,8 +69,9 @@ grep "^dial9 run:" "$WORK/server.err" | sed 's/^/  /'
 run_dir="$WORK/traces/$(ls "$WORK/traces" | head -n 1)"
 "$D9" symbolize -q "$run_dir" >"$WORK/symbolize" 2>&1 || fail "dial9 symbolize: $(tail -3 "$WORK/symbolize")"
 
-# Debian's redis-server is a link to redis-check-rdb: the loop's module is that file
-python3 - "$D9" "$run_dir" "$FACTS" "$WORK/client.out" "$(basename "$(readlink -f "$REDIS")")" <<'EOF'
+# the loop's module is the program's name as started (Debian's redis-server is a link to
+# redis-check-rdb, and redis rewrites its argv[0] as a title)
+python3 - "$D9" "$run_dir" "$FACTS" "$WORK/client.out" "$(basename "$REDIS")" <<'EOF'
 import os, re, sys
 sys.path.insert(0, os.path.dirname(sys.argv[3]))
 from trace_facts import Trace, check

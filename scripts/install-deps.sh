@@ -16,6 +16,7 @@ PKGS=(
   libdw-dev elfutils                   # file:line and inlined frames in dial9 symbolize
   libmicrohttpd-dev curl python3       # dial9 serve and its tests (python3: their raw requests)
   wrk                                  # load for the libuv demo server (make demo)
+  redis-server nginx-light             # home-grown event loops recorded zero-code (test_server_redis, test_server_nginx)
   chromium fonts-liberation            # the browser tests: ctest's test_s3_fleet_browser runs before
                                        # scripts/test-viewer.sh, which installs them too
 )

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/select.h>
 #include <sys/types.h>
 
 #include "dial9/dial9.h"
@@ -42,6 +43,11 @@ D9P_HIDDEN extern bool d9p_trace_children;
  * context, by the first interposer that sees it (never inside the fork handler). */
 D9P_HIDDEN extern _Atomic bool d9p_child_start_pending;
 D9P_HIDDEN void d9p_child_start(void);
+/* A forked child of a recording process when children are not traced: it starts a run of
+ * its own only once one of its threads becomes a home-grown loop (a server's worker process,
+ * as nginx forks them), never for a child that only execs or works without a loop. */
+D9P_HIDDEN extern _Atomic bool d9p_loop_child_pending;
+D9P_HIDDEN void d9p_loop_child_start(void);
 static inline void d9p_maybe_start_child(void) {
     if (__builtin_expect(atomic_load_explicit(&d9p_child_start_pending, memory_order_relaxed), 0))
         d9p_child_start();
@@ -126,6 +132,37 @@ D9P_HIDDEN unsigned d9p_elf_defines(const char *path, const char *const *names, 
 
 /* After fork in the child: the generic worker identities belong to the parent's threads. */
 D9P_HIDDEN void d9p_poll_forget_after_fork(void);
+
+/* The worker id of this thread's generic worker identity (0: none). */
+D9P_HIDDEN uint32_t d9p_poll_worker_id(void);
+
+/* ---- work of home-grown loops (preload_loop_work.c) ---- */
+
+struct epoll_event;
+struct pollfd;
+enum { D9P_WAIT_EPOLL, D9P_WAIT_POLL, D9P_WAIT_SELECT };
+/* A poller is called on a thread outside any loop library: true when it is this thread's
+ * loop poller (the iteration in progress ends; then call one of the wait_end below). */
+D9P_HIDDEN bool d9p_loop_wait_begin(int kind, int epfd, bool has_fds, bool may_block,
+                                    const void *caller);
+D9P_HIDDEN void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n);
+D9P_HIDDEN void d9p_loop_wait_end_poll(const struct pollfd *fds, unsigned long n, int rc);
+D9P_HIDDEN void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w,
+                                         const fd_set *e, int rc);
+/* Between a loop thread's poller return and its next call. */
+D9P_HIDDEN extern __thread bool d9p_loop_iterating __attribute__((tls_model("initial-exec")));
+D9P_HIDDEN void d9p_loop_io_slow(int fd);
+/* I/O on fd (read, write, recv, send, accept...): inside an iteration, a connection's first
+ * I/O starts its poll. */
+static inline void d9p_loop_io(int fd) {
+    if (__builtin_expect(d9p_loop_iterating, 0)) d9p_loop_io_slow(fd);
+}
+/* Connection tasks: a new one per fd lifetime. */
+D9P_HIDDEN void d9p_conn_accepted(int listen_fd, int fd);
+D9P_HIDDEN void d9p_conn_created(int fd);
+D9P_HIDDEN void d9p_conn_closed(int fd);
+D9P_HIDDEN void d9p_epoll_ctl_seen(int epfd, int op, int fd, const struct epoll_event *ev);
+D9P_HIDDEN void d9p_conns_forget_after_fork(void);
 
 /* ---- signals (preload_signals.c) ---- */
 

@@ -86,6 +86,7 @@ D9P_EXPORT int pipe2(int fds[2], int flags) {
 }
 
 D9P_EXPORT ssize_t read(int fd, void *buf, size_t count) {
+    d9p_loop_io(fd);
     ssize_t rc = D9P_NEXT(read)(fd, buf, count);
     unsigned k = kind_of(fd);
     if (__builtin_expect(k == KIND_EVENTFD || k == KIND_PIPE_READ, 0) && rc > 0) note_reader(fd);
@@ -93,6 +94,7 @@ D9P_EXPORT ssize_t read(int fd, void *buf, size_t count) {
 }
 
 D9P_EXPORT ssize_t write(int fd, const void *buf, size_t count) {
+    d9p_loop_io(fd);
     unsigned k = kind_of(fd);
     if (__builtin_expect(k != KIND_NONE, 0) && D9__ACTIVE())
         wake_reader(fd, k, __builtin_return_address(0));

@@ -134,6 +134,7 @@ int __wrap_close(int fd) {
 D9P_EXPORT int close(int fd) {
     if (__builtin_expect(bit(g_ours, fd), 0)) return 0;
     d9p_fd_wakes_forget(fd);
+    d9p_conn_closed(fd);
     return D9P_NEXT(close)(fd);
 }
 
@@ -144,7 +145,10 @@ static int close_range_raw(unsigned first, unsigned last, int flags) {
 /* close_range without the recorder's fds: the runs of numbers between them. */
 D9P_EXPORT int close_range(unsigned first, unsigned last, int flags) {
     if (first > last) return close_range_raw(first, last, flags);
-    for (unsigned fd = first; fd <= last && fd < MAX_FDS; fd++) d9p_fd_wakes_forget((int)fd);
+    for (unsigned fd = first; fd <= last && fd < MAX_FDS; fd++) {
+        d9p_fd_wakes_forget((int)fd);
+        d9p_conn_closed((int)fd);
+    }
     unsigned from = first;
     for (unsigned fd = first; fd <= last && fd < MAX_FDS; fd++) {
         if (!bit(g_ours, (int)fd)) continue;
@@ -185,11 +189,13 @@ static void surrender(int fd) {
 D9P_EXPORT int dup2(int oldfd, int newfd) {
     if (oldfd != newfd && bit(g_ours, newfd)) surrender(newfd);
     d9p_fd_wakes_forget(newfd);
+    if (oldfd != newfd) d9p_conn_closed(newfd);
     return D9P_NEXT(dup2)(oldfd, newfd);
 }
 
 D9P_EXPORT int dup3(int oldfd, int newfd, int flags) {
     if (oldfd != newfd && bit(g_ours, newfd)) surrender(newfd);
     d9p_fd_wakes_forget(newfd);
+    if (oldfd != newfd) d9p_conn_closed(newfd);
     return D9P_NEXT(dup3)(oldfd, newfd, flags);
 }

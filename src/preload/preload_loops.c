@@ -2,8 +2,8 @@
  * only when it is a shared library loaded after the shim: then the program's calls and the
  * library's own calls through its PLT resolve to the shim first. A loop linked into the
  * program (node bundles libuv; some builds bundle libevent) never calls the shim: its threads
- * still park in epoll_wait / poll, which the poller interposers record, and the metadata says
- * so (source.libuv / source.libevent / source.libev). */
+ * still park in epoll_wait / poll, which the poller interposers record as a home-grown loop's
+ * (preload_loop_work.c), and the metadata says so (source.libuv / source.libevent / source.libev). */
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
@@ -62,7 +62,8 @@ static void detect(loop_lib *l, const void *self_base, const char *exe) {
          * linked in and exported, like node's libuv) or an earlier preloaded library */
         d9p_note_source(l->name, false,
                         "%s defines %s itself (linked in, not the shared library): its callbacks "
-                        "cannot be interposed; parks only, from the poller",
+                        "cannot be interposed; recorded from the poller (parks, polls per "
+                        "connection)",
                         first_obj, l->probe);
         return;
     }
@@ -77,8 +78,8 @@ static void detect(loop_lib *l, const void *self_base, const char *exe) {
         }
         if (!l->adapter) {
             d9p_note_source(l->name, false,
-                            "%s is loaded but this dial9 was built without its adapter; parks "
-                            "only, from the poller", lib);
+                            "%s is loaded but this dial9 was built without its adapter; "
+                            "recorded from the poller (parks, polls per connection)", lib);
             return;
         }
         l->interposed = d9a_code_ranges_of(next, &l->code);
@@ -89,8 +90,8 @@ static void detect(loop_lib *l, const void *self_base, const char *exe) {
     }
     if (exe_defines(exe) & 1u << (l - g_libs)) {
         d9p_note_source(l->name, false,
-                        "linked statically into %s: its callbacks cannot be interposed; parks "
-                        "only, from the poller", base_name(exe));
+                        "linked statically into %s: its callbacks cannot be interposed; "
+                        "recorded from the poller (parks, polls per connection)", base_name(exe));
         return;
     }
     d9p_note_source(l->name, false, "not loaded at start");
@@ -111,7 +112,8 @@ void d9p_loops_detect(void) {
     d9p_note_source("poller", true,
                     "epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect "
                     "interposed: a thread that blocks there outside a loop library is worker "
-                    "<index> of runtime \"epoll\", \"poll\" or \"select\"");
+                    "<index> of runtime \"epoll\", \"poll\" or \"select\"; with fds registered, "
+                    "a loop whose work is polls, one per connection where seen (LoopEvent)");
     if (d9p_loops_interposed())
         d9p_note_source("fd_wakes", true,
                         "a write to an eventfd or pipe that a recorded callback reads is a wake "

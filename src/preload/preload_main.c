@@ -25,6 +25,7 @@
 _Atomic bool d9p_recording;
 bool d9p_trace_children;
 _Atomic bool d9p_child_start_pending;
+_Atomic bool d9p_loop_child_pending;
 
 void *d9p_next_symbol(void *_Atomic *slot, const char *name) {
     void *p = dlsym(RTLD_NEXT, name);
@@ -40,17 +41,34 @@ static bool trace_children_wanted(void) {
                  !strcasecmp(v, "on"));
 }
 
+/* The configuration the constructor read: a forked child records with it, whatever became
+ * of the environment meanwhile (nginx's master clears it before it forks its workers). */
+static d9_config g_config;
+static bool g_have_config;
+
+static const char *keep(const char *s) { return s ? strdup(s) : NULL; }
+
 /* The configuration of a run in this process, or false (nothing to record). */
 static bool prepare(d9_config *cfg) {
-    if (d9_config_from_env(cfg) != 0) {
-        fprintf(stderr, "dial9: recording disabled: %s\n", d9_last_error());
-        return false;
+    if (g_have_config) {
+        *cfg = g_config;
+    } else {
+        if (d9_config_from_env(cfg) != 0) {
+            fprintf(stderr, "dial9: recording disabled: %s\n", d9_last_error());
+            return false;
+        }
+        if (!cfg->enabled) return false;
+        /* the strings point into the environment, which the program may change meanwhile */
+        cfg->trace_dir = keep(cfg->trace_dir);
+        cfg->service = keep(cfg->service);
+        cfg->s3_bucket = keep(cfg->s3_bucket);
+        cfg->s3_prefix = keep(cfg->s3_prefix);
+        cfg->s3_region = keep(cfg->s3_region);
+        cfg->s3_endpoint = keep(cfg->s3_endpoint);
+        if (!cfg->trace_dir) return false;
+        g_config = *cfg;
+        g_have_config = true;
     }
-    if (!cfg->enabled) return false;
-    /* the strings point into the environment, which the program may change meanwhile */
-    cfg->trace_dir = strdup(cfg->trace_dir);
-    if (cfg->service) cfg->service = strdup(cfg->service);
-    if (!cfg->trace_dir) return false;
 
     /* loops created from now on are recorded without any call from the program */
     d9_adapters_instrument_all(true);
@@ -88,6 +106,7 @@ static void forget_in_child(void) {
     d9p_fds_forget_after_fork();
     d9p_fd_wakes_forget_after_fork();
     d9p_poll_forget_after_fork();
+    d9p_conns_forget_after_fork();
     d9p_signals_forget_after_fork();
     d9p_threads_forget_after_fork();
     d9a_self.worker_loop = NULL; /* the child's run registers its loop worker again */
@@ -95,6 +114,9 @@ static void forget_in_child(void) {
     if (d9p_trace_children) {
         atomic_store(&d9p_child_start_pending, true);
         atomic_store(&d9a_start_gate, child_start_gate);
+    } else {
+        /* the parent records, or its start is in progress: nginx forks its workers before */
+        atomic_store(&d9p_loop_child_pending, g_have_config);
     }
 }
 
@@ -102,6 +124,12 @@ void d9p_child_start(void) {
     /* the first interposer to see the flag starts the run, here (the child is past fork);
      * the flag is set again only by the next fork, in that fork's child */
     if (!atomic_exchange(&d9p_child_start_pending, false)) return;
+    d9_config cfg;
+    if (prepare(&cfg)) d9p_start_now(&cfg);
+}
+
+void d9p_loop_child_start(void) {
+    if (!atomic_exchange(&d9p_loop_child_pending, false)) return;
     d9_config cfg;
     if (prepare(&cfg)) d9p_start_now(&cfg);
 }

@@ -9,7 +9,9 @@
  *   - Anywhere else (a home-grown loop, a loop linked into the program): a thread becomes a
  *     worker the first time it blocks in a poller (timeout not zero), as worker <n> of runtime
  *     "epoll", "poll" or "select" (the first poller it blocked in; n counts threads per
- *     runtime). A thread that only polls with a zero timeout never becomes a worker. */
+ *     runtime). A thread that only polls with a zero timeout never becomes a worker. A worker
+ *     whose poller has fds registered is a home-grown loop: its work between the poller's
+ *     calls is polls (preload_loop_work.c). */
 #include <errno.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -29,6 +31,14 @@ static _Atomic uint32_t g_next_index[RT_COUNT];
 static __thread bool t_generic_worker __attribute__((tls_model("initial-exec")));
 static _Atomic uint32_t g_fork_generation;
 static __thread uint32_t t_generation __attribute__((tls_model("initial-exec")));
+static __thread uint32_t t_worker_id __attribute__((tls_model("initial-exec")));
+
+uint32_t d9p_poll_worker_id(void) {
+    return t_generic_worker &&
+                   t_generation == atomic_load_explicit(&g_fork_generation, memory_order_relaxed)
+               ? t_worker_id
+               : 0;
+}
 
 void d9p_poll_forget_after_fork(void) {
     for (int i = 0; i < RT_COUNT; i++) atomic_store(&g_next_index[i], 0);
@@ -47,7 +57,8 @@ static bool park_begin(int runtime, bool may_block) {
         if (!t_generic_worker || t_generation != gen) {
             t_generic_worker = true;
             t_generation = gen;
-            d9_worker_begin(k_runtime[runtime], atomic_fetch_add(&g_next_index[runtime], 1));
+            t_worker_id = d9_worker_begin(k_runtime[runtime],
+                                          atomic_fetch_add(&g_next_index[runtime], 1));
         }
     }
     int saved = errno;
@@ -66,11 +77,48 @@ static void park_end(bool parked) {
 static bool ts_nonzero(const struct timespec *ts) { return !ts || ts->tv_sec || ts->tv_nsec; }
 static bool tv_nonzero(const struct timeval *tv) { return !tv || tv->tv_sec || tv->tv_usec; }
 
-#define PARKED_CALL(runtime, may_block, call)                                              \
+/* A thread outside any loop library: its poller may be a home-grown loop's
+ * (preload_loop_work.c), whose iterations are then polls. */
+static inline bool outside_loop_library(void) {
+    const d9a_thread *s = &d9a_self;
+    return !s->loop && !s->worker_loop && s->depth == 0;
+}
+
+static bool has_poll_fds(const struct pollfd *fds, nfds_t n) {
+    for (nfds_t i = 0; i < n; i++)
+        if (fds[i].fd >= 0) return true;
+    return false;
+}
+
+#define POLL_CALL(may_block, call)                                                         \
     do {                                                                                   \
-        bool parked_ = park_begin((runtime), (may_block));                                 \
-        __typeof__(call) rc_ = (call);                                                     \
+        bool loop_ = outside_loop_library() &&                                             \
+                     d9p_loop_wait_begin(D9P_WAIT_POLL, -1, has_poll_fds(fds, nfds),       \
+                                         (may_block), __builtin_return_address(0));        \
+        bool parked_ = park_begin(RT_POLL, (may_block));                                   \
+        int rc_ = (call);                                                                  \
         park_end(parked_);                                                                 \
+        if (loop_) {                                                                       \
+            int saved_ = errno;                                                            \
+            d9p_loop_wait_end_poll(fds, nfds, rc_);                                        \
+            errno = saved_;                                                                \
+        }                                                                                  \
+        return rc_;                                                                        \
+    } while (0)
+
+#define SELECT_CALL(may_block, call)                                                       \
+    do {                                                                                   \
+        bool loop_ = outside_loop_library() &&                                             \
+                     d9p_loop_wait_begin(D9P_WAIT_SELECT, -1, nfds > 0, (may_block),       \
+                                         __builtin_return_address(0));                     \
+        bool parked_ = park_begin(RT_SELECT, (may_block));                                 \
+        int rc_ = (call);                                                                  \
+        park_end(parked_);                                                                 \
+        if (loop_) {                                                                       \
+            int saved_ = errno;                                                            \
+            d9p_loop_wait_end_select(nfds, readfds, writefds, exceptfds, rc_);             \
+            errno = saved_;                                                                \
+        }                                                                                  \
         return rc_;                                                                        \
     } while (0)
 
@@ -84,7 +132,14 @@ static inline bool is_loop_poll(void) {
  * trampolines if recording started since it was entered (lazy_wrap.h: a forked child's run
  * starts inside this very call, a loop entered before the shim's start gave up waiting), then
  * the readiness wakes of the tasks of what it returned. */
-static inline int epoll_returned(int rc, bool loop_poll, const struct epoll_event *events) {
+static inline int epoll_returned(int rc, bool loop_poll, bool home_loop,
+                                 const struct epoll_event *events) {
+    if (home_loop) {
+        int saved = errno;
+        d9p_loop_wait_end_epoll(events, rc > 0 ? rc : 0);
+        errno = saved;
+        return rc;
+    }
     if (!loop_poll) return rc;
     int saved = errno;
     d9a_lazy_check();
@@ -93,7 +148,17 @@ static inline int epoll_returned(int rc, bool loop_poll, const struct epoll_even
     return rc;
 }
 
-#define EPOLL_CALL(may_block, call)                                                            do {                                                                                           bool loop_poll_ = is_loop_poll();                                                          bool parked_ = park_begin(RT_EPOLL, (may_block));                                          int rc_ = (call);                                                                          park_end(parked_);                                                                         return epoll_returned(rc_, loop_poll_, events);                                        } while (0)
+#define EPOLL_CALL(may_block, call)                                                        \
+    do {                                                                                   \
+        bool loop_poll_ = is_loop_poll();                                                  \
+        bool home_loop_ = !loop_poll_ && outside_loop_library() &&                         \
+                          d9p_loop_wait_begin(D9P_WAIT_EPOLL, epfd, false, (may_block),    \
+                                              __builtin_return_address(0));                \
+        bool parked_ = park_begin(RT_EPOLL, (may_block));                                  \
+        int rc_ = (call);                                                                  \
+        park_end(parked_);                                                                 \
+        return epoll_returned(rc_, loop_poll_, home_loop_, events);                        \
+    } while (0)
 
 D9P_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {
     EPOLL_CALL(timeout != 0, D9P_NEXT(epoll_wait)(epfd, events, maxevents, timeout));
@@ -118,12 +183,12 @@ D9P_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
 }
 
 D9P_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout) {
-    PARKED_CALL(RT_POLL, timeout != 0, D9P_NEXT(poll)(fds, nfds, timeout));
+    POLL_CALL(timeout != 0, D9P_NEXT(poll)(fds, nfds, timeout));
 }
 
 D9P_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
                      const sigset_t *sigmask) {
-    PARKED_CALL(RT_POLL, ts_nonzero(timeout), D9P_NEXT(ppoll)(fds, nfds, timeout, sigmask));
+    POLL_CALL(ts_nonzero(timeout), D9P_NEXT(ppoll)(fds, nfds, timeout, sigmask));
 }
 
 /* What programs built with _FORTIFY_SOURCE call instead of poll / ppoll. */
@@ -132,23 +197,23 @@ int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
                 const sigset_t *sigmask, size_t fdslen);
 
 D9P_EXPORT int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen) {
-    PARKED_CALL(RT_POLL, timeout != 0, D9P_NEXT(__poll_chk)(fds, nfds, timeout, fdslen));
+    POLL_CALL(timeout != 0, D9P_NEXT(__poll_chk)(fds, nfds, timeout, fdslen));
 }
 
 D9P_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
                            const sigset_t *sigmask, size_t fdslen) {
-    PARKED_CALL(RT_POLL, ts_nonzero(timeout),
+    POLL_CALL(ts_nonzero(timeout),
                 D9P_NEXT(__ppoll_chk)(fds, nfds, timeout, sigmask, fdslen));
 }
 
 D9P_EXPORT int select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
                       struct timeval *timeout) {
-    PARKED_CALL(RT_SELECT, tv_nonzero(timeout),
+    SELECT_CALL(tv_nonzero(timeout),
                 D9P_NEXT(select)(nfds, readfds, writefds, exceptfds, timeout));
 }
 
 D9P_EXPORT int pselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
                        const struct timespec *timeout, const sigset_t *sigmask) {
-    PARKED_CALL(RT_SELECT, ts_nonzero(timeout),
+    SELECT_CALL(ts_nonzero(timeout),
                 D9P_NEXT(pselect)(nfds, readfds, writefds, exceptfds, timeout, sigmask));
 }

@@ -1,0 +1,437 @@
+/* The work of a home-grown event loop (redis' ae, nginx, haproxy, in-house servers): what a
+ * thread does from its poller's return to its next call is work for what the poller
+ * returned, recorded as polls.
+ *
+ *   - A thread is a loop once it blocks in a poller with fds registered (an epoll fd that saw
+ *     EPOLL_CTL_ADD, a poll set or select set that is not empty): threads that only sleep,
+ *     wait on condition variables or poll nothing are not loops. Its iterations are bounded
+ *     by calls of that same poller (the same epoll fd; poll or select again), so a handler
+ *     that polls another fd of its own does not cut an iteration.
+ *   - Each iteration starts as a poll of the first connection the poller returned ready,
+ *     when its fd is known (poll, select, epoll event data that is the fd or was registered
+ *     for it with epoll_ctl), else of the loop's own task. The first read, write, recv,
+ *     send, accept... on another connection ends the poll in progress and starts that
+ *     connection's poll: one poll per connection where the split can be seen, one per
+ *     iteration where it cannot. A LoopEvent says which, per loop, and names it (the first
+ *     named function up the stack from the poller's caller), as do its polls' locations.
+ *   - A connection is a task per fd lifetime: a new id at accept / accept4 (spawned at
+ *     "accept on <listening address>"), or when the loop first sees it ready or uses it (a
+ *     socket ends what its number stood for); ended at close (after its poll in progress).
+ *     What the poller returned ready, when its fd is known, is a readiness wake of its task.
+ * Threads of a loop library the adapters interpose never come here: their callbacks are the
+ * polls (preload_poll.c decides), so nothing is counted twice. */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <link.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+#define MAX_FDS 65536
+
+static _Atomic uint64_t g_task[MAX_FDS];              /* connection task of each fd, 0: none */
+static const d9_loc *_Atomic g_listen_loc[MAX_FDS];    /* "accept on <address>" of a listener */
+static _Atomic uint64_t g_epfd_used[MAX_FDS / 64];     /* epoll fds that saw an ADD */
+static _Atomic uint64_t g_watched[MAX_FDS / 64];       /* fds added to some epoll fd */
+static _Atomic uint64_t g_epoll_data[MAX_FDS];         /* their event data */
+
+/* Event data -> fd, for loops whose event data is a pointer (nginx): direct-mapped, a later
+ * registration overwrites; a lookup is checked against g_epoll_data, so a collision or a
+ * stale slot is a miss (the iteration then starts as the loop's own poll). */
+#define DATA_SLOTS 16384
+static struct {
+    _Atomic uint64_t data;
+    _Atomic int32_t fd;
+} g_by_data[DATA_SLOTS];
+
+static unsigned data_slot(uint64_t data) {
+    return (unsigned)((data * 0x9e3779b97f4a7c15ull) >> 50) & (DATA_SLOTS - 1);
+}
+
+static bool in_set(_Atomic uint64_t *set, int fd) {
+    return (unsigned)fd < MAX_FDS &&
+           (atomic_load_explicit(&set[fd >> 6], memory_order_relaxed) >> (fd & 63)) & 1;
+}
+static void set_add(_Atomic uint64_t *set, int fd) {
+    if ((unsigned)fd < MAX_FDS && !in_set(set, fd))
+        atomic_fetch_or_explicit(&set[fd >> 6], 1ull << (fd & 63), memory_order_relaxed);
+}
+static void set_del(_Atomic uint64_t *set, int fd) {
+    if (in_set(set, fd))
+        atomic_fetch_and_explicit(&set[fd >> 6], ~(1ull << (fd & 63)), memory_order_relaxed);
+}
+
+/* ---------------------------------------------------------------- the loop thread */
+
+typedef struct loop_thread {
+    uint32_t generation;  /* fork generation this state belongs to */
+    bool is_loop;
+    int kind;             /* D9P_WAIT_EPOLL, _POLL, _SELECT */
+    int epfd;             /* the loop's epoll fd (epoll loops) */
+    uint64_t task;        /* the loop's own task: polls of iterations not split */
+    const d9_loc *loc;    /* the loop's name */
+    char name[200];
+    uint64_t caller_offset; /* the poller's caller in its module, for offline names */
+    bool spawned;         /* the loop task's spawn recorded (in this run) */
+    bool said_iteration, said_connection;
+    bool iterating;       /* between the poller's return and its next call */
+    bool in_poll;
+    int cur_fd;           /* fd of the poll in progress; -1: the iteration's own */
+    uint64_t cur_task;
+    uint64_t owed_terminate; /* a connection closed inside its own poll */
+} loop_thread;
+
+__thread bool d9p_loop_iterating __attribute__((tls_model("initial-exec"))) D9P_HIDDEN;
+static __thread loop_thread t_loop __attribute__((tls_model("initial-exec")));
+static _Atomic uint32_t g_generation;
+
+static const d9_event_type *g_loop_event;
+static pthread_once_t g_loop_event_once = PTHREAD_ONCE_INIT;
+static void define_loop_event(void) {
+    static const d9_field fields[] = {{"worker_id", D9_U64},        {"function", D9_STRING},
+                                      {"module", D9_STRING},        {"caller_offset", D9_U64},
+                                      {"poller", D9_STATIC_STRING}, {"polls", D9_STATIC_STRING}};
+    g_loop_event = d9_event_type_define("LoopEvent", fields, 6);
+}
+
+static const char *const k_poller[] = {"epoll", "poll", "select"};
+
+/* The loop says what it is: once per run when its iterations are polls, again when it
+ * splits them per connection. */
+static void say_loop(loop_thread *l, bool split) {
+    pthread_once(&g_loop_event_once, define_loop_event);
+    if (!g_loop_event) return;
+    const char *fn = l->name, *space = strchr(l->name, ' ');
+    char function[200], module[200] = "";
+    snprintf(function, sizeof function, "%.*s", space ? (int)(space - fn) : (int)strlen(fn), fn);
+    if (space && space[1] == '(')
+        snprintf(module, sizeof module, "%.*s", (int)strlen(space + 2) - 1, space + 2);
+    D9_EMIT(g_loop_event, {.u = d9p_poll_worker_id()}, {.s = function}, {.s = module},
+            {.u = l->caller_offset}, {.s = k_poller[l->kind]},
+            {.s = split ? "connection" : "iteration"});
+}
+
+/* Whether addr is in the program's own file (the first object, the one without a name). */
+static int main_has(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    uintptr_t addr = *(uintptr_t *)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && addr >= start && addr - start < ph->p_memsz) return 1;
+    }
+    return -1; /* the first object only */
+}
+
+/* The program's name as it was started (argv[0]'s last part), read before main: servers
+ * rewrite argv[0] as their title, and /proc/self/exe is where a link points (Debian's
+ * redis-server is a link to redis-check-rdb). */
+static char g_program[64];
+__attribute__((constructor)) static void remember_program_name(void) {
+    const char *name = program_invocation_name ? program_invocation_name : "";
+    const char *slash = strrchr(name, '/');
+    snprintf(g_program, sizeof g_program, "%s", slash ? slash + 1 : name);
+}
+
+static const char *module_name(const char *path, const void *addr) {
+    uintptr_t a = (uintptr_t)addr;
+    if (dl_iterate_phdr(main_has, &a) != 1 && path && path[0])
+        return strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    return g_program[0] ? g_program : "?"; /* the program itself */
+}
+
+/* "function (module)" of the code that calls the poller: the first named function up the
+ * stack in the caller's module (redis' static aeApiPoll is unnamed, the aeMain its caller is
+ * inlined into is exported; nginx's static ngx_epoll_process_events gives ngx_spawn_process,
+ * the first exported frame above it); "module+0xoffset" of the caller when its module names
+ * none there. The caller's offset is kept too, for names from its debug symbols offline.
+ * Once per loop thread: backtrace() reads the unwind tables, never the frames themselves. */
+static void name_loop(loop_thread *l, const void *caller) {
+    Dl_info di = {0};
+    if (!dladdr(caller, &di) || !di.dli_fname) {
+        snprintf(l->name, sizeof l->name, "%p (?)", caller);
+        l->loc = d9_loc_intern(l->name);
+        return;
+    }
+    const char *mod = module_name(di.dli_fname, caller);
+    l->caller_offset = (uint64_t)((const char *)caller - (const char *)di.dli_fbase);
+    const char *fn = di.dli_sname;
+    void *frames[16];
+    int n = fn ? 0 : backtrace(frames, 16), at = 0;
+    while (at < n && frames[at] != caller) at++;
+    for (int i = at + 1; !fn && i < n; i++) {
+        Dl_info up = {0};
+        if (!dladdr(frames[i], &up) || up.dli_fbase != di.dli_fbase) break;
+        fn = up.dli_sname;
+    }
+    if (fn) snprintf(l->name, sizeof l->name, "%s (%s)", fn, mod);
+    else snprintf(l->name, sizeof l->name, "%s+0x%lx (%s)", mod,
+                  (unsigned long)((const char *)caller - (const char *)di.dli_fbase), mod);
+    l->loc = d9_loc_intern(l->name);
+}
+
+static loop_thread *self(void) {
+    loop_thread *l = &t_loop;
+    uint32_t gen = atomic_load_explicit(&g_generation, memory_order_relaxed);
+    if (__builtin_expect(l->generation != gen, 0)) {
+        /* a forked child: the parent's loop state is not this process's run */
+        memset(l, 0, sizeof *l);
+        l->generation = gen;
+        d9p_loop_iterating = false;
+    }
+    return l;
+}
+
+static void end_poll(loop_thread *l) {
+    if (!l->in_poll) return;
+    d9_poll_end();
+    l->in_poll = false;
+    if (l->owed_terminate) {
+        d9_task_terminate(l->owed_terminate);
+        l->owed_terminate = 0;
+    }
+}
+
+/* ---------------------------------------------------------------- connection tasks */
+
+static const d9_loc *first_seen_loc(void) {
+    static const d9_loc *_Atomic loc;
+    const d9_loc *l = atomic_load_explicit(&loc, memory_order_acquire);
+    if (!l) {
+        l = d9_loc_intern("connection first seen by the loop");
+        atomic_store_explicit(&loc, l, memory_order_release);
+    }
+    return l;
+}
+
+/* A new task for fd's new lifetime (the previous one, if close was not seen, ends). */
+static uint64_t new_task(int fd, const d9_loc *where) {
+    uint64_t id = d9_task_id_new();
+    uint64_t old = atomic_exchange_explicit(&g_task[fd], id, memory_order_relaxed);
+    if (old) d9_task_terminate(old);
+    if (where) d9_task_spawn(id, where);
+    return id;
+}
+
+static uint64_t task_of(int fd) {
+    uint64_t id = atomic_load_explicit(&g_task[fd], memory_order_relaxed);
+    if (id) return id;
+    id = d9_task_id_new();
+    uint64_t expected = 0;
+    if (!atomic_compare_exchange_strong(&g_task[fd], &expected, id)) return expected;
+    d9_task_spawn(id, first_seen_loc());
+    return id;
+}
+
+/* "accept on 127.0.0.1:6379", once per listening fd. */
+static const d9_loc *listen_loc(int lfd) {
+    if ((unsigned)lfd >= MAX_FDS) return first_seen_loc();
+    const d9_loc *loc = atomic_load_explicit(&g_listen_loc[lfd], memory_order_acquire);
+    if (loc) return loc;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    char addr[128] = "?", name[160];
+    if (getsockname(lfd, (struct sockaddr *)&ss, &len) == 0) {
+        if (ss.ss_family == AF_INET) {
+            const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+            char ip[INET_ADDRSTRLEN];
+            inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
+            snprintf(addr, sizeof addr, "%s:%u", ip, ntohs(in->sin_port));
+        } else if (ss.ss_family == AF_INET6) {
+            const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+            char ip[INET6_ADDRSTRLEN];
+            inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip);
+            snprintf(addr, sizeof addr, "[%s]:%u", ip, ntohs(in6->sin6_port));
+        } else if (ss.ss_family == AF_UNIX) {
+            const struct sockaddr_un *un = (const struct sockaddr_un *)&ss;
+            snprintf(addr, sizeof addr, "%.*s", (int)sizeof un->sun_path, un->sun_path);
+        }
+    }
+    snprintf(name, sizeof name, "accept on %s", addr);
+    loc = d9_loc_intern(name);
+    atomic_store_explicit(&g_listen_loc[lfd], loc, memory_order_release);
+    return loc;
+}
+
+void d9p_conn_accepted(int lfd, int fd) {
+    if ((unsigned)fd >= MAX_FDS) return;
+    new_task(fd, D9__ACTIVE() ? listen_loc(lfd) : NULL);
+}
+
+/* A new socket on a number whose old connection's close was not seen (fclose, a raw
+ * syscall): that task ends; the new one begins when the loop first sees it. */
+void d9p_conn_created(int fd) {
+    if ((unsigned)fd >= MAX_FDS || !atomic_load_explicit(&g_task[fd], memory_order_relaxed)) return;
+    uint64_t old = atomic_exchange_explicit(&g_task[fd], 0, memory_order_relaxed);
+    if (old) d9_task_terminate(old);
+}
+
+void d9p_conn_closed(int fd) {
+    if ((unsigned)fd >= MAX_FDS) return;
+    set_del(g_watched, fd);
+    set_del(g_epfd_used, fd);
+    if (atomic_load_explicit(&g_listen_loc[fd], memory_order_relaxed))
+        atomic_store_explicit(&g_listen_loc[fd], NULL, memory_order_relaxed);
+    if (!atomic_load_explicit(&g_task[fd], memory_order_relaxed)) return;
+    uint64_t task = atomic_exchange_explicit(&g_task[fd], 0, memory_order_relaxed);
+    if (!task) return;
+    loop_thread *l = self();
+    if (l->in_poll && l->cur_task == task) l->owed_terminate = task; /* after its poll */
+    else d9_task_terminate(task);
+    if (l->cur_fd == fd) l->cur_fd = -2; /* the number may come back as another connection */
+}
+
+void d9p_conns_forget_after_fork(void) {
+    atomic_fetch_add(&g_generation, 1);
+    for (int fd = 0; fd < MAX_FDS; fd++)
+        if (atomic_load_explicit(&g_task[fd], memory_order_relaxed))
+            atomic_store_explicit(&g_task[fd], 0, memory_order_relaxed);
+}
+
+void d9p_epoll_ctl_seen(int epfd, int op, int fd, const struct epoll_event *ev) {
+    if ((unsigned)fd >= MAX_FDS) return;
+    if (op == EPOLL_CTL_DEL) {
+        set_del(g_watched, fd);
+        return;
+    }
+    set_add(g_epfd_used, epfd);
+    set_add(g_watched, fd);
+    if (!ev) return;
+    atomic_store_explicit(&g_epoll_data[fd], ev->data.u64, memory_order_relaxed);
+    if (ev->data.u64 != (uint64_t)fd) {
+        unsigned k = data_slot(ev->data.u64);
+        atomic_store_explicit(&g_by_data[k].fd, fd, memory_order_relaxed);
+        atomic_store_explicit(&g_by_data[k].data, ev->data.u64, memory_order_relaxed);
+    }
+}
+
+/* The fd an epoll event stands for, or -1 when it cannot be told. */
+static int event_fd(uint64_t data) {
+    int fd = data < MAX_FDS ? (int)data : -1;
+    if (fd < 0 || atomic_load_explicit(&g_epoll_data[fd], memory_order_relaxed) != data) {
+        unsigned k = data_slot(data);
+        if (atomic_load_explicit(&g_by_data[k].data, memory_order_relaxed) != data) return -1;
+        fd = atomic_load_explicit(&g_by_data[k].fd, memory_order_relaxed);
+    }
+    if ((unsigned)fd >= MAX_FDS || !in_set(g_watched, fd) ||
+        atomic_load_explicit(&g_epoll_data[fd], memory_order_relaxed) != data)
+        return -1;
+    return fd;
+}
+
+/* ---------------------------------------------------------------- iterations */
+
+bool d9p_loop_wait_begin(int kind, int epfd, bool has_fds, bool may_block, const void *caller) {
+    d9p_maybe_start_child(); /* a forked child's run starts before its first iteration */
+    loop_thread *l = self();
+    if (!l->is_loop) {
+        if (kind == D9P_WAIT_EPOLL) has_fds = in_set(g_epfd_used, epfd);
+        if (!may_block || !has_fds) return false;
+        /* a forked worker process (children not traced) records once it runs a loop */
+        if (atomic_load_explicit(&d9p_loop_child_pending, memory_order_relaxed))
+            d9p_loop_child_start();
+        if (!D9__ACTIVE()) return false;
+        l->is_loop = true;
+        l->kind = kind;
+        l->epfd = epfd;
+        l->task = d9_task_id_new();
+        l->cur_fd = -1;
+        name_loop(l, caller);
+    } else if (kind != l->kind || (kind == D9P_WAIT_EPOLL && epfd != l->epfd) ||
+               (kind != D9P_WAIT_EPOLL && !has_fds)) {
+        return false; /* a handler waiting on something of its own, inside an iteration */
+    }
+    end_poll(l);
+    l->iterating = false;
+    d9p_loop_iterating = false;
+    return true;
+}
+
+/* A poll of connection fd, or of the loop's own task (fd -1). The loop says once that its
+ * polls are per connection, at the first. */
+static void begin_poll(loop_thread *l, int fd, uint64_t task) {
+    if (fd >= 0 && !l->said_connection) {
+        say_loop(l, true);
+        l->said_connection = true;
+    }
+    d9_poll_begin(task, l->loc);
+    l->in_poll = true;
+    l->cur_fd = fd;
+    l->cur_task = task;
+}
+
+/* The poller returned: readiness wakes of what it returned that is known by fd, then a poll
+ * of the first of those (so an iteration that serves one connection is one poll of it) or,
+ * when none is known, of the loop's own task, until the first I/O on another connection. */
+static void iteration_starts(loop_thread *l, int first_ready) {
+    if (!l->spawned) {
+        d9_task_spawn(l->task, l->loc);
+        l->spawned = true;
+    }
+    if (!l->said_iteration) {
+        say_loop(l, false);
+        l->said_iteration = true;
+    }
+    l->iterating = true;
+    d9p_loop_iterating = true;
+    if (first_ready >= 0) begin_poll(l, first_ready, task_of(first_ready));
+    else begin_poll(l, -1, l->task);
+}
+
+static int ready(int fd, int first) {
+    d9_wake_ready(task_of(fd));
+    return first >= 0 ? first : fd;
+}
+
+void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n) {
+    loop_thread *l = self();
+    if (!D9__ACTIVE()) return;
+    int first = -1;
+    for (int i = 0; i < n; i++) {
+        int fd = event_fd(events[i].data.u64);
+        if (fd >= 0) first = ready(fd, first);
+    }
+    iteration_starts(l, first);
+}
+
+void d9p_loop_wait_end_poll(const struct pollfd *fds, nfds_t n, int rc) {
+    loop_thread *l = self();
+    if (!D9__ACTIVE()) return;
+    int first = -1;
+    for (nfds_t i = 0; rc > 0 && i < n; i++)
+        if (fds[i].fd >= 0 && fds[i].fd < MAX_FDS && fds[i].revents)
+            first = ready(fds[i].fd, first);
+    iteration_starts(l, first);
+}
+
+void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w, const fd_set *e, int rc) {
+    loop_thread *l = self();
+    if (!D9__ACTIVE()) return;
+    int first = -1;
+    for (int fd = 0; rc > 0 && fd < nfds && fd < FD_SETSIZE; fd++)
+        if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e)))
+            first = ready(fd, first);
+    iteration_starts(l, first);
+}
+
+/* I/O on fd by a loop thread inside an iteration: a connection's first I/O starts its poll. */
+void d9p_loop_io_slow(int fd) {
+    loop_thread *l = self();
+    if (!l->iterating || fd == l->cur_fd || (unsigned)fd >= MAX_FDS || !D9__ACTIVE()) return;
+    /* a connection: an fd with a task (accepted, seen ready) or one an epoll fd watches;
+     * files the handler writes (logs) are not */
+    if (!atomic_load_explicit(&g_task[fd], memory_order_relaxed) && !in_set(g_watched, fd)) return;
+    uint64_t task = task_of(fd);
+    end_poll(l);
+    begin_poll(l, fd, task);
+}

@@ -1,0 +1,104 @@
+#!/bin/bash
+# A home-grown event loop (no loop library) recorded zero-code: its iterations are polls, one
+# per connection. tests/preload/d9p_loop_server runs a small epoll (epoll_pwait2, poll)
+# server and a client thread that never polls; one request of connection B sleeps 200 ms in
+# its handler, all others answer at once. Under `dial9 run`, in each mode:
+#   - the loop is named (LoopEvent: run_loop, polls per connection), the one worker is its thread;
+#   - each accepted connection is a task spawned at "accept on 127.0.0.1:<port>" (accept4 in
+#     the epoll modes, accept in poll mode), and each of its requests is exactly one poll of
+#     that task, woken by the poller's readiness (a WakeEvent per request);
+#   - the longest poll is B's slow request;
+#   - C, accepted on A's old fd number after A closed, is a new task; A's task terminated.
+# Mode fork: two forked worker processes, each a run of its own with the same facts, without
+# --children (a forked child starts its run once it runs a loop).
+# Counted, never timed: the only duration compared is the slow handler's 200 ms sleep against
+# handlers that do nothing.
+set -u
+source "${D9_SOURCE_DIR:?D9_SOURCE_DIR is not set}/tests/preload/preload_lib.sh"
+
+SERVER="$HELPERS/d9p_loop_server"
+[ -x "$SERVER" ] || fail "$SERVER not built"
+
+# home_loop MODE [dial9 run options]
+home_loop() {
+    local mode=$1
+    shift
+    local dir="$WORK/$mode"
+    mkdir -p "$dir"
+    timeout 120 "$D9" run -d "$dir/traces" "$@" -- "$SERVER" "$mode" >"$dir/out" 2>"$dir/err"
+    local rc=$?
+    if [ $rc -eq 3 ] && grep -q "no epoll_pwait2" "$dir/out"; then
+        echo "note: this libc has no epoll_pwait2: mode $mode not checked"
+        return
+    fi
+    [ $rc -eq 0 ] || fail "$mode: exit status $rc under dial9 run: $(cat "$dir/err")"
+    python3 - "$D9" "$dir/traces" "$dir/out" "$mode" <<'PY' || exit 1
+import os, re, sys
+sys.path.insert(0, os.environ["D9_SOURCE_DIR"] + "/tests/preload")
+from trace_facts import Trace, check
+d9, traces, out, mode = sys.argv[1:]
+
+# what the server said, per process (fork mode: two workers print interleaved, but each
+# worker's lines are in order and its 3 "accepted" lines come before its "done")
+lines = open(out).read().split()
+runs = []
+for run in sorted(r for r in os.listdir(traces) if not r.startswith(".")):
+    t = Trace(d9, os.path.join(traces, run))
+    if t.of("LoopEvent") or t.polls:
+        runs.append((run, t))
+check(len(runs) == (2 if mode == "fork" else 1),
+      "%s: %d run(s) with a loop" % (mode, len(runs)))
+
+for run, t in runs:
+    name = "%s (%s)" % (mode, run)
+    loops = [e["fields"] for e in t.of("LoopEvent")]
+    check(loops and loops[-1]["function"] == "run_loop" and loops[-1]["polls"] == "connection",
+          "%s: the loop is named run_loop, polls per connection: %s" % (name, loops[-1:] or "no LoopEvent"))
+    check(len(t.of("WorkerRegisteredEvent")) == 1,
+          "%s: one worker, the loop thread (the client thread never polls)" % name)
+
+    # polls with their durations, paired per worker (start, then the worker's next end)
+    ends = {}
+    durations = []
+    events = sorted((e for e in t.events if e["event"] in ("PollStartEvent", "PollEndEvent")),
+                    key=lambda e: e["ts"])
+    open_poll = {}
+    for e in events:
+        w = e["fields"]["worker_id"]
+        if e["event"] == "PollStartEvent":
+            open_poll[w] = e
+        elif w in open_poll:
+            s = open_poll.pop(w)
+            durations.append((e["ts"] - s["ts"], s["fields"]["task_id"]))
+
+    accepts = [s for s in t.spawns if s["spawn_loc"].startswith("accept on 127.0.0.1:")]
+    check(len(accepts) == 3, "%s: 3 connections spawned at their listening address (%d)"
+          % (name, len(accepts)))
+    task = {c: s["task_id"] for c, s in zip("ABC", accepts)}
+    check(len(set(task.values())) == 3, "%s: A, B, C are 3 tasks" % name)
+    polls_of = lambda k: sum(1 for p in t.polls if p["task_id"] == task[k])
+    wakes_of = lambda k: sum(1 for w in t.wakes if w["woken_task_id"] == task[k] and w["waker_task_id"] == 0)
+    for k, n in (("A", 6), ("B", 4), ("C", 4)):
+        check(polls_of(k) == n, "%s: %s's %d requests are %d polls of its task" % (name, k, n, polls_of(k)))
+        check(wakes_of(k) == n, "%s: %s woken ready %d times (%d)" % (name, k, n, wakes_of(k)))
+    longest = max(durations)
+    check(longest[1] == task["B"], "%s: the longest poll (%.1f ms) is B's slow request"
+          % (name, longest[0] / 1e6))
+    terminated = [e["fields"]["task_id"] for e in t.of("TaskTerminateEvent")]
+    check(task["A"] in terminated and task["C"] in terminated,
+          "%s: A's and C's tasks end when their fds close" % name)
+
+fds = {}
+for m in re.finditer(r"accepted (\w) (\d+)", open(out).read()):
+    fds.setdefault(m.group(1), set()).add(int(m.group(2)))
+check(fds.get("A") == fds.get("C"), "%s: C was accepted on A's old fd number %s (a new task above)"
+      % (mode, sorted(fds.get("A", ()))))
+PY
+    echo "ok: $mode"
+}
+
+home_loop epoll
+home_loop pwait2
+home_loop poll
+home_loop fork
+echo "PASS: a home-grown loop's iterations are polls, one per connection"

@@ -1,0 +1,105 @@
+#!/bin/bash
+# nginx (Debian: its own epoll loop, a master process that forks worker processes) serving a
+# static file under wrk, recorded with `dial9 run` (no --children: a forked worker process starts
+# its run once it runs a loop). Without any change to nginx:
+#   - each of the 2 worker processes is a run of its own with a loop (LoopEvent) and polls,
+#     per connection where it served some (nginx's epoll event data is a pointer, so each
+#     iteration starts as the loop's own poll and its first recv on a connection starts that
+#     connection's poll, or, as the pointer was registered for the fd with epoll_ctl, the
+#     first connection's poll, with a readiness wake of each connection returned ready);
+#     the master, which only waits for signals, has none;
+#   - every connection nginx served (the serial numbers in its access log) is one task,
+#     spawned at "accept on 127.0.0.1:<port>" in the worker that accepted it (the polls per
+#     request are printed).
+# Counted, never timed: wrk's duration only sets how many requests there are.
+set -u
+source "${D9_SOURCE_DIR:?D9_SOURCE_DIR is not set}/tests/preload/preload_lib.sh"
+apt_need nginx-light wrk
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$NGINX" ] || skip "nginx not found after install"
+command -v wrk >/dev/null || skip "wrk not found after install"
+
+CONNS=4
+port=$(free_port)
+mkdir -p "$WORK/www" "$WORK/logs"
+head -c 4096 /dev/zero | tr '\0' x >"$WORK/www/index.html"
+cat >"$WORK/nginx.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes 2;
+user root;
+pid $WORK/nginx.pid;
+error_log $WORK/logs/error.log;
+events { worker_connections 64; }
+http {
+    log_format conn '\$connection';
+    access_log $WORK/logs/access.log conn;
+    keepalive_requests 100000000;
+    keepalive_timeout 60s;
+    server {
+        listen 127.0.0.1:$port;
+        root $WORK/www;
+    }
+}
+EOF
+cd "$WORK"
+"$D9" run -d "$WORK/traces" -- "$NGINX" -c "$WORK/nginx.conf" -p "$WORK" \
+    >"$WORK/server.out" 2>"$WORK/server.err" &
+server=$!
+D9T_PIDS+=("$server")
+wait_port "$port" tcp 30 || fail "nginx did not listen on 127.0.0.1:$port: $(cat "$WORK/server.err" "$WORK/logs/error.log")"
+
+timeout 60 wrk -t 1 -c "$CONNS" -d 2s "http://127.0.0.1:$port/index.html" >"$WORK/wrk.out" 2>&1 ||
+    fail "wrk: $(cat "$WORK/wrk.out")"
+sed 's/^/  wrk: /' "$WORK/wrk.out" | grep -E "requests in|Non-2xx|Socket errors"
+grep -qE "Non-2xx|Socket errors" "$WORK/wrk.out" && fail "wrk saw errors: $(cat "$WORK/wrk.out")"
+requests=$(sed -nE 's/^ *([0-9]+) requests in.*/\1/p' "$WORK/wrk.out")
+[ -n "$requests" ] || fail "no request count from wrk: $(cat "$WORK/wrk.out")"
+
+stop_server "$server"
+D9T_PIDS=()
+grep "^dial9 run:" "$WORK/server.err" | sed 's/^/  /'
+
+# the connections nginx served: the distinct serial numbers in its access log
+conns=$(sort -u "$WORK/logs/access.log" | wc -l)
+python3 - "$D9" "$WORK/traces" "$FACTS" "$requests" "$conns" <<'PY'
+import os, sys
+sys.path.insert(0, os.path.dirname(sys.argv[3]))
+from trace_facts import Trace, check
+d9, root, _, requests, conns = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+runs = [Trace(d9, os.path.join(root, r)) for r in sorted(os.listdir(root)) if not r.startswith(".")]
+loops = [t for t in runs if t.of("LoopEvent")]
+check(len(runs) == 3, "3 runs: the master and its 2 workers (%d)" % len(runs))
+check(len(loops) == 2, "2 runs with a loop: the workers (%d)" % len(loops))
+accepted, served, conn_polls, conn_wakes, split = 0, 0, 0, 0, 0
+for t in loops:
+    last = [e["fields"] for e in t.of("LoopEvent")][-1]
+    print("  worker %s: %s" % (t.meta.get("pid"), t.summary()))
+    # which worker accepts which connection is the kernel's choice: a worker may get none,
+    # but every worker's loop runs iterations (at least its master's stop command)
+    check(last["module"] == "nginx" and len(t.polls) > 0, "worker %s: its loop (%s in %s) has %d polls, "
+          "per %s" % (t.meta.get("pid"), last["function"], last["module"], len(t.polls), last["polls"]))
+    tasks = {s["task_id"] for s in t.spawns if s["spawn_loc"].startswith("accept on 127.0.0.1:")}
+    accepted += len(tasks)
+    polls = {k: 0 for k in tasks}
+    for p in t.polls:
+        if p["task_id"] in polls:
+            polls[p["task_id"]] += 1
+    conn_polls += sum(polls.values())
+    conn_wakes += sum(1 for w in t.wakes if w["woken_task_id"] in tasks and w["waker_task_id"] == 0)
+    # a connection that served requests has a poll per request and one for its close; wrk's
+    # probe of the address, before its load, is accepted and closed without a request
+    served += sum(1 for n in polls.values() if n >= 2)
+    split += last["polls"] == "connection" and sum(polls.values()) > 0
+check(served == conns, "one task per connection: %d tasks with requests (of %d accepted) for the %d "
+      "connections nginx logged" % (served, accepted, conns))
+# nginx's event data is a pointer: the fd comes from what epoll_ctl registered with it
+check(conn_wakes >= served, "%d readiness wakes of the connections" % conn_wakes)
+check(split >= 1, "the workers that served connections polled per connection (%d)" % split)
+# a request that arrives while nginx still reads its connection after an answer is served
+# in the same poll: the ratio is a figure, not a bound
+check(conn_polls > served, "%d polls of the connections (%.2f per request of wrk's %d)"
+      % (conn_polls, conn_polls / max(requests, 1), requests))
+PY
+[ $? -eq 0 ] || exit 1
+echo "PASS"

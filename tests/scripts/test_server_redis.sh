@@ -1,0 +1,132 @@
+#!/bin/bash
+# redis-server (Debian: its own `ae` epoll loop, no loop library) under `dial9 run` with CPU
+# profiling, on one client connection: 200 GETs, then three EVALs of a Lua script that
+# busy-loops ~80 ms (every other client would wait), then 20 GETs more. Without any change
+# to redis, the trace must show:
+#   - the loop named (LoopEvent: a function of redis-server, polls per connection), one worker
+#     (redis' background threads only wait on condition variables: not loops);
+#   - the client's connection one task spawned at "accept on 127.0.0.1:<port>", with at least
+#     one poll per request and a readiness wake per request;
+#   - the three EVALs the three longest polls, each lasting at least what the script measured
+#     itself (redis TIME; what the client measured around it is printed next to it);
+#   - the CPU samples inside them naming the script's code (Lua's VM or redis' eval).
+# Counted, never timed: the bounds above hold on any machine load.
+set -u
+source "${D9_SOURCE_DIR:?D9_SOURCE_DIR is not set}/tests/preload/preload_lib.sh"
+apt_need redis-server
+REDIS=$(command -v redis-server || echo /usr/bin/redis-server)
+[ -x "$REDIS" ] || skip "redis-server not found after install"
+
+port=$(free_port)
+cd "$WORK"
+"$D9" run -d "$WORK/traces" -e DIAL9_CPU_PROFILE_ENABLED=1 -- \
+    "$REDIS" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
+    >"$WORK/server.out" 2>"$WORK/server.err" &
+server=$!
+D9T_PIDS+=("$server")
+wait_port "$port" tcp 30 || fail "redis did not listen on 127.0.0.1:$port: $(cat "$WORK/server.out" "$WORK/server.err")"
+
+# The client: RESP over one socket; each EVAL timed around its round trip (monotonic ns).
+python3 - "$port" >"$WORK/client.out" <<'PY' || fail "client: $(cat "$WORK/client.out")"
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+f = s.makefile("rb")
+def cmd(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a.encode() if isinstance(a, str) else a
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    s.sendall(out)
+    line = f.readline()
+    if line[:1] == b"$" and int(line[1:]) >= 0:
+        f.read(int(line[1:]) + 2)
+    if line[:1] == b"-":
+        raise SystemExit("redis error: %r" % line)
+    return line
+# busy until 80 ms have passed by the server's clock; returns the microseconds it took
+SCRIPT = ("local t0 = redis.call('TIME') local n = 0 while true do n = n + 1 "
+          "local t = redis.call('TIME') local us = (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) "
+          "if us >= 80000 then return us end end")
+requests = 0
+cmd("SET", "k", "v"); requests += 1
+for _ in range(200):
+    cmd("GET", "k"); requests += 1
+for _ in range(3):
+    t0 = time.monotonic_ns()
+    reply = cmd("EVAL", SCRIPT, "0")
+    t1 = time.monotonic_ns()
+    requests += 1
+    print("eval %d %d" % (int(reply[1:]) * 1000, t1 - t0))
+for _ in range(20):
+    cmd("GET", "k"); requests += 1
+print("requests %d" % requests)
+PY
+
+stop_server "$server"
+D9T_PIDS=()
+[ "$STATUS" = 0 ] || fail "dial9 run exited $STATUS (redis: $(tail -3 "$WORK/server.out"))"
+grep "^dial9 run:" "$WORK/server.err" | sed 's/^/  /'
+run_dir="$WORK/traces/$(ls "$WORK/traces" | head -n 1)"
+"$D9" symbolize -q "$run_dir" >"$WORK/symbolize" 2>&1 || fail "dial9 symbolize: $(tail -3 "$WORK/symbolize")"
+
+# the loop's module is the program's name as started (Debian's redis-server is a link to
+# redis-check-rdb, and redis rewrites its argv[0] as a title)
+python3 - "$D9" "$run_dir" "$FACTS" "$WORK/client.out" "$(basename "$REDIS")" <<'EOF'
+import os, re, sys
+sys.path.insert(0, os.path.dirname(sys.argv[3]))
+from trace_facts import Trace, check
+d9, run, _, client, module = sys.argv[1:]
+t = Trace(d9, run)
+print("  " + t.summary())
+evals = [tuple(map(int, l.split()[1:])) for l in open(client) if l.startswith("eval ")]
+requests = int(re.search(r"requests (\d+)", open(client).read()).group(1))
+
+loops = [e["fields"] for e in t.of("LoopEvent")]
+check(loops and loops[-1]["module"] == module and loops[-1]["function"] and loops[-1]["polls"] == "connection",
+      "the loop is named, polls per connection: %s" % (loops[-1:] or "no LoopEvent"))
+check(len(t.of("WorkerRegisteredEvent")) == 1 and t.workers_of("epoll"),
+      "one worker, the ae loop's thread (background threads are not loops)")
+
+conns = [s["task_id"] for s in t.spawns if s["spawn_loc"].startswith("accept on 127.0.0.1:")]
+check(len(conns) >= 1, "the client's connection is a task spawned at its listening address")
+conn = conns[-1]  # the client's (a readiness probe before it may have connected too)
+conn_polls = sum(1 for p in t.polls if p["task_id"] == conn)
+wakes = sum(1 for w in t.wakes if w["woken_task_id"] == conn and w["waker_task_id"] == 0)
+check(conn_polls >= requests, "%d polls of the connection for %d requests" % (conn_polls, requests))
+check(wakes >= requests, "%d readiness wakes of the connection for %d requests" % (wakes, requests))
+
+open_poll, polls = {}, []
+for e in sorted((e for e in t.events if e["event"] in ("PollStartEvent", "PollEndEvent")),
+                key=lambda e: e["ts"]):
+    w = e["fields"]["worker_id"]
+    if e["event"] == "PollStartEvent":
+        open_poll[w] = e
+    elif w in open_poll:
+        s = open_poll.pop(w)
+        polls.append((e["ts"] - s["ts"], s["ts"], e["ts"], s["fields"]["task_id"]))
+polls.sort(reverse=True)
+top = sorted(polls[:3], key=lambda p: p[1])
+check(all(p[3] == conn for p in top), "the three longest polls are the connection's")
+for (dur, _, _, _), (script_ns, client_ns) in zip(top, evals):
+    # the poll also holds the reply's write and redis' housekeeping before its next
+    # epoll_wait, after the client may have its answer: the client's time is a figure here
+    check(script_ns <= dur, "EVAL: poll %.2f ms, at least the script's own %.2f ms (client: %.2f ms, "
+          "the poll %.1f %% of it)" % (dur / 1e6, script_ns / 1e6, client_ns / 1e6, 100.0 * dur / client_ns))
+check(len(polls) < 4 or polls[3][0] < min(s for s, _ in evals),
+      "every other poll is shorter than the scripts (next: %.2f ms)" % (polls[3][0] / 1e6 if len(polls) > 3 else 0))
+
+# the CPU samples inside the EVAL polls name the script's code
+names = {}
+for e in t.of("SymbolTableEntry"):
+    names.setdefault(e["fields"]["addr"], e["fields"]["symbol_name"])
+inside = [e for e in t.of("CpuSampleEvent")
+          if e["fields"]["source"] == 0 and any(s <= e["ts"] <= end for _, s, end, _ in top)]
+def named(e):
+    return [names.get(int(a, 16), "") for a in e["fields"]["callchain"]]
+script = [e for e in inside if any(re.search(r"^lua|eval", n) for n in named(e))]
+check(len(inside) >= 1, "CPU samples inside the EVAL polls (%d)" % len(inside))
+check(len(script) * 2 > len(inside), "%d of %d of them name the script's code (%s)"
+      % (len(script), len(inside), ", ".join(sorted({n for e in script for n in named(e) if re.search(r"^lua|eval", n)})[:5])))
+EOF
+[ $? -eq 0 ] || exit 1
+echo "PASS"

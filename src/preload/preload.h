@@ -149,6 +149,8 @@ D9P_HIDDEN void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n)
 D9P_HIDDEN void d9p_loop_wait_end_poll(const struct pollfd *fds, unsigned long n, int rc);
 D9P_HIDDEN void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w,
                                          const fd_set *e, int rc);
+/* This thread's loop name, "function (module)", once it is a home-grown loop; else NULL. */
+D9P_HIDDEN const char *d9p_loop_name(void);
 /* Between a loop thread's poller return and its next call. */
 D9P_HIDDEN extern __thread bool d9p_loop_iterating __attribute__((tls_model("initial-exec")));
 D9P_HIDDEN void d9p_loop_io_slow(int fd);

@@ -357,6 +357,11 @@ bool d9p_loop_wait_begin(int kind, int epfd, bool has_fds, bool may_block, const
     return true;
 }
 
+const char *d9p_loop_name(void) {
+    const loop_thread *l = self();
+    return l->is_loop ? l->name : NULL;
+}
+
 /* A poll of connection fd, or of the loop's own task (fd -1). The loop says once that its
  * polls are per connection, at the first. */
 static void begin_poll(loop_thread *l, int fd, uint64_t task) {

@@ -113,7 +113,8 @@ void d9p_loops_detect(void) {
                     "epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect "
                     "interposed: a thread that blocks there outside a loop library is worker "
                     "<index> of runtime \"epoll\", \"poll\" or \"select\"; with fds registered, "
-                    "a loop whose work is polls, one per connection where seen (LoopEvent)");
+                    "a loop whose work is polls, one per connection where seen (LoopEvent), "
+                    "and whose runtime is the loop's name, \"function (module)\"");
     if (d9p_loops_interposed())
         d9p_note_source("fd_wakes", true,
                         "a write to an eventfd or pipe that a recorded callback reads is a wake "

@@ -11,9 +11,13 @@
  *     "epoll", "poll" or "select" (the first poller it blocked in; n counts threads per
  *     runtime). A thread that only polls with a zero timeout never becomes a worker. A worker
  *     whose poller has fds registered is a home-grown loop: its work between the poller's
- *     calls is polls (preload_loop_work.c). */
+ *     calls is polls (preload_loop_work.c), and its runtime is the loop's name ("aeMain
+ *     (redis-server)"), so every reader of the runtime.<name> metadata shows the loop. */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -26,6 +30,26 @@
 enum { RT_EPOLL, RT_POLL, RT_SELECT, RT_COUNT };
 static const char *const k_runtime[RT_COUNT] = {"epoll", "poll", "select"};
 static _Atomic uint32_t g_next_index[RT_COUNT];
+
+/* Worker indexes of home-grown loops, counted per loop name (two threads running the same
+ * loop function are its workers 0 and 1); a loop beyond the table shares the last row. */
+#define LOOP_NAMES 32
+static pthread_mutex_t g_loop_names_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_loop_name[LOOP_NAMES][200];
+static uint32_t g_loop_next[LOOP_NAMES], g_loop_names;
+
+static uint32_t loop_worker_index(const char *name) {
+    pthread_mutex_lock(&g_loop_names_lock);
+    uint32_t i = 0;
+    while (i < g_loop_names && strcmp(g_loop_name[i], name) != 0) i++;
+    if (i == g_loop_names && i < LOOP_NAMES) {
+        snprintf(g_loop_name[i], sizeof g_loop_name[i], "%s", name);
+        g_loop_names++;
+    }
+    uint32_t index = g_loop_next[i < LOOP_NAMES ? i : LOOP_NAMES - 1]++;
+    pthread_mutex_unlock(&g_loop_names_lock);
+    return index;
+}
 
 /* This thread's generic worker identity was taken (in this process). */
 static __thread bool t_generic_worker __attribute__((tls_model("initial-exec")));
@@ -42,7 +66,19 @@ uint32_t d9p_poll_worker_id(void) {
 
 void d9p_poll_forget_after_fork(void) {
     for (int i = 0; i < RT_COUNT; i++) atomic_store(&g_next_index[i], 0);
+    /* the child has one thread: the lock may have been held by another of the parent's */
+    pthread_mutex_init(&g_loop_names_lock, NULL);
+    g_loop_names = 0;
+    memset(g_loop_next, 0, sizeof g_loop_next);
     atomic_fetch_add(&g_fork_generation, 1);
+}
+
+/* The runtime and index of this thread's worker identity: the loop's name when the thread
+ * is a home-grown loop already (it blocked with fds registered), else its poller's kind. */
+static uint32_t take_worker_id(int runtime) {
+    const char *loop = d9p_loop_name();
+    if (loop) return d9_worker_begin(loop, loop_worker_index(loop));
+    return d9_worker_begin(k_runtime[runtime], atomic_fetch_add(&g_next_index[runtime], 1));
 }
 
 /* Whether this call parks; takes a worker identity for a thread outside any loop library. */
@@ -57,8 +93,7 @@ static bool park_begin(int runtime, bool may_block) {
         if (!t_generic_worker || t_generation != gen) {
             t_generic_worker = true;
             t_generation = gen;
-            t_worker_id = d9_worker_begin(k_runtime[runtime],
-                                          atomic_fetch_add(&g_next_index[runtime], 1));
+            t_worker_id = take_worker_id(runtime);
         }
     }
     int saved = errno;

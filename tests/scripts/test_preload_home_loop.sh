@@ -3,7 +3,9 @@
 # per connection. tests/preload/d9p_loop_server runs a small epoll (epoll_pwait2, poll)
 # server and a client thread that never polls; one request of connection B sleeps 200 ms in
 # its handler, all others answer at once. Under `dial9 run`, in each mode:
-#   - the loop is named (LoopEvent: run_loop, polls per connection), the one worker is its thread;
+#   - the loop is named (LoopEvent: run_loop, polls per connection), the one worker is its thread,
+#     and its runtime is the loop's name: `dial9 analyze --json` says "run_loop
+#     (d9p_loop_server)", not "epoll" (the runtime.<name> metadata every reader reads);
 #   - each accepted connection is a task spawned at "accept on 127.0.0.1:<port>" (accept4 in
 #     the epoll modes, accept in poll mode), and each of its requests is exactly one poll of
 #     that task, woken by the poller's readiness (a WakeEvent per request);
@@ -33,7 +35,7 @@ home_loop() {
     fi
     [ $rc -eq 0 ] || fail "$mode: exit status $rc under dial9 run: $(cat "$dir/err")"
     python3 - "$D9" "$dir/traces" "$dir/out" "$mode" <<'PY' || exit 1
-import os, re, sys
+import json, os, re, subprocess, sys
 sys.path.insert(0, os.environ["D9_SOURCE_DIR"] + "/tests/preload")
 from trace_facts import Trace, check
 d9, traces, out, mode = sys.argv[1:]
@@ -56,6 +58,11 @@ for run, t in runs:
           "%s: the loop is named run_loop, polls per connection: %s" % (name, loops[-1:] or "no LoopEvent"))
     check(len(t.of("WorkerRegisteredEvent")) == 1,
           "%s: one worker, the loop thread (the client thread never polls)" % name)
+    report = json.loads(subprocess.run([d9, "analyze", "--json", os.path.join(traces, run)],
+                                       check=True, capture_output=True, text=True).stdout)
+    runtimes = [w.get("runtime") for w in report["workers"]]
+    check(runtimes == ["run_loop (d9p_loop_server)"],
+          "%s: analyze --json names the worker's runtime after the loop: %s" % (name, runtimes))
 
     # polls with their durations, paired per worker (start, then the worker's next end)
     ends = {}

@@ -59,6 +59,14 @@ class Trace:
     def workers_of(self, runtime):
         return sorted(w for w, (rt, _, _, _) in self.workers.items() if rt == runtime)
 
+    def workers_blocking_in(self, poller):
+        """Workers the shim took at their poller ("epoll", "poll", "select"): runtime
+        `poller`, or, for a home-grown loop, the loop's name whose LoopEvent names `poller`."""
+        loops = {e["fields"]["worker_id"] for e in self.of("LoopEvent")
+                 if e["fields"]["poller"] == poller}
+        return sorted(w for w, (rt, _, _, _) in self.workers.items()
+                      if rt == poller or w in loops)
+
     def polls_by_worker(self):
         by = defaultdict(list)
         for p in self.polls:

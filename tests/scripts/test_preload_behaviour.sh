@@ -77,7 +77,7 @@ grep -q "^40 of 40 files intact" "$WORK/full/shim.out" || fail "full: the progra
 [ ! -e /traces ] || fail "full: a relative DIAL9_TRACE_DIR followed the program's chdir to /"
 facts "$RUNS" <<'EOF'
 check(len(runs) == 1, "one run")
-check(len(t.workers_of("poll")) >= 4, "the 3 reader threads and main are poll workers")
+check(len(t.workers_blocking_in("poll")) >= 4, "the 3 reader threads and main are poll workers")
 check(len(t.parks) >= 25 and len(t.unparks) >= 25, "parks in poll: %d" % len(t.parks))
 check(len({u["tid"] for u in t.unparks}) >= 4, "unparks on 4 threads")
 late = [p for p in t.parks if p["tid"] == int(t.meta["pid"])]
@@ -100,7 +100,7 @@ EOF
 run_both thread-exit -- thread-exit
 expect_no_stderr thread-exit
 facts "$RUNS" <<'EOF'
-check(len(t.workers_of("poll")) == 2, "main and the exiting thread are poll workers")
+check(len(t.workers_blocking_in("poll")) == 2, "main and the exiting thread are poll workers")
 check(len(t.parks) >= 3, "parks flushed at exit from a thread (%d)" % len(t.parks))
 EOF
 
@@ -117,7 +117,7 @@ expect_no_stderr default-term
 ls "$RUNS"/*/trace.*.bin >/dev/null 2>&1 || fail "default-term: no sealed trace file"
 if ls "$RUNS"/*/*.active >/dev/null 2>&1; then fail "default-term: the last segment was not sealed"; fi
 facts "$RUNS" <<'EOF'
-check(len(t.workers_of("poll")) >= 2, "the polling threads are workers")
+check(len(t.workers_blocking_in("poll")) >= 2, "the polling threads are workers")
 check(len(t.parks) >= 10, "parks flushed before dying of SIGTERM (%d)" % len(t.parks))
 EOF
 
@@ -133,7 +133,7 @@ echo "ok: early-term: the run is sealed"
 run_both epoll-loop -- epoll-loop
 expect_no_stderr epoll-loop
 facts "$RUNS" <<'EOF'
-check(t.workers_of("epoll") != [], "the loop thread is an epoll worker")
+check(t.workers_blocking_in("epoll") != [], "the loop thread is an epoll worker")
 check(len(t.parks) >= 20, "parks in epoll_wait (%d)" % len(t.parks))
 check(len(t.of("WorkerRegisteredEvent")) == 1, "only the thread that blocks in the poller is a worker")
 check(any(u.get("sched_wait_ns") is not None for u in t.unparks), "unparks carry scheduling delay")
@@ -196,7 +196,7 @@ if [ -x "$STATIC" ]; then
     facts "$dir/traces" <<'EOF'
 check("linked statically" in t.meta.get("source.libevent", ""),
       "source.libevent: " + t.meta.get("source.libevent", "(missing)"))
-check(t.workers_of("epoll") != [] and len(t.parks) >= 15, "parks from epoll_wait (%d)" % len(t.parks))
+check(t.workers_blocking_in("epoll") != [] and len(t.parks) >= 15, "parks from epoll_wait (%d)" % len(t.parks))
 check(len(t.polls) == 0, "no per-callback polls (nothing to interpose)")
 EOF
 else

@@ -4,7 +4,8 @@
 # busy-loops ~80 ms (every other client would wait), then 20 GETs more. Without any change
 # to redis, the trace must show:
 #   - the loop named (LoopEvent: a function of redis-server, polls per connection), one worker
-#     (redis' background threads only wait on condition variables: not loops);
+#     (redis' background threads only wait on condition variables: not loops) whose runtime
+#     is the loop's name ("aeMain (redis-server)" in analyze --json, not "epoll");
 #   - the client's connection one task spawned at "accept on 127.0.0.1:<port>", with at least
 #     one poll per request and a readiness wake per request;
 #   - the three EVALs the three longest polls, each lasting at least what the script measured
@@ -72,7 +73,7 @@ run_dir="$WORK/traces/$(ls "$WORK/traces" | head -n 1)"
 # the loop's module is the program's name as started (Debian's redis-server is a link to
 # redis-check-rdb, and redis rewrites its argv[0] as a title)
 python3 - "$D9" "$run_dir" "$FACTS" "$WORK/client.out" "$(basename "$REDIS")" <<'EOF'
-import os, re, sys
+import json, os, re, subprocess, sys
 sys.path.insert(0, os.path.dirname(sys.argv[3]))
 from trace_facts import Trace, check
 d9, run, _, client, module = sys.argv[1:]
@@ -84,8 +85,14 @@ requests = int(re.search(r"requests (\d+)", open(client).read()).group(1))
 loops = [e["fields"] for e in t.of("LoopEvent")]
 check(loops and loops[-1]["module"] == module and loops[-1]["function"] and loops[-1]["polls"] == "connection",
       "the loop is named, polls per connection: %s" % (loops[-1:] or "no LoopEvent"))
-check(len(t.of("WorkerRegisteredEvent")) == 1 and t.workers_of("epoll"),
-      "one worker, the ae loop's thread (background threads are not loops)")
+loop_name = "%s (%s)" % (loops[-1]["function"], module)
+check(len(t.of("WorkerRegisteredEvent")) == 1 and t.workers_of(loop_name),
+      "one worker, the ae loop's thread, of runtime %r (background threads are not loops)" % loop_name)
+# every reader names the worker's runtime after the loop (the runtime.<name> metadata)
+report = json.loads(subprocess.run([d9, "analyze", "--json", run], check=True,
+                                   capture_output=True, text=True).stdout)
+runtimes = [w.get("runtime") for w in report["workers"]]
+check(runtimes == [loop_name], "analyze --json: the worker's runtime is the loop's name: %s" % runtimes)
 
 conns = [s["task_id"] for s in t.spawns if s["spawn_loc"].startswith("accept on 127.0.0.1:")]
 check(len(conns) >= 1, "the client's connection is a task spawned at its listening address")

@@ -91,6 +91,13 @@ typedef struct stats_ctx {
     size_t meta_n;
     bool have_meta;
     const char *meta_path;
+    /* runtime.<name> entries of every SegmentMetadataEvent: a worker that registers after
+     * the first metadata is named only in a later one */
+    struct runtime_workers {
+        char *name;
+        d9_u64_set ids;
+    } *runtimes;
+    size_t runtimes_n, runtimes_cap;
     size_t *counter_of; /* per schema index of the current file: 1 + its index in by_name */
     size_t counter_cap;
     size_t file;
@@ -139,6 +146,47 @@ static void keep_metadata(stats_ctx *c, const d9_value *v, const char *path) {
     c->meta_n = v->map.count;
     c->have_meta = true;
     c->meta_path = path;
+}
+
+static struct runtime_workers *runtime_named(stats_ctx *c, const char *name, size_t len) {
+    for (size_t i = 0; i < c->runtimes_n; i++)
+        if (strlen(c->runtimes[i].name) == len && !memcmp(c->runtimes[i].name, name, len))
+            return &c->runtimes[i];
+    if (c->runtimes_n == c->runtimes_cap) {
+        size_t cap = c->runtimes_cap ? 2 * c->runtimes_cap : 4;
+        struct runtime_workers *r = realloc(c->runtimes, cap * sizeof *r);
+        if (!r) return NULL;
+        c->runtimes = r;
+        c->runtimes_cap = cap;
+    }
+    struct runtime_workers *r = &c->runtimes[c->runtimes_n];
+    *r = (struct runtime_workers){.name = strndup(name, len)};
+    if (!r->name) return NULL;
+    c->runtimes_n++;
+    return r;
+}
+
+/* "runtime.<name>" = "0,1,2": each worker id under its runtime's name */
+static void note_runtimes(stats_ctx *c, const d9_value *v) {
+    if (!v || v->type != D9_FT_STRING_MAP || !v->present) return;
+    for (uint32_t i = 0; i < v->map.count; i++) {
+        const d9_dec_kv *kv = &v->map.items[i];
+        if (kv->key.len <= 8 || memcmp(kv->key.ptr, "runtime.", 8) != 0) continue;
+        struct runtime_workers *r = runtime_named(c, kv->key.ptr + 8, kv->key.len - 8);
+        if (!r) {
+            c->oom = true;
+            return;
+        }
+        const char *p = kv->value.ptr, *end = p + kv->value.len;
+        while (p < end) {
+            uint64_t id = 0;
+            bool digits = false;
+            for (; p < end && *p >= '0' && *p <= '9'; p++, digits = true)
+                id = id * 10 + (uint64_t)(*p - '0');
+            if (digits && d9_u64_set_add(&r->ids, id) < 0) c->oom = true;
+            while (p < end && (*p < '0' || *p > '9')) p++;
+        }
+    }
 }
 
 #define MAX_POOL_IDS (1u << 24)
@@ -224,6 +272,7 @@ static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_in
     case D9_SCH_SEGMENT_METADATA:
         if (!c->have_meta && F(ENTRIES) >= 0)
             keep_metadata(c, &ev->values[F(ENTRIES)], c->paths->paths[file_index]);
+        if (F(ENTRIES) >= 0) note_runtimes(c, &ev->values[F(ENTRIES)]);
         break;
     case D9_SCH_STACK_ORIGIN: note_origin(c, ev); break;
     case D9_SCH_UPLOAD_LOSS:
@@ -383,6 +432,14 @@ static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     for (size_t i = 0; w && i < d9_u64_set_count(&c->workers); i++) fprintf(text_out, "%s%" PRIu64, i ? " " : ": ", w[i]);
     putc('\n', text_out);
     free(w);
+    for (size_t i = 0; i < c->runtimes_n; i++) {
+        uint64_t *ids = d9_u64_set_sorted(&c->runtimes[i].ids);
+        fprintf(text_out, "%s%s:", i ? "; " : "runtimes   ", c->runtimes[i].name);
+        for (size_t k = 0; ids && k < d9_u64_set_count(&c->runtimes[i].ids); k++)
+            fprintf(text_out, "%s%" PRIu64, k ? "," : " ", ids[k]);
+        free(ids);
+        if (i + 1 == c->runtimes_n) putc('\n', text_out);
+    }
     uint64_t *tids = d9_u64_set_sorted(&c->tids);
     fprintf(text_out, "threads    %zu", d9_u64_set_count(&c->tids));
     if (d9_u64_set_count(&c->tids) <= 32)
@@ -468,6 +525,18 @@ static void print_json(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     for (size_t i = 0; w && i < d9_u64_set_count(&c->workers); i++) d9_json_u64(&j, w[i]);
     d9_json_array_end(&j);
     free(w);
+    d9_json_key(&j, "runtimes");
+    d9_json_object_begin(&j);
+    for (size_t i = 0; i < c->runtimes_n; i++) {
+        uint64_t *ids = d9_u64_set_sorted(&c->runtimes[i].ids);
+        d9_json_key(&j, c->runtimes[i].name);
+        d9_json_array_begin(&j);
+        for (size_t k = 0; ids && k < d9_u64_set_count(&c->runtimes[i].ids); k++)
+            d9_json_u64(&j, ids[k]);
+        d9_json_array_end(&j);
+        free(ids);
+    }
+    d9_json_object_end(&j);
     uint64_t *tids = d9_u64_set_sorted(&c->tids);
     d9_json_key(&j, "threads");
     d9_json_object_begin(&j);
@@ -623,6 +692,11 @@ int d9_cmd_stats(int argc, char **argv) {
     named_free(&c.drops);
     d9_u64_set_free(&c.workers);
     d9_u64_set_free(&c.tids);
+    for (size_t i = 0; i < c.runtimes_n; i++) {
+        free(c.runtimes[i].name);
+        d9_u64_set_free(&c.runtimes[i].ids);
+    }
+    free(c.runtimes);
     d9a_coverage_free(&c.coverage);
     d9_truncated_ends_free(&c.truncated);
     d9a_upload_loss_free(&c.upload_loss);

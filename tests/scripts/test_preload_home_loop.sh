@@ -4,8 +4,8 @@
 # server and a client thread that never polls; one request of connection B sleeps 200 ms in
 # its handler, all others answer at once. Under `dial9 run`, in each mode:
 #   - the loop is named (LoopEvent: run_loop, polls per connection), the one worker is its thread,
-#     and its runtime is the loop's name: `dial9 analyze --json` says "run_loop
-#     (d9p_loop_server)", not "epoll" (the runtime.<name> metadata every reader reads);
+#     and its runtime is the loop's name: `dial9 analyze --json` and `stats --json` say
+#     "run_loop (d9p_loop_server)", not "epoll" (the runtime.<name> metadata every reader reads);
 #   - each accepted connection is a task spawned at "accept on 127.0.0.1:<port>" (accept4 in
 #     the epoll modes, accept in poll mode), and each of its requests is exactly one poll of
 #     that task, woken by the poller's readiness (a WakeEvent per request);
@@ -63,6 +63,10 @@ for run, t in runs:
     runtimes = [w.get("runtime") for w in report["workers"]]
     check(runtimes == ["run_loop (d9p_loop_server)"],
           "%s: analyze --json names the worker's runtime after the loop: %s" % (name, runtimes))
+    stats = json.loads(subprocess.run([d9, "stats", "--json", os.path.join(traces, run)],
+                                      check=True, capture_output=True, text=True).stdout)
+    check(stats["runtimes"] == {"run_loop (d9p_loop_server)": [0]},
+          "%s: stats --json names the loop's runtime: %s" % (name, stats["runtimes"]))
 
     # polls with their durations, paired per worker (start, then the worker's next end)
     ends = {}

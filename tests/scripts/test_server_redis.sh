@@ -5,7 +5,7 @@
 # to redis, the trace must show:
 #   - the loop named (LoopEvent: a function of redis-server, polls per connection), one worker
 #     (redis' background threads only wait on condition variables: not loops) whose runtime
-#     is the loop's name ("aeMain (redis-server)" in analyze --json, not "epoll");
+#     is the loop's name ("aeMain (redis-server)" in analyze --json and stats --json, not "epoll");
 #   - the client's connection one task spawned at "accept on 127.0.0.1:<port>", with at least
 #     one poll per request and a readiness wake per request;
 #   - the three EVALs the three longest polls, each lasting at least what the script measured
@@ -87,12 +87,17 @@ check(loops and loops[-1]["module"] == module and loops[-1]["function"] and loop
       "the loop is named, polls per connection: %s" % (loops[-1:] or "no LoopEvent"))
 loop_name = "%s (%s)" % (loops[-1]["function"], module)
 check(len(t.of("WorkerRegisteredEvent")) == 1 and t.workers_of(loop_name),
-      "one worker, the ae loop's thread, of runtime %r (background threads are not loops)" % loop_name)
+      "one worker, the ae loop's thread, of runtime %r (background threads are not loops)"
+      % loop_name)
 # every reader names the worker's runtime after the loop (the runtime.<name> metadata)
 report = json.loads(subprocess.run([d9, "analyze", "--json", run], check=True,
                                    capture_output=True, text=True).stdout)
 runtimes = [w.get("runtime") for w in report["workers"]]
-check(runtimes == [loop_name], "analyze --json: the worker's runtime is the loop's name: %s" % runtimes)
+check(runtimes == [loop_name],
+      "analyze --json: the worker's runtime is the loop's name: %s" % runtimes)
+stats = json.loads(subprocess.run([d9, "stats", "--json", run], check=True,
+                                  capture_output=True, text=True).stdout)
+check(stats["runtimes"] == {loop_name: [0]}, "stats --json: runtimes %s" % stats["runtimes"])
 
 conns = [s["task_id"] for s in t.spawns if s["spawn_loc"].startswith("accept on 127.0.0.1:")]
 check(len(conns) >= 1, "the client's connection is a task spawned at its listening address")

@@ -226,20 +226,24 @@ static int mode_early_term(void) {
     return 0;
 }
 
-static int g_efd;
+static int g_efd, g_ack_efd;
 
+/* 50 notifications, each written only once the loop has read the previous one (g_ack_efd), so
+ * the loop wakes 50 times however loaded the machine is: none coalesce in the eventfd. */
 static void *notifier(void *arg) {
     (void)arg;
     for (int i = 0; i < 50; i++) {
         sleep_ms(2);
-        uint64_t one = 1;
+        uint64_t one = 1, ack;
         if (write(g_efd, &one, sizeof one) != sizeof one) exit(96);
+        if (read(g_ack_efd, &ack, sizeof ack) != sizeof ack) exit(96);
     }
     return NULL;
 }
 
 static int mode_epoll_loop(void) {
     g_efd = eventfd(0, 0);
+    g_ack_efd = eventfd(0, 0);
     int ep = epoll_create1(0);
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = g_efd};
     epoll_ctl(ep, EPOLL_CTL_ADD, g_efd, &ev);
@@ -251,6 +255,8 @@ static int mode_epoll_loop(void) {
         if (epoll_wait(ep, &out, 1, 1000) == 1) {
             uint64_t v;
             if (read(g_efd, &v, sizeof v) == sizeof v) total += v;
+            uint64_t one = 1;
+            if (write(g_ack_efd, &one, sizeof one) != sizeof one) exit(96);
         }
     }
     pthread_join(th, NULL);

@@ -18,7 +18,7 @@
  * only with a stable TSC; on kvm-clock hosts with tsc=unstable (our CI's) it is 0, and without
  * it time_running is as of the thread's last switch-in: stale at every park after busy work.
  * So not here: one clock_gettime per park and unpark, its cost in d9_bench's hooks row.
- * Inline: a function of its own cost each park and unpark ~10 instructions of call and frame
+ * Inline: a function of its own cost each park and unpark ~6 instructions of call and frame
  * around the system call (callgrind, test_poll_instructions). */
 
 /* The calling thread's CPU time in ns, current to the call (never a cached or estimated value);

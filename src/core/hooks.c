@@ -125,7 +125,7 @@ void d9__poll_end_paused(void) {
 }
 
 /* Every park and unpark reads the thread's CPU time (dial9 requires cpu_time_ns on both: one
- * system call, thread_cpu_time.c says why) and, when due, schedstat's run-queue wait (at most
+ * system call, thread_cpu_time.h says why) and, when due, schedstat's run-queue wait (at most
  * one read per DIAL9_SCHEDSTAT_RESOLUTION_US per thread). The slow twin registers the thread
  * and reads schedstat; `now` is the hook's entry time (0: read it here, after registering). */
 SLOW void park_record(unsigned kind, uint64_t now) {

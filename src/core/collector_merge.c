@@ -315,24 +315,31 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
             p = d9_raw_varint(p, r[1]);
             p = d9_raw_u8(p, sat8(worker));
             break;
-        case D9_REC_PARK:
-        case D9_REC_UNPARK: {
-            bool park = D9_REC_KIND(r[0]) == D9_REC_PARK;
-            if (park ? !SCHEMA_READY(D9_SCH_WORKER_PARK) : !SCHEMA_READY(D9_SCH_WORKER_UNPARK)) goto general;
-            uint64_t delay = 0; /* as decode_record says why */
-            if (r[2] != D9_NS_NOT_READ) {
-                if (!park && r[2] != D9_NS_UNKNOWN && t->c_ss_wait != D9_NS_UNKNOWN && r[2] >= t->c_ss_wait)
-                    delay = r[2] - t->c_ss_wait;
-                t->c_ss_wait = r[2];
-            }
-            p = hook_event_header(p, &ts_base, park ? D9_SCH_WORKER_PARK : D9_SCH_WORKER_UNPARK, ts);
-            p = d9_raw_varint(p, worker);
-            p = d9_raw_u8(p, sat8(r[3]));
-            p = d9_raw_varint(p, r[1]); /* cpu_time_ns */
-            if (!park) p = d9_raw_varint(p, delay);
-            p = d9_raw_u32(p, (uint32_t)t->tid);
+        /* A case each, so that `park` is a constant in each and no test of it runs per event. */
+#define PARK_CASE(park, schema)                                                                 \
+            if (!SCHEMA_READY(schema)) goto general;                                            \
+            uint64_t delay = 0; /* as decode_record says why */                                 \
+            if (r[2] != D9_NS_NOT_READ) {                                                       \
+                if (!(park) && r[2] != D9_NS_UNKNOWN && t->c_ss_wait != D9_NS_UNKNOWN &&       \
+                    r[2] >= t->c_ss_wait)                                                       \
+                    delay = r[2] - t->c_ss_wait;                                                \
+                t->c_ss_wait = r[2];                                                            \
+            }                                                                                   \
+            p = hook_event_header(p, &ts_base, (schema), ts);                                   \
+            p = d9_raw_varint(p, worker);                                                       \
+            p = d9_raw_u8(p, sat8(r[3]));                                                       \
+            p = d9_raw_varint(p, r[1]); /* cpu_time_ns */                                       \
+            if (!(park)) p = d9_raw_varint(p, delay);                                           \
+            p = d9_raw_u32(p, (uint32_t)t->tid)
+        case D9_REC_PARK: {
+            PARK_CASE(true, D9_SCH_WORKER_PARK);
             break;
         }
+        case D9_REC_UNPARK: {
+            PARK_CASE(false, D9_SCH_WORKER_UNPARK);
+            break;
+        }
+#undef PARK_CASE
         default:
         general:
             stop = FAST_GENERAL;

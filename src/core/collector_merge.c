@@ -184,31 +184,6 @@ static inline __attribute__((always_inline)) uint8_t *hook_event_header(uint8_t 
 #endif
 }
 
-/* ticks_to_ns with the clock map's fast span, the recent tick and the clock's kind held in
- * locals for a run of take_fast: through `c` they were loaded again at every event (the
- * output's byte stores may alias anything), ~9 instructions an event of ~83. */
-typedef struct tick_span {
-    uint64_t recent, lo, span, ns;
-    double slope;
-    bool ticks_are_ns; /* CLOCK_MONOTONIC ticks: no span, the unwrapped tick is the time */
-} tick_span;
-
-static inline tick_span tick_span_of(const d9_collector *c) {
-    return (tick_span){c->now_ticks, c->clock.fast_lo, c->clock.fast_span, c->clock.fast_ns,
-                       c->clock.slope_recent, !__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED)};
-}
-
-/* The same value as ticks_to_ns(c, w0). The clock's kind is tested first: a map has a fast
- * span only on the TSC (d9_clock_map_add), so ns ticks skip the span's test. */
-static inline __attribute__((always_inline)) uint64_t tick_span_to_ns(const d9_collector *c,
-                                                                       const tick_span *s, uint64_t w0) {
-    uint64_t ticks = d9_ticks_unwrap56(D9_REC_TICKS56(w0), s->recent);
-    if (s->ticks_are_ns) return ticks;
-    uint64_t off = ticks - s->lo;
-    if (__builtin_expect(off < s->span, 1)) return s->ns + (uint64_t)((double)(int64_t)off * s->slope);
-    return d9_clock_map_to_ns(&c->clock, ticks);
-}
-
 #define HOOK_WORDS_MAX D9_REC_WORDS_PARK
 _Static_assert(D9_REC_WORDS_POLL_BEGIN <= HOOK_WORDS_MAX && D9_REC_WORDS_WAKE <= HOOK_WORDS_MAX &&
                    D9_REC_WORDS_TERMINATE <= HOOK_WORDS_MAX && D9_REC_WORDS_SPAWN <= HOOK_WORDS_MAX,
@@ -252,7 +227,10 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
     uint64_t twins = 0; /* records that made a second event (a spawn's TaskObjectEvent) */
     const uint64_t worker = t->c_worker;
     uint64_t ts_base = c->st.ts_base;
-    const tick_span clock = tick_span_of(c);
+    /* CLOCK_MONOTONIC ticks are the time once unwrapped: tested first, from a local (a map has
+     * a fast span only on the TSC), ~8 instructions an event of ~80 there. The TSC's inputs are
+     * left in c: as locals they cost spills (bench/README.md). */
+    const bool ticks_are_ns = !__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED);
     uint32_t ready = 0;          /* schemas seen written in this stream (bit per id) */
     uint64_t loc_ok = UINT64_MAX; /* a location seen written in this stream */
     fast_stop stop;
@@ -364,7 +342,7 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
             stop = FAST_PEEK;
             break;
         }
-        ts = tick_span_to_ns(c, &clock, r[0]);
+        ts = ticks_are_ns ? d9_ticks_unwrap56(D9_REC_TICKS56(r[0]), c->now_ticks) : ticks_to_ns(c, r[0]);
         if (ts > bound) {
             stop = FAST_YIELD;
             break;

@@ -227,6 +227,10 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
     uint64_t twins = 0; /* records that made a second event (a spawn's TaskObjectEvent) */
     const uint64_t worker = t->c_worker;
     uint64_t ts_base = c->st.ts_base;
+    /* CLOCK_MONOTONIC ticks are the time once unwrapped: tested first, from a local (a map has
+     * a fast span only on the TSC), ~8 instructions an event of ~80 there. The TSC's inputs are
+     * left in c: as locals they cost spills (bench/README.md). */
+    const bool ticks_are_ns = !__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED);
     uint32_t ready = 0;          /* schemas seen written in this stream (bit per id) */
     uint64_t loc_ok = UINT64_MAX; /* a location seen written in this stream */
     fast_stop stop;
@@ -289,24 +293,31 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
             p = d9_raw_varint(p, r[1]);
             p = d9_raw_u8(p, sat8(worker));
             break;
-        case D9_REC_PARK:
-        case D9_REC_UNPARK: {
-            bool park = D9_REC_KIND(r[0]) == D9_REC_PARK;
-            if (park ? !SCHEMA_READY(D9_SCH_WORKER_PARK) : !SCHEMA_READY(D9_SCH_WORKER_UNPARK)) goto general;
-            uint64_t delay = 0; /* as decode_record says why */
-            if (r[2] != D9_NS_NOT_READ) {
-                if (!park && r[2] != D9_NS_UNKNOWN && t->c_ss_wait != D9_NS_UNKNOWN && r[2] >= t->c_ss_wait)
-                    delay = r[2] - t->c_ss_wait;
-                t->c_ss_wait = r[2];
-            }
-            p = hook_event_header(p, &ts_base, park ? D9_SCH_WORKER_PARK : D9_SCH_WORKER_UNPARK, ts);
-            p = d9_raw_varint(p, worker);
-            p = d9_raw_u8(p, sat8(r[3]));
-            p = d9_raw_varint(p, r[1]); /* cpu_time_ns */
-            if (!park) p = d9_raw_varint(p, delay);
-            p = d9_raw_u32(p, (uint32_t)t->tid);
+        /* A case each, so that `park` is a constant in each and no test of it runs per event. */
+#define PARK_CASE(park, schema)                                                                 \
+            if (!SCHEMA_READY(schema)) goto general;                                            \
+            uint64_t delay = 0; /* as decode_record says why */                                 \
+            if (r[2] != D9_NS_NOT_READ) {                                                       \
+                if (!(park) && r[2] != D9_NS_UNKNOWN && t->c_ss_wait != D9_NS_UNKNOWN &&       \
+                    r[2] >= t->c_ss_wait)                                                       \
+                    delay = r[2] - t->c_ss_wait;                                                \
+                t->c_ss_wait = r[2];                                                            \
+            }                                                                                   \
+            p = hook_event_header(p, &ts_base, (schema), ts);                                   \
+            p = d9_raw_varint(p, worker);                                                       \
+            p = d9_raw_u8(p, sat8(r[3]));                                                       \
+            p = d9_raw_varint(p, r[1]); /* cpu_time_ns */                                       \
+            if (!(park)) p = d9_raw_varint(p, delay);                                           \
+            p = d9_raw_u32(p, (uint32_t)t->tid)
+        case D9_REC_PARK: {
+            PARK_CASE(true, D9_SCH_WORKER_PARK);
             break;
         }
+        case D9_REC_UNPARK: {
+            PARK_CASE(false, D9_SCH_WORKER_UNPARK);
+            break;
+        }
+#undef PARK_CASE
         default:
         general:
             stop = FAST_GENERAL;
@@ -331,7 +342,7 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
             stop = FAST_PEEK;
             break;
         }
-        ts = ticks_to_ns(c, r[0]);
+        ts = ticks_are_ns ? d9_ticks_unwrap56(D9_REC_TICKS56(r[0]), c->now_ticks) : ticks_to_ns(c, r[0]);
         if (ts > bound) {
             stop = FAST_YIELD;
             break;

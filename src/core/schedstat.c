@@ -25,7 +25,7 @@ bool d9_schedstat_available(void) {
 
 /* The second number of "cpu wait slices\n", without strtoull's locale work. The first (CPU
  * time) is left alone: it is updated at ticks and switches only, so a park's would be stale
- * (thread_cpu_time.c reads the current one). */
+ * (thread_cpu_time.h reads the current one). */
 static bool parse_wait(const char *p, const char *end, uint64_t *wait) {
     uint64_t v = 0;
     for (int i = 0; i < 2; i++) {

@@ -15,12 +15,8 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/serve_harness.sh"
 
-SERVE="${D9_SERVE_UNDER_TEST:-$BUILD/dial9-serve}"
-[ -x "$SERVE" ] || { echo "SKIP: dial9-serve not built (libmicrohttpd missing)"; exit 0; }
+serve_under_test python3 zstd curl
 [ -x "$DIAL9" ] || { echo "$DIAL9 not built"; exit 1; }
-for tool in python3 zstd curl; do
-    command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed"; exit 0; }
-done
 
 # a dial9 stream: PollStart/PollEnd schemas, one pool string, then PAIRS poll pairs of 20 bytes
 # (the known trace of test_serve.sh, its events repeated); with "untimed", PAIRS pairs of 4-byte

@@ -14,16 +14,15 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/serve_harness.sh"
 
-SERVE="${D9_SERVE_UNDER_TEST:-$BUILD/dial9-serve}"
-[ -x "$SERVE" ] || { echo "SKIP: dial9-serve not built (libmicrohttpd missing)"; exit 0; }
-command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 0; }
+serve_under_test python3
 mkdir -p "$T/traces"
 
 serve_start full "$SERVE" --max-connections 8 --request-timeout 300 "$T/traces" || exit 1
-python3 - "$PORT" >"$T/full.txt" <<'EOF'
+python3 - "$SERVE_LIB" "$PORT" >"$T/full.txt" <<'EOF'
 import select, socket, sys
-port = int(sys.argv[1])
-SAFETY = 60.0  # a bound against a hang, not a timing assertion
+sys.path.insert(0, sys.argv[1])
+from serve_probe import SAFETY, probe
+port = int(sys.argv[2])
 slow = []
 for i in range(8):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -31,22 +30,7 @@ for i in range(8):
     s.connect(("127.0.0.1", port))  # accepted in this order: the kernel's accept queue is FIFO
     s.sendall(b"GET /api/index HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the blank line
     slow.append(s)
-p = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-p.bind(("127.0.41.1", 0))
-p.settimeout(SAFETY)
-answer = b""
-try:
-    p.connect(("127.0.0.1", port))
-    p.sendall(b"GET /api/index HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-    while b"\r\n" not in answer:
-        chunk = p.recv(4096)
-        if not chunk:
-            break
-        answer += chunk
-except OSError:
-    pass
-words = answer.split(b" ")
-print("probe: HTTP %s" % words[1].decode() if len(words) > 1 else "probe: no answer", flush=True)
+print(probe(port, "127.0.41.1"), flush=True)
 # the slot taken was closed before the probe was read: wait for that close, then count
 select.select(slow, [], [], SAFETY)
 closed = []

@@ -8,9 +8,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/serve_harness.sh"
 
-SERVE="${D9_SERVE_UNDER_TEST:-$BUILD/dial9-serve}"
-[ -x "$SERVE" ] || { echo "SKIP: dial9-serve not built (libmicrohttpd missing)"; exit 0; }
-command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 0; }
+serve_under_test python3
 mkdir -p "$T/traces"
 
 # status_of PORT HEADER_LINE...: the status of GET /api/index with exactly these header lines

@@ -19,9 +19,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/serve_harness.sh"
 
-SERVE="${D9_SERVE_UNDER_TEST:-$BUILD/dial9-serve}"
-[ -x "$SERVE" ] || { echo "SKIP: dial9-serve not built (libmicrohttpd missing)"; exit 0; }
-command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 0; }
+serve_under_test python3
 
 mkdir -p "$T/traces" # no runs are needed: /api/index answers for an empty directory
 
@@ -30,10 +28,11 @@ mkdir -p "$T/traces" # no runs are needed: /api/index answers for an empty direc
 # then one whole request from 127.0.31.1. Prints "closed K of N" and "probe: HTTP S" (or
 # "probe: no answer") per cycle.
 idle_then_probe() {
-    python3 - "$@" <<'EOF'
+    python3 - "$SERVE_LIB" "$@" <<'EOF'
 import os, signal, socket, sys, time
-port, n, server, cycles = (int(a) for a in sys.argv[1:5])
-SAFETY = 60.0  # a bound against a hang, not a timing assertion
+sys.path.insert(0, sys.argv[1])
+from serve_probe import SAFETY, probe
+port, n, server, cycles = (int(a) for a in sys.argv[2:6])
 for cycle in range(cycles):
     conns = []
     os.kill(server, signal.SIGSTOP)
@@ -59,23 +58,7 @@ for cycle in range(cycles):
             pass
         s.close()
     print("closed %d of %d" % (closed, n), flush=True)
-    p = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    p.bind(("127.0.31.1", 0))
-    p.settimeout(SAFETY)
-    answer = b""
-    try:
-        p.connect(("127.0.0.1", port))
-        p.sendall(b"GET /api/index HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        while b"\r\n" not in answer:
-            chunk = p.recv(4096)
-            if not chunk:
-                break
-            answer += chunk
-    except OSError:
-        pass
-    p.close()
-    words = answer.split(b" ")
-    print("probe: HTTP %s" % words[1].decode() if len(words) > 1 else "probe: no answer", flush=True)
+    print(probe(port, "127.0.31.1"), flush=True)
 EOF
 }
 

@@ -10,6 +10,10 @@
 #                                 recorder, $BUILD/test_pipeline_compress): a short answer of a
 #                                 real trace, needing no fixture from ../shared; returns 1 (and
 #                                 says why) if none was written
+#   serve_under_test [TOOL...]    sets SERVE (D9_SERVE_UNDER_TEST, else the build's dial9-serve);
+#                                 exits 0 saying SKIP when it is not built or a TOOL is missing
+#   $SERVE_LIB/serve_probe.py     probe(port, source): a whole request from that address, its
+#                                 "probe: HTTP S" (or "probe: no answer") line, for python heredocs
 #   serve_stop [STATUS]           SIGTERM; it must stop within 120 s (a safety net for ASan at
 #                                 high load; else where it is stuck is printed, then SIGKILL)
 #                                 and, when STATUS is given, exit with it
@@ -17,6 +21,16 @@
 # A server under timeout(1) is timeout's child; serve_stop signals the child itself.
 
 SERVER_PID= SERVER_NAME=
+SERVE_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+serve_under_test() {
+    SERVE="${D9_SERVE_UNDER_TEST:-$BUILD/dial9-serve}"
+    [ -x "$SERVE" ] || { echo "SKIP: dial9-serve not built (libmicrohttpd missing)"; exit 0; }
+    local tool
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed"; exit 0; }
+    done
+}
 serve_cleanup() {
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
     rm -rf "$T"

@@ -32,7 +32,10 @@ static int parse_amount(const char *v, d9d_fail_item *it, char *err, size_t errl
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (!strcmp(end, units[i].unit)) {
             double ns = x * units[i].ns;
-            if (ns > 1e18) break;
+            if (ns > 1e18) {
+                snprintf(err, errlen, "'%s': too large (at most 1e18 ns)", it->text);
+                return -1;
+            }
             it->ns = d9_round_u64(ns);
             return 0;
         }

@@ -47,28 +47,33 @@ double d9d_proportion_z(uint64_t ka, uint64_t na, uint64_t kb, uint64_t nb) {
     return ((double)kb / (double)nb - (double)ka / (double)na) / se;
 }
 
-double d9d_tail_z(const d9a_hist *a, const d9a_hist *b, double q) {
-    if (a->count == 0 || b->count == 0) return 0;
-    uint32_t n = a->nbuckets > b->nbuckets ? a->nbuckets : b->nbuckets;
-    uint64_t total = a->count + b->count;
-    /* the pooled quantile's bucket: the first where the running count reaches ceil(q N) */
-    double r = q * (double)total;
+/* How many of h's values lie in buckets above the one holding h's quantile q of `of`. */
+static uint32_t quantile_bucket(const d9a_hist *h, double q) {
+    double r = q * (double)h->count;
     uint64_t rank = (uint64_t)r;
     if ((double)rank < r) rank++;
     if (rank == 0) rank = 1;
     uint64_t seen = 0;
-    uint32_t at = n;
-    for (uint32_t i = 0; i < n; i++) {
-        seen += bucket(a, i) + bucket(b, i);
-        if (seen >= rank) {
-            at = i;
-            break;
-        }
+    for (uint32_t i = 0; i < h->nbuckets; i++) {
+        seen += h->buckets[i];
+        if (seen >= rank) return i;
     }
-    uint64_t ka = 0, kb = 0;
-    for (uint32_t i = at + 1; i < n; i++) {
-        ka += bucket(a, i);
-        kb += bucket(b, i);
-    }
-    return d9d_proportion_z(ka, a->count, kb, b->count);
+    return h->nbuckets;
+}
+
+static uint64_t count_above_bucket(const d9a_hist *h, uint32_t at) {
+    uint64_t k = 0;
+    for (uint32_t i = at + 1; i < h->nbuckets; i++) k += h->buckets[i];
+    return k;
+}
+
+double d9d_tail_z(const d9a_hist *a, const d9a_hist *b, double q) {
+    if (a->count == 0 || b->count == 0) return 0;
+    /* up: B's share above A's quantile against A's own; down: A's share above B's quantile
+     * against B's own. Each side's threshold is its own base's, so a tail that grew past 1 %
+     * of the values still shows (a pooled quantile would move into it) */
+    uint32_t ta = quantile_bucket(a, q), tb = quantile_bucket(b, q);
+    double up = d9d_proportion_z(count_above_bucket(a, ta), a->count, count_above_bucket(b, ta), b->count);
+    double down = -d9d_proportion_z(count_above_bucket(b, tb), b->count, count_above_bucket(a, tb), a->count);
+    return up >= -down ? up : down;
 }

@@ -14,9 +14,10 @@
  * value of B is larger than one of A, ties counting half (0.5: no shift). */
 double d9d_mann_whitney_z(const d9a_hist *a, const d9a_hist *b, double *superiority);
 
-/* The tail: the share of each side's values above the pooled (A and B together) quantile q
- * (by bucket), compared by a two-proportion z test: > 0 when B has more of its values there.
- * 0 when either side is empty or no value lies above. */
+/* The tail: the share of B's values above A's quantile q (by bucket) against A's own share
+ * there, by a two-proportion z test (> 0: B has more of its values in A's tail), and the same
+ * with the sides swapped (< 0: A has more in B's tail); the larger in size is returned. 0 when
+ * either side is empty or no value lies above. */
 double d9d_tail_z(const d9a_hist *a, const d9a_hist *b, double q);
 
 /* Two proportions ka/na against kb/nb (pooled z test): > 0 when kb/nb is larger. 0 when na or

@@ -13,7 +13,7 @@ void d9d_options_init(d9d_options *o) {
     /* 10 % and 20 us: a change smaller than either is not worth a line (a poll budget is
      * 10-100 us); z 3.29: two-sided p < 0.001, so that among the few dozen groups of a program
      * a false alarm is rare (Bonferroni: 50 groups at 5 % would ask 0.001) */
-    *o = (d9d_options){.relative = 0.10, .abs_ns = 20000, .min_polls = 20, .z = 3.29};
+    *o = (d9d_options){.relative_pct = 10, .abs_ns = 20000, .min_polls = 20, .z = 3.29};
 }
 
 const char *d9d_verdict_name(d9d_verdict v) {
@@ -87,7 +87,7 @@ static void values_of(d9d_values *v, const d9a_hist *h) {
 /* Whether a moved to b by at least the thresholds, in direction dir (+1 up, -1 down). */
 static bool moved(const d9d_options *o, uint64_t a, uint64_t b, int dir) {
     uint64_t delta = dir > 0 ? (b > a ? b - a : 0) : (a > b ? a - b : 0);
-    double rel = o->relative * (double)a;
+    double rel = o->relative_pct / 100 * (double)a;
     return delta >= o->abs_ns && (double)delta >= rel;
 }
 
@@ -180,11 +180,11 @@ static void judge_shares(const d9d_diff *d, d9d_row *r) {
     } else if (a->count == 0) {
         r->verdict = D9D_NEW;
         snprintf(r->reason, sizeof r->reason, "every one of its %" PRIu64 " polls is among the slowest", b->count);
-    } else if (r->z_share >= o->z && sb >= sa * (1 + o->relative)) {
+    } else if (r->z_share >= o->z && sb >= sa * (1 + o->relative_pct / 100)) {
         r->verdict = D9D_REGRESSION;
         snprintf(r->reason, sizeof r->reason, "%.1f %% of the slowest polls, %.1f %% of the rest (z %.1f)", 100 * sb,
                  100 * sa, r->z_share);
-    } else if (r->z_share <= -o->z && sb * (1 + o->relative) <= sa) {
+    } else if (r->z_share <= -o->z && sb * (1 + o->relative_pct / 100) <= sa) {
         r->verdict = D9D_IMPROVEMENT;
         snprintf(r->reason, sizeof r->reason, "%.1f %% of the slowest polls, %.1f %% of the rest (z %.1f)", 100 * sb,
                  100 * sa, r->z_share);

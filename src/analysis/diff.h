@@ -27,7 +27,7 @@ typedef enum d9d_mode {
 
 /* What counts as a change (defaults in d9d_options_init, reasons in docs/diff.md). */
 typedef struct d9d_options {
-    double relative;   /* 0.10: a quantile moved by at least 10 % of A's value ... */
+    double relative_pct; /* 10: a quantile moved by at least 10 % of A's value ... */
     uint64_t abs_ns;   /* 20 us: ... and by at least this much */
     uint64_t min_polls; /* 20: fewer values on a side are not judged */
     double z;          /* 3.29: |z| of the test (two-sided p < 0.001) */

@@ -69,7 +69,7 @@ void d9d_print_json(FILE *out, const d9d_diff *d, const d9d_gate *g) {
     }
     d9_json_key(&j, "thresholds");
     d9_json_object_begin(&j);
-    kf(&j, "relative", d->opt.relative);
+    kf(&j, "relative_pct", d->opt.relative_pct);
     ku(&j, "absolute_ns", d->opt.abs_ns);
     ku(&j, "min_polls", d->opt.min_polls);
     kf(&j, "z", d->opt.z);

@@ -212,7 +212,7 @@ int d9_cmd_diff(int argc, char **argv) {
         case OPT_MIN_CHANGE: {
             double p;
             if (parse_double(optarg, "%", &p) != 0 || p < 0 || p > 1e6) bad = "a percentage, e.g. 10%";
-            else dopt.relative = p / 100;
+            else dopt.relative_pct = p;
             break;
         }
         case OPT_MIN_CHANGE_ABS:

@@ -169,8 +169,12 @@ int d9_cmd_diff(int argc, char **argv) {
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    int li = -1;
+    while ((li = -1, ch = getopt_long(argc, argv, "h", opts, &li)) != -1) {
         const char *bad = NULL;
+        /* the option as a name: argv[optind - 1] is its value when given apart */
+        char opt_name[40];
+        snprintf(opt_name, sizeof opt_name, "--%s", li >= 0 ? opts[li].name : "?");
         switch (ch) {
         case 'h': diff_usage(stdout); return D9_EXIT_OK;
         case OPT_JSON: json = true; break;
@@ -180,7 +184,7 @@ int d9_cmd_diff(int argc, char **argv) {
         case OPT_B_TO: {
             side_arg *s = &side[ch == OPT_B_FROM || ch == OPT_B_TO];
             bool from = ch == OPT_A_FROM || ch == OPT_B_FROM;
-            if (d9_cli_parse_time_option("diff", argv[optind - 1], optarg, from ? &s->opt.from : &s->opt.to) != 0)
+            if (d9_cli_parse_time_option("diff", opt_name, optarg, from ? &s->opt.from : &s->opt.to) != 0)
                 return D9_EXIT_USAGE;
             *(from ? &s->from : &s->to) = optarg;
             windows = true;
@@ -236,7 +240,7 @@ int d9_cmd_diff(int argc, char **argv) {
             return D9_EXIT_USAGE;
         }
         if (bad) {
-            fprintf(stderr, "dial9 diff: %s wants %s, not '%s'\n", argv[optind - 1], bad, optarg);
+            fprintf(stderr, "dial9 diff: %s wants %s, not '%s'\n", opt_name, bad, optarg);
             return D9_EXIT_USAGE;
         }
     }

@@ -131,7 +131,7 @@ static void judge_durations(const d9d_diff *d, d9d_row *r, const d9a_hist *ha, c
     r->z_center = d9d_mann_whitney_z(ha, hb, &r->superiority);
     r->z_tail = d9d_tail_z(ha, hb, 0.99);
     /* what B's polls cost beyond (or below) A's rate: B's count times the mean's change */
-    r->impact_ns = b->count * absdiff(a->mean_ns, b->mean_ns);
+    if (__builtin_mul_overflow(b->count, absdiff(a->mean_ns, b->mean_ns), &r->impact_ns)) r->impact_ns = UINT64_MAX;
     if (a->count < o->min_polls || b->count < o->min_polls) {
         r->verdict = D9D_TOO_FEW;
         snprintf(r->reason, sizeof r->reason, "%" PRIu64 " and %" PRIu64 " polls: fewer than %" PRIu64 " on a side",

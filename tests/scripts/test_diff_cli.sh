@@ -39,7 +39,7 @@ refused "--top wants a count" --top -1 "$VEC" "$VEC"
 refused "--a-from" --a-from 5 --b-from 1ms "$VEC"
 refused "--to must be after --from" --a-from 2ms --a-to 1ms "$VEC"
 refused "unknown or incomplete option" --bogus "$VEC" "$VEC"
-[ -f "$T/f" ] && bad "--flame was written although refused" || ok
+if [ -f "$T/f" ]; then bad "--flame was written although refused"; else ok; fi
 
 # a trace against itself: nothing changed, every item holds
 expect_rc 0 "diff VEC VEC --fail-on ..." "$DIAL9" diff --fail-on regression,new,p99=+1%,p50=+1ns,mean=+1% "$VEC" "$VEC"

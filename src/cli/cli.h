@@ -19,6 +19,7 @@ int d9_cmd_serve(int argc, char **argv);
 int d9_cmd_symbolize(int argc, char **argv);
 int d9_cmd_analyze(int argc, char **argv);
 int d9_cmd_check(int argc, char **argv);
+int d9_cmd_diff(int argc, char **argv);
 int d9_cmd_run(int argc, char **argv);
 int d9_cmd_upload(int argc, char **argv);
 /* hidden: dial9-serve's fetch step (cmd_serve_fetch.c), not in the table */

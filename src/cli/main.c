@@ -20,6 +20,7 @@ static const d9_cli_command commands[] = {
     {"symbolize", "name callchain addresses (ELF symbols, DWARF lines) and append them to the traces", d9_cmd_symbolize},
     {"analyze", "find what made a trace slow: long polls and their stacks, delays, red flags", d9_cmd_analyze},
     {"check", "pass/fail rules on a trace for CI and canaries (exit 0 ok, 1 a rule broke)", d9_cmd_check},
+    {"diff", "compare two runs, two windows or the slowest polls per spawn location: what got slower", d9_cmd_diff},
     {"upload", "upload a trace directory's sealed segments to S3 (what a recorder left, or a finished run)", d9_cmd_upload},
     {"run", "record an unmodified program: dial9 run [--trace-dir D] -- CMD ARGS...", d9_cmd_run},
 };

@@ -48,6 +48,8 @@ typedef struct d9_thread {
     uint64_t schedstat_ticks; /* when schedstat was last read (ticks) ... */
     uint32_t schedstat_run;   /* ... in which recording (d9_schedstat_run) */
     uint64_t unpark_ticks;    /* the last unpark's time, 0 once the thread parks again */
+    uint64_t park_cpu_ns;     /* the CPU time read at the last recorded park, for its unpark ... */
+    uint32_t park_cpu_key;    /* ... if this is d9_thread_cpu_time_key (0: none, hooks.c) */
     d9_ring *w_ring;          /* the newest ring (producer's); positions before its start are
                                  in older rings the collector may have freed */
     /* ---- consumer's line ---- */

@@ -186,8 +186,9 @@ SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu) {
  * park's entry too cost ~15 instructions and, on CLOCK_MONOTONIC, ~28 ns a park). The park's
  * clock_gettime stays a call, so a prologue is paid anyway; what this saves is the slow twin's
  * register traffic. On CLOCK_MONOTONIC (callgrind, test_poll_instructions) a park+unpark pair
- * takes 165.1 instructions besides clock_gettime's own with the CPU time read at both and the
- * clock read twice at the park, 204.1 on park_record's path. */
+ * takes 164.1 instructions besides clock_gettime's own and 3 clock_gettime calls; 165.1 and 5
+ * with the CPU time read at both and the clock read twice at the park, 204.1 on park_record's
+ * path. */
 static inline __attribute__((always_inline)) void park_fast(unsigned kind) {
     d9_thread *t = d9__tls_thread;
     if (__builtin_expect(!t, 0)) {

@@ -126,11 +126,12 @@ typedef struct d9_config {
     uint32_t flush_ms;        /* DIAL9_FLUSH_MS (default 20): longest time an event waits in a
                                  thread buffer before the background thread writes it */
     bool schedstat;           /* DIAL9_SCHEDSTAT (default true): read /proc/thread-self/schedstat
-                                 on park/unpark for CPU time and kernel scheduling delay */
+                                 on park/unpark for kernel scheduling delay (the CPU time:
+                                 thread_cpu_time below) */
     uint32_t schedstat_resolution_us; /* DIAL9_SCHEDSTAT_RESOLUTION_US (default 1000): read it
                                  only when this long has passed since the thread's last read
-                                 (0: at every park and unpark). A park or unpark not read has
-                                 cpu_time_ns and sched_wait_ns absent; a delay longer than this is
+                                 (0: at every park and unpark). An unpark not read has
+                                 sched_wait_ns 0; a delay longer than this is
                                  always caught, and overstated by less than this */
     d9_clock_mode clock;      /* DIAL9_CLOCK = auto | tsc | monotonic (default auto) */
 

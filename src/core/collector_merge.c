@@ -77,9 +77,9 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
     case D9_REC_PARK:
     case D9_REC_UNPARK: {
         bool park = D9_REC_KIND(r[0]) == D9_REC_PARK;
-        /* The CPU time is read at every park and unpark. The run-queue wait since the thread's
-         * previous schedstat reading: that reading is at most the resolution older than the
-         * park (see d9_schedstat_min_ticks). Not read (the park was shorter than the
+        /* The CPU time as the hook wrote it (thread_cpu_time.h). The run-queue wait since the
+         * thread's previous schedstat reading: that reading is at most the resolution older than
+         * the park (see d9_schedstat_min_ticks). Not read (the park was shorter than the
          * resolution) or no schedstat: 0, as dial9 writes it (a required u64 to its viewer). */
         uint64_t cpu = r[1], delay = 0;
         if (r[2] != D9_NS_NOT_READ) {

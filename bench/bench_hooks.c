@@ -207,9 +207,9 @@ static void measure_in_context(const bench_opts *o) {
     free(marginal);
 }
 
-/* The system call each park and unpark makes for its cpu_time_ns (dial9 requires it; no
- * user-space source where the perf page lacks cap_user_time: src/core/thread_cpu_time.c),
- * alone: what the park rows pay for it. */
+/* The system call each park makes for its cpu_time_ns, which its unpark carries (dial9
+ * requires it on both; no user-space source where the perf page lacks cap_user_time:
+ * src/core/thread_cpu_time.h), alone: what the park rows pay for it. */
 static void measure_cpu_time_read(const bench_opts *o) {
     uint32_t calls = o->batch_events / 8;
     double *ns = calloc(o->batches, sizeof(double));
@@ -223,7 +223,7 @@ static void measure_cpu_time_read(const bench_opts *o) {
     }
     hook_run shown = {.threads = 1};
     print_row("clock_gettime(THREAD_CPUTIME) alone", &shown, bench_dist_of(ns, o->batches), 0,
-              "(the CPU time read of each park, unpark)");
+              "(the CPU time read of each park)");
     free(ns);
 }
 
@@ -244,21 +244,22 @@ void bench_hook_costs(const bench_opts *o) {
     measure_in_context(o);
     measure(o, "wake", HOOK_WAKE, 1, NULL);
     measure(o, "wake", HOOK_WAKE, 2, NULL);
-    /* Each park and unpark reads the thread's CPU time (1 system call) and, when due,
-     * schedstat (1 more): back to back, the default resolution reads it once per resolution */
+    /* Each park reads the thread's CPU time (1 system call; its unpark carries it) and each
+     * park and unpark, when due, schedstat (1 more): back to back, the default resolution reads
+     * it once per resolution */
     measure_cpu_time_read(o);
-    measure(o, "park+unpark (schedstat, default)", HOOK_PARK, 1, "syscalls: 1 each + schedstat when due");
-    measure(o, "park+unpark (schedstat, default)", HOOK_PARK, 2, "syscalls: 1 each + schedstat when due");
+    measure(o, "park+unpark (schedstat, default)", HOOK_PARK, 1, "syscalls: 1 a pair + schedstat when due");
+    measure(o, "park+unpark (schedstat, default)", HOOK_PARK, 2, "syscalls: 1 a pair + schedstat when due");
     d9_stop();
 
     if (bench_start(dir, 0) != 0) exit(1);
-    measure(o, "park+unpark (schedstat, every)", HOOK_PARK, 1, "syscalls: 2 each");
-    measure(o, "park+unpark (schedstat, every)", HOOK_PARK, 2, "syscalls: 2 each");
+    measure(o, "park+unpark (schedstat, every)", HOOK_PARK, 1, "syscalls: 3 a pair");
+    measure(o, "park+unpark (schedstat, every)", HOOK_PARK, 2, "syscalls: 3 a pair");
     d9_stop();
 
     if (bench_start(dir, BENCH_SCHEDSTAT_OFF) != 0) exit(1);
-    measure(o, "park+unpark (schedstat off)", HOOK_PARK, 1, "syscalls: 1 each (CPU time)");
-    measure(o, "park+unpark (schedstat off)", HOOK_PARK, 2, "syscalls: 1 each (CPU time)");
+    measure(o, "park+unpark (schedstat off)", HOOK_PARK, 1, "syscalls: 1 a pair (CPU time)");
+    measure(o, "park+unpark (schedstat off)", HOOK_PARK, 2, "syscalls: 1 a pair (CPU time)");
     d9_stop();
     bench_remove_tree(dir);
     free(dir);

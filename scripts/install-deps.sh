@@ -10,6 +10,7 @@ PKGS=(
   libcurl4-openssl-dev                 # headers of the S3 upload step (libcurl.so.4 dlopen'ed at run time)
   clang libclang-rt-14-dev             # libFuzzer targets, sanitizers
   valgrind                             # instruction counts in the benchmark
+  strace                               # system calls per park/unpark counted (test_recorder_park_syscalls)
   memcached linux-perf                 # the counted cost benchmark's server and its system-call counts
   procps util-linux                    # setpriv, ps in tests
   libuv1-dev libevent-dev libev-dev    # loop adapters and their tests

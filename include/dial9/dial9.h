@@ -97,6 +97,17 @@ typedef enum d9_compress_mode {
     D9_COMPRESS_ZSTD
 } d9_compress_mode;
 
+/* When a park or unpark reads the thread's CPU time for its cpu_time_ns (one system call each:
+ * the kernel has no vDSO path for it). PARK (the default): at each park; an unpark carries the
+ * value of the park before it (the thread slept in between), so one read per active period.
+ * EVERY: at every park and unpark. OFF: never; cpu_time_ns is 0 and the trace's metadata says
+ * thread_cpu_time=off, so 0 is not read as "no CPU". Since 0.5. */
+typedef enum d9_thread_cpu_time_mode {
+    D9_THREAD_CPU_TIME_PARK = 0,
+    D9_THREAD_CPU_TIME_EVERY,
+    D9_THREAD_CPU_TIME_OFF
+} d9_thread_cpu_time_mode;
+
 typedef struct d9_config {
     uint32_t struct_size;     /* sizeof(d9_config) as the caller was compiled: set by
                                  d9_config_init / d9_config_from_env, never by hand. Fields
@@ -115,11 +126,12 @@ typedef struct d9_config {
     uint32_t flush_ms;        /* DIAL9_FLUSH_MS (default 20): longest time an event waits in a
                                  thread buffer before the background thread writes it */
     bool schedstat;           /* DIAL9_SCHEDSTAT (default true): read /proc/thread-self/schedstat
-                                 on park/unpark for CPU time and kernel scheduling delay */
+                                 on park/unpark for kernel scheduling delay (the CPU time:
+                                 thread_cpu_time below) */
     uint32_t schedstat_resolution_us; /* DIAL9_SCHEDSTAT_RESOLUTION_US (default 1000): read it
                                  only when this long has passed since the thread's last read
-                                 (0: at every park and unpark). A park or unpark not read has
-                                 cpu_time_ns and sched_wait_ns absent; a delay longer than this is
+                                 (0: at every park and unpark). An unpark not read has
+                                 sched_wait_ns 0; a delay longer than this is
                                  always caught, and overstated by less than this */
     d9_clock_mode clock;      /* DIAL9_CLOCK = auto | tsc | monotonic (default auto) */
 
@@ -162,6 +174,9 @@ typedef struct d9_config {
     uint32_t symbolize_exit_wait_secs; /* DIAL9_SYMBOLIZE_EXIT_WAIT_SECS (default 5): at d9_stop,
                                  how long to wait for symbols still to add to sealed segments
                                  (added in 0.3); what remains is named offline by dial9 symbolize */
+    d9_thread_cpu_time_mode thread_cpu_time; /* DIAL9_THREAD_CPU_TIME = park | every | off
+                                 (default park): when parks and unparks read the thread's CPU
+                                 time (added in 0.5; docs/kernel-sources.md) */
 } d9_config;
 
 /* The size-taking forms behind the inline wrappers below, for callers that cannot use inline
@@ -348,9 +363,10 @@ D9_INLINE void d9_poll_end(void) {
 }
 
 /* The worker is about to block in its poller (epoll_wait, a condition variable...) / has
- * returned from it. These read /proc/thread-self/schedstat (one pread, at most once per
- * schedstat_resolution_us per thread) to record the thread's CPU time and, on unpark, how long
- * the kernel kept it runnable but not running. */
+ * returned from it. These read the thread's CPU time (as d9_config.thread_cpu_time says: by
+ * default at each park, an unpark carrying the park's) and /proc/thread-self/schedstat (one
+ * pread, at most once per schedstat_resolution_us per thread) for, on unpark, how long the
+ * kernel kept it runnable but not running. */
 D9_INLINE void d9_park(void) {
     if (D9__ACTIVE()) d9__park();
 }

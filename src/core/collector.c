@@ -78,6 +78,11 @@ d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t
                              cc->schedstat_active ? resolution
                              : cfg->schedstat     ? "/proc/thread-self/schedstat cannot be read"
                                                   : "disabled by configuration");
+    /* when parks and unparks read cpu_time_ns (thread_cpu_time.h): "off" says their 0 is not
+     * measured, "park" that an unpark's is its park's */
+    static const char *const cpu_modes[] = {"park", "every", "off"};
+    d9_run_metadata_set(&c->meta, "thread_cpu_time", "%s",
+                        (unsigned)cfg->thread_cpu_time < 3 ? cpu_modes[cfg->thread_cpu_time] : "park");
     d9_run_metadata_set(&c->meta, "buffer_kb", "%u", cfg->buffer_kb);
 
     d9_clock_map_init(&c->clock);

@@ -77,9 +77,9 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
     case D9_REC_PARK:
     case D9_REC_UNPARK: {
         bool park = D9_REC_KIND(r[0]) == D9_REC_PARK;
-        /* The CPU time is read at every park and unpark. The run-queue wait since the thread's
-         * previous schedstat reading: that reading is at most the resolution older than the
-         * park (see d9_schedstat_min_ticks). Not read (the park was shorter than the
+        /* The CPU time as the hook wrote it (thread_cpu_time.h). The run-queue wait since the
+         * thread's previous schedstat reading: that reading is at most the resolution older than
+         * the park (see d9_schedstat_min_ticks). Not read (the park was shorter than the
          * resolution) or no schedstat: 0, as dial9 writes it (a required u64 to its viewer). */
         uint64_t cpu = r[1], delay = 0;
         if (r[2] != D9_NS_NOT_READ) {
@@ -188,6 +188,26 @@ static inline __attribute__((always_inline)) uint8_t *hook_event_header(uint8_t 
 _Static_assert(D9_REC_WORDS_POLL_BEGIN <= HOOK_WORDS_MAX && D9_REC_WORDS_WAKE <= HOOK_WORDS_MAX &&
                    D9_REC_WORDS_TERMINATE <= HOOK_WORDS_MAX && D9_REC_WORDS_SPAWN <= HOOK_WORDS_MAX,
                "the longest record the fast path takes");
+
+/* cpu_time_ns, a varint of 5-6 bytes (~30 instructions a byte at a time): an unpark carries
+ * its park's value (thread_cpu_time.h), so the park's bytes are kept on the thread and the
+ * unpark copies them, 16 bytes at once (the event's reserved room holds them; what lies past
+ * the varint is overwritten by the next field or event). Keyed by the value, so a park taken
+ * by the general path, or a value read at the unpark (`every`), only misses. */
+#define CPU_FIELD_AT_MOST (D9_RAW_EVENT_MAX + 10 + 1) /* header, worker varint, local_queue */
+_Static_assert(CPU_FIELD_AT_MOST + 16 <= HOOK_EVENT_MAX, "the 16-byte copies stay in the event's room");
+static inline __attribute__((always_inline)) uint8_t *cpu_time_park(d9_thread *t, uint8_t *p, uint64_t cpu) {
+    uint8_t *end = d9_raw_varint(p, cpu);
+    memcpy(t->c_cpu_bytes, p, 16);
+    t->c_cpu_value = cpu;
+    t->c_cpu_len_m1 = (uint8_t)(end - p - 1);
+    return end;
+}
+static inline __attribute__((always_inline)) uint8_t *cpu_time_unpark(d9_thread *t, uint8_t *p, uint64_t cpu) {
+    if (__builtin_expect(cpu != t->c_cpu_value, 0)) return d9_raw_varint(p, cpu);
+    memcpy(p, t->c_cpu_bytes, 16);
+    return p + t->c_cpu_len_m1 + 1;
+}
 
 typedef enum fast_stop {
     FAST_GENERAL, /* the record at the cursor is the next to take, by decode_record */
@@ -306,7 +326,7 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
             p = hook_event_header(p, &ts_base, (schema), ts);                                   \
             p = d9_raw_varint(p, worker);                                                       \
             p = d9_raw_u8(p, sat8(r[3]));                                                       \
-            p = d9_raw_varint(p, r[1]); /* cpu_time_ns */                                       \
+            p = (park) ? cpu_time_park(t, p, r[1]) : cpu_time_unpark(t, p, r[1]);              \
             if (!(park)) p = d9_raw_varint(p, delay);                                           \
             p = d9_raw_u32(p, (uint32_t)t->tid)
         case D9_REC_PARK: {

@@ -35,6 +35,7 @@ static void set_defaults(d9_config *cfg) {
     cfg->schedstat = true;
     cfg->schedstat_resolution_us = 1000;
     cfg->clock = D9_CLOCK_AUTO;
+    cfg->thread_cpu_time = D9_THREAD_CPU_TIME_PARK;
     cfg->cpu_profile = false;
     cfg->cpu_sample_hz = 99;
     cfg->sampler = D9_SAMPLER_AUTO;
@@ -147,6 +148,17 @@ static int parse_clock(const char *var, const char *s, d9_clock_mode *out) {
     if (d9_clock_mode_parse(s, out)) return 0;
     d9_set_error("%s=\"%s\": expected auto, tsc or monotonic", var, s);
     return -1;
+}
+
+static int parse_thread_cpu_time(const char *var, const char *s, d9_thread_cpu_time_mode *out) {
+    if (strcasecmp(s, "park") == 0) *out = D9_THREAD_CPU_TIME_PARK;
+    else if (strcasecmp(s, "every") == 0) *out = D9_THREAD_CPU_TIME_EVERY;
+    else if (strcasecmp(s, "off") == 0) *out = D9_THREAD_CPU_TIME_OFF;
+    else {
+        d9_set_error("%s=\"%s\": expected park, every or off", var, s);
+        return -1;
+    }
+    return 0;
 }
 
 static int parse_sampler(const char *var, const char *s, d9_sampler_mode *out) {
@@ -270,6 +282,8 @@ static int from_env(d9_config *cfg) {
         cfg->schedstat_resolution_us = (uint32_t)n;
     }
     if (ENV("DIAL9_CLOCK") && parse_clock("DIAL9_CLOCK", v, &cfg->clock)) return -1;
+    if (ENV("DIAL9_THREAD_CPU_TIME") && parse_thread_cpu_time("DIAL9_THREAD_CPU_TIME", v, &cfg->thread_cpu_time))
+        return -1;
     if (ENV("DIAL9_CPU_PROFILE_ENABLED") && parse_bool("DIAL9_CPU_PROFILE_ENABLED", v, &cfg->cpu_profile))
         return -1;
     if (ENV("DIAL9_CPU_SAMPLE_HZ")) {
@@ -394,6 +408,11 @@ static int validate_fields(const d9_config *cfg) {
     }
     if (cfg->clock != D9_CLOCK_AUTO && cfg->clock != D9_CLOCK_TSC && cfg->clock != D9_CLOCK_MONOTONIC) {
         d9_set_error("clock = %d: not a d9_clock_mode", (int)cfg->clock);
+        return -1;
+    }
+    if (cfg->thread_cpu_time != D9_THREAD_CPU_TIME_PARK && cfg->thread_cpu_time != D9_THREAD_CPU_TIME_EVERY &&
+        cfg->thread_cpu_time != D9_THREAD_CPU_TIME_OFF) {
+        d9_set_error("thread_cpu_time = %d: not a d9_thread_cpu_time_mode", (int)cfg->thread_cpu_time);
         return -1;
     }
     if (cfg->switch_stacks_per_sec < 1 || cfg->switch_stacks_per_sec > 1000000) {

@@ -1,6 +1,6 @@
 /* The hooks: each appends one raw record to the calling thread's ring. No lock, allocation or
- * system call here, but park/unpark's reads of the thread's CPU time and schedstat (by design:
- * dial9's fields); everything else is the collector's. */
+ * system call here, but park's read of the thread's CPU time and park/unpark's of schedstat (by
+ * design: dial9's fields); everything else is the collector's. */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -124,13 +124,35 @@ void d9__poll_end_paused(void) {
     if (t && __atomic_load_n(&t->in_poll, __ATOMIC_RELAXED)) d9__poll_end();
 }
 
-/* Every park and unpark reads the thread's CPU time (dial9 requires cpu_time_ns on both: one
- * system call, thread_cpu_time.h says why) and, when due, schedstat's run-queue wait (at most
- * one read per DIAL9_SCHEDSTAT_RESOLUTION_US per thread). The slow twin registers the thread
- * and reads schedstat; `now` is the hook's entry time (0: read it here, after registering). */
-SLOW void park_record(unsigned kind, uint64_t now) {
+uint32_t d9_thread_cpu_time_key[2];
+
+/* The cpu_time_ns of a park or unpark: by default read at the park only (a system call,
+ * thread_cpu_time.h says why and why once), an unpark carrying its park's value. A park leaves
+ * the recording's park key on the thread, and an unpark carries the park's value when that is
+ * its unpark key (equal only with `park`), taking it off: one compare tells an unpark whose
+ * park's value it may carry; another one (the thread's first, the first after d9_start, a
+ * second unpark) reads. */
+static inline __attribute__((always_inline)) uint64_t park_cpu_time(d9_thread *t, unsigned kind) {
+    uint32_t key = __atomic_load_n(&d9_thread_cpu_time_key[kind == D9_REC_UNPARK], __ATOMIC_RELAXED);
+    if (kind == D9_REC_UNPARK && t->park_cpu_key == key) {
+        t->park_cpu_key = 0;
+        return t->park_cpu_ns;
+    }
+    if (kind == D9_REC_PARK) t->park_cpu_key = key; /* before the read: only `t` lives across it */
+    uint64_t cpu = (key & 3) == D9_THREAD_CPU_TIME_OFF ? 0 : d9_thread_cpu_time_ns();
+    if (kind == D9_REC_PARK) t->park_cpu_ns = cpu;
+    return cpu;
+}
+
+/* Every park and unpark carries the thread's CPU time (dial9 requires cpu_time_ns on both;
+ * park_cpu_time) and, when due, schedstat's run-queue wait (at most one read per
+ * DIAL9_SCHEDSTAT_RESOLUTION_US per thread). The slow twin registers the thread and reads
+ * schedstat. `now`: the hook's time (0: read it here, after registering), from the fast path;
+ * a park's comes with its CPU time `park_cpu`, already read there. */
+SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu) {
     d9_thread *t = d9_thread_current();
     if (!t) return;
+    bool have_cpu = now && kind == D9_REC_PARK;
     if (!now) now = d9_clock_ticks(); /* an unpark is stamped at entry, when the wait ended */
     uint64_t wait = D9_NS_UNKNOWN;
     if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
@@ -144,7 +166,7 @@ SLOW void park_record(unsigned kind, uint64_t now) {
             wait = D9_NS_NOT_READ;
         }
     }
-    uint64_t cpu = d9_thread_cpu_time_ns();
+    uint64_t cpu = have_cpu ? park_cpu : park_cpu_time(t, kind);
     if (kind == D9_REC_PARK) now = d9_clock_ticks(); /* after the reads, as close to blocking as it gets */
     t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
     __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
@@ -158,31 +180,39 @@ SLOW void park_record(unsigned kind, uint64_t now) {
 }
 
 /* The fast path of a park or unpark whose schedstat read is not due (nearly all of a busy
- * loop's): the same record as park_record's. The CPU time's clock_gettime stays a call, so a
- * prologue is paid anyway; what this saves is the slow twin's register traffic: only `now`
- * and `wait` live across the call, `t` is loaded again from TLS after it (one instruction).
- * On CLOCK_MONOTONIC (callgrind, test_poll_instructions) a park+unpark pair takes 165.1
- * instructions besides clock_gettime's own, 204.1 on park_record's path. */
+ * loop's): the same record as park_record's. One clock read each: an unpark is stamped at
+ * entry (when the wait ended), a park after its CPU time's read (as close to blocking as it
+ * gets), and that one time also decides whether schedstat is due (reading the clock at the
+ * park's entry too cost ~15 instructions and, on CLOCK_MONOTONIC, ~28 ns a park). The park's
+ * clock_gettime stays a call, so a prologue is paid anyway; what this saves is the slow twin's
+ * register traffic. On CLOCK_MONOTONIC (callgrind, test_poll_instructions) a park+unpark pair
+ * takes 164.1 instructions besides clock_gettime's own and 3 clock_gettime calls; 165.1 and 5
+ * with the CPU time read at both and the clock read twice at the park, 204.1 on park_record's
+ * path. */
 static inline __attribute__((always_inline)) void park_fast(unsigned kind) {
     d9_thread *t = d9__tls_thread;
     if (__builtin_expect(!t, 0)) {
-        park_record(kind, 0);
+        park_record(kind, 0, 0);
         return;
     }
-    uint64_t now = d9_clock_ticks(); /* an unpark is stamped at entry, when the wait ended */
+    uint64_t cpu = 0;
+    if (kind == D9_REC_PARK) {
+        cpu = park_cpu_time(t, kind);
+        t = d9__tls_thread;
+    }
+    uint64_t now = d9_clock_ticks();
     uint64_t wait = D9_NS_UNKNOWN;
     if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
         if (__builtin_expect(
                 now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED) ||
                     t->schedstat_run != __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED),
                 0)) {
-            park_record(kind, now);
+            park_record(kind, now, cpu);
             return;
         }
         wait = D9_NS_NOT_READ;
     }
-    uint64_t cpu = d9_thread_cpu_time_ns();
-    if (kind == D9_REC_PARK) now = d9_clock_ticks(); /* after the reads, as close to blocking as it gets */
+    if (kind == D9_REC_UNPARK) cpu = park_cpu_time(t, kind);
     t = d9__tls_thread;
     t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
     __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);

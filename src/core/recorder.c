@@ -20,6 +20,7 @@
 #include "core/recorder_hooks.h"
 #include "core/run_metadata.h"
 #include "core/schedstat.h"
+#include "core/thread_cpu_time.h"
 #include "core/thread_buffer.h"
 #include "dial9/dial9.h"
 #include "sinks/pipeline.h"
@@ -228,6 +229,10 @@ static int start(const d9_config *cfg) {
     /* In ns until the collector knows the tick rate: fewer ticks than ns, so reads too often. */
     __atomic_store_n(&d9_schedstat_min_ticks, (uint64_t)cfg->schedstat_resolution_us * 1000u, __ATOMIC_RELAXED);
     __atomic_add_fetch(&d9_schedstat_run, 1, __ATOMIC_RELAXED);
+    uint32_t cpu_run = __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED);
+    __atomic_store_n(&d9_thread_cpu_time_key[0], D9_THREAD_CPU_TIME_KEY(cfg->thread_cpu_time, cpu_run), __ATOMIC_RELAXED);
+    __atomic_store_n(&d9_thread_cpu_time_key[1], D9_THREAD_CPU_TIME_UNPARK_KEY(cfg->thread_cpu_time, cpu_run),
+                     __ATOMIC_RELAXED);
     d9_thread_set_ring_limits(ring_words_for(cfg->buffer_kb), (uint64_t)cfg->memory_budget_mb << 20);
     d9_make_run_id(r->run_id, sizeof r->run_id);
 

@@ -48,6 +48,8 @@ typedef struct d9_thread {
     uint64_t schedstat_ticks; /* when schedstat was last read (ticks) ... */
     uint32_t schedstat_run;   /* ... in which recording (d9_schedstat_run) */
     uint64_t unpark_ticks;    /* the last unpark's time, 0 once the thread parks again */
+    uint64_t park_cpu_ns;     /* the CPU time read at the last recorded park, for its unpark ... */
+    uint32_t park_cpu_key;    /* ... if this is d9_thread_cpu_time_key (0: none, hooks.c) */
     d9_ring *w_ring;          /* the newest ring (producer's); positions before its start are
                                  in older rings the collector may have freed */
     /* ---- consumer's line ---- */
@@ -65,6 +67,9 @@ typedef struct d9_thread {
     uint32_t c_worker;
     uint64_t c_task;          /* task being polled, 0 if none */
     uint64_t c_ss_wait;       /* run-queue wait at the thread's last schedstat read (D9_NS_UNKNOWN: none) */
+    uint64_t c_cpu_value;     /* the last park's cpu_time_ns taken fast, which its unpark carries, */
+    uint8_t c_cpu_bytes[16];  /* ... its varint's bytes (then garbage), as collector_merge.c writes */
+    uint8_t c_cpu_len_m1;     /* ... their count - 1 (all zero: the varint of 0, one byte) */
     uint64_t c_drops_reported;  /* drops put in a DroppedEventsEvent */
     uint64_t c_drops_written;   /* ... of which the event reached the disk */
     uint64_t c_drops_counted;   /* ... of which counted in the stats */

@@ -63,6 +63,16 @@ static void test_env(void) {
     CHECK_EQ_U64(cfg.schedstat_resolution_us, 1000); /* the default */
     CHECK_EQ_U64(cfg.memory_budget_mb, 64);
     CHECK_EQ_U64(cfg.symbolize_exit_wait_secs, 5);
+    CHECK(cfg.thread_cpu_time == D9_THREAD_CPU_TIME_PARK); /* the default: one read per active period */
+    const char *cpu_modes[] = {"park", "every", "off"};
+    for (int m = 0; m < 3; m++) {
+        setenv("DIAL9_THREAD_CPU_TIME", cpu_modes[m], 1);
+        CHECK(d9_config_from_env(&cfg) == 0);
+        CHECK_EQ_U64(cfg.thread_cpu_time, m);
+    }
+    unsetenv("DIAL9_THREAD_CPU_TIME");
+    cfg.thread_cpu_time = (d9_thread_cpu_time_mode)3;
+    CHECK(d9_config_validate(&cfg) == D9_ERR_INVALID);
 
     expect_env_error("DIAL9_ENABLED", "maybe");
     expect_env_error("DIAL9_MAX_FILE_SIZE_MB", "abc");
@@ -78,6 +88,7 @@ static void test_env(void) {
     expect_env_error("DIAL9_SYMBOLIZE_EXIT_WAIT_SECS", "5s");
     expect_env_error("DIAL9_FLUSH_MS", "0");
     expect_env_error("DIAL9_CLOCK", "rdtsc");
+    expect_env_error("DIAL9_THREAD_CPU_TIME", "always");
     expect_env_error("DIAL9_SCHEDSTAT", "2");
     expect_env_error("DIAL9_SCHEDSTAT_RESOLUTION_US", "2000000");
     expect_env_error("DIAL9_SCHEDSTAT_RESOLUTION_US", "fast");

@@ -1,7 +1,7 @@
 /* DIAL9_SCHEDSTAT_RESOLUTION_US: a park or unpark reads schedstat only when the resolution has
- * passed since the thread's previous read; the CPU time is read at every one whatever the
- * resolution (dial9 requires cpu_time_ns): each park/unpark's is fresh, grown by the spinning in
- * between. With a resolution longer than the run only the first reads schedstat, and no
+ * passed since the thread's previous read; with DIAL9_THREAD_CPU_TIME=every the CPU time is
+ * read at every one whatever the resolution (dial9 requires cpu_time_ns): each park/unpark's is
+ * fresh, grown by the spinning in between. With a resolution longer than the run only the first reads schedstat, and no
  * scheduling delay is invented: every unpark's sched_wait_ns (required by dial9) is 0. */
 #include <time.h>
 
@@ -60,6 +60,7 @@ static seen record(uint32_t resolution_us, int pairs, uint64_t spin_ns) {
     cfg.task_dumps = false;
     cfg.symbolize = false;
     cfg.schedstat_resolution_us = resolution_us;
+    cfg.thread_cpu_time = D9_THREAD_CPU_TIME_EVERY; /* park's default: test_recorder_thread_cpu_time */
     CHECK(d9_start(&cfg) == 0);
     d9_worker_begin("schedres", 0);
     for (int i = 0; i < pairs; i++) {

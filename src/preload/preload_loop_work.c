@@ -29,6 +29,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -104,7 +105,7 @@ static void define_loop_event(void) {
     g_loop_event = d9_event_type_define("LoopEvent", fields, 6);
 }
 
-static const char *const k_poller[] = {"epoll", "poll", "select"};
+static const char *const k_poller[] = {"epoll", "poll", "select", "io_uring"};
 
 /* The loop says what it is: once per run when its iterations are polls, again when it
  * splits them per connection. */
@@ -179,6 +180,8 @@ static void name_loop(loop_thread *l, const void *caller) {
                   (unsigned long)((const char *)caller - (const char *)di.dli_fbase), mod);
     l->loc = d9_loc_intern(l->name);
 }
+
+static void install_exit_hook(void);
 
 static loop_thread *self(void) {
     loop_thread *l = &t_loop;
@@ -347,7 +350,9 @@ bool d9p_loop_wait_begin(int kind, int epfd, bool has_fds, bool may_block, const
         l->task = d9_task_id_new();
         l->cur_fd = -1;
         name_loop(l, caller);
-    } else if (kind != l->kind || (kind == D9P_WAIT_EPOLL && epfd != l->epfd) ||
+        install_exit_hook();
+    } else if (kind != l->kind ||
+               ((kind == D9P_WAIT_EPOLL || kind == D9P_WAIT_URING) && epfd != l->epfd) ||
                (kind != D9P_WAIT_EPOLL && !has_fds)) {
         return false; /* a handler waiting on something of its own, inside an iteration */
     }
@@ -427,6 +432,37 @@ void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w, const 
         if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e)))
             first = ready(fd, first);
     iteration_starts(l, first);
+}
+
+void d9p_loop_ready(const int *ready_fds, int n) {
+    if (!D9__ACTIVE()) return;
+    for (int i = 0; i < n; i++)
+        if ((unsigned)ready_fds[i] < MAX_FDS) d9_wake_ready(task_of(ready_fds[i]));
+}
+
+void d9p_loop_wait_end_uring(int first_fd, const int *ready_fds, int n) {
+    loop_thread *l = self();
+    if (!D9__ACTIVE()) return;
+    d9p_loop_ready(ready_fds, n);
+    iteration_starts(l, (unsigned)first_fd < MAX_FDS ? first_fd : -1);
+}
+
+void d9p_loop_end_at_exit(void) {
+    loop_thread *l = self();
+    if (!l->is_loop || !D9__ACTIVE()) return;
+    end_poll(l);
+    l->iterating = false;
+    d9p_loop_iterating = false;
+}
+
+/* A program ends from inside its loop (redis' SHUTDOWN, a handler that exits): its last poll
+ * gets its end before the recorder's stop. Registered once per process when a thread first
+ * becomes a loop, so after the recorder's own exit handler (d9_start's): atexit runs it first. */
+static _Atomic uint32_t g_exit_hook_generation = UINT32_MAX;
+static void end_at_exit(void) { d9p_loop_end_at_exit(); }
+static void install_exit_hook(void) {
+    uint32_t gen = atomic_load_explicit(&g_generation, memory_order_relaxed);
+    if (atomic_exchange(&g_exit_hook_generation, gen) != gen) atexit(end_at_exit);
 }
 
 /* I/O on fd by a loop thread inside an iteration: a connection's first I/O starts its poll. */

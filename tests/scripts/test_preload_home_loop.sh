@@ -10,7 +10,8 @@
 #     the epoll modes, accept in poll mode), and each of its requests is exactly one poll of
 #     that task, woken by the poller's readiness (a WakeEvent per request);
 #   - the longest poll is B's slow request;
-#   - C, accepted on A's old fd number after A closed, is a new task; A's task terminated.
+#   - C, accepted on A's old fd number after A closed, is a new task; A's task terminated;
+#   - every poll ended: the loop's last iteration, still running when the program exits, too.
 # Mode fork: two forked worker processes, each a run of its own with the same facts, without
 # --children (a forked child starts its run once it runs a loop).
 # Counted, never timed: the only duration compared is the slow handler's 200 ms sleep against
@@ -92,6 +93,7 @@ for run, t in runs:
     for k, n in (("A", 6), ("B", 4), ("C", 4)):
         check(polls_of(k) == n, "%s: %s's %d requests are %d polls of its task" % (name, k, n, polls_of(k)))
         check(wakes_of(k) == n, "%s: %s woken ready %d times (%d)" % (name, k, n, wakes_of(k)))
+    check(not open_poll, "%s: every poll ended, the last one at exit (%d open)" % (name, len(open_poll)))
     longest = max(durations)
     check(longest[1] == task["B"], "%s: the longest poll (%.1f ms) is B's slow request"
           % (name, longest[0] / 1e6))

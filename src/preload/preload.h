@@ -127,6 +127,9 @@ D9P_HIDDEN bool d9p_loops_interposed(void);
  * in its .symtab: bit k for names[k]. (.dynsym is not read: what a program exports, dlsym
  * finds.) A table larger than a bound is not scanned; a stripped file costs two preads. */
 D9P_HIDDEN unsigned d9p_elf_defines(const char *path, const char *const *names, unsigned n);
+/* The function of the ELF file `path`'s .symtab that holds `vaddr` (an address as the file
+ * links it), its name into out; false when the file has no .symtab or none holds it. */
+D9P_HIDDEN bool d9p_elf_function_at(const char *path, uint64_t vaddr, char *out, size_t size);
 
 /* ---- parks in pollers (preload_poll.c) ---- */
 

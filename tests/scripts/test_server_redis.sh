@@ -5,7 +5,9 @@
 # to redis, the trace must show:
 #   - the loop named (LoopEvent: a function of redis-server, polls per connection), one worker
 #     (redis' background threads only wait on condition variables: not loops) whose runtime
-#     is the loop's name ("aeMain+0x1d (redis-server)": redis-server is stripped and the poller's caller static, so the nearest exported caller's frame, in analyze --json and stats --json, not "epoll");
+#     is the loop's name ("aeMain+0x1d (redis-server)": redis-server is stripped and the
+#     poller's caller static, so the frame of its nearest exported caller), in analyze --json
+#     and stats --json, not "epoll";
 #   - the client's connection one task spawned at "accept on 127.0.0.1:<port>", with at least
 #     one poll per request and a readiness wake per request;
 #   - the three EVALs the three longest polls, each lasting at least what the script measured

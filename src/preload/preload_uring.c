@@ -181,9 +181,16 @@ static void completions(const struct io_uring *ring, bool home_loop) {
 
 /* ---------------------------------------------------------------- the interposers */
 
+/* liburing calls its own exported functions through its PLT (io_uring_wait_cqe_timeout ->
+ * io_uring_wait_cqes -> __io_uring_get_cqe, io_uring_submit): those reach the interposers
+ * again, inside the outer call, and go straight through. */
+static __thread unsigned t_depth __attribute__((tls_model("initial-exec")));
+
 /* A call of liburing that may wait (waits: the program asked for completions). */
 #define URING_WAIT(ring, waits, call)                                                      \
     do {                                                                                   \
+        if (t_depth || !(ring)) return (call);                                             \
+        t_depth++;                                                                         \
         note_pending(ring);                                                                \
         catch_up(ring);                                                                    \
         bool home_loop_;                                                                   \
@@ -197,6 +204,7 @@ static void completions(const struct io_uring *ring, bool home_loop) {
             completions(ring, home_loop_);                                                 \
             errno = saved_;                                                                \
         }                                                                                  \
+        t_depth--;                                                                         \
         return rc_;                                                                        \
     } while (0)
 
@@ -240,6 +248,7 @@ D9P_EXPORT int io_uring_submit_and_wait_timeout(struct io_uring *ring,
 /* Not a wait, but what it completes at once (a close, a send that fits) may be consumed by
  * the program's inline peek before any wait of the shim's sees it. */
 D9P_EXPORT int io_uring_submit(struct io_uring *ring) {
+    if (t_depth || !ring) return URING_NEXT(io_uring_submit, ring);
     note_pending(ring);
     catch_up(ring);
     int rc = URING_NEXT(io_uring_submit, ring);
@@ -254,6 +263,7 @@ D9P_EXPORT int io_uring_submit(struct io_uring *ring) {
 /* A raw enter (liburing's exported wrappers): a wait without a struct io_uring to read. */
 static int raw_enter(unsigned fd, unsigned min_complete, unsigned flags, const void *caller,
                      int (*enter)(void *), void *arg) {
+    if (t_depth) return enter(arg);
     bool waits = (flags & IORING_ENTER_GETEVENTS) && min_complete > 0, home_loop;
     bool parked = d9p_poller_wait_begin(D9P_WAIT_URING, (int)fd, waits, waits, caller, &home_loop);
     int rc = enter(arg);

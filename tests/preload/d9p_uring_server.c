@@ -2,14 +2,16 @@
  * library, and its client on a thread that never waits on a ring: what
  * test_preload_uring_loop.sh records under the shim.
  *
- *   d9p_uring_server batch|wait_cqe
+ *   d9p_uring_server batch|wait_cqe|timeout
  *
  * The loop (run_loop) accepts and receives through the ring (IORING_OP_ACCEPT, IORING_OP_RECV)
  * and answers each request with write(): "fast" at once, "slow" after sleeping 200 ms in the
  * handler, "bye" by answering and closing the connection (A and B with close(), C through the
  * ring, IORING_OP_CLOSE). Mode batch waits with io_uring_submit_and_wait and handles every
  * completion posted; mode wait_cqe submits with io_uring_submit and waits with
- * io_uring_wait_cqe, one completion at a time. The client runs one request at a time (each
+ * io_uring_wait_cqe, one completion at a time; mode timeout the same with
+ * io_uring_wait_cqe_timeout (10 s), which liburing implements by calling its own exported
+ * io_uring_wait_cqes and __io_uring_get_cqe: waits inside a wait. The client runs one request at a time (each
  * waits for its answer):
  *   A: fast x3, bye; B: fast, slow; C: fast x2, bye (then it waits for C's end of file);
  *   B: fast, bye.
@@ -30,7 +32,8 @@
 
 #include "wait_for_recorder.h"
 
-static bool g_batch;
+enum { MODE_BATCH, MODE_WAIT_CQE, MODE_TIMEOUT };
+static int g_mode;
 static int g_listen, g_port;
 static struct io_uring g_ring;
 
@@ -127,7 +130,7 @@ void run_loop(void);
 __attribute__((noinline, visibility("default"))) void run_loop(void) {
     want_accept();
     while (g_closed < 3) {
-        if (g_batch) {
+        if (g_mode == MODE_BATCH) {
             int rc = io_uring_submit_and_wait(&g_ring, 1);
             if (rc < 0 && rc != -EINTR) {
                 fprintf(stderr, "io_uring_submit_and_wait: %s\n", strerror(-rc));
@@ -143,9 +146,11 @@ __attribute__((noinline, visibility("default"))) void run_loop(void) {
         } else {
             io_uring_submit(&g_ring);
             struct io_uring_cqe *cqe;
-            int rc = io_uring_wait_cqe(&g_ring, &cqe);
+            struct __kernel_timespec ts = {.tv_sec = 10};
+            int rc = g_mode == MODE_TIMEOUT ? io_uring_wait_cqe_timeout(&g_ring, &cqe, &ts)
+                                            : io_uring_wait_cqe(&g_ring, &cqe);
             if (rc < 0) {
-                if (rc == -EINTR) continue;
+                if (rc == -EINTR || rc == -ETIME) continue;
                 fprintf(stderr, "io_uring_wait_cqe: %s\n", strerror(-rc));
                 exit(1);
             }
@@ -218,7 +223,10 @@ static void listen_loopback(void) {
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    g_batch = argc < 2 || strcmp(argv[1], "wait_cqe") != 0;
+    const char *mode = argc > 1 ? argv[1] : "batch";
+    g_mode = !strcmp(mode, "wait_cqe") ? MODE_WAIT_CQE
+             : !strcmp(mode, "timeout") ? MODE_TIMEOUT
+                                        : MODE_BATCH;
     int rc = io_uring_queue_init(16, &g_ring, 0);
     if (rc < 0) {
         printf("no io_uring: io_uring_setup: %s\n", strerror(-rc));

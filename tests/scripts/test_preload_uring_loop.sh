@@ -4,7 +4,10 @@
 # tests/preload/d9p_uring_server accepts and receives through its ring and answers with
 # write(); one request of connection B sleeps 200 ms in its handler. Under `dial9 run`, in
 # each mode (batch: io_uring_submit_and_wait and every completion posted; wait_cqe:
-# io_uring_submit, then io_uring_wait_cqe, one completion at a time):
+# io_uring_submit, then io_uring_wait_cqe, one completion at a time; timeout: the same with
+# io_uring_wait_cqe_timeout, which liburing implements by calling its own exported waits):
+#   - parks and unparks alternate, and so do poll starts and ends: a wait of liburing's inside
+#     another is one wait;
 #   - the loop is named (LoopEvent: run_loop, poller io_uring, polls per connection), its one
 #     worker's runtime is the loop's name (analyze --json);
 #   - each connection is a task spawned at "accept on 127.0.0.1:<port>" (the completion of
@@ -71,6 +74,11 @@ for e in sorted((e for e in t.events if e["event"] in ("PollStartEvent", "PollEn
         s = open_poll.pop(w)
         durations.append((e["ts"] - s["ts"], s["fields"]["task_id"]))
 check(not open_poll, "%s: every poll ended" % mode)
+for pair in (("WorkerParkEvent", "WorkerUnparkEvent"), ("PollStartEvent", "PollEndEvent")):
+    seq = [e["event"] for e in sorted((e for e in t.events if e["event"] in pair), key=lambda e: e["ts"])]
+    bad = sum(1 for i, e in enumerate(seq) if e != pair[i % 2])
+    check(seq and bad == 0, "%s: %s and %s alternate (%d events, %d out of turn)"
+          % (mode, pair[0], pair[1], len(seq), bad))
 
 accepts = [s for s in t.spawns if s["spawn_loc"].startswith("accept on 127.0.0.1:")]
 check(len(accepts) == 3, "%s: 3 connections spawned at their listening address (%d)"
@@ -98,4 +106,5 @@ PY
 
 uring_loop batch
 uring_loop wait_cqe
+uring_loop timeout
 echo "PASS: an io_uring loop's iterations are polls, one per connection"

@@ -190,12 +190,13 @@ static __thread unsigned t_depth __attribute__((tls_model("initial-exec")));
 #define URING_WAIT(ring, waits, call)                                                      \
     do {                                                                                   \
         if (t_depth || !(ring)) return (call);                                             \
-        t_depth++;                                                                         \
         note_pending(ring);                                                                \
+        if (!(waits)) return (call); /* a peek: no boundary, its CQEs are caught up later */ \
+        t_depth++;                                                                         \
         catch_up(ring);                                                                    \
         bool home_loop_;                                                                   \
-        bool parked_ = d9p_poller_wait_begin(D9P_WAIT_URING, (ring)->ring_fd, (waits),     \
-                                             (waits) && cq_empty(ring),                    \
+        bool parked_ = d9p_poller_wait_begin(D9P_WAIT_URING, (ring)->ring_fd, true,        \
+                                             cq_empty(ring),                               \
                                              __builtin_return_address(0), &home_loop_);    \
         int rc_ = (call);                                                                  \
         d9p_poller_wait_end(parked_);                                                      \
@@ -263,9 +264,9 @@ D9P_EXPORT int io_uring_submit(struct io_uring *ring) {
 /* A raw enter (liburing's exported wrappers): a wait without a struct io_uring to read. */
 static int raw_enter(unsigned fd, unsigned min_complete, unsigned flags, const void *caller,
                      int (*enter)(void *), void *arg) {
-    if (t_depth) return enter(arg);
-    bool waits = (flags & IORING_ENTER_GETEVENTS) && min_complete > 0, home_loop;
-    bool parked = d9p_poller_wait_begin(D9P_WAIT_URING, (int)fd, waits, waits, caller, &home_loop);
+    if (t_depth || !(flags & IORING_ENTER_GETEVENTS) || min_complete == 0) return enter(arg);
+    bool home_loop;
+    bool parked = d9p_poller_wait_begin(D9P_WAIT_URING, (int)fd, true, true, caller, &home_loop);
     int rc = enter(arg);
     d9p_poller_wait_end(parked);
     if (home_loop) {

@@ -2,7 +2,7 @@
  * library, and its client on a thread that never waits on a ring: what
  * test_preload_uring_loop.sh records under the shim.
  *
- *   d9p_uring_server batch|wait_cqe|timeout
+ *   d9p_uring_server batch|wait_cqe|timeout|enter
  *
  * The loop (run_loop) accepts and receives through the ring (IORING_OP_ACCEPT, IORING_OP_RECV)
  * and answers each request with write(): "fast" at once, "slow" after sleeping 200 ms in the
@@ -11,7 +11,9 @@
  * completion posted; mode wait_cqe submits with io_uring_submit and waits with
  * io_uring_wait_cqe, one completion at a time; mode timeout the same with
  * io_uring_wait_cqe_timeout (10 s), which liburing implements by calling its own exported
- * io_uring_wait_cqes and __io_uring_get_cqe: waits inside a wait. The client runs one request at a time (each
+ * io_uring_wait_cqes and __io_uring_get_cqe: waits inside a wait; mode enter submits with
+ * io_uring_submit and waits with liburing's io_uring_enter wrapper (IORING_ENTER_GETEVENTS,
+ * min_complete 1), then peeks: a wait without a struct io_uring. The client runs one request at a time (each
  * waits for its answer):
  *   A: fast x3, bye; B: fast, slow; C: fast x2, bye (then it waits for C's end of file);
  *   B: fast, bye.
@@ -32,7 +34,7 @@
 
 #include "wait_for_recorder.h"
 
-enum { MODE_BATCH, MODE_WAIT_CQE, MODE_TIMEOUT };
+enum { MODE_BATCH, MODE_WAIT_CQE, MODE_TIMEOUT, MODE_ENTER };
 static int g_mode;
 static int g_listen, g_port;
 static struct io_uring g_ring;
@@ -147,8 +149,19 @@ __attribute__((noinline, visibility("default"))) void run_loop(void) {
             io_uring_submit(&g_ring);
             struct io_uring_cqe *cqe;
             struct __kernel_timespec ts = {.tv_sec = 10};
-            int rc = g_mode == MODE_TIMEOUT ? io_uring_wait_cqe_timeout(&g_ring, &cqe, &ts)
+            int rc;
+            if (g_mode == MODE_ENTER) {
+                while ((rc = io_uring_peek_cqe(&g_ring, &cqe)) == -EAGAIN) {
+                    rc = io_uring_enter((unsigned)g_ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, NULL);
+                    if (rc < 0 && rc != -EINTR) {
+                        fprintf(stderr, "io_uring_enter: %s\n", strerror(-rc));
+                        exit(1);
+                    }
+                }
+            } else {
+                rc = g_mode == MODE_TIMEOUT ? io_uring_wait_cqe_timeout(&g_ring, &cqe, &ts)
                                             : io_uring_wait_cqe(&g_ring, &cqe);
+            }
             if (rc < 0) {
                 if (rc == -EINTR || rc == -ETIME) continue;
                 fprintf(stderr, "io_uring_wait_cqe: %s\n", strerror(-rc));
@@ -226,6 +239,7 @@ int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "batch";
     g_mode = !strcmp(mode, "wait_cqe") ? MODE_WAIT_CQE
              : !strcmp(mode, "timeout") ? MODE_TIMEOUT
+             : !strcmp(mode, "enter")   ? MODE_ENTER
                                         : MODE_BATCH;
     int rc = io_uring_queue_init(16, &g_ring, 0);
     if (rc < 0) {

@@ -88,6 +88,9 @@ for t in loops:
             (last.get("named_by") == "nearest exported caller" and re.match(r"ngx_\w+\+0x[0-9a-f]+$", last["function"]))
     check(named, "worker %s: the loop's name %r says how it was found (%s)"
           % (t.meta.get("pid"), last["function"], last.get("named_by")))
+    # a worker exits from its loop (the master's stop signal): its last poll ends at exit
+    starts, ends = len(t.of("PollStartEvent")), len(t.of("PollEndEvent"))
+    check(starts == ends, "worker %s: every poll ended (%d starts, %d ends)" % (t.meta.get("pid"), starts, ends))
     tasks = {s["task_id"] for s in t.spawns if s["spawn_loc"].startswith("accept on 127.0.0.1:")}
     accepted += len(tasks)
     polls = {k: 0 for k in tasks}

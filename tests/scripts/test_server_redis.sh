@@ -118,6 +118,9 @@ for e in sorted((e for e in t.events if e["event"] in ("PollStartEvent", "PollEn
     elif w in open_poll:
         s = open_poll.pop(w)
         polls.append((e["ts"] - s["ts"], s["ts"], e["ts"], s["fields"]["task_id"]))
+# redis exits from inside its loop (SIGTERM: serverCron's shutdown calls exit): its last poll
+# ends at exit
+check(not open_poll, "every poll ended, the last one at redis' exit (%d open)" % len(open_poll))
 polls.sort(reverse=True)
 top = sorted(polls[:3], key=lambda p: p[1])
 check(all(p[3] == conn for p in top), "the three longest polls are the connection's")

@@ -70,10 +70,12 @@ static unsigned cqe_shift(const struct io_uring *ring) {
 /* The SQEs the program prepared and has not submitted yet. *kring_mask and *kring_entries
  * (the kernel's ring header) rather than ring_mask: liburing before 2.3 had no such field. */
 static void note_pending(const struct io_uring *ring) {
-    if (!ring || !ring->sq.sqes || !ring->sq.kring_mask || !D9__ACTIVE()) return;
+    if (!ring || !ring->sq.sqes || !ring->sq.kring_mask || !ring->sq.kring_entries || !D9__ACTIVE())
+        return;
     unsigned mask = *ring->sq.kring_mask, entries = *ring->sq.kring_entries;
     unsigned head = ring->sq.sqe_head, tail = ring->sq.sqe_tail;
-    if (tail - head > entries) return; /* not a ring state liburing would submit */
+    /* not a ring state liburing would submit from: nothing outside the SQE array is read */
+    if (mask + 1 != entries || tail - head > entries) return;
     for (unsigned i = head; i != tail; i++) {
         const struct io_uring_sqe *sqe = &ring->sq.sqes[(i & mask) << sqe_shift(ring)];
         if ((sqe->flags & IOSQE_FIXED_FILE) || sqe->fd < 0) continue;
@@ -87,10 +89,14 @@ static void note_pending(const struct io_uring *ring) {
 
 /* ---------------------------------------------------------------- completions */
 
-/* Per thread: the ring it waited on last and how far its CQEs were seen, so that a
- * completion is a wake once, however many waits find it still unhandled. */
-static __thread const struct io_uring *t_ring __attribute__((tls_model("initial-exec")));
-static __thread unsigned t_seen __attribute__((tls_model("initial-exec")));
+/* Per thread, for the last few rings it used: how far their CQEs were seen, so that a
+ * completion is a wake once, however many looks find it still unhandled. */
+#define RINGS_PER_THREAD 4
+static __thread struct {
+    const struct io_uring *ring;
+    unsigned seen;
+} t_rings[RINGS_PER_THREAD] __attribute__((tls_model("initial-exec")));
+static __thread unsigned t_next_ring __attribute__((tls_model("initial-exec")));
 
 static bool cq_empty(const struct io_uring *ring) {
     return !ring || !ring->cq.khead || !ring->cq.ktail ||
@@ -114,21 +120,26 @@ static int completion_fd(const struct io_uring_cqe *cqe, bool fresh) {
     return fd;
 }
 
+/* The CQ ring as the kernel set it up (a mask one less than the entries, a power of two), so
+ * that no index reads outside the CQE array. */
 static bool cq_usable(const struct io_uring *ring) {
     return ring && ring->cq.khead && ring->cq.ktail && ring->cq.kring_mask &&
-           ring->cq.kring_entries && ring->cq.cqes;
+           ring->cq.kring_entries && ring->cq.cqes &&
+           *ring->cq.kring_mask + 1 == *ring->cq.kring_entries;
 }
 
 static const struct io_uring_cqe *cqe_at(const struct io_uring *ring, unsigned i) {
     return &ring->cq.cqes[(i & *ring->cq.kring_mask) << cqe_shift(ring)];
 }
 
-/* Where this thread saw ring's CQEs up to; a ring it did not wait on last starts at its head. */
-static void track(const struct io_uring *ring, unsigned head) {
-    if (t_ring != ring) {
-        t_ring = ring;
-        t_seen = head;
-    }
+/* Where this thread saw ring's CQEs up to; a ring new to it starts at its head. */
+static unsigned *track(const struct io_uring *ring, unsigned head) {
+    for (unsigned i = 0; i < RINGS_PER_THREAD; i++)
+        if (t_rings[i].ring == ring) return &t_rings[i].seen;
+    unsigned i = t_next_ring++ % RINGS_PER_THREAD;
+    t_rings[i].ring = ring;
+    t_rings[i].seen = head;
+    return &t_rings[i].seen;
 }
 
 /* CQEs the program consumed without a wait of the shim's in between (handled in the same
@@ -140,18 +151,18 @@ static void catch_up(const struct io_uring *ring) {
     if (!cq_usable(ring) || !D9__ACTIVE()) return;
     unsigned head = *ring->cq.khead, entries = *ring->cq.kring_entries;
     unsigned tail = atomic_load_explicit((_Atomic unsigned *)ring->cq.ktail, memory_order_acquire);
-    track(ring, head);
-    if ((int)(head - t_seen) <= 0) return;
-    if (tail - t_seen >= entries || head - t_seen > entries) {
-        t_seen = head;
+    unsigned *seen = track(ring, head);
+    if ((int)(head - *seen) <= 0) return;
+    if (tail - *seen >= entries || head - *seen > entries) {
+        *seen = head;
         return;
     }
     int ready[MAX_READY], n = 0;
-    for (unsigned i = t_seen; i != head; i++) {
+    for (unsigned i = *seen; i != head; i++) {
         int fd = completion_fd(cqe_at(ring, i), true);
         if (fd >= 0 && n < MAX_READY) ready[n++] = fd;
     }
-    t_seen = head;
+    *seen = head;
     d9p_loop_ready(ready, n);
 }
 
@@ -165,16 +176,16 @@ static void completions(const struct io_uring *ring, bool home_loop) {
     unsigned head = *ring->cq.khead, entries = *ring->cq.kring_entries;
     unsigned tail = atomic_load_explicit((_Atomic unsigned *)ring->cq.ktail, memory_order_acquire);
     if (tail - head > entries) tail = head; /* not a ring state liburing would read */
-    track(ring, head);
-    if ((int)(t_seen - head) < 0 || (int)(tail - t_seen) < 0) t_seen = head;
+    unsigned *seen = track(ring, head);
+    if ((int)(*seen - head) < 0 || (int)(tail - *seen) < 0) *seen = head;
     int ready[MAX_READY], n = 0, first = -1;
     for (unsigned i = head; i != tail; i++) {
-        bool is_new = (int)(i - t_seen) >= 0;
+        bool is_new = (int)(i - *seen) >= 0;
         int fd = is_new || i == head ? completion_fd(cqe_at(ring, i), is_new) : -1;
         if (i == head) first = fd;
         if (is_new && fd >= 0 && n < MAX_READY) ready[n++] = fd;
     }
-    t_seen = tail;
+    *seen = tail;
     if (home_loop) d9p_loop_wait_end_uring(first, ready, n);
     else d9p_loop_ready(ready, n);
 }

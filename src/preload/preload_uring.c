@@ -315,4 +315,7 @@ D9P_EXPORT int io_uring_enter2(unsigned fd, unsigned to_submit, unsigned min_com
     return raw_enter(fd, min_complete, flags, __builtin_return_address(0), call_enter, &a);
 }
 
+#else
+/* built without liburing's header: no io_uring interposers (source.poller says so) */
+typedef int d9p_no_uring;
 #endif /* liburing.h */

@@ -27,9 +27,7 @@
  * and min_complete > 0 are waits too, but the shim has no struct io_uring there to read:
  * their iterations are polls of the loop's own task. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdatomic.h>
-#include <string.h>
 
 #include "preload.h"
 

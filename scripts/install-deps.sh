@@ -18,6 +18,7 @@ PKGS=(
   libmicrohttpd-dev curl python3       # dial9 serve and its tests (python3: their raw requests)
   wrk                                  # load for the libuv demo server (make demo)
   redis-server nginx-light             # home-grown event loops recorded zero-code (test_server_redis, test_server_nginx)
+  liburing-dev                         # io_uring loops recorded zero-code (test_preload_uring_loop; the shim reads liburing.h)
   chromium fonts-liberation            # the browser tests: ctest's test_s3_fleet_browser runs before
                                        # scripts/test-viewer.sh, which installs them too
 )

@@ -197,6 +197,10 @@ static void text_workers(const d9_analyze_render *R) {
                w->parked_pct, ratio, w->sched_wait.count ? NS(w->sched_wait.p99) : "-",
                w->sched_wait.count ? NS(w->sched_wait.max) : "-", w->polls_with_queue_while_parked);
     }
+    /* which runtime each worker runs (a home-grown loop's is its name: "aeMain (redis-server)") */
+    for (size_t i = 0; i < r->nworkers; i++)
+        if (r->workers[i].runtime)
+            fprintf(text_out, "  worker %" PRIu64 ": runtime %s\n", r->workers[i].id, r->workers[i].runtime);
     fprintf(text_out, "  cpu/wall: CPU time over wall time from unpark to park (below 1: off-CPU while "
            "busy); queued+idle: polls started with a queue while another worker was parked\n");
     for (size_t i = 0; i < r->nworkers; i++) {

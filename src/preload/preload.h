@@ -127,11 +127,22 @@ D9P_HIDDEN bool d9p_loops_interposed(void);
  * in its .symtab: bit k for names[k]. (.dynsym is not read: what a program exports, dlsym
  * finds.) A table larger than a bound is not scanned; a stripped file costs two preads. */
 D9P_HIDDEN unsigned d9p_elf_defines(const char *path, const char *const *names, unsigned n);
+/* The function of the ELF file `path`'s .symtab that holds `vaddr` (an address as the file
+ * links it), its name into out; false when the file has no .symtab or none holds it. */
+D9P_HIDDEN bool d9p_elf_function_at(const char *path, uint64_t vaddr, char *out, size_t size);
 
 /* ---- parks in pollers (preload_poll.c) ---- */
 
 /* After fork in the child: the generic worker identities belong to the parent's threads. */
 D9P_HIDDEN void d9p_poll_forget_after_fork(void);
+
+/* A wait of another kind than the poller interposers' (io_uring, preload_uring.c): `waits`
+ * when the program asked to wait for completions (a loop's iteration boundary), `blocks` when
+ * none is there yet (a park). *home_loop says whether it is a home-grown loop's wait
+ * (d9p_loop_wait_begin), the result whether it parks (end it with d9p_poller_wait_end). */
+D9P_HIDDEN bool d9p_poller_wait_begin(int kind, int fd, bool waits, bool blocks,
+                                      const void *caller, bool *home_loop);
+D9P_HIDDEN void d9p_poller_wait_end(bool parked);
 
 /* The worker id of this thread's generic worker identity (0: none). */
 D9P_HIDDEN uint32_t d9p_poll_worker_id(void);
@@ -140,7 +151,7 @@ D9P_HIDDEN uint32_t d9p_poll_worker_id(void);
 
 struct epoll_event;
 struct pollfd;
-enum { D9P_WAIT_EPOLL, D9P_WAIT_POLL, D9P_WAIT_SELECT };
+enum { D9P_WAIT_EPOLL, D9P_WAIT_POLL, D9P_WAIT_SELECT, D9P_WAIT_URING };
 /* A poller is called on a thread outside any loop library: true when it is this thread's
  * loop poller (the iteration in progress ends; then call one of the wait_end below). */
 D9P_HIDDEN bool d9p_loop_wait_begin(int kind, int epfd, bool has_fds, bool may_block,
@@ -149,6 +160,14 @@ D9P_HIDDEN void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n)
 D9P_HIDDEN void d9p_loop_wait_end_poll(const struct pollfd *fds, unsigned long n, int rc);
 D9P_HIDDEN void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w,
                                          const fd_set *e, int rc);
+/* An io_uring wait returned (preload_uring.c): the fd of the completion the program handles
+ * first (-1: unknown) and those of the completions new since the last wait (readiness). */
+D9P_HIDDEN void d9p_loop_wait_end_uring(int first_fd, const int *ready, int n);
+/* Readiness wakes of the tasks of fds completed outside a wait (io_uring_submit). */
+D9P_HIDDEN void d9p_loop_ready(const int *ready, int n);
+/* At exit, on the exiting thread: a loop iteration in progress there ends its poll, so the
+ * program's last poll is closed. */
+D9P_HIDDEN void d9p_loop_end_at_exit(void);
 /* This thread's loop name, "function (module)", once it is a home-grown loop; else NULL. */
 D9P_HIDDEN const char *d9p_loop_name(void);
 /* Between a loop thread's poller return and its next call. */

@@ -29,6 +29,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -82,6 +83,7 @@ typedef struct loop_thread {
     const d9_loc *loc;    /* the loop's name */
     char name[200];
     uint64_t caller_offset; /* the poller's caller in its module, for offline names */
+    const char *named_by; /* how the name was found (name_loop) */
     bool spawned;         /* the loop task's spawn recorded (in this run) */
     bool said_iteration, said_connection;
     bool iterating;       /* between the poller's return and its next call */
@@ -100,11 +102,12 @@ static pthread_once_t g_loop_event_once = PTHREAD_ONCE_INIT;
 static void define_loop_event(void) {
     static const d9_field fields[] = {{"worker_id", D9_U64},        {"function", D9_STRING},
                                       {"module", D9_STRING},        {"caller_offset", D9_U64},
-                                      {"poller", D9_STATIC_STRING}, {"polls", D9_STATIC_STRING}};
-    g_loop_event = d9_event_type_define("LoopEvent", fields, 6);
+                                      {"poller", D9_STATIC_STRING}, {"polls", D9_STATIC_STRING},
+                                      {"named_by", D9_STATIC_STRING}};
+    g_loop_event = d9_event_type_define("LoopEvent", fields, 7);
 }
 
-static const char *const k_poller[] = {"epoll", "poll", "select"};
+static const char *const k_poller[] = {"epoll", "poll", "select", "io_uring"};
 
 /* The loop says what it is: once per run when its iterations are polls, again when it
  * splits them per connection. */
@@ -118,7 +121,7 @@ static void say_loop(loop_thread *l, bool split) {
         snprintf(module, sizeof module, "%.*s", (int)strlen(space + 2) - 1, space + 2);
     D9_EMIT(g_loop_event, {.u = d9p_poll_worker_id()}, {.s = function}, {.s = module},
             {.u = l->caller_offset}, {.s = k_poller[l->kind]},
-            {.s = split ? "connection" : "iteration"});
+            {.s = split ? "connection" : "iteration"}, {.s = l->named_by});
 }
 
 /* Whether addr is in the program's own file (the first object, the one without a name). */
@@ -150,35 +153,68 @@ static const char *module_name(const char *path, const void *addr) {
     return g_program[0] ? g_program : "?"; /* the program itself */
 }
 
-/* "function (module)" of the code that calls the poller: the first named function up the
- * stack in the caller's module (redis' static aeApiPoll is unnamed, the aeMain its caller is
- * inlined into is exported; nginx's static ngx_epoll_process_events gives ngx_spawn_process,
- * the first exported frame above it); "module+0xoffset" of the caller when its module names
- * none there. The caller's offset is kept too, for names from its debug symbols offline.
- * Once per loop thread: backtrace() reads the unwind tables, never the frames themselves. */
+/* "function (module)" of the code that calls the poller, and how that function was found:
+ *   - "dynamic symbol": the caller is in a function its module exports (dladdr);
+ *   - "symbol table": a function of the module's .symtab holds it (a static function of a
+ *     program that is not stripped, or a test's);
+ *   - "nearest exported caller": the module is stripped and the caller's function is static
+ *     (redis' aeApiPoll, nginx's ngx_epoll_process_events): the first exported function up the
+ *     stack in the caller's module, with the return address's offset in it, so the name says
+ *     it is a frame above the loop's own function ("aeMain+0x2a (redis-server)",
+ *     "ngx_spawn_process+0x1f3 (nginx)");
+ *   - "none": "module+0xoffset" of the caller.
+ * The caller's offset is kept too, for a name from its debug symbols offline. Once per loop
+ * thread: backtrace() reads the unwind tables, never the frames themselves. */
 static void name_loop(loop_thread *l, const void *caller) {
     Dl_info di = {0};
-    if (!dladdr(caller, &di) || !di.dli_fname) {
+    struct link_map *lm = NULL;
+    if (!dladdr1(caller, &di, (void **)&lm, RTLD_DL_LINKMAP) || !di.dli_fname) {
         snprintf(l->name, sizeof l->name, "%p (?)", caller);
+        l->named_by = "none";
         l->loc = d9_loc_intern(l->name);
         return;
     }
     const char *mod = module_name(di.dli_fname, caller);
     l->caller_offset = (uint64_t)((const char *)caller - (const char *)di.dli_fbase);
-    const char *fn = di.dli_sname;
-    void *frames[16];
-    int n = fn ? 0 : backtrace(frames, 16), at = 0;
-    while (at < n && frames[at] != caller) at++;
-    for (int i = at + 1; !fn && i < n; i++) {
-        Dl_info up = {0};
-        if (!dladdr(frames[i], &up) || up.dli_fbase != di.dli_fbase) break;
-        fn = up.dli_sname;
+    char fn[160] = "";
+    if (di.dli_sname) {
+        snprintf(fn, sizeof fn, "%s", di.dli_sname);
+        l->named_by = "dynamic symbol";
+    } else {
+        /* the call instruction is just before the return address */
+        const char *file = di.dli_fname[0] && strcmp(mod, g_program) != 0 ? di.dli_fname
+                                                                          : "/proc/self/exe";
+        uint64_t vaddr = (uint64_t)((uintptr_t)caller - (lm ? lm->l_addr : 0)) - 1;
+        if (d9p_elf_function_at(file, vaddr, fn, sizeof fn)) {
+            /* GCC's clones (f.constprop.0, f.isra.0, f.part.0, f.cold) are f's code: a C
+             * name has no dot */
+            fn[strcspn(fn, ".")] = 0;
+            l->named_by = "symbol table";
+        }
     }
-    if (fn) snprintf(l->name, sizeof l->name, "%s (%s)", fn, mod);
-    else snprintf(l->name, sizeof l->name, "%s+0x%lx (%s)", mod,
-                  (unsigned long)((const char *)caller - (const char *)di.dli_fbase), mod);
+    if (!fn[0]) {
+        void *frames[16];
+        int n = backtrace(frames, 16), at = 0;
+        while (at < n && frames[at] != caller) at++;
+        for (int i = at + 1; !fn[0] && i < n; i++) {
+            Dl_info up = {0};
+            if (!dladdr(frames[i], &up) || up.dli_fbase != di.dli_fbase) break;
+            if (up.dli_sname)
+                snprintf(fn, sizeof fn, "%s+0x%lx", up.dli_sname,
+                         (unsigned long)((const char *)frames[i] - (const char *)up.dli_saddr));
+        }
+        if (fn[0]) l->named_by = "nearest exported caller";
+    }
+    if (fn[0]) {
+        snprintf(l->name, sizeof l->name, "%s (%s)", fn, mod);
+    } else {
+        snprintf(l->name, sizeof l->name, "%s+0x%lx (%s)", mod, (unsigned long)l->caller_offset, mod);
+        l->named_by = "none";
+    }
     l->loc = d9_loc_intern(l->name);
 }
+
+static void install_exit_hook(void);
 
 static loop_thread *self(void) {
     loop_thread *l = &t_loop;
@@ -347,7 +383,9 @@ bool d9p_loop_wait_begin(int kind, int epfd, bool has_fds, bool may_block, const
         l->task = d9_task_id_new();
         l->cur_fd = -1;
         name_loop(l, caller);
-    } else if (kind != l->kind || (kind == D9P_WAIT_EPOLL && epfd != l->epfd) ||
+        install_exit_hook();
+    } else if (kind != l->kind ||
+               ((kind == D9P_WAIT_EPOLL || kind == D9P_WAIT_URING) && epfd != l->epfd) ||
                (kind != D9P_WAIT_EPOLL && !has_fds)) {
         return false; /* a handler waiting on something of its own, inside an iteration */
     }
@@ -427,6 +465,37 @@ void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w, const 
         if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e)))
             first = ready(fd, first);
     iteration_starts(l, first);
+}
+
+void d9p_loop_ready(const int *ready_fds, int n) {
+    if (!D9__ACTIVE()) return;
+    for (int i = 0; i < n; i++)
+        if ((unsigned)ready_fds[i] < MAX_FDS) d9_wake_ready(task_of(ready_fds[i]));
+}
+
+void d9p_loop_wait_end_uring(int first_fd, const int *ready_fds, int n) {
+    loop_thread *l = self();
+    if (!D9__ACTIVE()) return;
+    d9p_loop_ready(ready_fds, n);
+    iteration_starts(l, (unsigned)first_fd < MAX_FDS ? first_fd : -1);
+}
+
+void d9p_loop_end_at_exit(void) {
+    loop_thread *l = self();
+    if (!l->is_loop || !D9__ACTIVE()) return;
+    end_poll(l);
+    l->iterating = false;
+    d9p_loop_iterating = false;
+}
+
+/* A program ends from inside its loop (redis' SHUTDOWN, a handler that exits): its last poll
+ * gets its end before the recorder's stop. Registered once per process when a thread first
+ * becomes a loop, so after the recorder's own exit handler (d9_start's): atexit runs it first. */
+static _Atomic uint32_t g_exit_hook_generation = UINT32_MAX;
+static void end_at_exit(void) { d9p_loop_end_at_exit(); }
+static void install_exit_hook(void) {
+    uint32_t gen = atomic_load_explicit(&g_generation, memory_order_relaxed);
+    if (atomic_exchange(&g_exit_hook_generation, gen) != gen) atexit(end_at_exit);
 }
 
 /* I/O on fd by a loop thread inside an iteration: a connection's first I/O starts its poll. */

@@ -97,6 +97,13 @@ static void detect(loop_lib *l, const void *self_base, const char *exe) {
     d9p_note_source(l->name, false, "not loaded at start");
 }
 
+/* preload_uring.c is built only against liburing's header */
+#if __has_include(<liburing.h>)
+#define D9P_URING_NOTE " and liburing's waits"
+#else
+#define D9P_URING_NOTE ""
+#endif
+
 void d9p_loops_detect(void) {
     if (d9_sources_process_is_ending()) {
         /* A program already in its exit handlers runs no loop any more: nothing to look for. */
@@ -110,9 +117,10 @@ void d9p_loops_detect(void) {
         for (size_t i = 0; i < N_LIBS; i++) detect(&g_libs[i], self.dli_fbase, exe);
     }
     d9p_note_source("poller", true,
-                    "epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect "
-                    "interposed: a thread that blocks there outside a loop library is worker "
-                    "<index> of runtime \"epoll\", \"poll\" or \"select\"; with fds registered, "
+                    "epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect"
+                    D9P_URING_NOTE " interposed: a thread that blocks there outside a loop "
+                    "library is worker <index> of runtime \"epoll\", \"poll\", \"select\" or "
+                    "\"io_uring\"; with fds registered (or a ring), "
                     "a loop whose work is polls, one per connection where seen (LoopEvent), "
                     "and whose runtime is the loop's name, \"function (module)\"");
     if (d9p_loops_interposed())

@@ -27,8 +27,8 @@
 #include "ready_wakes.h"
 #include "thread_state.h"
 
-enum { RT_EPOLL, RT_POLL, RT_SELECT, RT_COUNT };
-static const char *const k_runtime[RT_COUNT] = {"epoll", "poll", "select"};
+enum { RT_EPOLL, RT_POLL, RT_SELECT, RT_URING, RT_COUNT };
+static const char *const k_runtime[RT_COUNT] = {"epoll", "poll", "select", "io_uring"};
 static _Atomic uint32_t g_next_index[RT_COUNT];
 
 /* Worker indexes of home-grown loops, counted per loop name (two threads running the same
@@ -156,6 +156,14 @@ static bool has_poll_fds(const struct pollfd *fds, nfds_t n) {
         }                                                                                  \
         return rc_;                                                                        \
     } while (0)
+
+bool d9p_poller_wait_begin(int kind, int fd, bool waits, bool blocks, const void *caller,
+                           bool *home_loop) {
+    *home_loop = outside_loop_library() && d9p_loop_wait_begin(kind, fd, true, waits, caller);
+    return park_begin(kind == D9P_WAIT_URING ? RT_URING : RT_EPOLL, blocks);
+}
+
+void d9p_poller_wait_end(bool parked) { park_end(parked); }
 
 /* The poll of a loop library's run function (libuv, libevent), outside its callbacks. */
 static inline bool is_loop_poll(void) {

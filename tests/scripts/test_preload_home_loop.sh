@@ -5,12 +5,18 @@
 # its handler, all others answer at once. Under `dial9 run`, in each mode:
 #   - the loop is named (LoopEvent: run_loop, polls per connection), the one worker is its thread,
 #     and its runtime is the loop's name: `dial9 analyze --json` and `stats --json` say
-#     "run_loop (d9p_loop_server)", not "epoll" (the runtime.<name> metadata every reader reads);
+#     "run_loop (d9p_loop_server)", not "epoll" (the runtime.<name> metadata every reader reads),
+#     and analyze's text says "worker 0: runtime run_loop (d9p_loop_server)";
 #   - each accepted connection is a task spawned at "accept on 127.0.0.1:<port>" (accept4 in
 #     the epoll modes, accept in poll mode), and each of its requests is exactly one poll of
 #     that task, woken by the poller's readiness (a WakeEvent per request);
 #   - the longest poll is B's slow request;
-#   - C, accepted on A's old fd number after A closed, is a new task; A's task terminated.
+#   - C, accepted on A's old fd number after A closed, is a new task; A's task terminated;
+#   - every poll ended: the loop's last iteration, still running when the program exits, too.
+# Mode static: epoll_wait called from a static function: the loop is named from the program's
+# .symtab (named_by "symbol table"), and, run from a stripped copy, after its nearest exported
+# caller with its frame's offset ("run_loop+0x... (d9p_loop_server_stripped)", named_by
+# "nearest exported caller").
 # Mode fork: two forked worker processes, each a run of its own with the same facts, without
 # --children (a forked child starts its run once it runs a loop).
 # Counted, never timed: the only duration compared is the slow handler's 200 ms sleep against
@@ -21,24 +27,33 @@ source "${D9_SOURCE_DIR:?D9_SOURCE_DIR is not set}/tests/preload/preload_lib.sh"
 SERVER="$HELPERS/d9p_loop_server"
 [ -x "$SERVER" ] || fail "$SERVER not built"
 
-# home_loop MODE [dial9 run options]
+# home_loop MODE [SERVER] [dial9 run options]
 home_loop() {
-    local mode=$1
+    local mode=$1 server=${2:-$SERVER}
     shift
-    local dir="$WORK/$mode"
+    [ $# -gt 0 ] && shift
+    local dir="$WORK/$mode-$(basename "$server")"
     mkdir -p "$dir"
-    timeout 120 "$D9" run -d "$dir/traces" "$@" -- "$SERVER" "$mode" >"$dir/out" 2>"$dir/err"
+    timeout 120 "$D9" run -d "$dir/traces" "$@" -- "$server" "$mode" >"$dir/out" 2>"$dir/err"
     local rc=$?
     if [ $rc -eq 3 ] && grep -q "no epoll_pwait2" "$dir/out"; then
         echo "note: this libc has no epoll_pwait2: mode $mode not checked"
         return
     fi
     [ $rc -eq 0 ] || fail "$mode: exit status $rc under dial9 run: $(cat "$dir/err")"
-    python3 - "$D9" "$dir/traces" "$dir/out" "$mode" <<'PY' || exit 1
+    python3 - "$D9" "$dir/traces" "$dir/out" "$mode" "$(basename "$server")" <<'PY' || exit 1
 import json, os, re, subprocess, sys
 sys.path.insert(0, os.environ["D9_SOURCE_DIR"] + "/tests/preload")
 from trace_facts import Trace, check
-d9, traces, out, mode = sys.argv[1:]
+d9, traces, out, mode, program = sys.argv[1:]
+# the loop's function and how it is named: exported, from .symtab (a static function), or,
+# stripped, the nearest exported caller with the offset of its frame
+if mode != "static":
+    want_fn, want_by = re.compile(r"run_loop$"), "dynamic symbol"
+elif program.endswith("_stripped"):
+    want_fn, want_by = re.compile(r"run_loop\+0x[0-9a-f]+$"), "nearest exported caller"
+else:
+    want_fn, want_by = re.compile(r"wait_for_events$"), "symbol table"
 
 # what the server said, per process (fork mode: two workers print interleaved, but each
 # worker's lines are in order and its 3 "accepted" lines come before its "done")
@@ -54,18 +69,25 @@ check(len(runs) == (2 if mode == "fork" else 1),
 for run, t in runs:
     name = "%s (%s)" % (mode, run)
     loops = [e["fields"] for e in t.of("LoopEvent")]
-    check(loops and loops[-1]["function"] == "run_loop" and loops[-1]["polls"] == "connection",
-          "%s: the loop is named run_loop, polls per connection: %s" % (name, loops[-1:] or "no LoopEvent"))
+    check(loops and want_fn.match(loops[-1]["function"]) and loops[-1].get("named_by") == want_by
+          and loops[-1]["module"] == program and loops[-1]["polls"] == "connection",
+          "%s: the loop is named %s (%s), polls per connection: %s"
+          % (name, want_fn.pattern, want_by, loops[-1:] or "no LoopEvent"))
+    loop_name = "%s (%s)" % (loops[-1]["function"], program)
     check(len(t.of("WorkerRegisteredEvent")) == 1,
           "%s: one worker, the loop thread (the client thread never polls)" % name)
     report = json.loads(subprocess.run([d9, "analyze", "--json", os.path.join(traces, run)],
                                        check=True, capture_output=True, text=True).stdout)
     runtimes = [w.get("runtime") for w in report["workers"]]
-    check(runtimes == ["run_loop (d9p_loop_server)"],
+    check(runtimes == [loop_name],
           "%s: analyze --json names the worker's runtime after the loop: %s" % (name, runtimes))
+    text = subprocess.run([d9, "analyze", os.path.join(traces, run)], check=True,
+                          capture_output=True, text=True).stdout
+    check("  worker 0: runtime %s\n" % loop_name in text,
+          "%s: analyze's text names worker 0's runtime after the loop" % name)
     stats = json.loads(subprocess.run([d9, "stats", "--json", os.path.join(traces, run)],
                                       check=True, capture_output=True, text=True).stdout)
-    check(stats.get("runtimes") == {"run_loop (d9p_loop_server)": [0]},
+    check(stats.get("runtimes") == {loop_name: [0]},
           "%s: stats --json names the loop's runtime: %s" % (name, stats.get("runtimes")))
 
     # polls with their durations, paired per worker (start, then the worker's next end)
@@ -92,6 +114,7 @@ for run, t in runs:
     for k, n in (("A", 6), ("B", 4), ("C", 4)):
         check(polls_of(k) == n, "%s: %s's %d requests are %d polls of its task" % (name, k, n, polls_of(k)))
         check(wakes_of(k) == n, "%s: %s woken ready %d times (%d)" % (name, k, n, wakes_of(k)))
+    check(not open_poll, "%s: every poll ended, the last one at exit (%d open)" % (name, len(open_poll)))
     longest = max(durations)
     check(longest[1] == task["B"], "%s: the longest poll (%.1f ms) is B's slow request"
           % (name, longest[0] / 1e6))
@@ -112,4 +135,12 @@ home_loop epoll
 home_loop pwait2
 home_loop poll
 home_loop fork
+home_loop static
+# stripped: no .symtab, the static function's nearest exported caller names the loop
+if command -v strip >/dev/null; then
+    strip -o "$WORK/d9p_loop_server_stripped" "$SERVER" || fail "strip $SERVER"
+    home_loop static "$WORK/d9p_loop_server_stripped"
+else
+    echo "note: no strip (binutils): the stripped program's loop name not checked"
+fi
 echo "PASS: a home-grown loop's iterations are polls, one per connection"

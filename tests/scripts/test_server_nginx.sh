@@ -7,7 +7,9 @@
 #     iteration starts as the loop's own poll and its first recv on a connection starts that
 #     connection's poll, or, as the pointer was registered for the fd with epoll_ctl, the
 #     first connection's poll, with a readiness wake of each connection returned ready);
-#     the master, which only waits for signals, has none;
+#     the master, which only waits for signals, has none; the loop is named from nginx's
+#     .symtab (ngx_epoll_process_events) or, stripped as Debian ships it, after its nearest
+#     exported caller with its frame's offset ("ngx_spawn_process+0x2b3 (nginx)");
 #   - every connection nginx served (the serial numbers in its access log) is one task,
 #     spawned at "accept on 127.0.0.1:<port>" in the worker that accepted it (the polls per
 #     request are printed).
@@ -63,7 +65,7 @@ grep "^dial9 run:" "$WORK/server.err" | sed 's/^/  /'
 # the connections nginx served: the distinct serial numbers in its access log
 conns=$(sort -u "$WORK/logs/access.log" | wc -l)
 python3 - "$D9" "$WORK/traces" "$FACTS" "$requests" "$conns" <<'PY'
-import os, sys
+import os, re, sys
 sys.path.insert(0, os.path.dirname(sys.argv[3]))
 from trace_facts import Trace, check
 d9, root, _, requests, conns = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
@@ -79,6 +81,16 @@ for t in loops:
     # but every worker's loop runs iterations (at least its master's stop command)
     check(last["module"] == "nginx" and len(t.polls) > 0, "worker %s: its loop (%s in %s) has %d polls, "
           "per %s" % (t.meta.get("pid"), last["function"], last["module"], len(t.polls), last["polls"]))
+    # the poller's caller, ngx_epoll_process_events, is static: named from .symtab when the
+    # binary has one, else honestly as a frame of its nearest exported caller (Debian's is
+    # stripped: "ngx_spawn_process+0x2b3")
+    named = (last.get("named_by") == "symbol table" and last["function"] == "ngx_epoll_process_events") or \
+            (last.get("named_by") == "nearest exported caller" and re.match(r"ngx_\w+\+0x[0-9a-f]+$", last["function"]))
+    check(named, "worker %s: the loop's name %r says how it was found (%s)"
+          % (t.meta.get("pid"), last["function"], last.get("named_by")))
+    # a worker exits from its loop (the master's stop signal): its last poll ends at exit
+    starts, ends = len(t.of("PollStartEvent")), len(t.of("PollEndEvent"))
+    check(starts == ends, "worker %s: every poll ended (%d starts, %d ends)" % (t.meta.get("pid"), starts, ends))
     tasks = {s["task_id"] for s in t.spawns if s["spawn_loc"].startswith("accept on 127.0.0.1:")}
     accepted += len(tasks)
     polls = {k: 0 for k in tasks}

@@ -5,7 +5,9 @@
 # to redis, the trace must show:
 #   - the loop named (LoopEvent: a function of redis-server, polls per connection), one worker
 #     (redis' background threads only wait on condition variables: not loops) whose runtime
-#     is the loop's name ("aeMain (redis-server)" in analyze --json and stats --json, not "epoll");
+#     is the loop's name ("aeMain+0x1d (redis-server)": redis-server is stripped and the
+#     poller's caller static, so the frame of its nearest exported caller), in analyze --json
+#     and stats --json, not "epoll";
 #   - the client's connection one task spawned at "accept on 127.0.0.1:<port>", with at least
 #     one poll per request and a readiness wake per request;
 #   - the three EVALs the three longest polls, each lasting at least what the script measured
@@ -116,6 +118,9 @@ for e in sorted((e for e in t.events if e["event"] in ("PollStartEvent", "PollEn
     elif w in open_poll:
         s = open_poll.pop(w)
         polls.append((e["ts"] - s["ts"], s["ts"], e["ts"], s["fields"]["task_id"]))
+# redis exits from inside its loop (SIGTERM: serverCron's shutdown calls exit): its last poll
+# ends at exit
+check(not open_poll, "every poll ended, the last one at redis' exit (%d open)" % len(open_poll))
 polls.sort(reverse=True)
 top = sorted(polls[:3], key=lambda p: p[1])
 check(all(p[3] == conn for p in top), "the three longest polls are the connection's")

@@ -594,8 +594,8 @@ void d9a_report_write_json(FILE *out, const d9a_report *r, const d9a_options *op
     json_tasks(&c);
     json_samples(&c);
     json_queued(&c);
-    json_stacks(&c);
     json_spans(&c);
+    json_stacks(&c);
     d9_json_object_end(&c.j);
     fputc('\n', out);
     free(c.stacks);

@@ -398,23 +398,19 @@ SLOW void span_slow(unsigned kind, const d9_loc *name, uint64_t id) {
     SPAN_BODY(d9_clock_ticks(), kind);
 }
 
-static __attribute__((noinline)) void span_other_clock(unsigned kind, const d9_loc *name,
-                                                       uint64_t id) {
-    uint32_t loc = loc_id_if_known(name);
-    FAST_PATH_ANY_CLOCK(D9_REC_WORDS_SPAN, loc != 0, span_slow(kind, name, id));
-    SPAN_BODY(ticks, kind);
-}
+/* A hook and its other-clock twin per kind, the kind a constant in each (as the poll hooks). */
+#define SPAN_HOOK(fn, kind)                                                                \
+    static __attribute__((noinline)) void fn##_other_clock(const d9_loc *name, uint64_t id) { \
+        uint32_t loc = loc_id_if_known(name);                                              \
+        FAST_PATH_ANY_CLOCK(D9_REC_WORDS_SPAN, loc != 0, span_slow(kind, name, id));       \
+        SPAN_BODY(ticks, kind);                                                            \
+    }                                                                                      \
+    void fn(const d9_loc *name, uint64_t id) {                                             \
+        UNLESS_TSC(fn##_other_clock(name, id));                                            \
+        uint32_t loc = loc_id_if_known(name);                                              \
+        FAST_PATH_READING(D9_REC_WORDS_SPAN, loc != 0, span_slow(kind, name, id), __rdtsc()); \
+        SPAN_BODY(ticks, kind);                                                            \
+    }
 
-void d9__span_begin(const d9_loc *name, uint64_t id) {
-    UNLESS_TSC(span_other_clock(D9_REC_SPAN_BEGIN, name, id));
-    uint32_t loc = loc_id_if_known(name);
-    FAST_PATH_READING(D9_REC_WORDS_SPAN, loc != 0, span_slow(D9_REC_SPAN_BEGIN, name, id), __rdtsc());
-    SPAN_BODY(ticks, D9_REC_SPAN_BEGIN);
-}
-
-void d9__span_end(const d9_loc *name, uint64_t id) {
-    UNLESS_TSC(span_other_clock(D9_REC_SPAN_END, name, id));
-    uint32_t loc = loc_id_if_known(name);
-    FAST_PATH_READING(D9_REC_WORDS_SPAN, loc != 0, span_slow(D9_REC_SPAN_END, name, id), __rdtsc());
-    SPAN_BODY(ticks, D9_REC_SPAN_END);
-}
+SPAN_HOOK(d9__span_begin, D9_REC_SPAN_BEGIN)
+SPAN_HOOK(d9__span_end, D9_REC_SPAN_END)

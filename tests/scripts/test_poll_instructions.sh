@@ -15,6 +15,8 @@
 # CLOCK_MONOTONIC: every park and unpark reads the thread's CPU time (clock_gettime, left out as
 # above) and schedstat when due; DIAL9_SCHEDSTAT_RESOLUTION_US=1000000 (the most allowed) makes
 # that read a few per run, not one per ms of valgrind's slow time, so the count is the hooks'.
+# And one span begin + end (D9_BENCH_PAIRS=span, d9__span_begin + d9__span_end) on both clocks,
+# against the poll's bounds: a span is recorded as cheaply as a poll.
 # Labelled nosan: a sanitizer's instrumentation is not the hot path (and valgrind refuses it).
 set -euo pipefail
 build=${D9_BUILD_DIR:?}

@@ -182,7 +182,7 @@ static bool union_of(d9m_spans *m, int upto, size_t *count, uint64_t *len) {
     if (!grow((void **)&m->merged, &m->merged_cap, n + 1, sizeof *m->merged)) return false;
     n = 0;
     for (int k = 0; k <= upto; k++) {
-        memcpy(m->merged + n, m->tmp[k], m->tmp_n[k] * sizeof *m->merged);
+        if (m->tmp_n[k]) memcpy(m->merged + n, m->tmp[k], m->tmp_n[k] * sizeof *m->merged);
         n += m->tmp_n[k];
     }
     qsort(m->merged, n, sizeof *m->merged, cmp_start);

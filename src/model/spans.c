@@ -13,6 +13,11 @@ typedef struct ival {
     uint8_t kind;
 } ival;
 
+typedef struct ival_task {
+    uint64_t start, end, task;
+    uint8_t kind;
+} ival_task;
+
 typedef struct task_state {
     uint64_t id;
     d9m_wake_state wake;
@@ -40,9 +45,9 @@ struct d9m_spans {
     uint64_t now, oldest_open; /* oldest_open valid while nopen > 0 */
     uint64_t stray_ends, reopened;
     /* scratch for one span's split */
-    d9m_span_interval *tmp[K_KINDS];
-    size_t tmp_n[K_KINDS], tmp_cap[K_KINDS];
-    d9m_span_interval *merged;
+    ival_task *tmp;            /* the span's tasks' intervals, clipped */
+    size_t tmp_n, tmp_cap;
+    d9m_span_interval *merged; /* the union of its polls */
     size_t merged_cap;
 };
 
@@ -61,7 +66,7 @@ void d9m_spans_free(d9m_spans *m) {
     d9_u64_map_free(&m->task_index);
     d9_u64_map_free(&m->open_by_id);
     free(m->open);
-    for (int k = 0; k < K_KINDS; k++) free(m->tmp[k]);
+    free(m->tmp);
     free(m->merged);
     free(m);
 }
@@ -147,10 +152,8 @@ static bool push_tmp(d9m_spans *m, int kind, uint64_t s, uint64_t e, uint64_t lo
     if (s < lo) s = lo;
     if (e > hi) e = hi;
     if (e <= s) return true;
-    if (!grow((void **)&m->tmp[kind], &m->tmp_cap[kind], m->tmp_n[kind] + 1,
-              sizeof(d9m_span_interval)))
-        return false;
-    m->tmp[kind][m->tmp_n[kind]++] = (d9m_span_interval){s, e, task};
+    if (!grow((void **)&m->tmp, &m->tmp_cap, m->tmp_n + 1, sizeof *m->tmp)) return false;
+    m->tmp[m->tmp_n++] = (ival_task){s, e, task, (uint8_t)kind};
     return true;
 }
 
@@ -171,52 +174,72 @@ static bool collect_task(d9m_spans *m, uint64_t id, uint64_t lo, uint64_t hi) {
 }
 
 static int cmp_start(const void *a, const void *b) {
-    const d9m_span_interval *x = a, *y = b;
+    const ival_task *x = a, *y = b;
     return x->start < y->start ? -1 : x->start > y->start ? 1 : 0;
 }
 
-/* The union of kinds [0..upto] of the scratch, sorted and merged into m->merged; its length. */
-static bool union_of(d9m_spans *m, int upto, size_t *count, uint64_t *len) {
-    size_t n = 0;
-    for (int k = 0; k <= upto; k++) n += m->tmp_n[k];
-    if (!grow((void **)&m->merged, &m->merged_cap, n + 1, sizeof *m->merged)) return false;
-    n = 0;
-    for (int k = 0; k <= upto; k++) {
-        if (m->tmp_n[k]) memcpy(m->merged + n, m->tmp[k], m->tmp_n[k] * sizeof *m->merged);
-        n += m->tmp_n[k];
+/* By start: a few intervals per span, nearly in order (each task's are), so insertion sort,
+ * which allocates nothing (qsort's merge sort did, per span). */
+static void sort_by_start(ival_task *v, size_t n) {
+    for (size_t i = 1; i < n; i++) {
+        ival_task x = v[i];
+        size_t j = i;
+        while (j > 0 && v[j - 1].start > x.start) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
     }
-    qsort(m->merged, n, sizeof *m->merged, cmp_start);
-    size_t out = 0;
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (out > 0 && m->merged[i].start <= m->merged[out - 1].end) {
-            if (m->merged[i].end > m->merged[out - 1].end) m->merged[out - 1].end = m->merged[i].end;
+}
+
+/* The length of the union of the sorted scratch's intervals of kinds [0..upto]; with `out`,
+ * that union too (room for tmp_n). */
+static uint64_t union_len(const d9m_spans *m, int upto, d9m_span_interval *out, size_t *nout) {
+    uint64_t total = 0, cur_s = 0, cur_e = 0;
+    bool open = false;
+    size_t k = 0;
+    for (size_t i = 0; i < m->tmp_n; i++) {
+        const ival_task *v = &m->tmp[i];
+        if (v->kind > upto) continue;
+        if (open && v->start <= cur_e) {
+            if (v->end > cur_e) cur_e = v->end;
             continue;
         }
-        m->merged[out++] = m->merged[i];
+        if (open) {
+            total += cur_e - cur_s;
+            if (out) out[k - 1].end = cur_e;
+        }
+        open = true;
+        cur_s = v->start;
+        cur_e = v->end;
+        if (out) out[k++] = (d9m_span_interval){cur_s, cur_e, v->task};
     }
-    for (size_t i = 0; i < out; i++) total += m->merged[i].end - m->merged[i].start;
-    *count = out;
-    *len = total;
-    return true;
+    if (open) {
+        total += cur_e - cur_s;
+        if (out) out[k - 1].end = cur_e;
+    }
+    if (nout) *nout = k;
+    return total;
 }
 
 /* Split s over its tasks and report it. */
 static int report(d9m_spans *m, d9m_span *s) {
     uint64_t lo = s->begin_ts, hi = s->end_ts > s->begin_ts ? s->end_ts : s->begin_ts;
-    for (int k = 0; k < K_KINDS; k++) m->tmp_n[k] = 0;
+    m->tmp_n = 0;
     if (s->begin_task && !collect_task(m, s->begin_task, lo, hi)) return -1;
     if (s->end_task && s->end_task != s->begin_task && !collect_task(m, s->end_task, lo, hi))
         return -1;
-    uint64_t u_wait, u_queued, u_poll;
+    if (m->tmp_n > 64) qsort(m->tmp, m->tmp_n, sizeof *m->tmp, cmp_start);
+    else sort_by_start(m->tmp, m->tmp_n);
+    if (!grow((void **)&m->merged, &m->merged_cap, m->tmp_n + 1, sizeof *m->merged)) return -1;
     size_t n;
-    if (!union_of(m, K_WAIT, &n, &u_wait) || !union_of(m, K_QUEUED, &n, &u_queued) ||
-        !union_of(m, K_POLL, &n, &u_poll))
-        return -1;
+    uint64_t u_poll = union_len(m, K_POLL, m->merged, &n);
+    uint64_t u_queued = union_len(m, K_QUEUED, NULL, NULL);
+    uint64_t u_wait = union_len(m, K_WAIT, NULL, NULL);
     /* higher kinds take precedence: each part is what its union adds to the ones before */
     s->parts = (d9m_span_parts){.poll_ns = u_poll, .queued_ns = u_queued - u_poll,
                                 .wait_ns = u_wait - u_queued, .unknown_ns = (hi - lo) - u_wait};
-    s->polls = m->merged; /* the last union computed: the polls' */
+    s->polls = m->merged;
     s->npolls = n;
     if (m->done) m->done(m->ctx, s);
     s->polls = NULL;

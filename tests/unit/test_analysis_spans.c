@@ -4,6 +4,11 @@
 #include "check.h"
 #include "test_analysis_builder.h"
 
+static void tb_span_schemas(tb *t) {
+    d9_enc_schema(&t->b, D9_SCH_SPAN_ENTER, &d9_builtin_schemas[D9_SCH_SPAN_ENTER]);
+    d9_enc_schema(&t->b, D9_SCH_SPAN_EXIT, &d9_builtin_schemas[D9_SCH_SPAN_EXIT]);
+}
+
 static void tb_span(tb *t, bool enter, uint64_t ts, uint64_t worker, uint64_t id, uint32_t name,
                     uint64_t task, uint32_t tid) {
     d9_enc_event(&t->b, &t->st, enter ? D9_SCH_SPAN_ENTER : D9_SCH_SPAN_EXIT, ts);
@@ -18,6 +23,7 @@ static void tb_span(tb *t, bool enter, uint64_t ts, uint64_t worker, uint64_t id
 int main(void) {
     tb t = {0};
     tb_stream(&t);
+    tb_span_schemas(&t);
     uint32_t loc = tb_string(&t, "server.c:10");
     uint32_t req = tb_string(&t, "request");
     uint32_t bg = tb_string(&t, "background");

@@ -8,6 +8,11 @@
 #include "export/export_model.h"
 #include "test_analysis_builder.h"
 
+static void tb_span_schemas(tb *t) {
+    d9_enc_schema(&t->b, D9_SCH_SPAN_ENTER, &d9_builtin_schemas[D9_SCH_SPAN_ENTER]);
+    d9_enc_schema(&t->b, D9_SCH_SPAN_EXIT, &d9_builtin_schemas[D9_SCH_SPAN_EXIT]);
+}
+
 static void tb_span(tb *t, bool enter, uint64_t ts, uint64_t worker, uint64_t id, uint32_t name,
                     uint64_t task) {
     d9_enc_event(&t->b, &t->st, enter ? D9_SCH_SPAN_ENTER : D9_SCH_SPAN_EXIT, ts);
@@ -23,6 +28,7 @@ static void tb_span(tb *t, bool enter, uint64_t ts, uint64_t worker, uint64_t id
  * in task 2's on worker 1 (woken by task 1); a "flush" span never ended. */
 static void build(tb *t) {
     tb_stream(t);
+    tb_span_schemas(t);
     uint32_t loc = tb_string(t, "server.c:10");
     uint32_t req = tb_string(t, "request");
     uint32_t flush = tb_string(t, "flush");

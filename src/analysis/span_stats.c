@@ -55,6 +55,7 @@ void d9a_spans_sweep(d9a_analysis *a, const d9a_rec *r) {
     switch (r->kind) {
     case D9A_REC_POLL: rc = d9m_spans_poll(s->model, r->id, r->ts, r->ts + r->dur); break;
     case D9A_REC_WAKE: rc = d9m_spans_wake(s->model, r->id, r->ts); break;
+    case D9A_REC_TERM: rc = d9m_spans_terminate(s->model, r->id); break;
     case D9A_REC_QUEUE:
         if (r->aux == D9A_SPAN_BEGIN)
             rc = d9m_spans_begin(s->model, r->ts, r->ref, r->id, r->dur, r->worker, 0);

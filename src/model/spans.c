@@ -43,6 +43,8 @@ struct d9m_spans {
     size_t nopen_slots, cap_open, nopen;
     uint32_t free_head; /* a free slot + 1, chained through next */
     uint64_t now, oldest_open; /* oldest_open valid while nopen > 0 */
+    uint64_t *dead;            /* terminated tasks to forget once no span is open */
+    size_t ndead, cap_dead;
     uint64_t stray_ends, reopened;
     /* scratch for one span's split */
     ival_task *tmp;            /* the span's tasks' intervals, clipped */
@@ -67,12 +69,14 @@ void d9m_spans_free(d9m_spans *m) {
     d9_u64_map_free(&m->open_by_id);
     free(m->open);
     free(m->tmp);
+    free(m->dead);
     free(m->merged);
     free(m);
 }
 
 uint64_t d9m_spans_stray_ends(const d9m_spans *m) { return m->stray_ends; }
 uint64_t d9m_spans_reopened(const d9m_spans *m) { return m->reopened; }
+size_t d9m_spans_tasks_held(const d9m_spans *m) { return m->ntasks; }
 
 static bool grow(void **p, size_t *cap, size_t need, size_t size) {
     if (need <= *cap) return true;
@@ -247,6 +251,35 @@ static int report(d9m_spans *m, d9m_span *s) {
     return 0;
 }
 
+static void forget_task(d9m_spans *m, uint64_t id) {
+    uint64_t *v = d9_u64_map_get(&m->task_index, id);
+    if (!v) return;
+    size_t i = (size_t)*v;
+    d9_u64_map_remove(&m->task_index, id);
+    free(m->tasks[i].iv);
+    if (i != m->ntasks - 1) { /* the last one moves into its slot */
+        m->tasks[i] = m->tasks[m->ntasks - 1];
+        *d9_u64_map_get(&m->task_index, m->tasks[i].id) = i;
+    }
+    m->ntasks--;
+}
+
+static void forget_dead(d9m_spans *m) {
+    for (size_t i = 0; i < m->ndead; i++) forget_task(m, m->dead[i]);
+    m->ndead = 0;
+}
+
+int d9m_spans_terminate(d9m_spans *m, uint64_t task) {
+    if (!d9_u64_map_get(&m->task_index, task)) return 0;
+    if (m->nopen == 0) {
+        forget_task(m, task);
+        return 0;
+    }
+    if (!grow((void **)&m->dead, &m->cap_dead, m->ndead + 1, sizeof *m->dead)) return -1;
+    m->dead[m->ndead++] = task;
+    return 0;
+}
+
 static void recompute_oldest(d9m_spans *m) {
     bool any = false;
     for (size_t i = 0; i < m->nopen_slots; i++)
@@ -280,6 +313,7 @@ static void close_slot(d9m_spans *m, uint32_t idx) {
     m->free_head = idx + 1;
     m->nopen--;
     if (m->nopen && begin == m->oldest_open) recompute_oldest(m);
+    if (!m->nopen) forget_dead(m);
 }
 
 static int64_t find_open(const d9m_spans *m, uint32_t name, uint64_t id) {

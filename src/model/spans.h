@@ -19,8 +19,8 @@
  *
  * Input in time order (the analysis's sweep, the export's sorted events): a poll whole, at its
  * start; a wake of a task before a poll of the same timestamp; a span mark after the polls of
- * its timestamp. Memory: the tasks' intervals since the oldest open span began, never the
- * whole trace. Names are the reader's string ids. */
+ * its timestamp. Memory: per live task, and the tasks' intervals since the oldest open span
+ * began, never the whole trace. Names are the reader's string ids. */
 #ifndef D9_MODEL_SPANS_H
 #define D9_MODEL_SPANS_H
 
@@ -68,6 +68,9 @@ int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint6
                     uint64_t worker, uint64_t tid);
 int d9m_spans_end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,
                   uint64_t worker, uint64_t tid);
+/* Task `task` terminated: its state is forgotten once no span is open (at once, or when the
+ * last open span ends), so memory follows the live tasks. 0, or -1 when out of memory. */
+int d9m_spans_terminate(d9m_spans *m, uint64_t task);
 /* The trace ended at `end_ts`: every open span is reported unended (ended == false), its
  * elapsed time up to end_ts. 0, or -1 when out of memory. */
 int d9m_spans_finish(d9m_spans *m, uint64_t end_ts);
@@ -75,5 +78,7 @@ int d9m_spans_finish(d9m_spans *m, uint64_t end_ts);
 /* Counts so far: ends that closed nothing, begins that reopened an open (name, id). */
 uint64_t d9m_spans_stray_ends(const d9m_spans *m);
 uint64_t d9m_spans_reopened(const d9m_spans *m);
+/* Tasks whose state the model holds now (its memory follows them). */
+size_t d9m_spans_tasks_held(const d9m_spans *m);
 
 #endif

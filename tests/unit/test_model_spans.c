@@ -150,7 +150,32 @@ static void unknown_before_first_poll(void) {
     d9m_spans_free(m);
 }
 
+/* A terminated task is forgotten at once when no span is open, else once the last open span
+ * ended: a span that ends in a task terminated meanwhile still has its polls. */
+static void terminated_tasks(void) {
+    got g = {0};
+    d9m_spans *m = d9m_spans_new(on_span, &g);
+    CHECK_EQ_U64(d9m_spans_poll(m, 1, 10, 20), 0);
+    CHECK_EQ_U64(d9m_spans_tasks_held(m), 1);
+    CHECK_EQ_U64(d9m_spans_terminate(m, 1), 0);
+    CHECK_EQ_U64(d9m_spans_tasks_held(m), 0);
+    CHECK_EQ_U64(d9m_spans_poll(m, 2, 100, 110), 0);
+    CHECK_EQ_U64(d9m_spans_begin(m, 105, 1, 1, 2, 0, 3), 0);
+    CHECK_EQ_U64(d9m_spans_poll(m, 3, 120, 150), 0);
+    CHECK_EQ_U64(d9m_spans_terminate(m, 3), 0); /* a span is open: kept */
+    CHECK_EQ_U64(d9m_spans_terminate(m, 2), 0);
+    CHECK_EQ_U64(d9m_spans_tasks_held(m), 2);
+    CHECK_EQ_U64(d9m_spans_end(m, 140, 1, 1, 3, 0, 3), 0);
+    CHECK_EQ_U64(g.n, 1);
+    CHECK_EQ_U64(g.s[0].parts.poll_ns, 5 + 20); /* 105..110 (task 2), 120..140 (task 3) */
+    CHECK_EQ_U64(g.s[0].parts.wait_ns, 10);     /* task 2 after its poll, 110..120 */
+    check_adds_up(&g.s[0]);
+    CHECK_EQ_U64(d9m_spans_tasks_held(m), 0);   /* forgotten with the last open span */
+    d9m_spans_free(m);
+}
+
 int main(void) {
+    terminated_tasks();
     cross_thread();
     no_task_and_names();
     unended();

@@ -3,7 +3,8 @@
  * the difference in events is the cost of one event. Pairs go in chunks with a flush between,
  * so no event is dropped (callgrind runs the threads one at a time, and slowly). The pairs are
  * polls, or park/unpark pairs with D9_BENCH_PAIRS=park (at the default schedstat resolution
- * nearly all of them unread, the common case of a busy loop). */
+ * nearly all of them unread, the common case of a busy loop), or span begin/end pairs with
+ * D9_BENCH_PAIRS=span. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +21,16 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     const d9_loc *where = D9_HERE;
     const char *kind = getenv("D9_BENCH_PAIRS");
     bool parks = kind && strcmp(kind, "park") == 0;
+    bool spans = kind && strcmp(kind, "span") == 0;
+    const d9_loc *span = D9_SPAN_NAME("bench_span");
     for (uint64_t i = 0; i < pairs; i++) {
         if (i > 0 && i % PAIRS_PER_FLUSH == 0) d9_flush();
         if (parks) {
             d9_park();
             d9_unpark();
+        } else if (spans) {
+            d9_span_begin(span, i);
+            d9_span_end(span, i);
         } else {
             d9_poll_begin((i & 63) + 1, where);
             d9_poll_end();

@@ -5,7 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dial9/dial9.h>
+
 #include "routes.h"
+
+/* Each request is a span, from its parse to the end of its answer's write (on the loop thread
+ * or after a thread-pool job): `analyze` says where its time went. Ids are the server's own,
+ * process-wide, as a server would log them. */
+#define REQUEST_SPAN D9_SPAN_NAME("http_request")
+static _Atomic uint64_t next_request_id = 1;
 
 #define CONN_BUFFER 16384
 #define CONN_MAGIC 0x68747470u /* "http": tells connection handles from the others in uv_walk */
@@ -19,6 +27,7 @@ struct http_conn {
     bool reading;
     bool waiting;            /* an async route has not answered yet: hold later requests */
     bool close_after_write;  /* the current request ends the connection */
+    uint64_t request_id;     /* the request being answered (its span), 0 when none */
     size_t len;              /* bytes received and not yet consumed */
     char buf[CONN_BUFFER];
 };
@@ -26,6 +35,7 @@ struct http_conn {
 typedef struct write_req {
     uv_write_t req;
     http_conn *conn;
+    uint64_t request_id;     /* the span its completion ends, 0 when none */
     bool close_after;
     char data[];
 } write_req;
@@ -88,6 +98,8 @@ static void conn_process(http_conn *c) {
         }
         c->close_after_write = !req.keep_alive;
         c->owner->requests++;
+        c->request_id = next_request_id++;
+        d9_span_begin(REQUEST_SPAN, c->request_id);
         route_request(c, &req); /* answers now, or later between begin/end_async */
         memmove(c->buf, c->buf + req.length, c->len - req.length);
         c->len -= req.length;
@@ -135,14 +147,24 @@ static const char *status_text(int status) {
 static void on_written(uv_write_t *req, int status) {
     write_req *w = (write_req *)req;
     http_conn *c = w->conn;
+    if (w->request_id) d9_span_end(REQUEST_SPAN, w->request_id);
     if (status < 0 || w->close_after) conn_shut(c);
     free(w);
     conn_unref(c);
 }
 
+/* A request left unanswered (the connection closes, no memory): its span ends here. */
+static void end_request_span(http_conn *c) {
+    if (c->request_id) d9_span_end(REQUEST_SPAN, c->request_id);
+    c->request_id = 0;
+}
+
 void http_conn_respond(http_conn *c, int status, const char *content_type, const char *body,
                        size_t body_len) {
-    if (c->closing) return;
+    if (c->closing) {
+        end_request_span(c);
+        return;
+    }
     char head[256];
     int head_len = snprintf(head, sizeof head,
                             "HTTP/1.1 %d %s\r\nServer: d9-uv-server\r\nContent-Type: %s\r\n"
@@ -151,16 +173,20 @@ void http_conn_respond(http_conn *c, int status, const char *content_type, const
                             c->close_after_write ? "Connection: close\r\n" : "");
     write_req *w = malloc(sizeof *w + (size_t)head_len + body_len);
     if (!w) {
+        end_request_span(c);
         conn_shut(c);
         return;
     }
     w->conn = c;
+    w->request_id = c->request_id; /* the answer ends the request's span */
+    c->request_id = 0;
     w->close_after = c->close_after_write;
     memcpy(w->data, head, (size_t)head_len);
     memcpy(w->data + head_len, body, body_len);
     uv_buf_t b = uv_buf_init(w->data, (unsigned)((size_t)head_len + body_len));
     c->refs++;
     if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0) {
+        if (w->request_id) d9_span_end(REQUEST_SPAN, w->request_id);
         free(w);
         conn_unref(c);
         conn_shut(c);

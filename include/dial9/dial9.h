@@ -424,6 +424,39 @@ D9_INLINE void d9_set_local_queue(uint32_t depth) {
 }
 
 /* ------------------------------------------------------------------------------------------
+ * Spans: a unit of the application's work (a request) from its begin to its end, across
+ * callbacks, tasks and workers: begin and end may run on different threads. `id` is the
+ * application's own 64-bit id (the request id it logs), so a span joins its logs; a begin and
+ * an end pair by name and id. The name is a location, interned once: D9_SPAN_NAME("request")
+ * (a literal), or d9_loc_intern(name) for one made at run time. Each costs about what a poll
+ * hook does; the worker, the task being polled (if any) and the thread are recorded with it,
+ * and readers split the span's time into its tasks' polls, waits for a poll and waits for a
+ * wake (docs/analyze.md). Written as dial9's SpanEnterEvent / SpanExitEvent, so dial9's viewer
+ * shows them. An end during a pause (d9_set_enabled(false)) is not recorded: its span is
+ * reported unended.
+ *
+ *   d9_span_begin(D9_SPAN_NAME("request"), req->id);   // in the read callback
+ *   ...
+ *   d9_span_end(D9_SPAN_NAME("request"), req->id);     // in the write callback, any thread
+ * ---------------------------------------------------------------------------------------- */
+
+#define D9_SPAN_NAME(name)                                                               \
+    (__extension__({                                                                     \
+        static d9_loc d9__span_name_ = {name, name, 0, 0};                               \
+        &d9__span_name_;                                                                 \
+    }))
+
+D9_API void d9__span_begin(const d9_loc *name, uint64_t id);
+D9_API void d9__span_end(const d9_loc *name, uint64_t id);
+
+D9_INLINE void d9_span_begin(const d9_loc *name, uint64_t id) {
+    if (D9__ACTIVE()) d9__span_begin(name, id);
+}
+D9_INLINE void d9_span_end(const d9_loc *name, uint64_t id) {
+    if (D9__ACTIVE()) d9__span_end(name, id);
+}
+
+/* ------------------------------------------------------------------------------------------
  * Custom application events: declare a schema once, then record events that cost about as
  * much as a built-in one.
  *

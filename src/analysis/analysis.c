@@ -63,6 +63,7 @@ void d9a_free(d9a_analysis *a) {
     free(a->drop_count);
     free(a->meta);
     d9a_coverage_free(&a->coverage);
+    d9a_span_stats_free(&a->spans);
     d9a_upload_loss_free(&a->upload_loss);
     for (size_t i = 0; i < a->workers_cap; i++) {
         if (!a->workers[i]) continue;

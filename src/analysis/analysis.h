@@ -199,6 +199,18 @@ typedef struct d9a_live_point {
     int64_t live;  /* tasks spawned in the analyzed time and not yet terminated */
 } d9a_live_point;
 
+/* Spans of one name: their elapsed time, and where it went (model/spans.h): in polls of their
+ * tasks, queued (woken, waiting for the poll), waiting for a wake, unknown. The parts are
+ * totals over the ended spans and add up to elapsed.total exactly. */
+typedef struct d9a_span_report {
+    const char *name;
+    uint64_t count;   /* ended in the analyzed time */
+    uint64_t unended; /* begun and still open at its end (not in elapsed nor the parts) */
+    d9a_dist elapsed;
+    uint64_t poll_ns, queued_ns, wait_ns, unknown_ns;
+    uint64_t cross_worker; /* ended on another worker than the one it began on */
+} d9a_span_report;
+
 typedef enum d9a_severity { D9A_INFO, D9A_WARNING, D9A_CRITICAL } d9a_severity;
 
 typedef struct d9a_flag {
@@ -296,6 +308,11 @@ typedef struct d9a_report {
     size_t ncoverage;
     const d9a_coverage_period *coverage_periods; /* partial periods, in time order per source */
     size_t ncoverage_periods;
+
+    /* spans (d9_span_begin / d9_span_end) by name, by total elapsed time decreasing */
+    const d9a_span_report *spans;
+    size_t nspans;
+    uint64_t span_stray_ends, span_reopened; /* ends that closed nothing; begins of an open one */
 
     /* sealed segments deleted before upload (UploadLossEvent), all runs' total (run NULL):
      * segments 0 when none */

@@ -396,6 +396,20 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
         d9a_coverage_add(&a->coverage, ev->ts_ns, src.ptr, src.len, mode.ptr, mode.len, field_u(ev, F(ONE_IN), 0));
         return 0;
     }
+    case D9_SCH_SPAN_ENTER:
+    case D9_SCH_SPAN_EXIT: {
+        if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;
+        if (d9a_spans_start(a) != 0) return -1;
+        uint32_t name = string_field(a, ev, F(SPAN_NAME), dec);
+        if (name == D9A_NO_ID) return -1;
+        uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE);
+        d9a_rec r = {.ts = ev->ts_ns, .id = field_u(ev, F(SPAN_ID), 0), .ref = name,
+                     .dur = field_u(ev, F(TASK_ID), 0),
+                     .worker = (uint16_t)(wid > D9_WORKER_NONE ? D9_WORKER_NONE : wid),
+                     .kind = D9A_REC_QUEUE,
+                     .aux = in->role == D9_SCH_SPAN_ENTER ? D9A_SPAN_BEGIN : D9A_SPAN_END};
+        return emit(a, &r);
+    }
     case D9_SCH_QUEUE_SAMPLE: {
         if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;
         uint64_t q = field_u(ev, F(GLOBAL_QUEUE), 0);

@@ -15,6 +15,7 @@
 #include "analysis/topn.h"
 #include "model/pairing.h"
 #include "model/wake_link.h"
+#include "analysis/span_stats.h"
 
 #define D9A_MAX_WORKER_ID 4095    /* worker ids above are ignored (dial9's are < 256) */
 #define D9A_POLL_GROUPS 16        /* distinct stacks kept per long poll */
@@ -168,6 +169,7 @@ struct d9a_analysis {
     uint64_t unmatched_starts, unmatched_ends, late, unresolved;
     d9a_coverage coverage; /* CoverageEvent records (coverage.h) */
     d9a_upload_loss upload_loss; /* UploadLossEvent records (upload_loss.h) */
+    d9a_span_stats spans;        /* spans by name (span_stats.h) */
 
     /* entities */
     worker **workers; /* by id, NULL when unseen */

@@ -23,10 +23,14 @@ enum d9a_rec_kind {
     D9A_REC_POLL,    /* worker, dur, id task, ref location, aux local queue (saturated) */
     D9A_REC_OFFCPU,  /* worker, dur (a SchedSwitch out..in interval), aux 1 when preempted */
     D9A_REC_SAMPLE,  /* worker (255 none), ref stack, aux source (0 CPU, 1 context switch) */
-    D9A_REC_QUEUE,   /* ref global queue depth */
+    D9A_REC_QUEUE,   /* ref global queue depth; aux D9A_SPAN_BEGIN / D9A_SPAN_END: a span mark
+                        instead (id span id, ref name, dur task, worker), after the polls of its
+                        timestamp (the key has room for 8 kinds: a span shares this one) */
     D9A_REC_TERM,    /* id task */
     D9A_REC_KINDS
 };
+
+enum { D9A_SPAN_BEGIN = 1, D9A_SPAN_END = 2 };
 
 typedef struct d9a_rec {
     uint64_t ts;

@@ -503,7 +503,8 @@ int d9a_build_report(d9a_analysis *a) {
     r->counts.memory_maps = a->kind_counts[D9_SCH_MEMORY_MAP];
     r->counts.other = a->kind_counts[D9_ROLE_OTHER] + a->kind_counts[D9_SCH_SEGMENT_METADATA] +
                       a->kind_counts[D9_SCH_CLOCK_SYNC] + a->kind_counts[D9_SCH_STACK_ORIGIN] +
-                      a->kind_counts[D9_SCH_TASK_OBJECT];
+                      a->kind_counts[D9_SCH_TASK_OBJECT] + a->kind_counts[D9_SCH_SPAN_ENTER] +
+                      a->kind_counts[D9_SCH_SPAN_EXIT];
     r->dropped = a->dropped;
     d9a_named_count *drops = alloc_array(a, a->ndrop, sizeof *drops);
     if (!drops) return -1;
@@ -702,5 +703,6 @@ int d9a_build_report(d9a_analysis *a) {
     }
     r->queued_examples = qe;
     r->nqueued_examples = a->queued_top.n;
+    if (d9a_spans_report(a, r, r->end_ns) != 0) return -1; /* unended: open at the analyzed end */
     return a->failed ? -1 : 0;
 }

@@ -548,6 +548,38 @@ static void json_stacks(jctx *c) {
     d9_json_object_end(j);
 }
 
+/* Present when the trace has spans (docs/analyze.md). */
+static void json_spans(jctx *c) {
+    d9_json *j = &c->j;
+    const d9a_report *r = c->r;
+    if (!r->nspans && !r->span_stray_ends) return;
+    d9_json_key(j, "spans");
+    d9_json_object_begin(j);
+    jkey_u64(j, "stray_ends", r->span_stray_ends);
+    jkey_u64(j, "reopened", r->span_reopened);
+    d9_json_key(j, "by_name");
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nspans; i++) {
+        const d9a_span_report *s = &r->spans[i];
+        d9_json_object_begin(j);
+        jkey_str(j, "name", s->name);
+        jkey_u64(j, "count", s->count);
+        jkey_u64(j, "unended", s->unended);
+        jkey_u64(j, "cross_worker", s->cross_worker);
+        jdist(j, "elapsed", &s->elapsed);
+        d9_json_key(j, "parts_ns");
+        d9_json_object_begin(j);
+        jkey_u64(j, "poll", s->poll_ns);
+        jkey_u64(j, "queued", s->queued_ns);
+        jkey_u64(j, "wait", s->wait_ns);
+        jkey_u64(j, "unknown", s->unknown_ns);
+        d9_json_object_end(j);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+    d9_json_object_end(j);
+}
+
 void d9a_report_write_json(FILE *out, const d9a_report *r, const d9a_options *opt,
                            const d9a_input_file *files, size_t nfiles) {
     jctx c = {.r = r, .opt = opt, .files = files, .nfiles = nfiles};
@@ -562,6 +594,7 @@ void d9a_report_write_json(FILE *out, const d9a_report *r, const d9a_options *op
     json_tasks(&c);
     json_samples(&c);
     json_queued(&c);
+    json_spans(&c);
     json_stacks(&c);
     d9_json_object_end(&c.j);
     fputc('\n', out);

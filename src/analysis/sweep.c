@@ -317,6 +317,8 @@ static void sweep_one(d9a_analysis *a, const d9a_rec *r) {
     if (late) a->late++;
     else a->watermark = r->ts;
     a->swept_any = true;
+    if (!late && a->spans.model) d9a_spans_sweep(a, r);
+    if (r->kind == D9A_REC_QUEUE && r->aux != 0) return; /* a span mark: the model's only */
     switch (r->kind) {
     case D9A_REC_POLL: on_poll(a, r, late); break;
     case D9A_REC_PARK: {

@@ -496,6 +496,28 @@ static void text_queued(const d9_analyze_render *R) {
     }
 }
 
+/* Only when the trace has spans. Parts in % of the ended spans' total elapsed time. */
+static void text_spans(const d9_analyze_render *R) {
+    const d9a_report *r = R->r;
+    if (!r->nspans && !r->span_stray_ends) return;
+    size_t shown = r->nspans < R->opt->top_n ? r->nspans : R->opt->top_n;
+    fprintf(text_out, "\nSPANS BY NAME (top %zu of %zu by total elapsed time; where it went: in polls of the span's tasks, "
+                      "queued for a poll, waiting for a wake, unknown)\n", shown, r->nspans);
+    fprintf(text_out, "  %8s  %8s  %11s  %10s  %10s  %11s  %6s  %6s  %6s  %6s  %s\n", "spans", "unended", "total", "p50",
+            "p99", "max", "poll", "queued", "wait", "unknwn", "name");
+    for (size_t i = 0; i < shown; i++) {
+        const d9a_span_report *s = &r->spans[i];
+        double t = s->elapsed.total ? (double)s->elapsed.total : 1.0;
+        fprintf(text_out, "  %8" PRIu64 "  %8" PRIu64 "  %11s  %10s  %10s  %11s  %5.1f%%  %5.1f%%  %5.1f%%  %5.1f%%  %s\n",
+                s->count, s->unended, NS(s->elapsed.total), NS(s->elapsed.p50), NS(s->elapsed.p99),
+                NS(s->elapsed.max), 100.0 * (double)s->poll_ns / t, 100.0 * (double)s->queued_ns / t,
+                100.0 * (double)s->wait_ns / t, 100.0 * (double)s->unknown_ns / t, s->name);
+    }
+    if (r->span_stray_ends || r->span_reopened)
+        fprintf(text_out, "  %" PRIu64 " ends closed no open span; %" PRIu64 " begins reopened an open one (left unended)\n",
+                r->span_stray_ends, r->span_reopened);
+}
+
 void d9_analyze_print_text(const d9_analyze_render *R) {
     /* names, locations and symbols are the trace's: their control characters are escaped */
     FILE *safe = d9_escaping_stream(stdout);
@@ -507,6 +529,7 @@ void d9_analyze_print_text(const d9_analyze_render *R) {
     text_sched(R);
     text_wakes(R);
     text_locations(R);
+    text_spans(R);
     text_lifecycle(R);
     text_blocking(R);
     text_cpu(R);

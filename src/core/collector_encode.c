@@ -190,6 +190,19 @@ void d9_col_encode_other(d9_collector *c, const out_event *e) {
         for (int i = 0; i < 5; i++) d9_put_varint(b, e->v[i]);
         break;
     }
+    case D9_SCH_SPAN_ENTER:
+    case D9_SCH_SPAN_EXIT: {
+        need_builtin(c, e->schema);
+        uint32_t name = need_loc(c, (uint32_t)e->v[2]);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_varint(b, e->v[0]);                            /* worker */
+        d9_put_varint(b, e->v[1]);                            /* span id */
+        if (e->schema == D9_SCH_SPAN_ENTER) d9_put_u8(b, 0); /* no parent */
+        d9_put_u32(b, name);
+        d9_put_varint(b, e->v[3]);                            /* task */
+        d9_put_u32(b, (uint32_t)e->v[4]);                     /* tid */
+        break;
+    }
     case D9_SCH_UPLOAD_LOSS: {
         need_builtin(c, e->schema);
         uint32_t run = need_string(c, e->s[0]), reason = need_string(c, e->s[1]);

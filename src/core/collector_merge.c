@@ -137,6 +137,11 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
         }
         e.payload = c->dump_frames;
         break_emit;
+    case D9_REC_SPAN_BEGIN:
+    case D9_REC_SPAN_END: /* with what the model needs: the worker, the task polled, the thread */
+        e.schema = D9_REC_KIND(r[0]) == D9_REC_SPAN_BEGIN ? D9_SCH_SPAN_ENTER : D9_SCH_SPAN_EXIT;
+        e.v[0] = t->c_worker; e.v[1] = r[1]; e.v[2] = r[2]; e.v[3] = t->c_task; e.v[4] = tid;
+        break_emit;
     case D9_REC_CUSTOM:
         e.custom = d9_event_type_at((uint32_t)r[1]);
         if (!e.custom) return;

@@ -413,3 +413,34 @@ void d9__emit(const d9_event_type *type, const d9_arg *args) {
     }
     d9_thread_commit(t, words);
 }
+
+/* Spans: as cheap as a poll (the same three words and fast path). The worker, the task being
+ * polled and the thread are the collector's to add, from the thread's state at this record. */
+#define SPAN_BODY(ticks, kind)                                                             \
+    r[0] = D9_REC_HEADER((ticks), (kind));                                                 \
+    r[1] = id;                                                                             \
+    r[2] = loc;                                                                            \
+    d9_thread_commit(t, D9_REC_WORDS_SPAN)
+
+SLOW void span_slow(unsigned kind, const d9_loc *name, uint64_t id) {
+    uint32_t loc = d9_loc_id(name);
+    BEGIN(D9_REC_WORDS_SPAN);
+    SPAN_BODY(d9_clock_ticks(), kind);
+}
+
+/* A hook and its other-clock twin per kind, the kind a constant in each (as the poll hooks). */
+#define SPAN_HOOK(fn, kind)                                                                \
+    static __attribute__((noinline)) void fn##_other_clock(const d9_loc *name, uint64_t id) { \
+        uint32_t loc = loc_id_if_known(name);                                              \
+        FAST_PATH_ANY_CLOCK(D9_REC_WORDS_SPAN, loc != 0, span_slow(kind, name, id));       \
+        SPAN_BODY(ticks, kind);                                                            \
+    }                                                                                      \
+    void fn(const d9_loc *name, uint64_t id) {                                             \
+        UNLESS_TSC(fn##_other_clock(name, id));                                            \
+        uint32_t loc = loc_id_if_known(name);                                              \
+        FAST_PATH_READING(D9_REC_WORDS_SPAN, loc != 0, span_slow(kind, name, id), __rdtsc()); \
+        SPAN_BODY(ticks, kind);                                                            \
+    }
+
+SPAN_HOOK(d9__span_begin, D9_REC_SPAN_BEGIN)
+SPAN_HOOK(d9__span_end, D9_REC_SPAN_END)

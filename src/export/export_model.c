@@ -140,6 +140,10 @@ void d9_xmodel_free(d9_xmodel *m) {
     free(m->locs);
     free(m->stacks);
     free(m->stack_locs);
+    free(m->spans);
+    free(m->span_names);
+    free(m->span_name_lanes);
+    free(m->span_marks);
     free(m);
 }
 
@@ -291,6 +295,10 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
         if (!VEC_PUSH(b, samples, s)) goto oom;
         break;
     }
+    case D9_SCH_SPAN_ENTER:
+    case D9_SCH_SPAN_EXIT:
+        if (d9_xspans_add(m, ev, str_of(m, ev, F(SPAN_NAME))) != 0) goto oom;
+        break;
     case D9_SCH_STACK_ORIGIN: /* only "truncated" (method 3) matters to a profile */
         if (uint_or(ev, F(METHOD), 0) == D9_ORIGIN_TRUNCATED) {
             uint32_t stack;
@@ -822,7 +830,7 @@ int d9_xmodel_finish(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen
         m->realtime_at_from = (uint64_t)((int64_t)b->clock_real + delta);
     }
     if (collect_workers(m) != 0 || pair_marks(m) != 0 || link_wakes(m) != 0 ||
-        place_samples(m) != 0 || collect_counters(m) != 0)
+        place_samples(m) != 0 || collect_counters(m) != 0 || d9_xspans_build(m) != 0)
         goto oom;
     /* call stacks of the samples in the window, resolved into locations and frames */
     bool *used = calloc(b->stacks_n + 1, sizeof *used);

@@ -28,6 +28,7 @@
 #include "export/string_pool.h"
 #include "common/u64_map.h"
 #include "format/decoder.h"
+#include "model/spans.h"
 
 #define D9_XNONE UINT32_MAX
 
@@ -85,6 +86,26 @@ typedef struct d9_xcounter {
     uint32_t worker; /* index into workers; D9_XNONE for the global queue */
 } d9_xcounter;
 
+/* A span (d9_span_begin / d9_span_end) begun in the window, split by the span model
+ * (model/spans.h) over the model's polls and wakes. */
+typedef struct d9_xspan {
+    uint64_t start, end;      /* end: the drawn end when unended */
+    uint64_t id;
+    uint32_t name;            /* string index */
+    uint32_t name_index;      /* into span_names */
+    uint32_t lane;            /* spans of one name that overlap go on different lanes */
+    bool ended;
+    uint64_t begin_task, end_task;
+    d9m_span_parts parts;
+} d9_xspan;
+
+/* A span event as read, kept until finish pairs them (export_spans.c). */
+typedef struct d9_xspan_mark {
+    uint64_t ts, id, task;
+    uint32_t name;
+    bool begin;
+} d9_xspan_mark;
+
 /* An executable mapping (MemoryMapEvent), for pprof mappings and Perfetto rel_pc. */
 typedef struct d9_xmapping {
     uint64_t start, end, file_offset;
@@ -137,6 +158,12 @@ struct d9_xmodel {
     d9_xcounter *global_queue; size_t global_queue_count; /* sorted by ts */
     d9_xcounter *sched_delay;  size_t sched_delay_count;  /* at each unpark, sorted by ts */
 
+    d9_xspan *spans;        size_t span_count;   /* sorted by start */
+    uint32_t *span_names;   size_t span_name_count; /* distinct names (string indexes), by first span */
+    uint32_t *span_name_lanes; /* lanes each of span_names uses */
+    d9_xspan_mark *span_marks; size_t span_mark_count, span_mark_cap; /* read, until finish */
+    uint64_t span_stray_ends;
+
     d9_xmapping *mappings;  size_t mapping_count;
     d9_xframe *frames;      size_t frame_count;
     d9_xloc *locs;          size_t loc_count;
@@ -173,6 +200,11 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev);
 /* Build the model from everything added: pair, sort, clip to the window (NULL: all),
  * symbolize stacks. Returns 0, or -1 with a message (out of memory, empty window). */
 int d9_xmodel_finish(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen);
+
+/* export_spans.c: keep one span event (its name already interned); pair and split them once
+ * the polls and wakes are built (called by finish). 0, or -1 when out of memory. */
+int d9_xspans_add(d9_xmodel *m, const d9_event *ev, uint32_t name);
+int d9_xspans_build(d9_xmodel *m);
 
 static inline const char *d9_xm_str(const d9_xmodel *m, uint32_t index) {
     return d9_xstr_get(&m->strings, index);

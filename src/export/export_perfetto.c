@@ -63,6 +63,11 @@ static uint64_t uuid_worker(uint32_t w) { return 0x100000000ull + w; }
 static uint64_t uuid_local_queue(uint32_t w) { return 0x200000000ull + w; }
 static uint64_t uuid_sched_delay(uint32_t w) { return 0x300000000ull + w; }
 #define UUID_GLOBAL_QUEUE 0x400000000ull
+/* spans: a track per name, a child track per lane (spans of the name that overlap) */
+static uint64_t uuid_span_name(uint32_t k) { return 0x500000000ull + k; }
+static uint64_t uuid_span_lane(uint32_t k, uint32_t lane) {
+    return 0x1000000000000ull + ((uint64_t)k << 24) + lane;
+}
 
 /* ---- writer state ---------------------------------------------------------------------- */
 typedef struct pf {
@@ -81,7 +86,9 @@ static uint64_t iid_of(uint32_t string_index) { return (uint64_t)string_index + 
 
 enum fixed_name {
     N_POLL, N_PARK, N_WAKE, N_TASK_ID, N_LOCAL_QUEUE, N_SCHED_WAIT, N_CPU_NS, N_WAKER, N_WOKEN,
-    N_WOKEN_LOC, N_OFFCPU_ROOT, N_UNKNOWN_MAPPING, N_FIXED_COUNT,
+    N_WOKEN_LOC, N_OFFCPU_ROOT, N_UNKNOWN_MAPPING,
+    N_SPAN, N_SPAN_ID, N_SPAN_POLL, N_SPAN_QUEUED, N_SPAN_WAIT, N_SPAN_UNKNOWN, N_SPAN_UNENDED,
+    N_FIXED_COUNT,
 };
 static const char *const fixed_names[N_FIXED_COUNT] = {
     [N_POLL] = "poll", [N_PARK] = "park", [N_WAKE] = "wake", [N_TASK_ID] = "task_id",
@@ -89,6 +96,9 @@ static const char *const fixed_names[N_FIXED_COUNT] = {
     [N_WAKER] = "waker_task_id", [N_WOKEN] = "woken_task_id",
     [N_WOKEN_LOC] = "woken_task_location", [N_OFFCPU_ROOT] = "[off-cpu: context switch]",
     [N_UNKNOWN_MAPPING] = "[unknown]",
+    [N_SPAN] = "span", [N_SPAN_ID] = "span_id", [N_SPAN_POLL] = "poll_ns",
+    [N_SPAN_QUEUED] = "queued_ns", [N_SPAN_WAIT] = "wait_ns", [N_SPAN_UNKNOWN] = "unknown_ns",
+    [N_SPAN_UNENDED] = "unended",
 };
 static uint64_t fixed_iid(const pf *p, enum fixed_name n) {
     return (uint64_t)p->m->strings.count + 1 + n;
@@ -201,6 +211,20 @@ static void write_tracks(pf *p) {
     }
     write_counter_track(p, UUID_GLOBAL_QUEUE, "global queue", UNIT_COUNT);
     write_plain_track(p, UUID_OUTSIDE_WAKES, "wakes from outside the workers");
+    for (uint32_t k = 0; k < m->span_name_count; k++) {
+        const char *span = d9_xm_str(m, m->span_names[k]);
+        snprintf(name, sizeof name, "spans: %s", span);
+        write_plain_track(p, uuid_span_name(k), name);
+        for (uint32_t lane = 0; lane < m->span_name_lanes[k]; lane++) {
+            if (lane) snprintf(name, sizeof name, "%s #%u", span, lane + 1);
+            size_t td = d9_pb_begin(&p->pkt, TP_TRACK_DESCRIPTOR);
+            d9_pb_uint(&p->pkt, TD_UUID, uuid_span_lane(k, lane));
+            d9_pb_uint(&p->pkt, TD_PARENT_UUID, uuid_span_name(k));
+            d9_pb_string(&p->pkt, TD_NAME, lane ? name : span);
+            d9_pb_end(&p->pkt, td);
+            end_packet(p);
+        }
+    }
 }
 
 /* ---- interned data ----------------------------------------------------------------------- */
@@ -319,6 +343,7 @@ static int write_interned(pf *p) {
     enum { NEED_EVENT = 1, NEED_FUNCTION = 2, NEED_PATH = 4, NEED_BUILD = 8 };
     for (size_t i = 0; i < m->poll_count; i++)
         if (m->polls[i].loc) need[m->polls[i].loc] |= NEED_EVENT;
+    for (size_t i = 0; i < m->span_count; i++) need[m->spans[i].name] |= NEED_EVENT;
     for (size_t i = 0; i < m->frame_count; i++) need[m->frames[i].name] |= NEED_FUNCTION;
     for (size_t i = 0; i < m->mapping_count; i++) {
         need[m->mappings[i].path] |= NEED_PATH;
@@ -333,7 +358,8 @@ static int write_interned(pf *p) {
     for (int k = 0; k < N_FIXED_COUNT; k++) {
         const char *s = fixed_names[k];
         uint64_t iid = fixed_iid(p, (enum fixed_name)k);
-        if (k == N_POLL || k == N_PARK || k == N_WAKE) {
+        if (k >= N_SPAN && !m->span_count) continue; /* a trace without spans: as before them */
+        if (k == N_POLL || k == N_PARK || k == N_WAKE || k == N_SPAN) {
             interned_name(&p->pkt, ID_EVENT_CATEGORIES, iid, s);
             interned_name(&p->pkt, ID_EVENT_NAMES, iid, s);
         } else if (k == N_OFFCPU_ROOT) {
@@ -369,7 +395,7 @@ static int write_interned(pf *p) {
 /* ---- events ------------------------------------------------------------------------------ */
 
 enum item_kind { IT_POLL_BEGIN, IT_POLL_END, IT_PARK_BEGIN, IT_PARK_END, IT_WAKE, IT_LOCAL_QUEUE,
-                 IT_SCHED_DELAY, IT_GLOBAL_QUEUE, IT_SAMPLE };
+                 IT_SCHED_DELAY, IT_GLOBAL_QUEUE, IT_SAMPLE, IT_SPAN_BEGIN, IT_SPAN_END };
 
 /* One packet to write: sorted by (ts, seq). seq follows each track's own order, so that at
  * equal timestamps a slice's END comes after its BEGIN and before the next slice's BEGIN. */
@@ -388,7 +414,7 @@ static int cmp_item(const void *a, const void *b) {
 
 static item *collect_items(const d9_xmodel *m, size_t *count) {
     size_t n = 2 * m->poll_count + 2 * m->park_count + m->wake_count + m->local_queue_count +
-               m->sched_delay_count + m->global_queue_count + m->sample_count;
+               m->sched_delay_count + m->global_queue_count + m->sample_count + 2 * m->span_count;
     item *it = malloc((n + 1) * sizeof *it);
     if (!it) return NULL;
     uint32_t seq = 0;
@@ -423,6 +449,11 @@ static item *collect_items(const d9_xmodel *m, size_t *count) {
         it[k++] = (item){m->global_queue[i].ts, seq++, (uint32_t)i, IT_GLOBAL_QUEUE};
     for (size_t i = 0; i < m->sample_count; i++)
         it[k++] = (item){m->samples[i].ts, seq++, (uint32_t)i, IT_SAMPLE};
+    /* by start: on a lane, a span's end comes before the next one's begin at the same time */
+    for (size_t i = 0; i < m->span_count; i++) {
+        it[k++] = (item){m->spans[i].start, seq++, (uint32_t)i, IT_SPAN_BEGIN};
+        it[k++] = (item){m->spans[i].end, seq++, (uint32_t)i, IT_SPAN_END};
+    }
     qsort(it, k, sizeof *it, cmp_item);
     *count = k;
     return it;
@@ -520,6 +551,33 @@ static void write_item(pf *p, const item *it) {
         d9_pb_uint(b, TE_TYPE, TYPE_COUNTER);
         d9_pb_uint(b, TE_TRACK_UUID, track);
         d9_pb_int(b, TE_COUNTER_VALUE, c->value > INT64_MAX ? INT64_MAX : (int64_t)c->value);
+        d9_pb_end(b, te);
+        break;
+    }
+    case IT_SPAN_BEGIN: {
+        const d9_xspan *s = &m->spans[it->index];
+        begin_timed_packet(p, it->ts, SEQ_NEEDS_INCREMENTAL_STATE);
+        te = d9_pb_begin(b, TP_TRACK_EVENT);
+        d9_pb_uint(b, TE_TYPE, TYPE_SLICE_BEGIN);
+        d9_pb_uint(b, TE_TRACK_UUID, uuid_span_lane(s->name_index, s->lane));
+        d9_pb_uint(b, TE_CATEGORY_IIDS, fixed_iid(p, N_SPAN));
+        d9_pb_uint(b, TE_NAME_IID, iid_of(s->name));
+        annotation_uint(p, N_SPAN_ID, s->id);
+        annotation_uint(p, N_TASK_ID, s->begin_task);
+        annotation_uint(p, N_SPAN_POLL, s->parts.poll_ns);
+        annotation_uint(p, N_SPAN_QUEUED, s->parts.queued_ns);
+        annotation_uint(p, N_SPAN_WAIT, s->parts.wait_ns);
+        annotation_uint(p, N_SPAN_UNKNOWN, s->parts.unknown_ns);
+        if (!s->ended) annotation_uint(p, N_SPAN_UNENDED, 1);
+        d9_pb_end(b, te);
+        break;
+    }
+    case IT_SPAN_END: {
+        const d9_xspan *s = &m->spans[it->index];
+        begin_timed_packet(p, it->ts, 0);
+        te = d9_pb_begin(b, TP_TRACK_EVENT);
+        d9_pb_uint(b, TE_TYPE, TYPE_SLICE_END);
+        d9_pb_uint(b, TE_TRACK_UUID, uuid_span_lane(s->name_index, s->lane));
         d9_pb_end(b, te);
         break;
     }

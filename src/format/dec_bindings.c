@@ -25,6 +25,7 @@ static const char *const known_names[D9_KF_COUNT] = {
     [D9_KF_BUILD_ID] = "build_id",           [D9_KF_METHOD] = "method",
     [D9_KF_OBJECT] = "object",               [D9_KF_MODE] = "mode",
     [D9_KF_ONE_IN] = "one_in",
+    [D9_KF_SPAN_ID] = "span_id",             [D9_KF_SPAN_NAME] = "span_name",
 };
 
 void d9_dec_bind(d9_dec_binding *b, const char *name, const d9_dec_field *fields, uint16_t n) {

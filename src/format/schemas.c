@@ -66,4 +66,14 @@ const d9_schema_def d9_builtin_schemas[D9_SCH_BUILTIN_COUNT] = {
                                {"segments", D9_FT_VARINT}, {"bytes", D9_FT_VARINT},
                                {"first_start_unix_ns", D9_FT_VARINT},
                                {"last_end_unix_ns", D9_FT_VARINT}, {"reason", D9_FT_POOLED_STRING}),
+    /* dial9's span events (its tracing layer's, by the names its viewer also accepts): their
+     * fields first, then ours (the task being polled, the thread), which its viewer shows as
+     * the span's fields. span_id is the user's id; a parent is never written. */
+    [D9_SCH_SPAN_ENTER] = DEF("SpanEnterEvent", 1, {"worker_id", D9_FT_VARINT},
+                              {"span_id", D9_FT_VARINT}, {"parent_span_id", OPT(D9_FT_VARINT)},
+                              {"span_name", D9_FT_POOLED_STRING}, {"task_id", D9_FT_VARINT},
+                              {"tid", D9_FT_U32}),
+    [D9_SCH_SPAN_EXIT] = DEF("SpanExitEvent", 1, {"worker_id", D9_FT_VARINT},
+                             {"span_id", D9_FT_VARINT}, {"span_name", D9_FT_POOLED_STRING},
+                             {"task_id", D9_FT_VARINT}, {"tid", D9_FT_U32}),
 };

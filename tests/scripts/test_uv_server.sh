@@ -90,9 +90,12 @@ if [ ! -x "$dial9" ]; then echo "PASS (dial9 CLI not built: trace not checked)";
 "$dial9" dump --jsonl "$run_dir" | python3 -c '
 import json, sys
 runtimes, locs, pool_polls = {}, set(), 0
+span_begins, span_ends = [], []
 for line in sys.stdin:
     ev = json.loads(line); f = ev["fields"]
     if ev["event"] == "WorkerRegisteredEvent": runtimes[f["worker_id"]] = f["runtime"]
+    elif ev["event"] in ("SpanEnterEvent", "SpanExitEvent") and f["span_name"] == "http_request":
+        (span_begins if ev["event"] == "SpanEnterEvent" else span_ends).append(f["span_id"])
     elif ev["event"] == "PollStartEvent":
         locs.add(f["spawn_loc"])
         if runtimes.get(f["worker_id"]) == "uv-threadpool": pool_polls += 1
@@ -104,6 +107,11 @@ if len(http) != 2: bad.append("two http loops")
 if pool_polls < 4: bad.append("polls on the thread pool (/file: 3, /lookup: 1)")
 for loc in ("on_connection", "on_read", "on_file_open", "on_file_read", "on_file_closed", "on_resolved", "on_written", "on_stop"):
     if loc not in locs: bad.append("a poll at " + loc)
+# every parsed request (7 on the keep-alive connection, 3 pipelined; not the malformed one)
+# is a span, begun and ended once, by the request id of the server
+print("request spans", len(span_begins), "begun", len(span_ends), "ended")
+if len(span_begins) != 10 or sorted(span_begins) != sorted(span_ends) or len(set(span_begins)) != 10:
+    bad.append("a span per request, each ended once")
 if bad: print("FAIL: the trace lacks", ", ".join(bad)); sys.exit(1)
 print("PASS")
 '

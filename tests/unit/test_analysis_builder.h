@@ -28,7 +28,9 @@ static inline void tb_stream_with(tb *t, bool dial9_parks) {
     d9_enc_header(&t->b, &t->st);
     t->next_pool = 1;
     t->dial9_parks = dial9_parks;
-    for (uint16_t i = 0; i < D9_SCH_BUILTIN_COUNT; i++) {
+    /* the schemas from before spans: the checked-in vectors hold those bytes (a trace with
+     * spans declares theirs, as test_analysis_spans does) */
+    for (uint16_t i = 0; i < D9_SCH_SPAN_ENTER; i++) {
         const d9_schema_def *def = &d9_builtin_schemas[i];
         if (i == D9_SCH_WORKER_PARK || i == D9_SCH_WORKER_UNPARK)
             def = d9_test_park_schema(dial9_parks, i == D9_SCH_WORKER_UNPARK);

@@ -1,6 +1,7 @@
 /* Our traces carry every field dial9 requires (tests/vectors/dial9_required_fields.tsv: its
  * viewer throws on a park or unpark without cpu_time_ns, and loads nothing), with dial9's types,
- * recorded with the defaults, with every source on, and zero-code (`dial9 run`); the adapters'
+ * recorded with the defaults, with every source on, and zero-code (`dial9 run`), spans included
+ * (dial9's SpanEnterEvent / SpanExitEvent fields, which its viewer reads); the adapters'
  * tests make the same check on their loops' traces (adapter_trace_checks.h). And the CPU time
  * is true: a park after busy work has a cpu_time_ns above its unpark's by at least the CPU that
  * work took (measured by the thread itself between the two calls: a loop of fixed length costs
@@ -36,10 +37,13 @@ typedef struct worker_parks {
     int n;
     uint64_t cpu[2 * ROUNDS + 2];
     bool unpark[2 * ROUNDS + 2];
+    int span_enters, span_exits;
 } worker_parks;
 
 static void collect(const d9_event *ev, void *ctx) {
     worker_parks *w = ctx;
+    w->span_enters += d9t_is(ev, "SpanEnterEvent");
+    w->span_exits += d9t_is(ev, "SpanExitEvent");
     bool park = d9t_is(ev, "WorkerParkEvent"), unpark = d9t_is(ev, "WorkerUnparkEvent");
     if ((!park && !unpark) || d9t_field_u(ev, "tid") != w->tid || w->n == 2 * ROUNDS + 2) return;
     w->unpark[w->n] = unpark;
@@ -69,9 +73,11 @@ static void record_in_process(bool every_source) {
         d9_unpark();
         d9_task_spawn((uint64_t)i + 1, D9_HERE);
         d9_poll_begin((uint64_t)i + 1, D9_HERE);
+        d9_span_begin(D9_SPAN_NAME("round"), (uint64_t)i);
         work[i] = busy_work();
         d9_wake((uint64_t)i + 1);
         d9_poll_end();
+        d9_span_end(D9_SPAN_NAME("round"), (uint64_t)i); /* outside a poll: task 0 */
         d9_task_terminate((uint64_t)i + 1);
         d9_park();
     }
@@ -83,6 +89,8 @@ static void record_in_process(bool every_source) {
     worker_parks w = {.tid = (uint32_t)gettid()};
     CHECK_EQ_U64(d9t_decode_run(d9_run_dir(), collect, &w), 0);
     CHECK_EQ_U64(w.n, 2 * ROUNDS + 2);
+    CHECK_EQ_U64(w.span_enters, ROUNDS); /* checked against dial9's span fields above */
+    CHECK_EQ_U64(w.span_exits, ROUNDS);
     int stale = 0;
     for (int i = 0; i < ROUNDS && w.n == 2 * ROUNDS + 2; i++) {
         uint64_t unpark = w.cpu[1 + 2 * i], park = w.cpu[2 + 2 * i];

@@ -1,0 +1,111 @@
+#include "analysis/span_stats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/internal.h"
+
+static void on_span(void *ctx, const d9m_span *sp) {
+    d9a_span_stats *s = ctx;
+    uint64_t *v = d9_u64_map_get(&s->by_name, sp->name);
+    if (!v) {
+        if (s->nnames == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 8;
+            d9a_span_name_stats *n = realloc(s->names, cap * sizeof *n);
+            if (!n) {
+                s->failed = true;
+                return;
+            }
+            s->names = n;
+            s->cap = cap;
+        }
+        if (d9_u64_map_put(&s->by_name, sp->name, s->nnames) != 0) {
+            s->failed = true;
+            return;
+        }
+        memset(&s->names[s->nnames], 0, sizeof s->names[0]);
+        s->names[s->nnames].name = sp->name;
+        v = d9_u64_map_get(&s->by_name, sp->name);
+        s->nnames++;
+    }
+    d9a_span_name_stats *n = &s->names[*v];
+    if (!sp->ended) {
+        n->unended++;
+        return;
+    }
+    n->count++;
+    if (sp->begin_worker != sp->end_worker) n->cross_worker++;
+    d9a_hist_add(&n->elapsed, sp->end_ts - sp->begin_ts);
+    n->poll_ns += sp->parts.poll_ns;
+    n->queued_ns += sp->parts.queued_ns;
+    n->wait_ns += sp->parts.wait_ns;
+    n->unknown_ns += sp->parts.unknown_ns;
+}
+
+int d9a_spans_start(d9a_analysis *a) {
+    if (a->spans.model) return 0;
+    a->spans.model = d9m_spans_new(on_span, &a->spans);
+    return a->spans.model ? 0 : -1;
+}
+
+void d9a_spans_sweep(d9a_analysis *a, const d9a_rec *r) {
+    d9a_span_stats *s = &a->spans;
+    if (!s->model) return;
+    int rc = 0;
+    switch (r->kind) {
+    case D9A_REC_POLL: rc = d9m_spans_poll(s->model, r->id, r->ts, r->ts + r->dur); break;
+    case D9A_REC_WAKE: rc = d9m_spans_wake(s->model, r->id, r->ts); break;
+    case D9A_REC_TERM: rc = d9m_spans_terminate(s->model, r->id); break;
+    case D9A_REC_QUEUE:
+        if (r->aux == D9A_SPAN_BEGIN)
+            rc = d9m_spans_begin(s->model, r->ts, r->ref, r->id, r->dur, r->worker, 0);
+        else if (r->aux == D9A_SPAN_END)
+            rc = d9m_spans_end(s->model, r->ts, r->ref, r->id, r->dur, r->worker, 0);
+        break;
+    default: break;
+    }
+    if (rc != 0) s->failed = true;
+}
+
+static int by_total_desc(const void *x, const void *y) {
+    const d9a_span_report *a = x, *b = y;
+    if (a->elapsed.total != b->elapsed.total) return a->elapsed.total > b->elapsed.total ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+int d9a_spans_report(d9a_analysis *a, d9a_report *r, uint64_t end_ns) {
+    d9a_span_stats *s = &a->spans;
+    if (!s->model) return 0;
+    if (d9m_spans_finish(s->model, end_ns) != 0 || s->failed) return -1;
+    r->span_stray_ends = d9m_spans_stray_ends(s->model);
+    r->span_reopened = d9m_spans_reopened(s->model);
+    if (s->nnames == 0) return 0;
+    d9a_span_report *out = d9_arena_alloc(&a->report_arena, s->nnames * sizeof *out, 16);
+    if (!out) return -1;
+    memset(out, 0, s->nnames * sizeof *out);
+    for (size_t i = 0; i < s->nnames; i++) {
+        const d9a_span_name_stats *n = &s->names[i];
+        d9a_span_report *x = &out[i];
+        x->name = d9a_strings_get(&a->strings, n->name);
+        x->count = n->count;
+        x->unended = n->unended;
+        x->cross_worker = n->cross_worker;
+        d9a_dist_from(&x->elapsed, &n->elapsed);
+        x->poll_ns = n->poll_ns;
+        x->queued_ns = n->queued_ns;
+        x->wait_ns = n->wait_ns;
+        x->unknown_ns = n->unknown_ns;
+    }
+    qsort(out, s->nnames, sizeof *out, by_total_desc);
+    r->spans = out;
+    r->nspans = s->nnames;
+    return 0;
+}
+
+void d9a_span_stats_free(d9a_span_stats *s) {
+    d9m_spans_free(s->model);
+    for (size_t i = 0; i < s->nnames; i++) d9a_hist_free(&s->names[i].elapsed);
+    free(s->names);
+    d9_u64_map_free(&s->by_name);
+    memset(s, 0, sizeof *s);
+}

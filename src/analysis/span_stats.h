@@ -1,0 +1,44 @@
+/* Spans in the analysis: the span model (model/spans.h) fed from the sweep's time-ordered
+ * records, its spans summed by name for the report. The model is made at the first span event
+ * ingested, so a trace without spans costs nothing; the reordering window holds the polls
+ * before it, so the first spans' tasks are known. */
+#ifndef D9_ANALYSIS_SPAN_STATS_H
+#define D9_ANALYSIS_SPAN_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/hist.h"
+#include "common/u64_map.h"
+#include "model/spans.h"
+
+typedef struct d9a_span_name_stats {
+    uint32_t name; /* string id */
+    uint64_t count, unended, cross_worker;
+    d9a_hist elapsed;
+    uint64_t poll_ns, queued_ns, wait_ns, unknown_ns;
+} d9a_span_name_stats;
+
+typedef struct d9a_span_stats {
+    d9m_spans *model;          /* NULL until the first span event */
+    d9_u64_map by_name;        /* string id -> index into names */
+    d9a_span_name_stats *names;
+    size_t nnames, cap;
+    bool failed;
+} d9a_span_stats;
+
+struct d9a_analysis;
+struct d9a_rec;
+struct d9a_report;
+
+/* Ingest saw a span event: make the model. 0, or -1 when out of memory. */
+int d9a_spans_start(struct d9a_analysis *a);
+/* A record handed to the sweep in time order (late ones are not: the model needs the order). */
+void d9a_spans_sweep(struct d9a_analysis *a, const struct d9a_rec *r);
+/* The analyzed time ended at end_ns: unended spans counted, the report's section built.
+ * 0, or -1 when out of memory. */
+int d9a_spans_report(struct d9a_analysis *a, struct d9a_report *r, uint64_t end_ns);
+void d9a_span_stats_free(d9a_span_stats *s);
+
+#endif

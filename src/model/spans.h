@@ -1,0 +1,84 @@
+/* Spans (d9_span_begin / d9_span_end), written once for every reader of the trace model:
+ * which begin an end closes, and where a span's elapsed time went.
+ *
+ * Pairing: an end closes the open span of the same name and id (the user's request id), on
+ * any thread: a request may begin in one callback and end in another worker's. A second begin
+ * of an open (name, id) leaves the first unended; an end with nothing open is a stray end.
+ *
+ * The split of a span [begin, end) over its tasks (the task being polled where it began and
+ * where it ended, when any): at each instant the first of these that holds for one of them
+ *   poll    a poll of the task runs;
+ *   queued  the task was woken and waits for its poll (wake -> poll, model/wake_link.h);
+ *   wait    the task waits for a wake: after its poll ended, before the next wake (async wait:
+ *           the network, a timer, another thread's work);
+ *   unknown none of them is known (no task, a task not polled since the trace began).
+ * Exact integer ns: poll + queued + wait + unknown == elapsed.
+ *
+ * The in-poll part is a union of intervals of the tasks' polls (d9m_span.polls): the seam where
+ * the per-poll attribution (on CPU, blocked by cause, runnable) splits it further.
+ *
+ * Input in time order (the analysis's sweep, the export's sorted events): a poll whole, at its
+ * start; a wake of a task before a poll of the same timestamp; a span mark after the polls of
+ * its timestamp. Memory: per live task, and the tasks' intervals since the oldest open span
+ * began, never the whole trace. Names are the reader's string ids. */
+#ifndef D9_MODEL_SPANS_H
+#define D9_MODEL_SPANS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct d9m_span_interval {
+    uint64_t start, end; /* [start, end) ns */
+    uint64_t task;
+} d9m_span_interval;
+
+typedef struct d9m_span_parts {
+    uint64_t poll_ns, queued_ns, wait_ns, unknown_ns;
+} d9m_span_parts;
+
+typedef struct d9m_span {
+    uint32_t name;            /* the reader's string id */
+    uint64_t id;              /* the user's id */
+    uint64_t begin_ts, end_ts; /* end_ts: the trace's end when unended */
+    uint64_t begin_task, end_task;     /* 0: outside any poll */
+    uint64_t begin_worker, end_worker; /* as the trace says (255: not a worker) */
+    uint64_t begin_tid, end_tid;
+    bool ended;               /* false: still open when the trace ended */
+    d9m_span_parts parts;
+    /* the in-poll intervals of the span (clipped to it, a union: no overlap), in time order;
+     * valid during the callback only */
+    const d9m_span_interval *polls;
+    size_t npolls;
+} d9m_span;
+
+/* Called once per span, when it ends (or at d9m_spans_finish for the unended ones). */
+typedef void (*d9m_span_fn)(void *ctx, const d9m_span *s);
+
+typedef struct d9m_spans d9m_spans;
+
+/* NULL when out of memory. */
+d9m_spans *d9m_spans_new(d9m_span_fn done, void *ctx);
+void d9m_spans_free(d9m_spans *m);
+
+/* The inputs, in time order (see above). 0, or -1 when out of memory. */
+int d9m_spans_wake(d9m_spans *m, uint64_t task, uint64_t ts);
+int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end);
+int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,
+                    uint64_t worker, uint64_t tid);
+int d9m_spans_end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,
+                  uint64_t worker, uint64_t tid);
+/* Task `task` terminated: its state is forgotten once no span is open (at once, or when the
+ * last open span ends), so memory follows the live tasks. 0, or -1 when out of memory. */
+int d9m_spans_terminate(d9m_spans *m, uint64_t task);
+/* The trace ended at `end_ts`: every open span is reported unended (ended == false), its
+ * elapsed time up to end_ts. 0, or -1 when out of memory. */
+int d9m_spans_finish(d9m_spans *m, uint64_t end_ts);
+
+/* Counts so far: ends that closed nothing, begins that reopened an open (name, id). */
+uint64_t d9m_spans_stray_ends(const d9m_spans *m);
+uint64_t d9m_spans_reopened(const d9m_spans *m);
+/* Tasks whose state the model holds now (its memory follows them). */
+size_t d9m_spans_tasks_held(const d9m_spans *m);
+
+#endif

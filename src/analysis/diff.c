@@ -12,8 +12,11 @@
 void d9d_options_init(d9d_options *o) {
     /* 10 % and 20 us: a change smaller than either is not worth a line (a poll budget is
      * 10-100 us); z 3.29: two-sided p < 0.001, so that among the few dozen groups of a program
-     * a false alarm is rare (Bonferroni: 50 groups at 5 % would ask 0.001) */
-    *o = (d9d_options){.relative_pct = 10, .abs_ns = 20000, .min_polls = 20, .z = 3.29};
+     * a false alarm is rare (Bonferroni: 50 groups at 5 % would ask 0.001); 1000 polls a side
+     * before the p99 is judged: below that it rests on fewer than 10 polls, and a few polls
+     * preempted on a busy host move it (two recordings of one build, 300 polls a side, differed
+     * at tail z 5.2, p99 13.5 -> 34.9 us) */
+    *o = (d9d_options){.relative_pct = 10, .abs_ns = 20000, .min_polls = 20, .tail_min_polls = 1000, .z = 3.29};
 }
 
 const char *d9d_verdict_name(d9d_verdict v) {
@@ -140,8 +143,9 @@ static void judge_durations(const d9d_diff *d, d9d_row *r, const d9a_hist *ha, c
     }
     bool center_up = r->z_center >= o->z && moved(o, a->p50_ns, b->p50_ns, +1);
     bool center_down = r->z_center <= -o->z && moved(o, a->p50_ns, b->p50_ns, -1);
-    bool tail_up = r->z_tail >= o->z && moved(o, a->p99_ns, b->p99_ns, +1);
-    bool tail_down = r->z_tail <= -o->z && moved(o, a->p99_ns, b->p99_ns, -1);
+    bool tail_judged = a->count >= o->tail_min_polls && b->count >= o->tail_min_polls;
+    bool tail_up = tail_judged && r->z_tail >= o->z && moved(o, a->p99_ns, b->p99_ns, +1);
+    bool tail_down = tail_judged && r->z_tail <= -o->z && moved(o, a->p99_ns, b->p99_ns, -1);
     if (center_up || tail_up) {
         r->verdict = D9D_REGRESSION;
         if (center_up)

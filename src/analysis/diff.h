@@ -30,6 +30,7 @@ typedef struct d9d_options {
     double relative_pct; /* 10: a quantile moved by at least 10 % of A's value ... */
     uint64_t abs_ns;   /* 20 us: ... and by at least this much */
     uint64_t min_polls; /* 20: fewer values on a side are not judged */
+    uint64_t tail_min_polls; /* 1000: the p99 is judged with at least this many a side */
     double z;          /* 3.29: |z| of the test (two-sided p < 0.001) */
 } d9d_options;
 

@@ -72,6 +72,7 @@ void d9d_print_json(FILE *out, const d9d_diff *d, const d9d_gate *g) {
     kf(&j, "relative_pct", d->opt.relative_pct);
     ku(&j, "absolute_ns", d->opt.abs_ns);
     ku(&j, "min_polls", d->opt.min_polls);
+    ku(&j, "tail_min_polls", d->opt.tail_min_polls);
     kf(&j, "z", d->opt.z);
     d9_json_object_end(&j);
     d9_json_key(&j, "sides");

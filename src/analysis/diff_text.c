@@ -49,8 +49,8 @@ void d9d_print_text(FILE *out, const d9d_diff *d, size_t top, const d9d_gate *g)
                 d->opt.z, d->opt.relative_pct, d->opt.min_polls);
     else
         fprintf(out, "  a change: p50 (Mann-Whitney) or p99 (tail) with |z| >= %.2f, moved >= %g %% and >= %s; >= %" PRIu64
-                     " polls a side\n",
-                d->opt.z, d->opt.relative_pct, ns(x, d->opt.abs_ns), d->opt.min_polls);
+                     " polls a side (>= %" PRIu64 " for the p99)\n",
+                d->opt.z, d->opt.relative_pct, ns(x, d->opt.abs_ns), d->opt.min_polls, d->opt.tail_min_polls);
     fprintf(out, "\n%zu regression%s, %zu new, %zu improvement%s, %zu gone, %zu missing data, %zu too few, %zu unchanged\n",
             d->verdict_counts[D9D_REGRESSION], d->verdict_counts[D9D_REGRESSION] == 1 ? "" : "s",
             d->verdict_counts[D9D_NEW], d->verdict_counts[D9D_IMPROVEMENT],

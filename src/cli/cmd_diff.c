@@ -45,6 +45,7 @@ static void diff_usage(FILE *out) {
             "  --flame OUT           differential folded stacks (CPU and off-CPU samples, 'stack A B'\n"
             "                        per line: flamegraph.pl draws it; two runs or windows only)\n"
             "  --min-polls N         fewer polls on a side are not judged (default 20)\n"
+            "  --tail-min-polls N    fewer polls on a side leave the p99 unjudged (default 1000)\n"
             "  --min-change P%%       a change moves a quantile by at least P %% of A's (default 10%%)\n"
             "  --min-change-abs D    ... and by at least D: 20us, 1ms (default 20us)\n"
             "  --z Z                 |z| a change's test must reach (default 3.29: p < 0.001)\n"
@@ -58,7 +59,7 @@ static void diff_usage(FILE *out) {
 
 enum {
     OPT_JSON = 256, OPT_A_FROM, OPT_A_TO, OPT_B_FROM, OPT_B_TO, OPT_SLOWEST, OPT_FAIL_ON, OPT_FLAME,
-    OPT_MIN_POLLS, OPT_MIN_CHANGE, OPT_MIN_CHANGE_ABS, OPT_Z, OPT_TOP, OPT_WINDOW,
+    OPT_MIN_POLLS, OPT_TAIL_MIN_POLLS, OPT_MIN_CHANGE, OPT_MIN_CHANGE_ABS, OPT_Z, OPT_TOP, OPT_WINDOW,
 };
 
 static int parse_double(const char *s, const char *suffix, double *out) {
@@ -146,6 +147,7 @@ int d9_cmd_diff(int argc, char **argv) {
         {"fail-on", required_argument, NULL, OPT_FAIL_ON},
         {"flame", required_argument, NULL, OPT_FLAME},
         {"min-polls", required_argument, NULL, OPT_MIN_POLLS},
+        {"tail-min-polls", required_argument, NULL, OPT_TAIL_MIN_POLLS},
         {"min-change", required_argument, NULL, OPT_MIN_CHANGE},
         {"min-change-abs", required_argument, NULL, OPT_MIN_CHANGE_ABS},
         {"z", required_argument, NULL, OPT_Z},
@@ -212,6 +214,9 @@ int d9_cmd_diff(int argc, char **argv) {
         case OPT_FLAME: flame = optarg; break;
         case OPT_MIN_POLLS:
             if (parse_count(optarg, &dopt.min_polls) != 0 || dopt.min_polls < 2) bad = "a count of at least 2";
+            break;
+        case OPT_TAIL_MIN_POLLS:
+            if (parse_count(optarg, &dopt.tail_min_polls) != 0 || dopt.tail_min_polls < 2) bad = "a count of at least 2";
             break;
         case OPT_MIN_CHANGE: {
             double p;

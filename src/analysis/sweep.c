@@ -170,6 +170,7 @@ static void on_poll(d9a_analysis *a, const d9a_rec *r, bool late) {
         e->lq = r->aux;
     }
     if (late) {
+        d9a_attr_late_poll(a, r, slot);
         /* a pending wake older than this poll: it was followed by this poll at the latest */
         task *t = d9a_task(a, r->id, false);
         d9m_wake_link link;
@@ -177,6 +178,7 @@ static void on_poll(d9a_analysis *a, const d9a_rec *r, bool late) {
             d9a_hist_add(&a->wake_delay, link.delay_ns);
         return;
     }
+    d9a_attr_poll_begin(a, w, r, slot);
     w->sw_poll_slot = slot;
     if (slot >= 0) w->sw_poll_gen = a->long_polls.gen[slot];
     w->sw_has_poll = true;
@@ -282,6 +284,12 @@ static void on_sample(d9a_analysis *a, const d9a_rec *r) {
 static void on_offcpu(d9a_analysis *a, const d9a_rec *r, bool late) {
     worker *w = rec_worker(a, r->worker);
     if (!w || late) return;
+    /* the stack of the context-switch sample taken at this switch-out, if one was */
+    uint32_t stack = w->pend_off && w->pend_off_end == UINT64_MAX && r->ts >= w->pend_ts &&
+                             r->ts - w->pend_ts <= D9A_SWITCH_MATCH_NS
+                         ? w->pend_stack
+                         : D9A_NO_ID;
+    d9a_attr_offcpu(a, w, r, stack);
     w->sw_has_off = true;
     w->sw_off_start = r->ts;
     w->sw_off_end = r->ts + r->dur;
@@ -401,7 +409,10 @@ int d9a_sweep_flush(d9a_analysis *a, bool all) {
 
 int d9a_sweep_finish(d9a_analysis *a) {
     if (d9a_sweep_flush(a, true) != 0) return -1;
-    for (size_t i = 0; i < a->nwlist; i++) close_pending(a, a->wlist[i], UINT64_MAX);
+    for (size_t i = 0; i < a->nwlist; i++) {
+        close_pending(a, a->wlist[i], UINT64_MAX);
+        d9a_attr_poll_end(a, a->wlist[i]);
+    }
     for (uint32_t i = 0; i < a->ntasks; i++)
         if (a->tasks[i].in_use) finish_task(a, &a->tasks[i]);
     return a->failed ? -1 : 0;

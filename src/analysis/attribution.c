@@ -1,78 +1,22 @@
-/* The per-poll attribution (model/attribution.h) in the analysis's sweep: each worker's latest
- * poll stays open until its next one, the off-CPU intervals inside it are added as they come
- * in time order, and at its end its parts go to its spawn location and, when it is one of the
- * longest, to its entry. The cause of a blocked interval needs the symbols of its stack,
- * which a trace carries at its segments' ends: the sweep keeps the blocked time per stack
- * (as blocked_other) and the report moves it to its cause. */
+/* The per-poll attribution (model/attribution.h) in the analysis, the report's side: the
+ * cause of a blocked interval needs the symbols of its stack, which a trace carries at its
+ * segments' ends, so the sweep (attribution_sweep.h) keeps the blocked time per stack (as
+ * blocked_other) and the report moves it to its cause. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/internal.h"
+#include "analysis/attribution_sweep.h"
 #include "model/offcpu_cause.h"
 
-static long_poll_entry *entry_of(d9a_analysis *a, long slot, uint32_t gen) {
-    if (slot < 0 || a->long_polls.gen[slot] != gen) return NULL;
-    return d9a_topn_at(&a->long_polls, (size_t)slot);
-}
-
-void d9a_attr_poll_end(d9a_analysis *a, worker *w) {
-    if (!w->at_open) return;
-    w->at_open = false;
-    d9m_parts p;
-    d9m_attr_finish(&w->at, &p);
-    bool exact = !w->at.inconsistent;
-    loc_stats *L = d9a_loc(a, w->at_loc);
-    if (!L) return;
-    d9m_parts_add(&L->parts, &p);
-    if (exact)
-        for (uint32_t i = 0; i < w->nat_stk; i++) {
-            uint64_t *v = d9_u64_map_upsert(&a->attr_stacks,
-                                            (uint64_t)w->at_loc << 32 | w->at_stk[i].stack, 0);
-            if (!v) {
-                a->failed = true;
-                return;
-            }
-            *v += w->at_stk[i].ns;
-        }
-    long_poll_entry *e = entry_of(a, w->at_slot, w->at_gen);
-    if (!e) return;
-    e->parts = p;
-    e->nat_stk = exact ? w->nat_stk : 0;
-    memcpy(e->at_stk, w->at_stk, e->nat_stk * sizeof e->at_stk[0]);
-}
-
-void d9a_attr_poll_begin(d9a_analysis *a, worker *w, const d9a_rec *r, long slot) {
-    d9a_attr_poll_end(a, w);
-    w->at_open = true;
-    d9m_attr_begin(&w->at, r->ts, r->ts + r->dur);
-    d9m_coverage_gaps(&a->swcov, w->id, &w->at);
-    w->at_loc = r->ref;
-    w->at_slot = slot;
-    w->at_gen = slot >= 0 ? a->long_polls.gen[slot] : 0;
-    w->nat_stk = 0;
-}
-
-/* A late poll's switch records were handed on before it: all of it is unknown. */
-void d9a_attr_late_poll(d9a_analysis *a, const d9a_rec *r, long slot) {
-    loc_stats *L = d9a_loc(a, r->ref);
-    if (L) L->parts.ns[D9M_PART_UNKNOWN] += r->dur;
-    if (slot >= 0) ((long_poll_entry *)d9a_topn_at(&a->long_polls, (size_t)slot))->parts.ns[D9M_PART_UNKNOWN] = r->dur;
-}
-
-void d9a_attr_offcpu(d9a_analysis *a, worker *w, const d9a_rec *r, uint32_t stack) {
-    (void)a;
-    if (!w->at_open || r->ts < w->at.start || r->ts >= w->at.end) return;
-    bool preempted = r->aux != 0;
-    uint64_t covered = d9m_attr_covered(&w->at, r->ts, r->ts + r->dur);
-    d9m_attr_offcpu(&w->at, r->ts, r->ts + r->dur, preempted ? D9M_PART_RUNNABLE : D9M_PART_BLOCKED_OTHER);
-    if (preempted || stack == D9A_NO_ID || covered == 0 || w->at.inconsistent) return;
-    for (uint32_t i = 0; i < w->nat_stk; i++)
-        if (w->at_stk[i].stack == stack) {
-            w->at_stk[i].ns += covered;
-            return;
-        }
-    /* more distinct stacks than kept: the rest stays blocked_other (attribution.h) */
-    if (w->nat_stk < D9A_ATTR_STACKS) w->at_stk[w->nat_stk++] = (attr_stack){stack, covered};
+/* The sweep's side is inline (attribution_sweep.h): it runs for every poll. Out of line: a
+ * poll's blocked stacks committed to its location. */
+int d9a_attr_commit_stacks(d9a_analysis *a, const worker *w) {
+    for (uint32_t i = 0; i < w->nat_stk; i++) {
+        uint64_t *v = d9_u64_map_upsert(&a->attr_stacks, (uint64_t)w->at_loc << 32 | w->at_stk[i].stack, 0);
+        if (!v) return -1;
+        *v += w->at_stk[i].ns;
+    }
+    return 0;
 }
 
 #define CAUSE_FRAMES 512

@@ -262,12 +262,9 @@ static inline loc_stats *d9a_loc(d9a_analysis *a, uint32_t loc) {
 /* report.c */
 int d9a_build_report(d9a_analysis *a);
 void d9a_dist_from(d9a_dist *d, const d9a_hist *h);
-/* attribution.c: the per-poll attribution (model/attribution.h) in the sweep */
-void d9a_attr_poll_begin(d9a_analysis *a, worker *w, const d9a_rec *r, long slot);
-void d9a_attr_poll_end(d9a_analysis *a, worker *w);
-void d9a_attr_late_poll(d9a_analysis *a, const d9a_rec *r, long slot);
-/* an off-CPU interval of w's thread; stack: its switch-out stack, or D9A_NO_ID */
-void d9a_attr_offcpu(d9a_analysis *a, worker *w, const d9a_rec *r, uint32_t stack);
+/* attribution.c: the per-poll attribution (model/attribution.h); the sweep's side is inline,
+ * attribution_sweep.h */
+int d9a_attr_commit_stacks(d9a_analysis *a, const worker *w);
 /* at the report: move the blocked time of stacks from blocked_other to their causes */
 int d9a_attr_classify(d9a_analysis *a, d9m_parts *parts, const attr_stack *stk, size_t n);
 int d9a_attr_classify_locations(d9a_analysis *a);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/attribution_sweep.h"
 #include "analysis/internal.h"
 
 task *d9a_task(d9a_analysis *a, uint64_t id, bool create) {

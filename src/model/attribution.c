@@ -8,12 +8,6 @@
 const char *const d9m_part_names[D9M_PARTS] = {"on_cpu", "lock",          "io",       "sleep",
                                                "fault",  "blocked_other", "runnable", "unknown"};
 
-void d9m_attr_begin(d9m_attr_poll *p, uint64_t start, uint64_t end) {
-    memset(p, 0, sizeof *p);
-    p->start = start;
-    p->end = end > start ? end : start;
-}
-
 void d9m_attr_gap(d9m_attr_poll *p, uint64_t from, uint64_t to) {
     if (from < p->start) from = p->start;
     if (to > p->end) to = p->end;
@@ -44,7 +38,7 @@ void d9m_attr_gap(d9m_attr_poll *p, uint64_t from, uint64_t to) {
     p->ngaps = n;
 }
 
-uint64_t d9m_attr_covered(const d9m_attr_poll *p, uint64_t from, uint64_t to) {
+uint64_t d9m_attr_covered_gaps(const d9m_attr_poll *p, uint64_t from, uint64_t to) {
     if (from < p->start) from = p->start;
     if (to > p->end) to = p->end;
     if (to <= from) return 0;
@@ -55,36 +49,6 @@ uint64_t d9m_attr_covered(const d9m_attr_poll *p, uint64_t from, uint64_t to) {
         if (b > a) d -= b - a;
     }
     return d;
-}
-
-void d9m_attr_offcpu(d9m_attr_poll *p, uint64_t from, uint64_t to, d9m_part cause) {
-    if (cause == D9M_PART_ON_CPU || cause == D9M_PART_UNKNOWN || cause >= D9M_PARTS)
-        cause = D9M_PART_BLOCKED_OTHER;
-    if (to <= from) return;
-    if (from < p->last_off_end) {
-        /* one thread is off-CPU once at a time: overlapping intervals are a broken trace */
-        p->inconsistent = true;
-        return;
-    }
-    p->off_ns[cause] += d9m_attr_covered(p, from, to);
-    p->last_off_end = to;
-}
-
-void d9m_attr_finish(const d9m_attr_poll *p, d9m_parts *out) {
-    memset(out, 0, sizeof *out);
-    uint64_t elapsed = p->end - p->start;
-    if (p->inconsistent) {
-        out->ns[D9M_PART_UNKNOWN] = elapsed;
-        return;
-    }
-    uint64_t gaps = 0, off = 0;
-    for (uint32_t i = 0; i < p->ngaps; i++) gaps += p->gaps[i].to - p->gaps[i].from;
-    for (int i = 0; i < D9M_PARTS; i++) {
-        out->ns[i] = p->off_ns[i];
-        off += p->off_ns[i];
-    }
-    out->ns[D9M_PART_UNKNOWN] = gaps;
-    out->ns[D9M_PART_ON_CPU] = elapsed - gaps - off; /* covered intervals lie outside the gaps */
 }
 
 /* ---- coverage ---- */
@@ -154,7 +118,7 @@ void d9m_coverage_drop(d9m_coverage *c, uint64_t ts, uint64_t worker, uint64_t t
         lo_;                                                                                    \
     })
 
-void d9m_coverage_gaps(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p) {
+void d9m_coverage_gaps_slow(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p) {
     if (c->failed || c->stated == D9M_SWITCH_INACTIVE ||
         (c->stated == D9M_SWITCH_UNSTATED && !c->switch_seen)) {
         d9m_attr_gap(p, p->start, p->end);

@@ -80,21 +80,81 @@ typedef struct d9m_attr_poll {
     struct {
         uint64_t from, to;
     } gaps[D9M_ATTR_GAPS]; /* sorted, disjoint, within [start, end) */
-    uint64_t off_ns[D9M_PARTS]; /* the covered off-CPU time by cause, so far */
+    d9m_parts off;              /* the covered off-CPU time by cause, so far */
+    uint64_t off_total;         /* their sum */
     uint64_t last_off_end;      /* the end of the latest off-CPU interval added */
 } d9m_attr_poll;
 
-void d9m_attr_begin(d9m_attr_poll *p, uint64_t start, uint64_t end);
+/* Inline, as the rest of a poll's arithmetic: the analysis runs it for every poll. */
+static inline void d9m_attr_begin(d9m_attr_poll *p, uint64_t start, uint64_t end) {
+    p->start = start;
+    p->end = end > start ? end : start;
+    p->ngaps = 0;
+    p->inconsistent = false;
+    p->last_off_end = 0;
+    p->off_total = 0;
+    p->off = (d9m_parts){{0}};
+}
 /* [from, to) of the poll is not covered. All gaps come before the first off-CPU interval. */
 void d9m_attr_gap(d9m_attr_poll *p, uint64_t from, uint64_t to);
-/* The thread was off-CPU over [from, to) for `cause` (not ON_CPU or UNKNOWN); intervals of the
- * thread come in time order. Clipped to the poll; its part inside gaps stays unknown. */
-void d9m_attr_offcpu(d9m_attr_poll *p, uint64_t from, uint64_t to, d9m_part cause);
-/* The covered part of [from, to) inside the poll (what d9m_attr_offcpu would count): for a
- * reader that classifies later (the analysis, whose stacks get their symbols at the end). */
-uint64_t d9m_attr_covered(const d9m_attr_poll *p, uint64_t from, uint64_t to);
-/* The poll's parts: on_cpu and unknown complete them to end - start. */
-void d9m_attr_finish(const d9m_attr_poll *p, d9m_parts *out);
+/* The covered part of [from, to) inside the poll (what d9m_attr_offcpu counts). */
+uint64_t d9m_attr_covered_gaps(const d9m_attr_poll *p, uint64_t from, uint64_t to);
+static inline uint64_t d9m_attr_covered(const d9m_attr_poll *p, uint64_t from, uint64_t to) {
+    if (p->ngaps) return d9m_attr_covered_gaps(p, from, to);
+    if (from < p->start) from = p->start;
+    if (to > p->end) to = p->end;
+    return to > from ? to - from : 0;
+}
+/* The thread was off-CPU over [from, to) for `cause` (not ON_CPU or UNKNOWN: those count as
+ * BLOCKED_OTHER); intervals of the thread come in time order. Clipped to the poll; its part
+ * inside gaps stays unknown. Returns the ns it counted. */
+static inline uint64_t d9m_attr_offcpu(d9m_attr_poll *p, uint64_t from, uint64_t to, d9m_part cause) {
+    if (cause == D9M_PART_ON_CPU || cause >= D9M_PART_UNKNOWN) cause = D9M_PART_BLOCKED_OTHER;
+    if (to <= from) return 0;
+    if (from < p->last_off_end) {
+        /* one thread is off-CPU once at a time: overlapping intervals are a broken trace */
+        p->inconsistent = true;
+        return 0;
+    }
+    p->last_off_end = to;
+    uint64_t d = d9m_attr_covered(p, from, to);
+    p->off.ns[cause] += d;
+    p->off_total += d;
+    return d;
+}
+static inline uint64_t d9m_attr_gap_ns(const d9m_attr_poll *p) {
+    uint64_t gaps = 0;
+    for (uint32_t i = 0; i < p->ngaps; i++) gaps += p->gaps[i].to - p->gaps[i].from;
+    return gaps;
+}
+/* The poll's parts: on_cpu and unknown complete them to end - start; all unknown when the
+ * intervals were inconsistent. */
+static inline void d9m_attr_finish(const d9m_attr_poll *p, d9m_parts *out) {
+    uint64_t elapsed = p->end - p->start;
+    if (p->inconsistent) {
+        *out = (d9m_parts){{0}};
+        out->ns[D9M_PART_UNKNOWN] = elapsed;
+        return;
+    }
+    uint64_t gaps = d9m_attr_gap_ns(p);
+    *out = p->off;
+    out->ns[D9M_PART_UNKNOWN] = gaps;
+    /* covered intervals lie outside the gaps, inside the poll */
+    out->ns[D9M_PART_ON_CPU] = elapsed - gaps - p->off_total;
+}
+/* Add the poll's parts to *sum (what d9m_attr_finish gives, without the copy: once per poll). */
+static inline void d9m_attr_add_to(const d9m_attr_poll *p, d9m_parts *sum) {
+    uint64_t elapsed = p->end - p->start;
+    if (__builtin_expect(p->inconsistent, 0)) {
+        sum->ns[D9M_PART_UNKNOWN] += elapsed;
+        return;
+    }
+    uint64_t gaps = p->ngaps ? d9m_attr_gap_ns(p) : 0;
+    if (p->off_total)
+        for (int i = D9M_PART_LOCK; i <= D9M_PART_RUNNABLE; i++) sum->ns[i] += p->off.ns[i];
+    sum->ns[D9M_PART_UNKNOWN] += gaps;
+    sum->ns[D9M_PART_ON_CPU] += elapsed - gaps - p->off_total;
+}
 
 /* ---- the trace's coverage of switch records ---- */
 
@@ -135,7 +195,14 @@ void d9m_coverage_change(d9m_coverage *c, uint64_t ts, const char *source, size_
 /* A DroppedEventsEvent: worker_id (D9_WORKER_NONE = 255 when absent) and tid (0 absent). */
 void d9m_coverage_drop(d9m_coverage *c, uint64_t ts, uint64_t worker, uint64_t tid);
 /* Add the gaps of a poll of `worker` over [p->start, p->end) to p. */
-void d9m_coverage_gaps(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p);
+void d9m_coverage_gaps_slow(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p);
+static inline void d9m_coverage_gaps(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p) {
+    /* the usual case: switch records, no governor record and no drop */
+    if (c->nchanges == 0 && c->ndrops == 0 && !c->failed &&
+        (c->stated == D9M_SWITCH_ACTIVE || (c->stated == D9M_SWITCH_UNSTATED && c->switch_seen)))
+        return;
+    d9m_coverage_gaps_slow(c, worker, p);
+}
 void d9m_coverage_free(d9m_coverage *c);
 
 #endif

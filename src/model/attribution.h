@@ -197,10 +197,14 @@ void d9m_coverage_drop(d9m_coverage *c, uint64_t ts, uint64_t worker, uint64_t t
 /* Add the gaps of a poll of `worker` over [p->start, p->end) to p. */
 void d9m_coverage_gaps_slow(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p);
 static inline void d9m_coverage_gaps(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p) {
-    /* the usual case: switch records, no governor record and no drop */
-    if (c->nchanges == 0 && c->ndrops == 0 && !c->failed &&
-        (c->stated == D9M_SWITCH_ACTIVE || (c->stated == D9M_SWITCH_UNSTATED && c->switch_seen)))
+    /* the usual cases: no governor record and no drop, and switch records or none at all */
+    if (c->nchanges == 0 && c->ndrops == 0 && !c->failed) {
+        if (c->stated == D9M_SWITCH_ACTIVE || (c->stated == D9M_SWITCH_UNSTATED && c->switch_seen)) return;
+        p->gaps[0].from = p->start;
+        p->gaps[0].to = p->end;
+        p->ngaps = p->end > p->start;
         return;
+    }
     d9m_coverage_gaps_slow(c, worker, p);
 }
 void d9m_coverage_free(d9m_coverage *c);

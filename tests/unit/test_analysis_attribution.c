@@ -93,6 +93,15 @@ static void build(tb *t, bool switches) {
     /* drop.c: 50 .. 60 ms; events of worker 0 dropped before 55 ms */
     tb_poll(t, T0 + 50 * MS, 10 * MS, 0, 0, 4, l_drop);
     tb_drops(t, T0 + 55 * MS, 3, tb_string(t, "buffer_full"), 100, 0);
+    /* after.c: 65 .. 70 ms; nanosleep 66 .. 69 ms, its stack's sample stamped 3 us after the
+     * switch-out (two perf events: either may come first) */
+    uint32_t l_after = tb_string(t, "after.c:1");
+    tb_poll(t, T0 + 65 * MS, 5 * MS, 0, 0, 5, l_after);
+    if (switches) {
+        tb_switch(t, T0 + 66 * MS, 100, 0, true, false);
+        tb_sample(t, T0 + 66 * MS + 3 * US, 0, 100, 1, s_sleep);
+        tb_switch(t, T0 + 69 * MS, 100, 0, false, false);
+    }
     /* symbols last, as the background symbolizer writes them */
     tb_symbol(t, K_SCHED, 0x100, "__schedule", 0, "", 0);
     tb_symbol(t, K_FUTEX, 0x100, "futex_wait_queue", 0, "", 0);
@@ -133,6 +142,8 @@ static void test_parts(void) {
         }
         L = loc(r, "drop.c:1");
         CHECK(L && part(&L->parts, D9M_PART_UNKNOWN) == 5 * MS && part(&L->parts, D9M_PART_ON_CPU) == 5 * MS);
+        L = loc(r, "after.c:1");
+        CHECK(L && part(&L->parts, D9M_PART_SLEEP) == 3 * MS && part(&L->parts, D9M_PART_BLOCKED_OTHER) == 0);
         /* the longest polls carry the same parts */
         const d9a_long_poll *p = long_poll(r, "lock.c:1");
         CHECK(p && part(&p->parts, D9M_PART_LOCK) == 4 * MS && part(&p->parts, D9M_PART_ON_CPU) == 4500 * US &&
@@ -155,7 +166,7 @@ static void test_no_switch_records(void) {
     if (r) {
         CHECK_EQ_U64(part(&r->parts, D9M_PART_UNKNOWN), r->polls.total);
         CHECK_EQ_U64(part(&r->parts, D9M_PART_ON_CPU), 0);
-        CHECK_EQ_U64(r->polls.total, 40 * MS);
+        CHECK_EQ_U64(r->polls.total, 45 * MS);
     }
     d9a_free(a);
     d9_buf_free(&t.b);

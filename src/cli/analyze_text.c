@@ -335,7 +335,7 @@ static void text_attribution(const d9_analyze_render *R) {
         if (r->locations[i].polls.count) n++;
     size_t shown = n < R->opt->top_n ? n : R->opt->top_n;
     fprintf(text_out, "\nWHERE THE POLL TIME WENT (top %zu of %zu spawn locations by total poll time; "
-                      "docs/analyze.md, \"Attribution\")\n", shown, n);
+                      "docs/analyze.md, \"Where the poll time went\")\n", shown, n);
     if (n == 0) {
         fprintf(text_out, "  no polls\n");
         return;

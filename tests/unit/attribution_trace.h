@@ -13,7 +13,7 @@
 
 #include "test_analysis_builder.h"
 
-#define T0 (5000 * MS)
+#define ATTR_T0 (5000 * MS)
 
 /* Kernel and user addresses, one function each (symbols written at the end). */
 enum {
@@ -52,8 +52,8 @@ static inline void attribution_trace(tb *t, bool switches) {
     tb_stream(t);
     const char *meta[] = {"source.off_cpu", switches ? "active: perf switch records" : "inactive: no perf",
                           NULL};
-    tb_metadata(t, T0, meta);
-    tb_coverage(t, T0, "full");
+    tb_metadata(t, ATTR_T0, meta);
+    tb_coverage(t, ATTR_T0, "full");
     uint64_t lock_stack[] = {K_SCHED, K_FUTEX, K_SYSCALL, U_LOCK, U_APP};
     uint64_t sleep_stack[] = {K_SCHED, K_NSLEEP, K_SYSCALL, U_SLEEP, U_APP};
     uint64_t read_stack[] = {K_SCHED, K_PIPE, K_SYSCALL, U_READ, U_APP};
@@ -64,36 +64,36 @@ static inline void attribution_trace(tb *t, bool switches) {
 
     /* lock.c: 10 ms; a lock wait 1 ms .. 5 ms, preempted 6 .. 7 ms, blocked without a stack
      * 8 .. 8.5 ms */
-    tb_poll(t, T0, 10 * MS, 0, 0, 1, l_lock);
+    tb_poll(t, ATTR_T0, 10 * MS, 0, 0, 1, l_lock);
     if (switches) {
-        blocked(t, T0 + 1 * MS, T0 + 5 * MS, s_lock);
-        tb_switch(t, T0 + 6 * MS, 100, 0, true, true);
-        tb_switch(t, T0 + 7 * MS, 100, 0, false, false);
-        blocked(t, T0 + 8 * MS, T0 + 8500 * US, 0);
+        blocked(t, ATTR_T0 + 1 * MS, ATTR_T0 + 5 * MS, s_lock);
+        tb_switch(t, ATTR_T0 + 6 * MS, 100, 0, true, true);
+        tb_switch(t, ATTR_T0 + 7 * MS, 100, 0, false, false);
+        blocked(t, ATTR_T0 + 8 * MS, ATTR_T0 + 8500 * US, 0);
     }
     /* sleep.c: 10 ms; nanosleep 21 .. 29 ms */
-    tb_poll(t, T0 + 20 * MS, 10 * MS, 0, 0, 2, l_sleep);
-    if (switches) blocked(t, T0 + 21 * MS, T0 + 29 * MS, s_sleep);
+    tb_poll(t, ATTR_T0 + 20 * MS, 10 * MS, 0, 0, 2, l_sleep);
+    if (switches) blocked(t, ATTR_T0 + 21 * MS, ATTR_T0 + 29 * MS, s_sleep);
     /* io.c: 38 .. 48 ms; a read 39 .. 41 ms; the governor samples 40 .. 45 ms, where a switch
      * 42 .. 44 ms was recorded (in one of its windows): not counted, all of 40 .. 45 unknown */
-    tb_coverage(t, T0 + 40 * MS, "sampled");
-    tb_coverage(t, T0 + 45 * MS, "full");
-    tb_poll(t, T0 + 38 * MS, 10 * MS, 0, 0, 3, l_io);
+    tb_coverage(t, ATTR_T0 + 40 * MS, "sampled");
+    tb_coverage(t, ATTR_T0 + 45 * MS, "full");
+    tb_poll(t, ATTR_T0 + 38 * MS, 10 * MS, 0, 0, 3, l_io);
     if (switches) {
-        blocked(t, T0 + 39 * MS, T0 + 41 * MS, s_read);
-        blocked(t, T0 + 42 * MS, T0 + 44 * MS, s_read);
+        blocked(t, ATTR_T0 + 39 * MS, ATTR_T0 + 41 * MS, s_read);
+        blocked(t, ATTR_T0 + 42 * MS, ATTR_T0 + 44 * MS, s_read);
     }
     /* drop.c: 50 .. 60 ms; events of worker 0 dropped before 55 ms */
-    tb_poll(t, T0 + 50 * MS, 10 * MS, 0, 0, 4, l_drop);
-    tb_drops(t, T0 + 55 * MS, 3, tb_string(t, "buffer_full"), 100, 0);
+    tb_poll(t, ATTR_T0 + 50 * MS, 10 * MS, 0, 0, 4, l_drop);
+    tb_drops(t, ATTR_T0 + 55 * MS, 3, tb_string(t, "buffer_full"), 100, 0);
     /* after.c: 65 .. 70 ms; nanosleep 66 .. 69 ms, its stack's sample stamped 3 us after the
      * switch-out (two perf events: either may come first) */
     uint32_t l_after = tb_string(t, "after.c:1");
-    tb_poll(t, T0 + 65 * MS, 5 * MS, 0, 0, 5, l_after);
+    tb_poll(t, ATTR_T0 + 65 * MS, 5 * MS, 0, 0, 5, l_after);
     if (switches) {
-        tb_switch(t, T0 + 66 * MS, 100, 0, true, false);
-        tb_sample(t, T0 + 66 * MS + 3 * US, 0, 100, 1, s_sleep);
-        tb_switch(t, T0 + 69 * MS, 100, 0, false, false);
+        tb_switch(t, ATTR_T0 + 66 * MS, 100, 0, true, false);
+        tb_sample(t, ATTR_T0 + 66 * MS + 3 * US, 0, 100, 1, s_sleep);
+        tb_switch(t, ATTR_T0 + 69 * MS, 100, 0, false, false);
     }
     /* symbols last, as the background symbolizer writes them */
     tb_symbol(t, K_SCHED, 0x100, "__schedule", 0, "", 0);

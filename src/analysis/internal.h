@@ -251,7 +251,7 @@ static inline worker *d9a_worker(d9a_analysis *a, uint64_t id) {
 /* sweep.c */
 #define D9A_IDLE_MIN_NS 1000000 /* a parked worker counts as idle beside queued work when it
                                    stays parked at least this long after the observation */
-#define D9A_SWITCH_MATCH_NS 50000 /* a context-switch sample and its SchedSwitch switch-out */
+#define D9A_SWITCH_MATCH_NS D9M_SWITCH_STACK_MATCH_NS /* a context-switch sample and its switch-out */
 int d9a_sweep_flush(d9a_analysis *a, bool all);
 int d9a_sweep_finish(d9a_analysis *a);
 task *d9a_task(d9a_analysis *a, uint64_t id, bool create);

@@ -11,8 +11,6 @@
 #include "export/export.h"
 #include "model/offcpu_cause.h"
 
-#define SWITCH_MATCH_NS 50000 /* a context-switch sample and its switch-out (analysis/internal.h) */
-
 typedef struct interval {
     uint64_t out, in;
     uint32_t worker; /* index into m->workers */
@@ -80,10 +78,10 @@ static void match_samples(const d9_xmodel *m, interval *iv, const uint32_t *firs
         size_t lo = first[s->worker], hi = first[s->worker + 1];
         while (lo < hi) { /* the first interval with out >= ts - 50 us */
             size_t mid = lo + (hi - lo) / 2;
-            if (iv[mid].out + SWITCH_MATCH_NS < s->ts) lo = mid + 1;
+            if (iv[mid].out + D9M_SWITCH_STACK_MATCH_NS < s->ts) lo = mid + 1;
             else hi = mid;
         }
-        for (size_t j = lo; j < first[s->worker + 1] && iv[j].out <= s->ts + SWITCH_MATCH_NS; j++)
+        for (size_t j = lo; j < first[s->worker + 1] && iv[j].out <= s->ts + D9M_SWITCH_STACK_MATCH_NS; j++)
             if (iv[j].sample == D9_XNONE && s->ts < iv[j].in) {
                 iv[j].sample = (uint32_t)i;
                 break;

@@ -39,6 +39,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A context-switch sample and the switch-out it was taken at come from two perf events: they
+ * are one when their timestamps are this close (either may come first). */
+#define D9M_SWITCH_STACK_MATCH_NS 50000
+
 typedef enum d9m_part {
     D9M_PART_ON_CPU,
     D9M_PART_LOCK,

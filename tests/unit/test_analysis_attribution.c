@@ -98,7 +98,38 @@ static void test_window(void) {
     d9_buf_free(&t.b);
 }
 
+/* A poll that reaches the time-ordering window after later records were handed on (a late
+ * record): its switch records could not be placed, so all of it is unknown, and the parts
+ * still add up to the polls' time. */
+static void test_late_poll(void) {
+    tb t = {0};
+    tb_stream(&t);
+    const char *meta[] = {"source.off_cpu", "active", NULL};
+    tb_metadata(&t, ATTR_T0, meta);
+    uint32_t early = tb_string(&t, "early.c:1"), later = tb_string(&t, "later.c:1");
+    tb_poll_start(&t, ATTR_T0, 1, 0, 1, early); /* worker 1's poll ends after all of worker 0's */
+    for (uint64_t i = 0; i < 20; i++) tb_poll(&t, ATTR_T0 + (i + 1) * MS, 500 * US, 0, 0, 2 + i, later);
+    tb_poll_end(&t, ATTR_T0 + 30 * MS, 1);
+    d9a_options opt;
+    d9a_options_init(&opt);
+    opt.window_records = 4;
+    d9a_analysis *a;
+    const d9a_report *r = tb_analyze(&a, &t, &opt);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK(r->late_records >= 1);
+        const d9a_location_report *L = loc(r, "early.c:1");
+        CHECK(L && part(&L->parts, D9M_PART_UNKNOWN) == 30 * MS && d9m_parts_total(&L->parts) == 30 * MS);
+        L = loc(r, "later.c:1");
+        CHECK(L && part(&L->parts, D9M_PART_ON_CPU) == 20 * 500 * US);
+        CHECK_EQ_U64(d9m_parts_total(&r->parts), r->polls.total);
+    }
+    d9a_free(a);
+    d9_buf_free(&t.b);
+}
+
 int main(void) {
+    test_late_poll();
     test_parts();
     test_no_switch_records();
     test_window();

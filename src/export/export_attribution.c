@@ -156,8 +156,11 @@ int d9_xattribute(d9_xmodel *m, d9_xswitch *sw, size_t n, const d9m_coverage *co
     for (int k = 0; k < D9M_PARTS; k++) {
         snprintf(name, sizeof name, "%s_ns", d9m_part_names[k]);
         m->part_names[k] = d9_xstr_intern(&m->strings, name, strlen(name));
-        if (m->part_names[k] == D9_XSTR_FAILED) goto done;
+        m->cause_names[k] = d9_xstr_intern(&m->strings, d9m_part_names[k], strlen(d9m_part_names[k]));
+        if (m->part_names[k] == D9_XSTR_FAILED || m->cause_names[k] == D9_XSTR_FAILED) goto done;
     }
+    m->cause_key = d9_xstr_intern(&m->strings, "cause", 5);
+    if (m->cause_key == D9_XSTR_FAILED) goto done;
     rc = 0;
 done:
     if (rc != 0) {

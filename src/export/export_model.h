@@ -148,6 +148,8 @@ struct d9_xmodel {
      * NULL when the trace has no switch records (every poll would be unknown) */
     d9m_parts *poll_parts;
     uint32_t part_names[D9M_PARTS]; /* string indexes of "<part>_ns", when poll_parts is set */
+    uint32_t cause_key;             /* ... of "cause", and of each part's bare name: pprof's */
+    uint32_t cause_names[D9M_PARTS];/* label of an off-CPU sample */
     uint8_t *sample_cause;          /* by sample index, with poll_parts: the d9m_part of the
                                        off-CPU interval an off-CPU sample was taken at */
 

@@ -64,6 +64,9 @@ void d9a_free(d9a_analysis *a) {
     free(a->meta);
     d9a_coverage_free(&a->coverage);
     d9a_span_stats_free(&a->spans);
+    d9m_coverage_free(&a->swcov);
+    d9_u64_map_free(&a->attr_stacks);
+    free(a->stack_cause);
     d9a_upload_loss_free(&a->upload_loss);
     for (size_t i = 0; i < a->workers_cap; i++) {
         if (!a->workers[i]) continue;

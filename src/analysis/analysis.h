@@ -22,6 +22,7 @@
 #include "analysis/time_arg.h"
 #include "analysis/upload_loss.h"
 #include "format/decoder.h"
+#include "model/attribution.h"
 
 typedef struct d9a_options {
     size_t top_n;              /* entries in each top list (default 10) */
@@ -141,6 +142,7 @@ typedef struct d9a_long_poll {
     uint64_t offcpu_ns, preempted_ns; /* from SchedSwitchEvent */
     const d9a_poll_sample_group *groups; /* by count, decreasing */
     size_t ngroups;
+    d9m_parts parts; /* where its time went: they add up to duration_ns (model/attribution.h) */
 } d9a_long_poll;
 
 typedef struct d9a_sched_delay {
@@ -161,6 +163,7 @@ typedef struct d9a_location_report {
     uint64_t polls_over_warn;
     uint64_t spawned, terminated;
     uint64_t live; /* spawned in the analyzed time and not terminated */
+    d9m_parts parts; /* where its polls' time went: they add up to polls.total */
 } d9a_location_report;
 
 typedef struct d9a_sample_group {
@@ -269,6 +272,7 @@ typedef struct d9a_report {
 
     const d9a_location_report *locations; /* by total poll time, decreasing */
     size_t nlocations;
+    d9m_parts parts; /* where all polls' time went (the locations' sum): adds up to polls.total */
 
     uint64_t spawned, terminated, terminated_unknown, live_at_end;
     double live_growth_per_s; /* slope of live tasks over the second half */

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "model/offcpu_cause.h"
+
 static bool has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
 static bool in_list(const char *s, const char *const *list) {
@@ -44,16 +46,8 @@ bool d9a_is_preemption_frame(const char *symbol) {
     return symbol && name_is(symbol, exact, prefixes);
 }
 
-bool d9a_is_lock_frame(const char *symbol) {
-    static const char *const exact[] = {
-        "pthread_mutex_lock", "__pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_mutex_clocklock",
-        "__pthread_mutex_lock_full", "__pthread_mutex_cond_lock", "__lll_lock_wait", "__lll_lock_wait_private",
-        "pthread_rwlock_rdlock", "pthread_rwlock_wrlock", "pthread_rwlock_timedrdlock",
-        "pthread_rwlock_timedwrlock", "__pthread_rwlock_rdlock", "__pthread_rwlock_wrlock", "mtx_lock",
-        "mtx_timedlock", "flockfile", "_IO_flockfile", NULL};
-    static const char *const prefixes[] = {"__pthread_rwlock_", "__pthread_mutex_lock", "lll_lock", NULL};
-    return symbol && name_is(symbol, exact, prefixes);
-}
+/* One list for every reader: the model's (model/offcpu_cause.h), which the attribution uses. */
+bool d9a_is_lock_frame(const char *symbol) { return d9m_is_lock_frame(symbol); }
 
 const char *d9a_basename(const char *path) {
     const char *s = strrchr(path, '/');

@@ -177,6 +177,7 @@ static void copy_metadata(d9a_analysis *a, const d9_value *v) {
         }
         int ss = d9m_schedstat_from_metadata(kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
         if (ss >= 0) a->schedstat = (d9m_schedstat)ss;
+        d9m_coverage_metadata(&a->swcov, kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
         a->meta[2 * a->nmeta] = k;
         a->meta[2 * a->nmeta + 1] = val;
         a->nmeta++;
@@ -331,6 +332,7 @@ static int on_stack_origin(d9a_analysis *a, const d9_dec_binding *in, const d9_e
 
 static int on_switch(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev) {
     uint64_t tid = field_u(ev, F(TID), 0);
+    a->swcov.switch_seen = true;
     tid_state *t = tid_get(a, tid);
     if (!t) return -1;
     uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE);
@@ -394,6 +396,7 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
             !d9_value_str(&ev->values[F(MODE)], &mode))
             return 0;
         d9a_coverage_add(&a->coverage, ev->ts_ns, src.ptr, src.len, mode.ptr, mode.len, field_u(ev, F(ONE_IN), 0));
+        d9m_coverage_change(&a->swcov, ev->ts_ns, src.ptr, src.len, mode.ptr, mode.len);
         return 0;
     }
     case D9_SCH_SPAN_ENTER:
@@ -460,6 +463,9 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
         uint32_t id = d9a_strings_intern(&a->strings, reason.ptr, reason.len);
         if (id == D9A_NO_ID) return -1;
         add_drops(a, field_u(ev, F(COUNT_FIELD), 0), id);
+        if (timed)
+            d9m_coverage_drop(&a->swcov, ev->ts_ns, field_u(ev, F(WORKER_ID), D9_WORKER_NONE),
+                              field_u(ev, F(TID), 0));
         return a->failed ? -1 : 0;
     }
     case D9_SCH_WORKER_REGISTERED: {

@@ -13,6 +13,7 @@
 #include "analysis/records.h"
 #include "analysis/symtab.h"
 #include "analysis/topn.h"
+#include "model/attribution.h"
 #include "model/pairing.h"
 #include "model/wake_link.h"
 #include "analysis/span_stats.h"
@@ -21,6 +22,14 @@
 #define D9A_POLL_GROUPS 16        /* distinct stacks kept per long poll */
 #define D9A_LIVE_SLOTS 512        /* live-task timeline resolution (slots double in width) */
 #define D9A_NO_ID UINT32_MAX
+#define D9A_ATTR_STACKS 16        /* distinct blocking stacks a poll's attribution keeps */
+
+/* Blocked time of one poll under one switch-out stack: its cause is read at the report, when
+ * the stack has its symbols (attribution.c). */
+typedef struct attr_stack {
+    uint32_t stack;
+    uint64_t ns;
+} attr_stack;
 
 typedef struct worker {
     uint64_t id;
@@ -52,6 +61,14 @@ typedef struct worker {
     uint32_t pend_stack, pend_gen;
     long pend_slot;
     uint64_t off_est_ns;
+    /* the attribution of its latest poll, open until its next poll (attribution.c) */
+    bool at_open;
+    d9m_attr_poll at;
+    uint32_t at_loc, at_gen, nat_stk;
+    long at_slot;
+    uint64_t at_unmatched_ts, at_unmatched_end, at_unmatched_ns; /* the latest blocked interval,
+                              while no stack is matched to it (ns 0: none) */
+    attr_stack at_stk[D9A_ATTR_STACKS];
 } worker;
 
 typedef struct task {
@@ -69,6 +86,8 @@ typedef struct loc_stats {
     d9a_hist polls;
     uint64_t polls_over_warn;
     uint64_t spawned, terminated, live;
+    d9m_parts parts; /* where its polls' time went (blocked stacks as blocked_other until the
+                        report classifies them) */
 } loc_stats;
 
 typedef struct stack_stats {
@@ -94,6 +113,9 @@ typedef struct long_poll_entry {
     uint64_t cpu, off, offcpu_ns, preempted_ns;
     uint32_t ngroups;
     poll_group groups[D9A_POLL_GROUPS];
+    d9m_parts parts;
+    uint32_t nat_stk;
+    attr_stack at_stk[D9A_ATTR_STACKS];
 } long_poll_entry;
 
 typedef struct sched_entry {
@@ -170,6 +192,9 @@ struct d9a_analysis {
     d9a_coverage coverage; /* CoverageEvent records (coverage.h) */
     d9a_upload_loss upload_loss; /* UploadLossEvent records (upload_loss.h) */
     d9a_span_stats spans;        /* spans by name (span_stats.h) */
+    d9m_coverage swcov;    /* what the switch records cover (model/attribution.h) */
+    d9_u64_map attr_stacks; /* location << 32 | stack -> blocked ns of its polls */
+    uint8_t *stack_cause;   /* by stack id: d9m_part + 1, 0 not classified yet */
 
     /* entities */
     worker **workers; /* by id, NULL when unseen */
@@ -228,7 +253,7 @@ static inline worker *d9a_worker(d9a_analysis *a, uint64_t id) {
 /* sweep.c */
 #define D9A_IDLE_MIN_NS 1000000 /* a parked worker counts as idle beside queued work when it
                                    stays parked at least this long after the observation */
-#define D9A_SWITCH_MATCH_NS 50000 /* a context-switch sample and its SchedSwitch switch-out */
+#define D9A_SWITCH_MATCH_NS D9M_SWITCH_STACK_MATCH_NS /* a context-switch sample and its switch-out */
 int d9a_sweep_flush(d9a_analysis *a, bool all);
 int d9a_sweep_finish(d9a_analysis *a);
 task *d9a_task(d9a_analysis *a, uint64_t id, bool create);
@@ -241,6 +266,12 @@ static inline loc_stats *d9a_loc(d9a_analysis *a, uint32_t loc) {
 /* report.c */
 int d9a_build_report(d9a_analysis *a);
 void d9a_dist_from(d9a_dist *d, const d9a_hist *h);
+/* attribution.c: the per-poll attribution (model/attribution.h); the sweep's side is inline,
+ * attribution_sweep.h */
+int d9a_attr_commit_stacks(d9a_analysis *a, const worker *w);
+/* at the report: move the blocked time of stacks from blocked_other to their causes */
+int d9a_attr_classify(d9a_analysis *a, d9m_parts *parts, const attr_stack *stk, size_t n);
+int d9a_attr_classify_locations(d9a_analysis *a);
 /* red_flags.c */
 int d9a_add_red_flags(d9a_analysis *a);
 

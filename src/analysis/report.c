@@ -596,6 +596,8 @@ int d9a_build_report(d9a_analysis *a) {
         qsort(g, e->ngroups, sizeof *g, cmp_poll_group);
         x->groups = g;
         x->ngroups = e->ngroups;
+        x->parts = e->parts;
+        if (d9a_attr_classify(a, &x->parts, e->at_stk, e->nat_stk) != 0) return -1;
     }
     r->long_polls = lp;
     r->nlong_polls = a->long_polls.n;
@@ -634,6 +636,7 @@ int d9a_build_report(d9a_analysis *a) {
     r->nwake_worst = a->wake_top.n;
 
     /* by location */
+    if (d9a_attr_classify_locations(a) != 0) return -1;
     size_t nloc = 0;
     for (uint32_t i = 0; i < a->locs_cap; i++)
         if (a->locs[i].polls.count || a->locs[i].spawned || a->locs[i].terminated) nloc++;
@@ -650,6 +653,8 @@ int d9a_build_report(d9a_analysis *a) {
         x->spawned = L->spawned;
         x->terminated = L->terminated;
         x->live = L->live;
+        x->parts = L->parts;
+        d9m_parts_add(&r->parts, &L->parts);
     }
     qsort(lr, nloc, sizeof *lr, cmp_location);
     r->locations = lr;

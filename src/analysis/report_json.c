@@ -78,6 +78,19 @@ static void jdist(d9_json *j, const char *k, const d9a_dist *d) {
     d9_json_object_end(j);
 }
 
+/* Where the time went (model/attribution.h): one <part>_ns field per part, adding up to the
+ * elapsed time. */
+static void jparts(d9_json *j, const char *k, const d9m_parts *p) {
+    char key[40];
+    d9_json_key(j, k);
+    d9_json_object_begin(j);
+    for (int i = 0; i < D9M_PARTS; i++) {
+        snprintf(key, sizeof key, "%s_ns", d9m_part_names[i]);
+        jkey_u64(j, key, p->ns[i]);
+    }
+    d9_json_object_end(j);
+}
+
 static void jgroups(jctx *c, const char *k, const d9a_sample_group *g, size_t n, bool offcpu) {
     d9_json *j = &c->j;
     d9_json_key(j, k);
@@ -293,6 +306,7 @@ static void json_polls(jctx *c) {
     jkey_u64(j, "over_crit", r->polls_over_crit);
     jkey_u64(j, "warn_ns", c->opt->long_poll_warn_ns);
     jkey_u64(j, "crit_ns", c->opt->long_poll_crit_ns);
+    jparts(j, "attribution", &r->parts);
     d9_json_key(j, "longest");
     d9_json_array_begin(j);
     for (size_t i = 0; i < r->nlong_polls; i++) {
@@ -309,6 +323,7 @@ static void json_polls(jctx *c) {
         jkey_u64(j, "offcpu_samples", p->offcpu_samples);
         jkey_u64(j, "offcpu_ns", p->offcpu_ns);
         jkey_u64(j, "preempted_ns", p->preempted_ns);
+        jparts(j, "attribution", &p->parts);
         d9_json_key(j, "samples");
         d9_json_array_begin(j);
         for (size_t g = 0; g < p->ngroups; g++) {
@@ -334,6 +349,7 @@ static void json_polls(jctx *c) {
         jkey_str(j, "location", l->location);
         jdist(j, "duration", &l->polls);
         jkey_u64(j, "over_warn", l->polls_over_warn);
+        jparts(j, "attribution", &l->parts);
         d9_json_object_end(j);
     }
     d9_json_array_end(j);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/attribution_sweep.h"
 #include "analysis/internal.h"
 
 task *d9a_task(d9a_analysis *a, uint64_t id, bool create) {
@@ -170,6 +171,7 @@ static void on_poll(d9a_analysis *a, const d9a_rec *r, bool late) {
         e->lq = r->aux;
     }
     if (late) {
+        d9a_attr_late_poll(a, r, slot);
         /* a pending wake older than this poll: it was followed by this poll at the latest */
         task *t = d9a_task(a, r->id, false);
         d9m_wake_link link;
@@ -177,6 +179,7 @@ static void on_poll(d9a_analysis *a, const d9a_rec *r, bool late) {
             d9a_hist_add(&a->wake_delay, link.delay_ns);
         return;
     }
+    d9a_attr_poll_begin(a, w, r, slot);
     w->sw_poll_slot = slot;
     if (slot >= 0) w->sw_poll_gen = a->long_polls.gen[slot];
     w->sw_has_poll = true;
@@ -231,6 +234,7 @@ static void on_sample(d9a_analysis *a, const d9a_rec *r) {
     if (!S) return;
     worker *w = rec_worker(a, r->worker);
     if (w) close_pending(a, w, r->ts);
+    if (w && r->aux) d9a_attr_sample(w, r);
     bool in_poll = w && w->sw_has_poll && r->ts >= w->sw_poll_start && r->ts < w->sw_poll_end;
     bool parked = !in_poll && w && w->sw_has_park && r->ts >= w->sw_park_start &&
                   r->ts < w->sw_park_end;
@@ -282,6 +286,12 @@ static void on_sample(d9a_analysis *a, const d9a_rec *r) {
 static void on_offcpu(d9a_analysis *a, const d9a_rec *r, bool late) {
     worker *w = rec_worker(a, r->worker);
     if (!w || late) return;
+    /* the stack of the context-switch sample taken at this switch-out, if one was */
+    uint32_t stack = w->pend_off && w->pend_off_end == UINT64_MAX && r->ts >= w->pend_ts &&
+                             r->ts - w->pend_ts <= D9A_SWITCH_MATCH_NS
+                         ? w->pend_stack
+                         : D9A_NO_ID;
+    d9a_attr_offcpu(a, w, r, stack);
     w->sw_has_off = true;
     w->sw_off_start = r->ts;
     w->sw_off_end = r->ts + r->dur;
@@ -403,7 +413,10 @@ int d9a_sweep_flush(d9a_analysis *a, bool all) {
 
 int d9a_sweep_finish(d9a_analysis *a) {
     if (d9a_sweep_flush(a, true) != 0) return -1;
-    for (size_t i = 0; i < a->nwlist; i++) close_pending(a, a->wlist[i], UINT64_MAX);
+    for (size_t i = 0; i < a->nwlist; i++) {
+        close_pending(a, a->wlist[i], UINT64_MAX);
+        d9a_attr_poll_end(a, a->wlist[i]);
+    }
     for (uint32_t i = 0; i < a->ntasks; i++)
         if (a->tasks[i].in_use) finish_task(a, &a->tasks[i]);
     return a->failed ? -1 : 0;

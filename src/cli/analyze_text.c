@@ -211,6 +211,20 @@ static void text_workers(const d9_analyze_render *R) {
     }
 }
 
+/* "on-CPU 1.20ms 40.0%, lock 1.80ms 60.0%": the nonzero parts of a poll or a sum of polls
+ * (model/attribution.h), in the order of the definition. */
+static void print_parts(const d9m_parts *p) {
+    uint64_t total = d9m_parts_total(p);
+    const char *sep = "";
+    for (int i = 0; i < D9M_PARTS; i++) {
+        if (!p->ns[i]) continue;
+        fprintf(text_out, "%s%s %s %.1f%%", sep, d9m_part_names[i], NS(p->ns[i]),
+                100.0 * (double)p->ns[i] / (double)total);
+        sep = ", ";
+    }
+    if (!total) fprintf(text_out, "nothing");
+}
+
 static void text_long_polls(const d9_analyze_render *R) {
     const d9a_report *r = R->r;
     fprintf(text_out, "\nLONG POLLS (top %zu of %" PRIu64 " polls; p50 %s, p90 %s, p99 %s, max %s; %" PRIu64
@@ -230,6 +244,9 @@ static void text_long_polls(const d9_analyze_render *R) {
                p->worker, p->task, d9a_rel_s(r, p->start_ns), p->location);
         if (p->offcpu_ns)
             fprintf(text_out, "       off-CPU %s of it (preempted %s)\n", NS(p->offcpu_ns), NS(p->preempted_ns));
+        fprintf(text_out, "       where: ");
+        print_parts(&p->parts);
+        putc('\n', text_out);
         if (p->cpu_samples + p->offcpu_samples == 0) continue;
         fprintf(text_out, "       samples inside: %" PRIu64 " CPU, %" PRIu64 " off-CPU\n", p->cpu_samples,
                p->offcpu_samples);
@@ -312,6 +329,31 @@ static void text_locations(const d9_analyze_render *R) {
         fprintf(text_out, "  %8" PRIu64 "  %11s  %10s  %10s  %11s  %7" PRIu64 "  %s\n", l->polls.count,
                NS(l->polls.total), NS(l->polls.p50), NS(l->polls.p99), NS(l->polls.max),
                l->polls_over_warn, l->location);
+    }
+}
+
+static void text_attribution(const d9_analyze_render *R) {
+    const d9a_report *r = R->r;
+    size_t n = 0;
+    for (size_t i = 0; i < r->nlocations; i++)
+        if (r->locations[i].polls.count) n++;
+    size_t shown = n < R->opt->top_n ? n : R->opt->top_n;
+    fprintf(text_out, "\nWHERE THE POLL TIME WENT (top %zu of %zu spawn locations by total poll time; "
+                      "docs/analyze.md, \"Where the poll time went\")\n", shown, n);
+    if (n == 0) {
+        fprintf(text_out, "  no polls\n");
+        return;
+    }
+    fprintf(text_out, "  all polls: ");
+    print_parts(&r->parts);
+    putc('\n', text_out);
+    for (size_t i = 0, k = 0; i < r->nlocations && k < shown; i++) {
+        const d9a_location_report *l = &r->locations[i];
+        if (!l->polls.count) continue;
+        k++;
+        fprintf(text_out, "  %s\n      ", l->location);
+        print_parts(&l->parts);
+        putc('\n', text_out);
     }
 }
 
@@ -529,6 +571,7 @@ void d9_analyze_print_text(const d9_analyze_render *R) {
     text_sched(R);
     text_wakes(R);
     text_locations(R);
+    text_attribution(R);
     text_spans(R);
     text_lifecycle(R);
     text_blocking(R);

@@ -43,6 +43,8 @@ static void export_usage(FILE *out) {
             "                        samples of folded, pprof and speedscope profiles\n"
             "      --by-location     folded, speedscope: root each stack at the spawn location of\n"
             "                        the poll it hit ('[parked]', '[not in a poll]' otherwise)\n"
+            "      --by-cause        folded: root each off-CPU stack at its cause ('[lock]', '[io]',\n"
+            "                        '[sleep]', '[fault]', '[blocked_other]', '[runnable]')\n"
             "      --speedscope KIND samples (default) or polls (evented: polls and parks)\n"
             "      --max-events N    chrome: the most trace events to write (default %u; 0: no\n"
             "                        limit)\n"
@@ -107,7 +109,7 @@ typedef struct export_args {
 
 /* 0 ok, D9_EXIT_USAGE (message printed) */
 static int parse_args(int argc, char **argv, export_args *a, bool *help) {
-    enum { O_FROM = 256, O_TO, O_STACKS, O_BY_LOCATION, O_SPEEDSCOPE, O_MAX_EVENTS };
+    enum { O_FROM = 256, O_TO, O_STACKS, O_BY_LOCATION, O_SPEEDSCOPE, O_MAX_EVENTS, O_BY_CAUSE };
     static const struct option opts[] = {
         {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},
@@ -115,6 +117,7 @@ static int parse_args(int argc, char **argv, export_args *a, bool *help) {
         {"to", required_argument, NULL, O_TO},
         {"stacks", required_argument, NULL, O_STACKS},
         {"by-location", no_argument, NULL, O_BY_LOCATION},
+        {"by-cause", no_argument, NULL, O_BY_CAUSE},
         {"speedscope", required_argument, NULL, O_SPEEDSCOPE},
         {"max-events", required_argument, NULL, O_MAX_EVENTS},
         {"quiet", no_argument, NULL, 'q'},
@@ -151,6 +154,7 @@ static int parse_args(int argc, char **argv, export_args *a, bool *help) {
             }
             break;
         case O_BY_LOCATION: a->opts.by_location = true; break;
+        case O_BY_CAUSE: a->opts.by_cause = true; break;
         case O_SPEEDSCOPE:
             if (!strcmp(optarg, "polls")) a->opts.speedscope_polls = true;
             else if (!strcmp(optarg, "samples")) a->opts.speedscope_polls = false;

@@ -36,6 +36,8 @@ enum { D9_XSTACKS_CPU = 1, D9_XSTACKS_OFFCPU = 2, D9_XSTACKS_ALL = 3 };
 typedef struct d9_xopts {
     unsigned stacks;       /* D9_XSTACKS_*; 0 means CPU */
     bool by_location;      /* root each stack at the spawn location of the poll it hit */
+    bool by_cause;         /* folded: root each off-CPU stack at its cause, "[lock]", "[io]", ...
+                              (model/attribution.h; "[off-cpu]" when the trace has no switch records) */
     bool speedscope_polls; /* speedscope: evented profiles of polls instead of samples */
     uint64_t max_events;   /* chrome: refuse to write more trace events than this; 0 = no limit */
     const char *name;      /* a name for the profile (speedscope, pprof comment); may be NULL */

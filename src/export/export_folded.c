@@ -2,9 +2,12 @@
  * flamegraph.pl, inferno, speedscope and the Perfetto UI. Frames are symbol names (one per
  * inline level) or "0x..." for addresses the trace has no symbol for. Options: which samples
  * (CPU, off-CPU or both: then each stack is rooted at "[cpu]" or "[off-cpu]"), and
- * --by-location, which roots each stack at the spawn location of the poll the sample hit.
+ * --by-location, which roots each stack at the spawn location of the poll the sample hit, and
+ * --by-cause, which roots each off-CPU stack at the cause of its interval ("[lock]", "[io]",
+ * "[sleep]", "[fault]", "[blocked_other]", "[runnable]": model/attribution.h).
  * Lines come out sorted, so the output is stable. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,8 +76,13 @@ int d9_export_folded(const d9_xmodel *m, const d9_xopts *o, FILE *out, char *err
         l.len = 0;
         bool ok = true;
         if (by_location) ok = line_frame(&l, d9_xsample_where(m, s, where, sizeof where));
-        if (ok && stacks == D9_XSTACKS_ALL)
+        if (ok && o && o->by_cause && s->source == D9_XSAMPLE_OFFCPU && m->sample_cause) {
+            char cause[32];
+            snprintf(cause, sizeof cause, "[%s]", d9m_part_names[m->sample_cause[i]]);
+            ok = line_frame(&l, cause);
+        } else if (ok && stacks == D9_XSTACKS_ALL) {
             ok = line_frame(&l, s->source == D9_XSAMPLE_OFFCPU ? "[off-cpu]" : "[cpu]");
+        }
         for (long k = 0; ok && k < n; k++) ok = line_frame(&l, d9_xm_str(m, m->frames[frames[k]].name));
         if (!ok) goto oom;
         if (l.len == 0 && !line_frame(&l, "[empty stack]")) goto oom;

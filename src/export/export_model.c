@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/u64_set.h"
+#include "export/export_attribution.h"
 #include "export/export_symbols.h"
 #include "format/schemas.h"
 #include "model/pairing.h"
@@ -58,6 +59,8 @@ struct d9_xbuild {
     VEC(raw_queue, queues);
     VEC(raw_registration, regs);
     VEC(worker_runtime, runtimes);
+    VEC(d9_xswitch, switches);
+    d9m_coverage coverage; /* what the switch records cover (model/attribution.h) */
     d9m_symtab symbols; /* the trace's symbols and mappings (model/symtab.h) */
     d9_stack_table stack_table;
     d9_u64_set truncated; /* stack indexes a StackOriginEvent said were truncated */
@@ -114,6 +117,8 @@ static void build_free(struct d9_xbuild *b) {
     free(b->queues);
     free(b->regs);
     free(b->runtimes);
+    free(b->switches);
+    d9m_coverage_free(&b->coverage);
     d9m_symtab_free(&b->symbols);
     d9_stack_table_free(&b->stack_table);
     d9_u64_set_free(&b->truncated);
@@ -144,6 +149,8 @@ void d9_xmodel_free(d9_xmodel *m) {
     free(m->span_names);
     free(m->span_name_lanes);
     free(m->span_marks);
+    free(m->poll_parts);
+    free(m->sample_cause);
     free(m);
 }
 
@@ -244,6 +251,7 @@ static int add_metadata(d9_xmodel *m, const d9_event *ev, const d9_dec_binding *
         if (!first && (kv->key.len <= 8 || memcmp(kv->key.ptr, "runtime.", 8) != 0)) continue;
         int ss = d9m_schedstat_from_metadata(kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
         if (ss >= 0) m->build->schedstat = (d9m_schedstat)ss;
+        if (first) d9m_coverage_metadata(&m->build->coverage, kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
         if (kv->key.len == 7 && !memcmp(kv->key.ptr, "service", 7)) {
             m->service = d9_xstr_intern(&m->strings, kv->value.ptr, kv->value.len);
             if (m->service == D9_XSTR_FAILED) return -1;
@@ -350,6 +358,25 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
             goto oom;
         break;
     }
+    case D9_SCH_SCHED_SWITCH: {
+        d9_xswitch x = {ev->ts_ns, uint_or(ev, F(WORKER_ID), D9_WORKER_NONE), b->seq,
+                        saturate32(uint_or(ev, F(TID), 0)), uint_or(ev, F(SWITCH_OUT), 0) != 0,
+                        uint_or(ev, F(PREEMPTED), 0) != 0};
+        b->coverage.switch_seen = true;
+        if (!VEC_PUSH(b, switches, x)) goto oom;
+        break;
+    }
+    case D9_SCH_COVERAGE: {
+        d9_dec_str src, mode;
+        if (d9_value_str(field(ev, F(SOURCE)), &src) && d9_value_str(field(ev, F(MODE)), &mode))
+            d9m_coverage_change(&b->coverage, ev->ts_ns, src.ptr, src.len, mode.ptr, mode.len);
+        break;
+    }
+    case D9_SCH_DROPPED_EVENTS:
+        if (ev->ts_ns)
+            d9m_coverage_drop(&b->coverage, ev->ts_ns, uint_or(ev, F(WORKER_ID), D9_WORKER_NONE),
+                              uint_or(ev, F(TID), 0));
+        break;
     default: break; /* the export needs nothing else */
     }
     if (m->failed) return -1;
@@ -840,6 +867,7 @@ int d9_xmodel_finish(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen
                                  b->stacks_n, used, &b->truncated);
     free(used);
     if (rc != 0) goto oom;
+    if (d9_xattribute(m, b->switches, b->switches_n, &b->coverage) != 0) goto oom;
     build_free(b);
     m->build = NULL;
     return 0;

@@ -29,6 +29,7 @@
 #include "common/u64_map.h"
 #include "format/decoder.h"
 #include "model/spans.h"
+#include "model/attribution.h"
 
 #define D9_XNONE UINT32_MAX
 
@@ -169,6 +170,15 @@ struct d9_xmodel {
     d9_xloc *locs;          size_t loc_count;
     d9_xstack *stacks;      size_t stack_count;
     uint32_t *stack_locs;   size_t stack_loc_count;
+
+    /* where each poll's time went (model/attribution.h, export_attribution.h), by poll index;
+     * NULL when the trace has no switch records (every poll would be unknown) */
+    d9m_parts *poll_parts;
+    uint32_t part_names[D9M_PARTS]; /* string indexes of "<part>_ns", when poll_parts is set */
+    uint32_t cause_key;             /* ... of "cause", and of each part's bare name: pprof's */
+    uint32_t cause_names[D9M_PARTS];/* label of an off-CPU sample */
+    uint8_t *sample_cause;          /* by sample index, with poll_parts: the d9m_part of the
+                                       off-CPU interval an off-CPU sample was taken at */
 
     /* the trace */
     uint64_t first_ts, last_ts; /* of all timestamped events read (0, 0 when none) */

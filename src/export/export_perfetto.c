@@ -340,7 +340,9 @@ static int write_interned(pf *p) {
     /* which model strings each interning index needs */
     uint8_t *need = calloc(nstr + 1, 1);
     if (!need) return -1;
-    enum { NEED_EVENT = 1, NEED_FUNCTION = 2, NEED_PATH = 4, NEED_BUILD = 8 };
+    enum { NEED_EVENT = 1, NEED_FUNCTION = 2, NEED_PATH = 4, NEED_BUILD = 8, NEED_ARG = 16 };
+    if (m->poll_parts) /* the polls' attribution arguments (export_attribution.h) */
+        for (int k = 0; k < D9M_PARTS; k++) need[m->part_names[k]] |= NEED_ARG;
     for (size_t i = 0; i < m->poll_count; i++)
         if (m->polls[i].loc) need[m->polls[i].loc] |= NEED_EVENT;
     for (size_t i = 0; i < m->span_count; i++) need[m->spans[i].name] |= NEED_EVENT;
@@ -377,6 +379,7 @@ static int write_interned(pf *p) {
         if (need[i] & NEED_FUNCTION) interned_name(&p->pkt, ID_FUNCTION_NAMES, iid_of((uint32_t)i), s);
         if (need[i] & NEED_PATH) interned_name(&p->pkt, ID_MAPPING_PATHS, iid_of((uint32_t)i), s);
         if (need[i] & NEED_BUILD) interned_name(&p->pkt, ID_BUILD_IDS, iid_of((uint32_t)i), s);
+        if (need[i] & NEED_ARG) interned_name(&p->pkt, ID_DEBUG_ANNOTATION_NAMES, iid_of((uint32_t)i), s);
         id = interned_next(p, id, &first);
     }
     free(need);
@@ -490,6 +493,14 @@ static void write_item(pf *p, const item *it) {
         d9_pb_uint(b, TE_NAME_IID, q->loc ? iid_of(q->loc) : fixed_iid(p, N_POLL));
         annotation_uint(p, N_TASK_ID, q->task);
         annotation_uint(p, N_LOCAL_QUEUE, q->queue);
+        if (m->poll_parts) /* where its time went: the nonzero parts */
+            for (int k = 0; k < D9M_PARTS; k++) {
+                if (!m->poll_parts[it->index].ns[k]) continue;
+                size_t a = d9_pb_begin(b, TE_DEBUG_ANNOTATIONS);
+                d9_pb_uint(b, DA_NAME_IID, iid_of(m->part_names[k]));
+                d9_pb_uint(b, DA_UINT_VALUE, m->poll_parts[it->index].ns[k]);
+                d9_pb_end(b, a);
+            }
         for (uint32_t k = 0; k < q->wakes_count; k++) /* flows from the wakes that caused it */
             d9_pb_fixed64(b, TE_TERMINATING_FLOW_IDS, (uint64_t)m->wake_order[q->wakes_first + k] + 1);
         d9_pb_end(b, te);

@@ -4,8 +4,9 @@
  *
  * One sample per stack sample (value: 1 sample), leaf location first, with labels: thread
  * (tid), worker, task_id and location (the poll the sample hit: its task and spawn
- * location), state ("parked" / "not in a poll" when no poll ran) and kind ("cpu" /
- * "offcpu"). So `pprof -tagfocus=location=...` or `-tagroot=location` slices a profile by
+ * location), state ("parked" / "not in a poll" when no poll ran), kind ("cpu" /
+ * "offcpu") and, for an off-CPU sample of a trace with switch records, cause ("lock", "io",
+ * "sleep", "fault", "blocked_other", "runnable": export_attribution.h). So `pprof -tagfocus=location=...` or `-tagroot=location` slices a profile by
  * callback. Locations are the distinct addresses, with one line per inline level (innermost
  * first, as pprof wants); functions are (name, file) pairs; mappings come from the trace's
  * MemoryMapEvents. time_nanos is wall-clock time when the trace has a ClockSyncEvent. zlib is
@@ -83,6 +84,8 @@ static void write_sample(d9_buf *b, const d9_xmodel *m, const d9_xsample *s) {
         label_str(b, own(m, S_STATE), own(m, s->parked ? S_PARKED : S_NOT_IN_POLL));
     }
     label_str(b, own(m, S_KIND), own(m, s->source == D9_XSAMPLE_OFFCPU ? S_OFFCPU : S_CPU));
+    if (m->sample_cause && s->source == D9_XSAMPLE_OFFCPU) /* the attribution's cause */
+        label_str(b, m->cause_key, m->cause_names[m->sample_cause[s - m->samples]]);
     d9_pb_end(b, e);
 }
 

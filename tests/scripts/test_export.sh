@@ -93,6 +93,15 @@ expect "$T/pp.json" \
     "s.label_values.kind.includes('cpu') && s.label_values.kind.includes('offcpu')" \
     "s.duration_nanos === 50000000 && s.time_nanos === '1700000000000000000'"
 
+# the attribution's cause of each off-CPU sample (tests/vectors/attribution: a lock wait, a
+# read, two sleeps), as a label
+AV="$SOURCE/tests/vectors/attribution.bin"
+expect_rc 0 "export pprof offcpu with causes" "$DIAL9" export -q -f pprof --stacks offcpu "$AV" -o "$T/av.pb.gz"
+run_check pprof "$T/av.pb.gz" "$T/pav.json"
+expect "$T/pav.json" "s.samples === 5" \
+    "['lock', 'io', 'sleep'].every(c => s.label_values.cause.includes(c))" \
+    "s.label_values.cause.length === 3"
+
 # ---- speedscope ----
 expect_rc 0 "export speedscope" "$DIAL9" export -q -f speedscope --by-location "$K" -o "$T/k.speedscope.json"
 run_check speedscope "$T/k.speedscope.json" "$T/s.json"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "check.h"
-#include "test_analysis_builder.h"
+#include "attribution_trace.h"
 
 typedef struct vector {
     const char *name;
@@ -122,11 +122,16 @@ static void build_custom_fields(tb *t) {
     d9_put_lstring(&t->b, "untimed", 7);
 }
 
+/* Known off-CPU intervals with their causes, a sampled period of the governor and a drop:
+ * where each poll's time went (tests/unit/attribution_trace.h). */
+static void build_attribution(tb *t) { attribution_trace(t, true); }
+
 static const vector vectors[] = {
     {"worked-example", build_worked_example},
     {"runtime", build_runtime},
     {"dial9-parks-two-streams", build_dial9_parks_two_streams},
     {"custom-fields", build_custom_fields},
+    {"attribution", build_attribution},
 };
 
 static int write_file(const char *path, const d9_buf *b) {

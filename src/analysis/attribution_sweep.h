@@ -1,0 +1,94 @@
+/* The per-poll attribution (model/attribution.h) in the analysis's sweep: each worker's latest
+ * poll stays open until its next one, the off-CPU intervals inside it are added as they come
+ * in time order, and at its end its parts go to its spawn location and, when it is one of the
+ * longest, to its entry; the blocked time under each switch-out stack is kept for the report
+ * to classify (attribution.c). Inline: it runs for every poll and every switch. */
+#ifndef D9_ANALYSIS_ATTRIBUTION_SWEEP_H
+#define D9_ANALYSIS_ATTRIBUTION_SWEEP_H
+
+#include <string.h>
+
+#include "analysis/internal.h"
+
+static inline long_poll_entry *d9a_attr_entry_of(d9a_analysis *a, long slot, uint32_t gen) {
+    if (slot < 0 || a->long_polls.gen[slot] != gen) return NULL;
+    return d9a_topn_at(&a->long_polls, (size_t)slot);
+}
+
+static inline void d9a_attr_poll_end(d9a_analysis *a, worker *w) {
+    if (!w->at_open) return;
+    w->at_open = false;
+    bool exact = !w->at.inconsistent;
+    loc_stats *L = d9a_loc(a, w->at_loc);
+    if (!L) return;
+    d9m_attr_add_to(&w->at, &L->parts);
+    if (exact && w->nat_stk && d9a_attr_commit_stacks(a, w) != 0) {
+        a->failed = true;
+        return;
+    }
+    long_poll_entry *e = d9a_attr_entry_of(a, w->at_slot, w->at_gen);
+    if (!e) return;
+    d9m_attr_finish(&w->at, &e->parts);
+    e->nat_stk = exact ? w->nat_stk : 0;
+    memcpy(e->at_stk, w->at_stk, e->nat_stk * sizeof e->at_stk[0]);
+}
+
+static inline void d9a_attr_poll_begin(d9a_analysis *a, worker *w, const d9a_rec *r, long slot) {
+    d9a_attr_poll_end(a, w);
+    w->at_open = true;
+    d9m_attr_begin(&w->at, r->ts, r->ts + r->dur);
+    d9m_coverage_gaps(&a->swcov, w->id, &w->at);
+    w->at_loc = r->ref;
+    w->at_slot = slot;
+    w->at_gen = slot >= 0 ? a->long_polls.gen[slot] : 0;
+    w->nat_stk = 0;
+    w->at_unmatched_ns = 0;
+}
+
+/* A late poll's switch records were handed on before it: all of it is unknown. */
+static inline void d9a_attr_late_poll(d9a_analysis *a, const d9a_rec *r, long slot) {
+    loc_stats *L = d9a_loc(a, r->ref);
+    if (L) L->parts.ns[D9M_PART_UNKNOWN] += r->dur;
+    if (slot >= 0) ((long_poll_entry *)d9a_topn_at(&a->long_polls, (size_t)slot))->parts.ns[D9M_PART_UNKNOWN] = r->dur;
+}
+
+/* Blocked time under a switch-out stack, for the report to classify. */
+static inline void d9a_attr_stack_add(worker *w, uint32_t stack, uint64_t ns) {
+    for (uint32_t i = 0; i < w->nat_stk; i++)
+        if (w->at_stk[i].stack == stack) {
+            w->at_stk[i].ns += ns;
+            return;
+        }
+    /* more distinct stacks than kept: the rest stays blocked_other (attribution.h) */
+    if (w->nat_stk < D9A_ATTR_STACKS) w->at_stk[w->nat_stk++] = (attr_stack){stack, ns};
+}
+
+static inline void d9a_attr_offcpu(d9a_analysis *a, worker *w, const d9a_rec *r, uint32_t stack) {
+    (void)a;
+    if (!w->at_open || r->ts < w->at.start || r->ts >= w->at.end) return;
+    bool preempted = r->aux != 0;
+    uint64_t covered =
+        d9m_attr_offcpu(&w->at, r->ts, r->ts + r->dur, preempted ? D9M_PART_RUNNABLE : D9M_PART_BLOCKED_OTHER);
+    w->at_unmatched_ns = 0;
+    if (preempted || covered == 0 || w->at.inconsistent) return;
+    if (stack == D9A_NO_ID) { /* its sample may come just after it (d9a_attr_sample) */
+        w->at_unmatched_ts = r->ts;
+        w->at_unmatched_end = r->ts + r->dur;
+        w->at_unmatched_ns = covered;
+        return;
+    }
+    d9a_attr_stack_add(w, stack, covered);
+}
+
+/* A context-switch sample (CpuSampleEvent source 1) of w: the stack of the blocked interval
+ * that began just before it, when that one has none yet (the sample and the switch record
+ * come from two perf events: either may carry the earlier timestamp). */
+static inline void d9a_attr_sample(worker *w, const d9a_rec *r) {
+    if (!w->at_unmatched_ns || !w->at_open || r->ts < w->at_unmatched_ts ||
+        r->ts - w->at_unmatched_ts > D9A_SWITCH_MATCH_NS || r->ts >= w->at_unmatched_end)
+        return;
+    d9a_attr_stack_add(w, r->ref, w->at_unmatched_ns);
+    w->at_unmatched_ns = 0;
+}
+
+#endif

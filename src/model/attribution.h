@@ -1,0 +1,216 @@
+/* Where a poll's time went, exactly: the one definition every reader of the trace model uses
+ * (analyze, export), written once.
+ *
+ * A poll runs on one thread from its PollStartEvent to its PollEndEvent; its elapsed time
+ * (end - start, integer ns) splits into parts that add up to it exactly:
+ *
+ *   on_cpu         the thread ran: the elapsed time no off-CPU interval and no gap covers
+ *   lock           blocked off-CPU, the stack taken at the switch-out waits for a lock
+ *   io             blocked in an I/O or other system call (read, recv, futex of a condvar, ...)
+ *   sleep          blocked in nanosleep / clock_nanosleep / usleep
+ *   fault          blocked in a page fault
+ *   blocked_other  blocked, and the stack names none of those causes, or no stack was taken
+ *                  (the governor's no_stacks mode, the stack pacing, no switch-out sample)
+ *   runnable       switched out while still runnable (preempted) until it ran again: the
+ *                  run-queue wait of CPU contention
+ *   unknown        the part the trace does not cover, never guessed
+ *
+ * Off-CPU intervals are the thread's SchedSwitchEvent switch-out .. switch-in pairs (exact);
+ * a blocked interval runs until the thread ran again, so the run-queue wait after its wake-up
+ * is counted in its cause (the kernel records no wake-up time). An interval's cause is read
+ * from its preempted flag and the context-switch stack (CpuSampleEvent source 1) taken at its
+ * switch-out (model/offcpu_cause.h).
+ *
+ * Coverage: switch records say something only where they were recorded. A part of a poll is
+ * a gap (unknown) when
+ *   - the trace has no switch records at all: its metadata states source.off_cpu inactive, or
+ *     states nothing and no SchedSwitchEvent was read;
+ *   - the cost governor recorded the off_cpu source partially then (CoverageEvent mode
+ *     sampled or paused: which windows were recorded is not known); no_stacks is covered
+ *     (the intervals are there, their causes are blocked_other);
+ *   - a DroppedEventsEvent concerning the poll's worker (its worker id, or the whole process:
+ *     worker 255 and tid 0) falls inside the poll: events are missing before it, so the poll
+ *     from its start to the drop is a gap.
+ * An off-CPU interval counts only outside the gaps; whatever of it lies in a gap is unknown. */
+#ifndef D9_MODEL_ATTRIBUTION_H
+#define D9_MODEL_ATTRIBUTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A context-switch sample and the switch-out it was taken at come from two perf events: they
+ * are one when their timestamps are this close (either may come first). */
+#define D9M_SWITCH_STACK_MATCH_NS 50000
+
+typedef enum d9m_part {
+    D9M_PART_ON_CPU,
+    D9M_PART_LOCK,
+    D9M_PART_IO,
+    D9M_PART_SLEEP,
+    D9M_PART_FAULT,
+    D9M_PART_BLOCKED_OTHER,
+    D9M_PART_RUNNABLE,
+    D9M_PART_UNKNOWN,
+    D9M_PARTS
+} d9m_part;
+
+/* "on_cpu", "lock", "io", "sleep", "fault", "blocked_other", "runnable", "unknown": the
+ * names of the JSON fields (with "_ns") and of the exports' arguments. */
+extern const char *const d9m_part_names[D9M_PARTS];
+
+/* The parts of one poll or a sum of polls, in ns. */
+typedef struct d9m_parts {
+    uint64_t ns[D9M_PARTS];
+} d9m_parts;
+
+static inline void d9m_parts_add(d9m_parts *sum, const d9m_parts *p) {
+    for (int i = 0; i < D9M_PARTS; i++) sum->ns[i] += p->ns[i];
+}
+static inline uint64_t d9m_parts_total(const d9m_parts *p) {
+    uint64_t t = 0;
+    for (int i = 0; i < D9M_PARTS; i++) t += p->ns[i];
+    return t;
+}
+
+/* ---- one poll ---- */
+
+#define D9M_ATTR_GAPS 8 /* disjoint gaps kept per poll; more are merged into their hull */
+
+typedef struct d9m_attr_poll {
+    uint64_t start, end;
+    uint32_t ngaps;
+    bool inconsistent; /* off-CPU intervals overlapping each other: the poll is all unknown */
+    struct {
+        uint64_t from, to;
+    } gaps[D9M_ATTR_GAPS]; /* sorted, disjoint, within [start, end) */
+    d9m_parts off;              /* the covered off-CPU time by cause, so far */
+    uint64_t off_total;         /* their sum */
+    uint64_t last_off_end;      /* the end of the latest off-CPU interval added */
+} d9m_attr_poll;
+
+/* Inline, as the rest of a poll's arithmetic: the analysis runs it for every poll. */
+static inline void d9m_attr_begin(d9m_attr_poll *p, uint64_t start, uint64_t end) {
+    p->start = start;
+    p->end = end > start ? end : start;
+    p->ngaps = 0;
+    p->inconsistent = false;
+    p->last_off_end = 0;
+    p->off_total = 0;
+    p->off = (d9m_parts){{0}};
+}
+/* [from, to) of the poll is not covered. All gaps come before the first off-CPU interval. */
+void d9m_attr_gap(d9m_attr_poll *p, uint64_t from, uint64_t to);
+/* The covered part of [from, to) inside the poll (what d9m_attr_offcpu counts). */
+uint64_t d9m_attr_covered_gaps(const d9m_attr_poll *p, uint64_t from, uint64_t to);
+static inline uint64_t d9m_attr_covered(const d9m_attr_poll *p, uint64_t from, uint64_t to) {
+    if (p->ngaps) return d9m_attr_covered_gaps(p, from, to);
+    if (from < p->start) from = p->start;
+    if (to > p->end) to = p->end;
+    return to > from ? to - from : 0;
+}
+/* The thread was off-CPU over [from, to) for `cause` (not ON_CPU or UNKNOWN: those count as
+ * BLOCKED_OTHER); intervals of the thread come in time order. Clipped to the poll; its part
+ * inside gaps stays unknown. Returns the ns it counted. */
+static inline uint64_t d9m_attr_offcpu(d9m_attr_poll *p, uint64_t from, uint64_t to, d9m_part cause) {
+    if (cause == D9M_PART_ON_CPU || cause >= D9M_PART_UNKNOWN) cause = D9M_PART_BLOCKED_OTHER;
+    if (to <= from) return 0;
+    if (from < p->last_off_end) {
+        /* one thread is off-CPU once at a time: overlapping intervals are a broken trace */
+        p->inconsistent = true;
+        return 0;
+    }
+    p->last_off_end = to;
+    uint64_t d = d9m_attr_covered(p, from, to);
+    p->off.ns[cause] += d;
+    p->off_total += d;
+    return d;
+}
+static inline uint64_t d9m_attr_gap_ns(const d9m_attr_poll *p) {
+    uint64_t gaps = 0;
+    for (uint32_t i = 0; i < p->ngaps; i++) gaps += p->gaps[i].to - p->gaps[i].from;
+    return gaps;
+}
+/* The poll's parts: on_cpu and unknown complete them to end - start; all unknown when the
+ * intervals were inconsistent. */
+static inline void d9m_attr_finish(const d9m_attr_poll *p, d9m_parts *out) {
+    uint64_t elapsed = p->end - p->start;
+    if (p->inconsistent) {
+        *out = (d9m_parts){{0}};
+        out->ns[D9M_PART_UNKNOWN] = elapsed;
+        return;
+    }
+    uint64_t gaps = d9m_attr_gap_ns(p);
+    *out = p->off;
+    out->ns[D9M_PART_UNKNOWN] = gaps;
+    /* covered intervals lie outside the gaps, inside the poll */
+    out->ns[D9M_PART_ON_CPU] = elapsed - gaps - p->off_total;
+}
+/* Add the poll's parts to *sum (what d9m_attr_finish gives, without the copy: once per poll). */
+static inline void d9m_attr_add_to(const d9m_attr_poll *p, d9m_parts *sum) {
+    uint64_t elapsed = p->end - p->start;
+    if (__builtin_expect(p->inconsistent, 0)) {
+        sum->ns[D9M_PART_UNKNOWN] += elapsed;
+        return;
+    }
+    uint64_t gaps = p->ngaps ? d9m_attr_gap_ns(p) : 0;
+    if (p->off_total)
+        for (int i = D9M_PART_LOCK; i <= D9M_PART_RUNNABLE; i++) sum->ns[i] += p->off.ns[i];
+    sum->ns[D9M_PART_UNKNOWN] += gaps;
+    sum->ns[D9M_PART_ON_CPU] += elapsed - gaps - p->off_total;
+}
+
+/* ---- the trace's coverage of switch records ---- */
+
+typedef struct d9m_cov_change {
+    uint64_t ts;
+    bool covered;
+} d9m_cov_change;
+
+typedef struct d9m_cov_drop {
+    uint64_t ts;
+    uint64_t worker; /* D9M_COV_ALL_WORKERS: the whole process */
+} d9m_cov_drop;
+
+#define D9M_COV_ALL_WORKERS UINT64_MAX
+
+typedef enum d9m_switch_source {
+    D9M_SWITCH_UNSTATED = 0, /* no source.off_cpu in the metadata */
+    D9M_SWITCH_ACTIVE,
+    D9M_SWITCH_INACTIVE,
+} d9m_switch_source;
+
+typedef struct d9m_coverage {
+    d9m_switch_source stated;
+    bool switch_seen;           /* a SchedSwitchEvent was read */
+    d9m_cov_change *changes;    /* CoverageEvent of source off_cpu, sorted by ts */
+    size_t nchanges, changes_cap;
+    d9m_cov_drop *drops;        /* sorted by ts */
+    size_t ndrops, drops_cap;
+    bool failed;                /* out of memory: everything is a gap from then on */
+} d9m_coverage;
+
+/* A metadata entry: source.off_cpu states the switch source ("active..." / anything else). */
+void d9m_coverage_metadata(d9m_coverage *c, const char *key, size_t key_len, const char *val,
+                           size_t val_len);
+/* A CoverageEvent (any source: only off_cpu's are kept). */
+void d9m_coverage_change(d9m_coverage *c, uint64_t ts, const char *source, size_t source_len,
+                         const char *mode, size_t mode_len);
+/* A DroppedEventsEvent: worker_id (D9_WORKER_NONE = 255 when absent) and tid (0 absent). */
+void d9m_coverage_drop(d9m_coverage *c, uint64_t ts, uint64_t worker, uint64_t tid);
+/* Add the gaps of a poll of `worker` over [p->start, p->end) to p. */
+void d9m_coverage_gaps_slow(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p);
+static inline void d9m_coverage_gaps(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p) {
+    /* the usual cases: no governor record and no drop, and switch records or none at all */
+    if (c->nchanges == 0 && c->ndrops == 0 && !c->failed) {
+        if (c->stated == D9M_SWITCH_ACTIVE || (c->stated == D9M_SWITCH_UNSTATED && c->switch_seen)) return;
+        p->gaps[0].from = p->start;
+        p->gaps[0].to = p->end;
+        p->ngaps = p->end > p->start;
+        return;
+    }
+    d9m_coverage_gaps_slow(c, worker, p);
+}
+void d9m_coverage_free(d9m_coverage *c);
+
+#endif

@@ -1,0 +1,175 @@
+/* The per-poll attribution of the model (model/attribution.h, model/offcpu_cause.h) on known
+ * intervals: parts that add up exactly, gaps (partial coverage, drops) that stay unknown
+ * whatever lies in them, broken input that becomes unknown rather than a guess, and the cause
+ * read from an off-CPU stack. */
+#include "check.h"
+#include "model/attribution.h"
+#include "model/offcpu_cause.h"
+
+static uint64_t total(const d9m_parts *p) { return d9m_parts_total(p); }
+
+static void test_exact_parts(void) {
+    d9m_attr_poll p;
+    d9m_parts out;
+    d9m_attr_begin(&p, 100, 1100);
+    d9m_attr_offcpu(&p, 200, 300, D9M_PART_LOCK);
+    d9m_attr_offcpu(&p, 400, 450, D9M_PART_RUNNABLE);
+    d9m_attr_offcpu(&p, 500, 600, D9M_PART_IO);
+    d9m_attr_offcpu(&p, 1050, 1300, D9M_PART_SLEEP); /* runs past the end: clipped */
+    d9m_attr_finish(&p, &out);
+    CHECK_EQ_U64(out.ns[D9M_PART_LOCK], 100);
+    CHECK_EQ_U64(out.ns[D9M_PART_RUNNABLE], 50);
+    CHECK_EQ_U64(out.ns[D9M_PART_IO], 100);
+    CHECK_EQ_U64(out.ns[D9M_PART_SLEEP], 50);
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 0);
+    CHECK_EQ_U64(out.ns[D9M_PART_ON_CPU], 700);
+    CHECK_EQ_U64(total(&out), 1000);
+}
+
+static void test_gaps(void) {
+    d9m_attr_poll p;
+    d9m_parts out;
+    d9m_attr_begin(&p, 100, 1100);
+    d9m_attr_gap(&p, 250, 550);
+    d9m_attr_gap(&p, 0, 120);    /* before the poll: clipped to [100, 120) */
+    d9m_attr_gap(&p, 540, 560);  /* overlaps the first: merged */
+    CHECK_EQ_U64(p.ngaps, 2);
+    CHECK_EQ_U64(d9m_attr_covered(&p, 200, 300), 50);
+    d9m_attr_offcpu(&p, 200, 300, D9M_PART_LOCK);     /* 50 covered, 50 in the gap */
+    d9m_attr_offcpu(&p, 400, 450, D9M_PART_RUNNABLE); /* all in the gap */
+    d9m_attr_offcpu(&p, 500, 600, D9M_PART_IO);       /* 40 covered */
+    d9m_attr_finish(&p, &out);
+    CHECK_EQ_U64(out.ns[D9M_PART_LOCK], 50);
+    CHECK_EQ_U64(out.ns[D9M_PART_RUNNABLE], 0);
+    CHECK_EQ_U64(out.ns[D9M_PART_IO], 40);
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 20 + 310);
+    CHECK_EQ_U64(out.ns[D9M_PART_ON_CPU], 1000 - 330 - 90);
+    CHECK_EQ_U64(total(&out), 1000);
+
+    /* more disjoint gaps than kept: their hull, never fewer unknown ns */
+    d9m_attr_begin(&p, 0, 1000);
+    for (uint64_t i = 0; i < 12; i++) d9m_attr_gap(&p, i * 50, i * 50 + 10);
+    d9m_attr_finish(&p, &out);
+    CHECK(out.ns[D9M_PART_UNKNOWN] >= 120);
+    CHECK_EQ_U64(total(&out), 1000);
+}
+
+static void test_broken_input(void) {
+    d9m_attr_poll p;
+    d9m_parts out;
+    d9m_attr_begin(&p, 0, 1000);
+    d9m_attr_offcpu(&p, 100, 300, D9M_PART_LOCK);
+    d9m_attr_offcpu(&p, 200, 400, D9M_PART_IO); /* one thread off-CPU twice at once */
+    d9m_attr_finish(&p, &out);
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 1000);
+    CHECK_EQ_U64(total(&out), 1000);
+    /* the parts without a cause are no causes */
+    d9m_attr_begin(&p, 0, 1000);
+    d9m_attr_offcpu(&p, 100, 300, D9M_PART_ON_CPU);
+    d9m_attr_offcpu(&p, 300, 400, D9M_PART_UNKNOWN);
+    d9m_attr_finish(&p, &out);
+    CHECK_EQ_U64(out.ns[D9M_PART_BLOCKED_OTHER], 300);
+    CHECK_EQ_U64(out.ns[D9M_PART_ON_CPU], 700);
+    /* an end before the start is an empty poll */
+    d9m_attr_begin(&p, 500, 400);
+    d9m_attr_finish(&p, &out);
+    CHECK_EQ_U64(total(&out), 0);
+}
+
+#define N(a) (sizeof(a) / sizeof(a)[0])
+
+static void test_causes(void) {
+    const char *lock[] = {"__schedule", "schedule", "futex_wait_queue", "futex_wait", "__x64_sys_futex",
+                          "do_syscall_64", "entry_SYSCALL_64_after_hwframe", "__lll_lock_wait",
+                          "___pthread_mutex_lock", "take_lock", "start_thread"};
+    const char *sleep[] = {"__schedule", "schedule", "do_nanosleep", "hrtimer_nanosleep",
+                           "__x64_sys_clock_nanosleep", "do_syscall_64", "__GI___clock_nanosleep",
+                           "__nanosleep", "nap"};
+    const char *fault[] = {"__schedule", "io_schedule", "folio_wait_bit_common", "filemap_fault",
+                           "__do_fault", "handle_mm_fault", "do_user_addr_fault", "exc_page_fault",
+                           "asm_exc_page_fault", "touch_pages"};
+    const char *io[] = {"__schedule", "schedule", "pipe_read", "vfs_read", "ksys_read", "__x64_sys_read",
+                        "do_syscall_64", "entry_SYSCALL_64_after_hwframe", "__GI___libc_read", "handler"};
+    const char *user_io[] = {NULL, "__libc_recv", "handler"}; /* no kernel frames: the wrapper */
+    const char *other[] = {"__schedule", "schedule", "some_kernel_wait", NULL, "app"};
+    CHECK_EQ_U64(d9m_offcpu_cause(false, lock, N(lock)), D9M_PART_LOCK);
+    CHECK_EQ_U64(d9m_offcpu_cause(false, sleep, N(sleep)), D9M_PART_SLEEP);
+    CHECK_EQ_U64(d9m_offcpu_cause(false, fault, N(fault)), D9M_PART_FAULT);
+    CHECK_EQ_U64(d9m_offcpu_cause(false, io, N(io)), D9M_PART_IO);
+    CHECK_EQ_U64(d9m_offcpu_cause(false, user_io, N(user_io)), D9M_PART_IO);
+    CHECK_EQ_U64(d9m_offcpu_cause(false, other, N(other)), D9M_PART_BLOCKED_OTHER);
+    CHECK_EQ_U64(d9m_offcpu_cause(false, NULL, 0), D9M_PART_BLOCKED_OTHER);
+    CHECK_EQ_U64(d9m_offcpu_cause(true, lock, N(lock)), D9M_PART_RUNNABLE);
+    CHECK(d9m_is_lock_frame("pthread_mutex_lock.constprop.0"));
+    CHECK(d9m_is_lock_frame("__pthread_rwlock_wrlock_full64"));
+    CHECK(!d9m_is_lock_frame("pthread_mutex_unlock"));
+    CHECK(!d9m_is_lock_frame(NULL));
+    CHECK_STR(d9m_part_names[D9M_PART_BLOCKED_OTHER], "blocked_other");
+}
+
+static void poll_parts(const d9m_coverage *c, uint64_t worker, uint64_t start, uint64_t end,
+                       d9m_parts *out) {
+    d9m_attr_poll p;
+    d9m_attr_begin(&p, start, end);
+    d9m_coverage_gaps(c, worker, &p);
+    d9m_attr_offcpu(&p, start + 10, start + 20, D9M_PART_IO);
+    d9m_attr_finish(&p, out);
+}
+
+static void test_coverage(void) {
+    d9m_coverage c = {0};
+    d9m_parts out;
+    /* nothing stated, no switch record read: nothing is known */
+    poll_parts(&c, 0, 100, 1100, &out);
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 1000);
+    c.switch_seen = true;
+    poll_parts(&c, 0, 100, 1100, &out);
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 0);
+    CHECK_EQ_U64(out.ns[D9M_PART_IO], 10);
+    d9m_coverage_metadata(&c, "source.off_cpu", 14, "inactive: no perf", 17);
+    poll_parts(&c, 0, 100, 1100, &out);
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 1000);
+    d9m_coverage_metadata(&c, "source.off_cpu", 14, "active: perf", 12);
+
+    /* the governor: full from 0, sampled 500..800, no_stacks (covered) 800..1000, paused on */
+    d9m_coverage_change(&c, 800, "off_cpu", 7, "no_stacks", 9);
+    d9m_coverage_change(&c, 0, "off_cpu", 7, "full", 4);
+    d9m_coverage_change(&c, 500, "off_cpu", 7, "sampled", 7);
+    d9m_coverage_change(&c, 1000, "off_cpu", 7, "paused", 6);
+    d9m_coverage_change(&c, 600, "cpu_profile", 11, "paused", 6); /* another source */
+    poll_parts(&c, 0, 100, 1100, &out);
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 300 + 100);
+    CHECK_EQ_U64(out.ns[D9M_PART_ON_CPU], 1000 - 400 - 10);
+    poll_parts(&c, 0, 550, 700, &out); /* inside the sampled period */
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 150);
+    CHECK_EQ_U64(out.ns[D9M_PART_IO], 0);
+
+    /* drops: the poll of the worker they concern, from its start to the drop */
+    d9m_coverage d = {0};
+    d9m_coverage_metadata(&d, "source.off_cpu", 14, "active", 6);
+    d9m_coverage_drop(&d, 700, 3, 300);
+    d9m_coverage_drop(&d, 2500, 255, 0);   /* the whole process (perf_ring_full) */
+    d9m_coverage_drop(&d, 3500, 255, 999); /* a thread that is no worker */
+    poll_parts(&d, 3, 100, 1100, &out);
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 600);
+    CHECK_EQ_U64(out.ns[D9M_PART_IO], 0);
+    poll_parts(&d, 4, 100, 1100, &out);
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 0);
+    poll_parts(&d, 4, 2000, 3000, &out);
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 500);
+    poll_parts(&d, 4, 3000, 4000, &out);
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 0);
+    poll_parts(&d, 3, 800, 1100, &out); /* a drop before the poll: nothing of it */
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 0);
+    d9m_coverage_free(&c);
+    d9m_coverage_free(&d);
+}
+
+int main(void) {
+    test_exact_parts();
+    test_gaps();
+    test_broken_input();
+    test_causes();
+    test_coverage();
+    return d9t_summary("model_attribution");
+}

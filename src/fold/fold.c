@@ -1,0 +1,107 @@
+/* `dial9 fold` (fold.h): identities of the inputs, each segment into the output, then the
+ * output renamed in, or nothing on any failure. */
+#include "fold/fold.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fold/output.h"
+#include "fold/segment.h"
+
+int d9f_segment_id(const char *path, char *out, size_t len, uint64_t *size) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    static __thread uint8_t buf[1 << 16];
+    uint64_t h = 0x9e3779b97f4a7c15ull, total = 0;
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) {
+        ssize_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            uint64_t x;
+            memcpy(&x, buf + i, 8);
+            h = (h ^ x) * 0xff51afd7ed558ccdull;
+            h ^= h >> 31;
+        }
+        for (; i < n; i++) h = (h ^ buf[i]) * 0x100000001b3ull;
+        total += (uint64_t)n;
+    }
+    int e = errno;
+    close(fd);
+    if (n < 0) {
+        errno = e;
+        return -1;
+    }
+    snprintf(out, len, "%016" PRIx64 "-%" PRIu64, h, total);
+    *size = total;
+    return 0;
+}
+
+int d9f_fold(char *const *paths, size_t n, const char *dir, const pq_options *opt, FILE *log,
+             d9f_result *res, char *err, size_t errlen) {
+    *res = (d9f_result){0};
+    char **ids = calloc(n ? n : 1, sizeof *ids);
+    uint64_t *sizes = calloc(n ? n : 1, sizeof *sizes);
+    size_t failed = 0;
+    const char *first_bad = NULL;
+    char first_why[600] = "";
+    if (!ids || !sizes) {
+        free(ids);
+        free(sizes);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char id[64];
+        if (d9f_segment_id(paths[i], id, sizeof id, &sizes[i]) != 0) {
+            fprintf(log, "dial9 fold: %s: %s\n", paths[i], strerror(errno));
+            if (!failed++) first_bad = paths[i], snprintf(first_why, sizeof first_why, "%s", strerror(errno));
+            ids[i] = strdup("");
+        } else {
+            ids[i] = strdup(id);
+        }
+        if (!ids[i]) failed++;
+    }
+    d9f_output *out = NULL;
+    if (!failed) out = d9f_output_open(dir, ids, n, opt, err, errlen);
+    int rc = failed || !out ? -1 : 0;
+    for (size_t i = 0; i < n && out; i++) {
+        /* the same segment twice in the input (a copy, another path): folded once */
+        bool dup = false;
+        for (size_t j = 0; j < i && !dup; j++) dup = strcmp(ids[i], ids[j]) == 0;
+        if (dup) continue;
+        d9f_segment_stats st;
+        char why[512];
+        if (d9f_fold_segment(out, paths[i], ids[i], sizes[i], &st, why, sizeof why) != 0) {
+            fprintf(log, "dial9 fold: %s: %s\n", paths[i], why);
+            if (!failed++) first_bad = paths[i], snprintf(first_why, sizeof first_why, "%.511s", why);
+            continue; /* the others are still read: every bad segment is named */
+        }
+        res->segments++;
+        res->events += st.events;
+        res->polls += st.polls;
+        if (st.truncated) {
+            res->truncated++;
+            fprintf(log, "dial9 fold: %s: a torn tail (the last frame cut short): every complete event folded\n",
+                    paths[i]);
+        }
+    }
+    if (failed && first_bad) {
+        snprintf(err, errlen, "%zu of %zu segment(s) could not be folded (first: %s: %s); nothing was written",
+                 failed, n, first_bad, first_why);
+        rc = -1;
+    }
+    if (out && rc == 0) {
+        rc = d9f_output_commit(out, log, &res->files_written, &res->partitions_unchanged, &res->rows,
+                               err, errlen);
+    } else if (out) {
+        d9f_output_abort(out);
+    }
+    for (size_t i = 0; i < n; i++) free(ids[i]);
+    free(ids);
+    free(sizes);
+    return rc;
+}

@@ -19,7 +19,7 @@ export async function hyparquetRows(path) {
 }
 
 export function hyparquetMetadata(path) {
-  return parquetMetadata(bufferOf(path))
+  return parquetMetadata(bufferOf(path), { parsers })
 }
 
 let instance

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { hyparquetRows, duckRows, lit } from './readers.mjs'
+import { hyparquetMetadata, hyparquetRows, duckRows, lit } from './readers.mjs'
 
 const build = process.env.D9_BUILD_DIR
 const seeds = (process.env.PQ_SEEDS || '1,2,3,4,5,6,7,8,9,10,11,12').split(',').map(Number)
@@ -46,6 +46,30 @@ for (const seed of seeds) {
         for (let i = 0; i < names.length; i++)
           assert.deepEqual(norm(h[r][names[i]], t.schema[i].type), t.rows[r][i],
             `hyparquet: row ${r} column ${names[i]} (seed ${seed})`)
+
+      // Row-group statistics (what engines prune by): null count, min and max of every column
+      // chunk equal those of its rows; booleans compare false < true, strings bytewise.
+      const md = hyparquetMetadata(t.pq)
+      let first = 0
+      for (const [g, rg] of md.row_groups.entries()) {
+        const rows = t.rows.slice(first, first + Number(rg.num_rows))
+        first += Number(rg.num_rows)
+        for (const [i, col] of t.schema.entries()) {
+          const st = rg.columns[i].meta_data.statistics
+          const vals = rows.map((r) => r[i]).filter((v) => v !== null)
+          const where = `row group ${g} column ${col.name} (seed ${seed})`
+          assert.equal(Number(st.null_count), rows.length - vals.length, `null count, ${where}`)
+          if (!vals.length) continue
+          const key = col.type === 'int64' || col.type === 'timestamp_ns' ? BigInt
+            : col.type === 'string' ? (v) => Buffer.from(v, 'utf8') : (v) => v
+          const cmp = (x, y) => col.type === 'string' ? Buffer.compare(x, y) : (x < y ? -1 : x > y ? 1 : 0)
+          const keys = vals.map(key).sort(cmp)
+          const got = (v) => col.type === 'string' ? Buffer.from(v, 'utf8') : key(norm(v, col.type))
+          assert.equal(cmp(got(st.min_value), keys[0]), 0, `min, ${where}`)
+          assert.equal(cmp(got(st.max_value), keys[keys.length - 1]), 0, `max, ${where}`)
+        }
+      }
+      assert.equal(first, t.rows.length, 'row groups cover every row')
 
       // DuckDB reads TIMESTAMP(NANOS, isAdjustedToUTC) as TIMESTAMP WITH TIME ZONE, whose unit
       // is the microsecond: it truncates, and the expected value is truncated the same way

@@ -7,7 +7,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 source "$SOURCE/tests/scripts/lib/npm_ci.sh"
 command -v node >/dev/null || { echo "SKIP: node is not installed"; exit 0; }
 npm_ci_or_skip "$SOURCE/tests/parquet"
-[ -x "$BUILD/pq_random_table" ] || { echo "FAIL: $BUILD/pq_random_table not built"; exit 1; }
+for exe in pq_random_table dial9 examples/executor/executor_demo; do
+    [ -x "$BUILD/$exe" ] || { echo "FAIL: $BUILD/$exe not built"; exit 1; }
+done
 
 cd "$SOURCE/tests/parquet" || exit 1
 export D9_BUILD_DIR=$(cd "$BUILD" && pwd) D9_SOURCE_DIR=$(cd "$SOURCE" && pwd) TMPDIR=$T

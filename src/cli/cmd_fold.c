@@ -26,7 +26,7 @@ static void fold_usage(FILE *out) {
             "  --to DIR          where the tables go (a local directory)\n"
             "  --zstd-level N    zstd level of the pages (default 3; 1..19)\n"
             "  --uncompressed    no zstd\n"
-            "  -q, --quiet       no summary on stderr\n"
+            "  -q, --quiet       no summary and no list of files written on stderr (errors still)\n"
             "  -h, --help\n"
             "\n"
             "Exit status: 0 folded, 1 a segment could not be read or a file not written (nothing\n"
@@ -93,7 +93,7 @@ int d9_cmd_fold(int argc, char **argv) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     d9f_result res;
-    int rc = d9f_fold(paths.paths, paths.count, to, &popt, stderr, &res, err, sizeof err);
+    int rc = d9f_fold(paths.paths, paths.count, to, &popt, stderr, quiet ? NULL : stderr, &res, err, sizeof err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     d9_path_list_free(&paths);
     if (rc != 0) {

@@ -41,7 +41,7 @@ int d9f_segment_id(const char *path, char *out, size_t len, uint64_t *size) {
 }
 
 int d9f_fold(char *const *paths, size_t n, const char *dir, const pq_options *opt, FILE *log,
-             d9f_result *res, char *err, size_t errlen) {
+             FILE *info, d9f_result *res, char *err, size_t errlen) {
     *res = (d9f_result){0};
     char **ids = calloc(n ? n : 1, sizeof *ids);
     uint64_t *sizes = calloc(n ? n : 1, sizeof *sizes);
@@ -95,7 +95,7 @@ int d9f_fold(char *const *paths, size_t n, const char *dir, const pq_options *op
         rc = -1;
     }
     if (out && rc == 0) {
-        rc = d9f_output_commit(out, log, &res->files_written, &res->partitions_unchanged, &res->rows,
+        rc = d9f_output_commit(out, info, &res->files_written, &res->partitions_unchanged, &res->rows,
                                err, errlen);
     } else if (out) {
         d9f_output_abort(out);

@@ -15,9 +15,9 @@ typedef struct d9f_result {
 
 /* Folds paths[0..n) into the tables under dir. Every segment is read first; one that cannot
  * be read (or has no clock sync) is named in a line on `log` and the fold then writes
- * nothing. 0, or -1 with err (the failing segment's name and why; the count of failures). */
+ * nothing. `info` (may be NULL) gets a line per file written or compacted. 0, or -1 with err (the failing segment's name and why; the count of failures). */
 int d9f_fold(char *const *paths, size_t n, const char *dir, const pq_options *opt, FILE *log,
-             d9f_result *res, char *err, size_t errlen);
+             FILE *info, d9f_result *res, char *err, size_t errlen);
 
 /* A segment's identity: its content's 64-bit hash and its size, "hhhhhhhhhhhhhhhh-SIZE";
  * the same for a copy anywhere. -1 when it cannot be read. */

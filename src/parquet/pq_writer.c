@@ -300,6 +300,16 @@ static int store(pq_writer *w, column *c, const void *p, size_t n) {
             c->index = x;
             c->index_cap = cap;
         }
+        if (c->nvalues) { /* the previous value again (identity columns, runs): no hashing */
+            const uint8_t *q;
+            size_t qn;
+            uint32_t e = c->index[c->nvalues - 1];
+            item_at(c, e, &q, &qn);
+            if (qn == n && memcmp(p, q, n) == 0) {
+                c->index[c->nvalues++] = e;
+                return 0;
+            }
+        }
         if ((c->ndict + 1) * 2 > c->nslots && grow_slots(w, c) != 0) return -1;
         uint32_t k = (uint32_t)hash_bytes(p, n) & (c->nslots - 1);
         for (;; k = (k + 1) & (c->nslots - 1)) {

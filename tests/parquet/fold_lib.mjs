@@ -38,7 +38,7 @@ export function snapshot(dir) {
 }
 
 export function docQuery(name, vars) {
-  const doc = readFileSync(join(source, 'docs/fleet-tables.md'), 'utf8')
+  const doc = readFileSync(join(process.env.D9_SOURCE_DIR || source, 'docs/fleet-tables.md'), 'utf8')
   const at = doc.indexOf(`<!-- query: ${name} -->`)
   if (at < 0) throw new Error(`docs/fleet-tables.md has no query ${name}`)
   const m = doc.slice(at).match(/```sql\n([\s\S]*?)```/)

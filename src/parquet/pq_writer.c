@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/libzstd_loader.h"
+#include "parquet/delta_binary_packed.h"
 #include "parquet/pq_buf.h"
 #include "parquet/rle_hybrid.h"
 #include "parquet/thrift_compact.h"
@@ -17,7 +18,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "PLAIN values are copi
 
 /* parquet.thrift enums */
 enum { T_BOOLEAN = 0, T_INT32 = 1, T_INT64 = 2, T_DOUBLE = 5, T_BYTE_ARRAY = 6 };
-enum { E_PLAIN = 0, E_RLE = 3, E_RLE_DICTIONARY = 8 };
+enum { E_PLAIN = 0, E_RLE = 3, E_DELTA_BINARY_PACKED = 5, E_RLE_DICTIONARY = 8 };
 enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 enum { CODEC_UNCOMPRESSED = 0, CODEC_ZSTD = 6 };
 enum { REP_REQUIRED = 0, REP_OPTIONAL = 1 };
@@ -25,7 +26,7 @@ enum { CONVERTED_UTF8 = 0 };
 
 typedef struct chunk_meta {
     int64_t uncompressed, compressed, data_page_offset, dict_page_offset, num_values, nulls;
-    bool dict, has_minmax;
+    bool dict, delta, has_minmax;
     uint8_t min[8], max[8]; /* fixed-width statistics */
     char *smin, *smax;      /* string statistics (malloc) */
     uint32_t smin_len, smax_len;
@@ -512,6 +513,9 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
     *m = (chunk_meta){.data_page_offset = -1, .dict_page_offset = -1, .num_values = w->rows,
                       .nulls = c->nulls};
     bool dict = c->dict_mode && c->ndict > 0;
+    bool delta = !dict && c->def.delta &&
+                 (c->def.type == PQ_INT32 || c->def.type == PQ_INT64 || c->def.type == PQ_TIMESTAMP_NS);
+    m->delta = delta;
     if (c->def.type == PQ_STRING) {
         if (set_string_stats(w, c, m) != 0) return -1;
     } else {
@@ -546,11 +550,15 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
         if (dict) {
             pq_buf_byte(&w->page, (uint8_t)bw);
             pq_rle_encode(&w->page, c->index + v0, v - v0, bw);
+        } else if (delta && c->def.type == PQ_INT32) {
+            pq_delta_encode_i32(&w->page, (const int32_t *)(const void *)c->values.p + v0, v - v0);
+        } else if (delta) {
+            pq_delta_encode(&w->page, (const int64_t *)(const void *)c->values.p + v0, v - v0);
         } else {
             put_plain(w, c, v0, v);
         }
-        if (write_page(w, m, PAGE_DATA, (int32_t)(r1 - r0), dict ? E_RLE_DICTIONARY : E_PLAIN) != 0)
-            return -1;
+        int enc = dict ? E_RLE_DICTIONARY : delta ? E_DELTA_BINARY_PACKED : E_PLAIN;
+        if (write_page(w, m, PAGE_DATA, (int32_t)(r1 - r0), enc) != 0) return -1;
         if (r1 >= w->rows) break;
     }
     return 0;
@@ -637,10 +645,11 @@ static void put_chunk(pq_writer *w, pq_tc *t, int col, const chunk_meta *m) {
     pq_tc_i64(t, 2, m->dict_page_offset >= 0 ? m->dict_page_offset : m->data_page_offset);
     pq_tc_struct_begin(t, 3);
     pq_tc_i32(t, 1, physical(d->type));
-    pq_tc_list(t, 2, PQ_TC_I32, m->dict ? 3 : 2);
+    pq_tc_list(t, 2, PQ_TC_I32, 2u + m->dict + m->delta);
     pq_tc_elem_i32(t, E_PLAIN);
     pq_tc_elem_i32(t, E_RLE);
     if (m->dict) pq_tc_elem_i32(t, E_RLE_DICTIONARY);
+    if (m->delta) pq_tc_elem_i32(t, E_DELTA_BINARY_PACKED);
     pq_tc_list(t, 3, PQ_TC_BINARY, 1);
     pq_tc_elem_string(t, d->name);
     pq_tc_i32(t, 4, w->zstd ? CODEC_ZSTD : CODEC_UNCOMPRESSED);

@@ -1,7 +1,7 @@
 /* A Parquet file writer of our own (Debian 12 packages no Parquet library): flat schemas of
  * required and optional columns, physical types BOOLEAN, INT32, INT64, DOUBLE and BYTE_ARRAY,
- * logical types STRING and TIMESTAMP(NANOS, UTC); data pages v1 with PLAIN or RLE_DICTIONARY
- * values and RLE definition levels; zstd pages through the dlopen'ed libzstd (uncompressed
+ * logical types STRING and TIMESTAMP(NANOS, UTC); data pages v1 with PLAIN, RLE_DICTIONARY or
+ * DELTA_BINARY_PACKED values and RLE definition levels; zstd pages through the dlopen'ed libzstd (uncompressed
  * when it is absent); column-chunk statistics (min, max, null count) and TypeDefinedOrder so
  * engines prune row groups.
  *
@@ -38,6 +38,8 @@ typedef struct pq_column_def {
     bool optional;   /* nullable: pq_put_null allowed */
     bool dictionary; /* RLE_DICTIONARY when a row group has at most PQ_DICT_MAX distinct values
                         (never for BOOLEAN) */
+    bool delta;      /* INT32, INT64, TIMESTAMP_NS: DELTA_BINARY_PACKED when not dictionary
+                        encoded (sorted or slowly moving values, such as times) */
 } pq_column_def;
 
 #define PQ_DICT_MAX 65536

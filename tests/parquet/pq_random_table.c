@@ -65,6 +65,7 @@ int main(int argc, char **argv) {
         c->def.type = (pq_type)(i < 6 ? i : (int)(next() % 6)); /* every type at least once */
         c->def.optional = next() % 2;
         c->def.dictionary = next() % 3 != 0;
+        c->def.delta = next() % 2;
         c->card = cards[next() % 6];
         c->nulls = c->def.optional ? (unsigned)(next() % 4 == 0 ? 100 : next() % 60) : 0;
         snprintf(c->name, sizeof c->name, "c%d_%s", i, type_name[c->def.type]);

@@ -205,9 +205,9 @@ static void test_file_frame(void) {
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
         pq_column_def cols[] = {
-            {"s", PQ_STRING, false, true}, {"t", PQ_TIMESTAMP_NS, false, false},
-            {"o", PQ_INT64, true, round % 2}, {"b", PQ_BOOLEAN, true, false},
-            {"i", PQ_INT32, false, true}, {"d", PQ_DOUBLE, true, false},
+            {"s", PQ_STRING, false, true, false}, {"t", PQ_TIMESTAMP_NS, false, false, true},
+            {"o", PQ_INT64, true, round % 2, false}, {"b", PQ_BOOLEAN, true, false, false},
+            {"i", PQ_INT32, false, true, false}, {"d", PQ_DOUBLE, true, false, false},
         };
         pq_options opt = {.row_group_rows = 1 + (uint32_t)(next() % 700), .page_rows = 1 + (uint32_t)(next() % 300)};
         char err[256];
@@ -249,7 +249,7 @@ static void test_misuse(void) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    pq_column_def cols[] = {{"a", PQ_INT64, false, false}, {"b", PQ_STRING, false, false}};
+    pq_column_def cols[] = {{"a", PQ_INT64, false, false, false}, {"b", PQ_STRING, false, false, false}};
     char err[256];
     pq_writer *w = pq_writer_open(f, cols, 2, NULL, err, sizeof err);
     CHECK(pq_put_i64(w, 0, 1) == 0);

@@ -16,7 +16,7 @@ static void fold_usage(FILE *out) {
             "Fold trace segments (files, directories searched for segments, s3://bucket/prefix)\n"
             "into Parquet tables under DIR that DuckDB, Athena, Trino and Spark query:\n"
             "DIR/TABLE/service=S/date=YYYY-MM-DD/hour=HH/part-H.parquet, tables polls,\n"
-            "poll_hist, sched and segments (docs/fleet-tables.md).\n"
+            "poll_hist, sched, wakes, samples, stacks and segments (docs/fleet-tables.md).\n"
             "\n"
             "All or nothing: files are written under hidden temporary names and renamed in only\n"
             "when every segment was read; a segment that cannot be read is named and nothing is\n"

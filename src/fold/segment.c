@@ -15,6 +15,7 @@
 #include "format/schemas.h"
 #include "model/pairing.h"
 #include "model/schedstat_source.h"
+#include "model/symtab.h"
 
 #define NS_PER_HOUR (3600 * 1000000000ll)
 
@@ -25,6 +26,13 @@ typedef struct hist_group {
     int64_t first_wall; /* wall time of its first poll: the row's wall_time */
     d9a_hist h;
 } hist_group;
+
+typedef struct stack_entry {
+    uint64_t id;        /* hash of its addresses: the same stack has the same id in every segment */
+    int64_t first_wall; /* its first sample */
+    uint64_t *addrs;    /* leaf first */
+    uint32_t n;
+} stack_entry;
 
 typedef struct seg {
     d9f_output *out;
@@ -47,6 +55,11 @@ typedef struct seg {
     d9_u64_map group_index;
     hist_group *groups;
     size_t ngroups;
+    /* samples and their stacks; the trace's symbols name the frames */
+    d9_u64_map stack_index;
+    stack_entry *stacks;
+    size_t nstacks;
+    d9m_symtab symtab;
     /* segments' summary */
     uint64_t events, polls, first_ts, last_ts, dropped, unmatched_starts, unmatched_ends;
     bool have_ts;
@@ -302,6 +315,133 @@ static int on_mark(seg *s, const d9_event *ev, d9_decoder *d) {
     }
 }
 
+static int on_wake(seg *s, const d9_event *ev) {
+    const int16_t *f = ev->schema->bind.field;
+    bool skip;
+    pq_writer *w = row(s, D9F_WAKES, wall_of(s, ev->ts_ns), &skip);
+    if (!w) return skip ? 0 : -1;
+    pq_put_i64(w, D9F_WAKE_WAKER, (int64_t)d9m_uint_or(ev, f[D9_KF_WAKER_TASK_ID], 0));
+    pq_put_i64(w, D9F_WAKE_WOKEN, (int64_t)d9m_uint_or(ev, f[D9_KF_WOKEN_TASK_ID], 0));
+    uint64_t target = d9m_uint_or(ev, f[D9_KF_TARGET_WORKER], D9_WORKER_NONE);
+    if (target < D9_WORKER_NONE) pq_put_i64(w, D9F_WAKE_TARGET, (int64_t)target);
+    else pq_put_null(w, D9F_WAKE_TARGET);
+    return end_row(s, w);
+}
+
+/* The stack of a sample: its id (a hash of its addresses), kept once per segment. */
+static int sample_stack(seg *s, const d9_event *ev, d9_decoder *d, int64_t wall, uint64_t *id) {
+    int idx = ev->schema->bind.field[D9_KF_CALLCHAIN];
+    const uint64_t *addrs = NULL;
+    uint32_t n = 0;
+    if (idx >= 0 && ev->values[idx].present) {
+        const d9_value *v = &ev->values[idx];
+        if (v->type == D9_FT_POOLED_STACK || v->type == D9_FT_STACK) {
+            addrs = v->stack.addrs;
+            n = v->stack.count;
+            if (v->type == D9_FT_POOLED_STACK && !v->resolved && !d9_dec_pool_stack(d, v->pool_id, &addrs, &n))
+                n = 0;
+        }
+    }
+    uint64_t h = 0x84222325cbf29ce4ull ^ n;
+    for (uint32_t i = 0; i < n; i++) h = d9_mix64(h ^ addrs[i]) + i;
+    *id = h & INT64_MAX; /* a BIGINT every engine reads as positive */
+    if (d9_u64_map_get(&s->stack_index, *id)) return 0;
+    stack_entry *p = realloc(s->stacks, (s->nstacks + 1) * sizeof *p);
+    if (!p) return oom(s);
+    s->stacks = p;
+    stack_entry *e = &p[s->nstacks];
+    *e = (stack_entry){.id = *id, .first_wall = wall, .n = n};
+    if (n && !(e->addrs = malloc(n * sizeof *addrs))) return oom(s);
+    if (n) memcpy(e->addrs, addrs, n * sizeof *addrs);
+    if (d9_u64_map_put(&s->stack_index, *id, s->nstacks) != 0) return oom(s);
+    s->nstacks++;
+    return 0;
+}
+
+static int on_sample(seg *s, const d9_event *ev, d9_decoder *d) {
+    const int16_t *f = ev->schema->bind.field;
+    int64_t wall = wall_of(s, ev->ts_ns);
+    uint64_t stack;
+    if (sample_stack(s, ev, d, wall, &stack) != 0) return -1;
+    bool skip;
+    pq_writer *w = row(s, D9F_SAMPLES, wall, &skip);
+    if (!w) return skip ? 0 : -1;
+    bool cpu = d9m_uint_or(ev, f[D9_KF_SOURCE], 0) == 0;
+    pq_put_str(w, D9F_SAMPLE_SOURCE, cpu ? "cpu" : "offcpu", cpu ? 3 : 6);
+    uint64_t wid = d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE), v;
+    if (wid < D9_WORKER_NONE) pq_put_i64(w, D9F_SAMPLE_WORKER, (int64_t)wid);
+    else pq_put_null(w, D9F_SAMPLE_WORKER);
+    pq_put_i64(w, D9F_SAMPLE_TID, (int64_t)d9m_uint_or(ev, f[D9_KF_TID], 0));
+    if (f[D9_KF_CPU] >= 0 && d9_value_uint(&ev->values[f[D9_KF_CPU]], &v)) pq_put_i64(w, D9F_SAMPLE_CPU, (int64_t)v);
+    else pq_put_null(w, D9F_SAMPLE_CPU);
+    pq_put_i64(w, D9F_SAMPLE_STACK, (int64_t)stack);
+    pq_put_i64(w, D9F_SAMPLE_WEIGHT, 1);
+    return end_row(s, w);
+}
+
+static int on_symbol(seg *s, const d9_event *ev) {
+    d9m_symbol_event e;
+    if (!d9m_symbol_read(ev, &e)) return 0;
+    uint32_t name = intern_loc(s, e.name.ptr, e.name.len);
+    uint32_t file = intern_loc(s, e.file.ptr, e.file.len);
+    if (name == UINT32_MAX || file == UINT32_MAX) return oom(s);
+    return d9m_symtab_add(&s->symtab, e.addr, e.size, name, file, e.line, e.depth) == 0 ? 0 : oom(s);
+}
+
+/* One row per distinct stack: its frames leaf first, each its address and, when the trace
+ * has symbols for it, the function that holds it and the functions inlined there. */
+static int put_stack_rows(seg *s) {
+    for (size_t i = 0; i < s->nstacks; i++) {
+        const stack_entry *e = &s->stacks[i];
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f) return oom(s);
+        d9_json j;
+        d9_json_init(&j, f, false);
+        d9_json_array_begin(&j);
+        for (uint32_t k = 0; k < e->n; k++) {
+            char addr[24];
+            snprintf(addr, sizeof addr, "0x%" PRIx64, e->addrs[k]);
+            d9_json_object_begin(&j);
+            d9_json_key(&j, "addr");
+            d9_json_string(&j, addr);
+            const d9m_sym *syms[8];
+            uint32_t n = d9m_symtab_lookup(&s->symtab, e->addrs[k], syms, 8);
+            if (n) {
+                d9_json_key(&j, "function");
+                d9_json_string(&j, s->locs[syms[n - 1]->name]);
+                if (n > 1) {
+                    d9_json_key(&j, "inlined");
+                    d9_json_array_begin(&j);
+                    for (uint32_t m = 0; m + 1 < n; m++) d9_json_string(&j, s->locs[syms[m]->name]);
+                    d9_json_array_end(&j);
+                }
+            }
+            d9_json_object_end(&j);
+        }
+        d9_json_array_end(&j);
+        if (fclose(f) != 0) {
+            free(buf);
+            return oom(s);
+        }
+        bool skip;
+        pq_writer *w = row(s, D9F_STACKS, e->first_wall, &skip);
+        if (w) {
+            pq_put_i64(w, D9F_STACK_ID, (int64_t)e->id);
+            pq_put_i32(w, D9F_STACK_DEPTH, (int32_t)e->n);
+            pq_put_str(w, D9F_STACK_FRAMES, buf, len);
+        }
+        free(buf);
+        if (!w) {
+            if (skip) continue;
+            return -1;
+        }
+        if (end_row(s, w) != 0) return -1;
+    }
+    return 0;
+}
+
 static void note_source(seg *s, const d9_event *ev) {
     const int16_t *f = ev->schema->bind.field;
     d9_dec_str src, mode;
@@ -354,6 +494,10 @@ static int read_events(seg *s, const char **status) {
         }
         s->events++;
         bool timed = ev.schema->has_timestamp && ev.ts_ns != 0;
+        if (ev.schema->bind.role == D9_SCH_SYMBOL_TABLE_ENTRY) { /* timed or not */
+            rc = on_symbol(s, &ev);
+            continue;
+        }
         if (!timed) {
             if (ev.schema->bind.role == D9_SCH_DROPPED_EVENTS) note_drops(s, &ev);
             continue;
@@ -365,6 +509,8 @@ static int read_events(seg *s, const char **status) {
         case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK:
         case D9_SCH_WORKER_UNPARK: rc = on_mark(s, &ev, d); break;
         case D9_SCH_COVERAGE: note_source(s, &ev); break;
+        case D9_SCH_WAKE: rc = on_wake(s, &ev); break;
+        case D9_SCH_CPU_SAMPLE: rc = on_sample(s, &ev, d); break;
         case D9_SCH_DROPPED_EVENTS: note_drops(s, &ev); break;
         default: break;
         }
@@ -451,6 +597,10 @@ static void seg_free(seg *s) {
     d9_u64_map_free(&s->group_index);
     for (size_t i = 0; i < s->ngroups; i++) d9a_hist_free(&s->groups[i].h);
     free(s->groups);
+    for (size_t i = 0; i < s->nstacks; i++) free(s->stacks[i].addrs);
+    free(s->stacks);
+    d9_u64_map_free(&s->stack_index);
+    d9m_symtab_free(&s->symtab);
     if (s->sources) fclose(s->sources);
     if (s->drops) fclose(s->drops);
     free(s->sources_buf);
@@ -483,6 +633,7 @@ int d9f_fold_segment(d9f_output *out, const char *path, const char *seg_id, uint
         if (a || b) rc = oom(&s);
     }
     if (rc == 0) rc = put_hist_rows(&s);
+    if (rc == 0) rc = put_stack_rows(&s);
     if (rc == 0) rc = put_segment_row(&s, file_bytes, status);
     st->events = s.events;
     st->polls = s.polls;

@@ -57,9 +57,36 @@ static const pq_column_def sched[D9F_SCHED_COLS] = {
     {"cpu_time_ns", PQ_INT64, true, false, false},
 };
 
+static const pq_column_def wakes[D9F_WAKE_COLS] = {
+    IDENTITY,
+    {"waker_task_id", PQ_INT64, false, true, false},
+    {"woken_task_id", PQ_INT64, false, true, false},
+    {"target_worker", PQ_INT64, true, true, false},
+};
+
+static const pq_column_def samples[D9F_SAMPLE_COLS] = {
+    IDENTITY,
+    {"source", PQ_STRING, false, true, false},
+    {"worker_id", PQ_INT64, true, true, false},
+    {"tid", PQ_INT64, false, true, false},
+    {"cpu", PQ_INT64, true, true, false},
+    {"stack_id", PQ_INT64, false, true, false},
+    {"weight", PQ_INT64, false, true, false},
+};
+
+static const pq_column_def stacks[D9F_STACK_COLS] = {
+    IDENTITY,
+    {"stack_id", PQ_INT64, false, false, false},
+    {"depth", PQ_INT32, false, true, false},
+    {"frames", PQ_STRING, false, false, false},
+};
+
 const d9f_table_def d9f_tables[D9F_TABLES] = {
     [D9F_POLLS] = {"polls", polls, D9F_POLLS_COLS},
     [D9F_POLL_HIST] = {"poll_hist", poll_hist, D9F_HIST_COLS},
     [D9F_SEGMENTS] = {"segments", segments, D9F_SEG_COLS},
     [D9F_SCHED] = {"sched", sched, D9F_SCHED_COLS},
+    [D9F_WAKES] = {"wakes", wakes, D9F_WAKE_COLS},
+    [D9F_SAMPLES] = {"samples", samples, D9F_SAMPLE_COLS},
+    [D9F_STACKS] = {"stacks", stacks, D9F_STACK_COLS},
 };

@@ -57,7 +57,8 @@ const TYPES = {
 const blocks = ddlBlocks()
 test('the docs hold DDL for Athena (every table), Trino and Spark', () => {
   const names = blocks.map((b) => `${b.engine} ${b.table}`)
-  for (const want of ['athena polls', 'athena poll_hist', 'athena sched', 'athena segments', 'trino polls', 'spark polls'])
+  for (const want of ['athena polls', 'athena poll_hist', 'athena sched', 'athena segments', 'athena wakes',
+    'athena samples', 'athena stacks', 'trino polls', 'spark polls'])
     assert.ok(names.includes(want), `${want} in ${names}`)
 })
 
@@ -96,7 +97,7 @@ test('a filter on the partition opens only its files; statistics hold each file\
   const plan = await explain()
   assert.match(plan, /Total Files Read: 1\b/, plan)
 
-  for (const table of ['polls', 'poll_hist', 'sched', 'segments']) {
+  for (const table of ['polls', 'poll_hist', 'sched', 'segments', 'wakes', 'samples', 'stacks']) {
     const f = fileOf(table)
     const [s] = await duckRows(`SELECT epoch_us(min(wall_time)) AS lo, epoch_us(max(wall_time)) AS hi
                                 FROM read_parquet(${lit(f)})`)

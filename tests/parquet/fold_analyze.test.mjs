@@ -32,7 +32,7 @@ test('fold writes every table', () => {
   const r = dial9('fold', ...segments, '--to', tables)
   assert.equal(r.status, 0, r.stderr)
   const names = files(tables).filter((f) => f.endsWith('.parquet')).map((f) => f.slice(tables.length + 1).split('/')[0])
-  assert.deepEqual([...new Set(names)].sort(), ['poll_hist', 'polls', 'sched', 'segments'])
+  assert.deepEqual([...new Set(names)].sort(), ['poll_hist', 'polls', 'samples', 'sched', 'segments', 'stacks', 'wakes'])
 })
 
 for (const service of ['api', 'db']) {
@@ -95,4 +95,40 @@ test('segments: one row per segment, its events and polls', async () => {
     assert.equal(Number(r.events), a.summary.events, `${r.service}: events`)
     assert.equal(r.status, 'complete')
   }
+})
+
+test('wakes and samples: the counts analyze reports; every sample\'s stack in stacks', async () => {
+  const glob = (t) => `read_parquet(${lit(join(tables, t, '**/*.parquet'))}, hive_partitioning = true)`
+  for (const service of ['api', 'db']) {
+    const c = analyze(runs[service]).summary.counts
+    const [w] = await duckRows(`SELECT count(*) AS n FROM ${glob('wakes')} WHERE service = ${lit(service)}`)
+    assert.equal(Number(w.n), c.wakes, `${service}: wakes`)
+    const s = await duckRows(`SELECT source, count(*) AS n FROM ${glob('samples')} WHERE service = ${lit(service)} GROUP BY ALL`)
+    const n = (src) => Number(s.find((r) => r.source === src)?.n || 0)
+    assert.equal(n('cpu'), c.cpu_samples, `${service}: CPU samples`)
+    assert.equal(n('offcpu'), c.offcpu_samples, `${service}: off-CPU samples`)
+  }
+  const [m] = await duckRows(`SELECT count(*) AS n FROM ${glob('samples')} s ANTI JOIN ${glob('stacks')} k
+                              ON s.segment = k.segment AND s.stack_id = k.stack_id`)
+  assert.equal(Number(m.n), 0, 'samples whose stack is not in stacks')
+  const [d] = await duckRows(`SELECT count(*) - count(DISTINCT (segment, stack_id)) AS n FROM ${glob('stacks')}`)
+  assert.equal(Number(d.n), 0, 'a stack twice in one segment')
+})
+
+test('stacks name their frames from the trace\'s symbols (after dial9 symbolize)', async () => {
+  const [seg] = runs.api
+  const copy = join(dir, 'symbolized', 'trace.0.bin')
+  const { mkdirSync, copyFileSync } = await import('node:fs')
+  mkdirSync(join(dir, 'symbolized'), { recursive: true })
+  copyFileSync(seg, copy)
+  const r = dial9('symbolize', copy)
+  assert.equal(r.status, 0, r.stderr)
+  const out = join(dir, 'symbolized-tables')
+  const f = dial9('fold', copy, '--to', out)
+  assert.equal(f.status, 0, f.stderr)
+  const rows = await duckRows(`SELECT frames FROM read_parquet(${lit(join(out, 'stacks/**/*.parquet'))})`)
+  assert.ok(rows.length > 0, 'the run has sampled stacks')
+  const named = rows.flatMap((x) => JSON.parse(x.frames)).filter((fr) => fr.function)
+  assert.ok(named.length > 0, 'some frame has a function name')
+  assert.ok(named.every((fr) => typeof fr.function === 'string' && fr.function.length > 0))
 })

@@ -235,7 +235,7 @@ static void item_at(const column *c, size_t i, const uint8_t **p, size_t *n) {
     }
 }
 
-static int append_item(pq_writer *w, column *c, const void *p, size_t n) {
+static inline __attribute__((always_inline)) int append_item(pq_writer *w, column *c, const void *p, size_t n) {
     if (c->def.type == PQ_STRING) {
         if (c->nstored >= c->offsets_cap) {
             size_t cap = c->offsets_cap ? c->offsets_cap * 2 : 1024;
@@ -291,8 +291,10 @@ static int grow_slots(pq_writer *w, column *c) {
     return 0;
 }
 
-/* One non-null value: its index in the dictionary (added when new), or its PLAIN bytes. */
-static int store(pq_writer *w, column *c, const void *p, size_t n) {
+/* One non-null value: its index in the dictionary (added when new), or its PLAIN bytes.
+ * Inlined into each put, where n is a constant for fixed-width types: the copies and compares
+ * become moves (a call to memcpy per value was a quarter of dial9 fold's time). */
+static inline __attribute__((always_inline)) int store(pq_writer *w, column *c, const void *p, size_t n) {
     if (c->dict_mode) {
         if (c->nvalues >= c->index_cap) {
             size_t cap = c->index_cap ? c->index_cap * 2 : 1024;

@@ -56,7 +56,7 @@ def main():
     seconds = a.seconds or (1 if a.short else 5)
     work = a.keep or tempfile.mkdtemp(prefix="fleet-bench-")
     try:
-        print(f"== fold ({'short' if a.short else 'full'} mode) ==")
+        print(f"== fold ({'short' if a.short else 'full'} mode; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs) ==")
         rec = os.path.join(work, "rec")
         env = dict(os.environ, DIAL9_SERVICE="bench", DIAL9_SYMBOLIZE="0", DIAL9_MAX_FILE_SIZE_MB="1024")
         run([os.path.join(build, "examples/executor/executor_demo"), "--workers", "2", "--seconds",
@@ -89,7 +89,7 @@ def main():
         print(f"generated {total} polls in {wall:.1f} s ({cpu:.1f} s CPU): polls {psize / 1e6:.1f} MB "
               f"({psize / total:.2f} bytes/poll, random task ids and durations), poll_hist {hsize / 1e6:.1f} MB")
         for r in node("queries", fleet):
-            print(f"{r['name']}: {r['seconds']:.3f} s ({r['rows']} rows; target {r['target']})")
+            print(f"{r['name']}: {r['seconds']:.3f} s wall, {r['cpu']:.3f} s CPU ({r['rows']} rows; target {r['target']})")
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -1,5 +1,6 @@
 // DuckDB side of bench/fleet/fleet_bench.py (prints JSON): `columns DIR` the bytes per column
-// of a polls table; `queries DIR` the fleet queries, each timed (wall) after one warm-up run.
+// of a polls table; `queries DIR` the fleet queries, each timed (wall and this process's CPU,
+// which holds DuckDB's threads) after one warm-up run.
 import { join } from 'node:path'
 import { duckRows, lit } from '../../tests/parquet/readers.mjs'
 import { docQuery } from '../../tests/parquet/fold_lib.mjs'
@@ -19,9 +20,10 @@ if (what === 'columns') {
   const out = []
   for (const [name, target, sql] of queries) {
     await duckRows(sql)
-    const t0 = performance.now()
+    const t0 = performance.now(), c0 = process.cpuUsage()
     const rows = await duckRows(sql)
-    out.push({ name, target, seconds: (performance.now() - t0) / 1000, rows: rows.length })
+    const c = process.cpuUsage(c0) // DuckDB's threads are this process's: its CPU time, whatever the load
+    out.push({ name, target, seconds: (performance.now() - t0) / 1000, cpu: (c.user + c.system) / 1e6, rows: rows.length })
   }
   console.log(JSON.stringify(out))
 }

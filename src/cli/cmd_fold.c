@@ -22,6 +22,7 @@ static void fold_usage(FILE *out) {
             "when every segment was read; a segment that cannot be read is named and nothing is\n"
             "written. Idempotent: a second fold of the same segments changes nothing. A partition\n"
             "whose files hold only segments of this fold is rewritten as one file (compaction).\n"
+            "A segment still being written (.active) is named and not folded.\n"
             "\n"
             "  --to DIR          where the tables go (a local directory)\n"
             "  --zstd-level N    zstd level of the pages (default 3; 1..19)\n"

@@ -19,8 +19,11 @@ typedef struct d9f_result {
 int d9f_fold(char *const *paths, size_t n, const char *dir, const pq_options *opt, FILE *log,
              FILE *info, d9f_result *res, char *err, size_t errlen);
 
-/* A segment's identity: its content's 64-bit hash and its size, "hhhhhhhhhhhhhhhh-SIZE";
- * the same for a copy anywhere. -1 when it cannot be read. */
+/* A segment's identity, the same for a copy anywhere, compressed or not, and after `dial9
+ * symbolize` appended its symbols: "r" and a 64-bit hash of its run (run_id, boot_id, host
+ * from its SegmentMetadataEvent) and its file name without .gz/.zst; for a segment without a
+ * run_id (dial9's own), "c" and a hash of its content. *size: its size in bytes. -1 when it
+ * cannot be read. */
 int d9f_segment_id(const char *path, char *out, size_t len, uint64_t *size);
 
 #endif

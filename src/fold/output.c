@@ -98,7 +98,7 @@ d9f_output *d9f_output_open(const char *dir, char *const *ids, size_t nids, cons
     d9f_output *o = calloc(1, sizeof *o);
     if (!o || !(o->dir = strdup(dir))) goto oom;
     for (size_t i = 0; i < nids; i++)
-        if (push(&o->ids, &o->nids, ids[i]) != 0) goto oom;
+        if (ids[i] && push(&o->ids, &o->nids, ids[i]) != 0) goto oom; /* NULL: not folded */
     if (opt) o->opt = *opt;
     if (mkdirs(dir) != 0) {
         snprintf(err, errlen, "%s: %s", dir, strerror(errno));

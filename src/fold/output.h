@@ -22,7 +22,7 @@
 
 typedef struct d9f_output d9f_output;
 
-/* ids: the identities of every input segment of this fold. */
+/* ids: the identities of every input segment of this fold (NULL for one not folded). */
 d9f_output *d9f_output_open(const char *dir, char *const *ids, size_t nids, const pq_options *opt,
                             char *err, size_t errlen);
 /* The writer for a row of `table` at wall time wall_ns of segment seg_id (one of the ids),

@@ -4,7 +4,8 @@
 // fold is visible; a torn tail is folded and said.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs'
+import { gzipSync } from 'node:zlib'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { duckRows, lit } from './readers.mjs'
@@ -45,6 +46,38 @@ test('a second fold of the same segments changes nothing', () => {
   r = fold(to, B) // a subset: its rows are there already
   assert.equal(r.status, 0, r.stderr)
   assert.deepEqual(snapshot(to), before)
+})
+
+test('a segment is the same segment compressed, and after dial9 symbolize appended to it', () => {
+  const to = join(dir, 'same')
+  const seg = join(dir, 'sym', 'trace.0.bin')
+  mkdirSync(dirname(seg), { recursive: true })
+  copyFileSync(A, seg)
+  let r = fold(to, seg)
+  assert.equal(r.status, 0, r.stderr)
+  const before = snapshot(to)
+  r = dial9('symbolize', seg)
+  assert.equal(r.status, 0, r.stderr)
+  r = fold(to, seg)
+  assert.equal(r.status, 0, r.stderr)
+  assert.deepEqual(snapshot(to), before, 'symbolized: no new rows')
+  const gz = join(dir, 'gz', 'trace.0.bin.gz')
+  mkdirSync(dirname(gz), { recursive: true })
+  writeFileSync(gz, gzipSync(readFileSync(seg)))
+  r = fold(to, gz)
+  assert.equal(r.status, 0, r.stderr)
+  assert.deepEqual(snapshot(to), before, 'gzip\'ed: no new rows')
+})
+
+test('a segment still being written (.active) is named and not folded', () => {
+  const to = join(dir, 'active')
+  const act = join(dir, 'act', 'trace.3.bin.active')
+  mkdirSync(dirname(act), { recursive: true })
+  copyFileSync(A, act)
+  const r = fold(to, A, act)
+  assert.equal(r.status, 0, r.stderr)
+  assert.match(r.stderr, /trace\.3\.bin\.active: still being written/)
+  assert.match(r.stderr, /1 segment\(s\)/)
 })
 
 test('one run, then the other, then both: one file per partition, no row twice', async () => {

@@ -22,7 +22,8 @@ PKGS=(
   chromium fonts-liberation            # the browser tests: ctest's test_s3_fleet_browser runs before
                                        # scripts/test-viewer.sh, which installs them too
 )
-# Node.js and npm (export checks with independent readers, viewer tests): only when the commands
+# Node.js and npm (export checks with independent readers, viewer tests, the Parquet readers of
+# tests/parquet, which install their npm packages themselves): only when the commands
 # are missing, so a Node.js installed another way is never replaced.
 
 missing=()

@@ -23,6 +23,10 @@ if [ -x build/bench/d9_bench ]; then
   step "counted cost per request (short mode: the table's form only)"
   python3 bench/e2e/counted_cost.py --build build --short
 fi
+if [ -x build/bench/fleet/fleet_gen ] && command -v node >/dev/null; then
+  step "fleet tables benchmark (short mode: numbers, no assertion)"
+  python3 bench/fleet/fleet_bench.py --build build --short
+fi
 if [ -x build/dial9 ] && [ -f build/libdial9-preload.so ]; then
   step "start-up cost (short mode)"
   python3 bench/startup_bench.py build --short

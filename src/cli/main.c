@@ -23,6 +23,7 @@ static const d9_cli_command commands[] = {
     {"diff", "compare two runs, two windows or the slowest polls per spawn location: what got slower", d9_cmd_diff},
     {"upload", "upload a trace directory's sealed segments to S3 (what a recorder left, or a finished run)", d9_cmd_upload},
     {"run", "record an unmodified program: dial9 run [--trace-dir D] -- CMD ARGS...", d9_cmd_run},
+    {"fold", "fold segments into Parquet tables (polls, poll_hist, sched, wakes, samples, stacks, segments) for DuckDB, Athena, ...", d9_cmd_fold},
 };
 
 static void usage(FILE *out) {

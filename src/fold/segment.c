@@ -1,0 +1,643 @@
+/* A segment into the fold's tables (segment.h). Polls and parks are paired by the model's
+ * rule (model/pairing.h), per worker in stream order, as `dial9 analyze` pairs them; poll
+ * durations go into analyze's log-bucket histogram (analysis/hist.h) per spawn location,
+ * worker and hour, so percentiles read from poll_hist equal analyze's. */
+#include "fold/segment.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/hist.h"
+#include "common/json_writer.h"
+#include "common/u64_map.h"
+#include "format/decoder.h"
+#include "format/schemas.h"
+#include "model/pairing.h"
+#include "model/schedstat_source.h"
+#include "model/symtab.h"
+
+#define NS_PER_HOUR (3600 * 1000000000ll)
+
+typedef struct hist_group {
+    uint32_t loc;
+    uint64_t worker;
+    int64_t hour;
+    int64_t first_wall; /* wall time of its first poll: the row's wall_time */
+    d9a_hist h;
+} hist_group;
+
+typedef struct stack_entry {
+    uint64_t id;        /* hash of its addresses: the same stack has the same id in every segment */
+    int64_t first_wall; /* its first sample */
+    uint64_t *addrs;    /* leaf first */
+    uint32_t n;
+} stack_entry;
+
+typedef struct seg {
+    d9f_output *out;
+    const char *seg_id, *path;
+    char *service, *instance, *boot, *run, *metadata_json;
+    d9m_schedstat ss;
+    bool have_clock;
+    uint64_t clock_mono, clock_real;
+    /* spawn locations: interned per segment; pool ids cached per stream */
+    char **locs;
+    uint32_t nlocs;
+    d9_u64_map loc_by_hash, loc_by_pool;
+    uint32_t stream;
+    bool stream_known;
+    /* workers' pairing */
+    d9_u64_map worker_index;
+    d9m_pair_state *pairs;
+    size_t npairs;
+    /* poll_hist */
+    d9_u64_map group_index;
+    hist_group *groups;
+    size_t ngroups;
+    /* samples and their stacks; the trace's symbols name the frames */
+    d9_u64_map stack_index;
+    stack_entry *stacks;
+    size_t nstacks;
+    d9m_symtab symtab;
+    /* segments' summary */
+    uint64_t events, polls, first_ts, last_ts, dropped, unmatched_starts, unmatched_ends;
+    bool have_ts;
+    FILE *sources, *drops;
+    char *sources_buf, *drops_buf;
+    size_t sources_len, drops_len;
+    d9_json sources_j, drops_j;
+    char *err;
+    size_t errlen;
+} seg;
+
+static int64_t wall_of(const seg *s, uint64_t ts) {
+    return (int64_t)s->clock_real + (int64_t)(ts - s->clock_mono);
+}
+
+static int oom(seg *s) {
+    snprintf(s->err, s->errlen, "out of memory");
+    return -1;
+}
+
+static char *dup_str(d9_dec_str v) {
+    char *p = malloc(v.len + 1);
+    if (p) {
+        memcpy(p, v.ptr, v.len);
+        p[v.len] = 0;
+    }
+    return p;
+}
+
+/* ---- the prelude: metadata and clock ---- */
+
+static bool keep_prelude(const d9_dec_schema *sc, void *ctx) {
+    (void)ctx;
+    return sc->bind.role == D9_SCH_SEGMENT_METADATA || sc->bind.role == D9_SCH_CLOCK_SYNC;
+}
+
+static int take_metadata(seg *s, const d9_value *v) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return oom(s);
+    d9_json j;
+    d9_json_init(&j, f, false);
+    d9_json_object_begin(&j);
+    for (uint32_t i = 0; i < v->map.count; i++) {
+        const d9_dec_kv *kv = &v->map.items[i];
+        d9_json_key_n(&j, kv->key.ptr, kv->key.len);
+        d9_json_string_n(&j, kv->value.ptr, kv->value.len);
+        char **slot = NULL;
+#define IS(k) (kv->key.len == sizeof k - 1 && memcmp(kv->key.ptr, k, sizeof k - 1) == 0)
+        if (IS("service")) slot = &s->service;
+        else if (IS("host")) slot = &s->instance;
+        else if (IS("boot_id")) slot = &s->boot;
+        else if (IS("run_id")) slot = &s->run;
+#undef IS
+        if (slot && !*slot && !(*slot = dup_str(kv->value))) {
+            fclose(f);
+            free(buf);
+            return oom(s);
+        }
+        int ss = d9m_schedstat_from_metadata(kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
+        if (ss >= 0) s->ss = (d9m_schedstat)ss;
+    }
+    d9_json_object_end(&j);
+    if (fclose(f) != 0) {
+        free(buf);
+        return oom(s);
+    }
+    s->metadata_json = buf;
+    return 0;
+}
+
+static int read_prelude(seg *s) {
+    char err[256];
+    d9_decoder *d = d9_dec_open_path(s->path, NULL, err, sizeof err);
+    if (!d) {
+        snprintf(s->err, s->errlen, "%s", err);
+        return -1;
+    }
+    d9_dec_set_scan(d, &(d9_dec_scan){.keep = keep_prelude, .skip_plans = true});
+    d9_event ev;
+    int rc = 0;
+    while ((!s->metadata_json || !s->have_clock) && d9_dec_next(d, &ev) > 0) {
+        const d9_dec_binding *b = &ev.schema->bind;
+        if (b->role == D9_SCH_SEGMENT_METADATA && !s->metadata_json && b->field[D9_KF_ENTRIES] >= 0) {
+            const d9_value *v = &ev.values[b->field[D9_KF_ENTRIES]];
+            if (v->present && v->type == D9_FT_STRING_MAP && (rc = take_metadata(s, v)) != 0) break;
+        } else if (b->role == D9_SCH_CLOCK_SYNC && !s->have_clock && ev.ts_ns != 0 &&
+                   b->field[D9_KF_REALTIME_NS] >= 0 &&
+                   d9_value_uint(&ev.values[b->field[D9_KF_REALTIME_NS]], &s->clock_real)) {
+            s->have_clock = true; /* the first one, as analyze and serve take it */
+            s->clock_mono = ev.ts_ns;
+        }
+    }
+    d9_dec_close(d);
+    if (rc) return rc;
+    if (!s->have_clock) {
+        snprintf(s->err, s->errlen, "no ClockSyncEvent: the wall-clock time of its events is unknown");
+        return -1;
+    }
+    static const char none[] = "";
+    if (!s->service && !(s->service = strdup("unknown"))) return oom(s);
+    if (!s->instance && !(s->instance = strdup(none))) return oom(s);
+    if (!s->boot && !(s->boot = strdup(none))) return oom(s);
+    if (!s->run && !(s->run = strdup(none))) return oom(s);
+    if (!s->metadata_json && !(s->metadata_json = strdup("{}"))) return oom(s);
+    return 0;
+}
+
+/* ---- rows ---- */
+
+/* The writer for a row at wall, with the identity columns put; NULL with *skip when the
+ * partition holds this segment already, NULL on an error. */
+static pq_writer *row(seg *s, d9f_table t, int64_t wall, bool *skip) {
+    pq_writer *w = d9f_output_rows(s->out, t, s->service, wall, s->seg_id, skip, s->err, s->errlen);
+    if (!w) return NULL;
+    pq_put_str(w, D9F_COL_INSTANCE, s->instance, strlen(s->instance));
+    pq_put_str(w, D9F_COL_BOOT, s->boot, strlen(s->boot));
+    pq_put_str(w, D9F_COL_RUN, s->run, strlen(s->run));
+    pq_put_str(w, D9F_COL_SEGMENT, s->seg_id, strlen(s->seg_id));
+    pq_put_i64(w, D9F_COL_WALL_TIME, wall);
+    return w;
+}
+
+static int end_row(seg *s, pq_writer *w) {
+    if (pq_end_row(w) == 0) return 0;
+    char err[256];
+    pq_writer_close(w, err, sizeof err); /* never: a row of ours missing a column; says why */
+    snprintf(s->err, s->errlen, "%s", err);
+    return -1;
+}
+
+static uint32_t intern_loc(seg *s, const char *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+    for (;; h++) { /* collisions: the next key */
+        uint64_t *i = d9_u64_map_get(&s->loc_by_hash, h);
+        if (!i) break;
+        if (strlen(s->locs[*i]) == n && memcmp(s->locs[*i], p, n) == 0) return (uint32_t)*i;
+    }
+    char **v = realloc(s->locs, (s->nlocs + 1) * sizeof *v);
+    if (!v) return UINT32_MAX;
+    s->locs = v;
+    if (!(v[s->nlocs] = strndup(p, n))) return UINT32_MAX;
+    if (d9_u64_map_put(&s->loc_by_hash, h, s->nlocs) != 0) return UINT32_MAX;
+    return s->nlocs++;
+}
+
+/* analyze's rule (analysis/ingest.c): "<unknown>" without a spawn location, "<unresolved>"
+ * for a pool id that was never defined. */
+static uint32_t spawn_loc(seg *s, const d9_event *ev, d9_decoder *d) {
+    int idx = ev->schema->bind.field[D9_KF_SPAWN_LOC];
+    if (idx < 0 || !ev->values[idx].present) return intern_loc(s, "<unknown>", 9);
+    const d9_value *v = &ev->values[idx];
+    if (v->type == D9_FT_POOLED_STRING) {
+        uint64_t *c = d9_u64_map_get(&s->loc_by_pool, v->pool_id);
+        if (c) return (uint32_t)*c;
+        d9_dec_str str = v->str;
+        if (!v->resolved && !d9_dec_pool_string(d, v->pool_id, &str)) return intern_loc(s, "<unresolved>", 12);
+        uint32_t id = intern_loc(s, str.ptr, str.len);
+        if (id != UINT32_MAX && d9_u64_map_put(&s->loc_by_pool, v->pool_id, id) != 0) return UINT32_MAX;
+        return id;
+    }
+    d9_dec_str str;
+    if (!d9_value_str(v, &str)) return intern_loc(s, "<unknown>", 9);
+    return intern_loc(s, str.ptr, str.len);
+}
+
+static d9m_pair_state *pair_of(seg *s, uint64_t worker) {
+    uint64_t *i = d9_u64_map_get(&s->worker_index, worker);
+    if (i) return &s->pairs[*i];
+    d9m_pair_state *p = realloc(s->pairs, (s->npairs + 1) * sizeof *p);
+    if (!p) return NULL;
+    s->pairs = p;
+    if (d9_u64_map_put(&s->worker_index, worker, s->npairs) != 0) return NULL;
+    p[s->npairs] = (d9m_pair_state){0};
+    return &p[s->npairs++];
+}
+
+static hist_group *group_of(seg *s, uint32_t loc, uint64_t worker, int64_t wall) {
+    int64_t hour = wall / NS_PER_HOUR;
+    int64_t first_hour = wall_of(s, s->first_ts) / NS_PER_HOUR;
+    uint64_t rel = (uint64_t)(hour - first_hour) & 0xffff;
+    uint64_t key = (uint64_t)loc << 40 | (worker & 0xffffff) << 16 | rel;
+    uint64_t *i = d9_u64_map_get(&s->group_index, key);
+    if (i && s->groups[*i].loc == loc && s->groups[*i].worker == worker && s->groups[*i].hour == hour)
+        return &s->groups[*i];
+    if (i) return NULL; /* more than 2^24 workers or a segment over 7 years: refused */
+    hist_group *g = realloc(s->groups, (s->ngroups + 1) * sizeof *g);
+    if (!g) return NULL;
+    s->groups = g;
+    if (d9_u64_map_put(&s->group_index, key, s->ngroups) != 0) return NULL;
+    g[s->ngroups] = (hist_group){.loc = loc, .worker = worker, .hour = hour, .first_wall = wall};
+    return &g[s->ngroups++];
+}
+
+static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end) {
+    uint64_t dur = end->ts > start->ts ? end->ts - start->ts : 0;
+    int64_t wall = wall_of(s, start->ts);
+    s->polls++;
+    hist_group *g = group_of(s, start->loc, start->worker_id, wall);
+    if (!g) {
+        snprintf(s->err, s->errlen, "out of memory (or too many workers) for poll_hist");
+        return -1;
+    }
+    d9a_hist_add(&g->h, dur);
+    if (g->h.oom) return oom(s);
+    bool skip;
+    pq_writer *w = row(s, D9F_POLLS, wall, &skip);
+    if (!w) return skip ? 0 : -1;
+    pq_put_i64(w, D9F_POLLS_WORKER, (int64_t)start->worker_id);
+    pq_put_i64(w, D9F_POLLS_TASK, (int64_t)start->task);
+    const char *loc = s->locs[start->loc];
+    pq_put_str(w, D9F_POLLS_SPAWN_LOC, loc, strlen(loc));
+    pq_put_i64(w, D9F_POLLS_DURATION, (int64_t)dur);
+    return end_row(s, w);
+}
+
+static int sched_row(seg *s, const d9m_mark *k, const d9m_mark *park) {
+    bool skip;
+    pq_writer *w = row(s, D9F_SCHED, wall_of(s, k->ts), &skip);
+    if (!w) return skip ? 0 : -1;
+    bool unpark = k->kind == D9M_UNPARK;
+    pq_put_str(w, D9F_SCHED_KIND, unpark ? "unpark" : "park", unpark ? 6 : 4);
+    pq_put_i64(w, D9F_SCHED_WORKER, (int64_t)k->worker_id);
+    if (k->tid) pq_put_i64(w, D9F_SCHED_TID, (int64_t)k->tid);
+    else pq_put_null(w, D9F_SCHED_TID);
+    if (park) pq_put_i64(w, D9F_SCHED_PARKED, (int64_t)(k->ts > park->ts ? k->ts - park->ts : 0));
+    else pq_put_null(w, D9F_SCHED_PARKED);
+    if (unpark && k->has_sched_wait) pq_put_i64(w, D9F_SCHED_DELAY, (int64_t)k->sched_wait_ns);
+    else pq_put_null(w, D9F_SCHED_DELAY);
+    if (k->has_cpu) pq_put_i64(w, D9F_SCHED_CPU_TIME, (int64_t)k->cpu_ns);
+    else pq_put_null(w, D9F_SCHED_CPU_TIME);
+    return end_row(s, w);
+}
+
+static int on_mark(seg *s, const d9_event *ev, d9_decoder *d) {
+    d9m_mark k;
+    if (!d9m_mark_read(ev, s->ss, &k)) return 0;
+    if (k.worker_id == D9_WORKER_NONE) return 0;
+    d9m_pair_state *ps = pair_of(s, k.worker_id);
+    if (!ps) return oom(s);
+    if (k.kind == D9M_POLL_START && (k.loc = spawn_loc(s, ev, d)) == UINT32_MAX) return oom(s);
+    const d9m_mark *start = NULL;
+    d9m_pair_result r = d9m_pair(ps, &k, &start);
+    if (r == D9M_PAIR_REOPENED && k.kind == D9M_POLL_START) s->unmatched_starts++;
+    if (r == D9M_PAIR_STRAY_END && k.kind == D9M_POLL_END) s->unmatched_ends++;
+    switch (k.kind) {
+    case D9M_POLL_END: return r == D9M_PAIR_CLOSED ? on_poll(s, start, &k) : 0;
+    case D9M_PARK: return sched_row(s, &k, NULL);
+    case D9M_UNPARK: return sched_row(s, &k, r == D9M_PAIR_CLOSED ? start : NULL);
+    default: return 0;
+    }
+}
+
+static int on_wake(seg *s, const d9_event *ev) {
+    const int16_t *f = ev->schema->bind.field;
+    bool skip;
+    pq_writer *w = row(s, D9F_WAKES, wall_of(s, ev->ts_ns), &skip);
+    if (!w) return skip ? 0 : -1;
+    pq_put_i64(w, D9F_WAKE_WAKER, (int64_t)d9m_uint_or(ev, f[D9_KF_WAKER_TASK_ID], 0));
+    pq_put_i64(w, D9F_WAKE_WOKEN, (int64_t)d9m_uint_or(ev, f[D9_KF_WOKEN_TASK_ID], 0));
+    uint64_t target = d9m_uint_or(ev, f[D9_KF_TARGET_WORKER], D9_WORKER_NONE);
+    if (target < D9_WORKER_NONE) pq_put_i64(w, D9F_WAKE_TARGET, (int64_t)target);
+    else pq_put_null(w, D9F_WAKE_TARGET);
+    return end_row(s, w);
+}
+
+/* The stack of a sample: its id (a hash of its addresses), kept once per segment. */
+static int sample_stack(seg *s, const d9_event *ev, d9_decoder *d, int64_t wall, uint64_t *id) {
+    int idx = ev->schema->bind.field[D9_KF_CALLCHAIN];
+    const uint64_t *addrs = NULL;
+    uint32_t n = 0;
+    if (idx >= 0 && ev->values[idx].present) {
+        const d9_value *v = &ev->values[idx];
+        if (v->type == D9_FT_POOLED_STACK || v->type == D9_FT_STACK) {
+            addrs = v->stack.addrs;
+            n = v->stack.count;
+            if (v->type == D9_FT_POOLED_STACK && !v->resolved && !d9_dec_pool_stack(d, v->pool_id, &addrs, &n))
+                n = 0;
+        }
+    }
+    uint64_t h = 0x84222325cbf29ce4ull ^ n;
+    for (uint32_t i = 0; i < n; i++) h = d9_mix64(h ^ addrs[i]) + i;
+    *id = h & INT64_MAX; /* a BIGINT every engine reads as positive */
+    if (d9_u64_map_get(&s->stack_index, *id)) return 0;
+    stack_entry *p = realloc(s->stacks, (s->nstacks + 1) * sizeof *p);
+    if (!p) return oom(s);
+    s->stacks = p;
+    stack_entry *e = &p[s->nstacks];
+    *e = (stack_entry){.id = *id, .first_wall = wall, .n = n};
+    if (n && !(e->addrs = malloc(n * sizeof *addrs))) return oom(s);
+    if (n) memcpy(e->addrs, addrs, n * sizeof *addrs);
+    if (d9_u64_map_put(&s->stack_index, *id, s->nstacks) != 0) return oom(s);
+    s->nstacks++;
+    return 0;
+}
+
+static int on_sample(seg *s, const d9_event *ev, d9_decoder *d) {
+    const int16_t *f = ev->schema->bind.field;
+    int64_t wall = wall_of(s, ev->ts_ns);
+    uint64_t stack;
+    if (sample_stack(s, ev, d, wall, &stack) != 0) return -1;
+    bool skip;
+    pq_writer *w = row(s, D9F_SAMPLES, wall, &skip);
+    if (!w) return skip ? 0 : -1;
+    bool cpu = d9m_uint_or(ev, f[D9_KF_SOURCE], 0) == 0;
+    pq_put_str(w, D9F_SAMPLE_SOURCE, cpu ? "cpu" : "offcpu", cpu ? 3 : 6);
+    uint64_t wid = d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE), v;
+    if (wid < D9_WORKER_NONE) pq_put_i64(w, D9F_SAMPLE_WORKER, (int64_t)wid);
+    else pq_put_null(w, D9F_SAMPLE_WORKER);
+    pq_put_i64(w, D9F_SAMPLE_TID, (int64_t)d9m_uint_or(ev, f[D9_KF_TID], 0));
+    if (f[D9_KF_CPU] >= 0 && d9_value_uint(&ev->values[f[D9_KF_CPU]], &v)) pq_put_i64(w, D9F_SAMPLE_CPU, (int64_t)v);
+    else pq_put_null(w, D9F_SAMPLE_CPU);
+    pq_put_i64(w, D9F_SAMPLE_STACK, (int64_t)stack);
+    pq_put_i64(w, D9F_SAMPLE_WEIGHT, 1);
+    return end_row(s, w);
+}
+
+static int on_symbol(seg *s, const d9_event *ev) {
+    d9m_symbol_event e;
+    if (!d9m_symbol_read(ev, &e)) return 0;
+    uint32_t name = intern_loc(s, e.name.ptr, e.name.len);
+    uint32_t file = intern_loc(s, e.file.ptr, e.file.len);
+    if (name == UINT32_MAX || file == UINT32_MAX) return oom(s);
+    return d9m_symtab_add(&s->symtab, e.addr, e.size, name, file, e.line, e.depth) == 0 ? 0 : oom(s);
+}
+
+/* One row per distinct stack: its frames leaf first, each its address and, when the trace
+ * has symbols for it, the function that holds it and the functions inlined there. */
+static int put_stack_rows(seg *s) {
+    for (size_t i = 0; i < s->nstacks; i++) {
+        const stack_entry *e = &s->stacks[i];
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f) return oom(s);
+        d9_json j;
+        d9_json_init(&j, f, false);
+        d9_json_array_begin(&j);
+        for (uint32_t k = 0; k < e->n; k++) {
+            char addr[24];
+            snprintf(addr, sizeof addr, "0x%" PRIx64, e->addrs[k]);
+            d9_json_object_begin(&j);
+            d9_json_key(&j, "addr");
+            d9_json_string(&j, addr);
+            const d9m_sym *syms[8];
+            uint32_t n = d9m_symtab_lookup(&s->symtab, e->addrs[k], syms, 8);
+            if (n) {
+                d9_json_key(&j, "function");
+                d9_json_string(&j, s->locs[syms[n - 1]->name]);
+                if (n > 1) {
+                    d9_json_key(&j, "inlined");
+                    d9_json_array_begin(&j);
+                    for (uint32_t m = 0; m + 1 < n; m++) d9_json_string(&j, s->locs[syms[m]->name]);
+                    d9_json_array_end(&j);
+                }
+            }
+            d9_json_object_end(&j);
+        }
+        d9_json_array_end(&j);
+        if (fclose(f) != 0) {
+            free(buf);
+            return oom(s);
+        }
+        bool skip;
+        pq_writer *w = row(s, D9F_STACKS, e->first_wall, &skip);
+        if (w) {
+            pq_put_i64(w, D9F_STACK_ID, (int64_t)e->id);
+            pq_put_i32(w, D9F_STACK_DEPTH, (int32_t)e->n);
+            pq_put_str(w, D9F_STACK_FRAMES, buf, len);
+        }
+        free(buf);
+        if (!w) {
+            if (skip) continue;
+            return -1;
+        }
+        if (end_row(s, w) != 0) return -1;
+    }
+    return 0;
+}
+
+static void note_source(seg *s, const d9_event *ev) {
+    const int16_t *f = ev->schema->bind.field;
+    d9_dec_str src, mode;
+    if (f[D9_KF_SOURCE] < 0 || f[D9_KF_MODE] < 0 || !d9_value_str(&ev->values[f[D9_KF_SOURCE]], &src) ||
+        !d9_value_str(&ev->values[f[D9_KF_MODE]], &mode))
+        return;
+    uint64_t one_in = f[D9_KF_ONE_IN] >= 0 ? d9m_uint_or(ev, f[D9_KF_ONE_IN], 0) : 0;
+    d9_json *j = &s->sources_j;
+    d9_json_object_begin(j);
+    d9_json_key(j, "wall_time_ns");
+    d9_json_i64(j, wall_of(s, ev->ts_ns));
+    d9_json_key(j, "source");
+    d9_json_string_n(j, src.ptr, src.len);
+    d9_json_key(j, "mode");
+    d9_json_string_n(j, mode.ptr, mode.len);
+    d9_json_key(j, "one_in");
+    d9_json_u64(j, one_in);
+    d9_json_object_end(j);
+}
+
+static void note_drops(seg *s, const d9_event *ev) {
+    const int16_t *f = ev->schema->bind.field;
+    d9_dec_str reason = {"unknown", 7};
+    if (f[D9_KF_REASON] >= 0) d9_value_str(&ev->values[f[D9_KF_REASON]], &reason);
+    uint64_t n = d9m_uint_or(ev, f[D9_KF_COUNT_FIELD], 0);
+    s->dropped += n;
+    d9_json *j = &s->drops_j;
+    d9_json_object_begin(j);
+    d9_json_key(j, "reason");
+    d9_json_string_n(j, reason.ptr, reason.len);
+    d9_json_key(j, "count");
+    d9_json_u64(j, n);
+    d9_json_object_end(j);
+}
+
+static int read_events(seg *s, const char **status) {
+    char err[256];
+    d9_decoder *d = d9_dec_open_path(s->path, NULL, err, sizeof err);
+    if (!d) {
+        snprintf(s->err, s->errlen, "%s", err);
+        return -1;
+    }
+    d9_event ev;
+    int rc = 0;
+    while (rc == 0 && d9_dec_next(d, &ev) > 0) {
+        if (!s->stream_known || ev.stream != s->stream) { /* pool ids are per stream */
+            d9_u64_map_clear(&s->loc_by_pool);
+            s->stream = ev.stream;
+            s->stream_known = true;
+        }
+        s->events++;
+        bool timed = ev.schema->has_timestamp && ev.ts_ns != 0;
+        if (ev.schema->bind.role == D9_SCH_SYMBOL_TABLE_ENTRY) { /* timed or not */
+            rc = on_symbol(s, &ev);
+            continue;
+        }
+        if (!timed) {
+            if (ev.schema->bind.role == D9_SCH_DROPPED_EVENTS) note_drops(s, &ev);
+            continue;
+        }
+        if (!s->have_ts || ev.ts_ns < s->first_ts) s->first_ts = ev.ts_ns;
+        if (!s->have_ts || ev.ts_ns > s->last_ts) s->last_ts = ev.ts_ns;
+        s->have_ts = true;
+        switch (ev.schema->bind.role) {
+        case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK:
+        case D9_SCH_WORKER_UNPARK: rc = on_mark(s, &ev, d); break;
+        case D9_SCH_COVERAGE: note_source(s, &ev); break;
+        case D9_SCH_WAKE: rc = on_wake(s, &ev); break;
+        case D9_SCH_CPU_SAMPLE: rc = on_sample(s, &ev, d); break;
+        case D9_SCH_DROPPED_EVENTS: note_drops(s, &ev); break;
+        default: break;
+        }
+    }
+    d9_dec_status st = d9_dec_state(d);
+    if (rc == 0 && st != D9_DEC_END && st != D9_DEC_TRUNCATED) {
+        snprintf(s->err, s->errlen, "%s", d9_dec_message(d));
+        rc = -1;
+    }
+    *status = st == D9_DEC_TRUNCATED ? "truncated" : "complete";
+    d9_dec_close(d);
+    return rc;
+}
+
+static int put_hist_rows(seg *s) {
+    for (size_t i = 0; i < s->ngroups; i++) {
+        const hist_group *g = &s->groups[i];
+        for (uint32_t b = 0; b < g->h.nbuckets; b++) {
+            if (!g->h.buckets[b]) continue;
+            bool skip;
+            pq_writer *w = row(s, D9F_POLL_HIST, g->first_wall, &skip);
+            if (!w) {
+                if (skip) break;
+                return -1;
+            }
+            uint64_t low = d9a_hist_bucket_low(b), width = d9a_hist_bucket_width(b);
+            const char *loc = s->locs[g->loc];
+            pq_put_str(w, D9F_HIST_SPAWN_LOC, loc, strlen(loc));
+            pq_put_i64(w, D9F_HIST_WORKER, (int64_t)g->worker);
+            pq_put_i32(w, D9F_HIST_BUCKET, (int32_t)b);
+            pq_put_i64(w, D9F_HIST_LOW, (int64_t)low);
+            pq_put_i64(w, D9F_HIST_HIGH, (int64_t)(low + width));
+            pq_put_i64(w, D9F_HIST_MID, (int64_t)(low + width / 2));
+            pq_put_i64(w, D9F_HIST_COUNT, (int64_t)g->h.buckets[b]);
+            /* the bucket's exact extremes: clamped to them, a bucket's midpoint is what
+             * analyze reports (the overall min and max are the extreme buckets') */
+            uint64_t mn = low, mx = low + width - 1;
+            if (b == d9a_hist_bucket(g->h.min)) mn = g->h.min;
+            if (b == d9a_hist_bucket(g->h.max)) mx = g->h.max;
+            pq_put_i64(w, D9F_HIST_MIN, (int64_t)mn);
+            pq_put_i64(w, D9F_HIST_MAX, (int64_t)mx);
+            if (end_row(s, w) != 0) return -1;
+        }
+    }
+    return 0;
+}
+
+static int put_segment_row(seg *s, uint64_t file_bytes, const char *status) {
+    bool skip;
+    int64_t first = s->have_ts ? wall_of(s, s->first_ts) : (int64_t)s->clock_real;
+    pq_writer *w = row(s, D9F_SEGMENTS, first, &skip);
+    if (!w) return skip ? 0 : -1;
+    const char *base = strrchr(s->path, '/');
+    base = base ? base + 1 : s->path;
+    pq_put_i64(w, D9F_SEG_END_TIME, s->have_ts ? wall_of(s, s->last_ts) : first);
+    pq_put_str(w, D9F_SEG_FILE, base, strlen(base));
+    pq_put_i64(w, D9F_SEG_BYTES, (int64_t)file_bytes);
+    pq_put_i64(w, D9F_SEG_EVENTS, (int64_t)s->events);
+    pq_put_i64(w, D9F_SEG_POLLS, (int64_t)s->polls);
+    pq_put_i64(w, D9F_SEG_FIRST_NS, (int64_t)s->first_ts);
+    pq_put_i64(w, D9F_SEG_LAST_NS, (int64_t)s->last_ts);
+    pq_put_str(w, D9F_SEG_STATUS, status, strlen(status));
+    pq_put_str(w, D9F_SEG_METADATA, s->metadata_json, strlen(s->metadata_json));
+    pq_put_str(w, D9F_SEG_SOURCES, s->sources_buf, s->sources_len);
+    pq_put_i64(w, D9F_SEG_DROPPED, (int64_t)s->dropped);
+    pq_put_str(w, D9F_SEG_DROPS, s->drops_buf, s->drops_len);
+    pq_put_i64(w, D9F_SEG_UNMATCHED_STARTS, (int64_t)s->unmatched_starts);
+    pq_put_i64(w, D9F_SEG_UNMATCHED_ENDS, (int64_t)s->unmatched_ends);
+    return end_row(s, w);
+}
+
+static void seg_free(seg *s) {
+    free(s->service);
+    free(s->instance);
+    free(s->boot);
+    free(s->run);
+    free(s->metadata_json);
+    for (uint32_t i = 0; i < s->nlocs; i++) free(s->locs[i]);
+    free(s->locs);
+    d9_u64_map_free(&s->loc_by_hash);
+    d9_u64_map_free(&s->loc_by_pool);
+    d9_u64_map_free(&s->worker_index);
+    free(s->pairs);
+    d9_u64_map_free(&s->group_index);
+    for (size_t i = 0; i < s->ngroups; i++) d9a_hist_free(&s->groups[i].h);
+    free(s->groups);
+    for (size_t i = 0; i < s->nstacks; i++) free(s->stacks[i].addrs);
+    free(s->stacks);
+    d9_u64_map_free(&s->stack_index);
+    d9m_symtab_free(&s->symtab);
+    if (s->sources) fclose(s->sources);
+    if (s->drops) fclose(s->drops);
+    free(s->sources_buf);
+    free(s->drops_buf);
+}
+
+int d9f_fold_segment(d9f_output *out, const char *path, const char *seg_id, uint64_t file_bytes,
+                     d9f_segment_stats *st, char *err, size_t errlen) {
+    seg s = {.out = out, .path = path, .seg_id = seg_id, .err = err, .errlen = errlen};
+    *st = (d9f_segment_stats){0};
+    int rc = read_prelude(&s);
+    const char *status = "complete";
+    if (rc == 0) {
+        s.sources = open_memstream(&s.sources_buf, &s.sources_len);
+        s.drops = open_memstream(&s.drops_buf, &s.drops_len);
+        if (!s.sources || !s.drops) rc = oom(&s);
+    }
+    if (rc == 0) {
+        d9_json_init(&s.sources_j, s.sources, false);
+        d9_json_array_begin(&s.sources_j);
+        d9_json_init(&s.drops_j, s.drops, false);
+        d9_json_array_begin(&s.drops_j);
+        rc = read_events(&s, &status);
+    }
+    if (rc == 0) {
+        d9_json_array_end(&s.sources_j);
+        d9_json_array_end(&s.drops_j);
+        int a = fclose(s.sources), b = fclose(s.drops);
+        s.sources = s.drops = NULL;
+        if (a || b) rc = oom(&s);
+    }
+    if (rc == 0) rc = put_hist_rows(&s);
+    if (rc == 0) rc = put_stack_rows(&s);
+    if (rc == 0) rc = put_segment_row(&s, file_bytes, status);
+    st->events = s.events;
+    st->polls = s.polls;
+    st->truncated = strcmp(status, "truncated") == 0;
+    seg_free(&s);
+    return rc;
+}

@@ -1,0 +1,92 @@
+/* The fleet tables' columns (tables.h). Dictionary encoding where values repeat within a row
+ * group: identity strings, workers, spawn locations, tasks (polled many times each); delta
+ * encoding for wall_time, which rises through a segment. */
+#include "fold/tables.h"
+
+#define IDENTITY                                                                                \
+    {"instance", PQ_STRING, false, true, false}, {"boot", PQ_STRING, false, true, false},                    \
+        {"run", PQ_STRING, false, true, false}, {"segment", PQ_STRING, false, true, false},                  \
+        {"wall_time", PQ_TIMESTAMP_NS, false, false, true}
+
+static const pq_column_def polls[D9F_POLLS_COLS] = {
+    IDENTITY,
+    {"worker_id", PQ_INT64, false, true, false},
+    {"task_id", PQ_INT64, false, true, false},
+    {"spawn_loc", PQ_STRING, false, true, false},
+    {"duration_ns", PQ_INT64, false, false, false},
+};
+
+static const pq_column_def poll_hist[D9F_HIST_COLS] = {
+    IDENTITY,
+    {"spawn_loc", PQ_STRING, false, true, false},
+    {"worker_id", PQ_INT64, false, true, false},
+    {"bucket", PQ_INT32, false, false, false},
+    {"bucket_low_ns", PQ_INT64, false, false, false},
+    {"bucket_high_ns", PQ_INT64, false, false, false},
+    {"bucket_mid_ns", PQ_INT64, false, false, false},
+    {"count", PQ_INT64, false, false, false},
+    {"min_ns", PQ_INT64, false, false, false},
+    {"max_ns", PQ_INT64, false, false, false},
+};
+
+static const pq_column_def segments[D9F_SEG_COLS] = {
+    IDENTITY,
+    {"end_wall_time", PQ_TIMESTAMP_NS, false, false, false},
+    {"file", PQ_STRING, false, false, false},
+    {"bytes", PQ_INT64, false, false, false},
+    {"events", PQ_INT64, false, false, false},
+    {"polls", PQ_INT64, false, false, false},
+    {"first_ns", PQ_INT64, false, false, false},
+    {"last_ns", PQ_INT64, false, false, false},
+    {"status", PQ_STRING, false, true, false},
+    {"metadata", PQ_STRING, false, false, false},
+    {"sources", PQ_STRING, false, false, false},
+    {"dropped_events", PQ_INT64, false, false, false},
+    {"drops", PQ_STRING, false, false, false},
+    {"unmatched_starts", PQ_INT64, false, false, false},
+    {"unmatched_ends", PQ_INT64, false, false, false},
+};
+
+static const pq_column_def sched[D9F_SCHED_COLS] = {
+    IDENTITY,
+    {"kind", PQ_STRING, false, true, false},
+    {"worker_id", PQ_INT64, false, true, false},
+    {"tid", PQ_INT64, true, true, false},
+    {"parked_ns", PQ_INT64, true, false, false},
+    {"sched_delay_ns", PQ_INT64, true, false, false},
+    {"cpu_time_ns", PQ_INT64, true, false, false},
+};
+
+static const pq_column_def wakes[D9F_WAKE_COLS] = {
+    IDENTITY,
+    {"waker_task_id", PQ_INT64, false, true, false},
+    {"woken_task_id", PQ_INT64, false, true, false},
+    {"target_worker", PQ_INT64, true, true, false},
+};
+
+static const pq_column_def samples[D9F_SAMPLE_COLS] = {
+    IDENTITY,
+    {"source", PQ_STRING, false, true, false},
+    {"worker_id", PQ_INT64, true, true, false},
+    {"tid", PQ_INT64, false, true, false},
+    {"cpu", PQ_INT64, true, true, false},
+    {"stack_id", PQ_INT64, false, true, false},
+    {"weight", PQ_INT64, false, true, false},
+};
+
+static const pq_column_def stacks[D9F_STACK_COLS] = {
+    IDENTITY,
+    {"stack_id", PQ_INT64, false, false, false},
+    {"depth", PQ_INT32, false, true, false},
+    {"frames", PQ_STRING, false, false, false},
+};
+
+const d9f_table_def d9f_tables[D9F_TABLES] = {
+    [D9F_POLLS] = {"polls", polls, D9F_POLLS_COLS},
+    [D9F_POLL_HIST] = {"poll_hist", poll_hist, D9F_HIST_COLS},
+    [D9F_SEGMENTS] = {"segments", segments, D9F_SEG_COLS},
+    [D9F_SCHED] = {"sched", sched, D9F_SCHED_COLS},
+    [D9F_WAKES] = {"wakes", wakes, D9F_WAKE_COLS},
+    [D9F_SAMPLES] = {"samples", samples, D9F_SAMPLE_COLS},
+    [D9F_STACKS] = {"stacks", stacks, D9F_STACK_COLS},
+};

@@ -1,0 +1,72 @@
+/* DELTA_BINARY_PACKED encoder (delta_binary_packed.h). Deltas wrap as the format says: the
+ * arithmetic is on unsigned 64 bits (32 for INT32 columns, whose readers wrap at 32). */
+#include "parquet/delta_binary_packed.h"
+
+#define BLOCK 128
+#define MINIBLOCKS 4
+#define PER_MINI (BLOCK / MINIBLOCKS)
+
+static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+static unsigned width64(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll(v) : 0; }
+
+/* d[0..n) deltas (n <= BLOCK), each already relative to nothing: one block. */
+static void put_block(pq_buf *out, const uint64_t *d, size_t n, unsigned bits) {
+    uint64_t min = d[0];
+    for (size_t i = 1; i < n; i++) {
+        if (bits == 32 ? (int32_t)d[i] < (int32_t)min : (int64_t)d[i] < (int64_t)min) min = d[i];
+    }
+    int64_t smin = bits == 32 ? (int64_t)(int32_t)min : (int64_t)min;
+    pq_buf_uvarint(out, zigzag(smin));
+    uint64_t mask = bits == 32 ? 0xffffffffull : ~0ull;
+    uint8_t widths[MINIBLOCKS] = {0};
+    size_t minis = (n + PER_MINI - 1) / PER_MINI;
+    for (size_t m = 0; m < minis; m++) {
+        uint64_t or = 0;
+        for (size_t i = m * PER_MINI; i < n && i < (m + 1) * PER_MINI; i++) or |= (d[i] - min) & mask;
+        widths[m] = (uint8_t)width64(or);
+    }
+    pq_buf_put(out, widths, MINIBLOCKS);
+    for (size_t m = 0; m < minis; m++) {
+        unsigned bw = widths[m];
+        unsigned __int128 acc = 0;
+        unsigned have = 0;
+        for (size_t i = m * PER_MINI; i < (m + 1) * PER_MINI; i++) {
+            uint64_t x = i < n ? (d[i] - min) & mask : 0; /* the last miniblock padded with 0 */
+            acc |= (unsigned __int128)x << have;
+            have += bw;
+            while (have >= 8) {
+                pq_buf_byte(out, (uint8_t)acc);
+                acc >>= 8;
+                have -= 8;
+            }
+        }
+    }
+}
+
+static void encode(pq_buf *out, const void *values, size_t n, unsigned bits) {
+    pq_buf_uvarint(out, BLOCK);
+    pq_buf_uvarint(out, MINIBLOCKS);
+    pq_buf_uvarint(out, n);
+    if (!n) {
+        pq_buf_uvarint(out, 0);
+        return;
+    }
+#define AT(i) (bits == 32 ? (uint64_t)(uint32_t)((const int32_t *)values)[i] : (uint64_t)((const int64_t *)values)[i])
+    int64_t first = bits == 32 ? (int64_t)((const int32_t *)values)[0] : ((const int64_t *)values)[0];
+    pq_buf_uvarint(out, zigzag(first));
+    uint64_t d[BLOCK];
+    size_t k = 0;
+    for (size_t i = 1; i < n; i++) {
+        d[k++] = AT(i) - AT(i - 1);
+        if (k == BLOCK) {
+            put_block(out, d, k, bits);
+            k = 0;
+        }
+    }
+    if (k) put_block(out, d, k, bits);
+#undef AT
+}
+
+void pq_delta_encode(pq_buf *out, const int64_t *v, size_t n) { encode(out, v, n, 64); }
+void pq_delta_encode_i32(pq_buf *out, const int32_t *v, size_t n) { encode(out, v, n, 32); }

@@ -1,0 +1,80 @@
+/* A Parquet file writer of our own (Debian 12 packages no Parquet library): flat schemas of
+ * required and optional columns, physical types BOOLEAN, INT32, INT64, DOUBLE and BYTE_ARRAY,
+ * logical types STRING and TIMESTAMP(NANOS, UTC); data pages v1 with PLAIN, RLE_DICTIONARY or
+ * DELTA_BINARY_PACKED values and RLE definition levels; zstd pages through the dlopen'ed libzstd (uncompressed
+ * when it is absent); column-chunk statistics (min, max, null count) and TypeDefinedOrder so
+ * engines prune row groups.
+ *
+ * Streaming with bounded memory: values are appended row by row and a row group is encoded
+ * and written every `row_group_rows` rows, so a writer holds at most one row group.
+ *
+ *     pq_writer *w = pq_writer_open(f, cols, ncols, NULL, err, sizeof err);
+ *     for each row: pq_put_i64(w, 0, v); pq_put_str(w, 1, s, n); ... pq_end_row(w);
+ *     pq_writer_close(w, err, sizeof err);   (f stays the caller's)
+ *
+ * A put of the wrong type, a row missing a column or a failed write makes the writer fail:
+ * every later call returns -1 and close says why; the file is then no Parquet file (the
+ * caller removes it). */
+#ifndef D9_PARQUET_PQ_WRITER_H
+#define D9_PARQUET_PQ_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum pq_type {
+    PQ_BOOLEAN,
+    PQ_INT32,
+    PQ_INT64,
+    PQ_DOUBLE,
+    PQ_STRING,       /* BYTE_ARRAY, logical STRING (UTF8) */
+    PQ_TIMESTAMP_NS, /* INT64, logical TIMESTAMP(isAdjustedToUTC, NANOS) */
+} pq_type;
+
+typedef struct pq_column_def {
+    const char *name;
+    pq_type type;
+    bool optional;   /* nullable: pq_put_null allowed */
+    bool dictionary; /* RLE_DICTIONARY when a row group has at most PQ_DICT_MAX distinct values
+                        (never for BOOLEAN) */
+    bool delta;      /* INT32, INT64, TIMESTAMP_NS: DELTA_BINARY_PACKED when not dictionary
+                        encoded (sorted or slowly moving values, such as times) */
+} pq_column_def;
+
+#define PQ_DICT_MAX 65536
+
+typedef struct pq_options {
+    uint32_t row_group_rows; /* rows per row group (default 1 Mi) */
+    uint32_t page_rows;      /* rows per data page (default 64 Ki) */
+    int zstd_level;          /* default 3 */
+    bool uncompressed;       /* no zstd even when libzstd is there */
+} pq_options;
+
+typedef struct pq_writer pq_writer;
+
+/* Writes the magic at once. NULL with the reason in err on a bad schema or no memory. */
+pq_writer *pq_writer_open(FILE *f, const pq_column_def *cols, int ncols, const pq_options *opt,
+                          char *err, size_t errlen);
+/* A footer key/value pair (copied). */
+int pq_writer_add_kv(pq_writer *w, const char *key, const char *value);
+
+int pq_put_bool(pq_writer *w, int col, bool v);
+int pq_put_i32(pq_writer *w, int col, int32_t v);
+int pq_put_i64(pq_writer *w, int col, int64_t v); /* INT64 and TIMESTAMP_NS columns */
+int pq_put_double(pq_writer *w, int col, double v);
+int pq_put_str(pq_writer *w, int col, const char *s, size_t n);
+int pq_put_null(pq_writer *w, int col);
+/* Ends a row: every column must have had exactly one put. */
+int pq_end_row(pq_writer *w);
+
+uint64_t pq_writer_rows(const pq_writer *w);
+/* "zstd" or "none": the codec the pages are written with. */
+const char *pq_writer_codec(const pq_writer *w);
+
+/* Writes the last row group and the footer, then frees w (also on failure). 0 or -1 with err. */
+int pq_writer_close(pq_writer *w, char *err, size_t errlen);
+/* Frees w without writing anything more. */
+void pq_writer_abort(pq_writer *w);
+
+#endif

@@ -1,0 +1,67 @@
+/* RLE / bit-packed hybrid encoder (see rle_hybrid.h). */
+#include "parquet/rle_hybrid.h"
+
+unsigned pq_bit_width(uint32_t max_value) {
+    return max_value ? 32u - (unsigned)__builtin_clz(max_value) : 0;
+}
+
+static void put_rle_run(pq_buf *out, uint32_t value, size_t count, unsigned bw) {
+    pq_buf_uvarint(out, (uint64_t)count << 1);
+    for (unsigned i = 0; i < (bw + 7) / 8; i++) pq_buf_byte(out, (uint8_t)(value >> (8 * i)));
+}
+
+/* groups*8 values from v (those past n are written as 0), bw bits each, LSB first. */
+#define PUT_PACKED(T)                                                                           \
+    static void put_packed_##T(pq_buf *out, const T *v, size_t n, size_t groups, unsigned bw) { \
+        pq_buf_uvarint(out, (uint64_t)groups << 1 | 1);                                        \
+        uint64_t acc = 0;                                                                       \
+        unsigned bits = 0;                                                                      \
+        for (size_t i = 0; i < groups * 8; i++) {                                               \
+            uint64_t x = i < n ? (uint64_t)v[i] : 0;                                            \
+            acc |= x << bits;                                                                   \
+            bits += bw;                                                                         \
+            while (bits >= 8) {                                                                 \
+                pq_buf_byte(out, (uint8_t)acc);                                                 \
+                acc >>= 8;                                                                      \
+                bits -= 8;                                                                      \
+            }                                                                                   \
+        }                                                                                       \
+        if (bits) pq_buf_byte(out, (uint8_t)acc); /* groups*8*bw is a multiple of 8: never */   \
+    }
+
+/* Runs of >= 8 equal values as RLE; between them, bit-packed groups of 8 (a group boundary is
+ * where a long run may start, so groups stay whole except the very last one). */
+#define ENCODE(T)                                                                               \
+    static size_t run_##T(const T *v, size_t i, size_t n) {                                    \
+        size_t j = i + 1;                                                                       \
+        while (j < n && v[j] == v[i]) j++;                                                      \
+        return j - i;                                                                           \
+    }                                                                                           \
+    static void encode_##T(pq_buf *out, const T *v, size_t n, unsigned bw) {                   \
+        size_t i = 0;                                                                           \
+        while (i < n) {                                                                         \
+            size_t run = run_##T(v, i, n);                                                      \
+            if (run >= 8) {                                                                     \
+                put_rle_run(out, (uint32_t)v[i], run, bw);                                      \
+                i += run;                                                                       \
+                continue;                                                                       \
+            }                                                                                   \
+            size_t start = i, groups = 0;                                                       \
+            while (i < n) {                                                                     \
+                if (i > start && run_##T(v, i, n) >= 8) break;                                  \
+                i += 8;                                                                         \
+                groups++;                                                                       \
+            }                                                                                   \
+            if (i > n) i = n;                                                                   \
+            put_packed_##T(out, v + start, i - start, groups, bw);                              \
+        }                                                                                       \
+    }
+
+PUT_PACKED(uint32_t)
+PUT_PACKED(uint8_t)
+ENCODE(uint32_t)
+ENCODE(uint8_t)
+
+void pq_rle_encode(pq_buf *out, const uint32_t *v, size_t n, unsigned bw) { encode_uint32_t(out, v, n, bw); }
+
+void pq_rle_encode_u8(pq_buf *out, const uint8_t *v, size_t n, unsigned bw) { encode_uint8_t(out, v, n, bw); }

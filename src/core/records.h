@@ -23,6 +23,8 @@ enum d9_rec_kind {
     D9_REC_CUSTOM,           /* [1] event type index | payload words << 32, then the payload */
     D9_REC_TASK_DUMP,        /* [1] task id  [2] payload words n  [3..3+n) the dump source's payload (d9_dump_unwind_fn) */
     D9_REC_WAKE_READY,       /* [1] woken task id; the waker is the poller (no task) */
+    D9_REC_ALLOC,            /* [1] size  [2] address  [3] payload words n  [4..4+n) the stack, as a task dump's payload (sources/heap_sampler.h) */
+    D9_REC_FREE,             /* [1] address  [2] size  [3] the allocation's ticks (0: unknown) */
 };
 
 enum {
@@ -35,6 +37,7 @@ enum {
     D9_REC_WORDS_WORKER_BEGIN = 2,
     D9_REC_WORDS_WORKER_END = 1,
     D9_REC_WORDS_DROPPED = 2,
+    D9_REC_WORDS_FREE = 4,
 };
 
 /* Words of the record that starts at r; 0 for an unknown kind or an absurd length (a ring the
@@ -54,6 +57,8 @@ static inline uint64_t d9_record_words(const uint64_t *r) {
     case D9_REC_DROPPED: return D9_REC_WORDS_DROPPED;
     case D9_REC_CUSTOM: return 2 + (r[1] >> 32);
     case D9_REC_TASK_DUMP: return r[2] > 4096 ? 0 : 3 + r[2];
+    case D9_REC_ALLOC: return r[3] > 4096 ? 0 : 4 + r[3];
+    case D9_REC_FREE: return D9_REC_WORDS_FREE;
     default: return 0;
     }
 }

@@ -66,4 +66,8 @@ const d9_schema_def d9_builtin_schemas[D9_SCH_BUILTIN_COUNT] = {
                                {"segments", D9_FT_VARINT}, {"bytes", D9_FT_VARINT},
                                {"first_start_unix_ns", D9_FT_VARINT},
                                {"last_end_unix_ns", D9_FT_VARINT}, {"reason", D9_FT_POOLED_STRING}),
+    [D9_SCH_ALLOC] = DEF("AllocEvent", 1, {"tid", D9_FT_U32}, {"size", D9_FT_VARINT},
+                         {"addr", D9_FT_VARINT}, {"callchain", D9_FT_POOLED_STACK}),
+    [D9_SCH_FREE] = DEF("FreeEvent", 1, {"tid", D9_FT_U32}, {"addr", D9_FT_VARINT},
+                        {"size", D9_FT_VARINT}, {"alloc_timestamp_ns", D9_FT_VARINT}),
 };

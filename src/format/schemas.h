@@ -29,6 +29,8 @@ enum d9_schema_id {
     D9_SCH_TASK_OBJECT,
     D9_SCH_COVERAGE,
     D9_SCH_UPLOAD_LOSS,
+    D9_SCH_ALLOC, /* dial9's AllocEvent and FreeEvent: sampled heap blocks */
+    D9_SCH_FREE,
     D9_SCH_BUILTIN_COUNT,
     D9_SCH_FIRST_CUSTOM = 64,
 };

@@ -14,6 +14,7 @@
 #include "common/exp_log.h"
 #include "core/clock.h"
 #include "core/collector.h"
+#include "core/own_thread_name.h"
 #include "core/records.h"
 #include "core/run_metadata.h"
 #include "core/source.h"
@@ -22,8 +23,11 @@
 #include "sources/stack_unwind.h"
 
 /* Bytes between two looks at whether profiling started, on a thread whose countdown is no draw
- * (profiling off, or not started yet): one slow path per 64 MiB costs nothing. */
-#define RECHECK_BYTES (64ll << 20)
+ * (profiling off, or not started yet): one slow path per 256 KiB costs nothing, and a thread
+ * misses at most that much of a run's start. A thread's countdown of one run carries on into
+ * the next (the exponential has no memory: unbiased at the same rate; a new rate applies from
+ * the thread's next sample). */
+#define RECHECK_BYTES (256ll << 10)
 #define IN_GUARD_LEFT (INT64_MAX / 2)
 
 __thread int64_t d9__heap_left __attribute__((tls_model("initial-exec")));
@@ -105,6 +109,10 @@ bool d9_heap_enter(void) {
 void d9_heap_leave(void) {
     d9__heap_left = tls_saved_left;
     tls_busy = false;
+}
+
+void d9_heap_exclude_thread(void) { /* the guard, held for the thread's life */
+    (void)d9_heap_enter();
 }
 
 /* ---------------------------------------------------------------- records */

@@ -16,6 +16,8 @@
  * page-aligned pointer is read at p[-1] only while a sampled page-aligned block is live (the
  * page before it may be unmapped under another allocator). */
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdatomic.h>
@@ -111,27 +113,53 @@ static size_t arena_size(const void *p) { return (size_t)((const uint64_t *)p)[-
 
 static _Atomic uint64_t page_aligned_live; /* sampled blocks whose pointer is page-aligned */
 
-NO_ASAN static inline block_header *header_of(const void *p) {
-    uintptr_t u = (uintptr_t)p;
-    if (__builtin_expect((u & 4095) == 0, 0) &&
-        atomic_load_explicit(&page_aligned_live, memory_order_relaxed) == 0)
-        return NULL;
-    block_header *h = (block_header *)(u - HEADER);
-    return __builtin_expect(h->check == (MAGIC ^ u), 0) ? h : NULL;
+/* The shim's code, whose frames a sample's stack leaves out (found from its own ELF header in
+ * memory: no call, no lock, usable inside malloc). */
+extern const ElfW(Ehdr) __ehdr_start;
+static d9_heap_own_code own_code;
+
+static const d9_heap_own_code *shim_code(void) {
+    if (own_code.hi) return &own_code;
+    const ElfW(Ehdr) *eh = &__ehdr_start;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+    uint64_t base = UINT64_MAX, lo = 0, hi = 0;
+    for (unsigned i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < base) base = ph[i].p_vaddr;
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X)) continue;
+        lo = (uint64_t)(uintptr_t)eh + (ph[i].p_vaddr - base);
+        hi = lo + ph[i].p_memsz;
+    }
+    own_code.lo = lo;
+    own_code.hi = hi;
+    return &own_code;
 }
 
-/* Hand out the block at base + off (off >= HEADER) of n bytes and record it. Frames: record,
- * this, the exported function: one to skip. Never inlined, so that count holds. */
-__attribute__((noinline)) static void *take_sample(void *base, size_t off, size_t n) {
+NO_ASAN static inline bool looks_sampled(uintptr_t u) {
+    return ((const uint64_t *)u)[-1] == (MAGIC ^ u);
+}
+
+static inline block_header *header_at(const void *p) { return (block_header *)((uintptr_t)p - HEADER); }
+
+/* A sampled block (see above) or NULL; for any pointer free may get. */
+static block_header *header_of(const void *p) {
+    uintptr_t u = (uintptr_t)p;
+    if (!p || in_arena(p)) return NULL;
+    if ((u & 4095) == 0 && atomic_load_explicit(&page_aligned_live, memory_order_relaxed) == 0) return NULL;
+    return looks_sampled(u) ? header_at(p) : NULL;
+}
+
+/* Hand out the block at base + off (off >= HEADER) of n bytes and record it. */
+static void *take_sample(void *base, size_t off, size_t n) {
     if (!base) return NULL;
     uintptr_t p = (uintptr_t)base + off;
-    block_header *h = (block_header *)(p - HEADER);
+    block_header *h = header_at((void *)p);
     h->base = (uintptr_t)base;
     h->size = n;
     h->ticks = d9_clock_ticks();
     h->check = MAGIC ^ p;
     if ((p & 4095) == 0) atomic_fetch_add_explicit(&page_aligned_live, 1, memory_order_relaxed);
-    d9_heap_record_alloc((void *)p, n, 1);
+    d9_heap_record_alloc((void *)p, n, shim_code());
     return (void *)p;
 }
 
@@ -153,29 +181,40 @@ static size_t usable_of_sampled(const void *p, const block_header *h) {
 /* Whether size + extra overflows. */
 static inline bool too_big(size_t n, size_t extra) { return n > SIZE_MAX - extra; }
 
-/* Keeps a call out of tail position, so the exported function's frame is there when the
- * sample's stack is walked (take_sample skips exactly one frame). */
-#define NOT_A_TAIL_CALL(p) __asm__ volatile("" : "+r"(p))
+/* ---------------------------------------------------------------- the interposers
+ * Each is a fast path (the countdown, then a jump to the real function) and a slow path of its
+ * own, out of line, so that the fast path saves no register. */
 
-/* ---------------------------------------------------------------- the interposers */
+__attribute__((noinline)) static void *malloc_slow(size_t n) {
+    if (!resolved()) return arena_alloc(n, 16);
+    if ((int64_t)d9__heap_left > 0 || !d9_heap_sample_due(n) || too_big(n, HEADER)) return real.malloc(n);
+    return take_sample(real.malloc(n + HEADER), HEADER, n);
+}
 
 D9P_EXPORT void *malloc(size_t n) {
-    if (__builtin_expect(!resolved(), 0)) return arena_alloc(n, 16);
-    if (__builtin_expect(!d9_heap_countdown(n), 1) || !d9_heap_sample_due(n) || too_big(n, HEADER))
-        return real.malloc(n);
-    void *p = take_sample(real.malloc(n + HEADER), HEADER, n);
-    NOT_A_TAIL_CALL(p);
-    return p;
+    void *(*fn)(size_t) = atomic_load_explicit(&real_malloc, memory_order_relaxed);
+    if (__builtin_expect(!fn || d9_heap_countdown(n), 0)) return malloc_slow(n);
+    return fn(n);
+}
+
+__attribute__((noinline)) static void free_slow(void *p) {
+    block_header *h = header_of(p);
+    if (h) release_sampled(p, h);
+    else if (p && !in_arena(p) && real.free) real.free(p);
 }
 
 D9P_EXPORT void free(void *p) {
-    if (!p || __builtin_expect(in_arena(p), 0)) return;
-    block_header *h = header_of(p);
-    if (__builtin_expect(h != NULL, 0)) {
-        release_sampled(p, h);
-        return;
-    }
+    uintptr_t u = (uintptr_t)p;
+    /* NULL, page-aligned and arena pointers: the slow path */
+    if (__builtin_expect((u & 4095) == 0 || u - (uintptr_t)arena < ARENA_BYTES || looks_sampled(u), 0))
+        return free_slow(p);
     real.free(p);
+}
+
+__attribute__((noinline)) static void *calloc_slow(size_t k, size_t size, size_t n) {
+    if (!resolved()) return arena_alloc(n, 16);
+    if ((int64_t)d9__heap_left > 0 || !d9_heap_sample_due(n) || too_big(n, HEADER)) return real.calloc(k, size);
+    return take_sample(real.calloc(1, n + HEADER), HEADER, n);
 }
 
 D9P_EXPORT void *calloc(size_t k, size_t size) {
@@ -184,33 +223,26 @@ D9P_EXPORT void *calloc(size_t k, size_t size) {
         errno = ENOMEM;
         return NULL;
     }
-    if (__builtin_expect(!resolved(), 0)) return arena_alloc(n, 16);
-    if (__builtin_expect(!d9_heap_countdown(n), 1) || !d9_heap_sample_due(n) || too_big(n, HEADER))
-        return real.calloc(k, size);
-    void *p = take_sample(real.calloc(1, n + HEADER), HEADER, n);
-    NOT_A_TAIL_CALL(p);
-    return p;
+    void *(*fn)(size_t) = atomic_load_explicit(&real_malloc, memory_order_relaxed);
+    if (__builtin_expect(!fn || d9_heap_countdown(n), 0)) return calloc_slow(k, size, n);
+    return real.calloc(k, size);
 }
 
-/* An aligned block: align a power of two (the callers check). */
-static inline void *aligned(size_t align, size_t n, bool *sampled_out) {
-    if (align < 16) align = 16;
-    if (__builtin_expect(!d9_heap_countdown(n), 1) || !d9_heap_sample_due(n)) return real.memalign(align, n);
+/* An aligned block (align a power of two; the callers check). */
+__attribute__((noinline)) static void *aligned_slow(size_t align, size_t n) {
+    if (!resolved()) return arena_alloc(n, align);
+    if ((int64_t)d9__heap_left > 0 || !d9_heap_sample_due(n)) return real.memalign(align, n);
     size_t off = align >= HEADER ? align : HEADER; /* a multiple of align, room for the header */
     if (too_big(n, off)) return real.memalign(align, n);
-    *sampled_out = true;
-    return real.memalign(align, n + off);
+    return take_sample(real.memalign(align, n + off), off, n);
 }
 
-#define ALIGNED_BODY(align, n, fail)                                                        \
-    if (__builtin_expect(!resolved(), 0)) return arena_alloc((n), (align));                \
-    bool sampled = false;                                                                  \
-    size_t a_ = (align) < 16 ? 16 : (align);                                               \
-    void *base = aligned(a_, (n), &sampled);                                               \
-    if (!sampled) return base;                                                             \
-    void *p = take_sample(base, a_ >= HEADER ? a_ : HEADER, (n));                          \
-    NOT_A_TAIL_CALL(p);                                                                    \
-    return p
+static inline void *aligned(size_t align, size_t n) {
+    if (align < 16) align = 16;
+    void *(*fn)(size_t) = atomic_load_explicit(&real_malloc, memory_order_relaxed);
+    if (__builtin_expect(!fn || d9_heap_countdown(n), 0)) return aligned_slow(align, n);
+    return real.memalign(align, n);
+}
 
 static bool power_of_two(size_t a) { return a && !(a & (a - 1)); }
 
@@ -220,7 +252,7 @@ D9P_EXPORT void *memalign(size_t align, size_t n) {
         while (a < align && a < ((size_t)1 << 62)) a <<= 1;
         align = a;
     }
-    ALIGNED_BODY(align, n, NULL);
+    return aligned(align, n);
 }
 
 D9P_EXPORT void *aligned_alloc(size_t align, size_t n) {
@@ -228,13 +260,13 @@ D9P_EXPORT void *aligned_alloc(size_t align, size_t n) {
         errno = EINVAL;
         return NULL;
     }
-    ALIGNED_BODY(align, n, NULL);
+    return aligned(align, n);
 }
 
 D9P_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
     if (!power_of_two(align) || align % sizeof(void *)) return EINVAL;
     int saved = errno;
-    void *p = memalign(align, n);
+    void *p = aligned(align, n);
     if (!p) {
         int e = errno;
         errno = saved;
@@ -251,7 +283,7 @@ static size_t page_size(void) {
     return page;
 }
 
-D9P_EXPORT void *valloc(size_t n) { return memalign(page_size(), n); }
+D9P_EXPORT void *valloc(size_t n) { return aligned(page_size(), n); }
 
 D9P_EXPORT void *pvalloc(size_t n) {
     size_t pg = page_size();
@@ -259,7 +291,7 @@ D9P_EXPORT void *pvalloc(size_t n) {
         errno = ENOMEM;
         return NULL;
     }
-    return memalign(pg, (n + pg - 1) & ~(pg - 1));
+    return aligned(pg, (n + pg - 1) & ~(pg - 1));
 }
 
 D9P_EXPORT size_t malloc_usable_size(void *p) {
@@ -300,7 +332,6 @@ D9P_EXPORT void *realloc(void *old, size_t n) {
         memcpy(p, old, have < n ? have : n);
         real.free(old);
     }
-    NOT_A_TAIL_CALL(p);
     return p;
 }
 

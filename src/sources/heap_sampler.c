@@ -133,20 +133,28 @@ static const d9_stack_bounds *bounds_of_thread(uint64_t fp) {
 #define NO_SANITIZE __attribute__((no_sanitize_address, no_sanitize_thread, no_sanitize_undefined))
 #endif
 
-/* The frame `levels` links above fp, or 0 when the chain leaves the stack first. */
-NO_SANITIZE static uint64_t frame_up(uint64_t fp, unsigned levels, const d9_stack_bounds *b) {
-    for (unsigned i = 0; i < levels; i++) {
-        if ((fp & 7) || fp < b->lo || fp > b->hi - 16) return 0;
-        uint64_t next = *(const uint64_t *)(uintptr_t)fp;
-        if (next <= fp || next - fp > D9_FP_MAX_FRAME_BYTES) return 0;
-        fp = next;
+/* The frame chain from fp (a frame of ours), bounded by b: the return address of each frame into
+ * out[], leaf first, and each frame's address into fps[]. */
+NO_SANITIZE static uint32_t walk(uint64_t fp, const d9_stack_bounds *b, uint64_t *out, uint64_t *fps, uint32_t max) {
+    uint32_t n = 0;
+    uint64_t prev = fp;
+    while (n < max) {
+        if ((fp & 7) || fp < b->lo || fp > b->hi - 16 || fp < prev || fp - prev > D9_FP_MAX_FRAME_BYTES) break;
+        const uint64_t *frame = (const uint64_t *)(uintptr_t)fp;
+        if (!d9_fp_plausible_pc(frame[1])) break;
+        fps[n] = fp;
+        out[n++] = frame[1];
+        if (frame[0] <= fp) break; /* the chain must climb strictly */
+        prev = fp;
+        fp = frame[0];
     }
-    return (fp & 7) || fp < b->lo || fp > b->hi - 16 ? 0 : fp;
+    return n;
 }
 
 static void count_drop(void) { atomic_fetch_add_explicit(&c_dropped, 1, memory_order_relaxed); }
 
-NO_SANITIZE __attribute__((noinline)) void d9_heap_record_alloc(const void *p, size_t n, unsigned skip) {
+NO_SANITIZE __attribute__((noinline)) void d9_heap_record_alloc(const void *p, size_t n,
+                                                              const d9_heap_own_code *own) {
     if (!d9_heap_enter()) {
         count_drop();
         return;
@@ -155,11 +163,15 @@ NO_SANITIZE __attribute__((noinline)) void d9_heap_record_alloc(const void *p, s
     d9_thread *t = d9_thread_current();
     uint64_t here = (uint64_t)(uintptr_t)__builtin_frame_address(0);
     const d9_stack_bounds *b = t ? bounds_of_thread(here) : NULL;
-    /* frame k + 1 returns into the function whose frame is k links above ours: the first kept
-     * frame is the caller of the caller's `skip` allocator frames */
-    uint64_t fp = b ? frame_up(here, 1 + skip, b) : 0;
-    uint64_t chain[D9_HEAP_FRAMES];
-    uint32_t nchain = fp ? (uint32_t)d9_fp_walk(0, fp, fp, b, chain, D9_HEAP_FRAMES) : 0;
+    /* chain[k] returns into the function whose frame is fps[k + 1]; chain[0] into our caller,
+     * which is the allocator's: from chain[1] on, less the allocator's own frames */
+    uint64_t chain[D9_HEAP_FRAMES + 8], fps[D9_HEAP_FRAMES + 8];
+    uint32_t all = b ? walk(here, b, chain, fps, D9_HEAP_FRAMES + 8) : 0, first = 1;
+    while (own && first < all && chain[first] >= own->lo && chain[first] < own->hi) first++;
+    uint32_t nchain = first < all ? all - first : 0;
+    if (nchain > D9_HEAP_FRAMES) nchain = D9_HEAP_FRAMES;
+    /* the frame chain[first] returns from: its caller's sp and bp once it returns */
+    uint64_t fp = nchain ? fps[first] : 0;
     uint64_t sp = fp + 16, bp = nchain ? *(const uint64_t *)(uintptr_t)fp : 0;
     uint64_t copy_words = nchain ? D9_UNWIND_STACK_BYTES / 8 : 0;
     uint64_t payload = PAYLOAD_FIXED + nchain + copy_words;
@@ -175,7 +187,7 @@ NO_SANITIZE __attribute__((noinline)) void d9_heap_record_alloc(const void *p, s
     r[3] = payload;
     uint64_t *w = r + 4;
     *w++ = nchain;
-    for (uint32_t i = 0; i < nchain; i++) *w++ = chain[i];
+    for (uint32_t i = 0; i < nchain; i++) *w++ = chain[first + i];
     *w++ = sp;
     *w++ = bp;
     uint32_t copied = nchain ? d9_fp_copy_stack((uint8_t *)(w + 1), sp, b, D9_UNWIND_STACK_BYTES) : 0;
@@ -210,7 +222,7 @@ void d9_heap_record_free(const void *p, size_t n, uint64_t alloc_ticks) {
 
 D9_API int d9_heap_sample_alloc(const void *ptr, size_t size) {
     if (!ptr || !d9_heap_countdown(size) || !d9_heap_sample_due(size)) return 0;
-    d9_heap_record_alloc(ptr, size, 0);
+    d9_heap_record_alloc(ptr, size, NULL);
     return 1;
 }
 

@@ -34,19 +34,25 @@ extern __thread int64_t d9__heap_left __attribute__((tls_model("initial-exec")))
 
 /* Count n bytes; true when the countdown ran out (call d9_heap_sample_due). */
 static inline bool d9_heap_countdown(size_t n) {
-    int64_t left = d9__heap_left - (int64_t)(n > (size_t)INT64_MAX / 2 ? (size_t)INT64_MAX / 2 : n);
-    d9__heap_left = left;
-    return __builtin_expect(left <= 0, 0);
+    uint64_t left = (uint64_t)d9__heap_left - n; /* unsigned: wraps, never overflows */
+    d9__heap_left = (int64_t)left;
+    return __builtin_expect((int64_t)left <= 0, 0);
 }
 
 /* The countdown ran out at an allocation of n bytes: draw the next one. True when this block is
  * to be sampled (profiling is on, a recording runs, the thread is not inside the sampler). */
 bool d9_heap_sample_due(size_t n);
 
-/* Record the sampled block p of n bytes, with the caller's stack: `skip` frames above the
- * caller of this function are dropped (the allocator's own frames: 0 keeps the caller's caller
- * first). Takes the sampler's guard: allocations it causes are not sampled. */
-void d9_heap_record_alloc(const void *p, size_t n, unsigned skip);
+/* The code of the allocator's own functions, [lo, hi): the frames of a sample's stack that
+ * return into it are left out, so its first frame is where the program called the allocator. */
+typedef struct d9_heap_own_code {
+    uint64_t lo, hi;
+} d9_heap_own_code;
+
+/* Record the sampled block p of n bytes with the stack of the call: the frames above this
+ * function's caller, less the leading ones in `own` (NULL: none, the caller's caller first).
+ * Takes the sampler's guard: allocations it causes are not sampled. */
+void d9_heap_record_alloc(const void *p, size_t n, const d9_heap_own_code *own);
 /* Record the free of sampled block p (n bytes, allocated at alloc_ticks, 0: unknown). */
 void d9_heap_record_free(const void *p, size_t n, uint64_t alloc_ticks);
 

@@ -60,6 +60,9 @@ void d9_heap_record_free(const void *p, size_t n, uint64_t alloc_ticks);
  * and libc's made on its behalf). Enter returns false when already held. */
 bool d9_heap_enter(void);
 void d9_heap_leave(void);
+/* The calling thread is never sampled from now on (the recorder's own threads; also declared
+ * in core/own_thread_name.h, which every thread naming itself as the recorder's calls). */
+void d9_heap_exclude_thread(void);
 
 /* Start and stop with the recording (sources.c): notes the source and the rate in the metadata,
  * adds the loss counter's source. */

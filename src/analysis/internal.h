@@ -6,7 +6,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/upload_loss.h"
-#include "analysis/heap.h"
+#include "model/heap_sites.h"
 #include "analysis/hist.h"
 #include "common/u64_map.h"
 #include "common/u64_set.h"
@@ -169,7 +169,7 @@ struct d9a_analysis {
     uint64_t unmatched_starts, unmatched_ends, late, unresolved;
     d9a_coverage coverage; /* CoverageEvent records (coverage.h) */
     d9a_upload_loss upload_loss; /* UploadLossEvent records (upload_loss.h) */
-    d9a_heap heap;               /* AllocEvent and FreeEvent (heap.h) */
+    d9m_heap heap;               /* AllocEvent and FreeEvent (heap.h) */
 
     /* entities */
     worker **workers; /* by id, NULL when unseen */

@@ -137,12 +137,12 @@ static const d9a_stack_view *view(d9a_analysis *a, uint32_t id, bool offcpu) {
 /* ---------------------------------------------------------------- heap profile */
 
 static int by_alloc_desc(const void *x, const void *y, void *ctx) {
-    const d9a_heap_site *s = ctx;
+    const d9m_heap_site *s = ctx;
     double a = s[*(const size_t *)x].alloc_bytes, b = s[*(const size_t *)y].alloc_bytes;
     return a < b ? 1 : a > b ? -1 : 0;
 }
 static int by_inuse_desc(const void *x, const void *y, void *ctx) {
-    const d9a_heap_site *s = ctx;
+    const d9m_heap_site *s = ctx;
     double a = s[*(const size_t *)x].inuse_bytes, b = s[*(const size_t *)y].inuse_bytes;
     return a < b ? 1 : a > b ? -1 : 0;
 }
@@ -150,13 +150,13 @@ static int by_inuse_desc(const void *x, const void *y, void *ctx) {
 /* The top n sites of `order` (those `keep` accepts) as report entries. */
 static d9a_heap_site_report *heap_top(d9a_analysis *a, size_t *order, int (*cmp)(const void *, const void *, void *),
                                       bool leaks_only, bool inuse_only, size_t *count) {
-    const d9a_heap *h = &a->heap;
+    const d9m_heap *h = &a->heap;
     qsort_r(order, h->nsites, sizeof *order, cmp, h->sites);
     size_t n = 0, top = a->opt.top_n ? a->opt.top_n : 10;
     d9a_heap_site_report *out = alloc_array(a, top, sizeof *out);
     if (!out) return NULL;
     for (size_t i = 0; i < h->nsites && n < top; i++) {
-        const d9a_heap_site *s = &h->sites[order[i]];
+        const d9m_heap_site *s = &h->sites[order[i]];
         if (inuse_only && s->inuse_bytes <= 0) continue;
         if (leaks_only && (s->inuse_bytes <= 0 || s->frees)) continue;
         d9a_heap_site_report *o = &out[n++];
@@ -175,7 +175,7 @@ static d9a_heap_site_report *heap_top(d9a_analysis *a, size_t *order, int (*cmp)
 }
 
 static int build_heap(d9a_analysis *a, d9a_report *r) {
-    const d9a_heap *h = &a->heap;
+    const d9m_heap *h = &a->heap;
     d9a_heap_report *x = &r->heap;
     if (!h->samples) return 0;
     x->present = true;

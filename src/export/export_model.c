@@ -124,6 +124,7 @@ static void build_free(struct d9_xbuild *b) {
 void d9_xmodel_free(d9_xmodel *m) {
     if (!m) return;
     build_free(m->build);
+    d9m_heap_free(&m->heap);
     d9_xstr_free(&m->strings);
     free(m->workers);
     free(m->polls);
@@ -240,6 +241,8 @@ static int add_metadata(d9_xmodel *m, const d9_event *ev, const d9_dec_binding *
         if (!first && (kv->key.len <= 8 || memcmp(kv->key.ptr, "runtime.", 8) != 0)) continue;
         int ss = d9m_schedstat_from_metadata(kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
         if (ss >= 0) m->build->schedstat = (d9m_schedstat)ss;
+        if (kv->key.len == sizeof D9M_HEAP_RATE_KEY - 1 && !memcmp(kv->key.ptr, D9M_HEAP_RATE_KEY, kv->key.len))
+            d9m_heap_note_rate(&m->heap, kv->value.ptr, kv->value.len);
         if (kv->key.len == 7 && !memcmp(kv->key.ptr, "service", 7)) {
             m->service = d9_xstr_intern(&m->strings, kv->value.ptr, kv->value.len);
             if (m->service == D9_XSTR_FAILED) return -1;
@@ -291,6 +294,17 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
         if (!VEC_PUSH(b, samples, s)) goto oom;
         break;
     }
+    case D9_SCH_ALLOC: { /* the whole trace, whatever the window: in-use needs every free */
+        uint32_t stack;
+        int rc = add_stack(m, field(ev, F(CALLCHAIN)), &stack);
+        if (rc < 0) goto oom;
+        if (rc == 0 && d9m_heap_alloc(&m->heap, ev->ts_ns, stack, uint_or(ev, F(ADDR), 0), uint_or(ev, F(SIZE), 0)) != 0)
+            goto oom;
+        break;
+    }
+    case D9_SCH_FREE:
+        if (d9m_heap_free_event(&m->heap, ev->ts_ns, uint_or(ev, F(ADDR), 0)) != 0) goto oom;
+        break;
     case D9_SCH_STACK_ORIGIN: /* only "truncated" (method 3) matters to a profile */
         if (uint_or(ev, F(METHOD), 0) == D9_ORIGIN_TRUNCATED) {
             uint32_t stack;
@@ -828,6 +842,7 @@ int d9_xmodel_finish(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen
     bool *used = calloc(b->stacks_n + 1, sizeof *used);
     if (!used) goto oom;
     for (size_t i = 0; i < m->sample_count; i++) used[m->samples[i].stack] = true;
+    for (size_t i = 0; i < m->heap.nsites; i++) used[m->heap.sites[i].stack] = true;
     int rc = d9_xsymbols_resolve(&b->symbols, m, (const d9_stack_entry *const *)b->stack_by_index,
                                  b->stacks_n, used, &b->truncated);
     free(used);

@@ -28,6 +28,7 @@
 #include "export/string_pool.h"
 #include "common/u64_map.h"
 #include "format/decoder.h"
+#include "model/heap_sites.h"
 
 #define D9_XNONE UINT32_MAX
 
@@ -142,6 +143,7 @@ struct d9_xmodel {
     d9_xloc *locs;          size_t loc_count;
     d9_xstack *stacks;      size_t stack_count;
     uint32_t *stack_locs;   size_t stack_loc_count;
+    d9m_heap heap;          /* sampled heap sites, the whole trace (sites' stack: index into stacks) */
 
     /* the trace */
     uint64_t first_ts, last_ts; /* of all timestamped events read (0, 0 when none) */

@@ -6,7 +6,7 @@
 #    calloc, aligned_alloc, posix_memalign and realloc: `dial9 analyze` names that site first
 #    among its leak candidates, with its callers, and its in-use bytes within 20 % of what the
 #    program leaked (one sample per 64 KiB, seeded: about 300 samples of the leak, so the bound
-#    is ~4 standard errors);
+#    is ~4 standard errors), and the same as a pprof heap profile (export --stacks heap);
 #  - fork without exec (the child frees the parent's blocks, sampled or not) and fork + exec,
 #    while sampling: both children exit 0, the parent goes on;
 #  - dlopen/dlclose in a loop on 4 threads (new ones in each of 5 waves) while they allocate,
@@ -74,6 +74,28 @@ if err > 0.20:
     sys.exit("FAIL: the estimate is more than 20 % off")
 PY
 echo "ok: the leak is the first candidate, within 20 %"
+
+# the same profile as pprof (alloc_objects, alloc_space, inuse_objects, inuse_space), read back
+# with an independent decoder (pprof-format) where the export checks' packages are installed
+"$D9" export -q --format pprof --stacks heap -o "$WORK/heap.pb.gz" "$leak" || fail "dial9 export --stacks heap"
+CHECK="$SRC/tests/scripts/export-check"
+if command -v node >/dev/null && [ -d "$CHECK/node_modules/pprof-format" ]; then
+    node "$CHECK/check_pprof_heap.mjs" "$WORK/heap.pb.gz" >"$WORK/pprof.json" || fail "check_pprof_heap: $(cat "$WORK/pprof.json")"
+    python3 - "$WORK/pprof.json" "$leaked" <<'PY' || exit 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+leaked = int(sys.argv[2])
+want = ["alloc_objects/count", "alloc_space/bytes", "inuse_objects/count", "inuse_space/bytes"]
+if d["sample_types"] != want or d["default"] != "inuse_space":
+    sys.exit("FAIL: sample types %s, default %s" % (d["sample_types"], d["default"]))
+top = max(d["leaves"].items(), key=lambda kv: kv[1][3])
+if top[0] != "leak_inner" or abs(top[1][3] - leaked) > 0.2 * leaked:
+    sys.exit("FAIL: the most in-use bytes are %s's, %d (leaked %d)" % (top[0], top[1][3], leaked))
+print("pprof: inuse_space of leak_inner %d (leaked %d)" % (top[1][3], leaked))
+PY
+else
+    echo "(pprof read-back skipped: node or tests/scripts/export-check/node_modules missing; test_export installs them)"
+fi
 
 # ---- fork without exec, fork + exec
 DIAL9_MEMORY_SAMPLE_BYTES=65536 run_heap "$WORK/fork" fork

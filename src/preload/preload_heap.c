@@ -192,7 +192,7 @@ __attribute__((noinline)) static void *malloc_slow(size_t n) {
 }
 
 D9P_EXPORT void *malloc(size_t n) {
-    void *(*fn)(size_t) = atomic_load_explicit(&real_malloc, memory_order_relaxed);
+    void *(*fn)(size_t) = atomic_load_explicit(&real_malloc, memory_order_acquire);
     if (__builtin_expect(!fn || d9_heap_countdown(n), 0)) return malloc_slow(n);
     return fn(n);
 }
@@ -223,7 +223,7 @@ D9P_EXPORT void *calloc(size_t k, size_t size) {
         errno = ENOMEM;
         return NULL;
     }
-    void *(*fn)(size_t) = atomic_load_explicit(&real_malloc, memory_order_relaxed);
+    void *(*fn)(size_t) = atomic_load_explicit(&real_malloc, memory_order_acquire);
     if (__builtin_expect(!fn || d9_heap_countdown(n), 0)) return calloc_slow(k, size, n);
     return real.calloc(k, size);
 }
@@ -239,7 +239,7 @@ __attribute__((noinline)) static void *aligned_slow(size_t align, size_t n) {
 
 static inline void *aligned(size_t align, size_t n) {
     if (align < 16) align = 16;
-    void *(*fn)(size_t) = atomic_load_explicit(&real_malloc, memory_order_relaxed);
+    void *(*fn)(size_t) = atomic_load_explicit(&real_malloc, memory_order_acquire);
     if (__builtin_expect(!fn || d9_heap_countdown(n), 0)) return aligned_slow(align, n);
     return real.memalign(align, n);
 }

@@ -47,6 +47,7 @@ static void forget_in_child(void) {
     d9_timer_sampler_forget_after_fork();
     d9_unwind_tables_forget_after_fork();
     d9_task_dumps_stop();
+    d9_heap_sampler_stop(); /* no collector here: a child samples again once it records */
 }
 
 /* "EACCES (perf_event_paranoid=3)" */

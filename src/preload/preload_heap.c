@@ -246,22 +246,17 @@ static inline void *aligned(size_t align, size_t n) {
 
 static bool power_of_two(size_t a) { return a && !(a & (a - 1)); }
 
-D9P_EXPORT void *memalign(size_t align, size_t n) {
-    if (!power_of_two(align)) { /* glibc rounds it up */
-        size_t a = 1;
-        while (a < align && a < ((size_t)1 << 62)) a <<= 1;
-        align = a;
-    }
-    return aligned(align, n);
+/* glibc (2.36) rounds an alignment that is no power of two up, in memalign and aligned_alloc */
+static size_t rounded_align(size_t align) {
+    if (power_of_two(align)) return align;
+    size_t a = 1;
+    while (a < align && a < ((size_t)1 << 62)) a <<= 1;
+    return a;
 }
 
-D9P_EXPORT void *aligned_alloc(size_t align, size_t n) {
-    if (!power_of_two(align)) {
-        errno = EINVAL;
-        return NULL;
-    }
-    return aligned(align, n);
-}
+D9P_EXPORT void *memalign(size_t align, size_t n) { return aligned(rounded_align(align), n); }
+
+D9P_EXPORT void *aligned_alloc(size_t align, size_t n) { return aligned(rounded_align(align), n); }
 
 D9P_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
     if (!power_of_two(align) || align % sizeof(void *)) return EINVAL;

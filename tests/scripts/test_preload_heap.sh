@@ -7,6 +7,8 @@
 #    among its leak candidates, with its callers, and its in-use bytes within 20 % of what the
 #    program leaked (one sample per 64 KiB, seeded: about 300 samples of the leak, so the bound
 #    is ~4 standard errors), and the same as a pprof heap profile (export --stacks heap);
+#  - every entry point's contract (sizes, zeroing, alignment, realloc's data, usable size,
+#    overflows) with every block sampled (rate 1);
 #  - fork without exec (the child frees the parent's blocks, sampled or not) and fork + exec,
 #    while sampling: both children exit 0, the parent goes on;
 #  - dlopen/dlclose in a loop on 4 threads (new ones in each of 5 waves) while they allocate,
@@ -96,6 +98,16 @@ PY
 else
     echo "(pprof read-back skipped: node or tests/scripts/export-check/node_modules missing; test_export installs them)"
 fi
+
+# ---- every entry point's contract on sampled blocks (rate 1: every block has the header)
+DIAL9_MEMORY_SAMPLE_BYTES=1 run_heap "$WORK/api" api
+grep -q "api ok" "$WORK/out" || fail "d9p_heap api: $(cat "$WORK/out")"
+api=$(run_of "$WORK/api")
+a=$(count "$api" AllocEvent)
+f=$(count "$api" FreeEvent)
+# 10 sizes x 4 (malloc, calloc, 2 reallocs), 8 alignments x 4, valloc, pvalloc, malloc, strdup
+[ -n "$a" ] && [ "$a" -ge 76 ] && [ -n "$f" ] && [ "$f" -ge 70 ] || fail "at rate 1, ${a:-0} samples and ${f:-0} frees (want >= 76, >= 70)"
+echo "ok: malloc, calloc, realloc, posix_memalign, aligned_alloc, memalign, valloc, pvalloc, reallocarray, malloc_usable_size on sampled blocks ($a samples, $f frees)"
 
 # ---- fork without exec, fork + exec
 DIAL9_MEMORY_SAMPLE_BYTES=65536 run_heap "$WORK/fork" fork

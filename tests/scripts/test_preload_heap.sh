@@ -76,6 +76,18 @@ if err > 0.20:
     sys.exit("FAIL: the estimate is more than 20 % off")
 PY
 echo "ok: the leak is the first candidate, within 20 %"
+"$D9" analyze --json "$leak" >"$WORK/analyze.json" 2>"$WORK/analyze.err" || fail "dial9 analyze --json: $(tail -3 "$WORK/analyze.err")"
+python3 - "$WORK/analyze.json" "$leaked" <<'PY' || exit 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+leaked = int(sys.argv[2])
+h = d.get("heap") or sys.exit("FAIL: no heap in analyze --json")
+first = h["leak_candidates"][0]
+name = d["stacks"][str(first["stack"])]["function"]
+if name != "leak_inner" or abs(first["inuse_bytes"] - leaked) > 0.2 * leaked or h["sample_rate_bytes"] != 65536:
+    sys.exit("FAIL: --json's first leak candidate is %s with %d bytes in use (leaked %d)" % (name, first["inuse_bytes"], leaked))
+PY
+echo "ok: the same in analyze --json"
 
 # the same profile as pprof (alloc_objects, alloc_space, inuse_objects, inuse_space), read back
 # with an independent decoder (pprof-format) where the export checks' packages are installed

@@ -177,6 +177,13 @@ typedef struct d9_config {
     d9_thread_cpu_time_mode thread_cpu_time; /* DIAL9_THREAD_CPU_TIME = park | every | off
                                  (default park): when parks and unparks read the thread's CPU
                                  time (added in 0.5; docs/kernel-sources.md) */
+    /* Sampled heap profiling (docs/heap-profiling.md): AllocEvent and FreeEvent, dial9's. */
+    bool memory_profile;      /* DIAL9_MEMORY_PROFILE_ENABLED (default false): sample allocations
+                                 (the preload shim's malloc family; d9_heap_sample_alloc) */
+    uint64_t memory_sample_bytes; /* DIAL9_MEMORY_SAMPLE_BYTES (default 524288): mean bytes
+                                 between two samples (1: every allocation) */
+    uint64_t memory_seed;     /* DIAL9_MEMORY_SEED (default 0: from the clock): the sampler's
+                                 draws, for reproducible tests */
 } d9_config;
 
 /* The size-taking forms behind the inline wrappers below, for callers that cannot use inline
@@ -283,6 +290,15 @@ D9_INLINE void d9_get_stats(d9_stats *out) { d9_get_stats_size(out, sizeof *out)
 
 /* Write everything recorded so far to the current segment now (blocks until done). */
 D9_API void d9_flush(void);
+
+/* Heap sampling for a program with an allocator of its own (the preload shim does it for the
+ * malloc family): call d9_heap_sample_alloc after each allocation of `size` bytes at `ptr`. It
+ * returns 1 when the block was sampled (an AllocEvent with the caller's stack is recorded): the
+ * program then calls d9_heap_sample_free when it frees that block, and only for those. No lock;
+ * one thread-local subtraction when the block is not sampled. Does nothing unless recording
+ * with memory_profile on. */
+D9_API int d9_heap_sample_alloc(const void *ptr, size_t size);
+D9_API void d9_heap_sample_free(const void *ptr, size_t size);
 
 /* ------------------------------------------------------------------------------------------
  * Source locations: D9_HERE is a pointer to a static d9_loc, interned on first use (the id is

@@ -27,6 +27,9 @@ d9a_analysis *d9a_new(const d9a_options *opt) {
     a->free_task = D9A_NO_ID;
     a->win = (d9_time_window){0, UINT64_MAX};
     a->live_slot_ns = 10000000; /* 10 ms; doubles as the trace gets longer */
+    d9m_heap_init(&a->heap);
+    if (a->opt.trace_span_known && a->opt.trace_end_ts > a->opt.trace_start_ts)
+        a->heap.mid_ts = a->opt.trace_start_ts + (a->opt.trace_end_ts - a->opt.trace_start_ts) / 2;
     size_t n = a->opt.top_n;
     if (d9a_topn_init(&a->long_polls, n, sizeof(long_poll_entry)) != 0 ||
         d9a_topn_init(&a->sched_top, n, sizeof(sched_entry)) != 0 ||
@@ -68,6 +71,7 @@ void d9a_free(d9a_analysis *a) {
     d9_u64_map_free(&a->attr_stacks);
     free(a->stack_cause);
     d9a_upload_loss_free(&a->upload_loss);
+    d9m_heap_free(&a->heap);
     for (size_t i = 0; i < a->workers_cap; i++) {
         if (!a->workers[i]) continue;
         d9a_hist_free(&a->workers[i]->sched_wait);

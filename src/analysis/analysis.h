@@ -226,6 +226,27 @@ typedef struct d9a_flag {
     char hint[300];       /* what to do, or "" */
 } d9a_flag;
 
+/* An allocation site of the heap profile (AllocEvent's stack): weighted estimates. */
+typedef struct d9a_heap_site_report {
+    const d9a_stack_view *stack;
+    double alloc_bytes, alloc_count;  /* allocated over the trace */
+    double inuse_bytes, inuse_count;  /* still in use at its end */
+    double peak_inuse_bytes;
+    double growth_bytes;              /* in use at the end minus in use at the middle (growth_known) */
+    uint64_t samples, frees;          /* sampled blocks, frees of them seen */
+} d9a_heap_site_report;
+
+typedef struct d9a_heap_report {
+    bool present;                     /* AllocEvents in the trace */
+    uint64_t rate;                    /* bytes per sample (memory_profile.sample_rate_bytes) */
+    uint64_t samples, frees, frees_unmatched;
+    double alloc_bytes, inuse_bytes;  /* all sites */
+    bool growth_known;                /* the trace's span was known: growth is over its second half */
+    const d9a_heap_site_report *by_alloc, *by_inuse, *leaks; /* top lists; leaks: in use at the
+                                         end and never freed from (in use only grew), by bytes */
+    size_t nby_alloc, nby_inuse, nleaks;
+} d9a_heap_report;
+
 typedef struct d9a_report {
     /* summary */
     uint64_t start_ns, end_ns, duration_ns; /* the analyzed time */
@@ -321,6 +342,8 @@ typedef struct d9a_report {
     /* sealed segments deleted before upload (UploadLossEvent), all runs' total (run NULL):
      * segments 0 when none */
     d9a_upload_loss_run upload_lost;
+
+    d9a_heap_report heap;  /* sampled heap profile (AllocEvent, FreeEvent) */
 
     bool symbols_present;
     const d9a_flag *flags; /* critical first */

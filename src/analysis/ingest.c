@@ -175,6 +175,8 @@ static void copy_metadata(d9a_analysis *a, const d9_value *v) {
             a->failed = true;
             return;
         }
+        if (kv->key.len == sizeof D9M_HEAP_RATE_KEY - 1 && !memcmp(kv->key.ptr, D9M_HEAP_RATE_KEY, kv->key.len))
+            d9m_heap_note_rate(&a->heap, kv->value.ptr, kv->value.len);
         int ss = d9m_schedstat_from_metadata(kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
         if (ss >= 0) a->schedstat = (d9m_schedstat)ss;
         d9m_coverage_metadata(&a->swcov, kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
@@ -481,6 +483,12 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
             w->runtime = d9a_strings_intern(&a->strings, rt.ptr, rt.len);
         return a->failed ? -1 : 0;
     }
+    case D9_SCH_ALLOC: { /* the whole trace, not the window: in-use needs every free after it */
+        uint32_t stack = stack_field(a, ev, F(CALLCHAIN), dec);
+        if (stack == D9A_NO_ID) return -1;
+        return d9m_heap_alloc(&a->heap, ev->ts_ns, stack, field_u(ev, F(ADDR), 0), field_u(ev, F(SIZE), 0));
+    }
+    case D9_SCH_FREE: return d9m_heap_free_event(&a->heap, ev->ts_ns, field_u(ev, F(ADDR), 0));
     case D9_SCH_MEMORY_MAP: {
         d9m_mapping_event e;
         if (!d9m_mapping_read(ev, &e)) return 0;

@@ -6,6 +6,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/upload_loss.h"
+#include "model/heap_sites.h"
 #include "analysis/hist.h"
 #include "common/u64_map.h"
 #include "common/u64_set.h"
@@ -195,6 +196,7 @@ struct d9a_analysis {
     d9m_coverage swcov;    /* what the switch records cover (model/attribution.h) */
     d9_u64_map attr_stacks; /* location << 32 | stack -> blocked ns of its polls */
     uint8_t *stack_cause;   /* by stack id: d9m_part + 1, 0 not classified yet */
+    d9m_heap heap;               /* AllocEvent and FreeEvent (heap.h) */
 
     /* entities */
     worker **workers; /* by id, NULL when unseen */

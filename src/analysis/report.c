@@ -134,6 +134,70 @@ static const d9a_stack_view *view(d9a_analysis *a, uint32_t id, bool offcpu) {
     return v;
 }
 
+/* ---------------------------------------------------------------- heap profile */
+
+static int by_alloc_desc(const void *x, const void *y, void *ctx) {
+    const d9m_heap_site *s = ctx;
+    double a = s[*(const size_t *)x].alloc_bytes, b = s[*(const size_t *)y].alloc_bytes;
+    return a < b ? 1 : a > b ? -1 : 0;
+}
+static int by_inuse_desc(const void *x, const void *y, void *ctx) {
+    const d9m_heap_site *s = ctx;
+    double a = s[*(const size_t *)x].inuse_bytes, b = s[*(const size_t *)y].inuse_bytes;
+    return a < b ? 1 : a > b ? -1 : 0;
+}
+
+/* The top n sites of `order` (those `keep` accepts) as report entries. */
+static d9a_heap_site_report *heap_top(d9a_analysis *a, size_t *order, int (*cmp)(const void *, const void *, void *),
+                                      bool leaks_only, bool inuse_only, size_t *count) {
+    const d9m_heap *h = &a->heap;
+    qsort_r(order, h->nsites, sizeof *order, cmp, h->sites);
+    size_t n = 0, top = a->opt.top_n ? a->opt.top_n : 10;
+    d9a_heap_site_report *out = alloc_array(a, top, sizeof *out);
+    if (!out) return NULL;
+    for (size_t i = 0; i < h->nsites && n < top; i++) {
+        const d9m_heap_site *s = &h->sites[order[i]];
+        if (inuse_only && s->inuse_bytes <= 0) continue;
+        if (leaks_only && (s->inuse_bytes <= 0 || s->frees)) continue;
+        d9a_heap_site_report *o = &out[n++];
+        o->stack = view(a, s->stack, false);
+        o->alloc_bytes = s->alloc_bytes;
+        o->alloc_count = s->alloc_count;
+        o->inuse_bytes = s->inuse_bytes;
+        o->inuse_count = s->inuse_count;
+        o->peak_inuse_bytes = s->peak_inuse_bytes;
+        o->growth_bytes = s->inuse_bytes - s->inuse_mid_bytes;
+        o->samples = s->samples;
+        o->frees = s->frees;
+    }
+    *count = n;
+    return out;
+}
+
+static int build_heap(d9a_analysis *a, d9a_report *r) {
+    const d9m_heap *h = &a->heap;
+    d9a_heap_report *x = &r->heap;
+    if (!h->samples) return 0;
+    x->present = true;
+    x->rate = h->rate ? h->rate : 512 * 1024;
+    x->samples = h->samples;
+    x->frees = h->frees;
+    x->frees_unmatched = h->frees_unmatched;
+    x->growth_known = h->mid_taken;
+    for (size_t i = 0; i < h->nsites; i++) {
+        x->alloc_bytes += h->sites[i].alloc_bytes;
+        x->inuse_bytes += h->sites[i].inuse_bytes;
+    }
+    size_t *order = malloc(h->nsites * sizeof *order);
+    if (!order) return -1;
+    for (size_t i = 0; i < h->nsites; i++) order[i] = i;
+    x->by_alloc = heap_top(a, order, by_alloc_desc, false, false, &x->nby_alloc);
+    x->by_inuse = x->by_alloc ? heap_top(a, order, by_inuse_desc, false, true, &x->nby_inuse) : NULL;
+    x->leaks = x->by_inuse ? heap_top(a, order, by_inuse_desc, true, false, &x->nleaks) : NULL;
+    free(order);
+    return x->leaks ? 0 : -1;
+}
+
 /* ---- sample groups ---- */
 
 typedef struct group_acc {
@@ -529,6 +593,7 @@ int d9a_build_report(d9a_analysis *a) {
     if (build_sources(a, r) != 0) return -1;
     if (build_coverage(a, r) != 0) return -1;
     d9a_upload_loss_total(&a->upload_loss, &r->upload_lost);
+    if (build_heap(a, r) != 0) return -1;
 
     /* workers */
     d9a_worker_report *ws = alloc_array(a, a->nwlist, sizeof *ws);

@@ -521,6 +521,47 @@ static void json_queued(jctx *c) {
     d9_json_object_end(j);
 }
 
+static void jheap_sites(jctx *c, const char *k, const d9a_heap_site_report *s, size_t n) {
+    d9_json *j = &c->j;
+    d9_json_key(j, k);
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < n; i++) {
+        d9_json_object_begin(j);
+        jstack_ref(c, "stack", s[i].stack);
+        jkey_f64(j, "alloc_bytes", s[i].alloc_bytes);
+        jkey_f64(j, "alloc_blocks", s[i].alloc_count);
+        jkey_f64(j, "inuse_bytes", s[i].inuse_bytes);
+        jkey_f64(j, "inuse_blocks", s[i].inuse_count);
+        jkey_f64(j, "peak_inuse_bytes", s[i].peak_inuse_bytes);
+        d9_json_key(j, "growth_bytes");
+        if (c->r->heap.growth_known) d9_json_f64(j, s[i].growth_bytes);
+        else d9_json_null(j);
+        jkey_u64(j, "samples", s[i].samples);
+        jkey_u64(j, "frees", s[i].frees);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
+}
+
+/* The sampled heap (docs/analyze.md, "Heap"): only when the trace has AllocEvents. */
+static void json_heap(jctx *c) {
+    const d9a_heap_report *h = &c->r->heap;
+    if (!h->present) return;
+    d9_json *j = &c->j;
+    d9_json_key(j, "heap");
+    d9_json_object_begin(j);
+    jkey_u64(j, "sample_rate_bytes", h->rate);
+    jkey_u64(j, "samples", h->samples);
+    jkey_u64(j, "frees", h->frees);
+    jkey_u64(j, "frees_unmatched", h->frees_unmatched);
+    jkey_f64(j, "alloc_bytes", h->alloc_bytes);
+    jkey_f64(j, "inuse_bytes", h->inuse_bytes);
+    jheap_sites(c, "leak_candidates", h->leaks, h->nleaks);
+    jheap_sites(c, "by_inuse", h->by_inuse, h->nby_inuse);
+    jheap_sites(c, "by_alloc", h->by_alloc, h->nby_alloc);
+    d9_json_object_end(j);
+}
+
 static void json_stacks(jctx *c) {
     d9_json *j = &c->j;
     char hex[32];
@@ -611,6 +652,7 @@ void d9a_report_write_json(FILE *out, const d9a_report *r, const d9a_options *op
     json_samples(&c);
     json_queued(&c);
     json_spans(&c);
+    json_heap(&c);
     json_stacks(&c);
     d9_json_object_end(&c.j);
     fputc('\n', out);

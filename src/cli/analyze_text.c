@@ -560,6 +560,51 @@ static void text_spans(const d9_analyze_render *R) {
                 r->span_stray_ends, r->span_reopened);
 }
 
+/* "12.3 MiB" */
+static const char *bytes_str(char *buf, size_t len, double b) {
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    double v = b < 0 ? -b : b;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, "%s%.*f %s", b < 0 ? "-" : "", u ? 1 : 0, v, unit[u]);
+    return buf;
+}
+
+static void text_heap_sites(const d9_analyze_render *R, const char *title, const d9a_heap_site_report *s, size_t n,
+                            bool growth_known) {
+    fprintf(text_out, "  %s\n", title);
+    if (n == 0) fprintf(text_out, "    none\n");
+    for (size_t i = 0; i < n; i++) {
+        char a[32], u[32], p[32], g[32];
+        fprintf(text_out, "    %2zu. %s  allocated %s (%.0f blocks), in use at end %s (%.0f blocks), peak %s",
+                i + 1, s[i].stack && s[i].stack->nframes ? s[i].stack->function : "<no stack>",
+                bytes_str(a, sizeof a, s[i].alloc_bytes), s[i].alloc_count, bytes_str(u, sizeof u, s[i].inuse_bytes),
+                s[i].inuse_count, bytes_str(p, sizeof p, s[i].peak_inuse_bytes));
+        if (growth_known) fprintf(text_out, ", growth over the second half %s", bytes_str(g, sizeof g, s[i].growth_bytes));
+        fprintf(text_out, "; %" PRIu64 " samples, %" PRIu64 " frees\n", s[i].samples, s[i].frees);
+        print_stack(R, s[i].stack, "          ", false);
+    }
+}
+
+/* The sampled heap profile (AllocEvent, FreeEvent): every sample weighted before summing. */
+static void text_heap(const d9_analyze_render *R) {
+    const d9a_heap_report *h = &R->r->heap;
+    if (!h->present) return;
+    char a[32], u[32];
+    fprintf(text_out, "\nHEAP (sampled: one sample per %" PRIu64 " bytes on average; estimates weighted by 1/(1-e^(-size/rate)))\n",
+            h->rate);
+    fprintf(text_out, "  %" PRIu64 " samples, %" PRIu64 " frees of sampled blocks (%" PRIu64
+            " frees of blocks sampled before the trace); allocated %s, in use at end %s\n",
+            h->samples, h->frees, h->frees_unmatched, bytes_str(a, sizeof a, h->alloc_bytes),
+            bytes_str(u, sizeof u, h->inuse_bytes));
+    text_heap_sites(R, "leak candidates (in use at the end, never freed from)", h->leaks, h->nleaks, h->growth_known);
+    text_heap_sites(R, "top sites by bytes in use at the end", h->by_inuse, h->nby_inuse, h->growth_known);
+    text_heap_sites(R, "top sites by bytes allocated", h->by_alloc, h->nby_alloc, h->growth_known);
+}
+
 void d9_analyze_print_text(const d9_analyze_render *R) {
     /* names, locations and symbols are the trace's: their control characters are escaped */
     FILE *safe = d9_escaping_stream(stdout);
@@ -578,6 +623,7 @@ void d9_analyze_print_text(const d9_analyze_render *R) {
     text_cpu(R);
     text_migration(R);
     text_queued(R);
+    text_heap(R);
     if (safe) fclose(safe);
     text_out = stdout;
 }

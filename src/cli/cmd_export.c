@@ -40,7 +40,9 @@ static void export_usage(FILE *out) {
             "                        in it (drawn cut at T2), the rest by its time: what analyze\n"
             "                        and check count; a window outside the trace is refused\n"
             "      --stacks WHICH    cpu (default), offcpu (context-switch samples) or all: the\n"
-            "                        samples of folded, pprof and speedscope profiles\n"
+            "                        samples of folded, pprof and speedscope profiles; heap\n"
+            "                        (pprof only): the sampled heap's alloc_objects, alloc_space,\n"
+            "                        inuse_objects, inuse_space by allocation site, weighted\n"
             "      --by-location     folded, speedscope: root each stack at the spawn location of\n"
             "                        the poll it hit ('[parked]', '[not in a poll]' otherwise)\n"
             "      --by-cause        folded: root each off-CPU stack at its cause ('[lock]', '[io]',\n"
@@ -148,8 +150,9 @@ static int parse_args(int argc, char **argv, export_args *a, bool *help) {
             if (!strcmp(optarg, "cpu")) a->opts.stacks = D9_XSTACKS_CPU;
             else if (!strcmp(optarg, "offcpu") || !strcmp(optarg, "off-cpu")) a->opts.stacks = D9_XSTACKS_OFFCPU;
             else if (!strcmp(optarg, "all")) a->opts.stacks = D9_XSTACKS_ALL;
+            else if (!strcmp(optarg, "heap")) a->opts.stacks = D9_XSTACKS_HEAP; /* pprof: checked below */
             else {
-                fprintf(stderr, "dial9 export: --stacks takes cpu, offcpu or all\n");
+                fprintf(stderr, "dial9 export: --stacks takes cpu, offcpu, all or heap\n");
                 return D9_EXIT_USAGE;
             }
             break;
@@ -188,6 +191,10 @@ static int parse_args(int argc, char **argv, export_args *a, bool *help) {
         return D9_EXIT_USAGE;
     }
     if (d9_cli_check_window("export", &a->window.from, &a->window.to) != 0) return D9_EXIT_USAGE;
+    if (a->opts.stacks == D9_XSTACKS_HEAP && a->format != D9_XF_PPROF) {
+        fprintf(stderr, "dial9 export: --stacks heap is for --format pprof\n");
+        return D9_EXIT_USAGE;
+    }
     if (optind >= argc) {
         fprintf(stderr, "dial9 export: no PATH given\n");
         return D9_EXIT_USAGE;

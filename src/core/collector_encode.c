@@ -169,6 +169,24 @@ void d9_col_encode_other(d9_collector *c, const out_event *e) {
         d9_put_u32(b, stack);
         break;
     }
+    case D9_SCH_ALLOC: {
+        need_builtin(c, e->schema);
+        uint32_t stack = need_stack(c, e->payload, e->nframes, (uint8_t)e->v[3], e->ts, false);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_u32(b, (uint32_t)e->v[0]); /* tid */
+        d9_put_varint(b, e->v[1]);        /* size */
+        d9_put_varint(b, e->v[2]);        /* addr */
+        d9_put_u32(b, stack);
+        break;
+    }
+    case D9_SCH_FREE:
+        need_builtin(c, e->schema);
+        d9_enc_event(b, &c->st, e->schema, e->ts);
+        d9_put_u32(b, (uint32_t)e->v[0]); /* tid */
+        d9_put_varint(b, e->v[1]);        /* addr */
+        d9_put_varint(b, e->v[2]);        /* size */
+        d9_put_varint(b, e->v[3]);        /* alloc_timestamp_ns */
+        break;
     case D9_SCH_SCHED_SWITCH:
         need_builtin(c, e->schema);
         d9_enc_event(b, &c->st, e->schema, e->ts);

@@ -142,6 +142,21 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
         e.schema = D9_REC_KIND(r[0]) == D9_REC_SPAN_BEGIN ? D9_SCH_SPAN_ENTER : D9_SCH_SPAN_EXIT;
         e.v[0] = t->c_worker; e.v[1] = r[1]; e.v[2] = r[2]; e.v[3] = t->c_task; e.v[4] = tid;
         break_emit;
+    case D9_REC_ALLOC: /* a sampled heap block: its stack rides in the record, as a dump's */
+        e.schema = D9_SCH_ALLOC;
+        e.v[0] = tid; e.v[1] = r[1]; e.v[2] = r[2];
+        {
+            uint8_t method = 0;
+            e.nframes = c->dump_unwind ? c->dump_unwind(r + 4, r[3], c->dump_frames, DUMP_MAX_FRAMES, &method) : 0;
+            e.v[3] = method;
+        }
+        e.payload = c->dump_frames;
+        break_emit;
+    case D9_REC_FREE:
+        e.schema = D9_SCH_FREE;
+        e.v[0] = tid; e.v[1] = r[1]; e.v[2] = r[2];
+        e.v[3] = r[3] ? d9_clock_map_to_ns_fast(&c->clock, r[3]) : 0;
+        break_emit;
     case D9_REC_CUSTOM:
         e.custom = d9_event_type_at((uint32_t)r[1]);
         if (!e.custom) return;

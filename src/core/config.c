@@ -51,6 +51,7 @@ static void set_defaults(d9_config *cfg) {
     cfg->s3_endpoint = NULL;
     cfg->s3_path_style = -1;
     cfg->s3_exit_wait_secs = 10;
+    cfg->memory_sample_bytes = 512 * 1024;
 }
 
 /* ---- the caller's struct, whatever version of the header it was compiled with ----
@@ -302,6 +303,12 @@ static int from_env(d9_config *cfg) {
         parse_budget_pct("DIAL9_OVERHEAD_BUDGET_PCT", v, &cfg->overhead_budget_pct))
         return -1;
     if (ENV("DIAL9_TASK_DUMPS") && parse_bool("DIAL9_TASK_DUMPS", v, &cfg->task_dumps)) return -1;
+    if (ENV("DIAL9_MEMORY_PROFILE_ENABLED") && parse_bool("DIAL9_MEMORY_PROFILE_ENABLED", v, &cfg->memory_profile))
+        return -1;
+    if (ENV("DIAL9_MEMORY_SAMPLE_BYTES") &&
+        parse_u64("DIAL9_MEMORY_SAMPLE_BYTES", v, 1, (uint64_t)1 << 40, &cfg->memory_sample_bytes))
+        return -1;
+    if (ENV("DIAL9_MEMORY_SEED") && parse_u64("DIAL9_MEMORY_SEED", v, 0, UINT64_MAX, &cfg->memory_seed)) return -1;
     if (ENV("DIAL9_SYMBOLIZE") && parse_bool("DIAL9_SYMBOLIZE", v, &cfg->symbolize)) return -1;
     if (ENV("DIAL9_COMPRESS") && parse_compress("DIAL9_COMPRESS", v, &cfg->compress)) return -1;
     if (ENV("DIAL9_S3_BUCKET") && parse_string("DIAL9_S3_BUCKET", v, &cfg->s3_bucket)) return -1;

@@ -7,6 +7,13 @@
 
 #include <sys/prctl.h>
 
-static inline void d9_name_own_thread(const char *name) { (void)prctl(PR_SET_NAME, name, 0, 0, 0); }
+/* The heap sampler leaves the recorder's threads alone (sources/heap_sampler.c): their
+ * allocations are the recorder's own, not the program's. */
+void d9_heap_exclude_thread(void);
+
+static inline void d9_name_own_thread(const char *name) {
+    d9_heap_exclude_thread();
+    (void)prctl(PR_SET_NAME, name, 0, 0, 0);
+}
 
 #endif

@@ -25,6 +25,8 @@ enum d9_rec_kind {
     D9_REC_WAKE_READY,       /* [1] woken task id; the waker is the poller (no task) */
     D9_REC_SPAN_BEGIN,       /* [1] span id  [2] name (loc id) */
     D9_REC_SPAN_END,         /* same */
+    D9_REC_ALLOC,            /* [1] size  [2] address  [3] payload words n  [4..4+n) the stack, as a task dump's payload (sources/heap_sampler.h) */
+    D9_REC_FREE,             /* [1] address  [2] size  [3] the allocation's ticks (0: unknown) */
 };
 
 enum {
@@ -38,6 +40,7 @@ enum {
     D9_REC_WORDS_WORKER_END = 1,
     D9_REC_WORDS_DROPPED = 2,
     D9_REC_WORDS_SPAN = 3,
+    D9_REC_WORDS_FREE = 4,
 };
 
 /* Words of the record that starts at r; 0 for an unknown kind or an absurd length (a ring the
@@ -59,6 +62,8 @@ static inline uint64_t d9_record_words(const uint64_t *r) {
     case D9_REC_SPAN_END: return D9_REC_WORDS_SPAN;
     case D9_REC_CUSTOM: return 2 + (r[1] >> 32);
     case D9_REC_TASK_DUMP: return r[2] > 4096 ? 0 : 3 + r[2];
+    case D9_REC_ALLOC: return r[3] > 4096 ? 0 : 4 + r[3];
+    case D9_REC_FREE: return D9_REC_WORDS_FREE;
     default: return 0;
     }
 }

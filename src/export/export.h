@@ -28,7 +28,7 @@ typedef enum d9_xformat {
 
 /* Which stack samples a profile holds (folded, pprof, speedscope): CpuSampleEvent source 0
  * (CPU profile) and/or source 1 (context switch: the stack where the thread went off CPU). */
-enum { D9_XSTACKS_CPU = 1, D9_XSTACKS_OFFCPU = 2, D9_XSTACKS_ALL = 3 };
+enum { D9_XSTACKS_CPU = 1, D9_XSTACKS_OFFCPU = 2, D9_XSTACKS_ALL = 3, D9_XSTACKS_HEAP = 4 /* pprof only */ };
 
 /* The default limit of chrome trace events: ~100 B each in JSON. */
 #define D9_XCHROME_DEFAULT_MAX_EVENTS 2000000u

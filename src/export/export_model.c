@@ -129,6 +129,7 @@ static void build_free(struct d9_xbuild *b) {
 void d9_xmodel_free(d9_xmodel *m) {
     if (!m) return;
     build_free(m->build);
+    d9m_heap_free(&m->heap);
     d9_xstr_free(&m->strings);
     free(m->workers);
     free(m->polls);
@@ -252,6 +253,8 @@ static int add_metadata(d9_xmodel *m, const d9_event *ev, const d9_dec_binding *
         int ss = d9m_schedstat_from_metadata(kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
         if (ss >= 0) m->build->schedstat = (d9m_schedstat)ss;
         if (first) d9m_coverage_metadata(&m->build->coverage, kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
+        if (kv->key.len == sizeof D9M_HEAP_RATE_KEY - 1 && !memcmp(kv->key.ptr, D9M_HEAP_RATE_KEY, kv->key.len))
+            d9m_heap_note_rate(&m->heap, kv->value.ptr, kv->value.len);
         if (kv->key.len == 7 && !memcmp(kv->key.ptr, "service", 7)) {
             m->service = d9_xstr_intern(&m->strings, kv->value.ptr, kv->value.len);
             if (m->service == D9_XSTR_FAILED) return -1;
@@ -306,6 +309,17 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
     case D9_SCH_SPAN_ENTER:
     case D9_SCH_SPAN_EXIT:
         if (d9_xspans_add(m, ev, str_of(m, ev, F(SPAN_NAME))) != 0) goto oom;
+        break;
+    case D9_SCH_ALLOC: { /* the whole trace, whatever the window: in-use needs every free */
+        uint32_t stack;
+        int rc = add_stack(m, field(ev, F(CALLCHAIN)), &stack);
+        if (rc < 0) goto oom;
+        if (rc == 0 && d9m_heap_alloc(&m->heap, ev->ts_ns, stack, uint_or(ev, F(ADDR), 0), uint_or(ev, F(SIZE), 0)) != 0)
+            goto oom;
+        break;
+    }
+    case D9_SCH_FREE:
+        if (d9m_heap_free_event(&m->heap, ev->ts_ns, uint_or(ev, F(ADDR), 0)) != 0) goto oom;
         break;
     case D9_SCH_STACK_ORIGIN: /* only "truncated" (method 3) matters to a profile */
         if (uint_or(ev, F(METHOD), 0) == D9_ORIGIN_TRUNCATED) {
@@ -863,6 +877,7 @@ int d9_xmodel_finish(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen
     bool *used = calloc(b->stacks_n + 1, sizeof *used);
     if (!used) goto oom;
     for (size_t i = 0; i < m->sample_count; i++) used[m->samples[i].stack] = true;
+    for (size_t i = 0; i < m->heap.nsites; i++) used[m->heap.sites[i].stack] = true;
     int rc = d9_xsymbols_resolve(&b->symbols, m, (const d9_stack_entry *const *)b->stack_by_index,
                                  b->stacks_n, used, &b->truncated);
     free(used);

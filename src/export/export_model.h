@@ -30,6 +30,7 @@
 #include "format/decoder.h"
 #include "model/spans.h"
 #include "model/attribution.h"
+#include "model/heap_sites.h"
 
 #define D9_XNONE UINT32_MAX
 
@@ -170,6 +171,7 @@ struct d9_xmodel {
     d9_xloc *locs;          size_t loc_count;
     d9_xstack *stacks;      size_t stack_count;
     uint32_t *stack_locs;   size_t stack_loc_count;
+    d9m_heap heap;          /* sampled heap sites, the whole trace (sites' stack: index into stacks) */
 
     /* where each poll's time went (model/attribution.h, export_attribution.h), by poll index;
      * NULL when the trace has no switch records (every poll would be unknown) */

@@ -38,7 +38,8 @@ enum {
  * the writer's own. */
 enum own_string {
     S_SAMPLES, S_COUNT, S_THREAD, S_WORKER, S_TASK_ID, S_LOCATION, S_STATE, S_KIND, S_CPU,
-    S_OFFCPU, S_PARKED, S_NOT_IN_POLL, S_THREAD_NAME, S_COMMENT, S_OWN_COUNT,
+    S_OFFCPU, S_PARKED, S_NOT_IN_POLL, S_THREAD_NAME, S_COMMENT,
+    S_ALLOC_OBJECTS, S_ALLOC_SPACE, S_INUSE_OBJECTS, S_INUSE_SPACE, S_BYTES, S_OWN_COUNT,
 };
 static const char *const own_strings[S_OWN_COUNT] = {
     [S_SAMPLES] = "samples", [S_COUNT] = "count", [S_THREAD] = "thread", [S_WORKER] = "worker",
@@ -46,6 +47,8 @@ static const char *const own_strings[S_OWN_COUNT] = {
     [S_CPU] = "cpu", [S_OFFCPU] = "offcpu", [S_PARKED] = "parked",
     [S_NOT_IN_POLL] = "not in a poll", [S_THREAD_NAME] = "thread_name",
     [S_COMMENT] = "", /* filled in: "dial9 export ..." */
+    [S_ALLOC_OBJECTS] = "alloc_objects", [S_ALLOC_SPACE] = "alloc_space",
+    [S_INUSE_OBJECTS] = "inuse_objects", [S_INUSE_SPACE] = "inuse_space", [S_BYTES] = "bytes",
 };
 
 static int64_t own(const d9_xmodel *m, enum own_string s) {
@@ -159,14 +162,48 @@ static void write_mappings(d9_buf *b, const d9_xmodel *m) {
     }
 }
 
+static void value_type(d9_buf *b, const d9_xmodel *m, enum own_string type, enum own_string unit) {
+    size_t vt = d9_pb_begin(b, PR_SAMPLE_TYPE);
+    d9_pb_int(b, VT_TYPE, own(m, type));
+    d9_pb_int(b, VT_UNIT, own(m, unit));
+    d9_pb_end(b, vt);
+}
+
+static uint64_t rounded(double v) { return v > 0 ? (uint64_t)(v + 0.5) : 0; }
+
+/* The heap profile (--stacks heap): one sample per allocation site, as Go's heap profiles:
+ * alloc_objects, alloc_space, inuse_objects, inuse_space, each weighted (model/heap_sites.h). */
+static void write_heap_sites(d9_buf *b, const d9_xmodel *m) {
+    for (size_t i = 0; i < m->heap.nsites; i++) {
+        const d9m_heap_site *s = &m->heap.sites[i];
+        size_t e = d9_pb_begin(b, PR_SAMPLE);
+        const d9_xstack *st = &m->stacks[s->stack];
+        size_t ids = d9_pb_begin(b, SA_LOCATION_ID);
+        for (uint32_t k = 0; k < st->count; k++) d9_put_varint(b, (uint64_t)m->stack_locs[st->first + k] + 1);
+        d9_pb_end(b, ids);
+        size_t vals = d9_pb_begin(b, SA_VALUE); /* packed */
+        d9_put_varint(b, rounded(s->alloc_count));
+        d9_put_varint(b, rounded(s->alloc_bytes));
+        d9_put_varint(b, rounded(s->inuse_count));
+        d9_put_varint(b, rounded(s->inuse_bytes));
+        d9_pb_end(b, vals);
+        d9_pb_end(b, e);
+    }
+}
+
 static int build_profile(d9_buf *b, const d9_xmodel *m, const d9_xopts *o) {
     unsigned stacks = o && o->stacks ? o->stacks : D9_XSTACKS_CPU;
-    size_t vt = d9_pb_begin(b, PR_SAMPLE_TYPE);
-    d9_pb_int(b, VT_TYPE, own(m, S_SAMPLES));
-    d9_pb_int(b, VT_UNIT, own(m, S_COUNT));
-    d9_pb_end(b, vt);
-    for (size_t i = 0; i < m->sample_count; i++)
-        if (d9_xsample_selected(&m->samples[i], stacks)) write_sample(b, m, &m->samples[i]);
+    if (stacks == D9_XSTACKS_HEAP) {
+        value_type(b, m, S_ALLOC_OBJECTS, S_COUNT);
+        value_type(b, m, S_ALLOC_SPACE, S_BYTES);
+        value_type(b, m, S_INUSE_OBJECTS, S_COUNT);
+        value_type(b, m, S_INUSE_SPACE, S_BYTES);
+        write_heap_sites(b, m);
+    } else {
+        value_type(b, m, S_SAMPLES, S_COUNT);
+        for (size_t i = 0; i < m->sample_count; i++)
+            if (d9_xsample_selected(&m->samples[i], stacks)) write_sample(b, m, &m->samples[i]);
+    }
     write_mappings(b, m);
     uint32_t *fn_of_frame = malloc((m->frame_count + 1) * sizeof *fn_of_frame);
     if (!fn_of_frame || write_functions(b, m, fn_of_frame) != 0) {
@@ -179,13 +216,17 @@ static int build_profile(d9_buf *b, const d9_xmodel *m, const d9_xopts *o) {
     char comment[300];
     snprintf(comment, sizeof comment, "dial9 export: %s%s%s samples",
              o && o->name ? o->name : "", o && o->name ? ", " : "",
-             stacks == D9_XSTACKS_ALL ? "cpu and off-cpu" : stacks == D9_XSTACKS_OFFCPU ? "off-cpu" : "cpu");
-    for (int s = 0; s < S_OWN_COUNT; s++)
+             stacks == D9_XSTACKS_HEAP  ? "heap (weighted)"
+             : stacks == D9_XSTACKS_ALL ? "cpu and off-cpu"
+             : stacks == D9_XSTACKS_OFFCPU ? "off-cpu" : "cpu");
+    /* the heap's strings only in a heap profile: CPU profiles stay as they were, byte for byte */
+    int own_count = stacks == D9_XSTACKS_HEAP ? S_OWN_COUNT : S_ALLOC_OBJECTS;
+    for (int s = 0; s < own_count; s++)
         d9_pb_string(b, PR_STRING_TABLE, s == S_COMMENT ? comment : own_strings[s]);
     if (m->have_realtime) d9_pb_int(b, PR_TIME_NANOS, (int64_t)m->realtime_at_from);
     d9_pb_int(b, PR_DURATION_NANOS, (int64_t)(m->to - m->from));
     d9_pb_int(b, PR_COMMENT, own(m, S_COMMENT));
-    d9_pb_int(b, PR_DEFAULT_SAMPLE_TYPE, own(m, S_SAMPLES));
+    d9_pb_int(b, PR_DEFAULT_SAMPLE_TYPE, own(m, stacks == D9_XSTACKS_HEAP ? S_INUSE_SPACE : S_SAMPLES));
     return b->failed ? -1 : 0;
 }
 

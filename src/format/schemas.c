@@ -76,4 +76,8 @@ const d9_schema_def d9_builtin_schemas[D9_SCH_BUILTIN_COUNT] = {
     [D9_SCH_SPAN_EXIT] = DEF("SpanExitEvent", 1, {"worker_id", D9_FT_VARINT},
                              {"span_id", D9_FT_VARINT}, {"span_name", D9_FT_POOLED_STRING},
                              {"task_id", D9_FT_VARINT}, {"tid", D9_FT_U32}),
+    [D9_SCH_ALLOC] = DEF("AllocEvent", 1, {"tid", D9_FT_U32}, {"size", D9_FT_VARINT},
+                         {"addr", D9_FT_VARINT}, {"callchain", D9_FT_POOLED_STACK}),
+    [D9_SCH_FREE] = DEF("FreeEvent", 1, {"tid", D9_FT_U32}, {"addr", D9_FT_VARINT},
+                        {"size", D9_FT_VARINT}, {"alloc_timestamp_ns", D9_FT_VARINT}),
 };

@@ -31,6 +31,8 @@ enum d9_schema_id {
     D9_SCH_UPLOAD_LOSS,
     D9_SCH_SPAN_ENTER, /* d9_span_begin: dial9's SpanEnterEvent fields, and ours after them */
     D9_SCH_SPAN_EXIT,  /* d9_span_end: dial9's SpanExitEvent fields, and ours */
+    D9_SCH_ALLOC, /* dial9's AllocEvent and FreeEvent: sampled heap blocks */
+    D9_SCH_FREE,
     D9_SCH_BUILTIN_COUNT,
     D9_SCH_FIRST_CUSTOM = 64,
 };

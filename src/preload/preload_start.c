@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "preload.h"
+#include "sources/heap_sampler.h"
 #include "sources/sources.h"
 #include "start_gate.h"
 
@@ -52,6 +53,7 @@ static void *starter_main(void *arg) {
      * up everything for it; given the CPU, it is already in its exit handlers when the start
      * gets here, and the start skips what a program that has ended has no use for. */
     sched_yield();
+    d9_heap_exclude_thread(); /* the recorder's own allocations are not the program's */
     d9p_start_now(&g_cfg);
     finish();
     if (g_serve_signals) d9p_signals_serve(); /* the stopper from now on: one thread fewer */

@@ -18,6 +18,7 @@
 #include "sources/host_caps.h"
 #include "sources/memory_map.h"
 #include "sources/perf_events.h"
+#include "sources/heap_sampler.h"
 #include "sources/task_dump.h"
 #include "sources/timer_sampler.h"
 #include "sources/unwind_tables.h"
@@ -46,6 +47,7 @@ static void forget_in_child(void) {
     d9_timer_sampler_forget_after_fork();
     d9_unwind_tables_forget_after_fork();
     d9_task_dumps_stop();
+    d9_heap_sampler_stop(); /* no collector here: a child samples again once it records */
 }
 
 /* "EACCES (perf_event_paranoid=3)" */
@@ -239,6 +241,7 @@ void d9_sources_start(const d9_config *cfg, d9_collector *c) {
 
     d9_collector_set_dump_unwinder(c, d9_task_dump_unwind);
     d9_task_dumps_start(cfg->task_dumps, 0);
+    d9_heap_sampler_start(cfg, c); /* its records' stacks are unwound as the dumps' are */
     char fp[128];
     if (!cfg->task_dumps) {
         d9_collector_note_source(c, "task_dumps", false, "disabled by configuration");
@@ -253,4 +256,5 @@ void d9_sources_start(const d9_config *cfg, d9_collector *c) {
 
 void d9_sources_stop(void) {
     d9_task_dumps_stop();
+    d9_heap_sampler_stop();
 }

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/exp_log.h"
 #include "core/clock.h"
 #include "core/records.h"
 #include "core/thread_buffer.h"
@@ -76,23 +77,9 @@ static uint64_t splitmix(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
-/* -ln(u) for u in (0, 1], without libm: u = m * 2^e with m in [1, 2), and
- * ln(m) = 2 atanh((m - 1) / (m + 1)) by its series (|z| <= 1/3: error < 2e-6). */
-static double neg_log(double u) {
-    union {
-        double d;
-        uint64_t b;
-    } x = {u};
-    int e = (int)((x.b >> 52) & 0x7ff) - 1023;
-    x.b = (x.b & ((1ull << 52) - 1)) | (1023ull << 52);
-    double z = (x.d - 1) / (x.d + 1), z2 = z * z;
-    double ln_m = 2 * z * (1 + z2 * (1.0 / 3 + z2 * (1.0 / 5 + z2 * (1.0 / 7 + z2 / 9))));
-    return -((double)e * 0.6931471805599453 + ln_m);
-}
-
 static uint64_t exp_ticks(dump_state *d) {
     double u = (double)((splitmix(&d->rng) >> 11) + 1) / 9007199254740992.0; /* (0, 1] */
-    double v = neg_log(u) * (double)atomic_load_explicit(&g_mean_ticks, memory_order_relaxed);
+    double v = d9_neg_log(u) * (double)atomic_load_explicit(&g_mean_ticks, memory_order_relaxed);
     return v < 1 ? 1 : (uint64_t)v;
 }
 

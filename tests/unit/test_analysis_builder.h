@@ -21,16 +21,18 @@ typedef struct tb {
     bool dial9_parks;   /* this stream declares parks as dial9 does (0 = not measured) */
 } tb;
 
-/* A new stream: header and every built-in schema under its enum value as type id; parks and
+/* A new stream: header and the built-in schemas the shared vectors were written with (up to
+ * UploadLossEvent: later additions leave the vectors' bytes as they are) under their enum
+ * values as type ids; parks and
  * unparks with dial9's layout (ours now, 0 = not measured) when `dial9_parks`, else with the
  * optional layout this recorder wrote for a while (absent = not measured). */
 static inline void tb_stream_with(tb *t, bool dial9_parks) {
     d9_enc_header(&t->b, &t->st);
     t->next_pool = 1;
     t->dial9_parks = dial9_parks;
-    /* the schemas from before spans: the checked-in vectors hold those bytes (a trace with
-     * spans declares theirs, as test_analysis_spans does) */
-    for (uint16_t i = 0; i < D9_SCH_SPAN_ENTER; i++) {
+    /* the schemas up to UploadLossEvent: the checked-in vectors hold those bytes (a trace with
+     * spans or heap samples declares theirs, as test_analysis_spans does) */
+    for (uint16_t i = 0; i <= D9_SCH_UPLOAD_LOSS; i++) {
         const d9_schema_def *def = &d9_builtin_schemas[i];
         if (i == D9_SCH_WORKER_PARK || i == D9_SCH_WORKER_UNPARK)
             def = d9_test_park_schema(dial9_parks, i == D9_SCH_WORKER_UNPARK);

@@ -21,6 +21,7 @@ static const d9_cli_command commands[] = {
     {"analyze", "find what made a trace slow: long polls and their stacks, delays, red flags", d9_cmd_analyze},
     {"check", "pass/fail rules on a trace for CI and canaries (exit 0 ok, 1 a rule broke)", d9_cmd_check},
     {"upload", "upload a trace directory's sealed segments to S3 (what a recorder left, or a finished run)", d9_cmd_upload},
+    {"trigger", "dump what a recording process holds around now (its flight recorder): dial9 trigger PID|RUN_DIR", d9_cmd_trigger},
     {"run", "record an unmodified program: dial9 run [--trace-dir D] -- CMD ARGS...", d9_cmd_run},
 };
 

@@ -81,8 +81,6 @@ size_t d9_flight_rules_parse(const char *spec, d9_flight_rules *out, char *err, 
         }
         p = end ? end + 1 : p + n + strlen(p + n);
     }
-    for (size_t i = 0; i < out->count; i++) /* after the copies: text no longer moves */
-        if (out->rule[i].kind == D9_RULE_EVENT) out->rule[i].name = out->rule[i].text + strlen("event:");
     return bad;
 }
 
@@ -98,7 +96,7 @@ typedef struct scan_ctx {
 static bool keep_schema(const d9_dec_schema *s, void *ctx) {
     const scan_ctx *k = ctx;
     for (size_t i = 0; k->want_events && i < k->rules->count; i++)
-        if (k->rules->rule[i].kind == D9_RULE_EVENT && strcmp(k->rules->rule[i].name, s->name) == 0) return true;
+        if (k->rules->rule[i].kind == D9_RULE_EVENT && strcmp(d9_flight_rule_event_name(&k->rules->rule[i]), s->name) == 0) return true;
     switch (s->bind.role) {
     case D9_SCH_POLL_START:
     case D9_SCH_POLL_END:
@@ -160,7 +158,7 @@ int64_t d9_flight_rules_scan(d9_flight_eval *ev, const d9_flight_rules *rules, c
                        v > 0) {
                 snprintf(hit.what, sizeof hit.what, "DroppedEventsEvent: %llu events dropped", (unsigned long long)v);
                 fn(&hit, ctx);
-            } else if (r->kind == D9_RULE_EVENT && strcmp(r->name, e.schema->name) == 0) {
+            } else if (r->kind == D9_RULE_EVENT && strcmp(d9_flight_rule_event_name(r), e.schema->name) == 0) {
                 snprintf(hit.what, sizeof hit.what, "%s", e.schema->name);
                 fn(&hit, ctx);
             }

@@ -23,8 +23,10 @@ typedef struct d9_flight_rule {
     d9_flight_rule_kind kind;
     uint64_t threshold_ns;
     char text[96]; /* the rule as written, for the manifest ("poll_ms>20") */
-    const char *name; /* event:Name: points into text */
 } d9_flight_rule;
+
+/* event:Name: the Name (text past "event:"; the struct may be copied, so no pointer is kept) */
+static inline const char *d9_flight_rule_event_name(const d9_flight_rule *r) { return r->text + 6; }
 
 typedef struct d9_flight_rules {
     d9_flight_rule rule[D9_FLIGHT_MAX_RULES];

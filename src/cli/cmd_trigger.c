@@ -118,11 +118,8 @@ int d9_cmd_trigger(int argc, char **argv) {
     snprintf(lb, sizeof lb, lookback < 0 ? "-" : "%ld", lookback);
     snprintf(lf, sizeof lf, lookforward < 0 ? "-" : "%ld", lookforward);
     int n = snprintf(req, sizeof req, "dump %s %s %.500s\n", lb, lf, reason);
-    if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
-        fprintf(stderr, "dial9 trigger: process %d: %s\n", (int)pid, strerror(errno));
-        close(fd);
-        return D9_EXIT_DATA;
-    }
+    /* a refusal may come (and the socket close) before the request is sent: read it anyway */
+    int send_errno = send(fd, req, (size_t)n, MSG_NOSIGNAL) == n ? 0 : errno;
     /* The reply comes once the look-forward has passed and the manifest is written. */
     char reply[4200];
     size_t used = 0;
@@ -141,7 +138,8 @@ int d9_cmd_trigger(int argc, char **argv) {
         printf("%s\n", reply + 3);
         return D9_EXIT_OK;
     }
-    fprintf(stderr, "dial9 trigger: process %d: %s\n", (int)pid,
-            !strncmp(reply, "error ", 6) ? reply + 6 : "no answer (it stopped recording or exited)");
+    fprintf(stderr, "dial9 trigger: process %d: %s%s%s\n", (int)pid,
+            !strncmp(reply, "error ", 6) ? reply + 6 : "no answer (it stopped recording or exited)",
+            send_errno && strncmp(reply, "error ", 6) ? ": " : "", send_errno && strncmp(reply, "error ", 6) ? strerror(send_errno) : "");
     return D9_EXIT_DATA;
 }

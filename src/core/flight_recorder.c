@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -77,6 +76,9 @@ typedef struct flight {
     char run_id[96];
     pthread_t thread;
     int wake_fd, listen_fd, run_fd;
+    int wake_rd;                 /* the wake-up pipe's read end (wake_fd: its write end) */
+    dev_t wake_dev, listen_dev, run_dev; /* what they were opened on: a program that closes */
+    ino_t wake_ino, listen_ino, run_ino; /* every fd may reuse the numbers for files of its own */
 
     pthread_mutex_t lock;  /* incoming and col: never held across I/O */
     seg_list incoming;     /* sealed by the collector, not yet taken */
@@ -101,7 +103,7 @@ typedef struct flight {
     uint64_t seal_asked_ns;
 } flight;
 
-static flight g_flight = {.wake_fd = -1, .listen_fd = -1, .run_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+static flight g_flight = {.wake_fd = -1, .wake_rd = -1, .listen_fd = -1, .run_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t mono_ns(void) {
     struct timespec ts;
@@ -129,9 +131,22 @@ static bool seg_push(seg_list *l, seg s) {
     return true;
 }
 
+/* fd is still the file (pipe, socket) we opened as (dev, ino). */
+static bool still_ours(int fd, dev_t dev, ino_t ino) {
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+static void note_identity(int fd, dev_t *dev, ino_t *ino) {
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0) *dev = st.st_dev, *ino = st.st_ino;
+}
+
+/* One byte down the pipe, only while it is ours (never into a file the program opened under
+ * the same number); without it the flight thread still looks every 50 ms. */
 static void wake(flight *f) {
-    uint64_t one = 1;
-    if (f->wake_fd >= 0) (void)!write(f->wake_fd, &one, sizeof one);
+    int fd = f->wake_fd;
+    if (still_ours(fd, f->wake_dev, f->wake_ino)) (void)!write(fd, "", 1);
 }
 
 /* ---------------------------------------------------------------- the collector's side */
@@ -186,6 +201,8 @@ static void store_trim(flight *f, uint64_t now) {
 
 /* A disk segment's file as it is named now (sealed, or compressed since). false: gone. */
 static bool disk_name(flight *f, uint64_t seq, char *name, size_t len) {
+    if (!still_ours(f->run_fd, f->run_dev, f->run_ino)) f->run_fd = -1; /* closed by the program */
+    if (f->run_fd < 0) return false;
     static const d9_segment_kind kinds[] = {D9_SEGMENT_SEALED, D9_SEGMENT_GZIP, D9_SEGMENT_ZSTD};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         d9_segment_name_format(name, len, seq, kinds[k]);
@@ -443,6 +460,7 @@ static void scan_segment(flight *f, const seg *s) {
     void *map = MAP_FAILED;
     if (s->on_disk) {
         char name[D9_SEGMENT_NAME_MAX];
+        if (!disk_name(f, s->seq, name, sizeof name)) return; /* rotated away already: not read */
         d9_segment_name_format(name, sizeof name, s->seq, D9_SEGMENT_SEALED);
         int fd = openat(f->run_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
@@ -533,11 +551,15 @@ static void *flight_main(void *arg) {
     flight *f = arg;
     d9_name_own_thread("dial9-flight");
     for (;;) {
-        struct pollfd p[2] = {{.fd = f->wake_fd, .events = POLLIN}, {.fd = f->listen_fd, .events = POLLIN}};
-        int n = poll(p, f->listen_fd >= 0 ? 2 : 1, f->ndumps ? 50 : 1000);
+        /* a program that closed our descriptors: forget them (never close or read its own) */
+        bool woken = f->wake_rd >= 0 && still_ours(f->wake_rd, f->wake_dev, f->wake_ino);
+        if (!woken) f->wake_rd = -1;
+        if (f->listen_fd >= 0 && !still_ours(f->listen_fd, f->listen_dev, f->listen_ino)) f->listen_fd = -1;
+        struct pollfd p[2] = {{.fd = f->wake_rd, .events = POLLIN}, {.fd = f->listen_fd, .events = POLLIN}};
+        int n = poll(p, 2, f->ndumps || !woken ? 50 : 1000);
         if (n > 0 && (p[0].revents & POLLIN)) {
-            uint64_t v;
-            (void)!read(f->wake_fd, &v, sizeof v);
+            char buf[256];
+            (void)!read(f->wake_rd, buf, sizeof buf);
         }
         pthread_mutex_lock(&f->lock);
         bool stop = f->stop;
@@ -563,13 +585,17 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
     f->stop = false;
     d9_flight_eval_init(&f->eval);
     f->run_fd = fc->memory ? -1 : fcntl(d9_collector_run_dir_fd(col), F_DUPFD_CLOEXEC, 0);
-    f->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (f->wake_fd < 0) {
-        fprintf(stderr, "dial9: flight recorder: cannot start: eventfd: %s\n", strerror(errno));
-        if (f->run_fd >= 0) close(f->run_fd);
-        return false;
+    note_identity(f->run_fd, &f->run_dev, &f->run_ino);
+    /* made once and never closed: a d9_dump racing d9_stop may still write to it */
+    int pipe_fds[2];
+    if (!still_ours(f->wake_fd, f->wake_dev, f->wake_ino) && pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+        f->wake_rd = pipe_fds[0];
+        f->wake_fd = pipe_fds[1];
+        note_identity(f->wake_fd, &f->wake_dev, &f->wake_ino); /* both ends: one pipe inode */
     }
+    for (size_t i = 0; i < REQ_SLOTS; i++) atomic_store(&f->req[i].state, 0); /* a request racing the last stop */
     f->listen_fd = d9_control_listen();
+    note_identity(f->listen_fd, &f->listen_dev, &f->listen_ino);
     if (f->listen_fd < 0)
         fprintf(stderr, "dial9: flight recorder: no control socket (dial9 trigger will not reach this process): %s\n",
                 strerror(errno));
@@ -584,10 +610,9 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
         fprintf(stderr, "dial9: flight recorder: cannot start its thread: %s\n", strerror(rc));
         d9_collector_set_on_flight(col, NULL, NULL);
         f->col = NULL;
-        close(f->wake_fd);
         if (f->listen_fd >= 0) close(f->listen_fd);
         if (f->run_fd >= 0) close(f->run_fd);
-        f->wake_fd = f->listen_fd = f->run_fd = -1;
+        f->listen_fd = f->run_fd = -1;
         return false;
     }
     atomic_store(&f->active, 1);
@@ -616,10 +641,9 @@ void d9_flight_stop(void) {
     free(f->store.items);
     f->store = (seg_list){0};
     d9_flight_eval_free(&f->eval);
-    close(f->wake_fd);
-    if (f->listen_fd >= 0) close(f->listen_fd);
-    if (f->run_fd >= 0) close(f->run_fd);
-    f->wake_fd = f->listen_fd = f->run_fd = -1;
+    if (still_ours(f->listen_fd, f->listen_dev, f->listen_ino)) close(f->listen_fd);
+    if (still_ours(f->run_fd, f->run_dev, f->run_ino)) close(f->run_fd);
+    f->listen_fd = f->run_fd = -1;
     for (size_t i = 0; i < REQ_SLOTS; i++) atomic_store(&f->req[i].state, 0);
 }
 
@@ -630,9 +654,10 @@ void d9_flight_forget_after_fork(void) {
     f->lock = m;
     /* the parent's: its memory is ours to drop, its descriptors are copies */
     if (f->wake_fd >= 0) close(f->wake_fd);
+    if (f->wake_rd >= 0) close(f->wake_rd);
     if (f->listen_fd >= 0) close(f->listen_fd);
     if (f->run_fd >= 0) close(f->run_fd);
-    f->wake_fd = f->listen_fd = f->run_fd = -1;
+    f->wake_fd = f->wake_rd = f->listen_fd = f->run_fd = -1;
     f->incoming = f->store = (seg_list){0}; /* leaked in the child, never freed twice */
     f->ndumps = 0;
 }

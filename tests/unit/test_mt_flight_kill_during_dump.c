@@ -31,7 +31,7 @@ static int record(void *arg) {
     }
 }
 
-/* The dump directory once it holds a segment (waited for, however long it takes). */
+/* The dump directory once it holds a segment or a manifest (waited for, however long it takes). */
 static bool wait_for_dump(const char *base, char *dir, size_t len, pid_t child) {
     char path[512], names[4][256];
     snprintf(path, sizeof path, "%s/dumps", base);
@@ -40,10 +40,12 @@ static bool wait_for_dump(const char *base, char *dir, size_t len, pid_t child) 
         if (waitpid(child, &status, WNOHANG) == child) return false; /* it ended by itself */
         if (ft_entries(path, names, 4) == 1) {
             snprintf(dir, len, "%s/%s", path, names[0]);
-            char seg[1024];
+            char seg[1024], manifest[1024];
             snprintf(seg, sizeof seg, "%s/trace.0.bin", dir);
+            snprintf(manifest, sizeof manifest, "%s/manifest.json", dir);
             struct stat st;
-            if (stat(seg, &st) == 0) return true;
+            /* a manifest already: the dump did not wait for its look-forward (checked below) */
+            if (stat(seg, &st) == 0 || stat(manifest, &st) == 0) return true;
         }
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);

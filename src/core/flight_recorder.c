@@ -68,6 +68,7 @@ typedef struct req_slot {
 } req_slot;
 
 #define MAX_DUMPS 8
+#define SEAL_GRACE_NS 1000000000ull
 #define MAX_DISK_SEGS 4096
 
 typedef struct flight {
@@ -404,8 +405,12 @@ static void dumps_progress(flight *f, bool stopping) {
         dump *d = f->dumps[i];
         for (size_t k = 0; k < f->store.count; k++)
             if (f->store.items[k].seq >= d->next_seq) add_segment(f, d, &f->store.items[k]);
+        /* a second past the window's end with no segment sealed since: the collector had
+         * nothing open to seal (an idle program), so nothing more belongs in the dump */
+        uint64_t now = mono_ns();
         bool covered = d->held_to_ns >= d->to_ns ||
-                       (f->store.count && f->store.items[f->store.count - 1].start_ns > d->to_ns);
+                       (f->store.count && f->store.items[f->store.count - 1].start_ns > d->to_ns) ||
+                       now >= d->to_ns + SEAL_GRACE_NS;
         if (!covered && !stopping) {
             ask_seal(f, d->to_ns);
             i++;

@@ -2,7 +2,8 @@
  *  - another user (setpriv to nobody; root only, else skipped saying so) is refused, and no
  *    dump is made;
  *  - the same user gets a dump, printed once its manifest is written; in disk mode its
- *    segments are hard links to the run's sealed files (pinned);
+ *    segments are hard links to the run's sealed files (pinned); the program is idle by then
+ *    (2000 polls, then none), so the second dump also shows that an idle recorder's dump ends;
  *  - rotation then deletes those files from the run (a 2 MiB budget and 1 MiB segments while
  *    the program records on): the dump's copies stay whole and decode. */
 #include <errno.h>
@@ -26,11 +27,11 @@ static int record(void *arg) {
     if (d9_config_from_env(&cfg) != D9_OK || d9_start(&cfg) != D9_OK) return 3;
     d9_worker_begin("flight-test", 0);
     uint64_t task = 1;
+    for (; task <= 2000; task++) { /* well within a segment: nothing rotates before 'r' */
+        d9_poll_begin(task, D9_HERE);
+        d9_poll_end();
+    }
     for (;;) {
-        for (int i = 0; i < 1000; i++, task++) {
-            d9_poll_begin(task, D9_HERE);
-            d9_poll_end();
-        }
         char c;
         ssize_t n = read(g_go[0], &c, 1); /* non-blocking: EAGAIN while the parent is busy */
         if (n == 1 && c == 'r') { /* record on until rotation deleted the dump's files from the run */

@@ -35,6 +35,9 @@ typedef struct seg {
     uint8_t *bytes;
     size_t len;
     bool on_disk;
+    int fd;          /* disk, with rules: the sealed file opened at its seal (before the pipeline */
+    dev_t fd_dev;    /* may compress it away), for the rules; -1 once read */
+    ino_t fd_ino;
 } seg;
 
 typedef struct seg_list {
@@ -156,11 +159,19 @@ static void wake(flight *f) {
 static void on_sealed(const d9_segw_sealed_info *info, void *ctx) {
     flight *f = ctx;
     seg s = {.seq = info->seq, .start_ns = info->start_mono_ns, .end_ns = info->end_mono_ns,
-             .bytes = info->bytes, .len = info->len, .on_disk = info->path != NULL};
+             .bytes = info->bytes, .len = info->len, .on_disk = info->path != NULL, .fd = -1};
+    if (s.on_disk && f->cfg.rules.count) { /* one open per seal: the rules read this very file */
+        s.fd = open(info->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (s.fd >= 0 && fstat(s.fd, &st) == 0) s.fd_dev = st.st_dev, s.fd_ino = st.st_ino;
+    }
     pthread_mutex_lock(&f->lock);
     bool ok = seg_push(&f->incoming, s);
     pthread_mutex_unlock(&f->lock);
-    if (!ok) free(s.bytes); /* out of memory: this segment is not kept (a dump would say so) */
+    if (!ok) { /* out of memory: this segment is not kept (a dump would say so) */
+        free(s.bytes);
+        if (s.fd >= 0) close(s.fd);
+    }
     wake(f);
 }
 
@@ -177,6 +188,8 @@ static void ask_seal(flight *f, uint64_t at_ns) {
 static void seg_free(seg *s) {
     free(s->bytes);
     s->bytes = NULL;
+    if (s->fd >= 0 && still_ours(s->fd, s->fd_dev, s->fd_ino)) close(s->fd); /* else the program's now */
+    s->fd = -1;
 }
 
 /* Drop the oldest segments past the budget (memory: bytes and age; disk: only the list). The
@@ -463,16 +476,11 @@ static void scan_segment(flight *f, const seg *s) {
     const uint8_t *data = s->bytes;
     size_t len = s->len;
     void *map = MAP_FAILED;
-    if (s->on_disk) {
-        char name[D9_SEGMENT_NAME_MAX];
-        if (!disk_name(f, s->seq, name, sizeof name)) return; /* rotated away already: not read */
-        d9_segment_name_format(name, sizeof name, s->seq, D9_SEGMENT_SEALED);
-        int fd = openat(f->run_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (s->on_disk) { /* the file opened at its seal: compression or rotation since change nothing */
         struct stat st;
-        if (fd < 0) return; /* compressed or rotated away already: not read */
-        if (fstat(fd, &st) == 0 && st.st_size > 0)
-            map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        close(fd);
+        if (s->fd < 0 || !still_ours(s->fd, s->fd_dev, s->fd_ino)) return;
+        if (fstat(s->fd, &st) == 0 && st.st_size > 0)
+            map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, s->fd, 0);
         if (map == MAP_FAILED) return;
         data = map;
         len = (size_t)st.st_size;
@@ -544,7 +552,10 @@ static void round_once(flight *f, bool stopping) {
             continue;
         }
         f->store_bytes += in.items[i].len;
-        scan_segment(f, &f->store.items[f->store.count - 1]);
+        seg *s = &f->store.items[f->store.count - 1];
+        scan_segment(f, s);
+        if (s->fd >= 0 && still_ours(s->fd, s->fd_dev, s->fd_ino)) close(s->fd); /* read: not needed again */
+        s->fd = -1;
     }
     free(in.items);
     take_requests(f);

@@ -218,3 +218,5 @@ void d9_collector_set_dump_unwinder(d9_collector *c, d9_dump_unwind_fn fn) { c->
 void d9_collector_set_on_flight(d9_collector *c, d9_segw_flight_fn fn, void *ctx) { d9_segw_set_on_flight(c->w, fn, ctx); }
 
 void d9_collector_request_seal(d9_collector *c, uint64_t at_mono_ns) { d9_segw_request_seal(c->w, at_mono_ns); }
+
+uint64_t d9_collector_open_since(d9_collector *c) { return d9_segw_open_since(c->w); }

@@ -68,6 +68,7 @@ int d9_collector_run_dir_fd(d9_collector *c);
  * window end (d9_segw_set_on_flight, d9_segw_request_seal). */
 void d9_collector_set_on_flight(d9_collector *c, d9_segw_flight_fn fn, void *ctx);
 void d9_collector_request_seal(d9_collector *c, uint64_t at_mono_ns);
+uint64_t d9_collector_open_since(d9_collector *c); /* d9_segw_open_since, any thread */
 
 /* Who turns task dump records into frames (before the background thread starts draining).
  * Without one, task dumps are written with an empty stack. */

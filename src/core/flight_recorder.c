@@ -71,7 +71,7 @@ typedef struct req_slot {
 } req_slot;
 
 #define MAX_DUMPS 8
-#define SEAL_GRACE_NS 1000000000ull
+#define GIVE_UP_NS (10ull * 1000000000ull) /* past a window's end: a dump ends with what it has */
 #define MAX_DISK_SEGS 4096
 
 typedef struct flight {
@@ -411,6 +411,17 @@ static dump *dump_begin(flight *f, const char *kind, uint64_t begin_ns, uint64_t
     return d;
 }
 
+static void take_incoming(flight *f);
+
+/* The collector has no segment with bytes open (it is not closing: then d9_flight_stop ends
+ * the dumps). Its last seal was handed over before it said so (d9_segw_open_since). */
+static bool nothing_open(flight *f) {
+    pthread_mutex_lock(&f->lock);
+    bool none = f->col && d9_collector_open_since(f->col) == 0;
+    pthread_mutex_unlock(&f->lock);
+    return none;
+}
+
 /* The dumps whose window is covered (or all, at stop) get their manifest; the others ask
  * the collector to seal at their window's end, so they need not wait for a rotation. */
 static void dumps_progress(flight *f, bool stopping) {
@@ -418,12 +429,19 @@ static void dumps_progress(flight *f, bool stopping) {
         dump *d = f->dumps[i];
         for (size_t k = 0; k < f->store.count; k++)
             if (f->store.items[k].seq >= d->next_seq) add_segment(f, d, &f->store.items[k]);
-        /* a second past the window's end with no segment sealed since: the collector had
-         * nothing open to seal (an idle program), so nothing more belongs in the dump */
-        uint64_t now = mono_ns();
         bool covered = d->held_to_ns >= d->to_ns ||
-                       (f->store.count && f->store.items[f->store.count - 1].start_ns > d->to_ns) ||
-                       now >= d->to_ns + SEAL_GRACE_NS;
+                       (f->store.count && f->store.items[f->store.count - 1].start_ns > d->to_ns);
+        if (!covered && !stopping && mono_ns() >= d->to_ns && nothing_open(f)) {
+            /* the window has ended and the collector holds no segment with bytes (an idle
+             * program): what it sealed last is in incoming now, and then nothing more comes */
+            take_incoming(f);
+            for (size_t k = 0; k < f->store.count; k++)
+                if (f->store.items[k].seq >= d->next_seq) add_segment(f, d, &f->store.items[k]);
+            covered = true;
+        }
+        /* a bound whatever happens (a stalled collector, a segment lost to a write error): the
+         * manifest says how much look-forward the dump lacks */
+        if (!covered && !stopping && mono_ns() >= d->to_ns + GIVE_UP_NS) covered = true;
         if (!covered && !stopping) {
             ask_seal(f, d->to_ns);
             i++;
@@ -542,6 +560,13 @@ static void take_client(flight *f) {
 
 /* Segments sealed since the last round: into the store, through the rules, into the dumps. */
 static void round_once(flight *f, bool stopping) {
+    take_incoming(f);
+    take_requests(f);
+    dumps_progress(f, stopping);
+    store_trim(f, mono_ns());
+}
+
+static void take_incoming(flight *f) {
     pthread_mutex_lock(&f->lock);
     seg_list in = f->incoming;
     f->incoming = (seg_list){0};
@@ -558,9 +583,6 @@ static void round_once(flight *f, bool stopping) {
         s->fd = -1;
     }
     free(in.items);
-    take_requests(f);
-    dumps_progress(f, stopping);
-    store_trim(f, mono_ns());
 }
 
 static void *flight_main(void *arg) {

@@ -81,6 +81,7 @@ struct d9_segment_writer {
     d9_segw_flight_fn on_flight;
     void *on_flight_ctx;
     _Atomic uint64_t seal_at; /* d9_segw_request_seal: 0 = none */
+    _Atomic uint64_t open_since; /* d9_segw_open_since */
 };
 
 static uint64_t monotonic_ns(void) {
@@ -252,6 +253,7 @@ static void seal_memory(d9_segment_writer *w) {
     w->size = 0;
     if (w->on_flight) w->on_flight(&info, w->on_flight_ctx);
     else free(info.bytes);
+    atomic_store_explicit(&w->open_since, 0, memory_order_release);
 }
 
 static int write_memory(d9_segment_writer *w, const void *buf, size_t len) {
@@ -278,6 +280,7 @@ static int write_memory(d9_segment_writer *w, const void *buf, size_t len) {
         w->mem_cap = cap;
     }
     memcpy(w->mem + w->size, buf, len);
+    if (w->size == 0) atomic_store_explicit(&w->open_since, w->opened_ns, memory_order_release);
     w->size += len;
     w->stats.bytes_written += len;
     return 0;
@@ -286,6 +289,10 @@ static int write_memory(d9_segment_writer *w, const void *buf, size_t len) {
 void d9_segw_set_on_flight(d9_segment_writer *w, d9_segw_flight_fn fn, void *ctx) {
     w->on_flight = fn;
     w->on_flight_ctx = ctx;
+}
+
+uint64_t d9_segw_open_since(const d9_segment_writer *w) {
+    return atomic_load_explicit(&w->open_since, memory_order_acquire);
 }
 
 void d9_segw_request_seal(d9_segment_writer *w, uint64_t at_mono_ns) {
@@ -416,6 +423,7 @@ static void end_segment(d9_segment_writer *w) {
     if (w->fd < 0) return;
     if (w->size > 0) seal_segment(w);
     else discard_segment(w);
+    atomic_store_explicit(&w->open_since, 0, memory_order_release); /* after on_flight heard of it */
 }
 
 void d9_segw_close(d9_segment_writer *w) {
@@ -819,6 +827,7 @@ int d9_segw_write(d9_segment_writer *w, const void *buf, size_t len) {
         }
         return lose_write(w, len);
     }
+    if (w->size == 0) atomic_store_explicit(&w->open_since, w->opened_ns, memory_order_release);
     w->size += len;
     w->stats.bytes_written += len;
     return 0;

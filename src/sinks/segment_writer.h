@@ -151,6 +151,9 @@ void d9_segw_set_on_flight(d9_segment_writer *w, d9_segw_flight_fn fn, void *ctx
 /* Seal the open segment once CLOCK_MONOTONIC reaches at_mono_ns (a dump's window end), so a
  * dump need not wait for the next rotation. Any thread; the earliest pending request wins. */
 void d9_segw_request_seal(d9_segment_writer *w, uint64_t at_mono_ns);
+/* CLOCK_MONOTONIC when the open segment was opened, if it holds bytes; 0 when none does. Any
+ * thread: cleared only after on_flight was told of the segment's seal. */
+uint64_t d9_segw_open_since(const d9_segment_writer *w);
 
 /* {trace_dir}/{run_id} */
 const char *d9_segw_run_dir(const d9_segment_writer *w);

@@ -299,6 +299,13 @@ D9_API void d9_flush(void);
  * with memory_profile on. */
 D9_API int d9_heap_sample_alloc(const void *ptr, size_t size);
 D9_API void d9_heap_sample_free(const void *ptr, size_t size);
+/* Dump [now - lookback_ms, now + lookforward_ms] into a directory of its own under
+ * DIAL9_DUMP_DIR (docs/flight-recorder.md), `reason` (may be NULL) in its manifest. Returns at
+ * once (nothing is locked or written on the calling thread): the recorder's flight thread
+ * writes the dump, its manifest last once the look-forward has passed. D9_OK; D9_ERR_NOT_STARTED
+ * when no flight recorder runs (it needs DIAL9_MODE=memory, DIAL9_TRIGGERS or DIAL9_DUMPS=1);
+ * D9_ERR_INVALID when 16 requests wait already. Safe from any thread, not a signal handler. */
+D9_API int d9_dump(uint32_t lookback_ms, uint32_t lookforward_ms, const char *reason);
 
 /* ------------------------------------------------------------------------------------------
  * Source locations: D9_HERE is a pointer to a static d9_loc, interned on first use (the id is

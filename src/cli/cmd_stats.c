@@ -9,6 +9,7 @@
 #include "analysis/coverage.h"
 #include "analysis/upload_loss.h"
 #include "cli/cli.h"
+#include "cli/dump_manifest.h"
 #include "common/json_writer.h"
 #include "format/trace_paths.h"
 #include "cli/trace_reader.h"
@@ -27,7 +28,8 @@ static void stats_usage(FILE *out) {
             "metadata entries), threads (tid), dropped events by reason,\n"
             "how stacks were obtained (StackOriginEvent: frame pointers, CFI unwinding,\n"
             "truncated, and where truncated stacks end), the SegmentMetadataEvent of the first\n"
-            "segment, and how each file ended.\n"
+            "segment, and how each file ended. A flight recorder's dump directory: its manifest\n"
+            "(trigger, window, what it holds and lacks) first, or that it is incomplete.\n"
             "\n"
             "  --json    one JSON object (keys: events, by_name, frames, time, workers, runtimes,\n"
             "            threads, drops, stack_origin, metadata, files, ...)\n"
@@ -679,6 +681,8 @@ int d9_cmd_stats(int argc, char **argv) {
     }
     if (c.by_name.n > 1) qsort(c.by_name.items, c.by_name.n, sizeof *c.by_name.items, cmp_count_desc);
     if (c.drops.n > 1) qsort(c.drops.items, c.drops.n, sizeof *c.drops.items, cmp_count_desc);
+    /* a flight recorder's dump: its manifest first, or that it is incomplete */
+    (void)d9_print_dump_manifests(json ? NULL : stdout, stderr, argc - optind, argv + optind);
     if (json) print_json(&c, results, paths.count);
     else {
         FILE *safe = d9_escaping_stream(stdout);

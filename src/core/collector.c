@@ -56,7 +56,12 @@ d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t
         .max_file_size = cfg->max_file_size,
         .max_total_size = cfg->max_total_size,
         .rotation_ns = (uint64_t)cfg->rotation_secs * 1000000000ull,
+        .memory = cc->memory,
     };
+    if (cc->memory) { /* flight recorder: short segments, each within its memory budget */
+        sc.rotation_ns = cc->memory_segment_ns;
+        if (cc->memory_segment_bytes && cc->memory_segment_bytes < sc.max_file_size) sc.max_file_size = cc->memory_segment_bytes;
+    }
     c->w = d9_segw_open(&sc, err, errlen);
     if (!c->w) {
         free(c);
@@ -214,3 +219,9 @@ const char *d9_collector_run_dir(d9_collector *c) { return d9_segw_run_dir(c->w)
 int d9_collector_run_dir_fd(d9_collector *c) { return d9_segw_run_dir_fd(c->w); }
 
 void d9_collector_set_dump_unwinder(d9_collector *c, d9_dump_unwind_fn fn) { c->dump_unwind = fn; }
+
+void d9_collector_set_on_flight(d9_collector *c, d9_segw_flight_fn fn, void *ctx) { d9_segw_set_on_flight(c->w, fn, ctx); }
+
+void d9_collector_request_seal(d9_collector *c, uint64_t at_mono_ns) { d9_segw_request_seal(c->w, at_mono_ns); }
+
+uint64_t d9_collector_open_since(d9_collector *c) { return d9_segw_open_since(c->w); }

@@ -20,6 +20,8 @@ typedef struct d9_collector_config {
     const char *service;    /* resolved service name */
     const char *clock_name; /* "tsc" or "monotonic" */
     bool schedstat_active;
+    bool memory;            /* flight recorder's memory mode: segments sealed to on_flight, no file */
+    uint64_t memory_segment_ns, memory_segment_bytes; /* and their length and size at most */
 } d9_collector_config;
 
 /* Opens the segment writer (creating the run directory). NULL with a message in err. */
@@ -61,6 +63,12 @@ bool d9_collector_add_source(d9_collector *c, struct d9_source *s);
 const char *d9_collector_run_dir(d9_collector *c);
 /* The run directory's handle (segment_writer.h: d9_segw_run_dir_fd). */
 int d9_collector_run_dir_fd(d9_collector *c);
+
+/* The flight recorder (core/flight_recorder.h): every sealed segment, and a seal at a dump's
+ * window end (d9_segw_set_on_flight, d9_segw_request_seal). */
+void d9_collector_set_on_flight(d9_collector *c, d9_segw_flight_fn fn, void *ctx);
+void d9_collector_request_seal(d9_collector *c, uint64_t at_mono_ns);
+uint64_t d9_collector_open_since(d9_collector *c); /* d9_segw_open_since, any thread */
 
 /* Who turns task dump records into frames (before the background thread starts draining).
  * Without one, task dumps are written with an empty stack. */

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/collector.h"
 #include "core/config_abi.h"
+#include "core/flight_recorder.h"
 #include "core/fork_guard.h"
 #include "core/last_error.h"
 #include "core/own_thread_name.h"
@@ -118,6 +119,7 @@ void d9_recorder_forget_after_fork(void) {
     g_rec.stop_requested = false;
     g_rec.flush_requested = g_rec.flush_done = 0;
     d9_threads_forget_after_fork();
+    d9_flight_forget_after_fork();
 }
 
 /* Registered at the first start, so it runs before the exit handlers registered earlier (the
@@ -141,10 +143,12 @@ static void on_segment_resized(const char *path, uint64_t new_size, void *ctx) {
 /* Close the collector where the pipeline's thread may look at it. */
 static void close_collector(recorder *r, d9_stats *final_stats) {
     d9_pipeline_closing(r->pipeline); /* the last seals: prepared by d9_pipeline_stop, no thread */
+    d9_flight_collector_closing();
     pthread_mutex_lock(&r->col_lock);
     d9_collector_close(r->col, final_stats);
     r->col = NULL;
     pthread_mutex_unlock(&r->col_lock);
+    d9_flight_stop(); /* its last segments are in: the dumps under way end */
 }
 
 static void install_process_hooks(void) {
@@ -235,6 +239,8 @@ static int start(const d9_config *cfg) {
                      __ATOMIC_RELAXED);
     d9_thread_set_ring_limits(ring_words_for(cfg->buffer_kb), (uint64_t)cfg->memory_budget_mb << 20);
     d9_make_run_id(r->run_id, sizeof r->run_id);
+    d9_flight_config flight;
+    d9_flight_config_from_env(&flight, cfg->trace_dir);
 
     d9_collector_config cc = {
         .cfg = &r->cfg,
@@ -242,6 +248,9 @@ static int start(const d9_config *cfg) {
         .service = r->service,
         .clock_name = clock == D9_CLOCK_TSC ? "tsc" : "monotonic",
         .schedstat_active = __atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED),
+        .memory = flight.memory,
+        .memory_segment_ns = flight.segment_ns,
+        .memory_segment_bytes = flight.memory_bytes / 4,
     };
     char err[512];
     r->col = d9_collector_open(&cc, err, sizeof err);
@@ -251,7 +260,7 @@ static int start(const d9_config *cfg) {
         pthread_mutex_unlock(&r->lifecycle);
         return D9_ERR_TRACE_DIR;
     }
-    r->pipeline = d9_pipeline_start(&r->cfg);
+    r->pipeline = flight.memory ? NULL : d9_pipeline_start(&r->cfg); /* memory mode: no file to process */
     if (r->pipeline) {
         d9_pipeline_set_on_resized(r->pipeline, on_segment_resized, r);
         d9_pipeline_set_run_fd(r->pipeline, d9_collector_run_dir_fd(r->col)); /* files through it, not by path */
@@ -261,6 +270,7 @@ static int start(const d9_config *cfg) {
         /* symbolizing: what each segment holds to name is listed as it is written, not read back */
         if (d9_pipeline_max_growth(r->pipeline) > 0) d9_collector_collect_symbols(r->col);
     }
+    (void)d9_flight_start(&flight, r->col, r->run_id); /* without it: no dumps, the recording goes on */
     d9_sources_start(&r->cfg, r->col);
     d9_on_sources_started_fn on_started = atomic_load_explicit(&g_on_sources_started, memory_order_acquire);
     if (on_started) on_started(r->col);

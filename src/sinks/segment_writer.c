@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,16 @@ struct d9_segment_writer {
     pthread_mutex_t resize_lock;
     struct resize_note { uint64_t seq, size; } *resizes;
     size_t nresizes, resizes_cap;
+
+    /* memory mode (d9_segw_config.memory): the open segment's bytes, sealed to on_flight */
+    bool memory;
+    bool mem_open;
+    uint8_t *mem;
+    size_t mem_cap;
+    d9_segw_flight_fn on_flight;
+    void *on_flight_ctx;
+    _Atomic uint64_t seal_at; /* d9_segw_request_seal: 0 = none */
+    _Atomic uint64_t open_since; /* d9_segw_open_since */
 };
 
 static uint64_t monotonic_ns(void) {
@@ -146,6 +157,10 @@ static d9_segment_writer *fail_open(d9_segment_writer *w, char *err, size_t errl
     return NULL;
 }
 
+static d9_segment_writer *open_memory(const d9_segw_config *cfg, char *err, size_t errlen);
+static int lose_write(d9_segment_writer *w, size_t len);
+static d9_sym_input *take_symbols(d9_segment_writer *w);
+
 d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t errlen) {
     if (!cfg || !cfg->trace_dir || !*cfg->trace_dir || !cfg->run_id)
         return fail_open(NULL, err, errlen, "segment writer: trace_dir and run_id are required%s",
@@ -162,6 +177,7 @@ d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t err
     if (strlen(cfg->trace_dir) + strlen(cfg->run_id) + 2 + D9_SEGMENT_NAME_MAX > PATH_MAX)
         return fail_open(NULL, err, errlen, "segment writer: trace_dir '%s' is too long",
                          cfg->trace_dir, 0);
+    if (cfg->memory) return open_memory(cfg, err, errlen);
 
     d9_segment_writer *w = calloc(1, sizeof *w);
     if (w) pthread_mutex_init(&w->resize_lock, NULL);
@@ -199,6 +215,90 @@ d9_segment_writer *d9_segw_open(const d9_segw_config *cfg, char *err, size_t err
     if (w->run_slot < 0) return fail_open(w, err, errlen, "segment writer: out of memory%s", NULL, 0);
     w->files.own_run = w->run_slot;
     return w;
+}
+
+/* Memory mode: no directory is made and no file indexed; the trace directory is only named. */
+static d9_segment_writer *open_memory(const d9_segw_config *cfg, char *err, size_t errlen) {
+    d9_segment_writer *w = calloc(1, sizeof *w);
+    if (!w) return fail_open(NULL, err, errlen, "segment writer: out of memory%s", NULL, 0);
+    pthread_mutex_init(&w->resize_lock, NULL);
+    w->fd = -1;
+    w->trace_fd = w->run_fd = -1;
+    w->epoch = 1;
+    w->memory = true;
+    w->max_file_size = cfg->max_file_size;
+    w->max_total_size = cfg->max_total_size;
+    w->rotation_ns = cfg->rotation_ns;
+    w->trace_dir = strdup(cfg->trace_dir);
+    w->run_id = strdup(cfg->run_id);
+    if (!w->trace_dir || !w->run_id || d9_tf_index_init(&w->files, w->trace_dir) != 0)
+        return fail_open(w, err, errlen, "segment writer: out of memory%s", NULL, 0);
+    for (size_t n = strlen(w->trace_dir); n > 1 && w->trace_dir[n - 1] == '/'; n--) w->trace_dir[n - 1] = '\0';
+    snprintf(w->run_dir, sizeof w->run_dir, "%s/%s", w->trace_dir, w->run_id);
+    w->run_slot = d9_tf_index_run(&w->files, w->run_id);
+    if (w->run_slot < 0) return fail_open(w, err, errlen, "segment writer: out of memory%s", NULL, 0);
+    return w;
+}
+
+/* Memory mode's seal: the bytes go to on_flight (or nowhere), the symbol list is not kept. */
+static void seal_memory(d9_segment_writer *w) {
+    d9_sym_input_destroy(take_symbols(w));
+    w->mem_open = false;
+    if (w->size == 0) return;
+    d9_segw_sealed_info info = {.bytes = w->mem, .len = (size_t)w->size, .seq = w->seq++,
+                                .start_mono_ns = w->opened_ns, .end_mono_ns = monotonic_ns()};
+    w->stats.segments_sealed++;
+    w->mem = NULL;
+    w->mem_cap = 0;
+    w->size = 0;
+    if (w->on_flight) w->on_flight(&info, w->on_flight_ctx);
+    else free(info.bytes);
+    atomic_store_explicit(&w->open_since, 0, memory_order_release);
+}
+
+static int write_memory(d9_segment_writer *w, const void *buf, size_t len) {
+    if (w->size > 0 && len > d9_segw_room(w)) { /* as on disk: the caller overran the segment */
+        seal_memory(w);
+        return lose_write(w, len);
+    }
+    if (!w->mem_open) {
+        w->mem_open = true;
+        w->size = 0;
+        w->opened_ns = monotonic_ns();
+        w->opened_real_ns = realtime_ns();
+    }
+    if (w->size + len > w->mem_cap) {
+        size_t cap = w->mem_cap ? w->mem_cap : 64 * 1024;
+        while (cap < w->size + len) cap *= 2;
+        if (cap > w->max_file_size && w->size + len <= w->max_file_size) cap = (size_t)w->max_file_size;
+        uint8_t *m = realloc(w->mem, cap);
+        if (!m) {
+            w->stats.last_write_errno = ENOMEM;
+            return lose_write(w, len);
+        }
+        w->mem = m;
+        w->mem_cap = cap;
+    }
+    memcpy(w->mem + w->size, buf, len);
+    if (w->size == 0) atomic_store_explicit(&w->open_since, w->opened_ns, memory_order_release);
+    w->size += len;
+    w->stats.bytes_written += len;
+    return 0;
+}
+
+void d9_segw_set_on_flight(d9_segment_writer *w, d9_segw_flight_fn fn, void *ctx) {
+    w->on_flight = fn;
+    w->on_flight_ctx = ctx;
+}
+
+uint64_t d9_segw_open_since(const d9_segment_writer *w) {
+    return atomic_load_explicit(&w->open_since, memory_order_acquire);
+}
+
+void d9_segw_request_seal(d9_segment_writer *w, uint64_t at_mono_ns) {
+    uint64_t cur = atomic_load(&w->seal_at);
+    while ((cur == 0 || at_mono_ns < cur) && !atomic_compare_exchange_weak(&w->seal_at, &cur, at_mono_ns)) {
+    }
 }
 
 /* What a sealed file of `size` bytes is counted as until its final size is noted: room for
@@ -303,6 +403,11 @@ static void seal_segment(d9_segment_writer *w) {
     uint64_t counted = kind == D9_SEGMENT_SEALED ? counted_size(w, size) : size;
     d9_tf_index_add(&w->files, w->run_slot, seq, kind, counted, mtime, w->opened_real_ns);
     w->stats.segments_sealed++;
+    if (kind == D9_SEGMENT_SEALED && w->on_flight) { /* before the pipeline may compress it away */
+        d9_segw_sealed_info info = {.path = sealed, .seq = seq, .start_mono_ns = w->opened_ns,
+                                    .end_mono_ns = monotonic_ns()};
+        w->on_flight(&info, w->on_flight_ctx);
+    }
     if (kind == D9_SEGMENT_SEALED && w->on_sealed) {
         w->on_sealed(sealed, w->needs_symbols, symbols, w->on_sealed_ctx);
         symbols = NULL; /* the callee's now */
@@ -311,20 +416,25 @@ static void seal_segment(d9_segment_writer *w) {
 }
 
 static void end_segment(d9_segment_writer *w) {
+    if (w->memory) {
+        seal_memory(w);
+        return;
+    }
     if (w->fd < 0) return;
     if (w->size > 0) seal_segment(w);
     else discard_segment(w);
+    atomic_store_explicit(&w->open_since, 0, memory_order_release); /* after on_flight heard of it */
 }
 
 void d9_segw_close(d9_segment_writer *w) {
     if (!w) return;
-    (void)ensure_handles(w);
+    if (!w->memory) (void)ensure_handles(w); /* memory mode has none to make */
     end_segment(w);
     /* not needed: the last words fit. Kept for the next run, or removed. */
     if (w->final_held && !d9_spare_return(w->trace_fd, w->run_fd, D9_SEGW_FINAL_RESERVE_NAME))
         (void)unlinkat(w->run_fd, D9_SEGW_FINAL_RESERVE_NAME, 0);
     /* A run that wrote nothing leaves no empty directory behind (rmdir keeps a non-empty one). */
-    if (w->files.runs[w->run_slot].files == 0) (void)unlinkat(w->trace_fd, w->run_id, AT_REMOVEDIR);
+    if (!w->memory && w->files.runs[w->run_slot].files == 0) (void)unlinkat(w->trace_fd, w->run_id, AT_REMOVEDIR);
     if (w->run_fd >= 0) close(w->run_fd);
     if (w->trace_fd >= 0) close(w->trace_fd);
     d9_tf_index_free(&w->files);
@@ -333,6 +443,7 @@ void d9_segw_close(d9_segment_writer *w) {
     free(w->run_id);
     pthread_mutex_destroy(&w->resize_lock);
     free(w->resizes);
+    free(w->mem);
     free(w);
 }
 
@@ -406,11 +517,15 @@ uint64_t d9_segw_room(const d9_segment_writer *w) {
 }
 
 bool d9_segw_rotation_due(const d9_segment_writer *w, uint64_t now_mono_ns) {
-    return w->rotation_ns != 0 && w->fd >= 0 && w->size > 0 && now_mono_ns >= w->opened_ns &&
-           now_mono_ns - w->opened_ns >= w->rotation_ns;
+    if (!(w->fd >= 0 || w->mem_open) || w->size == 0) return false;
+    uint64_t seal_at = atomic_load_explicit(&w->seal_at, memory_order_relaxed);
+    if (seal_at && now_mono_ns >= seal_at) return true; /* a dump's window ends */
+    return w->rotation_ns != 0 && now_mono_ns >= w->opened_ns && now_mono_ns - w->opened_ns >= w->rotation_ns;
 }
 
 void d9_segw_rotate(d9_segment_writer *w) {
+    uint64_t seal_at = atomic_load(&w->seal_at), now = monotonic_ns();
+    if (seal_at && now >= seal_at) (void)atomic_compare_exchange_strong(&w->seal_at, &seal_at, 0);
     end_segment(w);
     w->epoch++;
 }
@@ -658,6 +773,7 @@ static bool recover_closed_fd(d9_segment_writer *w) {
 
 int d9_segw_write(d9_segment_writer *w, const void *buf, size_t len) {
     if (len == 0) return 0;
+    if (w->memory) return write_memory(w, buf, len);
     apply_resizes(w);
 
     struct stat st;
@@ -711,6 +827,7 @@ int d9_segw_write(d9_segment_writer *w, const void *buf, size_t len) {
         }
         return lose_write(w, len);
     }
+    if (w->size == 0) atomic_store_explicit(&w->open_since, w->opened_ns, memory_order_release);
     w->size += len;
     w->stats.bytes_written += len;
     return 0;
@@ -730,7 +847,7 @@ void d9_segw_set_final_reserve(d9_segment_writer *w, uint64_t bytes) {
 bool d9_segw_has_final_reserve(const d9_segment_writer *w) { return w->final_held > 0; }
 
 int d9_segw_write_final(d9_segment_writer *w, const void *buf, size_t len) {
-    if (w->final_held == 0 || len == 0) return -1;
+    if (w->final_held == 0 || len == 0 || w->memory) return -1;
     end_segment(w); /* the last words come after everything else */
     (void)ensure_handles(w);
     /* By path: the program may have closed every fd. Only our own reserve, as we left it. */

@@ -31,6 +31,8 @@ typedef struct d9_segw_config {
     uint64_t max_file_size;  /* bytes per segment file, > 0 */
     uint64_t max_total_size; /* bytes for all trace files under trace_dir, >= max_file_size */
     uint64_t rotation_ns;    /* seal a segment this long (CLOCK_MONOTONIC) after it was opened; 0 = never */
+    bool memory;             /* memory mode (docs/flight-recorder.md): no file, no directory; each
+                                sealed segment goes to on_flight as bytes (d9_segw_memory_sealed) */
 } d9_segw_config;
 
 typedef struct d9_segw_stats {
@@ -133,6 +135,26 @@ typedef struct d9_segw_upload_loss {
 } d9_segw_upload_loss;
 void d9_segw_set_count_upload_loss(d9_segment_writer *w, bool on);
 void d9_segw_get_upload_loss(const d9_segment_writer *w, d9_segw_upload_loss *out);
+/* Every sealed segment, for the flight recorder (docs/flight-recorder.md), on the background
+ * thread: in memory mode `bytes`/`len` are the segment (malloc'd, the callee's to free) and
+ * `path` is NULL; on disk `path` is the sealed file and `bytes` NULL. start/end: CLOCK_MONOTONIC
+ * when the segment was opened and sealed. */
+typedef struct d9_segw_sealed_info {
+    const char *path;
+    uint8_t *bytes;
+    size_t len;
+    uint64_t seq;
+    uint64_t start_mono_ns, end_mono_ns;
+} d9_segw_sealed_info;
+typedef void (*d9_segw_flight_fn)(const d9_segw_sealed_info *info, void *ctx);
+void d9_segw_set_on_flight(d9_segment_writer *w, d9_segw_flight_fn fn, void *ctx);
+/* Seal the open segment once CLOCK_MONOTONIC reaches at_mono_ns (a dump's window end), so a
+ * dump need not wait for the next rotation. Any thread; the earliest pending request wins. */
+void d9_segw_request_seal(d9_segment_writer *w, uint64_t at_mono_ns);
+/* CLOCK_MONOTONIC when the open segment was opened, if it holds bytes; 0 when none does. Any
+ * thread: cleared only after on_flight was told of the segment's seal. */
+uint64_t d9_segw_open_since(const d9_segment_writer *w);
+
 /* {trace_dir}/{run_id} */
 const char *d9_segw_run_dir(const d9_segment_writer *w);
 /* Its handle (trace_dir.h), the writer's: valid until d9_segw_close, and only while the run

@@ -1,0 +1,31 @@
+/* The flight recorder's settings (docs/flight-recorder.md), read from the environment at
+ * d9_start: DIAL9_MODE, DIAL9_FLIGHT_*, DIAL9_TRIGGERS, DIAL9_DUMP_*. A bad value is said on
+ * stderr, naming the variable (a bad rule: naming the rule), and its default is used: the
+ * program runs and records. */
+#ifndef D9_CORE_FLIGHT_CONFIG_H
+#define D9_CORE_FLIGHT_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/flight_rules.h"
+
+typedef struct d9_flight_config {
+    bool active;            /* memory mode, rules or DIAL9_DUMPS=1: the flight thread runs */
+    bool memory;            /* DIAL9_MODE=memory */
+    uint64_t memory_bytes;  /* DIAL9_FLIGHT_MEMORY_MB (default 64): sealed segments kept */
+    uint64_t keep_ns;       /* DIAL9_FLIGHT_KEEP_SECS (default 300): and none older */
+    uint64_t segment_ns;    /* DIAL9_FLIGHT_SEGMENT_MS (default 1000): memory segments' length */
+    uint64_t lookback_ns;   /* DIAL9_DUMP_LOOKBACK_SECS (default 30) */
+    uint64_t lookforward_ns; /* DIAL9_DUMP_LOOKFORWARD_SECS (default 5) */
+    uint64_t debounce_ns;   /* DIAL9_DUMP_DEBOUNCE_SECS (default 10) */
+    uint32_t max_per_hour;  /* DIAL9_DUMP_MAX_PER_HOUR (default 6) */
+    char dump_dir[PATH_MAX]; /* DIAL9_DUMP_DIR (default {trace_dir}-dumps) */
+    d9_flight_rules rules;  /* DIAL9_TRIGGERS */
+} d9_flight_config;
+
+/* Fill fc from the environment; never fails (see above). */
+void d9_flight_config_from_env(d9_flight_config *fc, const char *trace_dir);
+
+#endif

@@ -52,7 +52,7 @@ extern "C" {
 
 /* DIAL9_VERSION of the library: (major << 16) | (minor << 8) | patch. */
 D9_API unsigned d9_version(void);
-/* DIAL9_VERSION_STRING of the library, e.g. "0.4.0" (static storage). */
+/* DIAL9_VERSION_STRING of the library, e.g. "0.5.0" (static storage). */
 D9_API const char *d9_version_string(void);
 
 /* ------------------------------------------------------------------------------------------

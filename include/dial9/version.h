@@ -8,7 +8,7 @@
 #define DIAL9_VERSION_H
 
 #define DIAL9_VERSION_MAJOR 0
-#define DIAL9_VERSION_MINOR 4
+#define DIAL9_VERSION_MINOR 5
 #define DIAL9_VERSION_PATCH 0
 
 #define DIAL9__STRINGIFY_(x) #x
@@ -16,7 +16,7 @@
 
 /* 0xMMmmpp: one number that compares in version order (0.2.0 is 0x000200). */
 #define DIAL9_VERSION ((DIAL9_VERSION_MAJOR << 16) | (DIAL9_VERSION_MINOR << 8) | DIAL9_VERSION_PATCH)
-/* "0.4.0" */
+/* "0.5.0" */
 #define DIAL9_VERSION_STRING                                                                     \
     DIAL9__STRINGIFY(DIAL9_VERSION_MAJOR) "." DIAL9__STRINGIFY(DIAL9_VERSION_MINOR) "."         \
         DIAL9__STRINGIFY(DIAL9_VERSION_PATCH)

@@ -41,7 +41,7 @@ tsan: deps
 fuzz: deps
 	@cmake -S . -B build-fuzz -DD9_FUZZ=ON -DD9_SANITIZE=address,undefined -DCMAKE_C_COMPILER=clang -DBUILD_TESTING=OFF >/dev/null
 	@# the fuzz targets only: the rest of the tree under clang's ASan is never run here
-	@cmake --build build-fuzz -j$(JOBS) --target $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
+	@scripts/build-targets.sh build-fuzz $(JOBS) $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
 	@scripts/fuzz.sh build-fuzz $${FUZZ_SECONDS:-30}
 
 bench: build

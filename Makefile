@@ -34,12 +34,14 @@ asan: deps
 
 tsan: deps
 	@cmake -S . -B build-tsan -DD9_WERROR=ON -DD9_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug >/dev/null
-	@cmake --build build-tsan -j$(JOBS)
+	@# only what the concurrent tests run (scripts/test-targets.sh), not the whole tree again
+	@scripts/test-targets.sh --build $(JOBS) build-tsan -L concurrent
 	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j$(JOBS) -L concurrent
 
 fuzz: deps
 	@cmake -S . -B build-fuzz -DD9_FUZZ=ON -DD9_SANITIZE=address,undefined -DCMAKE_C_COMPILER=clang -DBUILD_TESTING=OFF >/dev/null
-	@cmake --build build-fuzz -j$(JOBS)
+	@# the fuzz targets only: the rest of the tree under clang's ASan is never run here
+	@scripts/build-targets.sh build-fuzz $(JOBS) $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
 	@scripts/fuzz.sh build-fuzz $${FUZZ_SECONDS:-30}
 
 bench: build

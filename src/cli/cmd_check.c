@@ -14,6 +14,7 @@
 #include "cli/analysis_run.h"
 #include "cli/cli.h"
 #include "cli/text_escape.h"
+#include "common/plain_number.h"
 #include "common/json_writer.h"
 #include "common/round.h"
 #include "format/trace_paths.h"
@@ -65,15 +66,7 @@ static int parse_ms(const char *s, uint64_t *ns) {
     return 0;
 }
 
-static int parse_u64(const char *s, uint64_t *out) {
-    char *end;
-    errno = 0;
-    if (!*s || *s == '-') return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end || errno) return -1;
-    *out = v;
-    return 0;
-}
+static int parse_u64(const char *s, uint64_t *out) { return d9_plain_u64(s, 0, UINT64_MAX, out) ? 0 : -1; }
 
 enum {
     OPT_JSON = 256, OPT_FROM, OPT_TO, OPT_WINDOW, OPT_FAIL_ON, OPT_REQUIRE,

@@ -20,6 +20,7 @@
 #include "cli/output_file.h"
 #include "cli/text_escape.h"
 #include "cli/time_options.h"
+#include "common/plain_number.h"
 #include "common/round.h"
 
 static void diff_usage(FILE *out) {
@@ -67,16 +68,6 @@ static int parse_double(const char *s, const char *suffix, double *out) {
     errno = 0;
     double v = strtod(s, &end);
     if (end == s || errno || !isfinite(v) || strcmp(end, suffix)) return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_count(const char *s, uint64_t *out) {
-    char *end;
-    errno = 0;
-    if (!*s || *s == '-') return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end || errno) return -1;
     *out = v;
     return 0;
 }
@@ -213,10 +204,10 @@ int d9_cmd_diff(int argc, char **argv) {
         }
         case OPT_FLAME: flame = optarg; break;
         case OPT_MIN_POLLS:
-            if (parse_count(optarg, &dopt.min_polls) != 0 || dopt.min_polls < 2) bad = "a count of at least 2";
+            if (!d9_plain_u64(optarg, 0, UINT64_MAX, &dopt.min_polls) || dopt.min_polls < 2) bad = "a count of at least 2";
             break;
         case OPT_TAIL_MIN_POLLS:
-            if (parse_count(optarg, &dopt.tail_min_polls) != 0 || dopt.tail_min_polls < 2) bad = "a count of at least 2";
+            if (!d9_plain_u64(optarg, 0, UINT64_MAX, &dopt.tail_min_polls) || dopt.tail_min_polls < 2) bad = "a count of at least 2";
             break;
         case OPT_MIN_CHANGE: {
             double p;
@@ -231,11 +222,11 @@ int d9_cmd_diff(int argc, char **argv) {
             if (parse_double(optarg, "", &dopt.z) != 0 || !(dopt.z > 0) || dopt.z > 100) bad = "a number above 0, e.g. 3.29";
             break;
         case OPT_TOP:
-            if (parse_count(optarg, &top) != 0) bad = "a count (0: all)";
+            if (!d9_plain_u64(optarg, 0, UINT64_MAX, &top)) bad = "a count (0: all)";
             break;
         case OPT_WINDOW: {
             uint64_t w;
-            if (parse_count(optarg, &w) != 0 || w < 1024 || w > (1ull << 32)) bad = "a number >= 1024";
+            if (!d9_plain_u64(optarg, 0, UINT64_MAX, &w) || w < 1024 || w > (1ull << 32)) bad = "a number >= 1024";
             else side[0].opt.window_records = side[1].opt.window_records = (size_t)w;
             break;
         }

@@ -166,6 +166,27 @@ void d9_json_null(d9_json *j) {
     fputs("null", j->out);
 }
 
+void d9_json_key_u64(d9_json *j, const char *key, uint64_t v) {
+    d9_json_key(j, key);
+    d9_json_u64(j, v);
+}
+
+void d9_json_key_f64(d9_json *j, const char *key, double v) {
+    d9_json_key(j, key);
+    d9_json_f64(j, v);
+}
+
+void d9_json_key_string(d9_json *j, const char *key, const char *v) {
+    d9_json_key(j, key);
+    if (v) d9_json_string(j, v);
+    else d9_json_null(j);
+}
+
+void d9_json_key_bool(d9_json *j, const char *key, bool v) {
+    d9_json_key(j, key);
+    d9_json_bool(j, v);
+}
+
 void d9_json_hex(d9_json *j, const uint8_t *p, size_t len) {
     static const char digits[] = "0123456789abcdef";
     before_item(j);

@@ -39,6 +39,11 @@ void d9_json_i64(d9_json *j, int64_t v);
 void d9_json_f64(d9_json *j, double v); /* NaN and infinities (not JSON) become null */
 void d9_json_bool(d9_json *j, bool v);
 void d9_json_null(d9_json *j);
+/* A key and its value in one call (inside an object); a NULL string is written as null. */
+void d9_json_key_u64(d9_json *j, const char *key, uint64_t v);
+void d9_json_key_f64(d9_json *j, const char *key, double v);
+void d9_json_key_string(d9_json *j, const char *key, const char *v);
+void d9_json_key_bool(d9_json *j, const char *key, bool v);
 /* A string of lowercase hex digits of `len` bytes (for Bytes values). */
 void d9_json_hex(d9_json *j, const uint8_t *p, size_t len);
 

@@ -26,11 +26,14 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int handed = -1, acked = -1; /* the last request handed over / finished */
 static pid_t tid_a, tid_b;
+/* the trace's worker ids, as d9_worker_begin returns them (given in the order the workers
+ * register, which the two threads race for) */
+static uint32_t wid_a, wid_b;
 
 static void *worker_a(void *arg) {
     (void)arg;
     tid_a = gettid();
-    d9_worker_begin("spans", 0);
+    wid_a = d9_worker_begin("spans", 0);
     for (int i = 0; i < REQUESTS; i++) {
         d9_poll_begin(TASK_A, D9_HERE);
         d9_span_begin(D9_SPAN_NAME("request"), FIRST_ID + (uint64_t)i);
@@ -49,7 +52,7 @@ static void *worker_a(void *arg) {
 static void *worker_b(void *arg) {
     (void)arg;
     tid_b = gettid();
-    d9_worker_begin("spans", 1);
+    wid_b = d9_worker_begin("spans", 1);
     for (int i = 0; i < REQUESTS; i++) {
         pthread_mutex_lock(&mu);
         while (handed < i) pthread_cond_wait(&cv, &mu);
@@ -78,20 +81,20 @@ static void collect(const d9_event *ev, void *ctx) {
     seen *s = ctx;
     uint64_t w = d9t_field_u(ev, "worker_id");
     if (d9t_is(ev, "PollStartEvent")) {
-        if (w == 0 && s->na_start < REQUESTS) s->a_start[s->na_start++] = ev->ts_ns;
-        if (w == 1 && s->nb_start < REQUESTS) s->b_start[s->nb_start++] = ev->ts_ns;
+        if (w == wid_a && s->na_start < REQUESTS) s->a_start[s->na_start++] = ev->ts_ns;
+        if (w == wid_b && s->nb_start < REQUESTS) s->b_start[s->nb_start++] = ev->ts_ns;
     } else if (d9t_is(ev, "PollEndEvent")) {
-        if (w == 0 && s->na_end < REQUESTS) s->a_end[s->na_end++] = ev->ts_ns;
-        if (w == 1 && s->nb_end < REQUESTS) s->b_end[s->nb_end++] = ev->ts_ns;
+        if (w == wid_a && s->na_end < REQUESTS) s->a_end[s->na_end++] = ev->ts_ns;
+        if (w == wid_b && s->nb_end < REQUESTS) s->b_end[s->nb_end++] = ev->ts_ns;
     } else if (d9t_is(ev, "WakeEventEvent")) {
         if (d9t_field_u(ev, "woken_task_id") == TASK_B && s->nwake < REQUESTS) s->wake[s->nwake++] = ev->ts_ns;
     } else if (d9t_is(ev, "SpanEnterEvent")) {
-        if (w != 0 || d9t_field_u(ev, "task_id") != TASK_A || d9t_field_u(ev, "tid") != (uint64_t)tid_a ||
+        if (w != wid_a || d9t_field_u(ev, "task_id") != TASK_A || d9t_field_u(ev, "tid") != (uint64_t)tid_a ||
             d9t_field_u(ev, "span_id") != FIRST_ID + (uint64_t)s->nbegin)
             s->bad_enter++;
         if (s->nbegin < REQUESTS) s->begin[s->nbegin++] = ev->ts_ns;
     } else if (d9t_is(ev, "SpanExitEvent")) {
-        if (w != 1 || d9t_field_u(ev, "task_id") != TASK_B || d9t_field_u(ev, "tid") != (uint64_t)tid_b ||
+        if (w != wid_b || d9t_field_u(ev, "task_id") != TASK_B || d9t_field_u(ev, "tid") != (uint64_t)tid_b ||
             d9t_field_u(ev, "span_id") != FIRST_ID + (uint64_t)s->nend)
             s->bad_exit++;
         if (s->nend < REQUESTS) s->end[s->nend++] = ev->ts_ns;
@@ -131,6 +134,7 @@ int main(void) {
     CHECK(pthread_create(&b, NULL, worker_b, NULL) == 0);
     pthread_join(a, NULL);
     pthread_join(b, NULL);
+    CHECK(wid_a != wid_b);
     d9_stop();
     d9_stats st;
     d9_get_stats(&st);

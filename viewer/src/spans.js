@@ -61,32 +61,47 @@
     // The events in the C model's order: ts, then wake < poll < mark, then file order.
     const P = trace.polls;
     const W = trace.wakes;
-    const ev = [];
-    for (let i = 0; i < W.count; i++) if (W.woken[i]) ev.push([W.ts[i], 0, i]);
-    for (let i = 0; i < P.count; i++) if (P.task[i]) ev.push([P.start[i], 1, i]);
-    for (let i = 0; i < marks.length; i++) ev.push([marks[i].ts, 2, i]);
-    ev.sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2]);
+    // Three streams, each sorted by time (stable), merged: no array per event.
+    const byTime = (n, tsOf, keep) => {
+      const idx = [];
+      for (let i = 0; i < n; i++) if (keep(i)) idx.push(i);
+      const out = Uint32Array.from(idx);
+      let sorted = true;
+      for (let k = 1; k < out.length && sorted; k++) sorted = tsOf(out[k - 1]) <= tsOf(out[k]);
+      if (!sorted) out.sort((a, b) => tsOf(a) - tsOf(b) || a - b);
+      return out;
+    };
+    const wOrder = byTime(W.count, (i) => W.ts[i], (i) => W.woken[i] !== 0);
+    const pOrder = byTime(P.count, (i) => P.start[i], (i) => P.task[i] !== 0);
+    const mOrder = byTime(marks.length, (i) => marks[i].ts, () => true);
 
     const tasks = new Map(); // task -> {firstWake, wakes, lastPollEnd, polled, iv: [{start,end,kind}]}
     const open = new Map(); // name + '\0' + id -> span
     const task = (id) => {
       let t = tasks.get(id);
-      if (!t) tasks.set(id, (t = { firstWake: 0, wakes: 0, lastPollEnd: 0, polled: false, iv: [] }));
+      if (!t) tasks.set(id, (t = { firstWake: 0, wakes: 0, lastPollEnd: 0, polled: false, iv: [], maxEnd: [], pruneAt: 64 }));
       return t;
     };
-    const oldestOpen = () => {
-      let m = Infinity;
-      for (const s of open.values()) if (s.begin < m) m = s.begin;
-      return m;
+    let oldest = Infinity; // the earliest begin of the open spans
+    const closed = (s) => {
+      if (s.begin !== oldest) return;
+      oldest = Infinity;
+      for (const o of open.values()) if (o.begin < oldest) oldest = o.begin;
     };
     let now = -Infinity;
     // Intervals that end before every open span began can no longer count in any span.
     const add = (t, start, end, kind) => {
       if (end <= start) return;
-      const from = open.size ? oldestOpen() : now;
+      const from = open.size ? oldest : now;
       if (end <= from) return;
-      if (t.iv.length > 64) t.iv = t.iv.filter((v) => v.end > from); // memory only: they never count
+      if (t.iv.length >= t.pruneAt) { // memory only: they never count; amortized, not per add
+        t.iv = t.iv.filter((v) => v.end > from);
+        let m = -Infinity;
+        t.maxEnd = t.iv.map((v) => (m = Math.max(m, v.end)));
+        t.pruneAt = Math.max(64, 2 * t.iv.length);
+      }
       t.iv.push({ start, end, kind });
+      t.maxEnd.push(Math.max(end, t.maxEnd.length ? t.maxEnd[t.maxEnd.length - 1] : -Infinity));
     };
 
     const collect = (out, id, lo, hi) => {
@@ -97,7 +112,9 @@
         if (e > hi) e = hi;
         if (e > s) out.push({ start: s, end: e, kind });
       };
-      for (const v of t.iv) push(v.kind, v.start, v.end);
+      // newest first, down to where every older interval ended by lo (maxEnd: their prefix max),
+      // so a span costs what overlaps it, not its tasks' whole history
+      for (let k = t.iv.length - 1; k >= 0 && t.maxEnd[k] > lo; k--) push(t.iv[k].kind, t.iv[k].start, t.iv[k].end);
       if (t.wakes > 0) { // woken, its poll not started by hi
         let since = t.firstWake;
         if (t.polled && t.lastPollEnd > since) since = t.lastPollEnd;
@@ -125,7 +142,31 @@
       spans.push(s);
     };
 
-    for (const [ts, kind, i] of ev) {
+    let wi = 0;
+    let pi = 0;
+    let mi = 0;
+    const INF = Infinity;
+    while (wi < wOrder.length || pi < pOrder.length || mi < mOrder.length) {
+      // at equal times: a wake, then a poll, then a span mark
+      const tw = wi < wOrder.length ? W.ts[wOrder[wi]] : INF;
+      const tp = pi < pOrder.length ? P.start[pOrder[pi]] : INF;
+      const tm = mi < mOrder.length ? marks[mOrder[mi]].ts : INF;
+      let kind;
+      let i;
+      let ts;
+      if (tw <= tp && tw <= tm) {
+        kind = 0;
+        i = wOrder[wi++];
+        ts = tw;
+      } else if (tp <= tm) {
+        kind = 1;
+        i = pOrder[pi++];
+        ts = tp;
+      } else {
+        kind = 2;
+        i = mOrder[mi++];
+        ts = tm;
+      }
       if (ts > now) now = ts;
       if (kind === 0) {
         const t = task(W.woken[i]);
@@ -159,10 +200,12 @@
           if (prev) { // its end never came: unended, up to this begin
             reopened++;
             open.delete(key);
+            closed(prev);
             prev.end = ts;
             prev.reopened = true;
             report(prev);
           }
+          if (ts < oldest) oldest = ts;
           open.set(key, {
             name: m.name, id: m.id, begin: ts, end: ts, ended: false, reopened: false,
             beginWorker: m.worker, beginTask: m.task, beginTid: m.tid,
@@ -178,6 +221,7 @@
           prev.endTid = m.tid;
           report(prev); // before closing: its intervals are still kept
           open.delete(key);
+          closed(prev);
         }
       }
     }

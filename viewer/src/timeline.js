@@ -445,9 +445,18 @@
       ctx.font = '10px system-ui, sans-serif';
       ctx.textBaseline = 'middle';
       let lastPx = -1;
-      for (const i of row.list) {
+      // A sub-lane's spans do not overlap: their ends ascend, so the first in view is found by bisection.
+      const list = row.list;
+      let lo = 0;
+      let hi = list.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (spans[list[mid]].end < this.t0) lo = mid + 1;
+        else hi = mid;
+      }
+      for (let k = lo; k < list.length; k++) {
+        const i = list[k];
         const s = spans[i];
-        if (s.end < this.t0) continue;
         if (s.begin > this.t1) break;
         const x0 = Math.max(GUTTER - 2, this.xOf(s.begin));
         const x1 = Math.min(this.w + 2, this.xOf(s.end));

@@ -75,6 +75,11 @@ test('span lanes: the uv server\'s requests as a lane group, their split equal t
   assert.equal(Object.keys(js.by).length, recorded.c.by_name.length);
   assert.deepEqual([js.strayEnds, js.reopened], [recorded.c.stray_ends, recorded.c.reopened]);
 
+  // The summary counts them; its tooltip says the unended and stray ones.
+  const chip = page.locator('#chip-spans');
+  assert.match(await chip.textContent(), /^[\d\s]+ spans$/);
+  assert.match(await chip.getAttribute('title'), new RegExp('\n' + recorded.c.stray_ends + ' span ends closed nothing$'));
+
   // The lane group, and spans drawn in it.
   const rows = await page.evaluate(() => window.dial9Viewer.timeline.rows.filter((r) => r.kind === 'span' || r.kind === 'spangroup')
     .map((r) => [r.kind, r.spanLane.name, r.kind === 'span' ? r.list.length : 0]));

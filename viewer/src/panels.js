@@ -53,6 +53,12 @@
     chips.push('<span class="chip"><b>' + F.count(tr.counts.events) + '</b> events</span>');
     chips.push('<span class="chip"><b>' + F.duration(tr.timeEnd - tr.timeStart) + '</b></span>');
     chips.push('<span class="chip"><b>' + model.lanes.length + '</b> ' + (model.lanes.length === 1 ? 'worker' : 'workers') + '</span>');
+    const sp = model.spans;
+    if (sp && (sp.spans.length || sp.strayEnds)) {
+      const unended = sp.spans.filter((s) => !s.ended).length;
+      chips.push('<span class="chip" id="chip-spans" title="' + esc(unended + ' unended (still open at the end, or begun again with the same name and id: ' + sp.reopened + ')\n' +
+        sp.strayEnds + ' span ends closed nothing') + '"><b>' + F.count(sp.spans.length) + '</b> ' + (sp.spans.length === 1 ? 'span' : 'spans') + '</span>');
+    }
     if (tr.truncated) chips.push('<span class="chip warn" title="The data ends in the middle of a frame">truncated</span>');
     if (info && info.partial) chips.push('<span class="chip warn">partial: stopped at an error</span>');
     $('trace-summary').innerHTML = chips.join('');

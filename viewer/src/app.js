@@ -196,7 +196,7 @@
   function select(sel, opts) {
     opts = opts || {};
     state.selection = sel;
-    timeline.select(sel && (sel.kind === 'poll' || sel.kind === 'park') ? sel : null);
+    timeline.select(sel && (sel.kind === 'poll' || sel.kind === 'park' || sel.kind === 'span') ? sel : null);
     // Keep the points-of-interest cursor on the selection when it is in the list.
     if (!sel) {
       state.poiActive = -1;
@@ -219,6 +219,11 @@
     if (sel.kind === 'sample') {
       const S = tr.cpuSamples;
       timeline.reveal(S.ts[sel.index] - 5e5, S.ts[sel.index] + 5e5, S.worker[sel.index]);
+      return;
+    }
+    if (sel.kind === 'span') {
+      const s = state.model.spans.spans[sel.index];
+      timeline.reveal(s.begin, s.end);
       return;
     }
     const tab = sel.kind === 'poll' ? tr.polls : tr.parks;

@@ -36,6 +36,7 @@ function dial9DecoderFactory() {
   const K = {
     OTHER: 0, POLL_START: 1, POLL_END: 2, PARK: 3, UNPARK: 4, QUEUE: 5, SPAWN: 6, TERMINATE: 7,
     WAKE: 8, CPU: 9, DUMP: 10, META: 11, CLOCK: 12, SYMBOL: 13, COVERAGE: 14, ORIGIN: 15,
+    SPAN_ENTER: 16, SPAN_EXIT: 17,
   };
   const KNOWN = {
     PollStartEvent: [K.POLL_START, ['worker_id', 'task_id', 'spawn_loc', 'local_queue']],
@@ -52,6 +53,9 @@ function dial9DecoderFactory() {
     ClockSyncEvent: [K.CLOCK, ['realtime_ns']],
     CoverageEvent: [K.COVERAGE, ['source', 'mode', 'one_in']], // the cost governor (docs/schemas.md)
     StackOriginEvent: [K.ORIGIN, ['callchain', 'method']], // how a stack was obtained (docs/schemas.md)
+    // d9_span_begin / d9_span_end (docs/schemas.md): every mark kept, paired by viewer/src/spans.js
+    SpanEnterEvent: [K.SPAN_ENTER, ['worker_id', 'span_id', 'span_name', 'task_id', 'tid']],
+    SpanExitEvent: [K.SPAN_EXIT, ['worker_id', 'span_id', 'span_name', 'task_id', 'tid']],
     SymbolTableEntry: [K.SYMBOL, ['addr', 'size', 'symbol_name', 'inline_depth', 'source_file', 'source_line']],
   };
 
@@ -648,6 +652,20 @@ function dial9DecoderFactory() {
         if (id >= 0 && num(slot(s, 1)) === 3) truncatedStacks.add(id);
         return;
       }
+      case K.SPAN_ENTER:
+      case K.SPAN_EXIT: {
+        // ids are the application's u64: kept as decimal text, exact beyond 2^53
+        const id = slot(s, 1);
+        const name = slot(s, 2);
+        spanMarks.push({
+          ts, enter: s.kind === K.SPAN_ENTER, worker: num(slot(s, 0)),
+          id: id === null || id === undefined ? '' : String(id),
+          name: typeof name === 'number' ? name : -1, // a pooled string id, resolved in finish
+          nameText: typeof name === 'string' ? name : null,
+          task: num(slot(s, 3)) || 0, tid: num(slot(s, 4)),
+        });
+        return;
+      }
       case K.CLOCK: {
         const r = slot(s, 0);
         clocks.push({ ts, realtimeNs: r === null ? '' : String(r) });
@@ -660,6 +678,7 @@ function dial9DecoderFactory() {
 
   let meta;
   let clocks;
+  let spanMarks; // SpanEnterEvent / SpanExitEvent: {ts, enter, worker, id, name, task, tid}
   let coverage; // CoverageEvent records: {ts, source, mode (string ids), oneIn}
 
   function storeOther(s, ts) {
@@ -997,6 +1016,7 @@ function dial9DecoderFactory() {
     meta = [];
     clocks = [];
     coverage = [];
+    spanMarks = [];
     schemasByName = new Map();
     originHi = 0;
     originLo = 0;
@@ -1089,6 +1109,10 @@ function dial9DecoderFactory() {
       symbols: raw.symbols,
       metadata: meta,
       clockSyncs: clocks,
+      spanMarks: spanMarks.map((m) => ({
+        ts: m.ts, enter: m.enter, worker: m.worker, id: m.id, task: m.task, tid: m.tid,
+        name: m.nameText !== null ? m.nameText : strings[m.name] || '',
+      })),
       coverage: coverage.map((c) => ({ ts: c.ts, source: strings[c.source] || '', mode: strings[c.mode] || '', oneIn: c.oneIn })),
       schemas: Array.from(schemasByName.values()),
       other,

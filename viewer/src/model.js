@@ -270,8 +270,13 @@
       return '';
     })();
 
+    // Spans paired and split by viewer/src/spans.js (the C model's rules), a lane group per name.
+    const spans = D9.spans ? D9.spans.pair(trace) : { spans: [], names: [], strayEnds: 0, reopened: 0 };
+
     return {
       trace,
+      spans,
+      spanLanes: D9.spans ? D9.spans.lanes(spans) : [],
       truncatedStacks: new Set(trace.truncatedStacks || []),
       coverage: coverageOf(trace),
       groups,

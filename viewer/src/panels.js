@@ -53,6 +53,12 @@
     chips.push('<span class="chip"><b>' + F.count(tr.counts.events) + '</b> events</span>');
     chips.push('<span class="chip"><b>' + F.duration(tr.timeEnd - tr.timeStart) + '</b></span>');
     chips.push('<span class="chip"><b>' + model.lanes.length + '</b> ' + (model.lanes.length === 1 ? 'worker' : 'workers') + '</span>');
+    const sp = model.spans;
+    if (sp && (sp.spans.length || sp.strayEnds)) {
+      const unended = sp.spans.filter((s) => !s.ended).length;
+      chips.push('<span class="chip" id="chip-spans" title="' + esc(unended + ' unended (still open at the end, or begun again with the same name and id: ' + sp.reopened + ')\n' +
+        sp.strayEnds + ' span ends closed nothing') + '"><b>' + F.count(sp.spans.length) + '</b> ' + (sp.spans.length === 1 ? 'span' : 'spans') + '</span>');
+    }
     if (tr.truncated) chips.push('<span class="chip warn" title="The data ends in the middle of a frame">truncated</span>');
     if (info && info.partial) chips.push('<span class="chip warn">partial: stopped at an error</span>');
     $('trace-summary').innerHTML = chips.join('');
@@ -290,6 +296,64 @@
     return html;
   }
 
+  /* The segment metadata's thread_cpu_time (docs/kernel-sources.md) in effect at t: the last
+   * metadata event at or before t that says it, else the first that does; '' when none says. */
+  function threadCpuModeAt(model, t) {
+    let mode = '';
+    for (const m of model.trace.metadata) {
+      const e = m.entries.find(([k]) => k === 'thread_cpu_time');
+      if (!e) continue;
+      if (mode && m.ts > t) break;
+      mode = String(e[1]);
+    }
+    return mode;
+  }
+
+  /* "CPU time meanwhile": with thread_cpu_time=park (the default) an unpark carries its park's
+   * value, so the difference is 0 by construction and says nothing about the parked interval. */
+  function cpuRow(model, parkTs, cpu) {
+    const mode = threadCpuModeAt(model, parkTs);
+    if (mode === 'park' && (cpu === 0 || !Number.isFinite(cpu))) {
+      return ['CPU time meanwhile', '<span class="muted" id="detail-park-cpu" title="DIAL9_THREAD_CPU_TIME=park: the unpark carries the park\'s reading (docs/kernel-sources.md); record with DIAL9_THREAD_CPU_TIME=every to measure it">not measured (park mode)</span>'];
+    }
+    if (mode === 'off') return ['CPU time meanwhile', '<span class="muted" id="detail-park-cpu">not measured (off)</span>'];
+    if (!Number.isFinite(cpu)) return null;
+    return ['CPU time meanwhile', '<span id="detail-park-cpu">' + F.duration(cpu) + '</span>' + (mode ? ' <span class="muted">(' + esc(mode) + ' mode)</span>' : '')];
+  }
+
+  /* A span (d9_span_begin/end): who began and ended it, and where its time went, as one bar. */
+  function renderSpanDetails(model, i, ctx) {
+    const s = model.spans.spans[i];
+    const d = s.end - s.begin;
+    const parts = [
+      ['poll', s.poll, '#58c4a8', 'a poll of its task ran'],
+      ['queued', s.queued, '#ff8a3d', 'woken, waiting for its poll'],
+      ['wait', s.wait, '#6fa8ff', 'waiting for a wake (async wait)'],
+      ['unknown', s.unknown, '#4a5468', 'no task state known'],
+    ];
+    const bar = '<div class="span-split" id="detail-span-split" style="display:flex;height:12px;border-radius:3px;overflow:hidden;margin:6px 0">' +
+      parts.filter((p) => p[1] > 0).map((p) => '<span data-part="' + p[0] + '" title="' + p[0] + ' ' + F.duration(p[1]) + '" style="background:' + p[2] + ';flex:' + p[1] + ' 0 0"></span>').join('') + '</div>';
+    const legend = '<ul class="span-parts" id="detail-span-parts">' + parts.map((p) =>
+      '<li data-part="' + p[0] + '"><span class="dot" style="background:' + p[2] + '"></span>' + p[0] + ' <b>' + F.duration(p[1]) + '</b> <span class="muted">' +
+      (d > 0 ? (100 * p[1] / d).toFixed(1) + ' %' : '') + ' · ' + p[3] + '</span></li>').join('') + '</ul>';
+    const who = (worker, task, tid) => (Number.isFinite(worker) ? workerText(model, worker) : '<span class="muted">?</span>') +
+      ' · ' + (task ? 'task ' + esc(F.taskId(task)) : '<span class="muted">outside any poll</span>') + (Number.isFinite(tid) ? ' <span class="muted">· tid ' + tid + '</span>' : '');
+    let html = '<span class="kind-tag">Span</span>' +
+      '<div class="big-dur" id="detail-duration"><span class="dot" style="background:' + (s.ended ? '#6fa8ff' : '#c59bff') + '"></span>' + F.duration(d) + '</div>' +
+      kv([
+        ['Name', '<span id="detail-span-name">' + esc(s.name) + '</span>', 'mono'],
+        ['Id', '<span id="detail-span-id">' + esc(s.id) + '</span>', 'mono'],
+        timeRow(model, 'Began', s.begin),
+        ['Began on', '<span id="detail-span-begin">' + who(s.beginWorker, s.beginTask, s.beginTid) + '</span>'],
+        s.ended ? timeRow(model, 'Ended', s.end) : ['Ended', '<span class="muted" id="detail-span-unended">' + (s.reopened ? 'never: begun again with the same name and id' : 'not by the end of the trace') + '</span>'],
+        s.ended ? ['Ended on', '<span id="detail-span-end">' + who(s.endWorker, s.endTask, s.endTid) + '</span>'] : null,
+      ]);
+    html += '<div class="section-title">Where its time went</div>' + bar + legend;
+    html += '<div class="actions"><button class="btn tiny" data-act="zoom">Zoom to span <kbd>F</kbd></button></div>';
+    if (ctx.task !== null) html += taskCard(model, ctx.task, ctx.taskPolls, ctx.taskWakes);
+    return html;
+  }
+
   function renderParkDetails(model, i, ctx) {
     const K = model.trace.parks;
     const d = K.end[i] - K.start[i];
@@ -303,7 +367,7 @@
         timeRow(model, 'Parked', K.start[i]),
         ['Unparked', rel(model, K.end[i], 1)],
         ['Run-queue wait', Number.isFinite(sw) ? '<b style="color:#ff8a3d">' + F.duration(sw) + '</b> <span class="muted">(sched_wait_ns)</span>' : '<span class="muted">not recorded</span>'],
-        Number.isFinite(cpu) ? ['CPU time meanwhile', F.duration(cpu)] : null,
+        cpuRow(model, K.start[i], cpu),
         Number.isFinite(K.tid[i]) ? ['Thread id', String(K.tid[i])] : null,
         Number.isFinite(K.localQueue[i]) ? ['Local queue', K.localQueue[i] + ' at unpark'] : null,
       ]);
@@ -346,6 +410,7 @@
     if (sel && sel.kind === 'poll') html = renderPollDetails(model, sel.index, ctx);
     else if (sel && sel.kind === 'park') html = renderParkDetails(model, sel.index, ctx);
     else if (sel && sel.kind === 'sample') html = renderSampleDetails(model, sel.index, ctx);
+    else if (sel && sel.kind === 'span') html = renderSpanDetails(model, sel.index, ctx);
     else if (ctx.task !== null) html = taskCard(model, ctx.task, ctx.taskPolls, ctx.taskWakes) + '<p class="muted small">Its polls are highlighted on every worker; cyan arrows show who woke it, violet ones whom it woke.</p>';
     else html = '<p class="muted">Click a poll or a park in the timeline, or pick a point of interest.</p>' +
       '<p class="muted small">Polls are coloured by duration. A grey line is a parked worker; its orange tail is the time the thread waited in the kernel\'s run queue before running again. Ticks above the polls are CPU samples (blue) and context switches (pink).</p>';
@@ -421,6 +486,12 @@
       return '<div class="t-title"><span class="dot" style="background:#4a5468"></span>Parked · ' + F.duration(K.end[i] - K.start[i]) + '</div>' +
         (Number.isFinite(sw) ? '<div class="t-row">run-queue wait <b style="color:#ff8a3d">' + F.duration(sw) + '</b></div>' : '') +
         '<div class="t-row">worker ' + K.worker[i] + ' · at ' + rel(model, K.start[i], 1e3) + '</div>';
+    }
+    if (hit.kind === 'span') {
+      const s = model.spans.spans[hit.index];
+      return '<div class="t-title"><span class="dot" style="background:' + (s.ended ? '#6fa8ff' : '#c59bff') + '"></span>Span ' + esc(s.name) + ' · ' + F.duration(s.end - s.begin) + (s.ended ? '' : ' (unended)') + '</div>' +
+        '<div class="t-row">id <b>' + esc(s.id) + '</b></div>' +
+        '<div class="t-row">at ' + rel(model, s.begin, 1e3) + '</div>';
     }
     if (hit.kind === 'sample') {
       const S = tr.cpuSamples;

@@ -16,6 +16,9 @@
   const LANE_H_MAX = 86;
   const BAR_TOP = 13; // poll bar inside a lane
   const QUEUE_H = 56;
+  const SPAN_H = 22; // a sub-lane of a span name
+  const SPAN_COLOR = '#6fa8ff';
+  const SPAN_UNENDED = '#c59bff';
   const MIN_SPAN_NS = 100;
 
   const C = {
@@ -97,7 +100,10 @@
         const groups = this.model.groups;
         const headers = groups.filter((g) => groups.length > 1 || g.name).length;
         const hasQueue = this.model.trace.queueSamples.count > 0;
-        const free = (this.h || 400) - headers * GROUP_H - (hasQueue ? QUEUE_H : 0) - 4;
+        const spanLanes = this.model.spanLanes || [];
+        let spanH = 0;
+        for (const sl of spanLanes) spanH += GROUP_H + sl.rows.length * SPAN_H;
+        const free = (this.h || 400) - headers * GROUP_H - (hasQueue ? QUEUE_H : 0) - spanH - 4;
         this.laneH = Math.max(LANE_H, Math.min(LANE_H_MAX, Math.floor(free / Math.max(1, this.model.lanes.length))));
         for (const g of groups) {
           if (groups.length > 1 || g.name) {
@@ -108,6 +114,15 @@
             rows.push({ kind: 'lane', lane, y, h: this.laneH });
             y += this.laneH;
           }
+        }
+        // A lane group per span name, a sub-lane per overlap (viewer/src/spans.js).
+        for (const sl of spanLanes) {
+          rows.push({ kind: 'spangroup', spanLane: sl, y, h: GROUP_H });
+          y += GROUP_H;
+          sl.rows.forEach((list, k) => {
+            rows.push({ kind: 'span', spanLane: sl, sub: k, list, y, h: SPAN_H });
+            y += SPAN_H;
+          });
         }
         if (hasQueue) {
           rows.push({ kind: 'queue', y, h: QUEUE_H });
@@ -310,6 +325,7 @@
       this.stats.highlightedByWorker = {};
       this.stats.lanesDrawn = 0;
       this.stats.wakesDrawn = 0;
+      this.stats.spansDrawn = 0;
       if (!this.model) return;
 
       this.drawGrid(ctx);
@@ -317,7 +333,8 @@
       for (const row of this.rows) {
         const y = row.y - this.scrollY;
         if (y + row.h < 0 || y > this.h) continue;
-        if (row.kind === 'group') this.drawGroupHeader(ctx, row.group, y);
+        if (row.kind === 'group' || row.kind === 'spangroup') this.drawGroupHeader(ctx, row.group, y);
+        else if (row.kind === 'span') this.drawSpanRow(ctx, row, y);
         else if (row.kind === 'queue') this.drawQueueRow(ctx, y, row.h);
         else this.drawLane(ctx, row.lane, y, row);
       }
@@ -329,12 +346,14 @@
         const y = row.y - this.scrollY;
         if (y + row.h < 0 || y > this.h) continue;
         if (row.kind === 'lane') this.drawLaneLabel(ctx, row.lane, y, row);
+        else if (row.kind === 'spangroup') this.drawSpanGroupLabel(ctx, row.spanLane, y);
+        else if (row.kind === 'span') this.drawSpanLabel(ctx, row, y);
         else if (row.kind === 'queue') this.drawQueueLabel(ctx, y, row.h);
         else this.drawGroupLabel(ctx, row.group, y);
       }
       ctx.fillStyle = C.gutterLine;
       for (const row of this.rows) {
-        if (row.kind !== 'group') ctx.fillRect(GUTTER - 1, row.y - this.scrollY, 1, row.h);
+        if (row.kind !== 'group' && row.kind !== 'spangroup') ctx.fillRect(GUTTER - 1, row.y - this.scrollY, 1, row.h);
       }
       ctx.fillRect(GUTTER - 1, this.contentH - this.scrollY, 1, Math.max(0, this.h - this.contentH + this.scrollY));
       if (this.contentH > this.h) this.drawScrollbar(ctx);
@@ -390,6 +409,85 @@
     drawGroupHeader(ctx, group, y) {
       ctx.fillStyle = C.group;
       ctx.fillRect(GUTTER, y, this.w - GUTTER, GROUP_H);
+    }
+
+    /* ---------- span lanes ---------- */
+
+    drawSpanGroupLabel(ctx, sl, y) {
+      ctx.fillStyle = C.group;
+      ctx.fillRect(0, y, GUTTER, GROUP_H);
+      ctx.fillStyle = C.groupText;
+      ctx.font = '600 11px system-ui, sans-serif';
+      ctx.textBaseline = 'middle';
+      ctx.fillText(('span ' + sl.name).toUpperCase() + '  ·  ' + F.count(sl.count), 10, y + GROUP_H / 2 + 1, GUTTER - 14);
+    }
+
+    drawSpanLabel(ctx, row, y) {
+      ctx.fillStyle = C.gutter;
+      ctx.fillRect(0, y, GUTTER - 1, SPAN_H);
+      ctx.fillStyle = C.sublabel;
+      ctx.font = '11px system-ui, sans-serif';
+      ctx.textBaseline = 'middle';
+      ctx.fillText(row.sub === 0 ? row.spanLane.name : '#' + (row.sub + 1), 12, y + SPAN_H / 2, GUTTER - 20);
+    }
+
+    /* The spans of one sub-lane (they do not overlap, in begin order): a bar each, violet when
+     * unended, a pixel wide at least; the selected one outlined. */
+    drawSpanRow(ctx, row, y) {
+      const spans = this.model.spans.spans;
+      ctx.fillStyle = (this.rows.indexOf(row) % 2) ? C.laneA : C.laneB;
+      ctx.fillRect(GUTTER, y, this.w - GUTTER, SPAN_H);
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(GUTTER, y, this.w - GUTTER, SPAN_H);
+      ctx.clip();
+      const sel = this.selection && this.selection.kind === 'span' ? this.selection.index : -1;
+      ctx.font = '10px system-ui, sans-serif';
+      ctx.textBaseline = 'middle';
+      let lastPx = -1;
+      // A sub-lane's spans do not overlap: their ends ascend, so the first in view is found by bisection.
+      const list = row.list;
+      let lo = 0;
+      let hi = list.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (spans[list[mid]].end < this.t0) lo = mid + 1;
+        else hi = mid;
+      }
+      for (let k = lo; k < list.length; k++) {
+        const i = list[k];
+        const s = spans[i];
+        if (s.begin > this.t1) break;
+        const x0 = Math.max(GUTTER - 2, this.xOf(s.begin));
+        const x1 = Math.min(this.w + 2, this.xOf(s.end));
+        const w = Math.max(1, x1 - x0);
+        if (w < 1.5 && Math.floor(x0) === lastPx && i !== sel) continue; // one per pixel column
+        lastPx = Math.floor(x0);
+        ctx.fillStyle = s.ended ? SPAN_COLOR : SPAN_UNENDED;
+        ctx.fillRect(x0, y + 3, w, SPAN_H - 6);
+        if (w > 40) {
+          ctx.fillStyle = '#0d1118';
+          ctx.fillText(s.id + ' · ' + F.duration(s.end - s.begin), x0 + 4, y + SPAN_H / 2, w - 8);
+        }
+        if (i === sel) {
+          ctx.strokeStyle = C.selected;
+          ctx.lineWidth = 2;
+          ctx.strokeRect(x0, y + 2, w, SPAN_H - 4);
+        }
+        this.stats.spansDrawn++;
+      }
+      ctx.restore();
+    }
+
+    /* Screen position (client coordinates) of the middle of a span: for tests and links. */
+    clientPointOfSpan(index) {
+      const row = this.rows.find((r) => r.kind === 'span' && r.list.includes(index));
+      if (!row) return null;
+      const s = this.model.spans.spans[index];
+      const a = Math.max(this.t0, s.begin);
+      const b = Math.min(this.t1, s.end);
+      const r = this.els.lanes.getBoundingClientRect();
+      return { x: r.left + this.xOf((a + b) / 2), y: r.top + row.y - this.scrollY + SPAN_H / 2 };
     }
 
     drawGroupLabel(ctx, group, y) {
@@ -720,7 +818,7 @@
 
     drawSelection(ctx, lane, y) {
       const sel = this.selection;
-      if (!sel) return;
+      if (!sel || (sel.kind !== 'poll' && sel.kind !== 'park')) return;
       const tr = this.model.trace;
       const tab = sel.kind === 'poll' ? tr.polls : tr.parks;
       if (tab.worker[sel.index] !== lane.worker) return;
@@ -1015,6 +1113,7 @@
       if (!this.model || x < GUTTER) return null;
       const yy = y + this.scrollY;
       const row = this.rows.find((r) => yy >= r.y && yy < r.y + r.h);
+      if (row && row.kind === 'span') return this.hitSpan(row, this.tOf(x), this.nsPerPx * 3);
       if (!row || row.kind !== 'lane') return null;
       const lane = row.lane;
       const tr = this.model.trace;
@@ -1041,6 +1140,24 @@
       const k = M.spanAt(tr.parks, lane.parks, t, slack);
       if (k >= 0) return { kind: 'park', index: k, worker: lane.worker };
       return { kind: 'lane', worker: lane.worker, t };
+    }
+
+    /* The span of a sub-lane at t (within slack ns): the one whose interval holds t, else the
+     * nearest within slack. */
+    hitSpan(row, t, slack) {
+      const spans = this.model.spans.spans;
+      let best = -1;
+      let bestD = Infinity;
+      for (const i of row.list) {
+        const s = spans[i];
+        if (s.begin > t + slack) break;
+        const d = t < s.begin ? s.begin - t : t > s.end ? t - s.end : 0;
+        if (d <= slack && d < bestD) {
+          best = i;
+          bestD = d;
+        }
+      }
+      return best >= 0 ? { kind: 'span', index: best } : null;
     }
 
     /* ---------- input ---------- */

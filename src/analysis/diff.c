@@ -228,7 +228,7 @@ void d9d_finish(d9d_diff *d) {
     }
     /* rows move: their histograms are done with, free them first */
     for (size_t i = 0; i < 2 * d->nrows; i++) d9a_hist_free(&d->hists[i]);
-    qsort(d->rows, d->nrows, sizeof *d->rows, cmp_rows);
+    if (d->nrows) qsort(d->rows, d->nrows, sizeof *d->rows, cmp_rows); /* rows is NULL with none */
     memset(d->verdict_counts, 0, sizeof d->verdict_counts);
     for (size_t i = 0; i < d->nrows; i++) d->verdict_counts[d->rows[i].verdict]++;
 }

@@ -96,7 +96,7 @@ int d9a_spans_report(d9a_analysis *a, d9a_report *r, uint64_t end_ns) {
         x->wait_ns = n->wait_ns;
         x->unknown_ns = n->unknown_ns;
     }
-    qsort(out, s->nnames, sizeof *out, by_total_desc);
+    if (s->nnames) qsort(out, s->nnames, sizeof *out, by_total_desc);
     r->spans = out;
     r->nspans = s->nnames;
     return 0;

@@ -54,7 +54,7 @@ static int stack_cause(const d9_xmodel *m, const d9_xsample *s, uint8_t *cache, 
 
 /* Intervals of each worker, sorted by switch-out; *first[w] .. first[w + 1]. */
 static interval *pair_switches(const d9_xmodel *m, d9_xswitch *sw, size_t n, size_t *count) {
-    qsort(sw, n, sizeof *sw, cmp_switch);
+    if (n) qsort(sw, n, sizeof *sw, cmp_switch);
     interval *iv = malloc((n / 2 + 1) * sizeof *iv);
     if (!iv) return NULL;
     size_t k = 0;

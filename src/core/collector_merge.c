@@ -276,7 +276,6 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
      * a fast span only on the TSC), ~8 instructions an event of ~80 there. The TSC's inputs are
      * left in c: as locals they cost spills (bench/README.md). */
     const bool ticks_are_ns = !__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED);
-    const bool rules_on = d9_rule_check_on(); /* trigger rules: one predictable branch when off */
     uint32_t ready = 0;          /* schemas seen written in this stream (bit per id) */
     uint64_t loc_ok = UINT64_MAX; /* a location seen written in this stream */
     fast_stop stop;
@@ -295,7 +294,9 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
             uint32_t loc = (uint32_t)r[2];
             if (!SCHEMA_READY(D9_SCH_POLL_START) || !LOC_READY(loc)) goto general;
             task = r[1];
-            if (__builtin_expect(rules_on, 0)) d9_rule_check_poll_begin(t, ts);
+            /* trigger rules: a load and a predictable branch when off (a load, not a local:
+             * one more live register here costs spills in the whole loop) */
+            if (__builtin_expect(d9_rule_check_on(), 0)) d9_rule_check_poll_begin(t, ts);
             p = hook_event_header(p, &ts_base, D9_SCH_POLL_START, ts);
             p = d9_raw_varint(p, worker);
             p = d9_raw_u8(p, sat8(r[2] >> 32));
@@ -306,7 +307,7 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
         case D9_REC_POLL_END:
             if (!SCHEMA_READY(D9_SCH_POLL_END)) goto general;
             task = 0;
-            if (__builtin_expect(rules_on, 0)) d9_rule_check_poll_end(t, ts, worker);
+            if (__builtin_expect(d9_rule_check_on(), 0)) d9_rule_check_poll_end(t, ts, worker);
             p = hook_event_header(p, &ts_base, D9_SCH_POLL_END, ts);
             p = d9_raw_varint(p, worker);
             break;
@@ -351,7 +352,7 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
                     delay = r[2] - t->c_ss_wait;                                                \
                 t->c_ss_wait = r[2];                                                            \
             }                                                                                   \
-            if (!(park) && __builtin_expect(rules_on, 0)) d9_rule_check_unpark(ts, delay, worker); \
+            if (!(park) && __builtin_expect(d9_rule_check_on(), 0)) d9_rule_check_unpark(ts, delay, worker); \
             p = hook_event_header(p, &ts_base, (schema), ts);                                   \
             p = d9_raw_varint(p, worker);                                                       \
             p = d9_raw_u8(p, sat8(r[3]));                                                       \

@@ -3,6 +3,7 @@
  * reported again when the write that carried the report failed, handed on when a thread exits,
  * and at stop written in a last segment of its own when the disk stayed full. */
 #include "core/collector_encode.h"
+#include "core/flight_rule_check.h"
 
 #include <stdlib.h>
 
@@ -59,6 +60,7 @@ void d9_col_emit_write_drop_report(d9_collector *c) {
     out_event e = {.schema = D9_SCH_DROPPED_EVENTS, .ts = c->now_ns, .v = {n, 0, 255},
                    .s = {"write_error"}};
     encode(c, &e);
+    if (d9_rule_check_on()) d9_rule_check_drops(c->now_ns, n);
     c->write_drops_in_out += n;
 }
 
@@ -73,6 +75,7 @@ void d9_col_report_ring_drops(d9_collector *c, d9_thread *t, uint64_t cumulative
     out_event e = {.schema = D9_SCH_DROPPED_EVENTS, .ts = ts, .v = {n, (uint64_t)t->tid, t->c_worker},
                    .s = {"buffer_full"}};
     emit(c, &e);
+    if (d9_rule_check_on()) d9_rule_check_drops(ts, n);
 }
 
 static void hand_over_exited_drops(d9_collector *c);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/event_types.h"
+#include "core/flight_rule_check.h"
 #include "core/records.h"
 #include "core/workers.h"
 
@@ -66,11 +67,13 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
     switch (D9_REC_KIND(r[0])) {
     case D9_REC_POLL_BEGIN:
         t->c_task = r[1];
+        if (__builtin_expect(d9_rule_check_on(), 0)) d9_rule_check_poll_begin(t, ts);
         e.schema = D9_SCH_POLL_START;
         e.v[0] = t->c_worker; e.v[1] = r[2] >> 32; e.v[2] = r[1]; e.v[3] = r[2] & 0xffffffffu;
         break_emit;
     case D9_REC_POLL_END:
         t->c_task = 0;
+        if (__builtin_expect(d9_rule_check_on(), 0)) d9_rule_check_poll_end(t, ts, t->c_worker);
         e.schema = D9_SCH_POLL_END;
         e.v[0] = t->c_worker;
         break_emit;
@@ -87,6 +90,7 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
                 delay = r[2] - t->c_ss_wait;
             t->c_ss_wait = r[2];
         }
+        if (!park && __builtin_expect(d9_rule_check_on(), 0)) d9_rule_check_unpark(ts, delay, t->c_worker);
         e.schema = park ? D9_SCH_WORKER_PARK : D9_SCH_WORKER_UNPARK;
         e.v[0] = t->c_worker; e.v[1] = r[3]; e.v[2] = cpu; e.v[3] = delay; e.v[4] = tid;
         break_emit;
@@ -160,6 +164,7 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
     case D9_REC_CUSTOM:
         e.custom = d9_event_type_at((uint32_t)r[1]);
         if (!e.custom) return;
+        if (__builtin_expect(d9_rule_check_on(), 0)) d9_rule_check_event(e.custom, ts);
         e.schema = UINT16_MAX;
         e.payload = r + 2;
         break_emit;
@@ -243,7 +248,8 @@ typedef enum fast_stop {
  * schema or location not yet written in this stream, less than an event's worst case before
  * the buffer's or the segment's end (where emit grows or rotates). Enters with the record at
  * k->pos peeked and due (its ts before every other candidate's). */
-static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t src_ts) {
+static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collector *c, cursor *k, uint64_t others,
+                                                                       uint64_t src_ts, const bool rules_on) {
     size_t avail = c->out.cap < c->room ? c->out.cap : (size_t)c->room;
     if (!c->stream_open || c->out.failed || avail < HOOK_EVENT_MAX + c->out.len) return FAST_GENERAL;
     d9_thread *t = k->t;
@@ -289,6 +295,7 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
             uint32_t loc = (uint32_t)r[2];
             if (!SCHEMA_READY(D9_SCH_POLL_START) || !LOC_READY(loc)) goto general;
             task = r[1];
+            if (rules_on) d9_rule_check_poll_begin(t, ts);
             p = hook_event_header(p, &ts_base, D9_SCH_POLL_START, ts);
             p = d9_raw_varint(p, worker);
             p = d9_raw_u8(p, sat8(r[2] >> 32));
@@ -299,6 +306,7 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
         case D9_REC_POLL_END:
             if (!SCHEMA_READY(D9_SCH_POLL_END)) goto general;
             task = 0;
+            if (rules_on) d9_rule_check_poll_end(t, ts, worker);
             p = hook_event_header(p, &ts_base, D9_SCH_POLL_END, ts);
             p = d9_raw_varint(p, worker);
             break;
@@ -343,6 +351,7 @@ static fast_stop take_fast(d9_collector *c, cursor *k, uint64_t others, uint64_t
                     delay = r[2] - t->c_ss_wait;                                                \
                 t->c_ss_wait = r[2];                                                            \
             }                                                                                   \
+            if (!(park) && rules_on) d9_rule_check_unpark(ts, delay, worker);                   \
             p = hook_event_header(p, &ts_base, (schema), ts);                                   \
             p = d9_raw_varint(p, worker);                                                       \
             p = d9_raw_u8(p, sat8(r[3]));                                                       \
@@ -403,11 +412,23 @@ out:
     return stop;
 }
 
+/* take_fast_with twice, the trigger rules' flag a constant in each: without rules, the loop has
+ * no test of it at all (the choice is made once per run of a thread's records). */
+static fast_stop take_fast_plain(d9_collector *c, cursor *k, uint64_t others, uint64_t src_ts) {
+    return take_fast_with(c, k, others, src_ts, false);
+}
+static __attribute__((noinline)) fast_stop take_fast_rules(d9_collector *c, cursor *k, uint64_t others,
+                                                           uint64_t src_ts) {
+    return take_fast_with(c, k, others, src_ts, true);
+}
+
 /* One thread's records while they stay before every other candidate (ties go back to the
  * merge's full comparison). False when the thread has none left in this drain. */
 static bool take_run(d9_collector *c, cursor *k, uint64_t others, uint64_t src_ts) {
     for (;;) {
-        switch (take_fast(c, k, others, src_ts)) {
+        fast_stop stop = __builtin_expect(d9_rule_check_on(), 0) ? take_fast_rules(c, k, others, src_ts)
+                                                                 : take_fast_plain(c, k, others, src_ts);
+        switch (stop) {
         case FAST_YIELD:
             return true;
         case FAST_GENERAL:
@@ -467,6 +488,7 @@ void d9_col_source_event_to_out(d9_collector *c, const d9_src_event *se, out_eve
         e->schema = D9_SCH_DROPPED_EVENTS;
         e->v[0] = se->lost.count; e->v[1] = se->tid; e->v[2] = worker;
         e->s[0] = se->lost.reason;
+        if (d9_rule_check_on()) d9_rule_check_drops(e->ts, se->lost.count);
         atomic_fetch_add(&c->st_ring_dropped, se->lost.count);
         c->src_lost_in_out += se->lost.count; /* converted only to be emitted at once */
         break;

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +22,7 @@
 #include "common/segment_name.h"
 #include "core/flight_control.h"
 #include "core/flight_dump.h"
+#include "core/flight_rule_check.h"
 #include "core/last_error.h"
 #include "core/own_thread_name.h"
 #include "dial9/dial9.h"
@@ -35,9 +35,6 @@ typedef struct seg {
     uint8_t *bytes;
     size_t len;
     bool on_disk;
-    int fd;          /* disk, with rules: the sealed file opened at its seal (before the pipeline */
-    dev_t fd_dev;    /* may compress it away), for the rules; -1 once read */
-    ino_t fd_ino;
 } seg;
 
 typedef struct seg_list {
@@ -55,6 +52,7 @@ typedef struct dump {
     uint64_t held_from_ns, held_to_ns; /* what the segments in it cover */
     uint64_t next_seq;       /* segments below this were considered */
     uint64_t merged;         /* rule triggers that joined it (debounce) */
+    uint64_t requested_after_ns; /* rule: from the event's end to this dump's start */
     uint32_t missing;        /* segments of the window that could not be added */
     bool evicted_before;     /* the store had dropped part of the look-back already */
     int client_fd;           /* the control socket client waiting for it, -1: none */
@@ -69,6 +67,15 @@ typedef struct req_slot {
     uint64_t at_ns, lookback_ns, lookforward_ns;
     char reason[128];
 } req_slot;
+
+/* A rule's match, posted by the collector as it merges (flight_rule_check.h). */
+#define HIT_SLOTS 64
+typedef struct hit_slot {
+    _Atomic int state; /* 0 free, 1 being filled, 2 ready */
+    d9_flight_rule_kind kind;
+    uint64_t begin_ns, end_ns, value, worker;
+    const char *event_name; /* a registered type's name: lives as long as the process */
+} hit_slot;
 
 #define MAX_DUMPS 8
 #define GIVE_UP_NS (10ull * 1000000000ull) /* past a window's end: a dump ends with what it has */
@@ -90,12 +97,13 @@ typedef struct flight {
     bool stop;
 
     req_slot req[REQ_SLOTS];
+    hit_slot hits[HIT_SLOTS];
+    _Atomic uint64_t hits_lost; /* matches with every slot full: counted as merged triggers */
 
     /* the flight thread's own */
     seg_list store;
     uint64_t store_bytes;
     uint64_t evicted_to_ns;    /* the newest end of a segment dropped from the store */
-    d9_flight_eval eval;
     dump *dumps[MAX_DUMPS];
     size_t ndumps;
     uint64_t dump_count;
@@ -159,18 +167,12 @@ static void wake(flight *f) {
 static void on_sealed(const d9_segw_sealed_info *info, void *ctx) {
     flight *f = ctx;
     seg s = {.seq = info->seq, .start_ns = info->start_mono_ns, .end_ns = info->end_mono_ns,
-             .bytes = info->bytes, .len = info->len, .on_disk = info->path != NULL, .fd = -1};
-    if (s.on_disk && f->cfg.rules.count) { /* one open per seal: the rules read this very file */
-        s.fd = open(info->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        struct stat st;
-        if (s.fd >= 0 && fstat(s.fd, &st) == 0) s.fd_dev = st.st_dev, s.fd_ino = st.st_ino;
-    }
+             .bytes = info->bytes, .len = info->len, .on_disk = info->path != NULL};
     pthread_mutex_lock(&f->lock);
     bool ok = seg_push(&f->incoming, s);
     pthread_mutex_unlock(&f->lock);
     if (!ok) { /* out of memory: this segment is not kept (a dump would say so) */
         free(s.bytes);
-        if (s.fd >= 0) close(s.fd);
     }
     wake(f);
 }
@@ -188,8 +190,6 @@ static void ask_seal(flight *f, uint64_t at_ns) {
 static void seg_free(seg *s) {
     free(s->bytes);
     s->bytes = NULL;
-    if (s->fd >= 0 && still_ours(s->fd, s->fd_dev, s->fd_ino)) close(s->fd); /* else the program's now */
-    s->fd = -1;
 }
 
 /* Drop the oldest segments past the budget (memory: bytes and age; disk: only the list). The
@@ -288,6 +288,7 @@ static void write_manifest(flight *f, dump *d, bool stopped) {
         d9_json_key(&j, "at_unix_ns"); d9_json_i64(&j, mono_to_unix_ns(d->at_ns));
         d9_json_key(&j, "at_mono_ns"); d9_json_u64(&j, d->at_ns);
         d9_json_key(&j, "merged_triggers"); d9_json_u64(&j, d->merged);
+        if (d->rule[0]) d9_json_key_f64(&j, "requested_after_ms", (double)d->requested_after_ns / 1e6);
         d9_json_object_end(&j);
         d9_json_key(&j, "window");
         d9_json_object_begin(&j);
@@ -488,25 +489,76 @@ static void on_rule_hit(const d9_flight_hit *hit, void *ctx) {
     f->last_rule_dump = d;
 }
 
-/* Rules over a newly sealed segment (memory: its bytes; disk: its file, mapped). */
-static void scan_segment(flight *f, const seg *s) {
-    if (f->cfg.rules.count == 0) return;
-    const uint8_t *data = s->bytes;
-    size_t len = s->len;
-    void *map = MAP_FAILED;
-    if (s->on_disk) { /* the file opened at its seal: compression or rotation since change nothing */
-        struct stat st;
-        if (s->fd < 0 || !still_ours(s->fd, s->fd_dev, s->fd_ino)) return;
-        if (fstat(s->fd, &st) == 0 && st.st_size > 0)
-            map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, s->fd, 0);
-        if (map == MAP_FAILED) return;
-        data = map;
-        len = (size_t)st.st_size;
+/* On the collector's thread, when a rule matched as it merged: a slot filled and the flight
+ * thread woken, nothing else (a burst beyond the slots is counted, it would be debounced). */
+void d9_flight_rule_matched(d9_flight_rule_kind kind, uint64_t begin_ns, uint64_t end_ns, uint64_t value,
+                            uint64_t worker, const char *event_name) {
+    flight *f = &g_flight;
+    if (!atomic_load_explicit(&f->active, memory_order_acquire)) return;
+    for (size_t i = 0; i < HIT_SLOTS; i++) {
+        int expected = 0;
+        hit_slot *h = &f->hits[i];
+        if (!atomic_compare_exchange_strong(&h->state, &expected, 1)) continue;
+        h->kind = kind;
+        h->begin_ns = begin_ns;
+        h->end_ns = end_ns;
+        h->value = value;
+        h->worker = worker;
+        h->event_name = event_name;
+        atomic_store_explicit(&h->state, 2, memory_order_release);
+        wake(f);
+        return;
     }
-    char err[256];
-    if (data && d9_flight_rules_scan(&f->eval, &f->cfg.rules, data, len, on_rule_hit, f, err, sizeof err) < 0)
-        fprintf(stderr, "dial9: trigger rules: segment %" PRIu64 " not read to its end: %s\n", s->seq, err);
-    if (map != MAP_FAILED) munmap(map, len);
+    atomic_fetch_add(&f->hits_lost, 1);
+}
+
+/* The collector's matches, oldest first, through every rule they satisfy. */
+static void take_hits(flight *f) {
+    hit_slot *ready[HIT_SLOTS];
+    size_t n = 0;
+    for (size_t i = 0; i < HIT_SLOTS; i++)
+        if (atomic_load_explicit(&f->hits[i].state, memory_order_acquire) == 2) ready[n++] = &f->hits[i];
+    for (size_t i = 1; i < n; i++) /* insertion sort by the event's time: a handful */
+        for (size_t j = i; j > 0 && ready[j - 1]->end_ns > ready[j]->end_ns; j--) {
+            hit_slot *t = ready[j];
+            ready[j] = ready[j - 1];
+            ready[j - 1] = t;
+        }
+    uint64_t now = mono_ns();
+    for (size_t i = 0; i < n; i++) {
+        const hit_slot *h = ready[i];
+        d9_flight_hit hit = {.begin_ns = h->begin_ns, .end_ns = h->end_ns};
+        switch (h->kind) {
+        case D9_RULE_POLL_MS:
+            snprintf(hit.what, sizeof hit.what, "PollEndEvent: worker %llu polled %.3f ms",
+                     (unsigned long long)h->worker, (double)h->value / 1e6);
+            break;
+        case D9_RULE_SCHED_DELAY_MS:
+            snprintf(hit.what, sizeof hit.what, "WorkerUnparkEvent: scheduling delay %.3f ms", (double)h->value / 1e6);
+            break;
+        case D9_RULE_DROPS:
+            snprintf(hit.what, sizeof hit.what, "DroppedEventsEvent: %llu events dropped", (unsigned long long)h->value);
+            break;
+        case D9_RULE_EVENT:
+            snprintf(hit.what, sizeof hit.what, "%s", h->event_name ? h->event_name : "?");
+            break;
+        }
+        /* every rule of its kind it satisfies (the collector compared with the lowest threshold) */
+        for (size_t k = 0; k < f->cfg.rules.count; k++) {
+            const d9_flight_rule *r = &f->cfg.rules.rule[k];
+            if (r->kind != h->kind) continue;
+            if ((r->kind == D9_RULE_POLL_MS || r->kind == D9_RULE_SCHED_DELAY_MS) && h->value <= r->threshold_ns) continue;
+            if (r->kind == D9_RULE_EVENT && (!h->event_name || strcmp(d9_flight_rule_event_name(r), h->event_name))) continue;
+            hit.rule = r;
+            dump *before = f->last_rule_dump;
+            on_rule_hit(&hit, f);
+            if (f->last_rule_dump && f->last_rule_dump != before)
+                f->last_rule_dump->requested_after_ns = now > h->end_ns ? now - h->end_ns : 0;
+        }
+        atomic_store_explicit(&((hit_slot *)h)->state, 0, memory_order_release);
+    }
+    uint64_t lost = atomic_exchange(&f->hits_lost, 0);
+    if (lost && f->last_rule_dump) f->last_rule_dump->merged += lost;
 }
 
 static void take_requests(flight *f) {
@@ -561,6 +613,7 @@ static void take_client(flight *f) {
 /* Segments sealed since the last round: into the store, through the rules, into the dumps. */
 static void round_once(flight *f, bool stopping) {
     take_incoming(f);
+    take_hits(f);
     take_requests(f);
     dumps_progress(f, stopping);
     store_trim(f, mono_ns());
@@ -577,10 +630,6 @@ static void take_incoming(flight *f) {
             continue;
         }
         f->store_bytes += in.items[i].len;
-        seg *s = &f->store.items[f->store.count - 1];
-        scan_segment(f, s);
-        if (s->fd >= 0 && still_ours(s->fd, s->fd_dev, s->fd_ino)) close(s->fd); /* read: not needed again */
-        s->fd = -1;
     }
     free(in.items);
 }
@@ -621,7 +670,8 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
     f->rule_times_n = f->rule_times_head = 0;
     f->last_rule_dump = NULL;
     f->stop = false;
-    d9_flight_eval_init(&f->eval);
+    for (size_t i = 0; i < HIT_SLOTS; i++) atomic_store(&f->hits[i].state, 0);
+    atomic_store(&f->hits_lost, 0);
     f->run_fd = fc->memory ? -1 : fcntl(d9_collector_run_dir_fd(col), F_DUPFD_CLOEXEC, 0);
     note_identity(f->run_fd, &f->run_dev, &f->run_ino);
     /* made once and never closed: a d9_dump racing d9_stop may still write to it */
@@ -654,6 +704,7 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
         return false;
     }
     atomic_store(&f->active, 1);
+    d9_rule_check_arm(&f->cfg.rules); /* the collector checks the rules from its next drain */
     return true;
 }
 
@@ -668,6 +719,7 @@ void d9_flight_collector_closing(void) {
 void d9_flight_stop(void) {
     flight *f = &g_flight;
     if (!atomic_exchange(&f->active, 0)) return;
+    d9_rule_check_disarm();
     pthread_mutex_lock(&f->lock);
     f->stop = true;
     f->col = NULL;
@@ -678,7 +730,6 @@ void d9_flight_stop(void) {
     for (size_t i = 0; i < f->store.count; i++) seg_free(&f->store.items[i]);
     free(f->store.items);
     f->store = (seg_list){0};
-    d9_flight_eval_free(&f->eval);
     if (still_ours(f->listen_fd, f->listen_dev, f->listen_ino)) close(f->listen_fd);
     if (still_ours(f->run_fd, f->run_dev, f->run_ino)) close(f->run_fd);
     f->listen_fd = f->run_fd = -1;
@@ -688,6 +739,7 @@ void d9_flight_stop(void) {
 void d9_flight_forget_after_fork(void) {
     flight *f = &g_flight;
     atomic_store(&f->active, 0);
+    d9_rule_check_disarm();
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     f->lock = m;
     /* the parent's: its memory is ours to drop, its descriptors are copies */

@@ -1,6 +1,6 @@
 /* The flight recorder's trigger rules (DIAL9_TRIGGERS, docs/flight-recorder.md): parsed once,
- * then evaluated on the background flight thread over each sealed segment as the decoder reads
- * it, never on the application's threads. */
+ * then checked by the collector as it merges the events (flight_rule_check.h), never on the
+ * application's threads. */
 #ifndef D9_CORE_FLIGHT_RULES_H
 #define D9_CORE_FLIGHT_RULES_H
 
@@ -8,7 +8,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/u64_map.h"
 
 #define D9_FLIGHT_MAX_RULES 16
 
@@ -44,18 +43,5 @@ typedef struct d9_flight_hit {
     uint64_t begin_ns, end_ns;
     char what[128];
 } d9_flight_hit;
-typedef void (*d9_flight_hit_fn)(const d9_flight_hit *hit, void *ctx);
-
-/* State kept across segments (a poll that starts in one and ends in the next). */
-typedef struct d9_flight_eval {
-    d9_u64_map poll_start; /* worker id -> the open poll's start */
-} d9_flight_eval;
-void d9_flight_eval_init(d9_flight_eval *ev);
-void d9_flight_eval_free(d9_flight_eval *ev);
-
-/* Read one uncompressed segment and call `fn` for each event a rule matches. Returns the
- * events read, or -1 with a message in err when the bytes do not decode to their end. */
-int64_t d9_flight_rules_scan(d9_flight_eval *ev, const d9_flight_rules *rules, const uint8_t *data, size_t len,
-                             d9_flight_hit_fn fn, void *ctx, char *err, size_t errlen);
 
 #endif

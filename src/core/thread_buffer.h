@@ -66,6 +66,7 @@ typedef struct d9_thread {
     /* ---- consumer-private decoding state ---- */
     uint32_t c_worker;
     uint64_t c_task;          /* task being polled, 0 if none */
+    uint64_t c_poll_start;    /* its start, kept only while trigger rules are armed (flight_rule_check.h) */
     uint64_t c_ss_wait;       /* run-queue wait at the thread's last schedstat read (D9_NS_UNKNOWN: none) */
     uint64_t c_cpu_value;     /* the last park's cpu_time_ns taken fast, which its unpark carries, */
     uint8_t c_cpu_bytes[16];  /* ... its varint's bytes (then garbage), as collector_merge.c writes */

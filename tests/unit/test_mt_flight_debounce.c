@@ -1,7 +1,9 @@
 /* Rule dumps' debounce and rate limit (docs/flight-recorder.md), with a burst of triggers that
  * happen at counted rounds (custom events, DIAL9_TRIGGERS=event:FlightBurstEvent):
  *  - DIAL9_DUMP_DEBOUNCE_SECS=3600: five triggers make one dump, its manifest counting the
- *    four that joined it;
+ *    four that joined it (a look-forward of a minute keeps the dump under way through the
+ *    burst: the rules fire as the collector merges, so a dump of no look-forward could be
+ *    written before the next trigger; d9_stop ends it with what there is);
  *  - no debounce, no window, DIAL9_DUMP_MAX_PER_HOUR=2: five triggers make two dumps. */
 #include <stdint.h>
 
@@ -19,7 +21,7 @@ static int record(void *arg) {
     setenv("DIAL9_DUMP_DEBOUNCE_SECS", a[1], 1);
     setenv("DIAL9_DUMP_MAX_PER_HOUR", a[2], 1);
     setenv("DIAL9_DUMP_LOOKBACK_SECS", "0", 1);
-    setenv("DIAL9_DUMP_LOOKFORWARD_SECS", "0", 1);
+    setenv("DIAL9_DUMP_LOOKFORWARD_SECS", a[3], 1);
     static const d9_field fields[] = {{"round", D9_U64}};
     const d9_event_type *burst = d9_event_type_define("FlightBurstEvent", fields, 1);
     d9_config cfg;
@@ -59,14 +61,14 @@ static int count_dumps(const char *base, uint64_t *merged) {
 int main(void) {
     uint64_t merged;
     char *base = d9t_mkdtemp("flight-debounce");
-    const char *debounced[] = {base, "3600", "100"};
+    const char *debounced[] = {base, "3600", "100", "60"};
     CHECK_EQ_U64(ft_run_child(record, debounced), 0);
     CHECK_EQ_U64(count_dumps(base, &merged), 1);
     CHECK_EQ_U64(merged, BURSTS - 1);
     if (d9t_failed == 0) d9t_rm_rf(base);
 
     char *base2 = d9t_mkdtemp("flight-ratelimit");
-    const char *limited[] = {base2, "0", "2"};
+    const char *limited[] = {base2, "0", "2", "0"};
     CHECK_EQ_U64(ft_run_child(record, limited), 0);
     CHECK_EQ_U64(count_dumps(base2, &merged), 2);
     CHECK_EQ_U64(merged, 0);

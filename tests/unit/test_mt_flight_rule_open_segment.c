@@ -1,0 +1,102 @@
+/* A rule fires while the segment holding its event is still open (docs/flight-recorder.md):
+ * memory mode with segments of an hour, a poll longer than the rule's threshold among ordinary
+ * ones, and no d9_flush: the dump must appear while the program still records. The collector
+ * checks the rules as it merges and the flight thread then asks it to seal; the old path, which
+ * matched rules only in sealed segments, waited for the hour (or for d9_stop). The wait for the
+ * manifest is bounded (30 s) only to fail rather than hang; the pass condition is that it
+ * appears at all before d9_stop. The time from the event to the dump's request (the manifest's
+ * requested_after_ms) is printed as a figure, not asserted. */
+#include <stdint.h>
+#include <time.h>
+
+#include "check.h"
+#include "dial9/dial9.h"
+#include "flight_test_util.h"
+
+#define ROUNDS 2000
+#define LONG_ROUND 1000
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+/* The one dump's manifest path, once it is written (the manifest comes last). */
+static bool manifest_written(const char *base, char *out, size_t len) {
+    char path[512], names[4][256];
+    snprintf(path, sizeof path, "%s/dumps", base);
+    if (ft_entries(path, names, 4) < 1) return false;
+    snprintf(out, len, "%s/%s/manifest.json", path, names[0]);
+    return access(out, F_OK) == 0;
+}
+
+static int record(void *arg) {
+    const char *base = arg;
+    ft_env(base);
+    setenv("DIAL9_MODE", "memory", 1);
+    setenv("DIAL9_TRIGGERS", "poll_ms>100", 1);
+    setenv("DIAL9_FLIGHT_SEGMENT_MS", "3600000", 1); /* sealed only after an hour, or at stop */
+    setenv("DIAL9_DUMP_LOOKBACK_SECS", "5", 1);
+    setenv("DIAL9_DUMP_LOOKFORWARD_SECS", "0", 1);
+    d9_config cfg;
+    if (d9_config_from_env(&cfg) != D9_OK || d9_start(&cfg) != D9_OK) {
+        fprintf(stderr, "start: %s\n", d9_last_error());
+        return 3;
+    }
+    d9_worker_begin("flight-test", 0);
+    for (int i = 0; i < ROUNDS; i++) {
+        d9_poll_begin((uint64_t)i + 1, D9_HERE);
+        if (i == LONG_ROUND) sleep_ms(150); /* never shorter than asked: > 100 ms for sure */
+        d9_poll_end();
+    }
+    /* still recording, the segment still open: the dump must come now */
+    char manifest[1024];
+    bool seen = false;
+    for (int waited = 0; waited < 30000 && !(seen = manifest_written(base, manifest, sizeof manifest)); waited += 10)
+        sleep_ms(10);
+    d9_worker_end();
+    d9_stop();
+    if (!seen) fprintf(stderr, "no dump within 30 s while the segment was open\n");
+    return seen ? 0 : 4;
+}
+
+static void on_event(const d9_event *ev, void *ctx) {
+    uint64_t *long_poll = ctx;
+    static uint64_t start, task;
+    if (d9t_is(ev, "PollStartEvent")) {
+        start = ev->ts_ns;
+        task = d9t_field_u(ev, "task_id");
+    } else if (d9t_is(ev, "PollEndEvent") && task == LONG_ROUND + 1) {
+        *long_poll = ev->ts_ns - start;
+    }
+}
+
+int main(void) {
+    char *base = d9t_mkdtemp("flight-open-segment");
+    CHECK_EQ_U64(ft_run_child(record, base), 0);
+
+    char path[512], names[4][256];
+    snprintf(path, sizeof path, "%s/dumps", base);
+    int dumps = ft_entries(path, names, 4);
+    CHECK_EQ_U64(dumps, 1);
+    if (dumps >= 1) {
+        char dir[800], file[1024];
+        snprintf(dir, sizeof dir, "%s/%s", path, names[0]);
+        snprintf(file, sizeof file, "%s/manifest.json", dir);
+        char *m = ft_read(file);
+        CHECK(m != NULL);
+        const char *after = m ? strstr(m, "\"requested_after_ms\": ") : NULL;
+        CHECK(m && strstr(m, "\"rule\": \"poll_ms>100\"") != NULL);
+        CHECK(after != NULL);
+        if (after) printf("event -> dump requested: %.3f ms\n", strtod(after + strlen("\"requested_after_ms\": "), NULL));
+        free(m);
+        uint64_t long_poll = 0;
+        CHECK_EQ_U64(d9t_decode_run(dir, on_event, &long_poll), 0);
+        CHECK(long_poll >= 150ull * 1000 * 1000); /* the dump holds the poll that fired */
+    }
+    if (d9t_failed == 0 && !getenv("FT_KEEP")) d9t_rm_rf(base);
+    else printf("kept %s\n", base);
+    free(base);
+    return d9t_summary("test_mt_flight_rule_open_segment");
+}

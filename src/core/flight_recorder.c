@@ -113,6 +113,8 @@ typedef struct flight {
     size_t rule_times_n, rule_times_head;
     uint64_t suppressed;
     uint64_t seal_asked_ns;
+    bool had_segment; /* a sealed segment has come in this recording: before that, the collector
+                       * holding no bytes means it has not written its first segment yet */
 } flight;
 
 static flight g_flight = {.wake_fd = -1, .wake_rd = -1, .listen_fd = -1, .run_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
@@ -432,7 +434,9 @@ static void dumps_progress(flight *f, bool stopping) {
             if (f->store.items[k].seq >= d->next_seq) add_segment(f, d, &f->store.items[k]);
         bool covered = d->held_to_ns >= d->to_ns ||
                        (f->store.count && f->store.items[f->store.count - 1].start_ns > d->to_ns);
-        if (!covered && !stopping && mono_ns() >= d->to_ns && nothing_open(f)) {
+        /* (not before the recording's first segment: a dump asked for right at the start would
+         * otherwise end empty; it waits for that segment's seal, or the bound below) */
+        if (!covered && !stopping && mono_ns() >= d->to_ns && f->had_segment && nothing_open(f)) {
             /* the window has ended and the collector holds no segment with bytes (an idle
              * program): what it sealed last is in incoming now, and then nothing more comes */
             take_incoming(f);
@@ -630,6 +634,7 @@ static void take_incoming(flight *f) {
             continue;
         }
         f->store_bytes += in.items[i].len;
+        f->had_segment = true;
     }
     free(in.items);
 }
@@ -667,6 +672,7 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
     f->store_bytes = f->evicted_to_ns = 0;
     f->ndumps = 0;
     f->dump_count = f->last_rule_at_ns = f->last_rule_to_ns = f->suppressed = f->seal_asked_ns = 0;
+    f->had_segment = false;
     f->rule_times_n = f->rule_times_head = 0;
     f->last_rule_dump = NULL;
     f->stop = false;

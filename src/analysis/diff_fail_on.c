@@ -60,7 +60,7 @@ int d9d_fail_on_parse(const char *spec, d9d_fail_on *out, char *err, size_t errl
     *out = (d9d_fail_on){0};
     const char *p = spec;
     if (!*p) {
-        snprintf(err, errlen, "--fail-on: empty (regression, new, data-loss, p50=+X, p99=+X, mean=+X)");
+        snprintf(err, errlen, "--fail-on: empty (regression, new, data-loss, p50=+X, p99=+X, mean=+X, heap_inuse=+X)");
         return -1;
     }
     for (;;) {

@@ -313,7 +313,12 @@ int d9_cmd_diff(int argc, char **argv) {
         if (rc != D9_EXIT_OK) fprintf(stderr, "dial9 diff: out of memory\n");
     }
     d9d_heap heap = {0};
-    if (rc == D9_EXIT_OK && mode == D9D_RUNS && d9d_heap_present(run[0].analysis) && d9d_heap_present(run[1].analysis)) {
+    bool heap_a = rc == D9_EXIT_OK && mode == D9D_RUNS && d9d_heap_present(run[0].analysis);
+    bool heap_b = rc == D9_EXIT_OK && mode == D9D_RUNS && d9d_heap_present(run[1].analysis);
+    if (heap_a != heap_b) /* said, not silently left out: the other run was recorded without it */
+        fprintf(stderr, "dial9 diff: only %c has heap samples: no heap section (record both with DIAL9_MEMORY_PROFILE_ENABLED=1)\n",
+                heap_a ? 'A' : 'B');
+    if (heap_a && heap_b) {
         if (d9d_heap_build(&heap, run[0].analysis, run[1].analysis) == 0) d->heap = &heap;
         else {
             fprintf(stderr, "dial9 diff: out of memory\n");

@@ -8,7 +8,8 @@
 # on purpose: on a loaded machine the sampler's ring can fill and drop samples, as
 # docs/heap-profiling.md says, and the seed does not make the drops repeat);
 # `--fail-on heap_inuse=+100%` breaks on it (exit 1) and names it, `--fail-on heap_inuse=+1GiB`
-# holds (exit 0); heap_inuse with --slowest is a usage error.
+# holds (exit 0); heap_inuse with --slowest is a usage error; against a run recorded without heap
+# profiling there is no section, stderr says why, and a heap gate breaks.
 set -u
 source "${D9_SOURCE_DIR:?D9_SOURCE_DIR is not set}/tests/preload/preload_lib.sh"
 HEAP="$HELPERS/d9p_heap"
@@ -78,4 +79,14 @@ rc=$?
 [ $rc = 2 ] && grep -q "heap_inuse=+10% compares two runs" "$WORK/usage.err" ||
     fail "heap_inuse with --slowest: exit $rc, $(cat "$WORK/usage.err")"
 echo "ok: heap_inuse needs two runs"
+
+# a run without heap samples against one with them: no section, said on stderr; a heap gate breaks
+DIAL9_TRACE_DIR="$WORK/off" LD_PRELOAD="$SHIM" "$HEAP" leak 100 >/dev/null 2>&1 || fail "d9p_heap without heap profiling"
+OFF=$(echo "$WORK"/off/*/)
+"$D9" diff --fail-on heap_inuse=+1GiB "${OFF%/}" "$B" >"$WORK/off.txt" 2>"$WORK/off.err"
+rc=$?
+[ $rc = 1 ] && ! grep -q '^HEAP' "$WORK/off.txt" && grep -q "only B has heap samples" "$WORK/off.err" &&
+    grep -q "^FAIL fail-on heap_inuse=+1GiB: no heap samples on both runs" "$WORK/off.txt" ||
+    fail "a run without heap samples: exit $rc, $(cat "$WORK/off.err") $(grep fail-on "$WORK/off.txt")"
+echo "ok: one run without heap samples: said, and a heap gate breaks"
 echo "PASS"

@@ -179,7 +179,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '..', '..');
 const dial9 = path.join(path.resolve(process.env.D9_BUILD_DIR || path.join(repo, 'build')), 'dial9');
 
-export function compareWithC(t, bytes, label) {
+function compareWithC(t, bytes, label) {
   if (!fs.existsSync(dial9)) {
     t.skip('dial9 is not built (' + dial9 + '): the comparison with analyze --json is skipped');
     return null;

@@ -294,6 +294,18 @@
   }
   const SITE_COLOUR = '#f0a030';
 
+  /* Events the recorder dropped (DroppedEventsEvent's counts): a lost sample makes the sums short,
+   * a lost free leaves its block counted in use to the end. */
+  function dropsNote(trace) {
+    const d = trace.other && trace.other.DroppedEventsEvent;
+    if (!d) return '';
+    const at = d.fields.indexOf('count') + 1; // rows start with the timestamp
+    let n = 0;
+    for (const r of d.rows) n += Number(r[at]) || 0;
+    return n > 0 ? '. The recorder dropped ' + n + (d.count > d.rows.length ? '+' : '') +
+      ' events: samples or frees among them leave these sums short, or blocks counted in use that were freed' : '';
+  }
+
   const view = { model: null, heap: null, root: null, focus: null, drawn: null, site: -1 };
 
   /* Whether the trace has heap samples (the top bar's Heap button shows then). */
@@ -319,7 +331,7 @@
     }
     $('heap-summary').textContent = heap.samples + ' samples (one per ' + heap.rate + ' bytes on average), ' +
       heap.frees + ' frees of sampled blocks, ' + heap.freesUnmatched + ' of blocks sampled before the trace; allocated ' +
-      bytes(heap.allocBytes) + ', in use at the end ' + bytes(heap.inuseBytes) + ' (weighted estimates)';
+      bytes(heap.allocBytes) + ', in use at the end ' + bytes(heap.inuseBytes) + ' (weighted estimates)' + dropsNote(model.trace);
     drawChart($('heap-chart'), heap, model.trace, view.site);
     drawFlame();
     const which = $('heap-kind').value;
@@ -375,5 +387,5 @@
     render(view.model);
   }
 
-  D9.heap = { compute, weight, oneMinusExpNeg, parseRate, ranked, tree, bytes, present, render, clickBox, clickSite, RATE_KEY, DEFAULT_RATE, view };
+  D9.heap = { compute, dropsNote, weight, oneMinusExpNeg, parseRate, ranked, tree, bytes, present, render, clickBox, clickSite, RATE_KEY, DEFAULT_RATE, view };
 })(typeof window !== 'undefined' ? (window.D9 = window.D9 || {}) : (globalThis.D9 = globalThis.D9 || {}));

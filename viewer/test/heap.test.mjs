@@ -166,6 +166,16 @@ test('flame graphs: in use and allocated bytes by frame, root first', () => {
   assert.ok(close(alloc.value, want[S1.join()].alloc + want[S2.join()].alloc + want[S3.join()].alloc));
 });
 
+test('drops: the panel says the recorder dropped events, and how many', () => {
+  assert.equal(H.dropsNote(D.decode(heapTraceBytes())), '');
+  const wr = new TraceWriter().header();
+  wr.schema(60, 'DroppedEventsEvent', true, [['count', T.VARINT], ['reason', T.POOLED_STRING], ['tid', T.U32], ['worker_id', T.VARINT]]);
+  wr.stringPool([[1, 'buffer_full']]);
+  wr.event(60, t0, [1400, 1, 100, 255]);
+  wr.event(60, t0 + 5n, [7, 1, 101, 255]);
+  assert.match(H.dropsNote(D.decode(wr.bytes())), /dropped 1407 events: samples or frees among them/);
+});
+
 test('no heap samples: nothing to show', () => {
   const wr = new TraceWriter().header();
   const id = declareBuiltins(wr);

@@ -96,6 +96,7 @@ typedef struct d9d_diff {
     uint64_t totals[2]; /* values per side over all groups of the first measure (--slowest) */
     size_t verdict_counts[D9D_VERDICTS];
     bool failed;       /* out of memory */
+    const struct d9d_heap *heap; /* the heap section (diff_heap.h): two runs with samples, else NULL */
 } d9d_diff;
 
 d9d_diff *d9d_new(d9d_mode mode, const d9d_options *opt);

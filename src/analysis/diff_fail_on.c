@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/diff_heap.h"
 #include "analysis/time_arg.h"
 #include "common/round.h"
 
@@ -25,6 +26,18 @@ static int parse_amount(const char *v, d9d_fail_item *it, char *err, size_t errl
         it->relative = true;
         it->percent = x;
         return 0;
+    }
+    if (it->kind == D9D_FAIL_HEAP_INUSE) {
+        static const struct { const char *unit; double bytes; } sizes[] = {
+            {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+        };
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+            if (!strcmp(end, sizes[i].unit)) {
+                it->bytes = d9_round_u64(x * sizes[i].bytes);
+                return 0;
+            }
+        snprintf(err, errlen, "'%s': '%s' needs a unit: %% (of A's value), B, KiB, MiB or GiB", it->text, v);
+        return -1;
     }
     static const struct { const char *unit; double ns; } units[] = {
         {"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9},
@@ -47,7 +60,7 @@ int d9d_fail_on_parse(const char *spec, d9d_fail_on *out, char *err, size_t errl
     *out = (d9d_fail_on){0};
     const char *p = spec;
     if (!*p) {
-        snprintf(err, errlen, "--fail-on: empty (regression, new, data-loss, p50=+X, p99=+X, mean=+X)");
+        snprintf(err, errlen, "--fail-on: empty (regression, new, data-loss, p50=+X, p99=+X, mean=+X, heap_inuse=+X)");
         return -1;
     }
     for (;;) {
@@ -70,11 +83,12 @@ int d9d_fail_on_parse(const char *spec, d9d_fail_on *out, char *err, size_t errl
             {"regression", D9D_FAIL_REGRESSION, false}, {"new", D9D_FAIL_NEW, false},
             {"data-loss", D9D_FAIL_DATA_LOSS, false},   {"p50", D9D_FAIL_P50, true},
             {"p99", D9D_FAIL_P99, true},                {"mean", D9D_FAIL_MEAN, true},
+            {"heap_inuse", D9D_FAIL_HEAP_INUSE, true},
         };
         size_t k = 0;
         while (k < sizeof keys / sizeof keys[0] && strcmp(keys[k].name, key)) k++;
         if (k == sizeof keys / sizeof keys[0]) {
-            snprintf(err, errlen, "--fail-on: '%s': unknown (regression, new, data-loss, p50=+X, p99=+X, mean=+X)", it->text);
+            snprintf(err, errlen, "--fail-on: '%s': unknown (regression, new, data-loss, p50=+X, p99=+X, mean=+X, heap_inuse=+X)", it->text);
             return -1;
         }
         it->kind = keys[k].kind;
@@ -100,6 +114,24 @@ int d9d_fail_on_parse(const char *spec, d9d_fail_on *out, char *err, size_t errl
 
 bool d9d_fail_item_needs_durations(const d9d_fail_item *it) {
     return it->kind == D9D_FAIL_P50 || it->kind == D9D_FAIL_P99 || it->kind == D9D_FAIL_MEAN;
+}
+
+bool d9d_fail_item_needs_runs(const d9d_fail_item *it) { return it->kind == D9D_FAIL_HEAP_INUSE; }
+
+/* heap_inuse=+X: the first site, in rank order, that grew that much; no heap section breaks the
+ * item (a gate on the heap that passes because profiling was off would hide the leak). */
+static bool heap_grew(const d9d_diff *d, const d9d_fail_item *it, char *why, size_t len) {
+    if (!d->heap) {
+        snprintf(why, len, "no heap samples on both runs (DIAL9_MEMORY_PROFILE_ENABLED=1 records them)");
+        return true;
+    }
+    const d9d_heap_row *r = d9d_heap_grown(d->heap, it->relative, it->percent, it->bytes);
+    if (!r) return false;
+    char x[32], y[32];
+    const char *leaf = strrchr(r->site, ';');
+    snprintf(why, len, "%.160s: in use %s -> %s", leaf ? leaf + 1 : r->site, d9d_bytes_str(x, sizeof x, r->inuse_bytes[0]),
+             d9d_bytes_str(y, sizeof y, r->inuse_bytes[1]));
+    return true;
 }
 
 /* Whether row r rose by the item's amount, with its test significant upwards. */
@@ -142,6 +174,7 @@ size_t d9d_fail_on_check(const d9d_fail_on *f, const d9d_diff *d, bool broken[D9
                              d->side[s].upload_lost_segments ? ", segments lost before upload" : "");
                 }
             break;
+        case D9D_FAIL_HEAP_INUSE: broken[i] = heap_grew(d, it, why[i], 256); break;
         default:
             for (size_t r = 0; r < d->nrows && !broken[i]; r++) {
                 uint64_t from, to;

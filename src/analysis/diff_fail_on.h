@@ -7,6 +7,9 @@
  *                   a group whose p50 / p99 / mean rose by at least X: +20% (of A's) or +2ms
  *                   (ns, us, ms, s), significantly (the test of that quantile, docs/diff.md),
  *                   whatever the default change thresholds; two runs or windows only
+ *   heap_inuse=+X   a heap allocation site whose bytes in use at the end rose by at least X:
+ *                   +50% (of A's; from nothing breaks any) or +1MiB (B, KiB, MiB, GiB); two
+ *                   runs with heap samples (diff_heap.h)
  * Parsing is all-or-nothing, with a message naming the bad item. */
 #ifndef D9_ANALYSIS_DIFF_FAIL_ON_H
 #define D9_ANALYSIS_DIFF_FAIL_ON_H
@@ -21,6 +24,7 @@
 
 typedef enum d9d_fail_kind {
     D9D_FAIL_REGRESSION, D9D_FAIL_NEW, D9D_FAIL_DATA_LOSS, D9D_FAIL_P50, D9D_FAIL_P99, D9D_FAIL_MEAN,
+    D9D_FAIL_HEAP_INUSE,
 } d9d_fail_kind;
 
 typedef struct d9d_fail_item {
@@ -28,6 +32,7 @@ typedef struct d9d_fail_item {
     bool relative;   /* X is a percentage of A's value, else ns */
     double percent;
     uint64_t ns;
+    uint64_t bytes;  /* heap_inuse: X in bytes, when not relative */
     char text[48];   /* the item as given */
 } d9d_fail_item;
 
@@ -41,6 +46,8 @@ int d9d_fail_on_parse(const char *spec, d9d_fail_on *out, char *err, size_t errl
 
 /* Whether an item needs two runs or windows (it compares quantiles of the same group). */
 bool d9d_fail_item_needs_durations(const d9d_fail_item *it);
+/* Whether an item needs two runs (the heap is whole-run: two windows of one run have one). */
+bool d9d_fail_item_needs_runs(const d9d_fail_item *it);
 
 /* Test every item on a finished diff: broken[i] says whether item i broke, why[i] why (or why
  * not). Returns how many broke. */

@@ -1,4 +1,5 @@
 /* `dial9 diff --json` (diff_render.h; the schema is docs/diff.md's). */
+#include "analysis/diff_heap.h"
 #include "analysis/diff_render.h"
 #include "common/json_writer.h"
 
@@ -91,6 +92,10 @@ void d9d_print_json(FILE *out, const d9d_diff *d, const d9d_gate *g) {
         d9_json_object_end(&j);
     }
     d9_json_array_end(&j);
+    if (d->heap) { /* two runs with heap samples (docs/diff.md, "Heap") */
+        d9_json_key(&j, "heap");
+        d9d_heap_print_json(&j, d->heap);
+    }
     if (g && g->f) {
         d9_json_key(&j, "fail_on");
         d9_json_array_begin(&j);

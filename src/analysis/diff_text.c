@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "analysis/diff_heap.h"
 #include "analysis/diff_render.h"
 #include "analysis/time_arg.h"
 
@@ -70,6 +71,7 @@ void d9d_print_text(FILE *out, const d9d_diff *d, size_t top, const d9d_gate *g)
         }
         if (n < d->nrows) fprintf(out, "... %zu more (--top 0 for all)\n", d->nrows - n);
     }
+    if (d->heap) d9d_heap_print_text(out, d->heap, top);
     if (g && g->f) {
         fprintf(out, "\n");
         for (size_t i = 0; i < g->f->n; i++)

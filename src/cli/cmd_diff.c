@@ -13,6 +13,7 @@
 #include "analysis/diff.h"
 #include "analysis/diff_fail_on.h"
 #include "analysis/diff_flame.h"
+#include "analysis/diff_heap.h"
 #include "analysis/diff_render.h"
 #include "analysis/diff_side.h"
 #include "cli/analysis_run.h"
@@ -42,7 +43,8 @@ static void diff_usage(FILE *out) {
             "  --slowest P%%          B = the polls at or above the (100-P)th percentile (0 < P <= 50)\n"
             "  --json                one JSON object (schema dial9.diff, version 1: docs/diff.md)\n"
             "  --fail-on SPEC        exit 1 when: regression, new, data-loss, p50=+X, p99=+X, mean=+X\n"
-            "                        (X: +20%% of A's value or +2ms), comma-separated\n"
+            "                        (X: +20%% of A's value or +2ms), comma-separated;\n"
+            "                        heap_inuse=+X (a heap site's in-use bytes at the end: +50%%, +1MiB)\n"
             "  --flame OUT           differential folded stacks (CPU and off-CPU samples, 'stack A B'\n"
             "                        per line: flamegraph.pl draws it; two runs or windows only)\n"
             "  --min-polls N         fewer polls on a side are not judged (default 20)\n"
@@ -273,6 +275,13 @@ int d9_cmd_diff(int argc, char **argv) {
                         fail_on.items[i].text);
                 return D9_EXIT_USAGE;
             }
+    if (have_fail_on && mode != D9D_RUNS)
+        for (size_t i = 0; i < fail_on.n; i++)
+            if (d9d_fail_item_needs_runs(&fail_on.items[i])) {
+                fprintf(stderr, "dial9 diff: --fail-on %s compares two runs (a heap is a whole run's)\n",
+                        fail_on.items[i].text);
+                return D9_EXIT_USAGE;
+            }
     for (int s = 0; s < 2; s++)
         if (d9_cli_check_window("diff", &side[s].opt.from, &side[s].opt.to) != 0) return D9_EXIT_USAGE;
 
@@ -303,6 +312,19 @@ int d9_cmd_diff(int argc, char **argv) {
         }
         if (rc != D9_EXIT_OK) fprintf(stderr, "dial9 diff: out of memory\n");
     }
+    d9d_heap heap = {0};
+    bool heap_a = rc == D9_EXIT_OK && mode == D9D_RUNS && d9d_heap_present(run[0].analysis);
+    bool heap_b = rc == D9_EXIT_OK && mode == D9D_RUNS && d9d_heap_present(run[1].analysis);
+    if (heap_a != heap_b) /* said, not silently left out: the other run was recorded without it */
+        fprintf(stderr, "dial9 diff: only %c has heap samples: no heap section (record both with DIAL9_MEMORY_PROFILE_ENABLED=1)\n",
+                heap_a ? 'A' : 'B');
+    if (heap_a && heap_b) {
+        if (d9d_heap_build(&heap, run[0].analysis, run[1].analysis) == 0) d->heap = &heap;
+        else {
+            fprintf(stderr, "dial9 diff: out of memory\n");
+            rc = D9_EXIT_DATA;
+        }
+    }
     bool broken = false;
     if (rc == D9_EXIT_OK) {
         d9d_finish(d);
@@ -321,6 +343,7 @@ int d9_cmd_diff(int argc, char **argv) {
         if (flame && write_flame(flame, run[0].analysis, run[1].analysis) != 0) broken = true;
     }
     d9d_free(d);
+    d9d_heap_free(&heap);
     for (int s = 0; s < nruns; s++) d9_analysis_run_end(&run[s], "diff");
     if (rc != D9_EXIT_OK) return rc;
     return broken ? D9_EXIT_DATA : D9_EXIT_OK;

@@ -162,6 +162,8 @@
     P.renderPoi(model, state.poiKind, state.poiActive);
     renderDetails();
     P.renderInfo(model, info);
+    $('heap-btn').hidden = !D9.heap.present(trace);
+    if (!$('heap').hidden) D9.heap.render(model);
     const names = trace.files.map((f) => f.name).filter(Boolean);
     document.title = (names.length ? names.join(', ') + ' — ' : '') + 'dial9 trace viewer';
     window.dial9Viewer.loaded = {
@@ -375,6 +377,10 @@
       flame.focus = node === flame.focus ? null : node; // click the top box to zoom back out
       drawFlame();
     });
+    $('heap-btn').onclick = () => toggleHeap();
+    $('heap-kind').onchange = () => D9.heap.render(state.model);
+    $('heap-boxes').addEventListener('click', (e) => D9.heap.clickBox(e.target.closest('.fg-box')));
+    $('heap-sites').addEventListener('click', (e) => D9.heap.clickSite(e.target.closest('tr[data-site]')));
     $('help-btn').onclick = () => toggle('help');
     for (const el of document.querySelectorAll('[data-close]')) el.onclick = () => { $(el.dataset.close).hidden = true; };
     $('help').addEventListener('click', (e) => { if (e.target === $('help')) $('help').hidden = true; });
@@ -483,6 +489,12 @@
       (flame.focus ? ' · zoomed on ' + flame.focus.name + ' (click it to zoom out)' : ' · click a frame to zoom in');
   }
 
+  /* ---- the sampled heap (viewer/src/heap.js) ---- */
+  function toggleHeap() {
+    $('heap').hidden = !$('heap').hidden;
+    if (!$('heap').hidden && state.model) D9.heap.render(state.model);
+  }
+
   function bindDrop() {
     let depth = 0;
     const overlay = $('drop-overlay');
@@ -523,6 +535,7 @@
         if (!$('help').hidden) $('help').hidden = true;
         else if (!$('info').hidden) $('info').hidden = true;
         else if (!$('flame').hidden) $('flame').hidden = true;
+        else if (!$('heap').hidden) $('heap').hidden = true;
         else if (state.selection) select(null);
         else if (timeline.task !== null) selectTask(null);
         return;
@@ -549,6 +562,7 @@
         case 't': case 'T': setTimeMode(timeline.timeMode === 'relative' ? 'absolute' : 'relative'); break;
         case 'i': case 'I': toggle('info'); break;
         case 'g': case 'G': toggleFlame(); break;
+        case 'h': case 'H': toggleHeap(); break;
         default: handled = false;
       }
       if (handled) {

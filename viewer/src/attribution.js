@@ -359,5 +359,66 @@
     unknown: ['#4a5468', 'not covered by the trace (no switch records, governor, drops)'],
   };
 
-  D9.attribution = { PARTS, STYLE, attributor, causeOf, isLockFrame, baseName, coverage };
+  /* The model's attributor, built at the first selection that needs it. */
+  function ofModel(model) {
+    if (!model.attribution) model.attribution = attributor(model.trace, model.symbols ? model.symbols.lookup : null);
+    return model.attribution;
+  }
+
+  /* One bar of the parts (coloured, each part's value in its tooltip) and its legend; `id` names
+   * the bar (id) and the legend (id + '-parts'); data-part / data-ns carry the exact values. */
+  function barHtml(id, parts, total) {
+    const F = D9.format;
+    const pct = (v) => (total > 0 ? (100 * v / total).toFixed(1) + ' %' : '');
+    const shown = PARTS.map((name, k) => [name, parts[k]]);
+    const bar = '<div class="attr-bar" id="' + id + '">' + shown.filter((p) => p[1] > 0).map(([name, v]) =>
+      '<span data-part="' + name + '" data-ns="' + v + '" title="' + name + ' ' + F.duration(v) + ' (' + pct(v) + ')" style="background:' +
+      STYLE[name][0] + ';flex:' + v + ' 0 0"></span>').join('') + '</div>';
+    const legend = '<ul class="attr-parts" id="' + id + '-parts">' + shown.filter((p) => p[1] > 0).map(([name, v]) =>
+      '<li data-part="' + name + '" data-ns="' + v + '"><span class="dot" style="background:' + STYLE[name][0] + '"></span>' + name +
+      ' <b>' + F.duration(v) + '</b> <span class="muted">' + pct(v) + ' · ' + STYLE[name][1] + '</span></li>').join('') + '</ul>';
+    return bar + legend;
+  }
+
+  /* The selected poll's section: its parts as one bar, and why a part is unknown. */
+  function pollHtml(model, i) {
+    const at = ofModel(model);
+    const P = model.trace.polls;
+    const parts = at.parts(i);
+    const d = P.end[i] - P.start[i];
+    let note = '';
+    if (!at.coverage.any) note = 'This trace has no switch records (source.off_cpu not active), so where the time went is unknown.';
+    else if (parts[UNKNOWN] > 0) note = 'Unknown: the cost governor recorded context switches only partly here, or events of this worker were dropped.';
+    return '<div class="section-title">Where its time went</div>' + barHtml('detail-attr', parts, d) +
+      (note ? '<p class="muted small" id="detail-attr-note">' + note + '</p>' : '');
+  }
+
+  /* A span's "poll" part split by cause: the polls of its tasks, clipped to the span. Shown only
+   * when they do not overlap each other (two tasks polled at once on two workers): their sum is
+   * then the span's poll part exactly. */
+  function spanPollHtml(model, s) {
+    if (!(s.poll > 0) || !D9.model) return '';
+    const at = ofModel(model);
+    const P = model.trace.polls;
+    const lo = s.begin;
+    const hi = Math.max(s.end, s.begin);
+    const total = new Float64Array(PARTS.length);
+    const tasks = s.endTask && s.endTask !== s.beginTask ? [s.beginTask, s.endTask] : [s.beginTask];
+    let sum = 0;
+    for (const task of tasks) {
+      if (!task) continue;
+      for (const i of D9.model.pollsOfTask(model, task)) {
+        if (P.end[i] <= lo || P.start[i] >= hi) continue;
+        const r = at.parts(i, lo, hi);
+        for (let k = 0; k < PARTS.length; k++) {
+          total[k] += r[k];
+          sum += r[k];
+        }
+      }
+    }
+    if (sum !== s.poll) return '';
+    return '<div class="section-title">Its polls: where their time went</div>' + barHtml('detail-span-attr', total, sum);
+  }
+
+  D9.attribution = { PARTS, STYLE, attributor, causeOf, isLockFrame, baseName, coverage, ofModel, barHtml, pollHtml, spanPollHtml };
 })(typeof window !== 'undefined' ? (window.D9 = window.D9 || {}) : (globalThis.D9 = globalThis.D9 || {}));

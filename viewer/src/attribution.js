@@ -393,11 +393,11 @@
       (note ? '<p class="muted small" id="detail-attr-note">' + note + '</p>' : '');
   }
 
-  /* A span's "poll" part split by cause: the polls of its tasks, clipped to the span. Shown only
-   * when they do not overlap each other (two tasks polled at once on two workers): their sum is
-   * then the span's poll part exactly. */
-  function spanPollHtml(model, s) {
-    if (!(s.poll > 0) || !D9.model) return '';
+  /* A span's "poll" part split by cause: the polls of its tasks, clipped to the span. Null
+   * when they overlap each other (two tasks polled at once on two workers): only without
+   * overlap is their sum the span's poll part exactly. */
+  function spanPollParts(model, s) {
+    if (!(s.poll > 0) || !D9.model) return null;
     const at = ofModel(model);
     const P = model.trace.polls;
     const lo = s.begin;
@@ -416,9 +416,13 @@
         }
       }
     }
-    if (sum !== s.poll) return '';
-    return '<div class="section-title">Its polls: where their time went</div>' + barHtml('detail-span-attr', total, sum);
+    return sum === s.poll ? total : null;
   }
 
-  D9.attribution = { PARTS, STYLE, attributor, causeOf, isLockFrame, baseName, coverage, ofModel, barHtml, pollHtml, spanPollHtml };
+  function spanPollHtml(model, s) {
+    const parts = spanPollParts(model, s);
+    return parts ? '<div class="section-title">Its polls: where their time went</div>' + barHtml('detail-span-attr', parts, s.poll) : '';
+  }
+
+  D9.attribution = { PARTS, STYLE, attributor, causeOf, isLockFrame, baseName, coverage, ofModel, barHtml, pollHtml, spanPollParts, spanPollHtml };
 })(typeof window !== 'undefined' ? (window.D9 = window.D9 || {}) : (globalThis.D9 = globalThis.D9 || {}));

@@ -346,3 +346,53 @@ test('causes: frame names as the C model reads them', () => {
   assert.equal(cause([]), 'blocked_other');
   assert.equal(cause(['__lll_lock_wait'], true), 'runnable');
 });
+
+// A span's polls by cause (the span details' second bar): its task's polls clipped to the span.
+test('a span\'s polls split by cause: the parts of its tasks\' polls inside it', () => {
+  require('../src/spans.js');
+  const ENTER = [['worker_id', T.VARINT], ['span_id', T.VARINT], ['parent_span_id', T.VARINT | T.OPT],
+    ['span_name', T.POOLED_STRING], ['task_id', T.VARINT], ['tid', T.U32]];
+  const EXIT = [['worker_id', T.VARINT], ['span_id', T.VARINT], ['span_name', T.POOLED_STRING], ['task_id', T.VARINT], ['tid', T.U32]];
+  const w = new TraceWriter().header();
+  const id = declareBuiltins(w);
+  w.schema(40, 'SchedSwitchEvent', true, SWITCH);
+  w.schema(41, 'SpanEnterEvent', true, ENTER);
+  w.schema(42, 'SpanExitEvent', true, EXIT);
+  w.stringPool([[0, ''], [1, 'req'], [2, 'handler.c:1'], [3, '__lll_lock_wait']]);
+  w.stackPool([[1, [0x7f0000001000n]]]);
+  const at = (ms) => 9000000000n + BigInt(Math.round(ms * MS));
+  w.event(id.SegmentMetadataEvent, at(0), [[['source.off_cpu', 'active: perf switch records']]]);
+  const sw = (worker, ms, out, preempted = false) => w.event(40, at(ms), [100 + worker, worker, out, preempted, null]);
+  // worker 0: task 1's poll 0..4 ms, preempted 0.5..0.8 (before the span), a lock wait 2..3
+  w.event(id.PollStartEvent, at(0), [0, 0, 1, 2]);
+  sw(0, 0.5, true, true);
+  sw(0, 0.8, false);
+  w.event(41, at(1), [0, 1, null, 1, 1, 100]);
+  w.event(id.CpuSampleEvent, at(1.998), [0, 100, 1, null, 1, null]);
+  sw(0, 2, true);
+  sw(0, 3, false);
+  w.event(id.PollEndEvent, at(4), [0]);
+  // worker 1: task 1's poll 10..16 ms, preempted 11..12, blocked 12.5..14 (no stack); the span
+  // ends at 13
+  w.event(id.PollStartEvent, at(10), [1, 0, 1, 2]);
+  sw(1, 11, true, true);
+  sw(1, 12, false);
+  sw(1, 12.5, true);
+  w.event(42, at(13), [1, 1, 1, 1, 101]);
+  sw(1, 14, false);
+  w.event(id.PollEndEvent, at(16), [1]);
+  w.event(id.SymbolTableEntry, at(20), [0x7f0000001000n, 0x100, 3, 0, 0, 0]);
+  const tr = D.decode(w.bytes());
+  const spans = globalThis.window.D9.spans.pair(tr).spans;
+  assert.equal(spans.length, 1);
+  const s = spans[0];
+  assert.equal(s.poll, 6 * MS, 'its poll part: 1..4 and 10..13 ms');
+  const model = { trace: tr, symbols: M.makeSymbolizer(tr) };
+  const parts = A.spanPollParts(model, s);
+  const named = Object.fromEntries(A.PARTS.map((p, k) => [p, parts[k]]).filter(([, v]) => v));
+  assert.deepEqual(named, { on_cpu: 3.5 * MS, lock: 1 * MS, blocked_other: 0.5 * MS, runnable: 1 * MS });
+  assert.match(A.spanPollHtml(model, s), /id="detail-span-attr"/);
+  // the whole polls, for comparison: the preemption before the span and the rest of the block
+  const whole = A.attributor(tr, model.symbols.lookup);
+  assert.deepEqual(Array.from(whole.parts(0)).filter((v, k) => k === 6), [0.3 * MS]);
+});

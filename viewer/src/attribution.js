@@ -218,72 +218,99 @@
     return names;
   }
 
-  /* worker id -> {out: Float64Array, in: Float64Array, cause: Uint8Array}, sorted by out. */
+  /* worker id -> {out: Float64Array, in: Float64Array, cause: Uint8Array}, sorted by out.
+   * Typed columns and sorts only where the records are out of order: a million switch records
+   * take well under a second at the first selection. */
   function intervals(trace, lookup) {
     const W = trace.switches;
     const n = W ? W.count : 0;
-    // pair per thread, in time order (file order on ties)
-    const order = Array.from({ length: n }, (_, i) => i);
-    order.sort((a, b) => W.tid[a] - W.tid[b] || W.ts[a] - W.ts[b] || a - b);
-    const byWorker = new Map();
-    const tidWorker = new Map();
-    for (let k = 0; k + 1 < n; k++) {
-      const a = order[k];
-      const b = order[k + 1];
-      const w = W.worker[a];
-      if (Number.isFinite(w) && w !== WORKER_NONE) tidWorker.set(W.tid[a], w);
-      if (!W.out[a] || W.out[b] || W.tid[b] !== W.tid[a]) continue;
-      k++;
-      if (!Number.isFinite(w) || w === WORKER_NONE) continue;
-      let list = byWorker.get(w);
-      if (!list) byWorker.set(w, (list = []));
-      list.push({ out: W.ts[a], in: W.ts[b], preempted: W.preempted[a] === 1, sample: -1 });
+    // each thread's records in time order (file order on ties): usually they are already
+    const byTid = new Map();
+    for (let i = 0; i < n; i++) {
+      let l = byTid.get(W.tid[i]);
+      if (!l) byTid.set(W.tid[i], (l = []));
+      l.push(i);
     }
-    for (const list of byWorker.values()) list.sort((x, y) => x.out - y.out);
+    const lists = new Map(); // worker -> {out, in, pre}: plain arrays while pairing
+    const tidWorker = new Map(); // for samples without a worker id
+    for (const [tid, l] of byTid) {
+      let sorted = true;
+      for (let k = 1; k < l.length && sorted; k++) sorted = W.ts[l[k - 1]] <= W.ts[l[k]];
+      if (!sorted) l.sort((a, b) => W.ts[a] - W.ts[b] || a - b);
+      for (let k = 0; k < l.length; k++) {
+        const a = l[k];
+        const w = W.worker[a];
+        const isWorker = Number.isFinite(w) && w !== WORKER_NONE;
+        if (isWorker) tidWorker.set(tid, w);
+        // a switch-out and the next record of its thread, a switch-in: one off-CPU interval
+        if (k + 1 >= l.length || !W.out[a] || W.out[l[k + 1]]) continue;
+        const b = l[++k];
+        if (!isWorker) continue;
+        let o = lists.get(w);
+        if (!o) lists.set(w, (o = { out: [], in: [], pre: [] }));
+        o.out.push(W.ts[a]);
+        o.in.push(W.ts[b]);
+        o.pre.push(W.preempted[a]);
+      }
+    }
+    const byWorker = new Map();
+    for (const [w, o] of lists) {
+      const m = o.out.length;
+      let idx = null;
+      for (let j = 1; j < m && !idx; j++) {
+        if (o.out[j] < o.out[j - 1]) idx = Array.from({ length: m }, (_, x) => x).sort((x, y) => o.out[x] - o.out[y] || x - y);
+      }
+      const r = { out: new Float64Array(m), in: new Float64Array(m), pre: new Uint8Array(m), sample: new Int32Array(m).fill(-1), cause: new Uint8Array(m) };
+      for (let j = 0; j < m; j++) {
+        const x = idx ? idx[j] : j;
+        r.out[j] = o.out[x];
+        r.in[j] = o.in[x];
+        r.pre[j] = o.pre[x];
+      }
+      byWorker.set(w, r);
+    }
     // each context-switch sample to the first interval of its worker whose switch-out is within
     // 50 us of it, that has none yet and had not ended when it was taken
     const S = trace.cpuSamples;
     const samples = [];
     for (let i = 0; i < S.count; i++) if (S.source[i] !== 0) samples.push(i);
-    samples.sort((a, b) => S.ts[a] - S.ts[b] || a - b);
+    let inOrder = true;
+    for (let k = 1; k < samples.length && inOrder; k++) inOrder = S.ts[samples[k - 1]] <= S.ts[samples[k]];
+    if (!inOrder) samples.sort((a, b) => S.ts[a] - S.ts[b] || a - b);
     for (const i of samples) {
       let w = S.worker[i];
       if (!Number.isFinite(w) || w === WORKER_NONE) w = tidWorker.get(S.tid[i]);
-      const list = w === undefined ? null : byWorker.get(w);
-      if (!list) continue;
+      const L = w === undefined ? null : byWorker.get(w);
+      if (!L) continue;
+      const ts = S.ts[i];
       let lo = 0;
-      let hi = list.length;
+      let hi = L.out.length;
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
-        if (list[mid].out + MATCH_NS < S.ts[i]) lo = mid + 1;
+        if (L.out[mid] + MATCH_NS < ts) lo = mid + 1;
         else hi = mid;
       }
-      for (let j = lo; j < list.length && list[j].out <= S.ts[i] + MATCH_NS; j++) {
-        if (list[j].sample < 0 && S.ts[i] < list[j].in) {
-          list[j].sample = i;
+      for (let j = lo; j < L.out.length && L.out[j] <= ts + MATCH_NS; j++) {
+        if (L.sample[j] < 0 && ts < L.in[j]) {
+          L.sample[j] = i;
           break;
         }
       }
     }
     const causeByStack = new Map();
-    const out = new Map();
-    for (const [w, list] of byWorker) {
-      const o = { out: new Float64Array(list.length), in: new Float64Array(list.length), cause: new Uint8Array(list.length) };
-      list.forEach((v, j) => {
-        o.out[j] = v.out;
-        o.in[j] = v.in;
+    for (const L of byWorker.values()) {
+      for (let j = 0; j < L.out.length; j++) {
         let c = BLOCKED_OTHER;
-        if (v.preempted) c = RUNNABLE;
-        else if (v.sample >= 0) {
-          const st = S.stack[v.sample];
+        if (L.pre[j]) c = RUNNABLE;
+        else if (L.sample[j] >= 0) {
+          const st = S.stack[L.sample[j]];
           c = causeByStack.get(st);
           if (c === undefined) causeByStack.set(st, (c = causeOf(false, framesNames(trace, lookup, st))));
         }
-        o.cause[j] = c;
-      });
-      out.set(w, o);
+        L.cause[j] = c;
+      }
     }
-    return out;
+    return byWorker;
   }
 
   /*

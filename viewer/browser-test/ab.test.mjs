@@ -2,8 +2,8 @@
 // base build (A) and with handle_lookup 2 ms slower (B). Opened as two traces, the drawer shows
 // per spawn location the poll counts of `dial9 diff --json A B`; as two windows of A (the first
 // and the second half of its polls), those of `dial9 diff --json --a-from --a-to --b-from --b-to`.
-// Counts, not durations: the machine is busy. The slow build's location is the one whose p50
-// grows by at least 2 ms, which holds however slow the machine is. Skips, saying so, when the
+// Counts, not durations: the machine is busy; the slow build's handle_lookup has a p50 of 2 ms
+// or more in B, which holds however slow the machine is (its 2 ms are CPU time). Skips, saying so, when the
 // build (D9_BUILD_DIR, else ./build) lacks the workloads or the CLI.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -77,13 +77,14 @@ test('A/B of two traces: per spawn location the poll counts of dial9 diff', asyn
   assert.match(await page.locator('#ab-body').textContent(), /Open the trace B/);
   await page.setInputFiles('#ab-file-b', segments(runB));
   assert.deepEqual(await shownCounts(page), c);
-  // the slower handler: B's p50 at least 2 ms above A's, in the viewer's own numbers
+  // the slower handler: each of its calls in B burns 2 ms of its thread's CPU time, so B's p50
+  // is at least 2 ms however busy the machine (A's is not compared: load only lengthens it)
   const p50 = await page.evaluate(() => {
     const S = window.D9.ab.state;
     const rows = window.D9.ab.compare(window.D9.ab.groups(S.a.trace), window.D9.ab.groups(S.b.trace));
-    return Object.fromEntries(rows.map((r) => [r.name, r.b.p50 - r.a.p50]));
+    return Object.fromEntries(rows.map((r) => [r.name, r.b.p50]));
   });
-  assert.ok(p50.handle_lookup >= 2e6, 'handle_lookup is 2 ms slower in B: ' + JSON.stringify(p50));
+  assert.ok(p50.handle_lookup >= 2e6, 'handle_lookup takes 2 ms or more in B: ' + JSON.stringify(p50));
   assert.equal(await page.locator('#ab-table tr[data-loc="handle_lookup"] svg.ab-hist').count(), 1, 'its histograms');
   await screenshot(page, 'ab-two-traces');
   assert.deepEqual(errors, []);

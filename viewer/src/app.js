@@ -131,6 +131,7 @@
     info.modelMs = performance.now() - t0;
     state.model = model;
     state.info = info;
+    if (D9.ab) D9.ab.traceChanged();
     state.selection = null;
     state.poiActive = -1;
     timeline.setModel(model);
@@ -382,6 +383,7 @@
     $('heap-boxes').addEventListener('click', (e) => D9.heap.clickBox(e.target.closest('.fg-box')));
     $('heap-sites').addEventListener('click', (e) => D9.heap.clickSite(e.target.closest('tr[data-site]')));
     $('help-btn').onclick = () => toggle('help');
+    if (D9.ab) D9.ab.init({ model: () => state.model, view: () => [timeline.t0, timeline.t1] });
     for (const el of document.querySelectorAll('[data-close]')) el.onclick = () => { $(el.dataset.close).hidden = true; };
     $('help').addEventListener('click', (e) => { if (e.target === $('help')) $('help').hidden = true; });
 
@@ -536,6 +538,7 @@
         else if (!$('info').hidden) $('info').hidden = true;
         else if (!$('flame').hidden) $('flame').hidden = true;
         else if (!$('heap').hidden) $('heap').hidden = true;
+        else if ($('ab') && !$('ab').hidden) $('ab').hidden = true;
         else if (state.selection) select(null);
         else if (timeline.task !== null) selectTask(null);
         return;

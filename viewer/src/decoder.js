@@ -36,7 +36,7 @@ function dial9DecoderFactory() {
   const K = {
     OTHER: 0, POLL_START: 1, POLL_END: 2, PARK: 3, UNPARK: 4, QUEUE: 5, SPAWN: 6, TERMINATE: 7,
     WAKE: 8, CPU: 9, DUMP: 10, META: 11, CLOCK: 12, SYMBOL: 13, COVERAGE: 14, ORIGIN: 15,
-    SPAN_ENTER: 16, SPAN_EXIT: 17, ALLOC: 18, FREE: 19,
+    SPAN_ENTER: 16, SPAN_EXIT: 17, ALLOC: 18, FREE: 19, SWITCH: 20, DROP: 21,
   };
   const KNOWN = {
     PollStartEvent: [K.POLL_START, ['worker_id', 'task_id', 'spawn_loc', 'local_queue']],
@@ -59,6 +59,9 @@ function dial9DecoderFactory() {
     // the sampled heap (docs/heap-profiling.md), dial9's names: weighted by viewer/src/heap.js
     AllocEvent: [K.ALLOC, ['tid', 'size', 'addr', 'callchain']],
     FreeEvent: [K.FREE, ['tid', 'addr', 'size', 'alloc_timestamp_ns']],
+    // the thread's off-CPU intervals and the drops that leave gaps: viewer/src/attribution.js
+    SchedSwitchEvent: [K.SWITCH, ['tid', 'worker_id', 'switch_out', 'preempted']],
+    DroppedEventsEvent: [K.DROP, ['worker_id', 'tid', 'count']],
     SymbolTableEntry: [K.SYMBOL, ['addr', 'size', 'symbol_name', 'inline_depth', 'source_file', 'source_line']],
   };
 
@@ -656,6 +659,25 @@ function dial9DecoderFactory() {
         if (s.kind === K.ALLOC) t.c.stack[i] = idOrMinus(slot(s, 3));
         return;
       }
+      case K.SWITCH:
+        t = tables.switches;
+        if (t.n === t.cap) grow(t);
+        i = t.n++;
+        t.c.ts[i] = ts;
+        t.c.tid[i] = num(slot(s, 0));
+        t.c.worker[i] = num(slot(s, 1));
+        t.c.out[i] = num(slot(s, 2)) ? 1 : 0;
+        t.c.preempted[i] = num(slot(s, 3)) ? 1 : 0;
+        return;
+      case K.DROP:
+        t = tables.drops;
+        if (t.n === t.cap) grow(t);
+        i = t.n++;
+        t.c.ts[i] = ts;
+        t.c.worker[i] = num(slot(s, 0));
+        t.c.tid[i] = num(slot(s, 1));
+        t.c.lost[i] = num(slot(s, 2));
+        return;
       case K.META: {
         const e = slot(s, 0);
         meta.push({ ts, entries: Array.isArray(e) ? e : [] });
@@ -1035,6 +1057,8 @@ function dial9DecoderFactory() {
       heapAllocs: makeTable({ ts: Float64Array, seq: Float64Array, meta: Int32Array, tid: Float64Array, size: Float64Array, addrLo: Uint32Array, addrHi: Uint32Array, stack: Int32Array }),
       heapFrees: makeTable({ ts: Float64Array, seq: Float64Array, meta: Int32Array, tid: Float64Array, size: Float64Array, addrLo: Uint32Array, addrHi: Uint32Array }),
       symbols: makeTable({ addrLo: Uint32Array, addrHi: Uint32Array, size: Float64Array, name: Int32Array, inlineDepth: Float64Array, file: Int32Array, line: Float64Array }),
+      switches: makeTable({ ts: Float64Array, tid: Float64Array, worker: Float64Array, out: Uint8Array, preempted: Uint8Array }),
+      drops: makeTable({ ts: Float64Array, worker: Float64Array, tid: Float64Array, lost: Float64Array }),
     };
     other = {};
     meta = [];
@@ -1133,6 +1157,8 @@ function dial9DecoderFactory() {
       symbols: raw.symbols,
       heapAllocs: raw.heapAllocs, // in the data's order (viewer/src/heap.js)
       heapFrees: raw.heapFrees,
+      switches: raw.switches, // SchedSwitchEvent in file order: {ts, tid, worker, out, preempted}
+      drops: raw.drops, // DroppedEventsEvent in file order: {ts, worker, tid, lost (its count)}
       metadata: meta,
       clockSyncs: clocks,
       spanMarks: spanMarks.map((m) => ({
@@ -1153,7 +1179,7 @@ function dial9DecoderFactory() {
     const add = (tab) => {
       for (const k in tab) if (ArrayBuffer.isView(tab[k])) out.push(tab[k].buffer);
     };
-    for (const k of ['polls', 'parks', 'wakes', 'cpuSamples', 'taskDumps', 'queueSamples', 'spawns', 'terminates', 'symbols', 'heapAllocs', 'heapFrees']) add(trace[k]);
+    for (const k of ['polls', 'parks', 'wakes', 'cpuSamples', 'taskDumps', 'queueSamples', 'spawns', 'terminates', 'symbols', 'heapAllocs', 'heapFrees', 'switches', 'drops']) add(trace[k]);
     for (const s of trace.stacks) out.push(s.buffer);
     return out;
   }

@@ -297,12 +297,11 @@
   /* Events the recorder dropped (DroppedEventsEvent's counts): a lost sample makes the sums short,
    * a lost free leaves its block counted in use to the end. */
   function dropsNote(trace) {
-    const d = trace.other && trace.other.DroppedEventsEvent;
+    const d = trace.drops; // every DroppedEventsEvent, as the decoder keeps them (no cap)
     if (!d) return '';
-    const at = d.fields.indexOf('count') + 1; // rows start with the timestamp
     let n = 0;
-    for (const r of d.rows) n += Number(r[at]) || 0;
-    return n > 0 ? '. The recorder dropped ' + n + (d.count > d.rows.length ? '+' : '') +
+    for (let i = 0; i < d.count; i++) n += d.lost[i] || 0;
+    return n > 0 ? '. The recorder dropped ' + n +
       ' events: samples or frees among them leave these sums short, or blocks counted in use that were freed' : '';
   }
 

@@ -551,5 +551,6 @@
     wakeDelays, blockedPolls, coverageOf,
     build, lowerBound, upperBound, spanAt, samplesIn, pollsOfTask, wakesOfTask, wakeOfPoll, runnableFrom, pollRankOf,
     nextPollOf, taskInfo, stackFrames, stackTruncated, colorOf, schedColorOf, legendGradient, topK,
+    makeSymbolizer,
   };
 })(window.D9 = window.D9 || {});

@@ -276,6 +276,7 @@
       '<button class="btn tiny" data-act="neighbour" data-dir="-1" title="Previous poll on this worker">◀ prev poll</button>' +
       '<button class="btn tiny" data-act="neighbour" data-dir="1" title="Next poll on this worker">next poll ▶</button>' +
       '</div>';
+    if (D9.attribution) html += D9.attribution.pollHtml(model, i); // viewer/src/attribution.js
     if (ctx.task !== null) html += taskCard(model, ctx.task, ctx.taskPolls, ctx.taskWakes);
     html += '<div class="section-title">CPU samples in this poll <span class="count" id="detail-sample-count">' + samples.length + '</span></div>';
     if (!samples.length) {
@@ -349,6 +350,7 @@
         s.ended ? ['Ended on', '<span id="detail-span-end">' + who(s.endWorker, s.endTask, s.endTid) + '</span>'] : null,
       ]);
     html += '<div class="section-title">Where its time went</div>' + bar + legend;
+    if (D9.attribution) html += D9.attribution.spanPollHtml(model, s);
     html += '<div class="actions"><button class="btn tiny" data-act="zoom">Zoom to span <kbd>F</kbd></button></div>';
     if (ctx.task !== null) html += taskCard(model, ctx.task, ctx.taskPolls, ctx.taskWakes);
     return html;

@@ -120,6 +120,20 @@ for (const name of names) {
     }
     assert.deepEqual(sortKeys(jsSamples), sortKeys(samples));
 
+    // switch records and drops (viewer/src/attribution.js reads them)
+    const switches = rows.filter((r) => r.event === 'SchedSwitchEvent').map((r) =>
+      [r.ts.toString(), r.fields.tid, r.fields.worker_id, r.fields.switch_out ? 1 : 0, r.fields.preempted ? 1 : 0]);
+    const jsSwitches = [];
+    for (let i = 0; i < tr.switches.count; i++) {
+      jsSwitches.push([abs(tr, tr.switches.ts[i]).toString(), tr.switches.tid[i], tr.switches.worker[i], tr.switches.out[i], tr.switches.preempted[i]]);
+    }
+    assert.deepEqual(jsSwitches, switches);
+    const drops = rows.filter((r) => r.event === 'DroppedEventsEvent').map((r) =>
+      [r.ts.toString(), r.fields.worker_id, r.fields.tid, r.fields.count]);
+    const jsDrops = [];
+    for (let i = 0; i < tr.drops.count; i++) jsDrops.push([abs(tr, tr.drops.ts[i]).toString(), tr.drops.worker[i], tr.drops.tid[i], tr.drops.lost[i]]);
+    assert.deepEqual(jsDrops, drops);
+
     // task spawns and terminations
     const spawns = rows.filter((r) => r.event === 'TaskSpawnEvent').map((r) => r.fields.task_id).sort();
     assert.deepEqual(Array.from(tr.spawns.task).sort(), spawns);

@@ -77,6 +77,12 @@ bool d9_clock_tsc_trustworthy(void) {
     return tsc;
 }
 
+void d9_clock_forget_after_fork(void) {
+    /* a fork while another thread ran the check: the child has the lock held by no thread */
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    g_auto_lock = m;
+}
+
 /* Why the last d9_clock_select chose its clock. */
 static char g_reason[sizeof g_auto_reason];
 

@@ -34,6 +34,8 @@ d9_clock_mode d9_clock_select(d9_clock_mode requested);
  * it, or a kvm-clock guest's pvclock page marks it stable and a cross-CPU check passes). Asked
  * once per process (the check: a few ms); d9_clock_reason says why after a d9_clock_select. */
 bool d9_clock_tsc_trustworthy(void);
+/* In a forked child: the lock of auto's choice, which a thread of the parent may have held. */
+void d9_clock_forget_after_fork(void);
 /* Why the last d9_clock_select chose its clock: a sentence (metadata `clock_reason`). */
 const char *d9_clock_reason(void);
 /* The CPU's invariant TSC (CPUID 0x80000007 EDX bit 8). */

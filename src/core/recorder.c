@@ -106,6 +106,7 @@ void d9_recorder_forget_after_fork(void) {
      * parent's files: drop everything without touching it. */
     __atomic_store_n(&d9__active, 0, __ATOMIC_RELAXED);
     d9_pause_ends_clear();
+    d9_clock_forget_after_fork();
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     g_rec.lifecycle = m;

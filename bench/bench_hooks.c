@@ -14,7 +14,7 @@
 
 #include "bench.h"
 
-typedef enum hook_kind { HOOK_POLL, HOOK_PARK, HOOK_WAKE } hook_kind;
+typedef enum hook_kind { HOOK_POLL, HOOK_POLL_FUSED, HOOK_PARK, HOOK_WAKE } hook_kind;
 
 #define MIN_WARMUP_BATCHES 8
 
@@ -51,6 +51,14 @@ static void poll_pairs(uint32_t events, const d9_loc *where) {
     }
 }
 
+/* The same events, each end and the next begin in one call (a nested callback's entry or
+ * exit): one clock read for two events (docs/clock.md). */
+static void fused_polls(uint32_t events, const d9_loc *where) {
+    d9_poll_begin(1, where);
+    for (uint32_t i = 1; i < events / 2; i++) d9_poll_end_begin((i & 63) + 1, where);
+    d9_poll_end();
+}
+
 static void park_pairs(uint32_t events) {
     for (uint32_t i = 0; i < events / 2; i++) {
         d9_park();
@@ -65,6 +73,7 @@ static void wakes(uint32_t events) {
 static void run_batch(hook_kind kind, uint32_t events, const d9_loc *where) {
     switch (kind) {
     case HOOK_POLL: poll_pairs(events, where); break;
+    case HOOK_POLL_FUSED: fused_polls(events, where); break;
     case HOOK_PARK: park_pairs(events); break;
     case HOOK_WAKE: wakes(events); break;
     }
@@ -241,6 +250,7 @@ void bench_hook_costs(const bench_opts *o) {
     if (!dir || bench_start(dir, BENCH_SCHEDSTAT_DEFAULT) != 0) exit(1);
     measure(o, "poll begin+end", HOOK_POLL, 1, NULL);
     measure(o, "poll begin+end", HOOK_POLL, 2, NULL);
+    measure(o, "poll end+begin in one call", HOOK_POLL_FUSED, 1, NULL);
     measure_in_context(o);
     measure(o, "wake", HOOK_WAKE, 1, NULL);
     measure(o, "wake", HOOK_WAKE, 2, NULL);

@@ -4,7 +4,8 @@
  * so no event is dropped (callgrind runs the threads one at a time, and slowly). The pairs are
  * polls, or park/unpark pairs with D9_BENCH_PAIRS=park (at the default schedstat resolution
  * nearly all of them unread, the common case of a busy loop), or span begin/end pairs with
- * D9_BENCH_PAIRS=span. */
+ * D9_BENCH_PAIRS=span, or a poll's end and the next one's begin in one call with
+ * D9_BENCH_PAIRS=fused (d9_poll_end_begin: a nested callback's entry or exit). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     const char *kind = getenv("D9_BENCH_PAIRS");
     bool parks = kind && strcmp(kind, "park") == 0;
     bool spans = kind && strcmp(kind, "span") == 0;
+    bool fused = kind && strcmp(kind, "fused") == 0;
+    if (fused) d9_poll_begin(1, where);
     const d9_loc *span = D9_SPAN_NAME("bench_span");
     for (uint64_t i = 0; i < pairs; i++) {
         if (i > 0 && i % PAIRS_PER_FLUSH == 0) d9_flush();
@@ -31,6 +34,8 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
         } else if (spans) {
             d9_span_begin(span, i);
             d9_span_end(span, i);
+        } else if (fused) {
+            d9_poll_end_begin((i & 63) + 1, where);
         } else {
             d9_poll_begin((i & 63) + 1, where);
             d9_poll_end();
@@ -38,6 +43,7 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     }
     /* Drained by the background thread, so d9_stop on this thread finds nothing left: the
      * recording thread's count then holds the hooks and the loop, not the encoding. */
+    if (fused) d9_poll_end();
     d9_flush();
     d9_stop();
     d9_stats st;

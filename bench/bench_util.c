@@ -121,11 +121,9 @@ void bench_machine_header(const bench_opts *o) {
     printf("  load average %s%s\n", load,
            atof(load) > 0.5 ? "   <- the machine is busy: numbers will be noisy" : "");
     d9_clock_mode mode = D9_CLOCK_AUTO;
-    bool trusted = d9_clock_tsc_trustworthy();
     if (bench_clock_from_env(&mode) != 0) exit(2);
-    bool tsc = mode == D9_CLOCK_TSC || (mode == D9_CLOCK_AUTO && trusted);
-    printf("  event clock  %s (%s%s)\n", tsc ? "TSC" : "CLOCK_MONOTONIC",
-           mode == D9_CLOCK_AUTO ? "DIAL9_CLOCK=auto: " : "DIAL9_CLOCK forces it; auto: ",
-           trusted ? "the kernel vouches for the TSC" : "the kernel lists no usable TSC clocksource");
+    /* as d9_start chooses (clock_auto.h), with its reason */
+    bool tsc = d9_clock_select(mode) == D9_CLOCK_TSC;
+    printf("  event clock  %s (%s)\n", tsc ? "TSC" : "CLOCK_MONOTONIC", d9_clock_reason());
     printf("  traces in    %s (removed at exit)\n", o->scratch);
 }

@@ -350,6 +350,7 @@ D9_API uint32_t d9__worker_begin(const char *runtime, uint32_t index);
 D9_API void d9__worker_end(void);
 D9_API void d9__poll_begin(uint64_t task_id, const d9_loc *where);
 D9_API void d9__poll_end(void);
+D9_API void d9__poll_end_begin(uint64_t task_id, const d9_loc *where);
 D9_API void d9__park(void);
 D9_API void d9__unpark(void);
 /* While paused: the end of a poll / park this thread began while recording (else nothing). */
@@ -382,6 +383,13 @@ D9_INLINE void d9_poll_begin(uint64_t task_id, const d9_loc *where) {
 }
 D9_INLINE void d9_poll_end(void) {
     if (D9__ACTIVE()) d9__poll_end();
+    else if (D9__PAUSED(1)) d9__poll_end_paused();
+}
+
+/* A poll ends and the next one begins at once on this thread (a callback nested in another's,
+ * a loop moving on to the next connection): d9_poll_end then d9_poll_begin, at one clock read. */
+D9_INLINE void d9_poll_end_begin(uint64_t task_id, const d9_loc *where) {
+    if (D9__ACTIVE()) d9__poll_end_begin(task_id, where);
     else if (D9__PAUSED(1)) d9__poll_end_paused();
 }
 

@@ -1,18 +1,20 @@
 #include "core/clock.h"
 
 #include <cpuid.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "common/small_file.h"
+#include "core/clock_auto.h"
 
 bool d9_clock_use_tsc;
 
 /* CPUID leaf 0x80000007, EDX bit 8: the invariant TSC, from which the kernel sets both
  * constant_tsc and nonstop_tsc. Asked of the CPU: /proc/cpuinfo would cost ~0.1 ms here and
  * far more on a large host (the kernel reads every CPU's frequency for it). */
-static bool cpu_has_invariant_tsc(void) {
+bool d9_clock_cpu_invariant_tsc(void) {
     /* Two CPUID instructions, not the four that two __get_cpuid calls make (each asks for the
      * highest leaf first): a hypervisor traps every one (8-14 µs each on our VM). */
     if ((unsigned)__get_cpuid_max(0x80000000u, NULL) < 0x80000007u) return false; /* int in clang's cpuid.h */
@@ -33,7 +35,7 @@ static bool names_tsc(const char *list) {
     return false;
 }
 
-bool d9_clock_tsc_trustworthy_in(const char *clocksource_dir) {
+bool d9_clock_kernel_lists_tsc_in(const char *clocksource_dir) {
     char path[512], line[256];
     /* The kernel's current clocksource is the TSC: it checked it (synchronized across CPUs at
      * bring-up, watched against another clock unless the hypervisor vouches for it). */
@@ -48,14 +50,43 @@ bool d9_clock_tsc_trustworthy_in(const char *clocksource_dir) {
         snprintf(path, sizeof path, "%s/available_clocksource", clocksource_dir);
         kernel_trusts = d9_read_small_file(path, line, sizeof line) > 0 && names_tsc(line);
     }
-    /* Also require the CPU to advertise an invariant TSC so frequency changes and idle states
-     * do not skew it. */
-    return kernel_trusts && cpu_has_invariant_tsc();
+    return kernel_trusts;
 }
 
-bool d9_clock_tsc_trustworthy(void) {
-    return d9_clock_tsc_trustworthy_in("/sys/devices/system/clocksource/clocksource0");
+bool d9_clock_tsc_trustworthy_in(const char *clocksource_dir) {
+    /* Also require the CPU to advertise an invariant TSC so frequency changes and idle states
+     * do not skew it. */
+    return d9_clock_kernel_lists_tsc_in(clocksource_dir) && d9_clock_cpu_invariant_tsc();
 }
+
+/* auto's choice, made once per process when it was conclusive: the hardware does not change
+ * between two d9_start, and the cross-CPU check costs a few ms. An inconclusive check (its
+ * threads did not get their CPUs in time) is asked again at the next start. */
+static pthread_mutex_t g_auto_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool g_auto_known, g_auto_tsc;
+static char g_auto_reason[320];
+
+bool d9_clock_tsc_trustworthy(void) {
+    pthread_mutex_lock(&g_auto_lock);
+    if (!g_auto_known) {
+        d9_clock_probe probe = {.invariant_tsc = -1};
+        g_auto_tsc = d9_clock_auto_decide(&probe, g_auto_reason, sizeof g_auto_reason, &g_auto_known);
+    }
+    bool tsc = g_auto_tsc;
+    pthread_mutex_unlock(&g_auto_lock);
+    return tsc;
+}
+
+void d9_clock_forget_after_fork(void) {
+    /* a fork while another thread ran the check: the child has the lock held by no thread */
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    g_auto_lock = m;
+}
+
+/* Why the last d9_clock_select chose its clock. */
+static char g_reason[sizeof g_auto_reason];
+
+const char *d9_clock_reason(void) { return g_reason; }
 
 bool d9_clock_mode_parse(const char *s, d9_clock_mode *out) {
     if (strcasecmp(s, "auto") == 0) *out = D9_CLOCK_AUTO;
@@ -71,6 +102,13 @@ static d9_anchor g_selected_at;
 d9_clock_mode d9_clock_select(d9_clock_mode requested) {
     bool tsc = requested == D9_CLOCK_TSC ||
                (requested == D9_CLOCK_AUTO && d9_clock_tsc_trustworthy());
+    if (requested == D9_CLOCK_AUTO) {
+        pthread_mutex_lock(&g_auto_lock);
+        memcpy(g_reason, g_auto_reason, sizeof g_reason);
+        pthread_mutex_unlock(&g_auto_lock);
+    } else {
+        snprintf(g_reason, sizeof g_reason, "DIAL9_CLOCK=%s", tsc ? "tsc (not checked)" : "monotonic");
+    }
     __atomic_store_n(&d9_clock_use_tsc, tsc, __ATOMIC_RELAXED); /* hooks may be reading it */
     g_selected_at = d9_clock_anchor_now();
     return tsc ? D9_CLOCK_TSC : D9_CLOCK_MONOTONIC;

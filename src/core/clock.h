@@ -30,10 +30,20 @@ static inline uint64_t d9_clock_ticks(void) {
 bool d9_clock_mode_parse(const char *s, d9_clock_mode *out);
 /* Decide the tick source. Returns the mode chosen (TSC or MONOTONIC). */
 d9_clock_mode d9_clock_select(d9_clock_mode requested);
-/* Whether this machine's TSC is safe to use: invariant, and the kernel's current clocksource or
- * one it lists as available (not marked unstable). */
+/* Whether DIAL9_CLOCK=auto takes the TSC on this machine (clock_auto.h: the kernel vouches for
+ * it, or a kvm-clock guest's pvclock page marks it stable and a cross-CPU check passes). Asked
+ * once per process (the check: a few ms); d9_clock_reason says why after a d9_clock_select. */
 bool d9_clock_tsc_trustworthy(void);
-/* The same, reading current_clocksource and available_clocksource in `clocksource_dir`. */
+/* In a forked child: the lock of auto's choice, which a thread of the parent may have held. */
+void d9_clock_forget_after_fork(void);
+/* Why the last d9_clock_select chose its clock: a sentence (metadata `clock_reason`). */
+const char *d9_clock_reason(void);
+/* The CPU's invariant TSC (CPUID 0x80000007 EDX bit 8). */
+bool d9_clock_cpu_invariant_tsc(void);
+/* Whether the kernel vouches for its TSC: `tsc` is the current_clocksource or an
+ * available_clocksource in `clocksource_dir` (a TSC it marked unstable is not listed). */
+bool d9_clock_kernel_lists_tsc_in(const char *clocksource_dir);
+/* That and an invariant TSC. */
 bool d9_clock_tsc_trustworthy_in(const char *clocksource_dir);
 
 typedef struct d9_anchor {

@@ -117,6 +117,47 @@ void d9__poll_end(void) {
     POLL_END_BODY(ticks);
 }
 
+/* A poll's end and the next poll's begin, back to back on this thread (a callback nested in
+ * another's, the shim's loop moving on to another connection): one clock read for both
+ * records, both committed at once. The records are the two of d9__poll_end and d9__poll_begin,
+ * at the same tick: the time between the two calls was nobody's anyway. */
+#define POLL_END_BEGIN_WORDS (D9_REC_WORDS_POLL_END + D9_REC_WORDS_POLL_BEGIN)
+#define POLL_END_BEGIN_BODY(ticks)                                                         \
+    r[0] = D9_REC_HEADER((ticks), D9_REC_POLL_END);                                        \
+    r[D9_REC_WORDS_POLL_END] = D9_REC_HEADER((ticks), D9_REC_POLL_BEGIN);                  \
+    r[D9_REC_WORDS_POLL_END + 1] = task_id;                                                \
+    r[D9_REC_WORDS_POLL_END + 2] = loc | (uint64_t)t->local_queue << 32;                   \
+    d9_thread_commit(t, POLL_END_BEGIN_WORDS);                                             \
+    t->unpark_ticks = 0;                                                                   \
+    __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED)
+
+SLOW void poll_end_begin_slow(uint64_t task_id, const d9_loc *where) {
+    uint32_t loc = d9_loc_id(where);
+    d9_thread *t = d9_thread_current();
+    if (__builtin_expect(t == NULL, 0)) return;
+    uint64_t *r = d9_thread_reserve(t, POLL_END_BEGIN_WORDS);
+    if (__builtin_expect(r == NULL, 0)) { /* two events lost: the reserve counted one */
+        atomic_store_explicit(&t->drops_total, atomic_load_explicit(&t->drops_total, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+        return;
+    }
+    uint64_t now = d9_clock_ticks(); /* once: the body uses it twice */
+    POLL_END_BEGIN_BODY(now);
+}
+
+static __attribute__((noinline)) void poll_end_begin_other_clock(uint64_t task_id, const d9_loc *where) {
+    uint32_t loc = loc_id_if_known(where);
+    FAST_PATH_ANY_CLOCK(POLL_END_BEGIN_WORDS, loc != 0, poll_end_begin_slow(task_id, where));
+    POLL_END_BEGIN_BODY(ticks);
+}
+
+void d9__poll_end_begin(uint64_t task_id, const d9_loc *where) {
+    UNLESS_TSC(poll_end_begin_other_clock(task_id, where));
+    uint32_t loc = loc_id_if_known(where);
+    FAST_PATH_READING(POLL_END_BEGIN_WORDS, loc != 0, poll_end_begin_slow(task_id, where), __rdtsc());
+    POLL_END_BEGIN_BODY(ticks);
+}
+
 /* Paused: only an end whose begin was recorded (a pause from inside the poll). Polls do not
  * nest in the format (the adapters end the outer one before an inner one begins): one flag. */
 void d9__poll_end_paused(void) {

@@ -106,6 +106,7 @@ void d9_recorder_forget_after_fork(void) {
      * parent's files: drop everything without touching it. */
     __atomic_store_n(&d9__active, 0, __ATOMIC_RELAXED);
     d9_pause_ends_clear();
+    d9_clock_forget_after_fork();
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     g_rec.lifecycle = m;
@@ -270,6 +271,7 @@ static int start(const d9_config *cfg) {
         /* symbolizing: what each segment holds to name is listed as it is written, not read back */
         if (d9_pipeline_max_growth(r->pipeline) > 0) d9_collector_collect_symbols(r->col);
     }
+    d9_run_metadata_set(d9_collector_metadata(r->col), "clock_reason", "%s", d9_clock_reason());
     (void)d9_flight_start(&flight, r->col, r->run_id); /* without it: no dumps, the recording goes on */
     d9_sources_start(&r->cfg, r->col);
     d9_on_sources_started_fn on_started = atomic_load_explicit(&g_on_sources_started, memory_order_acquire);

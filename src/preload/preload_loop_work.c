@@ -404,10 +404,13 @@ const char *d9p_loop_name(void) {
  * polls are per connection, at the first. */
 static void begin_poll(loop_thread *l, int fd, uint64_t task) {
     if (fd >= 0 && !l->said_connection) {
+        end_poll(l); /* the note goes between the polls */
         say_loop(l, true);
         l->said_connection = true;
     }
-    d9_poll_begin(task, l->loc);
+    /* the poll in progress ends here, with nothing owed between: one clock read for both */
+    if (l->in_poll && !l->owed_terminate) d9_poll_end_begin(task, l->loc);
+    else d9_poll_begin(task, l->loc);
     l->in_poll = true;
     l->cur_fd = fd;
     l->cur_task = task;
@@ -506,6 +509,6 @@ void d9p_loop_io_slow(int fd) {
      * files the handler writes (logs) are not */
     if (!atomic_load_explicit(&g_task[fd], memory_order_relaxed) && !in_set(g_watched, fd)) return;
     uint64_t task = task_of(fd);
-    end_poll(l);
+    if (l->owed_terminate) end_poll(l); /* else begin_poll ends it */
     begin_poll(l, fd, task);
 }

@@ -44,6 +44,12 @@ CLOCK_CALLS_PARK_MONOTONIC=3
 # the same fast path; measured TSC 70.1 (a poll 65.1: the end, too, checks its name is
 # interned and stores the id), CLOCK_MONOTONIC 114.1 (126.1 with one twin for both kinds).
 BOUND_SPAN_TSC=80
+# a poll's end and the next one's begin in one call (d9_poll_end_begin, a nested callback's
+# entry or exit): measured TSC 42.1 (a begin + end in two calls 65.1), CLOCK_MONOTONIC 64.1
+# and one clock_gettime (103.1 and two): one clock read, one commit, one test of the ring.
+BOUND_FUSED_TSC=50
+BOUND_FUSED_MONOTONIC=75
+CLOCK_CALLS_FUSED=1
 BOUND_SPAN_MONOTONIC=125
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/poll-instructions.XXXXXX")
@@ -54,6 +60,7 @@ count() { # kind clock pairs -> instructions inside the two hooks, clock_gettime
   local out="$dir/cg.$1.$2.$3" hooks=(--toggle-collect='d9__poll_begin' --toggle-collect='d9__poll_end')
   [ "$1" = park ] && hooks=(--toggle-collect='d9__park' --toggle-collect='d9__unpark')
   [ "$1" = span ] && hooks=(--toggle-collect='d9__span_begin' --toggle-collect='d9__span_end')
+  [ "$1" = fused ] && hooks=(--toggle-collect='d9__poll_end_begin')
   D9_BENCH_PAIRS=$1 D9_BENCH_CONFIG_FROM_ENV=1 DIAL9_SCHEDSTAT_RESOLUTION_US=1000000 DIAL9_CLOCK=$2 \
     valgrind --tool=callgrind --callgrind-out-file="$out" "${hooks[@]}" \
     "$bench" --instructions "$3" >"$out.stdout" 2>"$out.stderr" || {
@@ -75,6 +82,7 @@ check() { # kind clock bound
   local n1=2000 n2=22000 a b per_pair what="one recorded poll (begin + end)"
   [ "$1" = park ] && what="one recorded park + unpark"
   [ "$1" = span ] && what="one recorded span (begin + end)"
+  [ "$1" = fused ] && what="one poll's end and the next one's begin in one call"
   local ca cb clock_reads counted
   counted=$(count "$1" "$2" $n1) && read -r a ca <<<"$counted"
   counted=$(count "$1" "$2" $n2) && read -r b cb <<<"$counted"
@@ -100,6 +108,8 @@ check() { # kind clock bound
 check poll tsc $BOUND_TSC
 check poll monotonic $BOUND_MONOTONIC
 check park monotonic $BOUND_PARK_MONOTONIC $CLOCK_CALLS_PARK_MONOTONIC
+check fused tsc $BOUND_FUSED_TSC $CLOCK_CALLS_FUSED
+check fused monotonic $BOUND_FUSED_MONOTONIC $CLOCK_CALLS_FUSED
 check span tsc $BOUND_SPAN_TSC
 check span monotonic $BOUND_SPAN_MONOTONIC
 [ $failed = 0 ] && echo "PASS" || exit 1

@@ -55,24 +55,34 @@ static inline void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc
     f->loc = s->poll_loc;
     f->owed_terminate = s->owed_terminate;
     f->owed_object = s->owed_object;
-    if (s->depth++) d9_poll_end();
+    bool nested = s->depth++ != 0;
     s->poll_task = task;
     s->poll_loc = loc;
     s->owed_terminate = 0;
     s->owed_object = NULL;
-    d9_poll_begin(task, loc);
+    /* nested: the outer poll ends where this one begins, at one clock read */
+    if (nested) d9_poll_end_begin(task, loc);
+    else d9_poll_begin(task, loc);
 }
 
 static inline void d9a_poll_exit(const d9a_frame *f) {
     if (!f->recording) return;
     d9a_thread *s = &d9a_self;
-    d9_poll_end();
-    if (s->owed_terminate) d9_task_terminate(s->owed_terminate);
+    uint64_t owed = s->owed_terminate;
+    if (owed) { /* the terminate goes between this poll's end and the outer one's resumption */
+        d9_poll_end();
+        d9_task_terminate(owed);
+    }
     s->owed_terminate = f->owed_terminate;
     s->owed_object = f->owed_object;
     s->poll_task = f->task;
     s->poll_loc = f->loc;
-    if (--s->depth) d9_poll_begin(f->task, f->loc);
+    if (--s->depth) {
+        if (owed) d9_poll_begin(f->task, f->loc);
+        else d9_poll_end_begin(f->task, f->loc); /* the outer poll resumes: one clock read */
+    } else if (!owed) {
+        d9_poll_end();
+    }
 }
 
 /* The poll in progress is the last one of its task (a request completes, a handle's close

@@ -34,8 +34,17 @@ typedef struct stack_entry {
     uint32_t n;
 } stack_entry;
 
+/* The writer of a table's last row in this segment, and its hour: the next row of the same
+ * hour goes to the same writer, whose last row already holds this segment's identity. */
+typedef struct row_cache {
+    pq_writer *w;
+    int64_t hour;
+    bool valid, skip;
+} row_cache;
+
 typedef struct seg {
     d9f_output *out;
+    row_cache last[D9F_TABLES];
     const char *seg_id, *path;
     char *service, *instance, *boot, *run, *metadata_json;
     d9m_schedstat ss;
@@ -172,9 +181,25 @@ static int read_prelude(seg *s) {
 /* ---- rows ---- */
 
 /* The writer for a row at wall, with the identity columns put; NULL with *skip when the
- * partition holds this segment already, NULL on an error. */
+ * partition holds this segment already, NULL on an error. Within an hour the output's answer
+ * is the same for every row of the segment: asked once, and the identity strings are put as
+ * "the previous row's again" (no hashing, no compare). */
 static pq_writer *row(seg *s, d9f_table t, int64_t wall, bool *skip) {
+    int64_t hour = (wall >= 0 ? wall : 0) / NS_PER_HOUR; /* the output's partition hour */
+    row_cache *c = &s->last[t];
+    if (c->valid && c->hour == hour) {
+        *skip = c->skip;
+        if (!c->w) return NULL;
+        pq_put_same(c->w, D9F_COL_INSTANCE);
+        pq_put_same(c->w, D9F_COL_BOOT);
+        pq_put_same(c->w, D9F_COL_RUN);
+        pq_put_same(c->w, D9F_COL_SEGMENT);
+        pq_put_i64(c->w, D9F_COL_WALL_TIME, wall);
+        return c->w;
+    }
     pq_writer *w = d9f_output_rows(s->out, t, s->service, wall, s->seg_id, skip, s->err, s->errlen);
+    if (!w && !*skip) return NULL;
+    *c = (row_cache){.w = w, .hour = hour, .valid = true, .skip = *skip};
     if (!w) return NULL;
     pq_put_str(w, D9F_COL_INSTANCE, s->instance, strlen(s->instance));
     pq_put_str(w, D9F_COL_BOOT, s->boot, strlen(s->boot));

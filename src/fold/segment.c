@@ -27,6 +27,18 @@ typedef struct hist_group {
     d9a_hist h;
 } hist_group;
 
+/* A poll waiting for its row: polls end in another order than they start (workers run side
+ * by side), and the rows go out in order of their start, so wall_time's deltas are the gaps
+ * between starts, never a jump back (DELTA_BINARY_PACKED packs a miniblock of 32 deltas at
+ * the width of its widest). */
+typedef struct pending_poll {
+    int64_t wall;
+    uint64_t worker, task, dur;
+    uint32_t loc;
+} pending_poll;
+
+#define POLL_WINDOW 65536 /* polls ordered at a time: 2.5 MB */
+
 typedef struct stack_entry {
     uint64_t id;        /* hash of its addresses: the same stack has the same id in every segment */
     int64_t first_wall; /* its first sample */
@@ -52,6 +64,7 @@ typedef struct seg {
     uint64_t clock_mono, clock_real;
     /* spawn locations: interned per segment; pool ids cached per stream */
     char **locs;
+    uint32_t *loc_lens;
     uint32_t nlocs;
     d9_u64_map loc_by_hash, loc_by_pool;
     uint32_t stream;
@@ -60,6 +73,9 @@ typedef struct seg {
     d9_u64_map worker_index;
     d9m_pair_state *pairs;
     size_t npairs;
+    /* polls not yet written, in order of their start */
+    pending_poll *pending;
+    size_t npending;
     /* poll_hist */
     d9_u64_map group_index;
     hist_group *groups;
@@ -223,12 +239,19 @@ static uint32_t intern_loc(seg *s, const char *p, size_t n) {
     for (;; h++) { /* collisions: the next key */
         uint64_t *i = d9_u64_map_get(&s->loc_by_hash, h);
         if (!i) break;
-        if (strlen(s->locs[*i]) == n && memcmp(s->locs[*i], p, n) == 0) return (uint32_t)*i;
+        if (s->loc_lens[*i] == n && memcmp(s->locs[*i], p, n) == 0) return (uint32_t)*i;
     }
+    if (n > UINT32_MAX) return UINT32_MAX;
     char **v = realloc(s->locs, (s->nlocs + 1) * sizeof *v);
     if (!v) return UINT32_MAX;
     s->locs = v;
-    if (!(v[s->nlocs] = strndup(p, n))) return UINT32_MAX;
+    uint32_t *lens = realloc(s->loc_lens, (s->nlocs + 1) * sizeof *lens);
+    if (!lens) return UINT32_MAX;
+    s->loc_lens = lens;
+    lens[s->nlocs] = (uint32_t)n;
+    if (!(v[s->nlocs] = malloc(n + 1))) return UINT32_MAX; /* all n bytes, a NUL among them too */
+    memcpy(v[s->nlocs], p, n);
+    v[s->nlocs][n] = 0;
     if (d9_u64_map_put(&s->loc_by_hash, h, s->nlocs) != 0) return UINT32_MAX;
     return s->nlocs++;
 }
@@ -281,6 +304,25 @@ static hist_group *group_of(seg *s, uint32_t loc, uint64_t worker, int64_t wall)
     return &g[s->ngroups++];
 }
 
+static int put_poll_rows(seg *s) {
+    for (size_t i = 0; i < s->npending; i++) {
+        const pending_poll *p = &s->pending[i];
+        bool skip;
+        pq_writer *w = row(s, D9F_POLLS, p->wall, &skip);
+        if (!w) {
+            if (skip) continue;
+            return -1;
+        }
+        pq_put_i64(w, D9F_POLLS_WORKER, (int64_t)p->worker);
+        pq_put_i64(w, D9F_POLLS_TASK, (int64_t)p->task);
+        pq_put_str(w, D9F_POLLS_SPAWN_LOC, s->locs[p->loc], s->loc_lens[p->loc]);
+        pq_put_i64(w, D9F_POLLS_DURATION, (int64_t)p->dur);
+        if (end_row(s, w) != 0) return -1;
+    }
+    s->npending = 0;
+    return 0;
+}
+
 static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end) {
     uint64_t dur = end->ts > start->ts ? end->ts - start->ts : 0;
     int64_t wall = wall_of(s, start->ts);
@@ -292,15 +334,17 @@ static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end) {
     }
     d9a_hist_add(&g->h, dur);
     if (g->h.oom) return oom(s);
-    bool skip;
-    pq_writer *w = row(s, D9F_POLLS, wall, &skip);
-    if (!w) return skip ? 0 : -1;
-    pq_put_i64(w, D9F_POLLS_WORKER, (int64_t)start->worker_id);
-    pq_put_i64(w, D9F_POLLS_TASK, (int64_t)start->task);
-    const char *loc = s->locs[start->loc];
-    pq_put_str(w, D9F_POLLS_SPAWN_LOC, loc, strlen(loc));
-    pq_put_i64(w, D9F_POLLS_DURATION, (int64_t)dur);
-    return end_row(s, w);
+    if (s->npending == POLL_WINDOW && put_poll_rows(s) != 0) return -1;
+    if (!s->pending && !(s->pending = malloc(POLL_WINDOW * sizeof *s->pending))) return oom(s);
+    /* into place from the end: each worker's polls come in order, so a poll moves back only
+     * past the later starts of other workers' polls that ended first (a few) */
+    size_t i = s->npending;
+    while (i > 0 && s->pending[i - 1].wall > wall) i--;
+    memmove(&s->pending[i + 1], &s->pending[i], (s->npending - i) * sizeof *s->pending);
+    s->pending[i] = (pending_poll){.wall = wall, .worker = start->worker_id, .task = start->task,
+                                   .dur = dur, .loc = start->loc};
+    s->npending++;
+    return 0;
 }
 
 static int sched_row(seg *s, const d9m_mark *k, const d9m_mark *park) {
@@ -562,8 +606,7 @@ static int put_hist_rows(seg *s) {
                 return -1;
             }
             uint64_t low = d9a_hist_bucket_low(b), width = d9a_hist_bucket_width(b);
-            const char *loc = s->locs[g->loc];
-            pq_put_str(w, D9F_HIST_SPAWN_LOC, loc, strlen(loc));
+            pq_put_str(w, D9F_HIST_SPAWN_LOC, s->locs[g->loc], s->loc_lens[g->loc]);
             pq_put_i64(w, D9F_HIST_WORKER, (int64_t)g->worker);
             pq_put_i32(w, D9F_HIST_BUCKET, (int32_t)b);
             pq_put_i64(w, D9F_HIST_LOW, (int64_t)low);
@@ -619,6 +662,8 @@ static void seg_free(seg *s) {
     d9_u64_map_free(&s->loc_by_pool);
     d9_u64_map_free(&s->worker_index);
     free(s->pairs);
+    free(s->pending);
+    free(s->loc_lens);
     d9_u64_map_free(&s->group_index);
     for (size_t i = 0; i < s->ngroups; i++) d9a_hist_free(&s->groups[i].h);
     free(s->groups);
@@ -657,6 +702,7 @@ int d9f_fold_segment(d9f_output *out, const char *path, const char *seg_id, uint
         s.sources = s.drops = NULL;
         if (a || b) rc = oom(&s);
     }
+    if (rc == 0) rc = put_poll_rows(&s);
     if (rc == 0) rc = put_hist_rows(&s);
     if (rc == 0) rc = put_stack_rows(&s);
     if (rc == 0) rc = put_segment_row(&s, file_bytes, status);

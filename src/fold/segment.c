@@ -1,7 +1,7 @@
 /* A segment into the fold's tables (segment.h). Polls and parks are paired by the model's
  * rule (model/pairing.h), per worker in stream order, as `dial9 analyze` pairs them; poll
  * durations go into analyze's log-bucket histogram (analysis/hist.h) per spawn location,
- * worker and hour, so percentiles read from poll_hist equal analyze's. */
+ * worker and hour, written as poll_hist's merged buckets (hist_rows.h). */
 #include "fold/segment.h"
 
 #include <inttypes.h>
@@ -11,6 +11,7 @@
 #include "analysis/hist.h"
 #include "common/json_writer.h"
 #include "common/u64_map.h"
+#include "fold/hist_rows.h"
 #include "format/decoder.h"
 #include "format/schemas.h"
 #include "model/pairing.h"
@@ -594,34 +595,34 @@ static int read_events(seg *s, const char **status) {
     return rc;
 }
 
+typedef struct hist_put {
+    seg *s;
+    const hist_group *g;
+} hist_put;
+
+/* 1: the partition holds this segment already (no rows), -1: an error */
+static int put_hist_row(const d9f_hist_row *r, void *ctx) {
+    hist_put *hp = ctx;
+    seg *s = hp->s;
+    bool skip;
+    pq_writer *w = row(s, D9F_POLL_HIST, hp->g->first_wall, &skip);
+    if (!w) return skip ? 1 : -1;
+    pq_put_str(w, D9F_HIST_SPAWN_LOC, s->locs[hp->g->loc], s->loc_lens[hp->g->loc]);
+    pq_put_i64(w, D9F_HIST_WORKER, (int64_t)hp->g->worker);
+    pq_put_i32(w, D9F_HIST_BUCKET, r->bucket);
+    pq_put_i64(w, D9F_HIST_LOW, (int64_t)r->low);
+    pq_put_i64(w, D9F_HIST_HIGH, (int64_t)r->high);
+    pq_put_i64(w, D9F_HIST_MID, (int64_t)r->mid);
+    pq_put_i64(w, D9F_HIST_COUNT, (int64_t)r->count);
+    pq_put_i64(w, D9F_HIST_MIN, (int64_t)r->min);
+    pq_put_i64(w, D9F_HIST_MAX, (int64_t)r->max);
+    return end_row(s, w);
+}
+
 static int put_hist_rows(seg *s) {
     for (size_t i = 0; i < s->ngroups; i++) {
-        const hist_group *g = &s->groups[i];
-        for (uint32_t b = 0; b < g->h.nbuckets; b++) {
-            if (!g->h.buckets[b]) continue;
-            bool skip;
-            pq_writer *w = row(s, D9F_POLL_HIST, g->first_wall, &skip);
-            if (!w) {
-                if (skip) break;
-                return -1;
-            }
-            uint64_t low = d9a_hist_bucket_low(b), width = d9a_hist_bucket_width(b);
-            pq_put_str(w, D9F_HIST_SPAWN_LOC, s->locs[g->loc], s->loc_lens[g->loc]);
-            pq_put_i64(w, D9F_HIST_WORKER, (int64_t)g->worker);
-            pq_put_i32(w, D9F_HIST_BUCKET, (int32_t)b);
-            pq_put_i64(w, D9F_HIST_LOW, (int64_t)low);
-            pq_put_i64(w, D9F_HIST_HIGH, (int64_t)(low + width));
-            pq_put_i64(w, D9F_HIST_MID, (int64_t)(low + width / 2));
-            pq_put_i64(w, D9F_HIST_COUNT, (int64_t)g->h.buckets[b]);
-            /* the bucket's exact extremes: clamped to them, a bucket's midpoint is what
-             * analyze reports (the overall min and max are the extreme buckets') */
-            uint64_t mn = low, mx = low + width - 1;
-            if (b == d9a_hist_bucket(g->h.min)) mn = g->h.min;
-            if (b == d9a_hist_bucket(g->h.max)) mx = g->h.max;
-            pq_put_i64(w, D9F_HIST_MIN, (int64_t)mn);
-            pq_put_i64(w, D9F_HIST_MAX, (int64_t)mx);
-            if (end_row(s, w) != 0) return -1;
-        }
+        hist_put hp = {s, &s->groups[i]};
+        if (d9f_hist_rows(&s->groups[i].h, put_hist_row, &hp) < 0) return -1;
     }
     return 0;
 }

@@ -1,8 +1,8 @@
 /* A synthetic fleet in the fold's layout, written with our Parquet writer (never recorded):
  * INSTANCES instances of 10 services, POLLS polls each over one hour, 8 workers, 20 spawn
  * locations per service, log-normal-ish poll durations. polls: one file per service partition
- * (what a compacting fold leaves); poll_hist: the same polls in analyze's buckets per
- * instance, location and worker. For bench/fleet/fleet_bench.py.
+ * (what a compacting fold leaves); poll_hist: the same polls in the fold's buckets
+ * (fold/hist_rows.h) per instance, location and worker. For bench/fleet/fleet_bench.py.
  *
  *     fleet_gen DIR INSTANCES POLLS */
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "analysis/hist.h"
+#include "fold/hist_rows.h"
 #include "fold/tables.h"
 
 #define SERVICES 10
@@ -69,6 +70,29 @@ static void put_identity(pq_writer *w, int inst, int64_t wall) {
     pq_put_i64(w, D9F_COL_WALL_TIME, wall);
 }
 
+typedef struct hist_ctx {
+    pq_writer *w;
+    int inst;
+    const char *loc;
+    size_t loc_len;
+    int worker;
+} hist_ctx;
+
+static int put_hist_row(const d9f_hist_row *r, void *ctx) {
+    hist_ctx *c = ctx;
+    put_identity(c->w, c->inst, HOUR_NS);
+    pq_put_str(c->w, D9F_HIST_SPAWN_LOC, c->loc, c->loc_len);
+    pq_put_i64(c->w, D9F_HIST_WORKER, c->worker);
+    pq_put_i32(c->w, D9F_HIST_BUCKET, r->bucket);
+    pq_put_i64(c->w, D9F_HIST_LOW, (int64_t)r->low);
+    pq_put_i64(c->w, D9F_HIST_HIGH, (int64_t)r->high);
+    pq_put_i64(c->w, D9F_HIST_MID, (int64_t)r->mid);
+    pq_put_i64(c->w, D9F_HIST_COUNT, (int64_t)r->count);
+    pq_put_i64(c->w, D9F_HIST_MIN, (int64_t)r->min);
+    pq_put_i64(c->w, D9F_HIST_MAX, (int64_t)r->max);
+    return pq_end_row(c->w);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: fleet_gen DIR INSTANCES POLLS\n");
@@ -113,23 +137,8 @@ int main(int argc, char **argv) {
                 for (int w = 0; w < WORKERS; w++) {
                     d9a_hist *h = &hist[l][w];
                     int n = snprintf(loc, sizeof loc, "src/svc%d/handler_%d.rs:%d", svc, l, 40 + l * 7);
-                    for (uint32_t b = 0; b < h->nbuckets; b++) {
-                        if (!h->buckets[b]) continue;
-                        uint64_t low = d9a_hist_bucket_low(b), width = d9a_hist_bucket_width(b);
-                        uint64_t mn = b == d9a_hist_bucket(h->min) ? h->min : low;
-                        uint64_t mx = b == d9a_hist_bucket(h->max) ? h->max : low + width - 1;
-                        put_identity(hw, inst, HOUR_NS);
-                        pq_put_str(hw, D9F_HIST_SPAWN_LOC, loc, (size_t)n);
-                        pq_put_i64(hw, D9F_HIST_WORKER, w);
-                        pq_put_i32(hw, D9F_HIST_BUCKET, (int32_t)b);
-                        pq_put_i64(hw, D9F_HIST_LOW, (int64_t)low);
-                        pq_put_i64(hw, D9F_HIST_HIGH, (int64_t)(low + width));
-                        pq_put_i64(hw, D9F_HIST_MID, (int64_t)(low + width / 2));
-                        pq_put_i64(hw, D9F_HIST_COUNT, (int64_t)h->buckets[b]);
-                        pq_put_i64(hw, D9F_HIST_MIN, (int64_t)mn);
-                        pq_put_i64(hw, D9F_HIST_MAX, (int64_t)mx);
-                        if (pq_end_row(hw) != 0) return 1;
-                    }
+                    hist_ctx hc = {hw, inst, loc, (size_t)n, w};
+                    if (d9f_hist_rows(h, put_hist_row, &hc) != 0) return 1;
                     d9a_hist_free(h);
                 }
         }

@@ -1,7 +1,7 @@
 /* A segment into the fold's tables (segment.h). Polls and parks are paired by the model's
  * rule (model/pairing.h), per worker in stream order, as `dial9 analyze` pairs them; poll
  * durations go into analyze's log-bucket histogram (analysis/hist.h) per spawn location,
- * worker and hour, so percentiles read from poll_hist equal analyze's. */
+ * worker and hour, written as poll_hist's merged buckets (hist_rows.h). */
 #include "fold/segment.h"
 
 #include <inttypes.h>
@@ -11,6 +11,7 @@
 #include "analysis/hist.h"
 #include "common/json_writer.h"
 #include "common/u64_map.h"
+#include "fold/hist_rows.h"
 #include "format/decoder.h"
 #include "format/schemas.h"
 #include "model/pairing.h"
@@ -27,6 +28,18 @@ typedef struct hist_group {
     d9a_hist h;
 } hist_group;
 
+/* A poll waiting for its row: polls end in another order than they start (workers run side
+ * by side), and the rows go out in order of their start, so wall_time's deltas are the gaps
+ * between starts, never a jump back (DELTA_BINARY_PACKED packs a miniblock of 32 deltas at
+ * the width of its widest). */
+typedef struct pending_poll {
+    int64_t wall;
+    uint64_t worker, task, dur;
+    uint32_t loc;
+} pending_poll;
+
+#define POLL_WINDOW 65536 /* polls ordered at a time: 2.5 MB */
+
 typedef struct stack_entry {
     uint64_t id;        /* hash of its addresses: the same stack has the same id in every segment */
     int64_t first_wall; /* its first sample */
@@ -34,8 +47,17 @@ typedef struct stack_entry {
     uint32_t n;
 } stack_entry;
 
+/* The writer of a table's last row in this segment, and its hour: the next row of the same
+ * hour goes to the same writer, whose last row already holds this segment's identity. */
+typedef struct row_cache {
+    pq_writer *w;
+    int64_t hour;
+    bool valid, skip;
+} row_cache;
+
 typedef struct seg {
     d9f_output *out;
+    row_cache last[D9F_TABLES];
     const char *seg_id, *path;
     char *service, *instance, *boot, *run, *metadata_json;
     d9m_schedstat ss;
@@ -43,6 +65,7 @@ typedef struct seg {
     uint64_t clock_mono, clock_real;
     /* spawn locations: interned per segment; pool ids cached per stream */
     char **locs;
+    uint32_t *loc_lens;
     uint32_t nlocs;
     d9_u64_map loc_by_hash, loc_by_pool;
     uint32_t stream;
@@ -51,6 +74,9 @@ typedef struct seg {
     d9_u64_map worker_index;
     d9m_pair_state *pairs;
     size_t npairs;
+    /* polls not yet written, in order of their start */
+    pending_poll *pending;
+    size_t npending;
     /* poll_hist */
     d9_u64_map group_index;
     hist_group *groups;
@@ -172,9 +198,25 @@ static int read_prelude(seg *s) {
 /* ---- rows ---- */
 
 /* The writer for a row at wall, with the identity columns put; NULL with *skip when the
- * partition holds this segment already, NULL on an error. */
+ * partition holds this segment already, NULL on an error. Within an hour the output's answer
+ * is the same for every row of the segment: asked once, and the identity strings are put as
+ * "the previous row's again" (no hashing, no compare). */
 static pq_writer *row(seg *s, d9f_table t, int64_t wall, bool *skip) {
+    int64_t hour = (wall >= 0 ? wall : 0) / NS_PER_HOUR; /* the output's partition hour */
+    row_cache *c = &s->last[t];
+    if (c->valid && c->hour == hour) {
+        *skip = c->skip;
+        if (!c->w) return NULL;
+        pq_put_same(c->w, D9F_COL_INSTANCE);
+        pq_put_same(c->w, D9F_COL_BOOT);
+        pq_put_same(c->w, D9F_COL_RUN);
+        pq_put_same(c->w, D9F_COL_SEGMENT);
+        pq_put_i64(c->w, D9F_COL_WALL_TIME, wall);
+        return c->w;
+    }
     pq_writer *w = d9f_output_rows(s->out, t, s->service, wall, s->seg_id, skip, s->err, s->errlen);
+    if (!w && !*skip) return NULL;
+    *c = (row_cache){.w = w, .hour = hour, .valid = true, .skip = *skip};
     if (!w) return NULL;
     pq_put_str(w, D9F_COL_INSTANCE, s->instance, strlen(s->instance));
     pq_put_str(w, D9F_COL_BOOT, s->boot, strlen(s->boot));
@@ -198,12 +240,19 @@ static uint32_t intern_loc(seg *s, const char *p, size_t n) {
     for (;; h++) { /* collisions: the next key */
         uint64_t *i = d9_u64_map_get(&s->loc_by_hash, h);
         if (!i) break;
-        if (strlen(s->locs[*i]) == n && memcmp(s->locs[*i], p, n) == 0) return (uint32_t)*i;
+        if (s->loc_lens[*i] == n && memcmp(s->locs[*i], p, n) == 0) return (uint32_t)*i;
     }
+    if (n > UINT32_MAX) return UINT32_MAX;
     char **v = realloc(s->locs, (s->nlocs + 1) * sizeof *v);
     if (!v) return UINT32_MAX;
     s->locs = v;
-    if (!(v[s->nlocs] = strndup(p, n))) return UINT32_MAX;
+    uint32_t *lens = realloc(s->loc_lens, (s->nlocs + 1) * sizeof *lens);
+    if (!lens) return UINT32_MAX;
+    s->loc_lens = lens;
+    lens[s->nlocs] = (uint32_t)n;
+    if (!(v[s->nlocs] = malloc(n + 1))) return UINT32_MAX; /* all n bytes, a NUL among them too */
+    memcpy(v[s->nlocs], p, n);
+    v[s->nlocs][n] = 0;
     if (d9_u64_map_put(&s->loc_by_hash, h, s->nlocs) != 0) return UINT32_MAX;
     return s->nlocs++;
 }
@@ -256,6 +305,25 @@ static hist_group *group_of(seg *s, uint32_t loc, uint64_t worker, int64_t wall)
     return &g[s->ngroups++];
 }
 
+static int put_poll_rows(seg *s) {
+    for (size_t i = 0; i < s->npending; i++) {
+        const pending_poll *p = &s->pending[i];
+        bool skip;
+        pq_writer *w = row(s, D9F_POLLS, p->wall, &skip);
+        if (!w) {
+            if (skip) continue;
+            return -1;
+        }
+        pq_put_i64(w, D9F_POLLS_WORKER, (int64_t)p->worker);
+        pq_put_i64(w, D9F_POLLS_TASK, (int64_t)p->task);
+        pq_put_str(w, D9F_POLLS_SPAWN_LOC, s->locs[p->loc], s->loc_lens[p->loc]);
+        pq_put_i64(w, D9F_POLLS_DURATION, (int64_t)p->dur);
+        if (end_row(s, w) != 0) return -1;
+    }
+    s->npending = 0;
+    return 0;
+}
+
 static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end) {
     uint64_t dur = end->ts > start->ts ? end->ts - start->ts : 0;
     int64_t wall = wall_of(s, start->ts);
@@ -267,15 +335,17 @@ static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end) {
     }
     d9a_hist_add(&g->h, dur);
     if (g->h.oom) return oom(s);
-    bool skip;
-    pq_writer *w = row(s, D9F_POLLS, wall, &skip);
-    if (!w) return skip ? 0 : -1;
-    pq_put_i64(w, D9F_POLLS_WORKER, (int64_t)start->worker_id);
-    pq_put_i64(w, D9F_POLLS_TASK, (int64_t)start->task);
-    const char *loc = s->locs[start->loc];
-    pq_put_str(w, D9F_POLLS_SPAWN_LOC, loc, strlen(loc));
-    pq_put_i64(w, D9F_POLLS_DURATION, (int64_t)dur);
-    return end_row(s, w);
+    if (s->npending == POLL_WINDOW && put_poll_rows(s) != 0) return -1;
+    if (!s->pending && !(s->pending = malloc(POLL_WINDOW * sizeof *s->pending))) return oom(s);
+    /* into place from the end: each worker's polls come in order, so a poll moves back only
+     * past the later starts of other workers' polls that ended first (a few) */
+    size_t i = s->npending;
+    while (i > 0 && s->pending[i - 1].wall > wall) i--;
+    memmove(&s->pending[i + 1], &s->pending[i], (s->npending - i) * sizeof *s->pending);
+    s->pending[i] = (pending_poll){.wall = wall, .worker = start->worker_id, .task = start->task,
+                                   .dur = dur, .loc = start->loc};
+    s->npending++;
+    return 0;
 }
 
 static int sched_row(seg *s, const d9m_mark *k, const d9m_mark *park) {
@@ -525,35 +595,34 @@ static int read_events(seg *s, const char **status) {
     return rc;
 }
 
+typedef struct hist_put {
+    seg *s;
+    const hist_group *g;
+} hist_put;
+
+/* 1: the partition holds this segment already (no rows), -1: an error */
+static int put_hist_row(const d9f_hist_row *r, void *ctx) {
+    hist_put *hp = ctx;
+    seg *s = hp->s;
+    bool skip;
+    pq_writer *w = row(s, D9F_POLL_HIST, hp->g->first_wall, &skip);
+    if (!w) return skip ? 1 : -1;
+    pq_put_str(w, D9F_HIST_SPAWN_LOC, s->locs[hp->g->loc], s->loc_lens[hp->g->loc]);
+    pq_put_i64(w, D9F_HIST_WORKER, (int64_t)hp->g->worker);
+    pq_put_i32(w, D9F_HIST_BUCKET, r->bucket);
+    pq_put_i64(w, D9F_HIST_LOW, (int64_t)r->low);
+    pq_put_i64(w, D9F_HIST_HIGH, (int64_t)r->high);
+    pq_put_i64(w, D9F_HIST_MID, (int64_t)r->mid);
+    pq_put_i64(w, D9F_HIST_COUNT, (int64_t)r->count);
+    pq_put_i64(w, D9F_HIST_MIN, (int64_t)r->min);
+    pq_put_i64(w, D9F_HIST_MAX, (int64_t)r->max);
+    return end_row(s, w);
+}
+
 static int put_hist_rows(seg *s) {
     for (size_t i = 0; i < s->ngroups; i++) {
-        const hist_group *g = &s->groups[i];
-        for (uint32_t b = 0; b < g->h.nbuckets; b++) {
-            if (!g->h.buckets[b]) continue;
-            bool skip;
-            pq_writer *w = row(s, D9F_POLL_HIST, g->first_wall, &skip);
-            if (!w) {
-                if (skip) break;
-                return -1;
-            }
-            uint64_t low = d9a_hist_bucket_low(b), width = d9a_hist_bucket_width(b);
-            const char *loc = s->locs[g->loc];
-            pq_put_str(w, D9F_HIST_SPAWN_LOC, loc, strlen(loc));
-            pq_put_i64(w, D9F_HIST_WORKER, (int64_t)g->worker);
-            pq_put_i32(w, D9F_HIST_BUCKET, (int32_t)b);
-            pq_put_i64(w, D9F_HIST_LOW, (int64_t)low);
-            pq_put_i64(w, D9F_HIST_HIGH, (int64_t)(low + width));
-            pq_put_i64(w, D9F_HIST_MID, (int64_t)(low + width / 2));
-            pq_put_i64(w, D9F_HIST_COUNT, (int64_t)g->h.buckets[b]);
-            /* the bucket's exact extremes: clamped to them, a bucket's midpoint is what
-             * analyze reports (the overall min and max are the extreme buckets') */
-            uint64_t mn = low, mx = low + width - 1;
-            if (b == d9a_hist_bucket(g->h.min)) mn = g->h.min;
-            if (b == d9a_hist_bucket(g->h.max)) mx = g->h.max;
-            pq_put_i64(w, D9F_HIST_MIN, (int64_t)mn);
-            pq_put_i64(w, D9F_HIST_MAX, (int64_t)mx);
-            if (end_row(s, w) != 0) return -1;
-        }
+        hist_put hp = {s, &s->groups[i]};
+        if (d9f_hist_rows(&s->groups[i].h, put_hist_row, &hp) < 0) return -1;
     }
     return 0;
 }
@@ -594,6 +663,8 @@ static void seg_free(seg *s) {
     d9_u64_map_free(&s->loc_by_pool);
     d9_u64_map_free(&s->worker_index);
     free(s->pairs);
+    free(s->pending);
+    free(s->loc_lens);
     d9_u64_map_free(&s->group_index);
     for (size_t i = 0; i < s->ngroups; i++) d9a_hist_free(&s->groups[i].h);
     free(s->groups);
@@ -632,6 +703,7 @@ int d9f_fold_segment(d9f_output *out, const char *path, const char *seg_id, uint
         s.sources = s.drops = NULL;
         if (a || b) rc = oom(&s);
     }
+    if (rc == 0) rc = put_poll_rows(&s);
     if (rc == 0) rc = put_hist_rows(&s);
     if (rc == 0) rc = put_stack_rows(&s);
     if (rc == 0) rc = put_segment_row(&s, file_bytes, status);

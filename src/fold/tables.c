@@ -1,6 +1,9 @@
 /* The fleet tables' columns (tables.h). Dictionary encoding where values repeat within a row
- * group: identity strings, workers, spawn locations, tasks (polled many times each); delta
- * encoding for wall_time, which rises through a segment. */
+ * group: identity strings, workers, spawn locations; delta encoding for wall_time, which rises
+ * through a segment, and for task ids: a dictionary of them costs ~14 bits a row (thousands of
+ * tasks, each polled a few times), while consecutive rows' ids are close (tasks are numbered
+ * as spawned and polled soon after): polls' task_id 1.82 -> 0.58 bytes a poll, wakes' task
+ * ids 81.7 k -> 41.3 k bytes on a 1 s executor run. */
 #include "fold/tables.h"
 
 #define IDENTITY                                                                                \
@@ -11,7 +14,7 @@
 static const pq_column_def polls[D9F_POLLS_COLS] = {
     IDENTITY,
     {"worker_id", PQ_INT64, false, true, false},
-    {"task_id", PQ_INT64, false, true, false},
+    {"task_id", PQ_INT64, false, false, true},
     {"spawn_loc", PQ_STRING, false, true, false},
     {"duration_ns", PQ_INT64, false, false, false},
 };
@@ -59,8 +62,8 @@ static const pq_column_def sched[D9F_SCHED_COLS] = {
 
 static const pq_column_def wakes[D9F_WAKE_COLS] = {
     IDENTITY,
-    {"waker_task_id", PQ_INT64, false, true, false},
-    {"woken_task_id", PQ_INT64, false, true, false},
+    {"waker_task_id", PQ_INT64, false, false, true},
+    {"woken_task_id", PQ_INT64, false, false, true},
     {"target_worker", PQ_INT64, true, true, false},
 };
 

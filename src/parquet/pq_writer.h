@@ -65,6 +65,10 @@ int pq_put_i64(pq_writer *w, int col, int64_t v); /* INT64 and TIMESTAMP_NS colu
 int pq_put_double(pq_writer *w, int col, double v);
 int pq_put_str(pq_writer *w, int col, const char *s, size_t n);
 int pq_put_null(pq_writer *w, int col);
+/* The previous row's value of a required column again (the previous row may be in the last
+ * row group): no hashing or comparing, for columns that stay the same over many rows, such as
+ * the fold's identity columns. Fails on an optional column or before the first row. */
+int pq_put_same(pq_writer *w, int col);
 /* Ends a row: every column must have had exactly one put. */
 int pq_end_row(pq_writer *w);
 

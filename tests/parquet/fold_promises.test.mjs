@@ -1,7 +1,7 @@
 // `dial9 fold`'s promises (docs/fleet-tables.md): a second fold of the same segments changes
 // nothing; folds of single runs, then of both, leave one file per partition and no row twice;
 // a segment that cannot be read (not a trace, no clock sync) is named, and then nothing of the
-// fold is visible; a torn tail is folded and said.
+// fold is visible; a torn tail is folded and said; polls' rows go out in order of their start.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs'
@@ -145,4 +145,24 @@ test('an output directory that cannot be made: exit 1, said', () => {
   const r = fold(join(file, 'tables'), A)
   assert.equal(r.status, 1)
   assert.match(r.stderr, /a-file/)
+})
+
+test("polls' rows are in order of their start within a segment (windows of 64 Ki polls)", async () => {
+  // two workers: their polls end in another order than they start
+  const segs = record(join(dir, 'order'), 'api', 2)
+  const to = join(dir, 'ordered')
+  const r = fold(to, ...segs)
+  assert.equal(r.status, 0, r.stderr)
+  const rows = await duckRows(`
+    SELECT segment, count(*) AS polls, count(DISTINCT worker_id) AS workers,
+           count(*) FILTER (WHERE back) AS back
+    FROM (SELECT segment, worker_id, wall_time < lag(wall_time) OVER w AS back
+          FROM read_parquet(${lit(join(to, 'polls/**/*.parquet'))}, file_row_number = true)
+          WINDOW w AS (PARTITION BY segment ORDER BY filename, file_row_number))
+    GROUP BY segment`)
+  assert.ok(rows.some((s) => Number(s.workers) === 2), 'a segment with both workers')
+  // a window of 65 536 polls is ordered; the next may start before its last
+  for (const s of rows)
+    assert.ok(Number(s.back) <= Math.floor((Number(s.polls) - 1) / 65536),
+      `segment ${s.segment}: ${s.back} of ${s.polls} rows start before the previous row`)
 })

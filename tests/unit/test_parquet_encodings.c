@@ -260,6 +260,23 @@ static void test_misuse(void) {
     CHECK(pq_put_str(w, 0, "x", 1) == -1); /* wrong type */
     CHECK(pq_put_null(w, 1) == -1);         /* b is required */
     pq_writer_abort(w);
+    /* pq_put_same: not before a first row, not twice in a row, not on an optional column */
+    pq_column_def opt_cols[] = {{"a", PQ_INT64, false, true, false}, {"n", PQ_INT64, true, false, false}};
+    w = pq_writer_open(f, opt_cols, 2, NULL, err, sizeof err);
+    CHECK(pq_put_same(w, 0) == -1);
+    CHECK(pq_writer_close(w, err, sizeof err) == -1);
+    CHECK(strstr(err, "without a previous row") != NULL);
+    w = pq_writer_open(f, opt_cols, 2, NULL, err, sizeof err);
+    CHECK(pq_put_i64(w, 0, 7) == 0 && pq_put_i64(w, 1, 8) == 0 && pq_end_row(w) == 0);
+    CHECK(pq_put_same(w, 0) == 0);
+    CHECK(pq_put_same(w, 0) == -1);
+    CHECK(pq_writer_close(w, err, sizeof err) == -1);
+    CHECK(strstr(err, "two values") != NULL);
+    w = pq_writer_open(f, opt_cols, 2, NULL, err, sizeof err);
+    CHECK(pq_put_i64(w, 0, 7) == 0 && pq_put_i64(w, 1, 8) == 0 && pq_end_row(w) == 0);
+    CHECK(pq_put_same(w, 1) == -1);
+    CHECK(pq_writer_close(w, err, sizeof err) == -1);
+    CHECK(strstr(err, "required columns") != NULL);
     CHECK(pq_writer_open(f, cols, 0, NULL, err, sizeof err) == NULL);
     fclose(f);
     free(buf);

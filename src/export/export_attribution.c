@@ -69,14 +69,14 @@ static interval *pair_switches(const d9_xmodel *m, d9_xswitch *sw, size_t n, siz
     return iv;
 }
 
-/* Each off-CPU sample to the interval of its worker whose switch-out is within 50 us of it
+/* Each off-CPU sample to the interval of its worker whose switch-out is within D9M_SWITCH_STACK_MATCH_NS of it
  * (the first such sample wins). */
 static void match_samples(const d9_xmodel *m, interval *iv, const uint32_t *first) {
     for (size_t i = 0; i < m->sample_count; i++) {
         const d9_xsample *s = &m->samples[i];
         if (s->source != D9_XSAMPLE_OFFCPU || s->worker == D9_XNONE) continue;
         size_t lo = first[s->worker], hi = first[s->worker + 1];
-        while (lo < hi) { /* the first interval with out >= ts - 50 us */
+        while (lo < hi) { /* the first interval with out >= ts - the match window */
             size_t mid = lo + (hi - lo) / 2;
             if (iv[mid].out + D9M_SWITCH_STACK_MATCH_NS < s->ts) lo = mid + 1;
             else hi = mid;

@@ -8,6 +8,8 @@
  *          and goes on until the hog has run during the poll (so the poll waited for the CPU)
  *   timer  a span begins in a poll of a task, whose loop then sleeps 3 ms (its timer) and wakes
  *          the task, whose next poll ends the span
+ * and a span around each lock wait, whose in-poll part by cause must hold the same lock time
+ * as its polls' attribution.
  * On a busy machine the nominal 3 ms is not what happened, so the program measures what it
  * planted, bracketing each recorded timestamp between two clock reads: the wall and thread
  * CPU clocks around the poll (outside its begin and end: an upper bound) and inside them (a
@@ -112,6 +114,10 @@ static void account_run(measured *m, const meter *o0, const meter *i0, const met
     m->clean++;
 }
 
+/* A span inside each lock poll, around its wait: its in-poll part by cause (model/spans.h)
+ * holds the poll's lock time exactly, the off-CPU interval lying inside it. */
+#define LOCK_SPAN "planted_lock"
+
 /* ---- lock: a holder keeps the mutex until the worker waits for it, then 3 ms */
 static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 static sem_t g_held, g_got;
@@ -142,12 +148,14 @@ static void *lock_worker(void *arg) {
         meter o0, i0, c0, c1, i1, o1;
         meter_read(&o0);
         d9_poll_begin(100 + (uint64_t)i, here);
+        d9_span_begin(D9_SPAN_NAME(LOCK_SPAN), (uint64_t)i); /* around the wait */
         meter_read(&i0);
         meter_read(&c0);
         pthread_mutex_lock(&g_mutex);
         meter_read(&c1);
         pthread_mutex_unlock(&g_mutex);
         meter_read(&i1);
+        d9_span_end(D9_SPAN_NAME(LOCK_SPAN), (uint64_t)i);
         d9_poll_end();
         meter_read(&o1);
         account_poll(&g_m[S_LOCK], &o0, &i0, &i1, &o1);
@@ -480,6 +488,22 @@ static void check_timer_span(const d9a_report *r, bool complete) {
     CHECK(within("span queued", sp->queued_ns, g_span.queued_lo, g_span.queued_hi));
     CHECK(within("span wait (the timer)", sp->wait_ns, g_span.wait_lo, g_span.wait_hi));
     if (complete) CHECK_EQ_U64(sp->unknown_ns, 0);
+    CHECK_EQ_U64(d9m_parts_total(&sp->poll_parts), sp->poll_ns);
+}
+
+/* The lock span's poll part by cause against its location's (the same polls, the wait inside
+ * the span): the same lock time, nothing unknown. */
+static void check_lock_span(const d9a_report *r, const d9a_location_report *l, bool complete) {
+    const d9a_span_report *sp = find_span(r, LOCK_SPAN);
+    CHECK(sp != NULL);
+    if (!sp || !l) return;
+    printf("lock span %2" PRIu64 " spans, %8.3f ms in polls: lock %.3f ms\n", sp->count, (double)sp->poll_ns / 1e6,
+           (double)sp->poll_parts.ns[D9M_PART_LOCK] / 1e6);
+    CHECK_EQ_U64(sp->count, ROUNDS);
+    CHECK_EQ_U64(sp->poll_ns, sp->elapsed.total);
+    CHECK_EQ_U64(d9m_parts_total(&sp->poll_parts), sp->poll_ns);
+    CHECK_EQ_U64(sp->poll_parts.ns[D9M_PART_LOCK], l->parts.ns[D9M_PART_LOCK]);
+    if (complete) CHECK_EQ_U64(sp->poll_parts.ns[D9M_PART_UNKNOWN], 0);
 }
 
 /* The first CPU this process may run on: the hog and its worker share it. */
@@ -539,6 +563,7 @@ int main(void) {
             check_on_cpu(s, l);
             if (s == S_BURN || s == S_HOG) check_runnable(s, l);
             else if (causes) check_blocked(s, l, s == S_LOCK ? D9M_PART_LOCK : s == S_READ ? D9M_PART_IO : D9M_PART_SLEEP);
+            if (s == S_LOCK) check_lock_span(r, l, t.lost == 0);
         }
         if (!causes) printf("SKIP causes: no context-switch stacks (%s)\n", stacks);
     }

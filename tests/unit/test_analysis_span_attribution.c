@@ -1,12 +1,11 @@
 /* A span's in-poll part by cause through the whole analysis (`dial9 analyze`'s spans section),
- * on the hand-built trace of the attribution tests (attribution_trace.h) with a span inside
- * each of its polls: the parts of the polls' time inside each span exactly, the blocked time
+ * on the hand-built trace of the attribution tests with a span inside each of its polls
+ * (attribution_span_trace.h): the parts of the polls' time inside each span exactly, the blocked time
  * classified by its stack at the report (lock, sleep, io), a stack matched after its switch-out,
  * the governor's sampled period unknown, and a drop inside a span's window making the span
  * unknown up to it. */
 #include "check.h"
-#include "attribution_trace.h"
-#include "span_trace.h"
+#include "attribution_span_trace.h"
 
 static const d9a_span_report *span(const d9a_report *r, const char *name) {
     for (size_t i = 0; i < r->nspans; i++)
@@ -27,20 +26,9 @@ static const d9a_span_report *one(const d9a_report *r, const char *name) {
     return s;
 }
 
-static void add_span(tb *t, const char *name, uint64_t task, uint64_t from, uint64_t to) {
-    uint32_t n = tb_string(t, name);
-    tb_span(t, true, ATTR_T0 + from, 0, 1, n, task, 100);
-    tb_span(t, false, ATTR_T0 + to, 0, 1, n, task, 100);
-}
-
 static void test_spans(bool switches) {
     tb t = {0};
-    attribution_trace(&t, switches);
-    tb_span_schemas(&t);
-    add_span(&t, "lock_req", 1, 500 * US, 7500 * US);   /* lock.c's poll, 0 .. 10 ms */
-    add_span(&t, "io_req", 3, 38 * MS, 47 * MS);        /* io.c's, 38 .. 48 ms */
-    add_span(&t, "drop_req", 4, 51 * MS, 58 * MS);      /* drop.c's, 50 .. 60 ms, drop at 55 */
-    add_span(&t, "sleep_req", 5, 65500 * US, 69500 * US); /* after.c's, 65 .. 70 ms */
+    attribution_span_trace(&t, switches);
     d9a_analysis *a;
     const d9a_report *r = tb_analyze(&a, &t, NULL);
     CHECK(r != NULL);

@@ -413,11 +413,15 @@ static bool attribute_piece(d9m_spans *m, piece_cursor *c, uint64_t a, uint64_t 
 /* The in-poll part of [lo, hi) by cause: the first task's polls, then the second's where the
  * first is not polled (their union is the in-poll part). */
 static bool split_polls(d9m_spans *m, uint64_t first, uint64_t second, uint64_t lo, uint64_t hi,
-                        d9m_parts *out) {
+                        uint64_t poll_ns, d9m_parts *out) {
     *out = (d9m_parts){{0}};
     m->nstk = 0;
     const task_state *ta = first ? task_find(m, first) : NULL;
     const task_state *tb = second && second != first ? task_find(m, second) : NULL;
+    if ((!ta || ta->sn == ta->shead) && (!tb || tb->sn == tb->shead)) {
+        out->ns[D9M_PART_ON_CPU] = poll_ns; /* no gap, no off-CPU interval: the usual poll */
+        return true;
+    }
     size_t na = 0, nb = 0;
     piece_cursor c = {0};
     if (ta) {
@@ -480,7 +484,7 @@ static int report(d9m_spans *m, d9m_span *s) {
     s->parts = (d9m_span_parts){.poll_ns = u_poll, .queued_ns = u_queued - u_poll,
                                 .wait_ns = u_wait - u_queued, .unknown_ns = elapsed - u_wait};
     uint64_t first = s->begin_task ? s->begin_task : s->end_task;
-    if (!split_polls(m, first, s->end_task, lo, hi, &s->poll_parts)) return -1;
+    if (!split_polls(m, first, s->end_task, lo, hi, u_poll, &s->poll_parts)) return -1;
     s->polls = m->merged;
     s->npolls = n;
     s->poll_stacks = m->stk;

@@ -280,34 +280,31 @@ static void sort_by_start(ival_task *v, size_t n) {
     }
 }
 
-/* The length of the union of the sorted scratch's intervals of kinds [0..upto]; with `out`,
- * that union too (room for tmp_n). */
-static uint64_t union_len(const d9m_spans *m, int upto, d9m_span_interval *out, size_t *nout) {
-    uint64_t total = 0, cur_s = 0, cur_e = 0;
-    bool open = false;
+/* The lengths of the unions of the sorted scratch's intervals of kinds <= K_POLL, <= K_QUEUED
+ * and <= K_WAIT, in one pass; the first union itself into `out` (room for tmp_n). */
+static void unions(const d9m_spans *m, uint64_t len[K_KINDS], d9m_span_interval *out, size_t *nout) {
+    uint64_t cur_s[K_KINDS] = {0}, cur_e[K_KINDS] = {0};
+    bool open[K_KINDS] = {false};
     size_t k = 0;
+    for (int u = 0; u < K_KINDS; u++) len[u] = 0;
     for (size_t i = 0; i < m->tmp_n; i++) {
         const ival_task *v = &m->tmp[i];
-        if (v->kind > upto) continue;
-        if (open && v->start <= cur_e) {
-            if (v->end > cur_e) cur_e = v->end;
-            continue;
+        for (int u = v->kind; u < K_KINDS; u++) {
+            if (open[u] && v->start <= cur_e[u]) {
+                if (v->end > cur_e[u]) cur_e[u] = v->end;
+                if (u == K_POLL) out[k - 1].end = cur_e[u];
+                continue;
+            }
+            if (open[u]) len[u] += cur_e[u] - cur_s[u];
+            open[u] = true;
+            cur_s[u] = v->start;
+            cur_e[u] = v->end;
+            if (u == K_POLL) out[k++] = (d9m_span_interval){v->start, v->end, v->task};
         }
-        if (open) {
-            total += cur_e - cur_s;
-            if (out) out[k - 1].end = cur_e;
-        }
-        open = true;
-        cur_s = v->start;
-        cur_e = v->end;
-        if (out) out[k++] = (d9m_span_interval){cur_s, cur_e, v->task};
     }
-    if (open) {
-        total += cur_e - cur_s;
-        if (out) out[k - 1].end = cur_e;
-    }
-    if (nout) *nout = k;
-    return total;
+    for (int u = 0; u < K_KINDS; u++)
+        if (open[u]) len[u] += cur_e[u] - cur_s[u];
+    *nout = k;
 }
 
 /* ---- the in-poll part by cause ---- */
@@ -477,9 +474,9 @@ static int report(d9m_spans *m, d9m_span *s) {
     else sort_by_start(m->tmp, m->tmp_n);
     if (!grow((void **)&m->merged, &m->merged_cap, m->tmp_n + 1, sizeof *m->merged)) return -1;
     size_t n;
-    uint64_t u_poll = union_len(m, K_POLL, m->merged, &n);
-    uint64_t u_queued = union_len(m, K_QUEUED, NULL, NULL);
-    uint64_t u_wait = union_len(m, K_WAIT, NULL, NULL);
+    uint64_t len[K_KINDS];
+    unions(m, len, m->merged, &n);
+    uint64_t u_poll = len[K_POLL], u_queued = len[K_QUEUED], u_wait = len[K_WAIT];
     /* higher kinds take precedence: each part is what its union adds to the ones before */
     s->parts = (d9m_span_parts){.poll_ns = u_poll, .queued_ns = u_queued - u_poll,
                                 .wait_ns = u_wait - u_queued, .unknown_ns = elapsed - u_wait};

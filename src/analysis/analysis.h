@@ -212,6 +212,7 @@ typedef struct d9a_span_report {
     d9a_dist elapsed;
     uint64_t poll_ns, queued_ns, wait_ns, unknown_ns;
     uint64_t cross_worker; /* ended on another worker than the one it began on */
+    d9m_parts poll_parts;  /* poll_ns by cause, as a poll's (model/attribution.h): sums to it */
 } d9a_span_report;
 
 typedef enum d9a_severity { D9A_INFO, D9A_WARNING, D9A_CRITICAL } d9a_severity;

@@ -38,6 +38,8 @@ static inline void d9a_attr_poll_begin(d9a_analysis *a, worker *w, const d9a_rec
     w->at_open = true;
     d9m_attr_begin(&w->at, r->ts, r->ts + r->dur);
     d9m_coverage_gaps(&a->swcov, w->id, &w->at);
+    w->at_task = r->id;
+    if (a->spans.model) d9a_spans_poll_gaps(a, w);
     w->at_loc = r->ref;
     w->at_slot = slot;
     w->at_gen = slot >= 0 ? a->long_polls.gen[slot] : 0;
@@ -64,9 +66,9 @@ static inline void d9a_attr_stack_add(worker *w, uint32_t stack, uint64_t ns) {
 }
 
 static inline void d9a_attr_offcpu(d9a_analysis *a, worker *w, const d9a_rec *r, uint32_t stack) {
-    (void)a;
     if (!w->at_open || r->ts < w->at.start || r->ts >= w->at.end) return;
     bool preempted = r->aux != 0;
+    if (a->spans.model) d9a_spans_poll_off(a, w, r, preempted, stack);
     uint64_t covered =
         d9m_attr_offcpu(&w->at, r->ts, r->ts + r->dur, preempted ? D9M_PART_RUNNABLE : D9M_PART_BLOCKED_OTHER);
     w->at_unmatched_ns = 0;
@@ -83,12 +85,13 @@ static inline void d9a_attr_offcpu(d9a_analysis *a, worker *w, const d9a_rec *r,
 /* A context-switch sample (CpuSampleEvent source 1) of w: the stack of the blocked interval
  * that began just before it, when that one has none yet (the sample and the switch record
  * come from two perf events: either may carry the earlier timestamp). */
-static inline void d9a_attr_sample(worker *w, const d9a_rec *r) {
+static inline void d9a_attr_sample(d9a_analysis *a, worker *w, const d9a_rec *r) {
     if (!w->at_unmatched_ns || !w->at_open || r->ts < w->at_unmatched_ts ||
         r->ts - w->at_unmatched_ts > D9A_SWITCH_MATCH_NS || r->ts >= w->at_unmatched_end)
         return;
     d9a_attr_stack_add(w, r->ref, w->at_unmatched_ns);
     w->at_unmatched_ns = 0;
+    if (a->spans.model) d9m_spans_poll_off_stack(a->spans.model, w->at_task, r->ref);
 }
 
 #endif

@@ -67,6 +67,7 @@ typedef struct worker {
     d9m_attr_poll at;
     uint32_t at_loc, at_gen, nat_stk;
     long at_slot;
+    uint64_t at_task; /* the task it polls (the span model's attribution, span_stats.h) */
     uint64_t at_unmatched_ts, at_unmatched_end, at_unmatched_ns; /* the latest blocked interval,
                               while no stack is matched to it (ns 0: none) */
     attr_stack at_stk[D9A_ATTR_STACKS];

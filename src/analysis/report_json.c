@@ -615,6 +615,7 @@ static void json_spans(jctx *c) {
         d9_json_key_u64(j, "wait", s->wait_ns);
         d9_json_key_u64(j, "unknown", s->unknown_ns);
         d9_json_object_end(j);
+        jparts(j, "poll_attribution", &s->poll_parts);
         d9_json_object_end(j);
     }
     d9_json_array_end(j);

@@ -40,11 +40,34 @@ static void on_span(void *ctx, const d9m_span *sp) {
     n->queued_ns += sp->parts.queued_ns;
     n->wait_ns += sp->parts.wait_ns;
     n->unknown_ns += sp->parts.unknown_ns;
+    d9m_parts_add(&n->poll_parts, &sp->poll_parts);
+    for (size_t i = 0; i < sp->npoll_stacks; i++) {
+        uint64_t *ns = d9_u64_map_upsert(&s->stacks, (uint64_t)*v << 32 | sp->poll_stacks[i].stack, 0);
+        if (!ns) {
+            s->failed = true;
+            return;
+        }
+        *ns += sp->poll_stacks[i].ns;
+    }
+}
+
+void d9a_spans_poll_gaps(d9a_analysis *a, const worker *w) {
+    for (uint32_t i = 0; i < w->at.ngaps; i++)
+        if (d9m_spans_poll_gap(a->spans.model, w->at_task, w->at.gaps[i].from, w->at.gaps[i].to) != 0)
+            a->spans.failed = true;
+}
+
+void d9a_spans_poll_off(d9a_analysis *a, const worker *w, const d9a_rec *r, bool preempted, uint32_t stack) {
+    d9m_part part = preempted ? D9M_PART_RUNNABLE : D9M_PART_BLOCKED_OTHER;
+    if (d9m_spans_poll_off(a->spans.model, w->at_task, r->ts, r->ts + r->dur, part,
+                           stack == D9A_NO_ID ? D9M_SPAN_NO_STACK : stack) != 0)
+        a->spans.failed = true;
 }
 
 int d9a_spans_start(d9a_analysis *a) {
     if (a->spans.model) return 0;
     a->spans.model = d9m_spans_new(on_span, &a->spans);
+    if (a->spans.model) d9m_spans_set_coverage(a->spans.model, &a->swcov);
     return a->spans.model ? 0 : -1;
 }
 
@@ -80,6 +103,11 @@ int d9a_spans_report(d9a_analysis *a, d9a_report *r, uint64_t end_ns) {
     r->span_stray_ends = d9m_spans_stray_ends(s->model);
     r->span_reopened = d9m_spans_reopened(s->model);
     if (s->nnames == 0) return 0;
+    uint64_t key, ns; /* blocked time under each stack to its cause, as for the locations */
+    for (size_t pos = 0; d9_u64_map_next(&s->stacks, &pos, &key, &ns);) {
+        attr_stack st = {(uint32_t)key, ns};
+        if (d9a_attr_classify(a, &s->names[key >> 32].poll_parts, &st, 1) != 0) return -1;
+    }
     d9a_span_report *out = d9_arena_alloc(&a->report_arena, s->nnames * sizeof *out, 16);
     if (!out) return -1;
     memset(out, 0, s->nnames * sizeof *out);
@@ -95,6 +123,7 @@ int d9a_spans_report(d9a_analysis *a, d9a_report *r, uint64_t end_ns) {
         x->queued_ns = n->queued_ns;
         x->wait_ns = n->wait_ns;
         x->unknown_ns = n->unknown_ns;
+        x->poll_parts = n->poll_parts;
     }
     if (s->nnames) qsort(out, s->nnames, sizeof *out, by_total_desc);
     r->spans = out;
@@ -107,5 +136,6 @@ void d9a_span_stats_free(d9a_span_stats *s) {
     for (size_t i = 0; i < s->nnames; i++) d9a_hist_free(&s->names[i].elapsed);
     free(s->names);
     d9_u64_map_free(&s->by_name);
+    d9_u64_map_free(&s->stacks);
     memset(s, 0, sizeof *s);
 }

@@ -18,6 +18,7 @@ typedef struct d9a_span_name_stats {
     uint64_t count, unended, cross_worker;
     d9a_hist elapsed;
     uint64_t poll_ns, queued_ns, wait_ns, unknown_ns;
+    d9m_parts poll_parts; /* poll_ns by cause (blocked stacks as blocked_other until the report) */
 } d9a_span_name_stats;
 
 typedef struct d9a_span_stats {
@@ -25,6 +26,7 @@ typedef struct d9a_span_stats {
     d9_u64_map by_name;        /* string id -> index into names */
     d9a_span_name_stats *names;
     size_t nnames, cap;
+    d9_u64_map stacks;         /* name index << 32 | stack -> blocked ns in the spans' polls */
     bool failed;
 } d9a_span_stats;
 
@@ -36,6 +38,12 @@ struct d9a_report;
 int d9a_spans_start(struct d9a_analysis *a);
 /* A record handed to the sweep in time order (late ones are not: the model needs the order). */
 void d9a_spans_sweep(struct d9a_analysis *a, const struct d9a_rec *r);
+/* The per-poll attribution handed on to the model (attribution_sweep.h): the gaps of the poll
+ * worker `w` begins, an off-CPU interval inside it (its stack or D9A_NO_ID). */
+struct worker;
+void d9a_spans_poll_gaps(struct d9a_analysis *a, const struct worker *w);
+void d9a_spans_poll_off(struct d9a_analysis *a, const struct worker *w, const struct d9a_rec *r, bool preempted,
+                        uint32_t stack);
 /* The analyzed time ended at end_ns: unended spans counted, the report's section built.
  * 0, or -1 when out of memory. */
 int d9a_spans_report(struct d9a_analysis *a, struct d9a_report *r, uint64_t end_ns);

@@ -234,7 +234,7 @@ static void on_sample(d9a_analysis *a, const d9a_rec *r) {
     if (!S) return;
     worker *w = rec_worker(a, r->worker);
     if (w) close_pending(a, w, r->ts);
-    if (w && r->aux) d9a_attr_sample(w, r);
+    if (w && r->aux) d9a_attr_sample(a, w, r);
     bool in_poll = w && w->sw_has_poll && r->ts >= w->sw_poll_start && r->ts < w->sw_poll_end;
     bool parked = !in_poll && w && w->sw_has_park && r->ts >= w->sw_park_start &&
                   r->ts < w->sw_park_end;

@@ -554,6 +554,10 @@ static void text_spans(const d9_analyze_render *R) {
                 s->count, s->unended, NS(s->elapsed.total), NS(s->elapsed.p50), NS(s->elapsed.p99),
                 NS(s->elapsed.max), 100.0 * (double)s->poll_ns / t, 100.0 * (double)s->queued_ns / t,
                 100.0 * (double)s->wait_ns / t, 100.0 * (double)s->unknown_ns / t, s->name);
+        if (!s->poll_ns) continue;
+        fprintf(text_out, "            in polls: "); /* the poll part by cause */
+        print_parts(&s->poll_parts);
+        putc('\n', text_out);
     }
     if (r->span_stray_ends || r->span_reopened)
         fprintf(text_out, "  %" PRIu64 " ends closed no open span; %" PRIu64 " begins reopened an open one (left unended)\n",

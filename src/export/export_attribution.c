@@ -1,6 +1,6 @@
 /* The per-poll attribution in the export model (export_attribution.h): switch records paired
  * per thread into off-CPU intervals, each given the context-switch sample taken at its
- * switch-out (within 50 us either side, as analyze does), then every poll's parts by the
+ * switch-out (within D9M_SWITCH_STACK_MATCH_NS either side, as analyze does), then every poll's parts by the
  * model's arithmetic (model/attribution.h) over the intervals that start inside it. */
 #include "export/export_attribution.h"
 
@@ -69,14 +69,14 @@ static interval *pair_switches(const d9_xmodel *m, d9_xswitch *sw, size_t n, siz
     return iv;
 }
 
-/* Each off-CPU sample to the interval of its worker whose switch-out is within 50 us of it
+/* Each off-CPU sample to the interval of its worker whose switch-out is within D9M_SWITCH_STACK_MATCH_NS of it
  * (the first such sample wins). */
 static void match_samples(const d9_xmodel *m, interval *iv, const uint32_t *first) {
     for (size_t i = 0; i < m->sample_count; i++) {
         const d9_xsample *s = &m->samples[i];
         if (s->source != D9_XSAMPLE_OFFCPU || s->worker == D9_XNONE) continue;
         size_t lo = first[s->worker], hi = first[s->worker + 1];
-        while (lo < hi) { /* the first interval with out >= ts - 50 us */
+        while (lo < hi) { /* the first interval with out >= ts - the match window */
             size_t mid = lo + (hi - lo) / 2;
             if (iv[mid].out + D9M_SWITCH_STACK_MATCH_NS < s->ts) lo = mid + 1;
             else hi = mid;
@@ -135,7 +135,10 @@ int d9_xattribute(d9_xmodel *m, d9_xswitch *sw, size_t n, const d9m_coverage *co
     }
 
     /* each poll: the intervals of its worker that start inside it (polls are sorted by
-     * (worker, start), and do not overlap on one worker) */
+     * (worker, start), and do not overlap on one worker); with spans, kept for their split */
+    size_t npieces = 0, pieces_cap = 0;
+    if (m->span_mark_count && !(m->poll_piece_first = calloc(m->poll_count + 1, sizeof *m->poll_piece_first)))
+        goto fail_cause;
     for (size_t i = 0; i < m->poll_count; i++) {
         const d9_xpoll *p = &m->polls[i];
         d9m_attr_poll a;
@@ -147,11 +150,29 @@ int d9_xattribute(d9_xmodel *m, d9_xswitch *sw, size_t n, const d9m_coverage *co
             if (iv[mid].out < p->start) lo = mid + 1;
             else hi = mid;
         }
-        for (size_t k = lo; k < first[p->worker + 1] && iv[k].out < p->end; k++)
-            d9m_attr_offcpu(&a, iv[k].out, iv[k].in, (d9m_part)cause[k]);
+        size_t upto = lo;
+        for (; upto < first[p->worker + 1] && iv[upto].out < p->end; upto++)
+            d9m_attr_offcpu(&a, iv[upto].out, iv[upto].in, (d9m_part)cause[upto]);
         d9m_attr_finish(&a, &m->poll_parts[i]);
+        if (!m->poll_piece_first) continue;
+        m->poll_piece_first[i] = (uint32_t)npieces;
+        size_t need = npieces + a.ngaps + (upto - lo);
+        if (need > pieces_cap) {
+            size_t c = pieces_cap ? pieces_cap * 2 : 256;
+            while (c < need) c *= 2;
+            d9_xattr_piece *x = realloc(m->poll_pieces, c * sizeof *x);
+            if (!x) goto fail_cause;
+            m->poll_pieces = x;
+            pieces_cap = c;
+        }
+        for (uint32_t g = 0; g < a.ngaps; g++)
+            m->poll_pieces[npieces++] = (d9_xattr_piece){a.gaps[g].from, a.gaps[g].to, D9M_PART_UNKNOWN};
+        for (size_t k = lo; k < upto; k++)
+            m->poll_pieces[npieces++] = (d9_xattr_piece){iv[k].out, iv[k].in, cause[k]};
     }
+    if (m->poll_piece_first) m->poll_piece_first[m->poll_count] = (uint32_t)npieces;
     free(cause);
+    cause = NULL;
     char name[40];
     for (int k = 0; k < D9M_PARTS; k++) {
         snprintf(name, sizeof name, "%s_ns", d9m_part_names[k]);
@@ -159,15 +180,27 @@ int d9_xattribute(d9_xmodel *m, d9_xswitch *sw, size_t n, const d9m_coverage *co
         m->cause_names[k] = d9_xstr_intern(&m->strings, d9m_part_names[k], strlen(d9m_part_names[k]));
         if (m->part_names[k] == D9_XSTR_FAILED || m->cause_names[k] == D9_XSTR_FAILED) goto done;
     }
+    for (int k = 0; k < D9M_PARTS && m->span_mark_count; k++) {
+        snprintf(name, sizeof name, "poll_%s_ns", d9m_part_names[k]);
+        m->span_part_names[k] = d9_xstr_intern(&m->strings, name, strlen(name));
+        if (m->span_part_names[k] == D9_XSTR_FAILED) goto done;
+    }
     m->cause_key = d9_xstr_intern(&m->strings, "cause", 5);
     if (m->cause_key == D9_XSTR_FAILED) goto done;
     rc = 0;
+    goto done;
+fail_cause:
+    free(cause);
 done:
     if (rc != 0) {
         free(m->poll_parts);
         free(m->sample_cause);
+        free(m->poll_pieces);
+        free(m->poll_piece_first);
         m->poll_parts = NULL;
         m->sample_cause = NULL;
+        m->poll_pieces = NULL;
+        m->poll_piece_first = NULL;
     }
     free(iv);
     free(first);

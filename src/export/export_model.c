@@ -152,6 +152,8 @@ void d9_xmodel_free(d9_xmodel *m) {
     free(m->span_marks);
     free(m->poll_parts);
     free(m->sample_cause);
+    free(m->poll_pieces);
+    free(m->poll_piece_first);
     free(m);
 }
 
@@ -871,7 +873,7 @@ int d9_xmodel_finish(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen
         m->realtime_at_from = (uint64_t)((int64_t)b->clock_real + delta);
     }
     if (collect_workers(m) != 0 || pair_marks(m) != 0 || link_wakes(m) != 0 ||
-        place_samples(m) != 0 || collect_counters(m) != 0 || d9_xspans_build(m) != 0)
+        place_samples(m) != 0 || collect_counters(m) != 0)
         goto oom;
     /* call stacks of the samples in the window, resolved into locations and frames */
     bool *used = calloc(b->stacks_n + 1, sizeof *used);
@@ -883,6 +885,7 @@ int d9_xmodel_finish(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen
     free(used);
     if (rc != 0) goto oom;
     if (d9_xattribute(m, b->switches, b->switches_n, &b->coverage) != 0) goto oom;
+    if (d9_xspans_build(m, &b->coverage) != 0) goto oom; /* after the polls' attribution */
     build_free(b);
     m->build = NULL;
     return 0;

@@ -99,7 +99,15 @@ typedef struct d9_xspan {
     bool ended;
     uint64_t begin_task, end_task;
     d9m_span_parts parts;
+    d9m_parts poll_parts;     /* parts.poll_ns by cause (model/spans.h), when poll_parts is set */
 } d9_xspan;
+
+/* A piece of a poll's attribution handed to the span model: a gap (part UNKNOWN) or an
+ * off-CPU interval with its cause. */
+typedef struct d9_xattr_piece {
+    uint64_t from, to;
+    uint8_t part;
+} d9_xattr_piece;
 
 /* A span event as read, kept until finish pairs them (export_spans.c). */
 typedef struct d9_xspan_mark {
@@ -181,6 +189,12 @@ struct d9_xmodel {
     uint32_t cause_names[D9M_PARTS];/* label of an off-CPU sample */
     uint8_t *sample_cause;          /* by sample index, with poll_parts: the d9m_part of the
                                        off-CPU interval an off-CPU sample was taken at */
+    uint32_t span_part_names[D9M_PARTS]; /* "poll_<part>_ns": a span's poll part by cause */
+    /* each poll's gaps and off-CPU intervals, by poll index (poll i: poll_pieces[
+     * poll_piece_first[i] .. poll_piece_first[i + 1])), kept from the attribution until the
+     * spans are split (only when the trace has spans) */
+    d9_xattr_piece *poll_pieces;
+    uint32_t *poll_piece_first;
 
     /* the trace */
     uint64_t first_ts, last_ts; /* of all timestamped events read (0, 0 when none) */
@@ -216,7 +230,7 @@ int d9_xmodel_finish(d9_xmodel *m, const d9_xwindow *w, char *err, size_t errlen
 /* export_spans.c: keep one span event (its name already interned); pair and split them once
  * the polls and wakes are built (called by finish). 0, or -1 when out of memory. */
 int d9_xspans_add(d9_xmodel *m, const d9_event *ev, uint32_t name);
-int d9_xspans_build(d9_xmodel *m);
+int d9_xspans_build(d9_xmodel *m, const d9m_coverage *cov);
 
 static inline const char *d9_xm_str(const d9_xmodel *m, uint32_t index) {
     return d9_xstr_get(&m->strings, index);

@@ -342,7 +342,10 @@ static int write_interned(pf *p) {
     if (!need) return -1;
     enum { NEED_EVENT = 1, NEED_FUNCTION = 2, NEED_PATH = 4, NEED_BUILD = 8, NEED_ARG = 16 };
     if (m->poll_parts) /* the polls' attribution arguments (export_attribution.h) */
-        for (int k = 0; k < D9M_PARTS; k++) need[m->part_names[k]] |= NEED_ARG;
+        for (int k = 0; k < D9M_PARTS; k++) {
+            need[m->part_names[k]] |= NEED_ARG;
+            if (m->span_count) need[m->span_part_names[k]] |= NEED_ARG;
+        }
     for (size_t i = 0; i < m->poll_count; i++)
         if (m->polls[i].loc) need[m->polls[i].loc] |= NEED_EVENT;
     for (size_t i = 0; i < m->span_count; i++) need[m->spans[i].name] |= NEED_EVENT;
@@ -579,6 +582,14 @@ static void write_item(pf *p, const item *it) {
         annotation_uint(p, N_SPAN_QUEUED, s->parts.queued_ns);
         annotation_uint(p, N_SPAN_WAIT, s->parts.wait_ns);
         annotation_uint(p, N_SPAN_UNKNOWN, s->parts.unknown_ns);
+        if (m->poll_parts) /* its poll part by cause: the nonzero parts */
+            for (int k = 0; k < D9M_PARTS; k++) {
+                if (!s->poll_parts.ns[k]) continue;
+                size_t a = d9_pb_begin(b, TE_DEBUG_ANNOTATIONS);
+                d9_pb_uint(b, DA_NAME_IID, iid_of(m->span_part_names[k]));
+                d9_pb_uint(b, DA_UINT_VALUE, s->poll_parts.ns[k]);
+                d9_pb_end(b, a);
+            }
         if (!s->ended) annotation_uint(p, N_SPAN_UNENDED, 1);
         d9_pb_end(b, te);
         break;

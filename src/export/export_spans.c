@@ -48,7 +48,7 @@ static void on_span(void *ctx, const d9m_span *s) {
     m->spans[m->span_count++] = (d9_xspan){.start = s->begin_ts, .end = s->end_ts, .id = s->id,
                                            .name = s->name, .ended = s->ended,
                                            .begin_task = s->begin_task, .end_task = s->end_task,
-                                           .parts = s->parts};
+                                           .parts = s->parts, .poll_parts = s->poll_parts};
 }
 
 static const void *sort_base; /* qsort has no context argument */
@@ -134,10 +134,25 @@ out:
     return rc;
 }
 
-int d9_xspans_build(d9_xmodel *m) {
+/* The poll's attribution (export_attribution.c) to the span model, causes already read. */
+static int feed_attribution(const d9_xmodel *m, d9m_spans *sm, uint32_t poll) {
+    if (!m->poll_piece_first) return 0;
+    const d9_xpoll *q = &m->polls[poll];
+    for (uint32_t k = m->poll_piece_first[poll]; k < m->poll_piece_first[poll + 1]; k++) {
+        const d9_xattr_piece *x = &m->poll_pieces[k];
+        int r = x->part == D9M_PART_UNKNOWN
+                    ? d9m_spans_poll_gap(sm, q->task, x->from, x->to)
+                    : d9m_spans_poll_off(sm, q->task, x->from, x->to, (d9m_part)x->part, D9M_SPAN_NO_STACK);
+        if (r != 0) return r;
+    }
+    return 0;
+}
+
+int d9_xspans_build(d9_xmodel *m, const d9m_coverage *cov) {
     if (m->span_mark_count == 0) return 0;
     build_ctx c = {.m = m};
     d9m_spans *sm = d9m_spans_new(on_span, &c);
+    if (sm) d9m_spans_set_coverage(sm, cov);
     uint32_t *mk = order(m->span_marks, m->span_mark_count, cmp_mark);
     uint32_t *pl = order(m->polls, m->poll_count, cmp_poll);
     int rc = -1;
@@ -154,8 +169,10 @@ int d9_xspans_build(d9_xmodel *m) {
             r = d9m_spans_wake(sm, m->wakes[iw].woken_task, tw);
             iw++;
         } else if (ip < m->poll_count && tp <= tm) {
-            const d9_xpoll *q = &m->polls[pl[ip++]];
+            uint32_t at = pl[ip++];
+            const d9_xpoll *q = &m->polls[at];
             r = d9m_spans_poll(sm, q->task, q->start, q->end);
+            if (r == 0) r = feed_attribution(m, sm, at);
         } else {
             const d9_xspan_mark *k = &m->span_marks[mk[im++]];
             if (!d9_time_window_holds(&m->window, k->ts)) continue; /* as the polls: in the window */
@@ -173,6 +190,10 @@ out:
     free(mk);
     free(pl);
     free(m->span_marks);
+    free(m->poll_pieces);
+    free(m->poll_piece_first);
+    m->poll_pieces = NULL;
+    m->poll_piece_first = NULL;
     m->span_marks = NULL;
     m->span_mark_count = m->span_mark_cap = 0;
     return rc;

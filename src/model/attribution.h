@@ -40,8 +40,12 @@
 #include <stdint.h>
 
 /* A context-switch sample and the switch-out it was taken at come from two perf events: they
- * are one when their timestamps are this close (either may come first). */
-#define D9M_SWITCH_STACK_MATCH_NS 50000
+ * are one when their timestamps are this close (either may come first). The kernel writes the
+ * sample first, its user stack copied before the switch record is stamped: 2-63 us apart on a
+ * loaded 2-CPU guest, so 50 us missed one planted wait in three. Wider is safe: a sample is
+ * taken by a running thread, so it can only belong to the thread's next switch-out, and a
+ * reader matches it to an unmatched interval that had not ended when it was taken. */
+#define D9M_SWITCH_STACK_MATCH_NS 1000000
 
 typedef enum d9m_part {
     D9M_PART_ON_CPU,

@@ -18,12 +18,22 @@ typedef struct ival_task {
     uint8_t kind;
 } ival_task;
 
+/* A piece of a poll's attribution: a gap (part UNKNOWN) or an off-CPU interval. */
+typedef struct sub_ival {
+    uint64_t start, end;
+    uint32_t stack; /* off-CPU: its switch-out's stack or D9M_SPAN_NO_STACK */
+    uint8_t part;
+} sub_ival;
+
 typedef struct task_state {
     uint64_t id;
     d9m_wake_state wake;
     bool polled; /* a poll seen: wake.last_poll_end is its end */
     ival *iv;    /* since the oldest open span began, in arrival order */
     size_t n, cap, head; /* iv[head..n) live */
+    sub_ival *sub; /* its polls' gaps and off-CPU intervals, kept as iv */
+    size_t sn, scap, shead;
+    uint64_t poll_start, poll_end, last_off_end; /* its latest poll, its latest off interval */
 } task_state;
 
 typedef struct open_span {
@@ -51,6 +61,14 @@ struct d9m_spans {
     size_t tmp_n, tmp_cap;
     d9m_span_interval *merged; /* the union of its polls */
     size_t merged_cap;
+    /* scratch for the split of its in-poll part by cause */
+    d9m_span_interval *pa, *pb; /* the polls of its first and second task */
+    size_t pa_cap, pb_cap;
+    sub_ival *gaps, *offs;
+    size_t gaps_cap, offs_cap;
+    d9m_span_stack *stk;
+    size_t nstk, stk_cap;
+    const d9m_coverage *cov;
 };
 
 d9m_spans *d9m_spans_new(d9m_span_fn done, void *ctx) {
@@ -63,7 +81,10 @@ d9m_spans *d9m_spans_new(d9m_span_fn done, void *ctx) {
 
 void d9m_spans_free(d9m_spans *m) {
     if (!m) return;
-    for (size_t i = 0; i < m->ntasks; i++) free(m->tasks[i].iv);
+    for (size_t i = 0; i < m->ntasks; i++) {
+        free(m->tasks[i].iv);
+        free(m->tasks[i].sub);
+    }
     free(m->tasks);
     d9_u64_map_free(&m->task_index);
     d9_u64_map_free(&m->open_by_id);
@@ -71,6 +92,11 @@ void d9m_spans_free(d9m_spans *m) {
     free(m->tmp);
     free(m->dead);
     free(m->merged);
+    free(m->pa);
+    free(m->pb);
+    free(m->gaps);
+    free(m->offs);
+    free(m->stk);
     free(m);
 }
 
@@ -120,6 +146,23 @@ static int add_ival(d9m_spans *m, task_state *t, uint64_t start, uint64_t end, u
     return 0;
 }
 
+static int add_sub(d9m_spans *m, task_state *t, uint64_t start, uint64_t end, uint8_t part,
+                   uint32_t stack) {
+    if (end <= start) return 0;
+    uint64_t from = keep_from(m);
+    while (t->shead < t->sn && t->sub[t->shead].end <= from) t->shead++;
+    if (t->shead == t->sn) t->shead = t->sn = 0;
+    if (end <= from) return 0;
+    if (t->sn == t->scap && t->shead > 0) {
+        memmove(t->sub, t->sub + t->shead, (t->sn - t->shead) * sizeof *t->sub);
+        t->sn -= t->shead;
+        t->shead = 0;
+    }
+    if (!grow((void **)&t->sub, &t->scap, t->sn + 1, sizeof *t->sub)) return -1;
+    t->sub[t->sn++] = (sub_ival){start, end, stack, part};
+    return 0;
+}
+
 static void see(d9m_spans *m, uint64_t ts) {
     if (ts > m->now) m->now = ts;
 }
@@ -148,7 +191,48 @@ int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
     if (add_ival(m, t, since, start, K_QUEUED) != 0) return -1;
     if (add_ival(m, t, start, end, K_POLL) != 0) return -1;
     t->polled = true;
+    t->poll_start = start;
+    t->poll_end = end;
+    t->last_off_end = start;
     return 0;
+}
+
+void d9m_spans_set_coverage(d9m_spans *m, const d9m_coverage *c) { m->cov = c; }
+
+static task_state *task_find(d9m_spans *m, uint64_t id) {
+    uint64_t *v = d9_u64_map_get(&m->task_index, id);
+    return v ? &m->tasks[*v] : NULL;
+}
+
+int d9m_spans_poll_gap(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to) {
+    task_state *t = task ? task_find(m, task) : NULL;
+    if (!t || !t->polled) return 0;
+    if (from < t->poll_start) from = t->poll_start;
+    if (to > t->poll_end) to = t->poll_end;
+    return add_sub(m, t, from, to, D9M_PART_UNKNOWN, D9M_SPAN_NO_STACK);
+}
+
+int d9m_spans_poll_off(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to, d9m_part part,
+                       uint32_t stack) {
+    task_state *t = task ? task_find(m, task) : NULL;
+    if (!t || !t->polled || from >= t->poll_end || to <= from) return 0;
+    if (part == D9M_PART_ON_CPU || part >= D9M_PART_UNKNOWN) part = D9M_PART_BLOCKED_OTHER;
+    if (from < t->last_off_end) /* overlapping intervals of one thread: the poll is unknown */
+        return add_sub(m, t, t->poll_start, t->poll_end, D9M_PART_UNKNOWN, D9M_SPAN_NO_STACK);
+    if (to > t->poll_end) to = t->poll_end; /* the task's next poll may run on another thread */
+    t->last_off_end = to;
+    return add_sub(m, t, from, to, (uint8_t)part, part == D9M_PART_BLOCKED_OTHER ? stack : D9M_SPAN_NO_STACK);
+}
+
+void d9m_spans_poll_off_stack(d9m_spans *m, uint64_t task, uint32_t stack) {
+    task_state *t = task ? task_find(m, task) : NULL;
+    if (!t) return;
+    for (size_t i = t->sn; i > t->shead; i--) {
+        sub_ival *x = &t->sub[i - 1];
+        if (x->part == D9M_PART_UNKNOWN) continue;
+        if (x->part == D9M_PART_BLOCKED_OTHER && x->stack == D9M_SPAN_NO_STACK) x->stack = stack;
+        return;
+    }
 }
 
 static bool push_tmp(d9m_spans *m, int kind, uint64_t s, uint64_t e, uint64_t lo, uint64_t hi,
@@ -196,39 +280,192 @@ static void sort_by_start(ival_task *v, size_t n) {
     }
 }
 
-/* The length of the union of the sorted scratch's intervals of kinds [0..upto]; with `out`,
- * that union too (room for tmp_n). */
-static uint64_t union_len(const d9m_spans *m, int upto, d9m_span_interval *out, size_t *nout) {
-    uint64_t total = 0, cur_s = 0, cur_e = 0;
-    bool open = false;
+/* The lengths of the unions of the sorted scratch's intervals of kinds <= K_POLL, <= K_QUEUED
+ * and <= K_WAIT, in one pass; the first union itself into `out` (room for tmp_n). */
+static void unions(const d9m_spans *m, uint64_t len[K_KINDS], d9m_span_interval *out, size_t *nout) {
+    uint64_t cur_s[K_KINDS] = {0}, cur_e[K_KINDS] = {0};
+    bool open[K_KINDS] = {false};
     size_t k = 0;
+    for (int u = 0; u < K_KINDS; u++) len[u] = 0;
     for (size_t i = 0; i < m->tmp_n; i++) {
         const ival_task *v = &m->tmp[i];
-        if (v->kind > upto) continue;
-        if (open && v->start <= cur_e) {
-            if (v->end > cur_e) cur_e = v->end;
-            continue;
+        for (int u = v->kind; u < K_KINDS; u++) {
+            if (open[u] && v->start <= cur_e[u]) {
+                if (v->end > cur_e[u]) cur_e[u] = v->end;
+                if (u == K_POLL) out[k - 1].end = cur_e[u];
+                continue;
+            }
+            if (open[u]) len[u] += cur_e[u] - cur_s[u];
+            open[u] = true;
+            cur_s[u] = v->start;
+            cur_e[u] = v->end;
+            if (u == K_POLL) out[k++] = (d9m_span_interval){v->start, v->end, v->task};
         }
-        if (open) {
-            total += cur_e - cur_s;
-            if (out) out[k - 1].end = cur_e;
+    }
+    for (int u = 0; u < K_KINDS; u++)
+        if (open[u]) len[u] += cur_e[u] - cur_s[u];
+    *nout = k;
+}
+
+/* ---- the in-poll part by cause ---- */
+
+static void sort_sub(sub_ival *v, size_t n) { /* nearly in order: each comes in time order */
+    for (size_t i = 1; i < n; i++) {
+        sub_ival x = v[i];
+        size_t j = i;
+        while (j > 0 && v[j - 1].start > x.start) {
+            v[j] = v[j - 1];
+            j--;
         }
-        open = true;
-        cur_s = v->start;
-        cur_e = v->end;
-        if (out) out[k++] = (d9m_span_interval){cur_s, cur_e, v->task};
+        v[j] = x;
     }
-    if (open) {
-        total += cur_e - cur_s;
-        if (out) out[k - 1].end = cur_e;
+}
+
+/* A task's polls, gaps (a sorted union) and off-CPU intervals (sorted) inside [lo, hi). */
+static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi,
+                         d9m_span_interval **polls, size_t *polls_cap, size_t *npolls, size_t *ngaps,
+                         size_t *noffs) {
+    size_t np = 0, ng = 0, no = 0;
+    for (size_t i = t->head; i < t->n; i++) {
+        const ival *v = &t->iv[i];
+        uint64_t a = v->start > lo ? v->start : lo, b = v->end < hi ? v->end : hi;
+        if (v->kind != K_POLL || b <= a) continue;
+        if (!grow((void **)polls, polls_cap, np + 1, sizeof **polls)) return false;
+        (*polls)[np++] = (d9m_span_interval){a, b, t->id};
     }
-    if (nout) *nout = k;
-    return total;
+    size_t need = t->sn - t->shead;
+    if (!grow((void **)&m->gaps, &m->gaps_cap, need + 1, sizeof *m->gaps) ||
+        !grow((void **)&m->offs, &m->offs_cap, need + 1, sizeof *m->offs))
+        return false;
+    for (size_t i = t->shead; i < t->sn; i++) {
+        sub_ival v = t->sub[i];
+        if (v.start < lo) v.start = lo;
+        if (v.end > hi) v.end = hi;
+        if (v.end <= v.start) continue;
+        if (v.part == D9M_PART_UNKNOWN) m->gaps[ng++] = v;
+        else m->offs[no++] = v;
+    }
+    sort_sub(m->gaps, ng);
+    sort_sub(m->offs, no);
+    size_t k = 0; /* the gaps' union: an inconsistent poll's gap may cover others */
+    for (size_t i = 0; i < ng; i++) {
+        if (k && m->gaps[i].start <= m->gaps[k - 1].end) {
+            if (m->gaps[i].end > m->gaps[k - 1].end) m->gaps[k - 1].end = m->gaps[i].end;
+        } else {
+            m->gaps[k++] = m->gaps[i];
+        }
+    }
+    *npolls = np;
+    *ngaps = k;
+    *noffs = no;
+    return true;
+}
+
+/* The part of [a, b) in the sorted, disjoint v[from..n). */
+static uint64_t overlap(const sub_ival *v, size_t n, size_t from, uint64_t a, uint64_t b) {
+    uint64_t d = 0;
+    for (size_t i = from; i < n && v[i].start < b; i++) {
+        uint64_t x = v[i].start > a ? v[i].start : a, y = v[i].end < b ? v[i].end : b;
+        if (y > x) d += y - x;
+    }
+    return d;
+}
+
+static bool add_stack(d9m_spans *m, uint32_t stack, uint64_t ns) {
+    for (size_t i = 0; i < m->nstk; i++)
+        if (m->stk[i].stack == stack) {
+            m->stk[i].ns += ns;
+            return true;
+        }
+    if (!grow((void **)&m->stk, &m->stk_cap, m->nstk + 1, sizeof *m->stk)) return false;
+    m->stk[m->nstk++] = (d9m_span_stack){stack, ns};
+    return true;
+}
+
+typedef struct piece_cursor {
+    size_t ng, no, gi, oi; /* the gaps and offs in m->gaps / m->offs, and the first that may
+                              reach the next piece (pieces come in time order) */
+} piece_cursor;
+
+/* [a, b) of a poll of the task whose attribution is in m->gaps / m->offs. */
+static bool attribute_piece(d9m_spans *m, piece_cursor *c, uint64_t a, uint64_t b, d9m_parts *out) {
+    if (b <= a) return true;
+    while (c->gi < c->ng && m->gaps[c->gi].end <= a) c->gi++;
+    while (c->oi < c->no && m->offs[c->oi].end <= a) c->oi++;
+    uint64_t unknown = overlap(m->gaps, c->ng, c->gi, a, b), off = 0;
+    for (size_t i = c->oi; i < c->no && m->offs[i].start < b; i++) {
+        const sub_ival *o = &m->offs[i];
+        uint64_t x = o->start > a ? o->start : a, y = o->end < b ? o->end : b;
+        if (y <= x) continue;
+        uint64_t d = (y - x) - overlap(m->gaps, c->ng, c->gi, x, y); /* a gap's part stays unknown */
+        out->ns[o->part] += d;
+        off += d;
+        if (d && o->stack != D9M_SPAN_NO_STACK && !add_stack(m, o->stack, d)) return false;
+    }
+    out->ns[D9M_PART_UNKNOWN] += unknown;
+    out->ns[D9M_PART_ON_CPU] += (b - a) - unknown - off;
+    return true;
+}
+
+/* The in-poll part of [lo, hi) by cause: the first task's polls, then the second's where the
+ * first is not polled (their union is the in-poll part). */
+static bool split_polls(d9m_spans *m, uint64_t first, uint64_t second, uint64_t lo, uint64_t hi,
+                        uint64_t poll_ns, d9m_parts *out) {
+    *out = (d9m_parts){{0}};
+    m->nstk = 0;
+    const task_state *ta = first ? task_find(m, first) : NULL;
+    const task_state *tb = second && second != first ? task_find(m, second) : NULL;
+    if ((!ta || ta->sn == ta->shead) && (!tb || tb->sn == tb->shead)) {
+        out->ns[D9M_PART_ON_CPU] = poll_ns; /* no gap, no off-CPU interval: the usual poll */
+        return true;
+    }
+    size_t na = 0, nb = 0;
+    piece_cursor c = {0};
+    if (ta) {
+        if (!collect_attr(m, ta, lo, hi, &m->pa, &m->pa_cap, &na, &c.ng, &c.no)) return false;
+        for (size_t i = 0; i < na; i++)
+            if (!attribute_piece(m, &c, m->pa[i].start, m->pa[i].end, out)) return false;
+    }
+    if (!tb) return true;
+    c = (piece_cursor){0};
+    if (!collect_attr(m, tb, lo, hi, &m->pb, &m->pb_cap, &nb, &c.ng, &c.no)) return false;
+    size_t j = 0;
+    for (size_t i = 0; i < nb; i++) { /* pb[i] minus the first task's polls */
+        uint64_t cur = m->pb[i].start, e = m->pb[i].end;
+        while (j < na && m->pa[j].end <= cur) j++;
+        for (size_t k = j; cur < e;) {
+            if (k < na && m->pa[k].start < e) {
+                if (m->pa[k].start > cur && !attribute_piece(m, &c, cur, m->pa[k].start, out)) return false;
+                if (m->pa[k].end > cur) cur = m->pa[k].end;
+                k++;
+            } else {
+                if (!attribute_piece(m, &c, cur, e, out)) return false;
+                cur = e;
+            }
+        }
+    }
+    return true;
+}
+
+/* The last drop of the trace inside [lo, hi], or lo when none: the span is unknown up to it. */
+static uint64_t unknown_until(const d9m_spans *m, uint64_t lo, uint64_t hi) {
+    const d9m_coverage *c = m->cov;
+    if (!c) return lo;
+    if (c->failed) return hi;
+    size_t a = 0, b = c->ndrops; /* the first drop after hi */
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (c->drops[mid].ts <= hi) a = mid + 1;
+        else b = mid;
+    }
+    return a > 0 && c->drops[a - 1].ts > lo ? c->drops[a - 1].ts : lo;
 }
 
 /* Split s over its tasks and report it. */
 static int report(d9m_spans *m, d9m_span *s) {
     uint64_t lo = s->begin_ts, hi = s->end_ts > s->begin_ts ? s->end_ts : s->begin_ts;
+    uint64_t elapsed = hi - lo;
+    lo = unknown_until(m, lo, hi); /* [begin, lo) unknown */
     m->tmp_n = 0;
     if (s->begin_task && !collect_task(m, s->begin_task, lo, hi)) return -1;
     if (s->end_task && s->end_task != s->begin_task && !collect_task(m, s->end_task, lo, hi))
@@ -237,17 +474,23 @@ static int report(d9m_spans *m, d9m_span *s) {
     else sort_by_start(m->tmp, m->tmp_n);
     if (!grow((void **)&m->merged, &m->merged_cap, m->tmp_n + 1, sizeof *m->merged)) return -1;
     size_t n;
-    uint64_t u_poll = union_len(m, K_POLL, m->merged, &n);
-    uint64_t u_queued = union_len(m, K_QUEUED, NULL, NULL);
-    uint64_t u_wait = union_len(m, K_WAIT, NULL, NULL);
+    uint64_t len[K_KINDS];
+    unions(m, len, m->merged, &n);
+    uint64_t u_poll = len[K_POLL], u_queued = len[K_QUEUED], u_wait = len[K_WAIT];
     /* higher kinds take precedence: each part is what its union adds to the ones before */
     s->parts = (d9m_span_parts){.poll_ns = u_poll, .queued_ns = u_queued - u_poll,
-                                .wait_ns = u_wait - u_queued, .unknown_ns = (hi - lo) - u_wait};
+                                .wait_ns = u_wait - u_queued, .unknown_ns = elapsed - u_wait};
+    uint64_t first = s->begin_task ? s->begin_task : s->end_task;
+    if (!split_polls(m, first, s->end_task, lo, hi, u_poll, &s->poll_parts)) return -1;
     s->polls = m->merged;
     s->npolls = n;
+    s->poll_stacks = m->stk;
+    s->npoll_stacks = m->nstk;
     if (m->done) m->done(m->ctx, s);
     s->polls = NULL;
     s->npolls = 0;
+    s->poll_stacks = NULL;
+    s->npoll_stacks = 0;
     return 0;
 }
 
@@ -257,6 +500,7 @@ static void forget_task(d9m_spans *m, uint64_t id) {
     size_t i = (size_t)*v;
     d9_u64_map_remove(&m->task_index, id);
     free(m->tasks[i].iv);
+    free(m->tasks[i].sub);
     if (i != m->ntasks - 1) { /* the last one moves into its slot */
         m->tasks[i] = m->tasks[m->ntasks - 1];
         *d9_u64_map_get(&m->task_index, m->tasks[i].id) = i;

@@ -14,8 +14,19 @@
  *   unknown none of them is known (no task, a task not polled since the trace began).
  * Exact integer ns: poll + queued + wait + unknown == elapsed.
  *
- * The in-poll part is a union of intervals of the tasks' polls (d9m_span.polls): the seam where
- * the per-poll attribution (on CPU, blocked by cause, runnable) splits it further.
+ * The in-poll part is a union of intervals of the tasks' polls (d9m_span.polls), split further by
+ * the per-poll attribution (model/attribution.h) of the polls inside it, d9m_span.poll_parts:
+ * at each instant of the in-poll part, the poll of the task the span began in (else the one it
+ * ended in) is in a gap of the switch records (unknown), off-CPU in an interval of the thread
+ * polling it (its cause, or its stack for the reader to classify: blocked_other until then), or
+ * on CPU. The reader feeds each poll's gaps and the off-CPU intervals of the thread inside it
+ * (d9m_spans_poll_gap, d9m_spans_poll_off) as the per-poll attribution counts them; a reader
+ * that feeds none gets its polls all on CPU, so it reads poll_parts only if it feeds them.
+ *
+ * Drops: when the reader gives the trace's coverage (d9m_spans_set_coverage), a
+ * DroppedEventsEvent inside a span's window (any thread: a lost wake of its task is as bad as
+ * a lost poll) makes the span unknown from its begin to the last such drop; its parts count
+ * from there.
  *
  * Input in time order (the analysis's sweep, the export's sorted events): a poll whole, at its
  * start; a wake of a task before a poll of the same timestamp; a span mark after the polls of
@@ -27,6 +38,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "model/attribution.h"
+
+#define D9M_SPAN_NO_STACK UINT32_MAX
+
+typedef struct d9m_span_stack {
+    uint32_t stack; /* the reader's stack id */
+    uint64_t ns;    /* blocked time under it, inside the span's in-poll part */
+} d9m_span_stack;
 
 typedef struct d9m_span_interval {
     uint64_t start, end; /* [start, end) ns */
@@ -50,6 +70,12 @@ typedef struct d9m_span {
      * valid during the callback only */
     const d9m_span_interval *polls;
     size_t npolls;
+    /* parts.poll_ns by cause (sums to it exactly); blocked time under a stack is counted in
+     * blocked_other and listed in poll_stacks (valid during the callback only) for the reader
+     * to move to the stack's cause, as it does for a poll's */
+    d9m_parts poll_parts;
+    const d9m_span_stack *poll_stacks;
+    size_t npoll_stacks;
 } d9m_span;
 
 /* Called once per span, when it ends (or at d9m_spans_finish for the unended ones). */
@@ -64,6 +90,17 @@ void d9m_spans_free(d9m_spans *m);
 /* The inputs, in time order (see above). 0, or -1 when out of memory. */
 int d9m_spans_wake(d9m_spans *m, uint64_t task, uint64_t ts);
 int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end);
+/* The per-poll attribution of the poll of `task` that started last: [from, to) of it is not
+ * covered by switch records (model/attribution.h's gaps); the thread polling it was off-CPU
+ * over [from, to) for `part` (RUNNABLE or BLOCKED_OTHER, with the switch-out's stack or
+ * D9M_SPAN_NO_STACK), in time order; the stack of its latest off-CPU interval, matched after
+ * it. 0, or -1 when out of memory. */
+int d9m_spans_poll_gap(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to);
+int d9m_spans_poll_off(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to, d9m_part part,
+                       uint32_t stack);
+void d9m_spans_poll_off_stack(d9m_spans *m, uint64_t task, uint32_t stack);
+/* The trace's coverage, for its drops (read at each span's report; NULL: none). */
+void d9m_spans_set_coverage(d9m_spans *m, const d9m_coverage *c);
 int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,
                     uint64_t worker, uint64_t tid);
 int d9m_spans_end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,

@@ -7,11 +7,12 @@
 
 #include "cli/cli.h"
 #include "fold/fold.h"
+#include "fold/s3_publish.h"
 #include "format/trace_paths.h"
 
 static void fold_usage(FILE *out) {
     fprintf(out,
-            "usage: dial9 fold PATH... --to DIR [--zstd-level N] [--uncompressed] [-q]\n"
+            "usage: dial9 fold PATH... --to DIR|s3://BUCKET/PREFIX [--zstd-level N] [--uncompressed] [-q]\n"
             "\n"
             "Fold trace segments (files, directories searched for segments, s3://bucket/prefix)\n"
             "into Parquet tables under DIR that DuckDB, Athena, Trino and Spark query:\n"
@@ -24,7 +25,14 @@ static void fold_usage(FILE *out) {
             "whose files hold only segments of this fold is rewritten as one file (compaction).\n"
             "A segment still being written (.active) is named and not folded.\n"
             "\n"
-            "  --to DIR          where the tables go (a local directory)\n"
+            "--to s3://BUCKET/PREFIX: the same tables in S3. New files are uploaded, then the commit\n"
+            "marker PREFIX/_dial9_fold.json (one object, written last) names every file of the\n"
+            "tables; files it no longer names are deleted. Read the tables through the marker: a\n"
+            "fold that stops midway leaves the previous marker (docs/fleet-tables.md).\n"
+            "s3:// inputs take --service, --instance and a wall-clock --from/--to (now-2h, a UTC\n"
+            "date), as every command does.\n"
+            "\n"
+            "  --to DIR          where the tables go: a local directory or s3://BUCKET/PREFIX\n"
             "  --zstd-level N    zstd level of the pages (default 3; 1..19)\n"
             "  --uncompressed    no zstd\n"
             "  -q, --quiet       no summary and no list of files written on stderr (errors still)\n"
@@ -80,10 +88,6 @@ int d9_cmd_fold(int argc, char **argv) {
         fold_usage(stderr);
         return D9_EXIT_USAGE;
     }
-    if (strncmp(to, "s3://", 5) == 0) {
-        fprintf(stderr, "dial9 fold: --to s3://... is not supported yet: fold to a local directory and copy it\n");
-        return D9_EXIT_USAGE;
-    }
     d9_path_list paths = {0};
     char err[1024];
     if (d9_expand_paths(argc - optind, argv + optind, &paths, err, sizeof err) != 0) {
@@ -94,7 +98,11 @@ int d9_cmd_fold(int argc, char **argv) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     d9f_result res;
-    int rc = d9f_fold(paths.paths, paths.count, to, &popt, stderr, quiet ? NULL : stderr, &res, err, sizeof err);
+    d9f_s3_result s3res = {0};
+    bool to_s3 = strncmp(to, "s3://", 5) == 0;
+    int rc = to_s3 ? d9f_fold_to_s3(paths.paths, paths.count, to, &popt, stderr, quiet ? NULL : stderr, &res, &s3res,
+                                    err, sizeof err)
+                   : d9f_fold(paths.paths, paths.count, to, &popt, stderr, quiet ? NULL : stderr, &res, err, sizeof err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     d9_path_list_free(&paths);
     if (rc != 0) {
@@ -108,5 +116,8 @@ int d9_cmd_fold(int argc, char **argv) {
                 "%zu partition(s) unchanged; %.3f s\n",
                 res.segments, (unsigned long long)res.events, (unsigned long long)res.polls,
                 (unsigned long long)res.rows, res.files_written, res.partitions_unchanged, s);
+    if (!quiet && to_s3)
+        fprintf(stderr, "dial9 fold: %s: %zu object(s) uploaded, %zu deleted, commit marker %s\n", to,
+                s3res.uploaded, s3res.deleted, s3res.marker_written ? "written" : "unchanged");
     return D9_EXIT_OK;
 }

@@ -12,7 +12,7 @@
 
 static void fold_usage(FILE *out) {
     fprintf(out,
-            "usage: dial9 fold PATH... --to DIR|s3://BUCKET/PREFIX [--zstd-level N] [--uncompressed] [-q]\n"
+            "usage: dial9 fold PATH... --to DIR|s3://BUCKET/PREFIX [--zstd-level N] [--uncompressed] [--no-commit] [-q]\n"
             "\n"
             "Fold trace segments (files, directories searched for segments, s3://bucket/prefix)\n"
             "into Parquet tables under DIR that DuckDB, Athena, Trino and Spark query:\n"
@@ -35,6 +35,9 @@ static void fold_usage(FILE *out) {
             "  --to DIR          where the tables go: a local directory or s3://BUCKET/PREFIX\n"
             "  --zstd-level N    zstd level of the pages (default 3; 1..19)\n"
             "  --uncompressed    no zstd\n"
+            "  --no-commit       with --to s3://: upload this fold's files and their manifests only,\n"
+            "                    without listing the prefix or writing the marker (the pipeline's\n"
+            "                    tables beside each segment, DIAL9_S3_TABLES=1); a later fold commits\n"
             "  -q, --quiet       no summary and no list of files written on stderr (errors still)\n"
             "  -h, --help\n"
             "\n"
@@ -43,18 +46,19 @@ static void fold_usage(FILE *out) {
 }
 
 int d9_cmd_fold(int argc, char **argv) {
-    enum { O_TO = 256, O_LEVEL, O_UNCOMPRESSED };
+    enum { O_TO = 256, O_LEVEL, O_UNCOMPRESSED, O_NO_COMMIT };
     static const struct option opts[] = {
         {"to", required_argument, NULL, O_TO},
         {"zstd-level", required_argument, NULL, O_LEVEL},
         {"uncompressed", no_argument, NULL, O_UNCOMPRESSED},
+        {"no-commit", no_argument, NULL, O_NO_COMMIT},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
     const char *to = NULL;
     pq_options popt = {0};
-    bool quiet = false;
+    bool quiet = false, no_commit = false;
     optind = 1;
     opterr = 0;
     int c;
@@ -72,6 +76,7 @@ int d9_cmd_fold(int argc, char **argv) {
             break;
         }
         case O_UNCOMPRESSED: popt.uncompressed = true; break;
+        case O_NO_COMMIT: no_commit = true; break;
         case 'q': quiet = true; break;
         case 'h': fold_usage(stdout); return D9_EXIT_OK;
         case ':':
@@ -88,6 +93,10 @@ int d9_cmd_fold(int argc, char **argv) {
         fold_usage(stderr);
         return D9_EXIT_USAGE;
     }
+    if (no_commit && strncmp(to, "s3://", 5) != 0) {
+        fprintf(stderr, "dial9 fold: --no-commit goes with --to s3://...\n");
+        return D9_EXIT_USAGE;
+    }
     d9_path_list paths = {0};
     char err[1024];
     if (d9_expand_paths(argc - optind, argv + optind, &paths, err, sizeof err) != 0) {
@@ -100,7 +109,7 @@ int d9_cmd_fold(int argc, char **argv) {
     d9f_result res;
     d9f_s3_result s3res = {0};
     bool to_s3 = strncmp(to, "s3://", 5) == 0;
-    int rc = to_s3 ? d9f_fold_to_s3(paths.paths, paths.count, to, &popt, stderr, quiet ? NULL : stderr, &res, &s3res,
+    int rc = to_s3 ? d9f_fold_to_s3(paths.paths, paths.count, to, !no_commit, &popt, stderr, quiet ? NULL : stderr, &res, &s3res,
                                     err, sizeof err)
                    : d9f_fold(paths.paths, paths.count, to, &popt, stderr, quiet ? NULL : stderr, &res, err, sizeof err);
     clock_gettime(CLOCK_MONOTONIC, &t1);

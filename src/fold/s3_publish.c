@@ -161,8 +161,8 @@ static char *marker_text(const strs *local) {
     return fclose(f) == 0 ? buf : (free(buf), NULL);
 }
 
-int d9f_fold_to_s3(char *const *paths, size_t n, const char *url, const pq_options *opt, FILE *log, FILE *info,
-                   d9f_result *res, d9f_s3_result *s3res, char *err, size_t errlen) {
+int d9f_fold_to_s3(char *const *paths, size_t n, const char *url, bool commit, const pq_options *opt, FILE *log,
+                   FILE *info, d9f_result *res, d9f_s3_result *s3res, char *err, size_t errlen) {
     *s3res = (d9f_s3_result){0};
     char bucket[128], prefix[1024];
     if (d9_s3_split_url(url, bucket, sizeof bucket, prefix, sizeof prefix, err, errlen) != 0) return -1;
@@ -187,7 +187,7 @@ int d9f_fold_to_s3(char *const *paths, size_t n, const char *url, const pq_optio
     d9_s3_key_list keys = {0};
     strs remote = {0}, local = {0};
     char *old_marker = NULL, *new_marker = NULL;
-    int rc = d9_s3_list_keys(c, list_prefix, &keys, err, errlen);
+    int rc = commit ? d9_s3_list_keys(c, list_prefix, &keys, err, errlen) : 0;
     /* 1. what the prefix holds, stood for in the staging directory */
     for (size_t i = 0; rc == 0 && i < keys.count; i++) {
         const char *rel = keys.keys[i] + pl;
@@ -238,6 +238,7 @@ int d9f_fold_to_s3(char *const *paths, size_t n, const char *url, const pq_optio
         }
     }
     /* 4. the commit: one object, last */
+    if (!commit) goto done;
     if (rc == 0 && !(new_marker = marker_text(&local))) {
         snprintf(err, errlen, "out of memory");
         rc = -1;
@@ -267,6 +268,7 @@ int d9f_fold_to_s3(char *const *paths, size_t n, const char *url, const pq_optio
         }
         d9_s3_answer_free(&ans);
     }
+done:
     nftw(root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
     free(old_marker);
     free(new_marker);

@@ -18,6 +18,7 @@
 #ifndef D9_FOLD_S3_PUBLISH_H
 #define D9_FOLD_S3_PUBLISH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -30,8 +31,12 @@ typedef struct d9f_s3_result {
     int marker_written;       /* 1: the marker changed */
 } d9f_s3_result;
 
-/* d9f_fold into s3://BUCKET/PREFIX (url). 0, or -1 with err (the old marker is then in place). */
-int d9f_fold_to_s3(char *const *paths, size_t n, const char *url, const pq_options *opt, FILE *log, FILE *info,
-                   d9f_result *res, d9f_s3_result *s3res, char *err, size_t errlen);
+/* d9f_fold into s3://BUCKET/PREFIX (url). 0, or -1 with err (the old marker is then in place).
+ * commit false (`--no-commit`, the pipeline's tables beside each segment, sinks/step_tables.h):
+ * the fold's files and manifests are uploaded without listing the prefix, and neither the
+ * marker nor any other object is touched: the next committing fold finds them by their
+ * manifests and compacts or commits them. */
+int d9f_fold_to_s3(char *const *paths, size_t n, const char *url, bool commit, const pq_options *opt, FILE *log,
+                   FILE *info, d9f_result *res, d9f_s3_result *s3res, char *err, size_t errlen);
 
 #endif

@@ -3,8 +3,8 @@
 // query docs/fleet-tables.md gives), against `dial9 analyze --json` of the same segments: per
 // run (the tables' run column), the polls by spawn location (count, min, max, p50, p99) and
 // its one row in the segments table.
-// Usage: node s3_fold_check.mjs TABLES_DIR RUN_ID::ANALYZE_JSON...  Prints what differs; exit 0
-// when nothing does.
+// Usage: node s3_fold_check.mjs TABLES_DIR RUN_ID[/FILE]::ANALYZE_JSON...  (FILE: one segment of
+// the run, by the file name the fold read.) Prints what differs; exit 0 when nothing does.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { duckRows, lit } from './readers.mjs'
@@ -24,10 +24,13 @@ const show = (o) => JSON.stringify(o, (k, v) => (typeof v === 'bigint' ? v.toStr
 for (const spec of specs) {
   const [match, jsonPath] = spec.split('::')
   const a = JSON.parse(readFileSync(jsonPath, 'utf8'))
-  const run = match
-  const nseg = await duckRows(`SELECT count(*) AS n FROM ${read('segments')} WHERE run = ${lit(run)}`)
-  if (Number(nseg[0].n) !== 1) { fail(`${match}: ${nseg[0].n} segment rows, want 1 (each segment once)`); continue }
-  const rows = await duckRows(`SELECT spawn_loc, duration_ns FROM ${read('polls')} WHERE run = ${lit(run)}`)
+  // RUN, or RUN/FILE: one segment of a run (its file name as the fold read it)
+  const [run, file] = match.split('/')
+  const segRows = await duckRows(`SELECT segment FROM ${read('segments')} WHERE run = ${lit(run)}` +
+                                 (file ? ` AND file = ${lit(file)}` : ''))
+  if (segRows.length !== 1) { fail(`${match}: ${segRows.length} segment rows, want 1 (each segment once)`); continue }
+  const rows = await duckRows(`SELECT spawn_loc, duration_ns FROM ${read('polls')} WHERE run = ${lit(run)}
+                               AND segment = ${lit(segRows[0].segment)}`)
   const by = {}
   for (const r of rows) (by[r.spawn_loc] ||= []).push(r.duration_ns)
   const got = Object.fromEntries(Object.entries(by).map(([k, v]) => [k, pick(analyzeDist(v))]))

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { duckRows, lit } from './readers.mjs'
 import { analyzeDist } from './analyze_quantile.mjs'
+import { docQuery } from './fold_lib.mjs'
 
 const [tables, ...specs] = process.argv.slice(2)
 const marker = JSON.parse(readFileSync(join(tables, '_dial9_fold.json'), 'utf8'))
@@ -40,4 +41,11 @@ for (const spec of specs) {
   if (show(got) !== show(want)) fail(`${match}: DuckDB ${show(got)}\n   analyze ${show(want)}`)
   else console.log(`ok: ${match}: ${rows.length} polls over ${Object.keys(want).length} spawn location(s) equal analyze's`)
 }
+// the documented query through the marker (docs/fleet-tables.md, s3_marker_files) reads what
+// the marker's list read directly gives
+const doc = await duckRows(docQuery('s3_marker_files', { TABLES: tables }))
+const direct = await duckRows(`SELECT spawn_loc, count(*) AS polls, quantile_disc(duration_ns, 0.99) AS p99_ns
+                               FROM ${read('polls')} GROUP BY ALL ORDER BY polls DESC`)
+const key = (rows) => show(rows.map((r) => [r.spawn_loc, r.polls, r.p99_ns]).sort())
+if (doc.length === 0 || key(doc) !== key(direct)) fail(`the documented query: ${key(doc)}\n   direct: ${key(direct)}`)
 process.exit(bad ? 1 : 0)

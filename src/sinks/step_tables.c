@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 
 extern char **environ;
 
@@ -53,17 +55,23 @@ d9_tables_step *d9_tables_step_new(const char *bucket, const char *prefix) {
     return t;
 }
 
-int d9_tables_step_run(d9_tables_step *t, const char *path) {
+int d9_tables_step_run(d9_tables_step *t, const char *path, bool (*give_up)(void *), void *ctx) {
     char *argv[] = {t->command, "fold", "--no-commit", "-q", (char *)path, "--to", t->url, NULL};
     pid_t pid;
     int rc = strchr(t->command, '/') ? posix_spawn(&pid, t->command, NULL, NULL, argv, t->envp)
                                      : posix_spawnp(&pid, t->command, NULL, NULL, argv, t->envp);
     int status = 0;
-    if (rc == 0) {
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    bool stopped = false;
+    while (rc == 0) {
+        pid_t w = waitpid(pid, &status, give_up ? WNOHANG : 0);
+        if (w == pid || (w < 0 && errno != EINTR)) break; /* ECHILD: reaped by the program */
+        if (w == 0 && !stopped && give_up(ctx)) {
+            kill(pid, SIGTERM); /* then reaped above */
+            stopped = true;
         }
+        if (w == 0) nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
     }
-    /* a program that reaps every child (waitpid(-1)) may take our status: ECHILD, not known */
+    /* a program that reaps every child (waitpid(-1)) may take our status (ECHILD): taken as done */
     bool done = rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (done) {
         t->folded++;

@@ -17,6 +17,7 @@
 #ifndef D9_SINKS_STEP_TABLES_H
 #define D9_SINKS_STEP_TABLES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct d9_tables_step d9_tables_step;
@@ -24,8 +25,10 @@ typedef struct d9_tables_step d9_tables_step;
 /* NULL when DIAL9_S3_TABLES is unset or 0 (a value other than 0 or 1 is said on stderr and
  * taken as 0), or when it cannot be set up (said). */
 d9_tables_step *d9_tables_step_new(const char *bucket, const char *prefix);
-/* Folds the uploaded segment at path into the tables. 0, or -1 (said once per run). */
-int d9_tables_step_run(d9_tables_step *t, const char *path);
+/* Folds the uploaded segment at path into the tables. give_up (may be NULL) is polled while
+ * the fold runs: true (the exit's time is up) stops it (SIGTERM), so the fold never holds the
+ * program's exit past the pipeline's bound. 0, or -1 (said once per run). */
+int d9_tables_step_run(d9_tables_step *t, const char *path, bool (*give_up)(void *), void *ctx);
 /* Segments folded and not folded so far. */
 void d9_tables_step_counts(const d9_tables_step *t, uint64_t *folded, uint64_t *failed);
 void d9_tables_step_free(d9_tables_step *t);

@@ -125,7 +125,7 @@ bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const cha
             r->failing = r->paused_said = false;
             r->stored++;
             r->stored_bytes += size;
-            if (r->tables) (void)d9_tables_step_run(r->tables, path); /* before the file goes */
+            if (r->tables) (void)d9_tables_step_run(r->tables, path, r->give_up, r->ctx); /* before the file goes */
             if (!r->keep_local && (unlink(path) == 0 || errno == ENOENT)) resized(r, sealed_path, 0);
             return true;
         }

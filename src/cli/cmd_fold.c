@@ -7,11 +7,12 @@
 
 #include "cli/cli.h"
 #include "fold/fold.h"
+#include "fold/s3_publish.h"
 #include "format/trace_paths.h"
 
 static void fold_usage(FILE *out) {
     fprintf(out,
-            "usage: dial9 fold PATH... --to DIR [--zstd-level N] [--uncompressed] [-q]\n"
+            "usage: dial9 fold PATH... --to DIR|s3://BUCKET/PREFIX [--zstd-level N] [--uncompressed] [--no-commit] [-q]\n"
             "\n"
             "Fold trace segments (files, directories searched for segments, s3://bucket/prefix)\n"
             "into Parquet tables under DIR that DuckDB, Athena, Trino and Spark query:\n"
@@ -24,9 +25,19 @@ static void fold_usage(FILE *out) {
             "whose files hold only segments of this fold is rewritten as one file (compaction).\n"
             "A segment still being written (.active) is named and not folded.\n"
             "\n"
-            "  --to DIR          where the tables go (a local directory)\n"
+            "--to s3://BUCKET/PREFIX: the same tables in S3. New files are uploaded, then the commit\n"
+            "marker PREFIX/_dial9_fold.json (one object, written last) names every file of the\n"
+            "tables; files it no longer names are deleted. Read the tables through the marker: a\n"
+            "fold that stops midway leaves the previous marker (docs/fleet-tables.md).\n"
+            "s3:// inputs take --service, --instance and a wall-clock --from/--to (now-2h, a UTC\n"
+            "date), as every command does.\n"
+            "\n"
+            "  --to DIR          where the tables go: a local directory or s3://BUCKET/PREFIX\n"
             "  --zstd-level N    zstd level of the pages (default 3; 1..19)\n"
             "  --uncompressed    no zstd\n"
+            "  --no-commit       with --to s3://: upload this fold's files and their manifests only,\n"
+            "                    without listing the prefix or writing the marker (the pipeline's\n"
+            "                    tables beside each segment, DIAL9_S3_TABLES=1); a later fold commits\n"
             "  -q, --quiet       no summary and no list of files written on stderr (errors still)\n"
             "  -h, --help\n"
             "\n"
@@ -35,18 +46,19 @@ static void fold_usage(FILE *out) {
 }
 
 int d9_cmd_fold(int argc, char **argv) {
-    enum { O_TO = 256, O_LEVEL, O_UNCOMPRESSED };
+    enum { O_TO = 256, O_LEVEL, O_UNCOMPRESSED, O_NO_COMMIT };
     static const struct option opts[] = {
         {"to", required_argument, NULL, O_TO},
         {"zstd-level", required_argument, NULL, O_LEVEL},
         {"uncompressed", no_argument, NULL, O_UNCOMPRESSED},
+        {"no-commit", no_argument, NULL, O_NO_COMMIT},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
     const char *to = NULL;
     pq_options popt = {0};
-    bool quiet = false;
+    bool quiet = false, no_commit = false;
     optind = 1;
     opterr = 0;
     int c;
@@ -64,6 +76,7 @@ int d9_cmd_fold(int argc, char **argv) {
             break;
         }
         case O_UNCOMPRESSED: popt.uncompressed = true; break;
+        case O_NO_COMMIT: no_commit = true; break;
         case 'q': quiet = true; break;
         case 'h': fold_usage(stdout); return D9_EXIT_OK;
         case ':':
@@ -80,8 +93,8 @@ int d9_cmd_fold(int argc, char **argv) {
         fold_usage(stderr);
         return D9_EXIT_USAGE;
     }
-    if (strncmp(to, "s3://", 5) == 0) {
-        fprintf(stderr, "dial9 fold: --to s3://... is not supported yet: fold to a local directory and copy it\n");
+    if (no_commit && strncmp(to, "s3://", 5) != 0) {
+        fprintf(stderr, "dial9 fold: --no-commit goes with --to s3://...\n");
         return D9_EXIT_USAGE;
     }
     d9_path_list paths = {0};
@@ -94,7 +107,11 @@ int d9_cmd_fold(int argc, char **argv) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     d9f_result res;
-    int rc = d9f_fold(paths.paths, paths.count, to, &popt, stderr, quiet ? NULL : stderr, &res, err, sizeof err);
+    d9f_s3_result s3res = {0};
+    bool to_s3 = strncmp(to, "s3://", 5) == 0;
+    int rc = to_s3 ? d9f_fold_to_s3(paths.paths, paths.count, to, !no_commit, &popt, stderr, quiet ? NULL : stderr, &res, &s3res,
+                                    err, sizeof err)
+                   : d9f_fold(paths.paths, paths.count, to, &popt, stderr, quiet ? NULL : stderr, &res, err, sizeof err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     d9_path_list_free(&paths);
     if (rc != 0) {
@@ -108,5 +125,8 @@ int d9_cmd_fold(int argc, char **argv) {
                 "%zu partition(s) unchanged; %.3f s\n",
                 res.segments, (unsigned long long)res.events, (unsigned long long)res.polls,
                 (unsigned long long)res.rows, res.files_written, res.partitions_unchanged, s);
+    if (!quiet && to_s3)
+        fprintf(stderr, "dial9 fold: %s: %zu object(s) uploaded, %zu deleted, commit marker %s\n", to,
+                s3res.uploaded, s3res.deleted, s3res.marker_written ? "written" : "unchanged");
     return D9_EXIT_OK;
 }

@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-#include "cli/s3_cache.h"
-#include "cli/s3_fetch.h"
+#include "fleet/s3_cache.h"
+#include "fleet/s3_fetch.h"
 #include "serve/serve_selection.h"
 
 #define MIB ((uint64_t)1024 * 1024)

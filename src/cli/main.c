@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/s3_fetch.h"
+#include "fleet/s3_fetch.h"
 #include "format/trace_paths.h"
 #include "dial9/version.h"
 
@@ -35,7 +35,8 @@ static void usage(FILE *out) {
             "PATH is a trace file (trace.N.bin, .bin.gz, .bin.zst, .bin.active), several\n"
             "files, or a directory searched recursively for trace files (in run directory,\n"
             "then segment order), or s3://BUCKET[/PREFIX] with --service S, --instance I and\n"
-            "a time window --from/--to (-15m, -2h, -1d, or YYYY-MM-DDTHH:MM[:SS]Z) to read\n"
+            "a wall-clock window --from/--to (now-15m, now-2h, now-1d, or YYYY-MM-DDTHH:MM[:SS]Z;\n"
+            "-15m is always before the trace's end) to read\n"
             "uploaded traces;\n"
             "dial9 serve --bucket B [--prefix P] serves the last 24 h of them (--from, or --all).\n"
             "\n"
@@ -69,7 +70,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "_serve-fetch")) return d9_cmd_serve_fetch(argc - 1, argv + 1);
     /* s3:// inputs and `serve --bucket`: their selection options are taken out here, the
-     * objects fetched into a local cache; the commands read local files (cli/s3_fetch.h) */
+     * objects fetched into a local cache; the commands read local files (fleet/s3_fetch.h) */
     char err[1024];
     d9_remote_paths = d9_s3_paths;
     if (d9_s3_take_selection_args(&argc, argv, err, sizeof err) != 0 ||

@@ -3,12 +3,22 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "cli/trace_reader.h"
+#include "fleet/wall_time.h"
 
 int d9_cli_parse_time_option(const char *cmd, const char *opt, const char *value, d9_time_arg *out) {
     char err[400];
     if (d9_time_arg_parse(value, out, err, sizeof err) == 0) return 0;
+    time_t wall;
+    if (d9_wall_time_parse(value, time(NULL), &wall) == 0) { /* fleet/wall_time.h: one grammar */
+        fprintf(stderr,
+                "dial9 %s: %s %s: a wall-clock time chooses the segments of s3://BUCKET/PREFIX inputs "
+                "by their keys; a local trace is windowed by trace time: %s\n",
+                cmd, opt, value, D9_TIME_ARG_FORMS);
+        return -1;
+    }
     fprintf(stderr, "dial9 %s: %s %s\n", cmd, opt, err);
     return -1;
 }

@@ -13,7 +13,7 @@
 #include "core/clock.h"
 #include "core/config_abi.h"
 #include "core/last_error.h"
-#include "sinks/s3_client.h"
+#include "aws/s3_client.h"
 #include "sinks/step_upload.h"
 #include "dial9/dial9.h"
 

@@ -26,7 +26,7 @@ int d9_expand_paths(int n, char *const *args, d9_path_list *out, char *err, size
 int d9_path_list_add(d9_path_list *l, const char *path);
 void d9_path_list_free(d9_path_list *l);
 
-/* Reads an s3://bucket/prefix argument into local files (cli/s3_fetch.c); set by the dial9
+/* Reads an s3://bucket/prefix argument into local files (fleet/s3_fetch.c); set by the dial9
  * command's main, NULL elsewhere (such an argument is then a missing file). */
 extern int (*d9_remote_paths)(const char *arg, d9_path_list *out, char *err, size_t errlen);
 

@@ -1,6 +1,6 @@
 /* The segments an answer of `dial9 serve --bucket` is streaming stay in the S3 cache: each is
  * held open with a shared flock(2), which the cache's evictor respects (it unlinks only what it
- * can lock exclusively without waiting: cli/s3_cache.h), and its access time is set to now, the
+ * can lock exclusively without waiting: fleet/s3_cache.h), and its access time is set to now, the
  * cache's "recently used". */
 #ifndef D9_SERVE_CACHE_PIN_H
 #define D9_SERVE_CACHE_PIN_H

@@ -1,4 +1,4 @@
-/* What one `dial9 serve --bucket` selected (src/cli/s3_fetch.c writes it, dial9-serve reads it
+/* What one `dial9 serve --bucket` selected (src/fleet/s3_fetch.c writes it, dial9-serve reads it
  * with --selection FILE): the runs and their segments, and each run's wall-clock range from the
  * keys. The trace index serves only these, whatever else the cache directory holds (runs
  * fetched earlier by `dial9 analyze s3://...`, other segments of a run outside the window).

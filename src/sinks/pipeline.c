@@ -39,6 +39,7 @@
 #include "sinks/run_claim.h"
 #include "sinks/step_compress.h"
 #include "sinks/step_symbolize.h"
+#include "sinks/step_tables.h"
 #include "sinks/step_upload.h"
 #include "sinks/trace_files.h"
 #include "sinks/upload_retry.h"
@@ -285,6 +286,7 @@ static void *upload_main(void *arg) {
     char err[512];
     d9_uploader *u = d9_uploader_new(&p->upload_cfg, err, sizeof err);
     d9_upload_retry_init(&p->up, u, "dial9");
+    if (u) p->up.tables = d9_tables_step_new(p->upload_cfg.s3_bucket, p->upload_cfg.s3_prefix);
     p->up.compress = d9_compress_unavailable(p->compress) ? D9_COMPRESS_NONE : p->compress; /* said once, above */
     p->up.give_up = should_give_up;
     p->up.ctx = p;

@@ -16,8 +16,8 @@
 #include "common/plain_number.h"
 #include "sinks/run_claim.h" /* D9_RUN_BOOT_ID_MAX */
 #include "sinks/s3_key.h"
-#include "sinks/sha256.h"
-#include "sinks/sigv4.h"
+#include "aws/sha256.h"
+#include "aws/sigv4.h"
 
 #define MIB (1024ull * 1024ull)
 #define S3_MIN_PART (5 * MIB)

@@ -24,7 +24,7 @@
 
 typedef struct d9_uploader d9_uploader;
 
-#include "sinks/s3_client.h"
+#include "aws/s3_client.h"
 
 /* OK: stored; RETRY: try again later; REJECTED: this file cannot be stored (unreadable, a 4xx
  * about it): keep it; FATAL: no upload can work (no credentials, AccessDenied...). */

@@ -13,6 +13,7 @@
 #include "common/plain_number.h"
 #include "common/segment_name.h"
 #include "sinks/step_compress.h"
+#include "sinks/step_tables.h"
 
 #define MAX_RUN_FILES 100000
 
@@ -46,6 +47,8 @@ void d9_upload_retry_init(d9_upload_retry *r, d9_uploader *uploader, const char 
 void d9_upload_retry_free(d9_upload_retry *r) {
     d9_uploader_free(r->uploader);
     r->uploader = NULL;
+    d9_tables_step_free(r->tables);
+    r->tables = NULL;
 }
 
 static bool given_up(const d9_upload_retry *r) { return r->give_up && r->give_up(r->ctx); }
@@ -122,6 +125,7 @@ bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const cha
             r->failing = r->paused_said = false;
             r->stored++;
             r->stored_bytes += size;
+            if (r->tables) (void)d9_tables_step_run(r->tables, path, r->give_up, r->ctx); /* before the file goes */
             if (!r->keep_local && (unlink(path) == 0 || errno == ENOENT)) resized(r, sealed_path, 0);
             return true;
         }

@@ -27,6 +27,7 @@ typedef struct d9_upload_retry {
     /* told a file's size once settled: its compressed size, 0 when uploaded and removed */
     void (*on_resized)(const char *sealed_path, uint64_t size, void *ctx);
     const char *who;        /* "dial9" (messages start "who: ") */
+    struct d9_tables_step *tables; /* owned; NULL: no tables beside the segments (step_tables.h) */
     char fatal[2048];       /* the fatal answer, when stopped */
     /* state */
     bool failing;           /* an outage is going on (said) */

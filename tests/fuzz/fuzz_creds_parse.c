@@ -1,4 +1,4 @@
-/* The credential services' answers (src/sinks/creds_parse.c) on arbitrary bytes: the JSON of
+/* The credential services' answers (src/aws/creds_parse.c) on arbitrary bytes: the JSON of
  * the container endpoint and IMDS, STS's XML, and the expiration timestamps. Never reads past
  * the answer (ASan: the bytes are copied without a terminator), nor overflows (UBSan); what it
  * accepts is whole: a key and a secret that are NUL-terminated inside their buffers, and a
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sinks/creds_parse.h"
+#include "aws/creds_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

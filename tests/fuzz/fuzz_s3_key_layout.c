@@ -1,4 +1,4 @@
-/* The S3 key layout parser (src/sinks/s3_key_layout.c) on arbitrary keys: a bucket listing is
+/* The S3 key layout parser (src/fleet/s3_key_layout.c) on arbitrary keys: a bucket listing is
  * outside input. It never reads past the key (ASan), every field it fills is a terminated
  * string within its array, a key it reads in a known layout has the file name's epoch and
  * index, and the same key always reads the same way. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sinks/s3_key_layout.h"
+#include "fleet/s3_key_layout.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

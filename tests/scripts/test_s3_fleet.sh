@@ -45,7 +45,7 @@ S3="http://127.0.0.1:$PORT"
 d9s3() { "${s3env[@]}" AWS_ENDPOINT_URL="$S3" "$DIAL9" "$@"; }
 
 # ---- dump: exactly the api events ----
-d9s3 dump --jsonl s3://$BUCKET/dial9-traces --service api --from -15m >"$T/dump.jsonl" 2>"$T/dump.err"
+d9s3 dump --jsonl s3://$BUCKET/dial9-traces --service api --from now-15m >"$T/dump.jsonl" 2>"$T/dump.err"
 # (rc=$? first: the message's $(...) would reset $? before the check reads it)
 rc=$?; check "dump s3:// exit 0 ($(head -c 300 "$T/dump.err"))" [ "$rc" = 0 ]
 check "every api event once, no db event" every_event_once_jsonl "$T/dump.jsonl"
@@ -99,10 +99,10 @@ check "a recording in the dated layout spans several {HHMM} directories" \
 "$DIAL9" dump --jsonl "${seg[0]}" "${seg[1]}" "${seg[1]}" >"$T/old.ref.jsonl" # run A (0, 1), then run B
 "$DIAL9" dump --jsonl "${seg[0]}" >"$T/old2020.ref.jsonl"
 lists_before=$(wc -l <"$T/fleet/log")
-d9s3 dump --jsonl s3://$BUCKET/dial9-traces --service legacy-svc --from -2h >"$T/legacy.jsonl" 2>"$T/legacy.err"
+d9s3 dump --jsonl s3://$BUCKET/dial9-traces --service legacy-svc --from now-2h >"$T/legacy.jsonl" 2>"$T/legacy.err"
 check "dated layout with boot id: --service and a window select it ($(head -c 300 "$T/legacy.err"))" \
     cmp -s "$T/legacy.jsonl" "$T/legacy.ref.jsonl"
-d9s3 dump --jsonl s3://$BUCKET/dial9-traces --service old-svc --instance hostO --from -2h >"$T/old.jsonl" 2>"$T/old.err"
+d9s3 dump --jsonl s3://$BUCKET/dial9-traces --service old-svc --instance hostO --from now-2h >"$T/old.jsonl" 2>"$T/old.err"
 check "dated layout without boot id: --service/--instance, the window leaves 2020 out ($(head -c 300 "$T/old.err"))" \
     cmp -s "$T/old.jsonl" "$T/old.ref.jsonl"
 d9s3 dump --jsonl s3://$BUCKET/dial9-traces --service old-svc --from 2020-01-01 --to 2020-01-01T00:30Z \

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "sinks/creds_parse.h"
-#include "sinks/s3_credentials.h"
+#include "aws/creds_parse.h"
+#include "aws/s3_credentials.h"
 
 static void times(void) {
     time_t t;

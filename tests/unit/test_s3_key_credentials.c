@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "sinks/s3_credentials.h"
+#include "aws/s3_credentials.h"
 #include "sinks/s3_key.h"
 #include "trace_files_util.h"
 

@@ -1,4 +1,4 @@
-/* The key layout parser (src/sinks/s3_key_layout.c) on keys of each of dial9's layouts, on
+/* The key layout parser (src/fleet/s3_key_layout.c) on keys of each of dial9's layouts, on
  * keys that fit none, and on keys deeper than the parser splits: what the listing shows of a
  * bucket rests on it. Keys we write ourselves (d9_s3_key) must read back as written. */
 #include <stdio.h>
@@ -6,7 +6,7 @@
 
 #include "check.h"
 #include "sinks/s3_key.h"
-#include "sinks/s3_key_layout.h"
+#include "fleet/s3_key_layout.h"
 
 static void expect(const char *key, d9_key_layout layout, const char *service, const char *instance,
                    const char *boot, long long start, long long index) {

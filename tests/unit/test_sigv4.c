@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "sinks/sha256.h"
-#include "sinks/sigv4.h"
+#include "aws/sha256.h"
+#include "aws/sigv4.h"
 
 static const char *hex_of(const uint8_t *d) {
     static char buf[2 * D9_SHA256_LEN + 1];

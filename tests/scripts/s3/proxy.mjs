@@ -9,6 +9,8 @@
 //   FAULT_STALL=N     the first N PUTs: headers accepted, then the body is never read and no
 //                     answer comes (the connection stays open until the client gives up)
 //   FAULT_DOWN=1      every request: 503 ServiceUnavailable (S3 down, for the circuit breaker)
+//   FAULT_GONE_AFTER_PUTS=N  the first N PUTs go through; every request after them gets no
+//                     answer: its connection is closed (the server stopped answering midway)
 //   LISTEN_LATER=ADDR also listen on ADDR (another loopback address, 127.0.0.2), same port, but
 //                     only once sent SIGUSR2: until then a client of ADDR:PORT gets "connection
 //                     refused" (nothing else takes that port there: 127.0.0.1:PORT is ours)
@@ -29,7 +31,7 @@
 // answer from then on (logged as code held when it arrives); a POST to /__test/release-gets
 // sends those answers and stops holding.
 // Usage: node proxy.mjs DATA_DIR BUCKET LOG_FILE; prints {"port":P} once listening on 127.0.0.1.
-// Every PUT's outcome is appended to LOG_FILE as a JSON line {method, key, status, code}.
+// Every PUT's and DELETE's outcome is appended to LOG_FILE as a JSON line {method, key, status, code}.
 import http from 'node:http';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -44,6 +46,7 @@ let slowdowns = Number(process.env.FAULT_SLOWDOWN || 0);
 let partFails = Number(process.env.FAULT_PART_FAIL || 0);
 let stalls = Number(process.env.FAULT_STALL || 0);
 const down = process.env.FAULT_DOWN === '1';
+let putsBeforeGone = process.env.FAULT_GONE_AFTER_PUTS === undefined ? -1 : Number(process.env.FAULT_GONE_AFTER_PUTS);
 const credentialsFile = process.env.CREDENTIALS_FILE;
 const putDelay = Number(process.env.DELAY_PUT_MS || 0);
 const MIN_PART = 5 * 1024 * 1024;
@@ -145,6 +148,11 @@ const proxy = http.createServer((req, res) => {
   const q = new URL(req.url, 'http://x').searchParams;
   const uploadId = q.get('uploadId');
   const isPart = req.method === 'PUT' && uploadId !== null;
+  if (putsBeforeGone === 0) {
+    log({ method: req.method, key: keyOf(req), status: 0, code: 'gone' });
+    return req.socket.destroy();
+  }
+  if (req.method === 'PUT' && putsBeforeGone > 0) putsBeforeGone--;
   if (down) {
     log({ method: req.method, key: keyOf(req), status: 503, code: 'down' });
     req.resume();
@@ -223,6 +231,8 @@ const proxy = http.createServer((req, res) => {
         } else if (req.method === 'GET') {
           if (q.get('list-type')) log({ method: 'GET', key, status: ur.statusCode, code: 'listed', prefix: q.get('prefix') });
           else log({ method: 'GET', key, status: ur.statusCode, code: 'got' });
+        } else if (req.method === 'DELETE') {
+          log({ method: 'DELETE', key, status: ur.statusCode, code: ok ? 'deleted' : 'delete-error' });
         }
         const send = () => { res.writeHead(ur.statusCode, ur.headers); res.end(text); };
         if (req.method === 'GET' && !q.get('list-type') && holdGets) {

@@ -8,8 +8,8 @@
  * after the last date-shaped one, as dial9's viewer does; an instance holding a '/' is
  * ambiguous there and read as OTHER. Values come out Hive-escaped (src/sinks/s3_key.h), as
  * the current layout stores them, so that all layouts compare and name local runs alike. */
-#ifndef D9_SINKS_S3_KEY_LAYOUT_H
-#define D9_SINKS_S3_KEY_LAYOUT_H
+#ifndef D9_FLEET_S3_KEY_LAYOUT_H
+#define D9_FLEET_S3_KEY_LAYOUT_H
 
 #include <stdbool.h>
 

@@ -3,22 +3,22 @@
  * whole bucket), chosen by service, instance and time window from the key's Hive components
  * (dial9's layout), fetched with GET into a private cache directory and then read like local
  * files; the readers never see S3. Requests are signed by the uploader's client
- * (src/sinks/s3_client.c), with the same credentials chain and endpoint variables.
+ * (src/aws/s3_client.c), with the same credentials chain and endpoint variables.
  *
  * Local layout: {cache}/{bucket}/{prefix}/service=S/instance=I/boot=B/trace.N.bin.gz, so one
  * recording (one boot of one instance) is one run directory. The cache (s3_cache.h) is bounded
  * by DIAL9_S3_CACHE_MAX_MB: the least recently used files outside the current selection are
  * removed first, and a selection larger than the bound is an error for these commands (serve
  * fetches one run at a time: cmd_serve_fetch.c). */
-#ifndef D9_CLI_S3_FETCH_H
-#define D9_CLI_S3_FETCH_H
+#ifndef D9_FLEET_S3_FETCH_H
+#define D9_FLEET_S3_FETCH_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
 
 #include "format/trace_paths.h"
-#include "sinks/s3_client.h"
+#include "aws/s3_client.h"
 
 typedef struct d9_s3_selection {
     const char *service, *instance; /* NULL: any */
@@ -28,9 +28,11 @@ typedef struct d9_s3_selection {
 
 bool d9_s3_is_url(const char *arg);
 
-/* Take --service S, --instance I and wall-clock --from/--to (-15m, -2h, -1d: before now;
- * YYYY-MM-DD[THH:MM[:SS]][Z]: UTC) out of argv when an s3:// argument (or `serve --bucket`) is
- * there; other --from/--to values are left for the command. 0, or -1 with a message. */
+/* Take --service S, --instance I and wall-clock --from/--to (now-15m, now-2h, now-1d: before
+ * now; YYYY-MM-DD[THH:MM[:SS]][Z]: UTC; fleet/wall_time.h) out of argv when an s3:// argument
+ * (or `serve --bucket`) is there; trace times (5s, @NS) are left for the command, and -15m (a
+ * time before the trace's end, which meant "before now" here before) is refused with a message
+ * naming now-15m. 0, or -1 with a message. */
 int d9_s3_take_selection_args(int *argc, char **argv, char *err, size_t errlen);
 const d9_s3_selection *d9_s3_current_selection(void);
 
@@ -56,8 +58,5 @@ d9_s3_client *d9_s3_client_for(const char *url, const char *bucket, char *err, s
  * step when a run is opened (`dial9 _serve-fetch`, cmd_serve_fetch.c). 0 (also when there is no
  * --bucket), or -1 with a message. */
 int d9_s3_serve_args(int *argc, char ***argv, char *err, size_t errlen);
-
-/* A wall-clock time: -DURATION (s, m, h, d) before now, or YYYY-MM-DD[THH:MM[:SS]][Z] in UTC. */
-int d9_s3_parse_wall_time(const char *s, time_t now, time_t *out);
 
 #endif

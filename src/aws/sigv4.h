@@ -1,8 +1,8 @@
 /* AWS Signature Version 4 for one request (the "Authorization: AWS4-HMAC-SHA256 ..." header),
  * computed here rather than by libcurl: Debian 12's libcurl 7.88 neither sends the payload hash
  * S3 requires nor canonicalizes paths and queries. */
-#ifndef D9_SINKS_SIGV4_H
-#define D9_SINKS_SIGV4_H
+#ifndef D9_AWS_SIGV4_H
+#define D9_AWS_SIGV4_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* S3 requests with libcurl, signed by sigv4.c (see s3_client.h). */
-#include "sinks/s3_client.h"
+#include "aws/s3_client.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "common/plain_number.h"
-#include "sinks/libcurl_loader.h"
-#include "sinks/s3_credentials.h"
-#include "sinks/sha256.h"
+#include "aws/libcurl_loader.h"
+#include "aws/s3_credentials.h"
+#include "aws/sha256.h"
 
 #define ERROR_BODY_CAP 4096        /* of an error answer: enough for <Code> and <Message> */
 #define MEM_BODY_CAP (64u << 20)   /* of a 2xx answer kept in memory (a listing page is ~300 KB) */

@@ -1,12 +1,12 @@
 /* SigV4: canonical request -> string to sign -> signature with the derived key
  * (HMAC chain over date, region, service, "aws4_request"). */
-#include "sinks/sigv4.h"
+#include "aws/sigv4.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sinks/sha256.h"
+#include "aws/sha256.h"
 
 int d9_uri_encode(const char *in, bool keep_slash, char *out, size_t outlen) {
     static const char digits[] = "0123456789ABCDEF";

@@ -3,15 +3,15 @@
  * range or memory and the answer kept in memory (bounded) or written to a file. Used by the
  * uploader (PutObject, multipart), `dial9 upload` and the fleet readers (ListObjectsV2,
  * GetObject). Not thread-safe: one client per thread. */
-#ifndef D9_SINKS_S3_CLIENT_H
-#define D9_SINKS_S3_CLIENT_H
+#ifndef D9_AWS_S3_CLIENT_H
+#define D9_AWS_S3_CLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "dial9/dial9.h"
-#include "sinks/sigv4.h"
+#include "aws/sigv4.h"
 
 typedef struct d9_s3_client d9_s3_client;
 

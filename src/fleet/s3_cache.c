@@ -2,7 +2,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "cli/s3_cache.h"
+#include "fleet/s3_cache.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,12 +2,12 @@
  * lock). Each returns D9_CREDS_OK with *c filled (source set, expiration 0 when none),
  * D9_CREDS_ABSENT when it is not configured or not there (`err` says why, for the message that
  * lists every place looked at), or D9_CREDS_FATAL / D9_CREDS_RETRY with `err`. */
-#ifndef D9_SINKS_CREDS_SOURCES_H
-#define D9_SINKS_CREDS_SOURCES_H
+#ifndef D9_AWS_CREDS_SOURCES_H
+#define D9_AWS_CREDS_SOURCES_H
 
 #include <stddef.h>
 
-#include "sinks/s3_credentials.h"
+#include "aws/s3_credentials.h"
 
 enum { D9_CREDS_ABSENT = 2 };
 

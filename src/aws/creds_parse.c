@@ -1,12 +1,12 @@
 /* Decoders of the credential services' answers (see creds_parse.h). */
-#include "sinks/creds_parse.h"
+#include "aws/creds_parse.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sinks/s3_client.h"
+#include "aws/s3_client.h"
 
 #define MAX_ANSWER (1u << 20) /* a credentials answer is ~2 KB; anything far bigger is not one */
 

@@ -5,13 +5,13 @@
  *  - the XML of STS AssumeRoleWithWebIdentity: <Credentials> with <AccessKeyId>,
  *    <SecretAccessKey>, <SessionToken>, <Expiration>, or an <Error> with <Code>/<Message>;
  *  - their ISO 8601 timestamps ("2026-12-01T16:00:00Z", fractions and +hh:mm offsets too). */
-#ifndef D9_SINKS_CREDS_PARSE_H
-#define D9_SINKS_CREDS_PARSE_H
+#ifndef D9_AWS_CREDS_PARSE_H
+#define D9_AWS_CREDS_PARSE_H
 
 #include <stddef.h>
 #include <time.h>
 
-#include "sinks/s3_credentials.h"
+#include "aws/s3_credentials.h"
 
 /* 0 and *out (seconds since the epoch), or -1. */
 int d9_creds_parse_time(const char *s, time_t *out);

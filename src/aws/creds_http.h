@@ -1,13 +1,13 @@
 /* One small HTTP request to a credential service (STS, the container endpoint, EC2 IMDS)
  * through the dlopen'ed libcurl: its own short timeouts, no redirects, http/https only, the
  * answer kept in memory (at most 64 KiB). */
-#ifndef D9_SINKS_CREDS_HTTP_H
-#define D9_SINKS_CREDS_HTTP_H
+#ifndef D9_AWS_CREDS_HTTP_H
+#define D9_AWS_CREDS_HTTP_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "sinks/s3_credentials.h" /* d9_s3_credentials, D9_CREDS_OK / RETRY / FATAL */
+#include "aws/s3_credentials.h" /* d9_s3_credentials, D9_CREDS_OK / RETRY / FATAL */
 
 typedef struct d9_creds_http {
     const char *method;             /* GET, PUT or POST */

@@ -13,9 +13,9 @@
 #include <strings.h>
 #include <time.h>
 
-#include "sinks/creds_http.h"
-#include "sinks/creds_parse.h"
-#include "sinks/creds_sources.h"
+#include "aws/creds_http.h"
+#include "aws/creds_parse.h"
+#include "aws/creds_sources.h"
 
 #define ABSENT_SECS 300
 #define TOKEN_TTL "21600"

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "sinks/creds_http.h"
-#include "sinks/creds_parse.h"
-#include "sinks/creds_sources.h"
+#include "aws/creds_http.h"
+#include "aws/creds_parse.h"
+#include "aws/creds_sources.h"
 
 #define ECS_AGENT "http://169.254.170.2"
 

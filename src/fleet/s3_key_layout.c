@@ -1,5 +1,5 @@
 /* dial9's key layouts, current and historical (see s3_key_layout.h). */
-#include "sinks/s3_key_layout.h"
+#include "fleet/s3_key_layout.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "sinks/libcurl_loader.h"
+#include "aws/libcurl_loader.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

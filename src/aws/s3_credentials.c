@@ -1,6 +1,6 @@
 /* The credential chain (see s3_credentials.h): the environment and the shared files here, the
  * network sources in creds_*.c, and the cache of what those give. */
-#include "sinks/s3_credentials.h"
+#include "aws/s3_credentials.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sinks/creds_sources.h"
+#include "aws/creds_sources.h"
 
 #define NO_EXPIRY_SECS 900 /* temporary credentials that do not say when they expire: kept 15 min */
 #define STALE_MARGIN 10    /* a failing refresh keeps what it had until this close to Expiration */

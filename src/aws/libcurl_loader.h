@@ -1,7 +1,7 @@
 /* libcurl.so.4, loaded with dlopen the first time an upload is configured: libdial9 itself
  * links only libc and pthreads. */
-#ifndef D9_SINKS_LIBCURL_LOADER_H
-#define D9_SINKS_LIBCURL_LOADER_H
+#ifndef D9_AWS_LIBCURL_LOADER_H
+#define D9_AWS_LIBCURL_LOADER_H
 
 #define CURL_DISABLE_TYPECHECK 1 /* the function-like setopt macro would clash with the table */
 #include <curl/curl.h>

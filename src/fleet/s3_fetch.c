@@ -2,9 +2,10 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "cli/s3_fetch.h"
-#include "sinks/s3_key_layout.h"
-#include "cli/s3_cache.h"
+#include "fleet/s3_fetch.h"
+#include "fleet/s3_key_layout.h"
+#include "fleet/s3_cache.h"
+#include "fleet/wall_time.h"
 #include "serve/serve_selection.h"
 
 #include <errno.h>
@@ -18,9 +19,9 @@
 #include <unistd.h>
 
 #include "dial9/dial9.h"
-#include "sinks/s3_client.h"
+#include "aws/s3_client.h"
 #include "sinks/s3_key.h"
-#include "sinks/sigv4.h"
+#include "aws/sigv4.h"
 
 #define MIB ((uint64_t)1024 * 1024)
 #define MAX_OBJECTS 200000
@@ -31,45 +32,6 @@ static d9_s3_selection selection;
 
 bool d9_s3_is_url(const char *arg) { return strncmp(arg, "s3://", 5) == 0; }
 const d9_s3_selection *d9_s3_current_selection(void) { return &selection; }
-
-int d9_s3_parse_wall_time(const char *s, time_t now, time_t *out) {
-    if (s[0] == '-') {
-        char *end;
-        errno = 0;
-        double v = strtod(s + 1, &end);
-        if (errno || end == s + 1 || v < 0) return -1;
-        double unit = 0;
-        if (!strcmp(end, "s")) unit = 1;
-        else if (!strcmp(end, "m")) unit = 60;
-        else if (!strcmp(end, "h")) unit = 3600;
-        else if (!strcmp(end, "d")) unit = 86400;
-        else return -1;
-        *out = now - (time_t)(v * unit);
-        return 0;
-    }
-    struct tm tm = {0};
-    int n = 0, len = (int)strlen(s);
-    if (sscanf(s, "%4d-%2d-%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &n) != 3 || n != 10) return -1;
-    if (n < len) {
-        int m = 0;
-        if (s[n] != 'T' && s[n] != ' ') return -1;
-        if (sscanf(s + n + 1, "%2d:%2d%n", &tm.tm_hour, &tm.tm_min, &m) != 2 || m != 5) return -1;
-        n += 1 + m;
-        if (s[n] == ':') {
-            if (sscanf(s + n + 1, "%2d%n", &tm.tm_sec, &m) != 1 || m != 2) return -1;
-            n += 3;
-        }
-        if (s[n] == 'Z') n++;
-        if (n != len) return -1;
-    }
-    if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
-        tm.tm_sec > 60)
-        return -1;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    *out = timegm(&tm);
-    return 0;
-}
 
 static void drop_args(int *argc, char **argv, int at, int count) {
     for (int i = at; i + count <= *argc; i++) argv[i] = argv[i + count];
@@ -114,8 +76,17 @@ int d9_s3_take_selection_args(int *argc, char **argv, char *err, size_t errlen) 
         else if (which == 1) selection.instance = value;
         else {
             time_t t;
-            if (d9_s3_parse_wall_time(value, now, &t) != 0) {
-                i++; /* not a wall-clock time: the command's own --from/--to */
+            if (d9_wall_time_is_old_spelling(value)) {
+                /* it meant "before now" here and "before the trace's end" elsewhere: now it has
+                 * the second meaning everywhere, and the first is spelled now-... */
+                snprintf(err, errlen,
+                         "usage: %s %s is a time before the trace's end; to choose s3:// objects by wall clock "
+                         "write %s now%s (wall-clock times: %s)",
+                         names[which], value, names[which], value, D9_WALL_TIME_FORMS);
+                return -1;
+            }
+            if (d9_wall_time_parse(value, now, &t) != 0) {
+                i++; /* a trace time: the command's own --from/--to */
                 continue;
             }
             if (which == 2) selection.has_from = true, selection.from = t;

@@ -1,11 +1,11 @@
 /* HTTP to the credential services (see creds_http.h). */
-#include "sinks/creds_http.h"
+#include "aws/creds_http.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sinks/libcurl_loader.h"
+#include "aws/libcurl_loader.h"
 
 static size_t keep(char *buf, size_t size, size_t n, void *arg) {
     d9_creds_answer *a = arg;

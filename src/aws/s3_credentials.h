@@ -9,8 +9,8 @@
  * 1 and 2 are read at each call, so rewritten files and rotated variables are picked up without a
  * restart. What 3-5 give is temporary: kept (process-wide, under a lock) until shortly before its
  * Expiration (d9_s3_credentials_refresh_at), then fetched again. Credentials are never logged. */
-#ifndef D9_SINKS_S3_CREDENTIALS_H
-#define D9_SINKS_S3_CREDENTIALS_H
+#ifndef D9_AWS_S3_CREDENTIALS_H
+#define D9_AWS_S3_CREDENTIALS_H
 
 #include <stddef.h>
 #include <time.h>

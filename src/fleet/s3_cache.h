@@ -8,13 +8,13 @@
  * evicted: dial9-serve locks the segments it is serving (serve/cache_pin.h), a fetch its
  * partial download. The evictor takes an exclusive lock without waiting before it unlinks, so a
  * reader that locks after the unlink sees a file with no link left and treats it as gone. */
-#ifndef D9_CLI_S3_CACHE_H
-#define D9_CLI_S3_CACHE_H
+#ifndef D9_FLEET_S3_CACHE_H
+#define D9_FLEET_S3_CACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sinks/s3_client.h"
+#include "aws/s3_client.h"
 
 /* The cache directory, created. 0, or -1 with a message. */
 int d9_s3_cache_root(char *out, size_t len, char *err, size_t errlen);

@@ -7,11 +7,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "sinks/creds_http.h"
-#include "sinks/creds_parse.h"
-#include "sinks/creds_sources.h"
-#include "sinks/s3_client.h"
-#include "sinks/sigv4.h"
+#include "aws/creds_http.h"
+#include "aws/creds_parse.h"
+#include "aws/creds_sources.h"
+#include "aws/s3_client.h"
+#include "aws/sigv4.h"
 
 static const char *env(const char *name) {
     const char *v = getenv(name);

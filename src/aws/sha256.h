@@ -1,7 +1,7 @@
 /* SHA-256 and HMAC-SHA256 (FIPS 180-4, RFC 2104), for signing S3 requests (SigV4) and the
  * checksums S3 verifies, without linking a crypto library into libdial9. */
-#ifndef D9_SINKS_SHA256_H
-#define D9_SINKS_SHA256_H
+#ifndef D9_AWS_SHA256_H
+#define D9_AWS_SHA256_H
 
 #include <stddef.h>
 #include <stdint.h>

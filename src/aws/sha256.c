@@ -1,5 +1,5 @@
 /* SHA-256 as specified in FIPS 180-4; HMAC as in RFC 2104. */
-#include "sinks/sha256.h"
+#include "aws/sha256.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,0 +1,81 @@
+/* Keys under a prefix (s3_list.h). */
+#include "fleet/s3_list.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aws/sigv4.h"
+
+#define LIST_ATTEMPTS 4
+
+static int add(d9_s3_key_list *l, const char *key, uint64_t size) {
+    char **k = realloc(l->keys, (l->count + 1) * sizeof *k);
+    if (!k) return -1;
+    l->keys = k;
+    uint64_t *s = realloc(l->sizes, (l->count + 1) * sizeof *s);
+    if (!s) return -1;
+    l->sizes = s;
+    if (!(k[l->count] = strdup(key))) return -1;
+    s[l->count++] = size;
+    return 0;
+}
+
+int d9_s3_list_keys(d9_s3_client *c, const char *prefix, d9_s3_key_list *out, char *err, size_t errlen) {
+    char token[2048] = "";
+    for (;;) {
+        char enc_prefix[4096], enc_token[6144] = "", query[12000];
+        d9_uri_encode(prefix, false, enc_prefix, sizeof enc_prefix);
+        if (token[0]) d9_uri_encode(token, false, enc_token, sizeof enc_token);
+        snprintf(query, sizeof query, "%s%s%slist-type=2&prefix=%s", token[0] ? "continuation-token=" : "",
+                 enc_token, token[0] ? "&" : "", enc_prefix);
+        d9_s3_answer ans = D9_S3_ANSWER_INIT;
+        d9_s3_result r = D9_S3_RETRY;
+        for (int attempt = 0; attempt < LIST_ATTEMPTS && r == D9_S3_RETRY; attempt++) {
+            if (attempt) sleep(1u << (attempt - 1));
+            d9_s3_answer_free(&ans);
+            ans = D9_S3_ANSWER_INIT;
+            r = d9_s3_request(c, "GET", "", query, NULL, 0, NULL, &ans, NULL, NULL, err, errlen);
+        }
+        if (r != D9_S3_OK) {
+            d9_s3_answer_free(&ans);
+            return -1;
+        }
+        const char *p = ans.body ? ans.body : "", *contents;
+        while ((contents = strstr(p, "<Contents>"))) {
+            const char *end = strstr(contents, "</Contents>");
+            if (!end) break;
+            char *block = strndup(contents, (size_t)(end - contents));
+            p = end + 11;
+            if (!block) break;
+            char key[2048] = "", size[32] = "0";
+            const char *q = block;
+            bool have = d9_s3_xml_next(&q, "Key", key, sizeof key);
+            q = block;
+            d9_s3_xml_next(&q, "Size", size, sizeof size);
+            free(block);
+            if (have && add(out, key, strtoull(size, NULL, 10)) != 0) {
+                d9_s3_answer_free(&ans);
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+        }
+        char truncated[16] = "";
+        p = ans.body ? ans.body : "";
+        d9_s3_xml_next(&p, "IsTruncated", truncated, sizeof truncated);
+        p = ans.body ? ans.body : "";
+        bool more = !strcmp(truncated, "true") && d9_s3_xml_next(&p, "NextContinuationToken", token, sizeof token) &&
+                    token[0];
+        d9_s3_answer_free(&ans);
+        if (!more) return 0;
+    }
+}
+
+void d9_s3_key_list_free(d9_s3_key_list *l) {
+    for (size_t i = 0; i < l->count; i++) free(l->keys[i]);
+    free(l->keys);
+    free(l->sizes);
+    *l = (d9_s3_key_list){0};
+}

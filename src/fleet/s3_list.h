@@ -1,0 +1,23 @@
+/* Every key under a prefix of one bucket (ListObjectsV2, paginated, each page retried), for
+ * readers that want the keys themselves rather than the trace segments s3_fetch.h selects:
+ * `dial9 fold --to s3://` reads back what a table prefix holds. */
+#ifndef D9_FLEET_S3_LIST_H
+#define D9_FLEET_S3_LIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aws/s3_client.h"
+
+typedef struct d9_s3_key_list {
+    char **keys;
+    uint64_t *sizes;
+    size_t count;
+} d9_s3_key_list;
+
+/* Appends every key under prefix (taken as it is: give "p/" for a folder) to out. 0, or -1 with
+ * a message (what was listed before stays in out; free it). */
+int d9_s3_list_keys(d9_s3_client *c, const char *prefix, d9_s3_key_list *out, char *err, size_t errlen);
+void d9_s3_key_list_free(d9_s3_key_list *l);
+
+#endif

@@ -4,6 +4,7 @@
 #endif
 #include "cli/s3_fetch.h"
 #include "sinks/s3_key_layout.h"
+#include "sinks/step_dump_upload.h" /* dumps/ keys are no fleet segments */
 #include "cli/s3_cache.h"
 #include "serve/serve_selection.h"
 
@@ -180,7 +181,7 @@ static bool safe_components(const char *key) {
  * its run is found among its neighbours. */
 static bool describe(object *o, time_t last_modified) {
     d9_key_parts kp;
-    if (!safe_components(o->key) || !d9_key_parse(o->key, &kp)) return false;
+    if (!safe_components(o->key) || d9_dump_key_is_dump(o->key) || !d9_key_parse(o->key, &kp)) return false;
     size_t kl = strlen(o->key);
     o->ext = kl > 7 && !strcmp(o->key + kl - 7, ".bin.gz") ? ".gz" : kl > 8 && !strcmp(o->key + kl - 8, ".bin.zst") ? ".zst" : "";
     o->start = kp.start >= 0 ? (time_t)kp.start : last_modified;

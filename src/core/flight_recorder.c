@@ -23,6 +23,7 @@
 #include "core/flight_control.h"
 #include "core/flight_dump.h"
 #include "core/flight_rule_check.h"
+#include "core/flight_upload.h"
 #include "core/last_error.h"
 #include "core/own_thread_name.h"
 #include "dial9/dial9.h"
@@ -366,6 +367,8 @@ static void write_manifest(flight *f, dump *d, bool stopped) {
         fprintf(stderr, "dial9: dump written: %s (%s%s%s; %u segments)\n", d->dir.path, d->trigger_kind,
                 d->rule[0] ? " " : "", d->rule, d->dir.segments);
         snprintf(line, sizeof line, "ok %s\n", d->dir.path);
+        const char *slash = strrchr(d->dir.path, '/');
+        d9_flight_upload_enqueue(d->dir.path, slash ? slash + 1 : d->dir.path, mono_to_unix_ns(d->at_ns));
     } else {
         d9_dump_dir_abandon(&d->dir);
         fprintf(stderr, "dial9: dump %s: cannot write its manifest: %s\n", d->dir.path, strerror(-rc));
@@ -695,6 +698,7 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
                 strerror(errno));
     f->col = col;
     d9_collector_set_on_flight(col, on_sealed, f);
+    if (fc->recorder_cfg) (void)d9_flight_upload_start(fc->recorder_cfg, fc->service); /* else: said, dumps stay local */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -703,6 +707,7 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
     if (rc != 0) {
         fprintf(stderr, "dial9: flight recorder: cannot start its thread: %s\n", strerror(rc));
         d9_collector_set_on_flight(col, NULL, NULL);
+        d9_flight_upload_stop();
         f->col = NULL;
         if (f->listen_fd >= 0) close(f->listen_fd);
         if (f->run_fd >= 0) close(f->run_fd);
@@ -733,6 +738,7 @@ void d9_flight_stop(void) {
     wake(f);
     pthread_join(f->thread, NULL);
     round_once(f, true); /* the last segments; every dump under way ends with what there is */
+    d9_flight_upload_stop(); /* their S3 copies, within the exit wait */
     for (size_t i = 0; i < f->store.count; i++) seg_free(&f->store.items[i]);
     free(f->store.items);
     f->store = (seg_list){0};
@@ -755,6 +761,7 @@ void d9_flight_forget_after_fork(void) {
     if (f->run_fd >= 0) close(f->run_fd);
     f->wake_fd = f->wake_rd = f->listen_fd = f->run_fd = -1;
     f->incoming = f->store = (seg_list){0}; /* leaked in the child, never freed twice */
+    d9_flight_upload_forget_after_fork();
     f->ndumps = 0;
 }
 

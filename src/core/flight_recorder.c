@@ -21,6 +21,7 @@
 #include "common/json_writer.h"
 #include "common/segment_name.h"
 #include "core/flight_control.h"
+#include "core/flight_crash.h"
 #include "core/flight_dump.h"
 #include "core/flight_rule_check.h"
 #include "core/flight_upload.h"
@@ -171,10 +172,11 @@ static void on_sealed(const d9_segw_sealed_info *info, void *ctx) {
     flight *f = ctx;
     seg s = {.seq = info->seq, .start_ns = info->start_mono_ns, .end_ns = info->end_mono_ns,
              .bytes = info->bytes, .len = info->len, .on_disk = info->path != NULL};
+    if (s.bytes) d9_crash_seg_add(s.bytes, s.len, s.seq, s.start_ns, s.end_ns); /* a crash dump's from now on */
     pthread_mutex_lock(&f->lock);
     bool ok = seg_push(&f->incoming, s);
     pthread_mutex_unlock(&f->lock);
-    if (!ok) { /* out of memory: this segment is not kept (a dump would say so) */
+    if (!ok && (!s.bytes || d9_crash_seg_remove(s.bytes))) { /* out of memory: not kept (a dump would say so) */
         free(s.bytes);
     }
     wake(f);
@@ -191,7 +193,7 @@ static void ask_seal(flight *f, uint64_t at_ns) {
 /* ---------------------------------------------------------------- the store */
 
 static void seg_free(seg *s) {
-    free(s->bytes);
+    if (s->bytes && d9_crash_seg_remove(s->bytes)) free(s->bytes); /* else a crash dump reads them */
     s->bytes = NULL;
 }
 
@@ -698,6 +700,7 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
                 strerror(errno));
     f->col = col;
     d9_collector_set_on_flight(col, on_sealed, f);
+    if (fc->memory) (void)d9_crash_install(fc->dump_dir, run_id); /* a crash must not lose what memory holds */
     if (fc->recorder_cfg) (void)d9_flight_upload_start(fc->recorder_cfg, fc->service); /* else: said, dumps stay local */
     sigset_t all, old;
     sigfillset(&all);
@@ -708,6 +711,7 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
         fprintf(stderr, "dial9: flight recorder: cannot start its thread: %s\n", strerror(rc));
         d9_collector_set_on_flight(col, NULL, NULL);
         d9_flight_upload_stop();
+        if (fc->memory) d9_crash_uninstall();
         f->col = NULL;
         if (f->listen_fd >= 0) close(f->listen_fd);
         if (f->run_fd >= 0) close(f->run_fd);
@@ -737,6 +741,7 @@ void d9_flight_stop(void) {
     pthread_mutex_unlock(&f->lock);
     wake(f);
     pthread_join(f->thread, NULL);
+    if (f->cfg.memory) d9_crash_uninstall();
     round_once(f, true); /* the last segments; every dump under way ends with what there is */
     d9_flight_upload_stop(); /* their S3 copies, within the exit wait */
     for (size_t i = 0; i < f->store.count; i++) seg_free(&f->store.items[i]);
@@ -762,6 +767,7 @@ void d9_flight_forget_after_fork(void) {
     f->wake_fd = f->wake_rd = f->listen_fd = f->run_fd = -1;
     f->incoming = f->store = (seg_list){0}; /* leaked in the child, never freed twice */
     d9_flight_upload_forget_after_fork();
+    d9_crash_forget_after_fork();
     f->ndumps = 0;
 }
 

@@ -115,6 +115,7 @@ typedef struct flight {
     size_t rule_times_n, rule_times_head;
     uint64_t suppressed;
     uint64_t seal_asked_ns;
+    uint64_t last_seal_ns; /* the collector's: when it sealed last (at first: when recording started) */
     bool had_segment; /* a sealed segment has come in this recording: before that, the collector
                        * holding no bytes means it has not written its first segment yet */
 } flight;
@@ -170,7 +171,12 @@ static void wake(flight *f) {
 /* On the collector's thread, at every seal: a pointer moved under the lock, nothing else. */
 static void on_sealed(const d9_segw_sealed_info *info, void *ctx) {
     flight *f = ctx;
-    seg s = {.seq = info->seq, .start_ns = info->start_mono_ns, .end_ns = info->end_mono_ns,
+    /* a segment holds events from the previous seal on (they waited in the threads' buffers
+     * while it was not open yet), the first one from the recording's start: its window starts
+     * there, not when its first bytes were written (a dump asked for before then ended empty) */
+    uint64_t start = info->start_mono_ns < f->last_seal_ns ? info->start_mono_ns : f->last_seal_ns;
+    f->last_seal_ns = info->end_mono_ns;
+    seg s = {.seq = info->seq, .start_ns = start, .end_ns = info->end_mono_ns,
              .bytes = info->bytes, .len = info->len, .on_disk = info->path != NULL};
     if (s.bytes) d9_crash_seg_add(s.bytes, s.len, s.seq, s.start_ns, s.end_ns); /* a crash dump's from now on */
     pthread_mutex_lock(&f->lock);
@@ -678,6 +684,7 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
     f->ndumps = 0;
     f->dump_count = f->last_rule_at_ns = f->last_rule_to_ns = f->suppressed = f->seal_asked_ns = 0;
     f->had_segment = false;
+    f->last_seal_ns = mono_ns();
     f->rule_times_n = f->rule_times_head = 0;
     f->last_rule_dump = NULL;
     f->stop = false;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/dump_summary.h"
@@ -27,6 +28,10 @@ void d9_dump_analyze_window(int n, char **paths, d9_time_arg *from, FILE *say) {
         char line[1024];
         d9_dump_summary_line(&s, line, sizeof line);
         fprintf(say, "dump %s: trigger %s (@%" PRIu64 " ns in the trace's clock)\n", paths[i], line, s.at_mono_ns);
+        if (!strcmp(s.kind, "crash")) { /* its window is all the recorder held: the report covers it all */
+            fprintf(say, "a crash dump holds everything the recorder held: the report covers it all\n");
+            continue;
+        }
         if (!earliest || s.from_mono_ns < earliest) earliest = s.from_mono_ns;
     }
     if (!earliest) return;

@@ -10,7 +10,8 @@
 
 /* For each of paths[0..n) that is a dump directory: a line on `say` naming its trigger and
  * time (or that it is incomplete). When *from is not set, it becomes the earliest look-back
- * start of the complete dumps (an absolute timestamp). */
+ * start of the complete dumps (an absolute timestamp); a crash dump's window is everything
+ * the recorder held, so it sets none. */
 void d9_dump_analyze_window(int n, char **paths, d9_time_arg *from, FILE *say);
 
 #endif

@@ -256,7 +256,10 @@ static void write_dump(int sig, const siginfo_t *si) {
     put_u64(o, (uint64_t)getpid());
     put(o, ",\n  \"mode\": \"memory\",\n  \"trigger\": {\n    \"kind\": \"crash\",\n    \"event\": \"");
     put(o, signal_name(sig));
-    if (sig == SIGSEGV || sig == SIGBUS) {
+    if (si->si_code <= 0) { /* kill, tkill, sigqueue, raise: no fault, a sender */
+        put(o, " sent by pid ");
+        put_u64(o, (uint64_t)si->si_pid);
+    } else if (sig == SIGSEGV || sig == SIGBUS) {
         put(o, " at address ");
         put_hex(o, (uint64_t)(uintptr_t)si->si_addr);
     }

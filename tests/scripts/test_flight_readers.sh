@@ -8,6 +8,8 @@
 #    or complete: false; a run that is no dump has null;
 #  - `dial9 analyze DUMP` says the trigger and its time and starts its report at the trigger's
 #    look-back (the manifest's window.from_mono_ns), unless --from is given.
+# The program then gets a SIGSEGV: memory mode's crash dump ({run}.crash) is listed and analyzed
+# whole, and the program still dies of the signal.
 set -u
 source "$(dirname "$0")/lib/harness.sh"
 source "$(dirname "$0")/lib/serve_harness.sh"
@@ -30,10 +32,16 @@ while kill -0 "$pid" 2>/dev/null; do # until its recorder answers, however long 
     sleep 0.05
 done
 check "dial9 trigger exits 0 ($(cat "$T/err"))" test "$rc" = 0
-kill "$pid"
+# then the program crashes (a SIGSEGV from outside, as a zero-code program would get one): memory
+# mode writes what it held as a crash dump, and the program dies of the signal all the same
+kill -SEGV "$pid"
 wait "$pid" 2>/dev/null
+st=$?
+check "the program died of its SIGSEGV (dial9 run's status $st: 128 + 11)" test "$st" = 139
 pid=
 dump=$(cat "$T/out")
+crash=$(ls -d "$T"/dumps/*.crash 2>/dev/null | head -1)
+check "a crash dump is written" test -f "$crash/manifest.json"
 name=$(basename "$dump")
 cp -r "$dump" "$T/dumps/$name.interrupted"
 rm "$T/dumps/$name.interrupted/manifest.json"
@@ -49,6 +57,7 @@ check "the dump: complete, its trigger, window and reason" \
     grep -q "/$name	complete	control at .*, window 3000 ms before to 0 ms after, [0-9]* segments, reason \"for the readers\"" "$T/list"
 check "the copy without manifest: INCOMPLETE" grep -q "/$name.interrupted	INCOMPLETE	no manifest.json" "$T/list"
 check "a directory of segments is no dump" test "$(grep -c not-a-dump "$T/list")" = 0
+check "the crash dump: complete, its signal" grep -q "\.crash	complete	crash (SIGSEGV sent by pid [0-9]*) at " "$T/list"
 
 # ---- dial9 serve: /api/index
 serve_under_test curl
@@ -80,6 +89,9 @@ check "its report starts at the look-back" grep -q "^the report starts at the tr
 check "... as a window of the report" grep -q "\[--from/--to: " "$T/analyze"
 "$DIAL9" analyze --from @$((at - 1000000000)) "$dump" >"$T/analyze2" 2>&1
 check "--from given: the report starts there" grep -q "^the report starts at --from" "$T/analyze2"
+"$DIAL9" analyze "$crash" >"$T/analyze3" 2>&1
+check "analyze of a crash dump covers all it holds" grep -q "^a crash dump holds everything the recorder held" "$T/analyze3"
+check "... and reads its events ($(grep -m1 events "$T/analyze3"))" grep -q "SUMMARY" "$T/analyze3"
 "$DIAL9" analyze --json "$dump" >"$T/analyze.json" 2>"$T/analyze.json.err"
 check "--json stays JSON (the trigger line on stderr)" python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/analyze.json"
 check "... which says the trigger" grep -q "^dump $dump: trigger control" "$T/analyze.json.err"

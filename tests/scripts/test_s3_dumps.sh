@@ -40,8 +40,10 @@ done
 check "dial9 trigger exits 0 ($(cat "$T/err"))" test "$rc" = 0
 dump=$(cat "$T/out")
 name=$(basename "$dump")
-# the upload runs after the manifest is written: wait for its last object (a state, not a time)
-while kill -0 "$pid" 2>/dev/null && ! grep -q "\"key\":\"[^\"]*/$name/manifest.json\",\"status\":200,\"code\":\"stored\"" "$T/dumps/log"; do
+# the upload runs after the manifest is written: wait for its last object, or the recorder's
+# word that it will not come (a state, not a time)
+while kill -0 "$pid" 2>/dev/null && ! grep -q "\"key\":\"[^\"]*/$name/manifest.json\",\"status\":200,\"code\":\"stored\"" "$T/dumps/log" &&
+    ! grep -q "not stored in S3" "$T/run.err"; do
     sleep 0.1
 done
 kill "$pid"
@@ -50,6 +52,7 @@ wait "$pid" 2>/dev/null
 dump_keys=$(stored_keys dumps | grep "/$name/")
 host=$(hostname)
 key_re="^dial9-traces/dumps/date=[0-9]{4}-[0-9]{2}-[0-9]{2}/service=api%3Ablue/instance=$host/$name/(trace\.[0-9]+\.bin|manifest\.json)\$"
+check "no upload failure said ($(grep -m1 'not stored' "$T/run.err"))" test -z "$(grep 'not stored' "$T/run.err")"
 check "the dump's objects are stored ($(echo "$dump_keys" | wc -l))" [ "$(echo "$dump_keys" | grep -c .)" -ge 2 ]
 check "under dumps/ in the layout" [ "$(echo "$dump_keys" | grep -Evc "$key_re")" = 0 ]
 check "every local segment stored" [ "$(echo "$dump_keys" | grep -c '\.bin$')" = "$(ls "$dump" | grep -c '^trace\..*\.bin$')" ]

@@ -26,7 +26,7 @@ d9_dependency_result(MHD "${MHD_FOUND}" "apt-get install libmicrohttpd-dev" "`di
 if(D9_USE_MHD)
   # the server's parts, in a library that its own tests link too (each file compiled once)
   add_library(dial9_serve STATIC
-    ${D9_SERVE_DIR}/cache_pin.c ${D9_SERVE_DIR}/conn_guard.c ${D9_SERVE_DIR}/fetch_jobs.c
+    ${D9_SERVE_DIR}/cache_pin.c ${D9_SERVE_DIR}/conn_guard.c ${D9_SERVE_DIR}/dump_info.c ${D9_SERVE_DIR}/fetch_jobs.c
     ${D9_SERVE_DIR}/host_check.c ${D9_SERVE_DIR}/http_server.c
     ${D9_SERVE_DIR}/open_beneath.c ${D9_SERVE_DIR}/safe_path.c ${D9_SERVE_DIR}/segment_concat.c
     ${D9_SERVE_DIR}/instance_window.c ${D9_SERVE_DIR}/trace_index.c ${D9_SERVE_DIR}/url.c)

@@ -24,6 +24,7 @@ int d9_cmd_run(int argc, char **argv);
 int d9_cmd_upload(int argc, char **argv);
 int d9_cmd_fold(int argc, char **argv);
 int d9_cmd_trigger(int argc, char **argv);
+int d9_cmd_dumps(int argc, char **argv);
 /* hidden: dial9-serve's fetch step (cmd_serve_fetch.c), not in the table */
 int d9_cmd_serve_fetch(int argc, char **argv);
 

@@ -23,6 +23,7 @@ static const d9_cli_command commands[] = {
     {"diff", "compare two runs, two windows or the slowest polls per spawn location: what got slower", d9_cmd_diff},
     {"upload", "upload a trace directory's sealed segments to S3 (what a recorder left, or a finished run)", d9_cmd_upload},
     {"trigger", "dump what a recording process holds around now (its flight recorder): dial9 trigger PID|RUN_DIR", d9_cmd_trigger},
+    {"dumps", "list flight recorder dumps with their trigger and window: dial9 dumps DIR|s3://BUCKET[/PREFIX]", d9_cmd_dumps},
     {"run", "record an unmodified program: dial9 run [--trace-dir D] -- CMD ARGS...", d9_cmd_run},
     {"fold", "fold segments into Parquet tables (polls, poll_hist, sched, wakes, samples, stacks, segments) for DuckDB, Athena, ...", d9_cmd_fold},
 };

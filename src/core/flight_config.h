@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/flight_rules.h"
+#include "dial9/dial9.h"
 
 typedef struct d9_flight_config {
     bool active;            /* memory mode, rules or DIAL9_DUMPS=1: the flight thread runs */
@@ -23,6 +24,8 @@ typedef struct d9_flight_config {
     uint32_t max_per_hour;  /* DIAL9_DUMP_MAX_PER_HOUR (default 6) */
     char dump_dir[PATH_MAX]; /* DIAL9_DUMP_DIR (default {trace_dir}-dumps) */
     d9_flight_rules rules;  /* DIAL9_TRIGGERS */
+    const d9_config *recorder_cfg; /* set by the recorder: S3 for the dumps' upload (NULL: none) */
+    const char *service;    /* set by the recorder: the run's service name, for the dumps' keys */
 } d9_flight_config;
 
 /* Fill fc from the environment; never fails (see above). */

@@ -21,8 +21,10 @@
 #include "common/json_writer.h"
 #include "common/segment_name.h"
 #include "core/flight_control.h"
+#include "core/flight_crash.h"
 #include "core/flight_dump.h"
 #include "core/flight_rule_check.h"
+#include "core/flight_upload.h"
 #include "core/last_error.h"
 #include "core/own_thread_name.h"
 #include "dial9/dial9.h"
@@ -113,6 +115,7 @@ typedef struct flight {
     size_t rule_times_n, rule_times_head;
     uint64_t suppressed;
     uint64_t seal_asked_ns;
+    uint64_t last_seal_ns; /* the collector's: when it sealed last (at first: when recording started) */
     bool had_segment; /* a sealed segment has come in this recording: before that, the collector
                        * holding no bytes means it has not written its first segment yet */
 } flight;
@@ -168,12 +171,18 @@ static void wake(flight *f) {
 /* On the collector's thread, at every seal: a pointer moved under the lock, nothing else. */
 static void on_sealed(const d9_segw_sealed_info *info, void *ctx) {
     flight *f = ctx;
-    seg s = {.seq = info->seq, .start_ns = info->start_mono_ns, .end_ns = info->end_mono_ns,
+    /* a segment holds events from the previous seal on (they waited in the threads' buffers
+     * while it was not open yet), the first one from the recording's start: its window starts
+     * there, not when its first bytes were written (a dump asked for before then ended empty) */
+    uint64_t start = info->start_mono_ns < f->last_seal_ns ? info->start_mono_ns : f->last_seal_ns;
+    f->last_seal_ns = info->end_mono_ns;
+    seg s = {.seq = info->seq, .start_ns = start, .end_ns = info->end_mono_ns,
              .bytes = info->bytes, .len = info->len, .on_disk = info->path != NULL};
+    if (s.bytes) d9_crash_seg_add(s.bytes, s.len, s.seq, s.start_ns, s.end_ns); /* a crash dump's from now on */
     pthread_mutex_lock(&f->lock);
     bool ok = seg_push(&f->incoming, s);
     pthread_mutex_unlock(&f->lock);
-    if (!ok) { /* out of memory: this segment is not kept (a dump would say so) */
+    if (!ok && (!s.bytes || d9_crash_seg_remove(s.bytes))) { /* out of memory: not kept (a dump would say so) */
         free(s.bytes);
     }
     wake(f);
@@ -190,7 +199,7 @@ static void ask_seal(flight *f, uint64_t at_ns) {
 /* ---------------------------------------------------------------- the store */
 
 static void seg_free(seg *s) {
-    free(s->bytes);
+    if (s->bytes && d9_crash_seg_remove(s->bytes)) free(s->bytes); /* else a crash dump reads them */
     s->bytes = NULL;
 }
 
@@ -366,6 +375,8 @@ static void write_manifest(flight *f, dump *d, bool stopped) {
         fprintf(stderr, "dial9: dump written: %s (%s%s%s; %u segments)\n", d->dir.path, d->trigger_kind,
                 d->rule[0] ? " " : "", d->rule, d->dir.segments);
         snprintf(line, sizeof line, "ok %s\n", d->dir.path);
+        const char *slash = strrchr(d->dir.path, '/');
+        d9_flight_upload_enqueue(d->dir.path, slash ? slash + 1 : d->dir.path, mono_to_unix_ns(d->at_ns));
     } else {
         d9_dump_dir_abandon(&d->dir);
         fprintf(stderr, "dial9: dump %s: cannot write its manifest: %s\n", d->dir.path, strerror(-rc));
@@ -673,6 +684,7 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
     f->ndumps = 0;
     f->dump_count = f->last_rule_at_ns = f->last_rule_to_ns = f->suppressed = f->seal_asked_ns = 0;
     f->had_segment = false;
+    f->last_seal_ns = mono_ns();
     f->rule_times_n = f->rule_times_head = 0;
     f->last_rule_dump = NULL;
     f->stop = false;
@@ -695,6 +707,8 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
                 strerror(errno));
     f->col = col;
     d9_collector_set_on_flight(col, on_sealed, f);
+    if (fc->memory) (void)d9_crash_install(fc->dump_dir, run_id); /* a crash must not lose what memory holds */
+    if (fc->recorder_cfg) (void)d9_flight_upload_start(fc->recorder_cfg, fc->service); /* else: said, dumps stay local */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -703,6 +717,8 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
     if (rc != 0) {
         fprintf(stderr, "dial9: flight recorder: cannot start its thread: %s\n", strerror(rc));
         d9_collector_set_on_flight(col, NULL, NULL);
+        d9_flight_upload_stop();
+        if (fc->memory) d9_crash_uninstall();
         f->col = NULL;
         if (f->listen_fd >= 0) close(f->listen_fd);
         if (f->run_fd >= 0) close(f->run_fd);
@@ -732,7 +748,9 @@ void d9_flight_stop(void) {
     pthread_mutex_unlock(&f->lock);
     wake(f);
     pthread_join(f->thread, NULL);
+    if (f->cfg.memory) d9_crash_uninstall();
     round_once(f, true); /* the last segments; every dump under way ends with what there is */
+    d9_flight_upload_stop(); /* their S3 copies, within the exit wait */
     for (size_t i = 0; i < f->store.count; i++) seg_free(&f->store.items[i]);
     free(f->store.items);
     f->store = (seg_list){0};
@@ -755,6 +773,8 @@ void d9_flight_forget_after_fork(void) {
     if (f->run_fd >= 0) close(f->run_fd);
     f->wake_fd = f->wake_rd = f->listen_fd = f->run_fd = -1;
     f->incoming = f->store = (seg_list){0}; /* leaked in the child, never freed twice */
+    d9_flight_upload_forget_after_fork();
+    d9_crash_forget_after_fork();
     f->ndumps = 0;
 }
 

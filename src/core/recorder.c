@@ -242,6 +242,8 @@ static int start(const d9_config *cfg) {
     d9_make_run_id(r->run_id, sizeof r->run_id);
     d9_flight_config flight;
     d9_flight_config_from_env(&flight, cfg->trace_dir);
+    flight.recorder_cfg = &r->cfg; /* dumps go to S3 too when it is configured */
+    flight.service = r->service;
 
     d9_collector_config cc = {
         .cfg = &r->cfg,

@@ -6,6 +6,7 @@
 #include "fleet/s3_key_layout.h"
 #include "fleet/s3_cache.h"
 #include "fleet/wall_time.h"
+#include "sinks/step_dump_upload.h" /* dumps/ keys are no fleet segments */
 #include "serve/serve_selection.h"
 
 #include <errno.h>
@@ -151,7 +152,7 @@ static bool safe_components(const char *key) {
  * its run is found among its neighbours. */
 static bool describe(object *o, time_t last_modified) {
     d9_key_parts kp;
-    if (!safe_components(o->key) || !d9_key_parse(o->key, &kp)) return false;
+    if (!safe_components(o->key) || d9_dump_key_is_dump(o->key) || !d9_key_parse(o->key, &kp)) return false;
     size_t kl = strlen(o->key);
     o->ext = kl > 7 && !strcmp(o->key + kl - 7, ".bin.gz") ? ".gz" : kl > 8 && !strcmp(o->key + kl - 8, ".bin.zst") ? ".zst" : "";
     o->start = kp.start >= 0 ? (time_t)kp.start : last_modified;

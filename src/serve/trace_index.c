@@ -14,6 +14,7 @@
 #include "common/segment_name.h"
 #include "format/schemas.h"
 #include "format/trace_paths.h"
+#include "serve/dump_info.h"
 #include "serve/open_beneath.h"
 #include "serve/url.h"
 
@@ -486,6 +487,7 @@ void d9_trace_index_json(const d9_trace_index *ix, FILE *out) {
         if (r->selected && r->selected->first >= 0) d9_json_i64(&j, r->selected->first); else d9_json_null(&j);
         d9_json_key(&j, "last_epoch_s");
         if (r->selected && r->selected->last >= 0) d9_json_i64(&j, r->selected->last); else d9_json_null(&j);
+        d9_serve_dump_json(&j, ix->root_fd, r->name); /* a flight recorder dump: its trigger and window */
         d9_json_key(&j, "trace_url");
         json_url(&j, r->name, NULL);
         d9_json_key(&j, "viewer_url");

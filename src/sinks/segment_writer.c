@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/flight_crash.h"
 #include "core/hand_over_files.h"
 #include "sinks/run_claim.h"
 #include "sinks/trace_dir.h"
@@ -251,8 +252,12 @@ static void seal_memory(d9_segment_writer *w) {
     w->mem = NULL;
     w->mem_cap = 0;
     w->size = 0;
-    if (w->on_flight) w->on_flight(&info, w->on_flight_ctx);
-    else free(info.bytes);
+    if (w->on_flight) {
+        w->on_flight(&info, w->on_flight_ctx); /* the crash table has it now: withdrawn as open */
+        (void)d9_crash_open_withdraw();
+    } else if (d9_crash_open_withdraw()) { /* else a crash dump is reading it */
+        free(info.bytes);
+    }
     atomic_store_explicit(&w->open_since, 0, memory_order_release);
 }
 
@@ -266,22 +271,28 @@ static int write_memory(d9_segment_writer *w, const void *buf, size_t len) {
         w->size = 0;
         w->opened_ns = monotonic_ns();
         w->opened_real_ns = realtime_ns();
+        if (w->mem) d9_crash_open_publish(w->mem, w->seq, w->opened_ns); /* a buffer kept from before */
     }
     if (w->size + len > w->mem_cap) {
-        size_t cap = w->mem_cap ? w->mem_cap : 64 * 1024;
-        while (cap < w->size + len) cap *= 2;
-        if (cap > w->max_file_size && w->size + len <= w->max_file_size) cap = (size_t)w->max_file_size;
+        /* the whole segment's room at once, so that the open buffer never moves (a crash dump
+         * reads it: core/flight_crash.h); pages not written to cost no memory */
+        size_t cap = w->size + len > w->max_file_size ? w->size + len : (size_t)w->max_file_size;
+        if (w->mem && !d9_crash_open_withdraw()) return lose_write(w, len); /* a crash dump reads it */
         uint8_t *m = realloc(w->mem, cap);
         if (!m) {
+            if (w->mem) d9_crash_open_publish(w->mem, w->seq, w->opened_ns), d9_crash_open_written(w->size);
             w->stats.last_write_errno = ENOMEM;
             return lose_write(w, len);
         }
         w->mem = m;
         w->mem_cap = cap;
+        d9_crash_open_publish(m, w->seq, w->opened_ns);
+        d9_crash_open_written(w->size);
     }
     memcpy(w->mem + w->size, buf, len);
     if (w->size == 0) atomic_store_explicit(&w->open_since, w->opened_ns, memory_order_release);
     w->size += len;
+    d9_crash_open_written(w->size);
     w->stats.bytes_written += len;
     return 0;
 }
@@ -443,7 +454,7 @@ void d9_segw_close(d9_segment_writer *w) {
     free(w->run_id);
     pthread_mutex_destroy(&w->resize_lock);
     free(w->resizes);
-    free(w->mem);
+    if (!w->mem || d9_crash_open_withdraw()) free(w->mem); /* else a crash dump reads it */
     free(w);
 }
 

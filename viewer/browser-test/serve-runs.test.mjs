@@ -206,3 +206,63 @@ test('the runs page of an empty directory says there is nothing yet', async (t) 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+/* A flight recorder's dump directory (docs/flight-recorder.md): its marker, a segment, and its
+ * manifest unless interrupted. */
+function writeDump(dir, name, manifest) {
+  fs.mkdirSync(path.join(dir, name));
+  fs.writeFileSync(path.join(dir, name, '.dial9-dump'), '');
+  fs.writeFileSync(path.join(dir, name, 'trace.0.bin'), segment({ service: 'api', realtime: BigInt(ms('2026-12-06T09:00:00.000Z')) * 1000000n }));
+  if (manifest) fs.writeFileSync(path.join(dir, name, 'manifest.json'), JSON.stringify(manifest, null, 2));
+}
+
+test('the runs page lists dumps with their trigger and window, and says when one is incomplete', async (t) => {
+  const bin = dial9Binary();
+  if (!bin) {
+    t.skip('no dial9 build');
+    return;
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'd9-serve-dumps-'));
+  const at = 7000n * S;
+  writeDump(dir, 'run-1.dump1', {
+    format: 'dial9-dump', version: 1, run_id: 'run-1', pid: 1, mode: 'memory',
+    trigger: { kind: 'rule', rule: 'poll_ms>20', event: 'PollEndEvent: worker 0 polled 612.004 ms',
+      at_unix_ns: 1796547600000000000, at_mono_ns: Number(at), merged_triggers: 0 },
+    window: { lookback_ms: 30000, lookforward_ms: 5000, from_unix_ns: 1796547570000000000, to_unix_ns: 1796547605000000000,
+      from_mono_ns: Number(at - 30n * S), to_mono_ns: Number(at + 5n * S) },
+    holds: { segments: 1, bytes: 1, files: [] }, lacks: { lookback_ms: 0, lookforward_ms: 0, segments_missing: 0 },
+  });
+  writeDump(dir, 'run-1.dump2', null);
+  let serve;
+  try {
+    serve = await startServe(bin, dir);
+  } catch (e) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    if (/without libmicrohttpd/.test(e.message)) {
+      t.skip('dial9 was built without libmicrohttpd');
+      return;
+    }
+    throw e;
+  }
+  try {
+    const { page, errors } = await watchedPage(serve.url);
+    await page.waitForFunction(() => document.body.dataset.state !== 'loading', null, { timeout: 30000 });
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', serve.out());
+    const tag = (run) => page.$eval(`#runs tr[data-run="${run}"] .flight-dump`, (e) => ({ text: e.textContent, cls: e.className }));
+    const done = await tag('run-1.dump1');
+    assert.equal(done.text, 'dump: rule poll_ms>20 (PollEndEvent: worker 0 polled 612.004 ms) at 2026-12-06T09:00:00.000Z, ' +
+      'window 30000 ms before to 5000 ms after, 1 segments');
+    assert.equal(done.cls, 'flight-dump');
+    const cut = await tag('run-1.dump2');
+    assert.match(cut.text, /^INCOMPLETE dump: incomplete: no manifest\.json/);
+    assert.equal(cut.cls, 'flight-dump warn');
+    await page.fill('#runs-filter', 'poll_ms>20');
+    assert.deepEqual(await visibleRuns(page), ['run-1.dump1'], 'the filter reads the trigger too');
+    await screenshot(page, 'serve-runs-dumps');
+    await page.close();
+    assert.deepEqual(errors, []);
+  } finally {
+    await serve.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -48,6 +48,13 @@
     a.textContent = r.run;
     a.className = 'run-link';
     name.appendChild(a);
+    const dump = r.flight_dump; /* a flight recorder's dump: its trigger and window, or incomplete */
+    if (dump) {
+      const tag = document.createElement('div');
+      tag.className = 'flight-dump' + (dump.complete ? '' : ' warn');
+      tag.textContent = dump.complete ? 'dump: ' + dump.summary : 'INCOMPLETE dump: ' + dump.summary;
+      name.appendChild(tag);
+    }
     tr.appendChild(name);
     cell(tr, r.service || '–', 'service');
     if (start == null) cell(tr, '–', 'start');
@@ -62,7 +69,7 @@
     const bad = (r.files || []).filter((f) => f.status === 'error' || f.status === 'too_large').length;
     cell(tr, String(r.segments) + (bad ? ' (' + bad + ' not read whole)' : ''), 'num segments' + (bad ? ' warn' : ''),
       (r.files || []).map((f) => f.name + ': ' + f.status + (f.message ? ' — ' + f.message : '')).join('\n'));
-    tr.dataset.text = (r.run + ' ' + (r.service || '')).toLowerCase();
+    tr.dataset.text = (r.run + ' ' + (r.service || '') + (dump ? ' dump ' + (dump.summary || '') : '')).toLowerCase();
     return tr;
   }
 

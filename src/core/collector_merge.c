@@ -209,6 +209,15 @@ static inline __attribute__((always_inline)) uint8_t *hook_event_header(uint8_t 
 #endif
 }
 
+/* Eight bytes at p, little-endian (the bytes past the field's length are overwritten next). */
+static inline __attribute__((always_inline)) void put_le64(uint8_t *p, uint64_t v) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, sizeof v);
+#else
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+#endif
+}
+
 #define HOOK_WORDS_MAX D9_REC_WORDS_PARK
 _Static_assert(D9_REC_WORDS_POLL_BEGIN <= HOOK_WORDS_MAX && D9_REC_WORDS_WAKE <= HOOK_WORDS_MAX &&
                    D9_REC_WORDS_TERMINATE <= HOOK_WORDS_MAX && D9_REC_WORDS_SPAWN <= HOOK_WORDS_MAX,
@@ -312,8 +321,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             if (rules_on) d9_rule_check_poll_begin(t, ts);
             p = hook_event_header(p, &ts_base, D9_SCH_POLL_START, ts);
             /* worker varint and local queue u8, in one store */
-            uint64_t head = worker_bytes | (uint64_t)sat8(r[2] >> 32) << (8 * worker_len);
-            memcpy(p, &head, sizeof head);
+            put_le64(p, worker_bytes | (uint64_t)sat8(r[2] >> 32) << (8 * worker_len));
             p = d9_raw_varint(p + worker_len + 1, task);
             p = d9_raw_u32(p, loc);
             break;
@@ -324,7 +332,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             task = 0;
             if (rules_on) d9_rule_check_poll_end(t, ts, worker);
             p = hook_event_header(p, &ts_base, D9_SCH_POLL_END, ts);
-            memcpy(p, &worker_bytes, sizeof worker_bytes);
+            put_le64(p, worker_bytes);
             p += worker_len;
             break;
         case D9_REC_SPAWN: {
@@ -374,13 +382,11 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             }                                                                                   \
             if (!(park) && rules_on) d9_rule_check_unpark(ts, delay, worker);                   \
             p = hook_event_header(p, &ts_base, (schema), ts);                                   \
-            uint64_t head = worker_bytes | (uint64_t)sat8(r[3]) << (8 * worker_len);            \
-            memcpy(p, &head, sizeof head);                                                      \
+            put_le64(p, worker_bytes | (uint64_t)sat8(r[3]) << (8 * worker_len));              \
             p += worker_len + 1;                                                                \
             p = (park) ? cpu_time_park(t, p, r[1]) : cpu_time_unpark(t, p, r[1]);              \
             if (!(park)) p = d9_raw_varint(p, delay);                                           \
-            memcpy(p, &tid, sizeof tid);                                                        \
-            p += sizeof tid
+            p = d9_raw_u32(p, tid)
         case D9_REC_PARK: {
             PARK_CASE(true, D9_SCH_WORKER_PARK);
             break;

@@ -190,8 +190,8 @@ static const uint8_t hook_words[256] = {
 static inline __attribute__((always_inline)) uint8_t *hook_event_header(uint8_t *p, uint64_t *ts_base,
                                                                          uint16_t type_id, uint64_t ts) {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    uint64_t delta = ts - *ts_base;
-    if (__builtin_expect(ts < *ts_base || delta > D9_TS_DELTA_MAX, 0)) {
+    uint64_t delta = ts - *ts_base; /* going back wraps above the largest delta: one test */
+    if (__builtin_expect(delta > D9_TS_DELTA_MAX, 0)) {
         d9_stream_state st = {*ts_base};
         p = d9_raw_event(p, &st, type_id, ts);
         *ts_base = st.ts_base;
@@ -206,6 +206,15 @@ static inline __attribute__((always_inline)) uint8_t *hook_event_header(uint8_t 
     p = d9_raw_event(p, &st, type_id, ts);
     *ts_base = st.ts_base;
     return p;
+#endif
+}
+
+/* Eight bytes at p, little-endian (the bytes past the field's length are overwritten next). */
+static inline __attribute__((always_inline)) void put_le64(uint8_t *p, uint64_t v) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, sizeof v);
+#else
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
 #endif
 }
 
@@ -272,12 +281,21 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
     uint64_t pos = k->pos, n = k->words, ts = k->next_ts, task = t->c_task, taken = 0;
     uint64_t twins = 0; /* records that made a second event (a spawn's TaskObjectEvent) */
     const uint64_t worker = t->c_worker;
+    /* The bytes every event of this run repeats, made once per run and stored whole per event:
+     * the worker's varint (one byte below 128, two up to 255) and the thread id (u32). */
+    const uint64_t worker_bytes = worker < 0x80 ? worker : ((worker & 0x7f) | 0x80) | (worker >> 7) << 8;
+    const unsigned worker_len = worker < 0x80 ? 1 : 2;
+    const uint32_t tid = (uint32_t)t->tid;
     uint64_t ts_base = c->st.ts_base;
     /* CLOCK_MONOTONIC ticks are the time once unwrapped: tested first, from a local (a map has
      * a fast span only on the TSC), ~8 instructions an event of ~80 there. The TSC's inputs are
      * left in c: as locals they cost spills (bench/README.md). */
     const bool ticks_are_ns = !__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED);
-    uint32_t ready = 0;          /* schemas seen written in this stream (bit per id) */
+    /* a local: the byte stores through p may alias anything in c, which is then read again */
+    const uint64_t now_ticks = c->now_ticks;
+    /* schemas seen written in this stream (bit per id), kept across runs: a run is often a
+     * poll's two events (a server with a request a poll), each run testing them again cost */
+    uint32_t ready = c->fast_ready_stream == stream ? c->fast_ready : 0;
     uint64_t loc_ok = UINT64_MAX; /* a location seen written in this stream */
     fast_stop stop;
 #define SCHEMA_READY(id) \
@@ -288,29 +306,37 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
     _Static_assert(D9_SCH_TASK_TERMINATE < 32 && D9_SCH_WAKE < 32 && D9_SCH_TASK_SPAWN < 32 &&
                        D9_SCH_TASK_OBJECT < 32,
                    "ready has a bit per hook schema");
+    /* The record at pos is dispatched once, by this switch: its length is the case's constant
+     * (no table read, no second test of the kind per record). A record of another kind read
+     * ahead (its ts then unwrapped from whatever its first word holds) is left to cursor_peek:
+     * FAST_PEEK, unless it is the one the run entered with (FAST_GENERAL: decode_record's). */
+    const uint64_t *r = base + (pos & mask);
     for (;;) {
-        const uint64_t *r = base + (pos & mask);
         switch (D9_REC_KIND(r[0])) {
         case D9_REC_POLL_BEGIN: {
+            n = D9_REC_WORDS_POLL_BEGIN;
             uint32_t loc = (uint32_t)r[2];
             if (!SCHEMA_READY(D9_SCH_POLL_START) || !LOC_READY(loc)) goto general;
             task = r[1];
             if (rules_on) d9_rule_check_poll_begin(t, ts);
             p = hook_event_header(p, &ts_base, D9_SCH_POLL_START, ts);
-            p = d9_raw_varint(p, worker);
-            p = d9_raw_u8(p, sat8(r[2] >> 32));
-            p = d9_raw_varint(p, task);
+            /* worker varint and local queue u8, in one store */
+            put_le64(p, worker_bytes | (uint64_t)sat8(r[2] >> 32) << (8 * worker_len));
+            p = d9_raw_varint(p + worker_len + 1, task);
             p = d9_raw_u32(p, loc);
             break;
         }
         case D9_REC_POLL_END:
+            n = D9_REC_WORDS_POLL_END;
             if (!SCHEMA_READY(D9_SCH_POLL_END)) goto general;
             task = 0;
             if (rules_on) d9_rule_check_poll_end(t, ts, worker);
             p = hook_event_header(p, &ts_base, D9_SCH_POLL_END, ts);
-            p = d9_raw_varint(p, worker);
+            put_le64(p, worker_bytes);
+            p += worker_len;
             break;
         case D9_REC_SPAWN: {
+            n = D9_REC_WORDS_SPAWN;
             /* with its object: two events, so room for a second one after the first */
             uint32_t loc = (uint32_t)r[2];
             if (!SCHEMA_READY(D9_SCH_TASK_SPAWN) || !LOC_READY(loc) ||
@@ -329,12 +355,14 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             break;
         }
         case D9_REC_TERMINATE:
+            n = D9_REC_WORDS_TERMINATE;
             if (!SCHEMA_READY(D9_SCH_TASK_TERMINATE)) goto general;
             p = hook_event_header(p, &ts_base, D9_SCH_TASK_TERMINATE, ts);
             p = d9_raw_varint(p, r[1]);
             break;
         case D9_REC_WAKE:
         case D9_REC_WAKE_READY:
+            n = D9_REC_WORDS_WAKE;
             if (!SCHEMA_READY(D9_SCH_WAKE)) goto general;
             p = hook_event_header(p, &ts_base, D9_SCH_WAKE, ts);
             p = d9_raw_varint(p, D9_REC_KIND(r[0]) == D9_REC_WAKE ? task : 0);
@@ -343,6 +371,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             break;
         /* A case each, so that `park` is a constant in each and no test of it runs per event. */
 #define PARK_CASE(park, schema)                                                                 \
+            n = D9_REC_WORDS_PARK;                                                              \
             if (!SCHEMA_READY(schema)) goto general;                                            \
             uint64_t delay = 0; /* as decode_record says why */                                 \
             if (r[2] != D9_NS_NOT_READ) {                                                       \
@@ -353,11 +382,11 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             }                                                                                   \
             if (!(park) && rules_on) d9_rule_check_unpark(ts, delay, worker);                   \
             p = hook_event_header(p, &ts_base, (schema), ts);                                   \
-            p = d9_raw_varint(p, worker);                                                       \
-            p = d9_raw_u8(p, sat8(r[3]));                                                       \
+            put_le64(p, worker_bytes | (uint64_t)sat8(r[3]) << (8 * worker_len));              \
+            p += worker_len + 1;                                                                \
             p = (park) ? cpu_time_park(t, p, r[1]) : cpu_time_unpark(t, p, r[1]);              \
             if (!(park)) p = d9_raw_varint(p, delay);                                           \
-            p = d9_raw_u32(p, (uint32_t)t->tid)
+            p = d9_raw_u32(p, tid)
         case D9_REC_PARK: {
             PARK_CASE(true, D9_SCH_WORKER_PARK);
             break;
@@ -368,8 +397,9 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
         }
 #undef PARK_CASE
         default:
-        general:
-            stop = FAST_GENERAL;
+            /* the run's first record is peeked (cursor_peek): decode_record takes it */
+            if (taken == 0) goto general;
+            stop = FAST_PEEK;
             goto out;
         }
         taken++;
@@ -378,25 +408,28 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             stop = p >= p_flush ? FAST_FLUSH : FAST_PEEK;
             break;
         }
-        /* The next record: peeked here while it is one of these kinds with room for the
-         * longest of them before the end of what this ring holds (never a word at or past the
-         * head read: the producer may be writing it); the last few go by cursor_peek. */
+        /* The next record, read ahead while there is room for the longest hook record before the
+         * end of what this ring holds (never a word at or past the head read: the producer may
+         * be writing it); the last few go by cursor_peek. */
         if (pos + HOOK_WORDS_MAX > lim) {
             stop = FAST_PEEK;
             break;
         }
         r = base + (pos & mask);
-        n = hook_words[D9_REC_KIND(r[0])];
-        if (n == 0) {
-            stop = FAST_PEEK;
-            break;
-        }
-        ts = ticks_are_ns ? d9_ticks_unwrap56(D9_REC_TICKS56(r[0]), c->now_ticks) : ticks_to_ns(c, r[0]);
+        /* another kind's first word is no tick (a PAD's is 0): mapped only on the monotonic
+         * clock, where that is arithmetic, and left to the switch above or to the test below */
+        ts = ticks_are_ns ? d9_ticks_unwrap56(D9_REC_TICKS56(r[0]), now_ticks)
+             : hook_words[D9_REC_KIND(r[0])] ? ticks_to_ns(c, r[0]) : 0;
         if (ts > bound) {
-            stop = FAST_YIELD;
+            /* due after another candidate: the merge needs its length too, or cursor_peek */
+            n = hook_words[D9_REC_KIND(r[0])];
+            stop = n ? FAST_YIELD : FAST_PEEK;
             break;
         }
     }
+    goto out;
+general:
+    stop = FAST_GENERAL;
 out:
 #undef SCHEMA_READY
 #undef LOC_READY
@@ -405,6 +438,8 @@ out:
     k->words = n;
     c->out.len = (size_t)(p - data);
     c->st.ts_base = ts_base;
+    c->fast_ready = ready;
+    c->fast_ready_stream = stream;
     t->c_task = task;
     t->c_events += taken + twins;
     c->recorded_in_drain += taken + twins;
@@ -413,8 +448,9 @@ out:
 }
 
 /* take_fast_with twice, the trigger rules' flag a constant in each: without rules, the loop has
- * no test of it at all (the choice is made once per run of a thread's records). */
-static fast_stop take_fast_plain(d9_collector *c, cursor *k, uint64_t others, uint64_t src_ts) {
+ * no test of it at all (the choice is made once per run of a thread's records). Not inlined:
+ * test_collector_instructions counts the instructions inside it per event (a call per run). */
+static __attribute__((noinline)) fast_stop take_fast_plain(d9_collector *c, cursor *k, uint64_t others, uint64_t src_ts) {
     return take_fast_with(c, k, others, src_ts, false);
 }
 static __attribute__((noinline)) fast_stop take_fast_rules(d9_collector *c, cursor *k, uint64_t others,

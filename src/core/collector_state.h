@@ -76,6 +76,8 @@ struct d9_collector {
     uint64_t schema_mark[SCHEMA_SLOTS];
     uint64_t *loc_mark;
     size_t loc_mark_len;
+    uint32_t fast_ready;       /* the merge's fast path: hook schemas seen written in stream ... */
+    uint64_t fast_ready_stream;/* ... fast_ready_stream (collector_merge.c) */
     d9_string_table strings;
     d9_stack_table stacks;
 

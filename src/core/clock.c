@@ -8,6 +8,7 @@
 
 #include "common/small_file.h"
 #include "core/clock_auto.h"
+#include "core/clock_verdict.h"
 
 bool d9_clock_use_tsc;
 
@@ -75,6 +76,32 @@ bool d9_clock_tsc_trustworthy(void) {
     bool tsc = g_auto_tsc;
     pthread_mutex_unlock(&g_auto_lock);
     return tsc;
+}
+
+/* auto's verdict shared through the trace directory (clock_verdict.h): taken from there when
+ * this process has none yet, written there once when this process's own check settled it. */
+static bool g_auto_from_file, g_auto_stored;
+
+void d9_clock_auto_load_from(const char *dir) {
+    char boot[64], reason[sizeof g_auto_reason - 64];
+    bool tsc;
+    pthread_mutex_lock(&g_auto_lock);
+    if (!g_auto_known && d9_clock_boot_id(boot, sizeof boot) &&
+        d9_clock_verdict_load(dir, boot, &tsc, reason, sizeof reason)) {
+        g_auto_known = g_auto_from_file = true;
+        g_auto_tsc = tsc;
+        snprintf(g_auto_reason, sizeof g_auto_reason, "%s (checked earlier in this boot: %s)", reason,
+                 D9_CLOCK_VERDICT_FILE);
+    }
+    pthread_mutex_unlock(&g_auto_lock);
+}
+
+void d9_clock_auto_store_in(const char *dir) {
+    char boot[64];
+    pthread_mutex_lock(&g_auto_lock);
+    if (g_auto_known && !g_auto_from_file && !g_auto_stored && d9_clock_boot_id(boot, sizeof boot))
+        g_auto_stored = d9_clock_verdict_store(dir, boot, g_auto_tsc, g_auto_reason);
+    pthread_mutex_unlock(&g_auto_lock);
 }
 
 void d9_clock_forget_after_fork(void) {

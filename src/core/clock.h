@@ -34,6 +34,11 @@ d9_clock_mode d9_clock_select(d9_clock_mode requested);
  * it, or a kvm-clock guest's pvclock page marks it stable and a cross-CPU check passes). Asked
  * once per process (the check: a few ms); d9_clock_reason says why after a d9_clock_select. */
 bool d9_clock_tsc_trustworthy(void);
+/* auto's verdict kept in `dir` (the trace directory, clock_verdict.h) for the other processes
+ * of this boot: load it before d9_clock_select when this process has none; store this
+ * process's own settled verdict there (once; nothing when it came from the file). */
+void d9_clock_auto_load_from(const char *dir);
+void d9_clock_auto_store_in(const char *dir);
 /* In a forked child: the lock of auto's choice, which a thread of the parent may have held. */
 void d9_clock_forget_after_fork(void);
 /* Why the last d9_clock_select chose its clock: a sentence (metadata `clock_reason`). */

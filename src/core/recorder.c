@@ -229,6 +229,7 @@ static int start(const d9_config *cfg) {
     r->cfg.trace_dir = r->trace_dir;
     r->cfg.service = r->service;
 
+    if (cfg->clock == D9_CLOCK_AUTO) d9_clock_auto_load_from(cfg->trace_dir); /* an earlier process's check */
     d9_clock_mode clock = d9_clock_select(cfg->clock);
     __atomic_store_n(&d9_schedstat_enabled, cfg->schedstat && d9_schedstat_available(), __ATOMIC_RELAXED);
     /* In ns until the collector knows the tick rate: fewer ticks than ns, so reads too often. */
@@ -274,6 +275,7 @@ static int start(const d9_config *cfg) {
         if (d9_pipeline_max_growth(r->pipeline) > 0) d9_collector_collect_symbols(r->col);
     }
     d9_run_metadata_set(d9_collector_metadata(r->col), "clock_reason", "%s", d9_clock_reason());
+    if (cfg->clock == D9_CLOCK_AUTO) d9_clock_auto_store_in(cfg->trace_dir); /* the directory exists now */
     (void)d9_flight_start(&flight, r->col, r->run_id); /* without it: no dumps, the recording goes on */
     d9_sources_start(&r->cfg, r->col);
     d9_on_sources_started_fn on_started = atomic_load_explicit(&g_on_sources_started, memory_order_acquire);

@@ -45,7 +45,7 @@ bool d9_clock_verdict_store(const char *dir, const char *boot_id, bool tsc, cons
         return false;
     int len = snprintf(line, sizeof line, VERDICT_MAGIC "%s %s %s\n", boot_id, tsc ? "tsc" : "monotonic", reason);
     if (len <= 0 || (size_t)len >= sizeof line) return false;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return false;
     bool ok = write(fd, line, (size_t)len) == len;
     ok = close(fd) == 0 && ok;

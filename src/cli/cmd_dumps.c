@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "fleet/s3_fetch.h"
+#include "fleet/s3_list.h"
 #include "common/dump_summary.h"
 #include "common/exit_codes.h"
 #include "aws/s3_client.h"
@@ -116,9 +117,44 @@ typedef struct dump_key {
     bool has_manifest;
 } dump_key;
 
+typedef struct dump_keys {
+    const char *prefix; /* the traces' prefix the dumps/ keys are under */
+    dump_key *v;
+    size_t n, cap;
+} dump_keys;
+
 static int by_dir(const void *a, const void *b) { return strcmp(((const dump_key *)a)->dir, ((const dump_key *)b)->dir); }
 
-/* Every key under {prefix}/dumps/ (ListObjectsV2, paginated), grouped by dump directory. */
+/* One listed key: its dump directory (a new one, or one seen), and whether it is the manifest. */
+static int add_dump_key(void *ctx, const char *key, uint64_t size, const char *last_modified, char *err,
+                        size_t errlen) {
+    (void)size, (void)last_modified;
+    dump_keys *d = ctx;
+    const char *rest = d9_dump_key_rest(key, d->prefix);
+    const char *slash = strrchr(key, '/');
+    if (!rest || !slash) return 0;
+    size_t dl = (size_t)(slash - key) + 1, i = 0;
+    for (; i < d->n && (strlen(d->v[i].dir) != dl || strncmp(d->v[i].dir, key, dl)); i++) {}
+    if (i == d->n) {
+        if (d->n == d->cap) {
+            size_t cap = d->cap ? d->cap * 2 : 16;
+            dump_key *nv = realloc(d->v, cap * sizeof *nv);
+            if (!nv) goto oom;
+            d->v = nv;
+            d->cap = cap;
+        }
+        d->v[d->n] = (dump_key){.dir = strndup(key, dl)};
+        if (!d->v[d->n].dir) goto oom;
+        d->n++;
+    }
+    d->v[i].has_manifest |= !strcmp(slash + 1, D9_DUMP_MANIFEST_FILE);
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
+/* Every key under {prefix}/dumps/, grouped by dump directory. */
 static int list_s3(const char *url) {
     char bucket[256], prefix[1024], err[1024];
     if (d9_s3_split_url(url, bucket, sizeof bucket, prefix, sizeof prefix, err, sizeof err) != 0) {
@@ -131,57 +167,16 @@ static int list_s3(const char *url) {
         fprintf(stderr, "dial9 dumps: %s\n", err);
         return 1;
     }
-    char list_prefix[1200], enc_prefix[4096];
+    char list_prefix[1200];
     snprintf(list_prefix, sizeof list_prefix, "%s/" D9_DUMPS_KEY_COMPONENT "/", prefix);
-    d9_uri_encode(list_prefix, false, enc_prefix, sizeof enc_prefix);
-    dump_key *v = NULL;
-    size_t n = 0, cap = 0;
-    char token[2048] = "";
+    dump_keys keys = {.prefix = prefix};
     int rc = 0;
-    for (;;) {
-        char enc_token[6144] = "", query[12000];
-        if (token[0]) d9_uri_encode(token, false, enc_token, sizeof enc_token);
-        snprintf(query, sizeof query, "%s%s%slist-type=2&prefix=%s", token[0] ? "continuation-token=" : "", enc_token,
-                 token[0] ? "&" : "", enc_prefix);
-        d9_s3_answer ans = D9_S3_ANSWER_INIT;
-        if (d9_s3_request(c, "GET", "", query, NULL, 0, NULL, &ans, NULL, NULL, err, sizeof err) != D9_S3_OK) {
-            fprintf(stderr, "dial9 dumps: %s\n", err);
-            d9_s3_answer_free(&ans);
-            rc = 1;
-            break;
-        }
-        const char *p = ans.body ? ans.body : "";
-        char key[2048];
-        while (d9_s3_xml_next(&p, "Key", key, sizeof key)) {
-            const char *rest = d9_dump_key_rest(key, prefix);
-            const char *slash = strrchr(key, '/');
-            if (!rest || !slash) continue;
-            size_t dl = (size_t)(slash - key) + 1;
-            bool manifest = !strcmp(slash + 1, D9_DUMP_MANIFEST_FILE);
-            size_t i = 0;
-            for (; i < n && (strlen(v[i].dir) != dl || strncmp(v[i].dir, key, dl)); i++) {}
-            if (i == n) {
-                if (n == cap) {
-                    cap = cap ? cap * 2 : 16;
-                    dump_key *nv = realloc(v, cap * sizeof *nv);
-                    if (!nv) break;
-                    v = nv;
-                }
-                v[n] = (dump_key){.dir = strndup(key, dl)};
-                if (!v[n].dir) break;
-                n++;
-            }
-            v[i].has_manifest |= manifest;
-        }
-        char truncated[16] = "";
-        p = ans.body ? ans.body : "";
-        d9_s3_xml_next(&p, "IsTruncated", truncated, sizeof truncated);
-        p = ans.body ? ans.body : "";
-        bool more = !strcmp(truncated, "true") && d9_s3_xml_next(&p, "NextContinuationToken", token, sizeof token) &&
-                    token[0];
-        d9_s3_answer_free(&ans);
-        if (!more) break;
+    if (d9_s3_list_each(c, list_prefix, add_dump_key, &keys, err, sizeof err) != 0) {
+        fprintf(stderr, "dial9 dumps: %s\n", err);
+        rc = 1;
     }
+    dump_key *v = keys.v;
+    size_t n = keys.n;
     if (n) qsort(v, n, sizeof *v, by_dir);
     for (size_t i = 0; i < n && rc == 0; i++) {
         char name[4096];

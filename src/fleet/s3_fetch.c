@@ -4,6 +4,7 @@
 #endif
 #include "fleet/s3_fetch.h"
 #include "fleet/s3_key_layout.h"
+#include "fleet/s3_list.h"
 #include "fleet/s3_cache.h"
 #include "fleet/wall_time.h"
 #include "sinks/step_dump_upload.h" /* dumps/ keys are no fleet segments */
@@ -26,7 +27,6 @@
 
 #define MIB ((uint64_t)1024 * 1024)
 #define MAX_OBJECTS 200000
-#define LIST_ATTEMPTS 4
 #define SERVE_DEFAULT_WINDOW (24 * 3600) /* serve --bucket without --from */
 
 static d9_s3_selection selection;
@@ -217,69 +217,35 @@ static int name_runs(objects *os, const char *prefix) {
     return 0;
 }
 
-static int list_prefix(d9_s3_client *c, const char *list_prefix_s, objects *out, char *err, size_t errlen) {
-    char token[2048] = "";
-    for (;;) {
-        char enc_prefix[4096], enc_token[6144] = "", query[12000];
-        d9_uri_encode(list_prefix_s, false, enc_prefix, sizeof enc_prefix);
-        if (token[0]) d9_uri_encode(token, false, enc_token, sizeof enc_token);
-        snprintf(query, sizeof query, "%s%s%slist-type=2&prefix=%s", token[0] ? "continuation-token=" : "",
-                 enc_token, token[0] ? "&" : "", enc_prefix);
-        d9_s3_answer ans = D9_S3_ANSWER_INIT;
-        d9_s3_result r = D9_S3_RETRY;
-        for (int attempt = 0; attempt < LIST_ATTEMPTS && r == D9_S3_RETRY; attempt++) {
-            if (attempt) sleep(1u << (attempt - 1));
-            r = d9_s3_request(c, "GET", "", query, NULL, 0, NULL, &ans, NULL, NULL, err, errlen);
+/* One listed object: kept when its key reads as a segment of the layouts (describe). */
+static int add_listed(void *ctx, const char *key, uint64_t size, const char *last_modified, char *err,
+                      size_t errlen) {
+    objects *out = ctx;
+    if (out->n >= MAX_OBJECTS) return 0;
+    if (out->n == out->cap) {
+        size_t cap = out->cap ? out->cap * 2 : 256;
+        object *v = realloc(out->v, cap * sizeof *v);
+        if (!v) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
         }
-        if (r != D9_S3_OK) return -1;
-        const char *p = ans.body ? ans.body : "";
-        const char *contents;
-        while ((contents = strstr(p, "<Contents>"))) {
-            const char *end = strstr(contents, "</Contents>");
-            if (!end) break;
-            size_t blen = (size_t)(end - contents);
-            char *block = strndup(contents, blen);
-            p = end + 11;
-            if (!block) break;
-            char key[2048], size[32], lm[64];
-            const char *q = block;
-            bool have = d9_s3_xml_next(&q, "Key", key, sizeof key);
-            q = block;
-            d9_s3_xml_next(&q, "Size", size, sizeof size);
-            q = block;
-            d9_s3_xml_next(&q, "LastModified", lm, sizeof lm);
-            free(block);
-            if (!have || out->n >= MAX_OBJECTS) continue;
-            if (out->n == out->cap) {
-                size_t cap = out->cap ? out->cap * 2 : 256;
-                object *v = realloc(out->v, cap * sizeof *v);
-                if (!v) {
-                    d9_s3_answer_free(&ans);
-                    snprintf(err, errlen, "out of memory");
-                    return -1;
-                }
-                out->v = v;
-                out->cap = cap;
-            }
-            object o = {.key = strdup(key), .size = strtoull(size, NULL, 10)};
-            if (o.key && describe(&o, parse_last_modified(lm))) {
-                out->v[out->n++] = o;
-            } else {
-                free(o.key);
-                free(o.service);
-                free(o.instance);
-                free(o.boot);
-            }
-        }
-        char truncated[16] = "";
-        p = ans.body ? ans.body : "";
-        d9_s3_xml_next(&p, "IsTruncated", truncated, sizeof truncated);
-        p = ans.body ? ans.body : "";
-        bool more = !strcmp(truncated, "true") && d9_s3_xml_next(&p, "NextContinuationToken", token, sizeof token) &&
-                    token[0];
-        d9_s3_answer_free(&ans);
-        if (!more) return 0;
+        out->v = v;
+        out->cap = cap;
     }
+    object o = {.key = strdup(key), .size = size};
+    if (o.key && describe(&o, parse_last_modified(last_modified))) {
+        out->v[out->n++] = o;
+    } else {
+        free(o.key);
+        free(o.service);
+        free(o.instance);
+        free(o.boot);
+    }
+    return 0;
+}
+
+static int list_prefix(d9_s3_client *c, const char *list_prefix_s, objects *out, char *err, size_t errlen) {
+    return d9_s3_list_each(c, list_prefix_s, add_listed, out, err, errlen);
 }
 
 static int by_group_index(const void *a, const void *b) {

@@ -23,7 +23,7 @@ static int add(d9_s3_key_list *l, const char *key, uint64_t size) {
     return 0;
 }
 
-int d9_s3_list_keys(d9_s3_client *c, const char *prefix, d9_s3_key_list *out, char *err, size_t errlen) {
+int d9_s3_list_each(d9_s3_client *c, const char *prefix, d9_s3_list_fn fn, void *ctx, char *err, size_t errlen) {
     char token[2048] = "";
     for (;;) {
         char enc_prefix[4096], enc_token[6144] = "", query[12000];
@@ -49,16 +49,21 @@ int d9_s3_list_keys(d9_s3_client *c, const char *prefix, d9_s3_key_list *out, ch
             if (!end) break;
             char *block = strndup(contents, (size_t)(end - contents));
             p = end + 11;
-            if (!block) break;
-            char key[2048] = "", size[32] = "0";
+            if (!block) {
+                d9_s3_answer_free(&ans);
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            char key[2048] = "", size[32] = "0", modified[64] = "";
             const char *q = block;
             bool have = d9_s3_xml_next(&q, "Key", key, sizeof key);
             q = block;
             d9_s3_xml_next(&q, "Size", size, sizeof size);
+            q = block;
+            d9_s3_xml_next(&q, "LastModified", modified, sizeof modified);
             free(block);
-            if (have && add(out, key, strtoull(size, NULL, 10)) != 0) {
+            if (have && fn(ctx, key, strtoull(size, NULL, 10), modified, err, errlen) != 0) {
                 d9_s3_answer_free(&ans);
-                snprintf(err, errlen, "out of memory");
                 return -1;
             }
         }
@@ -71,6 +76,17 @@ int d9_s3_list_keys(d9_s3_client *c, const char *prefix, d9_s3_key_list *out, ch
         d9_s3_answer_free(&ans);
         if (!more) return 0;
     }
+}
+
+static int add_key(void *ctx, const char *key, uint64_t size, const char *last_modified, char *err, size_t errlen) {
+    (void)last_modified;
+    if (add(ctx, key, size) == 0) return 0;
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
+int d9_s3_list_keys(d9_s3_client *c, const char *prefix, d9_s3_key_list *out, char *err, size_t errlen) {
+    return d9_s3_list_each(c, prefix, add_key, out, err, errlen);
 }
 
 void d9_s3_key_list_free(d9_s3_key_list *l) {

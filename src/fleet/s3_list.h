@@ -15,6 +15,14 @@ typedef struct d9_s3_key_list {
     size_t count;
 } d9_s3_key_list;
 
+/* Each object under prefix (taken as it is: give "p/" for a folder), page by page
+ * (ListObjectsV2, each page retried): fn(ctx, key, size, last_modified) for each, in the order
+ * listed; last_modified is the listing's text ("" when absent). fn returns 0 to go on, -1 to stop
+ * with its own message in err. 0, or -1 with a message. */
+typedef int (*d9_s3_list_fn)(void *ctx, const char *key, uint64_t size, const char *last_modified, char *err,
+                             size_t errlen);
+int d9_s3_list_each(d9_s3_client *c, const char *prefix, d9_s3_list_fn fn, void *ctx, char *err, size_t errlen);
+
 /* Appends every key under prefix (taken as it is: give "p/" for a folder) to out. 0, or -1 with
  * a message (what was listed before stays in out; free it). */
 int d9_s3_list_keys(d9_s3_client *c, const char *prefix, d9_s3_key_list *out, char *err, size_t errlen);

@@ -9,8 +9,9 @@
  *   off-CPU intervals  a thread's SchedSwitchEvent switch-out .. next switch-in, on its worker;
  *                      a poll counts those that start inside it, clipped to it
  *   cause              preempted -> runnable; else the context-switch sample (CpuSampleEvent
- *                      source 1) of its worker within 50 us either side of the switch-out (and
- *                      before the switch-in; the first sample wins) decides by its frames' names:
+ *                      source 1) of its worker within 1 ms either side of the switch-out (and
+ *                      taken before the switch-in: a sample after its interval had ended is
+ *                      refused; the first sample wins) decides by its frames' names:
  *                      lock, then sleep, then page fault, then system call; no sample or no
  *                      rule matched -> blocked_other
  *   unknown (gaps)     all of a poll when the trace has no switch records (source.off_cpu not
@@ -36,7 +37,10 @@
   const BLOCKED_OTHER = 5;
   const RUNNABLE = 6;
   const UNKNOWN = 7;
-  const MATCH_NS = 50000; // a context-switch sample and its switch-out: two perf events
+  // A context-switch sample and its switch-out come from two perf events, either may carry the
+  // earlier timestamp (the kernel copies the sample's stack before it stamps the switch record:
+  // 2-63 us apart on a loaded guest): src/model/attribution.h's D9M_SWITCH_STACK_MATCH_NS.
+  const MATCH_NS = 1000000;
   const MAX_GAPS = 8; // as the C model: more gaps in one poll are merged into their hull
   const WORKER_NONE = 255;
 
@@ -270,7 +274,7 @@
       byWorker.set(w, r);
     }
     // each context-switch sample to the first interval of its worker whose switch-out is within
-    // 50 us of it, that has none yet and had not ended when it was taken
+    // MATCH_NS of it, that has none yet and had not ended when it was taken
     const S = trace.cpuSamples;
     const samples = [];
     for (let i = 0; i < S.count; i++) if (S.source[i] !== 0) samples.push(i);
@@ -420,29 +424,54 @@
       (note ? '<p class="muted small" id="detail-attr-note">' + note + '</p>' : '');
   }
 
-  /* A span's "poll" part split by cause: the polls of its tasks, clipped to the span. Null
-   * when they overlap each other (two tasks polled at once on two workers): only without
-   * overlap is their sum the span's poll part exactly. */
+  /* A span's "poll" part split by cause, as src/model/spans.c splits it: the polls of the task
+   * it began in (else the one it ended in) clipped to the span's counted part [known, end), each
+   * by its own attribution, then the other task's polls where the first is not polled (their
+   * union is the poll part). Null when the sum is not the span's poll part (not expected: a
+   * safety net, so that a bar is never wrong). */
   function spanPollParts(model, s) {
     if (!(s.poll > 0) || !D9.model) return null;
     const at = ofModel(model);
     const P = model.trace.polls;
-    const lo = s.begin;
+    const lo = s.known !== undefined ? s.known : s.begin;
     const hi = Math.max(s.end, s.begin);
-    const total = new Float64Array(PARTS.length);
-    const tasks = s.endTask && s.endTask !== s.beginTask ? [s.beginTask, s.endTask] : [s.beginTask];
-    let sum = 0;
-    for (const task of tasks) {
-      if (!task) continue;
+    const first = s.beginTask || s.endTask;
+    const second = s.endTask && s.endTask !== first ? s.endTask : 0;
+    const pieces = (task) => { // [poll, from, to) of the task's polls inside [lo, hi), by start
+      const out = [];
+      if (!task) return out;
       for (const i of D9.model.pollsOfTask(model, task)) {
-        if (P.end[i] <= lo || P.start[i] >= hi) continue;
-        const r = at.parts(i, lo, hi);
-        for (let k = 0; k < PARTS.length; k++) {
-          total[k] += r[k];
-          sum += r[k];
+        const a = Math.max(P.start[i], lo);
+        const b = Math.min(Math.max(P.end[i], P.start[i]), hi);
+        if (b > a) out.push([i, a, b]);
+      }
+      return out;
+    };
+    const total = new Float64Array(PARTS.length);
+    const add = (i, a, b) => {
+      if (b <= a) return;
+      const r = at.parts(i, a, b);
+      for (let k = 0; k < PARTS.length; k++) total[k] += r[k];
+    };
+    const A = pieces(first);
+    for (const [i, a, b] of A) add(i, a, b);
+    let j = 0;
+    for (const [i, a, b] of pieces(second)) { // minus the first task's polls
+      let cur = a;
+      while (j < A.length && A[j][2] <= cur) j++;
+      for (let k = j; cur < b;) {
+        if (k < A.length && A[k][1] < b) {
+          if (A[k][1] > cur) add(i, cur, A[k][1]);
+          if (A[k][2] > cur) cur = A[k][2];
+          k++;
+        } else {
+          add(i, cur, b);
+          cur = b;
         }
       }
     }
+    let sum = 0;
+    for (let k = 0; k < PARTS.length; k++) sum += total[k];
     return sum === s.poll ? total : null;
   }
 

@@ -203,7 +203,7 @@ export function edgeTraceBytes(offCpu = 'active: perf switch records') {
   w.schema(42, 'CoverageEvent', true, COVERAGE);
   const S = { offcpu: 1, full: 2, paused: 3, nostacks: 4, reason: 5 };
   const strings = [[S.offcpu, 'off_cpu'], [S.full, 'full'], [S.paused, 'paused'], [S.nostacks, 'no_stacks'], [S.reason, 'perf_ring_full']];
-  const locs = ['fault.c', 'glibc.c', 'overlap.c', 'early.c', 'late.c', 'paused.c', 'nostacks.c', 'alldrop.c', 'otherdrop.c', 'edge.c', 'clone.c', 'two.c'];
+  const locs = ['fault.c', 'glibc.c', 'overlap.c', 'early.c', 'late.c', 'paused.c', 'nostacks.c', 'alldrop.c', 'otherdrop.c', 'edge.c', 'clone.c', 'two.c', 'window.c'];
   locs.forEach((l, k) => strings.push([10 + k, l + ':1']));
   w.stringPool(strings);
   const ADDR = { sched: 0xffffffff81000000n, fault: 0xffffffff81005000n, user: 0x401000n, libcRead: 0x7f0000004000n,
@@ -226,11 +226,11 @@ export function edgeTraceBytes(offCpu = 'active: perf switch records') {
     sw(worker, out, true);
     sw(worker, inn, false);
   };
-  // 0 fault.c: a page fault 1..3 ms, then a blocked interval whose sample came 60 us early
-  // (no match: blocked_other), then one running past the poll's end (clipped)
+  // 0 fault.c: a page fault 1..3 ms, then a blocked interval whose sample came 1.1 ms early
+  // (outside the 1 ms window: blocked_other), then one running past the poll's end (clipped)
   poll(0, 0, 0, 10);
   blocked(0, 1, 3, 1);
-  blocked(0, 4, 5, 1, 3.94);
+  blocked(0, 5, 6, 1, 3.9);
   blocked(0, 9, 12, 4);
   // 1 glibc.c: __GI___libc_read in user space only (io), a stack with no symbol (blocked_other)
   poll(1, 1, 0, 10);
@@ -279,6 +279,17 @@ export function edgeTraceBytes(offCpu = 'active: perf switch records') {
   blocked(11, 31.5, 32.5, 5);
   poll(11, 11, 34, 36);
   blocked(11, 34.5, 35.5, 1);
+  // 12 window.c: the 1 ms match window: a sample 0.9 ms before its switch-out (fault), one taken
+  // 0.3 ms after an interval had ended (refused there, and 1.2 ms before the next switch-out:
+  // both blocked_other), one 0.7 ms after its switch-out, inside the interval (lock)
+  poll(12, 12, 0, 10);
+  blocked(12, 2, 3, 1, 1.1);
+  sw(12, 4, true);
+  sw(12, 4.5, false);
+  sample(12, 4.8, 5);
+  sw(12, 6, true);
+  sw(12, 7, false);
+  blocked(12, 8, 9, 5, 8.7);
   ev(53, 42, [S.offcpu, S.paused, S.paused, 0, 1, 0, 0, 0]);
   ev(56, 42, [S.offcpu, S.full, S.full, 0, 1, 0, 0, 0]);
   ev(11, 42, [S.offcpu, S.nostacks, S.nostacks, 0, 1, 0, 0, 0]);
@@ -327,6 +338,7 @@ test('edge cases: the viewer\'s attribution equals C\'s, and each rule holds', (
       assert.deepEqual(nonzero('edge.c:1'), { unknown_ns: 4 * MS });
       assert.deepEqual(nonzero('clone.c:1'), { on_cpu_ns: 2 * MS, lock_ns: 2 * MS });
       assert.deepEqual(nonzero('two.c:1'), { on_cpu_ns: 2 * MS, lock_ns: 1 * MS, fault_ns: 1 * MS });
+      assert.deepEqual(nonzero('window.c:1'), { on_cpu_ns: 6.5 * MS, lock_ns: 1 * MS, fault_ns: 1 * MS, blocked_other_ns: 1.5 * MS });
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -14,6 +14,7 @@ import { TraceWriter, T, declareBuiltins } from './encoder.mjs';
 
 globalThis.window = globalThis.window || {};
 createRequire(import.meta.url)('../src/spans.js');
+createRequire(import.meta.url)('../src/attribution.js'); // the drops of the coverage
 const S = globalThis.window.D9.spans;
 
 // As the recorder writes them (docs/schemas.md).

@@ -11,7 +11,8 @@
  *   cause              preempted -> runnable; else the context-switch sample (CpuSampleEvent
  *                      source 1) of its worker within 1 ms either side of the switch-out (and
  *                      taken before the switch-in: a sample after its interval had ended is
- *                      refused; the first sample wins) decides by its frames' names:
+ *                      refused; the first sample wins; src/model/switch_stack_match.h) decides
+ *                      by its frames' names:
  *                      lock, then sleep, then page fault, then system call; no sample or no
  *                      rule matched -> blocked_other
  *   unknown (gaps)     all of a poll when the trace has no switch records (source.off_cpu not
@@ -41,6 +42,7 @@
   // earlier timestamp (the kernel copies the sample's stack before it stamps the switch record:
   // 2-63 us apart on a loaded guest): src/model/attribution.h's D9M_SWITCH_STACK_MATCH_NS.
   const MATCH_NS = 1000000;
+  const WAITING = 8; // samples waiting for a switch-out: D9M_SWITCH_WAITING
   const MAX_GAPS = 8; // as the C model: more gaps in one poll are merged into their hull
   const WORKER_NONE = 255;
 
@@ -273,33 +275,47 @@
       }
       byWorker.set(w, r);
     }
-    // each context-switch sample to the first interval of its worker whose switch-out is within
-    // MATCH_NS of it, that has none yet and had not ended when it was taken
+    // each context-switch sample to an interval of its worker by the C model's rule
+    // (src/model/switch_stack_match.h): per worker, intervals and samples in time order (a
+    // sample before a switch-out of the same time); a sample taken while the latest interval
+    // has none, at most MATCH_NS after its switch-out and before its switch-in, is its; any other
+    // waits for the next switch-out at most MATCH_NS after it (the oldest waiting first, at most
+    // WAITING of them; older than MATCH_NS before a switch-out: dropped)
     const S = trace.cpuSamples;
-    const samples = [];
-    for (let i = 0; i < S.count; i++) if (S.source[i] !== 0) samples.push(i);
-    let inOrder = true;
-    for (let k = 1; k < samples.length && inOrder; k++) inOrder = S.ts[samples[k - 1]] <= S.ts[samples[k]];
-    if (!inOrder) samples.sort((a, b) => S.ts[a] - S.ts[b] || a - b);
-    for (const i of samples) {
+    const byW = new Map(); // worker -> its samples, by time
+    for (let i = 0; i < S.count; i++) {
+      if (S.source[i] === 0) continue;
       let w = S.worker[i];
       if (!Number.isFinite(w) || w === WORKER_NONE) w = tidWorker.get(S.tid[i]);
-      const L = w === undefined ? null : byWorker.get(w);
-      if (!L) continue;
-      const ts = S.ts[i];
-      let lo = 0;
-      let hi = L.out.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        if (L.out[mid] + MATCH_NS < ts) lo = mid + 1;
-        else hi = mid;
-      }
-      for (let j = lo; j < L.out.length && L.out[j] <= ts + MATCH_NS; j++) {
-        if (L.sample[j] < 0 && ts < L.in[j]) {
-          L.sample[j] = i;
-          break;
+      if (w === undefined || !byWorker.has(w)) continue;
+      let l = byW.get(w);
+      if (!l) byW.set(w, (l = []));
+      l.push(i);
+    }
+    for (const [w, l] of byW) {
+      l.sort((a, b) => S.ts[a] - S.ts[b] || a - b);
+      const L = byWorker.get(w);
+      const wait = []; // sample indexes, oldest first
+      let open = false; // the latest interval (j - 1) has no sample yet
+      let j = 0;
+      const interval = () => {
+        while (wait.length && S.ts[wait[0]] + MATCH_NS < L.out[j]) wait.shift();
+        open = wait.length === 0;
+        if (!open) L.sample[j] = wait.shift();
+        j++;
+      };
+      for (const i of l) {
+        const ts = S.ts[i];
+        while (j < L.out.length && L.out[j] < ts) interval();
+        if (open && ts >= L.out[j - 1] && ts - L.out[j - 1] <= MATCH_NS && ts < L.in[j - 1]) {
+          L.sample[j - 1] = i;
+          open = false;
+          continue;
         }
+        if (wait.length === WAITING) wait.shift();
+        wait.push(i);
       }
+      while (j < L.out.length) interval();
     }
     const causeByStack = new Map();
     for (const L of byWorker.values()) {

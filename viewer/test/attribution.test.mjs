@@ -180,7 +180,7 @@ test('a recording of story 2 (a global mutex): the viewer\'s attribution equals 
       // narrower conditions (the sample inside the poll, at most 16 stacks per poll:
       // docs/analyze.md), which a recording may meet once in a while; the export applies the
       // definition as the viewer does
-      const js = compare(path.join(run, f), tr, { withAnalyze: false });
+      const js = compare(path.join(run, f), tr, { withAnalyze: true });
       const sum = sumByLocation(js);
       t.diagnostic(f + ': ' + js.length + ' polls; ' + Object.entries(sum).map(([l, p]) => l + ' ' + JSON.stringify(p)).join('; '));
     }
@@ -203,7 +203,7 @@ export function edgeTraceBytes(offCpu = 'active: perf switch records') {
   w.schema(42, 'CoverageEvent', true, COVERAGE);
   const S = { offcpu: 1, full: 2, paused: 3, nostacks: 4, reason: 5 };
   const strings = [[S.offcpu, 'off_cpu'], [S.full, 'full'], [S.paused, 'paused'], [S.nostacks, 'no_stacks'], [S.reason, 'perf_ring_full']];
-  const locs = ['fault.c', 'glibc.c', 'overlap.c', 'early.c', 'late.c', 'paused.c', 'nostacks.c', 'alldrop.c', 'otherdrop.c', 'edge.c', 'clone.c', 'two.c', 'window.c'];
+  const locs = ['fault.c', 'glibc.c', 'overlap.c', 'early.c', 'late.c', 'paused.c', 'nostacks.c', 'alldrop.c', 'otherdrop.c', 'edge.c', 'clone.c', 'two.c', 'window.c', 'pairing.c'];
   locs.forEach((l, k) => strings.push([10 + k, l + ':1']));
   w.stringPool(strings);
   const ADDR = { sched: 0xffffffff81000000n, fault: 0xffffffff81005000n, user: 0x401000n, libcRead: 0x7f0000004000n,
@@ -290,6 +290,20 @@ export function edgeTraceBytes(offCpu = 'active: perf switch records') {
   sw(12, 6, true);
   sw(12, 7, false);
   blocked(12, 8, 9, 5, 8.7);
+  // 13 pairing.c: which sample is which interval's (src/model/switch_stack_match.h), where
+  // analyze's sweep once paired otherwise: a sample taken just before the poll began, its
+  // switch-out just after (lock); two samples before two switch-outs, the oldest to the first
+  // (fault, then lock); a sample taken inside an interval that has one already waits for the
+  // next switch-out (lock, then fault)
+  poll(13, 13, 10, 20);
+  blocked(13, 10.01, 11, 5, 9.99);
+  sample(13, 14, 1);
+  sample(13, 14.1, 5);
+  blocked(13, 14.5, 15, 0);
+  blocked(13, 15, 15.5, 0);
+  blocked(13, 17, 17.5, 5, 16.9);
+  sample(13, 17.2, 1);
+  blocked(13, 18, 19, 0);
   ev(53, 42, [S.offcpu, S.paused, S.paused, 0, 1, 0, 0, 0]);
   ev(56, 42, [S.offcpu, S.full, S.full, 0, 1, 0, 0, 0]);
   ev(11, 42, [S.offcpu, S.nostacks, S.nostacks, 0, 1, 0, 0, 0]);
@@ -338,6 +352,7 @@ test('edge cases: the viewer\'s attribution equals C\'s, and each rule holds', (
       assert.deepEqual(nonzero('edge.c:1'), { unknown_ns: 4 * MS });
       assert.deepEqual(nonzero('clone.c:1'), { on_cpu_ns: 2 * MS, lock_ns: 2 * MS });
       assert.deepEqual(nonzero('two.c:1'), { on_cpu_ns: 2 * MS, lock_ns: 1 * MS, fault_ns: 1 * MS });
+      assert.deepEqual(nonzero('pairing.c:1'), { on_cpu_ns: 6510000, lock_ns: 1990000, fault_ns: 1500000 });
       assert.deepEqual(nonzero('window.c:1'), { on_cpu_ns: 6.5 * MS, lock_ns: 1 * MS, fault_ns: 1 * MS, blocked_other_ns: 1.5 * MS });
     }
   } finally {

@@ -176,11 +176,10 @@ test('a recording of story 2 (a global mutex): the viewer\'s attribution equals 
         t.skip('no switch records on this host (perf refused them): ' + JSON.stringify(tr.metadata[0] && tr.metadata[0].entries.filter(([k]) => k === 'source.off_cpu')));
         return;
       }
-      // the export only: analyze's streaming sweep pairs a stack with its switch-out under
-      // narrower conditions (the sample inside the poll, at most 16 stacks per poll:
-      // docs/analyze.md), which a recording may meet once in a while; the export applies the
-      // definition as the viewer does
-      const js = compare(path.join(run, f), tr, { withAnalyze: true });
+      // analyze (per poll and per location) and the export (per poll) pair samples with
+      // switch-outs by one rule (src/model/switch_stack_match.h): with the viewer's equal to
+      // both, analyze's parts per location are the sums of the export's per poll
+      const js = compare(path.join(run, f), tr);
       const sum = sumByLocation(js);
       t.diagnostic(f + ': ' + js.length + ' polls; ' + Object.entries(sum).map(([l, p]) => l + ' ' + JSON.stringify(p)).join('; '));
     }

@@ -238,8 +238,7 @@
       l.push(i);
     }
     const lists = new Map(); // worker -> {out, in, pre}: plain arrays while pairing
-    const tidWorker = new Map(); // for samples without a worker id
-    for (const [tid, l] of byTid) {
+    for (const l of byTid.values()) {
       let sorted = true;
       for (let k = 1; k < l.length && sorted; k++) sorted = W.ts[l[k - 1]] <= W.ts[l[k]];
       if (!sorted) l.sort((a, b) => W.ts[a] - W.ts[b] || a - b);
@@ -247,7 +246,6 @@
         const a = l[k];
         const w = W.worker[a];
         const isWorker = Number.isFinite(w) && w !== WORKER_NONE;
-        if (isWorker) tidWorker.set(tid, w);
         // a switch-out and the next record of its thread, a switch-in: one off-CPU interval
         if (k + 1 >= l.length || !W.out[a] || W.out[l[k + 1]]) continue;
         const b = l[++k];
@@ -285,9 +283,8 @@
     const byW = new Map(); // worker -> its samples, by time
     for (let i = 0; i < S.count; i++) {
       if (S.source[i] === 0) continue;
-      let w = S.worker[i];
-      if (!Number.isFinite(w) || w === WORKER_NONE) w = tidWorker.get(S.tid[i]);
-      if (w === undefined || !byWorker.has(w)) continue;
+      const w = S.worker[i]; // a sample without a worker id is no worker's, as in analyze and the export
+      if (!Number.isFinite(w) || w === WORKER_NONE || !byWorker.has(w)) continue;
       let l = byW.get(w);
       if (!l) byW.set(w, (l = []));
       l.push(i);

@@ -202,7 +202,7 @@ export function edgeTraceBytes(offCpu = 'active: perf switch records') {
   w.schema(42, 'CoverageEvent', true, COVERAGE);
   const S = { offcpu: 1, full: 2, paused: 3, nostacks: 4, reason: 5 };
   const strings = [[S.offcpu, 'off_cpu'], [S.full, 'full'], [S.paused, 'paused'], [S.nostacks, 'no_stacks'], [S.reason, 'perf_ring_full']];
-  const locs = ['fault.c', 'glibc.c', 'overlap.c', 'early.c', 'late.c', 'paused.c', 'nostacks.c', 'alldrop.c', 'otherdrop.c', 'edge.c', 'clone.c', 'two.c', 'window.c', 'pairing.c'];
+  const locs = ['fault.c', 'glibc.c', 'overlap.c', 'early.c', 'late.c', 'paused.c', 'nostacks.c', 'alldrop.c', 'otherdrop.c', 'edge.c', 'clone.c', 'two.c', 'window.c', 'pairing.c', 'noworker.c'];
   locs.forEach((l, k) => strings.push([10 + k, l + ':1']));
   w.stringPool(strings);
   const ADDR = { sched: 0xffffffff81000000n, fault: 0xffffffff81005000n, user: 0x401000n, libcRead: 0x7f0000004000n,
@@ -303,6 +303,12 @@ export function edgeTraceBytes(offCpu = 'active: perf switch records') {
   blocked(13, 17, 17.5, 5, 16.9);
   sample(13, 17.2, 1);
   blocked(13, 18, 19, 0);
+  // 14 noworker.c: a context-switch sample without a worker id (255), from the worker's thread:
+  // no worker's sample in analyze and the export, so the interval has no stack
+  poll(14, 14, 0, 10);
+  ev(0.998, id.CpuSampleEvent, [255, 114, 1, null, 1, null]);
+  sw(14, 1, true);
+  sw(14, 3, false);
   ev(53, 42, [S.offcpu, S.paused, S.paused, 0, 1, 0, 0, 0]);
   ev(56, 42, [S.offcpu, S.full, S.full, 0, 1, 0, 0, 0]);
   ev(11, 42, [S.offcpu, S.nostacks, S.nostacks, 0, 1, 0, 0, 0]);
@@ -352,6 +358,7 @@ test('edge cases: the viewer\'s attribution equals C\'s, and each rule holds', (
       assert.deepEqual(nonzero('clone.c:1'), { on_cpu_ns: 2 * MS, lock_ns: 2 * MS });
       assert.deepEqual(nonzero('two.c:1'), { on_cpu_ns: 2 * MS, lock_ns: 1 * MS, fault_ns: 1 * MS });
       assert.deepEqual(nonzero('pairing.c:1'), { on_cpu_ns: 6510000, lock_ns: 1990000, fault_ns: 1500000 });
+      assert.deepEqual(nonzero('noworker.c:1'), { on_cpu_ns: 8 * MS, blocked_other_ns: 2 * MS });
       assert.deepEqual(nonzero('window.c:1'), { on_cpu_ns: 6.5 * MS, lock_ns: 1 * MS, fault_ns: 1 * MS, blocked_other_ns: 1.5 * MS });
     }
   } finally {

@@ -75,20 +75,20 @@ static inline void d9a_attr_offcpu(d9a_analysis *a, worker *w, const d9a_rec *r,
     if (preempted || covered == 0 || w->at.inconsistent) return;
     if (stack == D9A_NO_ID) { /* its sample may come just after it (d9a_attr_sample) */
         w->at_unmatched_ts = r->ts;
-        w->at_unmatched_end = r->ts + r->dur;
         w->at_unmatched_ns = covered;
         return;
     }
     d9a_attr_stack_add(w, stack, covered);
 }
 
-/* A context-switch sample (CpuSampleEvent source 1) of w: the stack of the blocked interval
- * that began just before it, when that one has none yet (the sample and the switch record
- * come from two perf events: either may carry the earlier timestamp). */
+/* A context-switch sample (CpuSampleEvent source 1) of w: the stack of the interval that
+ * began just before it, when the model's rule gives it that one (model/switch_stack_match.h:
+ * the sample and the switch record come from two perf events, either may carry the earlier
+ * timestamp); else it waits for the next switch-out (sweep.c's on_offcpu). */
 static inline void d9a_attr_sample(d9a_analysis *a, worker *w, const d9a_rec *r) {
-    if (!w->at_unmatched_ns || !w->at_open || r->ts < w->at_unmatched_ts ||
-        r->ts - w->at_unmatched_ts > D9A_SWITCH_MATCH_NS || r->ts >= w->at_unmatched_end)
-        return;
+    if (!d9m_switch_match_sample(&w->sw_match, r->ts, r->ref)) return;
+    /* the blocked time that interval counted in the open poll, when it counted some */
+    if (!w->at_unmatched_ns || !w->at_open || w->at_unmatched_ts != w->sw_match.out) return;
     d9a_attr_stack_add(w, r->ref, w->at_unmatched_ns);
     w->at_unmatched_ns = 0;
     if (a->spans.model) d9m_spans_poll_off_stack(a->spans.model, w->at_task, r->ref);

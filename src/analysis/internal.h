@@ -16,6 +16,7 @@
 #include "analysis/topn.h"
 #include "model/attribution.h"
 #include "model/pairing.h"
+#include "model/switch_stack_match.h"
 #include "model/wake_link.h"
 #include "analysis/span_stats.h"
 
@@ -68,9 +69,10 @@ typedef struct worker {
     uint32_t at_loc, at_gen, nat_stk;
     long at_slot;
     uint64_t at_task; /* the task it polls (the span model's attribution, span_stats.h) */
-    uint64_t at_unmatched_ts, at_unmatched_end, at_unmatched_ns; /* the latest blocked interval,
+    uint64_t at_unmatched_ts, at_unmatched_ns; /* the latest blocked interval,
                               while no stack is matched to it (ns 0: none) */
     attr_stack at_stk[D9A_ATTR_STACKS];
+    d9m_switch_match sw_match; /* which context-switch sample is which interval's (the model's rule) */
 } worker;
 
 typedef struct task {

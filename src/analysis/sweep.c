@@ -286,12 +286,10 @@ static void on_sample(d9a_analysis *a, const d9a_rec *r) {
 static void on_offcpu(d9a_analysis *a, const d9a_rec *r, bool late) {
     worker *w = rec_worker(a, r->worker);
     if (!w || late) return;
-    /* the stack of the context-switch sample taken at this switch-out, if one was */
-    uint32_t stack = w->pend_off && w->pend_off_end == UINT64_MAX && r->ts >= w->pend_ts &&
-                             r->ts - w->pend_ts <= D9A_SWITCH_MATCH_NS
-                         ? w->pend_stack
-                         : D9A_NO_ID;
-    d9a_attr_offcpu(a, w, r, stack);
+    /* the stack of the context-switch sample taken just before this switch-out, if one was
+     * (model/switch_stack_match.h: the rule the export and the viewer follow too) */
+    uint32_t stack = d9m_switch_match_interval(&w->sw_match, r->ts, r->ts + r->dur);
+    d9a_attr_offcpu(a, w, r, stack == D9M_SWITCH_NO_SAMPLE ? D9A_NO_ID : stack);
     w->sw_has_off = true;
     w->sw_off_start = r->ts;
     w->sw_off_end = r->ts + r->dur;

@@ -1,6 +1,6 @@
 /* The per-poll attribution in the export model (export_attribution.h): switch records paired
  * per thread into off-CPU intervals, each given the context-switch sample taken at its
- * switch-out (within D9M_SWITCH_STACK_MATCH_NS either side, as analyze does), then every poll's parts by the
+ * switch-out by the model's rule (model/switch_stack_match.h, as analyze), then every poll's parts by the
  * model's arithmetic (model/attribution.h) over the intervals that start inside it. */
 #include "export/export_attribution.h"
 
@@ -10,6 +10,7 @@
 
 #include "export/export.h"
 #include "model/offcpu_cause.h"
+#include "model/switch_stack_match.h"
 
 typedef struct interval {
     uint64_t out, in;
@@ -69,24 +70,48 @@ static interval *pair_switches(const d9_xmodel *m, d9_xswitch *sw, size_t n, siz
     return iv;
 }
 
-/* Each off-CPU sample to the interval of its worker whose switch-out is within D9M_SWITCH_STACK_MATCH_NS of it
- * (the first such sample wins). */
-static void match_samples(const d9_xmodel *m, interval *iv, const uint32_t *first) {
+typedef struct sample_ref {
+    uint64_t ts;
+    uint32_t worker, index;
+} sample_ref;
+
+static int cmp_sample(const void *a, const void *b) {
+    const sample_ref *x = a, *y = b;
+    if (x->worker != y->worker) return x->worker < y->worker ? -1 : 1;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Each off-CPU sample to an interval of its worker by the model's rule
+ * (model/switch_stack_match.h, as analyze's sweep): per worker, its intervals and samples in
+ * time order, a sample before a switch-out of the same time. */
+static int match_samples(const d9_xmodel *m, interval *iv, const uint32_t *first) {
+    sample_ref *ord = malloc((m->sample_count + 1) * sizeof *ord);
+    if (!ord) return -1;
+    size_t n = 0;
     for (size_t i = 0; i < m->sample_count; i++) {
         const d9_xsample *s = &m->samples[i];
-        if (s->source != D9_XSAMPLE_OFFCPU || s->worker == D9_XNONE) continue;
-        size_t lo = first[s->worker], hi = first[s->worker + 1];
-        while (lo < hi) { /* the first interval with out >= ts - the match window */
-            size_t mid = lo + (hi - lo) / 2;
-            if (iv[mid].out + D9M_SWITCH_STACK_MATCH_NS < s->ts) lo = mid + 1;
-            else hi = mid;
-        }
-        for (size_t j = lo; j < first[s->worker + 1] && iv[j].out <= s->ts + D9M_SWITCH_STACK_MATCH_NS; j++)
-            if (iv[j].sample == D9_XNONE && s->ts < iv[j].in) {
-                iv[j].sample = (uint32_t)i;
-                break;
-            }
+        if (s->source == D9_XSAMPLE_OFFCPU && s->worker != D9_XNONE) ord[n++] = (sample_ref){s->ts, s->worker, (uint32_t)i};
     }
+    if (n) qsort(ord, n, sizeof *ord, cmp_sample);
+    for (size_t k = 0; k < n;) {
+        uint32_t w = ord[k].worker;
+        d9m_switch_match sm = {0};
+        size_t j = first[w], end = first[w + 1];
+        for (; k < n && ord[k].worker == w; k++) {
+            for (; j < end && iv[j].out < ord[k].ts; j++) {
+                uint32_t got = d9m_switch_match_interval(&sm, iv[j].out, iv[j].in);
+                if (got != D9M_SWITCH_NO_SAMPLE) iv[j].sample = got;
+            }
+            if (d9m_switch_match_sample(&sm, ord[k].ts, ord[k].index)) iv[j - 1].sample = ord[k].index;
+        }
+        for (; j < end; j++) { /* the rest of the worker's intervals: the samples still waiting */
+            uint32_t got = d9m_switch_match_interval(&sm, iv[j].out, iv[j].in);
+            if (got != D9M_SWITCH_NO_SAMPLE) iv[j].sample = got;
+        }
+    }
+    free(ord);
+    return 0;
 }
 
 int d9_xattribute(d9_xmodel *m, d9_xswitch *sw, size_t n, const d9m_coverage *cov) {
@@ -107,7 +132,7 @@ int d9_xattribute(d9_xmodel *m, d9_xswitch *sw, size_t n, const d9m_coverage *co
         first[w] = (uint32_t)i;
     }
     first[m->worker_count + 1] = (uint32_t)ni;
-    match_samples(m, iv, first);
+    if (match_samples(m, iv, first) != 0) goto done;
 
     /* the cause of each interval, and of each off-CPU sample (its interval's, else its stack's) */
     uint8_t *cause = malloc(ni + 1);

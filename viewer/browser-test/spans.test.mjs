@@ -53,8 +53,12 @@ test('span lanes: the uv server\'s requests as a lane group, their split equal t
 
   // The model's spans per name, as analyze sums them.
   const js = await page.evaluate(() => {
-    const r = window.dial9Viewer.state.model.spans;
+    const model = window.dial9Viewer.state.model;
+    const r = model.spans;
+    const A = window.D9.attribution;
     const by = {};
+    const pa = {}; // the poll part by cause, per name (analyze's poll_attribution)
+    let unsplit = 0;
     for (const s of r.spans) {
       const b = by[s.name] || (by[s.name] = { count: 0, unended: 0, poll: 0, queued: 0, wait: 0, unknown: 0 });
       if (!s.ended) { // analyze counts unended spans apart, their parts in no sum
@@ -62,15 +66,22 @@ test('span lanes: the uv server\'s requests as a lane group, their split equal t
         continue;
       }
       b.count++;
+      const parts = A.spanPollParts(model, s);
+      if (s.poll > 0 && !parts) unsplit++;
+      const p = pa[s.name] || (pa[s.name] = Object.fromEntries(A.PARTS.map((n) => [n + '_ns', 0])));
+      A.PARTS.forEach((n, k) => { p[n + '_ns'] += parts ? parts[k] : 0; });
       b.poll += s.poll;
       b.queued += s.queued;
       b.wait += s.wait;
       b.unknown += s.unknown;
     }
-    return { by, strayEnds: r.strayEnds, reopened: r.reopened };
+    return { by, pa, unsplit, strayEnds: r.strayEnds, reopened: r.reopened };
   });
+  t.diagnostic('http_request, its poll part by cause (C): ' + JSON.stringify(cReq.poll_attribution));
+  assert.equal(js.unsplit, 0, 'every span\'s poll part splits by cause exactly');
   for (const c of recorded.c.by_name) {
     assert.deepEqual(js.by[c.name], { count: c.count, unended: c.unended, ...c.parts_ns }, 'span ' + c.name + ': the viewer\'s split equals C\'s');
+    assert.deepEqual(js.pa[c.name], c.poll_attribution, 'span ' + c.name + ': its poll part by cause equals C\'s');
   }
   assert.equal(Object.keys(js.by).length, recorded.c.by_name.length);
   assert.deepEqual([js.strayEnds, js.reopened], [recorded.c.stray_ends, recorded.c.reopened]);

@@ -9,8 +9,10 @@
  *   off-CPU intervals  a thread's SchedSwitchEvent switch-out .. next switch-in, on its worker;
  *                      a poll counts those that start inside it, clipped to it
  *   cause              preempted -> runnable; else the context-switch sample (CpuSampleEvent
- *                      source 1) of its worker within 50 us either side of the switch-out (and
- *                      before the switch-in; the first sample wins) decides by its frames' names:
+ *                      source 1) of its worker within 1 ms either side of the switch-out (and
+ *                      taken before the switch-in: a sample after its interval had ended is
+ *                      refused; the first sample wins; src/model/switch_stack_match.h) decides
+ *                      by its frames' names:
  *                      lock, then sleep, then page fault, then system call; no sample or no
  *                      rule matched -> blocked_other
  *   unknown (gaps)     all of a poll when the trace has no switch records (source.off_cpu not
@@ -36,7 +38,11 @@
   const BLOCKED_OTHER = 5;
   const RUNNABLE = 6;
   const UNKNOWN = 7;
-  const MATCH_NS = 50000; // a context-switch sample and its switch-out: two perf events
+  // A context-switch sample and its switch-out come from two perf events, either may carry the
+  // earlier timestamp (the kernel copies the sample's stack before it stamps the switch record:
+  // 2-63 us apart on a loaded guest): src/model/attribution.h's D9M_SWITCH_STACK_MATCH_NS.
+  const MATCH_NS = 1000000;
+  const WAITING = 8; // samples waiting for a switch-out: D9M_SWITCH_WAITING
   const MAX_GAPS = 8; // as the C model: more gaps in one poll are merged into their hull
   const WORKER_NONE = 255;
 
@@ -232,8 +238,7 @@
       l.push(i);
     }
     const lists = new Map(); // worker -> {out, in, pre}: plain arrays while pairing
-    const tidWorker = new Map(); // for samples without a worker id
-    for (const [tid, l] of byTid) {
+    for (const l of byTid.values()) {
       let sorted = true;
       for (let k = 1; k < l.length && sorted; k++) sorted = W.ts[l[k - 1]] <= W.ts[l[k]];
       if (!sorted) l.sort((a, b) => W.ts[a] - W.ts[b] || a - b);
@@ -241,7 +246,6 @@
         const a = l[k];
         const w = W.worker[a];
         const isWorker = Number.isFinite(w) && w !== WORKER_NONE;
-        if (isWorker) tidWorker.set(tid, w);
         // a switch-out and the next record of its thread, a switch-in: one off-CPU interval
         if (k + 1 >= l.length || !W.out[a] || W.out[l[k + 1]]) continue;
         const b = l[++k];
@@ -269,33 +273,46 @@
       }
       byWorker.set(w, r);
     }
-    // each context-switch sample to the first interval of its worker whose switch-out is within
-    // 50 us of it, that has none yet and had not ended when it was taken
+    // each context-switch sample to an interval of its worker by the C model's rule
+    // (src/model/switch_stack_match.h): per worker, intervals and samples in time order (a
+    // sample before a switch-out of the same time); a sample taken while the latest interval
+    // has none, at most MATCH_NS after its switch-out and before its switch-in, is its; any other
+    // waits for the next switch-out at most MATCH_NS after it (the oldest waiting first, at most
+    // WAITING of them; older than MATCH_NS before a switch-out: dropped)
     const S = trace.cpuSamples;
-    const samples = [];
-    for (let i = 0; i < S.count; i++) if (S.source[i] !== 0) samples.push(i);
-    let inOrder = true;
-    for (let k = 1; k < samples.length && inOrder; k++) inOrder = S.ts[samples[k - 1]] <= S.ts[samples[k]];
-    if (!inOrder) samples.sort((a, b) => S.ts[a] - S.ts[b] || a - b);
-    for (const i of samples) {
-      let w = S.worker[i];
-      if (!Number.isFinite(w) || w === WORKER_NONE) w = tidWorker.get(S.tid[i]);
-      const L = w === undefined ? null : byWorker.get(w);
-      if (!L) continue;
-      const ts = S.ts[i];
-      let lo = 0;
-      let hi = L.out.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        if (L.out[mid] + MATCH_NS < ts) lo = mid + 1;
-        else hi = mid;
-      }
-      for (let j = lo; j < L.out.length && L.out[j] <= ts + MATCH_NS; j++) {
-        if (L.sample[j] < 0 && ts < L.in[j]) {
-          L.sample[j] = i;
-          break;
+    const byW = new Map(); // worker -> its samples, by time
+    for (let i = 0; i < S.count; i++) {
+      if (S.source[i] === 0) continue;
+      const w = S.worker[i]; // a sample without a worker id is no worker's, as in analyze and the export
+      if (!Number.isFinite(w) || w === WORKER_NONE || !byWorker.has(w)) continue;
+      let l = byW.get(w);
+      if (!l) byW.set(w, (l = []));
+      l.push(i);
+    }
+    for (const [w, l] of byW) {
+      l.sort((a, b) => S.ts[a] - S.ts[b] || a - b);
+      const L = byWorker.get(w);
+      const wait = []; // sample indexes, oldest first
+      let open = false; // the latest interval (j - 1) has no sample yet
+      let j = 0;
+      const interval = () => {
+        while (wait.length && S.ts[wait[0]] + MATCH_NS < L.out[j]) wait.shift();
+        open = wait.length === 0;
+        if (!open) L.sample[j] = wait.shift();
+        j++;
+      };
+      for (const i of l) {
+        const ts = S.ts[i];
+        while (j < L.out.length && L.out[j] < ts) interval();
+        if (open && ts >= L.out[j - 1] && ts - L.out[j - 1] <= MATCH_NS && ts < L.in[j - 1]) {
+          L.sample[j - 1] = i;
+          open = false;
+          continue;
         }
+        if (wait.length === WAITING) wait.shift();
+        wait.push(i);
       }
+      while (j < L.out.length) interval();
     }
     const causeByStack = new Map();
     for (const L of byWorker.values()) {
@@ -420,29 +437,54 @@
       (note ? '<p class="muted small" id="detail-attr-note">' + note + '</p>' : '');
   }
 
-  /* A span's "poll" part split by cause: the polls of its tasks, clipped to the span. Null
-   * when they overlap each other (two tasks polled at once on two workers): only without
-   * overlap is their sum the span's poll part exactly. */
+  /* A span's "poll" part split by cause, as src/model/spans.c splits it: the polls of the task
+   * it began in (else the one it ended in) clipped to the span's counted part [known, end), each
+   * by its own attribution, then the other task's polls where the first is not polled (their
+   * union is the poll part). Null when the sum is not the span's poll part (not expected: a
+   * safety net, so that a bar is never wrong). */
   function spanPollParts(model, s) {
     if (!(s.poll > 0) || !D9.model) return null;
     const at = ofModel(model);
     const P = model.trace.polls;
-    const lo = s.begin;
+    const lo = s.known !== undefined ? s.known : s.begin;
     const hi = Math.max(s.end, s.begin);
-    const total = new Float64Array(PARTS.length);
-    const tasks = s.endTask && s.endTask !== s.beginTask ? [s.beginTask, s.endTask] : [s.beginTask];
-    let sum = 0;
-    for (const task of tasks) {
-      if (!task) continue;
+    const first = s.beginTask || s.endTask;
+    const second = s.endTask && s.endTask !== first ? s.endTask : 0;
+    const pieces = (task) => { // [poll, from, to) of the task's polls inside [lo, hi), by start
+      const out = [];
+      if (!task) return out;
       for (const i of D9.model.pollsOfTask(model, task)) {
-        if (P.end[i] <= lo || P.start[i] >= hi) continue;
-        const r = at.parts(i, lo, hi);
-        for (let k = 0; k < PARTS.length; k++) {
-          total[k] += r[k];
-          sum += r[k];
+        const a = Math.max(P.start[i], lo);
+        const b = Math.min(Math.max(P.end[i], P.start[i]), hi);
+        if (b > a) out.push([i, a, b]);
+      }
+      return out;
+    };
+    const total = new Float64Array(PARTS.length);
+    const add = (i, a, b) => {
+      if (b <= a) return;
+      const r = at.parts(i, a, b);
+      for (let k = 0; k < PARTS.length; k++) total[k] += r[k];
+    };
+    const A = pieces(first);
+    for (const [i, a, b] of A) add(i, a, b);
+    let j = 0;
+    for (const [i, a, b] of pieces(second)) { // minus the first task's polls
+      let cur = a;
+      while (j < A.length && A[j][2] <= cur) j++;
+      for (let k = j; cur < b;) {
+        if (k < A.length && A[k][1] < b) {
+          if (A[k][1] > cur) add(i, cur, A[k][1]);
+          if (A[k][2] > cur) cur = A[k][2];
+          k++;
+        } else {
+          add(i, cur, b);
+          cur = b;
         }
       }
     }
+    let sum = 0;
+    for (let k = 0; k < PARTS.length; k++) sum += total[k];
     return sum === s.poll ? total : null;
   }
 

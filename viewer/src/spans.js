@@ -11,6 +11,11 @@
  *            each instant the first that holds: a poll runs (poll), the task was woken and
  *            waits for its poll (queued), it waits for a wake after its last poll (wait);
  *            else unknown. The parts add up to the elapsed time exactly.
+ *   drops    a DroppedEventsEvent inside a span's window (begin, end] (of a worker or of the
+ *            whole process: the drops the attribution's coverage keeps, viewer/src/attribution.js;
+ *            any worker, since a lost wake of its task is as bad as a lost poll) makes the span
+ *            unknown from its begin to the last such drop; its parts count from there
+ *            (span.known: where the counted part starts, for its poll part by cause).
  *
  * Like the C model it sweeps the events in time order (a wake before a poll of the same
  * timestamp, a span mark after both), and a span is split with what was known when it ended.
@@ -43,10 +48,23 @@
     return total;
   }
 
+  /* The last drop in (lo, hi] of the sorted drop times, or lo when none. */
+  function unknownUntil(drops, lo, hi) {
+    let a = 0;
+    let b = drops.length;
+    while (a < b) { // the first drop after hi
+      const mid = (a + b) >>> 1;
+      if (drops[mid] <= hi) a = mid + 1;
+      else b = mid;
+    }
+    return a > 0 && drops[a - 1] > lo ? drops[a - 1] : lo;
+  }
+
   /*
    * pair(trace) -> { spans, names, strayEnds, reopened }
    *   spans: [{name, id, begin, end, ended, beginWorker, endWorker, beginTask, endTask,
-   *            beginTid, endTid, poll, queued, wait, unknown}], in the order they were closed
+   *            beginTid, endTid, poll, queued, wait, unknown, known}], in the order they were
+   *            closed (known: the begin, or the last drop inside the span)
    *   names: the span names, in order of first begin
    */
   function pair(trace) {
@@ -57,6 +75,9 @@
     let strayEnds = 0;
     let reopened = 0;
     if (!marks.length) return { spans, names, strayEnds, reopened };
+    // the drops as the attribution's coverage reads them: one definition of which drops count
+    if (!D9.attribution) throw new Error('spans.js: viewer/src/attribution.js is not loaded (the drops of the coverage)');
+    const drops = D9.attribution.coverage(trace).drops.map((d) => d.ts);
 
     // The events in the C model's order: ts, then wake < poll < mark, then file order.
     const P = trace.polls;
@@ -126,8 +147,9 @@
     };
 
     const report = (s) => {
-      const lo = s.begin;
       const hi = s.end > s.begin ? s.end : s.begin;
+      const lo = unknownUntil(drops, s.begin, hi); // [begin, lo) unknown: events were lost
+      s.known = lo;
       const iv = [];
       if (s.beginTask) collect(iv, s.beginTask, lo, hi);
       if (s.endTask && s.endTask !== s.beginTask) collect(iv, s.endTask, lo, hi);
@@ -138,7 +160,7 @@
       s.poll = uPoll;
       s.queued = uQueued - uPoll;
       s.wait = uWait - uQueued;
-      s.unknown = hi - lo - uWait;
+      s.unknown = hi - s.begin - uWait;
       spans.push(s);
     };
 

@@ -176,11 +176,10 @@ test('a recording of story 2 (a global mutex): the viewer\'s attribution equals 
         t.skip('no switch records on this host (perf refused them): ' + JSON.stringify(tr.metadata[0] && tr.metadata[0].entries.filter(([k]) => k === 'source.off_cpu')));
         return;
       }
-      // the export only: analyze's streaming sweep pairs a stack with its switch-out under
-      // narrower conditions (the sample inside the poll, at most 16 stacks per poll:
-      // docs/analyze.md), which a recording may meet once in a while; the export applies the
-      // definition as the viewer does
-      const js = compare(path.join(run, f), tr, { withAnalyze: false });
+      // analyze (per poll and per location) and the export (per poll) pair samples with
+      // switch-outs by one rule (src/model/switch_stack_match.h): with the viewer's equal to
+      // both, analyze's parts per location are the sums of the export's per poll
+      const js = compare(path.join(run, f), tr);
       const sum = sumByLocation(js);
       t.diagnostic(f + ': ' + js.length + ' polls; ' + Object.entries(sum).map(([l, p]) => l + ' ' + JSON.stringify(p)).join('; '));
     }
@@ -203,7 +202,7 @@ export function edgeTraceBytes(offCpu = 'active: perf switch records') {
   w.schema(42, 'CoverageEvent', true, COVERAGE);
   const S = { offcpu: 1, full: 2, paused: 3, nostacks: 4, reason: 5 };
   const strings = [[S.offcpu, 'off_cpu'], [S.full, 'full'], [S.paused, 'paused'], [S.nostacks, 'no_stacks'], [S.reason, 'perf_ring_full']];
-  const locs = ['fault.c', 'glibc.c', 'overlap.c', 'early.c', 'late.c', 'paused.c', 'nostacks.c', 'alldrop.c', 'otherdrop.c', 'edge.c', 'clone.c', 'two.c'];
+  const locs = ['fault.c', 'glibc.c', 'overlap.c', 'early.c', 'late.c', 'paused.c', 'nostacks.c', 'alldrop.c', 'otherdrop.c', 'edge.c', 'clone.c', 'two.c', 'window.c', 'pairing.c', 'noworker.c'];
   locs.forEach((l, k) => strings.push([10 + k, l + ':1']));
   w.stringPool(strings);
   const ADDR = { sched: 0xffffffff81000000n, fault: 0xffffffff81005000n, user: 0x401000n, libcRead: 0x7f0000004000n,
@@ -226,11 +225,11 @@ export function edgeTraceBytes(offCpu = 'active: perf switch records') {
     sw(worker, out, true);
     sw(worker, inn, false);
   };
-  // 0 fault.c: a page fault 1..3 ms, then a blocked interval whose sample came 60 us early
-  // (no match: blocked_other), then one running past the poll's end (clipped)
+  // 0 fault.c: a page fault 1..3 ms, then a blocked interval whose sample came 1.1 ms early
+  // (outside the 1 ms window: blocked_other), then one running past the poll's end (clipped)
   poll(0, 0, 0, 10);
   blocked(0, 1, 3, 1);
-  blocked(0, 4, 5, 1, 3.94);
+  blocked(0, 5, 6, 1, 3.9);
   blocked(0, 9, 12, 4);
   // 1 glibc.c: __GI___libc_read in user space only (io), a stack with no symbol (blocked_other)
   poll(1, 1, 0, 10);
@@ -279,6 +278,37 @@ export function edgeTraceBytes(offCpu = 'active: perf switch records') {
   blocked(11, 31.5, 32.5, 5);
   poll(11, 11, 34, 36);
   blocked(11, 34.5, 35.5, 1);
+  // 12 window.c: the 1 ms match window: a sample 0.9 ms before its switch-out (fault), one taken
+  // 0.3 ms after an interval had ended (refused there, and 1.2 ms before the next switch-out:
+  // both blocked_other), one 0.7 ms after its switch-out, inside the interval (lock)
+  poll(12, 12, 0, 10);
+  blocked(12, 2, 3, 1, 1.1);
+  sw(12, 4, true);
+  sw(12, 4.5, false);
+  sample(12, 4.8, 5);
+  sw(12, 6, true);
+  sw(12, 7, false);
+  blocked(12, 8, 9, 5, 8.7);
+  // 13 pairing.c: which sample is which interval's (src/model/switch_stack_match.h), where
+  // analyze's sweep once paired otherwise: a sample taken just before the poll began, its
+  // switch-out just after (lock); two samples before two switch-outs, the oldest to the first
+  // (fault, then lock); a sample taken inside an interval that has one already waits for the
+  // next switch-out (lock, then fault)
+  poll(13, 13, 10, 20);
+  blocked(13, 10.01, 11, 5, 9.99);
+  sample(13, 14, 1);
+  sample(13, 14.1, 5);
+  blocked(13, 14.5, 15, 0);
+  blocked(13, 15, 15.5, 0);
+  blocked(13, 17, 17.5, 5, 16.9);
+  sample(13, 17.2, 1);
+  blocked(13, 18, 19, 0);
+  // 14 noworker.c: a context-switch sample without a worker id (255), from the worker's thread:
+  // no worker's sample in analyze and the export, so the interval has no stack
+  poll(14, 14, 0, 10);
+  ev(0.998, id.CpuSampleEvent, [255, 114, 1, null, 1, null]);
+  sw(14, 1, true);
+  sw(14, 3, false);
   ev(53, 42, [S.offcpu, S.paused, S.paused, 0, 1, 0, 0, 0]);
   ev(56, 42, [S.offcpu, S.full, S.full, 0, 1, 0, 0, 0]);
   ev(11, 42, [S.offcpu, S.nostacks, S.nostacks, 0, 1, 0, 0, 0]);
@@ -327,6 +357,9 @@ test('edge cases: the viewer\'s attribution equals C\'s, and each rule holds', (
       assert.deepEqual(nonzero('edge.c:1'), { unknown_ns: 4 * MS });
       assert.deepEqual(nonzero('clone.c:1'), { on_cpu_ns: 2 * MS, lock_ns: 2 * MS });
       assert.deepEqual(nonzero('two.c:1'), { on_cpu_ns: 2 * MS, lock_ns: 1 * MS, fault_ns: 1 * MS });
+      assert.deepEqual(nonzero('pairing.c:1'), { on_cpu_ns: 6510000, lock_ns: 1990000, fault_ns: 1500000 });
+      assert.deepEqual(nonzero('noworker.c:1'), { on_cpu_ns: 8 * MS, blocked_other_ns: 2 * MS });
+      assert.deepEqual(nonzero('window.c:1'), { on_cpu_ns: 6.5 * MS, lock_ns: 1 * MS, fault_ns: 1 * MS, blocked_other_ns: 1.5 * MS });
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -13,7 +13,11 @@ import D from '../src/decoder.js';
 import { TraceWriter, T, declareBuiltins } from './encoder.mjs';
 
 globalThis.window = globalThis.window || {};
+globalThis.window.Dial9Decoder = D; // model.js's symbolizer reads addresses through it
 createRequire(import.meta.url)('../src/spans.js');
+createRequire(import.meta.url)('../src/format.js');
+createRequire(import.meta.url)('../src/model.js'); // the polls of a task, the symbols
+createRequire(import.meta.url)('../src/attribution.js'); // the drops of the coverage, the split by cause
 const S = globalThis.window.D9.spans;
 
 // As the recorder writes them (docs/schemas.md).
@@ -190,4 +194,157 @@ test('spans: the viewer\'s split per name equals the C model\'s on the same trac
   const cBy = Object.fromEntries(c.by_name.map((x) => [x.name, { count: x.count, unended: x.unended, ...x.parts_ns }]));
   assert.deepEqual(by, cBy);
   assert.deepEqual([r.strayEnds, r.reopened], [c.stray_ends, c.reopened]);
+});
+
+// Spans over polls with off-CPU intervals (stacks matched either side of the switch-out), a
+// governor pause and drops: the viewer's parts per span name and its poll part by cause must
+// equal analyze's `parts_ns` and `poll_attribution`, and the drop rule holds by hand.
+const SWITCH = [['tid', T.U32], ['worker_id', T.VARINT], ['switch_out', T.BOOL], ['preempted', T.BOOL], ['cpu', T.VARINT | T.OPT]];
+const DROP = [['count', T.VARINT], ['reason', T.POOLED_STRING], ['tid', T.U32], ['worker_id', T.VARINT]];
+const COVERAGE = [['source', T.POOLED_STRING], ['mode', T.POOLED_STRING], ['previous_mode', T.POOLED_STRING],
+  ['previous_since_ns', T.VARINT], ['one_in', T.VARINT], ['rate_per_s', T.VARINT], ['cost_ppm', T.VARINT], ['budget_ppm', T.VARINT]];
+const MS = 1000000;
+
+export function spanAttributionTraceBytes() {
+  const w = new TraceWriter().header();
+  const id = declareBuiltins(w);
+  w.schema(40, 'SpanEnterEvent', true, ENTER);
+  w.schema(41, 'SpanExitEvent', true, EXIT);
+  w.schema(42, 'SchedSwitchEvent', true, SWITCH);
+  w.schema(43, 'DroppedEventsEvent', true, DROP);
+  w.schema(44, 'CoverageEvent', true, COVERAGE);
+  const Str = { request: 1, job: 2, loc: 3, reason: 4, offcpu: 5, full: 6, paused: 7 };
+  w.stringPool([[Str.request, 'request'], [Str.job, 'job'], [Str.loc, 'handler.c:1'], [Str.reason, 'perf_ring_full'],
+    [Str.offcpu, 'off_cpu'], [Str.full, 'full'], [Str.paused, 'paused']]);
+  const ADDR = { lock: 0x7f0000001000n, read: 0x7f0000002000n, sleep: 0x7f0000003000n, user: 0x401000n };
+  const STK = { lock: 1, read: 2, sleep: 3 };
+  w.stackPool([[STK.lock, [ADDR.lock, ADDR.user]], [STK.read, [ADDR.read, ADDR.user]], [STK.sleep, [ADDR.sleep, ADDR.user]]]);
+  const at = (ms) => t0 + BigInt(Math.round(ms * MS));
+  w.event(id.SegmentMetadataEvent, at(0), [[['source.off_cpu', 'active: perf switch records']]]);
+  const events = [];
+  const ev = (ms, type, values) => events.push([at(ms), type, values]);
+  const poll = (worker, task, from, to) => {
+    ev(from, id.PollStartEvent, [worker, 0, task, Str.loc]);
+    ev(to, id.PollEndEvent, [worker]);
+  };
+  const sw = (worker, ms, out, preempted = false) => ev(ms, 42, [100 + worker, worker, out, preempted, null]);
+  const sample = (worker, ms, stack) => ev(ms, id.CpuSampleEvent, [worker, 100 + worker, 1, null, stack, null]);
+  const off = (worker, out, inn, stack, sampleAt) => {
+    if (stack) sample(worker, sampleAt, stack);
+    sw(worker, out, true);
+    sw(worker, inn, false);
+  };
+  const enter = (ms, name, sid, task, worker) => ev(ms, 40, [worker, sid, null, name, task, 100 + worker]);
+  const exit = (ms, name, sid, task, worker) => ev(ms, 41, [worker, sid, name, task, 100 + worker]);
+  const drop = (ms, tid, worker) => ev(ms, 43, [3, Str.reason, tid, worker]);
+  // request 1: begun in task 1 (worker 0), ended in task 2 (worker 1); a lock wait whose sample
+  // came 0.5 ms early, a preemption, a read whose sample came after its switch-out; task 2 woken
+  // at 11, a sleep it is still in when the span ends
+  poll(0, 1, 0, 10);
+  enter(1, Str.request, 1, 1, 0);
+  off(0, 2, 4, STK.lock, 1.5);
+  sw(0, 5, true, true);
+  sw(0, 6, false);
+  off(0, 7, 8, STK.read, 7.3);
+  ev(11, id.WakeEventEvent, [1, 2, 1]);
+  poll(1, 2, 12, 20);
+  off(1, 13, 15, STK.sleep, 12.99);
+  exit(14, Str.request, 1, 2, 1);
+  // request 2: a drop of its own worker at 33 (unknown from its begin to there), a lock wait,
+  // the governor paused 36..37
+  poll(2, 3, 30, 40);
+  enter(31, Str.request, 2, 3, 2);
+  drop(33, 102, 2);
+  off(2, 34, 35, STK.lock, 33.9);
+  ev(36, 44, [Str.offcpu, Str.paused, Str.full, 0, 1, 0, 0, 0]);
+  ev(37, 44, [Str.offcpu, Str.full, Str.paused, 0, 1, 0, 0, 0]);
+  exit(39, Str.request, 2, 3, 2);
+  // request 3: begun in task 6, ended in task 7, whose polls overlap: task 6's poll counts
+  // first, task 7's only outside it (its lock wait hidden, its read not)
+  poll(5, 6, 100, 110);
+  enter(101, Str.request, 3, 6, 5);
+  sw(5, 107, true, true);
+  sw(5, 108, false);
+  poll(6, 7, 105, 115);
+  off(6, 106, 108, STK.lock, 105.9);
+  off(6, 110.5, 111, STK.read, 110.6);
+  exit(112, Str.request, 3, 7, 6);
+  // job 5: a drop of a thread that is no worker (255, tid 7) does not count; one of the whole
+  // process (255, tid 0) at 57 does: the read before it is lost, the sleep after it counts
+  poll(3, 4, 50, 60);
+  enter(51, Str.job, 5, 4, 3);
+  off(3, 52, 54, STK.read, 51.9);
+  drop(55, 7, 255);
+  drop(57, 0, 255);
+  off(3, 57.5, 58.5, STK.sleep, 57.4);
+  exit(59, Str.job, 5, 4, 3);
+  // job 6: a drop of another worker (0) at 84 counts too (a lost wake is as bad as a lost
+  // poll); task 5 woken at 82, polled 85..90, preempted 86..87; a drop at its end counts
+  poll(4, 5, 70, 80);
+  enter(71, Str.job, 6, 5, 4);
+  ev(82, id.WakeEventEvent, [0, 5, 4]);
+  drop(84, 100, 0);
+  poll(4, 5, 85, 90);
+  sw(4, 86, true, true);
+  sw(4, 87, false);
+  exit(88, Str.job, 6, 5, 4);
+  drop(95, 100, 0); // after every span: nothing
+  events.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  for (const [ts, type, values] of events) w.event(type, ts, values);
+  w.stringPool([[60, '__lll_lock_wait'], [61, '__GI___libc_read'], [62, 'clock_nanosleep'], [63, 'handler'], [0, '']]);
+  const sym = (addr, name) => w.event(id.SymbolTableEntry, at(120), [addr, 0x100, name, 0, 0, 0]);
+  sym(ADDR.lock, 60);
+  sym(ADDR.read, 61);
+  sym(ADDR.sleep, 62);
+  sym(ADDR.user, 63);
+  return w.bytes();
+}
+
+test('spans: drops and the poll part by cause per name equal analyze\'s on the same trace', (t) => {
+  const M = globalThis.window.D9.model;
+  const A = globalThis.window.D9.attribution;
+  const bytes = spanAttributionTraceBytes();
+  const tr = D.decode(bytes);
+  const model = { trace: tr, symbols: M.makeSymbolizer(tr) };
+  const r = S.pair(tr);
+  const by = {};
+  const one = {};
+  for (const s of r.spans) {
+    const parts = A.spanPollParts(model, s);
+    assert.ok(s.poll === 0 || parts, s.name + ' ' + s.id + ': its poll part splits exactly');
+    const named = Object.fromEntries(A.PARTS.map((p, k) => [p + '_ns', parts ? parts[k] : 0]));
+    one[s.name + ' ' + s.id] = { poll: s.poll, queued: s.queued, wait: s.wait, unknown: s.unknown, ...Object.fromEntries(Object.entries(named).filter(([, v]) => v)) };
+    const b = by[s.name] || (by[s.name] = { count: 0, unended: 0, poll: 0, queued: 0, wait: 0, unknown: 0,
+      poll_attribution: Object.fromEntries(A.PARTS.map((p) => [p + '_ns', 0])) });
+    if (!s.ended) {
+      b.unended++;
+      continue;
+    }
+    b.count++;
+    b.poll += s.poll;
+    b.queued += s.queued;
+    b.wait += s.wait;
+    b.unknown += s.unknown;
+    for (const k in named) b.poll_attribution[k] += named[k];
+  }
+  // by hand: the drop rule, the clipping, the first task's precedence
+  assert.deepEqual(one['request 1'], { poll: 11 * MS, queued: 1 * MS, wait: 1 * MS, unknown: 0,
+    on_cpu_ns: 6 * MS, lock_ns: 2 * MS, io_ns: 1 * MS, sleep_ns: 1 * MS, runnable_ns: 1 * MS });
+  assert.deepEqual(one['request 2'], { poll: 6 * MS, queued: 0, wait: 0, unknown: 2 * MS, on_cpu_ns: 4 * MS, lock_ns: 1 * MS, unknown_ns: 1 * MS });
+  assert.deepEqual(one['request 3'], { poll: 11 * MS, queued: 0, wait: 0, unknown: 0, on_cpu_ns: 9.5 * MS, io_ns: 0.5 * MS, runnable_ns: 1 * MS });
+  assert.deepEqual(one['job 5'], { poll: 2 * MS, queued: 0, wait: 0, unknown: 6 * MS, on_cpu_ns: 1 * MS, sleep_ns: 1 * MS });
+  assert.deepEqual(one['job 6'], { poll: 3 * MS, queued: 1 * MS, wait: 0, unknown: 13 * MS, on_cpu_ns: 2 * MS, runnable_ns: 1 * MS });
+  if (!fs.existsSync(dial9)) {
+    t.skip('not built: ' + dial9 + ' (the comparison with analyze)');
+    return;
+  }
+  const dir = fs.mkdtempSync(path.join(process.env.TMPDIR || os.tmpdir(), 'd9-spans-attr-'));
+  const file = path.join(dir, 'spans.bin');
+  fs.writeFileSync(file, bytes);
+  const an = spawnSync(dial9, ['analyze', '--json', file], { encoding: 'utf8' });
+  fs.rmSync(dir, { recursive: true, force: true });
+  assert.equal(an.status, 0, 'dial9 analyze: ' + an.stderr);
+  const c = JSON.parse(an.stdout).spans;
+  const cBy = Object.fromEntries(c.by_name.map((x) => [x.name, { count: x.count, unended: x.unended, ...x.parts_ns, poll_attribution: x.poll_attribution }]));
+  assert.deepEqual(by, cBy);
 });

@@ -178,25 +178,6 @@ D9P_HIDDEN void d9p_loop_io_slow(int fd);
 static inline void d9p_loop_io(int fd) {
     if (__builtin_expect(d9p_loop_iterating, 0)) d9p_loop_io_slow(fd);
 }
-/* The body of an I/O interposer `name` of fd `fd` whose extra work, if any, is `slow`
- * (a call of an out-of-line function; `args`: the interposer's arguments, in parentheses):
- * outside a loop
- * iteration, with libc's function known and `fast` (a condition on fd) true, it is a tail
- * call of libc's, so nothing is live across a call and no register is saved (callgrind: a
- * read 30 instructions of the shim's before, 8 after). */
-#define D9P_IO_TAIL(name, fast, slow, args)                                                 \
-    do {                                                                                   \
-        void *p_ = atomic_load_explicit(&d9p_io_slot_##name, memory_order_relaxed);        \
-        if (__builtin_expect(!d9p_loop_iterating && p_ != NULL && (fast), 1))              \
-            return ((__typeof__(&name))p_) args;                                           \
-        return (slow);                                                                     \
-    } while (0)
-/* libc's `name`, for D9P_IO_TAIL's slow side: the same slot, filled at its first use. */
-#define D9P_IO_NEXT(name)                                                                  \
-    (__extension__({                                                                       \
-        void *p_ = atomic_load_explicit(&d9p_io_slot_##name, memory_order_relaxed);        \
-        (__typeof__(&name))(p_ ? p_ : d9p_next_symbol(&d9p_io_slot_##name, #name));       \
-    }))
 /* Connection tasks: a new one per fd lifetime. */
 D9P_HIDDEN void d9p_conn_accepted(int listen_fd, int fd);
 D9P_HIDDEN void d9p_conn_created(int fd);

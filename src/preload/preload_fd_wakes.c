@@ -85,34 +85,20 @@ D9P_EXPORT int pipe2(int fds[2], int flags) {
     return rc;
 }
 
-/* read and write of any fd but a notification fd, outside a loop iteration, are tail calls
- * of libc's (D9P_IO_TAIL); the rest is here, out of line. The kind is read before the call:
- * it changes only when the fd is made or closed. */
-static void *_Atomic d9p_io_slot_read, *_Atomic d9p_io_slot_write;
-
-static __attribute__((noinline)) ssize_t read_slow(int fd, void *buf, size_t count) {
+D9P_EXPORT ssize_t read(int fd, void *buf, size_t count) {
     d9p_loop_io(fd);
-    ssize_t rc = D9P_IO_NEXT(read)(fd, buf, count);
+    ssize_t rc = D9P_NEXT(read)(fd, buf, count);
     unsigned k = kind_of(fd);
-    if ((k == KIND_EVENTFD || k == KIND_PIPE_READ) && rc > 0) note_reader(fd);
+    if (__builtin_expect(k == KIND_EVENTFD || k == KIND_PIPE_READ, 0) && rc > 0) note_reader(fd);
     return rc;
 }
 
-D9P_EXPORT ssize_t read(int fd, void *buf, size_t count) {
-    D9P_IO_TAIL(read, kind_of(fd) == KIND_NONE, read_slow(fd, buf, count), (fd, buf, count));
-}
-
-static __attribute__((noinline)) ssize_t write_slow(int fd, const void *buf, size_t count,
-                                                    const void *caller) {
+D9P_EXPORT ssize_t write(int fd, const void *buf, size_t count) {
     d9p_loop_io(fd);
     unsigned k = kind_of(fd);
-    if (k != KIND_NONE && D9__ACTIVE()) wake_reader(fd, k, caller);
-    return D9P_IO_NEXT(write)(fd, buf, count);
-}
-
-D9P_EXPORT ssize_t write(int fd, const void *buf, size_t count) {
-    D9P_IO_TAIL(write, kind_of(fd) == KIND_NONE,
-                write_slow(fd, buf, count, __builtin_return_address(0)), (fd, buf, count));
+    if (__builtin_expect(k != KIND_NONE, 0) && D9__ACTIVE())
+        wake_reader(fd, k, __builtin_return_address(0));
+    return D9P_NEXT(write)(fd, buf, count);
 }
 
 D9P_EXPORT int eventfd_read(int fd, eventfd_t *value) {

@@ -171,36 +171,54 @@ static inline bool is_loop_poll(void) {
     return s->loop && s->park_on_epoll && s->depth == 0;
 }
 
-/* epoll returned `rc` events. In a loop library's poll: a loop that wraps lazily gets its
- * trampolines if recording started since it was entered (lazy_wrap.h: a forked child's run
- * starts inside this very call, a loop entered before the shim's start gave up waiting), then
- * the readiness wakes of the tasks of what it returned. */
-static inline int epoll_returned(int rc, bool loop_poll, bool home_loop,
-                                 const struct epoll_event *events) {
-    if (home_loop) {
-        int saved = errno;
-        d9p_loop_wait_end_epoll(events, rc > 0 ? rc : 0);
-        errno = saved;
-        return rc;
-    }
-    if (!loop_poll) return rc;
+/* epoll returned `rc` events, outside a loop library's poll: a home-grown loop's iteration
+ * starts (preload_loop_work.c). */
+static int epoll_returned_home(int rc, const struct epoll_event *events) {
     int saved = errno;
-    d9a_lazy_check();
-    if (rc > 0 && D9__ACTIVE()) d9a_fd_ready(events, rc);
+    d9p_loop_wait_end_epoll(events, rc > 0 ? rc : 0);
     errno = saved;
     return rc;
 }
 
+/* The poll of a loop library's run function (libuv, libevent) is the hot path of every
+ * request: one look at the thread's state, errno's location asked once (glibc declares it
+ * const, so the compiler keeps the pointer), and the recorder's park, unpark and readiness
+ * wakes called from here rather than through three helpers that each saved registers and
+ * errno (callgrind, per epoll_wait + read pair on the loop's thread: 236 instructions of the
+ * shim's own before, test_preload_shim_instructions.sh bounds them). What epoll returned is
+ * a readiness wake of the tasks watching those fds (ready_wakes.h); a loop that wraps lazily
+ * gets its trampolines here if recording started since it was entered (lazy_wrap.h: a
+ * forked child's run starts inside this very call, a loop entered before the shim's start
+ * gave up waiting). */
+#define LOOP_EPOLL_CALL(may_block, call)                                                   \
+    do {                                                                                   \
+        d9p_maybe_start_child();                                                           \
+        int *err_ = &errno;                                                                \
+        bool parked_ = (may_block) && D9__ACTIVE();                                        \
+        if (parked_) {                                                                     \
+            int saved_ = *err_;                                                            \
+            d9__park();                                                                    \
+            *err_ = saved_;                                                                \
+        }                                                                                  \
+        int rc_ = (call);                                                                  \
+        int saved_ = *err_;                                                                \
+        if (parked_) d9_unpark();                                                          \
+        d9a_lazy_check();                                                                  \
+        if (rc_ > 0 && D9__ACTIVE()) d9a_fd_ready(events, rc_);                            \
+        *err_ = saved_;                                                                    \
+        return rc_;                                                                        \
+    } while (0)
+
 #define EPOLL_CALL(may_block, call)                                                        \
     do {                                                                                   \
-        bool loop_poll_ = is_loop_poll();                                                  \
-        bool home_loop_ = !loop_poll_ && outside_loop_library() &&                         \
+        if (__builtin_expect(is_loop_poll(), 1)) LOOP_EPOLL_CALL(may_block, call);         \
+        bool home_loop_ = outside_loop_library() &&                                        \
                           d9p_loop_wait_begin(D9P_WAIT_EPOLL, epfd, false, (may_block),    \
                                               __builtin_return_address(0));                \
         bool parked_ = park_begin(RT_EPOLL, (may_block));                                  \
         int rc_ = (call);                                                                  \
         park_end(parked_);                                                                 \
-        return epoll_returned(rc_, loop_poll_, home_loop_, events);                        \
+        return home_loop_ ? epoll_returned_home(rc_, events) : rc_;                        \
     } while (0)
 
 D9P_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {

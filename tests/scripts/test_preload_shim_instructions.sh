@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The shim's hot path, counted: the instructions of libdial9-preload.so's own code per
+# epoll_wait + read pair on a loop library's thread (a libevent loop, shared, as daemons have
+# it), by callgrind, against a bound written here. Counts do not move with the machine's load,
+# so a regression of the interposers' fast path fails anywhere.
+#
+# tests/preload/d9p_epoll_pairs runs N iterations of one epoll_wait (one ready event) and one
+# read. callgrind collects only inside the interposers epoll_wait and read (--toggle-collect):
+# libc's functions of the same names toggle collection off again inside them, and so do the
+# recorder's hooks they call (d9__park, d9__unpark, d9__wake_ready: the core's cost, bounded by
+# test_poll_instructions.sh), so what is counted is the shim's own. Two runs of N1 and N2
+# iterations; the difference / (N2 - N1) is one pair (start-up and the first calls' symbol
+# lookups cancel). Only the loop's thread is read (--separate-threads: the recorder's threads
+# call libc's read, which would toggle collection on in theirs). The trace must hold N parks,
+# unparks and readiness wakes: a pair that recorded nothing would be cheap for no merit.
+# Labelled nosan: valgrind refuses a sanitizer's runtime, and the shim is tested plain.
+set -euo pipefail
+source "$(dirname "$0")/../preload/preload_lib.sh"
+prog="$HELPERS/d9p_epoll_pairs"
+[ -x "$prog" ] || skip "$prog is not built (libevent-dev missing)"
+command -v valgrind >/dev/null || skip "valgrind is not installed (apt-get install valgrind)"
+
+# Measured (gcc 12, RelWithDebInfo), instructions per pair: 236 before the loop library's poll
+# took one function (three helpers, each saving registers and errno), 147 after it (epoll_wait
+# 103 with its readiness wake, read 30 + 3). The bound leaves room for another compiler's
+# choices, not for a helper call more (~20 instructions of prologue and epilogue) or the old
+# helpers.
+BOUND=165
+
+for v in $(env | sed -n 's/^\(DIAL9_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+
+count() { # iterations -> instructions of the loop thread inside the interposers
+  local n=$1 out="$WORK/cg.$1"
+  mkdir -p "$WORK/trace.$n"
+  DIAL9_TRACE_DIR="$WORK/trace.$n" valgrind --tool=callgrind --quiet --separate-threads=yes \
+    --trace-children=yes --callgrind-out-file="$out.%p" \
+    --toggle-collect=epoll_wait --toggle-collect=read \
+    --toggle-collect=d9__park --toggle-collect=d9__unpark --toggle-collect=d9__wake_ready \
+    env LD_PRELOAD="$SHIM" "$prog" "$n" >"$out.stdout" 2>"$out.stderr" ||
+    fail "d9p_epoll_pairs $n under callgrind failed: $(cat "$out.stdout" "$out.stderr")"
+  grep -q "^iterations $n\$" "$out.stdout" || fail "d9p_epoll_pairs $n: $(cat "$out.stdout")"
+  local files=("$out".*-01)
+  [ -f "${files[0]}" ] || fail "no callgrind output of the loop's thread: $(ls "$WORK")"
+  "$D9" stats "$WORK/trace.$n" >"$out.stats" 2>&1 || fail "dial9 stats: $(cat "$out.stats")"
+  local ev
+  for ev in WorkerParkEvent WorkerUnparkEvent WakeEventEvent; do
+    local got
+    got=$(awk -v e=$ev '$2 == e { print $1 }' "$out.stats")
+    [ "${got:-0}" -ge "$n" ] || fail "$n iterations recorded ${got:-0} ${ev}s: $(cat "$out.stats")"
+  done
+  awk '/^summary:/ {print $2; exit}' "${files[0]}"
+}
+
+n1=200 n2=1200
+a=$(count $n1)
+b=$(count $n2)
+[ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ] || fail "no instructions counted in the interposers ($a, $b)"
+per_pair=$(awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
+if awk -v p="$per_pair" -v bound=$BOUND 'BEGIN { exit !(p <= bound) }'; then
+  echo "ok    the shim's own instructions per epoll_wait + read pair: $per_pair (bound $BOUND)"
+else
+  echo "FAIL  the shim's own instructions per epoll_wait + read pair: $per_pair > $BOUND"
+  { callgrind_annotate "$WORK/cg.$n2".*-01 2>/dev/null | sed -n '/file:function/,$p' | head -12; } || true
+  exit 1
+fi
+echo "PASS"

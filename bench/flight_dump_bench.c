@@ -120,6 +120,7 @@ int main(int argc, char **argv) {
            "(%.0f MB/s)\n", segments, (double)bytes / 1e6, took, (double)bytes / 1e6 / took);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-    if (system(cmd) != 0) fprintf(stderr, "d9_flight_dump_bench: could not remove %s\n", base);
+    if (getenv("D9_BENCH_KEEP")) printf("kept %s\n", base); /* to read the dump back */
+    else if (system(cmd) != 0) fprintf(stderr, "d9_flight_dump_bench: could not remove %s\n", base);
     return m[0] ? 0 : 1;
 }

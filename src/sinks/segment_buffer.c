@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #define HUGE_PAGE ((size_t)2 << 20)
-/* The mapping's length sits in front of the bytes, so that freeing needs only the pointer. */
-#define HEADER ((size_t)64)
+/* The mapping's length sits in front of the bytes, so that freeing needs only the pointer; a
+ * page of its own, so that the bytes are page-aligned, as a dump's direct writes need them
+ * (core/flight_dump_direct.c). */
+#define HEADER ((size_t)4096)
 
 static size_t page_size(void) {
     long p = sysconf(_SC_PAGESIZE);

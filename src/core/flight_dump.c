@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/segment_name.h"
+#include "core/flight_dump_direct.h"
 #include "core/hand_over_files.h"
 #include "sinks/trace_dir.h"
 
@@ -54,12 +55,14 @@ static int write_all(int fd, const void *buf, size_t len) {
     return 0;
 }
 
-/* Write `name` whole: as name.active (or .tmp), renamed once complete. */
-static int write_file(d9_dump_dir *dd, const char *name, const char *partial, const void *data, size_t len) {
+/* Write `name` whole: as name.active (or .tmp), renamed once complete; a segment's bytes
+ * past the page cache (flight_dump_direct.c). */
+static int write_file(d9_dump_dir *dd, const char *name, const char *partial, const void *data, size_t len,
+                      bool segment) {
     int fd = openat(dd->fd, partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return -errno;
     d9_files_owner_apply(fd);
-    int rc = write_all(fd, data, len);
+    int rc = segment ? d9_dump_write_bytes(fd, data, len) : write_all(fd, data, len);
     if (close(fd) != 0 && rc == 0) rc = -errno;
     if (rc == 0 && renameat(dd->fd, partial, dd->fd, name) != 0) rc = -errno;
     if (rc != 0) (void)unlinkat(dd->fd, partial, 0);
@@ -70,7 +73,7 @@ int d9_dump_dir_add_bytes(d9_dump_dir *dd, uint64_t seq, const uint8_t *data, si
     char name[D9_SEGMENT_NAME_MAX], partial[D9_SEGMENT_NAME_MAX];
     d9_segment_name_format(name, sizeof name, seq, D9_SEGMENT_SEALED);
     d9_segment_name_format(partial, sizeof partial, seq, D9_SEGMENT_ACTIVE);
-    int rc = write_file(dd, name, partial, data, len);
+    int rc = write_file(dd, name, partial, data, len, true);
     if (rc == 0) {
         dd->segments++;
         dd->bytes += len;
@@ -128,7 +131,7 @@ int d9_dump_dir_add_file(d9_dump_dir *dd, int run_fd, const char *name, uint64_t
 int d9_dump_dir_finish(d9_dump_dir *dd, const char *manifest, size_t len) {
     if (dd->fd < 0) return -EBADF;
     (void)fsync(dd->fd); /* the segments' names before the manifest that vouches for them */
-    int rc = write_file(dd, D9_DUMP_MANIFEST_NAME, D9_DUMP_MANIFEST_NAME ".tmp", manifest, len);
+    int rc = write_file(dd, D9_DUMP_MANIFEST_NAME, D9_DUMP_MANIFEST_NAME ".tmp", manifest, len, false);
     if (rc == 0) (void)fsync(dd->fd);
     close(dd->fd);
     dd->fd = -1;

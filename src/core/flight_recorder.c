@@ -28,6 +28,7 @@
 #include "core/last_error.h"
 #include "core/own_thread_name.h"
 #include "dial9/dial9.h"
+#include "sinks/segment_buffer.h"
 #include "sinks/trace_files.h"
 
 /* A sealed segment as the flight thread keeps it: its bytes (memory mode) or its file's
@@ -183,7 +184,7 @@ static void on_sealed(const d9_segw_sealed_info *info, void *ctx) {
     bool ok = seg_push(&f->incoming, s);
     pthread_mutex_unlock(&f->lock);
     if (!ok && (!s.bytes || d9_crash_seg_remove(s.bytes))) { /* out of memory: not kept (a dump would say so) */
-        free(s.bytes);
+        d9_segbuf_free(s.bytes);
     }
     wake(f);
 }
@@ -199,7 +200,7 @@ static void ask_seal(flight *f, uint64_t at_ns) {
 /* ---------------------------------------------------------------- the store */
 
 static void seg_free(seg *s) {
-    if (s->bytes && d9_crash_seg_remove(s->bytes)) free(s->bytes); /* else a crash dump reads them */
+    if (s->bytes && d9_crash_seg_remove(s->bytes)) d9_segbuf_free(s->bytes); /* else a crash dump reads them */
     s->bytes = NULL;
 }
 

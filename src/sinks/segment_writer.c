@@ -24,6 +24,7 @@
 #include "core/flight_crash.h"
 #include "core/hand_over_files.h"
 #include "sinks/run_claim.h"
+#include "sinks/segment_buffer.h"
 #include "sinks/trace_dir.h"
 #include "sinks/trace_files.h"
 
@@ -249,6 +250,7 @@ static void seal_memory(d9_segment_writer *w) {
     d9_segw_sealed_info info = {.bytes = w->mem, .len = (size_t)w->size, .seq = w->seq++,
                                 .start_mono_ns = w->opened_ns, .end_mono_ns = monotonic_ns()};
     w->stats.segments_sealed++;
+    d9_segbuf_trim(w->mem, info.len); /* a short segment keeps only its pages */
     w->mem = NULL;
     w->mem_cap = 0;
     w->size = 0;
@@ -256,7 +258,7 @@ static void seal_memory(d9_segment_writer *w) {
         w->on_flight(&info, w->on_flight_ctx); /* the crash table has it now: withdrawn as open */
         (void)d9_crash_open_withdraw();
     } else if (d9_crash_open_withdraw()) { /* else a crash dump is reading it */
-        free(info.bytes);
+        d9_segbuf_free(info.bytes);
     }
     atomic_store_explicit(&w->open_since, 0, memory_order_release);
 }
@@ -278,7 +280,9 @@ static int write_memory(d9_segment_writer *w, const void *buf, size_t len) {
          * reads it: core/flight_crash.h); pages not written to cost no memory */
         size_t cap = w->size + len > w->max_file_size ? w->size + len : (size_t)w->max_file_size;
         if (w->mem && !d9_crash_open_withdraw()) return lose_write(w, len); /* a crash dump reads it */
-        uint8_t *m = realloc(w->mem, cap);
+        uint8_t *m = d9_segbuf_alloc(cap); /* huge pages: segment_buffer.c */
+        if (m && w->mem) memcpy(m, w->mem, (size_t)w->size);
+        if (m) d9_segbuf_free(w->mem);
         if (!m) {
             if (w->mem) d9_crash_open_publish(w->mem, w->seq, w->opened_ns), d9_crash_open_written(w->size);
             w->stats.last_write_errno = ENOMEM;
@@ -454,7 +458,7 @@ void d9_segw_close(d9_segment_writer *w) {
     free(w->run_id);
     pthread_mutex_destroy(&w->resize_lock);
     free(w->resizes);
-    if (!w->mem || d9_crash_open_withdraw()) free(w->mem); /* else a crash dump reads it */
+    if (!w->mem || d9_crash_open_withdraw()) d9_segbuf_free(w->mem); /* else a crash dump reads it */
     free(w);
 }
 

@@ -82,20 +82,24 @@ bool d9_crash_open_withdraw(void) {
 
 /* ---------------------------------------------------------------- inside the handler */
 
+/* Text built in a caller's buffer: the manifest's and the file list's are static (64 KiB); the
+ * short ones (a message, a file name) live on the crashing thread's stack, which may be an
+ * alternate signal stack of a few KiB (ASan's, a program's sigaltstack). */
 typedef struct out {
-    char buf[65536];
-    size_t len;
+    char *buf;
+    size_t cap, len;
 } out;
+#define OUT_ON(array) ((out){.buf = (array), .cap = sizeof(array), .len = 0})
 
 static void put(out *o, const char *s) {
-    while (*s && o->len + 1 < sizeof o->buf) o->buf[o->len++] = *s++;
+    while (*s && o->len + 1 < o->cap) o->buf[o->len++] = *s++;
 }
 
 static void put_u64(out *o, uint64_t v) {
     char t[24];
     int n = 0;
     do t[n++] = (char)('0' + v % 10); while ((v /= 10) && n < 24);
-    while (n && o->len + 1 < sizeof o->buf) o->buf[o->len++] = t[--n];
+    while (n && o->len + 1 < o->cap) o->buf[o->len++] = t[--n];
 }
 
 static void put_i64(out *o, int64_t v) {
@@ -112,7 +116,7 @@ static void put_hex(out *o, uint64_t v) {
     int n = 0;
     do t[n++] = "0123456789abcdef"[v & 15]; while ((v >>= 4) && n < 16);
     put(o, "0x");
-    while (n && o->len + 1 < sizeof o->buf) o->buf[o->len++] = t[--n];
+    while (n && o->len + 1 < o->cap) o->buf[o->len++] = t[--n];
 }
 
 static uint64_t clock_ns(clockid_t c) {
@@ -122,7 +126,8 @@ static uint64_t clock_ns(clockid_t c) {
 }
 
 static void say(const char *a, const char *b, const char *c) {
-    out o = {.len = 0};
+    char text[256];
+    out o = OUT_ON(text);
     put(&o, a);
     put(&o, b);
     put(&o, c);
@@ -144,7 +149,8 @@ static bool write_all(int fd, const uint8_t *p, size_t len) {
 /* name as name.part, renamed once whole. */
 static bool write_file(int dir, const char *name, const uint8_t *bytes, size_t len) {
     char partial[96];
-    out o = {.len = 0};
+    char text[256];
+    out o = OUT_ON(text);
     put(&o, name);
     put(&o, ".part");
     if (o.len >= sizeof partial) return false;
@@ -160,7 +166,8 @@ static bool write_file(int dir, const char *name, const uint8_t *bytes, size_t l
 }
 
 static void seg_name(char *name, size_t size, uint64_t seq) {
-    out o = {.len = 0};
+    char text[256];
+    out o = OUT_ON(text);
     put(&o, "trace.");
     put_u64(&o, seq);
     put(&o, ".bin");
@@ -180,7 +187,9 @@ static const char *signal_name(int sig) {
     }
 }
 
-static out g_manifest, g_files; /* static: a crashing thread's stack may be short */
+static char g_manifest_text[65536], g_files_text[65536]; /* static: the stack may be short */
+static out g_manifest = {.buf = g_manifest_text, .cap = sizeof g_manifest_text},
+           g_files = {.buf = g_files_text, .cap = sizeof g_files_text};
 
 static void write_dump(int sig, const siginfo_t *si) {
     uint64_t at = clock_ns(CLOCK_MONOTONIC);
@@ -290,7 +299,7 @@ static void write_dump(int sig, const siginfo_t *si) {
     put(o, ",\n    \"symbols\": \"none: memory mode keeps segments unsymbolized (dial9 symbolize adds them)\",\n"
            "    \"contents\": \"everything the recorder held at the crash: its sealed segments and the open one up to "
            "its last drain (events still in the threads' buffers are lost, as in disk mode)\",\n    \"files\": [");
-    if (o->len + f->len + 512 < sizeof o->buf) {
+    if (o->len + f->len + 512 < o->cap) {
         memcpy(o->buf + o->len, f->buf, f->len);
         o->len += f->len;
     }
@@ -300,7 +309,8 @@ static void write_dump(int sig, const siginfo_t *si) {
     bool ok = write_file(dir, "manifest.json", (const uint8_t *)o->buf, o->len);
     (void)fsync(dir);
     close(dir);
-    out line = {.len = 0};
+    char line_text[1024];
+    out line = OUT_ON(line_text);
     put(&line, "dial9: crash (");
     put(&line, signal_name(sig));
     put(&line, ok ? "): dump written: " : "): the dump has no manifest (it could not be written): ");

@@ -17,6 +17,14 @@ static const pq_column_def polls[D9F_POLLS_COLS] = {
     {"task_id", PQ_INT64, false, false, true},
     {"spawn_loc", PQ_STRING, false, true, false},
     {"duration_ns", PQ_INT64, false, false, false},
+    {"on_cpu_ns", PQ_INT64, false, false, false},
+    {"lock_ns", PQ_INT64, false, false, true},
+    {"io_ns", PQ_INT64, false, false, true},
+    {"sleep_ns", PQ_INT64, false, false, true},
+    {"fault_ns", PQ_INT64, false, false, true},
+    {"blocked_other_ns", PQ_INT64, false, false, true},
+    {"runnable_ns", PQ_INT64, false, false, true},
+    {"unknown_ns", PQ_INT64, false, false, true},
 };
 
 static const pq_column_def poll_hist[D9F_HIST_COLS] = {

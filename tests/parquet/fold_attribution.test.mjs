@@ -1,7 +1,8 @@
 // polls' attribution columns (docs/fleet-tables.md) against `dial9 analyze --json`: a fold of a
 // trace with planted off-CPU causes (the attribution vector: a lock wait, a preemption, a
 // nanosleep, a read, a blocked interval without a stack, a governor's sampled period, a drop)
-// and of a recording of story 2 (a global mutex under load), read by DuckDB with the
+// of a run of the executor demo (its switch records as the cost governor leaves them) and of
+// a recording of story 2 (a global mutex under load), read by DuckDB with the
 // documented query and by hyparquet: per segment and spawn location the sums of the eight
 // parts equal analyze's attribution of that location exactly, and on every row the parts add
 // up to duration_ns.
@@ -12,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { spawnSync } from 'node:child_process'
 import { duckRows, hyparquetRows, lit } from './readers.mjs'
-import { build, dial9, docQuery, files, source } from './fold_lib.mjs'
+import { build, dial9, docQuery, files, record, source } from './fold_lib.mjs'
 import { BUILTIN, TraceWriter } from '../../viewer/test/encoder.mjs'
 
 const PARTS = ['on_cpu_ns', 'lock_ns', 'io_ns', 'sleep_ns', 'fault_ns', 'blocked_other_ns', 'runnable_ns', 'unknown_ns']
@@ -106,4 +107,13 @@ test('a recording of story 2 (a global mutex): per segment and location as analy
   t.diagnostic(`${segments.length} segments, ${await rowsAddUp(tables)} polls; ` + PARTS.map((p) => `${p} ${sum(p)}`).join(', '))
   if (sum('lock_ns') + sum('io_ns') + sum('blocked_other_ns') + sum('runnable_ns') === 0n)
     t.diagnostic('no off-CPU time: this host gave the recording no switch records')
+})
+
+test('a run of the executor demo: per segment and location as analyze says them', async (t) => {
+  const segments = record(dir, 'exec', 2)
+  const tables = join(dir, 'exec-tables')
+  fold(segments, tables)
+  const want = Object.fromEntries(segments.map((s) => [basename(s), analyzeParts(s)]))
+  assert.deepEqual(await foldParts(tables), want)
+  t.diagnostic(`${segments.length} segments, ${await rowsAddUp(tables)} polls`)
 })

@@ -462,7 +462,7 @@ static int on_sample(seg *s, const d9_event *ev, d9_decoder *d) {
     if (!w) return skip ? 0 : -1;
     bool cpu = source == 0;
     pq_put_str(w, D9F_SAMPLE_SOURCE, cpu ? "cpu" : "offcpu", cpu ? 3 : 6);
-    uint64_t wid = d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE), v;
+    uint64_t wid = sample_worker, v;
     if (wid < D9_WORKER_NONE) pq_put_i64(w, D9F_SAMPLE_WORKER, (int64_t)wid);
     else pq_put_null(w, D9F_SAMPLE_WORKER);
     pq_put_i64(w, D9F_SAMPLE_TID, (int64_t)d9m_uint_or(ev, f[D9_KF_TID], 0));

@@ -129,6 +129,10 @@ int main(int argc, char **argv) {
                 pq_put_i64(pw, D9F_POLLS_TASK, (int64_t)(inst * 100000 + next() % 5000));
                 pq_put_str(pw, D9F_POLLS_SPAWN_LOC, loc, (size_t)n);
                 pq_put_i64(pw, D9F_POLLS_DURATION, (int64_t)d);
+                /* the attribution parts: one poll in 16 waits for a lock half its time */
+                uint64_t lock = next() % 16 == 0 ? d / 2 : 0;
+                for (int k = D9F_POLLS_ON_CPU; k <= D9F_POLLS_UNKNOWN; k++)
+                    pq_put_i64(pw, k, k == D9F_POLLS_ON_CPU ? (int64_t)(d - lock) : k == D9F_POLLS_LOCK ? (int64_t)lock : 0);
                 if (pq_end_row(pw) != 0) return 1;
                 d9a_hist_add(&hist[l][w], d);
             }

@@ -1,7 +1,8 @@
 /* A segment into the fold's tables (segment.h). Polls and parks are paired by the model's
  * rule (model/pairing.h), per worker in stream order, as `dial9 analyze` pairs them; poll
  * durations go into analyze's log-bucket histogram (analysis/hist.h) per spawn location,
- * worker and hour, written as poll_hist's merged buckets (hist_rows.h). */
+ * worker and hour, written as poll_hist's merged buckets (hist_rows.h); each poll's
+ * attribution columns come from the model's (poll_attribution.h), after the segment's end. */
 #include "fold/segment.h"
 
 #include <inttypes.h>
@@ -12,8 +13,10 @@
 #include "common/json_writer.h"
 #include "common/u64_map.h"
 #include "fold/hist_rows.h"
+#include "fold/poll_attribution.h"
 #include "format/decoder.h"
 #include "format/schemas.h"
+#include "model/offcpu_cause.h"
 #include "model/pairing.h"
 #include "model/schedstat_source.h"
 #include "model/symtab.h"
@@ -34,11 +37,9 @@ typedef struct hist_group {
  * the width of its widest). */
 typedef struct pending_poll {
     int64_t wall;
-    uint64_t worker, task, dur;
+    uint64_t worker, task, start, dur;
     uint32_t loc;
 } pending_poll;
-
-#define POLL_WINDOW 65536 /* polls ordered at a time: 2.5 MB */
 
 typedef struct stack_entry {
     uint64_t id;        /* hash of its addresses: the same stack has the same id in every segment */
@@ -74,9 +75,12 @@ typedef struct seg {
     d9_u64_map worker_index;
     d9m_pair_state *pairs;
     size_t npairs;
-    /* polls not yet written, in order of their start */
+    /* polls not yet written, in order of their start: all of the segment's, as their
+     * attribution needs the switch records and symbols that follow them */
     pending_poll *pending;
-    size_t npending;
+    size_t npending, pending_cap;
+    d9f_attr attr;
+    uint8_t *stack_cause; /* per stack: its cause + 1, 0 = not read yet */
     /* poll_hist */
     d9_u64_map group_index;
     hist_group *groups;
@@ -146,6 +150,7 @@ static int take_metadata(seg *s, const d9_value *v) {
             free(buf);
             return oom(s);
         }
+        d9m_coverage_metadata(&s->attr.cov, kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
         int ss = d9m_schedstat_from_metadata(kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
         if (ss >= 0) s->ss = (d9m_schedstat)ss;
     }
@@ -318,6 +323,9 @@ static int put_poll_rows(seg *s) {
         pq_put_i64(w, D9F_POLLS_TASK, (int64_t)p->task);
         pq_put_str(w, D9F_POLLS_SPAWN_LOC, s->locs[p->loc], s->loc_lens[p->loc]);
         pq_put_i64(w, D9F_POLLS_DURATION, (int64_t)p->dur);
+        d9m_parts parts;
+        d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, &parts);
+        for (int k = 0; k < D9M_PARTS; k++) pq_put_i64(w, D9F_POLLS_ON_CPU + k, (int64_t)parts.ns[k]);
         if (end_row(s, w) != 0) return -1;
     }
     s->npending = 0;
@@ -335,15 +343,20 @@ static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end) {
     }
     d9a_hist_add(&g->h, dur);
     if (g->h.oom) return oom(s);
-    if (s->npending == POLL_WINDOW && put_poll_rows(s) != 0) return -1;
-    if (!s->pending && !(s->pending = malloc(POLL_WINDOW * sizeof *s->pending))) return oom(s);
+    if (s->npending == s->pending_cap) {
+        size_t c = s->pending_cap ? s->pending_cap * 2 : 4096;
+        pending_poll *p = realloc(s->pending, c * sizeof *p);
+        if (!p) return oom(s);
+        s->pending = p;
+        s->pending_cap = c;
+    }
     /* into place from the end: each worker's polls come in order, so a poll moves back only
      * past the later starts of other workers' polls that ended first (a few) */
     size_t i = s->npending;
     while (i > 0 && s->pending[i - 1].wall > wall) i--;
     memmove(&s->pending[i + 1], &s->pending[i], (s->npending - i) * sizeof *s->pending);
     s->pending[i] = (pending_poll){.wall = wall, .worker = start->worker_id, .task = start->task,
-                                   .dur = dur, .loc = start->loc};
+                                   .start = start->ts, .dur = dur, .loc = start->loc};
     s->npending++;
     return 0;
 }
@@ -399,7 +412,7 @@ static int on_wake(seg *s, const d9_event *ev) {
 }
 
 /* The stack of a sample: its id (a hash of its addresses), kept once per segment. */
-static int sample_stack(seg *s, const d9_event *ev, d9_decoder *d, int64_t wall, uint64_t *id) {
+static int sample_stack(seg *s, const d9_event *ev, d9_decoder *d, int64_t wall, uint64_t *id, uint32_t *index) {
     int idx = ev->schema->bind.field[D9_KF_CALLCHAIN];
     const uint64_t *addrs = NULL;
     uint32_t n = 0;
@@ -415,7 +428,12 @@ static int sample_stack(seg *s, const d9_event *ev, d9_decoder *d, int64_t wall,
     uint64_t h = 0x84222325cbf29ce4ull ^ n;
     for (uint32_t i = 0; i < n; i++) h = d9_mix64(h ^ addrs[i]) + i;
     *id = h & INT64_MAX; /* a BIGINT every engine reads as positive */
-    if (d9_u64_map_get(&s->stack_index, *id)) return 0;
+    uint64_t *known = d9_u64_map_get(&s->stack_index, *id);
+    if (known) {
+        *index = (uint32_t)*known;
+        return 0;
+    }
+    *index = (uint32_t)s->nstacks;
     stack_entry *p = realloc(s->stacks, (s->nstacks + 1) * sizeof *p);
     if (!p) return oom(s);
     s->stacks = p;
@@ -432,13 +450,19 @@ static int on_sample(seg *s, const d9_event *ev, d9_decoder *d) {
     const int16_t *f = ev->schema->bind.field;
     int64_t wall = wall_of(s, ev->ts_ns);
     uint64_t stack;
-    if (sample_stack(s, ev, d, wall, &stack) != 0) return -1;
+    uint32_t stack_index;
+    if (sample_stack(s, ev, d, wall, &stack, &stack_index) != 0) return -1;
+    uint64_t source = d9m_uint_or(ev, f[D9_KF_SOURCE], 0);
+    uint64_t sample_worker = d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE);
+    if (source == 1 && sample_worker != D9_WORKER_NONE && /* a context-switch sample */
+        d9f_attr_offcpu_sample(&s->attr, ev->ts_ns, sample_worker, stack_index) != 0)
+        return oom(s);
     bool skip;
     pq_writer *w = row(s, D9F_SAMPLES, wall, &skip);
     if (!w) return skip ? 0 : -1;
-    bool cpu = d9m_uint_or(ev, f[D9_KF_SOURCE], 0) == 0;
+    bool cpu = source == 0;
     pq_put_str(w, D9F_SAMPLE_SOURCE, cpu ? "cpu" : "offcpu", cpu ? 3 : 6);
-    uint64_t wid = d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE), v;
+    uint64_t wid = sample_worker, v;
     if (wid < D9_WORKER_NONE) pq_put_i64(w, D9F_SAMPLE_WORKER, (int64_t)wid);
     else pq_put_null(w, D9F_SAMPLE_WORKER);
     pq_put_i64(w, D9F_SAMPLE_TID, (int64_t)d9m_uint_or(ev, f[D9_KF_TID], 0));
@@ -456,6 +480,28 @@ static int on_symbol(seg *s, const d9_event *ev) {
     uint32_t file = intern_loc(s, e.file.ptr, e.file.len);
     if (name == UINT32_MAX || file == UINT32_MAX) return oom(s);
     return d9m_symtab_add(&s->symtab, e.addr, e.size, name, file, e.line, e.depth) == 0 ? 0 : oom(s);
+}
+
+/* The cause of an off-CPU interval whose switch-out stack is s->stacks[stack]: the model's,
+ * from its frames' names (each address's function and the functions inlined there). */
+static int stack_cause(uint32_t stack, void *ctx) {
+    seg *s = ctx;
+    if (!s->stack_cause && !(s->stack_cause = calloc(s->nstacks + 1, 1))) return -1;
+    if (s->stack_cause[stack]) return s->stack_cause[stack] - 1;
+    const stack_entry *e = &s->stacks[stack];
+    size_t cap = (size_t)e->n * 8 + 1, n = 0;
+    const char **names = malloc(cap * sizeof *names);
+    if (!names) return -1;
+    for (uint32_t k = 0; k < e->n; k++) {
+        const d9m_sym *syms[8];
+        uint32_t m = d9m_symtab_lookup(&s->symtab, e->addrs[k], syms, 8);
+        if (!m) names[n++] = NULL;
+        for (uint32_t i = 0; i < m; i++) names[n++] = s->locs[syms[i]->name];
+    }
+    d9m_part c = d9m_offcpu_cause(false, names, n);
+    free(names);
+    s->stack_cause[stack] = (uint8_t)(c + 1);
+    return c;
 }
 
 /* One row per distinct stack: its frames leaf first, each its address and, when the trace
@@ -518,6 +564,7 @@ static void note_source(seg *s, const d9_event *ev) {
     if (f[D9_KF_SOURCE] < 0 || f[D9_KF_MODE] < 0 || !d9_value_str(&ev->values[f[D9_KF_SOURCE]], &src) ||
         !d9_value_str(&ev->values[f[D9_KF_MODE]], &mode))
         return;
+    d9m_coverage_change(&s->attr.cov, ev->ts_ns, src.ptr, src.len, mode.ptr, mode.len);
     uint64_t one_in = f[D9_KF_ONE_IN] >= 0 ? d9m_uint_or(ev, f[D9_KF_ONE_IN], 0) : 0;
     d9_json *j = &s->sources_j;
     d9_json_object_begin(j);
@@ -530,6 +577,14 @@ static void note_source(seg *s, const d9_event *ev) {
     d9_json_key(j, "one_in");
     d9_json_u64(j, one_in);
     d9_json_object_end(j);
+}
+
+static int on_switch(seg *s, const d9_event *ev) {
+    const int16_t *f = ev->schema->bind.field;
+    int rc = d9f_attr_switch(&s->attr, ev->ts_ns, d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE),
+                             d9m_uint_or(ev, f[D9_KF_TID], 0), d9m_uint_or(ev, f[D9_KF_SWITCH_OUT], 0) != 0,
+                             d9m_uint_or(ev, f[D9_KF_PREEMPTED], 0) != 0);
+    return rc == 0 ? 0 : oom(s);
 }
 
 static void note_drops(seg *s, const d9_event *ev) {
@@ -579,9 +634,14 @@ static int read_events(seg *s, const char **status) {
         case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK:
         case D9_SCH_WORKER_UNPARK: rc = on_mark(s, &ev, d); break;
         case D9_SCH_COVERAGE: note_source(s, &ev); break;
+        case D9_SCH_SCHED_SWITCH: rc = on_switch(s, &ev); break;
         case D9_SCH_WAKE: rc = on_wake(s, &ev); break;
         case D9_SCH_CPU_SAMPLE: rc = on_sample(s, &ev, d); break;
-        case D9_SCH_DROPPED_EVENTS: note_drops(s, &ev); break;
+        case D9_SCH_DROPPED_EVENTS:
+            note_drops(s, &ev);
+            d9m_coverage_drop(&s->attr.cov, ev.ts_ns, d9m_uint_or(&ev, ev.schema->bind.field[D9_KF_WORKER_ID], D9_WORKER_NONE),
+                              d9m_uint_or(&ev, ev.schema->bind.field[D9_KF_TID], 0));
+            break;
         default: break;
         }
     }
@@ -664,6 +724,8 @@ static void seg_free(seg *s) {
     d9_u64_map_free(&s->worker_index);
     free(s->pairs);
     free(s->pending);
+    d9f_attr_free(&s->attr);
+    free(s->stack_cause);
     free(s->loc_lens);
     d9_u64_map_free(&s->group_index);
     for (size_t i = 0; i < s->ngroups; i++) d9a_hist_free(&s->groups[i].h);
@@ -703,6 +765,7 @@ int d9f_fold_segment(d9f_output *out, const char *path, const char *seg_id, uint
         s.sources = s.drops = NULL;
         if (a || b) rc = oom(&s);
     }
+    if (rc == 0 && d9f_attr_prepare(&s.attr, stack_cause, &s) != 0) rc = oom(&s);
     if (rc == 0) rc = put_poll_rows(&s);
     if (rc == 0) rc = put_hist_rows(&s);
     if (rc == 0) rc = put_stack_rows(&s);

@@ -1,0 +1,152 @@
+/* polls' attribution columns (poll_attribution.h). */
+#include "fold/poll_attribution.h"
+
+#include <stdlib.h>
+
+#include "format/wire.h"
+#include "model/switch_stack_match.h"
+
+struct d9f_switch {
+    uint64_t ts, worker, tid, seq;
+    bool out, preempted;
+};
+
+struct d9f_offcpu_sample {
+    uint64_t ts, worker;
+    uint32_t stack, index;
+};
+
+struct d9f_interval {
+    uint64_t worker, out, in;
+    uint32_t sample; /* the index of the sample taken at it, or D9M_SWITCH_NO_SAMPLE */
+    bool preempted;
+    uint8_t cause;
+};
+
+int d9f_attr_switch(d9f_attr *a, uint64_t ts, uint64_t worker, uint64_t tid, bool out, bool preempted) {
+    a->cov.switch_seen = true;
+    if (a->nsw == a->sw_cap) {
+        size_t c = a->sw_cap ? a->sw_cap * 2 : 1024;
+        d9f_switch *p = realloc(a->sw, c * sizeof *p);
+        if (!p) return -1;
+        a->sw = p;
+        a->sw_cap = c;
+    }
+    a->sw[a->nsw] = (d9f_switch){ts, worker, tid, a->nsw, out, preempted};
+    a->nsw++;
+    return 0;
+}
+
+int d9f_attr_offcpu_sample(d9f_attr *a, uint64_t ts, uint64_t worker, uint32_t stack) {
+    if (a->nsamples == a->samples_cap) {
+        size_t c = a->samples_cap ? a->samples_cap * 2 : 256;
+        d9f_offcpu_sample *p = realloc(a->samples, c * sizeof *p);
+        if (!p) return -1;
+        a->samples = p;
+        a->samples_cap = c;
+    }
+    a->samples[a->nsamples] = (d9f_offcpu_sample){ts, worker, stack, (uint32_t)a->nsamples};
+    a->nsamples++;
+    return 0;
+}
+
+static int cmp_switch(const void *x, const void *y) {
+    const d9f_switch *a = x, *b = y;
+    if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+    if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+static int cmp_interval(const void *x, const void *y) {
+    const d9f_interval *a = x, *b = y;
+    if (a->worker != b->worker) return a->worker < b->worker ? -1 : 1;
+    return (a->out > b->out) - (a->out < b->out);
+}
+
+/* a sample before a switch-out of the same time (switch_stack_match.h) */
+static int cmp_sample(const void *x, const void *y) {
+    const d9f_offcpu_sample *a = x, *b = y;
+    if (a->worker != b->worker) return a->worker < b->worker ? -1 : 1;
+    if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+/* A thread's switch-out and the switch-in after it: an off-CPU interval of the worker the
+ * switch-out names (a thread of no worker holds no poll). */
+static int pair_switches(d9f_attr *a) {
+    if (a->nsw) qsort(a->sw, a->nsw, sizeof *a->sw, cmp_switch);
+    a->iv = malloc((a->nsw / 2 + 1) * sizeof *a->iv);
+    if (!a->iv) return -1;
+    for (size_t i = 0; i + 1 < a->nsw; i++) {
+        const d9f_switch *o = &a->sw[i], *n = &a->sw[i + 1];
+        if (!o->out || n->out || n->tid != o->tid) continue;
+        if (o->worker != D9_WORKER_NONE)
+            a->iv[a->niv++] = (d9f_interval){o->worker, o->ts, n->ts, D9M_SWITCH_NO_SAMPLE, o->preempted, 0};
+        i++;
+    }
+    qsort(a->iv, a->niv, sizeof *a->iv, cmp_interval);
+    return 0;
+}
+
+/* Per worker, its intervals and samples in time order through the model's rule. */
+static void match_samples(d9f_attr *a) {
+    if (a->nsamples) qsort(a->samples, a->nsamples, sizeof *a->samples, cmp_sample);
+    size_t j = 0;
+    for (size_t k = 0; k < a->nsamples;) {
+        uint64_t w = a->samples[k].worker;
+        while (j < a->niv && a->iv[j].worker < w) j++;
+        d9m_switch_match sm = {0};
+        for (; k < a->nsamples && a->samples[k].worker == w; k++) {
+            for (; j < a->niv && a->iv[j].worker == w && a->iv[j].out < a->samples[k].ts; j++) {
+                uint32_t got = d9m_switch_match_interval(&sm, a->iv[j].out, a->iv[j].in);
+                if (got != D9M_SWITCH_NO_SAMPLE) a->iv[j].sample = got;
+            }
+            if (d9m_switch_match_sample(&sm, a->samples[k].ts, (uint32_t)k)) a->iv[j - 1].sample = (uint32_t)k;
+        }
+        for (; j < a->niv && a->iv[j].worker == w; j++) { /* the samples still waiting */
+            uint32_t got = d9m_switch_match_interval(&sm, a->iv[j].out, a->iv[j].in);
+            if (got != D9M_SWITCH_NO_SAMPLE) a->iv[j].sample = got;
+        }
+    }
+}
+
+int d9f_attr_prepare(d9f_attr *a, d9f_stack_cause_fn cause, void *ctx) {
+    const d9m_coverage *c = &a->cov;
+    a->covered = !(c->stated == D9M_SWITCH_INACTIVE || (c->stated == D9M_SWITCH_UNSTATED && !c->switch_seen));
+    if (!a->covered) return 0; /* every poll is unknown (d9m_coverage_gaps) */
+    if (pair_switches(a) != 0) return -1;
+    match_samples(a);
+    for (size_t j = 0; j < a->niv; j++) {
+        d9f_interval *v = &a->iv[j];
+        int k = D9M_PART_BLOCKED_OTHER;
+        if (v->preempted) k = D9M_PART_RUNNABLE;
+        else if (v->sample != D9M_SWITCH_NO_SAMPLE) k = cause(a->samples[v->sample].stack, ctx);
+        if (k < 0) return -1;
+        v->cause = (uint8_t)k;
+    }
+    return 0;
+}
+
+void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, d9m_parts *out) {
+    d9m_attr_poll p;
+    d9m_attr_begin(&p, start, end);
+    d9m_coverage_gaps(&a->cov, worker, &p);
+    size_t lo = 0, hi = a->niv;
+    while (lo < hi) { /* the worker's first interval that starts at or after the poll */
+        size_t mid = lo + (hi - lo) / 2;
+        const d9f_interval *v = &a->iv[mid];
+        if (v->worker < worker || (v->worker == worker && v->out < p.start)) lo = mid + 1;
+        else hi = mid;
+    }
+    for (; lo < a->niv && a->iv[lo].worker == worker && a->iv[lo].out < p.end; lo++)
+        d9m_attr_offcpu(&p, a->iv[lo].out, a->iv[lo].in, (d9m_part)a->iv[lo].cause);
+    d9m_attr_finish(&p, out);
+}
+
+void d9f_attr_free(d9f_attr *a) {
+    d9m_coverage_free(&a->cov);
+    free(a->sw);
+    free(a->samples);
+    free(a->iv);
+    *a = (d9f_attr){0};
+}

@@ -1,0 +1,50 @@
+/* polls' attribution columns (docs/fleet-tables.md): where each poll's time went, by the
+ * model's one definition (model/attribution.h), fed from fold's one pass over a segment. The
+ * pass hands over the switch records, the context-switch samples and the coverage as they
+ * come; after it, the switch records are paired into off-CPU intervals, each interval is given
+ * its sample by the model's rule (model/switch_stack_match.h) and its cause by the model's
+ * (model/offcpu_cause.h), and each poll's parts are the model's arithmetic over the intervals
+ * of its worker that start inside it, as in the export and analyze. The causes wait for the
+ * segment's end: the symbols that name a stack's frames come last. */
+#ifndef D9_FOLD_POLL_ATTRIBUTION_H
+#define D9_FOLD_POLL_ATTRIBUTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/attribution.h"
+
+typedef struct d9f_switch d9f_switch;
+typedef struct d9f_offcpu_sample d9f_offcpu_sample;
+typedef struct d9f_interval d9f_interval;
+
+typedef struct d9f_attr {
+    d9m_coverage cov;
+    d9f_switch *sw;
+    size_t nsw, sw_cap;
+    d9f_offcpu_sample *samples;
+    size_t nsamples, samples_cap;
+    d9f_interval *iv; /* after d9f_attr_prepare: sorted by (worker, switch-out) */
+    size_t niv;
+    bool covered; /* the trace has switch records to attribute from */
+} d9f_attr;
+
+/* During the pass. The adders return -1 when out of memory. */
+int d9f_attr_switch(d9f_attr *a, uint64_t ts, uint64_t worker, uint64_t tid, bool out, bool preempted);
+/* A context-switch sample of `worker` at ts whose stack is the caller's `stack` (an index). */
+int d9f_attr_offcpu_sample(d9f_attr *a, uint64_t ts, uint64_t worker, uint32_t stack);
+
+/* The cause of the caller's stack (model/offcpu_cause.h's d9m_offcpu_cause of its frames'
+ * names), or -1 when out of memory. */
+typedef int (*d9f_stack_cause_fn)(uint32_t stack, void *ctx);
+
+/* After the pass: the intervals, their samples and causes. -1 when out of memory. */
+int d9f_attr_prepare(d9f_attr *a, d9f_stack_cause_fn cause, void *ctx);
+
+/* The parts of a poll of `worker` over [start, end): they add up to end - start. */
+void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, d9m_parts *out);
+
+void d9f_attr_free(d9f_attr *a);
+
+#endif

@@ -1,0 +1,119 @@
+// polls' attribution columns (docs/fleet-tables.md) against `dial9 analyze --json`: a fold of a
+// trace with planted off-CPU causes (the attribution vector: a lock wait, a preemption, a
+// nanosleep, a read, a blocked interval without a stack, a governor's sampled period, a drop)
+// of a run of the executor demo (its switch records as the cost governor leaves them) and of
+// a recording of story 2 (a global mutex under load), read by DuckDB with the
+// documented query and by hyparquet: per segment and spawn location the sums of the eight
+// parts equal analyze's attribution of that location exactly, and on every row the parts add
+// up to duration_ns.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { basename, join } from 'node:path'
+import { spawnSync } from 'node:child_process'
+import { duckRows, hyparquetRows, lit } from './readers.mjs'
+import { build, dial9, docQuery, files, record, source } from './fold_lib.mjs'
+import { BUILTIN, TraceWriter } from '../../viewer/test/encoder.mjs'
+
+const PARTS = ['on_cpu_ns', 'lock_ns', 'io_ns', 'sleep_ns', 'fault_ns', 'blocked_other_ns', 'runnable_ns', 'unknown_ns']
+const dir = mkdtempSync(join(tmpdir(), 'pq-attr-'))
+test.after(() => rmSync(dir, { recursive: true, force: true }))
+
+// analyze --json of one segment: location -> {part: bigint}
+function analyzeParts(path) {
+  const r = dial9('analyze', '--json', path)
+  assert.equal(r.status, 0, r.stderr)
+  const out = {}
+  for (const l of JSON.parse(r.stdout).polls.by_location)
+    out[l.location] = Object.fromEntries(PARTS.map((p) => [p, BigInt(l.attribution[p])]))
+  return out
+}
+
+function fold(segments, tables) {
+  const r = dial9('fold', ...segments, '--to', tables)
+  assert.equal(r.status, 0, r.stderr)
+}
+
+// The documented query per segment: file -> location -> {part: bigint}
+async function foldParts(tables) {
+  const q = docQuery('polls_attribution', { TABLES: tables })
+    .replace('FROM read_parquet', ', segment FROM read_parquet') // per segment: analyze reads one file
+    .replace(/ORDER BY[^;]*;/, ';')
+  const segs = await duckRows(`SELECT segment, file FROM read_parquet(${lit(join(tables, 'segments/**/*.parquet'))})`)
+  const fileOf = Object.fromEntries(segs.map((s) => [s.segment, s.file]))
+  const out = {}
+  for (const r of await duckRows(q)) {
+    const f = fileOf[r.segment]
+    assert.ok(f, `segment ${r.segment} in segments`)
+    ;(out[f] ||= {})[r.spawn_loc] = Object.fromEntries(PARTS.map((p) => [p, BigInt(r[p])]))
+    assert.equal(PARTS.reduce((s, p) => s + BigInt(r[p]), 0n), BigInt(r.duration_ns), `${f} ${r.spawn_loc}: the parts add up`)
+  }
+  return out
+}
+
+// Every row, by both readers: the parts add up to duration_ns, none negative.
+async function rowsAddUp(tables) {
+  const bad = await duckRows(`SELECT count(*) AS n FROM read_parquet(${lit(join(tables, 'polls/**/*.parquet'))})
+    WHERE ${PARTS.join(' + ')} <> duration_ns OR least(${PARTS.join(', ')}) < 0`)
+  assert.equal(bad[0].n, 0n, 'DuckDB: rows whose parts do not add up to duration_ns')
+  let rows = 0
+  for (const f of files(join(tables, 'polls')).filter((f) => f.endsWith('.parquet')))
+    for (const r of await hyparquetRows(f)) {
+      rows++
+      assert.equal(PARTS.reduce((s, p) => s + r[p], 0n), r.duration_ns, `hyparquet: ${JSON.stringify(r, (k, v) => typeof v === 'bigint' ? String(v) : v)}`)
+    }
+  return rows
+}
+
+test('the attribution vector: planted causes per spawn location as analyze says them', async (t) => {
+  const vector = join(source, 'tests/vectors/attribution.bin')
+  if (!existsSync(vector)) return t.skip('no ' + vector)
+  // the vector has no ClockSyncEvent, which fold needs for wall_time: a second stream gives
+  // one (analyze reads the same file)
+  const clock = new TraceWriter().header()
+  clock.schema(0, 'ClockSyncEvent', true, BUILTIN.ClockSyncEvent)
+  clock.event(0, 1000000000n, [1700000000000000000n])
+  const seg = join(dir, 'vector', 'trace.0.bin')
+  mkdirSync(join(dir, 'vector'))
+  writeFileSync(seg, Buffer.concat([readFileSync(vector), Buffer.from(clock.bytes())]))
+  const tables = join(dir, 'vector-tables')
+  fold([seg], tables)
+  const want = analyzeParts(seg)
+  const got = await foldParts(tables)
+  assert.deepEqual(got, { [basename(seg)]: want })
+  // the vector plants each of these: a fold that drops one fails above, and here if analyze did too
+  const total = Object.fromEntries(PARTS.map((p) => [p, Object.values(want).reduce((s, l) => s + l[p], 0n)]))
+  for (const p of ['on_cpu_ns', 'lock_ns', 'io_ns', 'sleep_ns', 'blocked_other_ns', 'runnable_ns', 'unknown_ns'])
+    assert.ok(total[p] > 0n, `the vector plants ${p}: ${JSON.stringify(total, (k, v) => String(v))}`)
+  assert.ok(await rowsAddUp(tables) > 0, 'polls rows')
+})
+
+const story2 = join(build, 'examples/stories/story2_global_mutex')
+test('a recording of story 2 (a global mutex): per segment and location as analyze says them', async (t) => {
+  if (!existsSync(story2)) return t.skip('not built: ' + story2)
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DIAL9_')))
+  const rec = join(dir, 'story2')
+  const r = spawnSync(story2, ['--seconds', '1', '--trace-dir', rec], { encoding: 'utf8', env: { ...env, DIAL9_SERVICE: 'story2' }, timeout: 120000 })
+  assert.equal(r.status, 0, 'story2: ' + r.stdout + r.stderr)
+  const segments = files(rec).filter((f) => /trace\.\d+\.bin(\.gz|\.zst)?$/.test(f))
+  assert.ok(segments.length > 0, 'segments in ' + rec)
+  const tables = join(dir, 'story2-tables')
+  fold(segments, tables)
+  const want = Object.fromEntries(segments.map((s) => [basename(s), analyzeParts(s)]))
+  const got = await foldParts(tables)
+  assert.deepEqual(got, want)
+  const sum = (p) => Object.values(want).flatMap((l) => Object.values(l)).reduce((s, x) => s + x[p], 0n)
+  t.diagnostic(`${segments.length} segments, ${await rowsAddUp(tables)} polls; ` + PARTS.map((p) => `${p} ${sum(p)}`).join(', '))
+  if (sum('lock_ns') + sum('io_ns') + sum('blocked_other_ns') + sum('runnable_ns') === 0n)
+    t.diagnostic('no off-CPU time: this host gave the recording no switch records')
+})
+
+test('a run of the executor demo: per segment and location as analyze says them', async (t) => {
+  const segments = record(dir, 'exec', 2)
+  const tables = join(dir, 'exec-tables')
+  fold(segments, tables)
+  const want = Object.fromEntries(segments.map((s) => [basename(s), analyzeParts(s)]))
+  assert.deepEqual(await foldParts(tables), want)
+  t.diagnostic(`${segments.length} segments, ${await rowsAddUp(tables)} polls`)
+})

@@ -5,6 +5,7 @@
 #   - one prefix, a selection per side (--service api --a-instance h1 --b-instance h2), and two
 #     URLs with one option each: the JSON equals `dial9 diff --json` of the same two segments as
 #     local files (every key but the sides' labels, which name the selection);
+#   - the same through a cache bounded below both sides (A is read before B's fetch evicts it);
 #   - a side whose selection matches nothing, a bucket that does not exist and an endpoint that
 #     does not answer: exit 1, the side and the reason named;
 #   - a per-side selection on a local PATH: a usage error (exit 2).
@@ -41,7 +42,7 @@ now=$(date -u +%s)
 day=$(date -u -d "@$now" +%Y-%m-%d) hhmm=$(date -u -d "@$now" +%H%M)
 declare -A SEG
 for inst in h1 h2; do
-    DIAL9_SERVICE=api DIAL9_SYMBOLIZE=0 "$EXECUTOR" --workers 2 --seconds 1 --trace-dir "$T/rec-$inst" \
+    DIAL9_SERVICE=api DIAL9_SYMBOLIZE=0 "$EXECUTOR" --workers 2 --seconds 1.5 --trace-dir "$T/rec-$inst" \
         >/dev/null 2>"$T/rec-$inst.err"
     mapfile -t segs < <(find "$T/rec-$inst" -name 'trace.*.bin*' | sort)
     check "$inst: one segment recorded (${#segs[@]})" [ "${#segs[@]}" = 1 ]
@@ -72,6 +73,19 @@ assert s["a"]["label"] == sys.argv[2] + " instance h1" and s["b"]["label"] == sy
 d9s3 diff --json $URL --a-instance h1 --a-from now-1h $URL --b-service api --b-instance h2 >"$T/s3two.json" 2>"$T/s3two.err"
 rc=$?; check "diff of two URLs: exit 0 ($(head -c 300 "$T/s3two.err"))" [ "$rc" = 0 ]
 check "it equals the diff of the local segments too" same_diff "$T/local.json" "$T/s3two.json"
+# a cache (DIAL9_S3_CACHE_MAX_MB) that holds the larger side, not both: A is read before B's
+# fetch evicts it. The segments are ~1.5 MB (1.5 s at 4000 requests a second), their exact sizes
+# vary with the load: the bound follows them.
+read -r size1 size2 < <(stat -c %s "${SEG[h1]}" "${SEG[h2]}" | paste -sd' ')
+mb=$(( ((size1 > size2 ? size1 : size2) + 1048575) / 1048576 ))
+if [ $((size1 + size2)) -gt $((mb * 1048576)) ]; then
+    "${s3env[@]}" AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" DIAL9_S3_CACHE_MAX_MB=$mb DIAL9_S3_CACHE_DIR="$T/cache-small" \
+        "$DIAL9" diff --json $URL --a-instance h1 --b-instance h2 >"$T/small.json" 2>"$T/small.err"
+    rc=$?; check "diff through a $mb MiB cache, smaller than both sides ($size1 + $size2 bytes): exit 0 ($(head -c 300 "$T/small.err"))" [ "$rc" = 0 ]
+    check "it equals the diff of the local segments" same_diff "$T/local.json" "$T/small.json"
+else
+    echo "note: segments of $size1 and $size2 bytes fit one $mb MiB cache together: the small-cache case not run"
+fi
 d9s3 diff $URL --a-instance h1 --b-instance h2 >"$T/s3.txt" 2>"$T/s3txt.err"
 rc=$?; check "the text: exit 0 ($(head -c 300 "$T/s3txt.err"))" [ "$rc" = 0 ]
 check "the text names the sides" grep -q "B  $URL instance h2" "$T/s3.txt"

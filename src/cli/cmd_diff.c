@@ -23,6 +23,8 @@
 #include "cli/time_options.h"
 #include "common/plain_number.h"
 #include "common/round.h"
+#include "fleet/s3_fetch.h"
+#include "fleet/wall_time.h"
 
 static void diff_usage(FILE *out) {
     fprintf(out,
@@ -39,7 +41,12 @@ static void diff_usage(FILE *out) {
             "  --a-from T, --a-to T, --b-from T, --b-to T\n"
             "                        each side's window, as analyze's --from/--to: 5s, 250ms (since\n"
             "                        the start), -15m (before the end), @NS (absolute); with two\n"
-            "                        PATHs each applies to its own side\n"
+            "                        PATHs each applies to its own side; on an s3:// side a wall-clock\n"
+            "                        time (now-15m, 2026-04-01T10:00Z) chooses that side's objects\n"
+            "  --a-service S, --a-instance I, --b-service S, --b-instance I\n"
+            "                        each s3:// side's selection (over --service/--instance, which apply\n"
+            "                        to both); one s3:// PATH with them is both sides' prefix:\n"
+            "                        dial9 diff s3://B/P --a-service api --b-service api-canary\n"
             "  --slowest P%%          B = the polls at or above the (100-P)th percentile (0 < P <= 50)\n"
             "  --json                one JSON object (schema dial9.diff, version 1: docs/diff.md)\n"
             "  --fail-on SPEC        exit 1 when: regression, new, data-loss, p50=+X, p99=+X, mean=+X\n"
@@ -63,6 +70,7 @@ static void diff_usage(FILE *out) {
 enum {
     OPT_JSON = 256, OPT_A_FROM, OPT_A_TO, OPT_B_FROM, OPT_B_TO, OPT_SLOWEST, OPT_FAIL_ON, OPT_FLAME,
     OPT_MIN_POLLS, OPT_TAIL_MIN_POLLS, OPT_MIN_CHANGE, OPT_MIN_CHANGE_ABS, OPT_Z, OPT_TOP, OPT_WINDOW,
+    OPT_A_SERVICE, OPT_A_INSTANCE, OPT_B_SERVICE, OPT_B_INSTANCE,
 };
 
 static int parse_double(const char *s, const char *suffix, double *out) {
@@ -90,10 +98,33 @@ typedef struct side_arg {
     d9a_options opt;
     const char *from, *to; /* as typed, for the label */
     char label[1200];
+    /* an s3:// side's own selection: --a-service/--a-instance, a wall-clock --a-from/--a-to */
+    d9_s3_selection sel;
+    bool has_service, has_instance, has_wall; /* which of sel this side gave */
+    const char *wall_from, *wall_to;          /* as typed, for the label */
 } side_arg;
+
+static bool side_selects(const side_arg *s) { return s->has_service || s->has_instance || s->has_wall; }
+
+/* The side's selection: the command line's (--service, --instance, wall-clock --from/--to,
+ * taken out by main) with the side's own options over it. */
+static d9_s3_selection side_selection(const side_arg *s) {
+    d9_s3_selection sel = *d9_s3_current_selection();
+    if (s->has_service) sel.service = s->sel.service;
+    if (s->has_instance) sel.instance = s->sel.instance;
+    if (s->sel.has_from) sel.has_from = true, sel.from = s->sel.from;
+    if (s->sel.has_to) sel.has_to = true, sel.to = s->sel.to;
+    return sel;
+}
 
 static void make_label(side_arg *s, const char *path) {
     int n = snprintf(s->label, sizeof s->label, "%s", path);
+    const char *sel_words[][2] = {{" service ", s->has_service ? s->sel.service : NULL},
+                                  {" instance ", s->has_instance ? s->sel.instance : NULL},
+                                  {" objects from ", s->wall_from}, {" objects to ", s->wall_to}};
+    for (size_t i = 0; i < 4; i++)
+        if (sel_words[i][1] && n >= 0 && (size_t)n < sizeof s->label)
+            n += snprintf(s->label + n, sizeof s->label - (size_t)n, "%s%s", sel_words[i][0], sel_words[i][1]);
     if (s->from && n >= 0 && (size_t)n < sizeof s->label)
         n += snprintf(s->label + n, sizeof s->label - (size_t)n, " from %s", s->from);
     if (s->to && n >= 0 && (size_t)n < sizeof s->label)
@@ -146,10 +177,15 @@ int d9_cmd_diff(int argc, char **argv) {
         {"z", required_argument, NULL, OPT_Z},
         {"top", required_argument, NULL, OPT_TOP},
         {"window", required_argument, NULL, OPT_WINDOW},
+        {"a-service", required_argument, NULL, OPT_A_SERVICE},
+        {"a-instance", required_argument, NULL, OPT_A_INSTANCE},
+        {"b-service", required_argument, NULL, OPT_B_SERVICE},
+        {"b-instance", required_argument, NULL, OPT_B_INSTANCE},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
     side_arg side[2];
+    memset(side, 0, sizeof side);
     d9a_options_init(&side[0].opt);
     d9a_options_init(&side[1].opt);
     side[0].from = side[0].to = side[1].from = side[1].to = NULL;
@@ -179,10 +215,27 @@ int d9_cmd_diff(int argc, char **argv) {
         case OPT_B_TO: {
             side_arg *s = &side[ch == OPT_B_FROM || ch == OPT_B_TO];
             bool from = ch == OPT_A_FROM || ch == OPT_B_FROM;
+            time_t wall;
+            if (d9_wall_time_parse(optarg, time(NULL), &wall) == 0) { /* an s3:// side's objects */
+                if (from) s->sel.has_from = true, s->sel.from = wall, s->wall_from = optarg;
+                else s->sel.has_to = true, s->sel.to = wall, s->wall_to = optarg;
+                s->has_wall = true;
+                break;
+            }
             if (d9_cli_parse_time_option("diff", opt_name, optarg, from ? &s->opt.from : &s->opt.to) != 0)
                 return D9_EXIT_USAGE;
             *(from ? &s->from : &s->to) = optarg;
             windows = true;
+            break;
+        }
+        case OPT_A_SERVICE:
+        case OPT_B_SERVICE:
+        case OPT_A_INSTANCE:
+        case OPT_B_INSTANCE: {
+            side_arg *s = &side[ch == OPT_B_SERVICE || ch == OPT_B_INSTANCE];
+            if (!optarg[0]) bad = "a name";
+            else if (ch == OPT_A_SERVICE || ch == OPT_B_SERVICE) s->sel.service = optarg, s->has_service = true;
+            else s->sel.instance = optarg, s->has_instance = true;
             break;
         }
         case OPT_SLOWEST: {
@@ -250,6 +303,19 @@ int d9_cmd_diff(int argc, char **argv) {
         diff_usage(stderr);
         return D9_EXIT_USAGE;
     }
+    bool per_side_selection = side_selects(&side[0]) || side_selects(&side[1]);
+    for (int s = 0; s < 2; s++) {
+        const char *path = paths[npaths == 2 ? s : 0];
+        if (side_selects(&side[s]) && !d9_s3_is_url(path)) {
+            fprintf(stderr, "dial9 diff: --%c-service, --%c-instance and wall-clock --%c-from/--%c-to choose "
+                    "s3:// objects, and %c is the local PATH '%s'\n", 'a' + s, 'a' + s, 'a' + s, 'a' + s, 'A' + s, path);
+            return D9_EXIT_USAGE;
+        }
+    }
+    if (per_side_selection && slowest > 0) {
+        fprintf(stderr, "dial9 diff: --slowest splits one selection: give it --service/--instance, not --a-/--b- ones\n");
+        return D9_EXIT_USAGE;
+    }
     if (slowest > 0) {
         if (npaths != 1 || windows) {
             fprintf(stderr, "dial9 diff: --slowest takes one PATH and no --a-/--b- window\n");
@@ -260,7 +326,8 @@ int d9_cmd_diff(int argc, char **argv) {
             return D9_EXIT_USAGE;
         }
         mode = D9D_SLOWEST;
-    } else if (npaths == 2) {
+    } else if (npaths == 2 || per_side_selection) {
+        /* one s3:// PATH with a selection per side: two selections of one prefix */
         mode = D9D_RUNS;
     } else if (windows) {
         mode = D9D_WINDOWS;
@@ -287,12 +354,27 @@ int d9_cmd_diff(int argc, char **argv) {
 
     d9_analysis_run run[2];
     memset(run, 0, sizeof run);
+    d9_path_list fetched[2];
+    memset(fetched, 0, sizeof fetched);
     int nruns = mode == D9D_SLOWEST ? 1 : 2;
     int rc = D9_EXIT_OK;
+    /* side by side: A is fetched and read before B is fetched, so B's fetch may evict A's
+     * objects from a small cache (DIAL9_S3_CACHE_MAX_MB) without losing anything */
     for (int s = 0; s < nruns && rc == D9_EXIT_OK; s++) {
         char *path = paths[npaths == 2 ? s : 0];
         make_label(&side[s], path);
-        rc = d9_analysis_run_start(&run[s], "diff", 1, &path, &side[s].opt);
+        if (d9_s3_is_url(path)) {
+            char err[1024];
+            d9_s3_selection sel = side_selection(&side[s]);
+            if (d9_s3_fetch_selected(path, &sel, &fetched[s], err, sizeof err) != 0) {
+                fprintf(stderr, "dial9 diff: %c: %s\n", 'A' + s, err);
+                rc = D9_EXIT_DATA;
+                break;
+            }
+            rc = d9_analysis_run_start(&run[s], "diff", (int)fetched[s].count, fetched[s].paths, &side[s].opt);
+        } else {
+            rc = d9_analysis_run_start(&run[s], "diff", 1, &path, &side[s].opt);
+        }
     }
     d9d_diff *d = rc == D9_EXIT_OK ? d9d_new(mode, &dopt) : NULL;
     if (rc == D9_EXIT_OK && !d) rc = D9_EXIT_DATA;
@@ -345,6 +427,7 @@ int d9_cmd_diff(int argc, char **argv) {
     d9d_free(d);
     d9d_heap_free(&heap);
     for (int s = 0; s < nruns; s++) d9_analysis_run_end(&run[s], "diff");
+    for (int s = 0; s < 2; s++) d9_path_list_free(&fetched[s]);
     if (rc != D9_EXIT_OK) return rc;
     return broken ? D9_EXIT_DATA : D9_EXIT_OK;
 }

@@ -339,9 +339,9 @@ d9_s3_client *d9_s3_client_for(const char *url, const char *bucket, char *err, s
 /* List what the selection takes under url; with fetch, GET what the cache lacks (out gets the
  * local files), else only list (out stays empty). manifest: the selection for dial9-serve.
  * kept and bytes: the objects taken and their size. */
-static int fetch_selection(const char *url, bool fetch, d9_path_list *out, char *local_root, size_t rootlen,
-                           FILE *manifest, size_t *kept, uint64_t *bytes, char *err, size_t errlen) {
-    const d9_s3_selection *sel = &selection;
+static int fetch_selection(const char *url, const d9_s3_selection *sel, bool fetch, d9_path_list *out,
+                           char *local_root, size_t rootlen, FILE *manifest, size_t *kept, uint64_t *bytes,
+                           char *err, size_t errlen) {
     char bucket[128], prefix[1024];
     if (d9_s3_split_url(url, bucket, sizeof bucket, prefix, sizeof prefix, err, errlen) != 0) return -1;
     uint64_t bound;
@@ -476,7 +476,11 @@ static int fetch_selection(const char *url, bool fetch, d9_path_list *out, char 
 
 int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size_t rootlen, char *err,
                       size_t errlen) {
-    return fetch_selection(url, true, out, local_root, rootlen, NULL, NULL, NULL, err, errlen);
+    return fetch_selection(url, &selection, true, out, local_root, rootlen, NULL, NULL, NULL, err, errlen);
+}
+
+int d9_s3_fetch_selected(const char *url, const d9_s3_selection *sel, d9_path_list *out, char *err, size_t errlen) {
+    return fetch_selection(url, sel, true, out, NULL, 0, NULL, NULL, NULL, err, errlen);
 }
 
 int d9_s3_paths(const char *url, d9_path_list *out, char *err, size_t errlen) {
@@ -542,7 +546,7 @@ int d9_s3_serve_args(int *argc, char ***argvp, char *err, size_t errlen) {
     static char root[PATH_MAX];
     size_t count = 0;
     uint64_t bytes = 0;
-    int rc = fetch_selection(url, false, &files, root, sizeof root, manifest, &count, &bytes, err, errlen);
+    int rc = fetch_selection(url, &selection, false, &files, root, sizeof root, manifest, &count, &bytes, err, errlen);
     d9_path_list_free(&files);
     if (fclose(manifest) != 0 && rc == 0) {
         snprintf(err, errlen, "selection for dial9-serve: %s", strerror(errno));

@@ -41,6 +41,10 @@ const d9_s3_selection *d9_s3_current_selection(void);
 int d9_s3_fetch_paths(const char *url, d9_path_list *out, char *local_root, size_t rootlen, char *err,
                       size_t errlen);
 
+/* The same for a selection of the caller's (dial9 diff: one per side) rather than the
+ * command line's. */
+int d9_s3_fetch_selected(const char *url, const d9_s3_selection *sel, d9_path_list *out, char *err, size_t errlen);
+
 /* d9_remote_paths for trace_paths.h: d9_s3_fetch_paths without the root. */
 int d9_s3_paths(const char *url, d9_path_list *out, char *err, size_t errlen);
 

@@ -70,8 +70,23 @@ static void read_string(const char *v, const char *end, char *out, size_t len) {
     out[n] = 0;
 }
 
-static int64_t read_i64(const char *v) { return v ? strtoll(v, NULL, 10) : 0; }
-static uint64_t read_u64(const char *v) { return v && *v != '-' ? strtoull(v, NULL, 10) : 0; }
+/* A number's text copied out first: the manifest is len bytes, not a C string, and strtoll
+ * would read on past its end (found by fuzz_dump_summary). */
+static const char *number_text(const char *v, const char *end, char buf[32]) {
+    size_t n = 0;
+    while (v && v + n < end && n < 31 && v[n] && strchr("+-0123456789", v[n])) buf[n] = v[n], n++;
+    buf[n] = 0;
+    return buf;
+}
+static int64_t read_i64(const char *v, const char *end) {
+    char b[32];
+    return strtoll(number_text(v, end, b), NULL, 10);
+}
+static uint64_t read_u64(const char *v, const char *end) {
+    char b[32];
+    number_text(v, end, b);
+    return b[0] != '-' ? strtoull(b, NULL, 10) : 0;
+}
 
 bool d9_dump_summary_parse(const char *json, size_t len, d9_dump_summary *out) {
     memset(out, 0, sizeof *out);
@@ -82,23 +97,23 @@ bool d9_dump_summary_parse(const char *json, size_t len, d9_dump_summary *out) {
     if (strcmp(format, "dial9-dump")) return false;
     const char *trigger = member(top, end, "trigger"), *window = member(top, end, "window");
     const char *holds = member(top, end, "holds");
-    if (!trigger || !window || *trigger != '{' || *window != '{') return false;
+    if (!trigger || !window || trigger >= end || window >= end || *trigger != '{' || *window != '{') return false;
     read_string(member(trigger, end, "kind"), end, out->kind, sizeof out->kind);
     read_string(member(trigger, end, "rule"), end, out->rule, sizeof out->rule);
     read_string(member(trigger, end, "event"), end, out->event, sizeof out->event);
     read_string(member(trigger, end, "reason"), end, out->reason, sizeof out->reason);
-    out->at_unix_ns = read_i64(member(trigger, end, "at_unix_ns"));
-    out->at_mono_ns = read_u64(member(trigger, end, "at_mono_ns"));
-    out->merged_triggers = read_u64(member(trigger, end, "merged_triggers"));
-    out->lookback_ms = read_u64(member(window, end, "lookback_ms"));
-    out->lookforward_ms = read_u64(member(window, end, "lookforward_ms"));
-    out->from_unix_ns = read_i64(member(window, end, "from_unix_ns"));
-    out->to_unix_ns = read_i64(member(window, end, "to_unix_ns"));
-    out->from_mono_ns = read_u64(member(window, end, "from_mono_ns"));
-    out->to_mono_ns = read_u64(member(window, end, "to_mono_ns"));
-    if (holds && *holds == '{') {
-        out->segments = read_u64(member(holds, end, "segments"));
-        out->bytes = read_u64(member(holds, end, "bytes"));
+    out->at_unix_ns = read_i64(member(trigger, end, "at_unix_ns"), end);
+    out->at_mono_ns = read_u64(member(trigger, end, "at_mono_ns"), end);
+    out->merged_triggers = read_u64(member(trigger, end, "merged_triggers"), end);
+    out->lookback_ms = read_u64(member(window, end, "lookback_ms"), end);
+    out->lookforward_ms = read_u64(member(window, end, "lookforward_ms"), end);
+    out->from_unix_ns = read_i64(member(window, end, "from_unix_ns"), end);
+    out->to_unix_ns = read_i64(member(window, end, "to_unix_ns"), end);
+    out->from_mono_ns = read_u64(member(window, end, "from_mono_ns"), end);
+    out->to_mono_ns = read_u64(member(window, end, "to_mono_ns"), end);
+    if (holds && holds < end && *holds == '{') {
+        out->segments = read_u64(member(holds, end, "segments"), end);
+        out->bytes = read_u64(member(holds, end, "bytes"), end);
     }
     return out->kind[0] && member(window, end, "from_mono_ns") && member(window, end, "to_mono_ns");
 }

@@ -1,6 +1,7 @@
 /* Wall-clock times (wall_time.h). */
 #include "fleet/wall_time.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,16 +12,28 @@ static int parse_ago(const char *s, double *secs) {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || v < 0 || s[0] == '+' || s[0] == '-' || s[0] == ' ') return -1;
+    /* digits and a '.' only: strtod would also take signs, spaces, exponents, hex, inf and nan */
+    if (errno || end == s || v < 0 || strspn(s, "0123456789.") != (size_t)(end - s)) return -1;
     double unit = !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600 : !strcmp(end, "d") ? 86400 : 0;
     if (unit == 0 || v * unit > 1e11) return -1;
     *secs = v * unit;
     return 0;
 }
 
+/* Whether s has digits where `shape` has '9' and the same character elsewhere, for its length
+ * (sscanf's %d alone would take "+026", " 26" or "-1" for a field). */
+static bool shaped(const char *s, const char *shape) {
+    for (; *shape; s++, shape++)
+        if (*shape == '9' ? !isdigit((unsigned char)*s) : *s != *shape) return false;
+    return true;
+}
+
 static int parse_utc(const char *s, time_t *out) {
     struct tm tm = {0};
     int n = 0, len = (int)strlen(s);
+    if (!shaped(s, "9999-99-99")) return -1;
+    if (len > 10 && !shaped(s + 11, "99:99")) return -1;
+    if (len > 16 && s[16] == ':' && !shaped(s + 17, "99")) return -1;
     if (sscanf(s, "%4d-%2d-%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &n) != 3 || n != 10) return -1;
     if (n < len) {
         int m = 0;

@@ -10,7 +10,8 @@ step() { printf '\n==== %s (at %d s) ====\n' "$*" "$((SECONDS - START))"; }
 step "build (warnings are errors)"
 make --no-print-directory build
 step "unit and integration tests"
-(cd build && ctest --output-on-failure -j"$JOBS")
+# the slow S3 integrations (label sanitizer_pass) run once, in the ASan pass below
+(cd build && ctest --output-on-failure -j"$JOBS" -LE sanitizer_pass)
 step "AddressSanitizer + UndefinedBehaviorSanitizer"
 make --no-print-directory asan
 step "ThreadSanitizer (concurrent tests)"

@@ -11,6 +11,7 @@
 #include "analysis/diff_heap.h"
 #include "analysis/time_arg.h"
 #include "common/round.h"
+#include "common/bytes_text.h"
 
 static int parse_amount(const char *v, d9d_fail_item *it, char *err, size_t errlen) {
     const char *s = v;
@@ -129,8 +130,8 @@ static bool heap_grew(const d9d_diff *d, const d9d_fail_item *it, char *why, siz
     if (!r) return false;
     char x[32], y[32];
     const char *leaf = strrchr(r->site, ';');
-    snprintf(why, len, "%.160s: in use %s -> %s", leaf ? leaf + 1 : r->site, d9d_bytes_str(x, sizeof x, r->inuse_bytes[0]),
-             d9d_bytes_str(y, sizeof y, r->inuse_bytes[1]));
+    snprintf(why, len, "%.160s: in use %s -> %s", leaf ? leaf + 1 : r->site, d9_bytes_text(x, sizeof x, r->inuse_bytes[0]),
+             d9_bytes_text(y, sizeof y, r->inuse_bytes[1]));
     return true;
 }
 

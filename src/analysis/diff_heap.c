@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/internal.h"
+#include "common/bytes_text.h"
 
 #define MAX_FRAMES 512 /* frames per expanded stack, as the report's */
 
@@ -139,18 +140,6 @@ const d9d_heap_row *d9d_heap_grown(const d9d_heap *h, bool relative, double perc
     return NULL;
 }
 
-const char *d9d_bytes_str(char *buf, size_t len, double b) {
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    double v = b < 0 ? -b : b;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        u++;
-    }
-    snprintf(buf, len, "%s%.*f %s", b < 0 ? "-" : "", u ? 1 : 0, v, unit[u]);
-    return buf;
-}
-
 /* The site as a reader looks for it: the leaf, then its callers ("leak_inner <- leak_middle <- ..."). */
 static void print_site(FILE *out, const char *site) {
     const char *end = site + strlen(site);
@@ -168,7 +157,7 @@ static void print_site(FILE *out, const char *site) {
 static const char *change_str(char *buf, size_t len, double change) {
     if (len < 2) return "";
     buf[0] = '+';
-    d9d_bytes_str(buf + (change > 0), len - 1, change);
+    d9_bytes_text(buf + (change > 0), len - 1, change);
     return buf;
 }
 
@@ -179,9 +168,9 @@ void d9d_heap_print_text(FILE *out, const d9d_heap *h, size_t top) {
         fprintf(out, "  %c  one sample per %" PRIu64 " bytes, %" PRIu64 " samples, %" PRIu64
                      " frees; allocated %s, in use at end %s\n",
                 s ? 'B' : 'A', h->side[s].rate, h->side[s].samples, h->side[s].frees,
-                d9d_bytes_str(x, sizeof x, h->side[s].alloc_bytes), d9d_bytes_str(y, sizeof y, h->side[s].inuse_bytes));
-    fprintf(out, "  in use at end %s -> %s (%s)\n", d9d_bytes_str(x, sizeof x, h->side[0].inuse_bytes),
-            d9d_bytes_str(y, sizeof y, h->side[1].inuse_bytes),
+                d9_bytes_text(x, sizeof x, h->side[s].alloc_bytes), d9_bytes_text(y, sizeof y, h->side[s].inuse_bytes));
+    fprintf(out, "  in use at end %s -> %s (%s)\n", d9_bytes_text(x, sizeof x, h->side[0].inuse_bytes),
+            d9_bytes_text(y, sizeof y, h->side[1].inuse_bytes),
             change_str(z, sizeof z, h->side[1].inuse_bytes - h->side[0].inuse_bytes));
     fprintf(out, "\n%12s %12s %12s %8s %12s %12s  %s\n", "in use A", "in use B", "change", "%", "alloc A", "alloc B",
             "site (leaf <- callers)");
@@ -192,9 +181,9 @@ void d9d_heap_print_text(FILE *out, const d9d_heap *h, size_t top) {
         char p[32];
         if (isinf(pct)) snprintf(p, sizeof p, "new");
         else snprintf(p, sizeof p, "%+.0f%%", pct);
-        fprintf(out, "%12s %12s %12s %8s %12s %12s  ", d9d_bytes_str(x, sizeof x, r->inuse_bytes[0]),
-                d9d_bytes_str(y, sizeof y, r->inuse_bytes[1]), change_str(z, sizeof z, d9d_heap_inuse_change(r)), p,
-                d9d_bytes_str(w, sizeof w, r->alloc_bytes[0]), d9d_bytes_str(v, sizeof v, r->alloc_bytes[1]));
+        fprintf(out, "%12s %12s %12s %8s %12s %12s  ", d9_bytes_text(x, sizeof x, r->inuse_bytes[0]),
+                d9_bytes_text(y, sizeof y, r->inuse_bytes[1]), change_str(z, sizeof z, d9d_heap_inuse_change(r)), p,
+                d9_bytes_text(w, sizeof w, r->alloc_bytes[0]), d9_bytes_text(v, sizeof v, r->alloc_bytes[1]));
         print_site(out, r->site);
         fputc('\n', out);
     }

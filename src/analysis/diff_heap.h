@@ -57,7 +57,5 @@ const d9d_heap_row *d9d_heap_grown(const d9d_heap *h, bool relative, double perc
 void d9d_heap_print_text(FILE *out, const d9d_heap *h, size_t top);
 void d9d_heap_print_json(d9_json *j, const d9d_heap *h);
 
-/* "1.5 MiB", "-512 B" */
-const char *d9d_bytes_str(char *buf, size_t len, double bytes);
 
 #endif

@@ -10,6 +10,7 @@
 #include "analysis/frame_class.h"
 #include "analysis/report_time.h"
 #include "cli/text_escape.h"
+#include "common/bytes_text.h"
 
 /* Where the text goes while d9_analyze_print_text runs (stdout, escaping the trace's control
  * characters: cli/text_escape.h). */
@@ -564,19 +565,6 @@ static void text_spans(const d9_analyze_render *R) {
                 r->span_stray_ends, r->span_reopened);
 }
 
-/* "12.3 MiB" */
-static const char *bytes_str(char *buf, size_t len, double b) {
-    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    double v = b < 0 ? -b : b;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        u++;
-    }
-    snprintf(buf, len, "%s%.*f %s", b < 0 ? "-" : "", u ? 1 : 0, v, unit[u]);
-    return buf;
-}
-
 static void text_heap_sites(const d9_analyze_render *R, const char *title, const d9a_heap_site_report *s, size_t n,
                             bool growth_known) {
     fprintf(text_out, "  %s\n", title);
@@ -585,9 +573,9 @@ static void text_heap_sites(const d9_analyze_render *R, const char *title, const
         char a[32], u[32], p[32], g[32];
         fprintf(text_out, "    %2zu. %s  allocated %s (%.0f blocks), in use at end %s (%.0f blocks), peak %s",
                 i + 1, s[i].stack && s[i].stack->nframes ? s[i].stack->function : "<no stack>",
-                bytes_str(a, sizeof a, s[i].alloc_bytes), s[i].alloc_count, bytes_str(u, sizeof u, s[i].inuse_bytes),
-                s[i].inuse_count, bytes_str(p, sizeof p, s[i].peak_inuse_bytes));
-        if (growth_known) fprintf(text_out, ", growth over the second half %s", bytes_str(g, sizeof g, s[i].growth_bytes));
+                d9_bytes_text(a, sizeof a, s[i].alloc_bytes), s[i].alloc_count, d9_bytes_text(u, sizeof u, s[i].inuse_bytes),
+                s[i].inuse_count, d9_bytes_text(p, sizeof p, s[i].peak_inuse_bytes));
+        if (growth_known) fprintf(text_out, ", growth over the second half %s", d9_bytes_text(g, sizeof g, s[i].growth_bytes));
         fprintf(text_out, "; %" PRIu64 " samples, %" PRIu64 " frees\n", s[i].samples, s[i].frees);
         print_stack(R, s[i].stack, "          ", false);
     }
@@ -602,8 +590,8 @@ static void text_heap(const d9_analyze_render *R) {
             h->rate);
     fprintf(text_out, "  %" PRIu64 " samples, %" PRIu64 " frees of sampled blocks (%" PRIu64
             " frees of blocks sampled before the trace); allocated %s, in use at end %s\n",
-            h->samples, h->frees, h->frees_unmatched, bytes_str(a, sizeof a, h->alloc_bytes),
-            bytes_str(u, sizeof u, h->inuse_bytes));
+            h->samples, h->frees, h->frees_unmatched, d9_bytes_text(a, sizeof a, h->alloc_bytes),
+            d9_bytes_text(u, sizeof u, h->inuse_bytes));
     text_heap_sites(R, "leak candidates (in use at the end, never freed from)", h->leaks, h->nleaks, h->growth_known);
     text_heap_sites(R, "top sites by bytes in use at the end", h->by_inuse, h->nby_inuse, h->growth_known);
     text_heap_sites(R, "top sites by bytes allocated", h->by_alloc, h->nby_alloc, h->growth_known);

@@ -43,18 +43,6 @@ int d9_dump_dir_create(const char *root, const char *name, d9_dump_dir *out, cha
     return 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len) {
-    const char *p = buf;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return n < 0 ? -errno : -EIO;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Write `name` whole: as name.active (or .tmp), renamed once complete; a segment's bytes
  * past the page cache (flight_dump_direct.c). */
 static int write_file(d9_dump_dir *dd, const char *name, const char *partial, const void *data, size_t len,
@@ -62,7 +50,7 @@ static int write_file(d9_dump_dir *dd, const char *name, const char *partial, co
     int fd = openat(dd->fd, partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return -errno;
     d9_files_owner_apply(fd);
-    int rc = segment ? d9_dump_write_bytes(fd, data, len) : write_all(fd, data, len);
+    int rc = segment ? d9_dump_write_bytes(fd, data, len) : d9_dump_write_plain(fd, data, len);
     if (close(fd) != 0 && rc == 0) rc = -errno;
     if (rc == 0 && renameat(dd->fd, partial, dd->fd, name) != 0) rc = -errno;
     if (rc != 0) (void)unlinkat(dd->fd, partial, 0);
@@ -101,7 +89,7 @@ static int copy_file(d9_dump_dir *dd, int run_fd, const char *name, uint64_t *si
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) rc = -errno;
         if (n <= 0) break;
-        if ((rc = write_all(out, buf, (size_t)n)) != 0) break;
+        if ((rc = d9_dump_write_plain(out, buf, (size_t)n)) != 0) break;
         total += (uint64_t)n;
     }
     close(in);

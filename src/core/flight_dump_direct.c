@@ -21,7 +21,8 @@
 /* One write at most: the kernel pins this much of the buffer at a time. */
 #define DIRECT_CHUNK ((size_t)64 << 20)
 
-static int write_plain(int fd, const uint8_t *p, size_t len) {
+int d9_dump_write_plain(int fd, const void *data, size_t len) {
+    const uint8_t *p = data;
     while (len) {
         ssize_t n = write(fd, p, len);
         if (n < 0 && errno == EINTR) continue;
@@ -60,5 +61,5 @@ int d9_dump_write_bytes(int fd, const uint8_t *data, size_t len) {
         }
         if (!set_direct(fd, false)) return -errno;
     }
-    return write_plain(fd, data + done, len - done);
+    return d9_dump_write_plain(fd, data + done, len - done);
 }

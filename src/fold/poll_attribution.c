@@ -127,17 +127,35 @@ int d9f_attr_prepare(d9f_attr *a, d9f_stack_cause_fn cause, void *ctx) {
     return 0;
 }
 
-void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, d9m_parts *out) {
+/* An interval that comes before the worker's first one at or after `start` */
+static inline bool before(const d9f_interval *v, uint64_t worker, uint64_t start) {
+    return v->worker < worker || (v->worker == worker && v->out < start);
+}
+
+/* The worker's first interval that starts at or after `start`: a binary search. */
+static size_t first_interval(const d9f_attr *a, uint64_t worker, uint64_t start) {
+    size_t lo = 0, hi = a->niv;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (before(&a->iv[mid], worker, start)) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, size_t *from,
+                   d9m_parts *out) {
     d9m_attr_poll p;
     d9m_attr_begin(&p, start, end);
     d9m_coverage_gaps(&a->cov, worker, &p);
-    size_t lo = 0, hi = a->niv;
-    while (lo < hi) { /* the worker's first interval that starts at or after the poll */
-        size_t mid = lo + (hi - lo) / 2;
-        const d9f_interval *v = &a->iv[mid];
-        if (v->worker < worker || (v->worker == worker && v->out < p.start)) lo = mid + 1;
-        else hi = mid;
+    size_t lo = *from;
+    if (lo > a->niv || (lo > 0 && !before(&a->iv[lo - 1], worker, p.start))) {
+        lo = first_interval(a, worker, p.start); /* the first poll, or one that starts earlier */
+    } else {
+        /* on from the previous poll's: the intervals before it come before this poll's too */
+        while (lo < a->niv && before(&a->iv[lo], worker, p.start)) lo++;
     }
+    *from = lo;
     for (; lo < a->niv && a->iv[lo].worker == worker && a->iv[lo].out < p.end; lo++)
         d9m_attr_offcpu(&p, a->iv[lo].out, a->iv[lo].in, (d9m_part)a->iv[lo].cause);
     d9m_attr_finish(&p, out);

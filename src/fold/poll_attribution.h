@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/u64_map.h"
 #include "model/attribution.h"
 
 typedef struct d9f_switch d9f_switch;
@@ -26,7 +27,9 @@ typedef struct d9f_attr {
     d9f_offcpu_sample *samples;
     size_t nsamples, samples_cap;
     d9f_interval *iv; /* after d9f_attr_prepare: sorted by (worker, switch-out) */
-    size_t niv;
+    size_t niv, iv_cap;
+    d9_u64_map last_of_tid; /* a thread's last switch record (index in sw) */
+    bool unordered;         /* a thread's records out of time order: sorted after the pass */
     bool covered; /* the trace has switch records to attribute from */
 } d9f_attr;
 

@@ -26,10 +26,11 @@
 /* Measured (gcc 12, RelWithDebInfo, this 2-vCPU kvm guest) on this segment: 1 661.6
  * instructions per event before the per-worker interval cursor, the worker table and the
  * inline varints, 1 567.1 after them, 1 494.2 with the switch records paired as they come (the
- * executor's recorded segment: 1 820 -> 1 728 -> 1 688). The bound leaves room for another
- * compiler's choices, not for a per-poll search, a sort of the switch records or a varint read
- * through the generic path (it fails on the code before either step). */
-#define BOUND_PER_EVENT 1550.0
+ * executor's recorded segment: 1 820 -> 1 728 -> 1 688). The count takes in libc's and
+ * libzstd's, whose code both pick by the CPU's features (memcpy's variant, zstd's BMI2 paths),
+ * and ~7 % of room is left for that and another compiler's choices; not for the search per
+ * poll and the sort of the switch records both (it fails on the code before: 1 661.6). */
+#define BOUND_PER_EVENT 1600.0
 
 #define R1 4000
 #define R2 24000

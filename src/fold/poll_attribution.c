@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include "common/u64_map.h"
 #include "format/wire.h"
 #include "model/switch_stack_match.h"
 
@@ -17,12 +18,28 @@ struct d9f_offcpu_sample {
 };
 
 struct d9f_interval {
-    uint64_t worker, out, in;
+    uint64_t worker, out, in, tid, seq; /* tid and seq (of the switch-out): the order of ties */
     uint32_t sample; /* the index of the sample taken at it, or D9M_SWITCH_NO_SAMPLE */
     bool preempted;
     uint8_t cause;
 };
 
+static int add_interval(d9f_attr *a, const d9f_switch *o, uint64_t in) {
+    if (a->niv == a->iv_cap) {
+        size_t c = a->iv_cap ? a->iv_cap * 2 : 512;
+        d9f_interval *p = realloc(a->iv, c * sizeof *p);
+        if (!p) return -1;
+        a->iv = p;
+        a->iv_cap = c;
+    }
+    a->iv[a->niv++] = (d9f_interval){o->worker, o->ts, in, o->tid, o->seq, D9M_SWITCH_NO_SAMPLE, o->preempted, 0};
+    return 0;
+}
+
+/* Paired as they come: a thread's switch-out and the switch-in right after it (the pairing
+ * of the records sorted by thread and time, when each thread's come in time order, as the
+ * recorder writes them). A thread's record earlier than its previous one: the records are
+ * sorted and paired after the pass instead (pair_switches). */
 int d9f_attr_switch(d9f_attr *a, uint64_t ts, uint64_t worker, uint64_t tid, bool out, bool preempted) {
     a->cov.switch_seen = true;
     if (a->nsw == a->sw_cap) {
@@ -34,6 +51,18 @@ int d9f_attr_switch(d9f_attr *a, uint64_t ts, uint64_t worker, uint64_t tid, boo
     }
     a->sw[a->nsw] = (d9f_switch){ts, worker, tid, a->nsw, out, preempted};
     a->nsw++;
+    if (a->unordered) return 0;
+    uint64_t *last = d9_u64_map_upsert(&a->last_of_tid, tid, UINT64_MAX);
+    if (!last) return -1;
+    uint64_t prev = *last;
+    *last = a->nsw - 1;
+    if (prev == UINT64_MAX) return 0;
+    const d9f_switch *o = &a->sw[prev];
+    if (ts < o->ts) {
+        a->unordered = true;
+        return 0;
+    }
+    if (o->out && !out && o->worker != D9_WORKER_NONE) return add_interval(a, o, ts);
     return 0;
 }
 
@@ -57,10 +86,14 @@ static int cmp_switch(const void *x, const void *y) {
     return (a->seq > b->seq) - (a->seq < b->seq);
 }
 
+/* by worker and switch-out; ties by thread and record order, as a stable sort of the records
+ * sorted by thread and time leaves them */
 static int cmp_interval(const void *x, const void *y) {
     const d9f_interval *a = x, *b = y;
     if (a->worker != b->worker) return a->worker < b->worker ? -1 : 1;
-    return (a->out > b->out) - (a->out < b->out);
+    if (a->out != b->out) return a->out < b->out ? -1 : 1;
+    if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+    return (a->seq > b->seq) - (a->seq < b->seq);
 }
 
 /* a sample before a switch-out of the same time (switch_stack_match.h) */
@@ -74,17 +107,17 @@ static int cmp_sample(const void *x, const void *y) {
 /* A thread's switch-out and the switch-in after it: an off-CPU interval of the worker the
  * switch-out names (a thread of no worker holds no poll). */
 static int pair_switches(d9f_attr *a) {
-    if (a->nsw) qsort(a->sw, a->nsw, sizeof *a->sw, cmp_switch);
-    a->iv = malloc((a->nsw / 2 + 1) * sizeof *a->iv);
-    if (!a->iv) return -1;
-    for (size_t i = 0; i + 1 < a->nsw; i++) {
-        const d9f_switch *o = &a->sw[i], *n = &a->sw[i + 1];
-        if (!o->out || n->out || n->tid != o->tid) continue;
-        if (o->worker != D9_WORKER_NONE)
-            a->iv[a->niv++] = (d9f_interval){o->worker, o->ts, n->ts, D9M_SWITCH_NO_SAMPLE, o->preempted, 0};
-        i++;
+    if (a->unordered) { /* the pass's pairs are not these: from the sorted records */
+        a->niv = 0;
+        if (a->nsw) qsort(a->sw, a->nsw, sizeof *a->sw, cmp_switch);
+        for (size_t i = 0; i + 1 < a->nsw; i++) {
+            const d9f_switch *o = &a->sw[i], *n = &a->sw[i + 1];
+            if (!o->out || n->out || n->tid != o->tid) continue;
+            if (o->worker != D9_WORKER_NONE && add_interval(a, o, n->ts) != 0) return -1;
+            i++;
+        }
     }
-    qsort(a->iv, a->niv, sizeof *a->iv, cmp_interval);
+    if (a->niv) qsort(a->iv, a->niv, sizeof *a->iv, cmp_interval);
     return 0;
 }
 
@@ -113,7 +146,10 @@ static void match_samples(d9f_attr *a) {
 int d9f_attr_prepare(d9f_attr *a, d9f_stack_cause_fn cause, void *ctx) {
     const d9m_coverage *c = &a->cov;
     a->covered = !(c->stated == D9M_SWITCH_INACTIVE || (c->stated == D9M_SWITCH_UNSTATED && !c->switch_seen));
-    if (!a->covered) return 0; /* every poll is unknown (d9m_coverage_gaps) */
+    if (!a->covered) { /* every poll is unknown (d9m_coverage_gaps) */
+        a->niv = 0;
+        return 0;
+    }
     if (pair_switches(a) != 0) return -1;
     match_samples(a);
     for (size_t j = 0; j < a->niv; j++) {
@@ -127,17 +163,35 @@ int d9f_attr_prepare(d9f_attr *a, d9f_stack_cause_fn cause, void *ctx) {
     return 0;
 }
 
-void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, d9m_parts *out) {
+/* An interval that comes before the worker's first one at or after `start` */
+static inline bool before(const d9f_interval *v, uint64_t worker, uint64_t start) {
+    return v->worker < worker || (v->worker == worker && v->out < start);
+}
+
+/* The worker's first interval that starts at or after `start`: a binary search. */
+static size_t first_interval(const d9f_attr *a, uint64_t worker, uint64_t start) {
+    size_t lo = 0, hi = a->niv;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (before(&a->iv[mid], worker, start)) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, size_t *from,
+                   d9m_parts *out) {
     d9m_attr_poll p;
     d9m_attr_begin(&p, start, end);
     d9m_coverage_gaps(&a->cov, worker, &p);
-    size_t lo = 0, hi = a->niv;
-    while (lo < hi) { /* the worker's first interval that starts at or after the poll */
-        size_t mid = lo + (hi - lo) / 2;
-        const d9f_interval *v = &a->iv[mid];
-        if (v->worker < worker || (v->worker == worker && v->out < p.start)) lo = mid + 1;
-        else hi = mid;
+    size_t lo = *from;
+    if (lo > a->niv || (lo > 0 && !before(&a->iv[lo - 1], worker, p.start))) {
+        lo = first_interval(a, worker, p.start); /* the first poll, or one that starts earlier */
+    } else {
+        /* on from the previous poll's: the intervals before it come before this poll's too */
+        while (lo < a->niv && before(&a->iv[lo], worker, p.start)) lo++;
     }
+    *from = lo;
     for (; lo < a->niv && a->iv[lo].worker == worker && a->iv[lo].out < p.end; lo++)
         d9m_attr_offcpu(&p, a->iv[lo].out, a->iv[lo].in, (d9m_part)a->iv[lo].cause);
     d9m_attr_finish(&p, out);
@@ -148,5 +202,6 @@ void d9f_attr_free(d9f_attr *a) {
     free(a->sw);
     free(a->samples);
     free(a->iv);
+    d9_u64_map_free(&a->last_of_tid);
     *a = (d9f_attr){0};
 }

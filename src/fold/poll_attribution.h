@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/u64_map.h"
 #include "model/attribution.h"
 
 typedef struct d9f_switch d9f_switch;
@@ -26,7 +27,9 @@ typedef struct d9f_attr {
     d9f_offcpu_sample *samples;
     size_t nsamples, samples_cap;
     d9f_interval *iv; /* after d9f_attr_prepare: sorted by (worker, switch-out) */
-    size_t niv;
+    size_t niv, iv_cap;
+    d9_u64_map last_of_tid; /* a thread's last switch record (index in sw) */
+    bool unordered;         /* a thread's records out of time order: sorted after the pass */
     bool covered; /* the trace has switch records to attribute from */
 } d9f_attr;
 
@@ -42,8 +45,12 @@ typedef int (*d9f_stack_cause_fn)(uint32_t stack, void *ctx);
 /* After the pass: the intervals, their samples and causes. -1 when out of memory. */
 int d9f_attr_prepare(d9f_attr *a, d9f_stack_cause_fn cause, void *ctx);
 
-/* The parts of a poll of `worker` over [start, end): they add up to end - start. */
-void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, d9m_parts *out);
+/* The parts of a poll of `worker` over [start, end): they add up to end - start. *from is the
+ * caller's per worker, SIZE_MAX before its first poll: where the search for the poll's first
+ * interval starts. With the worker's polls in order of start, each poll steps on from the
+ * previous one's (no search per poll); a poll that starts earlier is searched for. */
+void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, size_t *from,
+                   d9m_parts *out);
 
 void d9f_attr_free(d9f_attr *a);
 

@@ -39,6 +39,7 @@ typedef struct pending_poll {
     int64_t wall;
     uint64_t worker, task, start, dur;
     uint32_t loc;
+    uint32_t pair; /* its worker's index in seg.pairs */
 } pending_poll;
 
 typedef struct stack_entry {
@@ -71,7 +72,8 @@ typedef struct seg {
     d9_u64_map loc_by_hash, loc_by_pool;
     uint32_t stream;
     bool stream_known;
-    /* workers' pairing */
+    /* workers' pairing: small worker ids (all of a usual runtime's) by a table, no hashing */
+    uint32_t small_worker[64]; /* index in pairs + 1, 0: not seen yet */
     d9_u64_map worker_index;
     d9m_pair_state *pairs;
     size_t npairs;
@@ -283,12 +285,16 @@ static uint32_t spawn_loc(seg *s, const d9_event *ev, d9_decoder *d) {
 }
 
 static d9m_pair_state *pair_of(seg *s, uint64_t worker) {
-    uint64_t *i = d9_u64_map_get(&s->worker_index, worker);
+    bool small = worker < sizeof s->small_worker / sizeof *s->small_worker;
+    if (small && s->small_worker[worker]) return &s->pairs[s->small_worker[worker] - 1];
+    uint64_t *i = small ? NULL : d9_u64_map_get(&s->worker_index, worker);
     if (i) return &s->pairs[*i];
+    if (s->npairs >= UINT32_MAX - 1) return NULL;
     d9m_pair_state *p = realloc(s->pairs, (s->npairs + 1) * sizeof *p);
     if (!p) return NULL;
     s->pairs = p;
-    if (d9_u64_map_put(&s->worker_index, worker, s->npairs) != 0) return NULL;
+    if (small) s->small_worker[worker] = (uint32_t)s->npairs + 1;
+    else if (d9_u64_map_put(&s->worker_index, worker, s->npairs) != 0) return NULL;
     p[s->npairs] = (d9m_pair_state){0};
     return &p[s->npairs++];
 }
@@ -311,12 +317,17 @@ static hist_group *group_of(seg *s, uint32_t loc, uint64_t worker, int64_t wall)
 }
 
 static int put_poll_rows(seg *s) {
+    /* per worker, where its previous poll's search for off-CPU intervals ended */
+    size_t *from = malloc((s->npairs ? s->npairs : 1) * sizeof *from);
+    if (!from) return oom(s);
+    for (size_t k = 0; k < s->npairs; k++) from[k] = SIZE_MAX;
     for (size_t i = 0; i < s->npending; i++) {
         const pending_poll *p = &s->pending[i];
         bool skip;
         pq_writer *w = row(s, D9F_POLLS, p->wall, &skip);
         if (!w) {
             if (skip) continue;
+            free(from);
             return -1;
         }
         pq_put_i64(w, D9F_POLLS_WORKER, (int64_t)p->worker);
@@ -324,15 +335,19 @@ static int put_poll_rows(seg *s) {
         pq_put_str(w, D9F_POLLS_SPAWN_LOC, s->locs[p->loc], s->loc_lens[p->loc]);
         pq_put_i64(w, D9F_POLLS_DURATION, (int64_t)p->dur);
         d9m_parts parts;
-        d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, &parts);
+        d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, &from[p->pair], &parts);
         for (int k = 0; k < D9M_PARTS; k++) pq_put_i64(w, D9F_POLLS_ON_CPU + k, (int64_t)parts.ns[k]);
-        if (end_row(s, w) != 0) return -1;
+        if (end_row(s, w) != 0) {
+            free(from);
+            return -1;
+        }
     }
+    free(from);
     s->npending = 0;
     return 0;
 }
 
-static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end) {
+static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end, uint32_t pair) {
     uint64_t dur = end->ts > start->ts ? end->ts - start->ts : 0;
     int64_t wall = wall_of(s, start->ts);
     s->polls++;
@@ -356,7 +371,7 @@ static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end) {
     while (i > 0 && s->pending[i - 1].wall > wall) i--;
     memmove(&s->pending[i + 1], &s->pending[i], (s->npending - i) * sizeof *s->pending);
     s->pending[i] = (pending_poll){.wall = wall, .worker = start->worker_id, .task = start->task,
-                                   .start = start->ts, .dur = dur, .loc = start->loc};
+                                   .start = start->ts, .dur = dur, .loc = start->loc, .pair = pair};
     s->npending++;
     return 0;
 }
@@ -391,7 +406,7 @@ static int on_mark(seg *s, const d9_event *ev, d9_decoder *d) {
     if (r == D9M_PAIR_REOPENED && k.kind == D9M_POLL_START) s->unmatched_starts++;
     if (r == D9M_PAIR_STRAY_END && k.kind == D9M_POLL_END) s->unmatched_ends++;
     switch (k.kind) {
-    case D9M_POLL_END: return r == D9M_PAIR_CLOSED ? on_poll(s, start, &k) : 0;
+    case D9M_POLL_END: return r == D9M_PAIR_CLOSED ? on_poll(s, start, &k, (uint32_t)(ps - s->pairs)) : 0;
     case D9M_PARK: return sched_row(s, &k, NULL);
     case D9M_UNPARK: return sched_row(s, &k, r == D9M_PAIR_CLOSED ? start : NULL);
     default: return 0;

@@ -494,6 +494,16 @@ static inline __attribute__((always_inline)) int parse_event(cur *c, d9_event *e
                 c->p = p + 1;
                 continue;
             }
+            if (LIKELY(left >= 10)) { /* a longer one (times, ids) whose every byte is there */
+                uint64_t x = 0;
+                unsigned n = 0;
+                for (; n < 9 && (p[n] & 0x80); n++) x |= (uint64_t)(p[n] & 0x7f) << (7 * n);
+                if (n < 9 || p[9] <= 1) { /* else too long: decode_value says so */
+                    v->u = x | (uint64_t)(p[n] & 0x7f) << (7 * n);
+                    c->p = p + n + 1;
+                    continue;
+                }
+            }
             break;
         case D9_FT_U8:
             if (LIKELY(left >= 1)) {

@@ -29,6 +29,7 @@
 #include "core/own_thread_name.h"
 #include "dial9/dial9.h"
 #include "sinks/segment_buffer.h"
+#include "sinks/step_dump_symbolize.h"
 #include "sinks/trace_files.h"
 
 /* A sealed segment as the flight thread keeps it: its bytes (memory mode) or its file's
@@ -38,6 +39,7 @@ typedef struct seg {
     uint8_t *bytes;
     size_t len;
     bool on_disk;
+    d9_sym_input *symbols; /* memory mode: what it holds to name, as the writer listed it */
 } seg;
 
 typedef struct seg_list {
@@ -62,6 +64,8 @@ typedef struct dump {
     char *files_json;        /* the segments' entries of the manifest, as they were added */
     size_t files_len;
     FILE *files;
+    d9_dump_symbols symbols; /* memory mode: what its segments got */
+    uint64_t symbolize_until_ns; /* the names' time bound */
 } dump;
 
 #define REQ_SLOTS 16
@@ -119,6 +123,7 @@ typedef struct flight {
     uint64_t last_seal_ns; /* the collector's: when it sealed last (at first: when recording started) */
     bool had_segment; /* a sealed segment has come in this recording: before that, the collector
                        * holding no bytes means it has not written its first segment yet */
+    d9_dump_symbolizer *symbolizer; /* memory mode's dumps get their names (NULL: DIAL9_SYMBOLIZE=0) */
 } flight;
 
 static flight g_flight = {.wake_fd = -1, .wake_rd = -1, .listen_fd = -1, .run_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
@@ -178,14 +183,15 @@ static void on_sealed(const d9_segw_sealed_info *info, void *ctx) {
     uint64_t start = info->start_mono_ns < f->last_seal_ns ? info->start_mono_ns : f->last_seal_ns;
     f->last_seal_ns = info->end_mono_ns;
     seg s = {.seq = info->seq, .start_ns = start, .end_ns = info->end_mono_ns,
-             .bytes = info->bytes, .len = info->len, .on_disk = info->path != NULL};
-    if (s.bytes) d9_crash_seg_add(s.bytes, s.len, s.seq, s.start_ns, s.end_ns); /* a crash dump's from now on */
+             .bytes = info->bytes, .len = info->len, .on_disk = info->path != NULL, .symbols = info->symbols};
+    d9_crash_seg_add(s.bytes, s.len, s.seq, s.start_ns, s.end_ns); /* a crash dump's from now on (disk: its file) */
     pthread_mutex_lock(&f->lock);
     bool ok = seg_push(&f->incoming, s);
     pthread_mutex_unlock(&f->lock);
     if (!ok && (!s.bytes || d9_crash_seg_remove(s.bytes))) { /* out of memory: not kept (a dump would say so) */
         d9_segbuf_free(s.bytes);
     }
+    if (!ok) d9_dump_segment_symbols_free(s.symbols);
     wake(f);
 }
 
@@ -202,6 +208,15 @@ static void ask_seal(flight *f, uint64_t at_ns) {
 static void seg_free(seg *s) {
     if (s->bytes && d9_crash_seg_remove(s->bytes)) d9_segbuf_free(s->bytes); /* else a crash dump reads them */
     s->bytes = NULL;
+    d9_dump_segment_symbols_free(s->symbols);
+    s->symbols = NULL;
+}
+
+/* A dump's names are bounded in time (5 s, as the pipeline's at exit): what is left over is
+ * said in its manifest, for dial9 symbolize. */
+static bool symbolize_late(void *ctx) {
+    const dump *d = ctx;
+    return mono_ns() > d->symbolize_until_ns;
 }
 
 /* Drop the oldest segments past the budget (memory: bytes and age; disk: only the list). The
@@ -252,6 +267,10 @@ static void add_segment(flight *f, dump *d, const seg *s) {
         d9_segment_name_format(name, sizeof name, s->seq, D9_SEGMENT_SEALED);
         rc = s->bytes ? d9_dump_dir_add_bytes(&d->dir, s->seq, s->bytes, s->len) : -ENOENT;
         size = s->len;
+        if (rc == 0 && f->symbolizer) { /* names appended, as disk mode's pipeline does (not counted in size) */
+            if (!d->symbolize_until_ns) d->symbolize_until_ns = mono_ns() + 5000000000ull;
+            d9_dump_symbolize_segment(f->symbolizer, d->dir.fd, name, s->symbols, symbolize_late, d, &d->symbols);
+        }
     }
     if (rc != 0) {
         d->missing++;
@@ -320,8 +339,15 @@ static void write_manifest(flight *f, dump *d, bool stopped) {
             d9_json_key(&j, "to_unix_ns"); d9_json_i64(&j, mono_to_unix_ns(d->held_to_ns));
         }
         d9_json_key(&j, "symbols");
-        d9_json_string(&j, f->cfg.memory ? "none: memory mode keeps segments unsymbolized (dial9 symbolize adds them)"
-                                         : "as the run's files had them when linked");
+        char symbols[512];
+        if (!f->cfg.memory) snprintf(symbols, sizeof symbols, "as the run's files had them when linked");
+        else if (!f->symbolizer) snprintf(symbols, sizeof symbols, "none: DIAL9_SYMBOLIZE=0 (dial9 symbolize adds them)");
+        else
+            snprintf(symbols, sizeof symbols, "appended to each segment at the dump: %" PRIu64 " addresses, %" PRIu64
+                     " named; %u segments left without (dial9 symbolize adds them)%s%s", d->symbols.addresses,
+                     d->symbols.named, d->symbols.unlisted + d->symbols.failed, d->symbols.failed ? ": " : "",
+                     d->symbols.failed ? d->symbols.last_error : "");
+        d9_json_string(&j, symbols);
         d9_json_key(&j, "files");
         d9_json_array_begin(&j);
         d9_json_array_end(&j);
@@ -708,7 +734,14 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
                 strerror(errno));
     f->col = col;
     d9_collector_set_on_flight(col, on_sealed, f);
-    if (fc->memory) (void)d9_crash_install(fc->dump_dir, run_id); /* a crash must not lose what memory holds */
+    /* memory mode: what each segment holds to name is listed as it is written, so that a dump
+     * names it without reading the segment back (before the collector starts: every segment) */
+    f->symbolizer = NULL;
+    if (fc->memory && (!fc->recorder_cfg || fc->recorder_cfg->symbolize) && (f->symbolizer = d9_dump_symbolizer_new()))
+        d9_collector_collect_symbols(col);
+    /* a crash must not lose what memory holds; on disk, the look-back before it is pinned */
+    (void)d9_crash_install(fc->dump_dir, run_id, fc->memory ? NULL : d9_collector_run_dir(col), fc->lookback_ns,
+                           f->last_seal_ns);
     if (fc->recorder_cfg) (void)d9_flight_upload_start(fc->recorder_cfg, fc->service); /* else: said, dumps stay local */
     sigset_t all, old;
     sigfillset(&all);
@@ -718,8 +751,10 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
     if (rc != 0) {
         fprintf(stderr, "dial9: flight recorder: cannot start its thread: %s\n", strerror(rc));
         d9_collector_set_on_flight(col, NULL, NULL);
+        d9_dump_symbolizer_free(f->symbolizer);
+        f->symbolizer = NULL;
         d9_flight_upload_stop();
-        if (fc->memory) d9_crash_uninstall();
+        d9_crash_uninstall();
         f->col = NULL;
         if (f->listen_fd >= 0) close(f->listen_fd);
         if (f->run_fd >= 0) close(f->run_fd);
@@ -749,12 +784,14 @@ void d9_flight_stop(void) {
     pthread_mutex_unlock(&f->lock);
     wake(f);
     pthread_join(f->thread, NULL);
-    if (f->cfg.memory) d9_crash_uninstall();
+    d9_crash_uninstall();
     round_once(f, true); /* the last segments; every dump under way ends with what there is */
     d9_flight_upload_stop(); /* their S3 copies, within the exit wait */
     for (size_t i = 0; i < f->store.count; i++) seg_free(&f->store.items[i]);
     free(f->store.items);
     f->store = (seg_list){0};
+    d9_dump_symbolizer_free(f->symbolizer);
+    f->symbolizer = NULL;
     if (still_ours(f->listen_fd, f->listen_dev, f->listen_ino)) close(f->listen_fd);
     if (still_ours(f->run_fd, f->run_dev, f->run_ino)) close(f->run_fd);
     f->listen_fd = f->run_fd = -1;

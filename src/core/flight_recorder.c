@@ -58,6 +58,7 @@ typedef struct dump {
     uint64_t next_seq;       /* segments below this were considered */
     uint64_t merged;         /* rule triggers that joined it (debounce) */
     uint64_t requested_after_ns; /* rule: from the event's end to this dump's start */
+    uint64_t matched_after_ns;   /* rule: from the event's end to the collector's match */
     uint32_t missing;        /* segments of the window that could not be added */
     bool evicted_before;     /* the store had dropped part of the look-back already */
     int client_fd;           /* the control socket client waiting for it, -1: none */
@@ -81,6 +82,7 @@ typedef struct hit_slot {
     _Atomic int state; /* 0 free, 1 being filled, 2 ready */
     d9_flight_rule_kind kind;
     uint64_t begin_ns, end_ns, value, worker;
+    uint64_t matched_ns;    /* when the collector matched it: the latency's first part */
     const char *event_name; /* a registered type's name: lives as long as the process */
 } hit_slot;
 
@@ -320,6 +322,7 @@ static void write_manifest(flight *f, dump *d, bool stopped) {
         d9_json_key(&j, "at_mono_ns"); d9_json_u64(&j, d->at_ns);
         d9_json_key(&j, "merged_triggers"); d9_json_u64(&j, d->merged);
         if (d->rule[0]) d9_json_key_f64(&j, "requested_after_ms", (double)d->requested_after_ns / 1e6);
+        if (d->rule[0]) d9_json_key_f64(&j, "matched_after_ms", (double)d->matched_after_ns / 1e6);
         d9_json_object_end(&j);
         d9_json_key(&j, "window");
         d9_json_object_begin(&j);
@@ -546,6 +549,7 @@ void d9_flight_rule_matched(d9_flight_rule_kind kind, uint64_t begin_ns, uint64_
         h->end_ns = end_ns;
         h->value = value;
         h->worker = worker;
+        h->matched_ns = mono_ns(); /* a match is rare: one clock read */
         h->event_name = event_name;
         atomic_store_explicit(&h->state, 2, memory_order_release);
         wake(f);
@@ -594,8 +598,10 @@ static void take_hits(flight *f) {
             hit.rule = r;
             dump *before = f->last_rule_dump;
             on_rule_hit(&hit, f);
-            if (f->last_rule_dump && f->last_rule_dump != before)
+            if (f->last_rule_dump && f->last_rule_dump != before) {
                 f->last_rule_dump->requested_after_ns = now > h->end_ns ? now - h->end_ns : 0;
+                f->last_rule_dump->matched_after_ns = h->matched_ns > h->end_ns ? h->matched_ns - h->end_ns : 0;
+            }
         }
         atomic_store_explicit(&((hit_slot *)h)->state, 0, memory_order_release);
     }

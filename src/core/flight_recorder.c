@@ -817,6 +817,7 @@ void d9_flight_forget_after_fork(void) {
     if (f->run_fd >= 0) close(f->run_fd);
     f->wake_fd = f->wake_rd = f->listen_fd = f->run_fd = -1;
     f->incoming = f->store = (seg_list){0}; /* leaked in the child, never freed twice */
+    f->symbolizer = NULL;
     d9_flight_upload_forget_after_fork();
     d9_crash_forget_after_fork();
     f->ndumps = 0;

@@ -39,7 +39,7 @@ void d9_dump_symbolize_segment(d9_dump_symbolizer *s, int dir_fd, const char *na
                     : -1;
     if (rc != 0) {
         acc->failed++;
-        snprintf(acc->last_error, sizeof acc->last_error, "%s", err);
+        snprintf(acc->last_error, sizeof acc->last_error, "%.190s", err);
         return;
     }
     acc->segments++;

@@ -20,13 +20,13 @@
 
 #define ALLOCS 200
 
+static void *g_blocks[ALLOCS];
+
 __attribute__((noinline)) void flight_symbols_marker_fn(int n);
 __attribute__((noinline)) void flight_symbols_marker_fn(int n) {
-    for (int i = 0; i < n; i++) {
-        void *p = malloc(4096);
-        if (p && d9_heap_sample_alloc(p, 4096)) { /* kept: the live set names this function */
-        }
-        __asm__ volatile("" ::"r"(p) : "memory");
+    for (int i = 0; i < n && i < ALLOCS; i++) {
+        g_blocks[i] = malloc(4096);
+        if (g_blocks[i]) (void)d9_heap_sample_alloc(g_blocks[i], 4096); /* each sampled, with this stack */
     }
 }
 
@@ -48,6 +48,7 @@ static int child(const char *base) {
     if (d9_dump(60000, 0, "symbols") != D9_OK) return 4;
     d9_worker_end();
     d9_stop(); /* the dump under way ends with what there is */
+    for (int i = 0; i < ALLOCS; i++) free(g_blocks[i]); /* in use at the dump: the heap's live set */
     return 0;
 }
 

@@ -39,6 +39,9 @@ static int add_object(void *ctx, const char *key, uint64_t size, const char *las
     dump_list *l = ctx;
     const char *rest = d9_dump_key_rest(key, l->prefix);
     if (!rest || l->n >= MAX_DUMP_OBJECTS) return 0;
+    int depth = 0; /* date=D/service=S/instance=H/NAME/FILE: any other key is none of a dump's */
+    for (const char *p = rest; *p; p++) depth += *p == '/';
+    if (depth != 4) return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
         dump_object *v = realloc(l->v, cap * sizeof *v);
@@ -84,6 +87,19 @@ static bool value_is(const char *have, const char *want) {
     if (!want) return true;
     char esc[1024];
     return d9_hive_escape(want, esc, sizeof esc) == 0 && !strcmp(have, esc);
+}
+
+/* No empty, "." or ".." component: the run's name becomes a path under the cache (and the
+ * selection file refuses such names, which would stop dial9-serve from starting at all). */
+static bool safe_name(const char *name, size_t len) {
+    for (const char *p = name; p <= name + len;) {
+        const char *slash = memchr(p, '/', (size_t)(name + len - p));
+        size_t cl = slash ? (size_t)(slash - p) : (size_t)(name + len - p);
+        if (cl == 0 || (cl == 1 && p[0] == '.') || (cl == 2 && p[0] == '.' && p[1] == '.')) return false;
+        if (!slash) break;
+        p = slash + 1;
+    }
+    return true;
 }
 
 /* The dump (its directory: rest up to its last '/') is of the selection: service, instance,
@@ -143,11 +159,13 @@ int d9_s3_dump_runs(d9_s3_client *c, const char *prefix, const d9_s3_selection *
         size_t dir_len = slash ? (size_t)(slash - l.v[i].rest) : 0;
         size_t key_dir_len = (size_t)(l.v[i].rest - l.v[i].key) + dir_len;
         size_t end = i;
+        /* every key of the dump's directory (sorted: they are together) */
         while (end < l.n && strlen(l.v[end].key) > key_dir_len && !strncmp(l.v[end].key, l.v[i].key, key_dir_len) &&
-               l.v[end].key[key_dir_len] == '/' && !strchr(l.v[end].key + key_dir_len + 1, '/'))
+               l.v[end].key[key_dir_len] == '/')
             end++;
         if (end == i) end = i + 1; /* a key with no directory of its own under dumps/: not a dump's */
-        if (!slash || !selected(l.v[i].rest, dir_len, sel)) {
+        if (!slash || key_dir_len <= pl || !safe_name(l.v[i].key + pl, key_dir_len - pl) ||
+            !selected(l.v[i].rest, dir_len, sel)) {
             i = end;
             continue;
         }

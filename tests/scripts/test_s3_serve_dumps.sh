@@ -87,6 +87,16 @@ serve_stop
 
 manifest_key=$(stored_keys dumps | grep "/$name/manifest.json")
 node "$CHECK/delete_object.mjs" "http://127.0.0.1:$S3_PORT" $BUCKET "$manifest_key"
+# keys no recorder writes, from another writer: a deeper one inside the dump's directory, and a
+# dump directory named with an empty component (the SDK refuses to store a ".." one). Neither may
+# stop the server (the selection refuses such names) nor be listed as a dump.
+dump_dir_key=${manifest_key%/manifest.json}
+day_key=${dump_dir_key%/*}
+seg_file=$(ls "$dump" | grep -m1 '^trace\.[0-9]*\.bin$')
+for odd in "$dump_dir_key/deeper/$seg_file" "$day_key//empty.dump1/$seg_file"; do
+    node "$CHECK/put_object.mjs" "http://127.0.0.1:$S3_PORT" $BUCKET "$odd" "$dump/$seg_file" 2>>"$T/put.err"
+done
+stored_keys dumps | grep -c 'deeper\|empty.dump1' >"$T/odd.count"
 serve_start serve2 "$DIAL9" serve --bucket $BUCKET
 curl -sf "http://127.0.0.1:$PORT/api/index" >"$T/index2.json"
 python3 - "$T/index2.json" "$name" >"$T/index2.check" 2>&1 <<'PY'
@@ -98,6 +108,9 @@ assert d["complete"] is False and "incomplete" in d["summary"], d
 print("ok")
 PY
 check "without its manifest object: incomplete ($(tail -1 "$T/index2.check"))" test "$(tail -1 "$T/index2.check")" = ok
+check "odd keys stored ($(cat "$T/odd.count") of 2; $(head -c 200 "$T/put.err"))" test "$(cat "$T/odd.count")" = 2
+check "... and listed as no dump" \
+    python3 -c 'import json,sys; runs=[r["run"] for r in json.load(open(sys.argv[1]))["runs"]]; assert not [r for r in runs if "deeper" in r or "empty.dump1" in r], runs' "$T/index2.json"
 serve_stop
 
 echo "test_s3_serve_dumps: $pass passed, $fail failed"

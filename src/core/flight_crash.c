@@ -1,9 +1,12 @@
-/* Memory mode's crash dump (flight_crash.h). Everything from crash_handler down runs inside a
- * signal handler: system calls and our own formatting only. */
+/* The crash dump (flight_crash.h): memory mode writes the segments it holds, disk mode links
+ * the run's files of the look-back. Everything from crash_handler down runs inside a signal
+ * handler: system calls and our own formatting only. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "core/flight_crash.h"
+
+#include "common/segment_name.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +40,9 @@ static struct sigaction g_previous[NSIG_OURS];
 static bool g_installed[NSIG_OURS];
 static pid_t g_pid;
 static char g_root[PATH_MAX], g_name[200];
+static char g_run_dir[PATH_MAX]; /* disk mode: the run's directory; "" in memory mode */
+static uint64_t g_lookback_ns;   /* disk mode: the files of this much before the crash */
+static uint64_t g_started_ns;    /* when the recording started: the first segment's start */
 
 /* ---------------------------------------------------------------- the table */
 
@@ -44,7 +50,14 @@ void d9_crash_seg_add(const uint8_t *bytes, size_t len, uint64_t seq, uint64_t s
     for (size_t i = 0; i < SLOTS; i++) {
         crash_slot *s = &g_slots[(seq + i) % SLOTS];
         int expected = 0;
+        /* disk mode's entries are never withdrawn (the files are the run's): a newer one takes
+         * the slot of one SLOTS segments older, whose file rotation deleted long ago */
+        if (!bytes && atomic_load(&s->state) == 2 && !s->bytes && s->seq < seq) expected = 2;
         if (!atomic_compare_exchange_strong(&s->state, &expected, 1)) continue;
+        if (expected == 2 && atomic_load(&g_crashing)) { /* the handler may be reading it: as it was */
+            atomic_store(&s->state, 2);
+            return;
+        }
         if (atomic_load(&g_crashing)) return; /* a dump is reading the table: leave it alone */
         s->bytes = bytes;
         s->len = len;
@@ -165,16 +178,18 @@ static bool write_file(int dir, const char *name, const uint8_t *bytes, size_t l
     return ok;
 }
 
-static void seg_name(char *name, size_t size, uint64_t seq) {
+static void seg_name_kind(char *name, size_t size, uint64_t seq, d9_segment_kind kind) {
     char text[256];
     out o = OUT_ON(text);
     put(&o, "trace.");
     put_u64(&o, seq);
-    put(&o, ".bin");
+    put(&o, d9_segment_kind_suffix(kind)); /* a constant string: safe here */
     size_t n = o.len < size - 1 ? o.len : size - 1;
     memcpy(name, o.buf, n);
     name[n] = 0;
 }
+
+static void seg_name(char *name, size_t size, uint64_t seq) { seg_name_kind(name, size, seq, D9_SEGMENT_SEALED); }
 
 static const char *signal_name(int sig) {
     switch (sig) {
@@ -213,28 +228,66 @@ static void write_dump(int sig, const siginfo_t *si) {
     out *f = &g_files;
     f->len = 0;
     uint64_t segments = 0, bytes = 0, missing = atomic_load(&g_not_kept), from = 0, to = 0;
+    bool disk = g_run_dir[0] != 0;
+    uint64_t window_from = disk && at > g_lookback_ns ? at - g_lookback_ns : 0;
+    int run = disk ? open(g_run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (disk && run < 0) say("dial9: crash: the run's directory cannot be opened, the dump holds no segment: ", g_run_dir, "");
+    uint64_t last_seq = 0, last_end = g_started_ns; /* disk: the newest sealed segment the table knows */
+    bool any_sealed = false;
     const uint8_t *open_bytes = atomic_load(&d9_crash_open.bytes); /* after g_crashing: see the header */
-    for (size_t i = 0; i <= SLOTS; i++) {
+    for (size_t i = 0; i <= SLOTS + 2; i++) {
         const uint8_t *p;
         size_t len;
         uint64_t seq, start, end;
+        bool is_open = false;
+        char name[64];
         if (i < SLOTS) {
             crash_slot *s = &g_slots[i];
             if (atomic_load(&s->state) != 2) continue;
             p = s->bytes, len = s->len, seq = s->seq, start = s->start_ns, end = s->end_ns;
-            if (p == open_bytes) open_bytes = NULL; /* sealed meanwhile: it is here whole */
-        } else {
+            if (p && p == open_bytes) open_bytes = NULL; /* sealed meanwhile: it is here whole */
+            if (!p && (!any_sealed || seq > last_seq)) last_seq = seq, last_end = end, any_sealed = true;
+            if (!p && end < window_from) continue; /* disk: older than the look-back */
+        } else if (!disk) {
+            if (i > SLOTS) break;
             p = open_bytes;
             if (!p) continue;
             len = atomic_load_explicit(&d9_crash_open.len, memory_order_acquire);
             seq = atomic_load(&d9_crash_open.seq);
             start = atomic_load(&d9_crash_open.start_ns);
             end = at;
+            is_open = true;
             if (!len) continue;
+        } else {
+            /* disk: the segment being written (trace.N.bin.active, up to the last drain) after
+             * the newest sealed one, or one sealed so recently that the table has no entry yet */
+            p = NULL, len = 0;
+            seq = (any_sealed ? last_seq + 1 : 0) + (i - SLOTS);
+            start = last_end, end = at;
+            is_open = true;
         }
-        char name[64];
         seg_name(name, sizeof name, seq);
-        if (!write_file(dir, name, p, len)) {
+        if (disk && !p) {
+            if (run < 0) continue;
+            int rc = -1;
+            if (is_open) {
+                char active[64];
+                seg_name_kind(active, sizeof active, seq, D9_SEGMENT_ACTIVE);
+                rc = linkat(run, active, dir, name, 0);
+                if (rc != 0) is_open = false; /* sealed since: under its sealed name below */
+            }
+            static const d9_segment_kind kinds[] = {D9_SEGMENT_SEALED, D9_SEGMENT_GZIP, D9_SEGMENT_ZSTD};
+            for (size_t k = 0; rc != 0 && k < sizeof kinds / sizeof kinds[0]; k++) {
+                seg_name_kind(name, sizeof name, seq, kinds[k]); /* the pipeline may have compressed it */
+                rc = linkat(run, name, dir, name, 0);
+            }
+            if (rc != 0) {
+                if (i < SLOTS) missing++; /* the table knew it: rotated away inside the window, or no link */
+                continue;
+            }
+            struct stat st;
+            len = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? (size_t)st.st_size : 0;
+        } else if (!write_file(dir, name, p, len)) {
             missing++;
             continue;
         }
@@ -251,8 +304,11 @@ static void write_dump(int sig, const siginfo_t *si) {
         put_i64(f, (int64_t)start + off);
         put(f, ", \"end_unix_ns\": ");
         put_i64(f, (int64_t)end + off);
-        put(f, i == SLOTS ? ", \"open\": true}" : "}");
+        put(f, is_open ? ", \"open\": true}" : "}");
     }
+    if (run >= 0) close(run);
+    uint64_t held_from = from ? from : at;
+    if (disk) from = window_from; /* disk: the window is the look-back; memory: all it held */
     if (!from) from = at;
     (void)fsync(dir); /* the segments' names before the manifest that vouches for them */
 
@@ -263,7 +319,8 @@ static void write_dump(int sig, const siginfo_t *si) {
     o->len -= strlen(".crash");
     put(o, "\",\n  \"pid\": ");
     put_u64(o, (uint64_t)getpid());
-    put(o, ",\n  \"mode\": \"memory\",\n  \"trigger\": {\n    \"kind\": \"crash\",\n    \"event\": \"");
+    put(o, disk ? ",\n  \"mode\": \"disk\"" : ",\n  \"mode\": \"memory\"");
+    put(o, ",\n  \"trigger\": {\n    \"kind\": \"crash\",\n    \"event\": \"");
     put(o, signal_name(sig));
     if (si->si_code <= 0) { /* kill, tkill, sigqueue, raise: no fault, a sender */
         put(o, " sent by pid ");
@@ -292,18 +349,33 @@ static void write_dump(int sig, const siginfo_t *si) {
     put_u64(o, bytes);
     if (segments) {
         put(o, ",\n    \"from_unix_ns\": ");
-        put_i64(o, (int64_t)from + off);
+        put_i64(o, (int64_t)held_from + off);
         put(o, ",\n    \"to_unix_ns\": ");
         put_i64(o, (int64_t)to + off);
     }
-    put(o, ",\n    \"symbols\": \"none: memory mode keeps segments unsymbolized (dial9 symbolize adds them)\",\n"
-           "    \"contents\": \"everything the recorder held at the crash: its sealed segments and the open one up to "
-           "its last drain (events still in the threads' buffers are lost, as in disk mode)\",\n    \"files\": [");
+    if (disk)
+        put(o, ",\n    \"symbols\": \"as the run's files have them (hard links: the sealed ones as the pipeline "
+               "symbolized them; the open one has none, dial9 symbolize adds them)\",\n"
+               "    \"contents\": \"the run's segments of the look-back before the crash, pinned by hard links: the "
+               "sealed ones and the one being written up to the collector's last drain (events still in the "
+               "threads' buffers are lost)\",\n    \"files\": [");
+    else
+        put(o, ",\n    \"symbols\": \"none: a crash dump is written inside the signal handler (dial9 symbolize adds "
+               "them)\",\n"
+               "    \"contents\": \"everything the recorder held at the crash: its sealed segments and the open one up to "
+               "its last drain (events still in the threads' buffers are lost, as in disk mode)\",\n    \"files\": [");
     if (o->len + f->len + 512 < o->cap) {
         memcpy(o->buf + o->len, f->buf, f->len);
         o->len += f->len;
     }
-    put(o, "]\n  },\n  \"lacks\": {\n    \"lookback_ms\": 0,\n    \"lookforward_ms\": 0,\n    \"segments_missing\": ");
+    uint64_t short_back = !segments ? at - from : held_from > from ? held_from - from : 0;
+    put(o, "]\n  },\n  \"lacks\": {\n    \"lookback_ms\": ");
+    put_u64(o, short_back / 1000000);
+    if (short_back >= 1000000)
+        put(o, held_from > g_started_ns || !segments
+                   ? ",\n    \"lookback_why\": \"older segments were no longer held (rotated away on disk)\""
+                   : ",\n    \"lookback_why\": \"the recording started later\"");
+    put(o, ",\n    \"lookforward_ms\": 0,\n    \"segments_missing\": ");
     put_u64(o, missing);
     put(o, "\n  }\n}\n");
     bool ok = write_file(dir, "manifest.json", (const uint8_t *)o->buf, o->len);
@@ -357,10 +429,16 @@ static void crash_handler(int sig, siginfo_t *si, void *uc) {
 
 /* ---------------------------------------------------------------- install */
 
-bool d9_crash_install(const char *dump_dir, const char *run_id) {
+bool d9_crash_install(const char *dump_dir, const char *run_id, const char *disk_run_dir, uint64_t lookback_ns,
+                      uint64_t started_ns) {
     g_pid = getpid();
     snprintf(g_root, sizeof g_root, "%s", dump_dir);
     snprintf(g_name, sizeof g_name, "%s.crash", run_id);
+    snprintf(g_run_dir, sizeof g_run_dir, "%s", disk_run_dir ? disk_run_dir : "");
+    g_lookback_ns = lookback_ns;
+    g_started_ns = started_ns;
+    for (size_t i = 0; i < SLOTS; i++) /* an earlier recording's files: another run directory's */
+        if (atomic_load(&g_slots[i].state) == 2 && !g_slots[i].bytes) atomic_store(&g_slots[i].state, 0);
     atomic_store(&g_crashing, 0);
     atomic_store(&g_not_kept, 0);
     int n = 0;

@@ -29,6 +29,7 @@
 #include "core/own_thread_name.h"
 #include "dial9/dial9.h"
 #include "sinks/segment_buffer.h"
+#include "sinks/step_dump_symbolize.h"
 #include "sinks/trace_files.h"
 
 /* A sealed segment as the flight thread keeps it: its bytes (memory mode) or its file's
@@ -38,6 +39,7 @@ typedef struct seg {
     uint8_t *bytes;
     size_t len;
     bool on_disk;
+    d9_sym_input *symbols; /* memory mode: what it holds to name, as the writer listed it */
 } seg;
 
 typedef struct seg_list {
@@ -56,12 +58,15 @@ typedef struct dump {
     uint64_t next_seq;       /* segments below this were considered */
     uint64_t merged;         /* rule triggers that joined it (debounce) */
     uint64_t requested_after_ns; /* rule: from the event's end to this dump's start */
+    uint64_t matched_after_ns;   /* rule: from the event's end to the collector's match */
     uint32_t missing;        /* segments of the window that could not be added */
     bool evicted_before;     /* the store had dropped part of the look-back already */
     int client_fd;           /* the control socket client waiting for it, -1: none */
     char *files_json;        /* the segments' entries of the manifest, as they were added */
     size_t files_len;
     FILE *files;
+    d9_dump_symbols symbols; /* memory mode: what its segments got */
+    uint64_t symbolize_until_ns; /* the names' time bound */
 } dump;
 
 #define REQ_SLOTS 16
@@ -77,6 +82,7 @@ typedef struct hit_slot {
     _Atomic int state; /* 0 free, 1 being filled, 2 ready */
     d9_flight_rule_kind kind;
     uint64_t begin_ns, end_ns, value, worker;
+    uint64_t matched_ns;    /* when the collector matched it: the latency's first part */
     const char *event_name; /* a registered type's name: lives as long as the process */
 } hit_slot;
 
@@ -119,6 +125,7 @@ typedef struct flight {
     uint64_t last_seal_ns; /* the collector's: when it sealed last (at first: when recording started) */
     bool had_segment; /* a sealed segment has come in this recording: before that, the collector
                        * holding no bytes means it has not written its first segment yet */
+    d9_dump_symbolizer *symbolizer; /* memory mode's dumps get their names (NULL: DIAL9_SYMBOLIZE=0) */
 } flight;
 
 static flight g_flight = {.wake_fd = -1, .wake_rd = -1, .listen_fd = -1, .run_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
@@ -178,14 +185,15 @@ static void on_sealed(const d9_segw_sealed_info *info, void *ctx) {
     uint64_t start = info->start_mono_ns < f->last_seal_ns ? info->start_mono_ns : f->last_seal_ns;
     f->last_seal_ns = info->end_mono_ns;
     seg s = {.seq = info->seq, .start_ns = start, .end_ns = info->end_mono_ns,
-             .bytes = info->bytes, .len = info->len, .on_disk = info->path != NULL};
-    if (s.bytes) d9_crash_seg_add(s.bytes, s.len, s.seq, s.start_ns, s.end_ns); /* a crash dump's from now on */
+             .bytes = info->bytes, .len = info->len, .on_disk = info->path != NULL, .symbols = info->symbols};
+    d9_crash_seg_add(s.bytes, s.len, s.seq, s.start_ns, s.end_ns); /* a crash dump's from now on (disk: its file) */
     pthread_mutex_lock(&f->lock);
     bool ok = seg_push(&f->incoming, s);
     pthread_mutex_unlock(&f->lock);
     if (!ok && (!s.bytes || d9_crash_seg_remove(s.bytes))) { /* out of memory: not kept (a dump would say so) */
         d9_segbuf_free(s.bytes);
     }
+    if (!ok) d9_dump_segment_symbols_free(s.symbols);
     wake(f);
 }
 
@@ -202,6 +210,15 @@ static void ask_seal(flight *f, uint64_t at_ns) {
 static void seg_free(seg *s) {
     if (s->bytes && d9_crash_seg_remove(s->bytes)) d9_segbuf_free(s->bytes); /* else a crash dump reads them */
     s->bytes = NULL;
+    d9_dump_segment_symbols_free(s->symbols);
+    s->symbols = NULL;
+}
+
+/* A dump's names are bounded in time (5 s, as the pipeline's at exit): what is left over is
+ * said in its manifest, for dial9 symbolize. */
+static bool symbolize_late(void *ctx) {
+    const dump *d = ctx;
+    return mono_ns() > d->symbolize_until_ns;
 }
 
 /* Drop the oldest segments past the budget (memory: bytes and age; disk: only the list). The
@@ -252,6 +269,10 @@ static void add_segment(flight *f, dump *d, const seg *s) {
         d9_segment_name_format(name, sizeof name, s->seq, D9_SEGMENT_SEALED);
         rc = s->bytes ? d9_dump_dir_add_bytes(&d->dir, s->seq, s->bytes, s->len) : -ENOENT;
         size = s->len;
+        if (rc == 0 && f->symbolizer) { /* names appended, as disk mode's pipeline does (not counted in size) */
+            if (!d->symbolize_until_ns) d->symbolize_until_ns = mono_ns() + 5000000000ull;
+            d9_dump_symbolize_segment(f->symbolizer, d->dir.fd, name, s->symbols, symbolize_late, d, &d->symbols);
+        }
     }
     if (rc != 0) {
         d->missing++;
@@ -301,6 +322,7 @@ static void write_manifest(flight *f, dump *d, bool stopped) {
         d9_json_key(&j, "at_mono_ns"); d9_json_u64(&j, d->at_ns);
         d9_json_key(&j, "merged_triggers"); d9_json_u64(&j, d->merged);
         if (d->rule[0]) d9_json_key_f64(&j, "requested_after_ms", (double)d->requested_after_ns / 1e6);
+        if (d->rule[0]) d9_json_key_f64(&j, "matched_after_ms", (double)d->matched_after_ns / 1e6);
         d9_json_object_end(&j);
         d9_json_key(&j, "window");
         d9_json_object_begin(&j);
@@ -320,8 +342,15 @@ static void write_manifest(flight *f, dump *d, bool stopped) {
             d9_json_key(&j, "to_unix_ns"); d9_json_i64(&j, mono_to_unix_ns(d->held_to_ns));
         }
         d9_json_key(&j, "symbols");
-        d9_json_string(&j, f->cfg.memory ? "none: memory mode keeps segments unsymbolized (dial9 symbolize adds them)"
-                                         : "as the run's files had them when linked");
+        char symbols[512];
+        if (!f->cfg.memory) snprintf(symbols, sizeof symbols, "as the run's files had them when linked");
+        else if (!f->symbolizer) snprintf(symbols, sizeof symbols, "none: DIAL9_SYMBOLIZE=0 (dial9 symbolize adds them)");
+        else
+            snprintf(symbols, sizeof symbols, "appended to each segment at the dump: %" PRIu64 " addresses, %" PRIu64
+                     " named; %u segments left without (dial9 symbolize adds them)%s%s", d->symbols.addresses,
+                     d->symbols.named, d->symbols.unlisted + d->symbols.failed, d->symbols.failed ? ": " : "",
+                     d->symbols.failed ? d->symbols.last_error : "");
+        d9_json_string(&j, symbols);
         d9_json_key(&j, "files");
         d9_json_array_begin(&j);
         d9_json_array_end(&j);
@@ -520,6 +549,7 @@ void d9_flight_rule_matched(d9_flight_rule_kind kind, uint64_t begin_ns, uint64_
         h->end_ns = end_ns;
         h->value = value;
         h->worker = worker;
+        h->matched_ns = mono_ns(); /* a match is rare: one clock read */
         h->event_name = event_name;
         atomic_store_explicit(&h->state, 2, memory_order_release);
         wake(f);
@@ -568,8 +598,10 @@ static void take_hits(flight *f) {
             hit.rule = r;
             dump *before = f->last_rule_dump;
             on_rule_hit(&hit, f);
-            if (f->last_rule_dump && f->last_rule_dump != before)
+            if (f->last_rule_dump && f->last_rule_dump != before) {
                 f->last_rule_dump->requested_after_ns = now > h->end_ns ? now - h->end_ns : 0;
+                f->last_rule_dump->matched_after_ns = h->matched_ns > h->end_ns ? h->matched_ns - h->end_ns : 0;
+            }
         }
         atomic_store_explicit(&((hit_slot *)h)->state, 0, memory_order_release);
     }
@@ -708,7 +740,14 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
                 strerror(errno));
     f->col = col;
     d9_collector_set_on_flight(col, on_sealed, f);
-    if (fc->memory) (void)d9_crash_install(fc->dump_dir, run_id); /* a crash must not lose what memory holds */
+    /* memory mode: what each segment holds to name is listed as it is written, so that a dump
+     * names it without reading the segment back (before the collector starts: every segment) */
+    f->symbolizer = NULL;
+    if (fc->memory && (!fc->recorder_cfg || fc->recorder_cfg->symbolize) && (f->symbolizer = d9_dump_symbolizer_new()))
+        d9_collector_collect_symbols(col);
+    /* a crash must not lose what memory holds; on disk, the look-back before it is pinned */
+    (void)d9_crash_install(fc->dump_dir, run_id, fc->memory ? NULL : d9_collector_run_dir(col), fc->lookback_ns,
+                           f->last_seal_ns);
     if (fc->recorder_cfg) (void)d9_flight_upload_start(fc->recorder_cfg, fc->service); /* else: said, dumps stay local */
     sigset_t all, old;
     sigfillset(&all);
@@ -718,8 +757,10 @@ bool d9_flight_start(const d9_flight_config *fc, d9_collector *col, const char *
     if (rc != 0) {
         fprintf(stderr, "dial9: flight recorder: cannot start its thread: %s\n", strerror(rc));
         d9_collector_set_on_flight(col, NULL, NULL);
+        d9_dump_symbolizer_free(f->symbolizer);
+        f->symbolizer = NULL;
         d9_flight_upload_stop();
-        if (fc->memory) d9_crash_uninstall();
+        d9_crash_uninstall();
         f->col = NULL;
         if (f->listen_fd >= 0) close(f->listen_fd);
         if (f->run_fd >= 0) close(f->run_fd);
@@ -749,12 +790,14 @@ void d9_flight_stop(void) {
     pthread_mutex_unlock(&f->lock);
     wake(f);
     pthread_join(f->thread, NULL);
-    if (f->cfg.memory) d9_crash_uninstall();
+    d9_crash_uninstall();
     round_once(f, true); /* the last segments; every dump under way ends with what there is */
     d9_flight_upload_stop(); /* their S3 copies, within the exit wait */
     for (size_t i = 0; i < f->store.count; i++) seg_free(&f->store.items[i]);
     free(f->store.items);
     f->store = (seg_list){0};
+    d9_dump_symbolizer_free(f->symbolizer);
+    f->symbolizer = NULL;
     if (still_ours(f->listen_fd, f->listen_dev, f->listen_ino)) close(f->listen_fd);
     if (still_ours(f->run_fd, f->run_dev, f->run_ino)) close(f->run_fd);
     f->listen_fd = f->run_fd = -1;
@@ -774,6 +817,7 @@ void d9_flight_forget_after_fork(void) {
     if (f->run_fd >= 0) close(f->run_fd);
     f->wake_fd = f->wake_rd = f->listen_fd = f->run_fd = -1;
     f->incoming = f->store = (seg_list){0}; /* leaked in the child, never freed twice */
+    f->symbolizer = NULL;
     d9_flight_upload_forget_after_fork();
     d9_crash_forget_after_fork();
     f->ndumps = 0;

@@ -6,6 +6,7 @@
 #include "fleet/s3_key_layout.h"
 #include "fleet/s3_list.h"
 #include "fleet/s3_cache.h"
+#include "fleet/s3_dump_runs.h"
 #include "fleet/wall_time.h"
 #include "sinks/step_dump_upload.h" /* dumps/ keys are no fleet segments */
 #include "serve/serve_selection.h"
@@ -548,6 +549,17 @@ int d9_s3_serve_args(int *argc, char ***argvp, char *err, size_t errlen) {
     uint64_t bytes = 0;
     int rc = fetch_selection(url, &selection, false, &files, root, sizeof root, manifest, &count, &bytes, err, errlen);
     d9_path_list_free(&files);
+    /* the flight recorder's dumps under dumps/, runs of their own (a bucket may hold only them) */
+    size_t dumps = 0;
+    uint64_t dump_bytes = 0;
+    if (rc == 0 || count == 0) {
+        char no_match[1024];
+        snprintf(no_match, sizeof no_match, "%s", err);
+        int drc = d9_s3_serve_dump_runs(url, &selection, manifest, rc == 0, root, sizeof root, &dumps, &dump_bytes, err,
+                                        errlen);
+        if (rc != 0 && drc == 0 && !dumps) snprintf(err, errlen, "%s", no_match);
+        else rc = drc;
+    }
     if (fclose(manifest) != 0 && rc == 0) {
         snprintf(err, errlen, "selection for dial9-serve: %s", strerror(errno));
         rc = -1;
@@ -564,6 +576,8 @@ int d9_s3_serve_args(int *argc, char ***argvp, char *err, size_t errlen) {
     }
     fprintf(stderr, "dial9 serve: %zu objects (%.1f MiB) of %s (%s) listed; each run is fetched into %s when "
                     "opened\n", count, bytes / (double)MIB, url, since, root);
+    if (dumps) fprintf(stderr, "dial9 serve: %zu flight recorder dumps (%.1f MiB) of %s/dumps listed\n", dumps,
+                       dump_bytes / (double)MIB, url);
     static char selection_path[64], self[PATH_MAX];
     snprintf(selection_path, sizeof selection_path, "/dev/fd/%d", mfd);
     /* dial9-serve runs this very dial9 as its fetch step (`dial9 _serve-fetch`) */

@@ -242,13 +242,14 @@ static d9_segment_writer *open_memory(const d9_segw_config *cfg, char *err, size
     return w;
 }
 
-/* Memory mode's seal: the bytes go to on_flight (or nowhere), the symbol list is not kept. */
+/* Memory mode's seal: the bytes and the symbol list go to on_flight (or nowhere). */
 static void seal_memory(d9_segment_writer *w) {
-    d9_sym_input_destroy(take_symbols(w));
+    d9_sym_input *symbols = take_symbols(w);
     w->mem_open = false;
+    if (w->size == 0 || !w->on_flight) d9_sym_input_destroy(symbols), symbols = NULL;
     if (w->size == 0) return;
     d9_segw_sealed_info info = {.bytes = w->mem, .len = (size_t)w->size, .seq = w->seq++,
-                                .start_mono_ns = w->opened_ns, .end_mono_ns = monotonic_ns()};
+                                .start_mono_ns = w->opened_ns, .end_mono_ns = monotonic_ns(), .symbols = symbols};
     w->stats.segments_sealed++;
     d9_segbuf_trim(w->mem, info.len); /* a short segment keeps only its pages */
     w->mem = NULL;

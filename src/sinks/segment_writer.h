@@ -145,6 +145,8 @@ typedef struct d9_segw_sealed_info {
     size_t len;
     uint64_t seq;
     uint64_t start_mono_ns, end_mono_ns;
+    d9_sym_input *symbols; /* memory mode: what it holds to name (d9_segw_collect_symbols), the
+                            * callee's to free; NULL when not collected or not complete */
 } d9_segw_sealed_info;
 typedef void (*d9_segw_flight_fn)(const d9_segw_sealed_info *info, void *ctx);
 void d9_segw_set_on_flight(d9_segment_writer *w, d9_segw_flight_fn fn, void *ctx);

@@ -158,6 +158,9 @@ struct d9a_analysis {
     uint32_t cur_stream;
     bool stream_known;
     d9_u64_map loc_cache, stack_cache; /* pool id -> location / stack id, current stream */
+    bool span_name_known;              /* the last span mark's pooled name, current stream: */
+    uint64_t span_name_pool;           /* a program marks its spans under a few names */
+    uint32_t span_name;
 
     d9a_strings strings; /* locations, symbols, metadata, reasons, runtimes */
     d9a_stacks stacks;

@@ -494,6 +494,25 @@ static inline __attribute__((always_inline)) int parse_event(cur *c, d9_event *e
                 c->p = p + 1;
                 continue;
             }
+            if (left >= 2 && p[1] < 0x80) { /* ids past 127 (a span's, a request's) */
+                v->u = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+                c->p = p + 2;
+                continue;
+            }
+            if (left >= 3 && p[2] < 0x80 && p[1] >= 0x80) {
+                v->u = (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7 | (uint64_t)p[2] << 14;
+                c->p = p + 3;
+                continue;
+            }
+            break;
+        case D9_FT_VARINT | D9_FT_OPTIONAL:
+            if (LIKELY(left >= 1 && *p == 0)) { /* absent (a span's parent, mostly) */
+                v->type = D9_FT_VARINT;
+                v->present = false;
+                memset(&v->list, 0, sizeof v->list);
+                c->p = p + 1;
+                continue;
+            }
             break;
         case D9_FT_U8:
             if (LIKELY(left >= 1)) {

@@ -8,10 +8,13 @@
 
 enum { K_POLL, K_QUEUED, K_WAIT, K_KINDS };
 
-typedef struct ival {
-    uint64_t start, end;
-    uint8_t kind;
-} ival;
+/* One poll of a task and what led to it since its previous poll, as they come (one record a
+ * poll, not three): waiting for a wake [wait_from, since), queued [since, start), polled
+ * [start, end). A piece whose ends are equal (or out of order: polls of one task overlapping)
+ * is empty. */
+typedef struct cycle {
+    uint64_t wait_from, since, start, end;
+} cycle;
 
 typedef struct ival_task {
     uint64_t start, end, task;
@@ -29,9 +32,9 @@ typedef struct task_state {
     uint64_t id;
     d9m_wake_state wake;
     bool polled; /* a poll seen: wake.last_poll_end is its end */
-    ival *iv;    /* since the oldest open span began, in arrival order */
-    size_t n, cap, head; /* iv[head..n) live */
-    sub_ival *sub; /* its polls' gaps and off-CPU intervals, kept as iv */
+    cycle *cy;   /* its polls since the oldest open span began, in time order */
+    size_t n, cap, head; /* cy[head..n) live */
+    sub_ival *sub; /* its polls' gaps and off-CPU intervals, kept as cy */
     size_t sn, scap, shead;
     uint64_t poll_start, poll_end, last_off_end; /* its latest poll, its latest off interval */
 } task_state;
@@ -94,7 +97,7 @@ d9m_spans *d9m_spans_new(d9m_span_fn done, void *ctx) {
 void d9m_spans_free(d9m_spans *m) {
     if (!m) return;
     for (size_t i = 0; i < m->ntasks; i++) {
-        free(m->tasks[i].iv);
+        free(m->tasks[i].cy);
         free(m->tasks[i].sub);
     }
     free(m->tasks);
@@ -155,19 +158,23 @@ static task_state *task_get(d9m_spans *m, uint64_t id) {
  * longer count in any span. */
 static uint64_t keep_from(const d9m_spans *m) { return m->nopen ? m->oldest_open : m->now; }
 
-static int add_ival(d9m_spans *m, task_state *t, uint64_t start, uint64_t end, uint8_t kind) {
-    if (end <= start) return 0;
+static inline uint64_t cycle_last(const cycle *c) { /* where its last piece ends */
+    uint64_t e = c->end > c->start ? c->end : c->start;
+    return e > c->since ? e : c->since;
+}
+
+static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
     uint64_t from = keep_from(m);
-    while (t->head < t->n && t->iv[t->head].end <= from) t->head++;
+    while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
     if (t->head == t->n) t->head = t->n = 0;
-    if (end <= from) return 0;
+    if (cycle_last(&c) <= from) return 0;
     if (t->n == t->cap && t->head > 0) { /* reuse the pruned front before growing */
-        memmove(t->iv, t->iv + t->head, (t->n - t->head) * sizeof *t->iv);
+        memmove(t->cy, t->cy + t->head, (t->n - t->head) * sizeof *t->cy);
         t->n -= t->head;
         t->head = 0;
     }
-    if (!grow((void **)&t->iv, &t->cap, t->n + 1, sizeof *t->iv)) return -1;
-    t->iv[t->n++] = (ival){start, end, kind};
+    if (!grow((void **)&t->cy, &t->cap, t->n + 1, sizeof *t->cy)) return -1;
+    t->cy[t->n++] = c;
     return 0;
 }
 
@@ -212,9 +219,8 @@ int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
     uint64_t since = start; /* when it became runnable for this poll */
     if (d9m_wake_poll(&t->wake, start, end, &link)) since = link.runnable_since;
     /* before its first poll the task's state is unknown, but for the wake that led to it */
-    if (polled && prev_end < since && add_ival(m, t, prev_end, since, K_WAIT) != 0) return -1;
-    if (add_ival(m, t, since, start, K_QUEUED) != 0) return -1;
-    if (add_ival(m, t, start, end, K_POLL) != 0) return -1;
+    uint64_t wait_from = polled && prev_end < since ? prev_end : since;
+    if (add_cycle(m, t, (cycle){wait_from, since, start, end}) != 0) return -1;
     t->polled = true;
     t->poll_start = start;
     t->poll_end = end;
@@ -269,8 +275,13 @@ static bool push_tmp(d9m_spans *m, int kind, uint64_t s, uint64_t e, uint64_t lo
 static bool collect_task(d9m_spans *m, uint64_t id, uint64_t lo, uint64_t hi) {
     const task_state *t = task_find(m, id);
     if (!t) return true;
-    for (size_t i = t->head; i < t->n; i++)
-        if (!push_tmp(m, t->iv[i].kind, t->iv[i].start, t->iv[i].end, lo, hi, id)) return false;
+    for (size_t i = t->head; i < t->n; i++) {
+        const cycle *c = &t->cy[i];
+        if (!push_tmp(m, K_WAIT, c->wait_from, c->since, lo, hi, id) ||
+            !push_tmp(m, K_QUEUED, c->since, c->start, lo, hi, id) ||
+            !push_tmp(m, K_POLL, c->start, c->end, lo, hi, id))
+            return false;
+    }
     if (d9m_wake_pending(&t->wake)) { /* woken, its poll not started by hi */
         uint64_t since = t->wake.first_wake;
         if (t->polled && t->wake.last_poll_end > since) since = t->wake.last_poll_end;
@@ -346,9 +357,9 @@ static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_
                          size_t *noffs) {
     size_t np = 0, ng = 0, no = 0;
     for (size_t i = t->head; i < t->n; i++) {
-        const ival *v = &t->iv[i];
+        const cycle *v = &t->cy[i];
         uint64_t a = v->start > lo ? v->start : lo, b = v->end < hi ? v->end : hi;
-        if (v->kind != K_POLL || b <= a) continue;
+        if (b <= a) continue;
         if (!grow((void **)polls, polls_cap, np + 1, sizeof **polls)) return false;
         (*polls)[np++] = (d9m_span_interval){a, b, t->id};
     }
@@ -513,7 +524,12 @@ static bool split_one_task(d9m_spans *m, const task_state *t, uint64_t lo, uint6
         return true;
     }
     one_task_sum o = {.polls = m->merged, .task = t->id};
-    for (size_t i = t->head; i < t->n && !o.overlap; i++) sum_piece(&o, t->iv[i].kind, t->iv[i].start, t->iv[i].end, lo, hi);
+    for (size_t i = t->head; i < t->n && !o.overlap; i++) {
+        const cycle *c = &t->cy[i];
+        sum_piece(&o, K_WAIT, c->wait_from, c->since, lo, hi);
+        sum_piece(&o, K_QUEUED, c->since, c->start, lo, hi);
+        sum_piece(&o, K_POLL, c->start, c->end, lo, hi);
+    }
     if (d9m_wake_pending(&t->wake)) {
         uint64_t since = t->wake.first_wake;
         if (t->polled && t->wake.last_poll_end > since) since = t->wake.last_poll_end;
@@ -584,7 +600,7 @@ static void forget_task(d9m_spans *m, uint64_t id) {
     m->hit_ok = false; /* the last task moves */
     size_t i = (size_t)*v;
     d9_u64_map_remove(&m->task_index, id);
-    free(m->tasks[i].iv);
+    free(m->tasks[i].cy);
     free(m->tasks[i].sub);
     if (i != m->ntasks - 1) { /* the last one moves into its slot */
         m->tasks[i] = m->tasks[m->ntasks - 1];

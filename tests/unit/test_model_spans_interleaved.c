@@ -176,8 +176,86 @@ static void many_open(void) {
     d9m_spans_free(m);
 }
 
+/* The in-place split of a span over one task against the general union on the same intervals:
+ * every span is begun twice at once, one twin ended in its task (one task: split in place),
+ * the other in a task never seen (two tasks: the union of both, the second empty). Random polls
+ * (some overlapping the previous one: the in-place split must hand over to the union), wakes and
+ * spans, from a fixed seed. */
+#define TWINS 400
+typedef struct twins {
+    d9m_span_parts parts[2][TWINS];
+    d9m_parts poll_parts[2][TWINS];
+    size_t npolls[2][TWINS];
+    uint64_t poll_sum[2][TWINS]; /* the in-poll intervals: their total length and ends, hashed */
+    bool seen[2][TWINS];
+} twins;
+
+static void on_twin(void *ctx, const d9m_span *s) {
+    twins *t = ctx;
+    if (s->id >= TWINS || s->name > 1) return;
+    t->seen[s->name][s->id] = true;
+    t->parts[s->name][s->id] = s->parts;
+    t->poll_parts[s->name][s->id] = s->poll_parts;
+    t->npolls[s->name][s->id] = s->npolls;
+    uint64_t h = 0;
+    for (size_t i = 0; i < s->npolls; i++) h = h * 31 + s->polls[i].start * 7 + s->polls[i].end + s->polls[i].task;
+    t->poll_sum[s->name][s->id] = h;
+}
+
+static uint64_t rnd(uint64_t *x) { /* xorshift64: the same sequence on every run */
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+static void in_place_equals_union(void) {
+    static twins t;
+    memset(&t, 0, sizeof t);
+    d9m_spans *m = d9m_spans_new(on_twin, &t);
+    CHECK(m != NULL);
+    uint64_t seed = 0x9e3779b97f4a7c15ull, now = 1000, last_poll_end = 0;
+    uint64_t next_id = 0, open[TWINS], nopen = 0;
+    uint64_t overlapping = 0;
+    while (next_id < TWINS || nopen) {
+        now += 1 + rnd(&seed) % 40;
+        uint64_t r = rnd(&seed) % 10;
+        if (r < 4) { /* a poll of task 1, sometimes starting before the previous one ended */
+            uint64_t start = now, end = now + 1 + rnd(&seed) % 60;
+            if (start < last_poll_end) overlapping++;
+            CHECK_EQ_U64(d9m_spans_poll(m, 1, start, end), 0);
+            if (end > last_poll_end) last_poll_end = end;
+        } else if (r < 6) {
+            CHECK_EQ_U64(d9m_spans_wake(m, 1, now), 0);
+        } else if (r < 8 && next_id < TWINS) { /* inside a poll or not: the task either way */
+            for (uint32_t name = 0; name < 2; name++)
+                CHECK_EQ_U64(d9m_spans_begin(m, now, name, next_id, 1, 0, 11), 0);
+            open[nopen++] = next_id++;
+        } else if (nopen) { /* end a random open pair: out of order */
+            size_t k = rnd(&seed) % nopen;
+            uint64_t id = open[k];
+            open[k] = open[--nopen];
+            CHECK_EQ_U64(d9m_spans_end(m, now, 0, id, 1, 0, 11), 0);  /* one task: in place */
+            CHECK_EQ_U64(d9m_spans_end(m, now, 1, id, 99, 1, 12), 0); /* two tasks: the union */
+        }
+    }
+    CHECK_EQ_U64(d9m_spans_finish(m, now + 100), 0);
+    CHECK(overlapping > 10); /* the fallback to the union was exercised */
+    size_t differ = 0;
+    for (size_t i = 0; i < TWINS; i++) {
+        CHECK(t.seen[0][i] && t.seen[1][i]);
+        bool same = !memcmp(&t.parts[0][i], &t.parts[1][i], sizeof t.parts[0][i]) &&
+                    !memcmp(&t.poll_parts[0][i], &t.poll_parts[1][i], sizeof t.poll_parts[0][i]) &&
+                    t.npolls[0][i] == t.npolls[1][i] && t.poll_sum[0][i] == t.poll_sum[1][i];
+        differ += !same;
+    }
+    CHECK_EQ_U64(differ, 0);
+    d9m_spans_free(m);
+}
+
 int main(void) {
     interleaved();
     many_open();
+    in_place_equals_union();
     return d9t_summary("model_spans_interleaved");
 }

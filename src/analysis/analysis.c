@@ -70,11 +70,15 @@ void d9a_free(d9a_analysis *a) {
     d9m_coverage_free(&a->swcov);
     d9_u64_map_free(&a->attr_stacks);
     free(a->stack_cause);
+    for (size_t i = 0; a->lp_stk && i < a->long_polls.cap; i++) free(a->lp_stk[i]);
+    free(a->lp_stk);
+    free(a->lp_stk_cap);
     d9a_upload_loss_free(&a->upload_loss);
     d9m_heap_free(&a->heap);
     for (size_t i = 0; i < a->workers_cap; i++) {
         if (!a->workers[i]) continue;
         d9a_hist_free(&a->workers[i]->sched_wait);
+        free(a->workers[i]->at_stk);
         free(a->workers[i]);
     }
     free(a->workers);

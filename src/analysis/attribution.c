@@ -19,6 +19,28 @@ int d9a_attr_commit_stacks(d9a_analysis *a, const worker *w) {
     return 0;
 }
 
+int d9a_attr_stacks_reserve(attr_stack **v, uint32_t *cap, uint32_t need) {
+    if (need <= *cap) return 0;
+    uint32_t c = *cap ? *cap * 2 : 16;
+    while (c < need) c *= 2;
+    attr_stack *p = realloc(*v, (size_t)c * sizeof *p);
+    if (!p) return -1;
+    *v = p;
+    *cap = c;
+    return 0;
+}
+
+int d9a_attr_keep_entry_stacks(d9a_analysis *a, size_t slot, const worker *w) {
+    if (!a->lp_stk) { /* one list per slot of the longest polls, made at the first use */
+        a->lp_stk = calloc(a->long_polls.cap, sizeof *a->lp_stk);
+        a->lp_stk_cap = calloc(a->long_polls.cap, sizeof *a->lp_stk_cap);
+        if (!a->lp_stk || !a->lp_stk_cap) return -1;
+    }
+    if (d9a_attr_stacks_reserve(&a->lp_stk[slot], &a->lp_stk_cap[slot], w->nat_stk) != 0) return -1;
+    memcpy(a->lp_stk[slot], w->at_stk, w->nat_stk * sizeof *w->at_stk);
+    return 0;
+}
+
 #define CAUSE_FRAMES 512
 
 static int stack_cause(d9a_analysis *a, uint32_t id) {

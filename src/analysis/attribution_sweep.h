@@ -30,7 +30,7 @@ static inline void d9a_attr_poll_end(d9a_analysis *a, worker *w) {
     if (!e) return;
     d9m_attr_finish(&w->at, &e->parts);
     e->nat_stk = exact ? w->nat_stk : 0;
-    memcpy(e->at_stk, w->at_stk, e->nat_stk * sizeof e->at_stk[0]);
+    if (e->nat_stk && d9a_attr_keep_entry_stacks(a, (size_t)w->at_slot, w) != 0) a->failed = true;
 }
 
 static inline void d9a_attr_poll_begin(d9a_analysis *a, worker *w, const d9a_rec *r, long slot) {
@@ -54,15 +54,19 @@ static inline void d9a_attr_late_poll(d9a_analysis *a, const d9a_rec *r, long sl
     if (slot >= 0) ((long_poll_entry *)d9a_topn_at(&a->long_polls, (size_t)slot))->parts.ns[D9M_PART_UNKNOWN] = r->dur;
 }
 
-/* Blocked time under a switch-out stack, for the report to classify. */
-static inline void d9a_attr_stack_add(worker *w, uint32_t stack, uint64_t ns) {
+/* Blocked time under a switch-out stack, for the report to classify: every distinct stack
+ * of the poll is kept, as the export keeps them, so that both split it alike. */
+static inline void d9a_attr_stack_add(d9a_analysis *a, worker *w, uint32_t stack, uint64_t ns) {
     for (uint32_t i = 0; i < w->nat_stk; i++)
         if (w->at_stk[i].stack == stack) {
             w->at_stk[i].ns += ns;
             return;
         }
-    /* more distinct stacks than kept: the rest stays blocked_other (attribution.h) */
-    if (w->nat_stk < D9A_ATTR_STACKS) w->at_stk[w->nat_stk++] = (attr_stack){stack, ns};
+    if (w->nat_stk == w->at_stk_cap && d9a_attr_stacks_reserve(&w->at_stk, &w->at_stk_cap, w->nat_stk + 1) != 0) {
+        a->failed = true;
+        return;
+    }
+    w->at_stk[w->nat_stk++] = (attr_stack){stack, ns};
 }
 
 static inline void d9a_attr_offcpu(d9a_analysis *a, worker *w, const d9a_rec *r, uint32_t stack) {
@@ -78,7 +82,7 @@ static inline void d9a_attr_offcpu(d9a_analysis *a, worker *w, const d9a_rec *r,
         w->at_unmatched_ns = covered;
         return;
     }
-    d9a_attr_stack_add(w, stack, covered);
+    d9a_attr_stack_add(a, w, stack, covered);
 }
 
 /* A context-switch sample (CpuSampleEvent source 1) of w: the stack of the interval that
@@ -89,7 +93,7 @@ static inline void d9a_attr_sample(d9a_analysis *a, worker *w, const d9a_rec *r)
     if (!d9m_switch_match_sample(&w->sw_match, r->ts, r->ref)) return;
     /* the blocked time that interval counted in the open poll, when it counted some */
     if (!w->at_unmatched_ns || !w->at_open || w->at_unmatched_ts != w->sw_match.out) return;
-    d9a_attr_stack_add(w, r->ref, w->at_unmatched_ns);
+    d9a_attr_stack_add(a, w, r->ref, w->at_unmatched_ns);
     w->at_unmatched_ns = 0;
     if (a->spans.model) d9m_spans_poll_off_stack(a->spans.model, w->at_task, r->ref);
 }

@@ -370,6 +370,7 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
         /* pool ids are per stream */
         d9_u64_map_clear(&a->loc_cache);
         d9_u64_map_clear(&a->stack_cache);
+        a->span_name_known = false;
         a->cur_stream = ev->stream;
         a->stream_known = true;
     }
@@ -405,8 +406,18 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
     case D9_SCH_SPAN_EXIT: {
         if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;
         if (d9a_spans_start(a) != 0) return -1;
-        uint32_t name = string_field(a, ev, F(SPAN_NAME), dec);
-        if (name == D9A_NO_ID) return -1;
+        const d9_value *nv = F(SPAN_NAME) >= 0 ? &ev->values[F(SPAN_NAME)] : NULL;
+        bool pooled = nv && nv->present && nv->type == D9_FT_POOLED_STRING;
+        uint32_t name;
+        if (pooled && a->span_name_known && nv->pool_id == a->span_name_pool) {
+            name = a->span_name;
+        } else {
+            name = string_field(a, ev, F(SPAN_NAME), dec);
+            if (name == D9A_NO_ID) return -1;
+            a->span_name_known = pooled && nv->resolved;
+            a->span_name_pool = pooled ? nv->pool_id : 0;
+            a->span_name = name;
+        }
         uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE);
         d9a_rec r = {.ts = ev->ts_ns, .id = field_u(ev, F(SPAN_ID), 0), .ref = name,
                      .dur = field_u(ev, F(TASK_ID), 0),

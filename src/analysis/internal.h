@@ -24,7 +24,6 @@
 #define D9A_POLL_GROUPS 16        /* distinct stacks kept per long poll */
 #define D9A_LIVE_SLOTS 512        /* live-task timeline resolution (slots double in width) */
 #define D9A_NO_ID UINT32_MAX
-#define D9A_ATTR_STACKS 16        /* distinct blocking stacks a poll's attribution keeps */
 
 /* Blocked time of one poll under one switch-out stack: its cause is read at the report, when
  * the stack has its symbols (attribution.c). */
@@ -66,12 +65,12 @@ typedef struct worker {
     /* the attribution of its latest poll, open until its next poll (attribution.c) */
     bool at_open;
     d9m_attr_poll at;
-    uint32_t at_loc, at_gen, nat_stk;
+    uint32_t at_loc, at_gen, nat_stk, at_stk_cap;
     long at_slot;
     uint64_t at_task; /* the task it polls (the span model's attribution, span_stats.h) */
     uint64_t at_unmatched_ts, at_unmatched_ns; /* the latest blocked interval,
                               while no stack is matched to it (ns 0: none) */
-    attr_stack at_stk[D9A_ATTR_STACKS];
+    attr_stack *at_stk; /* every distinct blocking stack of the poll (nat_stk of at_stk_cap) */
     d9m_switch_match sw_match; /* which context-switch sample is which interval's (the model's rule) */
 } worker;
 
@@ -118,8 +117,7 @@ typedef struct long_poll_entry {
     uint32_t ngroups;
     poll_group groups[D9A_POLL_GROUPS];
     d9m_parts parts;
-    uint32_t nat_stk;
-    attr_stack at_stk[D9A_ATTR_STACKS];
+    uint32_t nat_stk; /* its blocking stacks, in the analysis's lp_stk[its slot] */
 } long_poll_entry;
 
 typedef struct sched_entry {
@@ -160,6 +158,9 @@ struct d9a_analysis {
     uint32_t cur_stream;
     bool stream_known;
     d9_u64_map loc_cache, stack_cache; /* pool id -> location / stack id, current stream */
+    bool span_name_known;              /* the last span mark's pooled name, current stream: */
+    uint64_t span_name_pool;           /* a program marks its spans under a few names */
+    uint32_t span_name;
 
     d9a_strings strings; /* locations, symbols, metadata, reasons, runtimes */
     d9a_stacks stacks;
@@ -199,6 +200,8 @@ struct d9a_analysis {
     d9m_coverage swcov;    /* what the switch records cover (model/attribution.h) */
     d9_u64_map attr_stacks; /* location << 32 | stack -> blocked ns of its polls */
     uint8_t *stack_cause;   /* by stack id: d9m_part + 1, 0 not classified yet */
+    attr_stack **lp_stk;    /* by long-poll slot: the blocking stacks of the poll in it */
+    uint32_t *lp_stk_cap;
     d9m_heap heap;               /* AllocEvent and FreeEvent (heap.h) */
 
     /* entities */
@@ -274,6 +277,10 @@ void d9a_dist_from(d9a_dist *d, const d9a_hist *h);
 /* attribution.c: the per-poll attribution (model/attribution.h); the sweep's side is inline,
  * attribution_sweep.h */
 int d9a_attr_commit_stacks(d9a_analysis *a, const worker *w);
+/* room for `need` stacks in *v (of *cap); 0, or -1 when out of memory */
+int d9a_attr_stacks_reserve(attr_stack **v, uint32_t *cap, uint32_t need);
+/* the worker's stacks copied to long-poll slot `slot` (nat_stk of the entry); 0 or -1 */
+int d9a_attr_keep_entry_stacks(d9a_analysis *a, size_t slot, const worker *w);
 /* at the report: move the blocked time of stacks from blocked_other to their causes */
 int d9a_attr_classify(d9a_analysis *a, d9m_parts *parts, const attr_stack *stk, size_t n);
 int d9a_attr_classify_locations(d9a_analysis *a);

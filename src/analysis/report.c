@@ -662,7 +662,7 @@ int d9a_build_report(d9a_analysis *a) {
         x->groups = g;
         x->ngroups = e->ngroups;
         x->parts = e->parts;
-        if (d9a_attr_classify(a, &x->parts, e->at_stk, e->nat_stk) != 0) return -1;
+        if (e->nat_stk && d9a_attr_classify(a, &x->parts, a->lp_stk[order[i]], e->nat_stk) != 0) return -1;
     }
     r->long_polls = lp;
     r->nlong_polls = a->long_polls.n;

@@ -7,7 +7,8 @@
 
 static void on_span(void *ctx, const d9m_span *sp) {
     d9a_span_stats *s = ctx;
-    uint64_t *v = d9_u64_map_get(&s->by_name, sp->name);
+    uint64_t hit = s->last_index ? s->last_index - 1 : 0;
+    uint64_t *v = s->last_index && s->last_name == sp->name ? &hit : d9_u64_map_get(&s->by_name, sp->name);
     if (!v) {
         if (s->nnames == s->cap) {
             size_t cap = s->cap ? s->cap * 2 : 8;
@@ -29,6 +30,8 @@ static void on_span(void *ctx, const d9m_span *sp) {
         s->nnames++;
     }
     d9a_span_name_stats *n = &s->names[*v];
+    s->last_name = sp->name;
+    s->last_index = (size_t)*v + 1;
     if (!sp->ended) {
         n->unended++;
         return;

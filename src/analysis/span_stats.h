@@ -27,6 +27,9 @@ typedef struct d9a_span_stats {
     d9a_span_name_stats *names;
     size_t nnames, cap;
     d9_u64_map stacks;         /* name index << 32 | stack -> blocked ns in the spans' polls */
+    uint32_t last_name;        /* the name of the span reported last, and its index (+1; 0 none):
+                                  spans of one name often end one after the other */
+    size_t last_index;
     bool failed;
 } d9a_span_stats;
 

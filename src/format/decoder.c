@@ -505,6 +505,15 @@ static inline __attribute__((always_inline)) int parse_event(cur *c, d9_event *e
                 }
             }
             break;
+        case D9_FT_VARINT | D9_FT_OPTIONAL:
+            if (LIKELY(left >= 1 && *p == 0)) { /* absent (a span's parent, mostly) */
+                v->type = D9_FT_VARINT;
+                v->present = false;
+                memset(&v->list, 0, sizeof v->list);
+                c->p = p + 1;
+                continue;
+            }
+            break;
         case D9_FT_U8:
             if (LIKELY(left >= 1)) {
                 v->u = *p;

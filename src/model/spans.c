@@ -8,10 +8,13 @@
 
 enum { K_POLL, K_QUEUED, K_WAIT, K_KINDS };
 
-typedef struct ival {
-    uint64_t start, end;
-    uint8_t kind;
-} ival;
+/* One poll of a task and what led to it since its previous poll, as they come (one record a
+ * poll, not three): waiting for a wake [wait_from, since), queued [since, start), polled
+ * [start, end). A piece whose ends are equal (or out of order: polls of one task overlapping)
+ * is empty. */
+typedef struct cycle {
+    uint64_t wait_from, since, start, end;
+} cycle;
 
 typedef struct ival_task {
     uint64_t start, end, task;
@@ -29,9 +32,9 @@ typedef struct task_state {
     uint64_t id;
     d9m_wake_state wake;
     bool polled; /* a poll seen: wake.last_poll_end is its end */
-    ival *iv;    /* since the oldest open span began, in arrival order */
-    size_t n, cap, head; /* iv[head..n) live */
-    sub_ival *sub; /* its polls' gaps and off-CPU intervals, kept as iv */
+    cycle *cy;   /* its polls since the oldest open span began, in time order */
+    size_t n, cap, head; /* cy[head..n) live */
+    sub_ival *sub; /* its polls' gaps and off-CPU intervals, kept as cy */
     size_t sn, scap, shead;
     uint64_t poll_start, poll_end, last_off_end; /* its latest poll, its latest off interval */
 } task_state;
@@ -39,8 +42,15 @@ typedef struct task_state {
 typedef struct open_span {
     d9m_span s;
     uint32_t next; /* next open span of the same id, +1; 0 none */
+    uint32_t gen;  /* bumped when it closes: its entry in the begin queue is then stale */
     bool used;
 } open_span;
+
+/* An open span in the queue by begin time (its front is the oldest open span). */
+typedef struct begin_entry {
+    uint64_t ts;
+    uint32_t slot, gen;
+} begin_entry;
 
 struct d9m_spans {
     d9m_span_fn done;
@@ -53,6 +63,11 @@ struct d9m_spans {
     size_t nopen_slots, cap_open, nopen;
     uint32_t free_head; /* a free slot + 1, chained through next */
     uint64_t now, oldest_open; /* oldest_open valid while nopen > 0 */
+    begin_entry *bq;           /* the open spans by begin time, closed ones dropped lazily */
+    size_t bq_head, bq_n, bq_cap;
+    uint64_t hit_id;           /* the task found last, and its index (hit_ok: valid) */
+    size_t hit_idx;
+    bool hit_ok;
     uint64_t *dead;            /* terminated tasks to forget once no span is open */
     size_t ndead, cap_dead;
     uint64_t stray_ends, reopened;
@@ -82,13 +97,14 @@ d9m_spans *d9m_spans_new(d9m_span_fn done, void *ctx) {
 void d9m_spans_free(d9m_spans *m) {
     if (!m) return;
     for (size_t i = 0; i < m->ntasks; i++) {
-        free(m->tasks[i].iv);
+        free(m->tasks[i].cy);
         free(m->tasks[i].sub);
     }
     free(m->tasks);
     d9_u64_map_free(&m->task_index);
     d9_u64_map_free(&m->open_by_id);
     free(m->open);
+    free(m->bq);
     free(m->tmp);
     free(m->dead);
     free(m->merged);
@@ -115,12 +131,24 @@ static bool grow(void **p, size_t *cap, size_t need, size_t size) {
     return true;
 }
 
-static task_state *task_get(d9m_spans *m, uint64_t id) {
+/* The task's state or NULL; a wake and the poll it leads to, a span mark inside that poll, ask
+ * for the same task one after the other: the last one found is kept. */
+static task_state *task_find(d9m_spans *m, uint64_t id) {
+    if (m->hit_ok && m->hit_id == id) return &m->tasks[m->hit_idx];
     uint64_t *v = d9_u64_map_get(&m->task_index, id);
-    if (v) return &m->tasks[*v];
+    if (!v) return NULL;
+    m->hit_ok = true;
+    m->hit_id = id;
+    m->hit_idx = (size_t)*v;
+    return &m->tasks[*v];
+}
+
+static task_state *task_get(d9m_spans *m, uint64_t id) {
+    task_state *t = task_find(m, id);
+    if (t) return t;
     if (!grow((void **)&m->tasks, &m->cap_tasks, m->ntasks + 1, sizeof *m->tasks)) return NULL;
     if (d9_u64_map_put(&m->task_index, id, m->ntasks) != 0) return NULL;
-    task_state *t = &m->tasks[m->ntasks++];
+    t = &m->tasks[m->ntasks++];
     memset(t, 0, sizeof *t);
     t->id = id;
     return t;
@@ -130,19 +158,23 @@ static task_state *task_get(d9m_spans *m, uint64_t id) {
  * longer count in any span. */
 static uint64_t keep_from(const d9m_spans *m) { return m->nopen ? m->oldest_open : m->now; }
 
-static int add_ival(d9m_spans *m, task_state *t, uint64_t start, uint64_t end, uint8_t kind) {
-    if (end <= start) return 0;
+static inline uint64_t cycle_last(const cycle *c) { /* where its last piece ends */
+    uint64_t e = c->end > c->start ? c->end : c->start;
+    return e > c->since ? e : c->since;
+}
+
+static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
     uint64_t from = keep_from(m);
-    while (t->head < t->n && t->iv[t->head].end <= from) t->head++;
+    while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
     if (t->head == t->n) t->head = t->n = 0;
-    if (end <= from) return 0;
+    if (cycle_last(&c) <= from) return 0;
     if (t->n == t->cap && t->head > 0) { /* reuse the pruned front before growing */
-        memmove(t->iv, t->iv + t->head, (t->n - t->head) * sizeof *t->iv);
+        memmove(t->cy, t->cy + t->head, (t->n - t->head) * sizeof *t->cy);
         t->n -= t->head;
         t->head = 0;
     }
-    if (!grow((void **)&t->iv, &t->cap, t->n + 1, sizeof *t->iv)) return -1;
-    t->iv[t->n++] = (ival){start, end, kind};
+    if (!grow((void **)&t->cy, &t->cap, t->n + 1, sizeof *t->cy)) return -1;
+    t->cy[t->n++] = c;
     return 0;
 }
 
@@ -187,9 +219,8 @@ int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
     uint64_t since = start; /* when it became runnable for this poll */
     if (d9m_wake_poll(&t->wake, start, end, &link)) since = link.runnable_since;
     /* before its first poll the task's state is unknown, but for the wake that led to it */
-    if (polled && prev_end < since && add_ival(m, t, prev_end, since, K_WAIT) != 0) return -1;
-    if (add_ival(m, t, since, start, K_QUEUED) != 0) return -1;
-    if (add_ival(m, t, start, end, K_POLL) != 0) return -1;
+    uint64_t wait_from = polled && prev_end < since ? prev_end : since;
+    if (add_cycle(m, t, (cycle){wait_from, since, start, end}) != 0) return -1;
     t->polled = true;
     t->poll_start = start;
     t->poll_end = end;
@@ -198,11 +229,6 @@ int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
 }
 
 void d9m_spans_set_coverage(d9m_spans *m, const d9m_coverage *c) { m->cov = c; }
-
-static task_state *task_find(d9m_spans *m, uint64_t id) {
-    uint64_t *v = d9_u64_map_get(&m->task_index, id);
-    return v ? &m->tasks[*v] : NULL;
-}
 
 int d9m_spans_poll_gap(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to) {
     task_state *t = task ? task_find(m, task) : NULL;
@@ -247,11 +273,15 @@ static bool push_tmp(d9m_spans *m, int kind, uint64_t s, uint64_t e, uint64_t lo
 
 /* A task's intervals inside [lo, hi), its state after its last recorded interval included. */
 static bool collect_task(d9m_spans *m, uint64_t id, uint64_t lo, uint64_t hi) {
-    uint64_t *v = d9_u64_map_get(&m->task_index, id);
-    if (!v) return true;
-    const task_state *t = &m->tasks[*v];
-    for (size_t i = t->head; i < t->n; i++)
-        if (!push_tmp(m, t->iv[i].kind, t->iv[i].start, t->iv[i].end, lo, hi, id)) return false;
+    const task_state *t = task_find(m, id);
+    if (!t) return true;
+    for (size_t i = t->head; i < t->n; i++) {
+        const cycle *c = &t->cy[i];
+        if (!push_tmp(m, K_WAIT, c->wait_from, c->since, lo, hi, id) ||
+            !push_tmp(m, K_QUEUED, c->since, c->start, lo, hi, id) ||
+            !push_tmp(m, K_POLL, c->start, c->end, lo, hi, id))
+            return false;
+    }
     if (d9m_wake_pending(&t->wake)) { /* woken, its poll not started by hi */
         uint64_t since = t->wake.first_wake;
         if (t->polled && t->wake.last_poll_end > since) since = t->wake.last_poll_end;
@@ -327,9 +357,9 @@ static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_
                          size_t *noffs) {
     size_t np = 0, ng = 0, no = 0;
     for (size_t i = t->head; i < t->n; i++) {
-        const ival *v = &t->iv[i];
+        const cycle *v = &t->cy[i];
         uint64_t a = v->start > lo ? v->start : lo, b = v->end < hi ? v->end : hi;
-        if (v->kind != K_POLL || b <= a) continue;
+        if (b <= a) continue;
         if (!grow((void **)polls, polls_cap, np + 1, sizeof **polls)) return false;
         (*polls)[np++] = (d9m_span_interval){a, b, t->id};
     }
@@ -461,11 +491,64 @@ static uint64_t unknown_until(const d9m_spans *m, uint64_t lo, uint64_t hi) {
     return a > 0 && c->drops[a - 1].ts > lo ? c->drops[a - 1].ts : lo;
 }
 
-/* Split s over its tasks and report it. */
-static int report(d9m_spans *m, d9m_span *s) {
-    uint64_t lo = s->begin_ts, hi = s->end_ts > s->begin_ts ? s->end_ts : s->begin_ts;
-    uint64_t elapsed = hi - lo;
-    lo = unknown_until(m, lo, hi); /* [begin, lo) unknown */
+/* One task's clipped pieces in time order, disjoint: each part is the sum of its kind's
+ * lengths, and the in-poll intervals are its polls (touching ones joined, as a union does). */
+typedef struct one_task_sum {
+    uint64_t len[K_KINDS], prev_end, task;
+    d9m_span_interval *polls;
+    size_t npolls;
+    bool overlap; /* two pieces overlap: the sums are not the union's lengths */
+} one_task_sum;
+
+static inline void sum_piece(one_task_sum *o, int kind, uint64_t s, uint64_t e, uint64_t lo, uint64_t hi) {
+    if (s < lo) s = lo;
+    if (e > hi) e = hi;
+    if (e <= s) return;
+    if (s < o->prev_end) o->overlap = true;
+    o->prev_end = e;
+    o->len[kind] += e - s;
+    if (kind != K_POLL) return;
+    if (o->npolls && o->polls[o->npolls - 1].end == s) o->polls[o->npolls - 1].end = e;
+    else o->polls[o->npolls++] = (d9m_span_interval){s, e, o->task};
+}
+
+/* The split over one task without a sort or a copy: its intervals since the oldest open span
+ * began, read in place, then its state after them (as collect_task). False when two of them
+ * overlap (polls of one task overlapping, a wake during a poll): the caller takes the union
+ * then. m->merged gets the in-poll intervals. */
+static bool split_one_task(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi, uint64_t len[K_KINDS],
+                           size_t *npolls, bool *ok) {
+    *ok = true;
+    if (!grow((void **)&m->merged, &m->merged_cap, t->n - t->head + 2, sizeof *m->merged)) {
+        *ok = false;
+        return true;
+    }
+    one_task_sum o = {.polls = m->merged, .task = t->id};
+    for (size_t i = t->head; i < t->n && !o.overlap; i++) {
+        const cycle *c = &t->cy[i];
+        sum_piece(&o, K_WAIT, c->wait_from, c->since, lo, hi);
+        sum_piece(&o, K_QUEUED, c->since, c->start, lo, hi);
+        sum_piece(&o, K_POLL, c->start, c->end, lo, hi);
+    }
+    if (d9m_wake_pending(&t->wake)) {
+        uint64_t since = t->wake.first_wake;
+        if (t->polled && t->wake.last_poll_end > since) since = t->wake.last_poll_end;
+        if (t->polled) sum_piece(&o, K_WAIT, t->wake.last_poll_end, since, lo, hi);
+        sum_piece(&o, K_QUEUED, since, hi, lo, hi);
+    } else if (t->polled) {
+        sum_piece(&o, K_WAIT, t->wake.last_poll_end, hi, lo, hi);
+    }
+    if (o.overlap) return false;
+    len[K_POLL] = o.len[K_POLL];
+    len[K_QUEUED] = len[K_POLL] + o.len[K_QUEUED];
+    len[K_WAIT] = len[K_QUEUED] + o.len[K_WAIT];
+    *npolls = o.npolls;
+    return true;
+}
+
+/* The general split: the tasks' intervals collected, sorted and united. */
+static int split_union(d9m_spans *m, const d9m_span *s, uint64_t lo, uint64_t hi, uint64_t len[K_KINDS],
+                       size_t *n) {
     m->tmp_n = 0;
     if (s->begin_task && !collect_task(m, s->begin_task, lo, hi)) return -1;
     if (s->end_task && s->end_task != s->begin_task && !collect_task(m, s->end_task, lo, hi))
@@ -473,9 +556,26 @@ static int report(d9m_spans *m, d9m_span *s) {
     if (m->tmp_n > 64) qsort(m->tmp, m->tmp_n, sizeof *m->tmp, cmp_start);
     else sort_by_start(m->tmp, m->tmp_n);
     if (!grow((void **)&m->merged, &m->merged_cap, m->tmp_n + 1, sizeof *m->merged)) return -1;
-    size_t n;
-    uint64_t len[K_KINDS];
-    unions(m, len, m->merged, &n);
+    unions(m, len, m->merged, n);
+    return 0;
+}
+
+/* Split s over its tasks and report it. */
+static int report(d9m_spans *m, d9m_span *s) {
+    uint64_t lo = s->begin_ts, hi = s->end_ts > s->begin_ts ? s->end_ts : s->begin_ts;
+    uint64_t elapsed = hi - lo;
+    lo = unknown_until(m, lo, hi); /* [begin, lo) unknown */
+    size_t n = 0;
+    uint64_t len[K_KINDS] = {0};
+    bool fast = false;
+    if (!s->begin_task || !s->end_task || s->begin_task == s->end_task) { /* one task, or none */
+        uint64_t id = s->begin_task ? s->begin_task : s->end_task;
+        const task_state *t = id ? task_find(m, id) : NULL;
+        bool ok = true;
+        fast = !t || split_one_task(m, t, lo, hi, len, &n, &ok);
+        if (!ok) return -1;
+    }
+    if (!fast && split_union(m, s, lo, hi, len, &n) != 0) return -1;
     uint64_t u_poll = len[K_POLL], u_queued = len[K_QUEUED], u_wait = len[K_WAIT];
     /* higher kinds take precedence: each part is what its union adds to the ones before */
     s->parts = (d9m_span_parts){.poll_ns = u_poll, .queued_ns = u_queued - u_poll,
@@ -497,9 +597,10 @@ static int report(d9m_spans *m, d9m_span *s) {
 static void forget_task(d9m_spans *m, uint64_t id) {
     uint64_t *v = d9_u64_map_get(&m->task_index, id);
     if (!v) return;
+    m->hit_ok = false; /* the last task moves */
     size_t i = (size_t)*v;
     d9_u64_map_remove(&m->task_index, id);
-    free(m->tasks[i].iv);
+    free(m->tasks[i].cy);
     free(m->tasks[i].sub);
     if (i != m->ntasks - 1) { /* the last one moves into its slot */
         m->tasks[i] = m->tasks[m->ntasks - 1];
@@ -524,13 +625,34 @@ int d9m_spans_terminate(d9m_spans *m, uint64_t task) {
     return 0;
 }
 
+/* The oldest open span's begin: the queue's front, once the closed spans before it are gone
+ * (each entry is dropped once: no scan of the open spans at each end). */
 static void recompute_oldest(d9m_spans *m) {
-    bool any = false;
-    for (size_t i = 0; i < m->nopen_slots; i++)
-        if (m->open[i].used && (!any || m->open[i].s.begin_ts < m->oldest_open)) {
-            m->oldest_open = m->open[i].s.begin_ts;
-            any = true;
+    while (m->bq_head < m->bq_n) {
+        const begin_entry *b = &m->bq[m->bq_head];
+        const open_span *o = &m->open[b->slot];
+        if (o->used && o->gen == b->gen) {
+            m->oldest_open = b->ts;
+            return;
         }
+        m->bq_head++;
+    }
+}
+
+/* Open span `slot` began at ts: into the queue, which stays in begin order (an earlier begin
+ * than the last one, out of the time order, is put in its place). */
+static int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
+    if (m->bq_head == m->bq_n) m->bq_head = m->bq_n = 0;
+    if (m->bq_n == m->bq_cap && m->bq_head > 0) { /* reuse the dropped front before growing */
+        memmove(m->bq, m->bq + m->bq_head, (m->bq_n - m->bq_head) * sizeof *m->bq);
+        m->bq_n -= m->bq_head;
+        m->bq_head = 0;
+    }
+    if (!grow((void **)&m->bq, &m->bq_cap, m->bq_n + 1, sizeof *m->bq)) return -1;
+    size_t i = m->bq_n++;
+    for (; i > m->bq_head && m->bq[i - 1].ts > ts; i--) m->bq[i] = m->bq[i - 1];
+    m->bq[i] = (begin_entry){ts, slot, m->open[slot].gen};
+    return 0;
 }
 
 /* Unlink open span `idx` (its id's chain starts at *head, +1). */
@@ -553,11 +675,15 @@ static void close_slot(d9m_spans *m, uint32_t idx) {
     }
     uint64_t begin = m->open[idx].s.begin_ts;
     m->open[idx].used = false;
+    m->open[idx].gen++;
     m->open[idx].next = m->free_head;
     m->free_head = idx + 1;
     m->nopen--;
     if (m->nopen && begin == m->oldest_open) recompute_oldest(m);
-    if (!m->nopen) forget_dead(m);
+    if (!m->nopen) {
+        forget_dead(m);
+        m->bq_head = m->bq_n = 0;
+    }
 }
 
 static int64_t find_open(const d9m_spans *m, uint32_t name, uint64_t id) {
@@ -586,6 +712,7 @@ int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint6
     } else {
         if (!grow((void **)&m->open, &m->cap_open, m->nopen_slots + 1, sizeof *m->open)) return -1;
         idx = (uint32_t)m->nopen_slots++;
+        m->open[idx].gen = 0;
     }
     uint64_t *head = d9_u64_map_upsert(&m->open_by_id, id, 0);
     if (!head) {
@@ -596,8 +723,16 @@ int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint6
     }
     m->open[idx] = (open_span){.s = {.name = name, .id = id, .begin_ts = ts, .begin_task = task,
                                      .begin_worker = worker, .begin_tid = tid},
-                               .next = (uint32_t)*head, .used = true};
+                               .next = (uint32_t)*head, .gen = m->open[idx].gen, .used = true};
     *head = idx + 1;
+    if (queue_begin(m, ts, idx) != 0) {
+        m->open[idx].used = false; /* unlinked as it was linked: at its id's head */
+        *head = m->open[idx].next;
+        if (!*head) d9_u64_map_remove(&m->open_by_id, id);
+        m->open[idx].next = m->free_head;
+        m->free_head = idx + 1;
+        return -1;
+    }
     if (m->nopen++ == 0 || ts < m->oldest_open) m->oldest_open = ts;
     return 0;
 }

@@ -9,7 +9,8 @@
 #     do poll starts and ends, and there are no more parks than the waits the server counted;
 #     each connection is a task spawned at "accept on 127.0.0.1:<port>" (a completed
 #     IORING_OP_ACCEPT read from the ring the program mapped), each of its requests exactly one
-#     poll of it and one readiness wake (the completion of its IORING_OP_RECV); the longest
+#     poll of it and one readiness wake (the completion of its IORING_OP_RECV), its polls
+#     located where its task was spawned (as analyze's "spawn location" shows); the longest
 #     poll is B's slow request; A's and B's tasks end at close(), C's at its IORING_OP_CLOSE;
 #     the ring is said set up through syscall(), and nothing says it was never waited on;
 #   - mode inline: the ring is set up through syscall() but entered with the program's own
@@ -107,6 +108,9 @@ for k, n in (("A", 4), ("B", 4), ("C", 3)):
     polls = sum(1 for p in t.polls if p["task_id"] == task[k])
     wakes = sum(1 for w in t.wakes if w["woken_task_id"] == task[k] and w["waker_task_id"] == 0)
     check(polls == n, "%s's %d requests are %d polls of its task" % (k, n, polls))
+    locs = {p["spawn_loc"] for p in t.polls if p["task_id"] == task[k]}
+    check(locs == {accepts[0]["spawn_loc"]},
+          "%s's polls name where its task was spawned, not the loop: %s" % (k, sorted(locs)))
     check(wakes == n, "%s woken by its %d completions (%d)" % (k, n, wakes))
 longest = max(durations)
 check(longest[1] == task["B"], "the longest poll (%.1f ms) is B's slow request" % (longest[0] / 1e6))

@@ -41,6 +41,7 @@
 #define MAX_FDS 65536
 
 static _Atomic uint64_t g_task[MAX_FDS];              /* connection task of each fd, 0: none */
+static const d9_loc *_Atomic g_task_loc[MAX_FDS];      /* where that task was spawned */
 static const d9_loc *_Atomic g_listen_loc[MAX_FDS];    /* "accept on <address>" of a listener */
 static _Atomic uint64_t g_epfd_used[MAX_FDS / 64];     /* epoll fds that saw an ADD */
 static _Atomic uint64_t g_watched[MAX_FDS / 64];       /* fds added to some epoll fd */
@@ -253,6 +254,7 @@ static const d9_loc *first_seen_loc(void) {
 /* A new task for fd's new lifetime (the previous one, if close was not seen, ends). */
 static uint64_t new_task(int fd, const d9_loc *where) {
     uint64_t id = d9_task_id_new();
+    atomic_store_explicit(&g_task_loc[fd], where, memory_order_relaxed);
     uint64_t old = atomic_exchange_explicit(&g_task[fd], id, memory_order_relaxed);
     if (old) d9_task_terminate(old);
     if (where) d9_task_spawn(id, where);
@@ -265,6 +267,7 @@ static uint64_t task_of(int fd) {
     id = d9_task_id_new();
     uint64_t expected = 0;
     if (!atomic_compare_exchange_strong(&g_task[fd], &expected, id)) return expected;
+    atomic_store_explicit(&g_task_loc[fd], first_seen_loc(), memory_order_relaxed);
     d9_task_spawn(id, first_seen_loc());
     return id;
 }
@@ -408,9 +411,13 @@ static void begin_poll(loop_thread *l, int fd, uint64_t task) {
         say_loop(l, true);
         l->said_connection = true;
     }
+    /* a connection's poll names where its task was spawned ("accept on <address>"), as a
+     * poll's location does; the loop's own, the loop */
+    const d9_loc *loc = fd >= 0 ? atomic_load_explicit(&g_task_loc[fd], memory_order_relaxed) : NULL;
+    if (!loc) loc = l->loc;
     /* the poll in progress ends here, with nothing owed between: one clock read for both */
-    if (l->in_poll && !l->owed_terminate) d9_poll_end_begin(task, l->loc);
-    else d9_poll_begin(task, l->loc);
+    if (l->in_poll && !l->owed_terminate) d9_poll_end_begin(task, loc);
+    else d9_poll_begin(task, loc);
     l->in_poll = true;
     l->cur_fd = fd;
     l->cur_task = task;

@@ -16,6 +16,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "core/run_metadata.h"
 #include "core/thread_buffer.h"
 #include "instrument_all.h"
 #include "preload.h"
@@ -60,7 +61,9 @@ static bool prepare(d9_config *cfg) {
         if (!cfg->enabled) return false;
         /* the strings point into the environment, which the program may change meanwhile */
         cfg->trace_dir = keep(cfg->trace_dir);
-        cfg->service = keep(cfg->service);
+        /* unset: the program's name as started, before main (a forked worker's run would
+         * take the title the server rewrote over argv[0], "nginx: master process ...") */
+        cfg->service = keep(cfg->service ? cfg->service : d9_program_name());
         cfg->s3_bucket = keep(cfg->s3_bucket);
         cfg->s3_prefix = keep(cfg->s3_prefix);
         cfg->s3_region = keep(cfg->s3_region);

@@ -20,9 +20,12 @@
  * A wait that asks for no completion (a peek) is no iteration boundary; a wait that finds its
  * completions already posted is a boundary but no park.
  *
+ * The reading of completions is shared with rings the program drives through glibc's
+ * syscall() (preload_uring_cq.c, preload_uring_raw.c).
+ *
  * What is not seen: liburing linked statically; io_uring_enter made by the program with its
- * own syscall instruction or through libc's syscall(); an SQPOLL ring whose loop never
- * enters the kernel to wait (it spins on the CQ ring: no call to see). io_uring_enter /
+ * own syscall instruction; an SQPOLL ring whose loop never enters the kernel to wait (it
+ * spins on the CQ ring: no call to see). io_uring_enter /
  * io_uring_enter2 called through liburing's exported wrappers with IORING_ENTER_GETEVENTS
  * and min_complete > 0 are waits too, but the shim has no struct io_uring there to read:
  * their iterations are polls of the loop's own task. */
@@ -30,32 +33,10 @@
 #include <stdatomic.h>
 
 #include "preload.h"
+#include "preload_uring_cq.h"
 
 #if __has_include(<liburing.h>)
 #include <liburing.h>
-
-/* ---------------------------------------------------------------- user_data -> request */
-
-/* Direct-mapped: a later request with the same slot overwrites; a lookup checks user_data,
- * so a collision or a stale slot is a miss (the completion then names no fd). */
-#define REQ_SLOTS 16384
-static struct {
-    _Atomic uint64_t user_data;
-    _Atomic int32_t fd; /* the fd + 1: 0 is an empty slot */
-    _Atomic uint8_t opcode;
-} g_req[REQ_SLOTS];
-
-static unsigned req_slot(uint64_t data) {
-    return (unsigned)((data * 0x9e3779b97f4a7c15ull) >> 50) & (REQ_SLOTS - 1);
-}
-
-static bool req_lookup(uint64_t data, int *fd, unsigned *opcode) {
-    unsigned k = req_slot(data);
-    if (atomic_load_explicit(&g_req[k].user_data, memory_order_relaxed) != data) return false;
-    *fd = atomic_load_explicit(&g_req[k].fd, memory_order_relaxed) - 1;
-    *opcode = atomic_load_explicit(&g_req[k].opcode, memory_order_relaxed);
-    return *fd >= 0 && atomic_load_explicit(&g_req[k].user_data, memory_order_relaxed) == data;
-}
 
 /* A ring's SQE and CQE sizes: 128 and 32 bytes with IORING_SETUP_SQE128 / _CQE32. */
 static unsigned sqe_shift(const struct io_uring *ring) {
@@ -77,144 +58,49 @@ static void note_pending(const struct io_uring *ring) {
     for (unsigned i = head; i != tail; i++) {
         const struct io_uring_sqe *sqe = &ring->sq.sqes[(i & mask) << sqe_shift(ring)];
         if ((sqe->flags & IOSQE_FIXED_FILE) || sqe->fd < 0) continue;
-        unsigned k = req_slot(sqe->user_data);
-        atomic_store_explicit(&g_req[k].user_data, 0, memory_order_relaxed);
-        atomic_store_explicit(&g_req[k].fd, sqe->fd + 1, memory_order_relaxed);
-        atomic_store_explicit(&g_req[k].opcode, sqe->opcode, memory_order_relaxed);
-        atomic_store_explicit(&g_req[k].user_data, sqe->user_data, memory_order_relaxed);
+        d9p_uring_note_request(sqe->user_data, sqe->fd, sqe->opcode);
     }
 }
 
-/* ---------------------------------------------------------------- completions */
-
-/* Per thread, for the last few rings it used: how far their CQEs were seen, so that a
- * completion is a wake once, however many looks find it still unhandled. */
-#define RINGS_PER_THREAD 4
-static __thread struct {
-    const struct io_uring *ring;
-    unsigned seen;
-} t_rings[RINGS_PER_THREAD] __attribute__((tls_model("initial-exec")));
-static __thread unsigned t_next_ring __attribute__((tls_model("initial-exec")));
-
-static bool cq_empty(const struct io_uring *ring) {
-    return !ring || !ring->cq.khead || !ring->cq.ktail ||
-           *ring->cq.khead == atomic_load_explicit((_Atomic unsigned *)ring->cq.ktail,
-                                                   memory_order_acquire);
-}
-
-#define MAX_READY 64
-
-/* The fd a completion stands for; a new one (`fresh`) also tells of connections: a
- * completed accept begins one, a completed close ends one. */
-static int completion_fd(const struct io_uring_cqe *cqe, bool fresh) {
-    int fd;
-    unsigned op;
-    if (!req_lookup(cqe->user_data, &fd, &op)) return -1;
-    if (fresh && op == IORING_OP_ACCEPT && cqe->res >= 0) d9p_conn_accepted(fd, cqe->res);
-    if (op == IORING_OP_CLOSE) {
-        if (fresh && cqe->res == 0) d9p_conn_closed(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* The CQ ring as the kernel set it up (a mask one less than the entries, a power of two), so
- * that no index reads outside the CQE array. */
-static bool cq_usable(const struct io_uring *ring) {
-    return ring && ring->cq.khead && ring->cq.ktail && ring->cq.kring_mask &&
-           ring->cq.kring_entries && ring->cq.cqes &&
-           *ring->cq.kring_mask + 1 == *ring->cq.kring_entries;
-}
-
-static const struct io_uring_cqe *cqe_at(const struct io_uring *ring, unsigned i) {
-    return &ring->cq.cqes[(i & *ring->cq.kring_mask) << cqe_shift(ring)];
-}
-
-/* Where this thread saw ring's CQEs up to; a ring new to it starts at its head. */
-static unsigned *track(const struct io_uring *ring, unsigned head) {
-    for (unsigned i = 0; i < RINGS_PER_THREAD; i++)
-        if (t_rings[i].ring == ring) return &t_rings[i].seen;
-    unsigned i = t_next_ring++ % RINGS_PER_THREAD;
-    t_rings[i].ring = ring;
-    t_rings[i].seen = head;
-    return &t_rings[i].seen;
-}
-
-/* CQEs the program consumed without a wait of the shim's in between (handled in the same
- * batch as they were posted, or found by its inline peek): what they tell of connections and
- * their readiness, read behind the head. The kernel reuses a consumed slot only once the
- * ring has moved a whole lap past it, so with fewer CQEs than the ring holds since the last
- * look they are still there; past that they are skipped. */
-static void catch_up(const struct io_uring *ring) {
-    if (!cq_usable(ring) || !D9__ACTIVE()) return;
-    unsigned head = *ring->cq.khead, entries = *ring->cq.kring_entries;
-    unsigned tail = atomic_load_explicit((_Atomic unsigned *)ring->cq.ktail, memory_order_acquire);
-    unsigned *seen = track(ring, head);
-    if ((int)(head - *seen) <= 0) return;
-    if (tail - *seen >= entries || head - *seen > entries) {
-        *seen = head;
-        return;
-    }
-    int ready[MAX_READY], n = 0;
-    for (unsigned i = *seen; i != head; i++) {
-        int fd = completion_fd(cqe_at(ring, i), true);
-        if (fd >= 0 && n < MAX_READY) ready[n++] = fd;
-    }
-    *seen = head;
-    d9p_loop_ready(ready, n);
-}
-
-/* After a call: the CQEs posted, from the program's head. The first is the one it handles
- * first (its fd is the iteration's poll); those not seen at an earlier look are wakes. */
-static void completions(const struct io_uring *ring, bool home_loop) {
-    if (!cq_usable(ring)) {
-        if (home_loop) d9p_loop_wait_end_uring(-1, NULL, 0);
-        return;
-    }
-    unsigned head = *ring->cq.khead, entries = *ring->cq.kring_entries;
-    unsigned tail = atomic_load_explicit((_Atomic unsigned *)ring->cq.ktail, memory_order_acquire);
-    if (tail - head > entries) tail = head; /* not a ring state liburing would read */
-    unsigned *seen = track(ring, head);
-    if ((int)(*seen - head) < 0 || (int)(tail - *seen) < 0) *seen = head;
-    int ready[MAX_READY], n = 0, first = -1;
-    for (unsigned i = head; i != tail; i++) {
-        bool is_new = (int)(i - *seen) >= 0;
-        int fd = is_new || i == head ? completion_fd(cqe_at(ring, i), is_new) : -1;
-        if (i == head) first = fd;
-        if (is_new && fd >= 0 && n < MAX_READY) ready[n++] = fd;
-    }
-    *seen = tail;
-    if (home_loop) d9p_loop_wait_end_uring(first, ready, n);
-    else d9p_loop_ready(ready, n);
+/* The completion ring of liburing's struct io_uring, for preload_uring_cq.c. */
+static d9p_cq_view cq_of(const struct io_uring *ring) {
+    return (d9p_cq_view){.key = ring,
+                         .khead = ring->cq.khead,
+                         .ktail = ring->cq.ktail,
+                         .kring_mask = ring->cq.kring_mask,
+                         .kring_entries = ring->cq.kring_entries,
+                         .cqes = ring->cq.cqes,
+                         .cqe_shift = cqe_shift(ring)};
 }
 
 /* ---------------------------------------------------------------- the interposers */
 
 /* liburing calls its own exported functions through its PLT (io_uring_wait_cqe_timeout ->
  * io_uring_wait_cqes -> __io_uring_get_cqe, io_uring_submit): those reach the interposers
- * again, inside the outer call, and go straight through. */
-static __thread unsigned t_depth __attribute__((tls_model("initial-exec")));
+ * again, inside the outer call, and go straight through (d9p_uring_depth). */
 
 /* A call of liburing that may wait (waits: the program asked for completions). */
 #define URING_WAIT(ring, waits, call)                                                      \
     do {                                                                                   \
-        if (t_depth || !(ring)) return (call);                                             \
+        if (d9p_uring_depth || !(ring)) return (call);                                     \
         note_pending(ring);                                                                \
         if (!(waits)) return (call); /* a peek: no boundary, its CQEs are caught up later */ \
-        t_depth++;                                                                         \
-        catch_up(ring);                                                                    \
+        d9p_uring_depth++;                                                                 \
+        d9p_uring_waited((ring)->ring_fd);                                                 \
+        d9p_cq_view cq_ = cq_of(ring);                                                     \
+        d9p_uring_catch_up(&cq_);                                                          \
         bool home_loop_;                                                                   \
         bool parked_ = d9p_poller_wait_begin(D9P_WAIT_URING, (ring)->ring_fd, true,        \
-                                             cq_empty(ring),                               \
+                                             d9p_uring_cq_empty(&cq_),                     \
                                              __builtin_return_address(0), &home_loop_);    \
         int rc_ = (call);                                                                  \
         d9p_poller_wait_end(parked_);                                                      \
         if (home_loop_ || D9__ACTIVE()) {                                                  \
             int saved_ = errno;                                                            \
-            completions(ring, home_loop_);                                                 \
+            d9p_uring_completions(&cq_, home_loop_);                                       \
             errno = saved_;                                                                \
         }                                                                                  \
-        t_depth--;                                                                         \
+        d9p_uring_depth--;                                                                 \
         return rc_;                                                                        \
     } while (0)
 
@@ -258,34 +144,20 @@ D9P_EXPORT int io_uring_submit_and_wait_timeout(struct io_uring *ring,
 /* Not a wait, but what it completes at once (a close, a send that fits) may be consumed by
  * the program's inline peek before any wait of the shim's sees it. */
 D9P_EXPORT int io_uring_submit(struct io_uring *ring) {
-    if (t_depth || !ring) return URING_NEXT(io_uring_submit, ring);
+    if (d9p_uring_depth || !ring) return URING_NEXT(io_uring_submit, ring);
     note_pending(ring);
-    catch_up(ring);
+    d9p_cq_view cq = cq_of(ring);
+    d9p_uring_catch_up(&cq);
     int rc = URING_NEXT(io_uring_submit, ring);
     if (D9__ACTIVE()) {
         int saved = errno;
-        completions(ring, false);
+        d9p_uring_completions(&cq, false);
         errno = saved;
     }
     return rc;
 }
 
 /* A raw enter (liburing's exported wrappers): a wait without a struct io_uring to read. */
-static int raw_enter(unsigned fd, unsigned min_complete, unsigned flags, const void *caller,
-                     int (*enter)(void *), void *arg) {
-    if (t_depth || !(flags & IORING_ENTER_GETEVENTS) || min_complete == 0) return enter(arg);
-    bool home_loop;
-    bool parked = d9p_poller_wait_begin(D9P_WAIT_URING, (int)fd, true, true, caller, &home_loop);
-    int rc = enter(arg);
-    d9p_poller_wait_end(parked);
-    if (home_loop) {
-        int saved = errno;
-        d9p_loop_wait_end_uring(-1, NULL, 0);
-        errno = saved;
-    }
-    return rc;
-}
-
 typedef struct enter_args {
     unsigned fd, to_submit, min_complete, flags;
     sigset_t *sig;
@@ -293,7 +165,7 @@ typedef struct enter_args {
     bool two;
 } enter_args;
 
-static int call_enter(void *p) {
+static long call_enter(void *p) {
     enter_args *a = p;
     if (a->two)
         return URING_NEXT(io_uring_enter2, a->fd, a->to_submit, a->min_complete, a->flags,
@@ -301,16 +173,22 @@ static int call_enter(void *p) {
     return URING_NEXT(io_uring_enter, a->fd, a->to_submit, a->min_complete, a->flags, a->sig);
 }
 
+static int raw_enter(enter_args *a, const void *caller) {
+    if (d9p_uring_depth || !(a->flags & IORING_ENTER_GETEVENTS) || a->min_complete == 0)
+        return (int)call_enter(a);
+    return (int)d9p_uring_wait(NULL, (int)a->fd, caller, call_enter, a);
+}
+
 D9P_EXPORT int io_uring_enter(unsigned fd, unsigned to_submit, unsigned min_complete,
                               unsigned flags, sigset_t *sig) {
     enter_args a = {fd, to_submit, min_complete, flags, sig, 0, false};
-    return raw_enter(fd, min_complete, flags, __builtin_return_address(0), call_enter, &a);
+    return raw_enter(&a, __builtin_return_address(0));
 }
 
 D9P_EXPORT int io_uring_enter2(unsigned fd, unsigned to_submit, unsigned min_complete,
                                unsigned flags, sigset_t *sig, size_t sz) {
     enter_args a = {fd, to_submit, min_complete, flags, sig, sz, true};
-    return raw_enter(fd, min_complete, flags, __builtin_return_address(0), call_enter, &a);
+    return raw_enter(&a, __builtin_return_address(0));
 }
 
 #else

@@ -10,6 +10,8 @@
 #     the master, which only waits for signals, has none; the loop is named from nginx's
 #     .symtab (ngx_epoll_process_events) or, stripped as Debian ships it, after its nearest
 #     exported caller with its frame's offset ("ngx_spawn_process+0x2b3 (nginx)");
+#   - every run's service is "nginx", the program as started (nginx writes its process title
+#     over argv[0] before it forks its workers);
 #   - every connection nginx served (the serial numbers in its access log) is one task,
 #     spawned at "accept on 127.0.0.1:<port>" in the worker that accepted it (the polls per
 #     request are printed).
@@ -73,6 +75,9 @@ runs = [Trace(d9, os.path.join(root, r)) for r in sorted(os.listdir(root)) if no
 loops = [t for t in runs if t.of("LoopEvent")]
 check(len(runs) == 3, "3 runs: the master and its 2 workers (%d)" % len(runs))
 check(len(loops) == 2, "2 runs with a loop: the workers (%d)" % len(loops))
+# every run is of the service as started, not of the title nginx wrote over its argv[0]
+services = sorted({t.meta.get("service") for t in runs})
+check(services == ["nginx"], "every run's service is nginx: %s" % services)
 accepted, served, conn_polls, conn_wakes, split = 0, 0, 0, 0, 0
 for t in loops:
     last = [e["fields"] for e in t.of("LoopEvent")][-1]

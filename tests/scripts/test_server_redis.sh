@@ -9,7 +9,8 @@
 #     poller's caller static, so the frame of its nearest exported caller), in analyze --json
 #     and stats --json, not "epoll";
 #   - the client's connection one task spawned at "accept on 127.0.0.1:<port>", with at least
-#     one poll per request and a readiness wake per request;
+#     one poll per request (each located there, as analyze shows it) and a readiness wake per
+#     request;
 #   - the three EVALs the three longest polls, each lasting at least what the script measured
 #     itself (redis TIME; what the client measured around it is printed next to it);
 #   - the CPU samples inside them naming the script's code (Lua's VM or redis' eval).
@@ -124,6 +125,11 @@ check(not open_poll, "every poll ended, the last one at redis' exit (%d open)" %
 polls.sort(reverse=True)
 top = sorted(polls[:3], key=lambda p: p[1])
 check(all(p[3] == conn for p in top), "the three longest polls are the connection's")
+# analyze's LONG POLLS and poll time by spawn location show where a poll's task was spawned:
+# the connection's polls name its listening address, not the loop
+conn_loc = next(s["spawn_loc"] for s in t.spawns if s["task_id"] == conn)
+locs = {p["spawn_loc"] for p in t.polls if p["task_id"] == conn}
+check(locs == {conn_loc}, "the connection's polls are located at %r: %s" % (conn_loc, sorted(locs)))
 for (dur, _, _, _), (script_ns, client_ns) in zip(top, evals):
     # the poll also holds the reply's write and redis' housekeeping before its next
     # epoll_wait, after the client may have its answer: the client's time is a figure here

@@ -1,0 +1,168 @@
+/* The completion side of an io_uring, read the same way whoever set the ring up (liburing's
+ * struct io_uring, preload_uring.c; rings the program mapped itself, preload_uring_raw.c):
+ *   - each request submitted names (fd, opcode) by its user_data, in a direct-mapped table;
+ *   - after a call, the CQEs the kernel posted (the program's head to the kernel's tail,
+ *     read-only; the shim never moves a head or a tail): the first is the completion the
+ *     program handles first (the iteration's poll is its connection's), the ones not seen at
+ *     an earlier look are readiness wakes; a completed accept is a connection's task spawned
+ *     at "accept on <address>" (its result is the new fd); a completed close ends its task;
+ *   - before a call, the CQEs the program consumed since the last look (handled in the same
+ *     batch as they were posted, or found by an inline peek), read behind the head. */
+#include <errno.h>
+#include <linux/io_uring.h>
+#include <stdatomic.h>
+
+#include "preload.h"
+#include "preload_uring_cq.h"
+
+__thread unsigned d9p_uring_depth __attribute__((tls_model("initial-exec"))) D9P_HIDDEN;
+
+/* ---------------------------------------------------------------- user_data -> request */
+
+/* Direct-mapped: a later request with the same slot overwrites; a lookup checks user_data,
+ * so a collision or a stale slot is a miss (the completion then names no fd). */
+#define REQ_SLOTS 16384
+static struct {
+    _Atomic uint64_t user_data;
+    _Atomic int32_t fd; /* the fd + 1: 0 is an empty slot */
+    _Atomic uint8_t opcode;
+} g_req[REQ_SLOTS];
+
+static unsigned req_slot(uint64_t data) {
+    return (unsigned)((data * 0x9e3779b97f4a7c15ull) >> 50) & (REQ_SLOTS - 1);
+}
+
+void d9p_uring_note_request(uint64_t user_data, int fd, unsigned opcode) {
+    unsigned k = req_slot(user_data);
+    atomic_store_explicit(&g_req[k].user_data, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_req[k].fd, fd + 1, memory_order_relaxed);
+    atomic_store_explicit(&g_req[k].opcode, (uint8_t)opcode, memory_order_relaxed);
+    atomic_store_explicit(&g_req[k].user_data, user_data, memory_order_relaxed);
+}
+
+static bool req_lookup(uint64_t data, int *fd, unsigned *opcode) {
+    unsigned k = req_slot(data);
+    if (atomic_load_explicit(&g_req[k].user_data, memory_order_relaxed) != data) return false;
+    *fd = atomic_load_explicit(&g_req[k].fd, memory_order_relaxed) - 1;
+    *opcode = atomic_load_explicit(&g_req[k].opcode, memory_order_relaxed);
+    return *fd >= 0 && atomic_load_explicit(&g_req[k].user_data, memory_order_relaxed) == data;
+}
+
+/* ---------------------------------------------------------------- completions */
+
+/* Per thread, for the last few rings it used: how far their CQEs were seen, so that a
+ * completion is a wake once, however many looks find it still unhandled. */
+#define RINGS_PER_THREAD 4
+static __thread struct {
+    const void *ring;
+    unsigned seen;
+} t_rings[RINGS_PER_THREAD] __attribute__((tls_model("initial-exec")));
+static __thread unsigned t_next_ring __attribute__((tls_model("initial-exec")));
+
+static unsigned tail_of(const d9p_cq_view *cq) {
+    return atomic_load_explicit((_Atomic unsigned *)cq->ktail, memory_order_acquire);
+}
+
+bool d9p_uring_cq_empty(const d9p_cq_view *cq) {
+    return !cq || !cq->khead || !cq->ktail || *cq->khead == tail_of(cq);
+}
+
+#define MAX_READY 64
+
+/* The fd a completion stands for; a new one (`fresh`) also tells of connections: a
+ * completed accept begins one, a completed close ends one. */
+static int completion_fd(const struct io_uring_cqe *cqe, bool fresh) {
+    int fd;
+    unsigned op;
+    if (!req_lookup(cqe->user_data, &fd, &op)) return -1;
+    if (fresh && op == IORING_OP_ACCEPT && cqe->res >= 0) d9p_conn_accepted(fd, cqe->res);
+    if (op == IORING_OP_CLOSE) {
+        if (fresh && cqe->res == 0) d9p_conn_closed(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The CQ ring as the kernel set it up (a mask one less than the entries, a power of two), so
+ * that no index reads outside the CQE array. */
+static bool cq_usable(const d9p_cq_view *cq) {
+    return cq && cq->khead && cq->ktail && cq->kring_mask && cq->kring_entries && cq->cqes &&
+           *cq->kring_mask + 1 == *cq->kring_entries;
+}
+
+static const struct io_uring_cqe *cqe_at(const d9p_cq_view *cq, unsigned i) {
+    return &((const struct io_uring_cqe *)cq->cqes)[(i & *cq->kring_mask) << cq->cqe_shift];
+}
+
+/* Where this thread saw the ring's CQEs up to; a ring new to it starts at its head. */
+static unsigned *track(const void *ring, unsigned head) {
+    for (unsigned i = 0; i < RINGS_PER_THREAD; i++)
+        if (t_rings[i].ring == ring) return &t_rings[i].seen;
+    unsigned i = t_next_ring++ % RINGS_PER_THREAD;
+    t_rings[i].ring = ring;
+    t_rings[i].seen = head;
+    return &t_rings[i].seen;
+}
+
+/* The kernel reuses a consumed slot only once the ring has moved a whole lap past it, so
+ * with fewer CQEs than the ring holds since the last look they are still there; past that
+ * they are skipped. */
+void d9p_uring_catch_up(const d9p_cq_view *cq) {
+    if (!cq_usable(cq) || !D9__ACTIVE()) return;
+    unsigned head = *cq->khead, entries = *cq->kring_entries, tail = tail_of(cq);
+    unsigned *seen = track(cq->key, head);
+    if ((int)(head - *seen) <= 0) return;
+    if (tail - *seen >= entries || head - *seen > entries) {
+        *seen = head;
+        return;
+    }
+    int ready[MAX_READY], n = 0;
+    for (unsigned i = *seen; i != head; i++) {
+        int fd = completion_fd(cqe_at(cq, i), true);
+        if (fd >= 0 && n < MAX_READY) ready[n++] = fd;
+    }
+    *seen = head;
+    d9p_loop_ready(ready, n);
+}
+
+void d9p_uring_completions(const d9p_cq_view *cq, bool home_loop) {
+    if (!cq_usable(cq)) {
+        if (home_loop) d9p_loop_wait_end_uring(-1, NULL, 0);
+        return;
+    }
+    unsigned head = *cq->khead, entries = *cq->kring_entries, tail = tail_of(cq);
+    if (tail - head > entries) tail = head; /* not a ring state the program would read */
+    unsigned *seen = track(cq->key, head);
+    if ((int)(*seen - head) < 0 || (int)(tail - *seen) < 0) *seen = head;
+    int ready[MAX_READY], n = 0, first = -1;
+    for (unsigned i = head; i != tail; i++) {
+        bool is_new = (int)(i - *seen) >= 0;
+        int fd = is_new || i == head ? completion_fd(cqe_at(cq, i), is_new) : -1;
+        if (i == head) first = fd;
+        if (is_new && fd >= 0 && n < MAX_READY) ready[n++] = fd;
+    }
+    *seen = tail;
+    if (home_loop) d9p_loop_wait_end_uring(first, ready, n);
+    else d9p_loop_ready(ready, n);
+}
+
+/* ---------------------------------------------------------------- a wait */
+
+long d9p_uring_wait(const d9p_cq_view *cq, int ring_fd, const void *caller,
+                    long (*call)(void *), void *arg) {
+    d9p_uring_depth++;
+    d9p_uring_waited(ring_fd);
+    d9p_uring_catch_up(cq);
+    bool home_loop;
+    bool parked = d9p_poller_wait_begin(D9P_WAIT_URING, ring_fd, true, d9p_uring_cq_empty(cq),
+                                        caller, &home_loop);
+    long rc = call(arg);
+    d9p_poller_wait_end(parked);
+    if (home_loop || (cq && D9__ACTIVE())) {
+        int saved = errno;
+        d9p_uring_completions(cq, home_loop);
+        errno = saved;
+    }
+    d9p_uring_depth--;
+    return rc;
+}

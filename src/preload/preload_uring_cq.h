@@ -1,0 +1,48 @@
+/* What the shim reads of an io_uring, whoever set it up: liburing's struct io_uring
+ * (preload_uring.c) or the rings a program mapped itself after io_uring_setup through
+ * syscall() (preload_uring_raw.c). Both hand the same view of the completion queue, so that
+ * completions are read by one code (preload_uring_cq.c): the first one the program handles is
+ * the iteration's poll, the new ones are readiness wakes, a completed accept spawns a
+ * connection, a completed close ends it. */
+#ifndef D9_PRELOAD_URING_CQ_H
+#define D9_PRELOAD_URING_CQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The kernel's completion ring header and entries, as mapped in the program. */
+typedef struct d9p_cq_view {
+    const void *key;             /* which ring (for what this thread has seen of it) */
+    const unsigned *khead, *ktail, *kring_mask, *kring_entries;
+    const void *cqes;
+    unsigned cqe_shift;          /* 1 with IORING_SETUP_CQE32 (32-byte CQEs), else 0 */
+} d9p_cq_view;
+
+/* A request submitted: its user_data stands for (fd, opcode) until a later one takes its slot. */
+D9P_HIDDEN void d9p_uring_note_request(uint64_t user_data, int fd, unsigned opcode);
+/* No completion posted and not consumed (an unusable view counts as empty). */
+D9P_HIDDEN bool d9p_uring_cq_empty(const d9p_cq_view *cq);
+/* Before a call: what the program consumed since the last look (wakes, connections). */
+D9P_HIDDEN void d9p_uring_catch_up(const d9p_cq_view *cq);
+/* After a call: the completions posted; with home_loop, the wait's iteration starts
+ * (d9p_loop_wait_end_uring), else they are only wakes. cq may be NULL (no ring to read). */
+D9P_HIDDEN void d9p_uring_completions(const d9p_cq_view *cq, bool home_loop);
+
+/* Nesting of the shim's io_uring interposers on this thread: a wait inside a wait (liburing
+ * calling its own exported functions, a wrapper calling syscall()) goes straight through. */
+D9P_HIDDEN extern __thread unsigned d9p_uring_depth __attribute__((tls_model("initial-exec")));
+
+/* A wait of the program's on ring fd: park -> the call -> unpark, and the iteration's
+ * boundary where it is a home-grown loop's (cq: its completions, NULL when there is no ring
+ * to read). `call(arg)` is the program's call, its result returned as is. */
+D9P_HIDDEN long d9p_uring_wait(const d9p_cq_view *cq, int ring_fd, const void *caller,
+                               long (*call)(void *), void *arg);
+
+/* io_uring rings set up through syscall() (preload_uring_raw.c): the ring fd was waited on
+ * through a call the shim sees (any of its io_uring interposers). */
+D9P_HIDDEN void d9p_uring_waited(int ring_fd);
+/* io_uring_setup, io_uring_enter or io_uring_register made through syscall(): a[] its six
+ * arguments, caller where syscall() was called from. */
+D9P_HIDDEN long d9p_uring_syscall(long number, const long a[6], const void *caller);
+
+#endif

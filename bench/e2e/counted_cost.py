@@ -455,6 +455,18 @@ def measure(args, target, arm, work):
     small = callgrind_run(args, target, arm, n1, 0, work, "small")
     large = callgrind_run(args, target, arm, n2, 0, work, "large")
     idle = callgrind_run(args, target, arm, n1, args.idle, work, "idle")
+    # A start-up outlier only adds (seen once: redis' defaults, 170 M app instructions more in
+    # one small run than in the others, which made its requests cost less than nothing): where
+    # the small run holds more than the large or the idle one, it is run again (twice at most)
+    # and the run with fewer instructions is kept.
+    for again in range(2):
+        if all(small[k] <= min(large[k], idle[k]) for k in ("app", "rec")):
+            break
+        print(f"    {target.name} {arm}: the small run counted more than a longer one: again",
+              file=sys.stderr, flush=True)
+        retry = callgrind_run(args, target, arm, n1, 0, work, f"small{again + 2}")
+        if retry["app"] + retry["rec"] < small["app"] + small["rec"]:
+            small = retry
     row = per_request(small, large, idle, n1, n2, ("app", "rec", "bg", "clock", "clock_ir", "events"))
     row.update(native_run(args, target, arm, work))
     print(f"  {target.name} {arm}: {row['app'] + row['rec']:.0f} instructions/req, "

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The recorder's cost per request, counted rather than timed.
 
-    bench/e2e/counted_cost.py [--build DIR] [--targets uv,memcached,redis] [--short]
+    bench/e2e/counted_cost.py [--build DIR] [--targets uv,memcached,redis] [--clock monotonic] [--short]
 
 On a shared 2-vCPU host CPU time cannot see 1-2 % (bench/e2e/README.md: identical work varies
 by 2-3 %), so this counts what a request costs and converts the counts with unit costs measured
@@ -440,7 +440,7 @@ def native_run(args, target, arm, work):
 def unit_costs(args):
     out = subprocess.run([os.path.join(args.build, "bench", "d9_bench"), "--only", "units"]
                          + (["--short"] if args.short else []),
-                         capture_output=True, text=True, env=clean_env({}))
+                         capture_output=True, text=True, env=clean_env({"DIAL9_CLOCK": args.clock}))
     units = {m.group(1): float(m.group(2)) for m in re.finditer(r"^unit (\w+) ([\d.]+)", out.stdout, re.M)}
     clock = re.search(r"^unit clock_read_ns [\d.]+ (\S+)", out.stdout, re.M)
     need = ("clock_read_ns", "syscall_ns", "context_switch_ns")
@@ -600,7 +600,15 @@ def main():
     ap.add_argument("--native-small", type=int, default=5000)
     ap.add_argument("--native-large", type=int, default=25000)
     ap.add_argument("--native-warmup", type=int, default=2000)
+    ap.add_argument("--clock", default="monotonic", choices=("monotonic", "tsc", "auto"),
+                    help="DIAL9_CLOCK of the recorded arms and of the unit costs (default: monotonic)")
     args = ap.parse_args()
+    # One clock for every run: under valgrind `auto`'s cross-CPU check passes or not by chance
+    # (threads run one at a time), so the runs of one arm could read different clocks and their
+    # difference would be no request's cost (seen: 1.1 clock_gettime calls a request in one
+    # memcached run, 6.5 in the others).
+    for arm in ("on", "ppw"):
+        ARMS[arm] = dict(ARMS[arm], DIAL9_CLOCK=args.clock)
     if args.short:
         args.small, args.large, args.idle = 100, 300, 1.0
         args.native_small, args.native_large, args.native_warmup = 200, 600, 100

@@ -289,12 +289,24 @@ D9P_EXPORT void *pvalloc(size_t n) {
     return aligned(pg, (n + pg - 1) & ~(pg - 1));
 }
 
-D9P_EXPORT size_t malloc_usable_size(void *p) {
+__attribute__((noinline)) static size_t usable_slow(void *p) {
     if (!p) return 0;
     if (in_arena(p)) return arena_size(p);
     block_header *h = header_of(p);
     if (h) return usable_of_sampled(p, h);
     return real.usable ? real.usable(p) : 0;
+}
+
+/* The same fast path as free's: allocators' users ask it per call (redis' memory accounting,
+ * ~8 times a GET under jemalloc): with header_of called and a frame kept for the real call,
+ * 36 instructions each, ~290 a request (callgrind, bench/e2e/counted_cost.py). */
+D9P_EXPORT size_t malloc_usable_size(void *p) {
+    uintptr_t u = (uintptr_t)p;
+    if (__builtin_expect(!atomic_load_explicit(&real_malloc, memory_order_acquire) || !real.usable ||
+                             (u & 4095) == 0 || u - (uintptr_t)arena < ARENA_BYTES || looks_sampled(u),
+                         0))
+        return usable_slow(p);
+    return real.usable(p);
 }
 
 /* A new block for realloc's data, sampled or not by the countdown. */

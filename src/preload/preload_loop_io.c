@@ -37,54 +37,32 @@ D9P_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
     return rc;
 }
 
-D9P_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags) {
-    d9p_loop_io(fd);
-    return D9P_NEXT(recv)(fd, buf, n, flags);
-}
+D9P_IO_PASS(ssize_t, recv, fd, (int fd, void *buf, size_t n, int flags),
+            (fd, buf, n, flags));
 
-D9P_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
-                            socklen_t *len) {
-    d9p_loop_io(fd);
-    return D9P_NEXT(recvfrom)(fd, buf, n, flags, addr, len);
-}
+D9P_IO_PASS(ssize_t, recvfrom, fd, (int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *len),
+            (fd, buf, n, flags, addr, len));
 
-D9P_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
-    d9p_loop_io(fd);
-    return D9P_NEXT(recvmsg)(fd, msg, flags);
-}
+D9P_IO_PASS(ssize_t, recvmsg, fd, (int fd, struct msghdr *msg, int flags),
+            (fd, msg, flags));
 
-D9P_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags) {
-    d9p_loop_io(fd);
-    return D9P_NEXT(send)(fd, buf, n, flags);
-}
+D9P_IO_PASS(ssize_t, send, fd, (int fd, const void *buf, size_t n, int flags),
+            (fd, buf, n, flags));
 
-D9P_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
-                          const struct sockaddr *addr, socklen_t len) {
-    d9p_loop_io(fd);
-    return D9P_NEXT(sendto)(fd, buf, n, flags, addr, len);
-}
+D9P_IO_PASS(ssize_t, sendto, fd, (int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr, socklen_t len),
+            (fd, buf, n, flags, addr, len));
 
-D9P_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
-    d9p_loop_io(fd);
-    return D9P_NEXT(sendmsg)(fd, msg, flags);
-}
+D9P_IO_PASS(ssize_t, sendmsg, fd, (int fd, const struct msghdr *msg, int flags),
+            (fd, msg, flags));
 
-D9P_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n) {
-    d9p_loop_io(fd);
-    return D9P_NEXT(readv)(fd, iov, n);
-}
+D9P_IO_PASS(ssize_t, readv, fd, (int fd, const struct iovec *iov, int n),
+            (fd, iov, n));
 
-D9P_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n) {
-    d9p_loop_io(fd);
-    return D9P_NEXT(writev)(fd, iov, n);
-}
+D9P_IO_PASS(ssize_t, writev, fd, (int fd, const struct iovec *iov, int n),
+            (fd, iov, n));
 
-D9P_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count) {
-    d9p_loop_io(out_fd);
-    return D9P_NEXT(sendfile)(out_fd, in_fd, offset, count);
-}
+D9P_IO_PASS(ssize_t, sendfile, out_fd, (int out_fd, int in_fd, off_t *offset, size_t count),
+            (out_fd, in_fd, offset, count));
 
-D9P_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count) {
-    d9p_loop_io(out_fd);
-    return D9P_NEXT(sendfile64)(out_fd, in_fd, offset, count);
-}
+D9P_IO_PASS(ssize_t, sendfile64, out_fd, (int out_fd, int in_fd, off64_t *offset, size_t count),
+            (out_fd, in_fd, offset, count));

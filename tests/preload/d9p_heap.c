@@ -13,7 +13,9 @@
  *   dlopen THREADS ROUNDS  threads that dlopen and dlclose a library in a loop while they
  *                    allocate (each round on a new thread, so registration runs under the
  *                    loader's lock too): it ends, which is the test (no deadlock); prints
- *                    "dlopen ok" */
+ *                    "dlopen ok"
+ *   usable CALLS     CALLS malloc_usable_size of one unsampled block (the shim's per-call cost,
+ *                    counted by test_preload_shim_instructions.sh); prints "usable SUM" */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
@@ -233,6 +235,18 @@ static int mode_dlopen(int threads, unsigned long rounds) {
     return 0;
 }
 
+static int mode_usable(unsigned long calls) {
+    char *p = malloc(100);
+    size_t sum = 0;
+    for (unsigned long i = 0; i < calls; i++) {
+        sum += malloc_usable_size(p);
+        __asm__ volatile("" : "+r"(p)); /* one call each, not hoisted */
+    }
+    free(p);
+    printf("usable %zu\n", sum);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "leak";
     if (!strcmp(mode, "leak")) return mode_leak(argc > 2 ? strtoul(argv[2], NULL, 10) : 20000);
@@ -244,6 +258,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(mode, "dlopen"))
         return mode_dlopen(argc > 2 ? atoi(argv[2]) : 4, argc > 3 ? strtoul(argv[3], NULL, 10) : 200);
-    fprintf(stderr, "usage: d9p_heap leak [ROUNDS] | api | fork | churn | dlopen [THREADS] [ROUNDS]\n");
+    if (!strcmp(mode, "usable")) return mode_usable(argc > 2 ? strtoul(argv[2], NULL, 10) : 1000);
+    fprintf(stderr, "usage: d9p_heap leak [ROUNDS] | api | fork | churn | dlopen [THREADS] [ROUNDS] | usable [CALLS]\n");
     return 2;
 }

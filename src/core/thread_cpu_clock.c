@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static slot g_slots[D9_TCC_MAX_THREADS];
 static uint32_t g_gen_counter;
 static char g_reason[200] = "syscall: not started";
+static int g_seccomp_at_start; /* PR_GET_SECCOMP of the thread that probed */
 static pthread_key_t g_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 
@@ -100,6 +102,12 @@ static void make_key(void) { pthread_key_create(&g_key, on_thread_exit); }
 
 /* The calling thread's event, mapped and in the table; false (reason in `why`) if refused. */
 static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
+    /* A seccomp filter installed since the probe may kill the thread that calls what it does
+     * not allow: this thread then reads by system call. */
+    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != g_seccomp_at_start) {
+        snprintf(why, why_size, "a seccomp filter installed after the start");
+        return false;
+    }
     int fd = open_task_clock();
     if (fd < 0) {
         snprintf(why, why_size, "perf_event_open(PERF_COUNT_SW_TASK_CLOCK) refused: %s", strerror(-fd));
@@ -200,6 +208,7 @@ int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns)
         return 0;
     }
     /* the probe: can this thread have the event and its page? */
+    g_seccomp_at_start = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
     int fd = open_task_clock();
     void *page = fd < 0 ? MAP_FAILED : mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
     char why[160] = "";

@@ -13,7 +13,8 @@
  *     forked child (where the parent's event would measure the parent's thread);
  *   - refusals: perf_event_open refused by a seccomp filter (EACCES) leaves `auto` on the
  *     system call saying why and makes `perf` fail; as an unprivileged user (nobody) the choice
- *     agrees with what the kernel allows that user (perf_event_paranoid).
+ *     agrees with what the kernel allows that user (perf_event_paranoid); a filter that kills
+ *     on perf_event_open, installed after the start, is never tripped.
  * CLOCK_THREAD_CPUTIME_ID is printed beside, not bounded: perf's task clock counts steal time
  * (PARAVIRT_TIME_ACCOUNTING takes it out of the thread's clock), so the two drift apart by up
  * to ~2 % on a busy guest. Skips, saying so, where the kernel refuses the event to root. */
@@ -79,8 +80,9 @@ static void busy_loops(void) {
     uint64_t first = d9_thread_cpu_clock_ns(true, mono_ns());
     CHECK(first != D9_TCC_NONE);
     uint64_t prev = first, first_thread_cpu = thread_cpu_ns(), first_base = s->base_ns;
-    long switches_before = context_switches();
+    /* the switches counted lie inside the page's window: read after its start, before its end */
     uint32_t lock_before = s->page->lock, reads_before = s->exact_reads;
+    long switches_before = context_switches();
     int monotonic = 0, anchors = 0, anchors_bounded = 0, checked = 0, ahead = 0;
     uint64_t most_ahead = 0;
     const int pairs = 100000;
@@ -106,8 +108,8 @@ static void busy_loops(void) {
         burn(i % 7 * 40);
         prev = v;
     }
-    uint32_t updates = (s->page->lock - lock_before) / 2, reads = s->exact_reads - reads_before;
     long switches = context_switches() - switches_before;
+    uint32_t updates = (s->page->lock - lock_before) / 2, reads = s->exact_reads - reads_before;
     CHECK_EQ_U64(monotonic, 2 * pairs);
     CHECK(switches >= 0 && updates >= (uint32_t)switches); /* every switch rewrote the page */
     CHECK_EQ_U64(anchors_bounded, anchors);
@@ -187,15 +189,15 @@ static void lifetime(void) {
     printf("lifetime: close-on-exec, closed at thread exit, in a forked child and at stop\n");
 }
 
-/* perf_event_open answers EACCES from here on (this process only). */
-static bool refuse_perf_event_open(void) {
+/* perf_event_open answers `action` from here on (this process only). */
+static bool filter_perf_event_open(uint32_t action) {
     struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_perf_event_open, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, action),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
     struct sock_fprog prog = {(unsigned short)(sizeof filter / sizeof filter[0]), filter};
@@ -212,7 +214,7 @@ static int run_child(int (*fn)(void)) {
 }
 
 static int refused_by_seccomp(void) {
-    if (!refuse_perf_event_open()) return 77;
+    if (!filter_perf_event_open(SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA))) return 77;
     int bad = d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true) != 0;
     bad |= __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0;
     const char *why = d9_thread_cpu_clock_reason();
@@ -221,6 +223,20 @@ static int refused_by_seccomp(void) {
     bad |= d9_thread_cpu_clock_start(D9_THREAD_CPU_PERF, true) != -1;
     bad |= !strstr(d9_last_error(), "DIAL9_THREAD_CPU=perf");
     printf("seccomp refusal, perf: %s\n", d9_last_error());
+    fflush(stdout);
+    return bad;
+}
+
+/* A filter that kills on perf_event_open, installed after the start: the thread's first value
+ * must not open its event (it is read by system call), or this child dies of SIGSYS. */
+static int killing_filter_after_start(void) {
+    if (d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true) != 0 ||
+        !__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED))
+        return 77;
+    if (!filter_perf_event_open(SECCOMP_RET_KILL_PROCESS)) return 77;
+    int bad = d9_thread_cpu_clock_ns(false, mono_ns()) != D9_TCC_NONE;
+    bad |= d9_thread_cpu_clock_open_count() != 0;
+    printf("a killing seccomp filter after the start: the thread reads by system call, alive\n");
     fflush(stdout);
     return bad;
 }
@@ -265,6 +281,9 @@ int main(void) {
     lifetime();
     int rc = run_child(refused_by_seccomp);
     if (rc == 77) printf("seccomp refusal: skipped (no seccomp filter here)\n");
+    else CHECK_EQ_U64(rc, 0);
+    rc = run_child(killing_filter_after_start);
+    if (rc == 77) printf("a killing filter after the start: skipped (no seccomp filter here)\n");
     else CHECK_EQ_U64(rc, 0);
     rc = run_child(as_nobody);
     if (rc == 77) printf("as nobody: skipped (cannot change user)\n");

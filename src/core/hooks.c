@@ -175,14 +175,15 @@ uint32_t d9_thread_cpu_time_key[2];
  * park's value it may carry; another one (the thread's first, the first after d9_start, a
  * second unpark) reads. */
 static inline __attribute__((always_inline)) uint64_t park_cpu_time(d9_thread *t, unsigned kind, uint64_t now) {
-    uint32_t key = __atomic_load_n(&d9_thread_cpu_time_key[kind == D9_REC_UNPARK], __ATOMIC_RELAXED);
-    if (now && (key & 3) != D9_THREAD_CPU_TIME_OFF && __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED)) {
-        uint64_t page = d9_thread_cpu_clock_ns(kind == D9_REC_UNPARK, now); /* no system call: thread_cpu_clock.h */
+    uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED); /* 0 with `off` */
+    if (now && gen) {
+        uint64_t page = d9_thread_cpu_clock_ns(kind == D9_REC_UNPARK, now, gen); /* no system call: thread_cpu_clock.h */
         if (__builtin_expect(page != D9_TCC_NONE, 1)) {
             if (kind == D9_REC_PARK) t->park_cpu_key = 0; /* its unpark never carries an older value */
             return page;
         }
     }
+    uint32_t key = __atomic_load_n(&d9_thread_cpu_time_key[kind == D9_REC_UNPARK], __ATOMIC_RELAXED);
     if (kind == D9_REC_UNPARK && t->park_cpu_key == key) {
         t->park_cpu_key = 0;
         return t->park_cpu_ns;

@@ -249,7 +249,8 @@ static int start(const d9_config *cfg) {
         pthread_mutex_unlock(&r->lifecycle);
         return D9_ERR_INVALID;
     }
-    if (d9_thread_cpu_clock_start(cpu_source, clock != D9_CLOCK_TSC) != 0) {
+    if (d9_thread_cpu_clock_start(cpu_source, clock != D9_CLOCK_TSC, cfg->thread_cpu_time == D9_THREAD_CPU_TIME_OFF) !=
+        0) {
         free_strings(r);
         pthread_mutex_unlock(&r->lifecycle);
         return D9_ERR_SYSTEM;

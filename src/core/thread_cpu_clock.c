@@ -28,6 +28,10 @@ __thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec")
 
 enum { SLOT_FREE, SLOT_OPEN, SLOT_READING, SLOT_CLOSED };
 
+/* A lock no snapshot gives (snapshots are even) and far from the page's next values, which a
+ * raw read of an update under way could show: the thread's next value is then exact. */
+#define NO_SNAPSHOT(lock) ((lock) ^ 0x80000001u)
+
 typedef struct slot {
     _Atomic int state;
     int fd;
@@ -155,30 +159,41 @@ uint64_t d9_thread_cpu_clock_exact(d9_tcc_state *s) {
     }
     /* Closed by d9_stop, or the fd no longer reads (a program's dup2 onto it): this thread
      * reads by system call until the next recording. */
-    if (v == D9_TCC_NONE) release(s);
+    if (v == D9_TCC_NONE) {
+        release(s);
+        s->gen |= D9_TCC_NO_PAGE;
+    }
+    return v;
+}
+
+/* The thread has its page under this recording: a snapshot and the rules (thread_cpu_clock.h). */
+static uint64_t from_page(d9_tcc_state *s, bool unpark, uint64_t now_ticks) {
+    uint32_t lock;
+    uint64_t clock;
+    double ns_per_tick;
+    __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
+    if (d9_tcc_snapshot(s->page, &lock, &clock, 0, 0))
+        return d9_tcc_step(s, unpark, lock, clock, now_ticks, ns_per_tick, d9_thread_cpu_clock_exact);
+    /* eight torn snapshots in a row: the exact value, and the next value exact again */
+    uint64_t e = d9_thread_cpu_clock_exact(s);
+    if (e == D9_TCC_NONE) return D9_TCC_NONE;
+    uint64_t v = s->base_ns + e;
+    if ((int64_t)(v - s->cpu_ns) < 0) { /* as in d9_tcc_step */
+        s->base_ns += s->cpu_ns - v;
+        v = s->cpu_ns;
+    }
+    s->lock = NO_SNAPSHOT(s->page->lock);
+    s->cpu_ns = v;
+    s->ticks = now_ticks;
     return v;
 }
 
 uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, bool unpark, uint64_t now_ticks) {
     uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
-    if (s->gen == gen) {
-        if (!s->page) return D9_TCC_NONE; /* refused for this recording */
-        /* eight torn snapshots in a row: the exact value, the page's lock as of after it */
-        uint64_t e = d9_thread_cpu_clock_exact(s);
-        if (e == D9_TCC_NONE) return D9_TCC_NONE;
-        uint64_t v = s->base_ns + e;
-        if ((int64_t)(v - s->cpu_ns) < 0) { /* as in d9_tcc_step */
-            s->base_ns += s->cpu_ns - v;
-            v = s->cpu_ns;
-        }
-        s->lock = s->page->lock ^ 1; /* never a snapshot's: the next value is exact again */
-        s->cpu_ns = v;
-        s->ticks = now_ticks;
-        return v;
-    }
-    (void)unpark;
+    if (s->gen == gen && s->page) return from_page(s, unpark, now_ticks);
+    if (s->gen == (gen | D9_TCC_NO_PAGE)) return D9_TCC_NONE; /* refused for this recording */
     release(s); /* a past recording's, or none */
-    s->gen = gen;
+    s->gen = gen | D9_TCC_NO_PAGE;
     if (!gen) return D9_TCC_NONE;
     char why[160];
     if (!open_for_thread(s, why, sizeof why)) return D9_TCC_NONE;
@@ -191,17 +206,23 @@ uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, bool unpark, uint64_t now_tic
         release(s);
         return D9_TCC_NONE;
     }
+    s->gen = gen;
     s->base_ns = cpu - count;
-    s->lock = lock ^ 1; /* the next value is exact: the page may predate the reads above */
+    s->lock = NO_SNAPSHOT(lock); /* the next value is exact: the page may predate the reads above */
     s->cpu_ns = cpu;
     s->ticks = now_ticks;
     return cpu;
 }
 
-int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns) {
+int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread) {
     d9_fork_guard_install(); /* the child forgets the parent's events */
     double per_tick = ticks_are_ns ? 1.0 : 0.0;
     __atomic_store(&d9_thread_cpu_ns_per_tick, &per_tick, __ATOMIC_RELAXED);
+    if (unread) {
+        snprintf(g_reason, sizeof g_reason, "none: DIAL9_THREAD_CPU_TIME=off");
+        __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
+        return 0;
+    }
     if (requested == D9_THREAD_CPU_SYSCALL) {
         snprintf(g_reason, sizeof g_reason, "syscall: DIAL9_THREAD_CPU=syscall");
         __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
@@ -231,7 +252,8 @@ int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns)
              "reads it by system call)%s",
              D9_TCC_MAX_THREADS, requested == D9_THREAD_CPU_PERF ? " (DIAL9_THREAD_CPU=perf)" : "");
     pthread_mutex_lock(&g_lock);
-    if (++g_gen_counter == 0) g_gen_counter = 1;
+    g_gen_counter = (g_gen_counter + 1) & ~D9_TCC_NO_PAGE;
+    if (g_gen_counter == 0) g_gen_counter = 1;
     __atomic_store_n(&d9_thread_cpu_clock_gen, g_gen_counter, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&g_lock);
     return 0;

@@ -39,13 +39,17 @@ typedef enum d9_thread_cpu_source {
 /* Per-thread events at most, per process: a thread beyond them reads by system call. */
 #define D9_TCC_MAX_THREADS 256
 
+/* A thread's gen when its event was refused (or lost) under that gen. */
+#define D9_TCC_NO_PAGE 0x80000000u
+
 /* "the value is not to be had here": the caller reads by system call. */
 #define D9_TCC_NONE UINT64_MAX
 
 /* One thread's clock (thread-local, d9__tls_cpu_clock). */
 typedef struct d9_tcc_state {
     const volatile struct perf_event_mmap_page *page; /* NULL: no event on this thread */
-    uint32_t gen;      /* the d9_thread_cpu_clock_gen it was set up under (0: never) */
+    uint32_t gen;      /* the d9_thread_cpu_clock_gen it has its page under (with D9_TCC_NO_PAGE:
+                        * refused under it; 0: never set up) */
     int32_t slot;      /* its entry in thread_cpu_clock.c's table (-1: none) */
     uint32_t lock;     /* the page's lock when cpu_ns was given */
     uint32_t exact_reads; /* how many values took the system call (tests, docs) */
@@ -86,14 +90,23 @@ static inline __attribute__((always_inline)) bool d9_tcc_snapshot(const volatile
 /* The next value from a consistent snapshot (the rules above). `exact` reads the task clock by
  * system call (D9_TCC_NONE if it cannot). Returns D9_TCC_NONE only when `exact` was needed and
  * failed, the state then untouched. */
+/* The value while `lock` is unchanged since the last one: that value plus the wall time since. */
+static inline __attribute__((always_inline)) uint64_t d9_tcc_estimate(d9_tcc_state *s, uint64_t now_ticks,
+                                                                      double ns_per_tick) {
+    /* a signed conversion: one instruction, where an unsigned one costs ~8 (callgrind) */
+    uint64_t v = s->cpu_ns + (uint64_t)(int64_t)((double)(int64_t)(now_ticks - s->ticks) * ns_per_tick);
+    s->cpu_ns = v;
+    s->ticks = now_ticks;
+    return v;
+}
+
 static inline __attribute__((always_inline)) uint64_t d9_tcc_step(d9_tcc_state *s, bool unpark, uint32_t lock,
                                                                   uint64_t page_clock, uint64_t now_ticks,
                                                                   double ns_per_tick,
                                                                   uint64_t (*exact)(d9_tcc_state *)) {
     uint64_t v;
-    if (lock == s->lock && ns_per_tick > 0) {
-        v = s->cpu_ns + (uint64_t)((double)(int64_t)(now_ticks - s->ticks) * ns_per_tick);
-    } else if (lock != s->lock && unpark) {
+    if (lock == s->lock && ns_per_tick > 0) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
+    if (lock != s->lock && unpark) {
         v = s->base_ns + page_clock;
     } else {
         uint64_t e = exact(s);
@@ -110,33 +123,38 @@ static inline __attribute__((always_inline)) uint64_t d9_tcc_step(d9_tcc_state *
     return v;
 }
 
-/* Set up, reopen or refuse the calling thread's event, and its value now (D9_TCC_NONE: by
- * system call). */
+/* The value when the fast path below cannot give it: a snapshot and d9_tcc_step, or setting up,
+ * reopening or refusing the calling thread's event (D9_TCC_NONE: by system call). */
 uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, bool unpark, uint64_t now_ticks);
 /* The task clock by read() of the thread's event; D9_TCC_NONE if that failed (the thread then
  * reads by system call from now on). */
 uint64_t d9_thread_cpu_clock_exact(d9_tcc_state *s);
 
 /* The calling thread's CPU time in ns at `now_ticks` (the hook's time, just read), or
- * D9_TCC_NONE: read it by system call. Call only while d9_thread_cpu_clock_gen != 0. */
-static inline __attribute__((always_inline)) uint64_t d9_thread_cpu_clock_ns(bool unpark, uint64_t now_ticks) {
+ * D9_TCC_NONE: read it by system call. `gen`: d9_thread_cpu_clock_gen, nonzero. The fast path
+ * is the first rule alone: only `lock` is read, and compared with the last snapshot's (even;
+ * after an exact read, an odd value no snapshot has), so an update under way (odd) never
+ * passes for "unchanged". ~20 instructions; the rest is d9_thread_cpu_clock_slow's. */
+static inline __attribute__((always_inline)) uint64_t d9_thread_cpu_clock_ns(bool unpark, uint64_t now_ticks,
+                                                                             uint32_t gen) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
-    uint32_t lock;
-    uint64_t clock;
-    if (__builtin_expect(s->gen != __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) || !s->page, 0) ||
-        __builtin_expect(!d9_tcc_snapshot(s->page, &lock, &clock, 0, 0), 0))
-        return d9_thread_cpu_clock_slow(s, unpark, now_ticks);
-    double ns_per_tick;
-    __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
-    return d9_tcc_step(s, unpark, lock, clock, now_ticks, ns_per_tick, d9_thread_cpu_clock_exact);
+    if (__builtin_expect(s->gen == gen, 1)) { /* a thread without its page has another gen */
+        uint32_t lock = s->page->lock;
+        __asm__ __volatile__("" ::: "memory");
+        double ns_per_tick;
+        __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
+        if (__builtin_expect(lock == s->lock && ns_per_tick > 0, 1)) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
+    }
+    return d9_thread_cpu_clock_slow(s, unpark, now_ticks);
 }
 
 /* DIAL9_THREAD_CPU's values (auto, perf, syscall; any case) -> *out; false otherwise. */
 bool d9_thread_cpu_source_parse(const char *s, d9_thread_cpu_source *out);
 /* At d9_start: decide from `requested` (and a probe of the kernel) whether this recording uses
- * the page; `ticks_are_ns` when the recorder's clock is CLOCK_MONOTONIC. -1 (the error set)
- * when `perf` was asked for and the kernel refuses. */
-int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns);
+ * the page; `ticks_are_ns` when the recorder's clock is CLOCK_MONOTONIC; `unread`: parks and
+ * unparks read no CPU time (DIAL9_THREAD_CPU_TIME=off). -1 (the error set) when `perf` was
+ * asked for and the kernel refuses. */
+int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread);
 /* At d9_stop: no thread uses the page any more; the events no thread is reading are closed. */
 void d9_thread_cpu_clock_stop(void);
 /* The collector's ns per tick of the TSC. */

@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
     /* what does not cancel between the two runs (ring growth, d9_stop's wait) is a few calls
      * over 10 000 pairs */
     const double low[] = {0.95, 1.95, -0.05}, high[] = {1.05, 2.05, 0.05};
-    bool page = d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true) == 0 &&
+    bool page = d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) == 0 &&
                 __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0;
     if (!page) printf("the task-clock page: not here (%s): auto is the system call\n", d9_thread_cpu_clock_reason());
     d9_thread_cpu_clock_stop();

@@ -61,6 +61,12 @@ static long context_switches(void) {
     return n;
 }
 
+/* A park's (or an unpark's) value now, as the hooks take it. */
+static uint64_t cpu_value(bool unpark) {
+    uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
+    return gen ? d9_thread_cpu_clock_ns(unpark, mono_ns(), gen) : D9_TCC_NONE;
+}
+
 static void burn(unsigned iterations) {
     volatile unsigned sink = 0;
     for (unsigned i = 0; i < iterations; i++) sink += i;
@@ -77,7 +83,7 @@ static uint64_t exact_now(void) {
 
 static void busy_loops(void) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
-    uint64_t first = d9_thread_cpu_clock_ns(true, mono_ns());
+    uint64_t first = cpu_value(true);
     CHECK(first != D9_TCC_NONE);
     uint64_t prev = first, first_thread_cpu = thread_cpu_ns(), first_base = s->base_ns;
     /* the switches counted lie inside the page's window: read after its start, before its end */
@@ -88,7 +94,7 @@ static void busy_loops(void) {
     const int pairs = 100000;
     for (int i = 0; i < 2 * pairs; i++) {
         uint32_t lock = s->lock;
-        uint64_t v = d9_thread_cpu_clock_ns(i & 1 ? false : true, mono_ns()); /* unpark, park, ... */
+        uint64_t v = cpu_value(i & 1 ? false : true); /* unpark, park, ... */
         monotonic += v != D9_TCC_NONE && v >= prev;
         bool anchored = s->lock != lock; /* taken from the page or the exact read, not estimated */
         if (anchored || i % 1000 == 999) {
@@ -127,16 +133,16 @@ static void sleeps(void) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
     const int naps = 20;
     int park_exact = 0, unpark_page = 0, bounded = 0;
-    uint64_t prev = d9_thread_cpu_clock_ns(true, mono_ns());
+    uint64_t prev = cpu_value(true);
     for (int i = 0; i < naps; i++) {
         usleep(200); /* asleep: switched out and in, the page rewritten */
         uint32_t reads = s->exact_reads;
-        uint64_t u = d9_thread_cpu_clock_ns(true, mono_ns());
+        uint64_t u = cpu_value(true);
         unpark_page += s->exact_reads == reads && u >= prev && u <= exact_now();
         burn(20000);
         usleep(200);
         reads = s->exact_reads;
-        uint64_t p = d9_thread_cpu_clock_ns(false, mono_ns());
+        uint64_t p = cpu_value(false);
         park_exact += s->exact_reads == reads + 1 && p >= u;
         uint64_t e = exact_now();
         bounded += p <= e;
@@ -151,7 +157,7 @@ static void sleeps(void) {
 
 static void *open_and_leave(void *arg) {
     int *open_inside = arg;
-    CHECK(d9_thread_cpu_clock_ns(false, mono_ns()) != D9_TCC_NONE);
+    CHECK(cpu_value(false) != D9_TCC_NONE);
     *open_inside = d9_thread_cpu_clock_open_count();
     return NULL;
 }
@@ -183,8 +189,8 @@ static void lifetime(void) {
     CHECK_EQ_U64(d9_thread_cpu_clock_open_count(), 0);
     CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF);
     /* the next recording reopens */
-    CHECK(d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true) == 0);
-    CHECK(d9_thread_cpu_clock_ns(false, mono_ns()) != D9_TCC_NONE);
+    CHECK(d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) == 0);
+    CHECK(cpu_value(false) != D9_TCC_NONE);
     CHECK_EQ_U64(d9_thread_cpu_clock_open_count(), 1);
     printf("lifetime: close-on-exec, closed at thread exit, in a forked child and at stop\n");
 }
@@ -215,12 +221,12 @@ static int run_child(int (*fn)(void)) {
 
 static int refused_by_seccomp(void) {
     if (!filter_perf_event_open(SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA))) return 77;
-    int bad = d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true) != 0;
+    int bad = d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) != 0;
     bad |= __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0;
     const char *why = d9_thread_cpu_clock_reason();
     bad |= strncmp(why, "syscall: perf_event_open", 24) != 0 || !strstr(why, "Permission denied");
     printf("seccomp refusal, auto: %s\n", why);
-    bad |= d9_thread_cpu_clock_start(D9_THREAD_CPU_PERF, true) != -1;
+    bad |= d9_thread_cpu_clock_start(D9_THREAD_CPU_PERF, true, false) != -1;
     bad |= !strstr(d9_last_error(), "DIAL9_THREAD_CPU=perf");
     printf("seccomp refusal, perf: %s\n", d9_last_error());
     fflush(stdout);
@@ -230,11 +236,11 @@ static int refused_by_seccomp(void) {
 /* A filter that kills on perf_event_open, installed after the start: the thread's first value
  * must not open its event (it is read by system call), or this child dies of SIGSYS. */
 static int killing_filter_after_start(void) {
-    if (d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true) != 0 ||
+    if (d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) != 0 ||
         !__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED))
         return 77;
     if (!filter_perf_event_open(SECCOMP_RET_KILL_PROCESS)) return 77;
-    int bad = d9_thread_cpu_clock_ns(false, mono_ns()) != D9_TCC_NONE;
+    int bad = cpu_value(false) != D9_TCC_NONE;
     bad |= d9_thread_cpu_clock_open_count() != 0;
     printf("a killing seccomp filter after the start: the thread reads by system call, alive\n");
     fflush(stdout);
@@ -253,10 +259,10 @@ static int as_nobody(void) {
     long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     bool allowed = fd >= 0;
     if (fd >= 0) close((int)fd);
-    int bad = d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true) != 0;
+    int bad = d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) != 0;
     bool chose_page = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0;
     bad |= chose_page != allowed;
-    if (chose_page) bad |= d9_thread_cpu_clock_ns(false, mono_ns()) == D9_TCC_NONE;
+    if (chose_page) bad |= cpu_value(false) == D9_TCC_NONE;
     printf("as uid %d (perf_event_paranoid allows the event: %s): %s\n", (int)getuid(), allowed ? "yes" : "no",
            d9_thread_cpu_clock_reason());
     fflush(stdout);
@@ -264,13 +270,13 @@ static int as_nobody(void) {
 }
 
 static void forced_syscall(void) {
-    CHECK(d9_thread_cpu_clock_start(D9_THREAD_CPU_SYSCALL, true) == 0);
+    CHECK(d9_thread_cpu_clock_start(D9_THREAD_CPU_SYSCALL, true, false) == 0);
     CHECK_EQ_U64(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED), 0);
     CHECK_STR(d9_thread_cpu_clock_reason(), "syscall: DIAL9_THREAD_CPU=syscall");
 }
 
 int main(void) {
-    if (d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true) != 0 ||
+    if (d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) != 0 ||
         !__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED)) {
         printf("test_thread_cpu_clock_kernel: skipped: %s\n", d9_thread_cpu_clock_reason());
         return 0;

@@ -219,7 +219,7 @@ static void check_across_recordings(void) {
 
 int main(void) {
     /* the system call's modes, checked against the same clock; the task-clock page (the default
-     * where the kernel gives it) in test_thread_cpu_clock_kernel and test_dial9_required_fields */
+     * where the kernel gives it) in test_mt_thread_cpu_clock_kernel and test_dial9_required_fields */
     setenv("DIAL9_THREAD_CPU", "syscall", 1);
     check_mode(D9_THREAD_CPU_TIME_PARK, "park");
     check_mode(D9_THREAD_CPU_TIME_EVERY, "every");

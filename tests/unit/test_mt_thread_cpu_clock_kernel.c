@@ -9,6 +9,7 @@
  *   - the system-call path (exact reads) is taken at most once per update of the page (its
  *     lock moves by 2 at each sched-in): a park/unpark pair without a switch reads nothing;
  *   - after a usleep the park takes the exact read, every time, and the unpark does not;
+ *   - past D9_TCC_MAX_THREADS threads at once, the others read by system call;
  *   - the fd is close-on-exec, is closed at thread exit, at d9_thread_cpu_clock_stop and in a
  *     forked child (where the parent's event would measure the parent's thread);
  *   - refusals: perf_event_open refused by a seccomp filter (EACCES) leaves `auto` on the
@@ -195,6 +196,41 @@ static void lifetime(void) {
     printf("lifetime: close-on-exec, closed at thread exit, in a forked child and at stop\n");
 }
 
+/* More threads than the cap, all holding their event at once (a barrier, no timing): the
+ * cap's worth get the page, the others read by system call. */
+#define OVER_CAP (D9_TCC_MAX_THREADS + 8)
+static pthread_barrier_t all_opened;
+static int with_page, without_page;
+
+static void *open_and_wait(void *arg) {
+    (void)arg;
+    bool page = cpu_value(false) != D9_TCC_NONE;
+    __atomic_add_fetch(page ? &with_page : &without_page, 1, __ATOMIC_RELAXED);
+    pthread_barrier_wait(&all_opened);
+    return NULL;
+}
+
+static void cap(void) {
+    int already = d9_thread_cpu_clock_open_count();
+    pthread_t th[OVER_CAP];
+    pthread_attr_t small;
+    pthread_attr_init(&small);
+    pthread_attr_setstacksize(&small, 64 * 1024);
+    pthread_barrier_init(&all_opened, NULL, OVER_CAP + 1);
+    int started = 0;
+    for (int i = 0; i < OVER_CAP; i++) started += pthread_create(&th[i], &small, open_and_wait, NULL) == 0;
+    CHECK_EQ_U64(started, OVER_CAP);
+    if (started == OVER_CAP) {
+        pthread_barrier_wait(&all_opened);
+        CHECK_EQ_U64(with_page, D9_TCC_MAX_THREADS - already);
+        CHECK_EQ_U64(without_page, OVER_CAP - (D9_TCC_MAX_THREADS - already));
+        for (int i = 0; i < OVER_CAP; i++) pthread_join(th[i], NULL);
+    }
+    CHECK_EQ_U64(d9_thread_cpu_clock_open_count(), already);
+    printf("cap: %d threads at once: %d with the page, %d by system call\n", OVER_CAP + already, with_page + already,
+           without_page);
+}
+
 /* perf_event_open answers `action` from here on (this process only). */
 static bool filter_perf_event_open(uint32_t action) {
     struct sock_filter filter[] = {
@@ -278,13 +314,14 @@ static void forced_syscall(void) {
 int main(void) {
     if (d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) != 0 ||
         !__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED)) {
-        printf("test_thread_cpu_clock_kernel: skipped: %s\n", d9_thread_cpu_clock_reason());
+        printf("test_mt_thread_cpu_clock_kernel: skipped: %s\n", d9_thread_cpu_clock_reason());
         return 0;
     }
     printf("%s\n", d9_thread_cpu_clock_reason());
     busy_loops();
     sleeps();
     lifetime();
+    cap();
     int rc = run_child(refused_by_seccomp);
     if (rc == 77) printf("seccomp refusal: skipped (no seccomp filter here)\n");
     else CHECK_EQ_U64(rc, 0);
@@ -295,5 +332,5 @@ int main(void) {
     if (rc == 77) printf("as nobody: skipped (cannot change user)\n");
     else CHECK_EQ_U64(rc, 0);
     forced_syscall();
-    return d9t_summary("test_thread_cpu_clock_kernel");
+    return d9t_summary("test_mt_thread_cpu_clock_kernel");
 }

@@ -16,7 +16,7 @@
  * Values are the task clock offset by `base`, which starts them at CLOCK_THREAD_CPUTIME_ID
  * when the thread's event opens. The one way an estimate runs ahead of the task clock: the
  * host stops the vCPU inside an uninterrupted run (no switch in the guest, so `lock` stays;
- * the wall time counts it, the guest's CPU clocks do not; seen on this Firecracker guest,
+ * the wall time counts it, the guest's CPU clocks do not; seen on this bhyve guest,
  * whose /proc/stat shows no steal: 7 us and 2 ms in 20 ms runs). The next exact value (a
  * sched-in, a read) is then below the estimate: `base` takes the difference, so values never
  * go down, the stall stays as CPU in the period it fell in, and later deltas are exact. Where the event cannot be had (perf_event_open refused:

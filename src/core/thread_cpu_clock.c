@@ -21,6 +21,7 @@
 
 #include "core/fork_guard.h"
 #include "core/last_error.h"
+#include "core/owned_fd.h"
 
 uint32_t d9_thread_cpu_clock_gen;
 double d9_thread_cpu_ns_per_tick;
@@ -35,6 +36,7 @@ enum { SLOT_FREE, SLOT_OPEN, SLOT_READING, SLOT_CLOSED };
 typedef struct slot {
     _Atomic int state;
     int fd;
+    d9_fd_id id; /* what fd was opened on: a program that closes every fd may reuse the number */
     void *page;
 } slot;
 
@@ -87,7 +89,7 @@ static void release(d9_tcc_state *s) {
     if (s->slot >= 0) {
         slot *e = &g_slots[s->slot];
         pthread_mutex_lock(&g_lock);
-        if (atomic_load(&e->state) != SLOT_CLOSED) close(e->fd);
+        if (atomic_load(&e->state) != SLOT_CLOSED) d9_fd_close_if_ours(e->fd, e->id);
         munmap(e->page, (size_t)sysconf(_SC_PAGESIZE));
         e->fd = -1;
         e->page = NULL;
@@ -131,6 +133,7 @@ static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
         if (atomic_load(&g_slots[i].state) == SLOT_FREE) {
             found = i;
             g_slots[i].fd = fd;
+            g_slots[i].id = d9_fd_identify(fd);
             g_slots[i].page = page;
             atomic_store(&g_slots[i].state, SLOT_OPEN);
         }
@@ -155,7 +158,10 @@ uint64_t d9_thread_cpu_clock_exact(d9_tcc_state *s) {
     uint64_t v = D9_TCC_NONE;
     s->exact_reads++;
     if (atomic_compare_exchange_strong(&e->state, &open, SLOT_READING)) {
-        v = read_count(e->fd);
+        /* A read() of a number the program closed and reused would take its data: the fd is
+         * checked first (fstat, a second system call, at parks after a switch only). The
+         * mapping keeps the event itself alive, but nothing else reads it exactly. */
+        if (d9_fd_still_ours(e->fd, e->id)) v = read_count(e->fd);
         int reading = SLOT_READING;
         atomic_compare_exchange_strong(&e->state, &reading, SLOT_OPEN);
     }
@@ -267,7 +273,8 @@ void d9_thread_cpu_clock_stop(void) {
     for (int i = 0; i < D9_TCC_MAX_THREADS; i++) {
         int open = SLOT_OPEN;
         /* a thread reading its fd right now closes it itself, at its next use or exit */
-        if (atomic_compare_exchange_strong(&g_slots[i].state, &open, SLOT_CLOSED)) close(g_slots[i].fd);
+        if (atomic_compare_exchange_strong(&g_slots[i].state, &open, SLOT_CLOSED))
+            d9_fd_close_if_ours(g_slots[i].fd, g_slots[i].id);
     }
     pthread_mutex_unlock(&g_lock);
 }
@@ -285,7 +292,7 @@ void d9_thread_cpu_clock_forget_after_fork(void) {
         slot *e = &g_slots[i];
         int state = atomic_load(&e->state);
         if (state == SLOT_FREE) continue;
-        if (state != SLOT_CLOSED) close(e->fd);
+        if (state != SLOT_CLOSED) d9_fd_close_if_ours(e->fd, e->id);
         munmap(e->page, (size_t)sysconf(_SC_PAGESIZE));
         e->fd = -1;
         e->page = NULL;

@@ -44,6 +44,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static slot g_slots[D9_TCC_MAX_THREADS];
 static uint32_t g_gen_counter;
 static char g_reason[200] = "syscall: not started";
+static _Atomic bool g_fds_guarded; /* d9_thread_cpu_clock_set_fds_guarded */
 static int g_seccomp_at_start; /* PR_GET_SECCOMP of the thread that probed */
 static pthread_key_t g_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
@@ -159,9 +160,10 @@ uint64_t d9_thread_cpu_clock_exact(d9_tcc_state *s) {
     s->exact_reads++;
     if (atomic_compare_exchange_strong(&e->state, &open, SLOT_READING)) {
         /* A read() of a number the program closed and reused would take its data: the fd is
-         * checked first (fstat, a second system call, at parks after a switch only). The
-         * mapping keeps the event itself alive, but nothing else reads it exactly. */
-        if (d9_fd_still_ours(e->fd, e->id)) v = read_count(e->fd);
+         * checked first (fstat, a second system call, at parks after a switch only), unless
+         * the shim guards it. The mapping keeps the event alive, but only the fd reads it. */
+        if (atomic_load_explicit(&g_fds_guarded, memory_order_relaxed) || d9_fd_still_ours(e->fd, e->id))
+            v = read_count(e->fd);
         int reading = SLOT_READING;
         atomic_compare_exchange_strong(&e->state, &reading, SLOT_OPEN);
     }
@@ -284,6 +286,8 @@ void d9_thread_cpu_clock_set_ns_per_tick(double ns_per_tick) {
 }
 
 const char *d9_thread_cpu_clock_reason(void) { return g_reason; }
+
+void d9_thread_cpu_clock_set_fds_guarded(bool guarded) { atomic_store(&g_fds_guarded, guarded); }
 
 void d9_thread_cpu_clock_forget_after_fork(void) {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;

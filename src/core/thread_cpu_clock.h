@@ -164,6 +164,10 @@ void d9_thread_cpu_clock_set_ns_per_tick(double ns_per_tick);
 const char *d9_thread_cpu_clock_reason(void);
 /* In a forked child: the parent's events (copied fds, mapped pages) are closed and forgotten. */
 void d9_thread_cpu_clock_forget_after_fork(void);
+/* The preload shim protects the recorder's fds from the program (preload_fds.c: close() of one
+ * pretends, dup2 onto one stops recording first): an event's fd then needs no check that it is
+ * still ours before each read() (a system call saved at every park after a switch). */
+void d9_thread_cpu_clock_set_fds_guarded(bool guarded);
 /* How many events are open now, and the calling thread's fd (-1: none): tests. */
 int d9_thread_cpu_clock_open_count(void);
 int d9_thread_cpu_clock_fd(void);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The recorder's cost per request, counted rather than timed.
 
-    bench/e2e/counted_cost.py [--build DIR] [--targets uv,memcached,redis] [--clock monotonic] [--short]
+    bench/e2e/counted_cost.py [--build DIR] [--targets uv,memcached,redis] [--clock monotonic] [--short] [--env NAME=VALUE]
 
 On a shared 2-vCPU host CPU time cannot see 1-2 % (bench/e2e/README.md: identical work varies
 by 2-3 %), so this counts what a request costs and converts the counts with unit costs measured
@@ -75,8 +75,12 @@ def fd_limit():
     resource.setrlimit(resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
 
 
+EXTRA_ENV = {}  # --env NAME=VALUE: every run's, under the arms' own (a before/after of one build)
+
+
 def clean_env(extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIAL9_")}
+    env.update(EXTRA_ENV)
     env.update(extra)
     return env
 
@@ -602,7 +606,14 @@ def main():
     ap.add_argument("--native-warmup", type=int, default=2000)
     ap.add_argument("--clock", default="monotonic", choices=("monotonic", "tsc", "auto"),
                     help="DIAL9_CLOCK of the recorded arms and of the unit costs (default: monotonic)")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="set in every run (e.g. DIAL9_THREAD_CPU=syscall for the CPU time's system call)")
     args = ap.parse_args()
+    for kv in args.env:
+        name, sep, value = kv.partition("=")
+        if not sep or not name:
+            ap.error(f"--env {kv}: expected NAME=VALUE")
+        EXTRA_ENV[name] = value
     # One clock for every run: under valgrind `auto`'s cross-CPU check passes or not by chance
     # (threads run one at a time), so the runs of one arm could read different clocks and their
     # difference would be no request's cost (seen: 1.1 clock_gettime calls a request in one

@@ -97,8 +97,11 @@ typedef enum d9_compress_mode {
     D9_COMPRESS_ZSTD
 } d9_compress_mode;
 
-/* When a park or unpark reads the thread's CPU time for its cpu_time_ns (one system call each:
- * the kernel has no vDSO path for it). PARK (the default): at each park; an unpark carries the
+/* When a park or unpark reads the thread's CPU time for its cpu_time_ns by system call (the
+ * kernel has no vDSO path for it), where the per-thread task-clock page is not to be had
+ * (DIAL9_THREAD_CPU, docs/kernel-sources.md; with the page, PARK and EVERY both give every park
+ * and unpark its own value, without a system call but at a park after a switch). PARK (the
+ * default): at each park; an unpark carries the
  * value of the park before it (the thread slept in between), so one read per active period.
  * EVERY: at every park and unpark. OFF: never; cpu_time_ns is 0 and the trace's metadata says
  * thread_cpu_time=off, so 0 is not read as "no CPU". Since 0.5. */
@@ -394,8 +397,9 @@ D9_INLINE void d9_poll_end_begin(uint64_t task_id, const d9_loc *where) {
 }
 
 /* The worker is about to block in its poller (epoll_wait, a condition variable...) / has
- * returned from it. These read the thread's CPU time (as d9_config.thread_cpu_time says: by
- * default at each park, an unpark carrying the park's) and /proc/thread-self/schedstat (one
+ * returned from it. These read the thread's CPU time (from a per-thread perf task-clock page,
+ * or, where the kernel refuses it, as d9_config.thread_cpu_time says: by default at each park,
+ * an unpark carrying the park's) and /proc/thread-self/schedstat (one
  * pread, at most once per schedstat_resolution_us per thread) for, on unpark, how long the
  * kernel kept it runnable but not running. */
 D9_INLINE void d9_park(void) {

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/pause_ends.h"
 #include "core/schedstat.h"
+#include "core/thread_cpu_clock.h"
 #include "core/workers.h"
 
 bool d9_collector_add_source(d9_collector *c, d9_source *s) {
@@ -23,9 +24,11 @@ double d9_collector_drain(d9_collector *c) {
     c->write_failed = false;
     c->now_ticks = d9_clock_map_sample(&c->clock).ticks;
     c->now_ns = d9_clock_map_to_ns(&c->clock, c->now_ticks);
-    if (c->clock.slope_long > 0 && __atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED))
+    if (c->clock.slope_long > 0 && __atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED)) {
         __atomic_store_n(&d9_schedstat_min_ticks, (uint64_t)((double)c->schedstat_res_ns / c->clock.slope_long),
                          __ATOMIC_RELAXED);
+        d9_thread_cpu_clock_set_ns_per_tick(c->clock.slope_long); /* the parks' wall time, ticks -> ns */
+    }
     if (!d9_col_refresh_threads(c)) return 1.0;
     atomic_store(&c->st_threads, (uint32_t)c->thread_count);
 

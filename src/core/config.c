@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/config_abi.h"
 #include "core/last_error.h"
+#include "core/thread_cpu_clock.h"
 #include "aws/s3_client.h"
 #include "sinks/step_upload.h"
 #include "dial9/dial9.h"
@@ -162,6 +163,14 @@ static int parse_thread_cpu_time(const char *var, const char *s, d9_thread_cpu_t
     return 0;
 }
 
+/* Read at d9_start (thread_cpu_clock.h), checked here with the others. */
+static int check_thread_cpu_source(const char *var, const char *s) {
+    d9_thread_cpu_source source;
+    if (d9_thread_cpu_source_parse(s, &source)) return 0;
+    d9_set_error("%s=\"%s\": expected auto, perf or syscall", var, s);
+    return -1;
+}
+
 static int parse_sampler(const char *var, const char *s, d9_sampler_mode *out) {
     if (strcasecmp(s, "auto") == 0) *out = D9_SAMPLER_AUTO;
     else if (strcasecmp(s, "perf") == 0) *out = D9_SAMPLER_PERF;
@@ -285,6 +294,7 @@ static int from_env(d9_config *cfg) {
     if (ENV("DIAL9_CLOCK") && parse_clock("DIAL9_CLOCK", v, &cfg->clock)) return -1;
     if (ENV("DIAL9_THREAD_CPU_TIME") && parse_thread_cpu_time("DIAL9_THREAD_CPU_TIME", v, &cfg->thread_cpu_time))
         return -1;
+    if (ENV("DIAL9_THREAD_CPU") && check_thread_cpu_source("DIAL9_THREAD_CPU", v)) return -1;
     if (ENV("DIAL9_CPU_PROFILE_ENABLED") && parse_bool("DIAL9_CPU_PROFILE_ENABLED", v, &cfg->cpu_profile))
         return -1;
     if (ENV("DIAL9_CPU_SAMPLE_HZ")) {

@@ -10,6 +10,7 @@
 #include "core/locations.h"
 #include "core/records.h"
 #include "core/schedstat.h"
+#include "core/thread_cpu_clock.h"
 #include "core/thread_cpu_time.h"
 #include "core/thread_buffer.h"
 #include "core/workers.h"
@@ -173,7 +174,15 @@ uint32_t d9_thread_cpu_time_key[2];
  * its unpark key (equal only with `park`), taking it off: one compare tells an unpark whose
  * park's value it may carry; another one (the thread's first, the first after d9_start, a
  * second unpark) reads. */
-static inline __attribute__((always_inline)) uint64_t park_cpu_time(d9_thread *t, unsigned kind) {
+static inline __attribute__((always_inline)) uint64_t park_cpu_time(d9_thread *t, unsigned kind, uint64_t now) {
+    uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED); /* 0 with `off` */
+    if (now && gen) {
+        uint64_t page = d9_thread_cpu_clock_ns(kind == D9_REC_UNPARK, now, gen); /* no system call: thread_cpu_clock.h */
+        if (__builtin_expect(page != D9_TCC_NONE, 1)) {
+            if (kind == D9_REC_PARK) t->park_cpu_key = 0; /* its unpark never carries an older value */
+            return page;
+        }
+    }
     uint32_t key = __atomic_load_n(&d9_thread_cpu_time_key[kind == D9_REC_UNPARK], __ATOMIC_RELAXED);
     if (kind == D9_REC_UNPARK && t->park_cpu_key == key) {
         t->park_cpu_key = 0;
@@ -190,10 +199,11 @@ static inline __attribute__((always_inline)) uint64_t park_cpu_time(d9_thread *t
  * DIAL9_SCHEDSTAT_RESOLUTION_US per thread). The slow twin registers the thread and reads
  * schedstat. `now`: the hook's time (0: read it here, after registering), from the fast path;
  * a park's comes with its CPU time `park_cpu`, already read there. */
+#define CPU_NOT_READ UINT64_MAX /* park_record's park_cpu: read it there */
 SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu) {
     d9_thread *t = d9_thread_current();
     if (!t) return;
-    bool have_cpu = now && kind == D9_REC_PARK;
+    bool have_cpu = now && park_cpu != CPU_NOT_READ;
     if (!now) now = d9_clock_ticks(); /* an unpark is stamped at entry, when the wait ended */
     uint64_t wait = D9_NS_UNKNOWN;
     if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
@@ -207,8 +217,10 @@ SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu) {
             wait = D9_NS_NOT_READ;
         }
     }
-    uint64_t cpu = have_cpu ? park_cpu : park_cpu_time(t, kind);
+    bool page = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED); /* read at the hook's time */
+    uint64_t cpu = have_cpu ? park_cpu : page ? CPU_NOT_READ : park_cpu_time(t, kind, 0);
     if (kind == D9_REC_PARK) now = d9_clock_ticks(); /* after the reads, as close to blocking as it gets */
+    if (cpu == CPU_NOT_READ) cpu = park_cpu_time(t, kind, now);
     t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
     __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
     uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_PARK);
@@ -236,12 +248,17 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind) {
         park_record(kind, 0, 0);
         return;
     }
-    uint64_t cpu = 0;
-    if (kind == D9_REC_PARK) {
-        cpu = park_cpu_time(t, kind);
+    uint64_t cpu = CPU_NOT_READ;
+    bool page = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED); /* read after the clock */
+    if (kind == D9_REC_PARK && !page) {
+        cpu = park_cpu_time(t, kind, 0);
         t = d9__tls_thread;
     }
     uint64_t now = d9_clock_ticks();
+    if (page) {
+        cpu = park_cpu_time(t, kind, now);
+        t = d9__tls_thread;
+    }
     uint64_t wait = D9_NS_UNKNOWN;
     if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
         if (__builtin_expect(
@@ -253,7 +270,7 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind) {
         }
         wait = D9_NS_NOT_READ;
     }
-    if (kind == D9_REC_UNPARK) cpu = park_cpu_time(t, kind);
+    if (cpu == CPU_NOT_READ) cpu = park_cpu_time(t, kind, now);
     t = d9__tls_thread;
     t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
     __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);

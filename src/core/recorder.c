@@ -21,6 +21,7 @@
 #include "core/recorder_hooks.h"
 #include "core/run_metadata.h"
 #include "core/schedstat.h"
+#include "core/thread_cpu_clock.h"
 #include "core/thread_cpu_time.h"
 #include "core/thread_buffer.h"
 #include "dial9/dial9.h"
@@ -107,6 +108,7 @@ void d9_recorder_forget_after_fork(void) {
     __atomic_store_n(&d9__active, 0, __ATOMIC_RELAXED);
     d9_pause_ends_clear();
     d9_clock_forget_after_fork();
+    d9_thread_cpu_clock_forget_after_fork();
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     g_rec.lifecycle = m;
@@ -239,6 +241,20 @@ static int start(const d9_config *cfg) {
     __atomic_store_n(&d9_thread_cpu_time_key[0], D9_THREAD_CPU_TIME_KEY(cfg->thread_cpu_time, cpu_run), __ATOMIC_RELAXED);
     __atomic_store_n(&d9_thread_cpu_time_key[1], D9_THREAD_CPU_TIME_UNPARK_KEY(cfg->thread_cpu_time, cpu_run),
                      __ATOMIC_RELAXED);
+    d9_thread_cpu_source cpu_source = D9_THREAD_CPU_AUTO; /* validated by d9_config_from_env */
+    const char *cpu_env = getenv("DIAL9_THREAD_CPU");
+    if (cpu_env && !d9_thread_cpu_source_parse(cpu_env, &cpu_source)) {
+        d9_set_error("DIAL9_THREAD_CPU=\"%s\": expected auto, perf or syscall", cpu_env);
+        free_strings(r);
+        pthread_mutex_unlock(&r->lifecycle);
+        return D9_ERR_INVALID;
+    }
+    if (d9_thread_cpu_clock_start(cpu_source, clock != D9_CLOCK_TSC, cfg->thread_cpu_time == D9_THREAD_CPU_TIME_OFF) !=
+        0) {
+        free_strings(r);
+        pthread_mutex_unlock(&r->lifecycle);
+        return D9_ERR_SYSTEM;
+    }
     d9_thread_set_ring_limits(ring_words_for(cfg->buffer_kb), (uint64_t)cfg->memory_budget_mb << 20);
     d9_make_run_id(r->run_id, sizeof r->run_id);
     d9_flight_config flight;
@@ -275,6 +291,7 @@ static int start(const d9_config *cfg) {
         if (d9_pipeline_max_growth(r->pipeline) > 0) d9_collector_collect_symbols(r->col);
     }
     d9_run_metadata_set(d9_collector_metadata(r->col), "clock_reason", "%s", d9_clock_reason());
+    d9_run_metadata_set(d9_collector_metadata(r->col), "thread_cpu_clock", "%s", d9_thread_cpu_clock_reason());
     if (cfg->clock == D9_CLOCK_AUTO) d9_clock_auto_store_in(cfg->trace_dir); /* the directory exists now */
     (void)d9_flight_start(&flight, r->col, r->run_id); /* without it: no dumps, the recording goes on */
     d9_sources_start(&r->cfg, r->col);
@@ -357,6 +374,7 @@ void d9_stop(void) {
     r->pipeline = NULL;
     d9_threads_set_collector_running(false);
     d9_threads_reap();
+    d9_thread_cpu_clock_stop();
     r->running = false;
     pthread_mutex_lock(&r->wake_lock);
     r->flush_done = r->flush_requested;

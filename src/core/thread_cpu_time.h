@@ -1,5 +1,6 @@
-/* The calling thread's CPU time, for the cpu_time_ns of parks and unparks (dial9 requires it on
- * both, and computes a worker's CPU ratio from an unpark's and the next park's values).
+/* The calling thread's CPU time by system call, for the cpu_time_ns of parks and unparks where
+ * the task-clock page (thread_cpu_clock.h) is not to be had (dial9 requires it on both, and
+ * computes a worker's CPU ratio from an unpark's and the next park's values).
  *
  * Read once per active period, at the park (d9_config.thread_cpu_time = park, the default): an
  * unpark carries the value of the park before it. Between the two the thread slept in its
@@ -27,8 +28,10 @@
  * the last update, scaled by time_mult/time_shift under the `lock` seqcount). Kernels set it
  * only with a stable TSC; on kvm-clock hosts with tsc=unstable (our CI's) it is 0, and without
  * it time_running is as of the thread's last switch-in: stale at every park after busy work.
- * So not here: one clock_gettime per park (and per unpark with `every`), its cost in d9_bench's
- * hooks row.
+ * It says exactly whether the thread was switched, though, which is enough for a current value
+ * without a system call at a park or unpark without a switch: thread_cpu_clock.h, taken first
+ * where the kernel gives the event (DIAL9_THREAD_CPU=auto). What follows is the fallback: one
+ * clock_gettime per park (and per unpark with `every`), its cost in d9_bench's hooks row.
  * Inline: a function of its own cost each park and unpark ~6 instructions of call and frame
  * around the system call (callgrind, test_poll_instructions). */
 

@@ -18,6 +18,7 @@
 
 #include "core/run_metadata.h"
 #include "core/thread_buffer.h"
+#include "core/thread_cpu_clock.h"
 #include "instrument_all.h"
 #include "preload.h"
 #include "start_gate.h"
@@ -143,6 +144,7 @@ __attribute__((constructor)) static void d9p_init(void) {
     if (getauxval(AT_SECURE)) return;
 
     d9p_notes_register(); /* every run of this process adds the shim's notes */
+    d9_thread_cpu_clock_set_fds_guarded(true); /* preload_fds.c: no fstat before each exact read */
     d9p_trace_children = trace_children_wanted();
     d9p_env_absolute_trace_dir();
     d9p_exec_remember();

@@ -36,9 +36,13 @@ BOUND_MONOTONIC=125
 # carries it) and the park's clock read once, after it; 165.1 with the CPU time read at both and
 # the park's clock at entry too, 178.1 with the CPU time's read a call, 204.1 on the slow path
 # each took before (every register saved, the thread's lookup, the clock's test twice).
-BOUND_PARK_MONOTONIC=175
-# ... and its clock_gettime calls, each a clock read or a system call: the park's CPU time and
-# one CLOCK_MONOTONIC read each (5 before)
+# With the CPU time from the task-clock page (DIAL9_THREAD_CPU=auto, core/thread_cpu_clock.h;
+# valgrind passes the event and its page through): 218.4, ~22 of them the page's per park or
+# unpark, and no system call, where the park's clock_gettime(CLOCK_THREAD_CPUTIME_ID) cost one
+# (~940 ns here, ~700 instructions' worth).
+BOUND_PARK_MONOTONIC=235
+# ... and its clock_gettime calls, each a clock read or a system call: the park's CPU time (by
+# system call; none with the page) and one CLOCK_MONOTONIC read each (5 before)
 CLOCK_CALLS_PARK_MONOTONIC=3
 # span begin + end (D9_BENCH_PAIRS=span, d9__span_begin + d9__span_end): as cheap as a poll,
 # the same fast path; measured TSC 70.1 (a poll 65.1: the end, too, checks its name is

@@ -6,7 +6,8 @@
  *     the next park shows in full in their difference.
  *   every: both current.  off: both 0, and the metadata says thread_cpu_time=off.
  * Per thread, two threads at once, values never decrease. An unpark with no park of the same
- * recording before it (a d9_start between them) reads the clock, never the older run's park. */
+ * recording before it (a d9_start between them) reads the clock, never the older run's park.
+ * All with DIAL9_THREAD_CPU=syscall: the page's values are perf's task clock, not this clock. */
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -217,6 +218,9 @@ static void check_across_recordings(void) {
 }
 
 int main(void) {
+    /* the system call's modes, checked against the same clock; the task-clock page (the default
+     * where the kernel gives it) in test_mt_thread_cpu_clock_kernel and test_dial9_required_fields */
+    setenv("DIAL9_THREAD_CPU", "syscall", 1);
     check_mode(D9_THREAD_CPU_TIME_PARK, "park");
     check_mode(D9_THREAD_CPU_TIME_EVERY, "every");
     check_mode(D9_THREAD_CPU_TIME_OFF, "off");

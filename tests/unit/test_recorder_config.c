@@ -89,6 +89,8 @@ static void test_env(void) {
     expect_env_error("DIAL9_FLUSH_MS", "0");
     expect_env_error("DIAL9_CLOCK", "rdtsc");
     expect_env_error("DIAL9_THREAD_CPU_TIME", "always");
+    expect_env_error("DIAL9_THREAD_CPU", "rdtsc"); /* auto, perf or syscall */
+    expect_env_error("DIAL9_THREAD_CPU", "");
     expect_env_error("DIAL9_SCHEDSTAT", "2");
     expect_env_error("DIAL9_SCHEDSTAT_RESOLUTION_US", "2000000");
     expect_env_error("DIAL9_SCHEDSTAT_RESOLUTION_US", "fast");

@@ -1,0 +1,324 @@
+/* The per-thread task-clock events behind thread_cpu_clock.h: opened at a thread's first park
+ * or unpark of a recording, kept in one table (at most D9_TCC_MAX_THREADS), closed at thread
+ * exit (a pthread key), at d9_stop (those no thread is reading at that moment; the others by
+ * their thread at its next use or exit), and in a forked child (a child's thread is a new
+ * thread: the parent's events measure the parent's threads). Close-on-exec; never one of the
+ * program's fds (under the shim, perf_event_open through syscall() is protected, preload_fds.c). */
+#include "core/thread_cpu_clock.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/fork_guard.h"
+#include "core/last_error.h"
+#include "core/owned_fd.h"
+
+uint32_t d9_thread_cpu_clock_gen;
+double d9_thread_cpu_ns_per_tick;
+__thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec"))) = {.slot = -1};
+
+enum { SLOT_FREE, SLOT_OPEN, SLOT_READING, SLOT_CLOSED };
+
+/* A lock no snapshot gives (snapshots are even) and far from the page's next values, which a
+ * raw read of an update under way could show: the thread's next value is then exact. */
+#define NO_SNAPSHOT(lock) ((lock) ^ 0x80000001u)
+
+typedef struct slot {
+    _Atomic int state;
+    int fd;
+    d9_fd_id id; /* what fd was opened on: a program that closes every fd may reuse the number */
+    void *page;
+} slot;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static slot g_slots[D9_TCC_MAX_THREADS];
+static uint32_t g_gen_counter;
+static char g_reason[200] = "syscall: not started";
+static _Atomic bool g_fds_guarded; /* d9_thread_cpu_clock_set_fds_guarded */
+static int g_seccomp_at_start; /* PR_GET_SECCOMP of the thread that probed */
+static pthread_key_t g_key;
+static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+
+bool d9_thread_cpu_source_parse(const char *s, d9_thread_cpu_source *out) {
+    if (strcasecmp(s, "auto") == 0) *out = D9_THREAD_CPU_AUTO;
+    else if (strcasecmp(s, "perf") == 0) *out = D9_THREAD_CPU_PERF;
+    else if (strcasecmp(s, "syscall") == 0) *out = D9_THREAD_CPU_SYSCALL;
+    else return false;
+    return true;
+}
+
+static uint64_t thread_cputime_ns(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The calling thread's task-clock event: its fd, or -errno. exclude_kernel and exclude_hv let
+ * an unprivileged thread open it at perf_event_paranoid 2; a task clock counts the thread's
+ * time on CPU whatever they say (it is the context's time, not a sampled count). */
+static int open_task_clock(void) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    return fd < 0 ? -errno : (int)fd;
+}
+
+/* Through syscall(): under the shim, read() is the program's interposer (preload_fd_wakes.c),
+ * which looks at every fd it is given. */
+static uint64_t read_count(int fd) {
+    uint64_t v;
+    return syscall(SYS_read, fd, &v, sizeof v) == (long)sizeof v ? v : D9_TCC_NONE;
+}
+
+/* Forget the thread's event: closed here unless d9_stop closed it. */
+static void release(d9_tcc_state *s) {
+    if (s->slot >= 0) {
+        slot *e = &g_slots[s->slot];
+        pthread_mutex_lock(&g_lock);
+        if (atomic_load(&e->state) != SLOT_CLOSED) d9_fd_close_if_ours(e->fd, e->id);
+        munmap(e->page, (size_t)sysconf(_SC_PAGESIZE));
+        e->fd = -1;
+        e->page = NULL;
+        atomic_store(&e->state, SLOT_FREE);
+        pthread_mutex_unlock(&g_lock);
+    }
+    s->page = NULL;
+    s->slot = -1;
+}
+
+static void on_thread_exit(void *arg) {
+    d9_tcc_state *s = arg;
+    release(s);
+    s->gen = 0;
+}
+
+static void make_key(void) { pthread_key_create(&g_key, on_thread_exit); }
+
+/* The calling thread's event, mapped and in the table; false (reason in `why`) if refused. */
+static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
+    /* A seccomp filter installed since the probe may kill the thread that calls what it does
+     * not allow: this thread then reads by system call. */
+    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != g_seccomp_at_start) {
+        snprintf(why, why_size, "a seccomp filter installed after the start");
+        return false;
+    }
+    int fd = open_task_clock();
+    if (fd < 0) {
+        snprintf(why, why_size, "perf_event_open(PERF_COUNT_SW_TASK_CLOCK) refused: %s", strerror(-fd));
+        return false;
+    }
+    void *page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
+    if (page == MAP_FAILED) {
+        snprintf(why, why_size, "mmap of the task-clock event refused: %s", strerror(errno));
+        close(fd);
+        return false;
+    }
+    int found = -1;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < D9_TCC_MAX_THREADS && found < 0; i++) {
+        if (atomic_load(&g_slots[i].state) == SLOT_FREE) {
+            found = i;
+            g_slots[i].fd = fd;
+            g_slots[i].id = d9_fd_identify(fd);
+            g_slots[i].page = page;
+            atomic_store(&g_slots[i].state, SLOT_OPEN);
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (found < 0) {
+        snprintf(why, why_size, "more than %d threads have a task-clock event", D9_TCC_MAX_THREADS);
+        munmap(page, (size_t)sysconf(_SC_PAGESIZE));
+        close(fd);
+        return false;
+    }
+    pthread_once(&g_key_once, make_key);
+    pthread_setspecific(g_key, s);
+    s->slot = found;
+    s->page = page;
+    return true;
+}
+
+uint64_t d9_thread_cpu_clock_exact(d9_tcc_state *s) {
+    slot *e = &g_slots[s->slot];
+    int open = SLOT_OPEN;
+    uint64_t v = D9_TCC_NONE;
+    s->exact_reads++;
+    if (atomic_compare_exchange_strong(&e->state, &open, SLOT_READING)) {
+        /* A read() of a number the program closed and reused would take its data: the fd is
+         * checked first (fstat, a second system call, at parks after a switch only), unless
+         * the shim guards it. The mapping keeps the event alive, but only the fd reads it. */
+        if (atomic_load_explicit(&g_fds_guarded, memory_order_relaxed) || d9_fd_still_ours(e->fd, e->id))
+            v = read_count(e->fd);
+        int reading = SLOT_READING;
+        atomic_compare_exchange_strong(&e->state, &reading, SLOT_OPEN);
+    }
+    /* Closed by d9_stop, or the fd no longer reads (a program's dup2 onto it): this thread
+     * reads by system call until the next recording. */
+    if (v == D9_TCC_NONE) {
+        release(s);
+        s->gen |= D9_TCC_NO_PAGE;
+    }
+    return v;
+}
+
+/* The thread has its page under this recording: a snapshot and the rules (thread_cpu_clock.h). */
+static uint64_t from_page(d9_tcc_state *s, bool unpark, uint64_t now_ticks) {
+    uint32_t lock;
+    uint64_t clock;
+    double ns_per_tick;
+    __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
+    if (d9_tcc_snapshot(s->page, &lock, &clock, 0, 0))
+        return d9_tcc_step(s, unpark, lock, clock, now_ticks, ns_per_tick, d9_thread_cpu_clock_exact);
+    /* eight torn snapshots in a row: the exact value, and the next value exact again */
+    uint64_t e = d9_thread_cpu_clock_exact(s);
+    if (e == D9_TCC_NONE) return D9_TCC_NONE;
+    uint64_t v = s->base_ns + e;
+    if ((int64_t)(v - s->cpu_ns) < 0) { /* as in d9_tcc_step */
+        s->base_ns += s->cpu_ns - v;
+        v = s->cpu_ns;
+    }
+    s->lock = NO_SNAPSHOT(s->page->lock);
+    s->cpu_ns = v;
+    s->ticks = now_ticks;
+    return v;
+}
+
+uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, bool unpark, uint64_t now_ticks) {
+    uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
+    if (s->gen == gen && s->page) return from_page(s, unpark, now_ticks);
+    if (s->gen == (gen | D9_TCC_NO_PAGE)) return D9_TCC_NONE; /* refused for this recording */
+    release(s); /* a past recording's, or none */
+    s->gen = gen | D9_TCC_NO_PAGE;
+    if (!gen) return D9_TCC_NONE;
+    char why[160];
+    if (!open_for_thread(s, why, sizeof why)) return D9_TCC_NONE;
+    /* base: CLOCK_THREAD_CPUTIME_ID now minus the task clock now (a few us since the open) */
+    uint64_t count = read_count(g_slots[s->slot].fd);
+    uint64_t cpu = thread_cputime_ns();
+    uint32_t lock;
+    uint64_t page_clock;
+    if (count == D9_TCC_NONE || !d9_tcc_snapshot(s->page, &lock, &page_clock, 0, 0)) {
+        release(s);
+        return D9_TCC_NONE;
+    }
+    s->gen = gen;
+    s->base_ns = cpu - count;
+    s->lock = NO_SNAPSHOT(lock); /* the next value is exact: the page may predate the reads above */
+    s->cpu_ns = cpu;
+    s->ticks = now_ticks;
+    return cpu;
+}
+
+int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread) {
+    d9_fork_guard_install(); /* the child forgets the parent's events */
+    double per_tick = ticks_are_ns ? 1.0 : 0.0;
+    __atomic_store(&d9_thread_cpu_ns_per_tick, &per_tick, __ATOMIC_RELAXED);
+    if (unread) {
+        snprintf(g_reason, sizeof g_reason, "none: DIAL9_THREAD_CPU_TIME=off");
+        __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
+        return 0;
+    }
+    if (requested == D9_THREAD_CPU_SYSCALL) {
+        snprintf(g_reason, sizeof g_reason, "syscall: DIAL9_THREAD_CPU=syscall");
+        __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
+        return 0;
+    }
+    /* the probe: can this thread have the event and its page? */
+    g_seccomp_at_start = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+    int fd = open_task_clock();
+    void *page = fd < 0 ? MAP_FAILED : mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
+    char why[160] = "";
+    if (fd < 0) snprintf(why, sizeof why, "perf_event_open(PERF_COUNT_SW_TASK_CLOCK) refused: %s", strerror(-fd));
+    else if (page == MAP_FAILED) snprintf(why, sizeof why, "mmap of the task-clock event refused: %s", strerror(errno));
+    if (page != MAP_FAILED) munmap(page, (size_t)sysconf(_SC_PAGESIZE));
+    if (fd >= 0) close(fd);
+    if (why[0]) {
+        __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
+        if (requested == D9_THREAD_CPU_PERF) {
+            d9_set_error("DIAL9_THREAD_CPU=perf: %s", why);
+            snprintf(g_reason, sizeof g_reason, "syscall: %s", why);
+            return -1;
+        }
+        snprintf(g_reason, sizeof g_reason, "syscall: %s", why);
+        return 0;
+    }
+    snprintf(g_reason, sizeof g_reason,
+             "perf: a task-clock page per thread (up to %d threads; a thread's park after a switch "
+             "reads it by system call)%s",
+             D9_TCC_MAX_THREADS, requested == D9_THREAD_CPU_PERF ? " (DIAL9_THREAD_CPU=perf)" : "");
+    pthread_mutex_lock(&g_lock);
+    g_gen_counter = (g_gen_counter + 1) & ~D9_TCC_NO_PAGE;
+    if (g_gen_counter == 0) g_gen_counter = 1;
+    __atomic_store_n(&d9_thread_cpu_clock_gen, g_gen_counter, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&g_lock);
+    return 0;
+}
+
+void d9_thread_cpu_clock_stop(void) {
+    __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < D9_TCC_MAX_THREADS; i++) {
+        int open = SLOT_OPEN;
+        /* a thread reading its fd right now closes it itself, at its next use or exit */
+        if (atomic_compare_exchange_strong(&g_slots[i].state, &open, SLOT_CLOSED))
+            d9_fd_close_if_ours(g_slots[i].fd, g_slots[i].id);
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+void d9_thread_cpu_clock_set_ns_per_tick(double ns_per_tick) {
+    __atomic_store(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
+}
+
+const char *d9_thread_cpu_clock_reason(void) { return g_reason; }
+
+void d9_thread_cpu_clock_set_fds_guarded(bool guarded) { atomic_store(&g_fds_guarded, guarded); }
+
+void d9_thread_cpu_clock_forget_after_fork(void) {
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    g_lock = fresh; /* a parent's thread may have held it */
+    for (int i = 0; i < D9_TCC_MAX_THREADS; i++) {
+        slot *e = &g_slots[i];
+        int state = atomic_load(&e->state);
+        if (state == SLOT_FREE) continue;
+        if (state != SLOT_CLOSED) d9_fd_close_if_ours(e->fd, e->id);
+        munmap(e->page, (size_t)sysconf(_SC_PAGESIZE));
+        e->fd = -1;
+        e->page = NULL;
+        atomic_store(&e->state, SLOT_FREE);
+    }
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    s->page = NULL;
+    s->slot = -1;
+    s->gen = 0;
+    __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
+}
+
+int d9_thread_cpu_clock_open_count(void) {
+    int n = 0;
+    for (int i = 0; i < D9_TCC_MAX_THREADS; i++) {
+        int state = atomic_load(&g_slots[i].state);
+        n += state == SLOT_OPEN || state == SLOT_READING;
+    }
+    return n;
+}
+
+int d9_thread_cpu_clock_fd(void) {
+    const d9_tcc_state *s = &d9__tls_cpu_clock;
+    return s->slot >= 0 && atomic_load(&g_slots[s->slot].state) != SLOT_CLOSED ? g_slots[s->slot].fd : -1;
+}

@@ -1,0 +1,175 @@
+/* The thread's CPU time for parks and unparks without a system call (issue #32): a per-thread
+ * perf software event PERF_COUNT_SW_TASK_CLOCK (pid 0, cpu -1), its first page mapped read-only.
+ *
+ * What the kernel does with that page (measured on 6.18, kvm-clock, cap_user_time 0): at every
+ * sched-in of the thread it rewrites the page under its seqcount `lock` (+2 per update, odd
+ * during one) with `offset` = the task clock as of that sched-in; while the thread runs, the
+ * page does not change. cap_user_time is 0 on kvm-clock hosts, so "now" cannot be computed
+ * from the page, and need not be:
+ *   - `lock` unchanged since the thread's last value: the thread ran without interruption, so
+ *     its CPU time advanced exactly by the wall time elapsed (the recorder's ticks -> ns);
+ *   - changed, at an unpark (the poller's call slept; the page was just rewritten at its
+ *     sched-in): base + the page's task clock (the few us of the kernel's wake-up path after
+ *     the sched-in are not counted there: they land in the active period that follows);
+ *   - changed, at a park (the thread was descheduled inside its active period, the case
+ *     readers care about): the exact task clock, by read() of the event (one system call).
+ * Values are the task clock offset by `base`, which starts them at CLOCK_THREAD_CPUTIME_ID
+ * when the thread's event opens. The one way an estimate runs ahead of the task clock: the
+ * host stops the vCPU inside an uninterrupted run (no switch in the guest, so `lock` stays;
+ * the wall time counts it, the guest's CPU clocks do not; seen on this bhyve guest,
+ * whose /proc/stat shows no steal: 7 us and 2 ms in 20 ms runs, 0.3 % of a busy loop's time,
+ * up to ~10 % at moments of heavy load). The next exact value (a
+ * sched-in, a read) is then below the estimate: `base` takes the difference, so values never
+ * go down, the stall stays as CPU in the period it fell in, and later deltas are exact. Where the event cannot be had (perf_event_open refused:
+ * perf_event_paranoid, seccomp, EMFILE; past D9_TCC_MAX_THREADS threads; DIAL9_THREAD_CPU=
+ * syscall) the park's clock_gettime stays (thread_cpu_time.h). docs/kernel-sources.md. */
+#ifndef D9_CORE_THREAD_CPU_CLOCK_H
+#define D9_CORE_THREAD_CPU_CLOCK_H
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What DIAL9_THREAD_CPU asks for. */
+typedef enum d9_thread_cpu_source {
+    D9_THREAD_CPU_AUTO = 0, /* the page where the kernel gives it, else the system call */
+    D9_THREAD_CPU_PERF,     /* the page, or d9_start fails saying why */
+    D9_THREAD_CPU_SYSCALL   /* clock_gettime(CLOCK_THREAD_CPUTIME_ID), as before */
+} d9_thread_cpu_source;
+
+/* Per-thread events at most, per process: a thread beyond them reads by system call. */
+#define D9_TCC_MAX_THREADS 256
+
+/* A thread's gen when its event was refused (or lost) under that gen. */
+#define D9_TCC_NO_PAGE 0x80000000u
+
+/* "the value is not to be had here": the caller reads by system call. */
+#define D9_TCC_NONE UINT64_MAX
+
+/* One thread's clock (thread-local, d9__tls_cpu_clock). */
+typedef struct d9_tcc_state {
+    const volatile struct perf_event_mmap_page *page; /* NULL: no event on this thread */
+    uint32_t gen;      /* the d9_thread_cpu_clock_gen it has its page under (with D9_TCC_NO_PAGE:
+                        * refused under it; 0: never set up) */
+    int32_t slot;      /* its entry in thread_cpu_clock.c's table (-1: none) */
+    uint32_t lock;     /* the page's lock when cpu_ns was given */
+    uint32_t exact_reads; /* how many values took the system call (tests, docs) */
+    uint64_t cpu_ns;   /* the last value given */
+    uint64_t ticks;    /* the recorder's clock then */
+    uint64_t base_ns;  /* value = base_ns + task clock */
+} d9_tcc_state;
+
+/* Nonzero while a recording uses the page (changes at each d9_start: a thread whose state was
+ * set up under another reopens). */
+extern uint32_t d9_thread_cpu_clock_gen;
+/* ns per tick of the recorder's clock: 1 on CLOCK_MONOTONIC, the collector's slope on the TSC,
+ * 0 until known (then every value takes the exact read). */
+extern double d9_thread_cpu_ns_per_tick;
+extern __thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec")));
+
+/* A consistent (lock, task clock) of the page: the kernel's seqcount protocol, retried while
+ * an update is under way or one happened between the two reads of `lock` (at most 8 tries;
+ * false then). `between` (NULL but in tests) runs between the reads. */
+static inline __attribute__((always_inline)) bool d9_tcc_snapshot(const volatile struct perf_event_mmap_page *p,
+                                                                  uint32_t *lock, uint64_t *clock,
+                                                                  void (*between)(void *), void *ctx) {
+    for (int tries = 0; tries < 8; tries++) {
+        uint32_t before = p->lock;
+        __asm__ __volatile__("" ::: "memory");
+        int64_t offset = p->offset;
+        if (between) between(ctx);
+        __asm__ __volatile__("" ::: "memory");
+        if (p->lock == before && !(before & 1)) {
+            *lock = before;
+            *clock = (uint64_t)offset;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The next value from a consistent snapshot (the rules above). `exact` reads the task clock by
+ * system call (D9_TCC_NONE if it cannot). Returns D9_TCC_NONE only when `exact` was needed and
+ * failed, the state then untouched. */
+/* The value while `lock` is unchanged since the last one: that value plus the wall time since. */
+static inline __attribute__((always_inline)) uint64_t d9_tcc_estimate(d9_tcc_state *s, uint64_t now_ticks,
+                                                                      double ns_per_tick) {
+    /* a signed conversion: one instruction, where an unsigned one costs ~8 (callgrind) */
+    uint64_t v = s->cpu_ns + (uint64_t)(int64_t)((double)(int64_t)(now_ticks - s->ticks) * ns_per_tick);
+    s->cpu_ns = v;
+    s->ticks = now_ticks;
+    return v;
+}
+
+static inline __attribute__((always_inline)) uint64_t d9_tcc_step(d9_tcc_state *s, bool unpark, uint32_t lock,
+                                                                  uint64_t page_clock, uint64_t now_ticks,
+                                                                  double ns_per_tick,
+                                                                  uint64_t (*exact)(d9_tcc_state *)) {
+    uint64_t v;
+    if (lock == s->lock && ns_per_tick > 0) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
+    if (lock != s->lock && unpark) {
+        v = s->base_ns + page_clock;
+    } else {
+        uint64_t e = exact(s);
+        if (e == D9_TCC_NONE) return D9_TCC_NONE;
+        v = s->base_ns + e;
+    }
+    if ((int64_t)(v - s->cpu_ns) < 0) { /* never back: the estimate since the last anchor ran ahead */
+        s->base_ns += s->cpu_ns - v;
+        v = s->cpu_ns;
+    }
+    s->lock = lock;
+    s->cpu_ns = v;
+    s->ticks = now_ticks;
+    return v;
+}
+
+/* The value when the fast path below cannot give it: a snapshot and d9_tcc_step, or setting up,
+ * reopening or refusing the calling thread's event (D9_TCC_NONE: by system call). */
+uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, bool unpark, uint64_t now_ticks);
+/* The task clock by read() of the thread's event; D9_TCC_NONE if that failed (the thread then
+ * reads by system call from now on). */
+uint64_t d9_thread_cpu_clock_exact(d9_tcc_state *s);
+
+/* The calling thread's CPU time in ns at `now_ticks` (the hook's time, just read), or
+ * D9_TCC_NONE: read it by system call. `gen`: d9_thread_cpu_clock_gen, nonzero. The fast path
+ * is the first rule alone: only `lock` is read, and compared with the last snapshot's (even;
+ * after an exact read, an odd value no snapshot has), so an update under way (odd) never
+ * passes for "unchanged". ~20 instructions; the rest is d9_thread_cpu_clock_slow's. */
+static inline __attribute__((always_inline)) uint64_t d9_thread_cpu_clock_ns(bool unpark, uint64_t now_ticks,
+                                                                             uint32_t gen) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    if (__builtin_expect(s->gen == gen, 1)) { /* a thread without its page has another gen */
+        uint32_t lock = s->page->lock;
+        __asm__ __volatile__("" ::: "memory");
+        double ns_per_tick;
+        __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
+        if (__builtin_expect(lock == s->lock && ns_per_tick > 0, 1)) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
+    }
+    return d9_thread_cpu_clock_slow(s, unpark, now_ticks);
+}
+
+/* DIAL9_THREAD_CPU's values (auto, perf, syscall; any case) -> *out; false otherwise. */
+bool d9_thread_cpu_source_parse(const char *s, d9_thread_cpu_source *out);
+/* At d9_start: decide from `requested` (and a probe of the kernel) whether this recording uses
+ * the page; `ticks_are_ns` when the recorder's clock is CLOCK_MONOTONIC; `unread`: parks and
+ * unparks read no CPU time (DIAL9_THREAD_CPU_TIME=off). -1 (the error set) when `perf` was
+ * asked for and the kernel refuses. */
+int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread);
+/* At d9_stop: no thread uses the page any more; the events no thread is reading are closed. */
+void d9_thread_cpu_clock_stop(void);
+/* The collector's ns per tick of the TSC. */
+void d9_thread_cpu_clock_set_ns_per_tick(double ns_per_tick);
+/* The choice and its reason, for the metadata's thread_cpu_clock ("perf: ..." or "syscall: ..."). */
+const char *d9_thread_cpu_clock_reason(void);
+/* In a forked child: the parent's events (copied fds, mapped pages) are closed and forgotten. */
+void d9_thread_cpu_clock_forget_after_fork(void);
+/* The preload shim protects the recorder's fds from the program (preload_fds.c: close() of one
+ * pretends, dup2 onto one stops recording first): an event's fd then needs no check that it is
+ * still ours before each read() (a system call saved at every park after a switch). */
+void d9_thread_cpu_clock_set_fds_guarded(bool guarded);
+/* How many events are open now, and the calling thread's fd (-1: none): tests. */
+int d9_thread_cpu_clock_open_count(void);
+int d9_thread_cpu_clock_fd(void);
+
+#endif

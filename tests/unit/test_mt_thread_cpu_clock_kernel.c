@@ -1,0 +1,337 @@
+/* The thread's CPU time from the task-clock page (core/thread_cpu_clock.h) against the real
+ * kernel. Bounds by counts and by the event's own exact count, never by timing:
+ *   - over busy loops of park/unpark values, each value is >= the one before, and each value
+ *     taken from the page or the exact read is <= the event's exact count read right after it
+ *     (read() of the same event, offset by the same base). Estimates (an anchor plus the wall
+ *     time since) are not bounded so: a host's stop of the vCPU inside a run counts in the wall
+ *     time and not in the guest's CPU clocks (thread_cpu_clock.h); how often and how much is
+ *     printed;
+ *   - the system-call path (exact reads) is taken at most once per update of the page (its
+ *     lock moves by 2 at each sched-in): a park/unpark pair without a switch reads nothing;
+ *   - after a usleep the park takes the exact read, every time, and the unpark does not;
+ *   - past D9_TCC_MAX_THREADS threads at once, the others read by system call;
+ *   - the fd is close-on-exec, is closed at thread exit, at d9_thread_cpu_clock_stop and in a
+ *     forked child (where the parent's event would measure the parent's thread);
+ *   - refusals: perf_event_open refused by a seccomp filter (EACCES) leaves `auto` on the
+ *     system call saying why and makes `perf` fail; as an unprivileged user (nobody) the choice
+ *     agrees with what the kernel allows that user (perf_event_paranoid); a filter that kills
+ *     on perf_event_open, installed after the start, is never tripped.
+ * CLOCK_THREAD_CPUTIME_ID is printed beside, not bounded: perf's task clock counts steal time
+ * (PARAVIRT_TIME_ACCOUNTING takes it out of the thread's clock), so the two drift apart by up
+ * to ~2 % on a busy guest. Skips, saying so, where the kernel refuses the event to root. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "core/thread_cpu_clock.h"
+#include "dial9/dial9.h"
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The thread's context switches so far (voluntary + involuntary, /proc/thread-self/status). */
+static long context_switches(void) {
+    FILE *f = fopen("/proc/thread-self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long n = 0, v;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1) n += v;
+        if (sscanf(line, "nonvoluntary_ctxt_switches: %ld", &v) == 1) n += v;
+    }
+    fclose(f);
+    return n;
+}
+
+/* A park's (or an unpark's) value now, as the hooks take it. */
+static uint64_t cpu_value(bool unpark) {
+    uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
+    return gen ? d9_thread_cpu_clock_ns(unpark, mono_ns(), gen) : D9_TCC_NONE;
+}
+
+static void burn(unsigned iterations) {
+    volatile unsigned sink = 0;
+    for (unsigned i = 0; i < iterations; i++) sink += i;
+}
+
+/* The exact value now, as the module would take it; not counted among its reads. */
+static uint64_t exact_now(void) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    uint32_t reads = s->exact_reads;
+    uint64_t e = d9_thread_cpu_clock_exact(s);
+    s->exact_reads = reads;
+    return e == D9_TCC_NONE ? e : s->base_ns + e;
+}
+
+static void busy_loops(void) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    uint64_t first = cpu_value(true);
+    CHECK(first != D9_TCC_NONE);
+    uint64_t prev = first, first_thread_cpu = thread_cpu_ns(), first_base = s->base_ns;
+    /* the switches counted lie inside the page's window: read after its start, before its end */
+    uint32_t lock_before = s->page->lock, reads_before = s->exact_reads;
+    long switches_before = context_switches();
+    int monotonic = 0, anchors = 0, anchors_bounded = 0, checked = 0, ahead = 0;
+    uint64_t most_ahead = 0;
+    const int pairs = 100000;
+    for (int i = 0; i < 2 * pairs; i++) {
+        uint32_t lock = s->lock;
+        uint64_t v = cpu_value(i & 1 ? false : true); /* unpark, park, ... */
+        monotonic += v != D9_TCC_NONE && v >= prev;
+        bool anchored = s->lock != lock; /* taken from the page or the exact read, not estimated */
+        if (anchored || i % 1000 == 999) {
+            uint64_t e = exact_now();
+            if (anchored) {
+                anchors++;
+                anchors_bounded += e != D9_TCC_NONE && v <= e;
+            } else {
+                /* an estimate: ahead of the task clock only by a vCPU stall since its anchor */
+                checked++;
+                if (v > e) {
+                    ahead++;
+                    if (v - e > most_ahead) most_ahead = v - e;
+                }
+            }
+        }
+        burn(i % 7 * 40);
+        prev = v;
+    }
+    long switches = context_switches() - switches_before;
+    uint32_t updates = (s->page->lock - lock_before) / 2, reads = s->exact_reads - reads_before;
+    CHECK_EQ_U64(monotonic, 2 * pairs);
+    CHECK(switches >= 0 && updates >= (uint32_t)switches); /* every switch rewrote the page */
+    CHECK_EQ_U64(anchors_bounded, anchors);
+    CHECK(reads <= updates); /* a pair without a switch read nothing */
+    uint64_t exact_end = exact_now();
+    printf("busy: %d pairs, %ld context switches, %u page updates, %u exact reads, %d anchors all <= the exact count; "
+           "estimates ahead of it at %d of %d checks (most %.1f us: vCPU stalls), base moved %.1f us; value "
+           "%+.3f ms (%.1f us from the exact count), CLOCK_THREAD_CPUTIME_ID %+.3f ms\n",
+           pairs, switches, updates, reads, anchors, ahead, checked, (double)most_ahead / 1e3,
+           (double)(s->base_ns - first_base) / 1e3, (double)(prev - first) / 1e6,
+           (double)(int64_t)(exact_end - prev) / 1e3, (double)(thread_cpu_ns() - first_thread_cpu) / 1e6);
+}
+
+static void sleeps(void) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    const int naps = 20;
+    int park_exact = 0, unpark_page = 0, bounded = 0;
+    uint64_t prev = cpu_value(true);
+    for (int i = 0; i < naps; i++) {
+        usleep(200); /* asleep: switched out and in, the page rewritten */
+        uint32_t reads = s->exact_reads;
+        uint64_t u = cpu_value(true);
+        unpark_page += s->exact_reads == reads && u >= prev && u <= exact_now();
+        burn(20000);
+        usleep(200);
+        reads = s->exact_reads;
+        uint64_t p = cpu_value(false);
+        park_exact += s->exact_reads == reads + 1 && p >= u;
+        uint64_t e = exact_now();
+        bounded += p <= e;
+        prev = p;
+    }
+    CHECK_EQ_U64(unpark_page, naps);
+    CHECK_EQ_U64(park_exact, naps);
+    CHECK_EQ_U64(bounded, naps);
+    printf("sleeps: %d/%d unparks from the page, %d/%d parks by the exact read\n", unpark_page, naps, park_exact,
+           naps);
+}
+
+/* Its count of open events while it has one (-1: it got no value); checked by the caller. */
+static void *open_and_leave(void *arg) {
+    int *open_inside = arg;
+    *open_inside = cpu_value(false) != D9_TCC_NONE ? d9_thread_cpu_clock_open_count() : -1;
+    return NULL;
+}
+
+static void lifetime(void) {
+    int fd = d9_thread_cpu_clock_fd();
+    CHECK(fd >= 0);
+    CHECK((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+    int before = d9_thread_cpu_clock_open_count(), inside = 0;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, open_and_leave, &inside) == 0);
+    pthread_join(th, NULL);
+    CHECK_EQ_U64(inside, before + 1);
+    CHECK_EQ_U64(d9_thread_cpu_clock_open_count(), before); /* closed at the thread's exit */
+
+    /* a forked child: the parent's event gone, closed, and no value from it */
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* the fork guard's child handler has run (core/fork_guard.c) */
+        int bad = d9_thread_cpu_clock_open_count() != 0;
+        bad |= fcntl(fd, F_GETFD) != -1 || errno != EBADF;
+        bad |= __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0;
+        _exit(bad);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    d9_thread_cpu_clock_stop();
+    CHECK_EQ_U64(d9_thread_cpu_clock_open_count(), 0);
+    CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF);
+    /* the next recording reopens */
+    CHECK(d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) == 0);
+    CHECK(cpu_value(false) != D9_TCC_NONE);
+    CHECK_EQ_U64(d9_thread_cpu_clock_open_count(), 1);
+    printf("lifetime: close-on-exec, closed at thread exit, in a forked child and at stop\n");
+}
+
+/* More threads than the cap, all holding their event at once (a barrier, no timing): the
+ * cap's worth get the page, the others read by system call. */
+#define OVER_CAP (D9_TCC_MAX_THREADS + 8)
+static pthread_barrier_t all_opened;
+static int with_page, without_page;
+
+static void *open_and_wait(void *arg) {
+    (void)arg;
+    bool page = cpu_value(false) != D9_TCC_NONE;
+    __atomic_add_fetch(page ? &with_page : &without_page, 1, __ATOMIC_RELAXED);
+    pthread_barrier_wait(&all_opened);
+    return NULL;
+}
+
+static void cap(void) {
+    int already = d9_thread_cpu_clock_open_count();
+    pthread_t th[OVER_CAP];
+    pthread_attr_t small;
+    pthread_attr_init(&small);
+    pthread_attr_setstacksize(&small, 64 * 1024);
+    pthread_barrier_init(&all_opened, NULL, OVER_CAP + 1);
+    int started = 0;
+    for (int i = 0; i < OVER_CAP; i++) started += pthread_create(&th[i], &small, open_and_wait, NULL) == 0;
+    CHECK_EQ_U64(started, OVER_CAP);
+    if (started == OVER_CAP) {
+        pthread_barrier_wait(&all_opened);
+        CHECK_EQ_U64(with_page, D9_TCC_MAX_THREADS - already);
+        CHECK_EQ_U64(without_page, OVER_CAP - (D9_TCC_MAX_THREADS - already));
+        for (int i = 0; i < OVER_CAP; i++) pthread_join(th[i], NULL);
+    }
+    CHECK_EQ_U64(d9_thread_cpu_clock_open_count(), already);
+    printf("cap: %d threads at once: %d with the page, %d by system call\n", OVER_CAP + already, with_page + already,
+           without_page);
+}
+
+/* perf_event_open answers `action` from here on (this process only). */
+static bool filter_perf_event_open(uint32_t action) {
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_perf_event_open, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, action),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof filter / sizeof filter[0]), filter};
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+static int run_child(int (*fn)(void)) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) _exit(fn());
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+}
+
+static int refused_by_seccomp(void) {
+    if (!filter_perf_event_open(SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA))) return 77;
+    int bad = d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) != 0;
+    bad |= __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0;
+    const char *why = d9_thread_cpu_clock_reason();
+    bad |= strncmp(why, "syscall: perf_event_open", 24) != 0 || !strstr(why, "Permission denied");
+    printf("seccomp refusal, auto: %s\n", why);
+    bad |= d9_thread_cpu_clock_start(D9_THREAD_CPU_PERF, true, false) != -1;
+    bad |= !strstr(d9_last_error(), "DIAL9_THREAD_CPU=perf");
+    printf("seccomp refusal, perf: %s\n", d9_last_error());
+    fflush(stdout);
+    return bad;
+}
+
+/* A filter that kills on perf_event_open, installed after the start: the thread's first value
+ * must not open its event (it is read by system call), or this child dies of SIGSYS. */
+static int killing_filter_after_start(void) {
+    if (d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) != 0 ||
+        !__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED))
+        return 77;
+    if (!filter_perf_event_open(SECCOMP_RET_KILL_PROCESS)) return 77;
+    int bad = cpu_value(false) != D9_TCC_NONE;
+    bad |= d9_thread_cpu_clock_open_count() != 0;
+    printf("a killing seccomp filter after the start: the thread reads by system call, alive\n");
+    fflush(stdout);
+    return bad;
+}
+
+static int as_nobody(void) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) return 77;
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    bool allowed = fd >= 0;
+    if (fd >= 0) close((int)fd);
+    int bad = d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) != 0;
+    bool chose_page = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0;
+    bad |= chose_page != allowed;
+    if (chose_page) bad |= cpu_value(false) == D9_TCC_NONE;
+    printf("as uid %d (perf_event_paranoid allows the event: %s): %s\n", (int)getuid(), allowed ? "yes" : "no",
+           d9_thread_cpu_clock_reason());
+    fflush(stdout);
+    return bad;
+}
+
+static void forced_syscall(void) {
+    CHECK(d9_thread_cpu_clock_start(D9_THREAD_CPU_SYSCALL, true, false) == 0);
+    CHECK_EQ_U64(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED), 0);
+    CHECK_STR(d9_thread_cpu_clock_reason(), "syscall: DIAL9_THREAD_CPU=syscall");
+}
+
+int main(void) {
+    if (d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) != 0 ||
+        !__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED)) {
+        printf("test_mt_thread_cpu_clock_kernel: skipped: %s\n", d9_thread_cpu_clock_reason());
+        return 0;
+    }
+    printf("%s\n", d9_thread_cpu_clock_reason());
+    busy_loops();
+    sleeps();
+    lifetime();
+    cap();
+    int rc = run_child(refused_by_seccomp);
+    if (rc == 77) printf("seccomp refusal: skipped (no seccomp filter here)\n");
+    else CHECK_EQ_U64(rc, 0);
+    rc = run_child(killing_filter_after_start);
+    if (rc == 77) printf("a killing filter after the start: skipped (no seccomp filter here)\n");
+    else CHECK_EQ_U64(rc, 0);
+    rc = run_child(as_nobody);
+    if (rc == 77) printf("as nobody: skipped (cannot change user)\n");
+    else CHECK_EQ_U64(rc, 0);
+    forced_syscall();
+    return d9t_summary("test_mt_thread_cpu_clock_kernel");
+}

@@ -4,10 +4,11 @@
  * (what a compacting fold leaves); poll_hist: the same polls in the fold's buckets
  * (fold/hist_rows.h) per instance, location and worker. For bench/fleet/fleet_bench.py.
  *
- *     fleet_gen DIR INSTANCES POLLS */
+ *     fleet_gen DIR INSTANCES POLLS [TABLE]   (TABLE: polls or poll_hist alone; the same rows) */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,10 +95,11 @@ static int put_hist_row(const d9f_hist_row *r, void *ctx) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: fleet_gen DIR INSTANCES POLLS\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: fleet_gen DIR INSTANCES POLLS [polls|poll_hist]\n");
         return 2;
     }
+    bool want_polls = argc == 4 || !strcmp(argv[4], "polls"), want_hist = argc == 4 || !strcmp(argv[4], "poll_hist");
     const char *dir = argv[1];
     int instances = atoi(argv[2]);
     uint64_t polls = strtoull(argv[3], NULL, 10);
@@ -105,7 +107,9 @@ int main(int argc, char **argv) {
     const d9f_table_def *pt = &d9f_tables[D9F_POLLS], *ht = &d9f_tables[D9F_POLL_HIST];
     uint64_t total = 0;
     for (int svc = 0; svc < SERVICES; svc++) {
-        FILE *pf = open_part(dir, "polls", svc), *hf = open_part(dir, "poll_hist", svc);
+        /* a table not asked for is written to /dev/null (its rows drawn all the same) */
+        FILE *pf = want_polls ? open_part(dir, "polls", svc) : fopen("/dev/null", "wb");
+        FILE *hf = want_hist ? open_part(dir, "poll_hist", svc) : fopen("/dev/null", "wb");
         if (!pf || !hf) {
             perror(dir);
             return 1;
@@ -123,18 +127,20 @@ int main(int argc, char **argv) {
                 int l = (int)(next() % LOCATIONS), w = (int)(next() % WORKERS);
                 uint64_t d = duration(l);
                 wall += (int64_t)(3600e9 / (double)polls * (0.5 + (double)(next() % 1000) / 1000));
+                int64_t task = (int64_t)(inst * 100000 + next() % 5000);
+                /* the attribution parts: one poll in 16 waits for a lock half its time */
+                uint64_t lock = next() % 16 == 0 ? d / 2 : 0;
+                d9a_hist_add(&hist[l][w], d);
+                if (!want_polls) continue;
                 put_identity(pw, inst, wall);
                 int n = snprintf(loc, sizeof loc, "src/svc%d/handler_%d.rs:%d", svc, l, 40 + l * 7);
                 pq_put_i64(pw, D9F_POLLS_WORKER, w);
-                pq_put_i64(pw, D9F_POLLS_TASK, (int64_t)(inst * 100000 + next() % 5000));
+                pq_put_i64(pw, D9F_POLLS_TASK, task);
                 pq_put_str(pw, D9F_POLLS_SPAWN_LOC, loc, (size_t)n);
                 pq_put_i64(pw, D9F_POLLS_DURATION, (int64_t)d);
-                /* the attribution parts: one poll in 16 waits for a lock half its time */
-                uint64_t lock = next() % 16 == 0 ? d / 2 : 0;
                 for (int k = D9F_POLLS_ON_CPU; k <= D9F_POLLS_UNKNOWN; k++)
                     pq_put_i64(pw, k, k == D9F_POLLS_ON_CPU ? (int64_t)(d - lock) : k == D9F_POLLS_LOCK ? (int64_t)lock : 0);
                 if (pq_end_row(pw) != 0) return 1;
-                d9a_hist_add(&hist[l][w], d);
             }
             total += polls;
             for (int l = 0; l < LOCATIONS; l++)
@@ -142,7 +148,7 @@ int main(int argc, char **argv) {
                     d9a_hist *h = &hist[l][w];
                     int n = snprintf(loc, sizeof loc, "src/svc%d/handler_%d.rs:%d", svc, l, 40 + l * 7);
                     hist_ctx hc = {hw, inst, loc, (size_t)n, w};
-                    if (d9f_hist_rows(h, put_hist_row, &hc) != 0) return 1;
+                    if (want_hist && d9f_hist_rows(h, put_hist_row, &hc) != 0) return 1;
                     d9a_hist_free(h);
                 }
         }

@@ -46,10 +46,7 @@ static char **local_paths(const d9_serve_selection *sel, const char *dir, size_t
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static bool cached(const char *path, uint64_t size) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == size;
-}
+static bool cached(const char *path, const d9_sel_seg *s) { return d9_s3_cache_holds(path, s->key, s->size); }
 
 /* What was asked for, for messages: the run (or "N runs"). */
 static const char *what(const d9_serve_selection *sel, char *buf, size_t len) {
@@ -85,7 +82,7 @@ static int fetch(const d9_serve_selection *sel, const char *dir_arg, char *err, 
     for (size_t i = 0, p = 0; i < sel->count; i++)
         for (size_t k = 0; k < sel->runs[i].count; k++, p++) {
             need += sel->runs[i].segs[k].size;
-            if (!cached(paths[p], sel->runs[i].segs[k].size)) missing += sel->runs[i].segs[k].size;
+            if (!cached(paths[p], &sel->runs[i].segs[k])) missing += sel->runs[i].segs[k].size;
         }
     int rc = 0;
     if (need > bound) {
@@ -117,7 +114,7 @@ static int fetch(const d9_serve_selection *sel, const char *dir_arg, char *err, 
     for (size_t i = 0, p = 0; rc == 0 && i < sel->count; i++)
         for (size_t k = 0; rc == 0 && k < sel->runs[i].count; k++, p++) {
             const d9_sel_seg *s = &sel->runs[i].segs[k];
-            if (cached(paths[p], s->size)) d9_s3_cache_touch(paths[p]);
+            if (cached(paths[p], s)) d9_s3_cache_touch(paths[p]);
             else rc = d9_s3_cache_fetch(c, s->key, s->size, paths[p], err, errlen);
         }
     d9_s3_client_free(c);

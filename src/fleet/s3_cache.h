@@ -7,10 +7,16 @@
  * fetched or used again. A file a reader holds a shared flock(2) on is in use and never
  * evicted: dial9-serve locks the segments it is serving (serve/cache_pin.h), a fetch its
  * partial download. The evictor takes an exclusive lock without waiting before it unlinks, so a
- * reader that locks after the unlink sees a file with no link left and treats it as gone. */
+ * reader that locks after the unlink sees a file with no link left and treats it as gone.
+ *
+ * A cached file is the object whose key its sidecar `.NAME.key` (beside it) names: a local
+ * path is chosen per selection (s3_fetch.c: one run directory per recording), so one path
+ * may hold another object of the same size after another selection (two recordings of one
+ * instance and boot, both from segment 0); the size alone would take it for this one. */
 #ifndef D9_FLEET_S3_CACHE_H
 #define D9_FLEET_S3_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,8 +40,12 @@ uint64_t d9_s3_cache_evict(const char *root, uint64_t bound, uint64_t incoming, 
 /* Used now: its access time set to the current time. */
 void d9_s3_cache_touch(const char *path);
 
+/* Is path the object key, of this size (its sidecar names key)? */
+bool d9_s3_cache_holds(const char *path, const char *key, uint64_t size);
+
 /* GET key into path (through path.part, renamed when complete; retried), its size checked
- * against the listing's. 0, or -1 with a message. */
+ * against the listing's, and its sidecar written (after the rename: a crash between the two
+ * leaves a file that d9_s3_cache_holds refuses). 0, or -1 with a message. */
 int d9_s3_cache_fetch(d9_s3_client *c, const char *key, uint64_t size, const char *path, char *err, size_t errlen);
 
 #endif

@@ -174,6 +174,67 @@ static int by_run_order(const void *a, const void *b) { /* DATED keys: service, 
     return strcmp(x->key, y->key);
 }
 
+static int by_boot_order(const void *a, const void *b) { /* service, instance, boot, time, n */
+    const object *x = *(object *const *)a, *y = *(object *const *)b;
+    int c = strcmp(x->boot, y->boot);
+    return c ? c : by_run_order(a, b);
+}
+
+/* Two recordings of one instance and boot (the process restarted, or two ran at once) have
+ * the same service, instance and boot in their keys and both count segments from 0: their
+ * objects would share local paths (trace.0.bin of each). A boot whose segment numbers repeat
+ * is cut into recordings, each named run-{epoch of its first segment listed} below the boot:
+ * in time order, a segment joins the recording with the highest segment number below its own
+ * (of those, the one whose last segment is the oldest: two at once advance in step), else it
+ * starts one. A boot without a repeated number stays one run, as before. The local paths of
+ * one selection are then distinct; the cache's sidecars (s3_cache.h) keep another
+ * selection's file at the same path from being taken for this object. */
+static int split_recordings(objects *os) {
+    object **v = calloc(os->n ? os->n : 1, sizeof *v);
+    size_t *chain = calloc(os->n ? os->n : 1, sizeof *chain); /* per chain: its last object's index in v */
+    size_t *first = calloc(os->n ? os->n : 1, sizeof *first);
+    int rc = v && chain && first ? 0 : -1;
+    size_t nv = 0;
+    for (size_t i = 0; rc == 0 && i < os->n; i++)
+        if (os->v[i].layout != D9_KEY_OTHER && os->v[i].index >= 0) v[nv++] = &os->v[i];
+    if (rc == 0 && nv) qsort(v, nv, sizeof *v, by_boot_order);
+    for (size_t b0 = 0, b1; rc == 0 && b0 < nv; b0 = b1) {
+        bool repeats = false;
+        for (b1 = b0 + 1; b1 < nv && !strcmp(v[b1]->service, v[b0]->service) &&
+                          !strcmp(v[b1]->instance, v[b0]->instance) && !strcmp(v[b1]->boot, v[b0]->boot);
+             b1++)
+            for (size_t k = b0; k < b1 && !repeats; k++) repeats = v[k]->index == v[b1]->index;
+        if (!repeats) continue;
+        size_t nchains = 0;
+        for (size_t i = b0; i < b1; i++) {
+            size_t best = nchains;
+            for (size_t c = 0; c < nchains; c++) {
+                const object *last = v[chain[c]];
+                if (last->index >= v[i]->index) continue;
+                const object *b = best < nchains ? v[chain[best]] : NULL;
+                if (!b || last->index > b->index || (last->index == b->index && last->start < b->start)) best = c;
+            }
+            if (best == nchains) first[nchains++] = i;
+            chain[best] = i;
+            /* named by the first segment listed of the recording it joined */
+            char *name = NULL, *old = v[i]->boot;
+            size_t same_start = 0; /* recordings begun in the same second: -2, -3, ... */
+            for (size_t c = 0; c < best; c++) same_start += v[first[c]]->start == v[first[best]]->start;
+            if (same_start ? asprintf(&name, "%s/run-%lld-%zu", old, (long long)v[first[best]]->start, same_start + 1) < 0
+                           : asprintf(&name, "%s/run-%lld", old, (long long)v[first[best]]->start) < 0) {
+                rc = -1;
+                break;
+            }
+            v[i]->boot = name;
+            free(old);
+        }
+    }
+    free(v);
+    free(chain);
+    free(first);
+    return rc;
+}
+
 /* Group and local path of every object. Keys without a boot id (D9_KEY_DATED) are cut into
  * runs of one instance: in time order, a segment number that does not grow starts a new
  * recording, named boot=noboot-{epoch of its first segment listed}. */
@@ -198,6 +259,7 @@ static int name_runs(objects *os, const char *prefix) {
         prev = o;
     }
     free(dated);
+    if (split_recordings(os) != 0) return -1;
     size_t pl = strlen(prefix);
     for (size_t i = 0; i < os->n; i++) {
         object *o = &os->v[i];
@@ -452,8 +514,7 @@ static int fetch_selection(const char *url, const d9_s3_selection *sel, bool fet
         if (!o->keep) continue;
         char path[2 * PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", base, o->local) >= (int)sizeof path) continue;
-        struct stat st;
-        if (stat(path, &st) == 0 && (uint64_t)st.st_size == o->size) {
+        if (d9_s3_cache_holds(path, o->key, o->size)) {
             d9_s3_cache_touch(path); /* recently used */
         } else if (d9_s3_cache_fetch(c, o->key, o->size, path, err, errlen) != 0) {
             rc = -1;

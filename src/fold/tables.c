@@ -34,13 +34,13 @@ static const pq_column_def poll_hist[D9F_HIST_COLS] = {
     IDENTITY,
     {"spawn_loc", PQ_STRING, false, true, false},
     {"worker_id", PQ_INT64, false, true, false},
-    {"bucket", PQ_INT32, false, false, false},
-    {"bucket_low_ns", PQ_INT64, false, false, false},
-    {"bucket_high_ns", PQ_INT64, false, false, false},
-    {"bucket_mid_ns", PQ_INT64, false, false, false},
-    {"count", PQ_INT64, false, false, false},
-    {"min_ns", PQ_INT64, false, false, false},
-    {"max_ns", PQ_INT64, false, false, false},
+    {"bucket", PQ_INT32, false, true, false},
+    {"bucket_low_ns", PQ_INT64, false, true, false},
+    {"bucket_high_ns", PQ_INT64, false, true, false},
+    {"bucket_mid_ns", PQ_INT64, false, true, false},
+    {"count", PQ_INT64, false, true, false},
+    {"min_ns", PQ_INT64, false, true, false},
+    {"max_ns", PQ_INT64, false, true, false},
 };
 
 static const pq_column_def segments[D9F_SEG_COLS] = {

@@ -11,7 +11,7 @@ static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 
 static unsigned width64(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll(v) : 0; }
 
 /* d[0..n) deltas (n <= BLOCK), each already relative to nothing: one block. */
-static void put_block(pq_buf *out, const uint64_t *d, size_t n, unsigned bits) {
+static void put_block(pq_buf *out, const uint64_t *d, size_t n, unsigned bits, bool bytes) {
     uint64_t min = d[0];
     for (size_t i = 1; i < n; i++) {
         if (bits == 32 ? (int32_t)d[i] < (int32_t)min : (int64_t)d[i] < (int64_t)min) min = d[i];
@@ -24,7 +24,7 @@ static void put_block(pq_buf *out, const uint64_t *d, size_t n, unsigned bits) {
     for (size_t m = 0; m < minis; m++) {
         uint64_t or = 0;
         for (size_t i = m * PER_MINI; i < n && i < (m + 1) * PER_MINI; i++) or |= (d[i] - min) & mask;
-        widths[m] = (uint8_t)width64(or);
+        widths[m] = (uint8_t)(bytes ? (width64(or) + 7) & ~7u : width64(or));
     }
     pq_buf_put(out, widths, MINIBLOCKS);
     for (size_t m = 0; m < minis; m++) {
@@ -44,7 +44,7 @@ static void put_block(pq_buf *out, const uint64_t *d, size_t n, unsigned bits) {
     }
 }
 
-static void encode(pq_buf *out, const void *values, size_t n, unsigned bits) {
+static void encode(pq_buf *out, const void *values, size_t n, unsigned bits, bool bytes) {
     pq_buf_uvarint(out, BLOCK);
     pq_buf_uvarint(out, MINIBLOCKS);
     pq_buf_uvarint(out, n);
@@ -60,13 +60,13 @@ static void encode(pq_buf *out, const void *values, size_t n, unsigned bits) {
     for (size_t i = 1; i < n; i++) {
         d[k++] = AT(i) - AT(i - 1);
         if (k == BLOCK) {
-            put_block(out, d, k, bits);
+            put_block(out, d, k, bits, bytes);
             k = 0;
         }
     }
-    if (k) put_block(out, d, k, bits);
+    if (k) put_block(out, d, k, bits, bytes);
 #undef AT
 }
 
-void pq_delta_encode(pq_buf *out, const int64_t *v, size_t n) { encode(out, v, n, 64); }
-void pq_delta_encode_i32(pq_buf *out, const int32_t *v, size_t n) { encode(out, v, n, 32); }
+void pq_delta_encode(pq_buf *out, const int64_t *v, size_t n, bool bytes) { encode(out, v, n, 64, bytes); }
+void pq_delta_encode_i32(pq_buf *out, const int32_t *v, size_t n, bool bytes) { encode(out, v, n, 32, bytes); }

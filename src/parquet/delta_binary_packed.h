@@ -4,12 +4,17 @@
 #ifndef D9_PARQUET_DELTA_BINARY_PACKED_H
 #define D9_PARQUET_DELTA_BINARY_PACKED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "parquet/pq_buf.h"
 
-void pq_delta_encode(pq_buf *out, const int64_t *v, size_t n);
-void pq_delta_encode_i32(pq_buf *out, const int32_t *v, size_t n);
+/* bytes: each miniblock's width rounded up to whole bytes (the format lets a width be any
+ * bound on its deltas), for pages zstd compresses next: the packed deltas then lie on byte
+ * boundaries, where zstd's literal coding sees their mostly-zero high bytes (a 5 s executor
+ * run's wall_time 2.20 -> 2.16 bytes a poll, task_id 0.59 -> 0.57). */
+void pq_delta_encode(pq_buf *out, const int64_t *v, size_t n, bool bytes);
+void pq_delta_encode_i32(pq_buf *out, const int32_t *v, size_t n, bool bytes);
 
 #endif

@@ -353,7 +353,8 @@ print("\n".join(runs + runs[:1]))' "$T/index-small.json")
             for r in "${order[@]}"; do
                 code=$(curl -s -o "$T/small.bin" -w '%{http_code}' "http://127.0.0.1:$PORT$(trace_url "$T/index-small.json" "$r")")
                 echo "open $r $code $(stat -c %s "$T/small.bin")" >>"$T/small.steps"
-                (cd "$T/cache-small/$BUCKET/small" && find . -type f -printf '%P %s\n') >>"$T/small.steps"
+                # the cached segments (not their .NAME.key sidecars, which go with them: s3_cache.h)
+                (cd "$T/cache-small/$BUCKET/small" && find . -type f ! -name '.*.key' -printf '%P %s\n') >>"$T/small.steps"
             done
             check "a cache smaller than the selection: every run served in turn, the cache within 1 MiB, least recently used files evicted" \
                 python3 - "$T/index-small.json" "$T/small.steps" <<'EOF2'

@@ -149,9 +149,24 @@ int d9_s3_dump_runs(d9_s3_client *c, const char *prefix, const d9_s3_selection *
     *count = 0;
     *bytes = 0;
     char lp[1200];
-    snprintf(lp, sizeof lp, "%s%s%s/", prefix, prefix[0] ? "/" : "", D9_DUMPS_KEY_COMPONENT);
     dump_list l = {.prefix = prefix};
-    int rc = d9_s3_list_each(c, lp, add_object, &l, err, errlen);
+    int rc = 0;
+    if (sel->has_from) {
+        /* by day, as the segments are listed (s3_fetch.c), from an hour before the window: a
+         * fleet's bucket holds dumps of every day, and a window needs only its own */
+        time_t to = sel->has_to ? sel->to : time(NULL), t0 = sel->from - 3600;
+        for (time_t d = t0 / 86400 * 86400; rc == 0 && d <= to; d += 86400) {
+            struct tm tm;
+            char date[16];
+            gmtime_r(&d, &tm);
+            strftime(date, sizeof date, "%Y-%m-%d", &tm);
+            snprintf(lp, sizeof lp, "%s%s%s/date=%s/", prefix, prefix[0] ? "/" : "", D9_DUMPS_KEY_COMPONENT, date);
+            rc = d9_s3_list_each(c, lp, add_object, &l, err, errlen);
+        }
+    } else {
+        snprintf(lp, sizeof lp, "%s%s%s/", prefix, prefix[0] ? "/" : "", D9_DUMPS_KEY_COMPONENT);
+        rc = d9_s3_list_each(c, lp, add_object, &l, err, errlen);
+    }
     if (rc == 0 && l.n) qsort(l.v, l.n, sizeof *l.v, by_key);
     size_t pl = strlen(prefix) + (prefix[0] ? 1 : 0); /* the run's name: the key under the prefix */
     for (size_t i = 0; rc == 0 && i < l.n;) {

@@ -272,7 +272,7 @@ now = datetime.datetime.fromtimestamp(int(sys.argv[2]), datetime.timezone.utc)
 days = {(now - datetime.timedelta(days=d)).strftime("%Y-%m-%d") for d in (-1, 0, 1, 2)}
 assert serve, "nothing listed"
 for p in serve:
-    m = re.fullmatch(r"dial9-traces/(?:version=1/date=)?(\d{4}-\d\d-\d\d)/(?:\d\d)?", p)
+    m = re.fullmatch(r"dial9-traces/(?:version=1/date=|dumps/date=)?(\d{4}-\d\d-\d\d)/(?:\d\d)?", p)
     assert m and m.group(1) in days, p
 assert not any(e["code"] == "got" and "/2020-01-01/" in e["key"] for e in log), "2020 fetched"
 EOF

@@ -28,7 +28,9 @@ step "unit and integration tests (the sanitizer and fuzz builds beside them, nic
 step "sanitizer and fuzz builds (started beside the tests at $BG_AT s)"
 bg_status=0
 wait "$BG_PID" || bg_status=$?
+trap - EXIT # its group is gone: nothing left to end
 cat "$BG_LOG"
+rm -f "$BG_LOG"
 [ "$bg_status" = 0 ] || { echo "run-tests: the sanitizer or fuzz build failed (exit $bg_status)"; exit 1; }
 step "AddressSanitizer + UndefinedBehaviorSanitizer"
 make --no-print-directory asan

@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test unit asan tsan fuzz bench install clean
+.PHONY: all deps build demo test unit asan tsan fuzz bench install clean asan-build tsan-build fuzz-build
 
 all: build
 
@@ -27,21 +27,30 @@ test: deps
 unit: build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
-asan: deps
-	@cmake -S . -B build-asan -DD9_WERROR=ON -DD9_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug >/dev/null
+# asan-build, tsan-build, fuzz-build: the builds alone (scripts/run-tests.sh runs them beside the
+# plain tests, at low priority); asan, tsan, fuzz build (a no-op when done) and run.
+asan-build: deps
+	@# no benchmarks: their tests are nosan, so no test here runs a program of bench/
+	@cmake -S . -B build-asan -DD9_WERROR=ON -DD9_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug -DD9_BENCHMARKS=OFF >/dev/null
 	@cmake --build build-asan -j$(JOBS)
+
+asan: asan-build
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$(JOBS) -LE nosan
 
-tsan: deps
+tsan-build: deps
 	@cmake -S . -B build-tsan -DD9_WERROR=ON -DD9_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@# only what the concurrent tests run (scripts/test-targets.sh), not the whole tree again
 	@scripts/test-targets.sh --build $(JOBS) build-tsan -L concurrent
+
+tsan: tsan-build
 	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j$(JOBS) -L concurrent
 
-fuzz: deps
+fuzz-build: deps
 	@cmake -S . -B build-fuzz -DD9_FUZZ=ON -DD9_SANITIZE=address,undefined -DCMAKE_C_COMPILER=clang -DBUILD_TESTING=OFF >/dev/null
 	@# the fuzz targets only: the rest of the tree under clang's ASan is never run here
 	@scripts/build-targets.sh build-fuzz $(JOBS) $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
+
+fuzz: fuzz-build
 	@scripts/fuzz.sh build-fuzz $${FUZZ_SECONDS:-30}
 
 bench: build

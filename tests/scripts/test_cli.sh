@@ -14,7 +14,8 @@ json_py() { local code=$1; shift; python3 -c "$code" "$@"; }
 [ -x "$DIAL9" ] || { echo "test_cli: $DIAL9 not built"; exit 1; }
 
 # ---- a tiny encoder in bash: bytes appended to the file $OUT ----
-b() { for x in "$@"; do printf "\\x$(printf %02x "$x")" >>"$OUT"; done; }
+# printf -v, not $(printf ...): no fork per byte (a fork took ~40 ms at load 15; ~0.2 ms now)
+b() { local x h; for x in "$@"; do printf -v h '\\x%02x' "$x"; printf "$h" >>"$OUT"; done; }
 u16() { b $(($1 & 255)) $(($1 >> 8 & 255)); }
 u24() { b $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)); }
 u32() { b $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)); }

@@ -23,7 +23,8 @@ fi
 
 # ---- a trace directory ----
 # the known trace of the export tests, encoded here in bash to need nothing else: two polls
-b() { for x in "$@"; do printf "\\x$(printf %02x "$x")" >>"$OUT"; done; }
+# printf -v, not $(printf ...): no fork per byte (a fork took ~40 ms at load 15; ~0.2 ms now)
+b() { local x h; for x in "$@"; do printf -v h '\\x%02x' "$x"; printf "$h" >>"$OUT"; done; }
 u16() { b $(($1 & 255)) $(($1 >> 8 & 255)); }
 u24() { b $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)); }
 u32() { b $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)); }

@@ -136,9 +136,12 @@ check "truncated gz -o: symbols" [ "$(entries "$T/cutgz-copy.bin")" -gt 0 ]
 
 # ---- a segment a live recorder still writes (it holds an flock on .active files) ----
 cp "$RAW" "$T/trace.9.bin.active"
-flock "$T/trace.9.bin.active" sleep 3 &
+# the holder says when it has the lock (a fixed sleep before the checks raced a busy machine);
+# exec: the process killed below is the one holding it, no orphan keeps it
+( exec 9<"$T/trace.9.bin.active" && flock 9 && : >"$T/locked" && exec sleep 600 ) &
 holder=$!
-sleep 0.3
+while [ ! -e "$T/locked" ] && kill -0 "$holder" 2>/dev/null; do sleep 0.01; done
+check "live .active: the lock is held" [ -e "$T/locked" ]
 size=$(stat -c %s "$T/trace.9.bin.active")
 expect_rc 0 "live .active skipped" "$DIAL9" symbolize "$T/trace.9.bin.active"
 check "live .active: says why" grep -q "running recorder" "$T/err"

@@ -37,6 +37,11 @@ serve_cleanup() {
 }
 trap serve_cleanup EXIT
 
+# serve_pause I: the I-th pause of a wait: 10 ms for the first second (a server starts or stops
+# in well under one: ~50 waits in the suite each slept 50 ms too long at 100 ms), then 100 ms
+# (few forks of sleep during a long wait)
+serve_pause() { if [ "$1" -le 100 ]; then sleep 0.01; else sleep 0.1; fi; }
+
 serve_start() {
     SERVER_NAME=$1; shift
     # under timeout(1): a test killed by ctest's timeout leaves no server behind for long. The
@@ -47,11 +52,12 @@ serve_start() {
     PORT=
     # until it prints its URL or exits (`serve --bucket` first fetches the bucket): the bound
     # is the server's own timeout, only a safety net
-    for _ in $(seq 3000); do
+    local i
+    for i in $(seq 3100); do # 1 s + 300 s
         PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$T/$SERVER_NAME.out" 2>/dev/null | head -1 | sed 's/.*://')
         [ -n "$PORT" ] && break
         kill -0 "$SERVER_PID" 2>/dev/null || break
-        sleep 0.1
+        serve_pause "$i"
     done
     [ -n "$PORT" ] && return 0
     bad "$SERVER_NAME: the server did not start: $(head -c 600 "$T/$SERVER_NAME.err")"
@@ -71,14 +77,14 @@ serve_recorded_trace() {
 
 serve_stop() {
     local want=${1:-} rc
-    local asked=$SECONDS server
+    local asked=$SECONDS server i
     # SIGTERM to the server itself, not to timeout(1): timeout passes it on to the server and
     # to its process group, then sends both a SIGCONT, and a SIGCONT that lands while
     # LeakSanitizer attaches to the exiting server (ASan builds) cancels the attach's SIGSTOP:
     # tracer and server then wait for each other forever (seen: 2 stops in 50)
     server=$(pgrep -P "$SERVER_PID" | head -1)
     kill "${server:-$SERVER_PID}" 2>/dev/null
-    for _ in $(seq 1200); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+    for i in $(seq 1300); do kill -0 "$SERVER_PID" 2>/dev/null || break; serve_pause "$i"; done # 1 s + 120 s
     # slow stops are worth knowing about (one took over 30 s under ASan at load 20)
     [ $((SECONDS - asked)) -lt 5 ] || echo "note: $SERVER_NAME took $((SECONDS - asked)) s to stop after SIGTERM"
     if kill -0 "$SERVER_PID" 2>/dev/null; then

@@ -135,10 +135,15 @@ static int by_time(const void *x, const void *y) {
     return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
+/* Room for element n. The capacity is n rounded up to a power of two (arrays only grow, from
+ * 0), so it doubles when n reaches one: a realloc per element copied the whole array every time
+ * under ASan (O(n^2): over 60 s for a 50 000-event demo run, 0.2 s without ASan). */
 #define GROW(arr, n)                                                                       \
     do {                                                                                   \
-        arr = realloc(arr, ((n) + 1) * sizeof *(arr));                                     \
-        if (!(arr)) abort();                                                               \
+        if ((n) == 0 || ((n) & ((n) - 1)) == 0) {                                          \
+            arr = realloc(arr, ((n) ? 2 * (n) : 1) * sizeof *(arr));                       \
+            if (!(arr)) abort();                                                           \
+        }                                                                                  \
         memset(&(arr)[n], 0, sizeof *(arr));                                               \
     } while (0)
 

@@ -65,7 +65,9 @@ static inline void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc
     else d9_poll_begin(task, loc);
 }
 
-static inline void d9a_poll_exit(const d9a_frame *f) {
+/* always inline: out of line (as gcc chose for the adapters with many trampolines) the call,
+ * its saved registers and a second test of the frame cost ~15 instructions per callback */
+static inline __attribute__((always_inline)) void d9a_poll_exit(const d9a_frame *f) {
     if (!f->recording) return;
     d9a_thread *s = &d9a_self;
     uint64_t owed = s->owed_terminate;

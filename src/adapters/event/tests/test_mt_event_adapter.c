@@ -1,10 +1,9 @@
 /* The libevent adapter against Debian's shared libevent: a base with a persistent timer, a
  * socketpair read event, an embedded event (event_assign with event_self_cbarg) activated
  * from another thread, event_base_once, an event freed with a finalizer, a bufferevent and a
- * listener on 127.0.0.1. The
- * program counts its callbacks and checks their arguments and the getters; then it reads the
- * trace back and checks polls per task and callback, spawn locations, terminates, wakes,
- * park/unpark on the base's thread, and that polls never nest. */
+ * listener on 127.0.0.1. The program counts its callbacks and checks their arguments and the
+ * getters; then it reads the trace back and checks polls per task and callback, spawn
+ * locations, terminates, wakes, park/unpark on the base's thread, and that polls never nest. */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>

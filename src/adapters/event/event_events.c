@@ -11,18 +11,15 @@
 /* Inside event_base_once: its internal event is not recorded separately. */
 static __thread int t_passthrough __attribute__((tls_model("initial-exec")));
 
-static void event_trampoline(evutil_socket_t fd, short what, void *ev) {
-    d9a_fn fn;
-    const d9_loc *loc;
-    void *arg;
-    uint64_t task;
-    if (!d9a_table_callback_arg(ev, EVENT_ROLE_CB, &fn, &loc, &arg, &task)) {
-        d9a_lost_callback(ev);
-        return;
-    }
+/* libevent's argument is the event's cell (d9e_event_cell): read before the call, since the
+ * callback may assign or free the event, and with it the cell. */
+static void event_trampoline(evutil_socket_t fd, short what, void *cell) {
+    const d9e_event_cell *c = cell;
+    event_callback_fn fn = c->fn;
+    void *arg = c->arg;
     d9a_frame f;
-    d9a_poll_enter(&f, task, loc);
-    ((event_callback_fn)fn)(fd, what, arg);
+    d9a_poll_enter(&f, c->task, c->loc);
+    fn(fd, what, arg);
     d9a_poll_exit(&f);
 }
 
@@ -40,10 +37,14 @@ static void end_event(struct event *ev, const d9a_object *o) {
     d9a_terminate(ev, o->task);
 }
 
-/* An assignment that is not recorded: an entry left for this address is stale. */
-static void forget_event(struct event *ev) {
+/* An assignment that is not recorded, or the event's end: an entry left for this address is
+ * stale. Returns its cell, for the caller to free once libevent has let go of the event (a
+ * callback running on the loop's thread still reads it until event_free's delete returns). */
+static d9e_event_cell *forget_event(struct event *ev) {
     d9a_object o;
-    if (ev && d9a_table_contains(ev) && d9a_table_take(ev, &o)) end_event(ev, &o);
+    if (!ev || !d9a_table_contains(ev) || !d9a_table_take(ev, &o)) return NULL;
+    end_event(ev, &o);
+    return d9e_cell_of(&o);
 }
 
 D9A_EXPORT int event_assign(struct event *ev, struct event_base *base, evutil_socket_t fd,
@@ -51,21 +52,38 @@ D9A_EXPORT int event_assign(struct event *ev, struct event_base *base, evutil_so
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (cb == event_trampoline) return D9A_REAL(event_assign)(ev, base, fd, events, cb, arg);
     if (!ev || !cb || t_passthrough || !d9a_loop_recorded(base) || libevent_internal(cb)) {
-        forget_event(ev);
-        return D9A_REAL(event_assign)(ev, base, fd, events, cb, arg);
+        d9e_event_cell *stale = forget_event(ev);
+        int rc = D9A_REAL(event_assign)(ev, base, fd, events, cb, arg);
+        free(stale);
+        return rc;
     }
     if (arg == D9A_REAL(event_self_cbarg)()) arg = ev;
+    d9e_event_cell *cell = malloc(sizeof *cell);
+    if (!cell) return D9A_REAL(event_assign)(ev, base, fd, events, cb, arg);
     /* assigned again: a new task (the application may have freed and reused the memory) */
-    d9a_object o = {.task = d9_task_id_new(), .loop = base, .arg = arg}, old;
+    d9a_object o = {.task = d9_task_id_new(), .loop = base, .arg = cell, .flags = EVENT_FLAG_CELL},
+               old;
     o.fn[EVENT_ROLE_CB] = (d9a_fn)cb;
     o.loc[EVENT_ROLE_CB] = d9a_loc_for((const void *)cb, explicit_loc);
+    *cell = (d9e_event_cell){.fn = cb, .arg = arg, .loc = o.loc[EVENT_ROLE_CB], .task = o.task};
     int put = d9a_table_put(ev, &o, &old);
-    if (put < 0) return D9A_REAL(event_assign)(ev, base, fd, events, cb, arg);
+    if (put < 0) {
+        free(cell);
+        return D9A_REAL(event_assign)(ev, base, fd, events, cb, arg);
+    }
     if (put == 0) end_event(ev, &old); /* the previous task ends (its fd is still in ev) */
     d9a_spawn(ev, o.task, o.loc[EVENT_ROLE_CB]);
-    int rc = D9A_REAL(event_assign)(ev, base, fd, events, event_trampoline, ev);
-    if (rc < 0) d9a_untrack(ev);
-    else if (!(events & EV_SIGNAL))
+    int rc = D9A_REAL(event_assign)(ev, base, fd, events, event_trampoline, cell);
+    /* the previous assignment's cell: libevent now holds the new one (assigning a pending
+     * event is not allowed; from its own callback, the trampoline no longer reads it) */
+    if (put == 0) free(d9e_cell_of(&old));
+    if (rc < 0) {
+        d9a_object mine;
+        if (d9a_table_take(ev, &mine)) {
+            d9a_terminate(ev, mine.task);
+            free(d9e_cell_of(&mine));
+        }
+    } else if (!(events & EV_SIGNAL))
         d9a_fd_watch((int)fd, (events & EV_READ ? D9A_FD_IN : 0) | (events & EV_WRITE ? D9A_FD_OUT : 0),
                      o.task);
     return rc;
@@ -88,28 +106,37 @@ D9A_EXPORT struct event *event_new(struct event_base *base, evutil_socket_t fd, 
 }
 
 D9A_EXPORT void event_free(struct event *ev) {
-    forget_event(ev);
+    d9e_event_cell *cell = forget_event(ev);
     D9A_REAL(event_free)(ev);
+    free(cell);
 }
 
 D9A_EXPORT void event_debug_unassign(struct event *ev) {
-    forget_event(ev);
+    d9e_event_cell *cell = forget_event(ev);
     D9A_REAL(event_debug_unassign)(ev);
+    free(cell);
 }
 
 /* libevent passes a finalizer the event's (swapped) argument: give it the application's. */
 static void finalize_trampoline(struct event *ev, void *ignored) {
     (void)ignored;
     d9a_object o;
-    if (!d9a_table_take(ev, &o) || !o.fn[EVENT_ROLE_FINALIZE]) {
+    if (!d9a_table_take(ev, &o)) {
+        d9a_lost_callback(ev);
+        return;
+    }
+    if (!o.fn[EVENT_ROLE_FINALIZE]) {
+        free(d9e_cell_of(&o));
         d9a_lost_callback(ev);
         return;
     }
     d9a_fd_unwatch((int)D9A_REAL(event_get_fd)(ev), o.task);
+    void *arg = d9e_app_arg(&o);
+    free(d9e_cell_of(&o)); /* finalizing: libevent calls nothing else of this event */
     d9a_frame f;
     d9a_poll_enter(&f, o.task, o.loc[EVENT_ROLE_FINALIZE]);
     d9a_owe_terminate(&f, ev);
-    ((event_finalize_callback_fn)o.fn[EVENT_ROLE_FINALIZE])(ev, o.arg);
+    ((event_finalize_callback_fn)o.fn[EVENT_ROLE_FINALIZE])(ev, arg);
     d9a_poll_exit(&f);
 }
 
@@ -148,7 +175,7 @@ D9A_EXPORT event_callback_fn event_get_callback(const struct event *ev) {
 
 D9A_EXPORT void *event_get_callback_arg(const struct event *ev) {
     d9a_object o;
-    if (tracked(ev, &o)) return o.arg;
+    if (tracked(ev, &o)) return d9e_app_arg(&o);
     return D9A_REAL(event_get_callback_arg)(ev);
 }
 
@@ -159,7 +186,7 @@ D9A_EXPORT void event_get_assignment(const struct event *ev, struct event_base *
     d9a_object o;
     if ((callback_out || arg_out) && tracked(ev, &o)) {
         if (callback_out) *callback_out = (event_callback_fn)o.fn[EVENT_ROLE_CB];
-        if (arg_out) *arg_out = o.arg;
+        if (arg_out) *arg_out = d9e_app_arg(&o);
     }
 }
 

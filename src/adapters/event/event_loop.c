@@ -42,6 +42,7 @@ static void end_entry(const void *key, const d9a_object *obj, void *ctx) {
     (void)ctx;
     d9_task_terminate(obj->task);
     if (obj->flags & EVENT_FLAG_ONCE) free((void *)key); /* a once event that never ran */
+    free(d9e_cell_of(obj)); /* the base is gone: nothing calls the event's trampoline again */
 }
 
 void d9e_forget_base(struct event_base *base) {

@@ -1,9 +1,9 @@
 /* The libevent adapter against Debian's shared libevent: a base with a persistent timer, a
  * socketpair read event, an embedded event (event_assign with event_self_cbarg) activated
- * from another thread, event_base_once, a bufferevent and a listener on 127.0.0.1. The
- * program counts its callbacks and checks their arguments and the getters; then it reads the
- * trace back and checks polls per task and callback, spawn locations, terminates, wakes,
- * park/unpark on the base's thread, and that polls never nest. */
+ * from another thread, event_base_once, an event freed with a finalizer, a bufferevent and a
+ * listener on 127.0.0.1. The program counts its callbacks and checks their arguments and the
+ * getters; then it reads the trace back and checks polls per task and callback, spawn
+ * locations, terminates, wakes, park/unpark on the base's thread, and that polls never nest. */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -38,10 +38,10 @@ static int sv[2], bev_sv[2];
 static struct sockaddr_in listen_addr;
 static sem_t activated;
 static uintptr_t timer_id, bev_id; /* addresses of objects freed during the run */
-static int tag_timer, tag_read, tag_once, tag_bev, tag_listener;
+static int tag_timer, tag_read, tag_once, tag_bev, tag_listener, tag_finalized;
 
 static struct {
-    int timer, readable, assigned, once, bev_read, bev_event, accept, reuse;
+    int timer, readable, assigned, once, bev_read, bev_event, accept, reuse, finalized;
     int bad;
     long bytes, bev_bytes;
 } n;
@@ -155,6 +155,19 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 
 static d9_loc once_site = {"once-site", "main", 0, 0};
 
+static void on_never(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    (void)arg;
+    n.bad++; /* never added: never called */
+}
+
+/* A finalizer gets the application's argument (libevent holds the adapter's, event_adapter.h) */
+static void on_finalized(struct event *ev, void *arg) {
+    if (!ev || arg != &tag_finalized) n.bad++;
+    n.finalized++;
+}
+
 static void run_workload(void) {
     CHECK(evthread_use_pthreads() == 0);
     base = event_base_new();
@@ -178,6 +191,9 @@ static void run_workload(void) {
     CHECK(got_cb == on_assigned && got_arg == &assigned_ev);
     CHECK(event_assign(&reuse_ev[0], base, -1, 0, on_reuse, &reuse_ev[0]) == 0);
     event_add(&reuse_ev[0], &ms);
+    struct event *finalized_ev = event_new(base, -1, 0, on_never, &tag_finalized);
+    CHECK(finalized_ev && event_get_callback_arg(finalized_ev) == &tag_finalized);
+    CHECK(event_free_finalize(0, finalized_ev, on_finalized) == 0);
     d9_event_location(&once_site);
     CHECK(event_base_once(base, -1, EV_TIMEOUT, on_once, &tag_once, &ms) == 0);
 
@@ -229,6 +245,7 @@ int main(void) {
     CHECK_EQ_U64(n.assigned, N_ACTIVE);
     CHECK_EQ_U64(n.once, 1);
     CHECK_EQ_U64(n.accept, 1);
+    CHECK_EQ_U64(n.finalized, 1);
     CHECK_EQ_U64(n.bytes, N_TICKS);
     CHECK_EQ_U64(n.bev_bytes, N_TICKS);
 
@@ -243,6 +260,7 @@ int main(void) {
     CHECK_EQ_U64(at_polls(&t, "on_bev_event", 0), n.bev_event);
     check_polls(&t, "on_accept", listener, n.accept);
     CHECK_EQ_U64(at_polls(&t, "once-site", 0), n.once);
+    CHECK_EQ_U64(at_polls(&t, "on_finalized", 0), n.finalized);
     CHECK_EQ_U64(at_distinct_tasks(&t, "on_timer"), 1);
     CHECK_EQ_U64(at_distinct_tasks(&t, "on_bev_read"), 1);
 

@@ -2,8 +2,10 @@
 // a second marks each request as an `http_request` span (scripts/demo-uv.sh). The viewer draws a
 // lane group for it, a click on a span shows its name, id, duration and where it began and
 // ended, and its split (poll / queued / wait / unknown) equals what the C model computes on the
-// same bytes (`dial9 analyze --json`, per span name). A park there says its CPU time is not
-// measured: the recorder's default DIAL9_THREAD_CPU_TIME=park makes the unpark carry the park's.
+// same bytes (`dial9 analyze --json`, per span name). A park there says whether its CPU time
+// meanwhile is measured: with the default DIAL9_THREAD_CPU_TIME=park the system call's unpark
+// carries the park's value (not measured), the task-clock page's has its own (measured); the
+// recording's `thread_cpu_clock` metadata says which source it had (perf where allowed).
 // Skips, saying so, when the build (D9_BUILD_DIR, else ./build) has no server or CLI.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -130,7 +132,7 @@ test('span lanes: the uv server\'s requests as a lane group, their split equal t
   await page.close();
 });
 
-test('a park of the uv server: "CPU time meanwhile" says it is not measured in park mode', async (t) => {
+test('a park of the uv server: "CPU time meanwhile" is measured from the task-clock page, not from the system call in park mode', async (t) => {
   if (missing.length) {
     t.skip('not built: ' + missing.join(', '));
     return;
@@ -141,16 +143,27 @@ test('a park of the uv server: "CPU time meanwhile" says it is not measured in p
   assert.equal(await settled(page), 'ready');
   const found = await page.evaluate(() => {
     const tr = window.dial9Viewer.state.model.trace;
-    const mode = tr.metadata.map((m) => m.entries.find(([k]) => k === 'thread_cpu_time')).filter(Boolean).map((e) => e[1]);
+    const said = (key) => tr.metadata.map((m) => m.entries.find(([k]) => k === key)).filter(Boolean).map((e) => String(e[1]));
     const K = tr.parks;
-    let i = 0;
-    while (i < K.count && !(K.cpuAtPark[i] > 0)) i++; // a park whose CPU time was read
+    const source = said('thread_cpu_clock');
+    const pageSource = source.length > 0 && source.every((s) => s.startsWith('perf'));
+    let i = 0; // a park whose CPU time was read; from the page, one whose unpark has its own value
+    while (i < K.count && !(K.cpuAtPark[i] > 0 && (!pageSource || K.cpuAtUnpark[i] > K.cpuAtPark[i]))) i++;
     if (i < K.count) window.dial9Viewer.select({ kind: 'park', index: i });
-    return { mode, index: i < K.count ? i : -1, equal: i < K.count && K.cpuAtPark[i] === K.cpuAtUnpark[i] };
+    return { mode: said('thread_cpu_time'), source, pageSource, index: i < K.count ? i : -1,
+             equal: i < K.count && K.cpuAtPark[i] === K.cpuAtUnpark[i] };
   });
   assert.ok(found.mode.length > 0 && found.mode.every((m) => m === 'park'), 'recorded in the default mode: ' + found.mode);
-  assert.ok(found.index >= 0 && found.equal, 'a park with its CPU time read, which its unpark carries');
-  assert.equal((await page.locator('#detail-park-cpu').textContent()).trim(), 'not measured (park mode)');
+  assert.ok(found.source.length > 0, 'the metadata names the CPU time\'s source');
+  const shown = (await page.locator('#detail-park-cpu').textContent()).trim();
+  if (found.pageSource) {
+    assert.ok(found.index >= 0 && !found.equal, 'a park whose unpark has its own CPU time (' + found.source[0] + ')');
+    assert.notEqual(shown, 'not measured (park mode)');
+    assert.match(shown, /\d/, 'a measured duration: ' + shown);
+  } else {
+    assert.ok(found.index >= 0 && found.equal, 'a park with its CPU time read, which its unpark carries (' + found.source[0] + ')');
+    assert.equal(shown, 'not measured (park mode)');
+  }
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -297,29 +297,33 @@
     return html;
   }
 
-  /* The segment metadata's thread_cpu_time (docs/kernel-sources.md) in effect at t: the last
-   * metadata event at or before t that says it, else the first that does; '' when none says. */
-  function threadCpuModeAt(model, t) {
-    let mode = '';
+  /* A segment metadata key (docs/kernel-sources.md) in effect at t: the last metadata event at
+   * or before t that says it, else the first that does; '' when none says. */
+  function metadataAt(model, key, t) {
+    let value = '';
     for (const m of model.trace.metadata) {
-      const e = m.entries.find(([k]) => k === 'thread_cpu_time');
+      const e = m.entries.find(([k]) => k === key);
       if (!e) continue;
-      if (mode && m.ts > t) break;
-      mode = String(e[1]);
+      if (value && m.ts > t) break;
+      value = String(e[1]);
     }
-    return mode;
+    return value;
   }
 
-  /* "CPU time meanwhile": with thread_cpu_time=park (the default) an unpark carries its park's
-   * value, so the difference is 0 by construction and says nothing about the parked interval. */
+  /* "CPU time meanwhile": with thread_cpu_time=park (the default) and the system call as the
+   * source an unpark carries its park's value, so the difference is 0 by construction and says
+   * nothing about the parked interval; from the task-clock page (thread_cpu_clock "perf: ...")
+   * every unpark has its own value, as with `every`. */
   function cpuRow(model, parkTs, cpu) {
-    const mode = threadCpuModeAt(model, parkTs);
-    if (mode === 'park' && (cpu === 0 || !Number.isFinite(cpu))) {
+    const mode = metadataAt(model, 'thread_cpu_time', parkTs);
+    const page = metadataAt(model, 'thread_cpu_clock', parkTs).startsWith('perf');
+    if (mode === 'park' && !page && (cpu === 0 || !Number.isFinite(cpu))) {
       return ['CPU time meanwhile', '<span class="muted" id="detail-park-cpu" title="DIAL9_THREAD_CPU_TIME=park: the unpark carries the park\'s reading (docs/kernel-sources.md); record with DIAL9_THREAD_CPU_TIME=every to measure it">not measured (park mode)</span>'];
     }
     if (mode === 'off') return ['CPU time meanwhile', '<span class="muted" id="detail-park-cpu">not measured (off)</span>'];
     if (!Number.isFinite(cpu)) return null;
-    return ['CPU time meanwhile', '<span id="detail-park-cpu">' + F.duration(cpu) + '</span>' + (mode ? ' <span class="muted">(' + esc(mode) + ' mode)</span>' : '')];
+    const how = page ? 'task-clock page' : mode ? mode + ' mode' : '';
+    return ['CPU time meanwhile', '<span id="detail-park-cpu">' + F.duration(cpu) + '</span>' + (how ? ' <span class="muted">(' + esc(how) + ')</span>' : '')];
   }
 
   /* A span (d9_span_begin/end): who began and ended it, and where its time went, as one bar. */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cache_sidecar.h"
 #include "common/json_writer.h"
 #include "common/segment_name.h"
 #include "format/schemas.h"
@@ -305,6 +306,15 @@ static int by_segment_order(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
+/* Is rel the copy of key (its sidecar says so, common/cache_sidecar.h)? Its size alone is no
+ * proof: another recording's segment of the same number and size may sit at the same path. */
+static bool holds_key(const d9_trace_index *ix, const char *rel, const char *key) {
+    char side[PATH_MAX + 16];
+    struct stat st;
+    if (!d9_cache_sidecar_path(rel, side, sizeof side)) return false;
+    return d9_cache_sidecar_names(d9_open_regular_beneath(ix->root_fd, side, &st), key);
+}
+
 /* A selection's runs and segments, in the cache or not (no walk of the root: the cache may
  * hold much else). */
 static int refresh_selection(d9_trace_index *ix) {
@@ -324,7 +334,7 @@ static int refresh_selection(d9_trace_index *ix) {
             struct stat st;
             int fd = rel ? d9_open_regular_beneath(ix->root_fd, rel, &st) : -1;
             d9_segment *s;
-            if (fd >= 0 && (uint64_t)st.st_size == sr->segs[k].size) {
+            if (fd >= 0 && (uint64_t)st.st_size == sr->segs[k].size && holds_key(ix, rel, sr->segs[k].key)) {
                 s = segment_for(ix, path, fd, &st);
             } else {
                 if (fd >= 0) close(fd);

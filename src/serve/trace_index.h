@@ -79,7 +79,8 @@ void d9_trace_index_free(d9_trace_index *ix);
 
 /* Rescan the root and decode what changed. With a selection: its runs and segments, whether in
  * the cache or not (those not there are `remote`, with the listed size); a file of another size
- * than listed counts as not there. 0, or -1 when out of memory. */
+ * than listed, or whose key sidecar (common/cache_sidecar.h) names another key or is missing,
+ * counts as not there. 0, or -1 when out of memory. */
 int d9_trace_index_refresh(d9_trace_index *ix, char *err, size_t errlen);
 
 /* Re-check one segment (it may have grown) and decode it again when it changed. False when the

@@ -183,12 +183,25 @@ static void remember(d9_segment *s, const struct stat *st) {
     s->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
+/* Is rel the copy of key (its sidecar says so, common/cache_sidecar.h)? Its size alone is no
+ * proof: another recording's segment of the same number and size may sit at the same path. */
+static bool holds_key(const d9_trace_index *ix, const char *rel, const char *key) {
+    char side[PATH_MAX + 16];
+    struct stat st;
+    if (!d9_cache_sidecar_path(rel, side, sizeof side)) return false;
+    return d9_cache_sidecar_names(d9_open_regular_beneath(ix->root_fd, side, &st), key);
+}
+
 bool d9_segment_revalidate(d9_trace_index *ix, d9_segment *s) {
     struct stat st;
     if (s->remote) return false;
     int fd = d9_open_regular_beneath(ix->root_fd, s->rel, &st);
     if (fd < 0) return false;
     if (!unchanged(s, &st)) {
+        if (s->key && !holds_key(ix, s->rel, s->key)) {
+            close(fd);
+            return false;
+        }
         remember(s, &st);
         decode(ix, s, fd);
     } else {
@@ -306,15 +319,6 @@ static int by_segment_order(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-/* Is rel the copy of key (its sidecar says so, common/cache_sidecar.h)? Its size alone is no
- * proof: another recording's segment of the same number and size may sit at the same path. */
-static bool holds_key(const d9_trace_index *ix, const char *rel, const char *key) {
-    char side[PATH_MAX + 16];
-    struct stat st;
-    if (!d9_cache_sidecar_path(rel, side, sizeof side)) return false;
-    return d9_cache_sidecar_names(d9_open_regular_beneath(ix->root_fd, side, &st), key);
-}
-
 /* A selection's runs and segments, in the cache or not (no walk of the root: the cache may
  * hold much else). */
 static int refresh_selection(d9_trace_index *ix) {
@@ -346,6 +350,7 @@ static int refresh_selection(d9_trace_index *ix) {
                 return -1;
             }
             s->seen = true;
+            s->key = sr->segs[k].key;
             if (!(r = add_to_run(ix, r, name, sr, s))) return -1;
         }
         if (r && r->count > 1) qsort(r->segs, r->count, sizeof *r->segs, by_segment_order);

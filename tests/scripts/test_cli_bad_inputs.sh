@@ -37,6 +37,10 @@ as=()
 if [ "$(id -u)" = 0 ]; then
     command -v setpriv >/dev/null || { echo "SKIP: setpriv (util-linux) is not installed"; exit 0; }
     as=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+    "${as[@]}" test -r "$T/truncated.bin" ||
+        { chmod -R u+rwx "$T"; echo "SKIP: user nobody cannot reach $T (TMPDIR closed to others)"; exit 0; }
+    "${as[@]}" test -x "$DIAL9" ||
+        { chmod -R u+rwx "$T"; echo "SKIP: user nobody cannot run $DIAL9 (its directory is closed to others)"; exit 0; }
 fi
 
 # run CMD INPUT: dial9 CMD INPUT (fold: into a fresh directory), output in $T/out.txt and

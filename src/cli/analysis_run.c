@@ -41,6 +41,7 @@ int d9_analysis_run_start(d9_analysis_run *run, const char *cmd, int npaths, cha
 }
 
 void d9_analysis_run_end(d9_analysis_run *run, const char *cmd) {
+    d9_report_skipped_dirs(stderr, cmd, &run->paths);
     if (run->read) d9_report_file_problems(stderr, cmd, run->results, run->paths.count, true);
     d9a_free(run->analysis);
     free(run->results);

@@ -83,6 +83,7 @@ int d9_cmd_dump(int argc, char **argv) {
     }
     int rc = d9_read_trace_files(&paths, on_event, &ctx, results);
     fflush(stdout);
+    d9_report_skipped_dirs(stderr, "dump", &paths);
     d9_report_file_problems(stderr, "dump", results, paths.count, false);
     free(results);
     d9_path_list_free(&paths);

@@ -261,6 +261,7 @@ int d9_cmd_export(int argc, char **argv) {
         return D9_EXIT_DATA;
     }
     rc = d9_read_trace_files(&paths, on_event, &ctx, results);
+    d9_report_skipped_dirs(stderr, "export", &paths);
     d9_report_file_problems(stderr, "export", results, paths.count, false);
     free(results);
     FILE *out = NULL;

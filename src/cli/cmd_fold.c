@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "fold/fold.h"
 #include "fold/s3_publish.h"
+#include "cli/trace_reader.h"
 #include "format/trace_paths.h"
 
 static void fold_usage(FILE *out) {
@@ -101,6 +102,12 @@ int d9_cmd_fold(int argc, char **argv) {
     char err[1024];
     if (d9_expand_paths(argc - optind, argv + optind, &paths, err, sizeof err) != 0) {
         fprintf(stderr, "dial9 fold: %s\n", err);
+        d9_path_list_free(&paths);
+        return D9_EXIT_DATA;
+    }
+    if (paths.skipped_count) { /* all or nothing: a segment in a skipped directory would be missing */
+        d9_report_skipped_dirs(stderr, "fold", &paths);
+        fprintf(stderr, "dial9 fold: nothing was written\n");
         d9_path_list_free(&paths);
         return D9_EXIT_DATA;
     }

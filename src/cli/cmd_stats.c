@@ -691,6 +691,7 @@ int d9_cmd_stats(int argc, char **argv) {
         if (safe) fclose(safe);
     }
     fflush(stdout);
+    d9_report_skipped_dirs(stderr, "stats", &paths);
     d9_report_file_problems(stderr, "stats", results, paths.count, true);
 
     named_free(&c.by_name);

@@ -11,9 +11,18 @@ bool d9_file_failed(const d9_file_result *r) {
            r->stats.undefined_pool_ids > 0;
 }
 
+/* A file with no byte at all is no trace (a crash before the header, a wrong file), but the
+ * segment the recorder has just opened may not have its header yet: an empty `.active` file
+ * reads as a trace of nothing. */
+static bool empty_trace(const d9_file_result *r) {
+    size_t n = strlen(r->path);
+    bool active = n >= 7 && !strcmp(r->path + n - 7, ".active");
+    return r->status == D9_DEC_END && r->stats.input_bytes == 0 && !active;
+}
+
 int d9_read_trace_files(const d9_path_list *paths, d9_event_fn fn, void *ctx,
                         d9_file_result *results) {
-    int rc = D9_EXIT_OK;
+    int rc = paths->skipped_count ? D9_EXIT_DATA : D9_EXIT_OK;
     bool stopped = false;
     for (size_t i = 0; i < paths->count; i++) {
         d9_file_result *r = &results[i];
@@ -38,6 +47,10 @@ int d9_read_trace_files(const d9_path_list *paths, d9_event_fn fn, void *ctx,
         if (r->status == D9_DEC_RUNNING) r->status = D9_DEC_END; /* stopped early by the caller */
         r->stats = *d9_dec_get_stats(d);
         snprintf(r->message, sizeof r->message, "%s", d9_dec_message(d));
+        if (empty_trace(r)) {
+            r->status = D9_DEC_ERROR;
+            snprintf(r->message, sizeof r->message, "empty file: not a dial9 trace (no stream header)");
+        }
         if (r->stats.undefined_pool_ids > 0) {
             size_t n = strlen(r->message);
             snprintf(r->message + n, sizeof r->message - n,
@@ -76,4 +89,9 @@ void d9_report_file_problems(FILE *out, const char *cmd, const d9_file_result *r
         if (!r->opened) fprintf(out, "dial9 %s: %s\n", cmd, r->message); /* names the path */
         else fprintf(out, "dial9 %s: %s: %s\n", cmd, r->path, r->message);
     }
+}
+
+void d9_report_skipped_dirs(FILE *out, const char *cmd, const d9_path_list *paths) {
+    for (size_t i = 0; i < paths->skipped_count; i++)
+        fprintf(out, "dial9 %s: %s (skipped: its trace files were not read)\n", cmd, paths->skipped[i]);
 }

@@ -25,9 +25,9 @@ typedef int (*d9_event_fn)(void *ctx, const d9_event *ev, d9_decoder *dec, size_
 
 /* Decode paths->paths[i] into results[i] (paths->count entries), calling fn per event.
  * Returns D9_EXIT_OK when every file was read to its end (a torn tail counts as read) and
- * D9_EXIT_DATA when a file could not be opened, had a decode error, was damaged (its intact
- * streams after the damage are still read and passed to fn) or referenced pool ids it never
- * defined. */
+ * D9_EXIT_DATA when a file could not be opened, was empty (but an `.active` one), had a decode
+ * error, was damaged (its intact streams after the damage are still read and passed to fn) or
+ * referenced pool ids it never defined, or when a directory was skipped (paths->skipped). */
 int d9_read_trace_files(const d9_path_list *paths, d9_event_fn fn, void *ctx,
                         d9_file_result *results);
 
@@ -35,6 +35,9 @@ int d9_read_trace_files(const d9_path_list *paths, d9_event_fn fn, void *ctx,
  * with errors_only, not for files that were merely truncated. */
 void d9_report_file_problems(FILE *out, const char *cmd, const d9_file_result *results, size_t n,
                              bool errors_only);
+/* One line on `out` per subdirectory the expansion of the PATH arguments could not read
+ * ("dial9 <cmd>: <dir>: <why> (skipped...)"). */
+void d9_report_skipped_dirs(FILE *out, const char *cmd, const d9_path_list *paths);
 /* The file did not decode completely: unreadable, a decode error, damage, undefined pool ids. */
 bool d9_file_failed(const d9_file_result *r);
 

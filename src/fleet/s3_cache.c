@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cache_sidecar.h"
 #include "common/plain_number.h"
 
 #define MIB ((uint64_t)1024 * 1024)
@@ -70,48 +71,12 @@ void d9_s3_cache_touch(const char *path) {
     utimensat(AT_FDCWD, path, t, 0);
 }
 
-/* `.NAME.key` beside path (s3_cache.h). false when it does not fit. */
-static bool sidecar_of(const char *path, char *out, size_t len) {
-    const char *slash = strrchr(path, '/');
-    size_t dl = slash ? (size_t)(slash - path + 1) : 0;
-    return snprintf(out, len, "%.*s.%s.key", (int)dl, path, path + dl) < (int)len;
-}
-
-static bool is_sidecar(const char *path) {
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    size_t n = strlen(base);
-    return base[0] == '.' && n > 5 && !strcmp(base + n - 4, ".key");
-}
-
 bool d9_s3_cache_holds(const char *path, const char *key, uint64_t size) {
-    char side[2 * PATH_MAX + 16], have[2048];
+    char side[2 * PATH_MAX + 16];
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) return false;
-    size_t kl = strlen(key);
-    if (kl >= sizeof have || !sidecar_of(path, side, sizeof side)) return false;
-    int fd = open(side, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return false;
-    ssize_t n = read(fd, have, sizeof have);
-    close(fd);
-    return n == (ssize_t)kl && memcmp(have, key, kl) == 0;
-}
-
-/* The sidecar naming key, written under a temporary name and renamed in. */
-static int write_sidecar(const char *path, const char *key, char *err, size_t errlen) {
-    char side[2 * PATH_MAX + 16], tmp[2 * PATH_MAX + 32];
-    if (!sidecar_of(path, side, sizeof side)) {
-        snprintf(err, errlen, "%s: path too long", path);
-        return -1;
-    }
-    snprintf(tmp, sizeof tmp, "%s.part", side);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    size_t kl = strlen(key);
-    bool ok = fd >= 0 && write(fd, key, kl) == (ssize_t)kl;
-    if (fd >= 0 && close(fd) != 0) ok = false;
-    if (ok && rename(tmp, side) == 0) return 0;
-    snprintf(err, errlen, "%s: %s", side, strerror(errno));
-    unlink(tmp);
-    return -1;
+    if (!d9_cache_sidecar_path(path, side, sizeof side)) return false;
+    return d9_cache_sidecar_names(open(side, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), key);
 }
 
 /* Eviction: every cached file with its last use; the oldest not kept nor locked go first. */
@@ -120,7 +85,7 @@ static struct { cached *v; size_t n, cap; uint64_t total; } walk_state;
 
 static int note_file(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
     (void)ftw;
-    if (flag != FTW_F || is_sidecar(path)) return 0; /* a sidecar goes with its file */
+    if (flag != FTW_F || d9_cache_is_sidecar(path)) return 0; /* a sidecar goes with its file */
     if (walk_state.n == walk_state.cap) {
         size_t cap = walk_state.cap ? walk_state.cap * 2 : 256;
         cached *v = realloc(walk_state.v, cap * sizeof *v);
@@ -152,7 +117,7 @@ static bool remove_unless_used(const char *path) {
     if (flock(fd, LOCK_EX | LOCK_NB) == 0) removed = unlink(path) == 0;
     close(fd); /* releases the lock */
     char side[2 * PATH_MAX + 16];
-    if (removed && sidecar_of(path, side, sizeof side)) unlink(side);
+    if (removed && d9_cache_sidecar_path(path, side, sizeof side)) unlink(side);
     return removed;
 }
 
@@ -204,7 +169,7 @@ int d9_s3_cache_fetch(d9_s3_client *c, const char *key, uint64_t size, const cha
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
             r = D9_S3_REJECTED;
         }
-        if (r == D9_S3_OK && write_sidecar(path, key, err, errlen) != 0) r = D9_S3_REJECTED;
+        if (r == D9_S3_OK && d9_cache_sidecar_write(path, key, err, errlen) != 0) r = D9_S3_REJECTED;
         if (close(fd) != 0 && r == D9_S3_OK) {
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
             unlink(path);

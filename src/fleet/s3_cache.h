@@ -12,7 +12,8 @@
  * A cached file is the object whose key its sidecar `.NAME.key` (beside it) names: a local
  * path is chosen per selection (s3_fetch.c: one run directory per recording), so one path
  * may hold another object of the same size after another selection (two recordings of one
- * instance and boot, both from segment 0); the size alone would take it for this one. */
+ * instance and boot, both from segment 0); the size alone would take it for this one. The
+ * sidecar's rule is common/cache_sidecar.h's, which dial9-serve checks too. */
 #ifndef D9_FLEET_S3_CACHE_H
 #define D9_FLEET_S3_CACHE_H
 

@@ -15,6 +15,7 @@
 #include "common/segment_name.h"
 #include "fleet/s3_cache.h"
 #include "fleet/s3_list.h"
+#include "fleet/window_days.h"
 #include "serve/serve_selection.h"
 #include "sinks/s3_key.h"
 #include "sinks/step_dump_upload.h"
@@ -154,13 +155,10 @@ int d9_s3_dump_runs(d9_s3_client *c, const char *prefix, const d9_s3_selection *
     if (sel->has_from) {
         /* by day, as the segments are listed (s3_fetch.c), from an hour before the window: a
          * fleet's bucket holds dumps of every day, and a window needs only its own */
-        time_t to = sel->has_to ? sel->to : time(NULL), t0 = sel->from - 3600;
-        for (time_t d = t0 / 86400 * 86400; rc == 0 && d <= to; d += 86400) {
-            struct tm tm;
-            char date[16];
-            gmtime_r(&d, &tm);
-            strftime(date, sizeof date, "%Y-%m-%d", &tm);
-            snprintf(lp, sizeof lp, "%s%s%s/date=%s/", prefix, prefix[0] ? "/" : "", D9_DUMPS_KEY_COMPONENT, date);
+        time_t to = sel->has_to ? sel->to : time(NULL);
+        for (d9_window_days day = d9_window_days_of(sel->from - D9_WINDOW_LEAD_SECS, to);
+             rc == 0 && d9_window_days_next(&day);) {
+            snprintf(lp, sizeof lp, "%s%s%s/date=%s/", prefix, prefix[0] ? "/" : "", D9_DUMPS_KEY_COMPONENT, day.date);
             rc = d9_s3_list_each(c, lp, add_object, &l, err, errlen);
         }
     } else {

@@ -8,6 +8,7 @@
 #include "fleet/s3_cache.h"
 #include "fleet/s3_dump_runs.h"
 #include "fleet/wall_time.h"
+#include "fleet/window_days.h"
 #include "sinks/step_dump_upload.h" /* dumps/ keys are no fleet segments */
 #include "serve/serve_selection.h"
 
@@ -425,13 +426,10 @@ static int fetch_selection(const char *url, const d9_s3_selection *sel, bool fet
          * by day when the window is longer than two days. */
         char svc[1024] = "";
         if (sel->service && d9_hive_escape(sel->service, svc, sizeof svc) != 0) svc[0] = 0;
-        time_t t0 = from - 3600;
-        for (time_t d = t0 / 86400 * 86400; rc == 0 && d <= to; d += 86400) {
-            struct tm tm;
-            gmtime_r(&d, &tm);
-            char date[16], lp[4096];
-            strftime(date, sizeof date, "%Y-%m-%d", &tm);
-            snprintf(lp, sizeof lp, "%s%sversion=1/date=%s/%s%s%s", prefix, prefix[0] ? "/" : "", date,
+        time_t t0 = from - D9_WINDOW_LEAD_SECS;
+        for (d9_window_days day = d9_window_days_of(t0, to); rc == 0 && d9_window_days_next(&day);) {
+            char lp[4096];
+            snprintf(lp, sizeof lp, "%s%sversion=1/date=%s/%s%s%s", prefix, prefix[0] ? "/" : "", day.date,
                      svc[0] ? "service=" : "", svc, svc[0] ? "/" : "");
             rc = list_prefix(c, lp, &os, err, errlen);
         }

@@ -37,6 +37,8 @@ int d9_path_list_add(d9_path_list *l, const char *path) {
 
 void d9_path_list_free(d9_path_list *l) {
     for (size_t i = 0; i < l->count; i++) free(l->paths[i]);
+    for (size_t i = 0; i < l->skipped_count; i++) free(l->skipped[i]);
+    free(l->skipped);
     free(l->paths);
     memset(l, 0, sizeof *l);
 }
@@ -44,7 +46,21 @@ void d9_path_list_free(d9_path_list *l) {
 static int walk(const char *dir, int depth, d9_path_list *out) {
     if (depth > MAX_DEPTH) return 0;
     DIR *d = opendir(dir);
-    if (!d) return 0; /* unreadable subdirectory: skip it, like find(1) would report and go on */
+    if (!d) {
+        /* the argument itself: an error (its message says why); a subdirectory: skipped and
+         * named (as find(1) reports and goes on), the readers' exit status says so */
+        if (depth == 0) return -2;
+        char *why;
+        if (asprintf(&why, "%s: %s", dir, strerror(errno)) < 0) return -1;
+        char **v = realloc(out->skipped, (out->skipped_count + 1) * sizeof *v);
+        if (!v) {
+            free(why);
+            return -1;
+        }
+        out->skipped = v;
+        out->skipped[out->skipped_count++] = why;
+        return 0;
+    }
     struct dirent *e;
     int rc = 0;
     while (rc == 0 && (e = readdir(d))) {
@@ -129,8 +145,12 @@ int d9_expand_paths(int n, char *const *args, d9_path_list *out, char *err, size
             return -1;
         }
         for (size_t k = strlen(dir); k > 1 && dir[k - 1] == '/'; k--) dir[k - 1] = '\0';
-        int rc = walk(dir, 0, out);
+        int rc = walk(dir, 0, out), walk_errno = errno;
         free(dir);
+        if (rc == -2) {
+            snprintf(err, errlen, "%s: %s", args[i], strerror(walk_errno));
+            return -1;
+        }
         if (rc != 0) {
             snprintf(err, errlen, "out of memory");
             return -1;

@@ -17,10 +17,14 @@ typedef struct d9_path_list {
     char **paths;
     size_t count;
     size_t cap;
+    char **skipped;       /* "DIR: why" of each subdirectory that could not be read */
+    size_t skipped_count;
 } d9_path_list;
 
 /* Append the trace files named by args[0..n). Returns 0, or -1 with a message in err when an
- * argument does not exist or a directory holds no trace file. */
+ * argument does not exist, cannot be read (a directory without permission) or a directory
+ * holds no trace file. A subdirectory that cannot be read is skipped and named in
+ * out->skipped. */
 int d9_expand_paths(int n, char *const *args, d9_path_list *out, char *err, size_t errlen);
 /* Append a copy of path. 0, or -1 when out of memory. */
 int d9_path_list_add(d9_path_list *l, const char *path);

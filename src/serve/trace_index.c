@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cache_sidecar.h"
 #include "common/json_writer.h"
 #include "common/segment_name.h"
 #include "format/schemas.h"
@@ -182,12 +183,25 @@ static void remember(d9_segment *s, const struct stat *st) {
     s->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
+/* Is rel the copy of key (its sidecar says so, common/cache_sidecar.h)? Its size alone is no
+ * proof: another recording's segment of the same number and size may sit at the same path. */
+static bool holds_key(const d9_trace_index *ix, const char *rel, const char *key) {
+    char side[PATH_MAX + 16];
+    struct stat st;
+    if (!d9_cache_sidecar_path(rel, side, sizeof side)) return false;
+    return d9_cache_sidecar_names(d9_open_regular_beneath(ix->root_fd, side, &st), key);
+}
+
 bool d9_segment_revalidate(d9_trace_index *ix, d9_segment *s) {
     struct stat st;
     if (s->remote) return false;
     int fd = d9_open_regular_beneath(ix->root_fd, s->rel, &st);
     if (fd < 0) return false;
     if (!unchanged(s, &st)) {
+        if (s->key && !holds_key(ix, s->rel, s->key)) {
+            close(fd);
+            return false;
+        }
         remember(s, &st);
         decode(ix, s, fd);
     } else {
@@ -324,7 +338,7 @@ static int refresh_selection(d9_trace_index *ix) {
             struct stat st;
             int fd = rel ? d9_open_regular_beneath(ix->root_fd, rel, &st) : -1;
             d9_segment *s;
-            if (fd >= 0 && (uint64_t)st.st_size == sr->segs[k].size) {
+            if (fd >= 0 && (uint64_t)st.st_size == sr->segs[k].size && holds_key(ix, rel, sr->segs[k].key)) {
                 s = segment_for(ix, path, fd, &st);
             } else {
                 if (fd >= 0) close(fd);
@@ -336,6 +350,7 @@ static int refresh_selection(d9_trace_index *ix) {
                 return -1;
             }
             s->seen = true;
+            s->key = sr->segs[k].key;
             if (!(r = add_to_run(ix, r, name, sr, s))) return -1;
         }
         if (r && r->count > 1) qsort(r->segs, r->count, sizeof *r->segs, by_segment_order);

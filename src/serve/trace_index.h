@@ -51,6 +51,8 @@ typedef struct d9_segment {
                                    times, events and clean_bytes are of what came before it */
     bool remote;                /* a selection's segment not in the cache (yet): size is the
                                    listed one, nothing decoded */
+    const char *key;            /* a selection's segment: its object's key (the selection's
+                                   string), which the file's key sidecar must name; else NULL */
 } d9_segment;
 
 typedef struct d9_run {
@@ -79,12 +81,14 @@ void d9_trace_index_free(d9_trace_index *ix);
 
 /* Rescan the root and decode what changed. With a selection: its runs and segments, whether in
  * the cache or not (those not there are `remote`, with the listed size); a file of another size
- * than listed counts as not there. 0, or -1 when out of memory. */
+ * than listed, or whose key sidecar (common/cache_sidecar.h) names another key or is missing,
+ * counts as not there. 0, or -1 when out of memory. */
 int d9_trace_index_refresh(d9_trace_index *ix, char *err, size_t errlen);
 
 /* Re-check one segment (it may have grown) and decode it again when it changed. False when the
- * file is gone or no longer a regular file reachable beneath the root without a symlink, and
- * for a remote segment. */
+ * file is gone or no longer a regular file reachable beneath the root without a symlink, for a
+ * remote segment, and for a selection's segment replaced since the refresh by a file whose
+ * key sidecar names another object (another dial9 fetched another recording to that path). */
 bool d9_segment_revalidate(d9_trace_index *ix, d9_segment *s);
 
 const d9_run *d9_trace_index_run(const d9_trace_index *ix, const char *name);

@@ -18,9 +18,6 @@ BUCKET=d9-test
 N=1 # common.sh's event checks are not used here
 source "$CHECK/common.sh"
 
-s3env=(env -u AWS_PROFILE -u AWS_SESSION_TOKEN -u DIAL9_S3_BUCKET AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
-       HOME="$T/home" AWS_REGION=us-east-1 TMPDIR="$T")
-mkdir -p "$T/home"
 # d9s3 CACHE ARGS...: dial9 against the loopback server, with its own cache directory
 d9s3() { local cache=$1; shift; "${s3env[@]}" DIAL9_S3_CACHE_DIR="$cache" AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" "$DIAL9" "$@"; }
 

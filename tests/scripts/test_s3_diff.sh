@@ -19,10 +19,6 @@ EXECUTOR="$BUILD/examples/executor/executor_demo"
 [ -x "$EXECUTOR" ] || { echo "test_s3_diff: $EXECUTOR not built"; exit 1; }
 source "$CHECK/common.sh"
 
-s3env=(env -u AWS_PROFILE -u AWS_SESSION_TOKEN -u DIAL9_S3_BUCKET AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
-       HOME="$T/home" AWS_REGION=us-east-1 DIAL9_S3_CACHE_DIR="$T/cache" TMPDIR="$T")
-mkdir -p "$T/home"
-d9s3() { "${s3env[@]}" AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" "$DIAL9" "$@"; }
 # same_diff A B: two `diff --json` outputs equal but for the sides' labels
 same_diff() {
     python3 - "$1" "$2" <<'PY'

@@ -25,10 +25,6 @@ EXECUTOR="$BUILD/examples/executor/executor_demo"
 source "$CHECK/common.sh"
 npm_ci_or_skip "$SOURCE/tests/parquet"
 
-s3env=(env -u AWS_PROFILE -u AWS_SESSION_TOKEN -u DIAL9_S3_BUCKET AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
-       HOME="$T/home" AWS_REGION=us-east-1 DIAL9_S3_CACHE_DIR="$T/cache" TMPDIR="$T")
-mkdir -p "$T/home"
-d9s3() { "${s3env[@]}" AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" "$DIAL9" "$@"; }
 # mirror NAME: the tables/ prefix copied back into $T/NAME, its listing in $T/NAME.list
 mirror() {
     rm -rf "$T/$1" && mkdir -p "$T/$1"

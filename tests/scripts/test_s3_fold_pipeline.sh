@@ -18,9 +18,6 @@ EXECUTOR="$BUILD/examples/executor/executor_demo"
 source "$CHECK/common.sh"
 npm_ci_or_skip "$SOURCE/tests/parquet"
 
-s3env=(env -u AWS_PROFILE -u AWS_SESSION_TOKEN -u DIAL9_S3_BUCKET AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
-       HOME="$T/home" AWS_REGION=us-east-1 DIAL9_S3_CACHE_DIR="$T/cache" TMPDIR="$T")
-mkdir -p "$T/home"
 S3() { echo "http://127.0.0.1:$PORT"; }
 record() { # record NAME VAR=VALUE...: a run of the executor uploading to the bucket
     local name=$1; shift

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/clock_auto.h"
 #include "dial9/dial9.h"
+#include "quiet_recorder.h"
 #include "trace_files_util.h"
 
 /* ---------------------------------------------------------------- made-up inputs */
@@ -239,11 +240,7 @@ static void on_event(const d9_event *ev, void *ctx) {
 static void recorded(d9_clock_mode mode, const char *clock) {
     char *dir = d9t_mkdtemp("clock-auto");
     d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    cfg.schedule_profile = false;
-    cfg.task_dumps = false;
-    cfg.symbolize = false;
+    d9t_quiet_config(&cfg, dir);
     cfg.clock = mode;
     CHECK(d9_start(&cfg) == 0);
     char reason[320];

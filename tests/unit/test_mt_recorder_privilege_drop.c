@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "dial9/dial9.h"
+#include "quiet_recorder.h"
 #include "trace_files_util.h"
 
 static atomic_int g_phase; /* 0: before the drop, 1: after it, 2: stop */
@@ -36,11 +37,7 @@ static void *worker_main(void *arg) {
 /* The child: exit status 0 when everything was recorded and written as uid 65534. */
 static int child(const char *dir) {
     d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    cfg.schedule_profile = false;
-    cfg.task_dumps = false;
-    cfg.symbolize = false;
+    d9t_quiet_config(&cfg, dir);
     cfg.rotation_secs = 0;
     cfg.max_file_size = 64 * 1024;
     cfg.max_total_size = 256 * 1024;
@@ -74,11 +71,7 @@ static int child(const char *dir) {
 static void test_files_created_after_hand_over(void) {
     char *dir = d9t_mkdtemp("handover");
     d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    cfg.schedule_profile = false;
-    cfg.task_dumps = false;
-    cfg.symbolize = false;
+    d9t_quiet_config(&cfg, dir);
     cfg.rotation_secs = 0;
     cfg.max_file_size = 16 * 1024;
     CHECK(d9_start(&cfg) == 0);

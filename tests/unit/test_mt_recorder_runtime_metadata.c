@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "dial9/dial9.h"
+#include "quiet_recorder.h"
 #include "trace_files_util.h"
 
 #define MAX_IDS 16
@@ -82,11 +83,7 @@ static void *late_worker(void *arg) {
 int main(void) {
     char *dir = d9t_mkdtemp("rtmeta");
     d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    cfg.schedule_profile = false;
-    cfg.task_dumps = false;
-    cfg.symbolize = false;
+    d9t_quiet_config(&cfg, dir);
     cfg.rotation_secs = 0; /* one segment, however slow the machine */
     CHECK(d9_start(&cfg) == 0);
     d9_worker_begin("io", 0);

@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "dial9/dial9.h"
+#include "quiet_recorder.h"
 #include "trace_files_util.h"
 
 #define THREADS 2
@@ -104,11 +105,7 @@ static void on_event(const d9_event *ev, void *ctx) {
 static void record(d9_thread_cpu_time_mode mode, found *f) {
     char *dir = d9t_mkdtemp("cputime");
     d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    cfg.schedule_profile = false;
-    cfg.task_dumps = false;
-    cfg.symbolize = false;
+    d9t_quiet_config(&cfg, dir);
     cfg.thread_cpu_time = mode;
     CHECK(d9_start(&cfg) == 0);
     memset(seen_by_test, 0, sizeof seen_by_test);
@@ -192,11 +189,7 @@ static void on_unpark(const d9_event *ev, void *ctx) {
 static void check_across_recordings(void) {
     char *dir = d9t_mkdtemp("cputime");
     d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    cfg.schedule_profile = false;
-    cfg.task_dumps = false;
-    cfg.symbolize = false;
+    d9t_quiet_config(&cfg, dir);
     CHECK(d9_start(&cfg) == 0);
     d9_worker_begin("cputime", 0);
     d9_park();

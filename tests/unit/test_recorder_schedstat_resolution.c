@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "dial9/dial9.h"
+#include "quiet_recorder.h"
 #include "trace_files_util.h"
 
 static uint64_t thread_cpu_ns(void) {
@@ -54,11 +55,7 @@ static void on_event(const d9_event *ev, void *ctx) {
 static seen record(uint32_t resolution_us, int pairs, uint64_t spin_ns) {
     char *dir = d9t_mkdtemp("schedres");
     d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    cfg.schedule_profile = false;
-    cfg.task_dumps = false;
-    cfg.symbolize = false;
+    d9t_quiet_config(&cfg, dir);
     cfg.schedstat_resolution_us = resolution_us;
     cfg.thread_cpu_time = D9_THREAD_CPU_TIME_EVERY; /* park's default: test_recorder_thread_cpu_time */
     CHECK(d9_start(&cfg) == 0);

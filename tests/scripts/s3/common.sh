@@ -40,6 +40,14 @@ proxy_port() {
     [ -n "$PORT" ] || { echo "$0: proxy $name did not start: $(cat "$T/$name/proxy.err")"; exit 1; }
 }
 
+# s3env: the env(1) words of a client of the loopback server: none of the caller's profile,
+# session token or bucket, s3rver's keys, HOME, the cache and TMPDIR in $T (a later
+# DIAL9_S3_CACHE_DIR=... after them wins); d9s3 ARGS...: dial9 so, against the proxy at PORT
+s3env=(env -u AWS_PROFILE -u AWS_SESSION_TOKEN -u DIAL9_S3_BUCKET AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+       HOME="$T/home" AWS_REGION=us-east-1 DIAL9_S3_CACHE_DIR="$T/cache" TMPDIR="$T")
+mkdir -p "$T/home"
+d9s3() { "${s3env[@]}" AWS_ENDPOINT_URL="http://127.0.0.1:$PORT" "$DIAL9" "$@"; }
+
 # read_back NAME: objects into $T/NAME/objects, one JSON line each in $T/NAME/objects.jsonl
 read_back() {
     mkdir -p "$T/$1/objects"

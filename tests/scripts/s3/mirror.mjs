@@ -5,18 +5,12 @@
 // Usage: node mirror.mjs ENDPOINT BUCKET PREFIX OUT_DIR
 import fs from 'node:fs';
 import path from 'node:path';
-import { S3Client, ListObjectsV2Command, GetObjectCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { loopbackClient, listAll } from './loopback_s3.mjs';
 
 const [endpoint, bucket, prefix, outDir] = process.argv.slice(2);
-const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true,
-                          credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
-const listed = [];
-let token;
-do {
-  const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-  listed.push(...(page.Contents || []));
-  token = page.NextContinuationToken;
-} while (token);
+const s3 = loopbackClient(endpoint);
+const listed = await listAll(s3, bucket, prefix);
 listed.sort((a, b) => (a.Key < b.Key ? -1 : a.Key > b.Key ? 1 : 0));
 for (const o of listed) {
   const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: o.Key }));

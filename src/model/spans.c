@@ -62,6 +62,9 @@ struct d9m_spans {
     open_span *open;
     size_t nopen_slots, cap_open, nopen;
     uint32_t free_head; /* a free slot + 1, chained through next */
+    uint32_t unindexed; /* the newest open span's slot + 1 while it is not in open_by_id (0:
+                           none): most spans end before the next begins, and then never touch
+                           the map; it goes in when another span begins */
     uint64_t now, oldest_open; /* oldest_open valid while nopen > 0 */
     begin_entry *bq;           /* the open spans by begin time, closed ones dropped lazily */
     size_t bq_head, bq_n, bq_cap;
@@ -655,10 +658,11 @@ static int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
     return 0;
 }
 
-/* Unlink open span `idx` (its id's chain starts at *head, +1). */
+/* Unlink open span `idx` (its id's chain starts at *head, +1; or it is the unindexed one). */
 static void close_slot(d9m_spans *m, uint32_t idx) {
     uint64_t id = m->open[idx].s.id;
-    uint64_t *head = d9_u64_map_get(&m->open_by_id, id);
+    uint64_t *head = m->unindexed == idx + 1 ? NULL : d9_u64_map_get(&m->open_by_id, id);
+    if (m->unindexed == idx + 1) m->unindexed = 0;
     if (head) {
         if (*head == (uint64_t)idx + 1) {
             if (m->open[idx].next) *head = m->open[idx].next;
@@ -686,12 +690,30 @@ static void close_slot(d9m_spans *m, uint32_t idx) {
     }
 }
 
+/* The newest open span of (name, id): the unindexed one is the newest of all. */
 static int64_t find_open(const d9m_spans *m, uint32_t name, uint64_t id) {
+    if (m->unindexed) {
+        const d9m_span *u = &m->open[m->unindexed - 1].s;
+        if (u->id == id && u->name == name) return (int64_t)m->unindexed - 1;
+    }
     uint64_t *head = d9_u64_map_get(&m->open_by_id, id);
     if (!head) return -1;
     for (uint32_t j = (uint32_t)*head; j; j = m->open[j - 1].next)
         if (m->open[j - 1].s.name == name) return (int64_t)j - 1;
     return -1;
+}
+
+/* The unindexed open span into open_by_id, at its id's head (it is the newest of its id).
+ * 0, or -1 when out of memory (it then stays unindexed). */
+static int index_unindexed(d9m_spans *m) {
+    if (!m->unindexed) return 0;
+    uint32_t idx = m->unindexed - 1;
+    uint64_t *head = d9_u64_map_upsert(&m->open_by_id, m->open[idx].s.id, 0);
+    if (!head) return -1;
+    m->open[idx].next = (uint32_t)*head;
+    *head = idx + 1;
+    m->unindexed = 0;
+    return 0;
 }
 
 int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,
@@ -705,6 +727,7 @@ int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint6
         s.end_ts = ts;
         if (report(m, &s) != 0) return -1;
     }
+    if (index_unindexed(m) != 0) return -1;
     uint32_t idx;
     if (m->free_head) {
         idx = m->free_head - 1;
@@ -714,25 +737,16 @@ int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint6
         idx = (uint32_t)m->nopen_slots++;
         m->open[idx].gen = 0;
     }
-    uint64_t *head = d9_u64_map_upsert(&m->open_by_id, id, 0);
-    if (!head) {
+    m->open[idx] = (open_span){.s = {.name = name, .id = id, .begin_ts = ts, .begin_task = task,
+                                     .begin_worker = worker, .begin_tid = tid},
+                               .next = 0, .gen = m->open[idx].gen, .used = true};
+    if (queue_begin(m, ts, idx) != 0) {
         m->open[idx].used = false;
         m->open[idx].next = m->free_head;
         m->free_head = idx + 1;
         return -1;
     }
-    m->open[idx] = (open_span){.s = {.name = name, .id = id, .begin_ts = ts, .begin_task = task,
-                                     .begin_worker = worker, .begin_tid = tid},
-                               .next = (uint32_t)*head, .gen = m->open[idx].gen, .used = true};
-    *head = idx + 1;
-    if (queue_begin(m, ts, idx) != 0) {
-        m->open[idx].used = false; /* unlinked as it was linked: at its id's head */
-        *head = m->open[idx].next;
-        if (!*head) d9_u64_map_remove(&m->open_by_id, id);
-        m->open[idx].next = m->free_head;
-        m->free_head = idx + 1;
-        return -1;
-    }
+    m->unindexed = idx + 1;
     if (m->nopen++ == 0 || ts < m->oldest_open) m->oldest_open = ts;
     return 0;
 }

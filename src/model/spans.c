@@ -737,9 +737,21 @@ int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint6
         idx = (uint32_t)m->nopen_slots++;
         m->open[idx].gen = 0;
     }
-    m->open[idx] = (open_span){.s = {.name = name, .id = id, .begin_ts = ts, .begin_task = task,
-                                     .begin_worker = worker, .begin_tid = tid},
-                               .next = 0, .gen = m->open[idx].gen, .used = true};
+    /* what report() does not set (its parts, intervals and stacks it does) */
+    open_span *o = &m->open[idx];
+    o->s.name = name;
+    o->s.id = id;
+    o->s.begin_ts = ts;
+    o->s.end_ts = 0;
+    o->s.begin_task = task;
+    o->s.end_task = 0;
+    o->s.begin_worker = worker;
+    o->s.end_worker = 0;
+    o->s.begin_tid = tid;
+    o->s.end_tid = 0;
+    o->s.ended = false;
+    o->next = 0;
+    o->used = true;
     if (queue_begin(m, ts, idx) != 0) {
         m->open[idx].used = false;
         m->open[idx].next = m->free_head;
@@ -759,13 +771,13 @@ int d9m_spans_end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_
         m->stray_ends++;
         return 0;
     }
-    d9m_span s = m->open[idx].s;
-    s.end_ts = ts;
-    s.end_task = task;
-    s.end_worker = worker;
-    s.end_tid = tid;
-    s.ended = true;
-    int rc = report(m, &s); /* before closing: its intervals are still kept */
+    d9m_span *s = &m->open[idx].s; /* reported from its slot (no copy), which closes after */
+    s->end_ts = ts;
+    s->end_task = task;
+    s->end_worker = worker;
+    s->end_tid = tid;
+    s->ended = true;
+    int rc = report(m, s); /* before closing: its intervals are still kept */
     close_slot(m, (uint32_t)idx);
     return rc;
 }

@@ -52,6 +52,8 @@ typedef struct begin_entry {
     uint32_t slot, gen;
 } begin_entry;
 
+#define SPARE_ARRAYS 64 /* forgotten tasks' arrays kept for reuse, at most */
+
 struct d9m_spans {
     d9m_span_fn done;
     void *ctx;
@@ -71,6 +73,12 @@ struct d9m_spans {
     uint64_t hit_id;           /* the task found last, and its index (hit_ok: valid) */
     size_t hit_idx;
     bool hit_ok;
+    struct {                   /* the record arrays of forgotten tasks, for new tasks: a */
+        cycle *cy;             /* server's task per request would otherwise allocate and */
+        sub_ival *sub;         /* free two arrays each */
+        size_t cap, scap;
+    } spare[SPARE_ARRAYS];
+    size_t nspare;
     uint64_t *dead;            /* terminated tasks to forget once no span is open */
     size_t ndead, cap_dead;
     uint64_t stray_ends, reopened;
@@ -102,6 +110,10 @@ void d9m_spans_free(d9m_spans *m) {
     for (size_t i = 0; i < m->ntasks; i++) {
         free(m->tasks[i].cy);
         free(m->tasks[i].sub);
+    }
+    for (size_t i = 0; i < m->nspare; i++) {
+        free(m->spare[i].cy);
+        free(m->spare[i].sub);
     }
     free(m->tasks);
     d9_u64_map_free(&m->task_index);
@@ -154,6 +166,13 @@ static task_state *task_get(d9m_spans *m, uint64_t id) {
     t = &m->tasks[m->ntasks++];
     memset(t, 0, sizeof *t);
     t->id = id;
+    if (m->nspare) { /* empty arrays of a forgotten task */
+        m->nspare--;
+        t->cy = m->spare[m->nspare].cy;
+        t->cap = m->spare[m->nspare].cap;
+        t->sub = m->spare[m->nspare].sub;
+        t->scap = m->spare[m->nspare].scap;
+    }
     return t;
 }
 
@@ -603,8 +622,17 @@ static void forget_task(d9m_spans *m, uint64_t id) {
     m->hit_ok = false; /* the last task moves */
     size_t i = (size_t)*v;
     d9_u64_map_remove(&m->task_index, id);
-    free(m->tasks[i].cy);
-    free(m->tasks[i].sub);
+    task_state *t = &m->tasks[i];
+    if (m->nspare < SPARE_ARRAYS) {
+        m->spare[m->nspare].cy = t->cy;
+        m->spare[m->nspare].cap = t->cap;
+        m->spare[m->nspare].sub = t->sub;
+        m->spare[m->nspare].scap = t->scap;
+        m->nspare++;
+    } else {
+        free(t->cy);
+        free(t->sub);
+    }
     if (i != m->ntasks - 1) { /* the last one moves into its slot */
         m->tasks[i] = m->tasks[m->ntasks - 1];
         *d9_u64_map_get(&m->task_index, m->tasks[i].id) = i;

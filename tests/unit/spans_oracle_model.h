@@ -1,6 +1,7 @@
-/* The span model (src/model/spans.c) as it was before the sweep fed it where it handles each
- * record (wip-spanfeed): the oracle of test_model_spans_oracle.c, which renames its functions
- * and type before including it so that both models live in one test. Not built on its own. */
+/* The span model (src/model/spans.c) as it was before wip-spanfeed's changes (the newest open
+ * span out of the id index, a span reported from its slot, forgotten tasks' arrays reused): the
+ * oracle of test_model_spans_oracle.c, which renames its functions and type before including
+ * it so that both models live in one test. Not built on its own. */
 #include "model/spans.h"
 
 #include <stdlib.h>

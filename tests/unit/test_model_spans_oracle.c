@@ -1,5 +1,6 @@
 /* The span model (model/spans.h) against its previous version (spans_oracle_model.h, the model
- * before its open spans were kept out of the id index until another began) on random inputs:
+ * before the newest open span was kept out of the id index until another began, a span was
+ * reported from its slot and forgotten tasks' arrays were reused) on random inputs:
  * every span either reports, in the same order, with the same fields, parts, in-poll intervals,
  * parts by cause and stacks, and the same counts of stray ends, reopened spans and tasks held.
  * The inputs are what a reader feeds in time order: wakes, whole polls (overlapping ones of one

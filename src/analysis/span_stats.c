@@ -74,23 +74,24 @@ int d9a_spans_start(d9a_analysis *a) {
     return a->spans.model ? 0 : -1;
 }
 
-void d9a_spans_sweep(d9a_analysis *a, const d9a_rec *r) {
-    d9a_span_stats *s = &a->spans;
-    if (!s->model) return;
-    int rc = 0;
-    switch (r->kind) {
-    case D9A_REC_POLL: rc = d9m_spans_poll(s->model, r->id, r->ts, r->ts + r->dur); break;
-    case D9A_REC_WAKE: rc = d9m_spans_wake(s->model, r->id, r->ts); break;
-    case D9A_REC_TERM: rc = d9m_spans_terminate(s->model, r->id); break;
-    case D9A_REC_QUEUE:
-        if (r->aux == D9A_SPAN_BEGIN)
-            rc = d9m_spans_begin(s->model, r->ts, r->ref, r->id, r->dur, r->worker, 0);
-        else if (r->aux == D9A_SPAN_END)
-            rc = d9m_spans_end(s->model, r->ts, r->ref, r->id, r->dur, r->worker, 0);
-        break;
-    default: break;
-    }
-    if (rc != 0) s->failed = true;
+void d9a_spans_poll(d9a_analysis *a, const d9a_rec *r) {
+    if (d9m_spans_poll(a->spans.model, r->id, r->ts, r->ts + r->dur) != 0) a->spans.failed = true;
+}
+
+void d9a_spans_wake(d9a_analysis *a, const d9a_rec *r) {
+    if (d9m_spans_wake(a->spans.model, r->id, r->ts) != 0) a->spans.failed = true;
+}
+
+void d9a_spans_terminate(d9a_analysis *a, const d9a_rec *r) {
+    if (d9m_spans_terminate(a->spans.model, r->id) != 0) a->spans.failed = true;
+}
+
+void d9a_spans_mark(d9a_analysis *a, const d9a_rec *r) {
+    d9m_spans *m = a->spans.model;
+    int rc = r->aux == D9A_SPAN_BEGIN ? d9m_spans_begin(m, r->ts, r->ref, r->id, r->dur, r->worker, 0)
+             : r->aux == D9A_SPAN_END ? d9m_spans_end(m, r->ts, r->ref, r->id, r->dur, r->worker, 0)
+                                      : 0;
+    if (rc != 0) a->spans.failed = true;
 }
 
 static int by_total_desc(const void *x, const void *y) {

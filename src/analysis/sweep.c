@@ -325,10 +325,14 @@ static void sweep_one(d9a_analysis *a, const d9a_rec *r) {
     if (late) a->late++;
     else a->watermark = r->ts;
     a->swept_any = true;
-    if (!late && a->spans.model) d9a_spans_sweep(a, r);
-    if (r->kind == D9A_REC_QUEUE && r->aux != 0) return; /* a span mark: the model's only */
+    /* the span model takes what it needs where the sweep has it (before the sweep's own
+     * step: the poll's attribution is fed to it from on_poll); no call for the other kinds */
+    bool spans = !late && a->spans.model;
     switch (r->kind) {
-    case D9A_REC_POLL: on_poll(a, r, late); break;
+    case D9A_REC_POLL:
+        if (spans) d9a_spans_poll(a, r);
+        on_poll(a, r, late);
+        break;
     case D9A_REC_PARK: {
         worker *w = rec_worker(a, r->worker);
         if (!w) break;
@@ -341,6 +345,7 @@ static void sweep_one(d9a_analysis *a, const d9a_rec *r) {
         break;
     }
     case D9A_REC_WAKE: {
+        if (spans) d9a_spans_wake(a, r);
         a->wakes++;
         if (r->id == 0 || late) break; /* no task / its poll may be handed on already */
         task *t = d9a_task(a, r->id, true);
@@ -351,6 +356,10 @@ static void sweep_one(d9a_analysis *a, const d9a_rec *r) {
     case D9A_REC_SAMPLE: on_sample(a, r); break;
     case D9A_REC_OFFCPU: on_offcpu(a, r, late); break;
     case D9A_REC_QUEUE:
+        if (r->aux != 0) { /* a span mark: the model's only */
+            if (spans) d9a_spans_mark(a, r);
+            break;
+        }
         if (r->ref > 0) {
             a->qs_nonzero++;
             if (parked_at(a, r->ts, NULL)) a->qs_nonzero_while_parked++;
@@ -376,6 +385,7 @@ static void sweep_one(d9a_analysis *a, const d9a_rec *r) {
         break;
     }
     case D9A_REC_TERM: {
+        if (spans) d9a_spans_terminate(a, r);
         a->terminated++;
         task *t = d9a_task(a, r->id, false);
         if (!t || !t->spawned) a->terminated_unknown++;

@@ -52,6 +52,8 @@ typedef struct begin_entry {
     uint32_t slot, gen;
 } begin_entry;
 
+#define SPARE_ARRAYS 64 /* forgotten tasks' arrays kept for reuse, at most */
+
 struct d9m_spans {
     d9m_span_fn done;
     void *ctx;
@@ -62,12 +64,21 @@ struct d9m_spans {
     open_span *open;
     size_t nopen_slots, cap_open, nopen;
     uint32_t free_head; /* a free slot + 1, chained through next */
+    uint32_t unindexed; /* the newest open span's slot + 1 while it is not in open_by_id (0:
+                           none): most spans end before the next begins, and then never touch
+                           the map; it goes in when another span begins */
     uint64_t now, oldest_open; /* oldest_open valid while nopen > 0 */
     begin_entry *bq;           /* the open spans by begin time, closed ones dropped lazily */
     size_t bq_head, bq_n, bq_cap;
     uint64_t hit_id;           /* the task found last, and its index (hit_ok: valid) */
     size_t hit_idx;
     bool hit_ok;
+    struct {                   /* the record arrays of forgotten tasks, for new tasks: a */
+        cycle *cy;             /* server's task per request would otherwise allocate and */
+        sub_ival *sub;         /* free two arrays each */
+        size_t cap, scap;
+    } spare[SPARE_ARRAYS];
+    size_t nspare;
     uint64_t *dead;            /* terminated tasks to forget once no span is open */
     size_t ndead, cap_dead;
     uint64_t stray_ends, reopened;
@@ -99,6 +110,10 @@ void d9m_spans_free(d9m_spans *m) {
     for (size_t i = 0; i < m->ntasks; i++) {
         free(m->tasks[i].cy);
         free(m->tasks[i].sub);
+    }
+    for (size_t i = 0; i < m->nspare; i++) {
+        free(m->spare[i].cy);
+        free(m->spare[i].sub);
     }
     free(m->tasks);
     d9_u64_map_free(&m->task_index);
@@ -151,6 +166,13 @@ static task_state *task_get(d9m_spans *m, uint64_t id) {
     t = &m->tasks[m->ntasks++];
     memset(t, 0, sizeof *t);
     t->id = id;
+    if (m->nspare) { /* empty arrays of a forgotten task */
+        m->nspare--;
+        t->cy = m->spare[m->nspare].cy;
+        t->cap = m->spare[m->nspare].cap;
+        t->sub = m->spare[m->nspare].sub;
+        t->scap = m->spare[m->nspare].scap;
+    }
     return t;
 }
 
@@ -600,8 +622,17 @@ static void forget_task(d9m_spans *m, uint64_t id) {
     m->hit_ok = false; /* the last task moves */
     size_t i = (size_t)*v;
     d9_u64_map_remove(&m->task_index, id);
-    free(m->tasks[i].cy);
-    free(m->tasks[i].sub);
+    task_state *t = &m->tasks[i];
+    if (m->nspare < SPARE_ARRAYS) {
+        m->spare[m->nspare].cy = t->cy;
+        m->spare[m->nspare].cap = t->cap;
+        m->spare[m->nspare].sub = t->sub;
+        m->spare[m->nspare].scap = t->scap;
+        m->nspare++;
+    } else {
+        free(t->cy);
+        free(t->sub);
+    }
     if (i != m->ntasks - 1) { /* the last one moves into its slot */
         m->tasks[i] = m->tasks[m->ntasks - 1];
         *d9_u64_map_get(&m->task_index, m->tasks[i].id) = i;
@@ -655,10 +686,11 @@ static int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
     return 0;
 }
 
-/* Unlink open span `idx` (its id's chain starts at *head, +1). */
+/* Unlink open span `idx` (its id's chain starts at *head, +1; or it is the unindexed one). */
 static void close_slot(d9m_spans *m, uint32_t idx) {
     uint64_t id = m->open[idx].s.id;
-    uint64_t *head = d9_u64_map_get(&m->open_by_id, id);
+    uint64_t *head = m->unindexed == idx + 1 ? NULL : d9_u64_map_get(&m->open_by_id, id);
+    if (m->unindexed == idx + 1) m->unindexed = 0;
     if (head) {
         if (*head == (uint64_t)idx + 1) {
             if (m->open[idx].next) *head = m->open[idx].next;
@@ -686,12 +718,30 @@ static void close_slot(d9m_spans *m, uint32_t idx) {
     }
 }
 
+/* The newest open span of (name, id): the unindexed one is the newest of all. */
 static int64_t find_open(const d9m_spans *m, uint32_t name, uint64_t id) {
+    if (m->unindexed) {
+        const d9m_span *u = &m->open[m->unindexed - 1].s;
+        if (u->id == id && u->name == name) return (int64_t)m->unindexed - 1;
+    }
     uint64_t *head = d9_u64_map_get(&m->open_by_id, id);
     if (!head) return -1;
     for (uint32_t j = (uint32_t)*head; j; j = m->open[j - 1].next)
         if (m->open[j - 1].s.name == name) return (int64_t)j - 1;
     return -1;
+}
+
+/* The unindexed open span into open_by_id, at its id's head (it is the newest of its id).
+ * 0, or -1 when out of memory (it then stays unindexed). */
+static int index_unindexed(d9m_spans *m) {
+    if (!m->unindexed) return 0;
+    uint32_t idx = m->unindexed - 1;
+    uint64_t *head = d9_u64_map_upsert(&m->open_by_id, m->open[idx].s.id, 0);
+    if (!head) return -1;
+    m->open[idx].next = (uint32_t)*head;
+    *head = idx + 1;
+    m->unindexed = 0;
+    return 0;
 }
 
 int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,
@@ -705,6 +755,7 @@ int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint6
         s.end_ts = ts;
         if (report(m, &s) != 0) return -1;
     }
+    if (index_unindexed(m) != 0) return -1;
     uint32_t idx;
     if (m->free_head) {
         idx = m->free_head - 1;
@@ -714,25 +765,28 @@ int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint6
         idx = (uint32_t)m->nopen_slots++;
         m->open[idx].gen = 0;
     }
-    uint64_t *head = d9_u64_map_upsert(&m->open_by_id, id, 0);
-    if (!head) {
+    /* what report() does not set (its parts, intervals and stacks it does) */
+    open_span *o = &m->open[idx];
+    o->s.name = name;
+    o->s.id = id;
+    o->s.begin_ts = ts;
+    o->s.end_ts = 0;
+    o->s.begin_task = task;
+    o->s.end_task = 0;
+    o->s.begin_worker = worker;
+    o->s.end_worker = 0;
+    o->s.begin_tid = tid;
+    o->s.end_tid = 0;
+    o->s.ended = false;
+    o->next = 0;
+    o->used = true;
+    if (queue_begin(m, ts, idx) != 0) {
         m->open[idx].used = false;
         m->open[idx].next = m->free_head;
         m->free_head = idx + 1;
         return -1;
     }
-    m->open[idx] = (open_span){.s = {.name = name, .id = id, .begin_ts = ts, .begin_task = task,
-                                     .begin_worker = worker, .begin_tid = tid},
-                               .next = (uint32_t)*head, .gen = m->open[idx].gen, .used = true};
-    *head = idx + 1;
-    if (queue_begin(m, ts, idx) != 0) {
-        m->open[idx].used = false; /* unlinked as it was linked: at its id's head */
-        *head = m->open[idx].next;
-        if (!*head) d9_u64_map_remove(&m->open_by_id, id);
-        m->open[idx].next = m->free_head;
-        m->free_head = idx + 1;
-        return -1;
-    }
+    m->unindexed = idx + 1;
     if (m->nopen++ == 0 || ts < m->oldest_open) m->oldest_open = ts;
     return 0;
 }
@@ -745,13 +799,13 @@ int d9m_spans_end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_
         m->stray_ends++;
         return 0;
     }
-    d9m_span s = m->open[idx].s;
-    s.end_ts = ts;
-    s.end_task = task;
-    s.end_worker = worker;
-    s.end_tid = tid;
-    s.ended = true;
-    int rc = report(m, &s); /* before closing: its intervals are still kept */
+    d9m_span *s = &m->open[idx].s; /* reported from its slot (no copy), which closes after */
+    s->end_ts = ts;
+    s->end_task = task;
+    s->end_worker = worker;
+    s->end_tid = tid;
+    s->ended = true;
+    int rc = report(m, s); /* before closing: its intervals are still kept */
     close_slot(m, (uint32_t)idx);
     return rc;
 }

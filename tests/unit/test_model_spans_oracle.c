@@ -1,0 +1,185 @@
+/* The span model (model/spans.h) against its previous version (spans_oracle_model.h, the model
+ * before the newest open span was kept out of the id index until another began, a span was
+ * reported from its slot and forgotten tasks' arrays were reused) on random inputs:
+ * every span either reports, in the same order, with the same fields, parts, in-poll intervals,
+ * parts by cause and stacks, and the same counts of stray ends, reopened spans and tasks held.
+ * The inputs are what a reader feeds in time order: wakes, whole polls (overlapping ones of one
+ * task too), their gaps and off-CPU intervals and a late stack, begins and ends of a few names
+ * over a few ids (so that ends close nothing, begins reopen, one id carries several names and
+ * spans nest or interleave), terminations, and drops in the coverage. */
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "model/spans.h"
+
+/* the oracle, under other names */
+typedef struct oracle_model oracle_model;
+#define d9m_spans oracle_model
+#define d9m_spans_new oracle_new
+#define d9m_spans_free oracle_free
+#define d9m_spans_stray_ends oracle_stray_ends
+#define d9m_spans_reopened oracle_reopened
+#define d9m_spans_tasks_held oracle_tasks_held
+#define d9m_spans_wake oracle_wake
+#define d9m_spans_poll oracle_poll
+#define d9m_spans_set_coverage oracle_set_coverage
+#define d9m_spans_poll_gap oracle_poll_gap
+#define d9m_spans_poll_off oracle_poll_off
+#define d9m_spans_poll_off_stack oracle_poll_off_stack
+#define d9m_spans_begin oracle_begin
+#define d9m_spans_end oracle_end
+#define d9m_spans_terminate oracle_terminate
+#define d9m_spans_finish oracle_finish
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-prototypes" /* its functions are the header's, renamed */
+#include "spans_oracle_model.h"
+#pragma GCC diagnostic pop
+#undef d9m_spans
+#undef d9m_spans_new
+#undef d9m_spans_free
+#undef d9m_spans_stray_ends
+#undef d9m_spans_reopened
+#undef d9m_spans_tasks_held
+#undef d9m_spans_wake
+#undef d9m_spans_poll
+#undef d9m_spans_set_coverage
+#undef d9m_spans_poll_gap
+#undef d9m_spans_poll_off
+#undef d9m_spans_poll_off_stack
+#undef d9m_spans_begin
+#undef d9m_spans_end
+#undef d9m_spans_terminate
+#undef d9m_spans_finish
+
+/* Every reported span, flattened to numbers. */
+typedef struct log {
+    uint64_t *v;
+    size_t n, cap;
+    size_t spans;
+} log;
+
+static void put(log *l, uint64_t x) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 1024;
+        l->v = realloc(l->v, l->cap * sizeof *l->v);
+        if (!l->v) abort();
+    }
+    l->v[l->n++] = x;
+}
+
+static void on_span(void *ctx, const d9m_span *s) {
+    log *l = ctx;
+    l->spans++;
+    uint64_t head[] = {s->name, s->id, s->begin_ts, s->end_ts, s->begin_task, s->end_task,
+                       s->begin_worker, s->end_worker, s->begin_tid, s->end_tid, s->ended,
+                       s->parts.poll_ns, s->parts.queued_ns, s->parts.wait_ns, s->parts.unknown_ns,
+                       s->npolls, s->npoll_stacks};
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; i++) put(l, head[i]);
+    for (size_t i = 0; i < s->npolls; i++) {
+        put(l, s->polls[i].start);
+        put(l, s->polls[i].end);
+        put(l, s->polls[i].task);
+    }
+    for (int p = 0; p < D9M_PARTS; p++) put(l, s->poll_parts.ns[p]);
+    for (size_t i = 0; i < s->npoll_stacks; i++) {
+        put(l, s->poll_stacks[i].stack);
+        put(l, s->poll_stacks[i].ns);
+    }
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next(void) { /* xorshift64: the same inputs every run */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static uint64_t pick(uint64_t n) { return next() % n; }
+
+/* Both models get each input; rc must agree too. */
+#define BOTH(call_new, call_old) CHECK_EQ_U64((uint64_t)(call_new), (uint64_t)(call_old))
+
+static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned nnames, bool drops) {
+    log ln = {0}, lo = {0};
+    d9m_spans *m = d9m_spans_new(on_span, &ln);
+    oracle_model *o = oracle_new(on_span, &lo);
+    CHECK(m != NULL && o != NULL);
+    d9m_coverage cov = {0};
+    if (drops) {
+        d9m_spans_set_coverage(m, &cov);
+        oracle_set_coverage(o, &cov);
+    }
+    uint64_t ts = 1000, cur_task = 0; /* the task being polled at ts on "its" worker, or 0 */
+    for (unsigned i = 0; i < steps; i++) {
+        ts += pick(4) == 0 ? 0 : 1 + pick(50); /* equal timestamps too */
+        uint64_t task = 1 + pick(ntasks);
+        unsigned what = (unsigned)pick(100);
+        if (what < 18) {
+            BOTH(d9m_spans_wake(m, task, ts), oracle_wake(o, task, ts));
+        } else if (what < 40) {
+            uint64_t end = ts + pick(4) * (1 + pick(80)); /* empty polls too */
+            BOTH(d9m_spans_poll(m, task, ts, end), oracle_poll(o, task, ts, end));
+            cur_task = task;
+            if (pick(3) == 0) { /* its attribution, in time order inside it */
+                uint64_t a = ts + pick(20), b = a + pick(30);
+                BOTH(d9m_spans_poll_gap(m, task, a, b), oracle_poll_gap(o, task, a, b));
+                uint64_t c = b + pick(10), d = c + pick(40);
+                d9m_part part = pick(2) ? D9M_PART_RUNNABLE : D9M_PART_BLOCKED_OTHER;
+                uint32_t stack = pick(2) ? (uint32_t)pick(5) : D9M_SPAN_NO_STACK;
+                BOTH(d9m_spans_poll_off(m, task, c, d, part, stack), oracle_poll_off(o, task, c, d, part, stack));
+                if (pick(2)) { /* a second one, overlapping now and then */
+                    uint64_t e = d - pick(8), f = e + pick(30);
+                    BOTH(d9m_spans_poll_off(m, task, e, f, D9M_PART_BLOCKED_OTHER, D9M_SPAN_NO_STACK),
+                         oracle_poll_off(o, task, e, f, D9M_PART_BLOCKED_OTHER, D9M_SPAN_NO_STACK));
+                    uint32_t late = (uint32_t)pick(5);
+                    d9m_spans_poll_off_stack(m, task, late);
+                    oracle_poll_off_stack(o, task, late);
+                }
+            }
+        } else if (what < 65) {
+            uint32_t name = 1 + (uint32_t)pick(nnames);
+            uint64_t id = 1 + pick(nids), t = pick(3) ? cur_task : 0;
+            uint64_t worker = pick(3), tid = 100 + worker;
+            BOTH(d9m_spans_begin(m, ts, name, id, t, worker, tid), oracle_begin(o, ts, name, id, t, worker, tid));
+        } else if (what < 92) {
+            uint32_t name = 1 + (uint32_t)pick(nnames);
+            uint64_t id = 1 + pick(nids), t = pick(3) ? cur_task : pick(2) ? task : 0;
+            uint64_t worker = pick(3), tid = 100 + worker;
+            BOTH(d9m_spans_end(m, ts, name, id, t, worker, tid), oracle_end(o, ts, name, id, t, worker, tid));
+        } else if (what < 97) {
+            BOTH(d9m_spans_terminate(m, task), oracle_terminate(o, task));
+            if (task == cur_task) cur_task = 0;
+        } else if (drops) {
+            d9m_coverage_drop(&cov, ts, pick(2), 0);
+        }
+        CHECK_EQ_U64(d9m_spans_tasks_held(m), oracle_tasks_held(o));
+    }
+    ts += 10;
+    BOTH(d9m_spans_finish(m, ts), oracle_finish(o, ts));
+    CHECK_EQ_U64(ln.spans, lo.spans);
+    CHECK_EQ_U64(ln.n, lo.n);
+    size_t same = ln.n == lo.n ? ln.n : 0;
+    CHECK(same == 0 || memcmp(ln.v, lo.v, same * sizeof *ln.v) == 0);
+    CHECK_EQ_U64(d9m_spans_stray_ends(m), oracle_stray_ends(o));
+    CHECK_EQ_U64(d9m_spans_reopened(m), oracle_reopened(o));
+    CHECK_EQ_U64(d9m_spans_tasks_held(m), oracle_tasks_held(o));
+    d9m_spans_free(m);
+    oracle_free(o);
+    d9m_coverage_free(&cov);
+    free(ln.v);
+    free(lo.v);
+    return ln.spans;
+}
+
+int main(void) {
+    size_t spans = 0;
+    for (unsigned run = 0; run < 600; run++) {
+        unsigned ntasks = 1 + run % 5, nids = 1 + run % 7, nnames = 1 + run % 3;
+        spans += one_run(200 + run % 300, ntasks, nids, nnames, run % 4 == 3);
+    }
+    printf("600 runs, %zu spans reported by each model\n", spans);
+    CHECK(spans > 10000); /* the inputs do close spans */
+    printf("%d passed, %d failed\n", d9t_passed, d9t_failed);
+    return d9t_failed != 0;
+}

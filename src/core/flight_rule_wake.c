@@ -24,8 +24,8 @@ void d9_rule_wake_arm(uint64_t poll_ns) {
      * worst, never a missed one */
     double per_ns = d9_clock_ticks_per_ns(200 * 1000);
     if (!(per_ns > 0)) return;
-    g_poll_ticks = (uint64_t)((double)poll_ns * per_ns * 0.99);
-    g_gap_ticks = (uint64_t)(1e6 * per_ns);
+    __atomic_store_n(&g_poll_ticks, (uint64_t)((double)poll_ns * per_ns * 0.99), __ATOMIC_RELAXED);
+    __atomic_store_n(&g_gap_ticks, (uint64_t)(1e6 * per_ns), __ATOMIC_RELAXED);
     atomic_store_explicit(&g_last_wake, 0, memory_order_relaxed);
     __atomic_store_n(&d9_rule_wake_on, true, __ATOMIC_RELEASE);
 }
@@ -35,10 +35,12 @@ void d9_rule_wake_disarm(void) { __atomic_store_n(&d9_rule_wake_on, false, __ATO
 void d9_rule_wake_poll_end_slow(uint64_t ticks) {
     uint64_t begin = d9__tls_rule_wake_begin;
     d9__tls_rule_wake_begin = 0; /* an end without its begin (armed meanwhile) is never measured */
-    if (!begin || begin > ticks || ticks - begin <= g_poll_ticks) return;
+    /* acquire: the thresholds the arming thread stored before it turned the wake on */
+    if (!__atomic_load_n(&d9_rule_wake_on, __ATOMIC_ACQUIRE)) return;
+    if (!begin || begin > ticks || ticks - begin <= __atomic_load_n(&g_poll_ticks, __ATOMIC_RELAXED)) return;
     uint64_t last = atomic_load_explicit(&g_last_wake, memory_order_relaxed);
-    if (last && ticks >= last && ticks - last < g_gap_ticks) return; /* woken < 1 ms ago: that drain
-                                                                        is followed by another 1 ms later */
+    /* woken < 1 ms ago: that drain is followed by another 1 ms later, which takes this end */
+    if (last && ticks >= last && ticks - last < __atomic_load_n(&g_gap_ticks, __ATOMIC_RELAXED)) return;
     if (!atomic_compare_exchange_strong_explicit(&g_last_wake, &last, ticks, memory_order_relaxed, memory_order_relaxed))
         return; /* another thread's wake, this same instant */
     atomic_store_explicit(&g_pending, true, memory_order_relaxed);

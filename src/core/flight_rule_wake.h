@@ -11,8 +11,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-extern bool d9_rule_wake_on; /* a poll_ms rule is armed: the hooks keep begin ticks */
-extern __thread uint64_t d9__tls_rule_wake_begin __attribute__((tls_model("initial-exec")));
+/* a poll_ms rule is armed: the hooks keep begin ticks. Hidden: the hook loads it in one
+ * instruction, not through an address computed first */
+extern bool d9_rule_wake_on __attribute__((visibility("hidden")));
+extern __thread uint64_t d9__tls_rule_wake_begin __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 /* The armed paths, out of line (a tail call from the hook: its fast path saves no register). */
 void d9_rule_wake_poll_end_slow(uint64_t ticks) __attribute__((cold, noinline));

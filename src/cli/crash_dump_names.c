@@ -43,7 +43,7 @@ static void name_dump(const char *cmd, const char *path, int dir, d9_symbolizer 
     if (!d) return;
     uint64_t addresses = 0, named = 0;
     unsigned segments = 0, failed = 0;
-    char err[512] = "";
+    char err[1024] = ""; /* a segment's name and the symbolizer's message */
     struct dirent *e;
     while ((e = readdir(d))) {
         if (!plain_segment(e->d_name)) continue;

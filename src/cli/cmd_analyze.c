@@ -9,6 +9,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/report_json.h"
+#include "cli/crash_dump_names.h"
 #include "cli/dump_window.h"
 #include "cli/cli.h"
 #include "cli/analysis_run.h"
@@ -110,6 +111,7 @@ int d9_cmd_analyze(int argc, char **argv) {
         analyze_usage(stderr);
         return D9_EXIT_USAGE;
     }
+    d9_name_crash_dumps("analyze", argc - optind, argv + optind, stderr); /* a crash dump: named first */
     /* a flight recorder's dump: the report starts at its trigger's look-back (said first) */
     d9_dump_analyze_window(argc - optind, argv + optind, &opt.from, json ? stderr : stdout);
     if (d9_cli_check_window("analyze", &opt.from, &opt.to) != 0) return D9_EXIT_USAGE;

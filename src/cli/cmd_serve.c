@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/crash_dump_names.h"
 #include "serve/serve_options.h"
 
 #ifdef D9_SERVE_BUILT
@@ -44,6 +45,8 @@ static bool find_server(char *out, size_t len, char *where, size_t where_len) {
 #endif
 
 int d9_cmd_serve(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) /* a crash dump among its directories: named first */
+        if (argv[i][0] != '-') d9_name_crash_dumps("serve", 1, &argv[i], stderr);
 #ifdef D9_SERVE_BUILT
     char server[PATH_MAX], where[2 * PATH_MAX + 64];
     if (find_server(server, sizeof server, where, sizeof where)) {

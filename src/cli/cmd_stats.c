@@ -9,6 +9,7 @@
 #include "analysis/coverage.h"
 #include "analysis/upload_loss.h"
 #include "cli/cli.h"
+#include "cli/crash_dump_names.h"
 #include "cli/dump_manifest.h"
 #include "common/json_writer.h"
 #include "format/trace_paths.h"
@@ -659,6 +660,7 @@ int d9_cmd_stats(int argc, char **argv) {
     }
     d9_path_list paths = {0};
     char err[512];
+    d9_name_crash_dumps("stats", argc - optind, argv + optind, stderr); /* a crash dump: named first */
     if (d9_expand_paths(argc - optind, argv + optind, &paths, err, sizeof err) != 0) {
         fprintf(stderr, "dial9 stats: %s\n", err);
         d9_path_list_free(&paths);

@@ -360,8 +360,8 @@ static void write_dump(int sig, const siginfo_t *si) {
                "sealed ones and the one being written up to the collector's last drain (events still in the "
                "threads' buffers are lost)\",\n    \"files\": [");
     else
-        put(o, ",\n    \"symbols\": \"none: a crash dump is written inside the signal handler (dial9 symbolize adds "
-               "them)\",\n"
+        put(o, ",\n    \"symbols\": \"none: a crash dump is written inside the signal handler (dial9 analyze, stats "
+               "and serve add them from the binaries on disk when they read it, as dial9 symbolize does)\",\n"
                "    \"contents\": \"everything the recorder held at the crash: its sealed segments and the open one up to "
                "its last drain (events still in the threads' buffers are lost, as in disk mode)\",\n    \"files\": [");
     if (o->len + f->len + 512 < o->cap) {

@@ -20,10 +20,12 @@
 
 #include "common/json_writer.h"
 #include "common/segment_name.h"
+#include "core/collector_wake.h"
 #include "core/flight_control.h"
 #include "core/flight_crash.h"
 #include "core/flight_dump.h"
 #include "core/flight_rule_check.h"
+#include "core/flight_rule_wake.h"
 #include "core/flight_upload.h"
 #include "core/last_error.h"
 #include "core/own_thread_name.h"
@@ -59,6 +61,7 @@ typedef struct dump {
     uint64_t merged;         /* rule triggers that joined it (debounce) */
     uint64_t requested_after_ns; /* rule: from the event's end to this dump's start */
     uint64_t matched_after_ns;   /* rule: from the event's end to the collector's match */
+    bool matched_in_woken_drain; /* rule: in a drain its poll's end asked for (flight_rule_wake.h) */
     uint32_t missing;        /* segments of the window that could not be added */
     bool evicted_before;     /* the store had dropped part of the look-back already */
     int client_fd;           /* the control socket client waiting for it, -1: none */
@@ -83,6 +86,7 @@ typedef struct hit_slot {
     d9_flight_rule_kind kind;
     uint64_t begin_ns, end_ns, value, worker;
     uint64_t matched_ns;    /* when the collector matched it: the latency's first part */
+    bool woken;             /* in a drain a poll's end asked for, not a periodic one */
     const char *event_name; /* a registered type's name: lives as long as the process */
 } hit_slot;
 
@@ -203,6 +207,7 @@ static void ask_seal(flight *f, uint64_t at_ns) {
     if (f->col) d9_collector_request_seal(f->col, at_ns);
     pthread_mutex_unlock(&f->lock);
     f->seal_asked_ns = at_ns;
+    if (at_ns <= mono_ns()) d9_collector_wake(); /* the window has ended: seal now, not a drain period later */
 }
 
 /* ---------------------------------------------------------------- the store */
@@ -323,6 +328,10 @@ static void write_manifest(flight *f, dump *d, bool stopped) {
         d9_json_key(&j, "merged_triggers"); d9_json_u64(&j, d->merged);
         if (d->rule[0]) d9_json_key_f64(&j, "requested_after_ms", (double)d->requested_after_ns / 1e6);
         if (d->rule[0]) d9_json_key_f64(&j, "matched_after_ms", (double)d->matched_after_ns / 1e6);
+        if (d->rule[0]) { /* which drain matched it: one its poll's end asked for, or the periodic one */
+            d9_json_key(&j, "drain");
+            d9_json_string(&j, d->matched_in_woken_drain ? "woken" : "periodic");
+        }
         d9_json_object_end(&j);
         d9_json_key(&j, "window");
         d9_json_object_begin(&j);
@@ -550,6 +559,7 @@ void d9_flight_rule_matched(d9_flight_rule_kind kind, uint64_t begin_ns, uint64_
         h->value = value;
         h->worker = worker;
         h->matched_ns = mono_ns(); /* a match is rare: one clock read */
+        h->woken = d9_rule_wake_in_drain;
         h->event_name = event_name;
         atomic_store_explicit(&h->state, 2, memory_order_release);
         wake(f);
@@ -601,6 +611,7 @@ static void take_hits(flight *f) {
             if (f->last_rule_dump && f->last_rule_dump != before) {
                 f->last_rule_dump->requested_after_ns = now > h->end_ns ? now - h->end_ns : 0;
                 f->last_rule_dump->matched_after_ns = h->matched_ns > h->end_ns ? h->matched_ns - h->end_ns : 0;
+                f->last_rule_dump->matched_in_woken_drain = h->woken;
             }
         }
         atomic_store_explicit(&((hit_slot *)h)->state, 0, memory_order_release);

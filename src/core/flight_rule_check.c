@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "core/flight_rule_wake.h"
+
 d9_rule_check d9_g_rule_check = {.poll_ns = UINT64_MAX, .sched_ns = UINT64_MAX};
 
 void d9_rule_check_arm(const d9_flight_rules *rules) {
@@ -22,9 +24,13 @@ void d9_rule_check_arm(const d9_flight_rules *rules) {
         }
     }
     if (rules->count) atomic_store_explicit(&rc->on, true, memory_order_release);
+    d9_rule_wake_arm(rc->poll_ns); /* poll ends past the threshold ask for a drain at once */
 }
 
-void d9_rule_check_disarm(void) { atomic_store_explicit(&d9_g_rule_check.on, false, memory_order_release); }
+void d9_rule_check_disarm(void) {
+    d9_rule_wake_disarm();
+    atomic_store_explicit(&d9_g_rule_check.on, false, memory_order_release);
+}
 
 /* Once per custom type: does an event:Name rule name it? */
 bool d9_rule_check_event_slow(const d9_event_type *type) {

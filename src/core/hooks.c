@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "core/event_types.h"
+#include "core/flight_rule_wake.h"
 #include "core/fork_guard.h"
 #include "core/locations.h"
 #include "core/records.h"
@@ -74,7 +75,8 @@ static inline uint32_t loc_id_if_known(const d9_loc *where) {
     r[2] = loc | (uint64_t)t->local_queue << 32;                                           \
     d9_thread_commit(t, D9_REC_WORDS_POLL_BEGIN);                                          \
     t->unpark_ticks = 0; /* a readiness wake after a poll was not found by that unpark */  \
-    __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED) /* read by pause_ends.c */
+    __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED); /* read by pause_ends.c */      \
+    d9_rule_wake_poll_begin(ticks)
 
 SLOW void poll_begin_slow(uint64_t task_id, const d9_loc *where) {
     uint32_t loc = d9_loc_id(where);
@@ -100,7 +102,8 @@ void d9__poll_begin(uint64_t task_id, const d9_loc *where) {
 #define POLL_END_BODY(ticks)                                                               \
     r[0] = D9_REC_HEADER((ticks), D9_REC_POLL_END);                                        \
     d9_thread_commit(t, D9_REC_WORDS_POLL_END);                                            \
-    __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED)
+    __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED);                                \
+    d9_rule_wake_poll_end(ticks)
 
 SLOW void poll_end_slow(void) {
     BEGIN(D9_REC_WORDS_POLL_END);
@@ -130,7 +133,8 @@ void d9__poll_end(void) {
     r[D9_REC_WORDS_POLL_END + 2] = loc | (uint64_t)t->local_queue << 32;                   \
     d9_thread_commit(t, POLL_END_BEGIN_WORDS);                                             \
     t->unpark_ticks = 0;                                                                   \
-    __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED)
+    __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED);                                 \
+    d9_rule_wake_poll_end_begin(ticks)
 
 SLOW void poll_end_begin_slow(uint64_t task_id, const d9_loc *where) {
     uint32_t loc = d9_loc_id(where);

@@ -12,8 +12,10 @@
 
 #include "core/clock.h"
 #include "core/collector.h"
+#include "core/collector_wake.h"
 #include "core/config_abi.h"
 #include "core/flight_recorder.h"
+#include "core/flight_rule_wake.h"
 #include "core/fork_guard.h"
 #include "core/last_error.h"
 #include "core/own_thread_name.h"
@@ -42,8 +44,7 @@ typedef struct recorder {
     pthread_t thread;
     bool thread_started;         /* not for a program already ending (start) */
 
-    pthread_mutex_t wake_lock;   /* background thread's sleep, stop and flush requests */
-    pthread_cond_t wake;
+    pthread_mutex_t wake_lock;   /* stop and flush requests (the sleep: collector_wake.h) */
     pthread_cond_t flushed;
     bool stop_requested;
     uint64_t flush_requested, flush_done;
@@ -53,7 +54,6 @@ static recorder g_rec = {
     .lifecycle = PTHREAD_MUTEX_INITIALIZER,
     .col_lock = PTHREAD_MUTEX_INITIALIZER,
     .wake_lock = PTHREAD_MUTEX_INITIALIZER,
-    .wake = PTHREAD_COND_INITIALIZER,
     .flushed = PTHREAD_COND_INITIALIZER,
 };
 
@@ -61,21 +61,27 @@ static void *background_main(void *arg) {
     recorder *r = arg;
     d9_name_own_thread("dial9-collect");
     uint32_t max_ms = r->cfg.flush_ms, interval_ms = max_ms;
+    bool follow_up = false; /* a drain 1 ms after one a poll end asked for (flight_rule_wake.h) */
+    uint32_t seen = d9_collector_wake_seen(); /* read before each drain: a wake during it is kept */
     pthread_mutex_lock(&r->wake_lock);
     while (!r->stop_requested) {
         if (r->flush_requested == r->flush_done) {
-            struct timespec until;
-            clock_gettime(CLOCK_MONOTONIC, &until);
-            uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)interval_ms * 1000000u;
-            until.tv_sec += (time_t)(ns / 1000000000u);
-            until.tv_nsec = (long)(ns % 1000000000u);
-            pthread_cond_timedwait(&r->wake, &r->wake_lock, &until);
+            pthread_mutex_unlock(&r->wake_lock);
+            d9_collector_sleep(seen, follow_up ? 1 : interval_ms);
+            pthread_mutex_lock(&r->wake_lock);
             if (r->stop_requested) break;
         }
         uint64_t flush_target = r->flush_requested;
         pthread_mutex_unlock(&r->wake_lock);
 
+        seen = d9_collector_wake_seen();
+        /* a wake asked for by a poll end past a rule's threshold: this drain, and one more
+         * 1 ms later for the ends whose wakes the 1 ms rate limit held back */
+        bool woken = d9_rule_wake_take();
+        d9_rule_wake_in_drain = woken;
+        follow_up = woken;
         double fill = d9_collector_drain(r->col);
+        d9_rule_wake_in_drain = false;
         /* Drain sooner while buffers fill up (a burst), relax back to flush_ms once they hold
          * little: the rings above D9_RING_GROW_FILL grow meanwhile, so a steady rate ends at
          * flush_ms with rings large enough for it, not at 1 ms drains of small rings. */
@@ -92,16 +98,6 @@ static void *background_main(void *arg) {
     return NULL;
 }
 
-/* The background thread sleeps against CLOCK_MONOTONIC: a wall-clock jump must not make it
- * spin or oversleep. */
-static void init_wake_cond(void) {
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&g_rec.wake, &attr);
-    pthread_condattr_destroy(&attr);
-}
-
 void d9_recorder_forget_after_fork(void) {
     /* The child has our memory but not our background thread, and must never write into the
      * parent's files: drop everything without touching it. */
@@ -115,7 +111,6 @@ void d9_recorder_forget_after_fork(void) {
     g_rec.col_lock = m;
     g_rec.wake_lock = m;
     g_rec.flushed = cv;
-    init_wake_cond();
     g_rec.running = false;
     g_rec.col = NULL;
     g_rec.pipeline = NULL;
@@ -155,7 +150,6 @@ static void close_collector(recorder *r, d9_stats *final_stats) {
 }
 
 static void install_process_hooks(void) {
-    init_wake_cond();
     d9_fork_guard_install();
     atexit(at_exit_stop);
 }
@@ -365,8 +359,8 @@ void d9_stop(void) {
     d9_pause_ends_clear();
     pthread_mutex_lock(&r->wake_lock);
     r->stop_requested = true;
-    pthread_cond_broadcast(&r->wake);
     pthread_mutex_unlock(&r->wake_lock);
+    d9_collector_wake();
     if (r->thread_started) pthread_join(r->thread, NULL);
     close_collector(r, &r->last_stats); /* drains what is left, seals the last segment */
     d9_sources_stop();
@@ -401,7 +395,7 @@ void d9_flush(void) {
     if (!running) return;
     pthread_mutex_lock(&r->wake_lock);
     uint64_t target = ++r->flush_requested;
-    pthread_cond_broadcast(&r->wake);
+    d9_collector_wake(); /* under the lock: the collector reads the request under it after its sleep */
     while (r->flush_done < target && !r->stop_requested) pthread_cond_wait(&r->flushed, &r->wake_lock);
     pthread_mutex_unlock(&r->wake_lock);
 }

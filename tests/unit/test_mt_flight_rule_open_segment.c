@@ -92,6 +92,11 @@ int main(void) {
         if (after) printf("event -> dump requested: %.3f ms\n", strtod(after + strlen("\"requested_after_ms\": "), NULL));
         const char *matched = m ? strstr(m, "\"matched_after_ms\": ") : NULL; /* the collector's part of it */
         if (matched) printf("event -> matched by the collector: %.3f ms\n", strtod(matched + strlen("\"matched_after_ms\": "), NULL));
+        const char *drain = m ? strstr(m, "\"drain\": \"") : NULL; /* woken by the poll's end, or periodic */
+        if (drain) {
+            drain += strlen("\"drain\": \"");
+            printf("matched in a %.*s drain\n", (int)strcspn(drain, "\""), drain);
+        }
         free(m);
         uint64_t long_poll = 0;
         CHECK_EQ_U64(d9t_decode_run(dir, on_event, &long_poll), 0);

@@ -1,0 +1,58 @@
+/* The poll-end wake-up of a poll_ms rule (flight_rule_wake.h). */
+#include "core/flight_rule_wake.h"
+
+#include <stdatomic.h>
+
+#include "core/clock.h"
+#include "core/collector_wake.h"
+
+bool d9_rule_wake_on;
+__thread uint64_t d9__tls_rule_wake_begin __attribute__((tls_model("initial-exec")));
+bool d9_rule_wake_in_drain;
+
+static uint64_t g_poll_ticks = UINT64_MAX; /* the lowest threshold in ticks, a hair under it */
+static uint64_t g_gap_ticks;               /* 1 ms in ticks: the wakes' rate limit */
+static _Atomic uint64_t g_last_wake;       /* ticks of the last wake, any thread */
+static _Atomic bool g_pending;             /* a wake the collector has not taken yet */
+static _Atomic uint64_t g_wakes;
+
+void d9_rule_wake_arm(uint64_t poll_ns) {
+    __atomic_store_n(&d9_rule_wake_on, false, __ATOMIC_RELEASE);
+    if (poll_ns == UINT64_MAX) return;
+    /* ticks per ns from the clock's selection to now (a spin of at most 200 us, once): a
+     * 1% margin below the threshold, so that the rate's error costs a needless drain at
+     * worst, never a missed one */
+    double per_ns = d9_clock_ticks_per_ns(200 * 1000);
+    if (!(per_ns > 0)) return;
+    __atomic_store_n(&g_poll_ticks, (uint64_t)((double)poll_ns * per_ns * 0.99), __ATOMIC_RELAXED);
+    __atomic_store_n(&g_gap_ticks, (uint64_t)(1e6 * per_ns), __ATOMIC_RELAXED);
+    atomic_store_explicit(&g_last_wake, 0, memory_order_relaxed);
+    __atomic_store_n(&d9_rule_wake_on, true, __ATOMIC_RELEASE);
+}
+
+void d9_rule_wake_disarm(void) { __atomic_store_n(&d9_rule_wake_on, false, __ATOMIC_RELEASE); }
+
+void d9_rule_wake_poll_end_slow(uint64_t ticks) {
+    uint64_t begin = d9__tls_rule_wake_begin;
+    d9__tls_rule_wake_begin = 0; /* an end without its begin (armed meanwhile) is never measured */
+    /* acquire: the thresholds the arming thread stored before it turned the wake on */
+    if (!__atomic_load_n(&d9_rule_wake_on, __ATOMIC_ACQUIRE)) return;
+    if (!begin || begin > ticks || ticks - begin <= __atomic_load_n(&g_poll_ticks, __ATOMIC_RELAXED)) return;
+    uint64_t last = atomic_load_explicit(&g_last_wake, memory_order_relaxed);
+    /* woken < 1 ms ago: that drain is followed by another 1 ms later, which takes this end */
+    if (last && ticks >= last && ticks - last < __atomic_load_n(&g_gap_ticks, __ATOMIC_RELAXED)) return;
+    if (!atomic_compare_exchange_strong_explicit(&g_last_wake, &last, ticks, memory_order_relaxed, memory_order_relaxed))
+        return; /* another thread's wake, this same instant */
+    atomic_store_explicit(&g_pending, true, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_wakes, 1, memory_order_relaxed);
+    d9_collector_wake(); /* release: the committed poll end, then the word */
+}
+
+void d9_rule_wake_poll_end_begin_slow(uint64_t ticks) {
+    d9_rule_wake_poll_end_slow(ticks);
+    d9__tls_rule_wake_begin = ticks;
+}
+
+bool d9_rule_wake_take(void) { return atomic_exchange_explicit(&g_pending, false, memory_order_acquire); }
+
+uint64_t d9_rule_wake_count(void) { return atomic_load_explicit(&g_wakes, memory_order_relaxed); }

@@ -1,0 +1,48 @@
+/* The poll-end wake-up of a poll_ms rule (docs/flight-recorder.md, "Where the latency goes"):
+ * the collector checks the rules as it merges, which was a drain period (DIAL9_FLUSH_MS) after
+ * the event. While a poll_ms rule is armed, the poll hooks keep the poll's begin tick per
+ * thread, and a poll end longer than the lowest threshold wakes the collector to drain now
+ * (collector_wake.h: a futex, no lock, nothing written), at most once per ms for all threads.
+ * When no such rule is armed each hook pays one load and one predictable branch. The rule's
+ * match itself stays the collector's: this only says when to drain. */
+#ifndef D9_CORE_FLIGHT_RULE_WAKE_H
+#define D9_CORE_FLIGHT_RULE_WAKE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* a poll_ms rule is armed: the hooks keep begin ticks. Hidden: the hook loads it in one
+ * instruction, not through an address computed first */
+extern bool d9_rule_wake_on __attribute__((visibility("hidden")));
+extern __thread uint64_t d9__tls_rule_wake_begin __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* The armed paths, out of line (a tail call from the hook: its fast path saves no register). */
+void d9_rule_wake_poll_end_slow(uint64_t ticks) __attribute__((cold, noinline));
+void d9_rule_wake_poll_end_begin_slow(uint64_t ticks) __attribute__((cold, noinline));
+
+/* In the poll hooks, after the record is committed (the drain it asks for must see it). */
+static inline void d9_rule_wake_poll_begin(uint64_t ticks) {
+    if (__builtin_expect(__atomic_load_n(&d9_rule_wake_on, __ATOMIC_RELAXED), 0)) d9__tls_rule_wake_begin = ticks;
+}
+static inline void d9_rule_wake_poll_end(uint64_t ticks) {
+    if (__builtin_expect(__atomic_load_n(&d9_rule_wake_on, __ATOMIC_RELAXED), 0)) d9_rule_wake_poll_end_slow(ticks);
+}
+static inline void d9_rule_wake_poll_end_begin(uint64_t ticks) {
+    if (__builtin_expect(__atomic_load_n(&d9_rule_wake_on, __ATOMIC_RELAXED), 0)) d9_rule_wake_poll_end_begin_slow(ticks);
+}
+
+/* Arm with the lowest poll_ms threshold (UINT64_MAX: none, nothing armed) / disarm. */
+void d9_rule_wake_arm(uint64_t poll_ns);
+void d9_rule_wake_disarm(void);
+
+/* The collector, after its sleep: true when a poll end asked for this drain (and takes the
+ * request). Collector thread only. */
+bool d9_rule_wake_take(void);
+/* The collector, while it drains: whether the drain under way was asked for by a poll end
+ * (the manifest's trigger.drain). */
+extern bool d9_rule_wake_in_drain;
+
+/* Wake-ups sent since the process started (tests, docs). */
+uint64_t d9_rule_wake_count(void);
+
+#endif

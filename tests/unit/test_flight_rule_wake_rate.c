@@ -1,0 +1,67 @@
+/* The poll end's wake-up, its decisions alone (core/flight_rule_wake.h), on ticks this test
+ * makes up (CLOCK_MONOTONIC ticks: 1 per ns, so the thresholds are exact): no wake while no
+ * poll_ms rule is armed, none for a poll under the threshold, one for a poll over it, and a
+ * storm of long polls ending within 1 ms of a wake costs no other wake (one per ms for all
+ * threads); the next ms gets its own. No thread and no clock is involved: the counts are
+ * decided by the ticks given. */
+#include <stdint.h>
+
+#include "check.h"
+#include "core/clock.h"
+#include "core/flight_rule_wake.h"
+
+#define MS 1000000ull
+
+static uint64_t wakes_since(uint64_t before) { return d9_rule_wake_count() - before; }
+
+static void poll(uint64_t begin, uint64_t end) {
+    d9_rule_wake_poll_begin(begin);
+    d9_rule_wake_poll_end(end);
+}
+
+int main(void) {
+    d9_clock_select(D9_CLOCK_MONOTONIC); /* ticks are ns */
+    uint64_t w = d9_rule_wake_count();
+
+    poll(1000 * MS, 1500 * MS); /* 500 ms, but no rule armed */
+    CHECK_EQ_U64(wakes_since(w), 0);
+    CHECK(!d9_rule_wake_take());
+
+    d9_rule_wake_arm(UINT64_MAX); /* rules, but none on polls: nothing armed */
+    poll(2000 * MS, 2500 * MS);
+    CHECK_EQ_U64(wakes_since(w), 0);
+
+    d9_rule_wake_arm(10 * MS); /* poll_ms>10 */
+    poll(3000 * MS, 3005 * MS); /* 5 ms */
+    CHECK_EQ_U64(wakes_since(w), 0);
+    CHECK(!d9_rule_wake_take());
+
+    poll(4000 * MS, 4020 * MS); /* 20 ms: a wake, the collector's to take once */
+    CHECK_EQ_U64(wakes_since(w), 1);
+    CHECK(d9_rule_wake_take());
+    CHECK(!d9_rule_wake_take());
+
+    /* a storm: a thousand 15 ms polls ending within the ms after that wake */
+    for (uint64_t i = 0; i < 1000; i++) poll(4020 * MS + i * 900 - 15 * MS, 4020 * MS + i * 900);
+    CHECK_EQ_U64(wakes_since(w), 1);
+    poll(4021 * MS - 15 * MS, 4021 * MS + 1); /* the next ms: its own wake */
+    CHECK_EQ_U64(wakes_since(w), 2);
+    CHECK(d9_rule_wake_take());
+
+    /* an end without its begin (the begin came before the rule was armed) is not measured */
+    d9_rule_wake_poll_end(6000 * MS);
+    d9_rule_wake_poll_end(7000 * MS);
+    CHECK_EQ_U64(wakes_since(w), 2);
+
+    /* a poll's end and the next one's begin in one call: the end measured, the begin kept */
+    d9_rule_wake_poll_begin(8000 * MS);
+    d9_rule_wake_poll_end_begin(8030 * MS); /* 30 ms */
+    CHECK_EQ_U64(wakes_since(w), 3);
+    d9_rule_wake_poll_end(8032 * MS); /* 2 ms since the fused call's begin */
+    CHECK_EQ_U64(wakes_since(w), 3);
+
+    d9_rule_wake_disarm();
+    poll(9000 * MS, 9500 * MS);
+    CHECK_EQ_U64(wakes_since(w), 3);
+    return d9t_summary("test_flight_rule_wake_rate");
+}

@@ -1,0 +1,109 @@
+/* A poll_ms rule's poll end wakes the collector (docs/flight-recorder.md, "Where the latency
+ * goes"): memory mode, hour-long segments, and DIAL9_FLUSH_MS at its most (60 s), so that no
+ * periodic drain comes while the program runs. A poll longer than the threshold among ordinary
+ * ones must still give its dump while the program records: its end asked for a drain, the
+ * collector matched the rule in that drain (the manifest's trigger.drain is "woken"), and the
+ * flight thread's request to seal woke the collector too. The old collector slept its 60 s,
+ * so nothing was matched before the wait below gave up. That wait (30 s) only bounds a failure;
+ * nothing here depends on how long a wake takes. */
+#include <stdint.h>
+#include <time.h>
+
+#include "check.h"
+#include "core/flight_rule_wake.h"
+#include "dial9/dial9.h"
+#include "flight_test_util.h"
+
+#define ROUNDS 2000
+#define LONG_ROUND 1000
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+static bool manifest_written(const char *base, char *out, size_t len) {
+    char path[512], names[4][256];
+    snprintf(path, sizeof path, "%s/dumps", base);
+    if (ft_entries(path, names, 4) < 1) return false;
+    snprintf(out, len, "%s/%s/manifest.json", path, names[0]);
+    return access(out, F_OK) == 0;
+}
+
+static int record(void *arg) {
+    const char *base = arg;
+    ft_env(base);
+    setenv("DIAL9_MODE", "memory", 1);
+    setenv("DIAL9_TRIGGERS", "poll_ms>100", 1);
+    setenv("DIAL9_FLUSH_MS", "60000", 1);            /* no periodic drain during the test */
+    setenv("DIAL9_FLIGHT_SEGMENT_MS", "3600000", 1); /* sealed only when asked, or at stop */
+    setenv("DIAL9_DUMP_LOOKBACK_SECS", "5", 1);
+    setenv("DIAL9_DUMP_LOOKFORWARD_SECS", "0", 1);
+    d9_config cfg;
+    if (d9_config_from_env(&cfg) != D9_OK || d9_start(&cfg) != D9_OK) {
+        fprintf(stderr, "start: %s\n", d9_last_error());
+        return 3;
+    }
+    uint64_t wakes_before = d9_rule_wake_count();
+    d9_worker_begin("flight-test", 0);
+    for (int i = 0; i < ROUNDS; i++) {
+        d9_poll_begin((uint64_t)i + 1, D9_HERE);
+        if (i == LONG_ROUND) sleep_ms(150); /* never shorter than asked: > 100 ms for sure */
+        d9_poll_end();
+    }
+    char manifest[1024];
+    bool seen = false;
+    for (int waited = 0; waited < 30000 && !(seen = manifest_written(base, manifest, sizeof manifest)); waited += 10)
+        sleep_ms(10);
+    uint64_t wakes = d9_rule_wake_count() - wakes_before;
+    d9_worker_end();
+    d9_stop();
+    printf("poll-end wakes: %llu\n", (unsigned long long)wakes);
+    fflush(stdout); /* the child ends with _exit */
+    if (!seen) fprintf(stderr, "no dump within 30 s: nothing drained before DIAL9_FLUSH_MS\n");
+    if (wakes < 1) fprintf(stderr, "the long poll's end sent no wake\n");
+    return seen && wakes >= 1 ? 0 : 4;
+}
+
+static void on_event(const d9_event *ev, void *ctx) {
+    uint64_t *long_poll = ctx;
+    static uint64_t start, task;
+    if (d9t_is(ev, "PollStartEvent")) {
+        start = ev->ts_ns;
+        task = d9t_field_u(ev, "task_id");
+    } else if (d9t_is(ev, "PollEndEvent") && task == LONG_ROUND + 1) {
+        *long_poll = ev->ts_ns - start;
+    }
+}
+
+int main(void) {
+    char *base = d9t_mkdtemp("flight-rule-wake");
+    CHECK_EQ_U64(ft_run_child(record, base), 0);
+
+    char path[512], names[4][256];
+    snprintf(path, sizeof path, "%s/dumps", base);
+    int dumps = ft_entries(path, names, 4);
+    CHECK_EQ_U64(dumps, 1);
+    if (dumps >= 1) {
+        char dir[800], file[1024];
+        snprintf(dir, sizeof dir, "%s/%s", path, names[0]);
+        snprintf(file, sizeof file, "%s/manifest.json", dir);
+        char *m = ft_read(file);
+        CHECK(m != NULL);
+        CHECK(m && strstr(m, "\"rule\": \"poll_ms>100\"") != NULL);
+        CHECK(m && strstr(m, "\"drain\": \"woken\"") != NULL); /* matched in the drain the end asked for */
+        const char *after = m ? strstr(m, "\"requested_after_ms\": ") : NULL;
+        if (after) printf("event -> dump requested: %.3f ms\n", strtod(after + strlen("\"requested_after_ms\": "), NULL));
+        const char *matched = m ? strstr(m, "\"matched_after_ms\": ") : NULL;
+        if (matched) printf("event -> matched by the collector: %.3f ms\n", strtod(matched + strlen("\"matched_after_ms\": "), NULL));
+        free(m);
+        uint64_t long_poll = 0;
+        CHECK_EQ_U64(d9t_decode_run(dir, on_event, &long_poll), 0);
+        CHECK(long_poll >= 150ull * 1000 * 1000); /* the dump holds the poll that fired */
+    }
+    if (d9t_failed == 0 && !getenv("FT_KEEP")) d9t_rm_rf(base);
+    else printf("kept %s\n", base);
+    free(base);
+    return d9t_summary("test_mt_flight_rule_wake");
+}

@@ -82,7 +82,9 @@ typedef struct loop_thread {
     int epfd;             /* the loop's epoll fd (epoll loops) */
     uint64_t task;        /* the loop's own task: polls of iterations not split */
     const d9_loc *loc;    /* the loop's name */
-    char name[200];
+    char name[200];       /* "function (module)", or "module poller loop" when not exact */
+    char function[160];   /* LoopEvent's: the function, or where the loop was seen from */
+    char module[64];
     uint64_t caller_offset; /* the poller's caller in its module, for offline names */
     const char *named_by; /* how the name was found (name_loop) */
     bool spawned;         /* the loop task's spawn recorded (in this run) */
@@ -115,12 +117,7 @@ static const char *const k_poller[] = {"epoll", "poll", "select", "io_uring"};
 static void say_loop(loop_thread *l, bool split) {
     pthread_once(&g_loop_event_once, define_loop_event);
     if (!g_loop_event) return;
-    const char *fn = l->name, *space = strchr(l->name, ' ');
-    char function[200], module[200] = "";
-    snprintf(function, sizeof function, "%.*s", space ? (int)(space - fn) : (int)strlen(fn), fn);
-    if (space && space[1] == '(')
-        snprintf(module, sizeof module, "%.*s", (int)strlen(space + 2) - 1, space + 2);
-    D9_EMIT(g_loop_event, {.u = d9p_poll_worker_id()}, {.s = function}, {.s = module},
+    D9_EMIT(g_loop_event, {.u = d9p_poll_worker_id()}, {.s = l->function}, {.s = l->module},
             {.u = l->caller_offset}, {.s = k_poller[l->kind]},
             {.s = split ? "connection" : "iteration"}, {.s = l->named_by});
 }
@@ -154,15 +151,17 @@ static const char *module_name(const char *path, const void *addr) {
     return g_program[0] ? g_program : "?"; /* the program itself */
 }
 
-/* "function (module)" of the code that calls the poller, and how that function was found:
+/* The loop's name, and how its function was found:
  *   - "dynamic symbol": the caller is in a function its module exports (dladdr);
  *   - "symbol table": a function of the module's .symtab holds it (a static function of a
  *     program that is not stripped, or a test's);
+ * then the name is "function (module)" ("aeProcessEvents (redis-server)"). Otherwise the
+ * function is not known, and the name says only what is: the module and its poller ("nginx
+ * epoll loop"), while LoopEvent's function keeps where the loop was seen from:
  *   - "nearest exported caller": the module is stripped and the caller's function is static
  *     (redis' aeApiPoll, nginx's ngx_epoll_process_events): the first exported function up the
- *     stack in the caller's module, with the return address's offset in it, so the name says
- *     it is a frame above the loop's own function ("aeMain+0x2a (redis-server)",
- *     "ngx_spawn_process+0x1f3 (nginx)");
+ *     stack in the caller's module, with the return address's offset in it, a frame above the
+ *     loop's own function ("ngx_spawn_process+0x1f3");
  *   - "none": "module+0xoffset" of the caller.
  * The caller's offset is kept too, for a name from its debug symbols offline. Once per loop
  * thread: backtrace() reads the unwind tables, never the frames themselves. */
@@ -170,12 +169,15 @@ static void name_loop(loop_thread *l, const void *caller) {
     Dl_info di = {0};
     struct link_map *lm = NULL;
     if (!dladdr1(caller, &di, (void **)&lm, RTLD_DL_LINKMAP) || !di.dli_fname) {
-        snprintf(l->name, sizeof l->name, "%p (?)", caller);
+        snprintf(l->function, sizeof l->function, "%p", caller);
+        snprintf(l->module, sizeof l->module, "?");
+        snprintf(l->name, sizeof l->name, "%s loop", k_poller[l->kind]);
         l->named_by = "none";
         l->loc = d9_loc_intern(l->name);
         return;
     }
     const char *mod = module_name(di.dli_fname, caller);
+    snprintf(l->module, sizeof l->module, "%s", mod);
     l->caller_offset = (uint64_t)((const char *)caller - (const char *)di.dli_fbase);
     char fn[160] = "";
     if (di.dli_sname) {
@@ -193,25 +195,30 @@ static void name_loop(loop_thread *l, const void *caller) {
             l->named_by = "symbol table";
         }
     }
-    if (!fn[0]) {
-        void *frames[16];
-        int n = backtrace(frames, 16), at = 0;
-        while (at < n && frames[at] != caller) at++;
-        for (int i = at + 1; !fn[0] && i < n; i++) {
-            Dl_info up = {0};
-            if (!dladdr(frames[i], &up) || up.dli_fbase != di.dli_fbase) break;
-            if (up.dli_sname)
-                snprintf(fn, sizeof fn, "%s+0x%lx", up.dli_sname,
-                         (unsigned long)((const char *)frames[i] - (const char *)up.dli_saddr));
-        }
-        if (fn[0]) l->named_by = "nearest exported caller";
+    if (fn[0]) {
+        snprintf(l->function, sizeof l->function, "%s", fn);
+        snprintf(l->name, sizeof l->name, "%s (%s)", fn, mod);
+        l->loc = d9_loc_intern(l->name);
+        return;
+    }
+    void *frames[16];
+    int n = backtrace(frames, 16), at = 0;
+    while (at < n && frames[at] != caller) at++;
+    for (int i = at + 1; !fn[0] && i < n; i++) {
+        Dl_info up = {0};
+        if (!dladdr(frames[i], &up) || up.dli_fbase != di.dli_fbase) break;
+        if (up.dli_sname)
+            snprintf(fn, sizeof fn, "%s+0x%lx", up.dli_sname,
+                     (unsigned long)((const char *)frames[i] - (const char *)up.dli_saddr));
     }
     if (fn[0]) {
-        snprintf(l->name, sizeof l->name, "%s (%s)", fn, mod);
+        l->named_by = "nearest exported caller";
+        snprintf(l->function, sizeof l->function, "%s", fn);
     } else {
-        snprintf(l->name, sizeof l->name, "%s+0x%lx (%s)", mod, (unsigned long)l->caller_offset, mod);
         l->named_by = "none";
+        snprintf(l->function, sizeof l->function, "%s+0x%lx", mod, (unsigned long)l->caller_offset);
     }
+    snprintf(l->name, sizeof l->name, "%s %s loop", mod, k_poller[l->kind]);
     l->loc = d9_loc_intern(l->name);
 }
 

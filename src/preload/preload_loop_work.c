@@ -457,7 +457,8 @@ static inline __attribute__((always_inline)) void begin_poll(loop_thread *l, int
     }
     /* a connection's poll names where its task was spawned ("accept on <address>"), as a
      * poll's location does; the loop's own, the loop */
-    const d9_loc *loc = fd >= 0 ? atomic_load_explicit(&g_task_loc[fd], memory_order_relaxed) : NULL;
+    const d9_loc *loc =
+        (unsigned)fd < MAX_FDS ? atomic_load_explicit(&g_task_loc[fd], memory_order_relaxed) : NULL;
     if (!loc) loc = l->loc;
     /* the poll in progress ends here, with nothing owed between: one clock read for both */
     if (l->in_poll && !l->owed_terminate) d9_poll_end_begin(task, loc);
@@ -481,8 +482,8 @@ static inline __attribute__((always_inline)) void iteration_starts(loop_thread *
         l->said_iteration = true;
     }
     d9p_loop_io_now.iterating = true;
-    if (first_ready >= 0) begin_poll(l, first_ready, first_task);
-    else begin_poll(l, -1, l->task);
+    /* one call: inlined twice, gcc -O0 would warn about the load at index -1 it never runs */
+    begin_poll(l, first_ready >= 0 ? first_ready : -1, first_ready >= 0 ? first_task : l->task);
 }
 
 /* What the poller returned ready, fd by fd: a readiness wake of its task; the first is
@@ -538,8 +539,8 @@ void d9p_loop_wait_end_uring(int first_fd, const int *ready_fds, int n) {
     loop_thread *l = self();
     if (!D9__ACTIVE()) return;
     d9p_loop_ready(ready_fds, n);
-    if ((unsigned)first_fd < MAX_FDS) iteration_starts(l, first_fd, task_of(first_fd));
-    else iteration_starts(l, -1, 0);
+    bool known = (unsigned)first_fd < MAX_FDS;
+    iteration_starts(l, known ? first_fd : -1, known ? task_of(first_fd) : 0);
 }
 
 void d9p_loop_end_at_exit(void) {

@@ -65,6 +65,12 @@ RECORDER_ENTRIES = ("background_main", "prepare_main", "upload_main", "stopper_m
 # their noise stays out of the per-request figure (shown, not priced).
 LOOP_ENTRIES = ("event_base_loop", "uv_run")
 LOOP_ENTRIES += ("aeMain",)  # redis' main thread; its bio threads are background
+# Work of the loop's thread that runs by the clock, not per request: counted apart ("timer",
+# shown, not priced), with everything it calls. redis' serverCron (hz 10) refreshes jemalloc's
+# statistics (mallctl "epoch": ~0.5 M instructions a call) among others; under callgrind a run
+# lasts 7-60 s depending on the host's load, so its calls were 28 % of the loop thread's count
+# and swung the per-request figure by thousands of instructions (-5137 .. +9266 in one table).
+TIMER_ENTRIES = ("serverCron",)
 FD_LIMIT = 1024  # the servers' soft RLIMIT_NOFILE, natively and under valgrind alike
 CLOCK_FN = re.compile(r"(^|[^a-z_])(__)?clock_gettime")
 
@@ -259,9 +265,10 @@ def trace_events(dial9, trace_dir):
 
 def parse_callgrind(path):
     """(instructions, clock_gettime calls, instructions inside them, whose thread: "rec", "app"
-    (runs the event loop) or "bg") of one callgrind file (one thread: --separate-threads=yes)."""
+    (runs the event loop) or "bg", instructions inside TIMER_ENTRIES) of one callgrind file (one
+    thread: --separate-threads=yes)."""
     names, fn, cfn = {}, "", ""
-    total = calls = clock_ir = 0
+    total = calls = clock_ir = timer_ir = 0
     recorder = loop = False
     pending_call = 0
     with open(path, errors="replace") as f:
@@ -271,6 +278,9 @@ def parse_callgrind(path):
                 if CLOCK_FN.search(cfn) and not CLOCK_FN.search(fn) and len(parts) > 1:
                     calls += pending_call
                     clock_ir += int(parts[1])
+                base = lambda n: n.split(" ")[0].split("'")[0]  # noqa: E731
+                if base(cfn) in TIMER_ENTRIES and base(fn) not in TIMER_ENTRIES and len(parts) > 1:
+                    timer_ir += int(parts[1])
                 pending_call = 0
                 continue
             if line.startswith(("fn=", "cfn=")):
@@ -292,7 +302,7 @@ def parse_callgrind(path):
                 pending_call = int(line.split("=", 1)[1].split()[0])
             elif line.startswith(("summary:", "totals:")):
                 total = max(total, int(line.split()[1]))
-    return total, calls, clock_ir, "rec" if recorder else "app" if loop else "bg"
+    return total, calls, clock_ir, "rec" if recorder else "app" if loop else "bg", timer_ir
 
 
 def callgrind_run(args, target, arm, n, idle_s, work, tag):
@@ -324,11 +334,14 @@ def callgrind_run(args, target, arm, n, idle_s, work, tag):
     files = glob.glob(f"{out}.{server}-*")
     if not files:
         raise RuntimeError(f"no callgrind output for {target.name} {arm}: {err[-2000:]}")
-    r = {"app": 0, "rec": 0, "bg": 0, "clock": 0, "clock_ir": 0, "life": life,
+    r = {"app": 0, "rec": 0, "bg": 0, "timer": 0, "clock": 0, "clock_ir": 0, "life": life,
          "events": trace_events(args.dial9, trace_dir) if ARMS[arm] is not None else 0}
     for path in files:
-        ir, calls, clock_ir, kind = parse_callgrind(path)
+        ir, calls, clock_ir, kind, timer_ir = parse_callgrind(path)
         r[kind] += ir
+        if kind == "app":  # the loop thread's clock-driven work: apart, with the background
+            r["app"] -= timer_ir
+            r["timer"] += timer_ir
         r["clock"] += calls
         r["clock_ir"] += clock_ir
     print(f"    {target.name} {arm} {tag}: {n} requests, {life:.2f} s: {r}", file=sys.stderr, flush=True)
@@ -471,7 +484,7 @@ def measure(args, target, arm, work):
         retry = callgrind_run(args, target, arm, n1, 0, work, f"small{again + 2}")
         if retry["app"] + retry["rec"] < small["app"] + small["rec"]:
             small = retry
-    row = per_request(small, large, idle, n1, n2, ("app", "rec", "bg", "clock", "clock_ir", "events"))
+    row = per_request(small, large, idle, n1, n2, ("app", "rec", "bg", "timer", "clock", "clock_ir", "events"))
     row.update(native_run(args, target, arm, work))
     print(f"  {target.name} {arm}: {row['app'] + row['rec']:.0f} instructions/req, "
           f"{row['syscalls']:.2f} syscalls/req, {row['switches']:.2f} switches/req, "
@@ -553,6 +566,8 @@ def print_table(results, units):
               f"user time, over {off['app'] + off['rec']:.0f} user instructions: {ns_per_instr:.3f} ns per "
               f"instruction; the server's background threads (not priced): "
               + ", ".join(f"{arm} {rows[arm]['bg']:.0f}" for arm in rows) + " instructions per request; "
+              f"the loop thread's clock-driven work ({', '.join(TIMER_ENTRIES)}, not priced): "
+              + ", ".join(f"{arm} {rows[arm]['timer']:.0f}" for arm in rows) + " instructions per request; "
               f"idle work per second under callgrind (subtracted): "
               + ", ".join(f"{arm} {rows[arm]['app_idle_per_s'] / 1e6:.2f} M app + {rows[arm]['rec_idle_per_s'] / 1e6:.2f} M "
                           f"recorder instructions" for arm in rows))

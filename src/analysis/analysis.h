@@ -221,7 +221,7 @@ typedef struct d9a_flag {
     d9a_severity severity;
     const char *code;     /* long_poll, sched_delay, wake_delay, blocking_in_poll, lock_contention, task_leak,
                              worker_imbalance, cpu_contention, dropped_events, missing_source,
-                             out_of_order */
+                             out_of_order, unseen_io_uring */
     char title[200];
     char evidence[600];
     char hint[300];       /* what to do, or "" */

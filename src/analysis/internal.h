@@ -196,6 +196,10 @@ struct d9a_analysis {
     uint64_t unmatched_starts, unmatched_ends, late, unresolved;
     d9a_coverage coverage; /* CoverageEvent records (coverage.h) */
     d9a_upload_loss upload_loss; /* UploadLossEvent records (upload_loss.h) */
+    /* IoUringRingEvent (the preload shim, docs/zero-code.md): rings never waited on where the
+     * shim could see it, whose completions are not recorded; the first few fds */
+    uint64_t unseen_rings;
+    uint64_t unseen_ring_fd[4];
     d9a_span_stats spans;        /* spans by name (span_stats.h) */
     d9m_coverage swcov;    /* what the switch records cover (model/attribution.h) */
     d9_u64_map attr_stacks; /* location << 32 | stack -> blocked ns of its polls */

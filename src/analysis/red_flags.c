@@ -382,6 +382,28 @@ static void missing_sources(const d9a_analysis *a, const d9a_report *r, flag_lis
     }
 }
 
+/* The preload shim's io_uring rings it never saw waited on (IoUringRingEvent). */
+static void unseen_rings(const d9a_analysis *a, flag_list *l) {
+    if (a->unseen_rings == 0) return;
+    d9a_flag *f = add(l, D9A_WARNING, "unseen_io_uring");
+    if (!f) return;
+    char fds[64] = "";
+    for (uint64_t i = 0; i < a->unseen_rings && i < 4; i++)
+        append(fds, sizeof fds, "%s%" PRIu64, i ? ", " : "", a->unseen_ring_fd[i]);
+    if (a->unseen_rings == 1)
+        put(f->title, sizeof f->title, "io_uring ring at fd %s was never waited on where the shim "
+            "could see it: its completions are not recorded", fds);
+    else
+        put(f->title, sizeof f->title, "%" PRIu64 " io_uring rings (fd %s%s) were never waited on "
+            "where the shim could see them: their completions are not recorded", a->unseen_rings,
+            fds, a->unseen_rings > 4 ? ", ..." : "");
+    put(f->evidence, sizeof f->evidence, "IoUringRingEvent: set up through syscall(), no "
+        "io_uring_enter wait seen");
+    put(f->hint, sizeof f->hint, "the program enters the kernel with its own system call "
+        "instruction: its loop's iterations are missing; call the d9_* hooks in the loop, or "
+        "wait through libc's syscall() or liburing");
+}
+
 static void data_quality(const d9a_analysis *a, const d9a_report *r, flag_list *l) {
     if (r->late_records > 0) {
         d9a_flag *f = add(l, D9A_INFO, "out_of_order");
@@ -426,6 +448,7 @@ int d9a_add_red_flags(d9a_analysis *a) {
     imbalance(r, &l);
     task_leak(r, &l);
     missing_sources(a, r, &l);
+    unseen_rings(a, &l);
     data_quality(a, r, &l);
     /* stable by severity: keep the order above within one severity */
     for (size_t i = 1; i < l.n; i++) {

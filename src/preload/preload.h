@@ -179,13 +179,36 @@ D9P_HIDDEN void d9p_loop_ready(const int *ready, int n);
 D9P_HIDDEN void d9p_loop_end_at_exit(void);
 /* This thread's loop name, "function (module)", once it is a home-grown loop; else NULL. */
 D9P_HIDDEN const char *d9p_loop_name(void);
-/* Between a loop thread's poller return and its next call. */
-D9P_HIDDEN extern __thread bool d9p_loop_iterating __attribute__((tls_model("initial-exec")));
+/* What an I/O interposer needs to know of this thread's loop, in one place: whether it is
+ * between its poller's return and its next call, and the fd whose poll is in progress (-1: the
+ * iteration's own, -2: none). I/O on that fd (the loop reading and answering the connection it
+ * is serving, every request's case) changes nothing and stays on the fast path. */
+typedef struct d9p_loop_io_state {
+    bool iterating;
+    int cur_fd;
+} d9p_loop_io_state;
+D9P_HIDDEN extern __thread d9p_loop_io_state d9p_loop_io_now __attribute__((tls_model("initial-exec")));
 D9P_HIDDEN void d9p_loop_io_slow(int fd);
+/* The fds a loop may serve as connections (preload_loop_work.c): a task per fd (0: none) and
+ * the fds added to some epoll fd, a bit each. */
+#define D9P_LOOP_FDS 65536
+D9P_HIDDEN extern _Atomic uint64_t d9p_fd_task[D9P_LOOP_FDS];
+D9P_HIDDEN extern _Atomic uint64_t d9p_fd_watched[D9P_LOOP_FDS / 64];
+static inline bool d9p_fd_is_connection(int fd) {
+    return (unsigned)fd < D9P_LOOP_FDS &&
+           (((atomic_load_explicit(&d9p_fd_watched[fd >> 6], memory_order_relaxed) >> (fd & 63)) & 1) ||
+            atomic_load_explicit(&d9p_fd_task[fd], memory_order_relaxed));
+}
+/* Whether I/O on fd may start another connection's poll: a thread's loop iterating, fd not
+ * the connection being served but another one (a log file or a pipe is none). */
+static inline bool d9p_loop_io_may_switch(int fd) {
+    if (__builtin_expect(!d9p_loop_io_now.iterating || fd == d9p_loop_io_now.cur_fd, 1)) return false;
+    return d9p_fd_is_connection(fd);
+}
 /* I/O on fd (read, write, recv, send, accept...): inside an iteration, a connection's first
  * I/O starts its poll. */
 static inline void d9p_loop_io(int fd) {
-    if (__builtin_expect(d9p_loop_iterating, 0)) d9p_loop_io_slow(fd);
+    if (d9p_loop_io_may_switch(fd)) d9p_loop_io_slow(fd);
 }
 /* An interposer whose own work is d9p_loop_io(fd) before libc's call (recv, send, writev...).
  * Its fast path (no home-grown loop iterating on this thread, libc's function known) is a jump
@@ -201,7 +224,8 @@ static inline void d9p_loop_io(int fd) {
     D9P_EXPORT ret name params {                                                           \
         __typeof__(&name) next_ =                                                          \
             (__typeof__(&name))atomic_load_explicit(&D9P_SLOT(name), memory_order_relaxed); \
-        if (__builtin_expect(d9p_loop_iterating || !next_, 0)) return name##_io_slow args; \
+        if (__builtin_expect(d9p_loop_io_may_switch(fd) || !next_, 0))                  \
+            return name##_io_slow args;                                                    \
         return next_ args;                                                                 \
     }                                                                                      \
     _Static_assert(1, "a semicolon after the macro")

@@ -101,7 +101,7 @@ static __attribute__((noinline)) ssize_t read_slow(int fd, void *buf, size_t cou
 
 D9P_EXPORT ssize_t read(int fd, void *buf, size_t count) {
     __typeof__(&read) next = (__typeof__(&read))atomic_load_explicit(&D9P_SLOT(read), memory_order_relaxed);
-    if (__builtin_expect(d9p_loop_iterating || !next || kind_of(fd) != KIND_NONE, 0))
+    if (__builtin_expect(d9p_loop_io_may_switch(fd) || !next || kind_of(fd) != KIND_NONE, 0))
         return read_slow(fd, buf, count);
     return next(fd, buf, count);
 }
@@ -118,7 +118,7 @@ static __attribute__((noinline)) ssize_t write_slow(int fd, const void *buf, siz
 
 D9P_EXPORT ssize_t write(int fd, const void *buf, size_t count) {
     __typeof__(&write) next = (__typeof__(&write))atomic_load_explicit(&D9P_SLOT(write), memory_order_relaxed);
-    if (__builtin_expect(d9p_loop_iterating || !next || kind_of(fd) != KIND_NONE, 0))
+    if (__builtin_expect(d9p_loop_io_may_switch(fd) || !next || kind_of(fd) != KIND_NONE, 0))
         return write_slow(fd, buf, count, __builtin_return_address(0));
     return next(fd, buf, count);
 }

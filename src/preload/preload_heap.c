@@ -112,6 +112,10 @@ static size_t arena_size(const void *p) { return (size_t)((const uint64_t *)p)[-
 /* ---------------------------------------------------------------- sampled blocks */
 
 static _Atomic uint64_t page_aligned_live; /* sampled blocks whose pointer is page-aligned */
+/* Whether this process ever handed out a sampled block: until then (heap profiling off, the
+ * default), no block has a header to look for, and free and malloc_usable_size go straight to
+ * the real allocator after one predictable test (and the arena's range). */
+static _Atomic bool sampled_ever;
 
 /* The shim's code, whose frames a sample's stack leaves out (found from its own ELF header in
  * memory: no call, no lock, usable inside malloc). */
@@ -158,6 +162,8 @@ static void *take_sample(void *base, size_t off, size_t n) {
     h->size = n;
     h->ticks = d9_clock_ticks();
     h->check = MAGIC ^ p;
+    if (!atomic_load_explicit(&sampled_ever, memory_order_relaxed))
+        atomic_store_explicit(&sampled_ever, true, memory_order_release);
     if ((p & 4095) == 0) atomic_fetch_add_explicit(&page_aligned_live, 1, memory_order_relaxed);
     d9_heap_record_alloc((void *)p, n, shim_code());
     return (void *)p;
@@ -205,6 +211,12 @@ __attribute__((noinline)) static void free_slow(void *p) {
 
 D9P_EXPORT void free(void *p) {
     uintptr_t u = (uintptr_t)p;
+    /* nothing sampled yet: only the arena's blocks are not the real allocator's (free(NULL)
+     * is its to ignore) */
+    if (__builtin_expect(!atomic_load_explicit(&sampled_ever, memory_order_relaxed), 1)) {
+        if (__builtin_expect(u - (uintptr_t)arena < ARENA_BYTES || !real.free, 0)) return free_slow(p);
+        return real.free(p);
+    }
     /* NULL, page-aligned and arena pointers: the slow path */
     if (__builtin_expect((u & 4095) == 0 || u - (uintptr_t)arena < ARENA_BYTES || looks_sampled(u), 0))
         return free_slow(p);
@@ -302,6 +314,11 @@ __attribute__((noinline)) static size_t usable_slow(void *p) {
  * 36 instructions each, ~290 a request (callgrind, bench/e2e/counted_cost.py). */
 D9P_EXPORT size_t malloc_usable_size(void *p) {
     uintptr_t u = (uintptr_t)p;
+    if (__builtin_expect(!atomic_load_explicit(&sampled_ever, memory_order_relaxed), 1)) {
+        size_t (*usable)(void *) = real.usable;
+        if (__builtin_expect(!p || u - (uintptr_t)arena < ARENA_BYTES || !usable, 0)) return usable_slow(p);
+        return usable(p);
+    }
     if (__builtin_expect(!atomic_load_explicit(&real_malloc, memory_order_acquire) || !real.usable ||
                              (u & 4095) == 0 || u - (uintptr_t)arena < ARENA_BYTES || looks_sampled(u),
                          0))

@@ -38,13 +38,13 @@
 
 #include "preload.h"
 
-#define MAX_FDS 65536
+#define MAX_FDS D9P_LOOP_FDS
 
-static _Atomic uint64_t g_task[MAX_FDS];              /* connection task of each fd, 0: none */
+_Atomic uint64_t d9p_fd_task[MAX_FDS] D9P_HIDDEN;    /* connection task of each fd, 0: none */
 static const d9_loc *_Atomic g_task_loc[MAX_FDS];      /* where that task was spawned */
 static const d9_loc *_Atomic g_listen_loc[MAX_FDS];    /* "accept on <address>" of a listener */
 static _Atomic uint64_t g_epfd_used[MAX_FDS / 64];     /* epoll fds that saw an ADD */
-static _Atomic uint64_t g_watched[MAX_FDS / 64];       /* fds added to some epoll fd */
+_Atomic uint64_t d9p_fd_watched[MAX_FDS / 64] D9P_HIDDEN; /* fds added to some epoll fd */
 static _Atomic uint64_t g_epoll_data[MAX_FDS];         /* their event data */
 
 /* Event data -> fd, for loops whose event data is a pointer (nginx): direct-mapped, a later
@@ -82,19 +82,21 @@ typedef struct loop_thread {
     int epfd;             /* the loop's epoll fd (epoll loops) */
     uint64_t task;        /* the loop's own task: polls of iterations not split */
     const d9_loc *loc;    /* the loop's name */
-    char name[200];
+    char name[200];       /* "function (module)", or "module poller loop" when not exact */
+    char function[160];   /* LoopEvent's: the function, or where the loop was seen from */
+    char module[64];
     uint64_t caller_offset; /* the poller's caller in its module, for offline names */
     const char *named_by; /* how the name was found (name_loop) */
     bool spawned;         /* the loop task's spawn recorded (in this run) */
     bool said_iteration, said_connection;
-    bool iterating;       /* between the poller's return and its next call */
     bool in_poll;
-    int cur_fd;           /* fd of the poll in progress; -1: the iteration's own */
     uint64_t cur_task;
     uint64_t owed_terminate; /* a connection closed inside its own poll */
 } loop_thread;
 
-__thread bool d9p_loop_iterating __attribute__((tls_model("initial-exec"))) D9P_HIDDEN;
+/* Whether the thread iterates and the fd of its poll in progress (preload.h): read by every
+ * I/O interposer, so kept apart from the rest of the loop's state. */
+__thread d9p_loop_io_state d9p_loop_io_now __attribute__((tls_model("initial-exec"))) D9P_HIDDEN;
 static __thread loop_thread t_loop __attribute__((tls_model("initial-exec")));
 static _Atomic uint32_t g_generation;
 
@@ -115,12 +117,7 @@ static const char *const k_poller[] = {"epoll", "poll", "select", "io_uring"};
 static void say_loop(loop_thread *l, bool split) {
     pthread_once(&g_loop_event_once, define_loop_event);
     if (!g_loop_event) return;
-    const char *fn = l->name, *space = strchr(l->name, ' ');
-    char function[200], module[200] = "";
-    snprintf(function, sizeof function, "%.*s", space ? (int)(space - fn) : (int)strlen(fn), fn);
-    if (space && space[1] == '(')
-        snprintf(module, sizeof module, "%.*s", (int)strlen(space + 2) - 1, space + 2);
-    D9_EMIT(g_loop_event, {.u = d9p_poll_worker_id()}, {.s = function}, {.s = module},
+    D9_EMIT(g_loop_event, {.u = d9p_poll_worker_id()}, {.s = l->function}, {.s = l->module},
             {.u = l->caller_offset}, {.s = k_poller[l->kind]},
             {.s = split ? "connection" : "iteration"}, {.s = l->named_by});
 }
@@ -154,15 +151,17 @@ static const char *module_name(const char *path, const void *addr) {
     return g_program[0] ? g_program : "?"; /* the program itself */
 }
 
-/* "function (module)" of the code that calls the poller, and how that function was found:
+/* The loop's name, and how its function was found:
  *   - "dynamic symbol": the caller is in a function its module exports (dladdr);
  *   - "symbol table": a function of the module's .symtab holds it (a static function of a
  *     program that is not stripped, or a test's);
+ * then the name is "function (module)" ("aeProcessEvents (redis-server)"). Otherwise the
+ * function is not known, and the name says only what is: the module and its poller ("nginx
+ * epoll loop"), while LoopEvent's function keeps where the loop was seen from:
  *   - "nearest exported caller": the module is stripped and the caller's function is static
  *     (redis' aeApiPoll, nginx's ngx_epoll_process_events): the first exported function up the
- *     stack in the caller's module, with the return address's offset in it, so the name says
- *     it is a frame above the loop's own function ("aeMain+0x2a (redis-server)",
- *     "ngx_spawn_process+0x1f3 (nginx)");
+ *     stack in the caller's module, with the return address's offset in it, a frame above the
+ *     loop's own function ("ngx_spawn_process+0x1f3");
  *   - "none": "module+0xoffset" of the caller.
  * The caller's offset is kept too, for a name from its debug symbols offline. Once per loop
  * thread: backtrace() reads the unwind tables, never the frames themselves. */
@@ -170,12 +169,15 @@ static void name_loop(loop_thread *l, const void *caller) {
     Dl_info di = {0};
     struct link_map *lm = NULL;
     if (!dladdr1(caller, &di, (void **)&lm, RTLD_DL_LINKMAP) || !di.dli_fname) {
-        snprintf(l->name, sizeof l->name, "%p (?)", caller);
+        snprintf(l->function, sizeof l->function, "%p", caller);
+        snprintf(l->module, sizeof l->module, "?");
+        snprintf(l->name, sizeof l->name, "%s loop", k_poller[l->kind]);
         l->named_by = "none";
         l->loc = d9_loc_intern(l->name);
         return;
     }
     const char *mod = module_name(di.dli_fname, caller);
+    snprintf(l->module, sizeof l->module, "%s", mod);
     l->caller_offset = (uint64_t)((const char *)caller - (const char *)di.dli_fbase);
     char fn[160] = "";
     if (di.dli_sname) {
@@ -193,39 +195,46 @@ static void name_loop(loop_thread *l, const void *caller) {
             l->named_by = "symbol table";
         }
     }
-    if (!fn[0]) {
-        void *frames[16];
-        int n = backtrace(frames, 16), at = 0;
-        while (at < n && frames[at] != caller) at++;
-        for (int i = at + 1; !fn[0] && i < n; i++) {
-            Dl_info up = {0};
-            if (!dladdr(frames[i], &up) || up.dli_fbase != di.dli_fbase) break;
-            if (up.dli_sname)
-                snprintf(fn, sizeof fn, "%s+0x%lx", up.dli_sname,
-                         (unsigned long)((const char *)frames[i] - (const char *)up.dli_saddr));
-        }
-        if (fn[0]) l->named_by = "nearest exported caller";
+    if (fn[0]) {
+        snprintf(l->function, sizeof l->function, "%s", fn);
+        snprintf(l->name, sizeof l->name, "%s (%s)", fn, mod);
+        l->loc = d9_loc_intern(l->name);
+        return;
+    }
+    void *frames[16];
+    int n = backtrace(frames, 16), at = 0;
+    while (at < n && frames[at] != caller) at++;
+    for (int i = at + 1; !fn[0] && i < n; i++) {
+        Dl_info up = {0};
+        if (!dladdr(frames[i], &up) || up.dli_fbase != di.dli_fbase) break;
+        if (up.dli_sname)
+            snprintf(fn, sizeof fn, "%s+0x%lx", up.dli_sname,
+                     (unsigned long)((const char *)frames[i] - (const char *)up.dli_saddr));
     }
     if (fn[0]) {
-        snprintf(l->name, sizeof l->name, "%s (%s)", fn, mod);
+        l->named_by = "nearest exported caller";
+        snprintf(l->function, sizeof l->function, "%s", fn);
     } else {
-        snprintf(l->name, sizeof l->name, "%s+0x%lx (%s)", mod, (unsigned long)l->caller_offset, mod);
         l->named_by = "none";
+        snprintf(l->function, sizeof l->function, "%s+0x%lx", mod, (unsigned long)l->caller_offset);
     }
+    snprintf(l->name, sizeof l->name, "%s %s loop", mod, k_poller[l->kind]);
     l->loc = d9_loc_intern(l->name);
 }
 
 static void install_exit_hook(void);
 
-static loop_thread *self(void) {
+/* A forked child: the parent's loop state is not this process's run. */
+static __attribute__((noinline)) void forget_parent_loop(loop_thread *l, uint32_t gen) {
+    memset(l, 0, sizeof *l);
+    l->generation = gen;
+    d9p_loop_io_now.iterating = false;
+}
+
+static inline loop_thread *self(void) {
     loop_thread *l = &t_loop;
     uint32_t gen = atomic_load_explicit(&g_generation, memory_order_relaxed);
-    if (__builtin_expect(l->generation != gen, 0)) {
-        /* a forked child: the parent's loop state is not this process's run */
-        memset(l, 0, sizeof *l);
-        l->generation = gen;
-        d9p_loop_iterating = false;
-    }
+    if (__builtin_expect(l->generation != gen, 0)) forget_parent_loop(l, gen);
     return l;
 }
 
@@ -255,21 +264,25 @@ static const d9_loc *first_seen_loc(void) {
 static uint64_t new_task(int fd, const d9_loc *where) {
     uint64_t id = d9_task_id_new();
     atomic_store_explicit(&g_task_loc[fd], where, memory_order_relaxed);
-    uint64_t old = atomic_exchange_explicit(&g_task[fd], id, memory_order_relaxed);
+    uint64_t old = atomic_exchange_explicit(&d9p_fd_task[fd], id, memory_order_relaxed);
     if (old) d9_task_terminate(old);
     if (where) d9_task_spawn(id, where);
     return id;
 }
 
-static uint64_t task_of(int fd) {
-    uint64_t id = atomic_load_explicit(&g_task[fd], memory_order_relaxed);
-    if (id) return id;
-    id = d9_task_id_new();
+/* fd's task, made at first sight ("connection first seen by the loop") */
+static __attribute__((noinline)) uint64_t task_first_seen(int fd) {
+    uint64_t id = d9_task_id_new();
     uint64_t expected = 0;
-    if (!atomic_compare_exchange_strong(&g_task[fd], &expected, id)) return expected;
+    if (!atomic_compare_exchange_strong(&d9p_fd_task[fd], &expected, id)) return expected;
     atomic_store_explicit(&g_task_loc[fd], first_seen_loc(), memory_order_relaxed);
     d9_task_spawn(id, first_seen_loc());
     return id;
+}
+
+static inline uint64_t task_of(int fd) {
+    uint64_t id = atomic_load_explicit(&d9p_fd_task[fd], memory_order_relaxed);
+    return __builtin_expect(id != 0, 1) ? id : task_first_seen(fd);
 }
 
 /* "accept on 127.0.0.1:6379", once per listening fd. */
@@ -310,41 +323,42 @@ void d9p_conn_accepted(int lfd, int fd) {
 /* A new socket on a number whose old connection's close was not seen (fclose, a raw
  * syscall): that task ends; the new one begins when the loop first sees it. */
 void d9p_conn_created(int fd) {
-    if ((unsigned)fd >= MAX_FDS || !atomic_load_explicit(&g_task[fd], memory_order_relaxed)) return;
-    uint64_t old = atomic_exchange_explicit(&g_task[fd], 0, memory_order_relaxed);
+    if ((unsigned)fd >= MAX_FDS || !atomic_load_explicit(&d9p_fd_task[fd], memory_order_relaxed)) return;
+    uint64_t old = atomic_exchange_explicit(&d9p_fd_task[fd], 0, memory_order_relaxed);
     if (old) d9_task_terminate(old);
 }
 
 void d9p_conn_closed(int fd) {
     if ((unsigned)fd >= MAX_FDS) return;
-    set_del(g_watched, fd);
+    set_del(d9p_fd_watched, fd);
     set_del(g_epfd_used, fd);
     if (atomic_load_explicit(&g_listen_loc[fd], memory_order_relaxed))
         atomic_store_explicit(&g_listen_loc[fd], NULL, memory_order_relaxed);
-    if (!atomic_load_explicit(&g_task[fd], memory_order_relaxed)) return;
-    uint64_t task = atomic_exchange_explicit(&g_task[fd], 0, memory_order_relaxed);
+    if (!atomic_load_explicit(&d9p_fd_task[fd], memory_order_relaxed)) return;
+    uint64_t task = atomic_exchange_explicit(&d9p_fd_task[fd], 0, memory_order_relaxed);
     if (!task) return;
     loop_thread *l = self();
     if (l->in_poll && l->cur_task == task) l->owed_terminate = task; /* after its poll */
     else d9_task_terminate(task);
-    if (l->cur_fd == fd) l->cur_fd = -2; /* the number may come back as another connection */
+    /* the number may come back as another connection */
+    if (d9p_loop_io_now.cur_fd == fd) d9p_loop_io_now.cur_fd = -2;
 }
 
 void d9p_conns_forget_after_fork(void) {
     atomic_fetch_add(&g_generation, 1);
     for (int fd = 0; fd < MAX_FDS; fd++)
-        if (atomic_load_explicit(&g_task[fd], memory_order_relaxed))
-            atomic_store_explicit(&g_task[fd], 0, memory_order_relaxed);
+        if (atomic_load_explicit(&d9p_fd_task[fd], memory_order_relaxed))
+            atomic_store_explicit(&d9p_fd_task[fd], 0, memory_order_relaxed);
 }
 
 void d9p_epoll_ctl_seen(int epfd, int op, int fd, const struct epoll_event *ev) {
     if ((unsigned)fd >= MAX_FDS) return;
     if (op == EPOLL_CTL_DEL) {
-        set_del(g_watched, fd);
+        set_del(d9p_fd_watched, fd);
         return;
     }
     set_add(g_epfd_used, epfd);
-    set_add(g_watched, fd);
+    set_add(d9p_fd_watched, fd);
     if (!ev) return;
     atomic_store_explicit(&g_epoll_data[fd], ev->data.u64, memory_order_relaxed);
     if (ev->data.u64 != (uint64_t)fd) {
@@ -354,47 +368,77 @@ void d9p_epoll_ctl_seen(int epfd, int op, int fd, const struct epoll_event *ev) 
     }
 }
 
-/* The fd an epoll event stands for, or -1 when it cannot be told. */
+/* The fd an epoll event stands for, or -1 when it cannot be told: its data is the fd (redis'
+ * ae) or was registered for one (nginx's pointers), and that fd is still watched with it. */
 static int event_fd(uint64_t data) {
-    int fd = data < MAX_FDS ? (int)data : -1;
-    if (fd < 0 || atomic_load_explicit(&g_epoll_data[fd], memory_order_relaxed) != data) {
+    int fd = (int)data;
+    if (data >= MAX_FDS || atomic_load_explicit(&g_epoll_data[fd], memory_order_relaxed) != data) {
         unsigned k = data_slot(data);
         if (atomic_load_explicit(&g_by_data[k].data, memory_order_relaxed) != data) return -1;
         fd = atomic_load_explicit(&g_by_data[k].fd, memory_order_relaxed);
+        if ((unsigned)fd >= MAX_FDS || atomic_load_explicit(&g_epoll_data[fd], memory_order_relaxed) != data)
+            return -1;
     }
-    if ((unsigned)fd >= MAX_FDS || !in_set(g_watched, fd) ||
-        atomic_load_explicit(&g_epoll_data[fd], memory_order_relaxed) != data)
-        return -1;
-    return fd;
+    return in_set(d9p_fd_watched, fd) ? fd : -1;
 }
 
 /* ---------------------------------------------------------------- iterations */
 
-bool d9p_loop_wait_begin(int kind, int epfd, bool has_fds, bool may_block, const void *caller) {
+/* The thread's first blocking poller call with fds registered: it becomes a loop (false when
+ * it does not, or no recording runs). Out of line: every later call saves no register. */
+static __attribute__((noinline)) bool become_loop(loop_thread *l, int kind, int epfd, bool has_fds,
+                                                  bool may_block, const void *caller) {
+    if (kind == D9P_WAIT_EPOLL) has_fds = in_set(g_epfd_used, epfd);
+    if (!may_block || !has_fds) return false;
+    /* a forked worker process (children not traced) records once it runs a loop */
+    if (atomic_load_explicit(&d9p_loop_child_pending, memory_order_relaxed))
+        d9p_loop_child_start();
+    if (!D9__ACTIVE()) return false;
+    l->is_loop = true;
+    l->kind = kind;
+    l->epfd = epfd;
+    l->task = d9_task_id_new();
+    d9p_loop_io_now.cur_fd = -1;
+    name_loop(l, caller);
+    install_exit_hook();
+    return true;
+}
+
+/* Whether this call of the loop's poller is its iteration's end (not a handler's wait). */
+static inline bool loops_own_wait(const loop_thread *l, int kind, int epfd, bool has_fds) {
+    if (kind != l->kind) return false;
+    if (kind == D9P_WAIT_EPOLL || kind == D9P_WAIT_URING) return epfd == l->epfd;
+    return has_fds;
+}
+
+static inline void iteration_ends(loop_thread *l) {
+    end_poll(l);
+    d9p_loop_io_now.iterating = false;
+}
+
+/* The rare cases: a forked child's start, a thread's first wait. */
+static __attribute__((noinline)) bool wait_begin_slow(int kind, int epfd, bool has_fds, bool may_block,
+                                                      const void *caller) {
     d9p_maybe_start_child(); /* a forked child's run starts before its first iteration */
     loop_thread *l = self();
     if (!l->is_loop) {
-        if (kind == D9P_WAIT_EPOLL) has_fds = in_set(g_epfd_used, epfd);
-        if (!may_block || !has_fds) return false;
-        /* a forked worker process (children not traced) records once it runs a loop */
-        if (atomic_load_explicit(&d9p_loop_child_pending, memory_order_relaxed))
-            d9p_loop_child_start();
-        if (!D9__ACTIVE()) return false;
-        l->is_loop = true;
-        l->kind = kind;
-        l->epfd = epfd;
-        l->task = d9_task_id_new();
-        l->cur_fd = -1;
-        name_loop(l, caller);
-        install_exit_hook();
-    } else if (kind != l->kind ||
-               ((kind == D9P_WAIT_EPOLL || kind == D9P_WAIT_URING) && epfd != l->epfd) ||
-               (kind != D9P_WAIT_EPOLL && !has_fds)) {
+        if (!become_loop(l, kind, epfd, has_fds, may_block, caller)) return false;
+    } else if (!loops_own_wait(l, kind, epfd, has_fds)) {
         return false; /* a handler waiting on something of its own, inside an iteration */
     }
-    end_poll(l);
-    l->iterating = false;
-    d9p_loop_iterating = false;
+    iteration_ends(l);
+    return true;
+}
+
+bool d9p_loop_wait_begin(int kind, int epfd, bool has_fds, bool may_block, const void *caller) {
+    loop_thread *l = &t_loop;
+    if (__builtin_expect(atomic_load_explicit(&d9p_child_start_pending, memory_order_relaxed) ||
+                             l->generation != atomic_load_explicit(&g_generation, memory_order_relaxed) ||
+                             !l->is_loop,
+                         0))
+        return wait_begin_slow(kind, epfd, has_fds, may_block, caller);
+    if (!loops_own_wait(l, kind, epfd, has_fds)) return false; /* a handler's wait of its own */
+    iteration_ends(l);
     return true;
 }
 
@@ -405,7 +449,7 @@ const char *d9p_loop_name(void) {
 
 /* A poll of connection fd, or of the loop's own task (fd -1). The loop says once that its
  * polls are per connection, at the first. */
-static void begin_poll(loop_thread *l, int fd, uint64_t task) {
+static inline __attribute__((always_inline)) void begin_poll(loop_thread *l, int fd, uint64_t task) {
     if (fd >= 0 && !l->said_connection) {
         end_poll(l); /* the note goes between the polls */
         say_loop(l, true);
@@ -413,20 +457,22 @@ static void begin_poll(loop_thread *l, int fd, uint64_t task) {
     }
     /* a connection's poll names where its task was spawned ("accept on <address>"), as a
      * poll's location does; the loop's own, the loop */
-    const d9_loc *loc = fd >= 0 ? atomic_load_explicit(&g_task_loc[fd], memory_order_relaxed) : NULL;
+    const d9_loc *loc =
+        (unsigned)fd < MAX_FDS ? atomic_load_explicit(&g_task_loc[fd], memory_order_relaxed) : NULL;
     if (!loc) loc = l->loc;
     /* the poll in progress ends here, with nothing owed between: one clock read for both */
     if (l->in_poll && !l->owed_terminate) d9_poll_end_begin(task, loc);
     else d9_poll_begin(task, loc);
     l->in_poll = true;
-    l->cur_fd = fd;
+    d9p_loop_io_now.cur_fd = fd;
     l->cur_task = task;
 }
 
 /* The poller returned: readiness wakes of what it returned that is known by fd, then a poll
  * of the first of those (so an iteration that serves one connection is one poll of it) or,
  * when none is known, of the loop's own task, until the first I/O on another connection. */
-static void iteration_starts(loop_thread *l, int first_ready) {
+static inline __attribute__((always_inline)) void iteration_starts(loop_thread *l, int first_ready,
+                                                                 uint64_t first_task) {
     if (!l->spawned) {
         d9_task_spawn(l->task, l->loc);
         l->spawned = true;
@@ -435,46 +481,52 @@ static void iteration_starts(loop_thread *l, int first_ready) {
         say_loop(l, false);
         l->said_iteration = true;
     }
-    l->iterating = true;
-    d9p_loop_iterating = true;
-    if (first_ready >= 0) begin_poll(l, first_ready, task_of(first_ready));
-    else begin_poll(l, -1, l->task);
+    d9p_loop_io_now.iterating = true;
+    /* one call: inlined twice, gcc -O0 would warn about the load at index -1 it never runs */
+    begin_poll(l, first_ready >= 0 ? first_ready : -1, first_ready >= 0 ? first_task : l->task);
 }
 
-static int ready(int fd, int first) {
-    d9_wake_ready(task_of(fd));
-    return first >= 0 ? first : fd;
+/* What the poller returned ready, fd by fd: a readiness wake of its task; the first is
+ * remembered, with its task, for the iteration's first poll. */
+typedef struct first_ready {
+    int fd;
+    uint64_t task;
+} first_ready;
+
+static inline __attribute__((always_inline)) void ready(int fd, first_ready *first) {
+    uint64_t task = task_of(fd);
+    d9_wake_ready(task);
+    if (first->fd < 0) *first = (first_ready){fd, task};
 }
 
 void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n) {
     loop_thread *l = self();
     if (!D9__ACTIVE()) return;
-    int first = -1;
+    first_ready first = {-1, 0};
     for (int i = 0; i < n; i++) {
         int fd = event_fd(events[i].data.u64);
-        if (fd >= 0) first = ready(fd, first);
+        if (fd >= 0) ready(fd, &first);
     }
-    iteration_starts(l, first);
+    iteration_starts(l, first.fd, first.task);
 }
 
 void d9p_loop_wait_end_poll(const struct pollfd *fds, nfds_t n, int rc) {
     loop_thread *l = self();
     if (!D9__ACTIVE()) return;
-    int first = -1;
+    first_ready first = {-1, 0};
     for (nfds_t i = 0; rc > 0 && i < n; i++)
-        if (fds[i].fd >= 0 && fds[i].fd < MAX_FDS && fds[i].revents)
-            first = ready(fds[i].fd, first);
-    iteration_starts(l, first);
+        if (fds[i].fd >= 0 && fds[i].fd < MAX_FDS && fds[i].revents) ready(fds[i].fd, &first);
+    iteration_starts(l, first.fd, first.task);
 }
 
 void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w, const fd_set *e, int rc) {
     loop_thread *l = self();
     if (!D9__ACTIVE()) return;
-    int first = -1;
+    first_ready first = {-1, 0};
     for (int fd = 0; rc > 0 && fd < nfds && fd < FD_SETSIZE; fd++)
         if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e)))
-            first = ready(fd, first);
-    iteration_starts(l, first);
+            ready(fd, &first);
+    iteration_starts(l, first.fd, first.task);
 }
 
 void d9p_loop_ready(const int *ready_fds, int n) {
@@ -487,15 +539,15 @@ void d9p_loop_wait_end_uring(int first_fd, const int *ready_fds, int n) {
     loop_thread *l = self();
     if (!D9__ACTIVE()) return;
     d9p_loop_ready(ready_fds, n);
-    iteration_starts(l, (unsigned)first_fd < MAX_FDS ? first_fd : -1);
+    bool known = (unsigned)first_fd < MAX_FDS;
+    iteration_starts(l, known ? first_fd : -1, known ? task_of(first_fd) : 0);
 }
 
 void d9p_loop_end_at_exit(void) {
     loop_thread *l = self();
     if (!l->is_loop || !D9__ACTIVE()) return;
     end_poll(l);
-    l->iterating = false;
-    d9p_loop_iterating = false;
+    d9p_loop_io_now.iterating = false;
 }
 
 /* A program ends from inside its loop (redis' SHUTDOWN, a handler that exits): its last poll
@@ -511,10 +563,12 @@ static void install_exit_hook(void) {
 /* I/O on fd by a loop thread inside an iteration: a connection's first I/O starts its poll. */
 void d9p_loop_io_slow(int fd) {
     loop_thread *l = self();
-    if (!l->iterating || fd == l->cur_fd || (unsigned)fd >= MAX_FDS || !D9__ACTIVE()) return;
+    if (!d9p_loop_io_now.iterating || fd == d9p_loop_io_now.cur_fd || (unsigned)fd >= MAX_FDS ||
+        !D9__ACTIVE())
+        return;
     /* a connection: an fd with a task (accepted, seen ready) or one an epoll fd watches;
      * files the handler writes (logs) are not */
-    if (!atomic_load_explicit(&g_task[fd], memory_order_relaxed) && !in_set(g_watched, fd)) return;
+    if (!d9p_fd_is_connection(fd)) return;
     uint64_t task = task_of(fd);
     if (l->owed_terminate) end_poll(l); /* else begin_poll ends it */
     begin_poll(l, fd, task);

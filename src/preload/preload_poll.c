@@ -11,8 +11,9 @@
  *     "epoll", "poll" or "select" (the first poller it blocked in; n counts threads per
  *     runtime). A thread that only polls with a zero timeout never becomes a worker. A worker
  *     whose poller has fds registered is a home-grown loop: its work between the poller's
- *     calls is polls (preload_loop_work.c), and its runtime is the loop's name ("aeMain
- *     (redis-server)"), so every reader of the runtime.<name> metadata shows the loop. */
+ *     calls is polls (preload_loop_work.c), and its runtime is the loop's name
+ *     ("aeProcessEvents (redis-server)", or "nginx epoll loop" where the function is not
+ *     known), so every reader of the runtime.<name> metadata shows the loop. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -81,8 +82,16 @@ static uint32_t take_worker_id(int runtime) {
     return d9_worker_begin(k_runtime[runtime], atomic_fetch_add(&g_next_index[runtime], 1));
 }
 
+/* A thread outside any loop library blocks in a poller for the first time (in this process):
+ * it takes its worker identity. Out of line, so that every later park saves no register. */
+static __attribute__((noinline)) void take_generic_worker(int runtime, uint32_t gen) {
+    t_generic_worker = true;
+    t_generation = gen;
+    t_worker_id = take_worker_id(runtime);
+}
+
 /* Whether this call parks; takes a worker identity for a thread outside any loop library. */
-static bool park_begin(int runtime, bool may_block) {
+static inline bool park_begin(int runtime, bool may_block) {
     d9p_maybe_start_child();
     if (!may_block || !D9__ACTIVE()) return false;
     d9a_thread *s = &d9a_self;
@@ -90,11 +99,7 @@ static bool park_begin(int runtime, bool may_block) {
         if (!s->park_on_epoll || s->depth != 0) return false;
     } else if (!s->worker_loop) {
         uint32_t gen = atomic_load_explicit(&g_fork_generation, memory_order_relaxed);
-        if (!t_generic_worker || t_generation != gen) {
-            t_generic_worker = true;
-            t_generation = gen;
-            t_worker_id = take_worker_id(runtime);
-        }
+        if (__builtin_expect(!t_generic_worker || t_generation != gen, 0)) take_generic_worker(runtime, gen);
     }
     int saved = errno;
     d9_park();

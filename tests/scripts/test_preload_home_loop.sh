@@ -14,9 +14,10 @@
 #   - C, accepted on A's old fd number after A closed, is a new task; A's task terminated;
 #   - every poll ended: the loop's last iteration, still running when the program exits, too.
 # Mode static: epoll_wait called from a static function: the loop is named from the program's
-# .symtab (named_by "symbol table"), and, run from a stripped copy, after its nearest exported
-# caller with its frame's offset ("run_loop+0x... (d9p_loop_server_stripped)", named_by
-# "nearest exported caller").
+# .symtab (named_by "symbol table"), and, run from a stripped copy, honestly after the program
+# and its poller ("d9p_loop_server_stripped epoll loop", the worker's runtime in every reader),
+# LoopEvent keeping its nearest exported caller with its frame's offset ("run_loop+0x...",
+# named_by "nearest exported caller") as a detail.
 # Mode fork: two forked worker processes, each a run of its own with the same facts, without
 # --children (a forked child starts its run once it runs a loop).
 # Counted, never timed: the only duration compared is the slow handler's 200 ms sleep against
@@ -73,7 +74,11 @@ for run, t in runs:
           and loops[-1]["module"] == program and loops[-1]["polls"] == "connection",
           "%s: the loop is named %s (%s), polls per connection: %s"
           % (name, want_fn.pattern, want_by, loops[-1:] or "no LoopEvent"))
-    loop_name = "%s (%s)" % (loops[-1]["function"], program)
+    # an exact function names the runtime; a frame above it does not: the program and its
+    # poller do, honestly ("d9p_loop_server_stripped epoll loop")
+    poller = "poll" if mode == "poll" else "epoll"
+    loop_name = ("%s %s loop" % (program, poller) if want_by == "nearest exported caller"
+                 else "%s (%s)" % (loops[-1]["function"], program))
     check(len(t.of("WorkerRegisteredEvent")) == 1,
           "%s: one worker, the loop thread (the client thread never polls)" % name)
     report = json.loads(subprocess.run([d9, "analyze", "--json", os.path.join(traces, run)],

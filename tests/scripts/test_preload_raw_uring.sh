@@ -121,6 +121,9 @@ states = [e["fields"]["state"] for e in t.of("IoUringRingEvent")]
 check(states == ["set up"], "the ring is said set up through syscall(), never unseen: %s" % states)
 err = open(os.path.join(dir_, "err")).read()
 check("never waited" not in err, "nothing on stderr says the ring was never waited on")
+text = subprocess.run([d9, "analyze", os.path.join(traces, runs[0])], check=True,
+                      capture_output=True, text=True).stdout
+check("never waited on" not in text, "analyze does not say the ring was never waited on")
 PY
 echo "ok: syscall"
 
@@ -129,7 +132,7 @@ if raw_loop inline; then
         "$WORK/inline/err" || fail "inline: stderr does not say the ring's waits are unseen: $(cat "$WORK/inline/err")"
     echo "ok: inline: stderr says the ring's waits are not seen"
     python3 - "$D9" "$WORK/inline" <<'PY' || exit 1
-import os, sys
+import json, os, subprocess, sys
 sys.path.insert(0, os.environ["D9_SOURCE_DIR"] + "/tests/preload")
 from trace_facts import Trace, check
 d9, dir_ = sys.argv[1:]
@@ -141,6 +144,17 @@ ev = [e["fields"] for e in t.of("IoUringRingEvent")]
 check([f["state"] for f in ev] == ["set up", "never waited through a call the shim sees"]
       and ev[-1]["waits_seen"] == 0 and ev[-1]["set_up_by"] == "syscall()",
       "inline: the trace says the ring set up through syscall() was never waited on: %s" % ev)
+# what the user reads: analyze says it, with the ring's fd, in its text and its JSON flags
+fd = ev[-1]["ring_fd"]
+text = subprocess.run([d9, "analyze", os.path.join(traces, runs[0])], check=True,
+                      capture_output=True, text=True).stdout
+said = "io_uring ring at fd %d was never waited on where the shim could see it: its completions " \
+       "are not recorded" % fd
+check(said in text, "inline: analyze says %r:\n%s" % (said, text[-1500:]))
+report = json.loads(subprocess.run([d9, "analyze", "--json", os.path.join(traces, runs[0])],
+                                   check=True, capture_output=True, text=True).stdout)
+check([f.get("title") for f in report.get("red_flags", []) if f.get("code") == "unseen_io_uring"] == [said],
+      "inline: analyze --json flags unseen_io_uring: %s" % report.get("red_flags"))
 PY
 fi
 echo "PASS: io_uring through syscall(): iterations are polls, one per connection; unseen waits are said"

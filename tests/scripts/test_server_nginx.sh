@@ -8,8 +8,9 @@
 #     connection's poll, or, as the pointer was registered for the fd with epoll_ctl, the
 #     first connection's poll, with a readiness wake of each connection returned ready);
 #     the master, which only waits for signals, has none; the loop is named from nginx's
-#     .symtab (ngx_epoll_process_events) or, stripped as Debian ships it, after its nearest
-#     exported caller with its frame's offset ("ngx_spawn_process+0x2b3 (nginx)");
+#     .symtab (ngx_epoll_process_events) or, stripped as Debian ships it, honestly after the
+#     program and its poller ("nginx epoll loop", the runtime analyze shows), its LoopEvent
+#     keeping the nearest exported caller with its frame's offset ("ngx_spawn_process+0x2b3");
 #   - every run's service is "nginx", the program as started (nginx writes its process title
 #     over argv[0] before it forks its workers);
 #   - every connection nginx served (the serial numbers in its access log) is one task,
@@ -71,7 +72,10 @@ import os, re, sys
 sys.path.insert(0, os.path.dirname(sys.argv[3]))
 from trace_facts import Trace, check
 d9, root, _, requests, conns = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-runs = [Trace(d9, os.path.join(root, r)) for r in sorted(os.listdir(root)) if not r.startswith(".")]
+import json, subprocess
+paths = [os.path.join(root, r) for r in sorted(os.listdir(root)) if not r.startswith(".")]
+runs = [Trace(d9, p) for p in paths]
+path_of = {id(t): p for t, p in zip(runs, paths)}
 loops = [t for t in runs if t.of("LoopEvent")]
 check(len(runs) == 3, "3 runs: the master and its 2 workers (%d)" % len(runs))
 check(len(loops) == 2, "2 runs with a loop: the workers (%d)" % len(loops))
@@ -93,6 +97,17 @@ for t in loops:
             (last.get("named_by") == "nearest exported caller" and re.match(r"ngx_\w+\+0x[0-9a-f]+$", last["function"]))
     check(named, "worker %s: the loop's name %r says how it was found (%s)"
           % (t.meta.get("pid"), last["function"], last.get("named_by")))
+    # what analyze shows: the function where it is known, else honestly the program and its
+    # poller, never a frame above the loop as if it were the loop ("ngx_spawn_process+0x2b3")
+    loop_name = ("ngx_epoll_process_events (nginx)" if last.get("named_by") == "symbol table"
+                 else "nginx epoll loop")
+    report = json.loads(subprocess.run([d9, "analyze", "--json", path_of[id(t)]], check=True,
+                                       capture_output=True, text=True).stdout)
+    text = subprocess.run([d9, "analyze", path_of[id(t)]], check=True, capture_output=True, text=True).stdout
+    check([w.get("runtime") for w in report["workers"]] == [loop_name] and
+          "  worker 0: runtime %s\n" % loop_name in text,
+          "worker %s: analyze names its runtime %r: %s" % (t.meta.get("pid"), loop_name,
+                                                           [w.get("runtime") for w in report["workers"]]))
     # a worker exits from its loop (the master's stop signal): its last poll ends at exit
     starts, ends = len(t.of("PollStartEvent")), len(t.of("PollEndEvent"))
     check(starts == ends, "worker %s: every poll ended (%d starts, %d ends)" % (t.meta.get("pid"), starts, ends))

@@ -574,8 +574,29 @@ static int batch_defs(pq_writer *w, column *c, const uint8_t *present) {
             c->nvalues += n;                                                                    \
             return 0;                                                                           \
         }                                                                                       \
-        for (uint32_t r = 0; r < n; r++)                                                        \
-            if ((!present || present[r]) && store(w, c, &v[r], sizeof(T)) != 0) return -1;      \
+        /* dictionary: the entries of recent values by their bits, so that a column of a few \
+         * values (workers, threads) is mostly neither hashed nor compared byte by byte */      \
+        struct {                                                                                \
+            uint64_t key;                                                                       \
+            uint32_t entry, ok;                                                                 \
+        } recent[64] = {0};                                                                     \
+        for (uint32_t r = 0; r < n; r++) {                                                      \
+            if (present && !present[r]) continue;                                               \
+            uint64_t key = 0;                                                                   \
+            memcpy(&key, &v[r], sizeof(T));                                                     \
+            unsigned slot = (unsigned)(key ^ key >> 6 ^ key >> 32) & 63;                        \
+            if (c->dict_mode && recent[slot].ok && recent[slot].key == key) {                   \
+                if (c->nvalues >= c->index_cap && grow_index(w, c) != 0) return -1;             \
+                c->index[c->nvalues++] = recent[slot].entry;                                    \
+                continue;                                                                       \
+            }                                                                                   \
+            if (store(w, c, &v[r], sizeof(T)) != 0) return -1;                                  \
+            if (c->dict_mode) {                                                                 \
+                recent[slot].key = key;                                                         \
+                recent[slot].entry = c->index[c->nvalues - 1];                                  \
+                recent[slot].ok = 1;                                                            \
+            }                                                                                   \
+        }                                                                                       \
         return 0;                                                                               \
     }
 

@@ -659,15 +659,15 @@ int pq_put_same_n(pq_writer *w, int col) {
         if (put_carried(w, c) != 0) return -1;
         r = 1;
     }
-    for (; r < w->batch; r++) {
-        if (!c->dict_mode) {
+    if (!c->dict_mode) {
+        for (; r < w->batch; r++)
             if (put_last_plain(w, c) != 0) return -1;
-            continue;
-        }
-        if (c->nvalues >= c->index_cap && grow_index(w, c) != 0) return -1;
-        c->index[c->nvalues] = c->index[c->nvalues - 1];
-        c->nvalues++;
+        return 0;
     }
+    while (c->nvalues + (w->batch - r) > c->index_cap)
+        if (grow_index(w, c) != 0) return -1;
+    uint32_t e = c->index[c->nvalues - 1]; /* the one index, filled in */
+    for (; r < w->batch; r++) c->index[c->nvalues++] = e;
     return 0;
 }
 

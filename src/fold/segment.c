@@ -790,31 +790,36 @@ typedef struct hist_put {
     const hist_group *g;
 } hist_put;
 
-/* 1: the partition holds this segment already (no rows), -1: an error */
+/* A row of the group's histogram, gathered into poll_hist's batch; -1 on an error. */
 static int put_hist_row(const d9f_hist_row *r, void *ctx) {
     hist_put *hp = ctx;
     seg *s = hp->s;
-    bool skip;
-    pq_writer *w = row(s, D9F_POLL_HIST, hp->g->first_wall, &skip);
-    if (!w) return skip ? 1 : -1;
-    pq_put_str(w, D9F_HIST_SPAWN_LOC, s->locs[hp->g->loc], s->loc_lens[hp->g->loc]);
-    pq_put_i64(w, D9F_HIST_WORKER, (int64_t)hp->g->worker);
-    pq_put_i32(w, D9F_HIST_BUCKET, r->bucket);
-    pq_put_i64(w, D9F_HIST_LOW, (int64_t)r->low);
-    pq_put_i64(w, D9F_HIST_HIGH, (int64_t)r->high);
-    pq_put_i64(w, D9F_HIST_MID, (int64_t)r->mid);
-    pq_put_i64(w, D9F_HIST_COUNT, (int64_t)r->count);
-    pq_put_i64(w, D9F_HIST_MIN, (int64_t)r->min);
-    pq_put_i64(w, D9F_HIST_MAX, (int64_t)r->max);
-    return end_row(s, w);
+    uint32_t i;
+    int rc;
+    d9f_row_batch *b = batch_row(s, D9F_POLL_HIST, hp->g->first_wall, &i, &rc);
+    if (!b) return rc;
+    b->v[D9F_HIST_SPAWN_LOC][i] = hp->g->loc;
+    b->v[D9F_HIST_WORKER][i] = (int64_t)hp->g->worker;
+    b->v[D9F_HIST_BUCKET][i] = r->bucket;
+    b->v[D9F_HIST_LOW][i] = (int64_t)r->low;
+    b->v[D9F_HIST_HIGH][i] = (int64_t)r->high;
+    b->v[D9F_HIST_MID][i] = (int64_t)r->mid;
+    b->v[D9F_HIST_COUNT][i] = (int64_t)r->count;
+    b->v[D9F_HIST_MIN][i] = (int64_t)r->min;
+    b->v[D9F_HIST_MAX][i] = (int64_t)r->max;
+    return 0;
 }
 
+/* poll_hist's rows column at a time; its spawn locations are the segment's, all known now. */
 static int put_hist_rows(seg *s) {
+    d9f_row_batch *b = &s->batch[D9F_POLL_HIST];
+    if (d9f_batch_init(b, D9F_POLL_HIST) != 0) return oom(s);
+    b->strings[D9F_HIST_SPAWN_LOC] = (d9f_batch_strings){(const char *const *)s->locs, s->loc_lens, s->nlocs};
     for (size_t i = 0; i < s->ngroups; i++) {
         hist_put hp = {s, &s->groups[i]};
         if (d9f_hist_rows(&s->groups[i].h, put_hist_row, &hp) < 0) return -1;
     }
-    return 0;
+    return flush_batch(s, D9F_POLL_HIST);
 }
 
 static int put_segment_row(seg *s, uint64_t file_bytes, const char *status) {

@@ -12,7 +12,6 @@
 #include "parquet/delta_binary_packed.h"
 #include "parquet/pq_buf.h"
 #include "parquet/rle_hybrid.h"
-#include "parquet/sparse_dict.h"
 #include "parquet/thrift_compact.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "PLAIN values are copied as they lie in memory");
@@ -81,7 +80,6 @@ struct pq_writer {
     ZSTD_CCtx *cctx;
     bool zstd_fast; /* cctx is at level 1 for PLAIN integers (write_page) */
     pq_buf page, levels, cbuf, hbuf;
-    pq_sparse_dict sparse; /* scratch: a mostly-one-value PLAIN column's dictionary */
     uint32_t batch;        /* rows of the batch begun (pq_begin_rows), 0: row by row */
     uint32_t *id_index;    /* pq_put_str_ids: dictionary index + 1 of each caller's id */
     size_t id_index_cap;
@@ -806,22 +804,7 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
     }
     unsigned bw = 0;
     const uint32_t *index = c->index;
-    if (!dict && !delta && c->nvalues >= 128 && (c->def.type == PQ_INT64 || c->def.type == PQ_TIMESTAMP_NS)) {
-        /* mostly one value: a dictionary whose runs of it the hybrid writes in a few bytes */
-        int built = pq_sparse_dict_build(&w->sparse, (const int64_t *)(const void *)c->values.p, c->nvalues,
-                                         PQ_DICT_MAX);
-        if (built < 0) return fail(w, "out of memory");
-        if (built) {
-            dict = true;
-            index = w->sparse.index;
-            m->dict = true;
-            w->page.len = 0;
-            pq_buf_put(&w->page, w->sparse.entries, (size_t)w->sparse.nentries * 8);
-            if (write_page(w, m, PAGE_DICTIONARY, (int32_t)w->sparse.nentries, E_PLAIN, false) != 0) return -1;
-            bw = pq_bit_width(w->sparse.nentries - 1);
-            if (bw == 0) bw = 1; /* some readers refuse width 0 */
-        }
-    } else if (dict) {
+    if (dict) {
         m->dict = true;
         w->page.len = 0;
         put_plain(w, c, 0, c->ndict);
@@ -1084,7 +1067,6 @@ void pq_writer_abort(pq_writer *w) {
     pq_buf_free(&w->levels);
     pq_buf_free(&w->cbuf);
     pq_buf_free(&w->hbuf);
-    pq_sparse_dict_free(&w->sparse);
     free(w->id_index);
     free(w);
 }

@@ -1,8 +1,7 @@
 /* A Parquet file writer of our own (Debian 12 packages no Parquet library): flat schemas of
  * required and optional columns, physical types BOOLEAN, INT32, INT64, DOUBLE and BYTE_ARRAY,
  * logical types STRING and TIMESTAMP(NANOS, UTC); data pages v1 with PLAIN, RLE_DICTIONARY or
- * DELTA_BINARY_PACKED values and RLE definition levels (an INT64 column chunk whose values are
- * nearly all one value, such as 0, is written RLE_DICTIONARY: parquet/sparse_dict.h); zstd pages through the dlopen'ed libzstd (uncompressed
+ * DELTA_BINARY_PACKED values and RLE definition levels; zstd pages through the dlopen'ed libzstd (uncompressed
  * when it is absent); column-chunk statistics (min, max, null count) and TypeDefinedOrder so
  * engines prune row groups.
  *

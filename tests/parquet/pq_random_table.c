@@ -5,7 +5,7 @@
  * or not, values repeated with pq_put_same (across row groups too); half the seeds put their
  * rows column at a time instead (pq_begin_rows, pq_put_i64s, pq_put_str_ids, pq_put_same_n,
  * ...: batches of random sizes, never across a row group), and some INT64 columns are nearly
- * all 0 (the writer's sparse dictionaries): all from the seed, so a failure is replayed by its
+ * all 0 (as polls' attribution parts): all from the seed, so a failure is replayed by its
  * seed.
  *
  *     pq_random_table SEED ROWS OUT.parquet OUT.jsonl

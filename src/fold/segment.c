@@ -14,6 +14,7 @@
 #include "common/u64_map.h"
 #include "fold/hist_rows.h"
 #include "fold/poll_attribution.h"
+#include "fold/row_batch.h"
 #include "format/decoder.h"
 #include "format/schemas.h"
 #include "model/offcpu_cause.h"
@@ -60,6 +61,7 @@ typedef struct row_cache {
 typedef struct seg {
     d9f_output *out;
     row_cache last[D9F_TABLES];
+    d9f_row_batch batch[D9F_TABLES]; /* sched, wakes, samples: rows gathered column by column */
     const char *seg_id, *path;
     char *service, *instance, *boot, *run, *metadata_json;
     d9m_schedstat ss;
@@ -106,6 +108,9 @@ typedef struct seg {
 static int64_t wall_of(const seg *s, uint64_t ts) {
     return (int64_t)s->clock_real + (int64_t)(ts - s->clock_mono);
 }
+
+/* the output's partition hour of a row at wall */
+static int64_t partition_hour(int64_t wall) { return (wall >= 0 ? wall : 0) / NS_PER_HOUR; }
 
 static int oom(seg *s) {
     snprintf(s->err, s->errlen, "out of memory");
@@ -209,7 +214,7 @@ static int read_prelude(seg *s) {
  * is the same for every row of the segment: asked once, and the identity strings are put as
  * "the previous row's again" (no hashing, no compare). */
 static pq_writer *row(seg *s, d9f_table t, int64_t wall, bool *skip) {
-    int64_t hour = (wall >= 0 ? wall : 0) / NS_PER_HOUR; /* the output's partition hour */
+    int64_t hour = partition_hour(wall);
     row_cache *c = &s->last[t];
     if (c->valid && c->hour == hour) {
         *skip = c->skip;
@@ -316,35 +321,99 @@ static hist_group *group_of(seg *s, uint32_t loc, uint64_t worker, int64_t wall)
     return &g[s->ngroups++];
 }
 
+/* One poll's row by row (the first of an hour's rows: its identity values are put there). */
+static int put_poll_row(seg *s, pq_writer *w, const pending_poll *p, const d9m_parts *parts) {
+    pq_put_i64(w, D9F_POLLS_WORKER, (int64_t)p->worker);
+    pq_put_i64(w, D9F_POLLS_TASK, (int64_t)p->task);
+    pq_put_str(w, D9F_POLLS_SPAWN_LOC, s->locs[p->loc], s->loc_lens[p->loc]);
+    pq_put_i64(w, D9F_POLLS_DURATION, (int64_t)p->dur);
+    for (int k = 0; k < D9M_PARTS; k++) pq_put_i64(w, D9F_POLLS_ON_CPU + k, (int64_t)parts->ns[k]);
+    return end_row(s, w);
+}
+
+/* The polls' columns of one batch of rows (poll_rows_batch), filled column by column. */
+enum { POLL_BATCH = 4096 };
+typedef struct poll_columns {
+    int64_t wall[POLL_BATCH], worker[POLL_BATCH], task[POLL_BATCH], dur[POLL_BATCH];
+    int64_t part[D9M_PARTS][POLL_BATCH];
+    uint32_t loc[POLL_BATCH];
+} poll_columns;
+
+/* Pending polls [i, i + n) of one hour into w, whose last row is this segment's: the writer
+ * takes each column in one call. */
+static int put_poll_batch(seg *s, pq_writer *w, size_t i, uint32_t n, size_t *from, poll_columns *pc) {
+    for (uint32_t r = 0; r < n; r++) {
+        const pending_poll *p = &s->pending[i + r];
+        pc->wall[r] = p->wall;
+        pc->worker[r] = (int64_t)p->worker;
+        pc->task[r] = (int64_t)p->task;
+        pc->dur[r] = (int64_t)p->dur;
+        pc->loc[r] = p->loc;
+        d9m_parts parts;
+        d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, &from[p->pair], &parts);
+        for (int k = 0; k < D9M_PARTS; k++) pc->part[k][r] = (int64_t)parts.ns[k];
+    }
+    pq_begin_rows(w, n);
+    for (int col = D9F_COL_INSTANCE; col <= D9F_COL_SEGMENT; col++) pq_put_same_n(w, col);
+    pq_put_i64s(w, D9F_COL_WALL_TIME, pc->wall, NULL);
+    pq_put_i64s(w, D9F_POLLS_WORKER, pc->worker, NULL);
+    pq_put_i64s(w, D9F_POLLS_TASK, pc->task, NULL);
+    pq_put_str_ids(w, D9F_POLLS_SPAWN_LOC, pc->loc, NULL, (const char *const *)s->locs, s->loc_lens, s->nlocs);
+    pq_put_i64s(w, D9F_POLLS_DURATION, pc->dur, NULL);
+    for (int k = 0; k < D9M_PARTS; k++) pq_put_i64s(w, D9F_POLLS_ON_CPU + k, pc->part[k], NULL);
+    if (pq_end_rows(w) == 0) return 0;
+    char err[256];
+    pq_writer_close(w, err, sizeof err); /* never: a batch of ours missing a column; says why */
+    snprintf(s->err, s->errlen, "%s", err);
+    return -1;
+}
+
+/* The segment's polls, in order of their start: each hour's first row by row() (which puts
+ * the identity values), the rest in batches of columns. */
 static int put_poll_rows(seg *s) {
     /* per worker, where its previous poll's search for off-CPU intervals ended */
     size_t *from = malloc((s->npairs ? s->npairs : 1) * sizeof *from);
-    if (!from) return oom(s);
+    poll_columns *pc = malloc(sizeof *pc);
+    if (!from || !pc) {
+        free(from);
+        free(pc);
+        return oom(s);
+    }
     for (size_t k = 0; k < s->npairs; k++) from[k] = SIZE_MAX;
-    for (size_t i = 0; i < s->npending; i++) {
+    int rc = 0;
+    size_t i = 0;
+    while (rc == 0 && i < s->npending) {
         const pending_poll *p = &s->pending[i];
-        bool skip;
-        pq_writer *w = row(s, D9F_POLLS, p->wall, &skip);
-        if (!w) {
-            if (skip) continue;
-            free(from);
-            return -1;
+        int64_t hour = partition_hour(p->wall);
+        row_cache *c = &s->last[D9F_POLLS];
+        if (!c->valid || c->hour != hour) {
+            bool skip;
+            pq_writer *w = row(s, D9F_POLLS, p->wall, &skip);
+            if (w) {
+                d9m_parts parts;
+                d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, &from[p->pair], &parts);
+                rc = put_poll_row(s, w, p, &parts);
+            } else if (!skip) {
+                rc = -1;
+            }
+            i++;
+            continue;
         }
-        pq_put_i64(w, D9F_POLLS_WORKER, (int64_t)p->worker);
-        pq_put_i64(w, D9F_POLLS_TASK, (int64_t)p->task);
-        pq_put_str(w, D9F_POLLS_SPAWN_LOC, s->locs[p->loc], s->loc_lens[p->loc]);
-        pq_put_i64(w, D9F_POLLS_DURATION, (int64_t)p->dur);
-        d9m_parts parts;
-        d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, &from[p->pair], &parts);
-        for (int k = 0; k < D9M_PARTS; k++) pq_put_i64(w, D9F_POLLS_ON_CPU + k, (int64_t)parts.ns[k]);
-        if (end_row(s, w) != 0) {
-            free(from);
-            return -1;
+        size_t j = i + 1;
+        while (j < s->npending && j - i < POLL_BATCH && partition_hour(s->pending[j].wall) == hour) j++;
+        if (c->skip) { /* the partition holds this segment already */
+            i = j;
+            continue;
         }
+        uint32_t n = (uint32_t)(j - i), room = pq_rows_room(c->w);
+        if (n > room) n = room;
+        rc = put_poll_batch(s, c->w, i, n, from, pc);
+        i += n;
     }
     free(from);
+    free(pc);
     s->npending = 0;
-    return 0;
+    return rc;
 }
 
 static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end, uint32_t pair) {
@@ -376,22 +445,66 @@ static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end, uint32_t 
     return 0;
 }
 
+static int flush_batch(seg *s, d9f_table t) {
+    const char *identity[4] = {s->instance, s->boot, s->run, s->seg_id};
+    return d9f_batch_flush(&s->batch[t], identity, s->err, s->errlen);
+}
+
+/* The batch a row of table t at wall goes into, and the row's index in it (*r); NULL when the
+ * partition holds this segment already (*rc 0) or on an error (*rc -1). As row(): the output
+ * is asked once per hour; a new hour's writer first gets the rows gathered for the last. */
+static d9f_row_batch *batch_row(seg *s, d9f_table t, int64_t wall, uint32_t *r, int *rc) {
+    int64_t hour = partition_hour(wall);
+    row_cache *c = &s->last[t];
+    d9f_row_batch *b = &s->batch[t];
+    *rc = 0;
+    if (!c->valid || c->hour != hour) {
+        if (flush_batch(s, t) != 0) {
+            *rc = -1;
+            return NULL;
+        }
+        bool skip;
+        pq_writer *w = d9f_output_rows(s->out, t, s->service, wall, s->seg_id, &skip, s->err, s->errlen);
+        if (!w && !skip) {
+            *rc = -1;
+            return NULL;
+        }
+        *c = (row_cache){.w = w, .hour = hour, .valid = true, .skip = skip};
+        b->fresh = true;
+    }
+    if (c->skip) return NULL;
+    if (d9f_batch_full(b) && flush_batch(s, t) != 0) {
+        *rc = -1;
+        return NULL;
+    }
+    *r = d9f_batch_row(b, c->w);
+    b->v[D9F_COL_WALL_TIME][*r] = wall;
+    return b;
+}
+
+static const char *const k_sched_kinds[] = {"park", "unpark"};
+static const uint32_t k_sched_kind_lens[] = {4, 6};
+static const char *const k_sample_sources[] = {"cpu", "offcpu"};
+static const uint32_t k_sample_source_lens[] = {3, 6};
+
 static int sched_row(seg *s, const d9m_mark *k, const d9m_mark *park) {
-    bool skip;
-    pq_writer *w = row(s, D9F_SCHED, wall_of(s, k->ts), &skip);
-    if (!w) return skip ? 0 : -1;
+    uint32_t r;
+    int rc;
+    d9f_row_batch *b = batch_row(s, D9F_SCHED, wall_of(s, k->ts), &r, &rc);
+    if (!b) return rc;
     bool unpark = k->kind == D9M_UNPARK;
-    pq_put_str(w, D9F_SCHED_KIND, unpark ? "unpark" : "park", unpark ? 6 : 4);
-    pq_put_i64(w, D9F_SCHED_WORKER, (int64_t)k->worker_id);
-    if (k->tid) pq_put_i64(w, D9F_SCHED_TID, (int64_t)k->tid);
-    else pq_put_null(w, D9F_SCHED_TID);
-    if (park) pq_put_i64(w, D9F_SCHED_PARKED, (int64_t)(k->ts > park->ts ? k->ts - park->ts : 0));
-    else pq_put_null(w, D9F_SCHED_PARKED);
-    if (unpark && k->has_sched_wait) pq_put_i64(w, D9F_SCHED_DELAY, (int64_t)k->sched_wait_ns);
-    else pq_put_null(w, D9F_SCHED_DELAY);
-    if (k->has_cpu) pq_put_i64(w, D9F_SCHED_CPU_TIME, (int64_t)k->cpu_ns);
-    else pq_put_null(w, D9F_SCHED_CPU_TIME);
-    return end_row(s, w);
+    b->v[D9F_SCHED_KIND][r] = unpark;
+    b->v[D9F_SCHED_WORKER][r] = (int64_t)k->worker_id;
+    b->v[D9F_SCHED_TID][r] = (int64_t)k->tid;
+    b->present[D9F_SCHED_TID][r] = k->tid != 0;
+    b->v[D9F_SCHED_PARKED][r] = park ? (int64_t)(k->ts > park->ts ? k->ts - park->ts : 0) : 0;
+    b->present[D9F_SCHED_PARKED][r] = park != NULL;
+    bool delay = unpark && k->has_sched_wait;
+    b->v[D9F_SCHED_DELAY][r] = delay ? (int64_t)k->sched_wait_ns : 0;
+    b->present[D9F_SCHED_DELAY][r] = delay;
+    b->v[D9F_SCHED_CPU_TIME][r] = k->has_cpu ? (int64_t)k->cpu_ns : 0;
+    b->present[D9F_SCHED_CPU_TIME][r] = k->has_cpu;
+    return 0;
 }
 
 static int on_mark(seg *s, const d9_event *ev, d9_decoder *d) {
@@ -415,15 +528,16 @@ static int on_mark(seg *s, const d9_event *ev, d9_decoder *d) {
 
 static int on_wake(seg *s, const d9_event *ev) {
     const int16_t *f = ev->schema->bind.field;
-    bool skip;
-    pq_writer *w = row(s, D9F_WAKES, wall_of(s, ev->ts_ns), &skip);
-    if (!w) return skip ? 0 : -1;
-    pq_put_i64(w, D9F_WAKE_WAKER, (int64_t)d9m_uint_or(ev, f[D9_KF_WAKER_TASK_ID], 0));
-    pq_put_i64(w, D9F_WAKE_WOKEN, (int64_t)d9m_uint_or(ev, f[D9_KF_WOKEN_TASK_ID], 0));
+    uint32_t r;
+    int rc;
+    d9f_row_batch *b = batch_row(s, D9F_WAKES, wall_of(s, ev->ts_ns), &r, &rc);
+    if (!b) return rc;
+    b->v[D9F_WAKE_WAKER][r] = (int64_t)d9m_uint_or(ev, f[D9_KF_WAKER_TASK_ID], 0);
+    b->v[D9F_WAKE_WOKEN][r] = (int64_t)d9m_uint_or(ev, f[D9_KF_WOKEN_TASK_ID], 0);
     uint64_t target = d9m_uint_or(ev, f[D9_KF_TARGET_WORKER], D9_WORKER_NONE);
-    if (target < D9_WORKER_NONE) pq_put_i64(w, D9F_WAKE_TARGET, (int64_t)target);
-    else pq_put_null(w, D9F_WAKE_TARGET);
-    return end_row(s, w);
+    b->v[D9F_WAKE_TARGET][r] = (int64_t)target;
+    b->present[D9F_WAKE_TARGET][r] = target < D9_WORKER_NONE;
+    return 0;
 }
 
 /* The stack of a sample: its id (a hash of its addresses), kept once per segment. */
@@ -472,20 +586,21 @@ static int on_sample(seg *s, const d9_event *ev, d9_decoder *d) {
     if (source == 1 && sample_worker != D9_WORKER_NONE && /* a context-switch sample */
         d9f_attr_offcpu_sample(&s->attr, ev->ts_ns, sample_worker, stack_index) != 0)
         return oom(s);
-    bool skip;
-    pq_writer *w = row(s, D9F_SAMPLES, wall, &skip);
-    if (!w) return skip ? 0 : -1;
-    bool cpu = source == 0;
-    pq_put_str(w, D9F_SAMPLE_SOURCE, cpu ? "cpu" : "offcpu", cpu ? 3 : 6);
-    uint64_t wid = sample_worker, v;
-    if (wid < D9_WORKER_NONE) pq_put_i64(w, D9F_SAMPLE_WORKER, (int64_t)wid);
-    else pq_put_null(w, D9F_SAMPLE_WORKER);
-    pq_put_i64(w, D9F_SAMPLE_TID, (int64_t)d9m_uint_or(ev, f[D9_KF_TID], 0));
-    if (f[D9_KF_CPU] >= 0 && d9_value_uint(&ev->values[f[D9_KF_CPU]], &v)) pq_put_i64(w, D9F_SAMPLE_CPU, (int64_t)v);
-    else pq_put_null(w, D9F_SAMPLE_CPU);
-    pq_put_i64(w, D9F_SAMPLE_STACK, (int64_t)stack);
-    pq_put_i64(w, D9F_SAMPLE_WEIGHT, 1);
-    return end_row(s, w);
+    uint32_t r;
+    int rc;
+    d9f_row_batch *b = batch_row(s, D9F_SAMPLES, wall, &r, &rc);
+    if (!b) return rc;
+    b->v[D9F_SAMPLE_SOURCE][r] = source != 0;
+    b->v[D9F_SAMPLE_WORKER][r] = (int64_t)sample_worker;
+    b->present[D9F_SAMPLE_WORKER][r] = sample_worker < D9_WORKER_NONE;
+    b->v[D9F_SAMPLE_TID][r] = (int64_t)d9m_uint_or(ev, f[D9_KF_TID], 0);
+    uint64_t v = 0;
+    bool cpu = f[D9_KF_CPU] >= 0 && d9_value_uint(&ev->values[f[D9_KF_CPU]], &v);
+    b->v[D9F_SAMPLE_CPU][r] = (int64_t)v;
+    b->present[D9F_SAMPLE_CPU][r] = cpu;
+    b->v[D9F_SAMPLE_STACK][r] = (int64_t)stack;
+    b->v[D9F_SAMPLE_WEIGHT][r] = 1;
+    return 0;
 }
 
 static int on_symbol(seg *s, const d9_event *ev) {
@@ -675,31 +790,36 @@ typedef struct hist_put {
     const hist_group *g;
 } hist_put;
 
-/* 1: the partition holds this segment already (no rows), -1: an error */
+/* A row of the group's histogram, gathered into poll_hist's batch; -1 on an error. */
 static int put_hist_row(const d9f_hist_row *r, void *ctx) {
     hist_put *hp = ctx;
     seg *s = hp->s;
-    bool skip;
-    pq_writer *w = row(s, D9F_POLL_HIST, hp->g->first_wall, &skip);
-    if (!w) return skip ? 1 : -1;
-    pq_put_str(w, D9F_HIST_SPAWN_LOC, s->locs[hp->g->loc], s->loc_lens[hp->g->loc]);
-    pq_put_i64(w, D9F_HIST_WORKER, (int64_t)hp->g->worker);
-    pq_put_i32(w, D9F_HIST_BUCKET, r->bucket);
-    pq_put_i64(w, D9F_HIST_LOW, (int64_t)r->low);
-    pq_put_i64(w, D9F_HIST_HIGH, (int64_t)r->high);
-    pq_put_i64(w, D9F_HIST_MID, (int64_t)r->mid);
-    pq_put_i64(w, D9F_HIST_COUNT, (int64_t)r->count);
-    pq_put_i64(w, D9F_HIST_MIN, (int64_t)r->min);
-    pq_put_i64(w, D9F_HIST_MAX, (int64_t)r->max);
-    return end_row(s, w);
+    uint32_t i;
+    int rc;
+    d9f_row_batch *b = batch_row(s, D9F_POLL_HIST, hp->g->first_wall, &i, &rc);
+    if (!b) return rc;
+    b->v[D9F_HIST_SPAWN_LOC][i] = hp->g->loc;
+    b->v[D9F_HIST_WORKER][i] = (int64_t)hp->g->worker;
+    b->v[D9F_HIST_BUCKET][i] = r->bucket;
+    b->v[D9F_HIST_LOW][i] = (int64_t)r->low;
+    b->v[D9F_HIST_HIGH][i] = (int64_t)r->high;
+    b->v[D9F_HIST_MID][i] = (int64_t)r->mid;
+    b->v[D9F_HIST_COUNT][i] = (int64_t)r->count;
+    b->v[D9F_HIST_MIN][i] = (int64_t)r->min;
+    b->v[D9F_HIST_MAX][i] = (int64_t)r->max;
+    return 0;
 }
 
+/* poll_hist's rows column at a time; its spawn locations are the segment's, all known now. */
 static int put_hist_rows(seg *s) {
+    d9f_row_batch *b = &s->batch[D9F_POLL_HIST];
+    if (d9f_batch_init(b, D9F_POLL_HIST) != 0) return oom(s);
+    b->strings[D9F_HIST_SPAWN_LOC] = (d9f_batch_strings){(const char *const *)s->locs, s->loc_lens, s->nlocs};
     for (size_t i = 0; i < s->ngroups; i++) {
         hist_put hp = {s, &s->groups[i]};
         if (d9f_hist_rows(&s->groups[i].h, put_hist_row, &hp) < 0) return -1;
     }
-    return 0;
+    return flush_batch(s, D9F_POLL_HIST);
 }
 
 static int put_segment_row(seg *s, uint64_t file_bytes, const char *status) {
@@ -727,6 +847,7 @@ static int put_segment_row(seg *s, uint64_t file_bytes, const char *status) {
 }
 
 static void seg_free(seg *s) {
+    for (int t = 0; t < D9F_TABLES; t++) d9f_batch_free(&s->batch[t]);
     free(s->service);
     free(s->instance);
     free(s->boot);
@@ -760,6 +881,13 @@ int d9f_fold_segment(d9f_output *out, const char *path, const char *seg_id, uint
     seg s = {.out = out, .path = path, .seg_id = seg_id, .err = err, .errlen = errlen};
     *st = (d9f_segment_stats){0};
     int rc = read_prelude(&s);
+    static const d9f_table batched[] = {D9F_SCHED, D9F_WAKES, D9F_SAMPLES};
+    for (size_t i = 0; rc == 0 && i < sizeof batched / sizeof *batched; i++)
+        if (d9f_batch_init(&s.batch[batched[i]], batched[i]) != 0) rc = oom(&s);
+    if (rc == 0) {
+        s.batch[D9F_SCHED].strings[D9F_SCHED_KIND] = (d9f_batch_strings){k_sched_kinds, k_sched_kind_lens, 2};
+        s.batch[D9F_SAMPLES].strings[D9F_SAMPLE_SOURCE] = (d9f_batch_strings){k_sample_sources, k_sample_source_lens, 2};
+    }
     const char *status = "complete";
     if (rc == 0) {
         s.sources = open_memstream(&s.sources_buf, &s.sources_len);
@@ -780,6 +908,7 @@ int d9f_fold_segment(d9f_output *out, const char *path, const char *seg_id, uint
         s.sources = s.drops = NULL;
         if (a || b) rc = oom(&s);
     }
+    for (size_t i = 0; rc == 0 && i < sizeof batched / sizeof *batched; i++) rc = flush_batch(&s, batched[i]);
     if (rc == 0 && d9f_attr_prepare(&s.attr, stack_cause, &s) != 0) rc = oom(&s);
     if (rc == 0) rc = put_poll_rows(&s);
     if (rc == 0) rc = put_hist_rows(&s);

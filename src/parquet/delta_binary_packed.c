@@ -2,6 +2,8 @@
  * arithmetic is on unsigned 64 bits (32 for INT32 columns, whose readers wrap at 32). */
 #include "parquet/delta_binary_packed.h"
 
+#include <string.h>
+
 #define BLOCK 128
 #define MINIBLOCKS 4
 #define PER_MINI (BLOCK / MINIBLOCKS)
@@ -26,22 +28,38 @@ static void put_block(pq_buf *out, const uint64_t *d, size_t n, unsigned bits, b
         for (size_t i = m * PER_MINI; i < n && i < (m + 1) * PER_MINI; i++) or |= (d[i] - min) & mask;
         widths[m] = (uint8_t)(bytes ? (width64(or) + 7) & ~7u : width64(or));
     }
-    pq_buf_put(out, widths, MINIBLOCKS);
+    /* the block's bytes written in place: at most 8 bytes a delta, and 8 of room for a
+     * whole-byte width's 8-byte store */
+    if (!pq_buf_reserve(out, MINIBLOCKS + BLOCK * 8 + 8)) return;
+    uint8_t *p = out->p + out->len;
+    memcpy(p, widths, MINIBLOCKS);
+    p += MINIBLOCKS;
     for (size_t m = 0; m < minis; m++) {
         unsigned bw = widths[m];
+        size_t i0 = m * PER_MINI, i1 = i0 + PER_MINI;
+        if ((bw & 7) == 0) { /* whole bytes: each delta's low bw/8 bytes, little-endian */
+            unsigned nb = bw / 8;
+            for (size_t i = i0; i < i1; i++) {
+                uint64_t x = i < n ? (d[i] - min) & mask : 0; /* the last miniblock padded with 0 */
+                memcpy(p, &x, 8);
+                p += nb;
+            }
+            continue;
+        }
         unsigned __int128 acc = 0;
         unsigned have = 0;
-        for (size_t i = m * PER_MINI; i < (m + 1) * PER_MINI; i++) {
-            uint64_t x = i < n ? (d[i] - min) & mask : 0; /* the last miniblock padded with 0 */
+        for (size_t i = i0; i < i1; i++) {
+            uint64_t x = i < n ? (d[i] - min) & mask : 0;
             acc |= (unsigned __int128)x << have;
             have += bw;
             while (have >= 8) {
-                pq_buf_byte(out, (uint8_t)acc);
+                *p++ = (uint8_t)acc;
                 acc >>= 8;
                 have -= 8;
             }
         }
     }
+    out->len = (size_t)(p - out->p);
 }
 
 static void encode(pq_buf *out, const void *values, size_t n, unsigned bits, bool bytes) {

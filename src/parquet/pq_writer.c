@@ -80,6 +80,9 @@ struct pq_writer {
     ZSTD_CCtx *cctx;
     bool zstd_fast; /* cctx is at level 1 for PLAIN integers (write_page) */
     pq_buf page, levels, cbuf, hbuf;
+    uint32_t batch;        /* rows of the batch begun (pq_begin_rows), 0: row by row */
+    uint32_t *id_index;    /* pq_put_str_ids: dictionary index + 1 of each caller's id */
+    size_t id_index_cap;
     bool failed;
     char err[256];
 };
@@ -194,7 +197,9 @@ const char *pq_writer_codec(const pq_writer *w) { return w->zstd ? "zstd" : "non
 /* Why a put is refused (out of line: the checks of every put stay a few instructions). */
 static __attribute__((noinline)) column *put_refused(pq_writer *w, int col, pq_type t1, pq_type t2) {
     if (w->failed) return NULL;
-    if (col < 0 || col >= w->ncols) {
+    if (w->batch) {
+        fail(w, "a row's put inside a batch of rows");
+    } else if (col < 0 || col >= w->ncols) {
         fail(w, "no column %d", col);
     } else if (w->cols[col].def.type != t1 && w->cols[col].def.type != t2) {
         fail(w, "column %s: a value of the wrong type", w->cols[col].name);
@@ -207,7 +212,7 @@ static __attribute__((noinline)) column *put_refused(pq_writer *w, int col, pq_t
 /* The column a put of type t1 or t2 goes to, counted as put; NULL when refused. Inlined into
  * each put (a call per value was 2 % of dial9 fold's instructions). */
 static inline __attribute__((always_inline)) column *col_for(pq_writer *w, int col, pq_type t1, pq_type t2) {
-    if (w->failed || col < 0 || col >= w->ncols) return put_refused(w, col, t1, t2);
+    if (w->failed || w->batch || col < 0 || col >= w->ncols) return put_refused(w, col, t1, t2);
     column *c = &w->cols[col];
     if ((c->def.type != t1 && c->def.type != t2) || c->puts) return put_refused(w, col, t1, t2);
     c->puts = 1;
@@ -397,6 +402,7 @@ int pq_put_str(pq_writer *w, int col, const char *s, size_t n) {
 
 int pq_put_null(pq_writer *w, int col) {
     if (w->failed) return -1;
+    if (w->batch) return fail(w, "a row's put inside a batch of rows");
     if (col < 0 || col >= w->ncols) return fail(w, "no column %d", col);
     column *c = &w->cols[col];
     if (!c->def.optional) return fail(w, "column %s is required: no null", c->name);
@@ -459,6 +465,7 @@ static __attribute__((noinline)) int grow_index(pq_writer *w, column *c) {
 }
 
 static __attribute__((noinline)) int same_refused(pq_writer *w, int col) {
+    if (w->batch) return fail(w, "a row's put inside a batch of rows");
     if (col < 0 || col >= w->ncols) return fail(w, "no column %d", col);
     column *c = &w->cols[col];
     if (c->def.optional) return fail(w, "column %s: pq_put_same is for required columns", c->name);
@@ -470,7 +477,7 @@ static __attribute__((noinline)) int same_refused(pq_writer *w, int col) {
  * everything else is out of line, so it saves no registers (52 instructions a call before). */
 int pq_put_same(pq_writer *w, int col) {
     if (w->failed) return -1;
-    if (col < 0 || col >= w->ncols || w->cols[col].def.optional || !w->rows_total || w->cols[col].puts)
+    if (w->batch || col < 0 || col >= w->ncols || w->cols[col].def.optional || !w->rows_total || w->cols[col].puts)
         return same_refused(w, col);
     column *c = &w->cols[col];
     c->puts = 1;
@@ -491,6 +498,175 @@ static int carry_last(pq_writer *w, column *c) {
     c->carry.len = 0;
     pq_buf_put(&c->carry, p, n);
     return c->carry.oom ? fail(w, "out of memory") : 0;
+}
+
+/* ---- a batch of rows, column at a time ---- */
+
+uint32_t pq_rows_room(const pq_writer *w) { return w->opt.row_group_rows - w->rows; }
+
+int pq_begin_rows(pq_writer *w, uint32_t n) {
+    if (w->failed) return -1;
+    if (w->batch) return fail(w, "a batch of rows begun inside another");
+    for (int i = 0; i < w->ncols; i++)
+        if (w->cols[i].puts) return fail(w, "a batch of rows begun inside a row");
+    if (n == 0 || n > pq_rows_room(w)) return fail(w, "a batch of %u rows where %u fit", n, pq_rows_room(w));
+    w->batch = n;
+    return 0;
+}
+
+/* The column a batch's put of type t1 or t2 goes to, counted as put; NULL when refused. */
+static column *batch_col(pq_writer *w, int col, pq_type t1, pq_type t2) {
+    if (w->failed) return NULL;
+    if (!w->batch) {
+        fail(w, "a batch's put without pq_begin_rows");
+        return NULL;
+    }
+    if (col < 0 || col >= w->ncols) {
+        fail(w, "no column %d", col);
+        return NULL;
+    }
+    column *c = &w->cols[col];
+    if (c->def.type != t1 && c->def.type != t2) {
+        fail(w, "column %s: values of the wrong type", c->name);
+        return NULL;
+    }
+    if (c->puts) {
+        fail(w, "column %s: two puts in one batch", c->name);
+        return NULL;
+    }
+    c->puts = 1;
+    return c;
+}
+
+/* Definition levels of the batch's rows: present[r] (NULL: every row). A required column
+ * takes no null. */
+static int batch_defs(pq_writer *w, column *c, const uint8_t *present) {
+    if (!c->def.optional) {
+        if (!present) return 0;
+        for (uint32_t r = 0; r < w->batch; r++)
+            if (!present[r]) return fail(w, "column %s is required: no null", c->name);
+        return 0;
+    }
+    uint8_t *d = c->defs + w->rows;
+    for (uint32_t r = 0; r < w->batch; r++) {
+        d[r] = present ? present[r] != 0 : 1;
+        c->nulls += !d[r];
+    }
+    return 0;
+}
+
+/* A fixed-width batch put: min/max over the batch, then the values appended in one copy
+ * (PLAIN and DELTA columns) or each one looked up (dictionary columns). */
+#define PUT_FIXED_N(fn, T, t1, t2, field, ordered)                                              \
+    int fn(pq_writer *w, int col, const T *v, const uint8_t *present) {                         \
+        column *c = batch_col(w, col, t1, t2);                                                  \
+        if (!c || batch_defs(w, c, present) != 0) return -1;                                    \
+        uint32_t n = w->batch;                                                                  \
+        for (uint32_t r = 0; r < n; r++)                                                        \
+            if ((!present || present[r]) && ordered(v[r])) NOTE_MINMAX(c, field, v[r]);         \
+        if (!c->dict_mode && !present) {                                                        \
+            if (!pq_buf_reserve(&c->values, (size_t)n * sizeof(T))) return fail(w, "out of memory"); \
+            memcpy(c->values.p + c->values.len, v, (size_t)n * sizeof(T));                      \
+            c->values.len += (size_t)n * sizeof(T);                                             \
+            c->nstored += n;                                                                    \
+            c->nvalues += n;                                                                    \
+            return 0;                                                                           \
+        }                                                                                       \
+        /* dictionary: the entries of recent values by their bits, so that a column of a few \
+         * values (workers, threads) is mostly neither hashed nor compared byte by byte */      \
+        struct {                                                                                \
+            uint64_t key;                                                                       \
+            uint32_t entry, ok;                                                                 \
+        } recent[64] = {0};                                                                     \
+        for (uint32_t r = 0; r < n; r++) {                                                      \
+            if (present && !present[r]) continue;                                               \
+            uint64_t key = 0;                                                                   \
+            memcpy(&key, &v[r], sizeof(T));                                                     \
+            unsigned slot = (unsigned)(key ^ key >> 6 ^ key >> 32) & 63;                        \
+            if (c->dict_mode && recent[slot].ok && recent[slot].key == key) {                   \
+                if (c->nvalues >= c->index_cap && grow_index(w, c) != 0) return -1;             \
+                c->index[c->nvalues++] = recent[slot].entry;                                    \
+                continue;                                                                       \
+            }                                                                                   \
+            if (store(w, c, &v[r], sizeof(T)) != 0) return -1;                                  \
+            if (c->dict_mode) {                                                                 \
+                recent[slot].key = key;                                                         \
+                recent[slot].entry = c->index[c->nvalues - 1];                                  \
+                recent[slot].ok = 1;                                                            \
+            }                                                                                   \
+        }                                                                                       \
+        return 0;                                                                               \
+    }
+
+#define ALWAYS(x) ((void)(x), 1)
+#define NOT_NAN(x) ((x) == (x))
+PUT_FIXED_N(pq_put_i64s, int64_t, PQ_INT64, PQ_TIMESTAMP_NS, i, ALWAYS)
+PUT_FIXED_N(pq_put_i32s, int32_t, PQ_INT32, PQ_INT32, i, ALWAYS)
+PUT_FIXED_N(pq_put_doubles, double, PQ_DOUBLE, PQ_DOUBLE, d, NOT_NAN)
+
+int pq_put_bools(pq_writer *w, int col, const bool *v, const uint8_t *present) {
+    column *c = batch_col(w, col, PQ_BOOLEAN, PQ_BOOLEAN);
+    if (!c || batch_defs(w, c, present) != 0) return -1;
+    for (uint32_t r = 0; r < w->batch; r++) {
+        if (present && !present[r]) continue;
+        uint8_t b = v[r];
+        NOTE_MINMAX(c, i, (int64_t)b);
+        if (store(w, c, &b, 1) != 0) return -1;
+    }
+    return 0;
+}
+
+int pq_put_str_ids(pq_writer *w, int col, const uint32_t *ids, const uint8_t *present, const char *const *strs,
+                   const uint32_t *lens, uint32_t nstrs) {
+    column *c = batch_col(w, col, PQ_STRING, PQ_STRING);
+    if (!c || batch_defs(w, c, present) != 0) return -1;
+    if (nstrs > w->id_index_cap) {
+        uint32_t *x = realloc(w->id_index, (size_t)nstrs * sizeof *x);
+        if (!x) return fail(w, "out of memory");
+        w->id_index = x;
+        w->id_index_cap = nstrs;
+    }
+    if (nstrs) memset(w->id_index, 0, (size_t)nstrs * sizeof *w->id_index);
+    for (uint32_t r = 0; r < w->batch; r++) {
+        if (present && !present[r]) continue;
+        uint32_t id = ids[r];
+        if (id >= nstrs) return fail(w, "column %s: string id %u of %u", c->name, id, nstrs);
+        if (c->dict_mode && w->id_index[id]) { /* this id's entry, found before: no hashing */
+            if (c->nvalues >= c->index_cap && grow_index(w, c) != 0) return -1;
+            c->index[c->nvalues++] = w->id_index[id] - 1;
+            continue;
+        }
+        if (lens[id] > UINT32_MAX / 2) return fail(w, "a string of %u bytes", lens[id]);
+        if (store(w, c, strs[id], lens[id]) != 0) return -1;
+        if (c->dict_mode) w->id_index[id] = c->index[c->nvalues - 1] + 1;
+    }
+    return 0;
+}
+
+int pq_put_same_n(pq_writer *w, int col) {
+    if (w->failed) return -1;
+    if (!w->batch) return fail(w, "a batch's put without pq_begin_rows");
+    if (col < 0 || col >= w->ncols) return fail(w, "no column %d", col);
+    column *c = &w->cols[col];
+    if (c->def.optional) return fail(w, "column %s: pq_put_same_n is for required columns", c->name);
+    if (!w->rows_total) return fail(w, "column %s: pq_put_same_n without a previous row", c->name);
+    if (c->puts) return fail(w, "column %s: two puts in one batch", c->name);
+    c->puts = 1;
+    uint32_t r = 0;
+    if (!c->nvalues) {
+        if (put_carried(w, c) != 0) return -1;
+        r = 1;
+    }
+    if (!c->dict_mode) {
+        for (; r < w->batch; r++)
+            if (put_last_plain(w, c) != 0) return -1;
+        return 0;
+    }
+    while (c->nvalues + (w->batch - r) > c->index_cap)
+        if (grow_index(w, c) != 0) return -1;
+    uint32_t e = c->index[c->nvalues - 1]; /* the one index, filled in */
+    for (; r < w->batch; r++) c->index[c->nvalues++] = e;
+    return 0;
 }
 
 /* ---- encoding a row group ---- */
@@ -627,6 +803,7 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
         set_fixed_stats(c, m);
     }
     unsigned bw = 0;
+    const uint32_t *index = c->index;
     if (dict) {
         m->dict = true;
         w->page.len = 0;
@@ -654,7 +831,7 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
         }
         if (dict) {
             pq_buf_byte(&w->page, (uint8_t)bw);
-            pq_rle_encode(&w->page, c->index + v0, v - v0, bw);
+            pq_rle_encode(&w->page, index + v0, v - v0, bw);
         } else if (delta && c->def.type == PQ_INT32) {
             pq_delta_encode_i32(&w->page, (const int32_t *)(const void *)c->values.p + v0, v - v0, w->zstd != NULL);
         } else if (delta) {
@@ -701,6 +878,7 @@ static int flush_row_group(pq_writer *w) {
 
 int pq_end_row(pq_writer *w) {
     if (w->failed) return -1;
+    if (w->batch) return fail(w, "pq_end_row inside a batch of rows");
     for (int i = 0; i < w->ncols; i++) {
         if (w->cols[i].puts != 1) return fail(w, "column %s: no value in row %llu", w->cols[i].name,
                                               (unsigned long long)w->rows_total);
@@ -708,6 +886,20 @@ int pq_end_row(pq_writer *w) {
     }
     w->rows++;
     w->rows_total++;
+    return w->rows == w->opt.row_group_rows ? flush_row_group(w) : 0;
+}
+
+int pq_end_rows(pq_writer *w) {
+    if (w->failed) return -1;
+    if (!w->batch) return fail(w, "pq_end_rows without pq_begin_rows");
+    for (int i = 0; i < w->ncols; i++) {
+        if (w->cols[i].puts != 1) return fail(w, "column %s: no values in the batch of rows %llu..", w->cols[i].name,
+                                              (unsigned long long)w->rows_total);
+        w->cols[i].puts = 0;
+    }
+    w->rows += w->batch;
+    w->rows_total += w->batch;
+    w->batch = 0;
     return w->rows == w->opt.row_group_rows ? flush_row_group(w) : 0;
 }
 
@@ -835,6 +1027,7 @@ int pq_writer_close(pq_writer *w, char *err, size_t errlen) {
     if (!w->failed) {
         for (int i = 0; i < w->ncols; i++)
             if (w->cols[i].puts) fail(w, "a row was begun and not ended");
+        if (w->batch) fail(w, "a batch of rows was begun and not ended");
     }
     if (!w->failed) flush_row_group(w);
     if (!w->failed) write_footer(w);
@@ -874,5 +1067,6 @@ void pq_writer_abort(pq_writer *w) {
     pq_buf_free(&w->levels);
     pq_buf_free(&w->cbuf);
     pq_buf_free(&w->hbuf);
+    free(w->id_index);
     free(w);
 }

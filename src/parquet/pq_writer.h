@@ -12,6 +12,15 @@
  *     for each row: pq_put_i64(w, 0, v); pq_put_str(w, 1, s, n); ... pq_end_row(w);
  *     pq_writer_close(w, err, sizeof err);   (f stays the caller's)
  *
+ * Or column at a time, a batch of rows (at most pq_rows_room: a batch never crosses a row group):
+ *
+ *     pq_begin_rows(w, n);
+ *     pq_put_i64s(w, 0, values, NULL); pq_put_str_ids(w, 1, ids, NULL, strs, lens, nstrs); ...
+ *     pq_end_rows(w);
+ *
+ * each column one call with its n values, appended in one loop (no call, check or hash per
+ * value where the column needs none).
+ *
  * A put of the wrong type, a row missing a column or a failed write makes the writer fail:
  * every later call returns -1 and close says why; the file is then no Parquet file (the
  * caller removes it). */
@@ -71,6 +80,25 @@ int pq_put_null(pq_writer *w, int col);
 int pq_put_same(pq_writer *w, int col);
 /* Ends a row: every column must have had exactly one put. */
 int pq_end_row(pq_writer *w);
+
+/* Column at a time. Rows the current row group still takes (>= 1). */
+uint32_t pq_rows_room(const pq_writer *w);
+/* Begins a batch of n rows (1..pq_rows_room): then each column exactly one put below, then
+ * pq_end_rows. No row's put (pq_put_i64, ...) inside a batch. */
+int pq_begin_rows(pq_writer *w, uint32_t n);
+/* v: the batch's n values; present: NULL (every row has a value) or n flags, 0 for a null
+ * (whose v is ignored; optional columns only). */
+int pq_put_i64s(pq_writer *w, int col, const int64_t *v, const uint8_t *present);
+int pq_put_i32s(pq_writer *w, int col, const int32_t *v, const uint8_t *present);
+int pq_put_doubles(pq_writer *w, int col, const double *v, const uint8_t *present);
+int pq_put_bools(pq_writer *w, int col, const bool *v, const uint8_t *present);
+/* Strings by the caller's ids: row r's is strs[ids[r]] of lens[ids[r]] bytes (ids < nstrs).
+ * A dictionary column hashes each id's string once per call, not once per row. */
+int pq_put_str_ids(pq_writer *w, int col, const uint32_t *ids, const uint8_t *present, const char *const *strs,
+                   const uint32_t *lens, uint32_t nstrs);
+/* The previous row's value (as pq_put_same) on all n rows of a required column. */
+int pq_put_same_n(pq_writer *w, int col);
+int pq_end_rows(pq_writer *w);
 
 uint64_t pq_writer_rows(const pq_writer *w);
 /* "zstd" or "none": the codec the pages are written with. */

@@ -51,8 +51,18 @@ int d9__paused;
     }                                                                                      \
     uint64_t ticks = (read_clock);                                                         \
     uint64_t *r = t->ring + (t->head & t->mask)
+/* The other clock's twins read it first, before the thread's state: then only the hook's own
+ * arguments live across clock_gettime (one callee-saved register fewer to save and restore),
+ * and the clock's choice, tested by the hook that called the twin, is not tested again. The
+ * slow twin reads the clock anew (the thread's first event, a full ring: rare). */
 #define FAST_PATH_ANY_CLOCK(words, cond, slow_call)                                        \
-    FAST_PATH_READING(words, cond, slow_call, d9_clock_ticks())
+    uint64_t ticks = d9_mono_ns();                                                         \
+    d9_thread *t = d9__tls_thread;                                                         \
+    if (__builtin_expect(!t || t->head + (words) > t->limit || !(cond), 0)) {              \
+        slow_call;                                                                         \
+        return;                                                                            \
+    }                                                                                      \
+    uint64_t *r = t->ring + (t->head & t->mask)
 
 /* Hooks with a twin for the other clock test the clock first, so that twin need not test
  * again what the hook's fast path tests. */
@@ -322,7 +332,7 @@ SLOW void wake_ready_slow(uint64_t woken_task_id) {
 
 static __attribute__((noinline)) void wake_ready_other_clock(uint64_t woken_task_id) {
     FAST_PATH_READING(D9_REC_WORDS_WAKE, true, wake_ready_slow(woken_task_id),
-                      t->unpark_ticks ? t->unpark_ticks : d9_clock_ticks());
+                      t->unpark_ticks ? t->unpark_ticks : d9_mono_ns()); /* not the TSC: the hook tested */
     WAKE_BODY(ticks, D9_REC_WAKE_READY);
 }
 

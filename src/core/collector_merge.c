@@ -226,10 +226,15 @@ _Static_assert(D9_REC_WORDS_POLL_BEGIN <= HOOK_WORDS_MAX && D9_REC_WORDS_WAKE <=
 /* cpu_time_ns, a varint of 4-6 bytes (~33 instructions a byte at a time): written from the
  * thread's previous one, whose high bytes it shares nearly always (collector_cpu_varint.h):
  * with the task-clock page every park and unpark has a value of its own, and by system call an
- * unpark carries its park's, the same bytes. The room for the 16-byte copies past the event's
- * header, worker varint and local_queue is reserved with the event. */
+ * unpark carries its park's, whose bytes it copies (cpu_time_again). The room for the 16-byte
+ * copies past the event's header, worker varint and local_queue is reserved with the event. */
 #define CPU_FIELD_AT_MOST (D9_RAW_EVENT_MAX + 10 + 1) /* header, worker varint, local_queue */
 _Static_assert(CPU_FIELD_AT_MOST + 16 <= HOOK_EVENT_MAX, "the 16-byte copies stay in the event's room");
+/* An unpark that carries its park's value (by system call): the park's bytes, 16 at once. */
+static inline __attribute__((always_inline)) uint8_t *cpu_time_again(d9_thread *t, uint8_t *p) {
+    memcpy(p, t->c_cpu.bytes, 16);
+    return p + t->c_cpu.len_m1 + 1;
+}
 
 typedef enum fast_stop {
     FAST_GENERAL, /* the record at the cursor is the next to take, by decode_record */
@@ -372,7 +377,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             p = hook_event_header(p, &ts_base, (schema), ts);                                   \
             put_le64(p, worker_bytes | (uint64_t)sat8(r[3]) << (8 * worker_len));              \
             p += worker_len + 1;                                                                \
-            p = d9_cpu_varint(&t->c_cpu, p, r[1]);                                              \
+            p = !(park) && r[1] == t->c_cpu.value ? cpu_time_again(t, p) : d9_cpu_varint(&t->c_cpu, p, r[1]); \
             if (!(park)) p = d9_raw_varint(p, delay);                                           \
             p = d9_raw_u32(p, tid)
         case D9_REC_PARK: {

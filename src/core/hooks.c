@@ -86,17 +86,24 @@ static inline uint32_t loc_id_if_known(const d9_loc *where) {
     t->unpark_ticks = 0; /* a readiness wake after a poll was not found by that unpark */  \
     __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED) /* read by pause_ends.c */
 
-SLOW void poll_begin_slow(uint64_t task_id, const d9_loc *where) {
-    uint32_t loc = d9_loc_id(where);
+/* loc: the location's id, interned */
+SLOW void poll_begin_slow_loc(uint64_t task_id, uint32_t loc) {
     BEGIN(D9_REC_WORDS_POLL_BEGIN);
     POLL_BEGIN_BODY(d9_clock_ticks());
 }
 
+SLOW void poll_begin_slow(uint64_t task_id, const d9_loc *where) { poll_begin_slow_loc(task_id, d9_loc_id(where)); }
+
 /* Not the TSC: the same fast path with the clock read as a call (not inlined into the hook,
- * whose TSC path then stays free of a prologue). */
+ * whose TSC path then stays free of a prologue). A location not interned yet goes slow before
+ * the clock read, so that only the task and the location's id live across it. */
 static __attribute__((noinline)) void poll_begin_other_clock(uint64_t task_id, const d9_loc *where) {
     uint32_t loc = loc_id_if_known(where);
-    FAST_PATH_ANY_CLOCK(D9_REC_WORDS_POLL_BEGIN, loc != 0, poll_begin_slow(task_id, where));
+    if (__builtin_expect(loc == 0, 0)) {
+        poll_begin_slow(task_id, where);
+        return;
+    }
+    FAST_PATH_ANY_CLOCK(D9_REC_WORDS_POLL_BEGIN, true, poll_begin_slow_loc(task_id, loc));
     POLL_BEGIN_BODY(ticks);
 }
 
@@ -142,8 +149,7 @@ void d9__poll_end(void) {
     t->unpark_ticks = 0;                                                                   \
     __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED)
 
-SLOW void poll_end_begin_slow(uint64_t task_id, const d9_loc *where) {
-    uint32_t loc = d9_loc_id(where);
+SLOW void poll_end_begin_slow_loc(uint64_t task_id, uint32_t loc) {
     d9_thread *t = d9_thread_current();
     if (__builtin_expect(t == NULL, 0)) return;
     uint64_t *r = d9_thread_reserve(t, POLL_END_BEGIN_WORDS);
@@ -156,9 +162,17 @@ SLOW void poll_end_begin_slow(uint64_t task_id, const d9_loc *where) {
     POLL_END_BEGIN_BODY(now);
 }
 
+SLOW void poll_end_begin_slow(uint64_t task_id, const d9_loc *where) {
+    poll_end_begin_slow_loc(task_id, d9_loc_id(where));
+}
+
 static __attribute__((noinline)) void poll_end_begin_other_clock(uint64_t task_id, const d9_loc *where) {
     uint32_t loc = loc_id_if_known(where);
-    FAST_PATH_ANY_CLOCK(POLL_END_BEGIN_WORDS, loc != 0, poll_end_begin_slow(task_id, where));
+    if (__builtin_expect(loc == 0, 0)) { /* as poll_begin_other_clock */
+        poll_end_begin_slow(task_id, where);
+        return;
+    }
+    FAST_PATH_ANY_CLOCK(POLL_END_BEGIN_WORDS, true, poll_end_begin_slow_loc(task_id, loc));
     POLL_END_BEGIN_BODY(ticks);
 }
 

@@ -266,19 +266,19 @@ SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu) {
  * takes 164.1 instructions besides clock_gettime's own and 3 clock_gettime calls; 165.1 and 5
  * with the CPU time read at both and the clock read twice at the park, 204.1 on park_record's
  * path. */
-static inline __attribute__((always_inline)) void park_fast(unsigned kind) {
+static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint64_t given_now) {
     d9_thread *t = d9__tls_thread;
     if (__builtin_expect(!t, 0)) {
-        park_record(kind, 0, 0);
+        park_record(kind, given_now, given_now ? CPU_NOT_READ : 0);
         return;
     }
     uint64_t cpu = CPU_NOT_READ;
     bool page = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED); /* read after the clock */
-    if (kind == D9_REC_PARK && !page) {
+    if (kind == D9_REC_PARK && !page && !given_now) {
         cpu = park_cpu_time(t, kind, 0);
         t = d9__tls_thread;
     }
-    uint64_t now = d9_clock_ticks();
+    uint64_t now = given_now ? given_now : d9_clock_ticks();
     if (page) {
         cpu = park_cpu_time(t, kind, now);
         t = d9__tls_thread;
@@ -307,8 +307,62 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind) {
     d9_thread_commit(t, D9_REC_WORDS_PARK);
 }
 
-void d9__park(void) { park_fast(D9_REC_PARK); }
-void d9__unpark(void) { park_fast(D9_REC_UNPARK); }
+/* given_now: the clock read at the hook's entry by park_page (0: park_fast reads it). */
+static __attribute__((noinline)) void park_any(unsigned kind, uint64_t given_now) { park_fast(kind, given_now); }
+
+/* The task-clock page's common case, its own function so that nothing lives across its one
+ * call (clock_gettime on CLOCK_MONOTONIC; none with the TSC): the clock read first, then the
+ * thread, its page unchanged since the last reading, schedstat not due and room in the ring;
+ * anything else goes to park_any with the time read (a tail call). park_fast's frame saved
+ * five registers for its calls (~14 instructions a park or unpark). The same record, the same
+ * values, in the same order of reads: the clock, then the page. */
+static inline __attribute__((always_inline)) void park_page(unsigned kind) {
+    uint64_t now = d9_clock_ticks();
+    d9_thread *t = d9__tls_thread;
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
+    if (__builtin_expect(!t || !now || !gen || s->gen != gen, 0)) goto other;
+    uint32_t lock = s->page->lock;
+    __asm__ __volatile__("" ::: "memory"); /* as d9_thread_cpu_clock_ns: the lock before the rest */
+    double ns_per_tick;
+    __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
+    if (__builtin_expect(lock != s->lock || !(ns_per_tick > 0), 0)) goto other;
+    uint64_t wait = D9_NS_UNKNOWN;
+    if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
+        if (__builtin_expect(
+                now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED) ||
+                    t->schedstat_run != __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED),
+                0))
+            goto other;
+        wait = D9_NS_NOT_READ;
+    }
+    if (__builtin_expect(t->head + D9_REC_WORDS_PARK > t->limit, 0)) goto other;
+    uint64_t cpu = d9_tcc_estimate(s, now, ns_per_tick); /* after every test: it moves the estimate on */
+    if (kind == D9_REC_PARK) t->park_cpu_key = 0; /* as park_cpu_time */
+    t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
+    __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
+    uint64_t *r = t->ring + (t->head & t->mask);
+    r[0] = D9_REC_HEADER(now, kind);
+    r[1] = cpu;
+    r[2] = wait;
+    r[3] = t->local_queue;
+    d9_thread_commit(t, D9_REC_WORDS_PARK);
+    return;
+other:
+    park_any(kind, now);
+}
+
+static __attribute__((noinline)) void park_page_park(void) { park_page(D9_REC_PARK); }
+static __attribute__((noinline)) void park_page_unpark(void) { park_page(D9_REC_UNPARK); }
+
+void d9__park(void) {
+    if (__builtin_expect(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0, 1)) park_page_park();
+    else park_any(D9_REC_PARK, 0);
+}
+void d9__unpark(void) {
+    if (__builtin_expect(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0, 1)) park_page_unpark();
+    else park_any(D9_REC_UNPARK, 0);
+}
 
 /* Paused: only the unpark of a park that was recorded (a pause while the worker waited). */
 void d9__unpark_paused(void) {

@@ -223,24 +223,17 @@ _Static_assert(D9_REC_WORDS_POLL_BEGIN <= HOOK_WORDS_MAX && D9_REC_WORDS_WAKE <=
                    D9_REC_WORDS_TERMINATE <= HOOK_WORDS_MAX && D9_REC_WORDS_SPAWN <= HOOK_WORDS_MAX,
                "the longest record the fast path takes");
 
-/* cpu_time_ns, a varint of 5-6 bytes (~30 instructions a byte at a time): an unpark carries
- * its park's value (thread_cpu_time.h), so the park's bytes are kept on the thread and the
- * unpark copies them, 16 bytes at once (the event's reserved room holds them; what lies past
- * the varint is overwritten by the next field or event). Keyed by the value, so a park taken
- * by the general path, or a value read at the unpark (`every`), only misses. */
+/* cpu_time_ns, a varint of 4-6 bytes (~33 instructions a byte at a time): written from the
+ * thread's previous one, whose high bytes it shares nearly always (collector_cpu_varint.h):
+ * with the task-clock page every park and unpark has a value of its own, and by system call an
+ * unpark carries its park's, whose bytes it copies (cpu_time_again). The room for the 16-byte
+ * copies past the event's header, worker varint and local_queue is reserved with the event. */
 #define CPU_FIELD_AT_MOST (D9_RAW_EVENT_MAX + 10 + 1) /* header, worker varint, local_queue */
 _Static_assert(CPU_FIELD_AT_MOST + 16 <= HOOK_EVENT_MAX, "the 16-byte copies stay in the event's room");
-static inline __attribute__((always_inline)) uint8_t *cpu_time_park(d9_thread *t, uint8_t *p, uint64_t cpu) {
-    uint8_t *end = d9_raw_varint(p, cpu);
-    memcpy(t->c_cpu_bytes, p, 16);
-    t->c_cpu_value = cpu;
-    t->c_cpu_len_m1 = (uint8_t)(end - p - 1);
-    return end;
-}
-static inline __attribute__((always_inline)) uint8_t *cpu_time_unpark(d9_thread *t, uint8_t *p, uint64_t cpu) {
-    if (__builtin_expect(cpu != t->c_cpu_value, 0)) return d9_raw_varint(p, cpu);
-    memcpy(p, t->c_cpu_bytes, 16);
-    return p + t->c_cpu_len_m1 + 1;
+/* An unpark that carries its park's value (by system call): the park's bytes, 16 at once. */
+static inline __attribute__((always_inline)) uint8_t *cpu_time_again(d9_thread *t, uint8_t *p) {
+    memcpy(p, t->c_cpu.bytes, 16);
+    return p + t->c_cpu.len_m1 + 1;
 }
 
 typedef enum fast_stop {
@@ -384,7 +377,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             p = hook_event_header(p, &ts_base, (schema), ts);                                   \
             put_le64(p, worker_bytes | (uint64_t)sat8(r[3]) << (8 * worker_len));              \
             p += worker_len + 1;                                                                \
-            p = (park) ? cpu_time_park(t, p, r[1]) : cpu_time_unpark(t, p, r[1]);              \
+            p = !(park) && r[1] == t->c_cpu.value ? cpu_time_again(t, p) : d9_cpu_varint(&t->c_cpu, p, r[1]); \
             if (!(park)) p = d9_raw_varint(p, delay);                                           \
             p = d9_raw_u32(p, tid)
         case D9_REC_PARK: {

@@ -52,8 +52,18 @@ int d9__paused;
     }                                                                                      \
     uint64_t ticks = (read_clock);                                                         \
     uint64_t *r = t->ring + (t->head & t->mask)
+/* The other clock's twins read it first, before the thread's state: then only the hook's own
+ * arguments live across clock_gettime (one callee-saved register fewer to save and restore),
+ * and the clock's choice, tested by the hook that called the twin, is not tested again. The
+ * slow twin reads the clock anew (the thread's first event, a full ring: rare). */
 #define FAST_PATH_ANY_CLOCK(words, cond, slow_call)                                        \
-    FAST_PATH_READING(words, cond, slow_call, d9_clock_ticks())
+    uint64_t ticks = d9_mono_ns();                                                         \
+    d9_thread *t = d9__tls_thread;                                                         \
+    if (__builtin_expect(!t || t->head + (words) > t->limit || !(cond), 0)) {              \
+        slow_call;                                                                         \
+        return;                                                                            \
+    }                                                                                      \
+    uint64_t *r = t->ring + (t->head & t->mask)
 
 /* Hooks with a twin for the other clock test the clock first, so that twin need not test
  * again what the hook's fast path tests. */
@@ -78,17 +88,24 @@ static inline uint32_t loc_id_if_known(const d9_loc *where) {
     __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED); /* read by pause_ends.c */      \
     d9_rule_wake_poll_begin(ticks)
 
-SLOW void poll_begin_slow(uint64_t task_id, const d9_loc *where) {
-    uint32_t loc = d9_loc_id(where);
+/* loc: the location's id, interned */
+SLOW void poll_begin_slow_loc(uint64_t task_id, uint32_t loc) {
     BEGIN(D9_REC_WORDS_POLL_BEGIN);
     POLL_BEGIN_BODY(d9_clock_ticks());
 }
 
+SLOW void poll_begin_slow(uint64_t task_id, const d9_loc *where) { poll_begin_slow_loc(task_id, d9_loc_id(where)); }
+
 /* Not the TSC: the same fast path with the clock read as a call (not inlined into the hook,
- * whose TSC path then stays free of a prologue). */
+ * whose TSC path then stays free of a prologue). A location not interned yet goes slow before
+ * the clock read, so that only the task and the location's id live across it. */
 static __attribute__((noinline)) void poll_begin_other_clock(uint64_t task_id, const d9_loc *where) {
     uint32_t loc = loc_id_if_known(where);
-    FAST_PATH_ANY_CLOCK(D9_REC_WORDS_POLL_BEGIN, loc != 0, poll_begin_slow(task_id, where));
+    if (__builtin_expect(loc == 0, 0)) {
+        poll_begin_slow(task_id, where);
+        return;
+    }
+    FAST_PATH_ANY_CLOCK(D9_REC_WORDS_POLL_BEGIN, true, poll_begin_slow_loc(task_id, loc));
     POLL_BEGIN_BODY(ticks);
 }
 
@@ -136,8 +153,7 @@ void d9__poll_end(void) {
     __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED);                                 \
     d9_rule_wake_poll_end_begin(ticks)
 
-SLOW void poll_end_begin_slow(uint64_t task_id, const d9_loc *where) {
-    uint32_t loc = d9_loc_id(where);
+SLOW void poll_end_begin_slow_loc(uint64_t task_id, uint32_t loc) {
     d9_thread *t = d9_thread_current();
     if (__builtin_expect(t == NULL, 0)) return;
     uint64_t *r = d9_thread_reserve(t, POLL_END_BEGIN_WORDS);
@@ -150,9 +166,17 @@ SLOW void poll_end_begin_slow(uint64_t task_id, const d9_loc *where) {
     POLL_END_BEGIN_BODY(now);
 }
 
+SLOW void poll_end_begin_slow(uint64_t task_id, const d9_loc *where) {
+    poll_end_begin_slow_loc(task_id, d9_loc_id(where));
+}
+
 static __attribute__((noinline)) void poll_end_begin_other_clock(uint64_t task_id, const d9_loc *where) {
     uint32_t loc = loc_id_if_known(where);
-    FAST_PATH_ANY_CLOCK(POLL_END_BEGIN_WORDS, loc != 0, poll_end_begin_slow(task_id, where));
+    if (__builtin_expect(loc == 0, 0)) { /* as poll_begin_other_clock */
+        poll_end_begin_slow(task_id, where);
+        return;
+    }
+    FAST_PATH_ANY_CLOCK(POLL_END_BEGIN_WORDS, true, poll_end_begin_slow_loc(task_id, loc));
     POLL_END_BEGIN_BODY(ticks);
 }
 
@@ -246,19 +270,19 @@ SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu) {
  * takes 164.1 instructions besides clock_gettime's own and 3 clock_gettime calls; 165.1 and 5
  * with the CPU time read at both and the clock read twice at the park, 204.1 on park_record's
  * path. */
-static inline __attribute__((always_inline)) void park_fast(unsigned kind) {
+static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint64_t given_now) {
     d9_thread *t = d9__tls_thread;
     if (__builtin_expect(!t, 0)) {
-        park_record(kind, 0, 0);
+        park_record(kind, given_now, given_now ? CPU_NOT_READ : 0);
         return;
     }
     uint64_t cpu = CPU_NOT_READ;
     bool page = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED); /* read after the clock */
-    if (kind == D9_REC_PARK && !page) {
+    if (kind == D9_REC_PARK && !page && !given_now) {
         cpu = park_cpu_time(t, kind, 0);
         t = d9__tls_thread;
     }
-    uint64_t now = d9_clock_ticks();
+    uint64_t now = given_now ? given_now : d9_clock_ticks();
     if (page) {
         cpu = park_cpu_time(t, kind, now);
         t = d9__tls_thread;
@@ -287,8 +311,81 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind) {
     d9_thread_commit(t, D9_REC_WORDS_PARK);
 }
 
-void d9__park(void) { park_fast(D9_REC_PARK); }
-void d9__unpark(void) { park_fast(D9_REC_UNPARK); }
+/* given_now: the clock read at the hook's entry by park_page (0: park_fast reads it). */
+static __attribute__((noinline)) void park_any(unsigned kind, uint64_t given_now) { park_fast(kind, given_now); }
+
+/* The task-clock page's common cases, in a function of their own so that nothing lives across
+ * its one call (clock_gettime on CLOCK_MONOTONIC; none with the TSC): the clock read first,
+ * then the thread, its page unchanged since the last reading (or, at an unpark, moved: the
+ * page's value), schedstat not due and room in the ring; anything else goes to park_any with
+ * the time read (a tail call). park_fast's frame saved five registers for its calls (~14
+ * instructions a park or unpark). The same record, the same values, in the same order of
+ * reads: the clock, then the page. */
+static inline __attribute__((always_inline)) void park_page(unsigned kind) {
+    uint64_t now = d9_clock_ticks();
+    d9_thread *t = d9__tls_thread;
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
+    if (__builtin_expect(!t || !now || !gen || s->gen != gen, 0)) goto other;
+    uint32_t lock = s->page->lock;
+    __asm__ __volatile__("" ::: "memory"); /* as d9_thread_cpu_clock_ns: the lock before the rest */
+    double ns_per_tick;
+    __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
+    if (__builtin_expect(!(ns_per_tick > 0), 0)) goto other;
+    /* The lock moved (the thread was switched in since the last value): a park reads the task
+     * clock by system call (park_any); an unpark, nearly every one of a server that slept in
+     * its poller, takes the page's own value, here without a call (d9_tcc_step's unpark). */
+    uint64_t page_clock = 0;
+    if (lock != s->lock && (kind == D9_REC_PARK || !d9_tcc_snapshot(s->page, &lock, &page_clock, 0, 0) ||
+                            lock == s->lock))
+        goto other;
+    uint64_t wait = D9_NS_UNKNOWN;
+    if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
+        if (__builtin_expect(
+                now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED) ||
+                    t->schedstat_run != __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED),
+                0))
+            goto other;
+        wait = D9_NS_NOT_READ;
+    }
+    if (__builtin_expect(t->head + D9_REC_WORDS_PARK > t->limit, 0)) goto other;
+    uint64_t cpu; /* after every test: it moves the thread's clock on */
+    if (lock == s->lock) {
+        cpu = d9_tcc_estimate(s, now, ns_per_tick);
+    } else { /* as d9_tcc_step for an unpark whose lock moved */
+        cpu = s->base_ns + page_clock;
+        if ((int64_t)(cpu - s->cpu_ns) < 0) { /* never back: the estimate since the last anchor ran ahead */
+            s->base_ns += s->cpu_ns - cpu;
+            cpu = s->cpu_ns;
+        }
+        s->lock = lock;
+        s->cpu_ns = cpu;
+        s->ticks = now;
+    }
+    if (kind == D9_REC_PARK) t->park_cpu_key = 0; /* as park_cpu_time */
+    t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
+    __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
+    uint64_t *r = t->ring + (t->head & t->mask);
+    r[0] = D9_REC_HEADER(now, kind);
+    r[1] = cpu;
+    r[2] = wait;
+    r[3] = t->local_queue;
+    d9_thread_commit(t, D9_REC_WORDS_PARK);
+    return;
+other:
+    park_any(kind, now);
+}
+
+static __attribute__((noinline)) void park_page_unpark(void) { park_page(D9_REC_UNPARK); }
+
+/* A park keeps park_fast: one whose page moved (a switch since the unpark) reads by system call
+ * there, and paid park_page's tests on top; memcached under callgrind, where most do, counted
+ * +44 instructions a request that way (natively ~0.3 a request do: bench/README.md). */
+void d9__park(void) { park_fast(D9_REC_PARK, 0); }
+void d9__unpark(void) {
+    if (__builtin_expect(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0, 1)) park_page_unpark();
+    else park_any(D9_REC_UNPARK, 0);
+}
 
 /* Paused: only the unpark of a park that was recorded (a pause while the worker waited). */
 void d9__unpark_paused(void) {
@@ -326,7 +423,7 @@ SLOW void wake_ready_slow(uint64_t woken_task_id) {
 
 static __attribute__((noinline)) void wake_ready_other_clock(uint64_t woken_task_id) {
     FAST_PATH_READING(D9_REC_WORDS_WAKE, true, wake_ready_slow(woken_task_id),
-                      t->unpark_ticks ? t->unpark_ticks : d9_clock_ticks());
+                      t->unpark_ticks ? t->unpark_ticks : d9_mono_ns()); /* not the TSC: the hook tested */
     WAKE_BODY(ticks, D9_REC_WAKE_READY);
 }
 

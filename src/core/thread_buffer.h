@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/collector_cpu_varint.h"
 #include "core/owned_fd.h"
 #include "core/records.h"
 
@@ -68,9 +69,7 @@ typedef struct d9_thread {
     uint64_t c_task;          /* task being polled, 0 if none */
     uint64_t c_poll_start;    /* its start, kept only while trigger rules are armed (flight_rule_check.h) */
     uint64_t c_ss_wait;       /* run-queue wait at the thread's last schedstat read (D9_NS_UNKNOWN: none) */
-    uint64_t c_cpu_value;     /* the last park's cpu_time_ns taken fast, which its unpark carries, */
-    uint8_t c_cpu_bytes[16];  /* ... its varint's bytes (then garbage), as collector_merge.c writes */
-    uint8_t c_cpu_len_m1;     /* ... their count - 1 (all zero: the varint of 0, one byte) */
+    d9_cpu_varint_memo c_cpu; /* the last park's or unpark's cpu_time_ns taken fast, and its varint */
     uint64_t c_drops_reported;  /* drops put in a DroppedEventsEvent */
     uint64_t c_drops_written;   /* ... of which the event reached the disk */
     uint64_t c_drops_counted;   /* ... of which counted in the stats */

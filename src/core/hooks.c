@@ -8,6 +8,7 @@
 #include "core/event_types.h"
 #include "core/fork_guard.h"
 #include "core/locations.h"
+#include "core/poll_cpu.h"
 #include "core/records.h"
 #include "core/schedstat.h"
 #include "core/thread_cpu_clock.h"
@@ -74,12 +75,14 @@ static inline uint32_t loc_id_if_known(const d9_loc *where) {
     r[2] = loc | (uint64_t)t->local_queue << 32;                                           \
     d9_thread_commit(t, D9_REC_WORDS_POLL_BEGIN);                                          \
     t->unpark_ticks = 0; /* a readiness wake after a poll was not found by that unpark */  \
-    __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED) /* read by pause_ends.c */
+    __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED); /* read by pause_ends.c */      \
+    d9_poll_cpu_begin(ticks) /* poll_cpu.h: the task-clock page's lock now */
 
 SLOW void poll_begin_slow(uint64_t task_id, const d9_loc *where) {
     uint32_t loc = d9_loc_id(where);
     BEGIN(D9_REC_WORDS_POLL_BEGIN);
-    POLL_BEGIN_BODY(d9_clock_ticks());
+    uint64_t now = d9_clock_ticks(); /* once: the body uses it twice */
+    POLL_BEGIN_BODY(now);
 }
 
 /* Not the TSC: the same fast path with the clock read as a call (not inlined into the hook,
@@ -100,11 +103,13 @@ void d9__poll_begin(uint64_t task_id, const d9_loc *where) {
 #define POLL_END_BODY(ticks)                                                               \
     r[0] = D9_REC_HEADER((ticks), D9_REC_POLL_END);                                        \
     d9_thread_commit(t, D9_REC_WORDS_POLL_END);                                            \
-    __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED)
+    __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED);                                \
+    d9_poll_cpu_end(ticks) /* poll_cpu.h: a long poll with a switch inside, its CPU time */
 
 SLOW void poll_end_slow(void) {
     BEGIN(D9_REC_WORDS_POLL_END);
-    POLL_END_BODY(d9_clock_ticks());
+    uint64_t now = d9_clock_ticks(); /* once: the body uses it twice */
+    POLL_END_BODY(now);
 }
 
 static __attribute__((noinline)) void poll_end_other_clock(void) {
@@ -130,7 +135,8 @@ void d9__poll_end(void) {
     r[D9_REC_WORDS_POLL_END + 2] = loc | (uint64_t)t->local_queue << 32;                   \
     d9_thread_commit(t, POLL_END_BEGIN_WORDS);                                             \
     t->unpark_ticks = 0;                                                                   \
-    __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED)
+    __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED);                                 \
+    d9_poll_cpu_end_begin(ticks) /* poll_cpu.h */
 
 SLOW void poll_end_begin_slow(uint64_t task_id, const d9_loc *where) {
     uint32_t loc = d9_loc_id(where);

@@ -22,6 +22,7 @@
 #include "core/fork_guard.h"
 #include "core/last_error.h"
 #include "core/owned_fd.h"
+#include "core/poll_cpu.h"
 
 uint32_t d9_thread_cpu_clock_gen;
 double d9_thread_cpu_ns_per_tick;
@@ -224,7 +225,7 @@ uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, bool unpark, uint64_t now_tic
     return cpu;
 }
 
-int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread) {
+static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread) {
     d9_fork_guard_install(); /* the child forgets the parent's events */
     double per_tick = ticks_are_ns ? 1.0 : 0.0;
     __atomic_store(&d9_thread_cpu_ns_per_tick, &per_tick, __ATOMIC_RELAXED);
@@ -267,6 +268,12 @@ int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns,
     __atomic_store_n(&d9_thread_cpu_clock_gen, g_gen_counter, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&g_lock);
     return 0;
+}
+
+int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread) {
+    if (start_clock(requested, ticks_are_ns, unread) != 0) return -1;
+    /* long polls' CPU time reads the same page (poll_cpu.h) */
+    return d9_poll_cpu_start(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0);
 }
 
 void d9_thread_cpu_clock_stop(void) {

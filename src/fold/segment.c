@@ -336,7 +336,8 @@ static int put_poll_rows(seg *s) {
         pq_put_i64(w, D9F_POLLS_DURATION, (int64_t)p->dur);
         d9m_parts parts;
         d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, &from[p->pair], &parts);
-        for (int k = 0; k < D9M_PARTS; k++) pq_put_i64(w, D9F_POLLS_ON_CPU + k, (int64_t)parts.ns[k]);
+        /* the fold's columns are the first 8 parts (it reads no PollCpuEvent: off_cpu_uncaptured is 0) */
+        for (int k = 0; k <= D9M_PART_UNKNOWN; k++) pq_put_i64(w, D9F_POLLS_ON_CPU + k, (int64_t)parts.ns[k]);
         if (end_row(s, w) != 0) {
             free(from);
             return -1;

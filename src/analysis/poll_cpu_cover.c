@@ -28,19 +28,19 @@ void d9a_poll_cpu_cover_poll(d9a_poll_cpu_cover *c, const d9m_attr_poll *p, cons
     if (p->inconsistent) return;
     uint64_t gaps = p->ngaps ? d9m_attr_gap_ns(p) : 0;
     uint64_t uncaptured = 0;
-    if (f->event == 1) {
+    if (f->event == 0 && c->stated_on && p->cpu_known) { /* d9a_poll_cpu_presume's */
+        c->no_switch++;
+    } else if (f->event == 1) {
         c->by_event++;
         if (gaps) uncaptured = d9m_attr_uncaptured(p, elapsed, gaps);
     } else if (!gaps) {
         c->by_switches++;
-    } else if (c->stated_on && f->event == 0) {
-        c->no_switch++;
     } else {
         if (f->event == 2) c->inexact++;
         return;
     }
     c->accounted++;
-    bool none = f->event == 0 && gaps ? true : p->off_total == 0 && uncaptured == 0;
+    bool none = p->off_total == 0 && uncaptured == 0;
     if (none || (f->longest_ns && f->longest_explained && f->longest_ns >= uncaptured)) c->with_stack++;
 }
 

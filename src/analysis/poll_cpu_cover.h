@@ -41,6 +41,12 @@ typedef struct d9a_poll_cpu_facts {
 /* The metadata entry poll_cpu ("on: polls over N us ..."). */
 void d9a_poll_cpu_cover_metadata(d9a_poll_cpu_cover *c, const char *key, size_t key_len, const char *val,
                                  size_t val_len);
+/* A poll ends: when the recording states poll_cpu on and the poll, over its threshold, has no
+ * PollCpuEvent, its thread ran all of it: its gaps are on_cpu (its CPU time is its elapsed
+ * time). */
+static inline void d9a_poll_cpu_presume(const d9a_poll_cpu_cover *c, d9m_attr_poll *p, const d9a_poll_cpu_facts *f) {
+    if (c->stated_on && !f->event && p->ngaps && p->end - p->start > c->min_ns) d9m_attr_cpu(p, p->end - p->start);
+}
 /* A poll ends: count it (p is its attribution, finished or not). */
 void d9a_poll_cpu_cover_poll(d9a_poll_cpu_cover *c, const d9m_attr_poll *p, const d9a_poll_cpu_facts *f);
 

@@ -54,16 +54,30 @@ static void record(uint64_t cpu_ns, bool exact) {
     t_events++;
 }
 
+void d9_poll_cpu_begin_slow(uint64_t ticks) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    d9__tls_poll_cpu.lock = D9_POLL_CPU_NO_PAGE;
+    uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&g_min_ns, __ATOMIC_RELAXED) || !gen) return;
+    /* the thread's first value: opens its event (once per recording; refused: no page) */
+    if (s->gen != (gen | D9_TCC_NO_PAGE)) (void)d9_thread_cpu_clock_slow(s, true, ticks);
+    const volatile struct perf_event_mmap_page *p = s->page;
+    d9__tls_poll_cpu.lock = p ? p->lock : D9_POLL_CPU_NO_PAGE_ON;
+}
+
 void d9_poll_cpu_end_slow(uint64_t end_ticks, uint32_t begin_lock, uint64_t begin_ticks) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
     uint64_t min_ns = __atomic_load_n(&g_min_ns, __ATOMIC_RELAXED);
     uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
     double ns_per_tick;
     __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
-    if (!min_ns || !gen || s->gen != gen || !s->page || begin_lock == D9_POLL_CPU_NO_PAGE || ns_per_tick <= 0)
-        return;
+    if (!min_ns || !gen || ns_per_tick <= 0) return;
     int64_t wall_ticks = (int64_t)(end_ticks - begin_ticks);
     if (wall_ticks <= 0 || (double)wall_ticks * ns_per_tick < (double)min_ns) return;
+    if (s->gen != gen || !s->page || (begin_lock & 1)) { /* no page at its begin or now: not known */
+        record(0, false);
+        return;
+    }
     /* the begin's CPU time: the thread's last value and the wall time since, when the page had
      * not moved between that value and the begin (its lock then is the value's) */
     bool known = begin_lock == s->lock;

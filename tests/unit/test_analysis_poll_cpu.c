@@ -33,11 +33,11 @@ static void stream(tb *t) {
 
 /* No switch records (source.off_cpu inactive), poll_cpu on:
  *   a.c  0 .. 10 ms, CPU 4 ms (exact)           -> on_cpu 4, off_cpu_uncaptured 6
- *   b.c  20 .. 25 ms, no event (no switch)       -> unknown 5 (no switch records), accounted
+ *   b.c  20 .. 25 ms, no event (no switch)       -> on_cpu 5: its thread ran all of it
  *   c.c  30 .. 40 ms, not exact                  -> unknown 10, not accounted
  *   d.c  50 .. 50.5 ms: under 1 ms, not counted
  *   e.c  60 .. 70 ms, then f.c 70 .. 72 ms begun at the same time, e's event after f's start:
- *        e CPU 1 ms -> on_cpu 1, off_cpu_uncaptured 9; f unknown 2, no event (no switch) */
+ *        e CPU 1 ms -> on_cpu 1, off_cpu_uncaptured 9; f no event (no switch): on_cpu 2 */
 static void test_without_switch_records(void) {
     tb t = {0};
     stream(&t);
@@ -70,7 +70,7 @@ static void test_without_switch_records(void) {
             CHECK_EQ_U64(d9m_parts_total(&L->parts), 10 * MS);
         }
         L = loc(r, "b.c:1");
-        CHECK(L && part(&L->parts, D9M_PART_UNKNOWN) == 5 * MS && part(&L->parts, D9M_PART_OFF_CPU_UNCAPTURED) == 0);
+        CHECK(L && part(&L->parts, D9M_PART_ON_CPU) == 5 * MS && part(&L->parts, D9M_PART_UNKNOWN) == 0);
         L = loc(r, "c.c:1");
         CHECK(L && part(&L->parts, D9M_PART_UNKNOWN) == 10 * MS && part(&L->parts, D9M_PART_OFF_CPU_UNCAPTURED) == 0);
         L = loc(r, "e.c:1");
@@ -81,7 +81,9 @@ static void test_without_switch_records(void) {
             CHECK_EQ_U64(part(&L->parts, D9M_PART_UNKNOWN), 0);
         }
         L = loc(r, "f.c:1");
-        CHECK(L && part(&L->parts, D9M_PART_UNKNOWN) == 2 * MS && part(&L->parts, D9M_PART_OFF_CPU_UNCAPTURED) == 0);
+        CHECK(L && part(&L->parts, D9M_PART_ON_CPU) == 2 * MS && part(&L->parts, D9M_PART_UNKNOWN) == 0);
+        L = loc(r, "d.c:1"); /* under the threshold: its gap stays unknown */
+        CHECK(L && part(&L->parts, D9M_PART_UNKNOWN) == 500 * US);
         CHECK_EQ_U64(d9m_parts_total(&r->parts), r->polls.total);
         CHECK_EQ_U64(part(&r->parts, D9M_PART_OFF_CPU_UNCAPTURED), 15 * MS);
         const d9a_poll_cpu_cover *c = &r->poll_cpu;

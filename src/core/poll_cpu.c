@@ -12,7 +12,6 @@
 
 #define DEFAULT_MIN_US 1000
 
-__thread d9_poll_cpu_state d9__tls_poll_cpu __attribute__((tls_model("initial-exec"))) = {.lock = D9_POLL_CPU_NO_PAGE};
 static __thread uint64_t t_events;
 
 static uint64_t g_min_ns; /* 0: off */
@@ -35,7 +34,7 @@ int d9_poll_cpu_start(bool page) {
     else {
         min_ns = min_us * 1000;
         snprintf(g_reason, sizeof g_reason,
-                 "on: polls over %llu us with a switch inside, on threads with a task-clock page",
+                 "on: polls over %llu us with a switch inside, on threads with a task-clock page (from their first park or unpark)",
                  (unsigned long long)min_us);
     }
     __atomic_store_n(&g_min_ns, min_ns, __ATOMIC_RELAXED);
@@ -54,15 +53,13 @@ static void record(uint64_t cpu_ns, bool exact) {
     t_events++;
 }
 
-void d9_poll_cpu_begin_slow(uint64_t ticks) {
+void d9_poll_cpu_end_begin_slow(uint64_t ticks, uint32_t now) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
-    d9__tls_poll_cpu.lock = D9_POLL_CPU_NO_PAGE;
-    uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
-    if (!__atomic_load_n(&g_min_ns, __ATOMIC_RELAXED) || !gen) return;
-    /* the thread's first value: opens its event (once per recording; refused: no page) */
-    if (s->gen != (gen | D9_TCC_NO_PAGE)) (void)d9_thread_cpu_clock_slow(s, true, ticks);
-    const volatile struct perf_event_mmap_page *p = s->page;
-    d9__tls_poll_cpu.lock = p ? p->lock : D9_POLL_CPU_NO_PAGE_ON;
+    uint32_t begin_lock = s->poll_lock;
+    uint64_t begin_ticks = s->poll_ticks;
+    s->poll_lock = now;
+    s->poll_ticks = ticks;
+    d9_poll_cpu_end_slow(ticks, begin_lock, begin_ticks);
 }
 
 void d9_poll_cpu_end_slow(uint64_t end_ticks, uint32_t begin_lock, uint64_t begin_ticks) {
@@ -74,10 +71,7 @@ void d9_poll_cpu_end_slow(uint64_t end_ticks, uint32_t begin_lock, uint64_t begi
     if (!min_ns || !gen || ns_per_tick <= 0) return;
     int64_t wall_ticks = (int64_t)(end_ticks - begin_ticks);
     if (wall_ticks <= 0 || (double)wall_ticks * ns_per_tick < (double)min_ns) return;
-    if (s->gen != gen || !s->page || (begin_lock & 1)) { /* no page at its begin or now: not known */
-        record(0, false);
-        return;
-    }
+    if (s->gen != gen || !s->page || (begin_lock & 1)) return; /* a page since its begin: its first poll */
     /* the begin's CPU time: the thread's last value and the wall time since, when the page had
      * not moved between that value and the begin (its lock then is the value's) */
     bool known = begin_lock == s->lock;

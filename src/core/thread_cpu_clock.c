@@ -26,7 +26,9 @@
 
 uint32_t d9_thread_cpu_clock_gen;
 double d9_thread_cpu_ns_per_tick;
-__thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec"))) = {.slot = -1};
+const struct perf_event_mmap_page d9_tcc_no_page = {.lock = 1};
+__thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec"))) = {.slot = -1,
+                                                                                     .poll_page = &d9_tcc_no_page};
 
 enum { SLOT_FREE, SLOT_OPEN, SLOT_READING, SLOT_CLOSED };
 
@@ -88,6 +90,9 @@ static uint64_t read_count(int fd) {
 
 /* Forget the thread's event: closed here unless d9_stop closed it. */
 static void release(d9_tcc_state *s) {
+    /* first: a poll's end (even in a signal handler) reads no page being unmapped */
+    s->poll_page = &d9_tcc_no_page;
+    __asm__ __volatile__("" ::: "memory");
     if (s->slot >= 0) {
         slot *e = &g_slots[s->slot];
         pthread_mutex_lock(&g_lock);
@@ -151,6 +156,7 @@ static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
     pthread_setspecific(g_key, s);
     s->slot = found;
     s->page = page;
+    s->poll_page = page;
     return true;
 }
 
@@ -311,6 +317,7 @@ void d9_thread_cpu_clock_forget_after_fork(void) {
     }
     d9_tcc_state *s = &d9__tls_cpu_clock;
     s->page = NULL;
+    s->poll_page = &d9_tcc_no_page;
     s->slot = -1;
     s->gen = 0;
     __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);

@@ -53,28 +53,36 @@ static void record(uint64_t cpu_ns, bool exact) {
     t_events++;
 }
 
-void d9_poll_cpu_end_begin_slow(uint64_t ticks, uint32_t now) {
+void d9_poll_cpu_begin_slow(uint64_t ticks) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
-    uint32_t begin_lock = s->poll_lock;
-    uint64_t begin_ticks = s->poll_ticks;
-    s->poll_lock = now;
-    s->poll_ticks = ticks;
-    d9_poll_cpu_end_slow(ticks, begin_lock, begin_ticks);
+    if (!__atomic_load_n(&g_min_ns, __ATOMIC_RELAXED) || !__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED))
+        return;
+    /* twice at most: a page of a past recording is reopened by the first, whose value is then
+     * not taken under the new page's lock */
+    for (int i = 0; i < 2 && s->poll_page->lock != s->lock; i++)
+        if (d9_thread_cpu_clock_slow(s, false, ticks) == D9_TCC_NONE) return;
 }
 
-void d9_poll_cpu_end_slow(uint64_t end_ticks, uint32_t begin_lock, uint64_t begin_ticks) {
+void d9_poll_cpu_end_begin_slow(uint64_t ticks) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    uint64_t begin_ticks = s->poll_ticks;
+    s->poll_ticks = ticks;
+    d9_poll_cpu_end_slow(ticks, begin_ticks);
+    if (s->poll_page->lock != s->lock) d9_poll_cpu_begin_slow(ticks); /* a short poll's: not read */
+}
+
+void d9_poll_cpu_end_slow(uint64_t end_ticks, uint64_t begin_ticks) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
     uint64_t min_ns = __atomic_load_n(&g_min_ns, __ATOMIC_RELAXED);
     uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
     double ns_per_tick;
     __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
-    if (!min_ns || !gen || ns_per_tick <= 0) return;
+    if (!min_ns || !gen || ns_per_tick <= 0 || s->gen != gen || !s->page) return;
     int64_t wall_ticks = (int64_t)(end_ticks - begin_ticks);
     if (wall_ticks <= 0 || (double)wall_ticks * ns_per_tick < (double)min_ns) return;
-    if (s->gen != gen || !s->page || (begin_lock & 1)) return; /* a page since its begin: its first poll */
-    /* the begin's CPU time: the thread's last value and the wall time since, when the page had
-     * not moved between that value and the begin (its lock then is the value's) */
-    bool known = begin_lock == s->lock;
+    /* the begin's CPU time: the anchor the begin checked (or took), and the wall time since;
+     * an anchor taken inside the poll says nothing of the begin */
+    bool known = (int64_t)(begin_ticks - s->ticks) >= 0;
     uint64_t begin_cpu = 0;
     if (known) begin_cpu = s->cpu_ns + (uint64_t)(int64_t)((double)(int64_t)(begin_ticks - s->ticks) * ns_per_tick);
     /* the end's, exact (a snapshot, then read() of the event): also the thread's next anchor */

@@ -3,14 +3,17 @@
  * sched-in since the poll began; only then, and only for a poll longer than
  * DIAL9_POLL_CPU_MIN_US (default 1000), the poll's end reads the task clock (one system call)
  * and records a PollCpuEvent {worker_id, cpu_time_ns: the poll's CPU time, exact}. A poll with
- * no switch inside costs two loads and two stores at its begin and two loads and a compare at
- * its end: no event, no system call. docs/kernel-sources.md "Off-CPU time of long polls".
+ * no switch inside costs a store and a compare at its begin and a compare at its end: no
+ * event, no system call. docs/kernel-sources.md "Off-CPU time of long polls".
  *
  * The poll's CPU time is cpu(end) - cpu(begin): cpu(end) by read() of the event; cpu(begin)
- * from the thread's last value (its park or unpark, or the last such poll end) plus the wall
- * time since, which holds when the page's lock at the begin was that value's (no switch in
- * between). When it was not (the thread was switched out between its last value and the poll's
- * begin) the begin's CPU time is not known: the event says exact 0 and cpu_time_ns 0. A thread
+ * from the thread's last value (its park or unpark, or the last such read) plus the wall time
+ * since, which holds when the page's lock at the begin is that value's (no switch in between).
+ * When it is not (the thread was switched out since its last value: preempted between polls,
+ * or inside a short poll), the begin reads the task clock (the read its next park would have
+ * made otherwise: where a loop parks between its polls, the reads move, they do not add up).
+ * A poll whose thread took a new value inside it (a park and unpark within the poll) says
+ * exact 0 and cpu_time_ns 0 when it had a switch. A thread
  * has its page from its first park or unpark on (where the adapters and the shim take its CPU
  * time); before, and on a thread refused one (past D9_TCC_MAX_THREADS, seccomp), its polls are
  * not accounted: poll_page is then a page whose lock never moves, so that the hooks test
@@ -23,35 +26,36 @@
 
 #include "core/thread_cpu_clock.h"
 
-/* A switch inside the poll that began at `begin_ticks` with the page's lock `begin_lock`: the
- * duration test, the read, the event. */
-void d9_poll_cpu_end_slow(uint64_t end_ticks, uint32_t begin_lock, uint64_t begin_ticks);
+/* The thread's page moved since its last CPU-time value, before a poll's begin: read the task
+ * clock now (one system call, which its next park would have made: thread_cpu_clock.h), so
+ * the poll's begin has a known CPU time. */
+void d9_poll_cpu_begin_slow(uint64_t ticks);
+/* A switch inside the poll that began at `begin_ticks`: the duration test, the read, the
+ * event. */
+void d9_poll_cpu_end_slow(uint64_t end_ticks, uint64_t begin_ticks);
+/* d9_poll_cpu_end_begin's when the page moved. */
+void d9_poll_cpu_end_begin_slow(uint64_t ticks);
 
-/* At a poll's begin (the hook's time `ticks`). */
+/* At a poll's begin (the hook's time `ticks`): the page's lock is the thread's last value's
+ * (the anchor of its CPU time), or made so. */
 static inline __attribute__((always_inline)) void d9_poll_cpu_begin(uint64_t ticks) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
     s->poll_ticks = ticks;
-    s->poll_lock = s->poll_page->lock;
+    if (__builtin_expect(s->poll_page->lock != s->lock, 0)) d9_poll_cpu_begin_slow(ticks);
 }
 
 /* At a poll's end, last in the hook (a tail call when taken: the hook's fast path keeps no
- * frame): nothing unless the lock moved. */
+ * frame): nothing unless the page moved since the begin's anchor. */
 static inline __attribute__((always_inline)) void d9_poll_cpu_end(uint64_t ticks) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
-    if (__builtin_expect(s->poll_page->lock != s->poll_lock, 0))
-        d9_poll_cpu_end_slow(ticks, s->poll_lock, s->poll_ticks);
+    if (__builtin_expect(s->poll_page->lock != s->lock, 0)) d9_poll_cpu_end_slow(ticks, s->poll_ticks);
 }
 
-/* d9_poll_cpu_end_begin's when the lock moved: the end's slow path, then the begin. */
-void d9_poll_cpu_end_begin_slow(uint64_t ticks, uint32_t now);
-
-/* A poll's end and the next one's begin at one time (d9__poll_end_begin): the begin's read of
- * the lock is the end's test, and the lock it keeps is unchanged unless it moved. */
+/* A poll's end and the next one's begin at one time (d9__poll_end_begin): one test for both. */
 static inline __attribute__((always_inline)) void d9_poll_cpu_end_begin(uint64_t ticks) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
-    uint32_t now = s->poll_page->lock;
-    if (__builtin_expect(now != s->poll_lock, 0)) {
-        d9_poll_cpu_end_begin_slow(ticks, now);
+    if (__builtin_expect(s->poll_page->lock != s->lock, 0)) {
+        d9_poll_cpu_end_begin_slow(ticks);
         return;
     }
     s->poll_ticks = ticks;

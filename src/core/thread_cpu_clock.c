@@ -27,7 +27,7 @@
 uint32_t d9_thread_cpu_clock_gen;
 double d9_thread_cpu_ns_per_tick;
 const struct perf_event_mmap_page d9_tcc_no_page = {.lock = 1};
-__thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec"))) = {.slot = -1,
+__thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec"))) = {.slot = -1, .lock = 1,
                                                                                      .poll_page = &d9_tcc_no_page};
 
 enum { SLOT_FREE, SLOT_OPEN, SLOT_READING, SLOT_CLOSED };
@@ -92,6 +92,7 @@ static uint64_t read_count(int fd) {
 static void release(d9_tcc_state *s) {
     /* first: a poll's end (even in a signal handler) reads no page being unmapped */
     s->poll_page = &d9_tcc_no_page;
+    s->lock = d9_tcc_no_page.lock; /* its begin and end then see nothing move */
     __asm__ __volatile__("" ::: "memory");
     if (s->slot >= 0) {
         slot *e = &g_slots[s->slot];
@@ -318,6 +319,7 @@ void d9_thread_cpu_clock_forget_after_fork(void) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
     s->page = NULL;
     s->poll_page = &d9_tcc_no_page;
+    s->lock = d9_tcc_no_page.lock;
     s->slot = -1;
     s->gen = 0;
     __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);

@@ -58,8 +58,8 @@ typedef struct d9_tcc_state {
     uint64_t ticks;    /* the recorder's clock then */
     uint64_t base_ns;  /* value = base_ns + task clock */
     /* long polls' CPU time (poll_cpu.h), here so that the hooks reach all of it from one base */
-    const volatile struct perf_event_mmap_page *poll_page; /* page, or d9_tcc_no_page: never NULL */
-    uint32_t poll_lock;   /* poll_page's lock at the poll's begin */
+    const volatile struct perf_event_mmap_page *poll_page; /* page, or d9_tcc_no_page (whose
+                                                            * lock, 1, `lock` is without a page) */
     uint64_t poll_ticks;  /* the poll's begin */
 } d9_tcc_state;
 

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "analysis/coverage.h"
+#include "analysis/poll_cpu_cover.h"
 #include "analysis/symtab.h"
 #include "analysis/time_arg.h"
 #include "analysis/upload_loss.h"
@@ -334,6 +335,7 @@ typedef struct d9a_report {
     size_t ncoverage;
     const d9a_coverage_period *coverage_periods; /* partial periods, in time order per source */
     size_t ncoverage_periods;
+    d9a_poll_cpu_cover poll_cpu; /* long polls whose off-CPU time is accounted (poll_cpu_cover.h) */
 
     /* spans (d9_span_begin / d9_span_end) by name, by total elapsed time decreasing */
     const d9a_span_report *spans;

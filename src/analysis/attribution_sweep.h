@@ -18,6 +18,8 @@ static inline long_poll_entry *d9a_attr_entry_of(d9a_analysis *a, long slot, uin
 static inline void d9a_attr_poll_end(d9a_analysis *a, worker *w) {
     if (!w->at_open) return;
     w->at_open = false;
+    d9a_poll_cpu_presume(&a->pcov, &w->at, &w->at_pc);
+    d9a_poll_cpu_cover_poll(&a->pcov, &w->at, &w->at_pc);
     bool exact = !w->at.inconsistent;
     loc_stats *L = d9a_loc(a, w->at_loc);
     if (!L) return;
@@ -45,6 +47,14 @@ static inline void d9a_attr_poll_begin(d9a_analysis *a, worker *w, const d9a_rec
     w->at_gen = slot >= 0 ? a->long_polls.gen[slot] : 0;
     w->nat_stk = 0;
     w->at_unmatched_ns = 0;
+    w->at_pc = (d9a_poll_cpu_facts){0};
+}
+
+/* The open poll's exact CPU time, or that it could not be had (a PollCpuEvent). */
+static inline void d9a_attr_poll_cpu(worker *w, const d9a_rec *r) {
+    if (!w->at_open || w->at.start != r->ts) return;
+    w->at_pc.event = r->aux == D9A_POLL_CPU_EXACT ? 1 : 2;
+    if (r->aux == D9A_POLL_CPU_EXACT) d9m_attr_cpu(&w->at, r->dur);
 }
 
 /* A late poll's switch records were handed on before it: all of it is unknown. */
@@ -76,6 +86,11 @@ static inline void d9a_attr_offcpu(d9a_analysis *a, worker *w, const d9a_rec *r,
     uint64_t covered =
         d9m_attr_offcpu(&w->at, r->ts, r->ts + r->dur, preempted ? D9M_PART_RUNNABLE : D9M_PART_BLOCKED_OTHER);
     w->at_unmatched_ns = 0;
+    if (covered > w->at_pc.longest_ns) { /* the longest interval: explained by a stack? */
+        w->at_pc.longest_ns = covered;
+        w->at_pc.longest_ts = r->ts;
+        w->at_pc.longest_explained = preempted || stack != D9A_NO_ID;
+    }
     if (preempted || covered == 0 || w->at.inconsistent) return;
     if (stack == D9A_NO_ID) { /* its sample may come just after it (d9a_attr_sample) */
         w->at_unmatched_ts = r->ts;
@@ -94,6 +109,7 @@ static inline void d9a_attr_sample(d9a_analysis *a, worker *w, const d9a_rec *r)
     /* the blocked time that interval counted in the open poll, when it counted some */
     if (!w->at_unmatched_ns || !w->at_open || w->at_unmatched_ts != w->sw_match.out) return;
     d9a_attr_stack_add(a, w, r->ref, w->at_unmatched_ns);
+    if (w->at_pc.longest_ts == w->at_unmatched_ts) w->at_pc.longest_explained = true;
     w->at_unmatched_ns = 0;
     if (a->spans.model) d9m_spans_poll_off_stack(a->spans.model, w->at_task, r->ref);
 }

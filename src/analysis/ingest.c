@@ -180,6 +180,7 @@ static void copy_metadata(d9a_analysis *a, const d9_value *v) {
         int ss = d9m_schedstat_from_metadata(kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
         if (ss >= 0) a->schedstat = (d9m_schedstat)ss;
         d9m_coverage_metadata(&a->swcov, kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
+        d9a_poll_cpu_cover_metadata(&a->pcov, kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
         a->meta[2 * a->nmeta] = k;
         a->meta[2 * a->nmeta + 1] = val;
         a->nmeta++;
@@ -228,7 +229,9 @@ static int on_poll_mark(d9a_analysis *a, worker *w, d9m_mark *k, const d9_event 
     case D9M_PAIR_OPENED: return 0;
     case D9M_PAIR_CLOSED: break;
     }
-    if (!d9a_in_window(a, start->ts)) return 0;
+    w->lp_valid = d9a_in_window(a, start->ts);
+    w->lp_start = start->ts;
+    if (!w->lp_valid) return 0;
     d9a_rec r = {.ts = start->ts,
                  .dur = k->ts > start->ts ? k->ts - start->ts : 0,
                  .id = start->task,
@@ -289,6 +292,24 @@ static int on_unpark(d9a_analysis *a, worker *w, const d9m_mark *k) {
                  .dur = k->ts > start->ts ? k->ts - start->ts : 0,
                  .worker = (uint16_t)w->id,
                  .kind = D9A_REC_PARK};
+    return emit(a, &r);
+}
+
+/* A long poll's CPU time (core/poll_cpu.h): written just after its PollEndEvent on the same
+ * thread, so it is its worker's latest closed poll's (also when the next poll began at the
+ * same time). A record at the poll's start, after the poll (records' kind order): the sweep
+ * finds its poll open. */
+static int on_poll_cpu(d9a_analysis *a, const d9_dec_binding *in, const d9_event *ev) {
+    worker *w = d9a_worker(a, (uint32_t)field_u(ev, F(WORKER_ID), D9_WORKER_NONE));
+    if (!w) return a->failed ? -1 : 0;
+    if (!w->lp_valid) return 0;
+    w->lp_valid = false;
+    bool exact = field_u(ev, F(EXACT), 0) != 0;
+    d9a_rec r = {.ts = w->lp_start,
+                 .dur = exact ? field_u(ev, F(CPU_TIME_NS), 0) : 0,
+                 .worker = (uint16_t)w->id,
+                 .kind = D9A_REC_OFFCPU,
+                 .aux = exact ? D9A_POLL_CPU_EXACT : D9A_POLL_CPU_NOT_EXACT};
     return emit(a, &r);
 }
 
@@ -517,6 +538,7 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
         if (stack == D9A_NO_ID) return -1;
         return d9m_heap_alloc(&a->heap, ev->ts_ns, stack, field_u(ev, F(ADDR), 0), field_u(ev, F(SIZE), 0));
     }
+    case D9_SCH_POLL_CPU: return timed ? on_poll_cpu(a, in, ev) : 0;
     case D9_SCH_FREE: return d9m_heap_free_event(&a->heap, ev->ts_ns, field_u(ev, F(ADDR), 0));
     case D9_SCH_MEMORY_MAP: {
         d9m_mapping_event e;

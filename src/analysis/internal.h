@@ -72,6 +72,9 @@ typedef struct worker {
                               while no stack is matched to it (ns 0: none) */
     attr_stack *at_stk; /* every distinct blocking stack of the poll (nat_stk of at_stk_cap) */
     d9m_switch_match sw_match; /* which context-switch sample is which interval's (the model's rule) */
+    d9a_poll_cpu_facts at_pc;  /* the open poll's, for the long polls' count (poll_cpu_cover.h) */
+    bool lp_valid;             /* its latest closed poll, in the window: a PollCpuEvent's */
+    uint64_t lp_start;
 } worker;
 
 typedef struct task {
@@ -202,6 +205,7 @@ struct d9a_analysis {
     uint64_t unseen_ring_fd[4];
     d9a_span_stats spans;        /* spans by name (span_stats.h) */
     d9m_coverage swcov;    /* what the switch records cover (model/attribution.h) */
+    d9a_poll_cpu_cover pcov; /* long polls with their off-CPU time accounted (poll_cpu_cover.h) */
     d9_u64_map attr_stacks; /* location << 32 | stack -> blocked ns of its polls */
     uint8_t *stack_cause;   /* by stack id: d9m_part + 1, 0 not classified yet */
     attr_stack **lp_stk;    /* by long-poll slot: the blocking stacks of the poll in it */

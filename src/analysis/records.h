@@ -21,7 +21,9 @@ enum d9a_rec_kind {
                         of the waker task id */
     D9A_REC_PARK,    /* worker, dur */
     D9A_REC_POLL,    /* worker, dur, id task, ref location, aux local queue (saturated) */
-    D9A_REC_OFFCPU,  /* worker, dur (a SchedSwitch out..in interval), aux 1 when preempted */
+    D9A_REC_OFFCPU,  /* worker, dur (a SchedSwitch out..in interval), aux 1 when preempted;
+                        aux D9A_POLL_CPU_*: instead the CPU time (dur) of the poll starting at
+                        ts (a PollCpuEvent) */
     D9A_REC_SAMPLE,  /* worker (255 none), ref stack, aux source (0 CPU, 1 context switch) */
     D9A_REC_QUEUE,   /* ref global queue depth; aux D9A_SPAN_BEGIN / D9A_SPAN_END: a span mark
                         instead (id span id, ref name, dur task, worker), after the polls of its
@@ -31,6 +33,7 @@ enum d9a_rec_kind {
 };
 
 enum { D9A_SPAN_BEGIN = 1, D9A_SPAN_END = 2 };
+enum { D9A_POLL_CPU_EXACT = 2, D9A_POLL_CPU_NOT_EXACT = 3 };
 
 typedef struct d9a_rec {
     uint64_t ts;

@@ -592,6 +592,7 @@ int d9a_build_report(d9a_analysis *a) {
     r->symbols_present = a->symtab.t.count > 0;
     if (build_sources(a, r) != 0) return -1;
     if (build_coverage(a, r) != 0) return -1;
+    r->poll_cpu = a->pcov;
     d9a_upload_loss_total(&a->upload_loss, &r->upload_lost);
     if (build_heap(a, r) != 0) return -1;
 

@@ -169,6 +169,7 @@ static void json_summary(jctx *c) {
         d9_json_key_u64(j, "last_end_unix_ns", r->upload_lost.last_end_unix_ns);
         d9_json_object_end(j);
     }
+    d9a_poll_cpu_cover_json(&r->poll_cpu, j); /* "poll_cpu": long polls' off-CPU time, accounted */
     d9_json_key(j, "coverage"); /* governed sources (CoverageEvent): [] when none */
     d9_json_array_begin(j);
     for (size_t i = 0; i < r->ncoverage; i++) {

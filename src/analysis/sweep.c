@@ -286,6 +286,10 @@ static void on_sample(d9a_analysis *a, const d9a_rec *r) {
 static void on_offcpu(d9a_analysis *a, const d9a_rec *r, bool late) {
     worker *w = rec_worker(a, r->worker);
     if (!w || late) return;
+    if (r->aux >= D9A_POLL_CPU_EXACT) {
+        d9a_attr_poll_cpu(w, r);
+        return;
+    }
     /* the stack of the context-switch sample taken just before this switch-out, if one was
      * (model/switch_stack_match.h: the rule the export and the viewer follow too) */
     uint32_t stack = d9m_switch_match_interval(&w->sw_match, r->ts, r->ts + r->dur);

@@ -148,6 +148,7 @@ static void text_summary(const d9_analyze_render *R) {
                c->name, NS(c->no_stacks_ns + c->sampled_ns + c->paused_ns), NS(c->covered_ns), NS(c->no_stacks_ns),
                NS(c->sampled_ns), NS(c->paused_ns), c->changes);
     }
+    d9a_poll_cpu_cover_text(&r->poll_cpu, text_out); /* long polls' off-CPU time, accounted */
     if (r->upload_lost.segments) { /* UploadLossEvent: never reached S3 */
         char what[256];
         d9a_upload_loss_describe(&r->upload_lost, what, sizeof what);

@@ -295,6 +295,7 @@ static int from_env(d9_config *cfg) {
     if (ENV("DIAL9_THREAD_CPU_TIME") && parse_thread_cpu_time("DIAL9_THREAD_CPU_TIME", v, &cfg->thread_cpu_time))
         return -1;
     if (ENV("DIAL9_THREAD_CPU") && check_thread_cpu_source("DIAL9_THREAD_CPU", v)) return -1;
+    if (ENV("DIAL9_POLL_CPU_MIN_US") && parse_u64("DIAL9_POLL_CPU_MIN_US", v, 0, 10000000, &n)) return -1; /* poll_cpu.h */
     if (ENV("DIAL9_CPU_PROFILE_ENABLED") && parse_bool("DIAL9_CPU_PROFILE_ENABLED", v, &cfg->cpu_profile))
         return -1;
     if (ENV("DIAL9_CPU_SAMPLE_HZ")) {

@@ -5,9 +5,9 @@
 
 #include "core/clock.h"
 #include "core/collector_wake.h"
+#include "core/thread_cpu_clock.h"
 
 bool d9_rule_wake_on;
-__thread uint64_t d9__tls_rule_wake_begin __attribute__((tls_model("initial-exec")));
 bool d9_rule_wake_in_drain;
 
 static uint64_t g_poll_ticks = UINT64_MAX; /* the lowest threshold in ticks, a hair under it */
@@ -33,8 +33,7 @@ void d9_rule_wake_arm(uint64_t poll_ns) {
 void d9_rule_wake_disarm(void) { __atomic_store_n(&d9_rule_wake_on, false, __ATOMIC_RELEASE); }
 
 void d9_rule_wake_poll_end_slow(uint64_t ticks) {
-    uint64_t begin = d9__tls_rule_wake_begin;
-    d9__tls_rule_wake_begin = 0; /* an end without its begin (armed meanwhile) is never measured */
+    uint64_t begin = d9__tls_cpu_clock.poll_ticks; /* every poll's begin (poll_cpu.h) */
     /* acquire: the thresholds the arming thread stored before it turned the wake on */
     if (!__atomic_load_n(&d9_rule_wake_on, __ATOMIC_ACQUIRE)) return;
     if (!begin || begin > ticks || ticks - begin <= __atomic_load_n(&g_poll_ticks, __ATOMIC_RELAXED)) return;
@@ -49,8 +48,7 @@ void d9_rule_wake_poll_end_slow(uint64_t ticks) {
 }
 
 void d9_rule_wake_poll_end_begin_slow(uint64_t ticks) {
-    d9_rule_wake_poll_end_slow(ticks);
-    d9__tls_rule_wake_begin = ticks;
+    d9_rule_wake_poll_end_slow(ticks); /* poll_cpu.h's part, after it, keeps the new begin */
 }
 
 bool d9_rule_wake_take(void) { return atomic_exchange_explicit(&g_pending, false, memory_order_acquire); }

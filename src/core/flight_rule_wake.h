@@ -3,7 +3,9 @@
  * the event. While a poll_ms rule is armed, the poll hooks keep the poll's begin tick per
  * thread, and a poll end longer than the lowest threshold wakes the collector to drain now
  * (collector_wake.h: a futex, no lock, nothing written), at most once per ms for all threads.
- * When no such rule is armed each hook pays one load and one predictable branch. The rule's
+ * The poll's begin is the one the hooks keep for every poll anyway (poll_cpu.h's poll_ticks),
+ * so a begin pays nothing here, and an end with no such rule armed one load and one
+ * predictable branch. The rule's
  * match itself stays the collector's: this only says when to drain. */
 #ifndef D9_CORE_FLIGHT_RULE_WAKE_H
 #define D9_CORE_FLIGHT_RULE_WAKE_H
@@ -11,19 +13,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* a poll_ms rule is armed: the hooks keep begin ticks. Hidden: the hook loads it in one
+/* a poll_ms rule is armed. Hidden: the hook loads it in one
  * instruction, not through an address computed first */
 extern bool d9_rule_wake_on __attribute__((visibility("hidden")));
-extern __thread uint64_t d9__tls_rule_wake_begin __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 /* The armed paths, out of line (a tail call from the hook: its fast path saves no register). */
 void d9_rule_wake_poll_end_slow(uint64_t ticks) __attribute__((cold, noinline));
 void d9_rule_wake_poll_end_begin_slow(uint64_t ticks) __attribute__((cold, noinline));
 
-/* In the poll hooks, after the record is committed (the drain it asks for must see it). */
-static inline void d9_rule_wake_poll_begin(uint64_t ticks) {
-    if (__builtin_expect(__atomic_load_n(&d9_rule_wake_on, __ATOMIC_RELAXED), 0)) d9__tls_rule_wake_begin = ticks;
-}
+/* In the poll end hooks, after the record is committed (the drain it asks for must see it)
+ * and before poll_cpu.h's part (a fused end + begin moves the begin on). */
 static inline void d9_rule_wake_poll_end(uint64_t ticks) {
     if (__builtin_expect(__atomic_load_n(&d9_rule_wake_on, __ATOMIC_RELAXED), 0)) d9_rule_wake_poll_end_slow(ticks);
 }

@@ -9,6 +9,7 @@
 #include "core/flight_rule_wake.h"
 #include "core/fork_guard.h"
 #include "core/locations.h"
+#include "core/poll_cpu.h"
 #include "core/records.h"
 #include "core/schedstat.h"
 #include "core/thread_cpu_clock.h"
@@ -86,12 +87,13 @@ static inline uint32_t loc_id_if_known(const d9_loc *where) {
     d9_thread_commit(t, D9_REC_WORDS_POLL_BEGIN);                                          \
     t->unpark_ticks = 0; /* a readiness wake after a poll was not found by that unpark */  \
     __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED); /* read by pause_ends.c */      \
-    d9_rule_wake_poll_begin(ticks)
+    d9_poll_cpu_begin(ticks) /* poll_cpu.h: the task-clock page's lock now */
 
 /* loc: the location's id, interned */
 SLOW void poll_begin_slow_loc(uint64_t task_id, uint32_t loc) {
     BEGIN(D9_REC_WORDS_POLL_BEGIN);
-    POLL_BEGIN_BODY(d9_clock_ticks());
+    uint64_t now = d9_clock_ticks(); /* once: the body uses it twice */
+    POLL_BEGIN_BODY(now);
 }
 
 SLOW void poll_begin_slow(uint64_t task_id, const d9_loc *where) { poll_begin_slow_loc(task_id, d9_loc_id(where)); }
@@ -120,11 +122,13 @@ void d9__poll_begin(uint64_t task_id, const d9_loc *where) {
     r[0] = D9_REC_HEADER((ticks), D9_REC_POLL_END);                                        \
     d9_thread_commit(t, D9_REC_WORDS_POLL_END);                                            \
     __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED);                                \
-    d9_rule_wake_poll_end(ticks)
+    d9_rule_wake_poll_end(ticks);                                                          \
+    d9_poll_cpu_end(ticks) /* poll_cpu.h: a long poll with a switch inside, its CPU time */
 
 SLOW void poll_end_slow(void) {
     BEGIN(D9_REC_WORDS_POLL_END);
-    POLL_END_BODY(d9_clock_ticks());
+    uint64_t now = d9_clock_ticks(); /* once: the body uses it twice */
+    POLL_END_BODY(now);
 }
 
 static __attribute__((noinline)) void poll_end_other_clock(void) {
@@ -151,7 +155,8 @@ void d9__poll_end(void) {
     d9_thread_commit(t, POLL_END_BEGIN_WORDS);                                             \
     t->unpark_ticks = 0;                                                                   \
     __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED);                                 \
-    d9_rule_wake_poll_end_begin(ticks)
+    d9_rule_wake_poll_end_begin(ticks);                                                    \
+    d9_poll_cpu_end_begin(ticks) /* poll_cpu.h */
 
 SLOW void poll_end_begin_slow_loc(uint64_t task_id, uint32_t loc) {
     d9_thread *t = d9_thread_current();

@@ -23,6 +23,7 @@
 #include "core/recorder_hooks.h"
 #include "core/run_metadata.h"
 #include "core/schedstat.h"
+#include "core/poll_cpu.h"
 #include "core/thread_cpu_clock.h"
 #include "core/thread_cpu_time.h"
 #include "core/thread_buffer.h"
@@ -286,6 +287,7 @@ static int start(const d9_config *cfg) {
     }
     d9_run_metadata_set(d9_collector_metadata(r->col), "clock_reason", "%s", d9_clock_reason());
     d9_run_metadata_set(d9_collector_metadata(r->col), "thread_cpu_clock", "%s", d9_thread_cpu_clock_reason());
+    d9_run_metadata_set(d9_collector_metadata(r->col), "poll_cpu", "%s", d9_poll_cpu_reason());
     if (cfg->clock == D9_CLOCK_AUTO) d9_clock_auto_store_in(cfg->trace_dir); /* the directory exists now */
     (void)d9_flight_start(&flight, r->col, r->run_id); /* without it: no dumps, the recording goes on */
     d9_sources_start(&r->cfg, r->col);

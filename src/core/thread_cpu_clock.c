@@ -22,10 +22,13 @@
 #include "core/fork_guard.h"
 #include "core/last_error.h"
 #include "core/owned_fd.h"
+#include "core/poll_cpu.h"
 
 uint32_t d9_thread_cpu_clock_gen;
 double d9_thread_cpu_ns_per_tick;
-__thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec"))) = {.slot = -1};
+const struct perf_event_mmap_page d9_tcc_no_page = {.lock = 1};
+__thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec"))) = {.slot = -1, .lock = 1,
+                                                                                     .poll_page = &d9_tcc_no_page};
 
 enum { SLOT_FREE, SLOT_OPEN, SLOT_READING, SLOT_CLOSED };
 
@@ -87,6 +90,10 @@ static uint64_t read_count(int fd) {
 
 /* Forget the thread's event: closed here unless d9_stop closed it. */
 static void release(d9_tcc_state *s) {
+    /* first: a poll's end (even in a signal handler) reads no page being unmapped */
+    s->poll_page = &d9_tcc_no_page;
+    s->lock = d9_tcc_no_page.lock; /* its begin and end then see nothing move */
+    __asm__ __volatile__("" ::: "memory");
     if (s->slot >= 0) {
         slot *e = &g_slots[s->slot];
         pthread_mutex_lock(&g_lock);
@@ -150,6 +157,7 @@ static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
     pthread_setspecific(g_key, s);
     s->slot = found;
     s->page = page;
+    s->poll_page = page;
     return true;
 }
 
@@ -224,7 +232,7 @@ uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, bool unpark, uint64_t now_tic
     return cpu;
 }
 
-int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread) {
+static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread) {
     d9_fork_guard_install(); /* the child forgets the parent's events */
     double per_tick = ticks_are_ns ? 1.0 : 0.0;
     __atomic_store(&d9_thread_cpu_ns_per_tick, &per_tick, __ATOMIC_RELAXED);
@@ -269,6 +277,12 @@ int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns,
     return 0;
 }
 
+int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread) {
+    if (start_clock(requested, ticks_are_ns, unread) != 0) return -1;
+    /* long polls' CPU time reads the same page (poll_cpu.h) */
+    return d9_poll_cpu_start(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0);
+}
+
 void d9_thread_cpu_clock_stop(void) {
     __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
     pthread_mutex_lock(&g_lock);
@@ -304,6 +318,8 @@ void d9_thread_cpu_clock_forget_after_fork(void) {
     }
     d9_tcc_state *s = &d9__tls_cpu_clock;
     s->page = NULL;
+    s->poll_page = &d9_tcc_no_page;
+    s->lock = d9_tcc_no_page.lock;
     s->slot = -1;
     s->gen = 0;
     __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);

@@ -57,7 +57,14 @@ typedef struct d9_tcc_state {
     uint64_t cpu_ns;   /* the last value given */
     uint64_t ticks;    /* the recorder's clock then */
     uint64_t base_ns;  /* value = base_ns + task clock */
+    /* long polls' CPU time (poll_cpu.h), here so that the hooks reach all of it from one base */
+    const volatile struct perf_event_mmap_page *poll_page; /* page, or d9_tcc_no_page (whose
+                                                            * lock, 1, `lock` is without a page) */
+    uint64_t poll_ticks;  /* the poll's begin */
 } d9_tcc_state;
+
+/* What poll_page points to on a thread without its page: a lock that never moves. */
+extern const struct perf_event_mmap_page d9_tcc_no_page;
 
 /* Nonzero while a recording uses the page (changes at each d9_start: a thread whose state was
  * set up under another reopens). */

@@ -22,6 +22,10 @@
 #include "model/schedstat_source.h"
 #include "model/symtab.h"
 
+/* The polls table's attribution columns are the model's first parts, on_cpu .. unknown (the fold
+ * reads no PollCpuEvent: off_cpu_uncaptured would be 0). */
+#define FOLD_PARTS (D9M_PART_UNKNOWN + 1)
+
 #define NS_PER_HOUR (3600 * 1000000000ll)
 
 typedef struct hist_group {
@@ -327,7 +331,7 @@ static int put_poll_row(seg *s, pq_writer *w, const pending_poll *p, const d9m_p
     pq_put_i64(w, D9F_POLLS_TASK, (int64_t)p->task);
     pq_put_str(w, D9F_POLLS_SPAWN_LOC, s->locs[p->loc], s->loc_lens[p->loc]);
     pq_put_i64(w, D9F_POLLS_DURATION, (int64_t)p->dur);
-    for (int k = 0; k < D9M_PARTS; k++) pq_put_i64(w, D9F_POLLS_ON_CPU + k, (int64_t)parts->ns[k]);
+    for (int k = 0; k < FOLD_PARTS; k++) pq_put_i64(w, D9F_POLLS_ON_CPU + k, (int64_t)parts->ns[k]);
     return end_row(s, w);
 }
 
@@ -335,7 +339,7 @@ static int put_poll_row(seg *s, pq_writer *w, const pending_poll *p, const d9m_p
 enum { POLL_BATCH = 4096 };
 typedef struct poll_columns {
     int64_t wall[POLL_BATCH], worker[POLL_BATCH], task[POLL_BATCH], dur[POLL_BATCH];
-    int64_t part[D9M_PARTS][POLL_BATCH];
+    int64_t part[FOLD_PARTS][POLL_BATCH];
     uint32_t loc[POLL_BATCH];
 } poll_columns;
 
@@ -351,7 +355,7 @@ static int put_poll_batch(seg *s, pq_writer *w, size_t i, uint32_t n, size_t *fr
         pc->loc[r] = p->loc;
         d9m_parts parts;
         d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, &from[p->pair], &parts);
-        for (int k = 0; k < D9M_PARTS; k++) pc->part[k][r] = (int64_t)parts.ns[k];
+        for (int k = 0; k < FOLD_PARTS; k++) pc->part[k][r] = (int64_t)parts.ns[k];
     }
     pq_begin_rows(w, n);
     for (int col = D9F_COL_INSTANCE; col <= D9F_COL_SEGMENT; col++) pq_put_same_n(w, col);
@@ -360,7 +364,7 @@ static int put_poll_batch(seg *s, pq_writer *w, size_t i, uint32_t n, size_t *fr
     pq_put_i64s(w, D9F_POLLS_TASK, pc->task, NULL);
     pq_put_str_ids(w, D9F_POLLS_SPAWN_LOC, pc->loc, NULL, (const char *const *)s->locs, s->loc_lens, s->nlocs);
     pq_put_i64s(w, D9F_POLLS_DURATION, pc->dur, NULL);
-    for (int k = 0; k < D9M_PARTS; k++) pq_put_i64s(w, D9F_POLLS_ON_CPU + k, pc->part[k], NULL);
+    for (int k = 0; k < FOLD_PARTS; k++) pq_put_i64s(w, D9F_POLLS_ON_CPU + k, pc->part[k], NULL);
     if (pq_end_rows(w) == 0) return 0;
     char err[256];
     pq_writer_close(w, err, sizeof err); /* never: a batch of ours missing a column; says why */

@@ -26,6 +26,7 @@ static const char *const known_names[D9_KF_COUNT] = {
     [D9_KF_OBJECT] = "object",               [D9_KF_MODE] = "mode",
     [D9_KF_ONE_IN] = "one_in",
     [D9_KF_SPAN_ID] = "span_id",             [D9_KF_SPAN_NAME] = "span_name",
+    [D9_KF_EXACT] = "exact",
 };
 
 void d9_dec_bind(d9_dec_binding *b, const char *name, const d9_dec_field *fields, uint16_t n) {

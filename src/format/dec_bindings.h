@@ -21,6 +21,7 @@ typedef enum d9_known_field {
     D9_KF_FILE_OFFSET, D9_KF_PATH, D9_KF_BUILD_ID, D9_KF_METHOD, D9_KF_OBJECT, D9_KF_MODE,
     D9_KF_ONE_IN,
     D9_KF_SPAN_ID, D9_KF_SPAN_NAME,
+    D9_KF_EXACT,
     D9_KF_COUNT
 } d9_known_field;
 

@@ -80,4 +80,7 @@ const d9_schema_def d9_builtin_schemas[D9_SCH_BUILTIN_COUNT] = {
                          {"addr", D9_FT_VARINT}, {"callchain", D9_FT_POOLED_STACK}),
     [D9_SCH_FREE] = DEF("FreeEvent", 1, {"tid", D9_FT_U32}, {"addr", D9_FT_VARINT},
                         {"size", D9_FT_VARINT}, {"alloc_timestamp_ns", D9_FT_VARINT}),
+    /* written through the custom-event path (core/poll_cpu.c defines it with these fields) */
+    [D9_SCH_POLL_CPU] = DEF("PollCpuEvent", 1, {"worker_id", D9_FT_VARINT},
+                            {"cpu_time_ns", D9_FT_VARINT}, {"exact", D9_FT_BOOL}),
 };

@@ -6,7 +6,8 @@
 #include <string.h>
 
 const char *const d9m_part_names[D9M_PARTS] = {"on_cpu", "lock",          "io",       "sleep",
-                                               "fault",  "blocked_other", "runnable", "unknown"};
+                                               "fault",  "blocked_other", "runnable", "unknown",
+                                               "off_cpu_uncaptured"};
 
 void d9m_attr_gap(d9m_attr_poll *p, uint64_t from, uint64_t to) {
     if (from < p->start) from = p->start;

@@ -14,6 +14,9 @@
  *   runnable       switched out while still runnable (preempted) until it ran again: the
  *                  run-queue wait of CPU contention
  *   unknown        the part the trace does not cover, never guessed
+ *   off_cpu_uncaptured  off-CPU for certain, in a part switch records do not cover: the
+ *                  poll's exact CPU time (PollCpuEvent, core/poll_cpu.h) says how much of
+ *                  the uncovered part the thread was off-CPU, not why
  *
  * Off-CPU intervals are the thread's SchedSwitchEvent switch-out .. switch-in pairs (exact);
  * a blocked interval runs until the thread ran again, so the run-queue wait after its wake-up
@@ -31,7 +34,14 @@
  *   - a DroppedEventsEvent concerning the poll's worker (its worker id, or the whole process:
  *     worker 255 and tid 0) falls inside the poll: events are missing before it, so the poll
  *     from its start to the drop is a gap.
- * An off-CPU interval counts only outside the gaps; whatever of it lies in a gap is unknown. */
+ * An off-CPU interval counts only outside the gaps; whatever of it lies in a gap is unknown.
+ *
+ * The poll's exact CPU time (a PollCpuEvent: the recorder writes one for a poll over
+ * DIAL9_POLL_CPU_MIN_US with a switch inside) resolves its gaps: the poll's off-CPU total is
+ * elapsed - CPU time; what the covered intervals do not account for of it lies in the gaps,
+ * and is off_cpu_uncaptured (at most the gaps' length); the rest of the gaps is on_cpu, and
+ * nothing is unknown. A poll without gaps keeps its intervals' split (the task clock leaves
+ * out the kernel's few us of switching, which its intervals count). */
 #ifndef D9_MODEL_ATTRIBUTION_H
 #define D9_MODEL_ATTRIBUTION_H
 
@@ -56,10 +66,12 @@ typedef enum d9m_part {
     D9M_PART_BLOCKED_OTHER,
     D9M_PART_RUNNABLE,
     D9M_PART_UNKNOWN,
+    D9M_PART_OFF_CPU_UNCAPTURED, /* after UNKNOWN: readers with columns of the first 8 keep them */
     D9M_PARTS
 } d9m_part;
 
-/* "on_cpu", "lock", "io", "sleep", "fault", "blocked_other", "runnable", "unknown": the
+/* "on_cpu", "lock", "io", "sleep", "fault", "blocked_other", "runnable", "unknown",
+ * "off_cpu_uncaptured": the
  * names of the JSON fields (with "_ns") and of the exports' arguments. */
 extern const char *const d9m_part_names[D9M_PARTS];
 
@@ -91,6 +103,8 @@ typedef struct d9m_attr_poll {
     d9m_parts off;              /* the covered off-CPU time by cause, so far */
     uint64_t off_total;         /* their sum */
     uint64_t last_off_end;      /* the end of the latest off-CPU interval added */
+    bool cpu_known;             /* cpu_ns is the poll's exact CPU time (d9m_attr_cpu) */
+    uint64_t cpu_ns;
 } d9m_attr_poll;
 
 /* Inline, as the rest of a poll's arithmetic: the analysis runs it for every poll. */
@@ -102,6 +116,20 @@ static inline void d9m_attr_begin(d9m_attr_poll *p, uint64_t start, uint64_t end
     p->last_off_end = 0;
     p->off_total = 0;
     p->off = (d9m_parts){{0}};
+    p->cpu_known = false;
+    p->cpu_ns = 0;
+}
+/* The poll's exact CPU time (its PollCpuEvent). */
+static inline void d9m_attr_cpu(d9m_attr_poll *p, uint64_t cpu_ns) {
+    p->cpu_known = true;
+    p->cpu_ns = cpu_ns;
+}
+/* With the CPU time known: the part of the gaps that was off-CPU (attribution rule above). */
+static inline uint64_t d9m_attr_uncaptured(const d9m_attr_poll *p, uint64_t elapsed, uint64_t gaps) {
+    uint64_t cpu = p->cpu_ns < elapsed ? p->cpu_ns : elapsed;
+    uint64_t off = elapsed - cpu;
+    uint64_t rest = off > p->off_total ? off - p->off_total : 0;
+    return rest < gaps ? rest : gaps;
 }
 /* [from, to) of the poll is not covered. All gaps come before the first off-CPU interval. */
 void d9m_attr_gap(d9m_attr_poll *p, uint64_t from, uint64_t to);
@@ -146,6 +174,13 @@ static inline void d9m_attr_finish(const d9m_attr_poll *p, d9m_parts *out) {
     }
     uint64_t gaps = d9m_attr_gap_ns(p);
     *out = p->off;
+    if (p->cpu_known && gaps) {
+        uint64_t uncaptured = d9m_attr_uncaptured(p, elapsed, gaps);
+        out->ns[D9M_PART_OFF_CPU_UNCAPTURED] = uncaptured;
+        out->ns[D9M_PART_UNKNOWN] = 0;
+        out->ns[D9M_PART_ON_CPU] = elapsed - p->off_total - uncaptured;
+        return;
+    }
     out->ns[D9M_PART_UNKNOWN] = gaps;
     /* covered intervals lie outside the gaps, inside the poll */
     out->ns[D9M_PART_ON_CPU] = elapsed - gaps - p->off_total;
@@ -160,6 +195,12 @@ static inline void d9m_attr_add_to(const d9m_attr_poll *p, d9m_parts *sum) {
     uint64_t gaps = p->ngaps ? d9m_attr_gap_ns(p) : 0;
     if (p->off_total)
         for (int i = D9M_PART_LOCK; i <= D9M_PART_RUNNABLE; i++) sum->ns[i] += p->off.ns[i];
+    if (__builtin_expect(p->cpu_known && gaps, 0)) {
+        uint64_t uncaptured = d9m_attr_uncaptured(p, elapsed, gaps);
+        sum->ns[D9M_PART_OFF_CPU_UNCAPTURED] += uncaptured;
+        sum->ns[D9M_PART_ON_CPU] += elapsed - p->off_total - uncaptured;
+        return;
+    }
     sum->ns[D9M_PART_UNKNOWN] += gaps;
     sum->ns[D9M_PART_ON_CPU] += elapsed - gaps - p->off_total;
 }

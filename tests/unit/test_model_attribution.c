@@ -76,6 +76,73 @@ static void test_broken_input(void) {
     CHECK_EQ_U64(total(&out), 0);
 }
 
+/* The poll's exact CPU time (a PollCpuEvent): its gaps resolve into on_cpu and
+ * off_cpu_uncaptured, never more of it off-CPU than the gaps hold, and the parts add up,
+ * through d9m_attr_finish and d9m_attr_add_to alike. */
+static void check_both(const d9m_attr_poll *p, const d9m_parts *want) {
+    d9m_parts out, sum = {{0}};
+    d9m_attr_finish(p, &out);
+    d9m_attr_add_to(p, &sum);
+    for (int i = 0; i < D9M_PARTS; i++) {
+        CHECK_EQ_U64(out.ns[i], want->ns[i]);
+        CHECK_EQ_U64(sum.ns[i], want->ns[i]);
+    }
+    CHECK_EQ_U64(total(&out), p->end - p->start);
+}
+
+static void test_cpu_time(void) {
+    d9m_attr_poll p;
+    d9m_parts want;
+    /* all a gap (no switch records), CPU 400 of 1000 */
+    d9m_attr_begin(&p, 0, 1000);
+    d9m_attr_gap(&p, 0, 1000);
+    d9m_attr_cpu(&p, 400);
+    want = (d9m_parts){{0}};
+    want.ns[D9M_PART_ON_CPU] = 400;
+    want.ns[D9M_PART_OFF_CPU_UNCAPTURED] = 600;
+    check_both(&p, &want);
+    /* a covered lock wait of 200, a gap of 300, CPU 500: off 500, 200 lock, 300 uncaptured */
+    d9m_attr_begin(&p, 0, 1000);
+    d9m_attr_gap(&p, 600, 900);
+    d9m_attr_offcpu(&p, 100, 300, D9M_PART_LOCK);
+    d9m_attr_cpu(&p, 500);
+    want = (d9m_parts){{0}};
+    want.ns[D9M_PART_LOCK] = 200;
+    want.ns[D9M_PART_OFF_CPU_UNCAPTURED] = 300;
+    want.ns[D9M_PART_ON_CPU] = 500;
+    check_both(&p, &want);
+    /* CPU 100: off 900, but only the gap's 300 can be uncaptured (the rest was seen running) */
+    d9m_attr_cpu(&p, 100);
+    want.ns[D9M_PART_ON_CPU] = 500;
+    check_both(&p, &want);
+    /* CPU 900: off 100, less than the covered 200: nothing uncaptured, the gap ran */
+    d9m_attr_cpu(&p, 900);
+    want.ns[D9M_PART_OFF_CPU_UNCAPTURED] = 0;
+    want.ns[D9M_PART_ON_CPU] = 800;
+    check_both(&p, &want);
+    /* CPU above the elapsed time (clocks): all of the gap ran */
+    d9m_attr_cpu(&p, 5000);
+    check_both(&p, &want);
+    /* no gap: the switch records' split stands (the task clock leaves out the switching) */
+    d9m_attr_begin(&p, 0, 1000);
+    d9m_attr_offcpu(&p, 100, 300, D9M_PART_IO);
+    d9m_attr_cpu(&p, 700);
+    want = (d9m_parts){{0}};
+    want.ns[D9M_PART_IO] = 200;
+    want.ns[D9M_PART_ON_CPU] = 800;
+    check_both(&p, &want);
+    /* inconsistent intervals: all unknown still */
+    d9m_attr_begin(&p, 0, 1000);
+    d9m_attr_gap(&p, 800, 1000);
+    d9m_attr_offcpu(&p, 100, 300, D9M_PART_LOCK);
+    d9m_attr_offcpu(&p, 200, 400, D9M_PART_IO);
+    d9m_attr_cpu(&p, 100);
+    want = (d9m_parts){{0}};
+    want.ns[D9M_PART_UNKNOWN] = 1000;
+    check_both(&p, &want);
+    CHECK_STR(d9m_part_names[D9M_PART_OFF_CPU_UNCAPTURED], "off_cpu_uncaptured");
+}
+
 #define N(a) (sizeof(a) / sizeof(a)[0])
 
 static void test_causes(void) {
@@ -171,5 +238,6 @@ int main(void) {
     test_broken_input();
     test_causes();
     test_coverage();
+    test_cpu_time();
     return d9t_summary("model_attribution");
 }

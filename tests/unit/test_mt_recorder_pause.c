@@ -4,6 +4,7 @@
  * thread's part (it stops the hooks' calls once no end is owed: d9__paused's bits) is driven by
  * d9_flush, which returns after a drain. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -38,6 +39,7 @@ int main(void) {
     d9_config_init(&cfg);
     cfg.trace_dir = dir;
     cfg.schedule_profile = false; /* hook events only */
+    setenv("DIAL9_POLL_CPU_MIN_US", "0", 1); /* ... not a poll's PollCpuEvent when preempted over 1 ms */
     CHECK(d9_start(&cfg) == 0);
 
     /* paused while parked: the unpark is the park's end */

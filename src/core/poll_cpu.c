@@ -1,0 +1,98 @@
+/* The slow half of poll_cpu.h: a long poll with a switch inside gets its CPU time. */
+#include "core/poll_cpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/plain_number.h"
+#include "core/last_error.h"
+#include "core/thread_buffer.h"
+#include "dial9/dial9.h"
+
+#define DEFAULT_MIN_US 1000
+
+static __thread uint64_t t_events;
+
+static uint64_t g_min_ns; /* 0: off */
+static const d9_event_type *g_type;
+static char g_reason[160] = "off: not started";
+
+int d9_poll_cpu_start(bool page) {
+    uint64_t min_us = DEFAULT_MIN_US;
+    const char *env = getenv("DIAL9_POLL_CPU_MIN_US");
+    if (env && !d9_plain_u64(env, 0, 10000000, &min_us)) /* config.c checked it */ {
+        d9_set_error("DIAL9_POLL_CPU_MIN_US=\"%s\": expected 0 (off) to 10000000 microseconds", env);
+        return -1;
+    }
+    static const d9_field fields[] = {{"worker_id", D9_U64}, {"cpu_time_ns", D9_U64}, {"exact", D9_BOOL}};
+    if (!g_type) g_type = d9_event_type_define("PollCpuEvent", fields, 3);
+    uint64_t min_ns = 0;
+    if (!g_type) snprintf(g_reason, sizeof g_reason, "off: %s", d9_last_error());
+    else if (!min_us) snprintf(g_reason, sizeof g_reason, "off: DIAL9_POLL_CPU_MIN_US=0");
+    else if (!page) snprintf(g_reason, sizeof g_reason, "off: no task-clock page (thread_cpu_clock)");
+    else {
+        min_ns = min_us * 1000;
+        snprintf(g_reason, sizeof g_reason,
+                 "on: polls over %llu us with a switch inside, on threads with a task-clock page (from their first park or unpark)",
+                 (unsigned long long)min_us);
+    }
+    __atomic_store_n(&g_min_ns, min_ns, __ATOMIC_RELAXED);
+    return 0;
+}
+
+const char *d9_poll_cpu_reason(void) { return g_reason; }
+
+uint64_t d9_poll_cpu_events(void) { return t_events; }
+
+static void record(uint64_t cpu_ns, bool exact) {
+    d9_thread *t = d9__tls_thread;
+    uint64_t worker = t ? atomic_load_explicit(&t->worker_id, memory_order_relaxed) : 255;
+    d9_arg args[3] = {{.u = worker}, {.u = cpu_ns}, {.b = exact}};
+    d9__emit(g_type, args);
+    t_events++;
+}
+
+void d9_poll_cpu_begin_slow(uint64_t ticks) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    if (!__atomic_load_n(&g_min_ns, __ATOMIC_RELAXED) || !__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED))
+        return;
+    /* twice at most: a page of a past recording is reopened by the first, whose value is then
+     * not taken under the new page's lock */
+    for (int i = 0; i < 2 && s->poll_page->lock != s->lock; i++)
+        if (d9_thread_cpu_clock_slow(s, false, ticks) == D9_TCC_NONE) return;
+}
+
+void d9_poll_cpu_end_begin_slow(uint64_t ticks) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    uint64_t begin_ticks = s->poll_ticks;
+    s->poll_ticks = ticks;
+    d9_poll_cpu_end_slow(ticks, begin_ticks);
+    if (s->poll_page->lock != s->lock) d9_poll_cpu_begin_slow(ticks); /* a short poll's: not read */
+}
+
+void d9_poll_cpu_end_slow(uint64_t end_ticks, uint64_t begin_ticks) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    uint64_t min_ns = __atomic_load_n(&g_min_ns, __ATOMIC_RELAXED);
+    uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
+    double ns_per_tick;
+    __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
+    if (!min_ns || !gen || ns_per_tick <= 0 || s->gen != gen || !s->page) return;
+    int64_t wall_ticks = (int64_t)(end_ticks - begin_ticks);
+    if (wall_ticks <= 0 || (double)wall_ticks * ns_per_tick < (double)min_ns) return;
+    /* the begin's CPU time: the anchor the begin checked (or took), and the wall time since;
+     * an anchor taken inside the poll says nothing of the begin */
+    bool known = (int64_t)(begin_ticks - s->ticks) >= 0;
+    uint64_t begin_cpu = 0;
+    if (known) begin_cpu = s->cpu_ns + (uint64_t)(int64_t)((double)(int64_t)(begin_ticks - s->ticks) * ns_per_tick);
+    /* the end's, exact (a snapshot, then read() of the event): also the thread's next anchor */
+    uint64_t end_cpu = d9_thread_cpu_clock_slow(s, false, end_ticks);
+    if (end_cpu == D9_TCC_NONE) return; /* the event is gone: the thread reads by system call now */
+    if (!known) {
+        record(0, false);
+        return;
+    }
+    uint64_t wall_ns = (uint64_t)((double)wall_ticks * ns_per_tick);
+    uint64_t cpu = end_cpu > begin_cpu ? end_cpu - begin_cpu : 0;
+    record(cpu < wall_ns ? cpu : wall_ns, true);
+}

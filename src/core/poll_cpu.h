@@ -1,0 +1,73 @@
+/* A poll's exact CPU time when the thread was switched out inside it (issue #32 item 3): the
+ * per-thread task-clock page (thread_cpu_clock.h) says, by its `lock`, whether the thread had a
+ * sched-in since the poll began; only then, and only for a poll longer than
+ * DIAL9_POLL_CPU_MIN_US (default 1000), the poll's end reads the task clock (one system call)
+ * and records a PollCpuEvent {worker_id, cpu_time_ns: the poll's CPU time, exact}. A poll with
+ * no switch inside costs a store and a compare at its begin and a compare at its end: no
+ * event, no system call. docs/kernel-sources.md "Off-CPU time of long polls".
+ *
+ * The poll's CPU time is cpu(end) - cpu(begin): cpu(end) by read() of the event; cpu(begin)
+ * from the thread's last value (its park or unpark, or the last such read) plus the wall time
+ * since, which holds when the page's lock at the begin is that value's (no switch in between).
+ * When it is not (the thread was switched out since its last value: preempted between polls,
+ * or inside a short poll), the begin reads the task clock (the read its next park would have
+ * made otherwise: where a loop parks between its polls, the reads move, they do not add up).
+ * A poll whose thread took a new value inside it (a park and unpark within the poll) says
+ * exact 0 and cpu_time_ns 0 when it had a switch. A thread
+ * has its page from its first park or unpark on (where the adapters and the shim take its CPU
+ * time); before, and on a thread refused one (past D9_TCC_MAX_THREADS, seccomp), its polls are
+ * not accounted: poll_page is then a page whose lock never moves, so that the hooks test
+ * nothing else (test_poll_instructions counts them). */
+#ifndef D9_CORE_POLL_CPU_H
+#define D9_CORE_POLL_CPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/thread_cpu_clock.h"
+
+/* The thread's page moved since its last CPU-time value, before a poll's begin: read the task
+ * clock now (one system call, which its next park would have made: thread_cpu_clock.h), so
+ * the poll's begin has a known CPU time. */
+void d9_poll_cpu_begin_slow(uint64_t ticks);
+/* A switch inside the poll that began at `begin_ticks`: the duration test, the read, the
+ * event. */
+void d9_poll_cpu_end_slow(uint64_t end_ticks, uint64_t begin_ticks);
+/* d9_poll_cpu_end_begin's when the page moved. */
+void d9_poll_cpu_end_begin_slow(uint64_t ticks);
+
+/* At a poll's begin (the hook's time `ticks`): the page's lock is the thread's last value's
+ * (the anchor of its CPU time), or made so. */
+static inline __attribute__((always_inline)) void d9_poll_cpu_begin(uint64_t ticks) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    s->poll_ticks = ticks;
+    if (__builtin_expect(s->poll_page->lock != s->lock, 0)) d9_poll_cpu_begin_slow(ticks);
+}
+
+/* At a poll's end, last in the hook (a tail call when taken: the hook's fast path keeps no
+ * frame): nothing unless the page moved since the begin's anchor. */
+static inline __attribute__((always_inline)) void d9_poll_cpu_end(uint64_t ticks) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    if (__builtin_expect(s->poll_page->lock != s->lock, 0)) d9_poll_cpu_end_slow(ticks, s->poll_ticks);
+}
+
+/* A poll's end and the next one's begin at one time (d9__poll_end_begin): one test for both. */
+static inline __attribute__((always_inline)) void d9_poll_cpu_end_begin(uint64_t ticks) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    if (__builtin_expect(s->poll_page->lock != s->lock, 0)) {
+        d9_poll_cpu_end_begin_slow(ticks);
+        return;
+    }
+    s->poll_ticks = ticks;
+}
+
+/* At d9_start: DIAL9_POLL_CPU_MIN_US (0 turns it off) and the event's schema; -1 with the error
+ * set on a bad value. `page`: the recording uses the task-clock page (else nothing is
+ * accounted). */
+int d9_poll_cpu_start(bool page);
+/* What the metadata's poll_cpu says: "on: ..." or "off: why". */
+const char *d9_poll_cpu_reason(void);
+/* PollCpuEvents recorded by the calling thread (tests). */
+uint64_t d9_poll_cpu_events(void);
+
+#endif

@@ -21,7 +21,9 @@
  *   - uv_queue_work, uv_fs_*, uv_getaddrinfo, uv_getnameinfo and uv_random requests run on
  *     libuv's pool threads as workers of runtime "uv-threadpool", then complete on the loop.
  * Your callbacks, `data` pointers and arguments are exactly what they would be without dial9;
- * only libuv's own copies of callback pointers (e.g. uv_fs_t.cb) name dial9's trampolines.
+ * only libuv's own copies of callback pointers (e.g. uv_fs_t.cb) name dial9's trampolines,
+ * and the words libuv reserves and leaves unused on unix (uv_req_t.reserved, uv_handle_t's
+ * u.reserved) hold dial9's bookkeeping while it tracks the request or handle.
  * Callbacks registered before the loop was instrumented are not recorded.
  */
 #ifndef DIAL9_UV_H

@@ -35,7 +35,7 @@ typedef struct d9a_object {
 } d9a_object;
 
 /* The hot path: callback `role` of `key`, its location and the entry's task. False when `key`
- * is unknown. Inline (below): a hash, a few loads, no call. */
+ * is unknown (the outputs then NULL, NULL, 0). Inline (below): a hash, a few loads, no call. */
 static inline bool d9a_table_callback(const void *key, unsigned role, d9a_fn *fn,
                                       const d9_loc **loc, uint64_t *task);
 /* The same, with the saved argument. */
@@ -150,7 +150,14 @@ static inline bool d9a_table_callback(const void *key, unsigned role, d9a_fn *fn
     for (unsigned spins = 0;;) {
         uint32_t s1 = atomic_load_explicit(&sh->seq, memory_order_acquire);
         d9a_slot *tab = atomic_load_explicit(&sh->slots, memory_order_acquire);
-        if (__builtin_expect(!tab, 0)) return false;
+        if (__builtin_expect(!tab, 0)) {
+            /* every path sets the outputs: callers compare them after a false return's
+             * short-circuit, which gcc -Os cannot always follow (maybe-uninitialized) */
+            *fn = NULL;
+            *loc = NULL;
+            *task = 0;
+            return false;
+        }
         if (__builtin_expect(s1 & 1, 0)) {
             d9a_wait_for_writer(&spins);
             continue;

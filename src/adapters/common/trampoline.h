@@ -72,21 +72,22 @@ static inline bool d9a_final_callback_begin(const void *obj, unsigned role, d9a_
 }
 
 /* Keep callback `fn` (role `role`) of the long-lived object `obj` of `loop`; a new object is
- * spawned as a task at the location of this callback. False when the table is full: the
- * caller then passes the application's callback through unchanged. */
-static inline bool d9a_track(const void *obj, const void *loop, unsigned role, d9a_fn fn,
-                             const d9_loc *explicit_loc) {
+ * spawned as a task at the location of this callback. Returns 0 when the table is full (the
+ * caller then passes the application's callback through unchanged), 1 when the entry already
+ * held this callback and location (nothing written), 2 when the entry was written. */
+static inline int d9a_track(const void *obj, const void *loop, unsigned role, d9a_fn fn,
+                            const d9_loc *explicit_loc) {
     const d9_loc *loc = d9a_loc_for((const void *)fn, explicit_loc);
     /* the same callback again (a timer restarted per request): nothing to write */
     d9a_fn have;
     const d9_loc *have_loc;
     uint64_t task;
     if (d9a_table_callback(obj, role, &have, &have_loc, &task) && have == fn && have_loc == loc)
-        return true;
+        return 1;
     task = d9a_continued_task(obj);
     int rc = d9a_table_set_callback_task(obj, loop, role, fn, loc, &task);
     if (rc == 1) d9a_spawn(obj, task, loc);
-    return rc >= 0;
+    return rc >= 0 ? 2 : 0;
 }
 
 /* A new short-lived object (a request): replaces whatever was stored for its address. */

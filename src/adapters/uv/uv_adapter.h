@@ -1,4 +1,5 @@
-/* Internal to the libuv adapter: callback roles in the side table and the loop-level names. */
+/* Internal to the libuv adapter: handles' callback roles in the side table and the loop-level
+ * names. */
 #ifndef D9_ADAPTERS_UV_ADAPTER_H
 #define D9_ADAPTERS_UV_ADAPTER_H
 
@@ -15,16 +16,7 @@ enum {
     UV_ROLE_LISTEN = 3, /* connection_cb */
 };
 
-/* Roles of a request's callbacks. */
-enum {
-    UV_REQ_DONE = 0, /* the completion callback, on the loop thread */
-    UV_REQ_POOL = 1, /* the part that runs on a pool thread (work_cb, libuv's fs work...) */
-};
-
-/* Entry flags (d9a_object.flags). */
-enum {
-    UV_OBJ_REQUEST = 1, /* a request, not a handle: its callbacks are never swapped lazily */
-};
+/* Requests are not in the side table: each keeps its own cell (uv_request_cell.h). */
 
 /* Lazy wrapping (lazy_wrap.h): swap the trampolines of handle `h`, tracked as `obj`, in
  * (wrap) or out (uv_handles.c); make `loop`, which this thread is about to run, follow the

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "ready_wakes.h"
-#include "uv_adapter.h"
+#include "uv_handle_cell.h"
 
 /* ---------------------------------------------------------------- trampolines */
 
@@ -20,7 +20,7 @@
     static void name(handle_t *h) {                                                        \
         d9a_fn fn;                                                                         \
         d9a_frame f;                                                                       \
-        if (!d9a_callback_begin(h, role, &fn, &f)) return;                                 \
+        if (!uv_handle_callback_begin(h, role, &fn, &f)) return;                           \
         ((cb_t)fn)(h);                                                                     \
         d9a_poll_exit(&f);                                                                 \
     }
@@ -34,7 +34,7 @@ HANDLE_TRAMPOLINE_0(async_trampoline, uv_async_t, uv_async_cb, UV_ROLE_CB)
 static void poll_trampoline(uv_poll_t *h, int status, int events) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_callback_begin(h, UV_ROLE_CB, &fn, &f)) return;
+    if (!uv_handle_callback_begin(h, UV_ROLE_CB, &fn, &f)) return;
     ((uv_poll_cb)fn)(h, status, events);
     d9a_poll_exit(&f);
 }
@@ -42,7 +42,7 @@ static void poll_trampoline(uv_poll_t *h, int status, int events) {
 static void signal_trampoline(uv_signal_t *h, int signum) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_callback_begin(h, UV_ROLE_CB, &fn, &f)) return;
+    if (!uv_handle_callback_begin(h, UV_ROLE_CB, &fn, &f)) return;
     ((uv_signal_cb)fn)(h, signum);
     d9a_poll_exit(&f);
 }
@@ -50,7 +50,7 @@ static void signal_trampoline(uv_signal_t *h, int signum) {
 static void fs_event_trampoline(uv_fs_event_t *h, const char *filename, int events, int status) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_callback_begin(h, UV_ROLE_CB, &fn, &f)) return;
+    if (!uv_handle_callback_begin(h, UV_ROLE_CB, &fn, &f)) return;
     ((uv_fs_event_cb)fn)(h, filename, events, status);
     d9a_poll_exit(&f);
 }
@@ -59,7 +59,7 @@ static void fs_poll_trampoline(uv_fs_poll_t *h, int status, const uv_stat_t *pre
                                const uv_stat_t *curr) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_callback_begin(h, UV_ROLE_CB, &fn, &f)) return;
+    if (!uv_handle_callback_begin(h, UV_ROLE_CB, &fn, &f)) return;
     ((uv_fs_poll_cb)fn)(h, status, prev, curr);
     d9a_poll_exit(&f);
 }
@@ -67,7 +67,7 @@ static void fs_poll_trampoline(uv_fs_poll_t *h, int status, const uv_stat_t *pre
 static void alloc_trampoline(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_callback_begin(h, UV_ROLE_ALLOC, &fn, &f)) {
+    if (!uv_handle_callback_begin(h, UV_ROLE_ALLOC, &fn, &f)) {
         buf->base = NULL; /* libuv then reports UV_ENOBUFS to the read callback */
         buf->len = 0;
         return;
@@ -79,7 +79,7 @@ static void alloc_trampoline(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 static void read_trampoline(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_callback_begin(h, UV_ROLE_CB, &fn, &f)) return;
+    if (!uv_handle_callback_begin(h, UV_ROLE_CB, &fn, &f)) return;
     ((uv_read_cb)fn)(h, nread, buf);
     d9a_poll_exit(&f);
 }
@@ -87,7 +87,7 @@ static void read_trampoline(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf) 
 static void connection_trampoline(uv_stream_t *h, int status) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_callback_begin(h, UV_ROLE_LISTEN, &fn, &f)) return;
+    if (!uv_handle_callback_begin(h, UV_ROLE_LISTEN, &fn, &f)) return;
     ((uv_connection_cb)fn)(h, status);
     d9a_poll_exit(&f);
 }
@@ -96,7 +96,7 @@ static void udp_recv_trampoline(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
                                 const struct sockaddr *addr, unsigned flags) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_callback_begin(h, UV_ROLE_CB, &fn, &f)) return;
+    if (!uv_handle_callback_begin(h, UV_ROLE_CB, &fn, &f)) return;
     ((uv_udp_recv_cb)fn)(h, nread, buf, addr, flags);
     d9a_poll_exit(&f);
 }
@@ -104,7 +104,7 @@ static void udp_recv_trampoline(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
 static void exit_trampoline(uv_process_t *h, int64_t exit_status, int term_signal) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_callback_begin(h, UV_ROLE_CB, &fn, &f)) return;
+    if (!uv_handle_callback_begin(h, UV_ROLE_CB, &fn, &f)) return;
     ((uv_exit_cb)fn)(h, exit_status, term_signal);
     d9a_poll_exit(&f);
 }
@@ -114,7 +114,9 @@ static void exit_trampoline(uv_process_t *h, int64_t exit_status, int term_signa
 static void close_trampoline(uv_handle_t *h) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_final_callback_begin(h, UV_ROLE_CLOSE, &fn, &f)) return;
+    bool called = d9a_final_callback_begin(h, UV_ROLE_CLOSE, &fn, &f);
+    uv_handle_cell_clear(h); /* its entry is gone */
+    if (!called) return;
     d9a_no_continuation(&f); /* initialized again in its close callback: a new handle */
     ((uv_close_cb)fn)(h);
     d9a_poll_exit(&f);
@@ -128,7 +130,10 @@ static void close_trampoline(uv_handle_t *h) {
 static inline bool track(const void *h, const uv_loop_t *loop, unsigned role, d9a_fn cb,
                          const d9_loc *explicit_loc, d9a_fn trampoline) {
     if (cb == trampoline) return true;
-    return cb && d9a_loop_recorded(loop) && d9a_track(h, loop, role, cb, explicit_loc);
+    if (!cb || !d9a_loop_recorded(loop)) return false;
+    int rc = d9a_track(h, loop, role, cb, explicit_loc);
+    if (rc == 2 || (rc == 1 && !uv_handle_cell_valid(h))) d9a_uv_cell_refresh(h);
+    return rc != 0;
 }
 
 /* What a tracked registration gives libuv: the trampoline while the loop's handles hold
@@ -159,7 +164,10 @@ D9A_EXPORT int uv_async_init(uv_loop_t *loop, uv_async_t *h, uv_async_cb cb) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track(h, loop, UV_ROLE_CB, (d9a_fn)cb, explicit_loc, (d9a_fn)async_trampoline)) {
         int rc = D9A_REAL(uv_async_init)(loop, h, PICK(loop, async_trampoline, cb));
-        if (rc < 0) d9a_untrack(h);
+        if (rc < 0) {
+            d9a_untrack(h);
+            uv_handle_cell_clear(h);
+        }
         return rc;
     }
     return D9A_REAL(uv_async_init)(loop, h, cb);
@@ -229,9 +237,11 @@ D9A_EXPORT int uv_fs_poll_start(uv_fs_poll_t *h, uv_fs_poll_cb cb, const char *p
 /* Read-like registrations carry two callbacks; both are swapped or neither. */
 static bool track_reader(const void *h, const uv_loop_t *loop, d9a_fn alloc_cb, d9a_fn cb,
                          const d9_loc *explicit_loc) {
-    return h && alloc_cb && cb && d9a_loop_recorded(loop) &&
-           d9a_track(h, loop, UV_ROLE_CB, cb, explicit_loc) &&
-           d9a_track(h, loop, UV_ROLE_ALLOC, alloc_cb, explicit_loc);
+    if (!h || !alloc_cb || !cb || !d9a_loop_recorded(loop)) return false;
+    int rc = d9a_track(h, loop, UV_ROLE_CB, cb, explicit_loc);
+    int rc_alloc = rc ? d9a_track(h, loop, UV_ROLE_ALLOC, alloc_cb, explicit_loc) : 0;
+    if (rc == 2 || rc_alloc == 2 || !uv_handle_cell_valid(h)) d9a_uv_cell_refresh(h);
+    return rc && rc_alloc;
 }
 
 D9A_EXPORT int uv_read_start(uv_stream_t *h, uv_alloc_cb alloc_cb, uv_read_cb read_cb) {
@@ -294,9 +304,12 @@ static bool close_traced(const uv_handle_t *h) {
  * gone); an untracked one is tracked here only if it has a close callback to record. */
 static bool track_close(uv_handle_t *h, uv_close_cb cb, const d9_loc *explicit_loc) {
     if (!h || cb == close_trampoline) return false;
-    if (d9a_table_contains(h))
-        return d9a_table_set_callback(h, h->loop, UV_ROLE_CLOSE, (d9a_fn)cb,
-                                      d9a_loc_for((const void *)cb, explicit_loc)) >= 0;
+    if (d9a_table_contains(h)) {
+        int rc = d9a_table_set_callback(h, h->loop, UV_ROLE_CLOSE, (d9a_fn)cb,
+                                        d9a_loc_for((const void *)cb, explicit_loc));
+        d9a_uv_cell_refresh(h);
+        return rc >= 0;
+    }
     return track(h, h->loop, UV_ROLE_CLOSE, (d9a_fn)cb, explicit_loc, (d9a_fn)close_trampoline);
 }
 
@@ -313,7 +326,10 @@ D9A_EXPORT void uv_close(uv_handle_t *h, uv_close_cb cb) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     uint64_t task = h ? unwatch_fd(h) : 0;
     if (h && cb != close_trampoline && !close_traced(h)) {
-        if (task) d9a_untrack(h);
+        if (task) {
+            d9a_untrack(h);
+            uv_handle_cell_clear(h);
+        }
         D9A_REAL(uv_close)(h, cb);
         return;
     }
@@ -329,12 +345,16 @@ D9A_EXPORT int uv_tcp_close_reset(uv_tcp_t *h, uv_close_cb cb) {
     if (h && cb != close_trampoline && !close_traced((uv_handle_t *)h)) {
         int rc = D9A_REAL(uv_tcp_close_reset)(h, cb);
         if (rc == 0 && d9a_table_contains(h)) d9a_untrack(h); /* (libuv's uv_close did it?) */
+        if (rc == 0) uv_handle_cell_clear((uv_handle_t *)h);
         return rc;
     }
     if (track_close((uv_handle_t *)h, cb, explicit_loc)) {
         int rc = D9A_REAL(uv_tcp_close_reset)(h, close_trampoline);
         /* on failure libuv did not start closing: keep the handle tracked as it was */
-        if (rc < 0) d9a_table_set_callback(h, h->loop, UV_ROLE_CLOSE, NULL, NULL);
+        if (rc < 0) {
+            d9a_table_set_callback(h, h->loop, UV_ROLE_CLOSE, NULL, NULL);
+            d9a_uv_cell_refresh(h);
+        }
         return rc;
     }
     return D9A_REAL(uv_tcp_close_reset)(h, cb);

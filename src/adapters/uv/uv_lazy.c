@@ -1,8 +1,8 @@
 /* libuv's handles hold the trampolines only while recording (lazy_wrap.h): on the loop's
  * thread, when recording started or stopped, every tracked handle of the loop gets its
  * trampolines in place of the application's callbacks, or its own callbacks back. Requests
- * are not swapped: they are tracked only while recording, and one in flight when it stops
- * completes through its trampoline, which removes its entry. */
+ * are not swapped (nor in the table: uv_request_cell.h): they are tracked only while
+ * recording, and one in flight when it stops completes through its trampoline. */
 #include "lazy_wrap.h"
 #include "uv_adapter.h"
 
@@ -14,7 +14,7 @@ typedef struct sweep {
 /* Under the entry's shard lock: only libuv's fields change, never the table. */
 static void swap_one(const void *key, const d9a_object *obj, void *ctx) {
     const sweep *sw = ctx;
-    if (obj->loop != sw->loop || (obj->flags & UV_OBJ_REQUEST)) return;
+    if (obj->loop != sw->loop) return;
     d9a_uv_swap_callbacks((uv_handle_t *)key, obj, sw->wrap);
 }
 

@@ -1,12 +1,13 @@
 /* libuv requests that complete on the loop thread (writes, connects, shutdowns, udp sends):
- * each request is a task that spawns when submitted and terminates after its callback. */
-#include "uv_adapter.h"
+ * each request is a task that spawns when submitted and terminates after its callback. What
+ * the trampoline needs is kept in the request itself (uv_request_cell.h). */
+#include "uv_request_cell.h"
 
 #define REQUEST_TRAMPOLINE(name, req_t, cb_t)                                              \
     static void name(req_t *req, int status) {                                             \
         d9a_fn fn;                                                                         \
         d9a_frame f;                                                                       \
-        if (!d9a_final_callback_begin(req, UV_REQ_DONE, &fn, &f)) return;                  \
+        if (!uv_req_done_begin(req, &fn, &f)) return;                                      \
         ((cb_t)fn)(req, status);                                                           \
         d9a_poll_exit(&f);                                                                 \
     }
@@ -20,25 +21,23 @@ REQUEST_TRAMPOLINE(udp_send_trampoline, uv_udp_send_t, uv_udp_send_cb)
  * when libuv forwards an already swapped callback to itself: uv_write calls uv_write2).
  * While nothing records, a request is not tracked at all (d9a_pass_through: the wrapper goes
  * straight to libuv): it lives for one round trip, so one submitted before a start is simply
- * not in that run, and the table's locks and entries are not paid per write by a program
- * that is not recording. */
-static __attribute__((noinline)) bool track_new_request(const void *req, const uv_loop_t *loop,
-                                                       d9a_fn cb, const d9_loc *explicit_loc) {
-    d9a_object o = {.loop = loop, .flags = UV_OBJ_REQUEST};
-    o.fn[UV_REQ_DONE] = cb;
-    o.loc[UV_REQ_DONE] = d9a_loc_for((const void *)cb, explicit_loc);
-    return d9a_track_new(req, &o, o.loc[UV_REQ_DONE]);
+ * not in that run. */
+static __attribute__((noinline)) void track_new_request(void *req, d9a_fn cb,
+                                                        const d9_loc *explicit_loc) {
+    uv_req_cell c = {.done = cb, .done_loc = d9a_loc_for((const void *)cb, explicit_loc)};
+    uv_req_cell_track(req, &c, c.done_loc);
 }
 
-static inline bool track_request(const void *req, const uv_loop_t *loop, d9a_fn cb,
+static inline bool track_request(void *req, const uv_loop_t *loop, d9a_fn cb,
                                  const d9_loc *explicit_loc, d9a_fn trampoline) {
     if (!D9__ACTIVE()) return false;
     if (!req || !cb || cb == trampoline || !d9a_loop_recorded(loop)) return false;
-    return track_new_request(req, loop, cb, explicit_loc);
+    track_new_request(req, cb, explicit_loc);
+    return true;
 }
 
-static inline int submitted(const void *req, int rc) {
-    if (rc < 0) d9a_untrack(req);
+static inline int submitted(void *req, int rc) {
+    if (rc < 0) uv_req_cell_untrack(req);
     return rc;
 }
 
@@ -53,13 +52,20 @@ D9A_REQUEST_WRAPPER(int, uv_write,
     return D9A_REAL(uv_write)(req, h, bufs, nbufs, cb);
 }
 
-D9A_REQUEST_WRAPPER(int, uv_write2,
-                    (uv_write_t *req, uv_stream_t *h, const uv_buf_t bufs[], unsigned int nbufs,
-                     uv_stream_t *send_handle, uv_write_cb cb),
-                    (req, h, bufs, nbufs, send_handle, cb)) {
-    /* libuv's uv_write calls uv_write2 with the trampoline already in place: straight on */
-    if (cb == write_trampoline)
-        return D9A_REAL(uv_write2)(req, h, bufs, nbufs, send_handle, cb);
+/* libuv's uv_write calls uv_write2 with the trampoline already in place: straight on, tested
+ * first (every tracked uv_write pays this wrapper twice) */
+#define WRITE2_PARAMS                                                                      \
+    (uv_write_t *req, uv_stream_t *h, const uv_buf_t bufs[], unsigned int nbufs,           \
+     uv_stream_t *send_handle, uv_write_cb cb)
+#define WRITE2_ARGS (req, h, bufs, nbufs, send_handle, cb)
+D9A_NEXT_DEFINE(int, uv_write2, WRITE2_PARAMS, WRITE2_ARGS)
+static __attribute__((noinline)) int tracked_uv_write2 WRITE2_PARAMS;
+D9A_EXPORT int uv_write2 WRITE2_PARAMS {
+    if (cb == write_trampoline || d9a_pass_through()) return D9A_NEXT(uv_write2, WRITE2_ARGS);
+    return tracked_uv_write2 WRITE2_ARGS;
+}
+
+static int tracked_uv_write2 WRITE2_PARAMS {
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (h && track_request(req, h->loop, (d9a_fn)cb, explicit_loc,
                            (d9a_fn)write_trampoline))

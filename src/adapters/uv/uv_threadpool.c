@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "uv_adapter.h"
+#include "uv_request_cell.h"
 
 typedef void (*work_fn)(struct uv__work *w);
 
@@ -46,20 +46,18 @@ static void become_pool_worker(void) {
  * there then, so its waker is 0, not the task waking itself. */
 static void run_in_pool(const void *req, void (*call)(const void *req, d9a_fn fn, void *arg),
                         void *arg) {
-    d9a_fn fn;
-    const d9_loc *loc;
-    uint64_t task;
-    if (!d9a_table_callback(req, UV_REQ_POOL, &fn, &loc, &task) || !fn) {
-        /* cannot happen: the entry lives until the completion, which follows this */
+    uv_req_cell c;
+    if (!uv_req_cell_read(req, &c) || !c.pool) {
+        /* only if the application overwrote the request libuv holds: its work is lost */
         d9a_lost_callback(req);
         abort();
     }
     become_pool_worker();
     d9a_frame f;
-    d9a_poll_enter(&f, task, loc);
-    call(req, fn, arg);
+    d9a_poll_enter(&f, c.task, c.pool_loc);
+    call(req, c.pool, arg);
     d9a_poll_exit(&f);
-    d9_wake(task);
+    d9_wake(c.task);
 }
 
 static void call_libuv_work(const void *req, d9a_fn fn, void *w) {
@@ -84,8 +82,7 @@ static void claim_pool_part(pool_submit *p) {
     t_submit = NULL;
     struct uv__work *w = p->work;
     if (w->loop != p->loop || !w->work || w->work == p->trampoline) return;
-    if (d9a_table_set_callback(p->req, p->loop, UV_REQ_POOL, (d9a_fn)w->work, p->op_loc) < 0)
-        return;
+    uv_req_cell_set_pool((void *)p->req, (d9a_fn)w->work);
     w->work = p->trampoline;
 }
 
@@ -118,33 +115,31 @@ static const d9_loc *op_location(const d9_loc *_Atomic *cache, const char *name)
 
 /* Start tracking a pool request whose work function libuv provides. False: pass through
  * (always while nothing records: see track_request in uv_requests.c). */
-static bool pool_request_begin(pool_submit *p, const uv_loop_t *loop, const void *req,
+static bool pool_request_begin(pool_submit *p, const uv_loop_t *loop, void *req,
                                struct uv__work *w, d9a_fn cb, d9a_fn done_trampoline,
                                const d9_loc *explicit_loc, const d9_loc *op_loc,
                                work_fn trampoline) {
     if (!D9__ACTIVE()) return false;
     if (!req || !cb || !d9a_loop_recorded(loop)) return false;
     if ((d9a_fn)cb == done_trampoline) return false; /* libuv forwarding to itself */
-    d9a_object o = {.loop = loop, .flags = UV_OBJ_REQUEST};
-    o.fn[UV_REQ_DONE] = cb;
-    o.loc[UV_REQ_DONE] = d9a_loc_for((const void *)cb, explicit_loc);
-    o.loc[UV_REQ_POOL] = explicit_loc ? explicit_loc : op_loc;
-    if (!d9a_track_new(req, &o, o.loc[UV_REQ_DONE])) return false;
-    *p = (pool_submit){req, w, loop, trampoline, o.loc[UV_REQ_POOL]};
+    uv_req_cell c = {.done = cb, .done_loc = d9a_loc_for((const void *)cb, explicit_loc),
+                     .pool_loc = explicit_loc ? explicit_loc : op_loc};
+    uv_req_cell_track(req, &c, c.done_loc);
+    *p = (pool_submit){req, w, loop, trampoline, c.pool_loc};
     t_submit = p;
     return true;
 }
 
-static int pool_request_end(const void *req, int rc) {
+static int pool_request_end(void *req, int rc) {
     t_submit = NULL;
-    if (rc < 0) d9a_untrack(req); /* refused at once: no callback will come */
+    if (rc < 0) uv_req_cell_untrack(req); /* refused at once: no callback will come */
     return rc;
 }
 
 static void fs_trampoline(uv_fs_t *req) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_final_callback_begin(req, UV_REQ_DONE, &fn, &f)) return;
+    if (!uv_req_done_begin(req, &fn, &f)) return;
     ((uv_fs_cb)fn)(req);
     d9a_poll_exit(&f);
 }
@@ -222,7 +217,7 @@ FS_WRAPPER(uv_fs_lchown, (L, const char *path, uv_uid_t uid, uv_gid_t gid, uv_fs
 static void getaddrinfo_trampoline(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_final_callback_begin(req, UV_REQ_DONE, &fn, &f)) return;
+    if (!uv_req_done_begin(req, &fn, &f)) return;
     ((uv_getaddrinfo_cb)fn)(req, status, res);
     d9a_poll_exit(&f);
 }
@@ -247,7 +242,7 @@ static void getnameinfo_trampoline(uv_getnameinfo_t *req, int status, const char
                                    const char *service) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_final_callback_begin(req, UV_REQ_DONE, &fn, &f)) return;
+    if (!uv_req_done_begin(req, &fn, &f)) return;
     ((uv_getnameinfo_cb)fn)(req, status, hostname, service);
     d9a_poll_exit(&f);
 }
@@ -271,7 +266,7 @@ D9A_REQUEST_WRAPPER(int, uv_getnameinfo,
 static void random_trampoline(uv_random_t *req, int status, void *buf, size_t buflen) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_final_callback_begin(req, UV_REQ_DONE, &fn, &f)) return;
+    if (!uv_req_done_begin(req, &fn, &f)) return;
     ((uv_random_cb)fn)(req, status, buf, buflen);
     d9a_poll_exit(&f);
 }
@@ -305,7 +300,7 @@ static void work_trampoline(uv_work_t *req) { run_in_pool(req, call_work_cb, NUL
 static void after_work_trampoline(uv_work_t *req, int status) {
     d9a_fn fn;
     d9a_frame f;
-    if (!d9a_final_callback_begin(req, UV_REQ_DONE, &fn, &f)) return;
+    if (!uv_req_done_begin(req, &fn, &f)) return;
     ((uv_after_work_cb)fn)(req, status);
     d9a_poll_exit(&f);
 }
@@ -317,14 +312,12 @@ D9A_REQUEST_WRAPPER(int, uv_queue_work,
     const d9_loc *explicit_loc = d9a_take_next_loc();
     if (!D9__ACTIVE() || !req || !work_cb || work_cb == work_trampoline || !d9a_loop_recorded(loop))
         return D9A_REAL(uv_queue_work)(loop, req, work_cb, after_work_cb);
-    d9a_object o = {.loop = loop, .flags = UV_OBJ_REQUEST};
-    o.fn[UV_REQ_POOL] = (d9a_fn)work_cb;
-    o.loc[UV_REQ_POOL] = d9a_loc_for((const void *)work_cb, explicit_loc);
-    o.fn[UV_REQ_DONE] = (d9a_fn)after_work_cb;
-    o.loc[UV_REQ_DONE] = d9a_loc_for((const void *)after_work_cb, explicit_loc);
-    if (!d9a_track_new(req, &o, o.loc[UV_REQ_POOL]))
-        return D9A_REAL(uv_queue_work)(loop, req, work_cb, after_work_cb);
+    uv_req_cell c = {.done = (d9a_fn)after_work_cb,
+                     .done_loc = d9a_loc_for((const void *)after_work_cb, explicit_loc),
+                     .pool = (d9a_fn)work_cb,
+                     .pool_loc = d9a_loc_for((const void *)work_cb, explicit_loc)};
+    uv_req_cell_track(req, &c, c.pool_loc);
     int rc = D9A_REAL(uv_queue_work)(loop, req, work_trampoline, after_work_trampoline);
-    if (rc < 0) d9a_untrack(req);
+    if (rc < 0) uv_req_cell_untrack(req);
     return rc;
 }

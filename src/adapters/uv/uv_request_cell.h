@@ -1,0 +1,92 @@
+/* A tracked libuv request's own record: its completion callback, the callback of its pool
+ * part, their locations and its task, kept in the request itself rather than in the side
+ * table. uv_req_t's `reserved[6]` ("private") is read or written nowhere in libuv on unix
+ * (checked in 1.44.2, the Debian version, and in libuv's main branch of 2026): the wrapper
+ * writes the cell before it submits the request, the trampolines read it. A request lives
+ * for one round trip, so a table entry cost an insert and a removal under a shard lock per
+ * request (~250 instructions per uv_write on the demo server); this is a few stores and loads.
+ *
+ * The last word holds the request's address, scrambled: a trampoline that finds anything
+ * else (the application overwrote the request while libuv held it) treats the callback as
+ * lost, as a missing table entry was. The cell is copied in and out with memcpy: the memory's
+ * declared type is libuv's void* array. */
+#ifndef D9_ADAPTERS_UV_REQUEST_CELL_H
+#define D9_ADAPTERS_UV_REQUEST_CELL_H
+
+#include <stddef.h>
+#include <string.h>
+
+#include "uv_adapter.h"
+
+typedef struct uv_req_cell {
+    d9a_fn done;            /* the completion callback (NULL: none, the task just ends) */
+    const d9_loc *done_loc;
+    d9a_fn pool;            /* the pool part (uv_queue_work's work_cb, libuv's fs work...) */
+    const d9_loc *pool_loc;
+    uint64_t task;
+    uintptr_t check;        /* uv_req_cell_check(req) while the cell is live, else 0 */
+} uv_req_cell;
+
+_Static_assert(sizeof(uv_req_cell) <= sizeof(((uv_req_t *)0)->reserved),
+               "a request's cell must fit in uv_req_t's reserved words (64-bit libuv)");
+
+static inline uintptr_t uv_req_cell_check(const void *req) {
+    return (uintptr_t)req ^ (uintptr_t)0x9d7c5e3a1b2f4d61ull;
+}
+
+static inline void *uv_req_cell_at(const void *req) { return ((uv_req_t *)req)->reserved; }
+
+/* Fills in c->task (the task going on when the request's own completion resubmits it, else
+ * a new id) and c->check, stores the cell in `req` and records the spawn. Never fails. */
+static inline void uv_req_cell_track(void *req, uv_req_cell *c, const d9_loc *spawn_loc) {
+    uint64_t cont = d9a_continued_task(req);
+    c->task = cont ? cont : d9_task_id_new();
+    c->check = uv_req_cell_check(req);
+    memcpy(uv_req_cell_at(req), c, sizeof *c);
+    d9a_spawn(req, c->task, spawn_loc);
+}
+
+/* The cell of `req` into *c; false when `req` holds none. */
+static inline bool uv_req_cell_read(const void *req, uv_req_cell *c) {
+    memcpy(c, uv_req_cell_at(req), sizeof *c);
+    return __builtin_expect(c->check == uv_req_cell_check(req), 1);
+}
+
+/* The same, and the cell is no longer live (the request's last callback). */
+static inline bool uv_req_cell_take(void *req, uv_req_cell *c) {
+    if (!uv_req_cell_read(req, c)) return false;
+    uintptr_t none = 0;
+    memcpy((char *)uv_req_cell_at(req) + offsetof(uv_req_cell, check), &none, sizeof none);
+    return true;
+}
+
+/* The pool part's callback, set once libuv has put its own work function in place. */
+static inline void uv_req_cell_set_pool(void *req, d9a_fn pool) {
+    memcpy((char *)uv_req_cell_at(req) + offsetof(uv_req_cell, pool), &pool, sizeof pool);
+}
+
+/* The submission failed: no callback will come. */
+static inline void uv_req_cell_untrack(void *req) {
+    uv_req_cell c;
+    if (uv_req_cell_take(req, &c)) d9a_terminate(req, c.task);
+}
+
+/* The completion: as d9a_final_callback_begin (trampoline.h), from the cell. */
+static inline bool uv_req_done_begin(void *req, d9a_fn *fn, d9a_frame *f) {
+    uv_req_cell c;
+    if (!uv_req_cell_take(req, &c)) {
+        d9a_lost_callback(req);
+        *fn = NULL;
+        return false;
+    }
+    *fn = c.done;
+    if (!c.done) {
+        d9a_terminate(req, c.task);
+        return false;
+    }
+    d9a_poll_enter(f, c.task, c.done_loc);
+    d9a_owe_terminate(f, req);
+    return true;
+}
+
+#endif

@@ -197,7 +197,8 @@ static void name_loop(loop_thread *l, const void *caller) {
     }
     if (fn[0]) {
         snprintf(l->function, sizeof l->function, "%s", fn);
-        snprintf(l->name, sizeof l->name, "%s (%s)", fn, mod);
+        if (snprintf(l->name, sizeof l->name, "%s (%s)", fn, mod) >= (int)sizeof l->name)
+            l->name[sizeof l->name - 2] = '~'; /* cut: a long module path; still names the loop */
         l->loc = d9_loc_intern(l->name);
         return;
     }

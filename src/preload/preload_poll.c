@@ -132,8 +132,12 @@ static bool has_poll_fds(const struct pollfd *fds, nfds_t n) {
 
 #define POLL_CALL(may_block, call)                                                         \
     do {                                                                                   \
+        /* glibc declares poll's array write-only (an access attribute): gcc -Os would take   \
+         * the program's array for uninitialized here; hide where the pointer comes from */ \
+        const struct pollfd *fds_ = fds;                                                   \
+        __asm__("" : "+r"(fds_));                                                          \
         bool loop_ = outside_loop_library() &&                                             \
-                     d9p_loop_wait_begin(D9P_WAIT_POLL, -1, has_poll_fds(fds, nfds),       \
+                     d9p_loop_wait_begin(D9P_WAIT_POLL, -1, has_poll_fds(fds_, nfds),      \
                                          (may_block), __builtin_return_address(0));        \
         bool parked_ = park_begin(RT_POLL, (may_block));                                   \
         int rc_ = (call);                                                                  \

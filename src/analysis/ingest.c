@@ -384,12 +384,10 @@ static int on_symbol(d9a_analysis *a, const d9_event *ev) {
                           e.file.len, e.line, e.depth);
 }
 
-/* What the preload shim says a user must see, from events of its own (no built-in schema):
- * an io_uring ring it never saw waited on (IoUringRingEvent), whose completions are missing. */
+/* What the preload shim says a user must see: an io_uring ring it never saw waited on
+ * (IoUringRingEvent, D9_SCH_IO_URING_RING), whose completions are missing. */
 static int on_shim_note(d9a_analysis *a, const d9_event *ev) {
-    static const char ring[] = "IoUringRingEvent";
     const d9_dec_schema *s = ev->schema;
-    if (s->name_len != sizeof ring - 1 || memcmp(s->name, ring, sizeof ring - 1) != 0) return 0;
     /* "set up", then, at exit, "never waited through a call the shim sees" */
     int state = d9_schema_field_index(s, "state");
     const d9_value *v = state >= 0 ? &ev->values[state] : NULL;
@@ -546,7 +544,7 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
         return d9a_symtab_add_mapping(&a->symtab, e.start, e.end, e.file_offset, e.path.ptr,
                                       e.path.len);
     }
-    case D9_ROLE_OTHER: return on_shim_note(a, ev);
+    case D9_SCH_IO_URING_RING: return on_shim_note(a, ev);
     default: return 0; /* task dumps, stack origins, task objects, other events */
     }
     return 0;

@@ -568,7 +568,8 @@ int d9a_build_report(d9a_analysis *a) {
     r->counts.other = a->kind_counts[D9_ROLE_OTHER] + a->kind_counts[D9_SCH_SEGMENT_METADATA] +
                       a->kind_counts[D9_SCH_CLOCK_SYNC] + a->kind_counts[D9_SCH_STACK_ORIGIN] +
                       a->kind_counts[D9_SCH_TASK_OBJECT] + a->kind_counts[D9_SCH_SPAN_ENTER] +
-                      a->kind_counts[D9_SCH_SPAN_EXIT];
+                      a->kind_counts[D9_SCH_SPAN_EXIT] + a->kind_counts[D9_SCH_POLL_CPU] +
+                      a->kind_counts[D9_SCH_IO_URING_RING];
     r->dropped = a->dropped;
     d9a_named_count *drops = alloc_array(a, a->ndrop, sizeof *drops);
     if (!drops) return -1;

@@ -83,4 +83,8 @@ const d9_schema_def d9_builtin_schemas[D9_SCH_BUILTIN_COUNT] = {
     /* written through the custom-event path (core/poll_cpu.c defines it with these fields) */
     [D9_SCH_POLL_CPU] = DEF("PollCpuEvent", 1, {"worker_id", D9_FT_VARINT},
                             {"cpu_time_ns", D9_FT_VARINT}, {"exact", D9_FT_BOOL}),
+    /* written through the custom-event path too (preload/preload_uring_raw.c) */
+    [D9_SCH_IO_URING_RING] = DEF("IoUringRingEvent", 1, {"ring_fd", D9_FT_VARINT},
+                                 {"set_up_by", D9_FT_POOLED_STRING}, {"waits_seen", D9_FT_VARINT},
+                                 {"state", D9_FT_POOLED_STRING}),
 };

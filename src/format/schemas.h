@@ -34,6 +34,7 @@ enum d9_schema_id {
     D9_SCH_ALLOC, /* dial9's AllocEvent and FreeEvent: sampled heap blocks */
     D9_SCH_FREE,
     D9_SCH_POLL_CPU, /* a long poll's CPU time when the thread was switched out in it (core/poll_cpu.h) */
+    D9_SCH_IO_URING_RING, /* the shim's note of a ring it never saw waited on (preload_uring_raw.c) */
     D9_SCH_BUILTIN_COUNT,
     D9_SCH_FIRST_CUSTOM = 64,
 };

@@ -82,6 +82,7 @@ static void define_ring_event(void) {
                                       {"set_up_by", D9_STATIC_STRING},
                                       {"waits_seen", D9_U64},
                                       {"state", D9_STATIC_STRING}};
+    /* format/schemas.c's D9_SCH_IO_URING_RING: readers know it by this name and these fields */
     g_ring_event = d9_event_type_define("IoUringRingEvent", fields, 4);
 }
 

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "callgrind_total.h"
 #include "span_trace.h"
 
 /* Measured (gcc 12, -O2, this 2-vCPU kvm guest) on this trace: 2 649.4 instructions per span
@@ -73,32 +74,14 @@ static int write_trace(const char *path, int rounds, bool spans) {
     return ok == t.b.len && rc == 0 ? 0 : -1;
 }
 
-static int run(const char *cmd) {
-    int st = system(cmd);
-    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* callgrind's total for `dial9 analyze trace`; -1 on failure */
 static long long count(const char *dial9, const char *dir, const char *trace, const char *tag) {
-    char cmd[8192], out[1200];
+    char out[1200], command[6144];
     snprintf(out, sizeof out, "%s/cg.%s", dir, tag);
-    snprintf(cmd, sizeof cmd,
-             "valgrind --tool=callgrind --callgrind-out-file='%s' '%s' analyze '%s' >'%s.log' 2>&1",
-             out, dial9, trace, out);
-    if (run(cmd) != 0) {
-        fprintf(stderr, "FAIL: %s\n", cmd);
-        snprintf(cmd, sizeof cmd, "cat '%s.log' >&2", out);
-        (void)run(cmd);
+    if (snprintf(command, sizeof command, "'%s' analyze '%s'", dial9, trace) >=
+        (int)sizeof command)
         return -1;
-    }
-    FILE *f = fopen(out, "r");
-    if (!f) return -1;
-    char line[512];
-    long long total = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "summary: %lld", &total) == 1 || sscanf(line, "totals: %lld", &total) == 1) break;
-    fclose(f);
-    return total;
+    return d9t_callgrind_total(out, "", command);
 }
 
 int main(void) {
@@ -114,7 +97,7 @@ int main(void) {
         printf("SKIP: %s is not built\n", dial9);
         return 0;
     }
-    if (run("command -v valgrind >/dev/null 2>&1") != 0) {
+    if (d9t_run("command -v valgrind >/dev/null 2>&1") != 0) {
         printf("SKIP: valgrind is not installed (apt-get install valgrind)\n");
         return 0;
     }
@@ -155,13 +138,13 @@ int main(void) {
             snprintf(cmd, sizeof cmd,
                      "callgrind_annotate --inclusive=no '%s/cg.s2' 2>/dev/null | sed -n '/file:function/,$p' | head -20",
                      dir);
-            (void)run(cmd);
+            (void)d9t_run(cmd);
             failed = 1;
         }
     }
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    (void)run(cmd);
+    (void)d9t_run(cmd);
     if (!failed) printf("PASS\n");
     return failed;
 }

@@ -21,6 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "callgrind_total.h"
+
 #include "test_analysis_builder.h"
 
 /* Measured (gcc 12, RelWithDebInfo, this 2-vCPU kvm guest) on this segment: 1 661.6
@@ -115,33 +117,14 @@ static int write_segment(const char *path, int rounds, uint64_t *events) {
     return ok == t.b.len && rc == 0 ? 0 : -1;
 }
 
-static int run(const char *cmd) {
-    int st = system(cmd);
-    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* callgrind's total inside d9f_fold for `dial9 fold seg --to out`; -1 on failure */
 static long long count(const char *dial9, const char *dir, const char *seg, const char *tag) {
-    char cmd[4096], out[1024];
+    char out[1024], command[6144];
     snprintf(out, sizeof out, "%s/cg.%s", dir, tag);
-    snprintf(cmd, sizeof cmd,
-             "valgrind --tool=callgrind --callgrind-out-file='%s' --toggle-collect=d9f_fold "
-             "'%s' fold -q '%s' --to '%s/out.%s' >'%s.log' 2>&1",
-             out, dial9, seg, dir, tag, out);
-    if (run(cmd) != 0) {
-        fprintf(stderr, "FAIL: %s\n", cmd);
-        snprintf(cmd, sizeof cmd, "cat '%s.log' >&2", out);
-        (void)run(cmd);
+    if (snprintf(command, sizeof command, "'%s' fold -q '%s' --to '%s/out.%s'", dial9, seg, dir, tag) >=
+        (int)sizeof command)
         return -1;
-    }
-    FILE *f = fopen(out, "r");
-    if (!f) return -1;
-    char line[512];
-    long long total = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "summary: %lld", &total) == 1 || sscanf(line, "totals: %lld", &total) == 1) break;
-    fclose(f);
-    return total;
+    return d9t_callgrind_total(out, "--toggle-collect=d9f_fold", command);
 }
 
 int main(void) {
@@ -156,7 +139,7 @@ int main(void) {
         printf("SKIP: %s is not built\n", dial9);
         return 0;
     }
-    if (run("command -v valgrind >/dev/null 2>&1") != 0) {
+    if (d9t_run("command -v valgrind >/dev/null 2>&1") != 0) {
         printf("SKIP: valgrind is not installed (apt-get install valgrind)\n");
         return 0;
     }
@@ -195,13 +178,13 @@ int main(void) {
             snprintf(cmd, sizeof cmd,
                      "callgrind_annotate --inclusive=no '%s/cg.large' 2>/dev/null | sed -n '/file:function/,$p' | head -16",
                      dir);
-            (void)run(cmd);
+            (void)d9t_run(cmd);
             failed = 1;
         }
     }
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    (void)run(cmd);
+    (void)d9t_run(cmd);
     if (!failed) printf("PASS\n");
     return failed;
 }

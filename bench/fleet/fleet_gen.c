@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
                 pq_put_i64(pw, D9F_POLLS_TASK, task);
                 pq_put_str(pw, D9F_POLLS_SPAWN_LOC, loc, (size_t)n);
                 pq_put_i64(pw, D9F_POLLS_DURATION, (int64_t)d);
-                for (int k = D9F_POLLS_ON_CPU; k <= D9F_POLLS_UNKNOWN; k++)
+                for (int k = D9F_POLLS_ON_CPU; k <= D9F_POLLS_OFF_CPU_UNCAPTURED; k++)
                     pq_put_i64(pw, k, k == D9F_POLLS_ON_CPU ? (int64_t)(d - lock) : k == D9F_POLLS_LOCK ? (int64_t)lock : 0);
                 if (pq_end_row(pw) != 0) return 1;
             }

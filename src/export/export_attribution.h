@@ -18,9 +18,10 @@ typedef struct d9_xswitch {
     bool out, preempted;
 } d9_xswitch;
 
-/* Fill m->poll_parts, m->part_names and m->sample_cause from the switch records (sorted here)
- * and the trace's coverage. Nothing when the trace has no switch records at all (its polls
- * would be all unknown: the exports then carry no parts). 0, or -1 when out of memory. */
+/* Fill m->poll_parts, m->part_names and m->sample_cause from the switch records (sorted here),
+ * the trace's coverage and the polls' exact CPU times (PollCpuEvent). Nothing when the trace
+ * has no switch records at all and no poll's CPU time (its polls would be all unknown: the
+ * exports then carry no parts). 0, or -1 when out of memory. */
 int d9_xattribute(d9_xmodel *m, d9_xswitch *sw, size_t n, const d9m_coverage *cov);
 
 #endif

@@ -49,6 +49,13 @@ typedef struct raw_queue {
     uint64_t ts, value;
 } raw_queue;
 
+/* A PollCpuEvent: its worker's latest closed poll's exact CPU time, or that none was had. */
+typedef struct raw_poll_cpu {
+    uint64_t ts, worker_id, cpu_ns;
+    uint32_t seq; /* arrival order, as a mark's: ties in time keep it */
+    bool exact;
+} raw_poll_cpu;
+
 #define VEC(type, name) type *name; size_t name##_n, name##_cap
 
 
@@ -60,6 +67,7 @@ struct d9_xbuild {
     VEC(raw_registration, regs);
     VEC(worker_runtime, runtimes);
     VEC(d9_xswitch, switches);
+    VEC(raw_poll_cpu, poll_cpus);
     d9m_coverage coverage; /* what the switch records cover (model/attribution.h) */
     d9m_symtab symbols; /* the trace's symbols and mappings (model/symtab.h) */
     d9_stack_table stack_table;
@@ -118,6 +126,7 @@ static void build_free(struct d9_xbuild *b) {
     free(b->regs);
     free(b->runtimes);
     free(b->switches);
+    free(b->poll_cpus);
     d9m_coverage_free(&b->coverage);
     d9m_symtab_free(&b->symbols);
     d9_stack_table_free(&b->stack_table);
@@ -382,6 +391,13 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
         if (!VEC_PUSH(b, switches, x)) goto oom;
         break;
     }
+    case D9_SCH_POLL_CPU: /* timed, as analyze reads it */
+        if (ev->ts_ns) {
+            raw_poll_cpu c = {ev->ts_ns, uint_or(ev, F(WORKER_ID), D9_WORKER_NONE),
+                              uint_or(ev, F(CPU_TIME_NS), 0), (uint32_t)b->seq, uint_or(ev, F(EXACT), 0) != 0};
+            if (!VEC_PUSH(b, poll_cpus, c)) goto oom;
+        }
+        break;
     case D9_SCH_COVERAGE: {
         d9_dec_str src, mode;
         if (d9_value_str(field(ev, F(SOURCE)), &src) && d9_value_str(field(ev, F(MODE)), &mode))
@@ -554,6 +570,23 @@ static int cmp_mark(const void *a, const void *b) {
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static int cmp_poll_cpu(const void *a, const void *b) {
+    const raw_poll_cpu *x = a, *y = b;
+    if (x->worker_id != y->worker_id) return x->worker_id < y->worker_id ? -1 : 1;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* A PollCpuEvent is written just after its poll's end on the same thread: it is its worker's
+ * latest closed poll's, once (as analyze's ingest reads it; also when the next poll began at
+ * the same time). *latest: that poll's index in m->polls, or SIZE_MAX. */
+static void take_poll_cpu(d9_xmodel *m, const raw_poll_cpu *c, size_t *latest) {
+    if (*latest == SIZE_MAX) return;
+    m->polls[*latest].cpu_known = c->exact;
+    m->polls[*latest].cpu_ns = c->exact ? c->cpu_ns : 0;
+    *latest = SIZE_MAX;
+}
+
 /* The window's rule (common/time_arg.h): instants by their time, slices by their start. */
 static bool in_window(const d9_xmodel *m, uint64_t ts) { return d9_time_window_holds(&m->window, ts); }
 
@@ -569,9 +602,12 @@ static bool clip(const d9_xmodel *m, uint64_t start, uint64_t *end) {
 static void cut_overlaps(d9_xmodel *m, d9_xpoll *polls, size_t np, d9_xpark *parks, size_t nk) {
     size_t i = 0, j = 0;
     uint64_t *prev_end = NULL;
+    d9_xpoll *prev_poll = NULL;
     while (i < np || j < nk) {
         uint64_t *start, *end;
+        d9_xpoll *poll = NULL;
         if (j >= nk || (i < np && polls[i].start <= parks[j].start)) {
+            poll = &polls[i];
             start = &polls[i].start;
             end = &polls[i].end;
             i++;
@@ -583,14 +619,18 @@ static void cut_overlaps(d9_xmodel *m, d9_xpoll *polls, size_t np, d9_xpark *par
         if (prev_end && *prev_end > *start) {
             *prev_end = *start;
             m->cut_slices++;
+            if (prev_poll) prev_poll->cpu_known = false; /* its CPU time is the uncut poll's */
         }
         prev_end = end;
+        prev_poll = poll;
     }
 }
 
 static int pair_marks(d9_xmodel *m) {
     struct d9_xbuild *b = m->build;
     if (b->marks_n) qsort(b->marks, b->marks_n, sizeof *b->marks, cmp_mark); /* NULL when none */
+    if (b->poll_cpus_n) qsort(b->poll_cpus, b->poll_cpus_n, sizeof *b->poll_cpus, cmp_poll_cpu);
+    size_t ic = 0; /* the next PollCpuEvent */
     size_t np = 0, nk = 0, nq = 0, ns = 0;
     for (size_t i = 0; i < b->marks_n; i++) {
         if (b->marks[i].kind == D9M_POLL_END) np++;
@@ -610,15 +650,22 @@ static int pair_marks(d9_xmodel *m) {
         uint32_t w = worker_index(m, wid);
         d9m_pair_state pair = {0};
         size_t poll0 = np, park0 = nk;
+        size_t latest = SIZE_MAX; /* the worker's latest closed poll, for its PollCpuEvent */
         m->worker_polls[w] = (uint32_t)np;
+        while (ic < b->poll_cpus_n && b->poll_cpus[ic].worker_id < wid) ic++;
         for (; i < b->marks_n && b->marks[i].worker_id == wid; i++) {
             const mark *k = &b->marks[i];
             const mark *s;
+            for (; ic < b->poll_cpus_n && b->poll_cpus[ic].worker_id == wid &&
+                   (b->poll_cpus[ic].ts < k->ts || (b->poll_cpus[ic].ts == k->ts && b->poll_cpus[ic].seq < k->seq));
+                 ic++)
+                take_poll_cpu(m, &b->poll_cpus[ic], &latest);
             d9m_pair_result r = d9m_pair(&pair, k, &s);
             if (r == D9M_PAIR_REOPENED || r == D9M_PAIR_STRAY_END) {
                 if (k->kind == D9M_POLL_START || k->kind == D9M_POLL_END) m->unmatched_polls++;
                 else m->unmatched_parks++;
             } else if (r == D9M_PAIR_CLOSED && k->kind == D9M_POLL_END) {
+                latest = np;
                 m->polls[np++] = (d9_xpoll){.start = s->ts, .end = k->ts, .task = s->task,
                                             .worker = w, .loc = s->loc, .queue = s->queue};
             } else if (r == D9M_PAIR_CLOSED) {
@@ -634,13 +681,19 @@ static int pair_marks(d9_xmodel *m) {
             if (k->kind != D9M_POLL_END && in_window(m, k->ts))
                 m->local_queue[nq++] = (d9_xcounter){k->ts, k->queue, w};
         }
+        for (; ic < b->poll_cpus_n && b->poll_cpus[ic].worker_id == wid; ic++)
+            take_poll_cpu(m, &b->poll_cpus[ic], &latest);
         if (pair.in_poll) m->unmatched_polls++;
         if (pair.parked) m->unmatched_parks++;
         cut_overlaps(m, m->polls + poll0, np - poll0, m->parks + park0, nk - park0);
         /* keep what starts in the window, cut at its end */
         size_t kept = poll0;
-        for (size_t p = poll0; p < np; p++)
-            if (clip(m, m->polls[p].start, &m->polls[p].end)) m->polls[kept++] = m->polls[p];
+        for (size_t p = poll0; p < np; p++) {
+            uint64_t end = m->polls[p].end;
+            if (!clip(m, m->polls[p].start, &m->polls[p].end)) continue;
+            if (m->polls[p].end != end) m->polls[p].cpu_known = false; /* cut at --to */
+            m->polls[kept++] = m->polls[p];
+        }
         np = kept;
         kept = park0;
         for (size_t p = park0; p < nk; p++)

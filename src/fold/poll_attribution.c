@@ -179,10 +179,11 @@ static size_t first_interval(const d9f_attr *a, uint64_t worker, uint64_t start)
     return lo;
 }
 
-void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, size_t *from,
-                   d9m_parts *out) {
+void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, const uint64_t *cpu_ns,
+                   size_t *from, d9m_parts *out) {
     d9m_attr_poll p;
     d9m_attr_begin(&p, start, end);
+    if (cpu_ns) d9m_attr_cpu(&p, *cpu_ns);
     d9m_coverage_gaps(&a->cov, worker, &p);
     size_t lo = *from;
     if (lo > a->niv || (lo > 0 && !before(&a->iv[lo - 1], worker, p.start))) {

@@ -22,9 +22,8 @@
 #include "model/schedstat_source.h"
 #include "model/symtab.h"
 
-/* The polls table's attribution columns are the model's first parts, on_cpu .. unknown (the fold
- * reads no PollCpuEvent: off_cpu_uncaptured would be 0). */
-#define FOLD_PARTS (D9M_PART_UNKNOWN + 1)
+/* The polls table's attribution columns are the model's parts, on_cpu .. off_cpu_uncaptured. */
+#define FOLD_PARTS D9M_PARTS
 
 #define NS_PER_HOUR (3600 * 1000000000ll)
 
@@ -45,7 +44,15 @@ typedef struct pending_poll {
     uint64_t worker, task, start, dur;
     uint32_t loc;
     uint32_t pair; /* its worker's index in seg.pairs */
+    bool cpu_known; /* cpu_ns is its exact CPU time (a PollCpuEvent) */
+    uint64_t cpu_ns;
 } pending_poll;
+
+/* A worker's latest closed poll, for the PollCpuEvent written just after its end. */
+typedef struct latest_poll {
+    uint64_t start;
+    bool valid;
+} latest_poll;
 
 typedef struct stack_entry {
     uint64_t id;        /* hash of its addresses: the same stack has the same id in every segment */
@@ -82,6 +89,7 @@ typedef struct seg {
     uint32_t small_worker[64]; /* index in pairs + 1, 0: not seen yet */
     d9_u64_map worker_index;
     d9m_pair_state *pairs;
+    latest_poll *latest; /* by index in pairs */
     size_t npairs;
     /* polls not yet written, in order of their start: all of the segment's, as their
      * attribution needs the switch records and symbols that follow them */
@@ -302,6 +310,10 @@ static d9m_pair_state *pair_of(seg *s, uint64_t worker) {
     d9m_pair_state *p = realloc(s->pairs, (s->npairs + 1) * sizeof *p);
     if (!p) return NULL;
     s->pairs = p;
+    latest_poll *l = realloc(s->latest, (s->npairs + 1) * sizeof *l);
+    if (!l) return NULL;
+    s->latest = l;
+    l[s->npairs] = (latest_poll){0};
     if (small) s->small_worker[worker] = (uint32_t)s->npairs + 1;
     else if (d9_u64_map_put(&s->worker_index, worker, s->npairs) != 0) return NULL;
     p[s->npairs] = (d9m_pair_state){0};
@@ -354,7 +366,8 @@ static int put_poll_batch(seg *s, pq_writer *w, size_t i, uint32_t n, size_t *fr
         pc->dur[r] = (int64_t)p->dur;
         pc->loc[r] = p->loc;
         d9m_parts parts;
-        d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, &from[p->pair], &parts);
+        d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, p->cpu_known ? &p->cpu_ns : NULL,
+                      &from[p->pair], &parts);
         for (int k = 0; k < FOLD_PARTS; k++) pc->part[k][r] = (int64_t)parts.ns[k];
     }
     pq_begin_rows(w, n);
@@ -395,7 +408,8 @@ static int put_poll_rows(seg *s) {
             pq_writer *w = row(s, D9F_POLLS, p->wall, &skip);
             if (w) {
                 d9m_parts parts;
-                d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, &from[p->pair], &parts);
+                d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, p->cpu_known ? &p->cpu_ns : NULL,
+                      &from[p->pair], &parts);
                 rc = put_poll_row(s, w, p, &parts);
             } else if (!skip) {
                 rc = -1;
@@ -446,6 +460,31 @@ static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end, uint32_t 
     s->pending[i] = (pending_poll){.wall = wall, .worker = start->worker_id, .task = start->task,
                                    .start = start->ts, .dur = dur, .loc = start->loc, .pair = pair};
     s->npending++;
+    s->latest[pair] = (latest_poll){start->ts, true};
+    return 0;
+}
+
+/* A PollCpuEvent: written just after its poll's end on the same thread, so it is its worker's
+ * latest closed poll's, once (as analyze's ingest reads it; also when the next poll began at
+ * the same time). That poll is among the last pending ones. */
+static int on_poll_cpu(seg *s, const d9_event *ev) {
+    const int16_t *f = ev->schema->bind.field;
+    uint64_t worker = d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE);
+    if (worker == D9_WORKER_NONE) return 0;
+    d9m_pair_state *ps = pair_of(s, worker);
+    if (!ps) return oom(s);
+    uint32_t pair = (uint32_t)(ps - s->pairs);
+    latest_poll *l = &s->latest[pair];
+    if (!l->valid) return 0;
+    l->valid = false;
+    if (d9m_uint_or(ev, f[D9_KF_EXACT], 0) == 0) return 0;
+    for (size_t i = s->npending; i-- > 0;) {
+        pending_poll *p = &s->pending[i];
+        if (p->pair != pair || p->start != l->start) continue;
+        p->cpu_known = true;
+        p->cpu_ns = d9m_uint_or(ev, f[D9_KF_CPU_TIME_NS], 0);
+        break;
+    }
     return 0;
 }
 
@@ -770,6 +809,7 @@ static int read_events(seg *s, const char **status) {
         case D9_SCH_COVERAGE: note_source(s, &ev); break;
         case D9_SCH_SCHED_SWITCH: rc = on_switch(s, &ev); break;
         case D9_SCH_WAKE: rc = on_wake(s, &ev); break;
+        case D9_SCH_POLL_CPU: rc = on_poll_cpu(s, &ev); break;
         case D9_SCH_CPU_SAMPLE: rc = on_sample(s, &ev, d); break;
         case D9_SCH_DROPPED_EVENTS:
             note_drops(s, &ev);
@@ -863,6 +903,7 @@ static void seg_free(seg *s) {
     d9_u64_map_free(&s->loc_by_pool);
     d9_u64_map_free(&s->worker_index);
     free(s->pairs);
+    free(s->latest);
     free(s->pending);
     d9f_attr_free(&s->attr);
     free(s->stack_cause);

@@ -28,6 +28,7 @@ static const pq_column_def polls[D9F_POLLS_COLS] = {
     {"blocked_other_ns", PQ_INT64, false, false, false},
     {"runnable_ns", PQ_INT64, false, false, false},
     {"unknown_ns", PQ_INT64, false, false, false},
+    {"off_cpu_uncaptured_ns", PQ_INT64, false, false, false},
 };
 
 static const pq_column_def poll_hist[D9F_HIST_COLS] = {

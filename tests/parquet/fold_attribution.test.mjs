@@ -2,8 +2,9 @@
 // trace with planted off-CPU causes (the attribution vector: a lock wait, a preemption, a
 // nanosleep, a read, a blocked interval without a stack, a governor's sampled period, a drop)
 // of a run of the executor demo (its switch records as the cost governor leaves them) and of
-// a recording of story 2 (a global mutex under load), read by DuckDB with the
-// documented query and by hyparquet: per segment and spawn location the sums of the eight
+// a recording of story 2 (a global mutex under load), and of a hand-built trace whose long polls
+// carry their exact CPU time (PollCpuEvent: off_cpu_uncaptured), read by DuckDB with the
+// documented query and by hyparquet: per segment and spawn location the sums of the nine
 // parts equal analyze's attribution of that location exactly, and on every row the parts add
 // up to duration_ns.
 import { test } from 'node:test'
@@ -14,9 +15,10 @@ import { basename, join } from 'node:path'
 import { spawnSync } from 'node:child_process'
 import { duckRows, hyparquetRows, lit } from './readers.mjs'
 import { build, dial9, docQuery, files, record, source } from './fold_lib.mjs'
-import { BUILTIN, TraceWriter } from '../../viewer/test/encoder.mjs'
+import { BUILTIN, T, TraceWriter } from '../../viewer/test/encoder.mjs'
 
-const PARTS = ['on_cpu_ns', 'lock_ns', 'io_ns', 'sleep_ns', 'fault_ns', 'blocked_other_ns', 'runnable_ns', 'unknown_ns']
+const PARTS = ['on_cpu_ns', 'lock_ns', 'io_ns', 'sleep_ns', 'fault_ns', 'blocked_other_ns', 'runnable_ns', 'unknown_ns',
+  'off_cpu_uncaptured_ns']
 const dir = mkdtempSync(join(tmpdir(), 'pq-attr-'))
 test.after(() => rmSync(dir, { recursive: true, force: true }))
 
@@ -87,6 +89,44 @@ test('the attribution vector: planted causes per spawn location as analyze says 
   for (const p of ['on_cpu_ns', 'lock_ns', 'io_ns', 'sleep_ns', 'blocked_other_ns', 'runnable_ns', 'unknown_ns'])
     assert.ok(total[p] > 0n, `the vector plants ${p}: ${JSON.stringify(total, (k, v) => String(v))}`)
   assert.ok(await rowsAddUp(tables) > 0, 'polls rows')
+})
+
+// Worker 0, no switch records (source.off_cpu inactive), from 5 s:
+//   a.c  0 .. 10 ms, CPU 4 ms (exact)       -> on_cpu 4 ms, off_cpu_uncaptured 6 ms
+//   b.c  20 .. 25 ms, no event              -> unknown 5 ms
+//   c.c  30 .. 40 ms, "not exact"           -> unknown 10 ms
+//   e.c  60 .. 70 ms, f.c begun at 70 ms, e's event after f's start:
+//        e CPU 1 ms -> on_cpu 1 ms, off_cpu_uncaptured 9 ms; f no event -> unknown 2 ms
+test('long polls with their exact CPU time (PollCpuEvent): off_cpu_uncaptured as analyze says it', async () => {
+  const MS = 1000000n, T0 = 5000n * MS
+  const w = new TraceWriter().header()
+  const ids = { meta: 0, clock: 1, start: 2, end: 3, cpu: 4 }
+  w.schema(ids.meta, 'SegmentMetadataEvent', true, BUILTIN.SegmentMetadataEvent)
+  w.schema(ids.clock, 'ClockSyncEvent', true, BUILTIN.ClockSyncEvent)
+  w.schema(ids.start, 'PollStartEvent', true, BUILTIN.PollStartEvent)
+  w.schema(ids.end, 'PollEndEvent', true, BUILTIN.PollEndEvent)
+  w.schema(ids.cpu, 'PollCpuEvent', true, [['worker_id', T.VARINT], ['cpu_time_ns', T.VARINT], ['exact', T.BOOL]])
+  w.stringPool([[1, 'a.c:1'], [2, 'b.c:1'], [3, 'c.c:1'], [4, 'e.c:1'], [5, 'f.c:1']])
+  w.event(ids.meta, T0, [[['service', 'pollcpu'], ['source.off_cpu', 'inactive: hand-built']]])
+  w.event(ids.clock, T0, [1700000000000000000n])
+  const poll = (from, to, task, loc) => w.event(ids.start, T0 + from, [0, 0, task, loc]).event(ids.end, T0 + to, [0])
+  poll(0n, 10n * MS, 1, 1).event(ids.cpu, T0 + 10n * MS + 200n, [0, 4n * MS, true])
+  poll(20n * MS, 25n * MS, 2, 2)
+  poll(30n * MS, 40n * MS, 3, 3).event(ids.cpu, T0 + 40n * MS + 200n, [0, 0, false])
+  w.event(ids.start, T0 + 60n * MS, [0, 0, 4, 4]).event(ids.end, T0 + 70n * MS, [0])
+  w.event(ids.start, T0 + 70n * MS, [0, 0, 5, 5]).event(ids.cpu, T0 + 70n * MS + 100n, [0, MS, true])
+  w.event(ids.end, T0 + 72n * MS, [0])
+  const seg = join(dir, 'pollcpu', 'trace.0.bin')
+  mkdirSync(join(dir, 'pollcpu'))
+  writeFileSync(seg, Buffer.from(w.bytes()))
+  const tables = join(dir, 'pollcpu-tables')
+  fold([seg], tables)
+  const want = analyzeParts(seg)
+  assert.equal(want['a.c:1'].off_cpu_uncaptured_ns, 6n * MS, 'analyze: a.c off_cpu_uncaptured')
+  assert.equal(want['e.c:1'].off_cpu_uncaptured_ns, 9n * MS, 'analyze: e.c off_cpu_uncaptured')
+  assert.equal(want['c.c:1'].unknown_ns, 10n * MS, 'analyze: c.c unknown')
+  assert.deepEqual(await foldParts(tables), { [basename(seg)]: want })
+  assert.equal(await rowsAddUp(tables), 5, 'polls rows')
 })
 
 const story2 = join(build, 'examples/stories/story2_global_mutex')

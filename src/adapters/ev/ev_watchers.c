@@ -7,11 +7,15 @@
  * address is inside libev) only defers the terminate; the ev_feed_event that follows wraps
  * the watcher again for that final callback, after which its task terminates (or goes on, if
  * the callback starts it again). Deferred terminates not claimed by a feed are written when
- * the loop next parks or leaves ev_run. */
+ * the loop next parks or leaves ev_run.
+ *
+ * The side table owns the watchers' entries; each change of one sets or clears the watcher's
+ * cell (ev_watcher_cell.h), where the trampoline and the readiness wake read it. */
 #include <stdlib.h>
 
 #include "code_ranges.h"
 #include "ev_adapter.h"
+#include "ev_watcher_cell.h"
 
 static void watcher_trampoline(struct ev_loop *loop, ev_watcher *w, int revents);
 
@@ -85,19 +89,40 @@ static bool inside_libev(const void *address) {
 /* Entries whose `arg` is EV_FINAL are the watcher's last callback: its task ends after it. */
 #define EV_FINAL ((void *)1)
 
+/* A watcher without a cell (its two places taken by others): the side table's entry. Out of
+ * line: the trampoline's common path keeps no frame for it. */
+static __attribute__((noinline, cold)) bool table_callback(const ev_watcher *w, d9a_fn *fn,
+                                                          const d9_loc **loc, bool *final,
+                                                          uint64_t *task) {
+    void *arg;
+    if (!d9a_table_callback_arg(w, 0, fn, loc, &arg, task)) return false;
+    *final = arg == EV_FINAL;
+    return true;
+}
+
 static void watcher_trampoline(struct ev_loop *loop, ev_watcher *w, int revents) {
     d9a_fn fn;
     const d9_loc *loc;
-    void *final;
+    bool final;
     uint64_t task;
-    if (!d9a_table_callback_arg(w, 0, &fn, &loc, &final, &task) || !fn) {
+    const d9ev_cell *c = d9ev_cell_of(w);
+    if (__builtin_expect(c != NULL, 1)) {
+        fn = c->fn;
+        loc = c->loc;
+        task = c->task;
+        final = c->final;
+    } else if (!table_callback(w, &fn, &loc, &final, &task)) {
+        fn = NULL;
+    }
+    if (__builtin_expect(!fn, 0)) {
         d9a_lost_callback(w);
         return;
     }
     d9a_frame f;
-    if (final == EV_FINAL) {
+    if (final) {
         /* give the watcher back before the callback, which may start it again */
         d9a_table_take(w, NULL);
+        d9ev_cell_clear(w);
         w->cb = (watcher_cb)fn;
         d9a_poll_enter(&f, task, loc);
         d9a_owe_terminate(&f, w);
@@ -120,12 +145,15 @@ static void watcher_starting(struct ev_loop *loop, ev_watcher *w) {
         d9a_object o;
         if (d9a_table_get(w, &o) && o.arg == EV_FINAL) {
             o.arg = NULL;
-            d9a_table_put(w, &o, NULL);
+            if (d9a_table_put(w, &o, NULL) >= 0) d9ev_cell_set(w, o.fn[0], o.loc[0], o.task, false);
         }
         return;
     }
     if (!w->cb || !d9a_loop_recorded(loop) || inside_libev((const void *)w->cb)) return;
-    if (d9a_track(w, loop, 0, (d9a_fn)w->cb, explicit_loc)) w->cb = watcher_trampoline;
+    if (!d9a_track(w, loop, 0, (d9a_fn)w->cb, explicit_loc)) return;
+    d9a_object o;
+    if (d9a_table_get(w, &o)) d9ev_cell_set(w, o.fn[0], o.loc[0], o.task, o.arg == EV_FINAL);
+    w->cb = watcher_trampoline;
 }
 
 static void watcher_stopped(const struct ev_loop *loop, ev_watcher *w, const void *caller) {
@@ -133,11 +161,15 @@ static void watcher_stopped(const struct ev_loop *loop, ev_watcher *w, const voi
     d9a_object o;
     if (w->cb != watcher_trampoline) {
         /* never wrapped, or the application replaced the callback (ev_set_cb) while active */
-        if (d9a_table_contains(w) && d9a_table_take(w, &o)) d9a_terminate(w, o.task);
+        if (d9a_table_contains(w) && d9a_table_take(w, &o)) {
+            d9ev_cell_clear(w);
+            d9a_terminate(w, o.task);
+        }
         return;
     }
     if (ev_is_active(w)) return; /* not stopped (e.g. ev_timer_again re-armed it) */
     if (!d9a_table_take(w, &o)) return;
+    d9ev_cell_clear(w);
     w->cb = (watcher_cb)o.fn[0];
     if (inside_libev(caller)) defer_terminate(w, loop, o.loc[0], o.task);
     else d9a_terminate(w, o.task);
@@ -161,6 +193,7 @@ static void rewrap_for_feed(struct ev_loop *loop, ev_watcher *w, const void *cal
         if (deferred_here) d9a_terminate(w, task);
         return;
     }
+    d9ev_cell_set(w, o.fn[0], o.loc[0], o.task, true);
     if (!deferred_here) d9a_spawn(w, o.task, o.loc[0]);
     w->cb = watcher_trampoline;
 }
@@ -169,7 +202,8 @@ static void rewrap_for_feed(struct ev_loop *loop, ev_watcher *w, const void *cal
  * its acquire hook (the unpark) and the callbacks: that is the readiness wake of the task. */
 static void ready_wake(const ev_watcher *w, int revents, const void *caller) {
     if (!(revents & (EV_READ | EV_WRITE)) || d9a_self.depth || !inside_libev(caller)) return;
-    uint64_t task = d9a_table_task(w);
+    const d9ev_cell *c = d9ev_cell_of(w);
+    uint64_t task = c ? c->task : d9a_table_task(w);
     if (task) d9_wake_ready(task);
 }
 
@@ -269,6 +303,7 @@ static void release_watcher(const void *key, const d9a_object *obj, void *ctx) {
         return;
     }
     ev_watcher *w = (ev_watcher *)key;
+    d9ev_cell_clear(w);
     if (w->cb == watcher_trampoline) w->cb = (watcher_cb)obj->fn[0];
 }
 

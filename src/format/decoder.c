@@ -123,6 +123,16 @@ static inline uint32_t le32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 static inline uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
+/* le24 in two instructions: a 4-byte load (the caller keeps it inside the buffer), masked. */
+static inline uint32_t delta24(const uint8_t *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w & 0xffffff;
+#else
+    return le24(p);
+#endif
+}
 
 /* ---- stopping: messages with offset and stream ---- */
 
@@ -612,8 +622,9 @@ static inline __attribute__((always_inline)) int parse_event(cur *c, d9_event *e
     c->p += 2;
     uint64_t ts = 0;
     if (s->has_timestamp) {
-        NEED(c, 3);
-        ts = d->ts_base + le24(c->p);
+        size_t left = (size_t)(c->end - c->p);
+        if (UNLIKELY(left < 3)) return more(c, c->p, 3);
+        ts = d->ts_base + (LIKELY(left >= 4) ? delta24(c->p) : le24(c->p));
         c->p += 3;
     }
     if (d->ev_arena_dirty) {
@@ -1232,16 +1243,6 @@ static uintptr_t scan_id_slow(d9_decoder *d, uint16_t id) {
  * bulk of a segment), with the state in locals. Only while the largest event of the plan is
  * buffered, so that neither the frame header nor the fields need bounds checks; anything
  * else, a malformed event among it, is left to parse_event to read and judge. */
-/* le24 in two instructions: a 4-byte load (scan_room keeps it inside the buffer), masked. */
-static inline uint32_t delta24(const uint8_t *p) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    uint32_t w;
-    memcpy(&w, p, 4);
-    return w & 0xffffff;
-#else
-    return le24(p);
-#endif
-}
 
 static void scan_run(d9_decoder *d) {
     const uint8_t *p = d->buf + d->pos, *end = d->buf + d->len;

@@ -51,6 +51,37 @@ static bool grow_table(d9_schema_reg *r) {
     return true;
 }
 
+/* The most bytes a value of wire type wt takes when that is bounded, else 0. */
+static uint32_t bounded_size(uint8_t wt) {
+    switch (wt) {
+    case D9_FT_U8: case D9_FT_BOOL: return 1;
+    case D9_FT_U16: return 2;
+    case D9_FT_U32: case D9_FT_POOLED_STRING: case D9_FT_POOLED_STACK: return 4;
+    case D9_FT_I64: case D9_FT_F64: return 8;
+    case D9_FT_VARINT: return 10;
+    case D9_FT_VARINT | D9_FT_OPTIONAL: return 11; /* the presence byte, then the varint */
+    default: return 0; /* lengths read from the data, other optional values */
+    }
+}
+
+/* The decoder's field plan of s (d9_dec_schema.wire_types, bounded_bytes). */
+static bool plan_fields(d9_schema_reg *r, d9_dec_schema *s) {
+    uint8_t *wire = d9_arena_alloc(&r->arena, (size_t)s->field_count + 1, 1);
+    if (!wire) return false;
+    uint32_t bytes = 0;
+    bool bounded = s->field_count > 0;
+    for (uint16_t i = 0; i < s->field_count; i++) {
+        wire[i] = (uint8_t)(s->fields[i].type | (s->fields[i].optional ? D9_FT_OPTIONAL : 0));
+        uint32_t b = bounded_size(wire[i]);
+        if (!b) bounded = false;
+        bytes += b;
+    }
+    wire[s->field_count] = 0; /* no type: the end, for the decoder's threaded reader */
+    s->wire_types = wire;
+    s->bounded_bytes = bounded ? bytes : 0;
+    return true;
+}
+
 /* Build the public view of a body that the decoder already validated. */
 static d9_schema_node *build(d9_schema_reg *r, const uint8_t *body, size_t len, uint64_t h,
                              uint16_t type_id) {
@@ -89,6 +120,7 @@ static d9_schema_node *build(d9_schema_reg *r, const uint8_t *body, size_t len, 
         p++;
     }
     n->pub.fields = fields;
+    if (!plan_fields(r, &n->pub)) return NULL;
     n->pub.first_type_id = type_id;
     d9_dec_bind(&n->pub.bind, n->pub.name, fields, n->pub.field_count);
     return n;

@@ -123,6 +123,16 @@ static inline uint32_t le32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 static inline uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
+/* le24 in two instructions: a 4-byte load (the caller keeps it inside the buffer), masked. */
+static inline uint32_t delta24(const uint8_t *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w & 0xffffff;
+#else
+    return le24(p);
+#endif
+}
 
 /* ---- stopping: messages with offset and stream ---- */
 
@@ -452,6 +462,154 @@ static int decode_value(cur *c, uint8_t wt, d9_value *v, int depth) {
     }
 }
 
+/* ---- the straight-line reader of bounded events ---- */
+
+/* A value's type, present, resolved and pool_id in one store: four byte stores through a
+ * uint8_t lvalue may alias anything, and made the compiler reload the loop's state per field. */
+_Static_assert(offsetof(d9_value, type) == 0 && offsetof(d9_value, present) == 1 &&
+                   offsetof(d9_value, resolved) == 2 && offsetof(d9_value, pool_id) == 4,
+               "d9_value's header is the 8 bytes set_header writes");
+static inline void set_header(d9_value *v, uint8_t type, bool present, uint32_t pool_id) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t h = (uint64_t)type | (uint64_t)present << 8 | (uint64_t)1 << 16 | (uint64_t)pool_id << 32;
+    memcpy(v, &h, sizeof h);
+#else
+    v->type = type;
+    v->present = present;
+    v->resolved = true;
+    v->pool_id = pool_id;
+#endif
+}
+
+/* Read the fields of an event of a schema with bounded_bytes at p, with at least that many
+ * bytes buffered: no bounds check per field, the state in locals. Returns the end of the
+ * event, or NULL for anything it leaves to the generic reader (an undefined pool id, a bad
+ * presence byte, a varint over 64 bits), which then reads the event again from the start. */
+/* Not inline: its label table makes it a function of its own (one call per event). */
+static __attribute__((noinline)) const uint8_t *
+read_bounded(const d9_decoder *d, const d9_dec_schema *s, const uint8_t *p, d9_value *v) {
+    /* threaded: each field jumps straight to the next one's code (wire_types ends with 0) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init" /* the range first, then the known types */
+    static const void *const op[256] = {
+        [0 ... 255] = &&unbounded,
+        [0] = &&end,
+        [D9_FT_VARINT] = &&varint,
+        [D9_FT_VARINT | D9_FT_OPTIONAL] = &&optional_varint,
+        [D9_FT_U8] = &&u8,
+        [D9_FT_BOOL] = &&boolean,
+        [D9_FT_U16] = &&u16,
+        [D9_FT_U32] = &&u32,
+        [D9_FT_I64] = &&i64,
+        [D9_FT_F64] = &&f64,
+        [D9_FT_POOLED_STRING] = &&pooled_string,
+        [D9_FT_POOLED_STACK] = &&pooled_stack,
+    };
+#pragma GCC diagnostic pop
+    const uint8_t *w = s->wire_types;
+#define NEXT_FIELD goto *op[*w++]
+    NEXT_FIELD;
+optional_varint:
+    if (*p == 0) {
+        set_header(v, D9_FT_VARINT, false, 0);
+        memset(&v->list, 0, sizeof v->list);
+        p++;
+        v++;
+        NEXT_FIELD;
+    }
+    if (*p != 1) return NULL;
+    p++;
+    /* fall through */
+varint: {
+    set_header(v, D9_FT_VARINT, true, 0);
+    uint64_t b0 = p[0];
+    if (LIKELY(b0 < 0x80)) {
+        v->u = b0;
+        p += 1;
+        v++;
+        NEXT_FIELD;
+    }
+    uint64_t b1 = p[1];
+    if (LIKELY(b1 < 0x80)) {
+        v->u = (b0 & 0x7f) | b1 << 7;
+        p += 2;
+        v++;
+        NEXT_FIELD;
+    }
+    uint64_t x = (b0 & 0x7f) | (b1 & 0x7f) << 7;
+    unsigned k = 2;
+    for (; k < 9 && (p[k] & 0x80); k++) x |= (uint64_t)(p[k] & 0x7f) << (7 * k);
+    if (k == 9 && p[9] > 1) return NULL; /* too long: the generic reader says so */
+    v->u = x | (uint64_t)(p[k] & 0x7f) << (7 * k);
+    p += k + 1;
+    v++;
+    NEXT_FIELD;
+}
+u8:
+    set_header(v, D9_FT_U8, true, 0);
+    v->u = *p++;
+    v++;
+    NEXT_FIELD;
+boolean:
+    set_header(v, D9_FT_BOOL, true, 0);
+    v->u = *p++ != 0;
+    v++;
+    NEXT_FIELD;
+u16:
+    set_header(v, D9_FT_U16, true, 0);
+    v->u = le16(p);
+    p += 2;
+    v++;
+    NEXT_FIELD;
+u32:
+    set_header(v, D9_FT_U32, true, 0);
+    v->u = le32(p);
+    p += 4;
+    v++;
+    NEXT_FIELD;
+i64:
+    set_header(v, D9_FT_I64, true, 0);
+    v->i = (int64_t)le64(p);
+    p += 8;
+    v++;
+    NEXT_FIELD;
+f64: {
+    set_header(v, D9_FT_F64, true, 0);
+    uint64_t bits = le64(p);
+    memcpy(&v->f, &bits, sizeof bits);
+    p += 8;
+    v++;
+    NEXT_FIELD;
+}
+pooled_string: {
+    uint32_t id = le32(p);
+    const d9_pool_entry *e = d9_pool_find(&d->strings, id);
+    if (UNLIKELY(!e)) return NULL;
+    set_header(v, D9_FT_POOLED_STRING, true, id);
+    v->str.ptr = e->data;
+    v->str.len = e->len;
+    p += 4;
+    v++;
+    NEXT_FIELD;
+}
+pooled_stack: {
+    uint32_t id = le32(p);
+    const d9_pool_entry *e = d9_pool_find(&d->stacks, id);
+    if (UNLIKELY(!e)) return NULL;
+    set_header(v, D9_FT_POOLED_STACK, true, id);
+    v->stack.addrs = e->data;
+    v->stack.count = e->len;
+    p += 4;
+    v++;
+    NEXT_FIELD;
+}
+unbounded:
+    return NULL; /* not a bounded type: bounded_bytes would be 0 */
+end:
+    return p;
+#undef NEXT_FIELD
+}
+
 /* ---- frames ---- */
 
 /* Inline in both instances of next_event: it is most of the reading loop. */
@@ -464,20 +622,29 @@ static inline __attribute__((always_inline)) int parse_event(cur *c, d9_event *e
     c->p += 2;
     uint64_t ts = 0;
     if (s->has_timestamp) {
-        NEED(c, 3);
-        ts = d->ts_base + le24(c->p);
+        size_t left = (size_t)(c->end - c->p);
+        if (UNLIKELY(left < 3)) return more(c, c->p, 3);
+        ts = d->ts_base + (LIKELY(left >= 4) ? delta24(c->p) : le24(c->p));
         c->p += 3;
     }
     if (d->ev_arena_dirty) {
         d9_arena_reset(&d->ev_arena, true);
         d->ev_arena_dirty = false;
     }
-    d->ev_unresolved = 0;
-    d->ev_npending = 0;
     d9_value *vals = d->values;
     const d9_dec_field *f = s->fields;
+    if (LIKELY(s->bounded_bytes != 0) && (size_t)(c->end - c->p) >= s->bounded_bytes) {
+        const uint8_t *end = read_bounded(d, s, c->p, vals);
+        if (LIKELY(end != NULL)) {
+            c->p = end;
+            goto resolved; /* every pool id was found */
+        }
+    }
+    d->ev_unresolved = 0;
+    d->ev_npending = 0;
+    const uint8_t *wire = s->wire_types;
     for (uint32_t i = 0; i < s->field_count; i++) {
-        uint8_t wt = (uint8_t)(f[i].type | (f[i].optional ? D9_FT_OPTIONAL : 0));
+        uint8_t wt = wire[i];
         d9_value *v = &vals[i];
         /* the common small fields inline when their bytes are there; everything else, and
          * every error or shortage, through decode_value */
@@ -552,13 +719,13 @@ static inline __attribute__((always_inline)) int parse_event(cur *c, d9_event *e
             return r;
         }
     }
-    /* commit */
-    if (s->has_timestamp) d->ts_base = ts;
     if (UNLIKELY(d->ev_unresolved)) {
         d->st.unresolved_refs += d->ev_unresolved;
         for (uint32_t i = 0; i < d->ev_npending && d9_u64_set_count(&d->pending) < PENDING_MAX; i++)
             (void)d9_u64_set_add(&d->pending, d->ev_pending[i]); /* untracked when out of memory */
     }
+resolved:
+    if (s->has_timestamp) d->ts_base = ts;
     ev->schema = s;
     ev->values = vals;
     ev->ts_ns = ts;
@@ -1076,16 +1243,6 @@ static uintptr_t scan_id_slow(d9_decoder *d, uint16_t id) {
  * bulk of a segment), with the state in locals. Only while the largest event of the plan is
  * buffered, so that neither the frame header nor the fields need bounds checks; anything
  * else, a malformed event among it, is left to parse_event to read and judge. */
-/* le24 in two instructions: a 4-byte load (scan_room keeps it inside the buffer), masked. */
-static inline uint32_t delta24(const uint8_t *p) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    uint32_t w;
-    memcpy(&w, p, 4);
-    return w & 0xffffff;
-#else
-    return le24(p);
-#endif
-}
 
 static void scan_run(d9_decoder *d) {
     const uint8_t *p = d->buf + d->pos, *end = d->buf + d->len;

@@ -90,6 +90,13 @@ typedef struct d9_dec_schema {
                                   d9_event.type_id is the one in effect for an event) */
     uint32_t index;            /* 0, 1, 2, ... in order of first registration */
     d9_dec_binding bind;       /* its role and known fields (format/dec_bindings.h) */
+    /* The decoder's own field plan, compiled once when the schema is interned: each field's
+     * wire type (D9_FT_* | D9_FT_OPTIONAL; then a 0 that ends them), and when every field has
+     * a bounded size (fixed-width, varint, pool id), the most bytes they take (else 0): an
+     * event with that many bytes buffered is read straight through, no bounds check per
+     * field, each field's code jumping to the next one's. */
+    const uint8_t *wire_types;
+    uint32_t bounded_bytes;
 } d9_dec_schema;
 
 /* Index of the field called `name` (NUL-terminated), or -1. */

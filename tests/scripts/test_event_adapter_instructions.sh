@@ -14,12 +14,9 @@
 # would be cheap for no merit. Labelled nosan: valgrind refuses a sanitizer's runtime.
 set -euo pipefail
 build=${D9_BUILD_DIR:?}
+source "$(dirname "${BASH_SOURCE[0]}")/lib/adapter_counted.sh"
 prog="$build/src/adapters/event/event_callbacks_counted"
-[ -x "$prog" ] || { echo "SKIP: $prog is not built (libevent-dev missing)"; exit 0; }
-command -v valgrind >/dev/null || { echo "SKIP: valgrind is not installed (apt-get install valgrind)"; exit 0; }
-if grep -qE 'lib(asan|tsan|ubsan|lsan)' <<<"$(ldd "$prog" 2>/dev/null)"; then
-  echo "SKIP: built with a sanitizer (valgrind refuses its runtime)"; exit 0
-fi
+ac_require "$prog" libevent-dev
 
 # Measured (gcc 12, RelWithDebInfo), instructions per callback: 180.0 when the trampoline
 # found the callback, its argument and task in the side table (a hash, a sequence-checked probe
@@ -36,44 +33,25 @@ BEV_BOUND=85
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/event-instructions.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
-for v in $(env | sed -n 's/^\(DIAL9_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 
 count() { # callbacks [bufferevent] -> instructions inside the trampoline, hooks and callback left out
   local n=$1 mode=${2:-} out="$dir/cg.$1${2:-}"
-  mkdir -p "$dir/trace.$n$mode"
-  valgrind --tool=callgrind --quiet --separate-threads=yes --callgrind-out-file="$out" \
-    --toggle-collect=event_trampoline --toggle-collect=d9e_counted_callback \
-    --toggle-collect=bev_read_trampoline --toggle-collect=bev_read_cell_trampoline \
-    --toggle-collect=d9e_counted_read \
-    --toggle-collect=d9__poll_begin --toggle-collect=d9__poll_end \
-    --toggle-collect=d9__poll_end_begin \
-    "$prog" "$n" "$dir/trace.$n$mode" $mode >"$out.stdout" 2>"$out.stderr" || {
-      echo "FAIL: event_callbacks_counted $n under callgrind failed" >&2
-      cat "$out.stdout" "$out.stderr" >&2; exit 1; }
-  grep -q "^callbacks $n\$" "$out.stdout" || { echo "FAIL: $(cat "$out.stdout")" >&2; exit 1; }
-  local run polls
-  run=$(sed -n 2p "$out.stdout")
-  "$build/dial9" stats "$run" >"$out.stats" 2>&1 || { echo "FAIL: dial9 stats: $(cat "$out.stats")" >&2; exit 1; }
-  polls=$(awk '$2 == "PollStartEvent" { print $1 }' "$out.stats")
-  [ "${polls:-0}" -ge "$n" ] || { echo "FAIL: $n callbacks recorded ${polls:-0} polls: $(cat "$out.stats")" >&2; exit 1; }
-  # the loop's thread is the program's first (-01)
-  awk '/^(summary|totals):/ {print $2; exit}' "$out-01"
+  ac_callgrind "$out" "$n" "$dir/trace.$n$mode" "$mode" callbacks "$prog" -- \
+    event_trampoline d9e_counted_callback bev_read_trampoline bev_read_cell_trampoline \
+    d9e_counted_read d9__poll_begin d9__poll_end d9__poll_end_begin
+  local polls
+  polls=$(ac_events "$out" PollStartEvent)
+  [ "$polls" -ge "$n" ] || { echo "FAIL: $n callbacks recorded $polls polls: $(cat "$out.stats")" >&2; exit 1; }
+  ac_loop_total "$out"
 }
 
 n1=200 n2=1200
 check() { # mode bound what
-  local a b per
+  local a b
   a=$(count $n1 "$1")
   b=$(count $n2 "$1")
-  [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ] || { echo "FAIL: no instructions counted in the trampoline ($a, $b)"; exit 1; }
-  per=$(awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
-  if awk -v p="$per" -v bound="$2" 'BEGIN { exit !(p <= bound) }'; then
-    echo "ok    the libevent adapter's own instructions per $3: $per (bound $2)"
-  else
-    echo "FAIL  the libevent adapter's own instructions per $3: $per > $2"
-    { callgrind_annotate "$dir/cg.$n2$1-01" 2>/dev/null | sed -n '/file:function/,$p' | head -12; } || true
-    exit 1
-  fi
+  ac_verdict "$a" "$b" $((n2 - n1)) "$2" \
+    "the libevent adapter's own instructions per $3" "$dir/cg.$n2$1"
 }
 check "" $BOUND "dispatched callback"
 check bufferevent $BEV_BOUND "bufferevent read callback"

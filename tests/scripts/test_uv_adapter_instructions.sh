@@ -15,12 +15,9 @@
 # nothing would be cheap for no merit. Labelled nosan: valgrind refuses a sanitizer's runtime.
 set -euo pipefail
 build=${D9_BUILD_DIR:?}
+source "$(dirname "${BASH_SOURCE[0]}")/lib/adapter_counted.sh"
 prog="$build/src/adapters/uv/uv_exchanges_counted"
-[ -x "$prog" ] || { echo "SKIP: $prog is not built (libuv1-dev missing)"; exit 0; }
-command -v valgrind >/dev/null || { echo "SKIP: valgrind is not installed (apt-get install valgrind)"; exit 0; }
-if grep -qE 'lib(asan|tsan|ubsan|lsan)' <<<"$(ldd "$prog" 2>/dev/null)"; then
-  echo "SKIP: built with a sanitizer (valgrind refuses its runtime)"; exit 0
-fi
+ac_require "$prog" libuv1-dev
 
 # Measured (gcc 12, RelWithDebInfo), instructions per exchange: 932.0 with the uv_write
 # request inserted into the side table at submission and taken out at its completion (a hash,
@@ -35,47 +32,28 @@ BOUND=640
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/uv-instructions.XXXXXX")
 trap '[ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT # KEEP=1: leave the callgrind files
-for v in $(env | sed -n 's/^\(DIAL9_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 
 count() { # exchanges -> instructions inside the adapter, hooks and callbacks left out
   local n=$1 out="$dir/cg.$1"
-  mkdir -p "$dir/trace.$n"
-  local toggles=()
-  for f in alloc_trampoline read_trampoline write_trampoline uv_write uv_write2 epoll_wait \
-           d9u_counted_alloc d9u_counted_read d9u_counted_written \
-           d9__poll_begin d9__poll_end d9__poll_end_begin d9__park d9__unpark d9__wake_ready \
-           d9__task_spawn_object d9__task_terminate d9_task_id_new; do
-    toggles+=("--toggle-collect=$f")
-  done
-  valgrind --tool=callgrind --quiet --separate-threads=yes --callgrind-out-file="$out" \
-    "${toggles[@]}" "$prog" "$n" "$dir/trace.$n" >"$out.stdout" 2>"$out.stderr" || {
-      echo "FAIL: uv_exchanges_counted $n under callgrind failed" >&2
-      cat "$out.stdout" "$out.stderr" >&2; exit 1; }
-  grep -q "^exchanges $n\$" "$out.stdout" || { echo "FAIL: $(cat "$out.stdout")" >&2; exit 1; }
-  local run polls spawns terminates
-  run=$(sed -n 2p "$out.stdout")
-  "$build/dial9" stats "$run" >"$out.stats" 2>&1 || { echo "FAIL: dial9 stats: $(cat "$out.stats")" >&2; exit 1; }
-  polls=$(awk '$2 == "PollStartEvent" { print $1 }' "$out.stats")
-  spawns=$(awk '$2 == "TaskSpawnEvent" { print $1 }' "$out.stats")
-  terminates=$(awk '$2 == "TaskTerminateEvent" { print $1 }' "$out.stats")
+  ac_callgrind "$out" "$n" "$dir/trace.$n" "" exchanges "$prog" -- \
+    alloc_trampoline read_trampoline write_trampoline uv_write uv_write2 epoll_wait \
+    d9u_counted_alloc d9u_counted_read d9u_counted_written \
+    d9__poll_begin d9__poll_end d9__poll_end_begin d9__park d9__unpark d9__wake_ready \
+    d9__task_spawn_object d9__task_terminate d9_task_id_new
+  local polls spawns terminates
+  polls=$(ac_events "$out" PollStartEvent)
+  spawns=$(ac_events "$out" TaskSpawnEvent)
+  terminates=$(ac_events "$out" TaskTerminateEvent)
   # per exchange: alloc, read and write callbacks are polls; the write request spawns and ends
-  [ "${polls:-0}" -ge $((3 * n)) ] && [ "${spawns:-0}" -ge "$n" ] && [ "${terminates:-0}" -ge "$n" ] || {
-    echo "FAIL: $n exchanges recorded ${polls:-0} polls, ${spawns:-0} spawns, ${terminates:-0} terminates: $(cat "$out.stats")" >&2
+  [ "$polls" -ge $((3 * n)) ] && [ "$spawns" -ge "$n" ] && [ "$terminates" -ge "$n" ] || {
+    echo "FAIL: $n exchanges recorded $polls polls, $spawns spawns, $terminates terminates: $(cat "$out.stats")" >&2
     exit 1; }
-  # the loop's thread is the program's first (-01)
-  awk '/^(summary|totals):/ {print $2; exit}' "$out-01"
+  ac_loop_total "$out"
 }
 
 n1=200 n2=1200
 a=$(count $n1)
 b=$(count $n2)
-[ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ] || { echo "FAIL: no instructions counted in the adapter ($a, $b)"; exit 1; }
-per=$(awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
-if awk -v p="$per" -v bound=$BOUND 'BEGIN { exit !(p <= bound) }'; then
-  echo "ok    the libuv adapter's own instructions per exchange (read + write request): $per (bound $BOUND)"
-else
-  echo "FAIL  the libuv adapter's own instructions per exchange (read + write request): $per > $BOUND"
-  { callgrind_annotate "$dir/cg.$n2-01" 2>/dev/null | sed -n '/file:function/,$p' | head -16; } || true
-  exit 1
-fi
+ac_verdict "$a" "$b" $((n2 - n1)) $BOUND \
+  "the libuv adapter's own instructions per exchange (read + write request)" "$dir/cg.$n2"
 echo "PASS"

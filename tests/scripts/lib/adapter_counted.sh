@@ -1,0 +1,59 @@
+# What the adapters' counted tests share (test_event_adapter_instructions.sh,
+# test_ev_adapter_instructions.sh, test_uv_adapter_instructions.sh): a program makes N
+# callbacks or exchanges while recording, callgrind collects inside the adapter only (the
+# toggles each test names), two runs of N1 and N2 give one callback's count as the difference
+# / (N2 - N1), and the trace must hold what the callbacks recorded. Sourced; uses $build.
+
+# Skip (exit 0, saying why) when the program, valgrind or a plain build is missing.
+ac_require() { # program, the Debian package whose absence leaves it unbuilt
+  [ -x "$1" ] || { echo "SKIP: $1 is not built ($2 missing)"; exit 0; }
+  command -v valgrind >/dev/null || { echo "SKIP: valgrind is not installed (apt-get install valgrind)"; exit 0; }
+  if grep -qE 'lib(asan|tsan|ubsan|lsan)' <<<"$(ldd "$1" 2>/dev/null)"; then
+    echo "SKIP: built with a sanitizer (valgrind refuses its runtime)"; exit 0
+  fi
+  for v in $(env | sed -n 's/^\(DIAL9_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+}
+
+# Run `program N trace_dir [mode]` under callgrind with --toggle-collect for each function
+# named after `--`; its first stdout line must be "WHAT N", its second the run directory, whose
+# `dial9 stats` goes to OUT.stats. Exits the test on failure.
+ac_callgrind() { # out n trace_dir mode what program -- functions...
+  local out=$1 n=$2 trace=$3 mode=$4 what=$5 prog=$6
+  shift 7
+  local toggles=() f
+  for f in "$@"; do toggles+=("--toggle-collect=$f"); done
+  mkdir -p "$trace"
+  # shellcheck disable=SC2086 # mode: no word or one
+  valgrind --tool=callgrind --quiet --separate-threads=yes --callgrind-out-file="$out" \
+    "${toggles[@]}" "$prog" "$n" "$trace" $mode >"$out.stdout" 2>"$out.stderr" || {
+      echo "FAIL: $(basename "$prog") $n under callgrind failed" >&2
+      cat "$out.stdout" "$out.stderr" >&2; exit 1; }
+  grep -q "^$what $n\$" "$out.stdout" || { echo "FAIL: $(cat "$out.stdout")" >&2; exit 1; }
+  "$build/dial9" stats "$(sed -n 2p "$out.stdout")" >"$out.stats" 2>&1 ||
+    { echo "FAIL: dial9 stats: $(cat "$out.stats")" >&2; exit 1; }
+}
+
+# How many events of a schema `dial9 stats` counted (0 when none).
+ac_events() { # out schema
+  local c
+  c=$(awk -v s="$2" '$2 == s { print $1 }' "$1.stats")
+  echo "${c:-0}"
+}
+
+# Instructions callgrind collected on the loop's thread (the program's first: -01).
+ac_loop_total() { awk '/^(summary|totals):/ {print $2; exit}' "$1-01"; }
+
+# One callback's count from the two runs, against the bound; on failure callgrind_annotate of
+# the larger run. Exits the test on failure.
+ac_verdict() { # a b n2-n1 bound label larger_out
+  local a=$1 b=$2 n=$3 bound=$4 label=$5 per
+  [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ] || { echo "FAIL: no instructions counted in the adapter ($a, $b)"; exit 1; }
+  per=$(awk -v a="$a" -v b="$b" -v n="$n" 'BEGIN { printf "%.1f", (b - a) / n }')
+  if awk -v p="$per" -v bound="$bound" 'BEGIN { exit !(p <= bound) }'; then
+    echo "ok    $label: $per (bound $bound)"
+  else
+    echo "FAIL  $label: $per > $bound"
+    { callgrind_annotate "$6-01" 2>/dev/null | sed -n '/file:function/,$p' | head -16; } || true
+    exit 1
+  fi
+}

@@ -29,7 +29,9 @@
 (function (D9) {
   'use strict';
 
-  const PARTS = ['on_cpu', 'lock', 'io', 'sleep', 'fault', 'blocked_other', 'runnable', 'unknown'];
+  /* off_cpu_uncaptured: C's part from a long poll's exact CPU time (PollCpuEvent); this decoder
+   * does not read that event yet, so the part stays 0 here and that time is in unknown. */
+  const PARTS = ['on_cpu', 'lock', 'io', 'sleep', 'fault', 'blocked_other', 'runnable', 'unknown', 'off_cpu_uncaptured'];
   const ON_CPU = 0;
   const LOCK = 1;
   const IO = 2;
@@ -333,7 +335,7 @@
   /*
    * attributor(trace, lookup) -> {parts(i, from?, to?), sum(indices)}
    *   lookup(lo, hi): the symbol entries [{name}] of an address (viewer/src/model.js's symbolizer)
-   *   parts(i): Float64Array(8) of poll i (trace.polls index), in PARTS order, adding up to its
+   *   parts(i): Float64Array(PARTS.length) of poll i (trace.polls index), in PARTS order, adding up to its
    *   elapsed time; with [from, to): only the part of the poll inside that window (a span's).
    */
   function attributor(trace, lookup) {
@@ -401,6 +403,7 @@
     blocked_other: ['#9aa5b8', 'blocked, cause not named by its stack (or no stack)'],
     runnable: ['#ff8a3d', 'preempted: runnable, waiting for a CPU'],
     unknown: ['#4a5468', 'not covered by the trace (no switch records, governor, drops)'],
+    off_cpu_uncaptured: ['#7b6f99', 'off CPU for certain (the poll\'s exact CPU time), cause not captured'],
   };
 
   /* The model's attributor, built at the first selection that needs it. */

@@ -6,8 +6,8 @@
  *
  * What must not race the start waits for it, with a bound (never a deadlock: the start may
  * need the loader lock that a waiting thread holds inside dlopen): the end of the process
- * (atexit), an exec, each new thread before it registers, and a loop that starts running or
- * submits a request (the adapters' start gate, start_gate.h: every callback a loop runs is
+ * (atexit), an exec, a fork, each new thread before it registers, and a loop that starts
+ * running or submits a request (the adapters' start gate, start_gate.h: every callback a loop runs is
  * in the run, from the first). close() does not wait: the recorder's fds are protected the
  * moment they are opened (preload_fds.c). */
 #include <errno.h>
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "preload.h"
 #include "sources/heap_sampler.h"
@@ -97,6 +98,16 @@ bool d9p_start_wait(unsigned max_ms) {
     bool done = atomic_load(&g_state) != STARTING;
     pthread_mutex_unlock(&g_lock);
     return done;
+}
+
+/* fork() while the starter thread is inside d9_start would copy a half-started recorder into
+ * the child: nginx's master forks its workers right after its own start, and on a busy host a
+ * worker could inherit the start in progress and never begin its own run (test_server_nginx
+ * saw one worker without a run, once in ~40). A fork waits for the start, bounded as a loop's
+ * wait is; the starter itself never forks (posix_spawn runs no fork handlers). */
+D9P_EXPORT pid_t fork(void) {
+    (void)d9p_start_wait(LOOP_START_WAIT_MS);
+    return D9P_NEXT(fork)();
 }
 
 void d9p_start_forget_after_fork(void) {

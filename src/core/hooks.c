@@ -358,14 +358,7 @@ static inline __attribute__((always_inline)) void park_page(unsigned kind) {
     if (lock == s->lock) {
         cpu = d9_tcc_estimate(s, now, ns_per_tick);
     } else { /* as d9_tcc_step for an unpark whose lock moved */
-        cpu = s->base_ns + page_clock;
-        if ((int64_t)(cpu - s->cpu_ns) < 0) { /* never back: the estimate since the last anchor ran ahead */
-            s->base_ns += s->cpu_ns - cpu;
-            cpu = s->cpu_ns;
-        }
-        s->lock = lock;
-        s->cpu_ns = cpu;
-        s->ticks = now;
+        cpu = d9_tcc_anchor(s, lock, s->base_ns + page_clock, now);
     }
     if (kind == D9_REC_PARK) t->park_cpu_key = 0; /* as park_cpu_time */
     t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;

@@ -95,9 +95,6 @@ static inline __attribute__((always_inline)) bool d9_tcc_snapshot(const volatile
     return false;
 }
 
-/* The next value from a consistent snapshot (the rules above). `exact` reads the task clock by
- * system call (D9_TCC_NONE if it cannot). Returns D9_TCC_NONE only when `exact` was needed and
- * failed, the state then untouched. */
 /* The value while `lock` is unchanged since the last one: that value plus the wall time since. */
 static inline __attribute__((always_inline)) uint64_t d9_tcc_estimate(d9_tcc_state *s, uint64_t now_ticks,
                                                                       double ns_per_tick) {
@@ -108,6 +105,23 @@ static inline __attribute__((always_inline)) uint64_t d9_tcc_estimate(d9_tcc_sta
     return v;
 }
 
+/* A new anchor after the lock moved: `v` (base + the task clock), never behind the last value
+ * given (the estimate since the last anchor may have run ahead: the base absorbs it). */
+static inline __attribute__((always_inline)) uint64_t d9_tcc_anchor(d9_tcc_state *s, uint32_t lock, uint64_t v,
+                                                                    uint64_t now_ticks) {
+    if ((int64_t)(v - s->cpu_ns) < 0) {
+        s->base_ns += s->cpu_ns - v;
+        v = s->cpu_ns;
+    }
+    s->lock = lock;
+    s->cpu_ns = v;
+    s->ticks = now_ticks;
+    return v;
+}
+
+/* The next value from a consistent snapshot (the rules above). `exact` reads the task clock by
+ * system call (D9_TCC_NONE if it cannot). Returns D9_TCC_NONE only when `exact` was needed and
+ * failed, the state then untouched. */
 static inline __attribute__((always_inline)) uint64_t d9_tcc_step(d9_tcc_state *s, bool unpark, uint32_t lock,
                                                                   uint64_t page_clock, uint64_t now_ticks,
                                                                   double ns_per_tick,
@@ -121,14 +135,7 @@ static inline __attribute__((always_inline)) uint64_t d9_tcc_step(d9_tcc_state *
         if (e == D9_TCC_NONE) return D9_TCC_NONE;
         v = s->base_ns + e;
     }
-    if ((int64_t)(v - s->cpu_ns) < 0) { /* never back: the estimate since the last anchor ran ahead */
-        s->base_ns += s->cpu_ns - v;
-        v = s->cpu_ns;
-    }
-    s->lock = lock;
-    s->cpu_ns = v;
-    s->ticks = now_ticks;
-    return v;
+    return d9_tcc_anchor(s, lock, v, now_ticks);
 }
 
 /* The value when the fast path below cannot give it: a snapshot and d9_tcc_step, or setting up,

@@ -227,6 +227,8 @@ pq_writer *d9f_output_rows(d9f_output *o, d9f_table table, const char *service, 
     return p->w;
 }
 
+static void release(d9f_output *o, bool failed);
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int write_manifest(const partition *p, const char *name, char *err, size_t errlen) {
@@ -316,17 +318,32 @@ int d9f_output_commit(d9f_output *o, FILE *log, size_t *written, size_t *unchang
         if (!p->tmp) continue;
         rc = commit_partition(p, log, written, unchanged, err, errlen);
     }
-    d9f_output_abort(o);
+    release(o, rc != 0);
     return rc;
 }
 
-void d9f_output_abort(d9f_output *o) {
+/* A partition's directories this fold made and left empty, up to the table's: rmdir removes
+ * only an empty one, so a directory holding another fold's files stays. */
+static void remove_empty_dirs(const d9f_output *o, const char *dir) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return;
+    size_t root = strlen(o->dir);
+    for (int level = 0; level < 4 && strlen(path) > root; level++) { /* hour=, date=, service=, TABLE */
+        if (rmdir(path) != 0) return;
+        char *slash = strrchr(path, '/');
+        if (!slash) return;
+        *slash = 0;
+    }
+}
+
+static void release(d9f_output *o, bool failed) {
     if (!o) return;
     for (size_t i = 0; i < o->nparts; i++) {
         partition *p = &o->parts[i];
         if (p->w) pq_writer_abort(p->w);
         if (p->f) fclose(p->f);
         if (p->tmp) unlink(p->tmp);
+        if (failed) remove_empty_dirs(o, p->dir);
         free(p->tmp);
         free(p->service);
         free(p->dir);
@@ -339,3 +356,5 @@ void d9f_output_abort(d9f_output *o) {
     free(o->dir);
     free(o);
 }
+
+void d9f_output_abort(d9f_output *o) { release(o, true); }

@@ -35,7 +35,8 @@ pq_writer *d9f_output_rows(d9f_output *o, d9f_table table, const char *service, 
  * 0, or -1 with err (what was not renamed in yet is removed). Frees o. */
 int d9f_output_commit(d9f_output *o, FILE *log, size_t *written, size_t *unchanged, uint64_t *rows,
                       char *err, size_t errlen);
-/* Removes every temporary file and frees o: nothing of this fold becomes visible. */
+/* Removes every temporary file, and the partition directories left empty, and frees o:
+ * nothing of this fold becomes visible. */
 void d9f_output_abort(d9f_output *o);
 
 /* "YYYY-MM-DD" and "HH" (UTC) of a wall time. */

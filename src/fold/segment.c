@@ -109,6 +109,9 @@ typedef struct seg {
     /* segments' summary */
     uint64_t events, polls, first_ts, last_ts, dropped, unmatched_starts, unmatched_ends;
     bool have_ts;
+    /* the first event whose pooled spawn location or stack was not defined when it was read */
+    bool have_unresolved;
+    uint64_t first_unresolved;
     FILE *sources, *drops;
     char *sources_buf, *drops_buf;
     size_t sources_len, drops_len;
@@ -182,6 +185,22 @@ static int take_metadata(seg *s, const d9_value *v) {
     return 0;
 }
 
+/* Why the prelude found no clock sync: the decoder stopped first (the damage, error or cut it
+ * names, with its offset, as `dial9 analyze` says it), the file is empty, or the segment has
+ * none. */
+static void no_clock_why(seg *s, const d9_decoder *d) {
+    static const char unknown[] = "the wall-clock time of its events is unknown";
+    d9_dec_status st = d9_dec_state(d);
+    if (st == D9_DEC_END && d9_dec_get_stats(d)->input_bytes == 0)
+        snprintf(s->err, s->errlen, "empty file: not a dial9 trace (no stream header)");
+    else if (st == D9_DEC_ERROR || st == D9_DEC_DAMAGED) /* a failure whatever follows */
+        snprintf(s->err, s->errlen, "%s", d9_dec_message(d));
+    else if (st == D9_DEC_TRUNCATED) /* a torn tail is no failure, but nothing before it has a time */
+        snprintf(s->err, s->errlen, "%s; no ClockSyncEvent before the cut: %s", d9_dec_message(d), unknown);
+    else
+        snprintf(s->err, s->errlen, "no ClockSyncEvent: %s", unknown);
+}
+
 static int read_prelude(seg *s) {
     char err[256];
     d9_decoder *d = d9_dec_open_path(s->path, NULL, err, sizeof err);
@@ -204,12 +223,10 @@ static int read_prelude(seg *s) {
             s->clock_mono = ev.ts_ns;
         }
     }
+    if (rc == 0 && !s->have_clock) no_clock_why(s, d);
     d9_dec_close(d);
     if (rc) return rc;
-    if (!s->have_clock) {
-        snprintf(s->err, s->errlen, "no ClockSyncEvent: the wall-clock time of its events is unknown");
-        return -1;
-    }
+    if (!s->have_clock) return -1;
     static const char none[] = "";
     if (!s->service && !(s->service = strdup("unknown"))) return oom(s);
     if (!s->instance && !(s->instance = strdup(none))) return oom(s);
@@ -281,6 +298,12 @@ static uint32_t intern_loc(seg *s, const char *p, size_t n) {
     return s->nlocs++;
 }
 
+static void note_unresolved(seg *s, const d9_event *ev) {
+    if (s->have_unresolved) return;
+    s->have_unresolved = true;
+    s->first_unresolved = ev->offset;
+}
+
 /* analyze's rule (analysis/ingest.c): "<unknown>" without a spawn location, "<unresolved>"
  * for a pool id that was never defined. */
 static uint32_t spawn_loc(seg *s, const d9_event *ev, d9_decoder *d) {
@@ -291,7 +314,10 @@ static uint32_t spawn_loc(seg *s, const d9_event *ev, d9_decoder *d) {
         uint64_t *c = d9_u64_map_get(&s->loc_by_pool, v->pool_id);
         if (c) return (uint32_t)*c;
         d9_dec_str str = v->str;
-        if (!v->resolved && !d9_dec_pool_string(d, v->pool_id, &str)) return intern_loc(s, "<unresolved>", 12);
+        if (!v->resolved && !d9_dec_pool_string(d, v->pool_id, &str)) {
+            note_unresolved(s, ev);
+            return intern_loc(s, "<unresolved>", 12);
+        }
         uint32_t id = intern_loc(s, str.ptr, str.len);
         if (id != UINT32_MAX && d9_u64_map_put(&s->loc_by_pool, v->pool_id, id) != 0) return UINT32_MAX;
         return id;
@@ -593,8 +619,10 @@ static int sample_stack(seg *s, const d9_event *ev, d9_decoder *d, int64_t wall,
         if (v->type == D9_FT_POOLED_STACK || v->type == D9_FT_STACK) {
             addrs = v->stack.addrs;
             n = v->stack.count;
-            if (v->type == D9_FT_POOLED_STACK && !v->resolved && !d9_dec_pool_stack(d, v->pool_id, &addrs, &n))
+            if (v->type == D9_FT_POOLED_STACK && !v->resolved && !d9_dec_pool_stack(d, v->pool_id, &addrs, &n)) {
                 n = 0;
+                note_unresolved(s, ev);
+            }
         }
     }
     uint64_t h = 0x84222325cbf29ce4ull ^ n;
@@ -820,8 +848,19 @@ static int read_events(seg *s, const char **status) {
         }
     }
     d9_dec_status st = d9_dec_state(d);
+    const d9_dec_stats *ds = d9_dec_get_stats(d);
     if (rc == 0 && st != D9_DEC_END && st != D9_DEC_TRUNCATED) {
         snprintf(s->err, s->errlen, "%s", d9_dec_message(d));
+        rc = -1;
+    } else if (rc == 0 && ds->undefined_pool_ids > 0) {
+        /* damage the frames do not show (a flipped id): analyze fails the file too; rows with
+         * "<unresolved>" for a name the segment lost would be folded as if they were whole */
+        int n = snprintf(s->err, s->errlen, "%" PRIu64 " pool id(s) referenced but never defined in their stream",
+                         ds->undefined_pool_ids);
+        /* without late definitions, the first reference unresolved when read is one of them */
+        if (s->have_unresolved && ds->late_definitions == 0 && n > 0 && (size_t)n < s->errlen)
+            snprintf(s->err + n, s->errlen - (size_t)n, " (the first: the event at offset %" PRIu64 ")",
+                     s->first_unresolved);
         rc = -1;
     }
     *status = st == D9_DEC_TRUNCATED ? "truncated" : "complete";

@@ -24,6 +24,7 @@ typedef struct partition {
     size_t nsegs;
     FILE *f;
     pq_writer *w;
+    d9f_hist_merge *hist; /* poll_hist: its rows, merged per key at the commit */
     char *tmp;          /* hidden temporary name of the new file */
 } partition;
 
@@ -229,6 +230,17 @@ pq_writer *d9f_output_rows(d9f_output *o, d9f_table table, const char *service, 
 
 static void release(d9f_output *o, bool failed);
 
+d9f_hist_merge *d9f_output_hist(d9f_output *o, const char *service, int64_t wall_ns, const char *seg_id,
+                                bool *skip, char *err, size_t errlen) {
+    if (!d9f_output_rows(o, D9F_POLL_HIST, service, wall_ns, seg_id, skip, err, errlen)) return NULL;
+    partition *p = o->last[D9F_POLL_HIST];
+    if (!p->hist && !(p->hist = d9f_hist_merge_new())) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    return p->hist;
+}
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int write_manifest(const partition *p, const char *name, char *err, size_t errlen) {
@@ -296,9 +308,11 @@ int d9f_output_commit(d9f_output *o, FILE *log, size_t *written, size_t *unchang
     for (size_t i = 0; i < o->nparts && rc == 0; i++) {
         partition *p = &o->parts[i];
         if (!p->w) continue;
+        int merged = p->hist ? d9f_hist_merge_write(p->hist, p->w, err, errlen) : 0;
         *rows += pq_writer_rows(p->w);
-        rc = pq_writer_close(p->w, err, errlen);
+        rc = pq_writer_close(p->w, err, errlen); /* says why, when the writer refused the merged rows */
         p->w = NULL;
+        if (merged != 0) rc = -1;
         if (rc == 0 && (fflush(p->f) != 0 || fsync(fileno(p->f)) != 0)) {
             snprintf(err, errlen, "%s: %s", p->tmp, strerror(errno));
             rc = -1;
@@ -344,6 +358,7 @@ static void release(d9f_output *o, bool failed) {
         if (p->f) fclose(p->f);
         if (p->tmp) unlink(p->tmp);
         if (failed) remove_empty_dirs(o, p->dir);
+        d9f_hist_merge_free(p->hist);
         free(p->tmp);
         free(p->service);
         free(p->dir);

@@ -870,39 +870,36 @@ static int read_events(seg *s, const char **status) {
 
 typedef struct hist_put {
     seg *s;
+    d9f_hist_merge *m;
     const hist_group *g;
 } hist_put;
 
-/* A row of the group's histogram, gathered into poll_hist's batch; -1 on an error. */
+/* A row of the group's histogram into its partition's merge; -1 out of memory. */
 static int put_hist_row(const d9f_hist_row *r, void *ctx) {
     hist_put *hp = ctx;
-    seg *s = hp->s;
-    uint32_t i;
-    int rc;
-    d9f_row_batch *b = batch_row(s, D9F_POLL_HIST, hp->g->first_wall, &i, &rc);
-    if (!b) return rc;
-    b->v[D9F_HIST_SPAWN_LOC][i] = hp->g->loc;
-    b->v[D9F_HIST_WORKER][i] = (int64_t)hp->g->worker;
-    b->v[D9F_HIST_BUCKET][i] = r->bucket;
-    b->v[D9F_HIST_LOW][i] = (int64_t)r->low;
-    b->v[D9F_HIST_HIGH][i] = (int64_t)r->high;
-    b->v[D9F_HIST_MID][i] = (int64_t)r->mid;
-    b->v[D9F_HIST_COUNT][i] = (int64_t)r->count;
-    b->v[D9F_HIST_MIN][i] = (int64_t)r->min;
-    b->v[D9F_HIST_MAX][i] = (int64_t)r->max;
-    return 0;
+    const hist_group *g = hp->g;
+    return d9f_hist_merge_add(hp->m, hp->s->locs[g->loc], hp->s->loc_lens[g->loc], g->worker, g->first_wall, r);
 }
 
-/* poll_hist's rows column at a time; its spawn locations are the segment's, all known now. */
+/* poll_hist's rows, into each hour's merge with the other segments' rows of that hour
+ * (hist_merge.h: the output writes them, summed per key, at its commit). */
 static int put_hist_rows(seg *s) {
-    d9f_row_batch *b = &s->batch[D9F_POLL_HIST];
-    if (d9f_batch_init(b, D9F_POLL_HIST) != 0) return oom(s);
-    b->strings[D9F_HIST_SPAWN_LOC] = (d9f_batch_strings){(const char *const *)s->locs, s->loc_lens, s->nlocs};
+    d9f_hist_merge *m = NULL;
+    int64_t hour = -1;
+    bool skip = false;
     for (size_t i = 0; i < s->ngroups; i++) {
-        hist_put hp = {s, &s->groups[i]};
-        if (d9f_hist_rows(&s->groups[i].h, put_hist_row, &hp) < 0) return -1;
+        const hist_group *g = &s->groups[i];
+        if (partition_hour(g->first_wall) != hour) {
+            hour = partition_hour(g->first_wall);
+            m = d9f_output_hist(s->out, s->service, g->first_wall, s->seg_id, &skip, s->err, s->errlen);
+            if (!m && !skip) return -1;
+            if (m && d9f_hist_merge_segment(m, s->instance, s->boot, s->run, s->seg_id) != 0) return oom(s);
+        }
+        if (!m) continue; /* the partition holds this segment already */
+        hist_put hp = {s, m, g};
+        if (d9f_hist_rows(&g->h, put_hist_row, &hp) != 0) return oom(s);
     }
-    return flush_batch(s, D9F_POLL_HIST);
+    return 0;
 }
 
 static int put_segment_row(seg *s, uint64_t file_bytes, const char *status) {

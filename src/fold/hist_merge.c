@@ -25,9 +25,18 @@ struct d9f_hist_merge {
     uint32_t cur[IDS];
     hrow *rows;
     size_t n, cap;
+    size_t step, next; /* rows are summed in place once `next` are held, then `step` more */
 };
 
-d9f_hist_merge *d9f_hist_merge_new(void) { return calloc(1, sizeof(d9f_hist_merge)); }
+d9f_hist_merge *d9f_hist_merge_new_at(size_t merge_at) {
+    d9f_hist_merge *m = calloc(1, sizeof *m);
+    if (m) m->step = m->next = merge_at ? merge_at : 1;
+    return m;
+}
+
+d9f_hist_merge *d9f_hist_merge_new(void) { return d9f_hist_merge_new_at(D9F_HIST_MERGE_AT); }
+
+static int merge(d9f_hist_merge *m);
 
 void d9f_hist_merge_free(d9f_hist_merge *m) {
     if (!m) return;
@@ -84,6 +93,10 @@ int d9f_hist_merge_add(d9f_hist_merge *m, const char *loc, size_t loc_len, uint6
                        const d9f_hist_row *r) {
     uint32_t l = intern(m, loc, loc_len);
     if (l == UINT32_MAX) return -1;
+    if (m->n == m->cap && m->n >= m->next) { /* summed so far: memory follows the keys, not the rows */
+        if (merge(m) != 0) return -1;
+        m->next = m->n + m->step;
+    }
     if (m->n == m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 256;
         hrow *p = realloc(m->rows, cap * sizeof *p);
@@ -124,8 +137,12 @@ static int cmp_strs(const void *pa, const void *pb, void *ctx) {
 }
 
 /* Sorts and sums the rows in place: one per key, each group (run, location, worker) as one
- * histogram of all its polls would give it. */
-static int merge(d9f_hist_merge *m, uint32_t empty) {
+ * histogram of all its polls would give it. Summed rows summed again with more give the same:
+ * a bucket's min set to its bound was not its group's lowest then, so it is not at the end
+ * (and the max likewise); a segment '' stays ''. */
+static int merge(d9f_hist_merge *m) {
+    uint32_t empty = intern(m, "", 0);
+    if (empty == UINT32_MAX) return -1;
     uint32_t *order = malloc((m->nstrs ? m->nstrs : 1) * sizeof *order);
     uint32_t *rank = malloc((m->nstrs ? m->nstrs : 1) * sizeof *rank);
     if (!order || !rank) {
@@ -183,9 +200,8 @@ typedef struct columns {
 } columns;
 
 int d9f_hist_merge_write(d9f_hist_merge *m, pq_writer *w, char *err, size_t errlen) {
-    uint32_t empty = intern(m, "", 0);
     columns *c = malloc(sizeof *c);
-    if (empty == UINT32_MAX || !c || merge(m, empty) != 0) {
+    if (!c || merge(m) != 0) {
         free(c);
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -21,7 +21,12 @@
 
 typedef struct d9f_hist_merge d9f_hist_merge;
 
+/* Rows held before they are summed in place (then as many more): ~90 MB. */
+#define D9F_HIST_MERGE_AT ((size_t)1 << 20)
+
 d9f_hist_merge *d9f_hist_merge_new(void);
+/* One that sums its rows each time it holds merge_at more (the tests' small bound). */
+d9f_hist_merge *d9f_hist_merge_new_at(size_t merge_at);
 void d9f_hist_merge_free(d9f_hist_merge *m);
 
 /* The identity of the rows added next (copied): 0, or -1 out of memory. */

@@ -24,6 +24,7 @@ typedef struct partition {
     size_t nsegs;
     FILE *f;
     pq_writer *w;
+    d9f_hist_merge *hist; /* poll_hist: its rows, merged per key at the commit */
     char *tmp;          /* hidden temporary name of the new file */
 } partition;
 
@@ -227,6 +228,19 @@ pq_writer *d9f_output_rows(d9f_output *o, d9f_table table, const char *service, 
     return p->w;
 }
 
+static void release(d9f_output *o, bool failed);
+
+d9f_hist_merge *d9f_output_hist(d9f_output *o, const char *service, int64_t wall_ns, const char *seg_id,
+                                bool *skip, char *err, size_t errlen) {
+    if (!d9f_output_rows(o, D9F_POLL_HIST, service, wall_ns, seg_id, skip, err, errlen)) return NULL;
+    partition *p = o->last[D9F_POLL_HIST];
+    if (!p->hist && !(p->hist = d9f_hist_merge_new())) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    return p->hist;
+}
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int write_manifest(const partition *p, const char *name, char *err, size_t errlen) {
@@ -294,9 +308,11 @@ int d9f_output_commit(d9f_output *o, FILE *log, size_t *written, size_t *unchang
     for (size_t i = 0; i < o->nparts && rc == 0; i++) {
         partition *p = &o->parts[i];
         if (!p->w) continue;
+        int merged = p->hist ? d9f_hist_merge_write(p->hist, p->w, err, errlen) : 0;
         *rows += pq_writer_rows(p->w);
-        rc = pq_writer_close(p->w, err, errlen);
+        rc = pq_writer_close(p->w, err, errlen); /* says why, when the writer refused the merged rows */
         p->w = NULL;
+        if (merged != 0) rc = -1;
         if (rc == 0 && (fflush(p->f) != 0 || fsync(fileno(p->f)) != 0)) {
             snprintf(err, errlen, "%s: %s", p->tmp, strerror(errno));
             rc = -1;
@@ -316,17 +332,33 @@ int d9f_output_commit(d9f_output *o, FILE *log, size_t *written, size_t *unchang
         if (!p->tmp) continue;
         rc = commit_partition(p, log, written, unchanged, err, errlen);
     }
-    d9f_output_abort(o);
+    release(o, rc != 0);
     return rc;
 }
 
-void d9f_output_abort(d9f_output *o) {
+/* A partition's directories this fold made and left empty, up to the table's: rmdir removes
+ * only an empty one, so a directory holding another fold's files stays. */
+static void remove_empty_dirs(const d9f_output *o, const char *dir) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return;
+    size_t root = strlen(o->dir);
+    for (int level = 0; level < 4 && strlen(path) > root; level++) { /* hour=, date=, service=, TABLE */
+        if (rmdir(path) != 0) return;
+        char *slash = strrchr(path, '/');
+        if (!slash) return;
+        *slash = 0;
+    }
+}
+
+static void release(d9f_output *o, bool failed) {
     if (!o) return;
     for (size_t i = 0; i < o->nparts; i++) {
         partition *p = &o->parts[i];
         if (p->w) pq_writer_abort(p->w);
         if (p->f) fclose(p->f);
         if (p->tmp) unlink(p->tmp);
+        if (failed) remove_empty_dirs(o, p->dir);
+        d9f_hist_merge_free(p->hist);
         free(p->tmp);
         free(p->service);
         free(p->dir);
@@ -339,3 +371,5 @@ void d9f_output_abort(d9f_output *o) {
     free(o->dir);
     free(o);
 }
+
+void d9f_output_abort(d9f_output *o) { release(o, true); }

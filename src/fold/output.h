@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fold/hist_merge.h"
 #include "fold/tables.h"
 #include "parquet/pq_writer.h"
 
@@ -30,12 +31,17 @@ d9f_output *d9f_output_open(const char *dir, char *const *ids, size_t nids, cons
  * write), false on an error (message in err). */
 pq_writer *d9f_output_rows(d9f_output *o, d9f_table table, const char *service, int64_t wall_ns,
                            const char *seg_id, bool *skip, char *err, size_t errlen);
+/* poll_hist's rows of a segment at wall_ns go to the partition's merge (hist_merge.h), which
+ * the commit writes; NULL as d9f_output_rows (*skip: the partition holds that segment). */
+d9f_hist_merge *d9f_output_hist(d9f_output *o, const char *service, int64_t wall_ns, const char *seg_id,
+                                bool *skip, char *err, size_t errlen);
 /* Closes every file and renames them in; replaced files are removed. Counts what it did in
  * *written (files renamed in), *unchanged (partitions already as they would be) and *rows.
  * 0, or -1 with err (what was not renamed in yet is removed). Frees o. */
 int d9f_output_commit(d9f_output *o, FILE *log, size_t *written, size_t *unchanged, uint64_t *rows,
                       char *err, size_t errlen);
-/* Removes every temporary file and frees o: nothing of this fold becomes visible. */
+/* Removes every temporary file, and the partition directories left empty, and frees o:
+ * nothing of this fold becomes visible. */
 void d9f_output_abort(d9f_output *o);
 
 /* "YYYY-MM-DD" and "HH" (UTC) of a wall time. */

@@ -1,7 +1,8 @@
 /* A segment into the fold's tables (segment.h). Polls and parks are paired by the model's
  * rule (model/pairing.h), per worker in stream order, as `dial9 analyze` pairs them; poll
  * durations go into analyze's log-bucket histogram (analysis/hist.h) per spawn location,
- * worker and hour, written as poll_hist's merged buckets (hist_rows.h); each poll's
+ * worker and hour, handed as poll_hist's merged buckets (hist_rows.h) to the output, which
+ * sums them with the other segments' of the hour (hist_merge.h); each poll's
  * attribution columns come from the model's (poll_attribution.h), after the segment's end. */
 #include "fold/segment.h"
 
@@ -109,6 +110,9 @@ typedef struct seg {
     /* segments' summary */
     uint64_t events, polls, first_ts, last_ts, dropped, unmatched_starts, unmatched_ends;
     bool have_ts;
+    /* the first event whose pooled spawn location or stack was not defined when it was read */
+    bool have_unresolved;
+    uint64_t first_unresolved;
     FILE *sources, *drops;
     char *sources_buf, *drops_buf;
     size_t sources_len, drops_len;
@@ -182,6 +186,22 @@ static int take_metadata(seg *s, const d9_value *v) {
     return 0;
 }
 
+/* Why the prelude found no clock sync: the decoder stopped first (the damage, error or cut it
+ * names, with its offset, as `dial9 analyze` says it), the file is empty, or the segment has
+ * none. */
+static void no_clock_why(seg *s, const d9_decoder *d) {
+    static const char unknown[] = "the wall-clock time of its events is unknown";
+    d9_dec_status st = d9_dec_state(d);
+    if (st == D9_DEC_END && d9_dec_get_stats(d)->input_bytes == 0)
+        snprintf(s->err, s->errlen, "empty file: not a dial9 trace (no stream header)");
+    else if (st == D9_DEC_ERROR || st == D9_DEC_DAMAGED) /* a failure whatever follows */
+        snprintf(s->err, s->errlen, "%s", d9_dec_message(d));
+    else if (st == D9_DEC_TRUNCATED) /* a torn tail is no failure, but nothing before it has a time */
+        snprintf(s->err, s->errlen, "%s; no ClockSyncEvent before the cut: %s", d9_dec_message(d), unknown);
+    else
+        snprintf(s->err, s->errlen, "no ClockSyncEvent: %s", unknown);
+}
+
 static int read_prelude(seg *s) {
     char err[256];
     d9_decoder *d = d9_dec_open_path(s->path, NULL, err, sizeof err);
@@ -204,12 +224,10 @@ static int read_prelude(seg *s) {
             s->clock_mono = ev.ts_ns;
         }
     }
+    if (rc == 0 && !s->have_clock) no_clock_why(s, d);
     d9_dec_close(d);
     if (rc) return rc;
-    if (!s->have_clock) {
-        snprintf(s->err, s->errlen, "no ClockSyncEvent: the wall-clock time of its events is unknown");
-        return -1;
-    }
+    if (!s->have_clock) return -1;
     static const char none[] = "";
     if (!s->service && !(s->service = strdup("unknown"))) return oom(s);
     if (!s->instance && !(s->instance = strdup(none))) return oom(s);
@@ -281,6 +299,12 @@ static uint32_t intern_loc(seg *s, const char *p, size_t n) {
     return s->nlocs++;
 }
 
+static void note_unresolved(seg *s, const d9_event *ev) {
+    if (s->have_unresolved) return;
+    s->have_unresolved = true;
+    s->first_unresolved = ev->offset;
+}
+
 /* analyze's rule (analysis/ingest.c): "<unknown>" without a spawn location, "<unresolved>"
  * for a pool id that was never defined. */
 static uint32_t spawn_loc(seg *s, const d9_event *ev, d9_decoder *d) {
@@ -291,7 +315,10 @@ static uint32_t spawn_loc(seg *s, const d9_event *ev, d9_decoder *d) {
         uint64_t *c = d9_u64_map_get(&s->loc_by_pool, v->pool_id);
         if (c) return (uint32_t)*c;
         d9_dec_str str = v->str;
-        if (!v->resolved && !d9_dec_pool_string(d, v->pool_id, &str)) return intern_loc(s, "<unresolved>", 12);
+        if (!v->resolved && !d9_dec_pool_string(d, v->pool_id, &str)) {
+            note_unresolved(s, ev);
+            return intern_loc(s, "<unresolved>", 12);
+        }
         uint32_t id = intern_loc(s, str.ptr, str.len);
         if (id != UINT32_MAX && d9_u64_map_put(&s->loc_by_pool, v->pool_id, id) != 0) return UINT32_MAX;
         return id;
@@ -593,8 +620,10 @@ static int sample_stack(seg *s, const d9_event *ev, d9_decoder *d, int64_t wall,
         if (v->type == D9_FT_POOLED_STACK || v->type == D9_FT_STACK) {
             addrs = v->stack.addrs;
             n = v->stack.count;
-            if (v->type == D9_FT_POOLED_STACK && !v->resolved && !d9_dec_pool_stack(d, v->pool_id, &addrs, &n))
+            if (v->type == D9_FT_POOLED_STACK && !v->resolved && !d9_dec_pool_stack(d, v->pool_id, &addrs, &n)) {
                 n = 0;
+                note_unresolved(s, ev);
+            }
         }
     }
     uint64_t h = 0x84222325cbf29ce4ull ^ n;
@@ -820,8 +849,19 @@ static int read_events(seg *s, const char **status) {
         }
     }
     d9_dec_status st = d9_dec_state(d);
+    const d9_dec_stats *ds = d9_dec_get_stats(d);
     if (rc == 0 && st != D9_DEC_END && st != D9_DEC_TRUNCATED) {
         snprintf(s->err, s->errlen, "%s", d9_dec_message(d));
+        rc = -1;
+    } else if (rc == 0 && ds->undefined_pool_ids > 0) {
+        /* damage the frames do not show (a flipped id): analyze fails the file too; rows with
+         * "<unresolved>" for a name the segment lost would be folded as if they were whole */
+        int n = snprintf(s->err, s->errlen, "%" PRIu64 " pool id(s) referenced but never defined in their stream",
+                         ds->undefined_pool_ids);
+        /* without late definitions, the first reference unresolved when read is one of them */
+        if (s->have_unresolved && ds->late_definitions == 0 && n > 0 && (size_t)n < s->errlen)
+            snprintf(s->err + n, s->errlen - (size_t)n, " (the first: the event at offset %" PRIu64 ")",
+                     s->first_unresolved);
         rc = -1;
     }
     *status = st == D9_DEC_TRUNCATED ? "truncated" : "complete";
@@ -831,39 +871,36 @@ static int read_events(seg *s, const char **status) {
 
 typedef struct hist_put {
     seg *s;
+    d9f_hist_merge *m;
     const hist_group *g;
 } hist_put;
 
-/* A row of the group's histogram, gathered into poll_hist's batch; -1 on an error. */
+/* A row of the group's histogram into its partition's merge; -1 out of memory. */
 static int put_hist_row(const d9f_hist_row *r, void *ctx) {
     hist_put *hp = ctx;
-    seg *s = hp->s;
-    uint32_t i;
-    int rc;
-    d9f_row_batch *b = batch_row(s, D9F_POLL_HIST, hp->g->first_wall, &i, &rc);
-    if (!b) return rc;
-    b->v[D9F_HIST_SPAWN_LOC][i] = hp->g->loc;
-    b->v[D9F_HIST_WORKER][i] = (int64_t)hp->g->worker;
-    b->v[D9F_HIST_BUCKET][i] = r->bucket;
-    b->v[D9F_HIST_LOW][i] = (int64_t)r->low;
-    b->v[D9F_HIST_HIGH][i] = (int64_t)r->high;
-    b->v[D9F_HIST_MID][i] = (int64_t)r->mid;
-    b->v[D9F_HIST_COUNT][i] = (int64_t)r->count;
-    b->v[D9F_HIST_MIN][i] = (int64_t)r->min;
-    b->v[D9F_HIST_MAX][i] = (int64_t)r->max;
-    return 0;
+    const hist_group *g = hp->g;
+    return d9f_hist_merge_add(hp->m, hp->s->locs[g->loc], hp->s->loc_lens[g->loc], g->worker, g->first_wall, r);
 }
 
-/* poll_hist's rows column at a time; its spawn locations are the segment's, all known now. */
+/* poll_hist's rows, into each hour's merge with the other segments' rows of that hour
+ * (hist_merge.h: the output writes them, summed per key, at its commit). */
 static int put_hist_rows(seg *s) {
-    d9f_row_batch *b = &s->batch[D9F_POLL_HIST];
-    if (d9f_batch_init(b, D9F_POLL_HIST) != 0) return oom(s);
-    b->strings[D9F_HIST_SPAWN_LOC] = (d9f_batch_strings){(const char *const *)s->locs, s->loc_lens, s->nlocs};
+    d9f_hist_merge *m = NULL;
+    int64_t hour = -1;
+    bool skip = false;
     for (size_t i = 0; i < s->ngroups; i++) {
-        hist_put hp = {s, &s->groups[i]};
-        if (d9f_hist_rows(&s->groups[i].h, put_hist_row, &hp) < 0) return -1;
+        const hist_group *g = &s->groups[i];
+        if (partition_hour(g->first_wall) != hour) {
+            hour = partition_hour(g->first_wall);
+            m = d9f_output_hist(s->out, s->service, g->first_wall, s->seg_id, &skip, s->err, s->errlen);
+            if (!m && !skip) return -1;
+            if (m && d9f_hist_merge_segment(m, s->instance, s->boot, s->run, s->seg_id) != 0) return oom(s);
+        }
+        if (!m) continue; /* the partition holds this segment already */
+        hist_put hp = {s, m, g};
+        if (d9f_hist_rows(&g->h, put_hist_row, &hp) != 0) return oom(s);
     }
-    return flush_batch(s, D9F_POLL_HIST);
+    return 0;
 }
 
 static int put_segment_row(seg *s, uint64_t file_bytes, const char *status) {

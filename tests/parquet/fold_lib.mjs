@@ -9,12 +9,13 @@ export const build = process.env.D9_BUILD_DIR
 export const source = process.env.D9_SOURCE_DIR
 export const dial9 = (...args) => spawnSync(join(build, 'dial9'), args, { encoding: 'utf8' })
 
-// One recorded run of examples/executor under `service`: its segments' paths.
-export function record(dir, service, workers = 2, seconds = 1) {
+// One recorded run of examples/executor under `service`: its segments' paths (env: more of the
+// recorder's variables, such as DIAL9_ROTATION_SECS).
+export function record(dir, service, workers = 2, seconds = 1, env = {}) {
   const out = join(dir, `rec-${service}`)
   execFileSync(join(build, 'examples/executor/executor_demo'),
     ['--workers', String(workers), '--seconds', String(seconds), '--trace-dir', out],
-    { env: { ...process.env, DIAL9_SERVICE: service, DIAL9_SYMBOLIZE: '0' }, stdio: ['ignore', 'ignore', 'pipe'] })
+    { env: { ...process.env, DIAL9_SERVICE: service, DIAL9_SYMBOLIZE: '0', ...env }, stdio: ['ignore', 'ignore', 'pipe'] })
   return files(out).filter((f) => /trace\.\d+\.bin(\.gz|\.zst)?$/.test(f))
 }
 

@@ -5,7 +5,9 @@
  * polls, or park/unpark pairs with D9_BENCH_PAIRS=park (at the default schedstat resolution
  * nearly all of them unread, the common case of a busy loop), or span begin/end pairs with
  * D9_BENCH_PAIRS=span, or a poll's end and the next one's begin in one call with
- * D9_BENCH_PAIRS=fused (d9_poll_end_begin: a nested callback's entry or exit). */
+ * D9_BENCH_PAIRS=fused (d9_poll_end_begin: a nested callback's entry or exit), or a task's
+ * spawn with its object and its terminate with D9_BENCH_PAIRS=spawn (three events a pair: a
+ * libuv request's, as the adapter records a write). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,8 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     bool parks = kind && strcmp(kind, "park") == 0;
     bool spans = kind && strcmp(kind, "span") == 0;
     bool fused = kind && strcmp(kind, "fused") == 0;
+    bool spawns = kind && strcmp(kind, "spawn") == 0;
+    void *object = spawns ? malloc(64) : NULL; /* a request's address, from the heap as the adapters' */
     if (fused) d9_poll_begin(1, where);
     const d9_loc *span = D9_SPAN_NAME("bench_span");
     for (uint64_t i = 0; i < pairs; i++) {
@@ -36,6 +40,10 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
             d9_span_end(span, i);
         } else if (fused) {
             d9_poll_end_begin((i & 63) + 1, where);
+        } else if (spawns) {
+            uint64_t task = d9_task_id_new();
+            d9_task_spawn_object(task, where, object);
+            d9_task_terminate(task);
         } else {
             d9_poll_begin((i & 63) + 1, where);
             d9_poll_end();
@@ -48,10 +56,11 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     d9_stop();
     d9_stats st;
     d9_get_stats(&st);
+    free(object);
     bench_remove_tree(dir);
     free(dir);
     printf("events %" PRIu64 " recorded %" PRIu64 " dropped %" PRIu64 " written %" PRIu64 "\n",
-           2 * pairs, st.events_recorded, st.events_dropped, st.events_written);
+           (spawns ? 3 : 2) * pairs, st.events_recorded, st.events_dropped, st.events_written);
     /* The trace must hold what was recorded, or the count of instructions means nothing. */
-    return st.events_dropped == 0 && st.events_recorded >= 2 * pairs ? 0 : 1;
+    return st.events_dropped == 0 && st.events_recorded >= (spawns ? 3 : 2) * pairs ? 0 : 1;
 }

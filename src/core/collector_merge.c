@@ -264,7 +264,7 @@ typedef enum fast_stop {
     FAST_YIELD,   /* the next record (peeked) comes after another thread's or a source's */
 } fast_stop;
 
-/* The records every hook makes (polls, parks, wakes, spawns, terminations), decoded and encoded
+/* The records every hook makes (polls, parks, wakes, spawns, terminations, spans), decoded and encoded
  * straight from the ring into the output buffer: cursor, output pointer, timestamp base and
  * task in registers, room checked once against the worst case, counts added once per run.
  * The same bytes as decode_record + emit, which take over for anything else: another kind, a

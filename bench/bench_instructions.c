@@ -5,7 +5,10 @@
  * polls, or park/unpark pairs with D9_BENCH_PAIRS=park (at the default schedstat resolution
  * nearly all of them unread, the common case of a busy loop), or span begin/end pairs with
  * D9_BENCH_PAIRS=span, or a poll's end and the next one's begin in one call with
- * D9_BENCH_PAIRS=fused (d9_poll_end_begin: a nested callback's entry or exit). */
+ * D9_BENCH_PAIRS=fused (d9_poll_end_begin: a nested callback's entry or exit), or a task's
+ * spawn with its object and its terminate with D9_BENCH_PAIRS=spawn (three events a pair: a
+ * libuv request's, as the adapter records a write), or the libuv demo server's request with
+ * D9_BENCH_PAIRS=request (examples/uv-server: 14 events a pair, see request_events). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,28 @@
 #include "bench.h"
 
 #define PAIRS_PER_FLUSH 8192
+#define REQUEST_EVENTS 14
+
+/* What the libuv adapter and examples/uv-server record for one request on their loop: the loop
+ * wakes (unpark, the ready wake), the connection's read callback begins the request's span and
+ * submits the answer's write (a task spawned with its uv_write_t), the write's callback ends the
+ * span and its task terminates, a third callback, and the loop parks again. */
+static void request_events(uint64_t i, const d9_loc *where, const d9_loc *span, void *write_req) {
+    uint64_t conn = 1, write = d9_task_id_new();
+    d9_unpark();
+    d9_wake_ready(conn);
+    d9_poll_begin(conn, where);
+    d9_span_begin(span, i + 1);
+    d9_task_spawn_object(write, where, write_req);
+    d9_poll_end();
+    d9_poll_begin(write, where);
+    d9_span_end(span, i + 1);
+    d9_poll_end();
+    d9_task_terminate(write);
+    d9_poll_begin(conn, where);
+    d9_poll_end();
+    d9_park();
+}
 
 int bench_instructions(const bench_opts *o, uint64_t pairs) {
     char *dir = bench_make_dir(o->scratch, "instructions");
@@ -24,10 +49,14 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     bool parks = kind && strcmp(kind, "park") == 0;
     bool spans = kind && strcmp(kind, "span") == 0;
     bool fused = kind && strcmp(kind, "fused") == 0;
+    bool spawns = kind && strcmp(kind, "spawn") == 0;
+    bool requests = kind && strcmp(kind, "request") == 0;
+    uint64_t per_pair = spawns ? 3 : requests ? REQUEST_EVENTS : 2;
+    void *object = spawns || requests ? malloc(64) : NULL; /* a request's address, from the heap as the adapters' */
     if (fused) d9_poll_begin(1, where);
     const d9_loc *span = D9_SPAN_NAME("bench_span");
     for (uint64_t i = 0; i < pairs; i++) {
-        if (i > 0 && i % PAIRS_PER_FLUSH == 0) d9_flush();
+        if (i > 0 && i % (PAIRS_PER_FLUSH * 2 / per_pair) == 0) d9_flush(); /* as many events a flush */
         if (parks) {
             d9_park();
             d9_unpark();
@@ -36,6 +65,12 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
             d9_span_end(span, i);
         } else if (fused) {
             d9_poll_end_begin((i & 63) + 1, where);
+        } else if (requests) {
+            request_events(i, where, span, object);
+        } else if (spawns) {
+            uint64_t task = d9_task_id_new();
+            d9_task_spawn_object(task, where, object);
+            d9_task_terminate(task);
         } else {
             d9_poll_begin((i & 63) + 1, where);
             d9_poll_end();
@@ -48,10 +83,11 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     d9_stop();
     d9_stats st;
     d9_get_stats(&st);
+    free(object);
     bench_remove_tree(dir);
     free(dir);
     printf("events %" PRIu64 " recorded %" PRIu64 " dropped %" PRIu64 " written %" PRIu64 "\n",
-           2 * pairs, st.events_recorded, st.events_dropped, st.events_written);
+           per_pair * pairs, st.events_recorded, st.events_dropped, st.events_written);
     /* The trace must hold what was recorded, or the count of instructions means nothing. */
-    return st.events_dropped == 0 && st.events_recorded >= 2 * pairs ? 0 : 1;
+    return st.events_dropped == 0 && st.events_recorded >= per_pair * pairs ? 0 : 1;
 }

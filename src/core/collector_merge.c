@@ -182,6 +182,7 @@ static const uint8_t hook_words[256] = {
     [D9_REC_PARK] = D9_REC_WORDS_PARK,             [D9_REC_UNPARK] = D9_REC_WORDS_PARK,
     [D9_REC_WAKE] = D9_REC_WORDS_WAKE,             [D9_REC_WAKE_READY] = D9_REC_WORDS_WAKE,
     [D9_REC_TERMINATE] = D9_REC_WORDS_TERMINATE, [D9_REC_SPAWN] = D9_REC_WORDS_SPAWN,
+    [D9_REC_SPAN_BEGIN] = D9_REC_WORDS_SPAN,     [D9_REC_SPAN_END] = D9_REC_WORDS_SPAN,
 };
 
 /* d9_raw_event's bytes (a timestamp reset first when the delta does not fit in 24 bits or goes
@@ -220,8 +221,28 @@ static inline __attribute__((always_inline)) void put_le64(uint8_t *p, uint64_t 
 
 #define HOOK_WORDS_MAX D9_REC_WORDS_PARK
 _Static_assert(D9_REC_WORDS_POLL_BEGIN <= HOOK_WORDS_MAX && D9_REC_WORDS_WAKE <= HOOK_WORDS_MAX &&
-                   D9_REC_WORDS_TERMINATE <= HOOK_WORDS_MAX && D9_REC_WORDS_SPAWN <= HOOK_WORDS_MAX,
+                   D9_REC_WORDS_TERMINATE <= HOOK_WORDS_MAX && D9_REC_WORDS_SPAWN <= HOOK_WORDS_MAX &&
+                   D9_REC_WORDS_SPAN <= HOOK_WORDS_MAX,
                "the longest record the fast path takes");
+
+/* A span's enter or exit in the fast path, the bytes d9_col_encode_other writes: the worker,
+ * the span id, no parent (an enter's optional field, absent), the name's pool id, the task the
+ * thread is polling, the thread. Taken here, a span no longer ends the thread's run: through
+ * decode_record and emit it cost a run's exit and re-entry besides the generic encoder's
+ * out-of-line stores (bench/README.md, "Spans and spawns in the fast path"). */
+_Static_assert(D9_RAW_EVENT_MAX + 2 + 10 + 1 + 4 + 10 + 4 <= HOOK_EVENT_MAX, "a span fits an event's room");
+static inline __attribute__((always_inline)) uint8_t *fast_span(uint8_t *p, uint64_t *ts_base, uint16_t schema,
+                                                                uint64_t ts, uint64_t worker_bytes,
+                                                                unsigned worker_len, uint64_t span_id,
+                                                                uint32_t name, uint64_t task, uint32_t tid) {
+    p = hook_event_header(p, ts_base, schema, ts);
+    put_le64(p, worker_bytes);
+    p = d9_raw_varint(p + worker_len, span_id);
+    if (schema == D9_SCH_SPAN_ENTER) *p++ = 0; /* parent_span_id: none */
+    p = d9_raw_u32(p, name);
+    p = d9_raw_varint(p, task);
+    return d9_raw_u32(p, tid);
+}
 
 /* cpu_time_ns, a varint of 4-6 bytes (~33 instructions a byte at a time): written from the
  * thread's previous one, whose high bytes it shares nearly always (collector_cpu_varint.h):
@@ -243,7 +264,7 @@ typedef enum fast_stop {
     FAST_YIELD,   /* the next record (peeked) comes after another thread's or a source's */
 } fast_stop;
 
-/* The records every hook makes (polls, parks, wakes, spawns, terminations), decoded and encoded
+/* The records every hook makes (polls, parks, wakes, spawns, terminations, spans), decoded and encoded
  * straight from the ring into the output buffer: cursor, output pointer, timestamp base and
  * task in registers, room checked once against the worst case, counts added once per run.
  * The same bytes as decode_record + emit, which take over for anything else: another kind, a
@@ -297,7 +318,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
 #define LOC_READY(loc) \
     ((loc) == loc_ok || ((loc) < c->loc_mark_len && c->loc_mark[loc] == stream && ((loc_ok = (loc)), true)))
     _Static_assert(D9_SCH_TASK_TERMINATE < 32 && D9_SCH_WAKE < 32 && D9_SCH_TASK_SPAWN < 32 &&
-                       D9_SCH_TASK_OBJECT < 32,
+                       D9_SCH_TASK_OBJECT < 32 && D9_SCH_SPAN_ENTER < 32 && D9_SCH_SPAN_EXIT < 32,
                    "ready has a bit per hook schema");
     /* The record at pos is dispatched once, by this switch: its length is the case's constant
      * (no table read, no second test of the kind per record). A record of another kind read
@@ -353,6 +374,18 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             p = hook_event_header(p, &ts_base, D9_SCH_TASK_TERMINATE, ts);
             p = d9_raw_varint(p, r[1]);
             break;
+        /* A case each, so that the schema is a constant in each. */
+#define SPAN_CASE(schema)                                                                       \
+            n = D9_REC_WORDS_SPAN;                                                              \
+            if (!SCHEMA_READY(schema) || !LOC_READY((uint32_t)r[2])) goto general;              \
+            p = fast_span(p, &ts_base, (schema), ts, worker_bytes, worker_len, r[1], (uint32_t)r[2], task, tid)
+        case D9_REC_SPAN_BEGIN:
+            SPAN_CASE(D9_SCH_SPAN_ENTER);
+            break;
+        case D9_REC_SPAN_END:
+            SPAN_CASE(D9_SCH_SPAN_EXIT);
+            break;
+#undef SPAN_CASE
         case D9_REC_WAKE:
         case D9_REC_WAKE_READY:
             n = D9_REC_WORDS_WAKE;

@@ -370,18 +370,27 @@ void d9p_epoll_ctl_seen(int epfd, int op, int fd, const struct epoll_event *ev) 
     }
 }
 
-/* The fd an epoll event stands for, or -1 when it cannot be told: its data is the fd (redis'
- * ae) or was registered for one (nginx's pointers), and that fd is still watched with it. */
-static int event_fd(uint64_t data) {
-    int fd = (int)data;
-    if (data >= MAX_FDS || atomic_load_explicit(&d9p_fd_conns[fd].data, memory_order_relaxed) != data) {
-        unsigned k = data_slot(data);
-        if (atomic_load_explicit(&g_by_data[k].data, memory_order_relaxed) != data) return -1;
-        fd = atomic_load_explicit(&g_by_data[k].fd, memory_order_relaxed);
-        if ((unsigned)fd >= MAX_FDS || atomic_load_explicit(&d9p_fd_conns[fd].data, memory_order_relaxed) != data)
-            return -1;
-    }
+/* An event whose data is no fd of its own (nginx's pointers): the fd registered with it, if
+ * that fd is still watched with it; else -1. */
+static __attribute__((noinline)) int event_fd_by_data(uint64_t data) {
+    unsigned k = data_slot(data);
+    if (atomic_load_explicit(&g_by_data[k].data, memory_order_relaxed) != data) return -1;
+    int fd = atomic_load_explicit(&g_by_data[k].fd, memory_order_relaxed);
+    if ((unsigned)fd >= MAX_FDS || atomic_load_explicit(&d9p_fd_conns[fd].data, memory_order_relaxed) != data)
+        return -1;
     return atomic_load_explicit(&d9p_fd_conns[fd].watched, memory_order_relaxed) ? fd : -1;
+}
+
+/* The fd an epoll event stands for, or -1 when it cannot be told: its data is the fd (redis'
+ * ae, inline: one slot read) or was registered for one (above), and that fd is still watched
+ * with it. */
+static inline int event_fd(uint64_t data) {
+    if (__builtin_expect(data < MAX_FDS, 1)) {
+        const d9p_fd_conn *c = &d9p_fd_conns[data];
+        if (__builtin_expect(atomic_load_explicit(&c->data, memory_order_relaxed) == data, 1))
+            return atomic_load_explicit(&c->watched, memory_order_relaxed) ? (int)data : -1;
+    }
+    return event_fd_by_data(data);
 }
 
 /* ---------------------------------------------------------------- iterations */

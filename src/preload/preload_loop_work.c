@@ -70,6 +70,13 @@ static void set_del(_Atomic uint64_t *set, int fd) {
         atomic_fetch_and_explicit(&set[fd >> 6], ~(1ull << (fd & 63)), memory_order_relaxed);
 }
 
+/* fd is no longer watched: written only when it was (closefrom's close_range passes every fd
+ * number; a store to each slot would dirty the whole table) */
+static void unwatch(int fd) {
+    if (atomic_load_explicit(&d9p_fd_conns[fd].watched, memory_order_relaxed))
+        atomic_store_explicit(&d9p_fd_conns[fd].watched, false, memory_order_relaxed);
+}
+
 /* ---------------------------------------------------------------- the loop thread */
 
 typedef struct loop_thread {
@@ -329,7 +336,7 @@ void d9p_conn_created(int fd) {
 
 void d9p_conn_closed(int fd) {
     if ((unsigned)fd >= MAX_FDS) return;
-    atomic_store_explicit(&d9p_fd_conns[fd].watched, false, memory_order_relaxed);
+    unwatch(fd);
     set_del(g_epfd_used, fd);
     if (atomic_load_explicit(&g_listen_loc[fd], memory_order_relaxed))
         atomic_store_explicit(&g_listen_loc[fd], NULL, memory_order_relaxed);
@@ -356,7 +363,7 @@ void d9p_conns_forget_after_fork(void) {
 void d9p_epoll_ctl_seen(int epfd, int op, int fd, const struct epoll_event *ev) {
     if ((unsigned)fd >= MAX_FDS) return;
     if (op == EPOLL_CTL_DEL) {
-        atomic_store_explicit(&d9p_fd_conns[fd].watched, false, memory_order_relaxed);
+        unwatch(fd);
         return;
     }
     set_add(g_epfd_used, epfd);

@@ -5,7 +5,8 @@
  *
  * Each call forwards to the next definition (dlsym(RTLD_NEXT): libc's, or an allocator the
  * program links). dlsym itself calls calloc: while this thread resolves them, allocations come
- * from a small static bootstrap arena, which free ignores.
+ * from a small static bootstrap arena, which free ignores. Until a run of the process profiles
+ * the heap (the default: never), each interposer is a jump to that definition (direct_*).
  *
  * A sampled block is allocated HEADER bytes larger (more when aligned), and the 32 bytes
  * before the pointer handed out say so: the real block, the size asked for, the allocation's

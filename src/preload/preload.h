@@ -140,6 +140,12 @@ D9P_HIDDEN unsigned d9p_elf_defines(const char *path, const char *const *names, 
  * links it), its name into out; false when the file has no .symtab or none holds it. */
 D9P_HIDDEN bool d9p_elf_function_at(const char *path, uint64_t vaddr, char *out, size_t size);
 
+/* ---- heap profiling (preload_heap.c) ---- */
+
+/* A run starts with heap profiling `on` (its configuration's memory_profile): the allocator
+ * interposers count from now on. Until one does, they jump straight to the real allocator. */
+D9P_HIDDEN void d9p_heap_profiling(bool on);
+
 /* ---- parks in pollers (preload_poll.c) ---- */
 
 /* After fork in the child: the generic worker identities belong to the parent's threads. */
@@ -166,6 +172,10 @@ enum { D9P_WAIT_EPOLL, D9P_WAIT_POLL, D9P_WAIT_SELECT, D9P_WAIT_URING };
 D9P_HIDDEN bool d9p_loop_wait_begin(int kind, int epfd, bool has_fds, bool may_block,
                                     const void *caller);
 D9P_HIDDEN void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n);
+/* The fused path of a loop's own epoll wait (d9p_loop_io_state.home_epfd1): its iteration
+ * ends before the park, the next starts after the unpark with what the wait returned (rc). */
+D9P_HIDDEN void d9p_home_wait_begins(void);
+D9P_HIDDEN void d9p_home_wait_ends(const struct epoll_event *events, int rc);
 D9P_HIDDEN void d9p_loop_wait_end_poll(const struct pollfd *fds, unsigned long n, int rc);
 D9P_HIDDEN void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w,
                                          const fd_set *e, int rc);
@@ -186,18 +196,29 @@ D9P_HIDDEN const char *d9p_loop_name(void);
 typedef struct d9p_loop_io_state {
     bool iterating;
     int cur_fd;
+    /* The loop's epoll fd + 1 once its epoll_wait may take the fused path (preload_poll.c:
+     * the thread is a loop of this process with its worker identity), 0 until then and in a
+     * forked child. */
+    unsigned home_epfd1;
 } d9p_loop_io_state;
 D9P_HIDDEN extern __thread d9p_loop_io_state d9p_loop_io_now __attribute__((tls_model("initial-exec")));
 D9P_HIDDEN void d9p_loop_io_slow(int fd);
-/* The fds a loop may serve as connections (preload_loop_work.c): a task per fd (0: none) and
- * the fds added to some epoll fd, a bit each. */
+/* The fds a loop may serve as connections (preload_loop_work.c): what the loop knows of each,
+ * in one 32-byte slot, so that the poller's return reads an fd's event data, whether it is
+ * watched, its task and where that was spawned from one cache line (they were four arrays). */
 #define D9P_LOOP_FDS 65536
-D9P_HIDDEN extern _Atomic uint64_t d9p_fd_task[D9P_LOOP_FDS];
-D9P_HIDDEN extern _Atomic uint64_t d9p_fd_watched[D9P_LOOP_FDS / 64];
+typedef struct d9p_fd_conn {
+    _Alignas(32) _Atomic uint64_t task; /* the connection's task, 0: none */
+    const d9_loc *_Atomic loc;          /* where that task was spawned */
+    _Atomic uint64_t data;              /* its epoll event data */
+    _Atomic bool watched;               /* added to some epoll fd */
+} d9p_fd_conn;
+D9P_HIDDEN extern d9p_fd_conn d9p_fd_conns[D9P_LOOP_FDS];
 static inline bool d9p_fd_is_connection(int fd) {
-    return (unsigned)fd < D9P_LOOP_FDS &&
-           (((atomic_load_explicit(&d9p_fd_watched[fd >> 6], memory_order_relaxed) >> (fd & 63)) & 1) ||
-            atomic_load_explicit(&d9p_fd_task[fd], memory_order_relaxed));
+    if ((unsigned)fd >= D9P_LOOP_FDS) return false;
+    const d9p_fd_conn *c = &d9p_fd_conns[fd];
+    return atomic_load_explicit(&c->watched, memory_order_relaxed) ||
+           atomic_load_explicit(&c->task, memory_order_relaxed);
 }
 /* Whether I/O on fd may start another connection's poll: a thread's loop iterating, fd not
  * the connection being served but another one (a log file or a pipe is none). */

@@ -144,7 +144,10 @@ static void finish_run(void) {
 static void resume_run(void) {
     int saved = errno;
     d9_config cfg;
-    if (d9_config_from_env(&cfg) == 0) d9_start_or_disabled(&cfg);
+    if (d9_config_from_env(&cfg) == 0) {
+        d9p_heap_profiling(cfg.memory_profile);
+        d9_start_or_disabled(&cfg);
+    }
     errno = saved;
 }
 

@@ -40,15 +40,12 @@
 
 #define MAX_FDS D9P_LOOP_FDS
 
-_Atomic uint64_t d9p_fd_task[MAX_FDS] D9P_HIDDEN;    /* connection task of each fd, 0: none */
-static const d9_loc *_Atomic g_task_loc[MAX_FDS];      /* where that task was spawned */
+d9p_fd_conn d9p_fd_conns[MAX_FDS] D9P_HIDDEN;          /* each fd's task, spawn, event data */
 static const d9_loc *_Atomic g_listen_loc[MAX_FDS];    /* "accept on <address>" of a listener */
 static _Atomic uint64_t g_epfd_used[MAX_FDS / 64];     /* epoll fds that saw an ADD */
-_Atomic uint64_t d9p_fd_watched[MAX_FDS / 64] D9P_HIDDEN; /* fds added to some epoll fd */
-static _Atomic uint64_t g_epoll_data[MAX_FDS];         /* their event data */
 
 /* Event data -> fd, for loops whose event data is a pointer (nginx): direct-mapped, a later
- * registration overwrites; a lookup is checked against g_epoll_data, so a collision or a
+ * registration overwrites; a lookup is checked against the fd's event data, so a collision or a
  * stale slot is a miss (the iteration then starts as the loop's own poll). */
 #define DATA_SLOTS 16384
 static struct {
@@ -71,6 +68,13 @@ static void set_add(_Atomic uint64_t *set, int fd) {
 static void set_del(_Atomic uint64_t *set, int fd) {
     if (in_set(set, fd))
         atomic_fetch_and_explicit(&set[fd >> 6], ~(1ull << (fd & 63)), memory_order_relaxed);
+}
+
+/* fd is no longer watched: written only when it was (closefrom's close_range passes every fd
+ * number; a store to each slot would dirty the whole table) */
+static void unwatch(int fd) {
+    if (atomic_load_explicit(&d9p_fd_conns[fd].watched, memory_order_relaxed))
+        atomic_store_explicit(&d9p_fd_conns[fd].watched, false, memory_order_relaxed);
 }
 
 /* ---------------------------------------------------------------- the loop thread */
@@ -230,6 +234,7 @@ static __attribute__((noinline)) void forget_parent_loop(loop_thread *l, uint32_
     memset(l, 0, sizeof *l);
     l->generation = gen;
     d9p_loop_io_now.iterating = false;
+    d9p_loop_io_now.home_epfd1 = 0;
 }
 
 static inline loop_thread *self(void) {
@@ -264,8 +269,8 @@ static const d9_loc *first_seen_loc(void) {
 /* A new task for fd's new lifetime (the previous one, if close was not seen, ends). */
 static uint64_t new_task(int fd, const d9_loc *where) {
     uint64_t id = d9_task_id_new();
-    atomic_store_explicit(&g_task_loc[fd], where, memory_order_relaxed);
-    uint64_t old = atomic_exchange_explicit(&d9p_fd_task[fd], id, memory_order_relaxed);
+    atomic_store_explicit(&d9p_fd_conns[fd].loc, where, memory_order_relaxed);
+    uint64_t old = atomic_exchange_explicit(&d9p_fd_conns[fd].task, id, memory_order_relaxed);
     if (old) d9_task_terminate(old);
     if (where) d9_task_spawn(id, where);
     return id;
@@ -275,14 +280,14 @@ static uint64_t new_task(int fd, const d9_loc *where) {
 static __attribute__((noinline)) uint64_t task_first_seen(int fd) {
     uint64_t id = d9_task_id_new();
     uint64_t expected = 0;
-    if (!atomic_compare_exchange_strong(&d9p_fd_task[fd], &expected, id)) return expected;
-    atomic_store_explicit(&g_task_loc[fd], first_seen_loc(), memory_order_relaxed);
+    if (!atomic_compare_exchange_strong(&d9p_fd_conns[fd].task, &expected, id)) return expected;
+    atomic_store_explicit(&d9p_fd_conns[fd].loc, first_seen_loc(), memory_order_relaxed);
     d9_task_spawn(id, first_seen_loc());
     return id;
 }
 
 static inline uint64_t task_of(int fd) {
-    uint64_t id = atomic_load_explicit(&d9p_fd_task[fd], memory_order_relaxed);
+    uint64_t id = atomic_load_explicit(&d9p_fd_conns[fd].task, memory_order_relaxed);
     return __builtin_expect(id != 0, 1) ? id : task_first_seen(fd);
 }
 
@@ -324,19 +329,19 @@ void d9p_conn_accepted(int lfd, int fd) {
 /* A new socket on a number whose old connection's close was not seen (fclose, a raw
  * syscall): that task ends; the new one begins when the loop first sees it. */
 void d9p_conn_created(int fd) {
-    if ((unsigned)fd >= MAX_FDS || !atomic_load_explicit(&d9p_fd_task[fd], memory_order_relaxed)) return;
-    uint64_t old = atomic_exchange_explicit(&d9p_fd_task[fd], 0, memory_order_relaxed);
+    if ((unsigned)fd >= MAX_FDS || !atomic_load_explicit(&d9p_fd_conns[fd].task, memory_order_relaxed)) return;
+    uint64_t old = atomic_exchange_explicit(&d9p_fd_conns[fd].task, 0, memory_order_relaxed);
     if (old) d9_task_terminate(old);
 }
 
 void d9p_conn_closed(int fd) {
     if ((unsigned)fd >= MAX_FDS) return;
-    set_del(d9p_fd_watched, fd);
+    unwatch(fd);
     set_del(g_epfd_used, fd);
     if (atomic_load_explicit(&g_listen_loc[fd], memory_order_relaxed))
         atomic_store_explicit(&g_listen_loc[fd], NULL, memory_order_relaxed);
-    if (!atomic_load_explicit(&d9p_fd_task[fd], memory_order_relaxed)) return;
-    uint64_t task = atomic_exchange_explicit(&d9p_fd_task[fd], 0, memory_order_relaxed);
+    if (!atomic_load_explicit(&d9p_fd_conns[fd].task, memory_order_relaxed)) return;
+    uint64_t task = atomic_exchange_explicit(&d9p_fd_conns[fd].task, 0, memory_order_relaxed);
     if (!task) return;
     loop_thread *l = self();
     if (l->in_poll && l->cur_task == task) l->owed_terminate = task; /* after its poll */
@@ -347,21 +352,24 @@ void d9p_conn_closed(int fd) {
 
 void d9p_conns_forget_after_fork(void) {
     atomic_fetch_add(&g_generation, 1);
+    /* the forking thread, the child's only one: its loop is the parent's (the fused path of
+     * its epoll_wait would skip the child's start and its first wait) */
+    d9p_loop_io_now.home_epfd1 = 0;
     for (int fd = 0; fd < MAX_FDS; fd++)
-        if (atomic_load_explicit(&d9p_fd_task[fd], memory_order_relaxed))
-            atomic_store_explicit(&d9p_fd_task[fd], 0, memory_order_relaxed);
+        if (atomic_load_explicit(&d9p_fd_conns[fd].task, memory_order_relaxed))
+            atomic_store_explicit(&d9p_fd_conns[fd].task, 0, memory_order_relaxed);
 }
 
 void d9p_epoll_ctl_seen(int epfd, int op, int fd, const struct epoll_event *ev) {
     if ((unsigned)fd >= MAX_FDS) return;
     if (op == EPOLL_CTL_DEL) {
-        set_del(d9p_fd_watched, fd);
+        unwatch(fd);
         return;
     }
     set_add(g_epfd_used, epfd);
-    set_add(d9p_fd_watched, fd);
+    atomic_store_explicit(&d9p_fd_conns[fd].watched, true, memory_order_relaxed);
     if (!ev) return;
-    atomic_store_explicit(&g_epoll_data[fd], ev->data.u64, memory_order_relaxed);
+    atomic_store_explicit(&d9p_fd_conns[fd].data, ev->data.u64, memory_order_relaxed);
     if (ev->data.u64 != (uint64_t)fd) {
         unsigned k = data_slot(ev->data.u64);
         atomic_store_explicit(&g_by_data[k].fd, fd, memory_order_relaxed);
@@ -369,18 +377,27 @@ void d9p_epoll_ctl_seen(int epfd, int op, int fd, const struct epoll_event *ev) 
     }
 }
 
+/* An event whose data is no fd of its own (nginx's pointers): the fd registered with it, if
+ * that fd is still watched with it; else -1. */
+static __attribute__((noinline)) int event_fd_by_data(uint64_t data) {
+    unsigned k = data_slot(data);
+    if (atomic_load_explicit(&g_by_data[k].data, memory_order_relaxed) != data) return -1;
+    int fd = atomic_load_explicit(&g_by_data[k].fd, memory_order_relaxed);
+    if ((unsigned)fd >= MAX_FDS || atomic_load_explicit(&d9p_fd_conns[fd].data, memory_order_relaxed) != data)
+        return -1;
+    return atomic_load_explicit(&d9p_fd_conns[fd].watched, memory_order_relaxed) ? fd : -1;
+}
+
 /* The fd an epoll event stands for, or -1 when it cannot be told: its data is the fd (redis'
- * ae) or was registered for one (nginx's pointers), and that fd is still watched with it. */
-static int event_fd(uint64_t data) {
-    int fd = (int)data;
-    if (data >= MAX_FDS || atomic_load_explicit(&g_epoll_data[fd], memory_order_relaxed) != data) {
-        unsigned k = data_slot(data);
-        if (atomic_load_explicit(&g_by_data[k].data, memory_order_relaxed) != data) return -1;
-        fd = atomic_load_explicit(&g_by_data[k].fd, memory_order_relaxed);
-        if ((unsigned)fd >= MAX_FDS || atomic_load_explicit(&g_epoll_data[fd], memory_order_relaxed) != data)
-            return -1;
+ * ae, inline: one slot read) or was registered for one (above), and that fd is still watched
+ * with it. */
+static inline int event_fd(uint64_t data) {
+    if (__builtin_expect(data < MAX_FDS, 1)) {
+        const d9p_fd_conn *c = &d9p_fd_conns[data];
+        if (__builtin_expect(atomic_load_explicit(&c->data, memory_order_relaxed) == data, 1))
+            return atomic_load_explicit(&c->watched, memory_order_relaxed) ? (int)data : -1;
     }
-    return in_set(d9p_fd_watched, fd) ? fd : -1;
+    return event_fd_by_data(data);
 }
 
 /* ---------------------------------------------------------------- iterations */
@@ -459,7 +476,7 @@ static inline __attribute__((always_inline)) void begin_poll(loop_thread *l, int
     /* a connection's poll names where its task was spawned ("accept on <address>"), as a
      * poll's location does; the loop's own, the loop */
     const d9_loc *loc =
-        (unsigned)fd < MAX_FDS ? atomic_load_explicit(&g_task_loc[fd], memory_order_relaxed) : NULL;
+        (unsigned)fd < MAX_FDS ? atomic_load_explicit(&d9p_fd_conns[fd].loc, memory_order_relaxed) : NULL;
     if (!loc) loc = l->loc;
     /* the poll in progress ends here, with nothing owed between: one clock read for both */
     if (l->in_poll && !l->owed_terminate) d9_poll_end_begin(task, loc);
@@ -500,15 +517,31 @@ static inline __attribute__((always_inline)) void ready(int fd, first_ready *fir
     if (first->fd < 0) *first = (first_ready){fd, task};
 }
 
-void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n) {
-    loop_thread *l = self();
-    if (!D9__ACTIVE()) return;
+static inline __attribute__((always_inline)) void epoll_iteration_starts(loop_thread *l,
+                                                                       const struct epoll_event *events,
+                                                                       int n) {
     first_ready first = {-1, 0};
     for (int i = 0; i < n; i++) {
         int fd = event_fd(events[i].data.u64);
         if (fd >= 0) ready(fd, &first);
     }
     iteration_starts(l, first.fd, first.task);
+}
+
+void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n) {
+    loop_thread *l = self();
+    if (!D9__ACTIVE()) return;
+    epoll_iteration_starts(l, events, n);
+}
+
+/* The fused path's halves (preload.h): the thread is this process's loop already, so no
+ * fork generation, start or first-wait test; a run that stopped during the wait starts
+ * nothing, as above. */
+void d9p_home_wait_begins(void) { iteration_ends(&t_loop); }
+
+void d9p_home_wait_ends(const struct epoll_event *events, int rc) {
+    if (!D9__ACTIVE()) return;
+    epoll_iteration_starts(&t_loop, events, rc > 0 ? rc : 0);
 }
 
 void d9p_loop_wait_end_poll(const struct pollfd *fds, nfds_t n, int rc) {

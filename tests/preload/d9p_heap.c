@@ -15,7 +15,9 @@
  *                    loader's lock too): it ends, which is the test (no deadlock); prints
  *                    "dlopen ok"
  *   usable CALLS     CALLS malloc_usable_size of one unsampled block (the shim's per-call cost,
- *                    counted by test_preload_shim_instructions.sh); prints "usable SUM" */
+ *                    counted by test_preload_shim_instructions.sh); prints "usable SUM"
+ *   pairs CALLS      CALLS malloc of a small block and its free (counted the same way);
+ *                    prints "pairs SUM" */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
@@ -247,6 +249,19 @@ static int mode_usable(unsigned long calls) {
     return 0;
 }
 
+static int mode_pairs(unsigned long calls) {
+    size_t sum = 0;
+    for (unsigned long i = 0; i < calls; i++) {
+        char *p = malloc(48);
+        if (!p) return 1;
+        __asm__ volatile("" : "+r"(p)); /* a real malloc and free each, not elided */
+        sum += (uintptr_t)p & 15;
+        free(p);
+    }
+    printf("pairs %zu\n", sum);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "leak";
     if (!strcmp(mode, "leak")) return mode_leak(argc > 2 ? strtoul(argv[2], NULL, 10) : 20000);
@@ -259,6 +274,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "dlopen"))
         return mode_dlopen(argc > 2 ? atoi(argv[2]) : 4, argc > 3 ? strtoul(argv[3], NULL, 10) : 200);
     if (!strcmp(mode, "usable")) return mode_usable(argc > 2 ? strtoul(argv[2], NULL, 10) : 1000);
-    fprintf(stderr, "usage: d9p_heap leak [ROUNDS] | api | fork | churn | dlopen [THREADS] [ROUNDS] | usable [CALLS]\n");
+    if (!strcmp(mode, "pairs")) return mode_pairs(argc > 2 ? strtoul(argv[2], NULL, 10) : 1000);
+    fprintf(stderr, "usage: d9p_heap leak [ROUNDS] | api | fork | churn | dlopen [THREADS] [ROUNDS] | usable [CALLS] | pairs [CALLS]\n");
     return 2;
 }

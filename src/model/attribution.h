@@ -1,5 +1,5 @@
 /* Where a poll's time went, exactly: the one definition every reader of the trace model uses
- * (analyze, export), written once.
+ * (analyze, export, fold; the viewer follows it in viewer/src/attribution.js), written once.
  *
  * A poll runs on one thread from its PollStartEvent to its PollEndEvent; its elapsed time
  * (end - start, integer ns) splits into parts that add up to it exactly:

@@ -18,7 +18,7 @@ static inline long_poll_entry *d9a_attr_entry_of(d9a_analysis *a, long slot, uin
 static inline void d9a_attr_poll_end(d9a_analysis *a, worker *w) {
     if (!w->at_open) return;
     w->at_open = false;
-    d9a_poll_cpu_presume(&a->pcov, &w->at, &w->at_pc);
+    d9m_attr_poll_cpu(&w->at, &a->swcov, w->at_pc.event, w->at.cpu_ns); /* the model's rule */
     d9a_poll_cpu_cover_poll(&a->pcov, &w->at, &w->at_pc);
     bool exact = !w->at.inconsistent;
     loc_stats *L = d9a_loc(a, w->at_loc);

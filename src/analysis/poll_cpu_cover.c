@@ -2,22 +2,12 @@
 #include "analysis/poll_cpu_cover.h"
 
 #include <inttypes.h>
-#include <string.h>
 
 #include "common/json_writer.h"
 
 void d9a_poll_cpu_cover_metadata(d9a_poll_cpu_cover *c, const char *key, size_t key_len, const char *val,
                                  size_t val_len) {
-    static const char name[] = "poll_cpu", on[] = "on: polls over ";
-    if (key_len != sizeof name - 1 || memcmp(key, name, key_len) != 0) return;
-    c->stated_on = false;
-    if (val_len < sizeof on - 1 || memcmp(val, on, sizeof on - 1) != 0) return;
-    uint64_t us = 0;
-    size_t i = sizeof on - 1, digits = 0;
-    for (; i < val_len && val[i] >= '0' && val[i] <= '9' && digits < 9; i++, digits++) us = us * 10 + (uint64_t)(val[i] - '0');
-    if (!digits || !us) return;
-    c->stated_on = true;
-    c->min_ns = us * 1000;
+    d9m_poll_cpu_metadata(key, key_len, val, val_len, &c->stated_on, &c->min_ns);
 }
 
 void d9a_poll_cpu_cover_poll(d9a_poll_cpu_cover *c, const d9m_attr_poll *p, const d9a_poll_cpu_facts *f) {
@@ -28,15 +18,15 @@ void d9a_poll_cpu_cover_poll(d9a_poll_cpu_cover *c, const d9m_attr_poll *p, cons
     if (p->inconsistent) return;
     uint64_t gaps = p->ngaps ? d9m_attr_gap_ns(p) : 0;
     uint64_t uncaptured = 0;
-    if (f->event == 0 && c->stated_on && p->cpu_known) { /* d9a_poll_cpu_presume's */
+    if (f->event == D9M_POLL_CPU_NONE && c->stated_on && p->cpu_known) { /* the rule's presumption */
         c->no_switch++;
-    } else if (f->event == 1) {
+    } else if (f->event == D9M_POLL_CPU_EXACT) {
         c->by_event++;
         if (gaps) uncaptured = d9m_attr_uncaptured(p, elapsed, gaps);
     } else if (!gaps) {
         c->by_switches++;
     } else {
-        if (f->event == 2) c->inexact++;
+        if (f->event == D9M_POLL_CPU_NOT_EXACT) c->inexact++;
         return;
     }
     c->accounted++;

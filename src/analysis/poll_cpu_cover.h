@@ -5,7 +5,8 @@
  *   - switch records cover all of it (no gap: model/attribution.h), or
  *   - the recording states poll_cpu on and the poll has no PollCpuEvent: its thread was not
  *     switched out inside it (the recorder writes one for every such poll with a switch; a
- *     thread before its first park or unpark has no task-clock page: docs/kernel-sources.md);
+ *     thread before its first park or unpark has no task-clock page: docs/kernel-sources.md;
+ *     the model's rule, d9m_attr_poll_cpu, which the sweep applies at the poll's end);
  * and it has a stack for its longest off-CPU interval when it had no off-CPU time, or its
  * longest covered interval was preempted (runnable) or has its switch-out stack and is no
  * shorter than the off-CPU time switch records did not capture. */
@@ -32,22 +33,18 @@ typedef struct d9a_poll_cpu_cover {
 
 /* One poll's facts, gathered while it is open (sweep). */
 typedef struct d9a_poll_cpu_facts {
-    uint8_t event;          /* 0 none, 1 exact, 2 not exact */
+    d9m_poll_cpu event;     /* its PollCpuEvent said: none, exact, not exact */
     uint64_t longest_ns;    /* its longest covered off-CPU interval */
     uint64_t longest_ts;    /* its start */
     bool longest_explained; /* preempted, or its switch-out stack is known */
 } d9a_poll_cpu_facts;
 
-/* The metadata entry poll_cpu ("on: polls over N us ..."). */
+/* The metadata entry poll_cpu ("on: polls over N us ..."), read by the model's parser
+ * (d9m_poll_cpu_metadata, as the attribution's coverage reads it). */
 void d9a_poll_cpu_cover_metadata(d9a_poll_cpu_cover *c, const char *key, size_t key_len, const char *val,
                                  size_t val_len);
-/* A poll ends: when the recording states poll_cpu on and the poll, over its threshold, has no
- * PollCpuEvent, its thread ran all of it: its gaps are on_cpu (its CPU time is its elapsed
- * time). */
-static inline void d9a_poll_cpu_presume(const d9a_poll_cpu_cover *c, d9m_attr_poll *p, const d9a_poll_cpu_facts *f) {
-    if (c->stated_on && !f->event && p->ngaps && p->end - p->start > c->min_ns) d9m_attr_cpu(p, p->end - p->start);
-}
-/* A poll ends: count it (p is its attribution, finished or not). */
+/* A poll ends, its CPU time given by the model's rule (d9m_attr_poll_cpu): count it (p is its
+ * attribution, finished or not). */
 void d9a_poll_cpu_cover_poll(d9a_poll_cpu_cover *c, const d9m_attr_poll *p, const d9a_poll_cpu_facts *f);
 
 /* analyze's coverage line ("  off-CPU of polls ..."), nothing when no poll is over the

@@ -116,9 +116,14 @@ static int match_samples(const d9_xmodel *m, interval *iv, const uint32_t *first
 
 int d9_xattribute(d9_xmodel *m, d9_xswitch *sw, size_t n, const d9m_coverage *cov) {
     if (cov->stated == D9M_SWITCH_INACTIVE || (cov->stated == D9M_SWITCH_UNSTATED && !cov->switch_seen)) {
-        /* no switch records: parts only when a poll's exact CPU time resolves its gap */
+        /* no switch records: parts only when a poll's CPU time resolves its gap (the model's
+         * rule: its exact PollCpuEvent, or none while poll_cpu is stated on) */
         bool any_cpu = false;
-        for (size_t i = 0; i < m->poll_count && !any_cpu; i++) any_cpu = m->polls[i].cpu_known;
+        for (size_t i = 0; i < m->poll_count && !any_cpu; i++) {
+            const d9_xpoll *p = &m->polls[i];
+            any_cpu = p->cpu_event == D9M_POLL_CPU_EXACT ||
+                      d9m_poll_cpu_presumed(cov, p->cpu_event, p->end - p->start, p->end > p->start);
+        }
         if (!any_cpu) return 0;
     }
     int rc = -1;
@@ -172,8 +177,8 @@ int d9_xattribute(d9_xmodel *m, d9_xswitch *sw, size_t n, const d9m_coverage *co
         const d9_xpoll *p = &m->polls[i];
         d9m_attr_poll a;
         d9m_attr_begin(&a, p->start, p->end);
-        if (p->cpu_known) d9m_attr_cpu(&a, p->cpu_ns); /* its PollCpuEvent: resolves its gaps */
         d9m_coverage_gaps(cov, m->workers[p->worker].id, &a);
+        d9m_attr_poll_cpu(&a, cov, p->cpu_event, p->cpu_ns); /* the model's rule: resolves its gaps */
         size_t lo = first[p->worker], hi = first[p->worker + 1];
         while (lo < hi) { /* the first interval of the worker that starts at or after the poll */
             size_t mid = lo + (hi - lo) / 2;

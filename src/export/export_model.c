@@ -582,7 +582,7 @@ static int cmp_poll_cpu(const void *a, const void *b) {
  * the same time). *latest: that poll's index in m->polls, or SIZE_MAX. */
 static void take_poll_cpu(d9_xmodel *m, const raw_poll_cpu *c, size_t *latest) {
     if (*latest == SIZE_MAX) return;
-    m->polls[*latest].cpu_known = c->exact;
+    m->polls[*latest].cpu_event = c->exact ? D9M_POLL_CPU_EXACT : D9M_POLL_CPU_NOT_EXACT;
     m->polls[*latest].cpu_ns = c->exact ? c->cpu_ns : 0;
     *latest = SIZE_MAX;
 }
@@ -619,7 +619,7 @@ static void cut_overlaps(d9_xmodel *m, d9_xpoll *polls, size_t np, d9_xpark *par
         if (prev_end && *prev_end > *start) {
             *prev_end = *start;
             m->cut_slices++;
-            if (prev_poll) prev_poll->cpu_known = false; /* its CPU time is the uncut poll's */
+            if (prev_poll) prev_poll->cpu_event = D9M_POLL_CPU_NOT_EXACT; /* its CPU time is the uncut poll's */
         }
         prev_end = end;
         prev_poll = poll;
@@ -691,7 +691,7 @@ static int pair_marks(d9_xmodel *m) {
         for (size_t p = poll0; p < np; p++) {
             uint64_t end = m->polls[p].end;
             if (!clip(m, m->polls[p].start, &m->polls[p].end)) continue;
-            if (m->polls[p].end != end) m->polls[p].cpu_known = false; /* cut at --to */
+            if (m->polls[p].end != end) m->polls[p].cpu_event = D9M_POLL_CPU_NOT_EXACT; /* cut at --to */
             m->polls[kept++] = m->polls[p];
         }
         np = kept;

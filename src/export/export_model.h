@@ -51,8 +51,8 @@ typedef struct d9_xpoll {
     uint32_t loc;        /* spawn location (string index), 0 = unknown */
     uint32_t queue;      /* local queue depth at the start */
     uint32_t wakes_first, wakes_count; /* wakes that led to this poll: wake_order[first..] */
-    bool cpu_known;      /* cpu_ns is its exact CPU time (a PollCpuEvent), for its attribution */
-    uint64_t cpu_ns;
+    d9m_poll_cpu cpu_event; /* what its PollCpuEvent said, if it had one (model/attribution.h's rule) */
+    uint64_t cpu_ns;        /* its exact CPU time, when it said so */
 } d9_xpoll;
 
 typedef struct d9_xpark {

@@ -179,12 +179,12 @@ static size_t first_interval(const d9f_attr *a, uint64_t worker, uint64_t start)
     return lo;
 }
 
-void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, const uint64_t *cpu_ns,
-                   size_t *from, d9m_parts *out) {
+void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, d9m_poll_cpu cpu_event,
+                   uint64_t cpu_ns, size_t *from, d9m_parts *out) {
     d9m_attr_poll p;
     d9m_attr_begin(&p, start, end);
-    if (cpu_ns) d9m_attr_cpu(&p, *cpu_ns);
     d9m_coverage_gaps(&a->cov, worker, &p);
+    d9m_attr_poll_cpu(&p, &a->cov, cpu_event, cpu_ns); /* after its gaps: the rule asks for them */
     size_t lo = *from;
     if (lo > a->niv || (lo > 0 && !before(&a->iv[lo - 1], worker, p.start))) {
         lo = first_interval(a, worker, p.start); /* the first poll, or one that starts earlier */

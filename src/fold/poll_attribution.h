@@ -45,13 +45,15 @@ typedef int (*d9f_stack_cause_fn)(uint32_t stack, void *ctx);
 /* After the pass: the intervals, their samples and causes. -1 when out of memory. */
 int d9f_attr_prepare(d9f_attr *a, d9f_stack_cause_fn cause, void *ctx);
 
-/* The parts of a poll of `worker` over [start, end): they add up to end - start. cpu_ns: its
- * exact CPU time (its PollCpuEvent), or NULL. *from is the
+/* The parts of a poll of `worker` over [start, end): they add up to end - start. cpu_event:
+ * what its PollCpuEvent said, or D9M_POLL_CPU_NONE when it had none (not the same as "not
+ * exact": the model's rule, d9m_attr_poll_cpu, presumes a long poll without one ran all of
+ * it); cpu_ns: its exact CPU time when it said so. *from is the
  * caller's per worker, SIZE_MAX before its first poll: where the search for the poll's first
  * interval starts. With the worker's polls in order of start, each poll steps on from the
  * previous one's (no search per poll); a poll that starts earlier is searched for. */
-void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, const uint64_t *cpu_ns,
-                   size_t *from, d9m_parts *out);
+void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, d9m_poll_cpu cpu_event,
+                   uint64_t cpu_ns, size_t *from, d9m_parts *out);
 
 void d9f_attr_free(d9f_attr *a);
 

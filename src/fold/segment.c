@@ -45,8 +45,8 @@ typedef struct pending_poll {
     uint64_t worker, task, start, dur;
     uint32_t loc;
     uint32_t pair; /* its worker's index in seg.pairs */
-    bool cpu_known; /* cpu_ns is its exact CPU time (a PollCpuEvent) */
-    uint64_t cpu_ns;
+    d9m_poll_cpu cpu_event; /* what its PollCpuEvent said, if it had one */
+    uint64_t cpu_ns;        /* its exact CPU time, when it said so */
 } pending_poll;
 
 /* A worker's latest closed poll, for the PollCpuEvent written just after its end. */
@@ -393,7 +393,7 @@ static int put_poll_batch(seg *s, pq_writer *w, size_t i, uint32_t n, size_t *fr
         pc->dur[r] = (int64_t)p->dur;
         pc->loc[r] = p->loc;
         d9m_parts parts;
-        d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, p->cpu_known ? &p->cpu_ns : NULL,
+        d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, p->cpu_event, p->cpu_ns,
                       &from[p->pair], &parts);
         for (int k = 0; k < FOLD_PARTS; k++) pc->part[k][r] = (int64_t)parts.ns[k];
     }
@@ -435,7 +435,7 @@ static int put_poll_rows(seg *s) {
             pq_writer *w = row(s, D9F_POLLS, p->wall, &skip);
             if (w) {
                 d9m_parts parts;
-                d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, p->cpu_known ? &p->cpu_ns : NULL,
+                d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, p->cpu_event, p->cpu_ns,
                       &from[p->pair], &parts);
                 rc = put_poll_row(s, w, p, &parts);
             } else if (!skip) {
@@ -504,12 +504,13 @@ static int on_poll_cpu(seg *s, const d9_event *ev) {
     latest_poll *l = &s->latest[pair];
     if (!l->valid) return 0;
     l->valid = false;
-    if (d9m_uint_or(ev, f[D9_KF_EXACT], 0) == 0) return 0;
+    bool exact = d9m_uint_or(ev, f[D9_KF_EXACT], 0) != 0;
     for (size_t i = s->npending; i-- > 0;) {
         pending_poll *p = &s->pending[i];
         if (p->pair != pair || p->start != l->start) continue;
-        p->cpu_known = true;
-        p->cpu_ns = d9m_uint_or(ev, f[D9_KF_CPU_TIME_NS], 0);
+        /* "not exact" too: it tells the model's rule this poll had a switch (poll_attribution.h) */
+        p->cpu_event = exact ? D9M_POLL_CPU_EXACT : D9M_POLL_CPU_NOT_EXACT;
+        p->cpu_ns = exact ? d9m_uint_or(ev, f[D9_KF_CPU_TIME_NS], 0) : 0;
         break;
     }
     return 0;

@@ -64,9 +64,26 @@ static bool grow(void **arr, size_t *cap, size_t n, size_t size) {
     return true;
 }
 
+bool d9m_poll_cpu_metadata(const char *key, size_t key_len, const char *val, size_t val_len, bool *on,
+                           uint64_t *min_ns) {
+    static const char name[] = "poll_cpu", said_on[] = "on: polls over ";
+    if (key_len != sizeof name - 1 || memcmp(key, name, key_len) != 0) return false;
+    *on = false;
+    *min_ns = 0;
+    if (val_len < sizeof said_on - 1 || memcmp(val, said_on, sizeof said_on - 1) != 0) return true;
+    uint64_t us = 0;
+    size_t i = sizeof said_on - 1, digits = 0;
+    for (; i < val_len && val[i] >= '0' && val[i] <= '9' && digits < 9; i++, digits++) us = us * 10 + (uint64_t)(val[i] - '0');
+    if (!digits || !us) return true;
+    *on = true;
+    *min_ns = us * 1000;
+    return true;
+}
+
 void d9m_coverage_metadata(d9m_coverage *c, const char *key, size_t key_len, const char *val,
                            size_t val_len) {
     static const char name[] = "source.off_cpu";
+    if (d9m_poll_cpu_metadata(key, key_len, val, val_len, &c->poll_cpu_on, &c->poll_cpu_min_ns)) return;
     if (key_len != sizeof name - 1 || memcmp(key, name, key_len) != 0) return;
     c->stated = val_len >= 6 && !memcmp(val, "active", 6) ? D9M_SWITCH_ACTIVE : D9M_SWITCH_INACTIVE;
 }

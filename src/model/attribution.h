@@ -1,5 +1,5 @@
 /* Where a poll's time went, exactly: the one definition every reader of the trace model uses
- * (analyze, export), written once.
+ * (analyze, export, fold; the viewer follows it in viewer/src/attribution.js), written once.
  *
  * A poll runs on one thread from its PollStartEvent to its PollEndEvent; its elapsed time
  * (end - start, integer ns) splits into parts that add up to it exactly:
@@ -41,7 +41,17 @@
  * elapsed - CPU time; what the covered intervals do not account for of it lies in the gaps,
  * and is off_cpu_uncaptured (at most the gaps' length); the rest of the gaps is on_cpu, and
  * nothing is unknown. A poll without gaps keeps its intervals' split (the task clock leaves
- * out the kernel's few us of switching, which its intervals count). */
+ * out the kernel's few us of switching, which its intervals count).
+ *
+ * Which CPU time a poll has, one rule for every reader (d9m_attr_poll_cpu): the recorder
+ * writes a PollCpuEvent for every poll over its threshold with a switch inside (metadata
+ * poll_cpu "on: polls over N us ...": d9m_coverage_metadata). So
+ *   - an exact PollCpuEvent: its CPU time;
+ *   - no PollCpuEvent at all, the recording states poll_cpu on, the poll is over N us and has
+ *     gaps: its thread was not switched out inside it, its CPU time is its elapsed time (its
+ *     gaps are on_cpu);
+ *   - a PollCpuEvent that says "not exact" (no task-clock page), or no event where the rule
+ *     above does not hold: no CPU time, its gaps stay unknown. */
 #ifndef D9_MODEL_ATTRIBUTION_H
 #define D9_MODEL_ATTRIBUTION_H
 
@@ -107,6 +117,15 @@ typedef struct d9m_attr_poll {
     uint64_t cpu_ns;
 } d9m_attr_poll;
 
+/* What a poll's PollCpuEvent said (the reader pairs it with its poll: its worker's latest
+ * closed poll, once). */
+typedef enum d9m_poll_cpu {
+    D9M_POLL_CPU_NONE = 0,  /* no PollCpuEvent for the poll */
+    D9M_POLL_CPU_EXACT,     /* its exact CPU time */
+    D9M_POLL_CPU_NOT_EXACT, /* the recorder could not measure it; or the reader cut the poll
+                               short (the export's --to): what it said is not the piece's */
+} d9m_poll_cpu;
+
 /* Inline, as the rest of a poll's arithmetic: the analysis runs it for every poll. */
 static inline void d9m_attr_begin(d9m_attr_poll *p, uint64_t start, uint64_t end) {
     p->start = start;
@@ -119,7 +138,7 @@ static inline void d9m_attr_begin(d9m_attr_poll *p, uint64_t start, uint64_t end
     p->cpu_known = false;
     p->cpu_ns = 0;
 }
-/* The poll's exact CPU time (its PollCpuEvent). */
+/* The poll's exact CPU time (its PollCpuEvent; readers call d9m_attr_poll_cpu). */
 static inline void d9m_attr_cpu(d9m_attr_poll *p, uint64_t cpu_ns) {
     p->cpu_known = true;
     p->cpu_ns = cpu_ns;
@@ -227,6 +246,8 @@ typedef enum d9m_switch_source {
 
 typedef struct d9m_coverage {
     d9m_switch_source stated;
+    bool poll_cpu_on;           /* metadata poll_cpu "on: polls over N us ..." */
+    uint64_t poll_cpu_min_ns;   /* its N, in ns (0 when not on) */
     bool switch_seen;           /* a SchedSwitchEvent was read */
     d9m_cov_change *changes;    /* CoverageEvent of source off_cpu, sorted by ts */
     size_t nchanges, changes_cap;
@@ -235,9 +256,14 @@ typedef struct d9m_coverage {
     bool failed;                /* out of memory: everything is a gap from then on */
 } d9m_coverage;
 
-/* A metadata entry: source.off_cpu states the switch source ("active..." / anything else). */
+/* A metadata entry: source.off_cpu states the switch source ("active..." / anything else),
+ * poll_cpu whether every long poll with a switch has its PollCpuEvent (d9m_poll_cpu_metadata). */
 void d9m_coverage_metadata(d9m_coverage *c, const char *key, size_t key_len, const char *val,
                            size_t val_len);
+/* The entry poll_cpu: true when key is poll_cpu, then *on is whether it says "on: polls over
+ * N us" (N > 0) and *min_ns is N us in ns (0 when not on). */
+bool d9m_poll_cpu_metadata(const char *key, size_t key_len, const char *val, size_t val_len, bool *on,
+                           uint64_t *min_ns);
 /* A CoverageEvent (any source: only off_cpu's are kept). */
 void d9m_coverage_change(d9m_coverage *c, uint64_t ts, const char *source, size_t source_len,
                          const char *mode, size_t mode_len);
@@ -257,5 +283,19 @@ static inline void d9m_coverage_gaps(const d9m_coverage *c, uint64_t worker, d9m
     d9m_coverage_gaps_slow(c, worker, p);
 }
 void d9m_coverage_free(d9m_coverage *c);
+
+/* ---- the poll's CPU time: one rule (above) ---- */
+
+/* A poll without a PollCpuEvent, `elapsed` ns long, with gaps or not: did its thread run all of
+ * it (the recording states poll_cpu on and the poll is over its threshold)? */
+static inline bool d9m_poll_cpu_presumed(const d9m_coverage *c, d9m_poll_cpu event, uint64_t elapsed, bool gaps) {
+    return event == D9M_POLL_CPU_NONE && c->poll_cpu_on && gaps && elapsed > c->poll_cpu_min_ns;
+}
+/* Once the poll's gaps are in (d9m_coverage_gaps): its CPU time by the rule, from its
+ * PollCpuEvent (`event`, and `cpu_ns` when exact) or the lack of one. */
+static inline void d9m_attr_poll_cpu(d9m_attr_poll *p, const d9m_coverage *c, d9m_poll_cpu event, uint64_t cpu_ns) {
+    if (event == D9M_POLL_CPU_EXACT) d9m_attr_cpu(p, cpu_ns);
+    else if (d9m_poll_cpu_presumed(c, event, p->end - p->start, p->ngaps != 0)) d9m_attr_cpu(p, p->end - p->start);
+}
 
 #endif

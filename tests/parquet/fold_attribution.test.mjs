@@ -68,17 +68,23 @@ async function rowsAddUp(tables) {
   return rows
 }
 
-test('the attribution vector: planted causes per spawn location as analyze says them', async (t) => {
-  const vector = join(source, 'tests/vectors/attribution.bin')
-  if (!existsSync(vector)) return t.skip('no ' + vector)
-  // the vector has no ClockSyncEvent, which fold needs for wall_time: a second stream gives
-  // one (analyze reads the same file)
+// A shared vector as a segment: the vectors have no ClockSyncEvent, which fold needs for
+// wall_time: a second stream gives one (analyze reads the same file). Its path, or null.
+function vectorSegment(name) {
+  const vector = join(source, `tests/vectors/${name}.bin`)
+  if (!existsSync(vector)) return null
   const clock = new TraceWriter().header()
   clock.schema(0, 'ClockSyncEvent', true, BUILTIN.ClockSyncEvent)
   clock.event(0, 1000000000n, [1700000000000000000n])
-  const seg = join(dir, 'vector', 'trace.0.bin')
-  mkdirSync(join(dir, 'vector'))
+  const seg = join(dir, `vector-${name}`, 'trace.0.bin')
+  mkdirSync(join(dir, `vector-${name}`))
   writeFileSync(seg, Buffer.concat([readFileSync(vector), Buffer.from(clock.bytes())]))
+  return seg
+}
+
+test('the attribution vector: planted causes per spawn location as analyze says them', async (t) => {
+  const seg = vectorSegment('attribution')
+  if (!seg) return t.skip('no tests/vectors/attribution.bin in ' + source)
   const tables = join(dir, 'vector-tables')
   fold([seg], tables)
   const want = analyzeParts(seg)
@@ -89,6 +95,30 @@ test('the attribution vector: planted causes per spawn location as analyze says 
   for (const p of ['on_cpu_ns', 'lock_ns', 'io_ns', 'sleep_ns', 'blocked_other_ns', 'runnable_ns', 'unknown_ns'])
     assert.ok(total[p] > 0n, `the vector plants ${p}: ${JSON.stringify(total, (k, v) => String(v))}`)
   assert.ok(await rowsAddUp(tables) > 0, 'polls rows')
+})
+
+// The rule of a long poll's CPU time (src/model/attribution.h, d9m_attr_poll_cpu) on the
+// poll-cpu vector (tests/unit/poll_cpu_trace.h): poll_cpu stated on, the governor's gaps; a long
+// poll without a PollCpuEvent ran all of it (on_cpu, as analyze says: CI's ASan run failed on
+// such a poll), one whose event says "not exact" stays unknown, one with its exact CPU time has
+// off_cpu_uncaptured.
+test('the poll-cpu vector: a long poll without a PollCpuEvent as analyze says it', async (t) => {
+  const seg = vectorSegment('poll-cpu')
+  if (!seg) return t.skip('no tests/vectors/poll-cpu.bin in ' + source)
+  const tables = join(dir, 'vector-poll-cpu-tables')
+  fold([seg], tables)
+  const want = analyzeParts(seg)
+  const MS = 1000000n
+  const parts = (o) => Object.fromEntries(PARTS.map((p) => [p, o[p] || 0n]))
+  assert.deepEqual(want, {
+    'covered.c:1': parts({ on_cpu_ns: 9n * MS, io_ns: MS }),
+    'none.c:1': parts({ on_cpu_ns: 10n * MS }),
+    'inexact.c:1': parts({ unknown_ns: 10n * MS }),
+    'exact.c:1': parts({ on_cpu_ns: 6n * MS, io_ns: MS, off_cpu_uncaptured_ns: 3n * MS }),
+    'short.c:1': parts({ unknown_ns: MS / 2n }),
+  }, 'analyze: the planted parts')
+  assert.deepEqual(await foldParts(tables), { [basename(seg)]: want })
+  assert.equal(await rowsAddUp(tables), 5, 'polls rows')
 })
 
 // Worker 0, no switch records (source.off_cpu inactive), from 5 s:

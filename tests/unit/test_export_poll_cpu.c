@@ -3,10 +3,13 @@
  * (one poll each), off_cpu_uncaptured included, with and without switch records; a poll whose
  * event says "not exact" stays unknown; an event written after the next poll's start (a fused
  * end and begin) is its poll's; a poll cut at --to keeps its gap unknown (its CPU time is the
- * whole poll's); Perfetto's poll slices carry off_cpu_uncaptured_ns. */
+ * whole poll's); Perfetto's poll slices carry off_cpu_uncaptured_ns; and the model's one rule
+ * for a long poll without a PollCpuEvent while poll_cpu is stated on (its gaps are on_cpu, as
+ * analyze says), on the shared vector's trace (tests/unit/poll_cpu_trace.h). */
 #include <stdio.h>
 
 #include "attribution_trace.h"
+#include "poll_cpu_trace.h"
 #include "check.h"
 #include "export/export.h"
 
@@ -191,9 +194,75 @@ static void test_cut_poll(void) {
     d9_buf_free(&t.b);
 }
 
+static void check_parts(const d9m_parts *x, const char *loc, uint64_t on_cpu, uint64_t io, uint64_t uncaptured,
+                        uint64_t unknown) {
+    CHECK(x != NULL);
+    if (!x) return;
+    if (x->ns[D9M_PART_ON_CPU] != on_cpu || x->ns[D9M_PART_UNKNOWN] != unknown)
+        fprintf(stderr, "%s: on_cpu %llu unknown %llu\n", loc, (unsigned long long)x->ns[D9M_PART_ON_CPU],
+                (unsigned long long)x->ns[D9M_PART_UNKNOWN]);
+    CHECK_EQ_U64(x->ns[D9M_PART_ON_CPU], on_cpu);
+    CHECK_EQ_U64(x->ns[D9M_PART_IO], io);
+    CHECK_EQ_U64(x->ns[D9M_PART_OFF_CPU_UNCAPTURED], uncaptured);
+    CHECK_EQ_U64(x->ns[D9M_PART_UNKNOWN], unknown);
+}
+
+/* poll_cpu stated on, the governor's gaps: none.c (no PollCpuEvent) is on CPU, inexact.c
+ * unknown, exact.c resolved by its CPU time; the export as analyze, poll for poll. */
+static void test_stated_on_rule(void) {
+    tb t = {0};
+    poll_cpu_trace(&t);
+    d9a_analysis *a;
+    const d9a_report *r = tb_analyze(&a, &t, NULL);
+    d9_xmodel *m = model_of(&t.b, NULL);
+    CHECK(r != NULL && m != NULL);
+    if (r && m) {
+        same_parts(r, m, 5);
+        if (m->poll_parts) {
+            check_parts(export_parts(m, "covered.c:1"), "covered.c", 9 * MS, 1 * MS, 0, 0);
+            check_parts(export_parts(m, "none.c:1"), "none.c", 10 * MS, 0, 0, 0);
+            check_parts(export_parts(m, "inexact.c:1"), "inexact.c", 0, 0, 0, 10 * MS);
+            check_parts(export_parts(m, "exact.c:1"), "exact.c", 6 * MS, 1 * MS, 3 * MS, 0);
+            check_parts(export_parts(m, "short.c:1"), "short.c", 0, 0, 0, 500 * US);
+        }
+    }
+    d9_xmodel_free(m);
+    d9a_free(a);
+    d9_buf_free(&t.b);
+}
+
+/* No switch records and poll_cpu stated on: a long poll without a PollCpuEvent gives the
+ * export its parts (on CPU), as it gives analyze. */
+static void test_stated_on_without_switch_records(void) {
+    tb t = {0};
+    stream(&t);
+    const char *meta[] = {"source.off_cpu", "inactive: DIAL9_SCHEDULE_PROFILE_ENABLED=0", "poll_cpu",
+                          "on: polls over 1000 us with a switch inside", NULL};
+    tb_metadata(&t, T0, meta);
+    uint32_t lb = tb_string(&t, "b.c:1"), ld = tb_string(&t, "d.c:1");
+    tb_poll(&t, T0, 5 * MS, 0, 0, 1, lb);
+    tb_poll(&t, T0 + 10 * MS, 500 * US, 0, 0, 2, ld);
+    d9a_analysis *a;
+    const d9a_report *r = tb_analyze(&a, &t, NULL);
+    d9_xmodel *m = model_of(&t.b, NULL);
+    CHECK(r != NULL && m != NULL);
+    if (r && m) {
+        same_parts(r, m, 2);
+        if (m->poll_parts) {
+            check_parts(export_parts(m, "b.c:1"), "b.c", 5 * MS, 0, 0, 0);
+            check_parts(export_parts(m, "d.c:1"), "d.c", 0, 0, 0, 500 * US);
+        }
+    }
+    d9_xmodel_free(m);
+    d9a_free(a);
+    d9_buf_free(&t.b);
+}
+
 int main(void) {
     test_without_switch_records();
     test_with_switch_records();
     test_cut_poll();
+    test_stated_on_rule();
+    test_stated_on_without_switch_records();
     return d9t_summary("export_poll_cpu");
 }

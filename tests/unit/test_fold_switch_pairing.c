@@ -58,7 +58,7 @@ static void polls(const d9f_attr *a, d9m_parts *out, size_t *n) {
     size_t from[3] = {SIZE_MAX, SIZE_MAX, SIZE_MAX};
     *n = 0;
     for (uint64_t t = 990000; t < 1000000 + 200 * 100000; t += 50000)
-        for (uint64_t w = 0; w < 3; w++) d9f_attr_poll(a, w, t + w * 7000, t + w * 7000 + 30000, NULL, &from[w], &out[(*n)++]);
+        for (uint64_t w = 0; w < 3; w++) d9f_attr_poll(a, w, t + w * 7000, t + w * 7000 + 30000, D9M_POLL_CPU_NONE, 0, &from[w], &out[(*n)++]);
 }
 
 int main(void) {
@@ -106,16 +106,16 @@ int main(void) {
         for (uint64_t w = 0; w < 3; w++, k++) {
             size_t alone = SIZE_MAX;
             d9m_parts p;
-            d9f_attr_poll(&ordered, w, t + w * 7000, t + w * 7000 + 30000, NULL, &alone, &p);
+            d9f_attr_poll(&ordered, w, t + w * 7000, t + w * 7000 + 30000, D9M_POLL_CPU_NONE, 0, &alone, &p);
             CHECK(memcmp(&p, &pa[k], sizeof p) == 0);
         }
     /* a poll that starts before the previous one of its worker: searched, not stepped on */
     size_t from = SIZE_MAX;
     d9m_parts late, early, early_alone;
-    d9f_attr_poll(&ordered, 1, 15000000, 15030000, NULL, &from, &late);
-    d9f_attr_poll(&ordered, 1, 1007000, 1037000, NULL, &from, &early);
+    d9f_attr_poll(&ordered, 1, 15000000, 15030000, D9M_POLL_CPU_NONE, 0, &from, &late);
+    d9f_attr_poll(&ordered, 1, 1007000, 1037000, D9M_POLL_CPU_NONE, 0, &from, &early);
     size_t alone = SIZE_MAX;
-    d9f_attr_poll(&ordered, 1, 1007000, 1037000, NULL, &alone, &early_alone);
+    d9f_attr_poll(&ordered, 1, 1007000, 1037000, D9M_POLL_CPU_NONE, 0, &alone, &early_alone);
     CHECK(memcmp(&early, &early_alone, sizeof early) == 0);
     CHECK(early.ns[D9M_PART_ON_CPU] < 30000);
 

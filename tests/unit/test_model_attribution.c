@@ -1,7 +1,7 @@
 /* The per-poll attribution of the model (model/attribution.h, model/offcpu_cause.h) on known
  * intervals: parts that add up exactly, gaps (partial coverage, drops) that stay unknown
  * whatever lies in them, broken input that becomes unknown rather than a guess, and the cause
- * read from an off-CPU stack. */
+ * read from an off-CPU stack; the rule of a long poll's CPU time (PollCpuEvent, metadata poll_cpu). */
 #include "check.h"
 #include "model/attribution.h"
 #include "model/offcpu_cause.h"
@@ -232,7 +232,72 @@ static void test_coverage(void) {
     d9m_coverage_free(&d);
 }
 
+#define S(x) x, sizeof x - 1
+
+/* The metadata poll_cpu, read once for every reader (d9m_coverage_metadata). */
+static void test_poll_cpu_metadata(void) {
+    bool on = false;
+    uint64_t min = 7;
+    CHECK(!d9m_poll_cpu_metadata(S("source.off_cpu"), S("on: polls over 1000 us"), &on, &min));
+    CHECK(!on && min == 7); /* another key: untouched */
+    CHECK(d9m_poll_cpu_metadata(S("poll_cpu"), S("on: polls over 2500 us with a switch inside"), &on, &min));
+    CHECK(on);
+    CHECK_EQ_U64(min, 2500000);
+    CHECK(d9m_poll_cpu_metadata(S("poll_cpu"), S("off: DIAL9_POLL_CPU_MIN_US=0"), &on, &min));
+    CHECK(!on && min == 0);
+    d9m_poll_cpu_metadata(S("poll_cpu"), S("on: polls over 0 us"), &on, &min);
+    CHECK(!on);
+    d9m_poll_cpu_metadata(S("poll_cpu"), S("on: polls over us"), &on, &min);
+    CHECK(!on);
+    d9m_coverage c = {0};
+    d9m_coverage_metadata(&c, S("poll_cpu"), S("on: polls over 1000 us"));
+    d9m_coverage_metadata(&c, S("source.off_cpu"), S("active: perf"));
+    CHECK(c.poll_cpu_on && c.poll_cpu_min_ns == 1000000 && c.stated == D9M_SWITCH_ACTIVE);
+    d9m_coverage_free(&c);
+}
+
+/* The rule of a poll's CPU time (d9m_attr_poll_cpu): exact -> its CPU time; none, stated on,
+ * over the threshold, with gaps -> elapsed (gaps on_cpu); not exact, none under the threshold,
+ * none without gaps, none while not stated on -> nothing. */
+static void rule_parts(const d9m_coverage *c, d9m_poll_cpu said, uint64_t cpu, uint64_t end, bool gap, d9m_parts *out) {
+    d9m_attr_poll p;
+    d9m_attr_begin(&p, 0, end);
+    if (gap) d9m_attr_gap(&p, 0, end / 2);
+    d9m_attr_offcpu(&p, end / 2, end / 2 + 100, D9M_PART_IO);
+    d9m_attr_poll_cpu(&p, c, said, cpu);
+    d9m_attr_finish(&p, out);
+    CHECK_EQ_U64(total(out), end);
+}
+
+static void test_poll_cpu_rule(void) {
+    d9m_coverage on = {0}, off = {0};
+    d9m_coverage_metadata(&on, S("poll_cpu"), S("on: polls over 1 us"));
+    d9m_parts out;
+    rule_parts(&on, D9M_POLL_CPU_NONE, 0, 2000, true, &out); /* no switch: its gap ran */
+    CHECK_EQ_U64(out.ns[D9M_PART_ON_CPU], 1900);
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 0);
+    CHECK_EQ_U64(out.ns[D9M_PART_OFF_CPU_UNCAPTURED], 0);
+    rule_parts(&on, D9M_POLL_CPU_EXACT, 1400, 2000, true, &out); /* 600 off, 100 covered */
+    CHECK_EQ_U64(out.ns[D9M_PART_OFF_CPU_UNCAPTURED], 500);
+    CHECK_EQ_U64(out.ns[D9M_PART_ON_CPU], 1400);
+    rule_parts(&on, D9M_POLL_CPU_NOT_EXACT, 0, 2000, true, &out);
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 1000);
+    rule_parts(&on, D9M_POLL_CPU_NONE, 0, 1000, true, &out); /* 1000 ns: not over the 1 us threshold */
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 500);
+    rule_parts(&on, D9M_POLL_CPU_NONE, 0, 2000, false, &out); /* no gap: the switch records */
+    CHECK_EQ_U64(out.ns[D9M_PART_ON_CPU], 1900);
+    CHECK_EQ_U64(out.ns[D9M_PART_IO], 100);
+    rule_parts(&off, D9M_POLL_CPU_NONE, 0, 2000, true, &out); /* not stated on */
+    CHECK_EQ_U64(out.ns[D9M_PART_UNKNOWN], 1000);
+    CHECK(d9m_poll_cpu_presumed(&on, D9M_POLL_CPU_NONE, 1001, true));
+    CHECK(!d9m_poll_cpu_presumed(&on, D9M_POLL_CPU_NONE, 1001, false));
+    CHECK(!d9m_poll_cpu_presumed(&on, D9M_POLL_CPU_NOT_EXACT, 1001, true));
+    CHECK(!d9m_poll_cpu_presumed(&off, D9M_POLL_CPU_NONE, 1001, true));
+}
+
 int main(void) {
+    test_poll_cpu_metadata();
+    test_poll_cpu_rule();
     test_exact_parts();
     test_gaps();
     test_broken_input();

@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "attribution_trace.h"
+#include "poll_cpu_trace.h"
 
 typedef struct vector {
     const char *name;
@@ -126,12 +127,17 @@ static void build_custom_fields(tb *t) {
  * where each poll's time went (tests/unit/attribution_trace.h). */
 static void build_attribution(tb *t) { attribution_trace(t, true); }
 
+/* poll_cpu stated on, the governor's gaps, long polls with an exact, a "not exact" and no
+ * PollCpuEvent: the rule of a poll's CPU time (tests/unit/poll_cpu_trace.h). */
+static void build_poll_cpu(tb *t) { poll_cpu_trace(t); }
+
 static const vector vectors[] = {
     {"worked-example", build_worked_example},
     {"runtime", build_runtime},
     {"dial9-parks-two-streams", build_dial9_parks_two_streams},
     {"custom-fields", build_custom_fields},
     {"attribution", build_attribution},
+    {"poll-cpu", build_poll_cpu},
 };
 
 static int write_file(const char *path, const d9_buf *b) {

@@ -1,8 +1,9 @@
 // A selected poll's attribution (viewer/src/attribution.js) as one bar in its details: on the
-// shared attribution vector (tests/vectors/attribution.bin) every poll's bar shows, part for
-// part, the ns that the C model computes on the same bytes (`dial9 analyze --json`, its
-// longest polls: all five), and nothing for a part that is zero. Skips, saying so, when the
-// build (D9_BUILD_DIR, else ./build) has no CLI.
+// shared attribution vector (tests/vectors/attribution.bin) and the poll-cpu vector (long polls'
+// CPU time: off_cpu_uncaptured, and a poll without a PollCpuEvent on CPU) every poll's bar
+// shows, part for part, the ns that the C model computes on the same bytes (`dial9 analyze
+// --json`, its longest polls: all five), and nothing for a part that is zero. Skips, saying so,
+// when the build (D9_BUILD_DIR, else ./build) has no CLI.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -12,7 +13,6 @@ import { startBrowser, openPage, settled, screenshot, repoRoot } from './harness
 
 const build = path.resolve(process.env.D9_BUILD_DIR || path.join(repoRoot, 'build'));
 const dial9 = path.join(build, 'dial9');
-const vector = path.join(repoRoot, 'tests', 'vectors', 'attribution.bin');
 
 let browser;
 before(async () => {
@@ -22,7 +22,8 @@ after(async () => {
   if (browser) await browser.close();
 });
 
-test('a poll\'s details: where its time went, as one bar equal to C\'s parts', async (t) => {
+for (const name of ['attribution', 'poll-cpu']) test('a poll\'s details: where its time went, as one bar equal to C\'s parts (' + name + ')', async (t) => {
+  const vector = path.join(repoRoot, 'tests', 'vectors', name + '.bin');
   if (!fs.existsSync(dial9)) {
     t.skip('not built: ' + dial9);
     return;
@@ -51,14 +52,15 @@ test('a poll\'s details: where its time went, as one bar equal to C\'s parts', a
     const expected = Object.entries(c.attribution).filter(([, v]) => v > 0).map(([k, v]) => [k.replace(/_ns$/, ''), v]);
     assert.deepEqual(bar, expected, c.location + ': the bar\'s segments');
     assert.deepEqual(legend, expected, c.location + ': the legend');
-    if (c.location === 'lock.c:1') {
+    if (name === 'attribution' && c.location === 'lock.c:1') {
       lockShown = true;
       assert.match(await page.locator('#detail-attr span[data-part="lock"]').getAttribute('title'), /^lock 4(\.000)? ?ms/);
       await screenshot(page, 'attribution-lock');
     }
     if (c.attribution.unknown_ns > 0) assert.match(await page.locator('#detail-attr-note').textContent(), /Unknown/);
+    else if (c.attribution.off_cpu_uncaptured_ns > 0) assert.match(await page.locator('#detail-attr-note').textContent(), /Off CPU for certain/);
   }
-  assert.ok(lockShown, 'the lock poll was shown');
+  if (name === 'attribution') assert.ok(lockShown, 'the lock poll was shown');
   assert.deepEqual(errors, []);
   await page.close();
 });

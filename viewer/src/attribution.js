@@ -22,6 +22,14 @@
  *                      worker (its worker_id, or the whole process: worker 255 and tid 0); all of
  *                      a poll whose intervals overlap (a broken trace). An interval's part inside
  *                      a gap is unknown, not its cause.
+ *   CPU time (a whole  the rule of the C model (d9m_attr_poll_cpu): an exact PollCpuEvent gives
+ *   poll's, with gaps) its CPU time; no PollCpuEvent at all while the metadata states poll_cpu
+ *                      "on: polls over N us" and the poll is over N us: its CPU time is its
+ *                      elapsed time (the recorder writes one for every such poll with a switch);
+ *                      "not exact": none. With a CPU time, the off-CPU time the covered
+ *                      intervals do not account for is off_cpu_uncaptured (at most the gaps), the
+ *                      rest of the gaps on_cpu, nothing unknown. A span's piece of a poll keeps
+ *                      its gaps unknown (as src/model/spans.c).
  *
  * Computed per poll on demand (a poll's intervals found by binary search), so a selection costs
  * nothing on a large trace; the intervals and their causes are built once per trace.
@@ -29,8 +37,8 @@
 (function (D9) {
   'use strict';
 
-  /* off_cpu_uncaptured: C's part from a long poll's exact CPU time (PollCpuEvent); this decoder
-   * does not read that event yet, so the part stays 0 here and that time is in unknown. */
+  /* off_cpu_uncaptured: off-CPU for certain by a long poll's CPU time (PollCpuEvent), where switch
+   * records do not cover it */
   const PARTS = ['on_cpu', 'lock', 'io', 'sleep', 'fault', 'blocked_other', 'runnable', 'unknown', 'off_cpu_uncaptured'];
   const ON_CPU = 0;
   const LOCK = 1;
@@ -40,6 +48,8 @@
   const BLOCKED_OTHER = 5;
   const RUNNABLE = 6;
   const UNKNOWN = 7;
+  const OFF_CPU_UNCAPTURED = 8;
+  const POLL_CPU_EXACT = 1; // trace.polls.cpuEvent: 0 no PollCpuEvent, 1 exact, 2 not exact
   // A context-switch sample and its switch-out come from two perf events, either may carry the
   // earlier timestamp (the kernel copies the sample's stack before it stamps the switch record:
   // 2-63 us apart on a loaded guest): src/model/attribution.h's D9M_SWITCH_STACK_MATCH_NS.
@@ -113,10 +123,20 @@
 
   /* ---- the trace's coverage of switch records ---- */
 
+  /* The metadata entry poll_cpu: "on: polls over N us ..." (N > 0) -> N in ns; else 0 (not on). */
+  function pollCpuMinNs(value) {
+    const m = /^on: polls over ([0-9]{1,9})/.exec(String(value));
+    return m ? Number(m[1]) * 1000 : 0;
+  }
+
   function coverage(trace) {
     let stated = ''; // '', 'active' or 'inactive': the last metadata that says
+    let pollCpuMin = 0; // poll_cpu stated on: its threshold in ns (the last metadata that says)
     for (const m of trace.metadata || []) {
-      for (const [k, v] of m.entries) if (k === 'source.off_cpu') stated = String(v).startsWith('active') ? 'active' : 'inactive';
+      for (const [k, v] of m.entries) {
+        if (k === 'source.off_cpu') stated = String(v).startsWith('active') ? 'active' : 'inactive';
+        if (k === 'poll_cpu') pollCpuMin = pollCpuMinNs(v);
+      }
     }
     const switchSeen = !!(trace.switches && trace.switches.count);
     const any = stated === 'active' || (stated === '' && switchSeen);
@@ -132,7 +152,7 @@
       drops.push({ ts: D.ts[i], worker: worker === WORKER_NONE ? -1 : worker }); // -1: every worker
     }
     drops.sort((a, b) => a.ts - b.ts);
-    return { any, stated, switchSeen, changes, drops };
+    return { any, stated, switchSeen, changes, drops, pollCpuOn: pollCpuMin > 0, pollCpuMinNs: pollCpuMin };
   }
 
   /* Add [from, to) (clipped to the poll) to its sorted disjoint gaps, merging what it touches. */
@@ -378,9 +398,25 @@
       }
       const gaps = hi - lo - coveredOf(p, lo, hi);
       for (let k = LOCK; k <= RUNNABLE; k++) res[k] = off[k];
+      const cpu = from === undefined && to === undefined ? cpuTime(i, hi - lo, gaps) : -1;
+      if (cpu >= 0 && gaps > 0) { // the CPU time resolves the gaps: nothing unknown
+        const elapsed = hi - lo;
+        const offCpu = elapsed - Math.min(cpu, elapsed);
+        const uncaptured = Math.min(offCpu > offTotal ? offCpu - offTotal : 0, gaps);
+        res[OFF_CPU_UNCAPTURED] = uncaptured;
+        res[ON_CPU] = elapsed - offTotal - uncaptured;
+        return res;
+      }
       res[UNKNOWN] = gaps;
       res[ON_CPU] = hi - lo - gaps - offTotal;
       return res;
+    }
+    /* Poll i's CPU time by the C model's rule (d9m_attr_poll_cpu), or -1 when it has none. */
+    function cpuTime(i, elapsed, gaps) {
+      const said = P.cpuEvent ? P.cpuEvent[i] : 0;
+      if (said === POLL_CPU_EXACT) return P.cpuNs[i];
+      if (said === 0 && cov.pollCpuOn && gaps > 0 && elapsed > cov.pollCpuMinNs) return elapsed; // no switch in it
+      return -1;
     }
     function sum(indices) {
       const total = new Float64Array(PARTS.length);
@@ -434,8 +470,9 @@
     const parts = at.parts(i);
     const d = P.end[i] - P.start[i];
     let note = '';
-    if (!at.coverage.any) note = 'This trace has no switch records (source.off_cpu not active), so where the time went is unknown.';
+    if (!at.coverage.any && parts[UNKNOWN] > 0) note = 'This trace has no switch records (source.off_cpu not active), so where the time went is unknown.';
     else if (parts[UNKNOWN] > 0) note = 'Unknown: the cost governor recorded context switches only partly here, or events of this worker were dropped.';
+    else if (parts[OFF_CPU_UNCAPTURED] > 0) note = 'Off CPU for certain by the poll\'s exact CPU time, where context switches were not recorded: its cause was not captured.';
     return '<div class="section-title">Where its time went</div>' + barHtml('detail-attr', parts, d) +
       (note ? '<p class="muted small" id="detail-attr-note">' + note + '</p>' : '');
   }

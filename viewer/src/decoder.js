@@ -36,11 +36,13 @@ function dial9DecoderFactory() {
   const K = {
     OTHER: 0, POLL_START: 1, POLL_END: 2, PARK: 3, UNPARK: 4, QUEUE: 5, SPAWN: 6, TERMINATE: 7,
     WAKE: 8, CPU: 9, DUMP: 10, META: 11, CLOCK: 12, SYMBOL: 13, COVERAGE: 14, ORIGIN: 15,
-    SPAN_ENTER: 16, SPAN_EXIT: 17, ALLOC: 18, FREE: 19, SWITCH: 20, DROP: 21,
+    SPAN_ENTER: 16, SPAN_EXIT: 17, ALLOC: 18, FREE: 19, SWITCH: 20, DROP: 21, POLL_CPU: 22,
   };
   const KNOWN = {
     PollStartEvent: [K.POLL_START, ['worker_id', 'task_id', 'spawn_loc', 'local_queue']],
     PollEndEvent: [K.POLL_END, ['worker_id']],
+    // a long poll's exact CPU time (docs/schemas.md): its worker's latest closed poll's, once
+    PollCpuEvent: [K.POLL_CPU, ['worker_id', 'cpu_time_ns', 'exact']],
     WorkerParkEvent: [K.PARK, ['worker_id', 'local_queue', 'cpu_time_ns', 'tid']],
     WorkerUnparkEvent: [K.UNPARK, ['worker_id', 'local_queue', 'cpu_time_ns', 'sched_wait_ns', 'tid']],
     QueueSampleEvent: [K.QUEUE, ['global_queue']],
@@ -540,6 +542,7 @@ function dial9DecoderFactory() {
         i = t.n++;
         t.c.ts[i] = ts;
         t.c.worker[i] = num(slot(s, 0));
+        t.c.cpu[i] = NaN;
         if (s.kind === K.POLL_START) {
           t.c.isEnd[i] = 0;
           t.c.task[i] = num(slot(s, 1));
@@ -551,6 +554,21 @@ function dial9DecoderFactory() {
           t.c.loc[i] = -1;
           t.c.localQueue[i] = NaN;
         }
+        return;
+      case K.POLL_CPU:
+        // paired in time order with the worker's polls (finishPolls); one without a time is
+        // no poll's, as in the C readers
+        if (!s.hasTs) return storeOther(s, ts);
+        t = tables.pollEdges;
+        if (t.n === t.cap) grow(t);
+        i = t.n++;
+        t.c.ts[i] = ts;
+        t.c.worker[i] = num(slot(s, 0));
+        t.c.isEnd[i] = 2;
+        t.c.task[i] = NaN;
+        t.c.loc[i] = -1;
+        t.c.localQueue[i] = NaN;
+        t.c.cpu[i] = num(slot(s, 2)) ? num(slot(s, 1)) : NaN; // NaN: "not exact"
         return;
       case K.PARK:
       case K.UNPARK:
@@ -913,9 +931,13 @@ function dial9DecoderFactory() {
     const ts = edges.ts;
     for (const g of groups) {
       let pending = -1;
+      let latest = -1; // the worker's latest closed pair, for a PollCpuEvent (isEnd 2)
       for (let k = g.from; k < g.to; k++) {
         const i = order[k];
-        if (isEnd[i] === 0) {
+        if (isEnd[i] === 2) { // its worker's latest closed poll's, once (as the C readers take it)
+          if (latest >= 0 && extra.cpu) extra.cpu(out, latest, i);
+          latest = -1;
+        } else if (isEnd[i] === 0) {
           if (pending >= 0) unmatchedStarts++;
           pending = i;
         } else if (pending >= 0) {
@@ -924,6 +946,7 @@ function dial9DecoderFactory() {
           out.end[m] = ts[i];
           out.worker[m] = g.worker;
           extra.fill(out, m, pending, i);
+          latest = m;
           m++;
           pending = -1;
         } else {
@@ -942,11 +965,18 @@ function dial9DecoderFactory() {
   function finishPolls(edges) {
     const c = edges;
     return pairSpans(c, {
-      spec: { task: Float64Array, loc: Int32Array, localQueue: Float64Array },
+      // cpuEvent: what its PollCpuEvent said (0 none, 1 exact: cpuNs is its CPU time, 2 not
+      // exact), for viewer/src/attribution.js's rule of a long poll's CPU time
+      spec: { task: Float64Array, loc: Int32Array, localQueue: Float64Array, cpuEvent: Uint8Array, cpuNs: Float64Array },
       fill(out, m, s) {
         out.task[m] = c.task[s];
         out.loc[m] = c.loc[s];
         out.localQueue[m] = c.localQueue[s];
+      },
+      cpu(out, m, e) {
+        const exact = Number.isFinite(c.cpu[e]);
+        out.cpuEvent[m] = exact ? 1 : 2;
+        out.cpuNs[m] = exact ? c.cpu[e] : 0;
       },
     });
   }
@@ -1044,7 +1074,7 @@ function dial9DecoderFactory() {
       annotationFrames: 0, events: 0, byName: {},
     };
     tables = {
-      pollEdges: makeTable({ ts: Float64Array, worker: Float64Array, task: Float64Array, loc: Int32Array, localQueue: Float64Array, isEnd: Uint8Array }),
+      pollEdges: makeTable({ ts: Float64Array, worker: Float64Array, task: Float64Array, loc: Int32Array, localQueue: Float64Array, isEnd: Uint8Array, cpu: Float64Array }),
       parkEdges: makeTable({ ts: Float64Array, worker: Float64Array, localQueue: Float64Array, cpuTime: Float64Array, schedWait: Float64Array, tid: Float64Array, isEnd: Uint8Array }),
       wakes: makeTable({ ts: Float64Array, waker: Float64Array, woken: Float64Array, targetWorker: Float64Array }),
       cpuSamples: makeTable({ ts: Float64Array, worker: Float64Array, tid: Float64Array, source: Float64Array, threadName: Int32Array, stack: Int32Array, cpu: Float64Array }),

@@ -122,6 +122,25 @@ test('the attribution vector: the planted parts of tests/unit/attribution_trace.
   assert.deepEqual(by['after.c:1'], parts({ on_cpu: 2 * MS, sleep: 3 * MS }));
 });
 
+// The rule of a long poll's CPU time (src/model/attribution.h, d9m_attr_poll_cpu): poll_cpu
+// stated on, the governor's gaps; a poll without a PollCpuEvent ran all of it, one whose event
+// says "not exact" stays unknown, one with its exact CPU time has off_cpu_uncaptured
+// (tests/unit/poll_cpu_trace.h). Analyze and the export say the same: the loop below.
+test('the poll-cpu vector: the planted parts of tests/unit/poll_cpu_trace.h', () => {
+  const tr = D.decode(fs.readFileSync(path.join(vectorDir, 'poll-cpu.bin')));
+  const by = Object.fromEntries(jsAttribution(tr).map((p) => [p.loc, p.parts]));
+  const parts = (o) => Object.fromEntries(A.PARTS.map((n) => [n + '_ns', o[n] || 0]));
+  assert.deepEqual(by['covered.c:1'], parts({ on_cpu: 9 * MS, io: 1 * MS }));
+  assert.deepEqual(by['none.c:1'], parts({ on_cpu: 10 * MS }));
+  assert.deepEqual(by['inexact.c:1'], parts({ unknown: 10 * MS }));
+  assert.deepEqual(by['exact.c:1'], parts({ on_cpu: 6 * MS, io: 1 * MS, off_cpu_uncaptured: 3 * MS }));
+  assert.deepEqual(by['short.c:1'], parts({ unknown: 0.5 * MS }));
+  // a span's piece of a poll keeps its gaps unknown, as src/model/spans.c does
+  const i = Array.from(tr.polls.loc, (l) => tr.strings[l]).indexOf('none.c:1');
+  const piece = A.attributor(tr, M.makeSymbolizer(tr).lookup).parts(i, tr.polls.start[i], tr.polls.end[i]);
+  assert.equal(piece[A.PARTS.indexOf('unknown')], 10 * MS);
+});
+
 for (const name of vectors) {
   test('vector ' + name + ': the viewer\'s attribution equals C\'s per poll and per location', (t) => {
     if (skipWithoutCli(t)) return;

@@ -85,6 +85,26 @@ for (const name of names) {
     }
     assert.deepEqual(sortKeys(jsPolls), sortKeys(polls));
 
+    // PollCpuEvent: its worker's latest closed poll's, once (in time order, as the C readers
+    // pair it): [poll start, exact, CPU time]
+    const cpus = [];
+    const latest = new Map();
+    const timeline = rows.filter((r) => r.ts !== null && ['PollStartEvent', 'PollEndEvent', 'PollCpuEvent'].includes(r.event))
+      .map((r, k) => [r, k]).sort(([a, i], [b, j]) => (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : i - j)).map(([r]) => r);
+    for (const p of pairByWorker(rows, 'PollStartEvent', 'PollEndEvent')) p.end.closes = p.start;
+    for (const r of timeline) {
+      const w = r.fields.worker_id;
+      if (r.event === 'PollEndEvent' && r.closes) latest.set(w, r.closes);
+      if (r.event !== 'PollCpuEvent' || !latest.get(w)) continue;
+      cpus.push([latest.get(w).ts.toString(), r.fields.exact ? 1 : 2, r.fields.exact ? Number(r.fields.cpu_time_ns) : 0]);
+      latest.delete(w);
+    }
+    const jsCpus = [];
+    for (let i = 0; i < tr.polls.count; i++) {
+      if (tr.polls.cpuEvent[i]) jsCpus.push([abs(tr, tr.polls.start[i]).toString(), tr.polls.cpuEvent[i], tr.polls.cpuNs[i]]);
+    }
+    assert.deepEqual(sortKeys(jsCpus), sortKeys(cpus));
+
     // parks: worker, span, tid, CPU time at both ends and the run-queue wait, when measured
     const parks = pairByWorker(rows, 'WorkerParkEvent', 'WorkerUnparkEvent').map((p) =>
       [p.worker, p.start.ts.toString(), p.end.ts.toString(), p.start.fields.tid,

@@ -287,6 +287,13 @@ static void write_dump(int sig, const siginfo_t *si) {
             }
             struct stat st;
             len = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? (size_t)st.st_size : 0;
+            if (is_open && !len) {
+                /* opened by the writer, nothing written yet (a rotation just before the crash,
+                 * or a write refused): no event to keep, and an empty file is no trace to a
+                 * reader; left out, as memory mode leaves out an empty open segment */
+                (void)unlinkat(dir, name, 0);
+                continue;
+            }
         } else if (!write_file(dir, name, p, len)) {
             missing++;
             continue;

@@ -86,7 +86,7 @@ typedef struct hit_slot {
     d9_flight_rule_kind kind;
     uint64_t begin_ns, end_ns, value, worker;
     uint64_t matched_ns;    /* when the collector matched it: the latency's first part */
-    bool woken;             /* in a drain a poll's end asked for, not a periodic one */
+    bool woken;             /* in a drain a poll end or an unpark asked for, not a periodic one */
     const char *event_name; /* a registered type's name: lives as long as the process */
 } hit_slot;
 
@@ -328,7 +328,7 @@ static void write_manifest(flight *f, dump *d, bool stopped) {
         d9_json_key(&j, "merged_triggers"); d9_json_u64(&j, d->merged);
         if (d->rule[0]) d9_json_key_f64(&j, "requested_after_ms", (double)d->requested_after_ns / 1e6);
         if (d->rule[0]) d9_json_key_f64(&j, "matched_after_ms", (double)d->matched_after_ns / 1e6);
-        if (d->rule[0]) { /* which drain matched it: one its poll's end asked for, or the periodic one */
+        if (d->rule[0]) { /* which drain matched it: one its event asked for (flight_rule_wake.h), or the periodic one */
             d9_json_key(&j, "drain");
             d9_json_string(&j, d->matched_in_woken_drain ? "woken" : "periodic");
         }

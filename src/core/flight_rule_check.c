@@ -25,6 +25,7 @@ void d9_rule_check_arm(const d9_flight_rules *rules) {
     }
     if (rules->count) atomic_store_explicit(&rc->on, true, memory_order_release);
     d9_rule_wake_arm(rc->poll_ns); /* poll ends past the threshold ask for a drain at once */
+    d9_rule_wake_arm_sched(rc->sched_ns); /* and unparks after a delay past it */
 }
 
 void d9_rule_check_disarm(void) {

@@ -30,9 +30,26 @@ static inline void d9_rule_wake_poll_end_begin(uint64_t ticks) {
     if (__builtin_expect(__atomic_load_n(&d9_rule_wake_on, __ATOMIC_RELAXED), 0)) d9_rule_wake_poll_end_begin_slow(ticks);
 }
 
-/* Arm with the lowest poll_ms threshold (UINT64_MAX: none, nothing armed) / disarm. */
+/* Arm with the lowest poll_ms threshold (UINT64_MAX: none, nothing armed) / disarm (both). */
 void d9_rule_wake_arm(uint64_t poll_ns);
 void d9_rule_wake_disarm(void);
+
+/* The unpark's wake-up of a sched_delay_ms rule. The delay is schedstat's run-queue wait
+ * between the thread's last reading and the unpark's; the reading is made by the park or
+ * unpark hook itself (core/hooks.c's park_record, a system call, only when due:
+ * DIAL9_SCHEDSTAT_RESOLUTION_US), so the thread knows the delay as soon as the collector would,
+ * minus the drain: it keeps its last reading (a thread-local pair) and an unpark whose delay
+ * is over the lowest threshold wakes the collector as a long poll's end does (the same futex,
+ * the same 1 ms limit for all threads and rules, no lock, nothing written). Called after the
+ * record is committed, with the value the record holds (D9_NS_NOT_READ: no reading). */
+extern bool d9_rule_wake_sched_on __attribute__((visibility("hidden")));
+void d9_rule_wake_schedstat_slow(bool unpark, uint64_t wait, uint64_t ticks) __attribute__((cold, noinline));
+static inline void d9_rule_wake_schedstat(bool unpark, uint64_t wait, uint64_t ticks) {
+    if (__builtin_expect(__atomic_load_n(&d9_rule_wake_sched_on, __ATOMIC_RELAXED), 0))
+        d9_rule_wake_schedstat_slow(unpark, wait, ticks);
+}
+/* Arm with the lowest sched_delay_ms threshold in ns (UINT64_MAX: none). */
+void d9_rule_wake_arm_sched(uint64_t sched_ns);
 
 /* The collector, after its sleep: true when a poll end asked for this drain (and takes the
  * request). Collector thread only. */

@@ -263,6 +263,7 @@ SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu) {
     r[2] = wait;
     r[3] = t->local_queue;
     d9_thread_commit(t, D9_REC_WORDS_PARK);
+    d9_rule_wake_schedstat(kind == D9_REC_UNPARK, wait, now); /* a sched_delay_ms rule's wake */
 }
 
 /* The fast path of a park or unpark whose schedstat read is not due (nearly all of a busy

@@ -60,7 +60,8 @@ void d9_poll_cpu_begin_slow(uint64_t ticks) {
     /* twice at most: a page of a past recording is reopened by the first, whose value is then
      * not taken under the new page's lock */
     for (int i = 0; i < 2 && s->poll_page->lock != s->lock; i++)
-        if (d9_thread_cpu_clock_slow(s, false, ticks) == D9_TCC_NONE) return;
+        if (d9_thread_cpu_clock_slow(s, false, ticks) == D9_TCC_NONE) break;
+    s->poll_lock = s->lock; /* the line the poll begins on */
 }
 
 void d9_poll_cpu_end_begin_slow(uint64_t ticks) {
@@ -68,6 +69,7 @@ void d9_poll_cpu_end_begin_slow(uint64_t ticks) {
     uint64_t begin_ticks = s->poll_ticks;
     s->poll_ticks = ticks;
     d9_poll_cpu_end_slow(ticks, begin_ticks);
+    s->poll_lock = s->lock; /* the next poll's begin */
     if (s->poll_page->lock != s->lock) d9_poll_cpu_begin_slow(ticks); /* a short poll's: not read */
 }
 
@@ -80,12 +82,21 @@ void d9_poll_cpu_end_slow(uint64_t end_ticks, uint64_t begin_ticks) {
     if (!min_ns || !gen || ns_per_tick <= 0 || s->gen != gen || !s->page) return;
     int64_t wall_ticks = (int64_t)(end_ticks - begin_ticks);
     if (wall_ticks <= 0 || (double)wall_ticks * ns_per_tick < (double)min_ns) return;
-    /* the begin's CPU time: the anchor the begin checked (or took), and the wall time since;
-     * an anchor taken inside the poll says nothing of the begin */
-    bool known = (int64_t)(begin_ticks - s->ticks) >= 0;
+    /* the begin's CPU time: on the line the begin checked (or took), the thread's still when it
+     * took no new anchor since (estimates move along it), else the one kept when a park or
+     * unpark inside the poll replaced it; the wall time from that line's point to the begin */
+    bool known = true;
+    uint64_t line_cpu = s->cpu_ns, line_ticks = s->ticks;
+    if (s->lock != s->poll_lock) {
+        known = s->poll_line_lock == s->poll_lock;
+        line_cpu = s->poll_line_cpu;
+        line_ticks = s->poll_line_ticks;
+    }
     uint64_t begin_cpu = 0;
-    if (known) begin_cpu = s->cpu_ns + (uint64_t)(int64_t)((double)(int64_t)(begin_ticks - s->ticks) * ns_per_tick);
-    /* the end's, exact (a snapshot, then read() of the event): also the thread's next anchor */
+    if (known) begin_cpu = line_cpu + (uint64_t)(int64_t)((double)(int64_t)(begin_ticks - line_ticks) * ns_per_tick);
+    /* the end's: exact (a snapshot, then read() of the event) after a switch since the thread's
+     * last value, else that value's line (a park or unpark inside took one after the switch):
+     * also the thread's next anchor */
     uint64_t end_cpu = d9_thread_cpu_clock_slow(s, false, end_ticks);
     if (end_cpu == D9_TCC_NONE) return; /* the event is gone: the thread reads by system call now */
     if (!known) {

@@ -12,8 +12,10 @@
  * When it is not (the thread was switched out since its last value: preempted between polls,
  * or inside a short poll), the begin reads the task clock (the read its next park would have
  * made otherwise: where a loop parks between its polls, the reads move, they do not add up).
- * A poll whose thread took a new value inside it (a park and unpark within the poll) says
- * exact 0 and cpu_time_ns 0 when it had a switch. A thread
+ * The begin keeps that lock (poll_lock): the end compares the page's with it, so a switch
+ * anywhere inside the poll is seen, even when a park and unpark inside it took new values since
+ * (a new anchor keeps the line the poll began on: d9_tcc_keep_poll_line), and the begin's CPU
+ * time is then that line's; the end's is the thread's current line's, or read. A thread
  * has its page from its first park or unpark on (where the adapters and the shim take its CPU
  * time); before, and on a thread refused one (past D9_TCC_MAX_THREADS, seccomp), its polls are
  * not accounted: poll_page is then a page whose lock never moves, so that the hooks test
@@ -41,20 +43,24 @@ void d9_poll_cpu_end_begin_slow(uint64_t ticks);
 static inline __attribute__((always_inline)) void d9_poll_cpu_begin(uint64_t ticks) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
     s->poll_ticks = ticks;
-    if (__builtin_expect(s->poll_page->lock != s->lock, 0)) d9_poll_cpu_begin_slow(ticks);
+    uint32_t lock = s->lock;
+    s->poll_lock = lock; /* the slow twin sets it again after its new anchor */
+    if (__builtin_expect(s->poll_page->lock != lock, 0)) d9_poll_cpu_begin_slow(ticks);
 }
 
 /* At a poll's end, last in the hook (a tail call when taken: the hook's fast path keeps no
- * frame): nothing unless the page moved since the begin's anchor. */
+ * frame): nothing unless the page moved since the begin's lock. */
 static inline __attribute__((always_inline)) void d9_poll_cpu_end(uint64_t ticks) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
-    if (__builtin_expect(s->poll_page->lock != s->lock, 0)) d9_poll_cpu_end_slow(ticks, s->poll_ticks);
+    if (__builtin_expect(s->poll_page->lock != s->poll_lock, 0)) d9_poll_cpu_end_slow(ticks, s->poll_ticks);
 }
 
-/* A poll's end and the next one's begin at one time (d9__poll_end_begin): one test for both. */
+/* A poll's end and the next one's begin at one time (d9__poll_end_begin): one test for both
+ * (the page did not move since the begin, so no new anchor was taken: poll_lock is still
+ * `lock`, the next begin's). */
 static inline __attribute__((always_inline)) void d9_poll_cpu_end_begin(uint64_t ticks) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
-    if (__builtin_expect(s->poll_page->lock != s->lock, 0)) {
+    if (__builtin_expect(s->poll_page->lock != s->poll_lock, 0)) {
         d9_poll_cpu_end_begin_slow(ticks);
         return;
     }

@@ -28,7 +28,8 @@ uint32_t d9_thread_cpu_clock_gen;
 double d9_thread_cpu_ns_per_tick;
 const struct perf_event_mmap_page d9_tcc_no_page = {.lock = 1};
 __thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec"))) = {.slot = -1, .lock = 1,
-                                                                                     .poll_page = &d9_tcc_no_page};
+                                                                                     .poll_page = &d9_tcc_no_page,
+                                                                                     .poll_lock = 1};
 
 enum { SLOT_FREE, SLOT_OPEN, SLOT_READING, SLOT_CLOSED };
 
@@ -93,6 +94,7 @@ static void release(d9_tcc_state *s) {
     /* first: a poll's end (even in a signal handler) reads no page being unmapped */
     s->poll_page = &d9_tcc_no_page;
     s->lock = d9_tcc_no_page.lock; /* its begin and end then see nothing move */
+    s->poll_lock = d9_tcc_no_page.lock;
     __asm__ __volatile__("" ::: "memory");
     if (s->slot >= 0) {
         slot *e = &g_slots[s->slot];
@@ -196,6 +198,7 @@ static uint64_t from_page(d9_tcc_state *s, bool unpark, uint64_t now_ticks) {
     uint64_t e = d9_thread_cpu_clock_exact(s);
     if (e == D9_TCC_NONE) return D9_TCC_NONE;
     uint64_t v = s->base_ns + e;
+    d9_tcc_keep_poll_line(s);
     if ((int64_t)(v - s->cpu_ns) < 0) { /* as in d9_tcc_step */
         s->base_ns += s->cpu_ns - v;
         v = s->cpu_ns;
@@ -320,6 +323,7 @@ void d9_thread_cpu_clock_forget_after_fork(void) {
     s->page = NULL;
     s->poll_page = &d9_tcc_no_page;
     s->lock = d9_tcc_no_page.lock;
+    s->poll_lock = d9_tcc_no_page.lock;
     s->slot = -1;
     s->gen = 0;
     __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);

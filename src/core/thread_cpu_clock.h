@@ -61,7 +61,22 @@ typedef struct d9_tcc_state {
     const volatile struct perf_event_mmap_page *poll_page; /* page, or d9_tcc_no_page (whose
                                                             * lock, 1, `lock` is without a page) */
     uint64_t poll_ticks;  /* the poll's begin */
+    uint32_t poll_lock;   /* `lock` at the poll's begin: the line its CPU time is on */
+    uint32_t poll_line_lock; /* the last line replaced while it was poll_lock's (d9_tcc_keep_poll_line) */
+    uint64_t poll_line_cpu, poll_line_ticks;
 } d9_tcc_state;
+
+/* Before a new anchor replaces the thread's line (cpu_ns at ticks, under lock): when that line
+ * is the one the poll under way began on, keep it, so that the poll's end still has its
+ * begin's CPU time after a park and unpark inside it (poll_cpu.h). A compare per new anchor
+ * (a sched-in seen by a park or unpark), three stores when it is the poll's line. */
+static inline __attribute__((always_inline)) void d9_tcc_keep_poll_line(d9_tcc_state *s) {
+    if (s->lock == s->poll_lock) {
+        s->poll_line_lock = s->lock;
+        s->poll_line_cpu = s->cpu_ns;
+        s->poll_line_ticks = s->ticks;
+    }
+}
 
 /* What poll_page points to on a thread without its page: a lock that never moves. */
 extern const struct perf_event_mmap_page d9_tcc_no_page;
@@ -109,6 +124,7 @@ static inline __attribute__((always_inline)) uint64_t d9_tcc_estimate(d9_tcc_sta
  * given (the estimate since the last anchor may have run ahead: the base absorbs it). */
 static inline __attribute__((always_inline)) uint64_t d9_tcc_anchor(d9_tcc_state *s, uint32_t lock, uint64_t v,
                                                                     uint64_t now_ticks) {
+    d9_tcc_keep_poll_line(s);
     if ((int64_t)(v - s->cpu_ns) < 0) {
         s->base_ns += s->cpu_ns - v;
         v = s->cpu_ns;

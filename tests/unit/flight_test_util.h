@@ -4,6 +4,7 @@
 #define D9_TESTS_FLIGHT_TEST_UTIL_H
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,32 @@ static inline int ft_entries(const char *dir, char names[][256], int max) {
             memcpy(names[j - 1], t, 256);
         }
     return n;
+}
+
+/* A whole file as a string (malloc'd), or NULL. */
+static inline char *ft_read(const char *path);
+
+/* The dumps under {base}/dumps: how many there are (a test of one dump expects 1) in *count;
+ * with one or more, the first's directory in dir and its manifest returned (malloc'd; NULL when
+ * it has none). The block each flight test had its copy of. */
+static inline char *ft_first_dump(const char *base, int *count, char *dir, size_t dir_len) {
+    char path[512], names[16][256];
+    snprintf(path, sizeof path, "%s/dumps", base);
+    *count = ft_entries(path, names, 16);
+    if (*count < 1) return NULL;
+    snprintf(dir, dir_len, "%s/%s", path, names[0]);
+    char file[1400];
+    snprintf(file, sizeof file, "%s/manifest.json", dir);
+    return ft_read(file);
+}
+
+/* The first dump's manifest is written (it comes last: the dump is whole); its path in out. */
+static inline bool ft_manifest_written(const char *base, char *out, size_t len) {
+    char path[512], names[16][256];
+    snprintf(path, sizeof path, "%s/dumps", base);
+    if (ft_entries(path, names, 16) < 1) return false;
+    snprintf(out, len, "%s/%s/manifest.json", path, names[0]);
+    return access(out, F_OK) == 0;
 }
 
 /* A whole file as a string (malloc'd), or NULL. */

@@ -51,15 +51,11 @@ int main(void) {
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
     g_mark_round = 500 + rand() % (ROUNDS - 1000);
     CHECK_EQ_U64(ft_run_child(record, base), 0);
-    char path[512], names[8][256];
-    snprintf(path, sizeof path, "%s/dumps", base);
-    int dumps = ft_entries(path, names, 8);
+    int dumps = 0;
+    char dir[800], file[5000];
+    char *m = ft_first_dump(base, &dumps, dir, sizeof dir);
     CHECK_EQ_U64(dumps, 1);
-    if (dumps == 1) {
-        char dir[800], file[5000];
-        snprintf(dir, sizeof dir, "%s/%s", path, names[0]);
-        snprintf(file, sizeof file, "%s/manifest.json", dir);
-        char *m = ft_read(file);
+    if (dumps >= 1) {
         CHECK(m && strstr(m, "\"rule\": \"event:FlightMarkEvent\"") && strstr(m, "\"mode\": \"disk\""));
         free(m);
         char seg_names[16][256];

@@ -96,15 +96,11 @@ int main(int argc, char **argv) {
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     CHECK(unlink(copy) == 0); /* the binary is gone before anything reads the dump */
 
-    char path[700], names[8][256];
-    snprintf(path, sizeof path, "%s/dumps", base);
-    int dumps = ft_entries(path, names, 8);
+    int dumps = 0;
+    char dir[1000];
+    char *m = ft_first_dump(base, &dumps, dir, sizeof dir);
     CHECK_EQ_U64(dumps, 1);
-    if (dumps == 1) {
-        char dir[1000], file[1100];
-        snprintf(dir, sizeof dir, "%s/%s", path, names[0]);
-        snprintf(file, sizeof file, "%s/manifest.json", dir);
-        char *m = ft_read(file);
+    if (dumps >= 1) {
         CHECK(m != NULL);
         if (m) {
             CHECK(strstr(m, "\"mode\": \"memory\"") != NULL);
@@ -118,7 +114,7 @@ int main(int argc, char **argv) {
         CHECK(f.allocs >= ALLOCS);
         CHECK(f.entries > 0);
         CHECK(f.marker > 0);
-        printf("dump %s: %llu AllocEvents, %llu SymbolTableEntry, %llu naming flight_symbols_marker_fn\n", names[0],
+        printf("dump %s: %llu AllocEvents, %llu SymbolTableEntry, %llu naming flight_symbols_marker_fn\n", dir,
                (unsigned long long)f.allocs, (unsigned long long)f.entries, (unsigned long long)f.marker);
         const char *bd = getenv("D9_BUILD_DIR");
         if (bd) {

@@ -22,14 +22,6 @@ static void sleep_ms(long ms) {
     }
 }
 
-/* The one dump's manifest path, once it is written (the manifest comes last). */
-static bool manifest_written(const char *base, char *out, size_t len) {
-    char path[512], names[4][256];
-    snprintf(path, sizeof path, "%s/dumps", base);
-    if (ft_entries(path, names, 4) < 1) return false;
-    snprintf(out, len, "%s/%s/manifest.json", path, names[0]);
-    return access(out, F_OK) == 0;
-}
 
 static int record(void *arg) {
     const char *base = arg;
@@ -53,7 +45,7 @@ static int record(void *arg) {
     /* still recording, the segment still open: the dump must come now */
     char manifest[1024];
     bool seen = false;
-    for (int waited = 0; waited < 30000 && !(seen = manifest_written(base, manifest, sizeof manifest)); waited += 10)
+    for (int waited = 0; waited < 30000 && !(seen = ft_manifest_written(base, manifest, sizeof manifest)); waited += 10)
         sleep_ms(10);
     d9_worker_end();
     d9_stop();
@@ -76,15 +68,11 @@ int main(void) {
     char *base = d9t_mkdtemp("flight-open-segment");
     CHECK_EQ_U64(ft_run_child(record, base), 0);
 
-    char path[512], names[4][256];
-    snprintf(path, sizeof path, "%s/dumps", base);
-    int dumps = ft_entries(path, names, 4);
+    int dumps = 0;
+    char dir[800];
+    char *m = ft_first_dump(base, &dumps, dir, sizeof dir);
     CHECK_EQ_U64(dumps, 1);
     if (dumps >= 1) {
-        char dir[800], file[1024];
-        snprintf(dir, sizeof dir, "%s/%s", path, names[0]);
-        snprintf(file, sizeof file, "%s/manifest.json", dir);
-        char *m = ft_read(file);
         CHECK(m != NULL);
         const char *after = m ? strstr(m, "\"requested_after_ms\": ") : NULL;
         CHECK(m && strstr(m, "\"rule\": \"poll_ms>100\"") != NULL);

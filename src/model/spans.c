@@ -332,9 +332,9 @@ static bool push_tmp(d9m_spans *m, int kind, uint64_t s, uint64_t e, uint64_t lo
 }
 
 /* A task's intervals inside [lo, hi), its state after its last recorded interval included. */
-static bool collect_task(d9m_spans *m, uint64_t id, uint64_t lo, uint64_t hi) {
-    const task_state *t = task_find(m, id);
+static bool collect_task(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi) {
     if (!t) return true;
+    uint64_t id = t->id;
     for (size_t i = first_cycle(t, lo); i < t->n; i++) {
         const cycle *c = &t->cy[i];
         if (!push_tmp(m, K_WAIT, c->wait_from, c->since, lo, hi, id) ||
@@ -499,12 +499,10 @@ static bool attribute_piece(d9m_spans *m, piece_cursor *c, uint64_t a, uint64_t 
 
 /* The in-poll part of [lo, hi) by cause: the first task's polls, then the second's where the
  * first is not polled (their union is the in-poll part). */
-static bool split_polls(d9m_spans *m, uint64_t first, uint64_t second, uint64_t lo, uint64_t hi,
+static bool split_polls(d9m_spans *m, const task_state *ta, const task_state *tb, uint64_t lo, uint64_t hi,
                         uint64_t poll_ns, d9m_parts *out) {
     *out = (d9m_parts){{0}};
     m->nstk = 0;
-    const task_state *ta = first ? task_find(m, first) : NULL;
-    const task_state *tb = second && second != first ? task_find(m, second) : NULL;
     if ((!ta || ta->sn == ta->shead) && (!tb || tb->sn == tb->shead)) {
         out->ns[D9M_PART_ON_CPU] = poll_ns; /* no gap, no off-CPU interval: the usual poll */
         return true;
@@ -607,12 +605,10 @@ static bool split_one_task(d9m_spans *m, const task_state *t, uint64_t lo, uint6
 }
 
 /* The general split: the tasks' intervals collected, sorted and united. */
-static int split_union(d9m_spans *m, const d9m_span *s, uint64_t lo, uint64_t hi, uint64_t len[K_KINDS],
-                       size_t *n) {
+static int split_union(d9m_spans *m, const task_state *tbegin, const task_state *tend, uint64_t lo, uint64_t hi,
+                       uint64_t len[K_KINDS], size_t *n) {
     m->tmp_n = 0;
-    if (s->begin_task && !collect_task(m, s->begin_task, lo, hi)) return -1;
-    if (s->end_task && s->end_task != s->begin_task && !collect_task(m, s->end_task, lo, hi))
-        return -1;
+    if (!collect_task(m, tbegin, lo, hi) || !collect_task(m, tend, lo, hi)) return -1;
     if (m->tmp_n > 64) qsort(m->tmp, m->tmp_n, sizeof *m->tmp, cmp_start);
     else sort_by_start(m->tmp, m->tmp_n);
     if (!grow((void **)&m->merged, &m->merged_cap, m->tmp_n + 1, sizeof *m->merged)) return -1;
@@ -628,20 +624,25 @@ static int report(d9m_spans *m, d9m_span *s) {
     size_t n = 0;
     uint64_t len[K_KINDS] = {0};
     bool fast = false;
+    /* the span's tasks, looked up once: the split and the split by cause read both */
+    const task_state *tbegin = s->begin_task ? task_find(m, s->begin_task) : NULL;
+    const task_state *tend = s->end_task && s->end_task != s->begin_task ? task_find(m, s->end_task) : NULL;
     if (!s->begin_task || !s->end_task || s->begin_task == s->end_task) { /* one task, or none */
-        uint64_t id = s->begin_task ? s->begin_task : s->end_task;
-        const task_state *t = id ? task_find(m, id) : NULL;
+        const task_state *t = s->begin_task ? tbegin : tend;
         bool ok = true;
         fast = !t || split_one_task(m, t, lo, hi, len, &n, &ok);
         if (!ok) return -1;
     }
-    if (!fast && split_union(m, s, lo, hi, len, &n) != 0) return -1;
+    if (!fast && split_union(m, tbegin, tend, lo, hi, len, &n) != 0) return -1;
     uint64_t u_poll = len[K_POLL], u_queued = len[K_QUEUED], u_wait = len[K_WAIT];
     /* higher kinds take precedence: each part is what its union adds to the ones before */
     s->parts = (d9m_span_parts){.poll_ns = u_poll, .queued_ns = u_queued - u_poll,
                                 .wait_ns = u_wait - u_queued, .unknown_ns = elapsed - u_wait};
-    uint64_t first = s->begin_task ? s->begin_task : s->end_task;
-    if (!split_polls(m, first, s->end_task, lo, hi, u_poll, &s->poll_parts)) return -1;
+    /* the first is the task it began in, else the one it ended in; the second, the one it
+     * ended in when another */
+    if (!split_polls(m, s->begin_task ? tbegin : tend, s->begin_task ? tend : NULL, lo, hi, u_poll,
+                     &s->poll_parts))
+        return -1;
     s->polls = m->merged;
     s->npolls = n;
     s->poll_stacks = m->stk;

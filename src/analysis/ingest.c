@@ -442,7 +442,7 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
     case D9_SCH_SPAN_ENTER:
     case D9_SCH_SPAN_EXIT: {
         if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;
-        if (d9a_spans_start(a) != 0) return -1;
+        if (!a->spans.model && d9a_spans_start(a) != 0) return -1;
         const d9_value *nv = F(SPAN_NAME) >= 0 ? &ev->values[F(SPAN_NAME)] : NULL;
         bool pooled = nv && nv->present && nv->type == D9_FT_POOLED_STRING;
         uint32_t name;

@@ -74,26 +74,6 @@ int d9a_spans_start(d9a_analysis *a) {
     return a->spans.model ? 0 : -1;
 }
 
-void d9a_spans_poll(d9a_analysis *a, const d9a_rec *r) {
-    if (d9m_spans_poll(a->spans.model, r->id, r->ts, r->ts + r->dur) != 0) a->spans.failed = true;
-}
-
-void d9a_spans_wake(d9a_analysis *a, const d9a_rec *r) {
-    if (d9m_spans_wake(a->spans.model, r->id, r->ts) != 0) a->spans.failed = true;
-}
-
-void d9a_spans_terminate(d9a_analysis *a, const d9a_rec *r) {
-    if (d9m_spans_terminate(a->spans.model, r->id) != 0) a->spans.failed = true;
-}
-
-void d9a_spans_mark(d9a_analysis *a, const d9a_rec *r) {
-    d9m_spans *m = a->spans.model;
-    int rc = r->aux == D9A_SPAN_BEGIN ? d9m_spans_begin(m, r->ts, r->ref, r->id, r->dur, r->worker, 0)
-             : r->aux == D9A_SPAN_END ? d9m_spans_end(m, r->ts, r->ref, r->id, r->dur, r->worker, 0)
-                                      : 0;
-    if (rc != 0) a->spans.failed = true;
-}
-
 static int by_total_desc(const void *x, const void *y) {
     const d9a_span_report *a = x, *b = y;
     if (a->elapsed.total != b->elapsed.total) return a->elapsed.total > b->elapsed.total ? -1 : 1;

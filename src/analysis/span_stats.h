@@ -41,11 +41,8 @@ struct d9a_report;
 int d9a_spans_start(struct d9a_analysis *a);
 /* The sweep's records the model takes, each where the sweep handles its kind, in time order
  * (late ones are not handed on: the model needs the order): a poll (before the sweep's own
- * step), a wake, a termination, a span mark (D9A_REC_QUEUE with aux D9A_SPAN_*). */
-void d9a_spans_poll(struct d9a_analysis *a, const struct d9a_rec *r);
-void d9a_spans_wake(struct d9a_analysis *a, const struct d9a_rec *r);
-void d9a_spans_terminate(struct d9a_analysis *a, const struct d9a_rec *r);
-void d9a_spans_mark(struct d9a_analysis *a, const struct d9a_rec *r);
+ * step), a wake, a termination, a span mark (D9A_REC_QUEUE with aux D9A_SPAN_*): inline, in
+ * span_sweep.h. */
 /* The per-poll attribution handed on to the model (attribution_sweep.h): the gaps of the poll
  * worker `w` begins, an off-CPU interval inside it (its stack or D9A_NO_ID). */
 struct worker;

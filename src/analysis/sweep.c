@@ -8,6 +8,7 @@
 
 #include "analysis/attribution_sweep.h"
 #include "analysis/internal.h"
+#include "analysis/span_sweep.h"
 
 task *d9a_task(d9a_analysis *a, uint64_t id, bool create) {
     uint64_t *i = d9_u64_map_get(&a->task_index, id);

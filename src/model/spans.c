@@ -14,6 +14,10 @@ enum { K_POLL, K_QUEUED, K_WAIT, K_KINDS };
  * is empty. */
 typedef struct cycle {
     uint64_t wait_from, since, start, end;
+    uint64_t reach; /* the latest end of the pieces of this record and those before it in its
+                       array: nondecreasing, so a span's split finds its first record by a
+                       binary search instead of reading every record since the oldest open
+                       span began */
 } cycle;
 
 typedef struct ival_task {
@@ -24,6 +28,7 @@ typedef struct ival_task {
 /* A piece of a poll's attribution: a gap (part UNKNOWN) or an off-CPU interval. */
 typedef struct sub_ival {
     uint64_t start, end;
+    uint64_t reach; /* the latest end of this one and those before it in its array (as cycle's) */
     uint32_t stack; /* off-CPU: its switch-out's stack or D9M_SPAN_NO_STACK */
     uint8_t part;
 } sub_ival;
@@ -52,7 +57,12 @@ typedef struct begin_entry {
     uint32_t slot, gen;
 } begin_entry;
 
-#define SPARE_ARRAYS 64 /* forgotten tasks' arrays kept for reuse, at most */
+#define SPARE_ARRAYS 4096 /* forgotten tasks' arrays kept for reuse, at most: the dead tasks
+                            are forgotten together when no span is open (a busy server's
+                            hundreds at once), and with room for 64 all but those were freed,
+                            then allocated again for the next tasks (448 000 times in a 65 MB
+                            libuv trace); they held these arrays until then, so keeping them
+                            adds no peak */
 
 struct d9m_spans {
     d9m_span_fn done;
@@ -73,12 +83,12 @@ struct d9m_spans {
     uint64_t hit_id;           /* the task found last, and its index (hit_ok: valid) */
     size_t hit_idx;
     bool hit_ok;
-    struct {                   /* the record arrays of forgotten tasks, for new tasks: a */
+    struct spare_arrays {      /* the record arrays of forgotten tasks, for new tasks: a */
         cycle *cy;             /* server's task per request would otherwise allocate and */
         sub_ival *sub;         /* free two arrays each */
         size_t cap, scap;
-    } spare[SPARE_ARRAYS];
-    size_t nspare;
+    } *spare;
+    size_t nspare, cap_spare;
     uint64_t *dead;            /* terminated tasks to forget once no span is open */
     size_t ndead, cap_dead;
     uint64_t stray_ends, reopened;
@@ -115,6 +125,7 @@ void d9m_spans_free(d9m_spans *m) {
         free(m->spare[i].cy);
         free(m->spare[i].sub);
     }
+    free(m->spare);
     free(m->tasks);
     d9_u64_map_free(&m->task_index);
     d9_u64_map_free(&m->open_by_id);
@@ -196,6 +207,8 @@ static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
         t->head = 0;
     }
     if (!grow((void **)&t->cy, &t->cap, t->n + 1, sizeof *t->cy)) return -1;
+    c.reach = cycle_last(&c);
+    if (t->n && t->cy[t->n - 1].reach > c.reach) c.reach = t->cy[t->n - 1].reach;
     t->cy[t->n++] = c;
     return 0;
 }
@@ -213,8 +226,33 @@ static int add_sub(d9m_spans *m, task_state *t, uint64_t start, uint64_t end, ui
         t->shead = 0;
     }
     if (!grow((void **)&t->sub, &t->scap, t->sn + 1, sizeof *t->sub)) return -1;
-    t->sub[t->sn++] = (sub_ival){start, end, stack, part};
+    uint64_t reach = t->sn && t->sub[t->sn - 1].reach > end ? t->sub[t->sn - 1].reach : end;
+    t->sub[t->sn++] = (sub_ival){start, end, reach, stack, part};
     return 0;
+}
+
+/* The first of the task's records that may reach past lo (those before end by lo: clipped to
+ * [lo, hi) they are empty), and the same of its gaps and off-CPU intervals. */
+static size_t first_cycle(const task_state *t, uint64_t lo) {
+    size_t a = t->head, b = t->n;
+    if (a == b || t->cy[a].reach > lo) return a; /* pruned up to the span: the usual case */
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (t->cy[mid].reach <= lo) a = mid + 1;
+        else b = mid;
+    }
+    return a;
+}
+
+static size_t first_sub(const task_state *t, uint64_t lo) {
+    size_t a = t->shead, b = t->sn;
+    if (a == b || t->sub[a].reach > lo) return a;
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (t->sub[mid].reach <= lo) a = mid + 1;
+        else b = mid;
+    }
+    return a;
 }
 
 static void see(d9m_spans *m, uint64_t ts) {
@@ -242,7 +280,7 @@ int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
     if (d9m_wake_poll(&t->wake, start, end, &link)) since = link.runnable_since;
     /* before its first poll the task's state is unknown, but for the wake that led to it */
     uint64_t wait_from = polled && prev_end < since ? prev_end : since;
-    if (add_cycle(m, t, (cycle){wait_from, since, start, end}) != 0) return -1;
+    if (add_cycle(m, t, (cycle){wait_from, since, start, end, 0}) != 0) return -1;
     t->polled = true;
     t->poll_start = start;
     t->poll_end = end;
@@ -294,10 +332,10 @@ static bool push_tmp(d9m_spans *m, int kind, uint64_t s, uint64_t e, uint64_t lo
 }
 
 /* A task's intervals inside [lo, hi), its state after its last recorded interval included. */
-static bool collect_task(d9m_spans *m, uint64_t id, uint64_t lo, uint64_t hi) {
-    const task_state *t = task_find(m, id);
+static bool collect_task(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi) {
     if (!t) return true;
-    for (size_t i = t->head; i < t->n; i++) {
+    uint64_t id = t->id;
+    for (size_t i = first_cycle(t, lo); i < t->n; i++) {
         const cycle *c = &t->cy[i];
         if (!push_tmp(m, K_WAIT, c->wait_from, c->since, lo, hi, id) ||
             !push_tmp(m, K_QUEUED, c->since, c->start, lo, hi, id) ||
@@ -378,7 +416,7 @@ static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_
                          d9m_span_interval **polls, size_t *polls_cap, size_t *npolls, size_t *ngaps,
                          size_t *noffs) {
     size_t np = 0, ng = 0, no = 0;
-    for (size_t i = t->head; i < t->n; i++) {
+    for (size_t i = first_cycle(t, lo); i < t->n; i++) {
         const cycle *v = &t->cy[i];
         uint64_t a = v->start > lo ? v->start : lo, b = v->end < hi ? v->end : hi;
         if (b <= a) continue;
@@ -389,7 +427,7 @@ static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_
     if (!grow((void **)&m->gaps, &m->gaps_cap, need + 1, sizeof *m->gaps) ||
         !grow((void **)&m->offs, &m->offs_cap, need + 1, sizeof *m->offs))
         return false;
-    for (size_t i = t->shead; i < t->sn; i++) {
+    for (size_t i = first_sub(t, lo); i < t->sn; i++) {
         sub_ival v = t->sub[i];
         if (v.start < lo) v.start = lo;
         if (v.end > hi) v.end = hi;
@@ -461,12 +499,10 @@ static bool attribute_piece(d9m_spans *m, piece_cursor *c, uint64_t a, uint64_t 
 
 /* The in-poll part of [lo, hi) by cause: the first task's polls, then the second's where the
  * first is not polled (their union is the in-poll part). */
-static bool split_polls(d9m_spans *m, uint64_t first, uint64_t second, uint64_t lo, uint64_t hi,
+static bool split_polls(d9m_spans *m, const task_state *ta, const task_state *tb, uint64_t lo, uint64_t hi,
                         uint64_t poll_ns, d9m_parts *out) {
     *out = (d9m_parts){{0}};
     m->nstk = 0;
-    const task_state *ta = first ? task_find(m, first) : NULL;
-    const task_state *tb = second && second != first ? task_find(m, second) : NULL;
     if ((!ta || ta->sn == ta->shead) && (!tb || tb->sn == tb->shead)) {
         out->ns[D9M_PART_ON_CPU] = poll_ns; /* no gap, no off-CPU interval: the usual poll */
         return true;
@@ -546,7 +582,7 @@ static bool split_one_task(d9m_spans *m, const task_state *t, uint64_t lo, uint6
         return true;
     }
     one_task_sum o = {.polls = m->merged, .task = t->id};
-    for (size_t i = t->head; i < t->n && !o.overlap; i++) {
+    for (size_t i = first_cycle(t, lo); i < t->n && !o.overlap; i++) {
         const cycle *c = &t->cy[i];
         sum_piece(&o, K_WAIT, c->wait_from, c->since, lo, hi);
         sum_piece(&o, K_QUEUED, c->since, c->start, lo, hi);
@@ -569,12 +605,10 @@ static bool split_one_task(d9m_spans *m, const task_state *t, uint64_t lo, uint6
 }
 
 /* The general split: the tasks' intervals collected, sorted and united. */
-static int split_union(d9m_spans *m, const d9m_span *s, uint64_t lo, uint64_t hi, uint64_t len[K_KINDS],
-                       size_t *n) {
+static int split_union(d9m_spans *m, const task_state *tbegin, const task_state *tend, uint64_t lo, uint64_t hi,
+                       uint64_t len[K_KINDS], size_t *n) {
     m->tmp_n = 0;
-    if (s->begin_task && !collect_task(m, s->begin_task, lo, hi)) return -1;
-    if (s->end_task && s->end_task != s->begin_task && !collect_task(m, s->end_task, lo, hi))
-        return -1;
+    if (!collect_task(m, tbegin, lo, hi) || !collect_task(m, tend, lo, hi)) return -1;
     if (m->tmp_n > 64) qsort(m->tmp, m->tmp_n, sizeof *m->tmp, cmp_start);
     else sort_by_start(m->tmp, m->tmp_n);
     if (!grow((void **)&m->merged, &m->merged_cap, m->tmp_n + 1, sizeof *m->merged)) return -1;
@@ -590,20 +624,25 @@ static int report(d9m_spans *m, d9m_span *s) {
     size_t n = 0;
     uint64_t len[K_KINDS] = {0};
     bool fast = false;
+    /* the span's tasks, looked up once: the split and the split by cause read both */
+    const task_state *tbegin = s->begin_task ? task_find(m, s->begin_task) : NULL;
+    const task_state *tend = s->end_task && s->end_task != s->begin_task ? task_find(m, s->end_task) : NULL;
     if (!s->begin_task || !s->end_task || s->begin_task == s->end_task) { /* one task, or none */
-        uint64_t id = s->begin_task ? s->begin_task : s->end_task;
-        const task_state *t = id ? task_find(m, id) : NULL;
+        const task_state *t = s->begin_task ? tbegin : tend;
         bool ok = true;
         fast = !t || split_one_task(m, t, lo, hi, len, &n, &ok);
         if (!ok) return -1;
     }
-    if (!fast && split_union(m, s, lo, hi, len, &n) != 0) return -1;
+    if (!fast && split_union(m, tbegin, tend, lo, hi, len, &n) != 0) return -1;
     uint64_t u_poll = len[K_POLL], u_queued = len[K_QUEUED], u_wait = len[K_WAIT];
     /* higher kinds take precedence: each part is what its union adds to the ones before */
     s->parts = (d9m_span_parts){.poll_ns = u_poll, .queued_ns = u_queued - u_poll,
                                 .wait_ns = u_wait - u_queued, .unknown_ns = elapsed - u_wait};
-    uint64_t first = s->begin_task ? s->begin_task : s->end_task;
-    if (!split_polls(m, first, s->end_task, lo, hi, u_poll, &s->poll_parts)) return -1;
+    /* the first is the task it began in, else the one it ended in; the second, the one it
+     * ended in when another */
+    if (!split_polls(m, s->begin_task ? tbegin : tend, s->begin_task ? tend : NULL, lo, hi, u_poll,
+                     &s->poll_parts))
+        return -1;
     s->polls = m->merged;
     s->npolls = n;
     s->poll_stacks = m->stk;
@@ -623,7 +662,8 @@ static void forget_task(d9m_spans *m, uint64_t id) {
     size_t i = (size_t)*v;
     d9_u64_map_remove(&m->task_index, id);
     task_state *t = &m->tasks[i];
-    if (m->nspare < SPARE_ARRAYS) {
+    if (m->nspare < SPARE_ARRAYS &&
+        grow((void **)&m->spare, &m->cap_spare, m->nspare + 1, sizeof *m->spare)) {
         m->spare[m->nspare].cy = t->cy;
         m->spare[m->nspare].cap = t->cap;
         m->spare[m->nspare].sub = t->sub;

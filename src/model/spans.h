@@ -32,8 +32,9 @@
  * start; a wake of a task before a poll of the same timestamp; a span mark after the polls of
  * its timestamp. Memory: per live task, and the tasks' polls (one record each: the wait, queue
  * and poll before it) since the oldest open span began, never the whole trace (and the
- * record arrays of up to 64 forgotten tasks, reused by new ones). Cost: a span
- * over one task is split in place from that task's records, in time order (no copy, no sort);
+ * record arrays of up to 4 096 forgotten tasks, reused by new ones). Cost: a span
+ * over one task is split in place from that task's records, in time order (no copy, no sort),
+ * from the first that reaches into the span (a binary search on their running latest end);
  * over two tasks, or when one task's polls overlap, by the union of their intervals. Names are
  * the reader's string ids. */
 #ifndef D9_MODEL_SPANS_H

@@ -5,7 +5,10 @@
  * polls, or park/unpark pairs with D9_BENCH_PAIRS=park (at the default schedstat resolution
  * nearly all of them unread, the common case of a busy loop), or span begin/end pairs with
  * D9_BENCH_PAIRS=span, or a poll's end and the next one's begin in one call with
- * D9_BENCH_PAIRS=fused (d9_poll_end_begin: a nested callback's entry or exit). */
+ * D9_BENCH_PAIRS=fused (d9_poll_end_begin: a nested callback's entry or exit), or a park, then
+ * its unpark with the readiness wake of one task its poller returned: in one call
+ * (d9_unpark_wake_ready) with D9_BENCH_PAIRS=unparkwake, as two (d9_unpark, d9_wake_ready)
+ * with D9_BENCH_PAIRS=unparkwake_split; three events each. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,9 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     bool parks = kind && strcmp(kind, "park") == 0;
     bool spans = kind && strcmp(kind, "span") == 0;
     bool fused = kind && strcmp(kind, "fused") == 0;
+    bool unpark_wake = kind && strcmp(kind, "unparkwake") == 0;
+    bool unpark_wake_split = kind && strcmp(kind, "unparkwake_split") == 0;
+    uint64_t per_pair = unpark_wake || unpark_wake_split ? 3 : 2;
     if (fused) d9_poll_begin(1, where);
     const d9_loc *span = D9_SPAN_NAME("bench_span");
     for (uint64_t i = 0; i < pairs; i++) {
@@ -31,6 +37,13 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
         if (parks) {
             d9_park();
             d9_unpark();
+        } else if (unpark_wake) {
+            d9_park();
+            d9_unpark_wake_ready((i & 63) + 1);
+        } else if (unpark_wake_split) {
+            d9_park();
+            d9_unpark();
+            d9_wake_ready((i & 63) + 1);
         } else if (spans) {
             d9_span_begin(span, i);
             d9_span_end(span, i);
@@ -51,7 +64,7 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     bench_remove_tree(dir);
     free(dir);
     printf("events %" PRIu64 " recorded %" PRIu64 " dropped %" PRIu64 " written %" PRIu64 "\n",
-           2 * pairs, st.events_recorded, st.events_dropped, st.events_written);
+           per_pair * pairs, st.events_recorded, st.events_dropped, st.events_written);
     /* The trace must hold what was recorded, or the count of instructions means nothing. */
-    return st.events_dropped == 0 && st.events_recorded >= 2 * pairs ? 0 : 1;
+    return st.events_dropped == 0 && st.events_recorded >= per_pair * pairs ? 0 : 1;
 }

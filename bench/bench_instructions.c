@@ -8,7 +8,10 @@
  * D9_BENCH_PAIRS=fused (d9_poll_end_begin: a nested callback's entry or exit), or a task's
  * spawn with its object and its terminate with D9_BENCH_PAIRS=spawn (three events a pair: a
  * libuv request's, as the adapter records a write), or the libuv demo server's request with
- * D9_BENCH_PAIRS=request (examples/uv-server: 14 events a pair, see request_events). */
+ * D9_BENCH_PAIRS=request (examples/uv-server: 14 events a pair, see request_events), or a park,
+ * then its unpark with the readiness wake of one task its poller returned: in one call
+ * (d9_unpark_wake_ready) with D9_BENCH_PAIRS=unparkwake, as two (d9_unpark, d9_wake_ready)
+ * with D9_BENCH_PAIRS=unparkwake_split; three events each. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +28,7 @@
  * span and its task terminates, a third callback, and the loop parks again. */
 static void request_events(uint64_t i, const d9_loc *where, const d9_loc *span, void *write_req) {
     uint64_t conn = 1, write = d9_task_id_new();
-    d9_unpark();
-    d9_wake_ready(conn);
+    d9_unpark_wake_ready(conn); /* the adapter's one call since the unpark carries the first ready wake */
     d9_poll_begin(conn, where);
     d9_span_begin(span, i + 1);
     d9_task_spawn_object(write, where, write_req);
@@ -51,7 +53,9 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     bool fused = kind && strcmp(kind, "fused") == 0;
     bool spawns = kind && strcmp(kind, "spawn") == 0;
     bool requests = kind && strcmp(kind, "request") == 0;
-    uint64_t per_pair = spawns ? 3 : requests ? REQUEST_EVENTS : 2;
+    bool unpark_wake = kind && strcmp(kind, "unparkwake") == 0;
+    bool unpark_wake_split = kind && strcmp(kind, "unparkwake_split") == 0;
+    uint64_t per_pair = spawns || unpark_wake || unpark_wake_split ? 3 : requests ? REQUEST_EVENTS : 2;
     void *object = spawns || requests ? malloc(64) : NULL; /* a request's address, from the heap as the adapters' */
     if (fused) d9_poll_begin(1, where);
     const d9_loc *span = D9_SPAN_NAME("bench_span");
@@ -60,6 +64,13 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
         if (parks) {
             d9_park();
             d9_unpark();
+        } else if (unpark_wake) {
+            d9_park();
+            d9_unpark_wake_ready((i & 63) + 1);
+        } else if (unpark_wake_split) {
+            d9_park();
+            d9_unpark();
+            d9_wake_ready((i & 63) + 1);
         } else if (spans) {
             d9_span_begin(span, i);
             d9_span_end(span, i);

@@ -363,6 +363,7 @@ D9_API void d9__wake(uint64_t woken_task_id);
 D9_API void d9__task_spawn(uint64_t task_id, const d9_loc *where);
 D9_API void d9__task_spawn_object(uint64_t task_id, const d9_loc *where, const void *object);
 D9_API void d9__wake_ready(uint64_t woken_task_id);
+D9_API void d9__unpark_wake_ready(uint64_t woken_task_id); /* woken_task_id != 0 */
 /* For runtimes that keep tasks across starts (the loop adapters): `fn` runs in every d9_start
  * just before hooks begin to record; it may call the d9__ hooks (d9__task_spawn_object) to
  * spawn the tasks that exist already. At most 8. */
@@ -441,6 +442,18 @@ D9_INLINE void d9_task_spawn_object(uint64_t task_id, const d9_loc *where, const
  * measured from the moment the poller returned. */
 D9_INLINE void d9_wake_ready(uint64_t woken_task_id) {
     if (D9__ACTIVE()) d9__wake_ready(woken_task_id);
+}
+
+/* d9_unpark, then d9_wake_ready(woken_task_id) unless it is 0 (the first task the poller found
+ * ready): the same events at one clock read and in one record, the hot path of a loop whose
+ * poller returns ready fds. */
+D9_INLINE void d9_unpark_wake_ready(uint64_t woken_task_id) {
+    if (D9__ACTIVE()) {
+        if (woken_task_id) d9__unpark_wake_ready(woken_task_id);
+        else d9__unpark();
+    } else if (D9__PAUSED(2)) {
+        d9__unpark_paused();
+    }
 }
 
 D9_API void d9__task_suspend(uint64_t task_id);

@@ -78,7 +78,8 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
         e.v[0] = t->c_worker;
         break_emit;
     case D9_REC_PARK:
-    case D9_REC_UNPARK: {
+    case D9_REC_UNPARK:
+    case D9_REC_UNPARK_WAKE: {
         bool park = D9_REC_KIND(r[0]) == D9_REC_PARK;
         /* The CPU time as the hook wrote it (thread_cpu_time.h). The run-queue wait since the
          * thread's previous schedstat reading: that reading is at most the resolution older than
@@ -93,6 +94,13 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
         if (!park && __builtin_expect(d9_rule_check_on(), 0)) d9_rule_check_unpark(ts, delay, t->c_worker);
         e.schema = park ? D9_SCH_WORKER_PARK : D9_SCH_WORKER_UNPARK;
         e.v[0] = t->c_worker; e.v[1] = r[3]; e.v[2] = cpu; e.v[3] = delay; e.v[4] = tid;
+        if (D9_REC_KIND(r[0]) == D9_REC_UNPARK_WAKE) { /* then its ready wake, at the same tick */
+            t->c_events++;
+            c->recorded_in_drain++;
+            emit(c, &e);
+            e.schema = D9_SCH_WAKE;
+            e.v[0] = 0; e.v[1] = r[4]; e.v[2] = t->c_worker;
+        }
         break_emit;
     }
     case D9_REC_WAKE:
@@ -183,6 +191,7 @@ static const uint8_t hook_words[256] = {
     [D9_REC_WAKE] = D9_REC_WORDS_WAKE,             [D9_REC_WAKE_READY] = D9_REC_WORDS_WAKE,
     [D9_REC_TERMINATE] = D9_REC_WORDS_TERMINATE, [D9_REC_SPAWN] = D9_REC_WORDS_SPAWN,
     [D9_REC_SPAN_BEGIN] = D9_REC_WORDS_SPAN,     [D9_REC_SPAN_END] = D9_REC_WORDS_SPAN,
+    [D9_REC_UNPARK_WAKE] = D9_REC_WORDS_UNPARK_WAKE,
 };
 
 /* d9_raw_event's bytes (a timestamp reset first when the delta does not fit in 24 bits or goes
@@ -219,8 +228,9 @@ static inline __attribute__((always_inline)) void put_le64(uint8_t *p, uint64_t 
 #endif
 }
 
-#define HOOK_WORDS_MAX D9_REC_WORDS_PARK
+#define HOOK_WORDS_MAX D9_REC_WORDS_UNPARK_WAKE
 _Static_assert(D9_REC_WORDS_POLL_BEGIN <= HOOK_WORDS_MAX && D9_REC_WORDS_WAKE <= HOOK_WORDS_MAX &&
+                   D9_REC_WORDS_PARK <= HOOK_WORDS_MAX &&
                    D9_REC_WORDS_TERMINATE <= HOOK_WORDS_MAX && D9_REC_WORDS_SPAWN <= HOOK_WORDS_MAX &&
                    D9_REC_WORDS_SPAN <= HOOK_WORDS_MAX,
                "the longest record the fast path takes");
@@ -396,8 +406,8 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             p = d9_raw_u8(p, sat8(worker));
             break;
         /* A case each, so that `park` is a constant in each and no test of it runs per event. */
-#define PARK_CASE(park, schema)                                                                 \
-            n = D9_REC_WORDS_PARK;                                                              \
+#define PARK_CASE(park, schema, words)                                                          \
+            n = (words);                                                                        \
             if (!SCHEMA_READY(schema)) goto general;                                            \
             uint64_t delay = 0; /* as decode_record says why */                                 \
             if (r[2] != D9_NS_NOT_READ) {                                                       \
@@ -414,11 +424,25 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             if (!(park)) p = d9_raw_varint(p, delay);                                           \
             p = d9_raw_u32(p, tid)
         case D9_REC_PARK: {
-            PARK_CASE(true, D9_SCH_WORKER_PARK);
+            PARK_CASE(true, D9_SCH_WORKER_PARK, D9_REC_WORDS_PARK);
             break;
         }
         case D9_REC_UNPARK: {
-            PARK_CASE(false, D9_SCH_WORKER_UNPARK);
+            PARK_CASE(false, D9_SCH_WORKER_UNPARK, D9_REC_WORDS_PARK);
+            break;
+        }
+        case D9_REC_UNPARK_WAKE: {
+            /* two events (the unpark, then its ready wake at the same ts): both schemas written
+             * and room for the second, tested before the unpark's state moves (as a spawn's) */
+            n = D9_REC_WORDS_UNPARK_WAKE;
+            if (!SCHEMA_READY(D9_SCH_WAKE) || p + HOOK_EVENT_MAX > p_stop) goto general;
+            PARK_CASE(false, D9_SCH_WORKER_UNPARK, D9_REC_WORDS_UNPARK_WAKE);
+            p = hook_event_header(p, &ts_base, D9_SCH_WAKE, ts);
+            /* waker 0 (the poller), the woken task, the worker (a u8: sat8 as a wake's) */
+            p = d9_raw_varint(p, 0);
+            p = d9_raw_varint(p, r[4]);
+            p = d9_raw_u8(p, sat8(worker));
+            twins++;
             break;
         }
 #undef PARK_CASE

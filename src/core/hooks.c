@@ -276,10 +276,13 @@ SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu) {
  * takes 164.1 instructions besides clock_gettime's own and 3 clock_gettime calls; 165.1 and 5
  * with the CPU time read at both and the clock read twice at the park, 204.1 on park_record's
  * path. */
-static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint64_t given_now) {
+static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint64_t given_now, uint64_t woken) {
+    /* woken (an unpark's only; a constant 0 for the others): as park_page's, the unpark and
+     * that task's ready wake in one record; where park_record takes over, two records */
     d9_thread *t = d9__tls_thread;
     if (__builtin_expect(!t, 0)) {
         park_record(kind, given_now, given_now ? CPU_NOT_READ : 0);
+        if (woken) d9__wake_ready(woken);
         return;
     }
     uint64_t cpu = CPU_NOT_READ;
@@ -300,6 +303,7 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint6
                     t->schedstat_run != __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED),
                 0)) {
             park_record(kind, now, cpu);
+            if (woken) d9__wake_ready(woken); /* stamped with the unpark's tick, t->unpark_ticks */
             return;
         }
         wait = D9_NS_NOT_READ;
@@ -308,17 +312,30 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint6
     t = d9__tls_thread;
     t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
     __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
-    uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_PARK);
-    if (__builtin_expect(!r, 0)) return;
-    r[0] = D9_REC_HEADER(now, kind);
+    const uint64_t words = woken ? D9_REC_WORDS_UNPARK_WAKE : D9_REC_WORDS_PARK;
+    uint64_t *r = d9_thread_reserve(t, words);
+    if (__builtin_expect(!r, 0)) {
+        if (woken) /* two events lost: the reserve counted one */
+            atomic_store_explicit(&t->drops_total,
+                                  atomic_load_explicit(&t->drops_total, memory_order_relaxed) + 1,
+                                  memory_order_relaxed);
+        return;
+    }
+    r[0] = D9_REC_HEADER(now, woken ? D9_REC_UNPARK_WAKE : kind);
     r[1] = cpu;
     r[2] = wait;
     r[3] = t->local_queue;
-    d9_thread_commit(t, D9_REC_WORDS_PARK);
+    if (woken) r[4] = woken;
+    d9_thread_commit(t, words);
 }
 
 /* given_now: the clock read at the hook's entry by park_page (0: park_fast reads it). */
-static __attribute__((noinline)) void park_any(unsigned kind, uint64_t given_now) { park_fast(kind, given_now); }
+static __attribute__((noinline)) void park_any(unsigned kind, uint64_t given_now) { park_fast(kind, given_now, 0); }
+/* An unpark with its first ready wake where park_page does not take it (no task-clock page, its
+ * tests failed): park_fast's one record, or two where park_record takes over. */
+static __attribute__((noinline)) void park_any_wake(uint64_t given_now, uint64_t woken) {
+    park_fast(D9_REC_UNPARK, given_now, woken);
+}
 
 /* The task-clock page's common cases, in a function of their own so that nothing lives across
  * its one call (clock_gettime on CLOCK_MONOTONIC; none with the TSC): the clock read first,
@@ -327,7 +344,10 @@ static __attribute__((noinline)) void park_any(unsigned kind, uint64_t given_now
  * the time read (a tail call). park_fast's frame saved five registers for its calls (~14
  * instructions a park or unpark). The same record, the same values, in the same order of
  * reads: the clock, then the page. */
-static inline __attribute__((always_inline)) void park_page(unsigned kind) {
+static inline __attribute__((always_inline)) void park_page(unsigned kind, uint64_t woken) {
+    /* woken (an unpark's only; a constant 0 for the others): the first task the poller found
+     * ready, its readiness wake in the unpark's record (D9_REC_UNPARK_WAKE) */
+    const uint64_t words = woken ? D9_REC_WORDS_UNPARK_WAKE : D9_REC_WORDS_PARK;
     uint64_t now = d9_clock_ticks();
     d9_thread *t = d9__tls_thread;
     d9_tcc_state *s = &d9__tls_cpu_clock;
@@ -354,7 +374,7 @@ static inline __attribute__((always_inline)) void park_page(unsigned kind) {
             goto other;
         wait = D9_NS_NOT_READ;
     }
-    if (__builtin_expect(t->head + D9_REC_WORDS_PARK > t->limit, 0)) goto other;
+    if (__builtin_expect(t->head + words > t->limit, 0)) goto other;
     uint64_t cpu; /* after every test: it moves the thread's clock on */
     if (lock == s->lock) {
         cpu = d9_tcc_estimate(s, now, ns_per_tick);
@@ -365,25 +385,36 @@ static inline __attribute__((always_inline)) void park_page(unsigned kind) {
     t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
     __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
     uint64_t *r = t->ring + (t->head & t->mask);
-    r[0] = D9_REC_HEADER(now, kind);
+    r[0] = D9_REC_HEADER(now, woken ? D9_REC_UNPARK_WAKE : kind);
     r[1] = cpu;
     r[2] = wait;
     r[3] = t->local_queue;
-    d9_thread_commit(t, D9_REC_WORDS_PARK);
+    if (woken) r[4] = woken;
+    d9_thread_commit(t, words);
     return;
 other:
-    park_any(kind, now);
+    if (woken) park_any_wake(now, woken);
+    else park_any(kind, now);
 }
 
-static __attribute__((noinline)) void park_page_unpark(void) { park_page(D9_REC_UNPARK); }
+static __attribute__((noinline)) void park_page_unpark(void) { park_page(D9_REC_UNPARK, 0); }
+static __attribute__((noinline)) void park_page_unpark_wake(uint64_t woken) { park_page(D9_REC_UNPARK, woken); }
 
 /* A park keeps park_fast: one whose page moved (a switch since the unpark) reads by system call
  * there, and paid park_page's tests on top; memcached under callgrind, where most do, counted
  * +44 instructions a request that way (natively ~0.3 a request do: bench/README.md). */
-void d9__park(void) { park_fast(D9_REC_PARK, 0); }
+void d9__park(void) { park_fast(D9_REC_PARK, 0, 0); }
 void d9__unpark(void) {
     if (__builtin_expect(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0, 1)) park_page_unpark();
     else park_any(D9_REC_UNPARK, 0);
+}
+
+/* An unpark and the readiness wake of the first task its poller returned (woken != 0, the
+ * inline wrapper tests): one clock read, one record, one commit; the collector emits the two
+ * events d9__unpark and d9__wake_ready would have made, at the same tick. */
+void d9__unpark_wake_ready(uint64_t woken) {
+    if (__builtin_expect(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0, 1)) park_page_unpark_wake(woken);
+    else park_any_wake(0, woken);
 }
 
 /* Paused: only the unpark of a park that was recorded (a pause while the worker waited). */

@@ -27,6 +27,8 @@ enum d9_rec_kind {
     D9_REC_SPAN_END,         /* same */
     D9_REC_ALLOC,            /* [1] size  [2] address  [3] payload words n  [4..4+n) the stack, as a task dump's payload (sources/heap_sampler.h) */
     D9_REC_FREE,             /* [1] address  [2] size  [3] the allocation's ticks (0: unknown) */
+    D9_REC_UNPARK_WAKE,      /* an UNPARK's [1..3], then [4] the task its poller found ready: the
+                                unpark and that task's WAKE_READY at one tick, in one record */
 };
 
 enum {
@@ -41,6 +43,7 @@ enum {
     D9_REC_WORDS_DROPPED = 2,
     D9_REC_WORDS_SPAN = 3,
     D9_REC_WORDS_FREE = 4,
+    D9_REC_WORDS_UNPARK_WAKE = 5,
 };
 
 /* Words of the record that starts at r; 0 for an unknown kind or an absurd length (a ring the
@@ -64,6 +67,7 @@ static inline uint64_t d9_record_words(const uint64_t *r) {
     case D9_REC_TASK_DUMP: return r[2] > 4096 ? 0 : 3 + r[2];
     case D9_REC_ALLOC: return r[3] > 4096 ? 0 : 4 + r[3];
     case D9_REC_FREE: return D9_REC_WORDS_FREE;
+    case D9_REC_UNPARK_WAKE: return D9_REC_WORDS_UNPARK_WAKE;
     default: return 0;
     }
 }

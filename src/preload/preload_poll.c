@@ -25,6 +25,7 @@
 
 #include "lazy_wrap.h"
 #include "preload.h"
+#include "poll_returned.h"
 #include "ready_wakes.h"
 #include "thread_state.h"
 
@@ -211,9 +212,7 @@ static int epoll_returned_home(int rc, const struct epoll_event *events) {
         }                                                                                  \
         int rc_ = (call);                                                                  \
         int saved_ = *err_;                                                                \
-        if (parked_) d9_unpark();                                                          \
-        d9a_lazy_check();                                                                  \
-        if (rc_ > 0 && D9__ACTIVE()) d9a_fd_ready(events, rc_);                            \
+        d9a_poll_returned(parked_, events, rc_); /* unpark, lazy swap, ready wakes */      \
         *err_ = saved_;                                                                    \
         return rc_;                                                                        \
     } while (0)

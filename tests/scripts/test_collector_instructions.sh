@@ -37,6 +37,15 @@ BOUND_PARK_MONOTONIC=93
 # system call a pair for it. With the varint from the previous one: 109.0 -> 99.6 (fails on the
 # code before).
 BOUND_PARK_MONOTONIC_PAGE=105
+# A park, then its unpark with the readiness wake of the task its poller returned
+# (D9_BENCH_PAIRS=unparkwake: d9_unpark_wake_ready, one ring record for the unpark and the
+# wake; three events): 86.8 an event as three records (unparkwake_split, the calls before),
+# 72.7 with the unpark and its wake one record, the page's CPU time (fails on the code before,
+# whose bench has no such pairs, and on the split calls).
+BOUND_UNPARK_WAKE_PAGE=78
+# The same with the CPU time by system call (no page: the hook's general path writes the one
+# record too): 79.4 an event split, 65.4 as one record.
+BOUND_UNPARK_WAKE_SYSCALL=70
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/collector-instructions.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
@@ -62,7 +71,9 @@ check() { # kind clock bound [thread-cpu]
   b=$(count "$1" "$2" $n2 "${4:-}")
   if [ -z "$a" ] || [ -z "$b" ] || [ "$b" -le "$a" ]; then
     echo "FAIL: no instructions counted in the collector's fast path ($1, $2: $a, $b)"; failed=1; return; fi
-  per_event=$(awk -v a="$a" -v b="$b" -v n=$((2 * (n2 - n1))) 'BEGIN { printf "%.1f", (b - a) / n }')
+  local per=2 # events a pair; three for a park, an unpark and a wake
+  case $1 in unparkwake*) per=3 ;; esac
+  per_event=$(awk -v a="$a" -v b="$b" -v n=$((per * (n2 - n1))) 'BEGIN { printf "%.1f", (b - a) / n }')
   if awk -v p="$per_event" -v bound="$3" 'BEGIN { exit !(p <= bound) }'; then
     echo "ok    DIAL9_CLOCK=$2 DIAL9_THREAD_CPU=${4:-syscall}: the collector's fast path, one $1 event: $per_event instructions (bound $3)"
   else
@@ -75,4 +86,6 @@ check poll monotonic $BOUND_POLL_MONOTONIC
 check poll tsc $BOUND_POLL_TSC
 check park monotonic $BOUND_PARK_MONOTONIC
 check park monotonic $BOUND_PARK_MONOTONIC_PAGE auto # the page where perf_event_open is allowed
+check unparkwake monotonic $BOUND_UNPARK_WAKE_PAGE auto
+check unparkwake monotonic $BOUND_UNPARK_WAKE_SYSCALL
 [ $failed = 0 ] && echo "PASS" || exit 1

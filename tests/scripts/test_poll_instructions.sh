@@ -54,6 +54,12 @@ BOUND_MONOTONIC=110
 # as well, which under callgrind cost memcached's parks more: hooks.c says why). The bound
 # leaves room for another compiler; it does not separate the two.
 BOUND_PARK_MONOTONIC=220
+# A park, then its unpark with the readiness wake of the task its poller returned in one call
+# (D9_BENCH_PAIRS=unparkwake: d9__park + d9__unpark_wake_ready, one record for the unpark and
+# its wake, the wake's tick the unpark's): 223.3, where d9__park + d9__unpark + d9__wake_ready
+# (unparkwake_split, the calls before) take 250.3; the same clock reads. The bound fails on the
+# split calls.
+BOUND_UNPARK_WAKE_MONOTONIC=235
 # ... and its clock_gettime calls, each a clock read or a system call: the park's CPU time (by
 # system call; none with the page) and one CLOCK_MONOTONIC read each (5 before)
 CLOCK_CALLS_PARK_MONOTONIC=3
@@ -79,6 +85,8 @@ count() { # kind clock pairs -> instructions inside the two hooks, clock_gettime
   [ "$1" = park ] && hooks=(--toggle-collect='d9__park' --toggle-collect='d9__unpark')
   [ "$1" = span ] && hooks=(--toggle-collect='d9__span_begin' --toggle-collect='d9__span_end')
   [ "$1" = fused ] && hooks=(--toggle-collect='d9__poll_end_begin')
+  [ "${1%_split}" = unparkwake ] && hooks=(--toggle-collect='d9__park' --toggle-collect='d9__unpark'
+    --toggle-collect='d9__wake_ready' --toggle-collect='d9__unpark_wake_ready')
   D9_BENCH_PAIRS=$1 D9_BENCH_CONFIG_FROM_ENV=1 DIAL9_SCHEDSTAT_RESOLUTION_US=1000000 DIAL9_CLOCK=$2 \
     valgrind --tool=callgrind --callgrind-out-file="$out" "${hooks[@]}" \
     "$bench" --instructions "$3" >"$out.stdout" 2>"$out.stderr" || {
@@ -104,6 +112,7 @@ check() { # kind clock bound
   [ "$1" = park ] && what="one recorded park + unpark"
   [ "$1" = span ] && what="one recorded span (begin + end)"
   [ "$1" = fused ] && what="one poll's end and the next one's begin in one call"
+  [ "${1%_split}" = unparkwake ] && what="one park, then its unpark and a ready wake ($1)"
   local ca cb clock_reads counted
   counted=$(count "$1" "$2" $n1) && read -r a ca <<<"$counted"
   counted=$(count "$1" "$2" $n2) && read -r b cb <<<"$counted"
@@ -129,6 +138,7 @@ check() { # kind clock bound
 check poll tsc $BOUND_TSC
 check poll monotonic $BOUND_MONOTONIC
 check park monotonic $BOUND_PARK_MONOTONIC $CLOCK_CALLS_PARK_MONOTONIC
+check unparkwake monotonic $BOUND_UNPARK_WAKE_MONOTONIC $CLOCK_CALLS_PARK_MONOTONIC
 check fused tsc $BOUND_FUSED_TSC $CLOCK_CALLS_FUSED
 check fused monotonic $BOUND_FUSED_MONOTONIC $CLOCK_CALLS_FUSED
 check span tsc $BOUND_SPAN_TSC

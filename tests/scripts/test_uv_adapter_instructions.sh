@@ -38,7 +38,7 @@ count() { # exchanges -> instructions inside the adapter, hooks and callbacks le
   ac_callgrind "$out" "$n" "$dir/trace.$n" "" exchanges "$prog" -- \
     alloc_trampoline read_trampoline write_trampoline uv_write uv_write2 epoll_wait \
     d9u_counted_alloc d9u_counted_read d9u_counted_written \
-    d9__poll_begin d9__poll_end d9__poll_end_begin d9__park d9__unpark d9__wake_ready \
+    d9__poll_begin d9__poll_end d9__poll_end_begin d9__park d9__unpark d9__wake_ready d9__unpark_wake_ready \
     d9__task_spawn_object d9__task_terminate d9_task_id_new
   local polls spawns terminates
   polls=$(ac_events "$out" PollStartEvent)

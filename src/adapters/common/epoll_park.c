@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 
 #include "lazy_wrap.h"
+#include "poll_returned.h"
 #include "ready_wakes.h"
 #include "real_symbol.h"
 #include "thread_state.h"
@@ -50,9 +51,7 @@ static inline bool idle(void) {
         errno = saved;                                                                     \
         int rc = D9A_NEXT(name, args);                                                     \
         saved = errno;                                                                     \
-        if (park) d9_unpark();                                                             \
-        d9a_lazy_check();                                                                  \
-        if (rc > 0 && D9__ACTIVE()) d9a_fd_ready(events, rc);                              \
+        d9a_poll_returned(park, events, rc); /* unpark, lazy swap, ready wakes */          \
         errno = saved;                                                                     \
         return rc;                                                                         \
     }                                                                                      \

@@ -25,21 +25,29 @@ D9A_HIDDEN void d9a_fd_watch(int fd, unsigned dirs, uint64_t task);
 /* `fd` no longer runs callbacks of `task` (another task may have taken it meanwhile). */
 D9A_HIDDEN void d9a_fd_unwatch(int fd, uint64_t task);
 
+/* What d9a_fd_ready wakes for event `ev`: the readable side's task, then the writable side's
+ * when it is another (0: none). */
+static inline void d9a_fd_ready_tasks(const struct epoll_event *ev, uint64_t *in, uint64_t *out) {
+    *in = *out = 0;
+    uint32_t fd = (uint32_t)ev->data.u64;
+    if (fd >= D9A_FD_MAX) return;
+    uint32_t what = ev->events;
+    if (what & (EPOLLIN | EPOLLPRI | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+        *in = atomic_load_explicit(&d9a_fd_task[fd][0], memory_order_relaxed);
+    if (what & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+        *out = atomic_load_explicit(&d9a_fd_task[fd][1], memory_order_relaxed);
+    if (*out == *in) *out = 0;
+}
+
 /* The poller returned `n` events whose data holds the fd in its low 32 bits (libuv and
  * libevent store data.fd): a wake of each watching task. Called on the loop's thread outside
  * any callback; costs a load per event, and a record per ready task. */
 static inline void d9a_fd_ready(const struct epoll_event *ev, int n) {
     for (int i = 0; i < n; i++) {
-        uint32_t fd = (uint32_t)ev[i].data.u64;
-        if (fd >= D9A_FD_MAX) continue;
-        uint32_t what = ev[i].events;
-        uint64_t in = 0, out = 0;
-        if (what & (EPOLLIN | EPOLLPRI | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
-            in = atomic_load_explicit(&d9a_fd_task[fd][0], memory_order_relaxed);
-        if (what & (EPOLLOUT | EPOLLERR | EPOLLHUP))
-            out = atomic_load_explicit(&d9a_fd_task[fd][1], memory_order_relaxed);
+        uint64_t in, out;
+        d9a_fd_ready_tasks(&ev[i], &in, &out);
         if (in) d9_wake_ready(in);
-        if (out && out != in) d9_wake_ready(out);
+        if (out) d9_wake_ready(out);
     }
 }
 

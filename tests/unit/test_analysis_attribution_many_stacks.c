@@ -10,6 +10,7 @@
 #include "attribution_trace.h"
 #include "check.h"
 #include "export/export.h"
+#include "export_model_of.h"
 
 #define NSTACKS 40
 #define U_HANDLERS 0x500000ull /* handler_i at U_HANDLERS + i * 0x100 */
@@ -41,22 +42,6 @@ static void many_stacks_trace(tb *t) {
     }
 }
 
-static d9_xmodel *model_of(const d9_buf *b) {
-    char err[256];
-    d9_decoder *d = d9_dec_open_mem(b->data, b->len, NULL, err, sizeof err);
-    if (!d) return NULL;
-    d9_xmodel *m = d9_xmodel_new();
-    d9_event ev;
-    while (m && d9_dec_next(d, &ev) > 0) CHECK(d9_xmodel_add(m, &ev) == 0);
-    d9_dec_close(d);
-    if (m && d9_xmodel_finish(m, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "finish: %s\n", err);
-        d9_xmodel_free(m);
-        return NULL;
-    }
-    return m;
-}
-
 static void check_split(const char *what, const d9m_parts *p) {
     /* 20 lock waits and 20 reads of 500 us; the other 20 ms on CPU */
     fprintf(stderr, "%s: lock %llu io %llu blocked_other %llu on_cpu %llu\n", what,
@@ -75,7 +60,7 @@ static void forty_stacks(void) {
     many_stacks_trace(&t);
     d9a_analysis *a;
     const d9a_report *r = tb_analyze(&a, &t, NULL);
-    d9_xmodel *m = model_of(&t.b);
+    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
     CHECK(r != NULL && m != NULL && m->poll_parts != NULL);
     if (r && m && m->poll_parts) {
         CHECK_EQ_U64(m->poll_count, 1);

@@ -8,22 +8,7 @@
 #include "attribution_trace.h"
 #include "check.h"
 #include "export/export.h"
-
-static d9_xmodel *model_of(const d9_buf *b) {
-    char err[256];
-    d9_decoder *d = d9_dec_open_mem(b->data, b->len, NULL, err, sizeof err);
-    if (!d) return NULL;
-    d9_xmodel *m = d9_xmodel_new();
-    d9_event ev;
-    while (m && d9_dec_next(d, &ev) > 0) CHECK(d9_xmodel_add(m, &ev) == 0);
-    d9_dec_close(d);
-    if (m && d9_xmodel_finish(m, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "finish: %s\n", err);
-        d9_xmodel_free(m);
-        return NULL;
-    }
-    return m;
-}
+#include "export_model_of.h"
 
 static char *export_to_string(const d9_xmodel *m, d9_xformat f, const d9_xopts *o, size_t *len) {
     char *buf = NULL;
@@ -43,7 +28,7 @@ static void test_same_parts_as_analyze(void) {
     attribution_trace(&t, true);
     d9a_analysis *a;
     const d9a_report *r = tb_analyze(&a, &t, NULL);
-    d9_xmodel *m = model_of(&t.b);
+    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
     CHECK(r != NULL && m != NULL && m->poll_parts != NULL);
     if (r && m && m->poll_parts) {
         CHECK_EQ_U64(m->poll_count, 5);
@@ -88,7 +73,7 @@ static void test_same_parts_as_analyze(void) {
 static void test_no_switch_records(void) {
     tb t = {0};
     attribution_trace(&t, false);
-    d9_xmodel *m = model_of(&t.b);
+    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
     CHECK(m != NULL);
     if (m) {
         CHECK(m->poll_parts == NULL);

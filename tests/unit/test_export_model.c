@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "export/export.h"
+#include "export_model_of.h"
 #include "export/protobuf.h"
 #include "format/encoder.h"
 #include "format/schemas.h"
@@ -158,23 +159,6 @@ static void mapping(tb *t, uint64_t start, uint64_t end, uint64_t off, const cha
     d9_put_lstring(&t->b, "abcd", 4);
 }
 
-static d9_xmodel *model_of(const d9_buf *b, const d9_xwindow *w) {
-    char err[256];
-    d9_decoder *d = d9_dec_open_mem(b->data, b->len, NULL, err, sizeof err);
-    if (!d) return NULL;
-    d9_xmodel *m = d9_xmodel_new();
-    d9_event ev;
-    while (m && d9_dec_next(d, &ev) > 0) CHECK(d9_xmodel_add(m, &ev) == 0);
-    CHECK(d9_dec_state(d) == D9_DEC_END);
-    d9_dec_close(d);
-    if (m && d9_xmodel_finish(m, w, err, sizeof err) != 0) {
-        fprintf(stderr, "finish: %s\n", err);
-        d9_xmodel_free(m);
-        return NULL;
-    }
-    return m;
-}
-
 /* Two streams, the second one earlier in time than the first for worker 0. */
 static void build_trace(tb *t) {
     d9_buf_init(&t->b);
@@ -214,7 +198,7 @@ static void test_model(void) {
     tb t;
     build_trace(&t);
     CHECK(!t.b.failed);
-    d9_xmodel *m = model_of(&t.b, NULL);
+    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
     CHECK(m != NULL);
     if (!m) return;
     CHECK_EQ_U64(m->first_ts, 10); /* the MemoryMapEvent; SymbolTableEntry's 0 does not count */
@@ -282,7 +266,7 @@ static void test_model(void) {
      * worker 0's are gone */
     d9_xwindow w = {.from = {.set = true, .base = D9_TIME_ABSOLUTE, .ns = 1100},
                     .to = {.set = true, .base = D9_TIME_ABSOLUTE, .ns = 3050}};
-    m = model_of(&t.b, &w);
+    m = d9t_xmodel_of(&t.b, &w);
     CHECK(m != NULL);
     if (m) {
         CHECK(m->from == 1100 && m->to == 3050);
@@ -297,7 +281,7 @@ static void test_model(void) {
     CHECK(trace_start < 1100 && trace_end > 3050);
     d9_xwindow rel = {.from = {.set = true, .base = D9_TIME_FROM_END, .ns = trace_end - 1100},
                       .to = {.set = true, .base = D9_TIME_FROM_START, .ns = 3050 - trace_start}};
-    m = model_of(&t.b, &rel);
+    m = d9t_xmodel_of(&t.b, &rel);
     CHECK(m != NULL);
     if (m) {
         CHECK(m->from == 1100 && m->to == 3050);
@@ -342,7 +326,7 @@ static char *write_to_memory(const d9_xmodel *m, int (*fn)(const d9_xmodel *, co
 static void test_writers(void) {
     tb t;
     build_trace(&t);
-    d9_xmodel *m = model_of(&t.b, NULL);
+    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
     CHECK(m != NULL);
     if (!m) return;
     d9_xopts o;
@@ -404,7 +388,7 @@ static void test_empty(void) {
     d9_buf_init(&t.b);
     memset(&t.st, 0, sizeof t.st);
     tb_stream(&t);
-    d9_xmodel *m = model_of(&t.b, NULL);
+    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
     CHECK(m && m->poll_count == 0 && m->worker_count == 0);
     if (m) {
         d9_xopts o;
@@ -440,7 +424,7 @@ static void check_unread_schedstat(bool dial9_parks) {
     park_wait(&t, 400, 0, true, 9000, 0, 7);      /* read: a real zero wait */
     park_wait(&t, 500, 0, false, 9100, none, 7);
     park_wait(&t, 600, 0, true, 9150, 20, 7);     /* read at both ends */
-    d9_xmodel *m = model_of(&t.b, NULL);
+    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
     CHECK(m && m->park_count == 3);
     if (m && m->park_count == 3) {
         CHECK(!m->parks[0].has_sched_wait && !m->parks[0].has_cpu && m->parks[0].cpu_ns == 0);
@@ -487,7 +471,7 @@ static void test_runtime_metadata_later(void) {
     metadata(&t, 40, "runtime.io", "0,1");
     poll_start(&t, 50, 1, 6, "a.c:1");
     poll_end(&t, 60, 1);
-    d9_xmodel *m = model_of(&t.b, NULL);
+    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
     CHECK(m && m->worker_count == 2);
     if (m && m->worker_count == 2) {
         CHECK(m->workers[0].runtime && strcmp(d9_xm_str(m, m->workers[0].runtime), "io") == 0);

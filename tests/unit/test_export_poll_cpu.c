@@ -12,6 +12,7 @@
 #include "poll_cpu_trace.h"
 #include "check.h"
 #include "export/export.h"
+#include "export_model_of.h"
 
 #define T0 (5000 * MS)
 
@@ -27,22 +28,6 @@ static void put_poll_cpu(tb *t, uint64_t ts, uint64_t worker, uint64_t cpu, bool
 static void stream(tb *t) {
     tb_stream(t);
     d9_enc_schema(&t->b, D9_SCH_POLL_CPU, &d9_builtin_schemas[D9_SCH_POLL_CPU]);
-}
-
-static d9_xmodel *model_of(const d9_buf *b, const d9_xwindow *w) {
-    char err[256];
-    d9_decoder *d = d9_dec_open_mem(b->data, b->len, NULL, err, sizeof err);
-    if (!d) return NULL;
-    d9_xmodel *m = d9_xmodel_new();
-    d9_event ev;
-    while (m && d9_dec_next(d, &ev) > 0) CHECK(d9_xmodel_add(m, &ev) == 0);
-    d9_dec_close(d);
-    if (m && d9_xmodel_finish(m, w, err, sizeof err) != 0) {
-        fprintf(stderr, "finish: %s\n", err);
-        d9_xmodel_free(m);
-        return NULL;
-    }
-    return m;
 }
 
 static const d9m_parts *export_parts(const d9_xmodel *m, const char *loc) {
@@ -108,7 +93,7 @@ static void test_without_switch_records(void) {
     tb_poll_end(&t, T0 + 72 * MS, 0);
     d9a_analysis *a;
     const d9a_report *r = tb_analyze(&a, &t, NULL);
-    d9_xmodel *m = model_of(&t.b, NULL);
+    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
     CHECK(r != NULL && m != NULL);
     if (r && m) {
         same_parts(r, m, 5);
@@ -155,7 +140,7 @@ static void test_with_switch_records(void) {
     with_switch_records(&t);
     d9a_analysis *a;
     const d9a_report *r = tb_analyze(&a, &t, NULL);
-    d9_xmodel *m = model_of(&t.b, NULL);
+    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
     CHECK(r != NULL && m != NULL);
     if (r && m) {
         same_parts(r, m, 2);
@@ -179,7 +164,7 @@ static void test_cut_poll(void) {
     tb t = {0};
     with_switch_records(&t);
     d9_xwindow w = {.to = {.set = true, .base = D9_TIME_ABSOLUTE, .ns = T0 + 8 * MS}};
-    d9_xmodel *m = model_of(&t.b, &w);
+    d9_xmodel *m = d9t_xmodel_of(&t.b, &w);
     CHECK(m != NULL && m->poll_parts != NULL);
     if (m && m->poll_parts) {
         const d9m_parts *x = export_parts(m, "g.c:1");
@@ -214,7 +199,7 @@ static void test_stated_on_rule(void) {
     poll_cpu_trace(&t);
     d9a_analysis *a;
     const d9a_report *r = tb_analyze(&a, &t, NULL);
-    d9_xmodel *m = model_of(&t.b, NULL);
+    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
     CHECK(r != NULL && m != NULL);
     if (r && m) {
         same_parts(r, m, 5);
@@ -244,7 +229,7 @@ static void test_stated_on_without_switch_records(void) {
     tb_poll(&t, T0 + 10 * MS, 500 * US, 0, 0, 2, ld);
     d9a_analysis *a;
     const d9a_report *r = tb_analyze(&a, &t, NULL);
-    d9_xmodel *m = model_of(&t.b, NULL);
+    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
     CHECK(r != NULL && m != NULL);
     if (r && m) {
         same_parts(r, m, 2);

@@ -2,10 +2,9 @@
  * io watcher on a pipe that stays readable, so every loop turn libev feeds it (ev_feed_event,
  * the readiness wake) and calls it once through the adapter's trampoline, N times while
  * recording, then the loop ends. Prints "callbacks N" and the trace's run directory. */
-#include <stdio.h>
-#include <stdlib.h>
 #include <unistd.h>
 
+#include "counted_program.h"
 #include "dial9/ev.h"
 
 static long calls, wanted;
@@ -20,25 +19,18 @@ __attribute__((noinline)) void d9v_counted_callback(struct ev_loop *loop, ev_io 
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s CALLBACKS TRACE_DIR\n", argv[0]);
-        return 2;
-    }
-    wanted = atol(argv[1]);
+    wanted = d9t_counted_n(argc, argv, "CALLBACKS", NULL, NULL);
     int p[2];
     if (wanted <= 0 || pipe(p) != 0 || write(p[1], "x", 1) != 1) return 2;
-    d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = argv[2];
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-    if (!loop || d9_ev_instrument(loop, "counted") != 0 || d9_start(&cfg) != 0) return 1;
+    if (!loop || d9_ev_instrument(loop, "counted") != 0 || d9t_counted_start(argv[2]) != 0)
+        return 1;
     ev_io ready;
     ev_io_init(&ready, d9v_counted_callback, p[0], EV_READ);
     ready.data = &calls;
     ev_io_start(loop, &ready);
     ev_run(loop, 0);
-    d9_stop();
-    printf("callbacks %ld\n%s\n", calls, d9_run_dir());
+    d9t_counted_report("callbacks", calls);
     ev_loop_destroy(loop);
     return calls == wanted ? 0 : 1;
 }

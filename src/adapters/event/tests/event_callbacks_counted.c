@@ -4,14 +4,12 @@
  * ends. With "bufferevent", the read callback of a socket bufferevent instead, made readable
  * again by each callback. Prints "callbacks N" and the trace's run directory. */
 #include <stdbool.h>
-#include <stdio.h>
 #include <sys/socket.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include <event2/bufferevent.h>
 
+#include "counted_program.h"
 #include "dial9/event.h"
 
 static long calls, wanted;
@@ -40,19 +38,13 @@ __attribute__((noinline)) void d9e_counted_read(struct bufferevent *bev, void *a
 }
 
 int main(int argc, char **argv) {
-    bool bufferevents = argc == 4 && strcmp(argv[3], "bufferevent") == 0;
-    if (argc != 3 && !bufferevents) {
-        fprintf(stderr, "usage: %s CALLBACKS TRACE_DIR [bufferevent]\n", argv[0]);
-        return 2;
-    }
-    wanted = atol(argv[1]);
+    bool bufferevents;
+    wanted = d9t_counted_n(argc, argv, "CALLBACKS", "bufferevent", &bufferevents);
     int p[2];
     if (wanted <= 0 || pipe(p) != 0 || write(p[1], "x", 1) != 1) return 2;
-    d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = argv[2];
     struct event_base *base = event_base_new();
-    if (!base || d9_event_instrument(base, "counted") != 0 || d9_start(&cfg) != 0) return 1;
+    if (!base || d9_event_instrument(base, "counted") != 0 || d9t_counted_start(argv[2]) != 0)
+        return 1;
     struct bufferevent *bev = NULL;
     if (bufferevents) {
         int sv[2];
@@ -68,8 +60,7 @@ int main(int argc, char **argv) {
         if (!ready || event_add(ready, NULL) != 0) return 1;
     }
     event_base_dispatch(base);
-    d9_stop();
-    printf("callbacks %ld\n%s\n", calls, d9_run_dir());
+    d9t_counted_report("callbacks", calls);
     if (bev) bufferevent_free(bev);
     else event_free(ready);
     event_base_free(base);

@@ -4,11 +4,11 @@
  * completion reads the answer and writes the next byte from the other end. Every exchange is one readiness of the
  * loop's epoll_wait, two handle callbacks and one request tracked to its completion. Prints
  * "exchanges N" and the trace's run directory. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "counted_program.h"
 #include "dial9/uv.h"
 
 static long done, wanted;
@@ -49,29 +49,21 @@ __attribute__((noinline)) void d9u_counted_read(uv_stream_t *s, ssize_t nread,
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s EXCHANGES TRACE_DIR\n", argv[0]);
-        return 2;
-    }
-    wanted = atol(argv[1]);
+    wanted = d9t_counted_n(argc, argv, "EXCHANGES", NULL, NULL);
     int sv[2];
     if (wanted <= 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 2;
     peer = sv[1];
-    d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = argv[2];
     uv_loop_t loop;
     uv_pipe_t stream;
     if (uv_loop_init(&loop) != 0 || d9_uv_instrument(&loop, "counted") != 0 ||
-        d9_start(&cfg) != 0)
+        d9t_counted_start(argv[2]) != 0)
         return 1;
     if (uv_pipe_init(&loop, &stream, 0) != 0 || uv_pipe_open(&stream, sv[0]) != 0 ||
         uv_read_start((uv_stream_t *)&stream, d9u_counted_alloc, d9u_counted_read) != 0 ||
         write(peer, "x", 1) != 1)
         return 1;
     uv_run(&loop, UV_RUN_DEFAULT);
-    d9_stop();
-    printf("exchanges %ld\n%s\n", done, d9_run_dir());
+    d9t_counted_report("exchanges", done);
     uv_loop_close(&loop);
     close(peer);
     return done == wanted ? 0 : 1;

@@ -11,6 +11,7 @@
 #ifndef D9_MODEL_THREAD_WORKER_H
 #define D9_MODEL_THREAD_WORKER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/u64_map.h"
@@ -30,9 +31,13 @@ static inline uint64_t d9m_switch_worker(uint64_t out_worker, uint64_t in_worker
 /* Each thread's worker so far, for a reader in stream order. */
 typedef struct d9m_thread_workers {
     d9_u64_map of; /* tid -> worker id */
+    /* the latest note, to skip the map for a thread's records in a row (a pass's hot path) */
+    uint64_t last_tid, last_worker;
+    bool have_last;
 } d9m_thread_workers;
 
 static inline uint64_t d9m_thread_worker_of(const d9m_thread_workers *t, uint64_t tid) {
+    if (t->have_last && t->last_tid == tid) return t->last_worker;
     const uint64_t *w = d9_u64_map_get(&t->of, tid);
     return w ? *w : D9_WORKER_NONE;
 }
@@ -41,9 +46,19 @@ static inline uint64_t d9m_thread_worker_of(const d9m_thread_workers *t, uint64_
  * rule above) and remembers it as the thread's. -1: out of memory. */
 static inline int d9m_thread_worker_note(d9m_thread_workers *t, uint64_t tid, uint64_t record_worker,
                                          uint64_t *worker) {
-    *worker = d9m_record_worker(d9m_thread_worker_of(t, tid), record_worker);
-    if (record_worker == D9_WORKER_NONE) return 0;
-    return d9_u64_map_put(&t->of, tid, record_worker);
+    if (record_worker == D9_WORKER_NONE) {
+        *worker = d9m_thread_worker_of(t, tid);
+        return 0;
+    }
+    *worker = record_worker;
+    if (t->have_last && t->last_tid == tid && t->last_worker == record_worker) return 0;
+    uint64_t *v = d9_u64_map_upsert(&t->of, tid, record_worker);
+    if (!v) return -1;
+    *v = record_worker;
+    t->last_tid = tid;
+    t->last_worker = record_worker;
+    t->have_last = true;
+    return 0;
 }
 
 static inline void d9m_thread_workers_free(d9m_thread_workers *t) { d9_u64_map_free(&t->of); }

@@ -11,6 +11,7 @@
 #include "export/export.h"
 #include "model/offcpu_cause.h"
 #include "model/switch_stack_match.h"
+#include "model/thread_worker.h"
 
 typedef struct interval {
     uint64_t out, in;
@@ -61,7 +62,8 @@ static interval *pair_switches(const d9_xmodel *m, d9_xswitch *sw, size_t n, siz
     size_t k = 0;
     for (size_t i = 0; i + 1 < n; i++) {
         if (!sw[i].out || sw[i + 1].out || sw[i + 1].tid != sw[i].tid) continue;
-        uint32_t w = sw[i].worker_id == D9_WORKER_NONE ? D9_XNONE : worker_of(m, sw[i].worker_id);
+        uint64_t id = d9m_switch_worker(sw[i].worker_id, sw[i + 1].worker_id); /* the switch-in's */
+        uint32_t w = id == D9_WORKER_NONE ? D9_XNONE : worker_of(m, id);
         if (w != D9_XNONE) iv[k++] = (interval){sw[i].ts, sw[i + 1].ts, w, D9_XNONE, sw[i].preempted};
         i++;
     }

@@ -14,6 +14,7 @@
 #include "export/export_symbols.h"
 #include "format/schemas.h"
 #include "model/pairing.h"
+#include "model/thread_worker.h"
 #include "model/wake_link.h"
 #include "format/wire.h"
 
@@ -69,6 +70,7 @@ struct d9_xbuild {
     VEC(d9_xswitch, switches);
     VEC(raw_poll_cpu, poll_cpus);
     d9m_coverage coverage; /* what the switch records cover (model/attribution.h) */
+    d9m_thread_workers thread_workers; /* whose worker a switch record or sample is */
     d9m_symtab symbols; /* the trace's symbols and mappings (model/symtab.h) */
     d9_stack_table stack_table;
     d9_u64_set truncated; /* stack indexes a StackOriginEvent said were truncated */
@@ -127,6 +129,7 @@ static void build_free(struct d9_xbuild *b) {
     free(b->runtimes);
     free(b->switches);
     free(b->poll_cpus);
+    d9m_thread_workers_free(&b->thread_workers);
     d9m_coverage_free(&b->coverage);
     d9m_symtab_free(&b->symbols);
     d9_stack_table_free(&b->stack_table);
@@ -212,6 +215,10 @@ static int add_mark(d9_xmodel *m, const d9_event *ev) {
     d9m_mark_read(ev, b->schedstat, &k);
     k.seq = (uint32_t)b->seq;
     if (k.kind == D9M_POLL_START) k.loc = str_of(m, ev, ev->schema->bind.field[D9_KF_SPAWN_LOC]);
+    uint64_t ignored;
+    if ((k.kind == D9M_PARK || k.kind == D9M_UNPARK) && k.tid &&
+        d9m_thread_worker_note(&b->thread_workers, k.tid, k.worker_id, &ignored) != 0)
+        return -1;
     return VEC_PUSH(b, marks, k) ? 0 : -1;
 }
 
@@ -313,6 +320,8 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
         int rc = add_stack(m, field(ev, F(CALLCHAIN)), &s.stack);
         if (rc < 0) goto oom;
         if (rc > 0) break; /* a sample without a stack says nothing to a profile */
+        if (s.source == D9_XSAMPLE_OFFCPU) /* its own worker, else its thread's (model/thread_worker.h) */
+            s.worker_id = d9m_record_worker(d9m_thread_worker_of(&b->thread_workers, s.tid), s.worker_id);
         s.thread_name = str_of(m, ev, F(THREAD_NAME));
         if (!VEC_PUSH(b, samples, s)) goto oom;
         break;
@@ -369,6 +378,8 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
                               .tid = saturate32(uint_or(ev, F(TID), 0)),
                               .runtime = str_of(m, ev, F(RUNTIME)),
                               .thread_name = str_of(m, ev, F(THREAD_NAME))};
+        uint64_t ignored;
+        if (r.tid && d9m_thread_worker_note(&b->thread_workers, r.tid, r.worker_id, &ignored) != 0) goto oom;
         if (!VEC_PUSH(b, regs, r)) goto oom;
         break;
     }
@@ -384,9 +395,13 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
         break;
     }
     case D9_SCH_SCHED_SWITCH: {
-        d9_xswitch x = {ev->ts_ns, uint_or(ev, F(WORKER_ID), D9_WORKER_NONE), b->seq,
+        d9_xswitch x = {ev->ts_ns, D9_WORKER_NONE, b->seq,
                         saturate32(uint_or(ev, F(TID), 0)), uint_or(ev, F(SWITCH_OUT), 0) != 0,
                         uint_or(ev, F(PREEMPTED), 0) != 0};
+        /* its worker by the model's rule (model/thread_worker.h) */
+        if (d9m_thread_worker_note(&b->thread_workers, x.tid, uint_or(ev, F(WORKER_ID), D9_WORKER_NONE),
+                                   &x.worker_id) != 0)
+            goto oom;
         b->coverage.switch_seen = true;
         if (!VEC_PUSH(b, switches, x)) goto oom;
         break;

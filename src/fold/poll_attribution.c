@@ -6,6 +6,7 @@
 #include "common/u64_map.h"
 #include "format/wire.h"
 #include "model/switch_stack_match.h"
+#include "model/thread_worker.h"
 
 struct d9f_switch {
     uint64_t ts, worker, tid, seq;
@@ -24,7 +25,8 @@ struct d9f_interval {
     uint8_t cause;
 };
 
-static int add_interval(d9f_attr *a, const d9f_switch *o, uint64_t in) {
+/* `worker`: the switch-in's (model/thread_worker.h: it overrides the switch-out's) */
+static int add_interval(d9f_attr *a, const d9f_switch *o, uint64_t in, uint64_t worker) {
     if (a->niv == a->iv_cap) {
         size_t c = a->iv_cap ? a->iv_cap * 2 : 512;
         d9f_interval *p = realloc(a->iv, c * sizeof *p);
@@ -32,7 +34,7 @@ static int add_interval(d9f_attr *a, const d9f_switch *o, uint64_t in) {
         a->iv = p;
         a->iv_cap = c;
     }
-    a->iv[a->niv++] = (d9f_interval){o->worker, o->ts, in, o->tid, o->seq, D9M_SWITCH_NO_SAMPLE, o->preempted, 0};
+    a->iv[a->niv++] = (d9f_interval){worker, o->ts, in, o->tid, o->seq, D9M_SWITCH_NO_SAMPLE, o->preempted, 0};
     return 0;
 }
 
@@ -62,7 +64,8 @@ int d9f_attr_switch(d9f_attr *a, uint64_t ts, uint64_t worker, uint64_t tid, boo
         a->unordered = true;
         return 0;
     }
-    if (o->out && !out && o->worker != D9_WORKER_NONE) return add_interval(a, o, ts);
+    uint64_t iw = d9m_switch_worker(o->worker, worker);
+    if (o->out && !out && iw != D9_WORKER_NONE) return add_interval(a, o, ts, iw);
     return 0;
 }
 
@@ -113,7 +116,8 @@ static int pair_switches(d9f_attr *a) {
         for (size_t i = 0; i + 1 < a->nsw; i++) {
             const d9f_switch *o = &a->sw[i], *n = &a->sw[i + 1];
             if (!o->out || n->out || n->tid != o->tid) continue;
-            if (o->worker != D9_WORKER_NONE && add_interval(a, o, n->ts) != 0) return -1;
+            uint64_t iw = d9m_switch_worker(o->worker, n->worker);
+            if (iw != D9_WORKER_NONE && add_interval(a, o, n->ts, iw) != 0) return -1;
             i++;
         }
     }

@@ -22,6 +22,7 @@
 #include "model/pairing.h"
 #include "model/schedstat_source.h"
 #include "model/symtab.h"
+#include "model/thread_worker.h"
 
 /* The polls table's attribution columns are the model's parts, on_cpu .. off_cpu_uncaptured. */
 #define FOLD_PARTS D9M_PARTS
@@ -97,6 +98,7 @@ typedef struct seg {
     pending_poll *pending;
     size_t npending, pending_cap;
     d9f_attr attr;
+    d9m_thread_workers thread_workers; /* whose worker a switch record or sample is (the model's rule) */
     uint8_t *stack_cause; /* per stack: its cause + 1, 0 = not read yet */
     /* poll_hist */
     d9_u64_map group_index;
@@ -582,6 +584,10 @@ static int on_mark(seg *s, const d9_event *ev, d9_decoder *d) {
     d9m_mark k;
     if (!d9m_mark_read(ev, s->ss, &k)) return 0;
     if (k.worker_id == D9_WORKER_NONE) return 0;
+    uint64_t ignored;
+    if ((k.kind == D9M_PARK || k.kind == D9M_UNPARK) && k.tid &&
+        d9m_thread_worker_note(&s->thread_workers, k.tid, k.worker_id, &ignored) != 0)
+        return oom(s);
     d9m_pair_state *ps = pair_of(s, k.worker_id);
     if (!ps) return oom(s);
     if (k.kind == D9M_POLL_START && (k.loc = spawn_loc(s, ev, d)) == UINT32_MAX) return oom(s);
@@ -656,9 +662,13 @@ static int on_sample(seg *s, const d9_event *ev, d9_decoder *d) {
     if (sample_stack(s, ev, d, wall, &stack, &stack_index) != 0) return -1;
     uint64_t source = d9m_uint_or(ev, f[D9_KF_SOURCE], 0);
     uint64_t sample_worker = d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE);
-    if (source == 1 && sample_worker != D9_WORKER_NONE && /* a context-switch sample */
-        d9f_attr_offcpu_sample(&s->attr, ev->ts_ns, sample_worker, stack_index) != 0)
-        return oom(s);
+    if (source == 1) { /* a context-switch sample: its own worker, else its thread's (model/thread_worker.h) */
+        uint64_t w = sample_worker != D9_WORKER_NONE
+                         ? sample_worker
+                         : d9m_thread_worker_of(&s->thread_workers, d9m_uint_or(ev, f[D9_KF_TID], 0));
+        if (w != D9_WORKER_NONE && d9f_attr_offcpu_sample(&s->attr, ev->ts_ns, w, stack_index) != 0)
+            return oom(s);
+    }
     uint32_t r;
     int rc;
     d9f_row_batch *b = batch_row(s, D9F_SAMPLES, wall, &r, &rc);
@@ -782,12 +792,26 @@ static void note_source(seg *s, const d9_event *ev) {
     d9_json_object_end(j);
 }
 
+/* A switch record: its worker by the model's rule (model/thread_worker.h), so the switch-in's
+ * is the interval's. */
 static int on_switch(seg *s, const d9_event *ev) {
     const int16_t *f = ev->schema->bind.field;
-    int rc = d9f_attr_switch(&s->attr, ev->ts_ns, d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE),
-                             d9m_uint_or(ev, f[D9_KF_TID], 0), d9m_uint_or(ev, f[D9_KF_SWITCH_OUT], 0) != 0,
+    uint64_t tid = d9m_uint_or(ev, f[D9_KF_TID], 0), worker;
+    if (d9m_thread_worker_note(&s->thread_workers, tid, d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE),
+                               &worker) != 0)
+        return oom(s);
+    int rc = d9f_attr_switch(&s->attr, ev->ts_ns, worker, tid, d9m_uint_or(ev, f[D9_KF_SWITCH_OUT], 0) != 0,
                              d9m_uint_or(ev, f[D9_KF_PREEMPTED], 0) != 0);
     return rc == 0 ? 0 : oom(s);
+}
+
+/* A worker's registration names its thread (as analyze reads it). */
+static int on_registered(seg *s, const d9_event *ev) {
+    const int16_t *f = ev->schema->bind.field;
+    uint64_t tid = d9m_uint_or(ev, f[D9_KF_TID], 0), ignored;
+    if (!tid) return 0;
+    return d9m_thread_worker_note(&s->thread_workers, tid, d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE),
+                                  &ignored) == 0 ? 0 : oom(s);
 }
 
 static void note_drops(seg *s, const d9_event *ev) {
@@ -838,6 +862,7 @@ static int read_events(seg *s, const char **status) {
         case D9_SCH_WORKER_UNPARK: rc = on_mark(s, &ev, d); break;
         case D9_SCH_COVERAGE: note_source(s, &ev); break;
         case D9_SCH_SCHED_SWITCH: rc = on_switch(s, &ev); break;
+        case D9_SCH_WORKER_REGISTERED: rc = on_registered(s, &ev); break;
         case D9_SCH_WAKE: rc = on_wake(s, &ev); break;
         case D9_SCH_POLL_CPU: rc = on_poll_cpu(s, &ev); break;
         case D9_SCH_CPU_SAMPLE: rc = on_sample(s, &ev, d); break;
@@ -940,6 +965,7 @@ static void seg_free(seg *s) {
     d9_u64_map_free(&s->loc_by_hash);
     d9_u64_map_free(&s->loc_by_pool);
     d9_u64_map_free(&s->worker_index);
+    d9m_thread_workers_free(&s->thread_workers);
     free(s->pairs);
     free(s->latest);
     free(s->pending);

@@ -3,7 +3,8 @@
 // nanosleep, a read, a blocked interval without a stack, a governor's sampled period, a drop)
 // of a run of the executor demo (its switch records as the cost governor leaves them) and of
 // a recording of story 2 (a global mutex under load), and of a hand-built trace whose long polls
-// carry their exact CPU time (PollCpuEvent: off_cpu_uncaptured), read by DuckDB with the
+// carry their exact CPU time (PollCpuEvent: off_cpu_uncaptured), of the worker-change vector (a
+// thread that changes worker mid-run), read by DuckDB with the
 // documented query and by hyparquet: per segment and spawn location the sums of the nine
 // parts equal analyze's attribution of that location exactly, and on every row the parts add
 // up to duration_ns.
@@ -119,6 +120,27 @@ test('the poll-cpu vector: a long poll without a PollCpuEvent as analyze says it
   }, 'analyze: the planted parts')
   assert.deepEqual(await foldParts(tables), { [basename(seg)]: want })
   assert.equal(await rowsAddUp(tables), 5, 'polls rows')
+})
+
+// Whose worker an off-CPU interval and a context-switch sample are (src/model/thread_worker.h)
+// on the worker-change vector (tests/unit/worker_change_trace.h): a thread that changes worker
+// mid-run, samples without a worker id, switch records naming none or the former worker. The
+// fold gives each poll what analyze gives it (the switch-out's worker alone and samples without
+// a worker id skipped gave a.c blocked_other and b.c all on_cpu).
+test('the worker-change vector: a thread that changes worker as analyze says it', async (t) => {
+  const seg = vectorSegment('worker-change')
+  if (!seg) return t.skip('no tests/vectors/worker-change.bin in ' + source)
+  const tables = join(dir, 'vector-worker-change-tables')
+  fold([seg], tables)
+  const want = analyzeParts(seg)
+  const MS = 1000000n
+  const parts = (o) => Object.fromEntries(PARTS.map((p) => [p, o[p] || 0n]))
+  assert.deepEqual(want, {
+    'a.c:1': parts({ on_cpu_ns: 8n * MS, lock_ns: 2n * MS }),
+    'b.c:1': parts({ on_cpu_ns: 6n * MS, sleep_ns: 3n * MS, runnable_ns: MS }),
+  }, 'analyze: the planted parts')
+  assert.deepEqual(await foldParts(tables), { [basename(seg)]: want })
+  assert.equal(await rowsAddUp(tables), 2, 'polls rows')
 })
 
 // Worker 0, no switch records (source.off_cpu inactive), from 5 s:

@@ -8,6 +8,7 @@
 #include "check.h"
 #include "attribution_trace.h"
 #include "poll_cpu_trace.h"
+#include "worker_change_trace.h"
 
 typedef struct vector {
     const char *name;
@@ -131,6 +132,10 @@ static void build_attribution(tb *t) { attribution_trace(t, true); }
  * PollCpuEvent: the rule of a poll's CPU time (tests/unit/poll_cpu_trace.h). */
 static void build_poll_cpu(tb *t) { poll_cpu_trace(t); }
 
+/* A thread that changes worker mid-run, context-switch samples without a worker id, switch
+ * records naming none or the former worker: whose worker each is (tests/unit/worker_change_trace.h). */
+static void build_worker_change(tb *t) { worker_change_trace(t); }
+
 static const vector vectors[] = {
     {"worked-example", build_worked_example},
     {"runtime", build_runtime},
@@ -138,6 +143,7 @@ static const vector vectors[] = {
     {"custom-fields", build_custom_fields},
     {"attribution", build_attribution},
     {"poll-cpu", build_poll_cpu},
+    {"worker-change", build_worker_change},
 };
 
 static int write_file(const char *path, const d9_buf *b) {

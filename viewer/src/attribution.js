@@ -6,7 +6,8 @@
  *
  *   elapsed = on_cpu + lock + io + sleep + fault + blocked_other + runnable + unknown  (exact ns)
  *
- *   off-CPU intervals  a thread's SchedSwitchEvent switch-out .. next switch-in, on its worker;
+ *   off-CPU intervals  a thread's SchedSwitchEvent switch-out .. next switch-in, on its worker
+ *                      (the switch-in's, a sample without one its thread's: recordWorkers);
  *                      a poll counts those that start inside it, clipped to it
  *   cause              preempted -> runnable; else the context-switch sample (CpuSampleEvent
  *                      source 1) of its worker within 1 ms either side of the switch-out (and
@@ -246,6 +247,56 @@
     return names;
   }
 
+  /* Whose worker each switch record and context-switch sample is: the C model's rule
+   * (src/model/thread_worker.h). A thread's worker is the latest worker id its records named in
+   * file order (switch records, parks and unparks); a record without one is its thread's
+   * worker's; an off-CPU interval is the switch-in's worker (it overrides the switch-out's).
+   * {sw: per switch record, smp: per CPU sample (its own worker for a timer sample)}. */
+  function recordWorkers(trace) {
+    const W = trace.switches;
+    const S = trace.cpuSamples;
+    const N = trace.threadWorkers;
+    const nw = W ? W.count : 0;
+    const nn = N ? N.count : 0;
+    const named = (w) => Number.isFinite(w) && w !== WORKER_NONE;
+    const sw = new Float64Array(nw).fill(WORKER_NONE);
+    const smp = new Float64Array(S.count);
+    const offcpu = [];
+    for (let i = 0; i < S.count; i++) {
+      smp[i] = S.worker[i];
+      if (S.source[i] !== 0 && !named(S.worker[i]) && S.seq) offcpu.push(i);
+    }
+    offcpu.sort((a, b) => S.seq[a] - S.seq[b]);
+    const of = new Map(); // tid -> its worker so far
+    const seqOf = (i) => (W.seq ? W.seq[i] : i);
+    let j = 0, k = 0;
+    for (let i = 0; i <= nw; i++) { // the three lists merged by their place in the data
+      const at = i < nw ? seqOf(i) : Infinity;
+      for (;;) {
+        const ns = j < nn ? N.seq[j] : Infinity;
+        const ss = k < offcpu.length ? S.seq[offcpu[k]] : Infinity;
+        if (ns >= at && ss >= at) break;
+        if (ns <= ss) {
+          if (named(N.worker[j])) of.set(N.tid[j], N.worker[j]);
+          j++;
+        } else {
+          const x = offcpu[k++];
+          const w = of.get(S.tid[x]);
+          if (w !== undefined) smp[x] = w;
+        }
+      }
+      if (i === nw) break;
+      if (named(W.worker[i])) {
+        sw[i] = W.worker[i];
+        of.set(W.tid[i], W.worker[i]);
+      } else {
+        const w = of.get(W.tid[i]);
+        if (w !== undefined) sw[i] = w;
+      }
+    }
+    return { sw, smp };
+  }
+
   /* worker id -> {out: Float64Array, in: Float64Array, cause: Uint8Array}, sorted by out.
    * Typed columns and sorts only where the records are out of order: a million switch records
    * take well under a second at the first selection. */
@@ -259,6 +310,7 @@
       if (!l) byTid.set(W.tid[i], (l = []));
       l.push(i);
     }
+    const rw = recordWorkers(trace);
     const lists = new Map(); // worker -> {out, in, pre}: plain arrays while pairing
     for (const l of byTid.values()) {
       let sorted = true;
@@ -266,12 +318,11 @@
       if (!sorted) l.sort((a, b) => W.ts[a] - W.ts[b] || a - b);
       for (let k = 0; k < l.length; k++) {
         const a = l[k];
-        const w = W.worker[a];
-        const isWorker = Number.isFinite(w) && w !== WORKER_NONE;
         // a switch-out and the next record of its thread, a switch-in: one off-CPU interval
         if (k + 1 >= l.length || !W.out[a] || W.out[l[k + 1]]) continue;
         const b = l[++k];
-        if (!isWorker) continue;
+        const w = rw.sw[b] !== WORKER_NONE ? rw.sw[b] : rw.sw[a]; // the switch-in's overrides
+        if (w === WORKER_NONE) continue;
         let o = lists.get(w);
         if (!o) lists.set(w, (o = { out: [], in: [], pre: [] }));
         o.out.push(W.ts[a]);
@@ -305,7 +356,7 @@
     const byW = new Map(); // worker -> its samples, by time
     for (let i = 0; i < S.count; i++) {
       if (S.source[i] === 0) continue;
-      const w = S.worker[i]; // a sample without a worker id is no worker's, as in analyze and the export
+      const w = rw.smp[i]; // without a worker id: its thread's worker (recordWorkers)
       if (!Number.isFinite(w) || w === WORKER_NONE || !byWorker.has(w)) continue;
       let l = byW.get(w);
       if (!l) byW.set(w, (l = []));

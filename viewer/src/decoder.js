@@ -592,6 +592,14 @@ function dial9DecoderFactory() {
           t.c.schedWait[i] = wait > 0 || Number.isFinite(t.c.cpuTime[i]) ? wait : NaN;
           t.c.tid[i] = num(slot(s, 4));
         }
+        if (t.c.tid[i] > 0 && Number.isFinite(t.c.worker[i])) {
+          const tw = tables.threadWorkers;
+          if (tw.n === tw.cap) grow(tw);
+          const j = tw.n++;
+          tw.c.seq[j] = counts.events;
+          tw.c.tid[j] = t.c.tid[i];
+          tw.c.worker[j] = t.c.worker[i];
+        }
         return;
       case K.WAKE:
         t = tables.wakes;
@@ -613,6 +621,7 @@ function dial9DecoderFactory() {
         t.c.threadName[i] = idOrMinus(slot(s, 3));
         t.c.stack[i] = idOrMinus(slot(s, 4));
         t.c.cpu[i] = num(slot(s, 5));
+        t.c.seq[i] = counts.events;
         return;
       case K.DUMP:
         t = tables.taskDumps;
@@ -686,6 +695,7 @@ function dial9DecoderFactory() {
         t.c.worker[i] = num(slot(s, 1));
         t.c.out[i] = num(slot(s, 2)) ? 1 : 0;
         t.c.preempted[i] = num(slot(s, 3)) ? 1 : 0;
+        t.c.seq[i] = counts.events;
         return;
       case K.DROP:
         t = tables.drops;
@@ -1077,7 +1087,7 @@ function dial9DecoderFactory() {
       pollEdges: makeTable({ ts: Float64Array, worker: Float64Array, task: Float64Array, loc: Int32Array, localQueue: Float64Array, isEnd: Uint8Array, cpu: Float64Array }),
       parkEdges: makeTable({ ts: Float64Array, worker: Float64Array, localQueue: Float64Array, cpuTime: Float64Array, schedWait: Float64Array, tid: Float64Array, isEnd: Uint8Array }),
       wakes: makeTable({ ts: Float64Array, waker: Float64Array, woken: Float64Array, targetWorker: Float64Array }),
-      cpuSamples: makeTable({ ts: Float64Array, worker: Float64Array, tid: Float64Array, source: Float64Array, threadName: Int32Array, stack: Int32Array, cpu: Float64Array }),
+      cpuSamples: makeTable({ ts: Float64Array, worker: Float64Array, tid: Float64Array, source: Float64Array, threadName: Int32Array, stack: Int32Array, cpu: Float64Array, seq: Float64Array }),
       taskDumps: makeTable({ ts: Float64Array, task: Float64Array, stack: Int32Array }),
       queueSamples: makeTable({ ts: Float64Array, value: Float64Array }),
       spawns: makeTable({ ts: Float64Array, task: Float64Array, loc: Int32Array, instrumented: Float64Array }),
@@ -1087,7 +1097,10 @@ function dial9DecoderFactory() {
       heapAllocs: makeTable({ ts: Float64Array, seq: Float64Array, meta: Int32Array, tid: Float64Array, size: Float64Array, addrLo: Uint32Array, addrHi: Uint32Array, stack: Int32Array }),
       heapFrees: makeTable({ ts: Float64Array, seq: Float64Array, meta: Int32Array, tid: Float64Array, size: Float64Array, addrLo: Uint32Array, addrHi: Uint32Array }),
       symbols: makeTable({ addrLo: Uint32Array, addrHi: Uint32Array, size: Float64Array, name: Int32Array, inlineDepth: Float64Array, file: Int32Array, line: Float64Array }),
-      switches: makeTable({ ts: Float64Array, tid: Float64Array, worker: Float64Array, out: Uint8Array, preempted: Uint8Array }),
+      switches: makeTable({ ts: Float64Array, tid: Float64Array, worker: Float64Array, out: Uint8Array, preempted: Uint8Array, seq: Float64Array }),
+      // the worker a park or unpark names for its thread, in file order (seq: the event's place
+      // in the data): whose worker a thread's switch records and samples are (attribution.js)
+      threadWorkers: makeTable({ seq: Float64Array, tid: Float64Array, worker: Float64Array }),
       drops: makeTable({ ts: Float64Array, worker: Float64Array, tid: Float64Array, lost: Float64Array }),
     };
     other = {};
@@ -1187,7 +1200,8 @@ function dial9DecoderFactory() {
       symbols: raw.symbols,
       heapAllocs: raw.heapAllocs, // in the data's order (viewer/src/heap.js)
       heapFrees: raw.heapFrees,
-      switches: raw.switches, // SchedSwitchEvent in file order: {ts, tid, worker, out, preempted}
+      switches: raw.switches, // SchedSwitchEvent in file order: {ts, tid, worker, out, preempted, seq}
+      threadWorkers: raw.threadWorkers, // {seq, tid, worker} of parks and unparks, in file order
       drops: raw.drops, // DroppedEventsEvent in file order: {ts, worker, tid, lost (its count)}
       metadata: meta,
       clockSyncs: clocks,
@@ -1209,7 +1223,7 @@ function dial9DecoderFactory() {
     const add = (tab) => {
       for (const k in tab) if (ArrayBuffer.isView(tab[k])) out.push(tab[k].buffer);
     };
-    for (const k of ['polls', 'parks', 'wakes', 'cpuSamples', 'taskDumps', 'queueSamples', 'spawns', 'terminates', 'symbols', 'heapAllocs', 'heapFrees', 'switches', 'drops']) add(trace[k]);
+    for (const k of ['polls', 'parks', 'wakes', 'cpuSamples', 'taskDumps', 'queueSamples', 'spawns', 'terminates', 'symbols', 'heapAllocs', 'heapFrees', 'switches', 'threadWorkers', 'drops']) add(trace[k]);
     for (const s of trace.stacks) out.push(s.buffer);
     return out;
   }

@@ -1,0 +1,103 @@
+/* Whose worker an off-CPU interval and a context-switch sample are (model/thread_worker.h):
+ * on the shared vector's trace (tests/unit/worker_change_trace.h: a thread that changes worker
+ * mid-run, samples without a worker id, switch records naming none or the former worker) the
+ * export model's parts of every poll equal analyze's and the planted ones; and the rule's
+ * pieces on their own: a record's own worker id wins, the switch-in's overrides the
+ * switch-out's, a thread's latest named worker is remembered per thread. */
+#include <stdio.h>
+
+#include "worker_change_trace.h"
+#include "check.h"
+#include "export/export.h"
+#include "model/thread_worker.h"
+
+static d9_xmodel *model_of(const d9_buf *b) {
+    char err[256];
+    d9_decoder *d = d9_dec_open_mem(b->data, b->len, NULL, err, sizeof err);
+    if (!d) return NULL;
+    d9_xmodel *m = d9_xmodel_new();
+    d9_event ev;
+    while (m && d9_dec_next(d, &ev) > 0) CHECK(d9_xmodel_add(m, &ev) == 0);
+    d9_dec_close(d);
+    if (m && d9_xmodel_finish(m, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "finish: %s\n", err);
+        d9_xmodel_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static const d9m_parts *export_parts(const d9_xmodel *m, const char *loc) {
+    for (size_t i = 0; i < m->poll_count; i++)
+        if (!strcmp(d9_xm_str(m, m->polls[i].loc), loc)) return &m->poll_parts[i];
+    return NULL;
+}
+
+static const d9m_parts *analyze_parts(const d9a_report *r, const char *loc) {
+    for (size_t k = 0; k < r->nlocations; k++)
+        if (!strcmp(r->locations[k].location, loc)) return &r->locations[k].parts;
+    return NULL;
+}
+
+/* the planted parts (worker_change_trace.h), every other part 0 */
+static void check_planted(const d9m_parts *p, const char *who, const char *loc, const uint64_t want[D9M_PARTS]) {
+    CHECK(p != NULL);
+    if (!p) return;
+    for (int k = 0; k < D9M_PARTS; k++) {
+        if (p->ns[k] != want[k])
+            fprintf(stderr, "%s %s %s: %llu, planted %llu\n", who, loc, d9m_part_names[k],
+                    (unsigned long long)p->ns[k], (unsigned long long)want[k]);
+        CHECK_EQ_U64(p->ns[k], want[k]);
+    }
+}
+
+static void test_vector_trace(void) {
+    tb t = {0};
+    worker_change_trace(&t);
+    d9a_analysis *a;
+    const d9a_report *r = tb_analyze(&a, &t, NULL);
+    d9_xmodel *m = model_of(&t.b);
+    CHECK(r != NULL && m != NULL && m && m->poll_parts != NULL);
+    if (r && m && m->poll_parts) {
+        uint64_t want_a[D9M_PARTS] = {0}, want_b[D9M_PARTS] = {0};
+        want_a[D9M_PART_LOCK] = 2 * MS;
+        want_a[D9M_PART_ON_CPU] = 8 * MS;
+        want_b[D9M_PART_SLEEP] = 3 * MS;
+        want_b[D9M_PART_RUNNABLE] = 1 * MS;
+        want_b[D9M_PART_ON_CPU] = 6 * MS;
+        CHECK_EQ_U64(r->nlocations, 2);
+        check_planted(analyze_parts(r, "a.c:1"), "analyze", "a.c", want_a);
+        check_planted(analyze_parts(r, "b.c:1"), "analyze", "b.c", want_b);
+        check_planted(export_parts(m, "a.c:1"), "export", "a.c", want_a);
+        check_planted(export_parts(m, "b.c:1"), "export", "b.c", want_b);
+    }
+    d9_xmodel_free(m);
+    d9a_free(a);
+    d9_buf_free(&t.b);
+}
+
+static void test_rule(void) {
+    CHECK_EQ_U64(d9m_record_worker(3, 5), 5);
+    CHECK_EQ_U64(d9m_record_worker(3, D9_WORKER_NONE), 3);
+    CHECK_EQ_U64(d9m_switch_worker(0, 1), 1);
+    CHECK_EQ_U64(d9m_switch_worker(2, D9_WORKER_NONE), 2);
+    CHECK_EQ_U64(d9m_switch_worker(D9_WORKER_NONE, D9_WORKER_NONE), D9_WORKER_NONE);
+    d9m_thread_workers tw = {0};
+    uint64_t w = 0;
+    CHECK_EQ_U64(d9m_thread_worker_of(&tw, 100), D9_WORKER_NONE);
+    CHECK(d9m_thread_worker_note(&tw, 100, D9_WORKER_NONE, &w) == 0);
+    CHECK_EQ_U64(w, D9_WORKER_NONE); /* nothing known yet */
+    CHECK(d9m_thread_worker_note(&tw, 100, 0, &w) == 0 && w == 0);
+    CHECK(d9m_thread_worker_note(&tw, 200, 7, &w) == 0 && w == 7);
+    CHECK(d9m_thread_worker_note(&tw, 100, D9_WORKER_NONE, &w) == 0 && w == 0);
+    CHECK(d9m_thread_worker_note(&tw, 100, 1, &w) == 0 && w == 1); /* changed worker mid-run */
+    CHECK(d9m_thread_worker_note(&tw, 100, D9_WORKER_NONE, &w) == 0 && w == 1);
+    CHECK_EQ_U64(d9m_thread_worker_of(&tw, 200), 7);
+    d9m_thread_workers_free(&tw);
+}
+
+int main(void) {
+    test_rule();
+    test_vector_trace();
+    return d9t_summary("export_worker_change");
+}

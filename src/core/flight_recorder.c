@@ -56,6 +56,7 @@ typedef struct dump {
     char rule[96], what[160], reason[128];
     uint64_t at_ns, from_ns, to_ns;   /* trigger and window, CLOCK_MONOTONIC */
     uint64_t lookback_ns, lookforward_ns;
+    uint64_t begun_ns;        /* when it began: the give-up bound counts from here too */
     uint64_t held_from_ns, held_to_ns; /* what the segments in it cover */
     uint64_t next_seq;       /* segments below this were considered */
     uint64_t merged;         /* rule triggers that joined it (debounce) */
@@ -451,6 +452,7 @@ static dump *dump_begin(flight *f, const char *kind, uint64_t begin_ns, uint64_t
     d->lookforward_ns = lookforward_ns;
     d->from_ns = begin_ns > lookback_ns ? begin_ns - lookback_ns : 0;
     d->to_ns = end_ns + lookforward_ns;
+    d->begun_ns = mono_ns();
     d->evicted_before = f->evicted_to_ns >= d->from_ns;
     d->files = open_memstream(&d->files_json, &d->files_len);
     char name[160];
@@ -475,6 +477,14 @@ static bool nothing_open(flight *f) {
     return none;
 }
 
+/* The collector is closing (d9_stop): its last segment comes before d9_flight_stop. */
+static bool collector_closing(flight *f) {
+    pthread_mutex_lock(&f->lock);
+    bool closing = !f->col && !f->stop;
+    pthread_mutex_unlock(&f->lock);
+    return closing;
+}
+
 /* The dumps whose window is covered (or all, at stop) get their manifest; the others ask
  * the collector to seal at their window's end, so they need not wait for a rotation. */
 static void dumps_progress(flight *f, bool stopping) {
@@ -495,8 +505,13 @@ static void dumps_progress(flight *f, bool stopping) {
             covered = true;
         }
         /* a bound whatever happens (a stalled collector, a segment lost to a write error): the
-         * manifest says how much look-forward the dump lacks */
-        if (!covered && !stopping && mono_ns() >= d->to_ns + GIVE_UP_NS) covered = true;
+         * manifest says how much look-forward the dump lacks. Counted from the window's end or
+         * the dump's start, whichever is later: a rule matched late (a drain long after its
+         * event, the last one at d9_stop) still waits for the seal of the segment holding its
+         * event. Never while the collector closes: its last seal is coming, and d9_flight_stop
+         * ends every dump right after. */
+        uint64_t bound = (d->to_ns > d->begun_ns ? d->to_ns : d->begun_ns) + GIVE_UP_NS;
+        if (!covered && !stopping && mono_ns() >= bound && !collector_closing(f)) covered = true;
         if (!covered && !stopping) {
             ask_seal(f, d->to_ns);
             i++;

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/flight_rule_wake.h"
 #include "dial9/dial9.h"
 
 #include "trace_files_util.h"
@@ -189,6 +190,24 @@ static inline bool ft_wait_manifest(const char *base, char *out, size_t len) {
         ft_sleep_ms(10);
     }
     return false;
+}
+
+
+/* The end of a rule's wake scenario in its child: the dump's manifest waited for (30 s at the
+ * most), the rule wakes counted since wakes_before (printed as "{what} wakes: N"), the worker
+ * ended and the recorder stopped; 0 when the dump and a wake both came, else 4 with the
+ * reason (no_wake: what a missing wake means) on stderr. */
+static inline int ft_rule_wake_end(const char *base, uint64_t wakes_before, const char *what, const char *no_wake) {
+    char manifest[1024];
+    bool seen = ft_wait_manifest(base, manifest, sizeof manifest);
+    uint64_t wakes = d9_rule_wake_count() - wakes_before;
+    d9_worker_end();
+    d9_stop();
+    printf("%s wakes: %llu\n", what, (unsigned long long)wakes);
+    fflush(stdout); /* the child ends with _exit */
+    if (!seen) fprintf(stderr, "no dump within 30 s: nothing drained before DIAL9_FLUSH_MS\n");
+    if (wakes < 1) fprintf(stderr, "%s\n", no_wake);
+    return seen && wakes >= 1 ? 0 : 4;
 }
 
 #endif

@@ -4,10 +4,14 @@
 #ifndef D9_TESTS_POLL_CPU_TEST_UTIL_H
 #define D9_TESTS_POLL_CPU_TEST_UTIL_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "core/thread_cpu_clock.h"
@@ -101,6 +105,42 @@ static inline void pct_check_exact(const pct_poll *p, uint64_t events, uint64_t 
     CHECK(p->cpu_ns + PCT_SLACK_NS >= self_cpu);
     CHECK(p->cpu_ns <= self_cpu + PCT_SLACK_NS);
     CHECK(p->cpu_ns <= p->end - p->start);
+}
+
+
+/* A pipe that a reader blocks on and a writer writes only once the reader is blocked in its
+ * read(): every such read is a switch, however the threads are scheduled. */
+typedef struct pct_pipe {
+    int fd[2];
+    _Atomic pid_t reader_tid;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int announced; /* reads the reader has begun */
+} pct_pipe;
+#define PCT_PIPE_INIT {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER}
+
+/* The reader's read of one byte, announced first. */
+static inline void pct_blocking_read(pct_pipe *p) {
+    pthread_mutex_lock(&p->lock);
+    p->announced++;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    char c;
+    if (read(p->fd[0], &c, 1) != 1) perror("read");
+}
+
+/* The writer: wait until the reader is blocked in its read number i (from 0). */
+static inline void pct_wait_reader_blocked(pct_pipe *p, int i) {
+    pthread_mutex_lock(&p->lock);
+    while (p->announced <= i) pthread_cond_wait(&p->cond, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    CHECK(tt_wait_blocked_in(atomic_load(&p->reader_tid), SYS_read, (uint64_t)p->fd[0]));
+}
+
+/* The writer: the byte that ends the reader's wait. */
+static inline void pct_write_byte(pct_pipe *p) {
+    char c = 'x';
+    if (write(p->fd[1], &c, 1) != 1) perror("write");
 }
 
 #endif

@@ -70,16 +70,7 @@ static int record(void *arg) {
     d9_poll_end();
     pthread_join(h, NULL);
 
-    char manifest[1024];
-    bool seen = ft_wait_manifest(base, manifest, sizeof manifest);
-    uint64_t wakes = d9_rule_wake_count() - wakes_before;
-    d9_worker_end();
-    d9_stop();
-    printf("unpark wakes: %llu\n", (unsigned long long)wakes);
-    fflush(stdout); /* the child ends with _exit */
-    if (!seen) fprintf(stderr, "no dump within 30 s: nothing drained before DIAL9_FLUSH_MS\n");
-    if (wakes < 1) fprintf(stderr, "the delayed unpark sent no wake\n");
-    return seen && wakes >= 1 ? 0 : 4;
+    return ft_rule_wake_end(base, wakes_before, "unpark", "the delayed unpark sent no wake");
 }
 
 static void on_event(const d9_event *ev, void *ctx) {

@@ -26,12 +26,8 @@
 #define BURN_NS (1000u * 1000u)
 #define WAIT_NS (2u * 1000u * 1000u)
 
-static int g_pipe[2];
-static _Atomic pid_t g_reader_tid;
+static pct_pipe g_pipe = PCT_PIPE_INIT;
 static _Atomic uint32_t g_worker = 255;
-static pthread_mutex_t g_step_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_step_cond = PTHREAD_COND_INITIALIZER;
-static int g_step;
 
 typedef struct expect {
     uint64_t self_cpu;    /* the thread's own measure of the poll's CPU time */
@@ -47,20 +43,16 @@ static uint32_t page_lock(void) { return d9__tls_cpu_clock.page ? d9__tls_cpu_cl
 static void *writer(void *arg) {
     (void)arg;
     for (int i = 0; i < ROUNDS; i++) {
-        pthread_mutex_lock(&g_step_lock);
-        while (g_step <= i) pthread_cond_wait(&g_step_cond, &g_step_lock);
-        pthread_mutex_unlock(&g_step_lock);
-        CHECK(tt_wait_blocked_in(atomic_load(&g_reader_tid), SYS_read, (uint64_t)g_pipe[0]));
+        pct_wait_reader_blocked(&g_pipe, i);
         tt_sleep_ns(WAIT_NS);
-        char c = 'x';
-        if (write(g_pipe[1], &c, 1) != 1) perror("write");
+        pct_write_byte(&g_pipe);
     }
     return NULL;
 }
 
 static void *reader(void *arg) {
     (void)arg;
-    atomic_store(&g_reader_tid, gettid());
+    atomic_store(&g_pipe.reader_tid, gettid());
     atomic_store(&g_worker, d9_worker_begin("pollcpu", 0));
     CHECK(d9__tls_cpu_clock.page == NULL);
     for (int i = 0; i < ROUNDS; i++) {
@@ -74,12 +66,7 @@ static void *reader(void *arg) {
         if (i >= FIRST_ROUNDS) CHECK_EQ_U64(d9__tls_cpu_clock.page->lock, d9__tls_cpu_clock.lock); /* anchored */
         uint64_t cpu0 = tt_thread_cpu_ns();
         pct_burn(BURN_NS);
-        pthread_mutex_lock(&g_step_lock);
-        g_step = i + 1;
-        pthread_cond_signal(&g_step_cond);
-        pthread_mutex_unlock(&g_step_lock);
-        char c;
-        if (read(g_pipe[0], &c, 1) != 1) perror("read");
+        pct_blocking_read(&g_pipe);
         pct_burn(BURN_NS);
         g_read[i].self_cpu = tt_thread_cpu_ns() - cpu0;
         d9_poll_end();
@@ -138,7 +125,7 @@ int main(void) {
     CHECK(strstr(d9_last_error(), "DIAL9_POLL_CPU_MIN_US") != NULL);
     unsetenv("DIAL9_POLL_CPU_MIN_US"); /* the default, 1000 us */
 
-    CHECK(pipe(g_pipe) == 0);
+    CHECK(pipe(g_pipe.fd) == 0);
     if (!pct_start_or_skip(&cfg, dir)) {
         free(dir);
         return d9t_summary("mt_poll_cpu");

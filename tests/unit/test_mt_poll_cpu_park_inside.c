@@ -22,44 +22,26 @@
 #define ROUNDS 12
 #define BURN_NS (1000u * 1000u)
 
-static int g_pipe[2];
-static _Atomic pid_t g_reader_tid;
+static pct_pipe g_pipe = PCT_PIPE_INIT;
 static _Atomic uint32_t g_worker = 255;
-static pthread_mutex_t g_step_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_step_cond = PTHREAD_COND_INITIALIZER;
-static int g_step;      /* reads the reader is about to make */
-static int g_reads;     /* all of them, once the rounds are planned */
+static int g_reads; /* the reads of all rounds, once they are planned */
 static uint64_t g_self_cpu[ROUNDS];
 static uint64_t g_events[ROUNDS];
 
 static bool switch_first(int round) { return round % 2 == 0; }
 
-/* One read that blocks: announced first, so the writer writes only once the reader waits. */
-static void blocking_read(void) {
-    pthread_mutex_lock(&g_step_lock);
-    g_step++;
-    pthread_cond_signal(&g_step_cond);
-    pthread_mutex_unlock(&g_step_lock);
-    char c;
-    if (read(g_pipe[0], &c, 1) != 1) perror("read");
-}
-
 static void *writer(void *arg) {
     (void)arg;
     for (int i = 0; i < g_reads; i++) {
-        pthread_mutex_lock(&g_step_lock);
-        while (g_step <= i) pthread_cond_wait(&g_step_cond, &g_step_lock);
-        pthread_mutex_unlock(&g_step_lock);
-        CHECK(tt_wait_blocked_in(atomic_load(&g_reader_tid), SYS_read, (uint64_t)g_pipe[0]));
-        char c = 'x';
-        if (write(g_pipe[1], &c, 1) != 1) perror("write");
+        pct_wait_reader_blocked(&g_pipe, i);
+        pct_write_byte(&g_pipe);
     }
     return NULL;
 }
 
 static void *reader(void *arg) {
     (void)arg;
-    atomic_store(&g_reader_tid, gettid());
+    atomic_store(&g_pipe.reader_tid, gettid());
     atomic_store(&g_worker, d9_worker_begin("pollcpu-park", 0));
     d9_park(); /* the thread's page, its first anchor */
     d9_unpark();
@@ -68,9 +50,9 @@ static void *reader(void *arg) {
         d9_poll_begin(100 + (uint64_t)i, D9_HERE);
         uint64_t cpu0 = tt_thread_cpu_ns();
         pct_burn(BURN_NS);
-        if (switch_first(i)) blocking_read();
+        if (switch_first(i)) pct_blocking_read(&g_pipe);
         d9_park();
-        blocking_read();
+        pct_blocking_read(&g_pipe);
         d9_unpark();
         pct_burn(BURN_NS);
         g_self_cpu[i] = tt_thread_cpu_ns() - cpu0;
@@ -90,7 +72,7 @@ int main(void) {
     d9_config cfg;
     pct_config(&cfg, dir);
     unsetenv("DIAL9_POLL_CPU_MIN_US"); /* the default, 1000 us */
-    CHECK(pipe(g_pipe) == 0);
+    CHECK(pipe(g_pipe.fd) == 0);
     if (!pct_start_or_skip(&cfg, dir)) {
         free(dir);
         return d9t_summary("mt_poll_cpu_park_inside");

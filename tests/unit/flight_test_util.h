@@ -11,7 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "core/flight_rule_wake.h"
+#include "dial9/dial9.h"
 
 #include "trace_files_util.h"
 
@@ -120,6 +124,90 @@ static inline char *ft_capture(const char *cmd, int *status) {
     int st = pclose(p);
     *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     return buf;
+}
+
+/* Built with ASan or TSan: their own fault handlers end a crashing child, not its signal. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FT_SANITIZED 1
+#endif
+#endif
+#ifndef FT_SANITIZED
+#define FT_SANITIZED 0
+#endif
+
+/* Wait until one of the first dumps under {base}/dumps has its manifest (it comes last: that
+ * dump is whole, and the rotation its seal asked for is done). ctest's timeout is the bound. */
+static inline void ft_wait_dump_manifest(const char *base) {
+    char names[4][256], path[1024];
+    for (;;) {
+        snprintf(path, sizeof path, "%s/dumps", base);
+        int n = ft_entries(path, names, 4);
+        for (int i = 0; i < n && i < 4; i++) {
+            char file[1400];
+            snprintf(file, sizeof file, "%s/%s/manifest.json", path, names[i]);
+            if (access(file, F_OK) == 0) return;
+        }
+        usleep(10000);
+    }
+}
+
+
+/* Sleep ms milliseconds, never less (resumed when a signal cuts it short). */
+static inline void ft_sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+/* The memory-mode scenario of a rule's test: ft_env, then rule triggers, one segment sealed
+ * only when asked (or at stop), a 5 s look-back and no look-forward. */
+static inline void ft_memory_rule_env(const char *base, const char *triggers) {
+    ft_env(base);
+    setenv("DIAL9_MODE", "memory", 1);
+    setenv("DIAL9_TRIGGERS", triggers, 1);
+    setenv("DIAL9_FLIGHT_SEGMENT_MS", "3600000", 1);
+    setenv("DIAL9_DUMP_LOOKBACK_SECS", "5", 1);
+    setenv("DIAL9_DUMP_LOOKFORWARD_SECS", "0", 1);
+}
+
+/* d9_start with the configuration of the environment; false, said on stderr, when it fails. */
+static inline bool ft_start_from_env(void) {
+    d9_config cfg;
+    if (d9_config_from_env(&cfg) != D9_OK || d9_start(&cfg) != D9_OK) {
+        fprintf(stderr, "start: %s\n", d9_last_error());
+        return false;
+    }
+    return true;
+}
+
+/* Wait up to 30 s for the first dump's manifest (ft_manifest_written); its path in out. */
+static inline bool ft_wait_manifest(const char *base, char *out, size_t len) {
+    for (int waited = 0; waited < 30000; waited += 10) {
+        if (ft_manifest_written(base, out, len)) return true;
+        ft_sleep_ms(10);
+    }
+    return false;
+}
+
+
+/* The end of a rule's wake scenario in its child: the dump's manifest waited for (30 s at the
+ * most), the rule wakes counted since wakes_before (printed as "{what} wakes: N"), the worker
+ * ended and the recorder stopped; 0 when the dump and a wake both came, else 4 with the
+ * reason (no_wake: what a missing wake means) on stderr. */
+static inline int ft_rule_wake_end(const char *base, uint64_t wakes_before, const char *what, const char *no_wake) {
+    char manifest[1024];
+    bool seen = ft_wait_manifest(base, manifest, sizeof manifest);
+    uint64_t wakes = d9_rule_wake_count() - wakes_before;
+    d9_worker_end();
+    d9_stop();
+    printf("%s wakes: %llu\n", what, (unsigned long long)wakes);
+    fflush(stdout); /* the child ends with _exit */
+    if (!seen) fprintf(stderr, "no dump within 30 s: nothing drained before DIAL9_FLUSH_MS\n");
+    if (wakes < 1) fprintf(stderr, "%s\n", no_wake);
+    return seen && wakes >= 1 ? 0 : 4;
 }
 
 #endif

@@ -54,6 +54,29 @@ static void same_parts(const d9a_report *r, const d9_xmodel *m, size_t want_loca
     }
 }
 
+/* A trace analyzed and exported (each NULL when it fails, checked), and the export's parts of
+ * every poll checked equal to analyze's, over want_locations locations. */
+typedef struct both {
+    d9a_analysis *a;
+    const d9a_report *r;
+    d9_xmodel *m;
+} both;
+
+static both analyze_and_export(tb *t, size_t want_locations) {
+    both x = {0};
+    x.r = tb_analyze(&x.a, t, NULL);
+    x.m = d9t_xmodel_of(&t->b, NULL);
+    CHECK(x.r != NULL && x.m != NULL);
+    if (x.r && x.m) same_parts(x.r, x.m, want_locations);
+    return x;
+}
+
+static void both_free(both *x, tb *t) {
+    d9_xmodel_free(x->m);
+    d9a_free(x->a);
+    d9_buf_free(&t->b);
+}
+
 static bool perfetto_has(const d9_xmodel *m, const char *s) {
     char *buf = NULL;
     size_t len = 0;
@@ -91,12 +114,9 @@ static void test_without_switch_records(void) {
     tb_poll_start(&t, T0 + 70 * MS, 0, 0, 6, lf);
     put_poll_cpu(&t, T0 + 70 * MS + 100, 0, 1 * MS, true);
     tb_poll_end(&t, T0 + 72 * MS, 0);
-    d9a_analysis *a;
-    const d9a_report *r = tb_analyze(&a, &t, NULL);
-    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
-    CHECK(r != NULL && m != NULL);
-    if (r && m) {
-        same_parts(r, m, 5);
+    both run = analyze_and_export(&t, 5);
+    d9_xmodel *m = run.m;
+    if (run.r && m) {
         const d9m_parts *x = m->poll_parts ? export_parts(m, "a.c:1") : NULL;
         CHECK(x && x->ns[D9M_PART_OFF_CPU_UNCAPTURED] == 6 * MS && x->ns[D9M_PART_ON_CPU] == 4 * MS);
         x = m->poll_parts ? export_parts(m, "e.c:1") : NULL;
@@ -105,9 +125,7 @@ static void test_without_switch_records(void) {
         CHECK(x && x->ns[D9M_PART_UNKNOWN] == 10 * MS);
         CHECK(perfetto_has(m, "off_cpu_uncaptured_ns"));
     }
-    d9_xmodel_free(m);
-    d9a_free(a);
-    d9_buf_free(&t.b);
+    both_free(&run, &t);
 }
 
 /* With switch records: g.c 0 .. 10 ms, a lock wait 1 .. 5 ms with its stack, the governor
@@ -138,12 +156,9 @@ static void with_switch_records(tb *t) {
 static void test_with_switch_records(void) {
     tb t = {0};
     with_switch_records(&t);
-    d9a_analysis *a;
-    const d9a_report *r = tb_analyze(&a, &t, NULL);
-    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
-    CHECK(r != NULL && m != NULL);
-    if (r && m) {
-        same_parts(r, m, 2);
+    both run = analyze_and_export(&t, 2);
+    d9_xmodel *m = run.m;
+    if (run.r && m) {
         const d9m_parts *x = m->poll_parts ? export_parts(m, "g.c:1") : NULL;
         CHECK(x != NULL);
         if (x) {
@@ -154,9 +169,7 @@ static void test_with_switch_records(void) {
         }
         CHECK(perfetto_has(m, "off_cpu_uncaptured_ns"));
     }
-    d9_xmodel_free(m);
-    d9a_free(a);
-    d9_buf_free(&t.b);
+    both_free(&run, &t);
 }
 
 /* --to 8 ms cuts g.c: its CPU time is the whole poll's, so its gap 6 .. 8 ms stays unknown. */
@@ -197,12 +210,9 @@ static void check_parts(const d9m_parts *x, const char *loc, uint64_t on_cpu, ui
 static void test_stated_on_rule(void) {
     tb t = {0};
     poll_cpu_trace(&t);
-    d9a_analysis *a;
-    const d9a_report *r = tb_analyze(&a, &t, NULL);
-    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
-    CHECK(r != NULL && m != NULL);
-    if (r && m) {
-        same_parts(r, m, 5);
+    both run = analyze_and_export(&t, 5);
+    d9_xmodel *m = run.m;
+    if (run.r && m) {
         if (m->poll_parts) {
             check_parts(export_parts(m, "covered.c:1"), "covered.c", 9 * MS, 1 * MS, 0, 0);
             check_parts(export_parts(m, "none.c:1"), "none.c", 10 * MS, 0, 0, 0);
@@ -211,9 +221,7 @@ static void test_stated_on_rule(void) {
             check_parts(export_parts(m, "short.c:1"), "short.c", 0, 0, 0, 500 * US);
         }
     }
-    d9_xmodel_free(m);
-    d9a_free(a);
-    d9_buf_free(&t.b);
+    both_free(&run, &t);
 }
 
 /* No switch records and poll_cpu stated on: a long poll without a PollCpuEvent gives the
@@ -227,20 +235,15 @@ static void test_stated_on_without_switch_records(void) {
     uint32_t lb = tb_string(&t, "b.c:1"), ld = tb_string(&t, "d.c:1");
     tb_poll(&t, T0, 5 * MS, 0, 0, 1, lb);
     tb_poll(&t, T0 + 10 * MS, 500 * US, 0, 0, 2, ld);
-    d9a_analysis *a;
-    const d9a_report *r = tb_analyze(&a, &t, NULL);
-    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
-    CHECK(r != NULL && m != NULL);
-    if (r && m) {
-        same_parts(r, m, 2);
+    both run = analyze_and_export(&t, 2);
+    d9_xmodel *m = run.m;
+    if (run.r && m) {
         if (m->poll_parts) {
             check_parts(export_parts(m, "b.c:1"), "b.c", 5 * MS, 0, 0, 0);
             check_parts(export_parts(m, "d.c:1"), "d.c", 0, 0, 0, 500 * US);
         }
     }
-    d9_xmodel_free(m);
-    d9a_free(a);
-    d9_buf_free(&t.b);
+    both_free(&run, &t);
 }
 
 int main(void) {

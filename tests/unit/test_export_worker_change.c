@@ -8,24 +8,9 @@
 
 #include "worker_change_trace.h"
 #include "check.h"
+#include "export_model_of.h"
 #include "export/export.h"
 #include "model/thread_worker.h"
-
-static d9_xmodel *model_of(const d9_buf *b) {
-    char err[256];
-    d9_decoder *d = d9_dec_open_mem(b->data, b->len, NULL, err, sizeof err);
-    if (!d) return NULL;
-    d9_xmodel *m = d9_xmodel_new();
-    d9_event ev;
-    while (m && d9_dec_next(d, &ev) > 0) CHECK(d9_xmodel_add(m, &ev) == 0);
-    d9_dec_close(d);
-    if (m && d9_xmodel_finish(m, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "finish: %s\n", err);
-        d9_xmodel_free(m);
-        return NULL;
-    }
-    return m;
-}
 
 static const d9m_parts *export_parts(const d9_xmodel *m, const char *loc) {
     for (size_t i = 0; i < m->poll_count; i++)
@@ -56,7 +41,7 @@ static void test_vector_trace(void) {
     worker_change_trace(&t);
     d9a_analysis *a;
     const d9a_report *r = tb_analyze(&a, &t, NULL);
-    d9_xmodel *m = model_of(&t.b);
+    d9_xmodel *m = d9t_xmodel_of(&t.b, NULL);
     CHECK(r != NULL && m != NULL && m && m->poll_parts != NULL);
     if (r && m && m->poll_parts) {
         uint64_t want_a[D9M_PARTS] = {0}, want_b[D9M_PARTS] = {0};

@@ -21,17 +21,6 @@
 
 #define ROUNDS 100000 /* ~2 MB of events: sealed 1 MiB segments and an open one */
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
 enum how { BY_FAULT, BY_OWN_HANDLER, BY_ABORT };
 
 static volatile char *g_read_only; /* one page, mapped before the fork */
@@ -49,11 +38,7 @@ static void record_and_crash(const char *base, enum how how) {
     setenv("DIAL9_FLIGHT_MEMORY_MB", "4", 1);
     setenv("DIAL9_FLIGHT_SEGMENT_MS", "3600000", 1);
     if (how == BY_OWN_HANDLER) signal(SIGSEGV, own_handler);
-    d9_config cfg;
-    if (d9_config_from_env(&cfg) != D9_OK || d9_start(&cfg) != D9_OK) {
-        fprintf(stderr, "start: %s\n", d9_last_error());
-        _exit(3);
-    }
+    if (!ft_start_from_env()) _exit(3);
     d9_worker_begin("crash-test", 0);
     for (int i = 0; i < ROUNDS; i++) {
         d9_poll_begin((uint64_t)i + 1, D9_HERE);
@@ -88,11 +73,11 @@ static void scenario(enum how how, const char *label) {
     if (pid == 0) record_and_crash(base, how);
     int st = 0;
     CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
-    if (how == BY_OWN_HANDLER && !SANITIZED) {
+    if (how == BY_OWN_HANDLER && !FT_SANITIZED) {
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 42); /* the program's handler ran after the dump */
     } else if (how == BY_OWN_HANDLER) { /* ASan may keep SIGSEGV's handler its own */
         CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 42) || (WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV));
-    } else if (!SANITIZED || how == BY_ABORT) {
+    } else if (!FT_SANITIZED || how == BY_ABORT) {
         CHECK(WIFSIGNALED(st) && WTERMSIG(st) == (how == BY_ABORT ? SIGABRT : SIGSEGV));
     } else {
         CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0)); /* the sanitizer's report ends it */

@@ -25,17 +25,6 @@
 
 #define ROUNDS 100000 /* ~2 MB of events: sealed 1 MiB segments and an open one */
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
 static volatile char *g_read_only; /* one page, mapped before the fork */
 
 static void polls(uint64_t first, uint64_t count) {
@@ -45,21 +34,6 @@ static void polls(uint64_t first, uint64_t count) {
         if (i % 1000 == 0) d9_flush();
     }
     d9_flush();
-}
-
-/* The first dump's manifest exists (its window's segment is sealed by then). */
-static void wait_first_dump(const char *base) {
-    char names[4][256], path[1024];
-    for (;;) { /* ctest's timeout is the bound */
-        snprintf(path, sizeof path, "%s/dumps", base);
-        int n = ft_entries(path, names, 4);
-        for (int i = 0; i < n && i < 4; i++) {
-            char file[1400];
-            snprintf(file, sizeof file, "%s/%s/manifest.json", path, names[i]);
-            if (access(file, F_OK) == 0) return;
-        }
-        usleep(10000);
-    }
 }
 
 /* short_lookback: a thousand polls, their segment sealed by a dump, 1.5 s of nothing, a
@@ -72,16 +46,12 @@ static void record_and_crash(const char *base, bool short_lookback) {
     if (short_lookback) {
         setenv("DIAL9_DUMP_LOOKBACK_SECS", "1", 1);
     }
-    d9_config cfg;
-    if (d9_config_from_env(&cfg) != D9_OK || d9_start(&cfg) != D9_OK) {
-        fprintf(stderr, "start: %s\n", d9_last_error());
-        _exit(3);
-    }
+    if (!ft_start_from_env()) _exit(3);
     d9_worker_begin("crash-test", 0);
     if (short_lookback) {
         polls(0, 1000);
         if (d9_dump(0, 0, "seal the first thousand") != D9_OK) _exit(5);
-        wait_first_dump(base);
+        ft_wait_dump_manifest(base);
         struct timespec pause = {1, 500000000}; /* longer than the look-back: a gap, not a bound */
         nanosleep(&pause, NULL);
         polls(1000, 1000);
@@ -136,7 +106,7 @@ static void scenario(bool short_lookback) {
     if (pid == 0) record_and_crash(base, short_lookback);
     int st = 0;
     CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
-    if (!SANITIZED) CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+    if (!FT_SANITIZED) CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
     else CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0)); /* the sanitizer's report ends it */
 
     char path[512], names[16][256];

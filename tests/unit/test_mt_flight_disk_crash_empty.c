@@ -24,43 +24,13 @@
 
 #define ROUNDS 3000
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
 static volatile char *g_read_only; /* one page, mapped before the fork */
-
-/* The sealing dump's manifest exists: the rotation it asked for is done. */
-static void wait_first_dump(const char *base) {
-    char names[4][256], path[1024];
-    for (;;) { /* ctest's timeout is the bound */
-        snprintf(path, sizeof path, "%s/dumps", base);
-        int n = ft_entries(path, names, 4);
-        for (int i = 0; i < n && i < 4; i++) {
-            char file[1400];
-            snprintf(file, sizeof file, "%s/%s/manifest.json", path, names[i]);
-            if (access(file, F_OK) == 0) return;
-        }
-        usleep(10000);
-    }
-}
 
 static void record_and_crash(const char *base) {
     ft_env(base);
     setenv("DIAL9_DUMPS", "1", 1);
     setenv("DIAL9_SYMBOLIZE", "0", 1);
-    d9_config cfg;
-    if (d9_config_from_env(&cfg) != D9_OK || d9_start(&cfg) != D9_OK) {
-        fprintf(stderr, "start: %s\n", d9_last_error());
-        _exit(3);
-    }
+    if (!ft_start_from_env()) _exit(3);
     d9_worker_begin("crash-empty", 0);
     for (uint64_t i = 1; i <= ROUNDS; i++) {
         d9_poll_begin(i, D9_HERE);
@@ -68,7 +38,7 @@ static void record_and_crash(const char *base) {
     }
     d9_flush();
     if (d9_dump(0, 0, "seal the polls") != D9_OK) _exit(5);
-    wait_first_dump(base);
+    ft_wait_dump_manifest(base);
     /* the writer's next segment, opened and not yet written */
     char active[2048];
     snprintf(active, sizeof active, "%s/trace.1.bin.active", d9_run_dir());
@@ -114,7 +84,7 @@ int main(void) {
     if (pid == 0) record_and_crash(base);
     int st = 0;
     CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
-    if (!SANITIZED) CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+    if (!FT_SANITIZED) CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
     else CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0)); /* the sanitizer's report ends it */
 
     char path[512], names[16][256], dir[800] = "";

@@ -22,45 +22,32 @@
 
 #define OLDER_THAN_GIVE_UP_MS 11000 /* flight_recorder.c's GIVE_UP_NS is 10 s */
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
 static int record(void *arg) {
     const char *base = arg;
-    ft_env(base);
-    setenv("DIAL9_MODE", "memory", 1);
-    setenv("DIAL9_TRIGGERS", "event:LateMatchEvent", 1);
-    setenv("DIAL9_FLUSH_MS", "60000", 1);            /* no periodic drain during the test */
-    setenv("DIAL9_FLIGHT_SEGMENT_MS", "3600000", 1); /* sealed only when asked, or at stop */
-    setenv("DIAL9_DUMP_LOOKBACK_SECS", "5", 1);
-    setenv("DIAL9_DUMP_LOOKFORWARD_SECS", "0", 1);
+    ft_memory_rule_env(base, "event:LateMatchEvent");
+    setenv("DIAL9_FLUSH_MS", "60000", 1); /* no periodic drain during the test */
     setenv("DIAL9_DUMP_DEBOUNCE_SECS", "0", 1); /* the second event makes a dump of its own */
     static const d9_field fields[] = {{"round", D9_U64}};
     const d9_event_type *mark = d9_event_type_define("LateMatchEvent", fields, 1);
-    d9_config cfg;
-    if (!mark || d9_config_from_env(&cfg) != D9_OK || d9_start(&cfg) != D9_OK) {
-        fprintf(stderr, "start: %s\n", d9_last_error());
+    if (!mark) {
+        fprintf(stderr, "LateMatchEvent: %s\n", d9_last_error());
         return 3;
     }
+    if (!ft_start_from_env()) return 3;
     d9_worker_begin("flight-test", 0);
     d9_poll_begin(1, D9_HERE);
     D9_EMIT(mark, {.u = 1});
     d9_poll_end();
-    sleep_ms(OLDER_THAN_GIVE_UP_MS);
+    ft_sleep_ms(OLDER_THAN_GIVE_UP_MS);
     d9_flush(); /* the first drain since the event: the match comes 11 s late */
     char manifest[1024];
-    bool seen = false;
-    for (int waited = 0; waited < 30000 && !(seen = ft_manifest_written(base, manifest, sizeof manifest)); waited += 10)
-        sleep_ms(10);
+    bool seen = ft_wait_manifest(base, manifest, sizeof manifest);
     if (!seen) fprintf(stderr, "no dump within 30 s of the late match\n");
 
     d9_poll_begin(2, D9_HERE);
     D9_EMIT(mark, {.u = 2});
     d9_poll_end();
-    sleep_ms(OLDER_THAN_GIVE_UP_MS);
+    ft_sleep_ms(OLDER_THAN_GIVE_UP_MS);
     d9_worker_end();
     d9_stop(); /* only its last drain sees the second event */
     return seen ? 0 : 4;

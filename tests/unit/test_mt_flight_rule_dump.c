@@ -20,11 +20,7 @@ static int record(void *arg) {
     setenv("DIAL9_FLIGHT_SEGMENT_MS", "50", 1);
     setenv("DIAL9_DUMP_LOOKBACK_SECS", "2", 1);
     setenv("DIAL9_DUMP_LOOKFORWARD_SECS", "1", 1);
-    d9_config cfg;
-    if (d9_config_from_env(&cfg) != D9_OK || d9_start(&cfg) != D9_OK) {
-        fprintf(stderr, "start: %s\n", d9_last_error());
-        return 3;
-    }
+    if (!ft_start_from_env()) return 3;
     d9_worker_begin("flight-test", 0);
     for (int i = 0; i < ROUNDS; i++) {
         d9_poll_begin((uint64_t)i + 1, D9_HERE);

@@ -16,37 +16,20 @@
 #define ROUNDS 2000
 #define LONG_ROUND 1000
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
 
 static int record(void *arg) {
     const char *base = arg;
-    ft_env(base);
-    setenv("DIAL9_MODE", "memory", 1);
-    setenv("DIAL9_TRIGGERS", "poll_ms>100", 1);
-    setenv("DIAL9_FLIGHT_SEGMENT_MS", "3600000", 1); /* sealed only after an hour, or at stop */
-    setenv("DIAL9_DUMP_LOOKBACK_SECS", "5", 1);
-    setenv("DIAL9_DUMP_LOOKFORWARD_SECS", "0", 1);
-    d9_config cfg;
-    if (d9_config_from_env(&cfg) != D9_OK || d9_start(&cfg) != D9_OK) {
-        fprintf(stderr, "start: %s\n", d9_last_error());
-        return 3;
-    }
+    ft_memory_rule_env(base, "poll_ms>100");
+    if (!ft_start_from_env()) return 3;
     d9_worker_begin("flight-test", 0);
     for (int i = 0; i < ROUNDS; i++) {
         d9_poll_begin((uint64_t)i + 1, D9_HERE);
-        if (i == LONG_ROUND) sleep_ms(150); /* never shorter than asked: > 100 ms for sure */
+        if (i == LONG_ROUND) ft_sleep_ms(150); /* never shorter than asked: > 100 ms for sure */
         d9_poll_end();
     }
     /* still recording, the segment still open: the dump must come now */
     char manifest[1024];
-    bool seen = false;
-    for (int waited = 0; waited < 30000 && !(seen = ft_manifest_written(base, manifest, sizeof manifest)); waited += 10)
-        sleep_ms(10);
+    bool seen = ft_wait_manifest(base, manifest, sizeof manifest);
     d9_worker_end();
     d9_stop();
     if (!seen) fprintf(stderr, "no dump within 30 s while the segment was open\n");

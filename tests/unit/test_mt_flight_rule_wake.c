@@ -17,46 +17,20 @@
 #define ROUNDS 2000
 #define LONG_ROUND 1000
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
 
 static int record(void *arg) {
     const char *base = arg;
-    ft_env(base);
-    setenv("DIAL9_MODE", "memory", 1);
-    setenv("DIAL9_TRIGGERS", "poll_ms>100", 1);
-    setenv("DIAL9_FLUSH_MS", "60000", 1);            /* no periodic drain during the test */
-    setenv("DIAL9_FLIGHT_SEGMENT_MS", "3600000", 1); /* sealed only when asked, or at stop */
-    setenv("DIAL9_DUMP_LOOKBACK_SECS", "5", 1);
-    setenv("DIAL9_DUMP_LOOKFORWARD_SECS", "0", 1);
-    d9_config cfg;
-    if (d9_config_from_env(&cfg) != D9_OK || d9_start(&cfg) != D9_OK) {
-        fprintf(stderr, "start: %s\n", d9_last_error());
-        return 3;
-    }
+    ft_memory_rule_env(base, "poll_ms>100");
+    setenv("DIAL9_FLUSH_MS", "60000", 1); /* no periodic drain during the test */
+    if (!ft_start_from_env()) return 3;
     uint64_t wakes_before = d9_rule_wake_count();
     d9_worker_begin("flight-test", 0);
     for (int i = 0; i < ROUNDS; i++) {
         d9_poll_begin((uint64_t)i + 1, D9_HERE);
-        if (i == LONG_ROUND) sleep_ms(150); /* never shorter than asked: > 100 ms for sure */
+        if (i == LONG_ROUND) ft_sleep_ms(150); /* never shorter than asked: > 100 ms for sure */
         d9_poll_end();
     }
-    char manifest[1024];
-    bool seen = false;
-    for (int waited = 0; waited < 30000 && !(seen = ft_manifest_written(base, manifest, sizeof manifest)); waited += 10)
-        sleep_ms(10);
-    uint64_t wakes = d9_rule_wake_count() - wakes_before;
-    d9_worker_end();
-    d9_stop();
-    printf("poll-end wakes: %llu\n", (unsigned long long)wakes);
-    fflush(stdout); /* the child ends with _exit */
-    if (!seen) fprintf(stderr, "no dump within 30 s: nothing drained before DIAL9_FLUSH_MS\n");
-    if (wakes < 1) fprintf(stderr, "the long poll's end sent no wake\n");
-    return seen && wakes >= 1 ? 0 : 4;
+    return ft_rule_wake_end(base, wakes_before, "poll-end", "the long poll's end sent no wake");
 }
 
 static void on_event(const d9_event *ev, void *ctx) {

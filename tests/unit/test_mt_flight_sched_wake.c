@@ -45,19 +45,10 @@ static void *hog(void *arg) {
 static int record(void *arg) {
     const char *base = arg;
     if (!d9_schedstat_available()) return SKIPPED;
-    ft_env(base);
-    setenv("DIAL9_MODE", "memory", 1);
-    setenv("DIAL9_TRIGGERS", "sched_delay_ms>100", 1);
+    ft_memory_rule_env(base, "sched_delay_ms>100");
     setenv("DIAL9_FLUSH_MS", "60000", 1);            /* no periodic drain during the test */
-    setenv("DIAL9_FLIGHT_SEGMENT_MS", "3600000", 1); /* sealed only when asked, or at stop */
     setenv("DIAL9_SCHEDSTAT_RESOLUTION_US", "0", 1); /* the park and the unpark both read */
-    setenv("DIAL9_DUMP_LOOKBACK_SECS", "5", 1);
-    setenv("DIAL9_DUMP_LOOKFORWARD_SECS", "0", 1);
-    d9_config cfg;
-    if (d9_config_from_env(&cfg) != D9_OK || d9_start(&cfg) != D9_OK) {
-        fprintf(stderr, "start: %s\n", d9_last_error());
-        return 3;
-    }
+    if (!ft_start_from_env()) return 3;
     cpu_set_t set;
     g_cpu = 0;
     if (sched_getaffinity(0, sizeof set, &set) == 0)
@@ -79,18 +70,7 @@ static int record(void *arg) {
     d9_poll_end();
     pthread_join(h, NULL);
 
-    char manifest[1024];
-    bool seen = false;
-    for (int waited = 0; waited < 30000 && !(seen = ft_manifest_written(base, manifest, sizeof manifest)); waited += 10)
-        tt_sleep_ns(10 * 1000 * 1000);
-    uint64_t wakes = d9_rule_wake_count() - wakes_before;
-    d9_worker_end();
-    d9_stop();
-    printf("unpark wakes: %llu\n", (unsigned long long)wakes);
-    fflush(stdout); /* the child ends with _exit */
-    if (!seen) fprintf(stderr, "no dump within 30 s: nothing drained before DIAL9_FLUSH_MS\n");
-    if (wakes < 1) fprintf(stderr, "the delayed unpark sent no wake\n");
-    return seen && wakes >= 1 ? 0 : 4;
+    return ft_rule_wake_end(base, wakes_before, "unpark", "the delayed unpark sent no wake");
 }
 
 static void on_event(const d9_event *ev, void *ctx) {

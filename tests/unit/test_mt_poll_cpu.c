@@ -18,23 +18,16 @@
 
 #include "check.h"
 #include "core/poll_cpu.h"
-#include "core/thread_cpu_clock.h"
-#include "dial9/dial9.h"
-#include "test_source_util.h"
+#include "poll_cpu_test_util.h"
 
 #define ROUNDS 15
 #define FIRST_ROUNDS 3 /* before the thread's first park: no page, not accounted */
 #define BURNS 40
 #define BURN_NS (1000u * 1000u)
 #define WAIT_NS (2u * 1000u * 1000u)
-#define SLACK_NS (500u * 1000u) /* task clock vs CLOCK_THREAD_CPUTIME_ID, the hooks' own time */
 
-static int g_pipe[2];
-static _Atomic pid_t g_reader_tid;
+static pct_pipe g_pipe = PCT_PIPE_INIT;
 static _Atomic uint32_t g_worker = 255;
-static pthread_mutex_t g_step_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_step_cond = PTHREAD_COND_INITIALIZER;
-static int g_step;
 
 typedef struct expect {
     uint64_t self_cpu;    /* the thread's own measure of the poll's CPU time */
@@ -45,31 +38,21 @@ typedef struct expect {
 } expect;
 static expect g_read[ROUNDS], g_burn[BURNS];
 
-static void burn(uint64_t ns) {
-    uint64_t until = tt_thread_cpu_ns() + ns;
-    while (tt_thread_cpu_ns() < until) {
-    }
-}
-
 static uint32_t page_lock(void) { return d9__tls_cpu_clock.page ? d9__tls_cpu_clock.page->lock : 1; }
 
 static void *writer(void *arg) {
     (void)arg;
     for (int i = 0; i < ROUNDS; i++) {
-        pthread_mutex_lock(&g_step_lock);
-        while (g_step <= i) pthread_cond_wait(&g_step_cond, &g_step_lock);
-        pthread_mutex_unlock(&g_step_lock);
-        CHECK(tt_wait_blocked_in(atomic_load(&g_reader_tid), SYS_read, (uint64_t)g_pipe[0]));
+        pct_wait_reader_blocked(&g_pipe, i);
         tt_sleep_ns(WAIT_NS);
-        char c = 'x';
-        if (write(g_pipe[1], &c, 1) != 1) perror("write");
+        pct_write_byte(&g_pipe);
     }
     return NULL;
 }
 
 static void *reader(void *arg) {
     (void)arg;
-    atomic_store(&g_reader_tid, gettid());
+    atomic_store(&g_pipe.reader_tid, gettid());
     atomic_store(&g_worker, d9_worker_begin("pollcpu", 0));
     CHECK(d9__tls_cpu_clock.page == NULL);
     for (int i = 0; i < ROUNDS; i++) {
@@ -82,14 +65,9 @@ static void *reader(void *arg) {
         CHECK((d9__tls_cpu_clock.page != NULL) == (i >= FIRST_ROUNDS));
         if (i >= FIRST_ROUNDS) CHECK_EQ_U64(d9__tls_cpu_clock.page->lock, d9__tls_cpu_clock.lock); /* anchored */
         uint64_t cpu0 = tt_thread_cpu_ns();
-        burn(BURN_NS);
-        pthread_mutex_lock(&g_step_lock);
-        g_step = i + 1;
-        pthread_cond_signal(&g_step_cond);
-        pthread_mutex_unlock(&g_step_lock);
-        char c;
-        if (read(g_pipe[0], &c, 1) != 1) perror("read");
-        burn(BURN_NS);
+        pct_burn(BURN_NS);
+        pct_blocking_read(&g_pipe);
+        pct_burn(BURN_NS);
         g_read[i].self_cpu = tt_thread_cpu_ns() - cpu0;
         d9_poll_end();
         g_read[i].events = d9_poll_cpu_events() - events;
@@ -102,7 +80,7 @@ static void *reader(void *arg) {
         d9_poll_begin(200 + (uint64_t)i, D9_HERE);
         uint32_t anchor = d9__tls_cpu_clock.lock; /* the begin's: set there, moved by no switch */
         uint32_t begin_reads = d9__tls_cpu_clock.exact_reads;
-        burn(BURN_NS * 3 / 2);
+        pct_burn(BURN_NS * 3 / 2);
         d9_poll_end();
         uint32_t end_reads = d9__tls_cpu_clock.exact_reads;
         g_burn[i].events = d9_poll_cpu_events() - events;
@@ -117,20 +95,8 @@ static void *reader(void *arg) {
 
 /* ---------------------------------------------------------------- the trace */
 
-typedef struct seen_poll {
-    uint64_t start, end;
-    int cpu_events;
-    uint64_t cpu_ns;
-    bool exact;
-} seen_poll;
-
 typedef struct seen {
-    uint32_t worker;
-    uint64_t open;
-    seen_poll polls[ROUNDS + BURNS + 4];
-    int npolls;
-    int stray; /* PollCpuEvents not right after a PollEnd of the worker */
-    bool last_was_end;
+    pct_seen polls;
     char poll_cpu_meta[200];
 } seen;
 
@@ -145,36 +111,13 @@ static void on_event(const d9_event *ev, void *ctx) {
                          m->map.items[i].value.ptr);
         return;
     }
-    bool mine = d9t_field_u(ev, "worker_id") == s->worker;
-    if (!strcmp(name, "PollStartEvent") && mine) {
-        s->open = ev->ts_ns;
-        s->last_was_end = false;
-    } else if (!strcmp(name, "PollEndEvent") && mine && s->open) {
-        if (s->npolls < (int)(sizeof s->polls / sizeof s->polls[0]))
-            s->polls[s->npolls++] = (seen_poll){.start = s->open, .end = ev->ts_ns};
-        s->open = 0;
-        s->last_was_end = true;
-    } else if (!strcmp(name, "PollCpuEvent")) {
-        if (!mine || !s->last_was_end) {
-            s->stray++;
-            return;
-        }
-        seen_poll *p = &s->polls[s->npolls - 1];
-        p->cpu_events++;
-        p->cpu_ns = d9t_field_u(ev, "cpu_time_ns");
-        p->exact = d9t_field_u(ev, "exact") == 1;
-    } else if (mine) {
-        s->last_was_end = false;
-    }
+    pct_on_event(ev, &s->polls);
 }
 
 int main(void) {
     char *dir = d9t_mkdtemp("pollcpu");
     d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    cfg.schedule_profile = false; /* no switch records: the CPU time alone must account */
-    cfg.cpu_profile = false;
+    pct_config(&cfg, dir);
 
     setenv("DIAL9_POLL_CPU_MIN_US", "1ms", 1);
     CHECK(d9_start(&cfg) != 0);
@@ -182,21 +125,10 @@ int main(void) {
     CHECK(strstr(d9_last_error(), "DIAL9_POLL_CPU_MIN_US") != NULL);
     unsetenv("DIAL9_POLL_CPU_MIN_US"); /* the default, 1000 us */
 
-    CHECK(pipe(g_pipe) == 0);
-    CHECK(d9_start(&cfg) == 0);
-    if (!__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED)) {
-        printf("SKIP: no task-clock page here (%s)\n", d9_thread_cpu_clock_reason());
-        d9_stop();
-        d9t_rm_rf(dir);
+    CHECK(pipe(g_pipe.fd) == 0);
+    if (!pct_start_or_skip(&cfg, dir)) {
         free(dir);
         return d9t_summary("mt_poll_cpu");
-    }
-    /* on the TSC, the collector's slope comes first (ticks -> ns): wait for it */
-    for (;;) {
-        double per_tick;
-        __atomic_load(&d9_thread_cpu_ns_per_tick, &per_tick, __ATOMIC_RELAXED);
-        if (per_tick > 0) break;
-        tt_sleep_ns(1000000);
     }
     pthread_t r, w;
     pthread_create(&w, NULL, writer, NULL);
@@ -205,15 +137,15 @@ int main(void) {
     pthread_join(w, NULL);
     d9_stop();
 
-    seen s = {.worker = atomic_load(&g_worker)};
+    seen s = {.polls.worker = atomic_load(&g_worker)};
     CHECK(d9t_decode_run(d9_run_dir(), on_event, &s) == 0);
     printf("poll_cpu = %s\n", s.poll_cpu_meta);
     CHECK(tt_starts_with(s.poll_cpu_meta, "on: polls over 1000 us"));
-    CHECK_EQ_U64(s.stray, 0);
-    CHECK_EQ_U64(s.npolls, ROUNDS + BURNS);
+    CHECK_EQ_U64(s.polls.stray, 0);
+    CHECK_EQ_U64(s.polls.npolls, ROUNDS + BURNS);
     int exact = 0;
-    for (int i = 0; i < ROUNDS && i < s.npolls; i++) {
-        const seen_poll *p = &s.polls[i];
+    for (int i = 0; i < ROUNDS && i < s.polls.npolls; i++) {
+        const pct_poll *p = &s.polls.polls[i];
         const expect *e = &g_read[i];
         uint64_t wall = p->end - p->start;
         printf("read poll %d: wall %.3f ms, CPU %.3f ms (measured by the thread %.3f ms), exact %d\n", i, wall / 1e6,
@@ -223,19 +155,14 @@ int main(void) {
             CHECK_EQ_U64(e->events, 0);
             continue;
         }
-        CHECK_EQ_U64(p->cpu_events, 1);
-        CHECK_EQ_U64(e->events, 1);
-        CHECK(p->exact); /* its begin anchored (checked above), no park inside */
+        pct_check_exact(p, e->events, e->self_cpu); /* exact: its begin anchored (checked above), no park inside */
         exact += p->exact;
-        CHECK(p->cpu_ns + SLACK_NS >= e->self_cpu);
-        CHECK(p->cpu_ns <= e->self_cpu + SLACK_NS);
-        CHECK(p->cpu_ns <= wall);
-        CHECK(wall - p->cpu_ns + SLACK_NS >= WAIT_NS); /* off-CPU: the wait for the writer */
+        CHECK(wall - p->cpu_ns + PCT_SLACK_NS >= WAIT_NS); /* off-CPU: the wait for the writer */
     }
     printf("read polls after the first park: %d of %d exact\n", exact, ROUNDS - FIRST_ROUNDS);
     int still = 0, switched = 0, before = 0;
-    for (int i = 0; i < BURNS && ROUNDS + i < s.npolls; i++) {
-        const seen_poll *p = &s.polls[ROUNDS + i];
+    for (int i = 0; i < BURNS && ROUNDS + i < s.polls.npolls; i++) {
+        const pct_poll *p = &s.polls.polls[ROUNDS + i];
         const expect *e = &g_burn[i];
         CHECK_EQ_U64(p->cpu_events, e->events);
         CHECK(e->begin_reads <= 2); /* a switch between the park and the begin: the anchor */

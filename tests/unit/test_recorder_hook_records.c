@@ -11,29 +11,19 @@
 
 #include "check.h"
 #include "dial9/dial9.h"
+#include "recorder_records_util.h"
 #include "trace_files_util.h"
 
 #define ITERATIONS 40000
 
-typedef struct hook_event {
-    char kind; /* S poll start, E poll end, W wake, P park, U unpark, N spawn, O its object, T terminate */
-    uint64_t a, b, c;
-} hook_event;
-
+/* events: S poll start, E poll end, W wake, P park, U unpark, N spawn, O its object, T terminate */
 typedef struct seen {
-    hook_event *ev;
-    size_t n, cap;
+    rr_events events;
     int loc_bad, worker_bad, tid_bad, segments;
     uint32_t worker;
 } seen;
 
-static void add(seen *s, char kind, uint64_t a, uint64_t b, uint64_t c) {
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 1024;
-        s->ev = realloc(s->ev, s->cap * sizeof *s->ev);
-    }
-    s->ev[s->n++] = (hook_event){kind, a, b, c};
-}
+static void add(seen *s, char kind, uint64_t a, uint64_t b, uint64_t c) { rr_add(&s->events, kind, a, b, c, 0); }
 
 static uint64_t task_of(int i) { return i % 3 == 0 ? (1ull << 60) + (uint64_t)i : (uint64_t)i + 1; }
 
@@ -74,13 +64,7 @@ static void on_event(const d9_event *ev, void *ctx) {
 int main(void) {
     char *dir = d9t_mkdtemp("hookrec");
     d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    cfg.max_file_size = 300 * 1024; /* several segments: runs meet a segment's end */
-    cfg.buffer_kb = 4096;           /* what is recorded between two flushes always fits */
-    cfg.schedstat_resolution_us = 0;
-    cfg.cpu_profile = false;
-    cfg.schedule_profile = false;
+    rr_config_segments(&cfg, dir); /* several segments: runs meet a segment's end */
     CHECK(d9_start(&cfg) == 0);
     seen want = {0};
     want.worker = d9_worker_begin("hooks", 0);
@@ -121,35 +105,20 @@ int main(void) {
         if (i % 2000 == 1999) d9_flush();
     }
     d9_worker_end();
-    d9_stop();
-    d9_stats st;
-    d9_get_stats(&st);
-    CHECK_EQ_U64(st.events_dropped, 0);
+    rr_stop_nothing_dropped();
 
     seen got = {.worker = want.worker};
     CHECK(d9t_decode_run(d9_run_dir(), on_event, &got) == 0);
     CHECK(got.segments >= 3);
-    CHECK_EQ_U64(got.n, want.n);
-    size_t first_bad = SIZE_MAX, bad = 0;
-    for (size_t i = 0; i < got.n && i < want.n; i++) {
-        hook_event *g = &got.ev[i], *w = &want.ev[i];
-        if (g->kind != w->kind || g->a != w->a || g->b != w->b || g->c != w->c) {
-            if (first_bad == SIZE_MAX) first_bad = i;
-            bad++;
-        }
-    }
-    if (bad)
-        fprintf(stderr, "event %zu: got %c %" PRIu64 " %" PRIu64 " %" PRIu64 ", want %c %" PRIu64 " %" PRIu64
-                " %" PRIu64 "\n", first_bad, got.ev[first_bad].kind, got.ev[first_bad].a, got.ev[first_bad].b,
-                got.ev[first_bad].c, want.ev[first_bad].kind, want.ev[first_bad].a, want.ev[first_bad].b,
-                want.ev[first_bad].c);
+    CHECK_EQ_U64(got.events.n, want.events.n);
+    size_t bad = rr_differences(&got.events, &want.events);
     CHECK_EQ_U64(bad, 0);
     CHECK_EQ_U64(got.loc_bad, 0);
     CHECK_EQ_U64(got.worker_bad, 0);
     CHECK_EQ_U64(got.tid_bad, 0);
-    printf("hook_records: %zu events in %d segments\n", got.n, got.segments);
-    free(got.ev);
-    free(want.ev);
+    printf("hook_records: %zu events in %d segments\n", got.events.n, got.segments);
+    free(got.events.ev);
+    free(want.events.ev);
     d9t_rm_rf(dir);
     free(dir);
     return d9t_summary("recorder_hook_records");

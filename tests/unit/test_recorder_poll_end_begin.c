@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "dial9/dial9.h"
+#include "recorder_records_util.h"
 #include "trace_files_util.h"
 
 #define SWITCHES 30000
@@ -58,11 +59,7 @@ static void *switches(void *arg) {
 static void record(d9_clock_mode clock) {
     char *dir = d9t_mkdtemp("end-begin");
     d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    cfg.schedule_profile = false;
-    cfg.task_dumps = false;
-    cfg.symbolize = false;
+    rr_config_hooks_only(&cfg, dir);
     cfg.clock = clock;
     CHECK(d9_start(&cfg) == 0);
     g_a = d9_loc_intern("place A");

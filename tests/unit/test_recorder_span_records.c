@@ -12,28 +12,21 @@
 
 #include "check.h"
 #include "dial9/dial9.h"
+#include "recorder_records_util.h"
 #include "trace_files_util.h"
 
 #define ITERATIONS 30000
 #define NAMES 40
 
-typedef struct hook_event {
-    char kind; /* B span enter, X span exit, S poll start, E poll end, N spawn, O object, T terminate */
-    uint64_t a, b, c, d; /* spans: id, name index, task, worker */
-} hook_event;
-
+/* events: B span enter, X span exit, S poll start, E poll end, N spawn, O object, T terminate;
+ * a span's values: id, name index, task, worker */
 typedef struct seen {
-    hook_event *ev;
-    size_t n, cap;
+    rr_events events;
     int name_bad, parent_bad, tid_bad, segments;
 } seen;
 
 static void add(seen *s, char kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 1024;
-        s->ev = realloc(s->ev, s->cap * sizeof *s->ev);
-    }
-    s->ev[s->n++] = (hook_event){kind, a, b, c, d};
+    rr_add(&s->events, kind, a, b, c, d);
 }
 
 /* "span.N" for a pooled name: N, or UINT64_MAX when it is not one of the test's */
@@ -113,13 +106,7 @@ static void request(seen *want, int i, uint64_t worker, const d9_loc *const *nam
 int main(void) {
     char *dir = d9t_mkdtemp("spanrec");
     d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    cfg.max_file_size = 300 * 1024; /* several segments: runs meet a segment's end */
-    cfg.buffer_kb = 4096;           /* what is recorded between two flushes always fits */
-    cfg.schedstat_resolution_us = 0;
-    cfg.cpu_profile = false;
-    cfg.schedule_profile = false;
+    rr_config_segments(&cfg, dir); /* several segments: runs meet a segment's end */
     CHECK(d9_start(&cfg) == 0);
     const d9_loc *names[NAMES];
     for (int i = 0; i < NAMES; i++) {
@@ -142,36 +129,20 @@ int main(void) {
         }
         if (i % 1500 == 1499) d9_flush();
     }
-    d9_stop();
-    d9_stats st;
-    d9_get_stats(&st);
-    CHECK_EQ_U64(st.events_dropped, 0);
+    rr_stop_nothing_dropped();
 
     seen got = {0};
     CHECK(d9t_decode_run(d9_run_dir(), on_event, &got) == 0);
     CHECK(got.segments >= 3);
-    CHECK_EQ_U64(got.n, want.n);
-    size_t first_bad = SIZE_MAX, bad = 0;
-    for (size_t i = 0; i < got.n && i < want.n; i++) {
-        hook_event *g = &got.ev[i], *w = &want.ev[i];
-        if (g->kind != w->kind || g->a != w->a || g->b != w->b || g->c != w->c || g->d != w->d) {
-            if (first_bad == SIZE_MAX) first_bad = i;
-            bad++;
-        }
-    }
-    if (bad) {
-        hook_event *g = &got.ev[first_bad], *w = &want.ev[first_bad];
-        fprintf(stderr, "event %zu: got %c %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 ", want %c %" PRIu64
-                " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", first_bad, g->kind, g->a, g->b, g->c, g->d, w->kind, w->a,
-                w->b, w->c, w->d);
-    }
+    CHECK_EQ_U64(got.events.n, want.events.n);
+    size_t bad = rr_differences(&got.events, &want.events);
     CHECK_EQ_U64(bad, 0);
     CHECK_EQ_U64(got.name_bad, 0);
     CHECK_EQ_U64(got.parent_bad, 0);
     CHECK_EQ_U64(got.tid_bad, 0);
-    printf("span_records: %zu events in %d segments\n", got.n, got.segments);
-    free(got.ev);
-    free(want.ev);
+    printf("span_records: %zu events in %d segments\n", got.events.n, got.segments);
+    free(got.events.ev);
+    free(want.events.ev);
     d9t_rm_rf(dir);
     free(dir);
     return d9t_summary("recorder_span_records");

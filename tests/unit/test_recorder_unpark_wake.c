@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "dial9/dial9.h"
+#include "recorder_records_util.h"
 #include "trace_files_util.h"
 
 #define ITERATIONS 40000
@@ -102,20 +103,13 @@ static void record(d9_clock_mode clock, const char *thread_cpu) {
     setenv("DIAL9_THREAD_CPU", thread_cpu, 1);
     char *dir = d9t_mkdtemp("unpark-wake");
     d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    cfg.schedule_profile = false;
-    cfg.task_dumps = false;
-    cfg.symbolize = false;
+    rr_config_hooks_only(&cfg, dir);
     cfg.clock = clock;
     CHECK(d9_start(&cfg) == 0);
     pthread_t th;
     CHECK(pthread_create(&th, NULL, loop_thread, NULL) == 0);
     pthread_join(th, NULL);
-    d9_stop();
-    d9_stats st;
-    d9_get_stats(&st);
-    CHECK_EQ_U64(st.events_dropped, 0);
+    rr_stop_nothing_dropped();
 
     seen s = {.worker = g_worker};
     CHECK(d9t_decode_run(d9_run_dir(), on_event, &s) == 0);
@@ -185,11 +179,7 @@ static uint64_t drops_run(bool one_call, const char *thread_cpu, uint64_t *dropp
     setenv("DIAL9_THREAD_CPU", thread_cpu, 1);
     char *dir = d9t_mkdtemp("unpark-wake-drops");
     d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    cfg.schedule_profile = false;
-    cfg.task_dumps = false;
-    cfg.symbolize = false;
+    rr_config_hooks_only(&cfg, dir);
     cfg.buffer_kb = 64;
     cfg.flush_ms = 10000; /* the collector drains at d9_stop: the ring fills, events drop */
     CHECK(d9_start(&cfg) == 0);

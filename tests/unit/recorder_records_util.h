@@ -1,0 +1,84 @@
+/* Helpers of the tests that record hooks' events and check each decoded event against what the
+ * program did (test_recorder_*_records.c, test_recorder_unpark_wake.c,
+ * test_recorder_poll_end_begin.c): their configurations, the stop that must have dropped
+ * nothing, and the expected-vs-decoded event lists. Header-only. */
+#ifndef D9_TESTS_RECORDER_RECORDS_UTIL_H
+#define D9_TESTS_RECORDER_RECORDS_UTIL_H
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "dial9/dial9.h"
+
+/* Long runs in small segments: several segments (runs meet a segment's end), a buffer that
+ * always holds what is recorded between two flushes, every park and unpark's schedstat read,
+ * nothing but the hooks' own events. */
+static inline void rr_config_segments(d9_config *cfg, char *dir) {
+    d9_config_init(cfg);
+    cfg->trace_dir = dir;
+    cfg->max_file_size = 300 * 1024;
+    cfg->buffer_kb = 4096;
+    cfg->schedstat_resolution_us = 0;
+    cfg->cpu_profile = false;
+    cfg->schedule_profile = false;
+}
+
+/* The hooks' events alone: no switch records, task dumps or symbolizer beside them. */
+static inline void rr_config_hooks_only(d9_config *cfg, char *dir) {
+    d9_config_init(cfg);
+    cfg->trace_dir = dir;
+    cfg->schedule_profile = false;
+    cfg->task_dumps = false;
+    cfg->symbolize = false;
+}
+
+/* d9_stop, then every event made must have been recorded: each one is checked. */
+static inline void rr_stop_nothing_dropped(void) {
+    d9_stop();
+    d9_stats st;
+    d9_get_stats(&st);
+    CHECK_EQ_U64(st.events_dropped, 0);
+}
+
+/* One event, as a kind letter and up to four values (the test says which). */
+typedef struct rr_event {
+    char kind;
+    uint64_t a, b, c, d;
+} rr_event;
+
+typedef struct rr_events {
+    rr_event *ev;
+    size_t n, cap;
+} rr_events;
+
+static inline void rr_add(rr_events *s, char kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 1024;
+        s->ev = realloc(s->ev, s->cap * sizeof *s->ev);
+    }
+    s->ev[s->n++] = (rr_event){kind, a, b, c, d};
+}
+
+/* How many of the events both lists have differ, in order; the first that does said on stderr. */
+static inline size_t rr_differences(const rr_events *got, const rr_events *want) {
+    size_t first_bad = SIZE_MAX, bad = 0;
+    for (size_t i = 0; i < got->n && i < want->n; i++) {
+        const rr_event *g = &got->ev[i], *w = &want->ev[i];
+        if (g->kind != w->kind || g->a != w->a || g->b != w->b || g->c != w->c || g->d != w->d) {
+            if (first_bad == SIZE_MAX) first_bad = i;
+            bad++;
+        }
+    }
+    if (bad) {
+        const rr_event *g = &got->ev[first_bad], *w = &want->ev[first_bad];
+        fprintf(stderr, "event %zu: got %c %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 ", want %c %" PRIu64
+                " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", first_bad, g->kind, g->a, g->b, g->c, g->d, w->kind, w->a,
+                w->b, w->c, w->d);
+    }
+    return bad;
+}
+
+#endif

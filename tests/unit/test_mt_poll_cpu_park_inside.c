@@ -89,14 +89,16 @@ int main(void) {
     CHECK(d9t_decode_run(d9_run_dir(), on_event, &s) == 0);
     CHECK_EQ_U64(s.stray, 0);
     CHECK_EQ_U64(s.npolls, ROUNDS);
+    int close = 0;
     for (int i = 0; i < ROUNDS && i < s.npolls; i++) {
         const pct_poll *p = &s.polls[i];
         uint64_t wall = p->end - p->start;
         printf("%s poll %d: wall %.3f ms, CPU %.3f ms (measured by the thread %.3f ms), events %d, exact %d\n",
                switch_first(i) ? "switch-first" : "park-first", i, wall / 1e6, p->cpu_ns / 1e6, g_self_cpu[i] / 1e6,
                p->cpu_events, p->exact);
-        pct_check_exact(p, g_events[i], g_self_cpu[i]);
+        close += pct_check_exact(p, g_events[i], g_self_cpu[i]);
     }
+    pct_check_most(close, ROUNDS);
     if (d9t_failed == 0) d9t_rm_rf(dir);
     else printf("kept %s\n", dir);
     free(dir);

@@ -20,15 +20,7 @@ record() { # DIR N [nospans]
     "$gen" "$@" >/dev/null
 }
 size_mb() { du -sm "$1" | awk '{ print $1 }'; }
-best_user() { # DIR: the lowest user CPU seconds of $runs analyses
-    local b= v i
-    for ((i = 0; i < runs; i++)); do
-        /usr/bin/time -f %U -o "$out/time" "$dial9" analyze "$1" >/dev/null 2>&1
-        v=$(tail -n 1 "$out/time")
-        if [ -z "$b" ] || awk -v v="$v" -v b="$b" 'BEGIN { exit !(v < b) }'; then b=$v; fi
-    done
-    echo "$b"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/best_user.sh"
 instructions() { # DIR: instructions of one analysis, counted by callgrind
     valgrind --tool=callgrind --callgrind-out-file="$out/cg.out" "$dial9" analyze "$1" >/dev/null 2>&1
     awk '/^summary:/ { print $2 }' "$out/cg.out"

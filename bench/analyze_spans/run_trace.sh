@@ -31,15 +31,7 @@ for s in "${segs[@]}"; do
     i=$((i + 1))
 done
 size_mb() { du -cLm "$1"/* | tail -n 1 | awk '{ print $1 }'; }
-best_user() { # DIR: the lowest user CPU seconds of $runs analyses
-    local b= v i
-    for ((i = 0; i < runs; i++)); do
-        /usr/bin/time -f %U -o "$out/time" "$dial9" analyze "$1" >/dev/null 2>&1
-        v=$(tail -n 1 "$out/time")
-        if [ -z "$b" ] || awk -v v="$v" -v b="$b" 'BEGIN { exit !(v < b) }'; then b=$v; fi
-    done
-    echo "$b"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/best_user.sh"
 echo "trace: ${#segs[@]} segments, $(size_mb "$out/spans") MB; without the span marks: $(size_mb "$out/nospans") MB"
 us=$(best_user "$out/spans"); un=$(best_user "$out/nospans")
 awk -v a="$us" -v b="$un" -v r="$runs" 'BEGIN { printf "analyze user CPU (best of %d): %.2f s with spans, %.2f s without: %+.1f %%\n", r, a, b, (b > 0 ? 100 * (a - b) / b : 0) }'

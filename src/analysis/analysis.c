@@ -87,6 +87,7 @@ void d9a_free(d9a_analysis *a) {
     d9_u64_map_free(&a->task_index);
     free(a->tids);
     d9_u64_map_free(&a->tid_index);
+    d9m_thread_workers_free(&a->thread_workers);
     for (uint32_t i = 0; i < a->locs_cap; i++) d9a_hist_free(&a->locs[i].polls);
     free(a->locs);
     free(a->stk);

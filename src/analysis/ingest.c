@@ -66,23 +66,23 @@ static tid_state *tid_get(d9a_analysis *a, uint64_t tid) {
     }
     if (d9_u64_map_put(&a->tid_index, tid, a->ntids) != 0) return NULL;
     tid_state *t = &a->tids[a->ntids++];
-    *t = (tid_state){.tid = tid, .worker = D9_WORKER_NONE};
+    *t = (tid_state){.tid = tid, .out_worker = D9_WORKER_NONE};
     return t;
 }
 
+/* A worker id analyze keeps (ids over D9A_MAX_WORKER_ID name none). */
+static inline uint64_t kept_worker(uint64_t wid) { return wid > D9A_MAX_WORKER_ID ? D9_WORKER_NONE : wid; }
+
+/* A park, unpark or WorkerRegisteredEvent of thread `tid` naming worker `wid`: the thread's
+ * worker from then on (model/thread_worker.h, the rule every reader follows). */
 static void note_tid_worker(d9a_analysis *a, uint64_t tid, uint64_t wid) {
-    if (tid == 0 || wid > D9A_MAX_WORKER_ID || wid == D9_WORKER_NONE) return;
-    tid_state *t = tid_get(a, tid);
-    if (!t) {
-        a->failed = true;
-        return;
-    }
-    t->worker = (uint16_t)wid;
+    uint64_t named;
+    if (tid == 0 || kept_worker(wid) == D9_WORKER_NONE) return;
+    if (d9m_thread_worker_note(&a->thread_workers, tid, wid, &named) != 0) a->failed = true;
 }
 
 static uint16_t worker_of_tid(d9a_analysis *a, uint64_t tid) {
-    uint64_t *i = d9_u64_map_get(&a->tid_index, tid);
-    return i ? a->tids[*i].worker : D9_WORKER_NONE;
+    return (uint16_t)d9m_thread_worker_of(&a->thread_workers, tid);
 }
 
 static int emit(d9a_analysis *a, const d9a_rec *r) {
@@ -331,11 +331,10 @@ static int on_cpu_sample(d9a_analysis *a, const d9_dec_binding *in, const d9_eve
     if (source == 0) a->cpu_samples++;
     else a->offcpu_samples++;
     if (!d9a_in_window(a, ev->ts_ns)) return 0;
-    uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE);
-    if (wid > D9A_MAX_WORKER_ID || wid == D9_WORKER_NONE) {
-        uint64_t tid;
-        wid = field_has_u(ev, F(TID), &tid) ? worker_of_tid(a, tid) : D9_WORKER_NONE;
-    }
+    /* without a worker id, its thread's worker's (model/thread_worker.h): a timer sample's as
+     * much as a context-switch sample's, the thread was running as that worker */
+    uint64_t tid, wid = kept_worker(field_u(ev, F(WORKER_ID), D9_WORKER_NONE));
+    if (wid == D9_WORKER_NONE && field_has_u(ev, F(TID), &tid)) wid = d9m_record_worker(worker_of_tid(a, tid), wid);
     uint32_t stack = stack_field(a, ev, F(CALLCHAIN), dec);
     if (stack == D9A_NO_ID) return -1;
     d9a_rec r = {.ts = ev->ts_ns, .ref = stack, .worker = (uint16_t)wid,
@@ -358,20 +357,25 @@ static int on_switch(d9a_analysis *a, const d9_dec_binding *in, const d9_event *
     a->swcov.switch_seen = true;
     tid_state *t = tid_get(a, tid);
     if (!t) return -1;
-    uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE);
-    if (wid <= D9A_MAX_WORKER_ID && wid != D9_WORKER_NONE) t->worker = (uint16_t)wid;
+    /* the record's worker, and its thread's from then on (model/thread_worker.h) */
+    uint64_t wid;
+    if (d9m_thread_worker_note(&a->thread_workers, tid, kept_worker(field_u(ev, F(WORKER_ID), D9_WORKER_NONE)),
+                               &wid) != 0)
+        return -1;
     if (field_u(ev, F(SWITCH_OUT), 0)) {
         t->out = true;
         t->out_ts = ev->ts_ns;
         t->preempted = field_u(ev, F(PREEMPTED), 0) != 0;
+        t->out_worker = (uint16_t)wid;
         return 0;
     }
     if (!t->out) return 0;
     t->out = false;
-    if (t->worker == D9_WORKER_NONE || !d9a_in_window(a, t->out_ts)) return 0;
+    wid = d9m_switch_worker(t->out_worker, wid); /* the switch-in's overrides */
+    if (wid == D9_WORKER_NONE || !d9a_in_window(a, t->out_ts)) return 0;
     d9a_rec r = {.ts = t->out_ts,
                  .dur = ev->ts_ns > t->out_ts ? ev->ts_ns - t->out_ts : 0,
-                 .worker = t->worker,
+                 .worker = (uint16_t)wid,
                  .kind = D9A_REC_OFFCPU,
                  .aux = t->preempted};
     return emit(a, &r);

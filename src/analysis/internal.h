@@ -17,6 +17,7 @@
 #include "model/attribution.h"
 #include "model/pairing.h"
 #include "model/switch_stack_match.h"
+#include "model/thread_worker.h"
 #include "model/wake_link.h"
 #include "analysis/span_stats.h"
 
@@ -147,8 +148,8 @@ typedef struct queued_entry {
 
 typedef struct tid_state {
     uint64_t tid;
-    uint16_t worker; /* D9_WORKER_NONE when unknown */
-    bool out;        /* switched out, waiting for the switch in */
+    uint16_t out_worker; /* the switch-out's worker (model/thread_worker.h), D9_WORKER_NONE */
+    bool out;            /* switched out, waiting for the switch in */
     bool preempted;
     uint64_t out_ts;
 } tid_state;
@@ -223,6 +224,7 @@ struct d9a_analysis {
     tid_state *tids;
     uint32_t ntids, tids_cap;
     d9_u64_map tid_index;
+    d9m_thread_workers thread_workers; /* each thread's worker, the model's rule */
     loc_stats *locs; /* by location id */
     uint32_t locs_cap;
     stack_stats *stk; /* by stack id */

@@ -92,6 +92,7 @@ struct d9m_spans {
     uint64_t *dead;            /* terminated tasks to forget once no span is open */
     size_t ndead, cap_dead;
     uint64_t stray_ends, reopened;
+    bool no_intervals;         /* the reader reads no d9m_span.polls (d9m_spans_no_intervals) */
     /* scratch for one span's split */
     ival_task *tmp;            /* the span's tasks' intervals, clipped */
     size_t tmp_n, tmp_cap;
@@ -141,6 +142,8 @@ void d9m_spans_free(d9m_spans *m) {
     free(m->stk);
     free(m);
 }
+
+void d9m_spans_no_intervals(d9m_spans *m) { m->no_intervals = true; }
 
 uint64_t d9m_spans_stray_ends(const d9m_spans *m) { return m->stray_ends; }
 uint64_t d9m_spans_reopened(const d9m_spans *m) { return m->reopened; }
@@ -371,8 +374,10 @@ static void sort_by_start(ival_task *v, size_t n) {
 }
 
 /* The lengths of the unions of the sorted scratch's intervals of kinds <= K_POLL, <= K_QUEUED
- * and <= K_WAIT, in one pass; the first union itself into `out` (room for tmp_n). */
-static void unions(const d9m_spans *m, uint64_t len[K_KINDS], d9m_span_interval *out, size_t *nout) {
+ * and <= K_WAIT, in one pass; the first union itself into `out` (room for tmp_n; NULL: not
+ * kept, *nout 0). Inline: each call site gets its own copy, the NULL one without the writes. */
+static inline __attribute__((always_inline)) void unions(const d9m_spans *m, uint64_t len[K_KINDS], d9m_span_interval *out,
+                                                        size_t *nout) {
     uint64_t cur_s[K_KINDS] = {0}, cur_e[K_KINDS] = {0};
     bool open[K_KINDS] = {false};
     size_t k = 0;
@@ -382,14 +387,14 @@ static void unions(const d9m_spans *m, uint64_t len[K_KINDS], d9m_span_interval 
         for (int u = v->kind; u < K_KINDS; u++) {
             if (open[u] && v->start <= cur_e[u]) {
                 if (v->end > cur_e[u]) cur_e[u] = v->end;
-                if (u == K_POLL) out[k - 1].end = cur_e[u];
+                if (u == K_POLL && out) out[k - 1].end = cur_e[u];
                 continue;
             }
             if (open[u]) len[u] += cur_e[u] - cur_s[u];
             open[u] = true;
             cur_s[u] = v->start;
             cur_e[u] = v->end;
-            if (u == K_POLL) out[k++] = (d9m_span_interval){v->start, v->end, v->task};
+            if (u == K_POLL && out) out[k++] = (d9m_span_interval){v->start, v->end, v->task};
         }
     }
     for (int u = 0; u < K_KINDS; u++)
@@ -565,7 +570,7 @@ static inline void sum_piece(one_task_sum *o, int kind, uint64_t s, uint64_t e, 
     if (s < o->prev_end) o->overlap = true;
     o->prev_end = e;
     o->len[kind] += e - s;
-    if (kind != K_POLL) return;
+    if (kind != K_POLL || !o->polls) return;
     if (o->npolls && o->polls[o->npolls - 1].end == s) o->polls[o->npolls - 1].end = e;
     else o->polls[o->npolls++] = (d9m_span_interval){s, e, o->task};
 }
@@ -577,11 +582,11 @@ static inline void sum_piece(one_task_sum *o, int kind, uint64_t s, uint64_t e, 
 static bool split_one_task(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi, uint64_t len[K_KINDS],
                            size_t *npolls, bool *ok) {
     *ok = true;
-    if (!grow((void **)&m->merged, &m->merged_cap, t->n - t->head + 2, sizeof *m->merged)) {
+    if (!m->no_intervals && !grow((void **)&m->merged, &m->merged_cap, t->n - t->head + 2, sizeof *m->merged)) {
         *ok = false;
         return true;
     }
-    one_task_sum o = {.polls = m->merged, .task = t->id};
+    one_task_sum o = {.polls = m->no_intervals ? NULL : m->merged, .task = t->id};
     for (size_t i = first_cycle(t, lo); i < t->n && !o.overlap; i++) {
         const cycle *c = &t->cy[i];
         sum_piece(&o, K_WAIT, c->wait_from, c->since, lo, hi);
@@ -611,6 +616,10 @@ static int split_union(d9m_spans *m, const task_state *tbegin, const task_state 
     if (!collect_task(m, tbegin, lo, hi) || !collect_task(m, tend, lo, hi)) return -1;
     if (m->tmp_n > 64) qsort(m->tmp, m->tmp_n, sizeof *m->tmp, cmp_start);
     else sort_by_start(m->tmp, m->tmp_n);
+    if (m->no_intervals) {
+        unions(m, len, NULL, n);
+        return 0;
+    }
     if (!grow((void **)&m->merged, &m->merged_cap, m->tmp_n + 1, sizeof *m->merged)) return -1;
     unions(m, len, m->merged, n);
     return 0;
@@ -643,8 +652,8 @@ static int report(d9m_spans *m, d9m_span *s) {
     if (!split_polls(m, s->begin_task ? tbegin : tend, s->begin_task ? tend : NULL, lo, hi, u_poll,
                      &s->poll_parts))
         return -1;
-    s->polls = m->merged;
-    s->npolls = n;
+    s->polls = m->no_intervals ? NULL : m->merged;
+    s->npolls = m->no_intervals ? 0 : n;
     s->poll_stacks = m->stk;
     s->npoll_stacks = m->nstk;
     if (m->done) m->done(m->ctx, s);

@@ -92,6 +92,10 @@ typedef struct d9m_spans d9m_spans;
 d9m_spans *d9m_spans_new(d9m_span_fn done, void *ctx);
 void d9m_spans_free(d9m_spans *m);
 
+/* The reader reads no d9m_span.polls (analyze sums parts only): a span over one task is then
+ * split by running sums alone, and polls / npolls are NULL / 0. */
+void d9m_spans_no_intervals(d9m_spans *m);
+
 /* The inputs, in time order (see above). 0, or -1 when out of memory. */
 int d9m_spans_wake(d9m_spans *m, uint64_t task, uint64_t ts);
 int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end);

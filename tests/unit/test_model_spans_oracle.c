@@ -52,11 +52,15 @@ typedef struct oracle_model oracle_model;
 #undef d9m_spans_terminate
 #undef d9m_spans_finish
 
-/* Every reported span, flattened to numbers. */
+/* Every reported span, flattened to numbers (parts_only: without its in-poll intervals, as
+ * a model made with d9m_spans_no_intervals reports them). */
 typedef struct log {
     uint64_t *v;
     size_t n, cap;
     size_t spans;
+    bool parts_only;
+    bool no_intervals; /* its model was made with d9m_spans_no_intervals: it reports none */
+    struct log *also; /* the oracle's spans go to a second log too */
 } log;
 
 static void put(log *l, uint64_t x) {
@@ -70,13 +74,15 @@ static void put(log *l, uint64_t x) {
 
 static void on_span(void *ctx, const d9m_span *s) {
     log *l = ctx;
+    if (l->also) on_span(l->also, s);
     l->spans++;
     uint64_t head[] = {s->name, s->id, s->begin_ts, s->end_ts, s->begin_task, s->end_task,
                        s->begin_worker, s->end_worker, s->begin_tid, s->end_tid, s->ended,
                        s->parts.poll_ns, s->parts.queued_ns, s->parts.wait_ns, s->parts.unknown_ns,
-                       s->npolls, s->npoll_stacks};
+                       l->parts_only ? 0 : s->npolls, s->npoll_stacks};
     for (size_t i = 0; i < sizeof head / sizeof head[0]; i++) put(l, head[i]);
-    for (size_t i = 0; i < s->npolls; i++) {
+    if (l->no_intervals) CHECK(s->npolls == 0 && s->polls == NULL);
+    for (size_t i = 0; !l->parts_only && i < s->npolls; i++) {
         put(l, s->polls[i].start);
         put(l, s->polls[i].end);
         put(l, s->polls[i].task);
@@ -97,17 +103,27 @@ static uint64_t next(void) { /* xorshift64: the same inputs every run */
 }
 static uint64_t pick(uint64_t n) { return next() % n; }
 
-/* Both models get each input; rc must agree too. */
+/* The models get each input; rc must agree too. The third, q, is the model as analyze makes
+ * it (d9m_spans_no_intervals), against the oracle's spans without their in-poll intervals. */
 #define BOTH(call_new, call_old) CHECK_EQ_U64((uint64_t)(call_new), (uint64_t)(call_old))
+#define ALL(call_new, call_q, call_old)                                                          \
+    do {                                                                                         \
+        uint64_t rc_old_ = (uint64_t)(call_old);                                                 \
+        CHECK_EQ_U64((uint64_t)(call_new), rc_old_);                                             \
+        CHECK_EQ_U64((uint64_t)(call_q), rc_old_);                                               \
+    } while (0)
 
 static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned nnames, bool drops) {
-    log ln = {0}, lo = {0};
+    log ln = {0}, lq = {.parts_only = true, .no_intervals = true}, lop = {.parts_only = true}, lo = {.also = &lop};
     d9m_spans *m = d9m_spans_new(on_span, &ln);
+    d9m_spans *q = d9m_spans_new(on_span, &lq);
     oracle_model *o = oracle_new(on_span, &lo);
-    CHECK(m != NULL && o != NULL);
+    CHECK(m != NULL && q != NULL && o != NULL);
+    d9m_spans_no_intervals(q);
     d9m_coverage cov = {0};
     if (drops) {
         d9m_spans_set_coverage(m, &cov);
+        d9m_spans_set_coverage(q, &cov);
         oracle_set_coverage(o, &cov);
     }
     uint64_t ts = 1000, cur_task = 0; /* the task being polled at ts on "its" worker, or 0 */
@@ -116,24 +132,27 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
         uint64_t task = 1 + pick(ntasks);
         unsigned what = (unsigned)pick(100);
         if (what < 18) {
-            BOTH(d9m_spans_wake(m, task, ts), oracle_wake(o, task, ts));
+            ALL(d9m_spans_wake(m, task, ts), d9m_spans_wake(q, task, ts), oracle_wake(o, task, ts));
         } else if (what < 40) {
             uint64_t end = ts + pick(4) * (1 + pick(80)); /* empty polls too */
-            BOTH(d9m_spans_poll(m, task, ts, end), oracle_poll(o, task, ts, end));
+            ALL(d9m_spans_poll(m, task, ts, end), d9m_spans_poll(q, task, ts, end), oracle_poll(o, task, ts, end));
             cur_task = task;
             if (pick(3) == 0) { /* its attribution, in time order inside it */
                 uint64_t a = ts + pick(20), b = a + pick(30);
-                BOTH(d9m_spans_poll_gap(m, task, a, b), oracle_poll_gap(o, task, a, b));
+                ALL(d9m_spans_poll_gap(m, task, a, b), d9m_spans_poll_gap(q, task, a, b), oracle_poll_gap(o, task, a, b));
                 uint64_t c = b + pick(10), d = c + pick(40);
                 d9m_part part = pick(2) ? D9M_PART_RUNNABLE : D9M_PART_BLOCKED_OTHER;
                 uint32_t stack = pick(2) ? (uint32_t)pick(5) : D9M_SPAN_NO_STACK;
-                BOTH(d9m_spans_poll_off(m, task, c, d, part, stack), oracle_poll_off(o, task, c, d, part, stack));
+                ALL(d9m_spans_poll_off(m, task, c, d, part, stack), d9m_spans_poll_off(q, task, c, d, part, stack),
+                    oracle_poll_off(o, task, c, d, part, stack));
                 if (pick(2)) { /* a second one, overlapping now and then */
                     uint64_t e = d - pick(8), f = e + pick(30);
-                    BOTH(d9m_spans_poll_off(m, task, e, f, D9M_PART_BLOCKED_OTHER, D9M_SPAN_NO_STACK),
-                         oracle_poll_off(o, task, e, f, D9M_PART_BLOCKED_OTHER, D9M_SPAN_NO_STACK));
+                    ALL(d9m_spans_poll_off(m, task, e, f, D9M_PART_BLOCKED_OTHER, D9M_SPAN_NO_STACK),
+                        d9m_spans_poll_off(q, task, e, f, D9M_PART_BLOCKED_OTHER, D9M_SPAN_NO_STACK),
+                        oracle_poll_off(o, task, e, f, D9M_PART_BLOCKED_OTHER, D9M_SPAN_NO_STACK));
                     uint32_t late = (uint32_t)pick(5);
                     d9m_spans_poll_off_stack(m, task, late);
+                    d9m_spans_poll_off_stack(q, task, late);
                     oracle_poll_off_stack(o, task, late);
                 }
             }
@@ -141,33 +160,43 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
             uint32_t name = 1 + (uint32_t)pick(nnames);
             uint64_t id = 1 + pick(nids), t = pick(3) ? cur_task : 0;
             uint64_t worker = pick(3), tid = 100 + worker;
-            BOTH(d9m_spans_begin(m, ts, name, id, t, worker, tid), oracle_begin(o, ts, name, id, t, worker, tid));
+            ALL(d9m_spans_begin(m, ts, name, id, t, worker, tid), d9m_spans_begin(q, ts, name, id, t, worker, tid),
+                oracle_begin(o, ts, name, id, t, worker, tid));
         } else if (what < 92) {
             uint32_t name = 1 + (uint32_t)pick(nnames);
             uint64_t id = 1 + pick(nids), t = pick(3) ? cur_task : pick(2) ? task : 0;
             uint64_t worker = pick(3), tid = 100 + worker;
-            BOTH(d9m_spans_end(m, ts, name, id, t, worker, tid), oracle_end(o, ts, name, id, t, worker, tid));
+            ALL(d9m_spans_end(m, ts, name, id, t, worker, tid), d9m_spans_end(q, ts, name, id, t, worker, tid),
+                oracle_end(o, ts, name, id, t, worker, tid));
         } else if (what < 97) {
-            BOTH(d9m_spans_terminate(m, task), oracle_terminate(o, task));
+            ALL(d9m_spans_terminate(m, task), d9m_spans_terminate(q, task), oracle_terminate(o, task));
             if (task == cur_task) cur_task = 0;
         } else if (drops) {
             d9m_coverage_drop(&cov, ts, pick(2), 0);
         }
         CHECK_EQ_U64(d9m_spans_tasks_held(m), oracle_tasks_held(o));
+        CHECK_EQ_U64(d9m_spans_tasks_held(q), oracle_tasks_held(o));
     }
     ts += 10;
-    BOTH(d9m_spans_finish(m, ts), oracle_finish(o, ts));
+    ALL(d9m_spans_finish(m, ts), d9m_spans_finish(q, ts), oracle_finish(o, ts));
     CHECK_EQ_U64(ln.spans, lo.spans);
     CHECK_EQ_U64(ln.n, lo.n);
     size_t same = ln.n == lo.n ? ln.n : 0;
     CHECK(same == 0 || memcmp(ln.v, lo.v, same * sizeof *ln.v) == 0);
+    CHECK_EQ_U64(lq.spans, lop.spans);
+    CHECK_EQ_U64(lq.n, lop.n);
+    same = lq.n == lop.n ? lq.n : 0;
+    CHECK(same == 0 || memcmp(lq.v, lop.v, same * sizeof *lq.v) == 0);
     CHECK_EQ_U64(d9m_spans_stray_ends(m), oracle_stray_ends(o));
     CHECK_EQ_U64(d9m_spans_reopened(m), oracle_reopened(o));
     CHECK_EQ_U64(d9m_spans_tasks_held(m), oracle_tasks_held(o));
     d9m_spans_free(m);
+    d9m_spans_free(q);
     oracle_free(o);
     d9m_coverage_free(&cov);
     free(ln.v);
+    free(lq.v);
+    free(lop.v);
     free(lo.v);
     return ln.spans;
 }

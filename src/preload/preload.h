@@ -173,9 +173,10 @@ D9P_HIDDEN bool d9p_loop_wait_begin(int kind, int epfd, bool has_fds, bool may_b
                                     const void *caller);
 D9P_HIDDEN void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n);
 /* The fused path of a loop's own epoll wait (d9p_loop_io_state.home_epfd1): its iteration
- * ends before the park, the next starts after the unpark with what the wait returned (rc). */
+ * ends before the park, the next starts with what the wait returned (rc), after the unpark
+ * when it parked (the unpark is recorded there, with the first ready wake). */
 D9P_HIDDEN void d9p_home_wait_begins(void);
-D9P_HIDDEN void d9p_home_wait_ends(const struct epoll_event *events, int rc);
+D9P_HIDDEN void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked);
 D9P_HIDDEN void d9p_loop_wait_end_poll(const struct pollfd *fds, unsigned long n, int rc);
 D9P_HIDDEN void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w,
                                          const fd_set *e, int rc);

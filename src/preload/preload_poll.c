@@ -239,8 +239,7 @@ static inline bool home_fast(int epfd) {
         *err_ = saved_;                                                                    \
         int rc_ = (call);                                                                  \
         saved_ = *err_;                                                                    \
-        if (parked_) d9_unpark();                                                          \
-        d9p_home_wait_ends(events, rc_);                                                   \
+        d9p_home_wait_ends(events, rc_, parked_); /* the unpark with the first ready wake */ \
         *err_ = saved_;                                                                    \
         return rc_;                                                                        \
     } while (0)

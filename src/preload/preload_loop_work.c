@@ -517,21 +517,20 @@ static inline __attribute__((always_inline)) void ready(int fd, first_ready *fir
     if (first->fd < 0) *first = (first_ready){fd, task};
 }
 
-static inline __attribute__((always_inline)) void epoll_iteration_starts(loop_thread *l,
-                                                                       const struct epoll_event *events,
-                                                                       int n) {
-    first_ready first = {-1, 0};
-    for (int i = 0; i < n; i++) {
-        int fd = event_fd(events[i].data.u64);
-        if (fd >= 0) ready(fd, &first);
+/* The poller returned (parked: the call was recorded as a park): its unpark with the readiness
+ * wake of the first ready connection fd (-1: none) in one hook call and one ring record when
+ * fd's task is known (d9_unpark_wake_ready: the same two events, at the same tick, as d9_unpark
+ * then d9_wake_ready, which stamped the wake with the unpark's tick anyway); a task made at
+ * first sight spawns after the unpark, and its wake follows. Returns fd's task (0: no fd). */
+static uint64_t unpark_first_wake(bool parked, int fd) {
+    uint64_t task = fd >= 0 ? atomic_load_explicit(&d9p_fd_conns[fd].task, memory_order_relaxed) : 0;
+    if (parked) d9_unpark_wake_ready(task);
+    else if (task) d9_wake_ready(task);
+    if (fd >= 0 && !task) {
+        task = task_first_seen(fd);
+        d9_wake_ready(task);
     }
-    iteration_starts(l, first.fd, first.task);
-}
-
-void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n) {
-    loop_thread *l = self();
-    if (!D9__ACTIVE()) return;
-    epoll_iteration_starts(l, events, n);
+    return task;
 }
 
 /* The fused path's halves (preload.h): the thread is this process's loop already, so no
@@ -549,27 +548,30 @@ void d9p_home_wait_begins(void) {
     d9_poll_end();
 }
 
-/* The general case of d9p_home_wait_ends: no event, several, one whose fd or task is not
- * known yet, or the loop's first iterations (it has not said yet what it is). The unpark
- * carries the readiness wake of the first ready connection whose task is known; a task made
- * at first sight spawns after the unpark, as the wake after it. */
-static __attribute__((noinline)) void home_wait_ends_general(loop_thread *l, const struct epoll_event *events,
-                                                             int n, bool parked) {
+/* An epoll wait returned n events: the unpark with the first known connection's readiness
+ * wake (unpark_first_wake), the others' wakes, the iteration's first poll. The general case of
+ * d9p_home_wait_ends (no event, several, one whose fd or task is not known yet, the loop's first
+ * iterations: it has not said yet what it is), and the loop's first waits. */
+static __attribute__((noinline)) void epoll_wait_ends(loop_thread *l, const struct epoll_event *events,
+                                                      int n, bool parked) {
     int i = 0, fd = -1;
     while (i < n && (fd = event_fd(events[i].data.u64)) < 0) i++;
-    uint64_t task = i < n ? atomic_load_explicit(&d9p_fd_conns[fd].task, memory_order_relaxed) : 0;
-    if (parked) d9_unpark_wake_ready(task);
-    else if (task) d9_wake_ready(task);
-    if (i < n && !task) {
-        task = task_first_seen(fd);
-        d9_wake_ready(task);
-    }
-    first_ready first = {i < n ? fd : -1, task};
+    first_ready first = {i < n ? fd : -1, 0};
+    first.task = unpark_first_wake(parked, first.fd);
     for (i++; i < n; i++) {
         int other = event_fd(events[i].data.u64);
         if (other >= 0) ready(other, &first);
     }
     iteration_starts(l, first.fd, first.task);
+}
+
+void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n, bool parked) {
+    loop_thread *l = self();
+    if (!D9__ACTIVE()) {
+        if (parked) d9_unpark(); /* a pause owes the end of a park it saw begin */
+        return;
+    }
+    epoll_wait_ends(l, events, n, parked);
 }
 
 /* The wait returned rc events (parked: the call was recorded as a park). The unpark and the
@@ -591,7 +593,7 @@ void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked) {
     /* said_connection: the loop's task is spawned and both its notes are said (iteration_starts,
      * begin_poll); in_poll is false after d9p_home_wait_begins */
     if (__builtin_expect(!task || !l->said_connection || l->in_poll, 0)) {
-        home_wait_ends_general(l, events, rc > 0 ? rc : 0, parked);
+        epoll_wait_ends(l, events, rc > 0 ? rc : 0, parked);
         return;
     }
     const d9_loc *loc = atomic_load_explicit(&d9p_fd_conns[fd].loc, memory_order_relaxed);
@@ -607,22 +609,41 @@ void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked) {
     d9__poll_begin(task, loc);
 }
 
-void d9p_loop_wait_end_poll(const struct pollfd *fds, nfds_t n, int rc) {
+static inline bool poll_ready(const struct pollfd *p) { return p->fd >= 0 && p->fd < MAX_FDS && p->revents; }
+
+void d9p_loop_wait_end_poll(const struct pollfd *fds, nfds_t n, int rc, bool parked) {
     loop_thread *l = self();
-    if (!D9__ACTIVE()) return;
-    first_ready first = {-1, 0};
-    for (nfds_t i = 0; rc > 0 && i < n; i++)
-        if (fds[i].fd >= 0 && fds[i].fd < MAX_FDS && fds[i].revents) ready(fds[i].fd, &first);
+    if (!D9__ACTIVE()) {
+        if (parked) d9_unpark();
+        return;
+    }
+    nfds_t i = 0;
+    while (rc > 0 && i < n && !poll_ready(&fds[i])) i++;
+    bool any = rc > 0 && i < n;
+    first_ready first = {any ? fds[i].fd : -1, 0};
+    first.task = unpark_first_wake(parked, first.fd);
+    for (i++; any && i < n; i++)
+        if (poll_ready(&fds[i])) ready(fds[i].fd, &first);
     iteration_starts(l, first.fd, first.task);
 }
 
-void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w, const fd_set *e, int rc) {
+static inline bool select_ready(int fd, const fd_set *r, const fd_set *w, const fd_set *e) {
+    return (r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e));
+}
+
+void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w, const fd_set *e, int rc,
+                              bool parked) {
     loop_thread *l = self();
-    if (!D9__ACTIVE()) return;
-    first_ready first = {-1, 0};
-    for (int fd = 0; rc > 0 && fd < nfds && fd < FD_SETSIZE; fd++)
-        if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e)))
-            ready(fd, &first);
+    if (!D9__ACTIVE()) {
+        if (parked) d9_unpark();
+        return;
+    }
+    int end = rc > 0 ? (nfds < FD_SETSIZE ? nfds : FD_SETSIZE) : 0, fd = 0;
+    while (fd < end && !select_ready(fd, r, w, e)) fd++;
+    first_ready first = {fd < end ? fd : -1, 0};
+    first.task = unpark_first_wake(parked, first.fd);
+    for (fd++; fd < end; fd++)
+        if (select_ready(fd, r, w, e)) ready(fd, &first);
     iteration_starts(l, first.fd, first.task);
 }
 

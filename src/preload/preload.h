@@ -171,14 +171,17 @@ enum { D9P_WAIT_EPOLL, D9P_WAIT_POLL, D9P_WAIT_SELECT, D9P_WAIT_URING };
  * loop poller (the iteration in progress ends; then call one of the wait_end below). */
 D9P_HIDDEN bool d9p_loop_wait_begin(int kind, int epfd, bool has_fds, bool may_block,
                                     const void *caller);
-D9P_HIDDEN void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n);
+/* The wait_end below: `parked` when the wait was recorded as a park (its unpark is recorded
+ * there, with the first ready connection's readiness wake in the same record). */
+D9P_HIDDEN void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n, bool parked);
 /* The fused path of a loop's own epoll wait (d9p_loop_io_state.home_epfd1): its iteration
- * ends before the park, the next starts after the unpark with what the wait returned (rc). */
+ * ends before the park, the next starts with what the wait returned (rc), after the unpark
+ * when it parked (the unpark is recorded there, with the first ready wake). */
 D9P_HIDDEN void d9p_home_wait_begins(void);
-D9P_HIDDEN void d9p_home_wait_ends(const struct epoll_event *events, int rc);
-D9P_HIDDEN void d9p_loop_wait_end_poll(const struct pollfd *fds, unsigned long n, int rc);
+D9P_HIDDEN void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked);
+D9P_HIDDEN void d9p_loop_wait_end_poll(const struct pollfd *fds, unsigned long n, int rc, bool parked);
 D9P_HIDDEN void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w,
-                                         const fd_set *e, int rc);
+                                         const fd_set *e, int rc, bool parked);
 /* An io_uring wait returned (preload_uring.c): the fd of the completion the program handles
  * first (-1: unknown) and those of the completions new since the last wait (readiness). */
 D9P_HIDDEN void d9p_loop_wait_end_uring(int first_fd, const int *ready, int n);

@@ -517,49 +517,133 @@ static inline __attribute__((always_inline)) void ready(int fd, first_ready *fir
     if (first->fd < 0) *first = (first_ready){fd, task};
 }
 
-static inline __attribute__((always_inline)) void epoll_iteration_starts(loop_thread *l,
-                                                                       const struct epoll_event *events,
-                                                                       int n) {
-    first_ready first = {-1, 0};
-    for (int i = 0; i < n; i++) {
-        int fd = event_fd(events[i].data.u64);
-        if (fd >= 0) ready(fd, &first);
+/* The poller returned (parked: the call was recorded as a park): its unpark with the readiness
+ * wake of the first ready connection fd (-1: none) in one hook call and one ring record when
+ * fd's task is known (d9_unpark_wake_ready: the same two events, at the same tick, as d9_unpark
+ * then d9_wake_ready, which stamped the wake with the unpark's tick anyway); a task made at
+ * first sight spawns after the unpark, and its wake follows. Returns fd's task (0: no fd). */
+static uint64_t unpark_first_wake(bool parked, int fd) {
+    uint64_t task = fd >= 0 ? atomic_load_explicit(&d9p_fd_conns[fd].task, memory_order_relaxed) : 0;
+    if (parked) d9_unpark_wake_ready(task);
+    else if (task) d9_wake_ready(task);
+    if (fd >= 0 && !task) {
+        task = task_first_seen(fd);
+        d9_wake_ready(task);
     }
-    iteration_starts(l, first.fd, first.task);
-}
-
-void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n) {
-    loop_thread *l = self();
-    if (!D9__ACTIVE()) return;
-    epoll_iteration_starts(l, events, n);
+    return task;
 }
 
 /* The fused path's halves (preload.h): the thread is this process's loop already, so no
  * fork generation, start or first-wait test; a run that stopped during the wait starts
- * nothing, as above. */
-void d9p_home_wait_begins(void) { iteration_ends(&t_loop); }
-
-void d9p_home_wait_ends(const struct epoll_event *events, int rc) {
-    if (!D9__ACTIVE()) return;
-    epoll_iteration_starts(&t_loop, events, rc > 0 ? rc : 0);
+ * nothing, as above. The iteration's poll ends with the hook as the last call (a jump: no
+ * frame here), unless a close inside it owes its task's end after it. */
+void d9p_home_wait_begins(void) {
+    loop_thread *l = &t_loop;
+    d9p_loop_io_now.iterating = false;
+    if (__builtin_expect(!l->in_poll || l->owed_terminate, 0)) {
+        end_poll(l);
+        return;
+    }
+    l->in_poll = false;
+    d9_poll_end();
 }
 
-void d9p_loop_wait_end_poll(const struct pollfd *fds, nfds_t n, int rc) {
-    loop_thread *l = self();
-    if (!D9__ACTIVE()) return;
-    first_ready first = {-1, 0};
-    for (nfds_t i = 0; rc > 0 && i < n; i++)
-        if (fds[i].fd >= 0 && fds[i].fd < MAX_FDS && fds[i].revents) ready(fds[i].fd, &first);
+/* An epoll wait returned n events: the unpark with the first known connection's readiness
+ * wake (unpark_first_wake), the others' wakes, the iteration's first poll. The general case of
+ * d9p_home_wait_ends (no event, several, one whose fd or task is not known yet, the loop's first
+ * iterations: it has not said yet what it is), and the loop's first waits. */
+static __attribute__((noinline)) void epoll_wait_ends(loop_thread *l, const struct epoll_event *events,
+                                                      int n, bool parked) {
+    int i = 0, fd = -1;
+    while (i < n && (fd = event_fd(events[i].data.u64)) < 0) i++;
+    first_ready first = {i < n ? fd : -1, 0};
+    first.task = unpark_first_wake(parked, first.fd);
+    for (i++; i < n; i++) {
+        int other = event_fd(events[i].data.u64);
+        if (other >= 0) ready(other, &first);
+    }
     iteration_starts(l, first.fd, first.task);
 }
 
-void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w, const fd_set *e, int rc) {
+void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n, bool parked) {
     loop_thread *l = self();
-    if (!D9__ACTIVE()) return;
-    first_ready first = {-1, 0};
-    for (int fd = 0; rc > 0 && fd < nfds && fd < FD_SETSIZE; fd++)
-        if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e)))
-            ready(fd, &first);
+    if (!D9__ACTIVE()) {
+        if (parked) d9_unpark(); /* a pause owes the end of a park it saw begin */
+        return;
+    }
+    epoll_wait_ends(l, events, n, parked);
+}
+
+/* The wait returned rc events (parked: the call was recorded as a park). The unpark and the
+ * readiness wake of the first ready connection are one hook call and one ring record
+ * (d9_unpark_wake_ready: the same two events at the same tick as d9_unpark then d9_wake_ready,
+ * which stamped the wake with the unpark's tick anyway). A redis GET on one connection: 5 hook
+ * calls and ring records (poll end, park, unpark, wake, poll start) -> 4, the same 5 events in
+ * the trace. Its common case, one known connection ready, sets the loop's state first, so that
+ * only the task and the location live across the unpark's call and the poll's start is a jump:
+ * no saved register but two. */
+void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked) {
+    if (!D9__ACTIVE()) {
+        if (parked) d9_unpark(); /* a pause owes the end of a park it saw begin */
+        return;
+    }
+    loop_thread *l = &t_loop;
+    int fd = rc == 1 ? event_fd(events[0].data.u64) : -1;
+    uint64_t task = fd >= 0 ? atomic_load_explicit(&d9p_fd_conns[fd].task, memory_order_relaxed) : 0;
+    /* said_connection: the loop's task is spawned and both its notes are said (iteration_starts,
+     * begin_poll); in_poll is false after d9p_home_wait_begins */
+    if (__builtin_expect(!task || !l->said_connection || l->in_poll, 0)) {
+        epoll_wait_ends(l, events, rc > 0 ? rc : 0, parked);
+        return;
+    }
+    const d9_loc *loc = atomic_load_explicit(&d9p_fd_conns[fd].loc, memory_order_relaxed);
+    if (!loc) loc = l->loc;
+    d9p_loop_io_now.iterating = true;
+    d9p_loop_io_now.cur_fd = fd;
+    l->in_poll = true;
+    l->cur_task = task;
+    /* the hooks themselves: recording was tested on entry (a stop since is the same race as
+     * between any wrapper's test and its hook) */
+    if (parked) d9__unpark_wake_ready(task);
+    else d9__wake_ready(task);
+    d9__poll_begin(task, loc);
+}
+
+static inline bool poll_ready(const struct pollfd *p) { return p->fd >= 0 && p->fd < MAX_FDS && p->revents; }
+
+void d9p_loop_wait_end_poll(const struct pollfd *fds, nfds_t n, int rc, bool parked) {
+    loop_thread *l = self();
+    if (!D9__ACTIVE()) {
+        if (parked) d9_unpark();
+        return;
+    }
+    nfds_t i = 0;
+    while (rc > 0 && i < n && !poll_ready(&fds[i])) i++;
+    bool any = rc > 0 && i < n;
+    first_ready first = {any ? fds[i].fd : -1, 0};
+    first.task = unpark_first_wake(parked, first.fd);
+    for (i++; any && i < n; i++)
+        if (poll_ready(&fds[i])) ready(fds[i].fd, &first);
+    iteration_starts(l, first.fd, first.task);
+}
+
+static inline bool select_ready(int fd, const fd_set *r, const fd_set *w, const fd_set *e) {
+    return (r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e));
+}
+
+void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w, const fd_set *e, int rc,
+                              bool parked) {
+    loop_thread *l = self();
+    if (!D9__ACTIVE()) {
+        if (parked) d9_unpark();
+        return;
+    }
+    int end = rc > 0 ? (nfds < FD_SETSIZE ? nfds : FD_SETSIZE) : 0, fd = 0;
+    while (fd < end && !select_ready(fd, r, w, e)) fd++;
+    first_ready first = {fd < end ? fd : -1, 0};
+    first.task = unpark_first_wake(parked, first.fd);
+    for (fd++; fd < end; fd++)
+        if (select_ready(fd, r, w, e)) ready(fd, &first);
     iteration_starts(l, first.fd, first.task);
 }
 

@@ -142,10 +142,10 @@ static bool has_poll_fds(const struct pollfd *fds, nfds_t n) {
                                          (may_block), __builtin_return_address(0));        \
         bool parked_ = park_begin(RT_POLL, (may_block));                                   \
         int rc_ = (call);                                                                  \
-        park_end(parked_);                                                                 \
+        if (!loop_) park_end(parked_); /* else with the loop's first wake, below */        \
         if (loop_) {                                                                       \
             int saved_ = errno;                                                            \
-            d9p_loop_wait_end_poll(fds, nfds, rc_);                                        \
+            d9p_loop_wait_end_poll(fds, nfds, rc_, parked_);                               \
             errno = saved_;                                                                \
         }                                                                                  \
         return rc_;                                                                        \
@@ -158,10 +158,10 @@ static bool has_poll_fds(const struct pollfd *fds, nfds_t n) {
                                          __builtin_return_address(0));                     \
         bool parked_ = park_begin(RT_SELECT, (may_block));                                 \
         int rc_ = (call);                                                                  \
-        park_end(parked_);                                                                 \
+        if (!loop_) park_end(parked_); /* else with the loop's first wake, below */        \
         if (loop_) {                                                                       \
             int saved_ = errno;                                                            \
-            d9p_loop_wait_end_select(nfds, readfds, writefds, exceptfds, rc_);             \
+            d9p_loop_wait_end_select(nfds, readfds, writefds, exceptfds, rc_, parked_);    \
             errno = saved_;                                                                \
         }                                                                                  \
         return rc_;                                                                        \
@@ -183,9 +183,9 @@ static inline bool is_loop_poll(void) {
 
 /* epoll returned `rc` events, outside a loop library's poll: a home-grown loop's iteration
  * starts (preload_loop_work.c). */
-static int epoll_returned_home(int rc, const struct epoll_event *events) {
+static int epoll_returned_home(int rc, const struct epoll_event *events, bool parked) {
     int saved = errno;
-    d9p_loop_wait_end_epoll(events, rc > 0 ? rc : 0);
+    d9p_loop_wait_end_epoll(events, rc > 0 ? rc : 0, parked); /* the unpark with the first wake */
     errno = saved;
     return rc;
 }
@@ -239,8 +239,7 @@ static inline bool home_fast(int epfd) {
         *err_ = saved_;                                                                    \
         int rc_ = (call);                                                                  \
         saved_ = *err_;                                                                    \
-        if (parked_) d9_unpark();                                                          \
-        d9p_home_wait_ends(events, rc_);                                                   \
+        d9p_home_wait_ends(events, rc_, parked_); /* the unpark with the first ready wake */ \
         *err_ = saved_;                                                                    \
         return rc_;                                                                        \
     } while (0)
@@ -254,10 +253,10 @@ static inline bool home_fast(int epfd) {
                                               __builtin_return_address(0));                \
         bool parked_ = park_begin(RT_EPOLL, (may_block));                                  \
         int rc_ = (call);                                                                  \
-        park_end(parked_);                                                                 \
+        if (!home_loop_) park_end(parked_);                                                \
         /* parked outside a loop library: its worker identity is taken */                  \
         if (home_loop_ && parked_) d9p_loop_io_now.home_epfd1 = (unsigned)epfd + 1u;       \
-        return home_loop_ ? epoll_returned_home(rc_, events) : rc_;                        \
+        return home_loop_ ? epoll_returned_home(rc_, events, parked_) : rc_;               \
     } while (0)
 
 D9P_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {

@@ -829,6 +829,47 @@ static void note_drops(seg *s, const d9_event *ev) {
     d9_json_object_end(j);
 }
 
+/* One event of the segment into the fold's state and rows. */
+static inline __attribute__((always_inline)) int on_event(seg *s, const d9_event *e, d9_decoder *d) {
+    if (!s->stream_known || e->stream != s->stream) { /* pool ids are per stream */
+        d9_u64_map_clear(&s->loc_by_pool);
+        s->stream = e->stream;
+        s->stream_known = true;
+    }
+    s->events++;
+    bool timed = e->schema->has_timestamp && e->ts_ns != 0;
+    if (e->schema->bind.role == D9_SCH_SYMBOL_TABLE_ENTRY) /* timed or not */
+        return on_symbol(s, e);
+    if (!timed) {
+        if (e->schema->bind.role == D9_SCH_DROPPED_EVENTS) note_drops(s, e);
+        return 0;
+    }
+    if (!s->have_ts || e->ts_ns < s->first_ts) s->first_ts = e->ts_ns;
+    if (!s->have_ts || e->ts_ns > s->last_ts) s->last_ts = e->ts_ns;
+    s->have_ts = true;
+    switch (e->schema->bind.role) {
+    case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK:
+    case D9_SCH_WORKER_UNPARK: return on_mark(s, e, d);
+    case D9_SCH_COVERAGE: note_source(s, e); return 0;
+    case D9_SCH_SCHED_SWITCH: return on_switch(s, e);
+    case D9_SCH_WORKER_REGISTERED: return on_registered(s, e);
+    case D9_SCH_WAKE: return on_wake(s, e);
+    case D9_SCH_POLL_CPU: return on_poll_cpu(s, e);
+    case D9_SCH_CPU_SAMPLE: return on_sample(s, e, d);
+    case D9_SCH_DROPPED_EVENTS:
+        note_drops(s, e);
+        d9m_coverage_drop(&s->attr.cov, e->ts_ns, d9m_uint_or(e, e->schema->bind.field[D9_KF_WORKER_ID], D9_WORKER_NONE),
+                          d9m_uint_or(e, e->schema->bind.field[D9_KF_TID], 0));
+        return 0;
+    default: return 0;
+    }
+}
+
+/* Events a run at a time (d9_dec_next_run: the bounded events the buffer holds, read in one
+ * call), and one by d9_dec_next where a run cannot go on: that one call refills the buffer,
+ * reads every other frame and names damage and errors, as before. */
+enum { RUN_EVENTS = 64, RUN_VALUES = 64 * 12 };
+
 static int read_events(seg *s, const char **status) {
     char err[256];
     d9_decoder *d = d9_dec_open_path(s->path, NULL, err, sizeof err);
@@ -836,43 +877,16 @@ static int read_events(seg *s, const char **status) {
         snprintf(s->err, s->errlen, "%s", err);
         return -1;
     }
-    d9_event ev;
+    d9_event ev, run[RUN_EVENTS];
+    d9_value vals[RUN_VALUES];
     int rc = 0;
-    while (rc == 0 && d9_dec_next(d, &ev) > 0) {
-        if (!s->stream_known || ev.stream != s->stream) { /* pool ids are per stream */
-            d9_u64_map_clear(&s->loc_by_pool);
-            s->stream = ev.stream;
-            s->stream_known = true;
-        }
-        s->events++;
-        bool timed = ev.schema->has_timestamp && ev.ts_ns != 0;
-        if (ev.schema->bind.role == D9_SCH_SYMBOL_TABLE_ENTRY) { /* timed or not */
-            rc = on_symbol(s, &ev);
-            continue;
-        }
-        if (!timed) {
-            if (ev.schema->bind.role == D9_SCH_DROPPED_EVENTS) note_drops(s, &ev);
-            continue;
-        }
-        if (!s->have_ts || ev.ts_ns < s->first_ts) s->first_ts = ev.ts_ns;
-        if (!s->have_ts || ev.ts_ns > s->last_ts) s->last_ts = ev.ts_ns;
-        s->have_ts = true;
-        switch (ev.schema->bind.role) {
-        case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK:
-        case D9_SCH_WORKER_UNPARK: rc = on_mark(s, &ev, d); break;
-        case D9_SCH_COVERAGE: note_source(s, &ev); break;
-        case D9_SCH_SCHED_SWITCH: rc = on_switch(s, &ev); break;
-        case D9_SCH_WORKER_REGISTERED: rc = on_registered(s, &ev); break;
-        case D9_SCH_WAKE: rc = on_wake(s, &ev); break;
-        case D9_SCH_POLL_CPU: rc = on_poll_cpu(s, &ev); break;
-        case D9_SCH_CPU_SAMPLE: rc = on_sample(s, &ev, d); break;
-        case D9_SCH_DROPPED_EVENTS:
-            note_drops(s, &ev);
-            d9m_coverage_drop(&s->attr.cov, ev.ts_ns, d9m_uint_or(&ev, ev.schema->bind.field[D9_KF_WORKER_ID], D9_WORKER_NONE),
-                              d9m_uint_or(&ev, ev.schema->bind.field[D9_KF_TID], 0));
-            break;
-        default: break;
-        }
+    for (;;) {
+        int n = d9_dec_next_run(d, run, RUN_EVENTS, vals, RUN_VALUES);
+        for (int i = 0; i < n && rc == 0; i++) rc = on_event(s, &run[i], d);
+        if (rc != 0) break;
+        if (n > 0) continue;
+        if (d9_dec_next(d, &ev) <= 0) break;
+        if ((rc = on_event(s, &ev, d)) != 0) break;
     }
     d9_dec_status st = d9_dec_state(d);
     const d9_dec_stats *ds = d9_dec_get_stats(d);

@@ -330,9 +330,18 @@ static uint32_t spawn_loc(seg *s, const d9_event *ev, d9_decoder *d) {
     return intern_loc(s, str.ptr, str.len);
 }
 
-static d9m_pair_state *pair_of(seg *s, uint64_t worker) {
+/* A worker's pairing state: a small worker seen before inline (most marks), the rest in
+ * pair_of_slow (its realloc path made every call save and restore registers). */
+static d9m_pair_state *pair_of_slow(seg *s, uint64_t worker);
+
+static inline d9m_pair_state *pair_of(seg *s, uint64_t worker) {
+    if (worker < sizeof s->small_worker / sizeof *s->small_worker && s->small_worker[worker])
+        return &s->pairs[s->small_worker[worker] - 1];
+    return pair_of_slow(s, worker);
+}
+
+static __attribute__((noinline)) d9m_pair_state *pair_of_slow(seg *s, uint64_t worker) {
     bool small = worker < sizeof s->small_worker / sizeof *s->small_worker;
-    if (small && s->small_worker[worker]) return &s->pairs[s->small_worker[worker] - 1];
     uint64_t *i = small ? NULL : d9_u64_map_get(&s->worker_index, worker);
     if (i) return &s->pairs[*i];
     if (s->npairs >= UINT32_MAX - 1) return NULL;
@@ -526,7 +535,24 @@ static int flush_batch(seg *s, d9f_table t) {
 /* The batch a row of table t at wall goes into, and the row's index in it (*r); NULL when the
  * partition holds this segment already (*rc 0) or on an error (*rc -1). As row(): the output
  * is asked once per hour; a new hour's writer first gets the rows gathered for the last. */
-static d9f_row_batch *batch_row(seg *s, d9f_table t, int64_t wall, uint32_t *r, int *rc) {
+static d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, uint32_t *r, int *rc);
+
+/* The usual row inline: the same hour's writer, a batch begun and not full (d9f_batch_row's
+ * answer then is the next index); a new hour, a first row, a full batch in batch_row_slow. */
+static inline d9f_row_batch *batch_row(seg *s, d9f_table t, int64_t wall, uint32_t *r, int *rc) {
+    const row_cache *c = &s->last[t];
+    d9f_row_batch *b = &s->batch[t];
+    if (c->valid && !c->skip && b->n != 0 && !d9f_batch_full(b) && c->hour == partition_hour(wall)) {
+        *rc = 0;
+        *r = b->n++;
+        b->v[D9F_COL_WALL_TIME][*r] = wall;
+        return b;
+    }
+    return batch_row_slow(s, t, wall, r, rc);
+}
+
+static __attribute__((noinline)) d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, uint32_t *r,
+                                                               int *rc) {
     int64_t hour = partition_hour(wall);
     row_cache *c = &s->last[t];
     d9f_row_batch *b = &s->batch[t];

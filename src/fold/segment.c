@@ -85,6 +85,12 @@ typedef struct seg {
     uint32_t *loc_lens;
     uint32_t nlocs;
     d9_u64_map loc_by_hash, loc_by_pool;
+    /* the latest pool ids' locations, by the id's low bits, before loc_by_pool: a runtime's
+     * few spawn locations are found without hashing (pool id + 1, 0: empty) */
+    struct {
+        uint64_t id1;
+        uint32_t loc;
+    } loc_recent[64];
     uint32_t stream;
     bool stream_known;
     /* workers' pairing: small worker ids (all of a usual runtime's) by a table, no hashing */
@@ -314,8 +320,14 @@ static uint32_t spawn_loc(seg *s, const d9_event *ev, d9_decoder *d) {
     if (idx < 0 || !ev->values[idx].present) return intern_loc(s, "<unknown>", 9);
     const d9_value *v = &ev->values[idx];
     if (v->type == D9_FT_POOLED_STRING) {
+        uint32_t slot = v->pool_id & 63;
+        if (s->loc_recent[slot].id1 == (uint64_t)v->pool_id + 1) return s->loc_recent[slot].loc;
         uint64_t *c = d9_u64_map_get(&s->loc_by_pool, v->pool_id);
-        if (c) return (uint32_t)*c;
+        if (c) {
+            s->loc_recent[slot].id1 = (uint64_t)v->pool_id + 1;
+            s->loc_recent[slot].loc = (uint32_t)*c;
+            return (uint32_t)*c;
+        }
         d9_dec_str str = v->str;
         if (!v->resolved && !d9_dec_pool_string(d, v->pool_id, &str)) {
             note_unresolved(s, ev);
@@ -859,6 +871,7 @@ static void note_drops(seg *s, const d9_event *ev) {
 static inline __attribute__((always_inline)) int on_event(seg *s, const d9_event *e, d9_decoder *d) {
     if (!s->stream_known || e->stream != s->stream) { /* pool ids are per stream */
         d9_u64_map_clear(&s->loc_by_pool);
+        memset(s->loc_recent, 0, sizeof s->loc_recent);
         s->stream = e->stream;
         s->stream_known = true;
     }

@@ -555,6 +555,18 @@ static int batch_defs(pq_writer *w, column *c, const uint8_t *present) {
     return 0;
 }
 
+/* Room in a dictionary column's indexes for `need` values (as store() grows them). */
+static int reserve_index(pq_writer *w, column *c, size_t need) {
+    if (need <= c->index_cap) return 0;
+    size_t cap = c->index_cap ? c->index_cap : 1024;
+    while (cap < need) cap *= 2;
+    uint32_t *x = realloc(c->index, cap * sizeof *x);
+    if (!x) return fail(w, "out of memory");
+    c->index = x;
+    c->index_cap = cap;
+    return 0;
+}
+
 /* NOTE_MINMAX over a batch, with the bounds in locals: stored through c each value, they were
  * reloaded each value too (v may alias them, as far as the compiler knows), and the loop was
  * ~10 instructions a value; in locals it is a compare and a conditional move each way. The
@@ -626,23 +638,34 @@ static int batch_defs(pq_writer *w, column *c, const uint8_t *present) {
             uint64_t key;                                                                       \
             uint32_t entry, ok;                                                                 \
         } recent[64] = {0};                                                                     \
+        /* room for the batch's indexes first: a recent value's index is then one store, with  \
+         * the count in a local (c's are written back around store(), which may spill the     \
+         * dictionary to PLAIN) */                                                             \
+        if (reserve_index(w, c, c->nvalues + n) != 0) return -1;                               \
+        uint32_t *ix = c->index;                                                                \
+        size_t nv = c->nvalues;                                                                 \
+        bool dict = true;                                                                       \
         for (uint32_t r = 0; r < n; r++) {                                                      \
             if (present && !present[r]) continue;                                               \
             uint64_t key = 0;                                                                   \
             memcpy(&key, &v[r], sizeof(T));                                                     \
             unsigned slot = (unsigned)(key ^ key >> 6 ^ key >> 32) & 63;                        \
-            if (c->dict_mode && recent[slot].ok && recent[slot].key == key) {                   \
-                if (c->nvalues >= c->index_cap && grow_index(w, c) != 0) return -1;             \
-                c->index[c->nvalues++] = recent[slot].entry;                                    \
+            if (dict && recent[slot].ok && recent[slot].key == key) {                           \
+                ix[nv++] = recent[slot].entry;                                                  \
                 continue;                                                                       \
             }                                                                                   \
+            c->nvalues = nv;                                                                    \
             if (store(w, c, &v[r], sizeof(T)) != 0) return -1;                                  \
-            if (c->dict_mode) {                                                                 \
+            nv = c->nvalues;                                                                    \
+            ix = c->index;                                                                      \
+            dict = c->dict_mode;                                                                \
+            if (dict) {                                                                         \
                 recent[slot].key = key;                                                         \
-                recent[slot].entry = c->index[c->nvalues - 1];                                  \
+                recent[slot].entry = ix[nv - 1];                                                \
                 recent[slot].ok = 1;                                                            \
             }                                                                                   \
         }                                                                                       \
+        c->nvalues = nv;                                                                        \
         return 0;                                                                               \
     }
 

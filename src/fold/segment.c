@@ -85,6 +85,12 @@ typedef struct seg {
     uint32_t *loc_lens;
     uint32_t nlocs;
     d9_u64_map loc_by_hash, loc_by_pool;
+    /* the latest pool ids' locations, by the id's low bits, before loc_by_pool: a runtime's
+     * few spawn locations are found without hashing (pool id + 1, 0: empty) */
+    struct {
+        uint64_t id1;
+        uint32_t loc;
+    } loc_recent[64];
     uint32_t stream;
     bool stream_known;
     /* workers' pairing: small worker ids (all of a usual runtime's) by a table, no hashing */
@@ -314,8 +320,14 @@ static uint32_t spawn_loc(seg *s, const d9_event *ev, d9_decoder *d) {
     if (idx < 0 || !ev->values[idx].present) return intern_loc(s, "<unknown>", 9);
     const d9_value *v = &ev->values[idx];
     if (v->type == D9_FT_POOLED_STRING) {
+        uint32_t slot = v->pool_id & 63;
+        if (s->loc_recent[slot].id1 == (uint64_t)v->pool_id + 1) return s->loc_recent[slot].loc;
         uint64_t *c = d9_u64_map_get(&s->loc_by_pool, v->pool_id);
-        if (c) return (uint32_t)*c;
+        if (c) {
+            s->loc_recent[slot].id1 = (uint64_t)v->pool_id + 1;
+            s->loc_recent[slot].loc = (uint32_t)*c;
+            return (uint32_t)*c;
+        }
         d9_dec_str str = v->str;
         if (!v->resolved && !d9_dec_pool_string(d, v->pool_id, &str)) {
             note_unresolved(s, ev);
@@ -330,9 +342,18 @@ static uint32_t spawn_loc(seg *s, const d9_event *ev, d9_decoder *d) {
     return intern_loc(s, str.ptr, str.len);
 }
 
-static d9m_pair_state *pair_of(seg *s, uint64_t worker) {
+/* A worker's pairing state: a small worker seen before inline (most marks), the rest in
+ * pair_of_slow (its realloc path made every call save and restore registers). */
+static d9m_pair_state *pair_of_slow(seg *s, uint64_t worker);
+
+static inline d9m_pair_state *pair_of(seg *s, uint64_t worker) {
+    if (worker < sizeof s->small_worker / sizeof *s->small_worker && s->small_worker[worker])
+        return &s->pairs[s->small_worker[worker] - 1];
+    return pair_of_slow(s, worker);
+}
+
+static __attribute__((noinline)) d9m_pair_state *pair_of_slow(seg *s, uint64_t worker) {
     bool small = worker < sizeof s->small_worker / sizeof *s->small_worker;
-    if (small && s->small_worker[worker]) return &s->pairs[s->small_worker[worker] - 1];
     uint64_t *i = small ? NULL : d9_u64_map_get(&s->worker_index, worker);
     if (i) return &s->pairs[*i];
     if (s->npairs >= UINT32_MAX - 1) return NULL;
@@ -526,7 +547,24 @@ static int flush_batch(seg *s, d9f_table t) {
 /* The batch a row of table t at wall goes into, and the row's index in it (*r); NULL when the
  * partition holds this segment already (*rc 0) or on an error (*rc -1). As row(): the output
  * is asked once per hour; a new hour's writer first gets the rows gathered for the last. */
-static d9f_row_batch *batch_row(seg *s, d9f_table t, int64_t wall, uint32_t *r, int *rc) {
+static d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, uint32_t *r, int *rc);
+
+/* The usual row inline: the same hour's writer, a batch begun and not full (d9f_batch_row's
+ * answer then is the next index); a new hour, a first row, a full batch in batch_row_slow. */
+static inline d9f_row_batch *batch_row(seg *s, d9f_table t, int64_t wall, uint32_t *r, int *rc) {
+    const row_cache *c = &s->last[t];
+    d9f_row_batch *b = &s->batch[t];
+    if (c->valid && !c->skip && b->n != 0 && !d9f_batch_full(b) && c->hour == partition_hour(wall)) {
+        *rc = 0;
+        *r = b->n++;
+        b->v[D9F_COL_WALL_TIME][*r] = wall;
+        return b;
+    }
+    return batch_row_slow(s, t, wall, r, rc);
+}
+
+static __attribute__((noinline)) d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, uint32_t *r,
+                                                               int *rc) {
     int64_t hour = partition_hour(wall);
     row_cache *c = &s->last[t];
     d9f_row_batch *b = &s->batch[t];
@@ -829,6 +867,48 @@ static void note_drops(seg *s, const d9_event *ev) {
     d9_json_object_end(j);
 }
 
+/* One event of the segment into the fold's state and rows. */
+static inline __attribute__((always_inline)) int on_event(seg *s, const d9_event *e, d9_decoder *d) {
+    if (!s->stream_known || e->stream != s->stream) { /* pool ids are per stream */
+        d9_u64_map_clear(&s->loc_by_pool);
+        memset(s->loc_recent, 0, sizeof s->loc_recent);
+        s->stream = e->stream;
+        s->stream_known = true;
+    }
+    s->events++;
+    bool timed = e->schema->has_timestamp && e->ts_ns != 0;
+    if (e->schema->bind.role == D9_SCH_SYMBOL_TABLE_ENTRY) /* timed or not */
+        return on_symbol(s, e);
+    if (!timed) {
+        if (e->schema->bind.role == D9_SCH_DROPPED_EVENTS) note_drops(s, e);
+        return 0;
+    }
+    if (!s->have_ts || e->ts_ns < s->first_ts) s->first_ts = e->ts_ns;
+    if (!s->have_ts || e->ts_ns > s->last_ts) s->last_ts = e->ts_ns;
+    s->have_ts = true;
+    switch (e->schema->bind.role) {
+    case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK:
+    case D9_SCH_WORKER_UNPARK: return on_mark(s, e, d);
+    case D9_SCH_COVERAGE: note_source(s, e); return 0;
+    case D9_SCH_SCHED_SWITCH: return on_switch(s, e);
+    case D9_SCH_WORKER_REGISTERED: return on_registered(s, e);
+    case D9_SCH_WAKE: return on_wake(s, e);
+    case D9_SCH_POLL_CPU: return on_poll_cpu(s, e);
+    case D9_SCH_CPU_SAMPLE: return on_sample(s, e, d);
+    case D9_SCH_DROPPED_EVENTS:
+        note_drops(s, e);
+        d9m_coverage_drop(&s->attr.cov, e->ts_ns, d9m_uint_or(e, e->schema->bind.field[D9_KF_WORKER_ID], D9_WORKER_NONE),
+                          d9m_uint_or(e, e->schema->bind.field[D9_KF_TID], 0));
+        return 0;
+    default: return 0;
+    }
+}
+
+/* Events a run at a time (d9_dec_next_run: the bounded events the buffer holds, read in one
+ * call), and one by d9_dec_next where a run cannot go on: that one call refills the buffer,
+ * reads every other frame and names damage and errors, as before. */
+enum { RUN_EVENTS = 64, RUN_VALUES = 64 * 12 };
+
 static int read_events(seg *s, const char **status) {
     char err[256];
     d9_decoder *d = d9_dec_open_path(s->path, NULL, err, sizeof err);
@@ -836,43 +916,16 @@ static int read_events(seg *s, const char **status) {
         snprintf(s->err, s->errlen, "%s", err);
         return -1;
     }
-    d9_event ev;
+    d9_event ev, run[RUN_EVENTS];
+    d9_value vals[RUN_VALUES];
     int rc = 0;
-    while (rc == 0 && d9_dec_next(d, &ev) > 0) {
-        if (!s->stream_known || ev.stream != s->stream) { /* pool ids are per stream */
-            d9_u64_map_clear(&s->loc_by_pool);
-            s->stream = ev.stream;
-            s->stream_known = true;
-        }
-        s->events++;
-        bool timed = ev.schema->has_timestamp && ev.ts_ns != 0;
-        if (ev.schema->bind.role == D9_SCH_SYMBOL_TABLE_ENTRY) { /* timed or not */
-            rc = on_symbol(s, &ev);
-            continue;
-        }
-        if (!timed) {
-            if (ev.schema->bind.role == D9_SCH_DROPPED_EVENTS) note_drops(s, &ev);
-            continue;
-        }
-        if (!s->have_ts || ev.ts_ns < s->first_ts) s->first_ts = ev.ts_ns;
-        if (!s->have_ts || ev.ts_ns > s->last_ts) s->last_ts = ev.ts_ns;
-        s->have_ts = true;
-        switch (ev.schema->bind.role) {
-        case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK:
-        case D9_SCH_WORKER_UNPARK: rc = on_mark(s, &ev, d); break;
-        case D9_SCH_COVERAGE: note_source(s, &ev); break;
-        case D9_SCH_SCHED_SWITCH: rc = on_switch(s, &ev); break;
-        case D9_SCH_WORKER_REGISTERED: rc = on_registered(s, &ev); break;
-        case D9_SCH_WAKE: rc = on_wake(s, &ev); break;
-        case D9_SCH_POLL_CPU: rc = on_poll_cpu(s, &ev); break;
-        case D9_SCH_CPU_SAMPLE: rc = on_sample(s, &ev, d); break;
-        case D9_SCH_DROPPED_EVENTS:
-            note_drops(s, &ev);
-            d9m_coverage_drop(&s->attr.cov, ev.ts_ns, d9m_uint_or(&ev, ev.schema->bind.field[D9_KF_WORKER_ID], D9_WORKER_NONE),
-                              d9m_uint_or(&ev, ev.schema->bind.field[D9_KF_TID], 0));
-            break;
-        default: break;
-        }
+    for (;;) {
+        int n = d9_dec_next_run(d, run, RUN_EVENTS, vals, RUN_VALUES);
+        for (int i = 0; i < n && rc == 0; i++) rc = on_event(s, &run[i], d);
+        if (rc != 0) break;
+        if (n > 0) continue;
+        if (d9_dec_next(d, &ev) <= 0) break;
+        if ((rc = on_event(s, &ev, d)) != 0) break;
     }
     d9_dec_status st = d9_dec_state(d);
     const d9_dec_stats *ds = d9_dec_get_stats(d);

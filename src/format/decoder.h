@@ -286,6 +286,17 @@ typedef enum d9_dec_status {
  * or new pool entries need room). */
 int d9_dec_next(d9_decoder *d, d9_event *ev);
 
+/* A run of events at once, for a reader whose per-event work is small (dial9 fold): up to
+ * max_events of the event frames next in the buffered input, each as d9_dec_next would have
+ * returned it (the same schema, values, time, offset and stream, the same stats), into
+ * evs[], their values into vals[] (at most max_values in all; each event's own, valid until
+ * the stream ends, the pooled ones as d9_dec_next's). Only what the bounded field plans read
+ * straight through with every pool id defined and a plausible time: the run ends before
+ * anything else (another frame, a schema without a plan, fewer bytes buffered than its
+ * bound, scan mode, a clock sync), and returns 0 when that is the next event: then
+ * d9_dec_next reads it (refilling, judging damage, naming errors as always). */
+int d9_dec_next_run(d9_decoder *d, d9_event *evs, uint32_t max_events, d9_value *vals, uint32_t max_values);
+
 d9_dec_status d9_dec_state(const d9_decoder *d);
 
 /* Why decoding stopped, e.g. "truncated at offset 4046993 (stream 13): incomplete event

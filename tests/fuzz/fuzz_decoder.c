@@ -2,7 +2,9 @@
  * (zstd frames too: the corpus has a .bin.zst seed, whose mutations reach the zstd input),
  * through a FILE* read in tiny chunks (the refill and buffer-growth paths), and gzip- and
  * zstd-compressed through the decompressing inputs. Every decoded value is read in full so that the sanitizers see
- * any pointer the decoder hands out that does not point to valid memory. */
+ * any pointer the decoder hands out that does not point to valid memory. The in-memory input is
+ * read once more with d9_dec_next_run's runs between the d9_dec_next calls (as dial9 fold
+ * reads): the same events, values and end. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,15 +51,40 @@ static volatile uint64_t sink;
 typedef struct outcome {
     bool ran, compressed;
     d9_dec_status status;
-    uint64_t events, damaged_regions, damaged_bytes, stop;
+    uint64_t events, damaged_regions, damaged_bytes, stop, hash;
 } outcome;
 
-static outcome run(d9_decoder *d) {
+/* The next event: by d9_dec_next, or from a run of at most max_run events (0: no runs). */
+typedef struct reader {
+    uint32_t max_run, max_values, n, at;
+    d9_event run[16];
+    d9_value vals[256];
+} reader;
+
+static int next(d9_decoder *d, reader *r, d9_event *ev) {
+    if (r->at == r->n && r->max_run) {
+        int n = d9_dec_next_run(d, r->run, r->max_run, r->vals, r->max_values);
+        r->n = n > 0 ? (uint32_t)n : 0;
+        r->at = 0;
+    }
+    if (r->at < r->n) {
+        *ev = r->run[r->at++];
+        return 1;
+    }
+    return d9_dec_next(d, ev);
+}
+
+static outcome run_with(d9_decoder *d, uint32_t max_run, uint32_t max_values) {
     outcome o = {0};
     if (!d) return o;
     d9_event ev;
     uint64_t h = 0;
-    while (d9_dec_next(d, &ev) > 0) {
+    static reader r;
+    r.max_run = max_run;
+    r.max_values = max_values;
+    r.n = r.at = 0;
+    while (next(d, &r, &ev) > 0) {
+        h += ev.offset * 3 + ev.stream * 5 + ev.type_id * 7 + ev.implausible_ts;
         const d9_dec_schema *s = ev.schema;
         h += ev.ts_ns + s->index + s->name_len + (uint8_t)s->name[0];
         for (uint32_t i = 0; i < s->field_count; i++) {
@@ -88,10 +115,12 @@ static outcome run(d9_decoder *d) {
     h += ds->events + d9_dec_stop_offset(d);
     for (uint32_t i = 0; i < d9_dec_schema_count(d); i++) h += d9_dec_schema_at(d, i)->field_count;
     sink = h;
-    o = (outcome){true, ds->gzip || ds->zstd, st, ds->events, ds->damaged_regions, ds->damaged_bytes, d9_dec_stop_offset(d)};
+    o = (outcome){true, ds->gzip || ds->zstd, st, ds->events, ds->damaged_regions, ds->damaged_bytes, d9_dec_stop_offset(d), h};
     d9_dec_close(d);
     return o;
 }
+
+static outcome run(d9_decoder *d) { return run_with(d, 0, 0); }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* small limits so that absurd lengths hit them quickly */
@@ -101,6 +130,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     opt.max_pool_bytes = 8 << 20;
     opt.max_schema_bytes = 4 << 20;
     outcome in_memory = run(d9_dec_open_mem(data, size, &opt, NULL, 0));
+    uint32_t max_run = size ? 1 + data[size - 1] % 16 : 1;
+    outcome in_runs = run_with(d9_dec_open_mem(data, size, &opt, NULL, 0), max_run, 4 + 16 * max_run);
+    if (in_memory.ran != in_runs.ran || in_memory.status != in_runs.status || in_memory.events != in_runs.events ||
+        in_memory.damaged_regions != in_runs.damaged_regions || in_memory.damaged_bytes != in_runs.damaged_bytes ||
+        in_memory.stop != in_runs.stop || in_memory.hash != in_runs.hash)
+        __builtin_trap();
 
     FILE *f = fmemopen((void *)data, size, "rb");
     if (f) {

@@ -224,6 +224,17 @@ static inline __attribute__((always_inline)) void put_le64(uint8_t *p, uint64_t 
 #endif
 }
 
+/* A u32 field at p in one store (d9_raw_u32's bytes: its four byte stores, after a varint,
+ * were merged by the compiler with the varint's last byte through shifts and ors). */
+static inline __attribute__((always_inline)) uint8_t *put_u32(uint8_t *p, uint32_t v) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, sizeof v);
+    return p + 4;
+#else
+    return d9_raw_u32(p, v);
+#endif
+}
+
 #define HOOK_WORDS_MAX D9_REC_WORDS_UNPARK_WAKE
 _Static_assert(HOOK_WORDS_MAX <= 1 << 3, "a record's words in 2^HOOK_WORDS_SHIFT");
 _Static_assert(D9_REC_WORDS_POLL_BEGIN <= HOOK_WORDS_MAX && D9_REC_WORDS_WAKE <= HOOK_WORDS_MAX &&
@@ -246,9 +257,9 @@ static inline __attribute__((always_inline)) uint8_t *fast_span(uint8_t *p, uint
     put_le64(p, worker_bytes);
     p = d9_raw_varint(p + worker_len, span_id);
     if (schema == D9_SCH_SPAN_ENTER) *p++ = 0; /* parent_span_id: none */
-    p = d9_raw_u32(p, name);
+    p = put_u32(p, name);
     p = d9_raw_varint(p, task);
-    return d9_raw_u32(p, tid);
+    return put_u32(p, tid);
 }
 
 /* cpu_time_ns, a varint of 4-6 bytes (~33 instructions a byte at a time): written from the
@@ -364,7 +375,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             /* worker varint and local queue u8, in one store */
             put_le64(p, worker_bytes | (uint64_t)sat8(r[2] >> 32) << (8 * worker_len));
             p = d9_raw_varint(p + worker_len + 1, task);
-            p = d9_raw_u32(p, loc);
+            p = put_u32(p, loc);
             break;
         }
         case D9_REC_POLL_END:
@@ -385,7 +396,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
                 goto general;
             p = hook_event_header(p, D9_SCH_TASK_SPAWN, ts, delta);
             p = d9_raw_varint(p, r[1]);
-            p = d9_raw_u32(p, loc);
+            p = put_u32(p, loc);
             p = d9_raw_u8(p, 1); /* instrumented */
             if (r[3]) {
                 p = hook_event_header(p, D9_SCH_TASK_OBJECT, ts, 0);
@@ -439,7 +450,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             p += worker_len + 1;                                                                \
             p = !(park) && r[1] == t->c_cpu.value ? cpu_time_again(t, p) : d9_cpu_varint(&t->c_cpu, p, r[1]); \
             if (!(park)) p = d9_raw_varint(p, delay);                                           \
-            p = d9_raw_u32(p, tid)
+            p = put_u32(p, tid)
         case D9_REC_PARK: {
             PARK_CASE(true, D9_SCH_WORKER_PARK, D9_REC_WORDS_PARK);
             break;

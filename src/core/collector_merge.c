@@ -196,26 +196,22 @@ static const uint8_t hook_words[256] = {
 
 /* d9_raw_event's bytes (a timestamp reset first when the delta does not fit in 24 bits or goes
  * back), the frame's five header bytes in one 8-byte store: the bytes after them are the
- * fields', written next, inside the room reserved for the event. */
-static inline __attribute__((always_inline)) uint8_t *hook_event_header(uint8_t *p, uint64_t *ts_base,
-                                                                         uint16_t type_id, uint64_t ts) {
+ * fields', written next, inside the room reserved for the event. `delta` is ts less the
+ * stream's timestamp base (the event before), which the loop has as it reads the record: no
+ * base is kept per event, the stream's is ts - delta when the run ends. */
+static inline __attribute__((always_inline)) uint8_t *hook_event_header(uint8_t *p, uint16_t type_id, uint64_t ts,
+                                                                         uint64_t delta) {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    uint64_t delta = ts - *ts_base; /* going back wraps above the largest delta: one test */
-    if (__builtin_expect(delta > D9_TS_DELTA_MAX, 0)) {
-        d9_stream_state st = {*ts_base};
-        p = d9_raw_event(p, &st, type_id, ts);
-        *ts_base = st.ts_base;
-        return p;
+    if (__builtin_expect(delta > D9_TS_DELTA_MAX, 0)) { /* going back wraps above it: one test */
+        d9_stream_state st = {ts - delta};
+        return d9_raw_event(p, &st, type_id, ts);
     }
     uint64_t h = D9_FRAME_EVENT | (uint64_t)type_id << 8 | delta << 24;
     memcpy(p, &h, sizeof h);
-    *ts_base = ts;
     return p + 6;
 #else
-    d9_stream_state st = {*ts_base};
-    p = d9_raw_event(p, &st, type_id, ts);
-    *ts_base = st.ts_base;
-    return p;
+    d9_stream_state st = {ts - delta};
+    return d9_raw_event(p, &st, type_id, ts);
 #endif
 }
 
@@ -228,7 +224,19 @@ static inline __attribute__((always_inline)) void put_le64(uint8_t *p, uint64_t 
 #endif
 }
 
+/* A u32 field at p in one store (d9_raw_u32's bytes: its four byte stores, after a varint,
+ * were merged by the compiler with the varint's last byte through shifts and ors). */
+static inline __attribute__((always_inline)) uint8_t *put_u32(uint8_t *p, uint32_t v) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, sizeof v);
+    return p + 4;
+#else
+    return d9_raw_u32(p, v);
+#endif
+}
+
 #define HOOK_WORDS_MAX D9_REC_WORDS_UNPARK_WAKE
+_Static_assert(HOOK_WORDS_MAX <= 1 << 3, "a record's words in 2^HOOK_WORDS_SHIFT");
 _Static_assert(D9_REC_WORDS_POLL_BEGIN <= HOOK_WORDS_MAX && D9_REC_WORDS_WAKE <= HOOK_WORDS_MAX &&
                    D9_REC_WORDS_PARK <= HOOK_WORDS_MAX &&
                    D9_REC_WORDS_TERMINATE <= HOOK_WORDS_MAX && D9_REC_WORDS_SPAWN <= HOOK_WORDS_MAX &&
@@ -241,17 +249,17 @@ _Static_assert(D9_REC_WORDS_POLL_BEGIN <= HOOK_WORDS_MAX && D9_REC_WORDS_WAKE <=
  * decode_record and emit it cost a run's exit and re-entry besides the generic encoder's
  * out-of-line stores (bench/README.md, "Spans and spawns in the fast path"). */
 _Static_assert(D9_RAW_EVENT_MAX + 2 + 10 + 1 + 4 + 10 + 4 <= HOOK_EVENT_MAX, "a span fits an event's room");
-static inline __attribute__((always_inline)) uint8_t *fast_span(uint8_t *p, uint64_t *ts_base, uint16_t schema,
+static inline __attribute__((always_inline)) uint8_t *fast_span(uint8_t *p, uint64_t delta, uint16_t schema,
                                                                 uint64_t ts, uint64_t worker_bytes,
                                                                 unsigned worker_len, uint64_t span_id,
                                                                 uint32_t name, uint64_t task, uint32_t tid) {
-    p = hook_event_header(p, ts_base, schema, ts);
+    p = hook_event_header(p, schema, ts, delta);
     put_le64(p, worker_bytes);
     p = d9_raw_varint(p + worker_len, span_id);
     if (schema == D9_SCH_SPAN_ENTER) *p++ = 0; /* parent_span_id: none */
-    p = d9_raw_u32(p, name);
+    p = put_u32(p, name);
     p = d9_raw_varint(p, task);
-    return d9_raw_u32(p, tid);
+    return put_u32(p, tid);
 }
 
 /* cpu_time_ns, a varint of 4-6 bytes (~33 instructions a byte at a time): written from the
@@ -265,6 +273,24 @@ _Static_assert(CPU_FIELD_AT_MOST + 16 <= HOOK_EVENT_MAX, "the 16-byte copies sta
 static inline __attribute__((always_inline)) uint8_t *cpu_time_again(d9_thread *t, uint8_t *p) {
     memcpy(p, t->c_cpu.bytes, 16);
     return p + t->c_cpu.len_m1 + 1;
+}
+
+/* How many records the fast loop may take, the next one included, before it tests room and
+ * ring end exactly again: a record writes at most two events (a spawn and its object, an
+ * unpark and its wake: 2 HOOK_EVENT_MAX bytes) and reads at most HOOK_WORDS_MAX words, each
+ * rounded up to a power of two so the count is two shifts. One test of a counter per record
+ * instead of two, and a run no longer stops HOOK_WORDS_MAX words before the head read: its
+ * last records are tested one by one. The caller knows the next record fits (its words
+ * before lim, p <= p_stop, or the first record of a run: taken, then the exact tests). */
+#define HOOK_RECORD_BYTES_SHIFT 7
+#define HOOK_WORDS_SHIFT 3
+_Static_assert(2 * HOOK_EVENT_MAX <= 1 << HOOK_RECORD_BYTES_SHIFT, "a record's two events in 2^shift bytes");
+static inline __attribute__((always_inline)) uint64_t records_unchecked(const uint8_t *p, const uint8_t *p_stop,
+                                                                        const uint64_t *r, const uint64_t *r_lim) {
+    uint64_t room = p <= p_stop ? (uint64_t)(p_stop - p) >> HOOK_RECORD_BYTES_SHIFT : 0;
+    uint64_t words = (uint64_t)(r_lim - r); /* the caller's record is whole there: r < r_lim */
+    uint64_t ring = words >= HOOK_WORDS_MAX ? (words - HOOK_WORDS_MAX) >> HOOK_WORDS_SHIFT : 0;
+    return 1 + (room < ring ? room : ring);
 }
 
 typedef enum fast_stop {
@@ -282,7 +308,8 @@ typedef enum fast_stop {
  * the buffer's or the segment's end (where emit grows or rotates). Enters with the record at
  * k->pos peeked and due (its ts before every other candidate's). */
 static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collector *c, cursor *k, uint64_t others,
-                                                                       uint64_t src_ts, const bool rules_on) {
+                                                                       uint64_t src_ts, const bool rules_on,
+                                                                       const bool ticks_are_ns) {
     size_t avail = c->out.cap < c->room ? c->out.cap : (size_t)c->room;
     if (!c->stream_open || c->out.failed || avail < HOOK_EVENT_MAX + c->out.len) return FAST_GENERAL;
     d9_thread *t = k->t;
@@ -293,7 +320,6 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
     const uint8_t *p_stop = data + (avail - HOOK_EVENT_MAX);
     if (p_stop > p_flush - 1) p_stop = p_flush - 1;
     uint8_t *p = data + c->out.len;
-    const uint64_t *const base = k->base;
     const uint64_t mask = k->mask, stream = c->stream_no;
     uint64_t lim = (k->pos & ~mask) + mask + 1; /* records in one ring, none past the wrap point */
     if (k->end < lim) lim = k->end;
@@ -301,27 +327,29 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
     /* The next record is taken while ts <= bound (before every other thread's, not after the
      * next source event); none when another thread's is at 0. */
     uint64_t bound = others - 1 < src_ts ? others - 1 : src_ts;
-    if (others == 0) lim = 0;
-    uint64_t pos = k->pos, n = k->words, ts = k->next_ts, task = t->c_task, taken = 0;
-    uint64_t twins = 0; /* records that made a second event (a spawn's TaskObjectEvent) */
+    if (others == 0) lim = k->pos; /* the record entered with, then none */
+    uint64_t n = k->words, ts = k->next_ts, task = t->c_task;
+    /* Events written: a record each, counted by the batch's counter (records taken = those of
+     * the batches before, `done`, plus this batch's less `left`), and a twin's second event. */
+    uint64_t done = 0, twins = 0;
+    /* the record's ts less the event before it in the stream: the delta its header takes */
+    uint64_t delta = ts - c->st.ts_base;
+    /* The records are walked by pointer: none crosses the wrap point, so the run's records
+     * are contiguous words up to r_lim (the position is the entry's plus the words walked). */
+    const uint64_t *const r0 = k->base + (k->pos & mask), *const r_lim = r0 + (lim - k->pos);
     const uint64_t worker = t->c_worker;
     /* The bytes every event of this run repeats, made once per run and stored whole per event:
      * the worker's varint (one byte below 128, two up to 255) and the thread id (u32). */
     const uint64_t worker_bytes = worker < 0x80 ? worker : ((worker & 0x7f) | 0x80) | (worker >> 7) << 8;
     const unsigned worker_len = worker < 0x80 ? 1 : 2;
     const uint32_t tid = (uint32_t)t->tid;
-    uint64_t ts_base = c->st.ts_base;
-    /* CLOCK_MONOTONIC ticks are the time once unwrapped: tested first, from a local (a map has
-     * a fast span only on the TSC), ~8 instructions an event of ~80 there. The TSC's inputs are
-     * left in c: as locals they cost spills (bench/README.md). */
-    const bool ticks_are_ns = !__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED);
-    /* a local: the byte stores through p may alias anything in c, which is then read again */
-    const uint64_t now_ticks = c->now_ticks;
     /* schemas seen written in this stream (bit per id), kept across runs: a run is often a
      * poll's two events (a server with a request a poll), each run testing them again cost */
     uint32_t ready = c->fast_ready_stream == stream ? c->fast_ready : 0;
     uint64_t loc_ok = UINT64_MAX; /* a location seen written in this stream */
     fast_stop stop;
+    /* Records the loop takes before its exact room and ring-end tests (records_unchecked). */
+    uint64_t batch = records_unchecked(p, p_stop, r0, r_lim), left = batch;
 #define SCHEMA_READY(id) \
     (__builtin_expect((ready >> (id)) & 1, 1) || (c->schema_mark[id] == stream && (ready |= 1u << (id))))
     /* a location string already written in this stream (the last one seen is remembered) */
@@ -334,7 +362,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
      * (no table read, no second test of the kind per record). A record of another kind read
      * ahead (its ts then unwrapped from whatever its first word holds) is left to cursor_peek:
      * FAST_PEEK, unless it is the one the run entered with (FAST_GENERAL: decode_record's). */
-    const uint64_t *r = base + (pos & mask);
+    const uint64_t *r = r0;
     for (;;) {
         switch (D9_REC_KIND(r[0])) {
         case D9_REC_POLL_BEGIN: {
@@ -343,11 +371,11 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             if (!SCHEMA_READY(D9_SCH_POLL_START) || !LOC_READY(loc)) goto general;
             task = r[1];
             if (rules_on) d9_rule_check_poll_begin(t, ts);
-            p = hook_event_header(p, &ts_base, D9_SCH_POLL_START, ts);
+            p = hook_event_header(p, D9_SCH_POLL_START, ts, delta);
             /* worker varint and local queue u8, in one store */
             put_le64(p, worker_bytes | (uint64_t)sat8(r[2] >> 32) << (8 * worker_len));
             p = d9_raw_varint(p + worker_len + 1, task);
-            p = d9_raw_u32(p, loc);
+            p = put_u32(p, loc);
             break;
         }
         case D9_REC_POLL_END:
@@ -355,7 +383,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             if (!SCHEMA_READY(D9_SCH_POLL_END)) goto general;
             task = 0;
             if (rules_on) d9_rule_check_poll_end(t, ts, worker);
-            p = hook_event_header(p, &ts_base, D9_SCH_POLL_END, ts);
+            p = hook_event_header(p, D9_SCH_POLL_END, ts, delta);
             put_le64(p, worker_bytes);
             p += worker_len;
             break;
@@ -366,12 +394,12 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             if (!SCHEMA_READY(D9_SCH_TASK_SPAWN) || !LOC_READY(loc) ||
                 (r[3] && (!SCHEMA_READY(D9_SCH_TASK_OBJECT) || p + HOOK_EVENT_MAX > p_stop)))
                 goto general;
-            p = hook_event_header(p, &ts_base, D9_SCH_TASK_SPAWN, ts);
+            p = hook_event_header(p, D9_SCH_TASK_SPAWN, ts, delta);
             p = d9_raw_varint(p, r[1]);
-            p = d9_raw_u32(p, loc);
+            p = put_u32(p, loc);
             p = d9_raw_u8(p, 1); /* instrumented */
             if (r[3]) {
-                p = hook_event_header(p, &ts_base, D9_SCH_TASK_OBJECT, ts);
+                p = hook_event_header(p, D9_SCH_TASK_OBJECT, ts, 0);
                 p = d9_raw_varint(p, r[1]);
                 p = d9_raw_varint(p, r[3]);
                 twins++;
@@ -381,14 +409,14 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
         case D9_REC_TERMINATE:
             n = D9_REC_WORDS_TERMINATE;
             if (!SCHEMA_READY(D9_SCH_TASK_TERMINATE)) goto general;
-            p = hook_event_header(p, &ts_base, D9_SCH_TASK_TERMINATE, ts);
+            p = hook_event_header(p, D9_SCH_TASK_TERMINATE, ts, delta);
             p = d9_raw_varint(p, r[1]);
             break;
         /* A case each, so that the schema is a constant in each. */
 #define SPAN_CASE(schema)                                                                       \
             n = D9_REC_WORDS_SPAN;                                                              \
             if (!SCHEMA_READY(schema) || !LOC_READY((uint32_t)r[2])) goto general;              \
-            p = fast_span(p, &ts_base, (schema), ts, worker_bytes, worker_len, r[1], (uint32_t)r[2], task, tid)
+            p = fast_span(p, delta, (schema), ts, worker_bytes, worker_len, r[1], (uint32_t)r[2], task, tid)
         case D9_REC_SPAN_BEGIN:
             SPAN_CASE(D9_SCH_SPAN_ENTER);
             break;
@@ -400,7 +428,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
         case D9_REC_WAKE_READY:
             n = D9_REC_WORDS_WAKE;
             if (!SCHEMA_READY(D9_SCH_WAKE)) goto general;
-            p = hook_event_header(p, &ts_base, D9_SCH_WAKE, ts);
+            p = hook_event_header(p, D9_SCH_WAKE, ts, delta);
             p = d9_raw_varint(p, D9_REC_KIND(r[0]) == D9_REC_WAKE ? task : 0);
             p = d9_raw_varint(p, r[1]);
             p = d9_raw_u8(p, sat8(worker));
@@ -417,12 +445,12 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
                 t->c_ss_wait = r[2];                                                            \
             }                                                                                   \
             if (!(park) && rules_on) d9_rule_check_unpark(ts, delay, worker);                   \
-            p = hook_event_header(p, &ts_base, (schema), ts);                                   \
+            p = hook_event_header(p, (schema), ts, delta);                                   \
             put_le64(p, worker_bytes | (uint64_t)sat8(r[3]) << (8 * worker_len));              \
             p += worker_len + 1;                                                                \
             p = !(park) && r[1] == t->c_cpu.value ? cpu_time_again(t, p) : d9_cpu_varint(&t->c_cpu, p, r[1]); \
             if (!(park)) p = d9_raw_varint(p, delay);                                           \
-            p = d9_raw_u32(p, tid)
+            p = put_u32(p, tid)
         case D9_REC_PARK: {
             PARK_CASE(true, D9_SCH_WORKER_PARK, D9_REC_WORDS_PARK);
             break;
@@ -437,7 +465,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             n = D9_REC_WORDS_UNPARK_WAKE;
             if (!SCHEMA_READY(D9_SCH_WAKE) || p + HOOK_EVENT_MAX > p_stop) goto general;
             PARK_CASE(false, D9_SCH_WORKER_UNPARK, D9_REC_WORDS_UNPARK_WAKE);
-            p = hook_event_header(p, &ts_base, D9_SCH_WAKE, ts);
+            p = hook_event_header(p, D9_SCH_WAKE, ts, 0);
             /* waker 0 (the poller), the woken task, the worker (a u8: sat8 as a wake's) */
             p = d9_raw_varint(p, 0);
             p = d9_raw_varint(p, r[4]);
@@ -448,28 +476,46 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
 #undef PARK_CASE
         default:
             /* the run's first record is peeked (cursor_peek): decode_record takes it */
-            if (taken == 0) goto general;
+            if (r == r0) goto general;
             stop = FAST_PEEK;
             goto out;
         }
-        taken++;
-        pos += n;
-        if (__builtin_expect(p > p_stop, 0)) {
-            stop = p >= p_flush ? FAST_FLUSH : FAST_PEEK;
-            break;
+        r += n;
+        if (__builtin_expect(--left == 0, 0)) {
+            /* the batch is spent: the exact tests, then the next batch */
+            delta = 0; /* ts is the last event's: the stream's base */
+            if (p > p_stop) {
+                stop = p >= p_flush ? FAST_FLUSH : FAST_PEEK;
+                break;
+            }
+            /* The next record only when it is whole before lim (never a word at or past the
+             * head read: the producer may be writing it); another kind goes by cursor_peek. */
+            if (r >= r_lim || !hook_words[D9_REC_KIND(r[0])] || hook_words[D9_REC_KIND(r[0])] > r_lim - r) {
+                stop = FAST_PEEK;
+                break;
+            }
+            done += batch;
+            left = batch = records_unchecked(p, p_stop, r, r_lim);
         }
-        /* The next record, read ahead while there is room for the longest hook record before the
-         * end of what this ring holds (never a word at or past the head read: the producer may
-         * be writing it); the last few go by cursor_peek. */
-        if (pos + HOOK_WORDS_MAX > lim) {
-            stop = FAST_PEEK;
-            break;
+        /* The next record's ts and its header's delta. CLOCK_MONOTONIC ticks are the time once
+         * unwrapped (ticks_are_ns, a constant in each of take_fast_plain's two copies: a map
+         * has a fast span only on the TSC): the tick nearest the event before (ts, the
+         * stream's base now) with the record's low 56 bits, as d9_ticks_unwrap56 gives it
+         * against now_ticks (both within 2^55 ns of it), and the difference is the delta: the
+         * kind in the low byte falls out of the arithmetic shift. On the TSC the tick is
+         * unwrapped against now_ticks and mapped (the TSC's inputs are left in c: as locals
+         * they cost spills). Another kind's first word is no tick (a PAD's is 0): mapped only
+         * on the monotonic clock, where that is arithmetic, and left to the switch above or to
+         * the test below. */
+        if (ticks_are_ns) {
+            delta = (uint64_t)((int64_t)(r[0] - (ts << 8)) >> 8);
+            ts += delta;
+        } else {
+            const uint64_t ticks = c->now_ticks + (uint64_t)((int64_t)(r[0] - (c->now_ticks << 8)) >> 8);
+            const uint64_t next = hook_words[D9_REC_KIND(r[0])] ? d9_clock_map_to_ns_fast(&c->clock, ticks) : 0;
+            delta = next - ts;
+            ts = next;
         }
-        r = base + (pos & mask);
-        /* another kind's first word is no tick (a PAD's is 0): mapped only on the monotonic
-         * clock, where that is arithmetic, and left to the switch above or to the test below */
-        ts = ticks_are_ns ? d9_ticks_unwrap56(D9_REC_TICKS56(r[0]), now_ticks)
-             : hook_words[D9_REC_KIND(r[0])] ? ticks_to_ns(c, r[0]) : 0;
         if (ts > bound) {
             /* due after another candidate: the merge needs its length too, or cursor_peek */
             n = hook_words[D9_REC_KIND(r[0])];
@@ -483,17 +529,18 @@ general:
 out:
 #undef SCHEMA_READY
 #undef LOC_READY
-    k->pos = pos;
+    k->pos += (uint64_t)(r - r0);
     k->next_ts = ts; /* for FAST_GENERAL and FAST_YIELD: the record at pos */
     k->words = n;
     c->out.len = (size_t)(p - data);
-    c->st.ts_base = ts_base;
+    c->st.ts_base = ts - delta;
     c->fast_ready = ready;
     c->fast_ready_stream = stream;
     t->c_task = task;
-    t->c_events += taken + twins;
-    c->recorded_in_drain += taken + twins;
-    c->out_events += taken + twins;
+    const uint64_t events = done + batch - left + twins;
+    t->c_events += events;
+    c->recorded_in_drain += events;
+    c->out_events += events;
     return stop;
 }
 
@@ -501,11 +548,13 @@ out:
  * no test of it at all (the choice is made once per run of a thread's records). Not inlined:
  * test_collector_instructions counts the instructions inside it per event (a call per run). */
 static __attribute__((noinline)) fast_stop take_fast_plain(d9_collector *c, cursor *k, uint64_t others, uint64_t src_ts) {
-    return take_fast_with(c, k, others, src_ts, false);
+    if (__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED)) return take_fast_with(c, k, others, src_ts, false, false);
+    return take_fast_with(c, k, others, src_ts, false, true);
 }
 static __attribute__((noinline)) fast_stop take_fast_rules(d9_collector *c, cursor *k, uint64_t others,
                                                            uint64_t src_ts) {
-    return take_fast_with(c, k, others, src_ts, true);
+    if (__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED)) return take_fast_with(c, k, others, src_ts, true, false);
+    return take_fast_with(c, k, others, src_ts, true, true);
 }
 
 /* One thread's records while they stay before every other candidate (ties go back to the

@@ -7,7 +7,7 @@
  * earlier VM, and let the governor spend 2.1 % at 20 k switches/s and 3.2 % at 40 k against its
  * 1 %.) */
 const d9_gov_costs d9_gov_costs_measured = {
-    .context = 1100, .records = 1400, .stack = 8000, .cpu_sample = 20000, .schedstat = 1300,
+    .context = 1100, .records = 1400, .stack = 8000, .stack_unwind = 0, .cpu_sample = 20000, .schedstat = 1300,
     .closed_context = 250, .window_context = 2300};
 
 uint32_t d9_gov_one_in(int level) {
@@ -57,7 +57,8 @@ double d9_gov_estimate_as(const d9_gov_input *in, int level, bool closed_between
      * pacing's rate (workers' switches are counted as all of the process's: an upper bound) */
     double cap = positive(in->stacks_cap_per_s);
     double stacks = (sw < cap ? sw : cap) / n; /* the pacing's rate (d9_gov_stacks_rate), or fewer */
-    ns += sw * in->costs.records / n + stacks * in->costs.stack;
+    double share = in->stacks_unwound_share > 1 ? 1 : positive(in->stacks_unwound_share);
+    ns += sw * in->costs.records / n + stacks * (in->costs.stack + share * in->costs.stack_unwind);
     if (gaps) {
         ns += positive(in->reopen_ns) * d9_gov_windows_per_s(level); /* a close and a reopen per window */
         /* the empty contexts between windows (with the CPU profile's events the context stays

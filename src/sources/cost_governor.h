@@ -39,7 +39,10 @@ typedef struct d9_gov_costs {
     /* Per context switch of a thread of the process (a switch-out and its switch-in): */
     double context; /* the perf context on the task, events enabled or not */
     double records; /* two PERF_RECORD_SWITCH (kernel) + reading/encoding them */
-    double stack;   /* one context-switch call chain: kernel unwind, 2 KiB stack copy, CFI unwind */
+    double stack;   /* one context-switch stack, the kernel's part: call chain, registers, 2 KiB
+                     * stack copy, and reading it from the ring */
+    double stack_unwind; /* ours, per stack unwound: CFI unwind, interning, encoding (only the
+                          * stacks of switches inside polls are: stacks_unwound_share) */
     double cpu_sample; /* one CPU profile sample, likewise */
     double schedstat;  /* one read of /proc/thread-self/schedstat at a park or unpark */
     /* Per context switch while a sampled level's events are closed between its windows: a
@@ -73,6 +76,8 @@ typedef struct d9_gov_input {
     double budget_ns_per_s;   /* DIAL9_OVERHEAD_BUDGET_PCT x 1e7; <= 0: not governed */
     double switches_per_s;    /* context switches of the process (getrusage), any level */
     double stacks_cap_per_s;  /* context-switch stacks at most (their pacing); 0 when unavailable */
+    double stacks_unwound_share; /* of the stacks the kernel took, the share unwound (those of switches
+                                  * inside polls), measured over the last period; 0..1 */
     double cpu_samples_per_s; /* CPU profile samples read (not degraded: DIAL9_CPU_SAMPLE_HZ fixes them) */
     double schedstat_per_s;   /* schedstat reads (not degraded: DIAL9_SCHEDSTAT_RESOLUTION_US bounds them) */
     bool paused_keeps_context; /* closing the switch events still leaves a perf context on the threads

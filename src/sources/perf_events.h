@@ -101,6 +101,21 @@ void d9_perf_keep_events_open_when_paused(bool keep);
  * read, since the perf source opened last (d9_bench_governor's costs per stack and sample). */
 void d9_perf_samples_read(uint64_t *stacks, uint64_t *cpu_samples);
 
+/* Who unwinds a context-switch sample's user stack (CFI over its 2 KiB copy), for the perf
+ * sources opened from now on. IN_POLLS (the default): the collector, and only for a sample
+ * that falls inside a poll of its thread (core/collector_switch_stack.h); the others keep their
+ * kernel frames. EVERY: the source, at the drain, every one (as before). NONE: nobody, the
+ * samples are dropped once read (d9_bench_governor: the kernel's part of a stack alone). */
+typedef enum { D9_PERF_UNWIND_IN_POLLS, D9_PERF_UNWIND_EVERY, D9_PERF_UNWIND_NONE } d9_perf_stack_unwind;
+void d9_perf_set_stack_unwind(d9_perf_stack_unwind mode);
+/* The collector's unwinding of a deferred sample: `payload` is what the source put after the
+ * kernel frames (d9_src_event.sample.deferred_words). The user frames into out[0..max), leaf
+ * first; *method says how (d9_stack_method). */
+uint32_t d9_perf_unwind_deferred(const uint64_t *payload, uint64_t words, uint64_t *out, uint32_t max,
+                                 uint8_t *method);
+/* Context-switch stacks d9_perf_unwind_deferred unwound since the perf source opened last. */
+uint64_t d9_perf_stacks_unwound(void);
+
 /* Does the context-switch sample event deliver samples with kernel frames on this host?
  * 0 yes, 1 it opens but stays silent, or -errno when refused. Costs ~0.2 ms of CPU and three
  * 50 µs sleeps; -ECANCELED as soon as cancelled() (may be NULL) says the answer is not wanted

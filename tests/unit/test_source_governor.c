@@ -289,8 +289,40 @@ static void test_closing_between_windows(void) {
     CHECK_EQ_U64(st.level, D9_GOV_LEVEL_PAUSED);
 }
 
+/* A stack is the kernel's part, taken at every switch the pacing lets through, plus ours
+ * (stack_unwind), paid only for the share unwound: the stacks of switches inside polls. The
+ * cheaper estimate keeps a finer level. */
+static void test_stack_unwind_share(void) {
+    d9_gov_input in = rates(BUDGET_1PCT, 4000);
+    in.costs.stack = 4000;
+    in.costs.stack_unwind = 4000;
+    in.stacks_unwound_share = 1; /* every stack unwound: kernel + ours, as the one figure was */
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 4000.0 * (NS_CONTEXT + NS_RECORDS) + 500.0 * 8000);
+    in.stacks_unwound_share = 0.1;
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 4000.0 * (NS_CONTEXT + NS_RECORDS) + 500.0 * (4000 + 400));
+    in.stacks_unwound_share = 0; /* none inside polls: the kernel's part alone */
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 4000.0 * (NS_CONTEXT + NS_RECORDS) + 500.0 * 4000);
+    in.stacks_unwound_share = 7; /* out of range: taken as all */
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 4000.0 * (NS_CONTEXT + NS_RECORDS) + 500.0 * 8000);
+    /* 6 k switches/s at 1 %, no context: with every stack unwound full costs 6.6 + 4 ms/s (1 in
+     * 2 then), with a tenth of them 6.6 + 2.2 (full) */
+    in = rates(BUDGET_1PCT, 6000);
+    in.costs.context = 0;
+    in.costs.stack = 4000;
+    in.costs.stack_unwind = 4000;
+    in.stacks_unwound_share = 1;
+    d9_gov_state st = {.level = D9_GOV_LEVEL_FULL};
+    d9_gov_step(&st, &in);
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_SAMPLED_FIRST);
+    in.stacks_unwound_share = 0.1;
+    st = (d9_gov_state){.level = D9_GOV_LEVEL_FULL};
+    d9_gov_step(&st, &in);
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_FULL);
+}
+
 int main(void) {
     test_estimates();
+    test_stack_unwind_share();
     test_names();
     test_windows();
     test_degrade_at_once();

@@ -642,7 +642,10 @@ static uint32_t defer_chain(perf_src *s, const sample_view *v, uint32_t *deferre
     uint32_t nuser;
     uint32_t n = split_chain(s, v, &nuser);
     *deferred_words = 0;
-    if (nuser == 0 && !v->has_regs) return n;
+    if (nuser == 0 && !v->has_regs) { /* nothing to unwind: as clean_chain gives it */
+        if (n == 0 && v->ip) s->frames[n++] = v->ip;
+        return n;
+    }
     uint64_t *p = s->frames + n;
     uint64_t len = v->has_regs && v->stack ? v->stack_len : 0;
     if (len > D9_UNWIND_STACK_BYTES) len = D9_UNWIND_STACK_BYTES;

@@ -56,7 +56,8 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep);
 /* Counters of a perf source (for tests and benchmarks). */
 typedef struct d9_perf_counters {
     uint64_t cpu_samples, switch_records, stack_samples, lost, filtered;
-    uint64_t unwound, truncated; /* samples whose user stack was unwound with CFI / ended early */
+    uint64_t unwound, truncated; /* samples whose user stack was unwound with CFI / ended early, at the
+                                  * drain (context-switch stacks unwound later: d9_perf_stacks_unwound) */
     uint64_t coverage_changes;   /* governor level changes (CoverageEvent written) */
     int level;                   /* the governor's level now (cost_governor.h) */
     uint64_t orphans;            /* switch-ins dropped: their switch-out fell in a gap */

@@ -511,7 +511,8 @@ static void held(int pairs, double secs) {
  * profile, schedstat not counted) and the rate from which each level starts. */
 static d9_gov_input steady(double switches, double reopen_ns, bool closing) {
     return (d9_gov_input){.budget_ns_per_s = 1e7, .switches_per_s = switches, .stacks_cap_per_s = 500,
-                          .closing_allowed = closing, .reopen_ns = reopen_ns, .costs = d9_gov_costs_measured};
+                          .closing_allowed = closing, .reopen_ns = reopen_ns, .costs = d9_gov_costs_measured,
+                          .thin_stacks_at_full = true};
 }
 
 static int level_at(double switches, double reopen_ns, bool closing) {

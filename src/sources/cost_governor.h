@@ -6,7 +6,8 @@
  * of CPU, and its answer depends on the host's load at that moment).
  *
  * The context-switch source degrades in steps, one level index each:
- *   0 full        switch intervals and context-switch stacks (paced: stacks_per_sec)
+ *   0 full        switch intervals and context-switch stacks (paced: stacks_per_sec, or with
+ *                 thin_stacks_at_full what the budget leaves after the records)
  *   1..5 sampled  intervals AND stacks during one 50 ms window in N (N = 2, 4, 8, 16, 32),
  *                 the stacks paced at stacks_per_sec / N (d9_gov_stacks_rate: one N-th of
  *                 everything the full level records, stacks included; the bucket gathers them
@@ -86,6 +87,9 @@ typedef struct d9_gov_input {
     bool closing_allowed;     /* the source may close the events between a sampled level's windows */
     double reopen_ns;         /* CPU of closing them and opening them again once, as measured by the
                                * source (its open at start, then each close and reopen) */
+    bool thin_stacks_at_full; /* the full level paces the stacks at what the budget leaves after the
+                               * records (d9_gov_full_stacks_rate), down to D9_GOV_MIN_FULL_STACKS,
+                               * before it samples the records */
     d9_gov_costs costs;       /* the cost of each unit (d9_gov_costs_measured) */
 } d9_gov_input;
 
@@ -108,6 +112,14 @@ bool d9_gov_closes_between(const d9_gov_input *in, int level);
 /* The context-switch stacks' pacing at `level`, stacks a second: `stacks_per_sec` at full,
  * one N-th of it at a sampled level, 0 when paused. */
 double d9_gov_stacks_rate(double stacks_per_sec, int level);
+/* With thin_stacks_at_full: the full level keeps every switch record while the budget leaves
+ * this many stacks a second after them, and paces the stacks at what it leaves (the records
+ * are what places an off-CPU interval; the stacks at every switch of a parked worker were half
+ * of the budget at the demo's 2-4 k switches/s). */
+#define D9_GOV_MIN_FULL_STACKS 50.0
+/* The stacks a second the full level paces at: stacks_cap_per_s, or with thin_stacks_at_full
+ * what the budget leaves after the context, the records and the fixed costs (0 when nothing). */
+double d9_gov_full_stacks_rate(const d9_gov_input *in);
 /* Windows a second at a sampled level (1 / (N x D9_GOV_WINDOW_NS)); 0 at full and paused. */
 double d9_gov_windows_per_s(int level);
 /* One evaluation: moves `st` down at once to the first level whose estimate fits the budget

@@ -143,6 +143,7 @@ static _Atomic int g_held_level = -1;
 static _Atomic uint64_t g_reopens_failed, g_reopen_cost_ns;
 static _Atomic int g_ring_hosts;
 static _Atomic int g_stack_unwind = D9_PERF_UNWIND_IN_POLLS;
+static _Atomic bool g_thin_stacks = true;
 /* context-switch stacks unwound by d9_perf_unwind_deferred (on the collector's thread), ever */
 static _Atomic uint64_t g_deferred_unwound;
 static _Atomic uint64_t g_unwound_at_open;
@@ -806,7 +807,11 @@ static void set_stacks(perf_src *s, bool on) {
  * level's rate, so a sampled level's burst in a window (hundreds of switches at tens of
  * thousands a second) is repaid in full, whatever the number of windows it takes. */
 static void refill_stacks(perf_src *s, uint64_t now) {
-    double rate = s->governed ? d9_gov_stacks_rate(s->stacks_per_sec, s->gov.level) : s->stacks_per_sec;
+    double rate = s->stacks_per_sec;
+    if (s->governed && s->gov.level == D9_GOV_LEVEL_FULL && s->gov_in.budget_ns_per_s > 0)
+        rate = d9_gov_full_stacks_rate(&s->gov_in); /* what the budget leaves after the records */
+    else if (s->governed)
+        rate = d9_gov_stacks_rate(s->stacks_per_sec, s->gov.level);
     double floor = -(double)s->stacks_per_sec * (D9_STACKS_MAX_PAUSE_NS / 1e9);
     s->tokens += (double)(now - s->last_pace) * rate / 1e9;
     if (s->tokens > rate) s->tokens = rate;
@@ -1159,6 +1164,7 @@ static void govern(perf_src *s, d9_src_batch *out, uint64_t now) {
         /* closed, the switch events leave no perf context unless the CPU profile's events do */
         s->gov_in.paused_keeps_context = !s->close_when_paused || s->want[K_CPU];
         s->gov_in.closing_allowed = s->close_when_paused && s->window_closing != D9_PERF_CLOSE_NEVER;
+        s->gov_in.thin_stacks_at_full = atomic_load_explicit(&g_thin_stacks, memory_order_relaxed);
         s->gov_in.reopen_ns = s->reopen_ns;
         s->gov_in.costs = d9_gov_costs_measured;
         s->gov_switches = sw;
@@ -1224,6 +1230,8 @@ void d9_perf_switch_events_now(uint64_t *closes, uint64_t *reopens, uint64_t *sw
 void d9_perf_keep_events_open_when_paused(bool keep) {
     atomic_store_explicit(&g_keep_open_when_paused, keep, memory_order_relaxed);
 }
+
+void d9_perf_thin_stacks_at_full(bool thin) { atomic_store_explicit(&g_thin_stacks, thin, memory_order_relaxed); }
 
 void d9_perf_set_stack_unwind(d9_perf_stack_unwind mode) {
     atomic_store_explicit(&g_stack_unwind, (int)mode, memory_order_relaxed);

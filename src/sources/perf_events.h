@@ -102,6 +102,10 @@ void d9_perf_keep_events_open_when_paused(bool keep);
  * read, since the perf source opened last (d9_bench_governor's costs per stack and sample). */
 void d9_perf_samples_read(uint64_t *stacks, uint64_t *cpu_samples);
 
+/* Whether the governor's full level paces the stacks at what the budget leaves after the
+ * records (cost_governor.h, thin_stacks_at_full; the default) or at stacks_per_sec, sampling
+ * the records sooner (as before; benchmarks). Read at each evaluation. */
+void d9_perf_thin_stacks_at_full(bool thin);
 /* Who unwinds a context-switch sample's user stack (CFI over its 2 KiB copy), for the perf
  * sources opened from now on. IN_POLLS (the default): the collector, and only for a sample
  * that falls inside a poll of its thread (core/collector_switch_stack.h); the others keep their

@@ -21,8 +21,12 @@
  *               left per switch (nothing of perf on the threads; the governor's getrusage)
  *      records  every switch record, stacks paced at 1/s (not governed) -> ns per switch of
  *               the two switch records, over the context
- *      stacks   every switch record and a stack at every switch (pacing at 10^6/s) -> ns per
- *               stack, over the records
+ *      kernel   every switch record and a stack at every switch (pacing at 10^6/s), each stack
+ *               read and dropped (d9_perf_set_stack_unwind(NONE)) -> the kernel's part of a
+ *               stack (call chain, registers, 2 KiB copy) and our reading of it
+ *      stacks   every switch record and a stack at every switch, unwound and written (every
+ *               switch of the ping-pong is inside a poll) -> ns per stack, over the records;
+ *               minus the kernel's: ours (CFI unwind, interning, encoding)
  *    plus, outside the ping-pong: a CPU profile at 4999 Hz on a spinning worker (ns per sample
  *    from the work lost) and a loop of schedstat reads (ns per read, the thread's CPU time).
  *    Each is printed beside the table's constant.
@@ -152,10 +156,10 @@ static void *spinner(void *arg) {
 }
 
 typedef enum {
-    OFF, BASE, CONTEXT, CLOSED, RECORDS, STACKS, AA, UNGOVERNED, GOVERNED_OPEN, GOVERNED, CPU_OFF, CPU_ON,
+    OFF, BASE, CONTEXT, CLOSED, RECORDS, STACKS_KERNEL, STACKS, AA, UNGOVERNED, GOVERNED_OPEN, GOVERNED, CPU_OFF, CPU_ON,
     HELD_PAUSED, HELD32_OPEN, HELD32_CLOSED, HELD8_OPEN, HELD8_CLOSED, MODES
 } mode;
-static const char *mode_name[MODES] = {"off", "base vs off", "context", "closed", "records", "stacks", "A/A base-base",
+static const char *mode_name[MODES] = {"off", "base vs off", "context", "closed", "records", "kernel", "stacks", "A/A base-base",
                                        "no governor", "gov 1 %, before", "gov 1 %, after", "spin, off", "spin, 4999 Hz",
                                        "held paused", "held 1/32 open", "held 1/32 closed", "held 1/8 open",
                                        "held 1/8 closed"};
@@ -164,6 +168,7 @@ typedef struct phase_result {
     double cpu_ns_per_s;  /* process CPU / wall */
     double switches_per_s;
     double stacks_per_s, cpu_samples_per_s;
+    double unwound_per_s; /* context-switch stacks unwound (inside polls) */
     double spins_per_cpu_ns; /* spin phases: work per ns of process CPU */
     int level;         /* the governor's level at the end (GOVERNED) */
     uint64_t changes;
@@ -192,7 +197,9 @@ static void start_recording(mode m) {
                                                                          : -1);
     if (m >= HELD_PAUSED) cfg.overhead_budget_pct = 1.0;
     if (m == RECORDS) cfg.switch_stacks_per_sec = 1;
-    if (m == STACKS) cfg.switch_stacks_per_sec = 1000000;
+    if (m == STACKS || m == STACKS_KERNEL) cfg.switch_stacks_per_sec = 1000000;
+    /* the kernel's part of a stack: taken and read, never unwound nor written */
+    d9_perf_set_stack_unwind(m == STACKS_KERNEL ? D9_PERF_UNWIND_NONE : D9_PERF_UNWIND_IN_POLLS);
     if (m == BASE || m == AA) cfg.schedule_profile = false; /* the polls recorded, no kernel source */
     if (m == CPU_ON) {
         cfg.schedule_profile = false;
@@ -206,7 +213,7 @@ static void start_recording(mode m) {
 }
 
 static phase_result run_phase(mode m, double secs) {
-    phase_result r = {0, 0, 0, 0, 0, -1, 0, 0, 0, {0, 0, 0}, {0, 0, 0}};
+    phase_result r = {0, 0, 0, 0, 0, 0, -1, 0, 0, 0, {0, 0, 0}, {0, 0, 0}};
     bool spin = m == CPU_OFF || m == CPU_ON;
     bool recording = m != OFF && m != CPU_OFF;
     if (recording) start_recording(m);
@@ -223,6 +230,7 @@ static phase_result run_phase(mode m, double secs) {
     nanosleep(&warm, NULL);
     uint64_t sw0, sw1, st0 = 0, st1 = 0, cs0 = 0, cs1 = 0;
     d9_perf_samples_read(&st0, &cs0);
+    uint64_t uw0 = d9_perf_stacks_unwound();
     for (int i = 0; i < 3; i++) {
         atomic_store(&g_state_ns[i], 0);
         atomic_store(&g_state_trips[i], 0);
@@ -232,6 +240,7 @@ static phase_result run_phase(mode m, double secs) {
     nanosleep(&run, NULL);
     uint64_t t1 = now_ns(), c1 = process_cpu_ns(&sw1);
     d9_perf_samples_read(&st1, &cs1);
+    uint64_t uw1 = d9_perf_stacks_unwound();
     for (int i = 0; i < 3; i++) {
         r.trips[i] = (double)atomic_load(&g_state_trips[i]);
         r.trip_ns[i] = r.trips[i] > 0 ? (double)atomic_load(&g_state_ns[i]) / r.trips[i] : 0;
@@ -255,6 +264,7 @@ static phase_result run_phase(mode m, double secs) {
     r.switches_per_s = (double)(sw1 - sw0) * 1e9 / wall;
     r.stacks_per_s = !recording ? 0 : (double)(st1 - st0) * 1e9 / wall;
     r.cpu_samples_per_s = !recording ? 0 : (double)(cs1 - cs0) * 1e9 / wall;
+    r.unwound_per_s = !recording ? 0 : (double)(uw1 - uw0) * 1e9 / wall;
     /* the spinner's work counts from its start: over the whole phase's CPU */
     if (spin) r.spins_per_cpu_ns = (double)atomic_load(&g_spins) / (double)(c2 > c_start ? c2 - c_start : 1);
     return r;
@@ -312,7 +322,7 @@ static double getrusage_ns(void) {
 
 static void parts(int pairs, double secs) {
     atomic_store(&g_burst, 20000 / 2 / 1000);
-    double cost[MODES][MAX_PAIRS], swr[MODES][MAX_PAIRS], stk[MAX_PAIRS];
+    double cost[MODES][MAX_PAIRS], swr[MODES][MAX_PAIRS], stk[MAX_PAIRS], kstk[MAX_PAIRS], unw[MAX_PAIRS];
     for (int p = 0; p < pairs; p++) {
         for (int m = CONTEXT; m <= STACKS; m++) {
             phase_result off = run_phase(BASE, secs);
@@ -321,20 +331,23 @@ static void parts(int pairs, double secs) {
             swr[m][p] = on.switches_per_s;
             swr[OFF][p] = off.switches_per_s;
             if (m == STACKS) stk[p] = on.stacks_per_s;
+            if (m == STACKS) unw[p] = on.unwound_per_s;
+            if (m == STACKS_KERNEL) kstk[p] = on.stacks_per_s;
         }
     }
     printf("\n1. parts at 20 k switches/s target (%d pairs of %.1f s): ns of CPU per unit\n", pairs, secs);
     printf("%-9s %12s %14s %14s %14s  %s\n", "mode", "switches/s", "cost ns/s med", "min", "max", "what is on");
     double sw = median(swr[OFF], pairs);
     double ctx = median(cost[CONTEXT], pairs), rec = median(cost[RECORDS], pairs), st = median(cost[STACKS], pairs);
-    double stacks = median(stk, pairs);
+    double stacks = median(stk, pairs), kst = median(cost[STACKS_KERNEL], pairs), kstacks = median(kstk, pairs);
     for (int m = CONTEXT; m <= STACKS; m++)
         printf("%-9s %12.0f %14.0f %14.0f %14.0f  %s\n", mode_name[m], median(swr[m], pairs), median(cost[m], pairs),
                min_of(cost[m], pairs), max_of(cost[m], pairs),
                m == CONTEXT  ? "paused, events kept open (before)"
                : m == CLOSED ? "paused, events closed (now)"
                : m == RECORDS ? "every switch record, events open"
-                              : "+ a stack at every switch");
+               : m == STACKS_KERNEL ? "+ a stack at every switch, read and dropped (the kernel's part)"
+                              : "+ a stack at every switch, unwound and written (every switch is in a poll)");
     /* the per-unit figures, each over the mode below it */
     double ns_ctx = sw > 0 ? ctx / sw : 0, ns_rec = sw > 0 ? (rec - ctx) / sw : 0;
     double ns_stack = stacks > 0 ? (st - rec) / stacks : 0;
@@ -342,8 +355,16 @@ static void parts(int pairs, double secs) {
     printf("  closed:  %6.0f ns per switch            (paused now: nothing of perf on the threads)\n",
            sw > 0 ? median(cost[CLOSED], pairs) / sw : 0);
     printf("  records: %6.0f ns per switch            (table records %.0f)\n", ns_rec, d9_gov_costs_measured.records);
-    printf("  stack:   %6.0f ns per stack, %.0f stacks/s (table stack %.0f)\n", ns_stack, stacks,
-           d9_gov_costs_measured.stack);
+    double ns_kernel = kstacks > 0 ? (kst - rec) / kstacks : 0;
+    printf("  stack:   %6.0f ns per stack, %.0f stacks/s, %.0f unwound/s (table stack %.0f + stack_unwind %.0f)\n",
+           ns_stack, stacks, median(unw, pairs), d9_gov_costs_measured.stack, d9_gov_costs_measured.stack_unwind);
+    printf("    kernel: %6.0f ns per stack (call chain, registers, 2 KiB copy, reading it), %.0f stacks/s (table stack %.0f)\n",
+           ns_kernel, kstacks, d9_gov_costs_measured.stack);
+    double unwound = median(unw, pairs);
+    printf("    ours:   %6.0f ns per stack (CFI unwind, interning, writing); per stack unwound (%.0f %% of them: the\n"
+           "            pinger's, inside polls; the ponger's keep their kernel frames): %.0f   (table stack_unwind %.0f)\n",
+           ns_stack - ns_kernel, stacks > 0 ? 100 * unwound / stacks : 0,
+           unwound > 0 ? (ns_stack - ns_kernel) * stacks / unwound : 0, d9_gov_costs_measured.stack_unwind);
     printf("  shares at 10 k switches/s, stacks paced at 500/s: context %.2f %%, records %.2f %%, stacks %.2f %% of a CPU\n",
            10000 * ns_ctx / 1e7, 10000 * ns_rec / 1e7, 500 * ns_stack / 1e7);
 
@@ -490,7 +511,8 @@ static void held(int pairs, double secs) {
  * profile, schedstat not counted) and the rate from which each level starts. */
 static d9_gov_input steady(double switches, double reopen_ns, bool closing) {
     return (d9_gov_input){.budget_ns_per_s = 1e7, .switches_per_s = switches, .stacks_cap_per_s = 500,
-                          .closing_allowed = closing, .reopen_ns = reopen_ns, .costs = d9_gov_costs_measured};
+                          .closing_allowed = closing, .reopen_ns = reopen_ns, .costs = d9_gov_costs_measured,
+                          .thin_stacks_at_full = true};
 }
 
 static int level_at(double switches, double reopen_ns, bool closing) {

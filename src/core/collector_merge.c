@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/event_types.h"
+#include "core/collector_switch_stack.h"
 #include "core/flight_rule_check.h"
 #include "core/records.h"
 #include "core/workers.h"
@@ -603,6 +604,7 @@ void d9_col_source_event_to_out(d9_collector *c, const d9_src_event *se, out_eve
         e->s[0] = t ? t->name : NULL;
         e->payload = se->sample.frames;
         e->nframes = se->sample.nframes;
+        if (se->sample.deferred_words) d9_col_switch_stack(c, t, se, e);
         break;
     case D9_SRC_SWITCH:
         e->schema = D9_SCH_SCHED_SWITCH;
@@ -650,6 +652,7 @@ double d9_col_merge(d9_collector *c) {
     double fullest = 0;
     size_t live = 0;
     uint64_t now_ns = d9_mono_ns();
+    c->merge_heads_ns = now_ns;
     for (size_t i = 0; i < c->thread_count; i++) {
         d9_thread *t = c->threads[i];
         cursor *k = &c->cursors[live];

@@ -62,6 +62,7 @@ struct d9_collector {
     uint32_t meta_workers;     /* worker ids below this are in the segment's runtime.<name> lists */
     d9_clock_map clock;
     uint64_t now_ticks, now_ns;
+    uint64_t merge_heads_ns;   /* taken before this merge read the threads' heads (collector_switch_stack.h) */
     uint64_t schedstat_res_ns;
 
     d9_buf out, scratch;

@@ -30,6 +30,9 @@ typedef struct d9_src_event {
             uint32_t nframes;
             const uint64_t *frames; /* leaf first; copied by d9_src_batch_add_frames */
             uint8_t method;         /* how the user frames were obtained (d9_stack_method), 0: not said */
+            uint32_t deferred_words; /* > 0: the last this many of frames are not frames but what
+                                      * d9_perf_unwind_deferred unwinds later, if the sample falls
+                                      * inside a poll (core/collector_switch_stack.h) */
         } sample;
         struct {
             bool out;       /* switched out (true) or in */

@@ -6,7 +6,8 @@
  * of CPU, and its answer depends on the host's load at that moment).
  *
  * The context-switch source degrades in steps, one level index each:
- *   0 full        switch intervals and context-switch stacks (paced: stacks_per_sec)
+ *   0 full        switch intervals and context-switch stacks (paced: stacks_per_sec, or with
+ *                 thin_stacks_at_full what the budget leaves after the records)
  *   1..5 sampled  intervals AND stacks during one 50 ms window in N (N = 2, 4, 8, 16, 32),
  *                 the stacks paced at stacks_per_sec / N (d9_gov_stacks_rate: one N-th of
  *                 everything the full level records, stacks included; the bucket gathers them
@@ -39,7 +40,10 @@ typedef struct d9_gov_costs {
     /* Per context switch of a thread of the process (a switch-out and its switch-in): */
     double context; /* the perf context on the task, events enabled or not */
     double records; /* two PERF_RECORD_SWITCH (kernel) + reading/encoding them */
-    double stack;   /* one context-switch call chain: kernel unwind, 2 KiB stack copy, CFI unwind */
+    double stack;   /* one context-switch stack, the kernel's part: call chain, registers, 2 KiB
+                     * stack copy, and reading it from the ring */
+    double stack_unwind; /* ours, per stack unwound: CFI unwind, interning, encoding (only the
+                          * stacks of switches inside polls are: stacks_unwound_share) */
     double cpu_sample; /* one CPU profile sample, likewise */
     double schedstat;  /* one read of /proc/thread-self/schedstat at a park or unpark */
     /* Per context switch while a sampled level's events are closed between its windows: a
@@ -73,6 +77,8 @@ typedef struct d9_gov_input {
     double budget_ns_per_s;   /* DIAL9_OVERHEAD_BUDGET_PCT x 1e7; <= 0: not governed */
     double switches_per_s;    /* context switches of the process (getrusage), any level */
     double stacks_cap_per_s;  /* context-switch stacks at most (their pacing); 0 when unavailable */
+    double stacks_unwound_share; /* of the stacks the kernel took, the share unwound (those of switches
+                                  * inside polls), measured over the last period; 0..1 */
     double cpu_samples_per_s; /* CPU profile samples read (not degraded: DIAL9_CPU_SAMPLE_HZ fixes them) */
     double schedstat_per_s;   /* schedstat reads (not degraded: DIAL9_SCHEDSTAT_RESOLUTION_US bounds them) */
     bool paused_keeps_context; /* closing the switch events still leaves a perf context on the threads
@@ -81,6 +87,9 @@ typedef struct d9_gov_input {
     bool closing_allowed;     /* the source may close the events between a sampled level's windows */
     double reopen_ns;         /* CPU of closing them and opening them again once, as measured by the
                                * source (its open at start, then each close and reopen) */
+    bool thin_stacks_at_full; /* the full level paces the stacks at what the budget leaves after the
+                               * records (d9_gov_full_stacks_rate), down to D9_GOV_MIN_FULL_STACKS,
+                               * before it samples the records */
     d9_gov_costs costs;       /* the cost of each unit (d9_gov_costs_measured) */
 } d9_gov_input;
 
@@ -103,6 +112,14 @@ bool d9_gov_closes_between(const d9_gov_input *in, int level);
 /* The context-switch stacks' pacing at `level`, stacks a second: `stacks_per_sec` at full,
  * one N-th of it at a sampled level, 0 when paused. */
 double d9_gov_stacks_rate(double stacks_per_sec, int level);
+/* With thin_stacks_at_full: the full level keeps every switch record while the budget leaves
+ * this many stacks a second after them, and paces the stacks at what it leaves (the records
+ * are what places an off-CPU interval; the stacks at every switch of a parked worker were half
+ * of the budget at the demo's 2-4 k switches/s). */
+#define D9_GOV_MIN_FULL_STACKS 50.0
+/* The stacks a second the full level paces at: stacks_cap_per_s, or with thin_stacks_at_full
+ * what the budget leaves after the context, the records and the fixed costs (0 when nothing). */
+double d9_gov_full_stacks_rate(const d9_gov_input *in);
 /* Windows a second at a sampled level (1 / (N x D9_GOV_WINDOW_NS)); 0 at full and paused. */
 double d9_gov_windows_per_s(int level);
 /* One evaluation: moves `st` down at once to the first level whose estimate fits the budget

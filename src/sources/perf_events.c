@@ -58,6 +58,11 @@
 #define RING_PAGES_STACKS (UNWIND_SAMPLES ? 512 : 128)
 #define MAX_EVENT_FDS 4096    /* threads existing at start x CPUs x kinds */
 
+/* A deferred context-switch sample's payload (d9_perf_unwind_deferred): has_regs, ip, sp, bp,
+ * the user chain's length n, the stack copy's length L; the chain; the copy. */
+#define DEFERRED_FIXED 6
+#define DEFERRED_MAX_WORDS (DEFERRED_FIXED + D9_PERF_MAX_FRAMES + D9_UNWIND_STACK_BYTES / 8)
+
 /* K_HOST: a ring's host once its events were closed (host_ring), no kind of record */
 enum { K_CPU, K_SWITCH, K_STACKS, K_COUNT, K_HOST = K_COUNT };
 
@@ -98,8 +103,10 @@ typedef struct perf_src {
     double tokens;             /* stacks that may still be taken (a token bucket) ... */
     uint32_t stacks_per_sec;   /* ... refilled at this rate, holding at most this many */
     uint64_t last_pace, changed_at, paused_ns, started, last_note;
-    uint64_t frames[D9_PERF_MAX_FRAMES];
+    uint64_t frames[D9_PERF_MAX_FRAMES + DEFERRED_MAX_WORDS]; /* + a deferred sample's payload */
     uint64_t user[D9_PERF_MAX_FRAMES];
+    int stack_unwind;          /* d9_perf_set_stack_unwind's mode when the source opened */
+    uint64_t gov_stacks, gov_unwound; /* stacks taken and unwound at the governor's last evaluation */
     d9_unwind_tables *tables;  /* during a drain: the process's unwind tables, locked ... */
     bool tables_tried;         /* ... once the drain met a sample to unwind (a drain without
                                 * one, such as the last of a short program, reads no ELF file) */
@@ -135,6 +142,11 @@ static _Atomic int g_window_closing = D9_PERF_CLOSE_AUTO;
 static _Atomic int g_held_level = -1;
 static _Atomic uint64_t g_reopens_failed, g_reopen_cost_ns;
 static _Atomic int g_ring_hosts;
+static _Atomic int g_stack_unwind = D9_PERF_UNWIND_IN_POLLS;
+static _Atomic bool g_thin_stacks = true;
+/* context-switch stacks unwound by d9_perf_unwind_deferred (on the collector's thread), ever */
+static _Atomic uint64_t g_deferred_unwound;
+static _Atomic uint64_t g_unwound_at_open;
 /* The switch events' state for tests (d9_perf_switch_state): a sequence made odd before each
  * change and even after it, the state stored before it becomes even again. */
 static _Atomic uint64_t g_switch_seq;
@@ -414,9 +426,13 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     s->tokens = s->stacks_per_sec;
     s->started = s->last_pace = s->changed_at = mono_now();
     s->switches_on = s->want[K_SWITCH];
+    s->stack_unwind = atomic_load_explicit(&g_stack_unwind, memory_order_relaxed);
+    atomic_store_explicit(&g_unwound_at_open, atomic_load_explicit(&g_deferred_unwound, memory_order_relaxed),
+                          memory_order_relaxed);
     s->governed = s->want[K_SWITCH] && req->budget_pct > 0;
     s->budget_ns_per_s = req->budget_pct * 1e7;
     s->gov_last = s->gov_since = s->started;
+    s->gov_in.stacks_unwound_share = 1; /* until measured: as if every stack were unwound */
     s->close_when_paused = !atomic_load_explicit(&g_keep_open_when_paused, memory_order_relaxed);
     s->window_closing = atomic_load_explicit(&g_window_closing, memory_order_relaxed);
     /* the first figure for a close and a reopen: this open without mapping the rings (which a
@@ -550,13 +566,12 @@ static bool parse_sample(const struct perf_event_header *h, sample_view *v) {
     return true;
 }
 
-/* Leaf-first addresses without the kernel's context markers (PERF_CONTEXT_KERNEL/USER...):
- * the kernel frames as the kernel gave them, then the user frames, unwound with CFI where
- * the sample carries registers and stack (stack_unwind.h), else the kernel's frame-pointer
- * chain cut at the first address outside every executable segment. */
-static uint32_t clean_chain(perf_src *s, const sample_view *v, uint8_t *method) {
-    uint32_t n = 0, nuser = 0;
+/* The sample's chain split at the kernel's context markers (PERF_CONTEXT_KERNEL/USER...):
+ * the kernel frames into s->frames (their count returned), the user frames into s->user. */
+static uint32_t split_chain(perf_src *s, const sample_view *v, uint32_t *nuser) {
+    uint32_t n = 0;
     bool user = false;
+    *nuser = 0;
     for (uint64_t i = 0; i < v->nr; i++) {
         uint64_t a = v->ips[i];
         if (a >= (uint64_t)PERF_CONTEXT_MAX) {
@@ -564,37 +579,103 @@ static uint32_t clean_chain(perf_src *s, const sample_view *v, uint8_t *method) 
             continue;
         }
         if (user) {
-            if (nuser < D9_PERF_MAX_FRAMES) s->user[nuser++] = a;
+            if (*nuser < D9_PERF_MAX_FRAMES) s->user[(*nuser)++] = a;
         } else if (n < D9_PERF_MAX_FRAMES) {
             s->frames[n++] = a;
         }
     }
+    return n;
+}
+
+/* The user frames into out[0..max), unwound with CFI over `tables` where the sample carries
+ * registers and stack (stack_unwind.h), else the kernel's frame-pointer chain as given (no
+ * tables: out of memory). */
+static uint32_t unwind_user(d9_unwind_tables *tables, const d9_unwind_input *in, uint64_t *out, uint32_t max,
+                            uint8_t *method) {
+    d9_stack_method m = D9_STACK_TRUNCATED;
+    uint32_t n = 0;
+    if (tables) {
+        n = d9_unwind_user_stack(tables, in, out, max, &m);
+    } else {
+        for (uint32_t i = 0; i < in->nchain && n < max; i++) out[n++] = in->chain[i];
+        m = D9_STACK_FP;
+    }
+    *method = (uint8_t)m;
+    return n;
+}
+
+static d9_unwind_input unwind_input(const sample_view *v, const uint64_t *user, uint32_t nuser) {
+    return (d9_unwind_input){
+        .ip = v->has_regs ? v->uip : user[0],
+        .sp = v->has_regs ? v->sp : 0,
+        .bp = v->has_regs ? v->bp : 0,
+        .stack = v->has_regs ? v->stack : NULL,
+        .stack_len = v->has_regs ? v->stack_len : 0,
+        .chain = user,
+        .nchain = nuser,
+    };
+}
+
+/* Leaf-first addresses without the kernel's context markers: the kernel frames as the kernel
+ * gave them, then the user frames, unwound with CFI where the sample carries registers and
+ * stack, else the kernel's frame-pointer chain cut at the first address outside every
+ * executable segment. */
+static uint32_t clean_chain(perf_src *s, const sample_view *v, uint8_t *method) {
+    uint32_t nuser;
+    uint32_t n = split_chain(s, v, &nuser);
     *method = D9_STACK_UNRECORDED;
     if (nuser == 0 && !v->has_regs) {
         if (n == 0 && v->ip) s->frames[n++] = v->ip;
         return n;
     }
-    d9_unwind_input in = {
-        .ip = v->has_regs ? v->uip : s->user[0],
-        .sp = v->has_regs ? v->sp : 0,
-        .bp = v->has_regs ? v->bp : 0,
-        .stack = v->has_regs ? v->stack : NULL,
-        .stack_len = v->has_regs ? v->stack_len : 0,
-        .chain = s->user,
-        .nchain = nuser,
-    };
-    d9_stack_method m = D9_STACK_TRUNCATED;
+    d9_unwind_input in = unwind_input(v, s->user, nuser);
     if (!s->tables_tried) {
         s->tables_tried = true;
         s->tables = d9_unwind_tables_acquire();
     }
-    if (s->tables) {
-        n += d9_unwind_user_stack(s->tables, &in, s->frames + n, D9_PERF_MAX_FRAMES - n, &m);
-    } else { /* no tables (out of memory): the chain as the kernel gave it */
-        for (uint32_t i = 0; i < nuser && n < D9_PERF_MAX_FRAMES; i++) s->frames[n++] = s->user[i];
-        m = D9_STACK_FP;
+    return n + unwind_user(s->tables, &in, s->frames + n, D9_PERF_MAX_FRAMES - n, method);
+}
+
+/* A context-switch sample's kernel frames, then (deferred_words) what d9_perf_unwind_deferred
+ * needs to unwind its user stack later: only the collector knows, in time order with the
+ * thread's records, whether it fell inside a poll (core/collector_switch_stack.h). */
+static uint32_t defer_chain(perf_src *s, const sample_view *v, uint32_t *deferred_words) {
+    uint32_t nuser;
+    uint32_t n = split_chain(s, v, &nuser);
+    *deferred_words = 0;
+    if (nuser == 0 && !v->has_regs) { /* nothing to unwind: as clean_chain gives it */
+        if (n == 0 && v->ip) s->frames[n++] = v->ip;
+        return n;
     }
-    *method = (uint8_t)m;
+    uint64_t *p = s->frames + n;
+    uint64_t len = v->has_regs && v->stack ? v->stack_len : 0;
+    if (len > D9_UNWIND_STACK_BYTES) len = D9_UNWIND_STACK_BYTES;
+    p[0] = v->has_regs;
+    p[1] = v->uip;
+    p[2] = v->sp;
+    p[3] = v->bp;
+    p[4] = nuser;
+    p[5] = len;
+    memcpy(p + DEFERRED_FIXED, s->user, nuser * sizeof *p);
+    memcpy(p + DEFERRED_FIXED + nuser, v->stack, len);
+    *deferred_words = DEFERRED_FIXED + nuser + (uint32_t)((len + 7) / 8);
+    return n + *deferred_words;
+}
+
+uint32_t d9_perf_unwind_deferred(const uint64_t *p, uint64_t words, uint64_t *out, uint32_t max, uint8_t *method) {
+    *method = D9_STACK_UNRECORDED;
+    if (words < DEFERRED_FIXED || p[4] > D9_PERF_MAX_FRAMES || p[5] > D9_UNWIND_STACK_BYTES ||
+        DEFERRED_FIXED + p[4] + (p[5] + 7) / 8 > words)
+        return 0;
+    uint32_t nuser = (uint32_t)p[4];
+    sample_view v = {.has_regs = p[0] != 0, .uip = p[1], .sp = p[2], .bp = p[3], .stack_len = p[5],
+                     .stack = (const uint8_t *)(p + DEFERRED_FIXED + nuser)};
+    if (nuser == 0 && !v.has_regs) return 0;
+    d9_unwind_input in = unwind_input(&v, p + DEFERRED_FIXED, nuser);
+    d9_unwind_tables *t = d9_unwind_tables_acquire();
+    uint32_t n = unwind_user(t, &in, out, max, method);
+    if (t) d9_unwind_tables_release();
+    atomic_fetch_add_explicit(&g_deferred_unwound, 1, memory_order_relaxed);
     return n;
 }
 
@@ -612,9 +693,16 @@ static void on_sample(perf_src *s, const struct perf_event_header *h) {
             return;
         }
     }
+    if (kind == K_STACKS && s->stack_unwind == D9_PERF_UNWIND_NONE) { /* the kernel's part alone (benchmarks) */
+        s->n.filtered++;
+        return;
+    }
     d9_src_event e = {.ts_ns = v.time, .kind = D9_SRC_CPU_SAMPLE, .tid = v.tid, .cpu = (int32_t)v.cpu};
     e.sample.source = kind == K_CPU ? 0 : 1;
-    e.sample.nframes = clean_chain(s, &v, &e.sample.method);
+    if (kind == K_STACKS && s->stack_unwind == D9_PERF_UNWIND_IN_POLLS)
+        e.sample.nframes = defer_chain(s, &v, &e.sample.deferred_words);
+    else
+        e.sample.nframes = clean_chain(s, &v, &e.sample.method);
     e.sample.frames = s->frames;
     if (e.sample.method == D9_STACK_CFI) s->n.unwound++;
     else if (e.sample.method == D9_STACK_TRUNCATED) s->n.truncated++;
@@ -719,7 +807,11 @@ static void set_stacks(perf_src *s, bool on) {
  * level's rate, so a sampled level's burst in a window (hundreds of switches at tens of
  * thousands a second) is repaid in full, whatever the number of windows it takes. */
 static void refill_stacks(perf_src *s, uint64_t now) {
-    double rate = s->governed ? d9_gov_stacks_rate(s->stacks_per_sec, s->gov.level) : s->stacks_per_sec;
+    double rate = s->stacks_per_sec;
+    if (s->governed && s->gov.level == D9_GOV_LEVEL_FULL && s->gov_in.budget_ns_per_s > 0)
+        rate = d9_gov_full_stacks_rate(&s->gov_in); /* what the budget leaves after the records */
+    else if (s->governed)
+        rate = d9_gov_stacks_rate(s->stacks_per_sec, s->gov.level);
     double floor = -(double)s->stacks_per_sec * (D9_STACKS_MAX_PAUSE_NS / 1e9);
     s->tokens += (double)(now - s->last_pace) * rate / 1e9;
     if (s->tokens > rate) s->tokens = rate;
@@ -1058,12 +1150,21 @@ static void govern(perf_src *s, d9_src_batch *out, uint64_t now) {
         s->gov_in.budget_ns_per_s = s->budget_ns_per_s;
         s->gov_in.switches_per_s = sw >= s->gov_switches ? (double)(sw - s->gov_switches) / secs : 0;
         s->gov_in.stacks_cap_per_s = s->want[K_STACKS] ? s->stacks_per_sec : 0;
+        /* the share of the stacks taken that were unwound (inside polls, or all of them as before);
+         * none taken in the period: the last share stays */
+        uint64_t unwound = s->stack_unwind == D9_PERF_UNWIND_IN_POLLS ? d9_perf_stacks_unwound() : s->n.stack_samples;
+        if (s->stack_unwind == D9_PERF_UNWIND_NONE) unwound = s->gov_unwound;
+        if (s->stacks_total > s->gov_stacks)
+            s->gov_in.stacks_unwound_share = (double)(unwound - s->gov_unwound) / (double)(s->stacks_total - s->gov_stacks);
+        s->gov_stacks = s->stacks_total;
+        s->gov_unwound = unwound;
         s->gov_in.cpu_samples_per_s = (double)(s->n.cpu_samples - s->gov_cpu_samples) / secs;
         uint64_t reads = __atomic_load_n(&d9_schedstat_reads, __ATOMIC_RELAXED);
         s->gov_in.schedstat_per_s = reads >= s->gov_schedstat ? (double)(reads - s->gov_schedstat) / secs : 0;
         /* closed, the switch events leave no perf context unless the CPU profile's events do */
         s->gov_in.paused_keeps_context = !s->close_when_paused || s->want[K_CPU];
         s->gov_in.closing_allowed = s->close_when_paused && s->window_closing != D9_PERF_CLOSE_NEVER;
+        s->gov_in.thin_stacks_at_full = atomic_load_explicit(&g_thin_stacks, memory_order_relaxed);
         s->gov_in.reopen_ns = s->reopen_ns;
         s->gov_in.costs = d9_gov_costs_measured;
         s->gov_switches = sw;
@@ -1128,6 +1229,17 @@ void d9_perf_switch_events_now(uint64_t *closes, uint64_t *reopens, uint64_t *sw
 
 void d9_perf_keep_events_open_when_paused(bool keep) {
     atomic_store_explicit(&g_keep_open_when_paused, keep, memory_order_relaxed);
+}
+
+void d9_perf_thin_stacks_at_full(bool thin) { atomic_store_explicit(&g_thin_stacks, thin, memory_order_relaxed); }
+
+void d9_perf_set_stack_unwind(d9_perf_stack_unwind mode) {
+    atomic_store_explicit(&g_stack_unwind, (int)mode, memory_order_relaxed);
+}
+
+uint64_t d9_perf_stacks_unwound(void) {
+    return atomic_load_explicit(&g_deferred_unwound, memory_order_relaxed) -
+           atomic_load_explicit(&g_unwound_at_open, memory_order_relaxed);
 }
 
 void d9_perf_samples_read(uint64_t *stacks, uint64_t *cpu_samples) {

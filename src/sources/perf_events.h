@@ -56,7 +56,8 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep);
 /* Counters of a perf source (for tests and benchmarks). */
 typedef struct d9_perf_counters {
     uint64_t cpu_samples, switch_records, stack_samples, lost, filtered;
-    uint64_t unwound, truncated; /* samples whose user stack was unwound with CFI / ended early */
+    uint64_t unwound, truncated; /* samples whose user stack was unwound with CFI / ended early, at the
+                                  * drain (context-switch stacks unwound later: d9_perf_stacks_unwound) */
     uint64_t coverage_changes;   /* governor level changes (CoverageEvent written) */
     int level;                   /* the governor's level now (cost_governor.h) */
     uint64_t orphans;            /* switch-ins dropped: their switch-out fell in a gap */
@@ -100,6 +101,25 @@ void d9_perf_keep_events_open_when_paused(bool keep);
 /* Context-switch stacks the kernel took (read by the collector, kept or not) and CPU samples
  * read, since the perf source opened last (d9_bench_governor's costs per stack and sample). */
 void d9_perf_samples_read(uint64_t *stacks, uint64_t *cpu_samples);
+
+/* Whether the governor's full level paces the stacks at what the budget leaves after the
+ * records (cost_governor.h, thin_stacks_at_full; the default) or at stacks_per_sec, sampling
+ * the records sooner (as before; benchmarks). Read at each evaluation. */
+void d9_perf_thin_stacks_at_full(bool thin);
+/* Who unwinds a context-switch sample's user stack (CFI over its 2 KiB copy), for the perf
+ * sources opened from now on. IN_POLLS (the default): the collector, and only for a sample
+ * that falls inside a poll of its thread (core/collector_switch_stack.h); the others keep their
+ * kernel frames. EVERY: the source, at the drain, every one (as before). NONE: nobody, the
+ * samples are dropped once read (d9_bench_governor: the kernel's part of a stack alone). */
+typedef enum { D9_PERF_UNWIND_IN_POLLS, D9_PERF_UNWIND_EVERY, D9_PERF_UNWIND_NONE } d9_perf_stack_unwind;
+void d9_perf_set_stack_unwind(d9_perf_stack_unwind mode);
+/* The collector's unwinding of a deferred sample: `payload` is what the source put after the
+ * kernel frames (d9_src_event.sample.deferred_words). The user frames into out[0..max), leaf
+ * first; *method says how (d9_stack_method). */
+uint32_t d9_perf_unwind_deferred(const uint64_t *payload, uint64_t words, uint64_t *out, uint32_t max,
+                                 uint8_t *method);
+/* Context-switch stacks d9_perf_unwind_deferred unwound since the perf source opened last. */
+uint64_t d9_perf_stacks_unwound(void);
 
 /* Does the context-switch sample event deliver samples with kernel frames on this host?
  * 0 yes, 1 it opens but stays silent, or -errno when refused. Costs ~0.2 ms of CPU and three

@@ -289,8 +289,79 @@ static void test_closing_between_windows(void) {
     CHECK_EQ_U64(st.level, D9_GOV_LEVEL_PAUSED);
 }
 
+/* A stack is the kernel's part, taken at every switch the pacing lets through, plus ours
+ * (stack_unwind), paid only for the share unwound: the stacks of switches inside polls. The
+ * cheaper estimate keeps a finer level. */
+static void test_stack_unwind_share(void) {
+    d9_gov_input in = rates(BUDGET_1PCT, 4000);
+    in.costs.stack = 4000;
+    in.costs.stack_unwind = 4000;
+    in.stacks_unwound_share = 1; /* every stack unwound: kernel + ours, as the one figure was */
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 4000.0 * (NS_CONTEXT + NS_RECORDS) + 500.0 * 8000);
+    in.stacks_unwound_share = 0.1;
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 4000.0 * (NS_CONTEXT + NS_RECORDS) + 500.0 * (4000 + 400));
+    in.stacks_unwound_share = 0; /* none inside polls: the kernel's part alone */
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 4000.0 * (NS_CONTEXT + NS_RECORDS) + 500.0 * 4000);
+    in.stacks_unwound_share = 7; /* out of range: taken as all */
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == 4000.0 * (NS_CONTEXT + NS_RECORDS) + 500.0 * 8000);
+    /* 6 k switches/s at 1 %, no context: with every stack unwound full costs 6.6 + 4 ms/s (1 in
+     * 2 then), with a tenth of them 6.6 + 2.2 (full) */
+    in = rates(BUDGET_1PCT, 6000);
+    in.costs.context = 0;
+    in.costs.stack = 4000;
+    in.costs.stack_unwind = 4000;
+    in.stacks_unwound_share = 1;
+    d9_gov_state st = {.level = D9_GOV_LEVEL_FULL};
+    d9_gov_step(&st, &in);
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_SAMPLED_FIRST);
+    in.stacks_unwound_share = 0.1;
+    st = (d9_gov_state){.level = D9_GOV_LEVEL_FULL};
+    d9_gov_step(&st, &in);
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_FULL);
+}
+
+/* thin_stacks_at_full: the full level keeps every record while the budget leaves
+ * D9_GOV_MIN_FULL_STACKS a second after them, and paces the stacks at what is left. */
+static void test_thin_stacks_at_full(void) {
+    d9_gov_input in = rates(BUDGET_1PCT, 6000); /* context + records 8.4 ms/s, 500 stacks 2.5 */
+    d9_gov_state st = {.level = D9_GOV_LEVEL_FULL};
+    d9_gov_step(&st, &in);
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_SAMPLED_FIRST); /* as before: 10.9 ms/s at full */
+    in.thin_stacks_at_full = true;
+    CHECK(d9_gov_full_stacks_rate(&in) == (BUDGET_1PCT - 6000.0 * (NS_CONTEXT + NS_RECORDS)) / NS_STACK); /* 320 */
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_FULL) == BUDGET_1PCT); /* the rest spent on stacks */
+    st = (d9_gov_state){.level = D9_GOV_LEVEL_FULL};
+    d9_gov_step(&st, &in);
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_FULL);
+    /* sampled levels keep their pacing (500 / N) */
+    CHECK(d9_gov_estimate(&in, D9_GOV_LEVEL_SAMPLED_FIRST) ==
+          6000.0 * NS_CONTEXT + 6000.0 * NS_RECORDS / 2 + 500.0 / 2 * NS_STACK);
+    /* few switches: the pacing's cap, not more */
+    in = rates(BUDGET_1PCT, 1000);
+    in.thin_stacks_at_full = true;
+    CHECK(d9_gov_full_stacks_rate(&in) == 500);
+    /* 7 000 switches/s: the records leave less than 50 stacks a second (9.8 + 0.25 ms/s) */
+    in = rates(BUDGET_1PCT, 7000);
+    in.thin_stacks_at_full = true;
+    st = (d9_gov_state){.level = D9_GOV_LEVEL_FULL};
+    d9_gov_step(&st, &in);
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_SAMPLED_FIRST);
+    /* back to full once the records and 50 stacks fit 70 % of the budget, four times in a row:
+     * 4 000 switches/s (5.6 + 0.25 ms/s), not 6 000 (8.4 + 0.25) */
+    in = rates(BUDGET_1PCT, 6000);
+    in.thin_stacks_at_full = true;
+    for (int i = 0; i < 8; i++) d9_gov_step(&st, &in);
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_SAMPLED_FIRST);
+    in = rates(BUDGET_1PCT, 4000);
+    in.thin_stacks_at_full = true;
+    for (int i = 0; i < D9_GOV_RECOVER_TICKS; i++) d9_gov_step(&st, &in);
+    CHECK_EQ_U64(st.level, D9_GOV_LEVEL_FULL);
+}
+
 int main(void) {
     test_estimates();
+    test_thin_stacks_at_full();
+    test_stack_unwind_share();
     test_names();
     test_windows();
     test_degrade_at_once();

@@ -43,6 +43,7 @@ void d9_flight_config_from_env(d9_flight_config *fc, const char *trace_dir) {
     fc->lookforward_ns = env_u64("DIAL9_DUMP_LOOKFORWARD_SECS", 0, 3600, 5) * 1000000000ull;
     fc->debounce_ns = env_u64("DIAL9_DUMP_DEBOUNCE_SECS", 0, 86400, 10) * 1000000000ull;
     fc->max_per_hour = (uint32_t)env_u64("DIAL9_DUMP_MAX_PER_HOUR", 0, 100000, 6);
+    fc->give_up_ns = env_u64("DIAL9_DUMP_GIVE_UP_MS", 0, 3600000, 10000) * 1000000ull;
     const char *dir = getenv("DIAL9_DUMP_DIR");
     if (dir && *dir && strlen(dir) < sizeof fc->dump_dir - 64) {
         snprintf(fc->dump_dir, sizeof fc->dump_dir, "%s", dir);

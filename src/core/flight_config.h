@@ -22,6 +22,8 @@ typedef struct d9_flight_config {
     uint64_t lookforward_ns; /* DIAL9_DUMP_LOOKFORWARD_SECS (default 5) */
     uint64_t debounce_ns;   /* DIAL9_DUMP_DEBOUNCE_SECS (default 10) */
     uint32_t max_per_hour;  /* DIAL9_DUMP_MAX_PER_HOUR (default 6) */
+    uint64_t give_up_ns;    /* DIAL9_DUMP_GIVE_UP_MS (default 10000): how long a dump waits for its
+                               window's segments past its window's end and its own start */
     char dump_dir[PATH_MAX]; /* DIAL9_DUMP_DIR (default {trace_dir}-dumps) */
     d9_flight_rules rules;  /* DIAL9_TRIGGERS */
     const d9_config *recorder_cfg; /* set by the recorder: S3 for the dumps' upload (NULL: none) */

@@ -65,6 +65,7 @@ typedef struct dump {
     bool matched_in_woken_drain; /* rule: in a drain its poll's end asked for (flight_rule_wake.h) */
     uint32_t missing;        /* segments of the window that could not be added */
     bool evicted_before;     /* the store had dropped part of the look-back already */
+    bool gave_up;            /* ended by the give-up bound (DIAL9_DUMP_GIVE_UP_MS), not covered */
     int client_fd;           /* the control socket client waiting for it, -1: none */
     char *files_json;        /* the segments' entries of the manifest, as they were added */
     size_t files_len;
@@ -92,7 +93,6 @@ typedef struct hit_slot {
 } hit_slot;
 
 #define MAX_DUMPS 8
-#define GIVE_UP_NS (10ull * 1000000000ull) /* past a window's end: a dump ends with what it has */
 #define MAX_DISK_SEGS 4096
 
 typedef struct flight {
@@ -299,6 +299,17 @@ static void add_segment(flight *f, dump *d, const seg *s) {
     }
 }
 
+/* Why the held segments start after the window does. A dump that holds nothing because the
+ * give-up bound passed before a segment of its window was sealed (a stalled collector) lacks
+ * its whole window for that reason, whenever the recording started. */
+static const char *lookback_why(const dump *d) {
+    if (d->gave_up && d->held_from_ns == 0)
+        return "not sealed: no segment of the window was sealed before the give-up bound (DIAL9_DUMP_GIVE_UP_MS)";
+    return d->evicted_before ? "older segments were no longer held (DIAL9_FLIGHT_MEMORY_MB, "
+                               "DIAL9_FLIGHT_KEEP_SECS, or rotated away on disk)"
+                             : "the recording started later";
+}
+
 static void write_manifest(flight *f, dump *d, bool stopped) {
     char *buf = NULL;
     size_t len = 0;
@@ -369,10 +380,7 @@ static void write_manifest(flight *f, dump *d, bool stopped) {
         d9_json_object_begin(&j);
         d9_json_key(&j, "lookback_ms"); d9_json_u64(&j, short_back / 1000000);
         if (short_back)
-            d9_json_key(&j, "lookback_why"),
-                d9_json_string(&j, d->evicted_before ? "older segments were no longer held (DIAL9_FLIGHT_MEMORY_MB, "
-                                                       "DIAL9_FLIGHT_KEEP_SECS, or rotated away on disk)"
-                                                     : "the recording started later");
+            d9_json_key(&j, "lookback_why"), d9_json_string(&j, lookback_why(d));
         d9_json_key(&j, "lookforward_ms"); d9_json_u64(&j, short_fwd / 1000000);
         if (short_fwd) d9_json_key(&j, "lookforward_why"), d9_json_string(&j, stopped ? "the recording stopped first" : "not sealed");
         d9_json_key(&j, "segments_missing"); d9_json_u64(&j, d->missing);
@@ -510,8 +518,8 @@ static void dumps_progress(flight *f, bool stopping) {
          * event, the last one at d9_stop) still waits for the seal of the segment holding its
          * event. Never while the collector closes: its last seal is coming, and d9_flight_stop
          * ends every dump right after. */
-        uint64_t bound = (d->to_ns > d->begun_ns ? d->to_ns : d->begun_ns) + GIVE_UP_NS;
-        if (!covered && !stopping && mono_ns() >= bound && !collector_closing(f)) covered = true;
+        uint64_t bound = (d->to_ns > d->begun_ns ? d->to_ns : d->begun_ns) + f->cfg.give_up_ns;
+        if (!covered && !stopping && mono_ns() >= bound && !collector_closing(f)) covered = d->gave_up = true;
         if (!covered && !stopping) {
             ask_seal(f, d->to_ns);
             i++;

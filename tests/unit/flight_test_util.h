@@ -25,7 +25,7 @@ static inline void ft_env(const char *base) {
     static const char *vars[] = {"DIAL9_MODE", "DIAL9_TRIGGERS", "DIAL9_DUMPS", "DIAL9_DUMP_LOOKBACK_SECS",
                                  "DIAL9_DUMP_LOOKFORWARD_SECS", "DIAL9_DUMP_DEBOUNCE_SECS", "DIAL9_DUMP_MAX_PER_HOUR",
                                  "DIAL9_FLIGHT_MEMORY_MB", "DIAL9_FLIGHT_KEEP_SECS", "DIAL9_FLIGHT_SEGMENT_MS",
-                                 "DIAL9_DUMP_DIR", "DIAL9_S3_BUCKET"};
+                                 "DIAL9_DUMP_DIR", "DIAL9_S3_BUCKET", "DIAL9_DUMP_GIVE_UP_MS"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
     char path[512];
     snprintf(path, sizeof path, "%s/traces", base);

@@ -1,13 +1,16 @@
 /* A rule matched long after its event still dumps the segment holding it (issue 36, a dump
  * made at stop that held no segment; docs/flight-recorder.md, "Dumps"). Memory mode,
  * hour-long segments and DIAL9_FLUSH_MS at its most (60 s); the rule is event:Name, which no
- * hook wakes the collector for, so only a drain the program asks for sees the event:
- *   1. an event, 11 s of nothing, then d9_flush: the drain matches the rule while the event's
+ * hook wakes the collector for, so only a drain the program asks for sees the event. The
+ * give-up bound is DIAL9_DUMP_GIVE_UP_MS=1000 (by default 10 s: the test took 22 s):
+ *   1. an event, 1.1 s of nothing, then d9_flush: the drain matches the rule while the event's
  *      segment is still open (nothing sealed it: hour-long segments, no drain since). The old
- *      flight thread measured its 10 s give-up bound from the window's end, which was already
+ *      flight thread measured its give-up bound from the window's end, which was already
  *      past, so it wrote the manifest at once: 0 segments. This part fails on the old code
- *      every time (the store is empty when the match arrives; no timing decides it).
- *   2. an event, 11 s of nothing, then d9_stop: the last drain matches it, the collector's
+ *      every time (the store is empty when the match arrives; no timing decides it). The
+ *      fixed code asks for the seal and waits up to the bound for it, far longer than a seal
+ *      takes on a loaded machine under TSan.
+ *   2. an event, 1.1 s of nothing, then d9_stop: the last drain matches it, the collector's
  *      close seals its segment. The old flight thread, woken by the match between that drain
  *      and the seal, gave up the same way; whether it ran in between was the scheduler's
  *      choice, so this part is a guard (the stop round alone was always right).
@@ -20,13 +23,15 @@
 #include "dial9/dial9.h"
 #include "flight_test_util.h"
 
-#define OLDER_THAN_GIVE_UP_MS 11000 /* flight_recorder.c's GIVE_UP_NS is 10 s */
+#define GIVE_UP_MS "1000" /* DIAL9_DUMP_GIVE_UP_MS */
+#define OLDER_THAN_GIVE_UP_MS 1100
 
 static int record(void *arg) {
     const char *base = arg;
     ft_memory_rule_env(base, "event:LateMatchEvent");
     setenv("DIAL9_FLUSH_MS", "60000", 1); /* no periodic drain during the test */
     setenv("DIAL9_DUMP_DEBOUNCE_SECS", "0", 1); /* the second event makes a dump of its own */
+    setenv("DIAL9_DUMP_GIVE_UP_MS", GIVE_UP_MS, 1);
     static const d9_field fields[] = {{"round", D9_U64}};
     const d9_event_type *mark = d9_event_type_define("LateMatchEvent", fields, 1);
     if (!mark) {
@@ -39,7 +44,7 @@ static int record(void *arg) {
     D9_EMIT(mark, {.u = 1});
     d9_poll_end();
     ft_sleep_ms(OLDER_THAN_GIVE_UP_MS);
-    d9_flush(); /* the first drain since the event: the match comes 11 s late */
+    d9_flush(); /* the first drain since the event: the match comes 1.1 s late */
     char manifest[1024];
     bool seen = ft_wait_manifest(base, manifest, sizeof manifest);
     if (!seen) fprintf(stderr, "no dump within 30 s of the late match\n");

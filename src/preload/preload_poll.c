@@ -217,9 +217,13 @@ static int epoll_returned_home(int rc, const struct epoll_event *events) {
         d9p_maybe_start_child();                                                           \
         int *err_ = &errno;                                                                \
         bool parked_ = (may_block) && D9__ACTIVE();                                        \
-        if (parked_ || d9a_self.end_owed) { /* the last callback's poll ends with the park */ \
+        if (parked_) { /* with the poll the last callback owes */                          \
             int saved_ = *err_;                                                            \
-            d9a_park_owing_end(parked_);                                                   \
+            d9a_park_owing_end(true);                                                      \
+            *err_ = saved_;                                                                \
+        } else if (__builtin_expect(d9a_self.end_owed, 0)) { /* no park: the end alone */  \
+            int saved_ = *err_;                                                            \
+            d9a_park_owing_end(false);                                                     \
             *err_ = saved_;                                                                \
         }                                                                                  \
         int rc_ = (call);                                                                  \

@@ -57,13 +57,13 @@ static inline __attribute__((always_inline)) void d9a_end_owed_poll(d9a_thread *
  * now on this run's callbacks may owe their end to the poller. */
 static inline __attribute__((always_inline)) void d9a_park_owing_end(bool park) {
     d9a_thread *s = &d9a_self;
-    s->end_deferrable = true;
-    if (s->end_owed) {
+    if (s->end_owed) { /* set only where end_deferrable is */
         s->end_owed = false;
         if (park) d9__poll_end_park();
         else d9_poll_end();
-    } else if (park) {
-        d9__park();
+    } else {
+        s->end_deferrable = true;
+        if (park) d9__park();
     }
 }
 

@@ -11,7 +11,10 @@
  * D9_BENCH_PAIRS=request (examples/uv-server: 14 events a pair, see request_events), or a park,
  * then its unpark with the readiness wake of one task its poller returned: in one call
  * (d9_unpark_wake_ready) with D9_BENCH_PAIRS=unparkwake, as two (d9_unpark, d9_wake_ready)
- * with D9_BENCH_PAIRS=unparkwake_split; three events each. */
+ * with D9_BENCH_PAIRS=unparkwake_split; three events each; or a memcached request's loop
+ * thread as the shim and the libevent adapter record it with D9_BENCH_PAIRS=mcrequest, its poll's
+ * end and the park after it in one call (d9__poll_end_park), as two with mcrequest_split (five
+ * events each, see mc_request_events). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +45,21 @@ static void request_events(uint64_t i, const d9_loc *where, const d9_loc *span, 
     d9_park();
 }
 
+/* What the shim and the libevent adapter record for one memcached `get` on its worker's loop:
+ * the poller returns the connection ready (unpark and its wake), the connection's callback is
+ * its poll, and the loop parks again, the poll's end owed to that park (thread_state.h) or, as
+ * before, at the callback's return. */
+static void mc_request_events(uint64_t conn, const d9_loc *where, bool split) {
+    d9_unpark_wake_ready(conn);
+    d9_poll_begin(conn, where);
+    if (split) {
+        d9_poll_end();
+        d9_park();
+    } else {
+        d9__poll_end_park(); /* recording: the adapters test it before */
+    }
+}
+
 int bench_instructions(const bench_opts *o, uint64_t pairs) {
     char *dir = bench_make_dir(o->scratch, "instructions");
     if (!dir || bench_start(dir, BENCH_SCHEDSTAT_DEFAULT) != 0) return 1;
@@ -55,9 +73,12 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     bool requests = kind && strcmp(kind, "request") == 0;
     bool unpark_wake = kind && strcmp(kind, "unparkwake") == 0;
     bool unpark_wake_split = kind && strcmp(kind, "unparkwake_split") == 0;
-    uint64_t per_pair = spawns || unpark_wake || unpark_wake_split ? 3 : requests ? REQUEST_EVENTS : 2;
+    bool mc_split = kind && strcmp(kind, "mcrequest_split") == 0;
+    bool mc = mc_split || (kind && strcmp(kind, "mcrequest") == 0);
+    uint64_t per_pair = spawns || unpark_wake || unpark_wake_split ? 3 : requests ? REQUEST_EVENTS : mc ? 5 : 2;
     void *object = spawns || requests ? malloc(64) : NULL; /* a request's address, from the heap as the adapters' */
     if (fused) d9_poll_begin(1, where);
+    if (mc) d9_park(); /* each request begins with the unpark of the park before */
     const d9_loc *span = D9_SPAN_NAME("bench_span");
     for (uint64_t i = 0; i < pairs; i++) {
         if (i > 0 && i % (PAIRS_PER_FLUSH * 2 / per_pair) == 0) d9_flush(); /* as many events a flush */
@@ -78,6 +99,8 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
             d9_poll_end_begin((i & 63) + 1, where);
         } else if (requests) {
             request_events(i, where, span, object);
+        } else if (mc) {
+            mc_request_events((i & 63) + 1, where, mc_split);
         } else if (spawns) {
             uint64_t task = d9_task_id_new();
             d9_task_spawn_object(task, where, object);
@@ -90,6 +113,7 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     /* Drained by the background thread, so d9_stop on this thread finds nothing left: the
      * recording thread's count then holds the hooks and the loop, not the encoding. */
     if (fused) d9_poll_end();
+    if (mc) d9_unpark();
     d9_flush();
     d9_stop();
     d9_stats st;

@@ -364,6 +364,7 @@ D9_API void d9__task_spawn(uint64_t task_id, const d9_loc *where);
 D9_API void d9__task_spawn_object(uint64_t task_id, const d9_loc *where, const void *object);
 D9_API void d9__wake_ready(uint64_t woken_task_id);
 D9_API void d9__unpark_wake_ready(uint64_t woken_task_id); /* woken_task_id != 0 */
+D9_API void d9__poll_end_park(void); /* d9__poll_end then d9__park, at one clock read */
 /* For runtimes that keep tasks across starts (the loop adapters): `fn` runs in every d9_start
  * just before hooks begin to record; it may call the d9__ hooks (d9__task_spawn_object) to
  * spawn the tasks that exist already. At most 8. */

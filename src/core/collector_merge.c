@@ -78,10 +78,19 @@ static void decode_record(d9_collector *c, d9_thread *t, const uint64_t *r, uint
         e.schema = D9_SCH_POLL_END;
         e.v[0] = t->c_worker;
         break_emit;
+    case D9_REC_POLL_END_PARK: /* the poll's end, then the park at the same tick */
+        t->c_task = 0;
+        if (__builtin_expect(d9_rule_check_on(), 0)) d9_rule_check_poll_end(t, ts, t->c_worker);
+        e.schema = D9_SCH_POLL_END;
+        e.v[0] = t->c_worker;
+        t->c_events++;
+        c->recorded_in_drain++;
+        emit(c, &e);
+        /* fall through */
     case D9_REC_PARK:
     case D9_REC_UNPARK:
     case D9_REC_UNPARK_WAKE: {
-        bool park = D9_REC_KIND(r[0]) == D9_REC_PARK;
+        bool park = D9_REC_KIND(r[0]) == D9_REC_PARK || D9_REC_KIND(r[0]) == D9_REC_POLL_END_PARK;
         /* The CPU time as the hook wrote it (thread_cpu_time.h). The run-queue wait since the
          * thread's previous schedstat reading: that reading is at most the resolution older than
          * the park (see d9_schedstat_min_ticks). Not read (the park was shorter than the
@@ -192,7 +201,7 @@ static const uint8_t hook_words[256] = {
     [D9_REC_WAKE] = D9_REC_WORDS_WAKE,             [D9_REC_WAKE_READY] = D9_REC_WORDS_WAKE,
     [D9_REC_TERMINATE] = D9_REC_WORDS_TERMINATE, [D9_REC_SPAWN] = D9_REC_WORDS_SPAWN,
     [D9_REC_SPAN_BEGIN] = D9_REC_WORDS_SPAN,     [D9_REC_SPAN_END] = D9_REC_WORDS_SPAN,
-    [D9_REC_UNPARK_WAKE] = D9_REC_WORDS_UNPARK_WAKE,
+    [D9_REC_UNPARK_WAKE] = D9_REC_WORDS_UNPARK_WAKE, [D9_REC_POLL_END_PARK] = D9_REC_WORDS_PARK,
 };
 
 /* d9_raw_event's bytes (a timestamp reset first when the delta does not fit in 24 bits or goes
@@ -472,6 +481,23 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             p = d9_raw_varint(p, r[4]);
             p = d9_raw_u8(p, sat8(worker));
             twins++;
+            break;
+        }
+        case D9_REC_POLL_END_PARK: {
+            /* two events (the poll's end, then the park at the same ts): both schemas written and
+             * room for the second, tested before the end's bytes (as an unpark's with its wake) */
+            n = D9_REC_WORDS_PARK; /* the general path's length of it, too */
+            if (!SCHEMA_READY(D9_SCH_POLL_END) || !SCHEMA_READY(D9_SCH_WORKER_PARK) ||
+                p + HOOK_EVENT_MAX > p_stop)
+                goto general;
+            task = 0;
+            if (rules_on) d9_rule_check_poll_end(t, ts, worker);
+            p = hook_event_header(p, D9_SCH_POLL_END, ts, delta);
+            put_le64(p, worker_bytes);
+            p += worker_len;
+            twins++;
+            delta = 0; /* the park at the same ts: the end is the stream's base now */
+            PARK_CASE(true, D9_SCH_WORKER_PARK, D9_REC_WORDS_PARK);
             break;
         }
 #undef PARK_CASE

@@ -233,7 +233,7 @@ static inline __attribute__((always_inline)) uint64_t park_cpu_time(d9_thread *t
  * schedstat. `now`: the hook's time (0: read it here, after registering), from the fast path;
  * a park's comes with its CPU time `park_cpu`, already read there. */
 #define CPU_NOT_READ UINT64_MAX /* park_record's park_cpu: read it there */
-SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu) {
+SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu, bool with_end) {
     d9_thread *t = d9_thread_current();
     if (!t) return;
     bool have_cpu = now && park_cpu != CPU_NOT_READ;
@@ -252,13 +252,21 @@ SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu) {
     }
     bool page = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED); /* read at the hook's time */
     uint64_t cpu = have_cpu ? park_cpu : page ? CPU_NOT_READ : park_cpu_time(t, kind, 0);
-    if (kind == D9_REC_PARK) now = d9_clock_ticks(); /* after the reads, as close to blocking as it gets */
+    /* after the reads, as close to blocking as it gets; but a park with a poll's end keeps the
+     * end's time (d9__poll_end_park) */
+    if (kind == D9_REC_PARK && !with_end) now = d9_clock_ticks();
     if (cpu == CPU_NOT_READ) cpu = park_cpu_time(t, kind, now);
     t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
     __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
     uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_PARK);
-    if (!r) return;
-    r[0] = D9_REC_HEADER(now, kind);
+    if (!r) {
+        if (with_end) /* two events lost: the reserve counted one */
+            atomic_store_explicit(&t->drops_total,
+                                  atomic_load_explicit(&t->drops_total, memory_order_relaxed) + 1,
+                                  memory_order_relaxed);
+        return;
+    }
+    r[0] = D9_REC_HEADER(now, with_end ? D9_REC_POLL_END_PARK : kind);
     r[1] = cpu;
     r[2] = wait;
     r[3] = t->local_queue;
@@ -277,12 +285,14 @@ SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu) {
  * with the CPU time read at both and the clock read twice at the park, 204.1 on park_record's
  * path. */
 static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint64_t given_now, uint64_t woken) {
-    /* woken (an unpark's only; a constant 0 for the others): as park_page's, the unpark and
-     * that task's ready wake in one record; where park_record takes over, two records */
+    /* woken: an unpark's, as park_page's, the unpark and that task's ready wake in one record
+     * (where park_record takes over, two records); a park's (WITH_POLL_END, a constant), the
+     * poll's end at its time in its record (D9_REC_POLL_END_PARK); a constant 0 otherwise */
+    const bool with_end = kind == D9_REC_PARK && woken;
     d9_thread *t = d9__tls_thread;
     if (__builtin_expect(!t, 0)) {
-        park_record(kind, given_now, given_now ? CPU_NOT_READ : 0);
-        if (woken) d9__wake_ready(woken);
+        park_record(kind, given_now, given_now ? CPU_NOT_READ : 0, with_end);
+        if (woken && !with_end) d9__wake_ready(woken);
         return;
     }
     uint64_t cpu = CPU_NOT_READ;
@@ -302,8 +312,8 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint6
                 now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED) ||
                     t->schedstat_run != __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED),
                 0)) {
-            park_record(kind, now, cpu);
-            if (woken) d9__wake_ready(woken); /* stamped with the unpark's tick, t->unpark_ticks */
+            park_record(kind, now, cpu, with_end);
+            if (woken && !with_end) d9__wake_ready(woken); /* stamped with the unpark's tick, t->unpark_ticks */
             return;
         }
         wait = D9_NS_NOT_READ;
@@ -312,7 +322,7 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint6
     t = d9__tls_thread;
     t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
     __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
-    const uint64_t words = woken ? D9_REC_WORDS_UNPARK_WAKE : D9_REC_WORDS_PARK;
+    const uint64_t words = woken && !with_end ? D9_REC_WORDS_UNPARK_WAKE : D9_REC_WORDS_PARK;
     uint64_t *r = d9_thread_reserve(t, words);
     if (__builtin_expect(!r, 0)) {
         if (woken) /* two events lost: the reserve counted one */
@@ -321,11 +331,11 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint6
                                   memory_order_relaxed);
         return;
     }
-    r[0] = D9_REC_HEADER(now, woken ? D9_REC_UNPARK_WAKE : kind);
+    r[0] = D9_REC_HEADER(now, with_end ? D9_REC_POLL_END_PARK : woken ? D9_REC_UNPARK_WAKE : kind);
     r[1] = cpu;
     r[2] = wait;
     r[3] = t->local_queue;
-    if (woken) r[4] = woken;
+    if (woken && !with_end) r[4] = woken;
     d9_thread_commit(t, words);
 }
 
@@ -415,6 +425,26 @@ void d9__unpark(void) {
 void d9__unpark_wake_ready(uint64_t woken) {
     if (__builtin_expect(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0, 1)) park_page_unpark_wake(woken);
     else park_any_wake(0, woken);
+}
+
+/* A poll's end and the park right after it: the loop's last callback returned and its poller
+ * is about to block (the adapters owe the end until then: thread_state.h, d9a_park_owing_end).
+ * One clock read, one hook call and one record for both (D9_REC_POLL_END_PARK, park_fast's
+ * PARK record with another kind): the collector writes the PollEnd and the WorkerPark
+ * d9__poll_end and d9__park would, at one time. The poll's end
+ * moves from its callback's return to the park, so the poll takes in what the loop did between
+ * (its bookkeeping before it blocks: nobody's else either). The slow paths (the ring's wrap
+ * point, schedstat due, the thread's first event) keep that one time too. */
+#define WITH_POLL_END 1 /* park_fast's `woken` for a park: its record carries the poll's end */
+void d9__poll_end_park(void) {
+    uint64_t now = d9_clock_ticks();
+    d9_thread *t = d9__tls_thread;
+    if (__builtin_expect(t != NULL, 1)) { /* POLL_END_BODY's, but the record: the park's has it */
+        __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED);
+        d9_rule_wake_poll_end(now);
+        d9_poll_cpu_end(now); /* before the park's CPU time: a read here is its anchor */
+    }
+    park_fast(D9_REC_PARK, now, WITH_POLL_END);
 }
 
 /* Paused: only the unpark of a park that was recorded (a pause while the worker waited). */

@@ -29,6 +29,8 @@ enum d9_rec_kind {
     D9_REC_FREE,             /* [1] address  [2] size  [3] the allocation's ticks (0: unknown) */
     D9_REC_UNPARK_WAKE,      /* an UNPARK's [1..3], then [4] the task its poller found ready: the
                                 unpark and that task's WAKE_READY at one tick, in one record */
+    D9_REC_POLL_END_PARK,    /* a PARK's [1..3]: a POLL_END and that PARK at one tick, in one
+                                record (d9__poll_end_park) */
 };
 
 enum {
@@ -68,6 +70,7 @@ static inline uint64_t d9_record_words(const uint64_t *r) {
     case D9_REC_ALLOC: return r[3] > 4096 ? 0 : 4 + r[3];
     case D9_REC_FREE: return D9_REC_WORDS_FREE;
     case D9_REC_UNPARK_WAKE: return D9_REC_WORDS_UNPARK_WAKE;
+    case D9_REC_POLL_END_PARK: return D9_REC_WORDS_PARK;
     default: return 0;
     }
 }

@@ -94,10 +94,21 @@ static __attribute__((noinline)) void take_generic_worker(int runtime, uint32_t 
 /* Whether this call parks; takes a worker identity for a thread outside any loop library. */
 static inline bool park_begin(int runtime, bool may_block) {
     d9p_maybe_start_child();
-    if (!may_block || !D9__ACTIVE()) return false;
     d9a_thread *s = &d9a_self;
+    if (s->loop && s->park_on_epoll && s->depth == 0) {
+        /* the loop's poll (its backend poll() or select()): the poll its last callback owes
+         * ends here, with the park (thread_state.h) */
+        bool park = may_block && D9__ACTIVE();
+        if (park || s->end_owed) {
+            int saved = errno;
+            d9a_park_owing_end(park);
+            errno = saved;
+        }
+        return park;
+    }
+    if (!may_block || !D9__ACTIVE()) return false;
     if (s->loop) {
-        if (!s->park_on_epoll || s->depth != 0) return false;
+        return false; /* inside a callback, or a loop whose poll is not its park */
     } else if (!s->worker_loop) {
         uint32_t gen = atomic_load_explicit(&g_fork_generation, memory_order_relaxed);
         if (__builtin_expect(!t_generic_worker || t_generation != gen, 0)) take_generic_worker(runtime, gen);
@@ -195,7 +206,8 @@ static int epoll_returned_home(int rc, const struct epoll_event *events, bool pa
  * const, so the compiler keeps the pointer), and the recorder's park, unpark and readiness
  * wakes called from here rather than through three helpers that each saved registers and
  * errno (callgrind, per epoll_wait + read pair on the loop's thread: 236 instructions of the
- * shim's own before, test_preload_shim_instructions.sh bounds them). What epoll returned is
+ * shim's own before, test_preload_shim_instructions.sh bounds them). The poll of the loop's last
+ * callback, owed since its return, ends with the park, in one hook (d9a_park_owing_end). What epoll returned is
  * a readiness wake of the tasks watching those fds (ready_wakes.h); a loop that wraps lazily
  * gets its trampolines here if recording started since it was entered (lazy_wrap.h: a
  * forked child's run starts inside this very call, a loop entered before the shim's start
@@ -205,9 +217,13 @@ static int epoll_returned_home(int rc, const struct epoll_event *events, bool pa
         d9p_maybe_start_child();                                                           \
         int *err_ = &errno;                                                                \
         bool parked_ = (may_block) && D9__ACTIVE();                                        \
-        if (parked_) {                                                                     \
+        if (parked_) { /* with the poll the last callback owes */                          \
             int saved_ = *err_;                                                            \
-            d9__park();                                                                    \
+            d9a_park_owing_end(true);                                                      \
+            *err_ = saved_;                                                                \
+        } else if (__builtin_expect(d9a_self.end_owed, 0)) { /* no park: the end alone */  \
+            int saved_ = *err_;                                                            \
+            d9a_park_owing_end(false);                                                     \
             *err_ = saved_;                                                                \
         }                                                                                  \
         int rc_ = (call);                                                                  \

@@ -7,7 +7,7 @@
 # tests/preload/d9p_epoll_pairs runs N iterations of one epoll_wait (one ready event) and one
 # read. callgrind collects only inside the interposers epoll_wait and read (--toggle-collect):
 # libc's functions of the same names toggle collection off again inside them, and so do the
-# recorder's hooks they call (d9__park, d9__unpark, d9__wake_ready, d9__unpark_wake_ready: the core's cost, bounded by
+# recorder's hooks they call (d9__park, d9__unpark, d9__wake_ready, d9__unpark_wake_ready, d9__poll_end_park: the core's cost, bounded by
 # test_poll_instructions.sh), so what is counted is the shim's own. Two runs of N1 and N2
 # iterations; the difference / (N2 - N1) is one pair (start-up and the first calls' symbol
 # lookups cancel). Only the loop's thread is read (--separate-threads: the recorder's threads
@@ -38,7 +38,7 @@ count() { # iterations -> instructions of the loop thread inside the interposers
     --trace-children=yes --callgrind-out-file="$out.%p" \
     --toggle-collect=epoll_wait --toggle-collect=read \
     --toggle-collect=d9__park --toggle-collect=d9__unpark --toggle-collect=d9__wake_ready \
-    --toggle-collect=d9__unpark_wake_ready \
+    --toggle-collect=d9__unpark_wake_ready --toggle-collect=d9__poll_end_park \
     env LD_PRELOAD="$SHIM" "$prog" "$n" >"$out.stdout" 2>"$out.stderr" ||
     fail "d9p_epoll_pairs $n under callgrind failed: $(cat "$out.stdout" "$out.stderr")"
   grep -q "^iterations $n\$" "$out.stdout" || fail "d9p_epoll_pairs $n: $(cat "$out.stdout")"
@@ -94,7 +94,7 @@ count_home() { # requests -> instructions of the loop's thread inside the interp
     --trace-children=yes --callgrind-out-file="$out.%p" \
     --toggle-collect=epoll_wait --toggle-collect=read --toggle-collect=write \
     --toggle-collect=d9__park --toggle-collect=d9__unpark --toggle-collect=d9__wake_ready \
-    --toggle-collect=d9__unpark_wake_ready \
+    --toggle-collect=d9__unpark_wake_ready --toggle-collect=d9__poll_end_park \
     --toggle-collect=d9__poll_begin --toggle-collect=d9__poll_end --toggle-collect=d9__poll_end_begin \
     env LD_PRELOAD="$SHIM" "$home" "$n" >"$out.stdout" 2>"$out.stderr" ||
     fail >&2 "d9p_home_pairs $n under callgrind failed: $(cat "$out.stdout" "$out.stderr")"

@@ -70,6 +70,16 @@ check(parks_on_workers >= 50, "workers park in epoll_wait (%d unparks)" % parks_
 check(len(delayed) >= 1, "unparks carry kernel scheduling delays (%d > 0, max %.1f us)" %
       (len(delayed), max([u["sched_wait_ns"] for u in delayed] or [0]) / 1000))
 
+# a worker's last callback owes its poll's end to the loop's next park: both at one clock read,
+# in one hook (adapters/common/thread_state.h, d9__poll_end_park), so nearly every park of a
+# worker has a poll's end of that worker at its very time (not the first park, nor one after a
+# poll that ended with its task's terminate or after an epoll that ran no callback)
+ends = {(e["fields"]["worker_id"], e["ts"]) for e in t.of("PollEndEvent")}
+worker_parks = [p for p in t.parks if p["worker_id"] in workers]
+fused = sum((p["worker_id"], p["ts"]) in ends for p in worker_parks)
+check(len(worker_parks) >= 50 and fused >= 0.5 * len(worker_parks),
+      "%d of %d worker parks end a poll at their time" % (fused, len(worker_parks)))
+
 # the dispatcher wakes a worker's notify event; that worker then polls it
 dispatcher_tasks = {p["task_id"] for w in dispatcher for p in polls[w]}
 wakes = [w for w in t.wakes if w["waker_task_id"] in dispatcher_tasks]

@@ -47,7 +47,7 @@ static inline bool idle(void) {
     static __attribute__((noinline)) int recorded_##name params {                          \
         bool park = timeout != 0 && D9__ACTIVE();                                          \
         int saved = errno;                                                                 \
-        if (park) d9_park();                                                               \
+        d9a_park_owing_end(park); /* with the poll the last callback owes */               \
         errno = saved;                                                                     \
         int rc = D9A_NEXT(name, args);                                                     \
         saved = errno;                                                                     \
@@ -62,7 +62,7 @@ static inline bool idle(void) {
     }                                                                                      \
     D9A_EXPORT int name params {                                                           \
         if (!is_loop_poll()) return D9A_NEXT(name, args);                                  \
-        if (idle()) return idle_##name args;                                               \
+        if (idle() && !d9a_self.end_owed) return idle_##name args;                         \
         return recorded_##name args;                                                       \
     }
 

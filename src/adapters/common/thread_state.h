@@ -32,9 +32,40 @@ typedef struct d9a_thread {
     _Atomic bool *cache_wrapped; /* ... and that loop's "trampolines installed" (lazy_wrap.h) */
     _Atomic bool *lazy_wrapped;  /* the running loop's, when its adapter wraps lazily, else NULL */
     void (*lazy_sync)(const void *loop); /* ... and what swaps its trampolines in or out */
+    /* The last callback's poll ends at the loop's next park, not at its return (one clock read
+     * and one hook for both: d9a_park_owing_end). end_deferrable: this run's poller goes
+     * through a wrapper that ends it (the shim's or the adapters' epoll wrapper parked here
+     * once); end_owed: a poll's end is owed. */
+    bool end_deferrable;
+    bool end_owed;
 } d9a_thread;
 
 extern __thread d9a_thread d9a_self D9A_HIDDEN __attribute__((tls_model("initial-exec")));
+
+/* The poll owed by the last callback ends now (a record that must not fall inside it: its
+ * task's terminate, the loop's exit). */
+static inline __attribute__((always_inline)) void d9a_end_owed_poll(d9a_thread *s) {
+    if (__builtin_expect(s->end_owed, 0)) {
+        s->end_owed = false;
+        d9_poll_end();
+    }
+}
+
+/* The loop's poller is about to be called (its wrapper, outside callbacks): the poll the last
+ * callback owes ends here, with the park when the call parks (`park`: recording and it may
+ * block), at one clock read (d9__poll_end_park); a call that does not park ends it alone. From
+ * now on this run's callbacks may owe their end to the poller. */
+static inline __attribute__((always_inline)) void d9a_park_owing_end(bool park) {
+    d9a_thread *s = &d9a_self;
+    if (s->end_owed) { /* set only where end_deferrable is */
+        s->end_owed = false;
+        if (park) d9__poll_end_park();
+        else d9_poll_end();
+    } else {
+        s->end_deferrable = true;
+        if (park) d9__park();
+    }
+}
 
 /* The poll that was in progress when a callback started, to resume afterwards. */
 typedef struct d9a_frame {
@@ -64,9 +95,14 @@ static inline void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc
     s->poll_loc = loc;
     s->owed_terminate = 0;
     s->owed_object = NULL;
-    /* nested: the outer poll ends where this one begins, at one clock read */
-    if (nested) d9_poll_end_begin(task, loc);
-    else d9_poll_begin(task, loc);
+    /* nested: the outer poll ends where this one begins, at one clock read; so does the poll
+     * a callback before owes (one loop iteration running callbacks back to back) */
+    if (nested || s->end_owed) {
+        s->end_owed = false;
+        d9_poll_end_begin(task, loc);
+    } else {
+        d9_poll_begin(task, loc);
+    }
 }
 
 /* always inline: out of line (as gcc chose for the adapters with many trampolines) the call,
@@ -87,7 +123,9 @@ static inline __attribute__((always_inline)) void d9a_poll_exit(const d9a_frame 
         if (owed) d9_poll_begin(f->task, f->loc);
         else d9_poll_end_begin(f->task, f->loc); /* the outer poll resumes: one clock read */
     } else if (!owed) {
-        d9_poll_end();
+        /* the loop's next poller call ends it, with its park (d9a_park_owing_end) */
+        if (s->end_deferrable) s->end_owed = true;
+        else d9_poll_end();
     }
 }
 
@@ -117,6 +155,7 @@ static inline uint64_t d9a_continued_task(const void *obj) {
  * terminate was owed. */
 static inline void d9a_spawn(const void *obj, uint64_t task, const d9_loc *loc) {
     d9a_thread *s = &d9a_self;
+    d9a_end_owed_poll(s);
     if (s->owed_terminate == task && s->owed_object == obj) {
         s->owed_terminate = 0;
         s->owed_object = NULL;
@@ -135,6 +174,7 @@ static inline void d9a_terminate(const void *obj, uint64_t task) {
         s->owed_object = obj;
         return;
     }
+    d9a_end_owed_poll(s); /* a task's terminate never inside its poll */
     d9_task_terminate(task);
 }
 
@@ -152,6 +192,8 @@ typedef struct d9a_run_scope {
 
 static inline void d9a_run_enter(d9a_run_scope *sc, const void *loop, bool park_on_epoll) {
     d9a_thread *s = &d9a_self;
+    d9a_end_owed_poll(s);
+    s->end_deferrable = false; /* until this run's poller wrapper says it ends owed polls */
     sc->loop = s->loop;
     sc->park_on_epoll = s->park_on_epoll;
     sc->depth = s->depth;
@@ -175,6 +217,8 @@ static inline void d9a_run_enter(d9a_run_scope *sc, const void *loop, bool park_
 
 static inline void d9a_run_exit(const d9a_run_scope *sc) {
     d9a_thread *s = &d9a_self;
+    d9a_end_owed_poll(s); /* the run's last poll ends before the loop returns */
+    s->end_deferrable = false;
     s->loop = sc->loop;
     s->park_on_epoll = sc->park_on_epoll;
     s->depth = sc->depth;

@@ -175,9 +175,9 @@ D9P_HIDDEN bool d9p_loop_wait_begin(int kind, int epfd, bool has_fds, bool may_b
  * there, with the first ready connection's readiness wake in the same record). */
 D9P_HIDDEN void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n, bool parked);
 /* The fused path of a loop's own epoll wait (d9p_loop_io_state.home_epfd1): its iteration
- * ends before the park, the next starts with what the wait returned (rc), after the unpark
+ * ends before the park (with it, in one record, when a poll was open), the next starts with what the wait returned (rc), after the unpark
  * when it parked (the unpark is recorded there, with the first ready wake). */
-D9P_HIDDEN void d9p_home_wait_begins(void);
+D9P_HIDDEN bool d9p_home_wait_begins(bool park); /* true: it recorded the park too */
 D9P_HIDDEN void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked);
 D9P_HIDDEN void d9p_loop_wait_end_poll(const struct pollfd *fds, unsigned long n, int rc, bool parked);
 D9P_HIDDEN void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w,

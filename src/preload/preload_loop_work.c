@@ -537,15 +537,20 @@ static uint64_t unpark_first_wake(bool parked, int fd) {
  * fork generation, start or first-wait test; a run that stopped during the wait starts
  * nothing, as above. The iteration's poll ends with the hook as the last call (a jump: no
  * frame here), unless a close inside it owes its task's end after it. */
-void d9p_home_wait_begins(void) {
+bool d9p_home_wait_begins(bool park) {
     loop_thread *l = &t_loop;
     d9p_loop_io_now.iterating = false;
     if (__builtin_expect(!l->in_poll || l->owed_terminate, 0)) {
         end_poll(l);
-        return;
+        return false;
     }
     l->in_poll = false;
+    if (park) { /* recording was tested on entry (home_fast): the end and the park, one record */
+        d9__poll_end_park();
+        return true;
+    }
     d9_poll_end();
+    return false;
 }
 
 /* An epoll wait returned n events: the unpark with the first known connection's readiness

@@ -320,8 +320,9 @@ int d9_xmodel_add(d9_xmodel *m, const d9_event *ev) {
         int rc = add_stack(m, field(ev, F(CALLCHAIN)), &s.stack);
         if (rc < 0) goto oom;
         if (rc > 0) break; /* a sample without a stack says nothing to a profile */
-        if (s.source == D9_XSAMPLE_OFFCPU) /* its own worker, else its thread's (model/thread_worker.h) */
-            s.worker_id = d9m_record_worker(d9m_thread_worker_of(&b->thread_workers, s.tid), s.worker_id);
+        /* its own worker, else its thread's (model/thread_worker.h): a timer sample's as much as a
+         * context-switch sample's, the thread was running as that worker */
+        s.worker_id = d9m_record_worker(d9m_thread_worker_of(&b->thread_workers, s.tid), s.worker_id);
         s.thread_name = str_of(m, ev, F(THREAD_NAME));
         if (!VEC_PUSH(b, samples, s)) goto oom;
         break;

@@ -699,14 +699,14 @@ static int on_sample(seg *s, const d9_event *ev, d9_decoder *d) {
     uint32_t stack_index;
     if (sample_stack(s, ev, d, wall, &stack, &stack_index) != 0) return -1;
     uint64_t source = d9m_uint_or(ev, f[D9_KF_SOURCE], 0);
-    uint64_t sample_worker = d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE);
-    if (source == 1) { /* a context-switch sample: its own worker, else its thread's (model/thread_worker.h) */
-        uint64_t w = sample_worker != D9_WORKER_NONE
-                         ? sample_worker
-                         : d9m_thread_worker_of(&s->thread_workers, d9m_uint_or(ev, f[D9_KF_TID], 0));
-        if (w != D9_WORKER_NONE && d9f_attr_offcpu_sample(&s->attr, ev->ts_ns, w, stack_index) != 0)
-            return oom(s);
-    }
+    /* its own worker, else its thread's (model/thread_worker.h), a timer sample's too: the
+     * `samples` table's worker_id is the worker sampled, as analyze counts it */
+    uint64_t sample_worker = d9m_record_worker(
+        d9m_thread_worker_of(&s->thread_workers, d9m_uint_or(ev, f[D9_KF_TID], 0)),
+        d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE));
+    if (source == 1 && sample_worker != D9_WORKER_NONE &&
+        d9f_attr_offcpu_sample(&s->attr, ev->ts_ns, sample_worker, stack_index) != 0)
+        return oom(s);
     uint32_t r;
     int rc;
     d9f_row_batch *b = batch_row(s, D9F_SAMPLES, wall, &r, &rc);

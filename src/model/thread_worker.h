@@ -1,13 +1,15 @@
-/* Whose worker a thread's switch record and context-switch sample are: one rule for analyze,
- * fold, export and the viewer (viewer/src/attribution.js follows it).
+/* Whose worker a thread's switch record and CPU sample are: one rule for analyze, fold (its
+ * off-CPU attribution and the `samples` table's worker_id), export and the viewer (its decoder
+ * gives each sample its worker, viewer/src/attribution.js each switch record).
  *
  * A thread's worker is the latest worker id its records named, in stream order (switch
  * records, park and unpark, its WorkerRegisteredEvent): a thread that changes worker mid-run
  * (d9_worker_end, d9_worker_begin) is the new worker's from its next record that names one.
  * A record without a worker id (D9_WORKER_NONE, as another writer may leave it) is its
  * thread's worker's. So an off-CPU interval is the worker's its switch-in names (it overrides
- * the switch-out's: the thread ran again as that worker), and a context-switch sample without
- * a worker id is its thread's worker's. */
+ * the switch-out's: the thread ran again as that worker), and a CPU sample without a worker
+ * id, from the timer sampler (source 0) as much as at a context switch (source 1), is its
+ * thread's worker's: the thread was running as that worker when it was sampled. */
 #ifndef D9_MODEL_THREAD_WORKER_H
 #define D9_MODEL_THREAD_WORKER_H
 

@@ -141,6 +141,29 @@ test('the worker-change vector: a thread that changes worker as analyze says it'
   }, 'analyze: the planted parts')
   assert.deepEqual(await foldParts(tables), { [basename(seg)]: want })
   assert.equal(await rowsAddUp(tables), 2, 'polls rows')
+  // the samples table's worker_id is the worker sampled (src/model/thread_worker.h): a sample
+  // without a worker id, timer (cpu) or context switch (offcpu), its thread's worker, as analyze
+  // counts them in each worker's polls (every sample of the vector is inside a poll)
+  const r = dial9('analyze', '--json', seg)
+  assert.equal(r.status, 0, r.stderr)
+  const an = {}
+  for (const w of JSON.parse(r.stdout).workers) {
+    if (w.cpu_samples_in_poll) an[`cpu ${w.id}`] = BigInt(w.cpu_samples_in_poll)
+    if (w.offcpu_samples_in_poll) an[`offcpu ${w.id}`] = BigInt(w.offcpu_samples_in_poll)
+  }
+  assert.deepEqual(an, { 'cpu 0': 1n, 'cpu 1': 2n, 'offcpu 0': 1n, 'offcpu 1': 1n }, 'analyze: the planted samples')
+  const samples = join(tables, 'samples/**/*.parquet')
+  const byDuck = {}
+  for (const x of await duckRows(`SELECT source, worker_id, count(*) AS n FROM read_parquet(${lit(samples)}) GROUP BY ALL`))
+    byDuck[`${x.source} ${x.worker_id}`] = BigInt(x.n)
+  assert.deepEqual(byDuck, an, 'DuckDB: samples by source and worker_id')
+  const byHyp = {}
+  for (const f of files(join(tables, 'samples')).filter((f) => f.endsWith('.parquet')))
+    for (const x of await hyparquetRows(f)) {
+      const k = `${x.source} ${x.worker_id}`
+      byHyp[k] = (byHyp[k] || 0n) + 1n
+    }
+  assert.deepEqual(byHyp, an, 'hyparquet: samples by source and worker_id')
 })
 
 // Worker 0, no switch records (source.off_cpu inactive), from 5 s:

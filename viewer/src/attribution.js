@@ -7,7 +7,8 @@
  *   elapsed = on_cpu + lock + io + sleep + fault + blocked_other + runnable + unknown  (exact ns)
  *
  *   off-CPU intervals  a thread's SchedSwitchEvent switch-out .. next switch-in, on its worker
- *                      (the switch-in's, a sample without one its thread's: recordWorkers);
+ *                      (the switch-in's: recordWorkers; a sample without one its thread's:
+ *                      the decoder's cpuSamples.worker);
  *                      a poll counts those that start inside it, clipped to it
  *   cause              preempted -> runnable; else the context-switch sample (CpuSampleEvent
  *                      source 1) of its worker within 1 ms either side of the switch-out (and
@@ -247,44 +248,25 @@
     return names;
   }
 
-  /* Whose worker each switch record and context-switch sample is: the C model's rule
-   * (src/model/thread_worker.h). A thread's worker is the latest worker id its records named in
-   * file order (switch records, parks and unparks); a record without one is its thread's
+  /* Whose worker each switch record is: the C model's rule (src/model/thread_worker.h). A
+   * thread's worker is the latest worker id its records named in file order (switch records,
+   * parks, unparks and its WorkerRegisteredEvent); a record without one is its thread's
    * worker's; an off-CPU interval is the switch-in's worker (it overrides the switch-out's).
-   * {sw: per switch record, smp: per CPU sample (its own worker for a timer sample)}. */
+   * A CPU sample's worker, timer or context switch, the decoder gives by the same rule
+   * (cpuSamples.worker). {sw: per switch record}. */
   function recordWorkers(trace) {
     const W = trace.switches;
-    const S = trace.cpuSamples;
     const N = trace.threadWorkers;
     const nw = W ? W.count : 0;
     const nn = N ? N.count : 0;
     const named = (w) => Number.isFinite(w) && w !== WORKER_NONE;
     const sw = new Float64Array(nw).fill(WORKER_NONE);
-    const smp = new Float64Array(S.count);
-    const offcpu = [];
-    for (let i = 0; i < S.count; i++) {
-      smp[i] = S.worker[i];
-      if (S.source[i] !== 0 && !named(S.worker[i]) && S.seq) offcpu.push(i);
-    }
-    offcpu.sort((a, b) => S.seq[a] - S.seq[b]);
     const of = new Map(); // tid -> its worker so far
     const seqOf = (i) => (W.seq ? W.seq[i] : i);
-    let j = 0, k = 0;
-    for (let i = 0; i <= nw; i++) { // the three lists merged by their place in the data
+    let j = 0;
+    for (let i = 0; i <= nw; i++) { // the two lists merged by their place in the data
       const at = i < nw ? seqOf(i) : Infinity;
-      for (;;) {
-        const ns = j < nn ? N.seq[j] : Infinity;
-        const ss = k < offcpu.length ? S.seq[offcpu[k]] : Infinity;
-        if (ns >= at && ss >= at) break;
-        if (ns <= ss) {
-          if (named(N.worker[j])) of.set(N.tid[j], N.worker[j]);
-          j++;
-        } else {
-          const x = offcpu[k++];
-          const w = of.get(S.tid[x]);
-          if (w !== undefined) smp[x] = w;
-        }
-      }
+      for (; j < nn && N.seq[j] < at; j++) if (named(N.worker[j])) of.set(N.tid[j], N.worker[j]);
       if (i === nw) break;
       if (named(W.worker[i])) {
         sw[i] = W.worker[i];
@@ -294,7 +276,7 @@
         if (w !== undefined) sw[i] = w;
       }
     }
-    return { sw, smp };
+    return { sw };
   }
 
   /* worker id -> {out: Float64Array, in: Float64Array, cause: Uint8Array}, sorted by out.
@@ -356,7 +338,7 @@
     const byW = new Map(); // worker -> its samples, by time
     for (let i = 0; i < S.count; i++) {
       if (S.source[i] === 0) continue;
-      const w = rw.smp[i]; // without a worker id: its thread's worker (recordWorkers)
+      const w = S.worker[i]; // without a worker id: its thread's worker (the decoder's)
       if (!Number.isFinite(w) || w === WORKER_NONE || !byWorker.has(w)) continue;
       let l = byW.get(w);
       if (!l) byW.set(w, (l = []));

@@ -31,12 +31,14 @@ function dial9DecoderFactory() {
     'DynamicMap'];
 
   const TWO32 = 4294967296;
+  const WORKER_NONE_ID = 255; // D9_WORKER_NONE: a record naming no worker
 
   /* Known schemas: which fields each kind needs, by name (type ids are local to a stream). */
   const K = {
     OTHER: 0, POLL_START: 1, POLL_END: 2, PARK: 3, UNPARK: 4, QUEUE: 5, SPAWN: 6, TERMINATE: 7,
     WAKE: 8, CPU: 9, DUMP: 10, META: 11, CLOCK: 12, SYMBOL: 13, COVERAGE: 14, ORIGIN: 15,
     SPAN_ENTER: 16, SPAN_EXIT: 17, ALLOC: 18, FREE: 19, SWITCH: 20, DROP: 21, POLL_CPU: 22,
+    REGISTERED: 23,
   };
   const KNOWN = {
     PollStartEvent: [K.POLL_START, ['worker_id', 'task_id', 'spawn_loc', 'local_queue']],
@@ -63,6 +65,8 @@ function dial9DecoderFactory() {
     FreeEvent: [K.FREE, ['tid', 'addr', 'size', 'alloc_timestamp_ns']],
     // the thread's off-CPU intervals and the drops that leave gaps: viewer/src/attribution.js
     SchedSwitchEvent: [K.SWITCH, ['tid', 'worker_id', 'switch_out', 'preempted']],
+    // a thread's worker from then on (src/model/thread_worker.h); kept in `other` as well
+    WorkerRegisteredEvent: [K.REGISTERED, ['worker_id', 'tid']],
     DroppedEventsEvent: [K.DROP, ['worker_id', 'tid', 'count']],
     SymbolTableEntry: [K.SYMBOL, ['addr', 'size', 'symbol_name', 'inline_depth', 'source_file', 'source_line']],
   };
@@ -192,6 +196,7 @@ function dial9DecoderFactory() {
   let st; // per-stream state
   let counts;
   let tables;
+  let tidWorker; // tid -> its thread's worker so far (noteThreadWorker)
   let other;
   let schemasByName;
   let originHi, originLo, originSet;
@@ -592,15 +597,13 @@ function dial9DecoderFactory() {
           t.c.schedWait[i] = wait > 0 || Number.isFinite(t.c.cpuTime[i]) ? wait : NaN;
           t.c.tid[i] = num(slot(s, 4));
         }
-        if (t.c.tid[i] > 0 && Number.isFinite(t.c.worker[i])) {
-          const tw = tables.threadWorkers;
-          if (tw.n === tw.cap) grow(tw);
-          const j = tw.n++;
-          tw.c.seq[j] = counts.events;
-          tw.c.tid[j] = t.c.tid[i];
-          tw.c.worker[j] = t.c.worker[i];
-        }
+        if (t.c.tid[i] > 0) noteThreadWorker(t.c.tid[i], t.c.worker[i], true);
         return;
+      case K.REGISTERED: {
+        const tid = num(slot(s, 1));
+        if (tid > 0) noteThreadWorker(tid, num(slot(s, 0)), true);
+        return storeOther(s, ts);
+      }
       case K.WAKE:
         t = tables.wakes;
         if (t.n === t.cap) grow(t);
@@ -615,8 +618,13 @@ function dial9DecoderFactory() {
         if (t.n === t.cap) grow(t);
         i = t.n++;
         t.c.ts[i] = ts;
-        t.c.worker[i] = num(slot(s, 0));
+        t.c.recordWorker[i] = num(slot(s, 0));
         t.c.tid[i] = num(slot(s, 1));
+        // its own worker, else its thread's (src/model/thread_worker.h): a timer sample's
+        // (source 0) as much as a context-switch sample's, the thread ran as that worker
+        t.c.worker[i] = namedWorker(t.c.recordWorker[i]) || !Number.isFinite(t.c.tid[i])
+          ? t.c.recordWorker[i]
+          : (tidWorker.has(t.c.tid[i]) ? tidWorker.get(t.c.tid[i]) : t.c.recordWorker[i]);
         t.c.source[i] = num(slot(s, 2));
         t.c.threadName[i] = idOrMinus(slot(s, 3));
         t.c.stack[i] = idOrMinus(slot(s, 4));
@@ -693,6 +701,7 @@ function dial9DecoderFactory() {
         t.c.ts[i] = ts;
         t.c.tid[i] = num(slot(s, 0));
         t.c.worker[i] = num(slot(s, 1));
+        noteThreadWorker(t.c.tid[i], t.c.worker[i], false); // attribution.js reads the records
         t.c.out[i] = num(slot(s, 2)) ? 1 : 0;
         t.c.preempted[i] = num(slot(s, 3)) ? 1 : 0;
         t.c.seq[i] = counts.events;
@@ -750,6 +759,24 @@ function dial9DecoderFactory() {
   let clocks;
   let spanMarks; // SpanEnterEvent / SpanExitEvent: {ts, enter, worker, id, name, task, tid}
   let coverage; // CoverageEvent records: {ts, source, mode (string ids), oneIn}
+
+  /* Whose worker a thread's records are (src/model/thread_worker.h): the latest worker id its
+   * parks, unparks, registration and switch records named, in file order. `listed`: kept in
+   * threadWorkers too, for attribution.js's switch records (it walks the switches itself). */
+  function namedWorker(w) {
+    return Number.isFinite(w) && w !== WORKER_NONE_ID;
+  }
+  function noteThreadWorker(tid, worker, listed) {
+    if (!namedWorker(worker) || !Number.isFinite(tid)) return;
+    tidWorker.set(tid, worker);
+    if (!listed) return;
+    const tw = tables.threadWorkers;
+    if (tw.n === tw.cap) grow(tw);
+    const j = tw.n++;
+    tw.c.seq[j] = counts.events;
+    tw.c.tid[j] = tid;
+    tw.c.worker[j] = worker;
+  }
 
   function storeOther(s, ts) {
     let o = other[s.name];
@@ -1087,7 +1114,9 @@ function dial9DecoderFactory() {
       pollEdges: makeTable({ ts: Float64Array, worker: Float64Array, task: Float64Array, loc: Int32Array, localQueue: Float64Array, isEnd: Uint8Array, cpu: Float64Array }),
       parkEdges: makeTable({ ts: Float64Array, worker: Float64Array, localQueue: Float64Array, cpuTime: Float64Array, schedWait: Float64Array, tid: Float64Array, isEnd: Uint8Array }),
       wakes: makeTable({ ts: Float64Array, waker: Float64Array, woken: Float64Array, targetWorker: Float64Array }),
-      cpuSamples: makeTable({ ts: Float64Array, worker: Float64Array, tid: Float64Array, source: Float64Array, threadName: Int32Array, stack: Int32Array, cpu: Float64Array, seq: Float64Array }),
+      // worker: the sample's worker by the model's rule (noteThreadWorker); recordWorker: the
+      // record's own worker_id field
+      cpuSamples: makeTable({ ts: Float64Array, worker: Float64Array, recordWorker: Float64Array, tid: Float64Array, source: Float64Array, threadName: Int32Array, stack: Int32Array, cpu: Float64Array, seq: Float64Array }),
       taskDumps: makeTable({ ts: Float64Array, task: Float64Array, stack: Int32Array }),
       queueSamples: makeTable({ ts: Float64Array, value: Float64Array }),
       spawns: makeTable({ ts: Float64Array, task: Float64Array, loc: Int32Array, instrumented: Float64Array }),
@@ -1098,12 +1127,14 @@ function dial9DecoderFactory() {
       heapFrees: makeTable({ ts: Float64Array, seq: Float64Array, meta: Int32Array, tid: Float64Array, size: Float64Array, addrLo: Uint32Array, addrHi: Uint32Array }),
       symbols: makeTable({ addrLo: Uint32Array, addrHi: Uint32Array, size: Float64Array, name: Int32Array, inlineDepth: Float64Array, file: Int32Array, line: Float64Array }),
       switches: makeTable({ ts: Float64Array, tid: Float64Array, worker: Float64Array, out: Uint8Array, preempted: Uint8Array, seq: Float64Array }),
-      // the worker a park or unpark names for its thread, in file order (seq: the event's place
-      // in the data): whose worker a thread's switch records and samples are (attribution.js)
+      // the worker a park, unpark or WorkerRegisteredEvent names for its thread, in file order
+      // (seq: the event's place in the data): whose worker a thread's switch records are
+      // (attribution.js)
       threadWorkers: makeTable({ seq: Float64Array, tid: Float64Array, worker: Float64Array }),
       drops: makeTable({ ts: Float64Array, worker: Float64Array, tid: Float64Array, lost: Float64Array }),
     };
     other = {};
+    tidWorker = new Map();
     meta = [];
     clocks = [];
     coverage = [];
@@ -1201,7 +1232,7 @@ function dial9DecoderFactory() {
       heapAllocs: raw.heapAllocs, // in the data's order (viewer/src/heap.js)
       heapFrees: raw.heapFrees,
       switches: raw.switches, // SchedSwitchEvent in file order: {ts, tid, worker, out, preempted, seq}
-      threadWorkers: raw.threadWorkers, // {seq, tid, worker} of parks and unparks, in file order
+      threadWorkers: raw.threadWorkers, // {seq, tid, worker} of parks, unparks and registrations, in file order
       drops: raw.drops, // DroppedEventsEvent in file order: {ts, worker, tid, lost (its count)}
       metadata: meta,
       clockSyncs: clocks,

@@ -111,6 +111,66 @@ function skipWithoutCli(t) {
 const vectors = fs.readdirSync(vectorDir).filter((f) => f.endsWith('.bin')).map((f) => f.slice(0, -4))
   .sort((a, b) => (a === 'attribution' ? -1 : b === 'attribution' ? 1 : a < b ? -1 : a > b ? 1 : 0));
 
+// Whose worker a CPU sample is (src/model/thread_worker.h): on the worker-change vector a
+// thread changes worker mid-run and its samples carry no worker id, timer (source 0) and
+// context-switch (source 1) alike; the decoder gives each its thread's worker, so the samples
+// inside each worker's polls are the ones analyze counts there (tests/unit/worker_change_trace.h).
+test('the worker-change vector: a sample without a worker id is its thread\'s worker\'s, as analyze counts it', (t) => {
+  if (skipWithoutCli(t)) return;
+  const file = path.join(vectorDir, 'worker-change.bin');
+  const tr = D.decode(fs.readFileSync(file));
+  const S = tr.cpuSamples;
+  const P = tr.polls;
+  const js = {};
+  for (let i = 0; i < S.count; i++) {
+    let inPoll = false;
+    for (let p = 0; p < P.count; p++) {
+      if (P.worker[p] === S.worker[i] && S.ts[i] >= P.start[p] && S.ts[i] < P.end[p]) inPoll = true;
+    }
+    const k = (S.source[i] === 0 ? 'cpu ' : 'offcpu ') + (inPoll ? S.worker[i] : 'outside polls');
+    js[k] = (js[k] || 0) + 1;
+  }
+  const c = {};
+  for (const w of analyze(file).workers) {
+    if (w.cpu_samples_in_poll) c['cpu ' + w.id] = w.cpu_samples_in_poll;
+    if (w.offcpu_samples_in_poll) c['offcpu ' + w.id] = w.offcpu_samples_in_poll;
+  }
+  assert.deepEqual(c, { 'cpu 0': 1, 'cpu 1': 2, 'offcpu 0': 1, 'offcpu 1': 1 }, 'analyze: the planted samples');
+  assert.deepEqual(js, c, 'the viewer: samples inside each worker\'s polls');
+});
+
+// A thread's worker from its WorkerRegisteredEvent alone (no park, unpark or switch record
+// names it): its timer sample without a worker id is that worker's, in analyze and the viewer;
+// another thread's stays no worker's (255).
+test('a timer sample of a registered thread without a worker id: its worker\'s, as analyze counts it', (t) => {
+  if (skipWithoutCli(t)) return;
+  const w = new TraceWriter().header();
+  const id = declareBuiltins(w);
+  w.schema(40, 'WorkerRegisteredEvent', true, [['worker_id', T.VARINT], ['tid', T.U32], ['runtime', T.POOLED_STRING],
+    ['index', T.VARINT], ['thread_name', T.POOLED_STRING]]);
+  w.stringPool([[0, ''], [1, 'main'], [2, 'reg.c:1']]);
+  w.stackPool([[1, [0x401000n]]]);
+  const at = (ms) => 7000000000n + BigInt(Math.round(ms * MS));
+  w.event(40, at(0), [3, 200, 1, 0, 0]);
+  w.event(id.PollStartEvent, at(1), [3, 0, 1, 2]);
+  w.event(id.CpuSampleEvent, at(2), [255, 200, 0, null, 1, null]);
+  w.event(id.CpuSampleEvent, at(2.5), [255, 300, 0, null, 1, null]);
+  w.event(id.PollEndEvent, at(4), [3]);
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'attr-reg-')), 'registered.bin');
+  fs.writeFileSync(file, w.bytes());
+  const tr = D.decode(w.bytes());
+  const S = tr.cpuSamples;
+  const workerOf = {};
+  for (let i = 0; i < S.count; i++) workerOf[S.tid[i]] = S.worker[i];
+  assert.deepEqual(workerOf, { 200: 3, 300: 255 }, 'the viewer: each sample\'s worker by tid');
+  assert.deepEqual(Array.from(S.recordWorker || []), [255, 255], 'the records\' own worker_id, kept');
+  const c = analyze(file);
+  const w3 = c.workers.find((x) => x.id === 3);
+  assert.ok(w3, 'analyze lists worker 3');
+  assert.equal(w3.cpu_samples_in_poll, 1, 'analyze: the sample of tid 200 in worker 3\'s poll');
+  fs.rmSync(path.dirname(file), { recursive: true, force: true });
+});
+
 test('the attribution vector: the planted parts of tests/unit/attribution_trace.h', () => {
   const tr = D.decode(fs.readFileSync(path.join(vectorDir, 'attribution.bin')));
   const by = Object.fromEntries(jsAttribution(tr).map((p) => [p.loc, p.parts]));

@@ -135,7 +135,7 @@ for (const name of names) {
       const st = tr.stacks[tr.cpuSamples.stack[i]];
       const frames = [];
       for (let k = 0; k < st.length; k += 2) frames.push(D.addrHex(st[k], st[k + 1]));
-      jsSamples.push([abs(tr, tr.cpuSamples.ts[i]).toString(), tr.cpuSamples.worker[i], tr.cpuSamples.tid[i],
+      jsSamples.push([abs(tr, tr.cpuSamples.ts[i]).toString(), tr.cpuSamples.recordWorker[i], tr.cpuSamples.tid[i],
         tr.cpuSamples.source[i], frames]);
     }
     assert.deepEqual(sortKeys(jsSamples), sortKeys(samples));

@@ -61,7 +61,8 @@ BOUND_UNPARK_WAKE_SYSCALL=58
 # its wake, the poll's begin, then its end and the park in one record, D9_REC_POLL_END_PARK):
 # 61.3 an event with the page's CPU time, where the end and the park as two records
 # (mcrequest_split, the calls before) take 68.1 (syscall: 56.8 against 63.7). Fails on the split.
-BOUND_MC_REQUEST_PAGE=65
+# 51.1 once the collector walked records by pointer (collcopy's fast path, the two merged).
+BOUND_MC_REQUEST_PAGE=56
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/collector-instructions.XXXXXX")
 trap 'rm -rf "$dir"' EXIT

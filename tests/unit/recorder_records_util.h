@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "dial9/dial9.h"
+#include "trace_files_util.h"
 
 /* Long runs in small segments: several segments (runs meet a segment's end), a buffer that
  * always holds what is recorded between two flushes, every park and unpark's schedstat read,
@@ -79,6 +80,55 @@ static inline size_t rr_differences(const rr_events *got, const rr_events *want)
                 w->b, w->c, w->d);
     }
     return bad;
+}
+
+/* One worker's hook events as decoded, in stream order: parks (P), unparks (U), wakes aimed at
+ * it (W), polls' starts (S) and ends (E), with every value the tests compare (what a kind does
+ * not have stays 0). Needs trace_files_util.h (d9t_is, d9t_field_u). */
+typedef struct rr_hook_event {
+    char kind;
+    uint64_t ts, worker, queue, cpu, tid, task, loc, waker, woken;
+} rr_hook_event;
+
+typedef struct rr_hook_events {
+    rr_hook_event *r;
+    size_t n, cap;
+    uint64_t worker; /* the recording thread's worker id: its events only */
+} rr_hook_events;
+
+static inline void rr_on_hook_event(const d9_event *ev, void *ctx) {
+    rr_hook_events *s = ctx;
+    rr_hook_event r = {0};
+    if (d9t_is(ev, "WorkerParkEvent") || d9t_is(ev, "WorkerUnparkEvent")) {
+        r.kind = d9t_is(ev, "WorkerParkEvent") ? 'P' : 'U';
+        r.worker = d9t_field_u(ev, "worker_id");
+        r.queue = d9t_field_u(ev, "local_queue");
+        r.cpu = d9t_field_u(ev, "cpu_time_ns");
+        r.tid = d9t_field_u(ev, "tid");
+    } else if (d9t_is(ev, "WakeEventEvent")) {
+        r.kind = 'W';
+        r.worker = d9t_field_u(ev, "target_worker");
+        r.waker = d9t_field_u(ev, "waker_task_id");
+        r.woken = d9t_field_u(ev, "woken_task_id");
+    } else if (d9t_is(ev, "PollStartEvent")) {
+        r.kind = 'S';
+        r.worker = d9t_field_u(ev, "worker_id");
+        r.queue = d9t_field_u(ev, "local_queue");
+        r.task = d9t_field_u(ev, "task_id");
+        r.loc = d9t_field_u(ev, "spawn_loc");
+    } else if (d9t_is(ev, "PollEndEvent")) {
+        r.kind = 'E';
+        r.worker = d9t_field_u(ev, "worker_id");
+    } else {
+        return;
+    }
+    if (r.worker != s->worker) return;
+    r.ts = ev->ts_ns;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 4096;
+        s->r = realloc(s->r, s->cap * sizeof *s->r);
+    }
+    s->r[s->n++] = r;
 }
 
 #endif

@@ -20,45 +20,6 @@
 #define ITERATIONS 40000
 #define TASK(i) (5000000 + (uint64_t)(i))
 
-typedef struct rec {
-    char kind; /* S poll start, E poll end, P park, U unpark */
-    uint64_t ts, worker, queue, cpu, tid, task, loc;
-} rec;
-
-typedef struct seen {
-    rec *r;
-    size_t n, cap;
-    uint64_t worker; /* the recording thread's worker id: its events only */
-} seen;
-
-static void on_event(const d9_event *ev, void *ctx) {
-    seen *s = ctx;
-    rec r = {0};
-    if (d9t_is(ev, "WorkerParkEvent") || d9t_is(ev, "WorkerUnparkEvent")) {
-        r.kind = d9t_is(ev, "WorkerParkEvent") ? 'P' : 'U';
-        r.queue = d9t_field_u(ev, "local_queue");
-        r.cpu = d9t_field_u(ev, "cpu_time_ns");
-        r.tid = d9t_field_u(ev, "tid");
-    } else if (d9t_is(ev, "PollStartEvent")) {
-        r.kind = 'S';
-        r.queue = d9t_field_u(ev, "local_queue");
-        r.task = d9t_field_u(ev, "task_id");
-        r.loc = d9t_field_u(ev, "spawn_loc");
-    } else if (d9t_is(ev, "PollEndEvent")) {
-        r.kind = 'E';
-    } else {
-        return;
-    }
-    r.worker = d9t_field_u(ev, "worker_id");
-    if (r.worker != s->worker) return;
-    r.ts = ev->ts_ns;
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 4096;
-        s->r = realloc(s->r, s->cap * sizeof *s->r);
-    }
-    s->r[s->n++] = r;
-}
-
 static bool fused(uint64_t i) { return i % 3 != 0; }
 
 static uint32_t g_worker;
@@ -95,8 +56,8 @@ static void record(d9_clock_mode clock, const char *thread_cpu) {
     pthread_join(th, NULL);
     rr_stop_nothing_dropped();
 
-    seen s = {.worker = g_worker};
-    CHECK(d9t_decode_run(d9_run_dir(), on_event, &s) == 0);
+    rr_hook_events s = {.worker = g_worker};
+    CHECK(d9t_decode_run(d9_run_dir(), rr_on_hook_event, &s) == 0);
     if (s.n != 4 * (size_t)ITERATIONS)
         printf("%s, %s: %zu events of the worker, want %d\n", what, thread_cpu, s.n, 4 * ITERATIONS);
     CHECK_EQ_U64(s.n, 4 * (uint64_t)ITERATIONS);
@@ -104,7 +65,7 @@ static void record(d9_clock_mode clock, const char *thread_cpu) {
     size_t bad_kind = 0, bad_value = 0, bad_time = 0;
     uint64_t tid = 0, loc = 0, last_cpu = 0;
     for (uint64_t i = 0; i < ITERATIONS && 4 * i + 4 <= s.n; i++) {
-        const rec *b = &s.r[4 * i], *e = b + 1, *p = b + 2, *u = b + 3;
+        const rr_hook_event *b = &s.r[4 * i], *e = b + 1, *p = b + 2, *u = b + 3;
         bad_kind += b->kind != 'S' || e->kind != 'E' || p->kind != 'P' || u->kind != 'U';
         if (i == 0) tid = p->tid, loc = b->loc;
         bad_value += b->task != TASK(i) || b->loc != loc || loc == 0 || b->queue != i % 5;

@@ -22,43 +22,6 @@
 #define TASK_A(i) (1000000 + 2 * (uint64_t)(i))
 #define TASK_B(i) (1000001 + 2 * (uint64_t)(i))
 
-typedef struct rec {
-    char kind; /* P park, U unpark, W wake */
-    uint64_t ts, worker, queue, cpu, tid, waker, woken;
-} rec;
-
-typedef struct seen {
-    rec *r;
-    size_t n, cap;
-    uint64_t worker; /* the recording thread's worker id: its events only */
-} seen;
-
-static void on_event(const d9_event *ev, void *ctx) {
-    seen *s = ctx;
-    rec r = {0};
-    if (d9t_is(ev, "WorkerParkEvent") || d9t_is(ev, "WorkerUnparkEvent")) {
-        r.kind = d9t_is(ev, "WorkerParkEvent") ? 'P' : 'U';
-        r.worker = d9t_field_u(ev, "worker_id");
-        r.queue = d9t_field_u(ev, "local_queue");
-        r.cpu = d9t_field_u(ev, "cpu_time_ns");
-        r.tid = d9t_field_u(ev, "tid");
-    } else if (d9t_is(ev, "WakeEventEvent")) {
-        r.kind = 'W';
-        r.worker = d9t_field_u(ev, "target_worker");
-        r.waker = d9t_field_u(ev, "waker_task_id");
-        r.woken = d9t_field_u(ev, "woken_task_id");
-    } else {
-        return;
-    }
-    if (r.worker != s->worker) return;
-    r.ts = ev->ts_ns;
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 4096;
-        s->r = realloc(s->r, s->cap * sizeof *s->r);
-    }
-    s->r[s->n++] = r;
-}
-
 /* How iteration i ends its park: 0 the two calls, 1 and 3 the one call, 2 the one call with
  * no task ready (a plain unpark); a second ready task (B) unless i is a multiple of 3. */
 static unsigned way(uint64_t i) { return (unsigned)(i & 3); }
@@ -111,8 +74,8 @@ static void record(d9_clock_mode clock, const char *thread_cpu) {
     pthread_join(th, NULL);
     rr_stop_nothing_dropped();
 
-    seen s = {.worker = g_worker};
-    CHECK(d9t_decode_run(d9_run_dir(), on_event, &s) == 0);
+    rr_hook_events s = {.worker = g_worker};
+    CHECK(d9t_decode_run(d9_run_dir(), rr_on_hook_event, &s) == 0);
     size_t want = 0;
     for (uint64_t i = 0; i < ITERATIONS; i++) want += 2 + (way(i) != 2) + has_b(i);
     want += 4; /* the paused ones: park, unpark, park, unpark */
@@ -122,7 +85,7 @@ static void record(d9_clock_mode clock, const char *thread_cpu) {
     size_t at = 0, bad_kind = 0, bad_value = 0, bad_time = 0;
     uint64_t tid = s.n ? s.r[0].tid : 0, last_cpu = 0;
     for (uint64_t i = 0; i < ITERATIONS && at + 2 <= s.n; i++) {
-        const rec *p = &s.r[at++], *u = &s.r[at++];
+        const rr_hook_event *p = &s.r[at++], *u = &s.r[at++];
         bad_kind += p->kind != 'P' || u->kind != 'U';
         bad_value += p->queue != i % 7 || u->queue != i % 7 || p->tid != tid || u->tid != tid;
         bad_value += p->cpu < last_cpu || u->cpu < p->cpu; /* the thread's CPU time never goes back */
@@ -132,7 +95,7 @@ static void record(d9_clock_mode clock, const char *thread_cpu) {
         if (way(i) != 2) tasks[nt++] = TASK_A(i);
         if (has_b(i)) tasks[nt++] = TASK_B(i);
         for (size_t k = 0; k < nt && at < s.n; k++) {
-            const rec *w = &s.r[at++];
+            const rr_hook_event *w = &s.r[at++];
             bad_kind += w->kind != 'W';
             bad_value += w->waker != 0 || w->woken != tasks[k];
             if (w->ts != u->ts && bad_time < 5)
@@ -145,7 +108,7 @@ static void record(d9_clock_mode clock, const char *thread_cpu) {
     CHECK_EQ_U64(bad_value, 0);
     CHECK_EQ_U64(bad_time, 0);
     if (s.n == want) { /* paused: each park's unpark, no wake */
-        const rec *m = &s.r[want - 4];
+        const rr_hook_event *m = &s.r[want - 4];
         CHECK(m[0].kind == 'P' && m[1].kind == 'U' && m[2].kind == 'P' && m[3].kind == 'U');
     }
     free(s.r);

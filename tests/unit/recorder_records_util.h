@@ -6,6 +6,7 @@
 #define D9_TESTS_RECORDER_RECORDS_UTIL_H
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +130,27 @@ static inline void rr_on_hook_event(const d9_event *ev, void *ctx) {
         s->r = realloc(s->r, s->cap * sizeof *s->r);
     }
     s->r[s->n++] = r;
+}
+
+/* One worker's loop recorded and read back: `thread` runs on a thread of its own with the
+ * hooks' events alone (rr_config_hooks_only) on `clock` and DIAL9_THREAD_CPU=thread_cpu, and
+ * stores its worker id in *worker; the stop must have dropped nothing; that worker's events
+ * land in *s. The trace's directory goes in the hands of the caller (d9t_rm_rf, free). */
+static inline char *rr_record_hook_thread(const char *tag, d9_clock_mode clock, const char *thread_cpu,
+                                          void *(*thread)(void *), const uint32_t *worker, rr_hook_events *s) {
+    setenv("DIAL9_THREAD_CPU", thread_cpu, 1);
+    char *dir = d9t_mkdtemp(tag);
+    d9_config cfg;
+    rr_config_hooks_only(&cfg, dir);
+    cfg.clock = clock;
+    CHECK(d9_start(&cfg) == 0);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, thread, NULL) == 0);
+    pthread_join(th, NULL);
+    rr_stop_nothing_dropped();
+    *s = (rr_hook_events){.worker = *worker};
+    CHECK(d9t_decode_run(d9_run_dir(), rr_on_hook_event, s) == 0);
+    return dir;
 }
 
 #endif

@@ -63,19 +63,8 @@ static void *loop_thread(void *arg) {
 
 static void record(d9_clock_mode clock, const char *thread_cpu) {
     const char *what = clock == D9_CLOCK_TSC ? "tsc" : "monotonic";
-    setenv("DIAL9_THREAD_CPU", thread_cpu, 1);
-    char *dir = d9t_mkdtemp("unpark-wake");
-    d9_config cfg;
-    rr_config_hooks_only(&cfg, dir);
-    cfg.clock = clock;
-    CHECK(d9_start(&cfg) == 0);
-    pthread_t th;
-    CHECK(pthread_create(&th, NULL, loop_thread, NULL) == 0);
-    pthread_join(th, NULL);
-    rr_stop_nothing_dropped();
-
-    rr_hook_events s = {.worker = g_worker};
-    CHECK(d9t_decode_run(d9_run_dir(), rr_on_hook_event, &s) == 0);
+    rr_hook_events s;
+    char *dir = rr_record_hook_thread("unpark-wake", clock, thread_cpu, loop_thread, &g_worker, &s);
     size_t want = 0;
     for (uint64_t i = 0; i < ITERATIONS; i++) want += 2 + (way(i) != 2) + has_b(i);
     want += 4; /* the paused ones: park, unpark, park, unpark */

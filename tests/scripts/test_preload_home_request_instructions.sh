@@ -69,29 +69,22 @@ count() { # requests [poll] -> instructions of the loop's thread inside the inte
 }
 
 n1=200 n2=1200
-a=$(count $n1)
-b=$(count $n2)
-[ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ] || fail "no instructions counted in the interposers ($a, $b)"
-per_req=$(awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
-if awk -v p="$per_req" -v bound=$BOUND 'BEGIN { exit !(p <= bound) }'; then
-  echo "ok    a home-grown loop's request, the shim and the hooks: $per_req instructions (bound $BOUND)"
-else
-  echo "FAIL  a home-grown loop's request, the shim and the hooks: $per_req instructions > $BOUND"
-  { callgrind_annotate "$WORK/cg.$n2".*-01 2>/dev/null | sed -n '/file:function/,$p' | head -16; } || true
-  exit 1
-fi
-
-a=$(count $n1 poll)
-b=$(count $n2 poll)
-[ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ] || fail "no instructions counted in the poll loop's interposers ($a, $b)"
-per_req=$(awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
-if awk -v p="$per_req" -v bound=$BOUND_POLL 'BEGIN { exit !(p <= bound) }'; then
-  echo "ok    a poll() loop's request, the shim and the hooks: $per_req instructions (bound $BOUND_POLL)"
-else
-  echo "FAIL  a poll() loop's request, the shim and the hooks: $per_req instructions > $BOUND_POLL"
-  { callgrind_annotate "$WORK/cgpoll.$n2".*-01 2>/dev/null | sed -n '/file:function/,$p' | head -16; } || true
-  exit 1
-fi
+check() { # mode ("" or poll) bound what: the request's instructions against the bound
+  local mode=$1 bound=$2 what=$3 a b per_req
+  a=$(count $n1 $mode)
+  b=$(count $n2 $mode)
+  [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ] || fail "no instructions counted in $what's interposers ($a, $b)"
+  per_req=$(awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
+  if awk -v p="$per_req" -v bound="$bound" 'BEGIN { exit !(p <= bound) }'; then
+    echo "ok    $what's request, the shim and the hooks: $per_req instructions (bound $bound)"
+  else
+    echo "FAIL  $what's request, the shim and the hooks: $per_req instructions > $bound"
+    { callgrind_annotate "$WORK/cg$mode.$n2".*-01 2>/dev/null | sed -n '/file:function/,$p' | head -16; } || true
+    exit 1
+  fi
+}
+check "" "$BOUND" "a home-grown loop"
+check poll "$BOUND_POLL" "a poll() loop"
 # select(), the third poller of the general path: not counted (its fd sets are scanned whole),
 # its trace checked the same way
 out="$WORK/select"

@@ -26,8 +26,10 @@
  *             call), at most the off-CPU time around the polls;
  *   runnable, planted by burn and hog: at least the off-CPU time inside the polls of the
  *             rounds without a voluntary switch (all of it was then a run-queue wait), at most
- *             the off-CPU time around them, and for the hog at most the run-queue wait the
- *             kernel counted around them (schedstat's run_delay);
+ *             the off-CPU time around them; for the hog schedstat's run_delay around them is
+ *             printed beside, not bounded: it ends at the run queue's clock at the switch,
+ *             where CLOCK_THREAD_CPUTIME_ID begins, short of the switch-in record (the trace's
+ *             runnable was over it by up to 59 us a round in 40 loaded runs);
  *   the timer span's poll / queued / wait parts: between the brackets of the recorded begin,
  *             poll end, wake, poll start and end; nothing unknown.
  * These bounds hold by construction whatever the scheduler does (a preemption only widens a
@@ -494,9 +496,7 @@ static void check_runnable(int s, const d9a_location_report *l) {
     const measured *m = &g_m[s];
     char what[64];
     snprintf(what, sizeof what, "runnable (%d clean rounds)", m->clean);
-    uint64_t hi = m->off_out;
-    if (s == S_HOG && m->run_delay < hi) hi = m->run_delay;
-    CHECK(within(what, l->parts.ns[D9M_PART_RUNNABLE], m->planted_lo, hi));
+    CHECK(within(what, l->parts.ns[D9M_PART_RUNNABLE], m->planted_lo, m->off_out));
     if (s == S_HOG) {
         printf("  schedstat run_delay    %9.3f ms\n", (double)m->run_delay / 1e6);
         CHECK(l->parts.ns[D9M_PART_RUNNABLE] > 0); /* the hog ran inside every poll */

@@ -94,6 +94,7 @@ d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t
     d9_run_metadata_set(&c->meta, "buffer_kb", "%u", cfg->buffer_kb);
 
     d9_clock_map_init(&c->clock);
+    c->hold_new_threads = true;
     c->schedstat_res_ns = (uint64_t)cfg->schedstat_resolution_us * 1000u;
     c->now_ticks = c->clock.first.ticks;
     c->now_ns = c->clock.first.mono_ns;
@@ -186,6 +187,7 @@ void d9_collector_collect_symbols(d9_collector *c) {
 
 void d9_collector_close(d9_collector *c, d9_stats *final_stats) {
     if (!c) return;
+    c->hold_new_threads = false; /* the last drain writes every source event */
     d9_collector_drain(c);
     for (size_t i = 0; i < c->source_count; i++) c->sources[i]->close(c->sources[i]);
     c->source_count = 0;
@@ -208,6 +210,7 @@ void d9_collector_close(d9_collector *c, d9_stats *final_stats) {
     d9_string_table_free(&c->strings);
     d9_stack_table_free(&c->stacks);
     d9_src_batch_free(&c->batch);
+    d9_src_batch_free(&c->held);
     d9_src_batch_free(&c->seg_batch);
     d9_buf_free(&c->out);
     d9_buf_free(&c->scratch);

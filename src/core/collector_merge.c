@@ -610,7 +610,7 @@ static bool take_run(d9_collector *c, cursor *k, uint64_t others, uint64_t src_t
 
 /* ---------------------------------------------------------------- source events */
 
-static d9_thread *thread_by_tid(d9_collector *c, uint32_t tid) {
+static d9_thread *thread_by_tid(const d9_collector *c, uint32_t tid) {
     for (size_t i = 0; i < c->thread_count; i++)
         if ((uint32_t)c->threads[i]->tid == tid) return c->threads[i];
     return NULL;
@@ -660,6 +660,7 @@ void d9_col_source_event_to_out(d9_collector *c, const d9_src_event *se, out_eve
 
 bool d9_col_refresh_threads(d9_collector *c) {
     free(c->threads);
+    c->threads_ns = d9_mono_ns();
     c->threads = d9_threads_snapshot(&c->thread_count);
     if (!c->threads) {
         c->thread_count = 0;
@@ -672,6 +673,16 @@ bool d9_col_refresh_threads(d9_collector *c) {
         c->cursor_cap = c->thread_count;
     }
     return true;
+}
+
+/* A source event of a thread that registered after this drain listed the threads (the
+ * sources read the registry later, after marking their rings): its thread's records are not
+ * merged yet, and it would go out before them with no thread to name it (no worker, no name,
+ * no unwinding in a poll: the first switch of a new worker lost its stack). It waits for the
+ * next drain, which lists the thread and merges them in time order. Its events from before
+ * the listing came before the thread's first record, and go out now. */
+static bool of_newer_thread(const d9_collector *c, const d9_src_event *se) {
+    return c->hold_new_threads && se->ts_ns >= c->threads_ns && se->tid && !thread_by_tid(c, se->tid);
 }
 
 double d9_col_merge(d9_collector *c) {
@@ -695,6 +706,8 @@ double d9_col_merge(d9_collector *c) {
     }
 
     d9_src_batch_reset(&c->batch);
+    for (size_t i = 0; i < c->held.count; i++) d9_src_batch_add(&c->batch, &c->held.events[i]);
+    d9_src_batch_reset(&c->held);
     for (size_t i = 0; i < c->source_count; i++) c->sources[i]->collect(c->sources[i], &c->batch);
     d9_src_batch_sort(&c->batch);
     size_t next_src = 0;
@@ -715,8 +728,10 @@ double d9_col_merge(d9_collector *c) {
         }
         uint64_t src_ts = next_src < c->batch.count ? c->batch.events[next_src].ts_ns : UINT64_MAX;
         if (next_src < c->batch.count && (live == 0 || src_ts < c->cursors[best].next_ts)) {
+            const d9_src_event *se = &c->batch.events[next_src++];
+            if (of_newer_thread(c, se) && d9_src_batch_add(&c->held, se)) continue;
             out_event e;
-            d9_col_source_event_to_out(c, &c->batch.events[next_src++], &e);
+            d9_col_source_event_to_out(c, se, &e);
             emit(c, &e);
             continue;
         }

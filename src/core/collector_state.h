@@ -87,6 +87,8 @@ struct d9_collector {
     d9_source *sources[MAX_SOURCES];
     size_t source_count;
     d9_src_batch batch;      /* this drain's source events, sorted */
+    d9_src_batch held;       /* source events of threads newer than this drain's list, for the next */
+    bool hold_new_threads;   /* false for the last drain at close: nothing is left for later */
     d9_src_batch seg_batch;  /* what sources add at a segment start */
 
     bool upload_loss_on;          /* uploading: the writer counts segments deleted before upload */
@@ -98,6 +100,7 @@ struct d9_collector {
 
     d9_thread **threads;
     size_t thread_count;
+    uint64_t threads_ns;     /* taken before `threads` was listed: a thread not in it registered later */
     cursor *cursors;
     size_t cursor_cap;
 

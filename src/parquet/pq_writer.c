@@ -10,6 +10,7 @@
 
 #include "common/libzstd_loader.h"
 #include "parquet/delta_binary_packed.h"
+#include "parquet/dict_order.h"
 #include "parquet/pq_buf.h"
 #include "parquet/rle_hybrid.h"
 #include "parquet/thrift_compact.h"
@@ -83,6 +84,7 @@ struct pq_writer {
     uint32_t batch;        /* rows of the batch begun (pq_begin_rows), 0: row by row */
     uint32_t *id_index;    /* pq_put_str_ids: dictionary index + 1 of each caller's id */
     size_t id_index_cap;
+    pq_dict_order order;   /* integer dictionaries sorted before they are written */
     bool failed;
     char err[256];
 };
@@ -880,11 +882,18 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
     const uint32_t *index = c->index;
     if (dict) {
         m->dict = true;
+        bool ints = c->def.type == PQ_INT32 || c->def.type == PQ_INT64 || c->def.type == PQ_TIMESTAMP_NS;
+        if (ints && !pq_dict_sort_ints(&w->order, c->values.p, c->ndict, width(c->def.type), c->index, c->nvalues))
+            return fail(w, "out of memory");
         w->page.len = 0;
         put_plain(w, c, 0, c->ndict);
         if (write_page(w, m, PAGE_DICTIONARY, (int32_t)c->ndict, E_PLAIN, false) != 0) return -1;
         bw = pq_bit_width(c->ndict - 1);
         if (bw == 0) bw = 1; /* some readers refuse width 0 */
+        /* wider than a byte: whole bytes when zstd follows, so that it sees an index's high
+         * byte (coarse, mostly small) apart from its low one (durations 1.61 -> 1.54 bytes a
+         * poll); a few bits stay packed (workers: 0.10 against 0.14) */
+        if (w->zstd && bw > 8) bw = (bw + 7) & ~7u;
     }
     size_t v = 0;
     for (uint32_t r0 = 0;; r0 += w->opt.page_rows) {
@@ -1142,5 +1151,6 @@ void pq_writer_abort(pq_writer *w) {
     pq_buf_free(&w->cbuf);
     pq_buf_free(&w->hbuf);
     free(w->id_index);
+    pq_dict_order_free(&w->order);
     free(w);
 }

@@ -21,14 +21,14 @@ static const pq_column_def polls[D9F_POLLS_COLS] = {
     {"spawn_loc", PQ_STRING, false, true, false},
     {"duration_ns", PQ_INT64, false, true, false},
     {"on_cpu_ns", PQ_INT64, false, true, false},
-    {"lock_ns", PQ_INT64, false, true, false},
-    {"io_ns", PQ_INT64, false, true, false},
-    {"sleep_ns", PQ_INT64, false, true, false},
-    {"fault_ns", PQ_INT64, false, true, false},
-    {"blocked_other_ns", PQ_INT64, false, true, false},
-    {"runnable_ns", PQ_INT64, false, true, false},
+    {"lock_ns", PQ_INT64, false, false, false},
+    {"io_ns", PQ_INT64, false, false, false},
+    {"sleep_ns", PQ_INT64, false, false, false},
+    {"fault_ns", PQ_INT64, false, false, false},
+    {"blocked_other_ns", PQ_INT64, false, false, false},
+    {"runnable_ns", PQ_INT64, false, false, false},
     {"unknown_ns", PQ_INT64, false, true, false},
-    {"off_cpu_uncaptured_ns", PQ_INT64, false, true, false},
+    {"off_cpu_uncaptured_ns", PQ_INT64, false, false, false},
 };
 
 static const pq_column_def poll_hist[D9F_HIST_COLS] = {
@@ -67,8 +67,8 @@ static const pq_column_def sched[D9F_SCHED_COLS] = {
     {"kind", PQ_STRING, false, true, false},
     {"worker_id", PQ_INT64, false, true, false},
     {"tid", PQ_INT64, true, true, false},
-    {"parked_ns", PQ_INT64, true, false, false},
-    {"sched_delay_ns", PQ_INT64, true, false, false},
+    {"parked_ns", PQ_INT64, true, true, false},
+    {"sched_delay_ns", PQ_INT64, true, true, false},
     {"cpu_time_ns", PQ_INT64, true, false, false},
 };
 

@@ -341,7 +341,9 @@ static inline __attribute__((always_inline)) int store(pq_writer *w, column *c, 
                 return 0;
             }
         }
-        if (c->ndict < PQ_DICT_MAX) {
+        /* full, or past 8 Ki entries with more entries than repeats: mostly distinct values,
+         * which cost more as a dictionary (and its hashing) than PLAIN */
+        if (c->ndict < PQ_DICT_MAX && !(c->ndict >= 8192 && c->ndict * 2 > c->nvalues)) {
             if (append_item(w, c, p, n) != 0) return -1;
             c->slots[k] = ++c->ndict;
             c->index[c->nvalues++] = c->ndict - 1;
@@ -869,6 +871,8 @@ static void put_plain(pq_writer *w, const column *c, size_t v0, size_t v1) {
 static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
     *m = (chunk_meta){.data_page_offset = -1, .dict_page_offset = -1, .num_values = w->rows,
                       .nulls = c->nulls};
+    /* a dictionary of mostly distinct values costs more than the values: PLAIN then */
+    if (c->dict_mode && c->ndict > c->nvalues / 2 && c->nvalues >= 64 && spill_dictionary(w, c) != 0) return -1;
     bool dict = c->dict_mode && c->ndict > 0;
     bool delta = !dict && c->def.delta &&
                  (c->def.type == PQ_INT32 || c->def.type == PQ_INT64 || c->def.type == PQ_TIMESTAMP_NS);

@@ -49,8 +49,9 @@ typedef struct column {
     uint8_t *defs;     /* optional columns: definition level of each row */
     int64_t nulls;
     uint32_t puts;     /* puts in the current row: must be 1 at pq_end_row */
-    /* Dictionary columns, until a row group has more than PQ_DICT_MAX distinct values (then
-     * `spilled`: the row group's values are made PLAIN in `values`). The dictionary's entries
+    /* Dictionary columns, until a row group has more than PQ_DICT_MAX distinct values or
+     * nearly all its values are distinct (then spilled: the row group's values are made PLAIN
+     * in `values`). The dictionary's entries
      * are `values` (PLAIN, `offsets` for strings) and each value is an index. */
     bool dict_mode;
     uint32_t *index;    /* per value */

@@ -105,5 +105,6 @@ int main(void) {
            per_poll, BOUND_BYTES_PER_POLL);
     CHECK(polls_bytes > 0 && per_poll <= BOUND_BYTES_PER_POLL);
     d9t_rm_rf(dir);
+    free(dir);
     return d9t_summary("test_fold_polls_bytes");
 }

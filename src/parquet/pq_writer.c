@@ -10,6 +10,7 @@
 
 #include "common/libzstd_loader.h"
 #include "parquet/delta_binary_packed.h"
+#include "parquet/dict_order.h"
 #include "parquet/pq_buf.h"
 #include "parquet/rle_hybrid.h"
 #include "parquet/thrift_compact.h"
@@ -48,8 +49,9 @@ typedef struct column {
     uint8_t *defs;     /* optional columns: definition level of each row */
     int64_t nulls;
     uint32_t puts;     /* puts in the current row: must be 1 at pq_end_row */
-    /* Dictionary columns, until a row group has more than PQ_DICT_MAX distinct values (then
-     * `spilled`: the row group's values are made PLAIN in `values`). The dictionary's entries
+    /* Dictionary columns, until a row group has more than PQ_DICT_MAX distinct values or
+     * nearly all its values are distinct (then spilled: the row group's values are made PLAIN
+     * in `values`). The dictionary's entries
      * are `values` (PLAIN, `offsets` for strings) and each value is an index. */
     bool dict_mode;
     uint32_t *index;    /* per value */
@@ -83,6 +85,7 @@ struct pq_writer {
     uint32_t batch;        /* rows of the batch begun (pq_begin_rows), 0: row by row */
     uint32_t *id_index;    /* pq_put_str_ids: dictionary index + 1 of each caller's id */
     size_t id_index_cap;
+    pq_dict_order order;   /* integer dictionaries sorted before they are written */
     bool failed;
     char err[256];
 };
@@ -304,6 +307,11 @@ static int grow_slots(pq_writer *w, column *c) {
     return 0;
 }
 
+/* More than 7 in 8 of the values so far are distinct: their dictionary saves next to nothing
+ * and costs a hash and a probe a value, so the row group goes PLAIN (past 8 Ki entries, or at
+ * its end). A sorted one pays below that: sched's parked_ns, 77 % distinct, 10 % smaller. */
+static inline bool nearly_all_distinct(const column *c) { return (uint64_t)c->ndict * 16 > (uint64_t)c->nvalues * 15; }
+
 /* One non-null value: its index in the dictionary (added when new), or its PLAIN bytes.
  * Inlined into each put, where n is a constant for fixed-width types: the copies and compares
  * become moves (a call to memcpy per value was a quarter of dial9 fold's time). */
@@ -339,7 +347,7 @@ static inline __attribute__((always_inline)) int store(pq_writer *w, column *c, 
                 return 0;
             }
         }
-        if (c->ndict < PQ_DICT_MAX) {
+        if (c->ndict < PQ_DICT_MAX && !(c->ndict >= 8192 && nearly_all_distinct(c))) {
             if (append_item(w, c, p, n) != 0) return -1;
             c->slots[k] = ++c->ndict;
             c->index[c->nvalues++] = c->ndict - 1;
@@ -867,6 +875,7 @@ static void put_plain(pq_writer *w, const column *c, size_t v0, size_t v1) {
 static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
     *m = (chunk_meta){.data_page_offset = -1, .dict_page_offset = -1, .num_values = w->rows,
                       .nulls = c->nulls};
+    if (c->dict_mode && c->nvalues >= 64 && nearly_all_distinct(c) && spill_dictionary(w, c) != 0) return -1;
     bool dict = c->dict_mode && c->ndict > 0;
     bool delta = !dict && c->def.delta &&
                  (c->def.type == PQ_INT32 || c->def.type == PQ_INT64 || c->def.type == PQ_TIMESTAMP_NS);
@@ -880,11 +889,18 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
     const uint32_t *index = c->index;
     if (dict) {
         m->dict = true;
+        bool ints = c->def.type == PQ_INT32 || c->def.type == PQ_INT64 || c->def.type == PQ_TIMESTAMP_NS;
+        if (ints && !pq_dict_sort_ints(&w->order, c->values.p, c->ndict, width(c->def.type), c->index, c->nvalues))
+            return fail(w, "out of memory");
         w->page.len = 0;
         put_plain(w, c, 0, c->ndict);
         if (write_page(w, m, PAGE_DICTIONARY, (int32_t)c->ndict, E_PLAIN, false) != 0) return -1;
         bw = pq_bit_width(c->ndict - 1);
         if (bw == 0) bw = 1; /* some readers refuse width 0 */
+        /* wider than a byte: whole bytes when zstd follows, so that it sees an index's high
+         * byte (coarse, mostly small) apart from its low one (durations 1.61 -> 1.54 bytes a
+         * poll); a few bits stay packed (workers: 0.10 against 0.14) */
+        if (w->zstd && bw > 8) bw = (bw + 7) & ~7u;
     }
     size_t v = 0;
     for (uint32_t r0 = 0;; r0 += w->opt.page_rows) {
@@ -1142,5 +1158,6 @@ void pq_writer_abort(pq_writer *w) {
     pq_buf_free(&w->cbuf);
     pq_buf_free(&w->hbuf);
     free(w->id_index);
+    pq_dict_order_free(&w->order);
     free(w);
 }

@@ -46,7 +46,9 @@ typedef struct pq_column_def {
     pq_type type;
     bool optional;   /* nullable: pq_put_null allowed */
     bool dictionary; /* RLE_DICTIONARY when a row group has at most PQ_DICT_MAX distinct values
-                        (never for BOOLEAN) */
+                        and no more than 15 in 16 of its values are distinct (never for
+                        BOOLEAN); an integer dictionary sorted by value, indexes wider than a
+                        byte written in whole bytes under zstd */
     bool delta;      /* INT32, INT64, TIMESTAMP_NS: DELTA_BINARY_PACKED when not dictionary
                         encoded (sorted or slowly moving values, such as times) */
 } pq_column_def;

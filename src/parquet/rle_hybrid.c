@@ -1,6 +1,8 @@
 /* RLE / bit-packed hybrid encoder (see rle_hybrid.h). */
 #include "parquet/rle_hybrid.h"
 
+#include <string.h>
+
 unsigned pq_bit_width(uint32_t max_value) {
     return max_value ? 32u - (unsigned)__builtin_clz(max_value) : 0;
 }
@@ -10,10 +12,23 @@ static void put_rle_run(pq_buf *out, uint32_t value, size_t count, unsigned bw) 
     for (unsigned i = 0; i < (bw + 7) / 8; i++) pq_buf_byte(out, (uint8_t)(value >> (8 * i)));
 }
 
-/* groups*8 values from v (those past n are written as 0), bw bits each, LSB first. */
+/* groups*8 values from v (those past n are written as 0), bw bits each, LSB first, written in
+ * place after one reserve (groups*bw bytes); a whole-byte width stores each value's low bytes
+ * (the sorted dictionaries' 16-bit indexes) instead of shifting them out a byte at a time. */
 #define PUT_PACKED(T)                                                                           \
     static void put_packed_##T(pq_buf *out, const T *v, size_t n, size_t groups, unsigned bw) { \
         pq_buf_uvarint(out, (uint64_t)groups << 1 | 1);                                        \
+        if (!pq_buf_reserve(out, groups * bw + 8)) return;                                     \
+        uint8_t *p = out->p + out->len;                                                         \
+        out->len += groups * bw;                                                                \
+        if ((bw & 7) == 0) {                                                                    \
+            unsigned nb = bw / 8;                                                               \
+            for (size_t i = 0; i < groups * 8; i++, p += nb) {                                  \
+                uint32_t x = i < n ? (uint32_t)v[i] : 0;                                        \
+                memcpy(p, &x, 4); /* the low nb bytes count: the rest is overwritten or spare */ \
+            }                                                                                   \
+            return;                                                                             \
+        }                                                                                       \
         uint64_t acc = 0;                                                                       \
         unsigned bits = 0;                                                                      \
         for (size_t i = 0; i < groups * 8; i++) {                                               \
@@ -21,12 +36,11 @@ static void put_rle_run(pq_buf *out, uint32_t value, size_t count, unsigned bw) 
             acc |= x << bits;                                                                   \
             bits += bw;                                                                         \
             while (bits >= 8) {                                                                 \
-                pq_buf_byte(out, (uint8_t)acc);                                                 \
+                *p++ = (uint8_t)acc;                                                            \
                 acc >>= 8;                                                                      \
                 bits -= 8;                                                                      \
             }                                                                                   \
         }                                                                                       \
-        if (bits) pq_buf_byte(out, (uint8_t)acc); /* groups*8*bw is a multiple of 8: never */   \
     }
 
 /* Runs of >= 8 equal values as RLE; between them, bit-packed groups of 8 (a group boundary is

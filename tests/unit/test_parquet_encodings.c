@@ -2,14 +2,16 @@
  * code): the RLE/bit-packed hybrid round trips random sequences of every bit width and run
  * shape, and holds the spec's example bytes; the Thrift compact encoder writes the protocol's
  * bytes; a written file has the magic at both ends and a footer that parses, as a Thrift
- * struct, to exactly its length, with the row count in it. The readers that check values
- * end to end (DuckDB, hyparquet) are in tests/parquet. */
+ * struct, to exactly its length, with the row count in it; an integer dictionary sorted by
+ * value keeps every index on its value. The readers that check values end to end (DuckDB,
+ * hyparquet) are in tests/parquet. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "parquet/dict_order.h"
 #include "parquet/pq_buf.h"
 #include "parquet/pq_writer.h"
 #include "parquet/rle_hybrid.h"
@@ -282,11 +284,64 @@ static void test_misuse(void) {
     free(buf);
 }
 
+/* An integer dictionary sorted by value (dict_order.h): entries in strictly ascending signed
+ * order, each index renumbered to the same value; INT32 and INT64, negatives, values that
+ * differ in one byte or in all of them, sizes from 2 to thousands. */
+static int64_t entry_at(const uint8_t *e, size_t i, size_t width) {
+    if (width == 4) {
+        int32_t v;
+        memcpy(&v, e + i * 4, 4);
+        return v;
+    }
+    int64_t v;
+    memcpy(&v, e + i * 8, 8);
+    return v;
+}
+
+static void test_dict_sort(void) {
+    pq_dict_order o = {0};
+    int bad = 0;
+    for (int round = 0; round < 300 && !bad; round++) {
+        size_t width = round % 2 ? 4 : 8;
+        size_t n = 2 + next() % (round % 10 == 0 ? 5000 : 300), nindex = 1 + next() % 4000;
+        uint64_t mask = (uint64_t[]){0xff, 0xffffff, ~0ull, 0xff00ff00ull}[next() % 4];
+        uint8_t *e = malloc(n * width);
+        int64_t *old = malloc(n * sizeof *old);
+        uint32_t *index = malloc(nindex * sizeof *index), *before = malloc(nindex * sizeof *before);
+        if (!e || !old || !index || !before) return;
+        for (size_t i = 0; i < n; i++) { /* distinct: i in the low bits, random ones above */
+            uint64_t x = (next() & mask & ~0x1fffull) | i;
+            if (next() % 2) x = ~x; /* negative, in both widths */
+            old[i] = width == 4 ? (int64_t)(int32_t)(uint32_t)x : (int64_t)x;
+            if (width == 4) {
+                int32_t v = (int32_t)old[i];
+                memcpy(e + i * 4, &v, 4);
+            } else {
+                memcpy(e + i * 8, &old[i], 8);
+            }
+        }
+        for (size_t i = 0; i < nindex; i++) before[i] = index[i] = (uint32_t)(next() % n);
+        CHECK(pq_dict_sort_ints(&o, e, n, width, index, nindex));
+        for (size_t i = 1; i < n; i++)
+            if (entry_at(e, i - 1, width) >= entry_at(e, i, width)) bad = 1;
+        for (size_t i = 0; i < nindex; i++)
+            if (index[i] >= n || entry_at(e, index[i], width) != old[before[i]]) bad = 1;
+        if (bad) fprintf(stderr, "dictionary sort: round %d (n %zu, width %zu) wrong\n", round, n, width);
+        free(e);
+        free(old);
+        free(index);
+        free(before);
+    }
+    CHECK(!bad);
+    pq_dict_order_free(&o);
+}
+
 int main(void) {
     test_rle_examples();
     test_rle_random();
     test_thrift_bytes();
     test_file_frame();
     test_misuse();
+    test_dict_sort();
     return d9t_summary("test_parquet_encodings");
 }

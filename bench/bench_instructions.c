@@ -28,21 +28,22 @@
 /* What the libuv adapter and examples/uv-server record for one request on their loop: the loop
  * wakes (unpark, the ready wake), the connection's read callback begins the request's span and
  * submits the answer's write (a task spawned with its uv_write_t), the write's callback ends the
- * span and its task terminates, a third callback, and the loop parks again. */
+ * span and its task terminates, a third callback, and the loop parks again. In the adapter's
+ * calls (thread_state.h): the unpark carries the first ready wake; a callback's poll ends where
+ * the next one begins (its end owed since its return), unless a terminate is owed after it; the
+ * last callback's end is owed to the park, one record with it. 14 events in 10 hook calls. */
 static void request_events(uint64_t i, const d9_loc *where, const d9_loc *span, void *write_req) {
     uint64_t conn = 1, write = d9_task_id_new();
-    d9_unpark_wake_ready(conn); /* the adapter's one call since the unpark carries the first ready wake */
+    d9_unpark_wake_ready(conn);
     d9_poll_begin(conn, where);
     d9_span_begin(span, i + 1);
     d9_task_spawn_object(write, where, write_req);
-    d9_poll_end();
-    d9_poll_begin(write, where);
+    d9_poll_end_begin(write, where);
     d9_span_end(span, i + 1);
-    d9_poll_end();
+    d9_poll_end(); /* the write's task ends after its poll */
     d9_task_terminate(write);
     d9_poll_begin(conn, where);
-    d9_poll_end();
-    d9_park();
+    d9__poll_end_park(); /* recording: the adapter's wrapper tests it before */
 }
 
 /* What the shim and the libevent adapter record for one memcached `get` on its worker's loop:

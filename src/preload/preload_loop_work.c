@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "preload.h"
+#include "thread_state.h"
 
 #define MAX_FDS D9P_LOOP_FDS
 
@@ -429,8 +430,17 @@ static inline bool loops_own_wait(const loop_thread *l, int kind, int epfd, bool
     return has_fds;
 }
 
+/* The iteration's poll ends with the park of the wait that follows (preload_poll.c's
+ * park_begin: one hook call and record, d9__poll_end_park), unless a close inside it owes its
+ * task's terminate after it: the end is owed as a loop library's last callback owes it
+ * (thread_state.h), and the wait pays it alone when it does not park. */
 static inline void iteration_ends(loop_thread *l) {
-    end_poll(l);
+    if (l->in_poll && !l->owed_terminate) {
+        l->in_poll = false;
+        d9a_self.end_owed = true;
+    } else {
+        end_poll(l);
+    }
     d9p_loop_io_now.iterating = false;
 }
 

@@ -105,20 +105,37 @@ static __attribute__((noinline)) bool loop_library_park_begin(d9a_thread *s, boo
     return park;
 }
 
-/* Whether this call parks; takes a worker identity for a thread outside any loop library. */
+/* A wait that does not park: the poll a home-grown loop's iteration owes ends alone. */
+static __attribute__((noinline, cold)) void end_owed_alone(d9a_thread *s) {
+    int saved = errno;
+    d9a_end_owed_poll(s);
+    errno = saved;
+}
+
+/* Whether this call parks; takes a worker identity for a thread outside any loop library. The
+ * poll a home-grown loop's iteration owes (preload_loop_work.c, iteration_ends) ends with the
+ * park, in one hook call and record (d9__poll_end_park). */
 static inline __attribute__((always_inline)) bool park_begin(int runtime, bool may_block) {
     d9p_maybe_start_child();
     d9a_thread *s = &d9a_self;
     if (s->loop && s->park_on_epoll && s->depth == 0) return loop_library_park_begin(s, may_block);
-    if (!may_block || !D9__ACTIVE()) return false;
-    if (s->loop) {
-        return false; /* inside a callback, or a loop whose poll is not its park */
-    } else if (!s->worker_loop) {
+    if (!may_block || !D9__ACTIVE() || s->loop) {
+        /* s->loop: inside a callback, or a loop whose poll is not its park (libev's release
+         * callback paid its own owed end before its poller) */
+        if (__builtin_expect(s->end_owed, 0)) end_owed_alone(s);
+        return false;
+    }
+    if (!s->worker_loop) {
         uint32_t gen = atomic_load_explicit(&g_fork_generation, memory_order_relaxed);
         if (__builtin_expect(!t_generic_worker || t_generation != gen, 0)) take_generic_worker(runtime, gen);
     }
     int saved = errno;
-    d9_park();
+    if (s->end_owed) {
+        s->end_owed = false;
+        d9__poll_end_park(); /* recording: tested above */
+    } else {
+        d9__park();
+    }
     errno = saved;
     return true;
 }

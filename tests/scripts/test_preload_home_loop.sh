@@ -123,6 +123,14 @@ for run, t in runs:
     longest = max(durations)
     check(longest[1] == task["B"], "%s: the longest poll (%.1f ms) is B's slow request"
           % (name, longest[0] / 1e6))
+    # the iteration's poll ends with the park of the loop's next wait, in every mode (one hook
+    # call and record, d9__poll_end_park: the epoll fast path's since 2026-12-06, the poll()
+    # loop's and an epoll loop's first waits' since 2026-12-07): most parks have a poll's end at
+    # their very time (not the first wait, nor one after an iteration whose connection closed)
+    end_ts = {e["ts"] for e in t.of("PollEndEvent")}
+    fused = sum(p["ts"] in end_ts for p in t.parks)
+    check(len(t.parks) >= 10 and fused >= 0.5 * len(t.parks),
+          "%s: %d of %d parks end the iteration's poll at their time" % (name, fused, len(t.parks)))
     terminated = [e["fields"]["task_id"] for e in t.of("TaskTerminateEvent")]
     check(task["A"] in terminated and task["C"] in terminated,
           "%s: A's and C's tasks end when their fds close" % name)

@@ -54,6 +54,15 @@ check(len(busy) >= 2, "per-watcher polls on the worker loops (%s)" %
       ", ".join("%d: %d" % (w, len(polls[w])) for w in ev))
 check(all(len(ups[w]) >= 20 for w in busy), "the busy loops park and unpark (%s)" %
       ", ".join("%d: %d" % (w, len(ups[w])) for w in busy))
+# a turn's last callback owes its poll's end to the loop's next park (libev's release callback,
+# d9__poll_end_park: one clock read, one record), so most parks of a busy loop have a poll's end
+# of that worker at their very time (not a turn that ran no callback, nor one whose last poll
+# ended with its task's terminate); 0 before the libev adapter owed it
+ends = {(e["fields"]["worker_id"], e["ts"]) for e in t.of("PollEndEvent")}
+busy_parks = [p for p in t.parks if p["worker_id"] in busy]
+fused = sum((p["worker_id"], p["ts"]) in ends for p in busy_parks)
+check(len(busy_parks) >= 20 and fused >= 0.5 * len(busy_parks),
+      "%d of %d busy libev loops' parks end a poll at their time" % (fused, len(busy_parks)))
 check(len(t.wakes) >= 2, "cross-thread wakes (ev_async_send): %d" % len(t.wakes))
 woken = {w["woken_task_id"] for w in t.wakes}
 polled_woken = sum(1 for w in ev for p in polls[w] if p["task_id"] in woken)

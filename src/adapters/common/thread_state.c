@@ -5,6 +5,11 @@
 
 __thread d9a_thread d9a_self __attribute__((tls_model("initial-exec")));
 
+void d9a_write_owed_unpark(void) {
+    d9a_self.unpark_owed = false;
+    d9_unpark();
+}
+
 void d9a_lost_callback(const void *object) {
     static atomic_flag said = ATOMIC_FLAG_INIT;
     if (!atomic_flag_test_and_set(&said))

@@ -38,9 +38,24 @@ typedef struct d9a_thread {
      * once); end_owed: a poll's end is owed. */
     bool end_deferrable;
     bool end_owed;
+    /* The loop's poller returned, and its unpark waits for the first ready wake to be written
+     * with it (d9a_owe_unpark: libev, whose ready watchers are fed after its acquire callback);
+     * any other record of the thread first writes it alone (d9a_pay_owed_unpark, where the
+     * libev adapter may record between: its trampolines, its park, its run's exit; the others
+     * never set it, so their hot paths do not test it). Never set together with end_owed: the
+     * park pays that one, a callback's start this one. */
+    bool unpark_owed;
 } d9a_thread;
 
 extern __thread d9a_thread d9a_self D9A_HIDDEN __attribute__((tls_model("initial-exec")));
+
+/* Writes the owed unpark alone (out of line: libev's turns without a ready io watcher only). */
+D9A_HIDDEN void d9a_write_owed_unpark(void);
+
+/* The unpark owed to the first ready wake is written alone: another record comes first. */
+static inline __attribute__((always_inline)) void d9a_pay_owed_unpark(const d9a_thread *s) {
+    if (__builtin_expect(s->unpark_owed, 0)) d9a_write_owed_unpark();
+}
 
 /* The poll owed by the last callback ends now (a record that must not fall inside it: its
  * task's terminate, the loop's exit). */
@@ -64,6 +79,27 @@ static inline __attribute__((always_inline)) void d9a_park_owing_end(bool park) 
     } else {
         s->end_deferrable = true;
         if (park) d9__park();
+    }
+}
+
+/* The loop's poller returned, before the loop hands out what it found ready (libev's acquire
+ * callback, outside callbacks): the unpark waits for the first ready wake
+ * (d9a_wake_ready_owing_unpark), to be one record with it at one clock read. Recording, that
+ * is: a pause owes the end of a park it saw begin now (d9_unpark's paused path). */
+static inline void d9a_owe_unpark(void) {
+    if (D9__ACTIVE()) d9a_self.unpark_owed = true;
+    else d9_unpark();
+}
+
+/* The loop found task `task` ready (its poller returned): the readiness wake, with the owed
+ * unpark when it is the turn's first (d9_unpark_wake_ready). */
+static inline void d9a_wake_ready_owing_unpark(uint64_t task) {
+    d9a_thread *s = &d9a_self;
+    if (s->unpark_owed) {
+        s->unpark_owed = false;
+        d9_unpark_wake_ready(task);
+    } else {
+        d9_wake_ready(task);
     }
 }
 

@@ -9,10 +9,19 @@
 
 typedef void (*loop_hook)(struct ev_loop *loop);
 
-/* libev calls these right around its backend's blocking call (epoll_wait...). */
+/* libev calls these right around its backend's blocking call (epoll_wait...). The park ends the
+ * poll the turn's last callback owes, in one record (d9a_park_owing_end: its end is the park's
+ * time); the unpark is owed to the first ready watcher libev feeds next (ev_watchers.c,
+ * ready_wake), one record with its wake. What else the adapter records outside callbacks
+ * writes the owed unpark first (d9a_pay_owed_unpark): a callback's start (a timer's, when no io
+ * watcher was ready), the next park (a turn that recorded nothing), the deferred terminates
+ * and the run's exit. Only the application's own acquire and release callbacks run between
+ * (before the unpark is owed, after the park). */
 static void release_hook(struct ev_loop *loop) {
+    d9a_thread *s = &d9a_self;
+    d9a_pay_owed_unpark(s);
     d9ev_flush_deferred(loop);
-    if (d9a_self.depth == 0) d9_park();
+    if (s->depth == 0) d9a_park_owing_end(D9__ACTIVE() != 0);
     void *release = NULL, *acquire = NULL;
     if (d9a_loop_user_hooks(loop, &release, &acquire) && release) ((loop_hook)release)(loop);
 }
@@ -20,7 +29,7 @@ static void release_hook(struct ev_loop *loop) {
 static void acquire_hook(struct ev_loop *loop) {
     void *release = NULL, *acquire = NULL;
     if (d9a_loop_user_hooks(loop, &release, &acquire) && acquire) ((loop_hook)acquire)(loop);
-    if (d9a_self.depth == 0) d9_unpark();
+    if (d9a_self.depth == 0) d9a_owe_unpark();
 }
 
 static void install_hooks(struct ev_loop *loop) {
@@ -53,6 +62,7 @@ D9A_EXPORT int ev_run(struct ev_loop *loop, int flags) {
     d9a_run_scope scope;
     d9a_run_enter(&scope, loop, false);
     int rc = D9A_REAL(ev_run)(loop, flags);
+    d9a_pay_owed_unpark(&d9a_self); /* a last turn that recorded nothing */
     d9ev_flush_deferred(loop);
     d9a_run_exit(&scope);
     return rc;

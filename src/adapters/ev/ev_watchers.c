@@ -32,8 +32,10 @@ typedef struct deferred {
     uint64_t task;
 } deferred;
 
-static __thread deferred t_deferred[MAX_DEFERRED];
-static __thread int t_ndeferred;
+/* initial-exec, as d9a_self: the default model calls __tls_get_addr at every access from a
+ * shared library (~22 instructions a loop turn, the flush at each park) */
+static __thread deferred t_deferred[MAX_DEFERRED] __attribute__((tls_model("initial-exec")));
+static __thread int t_ndeferred __attribute__((tls_model("initial-exec")));
 
 void d9ev_flush_deferred(const struct ev_loop *loop) {
     int kept = 0;
@@ -118,6 +120,7 @@ static void watcher_trampoline(struct ev_loop *loop, ev_watcher *w, int revents)
         d9a_lost_callback(w);
         return;
     }
+    d9a_pay_owed_unpark(&d9a_self); /* a turn whose first record is a callback (a timer's) */
     d9a_frame f;
     if (final) {
         /* give the watcher back before the callback, which may start it again */
@@ -135,7 +138,7 @@ static void watcher_trampoline(struct ev_loop *loop, ev_watcher *w, int revents)
 
 /* ---------------------------------------------------------------- start / stop */
 
-static __thread int t_in_once; /* ev_once's own watchers are not tasks of their own */
+static __thread int t_in_once __attribute__((tls_model("initial-exec"))); /* ev_once's own watchers are not tasks of their own */
 
 static void watcher_starting(struct ev_loop *loop, ev_watcher *w) {
     const d9_loc *explicit_loc = d9a_take_next_loc();
@@ -199,12 +202,13 @@ static void rewrap_for_feed(struct ev_loop *loop, ev_watcher *w, const void *cal
 }
 
 /* libev feeds io watchers whose fd its backend (epoll_wait...) just returned ready, between
- * its acquire hook (the unpark) and the callbacks: that is the readiness wake of the task. */
+ * its acquire hook (the unpark) and the callbacks: that is the readiness wake of the task. The
+ * turn's first is written with the unpark the acquire hook owes (ev_loop.c). */
 static void ready_wake(const ev_watcher *w, int revents, const void *caller) {
     if (!(revents & (EV_READ | EV_WRITE)) || d9a_self.depth || !inside_libev(caller)) return;
     const d9ev_cell *c = d9ev_cell_of(w);
     uint64_t task = c ? c->task : d9a_table_task(w);
-    if (task) d9_wake_ready(task);
+    if (task) d9a_wake_ready_owing_unpark(task);
 }
 
 D9A_EXPORT void ev_feed_event(struct ev_loop *loop, void *watcher, int revents) {
@@ -268,6 +272,7 @@ static void once_trampoline(int revents, void *token) {
         d9a_lost_callback(token);
         return;
     }
+    d9a_pay_owed_unpark(&d9a_self);
     d9a_frame f;
     d9a_poll_enter(&f, o.task, o.loc[0]);
     d9a_owe_terminate(&f, token);

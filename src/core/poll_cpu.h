@@ -67,6 +67,12 @@ static inline __attribute__((always_inline)) void d9_poll_cpu_end_begin(uint64_t
     s->poll_ticks = ticks;
 }
 
+/* DIAL9_POLL_CPU_MIN_US's default: also the age of the thread's last value past which a park
+ * after a switch reads its exact CPU time (thread_cpu_clock.h). */
+#define D9_POLL_CPU_DEFAULT_MIN_US 1000
+
+/* DIAL9_POLL_CPU_MIN_US (or the default) in *min_us; -1 with the error set on a bad value. */
+int d9_poll_cpu_min_us(uint64_t *min_us);
 /* At d9_start: DIAL9_POLL_CPU_MIN_US (0 turns it off) and the event's schema; -1 with the error
  * set on a bad value. `page`: the recording uses the task-clock page (else nothing is
  * accounted). */

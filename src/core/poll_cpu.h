@@ -67,8 +67,8 @@ static inline __attribute__((always_inline)) void d9_poll_cpu_end_begin(uint64_t
     s->poll_ticks = ticks;
 }
 
-/* DIAL9_POLL_CPU_MIN_US's default: also the age of the thread's last value past which a park
- * after a switch reads its exact CPU time (thread_cpu_clock.h). */
+/* DIAL9_POLL_CPU_MIN_US's default; a twentieth of it bounds how short a park's CPU time after a
+ * switch may be (thread_cpu_clock.h: d9_tcc_park_slack_ns). */
 #define D9_POLL_CPU_DEFAULT_MIN_US 1000
 
 /* DIAL9_POLL_CPU_MIN_US (or the default) in *min_us; -1 with the error set on a bad value. */

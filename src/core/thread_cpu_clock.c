@@ -26,7 +26,7 @@
 
 uint32_t d9_thread_cpu_clock_gen;
 double d9_thread_cpu_ns_per_tick;
-uint64_t d9_tcc_park_exact_ns = D9_POLL_CPU_DEFAULT_MIN_US * 1000;
+uint64_t d9_tcc_park_slack_ns = D9_POLL_CPU_DEFAULT_MIN_US * 1000 / D9_TCC_PARK_SLACK_PER_POLL_CPU_MIN;
 const struct perf_event_mmap_page d9_tcc_no_page = {.lock = 1};
 __thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec"))) = {.slot = -1, .lock = 1,
                                                                                      .poll_page = &d9_tcc_no_page,
@@ -191,7 +191,7 @@ static uint64_t from_page(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
     __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
     if (d9_tcc_snapshot(s->page, &lock, &clock, 0, 0))
         return d9_tcc_step(s, use, lock, clock, now_ticks, ns_per_tick,
-                           __atomic_load_n(&d9_tcc_park_exact_ns, __ATOMIC_RELAXED), d9_thread_cpu_clock_exact);
+                           __atomic_load_n(&d9_tcc_park_slack_ns, __ATOMIC_RELAXED), d9_thread_cpu_clock_exact);
     /* eight torn snapshots in a row: the exact value, and the next value exact again */
     uint64_t e = d9_thread_cpu_clock_exact(s);
     if (e == D9_TCC_NONE) return D9_TCC_NONE;
@@ -233,7 +233,7 @@ uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, d9_tcc_use use, uint64_t now_
     return cpu;
 }
 
-static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread, uint64_t park_exact_ns) {
+static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread, uint64_t park_slack_ns) {
     d9_fork_guard_install(); /* the child forgets the parent's events */
     double per_tick = ticks_are_ns ? 1.0 : 0.0;
     __atomic_store(&d9_thread_cpu_ns_per_tick, &per_tick, __ATOMIC_RELAXED);
@@ -267,10 +267,10 @@ static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool u
         return 0;
     }
     snprintf(g_reason, sizeof g_reason,
-             "perf: a task-clock page per thread (up to %d threads; a park after a switch: by system "
-             "call %llu us or more after the thread's last value, else the CPU time at the last "
-             "switch-in, a lower bound)%s",
-             D9_TCC_MAX_THREADS, (unsigned long long)(park_exact_ns / 1000),
+             "perf: a task-clock page per thread (up to %d threads; a park after a switch: the CPU "
+             "time at the last switch-in, a lower bound, when short by less than %llu us, else by "
+             "system call)%s",
+             D9_TCC_MAX_THREADS, (unsigned long long)(park_slack_ns / 1000),
              requested == D9_THREAD_CPU_PERF ? " (DIAL9_THREAD_CPU=perf)" : "");
     pthread_mutex_lock(&g_lock);
     g_gen_counter = (g_gen_counter + 1) & ~D9_TCC_NO_PAGE;
@@ -281,13 +281,13 @@ static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool u
 }
 
 int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread) {
-    /* a park's value after a switch is exact past the threshold of long polls (0 turns those
-     * off, not this: the default then) */
+    /* a park's value after a switch is short by less than a twentieth of the threshold of long
+     * polls (0 turns those off, not this: the default's then) */
     uint64_t min_us;
     if (d9_poll_cpu_min_us(&min_us) != 0) return -1;
-    uint64_t park_exact_ns = (min_us ? min_us : D9_POLL_CPU_DEFAULT_MIN_US) * 1000;
-    __atomic_store_n(&d9_tcc_park_exact_ns, park_exact_ns, __ATOMIC_RELAXED);
-    if (start_clock(requested, ticks_are_ns, unread, park_exact_ns) != 0) return -1;
+    uint64_t park_slack_ns = (min_us ? min_us : D9_POLL_CPU_DEFAULT_MIN_US) * 1000 / D9_TCC_PARK_SLACK_PER_POLL_CPU_MIN;
+    __atomic_store_n(&d9_tcc_park_slack_ns, park_slack_ns, __ATOMIC_RELAXED);
+    if (start_clock(requested, ticks_are_ns, unread, park_slack_ns) != 0) return -1;
     /* long polls' CPU time reads the same page (poll_cpu.h) */
     return d9_poll_cpu_start(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0);
 }

@@ -11,14 +11,16 @@
  *   - changed, at an unpark (the poller's call slept; the page was just rewritten at its
  *     sched-in): base + the page's task clock (the few us of the kernel's wake-up path after
  *     the sched-in are not counted there: they land in the active period that follows);
- *   - changed, at a park (the thread was descheduled inside its active period) less than
- *     d9_tcc_park_exact_ns (DIAL9_POLL_CPU_MIN_US) after the thread's last value: base + the
+ *   - changed, at a park (the thread was descheduled inside its active period): base + the
  *     page's task clock, the CPU time as of the last sched-in, a lower bound short of the exact
- *     value by what the thread ran since that sched-in (less than that threshold). No line is
+ *     value by what the thread ran since that sched-in. That run is at most the wall time since
+ *     the thread's last value less the CPU time the page accounts since (what is left: the
+ *     off-CPU time and that run), so the page's value is taken when that is under
+ *     d9_tcc_park_slack_ns (DIAL9_POLL_CPU_MIN_US / 20: 50 us), the bound on its error. No line is
  *     left (`lock` becomes D9_TCC_UNSEEN of the page's): nothing estimates from a lower bound;
  *     the next unpark takes the page's value when its poller slept (a sched-in since), and
  *     reads when it did not (the read deferred to where a value is needed);
- *   - changed, at a park after a longer period, or for a long poll's CPU time (poll_cpu.h,
+ *   - changed, at a park with more left unaccounted, or for a long poll's CPU time (poll_cpu.h,
  *     whose exactness readers rely on), or at an unpark whose page is still the one its park
  *     left no line on: the exact task clock, by read() of the event (one system call);
  *   - a park with the page still the one a value without a line saw: that value plus the wall
@@ -64,7 +66,7 @@ typedef enum d9_thread_cpu_source {
 
 /* What a value is for (d9_tcc_step's rules differ). */
 typedef enum d9_tcc_use {
-    D9_TCC_PARK = 0,   /* a park's cpu_time_ns: a lower bound after a switch in a short period */
+    D9_TCC_PARK = 0,   /* a park's cpu_time_ns: a lower bound after a switch, when close enough */
     D9_TCC_UNPARK = 1, /* an unpark's: the page's value after a sched-in */
     D9_TCC_EXACT = 2   /* a long poll's begin or end (poll_cpu.h): exact, or read */
 } d9_tcc_use;
@@ -110,9 +112,11 @@ extern uint32_t d9_thread_cpu_clock_gen;
 /* ns per tick of the recorder's clock: 1 on CLOCK_MONOTONIC, the collector's slope on the TSC,
  * 0 until known (then every value takes the exact read). */
 extern double d9_thread_cpu_ns_per_tick;
-/* A park after a switch reads the exact task clock when the thread's last value is at least
- * this old (ns): DIAL9_POLL_CPU_MIN_US's, 1 ms when that is 0. Set at d9_start. */
-extern uint64_t d9_tcc_park_exact_ns;
+/* A park after a switch takes the page's value (a lower bound) when it would be short of the
+ * exact one by less than this (ns), else reads: DIAL9_POLL_CPU_MIN_US / 20 (its default's when
+ * that is 0), set at d9_start. */
+extern uint64_t d9_tcc_park_slack_ns;
+#define D9_TCC_PARK_SLACK_PER_POLL_CPU_MIN 20
 extern __thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec")));
 
 /* A consistent (lock, task clock) of the page: the kernel's seqcount protocol, retried while
@@ -161,7 +165,7 @@ static inline __attribute__((always_inline)) uint64_t d9_tcc_anchor(d9_tcc_state
     return v;
 }
 
-/* A park's value after a switch in a short period: the CPU time at the last sched-in (never
+/* A park's value after a switch, close enough: the CPU time at the last sched-in (never
  * below the last value given; the base does not move: it is no exact value), leaving no line. */
 static inline __attribute__((always_inline)) uint64_t d9_tcc_lower_bound(d9_tcc_state *s, uint32_t lock,
                                                                          uint64_t page_clock, uint64_t now_ticks) {
@@ -179,7 +183,7 @@ static inline __attribute__((always_inline)) uint64_t d9_tcc_lower_bound(d9_tcc_
  * needed and failed, the state then untouched. */
 static inline __attribute__((always_inline)) uint64_t d9_tcc_step(d9_tcc_state *s, d9_tcc_use use, uint32_t lock,
                                                                   uint64_t page_clock, uint64_t now_ticks,
-                                                                  double ns_per_tick, uint64_t park_exact_ns,
+                                                                  double ns_per_tick, uint64_t park_slack_ns,
                                                                   uint64_t (*exact)(d9_tcc_state *)) {
     uint64_t v;
     if (lock == s->lock && ns_per_tick > 0) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
@@ -187,8 +191,11 @@ static inline __attribute__((always_inline)) uint64_t d9_tcc_step(d9_tcc_state *
         /* no sched-in since a value that left no line: it plus the wall time, still no line
          * (exact or a lower bound, as that value was) */
         if (lock == D9_TCC_UNSEEN(s->lock)) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
-        if ((double)(int64_t)(now_ticks - s->ticks) * ns_per_tick < (double)park_exact_ns)
-            return d9_tcc_lower_bound(s, lock, page_clock, now_ticks);
+        /* the wall time since the last value less the CPU time the page accounts since: the
+         * most the page's value can be short of the exact one */
+        double unaccounted = (double)(int64_t)(now_ticks - s->ticks) * ns_per_tick -
+                             (double)(int64_t)(s->base_ns + page_clock - s->cpu_ns);
+        if (unaccounted < (double)park_slack_ns) return d9_tcc_lower_bound(s, lock, page_clock, now_ticks);
     }
     if (lock != s->lock && use == D9_TCC_UNPARK && lock != D9_TCC_UNSEEN(s->lock)) {
         v = s->base_ns + page_clock;

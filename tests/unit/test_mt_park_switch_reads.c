@@ -4,14 +4,16 @@
  * runs ROUNDS active periods, each with a read() of a pipe that blocks inside it (a switch
  * however the threads are scheduled: the writer writes only once it sees the reader blocked,
  * pct_wait_reader_blocked). Two recordings:
- *  - short periods (DIAL9_POLL_CPU_MIN_US at its largest, so no period is long whatever the
- *    host's load): a poll with the blocking read inside, its end, a park, then alternately
+ *  - short periods (DIAL9_POLL_CPU_MIN_US at its largest, 10 s: a park may be 500 ms short of
+ *    its exact CPU time, which no wait here comes near, so none is "long" whatever the host's
+ *    load): a poll with the blocking read inside, its end, a park, then alternately
  *      "slept": a blocking read (the poller sleeps) and the unpark: neither reads (before this
  *        change the park read, once a round), the unpark takes the page's value;
  *      "did not sleep": the unpark right after the park: the park reads nothing, the unpark at
  *        most once (the read deferred to it, never added: once a round before too);
- *  - long periods (DIAL9_POLL_CPU_MIN_US=1: a period with a switch inside lasts longer): an
- *    unpark, the blocking read, a park: the park reads, once a round.
+ *  - long periods (DIAL9_POLL_CPU_MIN_US=1: a park may be 50 ns short; the blocking read leaves
+ *    more than that unaccounted): an unpark, the blocking read, a park: the park reads, once a
+ *    round.
  * The trace's parks and unparks of the worker: values never go down, and each park's is at most
  * the exact count the thread read right after it (a lower bound where it did not read); how
  * far below, for the short periods, is printed. */

@@ -376,7 +376,7 @@ static inline __attribute__((always_inline)) void park_page(unsigned kind, uint6
      * the page is still the one its park left no line on (the poller did not sleep: it reads). */
     uint64_t page_clock = 0;
     if (lock != s->lock && (kind == D9_REC_PARK || !d9_tcc_snapshot(s->page, &lock, &page_clock, 0, 0) ||
-                            lock == s->lock || lock == D9_TCC_UNSEEN(s->lock)))
+                            ((lock ^ s->lock) | D9_TCC_UNSEEN(0)) == D9_TCC_UNSEEN(0))) /* s->lock or UNSEEN of it */
         goto other;
     uint64_t wait = D9_NS_UNKNOWN;
     if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {

@@ -376,8 +376,9 @@ static inline __attribute__((always_inline)) void park_page(unsigned kind, uint6
      * the page is still the one its park left no line on (the poller did not sleep: it reads). */
     uint64_t page_clock = 0;
     if (lock != s->lock && (kind == D9_REC_PARK || !d9_tcc_snapshot(s->page, &lock, &page_clock, 0, 0) ||
-                            ((lock ^ s->lock) | D9_TCC_UNSEEN(0)) == D9_TCC_UNSEEN(0))) /* s->lock or UNSEEN of it */
-        goto other;
+                            ((lock ^ s->lock) | D9_TCC_UNSEEN(0)) == D9_TCC_UNSEEN(0)))
+        goto other; /* that last: s->lock or D9_TCC_UNSEEN of it in one compare (also a lock 2^30
+                     * sched-ins away, which park_any's exact rules then take) */
     uint64_t wait = D9_NS_UNKNOWN;
     if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
         if (__builtin_expect(

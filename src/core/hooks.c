@@ -370,10 +370,11 @@ static inline __attribute__((always_inline)) void park_page(unsigned kind, uint6
     __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
     if (__builtin_expect(!(ns_per_tick > 0), 0)) goto other;
     /* The lock moved (the thread was switched in since the last value): a park takes its
-     * rules in park_any (d9_tcc_step: the CPU time at that switch-in after a short period, a
-     * read after a long one); an unpark, nearly every one of a server that slept in its
-     * poller, takes the page's own value, here without a call (d9_tcc_step's unpark), unless
-     * the page is still the one its park left no line on (the poller did not sleep: it reads). */
+     * rules in park_any (d9_tcc_step: the CPU time at that switch-in when it is short by less
+     * than d9_tcc_park_slack_ns, else a read); an unpark, nearly every one of a server that
+     * slept in its poller, takes the page's own value, here without a call (d9_tcc_step's
+     * unpark), unless the page is still the one its park left no line on (the poller did not
+     * sleep: it reads). */
     uint64_t page_clock = 0;
     if (lock != s->lock && (kind == D9_REC_PARK || !d9_tcc_snapshot(s->page, &lock, &page_clock, 0, 0) ||
                             ((lock ^ s->lock) | D9_TCC_UNSEEN(0)) == D9_TCC_UNSEEN(0)))

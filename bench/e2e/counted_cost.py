@@ -2,6 +2,7 @@
 """The recorder's cost per request, counted rather than timed.
 
     bench/e2e/counted_cost.py [--build DIR] [--targets uv,memcached,redis] [--clock monotonic] [--short] [--env NAME=VALUE]
+                              [--think-us N]
 
 On a shared 2-vCPU host CPU time cannot see 1-2 % (bench/e2e/README.md: identical work varies
 by 2-3 %), so this counts what a request costs and converts the counts with unit costs measured
@@ -18,6 +19,8 @@ on the same host. For each target and arm (off, the defaults, polls/parks/wakes 
 - system calls and context switches per request, all threads, natively: perf's
   raw_syscalls:sys_enter tracepoint and context-switches software event (exact, no PMU
   needed), over windows of N1 and N2 requests in one server process, idle rate taken off;
+  back to back (the client's next request is there before the server's next poller call), or
+  with --think-us N of client idle after each answer (the server's poller sleeps in between);
 - the server's CPU time per request natively (schedstat, all threads) in the `off` arm, and the
   user share of it (/proc/PID/stat): the denominator, and ns per user instruction of the
   server's own code (user CPU per request / user instructions per request);
@@ -439,6 +442,17 @@ def perf_window(pid, work, action):
             (u1 - u0) / ticks if ticks else 1.0, seconds)
 
 
+def native_requests(args, target, sock, n):
+    """n requests back to back, or each after --think-us of the client's idle time: then the
+    server's poller sleeps between requests, as a server not saturated by one client does."""
+    if not args.think_us:
+        target.requests(sock, n)
+        return
+    for _ in range(n):
+        target.requests(sock, 1)
+        time.sleep(args.think_us / 1e6)
+
+
 def native_run(args, target, arm, work):
     """System calls, context switches and CPU ns per request, natively, idle rate taken off."""
     port = free_port()
@@ -455,8 +469,8 @@ def native_run(args, target, arm, work):
         target.prepare(sock)
         target.requests(sock, args.native_warmup)
         idle = perf_window(server, work, lambda: time.sleep(args.idle))
-        small = perf_window(server, work, lambda: target.requests(sock, n1))
-        large = perf_window(server, work, lambda: target.requests(sock, n2))
+        small = perf_window(server, work, lambda: native_requests(args, target, sock, n1))
+        large = perf_window(server, work, lambda: native_requests(args, target, sock, n2))
         sock.close()
     finally:
         stop(proc, target.stop_signal)
@@ -645,6 +659,8 @@ def main():
     ap.add_argument("--native-small", type=int, default=5000)
     ap.add_argument("--native-large", type=int, default=25000)
     ap.add_argument("--native-warmup", type=int, default=2000)
+    ap.add_argument("--think-us", type=int, default=0,
+                    help="the client idles this long after each answer in the native windows (default 0: back to back)")
     ap.add_argument("--clock", default="monotonic", choices=("monotonic", "tsc", "auto"),
                     help="DIAL9_CLOCK of the recorded arms and of the unit costs (default: monotonic)")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",

@@ -100,7 +100,7 @@ typedef enum d9_compress_mode {
 /* When a park or unpark reads the thread's CPU time for its cpu_time_ns by system call (the
  * kernel has no vDSO path for it), where the per-thread task-clock page is not to be had
  * (DIAL9_THREAD_CPU, docs/kernel-sources.md; with the page, PARK and EVERY both give every park
- * and unpark its own value, without a system call but at a park after a switch). PARK (the
+ * and unpark its own value, without a system call but after some switches). PARK (the
  * default): at each park; an unpark carries the
  * value of the park before it (the thread slept in between), so one read per active period.
  * EVERY: at every park and unpark. OFF: never; cpu_time_ns is 0 and the trace's metadata says

@@ -210,7 +210,8 @@ uint32_t d9_thread_cpu_time_key[2];
 static inline __attribute__((always_inline)) uint64_t park_cpu_time(d9_thread *t, unsigned kind, uint64_t now) {
     uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED); /* 0 with `off` */
     if (now && gen) {
-        uint64_t page = d9_thread_cpu_clock_ns(kind == D9_REC_UNPARK, now, gen); /* no system call: thread_cpu_clock.h */
+        uint64_t page = d9_thread_cpu_clock_ns(kind == D9_REC_UNPARK ? D9_TCC_UNPARK : D9_TCC_PARK, now,
+                                               gen); /* no system call but rare reads: thread_cpu_clock.h */
         if (__builtin_expect(page != D9_TCC_NONE, 1)) {
             if (kind == D9_REC_PARK) t->park_cpu_key = 0; /* its unpark never carries an older value */
             return page;
@@ -368,13 +369,17 @@ static inline __attribute__((always_inline)) void park_page(unsigned kind, uint6
     double ns_per_tick;
     __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
     if (__builtin_expect(!(ns_per_tick > 0), 0)) goto other;
-    /* The lock moved (the thread was switched in since the last value): a park reads the task
-     * clock by system call (park_any); an unpark, nearly every one of a server that slept in
-     * its poller, takes the page's own value, here without a call (d9_tcc_step's unpark). */
+    /* The lock moved (the thread was switched in since the last value): a park takes its
+     * rules in park_any (d9_tcc_step: the CPU time at that switch-in when it is short by less
+     * than d9_tcc_park_slack_ns, else a read); an unpark, nearly every one of a server that
+     * slept in its poller, takes the page's own value, here without a call (d9_tcc_step's
+     * unpark), unless the page is still the one its park left no line on (the poller did not
+     * sleep: it reads). */
     uint64_t page_clock = 0;
     if (lock != s->lock && (kind == D9_REC_PARK || !d9_tcc_snapshot(s->page, &lock, &page_clock, 0, 0) ||
-                            lock == s->lock))
-        goto other;
+                            ((lock ^ s->lock) | D9_TCC_UNSEEN(0)) == D9_TCC_UNSEEN(0)))
+        goto other; /* that last: s->lock or D9_TCC_UNSEEN of it in one compare (also a lock 2^30
+                     * sched-ins away, which park_any's exact rules then take) */
     uint64_t wait = D9_NS_UNKNOWN;
     if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
         if (__builtin_expect(

@@ -10,21 +10,25 @@
 #include "core/thread_buffer.h"
 #include "dial9/dial9.h"
 
-#define DEFAULT_MIN_US 1000
-
 static __thread uint64_t t_events;
 
 static uint64_t g_min_ns; /* 0: off */
 static const d9_event_type *g_type;
 static char g_reason[160] = "off: not started";
 
-int d9_poll_cpu_start(bool page) {
-    uint64_t min_us = DEFAULT_MIN_US;
+int d9_poll_cpu_min_us(uint64_t *min_us) {
+    *min_us = D9_POLL_CPU_DEFAULT_MIN_US;
     const char *env = getenv("DIAL9_POLL_CPU_MIN_US");
-    if (env && !d9_plain_u64(env, 0, 10000000, &min_us)) /* config.c checked it */ {
+    if (env && !d9_plain_u64(env, 0, 10000000, min_us)) /* config.c checked it */ {
         d9_set_error("DIAL9_POLL_CPU_MIN_US=\"%s\": expected 0 (off) to 10000000 microseconds", env);
         return -1;
     }
+    return 0;
+}
+
+int d9_poll_cpu_start(bool page) {
+    uint64_t min_us;
+    if (d9_poll_cpu_min_us(&min_us) != 0) return -1;
     static const d9_field fields[] = {{"worker_id", D9_U64}, {"cpu_time_ns", D9_U64}, {"exact", D9_BOOL}};
     if (!g_type) g_type = d9_event_type_define("PollCpuEvent", fields, 3);
     uint64_t min_ns = 0;
@@ -60,7 +64,7 @@ void d9_poll_cpu_begin_slow(uint64_t ticks) {
     /* twice at most: a page of a past recording is reopened by the first, whose value is then
      * not taken under the new page's lock */
     for (int i = 0; i < 2 && s->poll_page->lock != s->lock; i++)
-        if (d9_thread_cpu_clock_slow(s, false, ticks) == D9_TCC_NONE) break;
+        if (d9_thread_cpu_clock_slow(s, D9_TCC_EXACT, ticks) == D9_TCC_NONE) break;
     s->poll_lock = s->lock; /* the line the poll begins on */
 }
 
@@ -97,7 +101,7 @@ void d9_poll_cpu_end_slow(uint64_t end_ticks, uint64_t begin_ticks) {
     /* the end's: exact (a snapshot, then read() of the event) after a switch since the thread's
      * last value, else that value's line (a park or unpark inside took one after the switch):
      * also the thread's next anchor */
-    uint64_t end_cpu = d9_thread_cpu_clock_slow(s, false, end_ticks);
+    uint64_t end_cpu = d9_thread_cpu_clock_slow(s, D9_TCC_EXACT, end_ticks);
     if (end_cpu == D9_TCC_NONE) return; /* the event is gone: the thread reads by system call now */
     if (!known) {
         record(0, false);

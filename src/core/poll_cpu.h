@@ -10,8 +10,10 @@
  * from the thread's last value (its park or unpark, or the last such read) plus the wall time
  * since, which holds when the page's lock at the begin is that value's (no switch in between).
  * When it is not (the thread was switched out since its last value: preempted between polls,
- * or inside a short poll), the begin reads the task clock (the read its next park would have
- * made otherwise: where a loop parks between its polls, the reads move, they do not add up).
+ * or inside a short poll; or its last value was a park's lower bound, which leaves no line:
+ * thread_cpu_clock.h), the begin reads the task clock: a poll that may turn out long needs an
+ * exact begin, which only a read or a sched-in after a sleep gives (the park after it then
+ * reads nothing).
  * The begin keeps that lock (poll_lock): the end compares the page's with it, so a switch
  * anywhere inside the poll is seen, even when a park and unpark inside it took new values since
  * (a new anchor keeps the line the poll began on: d9_tcc_keep_poll_line), and the begin's CPU
@@ -28,9 +30,9 @@
 
 #include "core/thread_cpu_clock.h"
 
-/* The thread's page moved since its last CPU-time value, before a poll's begin: read the task
- * clock now (one system call, which its next park would have made: thread_cpu_clock.h), so
- * the poll's begin has a known CPU time. */
+/* The thread's page moved since its last CPU-time value (or that value left no line), before a
+ * poll's begin: read the task clock now (one system call), so that the poll's begin has a
+ * known CPU time. */
 void d9_poll_cpu_begin_slow(uint64_t ticks);
 /* A switch inside the poll that began at `begin_ticks`: the duration test, the read, the
  * event. */
@@ -67,6 +69,12 @@ static inline __attribute__((always_inline)) void d9_poll_cpu_end_begin(uint64_t
     s->poll_ticks = ticks;
 }
 
+/* DIAL9_POLL_CPU_MIN_US's default; a twentieth of it bounds how short a park's CPU time after a
+ * switch may be (thread_cpu_clock.h: d9_tcc_park_slack_ns). */
+#define D9_POLL_CPU_DEFAULT_MIN_US 1000
+
+/* DIAL9_POLL_CPU_MIN_US (or the default) in *min_us; -1 with the error set on a bad value. */
+int d9_poll_cpu_min_us(uint64_t *min_us);
 /* At d9_start: DIAL9_POLL_CPU_MIN_US (0 turns it off) and the event's schema; -1 with the error
  * set on a bad value. `page`: the recording uses the task-clock page (else nothing is
  * accounted). */

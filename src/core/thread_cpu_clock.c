@@ -26,16 +26,13 @@
 
 uint32_t d9_thread_cpu_clock_gen;
 double d9_thread_cpu_ns_per_tick;
+uint64_t d9_tcc_park_slack_ns = D9_POLL_CPU_DEFAULT_MIN_US * 1000 / D9_TCC_PARK_SLACK_PER_POLL_CPU_MIN;
 const struct perf_event_mmap_page d9_tcc_no_page = {.lock = 1};
 __thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec"))) = {.slot = -1, .lock = 1,
                                                                                      .poll_page = &d9_tcc_no_page,
                                                                                      .poll_lock = 1};
 
 enum { SLOT_FREE, SLOT_OPEN, SLOT_READING, SLOT_CLOSED };
-
-/* A lock no snapshot gives (snapshots are even) and far from the page's next values, which a
- * raw read of an update under way could show: the thread's next value is then exact. */
-#define NO_SNAPSHOT(lock) ((lock) ^ 0x80000001u)
 
 typedef struct slot {
     _Atomic int state;
@@ -47,7 +44,7 @@ typedef struct slot {
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static slot g_slots[D9_TCC_MAX_THREADS];
 static uint32_t g_gen_counter;
-static char g_reason[200] = "syscall: not started";
+static char g_reason[320] = "syscall: not started";
 static _Atomic bool g_fds_guarded; /* d9_thread_cpu_clock_set_fds_guarded */
 static int g_seccomp_at_start; /* PR_GET_SECCOMP of the thread that probed */
 static pthread_key_t g_key;
@@ -187,13 +184,14 @@ uint64_t d9_thread_cpu_clock_exact(d9_tcc_state *s) {
 }
 
 /* The thread has its page under this recording: a snapshot and the rules (thread_cpu_clock.h). */
-static uint64_t from_page(d9_tcc_state *s, bool unpark, uint64_t now_ticks) {
+static uint64_t from_page(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
     uint32_t lock;
     uint64_t clock;
     double ns_per_tick;
     __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
     if (d9_tcc_snapshot(s->page, &lock, &clock, 0, 0))
-        return d9_tcc_step(s, unpark, lock, clock, now_ticks, ns_per_tick, d9_thread_cpu_clock_exact);
+        return d9_tcc_step(s, use, lock, clock, now_ticks, ns_per_tick,
+                           __atomic_load_n(&d9_tcc_park_slack_ns, __ATOMIC_RELAXED), d9_thread_cpu_clock_exact);
     /* eight torn snapshots in a row: the exact value, and the next value exact again */
     uint64_t e = d9_thread_cpu_clock_exact(s);
     if (e == D9_TCC_NONE) return D9_TCC_NONE;
@@ -203,15 +201,15 @@ static uint64_t from_page(d9_tcc_state *s, bool unpark, uint64_t now_ticks) {
         s->base_ns += s->cpu_ns - v;
         v = s->cpu_ns;
     }
-    s->lock = NO_SNAPSHOT(s->page->lock);
+    s->lock = D9_TCC_UNSEEN(s->page->lock); /* far from the page's next values, even mid-update */
     s->cpu_ns = v;
     s->ticks = now_ticks;
     return v;
 }
 
-uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, bool unpark, uint64_t now_ticks) {
+uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
     uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
-    if (s->gen == gen && s->page) return from_page(s, unpark, now_ticks);
+    if (s->gen == gen && s->page) return from_page(s, use, now_ticks);
     if (s->gen == (gen | D9_TCC_NO_PAGE)) return D9_TCC_NONE; /* refused for this recording */
     release(s); /* a past recording's, or none */
     s->gen = gen | D9_TCC_NO_PAGE;
@@ -229,13 +227,13 @@ uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, bool unpark, uint64_t now_tic
     }
     s->gen = gen;
     s->base_ns = cpu - count;
-    s->lock = NO_SNAPSHOT(lock); /* the next value is exact: the page may predate the reads above */
+    s->lock = D9_TCC_UNSEEN(lock); /* no line: the page may predate the reads above */
     s->cpu_ns = cpu;
     s->ticks = now_ticks;
     return cpu;
 }
 
-static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread) {
+static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread, uint64_t park_slack_ns) {
     d9_fork_guard_install(); /* the child forgets the parent's events */
     double per_tick = ticks_are_ns ? 1.0 : 0.0;
     __atomic_store(&d9_thread_cpu_ns_per_tick, &per_tick, __ATOMIC_RELAXED);
@@ -269,9 +267,11 @@ static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool u
         return 0;
     }
     snprintf(g_reason, sizeof g_reason,
-             "perf: a task-clock page per thread (up to %d threads; a thread's park after a switch "
-             "reads it by system call)%s",
-             D9_TCC_MAX_THREADS, requested == D9_THREAD_CPU_PERF ? " (DIAL9_THREAD_CPU=perf)" : "");
+             "perf: a task-clock page per thread (up to %d threads; a park after a switch: the CPU "
+             "time at the last switch-in, a lower bound, when short by less than %llu us, else by "
+             "system call)%s",
+             D9_TCC_MAX_THREADS, (unsigned long long)(park_slack_ns / 1000),
+             requested == D9_THREAD_CPU_PERF ? " (DIAL9_THREAD_CPU=perf)" : "");
     pthread_mutex_lock(&g_lock);
     g_gen_counter = (g_gen_counter + 1) & ~D9_TCC_NO_PAGE;
     if (g_gen_counter == 0) g_gen_counter = 1;
@@ -281,7 +281,13 @@ static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool u
 }
 
 int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread) {
-    if (start_clock(requested, ticks_are_ns, unread) != 0) return -1;
+    /* a park's value after a switch is short by less than a twentieth of the threshold of long
+     * polls (0 turns those off, not this: the default's then) */
+    uint64_t min_us;
+    if (d9_poll_cpu_min_us(&min_us) != 0) return -1;
+    uint64_t park_slack_ns = (min_us ? min_us : D9_POLL_CPU_DEFAULT_MIN_US) * 1000 / D9_TCC_PARK_SLACK_PER_POLL_CPU_MIN;
+    __atomic_store_n(&d9_tcc_park_slack_ns, park_slack_ns, __ATOMIC_RELAXED);
+    if (start_clock(requested, ticks_are_ns, unread, park_slack_ns) != 0) return -1;
     /* long polls' CPU time reads the same page (poll_cpu.h) */
     return d9_poll_cpu_start(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0);
 }

@@ -11,8 +11,20 @@
  *   - changed, at an unpark (the poller's call slept; the page was just rewritten at its
  *     sched-in): base + the page's task clock (the few us of the kernel's wake-up path after
  *     the sched-in are not counted there: they land in the active period that follows);
- *   - changed, at a park (the thread was descheduled inside its active period, the case
- *     readers care about): the exact task clock, by read() of the event (one system call).
+ *   - changed, at a park (the thread was descheduled inside its active period): base + the
+ *     page's task clock, the CPU time as of the last sched-in, a lower bound short of the exact
+ *     value by what the thread ran since that sched-in. That run is at most the wall time since
+ *     the thread's last value less the CPU time the page accounts since (what is left: the
+ *     off-CPU time and that run), so the page's value is taken when that is under
+ *     d9_tcc_park_slack_ns (DIAL9_POLL_CPU_MIN_US / 20: 50 us), the bound on its error. No line is
+ *     left (`lock` becomes D9_TCC_UNSEEN of the page's): nothing estimates from a lower bound;
+ *     the next unpark takes the page's value when its poller slept (a sched-in since), and
+ *     reads when it did not (the read deferred to where a value is needed);
+ *   - changed, at a park with more left unaccounted, or for a long poll's CPU time (poll_cpu.h,
+ *     whose exactness readers rely on), or at an unpark whose page is still the one its park
+ *     left no line on: the exact task clock, by read() of the event (one system call);
+ *   - a park with the page still the one a value without a line saw: that value plus the wall
+ *     time (the thread ran throughout), still no line.
  * Values are the task clock offset by `base`, which starts them at CLOCK_THREAD_CPUTIME_ID
  * when the thread's event opens. The one way an estimate runs ahead of the task clock: the
  * host stops the vCPU inside an uninterrupted run (no switch in the guest, so `lock` stays;
@@ -45,6 +57,19 @@ typedef enum d9_thread_cpu_source {
 
 /* "the value is not to be had here": the caller reads by system call. */
 #define D9_TCC_NONE UINT64_MAX
+
+/* The `lock` a value leaves when it is no line to estimate from (a park's lower bound, an exact
+ * read whose snapshot tore, a thread's first value), made from the page's lock then: odd (no
+ * snapshot is), and D9_TCC_UNSEEN of it gives that lock back, so an unpark sees whether the
+ * page moved since. */
+#define D9_TCC_UNSEEN(lock) ((lock) ^ 0x80000001u)
+
+/* What a value is for (d9_tcc_step's rules differ). */
+typedef enum d9_tcc_use {
+    D9_TCC_PARK = 0,   /* a park's cpu_time_ns: a lower bound after a switch, when close enough */
+    D9_TCC_UNPARK = 1, /* an unpark's: the page's value after a sched-in */
+    D9_TCC_EXACT = 2   /* a long poll's begin or end (poll_cpu.h): exact, or read */
+} d9_tcc_use;
 
 /* One thread's clock (thread-local, d9__tls_cpu_clock). */
 typedef struct d9_tcc_state {
@@ -87,6 +112,11 @@ extern uint32_t d9_thread_cpu_clock_gen;
 /* ns per tick of the recorder's clock: 1 on CLOCK_MONOTONIC, the collector's slope on the TSC,
  * 0 until known (then every value takes the exact read). */
 extern double d9_thread_cpu_ns_per_tick;
+/* A park after a switch takes the page's value (a lower bound) when it would be short of the
+ * exact one by less than this (ns), else reads: DIAL9_POLL_CPU_MIN_US / 20 (its default's when
+ * that is 0), set at d9_start. */
+extern uint64_t d9_tcc_park_slack_ns;
+#define D9_TCC_PARK_SLACK_PER_POLL_CPU_MIN 20
 extern __thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec")));
 
 /* A consistent (lock, task clock) of the page: the kernel's seqcount protocol, retried while
@@ -135,16 +165,39 @@ static inline __attribute__((always_inline)) uint64_t d9_tcc_anchor(d9_tcc_state
     return v;
 }
 
-/* The next value from a consistent snapshot (the rules above). `exact` reads the task clock by
- * system call (D9_TCC_NONE if it cannot). Returns D9_TCC_NONE only when `exact` was needed and
- * failed, the state then untouched. */
-static inline __attribute__((always_inline)) uint64_t d9_tcc_step(d9_tcc_state *s, bool unpark, uint32_t lock,
+/* A park's value after a switch, close enough: the CPU time at the last sched-in (never
+ * below the last value given; the base does not move: it is no exact value), leaving no line. */
+static inline __attribute__((always_inline)) uint64_t d9_tcc_lower_bound(d9_tcc_state *s, uint32_t lock,
+                                                                         uint64_t page_clock, uint64_t now_ticks) {
+    uint64_t v = s->base_ns + page_clock;
+    if ((int64_t)(v - s->cpu_ns) < 0) v = s->cpu_ns;
+    d9_tcc_keep_poll_line(s);
+    s->lock = D9_TCC_UNSEEN(lock);
+    s->cpu_ns = v;
+    s->ticks = now_ticks;
+    return v;
+}
+
+/* The next value from a consistent snapshot (the rules above) for `use`. `exact` reads the task
+ * clock by system call (D9_TCC_NONE if it cannot). Returns D9_TCC_NONE only when `exact` was
+ * needed and failed, the state then untouched. */
+static inline __attribute__((always_inline)) uint64_t d9_tcc_step(d9_tcc_state *s, d9_tcc_use use, uint32_t lock,
                                                                   uint64_t page_clock, uint64_t now_ticks,
-                                                                  double ns_per_tick,
+                                                                  double ns_per_tick, uint64_t park_slack_ns,
                                                                   uint64_t (*exact)(d9_tcc_state *)) {
     uint64_t v;
     if (lock == s->lock && ns_per_tick > 0) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
-    if (lock != s->lock && unpark) {
+    if (use == D9_TCC_PARK && ns_per_tick > 0) {
+        /* no sched-in since a value that left no line: it plus the wall time, still no line
+         * (exact or a lower bound, as that value was) */
+        if (lock == D9_TCC_UNSEEN(s->lock)) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
+        /* the wall time since the last value less the CPU time the page accounts since: the
+         * most the page's value can be short of the exact one */
+        double unaccounted = (double)(int64_t)(now_ticks - s->ticks) * ns_per_tick -
+                             (double)(int64_t)(s->base_ns + page_clock - s->cpu_ns);
+        if (unaccounted < (double)park_slack_ns) return d9_tcc_lower_bound(s, lock, page_clock, now_ticks);
+    }
+    if (lock != s->lock && use == D9_TCC_UNPARK && lock != D9_TCC_UNSEEN(s->lock)) {
         v = s->base_ns + page_clock;
     } else {
         uint64_t e = exact(s);
@@ -156,7 +209,7 @@ static inline __attribute__((always_inline)) uint64_t d9_tcc_step(d9_tcc_state *
 
 /* The value when the fast path below cannot give it: a snapshot and d9_tcc_step, or setting up,
  * reopening or refusing the calling thread's event (D9_TCC_NONE: by system call). */
-uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, bool unpark, uint64_t now_ticks);
+uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks);
 /* The task clock by read() of the thread's event; D9_TCC_NONE if that failed (the thread then
  * reads by system call from now on). */
 uint64_t d9_thread_cpu_clock_exact(d9_tcc_state *s);
@@ -166,7 +219,7 @@ uint64_t d9_thread_cpu_clock_exact(d9_tcc_state *s);
  * is the first rule alone: only `lock` is read, and compared with the last snapshot's (even;
  * after an exact read, an odd value no snapshot has), so an update under way (odd) never
  * passes for "unchanged". ~20 instructions; the rest is d9_thread_cpu_clock_slow's. */
-static inline __attribute__((always_inline)) uint64_t d9_thread_cpu_clock_ns(bool unpark, uint64_t now_ticks,
+static inline __attribute__((always_inline)) uint64_t d9_thread_cpu_clock_ns(d9_tcc_use use, uint64_t now_ticks,
                                                                              uint32_t gen) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
     if (__builtin_expect(s->gen == gen, 1)) { /* a thread without its page has another gen */
@@ -176,7 +229,7 @@ static inline __attribute__((always_inline)) uint64_t d9_thread_cpu_clock_ns(boo
         __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
         if (__builtin_expect(lock == s->lock && ns_per_tick > 0, 1)) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
     }
-    return d9_thread_cpu_clock_slow(s, unpark, now_ticks);
+    return d9_thread_cpu_clock_slow(s, use, now_ticks);
 }
 
 /* DIAL9_THREAD_CPU's values (auto, perf, syscall; any case) -> *out; false otherwise. */

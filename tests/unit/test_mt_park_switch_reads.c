@@ -1,0 +1,169 @@
+/* The system calls a park costs after its thread was switched out inside its active period
+ * (core/thread_cpu_clock.h), counted by the thread's exact_reads (each one read() of its
+ * task-clock event), never timed. A worker thread, once a park and an unpark gave it its page,
+ * runs ROUNDS active periods, each with a read() of a pipe that blocks inside it (a switch
+ * however the threads are scheduled: the writer writes only once it sees the reader blocked,
+ * pct_wait_reader_blocked). Two recordings:
+ *  - short periods (DIAL9_POLL_CPU_MIN_US at its largest, 10 s: a park may be 500 ms short of
+ *    its exact CPU time, which no wait here comes near, so none is "long" whatever the host's
+ *    load): a poll with the blocking read inside, its end, a park, then alternately
+ *      "slept": a blocking read (the poller sleeps) and the unpark: neither reads (before this
+ *        change the park read, once a round), the unpark takes the page's value;
+ *      "did not sleep": the unpark right after the park: the park reads nothing, the unpark at
+ *        most once (the read deferred to it, never added: once a round before too);
+ *  - long periods (DIAL9_POLL_CPU_MIN_US=1: a park may be 50 ns short; the blocking read leaves
+ *    more than that unaccounted): an unpark, the blocking read, a park: the park reads, once a
+ *    round.
+ * The trace's parks and unparks of the worker: values never go down, and each park's is at most
+ * the exact count the thread read right after it (a lower bound where it did not read); how
+ * far below, for the short periods, is printed. */
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "core/thread_cpu_clock.h"
+#include "poll_cpu_test_util.h"
+
+#define ROUNDS 16
+#define MARKS (2 + 2 * ROUNDS) /* the first park and unpark, then each round's */
+
+typedef struct round {
+    uint32_t park_reads, unpark_reads;
+    uint64_t exact_after_park; /* base + the event's count, right after the park */
+} round;
+
+static pct_pipe g_pipe = PCT_PIPE_INIT;
+static bool g_long;
+static int g_reads_planned;
+static round g_rounds[ROUNDS];
+static _Atomic pid_t g_tid;
+
+static bool sleeps(int i) { return g_long || i % 2 == 0; }
+
+/* The exact value now, as the recorder takes it (the same base). */
+static uint64_t exact_now(void) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    uint64_t e = d9_thread_cpu_clock_exact(s);
+    return e == D9_TCC_NONE ? e : s->base_ns + e;
+}
+
+static void *writer(void *arg) {
+    (void)arg;
+    for (int i = 0; i < g_reads_planned; i++) {
+        pct_wait_reader_blocked(&g_pipe, i);
+        pct_write_byte(&g_pipe);
+    }
+    return NULL;
+}
+
+static void *reader(void *arg) {
+    (void)arg;
+    atomic_store(&g_tid, gettid());
+    atomic_store(&g_pipe.reader_tid, gettid());
+    d9_worker_begin("parkreads", 0);
+    d9_park(); /* the thread's page, its first values */
+    d9_unpark();
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    for (int i = 0; i < ROUNDS; i++) {
+        if (!g_long) d9_poll_begin(100 + (uint64_t)i, D9_HERE);
+        pct_blocking_read(&g_pipe); /* the switch inside the active period */
+        if (!g_long) d9_poll_end();
+        uint32_t reads = s->exact_reads;
+        d9_park();
+        g_rounds[i].park_reads = s->exact_reads - reads;
+        g_rounds[i].exact_after_park = exact_now();
+        if (sleeps(i)) pct_blocking_read(&g_pipe); /* the poller's sleep */
+        reads = s->exact_reads;
+        d9_unpark();
+        g_rounds[i].unpark_reads = s->exact_reads - reads;
+    }
+    d9_worker_end();
+    return NULL;
+}
+
+typedef struct marks {
+    uint32_t tid;
+    int n;
+    bool park[MARKS];
+    uint64_t cpu[MARKS];
+} marks;
+
+static void on_event(const d9_event *ev, void *ctx) {
+    marks *m = ctx;
+    bool park = d9t_is(ev, "WorkerParkEvent"), unpark = d9t_is(ev, "WorkerUnparkEvent");
+    if ((!park && !unpark) || d9t_field_u(ev, "tid") != m->tid || m->n == MARKS) return;
+    m->park[m->n] = park;
+    m->cpu[m->n++] = d9t_field_u(ev, "cpu_time_ns");
+}
+
+/* One recording of ROUNDS periods, short or long; false where there is no task-clock page. */
+static bool record(bool long_periods) {
+    g_long = long_periods;
+    memset(g_rounds, 0, sizeof g_rounds);
+    g_pipe.announced = 0;
+    g_reads_planned = 0;
+    for (int i = 0; i < ROUNDS; i++) g_reads_planned += sleeps(i) ? 2 : 1;
+    setenv("DIAL9_POLL_CPU_MIN_US", long_periods ? "1" : "10000000", 1);
+    char *dir = d9t_mkdtemp("parkreads");
+    d9_config cfg;
+    pct_config(&cfg, dir);
+    if (!pct_start_or_skip(&cfg, dir)) {
+        free(dir);
+        return false;
+    }
+    pthread_t rd, wr;
+    pthread_create(&wr, NULL, writer, NULL);
+    pthread_create(&rd, NULL, reader, NULL);
+    pthread_join(rd, NULL);
+    pthread_join(wr, NULL);
+    d9_stop();
+
+    marks m = {.tid = (uint32_t)atomic_load(&g_tid)};
+    CHECK(d9t_decode_run(d9_run_dir(), on_event, &m) == 0);
+    CHECK_EQ_U64(m.n, MARKS);
+    int park_reads = 0, unpark_reads = 0, slept_unpark_reads = 0, bounded = 0, never_down = 0;
+    uint64_t most_below = 0, sum_below = 0;
+    for (int i = 0; i < ROUNDS; i++) {
+        const round *r = &g_rounds[i];
+        park_reads += (int)r->park_reads;
+        unpark_reads += (int)r->unpark_reads;
+        if (sleeps(i)) slept_unpark_reads += (int)r->unpark_reads;
+        CHECK(r->unpark_reads <= 1);
+        int k = 2 + 2 * i;
+        if (k + 1 >= m.n) continue;
+        CHECK(m.park[k] && !m.park[k + 1]);
+        uint64_t park = m.cpu[k];
+        never_down += park >= m.cpu[k - 1] && m.cpu[k + 1] >= park;
+        bounded += r->exact_after_park != D9_TCC_NONE && park <= r->exact_after_park;
+        uint64_t below = r->exact_after_park - park;
+        if (park <= r->exact_after_park && below > most_below) most_below = below;
+        if (park <= r->exact_after_park) sum_below += below;
+    }
+    CHECK_EQ_U64(never_down, ROUNDS);
+    CHECK_EQ_U64(bounded, ROUNDS);
+    CHECK_EQ_U64(slept_unpark_reads, 0); /* after a sleep, the page's value */
+    if (long_periods) {
+        CHECK_EQ_U64(park_reads, ROUNDS);
+        printf("long periods: %d parks after a switch, %d exact reads at them, %d at the unparks\n", ROUNDS,
+               park_reads, unpark_reads);
+    } else {
+        CHECK_EQ_U64(park_reads, 0);
+        printf("short periods: %d parks after a switch, %d exact reads at them (before: one each), %d at the %d "
+               "unparks whose poller did not sleep; parks below the exact count read right after them by %.1f us "
+               "on average, %.1f us at most\n",
+               ROUNDS, park_reads, unpark_reads, ROUNDS / 2, (double)sum_below / ROUNDS / 1e3,
+               (double)most_below / 1e3);
+    }
+    if (d9t_failed == 0) d9t_rm_rf(dir);
+    else printf("kept %s\n", dir);
+    free(dir);
+    return true;
+}
+
+int main(void) {
+    CHECK(pipe(g_pipe.fd) == 0);
+    if (record(false)) record(true);
+    unsetenv("DIAL9_POLL_CPU_MIN_US");
+    return d9t_summary("mt_park_switch_reads");
+}

@@ -57,12 +57,6 @@ static void on_span(void *ctx, const d9m_span *sp) {
     }
 }
 
-void d9a_spans_poll_gaps(d9a_analysis *a, const worker *w) {
-    for (uint32_t i = 0; i < w->at.ngaps; i++)
-        if (d9m_spans_poll_gap(a->spans.model, w->at_task, w->at.gaps[i].from, w->at.gaps[i].to) != 0)
-            a->spans.failed = true;
-}
-
 void d9a_spans_poll_off(d9a_analysis *a, const worker *w, const d9a_rec *r, bool preempted, uint32_t stack) {
     d9m_part part = preempted ? D9M_PART_RUNNABLE : D9M_PART_BLOCKED_OTHER;
     if (d9m_spans_poll_off(a->spans.model, w->at_task, r->ts, r->ts + r->dur, part,

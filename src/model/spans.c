@@ -300,12 +300,23 @@ int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
 
 void d9m_spans_set_coverage(d9m_spans *m, const d9m_coverage *c) { m->cov = c; }
 
-int d9m_spans_poll_gap(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to) {
-    task_state *t = task ? task_find(m, task) : NULL;
-    if (!t || !t->polled) return 0;
+static int task_poll_gap(d9m_spans *m, task_state *t, uint64_t from, uint64_t to) {
     if (from < t->poll_start) from = t->poll_start;
     if (to > t->poll_end) to = t->poll_end;
     return add_sub(m, t, from, to, D9M_PART_UNKNOWN, D9M_SPAN_NO_STACK);
+}
+
+int d9m_spans_poll_gap(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to) {
+    task_state *t = task ? task_find(m, task) : NULL;
+    return t && t->polled ? task_poll_gap(m, t, from, to) : 0;
+}
+
+int d9m_spans_poll_gaps(d9m_spans *m, uint64_t task, const d9m_attr_poll *p) {
+    task_state *t = task && p->ngaps ? task_find(m, task) : NULL;
+    if (!t || !t->polled) return 0;
+    for (uint32_t i = 0; i < p->ngaps; i++)
+        if (task_poll_gap(m, t, p->gaps[i].from, p->gaps[i].to) != 0) return -1;
+    return 0;
 }
 
 int d9m_spans_poll_off(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to, d9m_part part,

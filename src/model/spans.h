@@ -105,6 +105,9 @@ int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end);
  * D9M_SPAN_NO_STACK), in time order; the stack of its latest off-CPU interval, matched after
  * it. 0, or -1 when out of memory. */
 int d9m_spans_poll_gap(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to);
+/* All the gaps of the poll's attribution `p` at once (d9m_spans_poll_gap for each, one look-up
+ * of the task: a governed recording has one for nearly every poll). */
+int d9m_spans_poll_gaps(d9m_spans *m, uint64_t task, const d9m_attr_poll *p);
 int d9m_spans_poll_off(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to, d9m_part part,
                        uint32_t stack);
 void d9m_spans_poll_off_stack(d9m_spans *m, uint64_t task, uint32_t stack);

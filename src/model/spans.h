@@ -35,8 +35,9 @@
  * record arrays of up to 4 096 forgotten tasks, reused by new ones). Cost: a span
  * over one task is split in place from that task's records, in time order (no copy, no sort),
  * from the first that reaches into the span (a binary search on their running latest end);
- * over two tasks, or when one task's polls overlap, by the union of their intervals. Names are
- * the reader's string ids. */
+ * over two tasks, or when one task's polls overlap, by the union of their intervals; the split by
+ * cause reads a task's gaps and off-CPU intervals in place when they came sorted and disjoint
+ * (the usual case; else a copy, sorted and united). Names are the reader's string ids. */
 #ifndef D9_MODEL_SPANS_H
 #define D9_MODEL_SPANS_H
 

@@ -342,34 +342,36 @@ void d9m_spans_poll_off_stack(d9m_spans *m, uint64_t task, uint32_t stack) {
     }
 }
 
-static bool push_tmp(d9m_spans *m, int kind, uint64_t s, uint64_t e, uint64_t lo, uint64_t hi,
-                     uint64_t task) {
+/* Into the scratch, clipped to [lo, hi) (room made by collect_task). */
+static inline void push_tmp(d9m_spans *m, int kind, uint64_t s, uint64_t e, uint64_t lo, uint64_t hi, uint64_t task) {
     if (s < lo) s = lo;
     if (e > hi) e = hi;
-    if (e <= s) return true;
-    if (!grow((void **)&m->tmp, &m->tmp_cap, m->tmp_n + 1, sizeof *m->tmp)) return false;
+    if (e <= s) return;
     m->tmp[m->tmp_n++] = (ival_task){s, e, task, (uint8_t)kind};
-    return true;
 }
 
-/* A task's intervals inside [lo, hi), its state after its last recorded interval included. */
+/* A task's intervals inside [lo, hi), its state after its last recorded interval included: room
+ * for all of them is made once (three a record, two for its state). */
 static bool collect_task(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi) {
     if (!t) return true;
+    size_t first = first_cycle(t, lo);
+    if (!grow((void **)&m->tmp, &m->tmp_cap, m->tmp_n + 3 * (t->n - first) + 2, sizeof *m->tmp)) return false;
     uint64_t id = t->id;
-    for (size_t i = first_cycle(t, lo); i < t->n; i++) {
+    for (size_t i = first; i < t->n; i++) {
         const cycle *c = &t->cy[i];
-        if (!push_tmp(m, K_WAIT, c->wait_from, c->since, lo, hi, id) ||
-            !push_tmp(m, K_QUEUED, c->since, c->start, lo, hi, id) ||
-            !push_tmp(m, K_POLL, c->start, c->end, lo, hi, id))
-            return false;
+        push_tmp(m, K_WAIT, c->wait_from, c->since, lo, hi, id);
+        push_tmp(m, K_QUEUED, c->since, c->start, lo, hi, id);
+        push_tmp(m, K_POLL, c->start, c->end, lo, hi, id);
     }
     if (d9m_wake_pending(&t->wake)) { /* woken, its poll not started by hi */
         uint64_t since = t->wake.first_wake;
         if (t->polled && t->wake.last_poll_end > since) since = t->wake.last_poll_end;
-        if (t->polled && !push_tmp(m, K_WAIT, t->wake.last_poll_end, since, lo, hi, id)) return false;
-        return push_tmp(m, K_QUEUED, since, hi, lo, hi, id);
+        if (t->polled) push_tmp(m, K_WAIT, t->wake.last_poll_end, since, lo, hi, id);
+        push_tmp(m, K_QUEUED, since, hi, lo, hi, id);
+    } else if (t->polled) {
+        push_tmp(m, K_WAIT, t->wake.last_poll_end, hi, lo, hi, id);
     }
-    return !t->polled || push_tmp(m, K_WAIT, t->wake.last_poll_end, hi, lo, hi, id);
+    return true;
 }
 
 static int cmp_start(const void *a, const void *b) {

@@ -41,7 +41,8 @@ static inline void d9a_attr_poll_begin(d9a_analysis *a, worker *w, const d9a_rec
     d9m_attr_begin(&w->at, r->ts, r->ts + r->dur);
     d9m_coverage_gaps(&a->swcov, w->id, &w->at);
     w->at_task = r->id;
-    if (a->spans.model && w->at.ngaps) d9a_spans_poll_gaps(a, w);
+    if (a->spans.model && w->at.ngaps && d9m_spans_poll_gaps(a->spans.model, r->id, &w->at) != 0)
+        a->spans.failed = true;
     w->at_loc = r->ref;
     w->at_slot = slot;
     w->at_gen = slot >= 0 ? a->long_polls.gen[slot] : 0;

@@ -43,7 +43,10 @@ static void on_span(void *ctx, const d9m_span *sp) {
     n->queued_ns += sp->parts.queued_ns;
     n->wait_ns += sp->parts.wait_ns;
     n->unknown_ns += sp->parts.unknown_ns;
-    d9m_parts_add(&n->poll_parts, &sp->poll_parts);
+    /* the split adds up to poll_ns exactly: all of it on CPU (the usual span) leaves the other
+     * parts 0, and one sum does */
+    if (sp->poll_parts.ns[D9M_PART_ON_CPU] == sp->parts.poll_ns) n->poll_parts.ns[D9M_PART_ON_CPU] += sp->parts.poll_ns;
+    else d9m_parts_add(&n->poll_parts, &sp->poll_parts);
     for (size_t i = 0; i < sp->npoll_stacks; i++) {
         uint64_t *ns = d9_u64_map_upsert(&s->stacks, (uint64_t)*v << 32 | sp->poll_stacks[i].stack, 0);
         if (!ns) {
@@ -52,12 +55,6 @@ static void on_span(void *ctx, const d9m_span *sp) {
         }
         *ns += sp->poll_stacks[i].ns;
     }
-}
-
-void d9a_spans_poll_gaps(d9a_analysis *a, const worker *w) {
-    for (uint32_t i = 0; i < w->at.ngaps; i++)
-        if (d9m_spans_poll_gap(a->spans.model, w->at_task, w->at.gaps[i].from, w->at.gaps[i].to) != 0)
-            a->spans.failed = true;
 }
 
 void d9a_spans_poll_off(d9a_analysis *a, const worker *w, const d9a_rec *r, bool preempted, uint32_t stack) {

@@ -44,9 +44,9 @@ int d9a_spans_start(struct d9a_analysis *a);
  * step), a wake, a termination, a span mark (D9A_REC_QUEUE with aux D9A_SPAN_*): inline, in
  * span_sweep.h. */
 /* The per-poll attribution handed on to the model (attribution_sweep.h): the gaps of the poll
- * worker `w` begins, an off-CPU interval inside it (its stack or D9A_NO_ID). */
+ * worker `w` begins (d9m_spans_poll_gaps, inline there), an off-CPU interval inside it (its
+ * stack or D9A_NO_ID). */
 struct worker;
-void d9a_spans_poll_gaps(struct d9a_analysis *a, const struct worker *w);
 void d9a_spans_poll_off(struct d9a_analysis *a, const struct worker *w, const struct d9a_rec *r, bool preempted,
                         uint32_t stack);
 /* The analyzed time ended at end_ns: unended spans counted, the report's section built.

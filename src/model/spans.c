@@ -41,6 +41,9 @@ typedef struct task_state {
     size_t n, cap, head; /* cy[head..n) live */
     sub_ival *sub; /* its polls' gaps and off-CPU intervals, kept as cy */
     size_t sn, scap, shead;
+    bool sub_overlap; /* two of sub[shead..sn) overlap or came out of order (an inconsistent
+                         poll, a broken trace): the split by cause copies, sorts and unites
+                         them; else it reads them in place (split_polls) */
     uint64_t poll_start, poll_end, last_off_end; /* its latest poll, its latest off interval */
 } task_state;
 
@@ -221,7 +224,10 @@ static int add_sub(d9m_spans *m, task_state *t, uint64_t start, uint64_t end, ui
     if (end <= start) return 0;
     uint64_t from = keep_from(m);
     while (t->shead < t->sn && t->sub[t->shead].end <= from) t->shead++;
-    if (t->shead == t->sn) t->shead = t->sn = 0;
+    if (t->shead == t->sn) {
+        t->shead = t->sn = 0;
+        t->sub_overlap = false;
+    }
     if (end <= from) return 0;
     if (t->sn == t->scap && t->shead > 0) {
         memmove(t->sub, t->sub + t->shead, (t->sn - t->shead) * sizeof *t->sub);
@@ -229,6 +235,7 @@ static int add_sub(d9m_spans *m, task_state *t, uint64_t start, uint64_t end, ui
         t->shead = 0;
     }
     if (!grow((void **)&t->sub, &t->scap, t->sn + 1, sizeof *t->sub)) return -1;
+    if (t->sn && start < t->sub[t->sn - 1].reach) t->sub_overlap = true;
     uint64_t reach = t->sn && t->sub[t->sn - 1].reach > end ? t->sub[t->sn - 1].reach : end;
     t->sub[t->sn++] = (sub_ival){start, end, reach, stack, part};
     return 0;
@@ -293,12 +300,23 @@ int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
 
 void d9m_spans_set_coverage(d9m_spans *m, const d9m_coverage *c) { m->cov = c; }
 
-int d9m_spans_poll_gap(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to) {
-    task_state *t = task ? task_find(m, task) : NULL;
-    if (!t || !t->polled) return 0;
+static int task_poll_gap(d9m_spans *m, task_state *t, uint64_t from, uint64_t to) {
     if (from < t->poll_start) from = t->poll_start;
     if (to > t->poll_end) to = t->poll_end;
     return add_sub(m, t, from, to, D9M_PART_UNKNOWN, D9M_SPAN_NO_STACK);
+}
+
+int d9m_spans_poll_gap(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to) {
+    task_state *t = task ? task_find(m, task) : NULL;
+    return t && t->polled ? task_poll_gap(m, t, from, to) : 0;
+}
+
+int d9m_spans_poll_gaps(d9m_spans *m, uint64_t task, const d9m_attr_poll *p) {
+    task_state *t = task && p->ngaps ? task_find(m, task) : NULL;
+    if (!t || !t->polled) return 0;
+    for (uint32_t i = 0; i < p->ngaps; i++)
+        if (task_poll_gap(m, t, p->gaps[i].from, p->gaps[i].to) != 0) return -1;
+    return 0;
 }
 
 int d9m_spans_poll_off(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to, d9m_part part,
@@ -324,34 +342,36 @@ void d9m_spans_poll_off_stack(d9m_spans *m, uint64_t task, uint32_t stack) {
     }
 }
 
-static bool push_tmp(d9m_spans *m, int kind, uint64_t s, uint64_t e, uint64_t lo, uint64_t hi,
-                     uint64_t task) {
+/* Into the scratch, clipped to [lo, hi) (room made by collect_task). */
+static inline void push_tmp(d9m_spans *m, int kind, uint64_t s, uint64_t e, uint64_t lo, uint64_t hi, uint64_t task) {
     if (s < lo) s = lo;
     if (e > hi) e = hi;
-    if (e <= s) return true;
-    if (!grow((void **)&m->tmp, &m->tmp_cap, m->tmp_n + 1, sizeof *m->tmp)) return false;
+    if (e <= s) return;
     m->tmp[m->tmp_n++] = (ival_task){s, e, task, (uint8_t)kind};
-    return true;
 }
 
-/* A task's intervals inside [lo, hi), its state after its last recorded interval included. */
+/* A task's intervals inside [lo, hi), its state after its last recorded interval included: room
+ * for all of them is made once (three a record, two for its state). */
 static bool collect_task(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi) {
     if (!t) return true;
+    size_t first = first_cycle(t, lo);
+    if (!grow((void **)&m->tmp, &m->tmp_cap, m->tmp_n + 3 * (t->n - first) + 2, sizeof *m->tmp)) return false;
     uint64_t id = t->id;
-    for (size_t i = first_cycle(t, lo); i < t->n; i++) {
+    for (size_t i = first; i < t->n; i++) {
         const cycle *c = &t->cy[i];
-        if (!push_tmp(m, K_WAIT, c->wait_from, c->since, lo, hi, id) ||
-            !push_tmp(m, K_QUEUED, c->since, c->start, lo, hi, id) ||
-            !push_tmp(m, K_POLL, c->start, c->end, lo, hi, id))
-            return false;
+        push_tmp(m, K_WAIT, c->wait_from, c->since, lo, hi, id);
+        push_tmp(m, K_QUEUED, c->since, c->start, lo, hi, id);
+        push_tmp(m, K_POLL, c->start, c->end, lo, hi, id);
     }
     if (d9m_wake_pending(&t->wake)) { /* woken, its poll not started by hi */
         uint64_t since = t->wake.first_wake;
         if (t->polled && t->wake.last_poll_end > since) since = t->wake.last_poll_end;
-        if (t->polled && !push_tmp(m, K_WAIT, t->wake.last_poll_end, since, lo, hi, id)) return false;
-        return push_tmp(m, K_QUEUED, since, hi, lo, hi, id);
+        if (t->polled) push_tmp(m, K_WAIT, t->wake.last_poll_end, since, lo, hi, id);
+        push_tmp(m, K_QUEUED, since, hi, lo, hi, id);
+    } else if (t->polled) {
+        push_tmp(m, K_WAIT, t->wake.last_poll_end, hi, lo, hi, id);
     }
-    return !t->polled || push_tmp(m, K_WAIT, t->wake.last_poll_end, hi, lo, hi, id);
+    return true;
 }
 
 static int cmp_start(const void *a, const void *b) {
@@ -416,8 +436,9 @@ static void sort_sub(sub_ival *v, size_t n) { /* nearly in order: each comes in 
     }
 }
 
-/* A task's polls, gaps (a sorted union) and off-CPU intervals (sorted) inside [lo, hi). */
-static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi,
+/* A task's polls inside [lo, hi); with `subs`, its gaps (a sorted union) and off-CPU intervals
+ * (sorted) too, into m->gaps and m->offs. */
+static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi, bool subs,
                          d9m_span_interval **polls, size_t *polls_cap, size_t *npolls, size_t *ngaps,
                          size_t *noffs) {
     size_t np = 0, ng = 0, no = 0;
@@ -428,6 +449,9 @@ static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_
         if (!grow((void **)polls, polls_cap, np + 1, sizeof **polls)) return false;
         (*polls)[np++] = (d9m_span_interval){a, b, t->id};
     }
+    *npolls = np;
+    *ngaps = *noffs = 0;
+    if (!subs) return true;
     size_t need = t->sn - t->shead;
     if (!grow((void **)&m->gaps, &m->gaps_cap, need + 1, sizeof *m->gaps) ||
         !grow((void **)&m->offs, &m->offs_cap, need + 1, sizeof *m->offs))
@@ -450,7 +474,6 @@ static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_
             m->gaps[k++] = m->gaps[i];
         }
     }
-    *npolls = np;
     *ngaps = k;
     *noffs = no;
     return true;
@@ -478,13 +501,15 @@ static bool add_stack(d9m_spans *m, uint32_t stack, uint64_t ns) {
 }
 
 typedef struct piece_cursor {
+    const task_state *t; /* its gaps and off-CPU intervals read in place (t->sub_overlap false:
+                            sorted and disjoint), from si; NULL: copied into m->gaps / m->offs */
+    size_t si;
     size_t ng, no, gi, oi; /* the gaps and offs in m->gaps / m->offs, and the first that may
                               reach the next piece (pieces come in time order) */
 } piece_cursor;
 
 /* [a, b) of a poll of the task whose attribution is in m->gaps / m->offs. */
-static bool attribute_piece(d9m_spans *m, piece_cursor *c, uint64_t a, uint64_t b, d9m_parts *out) {
-    if (b <= a) return true;
+static bool attribute_piece_copied(d9m_spans *m, piece_cursor *c, uint64_t a, uint64_t b, d9m_parts *out) {
     while (c->gi < c->ng && m->gaps[c->gi].end <= a) c->gi++;
     while (c->oi < c->no && m->offs[c->oi].end <= a) c->oi++;
     uint64_t unknown = overlap(m->gaps, c->ng, c->gi, a, b), off = 0;
@@ -502,6 +527,44 @@ static bool attribute_piece(d9m_spans *m, piece_cursor *c, uint64_t a, uint64_t 
     return true;
 }
 
+/* The same from the task's own sorted, disjoint gaps and off-CPU intervals: no gap overlaps an
+ * off-CPU interval, so each piece of them is its part as it is (what the copied path gives). */
+static bool attribute_piece_in_place(d9m_spans *m, piece_cursor *c, uint64_t a, uint64_t b, d9m_parts *out) {
+    const task_state *t = c->t;
+    while (c->si < t->sn && t->sub[c->si].end <= a) c->si++;
+    uint64_t unknown = 0, off = 0;
+    for (size_t i = c->si; i < t->sn && t->sub[i].start < b; i++) {
+        const sub_ival *o = &t->sub[i];
+        uint64_t x = o->start > a ? o->start : a, y = o->end < b ? o->end : b;
+        if (y <= x) continue;
+        if (o->part == D9M_PART_UNKNOWN) {
+            unknown += y - x;
+            continue;
+        }
+        out->ns[o->part] += y - x;
+        off += y - x;
+        if (o->stack != D9M_SPAN_NO_STACK && !add_stack(m, o->stack, y - x)) return false;
+    }
+    out->ns[D9M_PART_UNKNOWN] += unknown;
+    out->ns[D9M_PART_ON_CPU] += (b - a) - unknown - off;
+    return true;
+}
+
+/* [a, b) of a poll of the cursor's task: gap (unknown), off-CPU (its part), else on CPU. */
+static bool attribute_piece(d9m_spans *m, piece_cursor *c, uint64_t a, uint64_t b, d9m_parts *out) {
+    if (b <= a) return true;
+    return c->t ? attribute_piece_in_place(m, c, a, b, out) : attribute_piece_copied(m, c, a, b, out);
+}
+
+/* A cursor over task t's attribution from lo: in place when its records allow it, else copied
+ * (with its polls into *polls either way). */
+static bool attr_cursor(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi, d9m_span_interval **polls,
+                        size_t *polls_cap, size_t *npolls, piece_cursor *c) {
+    bool in_place = !t->sub_overlap;
+    *c = (piece_cursor){.t = in_place ? t : NULL, .si = in_place ? first_sub(t, lo) : 0};
+    return collect_attr(m, t, lo, hi, !in_place, polls, polls_cap, npolls, &c->ng, &c->no);
+}
+
 /* The in-poll part of [lo, hi) by cause: the first task's polls, then the second's where the
  * first is not polled (their union is the in-poll part). */
 static bool split_polls(d9m_spans *m, const task_state *ta, const task_state *tb, uint64_t lo, uint64_t hi,
@@ -513,15 +576,14 @@ static bool split_polls(d9m_spans *m, const task_state *ta, const task_state *tb
         return true;
     }
     size_t na = 0, nb = 0;
-    piece_cursor c = {0};
+    piece_cursor c;
     if (ta) {
-        if (!collect_attr(m, ta, lo, hi, &m->pa, &m->pa_cap, &na, &c.ng, &c.no)) return false;
+        if (!attr_cursor(m, ta, lo, hi, &m->pa, &m->pa_cap, &na, &c)) return false;
         for (size_t i = 0; i < na; i++)
             if (!attribute_piece(m, &c, m->pa[i].start, m->pa[i].end, out)) return false;
     }
     if (!tb) return true;
-    c = (piece_cursor){0};
-    if (!collect_attr(m, tb, lo, hi, &m->pb, &m->pb_cap, &nb, &c.ng, &c.no)) return false;
+    if (!attr_cursor(m, tb, lo, hi, &m->pb, &m->pb_cap, &nb, &c)) return false;
     size_t j = 0;
     for (size_t i = 0; i < nb; i++) { /* pb[i] minus the first task's polls */
         uint64_t cur = m->pb[i].start, e = m->pb[i].end;

@@ -35,8 +35,9 @@
  * record arrays of up to 4 096 forgotten tasks, reused by new ones). Cost: a span
  * over one task is split in place from that task's records, in time order (no copy, no sort),
  * from the first that reaches into the span (a binary search on their running latest end);
- * over two tasks, or when one task's polls overlap, by the union of their intervals. Names are
- * the reader's string ids. */
+ * over two tasks, or when one task's polls overlap, by the union of their intervals; the split by
+ * cause reads a task's gaps and off-CPU intervals in place when they came sorted and disjoint
+ * (the usual case; else a copy, sorted and united). Names are the reader's string ids. */
 #ifndef D9_MODEL_SPANS_H
 #define D9_MODEL_SPANS_H
 
@@ -105,6 +106,9 @@ int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end);
  * D9M_SPAN_NO_STACK), in time order; the stack of its latest off-CPU interval, matched after
  * it. 0, or -1 when out of memory. */
 int d9m_spans_poll_gap(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to);
+/* All the gaps of the poll's attribution `p` at once (d9m_spans_poll_gap for each, one look-up
+ * of the task: a governed recording has one for nearly every poll). */
+int d9m_spans_poll_gaps(d9m_spans *m, uint64_t task, const d9m_attr_poll *p);
 int d9m_spans_poll_off(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to, d9m_part part,
                        uint32_t stack);
 void d9m_spans_poll_off_stack(d9m_spans *m, uint64_t task, uint32_t stack);

@@ -34,9 +34,11 @@
  * Then a span's split from its first record on (a binary search, not every record since the
  * oldest open span began), the sweep's calls into the model inline, no call for a poll without
  * gaps, a span's tasks looked up once: 2 263.4 -> 2 177.4. Then analyze's model keeps no in-poll
- * intervals (d9m_spans_no_intervals: on_span reads only the parts): 2 177.4 -> 2 156.4. ~0.6 %
- * of room (the count is the same run to run): it fails on the build before (2 177.4). */
-#define BOUND_PER_SPAN 2170.0
+ * intervals (d9m_spans_no_intervals: on_span reads only the parts): 2 177.4 -> 2 156.4. Then
+ * analyze's sums by name add a span whose in-poll part is all on CPU as one part, not the whole
+ * split (span_stats.c): 2 156.4 -> 2 101.4. ~0.6 % of room (the count is the same run to run):
+ * it fails on the build before (2 156.4: D9_DIAL9=that build's dial9). */
+#define BOUND_PER_SPAN 2115.0
 
 #define R1 4000
 #define R2 24000

@@ -139,7 +139,8 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
             cur_task = task;
             if (pick(3) == 0) { /* its attribution, in time order inside it */
                 uint64_t a = ts + pick(20), b = a + pick(30);
-                ALL(d9m_spans_poll_gap(m, task, a, b), d9m_spans_poll_gap(q, task, a, b), oracle_poll_gap(o, task, a, b));
+                d9m_attr_poll gp = {.ngaps = 1, .gaps = {{a, b}}}; /* q takes it as analyze does */
+                ALL(d9m_spans_poll_gap(m, task, a, b), d9m_spans_poll_gaps(q, task, &gp), oracle_poll_gap(o, task, a, b));
                 uint64_t c = b + pick(10), d = c + pick(40);
                 d9m_part part = pick(2) ? D9M_PART_RUNNABLE : D9M_PART_BLOCKED_OTHER;
                 uint32_t stack = pick(2) ? (uint32_t)pick(5) : D9M_SPAN_NO_STACK;

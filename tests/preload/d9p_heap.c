@@ -241,7 +241,7 @@ static int mode_dlopen(int threads, unsigned long rounds) {
     return 0;
 }
 
-static int mode_usable(unsigned long calls) {
+__attribute__((noinline)) static int mode_usable(unsigned long calls) {
     char *p = malloc(100);
     size_t sum = 0;
     for (unsigned long i = 0; i < calls; i++) {
@@ -253,7 +253,7 @@ static int mode_usable(unsigned long calls) {
     return 0;
 }
 
-static int mode_pairs(unsigned long calls) {
+__attribute__((noinline)) static int mode_pairs(unsigned long calls) {
     size_t sum = 0;
     for (unsigned long i = 0; i < calls; i++) {
         char *p = malloc(48);

@@ -72,6 +72,11 @@ LOOP_ENTRIES += ("aeMain",)  # redis' main thread; its bio threads are backgroun
 # and swung the per-request figure by thousands of instructions (-5137 .. +9266 in one table).
 TIMER_ENTRIES = ("serverCron",)
 FD_LIMIT = 1024  # the servers' soft RLIMIT_NOFILE, natively and under valgrind alike
+# The zero-code shim's objects (libdial9-preload.so, libdial9-preload-heap.so): their functions'
+# own instructions on the server's threads are shown apart (the recorder's hooks they call are not
+# theirs: libdial9-preload.so holds the recorder too, so "shim" is an upper bound of the
+# interposers' share).
+SHIM_OBJECT = re.compile(r"/libdial9-preload[^/]*\.so$")
 CLOCK_FN = re.compile(r"(^|[^a-z_])(__)?clock_gettime")
 # The recorder's work after the kernel switched the thread out (core/thread_cpu_clock.h,
 # core/poll_cpu.h): a park whose task-clock page moved reads the task clock by read(), a poll
@@ -275,10 +280,12 @@ def trace_events(dial9, trace_dir):
 def parse_callgrind(path):
     """(instructions, clock_gettime calls, instructions inside them, whose thread: "rec", "app"
     (runs the event loop) or "bg", instructions inside TIMER_ENTRIES, calls of SWITCH_FNS,
-    instructions inside them) of one callgrind file (one thread: --separate-threads=yes)."""
-    names, fn, cfn = {}, "", ""
-    total = calls = clock_ir = timer_ir = switch_calls = switch_ir = 0
-    recorder = loop = False
+    instructions inside them, instructions of the shim's own code (SHIM_OBJECT: the functions'
+    self cost), the part of those in its heap interposers (preload_heap.c)) of one callgrind file
+    (one thread: --separate-threads=yes)."""
+    names, objs, files, fn, cfn, fl = {}, {}, {}, "", "", ""
+    total = calls = clock_ir = timer_ir = switch_calls = switch_ir = shim_ir = heap_ir = 0
+    recorder = loop = in_shim = in_heap = shim_object = False
     pending_call = 0
     with open(path, errors="replace") as f:
         for line in f:
@@ -295,6 +302,35 @@ def parse_callgrind(path):
                     switch_ir += int(parts[1])
                 pending_call = 0
                 continue
+            if in_shim and (line[:1].isdigit() or line[:1] in "+-"):  # fn's self cost
+                parts = line.split()
+                if len(parts) > 1:
+                    shim_ir += int(parts[1])
+                    heap_ir += int(parts[1]) if in_heap else 0
+                continue
+            if line.startswith(("fl=", "fi=", "fe=", "cfi=", "cfl=")):  # one table of file names
+                m = re.match(r"\((\d+)\)(?: (.*))?", line.rstrip("\n").split("=", 1)[1])
+                name = (m.group(2) if m.group(2) is not None else files.get(m.group(1), "")) if m else ""
+                if m and m.group(2) is not None:
+                    files[m.group(1)] = m.group(2)
+                if line.startswith("fl="):
+                    fl = name
+            if line.startswith("ob="):
+                val = line.rstrip("\n").split("=", 1)[1]
+                m = re.match(r"\((\d+)\)(?: (.*))?", val)
+                obj = val
+                if m:
+                    obj = m.group(2) if m.group(2) is not None else objs.get(m.group(1), "")
+                    if m.group(2) is not None:
+                        objs[m.group(1)] = m.group(2)
+                shim_object = SHIM_OBJECT.search(obj) is not None
+            elif line.startswith("cob="):  # the callee's object, named once for later ob= lines
+                m = re.match(r"\((\d+)\) (.*)", line.rstrip("\n").split("=", 1)[1])
+                if m:
+                    objs[m.group(1)] = m.group(2)
+            if line.startswith("fn="):  # its self cost follows, and again after each call
+                in_shim = shim_object
+                in_heap = in_shim and fl.endswith("preload_heap.c")
             if line.startswith(("fn=", "cfn=")):
                 key, val = line.rstrip("\n").split("=", 1)
                 m = re.match(r"\((\d+)\)(?: (.*))?", val)
@@ -315,7 +351,7 @@ def parse_callgrind(path):
             elif line.startswith(("summary:", "totals:")):
                 total = max(total, int(line.split()[1]))
     return (total, calls, clock_ir, "rec" if recorder else "app" if loop else "bg", timer_ir,
-            switch_calls, switch_ir)
+            switch_calls, switch_ir, shim_ir, heap_ir)
 
 
 def callgrind_run(args, target, arm, n, idle_s, work, tag):
@@ -348,11 +384,14 @@ def callgrind_run(args, target, arm, n, idle_s, work, tag):
     if not files:
         raise RuntimeError(f"no callgrind output for {target.name} {arm}: {err[-2000:]}")
     r = {"app": 0, "rec": 0, "bg": 0, "timer": 0, "clock": 0, "clock_ir": 0, "switch": 0, "switch_ir": 0,
-         "life": life,
+         "shim": 0, "heap": 0, "life": life,
          "events": trace_events(args.dial9, trace_dir) if ARMS[arm] is not None else 0}
     for path in files:
-        ir, calls, clock_ir, kind, timer_ir, switch_calls, switch_ir = parse_callgrind(path)
+        ir, calls, clock_ir, kind, timer_ir, switch_calls, switch_ir, shim_ir, heap_ir = parse_callgrind(path)
         r[kind] += ir
+        if kind == "app":  # the shim's own code on the server's loop thread (within "app")
+            r["shim"] += shim_ir
+            r["heap"] += heap_ir
         if kind == "app":  # the loop thread's clock-driven work: apart, with the background
             r["app"] -= timer_ir
             r["timer"] += timer_ir
@@ -502,7 +541,8 @@ def measure(args, target, arm, work):
         retry = callgrind_run(args, target, arm, n1, 0, work, f"small{again + 2}")
         if retry["app"] + retry["rec"] < small["app"] + small["rec"]:
             small = retry
-    row = per_request(small, large, idle, n1, n2, ("app", "rec", "bg", "timer", "clock", "clock_ir", "switch", "switch_ir", "events"))
+    row = per_request(small, large, idle, n1, n2, ("app", "rec", "bg", "timer", "clock", "clock_ir", "switch", "switch_ir",
+                                                    "events", "shim", "heap"))
     row.update(native_run(args, target, arm, work))
     print(f"  {target.name} {arm}: {row['app'] + row['rec']:.0f} instructions/req, "
           f"{row['syscalls']:.2f} syscalls/req, {row['switches']:.2f} switches/req, "
@@ -596,7 +636,13 @@ def print_table(results, units):
               + ", ".join(f"{arm} {rows[arm]['timer']:.0f}" for arm in rows) + " instructions per request; "
               f"idle work per second under callgrind (subtracted): "
               + ", ".join(f"{arm} {rows[arm]['app_idle_per_s'] / 1e6:.2f} M app + {rows[arm]['rec_idle_per_s'] / 1e6:.2f} M "
-                          f"recorder instructions" for arm in rows))
+                          f"recorder instructions" for arm in rows) + "; "
+              # within "app": the zero-code libraries' own functions on the loop thread (the
+              # recorder's hooks included: they are in libdial9-preload.so)
+              f"the shim's own code on the loop thread (libdial9-preload*.so, its hooks included; priced): "
+              + ", ".join(f"{arm} {rows[arm]['shim']:.0f} instructions per request "
+                          f"({100.0 * rows[arm]['shim'] * ns_per_instr / max(1.0, off['cpu_ns']):.2f} % of the server's CPU; "
+                          f"heap interposers {rows[arm]['heap']:.0f})" for arm in rows))
     print()
     for tname, (rows, _, deltas) in results.items():
         for arm, d in deltas.items():

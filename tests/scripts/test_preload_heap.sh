@@ -5,6 +5,7 @@
 #    malloc_usable_size to libc (the heap library is not preloaded: no interposer at all), and
 #    with -m preloads the heap library, whose malloc the program then calls; a user's own
 #    LD_PRELOAD (jemalloc, where installed) is kept after the shim's and serves the blocks;
+#    an exec without fork (sh -c 'exec ...') keeps the heap library;
 #  - heap profiling asked of the shim without its heap library, and the heap library without the
 #    shim: each says so (stderr, the metadata) and the program runs;
 #  - a leak from one site under a 3-deep stack among churn of mixed sizes through malloc,
@@ -71,6 +72,12 @@ done
 [ "$(served_by "$WORK/which.on" LD_PRELOAD)" = "(unset)" ] ||
     fail "the program sees LD_PRELOAD=$(served_by "$WORK/which.on" LD_PRELOAD) (the shim's entries stay out of children)"
 echo "ok: heap profiling off, malloc is libc's (no interposer); dial9 run -m interposes it"
+# an exec by the recorded process itself (sh -c 'exec ...') hands the heap library on with the shim
+DIAL9_TRACE_DIR="$WORK/which" "$D9" run -q -m -- sh -c "exec '$HEAP' which" >"$WORK/which.exec" 2>&1 ||
+    fail "dial9 run -m -- sh -c 'exec d9p_heap which': $(cat "$WORK/which.exec")"
+[ "$(served_by "$WORK/which.exec" malloc)" = libdial9-preload-heap.so ] ||
+    fail "after an exec, malloc is $(served_by "$WORK/which.exec" malloc)'s, not the heap library's"
+echo "ok: an exec without fork keeps the heap library"
 JEMALLOC=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 if [ -f "$JEMALLOC" ]; then
     LD_PRELOAD="$JEMALLOC" which_run "$WORK/which.je"

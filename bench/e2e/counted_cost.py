@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The recorder's cost per request, counted rather than timed.
 
-    bench/e2e/counted_cost.py [--build DIR] [--targets uv,memcached,redis] [--clock monotonic] [--short] [--env NAME=VALUE]
+    bench/e2e/counted_cost.py [--build DIR] [--targets uv,memcached,redis,nginx] [--clock monotonic] [--short] [--env NAME=VALUE]
 
 On a shared 2-vCPU host CPU time cannot see 1-2 % (bench/e2e/README.md: identical work varies
 by 2-3 %), so this counts what a request costs and converts the counts with unit costs measured
@@ -30,7 +30,8 @@ context switches x ns per switch; share = added ns / the server's CPU ns per req
 Targets (issue 32): the defaults <= 2 %, polls/parks/wakes <= 1 % of the server's CPU per
 request; memcached and redis also <= +10 % / +5 % of their own user instructions; no added system call or
 context switch per request (at most 0.05 per request: what rounding of the idle correction
-leaves). --short runs small counts and checks only that the table is well formed.
+leaves). nginx (a master and one worker serving a static file on a keep-alive connection) counts
+its worker process. --short runs small counts and checks only that the table is well formed.
 """
 import argparse
 import glob
@@ -65,6 +66,7 @@ RECORDER_ENTRIES = ("background_main", "prepare_main", "upload_main", "stopper_m
 # their noise stays out of the per-request figure (shown, not priced).
 LOOP_ENTRIES = ("event_base_loop", "uv_run")
 LOOP_ENTRIES += ("aeMain",)  # redis' main thread; its bio threads are background
+LOOP_ENTRIES += ("ngx_process_events_and_timers",)  # an nginx worker's loop (exported by nginx)
 # Work of the loop's thread that runs by the clock, not per request: counted apart ("timer",
 # shown, not priced), with everything it calls. redis' serverCron (hz 10) refreshes jemalloc's
 # statistics (mallctl "epoch": ~0.5 M instructions a call) among others; under callgrind a run
@@ -255,6 +257,77 @@ class RedisTarget:
             sock.sendall(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n")
             if read_until(sock, b"hello\r\n") != b"$5\r\nhello\r\n":
                 raise RuntimeError("bad answer from redis")
+
+
+NGINX_CONF = """worker_processes 1;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log;
+events {{ worker_connections 512; }}
+http {{
+    access_log off;
+    keepalive_requests 100000000;
+    keepalive_timeout 600s;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    server {{
+        listen 127.0.0.1:{port};
+        root {dir}/www;
+    }}
+}}
+"""
+
+
+class NginxTarget:
+    """nginx from Debian serving a static file: a master and one worker process (forked, no
+    exec), under `dial9 run` when recording (the worker starts a run of its own once it is a
+    loop: docs/zero-code.md). Requests on one keep-alive connection; the worker is the process
+    counted (the master only waits for signals)."""
+    name = "nginx"
+    stop_signal = signal.SIGTERM  # fast shutdown: the master stops its worker first
+
+    def __init__(self, args):
+        self.dial9 = os.path.join(args.build, "dial9")
+
+    def missing(self):
+        if not shutil.which("nginx"):
+            return "nginx is not installed (apt-get install nginx-light or nginx)"
+        if not os.access(self.dial9, os.X_OK):
+            return f"{self.dial9} is not built"
+        return None
+
+    def command(self, arm, port, trace_dir):
+        # beside the trace directory, in the work directory (1777): readable by the worker,
+        # which runs as nobody when started as root
+        d = os.path.join(os.path.dirname(trace_dir), f"nginx.{port}")
+        os.makedirs(os.path.join(d, "www"))
+        for path in (d, os.path.join(d, "www")):
+            os.chmod(path, 0o755)
+        with open(os.path.join(d, "www", "hello.txt"), "w") as f:
+            f.write("hello\n")
+        with open(os.path.join(d, "nginx.conf"), "w") as f:
+            f.write(NGINX_CONF.format(dir=d, port=port))
+        ng = [shutil.which("nginx"), "-p", d, "-e", os.path.join(d, "error.log"), "-c", os.path.join(d, "nginx.conf")]
+        if ARMS[arm] is None:
+            return ng, {}, True
+        cmd = [self.dial9, "run", "-q", "-d", trace_dir]
+        for k, v in ARMS[arm].items():
+            cmd += ["-e", f"{k}={v}"]
+        return cmd + ["--"] + ng, {}, True  # -q: dial9 run execs the master; its child is the worker
+
+    @staticmethod
+    def prepare(sock):
+        NginxTarget.requests(sock, 1)
+
+    @staticmethod
+    def requests(sock, n):
+        for _ in range(n):
+            sock.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            if not read_until(sock, b"\r\n\r\nhello\n").startswith(b"HTTP/1.1 200"):
+                raise RuntimeError("bad answer from nginx")
 
 
 def read_until(sock, end):
@@ -683,7 +756,7 @@ def check_form(text, targets):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(SOURCE, "build"))
-    ap.add_argument("--targets", default="uv,memcached,redis")
+    ap.add_argument("--targets", default="uv,memcached,redis,nginx")
     ap.add_argument("--short", action="store_true", help="small counts; check the table's form only")
     ap.add_argument("--small", type=int, default=2000, help="requests of the smaller callgrind run")
     ap.add_argument("--large", type=int, default=20000, help="requests of the larger callgrind run")
@@ -729,6 +802,7 @@ def main():
         return 0
     classes = {"uv": UvTarget, "memcached": MemcachedTarget}
     classes["redis"] = RedisTarget
+    classes["nginx"] = NginxTarget
     targets = []
     for t in args.targets.split(","):
         target = classes[t](args)

@@ -87,8 +87,9 @@ D9P_HIDDEN size_t d9p_env_pick_entries(const char *list, bool shims, char *out);
 /* Remove this library (and its heap library) from LD_PRELOAD in the process's environment, in
  * place (children that exec with it are then not traced, whatever setenv the program has). */
 D9P_HIDDEN void d9p_env_drop_self_from_preload(void);
-/* Whether an LD_PRELOAD entry of envp names this library (only once dropped above); *count
- * is envp's number of entries and *bytes (at least 1) the room those entries need. */
+/* Whether an LD_PRELOAD entry of envp names this library or its heap library (once
+ * d9p_env_know_self ran); *count is envp's number of entries and *bytes (at least 1) the room
+ * those entries need. */
 D9P_HIDDEN bool d9p_env_names_self(char *const *envp, size_t *count, size_t *bytes);
 /* envp without this library in LD_PRELOAD into out (count + 1 entries) and strings (bytes),
  * both from d9p_env_names_self. No allocation: usable in a vfork child. */

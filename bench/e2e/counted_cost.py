@@ -481,10 +481,14 @@ def callgrind_run(args, target, arm, n, idle_s, work, tag):
     return r
 
 
-def per_request(small, large, idle, n1, n2, keys):
-    """(large - small - idle rate x extra lifetime) / (n2 - n1), for each key."""
+def per_request(small, large, idle, n1, n2, keys, idle_s):
+    """(large - small - idle rate x extra lifetime) / (n2 - n1), for each key. The idle rate is
+    the idle run's extra work over its idle_s seconds of sleep: the two runs' lifetimes also
+    differ by how long their n1 requests took under the host's load (seen: an nginx small run of
+    6.26 s against its idle run's 6.27 s, so 0.01 s of "idle" priced a difference of noise, and
+    the requests came out at -1 851 instructions of the shim's)."""
     extra_life = large["life"] - small["life"]
-    idle_life = idle["life"] - small["life"]
+    idle_life = idle_s
     out = {}
     for k in keys:
         rate = max(0.0, (idle[k] - small[k]) / idle_life) if idle_life > 0 else 0.0
@@ -615,7 +619,7 @@ def measure(args, target, arm, work):
         if retry["app"] + retry["rec"] < small["app"] + small["rec"]:
             small = retry
     row = per_request(small, large, idle, n1, n2, ("app", "rec", "bg", "timer", "clock", "clock_ir", "switch", "switch_ir",
-                                                    "events", "shim", "heap"))
+                                                    "events", "shim", "heap"), args.idle)
     row.update(native_run(args, target, arm, work))
     print(f"  {target.name} {arm}: {row['app'] + row['rec']:.0f} instructions/req, "
           f"{row['syscalls']:.2f} syscalls/req, {row['switches']:.2f} switches/req, "

@@ -7,7 +7,8 @@
 #    LD_PRELOAD (jemalloc, where installed) is kept after the shim's and serves the blocks;
 #    an exec without fork (sh -c 'exec ...') keeps the heap library;
 #  - heap profiling asked of the shim without its heap library, and the heap library without the
-#    shim: each says so (stderr, the metadata) and the program runs;
+#    shim: each says so (stderr, the metadata) and the program runs; `dial9 run -m` with a shim
+#    that has no heap library beside it is a usage error naming the missing file;
 #  - a leak from one site under a 3-deep stack among churn of mixed sizes through malloc,
 #    calloc, aligned_alloc, posix_memalign and realloc: `dial9 analyze` names that site first
 #    among its leak candidates, with its callers, and its in-use bytes within 20 % of what the
@@ -106,7 +107,15 @@ LD_PRELOAD="$HEAP_SHIM" DIAL9_MEMORY_PROFILE_ENABLED=1 "$HEAP" api >"$WORK/alone
     fail "d9p_heap api under the heap library alone: exit $? ($(cat "$WORK/alone" "$WORK/alone.err"))"
 grep -q "api ok" "$WORK/alone" && grep -q "preloaded without libdial9-preload.so" "$WORK/alone.err" ||
     fail "the heap library alone: $(cat "$WORK/alone" "$WORK/alone.err")"
-echo "ok: the shim without its heap library, and the heap library without the shim, say so"
+# dial9 run -m with a shim (DIAL9_PRELOAD_LIB) that has no heap library beside it: a usage error
+# naming the missing file, not a run without heap profiling
+mkdir -p "$WORK/solo"
+cp "$SHIM" "$WORK/solo/"
+rc=0
+DIAL9_PRELOAD_LIB="$WORK/solo/libdial9-preload.so" "$D9" run -m -- "$HEAP" which >"$WORK/solo.out" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q "needs $WORK/solo/libdial9-preload-heap.so, which is missing" "$WORK/solo.out" ||
+    fail "dial9 run -m without the heap library: exit $rc ($(cat "$WORK/solo.out"))"
+echo "ok: the shim without its heap library, and the heap library without the shim, say so; dial9 run -m refuses a shim without one"
 
 export DIAL9_MEMORY_PROFILE_ENABLED=1
 PRELOAD="$SHIM:$HEAP_SHIM"

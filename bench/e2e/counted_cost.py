@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The recorder's cost per request, counted rather than timed.
 
-    bench/e2e/counted_cost.py [--build DIR] [--targets uv,memcached,redis] [--clock monotonic] [--short] [--env NAME=VALUE]
+    bench/e2e/counted_cost.py [--build DIR] [--targets uv,memcached,redis,nginx] [--clock monotonic] [--short] [--env NAME=VALUE]
                               [--think-us N]
 
 On a shared 2-vCPU host CPU time cannot see 1-2 % (bench/e2e/README.md: identical work varies
@@ -33,7 +33,8 @@ context switches x ns per switch; share = added ns / the server's CPU ns per req
 Targets (issue 32): the defaults <= 2 %, polls/parks/wakes <= 1 % of the server's CPU per
 request; memcached and redis also <= +10 % / +5 % of their own user instructions; no added system call or
 context switch per request (at most 0.05 per request: what rounding of the idle correction
-leaves). --short runs small counts and checks only that the table is well formed.
+leaves). nginx (a master and one worker serving a static file on a keep-alive connection) counts
+its worker process. --short runs small counts and checks only that the table is well formed.
 """
 import argparse
 import glob
@@ -68,6 +69,7 @@ RECORDER_ENTRIES = ("background_main", "prepare_main", "upload_main", "stopper_m
 # their noise stays out of the per-request figure (shown, not priced).
 LOOP_ENTRIES = ("event_base_loop", "uv_run")
 LOOP_ENTRIES += ("aeMain",)  # redis' main thread; its bio threads are background
+LOOP_ENTRIES += ("ngx_process_events_and_timers",)  # an nginx worker's loop (exported by nginx)
 # Work of the loop's thread that runs by the clock, not per request: counted apart ("timer",
 # shown, not priced), with everything it calls. redis' serverCron (hz 10) refreshes jemalloc's
 # statistics (mallctl "epoch": ~0.5 M instructions a call) among others; under callgrind a run
@@ -75,6 +77,11 @@ LOOP_ENTRIES += ("aeMain",)  # redis' main thread; its bio threads are backgroun
 # and swung the per-request figure by thousands of instructions (-5137 .. +9266 in one table).
 TIMER_ENTRIES = ("serverCron",)
 FD_LIMIT = 1024  # the servers' soft RLIMIT_NOFILE, natively and under valgrind alike
+# The zero-code shim's objects (libdial9-preload.so, libdial9-preload-heap.so): their functions'
+# own instructions on the server's threads are shown apart (the recorder's hooks they call are not
+# theirs: libdial9-preload.so holds the recorder too, so "shim" is an upper bound of the
+# interposers' share).
+SHIM_OBJECT = re.compile(r"/libdial9-preload[^/]*\.so$")
 CLOCK_FN = re.compile(r"(^|[^a-z_])(__)?clock_gettime")
 # The recorder's work after the kernel switched the thread out (core/thread_cpu_clock.h,
 # core/poll_cpu.h): a park whose task-clock page moved reads the task clock by read(), a poll
@@ -255,6 +262,77 @@ class RedisTarget:
                 raise RuntimeError("bad answer from redis")
 
 
+NGINX_CONF = """worker_processes 1;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log;
+events {{ worker_connections 512; }}
+http {{
+    access_log off;
+    keepalive_requests 100000000;
+    keepalive_timeout 600s;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    server {{
+        listen 127.0.0.1:{port};
+        root {dir}/www;
+    }}
+}}
+"""
+
+
+class NginxTarget:
+    """nginx from Debian serving a static file: a master and one worker process (forked, no
+    exec), under `dial9 run` when recording (the worker starts a run of its own once it is a
+    loop: docs/zero-code.md). Requests on one keep-alive connection; the worker is the process
+    counted (the master only waits for signals)."""
+    name = "nginx"
+    stop_signal = signal.SIGTERM  # fast shutdown: the master stops its worker first
+
+    def __init__(self, args):
+        self.dial9 = os.path.join(args.build, "dial9")
+
+    def missing(self):
+        if not shutil.which("nginx"):
+            return "nginx is not installed (apt-get install nginx-light or nginx)"
+        if not os.access(self.dial9, os.X_OK):
+            return f"{self.dial9} is not built"
+        return None
+
+    def command(self, arm, port, trace_dir):
+        # beside the trace directory, in the work directory (1777): readable by the worker,
+        # which runs as nobody when started as root
+        d = os.path.join(os.path.dirname(trace_dir), f"nginx.{port}")
+        os.makedirs(os.path.join(d, "www"))
+        for path in (d, os.path.join(d, "www")):
+            os.chmod(path, 0o755)
+        with open(os.path.join(d, "www", "hello.txt"), "w") as f:
+            f.write("hello\n")
+        with open(os.path.join(d, "nginx.conf"), "w") as f:
+            f.write(NGINX_CONF.format(dir=d, port=port))
+        ng = [shutil.which("nginx"), "-p", d, "-e", os.path.join(d, "error.log"), "-c", os.path.join(d, "nginx.conf")]
+        if ARMS[arm] is None:
+            return ng, {}, True
+        cmd = [self.dial9, "run", "-q", "-d", trace_dir]
+        for k, v in ARMS[arm].items():
+            cmd += ["-e", f"{k}={v}"]
+        return cmd + ["--"] + ng, {}, True  # -q: dial9 run execs the master; its child is the worker
+
+    @staticmethod
+    def prepare(sock):
+        NginxTarget.requests(sock, 1)
+
+    @staticmethod
+    def requests(sock, n):
+        for _ in range(n):
+            sock.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            if not read_until(sock, b"\r\n\r\nhello\n").startswith(b"HTTP/1.1 200"):
+                raise RuntimeError("bad answer from nginx")
+
+
 def read_until(sock, end):
     buf = b""
     while not buf.endswith(end):
@@ -278,10 +356,12 @@ def trace_events(dial9, trace_dir):
 def parse_callgrind(path):
     """(instructions, clock_gettime calls, instructions inside them, whose thread: "rec", "app"
     (runs the event loop) or "bg", instructions inside TIMER_ENTRIES, calls of SWITCH_FNS,
-    instructions inside them) of one callgrind file (one thread: --separate-threads=yes)."""
-    names, fn, cfn = {}, "", ""
-    total = calls = clock_ir = timer_ir = switch_calls = switch_ir = 0
-    recorder = loop = False
+    instructions inside them, instructions of the shim's own code (SHIM_OBJECT: the functions'
+    self cost), the part of those in its heap interposers (preload_heap.c)) of one callgrind file
+    (one thread: --separate-threads=yes)."""
+    names, objs, files, fn, cfn, fl = {}, {}, {}, "", "", ""
+    total = calls = clock_ir = timer_ir = switch_calls = switch_ir = shim_ir = heap_ir = 0
+    recorder = loop = in_shim = in_heap = shim_object = False
     pending_call = 0
     with open(path, errors="replace") as f:
         for line in f:
@@ -298,6 +378,35 @@ def parse_callgrind(path):
                     switch_ir += int(parts[1])
                 pending_call = 0
                 continue
+            if in_shim and (line[:1].isdigit() or line[:1] in "+-"):  # fn's self cost
+                parts = line.split()
+                if len(parts) > 1:
+                    shim_ir += int(parts[1])
+                    heap_ir += int(parts[1]) if in_heap else 0
+                continue
+            if line.startswith(("fl=", "fi=", "fe=", "cfi=", "cfl=")):  # one table of file names
+                m = re.match(r"\((\d+)\)(?: (.*))?", line.rstrip("\n").split("=", 1)[1])
+                name = (m.group(2) if m.group(2) is not None else files.get(m.group(1), "")) if m else ""
+                if m and m.group(2) is not None:
+                    files[m.group(1)] = m.group(2)
+                if line.startswith("fl="):
+                    fl = name
+            if line.startswith("ob="):
+                val = line.rstrip("\n").split("=", 1)[1]
+                m = re.match(r"\((\d+)\)(?: (.*))?", val)
+                obj = val
+                if m:
+                    obj = m.group(2) if m.group(2) is not None else objs.get(m.group(1), "")
+                    if m.group(2) is not None:
+                        objs[m.group(1)] = m.group(2)
+                shim_object = SHIM_OBJECT.search(obj) is not None
+            elif line.startswith("cob="):  # the callee's object, named once for later ob= lines
+                m = re.match(r"\((\d+)\) (.*)", line.rstrip("\n").split("=", 1)[1])
+                if m:
+                    objs[m.group(1)] = m.group(2)
+            if line.startswith("fn="):  # its self cost follows, and again after each call
+                in_shim = shim_object
+                in_heap = in_shim and fl.endswith("preload_heap.c")
             if line.startswith(("fn=", "cfn=")):
                 key, val = line.rstrip("\n").split("=", 1)
                 m = re.match(r"\((\d+)\)(?: (.*))?", val)
@@ -318,7 +427,7 @@ def parse_callgrind(path):
             elif line.startswith(("summary:", "totals:")):
                 total = max(total, int(line.split()[1]))
     return (total, calls, clock_ir, "rec" if recorder else "app" if loop else "bg", timer_ir,
-            switch_calls, switch_ir)
+            switch_calls, switch_ir, shim_ir, heap_ir)
 
 
 def callgrind_run(args, target, arm, n, idle_s, work, tag):
@@ -351,11 +460,14 @@ def callgrind_run(args, target, arm, n, idle_s, work, tag):
     if not files:
         raise RuntimeError(f"no callgrind output for {target.name} {arm}: {err[-2000:]}")
     r = {"app": 0, "rec": 0, "bg": 0, "timer": 0, "clock": 0, "clock_ir": 0, "switch": 0, "switch_ir": 0,
-         "life": life,
+         "shim": 0, "heap": 0, "life": life,
          "events": trace_events(args.dial9, trace_dir) if ARMS[arm] is not None else 0}
     for path in files:
-        ir, calls, clock_ir, kind, timer_ir, switch_calls, switch_ir = parse_callgrind(path)
+        ir, calls, clock_ir, kind, timer_ir, switch_calls, switch_ir, shim_ir, heap_ir = parse_callgrind(path)
         r[kind] += ir
+        if kind == "app":  # the shim's own code on the server's loop thread (within "app")
+            r["shim"] += shim_ir
+            r["heap"] += heap_ir
         if kind == "app":  # the loop thread's clock-driven work: apart, with the background
             r["app"] -= timer_ir
             r["timer"] += timer_ir
@@ -372,10 +484,14 @@ def callgrind_run(args, target, arm, n, idle_s, work, tag):
     return r
 
 
-def per_request(small, large, idle, n1, n2, keys):
-    """(large - small - idle rate x extra lifetime) / (n2 - n1), for each key."""
+def per_request(small, large, idle, n1, n2, keys, idle_s):
+    """(large - small - idle rate x extra lifetime) / (n2 - n1), for each key. The idle rate is
+    the idle run's extra work over its idle_s seconds of sleep: the two runs' lifetimes also
+    differ by how long their n1 requests took under the host's load (seen: an nginx small run of
+    6.26 s against its idle run's 6.27 s, so 0.01 s of "idle" priced a difference of noise, and
+    the requests came out at -1 851 instructions of the shim's)."""
     extra_life = large["life"] - small["life"]
-    idle_life = idle["life"] - small["life"]
+    idle_life = idle_s
     out = {}
     for k in keys:
         rate = max(0.0, (idle[k] - small[k]) / idle_life) if idle_life > 0 else 0.0
@@ -516,7 +632,8 @@ def measure(args, target, arm, work):
         retry = callgrind_run(args, target, arm, n1, 0, work, f"small{again + 2}")
         if retry["app"] + retry["rec"] < small["app"] + small["rec"]:
             small = retry
-    row = per_request(small, large, idle, n1, n2, ("app", "rec", "bg", "timer", "clock", "clock_ir", "switch", "switch_ir", "events"))
+    row = per_request(small, large, idle, n1, n2, ("app", "rec", "bg", "timer", "clock", "clock_ir", "switch", "switch_ir",
+                                                    "events", "shim", "heap"), args.idle)
     row.update(native_run(args, target, arm, work))
     print(f"  {target.name} {arm}: {row['app'] + row['rec']:.0f} instructions/req, "
           f"{row['syscalls']:.2f} syscalls/req, {row['switches']:.2f} switches/req, "
@@ -610,7 +727,13 @@ def print_table(results, units):
               + ", ".join(f"{arm} {rows[arm]['timer']:.0f}" for arm in rows) + " instructions per request; "
               f"idle work per second under callgrind (subtracted): "
               + ", ".join(f"{arm} {rows[arm]['app_idle_per_s'] / 1e6:.2f} M app + {rows[arm]['rec_idle_per_s'] / 1e6:.2f} M "
-                          f"recorder instructions" for arm in rows))
+                          f"recorder instructions" for arm in rows) + "; "
+              # within "app": the zero-code libraries' own functions on the loop thread (the
+              # recorder's hooks included: they are in libdial9-preload.so)
+              f"the shim's own code on the loop thread (libdial9-preload*.so, its hooks included; priced): "
+              + ", ".join(f"{arm} {rows[arm]['shim']:.0f} instructions per request "
+                          f"({100.0 * rows[arm]['shim'] * ns_per_instr / max(1.0, off['cpu_ns']):.2f} % of the server's CPU; "
+                          f"heap interposers {rows[arm]['heap']:.0f})" for arm in rows))
     print()
     for tname, (rows, _, deltas) in results.items():
         for arm, d in deltas.items():
@@ -651,7 +774,7 @@ def check_form(text, targets):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(SOURCE, "build"))
-    ap.add_argument("--targets", default="uv,memcached,redis")
+    ap.add_argument("--targets", default="uv,memcached,redis,nginx")
     ap.add_argument("--short", action="store_true", help="small counts; check the table's form only")
     ap.add_argument("--small", type=int, default=2000, help="requests of the smaller callgrind run")
     ap.add_argument("--large", type=int, default=20000, help="requests of the larger callgrind run")
@@ -699,6 +822,7 @@ def main():
         return 0
     classes = {"uv": UvTarget, "memcached": MemcachedTarget}
     classes["redis"] = RedisTarget
+    classes["nginx"] = NginxTarget
     targets = []
     for t in args.targets.split(","):
         target = classes[t](args)

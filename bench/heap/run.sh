@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench/heap/run.sh BUILD_DIR: what heap profiling costs a churny malloc+free workload
 # (d9_bench_heap_churn), 1 and 2 threads: ns per pair (thread CPU time, best of RUNS runs) for
-# glibc alone, under libdial9-preload.so with heap profiling off and on (default rate, 512 KiB),
+# glibc alone, under libdial9-preload.so with heap profiling off (the allocator not interposed) and
+# on (with its heap library, libdial9-preload-heap.so, as `dial9 run -m` preloads it; default
+# rate, 512 KiB),
 # jemalloc without and with its sampling profiler (prof:true, lg_prof_sample:19 = 512 KiB) and
 # gperftools' tcmalloc without and with sampling (TCMALLOC_SAMPLE_PARAMETER=524288), where
 # installed; then instructions per pair counted by callgrind (the difference between two runs
@@ -11,7 +13,9 @@ set -euo pipefail
 build=${1:?usage: bench/heap/run.sh BUILD_DIR}
 bench="$build/bench/heap/d9_bench_heap_churn"
 shim="$build/libdial9-preload.so"
-[ -x "$bench" ] && [ -f "$shim" ] || { echo "run.sh: build d9_bench_heap_churn and dial9_preload first" >&2; exit 1; }
+heap="$shim:$build/libdial9-preload-heap.so"
+[ -x "$bench" ] && [ -f "$shim" ] && [ -f "$build/libdial9-preload-heap.so" ] ||
+    { echo "run.sh: build d9_bench_heap_churn, dial9_preload and dial9_preload_heap first" >&2; exit 1; }
 pairs=${PAIRS:-5000000}
 runs=${RUNS:-5}
 out=$(mktemp -d "${TMPDIR:-/tmp}/d9-heap-bench.XXXXXX")
@@ -38,7 +42,7 @@ row() {
 }
 row "glibc" D9_NONE=1
 row "shim, heap profiling off" LD_PRELOAD="$shim"
-row "shim, heap profiling on (512 KiB)" LD_PRELOAD="$shim" DIAL9_MEMORY_PROFILE_ENABLED=1
+row "shim, heap profiling on (512 KiB)" LD_PRELOAD="$heap" DIAL9_MEMORY_PROFILE_ENABLED=1
 if [ -f "$lib/libjemalloc.so.2" ]; then
     row "jemalloc" LD_PRELOAD="$lib/libjemalloc.so.2"
     row "jemalloc, prof sampling (512 KiB)" LD_PRELOAD="$lib/libjemalloc.so.2" MALLOC_CONF=prof:true,lg_prof_sample:19
@@ -71,6 +75,6 @@ per_pair() {
 printf '\n%-44s %10s\n' "instructions per pair (callgrind, 1 thread)" "Ir/pair"
 plain=$(per_pair D9_NONE=1)
 off=$(per_pair LD_PRELOAD="$shim")
-on=$(per_pair LD_PRELOAD="$shim" DIAL9_MEMORY_PROFILE_ENABLED=1)
+on=$(per_pair LD_PRELOAD="$heap" DIAL9_MEMORY_PROFILE_ENABLED=1)
 printf '%-44s %10s\n' "glibc" "$plain" "shim, heap profiling off" "$off" "shim, heap profiling on (512 KiB)" "$on"
 awk -v p="$plain" -v o="$off" -v n="$on" 'BEGIN { printf "%-44s %+10.1f\n%-44s %+10.1f\n", "added by the shim, off", o - p, "added by the shim, on", n - p }'

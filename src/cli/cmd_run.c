@@ -1,5 +1,6 @@
 /* `dial9 run [options] -- CMD ARGS...`: record an unmodified program. Sets LD_PRELOAD to the
- * zero-code shim (libdial9-preload.so) and the DIAL9_* variables from the options, runs the
+ * zero-code shim (libdial9-preload.so; with heap profiling on, its heap library
+ * libdial9-preload-heap.so too) and the DIAL9_* variables from the options, runs the
  * command as a child, waits for it, says where its trace is with a one-line summary (on
  * stderr, so the program's stdout stays its own), and exits with the program's status (a
  * program killed by signal N gives 128+N, like a shell). `--exec`, and `-q` (no summary:
@@ -49,6 +50,9 @@ static void run_usage(FILE *out) {
             "  -d, --trace-dir DIR   where runs go (DIAL9_TRACE_DIR; default %s)\n"
             "  -s, --service NAME    service name in the metadata (DIAL9_SERVICE)\n"
             "  -c, --cpu-profile     CPU samples of every thread (DIAL9_CPU_PROFILE_ENABLED=1)\n"
+            "  -m, --memory-profile  sampled allocations and their frees (DIAL9_MEMORY_PROFILE_ENABLED=1:\n"
+            "                        also preloads libdial9-preload-heap.so, which interposes malloc;\n"
+            "                        without it the program's allocator is left alone)\n"
             "      --children        trace child processes too, each its own run\n"
             "                        (DIAL9_TRACE_CHILDREN=1; default: only CMD itself)\n"
             "  -e VAR=VALUE          set any variable for the program (repeatable), e.g.\n"
@@ -58,7 +62,7 @@ static void run_usage(FILE *out) {
             "  -h, --help\n"
             "\n"
             "The shim is found in DIAL9_PRELOAD_LIB, else next to the dial9 binary, else in\n"
-            "../%s/ or ../lib/ from it. SIGINT and SIGQUIT reach the program from the terminal;\n"
+            "../%s/ or ../lib/ from it; its heap library beside it. SIGINT and SIGQUIT reach the program from the terminal;\n"
             "SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to dial9 are passed on to it.\n"
             "\n"
             "Exit status: the program's; 127 when CMD cannot be run, 2 on usage errors.\n",
@@ -112,16 +116,34 @@ static int set_env(const char *name, const char *value) {
     return 0;
 }
 
-/* LD_PRELOAD = the shim, then whatever was preloaded already. */
-static int prepend_preload(const char *lib) {
+/* The heap library beside the shim `lib`: its name with "-heap" before ".so"
+ * (libdial9-preload-heap.so, as the shim itself derives it: preload_env.c). */
+static bool find_heap_library(const char *lib, char *out, size_t len) {
+    size_t n = strlen(lib);
+    size_t stem = n > 3 && !strcmp(lib + n - 3, ".so") ? n - 3 : n;
+    if (snprintf(out, len, "%.*s-heap%s", (int)stem, lib, lib + stem) >= (int)len) return false;
+    if (readable_file(out)) return true;
+    fprintf(stderr, "dial9 run: heap profiling (DIAL9_MEMORY_PROFILE_ENABLED) needs %s, which is missing\n", out);
+    return false;
+}
+
+/* Whether the program's recording profiles the heap, as the shim will read its configuration:
+ * the heap library is preloaded only then (under zero-code, heap profiling is chosen at launch).
+ * A configuration the shim cannot read is its to report. */
+static bool heap_profile_wanted(void) {
+    d9_config cfg;
+    return d9_config_from_env(&cfg) == 0 && cfg.enabled && cfg.memory_profile;
+}
+
+/* LD_PRELOAD = the shim, its heap library when given, then whatever was preloaded already. */
+static int prepend_preload(const char *lib, const char *heap) {
     const char *old = getenv("LD_PRELOAD");
-    if (!old || !*old) return set_env("LD_PRELOAD", lib);
-    size_t n = strlen(lib) + 1 + strlen(old) + 1;
-    char *both = malloc(n);
-    if (!both) return -1;
-    snprintf(both, n, "%s:%s", lib, old);
-    int rc = set_env("LD_PRELOAD", both);
-    free(both);
+    char *list = NULL;
+    if (asprintf(&list, "%s%s%s%s%s", lib, heap ? ":" : "", heap ? heap : "", old && *old ? ":" : "",
+                 old ? old : "") < 0)
+        return -1;
+    int rc = set_env("LD_PRELOAD", list);
+    free(list);
     return rc;
 }
 
@@ -446,18 +468,20 @@ int d9_cmd_run(int argc, char **argv) {
     static const struct option opts[] = {
         {"trace-dir", required_argument, NULL, 'd'}, {"service", required_argument, NULL, 's'},
         {"cpu-profile", no_argument, NULL, 'c'},     {"children", no_argument, NULL, OPT_CHILDREN},
+        {"memory-profile", no_argument, NULL, 'm'},
         {"quiet", no_argument, NULL, 'q'},           {"exec", no_argument, NULL, OPT_EXEC},
         {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
     };
     const char *trace_dir = NULL, *service = NULL;
-    bool cpu = false, children = false, exec_mode = false;
+    bool cpu = false, memory = false, children = false, exec_mode = false;
     int ch;
     /* "+": options end at the command's name, so its own options are left alone */
-    while ((ch = getopt_long(argc, argv, "+:d:s:ce:qh", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+:d:s:cme:qh", opts, NULL)) != -1) {
         switch (ch) {
         case 'd': trace_dir = optarg; break;
         case 's': service = optarg; break;
         case 'c': cpu = true; break;
+        case 'm': memory = true; break;
         case OPT_CHILDREN: children = true; break;
         case 'q': /* no summary: nothing left to do after the program */
         case OPT_EXEC: exec_mode = true; break;
@@ -501,7 +525,12 @@ int d9_cmd_run(int argc, char **argv) {
     }
     if ((service && set_env("DIAL9_SERVICE", service) != 0) ||
         (cpu && set_env("DIAL9_CPU_PROFILE_ENABLED", "1") != 0) ||
-        (children && set_env("DIAL9_TRACE_CHILDREN", "1") != 0) || prepend_preload(lib) != 0)
+        (memory && set_env("DIAL9_MEMORY_PROFILE_ENABLED", "1") != 0) ||
+        (children && set_env("DIAL9_TRACE_CHILDREN", "1") != 0))
+        return D9_EXIT_USAGE;
+    char heap[PATH_MAX + 8];
+    bool with_heap = heap_profile_wanted();
+    if ((with_heap && !find_heap_library(lib, heap, sizeof heap)) || prepend_preload(lib, with_heap ? heap : NULL) != 0)
         return D9_EXIT_USAGE;
 
     if (exec_mode) exec_program(cmd);

@@ -77,11 +77,19 @@ D9P_HIDDEN void d9p_start_install_exit(void);
 
 /* ---- environment (preload_env.c) ---- */
 
-/* Remove this library from LD_PRELOAD in the process's environment, in place (children that
- * exec with it are then not traced, whatever setenv the program has). */
+/* Learn this library's file name and its heap library's (once; before the two below). */
+D9P_HIDDEN void d9p_env_know_self(void);
+/* Whether the LD_PRELOAD entry of n characters at p names this library or its heap library. */
+D9P_HIDDEN bool d9p_env_entry_is_shim(const char *p, size_t n);
+/* The entries of the LD_PRELOAD value `list` that are the shim's (shims) or not (!shims), as
+ * given and joined by ':', into out (room for strlen(list) + 1); returns their length. */
+D9P_HIDDEN size_t d9p_env_pick_entries(const char *list, bool shims, char *out);
+/* Remove this library (and its heap library) from LD_PRELOAD in the process's environment, in
+ * place (children that exec with it are then not traced, whatever setenv the program has). */
 D9P_HIDDEN void d9p_env_drop_self_from_preload(void);
-/* Whether an LD_PRELOAD entry of envp names this library (only once dropped above); *count
- * is envp's number of entries and *bytes (at least 1) the room those entries need. */
+/* Whether an LD_PRELOAD entry of envp names this library or its heap library (once
+ * d9p_env_know_self ran); *count is envp's number of entries and *bytes (at least 1) the room
+ * those entries need. */
 D9P_HIDDEN bool d9p_env_names_self(char *const *envp, size_t *count, size_t *bytes);
 /* envp without this library in LD_PRELOAD into out (count + 1 entries) and strings (bytes),
  * both from d9p_env_names_self. No allocation: usable in a vfork child. */
@@ -140,11 +148,12 @@ D9P_HIDDEN unsigned d9p_elf_defines(const char *path, const char *const *names, 
  * links it), its name into out; false when the file has no .symtab or none holds it. */
 D9P_HIDDEN bool d9p_elf_function_at(const char *path, uint64_t vaddr, char *out, size_t size);
 
-/* ---- heap profiling (preload_heap.c) ---- */
+/* ---- heap profiling (preload_heap_link.c; the interposers: libdial9-preload-heap.so) ---- */
 
-/* A run starts with heap profiling `on` (its configuration's memory_profile): the allocator
- * interposers count from now on. Until one does, they jump straight to the real allocator. */
-D9P_HIDDEN void d9p_heap_profiling(bool on);
+struct d9_collector;
+/* A run's sources started: one that profiles the heap while no heap library attached (it was
+ * not preloaded) says in its metadata, and once on stderr, that malloc is not interposed. */
+D9P_HIDDEN void d9p_heap_note_run(struct d9_collector *c);
 
 /* ---- parks in pollers (preload_poll.c) ---- */
 

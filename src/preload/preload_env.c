@@ -8,6 +8,8 @@
  * children get from the array main receives as envp, the same array as environ. Replacing
  * environ by a new array would leave that one unchanged.
  *
+ * The shim's heap library (libdial9-preload-heap.so) goes and comes back with it.
+ *
  * An environment given explicitly to execve or posix_spawn can still name the shim (copied
  * from /proc/self/environ, which keeps what the kernel gave the process, or built by hand):
  * d9p_env_names_self and d9p_env_copy_without_self let the interposers strip it with memory
@@ -26,18 +28,35 @@ extern char **environ;
 #define PRELOAD_VAR "LD_PRELOAD="
 #define PRELOAD_LEN (sizeof PRELOAD_VAR - 1)
 
-/* The shim's file name ("libdial9-preload.so"), set by d9p_env_drop_self_from_preload. */
-static char g_self[NAME_MAX + 1];
+/* The shim's file name ("libdial9-preload.so") and its heap library's (the same with "-heap"
+ * before ".so": libdial9-preload-heap.so, preloaded beside it when heap profiling is on), set by
+ * d9p_env_know_self. An LD_PRELOAD entry naming either is the shim's. */
+static char g_self[NAME_MAX + 1], g_heap[NAME_MAX + 1];
 
 static const char *base_name(const char *path, size_t len) {
     const char *slash = memrchr(path, '/', len);
     return slash ? slash + 1 : path;
 }
 
-static bool entry_is_self(const char *p, size_t n) {
+void d9p_env_know_self(void) {
+    Dl_info info;
+    if (g_self[0] || !dladdr((void *)d9p_env_know_self, &info) || !info.dli_fname) return;
+    const char *self = base_name(info.dli_fname, strlen(info.dli_fname));
+    size_t n = strlen(self);
+    if (n + sizeof "-heap" > sizeof g_heap) return;
+    size_t stem = n > 3 && !strcmp(self + n - 3, ".so") ? n - 3 : n;
+    snprintf(g_heap, sizeof g_heap, "%.*s-heap%s", (int)stem, self, self + stem);
+    strcpy(g_self, self);
+}
+
+static bool is_name(const char *b, size_t blen, const char *name) {
+    return name[0] && blen == strlen(name) && !memcmp(b, name, blen);
+}
+
+bool d9p_env_entry_is_shim(const char *p, size_t n) {
     const char *b = base_name(p, n);
     size_t blen = (size_t)(p + n - b);
-    return g_self[0] && blen == strlen(g_self) && !memcmp(b, g_self, blen);
+    return is_name(b, blen, g_self) || is_name(b, blen, g_heap);
 }
 
 /* Whether the value of an LD_PRELOAD entry lists the shim. */
@@ -45,22 +64,19 @@ static bool list_names_self(const char *list) {
     /* ld.so separates entries with spaces or colons */
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ": ");
-        if (n > 0 && entry_is_self(p, n)) return true;
+        if (n > 0 && d9p_env_entry_is_shim(p, n)) return true;
         p += n;
         if (*p) p++;
     }
     return false;
 }
 
-/* "LD_PRELOAD=<list without the shim>" into out (room for strlen(list) + PRELOAD_LEN + 1);
- * false when nothing is left (the variable is then dropped). */
-static bool write_without_self(const char *list, char *out) {
-    memcpy(out, PRELOAD_VAR, PRELOAD_LEN);
-    size_t o = PRELOAD_LEN;
+size_t d9p_env_pick_entries(const char *list, bool shims, char *out) {
+    size_t o = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ": ");
-        if (n > 0 && !entry_is_self(p, n)) {
-            if (o > PRELOAD_LEN) out[o++] = ':';
+        if (n > 0 && d9p_env_entry_is_shim(p, n) == shims) {
+            if (o > 0) out[o++] = ':';
             memcpy(out + o, p, n);
             o += n;
         }
@@ -68,18 +84,21 @@ static bool write_without_self(const char *list, char *out) {
         if (*p) p++;
     }
     out[o] = 0;
-    return o > PRELOAD_LEN;
+    return o;
+}
+
+/* "LD_PRELOAD=<list without the shim>" into out (room for strlen(list) + PRELOAD_LEN + 1);
+ * false when nothing is left (the variable is then dropped). */
+static bool write_without_self(const char *list, char *out) {
+    memcpy(out, PRELOAD_VAR, PRELOAD_LEN);
+    return d9p_env_pick_entries(list, false, out + PRELOAD_LEN) > 0;
 }
 
 static bool is_preload(const char *entry) { return !strncmp(entry, PRELOAD_VAR, PRELOAD_LEN); }
 
 void d9p_env_drop_self_from_preload(void) {
-    Dl_info info;
-    if (!dladdr((void *)d9p_env_drop_self_from_preload, &info) || !info.dli_fname) return;
-    const char *self = base_name(info.dli_fname, strlen(info.dli_fname));
-    if (strlen(self) >= sizeof g_self) return;
-    strcpy(g_self, self);
-    if (!environ) return;
+    d9p_env_know_self();
+    if (!g_self[0] || !environ) return;
     /* every LD_PRELOAD entry: ld.so reads the last one, getenv the first */
     size_t out = 0;
     for (size_t i = 0; environ[i]; i++) {

@@ -27,34 +27,24 @@
 extern char **environ;
 
 static pid_t g_loaded_pid;
-static char *g_preload_entry; /* "LD_PRELOAD=<shim>" as the run was given it */
+static char *g_preload_entry; /* "LD_PRELOAD=<shim>[:<heap library>]" as the run was given them */
 static char **g_dial9_vars;   /* "DIAL9_...=..." at start */
 static size_t g_dial9_count;
 
 void d9p_exec_remember(void) {
     g_loaded_pid = getpid();
+    d9p_env_know_self();
     const char *list = getenv("LD_PRELOAD");
+    /* the shim's entries as given (paths, or bare names found through the library path): its
+     * own and its heap library's when heap profiling was chosen at launch */
+    char *given = list ? malloc(strlen(list) + 1) : NULL;
     Dl_info info;
-    const char *self = dladdr((void *)d9p_exec_remember, &info) ? info.dli_fname : NULL;
-    /* the entry as given (a path, or a bare name found through the library path) */
-    const char *entry = self;
-    if (list && self) {
-        const char *base = strrchr(self, '/') ? strrchr(self, '/') + 1 : self;
-        for (const char *p = list; *p;) {
-            size_t n = strcspn(p, ": ");
-            const char *slash = memrchr(p, '/', n);
-            const char *b = slash ? slash + 1 : p;
-            if ((size_t)(p + n - b) == strlen(base) && !memcmp(b, base, strlen(base))) {
-                static char given[4096];
-                snprintf(given, sizeof given, "%.*s", (int)n, p);
-                entry = given;
-                break;
-            }
-            p += n;
-            if (*p) p++;
-        }
+    if (given && d9p_env_pick_entries(list, true, given) > 0) {
+        if (asprintf(&g_preload_entry, "LD_PRELOAD=%s", given) < 0) g_preload_entry = NULL;
+    } else if (dladdr((void *)d9p_exec_remember, &info) && info.dli_fname) {
+        if (asprintf(&g_preload_entry, "LD_PRELOAD=%s", info.dli_fname) < 0) g_preload_entry = NULL;
     }
-    if (entry && asprintf(&g_preload_entry, "LD_PRELOAD=%s", entry) < 0) g_preload_entry = NULL;
+    free(given);
     for (char **e = environ; e && *e; e++)
         if (!strncmp(*e, "DIAL9_", 6)) g_dial9_count++;
     g_dial9_vars = calloc(g_dial9_count + 1, sizeof *g_dial9_vars);
@@ -145,7 +135,6 @@ static void resume_run(void) {
     int saved = errno;
     d9_config cfg;
     if (d9_config_from_env(&cfg) == 0) {
-        d9p_heap_profiling(cfg.memory_profile);
         d9_start_or_disabled(&cfg);
     }
     errno = saved;

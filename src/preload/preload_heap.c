@@ -1,12 +1,14 @@
-/* Heap sampling of unmodified programs (sources/heap_sampler.h): the shim's malloc, calloc,
- * realloc, reallocarray, free, posix_memalign, aligned_alloc, memalign, valloc, pvalloc and
- * malloc_usable_size. C++'s operator new and delete call malloc and free in libstdc++, so they
- * are seen here too.
+/* Heap sampling of unmodified programs (sources/heap_sampler.h): libdial9-preload-heap.so's
+ * malloc, calloc, realloc, reallocarray, free, posix_memalign, aligned_alloc, memalign, valloc,
+ * pvalloc and malloc_usable_size. C++'s operator new and delete call malloc and free in
+ * libstdc++, so they are seen here too. This library is preloaded beside the shim only when
+ * heap profiling is on at launch (`dial9 run` with DIAL9_MEMORY_PROFILE_ENABLED=1): with it off,
+ * the default, the program's allocator is not interposed at all. The countdown and the records
+ * are the shim's (preload_heap_link.h).
  *
  * Each call forwards to the next definition (dlsym(RTLD_NEXT): libc's, or an allocator the
  * program links). dlsym itself calls calloc: while this thread resolves them, allocations come
- * from a small static bootstrap arena, which free ignores. Until a run of the process profiles
- * the heap (the default: never), each interposer is a jump to that definition (direct_*).
+ * from a small static bootstrap arena, which free ignores.
  *
  * A sampled block is allocated HEADER bytes larger (more when aligned), and the 32 bytes
  * before the pointer handed out say so: the real block, the size asked for, the allocation's
@@ -27,9 +29,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/clock.h"
 #include "preload.h"
-#include "sources/heap_sampler.h"
+#include "preload_heap_link.h"
 
 #define HEADER 32u
 #define MAGIC 0xd19a4ea9b10c0000ull /* top bit set: never a glibc chunk size */
@@ -60,27 +61,23 @@ static struct {
 static void *(*_Atomic real_malloc)(size_t); /* set last: all are resolved */
 static __thread bool tls_resolving __attribute__((tls_model("initial-exec")));
 
-/* While no run of this process profiles the heap (the default), the interposers' fast path is
- * one load, a test and a jump to the real function: no countdown (a thread-local subtraction),
- * no sampled block to look for. These are the real functions then, NULL once a run with heap
- * profiling starts (d9p_heap_profiling, sticky) or before they are resolved. Counted
- * (callgrind, a redis GET: 8 malloc_usable_size, ~4 free, ~3 malloc): 200 instructions a
- * request with the countdown and the sampled-block tests, see bench/README.md. */
-static _Atomic bool heap_profiled;
-static void *(*_Atomic direct_malloc)(size_t);
-static void (*_Atomic direct_free)(void *);
-static size_t (*_Atomic direct_usable)(void *);
+/* The shim's sampler (NULL: the shim is not preloaded, or of another build; every call then
+ * passes through) and this thread's countdown in it, NULL until the thread's first slow path. */
+static const d9p_heap_link *g_link;
+static __thread int64_t *tls_left __attribute__((tls_model("initial-exec")));
 
-static void direct_set(bool on) {
-    atomic_store(&direct_malloc, on ? real.malloc : NULL);
-    atomic_store(&direct_free, on ? real.free : NULL);
-    atomic_store(&direct_usable, on ? real.usable : NULL);
+static void say(const char *msg) { /* inside malloc: no stdio */
+    ssize_t rc = write(2, msg, strlen(msg));
+    (void)rc;
 }
 
-void d9p_heap_profiling(bool on) {
-    if (!on || atomic_load(&heap_profiled)) return;
-    atomic_store(&heap_profiled, true);
-    direct_set(false); /* after the flag: a resolve() in between sees it (below) */
+static void attach(void) {
+    d9p_heap_link_fn fn = (d9p_heap_link_fn)dlsym(RTLD_DEFAULT, D9P_HEAP_LINK_SYMBOL);
+    const d9p_heap_link *l = fn ? fn() : NULL;
+    if (l && l->abi == D9P_HEAP_LINK_ABI) g_link = l;
+    else if (l) say("dial9: libdial9-preload-heap.so and libdial9-preload.so are of different builds: no heap profiling\n");
+    else say("dial9: libdial9-preload-heap.so is preloaded without libdial9-preload.so: no heap profiling "
+             "(dial9 run -m preloads both)\n");
 }
 
 static void resolve(void) {
@@ -94,11 +91,8 @@ static void resolve(void) {
     real.usable = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
     real.malloc = (void *(*)(size_t))m;
     if (m && real.calloc && real.realloc && real.free && real.memalign) {
+        attach();
         atomic_store_explicit(&real_malloc, real.malloc, memory_order_release);
-        /* seq_cst, both sides: a profiling start that stored its flag before this load has
-         * its NULLs stored after ours, one that stores it after sees our pointers go */
-        if (!atomic_load(&heap_profiled)) direct_set(true);
-        if (atomic_load(&heap_profiled)) direct_set(false);
     }
     tls_resolving = false;
 }
@@ -107,6 +101,30 @@ static inline bool resolved(void) {
     if (__builtin_expect(atomic_load_explicit(&real_malloc, memory_order_acquire) != NULL, 1)) return true;
     resolve();
     return atomic_load_explicit(&real_malloc, memory_order_acquire) != NULL;
+}
+
+/* ---------------------------------------------------------------- the countdown */
+
+/* The fast path's count of n bytes (d9_heap_countdown through the thread's pointer): true when
+ * the slow path must look, because the countdown ran out or the thread has none yet. */
+static inline bool count_out(size_t n) {
+    int64_t *left = tls_left;
+    if (__builtin_expect(left == NULL, 0)) return true;
+    uint64_t l = (uint64_t)*left - n; /* unsigned: wraps, never overflows */
+    *left = (int64_t)l;
+    return __builtin_expect((int64_t)l <= 0, 0);
+}
+
+/* In a slow path, after count_out (resolved): whether the block of n bytes is sampled. A
+ * thread's first look takes its countdown and counts this block in it. */
+static bool sample_now(size_t n) {
+    int64_t *left = tls_left;
+    if (!left) {
+        if (!g_link || !(left = g_link->countdown())) return false;
+        tls_left = left;
+        *left = (int64_t)((uint64_t)*left - n);
+    }
+    return *left <= 0 && g_link->sample_due(n);
 }
 
 /* ---------------------------------------------------------------- the bootstrap arena */
@@ -141,12 +159,12 @@ static size_t arena_size(const void *p) { return (size_t)((const uint64_t *)p)[-
 /* ---------------------------------------------------------------- sampled blocks */
 
 static _Atomic uint64_t page_aligned_live; /* sampled blocks whose pointer is page-aligned */
-/* Whether this process ever handed out a sampled block: until then (heap profiling off, the
- * default), no block has a header to look for, and free and malloc_usable_size go straight to
+/* Whether this process ever handed out a sampled block: until then (before the recording
+ * starts, or the shim missing), no block has a header to look for, and free and malloc_usable_size go straight to
  * the real allocator after one predictable test (and the arena's range). */
 static _Atomic bool sampled_ever;
 
-/* The shim's code, whose frames a sample's stack leaves out (found from its own ELF header in
+/* This library's code, whose frames a sample's stack leaves out (found from its own ELF header in
  * memory: no call, no lock, usable inside malloc). */
 extern const ElfW(Ehdr) __ehdr_start;
 static d9_heap_own_code own_code;
@@ -182,26 +200,27 @@ static block_header *header_of(const void *p) {
     return looks_sampled(u) ? header_at(p) : NULL;
 }
 
-/* Hand out the block at base + off (off >= HEADER) of n bytes and record it. */
+/* Hand out the block at base + off (off >= HEADER) of n bytes and record it (g_link is set: a
+ * block is sampled only through it). */
 static void *take_sample(void *base, size_t off, size_t n) {
     if (!base) return NULL;
     uintptr_t p = (uintptr_t)base + off;
     block_header *h = header_at((void *)p);
     h->base = (uintptr_t)base;
     h->size = n;
-    h->ticks = d9_clock_ticks();
+    h->ticks = g_link->ticks();
     h->check = MAGIC ^ p;
     if (!atomic_load_explicit(&sampled_ever, memory_order_relaxed))
         atomic_store_explicit(&sampled_ever, true, memory_order_release);
     if ((p & 4095) == 0) atomic_fetch_add_explicit(&page_aligned_live, 1, memory_order_relaxed);
-    d9_heap_record_alloc((void *)p, n, shim_code());
+    g_link->record_alloc((void *)p, n, shim_code());
     return (void *)p;
 }
 
 /* Give a sampled block back: its free recorded, the header cleared (a later block at the same
  * place must not look sampled), the real block freed. */
 static void release_sampled(void *p, block_header *h) {
-    d9_heap_record_free(p, h->size, h->ticks);
+    g_link->record_free(p, h->size, h->ticks);
     void *base = (void *)(uintptr_t)h->base;
     h->check = 0;
     if (((uintptr_t)p & 4095) == 0) atomic_fetch_sub_explicit(&page_aligned_live, 1, memory_order_relaxed);
@@ -218,20 +237,18 @@ static inline bool too_big(size_t n, size_t extra) { return n > SIZE_MAX - extra
 
 /* ---------------------------------------------------------------- the interposers
  * Each is a fast path (the countdown, then a jump to the real function) and a slow path of its
- * own, out of line, so that the fast path saves no register. */
+ * own, out of line, so that the fast path saves no register. The fast path reads real.* only
+ * once count_out said the thread has its countdown, which it takes after resolving. */
 
 __attribute__((noinline)) static void *malloc_slow(size_t n) {
     if (!resolved()) return arena_alloc(n, 16);
-    if ((int64_t)d9__heap_left > 0 || !d9_heap_sample_due(n) || too_big(n, HEADER)) return real.malloc(n);
+    if (!sample_now(n) || too_big(n, HEADER)) return real.malloc(n);
     return take_sample(real.malloc(n + HEADER), HEADER, n);
 }
 
 D9P_EXPORT void *malloc(size_t n) {
-    void *(*direct)(size_t) = atomic_load_explicit(&direct_malloc, memory_order_relaxed);
-    if (__builtin_expect(direct != NULL, 1)) return direct(n);
-    void *(*fn)(size_t) = atomic_load_explicit(&real_malloc, memory_order_acquire);
-    if (__builtin_expect(!fn || d9_heap_countdown(n), 0)) return malloc_slow(n);
-    return fn(n);
+    if (__builtin_expect(count_out(n), 0)) return malloc_slow(n);
+    return real.malloc(n);
 }
 
 __attribute__((noinline)) static void free_slow(void *p) {
@@ -242,9 +259,6 @@ __attribute__((noinline)) static void free_slow(void *p) {
 
 D9P_EXPORT void free(void *p) {
     uintptr_t u = (uintptr_t)p;
-    void (*direct)(void *) = atomic_load_explicit(&direct_free, memory_order_relaxed);
-    /* the bootstrap arena's blocks are never the real allocator's */
-    if (__builtin_expect(direct != NULL && u - (uintptr_t)arena >= ARENA_BYTES, 1)) return direct(p);
     /* nothing sampled yet: only the arena's blocks are not the real allocator's (free(NULL)
      * is its to ignore) */
     if (__builtin_expect(!atomic_load_explicit(&sampled_ever, memory_order_relaxed), 1)) {
@@ -259,7 +273,7 @@ D9P_EXPORT void free(void *p) {
 
 __attribute__((noinline)) static void *calloc_slow(size_t k, size_t size, size_t n) {
     if (!resolved()) return arena_alloc(n, 16);
-    if ((int64_t)d9__heap_left > 0 || !d9_heap_sample_due(n) || too_big(n, HEADER)) return real.calloc(k, size);
+    if (!sample_now(n) || too_big(n, HEADER)) return real.calloc(k, size);
     return take_sample(real.calloc(1, n + HEADER), HEADER, n);
 }
 
@@ -269,17 +283,14 @@ D9P_EXPORT void *calloc(size_t k, size_t size) {
         errno = ENOMEM;
         return NULL;
     }
-    if (__builtin_expect(atomic_load_explicit(&direct_malloc, memory_order_acquire) != NULL, 1))
-        return real.calloc(k, size);
-    void *(*fn)(size_t) = atomic_load_explicit(&real_malloc, memory_order_acquire);
-    if (__builtin_expect(!fn || d9_heap_countdown(n), 0)) return calloc_slow(k, size, n);
+    if (__builtin_expect(count_out(n), 0)) return calloc_slow(k, size, n);
     return real.calloc(k, size);
 }
 
 /* An aligned block (align a power of two; the callers check). */
 __attribute__((noinline)) static void *aligned_slow(size_t align, size_t n) {
     if (!resolved()) return arena_alloc(n, align);
-    if ((int64_t)d9__heap_left > 0 || !d9_heap_sample_due(n)) return real.memalign(align, n);
+    if (!sample_now(n)) return real.memalign(align, n);
     size_t off = align >= HEADER ? align : HEADER; /* a multiple of align, room for the header */
     if (too_big(n, off)) return real.memalign(align, n);
     return take_sample(real.memalign(align, n + off), off, n);
@@ -287,10 +298,7 @@ __attribute__((noinline)) static void *aligned_slow(size_t align, size_t n) {
 
 static inline void *aligned(size_t align, size_t n) {
     if (align < 16) align = 16;
-    if (__builtin_expect(atomic_load_explicit(&direct_malloc, memory_order_acquire) != NULL, 1))
-        return real.memalign(align, n);
-    void *(*fn)(size_t) = atomic_load_explicit(&real_malloc, memory_order_acquire);
-    if (__builtin_expect(!fn || d9_heap_countdown(n), 0)) return aligned_slow(align, n);
+    if (__builtin_expect(count_out(n), 0)) return aligned_slow(align, n);
     return real.memalign(align, n);
 }
 
@@ -352,8 +360,6 @@ __attribute__((noinline)) static size_t usable_slow(void *p) {
  * 36 instructions each, ~290 a request (callgrind, bench/e2e/counted_cost.py). */
 D9P_EXPORT size_t malloc_usable_size(void *p) {
     uintptr_t u = (uintptr_t)p;
-    size_t (*direct)(void *) = atomic_load_explicit(&direct_usable, memory_order_relaxed);
-    if (__builtin_expect(direct != NULL && p && u - (uintptr_t)arena >= ARENA_BYTES, 1)) return direct(p);
     if (__builtin_expect(!atomic_load_explicit(&sampled_ever, memory_order_relaxed), 1)) {
         size_t (*usable)(void *) = real.usable;
         if (__builtin_expect(!p || u - (uintptr_t)arena < ARENA_BYTES || !usable, 0)) return usable_slow(p);
@@ -376,11 +382,8 @@ static void *moved(void *old, size_t old_size, size_t n) {
 D9P_EXPORT void *realloc(void *old, size_t n) {
     if (!old) return malloc(n);
     if (__builtin_expect(in_arena(old), 0)) return moved(old, arena_size(old), n);
-    /* nothing sampled, nothing counted: the real allocator's block */
-    if (__builtin_expect(atomic_load_explicit(&direct_free, memory_order_acquire) != NULL, 1))
-        return real.realloc(old, n);
     if (!resolved()) return NULL; /* a block not from the arena before resolving: not ours */
-    block_header *h = header_of(old);
+    block_header *h = atomic_load_explicit(&sampled_ever, memory_order_acquire) ? header_of(old) : NULL;
     if (__builtin_expect(h != NULL, 0)) {
         if (n == 0) { /* glibc frees and returns NULL */
             release_sampled(old, h);
@@ -390,7 +393,7 @@ D9P_EXPORT void *realloc(void *old, size_t n) {
         if (p) release_sampled(old, h);
         return p;
     }
-    if (__builtin_expect(!d9_heap_countdown(n), 1) || !d9_heap_sample_due(n) || too_big(n, HEADER) || !real.usable)
+    if (__builtin_expect(!count_out(n), 1) || !sample_now(n) || too_big(n, HEADER) || !real.usable)
         return real.realloc(old, n);
     /* sampled: the data moves to a block with a header */
     void *p = take_sample(real.malloc(n + HEADER), HEADER, n);

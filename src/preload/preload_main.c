@@ -91,7 +91,6 @@ bool d9p_start_now(const d9_config *cfg) {
     d9p_loops_detect();
     d9p_note("preload", "libdial9-preload.so (zero-code); children %s",
              d9p_trace_children ? "traced (DIAL9_TRACE_CHILDREN=1)" : "not traced");
-    d9p_heap_profiling(cfg->memory_profile);
     d9_start_or_disabled(cfg);
     if (!__atomic_load_n(&d9__active, __ATOMIC_RELAXED)) return false;
     atomic_store(&d9p_recording, true);

@@ -14,7 +14,6 @@
 #include "core/recorder_hooks.h"
 #include "core/run_metadata.h"
 #include "preload.h"
-#include "sources/heap_sampler.h"
 
 #define MAX_NOTES 12
 
@@ -65,9 +64,7 @@ static void add_notes(d9_collector *c) {
         else d9_run_metadata_set(d9_collector_metadata(c), n->key, "%s", n->value);
     }
     pthread_mutex_unlock(&g_lock);
-    /* a run that profiles the heap, whoever started it (the shim, or a program's own
-     * d9_start), turns the allocator interposers' countdown on (preload_heap.c) */
-    if (d9_run_metadata_get(d9_collector_metadata(c), D9_HEAP_RATE_KEY)) d9p_heap_profiling(true);
+    d9p_heap_note_run(c); /* a run that profiles the heap without the heap library says so */
 }
 
 void d9p_notes_register(void) { d9_recorder_set_on_sources_started(add_notes); }

@@ -1,5 +1,5 @@
-/* Helper of tests/scripts/test_preload_heap.sh, run under libdial9-preload.so with heap
- * profiling on. Modes:
+/* Helper of tests/scripts/test_preload_heap.sh, run under libdial9-preload.so and its heap
+ * library (libdial9-preload-heap.so) with heap profiling on. Modes:
  *   leak ROUNDS      leaks 4 KiB blocks from one site under a 3-deep stack (leak_outer ->
  *                    leak_middle -> leak_inner -> malloc) among churn of mixed sizes from
  *                    another site; waits for the recorder first, so every leaked byte is after
@@ -17,7 +17,11 @@
  *   usable CALLS     CALLS malloc_usable_size of one unsampled block (the shim's per-call cost,
  *                    counted by test_preload_shim_instructions.sh); prints "usable SUM"
  *   pairs CALLS      CALLS malloc of a small block and its free (counted the same way);
- *                    prints "pairs SUM" */
+ *                    prints "pairs SUM"
+ *   which            who serves the program's allocator: the file that defines malloc, free
+ *                    and malloc_usable_size as the program resolves them, LD_PRELOAD as the
+ *                    program sees it, and whether jemalloc served a block (its thread.allocated
+ *                    counter moved; "absent" without jemalloc) */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
@@ -237,7 +241,7 @@ static int mode_dlopen(int threads, unsigned long rounds) {
     return 0;
 }
 
-static int mode_usable(unsigned long calls) {
+__attribute__((noinline)) static int mode_usable(unsigned long calls) {
     char *p = malloc(100);
     size_t sum = 0;
     for (unsigned long i = 0; i < calls; i++) {
@@ -249,7 +253,7 @@ static int mode_usable(unsigned long calls) {
     return 0;
 }
 
-static int mode_pairs(unsigned long calls) {
+__attribute__((noinline)) static int mode_pairs(unsigned long calls) {
     size_t sum = 0;
     for (unsigned long i = 0; i < calls; i++) {
         char *p = malloc(48);
@@ -259,6 +263,35 @@ static int mode_pairs(unsigned long calls) {
         free(p);
     }
     printf("pairs %zu\n", sum);
+    return 0;
+}
+
+static const char *defined_in(const char *name) {
+    Dl_info info;
+    void *p = dlsym(RTLD_DEFAULT, name);
+    if (!p || !dladdr(p, &info) || !info.dli_fname) return "?";
+    const char *slash = strrchr(info.dli_fname, '/');
+    return slash ? slash + 1 : info.dli_fname;
+}
+
+static int mode_which(void) {
+    static const char *const fns[] = {"malloc", "free", "malloc_usable_size", "calloc", "realloc"};
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) printf("%s %s\n", fns[i], defined_in(fns[i]));
+    const char *pre = getenv("LD_PRELOAD");
+    printf("LD_PRELOAD %s\n", pre ? pre : "(unset)");
+    int (*mallctl)(const char *, void *, size_t *, void *, size_t) =
+        (int (*)(const char *, void *, size_t *, void *, size_t))dlsym(RTLD_DEFAULT, "mallctl");
+    uint64_t before = 0, after = 0;
+    size_t len = sizeof before;
+    if (!mallctl || mallctl("thread.allocated", &before, &len, NULL, 0) != 0) {
+        printf("jemalloc_served absent\n");
+        return 0;
+    }
+    char *p = malloc(1 << 20);
+    __asm__ volatile("" : "+r"(p));
+    mallctl("thread.allocated", &after, &len, NULL, 0);
+    free(p);
+    printf("jemalloc_served %s\n", after - before >= (1u << 20) ? "yes" : "no");
     return 0;
 }
 
@@ -275,6 +308,7 @@ int main(int argc, char **argv) {
         return mode_dlopen(argc > 2 ? atoi(argv[2]) : 4, argc > 3 ? strtoul(argv[3], NULL, 10) : 200);
     if (!strcmp(mode, "usable")) return mode_usable(argc > 2 ? strtoul(argv[2], NULL, 10) : 1000);
     if (!strcmp(mode, "pairs")) return mode_pairs(argc > 2 ? strtoul(argv[2], NULL, 10) : 1000);
-    fprintf(stderr, "usage: d9p_heap leak [ROUNDS] | api | fork | churn | dlopen [THREADS] [ROUNDS] | usable [CALLS] | pairs [CALLS]\n");
+    if (!strcmp(mode, "which")) return mode_which();
+    fprintf(stderr, "usage: d9p_heap leak [ROUNDS] | api | fork | churn | dlopen [THREADS] [ROUNDS] | usable [CALLS] | pairs [CALLS] | which\n");
     return 2;
 }

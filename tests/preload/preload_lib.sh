@@ -1,5 +1,6 @@
 # Shared by tests/scripts/test_preload*.sh and test_server_*.sh (sourced, not run).
-# Sets BUILD, SRC, D9 (the dial9 CLI), SHIM (libdial9-preload.so), HELPERS (tests/preload
+# Sets BUILD, SRC, D9 (the dial9 CLI), SHIM (libdial9-preload.so), HEAP_SHIM (its heap library,
+# libdial9-preload-heap.so: preloaded beside it for heap profiling), HELPERS (tests/preload
 # binaries) and WORK (a temporary directory removed on exit, with every process the test
 # started), and provides small helpers.
 
@@ -7,6 +8,7 @@ BUILD=${D9_BUILD_DIR:?D9_BUILD_DIR is not set}
 SRC=${D9_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 D9="$BUILD/dial9"
 SHIM="$BUILD/libdial9-preload.so"
+HEAP_SHIM="$BUILD/libdial9-preload-heap.so"
 HELPERS="$BUILD/tests/preload"
 FACTS="$SRC/tests/preload/trace_facts.py"
 
@@ -15,6 +17,7 @@ skip() { echo "SKIP: $*"; exit 0; }
 
 [ -x "$D9" ] || fail "$D9 not built"
 [ -f "$SHIM" ] || fail "$SHIM not built"
+[ -f "$HEAP_SHIM" ] || fail "$HEAP_SHIM not built"
 # A sanitizer build's shim needs its runtime loaded first, which an uninstrumented program
 # does not do: the shim is tested in plain builds only.
 if grep -qE 'lib(asan|tsan|ubsan|lsan)' <<<"$(ldd "$SHIM" 2>/dev/null)"; then # whole, not piped: see test_run_disk_full.sh

@@ -15,11 +15,11 @@ source "${D9_SOURCE_DIR:?D9_SOURCE_DIR is not set}/tests/preload/preload_lib.sh"
 HEAP="$HELPERS/d9p_heap"
 [ -x "$HEAP" ] || fail "$HEAP not built"
 
-# record NAME ROUNDS: the leak program under the shim; prints the run directory
+# record NAME ROUNDS: the leak program under the shim and its heap library; prints the run directory
 record() {
     local dir="$WORK/$1"
     DIAL9_TRACE_DIR="$dir" DIAL9_MEMORY_PROFILE_ENABLED=1 DIAL9_MEMORY_SAMPLE_BYTES=65536 DIAL9_MEMORY_SEED=1 \
-        LD_PRELOAD="$SHIM" "$HEAP" leak "$2" >"$WORK/$1.out" 2>"$WORK/$1.err" ||
+        LD_PRELOAD="$SHIM:$HEAP_SHIM" "$HEAP" leak "$2" >"$WORK/$1.out" 2>"$WORK/$1.err" ||
         fail "d9p_heap leak $2: exit $? ($(tail -3 "$WORK/$1.out" "$WORK/$1.err"))"
     local runs=("$dir"/*/)
     [ ${#runs[@]} = 1 ] && [ -d "${runs[0]}" ] || fail "one run in $dir (${runs[*]})"

@@ -1,7 +1,14 @@
 #!/bin/bash
 # Heap profiling of an unmodified program (DIAL9_MEMORY_PROFILE_ENABLED=1, the preload shim's
 # malloc family), with tests/preload/d9p_heap:
-#  - off by default: no AllocEvent, and the metadata says why;
+#  - off by default: no AllocEvent, and the metadata says why; `dial9 run` leaves malloc, free and
+#    malloc_usable_size to libc (the heap library is not preloaded: no interposer at all), and
+#    with -m preloads the heap library, whose malloc the program then calls; a user's own
+#    LD_PRELOAD (jemalloc, where installed) is kept after the shim's and serves the blocks;
+#    an exec without fork (sh -c 'exec ...') keeps the heap library;
+#  - heap profiling asked of the shim without its heap library, and the heap library without the
+#    shim: each says so (stderr, the metadata) and the program runs; `dial9 run -m` with a shim
+#    that has no heap library beside it is a usage error naming the missing file;
 #  - a leak from one site under a 3-deep stack among churn of mixed sizes through malloc,
 #    calloc, aligned_alloc, posix_memalign and realloc: `dial9 analyze` names that site first
 #    among its leak candidates, with its callers, and its in-use bytes within 20 % of what the
@@ -18,11 +25,13 @@ source "${D9_SOURCE_DIR:?D9_SOURCE_DIR is not set}/tests/preload/preload_lib.sh"
 HEAP="$HELPERS/d9p_heap"
 [ -x "$HEAP" ] || fail "$HEAP not built"
 
-# run_heap DIR ARGS...: the helper under the shim, its stdout in $WORK/out
+# run_heap DIR ARGS...: the helper under $PRELOAD (the shim; with its heap library once heap
+# profiling is on), its stdout in $WORK/out
+PRELOAD="$SHIM"
 run_heap() {
     local dir=$1
     shift
-    DIAL9_TRACE_DIR="$dir" LD_PRELOAD="$SHIM" "$HEAP" "$@" >"$WORK/out" 2>"$WORK/err" ||
+    DIAL9_TRACE_DIR="$dir" LD_PRELOAD="$PRELOAD" "$HEAP" "$@" >"$WORK/out" 2>"$WORK/err" ||
         fail "d9p_heap $*: exit $? ($(tail -3 "$WORK/out" "$WORK/err"))"
 }
 
@@ -43,7 +52,73 @@ off=$(run_of "$WORK/off")
     fail "the metadata does not say the memory profile is off: $("$D9" stats "$off" | grep memory_profile)"
 echo "ok: off by default"
 
+# which FILE ARGS...: `dial9 run ARGS -- d9p_heap which` into FILE; the line of $3 from it
+which_run() {
+    local out=$1
+    shift
+    DIAL9_TRACE_DIR="$WORK/which" "$D9" run -q "$@" -- "$HEAP" which >"$out" 2>"$out.err" ||
+        fail "dial9 run $* -- d9p_heap which: exit $? ($(cat "$out" "$out.err"))"
+}
+served_by() { awk -v f="$2" '$1 == f { print $2 }' "$1"; }
+which_run "$WORK/which.off"
+for f in malloc free malloc_usable_size calloc realloc; do
+    [ "$(served_by "$WORK/which.off" $f)" = libc.so.6 ] ||
+        fail "heap profiling off under dial9 run: $f is $(served_by "$WORK/which.off" $f)'s, not libc's"
+done
+which_run "$WORK/which.on" -m
+for f in malloc free malloc_usable_size calloc realloc; do
+    [ "$(served_by "$WORK/which.on" $f)" = libdial9-preload-heap.so ] ||
+        fail "dial9 run -m: $f is $(served_by "$WORK/which.on" $f)'s, not the heap library's"
+done
+[ "$(served_by "$WORK/which.on" LD_PRELOAD)" = "(unset)" ] ||
+    fail "the program sees LD_PRELOAD=$(served_by "$WORK/which.on" LD_PRELOAD) (the shim's entries stay out of children)"
+echo "ok: heap profiling off, malloc is libc's (no interposer); dial9 run -m interposes it"
+# an exec by the recorded process itself (sh -c 'exec ...') hands the heap library on with the shim
+DIAL9_TRACE_DIR="$WORK/which" "$D9" run -q -m -- sh -c "exec '$HEAP' which" >"$WORK/which.exec" 2>&1 ||
+    fail "dial9 run -m -- sh -c 'exec d9p_heap which': $(cat "$WORK/which.exec")"
+[ "$(served_by "$WORK/which.exec" malloc)" = libdial9-preload-heap.so ] ||
+    fail "after an exec, malloc is $(served_by "$WORK/which.exec" malloc)'s, not the heap library's"
+echo "ok: an exec without fork keeps the heap library"
+JEMALLOC=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+if [ -f "$JEMALLOC" ]; then
+    LD_PRELOAD="$JEMALLOC" which_run "$WORK/which.je"
+    LD_PRELOAD="$JEMALLOC" which_run "$WORK/which.je.on" -m
+    [ "$(served_by "$WORK/which.je" malloc)" = libjemalloc.so.2 ] && [ "$(served_by "$WORK/which.je" jemalloc_served)" = yes ] ||
+        fail "the user's LD_PRELOAD=jemalloc under dial9 run: $(cat "$WORK/which.je")"
+    [ "$(served_by "$WORK/which.je.on" malloc)" = libdial9-preload-heap.so ] && [ "$(served_by "$WORK/which.je.on" jemalloc_served)" = yes ] ||
+        fail "the user's LD_PRELOAD=jemalloc under dial9 run -m: the heap library does not forward to it: $(cat "$WORK/which.je.on")"
+    for w in je je.on; do
+        [ "$(served_by "$WORK/which.$w" LD_PRELOAD)" = "$JEMALLOC" ] ||
+            fail "the program's LD_PRELOAD is $(served_by "$WORK/which.$w" LD_PRELOAD), not the user's $JEMALLOC"
+    done
+    echo "ok: the user's LD_PRELOAD (jemalloc) is kept after the shim's and serves the blocks, with and without -m"
+else
+    echo "(the user's LD_PRELOAD: skipped, jemalloc is not installed)"
+fi
+
+# heap profiling asked of the shim alone: the program runs, stderr and the metadata say malloc is
+# not interposed; the heap library alone: it says the shim is missing, the program runs
+DIAL9_MEMORY_PROFILE_ENABLED=1 run_heap "$WORK/noheap" leak 200
+grep -q "malloc and free are not interposed: libdial9-preload-heap.so is not in LD_PRELOAD" "$WORK/err" ||
+    fail "heap profiling without the heap library: stderr says nothing of it: $(cat "$WORK/err")"
+"$D9" stats "$(run_of "$WORK/noheap")" | grep -q 'source.memory_profile = active: malloc and free are not interposed' ||
+    fail "the metadata does not say malloc is not interposed: $("$D9" stats "$(run_of "$WORK/noheap")" | grep memory_profile)"
+LD_PRELOAD="$HEAP_SHIM" DIAL9_MEMORY_PROFILE_ENABLED=1 "$HEAP" api >"$WORK/alone" 2>"$WORK/alone.err" ||
+    fail "d9p_heap api under the heap library alone: exit $? ($(cat "$WORK/alone" "$WORK/alone.err"))"
+grep -q "api ok" "$WORK/alone" && grep -q "preloaded without libdial9-preload.so" "$WORK/alone.err" ||
+    fail "the heap library alone: $(cat "$WORK/alone" "$WORK/alone.err")"
+# dial9 run -m with a shim (DIAL9_PRELOAD_LIB) that has no heap library beside it: a usage error
+# naming the missing file, not a run without heap profiling
+mkdir -p "$WORK/solo"
+cp "$SHIM" "$WORK/solo/"
+rc=0
+DIAL9_PRELOAD_LIB="$WORK/solo/libdial9-preload.so" "$D9" run -m -- "$HEAP" which >"$WORK/solo.out" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q "needs $WORK/solo/libdial9-preload-heap.so, which is missing" "$WORK/solo.out" ||
+    fail "dial9 run -m without the heap library: exit $rc ($(cat "$WORK/solo.out"))"
+echo "ok: the shim without its heap library, and the heap library without the shim, say so; dial9 run -m refuses a shim without one"
+
 export DIAL9_MEMORY_PROFILE_ENABLED=1
+PRELOAD="$SHIM:$HEAP_SHIM"
 
 # ---- the leak
 DIAL9_MEMORY_SAMPLE_BYTES=65536 DIAL9_MEMORY_SEED=1 run_heap "$WORK/leak" leak 20000

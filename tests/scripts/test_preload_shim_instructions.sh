@@ -128,66 +128,76 @@ else
   exit 1
 fi
 
-# malloc_usable_size, which allocators' users call per operation (redis: 8 a GET under
-# jemalloc), the shim's own instructions per call on an unsampled block: libc's function of the
-# same name toggles collection off inside it. Measured: 42 (header_of called, a frame kept for
-# the real call) -> 18 with a fast path like free's (no frame: 3 tests, then a jump) -> 14 while
-# no block was ever sampled (heap profiling off: no header to look for) -> 11 with the real
-# function's pointer itself the test (NULL once a run profiles the heap).
-BOUND_USABLE=12
+# The allocator's interposers (libdial9-preload-heap.so), counted per call of
+# tests/preload/d9p_heap: malloc_usable_size of one block (allocators' users call it per
+# operation: redis 8 times a GET under jemalloc), and malloc + free of a small block.
 heap="$HELPERS/d9p_heap"
 [ -x "$heap" ] || fail "$heap is not built"
-count_usable() { # calls -> instructions inside the interposer (a failure
-  # says why on stderr: stdout is the count)
-  local n=$1 out="$WORK/cgu.$1"
-  mkdir -p "$WORK/trace.u$n"
-  DIAL9_TRACE_DIR="$WORK/trace.u$n" valgrind --tool=callgrind --quiet --trace-children=yes \
-    --callgrind-out-file="$out.%p" --toggle-collect=malloc_usable_size \
-    env LD_PRELOAD="$SHIM" "$heap" usable "$n" >"$out.stdout" 2>"$out.stderr" ||
-    fail >&2 "d9p_heap usable $n under callgrind failed: $(cat "$out.stdout" "$out.stderr")"
-  grep -q "^usable " "$out.stdout" || fail >&2 "d9p_heap usable $n: $(cat "$out.stdout")"
-  local files=("$out".[0-9]*)
-  [ -f "${files[0]}" ] || fail >&2 "no callgrind output: $(ls "$WORK")"
+# count_calls MODE CALLS PRELOAD FN...: instructions inside the functions FN (callgrind's
+# --toggle-collect: an interposer's call of libc's function of the same name toggles collection
+# off inside it) for CALLS calls of d9p_heap
+# MODE under LD_PRELOAD=PRELOAD (empty: none), on the program's thread only (the recorder's
+# threads call malloc too, as often as the run is long); a failure says why on stderr, stdout is
+# the count
+count_calls() {
+  local mode=$1 n=$2 pre=$3 f
+  shift 3
+  local out="$WORK/cg.$mode.$n.$RANDOM" toggles=()
+  for f in "$@"; do toggles+=("--toggle-collect=$f"); done
+  mkdir -p "$out.trace"
+  DIAL9_TRACE_DIR="$out.trace" DIAL9_MEMORY_SEED=1 valgrind --tool=callgrind --quiet --trace-children=yes \
+    --separate-threads=yes --callgrind-out-file="$out.%p" "${toggles[@]}" \
+    env ${pre:+LD_PRELOAD="$pre"} "$heap" "$mode" "$n" >"$out.stdout" 2>"$out.stderr" ||
+    fail >&2 "d9p_heap $mode $n under callgrind failed: $(cat "$out.stdout" "$out.stderr")"
+  grep -q "^$mode " "$out.stdout" || fail >&2 "d9p_heap $mode $n: $(cat "$out.stdout")"
+  local files=("$out".*-01)
+  [ -f "${files[0]}" ] || fail >&2 "no callgrind output of the program's thread: $(ls "$WORK")"
   awk '/^summary:/ {print $2; exit}' "${files[0]}"
 }
-a=$(count_usable 1000)
-b=$(count_usable 11000)
-[ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ] || fail "no instructions counted in malloc_usable_size ($a, $b)"
-per_call=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", (b - a) / 10000 }')
-if awk -v p="$per_call" -v bound=$BOUND_USABLE 'BEGIN { exit !(p <= bound) }'; then
-  echo "ok    the shim's own instructions per malloc_usable_size: $per_call (bound $BOUND_USABLE)"
-else
-  echo "FAIL  the shim's own instructions per malloc_usable_size: $per_call > $BOUND_USABLE"
-  { callgrind_annotate "$WORK/cgu.11000".[0-9]* 2>/dev/null | sed -n '/file:function/,$p' | head -12; } || true
-  exit 1
-fi
-# malloc and free of an unsampled block, heap profiling off (the default): the shim's own
-# instructions per pair (libc's functions of the same names toggle collection off inside them).
-# Measured: 22.0 with the countdown (a thread-local subtraction) and the sampled-block
-# tests, 13.0 with a jump to the real function while no run profiles the heap (malloc: a
-# load, a test, a jump; free: the bootstrap arena's range too).
-BOUND_PAIR=15
-count_pairs() { # pairs -> instructions inside the interposers
-  local n=$1 out="$WORK/cgp.$1"
-  mkdir -p "$WORK/trace.p$n"
-  DIAL9_TRACE_DIR="$WORK/trace.p$n" valgrind --tool=callgrind --quiet --trace-children=yes \
-    --callgrind-out-file="$out.%p" --toggle-collect=malloc --toggle-collect=free \
-    env LD_PRELOAD="$SHIM" "$heap" pairs "$n" >"$out.stdout" 2>"$out.stderr" ||
-    fail >&2 "d9p_heap pairs $n under callgrind failed: $(cat "$out.stdout" "$out.stderr")"
-  grep -q "^pairs " "$out.stdout" || fail >&2 "d9p_heap pairs $n: $(cat "$out.stdout")"
-  local files=("$out".[0-9]*)
-  [ -f "${files[0]}" ] || fail >&2 "no callgrind output: $(ls "$WORK")"
-  awk '/^summary:/ {print $2; exit}' "${files[0]}"
+# per_call MODE PRELOAD FN...: instructions per call, the difference of 1 000 and 11 000 calls
+per_call() {
+  local mode=$1 pre=$2 a b
+  shift 2
+  a=$(count_calls "$mode" 1000 "$pre" "$@") || exit 1
+  b=$(count_calls "$mode" 11000 "$pre" "$@") || exit 1
+  [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ] || fail >&2 "no instructions counted in $* ($a, $b)"
+  awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", (b - a) / 10000 }'
 }
-a=$(count_pairs 1000)
-b=$(count_pairs 11000)
-[ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ] || fail "no instructions counted in malloc and free ($a, $b)"
-per_pair=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", (b - a) / 10000 }')
-if awk -v p="$per_pair" -v bound=$BOUND_PAIR 'BEGIN { exit !(p <= bound) }'; then
-  echo "ok    the shim's own instructions per malloc + free: $per_pair (bound $BOUND_PAIR)"
-else
-  echo "FAIL  the shim's own instructions per malloc + free: $per_pair > $BOUND_PAIR"
-  { callgrind_annotate "$WORK/cgp.11000".[0-9]* 2>/dev/null | sed -n '/file:function/,$p' | head -12; } || true
-  exit 1
-fi
+check() { # WHAT VALUE BOUND
+  if awk -v p="$2" -v bound="$3" 'BEGIN { exit !(p <= bound) }'; then
+    echo "ok    $1: $2 (bound $3)"
+  else
+    echo "FAIL  $1: $2 > $3"
+    exit 1
+  fi
+}
+
+# Heap profiling off (the default): the allocator is not interposed at all, so a malloc + free
+# pair and a malloc_usable_size under the shim cost what libc's alone do: all the instructions
+# of d9p_heap's loop (mode_pairs, mode_usable: the interposers and libc's functions alike), under
+# the shim less without it. Measured before the heap library was split off (the shim's own
+# interposers, a jump to libc's while no run profiled the heap): +13.0 a pair, +11.0 a
+# malloc_usable_size; after: +0.0 and +0.0.
+BOUND_OFF_ADDED=1
+for mode in pairs usable; do
+  alone=$(per_call $mode "" mode_$mode) || exit 1
+  shim=$(per_call $mode "$SHIM" mode_$mode) || exit 1
+  check "instructions the shim adds to a call of d9p_heap $mode's loop, heap profiling off ($alone without it)" \
+    "$(awk -v a="$shim" -v b="$alone" 'BEGIN { printf "%.1f", a - b }')" $BOUND_OFF_ADDED
+done
+
+# Heap profiling on (the heap library preloaded): its own instructions per call on unsampled
+# blocks. Measured in the shim before the split: malloc_usable_size 42 (header_of called, a
+# frame kept for the real call) -> 18 with a fast path like free's (no frame: 3 tests, then a
+# jump) -> 14 while no block was ever sampled; malloc + free 22.0 with the countdown (a
+# thread-local subtraction) and the sampled-block tests. In the heap library: the countdown
+# through a per-thread pointer to the shim's (malloc 10 instructions).
+BOUND_USABLE_ON=16
+BOUND_PAIR_ON=25
+export DIAL9_MEMORY_PROFILE_ENABLED=1
+check "the heap library's own instructions per malloc_usable_size, heap profiling on" \
+  "$(per_call usable "$SHIM:$HEAP_SHIM" malloc_usable_size)" $BOUND_USABLE_ON
+check "the heap library's own instructions per malloc + free, heap profiling on" \
+  "$(per_call pairs "$SHIM:$HEAP_SHIM" malloc free)" $BOUND_PAIR_ON
+unset DIAL9_MEMORY_PROFILE_ENABLED
 echo "PASS"

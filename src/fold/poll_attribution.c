@@ -38,6 +38,23 @@ static int add_interval(d9f_attr *a, const d9f_switch *o, uint64_t in, uint64_t 
     return 0;
 }
 
+/* Where thread tid's last switch record index is kept (UINT64_MAX: none yet); NULL out of
+ * memory. */
+static uint64_t *last_of_tid(d9f_attr *a, uint64_t tid) {
+    if (tid == UINT64_MAX) return d9_u64_map_upsert(&a->last_of_tid, tid, UINT64_MAX); /* tid + 1 wraps */
+    d9f_tid_last *r = &a->recent_tid[tid % 64];
+    if (r->tid1 == tid + 1) return &r->last;
+    if (r->tid1) { /* the slot's thread back to the map */
+        uint64_t *v = d9_u64_map_upsert(&a->last_of_tid, r->tid1 - 1, UINT64_MAX);
+        if (!v) return NULL;
+        *v = r->last;
+    }
+    const uint64_t *known = d9_u64_map_get(&a->last_of_tid, tid);
+    r->tid1 = tid + 1;
+    r->last = known ? *known : UINT64_MAX;
+    return &r->last;
+}
+
 /* Paired as they come: a thread's switch-out and the switch-in right after it (the pairing
  * of the records sorted by thread and time, when each thread's come in time order, as the
  * recorder writes them). A thread's record earlier than its previous one: the records are
@@ -54,7 +71,7 @@ int d9f_attr_switch(d9f_attr *a, uint64_t ts, uint64_t worker, uint64_t tid, boo
     a->sw[a->nsw] = (d9f_switch){ts, worker, tid, a->nsw, out, preempted};
     a->nsw++;
     if (a->unordered) return 0;
-    uint64_t *last = d9_u64_map_upsert(&a->last_of_tid, tid, UINT64_MAX);
+    uint64_t *last = last_of_tid(a, tid);
     if (!last) return -1;
     uint64_t prev = *last;
     *last = a->nsw - 1;

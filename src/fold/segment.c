@@ -108,6 +108,10 @@ typedef struct seg {
     uint8_t *stack_cause; /* per stack: its cause + 1, 0 = not read yet */
     /* poll_hist */
     d9_u64_map group_index;
+    struct {
+        uint64_t key1; /* group_index's key + 1, 0: empty */
+        uint32_t group;
+    } group_recent[256]; /* the latest groups by their key's bits, before group_index */
     hist_group *groups;
     size_t ngroups;
     /* samples and their stacks; the trace's symbols name the frames */
@@ -116,8 +120,10 @@ typedef struct seg {
     size_t nstacks;
     d9m_symtab symtab;
     /* segments' summary */
+    /* first_ts: UINT64_MAX until a timed event (a min and a max per event, no flag), 0 after
+     * the pass when there was none */
     uint64_t events, polls, first_ts, last_ts, dropped, unmatched_starts, unmatched_ends;
-    bool have_ts;
+    bool have_ts; /* after the pass */
     /* the first event whose pooled spawn location or stack was not defined when it was read */
     bool have_unresolved;
     uint64_t first_unresolved;
@@ -375,9 +381,18 @@ static hist_group *group_of(seg *s, uint32_t loc, uint64_t worker, int64_t wall)
     int64_t first_hour = wall_of(s, s->first_ts) / NS_PER_HOUR;
     uint64_t rel = (uint64_t)(hour - first_hour) & 0xffff;
     uint64_t key = (uint64_t)loc << 40 | (worker & 0xffffff) << 16 | rel;
+    /* a key's group never changes: the latest found cached, and checked as the map's is */
+    uint32_t slot = (uint32_t)((loc * 8 + worker) & 255);
+    if (s->group_recent[slot].key1 == key + 1) {
+        hist_group *g = &s->groups[s->group_recent[slot].group];
+        if (g->loc == loc && g->worker == worker && g->hour == hour) return g;
+    }
     uint64_t *i = d9_u64_map_get(&s->group_index, key);
-    if (i && s->groups[*i].loc == loc && s->groups[*i].worker == worker && s->groups[*i].hour == hour)
+    if (i && s->groups[*i].loc == loc && s->groups[*i].worker == worker && s->groups[*i].hour == hour) {
+        s->group_recent[slot].key1 = key + 1;
+        s->group_recent[slot].group = (uint32_t)*i;
         return &s->groups[*i];
+    }
     if (i) return NULL; /* more than 2^24 workers or a segment over 7 years: refused */
     hist_group *g = realloc(s->groups, (s->ngroups + 1) * sizeof *g);
     if (!g) return NULL;
@@ -506,7 +521,7 @@ static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end, uint32_t 
      * past the later starts of other workers' polls that ended first (a few) */
     size_t i = s->npending;
     while (i > 0 && s->pending[i - 1].wall > wall) i--;
-    memmove(&s->pending[i + 1], &s->pending[i], (s->npending - i) * sizeof *s->pending);
+    if (i < s->npending) memmove(&s->pending[i + 1], &s->pending[i], (s->npending - i) * sizeof *s->pending);
     s->pending[i] = (pending_poll){.wall = wall, .worker = start->worker_id, .task = start->task,
                                    .start = start->ts, .dur = dur, .loc = start->loc, .pair = pair};
     s->npending++;
@@ -867,14 +882,17 @@ static void note_drops(seg *s, const d9_event *ev) {
     d9_json_object_end(j);
 }
 
-/* One event of the segment into the fold's state and rows. */
+/* The stream of the next events (a run's are all of one): pool ids are per stream. */
+static inline void enter_stream(seg *s, uint32_t stream) {
+    if (s->stream_known && stream == s->stream) return;
+    d9_u64_map_clear(&s->loc_by_pool);
+    memset(s->loc_recent, 0, sizeof s->loc_recent);
+    s->stream = stream;
+    s->stream_known = true;
+}
+
+/* One event of the segment, of the stream entered, into the fold's state and rows. */
 static inline __attribute__((always_inline)) int on_event(seg *s, const d9_event *e, d9_decoder *d) {
-    if (!s->stream_known || e->stream != s->stream) { /* pool ids are per stream */
-        d9_u64_map_clear(&s->loc_by_pool);
-        memset(s->loc_recent, 0, sizeof s->loc_recent);
-        s->stream = e->stream;
-        s->stream_known = true;
-    }
     s->events++;
     bool timed = e->schema->has_timestamp && e->ts_ns != 0;
     if (e->schema->bind.role == D9_SCH_SYMBOL_TABLE_ENTRY) /* timed or not */
@@ -883,9 +901,8 @@ static inline __attribute__((always_inline)) int on_event(seg *s, const d9_event
         if (e->schema->bind.role == D9_SCH_DROPPED_EVENTS) note_drops(s, e);
         return 0;
     }
-    if (!s->have_ts || e->ts_ns < s->first_ts) s->first_ts = e->ts_ns;
-    if (!s->have_ts || e->ts_ns > s->last_ts) s->last_ts = e->ts_ns;
-    s->have_ts = true;
+    s->first_ts = e->ts_ns < s->first_ts ? e->ts_ns : s->first_ts;
+    s->last_ts = e->ts_ns > s->last_ts ? e->ts_ns : s->last_ts;
     switch (e->schema->bind.role) {
     case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK:
     case D9_SCH_WORKER_UNPARK: return on_mark(s, e, d);
@@ -921,12 +938,16 @@ static int read_events(seg *s, const char **status) {
     int rc = 0;
     for (;;) {
         int n = d9_dec_next_run(d, run, RUN_EVENTS, vals, RUN_VALUES);
+        if (n > 0) enter_stream(s, run[0].stream); /* a run is of one stream */
         for (int i = 0; i < n && rc == 0; i++) rc = on_event(s, &run[i], d);
         if (rc != 0) break;
         if (n > 0) continue;
         if (d9_dec_next(d, &ev) <= 0) break;
+        enter_stream(s, ev.stream);
         if ((rc = on_event(s, &ev, d)) != 0) break;
     }
+    s->have_ts = s->first_ts != UINT64_MAX;
+    if (!s->have_ts) s->first_ts = 0;
     d9_dec_status st = d9_dec_state(d);
     const d9_dec_stats *ds = d9_dec_get_stats(d);
     if (rc == 0 && st != D9_DEC_END && st != D9_DEC_TRUNCATED) {
@@ -1040,7 +1061,7 @@ static void seg_free(seg *s) {
 
 int d9f_fold_segment(d9f_output *out, const char *path, const char *seg_id, uint64_t file_bytes,
                      d9f_segment_stats *st, char *err, size_t errlen) {
-    seg s = {.out = out, .path = path, .seg_id = seg_id, .err = err, .errlen = errlen};
+    seg s = {.out = out, .path = path, .seg_id = seg_id, .err = err, .errlen = errlen, .first_ts = UINT64_MAX};
     *st = (d9f_segment_stats){0};
     int rc = read_prelude(&s);
     static const d9f_table batched[] = {D9F_SCHED, D9F_WAKES, D9F_SAMPLES};

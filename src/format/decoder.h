@@ -291,7 +291,8 @@ int d9_dec_next(d9_decoder *d, d9_event *ev);
  * returned it (the same schema, values, time, offset and stream, the same stats), into
  * evs[], their values into vals[] (at most max_values in all; each event's own, valid until
  * the stream ends, the pooled ones as d9_dec_next's). Only what the bounded field plans read
- * straight through with every pool id defined and a plausible time: the run ends before
+ * straight through with every pool id defined and a plausible time, all of one stream (a
+ * header is another frame): the run ends before
  * anything else (another frame, a schema without a plan, fewer bytes buffered than its
  * bound, scan mode, a clock sync), and returns 0 when that is the next event: then
  * d9_dec_next reads it (refilling, judging damage, naming errors as always). */

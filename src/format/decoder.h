@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "format/dec_bindings.h"
 #include "format/wire.h"
@@ -169,11 +170,16 @@ const d9_value *d9_event_field(const d9_event *ev, const char *name);
 /* The value as an unsigned integer when it is a present integer-like value (Varint, U8, U16,
  * U32, Bool, non-negative I64). Lets readers accept a field whose width differs by writer. */
 static inline bool d9_value_uint(const d9_value *v, uint64_t *out) {
-    if (!v || !v->present) return false;
-    if (__builtin_expect(v->type == D9_FT_VARINT, 1)) { /* what our encoder writes */
+    if (!v) return false;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint16_t type_present; /* a present Varint, what our encoder writes: one compare for both */
+    memcpy(&type_present, v, sizeof type_present);
+    if (__builtin_expect(type_present == (D9_FT_VARINT | 1u << 8), 1)) {
         *out = v->u;
         return true;
     }
+#endif
+    if (!v->present) return false;
     switch (v->type) {
     case D9_FT_VARINT: case D9_FT_U8: case D9_FT_U16: case D9_FT_U32: case D9_FT_BOOL:
         *out = v->u;

@@ -67,7 +67,7 @@ typedef struct stack_entry {
  * hour goes to the same writer, whose last row already holds this segment's identity. */
 typedef struct row_cache {
     pq_writer *w;
-    int64_t hour;
+    int64_t first_wall, last_wall; /* the walls of its partition hour: two compares, not a division */
     bool valid, skip;
 } row_cache;
 
@@ -141,6 +141,19 @@ static int64_t wall_of(const seg *s, uint64_t ts) {
 
 /* the output's partition hour of a row at wall */
 static int64_t partition_hour(int64_t wall) { return (wall >= 0 ? wall : 0) / NS_PER_HOUR; }
+
+/* The cache of a table's writer w for the rows of partition hour `hour`. */
+static row_cache row_cache_of(pq_writer *w, int64_t hour, bool skip) {
+    int64_t first = hour * NS_PER_HOUR;
+    int64_t last = first > INT64_MAX - (NS_PER_HOUR - 1) ? INT64_MAX : first + (NS_PER_HOUR - 1);
+    return (row_cache){.w = w, .first_wall = hour == 0 ? INT64_MIN : first, .last_wall = last, .valid = true,
+                       .skip = skip};
+}
+
+/* a row at wall goes where the cache's rows go (its partition hour is theirs) */
+static inline bool same_hour(const row_cache *c, int64_t wall) {
+    return c->valid && wall >= c->first_wall && wall <= c->last_wall;
+}
 
 static int oom(seg *s) {
     snprintf(s->err, s->errlen, "out of memory");
@@ -258,9 +271,8 @@ static int read_prelude(seg *s) {
  * is the same for every row of the segment: asked once, and the identity strings are put as
  * "the previous row's again" (no hashing, no compare). */
 static pq_writer *row(seg *s, d9f_table t, int64_t wall, bool *skip) {
-    int64_t hour = partition_hour(wall);
     row_cache *c = &s->last[t];
-    if (c->valid && c->hour == hour) {
+    if (same_hour(c, wall)) {
         *skip = c->skip;
         if (!c->w) return NULL;
         pq_put_same(c->w, D9F_COL_INSTANCE);
@@ -272,7 +284,7 @@ static pq_writer *row(seg *s, d9f_table t, int64_t wall, bool *skip) {
     }
     pq_writer *w = d9f_output_rows(s->out, t, s->service, wall, s->seg_id, skip, s->err, s->errlen);
     if (!w && !*skip) return NULL;
-    *c = (row_cache){.w = w, .hour = hour, .valid = true, .skip = *skip};
+    *c = row_cache_of(w, partition_hour(wall), *skip);
     if (!w) return NULL;
     pq_put_str(w, D9F_COL_INSTANCE, s->instance, strlen(s->instance));
     pq_put_str(w, D9F_COL_BOOT, s->boot, strlen(s->boot));
@@ -467,9 +479,8 @@ static int put_poll_rows(seg *s) {
     size_t i = 0;
     while (rc == 0 && i < s->npending) {
         const pending_poll *p = &s->pending[i];
-        int64_t hour = partition_hour(p->wall);
         row_cache *c = &s->last[D9F_POLLS];
-        if (!c->valid || c->hour != hour) {
+        if (!same_hour(c, p->wall)) {
             bool skip;
             pq_writer *w = row(s, D9F_POLLS, p->wall, &skip);
             if (w) {
@@ -484,7 +495,7 @@ static int put_poll_rows(seg *s) {
             continue;
         }
         size_t j = i + 1;
-        while (j < s->npending && j - i < POLL_BATCH && partition_hour(s->pending[j].wall) == hour) j++;
+        while (j < s->npending && j - i < POLL_BATCH && same_hour(c, s->pending[j].wall)) j++;
         if (c->skip) { /* the partition holds this segment already */
             i = j;
             continue;
@@ -570,7 +581,7 @@ static d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, uint32_t
 static inline d9f_row_batch *batch_row(seg *s, d9f_table t, int64_t wall, uint32_t *r, int *rc) {
     const row_cache *c = &s->last[t];
     d9f_row_batch *b = &s->batch[t];
-    if (c->valid && !c->skip && b->n != 0 && !d9f_batch_full(b) && c->hour == partition_hour(wall)) {
+    if (!c->skip && b->n != 0 && !d9f_batch_full(b) && same_hour(c, wall)) {
         *rc = 0;
         *r = b->n++;
         b->v[D9F_COL_WALL_TIME][*r] = wall;
@@ -581,11 +592,10 @@ static inline d9f_row_batch *batch_row(seg *s, d9f_table t, int64_t wall, uint32
 
 static __attribute__((noinline)) d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, uint32_t *r,
                                                                int *rc) {
-    int64_t hour = partition_hour(wall);
     row_cache *c = &s->last[t];
     d9f_row_batch *b = &s->batch[t];
     *rc = 0;
-    if (!c->valid || c->hour != hour) {
+    if (!same_hour(c, wall)) {
         if (flush_batch(s, t) != 0) {
             *rc = -1;
             return NULL;
@@ -596,7 +606,7 @@ static __attribute__((noinline)) d9f_row_batch *batch_row_slow(seg *s, d9f_table
             *rc = -1;
             return NULL;
         }
-        *c = (row_cache){.w = w, .hour = hour, .valid = true, .skip = skip};
+        *c = row_cache_of(w, partition_hour(wall), skip);
         b->fresh = true;
     }
     if (c->skip) return NULL;

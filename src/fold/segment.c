@@ -905,7 +905,7 @@ static inline void enter_stream(seg *s, uint32_t stream) {
 /* One event of the segment, of the stream entered, into the fold's state and rows. */
 static inline __attribute__((always_inline)) int on_event(seg *s, const d9_event *e, d9_decoder *d) {
     s->events++;
-    bool timed = e->schema->has_timestamp && e->ts_ns != 0;
+    bool timed = e->ts_ns != 0; /* 0 without a timestamp too (decoder.h) */
     if (e->schema->bind.role == D9_SCH_SYMBOL_TABLE_ENTRY) /* timed or not */
         return on_symbol(s, e);
     if (!timed) {

@@ -20,6 +20,11 @@ typedef struct d9f_switch d9f_switch;
 typedef struct d9f_offcpu_sample d9f_offcpu_sample;
 typedef struct d9f_interval d9f_interval;
 
+typedef struct d9f_tid_last {
+    uint64_t tid1; /* tid + 1, 0: empty */
+    uint64_t last;
+} d9f_tid_last;
+
 typedef struct d9f_attr {
     d9m_coverage cov;
     d9f_switch *sw;
@@ -29,6 +34,9 @@ typedef struct d9f_attr {
     d9f_interval *iv; /* after d9f_attr_prepare: sorted by (worker, switch-out) */
     size_t niv, iv_cap;
     d9_u64_map last_of_tid; /* a thread's last switch record (index in sw) */
+    /* the latest threads' by the tid's low bits, before last_of_tid (written back to it when
+     * another thread takes the slot): no hashing for a runtime's few threads */
+    d9f_tid_last recent_tid[64];
     bool unordered;         /* a thread's records out of time order: sorted after the pass */
     bool covered; /* the trace has switch records to attribute from */
 } d9f_attr;

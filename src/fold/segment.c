@@ -67,7 +67,7 @@ typedef struct stack_entry {
  * hour goes to the same writer, whose last row already holds this segment's identity. */
 typedef struct row_cache {
     pq_writer *w;
-    int64_t hour;
+    int64_t first_wall, last_wall; /* the walls of its partition hour: two compares, not a division */
     bool valid, skip;
 } row_cache;
 
@@ -108,6 +108,10 @@ typedef struct seg {
     uint8_t *stack_cause; /* per stack: its cause + 1, 0 = not read yet */
     /* poll_hist */
     d9_u64_map group_index;
+    struct {
+        uint64_t key1; /* group_index's key + 1, 0: empty */
+        uint32_t group;
+    } group_recent[256]; /* the latest groups by their key's bits, before group_index */
     hist_group *groups;
     size_t ngroups;
     /* samples and their stacks; the trace's symbols name the frames */
@@ -116,8 +120,10 @@ typedef struct seg {
     size_t nstacks;
     d9m_symtab symtab;
     /* segments' summary */
+    /* first_ts: UINT64_MAX until a timed event (a min and a max per event, no flag), 0 after
+     * the pass when there was none */
     uint64_t events, polls, first_ts, last_ts, dropped, unmatched_starts, unmatched_ends;
-    bool have_ts;
+    bool have_ts; /* after the pass */
     /* the first event whose pooled spawn location or stack was not defined when it was read */
     bool have_unresolved;
     uint64_t first_unresolved;
@@ -135,6 +141,19 @@ static int64_t wall_of(const seg *s, uint64_t ts) {
 
 /* the output's partition hour of a row at wall */
 static int64_t partition_hour(int64_t wall) { return (wall >= 0 ? wall : 0) / NS_PER_HOUR; }
+
+/* The cache of a table's writer w for the rows of partition hour `hour`. */
+static row_cache row_cache_of(pq_writer *w, int64_t hour, bool skip) {
+    int64_t first = hour * NS_PER_HOUR;
+    int64_t last = first > INT64_MAX - (NS_PER_HOUR - 1) ? INT64_MAX : first + (NS_PER_HOUR - 1);
+    return (row_cache){.w = w, .first_wall = hour == 0 ? INT64_MIN : first, .last_wall = last, .valid = true,
+                       .skip = skip};
+}
+
+/* a row at wall goes where the cache's rows go (its partition hour is theirs) */
+static inline bool same_hour(const row_cache *c, int64_t wall) {
+    return c->valid && wall >= c->first_wall && wall <= c->last_wall;
+}
 
 static int oom(seg *s) {
     snprintf(s->err, s->errlen, "out of memory");
@@ -252,9 +271,8 @@ static int read_prelude(seg *s) {
  * is the same for every row of the segment: asked once, and the identity strings are put as
  * "the previous row's again" (no hashing, no compare). */
 static pq_writer *row(seg *s, d9f_table t, int64_t wall, bool *skip) {
-    int64_t hour = partition_hour(wall);
     row_cache *c = &s->last[t];
-    if (c->valid && c->hour == hour) {
+    if (same_hour(c, wall)) {
         *skip = c->skip;
         if (!c->w) return NULL;
         pq_put_same(c->w, D9F_COL_INSTANCE);
@@ -266,7 +284,7 @@ static pq_writer *row(seg *s, d9f_table t, int64_t wall, bool *skip) {
     }
     pq_writer *w = d9f_output_rows(s->out, t, s->service, wall, s->seg_id, skip, s->err, s->errlen);
     if (!w && !*skip) return NULL;
-    *c = (row_cache){.w = w, .hour = hour, .valid = true, .skip = *skip};
+    *c = row_cache_of(w, partition_hour(wall), *skip);
     if (!w) return NULL;
     pq_put_str(w, D9F_COL_INSTANCE, s->instance, strlen(s->instance));
     pq_put_str(w, D9F_COL_BOOT, s->boot, strlen(s->boot));
@@ -375,9 +393,18 @@ static hist_group *group_of(seg *s, uint32_t loc, uint64_t worker, int64_t wall)
     int64_t first_hour = wall_of(s, s->first_ts) / NS_PER_HOUR;
     uint64_t rel = (uint64_t)(hour - first_hour) & 0xffff;
     uint64_t key = (uint64_t)loc << 40 | (worker & 0xffffff) << 16 | rel;
+    /* a key's group never changes: the latest found cached, and checked as the map's is */
+    uint32_t slot = (uint32_t)((loc * 8 + worker) & 255);
+    if (s->group_recent[slot].key1 == key + 1) {
+        hist_group *g = &s->groups[s->group_recent[slot].group];
+        if (g->loc == loc && g->worker == worker && g->hour == hour) return g;
+    }
     uint64_t *i = d9_u64_map_get(&s->group_index, key);
-    if (i && s->groups[*i].loc == loc && s->groups[*i].worker == worker && s->groups[*i].hour == hour)
+    if (i && s->groups[*i].loc == loc && s->groups[*i].worker == worker && s->groups[*i].hour == hour) {
+        s->group_recent[slot].key1 = key + 1;
+        s->group_recent[slot].group = (uint32_t)*i;
         return &s->groups[*i];
+    }
     if (i) return NULL; /* more than 2^24 workers or a segment over 7 years: refused */
     hist_group *g = realloc(s->groups, (s->ngroups + 1) * sizeof *g);
     if (!g) return NULL;
@@ -418,6 +445,7 @@ static int put_poll_batch(seg *s, pq_writer *w, size_t i, uint32_t n, size_t *fr
         d9m_parts parts;
         d9f_attr_poll(&s->attr, p->worker, p->start, p->start + p->dur, p->cpu_event, p->cpu_ns,
                       &from[p->pair], &parts);
+#pragma GCC unroll 16 /* a load and a store each (a loop: ~6 per part, ~40 a poll more) */
         for (int k = 0; k < FOLD_PARTS; k++) pc->part[k][r] = (int64_t)parts.ns[k];
     }
     pq_begin_rows(w, n);
@@ -451,9 +479,8 @@ static int put_poll_rows(seg *s) {
     size_t i = 0;
     while (rc == 0 && i < s->npending) {
         const pending_poll *p = &s->pending[i];
-        int64_t hour = partition_hour(p->wall);
         row_cache *c = &s->last[D9F_POLLS];
-        if (!c->valid || c->hour != hour) {
+        if (!same_hour(c, p->wall)) {
             bool skip;
             pq_writer *w = row(s, D9F_POLLS, p->wall, &skip);
             if (w) {
@@ -468,7 +495,7 @@ static int put_poll_rows(seg *s) {
             continue;
         }
         size_t j = i + 1;
-        while (j < s->npending && j - i < POLL_BATCH && partition_hour(s->pending[j].wall) == hour) j++;
+        while (j < s->npending && j - i < POLL_BATCH && same_hour(c, s->pending[j].wall)) j++;
         if (c->skip) { /* the partition holds this segment already */
             i = j;
             continue;
@@ -506,7 +533,7 @@ static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end, uint32_t 
      * past the later starts of other workers' polls that ended first (a few) */
     size_t i = s->npending;
     while (i > 0 && s->pending[i - 1].wall > wall) i--;
-    memmove(&s->pending[i + 1], &s->pending[i], (s->npending - i) * sizeof *s->pending);
+    if (i < s->npending) memmove(&s->pending[i + 1], &s->pending[i], (s->npending - i) * sizeof *s->pending);
     s->pending[i] = (pending_poll){.wall = wall, .worker = start->worker_id, .task = start->task,
                                    .start = start->ts, .dur = dur, .loc = start->loc, .pair = pair};
     s->npending++;
@@ -554,7 +581,7 @@ static d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, uint32_t
 static inline d9f_row_batch *batch_row(seg *s, d9f_table t, int64_t wall, uint32_t *r, int *rc) {
     const row_cache *c = &s->last[t];
     d9f_row_batch *b = &s->batch[t];
-    if (c->valid && !c->skip && b->n != 0 && !d9f_batch_full(b) && c->hour == partition_hour(wall)) {
+    if (!c->skip && b->n != 0 && !d9f_batch_full(b) && same_hour(c, wall)) {
         *rc = 0;
         *r = b->n++;
         b->v[D9F_COL_WALL_TIME][*r] = wall;
@@ -565,11 +592,10 @@ static inline d9f_row_batch *batch_row(seg *s, d9f_table t, int64_t wall, uint32
 
 static __attribute__((noinline)) d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, uint32_t *r,
                                                                int *rc) {
-    int64_t hour = partition_hour(wall);
     row_cache *c = &s->last[t];
     d9f_row_batch *b = &s->batch[t];
     *rc = 0;
-    if (!c->valid || c->hour != hour) {
+    if (!same_hour(c, wall)) {
         if (flush_batch(s, t) != 0) {
             *rc = -1;
             return NULL;
@@ -580,7 +606,7 @@ static __attribute__((noinline)) d9f_row_batch *batch_row_slow(seg *s, d9f_table
             *rc = -1;
             return NULL;
         }
-        *c = (row_cache){.w = w, .hour = hour, .valid = true, .skip = skip};
+        *c = row_cache_of(w, partition_hour(wall), skip);
         b->fresh = true;
     }
     if (c->skip) return NULL;
@@ -867,25 +893,27 @@ static void note_drops(seg *s, const d9_event *ev) {
     d9_json_object_end(j);
 }
 
-/* One event of the segment into the fold's state and rows. */
+/* The stream of the next events (a run's are all of one): pool ids are per stream. */
+static inline void enter_stream(seg *s, uint32_t stream) {
+    if (s->stream_known && stream == s->stream) return;
+    d9_u64_map_clear(&s->loc_by_pool);
+    memset(s->loc_recent, 0, sizeof s->loc_recent);
+    s->stream = stream;
+    s->stream_known = true;
+}
+
+/* One event of the segment, of the stream entered, into the fold's state and rows. */
 static inline __attribute__((always_inline)) int on_event(seg *s, const d9_event *e, d9_decoder *d) {
-    if (!s->stream_known || e->stream != s->stream) { /* pool ids are per stream */
-        d9_u64_map_clear(&s->loc_by_pool);
-        memset(s->loc_recent, 0, sizeof s->loc_recent);
-        s->stream = e->stream;
-        s->stream_known = true;
-    }
     s->events++;
-    bool timed = e->schema->has_timestamp && e->ts_ns != 0;
+    bool timed = e->ts_ns != 0; /* 0 without a timestamp too (decoder.h) */
     if (e->schema->bind.role == D9_SCH_SYMBOL_TABLE_ENTRY) /* timed or not */
         return on_symbol(s, e);
     if (!timed) {
         if (e->schema->bind.role == D9_SCH_DROPPED_EVENTS) note_drops(s, e);
         return 0;
     }
-    if (!s->have_ts || e->ts_ns < s->first_ts) s->first_ts = e->ts_ns;
-    if (!s->have_ts || e->ts_ns > s->last_ts) s->last_ts = e->ts_ns;
-    s->have_ts = true;
+    s->first_ts = e->ts_ns < s->first_ts ? e->ts_ns : s->first_ts;
+    s->last_ts = e->ts_ns > s->last_ts ? e->ts_ns : s->last_ts;
     switch (e->schema->bind.role) {
     case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK:
     case D9_SCH_WORKER_UNPARK: return on_mark(s, e, d);
@@ -921,12 +949,16 @@ static int read_events(seg *s, const char **status) {
     int rc = 0;
     for (;;) {
         int n = d9_dec_next_run(d, run, RUN_EVENTS, vals, RUN_VALUES);
+        if (n > 0) enter_stream(s, run[0].stream); /* a run is of one stream */
         for (int i = 0; i < n && rc == 0; i++) rc = on_event(s, &run[i], d);
         if (rc != 0) break;
         if (n > 0) continue;
         if (d9_dec_next(d, &ev) <= 0) break;
+        enter_stream(s, ev.stream);
         if ((rc = on_event(s, &ev, d)) != 0) break;
     }
+    s->have_ts = s->first_ts != UINT64_MAX;
+    if (!s->have_ts) s->first_ts = 0;
     d9_dec_status st = d9_dec_state(d);
     const d9_dec_stats *ds = d9_dec_get_stats(d);
     if (rc == 0 && st != D9_DEC_END && st != D9_DEC_TRUNCATED) {
@@ -1040,7 +1072,7 @@ static void seg_free(seg *s) {
 
 int d9f_fold_segment(d9f_output *out, const char *path, const char *seg_id, uint64_t file_bytes,
                      d9f_segment_stats *st, char *err, size_t errlen) {
-    seg s = {.out = out, .path = path, .seg_id = seg_id, .err = err, .errlen = errlen};
+    seg s = {.out = out, .path = path, .seg_id = seg_id, .err = err, .errlen = errlen, .first_ts = UINT64_MAX};
     *st = (d9f_segment_stats){0};
     int rc = read_prelude(&s);
     static const d9f_table batched[] = {D9F_SCHED, D9F_WAKES, D9F_SAMPLES};

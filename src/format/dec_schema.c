@@ -79,6 +79,7 @@ static bool plan_fields(d9_schema_reg *r, d9_dec_schema *s) {
     wire[s->field_count] = 0; /* no type: the end, for the decoder's threaded reader */
     s->wire_types = wire;
     s->bounded_bytes = bounded ? bytes : 0;
+    s->run_bytes = bounded ? 7 + (size_t)bytes : SIZE_MAX;
     return true;
 }
 

@@ -1431,12 +1431,10 @@ int d9_dec_next_run(d9_decoder *d, d9_event *evs, uint32_t max_events, d9_value 
     uint64_t ts_base = d->ts_base;
     uint32_t n = 0, used = 0;
     uint32_t stream = (uint32_t)(d->st.streams - 1);
-    while (n < max_events && p < end && *p == D9_FRAME_EVENT && (size_t)(end - p) >= 3) {
+    while ((size_t)(end - p) >= 3 && *p == D9_FRAME_EVENT && n < max_events) {
         uint16_t type_id = le16(p + 1);
         d9_dec_schema *s = type_id < d->types_cap ? d->types[type_id] : NULL;
-        /* tag, type id, a time's 4-byte load (3 read), then the plan's bound */
-        if (!s || s->bounded_bytes == 0 || s == d->clock_sync || s->field_count > max_values - used ||
-            (size_t)(end - p) < 7 + (size_t)s->bounded_bytes)
+        if (!s || (size_t)(end - p) < s->run_bytes || s == d->clock_sync || s->field_count > max_values - used)
             break;
         const uint8_t *q = p + 3;
         uint64_t ts = 0;

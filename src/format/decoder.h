@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "format/dec_bindings.h"
 #include "format/wire.h"
@@ -97,6 +98,9 @@ typedef struct d9_dec_schema {
      * field, each field's code jumping to the next one's. */
     const uint8_t *wire_types;
     uint32_t bounded_bytes;
+    /* the bytes from an event frame's tag a run (d9_dec_next_run) needs buffered to read it:
+     * tag, type id, a time's 4-byte load, then bounded_bytes; SIZE_MAX without a plan */
+    size_t run_bytes;
 } d9_dec_schema;
 
 /* Index of the field called `name` (NUL-terminated), or -1. */
@@ -169,11 +173,16 @@ const d9_value *d9_event_field(const d9_event *ev, const char *name);
 /* The value as an unsigned integer when it is a present integer-like value (Varint, U8, U16,
  * U32, Bool, non-negative I64). Lets readers accept a field whose width differs by writer. */
 static inline bool d9_value_uint(const d9_value *v, uint64_t *out) {
-    if (!v || !v->present) return false;
-    if (__builtin_expect(v->type == D9_FT_VARINT, 1)) { /* what our encoder writes */
+    if (!v) return false;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint16_t type_present; /* a present Varint, what our encoder writes: one compare for both */
+    memcpy(&type_present, v, sizeof type_present);
+    if (__builtin_expect(type_present == (D9_FT_VARINT | 1u << 8), 1)) {
         *out = v->u;
         return true;
     }
+#endif
+    if (!v->present) return false;
     switch (v->type) {
     case D9_FT_VARINT: case D9_FT_U8: case D9_FT_U16: case D9_FT_U32: case D9_FT_BOOL:
         *out = v->u;
@@ -291,7 +300,8 @@ int d9_dec_next(d9_decoder *d, d9_event *ev);
  * returned it (the same schema, values, time, offset and stream, the same stats), into
  * evs[], their values into vals[] (at most max_values in all; each event's own, valid until
  * the stream ends, the pooled ones as d9_dec_next's). Only what the bounded field plans read
- * straight through with every pool id defined and a plausible time: the run ends before
+ * straight through with every pool id defined and a plausible time, all of one stream (a
+ * header is another frame): the run ends before
  * anything else (another frame, a schema without a plan, fewer bytes buffered than its
  * bound, scan mode, a clock sync), and returns 0 when that is the next event: then
  * d9_dec_next reads it (refilling, judging damage, naming errors as always). */

@@ -1,7 +1,7 @@
 /* What the adapters' counted programs share (ev_callbacks_counted, event_callbacks_counted,
  * uv_exchanges_counted; run under callgrind by tests/scripts/test_*_adapter_instructions.sh,
  * tests/scripts/lib/adapter_counted.sh): `PROGRAM N TRACE_DIR [MODE]`, the recording started
- * into TRACE_DIR, and at the end the line "WHAT N" and the run directory on stdout. None of it
+ * into TRACE_DIR as the DIAL9_* variables configure it, and at the end the line "WHAT N" and the run directory on stdout. None of it
  * is counted: callgrind collects only inside the adapter's functions each test names, so the
  * loop and its callbacks stay in the programs. Header-only: each program is one file. */
 #ifndef D9_TESTS_COUNTED_PROGRAM_H
@@ -28,12 +28,26 @@ static inline long d9t_counted_n(int argc, char **argv, const char *what, const 
     return n;
 }
 
-/* Starts recording into trace_dir with the default configuration; d9_start's result. */
+/* Starts recording into trace_dir with the configuration the DIAL9_* variables give
+ * (d9_config_from_env; TRACE_DIR wins over DIAL9_TRACE_DIR), so a count taken with, say,
+ * DIAL9_CLOCK=tsc is one of that clock, not silently of the defaults. A bad value, or
+ * DIAL9_ENABLED=0 (nothing would be recorded, so nothing counted), is an error on stderr and a
+ * nonzero result; else d9_start's. The tests unset every DIAL9_* variable
+ * (tests/scripts/lib/adapter_counted.sh): their bounds are the defaults'. */
 static inline int d9t_counted_start(const char *trace_dir) {
     d9_config cfg;
-    d9_config_init(&cfg);
+    if (d9_config_from_env(&cfg) != D9_OK) {
+        fprintf(stderr, "counted program: %s\n", d9_last_error());
+        return D9_ERR_INVALID;
+    }
+    if (!cfg.enabled) {
+        fprintf(stderr, "counted program: DIAL9_ENABLED turns recording off: nothing to count\n");
+        return D9_ERR_INVALID;
+    }
     cfg.trace_dir = trace_dir;
-    return d9_start(&cfg);
+    int rc = d9_start(&cfg);
+    if (rc != D9_OK) fprintf(stderr, "counted program: d9_start: %s\n", d9_last_error());
+    return rc;
 }
 
 /* Stops recording, then prints "WHAT DONE" and the run directory, the lines the tests read. */

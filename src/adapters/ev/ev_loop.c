@@ -17,18 +17,54 @@ typedef void (*loop_hook)(struct ev_loop *loop);
  * watcher was ready), the next park (a turn that recorded nothing), the deferred terminates
  * and the run's exit. Only the application's own acquire and release callbacks run between
  * (before the unpark is owed, after the park). */
+/* The application's own release/acquire callbacks of the loop this thread ran last: both hooks
+ * ask at every turn, and the registry's lookup (a hash probe, ~12 instructions) would be paid
+ * twice a turn. g_user_hooks_gen moves at every change (ev_set_loop_release_cb, from any
+ * thread) and when a loop is destroyed (a new loop may get its address), so a thread's entry is
+ * good while its generation is the current one; a thread that runs several loops refills it
+ * when it switches. initial-exec, as elsewhere in the adapter: no __tls_get_addr call. */
+typedef struct user_hooks {
+    const struct ev_loop *loop;
+    uint32_t gen;
+    loop_hook release, acquire;
+} user_hooks;
+
+static _Atomic uint32_t g_user_hooks_gen = 1; /* a thread's entry starts at 0: never current */
+static __thread user_hooks t_user_hooks __attribute__((tls_model("initial-exec")));
+
+static void user_hooks_changed(void) {
+    atomic_fetch_add_explicit(&g_user_hooks_gen, 1, memory_order_acq_rel);
+}
+
+static __attribute__((noinline)) const user_hooks *user_hooks_refill(struct ev_loop *loop,
+                                                                     uint32_t gen) {
+    user_hooks *h = &t_user_hooks;
+    void *release = NULL, *acquire = NULL;
+    d9a_loop_user_hooks(loop, &release, &acquire);
+    /* gen was read before the lookup: a change racing with it moves the generation again */
+    *h = (user_hooks){loop, gen, (loop_hook)release, (loop_hook)acquire};
+    return h;
+}
+
+static inline const user_hooks *user_hooks_of(struct ev_loop *loop) {
+    const user_hooks *h = &t_user_hooks;
+    uint32_t gen = atomic_load_explicit(&g_user_hooks_gen, memory_order_acquire);
+    if (__builtin_expect(h->loop == loop && h->gen == gen, 1)) return h;
+    return user_hooks_refill(loop, gen);
+}
+
 static void release_hook(struct ev_loop *loop) {
     d9a_thread *s = &d9a_self;
     d9a_pay_owed_unpark(s);
     d9ev_flush_deferred(loop);
     if (s->depth == 0) d9a_park_owing_end(D9__ACTIVE() != 0);
-    void *release = NULL, *acquire = NULL;
-    if (d9a_loop_user_hooks(loop, &release, &acquire) && release) ((loop_hook)release)(loop);
+    loop_hook release = user_hooks_of(loop)->release;
+    if (release) release(loop);
 }
 
 static void acquire_hook(struct ev_loop *loop) {
-    void *release = NULL, *acquire = NULL;
-    if (d9a_loop_user_hooks(loop, &release, &acquire) && acquire) ((loop_hook)acquire)(loop);
+    loop_hook acquire = user_hooks_of(loop)->acquire;
+    if (acquire) acquire(loop);
     if (d9a_self.depth == 0) d9a_owe_unpark();
 }
 
@@ -48,6 +84,7 @@ D9A_EXPORT void d9_ev_location(const d9_loc *loc) { d9a_set_next_loc(loc); }
 /* The application's release/acquire callbacks are kept per loop and called by dial9's. */
 D9A_EXPORT void ev_set_loop_release_cb(struct ev_loop *loop, loop_hook release, loop_hook acquire) {
     d9a_loop_set_user_hooks(loop, (void *)release, (void *)acquire);
+    user_hooks_changed();
     if (d9a_loop_flag(loop, D9_EV_HOOKS_INSTALLED)) return; /* dial9's call them */
     D9A_REAL(ev_set_loop_release_cb)(loop, release, acquire);
 }
@@ -74,5 +111,6 @@ D9A_EXPORT void ev_loop_destroy(struct ev_loop *loop) {
     d9ev_flush_deferred(loop);
     d9ev_release_watchers(loop);
     d9a_loop_forget(loop);
+    user_hooks_changed(); /* its address may be the next loop's */
     D9A_REAL(ev_loop_destroy)(loop);
 }

@@ -37,13 +37,19 @@ typedef struct deferred {
 static __thread deferred t_deferred[MAX_DEFERRED] __attribute__((tls_model("initial-exec")));
 static __thread int t_ndeferred __attribute__((tls_model("initial-exec")));
 
-void d9ev_flush_deferred(const struct ev_loop *loop) {
+static __attribute__((noinline)) void flush_deferred(const struct ev_loop *loop) {
     int kept = 0;
     for (int i = 0; i < t_ndeferred; i++) {
         if (loop && t_deferred[i].loop != loop) t_deferred[kept++] = t_deferred[i];
         else d9a_terminate(t_deferred[i].w, t_deferred[i].task);
     }
     t_ndeferred = kept;
+}
+
+/* Every park asks, and there is seldom anything: the test before any frame (~17 instructions
+ * a turn of saving and restoring registers for an empty list). */
+void d9ev_flush_deferred(const struct ev_loop *loop) {
+    if (__builtin_expect(t_ndeferred != 0, 0)) flush_deferred(loop);
 }
 
 static void defer_terminate(ev_watcher *w, const struct ev_loop *loop, const d9_loc *loc,
@@ -74,15 +80,25 @@ static const d9_loc *claim_deferred(const ev_watcher *w, uint64_t *task) {
 
 static d9a_code_ranges g_libev_code;
 static pthread_once_t g_libev_code_once = PTHREAD_ONCE_INIT;
+/* Set once g_libev_code is filled: the test every feed makes, a load, where pthread_once is a
+ * call (~5 instructions a feed, and a frame for it). */
+static _Atomic bool g_libev_code_found;
 
 static void find_libev_code(void) {
     d9a_code_ranges_of((const void *)D9A_REAL(ev_timer_stop), &g_libev_code);
+    atomic_store_explicit(&g_libev_code_found, true, memory_order_release);
+}
+
+/* Out of line: the common path keeps no frame for the call. */
+static __attribute__((noinline, cold)) void find_libev_code_once(void) {
+    pthread_once(&g_libev_code_once, find_libev_code);
 }
 
 /* A call made by libev itself, or a callback of libev's own (its signal pipe, ev_once and
  * ev_stat helpers): those watchers are libev's business, not tasks of the application. */
-static bool inside_libev(const void *address) {
-    pthread_once(&g_libev_code_once, find_libev_code);
+static inline bool inside_libev(const void *address) {
+    if (__builtin_expect(!atomic_load_explicit(&g_libev_code_found, memory_order_acquire), 0))
+        find_libev_code_once();
     return d9a_in_code_ranges(&g_libev_code, address);
 }
 

@@ -11,6 +11,7 @@ ac_require() { # program, the Debian package whose absence leaves it unbuilt
   if grep -qE 'lib(asan|tsan|ubsan|lsan)' <<<"$(ldd "$1" 2>/dev/null)"; then
     echo "SKIP: built with a sanitizer (valgrind refuses its runtime)"; exit 0
   fi
+  # the programs honour DIAL9_* (counted_program.h); the bounds here are the defaults'
   for v in $(env | sed -n 's/^\(DIAL9_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 }
 

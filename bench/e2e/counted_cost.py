@@ -175,20 +175,28 @@ class UvTarget:
         uv_requests(sock, n)
 
 
-class MemcachedTarget:
-    """memcached from Debian, -t 2 (-u nobody as root), under `dial9 run` when recording."""
-    name = "memcached"
-    stop_signal = signal.SIGTERM
+class ZeroCodeTarget:
+    """A server from Debian under `dial9 run` when recording: what it needs to run."""
+    program = None      # the executable on PATH
+    package = None      # what apt-get installs it from
 
     def __init__(self, args):
         self.dial9 = os.path.join(args.build, "dial9")
 
     def missing(self):
-        if not shutil.which("memcached"):
-            return "memcached is not installed (apt-get install memcached)"
+        if not shutil.which(self.program):
+            return f"{self.program} is not installed (apt-get install {self.package})"
         if not os.access(self.dial9, os.X_OK):
             return f"{self.dial9} is not built"
         return None
+
+
+class MemcachedTarget(ZeroCodeTarget):
+    """memcached from Debian, -t 2 (-u nobody as root), under `dial9 run` when recording."""
+    name = "memcached"
+    program = "memcached"
+    package = "memcached"
+    stop_signal = signal.SIGTERM
 
     def command(self, arm, port, trace_dir):
         # memcached sets its descriptor limit (soft and hard) to -c, which valgrind allows only
@@ -219,21 +227,13 @@ class MemcachedTarget:
                 raise RuntimeError("bad answer from memcached")
 
 
-class RedisTarget:
+class RedisTarget(ZeroCodeTarget):
     """redis-server from Debian (its own ae loop on epoll, no loop library: recorded as a
     home-grown loop), under `dial9 run` when recording. No persistence, so nothing forks."""
     name = "redis"
+    program = "redis-server"
+    package = "redis-server"
     stop_signal = signal.SIGTERM
-
-    def __init__(self, args):
-        self.dial9 = os.path.join(args.build, "dial9")
-
-    def missing(self):
-        if not shutil.which("redis-server"):
-            return "redis-server is not installed (apt-get install redis-server)"
-        if not os.access(self.dial9, os.X_OK):
-            return f"{self.dial9} is not built"
-        return None
 
     def command(self, arm, port, trace_dir):
         # --maxclients under FD_LIMIT: redis asks for no larger descriptor limit, which
@@ -284,23 +284,15 @@ http {{
 """
 
 
-class NginxTarget:
+class NginxTarget(ZeroCodeTarget):
     """nginx from Debian serving a static file: a master and one worker process (forked, no
     exec), under `dial9 run` when recording (the worker starts a run of its own once it is a
     loop: docs/zero-code.md). Requests on one keep-alive connection; the worker is the process
     counted (the master only waits for signals)."""
     name = "nginx"
+    program = "nginx"
+    package = "nginx-light or nginx"
     stop_signal = signal.SIGTERM  # fast shutdown: the master stops its worker first
-
-    def __init__(self, args):
-        self.dial9 = os.path.join(args.build, "dial9")
-
-    def missing(self):
-        if not shutil.which("nginx"):
-            return "nginx is not installed (apt-get install nginx-light or nginx)"
-        if not os.access(self.dial9, os.X_OK):
-            return f"{self.dial9} is not built"
-        return None
 
     def command(self, arm, port, trace_dir):
         # beside the trace directory, in the work directory (1777): readable by the worker,

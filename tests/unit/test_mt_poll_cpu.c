@@ -155,14 +155,15 @@ int main(void) {
         uint64_t wall = p->end - p->start;
         printf("read poll %d: wall %.3f ms, CPU %.3f ms (the thread's task clock %.3f-%.3f ms, "
                "CLOCK_THREAD_CPUTIME_ID %.3f ms), exact %d\n",
-               i, wall / 1e6, p->cpu_ns / 1e6, e->self.inside / 1e6, e->self.around / 1e6, e->self.thread_clock / 1e6,
+               i, wall / 1e6, p->cpu_ns / 1e6, pct_inside(&e->self) / 1e6, pct_around(&e->self) / 1e6,
+               pct_thread_clock(&e->self) / 1e6,
                p->exact);
         if (i < FIRST_ROUNDS) { /* no page yet: not accounted */
             CHECK_EQ_U64(p->cpu_events, 0);
             CHECK_EQ_U64(e->events, 0);
             continue;
         }
-        pct_check_exact(p, e->events, &e->self, &tally); /* exact: its begin anchored (checked above), no park inside */
+        pct_check_exact(p, e->events, &e->self, &g_read[i - 1].self, &tally); /* exact: its begin anchored (checked above), no park inside */
         exact += p->exact;
         CHECK(wall - p->cpu_ns + PCT_TASK_CLOCK_SLACK_NS >= WAIT_NS); /* off-CPU: the wait for the writer */
     }

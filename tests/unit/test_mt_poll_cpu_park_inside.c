@@ -99,9 +99,9 @@ int main(void) {
         uint64_t wall = p->end - p->start;
         printf("%s poll %d: wall %.3f ms, CPU %.3f ms (the thread's task clock %.3f-%.3f ms, "
                "CLOCK_THREAD_CPUTIME_ID %.3f ms), events %d, exact %d\n",
-               switch_first(i) ? "switch-first" : "park-first", i, wall / 1e6, p->cpu_ns / 1e6, g_self[i].inside / 1e6,
-               g_self[i].around / 1e6, g_self[i].thread_clock / 1e6, p->cpu_events, p->exact);
-        pct_check_exact(p, g_events[i], &g_self[i], &tally);
+               switch_first(i) ? "switch-first" : "park-first", i, wall / 1e6, p->cpu_ns / 1e6, pct_inside(&g_self[i]) / 1e6,
+               pct_around(&g_self[i]) / 1e6, pct_thread_clock(&g_self[i]) / 1e6, p->cpu_events, p->exact);
+        pct_check_exact(p, g_events[i], &g_self[i], i ? &g_self[i - 1] : NULL, &tally);
     }
     pct_report(&tally);
     if (d9t_failed == 0) d9t_rm_rf(dir);

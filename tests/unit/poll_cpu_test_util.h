@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -126,10 +127,11 @@ static inline uint64_t pct_reference_ns(void) {
     return pct_task_clock >= 0 ? tt_task_clock_ns(pct_task_clock) : tt_thread_cpu_ns();
 }
 
-/* One instant of the poll thread: its clocks, and the wall time it has spent off the task clock
- * so far over the stretches measured (pct_point_now). */
+/* One instant of the poll thread: its clocks, its context switches so far, and the wall time it
+ * has spent off the task clock so far over the stretches measured (pct_point_now). */
 typedef struct pct_point {
     uint64_t wall, cpu, thread_cpu; /* thread_cpu: CLOCK_THREAD_CPUTIME_ID, printed beside */
+    long switches;
     uint64_t unaccounted;
 } pct_point;
 static _Thread_local uint64_t pct_unaccounted_ns;
@@ -137,12 +139,16 @@ static _Thread_local pct_point pct_last;
 static _Thread_local bool pct_has_last;
 
 /* The thread's clocks now. `stretch`: the stretch since the last point has no blocking call in
- * it, so its wall time less its task clock (a preemption, or the host stopping the vCPU, which
- * the recorder's estimates count as CPU time and the task clock does not: thread_cpu_clock.h)
- * is added to pct_unaccounted_ns. */
+ * it; when the thread was not switched out in it either, its wall time less its task clock is
+ * the host stopping the vCPU, which the recorder's estimates (the wall time since the thread's
+ * last value, taken only while no switch happened: thread_cpu_clock.h) count as CPU time and
+ * the task clock does not: added to pct_unaccounted_ns. */
 static inline pct_point pct_point_now(bool stretch) {
-    pct_point p = {.thread_cpu = tt_thread_cpu_ns(), .cpu = pct_reference_ns(), .wall = tt_now()};
-    if (stretch && pct_has_last && p.wall - pct_last.wall > p.cpu - pct_last.cpu)
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    pct_point p = {.thread_cpu = tt_thread_cpu_ns(), .cpu = pct_reference_ns(), .wall = tt_now(),
+                   .switches = ru.ru_nvcsw + ru.ru_nivcsw};
+    if (stretch && pct_has_last && p.switches == pct_last.switches && p.wall - pct_last.wall > p.cpu - pct_last.cpu)
         pct_unaccounted_ns += (p.wall - pct_last.wall) - (p.cpu - pct_last.cpu);
     p.unaccounted = pct_unaccounted_ns;
     pct_last = p;
@@ -183,19 +189,22 @@ typedef struct pct_tally {
     int polls, close;           /* close: within the fallback's slack */
     int64_t worst_below_inside; /* the reference inside less the poll's CPU time, at most */
     int64_t worst_above_around; /* the poll's CPU time less the reference around, at most */
-    int64_t worst_thread_clock; /* |the poll's CPU time - CLOCK_THREAD_CPUTIME_ID inside|, at most */
-    int64_t worst_stalls;       /* the widest widening of the slack */
+    int64_t worst_thread_clock_over, worst_thread_clock_under; /* CLOCK_THREAD_CPUTIME_ID inside over / under
+                                                                * the poll's CPU time, at most */
+    int64_t worst_stalls;       /* the widest widening of the slack (the vCPU's stops) */
 } pct_tally;
-#define PCT_TALLY_INIT {.worst_below_inside = INT64_MIN, .worst_above_around = INT64_MIN}
+#define PCT_TALLY_INIT                                                                                        \
+    {.worst_below_inside = INT64_MIN, .worst_above_around = INT64_MIN, .worst_thread_clock_over = INT64_MIN,       \
+     .worst_thread_clock_under = INT64_MIN}
 
 static inline int64_t pct_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* (Checked on any thread once the poll thread is joined: pct_task_clock_refused says its clock.)
  * A poll with one exact PollCpuEvent (events: those the recorder counted at its end) whose CPU
  * time is within its wall time and, on the task clock, between the reference inside its hooks
- * and around them, within PCT_TASK_CLOCK_SLACK_NS and the wall time off the task clock in the
- * measured stretches since the previous poll's begin (prev; NULL: the first), where the
- * recorder's begin and end may have estimated by the wall time: every poll. On the fallback
+ * and around them, within PCT_TASK_CLOCK_SLACK_NS and the vCPU's stops in the measured stretches
+ * since the previous poll's begin (prev; NULL: the first), which the recorder's begin and end
+ * may have estimated over: every poll. On the fallback
  * clock, at least half the reference and never over it (+ its slack); most polls within its
  * slack below it (pct_report). */
 static inline void pct_check_exact(const pct_poll *p, uint64_t events, const pct_measure *m,
@@ -207,11 +216,12 @@ static inline void pct_check_exact(const pct_poll *p, uint64_t events, const pct
     uint64_t inside = pct_inside(m), around = pct_around(m);
     uint64_t stalls = m->after_end.unaccounted - (prev ? prev->after_begin : m->before_begin).unaccounted;
     uint64_t slack = PCT_TASK_CLOCK_SLACK_NS + stalls;
-    int64_t cpu = (int64_t)p->cpu_ns, thread_diff = cpu - (int64_t)pct_thread_clock(m);
+    int64_t cpu = (int64_t)p->cpu_ns, thread_over = (int64_t)pct_thread_clock(m) - cpu;
     t->polls++;
     t->worst_below_inside = pct_max(t->worst_below_inside, (int64_t)inside - cpu);
     t->worst_above_around = pct_max(t->worst_above_around, cpu - (int64_t)around);
-    t->worst_thread_clock = pct_max(t->worst_thread_clock, thread_diff < 0 ? -thread_diff : thread_diff);
+    t->worst_thread_clock_over = pct_max(t->worst_thread_clock_over, thread_over);
+    t->worst_thread_clock_under = pct_max(t->worst_thread_clock_under, -thread_over);
     t->worst_stalls = pct_max(t->worst_stalls, (int64_t)stalls);
     if (!atomic_load(&pct_task_clock_refused)) {
         CHECK(p->cpu_ns + slack >= inside);
@@ -226,8 +236,10 @@ static inline void pct_check_exact(const pct_poll *p, uint64_t events, const pct
 /* The worst distances, and on the fallback clock: most polls within its slack. */
 static inline void pct_report(const pct_tally *t) {
     printf("polls checked: %d; worst: %.1f us below the task clock inside the hooks, %.1f us above it around them; "
-           "%.1f us from CLOCK_THREAD_CPUTIME_ID inside; slack %.0f us + up to %.1f us off the task clock\n",
-           t->polls, t->worst_below_inside / 1e3, t->worst_above_around / 1e3, t->worst_thread_clock / 1e3,
+           "CLOCK_THREAD_CPUTIME_ID inside over it by %.1f us, under by %.1f us; slack %.0f us + up to %.1f us of "
+           "vCPU stops\n",
+           t->polls, t->worst_below_inside / 1e3, t->worst_above_around / 1e3, t->worst_thread_clock_over / 1e3,
+           t->worst_thread_clock_under / 1e3,
            PCT_TASK_CLOCK_SLACK_NS / 1e3, t->worst_stalls / 1e3);
     if (!atomic_load(&pct_task_clock_refused)) return;
     printf("polls within %.1f ms of CLOCK_THREAD_CPUTIME_ID: %d of %d\n", PCT_THREAD_CLOCK_SLACK_NS / 1e6, t->close,

@@ -3,8 +3,11 @@
  *  - a poll that burns 1 ms of CPU, blocks in read() on a pipe that another thread writes
  *    2 ms after the reader is seen blocked (tt_wait_blocked_in: every round blocks however the
  *    machine schedules the threads), and burns 1 ms more, gets one PollCpuEvent right after
- *    its PollEndEvent whose cpu_time_ns is the CPU time the thread measured itself around the
- *    poll (CLOCK_THREAD_CPUTIME_ID) and whose off-CPU time (wall - CPU) holds the 2 ms wait;
+ *    its PollEndEvent whose cpu_time_ns is the CPU time the thread measured itself by its perf
+ *    task clock inside and around the poll's hooks (poll_cpu_test_util.h: the slack is the
+ *    recorder's few us, widened by what a stop of the vCPU adds to its wall-time estimates; not
+ *    CLOCK_THREAD_CPUTIME_ID, which is off by up to ms under load), every poll, and whose
+ *    off-CPU time (wall - CPU) holds the 2 ms wait;
  *    exact exactly when the thread's last CPU-time value was taken under the lock the page had
  *    at the poll's begin (read here from the thread's state: a preemption between the two
  *    makes the begin's CPU time unknowable, and the event must say so); the first 3 come before

@@ -7,11 +7,13 @@
  *    unpark another one, so the thread's last value is no longer the begin's line;
  *  - "park first": 1 ms of CPU, a park, a blocking read(), an unpark, 1 ms of CPU.
  * Each must have exactly one PollCpuEvent right after its PollEndEvent, exact, whose
- * cpu_time_ns is the CPU time the thread measured itself over the poll (CLOCK_THREAD_CPUTIME_ID)
- * and whose off-CPU time holds the waits. Before, the end compared the page with the last
+ * cpu_time_ns is the CPU time the thread measured itself over the poll (its perf task clock
+ * inside and around the hooks, poll_cpu_test_util.h), every poll, and whose off-CPU time holds
+ * the waits. Before, the end compared the page with the last
  * anchor (the unpark's): the poll had no event at all, or "exact 0" when the thread was also
  * switched out after its unpark. Counts only: every read blocks however the threads are
- * scheduled, and the slack is for the hooks' own time, not for a machine's speed. */
+ * scheduled, and the slack is for the recorder's few us (and what a stop of the vCPU adds to its
+ * wall-time estimates, measured), not for a machine's speed. */
 #include <sys/syscall.h>
 #include <unistd.h>
 

@@ -23,9 +23,11 @@
 #include "test_source_util.h"
 
 /* How far a poll's exact CPU time may lie outside the thread's task clock read around (above)
- * and inside (below) its begin and end hooks: the few us of the kernel's return path after a
- * sched-in that an unpark's value leaves out (thread_cpu_clock.h), each hook's own time. */
-#define PCT_TASK_CLOCK_SLACK_NS (50u * 1000u)
+ * and inside (below) its begin and end hooks: the kernel's return path after a sched-in that an
+ * unpark's value leaves out (thread_cpu_clock.h), each hook's own time, interrupts in them.
+ * Measured at load 10-13 (burners, ASan processes starting, a build; 40 runs of each test, 20 ASan
+ * and not): up to 40.5 us below, 37.9 us above; the issue's "100 us" gives 2.5 times that. */
+#define PCT_TASK_CLOCK_SLACK_NS (100u * 1000u)
 /* The same where perf refuses the task clock and CLOCK_THREAD_CPUTIME_ID stands in: that clock
  * charges a woken thread from its wake-up, not its switch-in (task_clock_test_util.h), by up to
  * 1.4 of 2.3 ms a poll under load, so only most polls are required within it. */

@@ -1,6 +1,8 @@
 /* Helpers of the long-poll CPU time tests (core/poll_cpu.h), with the switch records off: the
  * configuration, a start that skips where there is no task-clock page, a CPU burn, and the
- * trace's polls with the PollCpuEvent right after each one's end. Header-only. */
+ * trace's polls with the PollCpuEvent right after each one's end, and the reference each poll's
+ * CPU time is checked against: the thread's task clock around and inside its hooks.
+ * Header-only. */
 #ifndef D9_TESTS_POLL_CPU_TEST_UTIL_H
 #define D9_TESTS_POLL_CPU_TEST_UTIL_H
 
@@ -10,23 +12,27 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "task_clock_test_util.h"
 #include "core/thread_cpu_clock.h"
 #include "dial9/dial9.h"
 #include "test_source_util.h"
 
-#define PCT_SLACK_NS (500u * 1000u) /* task clock vs CLOCK_THREAD_CPUTIME_ID, the hooks' own time */
+/* How far a poll's exact CPU time may lie outside the thread's task clock read around (above)
+ * and inside (below) its begin and end hooks: the kernel's return path after a sched-in that an
+ * unpark's value leaves out (thread_cpu_clock.h), each hook's own time, interrupts in them.
+ * Measured at load 10-13 (burners, ASan processes starting, a build; 40 runs of each test, 20 ASan
+ * and not): up to 40.5 us below, 37.9 us above; the issue's "100 us" gives 2.5 times that. */
+#define PCT_TASK_CLOCK_SLACK_NS (100u * 1000u)
+/* The same where perf refuses the task clock and CLOCK_THREAD_CPUTIME_ID stands in: that clock
+ * charges a woken thread from its wake-up, not its switch-in (task_clock_test_util.h), by up to
+ * 1.4 of 2.3 ms a poll under load, so only most polls are required within it. */
+#define PCT_THREAD_CLOCK_SLACK_NS (500u * 1000u)
 #define PCT_MAX_POLLS 64
-
-/* Burn ns of the thread's CPU time. */
-static inline void pct_burn(uint64_t ns) {
-    uint64_t until = tt_thread_cpu_ns() + ns;
-    while (tt_thread_cpu_ns() < until) {
-    }
-}
 
 /* Record into dir with no switch records: the CPU time alone must account. */
 static inline void pct_config(d9_config *cfg, char *dir) {
@@ -96,28 +102,152 @@ static inline void pct_on_event(const d9_event *ev, pct_seen *s) {
     }
 }
 
-/* A poll with one exact PollCpuEvent (events: those the recorder counted at its end) whose CPU
- * time is within its wall time, never over the thread's own measure self_cpu (+ the slack), and
- * at least half of it (less: the hook lost part of the poll). True when it is also within the
- * slack below self_cpu: on a busy VM a few polls in a hundred are not (the thread's clock counts
- * what the task clock leaves out: steal, the first park's perf_event_open; seen 1.4 of 2.3 ms
- * with two suites beside), so callers require that of most polls, not all: pct_check_most. */
-static inline bool pct_check_exact(const pct_poll *p, uint64_t events, uint64_t self_cpu) {
+/* The reference: the poll thread's perf task clock (task_clock_test_util.h), which starts and
+ * stops at the switches as the recorder's page does, so a poll's CPU time lies between the
+ * reads inside and around its hooks. Where perf refuses it, CLOCK_THREAD_CPUTIME_ID, said. */
+static _Thread_local int pct_task_clock = -1;
+static _Atomic int pct_task_clock_refused; /* errno of the first refusal, 0: none */
+
+/* On the poll thread, before its polls. */
+static inline void pct_reference_open(void) {
+    int fd = tt_task_clock_open();
+    if (fd >= 0) {
+        pct_task_clock = fd;
+        return;
+    }
+    atomic_store(&pct_task_clock_refused, -fd);
+    printf("reference: CLOCK_THREAD_CPUTIME_ID, most polls within %.1f ms (perf's task clock refused: %s)\n",
+           PCT_THREAD_CLOCK_SLACK_NS / 1e6, strerror(-fd));
+}
+
+static inline void pct_reference_close(void) {
+    if (pct_task_clock >= 0) close(pct_task_clock);
+    pct_task_clock = -1;
+}
+
+static inline uint64_t pct_reference_ns(void) {
+    return pct_task_clock >= 0 ? tt_task_clock_ns(pct_task_clock) : tt_thread_cpu_ns();
+}
+
+/* One instant of the poll thread: its clocks, its context switches so far, and the wall time it
+ * has spent off the task clock so far over the stretches measured (pct_point_now). */
+typedef struct pct_point {
+    uint64_t wall, cpu, thread_cpu; /* thread_cpu: CLOCK_THREAD_CPUTIME_ID, printed beside */
+    long switches;
+    uint64_t unaccounted;
+} pct_point;
+static _Thread_local uint64_t pct_unaccounted_ns;
+static _Thread_local pct_point pct_last;
+static _Thread_local bool pct_has_last;
+
+/* The thread's clocks now. `stretch`: the stretch since the last point has no blocking call in
+ * it; when the thread was not switched out in it either, its wall time less its task clock is
+ * the host stopping the vCPU, which the recorder's estimates (the wall time since the thread's
+ * last value, taken only while no switch happened: thread_cpu_clock.h) count as CPU time and
+ * the task clock does not: added to pct_unaccounted_ns. */
+static inline pct_point pct_point_now(bool stretch) {
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    pct_point p = {.thread_cpu = tt_thread_cpu_ns(), .cpu = pct_reference_ns(), .wall = tt_now(),
+                   .switches = ru.ru_nvcsw + ru.ru_nivcsw};
+    if (stretch && pct_has_last && p.switches == pct_last.switches && p.wall - pct_last.wall > p.cpu - pct_last.cpu)
+        pct_unaccounted_ns += (p.wall - pct_last.wall) - (p.cpu - pct_last.cpu);
+    p.unaccounted = pct_unaccounted_ns;
+    pct_last = p;
+    pct_has_last = true;
+    return p;
+}
+
+/* Burn ns of the thread's CPU time, a measured stretch. */
+static inline void pct_burn(uint64_t ns) {
+    pct_point_now(false);
+    uint64_t until = tt_thread_cpu_ns() + ns;
+    while (tt_thread_cpu_ns() < until) {
+    }
+    pct_point_now(true);
+}
+
+/* One poll's reference, taken by its thread: pct_mark_* in this order around its d9_poll_begin
+ * and d9_poll_end calls (the code between the marks outside a poll, and the hooks, are measured
+ * stretches; so are its burns). */
+typedef struct pct_measure {
+    pct_point before_begin, after_begin, before_end, after_end;
+} pct_measure;
+
+static inline void pct_mark_before_begin(pct_measure *m) { m->before_begin = pct_point_now(true); }
+static inline void pct_mark_after_begin(pct_measure *m) { m->after_begin = pct_point_now(true); }
+static inline void pct_mark_before_end(pct_measure *m) { m->before_end = pct_point_now(true); }
+static inline void pct_mark_after_end(pct_measure *m) { m->after_end = pct_point_now(true); }
+
+/* The reference's CPU time inside the hooks and around them; CLOCK_THREAD_CPUTIME_ID's inside. */
+static inline uint64_t pct_inside(const pct_measure *m) { return m->before_end.cpu - m->after_begin.cpu; }
+static inline uint64_t pct_around(const pct_measure *m) { return m->after_end.cpu - m->before_begin.cpu; }
+static inline uint64_t pct_thread_clock(const pct_measure *m) {
+    return m->before_end.thread_cpu - m->after_begin.thread_cpu;
+}
+
+/* The polls checked against the reference: the worst distances, for the report. */
+typedef struct pct_tally {
+    int polls, close;           /* close: within the fallback's slack */
+    int64_t worst_below_inside; /* the reference inside less the poll's CPU time, at most */
+    int64_t worst_above_around; /* the poll's CPU time less the reference around, at most */
+    int64_t worst_thread_clock_over, worst_thread_clock_under; /* CLOCK_THREAD_CPUTIME_ID inside over / under
+                                                                * the poll's CPU time, at most */
+    int64_t worst_stalls;       /* the widest widening of the slack (the vCPU's stops) */
+} pct_tally;
+#define PCT_TALLY_INIT                                                                                        \
+    {.worst_below_inside = INT64_MIN, .worst_above_around = INT64_MIN, .worst_thread_clock_over = INT64_MIN,       \
+     .worst_thread_clock_under = INT64_MIN}
+
+static inline int64_t pct_max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* (Checked on any thread once the poll thread is joined: pct_task_clock_refused says its clock.)
+ * A poll with one exact PollCpuEvent (events: those the recorder counted at its end) whose CPU
+ * time is within its wall time and, on the task clock, between the reference inside its hooks
+ * and around them, within PCT_TASK_CLOCK_SLACK_NS and the vCPU's stops in the measured stretches
+ * since the previous poll's begin (prev; NULL: the first), which the recorder's begin and end
+ * may have estimated over: every poll. On the fallback
+ * clock, at least half the reference and never over it (+ its slack); most polls within its
+ * slack below it (pct_report). */
+static inline void pct_check_exact(const pct_poll *p, uint64_t events, const pct_measure *m,
+                                   const pct_measure *prev, pct_tally *t) {
     CHECK_EQ_U64(p->cpu_events, 1);
     CHECK_EQ_U64(events, 1);
     CHECK(p->exact);
-    CHECK(p->cpu_ns * 2 + PCT_SLACK_NS >= self_cpu);
-    CHECK(p->cpu_ns <= self_cpu + PCT_SLACK_NS);
     CHECK(p->cpu_ns <= p->end - p->start);
-    return p->cpu_ns + PCT_SLACK_NS >= self_cpu;
+    uint64_t inside = pct_inside(m), around = pct_around(m);
+    uint64_t stalls = m->after_end.unaccounted - (prev ? prev->after_begin : m->before_begin).unaccounted;
+    uint64_t slack = PCT_TASK_CLOCK_SLACK_NS + stalls;
+    int64_t cpu = (int64_t)p->cpu_ns, thread_over = (int64_t)pct_thread_clock(m) - cpu;
+    t->polls++;
+    t->worst_below_inside = pct_max(t->worst_below_inside, (int64_t)inside - cpu);
+    t->worst_above_around = pct_max(t->worst_above_around, cpu - (int64_t)around);
+    t->worst_thread_clock_over = pct_max(t->worst_thread_clock_over, thread_over);
+    t->worst_thread_clock_under = pct_max(t->worst_thread_clock_under, -thread_over);
+    t->worst_stalls = pct_max(t->worst_stalls, (int64_t)stalls);
+    if (!atomic_load(&pct_task_clock_refused)) {
+        CHECK(p->cpu_ns + slack >= inside);
+        CHECK(p->cpu_ns <= around + slack);
+        return;
+    }
+    CHECK(p->cpu_ns * 2 + PCT_THREAD_CLOCK_SLACK_NS >= inside);
+    CHECK(p->cpu_ns <= inside + PCT_THREAD_CLOCK_SLACK_NS);
+    t->close += p->cpu_ns + PCT_THREAD_CLOCK_SLACK_NS >= inside;
 }
 
-/* Of n exact polls, `close` were within the slack of the thread's own measure: most must be. */
-static inline void pct_check_most(int close, int n) {
-    printf("polls within %.1f ms of the thread's own CPU time: %d of %d\n", PCT_SLACK_NS / 1e6, close, n);
-    CHECK(close * 2 >= n);
+/* The worst distances, and on the fallback clock: most polls within its slack. */
+static inline void pct_report(const pct_tally *t) {
+    printf("polls checked: %d; worst: %.1f us below the task clock inside the hooks, %.1f us above it around them; "
+           "CLOCK_THREAD_CPUTIME_ID inside over it by %.1f us, under by %.1f us; slack %.0f us + up to %.1f us of "
+           "vCPU stops\n",
+           t->polls, t->worst_below_inside / 1e3, t->worst_above_around / 1e3, t->worst_thread_clock_over / 1e3,
+           t->worst_thread_clock_under / 1e3,
+           PCT_TASK_CLOCK_SLACK_NS / 1e3, t->worst_stalls / 1e3);
+    if (!atomic_load(&pct_task_clock_refused)) return;
+    printf("polls within %.1f ms of CLOCK_THREAD_CPUTIME_ID: %d of %d\n", PCT_THREAD_CLOCK_SLACK_NS / 1e6, t->close,
+           t->polls);
+    CHECK(t->close * 2 >= t->polls);
 }
-
 
 /* A pipe that a reader blocks on and a writer writes only once the reader is blocked in its
  * read(): every such read is a switch, however the threads are scheduled. */

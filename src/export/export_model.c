@@ -212,7 +212,7 @@ static uint32_t saturate32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : (u
 static int add_mark(d9_xmodel *m, const d9_event *ev) {
     struct d9_xbuild *b = m->build;
     mark k;
-    d9m_mark_read(ev, b->schedstat, &k);
+    if (!d9m_mark_read(ev, b->schedstat, &k)) return 0; /* not a poll or park mark */
     k.seq = (uint32_t)b->seq;
     if (k.kind == D9M_POLL_START) k.loc = str_of(m, ev, ev->schema->bind.field[D9_KF_SPAWN_LOC]);
     uint64_t ignored;

@@ -12,8 +12,12 @@
  *      "did not sleep": the unpark right after the park: the park reads nothing, the unpark at
  *        most once (the read deferred to it, never added: once a round before too);
  *  - long periods (DIAL9_POLL_CPU_MIN_US=1: a park may be 50 ns short; the blocking read leaves
- *    more than that unaccounted): an unpark, the blocking read, a park: the park reads, once a
- *    round.
+ *    more than that unaccounted): an unpark right after the park, the blocking read, a park:
+ *    the park reads, once a round, wherever the thread's value before it came from the park's
+ *    read (the unpark saw no sched-in since). Not after an unpark that took the page's value
+ *    (the thread was preempted between the park and its unpark): that value is short by the
+ *    kernel's wake-up path after the sched-in, which the next park's bound then counts as CPU
+ *    (a vCPU the host stopped there made it exceed the off-CPU time: 1 run in ~100 here).
  * The trace's parks and unparks of the worker: values never go down, and each park's is at most
  * the exact count the thread read right after it (a lower bound where it did not read); how
  * far below, for the short periods, is printed. */
@@ -30,6 +34,7 @@
 
 typedef struct round {
     uint32_t park_reads, unpark_reads;
+    bool after_page_value; /* the value before this round's park was an unpark's page value */
     uint64_t exact_after_park; /* base + the event's count, right after the park */
 } round;
 
@@ -39,7 +44,7 @@ static int g_reads_planned;
 static round g_rounds[ROUNDS];
 static _Atomic pid_t g_tid;
 
-static bool sleeps(int i) { return g_long || i % 2 == 0; }
+static bool sleeps(int i) { return !g_long && i % 2 == 0; }
 
 /* The exact value now, as the recorder takes it (the same base). */
 static uint64_t exact_now(void) {
@@ -62,21 +67,26 @@ static void *reader(void *arg) {
     atomic_store(&g_tid, gettid());
     atomic_store(&g_pipe.reader_tid, gettid());
     d9_worker_begin("parkreads", 0);
-    d9_park(); /* the thread's page, its first values */
-    d9_unpark();
     d9_tcc_state *s = &d9__tls_cpu_clock;
+    d9_park(); /* the thread's page, its first values */
+    uint32_t reads = s->exact_reads;
+    d9_unpark(); /* a read (the park's value is the page's first, no line) */
+    bool page_value = s->exact_reads == reads;
     for (int i = 0; i < ROUNDS; i++) {
+        g_rounds[i].after_page_value = page_value;
         if (!g_long) d9_poll_begin(100 + (uint64_t)i, D9_HERE);
         pct_blocking_read(&g_pipe); /* the switch inside the active period */
         if (!g_long) d9_poll_end();
-        uint32_t reads = s->exact_reads;
+        reads = s->exact_reads;
         d9_park();
+        uint32_t park_lock = s->lock;
         g_rounds[i].park_reads = s->exact_reads - reads;
         g_rounds[i].exact_after_park = exact_now();
         if (sleeps(i)) pct_blocking_read(&g_pipe); /* the poller's sleep */
         reads = s->exact_reads;
         d9_unpark();
         g_rounds[i].unpark_reads = s->exact_reads - reads;
+        page_value = s->exact_reads == reads && s->lock != park_lock; /* a sched-in since the park */
     }
     d9_worker_end();
     return NULL;
@@ -122,11 +132,13 @@ static bool record(bool long_periods) {
     marks m = {.tid = (uint32_t)atomic_load(&g_tid)};
     CHECK(d9t_decode_run(d9_run_dir(), on_event, &m) == 0);
     CHECK_EQ_U64(m.n, MARKS);
-    int park_reads = 0, unpark_reads = 0, slept_unpark_reads = 0, bounded = 0, never_down = 0;
+    int park_reads = 0, unpark_reads = 0, slept_unpark_reads = 0, bounded = 0, never_down = 0, due = 0;
     uint64_t most_below = 0, sum_below = 0;
     for (int i = 0; i < ROUNDS; i++) {
         const round *r = &g_rounds[i];
         park_reads += (int)r->park_reads;
+        if (!r->after_page_value) due++;
+        if (long_periods && !r->after_page_value) CHECK_EQ_U64(r->park_reads, 1);
         unpark_reads += (int)r->unpark_reads;
         if (sleeps(i)) slept_unpark_reads += (int)r->unpark_reads;
         CHECK(r->unpark_reads <= 1);
@@ -144,9 +156,9 @@ static bool record(bool long_periods) {
     CHECK_EQ_U64(bounded, ROUNDS);
     CHECK_EQ_U64(slept_unpark_reads, 0); /* after a sleep, the page's value */
     if (long_periods) {
-        CHECK_EQ_U64(park_reads, ROUNDS);
-        printf("long periods: %d parks after a switch, %d exact reads at them, %d at the unparks\n", ROUNDS,
-               park_reads, unpark_reads);
+        CHECK(due >= ROUNDS / 2); /* preempted between a park and its unpark in most rounds: no test */
+        printf("long periods: %d parks after a switch, %d after a value from a read, %d exact reads at them, %d at "
+               "the unparks\n", ROUNDS, due, park_reads, unpark_reads);
     } else {
         CHECK_EQ_U64(park_reads, 0);
         printf("short periods: %d parks after a switch, %d exact reads at them (before: one each), %d at the %d "

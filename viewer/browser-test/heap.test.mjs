@@ -1,6 +1,7 @@
 // The sampled heap on a trace recorded here: tests/preload/d9p_heap's leak (4 KiB blocks from
-// leak_inner <- leak_middle <- leak_outer, among churn of mixed sizes) under the preload shim with
-// DIAL9_MEMORY_PROFILE_ENABLED=1, one sample per 64 KiB, seeded. The viewer shows a Heap button;
+// leak_inner <- leak_middle <- leak_outer, among churn of mixed sizes) under the preload shim and
+// its heap library with DIAL9_MEMORY_PROFILE_ENABLED=1, one sample per 64 KiB, seeded. The
+// viewer shows a Heap button;
 // its panel draws the in-use line and a flame graph; its totals and every site's allocated and
 // in-use bytes equal what the C model computes on the same files (`dial9 analyze --json`); the
 // site holding the most at the end is leak_inner, as analyze says. Skips, saying so, when the
@@ -16,8 +17,9 @@ import { startBrowser, openPage, settled, writeArtifact, screenshot, repoRoot } 
 const build = path.resolve(process.env.D9_BUILD_DIR || path.join(repoRoot, 'build'));
 const dial9 = path.join(build, 'dial9');
 const shim = path.join(build, 'libdial9-preload.so');
+const heapShim = path.join(build, 'libdial9-preload-heap.so'); // the allocator's interposers: heap profiling only
 const helper = path.join(build, 'tests', 'preload', 'd9p_heap');
-const missing = [dial9, shim, helper].filter((f) => !fs.existsSync(f));
+const missing = [dial9, shim, heapShim, helper].filter((f) => !fs.existsSync(f));
 
 let browser;
 let recorded = null; // {files, c: analyze --json}
@@ -27,7 +29,7 @@ before(async () => {
   const traces = path.join(dir, 'traces');
   const run = spawnSync(helper, ['leak', '4000'], {
     env: {
-      ...process.env, LD_PRELOAD: shim, DIAL9_TRACE_DIR: traces, DIAL9_MEMORY_PROFILE_ENABLED: '1',
+      ...process.env, LD_PRELOAD: `${shim}:${heapShim}`, DIAL9_TRACE_DIR: traces, DIAL9_MEMORY_PROFILE_ENABLED: '1',
       DIAL9_MEMORY_SAMPLE_BYTES: '65536', DIAL9_MEMORY_SEED: '1',
     },
     encoding: 'utf8', timeout: 180000,

@@ -64,10 +64,10 @@ static uint64_t thread_cputime_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The calling thread's task-clock event: its fd, or -errno. exclude_kernel and exclude_hv let
- * an unprivileged thread open it at perf_event_paranoid 2; a task clock counts the thread's
- * time on CPU whatever they say (it is the context's time, not a sampled count). */
-static int open_task_clock(void) {
+/* exclude_kernel and exclude_hv let an unprivileged thread open it at perf_event_paranoid 2; a
+ * task clock counts the thread's time on CPU whatever they say (it is the context's time, not a
+ * sampled count). */
+int d9_task_clock_open(void) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.size = sizeof a;
@@ -123,7 +123,7 @@ static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
         snprintf(why, why_size, "a seccomp filter installed after the start");
         return false;
     }
-    int fd = open_task_clock();
+    int fd = d9_task_clock_open();
     if (fd < 0) {
         snprintf(why, why_size, "perf_event_open(PERF_COUNT_SW_TASK_CLOCK) refused: %s", strerror(-fd));
         return false;
@@ -249,7 +249,7 @@ static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool u
     }
     /* the probe: can this thread have the event and its page? */
     g_seccomp_at_start = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
-    int fd = open_task_clock();
+    int fd = d9_task_clock_open();
     void *page = fd < 0 ? MAP_FAILED : mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
     char why[160] = "";
     if (fd < 0) snprintf(why, sizeof why, "perf_event_open(PERF_COUNT_SW_TASK_CLOCK) refused: %s", strerror(-fd));

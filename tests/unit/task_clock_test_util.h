@@ -16,27 +16,14 @@
 #ifndef D9_TESTS_TASK_CLOCK_TEST_UTIL_H
 #define D9_TESTS_TASK_CLOCK_TEST_UTIL_H
 
-#include <errno.h>
-#include <linux/perf_event.h>
 #include <stdint.h>
-#include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-/* The calling thread's task-clock event: its fd, or -errno (perf_event_open refused).
- * exclude_kernel and exclude_hv keep it allowed at perf_event_paranoid 2; the task clock
- * counts time, kernel mode included, either way. */
-static inline int tt_task_clock_open(void) {
-    struct perf_event_attr a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_TASK_CLOCK;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    return fd < 0 ? -errno : (int)fd;
-}
+#include "core/thread_cpu_clock.h"
+
+/* The calling thread's task-clock event, opened as the recorder opens its own: its fd, or
+ * -errno (perf_event_open refused). */
+static inline int tt_task_clock_open(void) { return d9_task_clock_open(); }
 
 /* The event's count: the thread's task clock in ns, up to now (0 when the read fails). */
 static inline uint64_t tt_task_clock_ns(int fd) {

@@ -742,8 +742,12 @@ static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const ta
     bool fast = false;
     /* the span's tasks, looked up once: the split and the split by cause read both */
     const task_state *tbegin = !s->begin_task ? NULL : begin_t ? begin_t : task_find(m, s->begin_task);
-    const task_state *tend = !s->end_task || s->end_task == s->begin_task ? NULL : end_t ? end_t : task_find(m, s->end_task);
-    if (!s->begin_task || !s->end_task || s->begin_task == s->end_task) { /* one task, or none */
+    const task_state *tend = !s->end_task ? NULL : end_t ? end_t : task_find(m, s->end_task);
+    /* one task: the same state at both ends (an id the reader saw again after its task's
+     * termination is another task: then two) */
+    bool one = !s->begin_task || !s->end_task || tend == tbegin;
+    if (one && s->begin_task) tend = NULL;
+    if (one) { /* one task, or none */
         const task_state *t = s->begin_task ? tbegin : tend;
         bool ok = true;
         fast = !t || split_one_task(m, t, lo, hi, len, &n, &ok);

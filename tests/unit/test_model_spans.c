@@ -218,6 +218,20 @@ static void task_states(void) {
     CHECK_EQ_U64(g.s[1].poll_parts.ns[D9M_PART_RUNNABLE], 10);
     CHECK_EQ_U64(g.s[1].poll_parts.ns[D9M_PART_ON_CPU], 90);
     CHECK_EQ_U64(g.s[1].npoll_stacks, 0);
+
+    /* task 3 terminates inside a span it began; its id is seen again, a new task to the reader,
+     * which ends the span: both tasks' polls count */
+    CHECK_EQ_U64(d9m_spans_task_poll(m, c, 500, 520), 0);
+    CHECK_EQ_U64(d9m_spans_task_begin(m, 510, 7, 44, 3, c, 0, 11), 0);
+    CHECK_EQ_U64(d9m_spans_task_terminate(m, c), 0);
+    d9m_span_task *c2 = d9m_spans_task_new(m, 3);
+    CHECK(c2 != NULL && c2 != c);
+    CHECK_EQ_U64(d9m_spans_task_poll(m, c2, 600, 650), 0);
+    CHECK_EQ_U64(d9m_spans_task_end(m, 640, 7, 44, 3, c2, 0, 11), 0);
+    CHECK_EQ_U64(g.n, 3);
+    CHECK_EQ_U64(g.s[2].parts.poll_ns, 10 + 40); /* 510..520 (the first task 3), 600..640 */
+    CHECK_EQ_U64(g.s[2].parts.wait_ns, 80);      /* the first after its poll, 520..600 */
+    check_adds_up(&g.s[2]);
     d9m_spans_free(m);
 }
 

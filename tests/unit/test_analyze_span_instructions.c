@@ -44,7 +44,7 @@
  * split (span_stats.c): 2 156.4 -> 2 101.4. ~0.6 % of room (the count is the same run to run):
  * it fails on the build before (2 156.4: D9_DIAL9=that build's dial9). */
 #define BOUND_PER_SPAN 2115.0
-/* The libuv shape: 2 787.1 a span with the span model's own task table by id, 2 429.2 with the
+/* The libuv shape: 2 787.1 a span with the span model's own task table by id, 2 430.2 with the
  * states held by the sweep's tasks (d9m_spans_task_*, span_sweep.h) and the sweep's task found
  * last checked first; ~1 % of room: it fails on the build before (D9_DIAL9=that build's
  * dial9). The one-task shape does not move (2 085.4 -> 2 087.7): its single task was the

@@ -40,8 +40,9 @@ static inline void d9a_attr_poll_begin(d9a_analysis *a, worker *w, const d9a_rec
     w->at_open = true;
     d9m_attr_begin(&w->at, r->ts, r->ts + r->dur);
     d9m_coverage_gaps(&a->swcov, w->id, &w->at);
-    w->at_task = r->id;
-    if (a->spans.model && w->at.ngaps && d9m_spans_poll_gaps(a->spans.model, r->id, &w->at) != 0)
+    w->at_span = a->spans.model ? a->spans.polled : NULL; /* d9a_spans_poll's, just before */
+    w->at_span_gen = w->at_span ? d9m_span_task_gen(w->at_span) : 0;
+    if (w->at_span && w->at.ngaps && d9m_spans_task_poll_gaps(a->spans.model, w->at_span, &w->at) != 0)
         a->spans.failed = true;
     w->at_loc = r->ref;
     w->at_slot = slot;
@@ -83,7 +84,7 @@ static inline void d9a_attr_stack_add(d9a_analysis *a, worker *w, uint32_t stack
 static inline void d9a_attr_offcpu(d9a_analysis *a, worker *w, const d9a_rec *r, uint32_t stack) {
     if (!w->at_open || r->ts < w->at.start || r->ts >= w->at.end) return;
     bool preempted = r->aux != 0;
-    if (a->spans.model) d9a_spans_poll_off(a, w, r, preempted, stack);
+    if (w->at_span) d9a_spans_poll_off(a, w, r, preempted, stack);
     uint64_t covered =
         d9m_attr_offcpu(&w->at, r->ts, r->ts + r->dur, preempted ? D9M_PART_RUNNABLE : D9M_PART_BLOCKED_OTHER);
     w->at_unmatched_ns = 0;
@@ -112,7 +113,7 @@ static inline void d9a_attr_sample(d9a_analysis *a, worker *w, const d9a_rec *r)
     d9a_attr_stack_add(a, w, r->ref, w->at_unmatched_ns);
     if (w->at_pc.longest_ts == w->at_unmatched_ts) w->at_pc.longest_explained = true;
     w->at_unmatched_ns = 0;
-    if (a->spans.model) d9m_spans_poll_off_stack(a->spans.model, w->at_task, r->ref);
+    if (w->at_span) d9m_spans_task_poll_off_stack(a->spans.model, w->at_span, w->at_span_gen, r->ref);
 }
 
 #endif

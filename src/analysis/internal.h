@@ -68,7 +68,9 @@ typedef struct worker {
     d9m_attr_poll at;
     uint32_t at_loc, at_gen, nat_stk, at_stk_cap;
     long at_slot;
-    uint64_t at_task; /* the task it polls (the span model's attribution, span_stats.h) */
+    d9m_span_task *at_span; /* the span model's state of the task it polls, and its generation
+                               when the poll began (the task may end inside the poll) */
+    uint32_t at_span_gen;
     uint64_t at_unmatched_ts, at_unmatched_ns; /* the latest blocked interval,
                               while no stack is matched to it (ns 0: none) */
     attr_stack *at_stk; /* every distinct blocking stack of the poll (nat_stk of at_stk_cap) */
@@ -81,6 +83,7 @@ typedef struct worker {
 typedef struct task {
     uint64_t id;
     d9m_wake_state wake; /* its wakes and its poll, linked (model/wake_link.h) */
+    d9m_span_task *span; /* its state in the span model (span_sweep.h; NULL: none yet) */
     uint32_t loc;
     uint32_t polls, hops;
     uint16_t last_worker;
@@ -220,6 +223,8 @@ struct d9a_analysis {
     size_t nwlist;
     task *tasks;
     uint32_t ntasks, tasks_cap, free_task;
+    uint32_t task_hit; /* the task found last, +1 (0: none): a wake and its poll, a poll and
+                          the span marks inside it ask for the same task one after the other */
     d9_u64_map task_index;
     tid_state *tids;
     uint32_t ntids, tids_cap;
@@ -274,7 +279,16 @@ static inline worker *d9a_worker(d9a_analysis *a, uint64_t id) {
 #define D9A_SWITCH_MATCH_NS D9M_SWITCH_STACK_MATCH_NS /* a context-switch sample and its switch-out */
 int d9a_sweep_flush(d9a_analysis *a, bool all);
 int d9a_sweep_finish(d9a_analysis *a);
-task *d9a_task(d9a_analysis *a, uint64_t id, bool create);
+task *d9a_task_lookup(d9a_analysis *a, uint64_t id, bool create);
+/* The task of id (made when create and none), NULL when none or out of memory (a->failed):
+ * the last one found is checked first, inline. */
+static inline task *d9a_task(d9a_analysis *a, uint64_t id, bool create) {
+    if (a->task_hit) {
+        task *h = &a->tasks[a->task_hit - 1];
+        if (h->in_use && h->id == id) return h;
+    }
+    return d9a_task_lookup(a, id, create);
+}
 loc_stats *d9a_loc_grow(d9a_analysis *a, uint32_t loc);
 /* The statistics of location loc (NULL when out of memory). Inline: once per poll. */
 static inline loc_stats *d9a_loc(d9a_analysis *a, uint32_t loc) {

@@ -59,8 +59,8 @@ static void on_span(void *ctx, const d9m_span *sp) {
 
 void d9a_spans_poll_off(d9a_analysis *a, const worker *w, const d9a_rec *r, bool preempted, uint32_t stack) {
     d9m_part part = preempted ? D9M_PART_RUNNABLE : D9M_PART_BLOCKED_OTHER;
-    if (d9m_spans_poll_off(a->spans.model, w->at_task, r->ts, r->ts + r->dur, part,
-                           stack == D9A_NO_ID ? D9M_SPAN_NO_STACK : stack) != 0)
+    if (d9m_spans_task_poll_off(a->spans.model, w->at_span, w->at_span_gen, r->ts, r->ts + r->dur, part,
+                                stack == D9A_NO_ID ? D9M_SPAN_NO_STACK : stack) != 0)
         a->spans.failed = true;
 }
 

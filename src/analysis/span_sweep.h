@@ -7,23 +7,38 @@
 
 #include "analysis/internal.h"
 
-static inline void d9a_spans_poll(d9a_analysis *a, const d9a_rec *r) {
-    if (d9m_spans_poll(a->spans.model, r->id, r->ts, r->ts + r->dur) != 0) a->spans.failed = true;
+/* Task t's state in the model, made at its first need. */
+static inline d9m_span_task *d9a_span_task_of(d9a_analysis *a, task *t) {
+    if (!t->span && !(t->span = d9m_spans_task_new(a->spans.model, t->id))) a->spans.failed = true;
+    return t->span;
 }
 
-static inline void d9a_spans_wake(d9a_analysis *a, const d9a_rec *r) {
-    if (d9m_spans_wake(a->spans.model, r->id, r->ts) != 0) a->spans.failed = true;
+/* The state of task `id` (0: none), its sweep's task made if it has none yet. */
+static inline d9m_span_task *d9a_span_task(d9a_analysis *a, uint64_t id) {
+    task *t = id ? d9a_task(a, id, true) : NULL;
+    return t ? d9a_span_task_of(a, t) : NULL;
 }
 
-static inline void d9a_spans_terminate(d9a_analysis *a, const d9a_rec *r) {
-    if (d9m_spans_terminate(a->spans.model, r->id) != 0) a->spans.failed = true;
+/* Before the sweep's own step, which takes the task found here (NULL: none, for id 0). */
+static inline task *d9a_spans_poll(d9a_analysis *a, const d9a_rec *r) {
+    task *t = r->id ? d9a_task(a, r->id, true) : NULL;
+    d9m_span_task *st = t ? d9a_span_task_of(a, t) : NULL;
+    a->spans.polled = st;
+    if (d9m_spans_task_poll(a->spans.model, st, r->ts, r->ts + r->dur) != 0) a->spans.failed = true;
+    return t;
+}
+
+/* A wake of task t (NULL: of no task, which only moves the model's clock). */
+static inline void d9a_spans_wake(d9a_analysis *a, task *t, const d9a_rec *r) {
+    if (d9m_spans_task_wake(a->spans.model, t ? d9a_span_task_of(a, t) : NULL, r->ts) != 0) a->spans.failed = true;
 }
 
 /* A span mark: D9A_REC_QUEUE with aux D9A_SPAN_BEGIN / D9A_SPAN_END (records.h). */
 static inline void d9a_spans_mark(d9a_analysis *a, const d9a_rec *r) {
     d9m_spans *m = a->spans.model;
-    int rc = r->aux == D9A_SPAN_BEGIN ? d9m_spans_begin(m, r->ts, r->ref, r->id, r->dur, r->worker, 0)
-             : r->aux == D9A_SPAN_END ? d9m_spans_end(m, r->ts, r->ref, r->id, r->dur, r->worker, 0)
+    d9m_span_task *t = d9a_span_task(a, r->dur);
+    int rc = r->aux == D9A_SPAN_BEGIN ? d9m_spans_task_begin(m, r->ts, r->ref, r->id, r->dur, t, r->worker, 0)
+             : r->aux == D9A_SPAN_END ? d9m_spans_task_end(m, r->ts, r->ref, r->id, r->dur, t, r->worker, 0)
                                       : 0;
     if (rc != 0) a->spans.failed = true;
 }

@@ -10,9 +10,12 @@
 #include "analysis/internal.h"
 #include "analysis/span_sweep.h"
 
-task *d9a_task(d9a_analysis *a, uint64_t id, bool create) {
+task *d9a_task_lookup(d9a_analysis *a, uint64_t id, bool create) {
     uint64_t *i = d9_u64_map_get(&a->task_index, id);
-    if (i) return &a->tasks[*i];
+    if (i) {
+        a->task_hit = (uint32_t)*i + 1;
+        return &a->tasks[*i];
+    }
     if (!create) return NULL;
     uint32_t idx;
     if (a->free_task != D9A_NO_ID) {
@@ -38,11 +41,15 @@ task *d9a_task(d9a_analysis *a, uint64_t id, bool create) {
     task *t = &a->tasks[idx];
     *t = (task){.id = id, .loc = D9A_NO_ID, .last_worker = UINT16_MAX, .in_use = true,
               .next_free = D9A_NO_ID};
+    a->task_hit = idx + 1;
     return t;
 }
 
+/* The task terminated: its span state goes back to the model, which keeps it while a span
+ * that may read it is open. */
 static void task_release(d9a_analysis *a, task *t) {
     uint32_t idx = (uint32_t)(t - a->tasks);
+    if (t->span && d9m_spans_task_terminate(a->spans.model, t->span) != 0) a->spans.failed = true;
     d9_u64_map_remove(&a->task_index, t->id);
     t->in_use = false;
     t->next_free = a->free_task;
@@ -144,7 +151,7 @@ static void close_pending(d9a_analysis *a, worker *w, uint64_t next) {
 /* A late record (older than what was already handed on) still counts in durations and
  * totals, but does not move a worker's current poll or park back in time, and takes no part in
  * pairing wakes with polls or in migrations: those would pair across the gap. */
-static void on_poll(d9a_analysis *a, const d9a_rec *r, bool late) {
+static void on_poll(d9a_analysis *a, const d9a_rec *r, bool late, task *known) {
     worker *w = rec_worker(a, r->worker);
     loc_stats *L = d9a_loc(a, r->ref);
     if (!w || !L) return;
@@ -203,7 +210,7 @@ static void on_poll(d9a_analysis *a, const d9a_rec *r, bool late) {
         }
     }
 
-    task *t = d9a_task(a, r->id, true);
+    task *t = known ? known : d9a_task(a, r->id, true);
     if (!t) return;
     d9m_wake_link link;
     if (d9m_wake_poll(&t->wake, r->ts, r->ts + r->dur, &link)) {
@@ -335,8 +342,8 @@ static void sweep_one(d9a_analysis *a, const d9a_rec *r) {
     bool spans = !late && a->spans.model;
     switch (r->kind) {
     case D9A_REC_POLL:
-        if (spans) d9a_spans_poll(a, r);
-        on_poll(a, r, late);
+        /* the span model's task is the sweep's (nothing makes tasks in between) */
+        on_poll(a, r, late, spans ? d9a_spans_poll(a, r) : NULL);
         break;
     case D9A_REC_PARK: {
         worker *w = rec_worker(a, r->worker);
@@ -350,11 +357,14 @@ static void sweep_one(d9a_analysis *a, const d9a_rec *r) {
         break;
     }
     case D9A_REC_WAKE: {
-        if (spans) d9a_spans_wake(a, r);
         a->wakes++;
-        if (r->id == 0 || late) break; /* no task / its poll may be handed on already */
+        if (r->id == 0 || late) { /* no task / its poll may be handed on already */
+            if (spans) d9a_spans_wake(a, NULL, r);
+            break;
+        }
         task *t = d9a_task(a, r->id, true);
         if (!t) break;
+        if (spans) d9a_spans_wake(a, t, r);
         d9m_wake_note(&t->wake, r->ts);
         break;
     }
@@ -390,8 +400,7 @@ static void sweep_one(d9a_analysis *a, const d9a_rec *r) {
         break;
     }
     case D9A_REC_TERM: {
-        if (spans) d9a_spans_terminate(a, r);
-        a->terminated++;
+        a->terminated++; /* the span model's state of the task goes back at its release */
         task *t = d9a_task(a, r->id, false);
         if (!t || !t->spawned) a->terminated_unknown++;
         if (!t) break;

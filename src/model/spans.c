@@ -33,7 +33,8 @@ typedef struct sub_ival {
     uint8_t part;
 } sub_ival;
 
-typedef struct task_state {
+/* A task's state: held by the reader (d9m_spans_task_*) or found by id (task_index). */
+typedef struct d9m_span_task {
     uint64_t id;
     d9m_wake_state wake;
     bool polled; /* a poll seen: wake.last_poll_end is its end */
@@ -45,10 +46,16 @@ typedef struct task_state {
                          poll, a broken trace): the split by cause copies, sorts and unites
                          them; else it reads them in place (split_polls) */
     uint64_t poll_start, poll_end, last_off_end; /* its latest poll, its latest off interval */
+    uint32_t gen;         /* bumped when the state is reused (d9m_span_task_gen) */
+    bool dead;            /* terminated, kept until no span is open */
+    bool in_index;        /* found by id (task_index) */
+    struct d9m_span_task *next_free;
 } task_state;
 
 typedef struct open_span {
     d9m_span s;
+    task_state *begin_t; /* the state of s.begin_task when the span began (NULL: none known
+                            then, looked up by id at its end) */
     uint32_t next; /* next open span of the same id, +1; 0 none */
     uint32_t gen;  /* bumped when it closes: its entry in the begin queue is then stale */
     bool used;
@@ -60,19 +67,19 @@ typedef struct begin_entry {
     uint32_t slot, gen;
 } begin_entry;
 
-#define SPARE_ARRAYS 4096 /* forgotten tasks' arrays kept for reuse, at most: the dead tasks
-                            are forgotten together when no span is open (a busy server's
-                            hundreds at once), and with room for 64 all but those were freed,
-                            then allocated again for the next tasks (448 000 times in a 65 MB
-                            libuv trace); they held these arrays until then, so keeping them
-                            adds no peak */
+#define SLAB_TASKS 256 /* task states are allocated this many at a time and never move: a
+                           reader holds pointers to them */
 
 struct d9m_spans {
     d9m_span_fn done;
     void *ctx;
-    d9_u64_map task_index; /* task id -> index into tasks */
-    task_state *tasks;
-    size_t ntasks, cap_tasks;
+    d9_u64_map task_index; /* task id -> its state, for the inputs by id */
+    task_state **slabs;    /* every state made, SLAB_TASKS a slab */
+    size_t nslabs, slab_used, slabs_cap;
+    task_state *free_tasks; /* forgotten states, their arrays kept, for the next new tasks (a
+                               server's task per request would otherwise allocate and free two
+                               arrays each) */
+    size_t ntasks;          /* states held: made, not forgotten */
     d9_u64_map open_by_id; /* span id -> first open span index + 1 */
     open_span *open;
     size_t nopen_slots, cap_open, nopen;
@@ -83,16 +90,8 @@ struct d9m_spans {
     uint64_t now, oldest_open; /* oldest_open valid while nopen > 0 */
     begin_entry *bq;           /* the open spans by begin time, closed ones dropped lazily */
     size_t bq_head, bq_n, bq_cap;
-    uint64_t hit_id;           /* the task found last, and its index (hit_ok: valid) */
-    size_t hit_idx;
-    bool hit_ok;
-    struct spare_arrays {      /* the record arrays of forgotten tasks, for new tasks: a */
-        cycle *cy;             /* server's task per request would otherwise allocate and */
-        sub_ival *sub;         /* free two arrays each */
-        size_t cap, scap;
-    } *spare;
-    size_t nspare, cap_spare;
-    uint64_t *dead;            /* terminated tasks to forget once no span is open */
+    task_state *hit;           /* the task found by id last (NULL: none) */
+    task_state **dead;         /* terminated tasks to forget once no span is open */
     size_t ndead, cap_dead;
     uint64_t stray_ends, reopened;
     bool no_intervals;         /* the reader reads no d9m_span.polls (d9m_spans_no_intervals) */
@@ -121,16 +120,14 @@ d9m_spans *d9m_spans_new(d9m_span_fn done, void *ctx) {
 
 void d9m_spans_free(d9m_spans *m) {
     if (!m) return;
-    for (size_t i = 0; i < m->ntasks; i++) {
-        free(m->tasks[i].cy);
-        free(m->tasks[i].sub);
+    for (size_t i = 0; i < m->nslabs; i++) { /* slabs are zeroed: unused states hold no array */
+        for (size_t j = 0; j < SLAB_TASKS; j++) {
+            free(m->slabs[i][j].cy);
+            free(m->slabs[i][j].sub);
+        }
+        free(m->slabs[i]);
     }
-    for (size_t i = 0; i < m->nspare; i++) {
-        free(m->spare[i].cy);
-        free(m->spare[i].sub);
-    }
-    free(m->spare);
-    free(m->tasks);
+    free(m->slabs);
     d9_u64_map_free(&m->task_index);
     d9_u64_map_free(&m->open_by_id);
     free(m->open);
@@ -163,33 +160,50 @@ static bool grow(void **p, size_t *cap, size_t need, size_t size) {
     return true;
 }
 
-/* The task's state or NULL; a wake and the poll it leads to, a span mark inside that poll, ask
- * for the same task one after the other: the last one found is kept. */
+d9m_span_task *d9m_spans_task_new(d9m_spans *m, uint64_t task_id) {
+    task_state *t = m->free_tasks;
+    if (t) { /* a forgotten task's state: its arrays (emptied) are kept */
+        m->free_tasks = t->next_free;
+        *t = (task_state){.cy = t->cy, .cap = t->cap, .sub = t->sub, .scap = t->scap, .gen = t->gen};
+    } else {
+        if (m->nslabs == 0 || m->slab_used == SLAB_TASKS) {
+            if (!grow((void **)&m->slabs, &m->slabs_cap, m->nslabs + 1, sizeof *m->slabs)) return NULL;
+            task_state *slab = calloc(SLAB_TASKS, sizeof *slab);
+            if (!slab) return NULL;
+            m->slabs[m->nslabs++] = slab;
+            m->slab_used = 0;
+        }
+        t = &m->slabs[m->nslabs - 1][m->slab_used++];
+    }
+    t->id = task_id;
+    m->ntasks++;
+    return t;
+}
+
+uint32_t d9m_span_task_gen(const d9m_span_task *t) { return t->gen; }
+
+/* The task's state by id or NULL; a wake and the poll it leads to, a span mark inside that
+ * poll, ask for the same task one after the other: the last one found is kept. */
 static task_state *task_find(d9m_spans *m, uint64_t id) {
-    if (m->hit_ok && m->hit_id == id) return &m->tasks[m->hit_idx];
+    if (m->hit && m->hit->id == id) return m->hit;
     uint64_t *v = d9_u64_map_get(&m->task_index, id);
     if (!v) return NULL;
-    m->hit_ok = true;
-    m->hit_id = id;
-    m->hit_idx = (size_t)*v;
-    return &m->tasks[*v];
+    m->hit = (task_state *)(uintptr_t)*v;
+    return m->hit;
 }
 
 static task_state *task_get(d9m_spans *m, uint64_t id) {
     task_state *t = task_find(m, id);
     if (t) return t;
-    if (!grow((void **)&m->tasks, &m->cap_tasks, m->ntasks + 1, sizeof *m->tasks)) return NULL;
-    if (d9_u64_map_put(&m->task_index, id, m->ntasks) != 0) return NULL;
-    t = &m->tasks[m->ntasks++];
-    memset(t, 0, sizeof *t);
-    t->id = id;
-    if (m->nspare) { /* empty arrays of a forgotten task */
-        m->nspare--;
-        t->cy = m->spare[m->nspare].cy;
-        t->cap = m->spare[m->nspare].cap;
-        t->sub = m->spare[m->nspare].sub;
-        t->scap = m->spare[m->nspare].scap;
+    t = d9m_spans_task_new(m, id);
+    if (!t) return NULL;
+    if (d9_u64_map_put(&m->task_index, id, (uint64_t)(uintptr_t)t) != 0) {
+        t->next_free = m->free_tasks; /* not held: back to the free states */
+        m->free_tasks = t;
+        m->ntasks--;
+        return NULL;
     }
+    t->in_index = true;
     return t;
 }
 
@@ -269,6 +283,12 @@ static void see(d9m_spans *m, uint64_t ts) {
     if (ts > m->now) m->now = ts;
 }
 
+int d9m_spans_task_wake(d9m_spans *m, d9m_span_task *t, uint64_t ts) {
+    see(m, ts);
+    if (t) d9m_wake_note(&t->wake, ts);
+    return 0;
+}
+
 int d9m_spans_wake(d9m_spans *m, uint64_t task, uint64_t ts) {
     see(m, ts);
     if (task == 0) return 0;
@@ -278,11 +298,9 @@ int d9m_spans_wake(d9m_spans *m, uint64_t task, uint64_t ts) {
     return 0;
 }
 
-int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
+int d9m_spans_task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end) {
     see(m, start);
-    if (task == 0) return 0;
-    task_state *t = task_get(m, task);
-    if (!t) return -1;
+    if (!t) return 0;
     uint64_t prev_end = t->wake.last_poll_end;
     bool polled = t->polled;
     d9m_wake_link link;
@@ -298,6 +316,13 @@ int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
     return 0;
 }
 
+int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
+    see(m, start);
+    if (task == 0) return 0;
+    task_state *t = task_get(m, task);
+    return t ? d9m_spans_task_poll(m, t, start, end) : -1;
+}
+
 void d9m_spans_set_coverage(d9m_spans *m, const d9m_coverage *c) { m->cov = c; }
 
 static int task_poll_gap(d9m_spans *m, task_state *t, uint64_t from, uint64_t to) {
@@ -311,17 +336,18 @@ int d9m_spans_poll_gap(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to) 
     return t && t->polled ? task_poll_gap(m, t, from, to) : 0;
 }
 
-int d9m_spans_poll_gaps(d9m_spans *m, uint64_t task, const d9m_attr_poll *p) {
-    task_state *t = task && p->ngaps ? task_find(m, task) : NULL;
+int d9m_spans_task_poll_gaps(d9m_spans *m, d9m_span_task *t, const d9m_attr_poll *p) {
     if (!t || !t->polled) return 0;
     for (uint32_t i = 0; i < p->ngaps; i++)
         if (task_poll_gap(m, t, p->gaps[i].from, p->gaps[i].to) != 0) return -1;
     return 0;
 }
 
-int d9m_spans_poll_off(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to, d9m_part part,
-                       uint32_t stack) {
-    task_state *t = task ? task_find(m, task) : NULL;
+int d9m_spans_poll_gaps(d9m_spans *m, uint64_t task, const d9m_attr_poll *p) {
+    return d9m_spans_task_poll_gaps(m, task && p->ngaps ? task_find(m, task) : NULL, p);
+}
+
+static int task_poll_off(d9m_spans *m, task_state *t, uint64_t from, uint64_t to, d9m_part part, uint32_t stack) {
     if (!t || !t->polled || from >= t->poll_end || to <= from) return 0;
     if (part == D9M_PART_ON_CPU || part >= D9M_PART_UNKNOWN) part = D9M_PART_BLOCKED_OTHER;
     if (from < t->last_off_end) /* overlapping intervals of one thread: the poll is unknown */
@@ -331,8 +357,17 @@ int d9m_spans_poll_off(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to, 
     return add_sub(m, t, from, to, (uint8_t)part, part == D9M_PART_BLOCKED_OTHER ? stack : D9M_SPAN_NO_STACK);
 }
 
-void d9m_spans_poll_off_stack(d9m_spans *m, uint64_t task, uint32_t stack) {
-    task_state *t = task ? task_find(m, task) : NULL;
+int d9m_spans_poll_off(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to, d9m_part part,
+                       uint32_t stack) {
+    return task_poll_off(m, task ? task_find(m, task) : NULL, from, to, part, stack);
+}
+
+int d9m_spans_task_poll_off(d9m_spans *m, d9m_span_task *t, uint32_t gen, uint64_t from, uint64_t to,
+                            d9m_part part, uint32_t stack) {
+    return task_poll_off(m, t && t->gen == gen ? t : NULL, from, to, part, stack);
+}
+
+static void task_poll_off_stack(task_state *t, uint32_t stack) {
     if (!t) return;
     for (size_t i = t->sn; i > t->shead; i--) {
         sub_ival *x = &t->sub[i - 1];
@@ -340,6 +375,15 @@ void d9m_spans_poll_off_stack(d9m_spans *m, uint64_t task, uint32_t stack) {
         if (x->part == D9M_PART_BLOCKED_OTHER && x->stack == D9M_SPAN_NO_STACK) x->stack = stack;
         return;
     }
+}
+
+void d9m_spans_poll_off_stack(d9m_spans *m, uint64_t task, uint32_t stack) {
+    task_poll_off_stack(task ? task_find(m, task) : NULL, stack);
+}
+
+void d9m_spans_task_poll_off_stack(d9m_spans *m, d9m_span_task *t, uint32_t gen, uint32_t stack) {
+    (void)m;
+    task_poll_off_stack(t && t->gen == gen ? t : NULL, stack);
 }
 
 /* Into the scratch, clipped to [lo, hi) (room made by collect_task). */
@@ -687,8 +731,9 @@ static int split_union(d9m_spans *m, const task_state *tbegin, const task_state 
     return 0;
 }
 
-/* Split s over its tasks and report it. */
-static int report(d9m_spans *m, d9m_span *s) {
+/* Split s over its tasks and report it; begin_t: its begin task's state when the span began
+ * (NULL: looked up by id now), end_t its end task's. */
+static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const task_state *end_t) {
     uint64_t lo = s->begin_ts, hi = s->end_ts > s->begin_ts ? s->end_ts : s->begin_ts;
     uint64_t elapsed = hi - lo;
     lo = unknown_until(m, lo, hi); /* [begin, lo) unknown */
@@ -696,9 +741,13 @@ static int report(d9m_spans *m, d9m_span *s) {
     uint64_t len[K_KINDS] = {0};
     bool fast = false;
     /* the span's tasks, looked up once: the split and the split by cause read both */
-    const task_state *tbegin = s->begin_task ? task_find(m, s->begin_task) : NULL;
-    const task_state *tend = s->end_task && s->end_task != s->begin_task ? task_find(m, s->end_task) : NULL;
-    if (!s->begin_task || !s->end_task || s->begin_task == s->end_task) { /* one task, or none */
+    const task_state *tbegin = !s->begin_task ? NULL : begin_t ? begin_t : task_find(m, s->begin_task);
+    const task_state *tend = !s->end_task ? NULL : end_t ? end_t : task_find(m, s->end_task);
+    /* one task: the same state at both ends (an id the reader saw again after its task's
+     * termination is another task: then two) */
+    bool one = !s->begin_task || !s->end_task || tend == tbegin;
+    if (one && s->begin_task) tend = NULL;
+    if (one) { /* one task, or none */
         const task_state *t = s->begin_task ? tbegin : tend;
         bool ok = true;
         fast = !t || split_one_task(m, t, lo, hi, len, &n, &ok);
@@ -726,28 +775,13 @@ static int report(d9m_spans *m, d9m_span *s) {
     return 0;
 }
 
-static void forget_task(d9m_spans *m, uint64_t id) {
-    uint64_t *v = d9_u64_map_get(&m->task_index, id);
-    if (!v) return;
-    m->hit_ok = false; /* the last task moves */
-    size_t i = (size_t)*v;
-    d9_u64_map_remove(&m->task_index, id);
-    task_state *t = &m->tasks[i];
-    if (m->nspare < SPARE_ARRAYS &&
-        grow((void **)&m->spare, &m->cap_spare, m->nspare + 1, sizeof *m->spare)) {
-        m->spare[m->nspare].cy = t->cy;
-        m->spare[m->nspare].cap = t->cap;
-        m->spare[m->nspare].sub = t->sub;
-        m->spare[m->nspare].scap = t->scap;
-        m->nspare++;
-    } else {
-        free(t->cy);
-        free(t->sub);
-    }
-    if (i != m->ntasks - 1) { /* the last one moves into its slot */
-        m->tasks[i] = m->tasks[m->ntasks - 1];
-        *d9_u64_map_get(&m->task_index, m->tasks[i].id) = i;
-    }
+/* No span can read t any more: its state goes to the free ones, its arrays kept. */
+static void forget_task(d9m_spans *m, task_state *t) {
+    if (t->in_index) d9_u64_map_remove(&m->task_index, t->id);
+    if (m->hit == t) m->hit = NULL;
+    t->gen++;
+    t->next_free = m->free_tasks;
+    m->free_tasks = t;
     m->ntasks--;
 }
 
@@ -756,15 +790,20 @@ static void forget_dead(d9m_spans *m) {
     m->ndead = 0;
 }
 
-int d9m_spans_terminate(d9m_spans *m, uint64_t task) {
-    if (!d9_u64_map_get(&m->task_index, task)) return 0;
+int d9m_spans_task_terminate(d9m_spans *m, d9m_span_task *t) {
+    if (!t || t->dead) return 0;
     if (m->nopen == 0) {
-        forget_task(m, task);
+        forget_task(m, t);
         return 0;
     }
     if (!grow((void **)&m->dead, &m->cap_dead, m->ndead + 1, sizeof *m->dead)) return -1;
-    m->dead[m->ndead++] = task;
+    t->dead = true;
+    m->dead[m->ndead++] = t;
     return 0;
+}
+
+int d9m_spans_terminate(d9m_spans *m, uint64_t task) {
+    return d9m_spans_task_terminate(m, task_find(m, task));
 }
 
 /* The oldest open span's begin: the queue's front, once the closed spans before it are gone
@@ -855,17 +894,23 @@ static int index_unindexed(d9m_spans *m) {
     return 0;
 }
 
-int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,
-                    uint64_t worker, uint64_t tid) {
+/* begin_t: the state of task, when the reader holds it; by_id: looked up here instead (after
+ * a reopened span's close, which may forget it; NULL: not known yet, looked up at the end). */
+static int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task, task_state *begin_t,
+                 bool by_id, uint64_t worker, uint64_t tid) {
     see(m, ts);
     int64_t prev = find_open(m, name, id);
     if (prev >= 0) { /* its end never came: reported unended, up to this begin */
         m->reopened++;
         d9m_span s = m->open[prev].s;
+        task_state *t = m->open[prev].begin_t;
+        uint32_t gen = t ? t->gen : 0;
         close_slot(m, (uint32_t)prev);
+        if (t && t->gen != gen) t = NULL; /* forgotten as the last open span closed: not found */
         s.end_ts = ts;
-        if (report(m, &s) != 0) return -1;
+        if (report(m, &s, t, NULL) != 0) return -1;
     }
+    if (by_id && task) begin_t = task_find(m, task);
     if (index_unindexed(m) != 0) return -1;
     uint32_t idx;
     if (m->free_head) {
@@ -889,6 +934,7 @@ int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint6
     o->s.begin_tid = tid;
     o->s.end_tid = 0;
     o->s.ended = false;
+    o->begin_t = begin_t;
     o->next = 0;
     o->used = true;
     if (queue_begin(m, ts, idx) != 0) {
@@ -902,8 +948,18 @@ int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint6
     return 0;
 }
 
-int d9m_spans_end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,
-                  uint64_t worker, uint64_t tid) {
+int d9m_spans_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,
+                    uint64_t worker, uint64_t tid) {
+    return begin(m, ts, name, id, task, NULL, true, worker, tid);
+}
+
+int d9m_spans_task_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task_id,
+                         d9m_span_task *t, uint64_t worker, uint64_t tid) {
+    return begin(m, ts, name, id, task_id, t, false, worker, tid);
+}
+
+static int end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task, const task_state *end_t,
+               uint64_t worker, uint64_t tid) {
     see(m, ts);
     int64_t idx = find_open(m, name, id);
     if (idx < 0) {
@@ -916,30 +972,40 @@ int d9m_spans_end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_
     s->end_worker = worker;
     s->end_tid = tid;
     s->ended = true;
-    int rc = report(m, s); /* before closing: its intervals are still kept */
+    int rc = report(m, s, m->open[idx].begin_t, end_t); /* before closing: its intervals are still kept */
     close_slot(m, (uint32_t)idx);
     return rc;
 }
 
+int d9m_spans_end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,
+                  uint64_t worker, uint64_t tid) {
+    return end(m, ts, name, id, task, NULL, worker, tid);
+}
+
+int d9m_spans_task_end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task_id,
+                       d9m_span_task *t, uint64_t worker, uint64_t tid) {
+    return end(m, ts, name, id, task_id, t, worker, tid);
+}
+
 static int cmp_begin(const void *a, const void *b) {
-    const d9m_span *x = a, *y = b;
-    return x->begin_ts < y->begin_ts ? -1 : x->begin_ts > y->begin_ts ? 1 : 0;
+    const open_span *x = a, *y = b;
+    return x->s.begin_ts < y->s.begin_ts ? -1 : x->s.begin_ts > y->s.begin_ts ? 1 : 0;
 }
 
 int d9m_spans_finish(d9m_spans *m, uint64_t end_ts) {
     see(m, end_ts);
     if (m->nopen == 0) return 0;
-    d9m_span *left = malloc(m->nopen * sizeof *left);
+    open_span *left = malloc(m->nopen * sizeof *left);
     if (!left) return -1;
     size_t n = 0;
     for (size_t i = 0; i < m->nopen_slots; i++)
-        if (m->open[i].used) left[n++] = m->open[i].s;
+        if (m->open[i].used) left[n++] = m->open[i];
     qsort(left, n, sizeof *left, cmp_begin); /* a stable order for the readers */
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        left[i].end_ts = end_ts;
-        left[i].ended = false;
-        rc = report(m, &left[i]);
+        left[i].s.end_ts = end_ts;
+        left[i].s.ended = false;
+        rc = report(m, &left[i].s, left[i].begin_t, NULL);
     }
     free(left);
     for (size_t i = 0; i < m->nopen_slots; i++)

@@ -31,8 +31,8 @@
  * Input in time order (the analysis's sweep, the export's sorted events): a poll whole, at its
  * start; a wake of a task before a poll of the same timestamp; a span mark after the polls of
  * its timestamp. Memory: per live task, and the tasks' polls (one record each: the wait, queue
- * and poll before it) since the oldest open span began, never the whole trace (and the
- * record arrays of up to 4 096 forgotten tasks, reused by new ones). Cost: a span
+ * and poll before it) since the oldest open span began, never the whole trace (a forgotten
+ * task's state, with its arrays, is reused by the next new task). Cost: a span
  * over one task is split in place from that task's records, in time order (no copy, no sort),
  * from the first that reaches into the span (a binary search on their running latest end);
  * over two tasks, or when one task's polls overlap, by the union of their intervals; the split by
@@ -97,7 +97,10 @@ void d9m_spans_free(d9m_spans *m);
  * split by running sums alone, and polls / npolls are NULL / 0. */
 void d9m_spans_no_intervals(d9m_spans *m);
 
-/* The inputs, in time order (see above). 0, or -1 when out of memory. */
+/* The inputs, in time order (see above), by task id: the model then keeps a table of the
+ * tasks by id (the export's model reads the marks apart from its polls). A terminated task is
+ * still found by its id until it is forgotten (see d9m_spans_terminate). 0, or -1 when out of
+ * memory. */
 int d9m_spans_wake(d9m_spans *m, uint64_t task, uint64_t ts);
 int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end);
 /* The per-poll attribution of the poll of `task` that started last: [from, to) of it is not
@@ -125,10 +128,41 @@ int d9m_spans_terminate(d9m_spans *m, uint64_t task);
  * elapsed time up to end_ts. 0, or -1 when out of memory. */
 int d9m_spans_finish(d9m_spans *m, uint64_t end_ts);
 
+/* The same inputs by the task's state, held by a reader that keeps its own table of tasks
+ * (analyze's sweep looks every poll's, wake's and termination's task up anyway): the model then
+ * keeps none, and a task costs it no look-up, insertion or removal. The reader makes a task's
+ * state when the task first needs one (its first wake, poll or span mark), hands it with each of
+ * the task's inputs, and drops it at the task's termination (d9m_spans_task_terminate: the model
+ * keeps it while a span that may read it is open, then reuses it). A task id seen again after
+ * its termination is a new task then (the id inputs continue the old one while it is kept).
+ * task_id is the task's id, 0 for none (then t is NULL). Do not mix the two kinds of input in
+ * one model. */
+typedef struct d9m_span_task d9m_span_task;
+/* NULL when out of memory. */
+d9m_span_task *d9m_spans_task_new(d9m_spans *m, uint64_t task_id);
+/* Bumped when the model reuses the state: a reader that keeps it past its task's termination
+ * (the poll a worker is in) passes the value it had to the poll_off calls, which then ignore a
+ * reused one. */
+uint32_t d9m_span_task_gen(const d9m_span_task *t);
+/* ts only moves the model's clock (a wake of no task): t may be NULL. */
+int d9m_spans_task_wake(d9m_spans *m, d9m_span_task *t, uint64_t ts);
+int d9m_spans_task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end);
+int d9m_spans_task_poll_gaps(d9m_spans *m, d9m_span_task *t, const d9m_attr_poll *p);
+int d9m_spans_task_poll_off(d9m_spans *m, d9m_span_task *t, uint32_t gen, uint64_t from, uint64_t to,
+                            d9m_part part, uint32_t stack);
+void d9m_spans_task_poll_off_stack(d9m_spans *m, d9m_span_task *t, uint32_t gen, uint32_t stack);
+int d9m_spans_task_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task_id,
+                         d9m_span_task *t, uint64_t worker, uint64_t tid);
+int d9m_spans_task_end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task_id,
+                       d9m_span_task *t, uint64_t worker, uint64_t tid);
+/* The reader's task terminated: the reader drops t. 0, or -1 when out of memory. */
+int d9m_spans_task_terminate(d9m_spans *m, d9m_span_task *t);
+
 /* Counts so far: ends that closed nothing, begins that reopened an open (name, id). */
 uint64_t d9m_spans_stray_ends(const d9m_spans *m);
 uint64_t d9m_spans_reopened(const d9m_spans *m);
-/* Tasks whose state the model holds now (its memory follows them). */
+/* Tasks whose state the model holds now, the readers' and terminated ones kept for open spans
+ * (its memory follows them). */
 size_t d9m_spans_tasks_held(const d9m_spans *m);
 
 #endif

@@ -174,7 +174,69 @@ static void terminated_tasks(void) {
     d9m_spans_free(m);
 }
 
+/* The inputs by task state (d9m_spans_task_*), as analyze gives them: a terminated task's
+ * state is kept while a span may read it, then reused by the next new task, and an off-CPU
+ * interval handed with the generation the reader kept at the old task's poll goes nowhere. */
+static void task_states(void) {
+    got g = {0};
+    d9m_spans *m = d9m_spans_new(on_span, &g);
+    d9m_span_task *a = d9m_spans_task_new(m, 1);
+    CHECK(a != NULL);
+    CHECK_EQ_U64(d9m_spans_task_poll(m, a, 100, 200), 0);
+    CHECK_EQ_U64(d9m_spans_task_begin(m, 150, 7, 42, 1, a, 0, 11), 0);
+    CHECK_EQ_U64(d9m_spans_task_terminate(m, a), 0); /* a span is open: kept */
+    d9m_span_task *b = d9m_spans_task_new(m, 2);
+    CHECK(b != NULL && b != a);
+    CHECK_EQ_U64(d9m_spans_tasks_held(m), 2);
+    CHECK_EQ_U64(d9m_spans_task_wake(m, b, 210), 0);
+    CHECK_EQ_U64(d9m_spans_task_poll(m, b, 230, 300), 0);
+    CHECK_EQ_U64(d9m_spans_task_end(m, 260, 7, 42, 2, b, 1, 12), 0);
+    CHECK_EQ_U64(g.n, 1);
+    CHECK_EQ_U64(g.s[0].parts.poll_ns, 50 + 30); /* 150..200 (task 1), 230..260 (task 2) */
+    CHECK_EQ_U64(g.s[0].parts.queued_ns, 20);    /* task 2 woken at 210 */
+    CHECK_EQ_U64(g.s[0].parts.wait_ns, 10);      /* task 1 after its poll, 200..210 */
+    check_adds_up(&g.s[0]);
+    CHECK_EQ_U64(d9m_spans_tasks_held(m), 1); /* task 1 forgotten with the last open span */
+
+    /* b's poll [230, 300) is the one a worker is in, with b's generation; b terminates and
+     * its state is reused by task 3 (no span open), polled over the same times */
+    uint32_t gen_b = d9m_span_task_gen(b);
+    CHECK_EQ_U64(d9m_spans_task_terminate(m, b), 0);
+    d9m_span_task *c = d9m_spans_task_new(m, 3);
+    CHECK(c != NULL);
+    CHECK_EQ_U64(d9m_spans_task_poll(m, c, 300, 400), 0);
+    CHECK_EQ_U64(d9m_spans_task_begin(m, 300, 7, 43, 3, c, 0, 11), 0);
+    uint32_t gen_c = d9m_span_task_gen(c);
+    /* the old poll's interval, handed with b's generation: ignored even if c is b's state */
+    CHECK_EQ_U64(d9m_spans_task_poll_off(m, c, gen_b, 310, 330, D9M_PART_BLOCKED_OTHER, 5), 0);
+    d9m_spans_task_poll_off_stack(m, c, gen_b, 6);
+    CHECK(c != b || gen_c != gen_b);
+    CHECK_EQ_U64(d9m_spans_task_poll_off(m, c, gen_c, 340, 350, D9M_PART_RUNNABLE, D9M_SPAN_NO_STACK), 0);
+    CHECK_EQ_U64(d9m_spans_task_end(m, 400, 7, 43, 3, c, 0, 11), 0);
+    CHECK_EQ_U64(g.n, 2);
+    CHECK_EQ_U64(g.s[1].poll_parts.ns[D9M_PART_BLOCKED_OTHER], 0);
+    CHECK_EQ_U64(g.s[1].poll_parts.ns[D9M_PART_RUNNABLE], 10);
+    CHECK_EQ_U64(g.s[1].poll_parts.ns[D9M_PART_ON_CPU], 90);
+    CHECK_EQ_U64(g.s[1].npoll_stacks, 0);
+
+    /* task 3 terminates inside a span it began; its id is seen again, a new task to the reader,
+     * which ends the span: both tasks' polls count */
+    CHECK_EQ_U64(d9m_spans_task_poll(m, c, 500, 520), 0);
+    CHECK_EQ_U64(d9m_spans_task_begin(m, 510, 7, 44, 3, c, 0, 11), 0);
+    CHECK_EQ_U64(d9m_spans_task_terminate(m, c), 0);
+    d9m_span_task *c2 = d9m_spans_task_new(m, 3);
+    CHECK(c2 != NULL && c2 != c);
+    CHECK_EQ_U64(d9m_spans_task_poll(m, c2, 600, 650), 0);
+    CHECK_EQ_U64(d9m_spans_task_end(m, 640, 7, 44, 3, c2, 0, 11), 0);
+    CHECK_EQ_U64(g.n, 3);
+    CHECK_EQ_U64(g.s[2].parts.poll_ns, 10 + 40); /* 510..520 (the first task 3), 600..640 */
+    CHECK_EQ_U64(g.s[2].parts.wait_ns, 80);      /* the first after its poll, 520..600 */
+    check_adds_up(&g.s[2]);
+    d9m_spans_free(m);
+}
+
 int main(void) {
+    task_states();
     terminated_tasks();
     cross_thread();
     no_task_and_names();

@@ -6,7 +6,11 @@
  * The inputs are what a reader feeds in time order: wakes, whole polls (overlapping ones of one
  * task too), their gaps and off-CPU intervals and a late stack, begins and ends of a few names
  * over a few ids (so that ends close nothing, begins reopen, one id carries several names and
- * spans nest or interleave), terminations, and drops in the coverage. */
+ * spans nest or interleave), terminations, and drops in the coverage.
+ * In every other run a terminated task's id is not used again, and a fourth model, h, is fed
+ * by task states as analyze feeds it (d9m_spans_task_*: the reader's table of tasks, a state
+ * made at the task's first wake, poll or mark, handed back at its termination): it must report
+ * what the oracle reports (with reused ids it would not: a reused id is a new task to it). */
 #include <stdint.h>
 #include <string.h>
 
@@ -113,48 +117,87 @@ static uint64_t pick(uint64_t n) { return next() % n; }
         CHECK_EQ_U64((uint64_t)(call_q), rc_old_);                                               \
     } while (0)
 
-static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned nnames, bool drops) {
+/* The reader of model h: its tasks by slot (1 + pick(ntasks)), each slot's current id (a new
+ * one after a termination) and state. */
+#define SLOTS 8
+typedef struct hreader {
+    d9m_spans *h;
+    uint64_t id[SLOTS];
+    d9m_span_task *st[SLOTS];
+} hreader;
+
+static d9m_span_task *h_state(hreader *r, uint64_t id) {
+    if (!r->h || id == 0) return NULL;
+    for (unsigned k = 0; k < SLOTS; k++)
+        if (r->id[k] == id) {
+            if (!r->st[k]) r->st[k] = d9m_spans_task_new(r->h, id);
+            CHECK(r->st[k] != NULL);
+            return r->st[k];
+        }
+    CHECK(0); /* every id the runs use is a slot's */
+    return NULL;
+}
+
+static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned nnames, bool drops, bool fresh_ids) {
     log ln = {0}, lq = {.parts_only = true, .no_intervals = true}, lop = {.parts_only = true}, lo = {.also = &lop};
+    log lh = {0};
     d9m_spans *m = d9m_spans_new(on_span, &ln);
     d9m_spans *q = d9m_spans_new(on_span, &lq);
     oracle_model *o = oracle_new(on_span, &lo);
-    CHECK(m != NULL && q != NULL && o != NULL);
+    hreader hr = {.h = fresh_ids ? d9m_spans_new(on_span, &lh) : NULL};
+    d9m_spans *h = hr.h;
+    uint64_t next_id = 1 + SLOTS;
+    for (unsigned k = 0; k < SLOTS; k++) hr.id[k] = 1 + k;
+    CHECK(m != NULL && q != NULL && o != NULL && (h != NULL || !fresh_ids));
     d9m_spans_no_intervals(q);
     d9m_coverage cov = {0};
     if (drops) {
         d9m_spans_set_coverage(m, &cov);
         d9m_spans_set_coverage(q, &cov);
         oracle_set_coverage(o, &cov);
+        if (h) d9m_spans_set_coverage(h, &cov);
     }
     uint64_t ts = 1000, cur_task = 0; /* the task being polled at ts on "its" worker, or 0 */
     for (unsigned i = 0; i < steps; i++) {
         ts += pick(4) == 0 ? 0 : 1 + pick(50); /* equal timestamps too */
-        uint64_t task = 1 + pick(ntasks);
+        unsigned slot = (unsigned)pick(ntasks);
+        uint64_t task = hr.id[slot];
         unsigned what = (unsigned)pick(100);
         if (what < 18) {
             ALL(d9m_spans_wake(m, task, ts), d9m_spans_wake(q, task, ts), oracle_wake(o, task, ts));
+            if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_wake(h, h_state(&hr, task), ts), 0);
         } else if (what < 40) {
             uint64_t end = ts + pick(4) * (1 + pick(80)); /* empty polls too */
             ALL(d9m_spans_poll(m, task, ts, end), d9m_spans_poll(q, task, ts, end), oracle_poll(o, task, ts, end));
+            d9m_span_task *hs = h_state(&hr, task);
+            uint32_t hgen = hs ? d9m_span_task_gen(hs) : 0;
+            if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll(h, hs, ts, end), 0);
             cur_task = task;
             if (pick(3) == 0) { /* its attribution, in time order inside it */
                 uint64_t a = ts + pick(20), b = a + pick(30);
                 d9m_attr_poll gp = {.ngaps = 1, .gaps = {{a, b}}}; /* q takes it as analyze does */
                 ALL(d9m_spans_poll_gap(m, task, a, b), d9m_spans_poll_gaps(q, task, &gp), oracle_poll_gap(o, task, a, b));
+                if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll_gaps(h, hs, &gp), 0);
                 uint64_t c = b + pick(10), d = c + pick(40);
                 d9m_part part = pick(2) ? D9M_PART_RUNNABLE : D9M_PART_BLOCKED_OTHER;
                 uint32_t stack = pick(2) ? (uint32_t)pick(5) : D9M_SPAN_NO_STACK;
                 ALL(d9m_spans_poll_off(m, task, c, d, part, stack), d9m_spans_poll_off(q, task, c, d, part, stack),
                     oracle_poll_off(o, task, c, d, part, stack));
+                if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll_off(h, hs, hgen, c, d, part, stack), 0);
                 if (pick(2)) { /* a second one, overlapping now and then */
                     uint64_t e = d - pick(8), f = e + pick(30);
                     ALL(d9m_spans_poll_off(m, task, e, f, D9M_PART_BLOCKED_OTHER, D9M_SPAN_NO_STACK),
                         d9m_spans_poll_off(q, task, e, f, D9M_PART_BLOCKED_OTHER, D9M_SPAN_NO_STACK),
                         oracle_poll_off(o, task, e, f, D9M_PART_BLOCKED_OTHER, D9M_SPAN_NO_STACK));
+                    if (h)
+                        CHECK_EQ_U64((uint64_t)d9m_spans_task_poll_off(h, hs, hgen, e, f, D9M_PART_BLOCKED_OTHER,
+                                                                       D9M_SPAN_NO_STACK),
+                                     0);
                     uint32_t late = (uint32_t)pick(5);
                     d9m_spans_poll_off_stack(m, task, late);
                     d9m_spans_poll_off_stack(q, task, late);
                     oracle_poll_off_stack(o, task, late);
+                    if (h) d9m_spans_task_poll_off_stack(h, hs, hgen, late);
                 }
             }
         } else if (what < 65) {
@@ -163,14 +206,19 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
             uint64_t worker = pick(3), tid = 100 + worker;
             ALL(d9m_spans_begin(m, ts, name, id, t, worker, tid), d9m_spans_begin(q, ts, name, id, t, worker, tid),
                 oracle_begin(o, ts, name, id, t, worker, tid));
+            if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_begin(h, ts, name, id, t, h_state(&hr, t), worker, tid), 0);
         } else if (what < 92) {
             uint32_t name = 1 + (uint32_t)pick(nnames);
             uint64_t id = 1 + pick(nids), t = pick(3) ? cur_task : pick(2) ? task : 0;
             uint64_t worker = pick(3), tid = 100 + worker;
             ALL(d9m_spans_end(m, ts, name, id, t, worker, tid), d9m_spans_end(q, ts, name, id, t, worker, tid),
                 oracle_end(o, ts, name, id, t, worker, tid));
+            if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_end(h, ts, name, id, t, h_state(&hr, t), worker, tid), 0);
         } else if (what < 97) {
             ALL(d9m_spans_terminate(m, task), d9m_spans_terminate(q, task), oracle_terminate(o, task));
+            if (h && hr.st[slot]) CHECK_EQ_U64((uint64_t)d9m_spans_task_terminate(h, hr.st[slot]), 0);
+            hr.st[slot] = NULL;
+            if (fresh_ids) hr.id[slot] = next_id++; /* the id is not seen again */
             if (task == cur_task) cur_task = 0;
         } else if (drops) {
             d9m_coverage_drop(&cov, ts, pick(2), 0);
@@ -180,6 +228,14 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
     }
     ts += 10;
     ALL(d9m_spans_finish(m, ts), d9m_spans_finish(q, ts), oracle_finish(o, ts));
+    if (h) {
+        CHECK_EQ_U64((uint64_t)d9m_spans_finish(h, ts), 0);
+        CHECK_EQ_U64(lh.spans, lo.spans);
+        CHECK_EQ_U64(lh.n, lo.n);
+        CHECK(lh.n != lo.n || lh.n == 0 || memcmp(lh.v, lo.v, lh.n * sizeof *lh.v) == 0);
+        CHECK_EQ_U64(d9m_spans_stray_ends(h), oracle_stray_ends(o));
+        CHECK_EQ_U64(d9m_spans_reopened(h), oracle_reopened(o));
+    }
     CHECK_EQ_U64(ln.spans, lo.spans);
     CHECK_EQ_U64(ln.n, lo.n);
     size_t same = ln.n == lo.n ? ln.n : 0;
@@ -193,12 +249,14 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
     CHECK_EQ_U64(d9m_spans_tasks_held(m), oracle_tasks_held(o));
     d9m_spans_free(m);
     d9m_spans_free(q);
+    d9m_spans_free(h);
     oracle_free(o);
     d9m_coverage_free(&cov);
     free(ln.v);
     free(lq.v);
     free(lop.v);
     free(lo.v);
+    free(lh.v);
     return ln.spans;
 }
 
@@ -206,7 +264,7 @@ int main(void) {
     size_t spans = 0;
     for (unsigned run = 0; run < 600; run++) {
         unsigned ntasks = 1 + run % 5, nids = 1 + run % 7, nnames = 1 + run % 3;
-        spans += one_run(200 + run % 300, ntasks, nids, nnames, run % 4 == 3);
+        spans += one_run(200 + run % 300, ntasks, nids, nnames, run % 4 == 3, run % 2 == 1);
     }
     printf("600 runs, %zu spans reported by each model\n", spans);
     CHECK(spans > 10000); /* the inputs do close spans */

@@ -40,8 +40,7 @@ static void request_events(uint64_t i, const d9_loc *where, const d9_loc *span, 
     d9_task_spawn_object(write, where, write_req);
     d9_poll_end_begin(write, where);
     d9_span_end(span, i + 1);
-    d9_poll_end(); /* the write's task ends after its poll */
-    d9_task_terminate(write);
+    d9_poll_end_terminate(write); /* the write's task ends after its poll */
     d9_poll_begin(conn, where);
     d9__poll_end_park(); /* recording: the adapter's wrapper tests it before */
 }

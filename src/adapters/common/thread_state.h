@@ -38,6 +38,11 @@ typedef struct d9a_thread {
      * once); end_owed: a poll's end is owed. */
     bool end_deferrable;
     bool end_owed;
+    /* ... and the callback that owes it said which one comes next, of the same task, so that
+     * the poll goes on through it (d9a_poll_exit_into: libuv's alloc callback, always followed
+     * by its read callback); meaningful only while end_owed, and only from the one that set it */
+    uint64_t cont_task;
+    const d9_loc *cont_loc;
     /* The loop's poller returned, and its unpark waits for the first ready wake to be written
      * with it (d9a_owe_unpark: libev, whose ready watchers are fed after its acquire callback);
      * any other record of the thread first writes it alone (d9a_pay_owed_unpark, where the
@@ -62,6 +67,7 @@ static inline __attribute__((always_inline)) void d9a_pay_owed_unpark(const d9a_
 static inline __attribute__((always_inline)) void d9a_end_owed_poll(d9a_thread *s) {
     if (__builtin_expect(s->end_owed, 0)) {
         s->end_owed = false;
+        s->cont_task = 0;
         d9_poll_end();
     }
 }
@@ -74,6 +80,7 @@ static inline __attribute__((always_inline)) void d9a_park_owing_end(bool park) 
     d9a_thread *s = &d9a_self;
     if (s->end_owed) { /* set only where end_deferrable is */
         s->end_owed = false;
+        s->cont_task = 0;
         if (park) d9__poll_end_park();
         else d9_poll_end();
     } else {
@@ -132,25 +139,31 @@ static inline void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc
     s->owed_terminate = 0;
     s->owed_object = NULL;
     /* nested: the outer poll ends where this one begins, at one clock read; so does the poll
-     * a callback before owes (one loop iteration running callbacks back to back) */
+     * a callback before owes (one loop iteration running callbacks back to back), unless that
+     * callback named this one as its continuation (d9a_poll_exit_into): then its poll goes on,
+     * nothing recorded */
     if (nested || s->end_owed) {
+        bool goes_on = !nested && s->cont_task == task && s->cont_loc == loc;
         s->end_owed = false;
-        d9_poll_end_begin(task, loc);
+        s->cont_task = 0;
+        if (!goes_on) d9_poll_end_begin(task, loc);
     } else {
         d9_poll_begin(task, loc);
     }
 }
 
 /* always inline: out of line (as gcc chose for the adapters with many trampolines) the call,
- * its saved registers and a second test of the frame cost ~15 instructions per callback */
-static inline __attribute__((always_inline)) void d9a_poll_exit(const d9a_frame *f) {
+ * its saved registers and a second test of the frame cost ~15 instructions per callback.
+ * `into`: true when the callback that returns says which callback of its task comes next (the
+ * poll's task and location, d9a_poll_exit_into); a constant in each caller. */
+static inline __attribute__((always_inline)) void d9a_poll_exit_body(const d9a_frame *f, bool into) {
     if (!f->recording) return;
     d9a_thread *s = &d9a_self;
     uint64_t owed = s->owed_terminate;
-    if (owed) { /* the terminate goes between this poll's end and the outer one's resumption */
-        d9_poll_end();
-        d9_task_terminate(owed);
-    }
+    uint64_t task = s->poll_task;
+    const d9_loc *loc = s->poll_loc;
+    if (owed) /* the terminate goes between this poll's end and the outer one's resumption */
+        d9_poll_end_terminate(owed); /* one clock read for both */
     s->owed_terminate = f->owed_terminate;
     s->owed_object = f->owed_object;
     s->poll_task = f->task;
@@ -160,10 +173,23 @@ static inline __attribute__((always_inline)) void d9a_poll_exit(const d9a_frame 
         else d9_poll_end_begin(f->task, f->loc); /* the outer poll resumes: one clock read */
     } else if (!owed) {
         /* the loop's next poller call ends it, with its park (d9a_park_owing_end) */
-        if (s->end_deferrable) s->end_owed = true;
-        else d9_poll_end();
+        if (s->end_deferrable) {
+            s->end_owed = true;
+            s->cont_task = into ? task : 0;
+            if (into) s->cont_loc = loc;
+        } else {
+            d9_poll_end();
+        }
     }
 }
+
+static inline __attribute__((always_inline)) void d9a_poll_exit(const d9a_frame *f) { d9a_poll_exit_body(f, false); }
+
+/* The callback returns into another callback of its task, which the library always calls next
+ * (libuv's alloc callback, then its read callback): the poll, opened at that next callback's
+ * location, goes on through it, one poll for the two (d9a_poll_enter). Nested, or where the
+ * end cannot be owed, as d9a_poll_exit. */
+static inline __attribute__((always_inline)) void d9a_poll_exit_into(const d9a_frame *f) { d9a_poll_exit_body(f, true); }
 
 /* The poll in progress is the last one of its task (a request completes, a handle's close
  * callback runs): its terminate is recorded right after the poll ends, unless the callback

@@ -366,6 +366,7 @@ D9_API void d9__wake_ready(uint64_t woken_task_id);
 D9_API void d9__unpark_wake_ready(uint64_t woken_task_id); /* woken_task_id != 0 */
 D9_API void d9__poll_end_park(void); /* d9__poll_end then d9__park, at one clock read */
 D9_API void d9__poll_end_terminate(uint64_t task_id); /* d9__poll_end then d9__task_terminate, at one clock read */
+D9_API void d9__poll_end_terminate_park(uint64_t task_id); /* d9__poll_end_terminate then d9__park, at one clock read */
 /* For runtimes that keep tasks across starts (the loop adapters): `fn` runs in every d9_start
  * just before hooks begin to record; it may call the d9__ hooks (d9__task_spawn_object) to
  * spawn the tasks that exist already. At most 8. */

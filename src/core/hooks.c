@@ -587,15 +587,14 @@ void d9__task_terminate(uint64_t task_id) {
 /* no PollCpuEvent due at this end (poll_cpu.h's d9_poll_cpu_end would do nothing) */
 #define POLL_CPU_QUIET() (d9__tls_cpu_clock.poll_page->lock == d9__tls_cpu_clock.poll_lock)
 
-/* The thread's first event, the ring's wrap point: the two records at one time still; a
+/* The thread's first event, the ring's wrap point: the two records at one time, `now`, still; a
  * PollCpuEvent due: the end's record and what its poll_cpu.h part adds, then the terminate's,
  * each reserved alone, at that one time too. */
-SLOW void poll_end_terminate_slow(uint64_t task_id) {
+SLOW void poll_end_terminate_at(uint64_t task_id, uint64_t now) {
     d9_thread *t = d9_thread_current();
     if (__builtin_expect(t == NULL, 0)) return;
     uint64_t *r;
     if (!POLL_CPU_QUIET()) {
-        uint64_t now = d9_clock_ticks();
         if ((r = d9_thread_reserve(t, D9_REC_WORDS_POLL_END)) != NULL) {
             POLL_END_BODY(now);
         }
@@ -609,9 +608,10 @@ SLOW void poll_end_terminate_slow(uint64_t task_id) {
         count_second_drop(t);
         return;
     }
-    uint64_t now = d9_clock_ticks(); /* once: the body uses it twice */
     POLL_END_TERMINATE_BODY(now);
 }
+
+SLOW void poll_end_terminate_slow(uint64_t task_id) { poll_end_terminate_at(task_id, d9_clock_ticks()); }
 
 static __attribute__((noinline)) void poll_end_terminate_other_clock(uint64_t task_id) {
     FAST_PATH_ANY_CLOCK(POLL_END_TERMINATE_WORDS, POLL_CPU_QUIET(), poll_end_terminate_slow(task_id));
@@ -622,6 +622,23 @@ void d9__poll_end_terminate(uint64_t task_id) {
     UNLESS_TSC(poll_end_terminate_other_clock(task_id));
     FAST_PATH_READING(POLL_END_TERMINATE_WORDS, POLL_CPU_QUIET(), poll_end_terminate_slow(task_id), __rdtsc());
     POLL_END_TERMINATE_BODY(ticks);
+}
+
+/* A poll's end, its task's terminate and the park right after them: the loop's last callback
+ * completed a request and its poller is about to block (the adapters owe the end and the
+ * terminate until then: thread_state.h, d9a_park_owing_end). One clock read and one hook call
+ * for the three records d9__poll_end_terminate and d9__park write, at one time (as
+ * d9__poll_end_park: the poll and the task take in the loop's bookkeeping before it blocks). */
+void d9__poll_end_terminate_park(uint64_t task_id) {
+    uint64_t now = d9_clock_ticks();
+    d9_thread *t = d9__tls_thread;
+    if (__builtin_expect(t != NULL && t->head + POLL_END_TERMINATE_WORDS <= t->limit && POLL_CPU_QUIET(), 1)) {
+        uint64_t *r = t->ring + (t->head & t->mask);
+        POLL_END_TERMINATE_BODY(now);
+    } else {
+        poll_end_terminate_at(task_id, now);
+    }
+    park_fast(D9_REC_PARK, now, 0);
 }
 
 void d9__set_local_queue(uint32_t depth) {

@@ -1,11 +1,13 @@
 /* d9_poll_end_terminate: a poll's end and its task's terminate right after it in one hook call,
- * at one clock read (the adapters' last callback of a request: adapters/common/thread_state.h).
- * Readers must see exactly what d9_poll_end then d9_task_terminate write: a PollEndEvent, then a
- * TaskTerminateEvent of the task, here at the same time. One run records iterations both ways
- * on one thread, so the two are compared event for event; some polls sleep inside (a switch:
- * the poll's end may add its PollCpuEvent, so the hook takes the two hooks' way, the terminate
- * after it). Both clocks, long enough to cross the ring's wrap point many times. While paused
- * it ends a poll begun while recording and records no terminate, as the two calls do. */
+ * at one clock read (the adapters' last callback of a request: adapters/common/thread_state.h),
+ * and d9__poll_end_terminate_park, the same and the park after them. Readers must see exactly
+ * what d9_poll_end, d9_task_terminate (and d9_park) write: a PollEndEvent, a TaskTerminateEvent
+ * of the task (and a WorkerParkEvent), here at the same time (the park later only where its
+ * schedstat read was due: that read comes first). One run records iterations all three ways on
+ * one thread, so they are compared event for event; some polls sleep inside (a switch: the
+ * poll's end may add its PollCpuEvent, between the end and the terminate, at that time too).
+ * Both clocks, long enough to cross the ring's wrap point many times. While paused it ends a
+ * poll begun while recording and records no terminate, as the two calls do. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +23,10 @@
 #define SLEEPY(i) ((i) % 5000 == 17) /* a switch inside the poll, past DIAL9_POLL_CPU_MIN_US */
 
 static bool fused(uint64_t i) { return i % 3 != 0; }
+static bool parks(uint64_t i) { return i % 3 == 2; } /* d9__poll_end_terminate_park, then an unpark */
 
 typedef struct seen {
-    rr_events ev; /* S task, E, T task, C (a PollCpuEvent); a = task, b = time */
+    rr_events ev; /* S task, E, T task, C (a PollCpuEvent), P, U (park, unpark); a = task, b = time */
 } seen;
 
 static void on_event(const d9_event *ev, void *ctx) {
@@ -32,6 +35,8 @@ static void on_event(const d9_event *ev, void *ctx) {
     else if (d9t_is(ev, "PollEndEvent")) rr_add(&s->ev, 'E', 0, ev->ts_ns, 0, 0);
     else if (d9t_is(ev, "TaskTerminateEvent")) rr_add(&s->ev, 'T', d9t_field_u(ev, "task_id"), ev->ts_ns, 0, 0);
     else if (d9t_is(ev, "PollCpuEvent")) rr_add(&s->ev, 'C', 0, 0, 0, 0);
+    else if (d9t_is(ev, "WorkerParkEvent")) rr_add(&s->ev, 'P', 0, ev->ts_ns, 0, 0);
+    else if (d9t_is(ev, "WorkerUnparkEvent")) rr_add(&s->ev, 'U', 0, ev->ts_ns, 0, 0);
 }
 
 static void *loop_thread(void *arg) {
@@ -43,7 +48,10 @@ static void *loop_thread(void *arg) {
         if (i % 2048 == 0) d9_flush(); /* nothing dropped: every iteration is checked */
         d9_poll_begin(TASK(i), D9_HERE);
         if (SLEEPY(i)) usleep(3000);
-        if (fused(i)) {
+        if (parks(i)) {
+            d9__poll_end_terminate_park(TASK(i)); /* the adapters call it with recording on */
+            d9_unpark();
+        } else if (fused(i)) {
             d9_poll_end_terminate(TASK(i));
         } else {
             d9_poll_end();
@@ -75,9 +83,11 @@ static void record(d9_clock_mode clock) {
 
     seen s = {0};
     CHECK(d9t_decode_run(d9_run_dir(), on_event, &s) == 0);
-    size_t bad_order = 0, bad_task = 0, bad_time = 0, cpu_events = 0, k = 0;
+    size_t bad_order = 0, bad_task = 0, bad_time = 0, cpu_events = 0, k = 2; /* after the first park, unpark */
+    CHECK(s.ev.n > 2 && s.ev.ev[0].kind == 'P' && s.ev.ev[1].kind == 'U');
     for (uint64_t i = 0; i < ITERATIONS; i++) {
-        if (k + 3 > s.ev.n) {
+        size_t want = parks(i) ? 5 : 3;
+        if (k + want > s.ev.n) {
             bad_order++;
             break;
         }
@@ -87,11 +97,16 @@ static void record(d9_clock_mode clock) {
             t++;
             k++;
         }
-        k += 3;
+        k += want;
         bad_order += b->kind != 'S' || e->kind != 'E' || t->kind != 'T';
         bad_task += b->a != TASK(i) || t->a != TASK(i);
-        bad_time += (fused(i) && !SLEEPY(i)) ? t->b != e->b : t->b < e->b;
+        bad_time += fused(i) ? t->b != e->b : t->b < e->b;
         bad_time += e->b < b->b;
+        if (parks(i)) {
+            const rr_event *p = t + 1, *u = t + 2;
+            bad_order += p->kind != 'P' || u->kind != 'U';
+            bad_time += p->b < t->b || u->b < p->b;
+        }
     }
     /* the paused poll's end, and nothing else */
     CHECK(k + 2 == s.ev.n && s.ev.ev[k].kind == 'S' && s.ev.ev[k].a == 1 && s.ev.ev[k + 1].kind == 'E');

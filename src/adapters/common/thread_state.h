@@ -38,10 +38,13 @@ typedef struct d9a_thread {
      * once); end_owed: a poll's end is owed. */
     bool end_deferrable;
     bool end_owed;
-    /* ... and the callback that owes it said which one comes next, of the same task, so that
-     * the poll goes on through it (d9a_poll_exit_into: libuv's alloc callback, always followed
-     * by its read callback); meaningful only while end_owed, and only from the one that set it */
-    uint64_t cont_task;
+    /* What follows the owed end (meaningful only while end_owed, 0 also then: nothing), one
+     * word: D9A_END_THEN_TERMINATE(task), the last callback completed a request or closed a
+     * handle, its task's terminate (at the park, one hook call for the end, the terminate and
+     * the park: d9__poll_end_terminate_park); D9A_END_UNLESS_NEXT(task), the callback named its
+     * task's next callback, located at cont_loc, which then goes on in the same poll
+     * (d9a_poll_exit_into: libuv's alloc callback, always followed by its read callback). */
+    uint64_t end_after;
     const d9_loc *cont_loc;
     /* The loop's poller returned, and its unpark waits for the first ready wake to be written
      * with it (d9a_owe_unpark: libev, whose ready watchers are fed after its acquire callback);
@@ -53,6 +56,9 @@ typedef struct d9a_thread {
 } d9a_thread;
 
 extern __thread d9a_thread d9a_self D9A_HIDDEN __attribute__((tls_model("initial-exec")));
+
+#define D9A_END_THEN_TERMINATE(task) ((task) << 1 | 1)
+#define D9A_END_UNLESS_NEXT(task) ((task) << 1)
 
 /* Writes the owed unpark alone (out of line: libev's turns without a ready io watcher only). */
 D9A_HIDDEN void d9a_write_owed_unpark(void);
@@ -66,9 +72,11 @@ static inline __attribute__((always_inline)) void d9a_pay_owed_unpark(const d9a_
  * task's terminate, the loop's exit). */
 static inline __attribute__((always_inline)) void d9a_end_owed_poll(d9a_thread *s) {
     if (__builtin_expect(s->end_owed, 0)) {
+        uint64_t after = s->end_after;
         s->end_owed = false;
-        s->cont_task = 0;
-        d9_poll_end();
+        s->end_after = 0;
+        if (after & 1) d9_poll_end_terminate(after >> 1);
+        else d9_poll_end();
     }
 }
 
@@ -79,10 +87,16 @@ static inline __attribute__((always_inline)) void d9a_end_owed_poll(d9a_thread *
 static inline __attribute__((always_inline)) void d9a_park_owing_end(bool park) {
     d9a_thread *s = &d9a_self;
     if (s->end_owed) { /* set only where end_deferrable is */
+        uint64_t after = s->end_after;
         s->end_owed = false;
-        s->cont_task = 0;
-        if (park) d9__poll_end_park();
-        else d9_poll_end();
+        s->end_after = 0;
+        if (after & 1) {
+            if (park) d9__poll_end_terminate_park(after >> 1);
+            else d9_poll_end_terminate(after >> 1);
+        } else {
+            if (park) d9__poll_end_park();
+            else d9_poll_end();
+        }
     } else {
         s->end_deferrable = true;
         if (park) d9__park();
@@ -110,6 +124,11 @@ static inline void d9a_wake_ready_owing_unpark(uint64_t task) {
     }
 }
 
+/* The poll owed by the last callback ends, with what its end_after says after it (a terminate),
+ * and task `task`'s poll begins at `loc` (out of line: a callback after a request's completion
+ * in one iteration, or after an alloc callback not followed by its read callback). */
+D9A_HIDDEN void d9a_end_then_begin(uint64_t task, const d9_loc *loc);
+
 /* The poll that was in progress when a callback started, to resume afterwards. */
 typedef struct d9a_frame {
     bool recording;      /* decided at entry: while the recorder is off nothing is tracked */
@@ -120,8 +139,10 @@ typedef struct d9a_frame {
 } d9a_frame;
 
 /* While the recorder is off a callback costs finding its callback and nothing else. If it
- * starts during a callback, nested callbacks see depth 0 and record normally. */
-static inline void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc) {
+ * starts during a callback, nested callbacks see depth 0 and record normally. Always inlined,
+ * as d9a_poll_exit (gcc otherwise keeps a copy out of line for the adapters with many
+ * trampolines: a call and its saved registers per callback). */
+static inline __attribute__((always_inline)) void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc) {
     f->recording = D9__ACTIVE() != 0;
     if (!f->recording) {
         /* never read, but gcc -Os cannot see it through the inlined exit */
@@ -138,15 +159,23 @@ static inline void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc
     s->poll_loc = loc;
     s->owed_terminate = 0;
     s->owed_object = NULL;
-    /* nested: the outer poll ends where this one begins, at one clock read; so does the poll
-     * a callback before owes (one loop iteration running callbacks back to back), unless that
+    /* nested: the outer poll ends where this one begins, at one clock read (never with a poll's
+     * end owed: that is paid before any callback of the loop's starts); so does the poll a
+     * callback before owes (one loop iteration running callbacks back to back), unless that
      * callback named this one as its continuation (d9a_poll_exit_into): then its poll goes on,
      * nothing recorded */
-    if (nested || s->end_owed) {
-        bool goes_on = !nested && s->cont_task == task && s->cont_loc == loc;
+    if (nested) {
+        d9_poll_end_begin(task, loc);
+    } else if (s->end_owed) {
+        uint64_t after = s->end_after;
         s->end_owed = false;
-        s->cont_task = 0;
-        if (!goes_on) d9_poll_end_begin(task, loc);
+        if (__builtin_expect(after == 0, 1)) {
+            d9_poll_end_begin(task, loc);
+        } else if (after == D9A_END_UNLESS_NEXT(task) && s->cont_loc == loc) {
+            s->end_after = 0; /* the poll goes on */
+        } else {
+            d9a_end_then_begin(task, loc);
+        }
     } else {
         d9_poll_begin(task, loc);
     }
@@ -162,24 +191,27 @@ static inline __attribute__((always_inline)) void d9a_poll_exit_body(const d9a_f
     uint64_t owed = s->owed_terminate;
     uint64_t task = s->poll_task;
     const d9_loc *loc = s->poll_loc;
-    if (owed) /* the terminate goes between this poll's end and the outer one's resumption */
-        d9_poll_end_terminate(owed); /* one clock read for both */
     s->owed_terminate = f->owed_terminate;
     s->owed_object = f->owed_object;
     s->poll_task = f->task;
     s->poll_loc = f->loc;
     if (--s->depth) {
-        if (owed) d9_poll_begin(f->task, f->loc);
-        else d9_poll_end_begin(f->task, f->loc); /* the outer poll resumes: one clock read */
-    } else if (!owed) {
-        /* the loop's next poller call ends it, with its park (d9a_park_owing_end) */
-        if (s->end_deferrable) {
-            s->end_owed = true;
-            s->cont_task = into ? task : 0;
-            if (into) s->cont_loc = loc;
+        if (owed) { /* the terminate goes between this poll's end and the outer one's resumption */
+            d9_poll_end_terminate(owed); /* one clock read for both */
+            d9_poll_begin(f->task, f->loc);
         } else {
-            d9_poll_end();
+            d9_poll_end_begin(f->task, f->loc); /* the outer poll resumes: one clock read */
         }
+    } else if (s->end_deferrable) {
+        /* the loop's next poller call ends it, with its park (d9a_park_owing_end), and the
+         * terminate owed after it there too */
+        s->end_owed = true;
+        s->end_after = owed ? D9A_END_THEN_TERMINATE(owed) : into ? D9A_END_UNLESS_NEXT(task) : 0;
+        if (into) s->cont_loc = loc;
+    } else if (owed) {
+        d9_poll_end_terminate(owed);
+    } else {
+        d9_poll_end();
     }
 }
 

@@ -165,6 +165,7 @@ static inline __attribute__((always_inline)) void d9a_poll_enter(d9a_frame *f, u
      * callback named this one as its continuation (d9a_poll_exit_into): then its poll goes on,
      * nothing recorded */
     if (nested) {
+        s->end_owed = false; /* the adapters owe none here (above); cleared as always, for the shim's flag */
         d9_poll_end_begin(task, loc);
     } else if (s->end_owed) {
         uint64_t after = s->end_after;

@@ -8,7 +8,8 @@
  * D9_BENCH_PAIRS=fused (d9_poll_end_begin: a nested callback's entry or exit), or a task's
  * spawn with its object and its terminate with D9_BENCH_PAIRS=spawn (three events a pair: a
  * libuv request's, as the adapter records a write), or the libuv demo server's request with
- * D9_BENCH_PAIRS=request (examples/uv-server: 14 events a pair, see request_events), or a park,
+ * D9_BENCH_PAIRS=request (examples/uv-server: 12 events a pair, see request_events; 14 as the
+ * adapter made them before with request_split), or a park,
  * then its unpark with the readiness wake of one task its poller returned: in one call
  * (d9_unpark_wake_ready) with D9_BENCH_PAIRS=unparkwake, as two (d9_unpark, d9_wake_ready)
  * with D9_BENCH_PAIRS=unparkwake_split; three events each; or a memcached request's loop
@@ -23,27 +24,35 @@
 #include "bench.h"
 
 #define PAIRS_PER_FLUSH 8192
-#define REQUEST_EVENTS 14
+#define REQUEST_EVENTS 12
+#define REQUEST_EVENTS_SPLIT 14
 
-/* What the libuv adapter and examples/uv-server record for one request on their loop: the loop
- * wakes (unpark, the ready wake), the connection's read callback begins the request's span and
- * submits the answer's write (a task spawned with its uv_write_t), the write's callback ends the
- * span and its task terminates, a third callback, and the loop parks again. In the adapter's
- * calls (thread_state.h): the unpark carries the first ready wake; a callback's poll ends where
- * the next one begins (its end owed since its return), unless a terminate is owed after it; the
- * last callback's end is owed to the park, one record with it. 14 events in 10 hook calls. */
-static void request_events(uint64_t i, const d9_loc *where, const d9_loc *span, void *write_req) {
+/* What the libuv adapter and examples/uv-server record for one request on their loop (its
+ * trace: `dial9 dump`): the loop wakes (unpark, the ready wake), the connection's alloc and read
+ * callbacks, one poll, begin the request's span and submit the answer's write (a task spawned
+ * with its uv_write_t); the loop's next iteration runs the write's callback, which ends the
+ * span, its task terminates, and the loop parks. In the adapter's calls (thread_state.h): the
+ * unpark carries the first ready wake; the alloc callback's poll goes on into the read's
+ * (d9a_poll_exit_into); the read's end is owed to the next callback's begin; the write's end and
+ * its task's terminate are owed to the park, one call with it (d9__poll_end_terminate_park).
+ * 12 events in 7 hook calls. `split`: the calls before (the alloc callback a poll of its own,
+ * the end and the terminate apart at the callback's return, then the park), 14 events in 10. */
+static void request_events(uint64_t i, const d9_loc *where, const d9_loc *span, void *write_req, bool split) {
     uint64_t conn = 1, write = d9_task_id_new();
     d9_unpark_wake_ready(conn);
     d9_poll_begin(conn, where);
+    if (split) d9_poll_end_begin(conn, where); /* the read callback's poll after the alloc's */
     d9_span_begin(span, i + 1);
     d9_task_spawn_object(write, where, write_req);
     d9_poll_end_begin(write, where);
     d9_span_end(span, i + 1);
-    d9_poll_end(); /* the write's task ends after its poll */
-    d9_task_terminate(write);
-    d9_poll_begin(conn, where);
-    d9__poll_end_park(); /* recording: the adapter's wrapper tests it before */
+    if (split) {
+        d9_poll_end();
+        d9_task_terminate(write);
+        d9_park();
+    } else {
+        d9__poll_end_terminate_park(write); /* recording: the adapter's wrapper tests it before */
+    }
 }
 
 /* What the shim and the libevent adapter record for one memcached `get` on its worker's loop:
@@ -71,15 +80,16 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     bool spans = kind && strcmp(kind, "span") == 0;
     bool fused = kind && strcmp(kind, "fused") == 0;
     bool spawns = kind && strcmp(kind, "spawn") == 0;
-    bool requests = kind && strcmp(kind, "request") == 0;
+    bool requests_split = kind && strcmp(kind, "request_split") == 0;
+    bool requests = requests_split || (kind && strcmp(kind, "request") == 0);
     bool unpark_wake = kind && strcmp(kind, "unparkwake") == 0;
     bool unpark_wake_split = kind && strcmp(kind, "unparkwake_split") == 0;
     bool mc_split = kind && strcmp(kind, "mcrequest_split") == 0;
     bool mc = mc_split || (kind && strcmp(kind, "mcrequest") == 0);
-    uint64_t per_pair = spawns || unpark_wake || unpark_wake_split ? 3 : requests ? REQUEST_EVENTS : mc ? 5 : 2;
+    uint64_t per_pair = spawns || unpark_wake || unpark_wake_split ? 3 : requests_split ? REQUEST_EVENTS_SPLIT : requests ? REQUEST_EVENTS : mc ? 5 : 2;
     void *object = spawns || requests ? malloc(64) : NULL; /* a request's address, from the heap as the adapters' */
     if (fused) d9_poll_begin(1, where);
-    if (mc) d9_park(); /* each request begins with the unpark of the park before */
+    if (mc || requests) d9_park(); /* each request begins with the unpark of the park before */
     const d9_loc *span = D9_SPAN_NAME("bench_span");
     for (uint64_t i = 0; i < pairs; i++) {
         if (i > 0 && i % (PAIRS_PER_FLUSH * 2 / per_pair) == 0) d9_flush(); /* as many events a flush */
@@ -99,7 +109,7 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
         } else if (fused) {
             d9_poll_end_begin((i & 63) + 1, where);
         } else if (requests) {
-            request_events(i, where, span, object);
+            request_events(i, where, span, object, requests_split);
         } else if (mc) {
             mc_request_events((i & 63) + 1, where, mc_split);
         } else if (spawns) {
@@ -114,7 +124,7 @@ int bench_instructions(const bench_opts *o, uint64_t pairs) {
     /* Drained by the background thread, so d9_stop on this thread finds nothing left: the
      * recording thread's count then holds the hooks and the loop, not the encoding. */
     if (fused) d9_poll_end();
-    if (mc) d9_unpark();
+    if (mc || requests) d9_unpark();
     d9_flush();
     d9_stop();
     d9_stats st;

@@ -365,6 +365,8 @@ D9_API void d9__task_spawn_object(uint64_t task_id, const d9_loc *where, const v
 D9_API void d9__wake_ready(uint64_t woken_task_id);
 D9_API void d9__unpark_wake_ready(uint64_t woken_task_id); /* woken_task_id != 0 */
 D9_API void d9__poll_end_park(void); /* d9__poll_end then d9__park, at one clock read */
+D9_API void d9__poll_end_terminate(uint64_t task_id); /* d9__poll_end then d9__task_terminate, at one clock read */
+D9_API void d9__poll_end_terminate_park(uint64_t task_id); /* d9__poll_end_terminate then d9__park, at one clock read */
 /* For runtimes that keep tasks across starts (the loop adapters): `fn` runs in every d9_start
  * just before hooks begin to record; it may call the d9__ hooks (d9__task_spawn_object) to
  * spawn the tasks that exist already. At most 8. */
@@ -395,6 +397,13 @@ D9_INLINE void d9_poll_end(void) {
  * a loop moving on to the next connection): d9_poll_end then d9_poll_begin, at one clock read. */
 D9_INLINE void d9_poll_end_begin(uint64_t task_id, const d9_loc *where) {
     if (D9__ACTIVE()) d9__poll_end_begin(task_id, where);
+    else if (D9__PAUSED(1)) d9__poll_end_paused();
+}
+
+/* A poll ends and its task terminates right after it (the task's last poll): d9_poll_end then
+ * d9_task_terminate, at one clock read. */
+D9_INLINE void d9_poll_end_terminate(uint64_t task_id) {
+    if (D9__ACTIVE()) d9__poll_end_terminate(task_id);
     else if (D9__PAUSED(1)) d9__poll_end_paused();
 }
 

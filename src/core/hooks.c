@@ -76,6 +76,12 @@ int d9__paused;
 
 #define SLOW static __attribute__((noinline, cold))
 
+/* A reservation for two events' records failed: the reserve counted one drop, this the other. */
+static inline void count_second_drop(d9_thread *t) {
+    atomic_store_explicit(&t->drops_total, atomic_load_explicit(&t->drops_total, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
 static inline uint32_t loc_id_if_known(const d9_loc *where) {
     return where ? __atomic_load_n(&where->id, __ATOMIC_ACQUIRE) : 0;
 }
@@ -162,9 +168,8 @@ SLOW void poll_end_begin_slow_loc(uint64_t task_id, uint32_t loc) {
     d9_thread *t = d9_thread_current();
     if (__builtin_expect(t == NULL, 0)) return;
     uint64_t *r = d9_thread_reserve(t, POLL_END_BEGIN_WORDS);
-    if (__builtin_expect(r == NULL, 0)) { /* two events lost: the reserve counted one */
-        atomic_store_explicit(&t->drops_total, atomic_load_explicit(&t->drops_total, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
+    if (__builtin_expect(r == NULL, 0)) { /* two events lost */
+        count_second_drop(t);
         return;
     }
     uint64_t now = d9_clock_ticks(); /* once: the body uses it twice */
@@ -261,10 +266,7 @@ SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu, bool with_
     __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
     uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_PARK);
     if (!r) {
-        if (with_end) /* two events lost: the reserve counted one */
-            atomic_store_explicit(&t->drops_total,
-                                  atomic_load_explicit(&t->drops_total, memory_order_relaxed) + 1,
-                                  memory_order_relaxed);
+        if (with_end) count_second_drop(t); /* two events lost */
         return;
     }
     r[0] = D9_REC_HEADER(now, with_end ? D9_REC_POLL_END_PARK : kind);
@@ -326,10 +328,7 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint6
     const uint64_t words = woken && !with_end ? D9_REC_WORDS_UNPARK_WAKE : D9_REC_WORDS_PARK;
     uint64_t *r = d9_thread_reserve(t, words);
     if (__builtin_expect(!r, 0)) {
-        if (woken) /* two events lost: the reserve counted one */
-            atomic_store_explicit(&t->drops_total,
-                                  atomic_load_explicit(&t->drops_total, memory_order_relaxed) + 1,
-                                  memory_order_relaxed);
+        if (woken) count_second_drop(t); /* two events lost */
         return;
     }
     r[0] = D9_REC_HEADER(now, with_end ? D9_REC_POLL_END_PARK : woken ? D9_REC_UNPARK_WAKE : kind);
@@ -568,6 +567,78 @@ void d9__task_terminate(uint64_t task_id) {
     UNLESS_TSC(terminate_other_clock(task_id));
     FAST_PATH_READING(D9_REC_WORDS_TERMINATE, true, terminate_slow(task_id), __rdtsc());
     TERMINATE_BODY(ticks);
+}
+
+/* A poll's end and its task's terminate right after it (the adapters' last callback of a
+ * request or a closed handle: d9a_poll_exit): one clock read, one hook call and one commit for
+ * the two records d9__poll_end and d9__task_terminate write, at one tick. Only where the poll's
+ * end records nothing more: a switch inside the poll (the task-clock page moved since its
+ * begin) may add its PollCpuEvent after the end, before the terminate, so that poll takes the
+ * two hooks, as do the thread's first event and a full ring. */
+#define POLL_END_TERMINATE_WORDS (D9_REC_WORDS_POLL_END + D9_REC_WORDS_TERMINATE)
+#define POLL_END_TERMINATE_BODY(ticks)                                                     \
+    r[0] = D9_REC_HEADER((ticks), D9_REC_POLL_END);                                        \
+    r[D9_REC_WORDS_POLL_END] = D9_REC_HEADER((ticks), D9_REC_TERMINATE);                   \
+    r[D9_REC_WORDS_POLL_END + 1] = task_id;                                                \
+    d9_thread_commit(t, POLL_END_TERMINATE_WORDS);                                         \
+    __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED);                                \
+    d9_rule_wake_poll_end(ticks)
+
+/* no PollCpuEvent due at this end (poll_cpu.h's d9_poll_cpu_end would do nothing) */
+#define POLL_CPU_QUIET() (d9__tls_cpu_clock.poll_page->lock == d9__tls_cpu_clock.poll_lock)
+
+/* The thread's first event, the ring's wrap point: the two records at one time, `now`, still; a
+ * PollCpuEvent due: the end's record and what its poll_cpu.h part adds, then the terminate's,
+ * each reserved alone, at that one time too. */
+SLOW void poll_end_terminate_at(uint64_t task_id, uint64_t now) {
+    d9_thread *t = d9_thread_current();
+    if (__builtin_expect(t == NULL, 0)) return;
+    uint64_t *r;
+    if (!POLL_CPU_QUIET()) {
+        if ((r = d9_thread_reserve(t, D9_REC_WORDS_POLL_END)) != NULL) {
+            POLL_END_BODY(now);
+        }
+        if ((r = d9_thread_reserve(t, D9_REC_WORDS_TERMINATE)) != NULL) {
+            TERMINATE_BODY(now);
+        }
+        return;
+    }
+    r = d9_thread_reserve(t, POLL_END_TERMINATE_WORDS);
+    if (__builtin_expect(r == NULL, 0)) { /* two events lost */
+        count_second_drop(t);
+        return;
+    }
+    POLL_END_TERMINATE_BODY(now);
+}
+
+SLOW void poll_end_terminate_slow(uint64_t task_id) { poll_end_terminate_at(task_id, d9_clock_ticks()); }
+
+static __attribute__((noinline)) void poll_end_terminate_other_clock(uint64_t task_id) {
+    FAST_PATH_ANY_CLOCK(POLL_END_TERMINATE_WORDS, POLL_CPU_QUIET(), poll_end_terminate_slow(task_id));
+    POLL_END_TERMINATE_BODY(ticks);
+}
+
+void d9__poll_end_terminate(uint64_t task_id) {
+    UNLESS_TSC(poll_end_terminate_other_clock(task_id));
+    FAST_PATH_READING(POLL_END_TERMINATE_WORDS, POLL_CPU_QUIET(), poll_end_terminate_slow(task_id), __rdtsc());
+    POLL_END_TERMINATE_BODY(ticks);
+}
+
+/* A poll's end, its task's terminate and the park right after them: the loop's last callback
+ * completed a request and its poller is about to block (the adapters owe the end and the
+ * terminate until then: thread_state.h, d9a_park_owing_end). One clock read and one hook call
+ * for the three records d9__poll_end_terminate and d9__park write, at one time (as
+ * d9__poll_end_park: the poll and the task take in the loop's bookkeeping before it blocks). */
+void d9__poll_end_terminate_park(uint64_t task_id) {
+    uint64_t now = d9_clock_ticks();
+    d9_thread *t = d9__tls_thread;
+    if (__builtin_expect(t != NULL && t->head + POLL_END_TERMINATE_WORDS <= t->limit && POLL_CPU_QUIET(), 1)) {
+        uint64_t *r = t->ring + (t->head & t->mask);
+        POLL_END_TERMINATE_BODY(now);
+    } else {
+        poll_end_terminate_at(task_id, now);
+    }
+    park_fast(D9_REC_PARK, now, 0);
 }
 
 void d9__set_local_queue(uint32_t depth) {

@@ -38,6 +38,14 @@ typedef struct d9a_thread {
      * once); end_owed: a poll's end is owed. */
     bool end_deferrable;
     bool end_owed;
+    /* What follows the owed end (meaningful only while end_owed, 0 also then: nothing), one
+     * word: D9A_END_THEN_TERMINATE(task), the last callback completed a request or closed a
+     * handle, its task's terminate (at the park, one hook call for the end, the terminate and
+     * the park: d9__poll_end_terminate_park); D9A_END_UNLESS_NEXT(task), the callback named its
+     * task's next callback, located at cont_loc, which then goes on in the same poll
+     * (d9a_poll_exit_into: libuv's alloc callback, always followed by its read callback). */
+    uint64_t end_after;
+    const d9_loc *cont_loc;
     /* The loop's poller returned, and its unpark waits for the first ready wake to be written
      * with it (d9a_owe_unpark: libev, whose ready watchers are fed after its acquire callback);
      * any other record of the thread first writes it alone (d9a_pay_owed_unpark, where the
@@ -48,6 +56,9 @@ typedef struct d9a_thread {
 } d9a_thread;
 
 extern __thread d9a_thread d9a_self D9A_HIDDEN __attribute__((tls_model("initial-exec")));
+
+#define D9A_END_THEN_TERMINATE(task) ((task) << 1 | 1)
+#define D9A_END_UNLESS_NEXT(task) ((task) << 1)
 
 /* Writes the owed unpark alone (out of line: libev's turns without a ready io watcher only). */
 D9A_HIDDEN void d9a_write_owed_unpark(void);
@@ -61,8 +72,11 @@ static inline __attribute__((always_inline)) void d9a_pay_owed_unpark(const d9a_
  * task's terminate, the loop's exit). */
 static inline __attribute__((always_inline)) void d9a_end_owed_poll(d9a_thread *s) {
     if (__builtin_expect(s->end_owed, 0)) {
+        uint64_t after = s->end_after;
         s->end_owed = false;
-        d9_poll_end();
+        s->end_after = 0;
+        if (after & 1) d9_poll_end_terminate(after >> 1);
+        else d9_poll_end();
     }
 }
 
@@ -73,9 +87,16 @@ static inline __attribute__((always_inline)) void d9a_end_owed_poll(d9a_thread *
 static inline __attribute__((always_inline)) void d9a_park_owing_end(bool park) {
     d9a_thread *s = &d9a_self;
     if (s->end_owed) { /* set only where end_deferrable is */
+        uint64_t after = s->end_after;
         s->end_owed = false;
-        if (park) d9__poll_end_park();
-        else d9_poll_end();
+        s->end_after = 0;
+        if (after & 1) {
+            if (park) d9__poll_end_terminate_park(after >> 1);
+            else d9_poll_end_terminate(after >> 1);
+        } else {
+            if (park) d9__poll_end_park();
+            else d9_poll_end();
+        }
     } else {
         s->end_deferrable = true;
         if (park) d9__park();
@@ -103,6 +124,11 @@ static inline void d9a_wake_ready_owing_unpark(uint64_t task) {
     }
 }
 
+/* The poll owed by the last callback ends, with what its end_after says after it (a terminate),
+ * and task `task`'s poll begins at `loc` (out of line: a callback after a request's completion
+ * in one iteration, or after an alloc callback not followed by its read callback). */
+D9A_HIDDEN void d9a_end_then_begin(uint64_t task, const d9_loc *loc);
+
 /* The poll that was in progress when a callback started, to resume afterwards. */
 typedef struct d9a_frame {
     bool recording;      /* decided at entry: while the recorder is off nothing is tracked */
@@ -113,8 +139,10 @@ typedef struct d9a_frame {
 } d9a_frame;
 
 /* While the recorder is off a callback costs finding its callback and nothing else. If it
- * starts during a callback, nested callbacks see depth 0 and record normally. */
-static inline void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc) {
+ * starts during a callback, nested callbacks see depth 0 and record normally. Always inlined,
+ * as d9a_poll_exit (gcc otherwise keeps a copy out of line for the adapters with many
+ * trampolines: a call and its saved registers per callback). */
+static inline __attribute__((always_inline)) void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc) {
     f->recording = D9__ACTIVE() != 0;
     if (!f->recording) {
         /* never read, but gcc -Os cannot see it through the inlined exit */
@@ -131,39 +159,70 @@ static inline void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc
     s->poll_loc = loc;
     s->owed_terminate = 0;
     s->owed_object = NULL;
-    /* nested: the outer poll ends where this one begins, at one clock read; so does the poll
-     * a callback before owes (one loop iteration running callbacks back to back) */
-    if (nested || s->end_owed) {
-        s->end_owed = false;
+    /* nested: the outer poll ends where this one begins, at one clock read (never with a poll's
+     * end owed: that is paid before any callback of the loop's starts); so does the poll a
+     * callback before owes (one loop iteration running callbacks back to back), unless that
+     * callback named this one as its continuation (d9a_poll_exit_into): then its poll goes on,
+     * nothing recorded */
+    if (nested) {
+        s->end_owed = false; /* the adapters owe none here (above); cleared as always, for the shim's flag */
         d9_poll_end_begin(task, loc);
+    } else if (s->end_owed) {
+        uint64_t after = s->end_after;
+        s->end_owed = false;
+        if (__builtin_expect(after == 0, 1)) {
+            d9_poll_end_begin(task, loc);
+        } else if (after == D9A_END_UNLESS_NEXT(task) && s->cont_loc == loc) {
+            s->end_after = 0; /* the poll goes on */
+        } else {
+            d9a_end_then_begin(task, loc);
+        }
     } else {
         d9_poll_begin(task, loc);
     }
 }
 
 /* always inline: out of line (as gcc chose for the adapters with many trampolines) the call,
- * its saved registers and a second test of the frame cost ~15 instructions per callback */
-static inline __attribute__((always_inline)) void d9a_poll_exit(const d9a_frame *f) {
+ * its saved registers and a second test of the frame cost ~15 instructions per callback.
+ * `into`: true when the callback that returns says which callback of its task comes next (the
+ * poll's task and location, d9a_poll_exit_into); a constant in each caller. */
+static inline __attribute__((always_inline)) void d9a_poll_exit_body(const d9a_frame *f, bool into) {
     if (!f->recording) return;
     d9a_thread *s = &d9a_self;
     uint64_t owed = s->owed_terminate;
-    if (owed) { /* the terminate goes between this poll's end and the outer one's resumption */
-        d9_poll_end();
-        d9_task_terminate(owed);
-    }
+    uint64_t task = s->poll_task;
+    const d9_loc *loc = s->poll_loc;
     s->owed_terminate = f->owed_terminate;
     s->owed_object = f->owed_object;
     s->poll_task = f->task;
     s->poll_loc = f->loc;
     if (--s->depth) {
-        if (owed) d9_poll_begin(f->task, f->loc);
-        else d9_poll_end_begin(f->task, f->loc); /* the outer poll resumes: one clock read */
-    } else if (!owed) {
-        /* the loop's next poller call ends it, with its park (d9a_park_owing_end) */
-        if (s->end_deferrable) s->end_owed = true;
-        else d9_poll_end();
+        if (owed) { /* the terminate goes between this poll's end and the outer one's resumption */
+            d9_poll_end_terminate(owed); /* one clock read for both */
+            d9_poll_begin(f->task, f->loc);
+        } else {
+            d9_poll_end_begin(f->task, f->loc); /* the outer poll resumes: one clock read */
+        }
+    } else if (s->end_deferrable) {
+        /* the loop's next poller call ends it, with its park (d9a_park_owing_end), and the
+         * terminate owed after it there too */
+        s->end_owed = true;
+        s->end_after = owed ? D9A_END_THEN_TERMINATE(owed) : into ? D9A_END_UNLESS_NEXT(task) : 0;
+        if (into) s->cont_loc = loc;
+    } else if (owed) {
+        d9_poll_end_terminate(owed);
+    } else {
+        d9_poll_end();
     }
 }
+
+static inline __attribute__((always_inline)) void d9a_poll_exit(const d9a_frame *f) { d9a_poll_exit_body(f, false); }
+
+/* The callback returns into another callback of its task, which the library always calls next
+ * (libuv's alloc callback, then its read callback): the poll, opened at that next callback's
+ * location, goes on through it, one poll for the two (d9a_poll_enter). Nested, or where the
+ * end cannot be owed, as d9a_poll_exit. */
+static inline __attribute__((always_inline)) void d9a_poll_exit_into(const d9a_frame *f) { d9a_poll_exit_body(f, true); }
 
 /* The poll in progress is the last one of its task (a request completes, a handle's close
  * callback runs): its terminate is recorded right after the poll ends, unless the callback

@@ -57,7 +57,9 @@ void d9a_uv_cell_refresh(const void *h) {
     memcpy(((uv_handle_t *)h)->u.reserved, &c, sizeof c);
 }
 
-bool d9a_uv_table_callback(const void *h, unsigned role, d9a_fn *fn, const d9_loc **loc,
-                           uint64_t *task) {
-    return d9a_table_callback(h, role, fn, loc, task);
+bool d9a_uv_table_callback(const void *h, unsigned role, unsigned loc_role, d9a_fn *fn,
+                           const d9_loc **loc, uint64_t *task) {
+    if (!d9a_table_callback(h, role, fn, loc, task)) return false;
+    d9a_fn other;
+    return loc_role == role || d9a_table_callback(h, loc_role, &other, loc, task);
 }

@@ -55,31 +55,48 @@ static inline void uv_handle_cell_clear(void *h) {
 /* The entry of `h` changed (or went): the cell follows it. Out of line: registrations only. */
 D9A_HIDDEN void d9a_uv_cell_refresh(const void *h);
 
-/* No valid cell: the side table's entry, out of line (cold). */
-D9A_HIDDEN bool d9a_uv_table_callback(const void *h, unsigned role, d9a_fn *fn,
+/* No valid cell: the side table's entry, out of line (cold): callback `role`, the location
+ * of callback `loc_role`. */
+D9A_HIDDEN bool d9a_uv_table_callback(const void *h, unsigned role, unsigned loc_role, d9a_fn *fn,
                                       const d9_loc **loc, uint64_t *task);
 
 /* d9a_callback_begin (trampoline.h) through the cell: callback `role` of handle `h` from the
- * cell, else from the side table. Always inlined: gcc keeps it out of line for the adapter's
- * fifteen trampolines, and the call, its saved registers and the outputs through memory cost
- * as much as the cell saves. */
+ * cell, else from the side table, its poll located at callback `loc_role` (`role`'s own but
+ * for an alloc callback's: uv_handle_alloc_begin). Always inlined: gcc keeps it out of line
+ * for the adapter's fifteen trampolines, and the call, its saved registers and the outputs
+ * through memory cost as much as the cell saves. */
 static inline __attribute__((always_inline)) bool
-uv_handle_callback_begin(const void *h, unsigned role, d9a_fn *fn, d9a_frame *f) {
+uv_handle_callback_begin_at(const void *h, unsigned role, unsigned loc_role, d9a_fn *fn, d9a_frame *f) {
     const d9_loc *loc;
     uint64_t task;
     uv_handle_cell c;
     memcpy(&c, ((const uv_handle_t *)h)->u.reserved, sizeof c);
     if (__builtin_expect(c.check == uv_handle_cell_check(h, c.task, c.rec), 1)) {
         *fn = c.rec->fn[role];
-        loc = c.rec->loc[role];
+        loc = c.rec->loc[loc_role];
         task = c.task;
-    } else if (!d9a_uv_table_callback(h, role, fn, &loc, &task)) {
+    } else if (!d9a_uv_table_callback(h, role, loc_role, fn, &loc, &task)) {
         d9a_lost_callback(h);
         return false;
     }
     if (!*fn) return false;
     d9a_poll_enter(f, task, loc);
     return true;
+}
+
+static inline __attribute__((always_inline)) bool
+uv_handle_callback_begin(const void *h, unsigned role, d9a_fn *fn, d9a_frame *f) {
+    return uv_handle_callback_begin_at(h, role, role, fn, f);
+}
+
+/* A stream's or UDP handle's alloc callback: libuv calls its read (receive) callback right
+ * after it, whatever the read gives (data, 0 for EAGAIN, an error, UV_ENOBUFS for no buffer),
+ * so the two are one poll of the handle's task located at the read callback, which the alloc
+ * callback's exit hands on (d9a_poll_exit_into): the read syscall between them is the read's
+ * work, and a request costs one hook call, one clock read and two events less. */
+static inline __attribute__((always_inline)) bool
+uv_handle_alloc_begin(const void *h, d9a_fn *fn, d9a_frame *f) {
+    return uv_handle_callback_begin_at(h, UV_ROLE_ALLOC, UV_ROLE_CB, fn, f);
 }
 
 #endif

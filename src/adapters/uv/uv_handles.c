@@ -64,16 +64,17 @@ static void fs_poll_trampoline(uv_fs_poll_t *h, int status, const uv_stat_t *pre
     d9a_poll_exit(&f);
 }
 
+/* Its poll goes on into the read callback's (uv_handle_alloc_begin). */
 static void alloc_trampoline(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     d9a_fn fn;
     d9a_frame f;
-    if (!uv_handle_callback_begin(h, UV_ROLE_ALLOC, &fn, &f)) {
+    if (!uv_handle_alloc_begin(h, &fn, &f)) {
         buf->base = NULL; /* libuv then reports UV_ENOBUFS to the read callback */
         buf->len = 0;
         return;
     }
     ((uv_alloc_cb)fn)(h, suggested, buf);
-    d9a_poll_exit(&f);
+    d9a_poll_exit_into(&f);
 }
 
 static void read_trampoline(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf) {

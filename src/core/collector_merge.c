@@ -610,16 +610,52 @@ static bool take_run(d9_collector *c, cursor *k, uint64_t others, uint64_t src_t
 
 /* ---------------------------------------------------------------- source events */
 
-static d9_thread *thread_by_tid(const d9_collector *c, uint32_t tid) {
+/* A thread of this drain's list by its id. The index of the last one found is tried first: a
+ * source's events come from few threads (a worker's switch-out, then its switch-in). */
+static d9_thread *thread_by_tid(d9_collector *c, uint32_t tid) {
+    size_t last = c->tid_last;
+    if (last < c->thread_count && (uint32_t)c->threads[last]->tid == tid) return c->threads[last];
     for (size_t i = 0; i < c->thread_count; i++)
-        if ((uint32_t)c->threads[i]->tid == tid) return c->threads[i];
+        if ((uint32_t)c->threads[i]->tid == tid) {
+            c->tid_last = i;
+            return c->threads[i];
+        }
     return NULL;
 }
 
+static void source_event_to_out(d9_collector *c, const d9_src_event *se, d9_thread *t, out_event *e);
+
 void d9_col_source_event_to_out(d9_collector *c, const d9_src_event *se, out_event *e) {
+    source_event_to_out(c, se, se->tid ? thread_by_tid(c, se->tid) : NULL, e);
+}
+
+/* The bytes d9_col_encode_other writes for a SchedSwitchEvent (tid, worker, out, preempted,
+ * the CPU an optional varint), stored straight into the output: a context switch is the
+ * sources' most frequent event (two a request of a server whose poller sleeps between them),
+ * and through an out_event and the generic encoder's calls per field it cost ~4 times this.
+ * False when emit must take it: the stream to open or the schema to declare in it, less than
+ * an event's worst case before the buffer's or the segment's end. */
+_Static_assert(D9_RAW_EVENT_MAX + 4 + 2 + 3 + 10 <= HOOK_EVENT_MAX, "a switch fits an event's room");
+static bool fast_switch(d9_collector *c, const d9_src_event *se, const d9_thread *t) {
+    size_t avail = c->out.cap < c->room ? c->out.cap : (size_t)c->room;
+    if (!c->stream_open || c->out.failed || avail < HOOK_EVENT_MAX + c->out.len ||
+        c->schema_mark[D9_SCH_SCHED_SWITCH] != c->stream_no)
+        return false;
+    uint8_t *p = d9_raw_event(c->out.data + c->out.len, &c->st, D9_SCH_SCHED_SWITCH, se->ts_ns);
+    p = put_u32(p, se->tid);
+    p = d9_raw_varint(p, t ? t->c_worker : 255);
+    p[0] = se->sw.out;
+    p[1] = se->sw.preempted;
+    p = d9_raw_opt_varint(p + 2, se->cpu >= 0 ? (uint64_t)se->cpu : D9_ABSENT);
+    c->out.len = (size_t)(p - c->out.data);
+    c->out_events++;
+    if (__builtin_expect(c->out.len >= FLUSH_BYTES, 0)) d9_col_flush_out(c);
+    return true;
+}
+
+static void source_event_to_out(d9_collector *c, const d9_src_event *se, d9_thread *t, out_event *e) {
     memset(e, 0, sizeof *e);
     e->ts = se->ts_ns;
-    d9_thread *t = se->tid ? thread_by_tid(c, se->tid) : NULL;
     uint64_t worker = t ? t->c_worker : 255;
     uint64_t cpu = se->cpu >= 0 ? (uint64_t)se->cpu : UINT64_MAX;
     switch (se->kind) {
@@ -681,8 +717,8 @@ bool d9_col_refresh_threads(d9_collector *c) {
  * no unwinding in a poll: the first switch of a new worker lost its stack). It waits for the
  * next drain, which lists the thread and merges them in time order. Its events from before
  * the listing came before the thread's first record, and go out now. */
-static bool of_newer_thread(const d9_collector *c, const d9_src_event *se) {
-    return c->hold_new_threads && se->ts_ns >= c->threads_ns && se->tid && !thread_by_tid(c, se->tid);
+static bool of_newer_thread(const d9_collector *c, const d9_src_event *se, const d9_thread *t) {
+    return c->hold_new_threads && se->ts_ns >= c->threads_ns && se->tid && !t;
 }
 
 double d9_col_merge(d9_collector *c) {
@@ -729,9 +765,11 @@ double d9_col_merge(d9_collector *c) {
         uint64_t src_ts = next_src < c->batch.count ? c->batch.events[next_src].ts_ns : UINT64_MAX;
         if (next_src < c->batch.count && (live == 0 || src_ts < c->cursors[best].next_ts)) {
             const d9_src_event *se = &c->batch.events[next_src++];
-            if (of_newer_thread(c, se) && d9_src_batch_add(&c->held, se)) continue;
+            d9_thread *t = se->tid ? thread_by_tid(c, se->tid) : NULL;
+            if (of_newer_thread(c, se, t) && d9_src_batch_add(&c->held, se)) continue;
+            if (se->kind == D9_SRC_SWITCH && fast_switch(c, se, t)) continue;
             out_event e;
-            d9_col_source_event_to_out(c, se, &e);
+            source_event_to_out(c, se, t, &e);
             emit(c, &e);
             continue;
         }

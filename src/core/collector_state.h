@@ -101,6 +101,7 @@ struct d9_collector {
     d9_thread **threads;
     size_t thread_count;
     uint64_t threads_ns;     /* taken before `threads` was listed: a thread not in it registered later */
+    size_t tid_last;         /* where in `threads` the last thread found by its id was */
     cursor *cursors;
     size_t cursor_cap;
 

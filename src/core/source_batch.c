@@ -46,18 +46,21 @@ bool d9_src_batch_add(d9_src_batch *b, const d9_src_event *ev) {
         b->events = e;
         b->cap = cap;
     }
-    d9_src_event copy = *ev;
+    /* stored in place (a copy on the stack first cost a second pass over the event's words,
+     * for the context switches that make most of a batch), pointers moved to the batch's own */
+    d9_src_event *copy = &b->events[b->count];
+    *copy = *ev;
     if (ev->kind == D9_SRC_CPU_SAMPLE && ev->sample.nframes) {
         uint64_t *f = arena_alloc(b, ev->sample.nframes * sizeof(uint64_t));
         if (!f) return false;
         memcpy(f, ev->sample.frames, ev->sample.nframes * sizeof(uint64_t));
-        copy.sample.frames = f;
+        copy->sample.frames = f;
     } else if (ev->kind == D9_SRC_MMAP) {
-        copy.map.path = copy_str(b, ev->map.path);
-        copy.map.build_id = copy_str(b, ev->map.build_id);
-        if (!copy.map.path || !copy.map.build_id) return false;
+        copy->map.path = copy_str(b, ev->map.path);
+        copy->map.build_id = copy_str(b, ev->map.build_id);
+        if (!copy->map.path || !copy->map.build_id) return false;
     }
-    b->events[b->count++] = copy;
+    b->count++;
     return true;
 }
 

@@ -4,7 +4,8 @@
  * ready wake, a poll's begin, its end with the park: five events), and a source hands over
  * what the perf source would for a worker that sleeps in its poller between requests:
  *   plain     nothing (the baseline)
- *   switches  a switch-out after each park and a switch-in before each unpark
+ *   switches  a switch-out after each park and a switch-in before each unpark, on CPU 0 and 1
+ *             by turns, handed over as the perf source does: each CPU's ring in time order
  * The difference of the modes' counts per record is what one context-switch record costs the
  * collector: its batch, the merge (a source event cuts the thread's run), its encoding. Prints
  * the events recorded, written and dropped (the test requires none dropped). */
@@ -23,8 +24,8 @@
 
 typedef struct switches {
     d9_source base;
-    d9_src_event pending[2 * REQUESTS_PER_DRAIN];
-    size_t count;
+    d9_src_event pending[2][2 * REQUESTS_PER_DRAIN]; /* per CPU */
+    size_t count[2];
 } switches;
 
 static uint64_t mono_ns(void) {
@@ -35,20 +36,22 @@ static uint64_t mono_ns(void) {
 
 static void switches_collect(d9_source *src, d9_src_batch *out) {
     switches *s = src->ctx;
-    for (size_t i = 0; i < s->count; i++)
-        if (!d9_src_batch_add(out, &s->pending[i])) abort();
-    s->count = 0;
+    for (int cpu = 0; cpu < 2; cpu++) {
+        for (size_t i = 0; i < s->count[cpu]; i++)
+            if (!d9_src_batch_add(out, &s->pending[cpu][i])) abort();
+        s->count[cpu] = 0;
+    }
 }
 
 static void switches_close(d9_source *src) { (void)src; }
 
-static void note_switch(switches *s, bool out, uint32_t tid, uint64_t ts) {
-    d9_src_event *e = &s->pending[s->count++];
+static void note_switch(switches *s, int cpu, bool out, uint32_t tid, uint64_t ts) {
+    d9_src_event *e = &s->pending[cpu][s->count[cpu]++];
     memset(e, 0, sizeof *e);
     e->ts_ns = ts;
     e->kind = D9_SRC_SWITCH;
     e->tid = tid;
-    e->cpu = 1;
+    e->cpu = cpu;
     e->sw.out = out;
 }
 
@@ -81,11 +84,12 @@ int main(int argc, char **argv) {
     d9__worker_begin("bench", 0);
     static d9_loc where = {"bench_collector_sources.c", "main", 1, 0};
     for (long i = 0; i < n; i++) {
-        if (with_switches) note_switch(&src, false, tid, mono_ns()); /* before the unpark's clock read */
+        int cpu = (int)(i & 1);
+        if (with_switches) note_switch(&src, cpu, false, tid, mono_ns()); /* before the unpark's clock read */
         d9__unpark_wake_ready(1);
         d9__poll_begin(1, &where);
         d9__poll_end_park();
-        if (with_switches) note_switch(&src, true, tid, mono_ns());
+        if (with_switches) note_switch(&src, cpu, true, tid, mono_ns());
         if ((i + 1) % REQUESTS_PER_DRAIN == 0) d9_collector_drain(col);
     }
     d9__worker_end();

@@ -354,9 +354,17 @@ static bool fast_switch(d9_collector *c, const d9_src_event *se, const d9_thread
  * next drain, which lists the thread and merges them in time order. Its events from before
  * the listing came before the thread's first record, and go out now. */
 static bool of_newer_thread(const d9_collector *c, const d9_src_event *se, const d9_thread *t) {
-    return c->hold_new_threads && se->ts_ns >= c->threads_ns && se->tid && !t;
+    return !t && se->tid && c->hold_new_threads && se->ts_ns >= c->threads_ns;
 }
 
+
+/* The time of the sources' next event (UINT64_MAX: none left in this drain), kept in c->src_ts:
+ * the merge and a thread's run compare it per record taken and per switch written. */
+static inline uint64_t next_src_ts(const d9_collector *c) { return c->src_ts; }
+static inline void src_advance(d9_collector *c) {
+    size_t i = ++c->next_src;
+    c->src_ts = i < c->batch.count ? c->batch.events[i].ts_ns : UINT64_MAX;
+}
 
 /* The sources' next event, when it is a context switch due before the record a thread's run
  * has read ahead (and before every other thread's), written by the run itself at p (the
@@ -372,15 +380,11 @@ static inline __attribute__((always_inline)) uint8_t *run_switch(d9_collector *c
         return NULL;
     d9_thread *t = se->tid ? thread_by_tid(c, se->tid) : NULL;
     if (of_newer_thread(c, se, t)) return NULL;
-    c->next_src++;
+    src_advance(c);
     c->out_events++;
     return switch_fields(hook_event_header(p, D9_SCH_SCHED_SWITCH, se->ts_ns, se->ts_ns - base), se, t);
 }
 
-/* The time of the sources' next event (UINT64_MAX: none left in this drain). */
-static inline uint64_t next_src_ts(const d9_collector *c) {
-    return c->next_src < c->batch.count ? c->batch.events[c->next_src].ts_ns : UINT64_MAX;
-}
 
 typedef enum fast_stop {
     FAST_GENERAL, /* the record at the cursor is the next to take, by decode_record */
@@ -799,7 +803,8 @@ double d9_col_merge(d9_collector *c) {
     d9_src_batch_reset(&c->held);
     for (size_t i = 0; i < c->source_count; i++) c->sources[i]->collect(c->sources[i], &c->batch);
     d9_src_batch_sort(&c->batch);
-    c->next_src = 0;
+    c->next_src = (size_t)-1;
+    src_advance(c);
 
     /* Merge: always take the earliest pending record among the threads and the sources. The
      * earliest thread then goes on alone while it stays before every other candidate (ties go
@@ -817,7 +822,8 @@ double d9_col_merge(d9_collector *c) {
         }
         uint64_t src_ts = next_src_ts(c);
         if (c->next_src < c->batch.count && (live == 0 || src_ts < c->cursors[best].next_ts)) {
-            const d9_src_event *se = &c->batch.events[c->next_src++];
+            const d9_src_event *se = &c->batch.events[c->next_src];
+            src_advance(c);
             d9_thread *t = se->tid ? thread_by_tid(c, se->tid) : NULL;
             if (of_newer_thread(c, se, t) && d9_src_batch_add(&c->held, se)) continue;
             if (se->kind == D9_SRC_SWITCH && fast_switch(c, se, t)) continue;

@@ -88,6 +88,7 @@ struct d9_collector {
     size_t source_count;
     d9_src_batch batch;      /* this drain's source events, sorted */
     size_t next_src;         /* the first of them not merged yet */
+    uint64_t src_ts;         /* its time (UINT64_MAX: none) */
     uint64_t run_others_m1;  /* a thread's run in the merge: the other threads' earliest time - 1 */
     d9_src_batch held;       /* source events of threads newer than this drain's list, for the next */
     bool hold_new_threads;   /* false for the last drain at close: nothing is left for later */

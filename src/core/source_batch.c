@@ -129,5 +129,11 @@ void d9_src_batch_sort(d9_src_batch *b) {
         to = t;
         if (runs == 1) break;
     }
-    if (from != b->events) memcpy(b->events, from, n * sizeof *from);
+    if (from != b->events) { /* the sorted events are the scratch's: the two buffers trade places */
+        size_t cap = b->cap;
+        b->scratch = b->events;
+        b->events = from;
+        b->cap = b->scratch_cap;
+        b->scratch_cap = cap;
+    }
 }

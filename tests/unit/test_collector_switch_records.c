@@ -4,7 +4,8 @@
  * run_switch), past the stream's first one (the general path, which declares the schema).
  * Driven by hand: this thread records polls as a worker and its fake source hands switches of
  * it between them (in and out, preempted or not, a CPU or none, one past a 24-bit timestamp
- * delta, one of a thread that is not the recorder's: worker 255), over several drains. */
+ * delta, one of a thread that is not the recorder's: worker 255), over several drains, each
+ * drain's in two runs (two CPUs' rings) for the batch's sort to merge. */
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
@@ -31,12 +32,14 @@ static uint64_t mono_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Handed over as the perf source does, one ring after the other: the even ones (one CPU's
+ * ring, in time order), then the odd ones (another's), so the batch is sorted by the merge of
+ * two runs. `sent` keeps them in time order, as they must come out. */
 static void fake_collect(d9_source *src, d9_src_batch *out) {
     fake *f = src->ctx;
-    for (size_t i = 0; i < f->count; i++) {
-        CHECK(d9_src_batch_add(out, &f->pending[i]));
-        f->sent[f->sent_count++] = f->pending[i];
-    }
+    for (size_t ring = 0; ring < 2; ring++)
+        for (size_t i = ring; i < f->count; i += 2) CHECK(d9_src_batch_add(out, &f->pending[i]));
+    for (size_t i = 0; i < f->count; i++) f->sent[f->sent_count++] = f->pending[i];
     f->count = 0;
 }
 

@@ -38,7 +38,8 @@ static const char *copy_str(d9_src_batch *b, const char *s) {
     return p;
 }
 
-bool d9_src_batch_add(d9_src_batch *b, const d9_src_event *ev) {
+/* Any event, the batch grown first when full; its frames and strings copied into the arena. */
+static __attribute__((noinline)) bool add_slow(d9_src_batch *b, const d9_src_event *ev) {
     if (b->count == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 256;
         d9_src_event *e = realloc(b->events, cap * sizeof *e);
@@ -62,6 +63,16 @@ bool d9_src_batch_add(d9_src_batch *b, const d9_src_event *ev) {
     }
     b->count++;
     return true;
+}
+
+/* A context switch (most of a batch: a record per switch) is the event alone, stored with no
+ * stack frame around it; the rest, or a full batch, goes the slow way. */
+bool d9_src_batch_add(d9_src_batch *b, const d9_src_event *ev) {
+    if (__builtin_expect(ev->kind == D9_SRC_SWITCH && b->count < b->cap, 1)) {
+        b->events[b->count++] = *ev;
+        return true;
+    }
+    return add_slow(b, ev);
 }
 
 void d9_src_batch_reset(d9_src_batch *b) {

@@ -76,6 +76,10 @@ d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t
     c->upload_loss_on = cfg->s3_bucket != NULL;
     d9_segw_set_count_upload_loss(c->w, c->upload_loss_on);
     d9_buf_init(&c->out);
+    /* At its full size at once (its pages are touched as they are written): grown by doubling as
+     * drains filled it, it was copied by realloc up to 7 times, past FLUSH_BYTES whenever a drain
+     * wrote that much, and a counted run's instructions depended on whether one had. */
+    if (!d9_buf_grow(&c->out, 2 * FLUSH_BYTES)) d9_buf_clear(&c->out); /* grows later, or fails then */
     d9_buf_init(&c->scratch);
     d9_run_metadata_describe_process(&c->meta, cc->service, cc->run_id);
     d9_run_metadata_set(&c->meta, "clock", "%s", cc->clock_name);

@@ -303,6 +303,89 @@ static inline __attribute__((always_inline)) uint64_t records_unchecked(const ui
     return 1 + (room < ring ? room : ring);
 }
 
+/* ---------------------------------------------------------------- context switches, fast */
+
+/* A thread of this drain's list by its id. The index of the last one found is tried first: a
+ * source's events come from few threads (a worker's switch-out, then its switch-in). */
+static d9_thread *thread_by_tid(d9_collector *c, uint32_t tid) {
+    size_t last = c->tid_last;
+    if (last < c->thread_count && (uint32_t)c->threads[last]->tid == tid) return c->threads[last];
+    for (size_t i = 0; i < c->thread_count; i++)
+        if ((uint32_t)c->threads[i]->tid == tid) {
+            c->tid_last = i;
+            return c->threads[i];
+        }
+    return NULL;
+}
+
+/* The bytes d9_col_encode_other writes for a SchedSwitchEvent (tid, worker, out, preempted,
+ * the CPU an optional varint), stored straight into the output: a context switch is the
+ * sources' most frequent event (two a request of a server whose poller sleeps between them),
+ * and through an out_event and the generic encoder's calls per field it cost ~4 times this.
+ * False when emit must take it: the stream to open or the schema to declare in it, less than
+ * an event's worst case before the buffer's or the segment's end. */
+_Static_assert(D9_RAW_EVENT_MAX + 4 + 2 + 3 + 10 <= HOOK_EVENT_MAX, "a switch fits an event's room");
+static inline __attribute__((always_inline)) uint8_t *switch_fields(uint8_t *p, const d9_src_event *se,
+                                                                     const d9_thread *t) {
+    p = put_u32(p, se->tid);
+    p = d9_raw_varint(p, t ? t->c_worker : 255);
+    p[0] = se->sw.out;
+    p[1] = se->sw.preempted;
+    return d9_raw_opt_varint(p + 2, se->cpu >= 0 ? (uint64_t)se->cpu : D9_ABSENT);
+}
+
+static bool fast_switch(d9_collector *c, const d9_src_event *se, const d9_thread *t) {
+    size_t avail = c->out.cap < c->room ? c->out.cap : (size_t)c->room;
+    if (!c->stream_open || c->out.failed || avail < HOOK_EVENT_MAX + c->out.len ||
+        c->schema_mark[D9_SCH_SCHED_SWITCH] != c->stream_no)
+        return false;
+    uint8_t *p = d9_raw_event(c->out.data + c->out.len, &c->st, D9_SCH_SCHED_SWITCH, se->ts_ns);
+    p = switch_fields(p, se, t);
+    c->out.len = (size_t)(p - c->out.data);
+    c->out_events++;
+    if (__builtin_expect(c->out.len >= FLUSH_BYTES, 0)) d9_col_flush_out(c);
+    return true;
+}
+
+/* A source event of a thread that registered after this drain listed the threads (the
+ * sources read the registry later, after marking their rings): its thread's records are not
+ * merged yet, and it would go out before them with no thread to name it (no worker, no name,
+ * no unwinding in a poll: the first switch of a new worker lost its stack). It waits for the
+ * next drain, which lists the thread and merges them in time order. Its events from before
+ * the listing came before the thread's first record, and go out now. */
+static bool of_newer_thread(const d9_collector *c, const d9_src_event *se, const d9_thread *t) {
+    return !t && se->tid && c->hold_new_threads && se->ts_ns >= c->threads_ns;
+}
+
+
+/* The time of the sources' next event (UINT64_MAX: none left in this drain), kept in c->src_ts:
+ * the merge and a thread's run compare it per record taken and per switch written. */
+static inline uint64_t next_src_ts(const d9_collector *c) { return c->src_ts; }
+static inline void src_advance(d9_collector *c) {
+    size_t i = ++c->next_src;
+    c->src_ts = i < c->batch.count ? c->batch.events[i].ts_ns : UINT64_MAX;
+}
+
+/* The sources' next event, when it is a context switch due before the record a thread's run
+ * has read ahead (and before every other thread's), written by the run itself at p (the
+ * stream's base, the event before, at `base`): its bytes, or NULL when the merge must take it
+ * (another kind, the schema not yet in this stream, less than an event's room before p_stop,
+ * a thread newer than this drain's list). Left to the merge, each switch ended the run, and the
+ * record after it paid the run's entry again (~80 instructions: bench/README.md). */
+static inline __attribute__((always_inline)) uint8_t *run_switch(d9_collector *c, uint8_t *p, const uint8_t *p_stop,
+                                                                 uint64_t base) {
+    const d9_src_event *se = &c->batch.events[c->next_src];
+    if (se->kind != D9_SRC_SWITCH || p + HOOK_EVENT_MAX > p_stop ||
+        c->schema_mark[D9_SCH_SCHED_SWITCH] != c->stream_no)
+        return NULL;
+    d9_thread *t = se->tid ? thread_by_tid(c, se->tid) : NULL;
+    if (of_newer_thread(c, se, t)) return NULL;
+    src_advance(c);
+    c->out_events++;
+    return switch_fields(hook_event_header(p, D9_SCH_SCHED_SWITCH, se->ts_ns, se->ts_ns - base), se, t);
+}
+
+
 typedef enum fast_stop {
     FAST_GENERAL, /* the record at the cursor is the next to take, by decode_record */
     FAST_FLUSH,   /* the output reached FLUSH_BYTES; the cursor is past the records taken */
@@ -337,6 +420,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
     /* The next record is taken while ts <= bound (before every other thread's, not after the
      * next source event); none when another thread's is at 0. */
     uint64_t bound = others - 1 < src_ts ? others - 1 : src_ts;
+    c->run_others_m1 = others - 1; /* for the sources' switches the run writes (run_switch) */
     if (others == 0) lim = k->pos; /* the record entered with, then none */
     uint64_t n = k->words, ts = k->next_ts, task = t->c_task;
     /* Events written: a record each, counted by the batch's counter (records taken = those of
@@ -543,9 +627,30 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
             delta = next - ts;
             ts = next;
         }
-        if (ts > bound) {
-            /* due after another candidate: the merge needs its length too, or cursor_peek */
+        if (__builtin_expect(ts > bound, 0)) {
+            /* The sources' context switches due before this record (and every other thread's:
+             * the bound is the source's time) are written here, and the run goes on
+             * (run_switch); the batch's room is counted again from p after them. What this
+             * needs is read from c: the loop keeps no more values in registers. */
             n = hook_words[D9_REC_KIND(r[0])];
+            if (n && bound == next_src_ts(c)) {
+                uint64_t base = ts - delta, src_ts_now;
+                uint8_t *q;
+                bool wrote = false;
+                while ((src_ts_now = next_src_ts(c)) < ts && (q = run_switch(c, p, p_stop, base)) != NULL) {
+                    p = q;
+                    base = src_ts_now;
+                    wrote = true;
+                }
+                if (wrote) {
+                    delta = ts - base;
+                    bound = c->run_others_m1 < src_ts_now ? c->run_others_m1 : src_ts_now;
+                    done += batch - left;
+                    left = batch = records_unchecked(p, p_stop, r, r_lim);
+                    if (ts <= bound) continue;
+                }
+            }
+            /* due after another candidate: the merge needs its length too, or cursor_peek */
             stop = n ? FAST_YIELD : FAST_PEEK;
             break;
         }
@@ -604,22 +709,16 @@ static bool take_run(d9_collector *c, cursor *k, uint64_t others, uint64_t src_t
             break;
         }
         if (!cursor_peek(c, k)) return false;
+        src_ts = next_src_ts(c); /* the run may have written switches */
         if (!(k->next_ts < others && k->next_ts <= src_ts)) return true;
     }
 }
 
 /* ---------------------------------------------------------------- source events */
 
-static d9_thread *thread_by_tid(const d9_collector *c, uint32_t tid) {
-    for (size_t i = 0; i < c->thread_count; i++)
-        if ((uint32_t)c->threads[i]->tid == tid) return c->threads[i];
-    return NULL;
-}
-
-void d9_col_source_event_to_out(d9_collector *c, const d9_src_event *se, out_event *e) {
+static void source_event_to_out(d9_collector *c, const d9_src_event *se, d9_thread *t, out_event *e) {
     memset(e, 0, sizeof *e);
     e->ts = se->ts_ns;
-    d9_thread *t = se->tid ? thread_by_tid(c, se->tid) : NULL;
     uint64_t worker = t ? t->c_worker : 255;
     uint64_t cpu = se->cpu >= 0 ? (uint64_t)se->cpu : UINT64_MAX;
     switch (se->kind) {
@@ -658,6 +757,10 @@ void d9_col_source_event_to_out(d9_collector *c, const d9_src_event *se, out_eve
     }
 }
 
+void d9_col_source_event_to_out(d9_collector *c, const d9_src_event *se, out_event *e) {
+    source_event_to_out(c, se, se->tid ? thread_by_tid(c, se->tid) : NULL, e);
+}
+
 bool d9_col_refresh_threads(d9_collector *c) {
     free(c->threads);
     c->threads_ns = d9_mono_ns();
@@ -673,16 +776,6 @@ bool d9_col_refresh_threads(d9_collector *c) {
         c->cursor_cap = c->thread_count;
     }
     return true;
-}
-
-/* A source event of a thread that registered after this drain listed the threads (the
- * sources read the registry later, after marking their rings): its thread's records are not
- * merged yet, and it would go out before them with no thread to name it (no worker, no name,
- * no unwinding in a poll: the first switch of a new worker lost its stack). It waits for the
- * next drain, which lists the thread and merges them in time order. Its events from before
- * the listing came before the thread's first record, and go out now. */
-static bool of_newer_thread(const d9_collector *c, const d9_src_event *se) {
-    return c->hold_new_threads && se->ts_ns >= c->threads_ns && se->tid && !thread_by_tid(c, se->tid);
 }
 
 double d9_col_merge(d9_collector *c) {
@@ -710,12 +803,13 @@ double d9_col_merge(d9_collector *c) {
     d9_src_batch_reset(&c->held);
     for (size_t i = 0; i < c->source_count; i++) c->sources[i]->collect(c->sources[i], &c->batch);
     d9_src_batch_sort(&c->batch);
-    size_t next_src = 0;
+    c->next_src = (size_t)-1;
+    src_advance(c);
 
     /* Merge: always take the earliest pending record among the threads and the sources. The
      * earliest thread then goes on alone while it stays before every other candidate (ties go
      * back to the full comparison, which prefers the lower index and then the thread). */
-    while (live > 0 || next_src < c->batch.count) {
+    while (live > 0 || c->next_src < c->batch.count) {
         size_t best = 0;
         uint64_t others = UINT64_MAX; /* the earliest of the other threads */
         for (size_t i = 1; i < live; i++) {
@@ -726,12 +820,15 @@ double d9_col_merge(d9_collector *c) {
                 others = c->cursors[i].next_ts;
             }
         }
-        uint64_t src_ts = next_src < c->batch.count ? c->batch.events[next_src].ts_ns : UINT64_MAX;
-        if (next_src < c->batch.count && (live == 0 || src_ts < c->cursors[best].next_ts)) {
-            const d9_src_event *se = &c->batch.events[next_src++];
-            if (of_newer_thread(c, se) && d9_src_batch_add(&c->held, se)) continue;
+        uint64_t src_ts = next_src_ts(c);
+        if (c->next_src < c->batch.count && (live == 0 || src_ts < c->cursors[best].next_ts)) {
+            const d9_src_event *se = &c->batch.events[c->next_src];
+            src_advance(c);
+            d9_thread *t = se->tid ? thread_by_tid(c, se->tid) : NULL;
+            if (of_newer_thread(c, se, t) && d9_src_batch_add(&c->held, se)) continue;
+            if (se->kind == D9_SRC_SWITCH && fast_switch(c, se, t)) continue;
             out_event e;
-            d9_col_source_event_to_out(c, se, &e);
+            source_event_to_out(c, se, t, &e);
             emit(c, &e);
             continue;
         }

@@ -87,6 +87,9 @@ struct d9_collector {
     d9_source *sources[MAX_SOURCES];
     size_t source_count;
     d9_src_batch batch;      /* this drain's source events, sorted */
+    size_t next_src;         /* the first of them not merged yet */
+    uint64_t src_ts;         /* its time (UINT64_MAX: none) */
+    uint64_t run_others_m1;  /* a thread's run in the merge: the other threads' earliest time - 1 */
     d9_src_batch held;       /* source events of threads newer than this drain's list, for the next */
     bool hold_new_threads;   /* false for the last drain at close: nothing is left for later */
     d9_src_batch seg_batch;  /* what sources add at a segment start */
@@ -101,6 +104,7 @@ struct d9_collector {
     d9_thread **threads;
     size_t thread_count;
     uint64_t threads_ns;     /* taken before `threads` was listed: a thread not in it registered later */
+    size_t tid_last;         /* where in `threads` the last thread found by its id was */
     cursor *cursors;
     size_t cursor_cap;
 

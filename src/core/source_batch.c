@@ -38,7 +38,8 @@ static const char *copy_str(d9_src_batch *b, const char *s) {
     return p;
 }
 
-bool d9_src_batch_add(d9_src_batch *b, const d9_src_event *ev) {
+/* Any event, the batch grown first when full; its frames and strings copied into the arena. */
+static __attribute__((noinline)) bool add_slow(d9_src_batch *b, const d9_src_event *ev) {
     if (b->count == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 256;
         d9_src_event *e = realloc(b->events, cap * sizeof *e);
@@ -46,19 +47,32 @@ bool d9_src_batch_add(d9_src_batch *b, const d9_src_event *ev) {
         b->events = e;
         b->cap = cap;
     }
-    d9_src_event copy = *ev;
+    /* stored in place (a copy on the stack first cost a second pass over the event's words,
+     * for the context switches that make most of a batch), pointers moved to the batch's own */
+    d9_src_event *copy = &b->events[b->count];
+    *copy = *ev;
     if (ev->kind == D9_SRC_CPU_SAMPLE && ev->sample.nframes) {
         uint64_t *f = arena_alloc(b, ev->sample.nframes * sizeof(uint64_t));
         if (!f) return false;
         memcpy(f, ev->sample.frames, ev->sample.nframes * sizeof(uint64_t));
-        copy.sample.frames = f;
+        copy->sample.frames = f;
     } else if (ev->kind == D9_SRC_MMAP) {
-        copy.map.path = copy_str(b, ev->map.path);
-        copy.map.build_id = copy_str(b, ev->map.build_id);
-        if (!copy.map.path || !copy.map.build_id) return false;
+        copy->map.path = copy_str(b, ev->map.path);
+        copy->map.build_id = copy_str(b, ev->map.build_id);
+        if (!copy->map.path || !copy->map.build_id) return false;
     }
-    b->events[b->count++] = copy;
+    b->count++;
     return true;
+}
+
+/* A context switch (most of a batch: a record per switch) is the event alone, stored with no
+ * stack frame around it; the rest, or a full batch, goes the slow way. */
+bool d9_src_batch_add(d9_src_batch *b, const d9_src_event *ev) {
+    if (__builtin_expect(ev->kind == D9_SRC_SWITCH && b->count < b->cap, 1)) {
+        b->events[b->count++] = *ev;
+        return true;
+    }
+    return add_slow(b, ev);
 }
 
 void d9_src_batch_reset(d9_src_batch *b) {
@@ -126,5 +140,11 @@ void d9_src_batch_sort(d9_src_batch *b) {
         to = t;
         if (runs == 1) break;
     }
-    if (from != b->events) memcpy(b->events, from, n * sizeof *from);
+    if (from != b->events) { /* the sorted events are the scratch's: the two buffers trade places */
+        size_t cap = b->cap;
+        b->scratch = b->events;
+        b->events = from;
+        b->cap = b->scratch_cap;
+        b->scratch_cap = cap;
+    }
 }

@@ -9,7 +9,8 @@ struct d9_src_batch {
     d9_src_event *events;
     size_t count, cap;
     struct arena_chunk *chunks, *cur;
-    d9_src_event *scratch; /* the sort's merge buffer, kept across drains (cap entries) */
+    d9_src_event *scratch; /* the sort's merge buffer, kept across drains (scratch_cap entries; the
+                            * sort may leave the events in it and this the events' old buffer) */
     size_t scratch_cap;
 };
 

@@ -39,6 +39,11 @@ nm "$bench" 2>/dev/null | grep ' take_fast_plain$' >/dev/null || {
 # Then the CPU time's varint written from the thread's previous one (core/collector_cpu_varint.h:
 # its high bytes kept, the low 21 bits spread in one store), an unpark carrying its park's
 # value copying the park's bytes: parks by system call 94.5 -> 88.6 (fails on the code before).
+# Then the sources' context switches written inside a thread's run (run_switch, in the branch
+# that ends a run): 0.4-1.1 more an event here, whose runs no source event cuts (poll 47.4 ->
+# 47.8, TSC 67.7 -> 68.7, park 70.7 -> 71.7, page 81.8 -> 82.8, unparkwake 60.5 -> 61.2 / 53.1 ->
+# 53.8, mcrequest 51.1 -> 51.6), against ~95 fewer a switch record
+# (test_collector_source_instructions).
 BOUND_POLL_MONOTONIC=52
 BOUND_POLL_TSC=72
 BOUND_PARK_MONOTONIC=75

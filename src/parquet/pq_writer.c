@@ -255,7 +255,7 @@ static inline __attribute__((always_inline)) int append_item(pq_writer *w, colum
     if (c->def.type == PQ_STRING) {
         if (c->nstored >= c->offsets_cap) {
             size_t cap = c->offsets_cap ? c->offsets_cap * 2 : 1024;
-            uint32_t *o = realloc(c->offsets, cap * sizeof *o);
+            uint32_t *o = pq_grow(c->offsets, c->offsets_cap * sizeof *o, cap * sizeof *o);
             if (!o) return fail(w, "out of memory");
             c->offsets = o;
             c->offsets_cap = cap;
@@ -285,8 +285,20 @@ static int spill_dictionary(pq_writer *w, column *c) {
         rc = append_item(w, c, p, n);
     }
     pq_buf_free(&old.values);
-    free(old.offsets);
+    pq_grown_free(old.offsets, old.offsets_cap * sizeof *old.offsets);
     return rc;
+}
+
+/* Room in a dictionary column's indexes for `need` values. */
+static __attribute__((noinline)) int reserve_index(pq_writer *w, column *c, size_t need) {
+    if (need <= c->index_cap) return 0;
+    size_t cap = c->index_cap ? c->index_cap : 1024;
+    while (cap < need) cap *= 2;
+    uint32_t *x = pq_grow(c->index, c->index_cap * sizeof *x, cap * sizeof *x);
+    if (!x) return fail(w, "out of memory");
+    c->index = x;
+    c->index_cap = cap;
+    return 0;
 }
 
 static int grow_slots(pq_writer *w, column *c) {
@@ -317,13 +329,7 @@ static inline bool nearly_all_distinct(const column *c) { return (uint64_t)c->nd
  * become moves (a call to memcpy per value was a quarter of dial9 fold's time). */
 static inline __attribute__((always_inline)) int store(pq_writer *w, column *c, const void *p, size_t n) {
     if (c->dict_mode) {
-        if (c->nvalues >= c->index_cap) {
-            size_t cap = c->index_cap ? c->index_cap * 2 : 1024;
-            uint32_t *x = realloc(c->index, cap * sizeof *x);
-            if (!x) return fail(w, "out of memory");
-            c->index = x;
-            c->index_cap = cap;
-        }
+        if (c->nvalues >= c->index_cap && reserve_index(w, c, c->nvalues + 1) != 0) return -1;
         if (c->nvalues) { /* the previous value again (identity columns, runs): no hashing */
             const uint8_t *q;
             size_t qn;
@@ -463,15 +469,6 @@ static __attribute__((noinline)) int put_last_plain(pq_writer *w, column *c) {
     return 0;
 }
 
-static __attribute__((noinline)) int grow_index(pq_writer *w, column *c) {
-    size_t cap = c->index_cap * 2;
-    uint32_t *x = realloc(c->index, cap * sizeof *x);
-    if (!x) return fail(w, "out of memory");
-    c->index = x;
-    c->index_cap = cap;
-    return 0;
-}
-
 static __attribute__((noinline)) int same_refused(pq_writer *w, int col) {
     if (w->batch) return fail(w, "a row's put inside a batch of rows");
     if (col < 0 || col >= w->ncols) return fail(w, "no column %d", col);
@@ -491,7 +488,7 @@ int pq_put_same(pq_writer *w, int col) {
     c->puts = 1;
     if (!c->nvalues) return put_carried(w, c);
     if (!c->dict_mode) return put_last_plain(w, c);
-    if (c->nvalues >= c->index_cap && grow_index(w, c) != 0) return -1;
+    if (c->nvalues >= c->index_cap && reserve_index(w, c, c->nvalues + 1) != 0) return -1;
     c->index[c->nvalues] = c->index[c->nvalues - 1];
     c->nvalues++;
     return 0;
@@ -560,18 +557,6 @@ static int batch_defs(pq_writer *w, column *c, const uint8_t *present) {
         d[r] = present ? present[r] != 0 : 1;
         c->nulls += !d[r];
     }
-    return 0;
-}
-
-/* Room in a dictionary column's indexes for `need` values (as store() grows them). */
-static int reserve_index(pq_writer *w, column *c, size_t need) {
-    if (need <= c->index_cap) return 0;
-    size_t cap = c->index_cap ? c->index_cap : 1024;
-    while (cap < need) cap *= 2;
-    uint32_t *x = realloc(c->index, cap * sizeof *x);
-    if (!x) return fail(w, "out of memory");
-    c->index = x;
-    c->index_cap = cap;
     return 0;
 }
 
@@ -711,7 +696,7 @@ int pq_put_str_ids(pq_writer *w, int col, const uint32_t *ids, const uint8_t *pr
         uint32_t id = ids[r];
         if (id >= nstrs) return fail(w, "column %s: string id %u of %u", c->name, id, nstrs);
         if (c->dict_mode && w->id_index[id]) { /* this id's entry, found before: no hashing */
-            if (c->nvalues >= c->index_cap && grow_index(w, c) != 0) return -1;
+            if (c->nvalues >= c->index_cap && reserve_index(w, c, c->nvalues + 1) != 0) return -1;
             c->index[c->nvalues++] = w->id_index[id] - 1;
             continue;
         }
@@ -741,8 +726,7 @@ int pq_put_same_n(pq_writer *w, int col) {
             if (put_last_plain(w, c) != 0) return -1;
         return 0;
     }
-    while (c->nvalues + (w->batch - r) > c->index_cap)
-        if (grow_index(w, c) != 0) return -1;
+    if (reserve_index(w, c, c->nvalues + (w->batch - r)) != 0) return -1;
     uint32_t e = c->index[c->nvalues - 1]; /* the one index, filled in */
     uint32_t *to = c->index + c->nvalues;   /* the count in a local: not reloaded per row */
     size_t m = w->batch - r;
@@ -1135,9 +1119,9 @@ void pq_writer_abort(pq_writer *w) {
             free(w->cols[i].name);
             pq_buf_free(&w->cols[i].values);
             pq_buf_free(&w->cols[i].carry);
-            free(w->cols[i].offsets);
+            pq_grown_free(w->cols[i].offsets, w->cols[i].offsets_cap * sizeof *w->cols[i].offsets);
             free(w->cols[i].defs);
-            free(w->cols[i].index);
+            pq_grown_free(w->cols[i].index, w->cols[i].index_cap * sizeof *w->cols[i].index);
             free(w->cols[i].slots);
         }
     free(w->cols);

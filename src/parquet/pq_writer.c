@@ -780,10 +780,10 @@ static void set_fixed_stats(const column *c, chunk_meta *m) {
     }
 }
 
-/* Compresses w->page and writes it with its header. fast: zstd level 1 below level 10 (PLAIN
- * integers: a duration's low bytes are noise and its high bytes zeros; the faster levels'
- * match finding codes them better: duration_ns 2.01 bytes a poll at level 3, 1.93 at 9, 1.84
- * at 1, and 1.70 at 19, which is kept). */
+/* Compresses w->page and writes it with its header. fast: zstd level 1 with 5-byte matches
+ * below level 10 (PLAIN integers: a duration's low bytes are noise and its high bytes zeros;
+ * the faster levels' match finding codes them better: duration_ns 2.01 bytes a poll at level
+ * 3, 1.93 at 9, 1.84 at 1, and 1.70 at 19, which is kept; and zstd_fast columns). */
 static int write_page(pq_writer *w, chunk_meta *m, int type, int32_t num_values, int encoding, bool fast) {
     if (w->page.oom) return fail(w, "out of memory");
     const uint8_t *body = w->page.p;
@@ -791,6 +791,7 @@ static int write_page(pq_writer *w, chunk_meta *m, int type, int32_t num_values,
     fast = fast && w->opt.zstd_level < 10;
     if (w->zstd && fast != w->zstd_fast) {
         w->zstd->setParameter(w->cctx, ZSTD_c_compressionLevel, fast ? 1 : w->opt.zstd_level);
+        w->zstd->setParameter(w->cctx, ZSTD_c_minMatch, fast ? 5 : 0); /* 0: the level's */
         w->zstd_fast = fast;
     }
     if (w->zstd) {
@@ -916,7 +917,7 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
         int enc = dict ? E_RLE_DICTIONARY : delta ? E_DELTA_BINARY_PACKED : E_PLAIN;
         bool plain_ints = enc == E_PLAIN && (c->def.type == PQ_INT32 || c->def.type == PQ_INT64 ||
                                              c->def.type == PQ_TIMESTAMP_NS);
-        if (write_page(w, m, PAGE_DATA, (int32_t)(r1 - r0), enc, plain_ints) != 0) return -1;
+        if (write_page(w, m, PAGE_DATA, (int32_t)(r1 - r0), enc, plain_ints || c->def.zstd_fast) != 0) return -1;
         if (r1 >= w->rows) break;
     }
     return 0;

@@ -1080,6 +1080,8 @@ int d9f_fold_segment(d9f_output *out, const char *path, const char *seg_id, uint
         if (d9f_batch_init(&s.batch[batched[i]], batched[i]) != 0) rc = oom(&s);
     if (rc == 0) {
         s.batch[D9F_SCHED].strings[D9F_SCHED_KIND] = (d9f_batch_strings){k_sched_kinds, k_sched_kind_lens, 2};
+        /* a worker's rows together: its thread's cpu_time_ns rises through them (DELTA) */
+        s.batch[D9F_SCHED].order_col = D9F_SCHED_WORKER;
         s.batch[D9F_SAMPLES].strings[D9F_SAMPLE_SOURCE] = (d9f_batch_strings){k_sample_sources, k_sample_source_lens, 2};
     }
     const char *status = "complete";

@@ -77,7 +77,7 @@ static const pq_column_def sched[D9F_SCHED_COLS] = {
     {"tid", PQ_INT64, true, true, false, false},
     {"parked_ns", PQ_INT64, true, true, false, true},
     {"sched_delay_ns", PQ_INT64, true, true, false, true},
-    {"cpu_time_ns", PQ_INT64, true, false, false, false},
+    {"cpu_time_ns", PQ_INT64, true, false, true, true},
 };
 
 static const pq_column_def wakes[D9F_WAKE_COLS] = {

@@ -56,6 +56,9 @@ typedef struct column {
     bool dict_mode;
     uint32_t *index;    /* per value */
     uint32_t *slots;    /* open addressing: entry + 1, 0 empty */
+    uint64_t *keys;     /* fixed-width columns: each slot's value, its bits zero-extended (a
+                           probe compares it in place of the entry's bytes: ~30 instructions a
+                           value less for a column of durations) */
     uint32_t nslots, ndict;
     pq_buf carry;      /* required columns: the last value of the previous row group, for
                           pq_put_same on a row group's first row */
@@ -301,20 +304,42 @@ static __attribute__((noinline)) int reserve_index(pq_writer *w, column *c, size
     return 0;
 }
 
+/* A fixed-width value's bits, zero-extended: its key in the dictionary. */
+static inline uint64_t key_of(const void *p, size_t n) {
+    uint64_t key = 0;
+    memcpy(&key, p, n);
+    return key;
+}
+
+/* A fixed-width key's first slot of `nslots` (a power of two): Fibonacci hashing. */
+static inline uint32_t key_slot(uint64_t key, uint32_t nslots) {
+    return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (nslots - 1);
+}
+
 static int grow_slots(pq_writer *w, column *c) {
     uint32_t n = c->nslots ? c->nslots * 2 : 1024;
+    bool fixed = c->def.type != PQ_STRING;
     uint32_t *s = calloc(n, sizeof *s);
-    if (!s) return fail(w, "out of memory");
+    uint64_t *keys = fixed ? malloc(n * sizeof *keys) : NULL;
+    if (!s || (fixed && !keys)) {
+        free(s);
+        free(keys);
+        return fail(w, "out of memory");
+    }
     for (uint32_t e = 0; e < c->ndict; e++) {
         const uint8_t *p;
         size_t len;
         item_at(c, e, &p, &len);
-        uint32_t k = (uint32_t)hash_bytes(p, len) & (n - 1);
+        uint64_t key = fixed ? key_of(p, len) : 0;
+        uint32_t k = fixed ? key_slot(key, n) : (uint32_t)hash_bytes(p, len) & (n - 1);
         while (s[k]) k = (k + 1) & (n - 1);
         s[k] = e + 1;
+        if (fixed) keys[k] = key;
     }
     free(c->slots);
+    free(c->keys);
     c->slots = s;
+    c->keys = keys;
     c->nslots = n;
     return 0;
 }
@@ -330,6 +355,28 @@ static inline bool nearly_all_distinct(const column *c) { return (uint64_t)c->nd
 static inline __attribute__((always_inline)) int store(pq_writer *w, column *c, const void *p, size_t n) {
     if (c->dict_mode) {
         if (c->nvalues >= c->index_cap && reserve_index(w, c, c->nvalues + 1) != 0) return -1;
+        if (c->def.type != PQ_STRING) { /* by its bits: one multiply, the probes in place */
+            uint64_t key = key_of(p, n);
+            if ((c->ndict + 1) * 2 > c->nslots && grow_slots(w, c) != 0) return -1;
+            uint32_t k = key_slot(key, c->nslots);
+            for (;; k = (k + 1) & (c->nslots - 1)) {
+                uint32_t e = c->slots[k];
+                if (!e) break;
+                if (c->keys[k] == key) {
+                    c->index[c->nvalues++] = e - 1;
+                    return 0;
+                }
+            }
+            if (c->ndict < PQ_DICT_MAX && !(c->ndict >= 8192 && nearly_all_distinct(c))) {
+                if (append_item(w, c, p, n) != 0) return -1;
+                c->slots[k] = ++c->ndict;
+                c->keys[k] = key;
+                c->index[c->nvalues++] = c->ndict - 1;
+                return 0;
+            }
+            if (spill_dictionary(w, c) != 0) return -1;
+            goto plain;
+        }
         if (c->nvalues) { /* the previous value again (identity columns, runs): no hashing */
             const uint8_t *q;
             size_t qn;
@@ -361,6 +408,7 @@ static inline __attribute__((always_inline)) int store(pq_writer *w, column *c, 
         }
         if (spill_dictionary(w, c) != 0) return -1;
     }
+plain:
     if (append_item(w, c, p, n) != 0) return -1;
     c->nvalues++;
     return 0;
@@ -1124,6 +1172,7 @@ void pq_writer_abort(pq_writer *w) {
             free(w->cols[i].defs);
             pq_grown_free(w->cols[i].index, w->cols[i].index_cap * sizeof *w->cols[i].index);
             free(w->cols[i].slots);
+            free(w->cols[i].keys);
         }
     free(w->cols);
     for (size_t g = 0; g < w->ngroups; g++) {

@@ -259,19 +259,19 @@ static size_t first_interval(const d9f_attr *a, uint64_t worker, uint64_t start)
 }
 
 void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, d9m_poll_cpu cpu_event,
-                   uint64_t cpu_ns, size_t *from, d9m_parts *out) {
+                   uint64_t cpu_ns, d9f_attr_from *from, d9m_parts *out) {
     d9m_attr_poll p;
     d9m_attr_begin(&p, start, end);
-    d9m_coverage_gaps(&a->cov, worker, &p);
+    d9m_coverage_gaps_from(&a->cov, worker, &p, &from->cov);
     d9m_attr_poll_cpu(&p, &a->cov, cpu_event, cpu_ns); /* after its gaps: the rule asks for them */
-    size_t lo = *from;
+    size_t lo = from->iv;
     if (lo > a->niv || (lo > 0 && !before(&a->iv[lo - 1], worker, p.start))) {
         lo = first_interval(a, worker, p.start); /* the first poll, or one that starts earlier */
     } else {
         /* on from the previous poll's: the intervals before it come before this poll's too */
         while (lo < a->niv && before(&a->iv[lo], worker, p.start)) lo++;
     }
-    *from = lo;
+    from->iv = lo;
     for (; lo < a->niv && a->iv[lo].worker == worker && a->iv[lo].out < p.end; lo++)
         d9m_attr_offcpu(&p, a->iv[lo].out, a->iv[lo].in, (d9m_part)a->iv[lo].cause);
     d9m_attr_finish(&p, out);

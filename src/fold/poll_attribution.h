@@ -56,12 +56,17 @@ int d9f_attr_prepare(d9f_attr *a, d9f_stack_cause_fn cause, void *ctx);
 /* The parts of a poll of `worker` over [start, end): they add up to end - start. cpu_event:
  * what its PollCpuEvent said, or D9M_POLL_CPU_NONE when it had none (not the same as "not
  * exact": the model's rule, d9m_attr_poll_cpu, presumes a long poll without one ran all of
- * it); cpu_ns: its exact CPU time when it said so. *from is the
- * caller's per worker, SIZE_MAX before its first poll: where the search for the poll's first
- * interval starts. With the worker's polls in order of start, each poll steps on from the
- * previous one's (no search per poll); a poll that starts earlier is searched for. */
+ * it); cpu_ns: its exact CPU time when it said so. *from is the caller's per worker,
+ * D9F_ATTR_FROM_START before its first poll: where the search for the poll's first interval
+ * and its coverage changes starts. With the worker's polls in order of start, each poll steps
+ * on from the previous one's (no search per poll); a poll that starts earlier is searched for. */
+typedef struct d9f_attr_from {
+    size_t iv;          /* the worker's first interval at or after the previous poll's start */
+    d9m_cov_cursor cov; /* the previous poll's coverage changes and drops */
+} d9f_attr_from;
+#define D9F_ATTR_FROM_START ((d9f_attr_from){SIZE_MAX, {0, 0}})
 void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, d9m_poll_cpu cpu_event,
-                   uint64_t cpu_ns, size_t *from, d9m_parts *out);
+                   uint64_t cpu_ns, d9f_attr_from *from, d9m_parts *out);
 
 void d9f_attr_free(d9f_attr *a);
 

@@ -34,11 +34,67 @@ static int writer_failed(pq_writer *w, char *err, size_t errlen) {
     return -1;
 }
 
+/* perm: the rows grouped by order_col's value (a stable counting sort over its few values);
+ * false when they need no moving (one value) or have too many values to group. */
+static bool group_rows(const d9f_row_batch *b, uint32_t n, uint32_t perm[D9F_BATCH_ROWS]) {
+    const int64_t *key = b->v[b->order_col];
+    int64_t keys[D9F_BATCH_GROUPS];
+    uint32_t start[D9F_BATCH_GROUPS] = {0};
+    uint8_t group[D9F_BATCH_ROWS];
+    unsigned ngroups = 0, g = 0;
+    for (uint32_t r = 0; r < n; r++) {
+        if (!ngroups || keys[g] != key[r]) { /* the previous row's group, most often */
+            for (g = 0; g < ngroups && keys[g] != key[r]; g++) {}
+            if (g == ngroups) {
+                if (ngroups == D9F_BATCH_GROUPS) return false;
+                keys[ngroups++] = key[r];
+            }
+        }
+        group[r] = (uint8_t)g;
+        start[g]++;
+    }
+    if (ngroups < 2) return false;
+    uint32_t at = 0; /* each group's first place, the groups in order of value */
+    uint32_t first[D9F_BATCH_GROUPS];
+    for (unsigned done = 0; done < ngroups; done++) {
+        unsigned m = 0; /* the smallest value not placed yet (a few groups: no sort) */
+        while (start[m] == UINT32_MAX) m++;
+        for (unsigned k = m + 1; k < ngroups; k++)
+            if (start[k] != UINT32_MAX && keys[k] < keys[m]) m = k;
+        first[m] = at;
+        at += start[m];
+        start[m] = UINT32_MAX;
+    }
+    for (uint32_t r = 0; r < n; r++) perm[first[group[r]]++] = r;
+    return true;
+}
+
+/* The batch's value columns (and the optional ones' presence) in the order of perm. */
+static void permute_rows(d9f_row_batch *b, uint32_t n, const uint32_t *perm) {
+    int64_t v[D9F_BATCH_ROWS];
+    uint8_t present[D9F_BATCH_ROWS];
+    for (int col = D9F_COL_WALL_TIME; col < b->table->ncols; col++) {
+        for (uint32_t r = 0; r < n; r++) v[r] = b->v[col][perm[r]];
+        memcpy(b->v[col], v, n * sizeof *v);
+        if (!b->table->cols[col].optional) continue;
+        for (uint32_t r = 0; r < n; r++) present[r] = b->present[col][perm[r]];
+        memcpy(b->present[col], present, n);
+    }
+}
+
+bool d9f_batch_group(d9f_row_batch *b, uint32_t n) {
+    uint32_t perm[D9F_BATCH_ROWS];
+    if (!b->order_col || !group_rows(b, n, perm)) return false;
+    permute_rows(b, n, perm);
+    return true;
+}
+
 int d9f_batch_flush(d9f_row_batch *b, const char *const identity[4], char *err, size_t errlen) {
     if (!b->n) return 0;
     pq_writer *w = b->w;
     uint32_t n = b->n;
     b->n = 0;
+    d9f_batch_group(b, n);
     pq_begin_rows(w, n);
     for (int col = D9F_COL_INSTANCE; col <= D9F_COL_SEGMENT; col++) {
         if (b->fresh) {

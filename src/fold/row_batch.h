@@ -25,6 +25,8 @@ typedef struct d9f_batch_strings {
 
 typedef struct d9f_row_batch {
     const d9f_table_def *table;
+    int order_col;  /* 0, or a column whose values group the batch's rows at its flush, in
+                       order of value, each group's rows in their order (d9f_batch_flush) */
     pq_writer *w;   /* where the rows go */
     uint32_t n;     /* rows gathered */
     uint32_t limit; /* rows this batch takes: the writer's row group must not overflow */
@@ -42,7 +44,12 @@ void d9f_batch_free(d9f_row_batch *b);
  * d9f_batch_full, flush before the next row. */
 uint32_t d9f_batch_row(d9f_row_batch *b, pq_writer *w);
 static inline bool d9f_batch_full(const d9f_row_batch *b) { return b->n && b->n == b->limit; }
-/* Writes the gathered rows (identity values from `identity`: instance, boot, run, segment). */
+/* Writes the gathered rows (identity values from `identity`: instance, boot, run, segment);
+ * with an order_col, grouped by its values when it has at most D9F_BATCH_GROUPS of them (the
+ * rows as they came otherwise). */
+#define D9F_BATCH_GROUPS 16
+/* The first n gathered rows grouped so (flush does it): true when any moved. */
+bool d9f_batch_group(d9f_row_batch *b, uint32_t n);
 int d9f_batch_flush(d9f_row_batch *b, const char *const identity[4], char *err, size_t errlen);
 
 #endif

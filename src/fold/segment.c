@@ -434,7 +434,7 @@ typedef struct poll_columns {
 
 /* Pending polls [i, i + n) of one hour into w, whose last row is this segment's: the writer
  * takes each column in one call. */
-static int put_poll_batch(seg *s, pq_writer *w, size_t i, uint32_t n, size_t *from, poll_columns *pc) {
+static int put_poll_batch(seg *s, pq_writer *w, size_t i, uint32_t n, d9f_attr_from *from, poll_columns *pc) {
     for (uint32_t r = 0; r < n; r++) {
         const pending_poll *p = &s->pending[i + r];
         pc->wall[r] = p->wall;
@@ -467,14 +467,14 @@ static int put_poll_batch(seg *s, pq_writer *w, size_t i, uint32_t n, size_t *fr
  * the identity values), the rest in batches of columns. */
 static int put_poll_rows(seg *s) {
     /* per worker, where its previous poll's search for off-CPU intervals ended */
-    size_t *from = malloc((s->npairs ? s->npairs : 1) * sizeof *from);
+    d9f_attr_from *from = malloc((s->npairs ? s->npairs : 1) * sizeof *from);
     poll_columns *pc = malloc(sizeof *pc);
     if (!from || !pc) {
         free(from);
         free(pc);
         return oom(s);
     }
-    for (size_t k = 0; k < s->npairs; k++) from[k] = SIZE_MAX;
+    for (size_t k = 0; k < s->npairs; k++) from[k] = D9F_ATTR_FROM_START;
     int rc = 0;
     size_t i = 0;
     while (rc == 0 && i < s->npending) {
@@ -1080,6 +1080,8 @@ int d9f_fold_segment(d9f_output *out, const char *path, const char *seg_id, uint
         if (d9f_batch_init(&s.batch[batched[i]], batched[i]) != 0) rc = oom(&s);
     if (rc == 0) {
         s.batch[D9F_SCHED].strings[D9F_SCHED_KIND] = (d9f_batch_strings){k_sched_kinds, k_sched_kind_lens, 2};
+        /* a worker's rows together: its thread's cpu_time_ns rises through them (DELTA) */
+        s.batch[D9F_SCHED].order_col = D9F_SCHED_WORKER;
         s.batch[D9F_SAMPLES].strings[D9F_SAMPLE_SOURCE] = (d9f_batch_strings){k_sample_sources, k_sample_source_lens, 2};
     }
     const char *status = "complete";

@@ -136,14 +136,29 @@ void d9m_coverage_drop(d9m_coverage *c, uint64_t ts, uint64_t worker, uint64_t t
         lo_;                                                                                    \
     })
 
-void d9m_coverage_gaps_slow(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p) {
+/* UPPER_BOUND from a hint: stepped on from it when everything before it is <= t (a caller's
+ * polls in order of start), searched for otherwise. */
+#define UPPER_BOUND_FROM(arr, n, t, hint)                                                       \
+    ({                                                                                          \
+        size_t h_ = (hint);                                                                     \
+        if (h_ > (n) || (h_ > 0 && (arr)[h_ - 1].ts > (t))) {                                   \
+            h_ = UPPER_BOUND(arr, n, t);                                                        \
+        } else {                                                                                \
+            while (h_ < (n) && (arr)[h_].ts <= (t)) h_++;                                       \
+        }                                                                                       \
+        h_;                                                                                     \
+    })
+
+void d9m_coverage_gaps_slow(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p, d9m_cov_cursor *cur) {
     if (c->failed || c->stated == D9M_SWITCH_INACTIVE ||
         (c->stated == D9M_SWITCH_UNSTATED && !c->switch_seen)) {
         d9m_attr_gap(p, p->start, p->end);
         return;
     }
     /* the governor's mode at the start (covered before its first record), then its changes */
-    size_t i = UPPER_BOUND(c->changes, c->nchanges, p->start);
+    d9m_cov_cursor none = {SIZE_MAX, SIZE_MAX}; /* no caller's: both searched for */
+    if (!cur) cur = &none;
+    size_t i = cur->change = UPPER_BOUND_FROM(c->changes, c->nchanges, p->start, cur->change);
     bool covered = i == 0 || c->changes[i - 1].covered;
     uint64_t since = p->start;
     for (; i < c->nchanges && c->changes[i].ts < p->end; i++) {
@@ -154,8 +169,8 @@ void d9m_coverage_gaps_slow(const d9m_coverage *c, uint64_t worker, d9m_attr_pol
     if (!covered) d9m_attr_gap(p, since, p->end);
     /* drops inside the poll (or at its end): the poll up to the last of them */
     uint64_t upto = 0;
-    for (size_t k = UPPER_BOUND(c->drops, c->ndrops, p->start - (p->start > 0));
-         k < c->ndrops && c->drops[k].ts <= p->end; k++)
+    cur->drop = UPPER_BOUND_FROM(c->drops, c->ndrops, p->start - (p->start > 0), cur->drop);
+    for (size_t k = cur->drop; k < c->ndrops && c->drops[k].ts <= p->end; k++)
         if (c->drops[k].worker == worker || c->drops[k].worker == D9M_COV_ALL_WORKERS)
             upto = c->drops[k].ts;
     if (upto > p->start) d9m_attr_gap(p, p->start, upto);

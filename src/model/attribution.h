@@ -269,9 +269,20 @@ void d9m_coverage_change(d9m_coverage *c, uint64_t ts, const char *source, size_
                          const char *mode, size_t mode_len);
 /* A DroppedEventsEvent: worker_id (D9_WORKER_NONE = 255 when absent) and tid (0 absent). */
 void d9m_coverage_drop(d9m_coverage *c, uint64_t ts, uint64_t worker, uint64_t tid);
-/* Add the gaps of a poll of `worker` over [p->start, p->end) to p. */
-void d9m_coverage_gaps_slow(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p);
-static inline void d9m_coverage_gaps(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p) {
+/* Where a caller's previous poll found its coverage changes and drops: a caller that hands
+ * its polls in order of start (per worker, or all) passes one, and each poll steps on from
+ * the previous one's instead of two binary searches (a recording whose governor paused the
+ * switch records has thousands of changes: ~280 instructions a poll). Any hint is correct: one
+ * past the poll's start is searched for. Zero-initialised before the first poll. */
+typedef struct d9m_cov_cursor {
+    size_t change, drop;
+} d9m_cov_cursor;
+
+/* Add the gaps of a poll of `worker` over [p->start, p->end) to p. cur: NULL, or the caller's
+ * cursor (above). */
+void d9m_coverage_gaps_slow(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p, d9m_cov_cursor *cur);
+static inline void d9m_coverage_gaps_from(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p,
+                                          d9m_cov_cursor *cur) {
     /* the usual cases: no governor record and no drop, and switch records or none at all */
     if (c->nchanges == 0 && c->ndrops == 0 && !c->failed) {
         if (c->stated == D9M_SWITCH_ACTIVE || (c->stated == D9M_SWITCH_UNSTATED && c->switch_seen)) return;
@@ -280,7 +291,10 @@ static inline void d9m_coverage_gaps(const d9m_coverage *c, uint64_t worker, d9m
         p->ngaps = p->end > p->start;
         return;
     }
-    d9m_coverage_gaps_slow(c, worker, p);
+    d9m_coverage_gaps_slow(c, worker, p, cur);
+}
+static inline void d9m_coverage_gaps(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p) {
+    d9m_coverage_gaps_from(c, worker, p, NULL);
 }
 void d9m_coverage_free(d9m_coverage *c);
 

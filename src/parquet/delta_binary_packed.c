@@ -13,7 +13,9 @@ static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 
 static unsigned width64(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll(v) : 0; }
 
 /* d[0..n) deltas (n <= BLOCK), each already relative to nothing: one block. */
-static void put_block(pq_buf *out, const uint64_t *d, size_t n, unsigned bits, bool bytes) {
+/* Inlined (as encode is) into each width's encoder: the loops test no width per delta
+ * (~6 instructions a value of dial9 fold's DELTA columns). */
+static inline __attribute__((always_inline)) void put_block(pq_buf *out, const uint64_t *d, size_t n, unsigned bits, bool bytes) {
     uint64_t min = d[0];
     for (size_t i = 1; i < n; i++) {
         if (bits == 32 ? (int32_t)d[i] < (int32_t)min : (int64_t)d[i] < (int64_t)min) min = d[i];
@@ -62,7 +64,7 @@ static void put_block(pq_buf *out, const uint64_t *d, size_t n, unsigned bits, b
     out->len = (size_t)(p - out->p);
 }
 
-static void encode(pq_buf *out, const void *values, size_t n, unsigned bits, bool bytes) {
+static inline __attribute__((always_inline)) void encode(pq_buf *out, const void *values, size_t n, unsigned bits, bool bytes) {
     pq_buf_uvarint(out, BLOCK);
     pq_buf_uvarint(out, MINIBLOCKS);
     pq_buf_uvarint(out, n);

@@ -1,5 +1,10 @@
 /* A growable byte buffer for the Parquet writer's pages and footer. A failed allocation is
- * remembered (oom) and every later append is dropped, so writers check once at the end. */
+ * remembered (oom) and every later append is dropped, so writers check once at the end.
+ *
+ * The writer's column buffers grow to megabytes a row group; grown by realloc they were
+ * copied at each doubling (malloc's mmap threshold rises past them after the first free, so
+ * realloc copies: ~50 instructions an event of dial9 fold). Past PQ_MAPPED_MIN bytes a buffer
+ * is its own mapping and grows by mremap, which moves pages, not bytes (pq_grow). */
 #ifndef D9_PARQUET_PQ_BUF_H
 #define D9_PARQUET_PQ_BUF_H
 
@@ -14,6 +19,15 @@ typedef struct pq_buf {
     size_t len, cap;
     bool oom;
 } pq_buf;
+
+#define PQ_MAPPED_MIN ((size_t)64 << 10)
+
+/* p (NULL, or from pq_grow with capacity old_cap bytes) with room for new_cap > old_cap
+ * bytes, the first old_cap kept; NULL when out of memory (p is then unchanged). Below
+ * PQ_MAPPED_MIN: realloc; from it on: a mapping of its own, grown by mremap. */
+void *pq_grow(void *p, size_t old_cap, size_t new_cap);
+/* Frees what pq_grow returned, of capacity cap. */
+void pq_grown_free(void *p, size_t cap);
 
 bool pq_buf_reserve(pq_buf *b, size_t more);
 
@@ -42,7 +56,7 @@ static inline void pq_buf_uvarint(pq_buf *b, uint64_t v) {
 }
 
 static inline void pq_buf_free(pq_buf *b) {
-    free(b->p);
+    pq_grown_free(b->p, b->cap);
     *b = (pq_buf){0};
 }
 

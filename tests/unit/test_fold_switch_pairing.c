@@ -63,7 +63,7 @@ static void feed(d9f_attr *a, const rec *r, size_t n) {
 
 /* every worker's polls of 30 us every 50 us: the parts with the cursor (in order of start) */
 static void polls(const d9f_attr *a, d9m_parts *out, size_t *n) {
-    size_t from[3] = {SIZE_MAX, SIZE_MAX, SIZE_MAX};
+    d9f_attr_from from[3] = {D9F_ATTR_FROM_START, D9F_ATTR_FROM_START, D9F_ATTR_FROM_START};
     *n = 0;
     for (uint64_t t = 990000; t < 1000000 + 200 * 100000; t += 50000)
         for (uint64_t w = 0; w < 3; w++) d9f_attr_poll(a, w, t + w * 7000, t + w * 7000 + 30000, D9M_POLL_CPU_NONE, 0, &from[w], &out[(*n)++]);
@@ -108,21 +108,21 @@ static void check_pairing(uint64_t stride) {
     }
     CHECK(off_cpu > 0); /* the intervals were found */
 
-    /* the cursor against a search: each poll asked alone (SIZE_MAX: searched) */
+    /* the cursor against a search: each poll asked alone (D9F_ATTR_FROM_START: searched) */
     size_t k = 0;
     for (uint64_t t = 990000; t < 1000000 + 200 * 100000; t += 50000)
         for (uint64_t w = 0; w < 3; w++, k++) {
-            size_t alone = SIZE_MAX;
+            d9f_attr_from alone = D9F_ATTR_FROM_START;
             d9m_parts p;
             d9f_attr_poll(&ordered, w, t + w * 7000, t + w * 7000 + 30000, D9M_POLL_CPU_NONE, 0, &alone, &p);
             CHECK(memcmp(&p, &pa[k], sizeof p) == 0);
         }
     /* a poll that starts before the previous one of its worker: searched, not stepped on */
-    size_t from = SIZE_MAX;
+    d9f_attr_from from = D9F_ATTR_FROM_START;
     d9m_parts late, early, early_alone;
     d9f_attr_poll(&ordered, 1, 15000000, 15030000, D9M_POLL_CPU_NONE, 0, &from, &late);
     d9f_attr_poll(&ordered, 1, 1007000, 1037000, D9M_POLL_CPU_NONE, 0, &from, &early);
-    size_t alone = SIZE_MAX;
+    d9f_attr_from alone = D9F_ATTR_FROM_START;
     d9f_attr_poll(&ordered, 1, 1007000, 1037000, D9M_POLL_CPU_NONE, 0, &alone, &early_alone);
     CHECK(memcmp(&early, &early_alone, sizeof early) == 0);
     CHECK(early.ns[D9M_PART_ON_CPU] < 30000);

@@ -183,6 +183,66 @@ static void poll_parts(const d9m_coverage *c, uint64_t worker, uint64_t start, u
     d9m_attr_finish(&p, out);
 }
 
+/* One poll's parts with its gaps found from a cursor (NULL: searched). */
+static void poll_parts_from(const d9m_coverage *c, uint64_t worker, uint64_t start, uint64_t end,
+                            d9m_cov_cursor *cur, d9m_parts *out) {
+    d9m_attr_poll p;
+    d9m_attr_begin(&p, start, end);
+    d9m_coverage_gaps_from(c, worker, &p, cur);
+    d9m_attr_finish(&p, out);
+}
+
+/* The coverage cursor (a caller's polls in order of start step on from the previous poll's
+ * changes and drops) gives every poll the gaps the two searches give it: polls of three
+ * workers in order with a cursor each and one for all, polls that go back, polls between,
+ * across and on the changes and drops. */
+static void test_coverage_cursor(void) {
+    d9m_coverage c = {0};
+    d9m_coverage_metadata(&c, "source.off_cpu", 14, "active", 6);
+    uint64_t x = 0x9e3779b97f4a7c15ull, t = 1000;
+    for (int i = 0; i < 400; i++) { /* the governor pausing and resuming, drops between */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        t += 50 + x % 3000;
+        if (x % 5 == 0) d9m_coverage_drop(&c, t, x % 7 == 0 ? 255 : (x >> 8) % 3, 0);
+        else d9m_coverage_change(&c, t, "off_cpu", 7, (x >> 16) % 3 ? "paused" : "full", (x >> 16) % 3 ? 6 : 4);
+    }
+    CHECK(c.nchanges > 200 && c.ndrops > 40);
+    d9m_cov_cursor each[3] = {{0, 0}, {0, 0}, {0, 0}}, all = {0, 0}, back = {0, 0};
+    size_t polls = 0, differ = 0;
+    for (uint64_t s = 0; s < t + 5000; s += 700) {
+        for (uint64_t w = 0; w < 3; w++) {
+            uint64_t start = s + w * 233, end = start + 40 + (start * 7919) % 2500;
+            d9m_parts want, got;
+            poll_parts_from(&c, w, start, end, NULL, &want);
+            poll_parts_from(&c, w, start, end, &each[w], &got);
+            differ += memcmp(&want, &got, sizeof want) != 0;
+            poll_parts_from(&c, w, start, end, &all, &got);
+            differ += memcmp(&want, &got, sizeof want) != 0;
+            /* every other poll far back, then on again: searched, not stepped on */
+            uint64_t bs = (polls & 1) ? start / 3 : start;
+            poll_parts_from(&c, w, bs, bs + (end - start), NULL, &want);
+            poll_parts_from(&c, w, bs, bs + (end - start), &back, &got);
+            differ += memcmp(&want, &got, sizeof want) != 0;
+            polls++;
+        }
+    }
+    CHECK(polls > 1000);
+    CHECK_EQ_U64(differ, 0);
+    /* a poll on a change's and a drop's time, and at 0 */
+    d9m_cov_cursor z = {0, 0};
+    d9m_parts want, got;
+    poll_parts_from(&c, 1, c.changes[7].ts, c.changes[9].ts, NULL, &want);
+    poll_parts_from(&c, 1, c.changes[7].ts, c.changes[9].ts, &z, &got);
+    CHECK(memcmp(&want, &got, sizeof want) == 0);
+    poll_parts_from(&c, 1, c.drops[3].ts, c.drops[3].ts + 1, NULL, &want);
+    poll_parts_from(&c, 1, c.drops[3].ts, c.drops[3].ts + 1, &z, &got);
+    CHECK(memcmp(&want, &got, sizeof want) == 0);
+    poll_parts_from(&c, 1, 0, 10, NULL, &want);
+    poll_parts_from(&c, 1, 0, 10, &z, &got);
+    CHECK(memcmp(&want, &got, sizeof want) == 0);
+    d9m_coverage_free(&c);
+}
+
 static void test_coverage(void) {
     d9m_coverage c = {0};
     d9m_parts out;
@@ -303,6 +363,7 @@ int main(void) {
     test_broken_input();
     test_causes();
     test_coverage();
+    test_coverage_cursor();
     test_cpu_time();
     return d9t_summary("model_attribution");
 }

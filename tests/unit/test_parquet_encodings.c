@@ -207,9 +207,9 @@ static void test_file_frame(void) {
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
         pq_column_def cols[] = {
-            {"s", PQ_STRING, false, true, false}, {"t", PQ_TIMESTAMP_NS, false, false, true},
-            {"o", PQ_INT64, true, round % 2, false}, {"b", PQ_BOOLEAN, true, false, false},
-            {"i", PQ_INT32, false, true, false}, {"d", PQ_DOUBLE, true, false, false},
+            {"s", PQ_STRING, false, true, false, false}, {"t", PQ_TIMESTAMP_NS, false, false, true, false},
+            {"o", PQ_INT64, true, round % 2, false, round % 3 == 0}, {"b", PQ_BOOLEAN, true, false, false, false},
+            {"i", PQ_INT32, false, true, false, false}, {"d", PQ_DOUBLE, true, false, false, false},
         };
         pq_options opt = {.row_group_rows = 1 + (uint32_t)(next() % 700), .page_rows = 1 + (uint32_t)(next() % 300)};
         char err[256];
@@ -251,7 +251,7 @@ static void test_misuse(void) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    pq_column_def cols[] = {{"a", PQ_INT64, false, false, false}, {"b", PQ_STRING, false, false, false}};
+    pq_column_def cols[] = {{"a", PQ_INT64, false, false, false, false}, {"b", PQ_STRING, false, false, false, false}};
     char err[256];
     pq_writer *w = pq_writer_open(f, cols, 2, NULL, err, sizeof err);
     CHECK(pq_put_i64(w, 0, 1) == 0);
@@ -263,7 +263,7 @@ static void test_misuse(void) {
     CHECK(pq_put_null(w, 1) == -1);         /* b is required */
     pq_writer_abort(w);
     /* pq_put_same: not before a first row, not twice in a row, not on an optional column */
-    pq_column_def opt_cols[] = {{"a", PQ_INT64, false, true, false}, {"n", PQ_INT64, true, false, false}};
+    pq_column_def opt_cols[] = {{"a", PQ_INT64, false, true, false, false}, {"n", PQ_INT64, true, false, false, false}};
     w = pq_writer_open(f, opt_cols, 2, NULL, err, sizeof err);
     CHECK(pq_put_same(w, 0) == -1);
     CHECK(pq_writer_close(w, err, sizeof err) == -1);

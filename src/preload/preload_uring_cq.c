@@ -69,18 +69,21 @@ bool d9p_uring_cq_empty(const d9p_cq_view *cq) {
 
 #define MAX_READY 64
 
-/* The fd a completion stands for; a new one (`fresh`) also tells of connections: a
- * completed accept begins one, a completed close ends one. */
+/* What a new completion of a request on fd tells of connections: a completed accept begins
+ * one, a completed close ends one. */
+static void tell_connections(const struct io_uring_cqe *cqe, int fd, unsigned op) {
+    if (op == IORING_OP_ACCEPT && cqe->res >= 0) d9p_conn_accepted(fd, cqe->res);
+    if (op == IORING_OP_CLOSE && cqe->res == 0) d9p_conn_closed(fd);
+}
+
+/* The fd a completion stands for (-1: unknown, or a close: it wakes nobody); a new one
+ * (`fresh`) also tells of connections. */
 static int completion_fd(const struct io_uring_cqe *cqe, bool fresh) {
     int fd;
     unsigned op;
     if (!req_lookup(cqe->user_data, &fd, &op)) return -1;
-    if (fresh && op == IORING_OP_ACCEPT && cqe->res >= 0) d9p_conn_accepted(fd, cqe->res);
-    if (op == IORING_OP_CLOSE) {
-        if (fresh && cqe->res == 0) d9p_conn_closed(fd);
-        return -1;
-    }
-    return fd;
+    if (fresh) tell_connections(cqe, fd, op);
+    return op == IORING_OP_CLOSE ? -1 : fd;
 }
 
 /* The CQ ring as the kernel set it up (a mask one less than the entries, a power of two), so
@@ -150,8 +153,7 @@ static void completions(const d9p_cq_view *cq, bool home_loop, bool parked) {
                  * wakes nobody) */
                 bool woken = !unparked && d9p_loop_wait_unpark_uring(parked, op == IORING_OP_CLOSE ? -1 : fd);
                 unparked = true;
-                if (op == IORING_OP_ACCEPT && cqe->res >= 0) d9p_conn_accepted(fd, cqe->res);
-                if (op == IORING_OP_CLOSE && cqe->res == 0) d9p_conn_closed(fd);
+                tell_connections(cqe, fd, op);
                 if (op != IORING_OP_CLOSE && !woken && n < MAX_READY) ready[n++] = fd;
             }
             if (i == head) first = op == IORING_OP_CLOSE ? -1 : fd;

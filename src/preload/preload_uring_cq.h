@@ -45,6 +45,7 @@ D9P_HIDDEN extern __thread unsigned d9p_uring_depth __attribute__((tls_model("in
  * to read). `call(arg)` is the program's call, its result returned as is. */
 D9P_HIDDEN long d9p_uring_wait(const d9p_cq_view *cq, int ring_fd, const void *caller,
                                long (*call)(void *), void *arg);
+
 /* io_uring rings set up through syscall() (preload_uring_raw.c): the ring fd was waited on
  * through a call the shim sees (any of its io_uring interposers). */
 D9P_HIDDEN void d9p_uring_waited(int ring_fd);
@@ -52,7 +53,7 @@ D9P_HIDDEN void d9p_uring_waited(int ring_fd);
  * arguments, caller where syscall() was called from. */
 D9P_HIDDEN long d9p_uring_syscall(long number, const long a[6], const void *caller);
 
-/* Its two halves around a call of the program's (liburing's waits, preload_uring.c; and
+/* A wait's two halves around a call of the program's (liburing's waits, preload_uring.c;
  * d9p_uring_wait): the begin returns whether the call parks, *home_loop whether it is a
  * home-grown loop's wait; the end (errno kept) unparks and reads the completions. Inline:
  * every request's wait of an io_uring loop passes here. */

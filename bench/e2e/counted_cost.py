@@ -2,7 +2,7 @@
 """The recorder's cost per request, counted rather than timed.
 
     bench/e2e/counted_cost.py [--build DIR] [--targets uv,memcached,redis,nginx] [--clock monotonic] [--short] [--env NAME=VALUE]
-                              [--think-us N]
+                              [--think-us N] [--syscalls]
 
 On a shared 2-vCPU host CPU time cannot see 1-2 % (bench/e2e/README.md: identical work varies
 by 2-3 %), so this counts what a request costs and converts the counts with unit costs measured
@@ -21,6 +21,8 @@ on the same host. For each target and arm (off, the defaults, polls/parks/wakes 
   needed), over windows of N1 and N2 requests in one server process, idle rate taken off;
   back to back (the client's next request is there before the server's next poller call), or
   with --think-us N of client idle after each answer (the server's poller sleeps in between);
+  with --syscalls, also per thread and call (perf's syscalls:sys_enter_* tracepoints), the
+  added ones printed per request after the table: where each added system call comes from;
 - the server's CPU time per request natively (schedstat, all threads) in the `off` arm, and the
   user share of it (/proc/PID/stat): the denominator, and ns per user instruction of the
   server's own code (user CPU per request / user instructions per request);
@@ -508,18 +510,21 @@ def thread_cpu(pid):
     return ns, int(fields[11]), int(fields[12])
 
 
-def perf_window(pid, work, action):
+def perf_window(pid, work, action, by_call=False):
     """Run action() with perf counting the process's system calls and context switches:
     perf starts with its counters disabled and enables them through its control fifo, so the
-    window holds exactly the action. Returns (syscalls, switches, cpu ns, user share, seconds)."""
+    window holds exactly the action. Returns (syscalls, switches, cpu ns, user share, seconds,
+    {(thread name, system call): count}: filled with by_call, from each call's tracepoint)."""
     ctl, ack, out = (os.path.join(work, n) for n in ("perf.ctl", "perf.ack", "perf.out"))
     for p in (ctl, ack):
         if os.path.exists(p):
             os.unlink(p)
         os.mkfifo(p)
+    events = "raw_syscalls:sys_enter,context-switches" + (",syscalls:sys_enter_*" if by_call else "")
     perf = subprocess.Popen(["perf", "stat", "-x,", "-o", out, "-D", "-1", "--control",
-                             f"fifo:{ctl},{ack}", "-e", "raw_syscalls:sys_enter,context-switches",
-                             "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             f"fifo:{ctl},{ack}", "-e", events, "-p", str(pid)]
+                            + (["--per-thread"] if by_call else []),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     with open(ctl, "w") as c, open(ack, "rb", buffering=0) as a:
         def command(word):  # perf answers "ack\n\0"
             c.write(word + "\n")
@@ -535,19 +540,25 @@ def perf_window(pid, work, action):
         command("disable")
     perf.send_signal(signal.SIGINT)
     _, err = perf.communicate(timeout=60)
-    counts = {}
+    counts, calls = {}, {}
     with open(out) as f:
         for line in f:
             parts = line.strip().split(",")
+            thread = parts.pop(0).rsplit("-", 1)[0] if by_call and parts else ""  # "comm-tid"
             if len(parts) > 2 and (parts[0].isdigit() or parts[0] == "<not counted>"):
                 # not counted: no thread of the server ran in the window (a task's counters
                 # advance only while it runs), so nothing happened
-                counts[parts[2]] = int(parts[0]) if parts[0].isdigit() else 0
+                n = int(parts[0]) if parts[0].isdigit() else 0
+                if parts[2].startswith("syscalls:sys_enter_"):
+                    key = (thread, parts[2][len("syscalls:sys_enter_"):])
+                    calls[key] = calls.get(key, 0) + n
+                else:
+                    counts[parts[2]] = counts.get(parts[2], 0) + n
     if "raw_syscalls:sys_enter" not in counts or "context-switches" not in counts:
         raise RuntimeError("perf stat counted nothing: " + err[-1000:] + open(out).read())
     ticks = (u1 - u0) + (s1 - s0)
     return (counts["raw_syscalls:sys_enter"], counts["context-switches"], cpu1 - cpu0,
-            (u1 - u0) / ticks if ticks else 1.0, seconds)
+            (u1 - u0) / ticks if ticks else 1.0, seconds, calls)
 
 
 def native_requests(args, target, sock, n):
@@ -576,9 +587,9 @@ def native_run(args, target, arm, work):
         server = child_pid(proc.pid) if child else proc.pid
         target.prepare(sock)
         target.requests(sock, args.native_warmup)
-        idle = perf_window(server, work, lambda: time.sleep(args.idle))
-        small = perf_window(server, work, lambda: native_requests(args, target, sock, n1))
-        large = perf_window(server, work, lambda: native_requests(args, target, sock, n2))
+        idle = perf_window(server, work, lambda: time.sleep(args.idle), args.syscalls)
+        small = perf_window(server, work, lambda: native_requests(args, target, sock, n1), args.syscalls)
+        large = perf_window(server, work, lambda: native_requests(args, target, sock, n2), args.syscalls)
         sock.close()
     finally:
         stop(proc, target.stop_signal)
@@ -589,6 +600,9 @@ def native_run(args, target, arm, work):
         r[key] = (large[i] - small[i] - rate * (large[4] - small[4])) / (n2 - n1)
         r[key + "_idle_per_s"] = rate
     r["user_share"] = large[3]
+    # per thread and system call (--syscalls): the same difference, the idle rate taken off
+    r["calls"] = {k: (large[5].get(k, 0) - small[5].get(k, 0) - idle[5].get(k, 0) / idle[4] * (large[4] - small[4]))
+                  / (n2 - n1) for k in set(large[5]) | set(small[5])}
     return r
 
 
@@ -735,6 +749,22 @@ def print_table(results, units):
                   f"{verdict(tname, arm, d)}")
 
 
+def print_calls(results):
+    """--syscalls: the added system calls per request by thread and call (arm minus off), so
+    each one is traced to its source; rows under 0.01 a request are left out."""
+    print()
+    print("added system calls per request by thread and call (perf's syscalls:sys_enter_* "
+          "tracepoints, natively; arm minus off):")
+    for tname, (rows, _, deltas) in results.items():
+        off = rows["off"]["calls"]
+        for arm in deltas:
+            calls = rows[arm]["calls"]
+            added = {k: calls.get(k, 0.0) - off.get(k, 0.0) for k in set(calls) | set(off)}
+            shown = sorted(((v, k) for k, v in added.items() if abs(v) >= 0.01), reverse=True)
+            print(f"calls {tname} {ARM_NAMES[arm]}: " + (", ".join(f"{k[0]} {k[1]} {v:+.3f}" for v, k in shown)
+                                                         or "none"))
+
+
 ROW = re.compile(r"^(\S+)\s+(on|ppw)\s+(.{22})\s+(-?[\d.]+)\s+(-?[\d.]+)\s+([+-][\d.]+)(\s+\S.*?)?\s*$")
 VERDICT = re.compile(r"^(\S+) (defaults|polls/parks/wakes): -?[\d.]+ % of the server's CPU per request "
                      r"\(target \d %\), instructions [+-][\d.]+ %, [+-][\d.]+ system calls, [+-][\d.]+ "
@@ -776,6 +806,8 @@ def main():
     ap.add_argument("--native-warmup", type=int, default=2000)
     ap.add_argument("--think-us", type=int, default=0,
                     help="the client idles this long after each answer in the native windows (default 0: back to back)")
+    ap.add_argument("--syscalls", action="store_true",
+                    help="also count each system call per thread natively and print the added ones per request")
     ap.add_argument("--clock", default="monotonic", choices=("monotonic", "tsc", "auto"),
                     help="DIAL9_CLOCK of the recorded arms and of the unit costs (default: monotonic)")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
@@ -842,6 +874,8 @@ def main():
     real, sys.stdout = sys.stdout, buf
     try:
         print_table(results, units)
+        if args.syscalls:
+            print_calls(results)
     finally:
         sys.stdout = real
     print(buf.getvalue(), end="")

@@ -191,8 +191,13 @@ D9P_HIDDEN void d9p_home_wait_ends(const struct epoll_event *events, int rc, boo
 D9P_HIDDEN void d9p_loop_wait_end_poll(const struct pollfd *fds, unsigned long n, int rc, bool parked);
 D9P_HIDDEN void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w,
                                          const fd_set *e, int rc, bool parked);
-/* An io_uring wait returned (preload_uring.c): the fd of the completion the program handles
- * first (-1: unknown) and those of the completions new since the last wait (readiness). */
+/* An io_uring wait of a home-grown loop returned (preload_uring_cq.c): first its unpark (parked:
+ * the call was recorded as a park) with the readiness wake of fd, the first completion new
+ * since the last wait (-1: none), in one hook call and record as an epoll wait's, before what
+ * the completions do (accepts, closes); true when fd was woken there. Then the iteration: the
+ * fd of the completion the program handles first (-1: unknown) and those of the other new
+ * completions (readiness). */
+D9P_HIDDEN bool d9p_loop_wait_unpark_uring(bool parked, int fd);
 D9P_HIDDEN void d9p_loop_wait_end_uring(int first_fd, const int *ready, int n);
 /* Readiness wakes of the tasks of fds completed outside a wait (io_uring_submit). */
 D9P_HIDDEN void d9p_loop_ready(const int *ready, int n);

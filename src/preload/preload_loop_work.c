@@ -668,10 +668,20 @@ void d9p_loop_ready(const int *ready_fds, int n) {
         if ((unsigned)ready_fds[i] < MAX_FDS) d9_wake_ready(task_of(ready_fds[i]));
 }
 
+bool d9p_loop_wait_unpark_uring(bool parked, int fd) {
+    if (!D9__ACTIVE()) {
+        if (parked) d9_unpark(); /* a pause owes the end of a park it saw begin */
+        return false;
+    }
+    if ((unsigned)fd >= MAX_FDS) fd = -1;
+    unpark_first_wake(parked, fd);
+    return fd >= 0;
+}
+
 void d9p_loop_wait_end_uring(int first_fd, const int *ready_fds, int n) {
     loop_thread *l = self();
     if (!D9__ACTIVE()) return;
-    d9p_loop_ready(ready_fds, n);
+    if (n) d9p_loop_ready(ready_fds, n);
     bool known = (unsigned)first_fd < MAX_FDS;
     iteration_starts(l, known ? first_fd : -1, known ? task_of(first_fd) : 0);
 }

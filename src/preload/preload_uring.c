@@ -85,22 +85,12 @@ static d9p_cq_view cq_of(const struct io_uring *ring) {
         if (d9p_uring_depth || !(ring)) return (call);                                     \
         note_pending(ring);                                                                \
         if (!(waits)) return (call); /* a peek: no boundary, its CQEs are caught up later */ \
-        d9p_uring_depth++;                                                                 \
-        d9p_uring_waited((ring)->ring_fd);                                                 \
         d9p_cq_view cq_ = cq_of(ring);                                                     \
-        d9p_uring_catch_up(&cq_);                                                          \
         bool home_loop_;                                                                   \
-        bool parked_ = d9p_poller_wait_begin(D9P_WAIT_URING, (ring)->ring_fd, true,        \
-                                             d9p_uring_cq_empty(&cq_),                     \
-                                             __builtin_return_address(0), &home_loop_);    \
+        bool parked_ = d9p_uring_wait_begin(&cq_, (ring)->ring_fd,                         \
+                                            __builtin_return_address(0), &home_loop_);     \
         int rc_ = (call);                                                                  \
-        d9p_poller_wait_end(parked_);                                                      \
-        if (home_loop_ || D9__ACTIVE()) {                                                  \
-            int saved_ = errno;                                                            \
-            d9p_uring_completions(&cq_, home_loop_);                                       \
-            errno = saved_;                                                                \
-        }                                                                                  \
-        d9p_uring_depth--;                                                                 \
+        d9p_uring_wait_end(&cq_, parked_, home_loop_);                                     \
         return rc_;                                                                        \
     } while (0)
 
@@ -151,7 +141,7 @@ D9P_EXPORT int io_uring_submit(struct io_uring *ring) {
     int rc = URING_NEXT(io_uring_submit, ring);
     if (D9__ACTIVE()) {
         int saved = errno;
-        d9p_uring_completions(&cq, false);
+        d9p_uring_completions(&cq);
         errno = saved;
     }
     return rc;

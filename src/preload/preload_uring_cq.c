@@ -40,7 +40,7 @@ void d9p_uring_note_request(uint64_t user_data, int fd, unsigned opcode) {
     atomic_store_explicit(&g_req[k].user_data, user_data, memory_order_relaxed);
 }
 
-static bool req_lookup(uint64_t data, int *fd, unsigned *opcode) {
+static inline __attribute__((always_inline)) bool req_lookup(uint64_t data, int *fd, unsigned *opcode) {
     unsigned k = req_slot(data);
     if (atomic_load_explicit(&g_req[k].user_data, memory_order_relaxed) != data) return false;
     *fd = atomic_load_explicit(&g_req[k].fd, memory_order_relaxed) - 1;
@@ -69,18 +69,21 @@ bool d9p_uring_cq_empty(const d9p_cq_view *cq) {
 
 #define MAX_READY 64
 
-/* The fd a completion stands for; a new one (`fresh`) also tells of connections: a
- * completed accept begins one, a completed close ends one. */
+/* What a new completion of a request on fd tells of connections: a completed accept begins
+ * one, a completed close ends one. */
+static void tell_connections(const struct io_uring_cqe *cqe, int fd, unsigned op) {
+    if (op == IORING_OP_ACCEPT && cqe->res >= 0) d9p_conn_accepted(fd, cqe->res);
+    if (op == IORING_OP_CLOSE && cqe->res == 0) d9p_conn_closed(fd);
+}
+
+/* The fd a completion stands for (-1: unknown, or a close: it wakes nobody); a new one
+ * (`fresh`) also tells of connections. */
 static int completion_fd(const struct io_uring_cqe *cqe, bool fresh) {
     int fd;
     unsigned op;
     if (!req_lookup(cqe->user_data, &fd, &op)) return -1;
-    if (fresh && op == IORING_OP_ACCEPT && cqe->res >= 0) d9p_conn_accepted(fd, cqe->res);
-    if (op == IORING_OP_CLOSE) {
-        if (fresh && cqe->res == 0) d9p_conn_closed(fd);
-        return -1;
-    }
-    return fd;
+    if (fresh) tell_connections(cqe, fd, op);
+    return op == IORING_OP_CLOSE ? -1 : fd;
 }
 
 /* The CQ ring as the kernel set it up (a mask one less than the entries, a power of two), so
@@ -125,44 +128,56 @@ void d9p_uring_catch_up(const d9p_cq_view *cq) {
     d9p_loop_ready(ready, n);
 }
 
-void d9p_uring_completions(const d9p_cq_view *cq, bool home_loop) {
-    if (!cq_usable(cq)) {
-        if (home_loop) d9p_loop_wait_end_uring(-1, NULL, 0);
+/* After a call: the completions posted, in one pass. The first is the completion the program
+ * handles first (its fd: the iteration's poll, with home_loop); each new one with a known fd is a
+ * readiness wake of its task. A home-grown loop's wait (home_loop) unparks at its first new
+ * completion of a known request, before what that completion does, with its readiness wake in
+ * the unpark's record (not a close's: a close wakes nobody), or after the pass when there is
+ * none. */
+static void completions(const d9p_cq_view *cq, bool home_loop, bool parked) {
+    bool unparked = !home_loop;
+    int ready[MAX_READY], n = 0, first = -1;
+    if (cq_usable(cq)) {
+        unsigned head = *cq->khead, entries = *cq->kring_entries, tail = tail_of(cq);
+        if (tail - head > entries) tail = head; /* not a ring state the program would read */
+        unsigned *seen = track(cq->key, head);
+        if ((int)(*seen - head) < 0 || (int)(tail - *seen) < 0) *seen = head;
+        for (unsigned i = head; i != tail; i++) {
+            bool is_new = (int)(i - *seen) >= 0;
+            int fd = -1;
+            unsigned op = 0;
+            const struct io_uring_cqe *cqe = cqe_at(cq, i);
+            if (!(is_new || i == head) || !req_lookup(cqe->user_data, &fd, &op)) fd = -1;
+            if (fd >= 0 && is_new) {
+                /* the unpark, before what its first completion does: with its wake (a close
+                 * wakes nobody) */
+                bool woken = !unparked && d9p_loop_wait_unpark_uring(parked, op == IORING_OP_CLOSE ? -1 : fd);
+                unparked = true;
+                tell_connections(cqe, fd, op);
+                if (op != IORING_OP_CLOSE && !woken && n < MAX_READY) ready[n++] = fd;
+            }
+            if (i == head) first = op == IORING_OP_CLOSE ? -1 : fd;
+        }
+        *seen = tail;
+    }
+    if (!home_loop) {
+        if (n) d9p_loop_ready(ready, n);
         return;
     }
-    unsigned head = *cq->khead, entries = *cq->kring_entries, tail = tail_of(cq);
-    if (tail - head > entries) tail = head; /* not a ring state the program would read */
-    unsigned *seen = track(cq->key, head);
-    if ((int)(*seen - head) < 0 || (int)(tail - *seen) < 0) *seen = head;
-    int ready[MAX_READY], n = 0, first = -1;
-    for (unsigned i = head; i != tail; i++) {
-        bool is_new = (int)(i - *seen) >= 0;
-        int fd = is_new || i == head ? completion_fd(cqe_at(cq, i), is_new) : -1;
-        if (i == head) first = fd;
-        if (is_new && fd >= 0 && n < MAX_READY) ready[n++] = fd;
-    }
-    *seen = tail;
-    if (home_loop) d9p_loop_wait_end_uring(first, ready, n);
-    else d9p_loop_ready(ready, n);
+    if (!unparked) d9p_loop_wait_unpark_uring(parked, -1);
+    d9p_loop_wait_end_uring(first, ready, n);
 }
+
+void d9p_uring_completions(const d9p_cq_view *cq) { completions(cq, false, false); }
+void d9p_uring_loop_completions(const d9p_cq_view *cq, bool parked) { completions(cq, true, parked); }
 
 /* ---------------------------------------------------------------- a wait */
 
 long d9p_uring_wait(const d9p_cq_view *cq, int ring_fd, const void *caller,
                     long (*call)(void *), void *arg) {
-    d9p_uring_depth++;
-    d9p_uring_waited(ring_fd);
-    d9p_uring_catch_up(cq);
     bool home_loop;
-    bool parked = d9p_poller_wait_begin(D9P_WAIT_URING, ring_fd, true, d9p_uring_cq_empty(cq),
-                                        caller, &home_loop);
+    bool parked = d9p_uring_wait_begin(cq, ring_fd, caller, &home_loop);
     long rc = call(arg);
-    d9p_poller_wait_end(parked);
-    if (home_loop || (cq && D9__ACTIVE())) {
-        int saved = errno;
-        d9p_uring_completions(cq, home_loop);
-        errno = saved;
-    }
-    d9p_uring_depth--;
+    d9p_uring_wait_end(cq, parked, home_loop);
     return rc;
 }

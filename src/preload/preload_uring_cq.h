@@ -7,8 +7,11 @@
 #ifndef D9_PRELOAD_URING_CQ_H
 #define D9_PRELOAD_URING_CQ_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "preload.h"
 
 /* The kernel's completion ring header and entries, as mapped in the program. */
 typedef struct d9p_cq_view {
@@ -24,9 +27,14 @@ D9P_HIDDEN void d9p_uring_note_request(uint64_t user_data, int fd, unsigned opco
 D9P_HIDDEN bool d9p_uring_cq_empty(const d9p_cq_view *cq);
 /* Before a call: what the program consumed since the last look (wakes, connections). */
 D9P_HIDDEN void d9p_uring_catch_up(const d9p_cq_view *cq);
-/* After a call: the completions posted; with home_loop, the wait's iteration starts
- * (d9p_loop_wait_end_uring), else they are only wakes. cq may be NULL (no ring to read). */
-D9P_HIDDEN void d9p_uring_completions(const d9p_cq_view *cq, bool home_loop);
+/* After a call that is no wait (a submit): the completions posted are readiness wakes. */
+D9P_HIDDEN void d9p_uring_completions(const d9p_cq_view *cq);
+/* After a home-grown loop's wait (parked: the call was recorded as a park): its unpark, with
+ * the readiness wake of the first completion new since the last wait in the same hook call
+ * and record (as an epoll wait's), before what the completions do (an accept's spawn, a
+ * close's end); then the iteration starts (d9p_loop_wait_end_uring). cq may be NULL (no ring
+ * to read): the unpark alone. */
+D9P_HIDDEN void d9p_uring_loop_completions(const d9p_cq_view *cq, bool parked);
 
 /* Nesting of the shim's io_uring interposers on this thread: a wait inside a wait (liburing
  * calling its own exported functions, a wrapper calling syscall()) goes straight through. */
@@ -44,5 +52,30 @@ D9P_HIDDEN void d9p_uring_waited(int ring_fd);
 /* io_uring_setup, io_uring_enter or io_uring_register made through syscall(): a[] its six
  * arguments, caller where syscall() was called from. */
 D9P_HIDDEN long d9p_uring_syscall(long number, const long a[6], const void *caller);
+
+/* A wait's two halves around a call of the program's (liburing's waits, preload_uring.c;
+ * d9p_uring_wait): the begin returns whether the call parks, *home_loop whether it is a
+ * home-grown loop's wait; the end (errno kept) unparks and reads the completions. Inline:
+ * every request's wait of an io_uring loop passes here. */
+static inline bool d9p_uring_wait_begin(const d9p_cq_view *cq, int ring_fd, const void *caller,
+                                        bool *home_loop) {
+    d9p_uring_depth++;
+    d9p_uring_waited(ring_fd);
+    d9p_uring_catch_up(cq);
+    return d9p_poller_wait_begin(D9P_WAIT_URING, ring_fd, true, d9p_uring_cq_empty(cq), caller,
+                                 home_loop);
+}
+
+static inline void d9p_uring_wait_end(const d9p_cq_view *cq, bool parked, bool home_loop) {
+    int saved = errno;
+    if (home_loop) { /* the unpark there, with the first new completion's wake */
+        d9p_uring_loop_completions(cq, parked);
+    } else {
+        d9p_poller_wait_end(parked);
+        if (cq && D9__ACTIVE()) d9p_uring_completions(cq);
+    }
+    errno = saved;
+    d9p_uring_depth--;
+}
 
 #endif

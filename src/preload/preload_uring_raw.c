@@ -326,7 +326,7 @@ static long enter(raw_call *c, const void *caller) {
     long rc = call_raw(c);
     if (D9__ACTIVE()) {
         int saved = errno;
-        d9p_uring_completions(&cq, false);
+        d9p_uring_completions(&cq);
         errno = saved;
     }
     return rc;

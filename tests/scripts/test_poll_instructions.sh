@@ -139,20 +139,32 @@ count() { # kind clock pairs -> instructions inside the two hooks, clock_gettime
 
 failed=0
 check() { # kind clock bound
-  local n1=2000 n2=22000 a b per_pair what="one recorded poll (begin + end)"
+  local n1=2000 n2=22000 a= b= ca cb per_pair what="one recorded poll (begin + end)"
   [ "$1" = park ] && what="one recorded park + unpark"
   [ "$1" = span ] && what="one recorded span (begin + end)"
   [ "$1" = fused ] && what="one poll's end and the next one's begin in one call"
   [ "${1%_split}" = unparkwake ] && what="one park, then its unpark and a ready wake ($1)"
   [ "${1%_split}" = mcrequest ] && what="a memcached request's hooks on its loop thread ($1)"
   [ "${1%_split}" = request ] && what="a libuv demo server request's hooks on its loop thread ($1)"
-  local ca cb clock_reads counted
-  counted=$(count "$1" "$2" $n1) && read -r a ca <<<"$counted"
-  counted=$(count "$1" "$2" $n2) && read -r b cb <<<"$counted"
-  if [ -z "$a" ] || [ -z "$b" ] || [ "$b" -le "$a" ]; then
-    echo "FAIL: no instructions counted in the hooks ($1, $2: $a, $b)"; failed=1; return; fi
-  per_pair=$(awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
-  clock_reads=$(awk -v a="$ca" -v b="$cb" -v n=$((n2 - n1)) 'BEGIN { printf "%.2f", (b - a) / n }')
+  local clock_reads counted
+  # A switch of the host thread (valgrind hands its lock to the collector when that wakes by
+  # time; more of them the longer a run takes, so under load) moves the task-clock page, and
+  # the next park or unpark takes its slow path: instructions only ever added. A count over its
+  # bound is measured twice more and each run's smallest count kept (one run at load ~30 had
+  # mcrequest at 294.7 where 272.9 is the undisturbed count): a regression fails all three.
+  local try ta tca tb tcb
+  for try in 1 2 3; do
+    counted=$(count "$1" "$2" $n1) && read -r ta tca <<<"$counted"
+    counted=$(count "$1" "$2" $n2) && read -r tb tcb <<<"$counted"
+    if [ $try = 1 ] || [ "$ta" -lt "$a" ]; then a=$ta; ca=$tca; fi
+    if [ $try = 1 ] || [ "$tb" -lt "$b" ]; then b=$tb; cb=$tcb; fi
+    if [ -z "$a" ] || [ -z "$b" ] || [ "$b" -le "$a" ]; then
+      echo "FAIL: no instructions counted in the hooks ($1, $2: $a, $b)"; failed=1; return; fi
+    per_pair=$(awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
+    clock_reads=$(awk -v a="$ca" -v b="$cb" -v n=$((n2 - n1)) 'BEGIN { printf "%.2f", (b - a) / n }')
+    awk -v p="$per_pair" -v bound="$3" -v c="$clock_reads" -v cbound="${4:-1e9}" \
+      'BEGIN { exit !(p <= bound && c <= cbound) }' && break
+  done
   if [ -n "${4:-}" ]; then # clock_gettime calls per pair, counted: each a clock read or a system call
     if awk -v c="$clock_reads" -v bound="$4" 'BEGIN { exit !(c <= bound) }'; then
       echo "ok    DIAL9_CLOCK=$2: $what $clock_reads clock_gettime calls (bound $4)"
@@ -164,7 +176,7 @@ check() { # kind clock bound
     echo "ok    DIAL9_CLOCK=$2: $what $per_pair instructions (bound $3)"
   else
     echo "FAIL  DIAL9_CLOCK=$2: $what $per_pair instructions > $3"
-    callgrind_annotate "$dir/cg.$1.$2.$n2" 2>/dev/null | sed -n '/file:function/,$p' | head -12
+    callgrind_annotate "$dir/cg.$1.$2.$n2" 2>/dev/null | sed -n '/file:function/,$p' | head -12 || true
     failed=1
   fi
 }

@@ -40,7 +40,13 @@ for d in "${CHURN_DIRS[@]}"; do
   n=$(find "$d" -maxdepth 1 -name 'test_*' -type f -executable | wc -l)
   [ "$n" -gt 0 ] || { echo "soak-tests: -s $d: no test programs built there" >&2; exit 2; }
 done
-cmake --build "$BUILD" -j"$JOBS" >/dev/null # the soak tests what is in the tree now
+# the soak tests what is in the tree now: all of it for full runs, else what the labelled tests
+# run (a sanitizer build dir, as `make tsan` builds it, holds only those)
+if [ "$RUNS" -gt 0 ]; then
+  cmake --build "$BUILD" -j"$JOBS" >/dev/null
+else
+  scripts/test-targets.sh --build "$JOBS" "$BUILD" -L "$LABELS" >/dev/null
+fi
 BUILD=$(cd "$BUILD" && pwd)
 SOURCE=$(pwd)
 LOGS=${SOAK_LOG_DIR:-$(mktemp -d /tmp/dial9-soak.XXXXXX)}

@@ -195,7 +195,10 @@ uint64_t d9_thread_cpu_clock_exact(d9_tcc_state *s) {
  * test_mt_poll_cpu failed so under TSan). The value is then stamped at the read's end, as no
  * line (a lower bound there: it is the CPU time at the read): the next park estimates from it,
  * the next unpark or exact use reads. Within the slack, the error is the slack's, as for a
- * park's lower bound. */
+ * park's lower bound. For a poll's begin and end only (D9_TCC_EXACT): their hooks write records
+ * between their clock read and this one; a park's or an unpark's read follows its clock read
+ * at once (and a slow read there leaving no line would cost the next unpark a second read:
+ * test_mt_thread_cpu_clock_kernel counts at most one read per page update). */
 static void restamp_late_read(d9_tcc_state *s, uint64_t now_ticks, double ns_per_tick, uint64_t slack_ns) {
     uint64_t after = d9_clock_ticks();
     if ((int64_t)(after - now_ticks) <= 0 || (double)(int64_t)(after - now_ticks) * ns_per_tick <= (double)slack_ns)
@@ -217,7 +220,7 @@ static uint64_t from_page(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
     uint32_t reads = s->exact_reads;
     if (d9_tcc_snapshot(s->page, &lock, &clock, 0, 0)) {
         uint64_t v = d9_tcc_step(s, use, lock, clock, now_ticks, ns_per_tick, slack_ns, d9_thread_cpu_clock_exact);
-        if (v != D9_TCC_NONE && s->exact_reads != reads && ns_per_tick > 0)
+        if (v != D9_TCC_NONE && use == D9_TCC_EXACT && s->exact_reads != reads && ns_per_tick > 0)
             restamp_late_read(s, now_ticks, ns_per_tick, slack_ns);
         return v;
     }
@@ -233,7 +236,7 @@ static uint64_t from_page(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
     s->lock = D9_TCC_UNSEEN(s->page->lock); /* far from the page's next values, even mid-update */
     s->cpu_ns = v;
     s->ticks = now_ticks;
-    if (ns_per_tick > 0) restamp_late_read(s, now_ticks, ns_per_tick, slack_ns);
+    if (use == D9_TCC_EXACT && ns_per_tick > 0) restamp_late_read(s, now_ticks, ns_per_tick, slack_ns);
     return v;
 }
 

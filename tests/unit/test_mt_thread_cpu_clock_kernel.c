@@ -193,13 +193,14 @@ static void late_read(void) {
     uint64_t woke = mono_ns();
     uint64_t v = d9_thread_cpu_clock_slow(s, D9_TCC_EXACT, hook_time); /* a read: the page moved */
     CHECK(v != D9_TCC_NONE);
-    CHECK(s->ticks >= woke);   /* stamped after the switch */
+    uint64_t stamped = s->ticks;
+    CHECK(stamped >= woke);    /* stamped after the switch */
     CHECK((s->lock & 1) == 1); /* no line: the next unpark reads */
     uint64_t park = cpu_value(false), e = exact_now();
     CHECK(park >= v);
     printf("late read: stamped %.1f ms after the caller's time; the park after it %.1f us from the exact count "
            "(before: ~20 ms ahead)\n",
-           (double)(s->ticks - hook_time) / 1e6, ((double)park - (double)e) / 1e3);
+           (double)(stamped - hook_time) / 1e6, ((double)park - (double)e) / 1e3);
     CHECK(park <= e + 10000000); /* 10 ms: half the sleep; an estimate ahead only by a vCPU stall */
     /* a hook sharing the late caller's time (a fused poll end and park): no wall time since */
     uint64_t again = d9_thread_cpu_clock_ns(D9_TCC_PARK, hook_time, d9_thread_cpu_clock_gen);

@@ -66,6 +66,10 @@ void d9_poll_cpu_begin_slow(uint64_t ticks) {
     for (int i = 0; i < 2 && s->poll_page->lock != s->lock; i++)
         if (d9_thread_cpu_clock_slow(s, D9_TCC_EXACT, ticks) == D9_TCC_NONE) break;
     s->poll_lock = s->lock; /* the line the poll begins on */
+    /* a read that ended late is stamped at its end (thread_cpu_clock.c), past a switch that may
+     * have come after `ticks`: the poll's CPU time counts from there (the line's point), not
+     * back along the line over that off-CPU time */
+    if ((int64_t)(s->ticks - ticks) > 0) s->poll_ticks = s->ticks;
 }
 
 void d9_poll_cpu_end_begin_slow(uint64_t ticks) {

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/fork_guard.h"
 #include "core/last_error.h"
 #include "core/owned_fd.h"
@@ -46,7 +47,10 @@ static slot g_slots[D9_TCC_MAX_THREADS];
 static uint32_t g_gen_counter;
 static char g_reason[320] = "syscall: not started";
 static _Atomic bool g_fds_guarded; /* d9_thread_cpu_clock_set_fds_guarded */
-static int g_seccomp_at_start; /* PR_GET_SECCOMP of the thread that probed */
+/* PR_GET_SECCOMP of the thread that probed; atomic: a thread of the last recording may open its
+ * event while d9_start probes again (test_mt_recorder_restart's TSan report, 1 run in ~10 under
+ * load); either probe's value is the process's mode at a start */
+static _Atomic int g_seccomp_at_start;
 static pthread_key_t g_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 
@@ -119,7 +123,7 @@ static void make_key(void) { pthread_key_create(&g_key, on_thread_exit); }
 static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
     /* A seccomp filter installed since the probe may kill the thread that calls what it does
      * not allow: this thread then reads by system call. */
-    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != g_seccomp_at_start) {
+    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != atomic_load_explicit(&g_seccomp_at_start, memory_order_relaxed)) {
         snprintf(why, why_size, "a seccomp filter installed after the start");
         return false;
     }
@@ -183,15 +187,43 @@ uint64_t d9_thread_cpu_clock_exact(d9_tcc_state *s) {
     return v;
 }
 
+/* After an exact read stamped at now_ticks (the caller's time, read before): when more than
+ * the park slack of wall time passed between that time and the read's end, the thread may have
+ * been switched out in between (a poll's end hook preempted after its clock read: ms under
+ * load), and the value, stamped at now_ticks, would carry that off-CPU time into every estimate
+ * after it (the next anchor below them then pushed the base: the next poll short by as much;
+ * test_mt_poll_cpu failed so under TSan). The value is then stamped at the read's end, as no
+ * line (a lower bound there: it is the CPU time at the read): the next park estimates from it,
+ * the next unpark or exact use reads. Within the slack, the error is the slack's, as for a
+ * park's lower bound. For a poll's begin and end only (D9_TCC_EXACT): their hooks write records
+ * between their clock read and this one; a park's or an unpark's read follows its clock read
+ * at once (and a slow read there leaving no line would cost the next unpark a second read:
+ * test_mt_thread_cpu_clock_kernel counts at most one read per page update). */
+static void restamp_late_read(d9_tcc_state *s, uint64_t now_ticks, double ns_per_tick, uint64_t slack_ns) {
+    uint64_t after = d9_clock_ticks();
+    if ((int64_t)(after - now_ticks) <= 0 || (double)(int64_t)(after - now_ticks) * ns_per_tick <= (double)slack_ns)
+        return;
+    if (!(s->lock & 1)) s->lock = D9_TCC_UNSEEN(s->lock); /* a line: made none (an odd one is none already) */
+    s->ticks = after;
+}
+
 /* The thread has its page under this recording: a snapshot and the rules (thread_cpu_clock.h). */
 static uint64_t from_page(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
     uint32_t lock;
     uint64_t clock;
     double ns_per_tick;
     __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
-    if (d9_tcc_snapshot(s->page, &lock, &clock, 0, 0))
-        return d9_tcc_step(s, use, lock, clock, now_ticks, ns_per_tick,
-                           __atomic_load_n(&d9_tcc_park_slack_ns, __ATOMIC_RELAXED), d9_thread_cpu_clock_exact);
+    uint64_t slack_ns = __atomic_load_n(&d9_tcc_park_slack_ns, __ATOMIC_RELAXED);
+    /* a time before the last value's stamp (a late read restamped it; a hook that shares its
+     * time with the one that read): no wall time since it */
+    if ((int64_t)(now_ticks - s->ticks) < 0) now_ticks = s->ticks;
+    uint32_t reads = s->exact_reads;
+    if (d9_tcc_snapshot(s->page, &lock, &clock, 0, 0)) {
+        uint64_t v = d9_tcc_step(s, use, lock, clock, now_ticks, ns_per_tick, slack_ns, d9_thread_cpu_clock_exact);
+        if (v != D9_TCC_NONE && use == D9_TCC_EXACT && s->exact_reads != reads && ns_per_tick > 0)
+            restamp_late_read(s, now_ticks, ns_per_tick, slack_ns);
+        return v;
+    }
     /* eight torn snapshots in a row: the exact value, and the next value exact again */
     uint64_t e = d9_thread_cpu_clock_exact(s);
     if (e == D9_TCC_NONE) return D9_TCC_NONE;
@@ -204,6 +236,7 @@ static uint64_t from_page(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
     s->lock = D9_TCC_UNSEEN(s->page->lock); /* far from the page's next values, even mid-update */
     s->cpu_ns = v;
     s->ticks = now_ticks;
+    if (use == D9_TCC_EXACT && ns_per_tick > 0) restamp_late_read(s, now_ticks, ns_per_tick, slack_ns);
     return v;
 }
 
@@ -248,7 +281,7 @@ static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool u
         return 0;
     }
     /* the probe: can this thread have the event and its page? */
-    g_seccomp_at_start = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+    atomic_store_explicit(&g_seccomp_at_start, prctl(PR_GET_SECCOMP, 0, 0, 0, 0), memory_order_relaxed);
     int fd = d9_task_clock_open();
     void *page = fd < 0 ? MAP_FAILED : mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
     char why[160] = "";

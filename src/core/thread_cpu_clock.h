@@ -24,7 +24,9 @@
  *     whose exactness readers rely on), or at an unpark whose page is still the one its park
  *     left no line on: the exact task clock, by read() of the event (one system call);
  *   - a park with the page still the one a value without a line saw: that value plus the wall
- *     time (the thread ran throughout), still no line.
+ *     time (the thread ran throughout), still no line;
+ *   - a poll's exact read that ended more than the park slack after the hook's time (a switch
+ *     may have come between them): stamped at the read's end, no line (thread_cpu_clock.c).
  * Values are the task clock offset by `base`, which starts them at CLOCK_THREAD_CPUTIME_ID
  * when the thread's event opens. The one way an estimate runs ahead of the task clock: the
  * host stops the vCPU inside an uninterrupted run (no switch in the guest, so `lock` stays;

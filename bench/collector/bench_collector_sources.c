@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "core/collector.h"
 #include "core/source.h"
 #include "dial9/dial9.h"
@@ -27,12 +28,6 @@ typedef struct switches {
     d9_src_event pending[2][2 * REQUESTS_PER_DRAIN]; /* per CPU */
     size_t count[2];
 } switches;
-
-static uint64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void switches_collect(d9_source *src, d9_src_batch *out) {
     switches *s = src->ctx;
@@ -85,11 +80,11 @@ int main(int argc, char **argv) {
     static d9_loc where = {"bench_collector_sources.c", "main", 1, 0};
     for (long i = 0; i < n; i++) {
         int cpu = (int)(i & 1);
-        if (with_switches) note_switch(&src, cpu, false, tid, mono_ns()); /* before the unpark's clock read */
+        if (with_switches) note_switch(&src, cpu, false, tid, bench_now_ns()); /* before the unpark's clock read */
         d9__unpark_wake_ready(1);
         d9__poll_begin(1, &where);
         d9__poll_end_park();
-        if (with_switches) note_switch(&src, cpu, true, tid, mono_ns());
+        if (with_switches) note_switch(&src, cpu, true, tid, bench_now_ns());
         if ((i + 1) % REQUESTS_PER_DRAIN == 0) d9_collector_drain(col);
     }
     d9__worker_end();

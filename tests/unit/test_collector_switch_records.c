@@ -15,6 +15,7 @@
 #include "core/collector.h"
 #include "core/source.h"
 #include "dial9/dial9.h"
+#include "test_source_util.h"
 #include "trace_files_util.h"
 
 #define STRANGER_TID 1 /* init: never one of ours */
@@ -25,12 +26,6 @@ typedef struct fake {
     d9_src_event pending[MAX_SWITCHES], sent[MAX_SWITCHES];
     size_t count, sent_count;
 } fake;
-
-static uint64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Handed over as the perf source does, one ring after the other: the even ones (one CPU's
  * ring, in time order), then the odd ones (another's), so the batch is sorted by the merge of
@@ -93,15 +88,15 @@ int main(void) {
     CHECK(d9_collector_start(col, err, sizeof err) == 0);
     uint32_t tid = (uint32_t)gettid(), worker = d9__worker_begin("switches", 0);
     static d9_loc where = {"test_collector_switch_records.c", "main", 1, 0};
-    uint64_t start = mono_ns();
+    uint64_t start = tt_now();
     add_switch(&f, STRANGER_TID, start - 1000, true, false, 0); /* before the drain's list: not held */
     for (int drain = 0; drain < 3; drain++) {
         for (int i = 0; i < 6; i++) {
-            add_switch(&f, tid, mono_ns(), false, false, i == 1 ? -1 : i);
+            add_switch(&f, tid, tt_now(), false, false, i == 1 ? -1 : i);
             d9__unpark_wake_ready(7);
             d9__poll_begin(7, &where);
             d9__poll_end_park();
-            add_switch(&f, tid, mono_ns(), true, i % 2 == 0, i == 2 ? 300 : 1);
+            add_switch(&f, tid, tt_now(), true, i % 2 == 0, i == 2 ? 300 : 1);
             if (i == 3) { /* a delta past 24 bits (16.7 ms): a timestamp reset before it */
                 struct timespec pause = {0, 20 * 1000 * 1000};
                 nanosleep(&pause, NULL);

@@ -261,12 +261,16 @@ static bool remember_fd(perf_src *s, int fd, int kind) {
         if (!f || !k || !ids || !fid) return false;
         s->cap_fds = cap;
     }
+    /* Only samples are told apart by their event's id (kind_of: a CPU sample or a stack, in one
+     * ring); a switch record says what it is by its type, and a ring's host writes nothing. So
+     * a window's reopen asks no id of its switch events: one ioctl less per thread and CPU. */
+    bool sampled = kind == K_CPU || kind == K_STACKS;
     uint64_t id = 0;
-    if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) return false;
+    if (sampled && ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) return false;
     s->fd_kinds[s->nfds] = kind;
     s->fd_ids[s->nfds] = d9_fd_identify(fd);
     s->fds[s->nfds++] = fd;
-    s->ids[s->nids++] = (id_kind){id, kind};
+    if (sampled) s->ids[s->nids++] = (id_kind){id, kind};
     return true;
 }
 
@@ -292,11 +296,12 @@ static int attach_event(perf_src *s, int fd, int k, int *lead, d9_perf_ring *rin
     return rc ? rc : -ENOMEM;
 }
 
-/* Open event `kind` for thread `tid` on `cpu`, retrying without inherit_thread on kernels
- * older than 5.13, and without kernel frames where they are refused. */
-static int open_event(perf_src *s, int kind, pid_t tid, int cpu, d9_perf_report *rep) {
+/* Open event `kind` for thread `tid` on `cpu`, disabled unless `enabled`, retrying without
+ * inherit_thread on kernels older than 5.13, and without kernel frames where they are refused. */
+static int open_event(perf_src *s, int kind, pid_t tid, int cpu, bool enabled, d9_perf_report *rep) {
     for (;;) {
         struct perf_event_attr a = s->attr[kind];
+        a.disabled = !enabled;
         int fd = d9_perf_open(&a, tid, cpu);
         if (fd >= 0) return fd;
         if ((fd == -EINVAL || fd == -E2BIG) && s->attr[kind].inherit_thread) {
@@ -369,7 +374,7 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
                     missed[t] = true;
                     continue;
                 }
-                int fd = open_event(s, k, tids[t], c, rep);
+                int fd = open_event(s, k, tids[t], c, false, rep);
                 if (fd == -ESRCH) continue; /* the thread exited meanwhile */
                 if (fd == -ENODEV && t == 0) break; /* CPU offline */
                 if (fd < 0) {
@@ -826,7 +831,7 @@ static void pace_stacks(perf_src *s, uint64_t now) {
     refill_stacks(s, now);
     if (s->stacks_window_off) { /* the governor's window opens: stacks with the records */
         s->stacks_window_off = false;
-        if (s->tokens > 0) set_stacks(s, true);
+        if (s->tokens > 0 && !s->stacks_on) set_stacks(s, true); /* on already: reopened enabled */
         s->changed_at = now;
         return;
     }
@@ -1020,15 +1025,26 @@ static void say_once(perf_src *s, bool *said, const char *key, const char *msg) 
 }
 
 /* Opens the switch and stacks events again on every thread that exists now (`inherit` gave
- * events only to threads created while they were open), disabled: the windows and the stacks'
- * pacing enable them, writing into the rings' hosts (host_ring). A thread created between
- * the listing and the opening on its creator has none (as at start). 0, or the first error of
- * a switch event that could not be opened on a live thread (EMFILE, EACCES after a privilege
- * drop...): then nothing stays open, since a window missing threads would not be complete.
- * Stacks that cannot be opened leave the records without them (said once). */
-static int reopen_switch_events(perf_src *s) {
+ * events only to threads created while they were open), writing into the rings' hosts
+ * (host_ring). `on` (a window opens now): the switch events are opened enabled, and the stacks'
+ * too when the pacing has tokens, so a window's start costs no ioctl per event (an enable on
+ * each of threads x CPUs events, after the open that could have said so); else disabled, for
+ * the windows and the pacing to enable. A thread created between the listing and the opening
+ * on its creator has none (as at start). 0, or the first error of a switch event that could
+ * not be opened on a live thread (EMFILE, EACCES after a privilege drop...): then nothing stays
+ * open, since a window missing threads would not be complete. Stacks that cannot be opened
+ * leave the records without them (said once). */
+static int reopen_switch_events(perf_src *s, bool on, uint64_t now) {
     uint64_t cpu0 = thread_cpu_ns();
     switch_change_begin();
+    bool stacks_on = false;
+    if (on) {
+        s->window++; /* before the first record an enabled event writes (set_switches' order) */
+        if (s->want[K_STACKS]) {
+            refill_stacks(s, now);
+            stacks_on = s->tokens > 0;
+        }
+    }
     for (int c = 0; c < s->ncpu; c++) {
         host_ring(s, c, true);
         host_ring(s, c, false);
@@ -1054,7 +1070,7 @@ static int reopen_switch_events(perf_src *s) {
                 /* the collector (this thread, listed first) is never recorded and creates no
                  * thread that would inherit its events: one open in a few per CPU and kind saved */
                 if (t == 0 && tids[0] == s->collector_tid) continue;
-                int fd = open_event(s, k, tids[t], c, &rep);
+                int fd = open_event(s, k, tids[t], c, sw ? on : stacks_on, &rep);
                 if (fd == -ENODEV) break; /* CPU offline */
                 if (fd == -ESRCH) continue; /* the thread exited meanwhile */
                 int rc = fd < 0 ? fd : attach_event(s, fd, k, lead, ring, sw ? RING_PAGES_SWITCHES : RING_PAGES_STACKS);
@@ -1082,8 +1098,8 @@ static int reopen_switch_events(perf_src *s) {
                  strerror(stacks_err ? -stacks_err : ENOENT));
         say_once(s, &s->stacks_fail_noted, "governor.reopen_stacks", msg);
     }
-    s->switches_on = false;
-    s->stacks_on = false; /* opened disabled */
+    s->switches_on = on;
+    s->stacks_on = stacks_on && stacks_opened;
     s->switch_events_closed = false;
     s->n.reopens++;
     s->n.reopen_cpu_ns = thread_cpu_ns() - cpu0;
@@ -1092,7 +1108,7 @@ static int reopen_switch_events(perf_src *s) {
     s->reopen_backoff_ns = 0;
     atomic_store_explicit(&g_reopen_cpu_ns, s->n.reopen_cpu_ns, memory_order_relaxed);
     atomic_store_explicit(&g_reopen_cost_ns, (uint64_t)s->reopen_ns, memory_order_relaxed);
-    switch_change_end(D9_PERF_SWITCH_OPEN);
+    switch_change_end(on ? D9_PERF_SWITCH_ENABLED : D9_PERF_SWITCH_OPEN);
     return 0;
 }
 
@@ -1132,7 +1148,7 @@ static void apply_level(perf_src *s, d9_src_batch *out, uint64_t now) {
     bool open = on || (n == 0 ? !s->close_when_paused : !s->close_between);
     if (!open && !s->switch_events_closed) close_switch_events(s, out);
     if (open && s->switch_events_closed) {
-        int err = reopen_switch_events(s);
+        int err = reopen_switch_events(s, on, now);
         if (err != 0) {
             reopen_failed(s, out, now, err);
             return;

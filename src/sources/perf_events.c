@@ -136,7 +136,7 @@ typedef struct perf_src {
 static _Atomic int g_gov_level;
 static _Atomic uint64_t g_gov_changes;
 static _Atomic uint64_t g_stacks_taken, g_cpu_samples_read;
-static _Atomic uint64_t g_switch_records, g_closes, g_reopens, g_reopen_cpu_ns;
+static _Atomic uint64_t g_switch_records, g_closes, g_reopens, g_reopen_cpu_ns, g_switch_enables;
 static _Atomic bool g_keep_open_when_paused;
 static _Atomic int g_window_closing = D9_PERF_CLOSE_AUTO;
 static _Atomic int g_held_level = -1;
@@ -453,6 +453,7 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     atomic_store_explicit(&g_cpu_samples_read, 0, memory_order_relaxed);
     atomic_store_explicit(&g_switch_records, 0, memory_order_relaxed);
     atomic_store_explicit(&g_closes, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_switch_enables, 0, memory_order_relaxed);
     atomic_store_explicit(&g_reopens, 0, memory_order_relaxed);
     atomic_store_explicit(&g_reopen_cpu_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&g_reopens_failed, 0, memory_order_relaxed);
@@ -893,7 +894,10 @@ static void set_switches(perf_src *s, bool on) {
     switch_change_begin();
     for (size_t i = 0; i < s->nfds; i++)
         if (kind_of_fd(s, i) == K_SWITCH) ioctl(s->fds[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
-    if (on) s->window++;
+    if (on) {
+        s->window++;
+        atomic_fetch_add_explicit(&g_switch_enables, 1, memory_order_relaxed);
+    }
     s->switches_on = on;
     switch_change_end(on ? D9_PERF_SWITCH_ENABLED : D9_PERF_SWITCH_OPEN);
 }
@@ -1242,6 +1246,8 @@ void d9_perf_switch_events_now(uint64_t *closes, uint64_t *reopens, uint64_t *sw
     *reopens = atomic_load_explicit(&g_reopens, memory_order_relaxed);
     *switch_records = atomic_load_explicit(&g_switch_records, memory_order_relaxed);
 }
+
+uint64_t d9_perf_switch_enables(void) { return atomic_load_explicit(&g_switch_enables, memory_order_relaxed); }
 
 void d9_perf_keep_events_open_when_paused(bool keep) {
     atomic_store_explicit(&g_keep_open_when_paused, keep, memory_order_relaxed);

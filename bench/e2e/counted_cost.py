@@ -32,6 +32,13 @@ on the same host. For each target and arm (off, the defaults, polls/parks/wakes 
 The model: added ns per request = (added instructions - added clock_gettime instructions) x ns
 per instruction + added clock reads x ns per read + added system calls x ns per call + added
 context switches x ns per switch; share = added ns / the server's CPU ns per request (off).
+What follows time or context switches rather than requests is priced at its native rate, since
+under callgrind a request lasts ~50x longer: the reads after a switch (SWITCH_FNS) and
+schedstat's (SCHEDSTAT_FNS) at their instructions per call x the added native read / pread64
+calls per request; the kernel sources' work (the defaults' instructions beyond the
+polls/parks/wakes arm's) x their native events per request (SOURCE_EVENTS in the native run's
+trace, in its windows) over their events per request under callgrind. A line per target gives
+the defaults as callgrind's pace priced them, beside the verdict.
 Targets (issue 32): the defaults <= 2 %, polls/parks/wakes <= 1 % of the server's CPU per
 request; memcached and redis also <= +10 % / +5 % of their own user instructions; no added system call or
 context switch per request (at most 0.05 per request: what rounding of the idle correction

@@ -129,6 +129,8 @@ typedef struct perf_src {
     bool reopen_fail_noted, stacks_fail_noted;     /* their one-time messages were given */
     pid_t collector_tid;       /* the thread of the first drain: the collector's (host_ring) */
     uint32_t window;           /* incremented each time they are enabled again after a gap */
+    uint64_t void_from, void_to; /* a failed reopen's span: its events, opened enabled and closed
+                                  * again, wrote switch records the level (paused) disowns */
     d9_perf_counters n;
 } perf_src;
 
@@ -771,6 +773,10 @@ static void on_switch_record(const struct perf_event_header *h, void *ctx) {
         return;
     }
     if (h->type != PERF_RECORD_SWITCH) return;
+    if (__builtin_expect(time >= s->void_from && time < s->void_to, 0)) { /* a failed reopen's */
+        s->n.filtered++;
+        return;
+    }
     tid_info *ti = (tid_info *)find_tid(s, tid);
     if (!ti) {
         s->n.filtered++;
@@ -1042,6 +1048,7 @@ static int reopen_switch_events(perf_src *s, bool on, uint64_t now) {
     uint64_t cpu0 = thread_cpu_ns();
     switch_change_begin();
     bool stacks_on = false;
+    uint64_t attempt = mono_now();
     if (on) {
         s->window++; /* before the first record an enabled event writes (set_switches' order) */
         if (s->want[K_STACKS]) {
@@ -1093,6 +1100,10 @@ static int reopen_switch_events(perf_src *s, bool on, uint64_t now) {
     if (err == 0 && !opened) err = -ENOENT; /* no thread at all: cannot happen (this one is listed) */
     if (err != 0) {
         close_closable(s);
+        if (on) { /* what the events opened enabled wrote falls in the paused span reopen_failed begins */
+            s->void_from = attempt;
+            s->void_to = mono_now();
+        }
         switch_change_end(D9_PERF_SWITCH_CLOSED);
         return err;
     }

@@ -735,8 +735,8 @@ def model(rows, units):
         d["src_cg"] = 0.0
         if arm == "on" and "ppw" in rows:
             d["src_cg"] = (r["app"] + r["rec"]) - (rows["ppw"]["app"] + rows["ppw"]["rec"])
-        # a difference below 0 is the two arms' noise, not work: none is scaled (a ratio of 5
-        # once made -400 of noise -2 000 in a short run)
+        # a difference below 0 is the two arms' noise, not work: none is scaled (scaled, it
+        # put redis' defaults at -99.2 % of its own instructions in a --short run)
         d["src_native"] = max(0.0, d["src_cg"]) * d["src_ratio"]
         d["ns_src"] = (d["src_native"] - d["src_cg"]) * ns_per_instr  # the correction, usually < 0
         d["ns_clock"] = d["clock"] * units["clock_read_ns"]

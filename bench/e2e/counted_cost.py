@@ -32,6 +32,13 @@ on the same host. For each target and arm (off, the defaults, polls/parks/wakes 
 The model: added ns per request = (added instructions - added clock_gettime instructions) x ns
 per instruction + added clock reads x ns per read + added system calls x ns per call + added
 context switches x ns per switch; share = added ns / the server's CPU ns per request (off).
+What follows time or context switches rather than requests is priced at its native rate, since
+under callgrind a request lasts ~50x longer: the reads after a switch (SWITCH_FNS) and
+schedstat's (SCHEDSTAT_FNS) at their instructions per call x the added native read / pread64
+calls per request; the kernel sources' work (the defaults' instructions beyond the
+polls/parks/wakes arm's) x their native events per request (SOURCE_EVENTS in the native run's
+trace, in its windows) over their events per request under callgrind. A line per target gives
+the defaults as callgrind's pace priced them, beside the verdict.
 Targets (issue 32): the defaults <= 2 %, polls/parks/wakes <= 1 % of the server's CPU per
 request; memcached and redis also <= +10 % / +5 % of their own user instructions; no added system call or
 context switch per request (at most 0.05 per request: what rounding of the idle correction
@@ -94,6 +101,19 @@ CLOCK_FN = re.compile(r"(^|[^a-z_])(__)?clock_gettime")
 # priced at the native rate: their instructions per call x the added system calls per request.
 SWITCH_FNS = ("d9_thread_cpu_clock_slow", "d9_poll_cpu_end_slow", "d9_poll_cpu_begin_slow",
               "d9_poll_cpu_end_begin_slow")
+# schedstat's read (core/schedstat.c: one pread at a park or unpark once DIAL9_SCHEDSTAT_RESOLUTION_US
+# has passed since the thread's last): a rate per time, so under callgrind ~50x more of them a
+# request than natively. Counted apart likewise, priced at the native pread64 calls per request.
+SCHEDSTAT_FNS = ("d9_schedstat_read",)
+# Functions counted apart (calls and instructions, with everything they call) and priced at a
+# native rate: name -> (functions, the native system call that counts their calls).
+PRICED_FNS = {"switch": (SWITCH_FNS, "read"), "sched": (SCHEDSTAT_FNS, "pread64")}
+# What the kernel sources write (sources/sources.c), which follows time and context switches, not
+# requests: off-CPU intervals, context-switch stacks and CPU samples (CpuSampleEvent), the
+# governor's coverage, task dumps. The defaults arm's work beyond polls/parks/wakes is priced at
+# these events' native rate per request (counted in the native run's trace, in its windows)
+# over their rate under callgrind, where a request lasts ~50x longer.
+SOURCE_EVENTS = ("SchedSwitchEvent", "CpuSampleEvent", "CoverageEvent", "TaskDumpEvent")
 
 
 def fd_limit():
@@ -338,23 +358,41 @@ def read_until(sock, end):
 
 
 def trace_events(dial9, trace_dir):
-    """Events in the traces under trace_dir (dial9 stats: 'N SomethingEvent' lines)."""
+    """{schema name: events} in the traces under trace_dir (dial9 stats: 'N SomethingEvent' lines)."""
     if not glob.glob(os.path.join(trace_dir, "**", "*.bin*"), recursive=True):
-        return 0
+        return {}
     out = subprocess.run([dial9, "stats", trace_dir], capture_output=True, text=True).stdout
-    return sum(int(n) for n, name in re.findall(r"^\s+(\d+)\s+(\w+Event)\b", out, re.M))
+    counts = {}
+    for n, name in re.findall(r"^\s+(\d+)\s+(\w+Event)\b", out, re.M):
+        counts[name] = counts.get(name, 0) + int(n)
+    return counts
+
+
+def source_event_times(dial9, trace_dir):
+    """The timestamps (CLOCK_MONOTONIC ns) of the SOURCE_EVENTS under trace_dir (dial9 dump)."""
+    if not glob.glob(os.path.join(trace_dir, "**", "*.bin*"), recursive=True):
+        return []
+    out = subprocess.run([dial9, "dump", trace_dir], capture_output=True, text=True).stdout
+    wanted = set(SOURCE_EVENTS)
+    times = []
+    for line in out.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) > 1 and parts[1] in wanted and parts[0].isdigit():
+            times.append(int(parts[0]))
+    return times
 
 
 # ------------------------------------------------------------------ callgrind
 
 def parse_callgrind(path):
     """(instructions, clock_gettime calls, instructions inside them, whose thread: "rec", "app"
-    (runs the event loop) or "bg", instructions inside TIMER_ENTRIES, calls of SWITCH_FNS,
-    instructions inside them, instructions of the shim's own code (SHIM_OBJECT: the functions'
+    (runs the event loop) or "bg", instructions inside TIMER_ENTRIES, {group: [calls, instructions
+    inside them]} of PRICED_FNS, instructions of the shim's own code (SHIM_OBJECT: the functions'
     self cost), the part of those in its heap interposers (preload_heap.c)) of one callgrind file
     (one thread: --separate-threads=yes)."""
     names, objs, files, fn, cfn, fl = {}, {}, {}, "", "", ""
-    total = calls = clock_ir = timer_ir = switch_calls = switch_ir = shim_ir = heap_ir = 0
+    total = calls = clock_ir = timer_ir = shim_ir = heap_ir = 0
+    priced = {g: [0, 0] for g in PRICED_FNS}
     recorder = loop = in_shim = in_heap = shim_object = False
     pending_call = 0
     with open(path, errors="replace") as f:
@@ -367,9 +405,10 @@ def parse_callgrind(path):
                 base = lambda n: n.split(" ")[0].split("'")[0]  # noqa: E731
                 if base(cfn) in TIMER_ENTRIES and base(fn) not in TIMER_ENTRIES and len(parts) > 1:
                     timer_ir += int(parts[1])
-                if base(cfn) in SWITCH_FNS and base(fn) not in SWITCH_FNS and len(parts) > 1:
-                    switch_calls += pending_call
-                    switch_ir += int(parts[1])
+                for g, (fns, _) in PRICED_FNS.items():
+                    if base(cfn) in fns and base(fn) not in fns and len(parts) > 1:
+                        priced[g][0] += pending_call
+                        priced[g][1] += int(parts[1])
                 pending_call = 0
                 continue
             if in_shim and (line[:1].isdigit() or line[:1] in "+-"):  # fn's self cost
@@ -421,7 +460,7 @@ def parse_callgrind(path):
             elif line.startswith(("summary:", "totals:")):
                 total = max(total, int(line.split()[1]))
     return (total, calls, clock_ir, "rec" if recorder else "app" if loop else "bg", timer_ir,
-            switch_calls, switch_ir, shim_ir, heap_ir)
+            priced, shim_ir, heap_ir)
 
 
 def callgrind_run(args, target, arm, n, idle_s, work, tag):
@@ -453,11 +492,13 @@ def callgrind_run(args, target, arm, n, idle_s, work, tag):
     files = glob.glob(f"{out}.{server}-*")
     if not files:
         raise RuntimeError(f"no callgrind output for {target.name} {arm}: {err[-2000:]}")
-    r = {"app": 0, "rec": 0, "bg": 0, "timer": 0, "clock": 0, "clock_ir": 0, "switch": 0, "switch_ir": 0,
-         "shim": 0, "heap": 0, "life": life,
-         "events": trace_events(args.dial9, trace_dir) if ARMS[arm] is not None else 0}
+    by_name = trace_events(args.dial9, trace_dir) if ARMS[arm] is not None else {}
+    r = {"app": 0, "rec": 0, "bg": 0, "timer": 0, "clock": 0, "clock_ir": 0, "shim": 0, "heap": 0, "life": life,
+         "events": sum(by_name.values()), "src": sum(by_name.get(k, 0) for k in SOURCE_EVENTS)}
+    for g in PRICED_FNS:
+        r[g] = r[g + "_ir"] = 0
     for path in files:
-        ir, calls, clock_ir, kind, timer_ir, switch_calls, switch_ir, shim_ir, heap_ir = parse_callgrind(path)
+        ir, calls, clock_ir, kind, timer_ir, priced, shim_ir, heap_ir = parse_callgrind(path)
         r[kind] += ir
         if kind == "app":  # the shim's own code on the server's loop thread (within "app")
             r["shim"] += shim_ir
@@ -465,10 +506,11 @@ def callgrind_run(args, target, arm, n, idle_s, work, tag):
         if kind == "app":  # the loop thread's clock-driven work: apart, with the background
             r["app"] -= timer_ir
             r["timer"] += timer_ir
-        if kind in ("app", "rec"):  # the recorder's switch-driven work: apart (SWITCH_FNS)
-            r[kind] -= switch_ir
-            r["switch"] += switch_calls
-            r["switch_ir"] += switch_ir
+        if kind in ("app", "rec"):  # the recorder's switch- and time-driven work: apart (PRICED_FNS)
+            for g, (n_calls, g_ir) in priced.items():
+                r[kind] -= g_ir
+                r[g] += n_calls
+                r[g + "_ir"] += g_ir
         r["clock"] += calls
         r["clock_ir"] += clock_ir
     print(f"    {target.name} {arm} {tag}: {n} requests, {life:.2f} s: {r}", file=sys.stderr, flush=True)
@@ -514,13 +556,15 @@ def perf_window(pid, work, action, by_call=False):
     """Run action() with perf counting the process's system calls and context switches:
     perf starts with its counters disabled and enables them through its control fifo, so the
     window holds exactly the action. Returns (syscalls, switches, cpu ns, user share, seconds,
-    {(thread name, system call): count}: filled with by_call, from each call's tracepoint)."""
+    {(thread name, system call): count}: every call with by_call, else PRICED_FNS' calls under the
+    thread name "", (CLOCK_MONOTONIC ns at the window's start, at its end))."""
     ctl, ack, out = (os.path.join(work, n) for n in ("perf.ctl", "perf.ack", "perf.out"))
     for p in (ctl, ack):
         if os.path.exists(p):
             os.unlink(p)
         os.mkfifo(p)
-    events = "raw_syscalls:sys_enter,context-switches" + (",syscalls:sys_enter_*" if by_call else "")
+    events = "raw_syscalls:sys_enter,context-switches" + (
+        ",syscalls:sys_enter_*" if by_call else "".join(f",syscalls:sys_enter_{c}" for _, c in PRICED_FNS.values()))
     perf = subprocess.Popen(["perf", "stat", "-x,", "-o", out, "-D", "-1", "--control",
                              f"fifo:{ctl},{ack}", "-e", events, "-p", str(pid)]
                             + (["--per-thread"] if by_call else []),
@@ -533,9 +577,10 @@ def perf_window(pid, work, action, by_call=False):
                 raise RuntimeError("perf did not acknowledge " + word)
         command("enable")
         cpu0, u0, s0 = thread_cpu(pid)
-        t0 = time.monotonic()
+        t0 = time.monotonic_ns()
         action()
-        seconds = time.monotonic() - t0
+        t1 = time.monotonic_ns()
+        seconds = (t1 - t0) / 1e9
         cpu1, u1, s1 = thread_cpu(pid)
         command("disable")
     perf.send_signal(signal.SIGINT)
@@ -558,7 +603,7 @@ def perf_window(pid, work, action, by_call=False):
         raise RuntimeError("perf stat counted nothing: " + err[-1000:] + open(out).read())
     ticks = (u1 - u0) + (s1 - s0)
     return (counts["raw_syscalls:sys_enter"], counts["context-switches"], cpu1 - cpu0,
-            (u1 - u0) / ticks if ticks else 1.0, seconds, calls)
+            (u1 - u0) / ticks if ticks else 1.0, seconds, calls, (t0, t1))
 
 
 def native_requests(args, target, sock, n):
@@ -593,12 +638,17 @@ def native_run(args, target, arm, work):
         sock.close()
     finally:
         stop(proc, target.stop_signal)
-        shutil.rmtree(trace_dir, ignore_errors=True)
+    # the kernel sources' events of each window, from the trace (written out at the stop)
+    times = source_event_times(args.dial9, trace_dir) if ARMS[arm] is not None else []
+    shutil.rmtree(trace_dir, ignore_errors=True)
+    src = [sum(1 for t in times if w[6][0] <= t < w[6][1]) for w in (idle, small, large)]
     r = {}
     for i, key in enumerate(("syscalls", "switches", "cpu_ns")):
         rate = idle[i] / idle[4]
         r[key] = (large[i] - small[i] - rate * (large[4] - small[4])) / (n2 - n1)
         r[key + "_idle_per_s"] = rate
+    r["src_nat"] = (src[2] - src[1] - src[0] / idle[4] * (large[4] - small[4])) / (n2 - n1)
+    r["src_nat_per_s"] = src[2] / large[4]  # while answering (back to back, or with --think-us)
     r["user_share"] = large[3]
     # per thread and system call (--syscalls): the same difference, the idle rate taken off
     r["calls"] = {k: (large[5].get(k, 0) - small[5].get(k, 0) - idle[5].get(k, 0) / idle[4] * (large[4] - small[4]))
@@ -638,8 +688,11 @@ def measure(args, target, arm, work):
         retry = callgrind_run(args, target, arm, n1, 0, work, f"small{again + 2}")
         if retry["app"] + retry["rec"] < small["app"] + small["rec"]:
             small = retry
-    row = per_request(small, large, idle, n1, n2, ("app", "rec", "bg", "timer", "clock", "clock_ir", "switch", "switch_ir",
-                                                    "events", "shim", "heap"), args.idle)
+    row = per_request(small, large, idle, n1, n2, ("app", "rec", "bg", "timer", "clock", "clock_ir", "events", "src", "shim",
+                                                    "heap") + tuple(k for g in PRICED_FNS for k in (g, g + "_ir")),
+                      args.idle)
+    # per second of callgrind's pace: a request lasts the large run's length over its requests
+    row["src_cg_per_s"] = row["src"] * n2 / max(1e-9, large["life"])
     row.update(native_run(args, target, arm, work))
     print(f"  {target.name} {arm}: {row['app'] + row['rec']:.0f} instructions/req, "
           f"{row['syscalls']:.2f} syscalls/req, {row['switches']:.2f} switches/req, "
@@ -647,10 +700,22 @@ def measure(args, target, arm, work):
     return row
 
 
+def native_calls(row, call):
+    """A system call's native count per request in an arm's row, over all threads."""
+    return sum(v for (_, c), v in row.get("calls", {}).items() if c == call)
+
+
 def model(rows, units):
-    """Per arm, the added counts against off and the ns the model gives each."""
+    """Per arm, the added counts against off and the ns the model gives each. Work that follows
+    time or context switches, not requests, is priced at its native rate: the reads after a
+    switch (SWITCH_FNS) and schedstat's (SCHEDSTAT_FNS) at their instructions per call times
+    the added native calls of their system call; the kernel sources' work (the defaults arm's
+    instructions beyond the polls/parks/wakes arm's) times the sources' native events per
+    request over their events per request under callgrind. The figures at valgrind's pace are
+    kept beside them (d["cg"])."""
     off = rows["off"]
     ns_per_instr = off["cpu_ns"] * off["user_share"] / max(1.0, off["app"] + off["rec"])
+    base_instr = max(1.0, off["app"] + off["rec"])
     out = {}
     for arm, r in rows.items():
         if arm == "off":
@@ -658,18 +723,34 @@ def model(rows, units):
         d = {k: r[k] - off[k] for k in ("app", "rec", "clock", "clock_ir", "syscalls", "switches")}
         d["events"] = r["events"]
         d["ns_instr"] = (d["app"] + d["rec"] - d["clock_ir"]) * ns_per_instr
-        # the switch-driven reads at their native rate: one read() each, so the added system
-        # calls per request bound how many there are natively
-        d["switch_ir"] = r["switch_ir"]
-        d["switch_per_call"] = r["switch_ir"] / r["switch"] if r["switch"] > 0 else 0.0
-        d["switch_native"] = d["switch_per_call"] * max(0.0, d["syscalls"])
-        d["ns_switch"] = d["switch_native"] * ns_per_instr
+        for g, (_, call) in PRICED_FNS.items():
+            d[g + "_ir"] = r[g + "_ir"]
+            d[g + "_per_call"] = r[g + "_ir"] / r[g] if r[g] > 0 else 0.0
+            d[g + "_calls"] = max(0.0, native_calls(r, call) - native_calls(off, call))
+            d[g + "_native"] = d[g + "_per_call"] * d[g + "_calls"]
+            d["ns_" + g] = d[g + "_native"] * ns_per_instr
+        # the kernel sources: what the defaults add to polls/parks/wakes, at the sources' native rate
+        d["src_cg_events"], d["src_nat_events"] = r["src"], r.get("src_nat", 0.0)
+        d["src_ratio"] = d["src_nat_events"] / d["src_cg_events"] if d["src_cg_events"] > 0 else 1.0
+        d["src_cg"] = 0.0
+        if arm == "on" and "ppw" in rows:
+            d["src_cg"] = (r["app"] + r["rec"]) - (rows["ppw"]["app"] + rows["ppw"]["rec"])
+        # a difference below 0 is the two arms' noise, not work: none is scaled (scaled, it
+        # put redis' defaults at -99.2 % of its own instructions in a --short run)
+        d["src_native"] = max(0.0, d["src_cg"]) * d["src_ratio"]
+        d["ns_src"] = (d["src_native"] - d["src_cg"]) * ns_per_instr  # the correction, usually < 0
         d["ns_clock"] = d["clock"] * units["clock_read_ns"]
         d["ns_sys"] = d["syscalls"] * units["syscall_ns"]
         d["ns_cs"] = d["switches"] * units["context_switch_ns"]
-        d["ns"] = d["ns_instr"] + d["ns_switch"] + d["ns_clock"] + d["ns_sys"] + d["ns_cs"]
+        fixed = d["ns_instr"] + d["ns_switch"] + d["ns_clock"] + d["ns_sys"] + d["ns_cs"]
+        d["ns"] = fixed + d["ns_sched"] + d["ns_src"]
+        instr = d["app"] + d["rec"] + d["switch_native"]
+        d["instr_pct"] = 100.0 * (instr + d["sched_native"] + d["src_native"] - d["src_cg"]) / base_instr
+        # at valgrind's pace: schedstat's reads and the sources as callgrind counted them
+        cg_ns = fixed + d["sched_ir"] * ns_per_instr
+        d["cg"] = {"share": 100.0 * cg_ns / off["cpu_ns"] if off["cpu_ns"] > 0 else float("nan"),
+                   "instr_pct": 100.0 * (instr + d["sched_ir"]) / base_instr}
         d["share"] = 100.0 * d["ns"] / off["cpu_ns"] if off["cpu_ns"] > 0 else float("nan")
-        d["instr_pct"] = 100.0 * (d["app"] + d["rec"] + d["switch_native"]) / max(1.0, off["app"] + off["rec"])
         out[arm] = d
     return ns_per_instr, out
 
@@ -710,7 +791,15 @@ def print_table(results, units):
                 ("instructions, priced", instr(off), instr(r), instr(r) - instr(off),
                  f"{ns_per_instr:.3f} ns/in", d["ns_instr"], None),
                 ("after-switch instr", off["switch_ir"], r["switch_ir"], d["switch_native"],
-                 f"{d['switch_per_call']:.0f}/syscall", d["ns_switch"], None),
+                 f"{d['switch_per_call']:.0f}/read", d["ns_switch"], None),
+                ("schedstat instr", off["sched_ir"], r["sched_ir"], d["sched_native"],
+                 f"{d['sched_per_call']:.0f}/pread", d["ns_sched"], None),
+                # the kernel sources' events a request: under callgrind, natively, and their ratio
+                ("source events cg/nat", d["src_cg_events"], d["src_nat_events"],
+                 d["src_nat_events"] - d["src_cg_events"], f"x{d['src_ratio']:.3f}", None, None),
+                # the defaults' instructions beyond ppw: at valgrind's pace, natively; the ns correct
+                ("source instr cg/nat", d["src_cg"], d["src_native"], d["src_native"] - d["src_cg"],
+                 "at nat rate", d["ns_src"], None),
                 ("clock reads", off["clock"], r["clock"], d["clock"], f"{units['clock_read_ns']:.1f} ns", d["ns_clock"], None),
                 ("system calls", off["syscalls"], r["syscalls"], d["syscalls"], f"{units['syscall_ns']:.0f} ns", d["ns_sys"], None),
                 ("context switches", off["switches"], r["switches"], d["switches"],
@@ -747,6 +836,12 @@ def print_table(results, units):
                   f"(target {TARGET_SHARE[arm]:.0f} %), instructions {d['instr_pct']:+.1f} %, "
                   f"{d['syscalls']:+.2f} system calls, {d['switches']:+.2f} context switches per request: "
                   f"{verdict(tname, arm, d)}")
+            if arm == "on":  # the verdict prices the time-driven sources natively; what callgrind's pace gave
+                print(f"{tname} {ARM_NAMES[arm]} at valgrind's pace: {d['cg']['share']:.2f} % of the server's CPU, "
+                      f"instructions {d['cg']['instr_pct']:+.1f} % (kernel sources' events "
+                      f"{rows[arm]['src_cg_per_s']:.0f}/s, {d['src_cg_events']:.3f} a request under callgrind; "
+                      f"{rows[arm].get('src_nat_per_s', 0.0):.0f}/s, {d['src_nat_events']:.3f} a request natively; "
+                      f"schedstat reads {rows[arm]['sched']:.3f} a request under callgrind, {d['sched_calls']:.3f} natively)")
 
 
 def print_calls(results):
@@ -766,6 +861,10 @@ def print_calls(results):
 
 
 ROW = re.compile(r"^(\S+)\s+(on|ppw)\s+(.{22})\s+(-?[\d.]+)\s+(-?[\d.]+)\s+([+-][\d.]+)(\s+\S.*?)?\s*$")
+PACE = re.compile(r"^(\S+) defaults at valgrind's pace: -?[\d.]+ % of the server's CPU, instructions [+-][\d.]+ % "
+                  r"\(kernel sources' events -?[\d.]+/s, -?[\d.]+ a request under callgrind; -?[\d.]+/s, -?[\d.]+ a "
+                  r"request natively; schedstat reads -?[\d.]+ a request under callgrind, -?[\d.]+ natively\)$")
+ROWS_PER_ARM = 13
 VERDICT = re.compile(r"^(\S+) (defaults|polls/parks/wakes): -?[\d.]+ % of the server's CPU per request "
                      r"\(target \d %\), instructions [+-][\d.]+ %, [+-][\d.]+ system calls, [+-][\d.]+ "
                      r"context switches per request: (within target|OVER TARGET: .+)$")
@@ -784,10 +883,12 @@ def check_form(text, targets):
     verdicts = [VERDICT.match(l) for l in text.splitlines() if "of the server's CPU per request" in l]
     for t in targets:
         for arm in ("on", "ppw"):
-            if len(seen.get((t, arm), [])) != 10:
-                problems.append(f"{t} {arm}: {len(seen.get((t, arm), []))} rows, not 10")
+            if len(seen.get((t, arm), [])) != ROWS_PER_ARM:
+                problems.append(f"{t} {arm}: {len(seen.get((t, arm), []))} rows, not {ROWS_PER_ARM}")
         if sum(1 for v in verdicts if v and v.group(1) == t) != 2:
             problems.append(f"{t}: not one verdict line per arm")
+        if sum(1 for l in text.splitlines() if PACE.match(l) and l.split()[0] == t) != 1:
+            problems.append(f"{t}: no well-formed line for the defaults at valgrind's pace")
     if any(v is None for v in verdicts):
         problems.append("a malformed verdict line")
     return problems

@@ -86,11 +86,12 @@ static d9p_cq_view cq_of(const struct io_uring *ring) {
         note_pending(ring);                                                                \
         if (!(waits)) return (call); /* a peek: no boundary, its CQEs are caught up later */ \
         d9p_cq_view cq_ = cq_of(ring);                                                     \
+        d9p_cq_view *cqp_ = d9p_cq_view_usable(&cq_) ? &cq_ : NULL;                        \
         bool home_loop_;                                                                   \
-        bool parked_ = d9p_uring_wait_begin(&cq_, (ring)->ring_fd,                         \
+        bool parked_ = d9p_uring_wait_begin(cqp_, (ring)->ring_fd,                         \
                                             __builtin_return_address(0), &home_loop_);     \
         int rc_ = (call);                                                                  \
-        d9p_uring_wait_end(&cq_, parked_, home_loop_);                                     \
+        d9p_uring_wait_end(cqp_, parked_, home_loop_);                                     \
         return rc_;                                                                        \
     } while (0)
 
@@ -136,12 +137,12 @@ D9P_EXPORT int io_uring_submit_and_wait_timeout(struct io_uring *ring,
 D9P_EXPORT int io_uring_submit(struct io_uring *ring) {
     if (d9p_uring_depth || !ring) return URING_NEXT(io_uring_submit, ring);
     note_pending(ring);
-    d9p_cq_view cq = cq_of(ring);
-    d9p_uring_catch_up(&cq);
+    d9p_cq_view view = cq_of(ring), *cq = d9p_cq_view_usable(&view) ? &view : NULL;
+    d9p_uring_catch_up(cq);
     int rc = URING_NEXT(io_uring_submit, ring);
-    if (D9__ACTIVE()) {
+    if (cq && D9__ACTIVE()) {
         int saved = errno;
-        d9p_uring_completions(&cq);
+        d9p_uring_completions(cq);
         errno = saved;
     }
     return rc;

@@ -63,9 +63,7 @@ static unsigned tail_of(const d9p_cq_view *cq) {
     return atomic_load_explicit((_Atomic unsigned *)cq->ktail, memory_order_acquire);
 }
 
-bool d9p_uring_cq_empty(const d9p_cq_view *cq) {
-    return !cq || !cq->khead || !cq->ktail || *cq->khead == tail_of(cq);
-}
+bool d9p_uring_cq_empty(const d9p_cq_view *cq) { return !cq || *cq->khead == tail_of(cq); }
 
 #define MAX_READY 64
 
@@ -86,15 +84,8 @@ static int completion_fd(const struct io_uring_cqe *cqe, bool fresh) {
     return op == IORING_OP_CLOSE ? -1 : fd;
 }
 
-/* The CQ ring as the kernel set it up (a mask one less than the entries, a power of two), so
- * that no index reads outside the CQE array. */
-static bool cq_usable(const d9p_cq_view *cq) {
-    return cq && cq->khead && cq->ktail && cq->kring_mask && cq->kring_entries && cq->cqes &&
-           *cq->kring_mask + 1 == *cq->kring_entries;
-}
-
 static const struct io_uring_cqe *cqe_at(const d9p_cq_view *cq, unsigned i) {
-    return &((const struct io_uring_cqe *)cq->cqes)[(i & *cq->kring_mask) << cq->cqe_shift];
+    return &((const struct io_uring_cqe *)cq->cqes)[(i & cq->mask) << cq->cqe_shift];
 }
 
 /* Where this thread saw the ring's CQEs up to; a ring new to it starts at its head. */
@@ -111,8 +102,8 @@ static unsigned *track(const void *ring, unsigned head) {
  * with fewer CQEs than the ring holds since the last look they are still there; past that
  * they are skipped. */
 void d9p_uring_catch_up(const d9p_cq_view *cq) {
-    if (!cq_usable(cq) || !D9__ACTIVE()) return;
-    unsigned head = *cq->khead, entries = *cq->kring_entries, tail = tail_of(cq);
+    if (!cq || !D9__ACTIVE()) return;
+    unsigned head = *cq->khead, entries = cq->entries, tail = tail_of(cq);
     unsigned *seen = track(cq->key, head);
     if ((int)(head - *seen) <= 0) return;
     if (tail - *seen >= entries || head - *seen > entries) {
@@ -137,8 +128,8 @@ void d9p_uring_catch_up(const d9p_cq_view *cq) {
 static void completions(const d9p_cq_view *cq, bool home_loop, bool parked) {
     bool unparked = !home_loop;
     int ready[MAX_READY], n = 0, first = -1;
-    if (cq_usable(cq)) {
-        unsigned head = *cq->khead, entries = *cq->kring_entries, tail = tail_of(cq);
+    if (cq) {
+        unsigned head = *cq->khead, entries = cq->entries, tail = tail_of(cq);
         if (tail - head > entries) tail = head; /* not a ring state the program would read */
         unsigned *seen = track(cq->key, head);
         if ((int)(*seen - head) < 0 || (int)(tail - *seen) < 0) *seen = head;

@@ -13,17 +13,32 @@
 
 #include "preload.h"
 
-/* The kernel's completion ring header and entries, as mapped in the program. */
+/* The kernel's completion ring header and entries, as mapped in the program, for one call of
+ * the program's (a wait or a submit): checked once as it is made (d9p_cq_view_usable), so that
+ * the looks before and after the call check nothing again. */
 typedef struct d9p_cq_view {
     const void *key;             /* which ring (for what this thread has seen of it) */
     const unsigned *khead, *ktail, *kring_mask, *kring_entries;
     const void *cqes;
     unsigned cqe_shift;          /* 1 with IORING_SETUP_CQE32 (32-byte CQEs), else 0 */
+    unsigned mask, entries;      /* *kring_mask and *kring_entries as checked */
 } d9p_cq_view;
+
+/* Whether the view's ring is as the kernel sets one up (every pointer there, a mask one less
+ * than the entries, not zero), so that no index reads outside the CQE array; it keeps
+ * the mask and entries it checked. A view that is not usable is passed on as NULL (no ring
+ * to read). */
+static inline bool d9p_cq_view_usable(d9p_cq_view *cq) {
+    if (!cq->khead || !cq->ktail || !cq->kring_mask || !cq->kring_entries || !cq->cqes) return false;
+    cq->mask = *cq->kring_mask;
+    cq->entries = *cq->kring_entries;
+    return cq->entries && cq->mask + 1 == cq->entries;
+}
 
 /* A request submitted: its user_data stands for (fd, opcode) until a later one takes its slot. */
 D9P_HIDDEN void d9p_uring_note_request(uint64_t user_data, int fd, unsigned opcode);
-/* No completion posted and not consumed (an unusable view counts as empty). */
+/* No completion posted and not consumed (no view counts as empty). The views below are usable
+ * ones (d9p_cq_view_usable) or NULL. */
 D9P_HIDDEN bool d9p_uring_cq_empty(const d9p_cq_view *cq);
 /* Before a call: what the program consumed since the last look (wakes, connections). */
 D9P_HIDDEN void d9p_uring_catch_up(const d9p_cq_view *cq);

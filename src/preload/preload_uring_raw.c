@@ -253,8 +253,7 @@ static bool cq_view(const raw_ring *r, d9p_cq_view *v) {
                        .kring_entries = field(map, len, r->cq_off.ring_entries),
                        .cqes = map + r->cq_off.cqes,
                        .cqe_shift = shift};
-    return v->khead && v->ktail && v->kring_mask && v->kring_entries &&
-           *v->kring_entries == r->cq_entries;
+    return d9p_cq_view_usable(v) && v->entries == r->cq_entries;
 }
 
 /* The SQEs about to be submitted: the kernel's head to the program's tail, at most

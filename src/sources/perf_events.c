@@ -129,6 +129,8 @@ typedef struct perf_src {
     bool reopen_fail_noted, stacks_fail_noted;     /* their one-time messages were given */
     pid_t collector_tid;       /* the thread of the first drain: the collector's (host_ring) */
     uint32_t window;           /* incremented each time they are enabled again after a gap */
+    uint64_t void_from, void_to; /* a failed reopen's span: its events, opened enabled and closed
+                                  * again, wrote switch records the level (paused) disowns */
     d9_perf_counters n;
 } perf_src;
 
@@ -136,7 +138,7 @@ typedef struct perf_src {
 static _Atomic int g_gov_level;
 static _Atomic uint64_t g_gov_changes;
 static _Atomic uint64_t g_stacks_taken, g_cpu_samples_read;
-static _Atomic uint64_t g_switch_records, g_closes, g_reopens, g_reopen_cpu_ns;
+static _Atomic uint64_t g_switch_records, g_closes, g_reopens, g_reopen_cpu_ns, g_switch_enables;
 static _Atomic bool g_keep_open_when_paused;
 static _Atomic int g_window_closing = D9_PERF_CLOSE_AUTO;
 static _Atomic int g_held_level = -1;
@@ -261,12 +263,16 @@ static bool remember_fd(perf_src *s, int fd, int kind) {
         if (!f || !k || !ids || !fid) return false;
         s->cap_fds = cap;
     }
+    /* Only samples are told apart by their event's id (kind_of: a CPU sample or a stack, in one
+     * ring); a switch record says what it is by its type, and a ring's host writes nothing. So
+     * a window's reopen asks no id of its switch events: one ioctl less per thread and CPU. */
+    bool sampled = kind == K_CPU || kind == K_STACKS;
     uint64_t id = 0;
-    if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) return false;
+    if (sampled && ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) return false;
     s->fd_kinds[s->nfds] = kind;
     s->fd_ids[s->nfds] = d9_fd_identify(fd);
     s->fds[s->nfds++] = fd;
-    s->ids[s->nids++] = (id_kind){id, kind};
+    if (sampled) s->ids[s->nids++] = (id_kind){id, kind};
     return true;
 }
 
@@ -292,11 +298,12 @@ static int attach_event(perf_src *s, int fd, int k, int *lead, d9_perf_ring *rin
     return rc ? rc : -ENOMEM;
 }
 
-/* Open event `kind` for thread `tid` on `cpu`, retrying without inherit_thread on kernels
- * older than 5.13, and without kernel frames where they are refused. */
-static int open_event(perf_src *s, int kind, pid_t tid, int cpu, d9_perf_report *rep) {
+/* Open event `kind` for thread `tid` on `cpu`, disabled unless `enabled`, retrying without
+ * inherit_thread on kernels older than 5.13, and without kernel frames where they are refused. */
+static int open_event(perf_src *s, int kind, pid_t tid, int cpu, bool enabled, d9_perf_report *rep) {
     for (;;) {
         struct perf_event_attr a = s->attr[kind];
+        a.disabled = !enabled;
         int fd = d9_perf_open(&a, tid, cpu);
         if (fd >= 0) return fd;
         if ((fd == -EINVAL || fd == -E2BIG) && s->attr[kind].inherit_thread) {
@@ -369,7 +376,7 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
                     missed[t] = true;
                     continue;
                 }
-                int fd = open_event(s, k, tids[t], c, rep);
+                int fd = open_event(s, k, tids[t], c, false, rep);
                 if (fd == -ESRCH) continue; /* the thread exited meanwhile */
                 if (fd == -ENODEV && t == 0) break; /* CPU offline */
                 if (fd < 0) {
@@ -448,6 +455,7 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     atomic_store_explicit(&g_cpu_samples_read, 0, memory_order_relaxed);
     atomic_store_explicit(&g_switch_records, 0, memory_order_relaxed);
     atomic_store_explicit(&g_closes, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_switch_enables, 0, memory_order_relaxed);
     atomic_store_explicit(&g_reopens, 0, memory_order_relaxed);
     atomic_store_explicit(&g_reopen_cpu_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&g_reopens_failed, 0, memory_order_relaxed);
@@ -765,6 +773,10 @@ static void on_switch_record(const struct perf_event_header *h, void *ctx) {
         return;
     }
     if (h->type != PERF_RECORD_SWITCH) return;
+    if (__builtin_expect(time >= s->void_from && time < s->void_to, 0)) { /* a failed reopen's */
+        s->n.filtered++;
+        return;
+    }
     tid_info *ti = (tid_info *)find_tid(s, tid);
     if (!ti) {
         s->n.filtered++;
@@ -826,7 +838,7 @@ static void pace_stacks(perf_src *s, uint64_t now) {
     refill_stacks(s, now);
     if (s->stacks_window_off) { /* the governor's window opens: stacks with the records */
         s->stacks_window_off = false;
-        if (s->tokens > 0) set_stacks(s, true);
+        if (s->tokens > 0 && !s->stacks_on) set_stacks(s, true); /* on already: reopened enabled */
         s->changed_at = now;
         return;
     }
@@ -888,7 +900,10 @@ static void set_switches(perf_src *s, bool on) {
     switch_change_begin();
     for (size_t i = 0; i < s->nfds; i++)
         if (kind_of_fd(s, i) == K_SWITCH) ioctl(s->fds[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
-    if (on) s->window++;
+    if (on) {
+        s->window++;
+        atomic_fetch_add_explicit(&g_switch_enables, 1, memory_order_relaxed);
+    }
     s->switches_on = on;
     switch_change_end(on ? D9_PERF_SWITCH_ENABLED : D9_PERF_SWITCH_OPEN);
 }
@@ -1020,15 +1035,27 @@ static void say_once(perf_src *s, bool *said, const char *key, const char *msg) 
 }
 
 /* Opens the switch and stacks events again on every thread that exists now (`inherit` gave
- * events only to threads created while they were open), disabled: the windows and the stacks'
- * pacing enable them, writing into the rings' hosts (host_ring). A thread created between
- * the listing and the opening on its creator has none (as at start). 0, or the first error of
- * a switch event that could not be opened on a live thread (EMFILE, EACCES after a privilege
- * drop...): then nothing stays open, since a window missing threads would not be complete.
- * Stacks that cannot be opened leave the records without them (said once). */
-static int reopen_switch_events(perf_src *s) {
+ * events only to threads created while they were open), writing into the rings' hosts
+ * (host_ring). `on` (a window opens now): the switch events are opened enabled, and the stacks'
+ * too when the pacing has tokens, so a window's start costs no ioctl per event (an enable on
+ * each of threads x CPUs events, after the open that could have said so); else disabled, for
+ * the windows and the pacing to enable. A thread created between the listing and the opening
+ * on its creator has none (as at start). 0, or the first error of a switch event that could
+ * not be opened on a live thread (EMFILE, EACCES after a privilege drop...): then nothing stays
+ * open, since a window missing threads would not be complete. Stacks that cannot be opened
+ * leave the records without them (said once). */
+static int reopen_switch_events(perf_src *s, bool on, uint64_t now) {
     uint64_t cpu0 = thread_cpu_ns();
     switch_change_begin();
+    bool stacks_on = false;
+    uint64_t attempt = mono_now();
+    if (on) {
+        s->window++; /* before the first record an enabled event writes (set_switches' order) */
+        if (s->want[K_STACKS]) {
+            refill_stacks(s, now);
+            stacks_on = s->tokens > 0;
+        }
+    }
     for (int c = 0; c < s->ncpu; c++) {
         host_ring(s, c, true);
         host_ring(s, c, false);
@@ -1054,7 +1081,7 @@ static int reopen_switch_events(perf_src *s) {
                 /* the collector (this thread, listed first) is never recorded and creates no
                  * thread that would inherit its events: one open in a few per CPU and kind saved */
                 if (t == 0 && tids[0] == s->collector_tid) continue;
-                int fd = open_event(s, k, tids[t], c, &rep);
+                int fd = open_event(s, k, tids[t], c, sw ? on : stacks_on, &rep);
                 if (fd == -ENODEV) break; /* CPU offline */
                 if (fd == -ESRCH) continue; /* the thread exited meanwhile */
                 int rc = fd < 0 ? fd : attach_event(s, fd, k, lead, ring, sw ? RING_PAGES_SWITCHES : RING_PAGES_STACKS);
@@ -1073,6 +1100,10 @@ static int reopen_switch_events(perf_src *s) {
     if (err == 0 && !opened) err = -ENOENT; /* no thread at all: cannot happen (this one is listed) */
     if (err != 0) {
         close_closable(s);
+        if (on) { /* what the events opened enabled wrote falls in the paused span reopen_failed begins */
+            s->void_from = attempt;
+            s->void_to = mono_now();
+        }
         switch_change_end(D9_PERF_SWITCH_CLOSED);
         return err;
     }
@@ -1082,8 +1113,8 @@ static int reopen_switch_events(perf_src *s) {
                  strerror(stacks_err ? -stacks_err : ENOENT));
         say_once(s, &s->stacks_fail_noted, "governor.reopen_stacks", msg);
     }
-    s->switches_on = false;
-    s->stacks_on = false; /* opened disabled */
+    s->switches_on = on;
+    s->stacks_on = stacks_on && stacks_opened;
     s->switch_events_closed = false;
     s->n.reopens++;
     s->n.reopen_cpu_ns = thread_cpu_ns() - cpu0;
@@ -1092,7 +1123,7 @@ static int reopen_switch_events(perf_src *s) {
     s->reopen_backoff_ns = 0;
     atomic_store_explicit(&g_reopen_cpu_ns, s->n.reopen_cpu_ns, memory_order_relaxed);
     atomic_store_explicit(&g_reopen_cost_ns, (uint64_t)s->reopen_ns, memory_order_relaxed);
-    switch_change_end(D9_PERF_SWITCH_OPEN);
+    switch_change_end(on ? D9_PERF_SWITCH_ENABLED : D9_PERF_SWITCH_OPEN);
     return 0;
 }
 
@@ -1132,7 +1163,7 @@ static void apply_level(perf_src *s, d9_src_batch *out, uint64_t now) {
     bool open = on || (n == 0 ? !s->close_when_paused : !s->close_between);
     if (!open && !s->switch_events_closed) close_switch_events(s, out);
     if (open && s->switch_events_closed) {
-        int err = reopen_switch_events(s);
+        int err = reopen_switch_events(s, on, now);
         if (err != 0) {
             reopen_failed(s, out, now, err);
             return;
@@ -1226,6 +1257,8 @@ void d9_perf_switch_events_now(uint64_t *closes, uint64_t *reopens, uint64_t *sw
     *reopens = atomic_load_explicit(&g_reopens, memory_order_relaxed);
     *switch_records = atomic_load_explicit(&g_switch_records, memory_order_relaxed);
 }
+
+uint64_t d9_perf_switch_enables(void) { return atomic_load_explicit(&g_switch_enables, memory_order_relaxed); }
 
 void d9_perf_keep_events_open_when_paused(bool keep) {
     atomic_store_explicit(&g_keep_open_when_paused, keep, memory_order_relaxed);

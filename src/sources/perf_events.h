@@ -73,6 +73,10 @@ void d9_perf_governor_now(int *level, uint64_t *changes);
  * sampled level's windows), and the switch records read, since the perf source opened last
  * (tests). */
 void d9_perf_switch_events_now(uint64_t *closes, uint64_t *reopens, uint64_t *switch_records);
+/* How many times a window enabled the open switch events by ioctl (an ioctl per event each
+ * time) since the perf source opened last. A window that starts with a reopen opens them
+ * enabled and adds none (tests). */
+uint64_t d9_perf_switch_enables(void);
 /* The CPU time the last reopen took, ns. */
 uint64_t d9_perf_last_reopen_cpu_ns(void);
 /* What the governor counts for a close and a reopen (its reopen_ns), ns of CPU: the open at

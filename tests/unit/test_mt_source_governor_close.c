@@ -487,6 +487,14 @@ static void run_windows(void) {
         recorded = atomic_load(&g_late_done);
         atomic_store(&g_late_go, false);
         pthread_join(late, NULL);
+        /* every window so far started with a reopen, which opens the switch events enabled:
+         * no ioctl per thread and CPU to enable them (the code before enabled them after each) */
+        uint64_t w_closes, reopens, w_records;
+        d9_perf_switch_events_now(&w_closes, &reopens, &w_records);
+        uint64_t enables = d9_perf_switch_enables();
+        printf("windows' reopens %" PRIu64 ", enables by ioctl %" PRIu64 "\n", reopens, enables);
+        CHECK(reopens >= 2);
+        CHECK(enables == 0);
         /* a reopen that fails: at a point between windows, no fd can be made until it did */
         uint64_t seq;
         while (tt_now() - t0 < SAFETY_NS && (d9_perf_switch_state(&seq) != D9_PERF_SWITCH_CLOSED || (seq & 1)))

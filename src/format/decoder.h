@@ -98,8 +98,10 @@ typedef struct d9_dec_schema {
      * field, each field's code jumping to the next one's. */
     const uint8_t *wire_types;
     uint32_t bounded_bytes;
-    /* the bytes from an event frame's tag a run (d9_dec_next_run) needs buffered to read it:
-     * tag, type id, a time's 4-byte load, then bounded_bytes; SIZE_MAX without a plan */
+    /* the bytes from an event frame's tag a run (d9_dec_next_run, and d9_dec_next's fast
+     * path) needs buffered to read it: tag, type id, a time's 4-byte load, then
+     * bounded_bytes; SIZE_MAX without a plan, and for a clock sync (it moves the range of
+     * plausible times, which a run only checks against) */
     size_t run_bytes;
 } d9_dec_schema;
 

@@ -1347,7 +1347,7 @@ static inline int next_of_run(d9_decoder *d, d9_event *ev) {
 }
 
 /* Read ahead the run of events at the position (outside scan mode) and hand out its first:
- * 0 when the next frame is not one that a run reads (then parse_event reads it). */
+ * 0 when the next frame is not one that a run reads. */
 static inline int start_run(d9_decoder *d, d9_event *ev) {
     const uint8_t *p = d->buf + d->pos;
     uint32_t n = read_run(d, &p, d->buf + d->len, &d->ts_base, d->run_evs, RUN_AHEAD, d->run_vals, RUN_AHEAD_VALUES);
@@ -1374,10 +1374,11 @@ static inline __attribute__((always_inline)) int next_event(d9_decoder *d, d9_ev
         uint8_t tag = *c.p++;
         int r;
         if (LIKELY(tag == D9_FRAME_EVENT && d->in_stream)) {
+            /* a bounded event, read as a run of one: no read-ahead here, where d9_dec_next_run's
+             * caller comes for the event its run stopped at */
             const uint8_t *p = c.frame;
-            if (!scan && start_run(d, ev)) return 1;
-            if (scan && read_run(d, &p, c.end, &d->ts_base, ev, 1, d->values, d->values_cap) == 1) {
-                c.p = p; /* a bounded event, read as a run of one */
+            if (read_run(d, &p, c.end, &d->ts_base, ev, 1, d->values, d->values_cap) == 1) {
+                c.p = p;
                 r = P_OK;
             } else {
                 r = parse_event(&c, ev);

@@ -93,11 +93,13 @@ struct d9_decoder {
     uint32_t values_cap;
     /* d9_dec_next's events read ahead as a run (read_run) and handed out one a call: the
      * events [run_next, run_count) of run_evs, their values in run_vals; run_end is the
-     * decoded offset after the last. Nothing else reads the input while any is left. */
+     * decoded offset after the last, run_events0 the events counted before the first.
+     * Nothing else reads the input while any is left, and the position and counts are
+     * brought up to the events handed out only when asked (sync_run). */
     d9_event *run_evs;
     d9_value *run_vals;
     uint32_t run_next, run_count;
-    uint64_t run_end;
+    uint64_t run_end, run_events0;
     uint32_t ev_unresolved;
     uint32_t ev_npending;
     uint64_t ev_pending[EV_PENDING_MAX];
@@ -1334,16 +1336,15 @@ void d9_dec_set_scan(d9_decoder *d, const d9_dec_scan *scan) {
     d->scan_room = 8; /* tag, type id, and the 4 bytes delta24 loads at most */
 }
 
-/* The next event of the run read ahead, with the decoder's position and counts as if it had
- * been read alone. */
-static inline int next_of_run(d9_decoder *d, d9_event *ev) {
-    const d9_event *e = &d->run_evs[d->run_next++];
-    *ev = *e;
-    uint64_t end = d->run_next < d->run_count ? e[1].offset : d->run_end;
+/* The position and counts as if the run's events handed out so far had been read alone; the
+ * run ends once all are. */
+static void sync_run(d9_decoder *d) {
+    if (!d->run_count) return;
+    uint64_t end = d->run_next < d->run_count ? d->run_evs[d->run_next].offset : d->run_end;
     d->pos = (size_t)(end - d->base);
-    d->st.events++;
+    d->st.events = d->run_events0 + d->run_next;
     d->st.bytes = end;
-    return 1;
+    if (d->run_next == d->run_count) d->run_next = d->run_count = 0;
 }
 
 /* Read ahead the run of events at the position (outside scan mode) and hand out its first:
@@ -1352,10 +1353,12 @@ static inline int start_run(d9_decoder *d, d9_event *ev) {
     const uint8_t *p = d->buf + d->pos;
     uint32_t n = read_run(d, &p, d->buf + d->len, &d->ts_base, d->run_evs, RUN_AHEAD, d->run_vals, RUN_AHEAD_VALUES);
     if (!n) return 0;
-    d->run_next = 0;
+    d->run_next = 1;
     d->run_count = n;
     d->run_end = d->base + (uint64_t)(p - d->buf);
-    return next_of_run(d, ev);
+    d->run_events0 = d->st.events;
+    *ev = d->run_evs[0];
+    return 1;
 }
 
 /* The reading loop, written once and compiled twice (see d9_dec_next): with `scan` a
@@ -1497,6 +1500,7 @@ static __attribute__((noinline)) int next_event_scanning(d9_decoder *d, d9_event
 /* Everything but handing out a run's next event: its own function, so that d9_dec_next's
  * common case saves no registers. */
 static __attribute__((noinline)) int next_event_slow(d9_decoder *d, d9_event *ev) {
+    sync_run(d);
     /* most events: bounded, read ahead as a run, without the frame loop (in_stream implies
      * sniffed) */
     if (LIKELY(d->status == D9_DEC_RUNNING) && LIKELY(d->in_stream) && LIKELY(d->scan_mode.keep == NULL) &&
@@ -1510,13 +1514,17 @@ static __attribute__((noinline)) int next_event_slow(d9_decoder *d, d9_event *ev
 }
 
 int d9_dec_next(d9_decoder *d, d9_event *ev) {
-    if (LIKELY(d->run_next < d->run_count)) return next_of_run(d, ev);
+    if (LIKELY(d->run_next < d->run_count)) {
+        *ev = d->run_evs[d->run_next++];
+        return 1;
+    }
     return next_event_slow(d, ev);
 }
 
 /* A run for the caller: read_run, then the decoder's state once for all its events. */
 int d9_dec_next_run(d9_decoder *d, d9_event *evs, uint32_t max_events, d9_value *vals, uint32_t max_values) {
-    if (d->status != D9_DEC_RUNNING || !d->in_stream || d->scan_mode.keep != NULL || d->run_next < d->run_count)
+    sync_run(d);
+    if (d->status != D9_DEC_RUNNING || !d->in_stream || d->scan_mode.keep != NULL || d->run_count)
         return 0; /* the events d9_dec_next read ahead are its own to hand out */
     const uint8_t *p = d->buf + d->pos;
     uint32_t n = read_run(d, &p, d->buf + d->len, &d->ts_base, evs, max_events, vals, max_values);
@@ -1643,10 +1651,16 @@ void d9_dec_close(d9_decoder *d) {
 
 d9_dec_status d9_dec_state(const d9_decoder *d) { return d->status; }
 const char *d9_dec_message(const d9_decoder *d) { return d->msg; }
+/* The two below bring the position and counts up to the events handed out (sync_run): the
+ * decoder's own state, so the const of their argument is cast away. */
 uint64_t d9_dec_stop_offset(const d9_decoder *d) {
+    sync_run((d9_decoder *)d);
     return d->status == D9_DEC_RUNNING ? d->base + d->pos : d->stop_off;
 }
-const d9_dec_stats *d9_dec_get_stats(const d9_decoder *d) { return &d->st; }
+const d9_dec_stats *d9_dec_get_stats(const d9_decoder *d) {
+    sync_run((d9_decoder *)d);
+    return &d->st;
+}
 uint32_t d9_dec_schema_count(const d9_decoder *d) { return d->reg.count; }
 d9_dec_schema *d9_dec_schema_at(const d9_decoder *d, uint32_t index) {
     return index < d->reg.count ? (d9_dec_schema *)d->reg.all[index] : NULL;

@@ -535,6 +535,8 @@ read_run(const d9_decoder *d, const uint8_t **pp, const uint8_t *end, uint64_t *
     d9_event *ev = evs, *const evs_end = evs + max_events;
     d9_value *v = vals;
     const d9_value *const vals_end = vals + max_values;
+    /* values up to here leave room for any schema's: one compare an event (0: check each) */
+    const uintptr_t vals_safe = max_values >= d->reg.max_fields ? (uintptr_t)(vals_end - d->reg.max_fields) : 0;
     const uint8_t *frame = *pp, *p, *w;
     uint64_t base = *ts_base, next_base;
 #define NEXT_FIELD goto *op[*w++]
@@ -544,7 +546,8 @@ next_event:
         uint16_t type_id = le16(frame + 1);
         const d9_dec_schema *s = LIKELY(type_id < types_cap) ? types[type_id] : NULL;
         if (UNLIKELY(!s) || UNLIKELY((size_t)(end - frame) < s->run_bytes) ||
-            UNLIKELY((size_t)((const char *)vals_end - (const char *)v) < s->field_count * sizeof *v))
+            (UNLIKELY((uintptr_t)v > vals_safe) &&
+             (size_t)((const char *)vals_end - (const char *)v) < s->field_count * sizeof *v))
             goto stop;
         p = frame + 3;
         uint64_t ts = 0;

@@ -473,7 +473,7 @@ static int decode_value(cur *c, uint8_t wt, d9_value *v, int depth) {
     }
 }
 
-/* ---- the straight-line reader of bounded events ---- */
+/* ---- bounded events, read straight through: d9_dec_next's fast path, and runs ---- */
 
 /* A value's type, present, resolved and pool_id in one store: four byte stores through a
  * uint8_t lvalue may alias anything, and made the compiler reload the loop's state per field. */
@@ -491,8 +491,6 @@ static inline void set_header(d9_value *v, uint8_t type, bool present, uint32_t 
     v->pool_id = pool_id;
 #endif
 }
-
-/* ---- bounded events, read straight through: d9_dec_next's fast path, and runs ---- */
 
 /* Read the run of event frames at *pp (a tag) whose schemas have a bounded field plan
  * (d9_dec_schema.run_bytes), up to max_events into evs[] and their values into vals[] (at most

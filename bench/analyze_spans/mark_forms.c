@@ -15,7 +15,7 @@
  *           span_end_name, span_end_id, span_end_ns (each optional: a presence byte; _ns is
  *           the mark's time after the poll's start); polls without marks keep the plain one,
  *   poll_ids the same with the names' pool ids as optional Varints: every field then on the
- *           decoder's bounded field plan (read_bounded has no optional PooledString), what
+ *           decoder's bounded field plan (read_run has no optional PooledString), what
  *           the poll form would cost with that op added to format/decoder.c.
  * decode: every event through the decoder (d9_dec_next), each mark's name, id, task and time
  * read as a reader of it would (the events' by their bindings, the poll form's by field index

@@ -18,6 +18,11 @@ typedef struct d9_pool {
     uint32_t count;
     uint32_t mask;  /* slots - 1 (slots is a power of two) */
     uint32_t shift; /* 32 - log2(slots), for Fibonacci hashing */
+    /* The ids below dense_cap again, indexed by id (data NULL: not defined): writers number
+     * a stream's pool entries from 1 up, so most look-ups are one load, no hashing. Grown
+     * only while the ids it covers stay about half defined. */
+    d9_pool_entry *dense;
+    uint32_t dense_cap;
 } d9_pool;
 
 static inline uint32_t d9_pool_hash(uint32_t id, uint32_t shift) {
@@ -25,6 +30,7 @@ static inline uint32_t d9_pool_hash(uint32_t id, uint32_t shift) {
 }
 
 static inline const d9_pool_entry *d9_pool_find(const d9_pool *p, uint32_t id) {
+    if (id < p->dense_cap) return p->dense[id].data ? &p->dense[id] : NULL;
     if (p->count == 0) return NULL;
     uint32_t i = d9_pool_hash(id, p->shift);
     for (;;) {

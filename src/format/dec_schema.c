@@ -124,6 +124,8 @@ static d9_schema_node *build(d9_schema_reg *r, const uint8_t *body, size_t len, 
     if (!plan_fields(r, &n->pub)) return NULL;
     n->pub.first_type_id = type_id;
     d9_dec_bind(&n->pub.bind, n->pub.name, fields, n->pub.field_count);
+    /* a clock sync moves the plausible time range (decoder.c, check_time): never in a run */
+    if (n->pub.has_timestamp && n->pub.bind.role == D9_SCH_CLOCK_SYNC) n->pub.run_bytes = SIZE_MAX;
     return n;
 }
 

@@ -35,6 +35,8 @@ enum { POOL_STRING = 0, POOL_STACK = 1 };
 #define PENDING_MAX (1u << 20)  /* pool ids referenced before their definition, per stream */
 #define PENDING_KEEP_SLOTS 4096 /* a stream end keeps the pending set up to this size */
 #define POOL_ENTRY_COST 48u     /* bytes charged per pool entry for its table slot */
+#define RUN_AHEAD 32            /* events d9_dec_next reads at once (read_run) */
+#define RUN_AHEAD_VALUES 256    /* their values at most */
 
 struct d9_decoder {
     d9_dec_options opt;
@@ -89,6 +91,15 @@ struct d9_decoder {
     bool ev_arena_dirty;
     d9_value *values;
     uint32_t values_cap;
+    /* d9_dec_next's events read ahead as a run (read_run) and handed out one a call: the
+     * events [run_next, run_count) of run_evs, their values in run_vals; run_end is the
+     * decoded offset after the last, run_events0 the events counted before the first.
+     * Nothing else reads the input while any is left, and the position and counts are
+     * brought up to the events handed out only when asked (sync_run). */
+    d9_event *run_evs;
+    d9_value *run_vals;
+    uint32_t run_next, run_count;
+    uint64_t run_end, run_events0;
     uint32_t ev_unresolved;
     uint32_t ev_npending;
     uint64_t ev_pending[EV_PENDING_MAX];
@@ -462,7 +473,7 @@ static int decode_value(cur *c, uint8_t wt, d9_value *v, int depth) {
     }
 }
 
-/* ---- the straight-line reader of bounded events ---- */
+/* ---- bounded events, read straight through: d9_dec_next's fast path, and runs ---- */
 
 /* A value's type, present, resolved and pool_id in one store: four byte stores through a
  * uint8_t lvalue may alias anything, and made the compiler reload the loop's state per field. */
@@ -481,19 +492,26 @@ static inline void set_header(d9_value *v, uint8_t type, bool present, uint32_t 
 #endif
 }
 
-/* Read the fields of an event of a schema with bounded_bytes at p, with at least that many
- * bytes buffered: no bounds check per field, the state in locals. Returns the end of the
- * event, or NULL for anything it leaves to the generic reader (an undefined pool id, a bad
- * presence byte, a varint over 64 bits), which then reads the event again from the start. */
-/* Not inline: its label table makes it a function of its own (one call per event). */
-static __attribute__((noinline)) const uint8_t *
-read_bounded(const d9_decoder *d, const d9_dec_schema *s, const uint8_t *p, d9_value *v) {
-    /* threaded: each field jumps straight to the next one's code (wire_types ends with 0) */
+/* Read the run of event frames at *pp (a tag) whose schemas have a bounded field plan
+ * (d9_dec_schema.run_bytes), up to max_events into evs[] and their values into vals[] (at most
+ * max_values in all), with *ts_base the stream's time base, moved on by each; *pp is left at
+ * the first frame not read. Every event as parse_event reads it, with no bounds check per
+ * field (its bound's bytes are buffered). The run stops before anything else, which
+ * parse_event then reads from the start: another frame, an undefined type id, a schema
+ * without a run (no field plan, a clock sync), fewer bytes buffered than its bound, a time
+ * outside the plausible range (check_time judges it; a time of 0 is never implausible, but
+ * is outside this one compare unless the range starts at 0), an undefined pool id, a bad
+ * presence byte, a varint over 64 bits.
+ * Threaded: each field jumps to the next one's code (wire_types ends with a 0), the last to
+ * the next event's; one function, so that the loop's state stays in registers. */
+static __attribute__((noinline)) uint32_t
+read_run(const d9_decoder *d, const uint8_t **pp, const uint8_t *end, uint64_t *ts_base, d9_event *evs,
+         uint32_t max_events, d9_value *vals, uint32_t max_values) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Woverride-init" /* the range first, then the known types */
     static const void *const op[256] = {
-        [0 ... 255] = &&unbounded,
-        [0] = &&end,
+        [0 ... 255] = &&stop, /* not a bounded type: run_bytes would be SIZE_MAX */
+        [0] = &&event_end,
         [D9_FT_VARINT] = &&varint,
         [D9_FT_VARINT | D9_FT_OPTIONAL] = &&optional_varint,
         [D9_FT_U8] = &&u8,
@@ -506,9 +524,48 @@ read_bounded(const d9_decoder *d, const d9_dec_schema *s, const uint8_t *p, d9_v
         [D9_FT_POOLED_STACK] = &&pooled_stack,
     };
 #pragma GCC diagnostic pop
-    const uint8_t *w = s->wire_types;
+    /* few values live across the fields (the event's own go to *ev at its start), and the
+     * loop's in locals: the values' stores may alias the decoder's fields */
+    d9_dec_schema *const *types = d->types;
+    const uint32_t types_cap = d->types_cap, stream = (uint32_t)(d->st.streams - 1);
+    const uint64_t time_lo = d->time_lo, time_span = d->time_hi - d->time_lo; /* plausible: ts - lo <= span */
+    const uint64_t off_base = d->base - (uint64_t)(uintptr_t)d->buf; /* + a frame's address: its offset */
+    d9_event *ev = evs, *const evs_end = evs + max_events;
+    d9_value *v = vals;
+    const d9_value *const vals_end = vals + max_values;
+    /* values up to here leave room for any schema's: one compare an event (0: check each) */
+    const uintptr_t vals_safe = max_values >= d->reg.max_fields ? (uintptr_t)(vals_end - d->reg.max_fields) : 0;
+    const uint8_t *frame = *pp, *p, *w;
+    uint64_t base = *ts_base, next_base;
 #define NEXT_FIELD goto *op[*w++]
-    NEXT_FIELD;
+next_event:
+    if (UNLIKELY(ev == evs_end) || UNLIKELY((size_t)(end - frame) < 3) || *frame != D9_FRAME_EVENT) goto stop;
+    {
+        uint16_t type_id = le16(frame + 1);
+        const d9_dec_schema *s = LIKELY(type_id < types_cap) ? types[type_id] : NULL;
+        if (UNLIKELY(!s) || UNLIKELY((size_t)(end - frame) < s->run_bytes) ||
+            (UNLIKELY((uintptr_t)v > vals_safe) &&
+             (size_t)((const char *)vals_end - (const char *)v) < s->field_count * sizeof *v))
+            goto stop;
+        p = frame + 3;
+        uint64_t ts = 0;
+        next_base = base;
+        if (s->has_timestamp) {
+            ts = base + delta24(p);
+            p += 3;
+            if (UNLIKELY(ts - time_lo > time_span)) goto stop;
+            next_base = ts;
+        }
+        ev->schema = s;
+        ev->values = v;
+        ev->ts_ns = ts;
+        ev->offset = off_base + (uint64_t)(uintptr_t)frame;
+        ev->stream = stream;
+        ev->type_id = type_id;
+        ev->implausible_ts = false;
+        w = s->wire_types;
+        NEXT_FIELD;
+    }
 optional_varint:
     if (*p == 0) {
         set_header(v, D9_FT_VARINT, false, 0);
@@ -517,7 +574,7 @@ optional_varint:
         v++;
         NEXT_FIELD;
     }
-    if (*p != 1) return NULL;
+    if (*p != 1) goto stop;
     p++;
     /* fall through */
 varint: {
@@ -539,7 +596,7 @@ varint: {
     uint64_t x = (b0 & 0x7f) | (b1 & 0x7f) << 7;
     unsigned k = 2;
     for (; k < 9 && (p[k] & 0x80); k++) x |= (uint64_t)(p[k] & 0x7f) << (7 * k);
-    if (k == 9 && p[9] > 1) return NULL; /* too long: the generic reader says so */
+    if (k == 9 && p[9] > 1) goto stop; /* too long: the generic reader says so */
     v->u = x | (uint64_t)(p[k] & 0x7f) << (7 * k);
     p += k + 1;
     v++;
@@ -584,7 +641,7 @@ f64: {
 pooled_string: {
     uint32_t id = le32(p);
     const d9_pool_entry *e = d9_pool_find(&d->strings, id);
-    if (UNLIKELY(!e)) return NULL;
+    if (UNLIKELY(!e)) goto stop;
     set_header(v, D9_FT_POOLED_STRING, true, id);
     v->str.ptr = e->data;
     v->str.len = e->len;
@@ -595,7 +652,7 @@ pooled_string: {
 pooled_stack: {
     uint32_t id = le32(p);
     const d9_pool_entry *e = d9_pool_find(&d->stacks, id);
-    if (UNLIKELY(!e)) return NULL;
+    if (UNLIKELY(!e)) goto stop;
     set_header(v, D9_FT_POOLED_STACK, true, id);
     v->stack.addrs = e->data;
     v->stack.count = e->len;
@@ -603,11 +660,16 @@ pooled_stack: {
     v++;
     NEXT_FIELD;
 }
-unbounded:
-    return NULL; /* not a bounded type: bounded_bytes would be 0 */
-end:
-    return p;
+event_end:
+    ev++;
+    base = next_base;
+    frame = p;
+    goto next_event;
+stop:
 #undef NEXT_FIELD
+    *pp = frame;
+    *ts_base = base;
+    return (uint32_t)(ev - evs);
 }
 
 /* ---- frames ---- */
@@ -633,13 +695,6 @@ static inline __attribute__((always_inline)) int parse_event(cur *c, d9_event *e
     }
     d9_value *vals = d->values;
     const d9_dec_field *f = s->fields;
-    if (LIKELY(s->bounded_bytes != 0) && (size_t)(c->end - c->p) >= s->bounded_bytes) {
-        const uint8_t *end = read_bounded(d, s, c->p, vals);
-        if (LIKELY(end != NULL)) {
-            c->p = end;
-            goto resolved; /* every pool id was found */
-        }
-    }
     d->ev_unresolved = 0;
     d->ev_npending = 0;
     const uint8_t *wire = s->wire_types;
@@ -724,7 +779,6 @@ static inline __attribute__((always_inline)) int parse_event(cur *c, d9_event *e
         for (uint32_t i = 0; i < d->ev_npending && d9_u64_set_count(&d->pending) < PENDING_MAX; i++)
             (void)d9_u64_set_add(&d->pending, d->ev_pending[i]); /* untracked when out of memory */
     }
-resolved:
     if (s->has_timestamp) d->ts_base = ts;
     ev->schema = s;
     ev->values = vals;
@@ -1283,6 +1337,31 @@ void d9_dec_set_scan(d9_decoder *d, const d9_dec_scan *scan) {
     d->scan_room = 8; /* tag, type id, and the 4 bytes delta24 loads at most */
 }
 
+/* The position and counts as if the run's events handed out so far had been read alone; the
+ * run ends once all are. */
+static void sync_run(d9_decoder *d) {
+    if (!d->run_count) return;
+    uint64_t end = d->run_next < d->run_count ? d->run_evs[d->run_next].offset : d->run_end;
+    d->pos = (size_t)(end - d->base);
+    d->st.events = d->run_events0 + d->run_next;
+    d->st.bytes = end;
+    if (d->run_next == d->run_count) d->run_next = d->run_count = 0;
+}
+
+/* Read ahead the run of events at the position (outside scan mode) and hand out its first:
+ * 0 when the next frame is not one that a run reads. */
+static inline int start_run(d9_decoder *d, d9_event *ev) {
+    const uint8_t *p = d->buf + d->pos;
+    uint32_t n = read_run(d, &p, d->buf + d->len, &d->ts_base, d->run_evs, RUN_AHEAD, d->run_vals, RUN_AHEAD_VALUES);
+    if (!n) return 0;
+    d->run_next = 1;
+    d->run_count = n;
+    d->run_end = d->base + (uint64_t)(p - d->buf);
+    d->run_events0 = d->st.events;
+    *ev = d->run_evs[0];
+    return 1;
+}
+
 /* The reading loop, written once and compiled twice (see d9_dec_next): with `scan` a
  * constant, the plain reader carries none of scan mode's checks. */
 static inline __attribute__((always_inline)) int next_event(d9_decoder *d, d9_event *ev,
@@ -1299,7 +1378,15 @@ static inline __attribute__((always_inline)) int next_event(d9_decoder *d, d9_ev
         uint8_t tag = *c.p++;
         int r;
         if (LIKELY(tag == D9_FRAME_EVENT && d->in_stream)) {
-            r = parse_event(&c, ev);
+            /* a bounded event, read as a run of one: no read-ahead here, where d9_dec_next_run's
+             * caller comes for the event its run stopped at */
+            const uint8_t *p = c.frame;
+            if (read_run(d, &p, c.end, &d->ts_base, ev, 1, d->values, d->values_cap) == 1) {
+                c.p = p;
+                r = P_OK;
+            } else {
+                r = parse_event(&c, ev);
+            }
             if (scan && r == P_OK && scan_state(d, ev->schema) != SCAN_KEEP) {
                 d->pos = (size_t)(c.p - d->buf);
                 d->st.events++;
@@ -1411,7 +1498,15 @@ static __attribute__((noinline)) int next_event_scanning(d9_decoder *d, d9_event
     return next_event(d, ev, true);
 }
 
-int d9_dec_next(d9_decoder *d, d9_event *ev) {
+/* Everything but handing out a run's next event: its own function, so that d9_dec_next's
+ * common case saves no registers. */
+static __attribute__((noinline)) int next_event_slow(d9_decoder *d, d9_event *ev) {
+    sync_run(d);
+    /* most events: bounded, read ahead as a run, without the frame loop (in_stream implies
+     * sniffed) */
+    if (LIKELY(d->status == D9_DEC_RUNNING) && LIKELY(d->in_stream) && LIKELY(d->scan_mode.keep == NULL) &&
+        LIKELY(start_run(d, ev)))
+        return 1;
     if (UNLIKELY(d->status != D9_DEC_RUNNING))
         return d->status == D9_DEC_ERROR || d->status == D9_DEC_DAMAGED ? -1 : 0;
     if (UNLIKELY(!d->sniffed) && sniff(d) < 0) return -1;
@@ -1419,46 +1514,22 @@ int d9_dec_next(d9_decoder *d, d9_event *ev) {
     return next_event(d, ev, false);
 }
 
-/* The run of d9_dec_next_run: parse_event's bounded path and next_event's bookkeeping for
- * one event, repeated with the buffer's bounds and the stream's state in locals, and no
- * return through the frame loop per event (~100 of the ~200 instructions an event cost in
- * dial9 fold's mix). Anything the bounded path does not take stops the run before it: the
- * event is left unread for d9_dec_next, which reads it from the start (as parse_event does
- * when read_bounded gives up). */
-int d9_dec_next_run(d9_decoder *d, d9_event *evs, uint32_t max_events, d9_value *vals, uint32_t max_values) {
-    if (d->status != D9_DEC_RUNNING || !d->sniffed || !d->in_stream || d->scan_mode.keep != NULL) return 0;
-    const uint8_t *p = d->buf + d->pos, *end = d->buf + d->len;
-    uint64_t ts_base = d->ts_base;
-    uint32_t n = 0, used = 0;
-    uint32_t stream = (uint32_t)(d->st.streams - 1);
-    while ((size_t)(end - p) >= 3 && *p == D9_FRAME_EVENT && n < max_events) {
-        uint16_t type_id = le16(p + 1);
-        d9_dec_schema *s = type_id < d->types_cap ? d->types[type_id] : NULL;
-        if (!s || (size_t)(end - p) < s->run_bytes || s == d->clock_sync || s->field_count > max_values - used)
-            break;
-        const uint8_t *q = p + 3;
-        uint64_t ts = 0;
-        if (s->has_timestamp) {
-            ts = ts_base + delta24(q);
-            q += 3;
-            if (ts != 0 && (ts < d->time_lo || ts > d->time_hi)) break; /* check_time's */
-        }
-        const uint8_t *next = read_bounded(d, s, q, vals + used);
-        if (!next) break;
-        if (s->has_timestamp) ts_base = ts;
-        d9_event *ev = &evs[n++];
-        ev->schema = s;
-        ev->values = vals + used;
-        ev->ts_ns = ts;
-        ev->offset = off_of(d, p);
-        ev->stream = stream;
-        ev->type_id = type_id;
-        ev->implausible_ts = false;
-        used += s->field_count;
-        p = next;
+int d9_dec_next(d9_decoder *d, d9_event *ev) {
+    if (LIKELY(d->run_next < d->run_count)) {
+        *ev = d->run_evs[d->run_next++];
+        return 1;
     }
+    return next_event_slow(d, ev);
+}
+
+/* A run for the caller: read_run, then the decoder's state once for all its events. */
+int d9_dec_next_run(d9_decoder *d, d9_event *evs, uint32_t max_events, d9_value *vals, uint32_t max_values) {
+    sync_run(d);
+    if (d->status != D9_DEC_RUNNING || !d->in_stream || d->scan_mode.keep != NULL || d->run_count)
+        return 0; /* the events d9_dec_next read ahead are its own to hand out */
+    const uint8_t *p = d->buf + d->pos;
+    uint32_t n = read_run(d, &p, d->buf + d->len, &d->ts_base, evs, max_events, vals, max_values);
     if (n) {
-        d->ts_base = ts_base;
         d->pos = (size_t)(p - d->buf);
         d->st.events += n;
         d->st.bytes = d->base + d->pos;
@@ -1503,7 +1574,12 @@ static d9_decoder *dec_new(const d9_dec_options *opt) {
     d->time_hi = UINT64_MAX; /* no clock sync yet: every time is plausible */
     d->values_cap = 16;
     d->values = calloc(d->values_cap, sizeof *d->values);
-    if (!d->values) {
+    d->run_evs = malloc(RUN_AHEAD * sizeof *d->run_evs);
+    d->run_vals = malloc(RUN_AHEAD_VALUES * sizeof *d->run_vals);
+    if (!d->values || !d->run_evs || !d->run_vals) {
+        free(d->values);
+        free(d->run_evs);
+        free(d->run_vals);
         free(d);
         return NULL;
     }
@@ -1556,6 +1632,8 @@ void d9_dec_close(d9_decoder *d) {
     free(d->types);
     free(d->defined);
     free(d->values);
+    free(d->run_evs);
+    free(d->run_vals);
     d9_arena_free(&d->pool_arena);
     d9_arena_free(&d->ev_arena);
     d9_pool_free(&d->strings);
@@ -1574,10 +1652,16 @@ void d9_dec_close(d9_decoder *d) {
 
 d9_dec_status d9_dec_state(const d9_decoder *d) { return d->status; }
 const char *d9_dec_message(const d9_decoder *d) { return d->msg; }
+/* The two below bring the position and counts up to the events handed out (sync_run): the
+ * decoder's own state, so the const of their argument is cast away. */
 uint64_t d9_dec_stop_offset(const d9_decoder *d) {
+    sync_run((d9_decoder *)d);
     return d->status == D9_DEC_RUNNING ? d->base + d->pos : d->stop_off;
 }
-const d9_dec_stats *d9_dec_get_stats(const d9_decoder *d) { return &d->st; }
+const d9_dec_stats *d9_dec_get_stats(const d9_decoder *d) {
+    sync_run((d9_decoder *)d);
+    return &d->st;
+}
 uint32_t d9_dec_schema_count(const d9_decoder *d) { return d->reg.count; }
 d9_dec_schema *d9_dec_schema_at(const d9_decoder *d, uint32_t index) {
     return index < d->reg.count ? (d9_dec_schema *)d->reg.all[index] : NULL;

@@ -98,8 +98,10 @@ typedef struct d9_dec_schema {
      * field, each field's code jumping to the next one's. */
     const uint8_t *wire_types;
     uint32_t bounded_bytes;
-    /* the bytes from an event frame's tag a run (d9_dec_next_run) needs buffered to read it:
-     * tag, type id, a time's 4-byte load, then bounded_bytes; SIZE_MAX without a plan */
+    /* the bytes from an event frame's tag a run (d9_dec_next_run, and d9_dec_next's fast
+     * path) needs buffered to read it: tag, type id, a time's 4-byte load, then
+     * bounded_bytes; SIZE_MAX without a plan, and for a clock sync (it moves the range of
+     * plausible times, which a run only checks against) */
     size_t run_bytes;
 } d9_dec_schema;
 
@@ -292,10 +294,13 @@ typedef enum d9_dec_status {
  * D9_DEC_END or D9_DEC_TRUNCATED); -1 on an error (D9_DEC_ERROR) and at the end of damaged
  * data (D9_DEC_DAMAGED). Once it returned 0 or -1 it keeps doing so. *ev and everything it
  * points to stay valid until the next call. No allocation per event (only when a larger frame
- * or new pool entries need room). */
+ * or new pool entries need room). Events of bounded field plans are read ahead a run at a
+ * time (as d9_dec_next_run reads them) and handed out one a call; d9_dec_get_stats and
+ * d9_dec_stop_offset count only the events handed out, as if each had been read alone. */
 int d9_dec_next(d9_decoder *d, d9_event *ev);
 
-/* A run of events at once, for a reader whose per-event work is small (dial9 fold): up to
+/* A run of events at once, for a reader whose per-event work is small (dial9 fold; the bench
+ * and test_decoder_instructions count both ways): up to
  * max_events of the event frames next in the buffered input, each as d9_dec_next would have
  * returned it (the same schema, values, time, offset and stream, the same stats), into
  * evs[], their values into vals[] (at most max_values in all; each event's own, valid until
@@ -304,7 +309,9 @@ int d9_dec_next(d9_decoder *d, d9_event *ev);
  * header is another frame): the run ends before
  * anything else (another frame, a schema without a plan, fewer bytes buffered than its
  * bound, scan mode, a clock sync), and returns 0 when that is the next event: then
- * d9_dec_next reads it (refilling, judging damage, naming errors as always). */
+ * d9_dec_next reads it (refilling, judging damage, naming errors as always). It returns 0
+ * too while events d9_dec_next read ahead are left (d9_dec_next hands them out); after a
+ * d9_dec_next that followed a run's 0, none are. */
 int d9_dec_next_run(d9_decoder *d, d9_event *evs, uint32_t max_events, d9_value *vals, uint32_t max_values);
 
 d9_dec_status d9_dec_state(const d9_decoder *d);
@@ -356,6 +363,7 @@ typedef struct d9_dec_stats {
  * any segment of ours spans (they rotate within minutes unless told otherwise). */
 #define D9_DEC_TIME_SLACK_NS (24ull * 3600 * 1000000000)
 
+/* The counts as of this call (up to the last event handed out): ask again after more events. */
 const d9_dec_stats *d9_dec_get_stats(const d9_decoder *d);
 
 /* Every schema interned so far: d9_dec_schema_at(d, i) for i < d9_dec_schema_count(d). */

@@ -3,7 +3,7 @@
  * generated segment, against a bound written here. Counts do not move with the machine's load,
  * so a regression of fold's per-event work fails anywhere.
  *
- * The segment is the same every run: 4 workers, 20 spawn locations, per round a wake and a
+ * The segment is the same every run (fold_mix_trace.h): 4 workers, 20 spawn locations, per round a wake and a
  * poll, every 2nd round a park and unpark around a switch-out and in, every 4th a task spawned
  * and one terminated, every 64th a CPU sample and an off-CPU sample (about the mix of a
  * recorded executor run). Two segments of R1 and R2 rounds, and the difference of their counts
@@ -23,7 +23,7 @@
 
 #include "callgrind_total.h"
 
-#include "test_analysis_builder.h"
+#include "fold_mix_trace.h"
 
 /* Measured (gcc 12, RelWithDebInfo, this 2-vCPU kvm guest) on this segment: 1 661.6
  * instructions per event before the per-worker interval cursor, the worker table and the
@@ -66,74 +66,6 @@
 #endif
 #endif
 
-static const char *const k_locs[] = {
-    "src/api/handler.rs:10",   "src/api/handler.rs:42",  "src/db/pool.rs:88",      "src/db/query.rs:12",
-    "src/cache/lru.rs:301",    "src/net/conn.rs:77",     "src/net/tls.rs:19",      "src/rpc/client.rs:230",
-    "src/rpc/server.rs:91",    "src/auth/token.rs:55",   "src/jobs/queue.rs:140",  "src/jobs/worker.rs:33",
-    "src/metrics/push.rs:8",   "src/log/ship.rs:64",     "src/http/body.rs:210",   "src/http/router.rs:17",
-    "src/store/s3.rs:402",     "src/store/local.rs:5",   "src/timer/wheel.rs:120", "src/main.rs:3",
-};
-
-/* One segment of `rounds` rounds into path; its event count in *events. */
-static int write_segment(const char *path, int rounds, uint64_t *events) {
-    tb t = {0};
-    uint64_t n = 0;
-    tb_stream_dial9_parks(&t);
-    uint64_t ts = 1000000000000ull;
-    const char *meta[] = {"service", "foldbench", "host", "gen", "boot_id", "b-1", "run_id", "r-1",
-                          "source.off_cpu", "active: perf switch records", NULL};
-    tb_metadata(&t, ts, meta);
-    d9_enc_event(&t.b, &t.st, D9_SCH_CLOCK_SYNC, ts);
-    d9_put_varint(&t.b, 1796558400000000000ull); /* 2026-12-06T12:00:00Z */
-    n += 2;
-    uint32_t locs[20];
-    for (int i = 0; i < 20; i++) locs[i] = tb_string(&t, k_locs[i]);
-    uint64_t stack_addrs[2][4] = {{0xffffffff81000000ull, 0xffffffff81001000ull, 0x7f0000001000ull, 0x401000ull},
-                                  {0x7f0000003000ull, 0x7f0000002000ull, 0x401100ull, 0x401000ull}};
-    uint32_t stacks[2] = {tb_stack(&t, stack_addrs[0], 4), tb_stack(&t, stack_addrs[1], 4)};
-    uint64_t task = 1;
-    for (int r = 0; r < rounds; r++) {
-        uint64_t w = (uint64_t)r % 4;
-        uint32_t tid = 100 + (uint32_t)w;
-        ts += 1500 + (uint64_t)(r * 7919 % 3000);
-        if (r % 4 == 0) {
-            tb_spawn(&t, ts, task + 64, locs[r % 20]);
-            tb_terminate(&t, ts + 10, task);
-            n += 2;
-        }
-        tb_wake(&t, ts + 20, task, task + 1, (uint8_t)w);
-        uint64_t dur = 2000 + (uint64_t)(r * 104729 % 40000);
-        tb_poll(&t, ts + 100, dur, w, 0, task + (uint64_t)(r % 64), locs[(r * 7) % 20]);
-        n += 3;
-        ts += 100 + dur;
-        if (r % 2 == 0) {
-            tb_park(&t, ts + 50, w, 1000 + (uint64_t)r, tid);
-            if (r % 64 == 0) {
-                tb_sample(&t, ts + 60, w, tid, 1, stacks[1]);
-                tb_sample(&t, ts + 61, w, tid, 0, stacks[0]);
-                n += 2;
-            }
-            tb_switch(&t, ts + 70, tid, w, true, r % 6 == 0);
-            tb_switch(&t, ts + 900, tid, w, false, false);
-            tb_unpark(&t, ts + 950, w, 1000 + (uint64_t)r, 30 + (uint64_t)(r % 500), tid);
-            n += 4;
-            ts += 1000;
-        }
-        task++;
-    }
-    tb_symbol(&t, 0x401000, 0x100, "main", 0, "src/main.rs", 1);
-    tb_symbol(&t, 0x7f0000001000ull, 0x100, "pthread_mutex_lock", 0, "", 0);
-    n += 2;
-    if (t.b.failed) return -1;
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t ok = fwrite(t.b.data, 1, t.b.len, f);
-    int rc = fclose(f);
-    free(t.b.data);
-    *events = n;
-    return ok == t.b.len && rc == 0 ? 0 : -1;
-}
-
 /* callgrind's total inside d9f_fold for `dial9 fold seg --to out`; -1 on failure */
 static long long count(const char *dial9, const char *dir, const char *seg, const char *tag) {
     char out[1024], command[6144];
@@ -171,7 +103,7 @@ int main(void) {
     snprintf(seg2, sizeof seg2, "%s/large.bin", dir);
     uint64_t e1, e2;
     int failed = 0;
-    if (write_segment(seg1, R1, &e1) != 0 || write_segment(seg2, R2, &e2) != 0) {
+    if (d9t_fold_mix_write(seg1, R1, &e1) != 0 || d9t_fold_mix_write(seg2, R2, &e2) != 0) {
         fprintf(stderr, "FAIL: writing the segments\n");
         failed = 1;
     }

@@ -20,6 +20,11 @@ typedef struct cycle {
                        span began */
 } cycle;
 
+typedef struct d9m_span_interval {
+    uint64_t start, end; /* [start, end) ns */
+    uint64_t task;
+} d9m_span_interval;
+
 typedef struct ival_task {
     uint64_t start, end, task;
     uint8_t kind;
@@ -46,6 +51,8 @@ typedef struct d9m_span_task {
                          poll, a broken trace): the split by cause copies, sorts and unites
                          them; else it reads them in place (split_polls) */
     uint64_t poll_start, poll_end, last_off_end; /* its latest poll, its latest off interval */
+    uint64_t reach_all;   /* the latest end of its pieces so far */
+    uint64_t overlap_end; /* its pieces overlap before this time (0: never) */
     uint32_t gen;         /* bumped when the state is reused (d9m_span_task_gen) */
     bool dead;            /* terminated, kept until no span is open */
     bool in_index;        /* found by id (task_index) */
@@ -94,12 +101,9 @@ struct d9m_spans {
     task_state **dead;         /* terminated tasks to forget once no span is open */
     size_t ndead, cap_dead;
     uint64_t stray_ends, reopened;
-    bool no_intervals;         /* the reader reads no d9m_span.polls (d9m_spans_no_intervals) */
     /* scratch for one span's split */
     ival_task *tmp;            /* the span's tasks' intervals, clipped */
     size_t tmp_n, tmp_cap;
-    d9m_span_interval *merged; /* the union of its polls */
-    size_t merged_cap;
     /* scratch for the split of its in-poll part by cause */
     d9m_span_interval *pa, *pb; /* the polls of its first and second task */
     size_t pa_cap, pb_cap;
@@ -134,7 +138,6 @@ void d9m_spans_free(d9m_spans *m) {
     free(m->bq);
     free(m->tmp);
     free(m->dead);
-    free(m->merged);
     free(m->pa);
     free(m->pb);
     free(m->gaps);
@@ -142,8 +145,6 @@ void d9m_spans_free(d9m_spans *m) {
     free(m->stk);
     free(m);
 }
-
-void d9m_spans_no_intervals(d9m_spans *m) { m->no_intervals = true; }
 
 uint64_t d9m_spans_stray_ends(const d9m_spans *m) { return m->stray_ends; }
 uint64_t d9m_spans_reopened(const d9m_spans *m) { return m->reopened; }
@@ -216,7 +217,21 @@ static inline uint64_t cycle_last(const cycle *c) { /* where its last piece ends
     return e > c->since ? e : c->since;
 }
 
+/* The task's pieces stay in time order and disjoint while each nonempty one starts at or after
+ * the latest end before it; when one does not (its polls overlap), the split of a span that
+ * reaches before the end of what overlaps takes the union (overlap_end). */
+static inline void check_order(task_state *t, uint64_t s, uint64_t e) {
+    if (e <= s) return;
+    if (s < t->reach_all) t->overlap_end = e > t->reach_all ? e : t->reach_all;
+    if (e > t->reach_all) t->reach_all = e;
+}
+
 static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
+    check_order(t, c.wait_from, c.since);
+    check_order(t, c.since, c.start);
+    check_order(t, c.start, c.end);
+    if (c.end < t->reach_all || c.end < c.start) /* its state after it starts before that */
+        t->overlap_end = t->reach_all > c.start ? t->reach_all : c.start;
     uint64_t from = keep_from(m);
     while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
     if (t->head == t->n) t->head = t->n = 0;
@@ -438,32 +453,26 @@ static void sort_by_start(ival_task *v, size_t n) {
 }
 
 /* The lengths of the unions of the sorted scratch's intervals of kinds <= K_POLL, <= K_QUEUED
- * and <= K_WAIT, in one pass; the first union itself into `out` (room for tmp_n; NULL: not
- * kept, *nout 0). Inline: each call site gets its own copy, the NULL one without the writes. */
-static inline __attribute__((always_inline)) void unions(const d9m_spans *m, uint64_t len[K_KINDS], d9m_span_interval *out,
-                                                        size_t *nout) {
+ * and <= K_WAIT, in one pass. */
+static void unions(const d9m_spans *m, uint64_t len[K_KINDS]) {
     uint64_t cur_s[K_KINDS] = {0}, cur_e[K_KINDS] = {0};
     bool open[K_KINDS] = {false};
-    size_t k = 0;
     for (int u = 0; u < K_KINDS; u++) len[u] = 0;
     for (size_t i = 0; i < m->tmp_n; i++) {
         const ival_task *v = &m->tmp[i];
         for (int u = v->kind; u < K_KINDS; u++) {
             if (open[u] && v->start <= cur_e[u]) {
                 if (v->end > cur_e[u]) cur_e[u] = v->end;
-                if (u == K_POLL && out) out[k - 1].end = cur_e[u];
                 continue;
             }
             if (open[u]) len[u] += cur_e[u] - cur_s[u];
             open[u] = true;
             cur_s[u] = v->start;
             cur_e[u] = v->end;
-            if (u == K_POLL && out) out[k++] = (d9m_span_interval){v->start, v->end, v->task};
         }
     }
     for (int u = 0; u < K_KINDS; u++)
         if (open[u]) len[u] += cur_e[u] - cur_s[u];
-    *nout = k;
 }
 
 /* ---- the in-poll part by cause ---- */
@@ -660,76 +669,128 @@ static uint64_t unknown_until(const d9m_spans *m, uint64_t lo, uint64_t hi) {
     return a > 0 && c->drops[a - 1].ts > lo ? c->drops[a - 1].ts : lo;
 }
 
-/* One task's clipped pieces in time order, disjoint: each part is the sum of its kind's
- * lengths, and the in-poll intervals are its polls (touching ones joined, as a union does). */
-typedef struct one_task_sum {
-    uint64_t len[K_KINDS], prev_end, task;
-    d9m_span_interval *polls;
-    size_t npolls;
-    bool overlap; /* two pieces overlap: the sums are not the union's lengths */
-} one_task_sum;
+/* A task's pieces inside [lo, hi) in time order (its records' wait, queued and poll pieces, then
+ * its state after them, as collect_task pushes them), clipped, the empty ones skipped. In time
+ * order and disjoint unless the task's polls overlap (task_state.overlap_end). */
+typedef struct piece_iter {
+    const task_state *t;
+    size_t i;  /* the next record */
+    int phase; /* 0..2: that record's wait, queued, poll; 3, 4: the state after the records; 5: done */
+    uint64_t lo, hi;
+} piece_iter;
 
-static inline void sum_piece(one_task_sum *o, int kind, uint64_t s, uint64_t e, uint64_t lo, uint64_t hi) {
-    if (s < lo) s = lo;
-    if (e > hi) e = hi;
-    if (e <= s) return;
-    if (s < o->prev_end) o->overlap = true;
-    o->prev_end = e;
-    o->len[kind] += e - s;
-    if (kind != K_POLL || !o->polls) return;
-    if (o->npolls && o->polls[o->npolls - 1].end == s) o->polls[o->npolls - 1].end = e;
-    else o->polls[o->npolls++] = (d9m_span_interval){s, e, o->task};
-}
+typedef struct piece {
+    uint64_t s, e;
+    int kind;
+} piece;
 
-/* The split over one task without a sort or a copy: its intervals since the oldest open span
- * began, read in place, then its state after them (as collect_task). False when two of them
- * overlap (polls of one task overlapping, a wake during a poll): the caller takes the union
- * then. m->merged gets the in-poll intervals. */
-static bool split_one_task(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi, uint64_t len[K_KINDS],
-                           size_t *npolls, bool *ok) {
-    *ok = true;
-    if (!m->no_intervals && !grow((void **)&m->merged, &m->merged_cap, t->n - t->head + 2, sizeof *m->merged)) {
-        *ok = false;
+static bool piece_next(piece_iter *it, piece *p) {
+    const task_state *t = it->t;
+    for (;;) {
+        uint64_t s, e;
+        int kind;
+        if (it->phase < 3 && it->i == t->n) it->phase = 3;
+        if (it->phase < 3) {
+            const cycle *c = &t->cy[it->i];
+            if (it->phase == 0) {
+                s = c->wait_from, e = c->since, kind = K_WAIT, it->phase = 1;
+            } else if (it->phase == 1) {
+                s = c->since, e = c->start, kind = K_QUEUED, it->phase = 2;
+            } else {
+                s = c->start, e = c->end, kind = K_POLL, it->phase = 0;
+                it->i++;
+            }
+        } else if (it->phase == 5) {
+            return false;
+        } else { /* after its last record: woken and not polled yet, or waiting for a wake */
+            bool pending = d9m_wake_pending(&t->wake);
+            uint64_t since = t->wake.first_wake;
+            if (t->polled && t->wake.last_poll_end > since) since = t->wake.last_poll_end;
+            if (it->phase == 3) {
+                it->phase = 4;
+                if (!pending || !t->polled) continue;
+                s = t->wake.last_poll_end, e = since, kind = K_WAIT;
+            } else {
+                it->phase = 5;
+                if (!pending && !t->polled) continue;
+                s = pending ? since : t->wake.last_poll_end, e = it->hi, kind = pending ? K_QUEUED : K_WAIT;
+            }
+        }
+        if (s < it->lo) s = it->lo;
+        if (e > it->hi) e = it->hi;
+        if (e <= s) continue;
+        *p = (piece){s, e, kind};
         return true;
     }
-    one_task_sum o = {.polls = m->no_intervals ? NULL : m->merged, .task = t->id};
-    for (size_t i = first_cycle(t, lo); i < t->n && !o.overlap; i++) {
-        const cycle *c = &t->cy[i];
-        sum_piece(&o, K_WAIT, c->wait_from, c->since, lo, hi);
-        sum_piece(&o, K_QUEUED, c->since, c->start, lo, hi);
-        sum_piece(&o, K_POLL, c->start, c->end, lo, hi);
+}
+
+static piece_iter pieces(const task_state *t, uint64_t lo, uint64_t hi) {
+    return (piece_iter){.t = t, .i = t ? first_cycle(t, lo) : 0, .phase = t ? 0 : 5, .lo = lo, .hi = hi};
+}
+
+/* The split of [lo, hi) over its first task ta and its second tb (either may be NULL) in one walk
+ * over their pieces, which come in time order, each task's disjoint: at each instant the
+ * lowest kind of the two (poll, then queued, then wait) counts, as the union of each kind's
+ * intervals gives it. With attr, the in-poll instants are split by cause on the way (the poll of
+ * ta where ta is polled, else tb's), from the tasks' gaps and off-CPU intervals read in place
+ * (both tasks' in time order and disjoint). False when out of memory. */
+static bool split_walk(d9m_spans *m, const task_state *ta, const task_state *tb, uint64_t lo, uint64_t hi,
+                       uint64_t len[K_KINDS], d9m_parts *attr) {
+    piece_iter ia = pieces(ta, lo, hi), ib = pieces(tb, lo, hi);
+    piece pa = {0}, pb = {0};
+    bool ha = piece_next(&ia, &pa), hb = piece_next(&ib, &pb);
+    piece_cursor ca = {.t = ta, .si = ta && attr ? first_sub(ta, lo) : 0};
+    piece_cursor cb = {.t = tb, .si = tb && attr ? first_sub(tb, lo) : 0};
+    uint64_t x = lo;
+    while (ha || hb) {
+        if (ha && pa.e <= x) {
+            ha = piece_next(&ia, &pa);
+            continue;
+        }
+        if (hb && pb.e <= x) {
+            hb = piece_next(&ib, &pb);
+            continue;
+        }
+        uint64_t y = UINT64_MAX;
+        int ka = K_KINDS, kb = K_KINDS;
+        if (ha) {
+            if (pa.s <= x) ka = pa.kind, y = pa.e;
+            else y = pa.s;
+        }
+        if (hb) {
+            if (pb.s <= x) kb = pb.kind, y = pb.e < y ? pb.e : y;
+            else y = pb.s < y ? pb.s : y;
+        }
+        int k = ka < kb ? ka : kb;
+        if (k < K_KINDS) {
+            len[k] += y - x;
+            if (k == K_POLL && attr &&
+                !attribute_piece_in_place(m, ka == K_POLL ? &ca : &cb, x, y, attr))
+                return false;
+        }
+        x = y;
     }
-    if (d9m_wake_pending(&t->wake)) {
-        uint64_t since = t->wake.first_wake;
-        if (t->polled && t->wake.last_poll_end > since) since = t->wake.last_poll_end;
-        if (t->polled) sum_piece(&o, K_WAIT, t->wake.last_poll_end, since, lo, hi);
-        sum_piece(&o, K_QUEUED, since, hi, lo, hi);
-    } else if (t->polled) {
-        sum_piece(&o, K_WAIT, t->wake.last_poll_end, hi, lo, hi);
-    }
-    if (o.overlap) return false;
-    len[K_POLL] = o.len[K_POLL];
-    len[K_QUEUED] = len[K_POLL] + o.len[K_QUEUED];
-    len[K_WAIT] = len[K_QUEUED] + o.len[K_WAIT];
-    *npolls = o.npolls;
     return true;
 }
 
-/* The general split: the tasks' intervals collected, sorted and united. */
-static int split_union(d9m_spans *m, const task_state *tbegin, const task_state *tend, uint64_t lo, uint64_t hi,
-                       uint64_t len[K_KINDS], size_t *n) {
+/* The general split, for tasks whose polls overlap: their intervals collected, sorted and
+ * united; len gets each kind's part (what its union adds to the kinds before it). */
+static int split_union(d9m_spans *m, const task_state *ta, const task_state *tb, uint64_t lo, uint64_t hi,
+                       uint64_t len[K_KINDS]) {
     m->tmp_n = 0;
-    if (!collect_task(m, tbegin, lo, hi) || !collect_task(m, tend, lo, hi)) return -1;
+    if (!collect_task(m, ta, lo, hi) || !collect_task(m, tb, lo, hi)) return -1;
     if (m->tmp_n > 64) qsort(m->tmp, m->tmp_n, sizeof *m->tmp, cmp_start);
     else sort_by_start(m->tmp, m->tmp_n);
-    if (m->no_intervals) {
-        unions(m, len, NULL, n);
-        return 0;
-    }
-    if (!grow((void **)&m->merged, &m->merged_cap, m->tmp_n + 1, sizeof *m->merged)) return -1;
-    unions(m, len, m->merged, n);
+    uint64_t u[K_KINDS];
+    unions(m, u);
+    len[K_POLL] = u[K_POLL];
+    len[K_QUEUED] = u[K_QUEUED] - u[K_POLL];
+    len[K_WAIT] = u[K_WAIT] - u[K_QUEUED];
     return 0;
 }
+
+static bool subs_in_place(const task_state *t) { return !t || !t->sub_overlap; }
+static bool no_subs(const task_state *t) { return !t || t->sn == t->shead; }
 
 /* Split s over its tasks and report it; begin_t: its begin task's state when the span began
  * (NULL: looked up by id now), end_t its end task's. */
@@ -737,39 +798,28 @@ static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const ta
     uint64_t lo = s->begin_ts, hi = s->end_ts > s->begin_ts ? s->end_ts : s->begin_ts;
     uint64_t elapsed = hi - lo;
     lo = unknown_until(m, lo, hi); /* [begin, lo) unknown */
-    size_t n = 0;
-    uint64_t len[K_KINDS] = {0};
-    bool fast = false;
-    /* the span's tasks, looked up once: the split and the split by cause read both */
+    /* the span's tasks, looked up once */
     const task_state *tbegin = !s->begin_task ? NULL : begin_t ? begin_t : task_find(m, s->begin_task);
     const task_state *tend = !s->end_task ? NULL : end_t ? end_t : task_find(m, s->end_task);
     /* one task: the same state at both ends (an id the reader saw again after its task's
-     * termination is another task: then two) */
+     * termination is another task: then two). The first is the task it began in, else the one
+     * it ended in; the second, the one it ended in when another. */
     bool one = !s->begin_task || !s->end_task || tend == tbegin;
-    if (one && s->begin_task) tend = NULL;
-    if (one) { /* one task, or none */
-        const task_state *t = s->begin_task ? tbegin : tend;
-        bool ok = true;
-        fast = !t || split_one_task(m, t, lo, hi, len, &n, &ok);
-        if (!ok) return -1;
-    }
-    if (!fast && split_union(m, tbegin, tend, lo, hi, len, &n) != 0) return -1;
-    uint64_t u_poll = len[K_POLL], u_queued = len[K_QUEUED], u_wait = len[K_WAIT];
-    /* higher kinds take precedence: each part is what its union adds to the ones before */
-    s->parts = (d9m_span_parts){.poll_ns = u_poll, .queued_ns = u_queued - u_poll,
-                                .wait_ns = u_wait - u_queued, .unknown_ns = elapsed - u_wait};
-    /* the first is the task it began in, else the one it ended in; the second, the one it
-     * ended in when another */
-    if (!split_polls(m, s->begin_task ? tbegin : tend, s->begin_task ? tend : NULL, lo, hi, u_poll,
-                     &s->poll_parts))
+    const task_state *ta = s->begin_task ? tbegin : tend, *tb = one ? NULL : tend;
+    uint64_t len[K_KINDS] = {0};
+    bool walk = (!ta || ta->overlap_end <= lo) && (!tb || tb->overlap_end <= lo);
+    bool attr_in_walk = walk && subs_in_place(ta) && subs_in_place(tb) && !(no_subs(ta) && no_subs(tb));
+    s->poll_parts = (d9m_parts){{0}};
+    m->nstk = 0;
+    if (walk ? !split_walk(m, ta, tb, lo, hi, len, attr_in_walk ? &s->poll_parts : NULL)
+             : split_union(m, ta, tb, lo, hi, len) != 0)
         return -1;
-    s->polls = m->no_intervals ? NULL : m->merged;
-    s->npolls = m->no_intervals ? 0 : n;
+    s->parts = (d9m_span_parts){.poll_ns = len[K_POLL], .queued_ns = len[K_QUEUED], .wait_ns = len[K_WAIT],
+                                .unknown_ns = elapsed - len[K_POLL] - len[K_QUEUED] - len[K_WAIT]};
+    if (!attr_in_walk && !split_polls(m, ta, tb, lo, hi, len[K_POLL], &s->poll_parts)) return -1;
     s->poll_stacks = m->stk;
     s->npoll_stacks = m->nstk;
     if (m->done) m->done(m->ctx, s);
-    s->polls = NULL;
-    s->npolls = 0;
     s->poll_stacks = NULL;
     s->npoll_stacks = 0;
     return 0;

@@ -226,6 +226,19 @@ static inline void check_order(task_state *t, uint64_t s, uint64_t e) {
     if (e > t->reach_all) t->reach_all = e;
 }
 
+/* Room for k more entries in an array whose entries [head, n) are live: the dead front's slots
+ * reused first, else the array grown. Out of line: the appends below stay short. */
+static __attribute__((noinline)) bool make_room(void **v, size_t *cap, size_t *head, size_t *n, size_t k,
+                                                size_t size) {
+    if (*head > 0) {
+        memmove(*v, (char *)*v + *head * size, (*n - *head) * size);
+        *n -= *head;
+        *head = 0;
+        if (*cap - *n >= k) return true;
+    }
+    return grow(v, cap, *n + k, size);
+}
+
 static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
     check_order(t, c.wait_from, c.since);
     check_order(t, c.since, c.start);
@@ -233,40 +246,43 @@ static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
     if (c.end < t->reach_all || c.end < c.start) /* its state after it starts before that */
         t->overlap_end = t->reach_all > c.start ? t->reach_all : c.start;
     uint64_t from = keep_from(m);
+    /* records whose pieces all end by then (their running reach: the first that reaches past
+     * stays, and those after it) */
     while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
     if (t->head == t->n) t->head = t->n = 0;
-    if (cycle_last(&c) <= from) return 0;
-    if (t->n == t->cap && t->head > 0) { /* reuse the pruned front before growing */
-        memmove(t->cy, t->cy + t->head, (t->n - t->head) * sizeof *t->cy);
-        t->n -= t->head;
-        t->head = 0;
-    }
-    if (!grow((void **)&t->cy, &t->cap, t->n + 1, sizeof *t->cy)) return -1;
-    c.reach = cycle_last(&c);
-    if (t->n && t->cy[t->n - 1].reach > c.reach) c.reach = t->cy[t->n - 1].reach;
+    uint64_t last = cycle_last(&c);
+    if (last <= from) return 0;
+    if (t->n == t->cap && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, 1, sizeof *t->cy)) return -1;
+    uint64_t prev = t->n ? t->cy[t->n - 1].reach : 0;
+    c.reach = last > prev ? last : prev;
     t->cy[t->n++] = c;
     return 0;
+}
+
+/* Its gaps and off-CPU intervals that end by `from` can count in no span any more. */
+static inline void prune_subs(task_state *t, uint64_t from) {
+    while (t->shead < t->sn && t->sub[t->shead].end <= from) t->shead++;
+    if (t->shead == t->sn) {
+        t->shead = t->sn = 0;
+        t->sub_overlap = false;
+    }
+}
+
+/* [start, end) nonempty, room made. */
+static inline void push_sub(task_state *t, uint64_t start, uint64_t end, uint8_t part, uint32_t stack) {
+    uint64_t prev = t->sn ? t->sub[t->sn - 1].reach : 0;
+    if (start < prev) t->sub_overlap = true;
+    t->sub[t->sn++] = (sub_ival){start, end, end > prev ? end : prev, stack, part};
 }
 
 static int add_sub(d9m_spans *m, task_state *t, uint64_t start, uint64_t end, uint8_t part,
                    uint32_t stack) {
     if (end <= start) return 0;
     uint64_t from = keep_from(m);
-    while (t->shead < t->sn && t->sub[t->shead].end <= from) t->shead++;
-    if (t->shead == t->sn) {
-        t->shead = t->sn = 0;
-        t->sub_overlap = false;
-    }
+    prune_subs(t, from);
     if (end <= from) return 0;
-    if (t->sn == t->scap && t->shead > 0) {
-        memmove(t->sub, t->sub + t->shead, (t->sn - t->shead) * sizeof *t->sub);
-        t->sn -= t->shead;
-        t->shead = 0;
-    }
-    if (!grow((void **)&t->sub, &t->scap, t->sn + 1, sizeof *t->sub)) return -1;
-    if (t->sn && start < t->sub[t->sn - 1].reach) t->sub_overlap = true;
-    uint64_t reach = t->sn && t->sub[t->sn - 1].reach > end ? t->sub[t->sn - 1].reach : end;
-    t->sub[t->sn++] = (sub_ival){start, end, reach, stack, part};
+    if (t->sn == t->scap && !make_room((void **)&t->sub, &t->scap, &t->shead, &t->sn, 1, sizeof *t->sub)) return -1;
+    push_sub(t, start, end, part, stack);
     return 0;
 }
 
@@ -353,8 +369,21 @@ int d9m_spans_poll_gap(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to) 
 
 int d9m_spans_task_poll_gaps(d9m_spans *m, d9m_span_task *t, const d9m_attr_poll *p) {
     if (!t || !t->polled) return 0;
-    for (uint32_t i = 0; i < p->ngaps; i++)
-        if (task_poll_gap(m, t, p->gaps[i].from, p->gaps[i].to) != 0) return -1;
+    uint64_t from = keep_from(m); /* as add_sub for each, with one pruning and one room check */
+    bool pruned = false;
+    for (uint32_t i = 0; i < p->ngaps; i++) {
+        uint64_t a = p->gaps[i].from > t->poll_start ? p->gaps[i].from : t->poll_start;
+        uint64_t b = p->gaps[i].to < t->poll_end ? p->gaps[i].to : t->poll_end;
+        if (b <= a) continue;
+        if (!pruned) {
+            prune_subs(t, from);
+            pruned = true;
+        }
+        if (b <= from) continue;
+        if (t->sn == t->scap && !make_room((void **)&t->sub, &t->scap, &t->shead, &t->sn, p->ngaps - i, sizeof *t->sub))
+            return -1;
+        push_sub(t, a, b, D9M_PART_UNKNOWN, D9M_SPAN_NO_STACK);
+    }
     return 0;
 }
 

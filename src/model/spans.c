@@ -102,7 +102,9 @@ struct d9m_spans {
     size_t ndead, cap_dead;
     uint64_t stray_ends, reopened;
     /* scratch for one span's split */
-    ival_task *tmp;            /* the span's tasks' intervals, clipped */
+    struct piece *pcs;         /* the span's tasks' pieces (split_walk) */
+    size_t pcs_cap;
+    ival_task *tmp;            /* the span's tasks' intervals, clipped (split_union) */
     size_t tmp_n, tmp_cap;
     /* scratch for the split of its in-poll part by cause */
     d9m_span_interval *pa, *pb; /* the polls of its first and second task */
@@ -137,6 +139,7 @@ void d9m_spans_free(d9m_spans *m) {
     free(m->open);
     free(m->bq);
     free(m->tmp);
+    free(m->pcs);
     free(m->dead);
     free(m->pa);
     free(m->pb);
@@ -698,103 +701,111 @@ static uint64_t unknown_until(const d9m_spans *m, uint64_t lo, uint64_t hi) {
     return a > 0 && c->drops[a - 1].ts > lo ? c->drops[a - 1].ts : lo;
 }
 
-/* A task's pieces inside [lo, hi) in time order (its records' wait, queued and poll pieces, then
- * its state after them, as collect_task pushes them), clipped, the empty ones skipped. In time
- * order and disjoint unless the task's polls overlap (task_state.overlap_end). */
-typedef struct piece_iter {
-    const task_state *t;
-    size_t i;  /* the next record */
-    int phase; /* 0..2: that record's wait, queued, poll; 3, 4: the state after the records; 5: done */
-    uint64_t lo, hi;
-} piece_iter;
-
+/* A piece of a task's time inside a span: [s, e) of kind K_POLL, K_QUEUED or K_WAIT. */
 typedef struct piece {
     uint64_t s, e;
     int kind;
 } piece;
 
-static bool piece_next(piece_iter *it, piece *p) {
-    const task_state *t = it->t;
-    for (;;) {
-        uint64_t s, e;
-        int kind;
-        if (it->phase < 3 && it->i == t->n) it->phase = 3;
-        if (it->phase < 3) {
-            const cycle *c = &t->cy[it->i];
-            if (it->phase == 0) {
-                s = c->wait_from, e = c->since, kind = K_WAIT, it->phase = 1;
-            } else if (it->phase == 1) {
-                s = c->since, e = c->start, kind = K_QUEUED, it->phase = 2;
-            } else {
-                s = c->start, e = c->end, kind = K_POLL, it->phase = 0;
-                it->i++;
-            }
-        } else if (it->phase == 5) {
-            return false;
-        } else { /* after its last record: woken and not polled yet, or waiting for a wake */
-            bool pending = d9m_wake_pending(&t->wake);
-            uint64_t since = t->wake.first_wake;
-            if (t->polled && t->wake.last_poll_end > since) since = t->wake.last_poll_end;
-            if (it->phase == 3) {
-                it->phase = 4;
-                if (!pending || !t->polled) continue;
-                s = t->wake.last_poll_end, e = since, kind = K_WAIT;
-            } else {
-                it->phase = 5;
-                if (!pending && !t->polled) continue;
-                s = pending ? since : t->wake.last_poll_end, e = it->hi, kind = pending ? K_QUEUED : K_WAIT;
-            }
-        }
-        if (s < it->lo) s = it->lo;
-        if (e > it->hi) e = it->hi;
-        if (e <= s) continue;
-        *p = (piece){s, e, kind};
-        return true;
-    }
+static inline size_t put_piece(piece *out, size_t n, uint64_t s, uint64_t e, int kind, uint64_t lo, uint64_t hi) {
+    if (s < lo) s = lo;
+    if (e > hi) e = hi;
+    out[n] = (piece){s, e, kind};
+    return n + (e > s); /* an empty one is overwritten by the next */
 }
 
-static piece_iter pieces(const task_state *t, uint64_t lo, uint64_t hi) {
-    return (piece_iter){.t = t, .i = t ? first_cycle(t, lo) : 0, .phase = t ? 0 : 5, .lo = lo, .hi = hi};
+/* Task t's pieces inside [lo, hi) into out (room for 3 a record from `first` on, and 2): its
+ * records' wait, queued and poll pieces, then its state after them (as collect_task pushes
+ * them), clipped, the empty ones left out. In time order and disjoint unless the task's polls
+ * overlap (task_state.overlap_end). Their number. */
+static size_t task_pieces(const task_state *t, size_t first, uint64_t lo, uint64_t hi, piece *out) {
+    size_t n = 0;
+    for (size_t i = first; i < t->n; i++) {
+        const cycle *c = &t->cy[i];
+        n = put_piece(out, n, c->wait_from, c->since, K_WAIT, lo, hi);
+        n = put_piece(out, n, c->since, c->start, K_QUEUED, lo, hi);
+        n = put_piece(out, n, c->start, c->end, K_POLL, lo, hi);
+    }
+    uint64_t lpe = t->wake.last_poll_end;
+    if (d9m_wake_pending(&t->wake)) { /* woken, its poll not started by hi */
+        uint64_t since = t->polled && lpe > t->wake.first_wake ? lpe : t->wake.first_wake;
+        if (t->polled) n = put_piece(out, n, lpe, since, K_WAIT, lo, hi);
+        n = put_piece(out, n, since, hi, K_QUEUED, lo, hi);
+    } else if (t->polled) {
+        n = put_piece(out, n, lpe, hi, K_WAIT, lo, hi);
+    }
+    return n;
+}
+
+/* The pieces of task t (NULL: none) into the scratch from index at; false when out of memory. */
+static bool pieces_of(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi, size_t at, size_t *n) {
+    *n = 0;
+    if (!t) return true;
+    size_t first = first_cycle(t, lo), need = at + 3 * (t->n - first) + 2;
+    if (need > m->pcs_cap && !grow((void **)&m->pcs, &m->pcs_cap, need, sizeof *m->pcs)) return false;
+    *n = task_pieces(t, first, lo, hi, m->pcs + at);
+    return true;
+}
+
+/* [a, b) of a poll of the cursor's task by cause, its gaps and off-CPU intervals read in place
+ * (found from lo at the first piece that needs them). */
+static inline bool attribute_walked(d9m_spans *m, piece_cursor *c, uint64_t lo, uint64_t a, uint64_t b,
+                                    d9m_parts *out) {
+    if (c->t->sn == c->t->shead) { /* no gap, no off-CPU interval: the usual poll */
+        out->ns[D9M_PART_ON_CPU] += b - a;
+        return true;
+    }
+    if (c->si == SIZE_MAX) c->si = first_sub(c->t, lo);
+    return attribute_piece_in_place(m, c, a, b, out);
 }
 
 /* The split of [lo, hi) over its first task ta and its second tb (either may be NULL) in one walk
- * over their pieces, which come in time order, each task's disjoint: at each instant the
- * lowest kind of the two (poll, then queued, then wait) counts, as the union of each kind's
- * intervals gives it. With attr, the in-poll instants are split by cause on the way (the poll of
- * ta where ta is polled, else tb's), from the tasks' gaps and off-CPU intervals read in place
- * (both tasks' in time order and disjoint). False when out of memory. */
+ * over their pieces, each task's in time order and disjoint: at each instant the lowest kind of
+ * the two (poll, then queued, then wait) counts, as the union of each kind's intervals gives it.
+ * With attr, the in-poll instants are split by cause on the way (the poll of ta where ta is
+ * polled, else tb's), from the tasks' gaps and off-CPU intervals read in place (both tasks' in
+ * time order and disjoint). False when out of memory. */
 static bool split_walk(d9m_spans *m, const task_state *ta, const task_state *tb, uint64_t lo, uint64_t hi,
                        uint64_t len[K_KINDS], d9m_parts *attr) {
-    piece_iter ia = pieces(ta, lo, hi), ib = pieces(tb, lo, hi);
-    piece pa = {0}, pb = {0};
-    bool ha = piece_next(&ia, &pa), hb = piece_next(&ib, &pb);
-    piece_cursor ca = {.t = ta, .si = ta && attr ? first_sub(ta, lo) : 0};
-    piece_cursor cb = {.t = tb, .si = tb && attr ? first_sub(tb, lo) : 0};
+    size_t na, nb;
+    if (!pieces_of(m, ta, lo, hi, 0, &na)) return false;
+    if (!pieces_of(m, tb, lo, hi, na, &nb)) return false;
+    const piece *pa = m->pcs, *pb = m->pcs + na;
+    piece_cursor ca = {.t = ta, .si = SIZE_MAX}, cb = {.t = tb, .si = SIZE_MAX};
+    if (nb == 0) { /* one task: its pieces as they are */
+        for (size_t i = 0; i < na; i++) {
+            len[pa[i].kind] += pa[i].e - pa[i].s;
+            if (pa[i].kind == K_POLL && attr && !attribute_walked(m, &ca, lo, pa[i].s, pa[i].e, attr))
+                return false;
+        }
+        return true;
+    }
+    size_t i = 0, j = 0;
     uint64_t x = lo;
-    while (ha || hb) {
-        if (ha && pa.e <= x) {
-            ha = piece_next(&ia, &pa);
+    while (i < na || j < nb) {
+        if (i < na && pa[i].e <= x) {
+            i++;
             continue;
         }
-        if (hb && pb.e <= x) {
-            hb = piece_next(&ib, &pb);
+        if (j < nb && pb[j].e <= x) {
+            j++;
             continue;
         }
         uint64_t y = UINT64_MAX;
         int ka = K_KINDS, kb = K_KINDS;
-        if (ha) {
-            if (pa.s <= x) ka = pa.kind, y = pa.e;
-            else y = pa.s;
+        if (i < na) {
+            if (pa[i].s <= x) ka = pa[i].kind, y = pa[i].e;
+            else y = pa[i].s;
         }
-        if (hb) {
-            if (pb.s <= x) kb = pb.kind, y = pb.e < y ? pb.e : y;
-            else y = pb.s < y ? pb.s : y;
+        if (j < nb) {
+            if (pb[j].s <= x) kb = pb[j].kind, y = pb[j].e < y ? pb[j].e : y;
+            else y = pb[j].s < y ? pb[j].s : y;
         }
         int k = ka < kb ? ka : kb;
         if (k < K_KINDS) {
             len[k] += y - x;
             if (k == K_POLL && attr &&
-                !attribute_piece_in_place(m, ka == K_POLL ? &ca : &cb, x, y, attr))
+                !attribute_walked(m, ka == K_POLL ? &ca : &cb, lo, x, y, attr))
                 return false;
         }
         x = y;

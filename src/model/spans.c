@@ -18,12 +18,16 @@ typedef struct cycle {
                        array: nondecreasing, so a span's split finds its first record by a
                        binary search instead of reading every record since the oldest open
                        span began */
+    bool unknown;   /* all of its poll is unknown: a gap over all of it, or off-CPU intervals
+                       of its thread overlapping (a broken trace); kept here, not as a gap among
+                       the task's gaps and off-CPU intervals, so that its off-CPU intervals stay
+                       in order there and the split reads them in place */
 } cycle;
 
 typedef struct d9m_span_interval {
     uint64_t start, end; /* [start, end) ns */
     uint64_t task;
-} d9m_span_interval;
+} d9m_span_interval; /* a poll of a task inside a span */
 
 typedef struct ival_task {
     uint64_t start, end, task;
@@ -52,6 +56,7 @@ typedef struct d9m_span_task {
                          them; else it reads them in place (split_polls) */
     uint64_t poll_start, poll_end, last_off_end; /* its latest poll, its latest off interval */
     uint64_t reach_all;   /* the latest end of its pieces so far */
+    bool latest_kept;     /* cy[n - 1] is its latest poll's record */
     uint64_t overlap_end; /* its pieces overlap before this time (0: never) */
     uint32_t gen;         /* bumped when the state is reused (d9m_span_task_gen) */
     bool dead;            /* terminated, kept until no span is open */
@@ -254,11 +259,13 @@ static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
     while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
     if (t->head == t->n) t->head = t->n = 0;
     uint64_t last = cycle_last(&c);
+    t->latest_kept = false;
     if (last <= from) return 0;
     if (t->n == t->cap && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, 1, sizeof *t->cy)) return -1;
     uint64_t prev = t->n ? t->cy[t->n - 1].reach : 0;
     c.reach = last > prev ? last : prev;
     t->cy[t->n++] = c;
+    t->latest_kept = true;
     return 0;
 }
 
@@ -342,7 +349,7 @@ int d9m_spans_task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t
     if (d9m_wake_poll(&t->wake, start, end, &link)) since = link.runnable_since;
     /* before its first poll the task's state is unknown, but for the wake that led to it */
     uint64_t wait_from = polled && prev_end < since ? prev_end : since;
-    if (add_cycle(m, t, (cycle){wait_from, since, start, end, 0}) != 0) return -1;
+    if (add_cycle(m, t, (cycle){wait_from, since, start, end, 0, false}) != 0) return -1;
     t->polled = true;
     t->poll_start = start;
     t->poll_end = end;
@@ -359,9 +366,18 @@ int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
 
 void d9m_spans_set_coverage(d9m_spans *m, const d9m_coverage *c) { m->cov = c; }
 
+/* All of the task's latest poll is unknown (when no span can read it, its record is gone). */
+static void latest_unknown(task_state *t) {
+    if (t->latest_kept) t->cy[t->n - 1].unknown = true;
+}
+
 static int task_poll_gap(d9m_spans *m, task_state *t, uint64_t from, uint64_t to) {
     if (from < t->poll_start) from = t->poll_start;
     if (to > t->poll_end) to = t->poll_end;
+    if (from == t->poll_start && to == t->poll_end && to > from) { /* a governed recording's usual gap */
+        latest_unknown(t);
+        return 0;
+    }
     return add_sub(m, t, from, to, D9M_PART_UNKNOWN, D9M_SPAN_NO_STACK);
 }
 
@@ -378,6 +394,10 @@ int d9m_spans_task_poll_gaps(d9m_spans *m, d9m_span_task *t, const d9m_attr_poll
         uint64_t a = p->gaps[i].from > t->poll_start ? p->gaps[i].from : t->poll_start;
         uint64_t b = p->gaps[i].to < t->poll_end ? p->gaps[i].to : t->poll_end;
         if (b <= a) continue;
+        if (a == t->poll_start && b == t->poll_end) { /* as task_poll_gap */
+            latest_unknown(t);
+            continue;
+        }
         if (!pruned) {
             prune_subs(t, from);
             pruned = true;
@@ -397,8 +417,10 @@ int d9m_spans_poll_gaps(d9m_spans *m, uint64_t task, const d9m_attr_poll *p) {
 static int task_poll_off(d9m_spans *m, task_state *t, uint64_t from, uint64_t to, d9m_part part, uint32_t stack) {
     if (!t || !t->polled || from >= t->poll_end || to <= from) return 0;
     if (part == D9M_PART_ON_CPU || part >= D9M_PART_UNKNOWN) part = D9M_PART_BLOCKED_OTHER;
-    if (from < t->last_off_end) /* overlapping intervals of one thread: the poll is unknown */
-        return add_sub(m, t, t->poll_start, t->poll_end, D9M_PART_UNKNOWN, D9M_SPAN_NO_STACK);
+    if (from < t->last_off_end) { /* overlapping intervals of one thread: the poll is unknown */
+        if (t->poll_end > t->poll_start) latest_unknown(t);
+        return 0;
+    }
     if (to > t->poll_end) to = t->poll_end; /* the task's next poll may run on another thread */
     t->last_off_end = to;
     return add_sub(m, t, from, to, (uint8_t)part, part == D9M_PART_BLOCKED_OTHER ? stack : D9M_SPAN_NO_STACK);
@@ -531,13 +553,17 @@ static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_
         const cycle *v = &t->cy[i];
         uint64_t a = v->start > lo ? v->start : lo, b = v->end < hi ? v->end : hi;
         if (b <= a) continue;
+        if (np && a <= (*polls)[np - 1].end) { /* polls of the task overlapping: their union */
+            if (b > (*polls)[np - 1].end) (*polls)[np - 1].end = b;
+            continue;
+        }
         if (!grow((void **)polls, polls_cap, np + 1, sizeof **polls)) return false;
         (*polls)[np++] = (d9m_span_interval){a, b, t->id};
     }
     *npolls = np;
     *ngaps = *noffs = 0;
     if (!subs) return true;
-    size_t need = t->sn - t->shead;
+    size_t need = t->sn - t->shead + np;
     if (!grow((void **)&m->gaps, &m->gaps_cap, need + 1, sizeof *m->gaps) ||
         !grow((void **)&m->offs, &m->offs_cap, need + 1, sizeof *m->offs))
         return false;
@@ -548,6 +574,11 @@ static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_
         if (v.end <= v.start) continue;
         if (v.part == D9M_PART_UNKNOWN) m->gaps[ng++] = v;
         else m->offs[no++] = v;
+    }
+    for (size_t i = first_cycle(t, lo); i < t->n; i++) { /* a poll all unknown: a gap over it */
+        const cycle *v = &t->cy[i];
+        uint64_t a = v->start > lo ? v->start : lo, b = v->end < hi ? v->end : hi;
+        if (v->unknown && b > a) m->gaps[ng++] = (sub_ival){a, b, b, D9M_SPAN_NO_STACK, D9M_PART_UNKNOWN};
     }
     sort_sub(m->gaps, ng);
     sort_sub(m->offs, no);
@@ -635,28 +666,36 @@ static bool attribute_piece_in_place(d9m_spans *m, piece_cursor *c, uint64_t a, 
     return true;
 }
 
-/* [a, b) of a poll of the cursor's task: gap (unknown), off-CPU (its part), else on CPU. */
+/* [a, b) of a poll of the cursor's task (copied): gap (unknown), off-CPU (its part), else on CPU. */
 static bool attribute_piece(d9m_spans *m, piece_cursor *c, uint64_t a, uint64_t b, d9m_parts *out) {
-    if (b <= a) return true;
-    return c->t ? attribute_piece_in_place(m, c, a, b, out) : attribute_piece_copied(m, c, a, b, out);
+    return b <= a || attribute_piece_copied(m, c, a, b, out);
 }
 
-/* A cursor over task t's attribution from lo: in place when its records allow it, else copied
- * (with its polls into *polls either way). */
+/* Task t has gaps or off-CPU intervals, or a poll all unknown, that may reach past lo. */
+static bool attributed(const task_state *t, uint64_t lo) {
+    if (!t) return false;
+    if (t->sn > t->shead) return true;
+    for (size_t i = first_cycle(t, lo); i < t->n; i++)
+        if (t->cy[i].unknown) return true;
+    return false;
+}
+
+/* A cursor over task t's attribution from lo, copied, sorted and united, its polls into *polls. */
 static bool attr_cursor(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi, d9m_span_interval **polls,
                         size_t *polls_cap, size_t *npolls, piece_cursor *c) {
-    bool in_place = !t->sub_overlap;
-    *c = (piece_cursor){.t = in_place ? t : NULL, .si = in_place ? first_sub(t, lo) : 0};
-    return collect_attr(m, t, lo, hi, !in_place, polls, polls_cap, npolls, &c->ng, &c->no);
+    *c = (piece_cursor){0};
+    return collect_attr(m, t, lo, hi, true, polls, polls_cap, npolls, &c->ng, &c->no);
 }
 
 /* The in-poll part of [lo, hi) by cause: the first task's polls, then the second's where the
- * first is not polled (their union is the in-poll part). */
+ * first is not polled (their union is the in-poll part). The side path of split_walk's, for a
+ * task whose polls overlap or whose gaps and off-CPU intervals came out of order: from copies,
+ * sorted, united. */
 static bool split_polls(d9m_spans *m, const task_state *ta, const task_state *tb, uint64_t lo, uint64_t hi,
                         uint64_t poll_ns, d9m_parts *out) {
     *out = (d9m_parts){{0}};
     m->nstk = 0;
-    if ((!ta || ta->sn == ta->shead) && (!tb || tb->sn == tb->shead)) {
+    if (!attributed(ta, lo) && !attributed(tb, lo)) {
         out->ns[D9M_PART_ON_CPU] = poll_ns; /* no gap, no off-CPU interval: the usual poll */
         return true;
     }
@@ -705,12 +744,14 @@ static uint64_t unknown_until(const d9m_spans *m, uint64_t lo, uint64_t hi) {
 typedef struct piece {
     uint64_t s, e;
     int kind;
+    bool unknown; /* a poll all unknown (cycle.unknown) */
 } piece;
 
-static inline size_t put_piece(piece *out, size_t n, uint64_t s, uint64_t e, int kind, uint64_t lo, uint64_t hi) {
+static inline size_t put_piece(piece *out, size_t n, uint64_t s, uint64_t e, int kind, uint64_t lo, uint64_t hi,
+                               bool unknown) {
     if (s < lo) s = lo;
     if (e > hi) e = hi;
-    out[n] = (piece){s, e, kind};
+    out[n] = (piece){s, e, kind, unknown};
     return n + (e > s); /* an empty one is overwritten by the next */
 }
 
@@ -722,17 +763,17 @@ static size_t task_pieces(const task_state *t, size_t first, uint64_t lo, uint64
     size_t n = 0;
     for (size_t i = first; i < t->n; i++) {
         const cycle *c = &t->cy[i];
-        n = put_piece(out, n, c->wait_from, c->since, K_WAIT, lo, hi);
-        n = put_piece(out, n, c->since, c->start, K_QUEUED, lo, hi);
-        n = put_piece(out, n, c->start, c->end, K_POLL, lo, hi);
+        n = put_piece(out, n, c->wait_from, c->since, K_WAIT, lo, hi, false);
+        n = put_piece(out, n, c->since, c->start, K_QUEUED, lo, hi, false);
+        n = put_piece(out, n, c->start, c->end, K_POLL, lo, hi, c->unknown);
     }
     uint64_t lpe = t->wake.last_poll_end;
     if (d9m_wake_pending(&t->wake)) { /* woken, its poll not started by hi */
         uint64_t since = t->polled && lpe > t->wake.first_wake ? lpe : t->wake.first_wake;
-        if (t->polled) n = put_piece(out, n, lpe, since, K_WAIT, lo, hi);
-        n = put_piece(out, n, since, hi, K_QUEUED, lo, hi);
+        if (t->polled) n = put_piece(out, n, lpe, since, K_WAIT, lo, hi, false);
+        n = put_piece(out, n, since, hi, K_QUEUED, lo, hi, false);
     } else if (t->polled) {
-        n = put_piece(out, n, lpe, hi, K_WAIT, lo, hi);
+        n = put_piece(out, n, lpe, hi, K_WAIT, lo, hi, false);
     }
     return n;
 }
@@ -747,10 +788,14 @@ static bool pieces_of(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t h
     return true;
 }
 
-/* [a, b) of a poll of the cursor's task by cause, its gaps and off-CPU intervals read in place
- * (found from lo at the first piece that needs them). */
-static inline bool attribute_walked(d9m_spans *m, piece_cursor *c, uint64_t lo, uint64_t a, uint64_t b,
-                                    d9m_parts *out) {
+/* [a, b) of poll piece p of the cursor's task by cause, its gaps and off-CPU intervals read in
+ * place (found from lo at the first piece that needs them). */
+static inline bool attribute_walked(d9m_spans *m, piece_cursor *c, const piece *p, uint64_t lo, uint64_t a,
+                                    uint64_t b, d9m_parts *out) {
+    if (p->unknown) {
+        out->ns[D9M_PART_UNKNOWN] += b - a;
+        return true;
+    }
     if (c->t->sn == c->t->shead) { /* no gap, no off-CPU interval: the usual poll */
         out->ns[D9M_PART_ON_CPU] += b - a;
         return true;
@@ -775,7 +820,7 @@ static bool split_walk(d9m_spans *m, const task_state *ta, const task_state *tb,
     if (nb == 0) { /* one task: its pieces as they are */
         for (size_t i = 0; i < na; i++) {
             len[pa[i].kind] += pa[i].e - pa[i].s;
-            if (pa[i].kind == K_POLL && attr && !attribute_walked(m, &ca, lo, pa[i].s, pa[i].e, attr))
+            if (pa[i].kind == K_POLL && attr && !attribute_walked(m, &ca, &pa[i], lo, pa[i].s, pa[i].e, attr))
                 return false;
         }
         return true;
@@ -805,7 +850,8 @@ static bool split_walk(d9m_spans *m, const task_state *ta, const task_state *tb,
         if (k < K_KINDS) {
             len[k] += y - x;
             if (k == K_POLL && attr &&
-                !attribute_walked(m, ka == K_POLL ? &ca : &cb, lo, x, y, attr))
+                !(ka == K_POLL ? attribute_walked(m, &ca, &pa[i], lo, x, y, attr)
+                               : attribute_walked(m, &cb, &pb[j], lo, x, y, attr)))
                 return false;
         }
         x = y;
@@ -830,7 +876,6 @@ static int split_union(d9m_spans *m, const task_state *ta, const task_state *tb,
 }
 
 static bool subs_in_place(const task_state *t) { return !t || !t->sub_overlap; }
-static bool no_subs(const task_state *t) { return !t || t->sn == t->shead; }
 
 /* Split s over its tasks and report it; begin_t: its begin task's state when the span began
  * (NULL: looked up by id now), end_t its end task's. */
@@ -848,7 +893,7 @@ static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const ta
     const task_state *ta = s->begin_task ? tbegin : tend, *tb = one ? NULL : tend;
     uint64_t len[K_KINDS] = {0};
     bool walk = (!ta || ta->overlap_end <= lo) && (!tb || tb->overlap_end <= lo);
-    bool attr_in_walk = walk && subs_in_place(ta) && subs_in_place(tb) && !(no_subs(ta) && no_subs(tb));
+    bool attr_in_walk = walk && subs_in_place(ta) && subs_in_place(tb);
     s->poll_parts = (d9m_parts){{0}};
     m->nstk = 0;
     if (walk ? !split_walk(m, ta, tb, lo, hi, len, attr_in_walk ? &s->poll_parts : NULL)

@@ -369,6 +369,10 @@ static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_
         const cycle *v = &t->cy[i];
         uint64_t a = v->start > lo ? v->start : lo, b = v->end < hi ? v->end : hi;
         if (b <= a) continue;
+        if (np && a <= (*polls)[np - 1].end) { /* polls of the task overlapping: their union */
+            if (b > (*polls)[np - 1].end) (*polls)[np - 1].end = b;
+            continue;
+        }
         if (!grow((void **)polls, polls_cap, np + 1, sizeof **polls)) return false;
         (*polls)[np++] = (d9m_span_interval){a, b, t->id};
     }

@@ -225,13 +225,18 @@ static inline uint64_t cycle_last(const cycle *c) { /* where its last piece ends
     return e > c->since ? e : c->since;
 }
 
-/* The task's pieces stay in time order and disjoint while each nonempty one starts at or after
- * the latest end before it; when one does not (its polls overlap), the split of a span that
+/* The task's pieces stay in time order and disjoint while each record's wait, queued and poll
+ * follow each other (wait_from <= since by construction, since <= start <= end) from the
+ * latest end before them on; when they do not (its polls overlap), the split of a span that
  * reaches before the end of what overlaps takes the union (overlap_end). */
-static inline void check_order(task_state *t, uint64_t s, uint64_t e) {
-    if (e <= s) return;
-    if (s < t->reach_all) t->overlap_end = e > t->reach_all ? e : t->reach_all;
-    if (e > t->reach_all) t->reach_all = e;
+static inline void check_order(task_state *t, const cycle *c) {
+    uint64_t first = c->since > c->wait_from ? c->wait_from : c->start > c->since ? c->since : c->start;
+    if (first >= t->reach_all && c->since <= c->start && c->start <= c->end) {
+        t->reach_all = c->end;
+        return;
+    }
+    uint64_t last = cycle_last(c);
+    t->overlap_end = t->reach_all = last > t->reach_all ? last : t->reach_all;
 }
 
 /* Room for k more entries in an array whose entries [head, n) are live: the dead front's slots
@@ -248,11 +253,7 @@ static __attribute__((noinline)) bool make_room(void **v, size_t *cap, size_t *h
 }
 
 static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
-    check_order(t, c.wait_from, c.since);
-    check_order(t, c.since, c.start);
-    check_order(t, c.start, c.end);
-    if (c.end < t->reach_all || c.end < c.start) /* its state after it starts before that */
-        t->overlap_end = t->reach_all > c.start ? t->reach_all : c.start;
+    check_order(t, &c);
     uint64_t from = keep_from(m);
     /* records whose pieces all end by then (their running reach: the first that reaches past
      * stays, and those after it) */
@@ -751,52 +752,11 @@ typedef struct piece {
     bool unknown; /* a poll all unknown (cycle.unknown) */
 } piece;
 
-static inline size_t put_piece(piece *out, size_t n, uint64_t s, uint64_t e, int kind, uint64_t lo, uint64_t hi,
-                               bool unknown) {
-    if (s < lo) s = lo;
-    if (e > hi) e = hi;
-    out[n] = (piece){s, e, kind, unknown};
-    return n + (e > s); /* an empty one is overwritten by the next */
-}
-
-/* Task t's pieces inside [lo, hi) into out (room for 3 a record from `first` on, and 2): its
- * records' wait, queued and poll pieces, then its state after them (as collect_task pushes
- * them), clipped, the empty ones left out. In time order and disjoint unless the task's polls
- * overlap (task_state.overlap_end). Their number. */
-static size_t task_pieces(const task_state *t, size_t first, uint64_t lo, uint64_t hi, piece *out) {
-    size_t n = 0;
-    for (size_t i = first; i < t->n; i++) {
-        const cycle *c = &t->cy[i];
-        n = put_piece(out, n, c->wait_from, c->since, K_WAIT, lo, hi, false);
-        n = put_piece(out, n, c->since, c->start, K_QUEUED, lo, hi, false);
-        n = put_piece(out, n, c->start, c->end, K_POLL, lo, hi, c->unknown);
-    }
-    uint64_t lpe = t->wake.last_poll_end;
-    if (d9m_wake_pending(&t->wake)) { /* woken, its poll not started by hi */
-        uint64_t since = t->polled && lpe > t->wake.first_wake ? lpe : t->wake.first_wake;
-        if (t->polled) n = put_piece(out, n, lpe, since, K_WAIT, lo, hi, false);
-        n = put_piece(out, n, since, hi, K_QUEUED, lo, hi, false);
-    } else if (t->polled) {
-        n = put_piece(out, n, lpe, hi, K_WAIT, lo, hi, false);
-    }
-    return n;
-}
-
-/* The pieces of task t (NULL: none) into the scratch from index at; false when out of memory. */
-static bool pieces_of(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi, size_t at, size_t *n) {
-    *n = 0;
-    if (!t) return true;
-    size_t first = first_cycle(t, lo), need = at + 3 * (t->n - first) + 2;
-    if (need > m->pcs_cap && !grow((void **)&m->pcs, &m->pcs_cap, need, sizeof *m->pcs)) return false;
-    *n = task_pieces(t, first, lo, hi, m->pcs + at);
-    return true;
-}
-
-/* [a, b) of poll piece p of the cursor's task by cause, its gaps and off-CPU intervals read in
- * place (found from lo at the first piece that needs them). */
-static inline bool attribute_walked(d9m_spans *m, piece_cursor *c, const piece *p, uint64_t lo, uint64_t a,
+/* [a, b) of a poll of the cursor's task by cause (its record's unknown flag), its gaps and off-CPU
+ * intervals read in place (found from lo at the first piece that needs them). */
+static inline bool attribute_walked(d9m_spans *m, piece_cursor *c, bool unknown, uint64_t lo, uint64_t a,
                                     uint64_t b, d9m_parts *out) {
-    if (p->unknown) {
+    if (unknown) {
         out->ns[D9M_PART_UNKNOWN] += b - a;
         return true;
     }
@@ -808,6 +768,65 @@ static inline bool attribute_walked(d9m_spans *m, piece_cursor *c, const piece *
     return attribute_piece_in_place(m, c, a, b, out);
 }
 
+/* Where a task's pieces go: kept (out, for the merge of two tasks), or summed as they come (one
+ * task: its pieces are disjoint, each kind's part is their sum), the poll pieces split by cause
+ * on the way when attr is set. */
+typedef struct piece_sink {
+    piece *out;
+    size_t n;
+    uint64_t lo, hi;
+    uint64_t *len;
+    d9m_parts *attr;
+    d9m_spans *m;
+    piece_cursor *c;
+    bool failed;
+} piece_sink;
+
+static inline __attribute__((always_inline)) void put_piece(piece_sink *k, uint64_t s, uint64_t e, int kind,
+                                                            bool unknown) {
+    if (s < k->lo) s = k->lo;
+    if (e > k->hi) e = k->hi;
+    if (k->out) {
+        k->out[k->n] = (piece){s, e, kind, unknown};
+        k->n += e > s; /* an empty one is overwritten by the next */
+        return;
+    }
+    if (e <= s) return;
+    k->len[kind] += e - s;
+    if (kind == K_POLL && k->attr && !attribute_walked(k->m, k->c, unknown, k->lo, s, e, k->attr)) k->failed = true;
+}
+
+/* Task t's pieces inside [lo, hi) from its record `first` on (into k->out: room for 3 a record,
+ * and 2): its records' wait, queued and poll pieces, then its state after them (as
+ * collect_task pushes them), clipped, the empty ones left out. In time order and disjoint unless
+ * the task's polls overlap (task_state.overlap_end). */
+static inline __attribute__((always_inline)) void task_pieces(const task_state *t, size_t first, piece_sink *k) {
+    for (size_t i = first; i < t->n; i++) {
+        const cycle *c = &t->cy[i];
+        put_piece(k, c->wait_from, c->since, K_WAIT, false);
+        put_piece(k, c->since, c->start, K_QUEUED, false);
+        put_piece(k, c->start, c->end, K_POLL, c->unknown);
+    }
+    uint64_t lpe = t->wake.last_poll_end;
+    if (d9m_wake_pending(&t->wake)) { /* woken, its poll not started by hi */
+        uint64_t since = t->polled && lpe > t->wake.first_wake ? lpe : t->wake.first_wake;
+        if (t->polled) put_piece(k, lpe, since, K_WAIT, false);
+        put_piece(k, since, k->hi, K_QUEUED, false);
+    } else if (t->polled) {
+        put_piece(k, lpe, k->hi, K_WAIT, false);
+    }
+}
+
+/* The pieces of task t into the scratch from index at; false when out of memory. */
+static inline __attribute__((always_inline)) bool pieces_of(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi, size_t at, size_t *n) {
+    size_t first = first_cycle(t, lo), need = at + 3 * (t->n - first) + 2;
+    if (need > m->pcs_cap && !grow((void **)&m->pcs, &m->pcs_cap, need, sizeof *m->pcs)) return false;
+    piece_sink k = {.out = m->pcs + at, .lo = lo, .hi = hi};
+    task_pieces(t, first, &k);
+    *n = k.n;
+    return true;
+}
+
 /* The split of [lo, hi) over its first task ta and its second tb (either may be NULL) in one walk
  * over their pieces, each task's in time order and disjoint: at each instant the lowest kind of
  * the two (poll, then queued, then wait) counts, as the union of each kind's intervals gives it.
@@ -816,19 +835,17 @@ static inline bool attribute_walked(d9m_spans *m, piece_cursor *c, const piece *
  * time order and disjoint). False when out of memory. */
 static bool split_walk(d9m_spans *m, const task_state *ta, const task_state *tb, uint64_t lo, uint64_t hi,
                        uint64_t len[K_KINDS], d9m_parts *attr) {
-    size_t na, nb;
-    if (!pieces_of(m, ta, lo, hi, 0, &na)) return false;
-    if (!pieces_of(m, tb, lo, hi, na, &nb)) return false;
-    const piece *pa = m->pcs, *pb = m->pcs + na;
+    if (!ta) ta = tb, tb = NULL; /* no first task: the second is all */
+    if (!ta) return true;
     piece_cursor ca = {.t = ta, .si = SIZE_MAX}, cb = {.t = tb, .si = SIZE_MAX};
-    if (nb == 0) { /* one task: its pieces as they are */
-        for (size_t i = 0; i < na; i++) {
-            len[pa[i].kind] += pa[i].e - pa[i].s;
-            if (pa[i].kind == K_POLL && attr && !attribute_walked(m, &ca, &pa[i], lo, pa[i].s, pa[i].e, attr))
-                return false;
-        }
-        return true;
+    if (!tb) { /* one task: its pieces summed as they come */
+        piece_sink k = {.lo = lo, .hi = hi, .len = len, .attr = attr, .m = m, .c = &ca};
+        task_pieces(ta, first_cycle(ta, lo), &k);
+        return !k.failed;
     }
+    size_t na, nb;
+    if (!pieces_of(m, ta, lo, hi, 0, &na) || !pieces_of(m, tb, lo, hi, na, &nb)) return false;
+    const piece *pa = m->pcs, *pb = m->pcs + na;
     size_t i = 0, j = 0;
     uint64_t x = lo;
     while (i < na || j < nb) {
@@ -854,8 +871,8 @@ static bool split_walk(d9m_spans *m, const task_state *ta, const task_state *tb,
         if (k < K_KINDS) {
             len[k] += y - x;
             if (k == K_POLL && attr &&
-                !(ka == K_POLL ? attribute_walked(m, &ca, &pa[i], lo, x, y, attr)
-                               : attribute_walked(m, &cb, &pb[j], lo, x, y, attr)))
+                !(ka == K_POLL ? attribute_walked(m, &ca, pa[i].unknown, lo, x, y, attr)
+                               : attribute_walked(m, &cb, pb[j].unknown, lo, x, y, attr)))
                 return false;
         }
         x = y;

@@ -92,7 +92,7 @@ static void on_span(void *ctx, const d9m_span *s) {
     for (int p = 0; p < D9M_PARTS; p++) put(l, s->poll_parts.ns[p]);
     d9m_span_stack stk[64];
     size_t n = s->npoll_stacks < 64 ? s->npoll_stacks : 64;
-    memcpy(stk, s->poll_stacks, n * sizeof *stk);
+    if (n) memcpy(stk, s->poll_stacks, n * sizeof *stk);
     qsort(stk, n, sizeof *stk, by_stack);
     for (size_t i = 0; i < n; i++) {
         put(l, stk[i].stack);

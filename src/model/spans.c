@@ -393,6 +393,11 @@ int d9m_spans_poll_gap(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to) 
 
 int d9m_spans_task_poll_gaps(d9m_spans *m, d9m_span_task *t, const d9m_attr_poll *p) {
     if (!t || !t->polled) return 0;
+    if (p->ngaps == 1 && p->gaps[0].from <= t->poll_start && p->gaps[0].to >= t->poll_end &&
+        t->poll_end > t->poll_start) { /* one gap over all of it: a governed recording's poll */
+        latest_unknown(t);
+        return 0;
+    }
     uint64_t from = keep_from(m); /* as add_sub for each, with one pruning and one room check */
     bool pruned = false;
     for (uint32_t i = 0; i < p->ngaps; i++) {

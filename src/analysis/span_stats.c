@@ -67,10 +67,7 @@ void d9a_spans_poll_off(d9a_analysis *a, const worker *w, const d9a_rec *r, bool
 int d9a_spans_start(d9a_analysis *a) {
     if (a->spans.model) return 0;
     a->spans.model = d9m_spans_new(on_span, &a->spans);
-    if (a->spans.model) {
-        d9m_spans_set_coverage(a->spans.model, &a->swcov);
-        d9m_spans_no_intervals(a->spans.model); /* on_span sums the parts only */
-    }
+    if (a->spans.model) d9m_spans_set_coverage(a->spans.model, &a->swcov);
     return a->spans.model ? 0 : -1;
 }
 

@@ -18,7 +18,16 @@ typedef struct cycle {
                        array: nondecreasing, so a span's split finds its first record by a
                        binary search instead of reading every record since the oldest open
                        span began */
+    bool unknown;   /* all of its poll is unknown: a gap over all of it, or off-CPU intervals
+                       of its thread overlapping (a broken trace); kept here, not as a gap among
+                       the task's gaps and off-CPU intervals, so that its off-CPU intervals stay
+                       in order there and the split reads them in place */
 } cycle;
+
+typedef struct d9m_span_interval {
+    uint64_t start, end; /* [start, end) ns */
+    uint64_t task;
+} d9m_span_interval; /* a poll of a task inside a span */
 
 typedef struct ival_task {
     uint64_t start, end, task;
@@ -46,6 +55,9 @@ typedef struct d9m_span_task {
                          poll, a broken trace): the split by cause copies, sorts and unites
                          them; else it reads them in place (split_polls) */
     uint64_t poll_start, poll_end, last_off_end; /* its latest poll, its latest off interval */
+    uint64_t reach_all;   /* the latest end of its pieces so far */
+    bool latest_kept;     /* cy[n - 1] is its latest poll's record */
+    uint64_t overlap_end; /* its pieces overlap before this time (0: never) */
     uint32_t gen;         /* bumped when the state is reused (d9m_span_task_gen) */
     bool dead;            /* terminated, kept until no span is open */
     bool in_index;        /* found by id (task_index) */
@@ -94,12 +106,11 @@ struct d9m_spans {
     task_state **dead;         /* terminated tasks to forget once no span is open */
     size_t ndead, cap_dead;
     uint64_t stray_ends, reopened;
-    bool no_intervals;         /* the reader reads no d9m_span.polls (d9m_spans_no_intervals) */
     /* scratch for one span's split */
-    ival_task *tmp;            /* the span's tasks' intervals, clipped */
+    struct piece *pcs;         /* the span's tasks' pieces (split_walk) */
+    size_t pcs_cap;
+    ival_task *tmp;            /* the span's tasks' intervals, clipped (split_union) */
     size_t tmp_n, tmp_cap;
-    d9m_span_interval *merged; /* the union of its polls */
-    size_t merged_cap;
     /* scratch for the split of its in-poll part by cause */
     d9m_span_interval *pa, *pb; /* the polls of its first and second task */
     size_t pa_cap, pb_cap;
@@ -133,8 +144,8 @@ void d9m_spans_free(d9m_spans *m) {
     free(m->open);
     free(m->bq);
     free(m->tmp);
+    free(m->pcs);
     free(m->dead);
-    free(m->merged);
     free(m->pa);
     free(m->pb);
     free(m->gaps);
@@ -142,8 +153,6 @@ void d9m_spans_free(d9m_spans *m) {
     free(m->stk);
     free(m);
 }
-
-void d9m_spans_no_intervals(d9m_spans *m) { m->no_intervals = true; }
 
 uint64_t d9m_spans_stray_ends(const d9m_spans *m) { return m->stray_ends; }
 uint64_t d9m_spans_reopened(const d9m_spans *m) { return m->reopened; }
@@ -216,42 +225,75 @@ static inline uint64_t cycle_last(const cycle *c) { /* where its last piece ends
     return e > c->since ? e : c->since;
 }
 
+/* The task's pieces stay in time order and disjoint while each record's wait, queued and poll
+ * follow each other (wait_from <= since by construction, since <= start <= end) from the
+ * latest end before them on; when they do not (its polls overlap), the split of a span that
+ * reaches before the end of what overlaps takes the union (overlap_end). */
+static inline void check_order(task_state *t, const cycle *c) {
+    uint64_t first = c->since > c->wait_from ? c->wait_from : c->start > c->since ? c->since : c->start;
+    if (first >= t->reach_all && c->since <= c->start && c->start <= c->end) {
+        t->reach_all = c->end;
+        return;
+    }
+    uint64_t last = cycle_last(c);
+    t->overlap_end = t->reach_all = last > t->reach_all ? last : t->reach_all;
+}
+
+/* Room for k more entries in an array whose entries [head, n) are live: the dead front's slots
+ * reused first, else the array grown. Out of line: the appends below stay short. */
+static __attribute__((noinline)) bool make_room(void **v, size_t *cap, size_t *head, size_t *n, size_t k,
+                                                size_t size) {
+    if (*head > 0) {
+        memmove(*v, (char *)*v + *head * size, (*n - *head) * size);
+        *n -= *head;
+        *head = 0;
+        if (*cap - *n >= k) return true;
+    }
+    return grow(v, cap, *n + k, size);
+}
+
 static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
+    check_order(t, &c);
     uint64_t from = keep_from(m);
+    /* records whose pieces all end by then (their running reach: the first that reaches past
+     * stays, and those after it) */
     while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
     if (t->head == t->n) t->head = t->n = 0;
-    if (cycle_last(&c) <= from) return 0;
-    if (t->n == t->cap && t->head > 0) { /* reuse the pruned front before growing */
-        memmove(t->cy, t->cy + t->head, (t->n - t->head) * sizeof *t->cy);
-        t->n -= t->head;
-        t->head = 0;
-    }
-    if (!grow((void **)&t->cy, &t->cap, t->n + 1, sizeof *t->cy)) return -1;
-    c.reach = cycle_last(&c);
-    if (t->n && t->cy[t->n - 1].reach > c.reach) c.reach = t->cy[t->n - 1].reach;
+    uint64_t last = cycle_last(&c);
+    t->latest_kept = false;
+    if (last <= from) return 0;
+    if (t->n == t->cap && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, 1, sizeof *t->cy)) return -1;
+    uint64_t prev = t->n ? t->cy[t->n - 1].reach : 0;
+    c.reach = last > prev ? last : prev;
     t->cy[t->n++] = c;
+    t->latest_kept = true;
     return 0;
+}
+
+/* Its gaps and off-CPU intervals that end by `from` can count in no span any more. */
+static inline void prune_subs(task_state *t, uint64_t from) {
+    while (t->shead < t->sn && t->sub[t->shead].end <= from) t->shead++;
+    if (t->shead == t->sn) {
+        t->shead = t->sn = 0;
+        t->sub_overlap = false;
+    }
+}
+
+/* [start, end) nonempty, room made. */
+static inline void push_sub(task_state *t, uint64_t start, uint64_t end, uint8_t part, uint32_t stack) {
+    uint64_t prev = t->sn ? t->sub[t->sn - 1].reach : 0;
+    if (start < prev) t->sub_overlap = true;
+    t->sub[t->sn++] = (sub_ival){start, end, end > prev ? end : prev, stack, part};
 }
 
 static int add_sub(d9m_spans *m, task_state *t, uint64_t start, uint64_t end, uint8_t part,
                    uint32_t stack) {
     if (end <= start) return 0;
     uint64_t from = keep_from(m);
-    while (t->shead < t->sn && t->sub[t->shead].end <= from) t->shead++;
-    if (t->shead == t->sn) {
-        t->shead = t->sn = 0;
-        t->sub_overlap = false;
-    }
+    prune_subs(t, from);
     if (end <= from) return 0;
-    if (t->sn == t->scap && t->shead > 0) {
-        memmove(t->sub, t->sub + t->shead, (t->sn - t->shead) * sizeof *t->sub);
-        t->sn -= t->shead;
-        t->shead = 0;
-    }
-    if (!grow((void **)&t->sub, &t->scap, t->sn + 1, sizeof *t->sub)) return -1;
-    if (t->sn && start < t->sub[t->sn - 1].reach) t->sub_overlap = true;
-    uint64_t reach = t->sn && t->sub[t->sn - 1].reach > end ? t->sub[t->sn - 1].reach : end;
-    t->sub[t->sn++] = (sub_ival){start, end, reach, stack, part};
+    if (t->sn == t->scap && !make_room((void **)&t->sub, &t->scap, &t->shead, &t->sn, 1, sizeof *t->sub)) return -1;
+    push_sub(t, start, end, part, stack);
     return 0;
 }
 
@@ -260,6 +302,10 @@ static int add_sub(d9m_spans *m, task_state *t, uint64_t start, uint64_t end, ui
 static size_t first_cycle(const task_state *t, uint64_t lo) {
     size_t a = t->head, b = t->n;
     if (a == b || t->cy[a].reach > lo) return a; /* pruned up to the span: the usual case */
+    /* a span is short next to the records kept for the oldest open one (a server's requests
+     * overlap): its first record is most often among the last few */
+    for (int k = 0; k < 4 && b > a; k++, b--)
+        if (t->cy[b - 1].reach <= lo) return b;
     while (a < b) {
         size_t mid = a + (b - a) / 2;
         if (t->cy[mid].reach <= lo) a = mid + 1;
@@ -308,7 +354,7 @@ int d9m_spans_task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t
     if (d9m_wake_poll(&t->wake, start, end, &link)) since = link.runnable_since;
     /* before its first poll the task's state is unknown, but for the wake that led to it */
     uint64_t wait_from = polled && prev_end < since ? prev_end : since;
-    if (add_cycle(m, t, (cycle){wait_from, since, start, end, 0}) != 0) return -1;
+    if (add_cycle(m, t, (cycle){wait_from, since, start, end, 0, false}) != 0) return -1;
     t->polled = true;
     t->poll_start = start;
     t->poll_end = end;
@@ -325,9 +371,18 @@ int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
 
 void d9m_spans_set_coverage(d9m_spans *m, const d9m_coverage *c) { m->cov = c; }
 
+/* All of the task's latest poll is unknown (when no span can read it, its record is gone). */
+static void latest_unknown(task_state *t) {
+    if (t->latest_kept) t->cy[t->n - 1].unknown = true;
+}
+
 static int task_poll_gap(d9m_spans *m, task_state *t, uint64_t from, uint64_t to) {
     if (from < t->poll_start) from = t->poll_start;
     if (to > t->poll_end) to = t->poll_end;
+    if (from == t->poll_start && to == t->poll_end && to > from) { /* a governed recording's usual gap */
+        latest_unknown(t);
+        return 0;
+    }
     return add_sub(m, t, from, to, D9M_PART_UNKNOWN, D9M_SPAN_NO_STACK);
 }
 
@@ -338,8 +393,30 @@ int d9m_spans_poll_gap(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to) 
 
 int d9m_spans_task_poll_gaps(d9m_spans *m, d9m_span_task *t, const d9m_attr_poll *p) {
     if (!t || !t->polled) return 0;
-    for (uint32_t i = 0; i < p->ngaps; i++)
-        if (task_poll_gap(m, t, p->gaps[i].from, p->gaps[i].to) != 0) return -1;
+    if (p->ngaps == 1 && p->gaps[0].from <= t->poll_start && p->gaps[0].to >= t->poll_end &&
+        t->poll_end > t->poll_start) { /* one gap over all of it: a governed recording's poll */
+        latest_unknown(t);
+        return 0;
+    }
+    uint64_t from = keep_from(m); /* as add_sub for each, with one pruning and one room check */
+    bool pruned = false;
+    for (uint32_t i = 0; i < p->ngaps; i++) {
+        uint64_t a = p->gaps[i].from > t->poll_start ? p->gaps[i].from : t->poll_start;
+        uint64_t b = p->gaps[i].to < t->poll_end ? p->gaps[i].to : t->poll_end;
+        if (b <= a) continue;
+        if (a == t->poll_start && b == t->poll_end) { /* as task_poll_gap */
+            latest_unknown(t);
+            continue;
+        }
+        if (!pruned) {
+            prune_subs(t, from);
+            pruned = true;
+        }
+        if (b <= from) continue;
+        if (t->sn == t->scap && !make_room((void **)&t->sub, &t->scap, &t->shead, &t->sn, p->ngaps - i, sizeof *t->sub))
+            return -1;
+        push_sub(t, a, b, D9M_PART_UNKNOWN, D9M_SPAN_NO_STACK);
+    }
     return 0;
 }
 
@@ -350,8 +427,10 @@ int d9m_spans_poll_gaps(d9m_spans *m, uint64_t task, const d9m_attr_poll *p) {
 static int task_poll_off(d9m_spans *m, task_state *t, uint64_t from, uint64_t to, d9m_part part, uint32_t stack) {
     if (!t || !t->polled || from >= t->poll_end || to <= from) return 0;
     if (part == D9M_PART_ON_CPU || part >= D9M_PART_UNKNOWN) part = D9M_PART_BLOCKED_OTHER;
-    if (from < t->last_off_end) /* overlapping intervals of one thread: the poll is unknown */
-        return add_sub(m, t, t->poll_start, t->poll_end, D9M_PART_UNKNOWN, D9M_SPAN_NO_STACK);
+    if (from < t->last_off_end) { /* overlapping intervals of one thread: the poll is unknown */
+        if (t->poll_end > t->poll_start) latest_unknown(t);
+        return 0;
+    }
     if (to > t->poll_end) to = t->poll_end; /* the task's next poll may run on another thread */
     t->last_off_end = to;
     return add_sub(m, t, from, to, (uint8_t)part, part == D9M_PART_BLOCKED_OTHER ? stack : D9M_SPAN_NO_STACK);
@@ -438,32 +517,26 @@ static void sort_by_start(ival_task *v, size_t n) {
 }
 
 /* The lengths of the unions of the sorted scratch's intervals of kinds <= K_POLL, <= K_QUEUED
- * and <= K_WAIT, in one pass; the first union itself into `out` (room for tmp_n; NULL: not
- * kept, *nout 0). Inline: each call site gets its own copy, the NULL one without the writes. */
-static inline __attribute__((always_inline)) void unions(const d9m_spans *m, uint64_t len[K_KINDS], d9m_span_interval *out,
-                                                        size_t *nout) {
+ * and <= K_WAIT, in one pass. */
+static void unions(const d9m_spans *m, uint64_t len[K_KINDS]) {
     uint64_t cur_s[K_KINDS] = {0}, cur_e[K_KINDS] = {0};
     bool open[K_KINDS] = {false};
-    size_t k = 0;
     for (int u = 0; u < K_KINDS; u++) len[u] = 0;
     for (size_t i = 0; i < m->tmp_n; i++) {
         const ival_task *v = &m->tmp[i];
         for (int u = v->kind; u < K_KINDS; u++) {
             if (open[u] && v->start <= cur_e[u]) {
                 if (v->end > cur_e[u]) cur_e[u] = v->end;
-                if (u == K_POLL && out) out[k - 1].end = cur_e[u];
                 continue;
             }
             if (open[u]) len[u] += cur_e[u] - cur_s[u];
             open[u] = true;
             cur_s[u] = v->start;
             cur_e[u] = v->end;
-            if (u == K_POLL && out) out[k++] = (d9m_span_interval){v->start, v->end, v->task};
         }
     }
     for (int u = 0; u < K_KINDS; u++)
         if (open[u]) len[u] += cur_e[u] - cur_s[u];
-    *nout = k;
 }
 
 /* ---- the in-poll part by cause ---- */
@@ -490,13 +563,17 @@ static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_
         const cycle *v = &t->cy[i];
         uint64_t a = v->start > lo ? v->start : lo, b = v->end < hi ? v->end : hi;
         if (b <= a) continue;
+        if (np && a <= (*polls)[np - 1].end) { /* polls of the task overlapping: their union */
+            if (b > (*polls)[np - 1].end) (*polls)[np - 1].end = b;
+            continue;
+        }
         if (!grow((void **)polls, polls_cap, np + 1, sizeof **polls)) return false;
         (*polls)[np++] = (d9m_span_interval){a, b, t->id};
     }
     *npolls = np;
     *ngaps = *noffs = 0;
     if (!subs) return true;
-    size_t need = t->sn - t->shead;
+    size_t need = t->sn - t->shead + np;
     if (!grow((void **)&m->gaps, &m->gaps_cap, need + 1, sizeof *m->gaps) ||
         !grow((void **)&m->offs, &m->offs_cap, need + 1, sizeof *m->offs))
         return false;
@@ -507,6 +584,11 @@ static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_
         if (v.end <= v.start) continue;
         if (v.part == D9M_PART_UNKNOWN) m->gaps[ng++] = v;
         else m->offs[no++] = v;
+    }
+    for (size_t i = first_cycle(t, lo); i < t->n; i++) { /* a poll all unknown: a gap over it */
+        const cycle *v = &t->cy[i];
+        uint64_t a = v->start > lo ? v->start : lo, b = v->end < hi ? v->end : hi;
+        if (v->unknown && b > a) m->gaps[ng++] = (sub_ival){a, b, b, D9M_SPAN_NO_STACK, D9M_PART_UNKNOWN};
     }
     sort_sub(m->gaps, ng);
     sort_sub(m->offs, no);
@@ -594,28 +676,36 @@ static bool attribute_piece_in_place(d9m_spans *m, piece_cursor *c, uint64_t a, 
     return true;
 }
 
-/* [a, b) of a poll of the cursor's task: gap (unknown), off-CPU (its part), else on CPU. */
+/* [a, b) of a poll of the cursor's task (copied): gap (unknown), off-CPU (its part), else on CPU. */
 static bool attribute_piece(d9m_spans *m, piece_cursor *c, uint64_t a, uint64_t b, d9m_parts *out) {
-    if (b <= a) return true;
-    return c->t ? attribute_piece_in_place(m, c, a, b, out) : attribute_piece_copied(m, c, a, b, out);
+    return b <= a || attribute_piece_copied(m, c, a, b, out);
 }
 
-/* A cursor over task t's attribution from lo: in place when its records allow it, else copied
- * (with its polls into *polls either way). */
+/* Task t has gaps or off-CPU intervals, or a poll all unknown, that may reach past lo. */
+static bool attributed(const task_state *t, uint64_t lo) {
+    if (!t) return false;
+    if (t->sn > t->shead) return true;
+    for (size_t i = first_cycle(t, lo); i < t->n; i++)
+        if (t->cy[i].unknown) return true;
+    return false;
+}
+
+/* A cursor over task t's attribution from lo, copied, sorted and united, its polls into *polls. */
 static bool attr_cursor(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi, d9m_span_interval **polls,
                         size_t *polls_cap, size_t *npolls, piece_cursor *c) {
-    bool in_place = !t->sub_overlap;
-    *c = (piece_cursor){.t = in_place ? t : NULL, .si = in_place ? first_sub(t, lo) : 0};
-    return collect_attr(m, t, lo, hi, !in_place, polls, polls_cap, npolls, &c->ng, &c->no);
+    *c = (piece_cursor){0};
+    return collect_attr(m, t, lo, hi, true, polls, polls_cap, npolls, &c->ng, &c->no);
 }
 
 /* The in-poll part of [lo, hi) by cause: the first task's polls, then the second's where the
- * first is not polled (their union is the in-poll part). */
+ * first is not polled (their union is the in-poll part). The side path of split_walk's, for a
+ * task whose polls overlap or whose gaps and off-CPU intervals came out of order: from copies,
+ * sorted, united. */
 static bool split_polls(d9m_spans *m, const task_state *ta, const task_state *tb, uint64_t lo, uint64_t hi,
                         uint64_t poll_ns, d9m_parts *out) {
     *out = (d9m_parts){{0}};
     m->nstk = 0;
-    if ((!ta || ta->sn == ta->shead) && (!tb || tb->sn == tb->shead)) {
+    if (!attributed(ta, lo) && !attributed(tb, lo)) {
         out->ns[D9M_PART_ON_CPU] = poll_ns; /* no gap, no off-CPU interval: the usual poll */
         return true;
     }
@@ -660,76 +750,158 @@ static uint64_t unknown_until(const d9m_spans *m, uint64_t lo, uint64_t hi) {
     return a > 0 && c->drops[a - 1].ts > lo ? c->drops[a - 1].ts : lo;
 }
 
-/* One task's clipped pieces in time order, disjoint: each part is the sum of its kind's
- * lengths, and the in-poll intervals are its polls (touching ones joined, as a union does). */
-typedef struct one_task_sum {
-    uint64_t len[K_KINDS], prev_end, task;
-    d9m_span_interval *polls;
-    size_t npolls;
-    bool overlap; /* two pieces overlap: the sums are not the union's lengths */
-} one_task_sum;
+/* A piece of a task's time inside a span: [s, e) of kind K_POLL, K_QUEUED or K_WAIT. */
+typedef struct piece {
+    uint64_t s, e;
+    int kind;
+    bool unknown; /* a poll all unknown (cycle.unknown) */
+} piece;
 
-static inline void sum_piece(one_task_sum *o, int kind, uint64_t s, uint64_t e, uint64_t lo, uint64_t hi) {
-    if (s < lo) s = lo;
-    if (e > hi) e = hi;
-    if (e <= s) return;
-    if (s < o->prev_end) o->overlap = true;
-    o->prev_end = e;
-    o->len[kind] += e - s;
-    if (kind != K_POLL || !o->polls) return;
-    if (o->npolls && o->polls[o->npolls - 1].end == s) o->polls[o->npolls - 1].end = e;
-    else o->polls[o->npolls++] = (d9m_span_interval){s, e, o->task};
-}
-
-/* The split over one task without a sort or a copy: its intervals since the oldest open span
- * began, read in place, then its state after them (as collect_task). False when two of them
- * overlap (polls of one task overlapping, a wake during a poll): the caller takes the union
- * then. m->merged gets the in-poll intervals. */
-static bool split_one_task(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi, uint64_t len[K_KINDS],
-                           size_t *npolls, bool *ok) {
-    *ok = true;
-    if (!m->no_intervals && !grow((void **)&m->merged, &m->merged_cap, t->n - t->head + 2, sizeof *m->merged)) {
-        *ok = false;
+/* [a, b) of a poll of the cursor's task by cause (its record's unknown flag), its gaps and off-CPU
+ * intervals read in place (found from lo at the first piece that needs them). */
+static inline bool attribute_walked(d9m_spans *m, piece_cursor *c, bool unknown, uint64_t lo, uint64_t a,
+                                    uint64_t b, d9m_parts *out) {
+    if (unknown) {
+        out->ns[D9M_PART_UNKNOWN] += b - a;
         return true;
     }
-    one_task_sum o = {.polls = m->no_intervals ? NULL : m->merged, .task = t->id};
-    for (size_t i = first_cycle(t, lo); i < t->n && !o.overlap; i++) {
+    if (c->t->sn == c->t->shead) { /* no gap, no off-CPU interval: the usual poll */
+        out->ns[D9M_PART_ON_CPU] += b - a;
+        return true;
+    }
+    if (c->si == SIZE_MAX) c->si = first_sub(c->t, lo);
+    return attribute_piece_in_place(m, c, a, b, out);
+}
+
+/* Where a task's pieces go: kept (out, for the merge of two tasks), or summed as they come (one
+ * task: its pieces are disjoint, each kind's part is their sum), the poll pieces split by cause
+ * on the way when attr is set. */
+typedef struct piece_sink {
+    piece *out;
+    size_t n;
+    uint64_t lo, hi;
+    uint64_t *len;
+    d9m_parts *attr;
+    d9m_spans *m;
+    piece_cursor *c;
+    bool failed;
+} piece_sink;
+
+static inline __attribute__((always_inline)) void put_piece(piece_sink *k, uint64_t s, uint64_t e, int kind,
+                                                            bool unknown) {
+    if (s < k->lo) s = k->lo;
+    if (e > k->hi) e = k->hi;
+    if (k->out) {
+        k->out[k->n] = (piece){s, e, kind, unknown};
+        k->n += e > s; /* an empty one is overwritten by the next */
+        return;
+    }
+    if (e <= s) return;
+    k->len[kind] += e - s;
+    if (kind == K_POLL && k->attr && !attribute_walked(k->m, k->c, unknown, k->lo, s, e, k->attr)) k->failed = true;
+}
+
+/* Task t's pieces inside [lo, hi) from its record `first` on (into k->out: room for 3 a record,
+ * and 2): its records' wait, queued and poll pieces, then its state after them (as
+ * collect_task pushes them), clipped, the empty ones left out. In time order and disjoint unless
+ * the task's polls overlap (task_state.overlap_end). */
+static inline __attribute__((always_inline)) void task_pieces(const task_state *t, size_t first, piece_sink *k) {
+    for (size_t i = first; i < t->n; i++) {
         const cycle *c = &t->cy[i];
-        sum_piece(&o, K_WAIT, c->wait_from, c->since, lo, hi);
-        sum_piece(&o, K_QUEUED, c->since, c->start, lo, hi);
-        sum_piece(&o, K_POLL, c->start, c->end, lo, hi);
+        put_piece(k, c->wait_from, c->since, K_WAIT, false);
+        put_piece(k, c->since, c->start, K_QUEUED, false);
+        put_piece(k, c->start, c->end, K_POLL, c->unknown);
     }
-    if (d9m_wake_pending(&t->wake)) {
-        uint64_t since = t->wake.first_wake;
-        if (t->polled && t->wake.last_poll_end > since) since = t->wake.last_poll_end;
-        if (t->polled) sum_piece(&o, K_WAIT, t->wake.last_poll_end, since, lo, hi);
-        sum_piece(&o, K_QUEUED, since, hi, lo, hi);
+    uint64_t lpe = t->wake.last_poll_end;
+    if (d9m_wake_pending(&t->wake)) { /* woken, its poll not started by hi */
+        uint64_t since = t->polled && lpe > t->wake.first_wake ? lpe : t->wake.first_wake;
+        if (t->polled) put_piece(k, lpe, since, K_WAIT, false);
+        put_piece(k, since, k->hi, K_QUEUED, false);
     } else if (t->polled) {
-        sum_piece(&o, K_WAIT, t->wake.last_poll_end, hi, lo, hi);
+        put_piece(k, lpe, k->hi, K_WAIT, false);
     }
-    if (o.overlap) return false;
-    len[K_POLL] = o.len[K_POLL];
-    len[K_QUEUED] = len[K_POLL] + o.len[K_QUEUED];
-    len[K_WAIT] = len[K_QUEUED] + o.len[K_WAIT];
-    *npolls = o.npolls;
+}
+
+/* The pieces of task t into the scratch from index at; false when out of memory. */
+static inline __attribute__((always_inline)) bool pieces_of(d9m_spans *m, const task_state *t, uint64_t lo, uint64_t hi, size_t at, size_t *n) {
+    size_t first = first_cycle(t, lo), need = at + 3 * (t->n - first) + 2;
+    if (need > m->pcs_cap && !grow((void **)&m->pcs, &m->pcs_cap, need, sizeof *m->pcs)) return false;
+    piece_sink k = {.out = m->pcs + at, .lo = lo, .hi = hi};
+    task_pieces(t, first, &k);
+    *n = k.n;
     return true;
 }
 
-/* The general split: the tasks' intervals collected, sorted and united. */
-static int split_union(d9m_spans *m, const task_state *tbegin, const task_state *tend, uint64_t lo, uint64_t hi,
-                       uint64_t len[K_KINDS], size_t *n) {
+/* The split of [lo, hi) over its first task ta and its second tb (either may be NULL) in one walk
+ * over their pieces, each task's in time order and disjoint: at each instant the lowest kind of
+ * the two (poll, then queued, then wait) counts, as the union of each kind's intervals gives it.
+ * With attr, the in-poll instants are split by cause on the way (the poll of ta where ta is
+ * polled, else tb's), from the tasks' gaps and off-CPU intervals read in place (both tasks' in
+ * time order and disjoint). False when out of memory. */
+static bool split_walk(d9m_spans *m, const task_state *ta, const task_state *tb, uint64_t lo, uint64_t hi,
+                       uint64_t len[K_KINDS], d9m_parts *attr) {
+    if (!ta) ta = tb, tb = NULL; /* no first task: the second is all */
+    if (!ta) return true;
+    piece_cursor ca = {.t = ta, .si = SIZE_MAX}, cb = {.t = tb, .si = SIZE_MAX};
+    if (!tb) { /* one task: its pieces summed as they come */
+        piece_sink k = {.lo = lo, .hi = hi, .len = len, .attr = attr, .m = m, .c = &ca};
+        task_pieces(ta, first_cycle(ta, lo), &k);
+        return !k.failed;
+    }
+    size_t na, nb;
+    if (!pieces_of(m, ta, lo, hi, 0, &na) || !pieces_of(m, tb, lo, hi, na, &nb)) return false;
+    const piece *pa = m->pcs, *pb = m->pcs + na;
+    size_t i = 0, j = 0;
+    uint64_t x = lo;
+    while (i < na || j < nb) {
+        if (i < na && pa[i].e <= x) {
+            i++;
+            continue;
+        }
+        if (j < nb && pb[j].e <= x) {
+            j++;
+            continue;
+        }
+        uint64_t y = UINT64_MAX;
+        int ka = K_KINDS, kb = K_KINDS;
+        if (i < na) {
+            if (pa[i].s <= x) ka = pa[i].kind, y = pa[i].e;
+            else y = pa[i].s;
+        }
+        if (j < nb) {
+            if (pb[j].s <= x) kb = pb[j].kind, y = pb[j].e < y ? pb[j].e : y;
+            else y = pb[j].s < y ? pb[j].s : y;
+        }
+        int k = ka < kb ? ka : kb;
+        if (k < K_KINDS) {
+            len[k] += y - x;
+            if (k == K_POLL && attr &&
+                !(ka == K_POLL ? attribute_walked(m, &ca, pa[i].unknown, lo, x, y, attr)
+                               : attribute_walked(m, &cb, pb[j].unknown, lo, x, y, attr)))
+                return false;
+        }
+        x = y;
+    }
+    return true;
+}
+
+/* The general split, for tasks whose polls overlap: their intervals collected, sorted and
+ * united; len gets each kind's part (what its union adds to the kinds before it). */
+static int split_union(d9m_spans *m, const task_state *ta, const task_state *tb, uint64_t lo, uint64_t hi,
+                       uint64_t len[K_KINDS]) {
     m->tmp_n = 0;
-    if (!collect_task(m, tbegin, lo, hi) || !collect_task(m, tend, lo, hi)) return -1;
+    if (!collect_task(m, ta, lo, hi) || !collect_task(m, tb, lo, hi)) return -1;
     if (m->tmp_n > 64) qsort(m->tmp, m->tmp_n, sizeof *m->tmp, cmp_start);
     else sort_by_start(m->tmp, m->tmp_n);
-    if (m->no_intervals) {
-        unions(m, len, NULL, n);
-        return 0;
-    }
-    if (!grow((void **)&m->merged, &m->merged_cap, m->tmp_n + 1, sizeof *m->merged)) return -1;
-    unions(m, len, m->merged, n);
+    uint64_t u[K_KINDS];
+    unions(m, u);
+    len[K_POLL] = u[K_POLL];
+    len[K_QUEUED] = u[K_QUEUED] - u[K_POLL];
+    len[K_WAIT] = u[K_WAIT] - u[K_QUEUED];
     return 0;
 }
+
+static bool subs_in_place(const task_state *t) { return !t || !t->sub_overlap; }
 
 /* Split s over its tasks and report it; begin_t: its begin task's state when the span began
  * (NULL: looked up by id now), end_t its end task's. */
@@ -737,39 +909,28 @@ static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const ta
     uint64_t lo = s->begin_ts, hi = s->end_ts > s->begin_ts ? s->end_ts : s->begin_ts;
     uint64_t elapsed = hi - lo;
     lo = unknown_until(m, lo, hi); /* [begin, lo) unknown */
-    size_t n = 0;
-    uint64_t len[K_KINDS] = {0};
-    bool fast = false;
-    /* the span's tasks, looked up once: the split and the split by cause read both */
+    /* the span's tasks, looked up once */
     const task_state *tbegin = !s->begin_task ? NULL : begin_t ? begin_t : task_find(m, s->begin_task);
     const task_state *tend = !s->end_task ? NULL : end_t ? end_t : task_find(m, s->end_task);
     /* one task: the same state at both ends (an id the reader saw again after its task's
-     * termination is another task: then two) */
+     * termination is another task: then two). The first is the task it began in, else the one
+     * it ended in; the second, the one it ended in when another. */
     bool one = !s->begin_task || !s->end_task || tend == tbegin;
-    if (one && s->begin_task) tend = NULL;
-    if (one) { /* one task, or none */
-        const task_state *t = s->begin_task ? tbegin : tend;
-        bool ok = true;
-        fast = !t || split_one_task(m, t, lo, hi, len, &n, &ok);
-        if (!ok) return -1;
-    }
-    if (!fast && split_union(m, tbegin, tend, lo, hi, len, &n) != 0) return -1;
-    uint64_t u_poll = len[K_POLL], u_queued = len[K_QUEUED], u_wait = len[K_WAIT];
-    /* higher kinds take precedence: each part is what its union adds to the ones before */
-    s->parts = (d9m_span_parts){.poll_ns = u_poll, .queued_ns = u_queued - u_poll,
-                                .wait_ns = u_wait - u_queued, .unknown_ns = elapsed - u_wait};
-    /* the first is the task it began in, else the one it ended in; the second, the one it
-     * ended in when another */
-    if (!split_polls(m, s->begin_task ? tbegin : tend, s->begin_task ? tend : NULL, lo, hi, u_poll,
-                     &s->poll_parts))
+    const task_state *ta = s->begin_task ? tbegin : tend, *tb = one ? NULL : tend;
+    uint64_t len[K_KINDS] = {0};
+    bool walk = (!ta || ta->overlap_end <= lo) && (!tb || tb->overlap_end <= lo);
+    bool attr_in_walk = walk && subs_in_place(ta) && subs_in_place(tb);
+    s->poll_parts = (d9m_parts){{0}};
+    m->nstk = 0;
+    if (walk ? !split_walk(m, ta, tb, lo, hi, len, attr_in_walk ? &s->poll_parts : NULL)
+             : split_union(m, ta, tb, lo, hi, len) != 0)
         return -1;
-    s->polls = m->no_intervals ? NULL : m->merged;
-    s->npolls = m->no_intervals ? 0 : n;
+    s->parts = (d9m_span_parts){.poll_ns = len[K_POLL], .queued_ns = len[K_QUEUED], .wait_ns = len[K_WAIT],
+                                .unknown_ns = elapsed - len[K_POLL] - len[K_QUEUED] - len[K_WAIT]};
+    if (!attr_in_walk && !split_polls(m, ta, tb, lo, hi, len[K_POLL], &s->poll_parts)) return -1;
     s->poll_stacks = m->stk;
     s->npoll_stacks = m->nstk;
     if (m->done) m->done(m->ctx, s);
-    s->polls = NULL;
-    s->npolls = 0;
     s->poll_stacks = NULL;
     s->npoll_stacks = 0;
     return 0;

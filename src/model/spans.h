@@ -14,7 +14,7 @@
  *   unknown none of them is known (no task, a task not polled since the trace began).
  * Exact integer ns: poll + queued + wait + unknown == elapsed.
  *
- * The in-poll part is a union of intervals of the tasks' polls (d9m_span.polls), split further by
+ * The in-poll part (the union of the tasks' polls inside the span) is split further by
  * the per-poll attribution (model/attribution.h) of the polls inside it, d9m_span.poll_parts:
  * at each instant of the in-poll part, the poll of the task the span began in (else the one it
  * ended in) is in a gap of the switch records (unknown), off-CPU in an interval of the thread
@@ -32,12 +32,13 @@
  * start; a wake of a task before a poll of the same timestamp; a span mark after the polls of
  * its timestamp. Memory: per live task, and the tasks' polls (one record each: the wait, queue
  * and poll before it) since the oldest open span began, never the whole trace (a forgotten
- * task's state, with its arrays, is reused by the next new task). Cost: a span
- * over one task is split in place from that task's records, in time order (no copy, no sort),
- * from the first that reaches into the span (a binary search on their running latest end);
- * over two tasks, or when one task's polls overlap, by the union of their intervals; the split by
- * cause reads a task's gaps and off-CPU intervals in place when they came sorted and disjoint
- * (the usual case; else a copy, sorted and united). Names are the reader's string ids. */
+ * task's state, with its arrays, is reused by the next new task). Cost: a span is split in
+ * one walk over its tasks' records read in place, in time order, from the first that reaches
+ * into the span (a binary search on their running latest end), the in-poll part by cause on the
+ * way from the tasks' gaps and off-CPU intervals (no copy, no sort). Side paths, exact: a task
+ * whose polls overlap (a broken trace) is split by the union of the intervals, sorted; a task
+ * whose gaps and off-CPU intervals came out of order or overlapping, by cause from a sorted
+ * copy. Names are the reader's string ids. */
 #ifndef D9_MODEL_SPANS_H
 #define D9_MODEL_SPANS_H
 
@@ -54,11 +55,6 @@ typedef struct d9m_span_stack {
     uint64_t ns;    /* blocked time under it, inside the span's in-poll part */
 } d9m_span_stack;
 
-typedef struct d9m_span_interval {
-    uint64_t start, end; /* [start, end) ns */
-    uint64_t task;
-} d9m_span_interval;
-
 typedef struct d9m_span_parts {
     uint64_t poll_ns, queued_ns, wait_ns, unknown_ns;
 } d9m_span_parts;
@@ -72,10 +68,6 @@ typedef struct d9m_span {
     uint64_t begin_tid, end_tid;
     bool ended;               /* false: still open when the trace ended */
     d9m_span_parts parts;
-    /* the in-poll intervals of the span (clipped to it, a union: no overlap), in time order;
-     * valid during the callback only */
-    const d9m_span_interval *polls;
-    size_t npolls;
     /* parts.poll_ns by cause (sums to it exactly); blocked time under a stack is counted in
      * blocked_other and listed in poll_stacks (valid during the callback only) for the reader
      * to move to the stack's cause, as it does for a poll's */
@@ -92,10 +84,6 @@ typedef struct d9m_spans d9m_spans;
 /* NULL when out of memory. */
 d9m_spans *d9m_spans_new(d9m_span_fn done, void *ctx);
 void d9m_spans_free(d9m_spans *m);
-
-/* The reader reads no d9m_span.polls (analyze sums parts only): a span over one task is then
- * split by running sums alone, and polls / npolls are NULL / 0. */
-void d9m_spans_no_intervals(d9m_spans *m);
 
 /* The inputs, in time order (see above), by task id: the model then keeps a table of the
  * tasks by id (the export's model reads the marks apart from its polls). A terminated task is

@@ -12,6 +12,11 @@
 
 enum { K_POLL, K_QUEUED, K_WAIT, K_KINDS };
 
+typedef struct d9m_span_interval { /* an in-poll interval (the model reported them once) */
+    uint64_t start, end;
+    uint64_t task;
+} d9m_span_interval;
+
 /* One poll of a task and what led to it since its previous poll, as they come (one record a
  * poll, not three): waiting for a wake [wait_from, since), queued [since, start), polled
  * [start, end). A piece whose ends are equal (or out of order: polls of one task overlapping)
@@ -364,6 +369,10 @@ static bool collect_attr(d9m_spans *m, const task_state *t, uint64_t lo, uint64_
         const cycle *v = &t->cy[i];
         uint64_t a = v->start > lo ? v->start : lo, b = v->end < hi ? v->end : hi;
         if (b <= a) continue;
+        if (np && a <= (*polls)[np - 1].end) { /* polls of the task overlapping: their union */
+            if (b > (*polls)[np - 1].end) (*polls)[np - 1].end = b;
+            continue;
+        }
         if (!grow((void **)polls, polls_cap, np + 1, sizeof **polls)) return false;
         (*polls)[np++] = (d9m_span_interval){a, b, t->id};
     }
@@ -586,13 +595,10 @@ static int report(d9m_spans *m, d9m_span *s) {
                                 .wait_ns = u_wait - u_queued, .unknown_ns = elapsed - u_wait};
     uint64_t first = s->begin_task ? s->begin_task : s->end_task;
     if (!split_polls(m, first, s->end_task, lo, hi, u_poll, &s->poll_parts)) return -1;
-    s->polls = m->merged;
-    s->npolls = n;
+    (void)n; /* its in-poll intervals: the model no longer reports them */
     s->poll_stacks = m->stk;
     s->npoll_stacks = m->nstk;
     if (m->done) m->done(m->ctx, s);
-    s->polls = NULL;
-    s->npolls = 0;
     s->poll_stacks = NULL;
     s->npoll_stacks = 0;
     return 0;

@@ -1,17 +1,20 @@
 /* The span model (model/spans.h) against its previous version (spans_oracle_model.h, the model
  * before the newest open span was kept out of the id index until another began, a span was
  * reported from its slot and forgotten tasks' arrays were reused) on random inputs:
- * every span either reports, in the same order, with the same fields, parts, in-poll intervals,
- * parts by cause and stacks, and the same counts of stray ends, reopened spans and tasks held.
+ * every span either reports, in the same order, with the same fields, parts, parts by cause
+ * and stacks, and the same counts of stray ends, reopened spans and tasks held. The oracle splits
+ * every span by the union of its tasks' intervals, sorted; the model walks them in place (the
+ * union only for a task whose polls overlap), so this checks the walk against the union.
  * The inputs are what a reader feeds in time order: wakes, whole polls (overlapping ones of one
  * task too), their gaps and off-CPU intervals and a late stack, begins and ends of a few names
  * over a few ids (so that ends close nothing, begins reopen, one id carries several names and
  * spans nest or interleave), terminations, and drops in the coverage.
- * In every other run a terminated task's id is not used again, and a fourth model, h, is fed
+ * In every other run a terminated task's id is not used again, and a third model, h, is fed
  * by task states as analyze feeds it (d9m_spans_task_*: the reader's table of tasks, a state
  * made at the task's first wake, poll or mark, handed back at its termination): it must report
  * what the oracle reports (with reused ids it would not: a reused id is a new task to it). */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -56,15 +59,12 @@ typedef struct oracle_model oracle_model;
 #undef d9m_spans_terminate
 #undef d9m_spans_finish
 
-/* Every reported span, flattened to numbers (parts_only: without its in-poll intervals, as
- * a model made with d9m_spans_no_intervals reports them). */
+/* Every reported span, flattened to numbers; its stacks by id (their order is the walk's, which
+ * reads the two tasks' polls together where the oracle read one task's, then the other's). */
 typedef struct log {
     uint64_t *v;
     size_t n, cap;
     size_t spans;
-    bool parts_only;
-    bool no_intervals; /* its model was made with d9m_spans_no_intervals: it reports none */
-    struct log *also; /* the oracle's spans go to a second log too */
 } log;
 
 static void put(log *l, uint64_t x) {
@@ -76,25 +76,27 @@ static void put(log *l, uint64_t x) {
     l->v[l->n++] = x;
 }
 
+static int by_stack(const void *x, const void *y) {
+    const d9m_span_stack *a = x, *b = y;
+    return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
 static void on_span(void *ctx, const d9m_span *s) {
     log *l = ctx;
-    if (l->also) on_span(l->also, s);
     l->spans++;
     uint64_t head[] = {s->name, s->id, s->begin_ts, s->end_ts, s->begin_task, s->end_task,
                        s->begin_worker, s->end_worker, s->begin_tid, s->end_tid, s->ended,
                        s->parts.poll_ns, s->parts.queued_ns, s->parts.wait_ns, s->parts.unknown_ns,
-                       l->parts_only ? 0 : s->npolls, s->npoll_stacks};
+                       s->npoll_stacks};
     for (size_t i = 0; i < sizeof head / sizeof head[0]; i++) put(l, head[i]);
-    if (l->no_intervals) CHECK(s->npolls == 0 && s->polls == NULL);
-    for (size_t i = 0; !l->parts_only && i < s->npolls; i++) {
-        put(l, s->polls[i].start);
-        put(l, s->polls[i].end);
-        put(l, s->polls[i].task);
-    }
     for (int p = 0; p < D9M_PARTS; p++) put(l, s->poll_parts.ns[p]);
-    for (size_t i = 0; i < s->npoll_stacks; i++) {
-        put(l, s->poll_stacks[i].stack);
-        put(l, s->poll_stacks[i].ns);
+    d9m_span_stack stk[64];
+    size_t n = s->npoll_stacks < 64 ? s->npoll_stacks : 64;
+    if (n) memcpy(stk, s->poll_stacks, n * sizeof *stk);
+    qsort(stk, n, sizeof *stk, by_stack);
+    for (size_t i = 0; i < n; i++) {
+        put(l, stk[i].stack);
+        put(l, stk[i].ns);
     }
 }
 
@@ -107,15 +109,8 @@ static uint64_t next(void) { /* xorshift64: the same inputs every run */
 }
 static uint64_t pick(uint64_t n) { return next() % n; }
 
-/* The models get each input; rc must agree too. The third, q, is the model as analyze makes
- * it (d9m_spans_no_intervals), against the oracle's spans without their in-poll intervals. */
+/* The models get each input; rc must agree too. */
 #define BOTH(call_new, call_old) CHECK_EQ_U64((uint64_t)(call_new), (uint64_t)(call_old))
-#define ALL(call_new, call_q, call_old)                                                          \
-    do {                                                                                         \
-        uint64_t rc_old_ = (uint64_t)(call_old);                                                 \
-        CHECK_EQ_U64((uint64_t)(call_new), rc_old_);                                             \
-        CHECK_EQ_U64((uint64_t)(call_q), rc_old_);                                               \
-    } while (0)
 
 /* The reader of model h: its tasks by slot (1 + pick(ntasks)), each slot's current id (a new
  * one after a termination) and state. */
@@ -139,21 +134,17 @@ static d9m_span_task *h_state(hreader *r, uint64_t id) {
 }
 
 static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned nnames, bool drops, bool fresh_ids) {
-    log ln = {0}, lq = {.parts_only = true, .no_intervals = true}, lop = {.parts_only = true}, lo = {.also = &lop};
-    log lh = {0};
+    log ln = {0}, lo = {0}, lh = {0};
     d9m_spans *m = d9m_spans_new(on_span, &ln);
-    d9m_spans *q = d9m_spans_new(on_span, &lq);
     oracle_model *o = oracle_new(on_span, &lo);
     hreader hr = {.h = fresh_ids ? d9m_spans_new(on_span, &lh) : NULL};
     d9m_spans *h = hr.h;
     uint64_t next_id = 1 + SLOTS;
     for (unsigned k = 0; k < SLOTS; k++) hr.id[k] = 1 + k;
-    CHECK(m != NULL && q != NULL && o != NULL && (h != NULL || !fresh_ids));
-    d9m_spans_no_intervals(q);
+    CHECK(m != NULL && o != NULL && (h != NULL || !fresh_ids));
     d9m_coverage cov = {0};
     if (drops) {
         d9m_spans_set_coverage(m, &cov);
-        d9m_spans_set_coverage(q, &cov);
         oracle_set_coverage(o, &cov);
         if (h) d9m_spans_set_coverage(h, &cov);
     }
@@ -164,30 +155,29 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
         uint64_t task = hr.id[slot];
         unsigned what = (unsigned)pick(100);
         if (what < 18) {
-            ALL(d9m_spans_wake(m, task, ts), d9m_spans_wake(q, task, ts), oracle_wake(o, task, ts));
+            BOTH(d9m_spans_wake(m, task, ts), oracle_wake(o, task, ts));
             if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_wake(h, h_state(&hr, task), ts), 0);
         } else if (what < 40) {
             uint64_t end = ts + pick(4) * (1 + pick(80)); /* empty polls too */
-            ALL(d9m_spans_poll(m, task, ts, end), d9m_spans_poll(q, task, ts, end), oracle_poll(o, task, ts, end));
+            BOTH(d9m_spans_poll(m, task, ts, end), oracle_poll(o, task, ts, end));
             d9m_span_task *hs = h_state(&hr, task);
             uint32_t hgen = hs ? d9m_span_task_gen(hs) : 0;
             if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll(h, hs, ts, end), 0);
             cur_task = task;
             if (pick(3) == 0) { /* its attribution, in time order inside it */
                 uint64_t a = ts + pick(20), b = a + pick(30);
-                d9m_attr_poll gp = {.ngaps = 1, .gaps = {{a, b}}}; /* q takes it as analyze does */
-                ALL(d9m_spans_poll_gap(m, task, a, b), d9m_spans_poll_gaps(q, task, &gp), oracle_poll_gap(o, task, a, b));
+                d9m_attr_poll gp = {.ngaps = 1, .gaps = {{a, b}}}; /* h takes it as analyze does */
+                BOTH(d9m_spans_poll_gap(m, task, a, b), oracle_poll_gap(o, task, a, b));
                 if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll_gaps(h, hs, &gp), 0);
                 uint64_t c = b + pick(10), d = c + pick(40);
                 d9m_part part = pick(2) ? D9M_PART_RUNNABLE : D9M_PART_BLOCKED_OTHER;
                 uint32_t stack = pick(2) ? (uint32_t)pick(5) : D9M_SPAN_NO_STACK;
-                ALL(d9m_spans_poll_off(m, task, c, d, part, stack), d9m_spans_poll_off(q, task, c, d, part, stack),
+                BOTH(d9m_spans_poll_off(m, task, c, d, part, stack),
                     oracle_poll_off(o, task, c, d, part, stack));
                 if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll_off(h, hs, hgen, c, d, part, stack), 0);
                 if (pick(2)) { /* a second one, overlapping now and then */
                     uint64_t e = d - pick(8), f = e + pick(30);
-                    ALL(d9m_spans_poll_off(m, task, e, f, D9M_PART_BLOCKED_OTHER, D9M_SPAN_NO_STACK),
-                        d9m_spans_poll_off(q, task, e, f, D9M_PART_BLOCKED_OTHER, D9M_SPAN_NO_STACK),
+                    BOTH(d9m_spans_poll_off(m, task, e, f, D9M_PART_BLOCKED_OTHER, D9M_SPAN_NO_STACK),
                         oracle_poll_off(o, task, e, f, D9M_PART_BLOCKED_OTHER, D9M_SPAN_NO_STACK));
                     if (h)
                         CHECK_EQ_U64((uint64_t)d9m_spans_task_poll_off(h, hs, hgen, e, f, D9M_PART_BLOCKED_OTHER,
@@ -195,7 +185,6 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
                                      0);
                     uint32_t late = (uint32_t)pick(5);
                     d9m_spans_poll_off_stack(m, task, late);
-                    d9m_spans_poll_off_stack(q, task, late);
                     oracle_poll_off_stack(o, task, late);
                     if (h) d9m_spans_task_poll_off_stack(h, hs, hgen, late);
                 }
@@ -204,18 +193,18 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
             uint32_t name = 1 + (uint32_t)pick(nnames);
             uint64_t id = 1 + pick(nids), t = pick(3) ? cur_task : 0;
             uint64_t worker = pick(3), tid = 100 + worker;
-            ALL(d9m_spans_begin(m, ts, name, id, t, worker, tid), d9m_spans_begin(q, ts, name, id, t, worker, tid),
+            BOTH(d9m_spans_begin(m, ts, name, id, t, worker, tid),
                 oracle_begin(o, ts, name, id, t, worker, tid));
             if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_begin(h, ts, name, id, t, h_state(&hr, t), worker, tid), 0);
         } else if (what < 92) {
             uint32_t name = 1 + (uint32_t)pick(nnames);
             uint64_t id = 1 + pick(nids), t = pick(3) ? cur_task : pick(2) ? task : 0;
             uint64_t worker = pick(3), tid = 100 + worker;
-            ALL(d9m_spans_end(m, ts, name, id, t, worker, tid), d9m_spans_end(q, ts, name, id, t, worker, tid),
+            BOTH(d9m_spans_end(m, ts, name, id, t, worker, tid),
                 oracle_end(o, ts, name, id, t, worker, tid));
             if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_end(h, ts, name, id, t, h_state(&hr, t), worker, tid), 0);
         } else if (what < 97) {
-            ALL(d9m_spans_terminate(m, task), d9m_spans_terminate(q, task), oracle_terminate(o, task));
+            BOTH(d9m_spans_terminate(m, task), oracle_terminate(o, task));
             if (h && hr.st[slot]) CHECK_EQ_U64((uint64_t)d9m_spans_task_terminate(h, hr.st[slot]), 0);
             hr.st[slot] = NULL;
             if (fresh_ids) hr.id[slot] = next_id++; /* the id is not seen again */
@@ -224,10 +213,9 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
             d9m_coverage_drop(&cov, ts, pick(2), 0);
         }
         CHECK_EQ_U64(d9m_spans_tasks_held(m), oracle_tasks_held(o));
-        CHECK_EQ_U64(d9m_spans_tasks_held(q), oracle_tasks_held(o));
     }
     ts += 10;
-    ALL(d9m_spans_finish(m, ts), d9m_spans_finish(q, ts), oracle_finish(o, ts));
+    BOTH(d9m_spans_finish(m, ts), oracle_finish(o, ts));
     if (h) {
         CHECK_EQ_U64((uint64_t)d9m_spans_finish(h, ts), 0);
         CHECK_EQ_U64(lh.spans, lo.spans);
@@ -240,21 +228,14 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
     CHECK_EQ_U64(ln.n, lo.n);
     size_t same = ln.n == lo.n ? ln.n : 0;
     CHECK(same == 0 || memcmp(ln.v, lo.v, same * sizeof *ln.v) == 0);
-    CHECK_EQ_U64(lq.spans, lop.spans);
-    CHECK_EQ_U64(lq.n, lop.n);
-    same = lq.n == lop.n ? lq.n : 0;
-    CHECK(same == 0 || memcmp(lq.v, lop.v, same * sizeof *lq.v) == 0);
     CHECK_EQ_U64(d9m_spans_stray_ends(m), oracle_stray_ends(o));
     CHECK_EQ_U64(d9m_spans_reopened(m), oracle_reopened(o));
     CHECK_EQ_U64(d9m_spans_tasks_held(m), oracle_tasks_held(o));
     d9m_spans_free(m);
-    d9m_spans_free(q);
     d9m_spans_free(h);
     oracle_free(o);
     d9m_coverage_free(&cov);
     free(ln.v);
-    free(lq.v);
-    free(lop.v);
     free(lo.v);
     free(lh.v);
     return ln.spans;

@@ -81,9 +81,8 @@ struct pq_writer {
     size_t ngroups;
     char **kv;
     size_t nkv;
-    const d9_libzstd *zstd;
-    ZSTD_CCtx *cctx;
-    bool zstd_fast; /* cctx is at level 1 for PLAIN integers (write_page) */
+    bool zstd;      /* pages compressed (z) */
+    pq_zstd z;
     pq_buf page, levels, cbuf, hbuf;
     uint32_t batch;        /* rows of the batch begun (pq_begin_rows), 0: row by row */
     uint32_t *id_index;    /* pq_put_str_ids: dictionary index + 1 of each caller's id */
@@ -166,14 +165,7 @@ pq_writer *pq_writer_open(FILE *f, const pq_column_def *cols, int ncols, const p
         if (c->def.type == PQ_BOOLEAN) c->def.dictionary = false;
         c->dict_mode = c->def.dictionary;
     }
-    if (!w->opt.uncompressed) {
-        w->zstd = d9_libzstd_get();
-        if (w->zstd) {
-            w->cctx = w->zstd->createCCtx();
-            if (!w->cctx) w->zstd = NULL;
-            else w->zstd->setParameter(w->cctx, ZSTD_c_compressionLevel, w->opt.zstd_level);
-        }
-    }
+    if (!w->opt.uncompressed) w->zstd = pq_zstd_init(&w->z, w->opt.zstd_level) == 0;
     if (write_bytes(w, "PAR1", 4) != 0) {
         snprintf(err, errlen, "parquet: %s", w->err);
         pq_writer_abort(w);
@@ -828,31 +820,17 @@ static void set_fixed_stats(const column *c, chunk_meta *m) {
     }
 }
 
-/* Compresses a page's `raw` bytes and writes them with its header. fast: zstd level 1 with 5-byte matches
- * below level 10 (PLAIN integers: a duration's low bytes are noise and its high bytes zeros;
- * the faster levels' match finding codes them better: duration_ns 2.01 bytes a poll at level
- * 3, 1.93 at 9, 1.84 at 1, and 1.70 at 19, which is kept; and zstd_fast columns). */
-static int write_page_of(pq_writer *w, chunk_meta *m, int type, int32_t num_values, int encoding, bool fast,
+/* Compresses a page's `raw` bytes in zstd's `mode` (pq_zstd.h) and writes them with its header. */
+static int write_page_of(pq_writer *w, chunk_meta *m, int type, int32_t num_values, int encoding, pq_zstd_mode mode,
                          const uint8_t *raw, size_t rawlen) {
     if (w->page.oom) return fail(w, "out of memory");
     const uint8_t *body = raw;
     size_t blen = rawlen;
-    fast = fast && w->opt.zstd_level < 10;
-    if (w->zstd && fast != w->zstd_fast) {
-        w->zstd->setParameter(w->cctx, ZSTD_c_compressionLevel, fast ? 1 : w->opt.zstd_level);
-        w->zstd->setParameter(w->cctx, ZSTD_c_minMatch, fast ? 5 : 0); /* 0: the level's */
-        w->zstd_fast = fast;
-    }
     if (w->zstd) {
-        size_t bound = w->zstd->compressBound(blen);
-        w->cbuf.len = 0;
-        if (!pq_buf_reserve(&w->cbuf, bound)) return fail(w, "out of memory");
-        ZSTD_inBuffer in = {raw, blen, 0};
-        ZSTD_outBuffer out = {w->cbuf.p, bound, 0};
-        size_t r = w->zstd->compressStream2(w->cctx, &out, &in, ZSTD_e_end);
-        if (w->zstd->isError(r) || r != 0) return fail(w, "zstd: %s", w->zstd->getErrorName(r));
+        const char *why;
+        if (pq_zstd_compress(&w->z, mode, raw, rawlen, &w->cbuf, &why) != 0) return fail(w, "zstd: %s", why);
         body = w->cbuf.p;
-        blen = out.pos;
+        blen = w->cbuf.len;
     }
     if (rawlen > INT32_MAX || blen > INT32_MAX) return fail(w, "a page over 2 GiB");
     w->hbuf.len = 0;
@@ -885,8 +863,8 @@ static int write_page_of(pq_writer *w, chunk_meta *m, int type, int32_t num_valu
 }
 
 /* Compresses w->page and writes it with its header. */
-static int write_page(pq_writer *w, chunk_meta *m, int type, int32_t num_values, int encoding, bool fast) {
-    return write_page_of(w, m, type, num_values, encoding, fast, w->page.p, w->page.len);
+static int write_page(pq_writer *w, chunk_meta *m, int type, int32_t num_values, int encoding, pq_zstd_mode mode) {
+    return write_page_of(w, m, type, num_values, encoding, mode, w->page.p, w->page.len);
 }
 
 /* PLAIN bytes of stored items [v0, v1) into w->page. */
@@ -933,7 +911,7 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
             return fail(w, "out of memory");
         w->page.len = 0;
         put_plain(w, c, 0, c->ndict);
-        if (write_page(w, m, PAGE_DICTIONARY, (int32_t)c->ndict, E_PLAIN, false) != 0) return -1;
+        if (write_page(w, m, PAGE_DICTIONARY, (int32_t)c->ndict, E_PLAIN, PQ_ZSTD_LEVEL) != 0) return -1;
         bw = pq_bit_width(c->ndict - 1);
         if (bw == 0) bw = 1; /* some readers refuse width 0 */
         /* wider than a byte: whole bytes when zstd follows, so that it sees an index's high
@@ -952,11 +930,14 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
         }
         int enc = dict ? E_RLE_DICTIONARY : delta ? E_DELTA_BINARY_PACKED : E_PLAIN;
         bool ints = c->def.type == PQ_INT32 || c->def.type == PQ_INT64 || c->def.type == PQ_TIMESTAMP_NS;
-        bool fast = (enc == E_PLAIN && ints) || c->def.zstd_fast;
+        /* PLAIN integers: a duration's low bytes are noise and its high bytes zeros, where
+         * level 3's search finds less than level 1's (duration_ns 2.01 bytes a poll at level 3,
+         * 1.84 at 1) */
+        pq_zstd_mode mode = enc == E_PLAIN && ints && c->def.zstd == PQ_ZSTD_LEVEL ? PQ_ZSTD_FAST : (pq_zstd_mode)c->def.zstd;
         if (enc == E_PLAIN && !c->def.optional && c->def.type != PQ_BOOLEAN && c->def.type != PQ_STRING) {
             /* the values as they lie: compressed from the column's buffer, not copied first */
             size_t wdt = width(c->def.type);
-            if (write_page_of(w, m, PAGE_DATA, (int32_t)(r1 - r0), enc, fast, c->values.p + v0 * wdt, (v - v0) * wdt) != 0)
+            if (write_page_of(w, m, PAGE_DATA, (int32_t)(r1 - r0), enc, mode, c->values.p + v0 * wdt, (v - v0) * wdt) != 0)
                 return -1;
             if (r1 >= w->rows) break;
             continue;
@@ -973,13 +954,13 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
             pq_buf_byte(&w->page, (uint8_t)bw);
             pq_rle_encode(&w->page, index + v0, v - v0, bw);
         } else if (delta && c->def.type == PQ_INT32) {
-            pq_delta_encode_i32(&w->page, (const int32_t *)(const void *)c->values.p + v0, v - v0, w->zstd != NULL);
+            pq_delta_encode_i32(&w->page, (const int32_t *)(const void *)c->values.p + v0, v - v0, w->zstd);
         } else if (delta) {
-            pq_delta_encode(&w->page, (const int64_t *)(const void *)c->values.p + v0, v - v0, w->zstd != NULL);
+            pq_delta_encode(&w->page, (const int64_t *)(const void *)c->values.p + v0, v - v0, w->zstd);
         } else {
             put_plain(w, c, v0, v);
         }
-        if (write_page(w, m, PAGE_DATA, (int32_t)(r1 - r0), enc, fast) != 0) return -1;
+        if (write_page(w, m, PAGE_DATA, (int32_t)(r1 - r0), enc, mode) != 0) return -1;
         if (r1 >= w->rows) break;
     }
     return 0;
@@ -1200,7 +1181,7 @@ void pq_writer_abort(pq_writer *w) {
     free(w->groups);
     for (size_t i = 0; i < w->nkv; i++) free(w->kv[i]);
     free(w->kv);
-    if (w->cctx) w->zstd->freeCCtx(w->cctx);
+    if (w->zstd) pq_zstd_free(&w->z);
     pq_buf_free(&w->page);
     pq_buf_free(&w->levels);
     pq_buf_free(&w->cbuf);

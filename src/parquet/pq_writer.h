@@ -32,6 +32,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "parquet/pq_zstd.h"
+
 typedef enum pq_type {
     PQ_BOOLEAN,
     PQ_INT32,
@@ -51,10 +53,9 @@ typedef struct pq_column_def {
                         byte written in whole bytes under zstd */
     bool delta;      /* INT32, INT64, TIMESTAMP_NS: DELTA_BINARY_PACKED when not dictionary
                         encoded (sorted or slowly moving values, such as times) */
-    bool zstd_fast;  /* pages at zstd's level 1 with 5-byte matches below a writer's level 10,
-                        as PLAIN integer pages always are: for values whose low bytes are
-                        noise (times' deltas, durations' indexes), where level 3's deeper
-                        search finds ~1 % more for ~40 % more instructions */
+    uint8_t zstd;    /* pq_zstd_mode of its data pages (dictionary pages: PQ_ZSTD_LEVEL, as
+                        their sorted values need matches); PLAIN integer pages of a LEVEL
+                        column are FAST */
 } pq_column_def;
 
 #define PQ_DICT_MAX 65536

@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
         c->def.optional = next() % 2;
         c->def.dictionary = next() % 3 != 0;
         c->def.delta = next() % 2;
-        c->def.zstd_fast = i % 3 == 1; /* by the index: the draws, so the tables of a seed, as before */
+        c->def.zstd = (uint8_t)(i % PQ_ZSTD_MODES); /* by the index: the draws, so the tables of a seed, as before */
         c->card = cards[next() % 6];
         c->nulls = c->def.optional ? (unsigned)(next() % 4 == 0 ? 100 : next() % 60) : 0;
         c->same = c->def.optional ? 0 : (unsigned[]){0, 10, 60, 99}[next_same() % 4];

@@ -58,7 +58,9 @@ typedef struct pq_column_def {
                         column are FAST */
 } pq_column_def;
 
-#define PQ_DICT_MAX 65536
+/* Past 65 536 entries an index is 3 whole bytes under zstd: still a third of the PLAIN value
+ * (a compacted busy hour's durations: 2.95 -> 2.45 bytes a poll); 16 Mi keeps it 3 bytes. */
+#define PQ_DICT_MAX (1u << 24)
 
 typedef struct pq_options {
     uint32_t row_group_rows; /* rows per row group (default 1 Mi) */

@@ -889,9 +889,36 @@ static void put_plain(pq_writer *w, const column *c, size_t v0, size_t v1) {
     }
 }
 
+/* A required integer chunk of one value throughout (the attribution parts a trace does not
+ * have: all 0) that is not a dictionary already: a dictionary of that value and one RLE run a
+ * page, a few bytes, where its PLAIN pages cost a copy, a scan and zstd's pass over 8 bytes a
+ * row. */
+static bool constant_ints(const column *c, size_t rows) {
+    return !c->dict_mode && !c->def.optional && c->have_minmax && c->min.i == c->max.i && c->nvalues == rows &&
+           (c->def.type == PQ_INT32 || c->def.type == PQ_INT64 || c->def.type == PQ_TIMESTAMP_NS);
+}
+
+static int write_constant_chunk(pq_writer *w, column *c, chunk_meta *m) {
+    m->dict = true;
+    set_fixed_stats(c, m);
+    w->page.len = 0;
+    put_plain(w, c, 0, 1);
+    if (write_page(w, m, PAGE_DICTIONARY, 1, E_PLAIN, PQ_ZSTD_LEVEL) != 0) return -1;
+    for (uint32_t r0 = 0; r0 < w->rows; r0 += w->opt.page_rows) {
+        uint32_t n = w->rows - r0 > w->opt.page_rows ? w->opt.page_rows : w->rows - r0;
+        w->page.len = 0;
+        pq_buf_byte(&w->page, 1);        /* index width: 1 (some readers refuse 0) */
+        pq_buf_uvarint(&w->page, (uint64_t)n << 1); /* an RLE run of n ... */
+        pq_buf_byte(&w->page, 0);        /* ... index 0 */
+        if (write_page(w, m, PAGE_DATA, (int32_t)n, E_RLE_DICTIONARY, PQ_ZSTD_LEVEL) != 0) return -1;
+    }
+    return 0;
+}
+
 static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
     *m = (chunk_meta){.data_page_offset = -1, .dict_page_offset = -1, .num_values = w->rows,
                       .nulls = c->nulls};
+    if (constant_ints(c, w->rows)) return write_constant_chunk(w, c, m);
     if (c->dict_mode && c->nvalues >= 64 && nearly_all_distinct(c) && spill_dictionary(w, c) != 0) return -1;
     bool dict = c->dict_mode && c->ndict > 0;
     bool delta = !dict && c->def.delta &&

@@ -28,6 +28,7 @@ enum { CONVERTED_UTF8 = 0 };
 typedef struct chunk_meta {
     int64_t uncompressed, compressed, data_page_offset, dict_page_offset, num_values, nulls;
     bool dict, delta, has_minmax;
+    bool raw;               /* UNCOMPRESSED although the writer's pages are zstd (a codec per chunk) */
     uint8_t min[8], max[8]; /* fixed-width statistics */
     char *smin, *smax;      /* string statistics (malloc) */
     uint32_t smin_len, smax_len;
@@ -826,7 +827,7 @@ static int write_page_of(pq_writer *w, chunk_meta *m, int type, int32_t num_valu
     if (w->page.oom) return fail(w, "out of memory");
     const uint8_t *body = raw;
     size_t blen = rawlen;
-    if (w->zstd) {
+    if (w->zstd && !m->raw) {
         const char *why;
         if (pq_zstd_compress(&w->z, mode, raw, rawlen, &w->cbuf, &why) != 0) return fail(w, "zstd: %s", why);
         body = w->cbuf.p;
@@ -892,7 +893,7 @@ static void put_plain(pq_writer *w, const column *c, size_t v0, size_t v1) {
 /* A required integer chunk of one value throughout (the attribution parts a trace does not
  * have: all 0) that is not a dictionary already: a dictionary of that value and one RLE run a
  * page, a few bytes, where its PLAIN pages cost a copy, a scan and zstd's pass over 8 bytes a
- * row. */
+ * row. Its chunk is UNCOMPRESSED (Parquet's codec is per column chunk). */
 static bool constant_ints(const column *c, size_t rows) {
     return !c->dict_mode && !c->def.optional && c->have_minmax && c->min.i == c->max.i && c->nvalues == rows &&
            (c->def.type == PQ_INT32 || c->def.type == PQ_INT64 || c->def.type == PQ_TIMESTAMP_NS);
@@ -900,6 +901,7 @@ static bool constant_ints(const column *c, size_t rows) {
 
 static int write_constant_chunk(pq_writer *w, column *c, chunk_meta *m) {
     m->dict = true;
+    m->raw = true; /* pages of a few bytes: zstd's frame would add to them */
     set_fixed_stats(c, m);
     w->page.len = 0;
     put_plain(w, c, 0, 1);
@@ -1096,7 +1098,7 @@ static void put_chunk(pq_writer *w, pq_tc *t, int col, const chunk_meta *m) {
     if (m->delta) pq_tc_elem_i32(t, E_DELTA_BINARY_PACKED);
     pq_tc_list(t, 3, PQ_TC_BINARY, 1);
     pq_tc_elem_string(t, d->name);
-    pq_tc_i32(t, 4, w->zstd ? CODEC_ZSTD : CODEC_UNCOMPRESSED);
+    pq_tc_i32(t, 4, w->zstd && !m->raw ? CODEC_ZSTD : CODEC_UNCOMPRESSED);
     pq_tc_i64(t, 5, m->num_values);
     pq_tc_i64(t, 6, m->uncompressed);
     pq_tc_i64(t, 7, m->compressed);

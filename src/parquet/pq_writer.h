@@ -1,9 +1,10 @@
 /* A Parquet file writer of our own (Debian 12 packages no Parquet library): flat schemas of
  * required and optional columns, physical types BOOLEAN, INT32, INT64, DOUBLE and BYTE_ARRAY,
  * logical types STRING and TIMESTAMP(NANOS, UTC); data pages v1 with PLAIN, RLE_DICTIONARY or
- * DELTA_BINARY_PACKED values and RLE definition levels; zstd pages through the dlopen'ed libzstd (uncompressed
- * when it is absent); column-chunk statistics (min, max, null count) and TypeDefinedOrder so
- * engines prune row groups.
+ * DELTA_BINARY_PACKED values and RLE definition levels; zstd pages through the dlopen'ed
+ * libzstd, as each column needs it (pq_zstd.h; uncompressed when libzstd is absent, and a chunk
+ * of one value throughout: a one-entry dictionary); column-chunk statistics (min, max, null
+ * count) and TypeDefinedOrder so engines prune row groups.
  *
  * Streaming with bounded memory: values are appended row by row and a row group is encoded
  * and written every `row_group_rows` rows, so a writer holds at most one row group.

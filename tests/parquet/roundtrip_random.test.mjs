@@ -78,10 +78,13 @@ for (const seed of seeds) {
         const c2 = md.row_groups[0].columns[2].meta_data
         assert.equal(new Set(t.rows.map((r) => r[2])).size > 65536, true, 'seed 2: over 65 536 distinct values')
         assert.equal(c2.encodings.includes('RLE_DICTIONARY'), true, `seed 2: ${c2.encodings} without RLE_DICTIONARY`)
-        // and column 1, one value throughout but no dictionary column: a one-entry dictionary
+        // and column 1, one value throughout but no dictionary column: a one-entry dictionary,
         const c1 = md.row_groups[0].columns[1].meta_data
         assert.equal(new Set(t.rows.map((r) => r[1])).size, 1, 'seed 2: column 1 of one value')
         assert.equal(c1.encodings.includes('RLE_DICTIONARY'), true, `seed 2: ${c1.encodings} for a constant column`)
+        // in a chunk of its own codec, UNCOMPRESSED, beside the table's zstd chunks
+        assert.equal(c1.codec, 'UNCOMPRESSED', 'seed 2: the constant column\'s codec')
+        assert.equal(md.row_groups[0].columns.some((c) => c.meta_data.codec === 'ZSTD'), true, 'seed 2: zstd chunks')
       }
 
       // DuckDB reads TIMESTAMP(NANOS, isAdjustedToUTC) as TIMESTAMP WITH TIME ZONE, whose unit

@@ -31,6 +31,9 @@ static ZSTD_CCtx *context(pq_zstd *z, pq_zstd_mode mode) {
         /* level 1's entropy coding; Huffman literals even where a future default would not */
         l->setParameter(c, ZSTD_c_compressionLevel, 1);
         l->setParameter(c, ZSTD_c_literalCompressionMode, ZSTD_ps_enable);
+        /* a wrong sequence is an error, not a page that reads back other bytes (a few
+         * compares a sequence: a page has a sequence per run of zeros) */
+        l->setParameter(c, ZSTD_c_validateSequences, 1);
         break;
     }
     z->cctx[mode] = c;

@@ -940,7 +940,11 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
             return fail(w, "out of memory");
         w->page.len = 0;
         put_plain(w, c, 0, c->ndict);
-        if (write_page(w, m, PAGE_DICTIONARY, (int32_t)c->ndict, E_PLAIN, PQ_ZSTD_LEVEL) != 0) return -1;
+        /* sorted integers: their high bytes repeat, matches zstd's level 1 finds with 5-byte
+         * matches as well as level 3 does (durations' 0.7-3.7 % smaller, ~5 % fewer
+         * instructions); strings at the level */
+        pq_zstd_mode dict_mode = ints ? PQ_ZSTD_FAST : PQ_ZSTD_LEVEL;
+        if (write_page(w, m, PAGE_DICTIONARY, (int32_t)c->ndict, E_PLAIN, dict_mode) != 0) return -1;
         bw = pq_bit_width(c->ndict - 1);
         if (bw == 0) bw = 1; /* some readers refuse width 0 */
         /* wider than a byte: whole bytes when zstd follows, so that it sees an index's high

@@ -15,7 +15,7 @@
  * polls: 2.31 -> 2.02). zstd per column (pq_zstd.h), from each page's bytes and zstd's
  * instructions measured apart (docs/fleet-tables.md, "Measured"): times' deltas and durations'
  * indexes are noise in their low bytes, where zstd's match search (20-60 instructions a byte)
- * finds 1-2 % of the bytes: ENTROPY, Huffman only (~15 a byte); so are the mostly-zero
+ * finds 1-2 % of the bytes: ENTROPY, Huffman only (~17 a byte); so are the mostly-zero
  * attribution parts, whose runs of zeros ENTROPY hands zstd as matches. But polls' wall_time
  * and duration_ns stay at the level, for the table of issue 35's 4 bytes a poll (ENTROPY:
  * +0.065 bytes a poll, -5 % of the fold's instructions on a 5 s executor run). Task ids stay

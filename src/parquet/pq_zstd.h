@@ -6,7 +6,7 @@
  * at least 24 zero bytes as a match at offset 1, everything else literals, which zstd codes
  * with Huffman as it always does. zstd then searches nothing: for values whose low bytes are
  * noise (times' deltas, durations' dictionary indexes) its search finds ~1-2 % of the bytes at
- * 2-4 times the instructions of the entropy coding (docs/fleet-tables.md, "Measured"). Without
+ * 1.3-3.5 times the instructions of the entropy coding (docs/fleet-tables.md, "Measured"). Without
  * ZSTD_compressSequences (libzstd before 1.5.4) it is PQ_ZSTD_FAST. */
 #ifndef D9_PARQUET_PQ_ZSTD_H
 #define D9_PARQUET_PQ_ZSTD_H

@@ -76,14 +76,14 @@ def main():
         files = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(out, "polls")) for f in fs
                  if f.endswith(".parquet") and not f.startswith(".")]
         size = sum(os.path.getsize(f) for f in files)
-        print(f"polls table: {size} bytes for {npolls} polls = {size / max(npolls, 1):.2f} bytes/poll")
+        print(f"polls table: {size} bytes for {npolls} polls = {size / max(npolls, 1):.3f} bytes/poll")
         cols = node("columns", os.path.join(out, "polls"))
         print("  per column: " + ", ".join(f"{c['column']} {int(c['bytes']) / max(npolls, 1):.2f}" for c in cols))
         # the target was set before polls had the attribution's parts (on_cpu_ns ... off_cpu_uncaptured_ns)
         attribution = {"on_cpu_ns", "lock_ns", "io_ns", "sleep_ns", "fault_ns", "blocked_other_ns", "runnable_ns", "unknown_ns",
                        "off_cpu_uncaptured_ns"}
         base = sum(int(c["bytes"]) for c in cols if c["column"] not in attribution)
-        print(f"  columns before the attribution: {base / max(npolls, 1):.2f} bytes/poll (target <= 4; "
+        print(f"  columns before the attribution: {base / max(npolls, 1):.3f} bytes/poll (target <= 4; "
               f"column chunks, without the footer)")
 
         print(f"== synthetic fleet: {instances} instances x {polls} polls ==")

@@ -40,6 +40,10 @@ static void load(void) {
         dlclose(h);
         return;
     }
+    /* only from the version the writer's pages were checked with (Debian 12's 1.5.4) */
+    unsigned (*version)(void) = (unsigned (*)(void))dlsym(h, "ZSTD_versionNumber");
+    if (version && version() >= 10504)
+        lib.compressSequences = (__typeof__(lib.compressSequences))dlsym(h, "ZSTD_compressSequences");
     loaded = &lib; /* never closed: other threads may be compressing */
 }
 

@@ -5,6 +5,7 @@
 #ifndef D9_COMMON_LIBZSTD_LOADER_H
 #define D9_COMMON_LIBZSTD_LOADER_H
 
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_Sequence, ZSTD_compressSequences (optional below) */
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -22,6 +23,10 @@ typedef struct d9_libzstd {
     __typeof__(ZSTD_isError) *isError;
     __typeof__(ZSTD_getErrorName) *getErrorName;
     __typeof__(ZSTD_getErrorCode) *getErrorCode;
+    /* Optional (NULL when absent): zstd's experimental API, exported by libzstd.so.1 since 1.5.0.
+     * The Parquet writer hands it its own sequences (runs of zero bytes) so that zstd entropy
+     * codes a page without searching it for matches (pq_writer.h, PQ_ZSTD_ENTROPY). */
+    __typeof__(ZSTD_compressSequences) *compressSequences;
 } d9_libzstd;
 
 /* The loaded functions, or NULL with the reason in d9_libzstd_error() (the same every call): it

@@ -12,100 +12,109 @@
  * PLAIN: zstd packs runs of zeros to nothing, a dictionary costs a hash a value for the same
  * bytes, and DELTA_BINARY_PACKED pays two wide deltas for each nonzero value (story 2, 24 k
  * polls: 5.79 -> 3.97 bytes a poll for the eight; an executor run without switch records, 90 k
- * polls: 2.31 -> 2.02). Times and durations are zstd_fast: their pages' low bytes are noise,
- * where zstd's level 3 finds ~1 % more than level 1 for ~40 % more of its instructions; but
- * polls' wall_time and duration_ns stay at level 3 (the table and columns of issue 35's 4
- * bytes a poll, ~0.025 bytes a poll more at level 1), and so do task ids (their deltas
- * repeat: 2-4 % smaller there). */
+ * polls: 2.31 -> 2.02). zstd per column (pq_zstd.h), from each page's bytes and zstd's
+ * instructions measured apart (docs/fleet-tables.md, "Measured"): times' deltas and durations'
+ * indexes are noise in their low bytes, where zstd's match search (20-60 instructions a byte)
+ * finds 1-2 % of the bytes: ENTROPY, Huffman only (~17 a byte); so are the mostly-zero
+ * attribution parts, whose runs of zeros ENTROPY hands zstd as matches. But polls' wall_time
+ * and duration_ns stay at the level, for the table of issue 35's 4 bytes a poll (ENTROPY:
+ * +0.065 bytes a poll, -5 % of the fold's instructions on a 5 s executor run). Task ids stay
+ * at the level (their deltas repeat: ENTROPY codes them 46 % larger), as do strings and small
+ * indexes; sched_delay_ns is FAST (its PLAIN values' zero high bytes: ENTROPY 12 % larger),
+ * as the writer makes every integer dictionary page (sorted values: matches). */
 #include "fold/tables.h"
 
-/* zstd_fast: the wall_time's zstd level (polls' is 3: the table of the 4 bytes a poll) */
-#define IDENTITY_Z(zstd_fast)                                                                   \
-    {"instance", PQ_STRING, false, true, false, false}, {"boot", PQ_STRING, false, true, false, false},                    \
-        {"run", PQ_STRING, false, true, false, false}, {"segment", PQ_STRING, false, true, false, false},                  \
-        {"wall_time", PQ_TIMESTAMP_NS, false, false, true, zstd_fast}
-#define IDENTITY IDENTITY_Z(true)
+#define LEVEL PQ_ZSTD_LEVEL
+#define FAST PQ_ZSTD_FAST
+#define ENTROPY PQ_ZSTD_ENTROPY
+
+/* z: the wall_time's zstd (polls' is the level: the table of issue 35's 4 bytes a poll) */
+#define IDENTITY_Z(z)                                                                              \
+    {"instance", PQ_STRING, false, true, false, LEVEL}, {"boot", PQ_STRING, false, true, false, LEVEL},            \
+        {"run", PQ_STRING, false, true, false, LEVEL}, {"segment", PQ_STRING, false, true, false, LEVEL},          \
+        {"wall_time", PQ_TIMESTAMP_NS, false, false, true, z}
+#define IDENTITY IDENTITY_Z(ENTROPY)
 
 static const pq_column_def polls[D9F_POLLS_COLS] = {
-    IDENTITY_Z(false),
-    {"worker_id", PQ_INT64, false, true, false, false},
-    {"task_id", PQ_INT64, false, false, true, false},
-    {"spawn_loc", PQ_STRING, false, true, false, false},
-    {"duration_ns", PQ_INT64, false, true, false, false},
-    {"on_cpu_ns", PQ_INT64, false, true, false, true},
-    {"lock_ns", PQ_INT64, false, false, false, false},
-    {"io_ns", PQ_INT64, false, false, false, false},
-    {"sleep_ns", PQ_INT64, false, false, false, false},
-    {"fault_ns", PQ_INT64, false, false, false, false},
-    {"blocked_other_ns", PQ_INT64, false, false, false, false},
-    {"runnable_ns", PQ_INT64, false, false, false, false},
-    {"unknown_ns", PQ_INT64, false, true, false, true},
-    {"off_cpu_uncaptured_ns", PQ_INT64, false, false, false, false},
+    IDENTITY_Z(LEVEL),
+    {"worker_id", PQ_INT64, false, true, false, LEVEL},
+    {"task_id", PQ_INT64, false, false, true, LEVEL},
+    {"spawn_loc", PQ_STRING, false, true, false, LEVEL},
+    {"duration_ns", PQ_INT64, false, true, false, LEVEL},
+    {"on_cpu_ns", PQ_INT64, false, true, false, ENTROPY},
+    {"lock_ns", PQ_INT64, false, false, false, ENTROPY},
+    {"io_ns", PQ_INT64, false, false, false, ENTROPY},
+    {"sleep_ns", PQ_INT64, false, false, false, ENTROPY},
+    {"fault_ns", PQ_INT64, false, false, false, ENTROPY},
+    {"blocked_other_ns", PQ_INT64, false, false, false, ENTROPY},
+    {"runnable_ns", PQ_INT64, false, false, false, ENTROPY},
+    {"unknown_ns", PQ_INT64, false, true, false, ENTROPY},
+    {"off_cpu_uncaptured_ns", PQ_INT64, false, false, false, ENTROPY},
 };
 
 static const pq_column_def poll_hist[D9F_HIST_COLS] = {
     IDENTITY,
-    {"spawn_loc", PQ_STRING, false, true, false, false},
-    {"worker_id", PQ_INT64, false, true, false, false},
-    {"bucket", PQ_INT32, false, true, false, false},
-    {"bucket_low_ns", PQ_INT64, false, true, false, false},
-    {"bucket_high_ns", PQ_INT64, false, true, false, false},
-    {"bucket_mid_ns", PQ_INT64, false, true, false, false},
-    {"count", PQ_INT64, false, true, false, false},
-    {"min_ns", PQ_INT64, false, true, false, false},
-    {"max_ns", PQ_INT64, false, true, false, false},
+    {"spawn_loc", PQ_STRING, false, true, false, LEVEL},
+    {"worker_id", PQ_INT64, false, true, false, LEVEL},
+    {"bucket", PQ_INT32, false, true, false, LEVEL},
+    {"bucket_low_ns", PQ_INT64, false, true, false, LEVEL},
+    {"bucket_high_ns", PQ_INT64, false, true, false, LEVEL},
+    {"bucket_mid_ns", PQ_INT64, false, true, false, LEVEL},
+    {"count", PQ_INT64, false, true, false, LEVEL},
+    {"min_ns", PQ_INT64, false, true, false, LEVEL},
+    {"max_ns", PQ_INT64, false, true, false, LEVEL},
 };
 
 static const pq_column_def segments[D9F_SEG_COLS] = {
     IDENTITY,
-    {"end_wall_time", PQ_TIMESTAMP_NS, false, false, false, false},
-    {"file", PQ_STRING, false, false, false, false},
-    {"bytes", PQ_INT64, false, false, false, false},
-    {"events", PQ_INT64, false, false, false, false},
-    {"polls", PQ_INT64, false, false, false, false},
-    {"first_ns", PQ_INT64, false, false, false, false},
-    {"last_ns", PQ_INT64, false, false, false, false},
-    {"status", PQ_STRING, false, true, false, false},
-    {"metadata", PQ_STRING, false, false, false, false},
-    {"sources", PQ_STRING, false, false, false, false},
-    {"dropped_events", PQ_INT64, false, false, false, false},
-    {"drops", PQ_STRING, false, false, false, false},
-    {"unmatched_starts", PQ_INT64, false, false, false, false},
-    {"unmatched_ends", PQ_INT64, false, false, false, false},
+    {"end_wall_time", PQ_TIMESTAMP_NS, false, false, false, LEVEL},
+    {"file", PQ_STRING, false, false, false, LEVEL},
+    {"bytes", PQ_INT64, false, false, false, LEVEL},
+    {"events", PQ_INT64, false, false, false, LEVEL},
+    {"polls", PQ_INT64, false, false, false, LEVEL},
+    {"first_ns", PQ_INT64, false, false, false, LEVEL},
+    {"last_ns", PQ_INT64, false, false, false, LEVEL},
+    {"status", PQ_STRING, false, true, false, LEVEL},
+    {"metadata", PQ_STRING, false, false, false, LEVEL},
+    {"sources", PQ_STRING, false, false, false, LEVEL},
+    {"dropped_events", PQ_INT64, false, false, false, LEVEL},
+    {"drops", PQ_STRING, false, false, false, LEVEL},
+    {"unmatched_starts", PQ_INT64, false, false, false, LEVEL},
+    {"unmatched_ends", PQ_INT64, false, false, false, LEVEL},
 };
 
 static const pq_column_def sched[D9F_SCHED_COLS] = {
     IDENTITY,
-    {"kind", PQ_STRING, false, true, false, false},
-    {"worker_id", PQ_INT64, false, true, false, false},
-    {"tid", PQ_INT64, true, true, false, false},
-    {"parked_ns", PQ_INT64, true, true, false, true},
-    {"sched_delay_ns", PQ_INT64, true, true, false, true},
-    {"cpu_time_ns", PQ_INT64, true, false, true, true},
+    {"kind", PQ_STRING, false, true, false, LEVEL},
+    {"worker_id", PQ_INT64, false, true, false, LEVEL},
+    {"tid", PQ_INT64, true, true, false, LEVEL},
+    {"parked_ns", PQ_INT64, true, true, false, ENTROPY},
+    {"sched_delay_ns", PQ_INT64, true, true, false, FAST},
+    {"cpu_time_ns", PQ_INT64, true, false, true, ENTROPY},
 };
 
 static const pq_column_def wakes[D9F_WAKE_COLS] = {
     IDENTITY,
-    {"waker_task_id", PQ_INT64, false, false, true, false},
-    {"woken_task_id", PQ_INT64, false, false, true, false},
-    {"target_worker", PQ_INT64, true, true, false, false},
+    {"waker_task_id", PQ_INT64, false, false, true, LEVEL},
+    {"woken_task_id", PQ_INT64, false, false, true, LEVEL},
+    {"target_worker", PQ_INT64, true, true, false, LEVEL},
 };
 
 static const pq_column_def samples[D9F_SAMPLE_COLS] = {
     IDENTITY,
-    {"source", PQ_STRING, false, true, false, false},
-    {"worker_id", PQ_INT64, true, true, false, false},
-    {"tid", PQ_INT64, false, true, false, false},
-    {"cpu", PQ_INT64, true, true, false, false},
-    {"stack_id", PQ_INT64, false, true, false, false},
-    {"weight", PQ_INT64, false, true, false, false},
+    {"source", PQ_STRING, false, true, false, LEVEL},
+    {"worker_id", PQ_INT64, true, true, false, LEVEL},
+    {"tid", PQ_INT64, false, true, false, LEVEL},
+    {"cpu", PQ_INT64, true, true, false, LEVEL},
+    {"stack_id", PQ_INT64, false, true, false, LEVEL},
+    {"weight", PQ_INT64, false, true, false, LEVEL},
 };
 
 static const pq_column_def stacks[D9F_STACK_COLS] = {
     IDENTITY,
-    {"stack_id", PQ_INT64, false, false, false, false},
-    {"depth", PQ_INT32, false, true, false, false},
-    {"frames", PQ_STRING, false, false, false, false},
+    {"stack_id", PQ_INT64, false, false, false, LEVEL},
+    {"depth", PQ_INT32, false, true, false, LEVEL},
+    {"frames", PQ_STRING, false, false, false, LEVEL},
 };
 
 const d9f_table_def d9f_tables[D9F_TABLES] = {

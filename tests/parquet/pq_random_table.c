@@ -53,6 +53,8 @@ typedef struct colspec {
     pq_column_def def;
     char name[32];
     uint64_t card;   /* distinct values drawn from (0: any) */
+    bool wide;       /* with card: 1 in 8 values from 64, the rest from card (repeats early
+                        enough that the dictionary never spills, many distinct in all) */
     unsigned nulls;  /* percent */
     unsigned same;   /* percent of rows put with pq_put_same (required columns) */
     uint64_t last;   /* the previous row's x */
@@ -60,6 +62,12 @@ typedef struct colspec {
 } colspec;
 
 /* A column's value from its draw x (the same in both ways of putting rows). */
+/* a drawn value within the column's cardinality */
+static uint64_t in_card(const colspec *c, uint64_t x) {
+    if (!c->card) return x;
+    return c->wide && x % 8 == 0 ? x / 8 % 64 : x % c->card;
+}
+
 static int32_t value_i32(const colspec *c, uint64_t x) { return (int32_t)(uint32_t)(c->card ? x * 2654435761u : x); }
 static int64_t value_i64(const colspec *c, uint64_t x) {
     if (c->def.type == PQ_TIMESTAMP_NS) return (int64_t)(x % 4000000000000000000ull);
@@ -137,7 +145,7 @@ static int put_batches(pq_writer *w, colspec *cs, int ncols, uint64_t rows, FILE
                 v->null = c->nulls && next() % 100 < c->nulls;
                 if (v->null) continue;
                 uint64_t x = next();
-                if (c->card) x %= c->card;
+                x = in_card(c, x);
                 if (c->sparse && next_batch() % 16 != 0) x = 0;
                 if ((r + q > 0 && next_same() % 100 < c->same) || same_n[i]) x = c->last;
                 c->last = x;
@@ -225,7 +233,7 @@ int main(int argc, char **argv) {
         c->def.optional = next() % 2;
         c->def.dictionary = next() % 3 != 0;
         c->def.delta = next() % 2;
-        c->def.zstd_fast = i % 3 == 1; /* by the index: the draws, so the tables of a seed, as before */
+        c->def.zstd = (uint8_t)(i % PQ_ZSTD_MODES); /* by the index: the draws, so the tables of a seed, as before */
         c->card = cards[next() % 6];
         c->nulls = c->def.optional ? (unsigned)(next() % 4 == 0 ? 100 : next() % 60) : 0;
         c->same = c->def.optional ? 0 : (unsigned[]){0, 10, 60, 99}[next_same() % 4];
@@ -237,6 +245,23 @@ int main(int argc, char **argv) {
     pq_options opt = {.row_group_rows = 1 + (uint32_t)(next() % 5000),
                       .page_rows = 1 + (uint32_t)(next() % 3000),
                       .uncompressed = next() % 4 == 0};
+    if (rows >= 70000) { /* the big tables: one row group, a dictionary past 65 536 entries
+                          * (column 2, INT64: ~60 k and ~75 k distinct of 80 k and 90 k rows),
+                          * set after the draws, so that every other table is as before */
+        opt.row_group_rows = (uint32_t)rows;
+        cs[2].def.dictionary = true;
+        cs[2].card = 1000000;
+        cs[2].wide = true;
+        cs[2].nulls = 0;
+        cs[2].sparse = false;
+        cs[2].same = 0;
+        defs[2] = cs[2].def;
+        cs[1].def.optional = false; /* and column 1 (INT32) one value throughout: the writer's */
+        cs[1].def.dictionary = false; /* one-entry dictionary of a constant chunk */
+        cs[1].card = 1;
+        cs[1].nulls = 0;
+        defs[1] = cs[1].def;
+    }
     char err[256];
     pq_writer *w = pq_writer_open(pf, defs, ncols, &opt, err, sizeof err);
     if (!w) {
@@ -263,7 +288,7 @@ int main(int argc, char **argv) {
                 continue;
             }
             uint64_t x = next();
-            if (c->card) x %= c->card;
+            x = in_card(c, x);
             if (c->sparse && next_batch() % 16 != 0) x = 0;
             bool same = r > 0 && next_same() % 100 < c->same; /* the previous row's value again */
             if (same) x = c->last;

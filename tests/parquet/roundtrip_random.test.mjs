@@ -1,6 +1,7 @@
 // Our Parquet writer against two independent readers: random tables (every type, required and
-// optional, dictionary and PLAIN, dictionaries overflowing mid row group, random row-group and
-// page sizes, zstd or not; tests/parquet/pq_random_table.c) must read back value for value.
+// optional, dictionary and PLAIN, dictionaries overflowing mid row group or past 65 536 entries,
+// random row-group and page sizes, zstd or not; tests/parquet/pq_random_table.c) must read back
+// value for value.
 // Run by tests/scripts/test_parquet_readers.sh with D9_BUILD_DIR set.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -70,6 +71,21 @@ for (const seed of seeds) {
         }
       }
       assert.equal(first, t.rows.length, 'row groups cover every row')
+
+      // seed 2's column 2: one row group, ~75 k distinct values, still a dictionary (its
+      // indexes past 16 bits: 3 whole bytes under zstd, 17 bits without)
+      if (seed === 2) {
+        const c2 = md.row_groups[0].columns[2].meta_data
+        assert.equal(new Set(t.rows.map((r) => r[2])).size > 65536, true, 'seed 2: over 65 536 distinct values')
+        assert.equal(c2.encodings.includes('RLE_DICTIONARY'), true, `seed 2: ${c2.encodings} without RLE_DICTIONARY`)
+        // and column 1, one value throughout but no dictionary column: a one-entry dictionary,
+        const c1 = md.row_groups[0].columns[1].meta_data
+        assert.equal(new Set(t.rows.map((r) => r[1])).size, 1, 'seed 2: column 1 of one value')
+        assert.equal(c1.encodings.includes('RLE_DICTIONARY'), true, `seed 2: ${c1.encodings} for a constant column`)
+        // in a chunk of its own codec, UNCOMPRESSED, beside the table's zstd chunks
+        assert.equal(c1.codec, 'UNCOMPRESSED', 'seed 2: the constant column\'s codec')
+        assert.equal(md.row_groups[0].columns.some((c) => c.meta_data.codec === 'ZSTD'), true, 'seed 2: zstd chunks')
+      }
 
       // DuckDB reads TIMESTAMP(NANOS, isAdjustedToUTC) as TIMESTAMP WITH TIME ZONE, whose unit
       // is the microsecond: it truncates, and the expected value is truncated the same way

@@ -32,16 +32,22 @@
  * callbacks, one poll, begin the request's span and submit the answer's write (a task spawned
  * with its uv_write_t); the loop's next iteration runs the write's callback, which ends the
  * span, its task terminates, and the loop parks. In the adapter's calls (thread_state.h): the
- * unpark carries the first ready wake; the alloc callback's poll goes on into the read's
+ * unpark and the one ready wake are owed to the first callback's poll, one call with it
+ * (d9__unpark_wake_ready_poll_begin); the alloc callback's poll goes on into the read's
  * (d9a_poll_exit_into); the read's end is owed to the next callback's begin; the write's end and
  * its task's terminate are owed to the park, one call with it (d9__poll_end_terminate_park).
- * 12 events in 7 hook calls. `split`: the calls before (the alloc callback a poll of its own,
- * the end and the terminate apart at the callback's return, then the park), 14 events in 10. */
+ * 12 events in 6 hook calls. `split`: the calls before (the unpark apart from the poll, the
+ * alloc callback a poll of its own, the end and the terminate apart at the callback's return,
+ * then the park), 14 events in 10. */
 static void request_events(uint64_t i, const d9_loc *where, const d9_loc *span, void *write_req, bool split) {
     uint64_t conn = 1, write = d9_task_id_new();
-    d9_unpark_wake_ready(conn);
-    d9_poll_begin(conn, where);
-    if (split) d9_poll_end_begin(conn, where); /* the read callback's poll after the alloc's */
+    if (split) {
+        d9_unpark_wake_ready(conn);
+        d9_poll_begin(conn, where);
+        d9_poll_end_begin(conn, where); /* the read callback's poll after the alloc's */
+    } else {
+        d9__unpark_wake_ready_poll_begin(conn, conn, where); /* recording: the adapter tests it */
+    }
     d9_span_begin(span, i + 1);
     d9_task_spawn_object(write, where, write_req);
     d9_poll_end_begin(write, where);

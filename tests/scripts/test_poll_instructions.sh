@@ -112,7 +112,7 @@ count() { # kind clock pairs -> instructions inside the two hooks, clock_gettime
   # d9__poll_end before the names it is a prefix of (callgrind's toggles match prefixes)
   [ "${1%_split}" = request ] && hooks=(--toggle-collect='d9__poll_end' --toggle-collect='d9__poll_end_begin'
     --toggle-collect='d9__poll_end_terminate' --toggle-collect='d9__poll_end_terminate_park'
-    --toggle-collect='d9__unpark_wake_ready' --toggle-collect='d9__poll_begin'
+    --toggle-collect='d9__unpark_wake_ready' --toggle-collect='d9__unpark_wake_ready_poll_begin' --toggle-collect='d9__poll_begin'
     --toggle-collect='d9__span_begin' --toggle-collect='d9__span_end' --toggle-collect='d9__task_spawn_object'
     --toggle-collect='d9__task_terminate' --toggle-collect='d9__park')
   [ "${1%_split}" = mcrequest ] && hooks=(--toggle-collect='d9__park' --toggle-collect='d9__unpark'

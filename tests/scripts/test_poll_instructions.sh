@@ -102,7 +102,7 @@ CLOCK_CALLS_MC_REQUEST=2.2
 # connection, its spawn deferred to the park and never due (thread_state.h, d9a_defer_spawn):
 # CLOCK_MONOTONIC 545.4 -> 451.3 and 7 -> 5 clock_gettime calls, TSC 451.0 -> 398.6 (counted
 # with d9__poll_end_park toggled too: before, it was not, as the request did not call it). Each
-# bound fails on the code before (main at a560688: 545.6, 451.2, 7.01).
+# bound fails on the code before (main at a560688: 545.1, 458.7, 7.01 in this run).
 BOUND_UV_REQUEST_MONOTONIC=470
 BOUND_UV_REQUEST_TSC=415
 CLOCK_CALLS_UV_REQUEST=5.2

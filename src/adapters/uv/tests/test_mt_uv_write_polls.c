@@ -33,7 +33,8 @@ static uv_loop_t loop;
 static uv_pipe_t quiet, stuck_writer, stuck_reader; /* quiet: its peer never reads */
 static uv_timer_t ticker, stuck_timer, drain_timer;
 static uv_check_t orphan_check;
-static uv_timer_t pulse; /* the loop turns once more after the ticks: the check runs */
+static uv_timer_t pulse; /* the loop's poller returns soon: the check handles after it run */
+static uv_check_t starter;
 static uv_write_t quick_req[N_QUICK], stuck_req, orphan_req;
 static char *stuck_buf;
 static char read_buf[65536];
@@ -73,6 +74,16 @@ static void on_orphan_check(uv_check_t *h) {
 }
 
 static void on_pulse(uv_timer_t *h) { (void)h; }
+
+static void on_tick(uv_timer_t *h);
+
+/* After the loop's first poller call: a write is deferred only in a run whose poller a wrapper
+ * parks (end_deferrable), which the first call says; a tick before it would be spawned. */
+static void on_starter(uv_check_t *h) {
+    uv_timer_stop(&pulse);
+    uv_timer_start(&ticker, on_tick, 1, 1);
+    uv_close((uv_handle_t *)h, on_closed);
+}
 
 static void on_tick(uv_timer_t *h) {
     static char byte = 'q';
@@ -151,8 +162,9 @@ int main(void) {
     uv_timer_init(&loop, &drain_timer);
     uv_check_init(&loop, &orphan_check);
     uv_timer_init(&loop, &pulse);
-    uv_update_time(&loop);
-    uv_timer_start(&ticker, on_tick, 1, 1);
+    uv_check_init(&loop, &starter);
+    uv_check_start(&starter, on_starter);
+    uv_timer_start(&pulse, on_pulse, 1, 1); /* the poller returns: the starter runs after it */
     CHECK(uv_run(&loop, UV_RUN_DEFAULT) == 0);
     CHECK(uv_loop_close(&loop) == 0);
     d9_stop();

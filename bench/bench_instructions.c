@@ -8,8 +8,8 @@
  * D9_BENCH_PAIRS=fused (d9_poll_end_begin: a nested callback's entry or exit), or a task's
  * spawn with its object and its terminate with D9_BENCH_PAIRS=spawn (three events a pair: a
  * libuv request's, as the adapter records a write), or the libuv demo server's request with
- * D9_BENCH_PAIRS=request (examples/uv-server: 12 events a pair, see request_events; 14 as the
- * adapter made them before with request_split), or a park,
+ * D9_BENCH_PAIRS=request (examples/uv-server: 9 events a pair, see request_events; 14 as the
+ * adapter made them on 2026-12-06 with request_split), or a park,
  * then its unpark with the readiness wake of one task its poller returned: in one call
  * (d9_unpark_wake_ready) with D9_BENCH_PAIRS=unparkwake, as two (d9_unpark, d9_wake_ready)
  * with D9_BENCH_PAIRS=unparkwake_split; three events each; or a memcached request's loop
@@ -24,49 +24,59 @@
 #include "bench.h"
 
 #define PAIRS_PER_FLUSH 8192
-#define REQUEST_EVENTS 12
+#define REQUEST_EVENTS 9
 #define REQUEST_EVENTS_SPLIT 14
 
 /* What the libuv adapter and examples/uv-server record for one request on their loop (its
  * trace: `dial9 dump`): the loop wakes (unpark, the ready wake), the connection's alloc and read
- * callbacks, one poll, begin the request's span and submit the answer's write (a task spawned
- * with its uv_write_t); the loop's next iteration runs the write's callback, which ends the
- * span, its task terminates, and the loop parks. In the adapter's calls (thread_state.h): the
- * unpark carries the first ready wake; the alloc callback's poll goes on into the read's
- * (d9a_poll_exit_into); the read's end is owed to the next callback's begin; the write's end and
- * its task's terminate are owed to the park, one call with it (d9__poll_end_terminate_park).
- * 12 events in 7 hook calls. `split`: the calls before (the alloc callback a poll of its own,
- * the end and the terminate apart at the callback's return, then the park), 14 events in 10. */
+ * callbacks, one poll, begin the request's span and submit the answer's write; the loop's next
+ * iteration runs the write's callback, a poll of the connection (the write completed before the
+ * loop parked: its spawn, deferred to the park, never comes), which ends the span, and the loop
+ * parks. In the adapter's calls (thread_state.h): the unpark and the one ready wake are owed to
+ * the first callback's poll, one call with it (d9__unpark_wake_ready_poll_begin); the alloc
+ * callback's poll goes on into the read's (d9a_poll_exit_into); the read's end is owed to the
+ * write callback's begin; the write callback's end is owed to the park, one call with it
+ * (d9__poll_end_park). 9 events in 5 hook calls. `split`: the calls of 2026-12-06 (the unpark
+ * apart from the poll, the alloc callback a poll of its own, the write a task of its own:
+ * spawned with its object, its end and its terminate apart at the callback's return, then the
+ * park), 14 events in 10. */
 static void request_events(uint64_t i, const d9_loc *where, const d9_loc *span, void *write_req, bool split) {
-    uint64_t conn = 1, write = d9_task_id_new();
+    uint64_t conn = 1;
+    if (!split) {
+        d9__unpark_wake_ready_poll_begin(conn, conn, where); /* recording: the adapter tests it */
+        d9_span_begin(span, i + 1);
+        d9_poll_end_begin(conn, where); /* the write's callback, a poll of the connection */
+        d9_span_end(span, i + 1);
+        d9__poll_end_park();
+        return;
+    }
+    uint64_t write = d9_task_id_new();
     d9_unpark_wake_ready(conn);
     d9_poll_begin(conn, where);
-    if (split) d9_poll_end_begin(conn, where); /* the read callback's poll after the alloc's */
+    d9_poll_end_begin(conn, where); /* the read callback's poll after the alloc's */
     d9_span_begin(span, i + 1);
     d9_task_spawn_object(write, where, write_req);
     d9_poll_end_begin(write, where);
     d9_span_end(span, i + 1);
-    if (split) {
-        d9_poll_end();
-        d9_task_terminate(write);
-        d9_park();
-    } else {
-        d9__poll_end_terminate_park(write); /* recording: the adapter's wrapper tests it before */
-    }
+    d9_poll_end();
+    d9_task_terminate(write);
+    d9_park();
 }
 
 /* What the shim and the libevent adapter record for one memcached `get` on its worker's loop:
- * the poller returns the connection ready (unpark and its wake), the connection's callback is
- * its poll, and the loop parks again, the poll's end owed to that park (thread_state.h) or, as
- * before, at the callback's return. */
+ * the poller returns the connection ready (unpark and its wake, owed to the callback's poll: one
+ * call with its begin), the connection's callback is its poll, and the loop parks again, the
+ * poll's end owed to that park (thread_state.h); `split`: the calls of 2026-12-06 and before
+ * (the unpark with its wake, the begin, the end and the park apart). */
 static void mc_request_events(uint64_t conn, const d9_loc *where, bool split) {
-    d9_unpark_wake_ready(conn);
-    d9_poll_begin(conn, where);
     if (split) {
+        d9_unpark_wake_ready(conn);
+        d9_poll_begin(conn, where);
         d9_poll_end();
         d9_park();
-    } else {
-        d9__poll_end_park(); /* recording: the adapters test it before */
+    } else { /* recording: the adapters test it before */
+        d9__unpark_wake_ready_poll_begin(conn, conn, where);
+        d9__poll_end_park();
     }
 }
 

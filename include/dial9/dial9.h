@@ -365,6 +365,8 @@ D9_API void d9__task_spawn_object(uint64_t task_id, const d9_loc *where, const v
 D9_API void d9__wake_ready(uint64_t woken_task_id);
 D9_API void d9__unpark_wake_ready(uint64_t woken_task_id); /* woken_task_id != 0 */
 D9_API void d9__poll_end_park(void); /* d9__poll_end then d9__park, at one clock read */
+/* d9__unpark_wake_ready (d9__unpark when woken_task_id is 0) then d9__poll_begin, at one clock read */
+D9_API void d9__unpark_wake_ready_poll_begin(uint64_t woken_task_id, uint64_t task_id, const d9_loc *where);
 D9_API void d9__poll_end_terminate(uint64_t task_id); /* d9__poll_end then d9__task_terminate, at one clock read */
 D9_API void d9__poll_end_terminate_park(uint64_t task_id); /* d9__poll_end_terminate then d9__park, at one clock read */
 /* For runtimes that keep tasks across starts (the loop adapters): `fn` runs in every d9_start

@@ -104,6 +104,13 @@ SLOW void poll_begin_slow_loc(uint64_t task_id, uint32_t loc) {
 
 SLOW void poll_begin_slow(uint64_t task_id, const d9_loc *where) { poll_begin_slow_loc(task_id, d9_loc_id(where)); }
 
+/* The thread's first event, the ring's wrap point: a poll's begin at the caller's time `now`
+ * (d9__unpark_wake_ready_poll_begin's, the unpark's). */
+SLOW void poll_begin_slow_at(uint64_t task_id, uint32_t loc, uint64_t now) {
+    BEGIN(D9_REC_WORDS_POLL_BEGIN);
+    POLL_BEGIN_BODY(now);
+}
+
 /* Not the TSC: the same fast path with the clock read as a call (not inlined into the hook,
  * whose TSC path then stays free of a prologue). A location not interned yet goes slow before
  * the clock read, so that only the task and the location's id live across it. */
@@ -354,10 +361,15 @@ static __attribute__((noinline)) void park_any_wake(uint64_t given_now, uint64_t
  * the time read (a tail call). park_fast's frame saved five registers for its calls (~14
  * instructions a park or unpark). The same record, the same values, in the same order of
  * reads: the clock, then the page. */
-static inline __attribute__((always_inline)) void park_page(unsigned kind, uint64_t woken) {
+static inline __attribute__((always_inline)) void park_page(unsigned kind, uint64_t woken, uint64_t begin_task,
+                                                            uint32_t begin_loc) {
     /* woken (an unpark's only; a constant 0 for the others): the first task the poller found
-     * ready, its readiness wake in the unpark's record (D9_REC_UNPARK_WAKE) */
-    const uint64_t words = woken ? D9_REC_WORDS_UNPARK_WAKE : D9_REC_WORDS_PARK;
+     * ready, its readiness wake in the unpark's record (D9_REC_UNPARK_WAKE); begin_loc (an
+     * unpark's only; a constant 0 for the others): the first callback's poll of task
+     * begin_task begins at the unpark's time, its record after the unpark's in one commit
+     * (d9__unpark_wake_ready_poll_begin) */
+    const uint64_t unpark_words = woken ? D9_REC_WORDS_UNPARK_WAKE : D9_REC_WORDS_PARK;
+    const uint64_t words = unpark_words + (begin_loc ? D9_REC_WORDS_POLL_BEGIN : 0);
     uint64_t now = d9_clock_ticks();
     d9_thread *t = d9__tls_thread;
     d9_tcc_state *s = &d9__tls_cpu_clock;
@@ -404,15 +416,23 @@ static inline __attribute__((always_inline)) void park_page(unsigned kind, uint6
     r[2] = wait;
     r[3] = t->local_queue;
     if (woken) r[4] = woken;
-    d9_thread_commit(t, words);
+    if (begin_loc) {
+        uint64_t task_id = begin_task, loc = begin_loc;
+        t->head += unpark_words; /* published with the begin's commit: one store for both */
+        r += unpark_words;
+        POLL_BEGIN_BODY(now);
+    } else {
+        d9_thread_commit(t, words);
+    }
     return;
 other:
     if (woken) park_any_wake(now, woken);
     else park_any(kind, now);
+    if (begin_loc) poll_begin_slow_at(begin_task, begin_loc, now);
 }
 
-static __attribute__((noinline)) void park_page_unpark(void) { park_page(D9_REC_UNPARK, 0); }
-static __attribute__((noinline)) void park_page_unpark_wake(uint64_t woken) { park_page(D9_REC_UNPARK, woken); }
+static __attribute__((noinline)) void park_page_unpark(void) { park_page(D9_REC_UNPARK, 0, 0, 0); }
+static __attribute__((noinline)) void park_page_unpark_wake(uint64_t woken) { park_page(D9_REC_UNPARK, woken, 0, 0); }
 
 /* A park keeps park_fast: one whose page moved (a switch since the unpark) reads by system call
  * there, and paid park_page's tests on top; memcached under callgrind, where most do, counted
@@ -429,6 +449,38 @@ void d9__unpark(void) {
 void d9__unpark_wake_ready(uint64_t woken) {
     if (__builtin_expect(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0, 1)) park_page_unpark_wake(woken);
     else park_any_wake(0, woken);
+}
+
+/* The loop's poller returned and the first callback after it begins (the adapters owe the
+ * unpark, with the one readiness wake its poller returned, to that callback: thread_state.h,
+ * d9a_poll_enter): one clock read, one hook call and one commit for the records
+ * d9__unpark_wake_ready (d9__unpark, `woken` 0) and d9__poll_begin write, at one time (park_page
+ * with a begin; where its tests fail, park_any's records, then the begin's at that time). The
+ * unpark moves from the poller's return to the callback's start: what the loop did between
+ * (libuv's and libevent's dispatch up to the callback) is nobody's time, as before. */
+static __attribute__((noinline)) void unpark_wake_begin_page(uint64_t woken, uint64_t task_id, uint32_t loc) {
+    park_page(D9_REC_UNPARK, woken, task_id, loc);
+}
+static __attribute__((noinline)) void unpark_begin_page(uint64_t task_id, uint32_t loc) {
+    park_page(D9_REC_UNPARK, 0, task_id, loc);
+}
+
+static __attribute__((noinline)) void unpark_poll_begin_any(uint64_t woken, uint64_t task_id, const d9_loc *where) {
+    uint32_t loc = d9_loc_id(where); /* before the clock read, as poll_begin_other_clock */
+    uint64_t now = d9_clock_ticks();
+    if (woken) park_any_wake(now, woken);
+    else park_any(D9_REC_UNPARK, now);
+    poll_begin_slow_at(task_id, loc, now);
+}
+
+void d9__unpark_wake_ready_poll_begin(uint64_t woken, uint64_t task_id, const d9_loc *where) {
+    uint32_t loc = loc_id_if_known(where);
+    if (__builtin_expect(loc == 0 || __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) == 0, 0))
+        unpark_poll_begin_any(woken, task_id, where);
+    else if (woken)
+        unpark_wake_begin_page(woken, task_id, loc);
+    else
+        unpark_begin_page(task_id, loc);
 }
 
 /* A poll's end and the park right after it: the loop's last callback returned and its poller

@@ -6,8 +6,8 @@
 #
 # d9_bench --instructions N records N pairs of D9_BENCH_PAIRS: span (a span's begin and end, 2
 # events), spawn (a spawn with its heap object and its terminate, 3 events) or request (the
-# libuv demo server's request, bench/bench_instructions.c's request_events: 12 events, among
-# them a span, a spawn with its object and a terminate between polls, parks and a wake).
+# libuv demo server's request, bench/bench_instructions.c's request_events: 9 events, a span
+# between polls, a park, an unpark and a wake).
 # callgrind collects only inside d9_col_merge (--toggle-collect), in two runs of N1 and N2
 # pairs; the difference / (events (N2 - N1)) is one event: the stream's first events and the
 # drains' own work cancel (the kernel sources are off, so no source event cuts a run).
@@ -50,7 +50,12 @@ nm "$bench" 2>/dev/null | grep ' d9_col_merge$' >/dev/null || {
 # bounds tightened to what a run now counts, with room for another compiler's choices.
 BOUND_SPAN=67
 BOUND_SPAWN=52
-BOUND_REQUEST=57 # the 12-event request (above)
+# Then the request as the adapter records it since its write completing before the loop parks
+# is a poll of the connection (no spawn, object or terminate) and its unpark goes with the read's
+# poll (9 events in 5 hook calls): 659.4 -> 484.3 a request, 53.8 an event. Its bound is per
+# event of the 9 declared, 56.5 (508 a request): the code before, whose request is 12 events,
+# counts 73.3 "an event" so and fails it.
+BOUND_REQUEST=56.5 # the 9-event request (above)
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/collector-span-instructions.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
@@ -90,5 +95,5 @@ check() { # kind events-per-pair n1 n2 bound
 }
 check span 2 2000 12000 $BOUND_SPAN
 check spawn 3 2000 12000 $BOUND_SPAWN
-check request 12 500 3000 $BOUND_REQUEST
+check request 9 500 3000 $BOUND_REQUEST
 [ $failed = 0 ] && echo "PASS" || exit 1

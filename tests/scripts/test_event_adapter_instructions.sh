@@ -7,7 +7,8 @@
 # event_callbacks_counted dispatches one persistent read event N times while recording; with
 # "bufferevent", the read callback of a socket bufferevent N times (its trampoline counted).
 # callgrind collects only inside the trampoline (--toggle-collect=event_trampoline); the
-# recorder's hooks it calls (d9__poll_begin, d9__poll_end, d9__poll_end_begin: bounded by
+# recorder's hooks it calls (d9__poll_begin, d9__poll_end, d9__poll_end_begin, and
+# d9__unpark_wake_ready_poll_begin at the first callback after the poller returned: bounded by
 # test_poll_instructions.sh) and the application's callback toggle collection off again, so
 # what is counted is the adapter's. Two runs of N1 and N2 callbacks; the difference /
 # (N2 - N1) is one callback. The trace must hold N polls: a callback that recorded nothing
@@ -38,7 +39,7 @@ count() { # callbacks [bufferevent] -> instructions inside the trampoline, hooks
   local n=$1 mode=${2:-} out="$dir/cg.$1${2:-}"
   ac_callgrind "$out" "$n" "$dir/trace.$n$mode" "$mode" callbacks "$prog" -- \
     event_trampoline d9e_counted_callback bev_read_trampoline bev_read_cell_trampoline \
-    d9e_counted_read d9__poll_begin d9__poll_end d9__poll_end_begin
+    d9e_counted_read d9__poll_begin d9__poll_end d9__poll_end_begin d9__unpark_wake_ready_poll_begin
   local polls
   polls=$(ac_events "$out" PollStartEvent)
   [ "$polls" -ge "$n" ] || { echo "FAIL: $n callbacks recorded $polls polls: $(cat "$out.stats")" >&2; exit 1; }

@@ -44,15 +44,17 @@ count() { # exchanges -> instructions inside the adapter, hooks and callbacks le
   ac_callgrind "$out" "$n" "$dir/trace.$n" "" exchanges "$prog" -- \
     alloc_trampoline read_trampoline write_trampoline uv_write uv_write2 epoll_wait \
     d9u_counted_alloc d9u_counted_read d9u_counted_written \
-    d9__poll_begin d9__poll_end d9__poll_end_begin d9__park d9__unpark d9__wake_ready d9__unpark_wake_ready d9__poll_end_park \
+    d9__poll_begin d9__poll_end d9__poll_end_begin d9__park d9__unpark d9__wake_ready d9__unpark_wake_ready \
+    d9__unpark_wake_ready_poll_begin d9__poll_end_park \
     d9__task_spawn_object d9__task_terminate d9__poll_end_terminate d9__poll_end_terminate_park d9_task_id_new
   local polls spawns terminates
   polls=$(ac_events "$out" PollStartEvent)
   spawns=$(ac_events "$out" TaskSpawnEvent)
   terminates=$(ac_events "$out" TaskTerminateEvent)
-  # per exchange: the alloc and read callbacks are one poll, the write's callback another; the
-  # write request spawns and ends
-  [ "$polls" -ge $((2 * n)) ] && [ "$spawns" -ge "$n" ] && [ "$terminates" -ge "$n" ] || {
+  # per exchange: the alloc and read callbacks are one poll, the write's callback another, of the
+  # same task: the write completes before the loop parks again, so its spawn (deferred to that
+  # park, thread_state.h's d9a_defer_spawn) and its terminate never come
+  [ "$polls" -ge $((2 * n)) ] && [ "$spawns" -lt "$n" ] && [ "$terminates" -lt "$n" ] || {
     echo "FAIL: $n exchanges recorded $polls polls, $spawns spawns, $terminates terminates: $(cat "$out.stats")" >&2
     exit 1; }
   ac_loop_total "$out"
@@ -61,14 +63,18 @@ count() { # exchanges -> instructions inside the adapter, hooks and callbacks le
 # All in: the adapter and the recorder's hooks it calls on the loop's thread per exchange, on
 # CLOCK_MONOTONIC (what `auto` takes on a kvm-clock guest; under valgrind auto's cross-CPU check
 # of the TSC passes or fails by chance), clock_gettime's own instructions included. Per exchange
-# 12 events: park, unpark, the readiness wake, the read's poll (its alloc callback's with it),
-# the write's spawn, object, poll and terminate. Measured (gcc 12, RelWithDebInfo): 1 223.4
+# 9 events: park, unpark, the readiness wake, the read's poll (its alloc callback's with it),
+# the write callback's poll (12 before: the write's spawn, object and terminate). Measured (gcc 12, RelWithDebInfo): 1 223.4
 # with the alloc callback a poll of its own (14 events) and the write's end and terminate apart
 # at its callback's return, then the park (10 hook calls, 10 clock reads); 1 091.3 with the
 # alloc's poll going on into the read's and the write's end, terminate and the park one hook
-# call (d9__poll_end_terminate_park: 7 hook calls, 7 clock reads). The bound fails the code
-# before.
-BOUND_ALL_IN=1130
+# call (d9__poll_end_terminate_park: 7 hook calls, 7 clock reads). Then 9 events in 5 hook
+# calls: the unpark and its wake go with the read's poll, one call with its begin
+# (d9__unpark_wake_ready_poll_begin), and the write completing before the loop parks is a poll
+# of the connection, its spawn (deferred to the park) and terminate never made: 1 091.3 ->
+# 992.9 (the adapter's own 576.6 -> 593.8: the deferral's list and the owed unpark's tests).
+# The bound fails the code before (main at a560688: 1 084.8-1 091.3).
+BOUND_ALL_IN=1030
 
 count_all_in() { # exchanges -> instructions of the adapter and the hooks, the callbacks left out
   local n=$1 out="$dir/all.$1"
@@ -85,5 +91,5 @@ n1=200 n2=1200
 ac_min_verdict count $n1 $n2 $BOUND \
   "the libuv adapter's own instructions per exchange (read + write request)" "$dir/cg.$n2"
 ac_min_verdict count_all_in $n1 $n2 $BOUND_ALL_IN \
-  "the libuv adapter and the hooks per exchange (12 events)" "$dir/all.$n2"
+  "the libuv adapter and the hooks per exchange (9 events)" "$dir/all.$n2"
 echo "PASS"

@@ -62,7 +62,7 @@ static inline bool idle(void) {
     }                                                                                      \
     D9A_EXPORT int name params {                                                           \
         if (!is_loop_poll()) return D9A_NEXT(name, args);                                  \
-        if (idle() && !d9a_self.end_owed) return idle_##name args;                         \
+        if (idle() && !(d9a_self.end_owed | d9a_self.unpark_owed)) return idle_##name args; \
         return recorded_##name args;                                                       \
     }
 

@@ -6,8 +6,11 @@
 __thread d9a_thread d9a_self __attribute__((tls_model("initial-exec")));
 
 void d9a_write_owed_unpark(void) {
-    d9a_self.unpark_owed = false;
-    d9_unpark();
+    d9a_thread *s = &d9a_self;
+    uint64_t woken = s->owed_woken;
+    s->unpark_owed = false;
+    s->owed_woken = 0;
+    d9_unpark_wake_ready(woken); /* d9_unpark when 0; paused, the end of a recorded park */
 }
 
 void d9a_lost_callback(const void *object) {
@@ -26,4 +29,14 @@ void d9a_end_then_begin(uint64_t task, const d9_loc *loc) {
     } else {
         d9_poll_end_begin(task, loc);
     }
+}
+
+void d9a_park_spawning_deferred(void) {
+    d9a_thread *s = &d9a_self;
+    d9a_end_owed_poll(s); /* with its terminate: the spawns are no poll's */
+    d9a_pay_owed_unpark(s);
+    s->end_deferrable = true;
+    for (uint32_t i = 0; i < s->deferred_n; i++) s->deferred_spawn(s->deferred[i]);
+    s->deferred_n = 0;
+    d9__park(); /* recording: the caller's `park` */
 }

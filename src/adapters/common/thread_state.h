@@ -46,13 +46,27 @@ typedef struct d9a_thread {
      * (d9a_poll_exit_into: libuv's alloc callback, always followed by its read callback). */
     uint64_t end_after;
     const d9_loc *cont_loc;
-    /* The loop's poller returned, and its unpark waits for the first ready wake to be written
-     * with it (d9a_owe_unpark: libev, whose ready watchers are fed after its acquire callback);
-     * any other record of the thread first writes it alone (d9a_pay_owed_unpark, where the
-     * libev adapter may record between: its trampolines, its park, its run's exit; the others
-     * never set it, so their hot paths do not test it). Never set together with end_owed: the
-     * park pays that one, a callback's start this one. */
+    /* The loop's poller returned, and its unpark is owed to what the loop records next. With
+     * owed_woken 0 (d9a_owe_unpark: libev, whose ready watchers are fed after its acquire
+     * callback) it waits for the first ready wake, to be one record with it; with owed_woken
+     * set (d9a_owe_unpark_wake: the epoll wrappers, poll_returned.h, when their poller found
+     * that one task ready) the unpark and that wake wait for the first callback's poll, one
+     * hook call and one clock read for the three (d9a_poll_enter). Any other record of the
+     * thread first writes what is owed (d9a_pay_owed_unpark: a spawn, a terminate, a wake, a
+     * run's entry or exit, the next poller call). Never set together with end_owed: the park
+     * pays that one, a callback's start this one. */
     bool unpark_owed;
+    uint64_t owed_woken;
+    /* Loop requests submitted in a poll, whose spawn waits for the loop's next park
+     * (d9a_defer_spawn: a request that completes before it is a poll of the task that submitted
+     * it, libuv's writes): spawned there by deferred_spawn, unless their completion took them out
+     * first (d9a_undefer). terminates counts the tasks ended on this thread (recorded or owed):
+     * a deferred request whose submitter ended since its submission is spawned at its completion
+     * instead, so that no poll of that task follows its end. */
+    uint32_t deferred_n;
+    uint32_t terminates;
+    void (*deferred_spawn)(void *obj);
+    void *deferred[8];
 } d9a_thread;
 
 extern __thread d9a_thread d9a_self D9A_HIDDEN __attribute__((tls_model("initial-exec")));
@@ -60,7 +74,8 @@ extern __thread d9a_thread d9a_self D9A_HIDDEN __attribute__((tls_model("initial
 #define D9A_END_THEN_TERMINATE(task) ((task) << 1 | 1)
 #define D9A_END_UNLESS_NEXT(task) ((task) << 1)
 
-/* Writes the owed unpark alone (out of line: libev's turns without a ready io watcher only). */
+/* Writes the owed unpark (and the ready wake owed with it) alone: out of line, for the turns
+ * whose first record is no callback's poll. */
 D9A_HIDDEN void d9a_write_owed_unpark(void);
 
 /* The unpark owed to the first ready wake is written alone: another record comes first. */
@@ -80,12 +95,21 @@ static inline __attribute__((always_inline)) void d9a_end_owed_poll(d9a_thread *
     }
 }
 
+/* The loop parks with deferred spawns (d9a_defer_spawn) still pending: the owed poll's end (and
+ * terminate), those requests' spawns, then the park (out of line: a request that did not
+ * complete within its loop iteration, a write waiting for the socket). */
+D9A_HIDDEN void d9a_park_spawning_deferred(void);
+
 /* The loop's poller is about to be called (its wrapper, outside callbacks): the poll the last
  * callback owes ends here, with the park when the call parks (`park`: recording and it may
  * block), at one clock read (d9__poll_end_park); a call that does not park ends it alone. From
  * now on this run's callbacks may owe their end to the poller. */
 static inline __attribute__((always_inline)) void d9a_park_owing_end(bool park) {
     d9a_thread *s = &d9a_self;
+    if (__builtin_expect(s->deferred_n != 0, 0) && park) {
+        d9a_park_spawning_deferred();
+        return;
+    }
     if (s->end_owed) { /* set only where end_deferrable is */
         uint64_t after = s->end_after;
         s->end_owed = false;
@@ -98,6 +122,7 @@ static inline __attribute__((always_inline)) void d9a_park_owing_end(bool park) 
             else d9_poll_end();
         }
     } else {
+        d9a_pay_owed_unpark(s); /* a turn that ran no callback */
         s->end_deferrable = true;
         if (park) d9__park();
     }
@@ -110,6 +135,15 @@ static inline __attribute__((always_inline)) void d9a_park_owing_end(bool park) 
 static inline void d9a_owe_unpark(void) {
     if (D9__ACTIVE()) d9a_self.unpark_owed = true;
     else d9_unpark();
+}
+
+/* The loop's poller returned (it parked, recording) and found task `woken` ready (0: none), the
+ * only readiness wake of this return: the unpark and that wake wait for the first callback's
+ * poll (d9a_poll_enter), to be one hook call and one clock read with it. */
+static inline void d9a_owe_unpark_wake(uint64_t woken) {
+    d9a_thread *s = &d9a_self;
+    s->unpark_owed = true;
+    s->owed_woken = woken;
 }
 
 /* The loop found task `task` ready (its poller returned): the readiness wake, with the owed
@@ -177,6 +211,11 @@ static inline __attribute__((always_inline)) void d9a_poll_enter(d9a_frame *f, u
         } else {
             d9a_end_then_begin(task, loc);
         }
+    } else if (s->unpark_owed) { /* the first callback since the poller returned */
+        uint64_t woken = s->owed_woken;
+        s->unpark_owed = false;
+        s->owed_woken = 0;
+        d9__unpark_wake_ready_poll_begin(woken, task, loc); /* recording: tested above */
     } else {
         d9_poll_begin(task, loc);
     }
@@ -228,6 +267,7 @@ static inline __attribute__((always_inline)) void d9a_poll_exit_into(const d9a_f
  * callback runs): its terminate is recorded right after the poll ends, unless the callback
  * registers the same object again, which then simply goes on as the same task. */
 static inline void d9a_owe_terminate(const d9a_frame *f, const void *obj) {
+    d9a_self.terminates++; /* recording or not: the task ends (d9a_defer_spawn) */
     if (!f->recording) return;
     d9a_self.owed_terminate = d9a_self.poll_task;
     d9a_self.owed_object = obj;
@@ -250,6 +290,7 @@ static inline uint64_t d9a_continued_task(const void *obj) {
  * terminate was owed. */
 static inline void d9a_spawn(const void *obj, uint64_t task, const d9_loc *loc) {
     d9a_thread *s = &d9a_self;
+    d9a_pay_owed_unpark(s);
     d9a_end_owed_poll(s);
     if (s->owed_terminate == task && s->owed_object == obj) {
         s->owed_terminate = 0;
@@ -264,13 +305,56 @@ static inline void d9a_spawn(const void *obj, uint64_t task, const d9_loc *loc) 
 static inline void d9a_terminate(const void *obj, uint64_t task) {
     d9a_thread *s = &d9a_self;
     if (!task) return;
+    s->terminates++; /* d9a_defer_spawn */
     if (s->depth && s->poll_task == task) {
         s->owed_terminate = task;
         s->owed_object = obj;
         return;
     }
+    d9a_pay_owed_unpark(s);
     d9a_end_owed_poll(s); /* a task's terminate never inside its poll */
     d9_task_terminate(task);
+}
+
+/* A request `obj` of `loop` submitted now, whose completion the loop calls back on this thread:
+ * true when its spawn waits for the loop's next park (the caller then records nothing and keeps
+ * *issuer, the task whose poll submits it, and *issued_at for d9a_deferred_task). A request
+ * that completes before that park (a libuv write the socket took at once: its callback runs in
+ * the loop's next iteration, before the poller) is a poll of its submitter there, located at
+ * its callback; one still pending at the park is spawned there (d9a_park_spawning_deferred), as
+ * its own task, and ends after its callback as before. Only inside a recorded poll of this
+ * loop's run, whose poller a wrapper parks (end_deferrable), by a task whose poll is not its
+ * last (no terminate owed), with room in the thread's list; else false: spawned now. */
+static inline bool d9a_defer_spawn(void *obj, const void *loop, void (*spawn)(void *obj),
+                                   uint64_t *issuer, uint64_t *issued_at) {
+    d9a_thread *s = &d9a_self;
+    if (!s->depth || s->loop != loop || !s->end_deferrable || s->owed_terminate ||
+        s->deferred_n == sizeof s->deferred / sizeof s->deferred[0])
+        return false;
+    s->deferred[s->deferred_n++] = obj;
+    s->deferred_spawn = spawn;
+    *issuer = s->poll_task;
+    *issued_at = s->terminates;
+    return true;
+}
+
+/* Request `obj`, whose spawn was deferred, completes (or its submission failed): out of the
+ * thread's list. */
+static inline void d9a_undefer(const void *obj) {
+    d9a_thread *s = &d9a_self;
+    for (uint32_t i = s->deferred_n; i-- > 0;) {
+        if (s->deferred[i] == obj) {
+            s->deferred[i] = s->deferred[--s->deferred_n];
+            return;
+        }
+    }
+}
+
+/* The task a deferred request's completion callback is a poll of: its submitter `issuer`, unless
+ * a task ended on this thread since its submission (`issued_at`: that may be the submitter),
+ * then 0 (the caller spawns the request as its own task now). */
+static inline uint64_t d9a_deferred_task(uint64_t issuer, uint64_t issued_at) {
+    return d9a_self.terminates == (uint32_t)issued_at ? issuer : 0;
 }
 
 /* A loop's run function (uv_run, event_base_loop, ev_run) is entered / left on this thread.
@@ -287,6 +371,7 @@ typedef struct d9a_run_scope {
 
 static inline void d9a_run_enter(d9a_run_scope *sc, const void *loop, bool park_on_epoll) {
     d9a_thread *s = &d9a_self;
+    d9a_pay_owed_unpark(s);
     d9a_end_owed_poll(s);
     s->end_deferrable = false; /* until this run's poller wrapper says it ends owed polls */
     sc->loop = s->loop;
@@ -312,6 +397,7 @@ static inline void d9a_run_enter(d9a_run_scope *sc, const void *loop, bool park_
 
 static inline void d9a_run_exit(const d9a_run_scope *sc) {
     d9a_thread *s = &d9a_self;
+    d9a_pay_owed_unpark(s); /* a last turn that ran no callback */
     d9a_end_owed_poll(s); /* the run's last poll ends before the loop returns */
     s->end_deferrable = false;
     s->loop = sc->loop;

@@ -21,9 +21,17 @@
 typedef struct uv_req_cell {
     d9a_fn done;            /* the completion callback (NULL: none, the task just ends) */
     const d9_loc *done_loc;
-    d9a_fn pool;            /* the pool part (uv_queue_work's work_cb, libuv's fs work...) */
-    const d9_loc *pool_loc;
-    uint64_t task;
+    union {
+        struct {            /* a pool request's */
+            d9a_fn pool;    /* the pool part (uv_queue_work's work_cb, libuv's fs work...) */
+            const d9_loc *pool_loc;
+        };
+        struct {            /* a loop request's whose spawn waits (task 0: d9a_defer_spawn) */
+            uint64_t issuer;
+            uint64_t issued_at;
+        };
+    };
+    uint64_t task;          /* 0: not spawned yet (the spawn waits for the loop's park) */
     uintptr_t check;        /* uv_req_cell_check(req) while the cell is live, else 0 */
 } uv_req_cell;
 
@@ -65,10 +73,34 @@ static inline void uv_req_cell_set_pool(void *req, d9a_fn pool) {
     memcpy((char *)uv_req_cell_at(req) + offsetof(uv_req_cell, pool), &pool, sizeof pool);
 }
 
+/* A request of the loop that runs on this thread (it completes there): its spawn waits for the
+ * loop's park when d9a_defer_spawn says so, else as uv_req_cell_track. */
+static inline void uv_req_cell_track_loop(void *req, const uv_loop_t *loop, uv_req_cell *c,
+                                          void (*spawn)(void *req)) {
+    if (!d9a_defer_spawn(req, loop, spawn, &c->issuer, &c->issued_at)) {
+        uv_req_cell_track(req, c, c->done_loc);
+        return;
+    }
+    c->task = 0;
+    c->check = uv_req_cell_check(req);
+    memcpy(uv_req_cell_at(req), c, sizeof *c);
+}
+
+/* The deferred spawn of loop request `req`, at the loop's park: its own task from now on. */
+static inline void uv_req_cell_spawn_deferred(void *req) {
+    uv_req_cell c;
+    if (!uv_req_cell_read(req, &c) || c.task) return; /* completed (its cell taken) meanwhile */
+    c.task = d9_task_id_new();
+    memcpy((char *)uv_req_cell_at(req) + offsetof(uv_req_cell, task), &c.task, sizeof c.task);
+    d9a_spawn(req, c.task, c.done_loc);
+}
+
 /* The submission failed: no callback will come. */
 static inline void uv_req_cell_untrack(void *req) {
     uv_req_cell c;
-    if (uv_req_cell_take(req, &c)) d9a_terminate(req, c.task);
+    if (!uv_req_cell_take(req, &c)) return;
+    if (c.task) d9a_terminate(req, c.task);
+    else d9a_undefer(req); /* never spawned: nothing to record */
 }
 
 /* The completion: as d9a_final_callback_begin (trampoline.h), from the cell. */
@@ -80,6 +112,16 @@ static inline bool uv_req_done_begin(void *req, d9a_fn *fn, d9a_frame *f) {
         return false;
     }
     *fn = c.done;
+    if (!c.task) { /* the spawn was deferred, and the loop has not parked since */
+        d9a_undefer(req);
+        uint64_t issuer = d9a_deferred_task(c.issuer, c.issued_at);
+        if (issuer || !c.done) {
+            if (c.done) d9a_poll_enter(f, issuer, c.done_loc); /* a poll of its submitter */
+            return c.done != NULL;
+        }
+        c.task = d9_task_id_new(); /* its submitter may have ended: a task of its own after all */
+        d9a_spawn(req, c.task, c.done_loc);
+    }
     if (!c.done) {
         d9a_terminate(req, c.task);
         return false;

@@ -1,6 +1,8 @@
 /* libuv requests that complete on the loop thread (writes, connects, shutdowns, udp sends):
- * each request is a task that spawns when submitted and terminates after its callback. What
- * the trampoline needs is kept in the request itself (uv_request_cell.h). */
+ * each request is a task that spawns when submitted and terminates after its callback, but one
+ * submitted inside a poll whose callback comes before the loop parks again: that callback is a
+ * poll of the submitting task (thread_state.h, d9a_defer_spawn). What the trampoline needs is
+ * kept in the request itself (uv_request_cell.h). */
 #include "uv_request_cell.h"
 
 #define REQUEST_TRAMPOLINE(name, req_t, cb_t)                                              \
@@ -22,17 +24,19 @@ REQUEST_TRAMPOLINE(udp_send_trampoline, uv_udp_send_t, uv_udp_send_cb)
  * While nothing records, a request is not tracked at all (d9a_pass_through: the wrapper goes
  * straight to libuv): it lives for one round trip, so one submitted before a start is simply
  * not in that run. */
-static __attribute__((noinline)) void track_new_request(void *req, d9a_fn cb,
+static void spawn_deferred(void *req) { uv_req_cell_spawn_deferred(req); }
+
+static __attribute__((noinline)) void track_new_request(void *req, const uv_loop_t *loop, d9a_fn cb,
                                                         const d9_loc *explicit_loc) {
     uv_req_cell c = {.done = cb, .done_loc = d9a_loc_for((const void *)cb, explicit_loc)};
-    uv_req_cell_track(req, &c, c.done_loc);
+    uv_req_cell_track_loop(req, loop, &c, spawn_deferred);
 }
 
 static inline bool track_request(void *req, const uv_loop_t *loop, d9a_fn cb,
                                  const d9_loc *explicit_loc, d9a_fn trampoline) {
     if (!D9__ACTIVE()) return false;
     if (!req || !cb || cb == trampoline || !d9a_loop_recorded(loop)) return false;
-    track_new_request(req, cb, explicit_loc);
+    track_new_request(req, loop, cb, explicit_loc);
     return true;
 }
 

@@ -199,9 +199,10 @@ uint64_t d9_thread_cpu_clock_exact(d9_tcc_state *s) {
  *     clock read and this one (a poll's end hook preempted there made a 2.1 ms poll 0:
  *     test_mt_poll_cpu under TSan);
  *   - an unpark's page value after the lock moved: the CPU time at the last sched-in, which came
- *     after the hook's time when the thread was switched out between the two (the thread's first
- *     unpark after its first value reaches the page here, in the slow path, a window long enough
- *     under TSan: its first accounted poll began 2 ms ahead, 2.06 ms of CPU recorded as 0.042).
+ *     after the hook's time when the thread was switched out between the two (an unpark reaches
+ *     the page here, in the slow path, when schedstat is due and when it is the thread's first
+ *     after its first value: a window long enough under TSan that the thread's first accounted
+ *     poll began 2 ms ahead, 2.06 ms of CPU recorded as 0.042).
  * Not a park's exact read: it follows its clock read at once (and a slow read there leaving no
  * line would cost the next unpark a second read: test_mt_thread_cpu_clock_kernel counts at most
  * one read per page update). */

@@ -92,11 +92,12 @@ static inline d9_thread *d9_thread_current(void) {
 static inline d9_thread *d9_thread_peek(void) { return d9__tls_thread; }
 
 /* Called on each thread when it registers (first event), e.g. to arm a per-thread CPU timer.
- * Set by the sources at start; NULL when none. */
+ * Set by the sources when the library is loaded, before any thread records; NULL when none. */
 extern void (*volatile d9_thread_register_hook)(d9_thread *t);
 
 /* Called on a thread about to move to another ring (records before it then live in a ring the
- * collector may free), e.g. for the task dumps to scan what they have not scanned. */
+ * collector may free), e.g. for the task dumps to scan what they have not scanned. Set when the
+ * library is loaded, as the register hook. */
 extern void (*volatile d9_thread_move_hook)(d9_thread *t);
 
 /* Ring sizes and the budget for all rings together; set before threads register (from

@@ -187,19 +187,26 @@ uint64_t d9_thread_cpu_clock_exact(d9_tcc_state *s) {
     return v;
 }
 
-/* After an exact read stamped at now_ticks (the caller's time, read before): when more than
- * the park slack of wall time passed between that time and the read's end, the thread may have
- * been switched out in between (a poll's end hook preempted after its clock read: ms under
- * load), and the value, stamped at now_ticks, would carry that off-CPU time into every estimate
- * after it (the next anchor below them then pushed the base: the next poll short by as much;
- * test_mt_poll_cpu failed so under TSan). The value is then stamped at the read's end, as no
- * line (a lower bound there: it is the CPU time at the read): the next park estimates from it,
- * the next unpark or exact use reads. Within the slack, the error is the slack's, as for a
- * park's lower bound. For a poll's begin and end only (D9_TCC_EXACT): their hooks write records
- * between their clock read and this one; a park's or an unpark's read follows its clock read
- * at once (and a slow read there leaving no line would cost the next unpark a second read:
- * test_mt_thread_cpu_clock_kernel counts at most one read per page update). */
-static void restamp_late_read(d9_tcc_state *s, uint64_t now_ticks, double ns_per_tick, uint64_t slack_ns) {
+/* After a value stamped at now_ticks (the caller's time, read before) that the thread's clock
+ * gave later: when more than the park slack of wall time passed between that time and now, the
+ * thread may have been switched out in between, and the value, stamped at now_ticks, would carry
+ * that off-CPU time into every estimate after it (the next anchor below them then pushed the
+ * base: the next poll short by as much). The value is then stamped now, as no line (a lower
+ * bound here: it is the CPU time at the read, or at the last sched-in): the next park estimates
+ * from it, the next unpark or exact use reads. Within the slack, the error is the slack's, as for
+ * a park's lower bound. Two such values (from_page):
+ *   - a poll's begin or end's exact read (D9_TCC_EXACT): their hooks write records between their
+ *     clock read and this one (a poll's end hook preempted there made a 2.1 ms poll 0:
+ *     test_mt_poll_cpu under TSan);
+ *   - an unpark's page value after the lock moved: the CPU time at the last sched-in, which came
+ *     after the hook's time when the thread was switched out between the two (an unpark reaches
+ *     the page here, in the slow path, when schedstat is due and when it is the thread's first
+ *     after its first value: a window long enough under TSan that the thread's first accounted
+ *     poll began 2 ms ahead, 2.06 ms of CPU recorded as 0.042).
+ * Not a park's exact read: it follows its clock read at once (and a slow read there leaving no
+ * line would cost the next unpark a second read: test_mt_thread_cpu_clock_kernel counts at most
+ * one read per page update). */
+static void restamp_late(d9_tcc_state *s, uint64_t now_ticks, double ns_per_tick, uint64_t slack_ns) {
     uint64_t after = d9_clock_ticks();
     if ((int64_t)(after - now_ticks) <= 0 || (double)(int64_t)(after - now_ticks) * ns_per_tick <= (double)slack_ns)
         return;
@@ -217,11 +224,15 @@ static uint64_t from_page(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
     /* a time before the last value's stamp (a late read restamped it; a hook that shares its
      * time with the one that read): no wall time since it */
     if ((int64_t)(now_ticks - s->ticks) < 0) now_ticks = s->ticks;
-    uint32_t reads = s->exact_reads;
+    uint32_t reads = s->exact_reads, line = s->lock;
     if (d9_tcc_snapshot(s->page, &lock, &clock, 0, 0)) {
         uint64_t v = d9_tcc_step(s, use, lock, clock, now_ticks, ns_per_tick, slack_ns, d9_thread_cpu_clock_exact);
-        if (v != D9_TCC_NONE && use == D9_TCC_EXACT && s->exact_reads != reads && ns_per_tick > 0)
-            restamp_late_read(s, now_ticks, ns_per_tick, slack_ns);
+        bool read = s->exact_reads != reads;
+        /* an exact read for a poll, or an unpark's new anchor from the page (not an estimate:
+         * that keeps the line) */
+        if (v != D9_TCC_NONE && ns_per_tick > 0 &&
+            (use == D9_TCC_EXACT ? read : use == D9_TCC_UNPARK && !read && s->lock != line))
+            restamp_late(s, now_ticks, ns_per_tick, slack_ns);
         return v;
     }
     /* eight torn snapshots in a row: the exact value, and the next value exact again */
@@ -236,7 +247,7 @@ static uint64_t from_page(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
     s->lock = D9_TCC_UNSEEN(s->page->lock); /* far from the page's next values, even mid-update */
     s->cpu_ns = v;
     s->ticks = now_ticks;
-    if (use == D9_TCC_EXACT && ns_per_tick > 0) restamp_late_read(s, now_ticks, ns_per_tick, slack_ns);
+    if (use == D9_TCC_EXACT && ns_per_tick > 0) restamp_late(s, now_ticks, ns_per_tick, slack_ns);
     return v;
 }
 
@@ -262,7 +273,11 @@ uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, d9_tcc_use use, uint64_t now_
     s->base_ns = cpu - count;
     s->lock = D9_TCC_UNSEEN(lock); /* no line: the page may predate the reads above */
     s->cpu_ns = cpu;
-    s->ticks = now_ticks;
+    /* stamped after the open, not at the hook's time before it: the CPU time is the one after
+     * it, and the next park's estimate (the wall time since) would count the open's wall time,
+     * and any switch inside it, again */
+    uint64_t after = d9_clock_ticks();
+    s->ticks = (int64_t)(after - now_ticks) > 0 ? after : now_ticks;
     return cpu;
 }
 

@@ -25,8 +25,10 @@
  *     left no line on: the exact task clock, by read() of the event (one system call);
  *   - a park with the page still the one a value without a line saw: that value plus the wall
  *     time (the thread ran throughout), still no line;
- *   - a poll's exact read that ended more than the park slack after the hook's time (a switch
- *     may have come between them): stamped at the read's end, no line (thread_cpu_clock.c).
+ *   - a poll's exact read, or an unpark's page value after the lock moved, that the thread got
+ *     more than the park slack after the hook's time (a switch may have come between them, and
+ *     the value is then of a later moment): stamped then, no line (thread_cpu_clock.c);
+ *   - a thread's first value (its event opened): stamped after the open, no line.
  * Values are the task clock offset by `base`, which starts them at CLOCK_THREAD_CPUTIME_ID
  * when the thread's event opens. The one way an estimate runs ahead of the task clock: the
  * host stops the vCPU inside an uninterrupted run (no switch in the guest, so `lock` stays;

@@ -175,6 +175,13 @@ static void before_ring_moves(d9_thread *t) {
     if (!scan_records(t, d, d9_clock_ticks())) drop_all(d);
 }
 
+/* Set once, when the library is loaded (as the register hook, sources.c): before any thread can
+ * record, so the core's plain pointer is never written while a thread reads it. Set at every
+ * d9_start, it raced with a thread of the last recording moving its ring (test_mt_recorder_restart
+ * under TSan, 1 of 2 soak runs at load ~25); the hook does nothing without a dump held in this
+ * recording. */
+__attribute__((constructor)) static void install_move_hook(void) { d9_thread_move_hook = before_ring_moves; }
+
 static void resolve_due(d9_thread *t, dump_state *d, uint64_t now) {
     if (!scan_records(t, d, now)) {
         drop_all(d);
@@ -284,7 +291,6 @@ void d9_task_dumps_start(bool enabled, uint64_t mean_ns) {
     atomic_store(&g_mean_ticks, mean ? mean : 1);
     atomic_store(&g_alt_recheck_ticks, (uint64_t)(1e8 * g_ticks_per_ns));
     atomic_fetch_add(&g_run, 1);
-    d9_thread_move_hook = before_ring_moves;
     atomic_store(&g_enabled, enabled);
 }
 

@@ -21,6 +21,7 @@
 set -euo pipefail
 build=${D9_BUILD_DIR:?}
 bench="$build/bench/d9_bench"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/smallest_counts.sh"
 [ -x "$bench" ] || { echo "SKIP: $bench is not built"; exit 0; }
 command -v valgrind >/dev/null || { echo "SKIP: valgrind is not installed (apt-get install valgrind)"; exit 0; }
 command -v callgrind_annotate >/dev/null || { echo "SKIP: callgrind_annotate is missing (valgrind)"; exit 0; }
@@ -146,34 +147,35 @@ count() { # kind clock pairs -> instructions inside the two hooks, clock_gettime
   echo $((total - ${clock:-0})) "$calls"
 }
 
+# smallest_counts' count and test for check's kind, clock and bounds
+count_checked() { count "$checked_kind" "$checked_clock" "$1"; }
+fits_checked() { # "instructions clock_calls" of N1 and of N2
+  local a ca b cb
+  read -r a ca <<<"$1"
+  read -r b cb <<<"$2"
+  awk -v a="$a" -v b="$b" -v ca="$ca" -v cb="$cb" -v n="$checked_pairs" -v bound="$checked_bound" \
+    -v cbound="$checked_clock_bound" 'BEGIN { exit !(b > a && (b - a) / n <= bound && (cb - ca) / n <= cbound) }'
+}
+
 failed=0
 check() { # kind clock bound
-  local n1=2000 n2=22000 a= b= ca cb per_pair what="one recorded poll (begin + end)"
+  local n1=2000 n2=22000 per_pair what="one recorded poll (begin + end)"
   [ "$1" = park ] && what="one recorded park + unpark"
   [ "$1" = span ] && what="one recorded span (begin + end)"
   [ "$1" = fused ] && what="one poll's end and the next one's begin in one call"
   [ "${1%_split}" = unparkwake ] && what="one park, then its unpark and a ready wake ($1)"
   [ "${1%_split}" = mcrequest ] && what="a memcached request's hooks on its loop thread ($1)"
   [ "${1%_split}" = request ] && what="a libuv demo server request's hooks on its loop thread ($1)"
-  local clock_reads counted
-  # A switch of the host thread (valgrind hands its lock to the collector when that wakes by
-  # time; more of them the longer a run takes, so under load) moves the task-clock page, and
-  # the next park or unpark takes its slow path: instructions only ever added. A count over its
-  # bound is measured twice more and each run's smallest count kept (one run at load ~30 had
-  # mcrequest at 294.7 where 272.9 is the undisturbed count): a regression fails all three.
-  local try ta tca tb tcb
-  for try in 1 2 3; do
-    counted=$(count "$1" "$2" $n1) && read -r ta tca <<<"$counted"
-    counted=$(count "$1" "$2" $n2) && read -r tb tcb <<<"$counted"
-    if [ $try = 1 ] || [ "$ta" -lt "$a" ]; then a=$ta; ca=$tca; fi
-    if [ $try = 1 ] || [ "$tb" -lt "$b" ]; then b=$tb; cb=$tcb; fi
-    if [ -z "$a" ] || [ -z "$b" ] || [ "$b" -le "$a" ]; then
-      echo "FAIL: no instructions counted in the hooks ($1, $2: $a, $b)"; failed=1; return; fi
-    per_pair=$(awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
-    clock_reads=$(awk -v a="$ca" -v b="$cb" -v n=$((n2 - n1)) 'BEGIN { printf "%.2f", (b - a) / n }')
-    awk -v p="$per_pair" -v bound="$3" -v c="$clock_reads" -v cbound="${4:-1e9}" \
-      'BEGIN { exit !(p <= bound && c <= cbound) }' && break
-  done
+  # each count the smallest of up to three runs (smallest_counts.sh says why)
+  checked_kind=$1 checked_clock=$2 checked_bound=$3 checked_clock_bound=${4:-1e9} checked_pairs=$((n2 - n1))
+  smallest_counts count_checked $n1 $n2 fits_checked
+  local a ca b cb
+  read -r a ca <<<"$sc_a"
+  read -r b cb <<<"$sc_b"
+  if [ -z "$a" ] || [ -z "$b" ] || [ "$b" -le "$a" ]; then
+    echo "FAIL: no instructions counted in the hooks ($1, $2: $a, $b)"; failed=1; return; fi
+  per_pair=$(awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
+  clock_reads=$(awk -v a="$ca" -v b="$cb" -v n=$((n2 - n1)) 'BEGIN { printf "%.2f", (b - a) / n }')
   if [ -n "${4:-}" ]; then # clock_gettime calls per pair, counted: each a clock read or a system call
     if awk -v c="$clock_reads" -v bound="$4" 'BEGIN { exit !(c <= bound) }'; then
       echo "ok    DIAL9_CLOCK=$2: $what $clock_reads clock_gettime calls (bound $4)"

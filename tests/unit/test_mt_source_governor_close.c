@@ -1,15 +1,18 @@
 /* The governor's paused level closes the perf events of the switch records and stacks, and
  * leaving it opens them again (src/sources/perf_events.c, close_switch_events), twice: with the
  * defaults (no CPU profile: nothing of perf stays open on the program's threads) and with the
- * perf CPU profile (its events stay open and keep sampling). A small budget (0.1 % of one CPU:
- * the ping-pong's thousands of switches a second are paused, the sleeper's ~200 a second come
- * back from it, with d9_gov_costs_measured) makes the states certain on any host:
- *  - two recording threads ping-pong through pipes until the governor is paused, then 2 000
- *    more round trips while it stays so: no perf event fd is open but the rings' hosts (on the
- *    collector's thread, after a first reopen; or only the CPU profile's and those, fewer than
- *    before, and CPU samples keep arriving);
- *  - the ping-pong stops; once the governor has left paused, perf fds are open again, and a
- *    worker sleeping 5 ms at a time (~200 switches/s) runs until switch records arrive again;
+ * perf CPU profile (its events stay open and keep sampling). The levels are held
+ * (d9_perf_hold_governor_level): which rates and costs call for which level is
+ * test_source_governor's, and the ones measured here follow the host's load (at a load of 55
+ * the ping-pong's rate was under what pauses a 0.1 % budget, and a reopen's CPU was over what
+ * lets it leave paused):
+ *  - two recording threads ping-pong through pipes until switch records arrive; the governor is
+ *    then held at paused, and 2 000 more round trips run while it is so: no perf event fd is
+ *    open but the rings' hosts (on the collector's thread, after a first reopen; or only the CPU
+ *    profile's and those, fewer than before, and CPU samples keep arriving);
+ *  - held at sampled 1 in 32, the ping-pong stops; once the governor has left paused, perf fds
+ *    are open again, and a worker sleeping 5 ms at a time (~200 switches/s) runs until switch
+ *    records arrive again;
  *  - in the trace: the CoverageEvent `paused` at the close and the next one, `sampled` 1 in 32
  *    at the reopen, whose previous_mode is paused and previous_since_ns the close; no switch
  *    record between them, records before and after; no switch record twice; `analyze --json`
@@ -247,18 +250,20 @@ static void run(bool cpu_profile) {
     pthread_t a, b, c;
     pthread_create(&b, NULL, ponger, NULL);
     pthread_create(&a, NULL, pinger, NULL);
-    bool paused = wait_for(is_paused, 0);
-    int fds_paused = -1, hosts_paused = -1;
     bool perf = fds_full > 0;
+    /* held at paused once records came (the ping-pong's rate is the host's load's: at a load of
+     * 55 it is under what pauses this budget; which rates pause is test_source_governor's) */
+    bool paused = perf && wait_for(records_reach, 1);
+    if (paused) d9_perf_hold_governor_level(D9_GOV_LEVEL_PAUSED);
+    paused = paused && wait_for(is_paused, 0);
+    int fds_paused = -1, hosts_paused = -1;
     if (paused) {
         /* the switches go on while closed; the CPU profile's samples too */
         CHECK(wait_for(trips_reach, atomic_load(&g_trips) + 2000));
         uint64_t st, cs;
         d9_perf_samples_read(&st, &cs);
         if (cpu_profile) CHECK(wait_for(cpu_samples_reach, cs + 5));
-        /* the fds counted while paused with the events closed all along (a ping-pong starved
-         * for a second could have let the governor leave paused meanwhile: then wait for it
-         * again) */
+        /* the fds counted while paused with the events closed all along */
         for (int tries = 0; tries < 100 && fds_paused < 0 && wait_for(is_paused, 0); tries++) {
             int state, n[2];
             if (state_held(&state, count_fds, n) && state == D9_PERF_SWITCH_CLOSED && is_paused(0)) {
@@ -267,6 +272,10 @@ static void run(bool cpu_profile) {
             }
         }
     }
+    /* out of paused at the level above it, held too: the governor's own way back depends on the
+     * load as well (a reopen's CPU, which it counts per window, took 2 ms under load: over what
+     * 0.1 % leaves the sampled level, and it paused again) */
+    d9_perf_hold_governor_level(D9_GOV_LEVEL_SAMPLED_LAST);
     atomic_store(&g_stop, true);
     pthread_join(a, NULL);
     pthread_join(b, NULL);
@@ -281,6 +290,7 @@ static void run(bool cpu_profile) {
     pthread_join(c, NULL);
     d9_perf_switch_events_now(&closes, &reopens, &records);
     d9_stop();
+    d9_perf_hold_governor_level(-1);
     printf("perf fds: full %d, paused %d, back %d; closes %" PRIu64 ", reopens %" PRIu64 " (the last %" PRIu64
            " us of CPU)\n", fds_full, fds_paused, fds_back, closes, reopens, d9_perf_last_reopen_cpu_ns() / 1000);
 

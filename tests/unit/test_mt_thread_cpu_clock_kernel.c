@@ -12,6 +12,9 @@
  *     a usleep (200 us unaccounted by the page at least) takes the exact read every time with
  *     d9_tcc_park_slack_ns 0, and never with an hour (the page's value, a lower bound of the
  *     exact count): the slack is set here, nothing depends on timing;
+ *   - a value the thread got after its caller's time with a 20 ms sleep between (a poll's exact
+ *     read, an unpark's page value after the sleep's switch, a first value whose caller's time
+ *     is 20 ms old) is stamped after it: the park after it is not 20 ms ahead of the exact count;
  *   - past D9_TCC_MAX_THREADS threads at once, the others read by system call;
  *   - the fd is close-on-exec, is closed at thread exit, at d9_thread_cpu_clock_stop and in a
  *     forked child (where the parent's event would measure the parent's thread);
@@ -207,6 +210,68 @@ static void late_read(void) {
     CHECK(again >= park);
 }
 
+/* An unpark whose hook was switched out between its clock read and the page's read (the
+ * thread's first unpark after its first value reads the page in the slow path, a window long
+ * enough under ThreadSanitizer): the page's value is the CPU time at that switch-in, after the
+ * hook's time. It is stamped after the read, as no line, so no estimate after it counts the
+ * off-CPU time as CPU. Before, it was a line at the hook's time: the poll after it began 2 ms
+ * ahead of the task clock, and its end's exact read made it 0.042 ms of CPU for 2.06
+ * (test_mt_poll_cpu's first accounted poll, 1 TSan run in 30 under load). The switch is a
+ * 20 ms sleep: off CPU for that long whatever the load, and the page moved. */
+static void late_unpark(void) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    CHECK(cpu_value(true) != D9_TCC_NONE);
+    uint64_t hook_time = mono_ns();
+    usleep(20000);
+    uint64_t woke = mono_ns();
+    uint32_t reads = s->exact_reads;
+    uint64_t v = d9_thread_cpu_clock_slow(s, D9_TCC_UNPARK, hook_time); /* the page moved: its value */
+    uint32_t value_reads = s->exact_reads - reads, lock = s->lock;
+    uint64_t stamped = s->ticks;
+    uint64_t park = cpu_value(false), e = exact_now(); /* before any output (a switch there) */
+    CHECK(v != D9_TCC_NONE);
+    CHECK_EQ_U64(value_reads, 0);
+    CHECK(stamped >= woke); /* stamped after the switch */
+    CHECK((lock & 1) == 1); /* no line */
+    CHECK(park >= v);
+    printf("late unpark: stamped %.1f ms after the hook's time; the park after it %.1f us from the exact count "
+           "(before: ~20 ms ahead)\n",
+           (double)(stamped - hook_time) / 1e6, ((double)park - (double)e) / 1e3);
+    CHECK(park <= e + 10000000); /* 10 ms: half the sleep; an estimate ahead only by a vCPU stall */
+}
+
+/* A thread's first value opens its event (perf_event_open, mmap, the table: slow, and a switch
+ * may come inside) after the hook read its time: the value, the CPU time after the open, is
+ * stamped after it too, so the next park's estimate does not count the open's wall time (or a
+ * switch in it) again. The hook's time here is 20 ms before the call, a stand-in for a slow
+ * open. */
+static void *first_value_late(void *arg) {
+    (void)arg;
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    CHECK(s->page == NULL);
+    uint64_t hook_time = mono_ns();
+    usleep(20000);
+    uint64_t before = mono_ns();
+    uint64_t v = d9_thread_cpu_clock_ns(D9_TCC_UNPARK, hook_time, d9_thread_cpu_clock_gen);
+    uint64_t stamped = s->ticks;
+    uint64_t park = cpu_value(false), e = exact_now(); /* before any output (a switch there) */
+    CHECK(v != D9_TCC_NONE);
+    CHECK(s->page != NULL);
+    CHECK(stamped >= before); /* after the open */
+    CHECK(park >= v);
+    printf("first value: stamped %.1f ms after the hook's time; the park after it %.1f us from the exact count "
+           "(before: ~20 ms ahead)\n",
+           (double)(stamped - hook_time) / 1e6, ((double)park - (double)e) / 1e3);
+    CHECK(park <= e + 10000000); /* 10 ms: as above */
+    return NULL;
+}
+
+static void first_value(void) {
+    pthread_t t;
+    pthread_create(&t, NULL, first_value_late, NULL);
+    pthread_join(t, NULL);
+}
+
 /* Its count of open events while it has one (-1: it got no value); checked by the caller. */
 static void *open_and_leave(void *arg) {
     int *open_inside = arg;
@@ -373,6 +438,8 @@ int main(void) {
     busy_loops();
     sleeps();
     late_read();
+    late_unpark();
+    first_value();
     lifetime();
     cap();
     int rc = run_child(refused_by_seccomp);

@@ -4,6 +4,8 @@
 # toggles each test names), two runs of N1 and N2 give one callback's count as the difference
 # / (N2 - N1), and the trace must hold what the callbacks recorded. Sourced; uses $build.
 
+source "$(dirname "${BASH_SOURCE[0]}")/smallest_counts.sh"
+
 # Skip (exit 0, saying why) when the program, valgrind or a plain build is missing.
 ac_require() { # program, the Debian package whose absence leaves it unbuilt
   [ -x "$1" ] || { echo "SKIP: $1 is not built ($2 missing)"; exit 0; }
@@ -59,21 +61,15 @@ ac_verdict() { # a b n2-n1 bound label larger_out
   fi
 }
 
-# ac_verdict on counts made by `count_fn N` for N1 and N2, each the smallest of up to three runs.
-# A switch of the host thread (valgrind hands its lock to the collector when that wakes by time:
-# more of them the longer a run takes, so under load) moves the task-clock page, and the hooks
-# after it take their page-moved paths: instructions only ever added (test_uv_adapter_instructions'
-# all-in count once 1 209.4 where a run counts ~1 090). A count over its bound is measured again,
-# twice at most; a regression fails all three.
+# ac_verdict on counts made by `count_fn N` for N1 and N2, each the smallest of up to three runs
+# (smallest_counts.sh says why).
 ac_min_verdict() { # count_fn n1 n2 bound label larger_out
-  local fn=$1 n1=$2 n2=$3 a= b= ta tb try
-  for try in 1 2 3; do
-    ta=$("$fn" "$n1")
-    tb=$("$fn" "$n2")
-    if [ -z "$a" ] || { [ -n "$ta" ] && [ "$ta" -lt "$a" ]; }; then a=$ta; fi
-    if [ -z "$b" ] || { [ -n "$tb" ] && [ "$tb" -lt "$b" ]; }; then b=$tb; fi
-    [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ] &&
-      awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) -v bound="$4" 'BEGIN { exit !((b - a) / n <= bound) }' && break
-  done
-  ac_verdict "$a" "$b" $((n2 - n1)) "$4" "$5" "$6"
+  ac_fits_n=$(($3 - $2)) ac_fits_bound=$4
+  smallest_counts "$1" "$2" "$3" ac_fits
+  ac_verdict "$sc_a" "$sc_b" $(($3 - $2)) "$4" "$5" "$6"
+}
+
+# smallest_counts' test: one callback's count within ac_fits_bound.
+ac_fits() { # a b
+  [ "$2" -gt "$1" ] && awk -v a="$1" -v b="$2" -v n="$ac_fits_n" -v bound="$ac_fits_bound" 'BEGIN { exit !((b - a) / n <= bound) }'
 }

@@ -20,6 +20,37 @@ static bool empty_trace(const d9_file_result *r) {
     return r->status == D9_DEC_END && r->stats.input_bytes == 0 && !active;
 }
 
+/* Events a run at a time where the decoder reads them so (d9_dec_next_run: the bounded events
+ * buffered, in one call), one by d9_dec_next elsewhere: that call refills the buffer, reads
+ * every other frame and names damage and errors. The sizes are dial9 fold's. */
+enum { RUN_EVENTS = 64, RUN_VALUES = RUN_EVENTS * 12 };
+
+/* Every event of `d` to fn; true when fn asked to stop. The decoder counts a whole run as
+ * read; `stats` is then brought back to the events handed out, as d9_dec_next counts them. */
+static bool read_events(d9_decoder *d, d9_event_fn fn, void *ctx, size_t file_index,
+                        d9_dec_stats *stats) {
+    d9_event run[RUN_EVENTS];
+    d9_value vals[RUN_VALUES];
+    for (;;) {
+        int n = d9_dec_next_run(d, run, RUN_EVENTS, vals, RUN_VALUES);
+        if (n == 0) {
+            if (d9_dec_next(d, &run[0]) <= 0) break;
+            n = 1;
+        }
+        for (int i = 0; i < n; i++) {
+            if (!fn || fn(ctx, &run[i], d, file_index) == 0) continue;
+            *stats = *d9_dec_get_stats(d);
+            if (i + 1 < n) {
+                stats->events -= (uint64_t)(n - 1 - i);
+                stats->bytes = run[i + 1].offset;
+            }
+            return true;
+        }
+    }
+    *stats = *d9_dec_get_stats(d);
+    return false;
+}
+
 int d9_read_trace_files(const d9_path_list *paths, d9_event_fn fn, void *ctx,
                         d9_file_result *results) {
     int rc = paths->skipped_count ? D9_EXIT_DATA : D9_EXIT_OK;
@@ -36,16 +67,9 @@ int d9_read_trace_files(const d9_path_list *paths, d9_event_fn fn, void *ctx,
             continue;
         }
         r->opened = true;
-        d9_event ev;
-        while (d9_dec_next(d, &ev) > 0) {
-            if (fn && fn(ctx, &ev, d, i) != 0) {
-                stopped = true;
-                break;
-            }
-        }
+        stopped = read_events(d, fn, ctx, i, &r->stats);
         r->status = d9_dec_state(d);
         if (r->status == D9_DEC_RUNNING) r->status = D9_DEC_END; /* stopped early by the caller */
-        r->stats = *d9_dec_get_stats(d);
         snprintf(r->message, sizeof r->message, "%s", d9_dec_message(d));
         if (empty_trace(r)) {
             r->status = D9_DEC_ERROR;

@@ -6,8 +6,10 @@
  * `bytes` at the next event's offset, as d9_dec_next counts them (its read-ahead is synced to
  * the events handed out).
  *
- * Inputs: the demo fixture (../shared/fixtures/dial9-demo-trace.bin: runs of bounded events
- * between pool, schema and clock sync frames) whole, and cut inside a frame (a torn tail). */
+ * Inputs: the demo fixture (../shared/fixtures/dial9-demo-trace.bin, dial9's: short runs
+ * between its pool frames, so the reader leaves most of it to d9_dec_next) whole, and cut
+ * inside a frame (a torn tail); and a trace as ours are (runs of dozens of events between a
+ * few pool frames), built here. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 
 #include "check.h"
 #include "cli/trace_reader.h"
+#include "unit/test_analysis_builder.h"
 
 /* What identifies an event in its file: where it is, its schema, its time. */
 static uint64_t event_key(const d9_event *ev) {
@@ -81,6 +84,29 @@ static void compare(const char *path, size_t stop_after) {
     free(got.keys);
 }
 
+/* Ours: a stream's pool entries up front, then long runs of polls, wakes, parks and unparks
+ * (a new string now and then ends a run). */
+static void write_ours(const char *path) {
+    tb t = {0};
+    tb_stream_dial9_parks(&t);
+    uint32_t loc = tb_string(&t, "src/a.rs:1");
+    uint64_t ts = 1000 * MS;
+    for (int r = 0; r < 6000; r++, ts += 50 * US) {
+        uint64_t w = (uint64_t)(r & 1);
+        if (r % 700 == 0) loc = tb_string(&t, r % 1400 ? "src/b.rs:2" : "src/c.rs:3");
+        tb_wake(&t, ts, 10 + (uint64_t)r, 11 + (uint64_t)r, (uint8_t)w);
+        tb_poll(&t, ts + 100, 2000 + (uint64_t)(r % 3000), w, (uint8_t)(r % 5), 11 + (uint64_t)r, loc);
+        if (r % 3 == 0) {
+            tb_park(&t, ts + 5000, w, 1000 + (uint64_t)r, 100 + (uint32_t)w);
+            tb_unpark(&t, ts + 9000, w, 1200 + (uint64_t)r, 30, 100 + (uint32_t)w);
+        }
+    }
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(t.b.data, 1, t.b.len, f) == t.b.len);
+    if (f) fclose(f);
+    d9_buf_free(&t.b);
+}
+
 int main(void) {
     char fixture[4096];
     snprintf(fixture, sizeof fixture, "%s/fixtures/dial9-demo-trace.bin", d9t_shared_dir());
@@ -102,8 +128,13 @@ int main(void) {
     CHECK(fd >= 0 && write(fd, bytes, (size_t)len * 2 / 3 + 5) == (ssize_t)((size_t)len * 2 / 3 + 5));
     if (fd >= 0) close(fd);
 
-    const char *inputs[] = {fixture, torn};
-    for (size_t i = 0; i < 2; i++) {
+    char ours[] = "/tmp/d9-test-trace-reader-ours.XXXXXX";
+    fd = mkstemp(ours);
+    if (fd >= 0) close(fd);
+    write_ours(ours);
+
+    const char *inputs[] = {fixture, torn, ours};
+    for (size_t i = 0; i < 3; i++) {
         compare(inputs[i], SIZE_MAX);
         /* stops at a run's first, second and last events and at every 997th (runs end where
          * other frames are: any of their positions) */
@@ -112,6 +143,7 @@ int main(void) {
         for (size_t k = 997; k < 140000; k += 997 * 13) compare(inputs[i], k);
     }
     unlink(torn);
+    unlink(ours);
     free(bytes);
     printf("test_trace_reader_runs: %d passed, %d failed\n", d9t_passed, d9t_failed);
     return d9t_failed != 0;

@@ -2,7 +2,7 @@
 # bench/analyze_spans/run_trace.sh BUILD_DIR RUN_DIR: what spans add to `dial9 analyze` on a
 # recorded trace (e.g. examples/uv-server under wrk, each request a span; bench/README.md).
 # RUN_DIR's uncompressed segments (trace.N.bin) are copied without their span marks
-# (d9_bench_strip_spans: each mark becomes a timestamp reset, every other event is unchanged);
+# (d9_bench_strip_spans: a mark's time goes into the next event's delta, every event keeps its time);
 # prints both sizes, analyze's user CPU time on each (best of RUNS, default 3) and, with
 # valgrind, its instructions on each over the first CG_SEGMENTS segments (default 1: callgrind
 # is ~50 times slower). Nothing is pass/fail.

@@ -1,9 +1,14 @@
 /* d9_bench_strip_spans IN.bin OUT.bin: the same trace without its span marks, for measuring what
  * spans add to `dial9 analyze` on a recorded trace (bench/analyze_spans/run_trace.sh). Each
- * SpanEnterEvent / SpanExitEvent frame is replaced by a timestamp reset frame (0x05) to the
- * mark's own time: the next event's delta was written against that time, so every other event
- * keeps its timestamp and its bytes. Uncompressed files only (a frame's offset is a file
- * offset); fails on a field type it cannot step over, on a mark shorter than the reset frame. */
+ * SpanEnterEvent / SpanExitEvent frame is dropped. The next event's delta was written against
+ * the mark's time: when that event follows the mark directly, has a time, and the base before
+ * the mark was the previous event's time (no reset or header between), its delta is rewritten
+ * against that time (when it fits in 24 bits), as a trace without marks has it; otherwise a
+ * timestamp reset frame (0x05) to the mark's time takes the mark's place. A reset would end the
+ * decoder's runs of events (d9_dec_next_run) where the trace without marks has none. Every
+ * event keeps its timestamp, and every other byte is unchanged. Uncompressed files only (a
+ * frame's offset is a file offset); fails on a field type it cannot step over, on a mark
+ * shorter than the reset frame. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,11 +78,49 @@ int main(int argc, char **argv) {
         return 1;
     }
     d9_event ev;
-    size_t copied = 0, marks = 0;
+    size_t copied = 0, marks = 0, resets = 0;
     int rc = 0;
+    /* a mark dropped whose time the next event's delta still counts from; the base before it */
+    bool pending = false;
+    uint64_t pending_ts = 0, pending_resets = 0, base_ts = 0, base_resets = 0;
+    uint32_t pending_stream = 0, base_stream = UINT32_MAX;
     while (d9_dec_next(d, &ev) > 0) {
         int role = ev.schema->bind.role;
-        if (role != D9_SCH_SPAN_ENTER && role != D9_SCH_SPAN_EXIT) continue;
+        bool mark = role == D9_SCH_SPAN_ENTER || role == D9_SCH_SPAN_EXIT;
+        uint64_t now_resets = d9_dec_get_stats(d)->timestamp_resets;
+        if (pending) {
+            uint64_t delta = ev.ts_ns - base_ts;
+            bool fold = !mark && ev.offset == copied && ev.schema->has_timestamp && ev.stream == base_stream &&
+                        now_resets == base_resets && ev.ts_ns >= base_ts && delta < (1u << 24);
+            unsigned char head[RESET_BYTES] = {0x05};
+            size_t head_len = RESET_BYTES;
+            if (fold) { /* tag, type id as they are, the delta from the time before the mark */
+                memcpy(head, data + ev.offset, 3);
+                for (int i = 0; i < 3; i++) head[3 + i] = (unsigned char)(delta >> (8 * i));
+                head_len = 6;
+            } else {
+                for (int i = 0; i < 8; i++) head[1 + i] = (unsigned char)(pending_ts >> (8 * i));
+                resets++;
+                base_ts = pending_ts; /* the reset's time is the base now */
+                base_stream = pending_stream;
+                base_resets = pending_resets;
+            }
+            /* a reset goes where the mark was: before any frame between it and this event */
+            if (fwrite(head, 1, head_len, out) != head_len) {
+                rc = 1;
+                break;
+            }
+            if (fold) copied += 6;
+            pending = false;
+        }
+        if (!mark) {
+            if (ev.schema->has_timestamp) {
+                base_ts = ev.ts_ns;
+                base_stream = ev.stream;
+                base_resets = now_resets;
+            }
+            continue;
+        }
         size_t len = frame_len(ev.schema, data + ev.offset, (size_t)size - ev.offset);
         if (len < RESET_BYTES) {
             fprintf(stderr, "d9_bench_strip_spans: the mark at offset %llu: %s\n",
@@ -85,24 +128,31 @@ int main(int argc, char **argv) {
             rc = 1;
             break;
         }
-        unsigned char reset[RESET_BYTES] = {0x05};
-        for (int i = 0; i < 8; i++) reset[1 + i] = (unsigned char)(ev.ts_ns >> (8 * i));
-        if (fwrite(data + copied, 1, ev.offset - copied, out) != ev.offset - copied ||
-            fwrite(reset, 1, sizeof reset, out) != sizeof reset) {
+        if (fwrite(data + copied, 1, ev.offset - copied, out) != ev.offset - copied) {
             rc = 1;
             break;
         }
         copied = ev.offset + len;
+        pending = true;
+        pending_ts = ev.ts_ns;
+        pending_stream = ev.stream;
+        pending_resets = now_resets;
         marks++;
     }
     if (rc == 0 && d9_dec_state(d) != D9_DEC_END) {
         fprintf(stderr, "d9_bench_strip_spans: %s: %s\n", argv[1], d9_dec_message(d));
         rc = 1;
     }
+    if (rc == 0 && pending) { /* the last mark: nothing after it counts from its time */
+        unsigned char reset[RESET_BYTES] = {0x05};
+        for (int i = 0; i < 8; i++) reset[1 + i] = (unsigned char)(pending_ts >> (8 * i));
+        if (fwrite(reset, 1, sizeof reset, out) != sizeof reset) rc = 1;
+        resets++;
+    }
     if (rc == 0 && fwrite(data + copied, 1, (size_t)size - copied, out) != (size_t)size - copied) rc = 1;
     if (fclose(out) != 0) rc = 1;
     d9_dec_close(d);
     free(data);
-    if (rc == 0) fprintf(stderr, "%s: %zu span marks replaced\n", argv[2], marks);
+    if (rc == 0) fprintf(stderr, "%s: %zu span marks dropped, %zu of them replaced by a timestamp reset\n", argv[2], marks, resets);
     return rc;
 }

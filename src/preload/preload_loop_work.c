@@ -589,14 +589,13 @@ void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n, bool parke
     epoll_wait_ends(l, events, n, parked);
 }
 
-/* The wait returned rc events (parked: the call was recorded as a park). The unpark and the
- * readiness wake of the first ready connection are one hook call and one ring record
- * (d9_unpark_wake_ready: the same two events at the same tick as d9_unpark then d9_wake_ready,
- * which stamped the wake with the unpark's tick anyway). A redis GET on one connection: 5 hook
- * calls and ring records (poll end, park, unpark, wake, poll start) -> 4, the same 5 events in
- * the trace. Its common case, one known connection ready, sets the loop's state first, so that
- * only the task and the location live across the unpark's call and the poll's start is a jump:
- * no saved register but two. */
+/* The wait returned rc events (parked: the call was recorded as a park). The unpark, the
+ * readiness wake of the first ready connection and its poll's start are one hook call, one
+ * clock read and one commit (d9__unpark_wake_ready_poll_begin: the same three events at one
+ * tick). A redis GET on one connection: 5 hook calls (poll end, park, unpark, wake, poll start)
+ * -> 2 (the end with the park, d9__poll_end_park; the rest here), the same 5 events in the
+ * trace. Its common case, one known connection ready, sets the loop's state first, so that the
+ * hook is a jump. Not parked (a wait that did not block): the wake, then the poll's start. */
 void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked) {
     if (!D9__ACTIVE()) {
         if (parked) d9_unpark(); /* a pause owes the end of a park it saw begin */
@@ -618,9 +617,13 @@ void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked) {
     l->in_poll = true;
     l->cur_task = task;
     /* the hooks themselves: recording was tested on entry (a stop since is the same race as
-     * between any wrapper's test and its hook) */
-    if (parked) d9__unpark_wake_ready(task);
-    else d9__wake_ready(task);
+     * between any wrapper's test and its hook). Parked: the unpark, the wake and the poll's
+     * start in one call, one clock read and one commit, as the loop libraries' first callback */
+    if (parked) {
+        d9__unpark_wake_ready_poll_begin(task, task, loc);
+        return;
+    }
+    d9__wake_ready(task);
     d9__poll_begin(task, loc);
 }
 

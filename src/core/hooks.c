@@ -457,7 +457,9 @@ void d9__unpark_wake_ready(uint64_t woken) {
  * d9__unpark_wake_ready (d9__unpark, `woken` 0) and d9__poll_begin write, at one time (park_page
  * with a begin; where its tests fail, park_any's records, then the begin's at that time). The
  * unpark moves from the poller's return to the callback's start: what the loop did between
- * (libuv's and libevent's dispatch up to the callback) is nobody's time, as before. */
+ * (libuv's and libevent's dispatch up to the callback, libev's feeding of its ready watchers)
+ * is nobody's time, as before. The shim's home-grown loops call it too, for a parked wait that
+ * returned one known connection (preload_loop_work.c, one_known_ready_begins). */
 static __attribute__((noinline)) void unpark_wake_begin_page(uint64_t woken, uint64_t task_id, uint32_t loc) {
     park_page(D9_REC_UNPARK, woken, task_id, loc);
 }

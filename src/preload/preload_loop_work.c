@@ -589,28 +589,19 @@ void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n, bool parke
     epoll_wait_ends(l, events, n, parked);
 }
 
-/* The wait returned rc events (parked: the call was recorded as a park). The unpark and the
- * readiness wake of the first ready connection are one hook call and one ring record
- * (d9_unpark_wake_ready: the same two events at the same tick as d9_unpark then d9_wake_ready,
- * which stamped the wake with the unpark's tick anyway). A redis GET on one connection: 5 hook
- * calls and ring records (poll end, park, unpark, wake, poll start) -> 4, the same 5 events in
- * the trace. Its common case, one known connection ready, sets the loop's state first, so that
- * only the task and the location live across the unpark's call and the poll's start is a jump:
- * no saved register but two. */
-void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked) {
-    if (!D9__ACTIVE()) {
-        if (parked) d9_unpark(); /* a pause owes the end of a park it saw begin */
-        return;
-    }
-    loop_thread *l = &t_loop;
-    int fd = rc == 1 ? event_fd(events[0].data.u64) : -1;
+/* The poller returned one ready connection fd (-1: none) whose task is known, to a loop that
+ * said its polls are per connection and has none open (the common case of a server's wait):
+ * the unpark, fd's readiness wake and its poll's start are one hook call, one clock read and
+ * one commit (d9__unpark_wake_ready_poll_begin: the same three events at one tick). A redis GET
+ * on one connection: 5 hook calls (poll end, park, unpark, wake, poll start) -> 2 (the end with
+ * the park, d9__poll_end_park; the rest here), the same 5 events in the trace. The loop's state
+ * is set first, so that the hook is a jump. Not parked (a wait that did not block): the wake,
+ * then the poll's start. False, nothing done: the general path's case. */
+static inline __attribute__((always_inline)) bool one_known_ready_begins(loop_thread *l, int fd, bool parked) {
     uint64_t task = fd >= 0 ? atomic_load_explicit(&d9p_fd_conns[fd].task, memory_order_relaxed) : 0;
     /* said_connection: the loop's task is spawned and both its notes are said (iteration_starts,
-     * begin_poll); in_poll is false after d9p_home_wait_begins */
-    if (__builtin_expect(!task || !l->said_connection || l->in_poll, 0)) {
-        epoll_wait_ends(l, events, rc > 0 ? rc : 0, parked);
-        return;
-    }
+     * begin_poll); in_poll is false after the wait's begin ended the iteration's poll */
+    if (__builtin_expect(!task || !l->said_connection || l->in_poll, 0)) return false;
     const d9_loc *loc = atomic_load_explicit(&d9p_fd_conns[fd].loc, memory_order_relaxed);
     if (!loc) loc = l->loc;
     d9p_loop_io_now.iterating = true;
@@ -619,9 +610,24 @@ void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked) {
     l->cur_task = task;
     /* the hooks themselves: recording was tested on entry (a stop since is the same race as
      * between any wrapper's test and its hook) */
-    if (parked) d9__unpark_wake_ready(task);
-    else d9__wake_ready(task);
-    d9__poll_begin(task, loc);
+    if (parked) {
+        d9__unpark_wake_ready_poll_begin(task, task, loc);
+    } else {
+        d9__wake_ready(task);
+        d9__poll_begin(task, loc);
+    }
+    return true;
+}
+
+/* The wait returned rc events (parked: the call was recorded as a park). */
+void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked) {
+    if (!D9__ACTIVE()) {
+        if (parked) d9_unpark(); /* a pause owes the end of a park it saw begin */
+        return;
+    }
+    loop_thread *l = &t_loop;
+    if (!one_known_ready_begins(l, rc == 1 ? event_fd(events[0].data.u64) : -1, parked))
+        epoll_wait_ends(l, events, rc > 0 ? rc : 0, parked);
 }
 
 static inline bool poll_ready(const struct pollfd *p) { return p->fd >= 0 && p->fd < MAX_FDS && p->revents; }
@@ -635,6 +641,7 @@ void d9p_loop_wait_end_poll(const struct pollfd *fds, nfds_t n, int rc, bool par
     nfds_t i = 0;
     while (rc > 0 && i < n && !poll_ready(&fds[i])) i++;
     bool any = rc > 0 && i < n;
+    if (rc == 1 && any && one_known_ready_begins(l, fds[i].fd, parked)) return;
     first_ready first = {any ? fds[i].fd : -1, 0};
     first.task = unpark_first_wake(parked, first.fd);
     for (i++; any && i < n; i++)

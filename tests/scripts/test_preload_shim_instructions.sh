@@ -99,7 +99,7 @@ count_home() { # requests -> instructions of the loop's thread inside the interp
     --trace-children=yes --callgrind-out-file="$out.%p" \
     --toggle-collect=epoll_wait --toggle-collect=read --toggle-collect=write \
     --toggle-collect=d9__park --toggle-collect=d9__unpark --toggle-collect=d9__wake_ready \
-    --toggle-collect=d9__unpark_wake_ready \
+    --toggle-collect=d9__unpark_wake_ready --toggle-collect=d9__unpark_wake_ready_poll_begin \
     --toggle-collect=d9__poll_begin --toggle-collect=d9__poll_end --toggle-collect=d9__poll_end_begin \
     --toggle-collect=d9__poll_end_park \
     env LD_PRELOAD="$SHIM" "$home" "$n" >"$out.stdout" 2>"$out.stderr" ||

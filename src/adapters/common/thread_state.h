@@ -46,12 +46,12 @@ typedef struct d9a_thread {
      * (d9a_poll_exit_into: libuv's alloc callback, always followed by its read callback). */
     uint64_t end_after;
     const d9_loc *cont_loc;
-    /* The loop's poller returned, and its unpark is owed to what the loop records next. With
-     * owed_woken 0 (d9a_owe_unpark: libev, whose ready watchers are fed after its acquire
-     * callback) it waits for the first ready wake, to be one record with it; with owed_woken
-     * set (d9a_owe_unpark_wake: the epoll wrappers, poll_returned.h, when their poller found
-     * that one task ready) the unpark and that wake wait for the first callback's poll, one
-     * hook call and one clock read for the three (d9a_poll_enter). Any other record of the
+    /* The loop's poller returned, and its unpark is owed to what the loop records next: the
+     * first callback's poll, one hook call and one clock read with it (d9a_poll_enter), with
+     * the turn's one readiness wake, owed_woken (0: none yet). The epoll wrappers owe it with
+     * the wake their poller found (d9a_owe_unpark_wake, poll_returned.h); libev, whose ready
+     * watchers are fed after its acquire callback, owes it alone (d9a_owe_unpark) and its
+     * first fed watcher's wake joins it (d9a_wake_ready_owing_unpark). Any other record of the
      * thread first writes what is owed (d9a_pay_owed_unpark: a spawn, a terminate, a wake, a
      * run's entry or exit, the next poller call). Never set together with end_owed: the park
      * pays that one, a callback's start this one. */
@@ -129,9 +129,9 @@ static inline __attribute__((always_inline)) void d9a_park_owing_end(bool park) 
 }
 
 /* The loop's poller returned, before the loop hands out what it found ready (libev's acquire
- * callback, outside callbacks): the unpark waits for the first ready wake
- * (d9a_wake_ready_owing_unpark), to be one record with it at one clock read. Recording, that
- * is: a pause owes the end of a park it saw begin now (d9_unpark's paused path). */
+ * callback, outside callbacks): the unpark waits for the first callback's poll, with the first
+ * ready wake (d9a_wake_ready_owing_unpark), to be one hook call at one clock read. Recording,
+ * that is: a pause owes the end of a park it saw begin now (d9_unpark's paused path). */
 static inline void d9a_owe_unpark(void) {
     if (D9__ACTIVE()) d9a_self.unpark_owed = true;
     else d9_unpark();
@@ -146,16 +146,20 @@ static inline void d9a_owe_unpark_wake(uint64_t woken) {
     s->owed_woken = woken;
 }
 
-/* The loop found task `task` ready (its poller returned): the readiness wake, with the owed
- * unpark when it is the turn's first (d9_unpark_wake_ready). */
+/* The loop found task `task` (not 0) ready (its poller returned): the turn's first readiness
+ * wake joins the owed unpark, and both wait for the first callback's poll (d9a_poll_enter: one
+ * hook call and one clock read for the three records), as d9a_owe_unpark_wake's; a second wake
+ * writes them first (d9_unpark_wake_ready), then itself. */
 static inline void d9a_wake_ready_owing_unpark(uint64_t task) {
     d9a_thread *s = &d9a_self;
     if (s->unpark_owed) {
-        s->unpark_owed = false;
-        d9_unpark_wake_ready(task);
-    } else {
-        d9_wake_ready(task);
+        if (!s->owed_woken) {
+            s->owed_woken = task;
+            return;
+        }
+        d9a_write_owed_unpark();
     }
+    d9_wake_ready(task);
 }
 
 /* The poll owed by the last callback ends, with what its end_after says after it (a terminate),

@@ -11,11 +11,12 @@ typedef void (*loop_hook)(struct ev_loop *loop);
 
 /* libev calls these right around its backend's blocking call (epoll_wait...). The park ends the
  * poll the turn's last callback owes, in one record (d9a_park_owing_end: its end is the park's
- * time); the unpark is owed to the first ready watcher libev feeds next (ev_watchers.c,
- * ready_wake), one record with its wake. What else the adapter records outside callbacks
- * writes the owed unpark first (d9a_pay_owed_unpark): a callback's start (a timer's, when no io
- * watcher was ready), the next park (a turn that recorded nothing), the deferred terminates
- * and the run's exit. Only the application's own acquire and release callbacks run between
+ * time); the unpark is owed to the turn's first callback, with the wake of the first ready
+ * watcher libev feeds before it (ev_watchers.c, ready_wake): one hook call and one clock read
+ * for the unpark, the wake and the callback's poll start (d9a_poll_enter,
+ * d9__unpark_wake_ready_poll_begin). What else the adapter records first writes the owed unpark
+ * (d9a_pay_owed_unpark): a second ready wake, the next park (a turn that recorded nothing), the
+ * deferred terminates and the run's exit. Only the application's own acquire and release callbacks run between
  * (before the unpark is owed, after the park). */
 /* The application's own release/acquire callbacks of the loop this thread ran last: both hooks
  * ask at every turn, and the registry's lookup (a hash probe, ~12 instructions) would be paid

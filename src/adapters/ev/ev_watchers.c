@@ -136,7 +136,8 @@ static void watcher_trampoline(struct ev_loop *loop, ev_watcher *w, int revents)
         d9a_lost_callback(w);
         return;
     }
-    d9a_pay_owed_unpark(&d9a_self); /* a turn whose first record is a callback (a timer's) */
+    /* the unpark owed since libev's acquire callback (with the turn's first ready wake) goes
+     * with this callback's poll start: d9a_poll_enter, one hook call */
     d9a_frame f;
     if (final) {
         /* give the watcher back before the callback, which may start it again */

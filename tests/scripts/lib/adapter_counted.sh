@@ -36,6 +36,20 @@ ac_callgrind() { # out n trace_dir mode what program -- functions...
     { echo "FAIL: dial9 stats: $(cat "$out.stats")" >&2; exit 1; }
 }
 
+# Calls on record in a callgrind output of the functions whose names match an awk regex
+# (callgrind's calls= lines under each cfn=; a name or file is given once, then its id alone,
+# and a name's first reference may be an fn= line, a file's an fi=, fe= or cfi= line), leaving out the calls made by functions of
+# the files matching the optional third regex. Exact, whatever valgrind's pace.
+ac_calls() { # callgrind_output regex [callers' files left out]
+  awk -v re="$2" -v out="${3:-^$}" '
+       /^c?f[lie]=/ { id = $1; sub(/^c?f[lie]=/, "", id); if ($2 != "") file[id] = $2 } # one id space
+       /^fl=/ { fl = file[id]; next }
+       /^c?fn=/ { id = $1; sub(/^c?fn=/, "", id); if ($2 != "") name[id] = $2 }
+       /^fn=/ { caller_out = fl ~ out; next }
+       /^cfn=/ { hit = name[id] ~ re && !caller_out; next }
+       /^calls=/ && hit { sub(/^calls=/, "", $1); n += $1 } { hit = 0 } END { print n + 0 }' "$1"
+}
+
 # How many events of a schema `dial9 stats` counted (0 when none).
 ac_events() { # out schema
   local c
@@ -72,4 +86,20 @@ ac_min_verdict() { # count_fn n1 n2 bound label larger_out
 # smallest_counts' test: one callback's count within ac_fits_bound.
 ac_fits() { # a b
   [ "$2" -gt "$1" ] && awk -v a="$1" -v b="$2" -v n="$ac_fits_n" -v bound="$ac_fits_bound" 'BEGIN { exit !((b - a) / n <= bound) }'
+}
+
+# The recorder's hook calls (d9__*) per callback or request, made by the adapter or the shim
+# (the hooks' own slow paths, taken when valgrind switched the thread, call others: left out),
+# from the two runs' callgrind outputs, against a bound: exact counts, so a bound between two
+# designs' counts fails the one with more calls on any machine. Exits the test on failure.
+ac_hook_calls_verdict() { # out_n1 out_n2 n2-n1 bound label
+  local per
+  per=$(awk -v a="$(ac_calls "$1" '^d9__' '/src/core/')" -v b="$(ac_calls "$2" '^d9__' '/src/core/')" -v n="$3" \
+    'BEGIN { printf "%.2f", (b - a) / n }')
+  if awk -v c="$per" -v bound="$4" 'BEGIN { exit !(c <= bound) }'; then
+    echo "ok    $5: $per (bound $4)"
+  else
+    echo "FAIL  $5: $per > $4"
+    exit 1
+  fi
 }

@@ -8,6 +8,15 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+/* Under a sanitizer the counts mean nothing (and valgrind cannot run it): the tests skip. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define D9T_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define D9T_SANITIZED 1
+#endif
+#endif
+
 /* system(cmd)'s exit status; -1 when it did not exit */
 static inline int d9t_run(const char *cmd) {
     int st = system(cmd);

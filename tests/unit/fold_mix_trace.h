@@ -69,14 +69,8 @@ static inline int d9t_fold_mix_write(const char *path, int rounds, uint64_t *eve
     tb_symbol(&t, 0x401000, 0x100, "main", 0, "src/main.rs", 1);
     tb_symbol(&t, 0x7f0000001000ull, 0x100, "pthread_mutex_lock", 0, "", 0);
     n += 2;
-    if (t.b.failed) return -1;
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t ok = fwrite(t.b.data, 1, t.b.len, f);
-    int rc = fclose(f);
-    free(t.b.data);
     *events = n;
-    return ok == t.b.len && rc == 0 ? 0 : -1;
+    return tb_write_file(&t, path);
 }
 
 #endif

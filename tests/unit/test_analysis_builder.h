@@ -3,6 +3,9 @@
 #ifndef D9_TESTS_ANALYSIS_BUILDER_H
 #define D9_TESTS_ANALYSIS_BUILDER_H
 
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/analysis.h"
@@ -176,6 +179,17 @@ static inline void tb_metadata(tb *t, uint64_t ts, const char *const *kv) {
 }
 
 /* Analyze the buffers bufs[0..n) as n files. The report lives until d9a_free(*out). */
+/* The trace as the file at path (the buffer freed); 0, or -1 when building or writing failed. */
+static inline int tb_write_file(tb *t, const char *path) {
+    bool built = !t->b.failed;
+    FILE *f = built ? fopen(path, "wb") : NULL;
+    bool ok = f && fwrite(t->b.data, 1, t->b.len, f) == t->b.len;
+    if (f && fclose(f) != 0) ok = false;
+    free(t->b.data);
+    t->b.data = NULL;
+    return ok ? 0 : -1;
+}
+
 static inline const d9a_report *tb_analyze_files(d9a_analysis **out, tb *const *bufs, size_t n,
                                                  const d9a_options *opt) {
     d9a_analysis *a = d9a_new(opt);

@@ -71,14 +71,6 @@
 #define R1 4000
 #define R2 24000
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-
 /* The libuv demo's shape, `rounds` requests (see above). */
 static void two_task_rounds(tb *t, uint64_t ts, int rounds, bool spans, const uint32_t locs[2], uint32_t name) {
     for (int r = 0; r < rounds; r++) {
@@ -121,13 +113,7 @@ static int write_trace(const char *path, int rounds, bool spans, bool two_tasks,
         if (spans) tb_span(&t, false, ts + 400, 0, (uint64_t)r, name, task, 7);
         tb_poll_end(&t, ts + 420, 0);
     }
-    if (t.b.failed) return -1;
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t ok = fwrite(t.b.data, 1, t.b.len, f);
-    int rc = fclose(f);
-    free(t.b.data);
-    return ok == t.b.len && rc == 0 ? 0 : -1;
+    return tb_write_file(&t, path);
 }
 
 /* callgrind's total for `dial9 analyze trace`; -1 on failure */
@@ -173,7 +159,7 @@ static int measure(const char *dial9, const char *dir, bool two_tasks, bool gove
 }
 
 int main(void) {
-#ifdef SANITIZED
+#ifdef D9T_SANITIZED
     printf("SKIP: a sanitizer build (valgrind refuses it; the count is of the plain build)\n");
     return 0;
 #endif

@@ -43,14 +43,6 @@
 #define R2 24000
 #define REQUESTS 20000
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-
 enum { RUN_EVENTS = 64, RUN_VALUES = 64 * 12 }; /* dial9 fold's (fold/segment.c) */
 
 static uint64_t read_event(const d9_event *ev) {
@@ -119,13 +111,7 @@ static int write_requests(const char *path, bool marks, uint64_t *nmarks) {
         *nmarks += marks ? 2 : 0;
         ts += 1500 + (uint64_t)(r * 7919 % 3000);
     }
-    if (t.b.failed) return -1;
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t ok = fwrite(t.b.data, 1, t.b.len, f);
-    int rc = fclose(f);
-    free(t.b.data);
-    return ok == t.b.len && rc == 0 ? 0 : -1;
+    return tb_write_file(&t, path);
 }
 
 /* callgrind's instructions inside counted_decode for this program's `decode PATH next|run` */
@@ -156,7 +142,7 @@ int main(int argc, char **argv) {
         printf("%" PRIu64 " events, checksum %" PRIu64 "\n", events, sum);
         return rc ? 1 : 0;
     }
-#ifdef SANITIZED
+#ifdef D9T_SANITIZED
     printf("SKIP: a sanitizer build (valgrind refuses it; the count is of the plain build)\n");
     return 0;
 #endif

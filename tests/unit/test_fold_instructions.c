@@ -64,14 +64,6 @@
 #define R1 4000
 #define R2 24000
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-
 /* callgrind's total inside d9f_fold for `dial9 fold seg --to out`; -1 on failure */
 static long long count(const char *dial9, const char *dir, const char *seg, const char *tag) {
     char out[1024], command[6144];
@@ -83,7 +75,7 @@ static long long count(const char *dial9, const char *dir, const char *seg, cons
 }
 
 int main(void) {
-#ifdef SANITIZED
+#ifdef D9T_SANITIZED
     printf("SKIP: a sanitizer build (valgrind refuses it; the count is of the plain build)\n");
     return 0;
 #endif

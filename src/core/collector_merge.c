@@ -441,6 +441,7 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
      * poll's two events (a server with a request a poll), each run testing them again cost */
     uint32_t ready = c->fast_ready_stream == stream ? c->fast_ready : 0;
     uint64_t loc_ok = UINT64_MAX; /* a location seen written in this stream */
+    const uint32_t loc_prefix = c->loc_prefix_stream == stream ? c->loc_prefix : 0; /* collector_encode.c */
     fast_stop stop;
     /* Records the loop takes before its exact room and ring-end tests (records_unchecked). */
     uint64_t batch = records_unchecked(p, p_stop, r0, r_lim), left = batch;
@@ -448,7 +449,8 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
     (__builtin_expect((ready >> (id)) & 1, 1) || (c->schema_mark[id] == stream && (ready |= 1u << (id))))
     /* a location string already written in this stream (the last one seen is remembered) */
 #define LOC_READY(loc) \
-    ((loc) == loc_ok || ((loc) < c->loc_mark_len && c->loc_mark[loc] == stream && ((loc_ok = (loc)), true)))
+    (__builtin_expect((uint32_t)(loc) - 1u < loc_prefix, 1) || (loc) == loc_ok || \
+     ((loc) < c->loc_mark_len && c->loc_mark[loc] == stream && ((loc_ok = (loc)), true)))
     _Static_assert(D9_SCH_TASK_TERMINATE < 32 && D9_SCH_WAKE < 32 && D9_SCH_TASK_SPAWN < 32 &&
                        D9_SCH_TASK_OBJECT < 32 && D9_SCH_SPAN_ENTER < 32 && D9_SCH_SPAN_EXIT < 32,
                    "ready has a bit per hook schema");

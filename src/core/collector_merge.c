@@ -453,7 +453,6 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
     /* schemas seen written in this stream (bit per id), kept across runs: a run is often a
      * poll's two events (a server with a request a poll), each run testing them again cost */
     uint32_t ready = c->fast_ready_stream == stream ? c->fast_ready : 0;
-    uint64_t loc_ok = UINT64_MAX; /* a location seen written in this stream */
     const uint32_t loc_prefix = c->loc_prefix_stream == stream ? c->loc_prefix : 0; /* collector_encode.c */
     fast_stop stop;
     /* Records the loop takes before its exact room and ring-end tests (records_unchecked). */
@@ -461,10 +460,9 @@ static inline __attribute__((always_inline)) fast_stop take_fast_with(d9_collect
 #define SCHEMA_READY(id) \
     ((steady && (STEADY_SCHEMAS >> (id) & 1)) || __builtin_expect((ready >> (id)) & 1, 1) || \
      (c->schema_mark[id] == stream && (ready |= 1u << (id))))
-    /* a location string already written in this stream (the last one seen is remembered) */
+    /* a location string already written in this stream (nearly always inside the prefix) */
 #define LOC_READY(loc) \
-    (__builtin_expect((uint32_t)(loc) - 1u < loc_prefix, 1) || (loc) == loc_ok || \
-     ((loc) < c->loc_mark_len && c->loc_mark[loc] == stream && ((loc_ok = (loc)), true)))
+    (__builtin_expect((uint32_t)(loc) - 1u < loc_prefix, 1) || ((loc) < c->loc_mark_len && c->loc_mark[loc] == stream))
     _Static_assert(D9_SCH_TASK_TERMINATE < 32 && D9_SCH_WAKE < 32 && D9_SCH_TASK_SPAWN < 32 &&
                        D9_SCH_TASK_OBJECT < 32 && D9_SCH_SPAN_ENTER < 32 && D9_SCH_SPAN_EXIT < 32,
                    "ready has a bit per hook schema");

@@ -5,7 +5,7 @@
  * timestamp delta and segments small enough that runs end at a segment's end. The collector
  * encodes these records on its fast path (collector_merge.c, take_fast) and falls back to the
  * general one at every such edge; either way each event must decode to what was recorded, in
- * order, with its location string declared again in every segment. */
+ * order, with its location string declared again in every segment (two poll locations). */
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +69,10 @@ int main(void) {
     seen want = {0};
     want.worker = d9_worker_begin("hooks", 0);
     const d9_loc *where = D9_HERE, *spawned_at = D9_HERE;
+    /* a second poll location, its first use in a segment after the poll's schema is written
+     * there: the fast path's test of the locations a stream holds (collector_encode.c's
+     * prefix) must see it is not */
+    const d9_loc *where_too = D9_HERE;
     for (int i = 0; i < ITERATIONS; i++) {
         uint64_t task = task_of(i), queue = (uint64_t)(i % 300);
         if (i % 3) {
@@ -82,7 +86,7 @@ int main(void) {
             add(&want, 'N', task, 1, 0);
         }
         d9_set_local_queue((uint32_t)queue);
-        d9_poll_begin(task, where);
+        d9_poll_begin(task, i % 5 == 4 ? where_too : where);
         add(&want, 'S', task, queue > 255 ? 255 : queue, 0);
         d9_wake((uint64_t)i * 7 + 1);
         add(&want, 'W', task, (uint64_t)i * 7 + 1, want.worker);

@@ -86,8 +86,10 @@ void d9_clock_map_add(d9_clock_map *m, d9_anchor a);
 uint64_t d9_clock_map_to_ns(const d9_clock_map *m, uint64_t ticks);
 static inline uint64_t d9_clock_map_to_ns_fast(const d9_clock_map *m, uint64_t ticks) {
     uint64_t off = ticks - m->fast_lo;
+    /* the product is below the span's ns (between two anchors, far below 2^63): the signed
+     * conversion gives the unsigned one's value for ~5 instructions fewer (per collected event) */
     if (__builtin_expect(off < m->fast_span, 1))
-        return m->fast_ns + (uint64_t)((double)(int64_t)off * m->slope_recent);
+        return m->fast_ns + (uint64_t)(int64_t)((double)(int64_t)off * m->slope_recent);
     /* ticks that are CLOCK_MONOTONIC ns already (no fast span then): no call per event */
     if (!__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED)) return ticks;
     return d9_clock_map_to_ns(m, ticks);

@@ -77,6 +77,8 @@ struct d9_collector {
     uint64_t schema_mark[SCHEMA_SLOTS];
     uint64_t *loc_mark;
     size_t loc_mark_len;
+    uint32_t loc_prefix;       /* locations 1 .. loc_prefix are all written in stream loc_prefix_stream: */
+    uint64_t loc_prefix_stream;/* the merge's fast path tests a location with one compare */
     uint32_t fast_ready;       /* the merge's fast path: hook schemas seen written in stream ... */
     uint64_t fast_ready_stream;/* ... fast_ready_stream (collector_merge.c) */
     d9_string_table strings;

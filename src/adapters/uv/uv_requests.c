@@ -28,8 +28,7 @@ static void spawn_deferred(void *req) { uv_req_cell_spawn_deferred(req); }
 
 static __attribute__((noinline)) void track_new_request(void *req, const uv_loop_t *loop, d9a_fn cb,
                                                         const d9_loc *explicit_loc) {
-    uv_req_cell c = {.done = cb, .done_loc = d9a_loc_for((const void *)cb, explicit_loc)};
-    uv_req_cell_track_loop(req, loop, &c, spawn_deferred);
+    uv_req_cell_track_loop(req, loop, cb, d9a_loc_for((const void *)cb, explicit_loc), spawn_deferred);
 }
 
 static inline bool track_request(void *req, const uv_loop_t *loop, d9a_fn cb,

@@ -43,7 +43,7 @@ void d9a_park_spawning_deferred(void) {
 
 void d9a_enter_nested(d9a_frame *f, uint64_t task, const d9_loc *loc) {
     d9a_thread *s = &d9a_self;
-    f->nested = true;
+    f->how = D9A_FRAME_NESTED;
     f->task = s->poll_task;
     f->loc = s->poll_loc;
     f->owed_terminate = s->owed_terminate;

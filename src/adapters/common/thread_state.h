@@ -173,9 +173,12 @@ D9A_HIDDEN void d9a_end_then_begin(uint64_t task, const d9_loc *loc);
  * outside any other (depth 0: every callback of a loop turn) finds the thread's poll state at
  * rest (no poll, no terminate owed) and leaves it so, which it need not save: only a nested
  * one keeps the outer poll to resume (task, loc, owed_*), out of line (d9a_enter_nested). */
+enum { D9A_FRAME_OFF, D9A_FRAME_TOP, D9A_FRAME_NESTED };
 typedef struct d9a_frame {
-    bool recording;      /* decided at entry: while the recorder is off nothing is tracked */
-    bool nested;         /* recording, and started inside another callback: the rest is kept */
+    /* decided at entry, one byte the exit tests once: D9A_FRAME_OFF, the recorder was off
+     * (nothing tracked); D9A_FRAME_TOP, recording, outside any other callback; D9A_FRAME_NESTED,
+     * recording, inside another callback: the rest is kept */
+    uint8_t how;
     uint64_t task;
     const d9_loc *loc;
     uint64_t owed_terminate;
@@ -194,9 +197,11 @@ D9A_HIDDEN void d9a_exit_nested(const d9a_frame *f);
  * trampolines: a call and its saved registers per callback). Recording was tested here, so the
  * hooks are called without their wrappers' test of it again. */
 static inline __attribute__((always_inline)) void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc) {
-    f->recording = D9__ACTIVE() != 0;
-    f->nested = false; /* read only while recording, but gcc -Os cannot see it through the exit */
-    if (!f->recording) return;
+    if (!D9__ACTIVE()) {
+        f->how = D9A_FRAME_OFF;
+        return;
+    }
+    f->how = D9A_FRAME_TOP;
     d9a_thread *s = &d9a_self;
     if (__builtin_expect(s->depth != 0, 0)) {
         d9a_enter_nested(f, task, loc);
@@ -235,9 +240,8 @@ static inline __attribute__((always_inline)) void d9a_poll_enter(d9a_frame *f, u
  * poll's task and location, d9a_poll_exit_into); a constant in each caller. The callback may
  * have stopped the recording: the hooks' wrappers test it again. */
 static inline __attribute__((always_inline)) void d9a_poll_exit_body(const d9a_frame *f, bool into) {
-    if (!f->recording) return;
-    if (__builtin_expect(f->nested, 0)) {
-        d9a_exit_nested(f);
+    if (__builtin_expect(f->how != D9A_FRAME_TOP, 0)) {
+        if (f->how == D9A_FRAME_NESTED) d9a_exit_nested(f);
         return;
     }
     d9a_thread *s = &d9a_self;
@@ -275,7 +279,7 @@ static inline __attribute__((always_inline)) void d9a_poll_exit_into(const d9a_f
  * registers the same object again, which then simply goes on as the same task. */
 static inline void d9a_owe_terminate(const d9a_frame *f, const void *obj) {
     d9a_self.terminates++; /* recording or not: the task ends (d9a_defer_spawn) */
-    if (!f->recording) return;
+    if (f->how == D9A_FRAME_OFF) return;
     d9a_self.owed_terminate = d9a_self.poll_task;
     d9a_self.owed_object = obj;
 }
@@ -283,7 +287,7 @@ static inline void d9a_owe_terminate(const d9a_frame *f, const void *obj) {
 /* The object of the poll in progress is gone for good (a libuv handle's close callback): a
  * registration of the same address from here on is a new task. */
 static inline void d9a_no_continuation(const d9a_frame *f) {
-    if (f->recording) d9a_self.owed_object = NULL;
+    if (f->how != D9A_FRAME_OFF) d9a_self.owed_object = NULL;
 }
 
 /* The task a new registration of `obj` gets: the one whose last poll is running, when the

@@ -39,7 +39,8 @@ ac_require "$prog" libuv1-dev
 # without their wrappers' test of recording again; the handle's cell read word by word (a copy of
 # it went through the stack); the thread's last callback's location kept (uv_write named its
 # callback by the cache's hash probe each time); the request's cell written and read word by
-# word; uv_write straight to libuv's uv_write2. The bound fails the code before (593.3).
+# word; uv_write straight to libuv's uv_write2; 516.3 with the frame's state in one byte. The
+# bound fails the code before (593.3).
 BOUND=555
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/uv-instructions.XXXXXX")
@@ -80,7 +81,7 @@ count() { # exchanges -> instructions inside the adapter, hooks and callbacks le
 # of the connection, its spawn (deferred to the park) and terminate never made: 1 091.3 ->
 # 992.9 (the adapter's own 576.6 -> 593.8: the deferral's list and the owed unpark's tests).
 # The bound fails the code before (main at a560688: 1 084.8-1 091.3).
-# 981.8 -> 911.2 with the adapter's own steps above (the hooks unchanged); the bound fails the code
+# 981.8 -> 902.2-905.8 with the adapter's own steps above (the hooks unchanged); the bound fails the code
 # before (82db9e1: 981.8).
 BOUND_ALL_IN=950
 

@@ -29,7 +29,10 @@ ac_require "$prog" libev-dev
 # d9__unpark_wake_ready, a hook, toggled off as the others). 187.2 -> 179 when the wrapper's
 # test of libev's code range tested a flag instead of calling pthread_once (a call and a frame
 # a feed). The bound fails the code before.
-BOUND=184
+# 179.2 -> 170.6 when a callback outside any other saved and restored no frame and called the
+# hooks without their wrappers' test of recording again (thread_state.h), 168.7 with the frame's
+# state in one byte: the bound fails 179.2.
+BOUND=176
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ev-instructions.XXXXXX")
 trap '[ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT # KEEP=1: leave the callgrind files

@@ -26,6 +26,8 @@ typedef struct d9a_thread {
     uint64_t owed_terminate;   /* task to terminate when the innermost poll ends (0: none) */
     const void *owed_object;   /* ... the object it stands for */
     const d9_loc *next_loc;    /* location for the callbacks of the next registration */
+    const void *last_cb;       /* d9a_loc_for's one-entry cache: the last callback named here */
+    const d9_loc *last_cb_loc; /* ... and its location (never NULL while last_cb is set) */
     const void *cache_loop;    /* d9a_loop_recorded's one-entry cache */
     uint32_t cache_gen;
     bool cache_recorded;
@@ -167,49 +169,56 @@ static inline void d9a_wake_ready_owing_unpark(uint64_t task) {
  * in one iteration, or after an alloc callback not followed by its read callback). */
 D9A_HIDDEN void d9a_end_then_begin(uint64_t task, const d9_loc *loc);
 
-/* The poll that was in progress when a callback started, to resume afterwards. */
+/* What a callback's trampoline keeps across the application's callback. A callback that starts
+ * outside any other (depth 0: every callback of a loop turn) finds the thread's poll state at
+ * rest (no poll, no terminate owed) and leaves it so, which it need not save: only a nested
+ * one keeps the outer poll to resume (task, loc, owed_*), out of line (d9a_enter_nested). */
+enum { D9A_FRAME_OFF, D9A_FRAME_TOP, D9A_FRAME_NESTED };
 typedef struct d9a_frame {
-    bool recording;      /* decided at entry: while the recorder is off nothing is tracked */
+    /* decided at entry, one byte the exit tests once: D9A_FRAME_OFF, the recorder was off
+     * (nothing tracked); D9A_FRAME_TOP, recording, outside any other callback; D9A_FRAME_NESTED,
+     * recording, inside another callback: the rest is kept */
+    uint8_t how;
     uint64_t task;
     const d9_loc *loc;
     uint64_t owed_terminate;
     const void *owed_object;
 } d9a_frame;
 
+/* The nested callback's entry and exit (out of line: libuv's pool completions, libevent's
+ * bufferevents, the rare callback run inside another): the outer poll ends where this one
+ * begins and resumes where it ends, at one clock read each. */
+D9A_HIDDEN void d9a_enter_nested(d9a_frame *f, uint64_t task, const d9_loc *loc);
+D9A_HIDDEN void d9a_exit_nested(const d9a_frame *f);
+
 /* While the recorder is off a callback costs finding its callback and nothing else. If it
  * starts during a callback, nested callbacks see depth 0 and record normally. Always inlined,
  * as d9a_poll_exit (gcc otherwise keeps a copy out of line for the adapters with many
- * trampolines: a call and its saved registers per callback). */
+ * trampolines: a call and its saved registers per callback). Recording was tested here, so the
+ * hooks are called without their wrappers' test of it again. */
 static inline __attribute__((always_inline)) void d9a_poll_enter(d9a_frame *f, uint64_t task, const d9_loc *loc) {
-    f->recording = D9__ACTIVE() != 0;
-    if (!f->recording) {
-        /* never read, but gcc -Os cannot see it through the inlined exit */
-        *f = (d9a_frame){.recording = false};
+    if (!D9__ACTIVE()) {
+        f->how = D9A_FRAME_OFF;
         return;
     }
+    f->how = D9A_FRAME_TOP;
     d9a_thread *s = &d9a_self;
-    f->task = s->poll_task;
-    f->loc = s->poll_loc;
-    f->owed_terminate = s->owed_terminate;
-    f->owed_object = s->owed_object;
-    bool nested = s->depth++ != 0;
+    if (__builtin_expect(s->depth != 0, 0)) {
+        d9a_enter_nested(f, task, loc);
+        return;
+    }
+    /* at rest: owed_terminate 0 (what d9a_continued_task and d9a_spawn read); the end owed by
+     * a callback before goes with this begin (one loop iteration running callbacks back to
+     * back), unless that callback named this one as its continuation (d9a_poll_exit_into):
+     * then its poll goes on, nothing recorded */
+    s->depth = 1;
     s->poll_task = task;
     s->poll_loc = loc;
-    s->owed_terminate = 0;
-    s->owed_object = NULL;
-    /* nested: the outer poll ends where this one begins, at one clock read (never with a poll's
-     * end owed: that is paid before any callback of the loop's starts); so does the poll a
-     * callback before owes (one loop iteration running callbacks back to back), unless that
-     * callback named this one as its continuation (d9a_poll_exit_into): then its poll goes on,
-     * nothing recorded */
-    if (nested) {
-        s->end_owed = false; /* the adapters owe none here (above); cleared as always, for the shim's flag */
-        d9_poll_end_begin(task, loc);
-    } else if (s->end_owed) {
+    if (s->end_owed) {
         uint64_t after = s->end_after;
         s->end_owed = false;
         if (__builtin_expect(after == 0, 1)) {
-            d9_poll_end_begin(task, loc);
+            d9__poll_end_begin(task, loc);
         } else if (after == D9A_END_UNLESS_NEXT(task) && s->cont_loc == loc) {
             s->end_after = 0; /* the poll goes on */
         } else {
@@ -219,34 +228,32 @@ static inline __attribute__((always_inline)) void d9a_poll_enter(d9a_frame *f, u
         uint64_t woken = s->owed_woken;
         s->unpark_owed = false;
         s->owed_woken = 0;
-        d9__unpark_wake_ready_poll_begin(woken, task, loc); /* recording: tested above */
+        d9__unpark_wake_ready_poll_begin(woken, task, loc);
     } else {
-        d9_poll_begin(task, loc);
+        d9__poll_begin(task, loc);
     }
 }
 
 /* always inline: out of line (as gcc chose for the adapters with many trampolines) the call,
  * its saved registers and a second test of the frame cost ~15 instructions per callback.
  * `into`: true when the callback that returns says which callback of its task comes next (the
- * poll's task and location, d9a_poll_exit_into); a constant in each caller. */
+ * poll's task and location, d9a_poll_exit_into); a constant in each caller. The callback may
+ * have stopped the recording: the hooks' wrappers test it again. */
 static inline __attribute__((always_inline)) void d9a_poll_exit_body(const d9a_frame *f, bool into) {
-    if (!f->recording) return;
+    if (__builtin_expect(f->how != D9A_FRAME_TOP, 0)) {
+        if (f->how == D9A_FRAME_NESTED) d9a_exit_nested(f);
+        return;
+    }
     d9a_thread *s = &d9a_self;
     uint64_t owed = s->owed_terminate;
     uint64_t task = s->poll_task;
     const d9_loc *loc = s->poll_loc;
-    s->owed_terminate = f->owed_terminate;
-    s->owed_object = f->owed_object;
-    s->poll_task = f->task;
-    s->poll_loc = f->loc;
-    if (--s->depth) {
-        if (owed) { /* the terminate goes between this poll's end and the outer one's resumption */
-            d9_poll_end_terminate(owed); /* one clock read for both */
-            d9_poll_begin(f->task, f->loc);
-        } else {
-            d9_poll_end_begin(f->task, f->loc); /* the outer poll resumes: one clock read */
-        }
-    } else if (s->end_deferrable) {
+    s->depth = 0; /* back at rest */
+    s->owed_terminate = 0;
+    s->owed_object = NULL;
+    s->poll_task = 0;
+    s->poll_loc = NULL;
+    if (s->end_deferrable) {
         /* the loop's next poller call ends it, with its park (d9a_park_owing_end), and the
          * terminate owed after it there too */
         s->end_owed = true;
@@ -272,7 +279,7 @@ static inline __attribute__((always_inline)) void d9a_poll_exit_into(const d9a_f
  * registers the same object again, which then simply goes on as the same task. */
 static inline void d9a_owe_terminate(const d9a_frame *f, const void *obj) {
     d9a_self.terminates++; /* recording or not: the task ends (d9a_defer_spawn) */
-    if (!f->recording) return;
+    if (f->how == D9A_FRAME_OFF) return;
     d9a_self.owed_terminate = d9a_self.poll_task;
     d9a_self.owed_object = obj;
 }
@@ -280,7 +287,7 @@ static inline void d9a_owe_terminate(const d9a_frame *f, const void *obj) {
 /* The object of the poll in progress is gone for good (a libuv handle's close callback): a
  * registration of the same address from here on is a new task. */
 static inline void d9a_no_continuation(const d9a_frame *f) {
-    if (f->recording) d9a_self.owed_object = NULL;
+    if (f->how != D9A_FRAME_OFF) d9a_self.owed_object = NULL;
 }
 
 /* The task a new registration of `obj` gets: the one whose last poll is running, when the

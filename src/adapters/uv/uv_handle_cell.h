@@ -69,12 +69,17 @@ static inline __attribute__((always_inline)) bool
 uv_handle_callback_begin_at(const void *h, unsigned role, unsigned loc_role, d9a_fn *fn, d9a_frame *f) {
     const d9_loc *loc;
     uint64_t task;
-    uv_handle_cell c;
-    memcpy(&c, ((const uv_handle_t *)h)->u.reserved, sizeof c);
-    if (__builtin_expect(c.check == uv_handle_cell_check(h, c.task, c.rec), 1)) {
-        *fn = c.rec->fn[role];
-        loc = c.rec->loc[loc_role];
-        task = c.task;
+    const uv_cb_record *rec;
+    uintptr_t check;
+    /* word by word: a copy of the whole cell went through the stack (gcc: a vector load, its
+     * store and three loads back) */
+    const char *cell = (const char *)((const uv_handle_t *)h)->u.reserved;
+    memcpy(&task, cell + offsetof(uv_handle_cell, task), sizeof task);
+    memcpy(&rec, cell + offsetof(uv_handle_cell, rec), sizeof rec);
+    memcpy(&check, cell + offsetof(uv_handle_cell, check), sizeof check);
+    if (__builtin_expect(check == uv_handle_cell_check(h, task, rec), 1)) {
+        *fn = rec->fn[role];
+        loc = rec->loc[loc_role];
     } else if (!d9a_uv_table_callback(h, role, loc_role, fn, &loc, &task)) {
         d9a_lost_callback(h);
         return false;

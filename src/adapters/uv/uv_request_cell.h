@@ -44,6 +44,13 @@ static inline uintptr_t uv_req_cell_check(const void *req) {
 
 static inline void *uv_req_cell_at(const void *req) { return ((uv_req_t *)req)->reserved; }
 
+/* One word of the cell of `req` (field `f` of uv_req_cell), read or written alone: a copy of
+ * the whole cell went through the stack. */
+#define UV_REQ_WORD_GET(req, f, out)                                                       \
+    memcpy(&(out), (const char *)uv_req_cell_at(req) + offsetof(uv_req_cell, f), sizeof(out))
+#define UV_REQ_WORD_SET(req, f, in)                                                        \
+    memcpy((char *)uv_req_cell_at(req) + offsetof(uv_req_cell, f), &(in), sizeof(in))
+
 /* Fills in c->task (the task going on when the request's own completion resubmits it, else
  * a new id) and c->check, stores the cell in `req` and records the spawn. Never fails. */
 static inline void uv_req_cell_track(void *req, uv_req_cell *c, const d9_loc *spawn_loc) {
@@ -75,15 +82,22 @@ static inline void uv_req_cell_set_pool(void *req, d9a_fn pool) {
 
 /* A request of the loop that runs on this thread (it completes there): its spawn waits for the
  * loop's park when d9a_defer_spawn says so, else as uv_req_cell_track. */
-static inline void uv_req_cell_track_loop(void *req, const uv_loop_t *loop, uv_req_cell *c,
-                                          void (*spawn)(void *req)) {
-    if (!d9a_defer_spawn(req, loop, spawn, &c->issuer, &c->issued_at)) {
-        uv_req_cell_track(req, c, c->done_loc);
+static inline void uv_req_cell_track_loop(void *req, const uv_loop_t *loop, d9a_fn done,
+                                          const d9_loc *done_loc, void (*spawn)(void *req)) {
+    uint64_t issuer, issued_at;
+    if (!d9a_defer_spawn(req, loop, spawn, &issuer, &issued_at)) {
+        uv_req_cell c = {.done = done, .done_loc = done_loc};
+        uv_req_cell_track(req, &c, done_loc);
         return;
     }
-    c->task = 0;
-    c->check = uv_req_cell_check(req);
-    memcpy(uv_req_cell_at(req), c, sizeof *c);
+    uint64_t task = 0;
+    uintptr_t check = uv_req_cell_check(req);
+    UV_REQ_WORD_SET(req, done, done);
+    UV_REQ_WORD_SET(req, done_loc, done_loc);
+    UV_REQ_WORD_SET(req, issuer, issuer);
+    UV_REQ_WORD_SET(req, issued_at, issued_at);
+    UV_REQ_WORD_SET(req, task, task);
+    UV_REQ_WORD_SET(req, check, check);
 }
 
 /* The deferred spawn of loop request `req`, at the loop's park: its own task from now on. */
@@ -105,28 +119,39 @@ static inline void uv_req_cell_untrack(void *req) {
 
 /* The completion: as d9a_final_callback_begin (trampoline.h), from the cell. */
 static inline bool uv_req_done_begin(void *req, d9a_fn *fn, d9a_frame *f) {
-    uv_req_cell c;
-    if (!uv_req_cell_take(req, &c)) {
+    uintptr_t check, none = 0;
+    UV_REQ_WORD_GET(req, check, check);
+    if (__builtin_expect(check != uv_req_cell_check(req), 0)) {
         d9a_lost_callback(req);
         *fn = NULL;
         return false;
     }
-    *fn = c.done;
-    if (!c.task) { /* the spawn was deferred, and the loop has not parked since */
+    UV_REQ_WORD_SET(req, check, none); /* taken: its last callback */
+    d9a_fn done;
+    const d9_loc *done_loc;
+    uint64_t task;
+    UV_REQ_WORD_GET(req, done, done);
+    UV_REQ_WORD_GET(req, done_loc, done_loc);
+    UV_REQ_WORD_GET(req, task, task);
+    *fn = done;
+    if (!task) { /* the spawn was deferred, and the loop has not parked since */
+        uint64_t issuer, issued_at;
+        UV_REQ_WORD_GET(req, issuer, issuer);
+        UV_REQ_WORD_GET(req, issued_at, issued_at);
         d9a_undefer(req);
-        uint64_t issuer = d9a_deferred_task(c.issuer, c.issued_at);
-        if (issuer || !c.done) {
-            if (c.done) d9a_poll_enter(f, issuer, c.done_loc); /* a poll of its submitter */
-            return c.done != NULL;
+        issuer = d9a_deferred_task(issuer, issued_at);
+        if (issuer || !done) {
+            if (done) d9a_poll_enter(f, issuer, done_loc); /* a poll of its submitter */
+            return done != NULL;
         }
-        c.task = d9_task_id_new(); /* its submitter may have ended: a task of its own after all */
-        d9a_spawn(req, c.task, c.done_loc);
+        task = d9_task_id_new(); /* its submitter may have ended: a task of its own after all */
+        d9a_spawn(req, task, done_loc);
     }
-    if (!c.done) {
-        d9a_terminate(req, c.task);
+    if (!done) {
+        d9a_terminate(req, task);
         return false;
     }
-    d9a_poll_enter(f, c.task, c.done_loc);
+    d9a_poll_enter(f, task, done_loc);
     d9a_owe_terminate(f, req);
     return true;
 }

@@ -59,15 +59,39 @@ typedef struct d9m_span_task {
     bool latest_kept;     /* cy[n - 1] is its latest poll's record */
     uint64_t overlap_end; /* its pieces overlap before this time (0: never) */
     uint32_t gen;         /* bumped when the state is reused (d9m_span_task_gen) */
+    /* running totals for the O(1) split (span_acc): every record's pieces so far, kept or not */
+    uint64_t acc[K_KINDS];
+    uint64_t acc_unknown;  /* of acc[K_POLL], the polls all unknown */
+    uint64_t subs_added;   /* gaps and off-CPU intervals pushed, and polls flagged unknown after a
+                              span began in them: a span during which this moved takes the walk */
+    uint64_t snap_poll;    /* polls so far when a span last began on the task (its latest poll's
+                              number then) */
+    uint64_t npolls;
+    bool latest_unknown;   /* its latest poll is all unknown (kept or not) */
     bool dead;            /* terminated, kept until no span is open */
     bool in_index;        /* found by id (task_index) */
     struct d9m_span_task *next_free;
 } task_state;
 
+/* A task's running totals at an instant (acc_at): its pieces of each kind before it, and of its
+ * polls' the all-unknown part. */
+typedef struct acc_point {
+    uint64_t k[K_KINDS], unknown;
+} acc_point;
+
+/* What a span took of its begin task's totals when it began (span_acc). */
+typedef struct acc_snap {
+    acc_point at;
+    uint64_t subs; /* the task's subs_added then */
+    uint32_t gen;  /* the task's gen then */
+    bool ok;       /* taken: the task was known, in order, no gap or off-CPU interval past then */
+} acc_snap;
+
 typedef struct open_span {
     d9m_span s;
     task_state *begin_t; /* the state of s.begin_task when the span began (NULL: none known
                             then, looked up by id at its end) */
+    acc_snap snap;
     uint32_t next; /* next open span of the same id, +1; 0 none */
     uint32_t gen;  /* bumped when it closes: its entry in the begin queue is then stale */
     bool used;
@@ -78,6 +102,8 @@ typedef struct begin_entry {
     uint64_t ts;
     uint32_t slot, gen;
 } begin_entry;
+
+#define ID_TABLE 1024 /* entries of the open spans' direct-mapped index by id (a power of two) */
 
 #define SLAB_TASKS 256 /* task states are allocated this many at a time and never move: a
                            reader holds pointers to them */
@@ -92,13 +118,14 @@ struct d9m_spans {
                                server's task per request would otherwise allocate and free two
                                arrays each) */
     size_t ntasks;          /* states held: made, not forgotten */
-    d9_u64_map open_by_id; /* span id -> first open span index + 1 */
+    /* the open spans of an id, newest first, chained through next: the chain's head (slot + 1)
+     * in the direct-mapped table when its entry holds that id's chain (ids are most often
+     * sequential: a server's requests), else in open_by_id (an id whose entry another id held) */
+    uint32_t id_table[ID_TABLE];
+    d9_u64_map open_by_id;
     open_span *open;
     size_t nopen_slots, cap_open, nopen;
     uint32_t free_head; /* a free slot + 1, chained through next */
-    uint32_t unindexed; /* the newest open span's slot + 1 while it is not in open_by_id (0:
-                           none): most spans end before the next begins, and then never touch
-                           the map; it goes in when another span begins */
     uint64_t now, oldest_open; /* oldest_open valid while nopen > 0 */
     begin_entry *bq;           /* the open spans by begin time, closed ones dropped lazily */
     size_t bq_head, bq_n, bq_cap;
@@ -106,6 +133,7 @@ struct d9m_spans {
     task_state **dead;         /* terminated tasks to forget once no span is open */
     size_t ndead, cap_dead;
     uint64_t stray_ends, reopened;
+    uint64_t fast; /* spans split from their task's totals (split_acc) */
     /* scratch for one span's split */
     struct piece *pcs;         /* the span's tasks' pieces (split_walk) */
     size_t pcs_cap;
@@ -156,6 +184,7 @@ void d9m_spans_free(d9m_spans *m) {
 
 uint64_t d9m_spans_stray_ends(const d9m_spans *m) { return m->stray_ends; }
 uint64_t d9m_spans_reopened(const d9m_spans *m) { return m->reopened; }
+uint64_t d9m_spans_split_from_totals(const d9m_spans *m) { return m->fast; }
 size_t d9m_spans_tasks_held(const d9m_spans *m) { return m->ntasks; }
 
 static bool grow(void **p, size_t *cap, size_t need, size_t size) {
@@ -270,6 +299,40 @@ static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
     return 0;
 }
 
+/* ---- the O(1) split: running totals ----
+ * A task's pieces (each record's wait, queued and poll, then its state after its latest poll)
+ * follow each other in time while its polls do not overlap, and the sweep gives a record whole
+ * at its poll's start. So what lies before an instant x at or after the latest poll's start is
+ * the totals of all records so far, less the latest poll's part after x, plus its state's pieces
+ * up to x (acc_at); and later records put before x only what that state said (their wait and
+ * queue from the latest poll's end and the pending wake on). A span on one task then costs the
+ * totals at its begin and at its end, subtracted: no record read. It takes the walk instead when
+ * its two ends are on two tasks (or it began outside any poll), when a gap or off-CPU interval of
+ * the task reaches into it (their split needs the intervals), when the task's polls overlap
+ * (overlap_end), or when a drop makes part of it unknown. */
+
+static inline uint64_t piece_len(uint64_t s, uint64_t e) { return e > s ? e - s : 0; }
+
+static inline uint64_t clip_len(uint64_t s, uint64_t e, uint64_t x) { return piece_len(s, e < x ? e : x); }
+
+/* The task's totals before x (x at or after its latest poll's start). */
+static inline void acc_at(const task_state *t, uint64_t x, acc_point *p) {
+    *p = (acc_point){{t->acc[K_POLL], t->acc[K_QUEUED], t->acc[K_WAIT]}, t->acc_unknown};
+    uint64_t lpe = t->wake.last_poll_end;
+    if (t->polled) {
+        uint64_t from = t->poll_start > x ? t->poll_start : x, over = piece_len(from, t->poll_end);
+        p->k[K_POLL] -= over;
+        if (t->latest_unknown) p->unknown -= over;
+    }
+    if (d9m_wake_pending(&t->wake)) { /* as task_pieces' state after its records */
+        uint64_t since = t->polled && lpe > t->wake.first_wake ? lpe : t->wake.first_wake;
+        if (t->polled) p->k[K_WAIT] += clip_len(lpe, since, x);
+        p->k[K_QUEUED] += piece_len(since, x);
+    } else if (t->polled) {
+        p->k[K_WAIT] += piece_len(lpe, x);
+    }
+}
+
 /* Its gaps and off-CPU intervals that end by `from` can count in no span any more. */
 static inline void prune_subs(task_state *t, uint64_t from) {
     while (t->shead < t->sn && t->sub[t->shead].end <= from) t->shead++;
@@ -283,6 +346,7 @@ static inline void prune_subs(task_state *t, uint64_t from) {
 static inline void push_sub(task_state *t, uint64_t start, uint64_t end, uint8_t part, uint32_t stack) {
     uint64_t prev = t->sn ? t->sub[t->sn - 1].reach : 0;
     if (start < prev) t->sub_overlap = true;
+    t->subs_added++;
     t->sub[t->sn++] = (sub_ival){start, end, end > prev ? end : prev, stack, part};
 }
 
@@ -355,6 +419,11 @@ int d9m_spans_task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t
     /* before its first poll the task's state is unknown, but for the wake that led to it */
     uint64_t wait_from = polled && prev_end < since ? prev_end : since;
     if (add_cycle(m, t, (cycle){wait_from, since, start, end, 0, false}) != 0) return -1;
+    t->acc[K_WAIT] += piece_len(wait_from, since);
+    t->acc[K_QUEUED] += piece_len(since, start);
+    t->acc[K_POLL] += piece_len(start, end);
+    t->latest_unknown = false;
+    t->npolls++;
     t->polled = true;
     t->poll_start = start;
     t->poll_end = end;
@@ -374,6 +443,10 @@ void d9m_spans_set_coverage(d9m_spans *m, const d9m_coverage *c) { m->cov = c; }
 /* All of the task's latest poll is unknown (when no span can read it, its record is gone). */
 static void latest_unknown(task_state *t) {
     if (t->latest_kept) t->cy[t->n - 1].unknown = true;
+    if (t->latest_unknown) return;
+    t->latest_unknown = true;
+    t->acc_unknown += piece_len(t->poll_start, t->poll_end);
+    if (t->snap_poll == t->npolls) t->subs_added++; /* a span that began in it took its totals without */
 }
 
 static int task_poll_gap(d9m_spans *m, task_state *t, uint64_t from, uint64_t to) {
@@ -903,9 +976,37 @@ static int split_union(d9m_spans *m, const task_state *ta, const task_state *tb,
 
 static bool subs_in_place(const task_state *t) { return !t || !t->sub_overlap; }
 
+/* The totals of task t at a span's begin ts, when the O(1) split can use them (see acc_at). */
+static inline acc_snap snap_of(task_state *t, uint64_t ts) {
+    if (!t || (t->overlap_end && t->overlap_end >= ts) || (t->polled && t->poll_start > ts) ||
+        (t->sn > t->shead && t->sub[t->sn - 1].reach > ts))
+        return (acc_snap){.ok = false};
+    acc_snap a = {.subs = t->subs_added, .gen = t->gen, .ok = true};
+    acc_at(t, ts, &a.at);
+    t->snap_poll = t->npolls;
+    return a;
+}
+
+/* The span over one task t split from its totals at [lo, hi) (lo its begin): true when it
+ * can be (snap taken, nothing since asks for the walk), the parts then set. */
+static inline bool split_acc(d9m_spans *m, const task_state *t, const acc_snap *snap, uint64_t lo, uint64_t hi,
+                             uint64_t len[K_KINDS], d9m_parts *attr) {
+    if (!snap || !snap->ok || !t || t->gen != snap->gen || t->subs_added != snap->subs ||
+        (t->overlap_end && t->overlap_end >= lo) || (t->polled && t->poll_start > hi))
+        return false;
+    acc_point e;
+    acc_at(t, hi, &e);
+    for (int k = 0; k < K_KINDS; k++) len[k] = e.k[k] - snap->at.k[k];
+    attr->ns[D9M_PART_UNKNOWN] = e.unknown - snap->at.unknown;
+    attr->ns[D9M_PART_ON_CPU] = len[K_POLL] - attr->ns[D9M_PART_UNKNOWN];
+    m->fast++;
+    return true;
+}
+
 /* Split s over its tasks and report it; begin_t: its begin task's state when the span began
- * (NULL: looked up by id now), end_t its end task's. */
-static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const task_state *end_t) {
+ * (NULL: looked up by id now), end_t its end task's; snap: begin_t's totals then (NULL: none). */
+static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const task_state *end_t,
+                  const acc_snap *snap) {
     uint64_t lo = s->begin_ts, hi = s->end_ts > s->begin_ts ? s->end_ts : s->begin_ts;
     uint64_t elapsed = hi - lo;
     lo = unknown_until(m, lo, hi); /* [begin, lo) unknown */
@@ -918,12 +1019,13 @@ static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const ta
     bool one = !s->begin_task || !s->end_task || tend == tbegin;
     const task_state *ta = s->begin_task ? tbegin : tend, *tb = one ? NULL : tend;
     uint64_t len[K_KINDS] = {0};
-    bool walk = (!ta || ta->overlap_end <= lo) && (!tb || tb->overlap_end <= lo);
-    bool attr_in_walk = walk && subs_in_place(ta) && subs_in_place(tb);
     s->poll_parts = (d9m_parts){{0}};
     m->nstk = 0;
-    if (walk ? !split_walk(m, ta, tb, lo, hi, len, attr_in_walk ? &s->poll_parts : NULL)
-             : split_union(m, ta, tb, lo, hi, len) != 0)
+    bool acc = one && s->begin_task && lo == s->begin_ts && split_acc(m, ta, snap, lo, hi, len, &s->poll_parts);
+    bool walk = (!ta || ta->overlap_end <= lo) && (!tb || tb->overlap_end <= lo);
+    bool attr_in_walk = acc || (walk && subs_in_place(ta) && subs_in_place(tb));
+    if (!acc && (walk ? !split_walk(m, ta, tb, lo, hi, len, attr_in_walk ? &s->poll_parts : NULL)
+                      : split_union(m, ta, tb, lo, hi, len) != 0))
         return -1;
     s->parts = (d9m_span_parts){.poll_ns = len[K_POLL], .queued_ns = len[K_QUEUED], .wait_ns = len[K_WAIT],
                                 .unknown_ns = elapsed - len[K_POLL] - len[K_QUEUED] - len[K_WAIT]};
@@ -997,23 +1099,30 @@ static int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
     return 0;
 }
 
-/* Unlink open span `idx` (its id's chain starts at *head, +1; or it is the unindexed one). */
+/* Id's entry in the direct-mapped table, and whether it holds id's chain. */
+static inline uint32_t *id_entry(d9m_spans *m, uint64_t id) { return &m->id_table[id & (ID_TABLE - 1)]; }
+
+static inline bool holds(const d9m_spans *m, uint32_t head, uint64_t id) {
+    return head && m->open[head - 1].s.id == id;
+}
+
+/* Unlink open span `idx` from its id's chain. */
 static void close_slot(d9m_spans *m, uint32_t idx) {
     uint64_t id = m->open[idx].s.id;
-    uint64_t *head = m->unindexed == idx + 1 ? NULL : d9_u64_map_get(&m->open_by_id, id);
-    if (m->unindexed == idx + 1) m->unindexed = 0;
-    if (head) {
-        if (*head == (uint64_t)idx + 1) {
-            if (m->open[idx].next) *head = m->open[idx].next;
-            else d9_u64_map_remove(&m->open_by_id, id);
-        } else {
-            for (uint32_t j = (uint32_t)*head - 1;; j = m->open[j].next - 1) {
-                if (m->open[j].next == idx + 1) {
-                    m->open[j].next = m->open[idx].next;
-                    break;
-                }
-                if (!m->open[j].next) break;
+    uint32_t *e = id_entry(m, id), *dm_head = holds(m, *e, id) ? e : NULL;
+    uint64_t *head = dm_head ? NULL : d9_u64_map_get(&m->open_by_id, id);
+    uint32_t first = dm_head ? *dm_head : head ? (uint32_t)*head : 0;
+    if (first == idx + 1) {
+        if (dm_head) *dm_head = m->open[idx].next;
+        else if (m->open[idx].next) *head = m->open[idx].next;
+        else d9_u64_map_remove(&m->open_by_id, id);
+    } else if (first) {
+        for (uint32_t j = first - 1;; j = m->open[j].next - 1) {
+            if (m->open[j].next == idx + 1) {
+                m->open[j].next = m->open[idx].next;
+                break;
             }
+            if (!m->open[j].next) break;
         }
     }
     uint64_t begin = m->open[idx].s.begin_ts;
@@ -1029,29 +1138,34 @@ static void close_slot(d9m_spans *m, uint32_t idx) {
     }
 }
 
-/* The newest open span of (name, id): the unindexed one is the newest of all. */
-static int64_t find_open(const d9m_spans *m, uint32_t name, uint64_t id) {
-    if (m->unindexed) {
-        const d9m_span *u = &m->open[m->unindexed - 1].s;
-        if (u->id == id && u->name == name) return (int64_t)m->unindexed - 1;
+/* The newest open span of (name, id). */
+static int64_t find_open(d9m_spans *m, uint32_t name, uint64_t id) {
+    uint32_t j = *id_entry(m, id);
+    if (!holds(m, j, id)) {
+        uint64_t *head = m->open_by_id.count ? d9_u64_map_get(&m->open_by_id, id) : NULL;
+        j = head ? (uint32_t)*head : 0;
     }
-    uint64_t *head = d9_u64_map_get(&m->open_by_id, id);
-    if (!head) return -1;
-    for (uint32_t j = (uint32_t)*head; j; j = m->open[j - 1].next)
+    for (; j; j = m->open[j - 1].next)
         if (m->open[j - 1].s.name == name) return (int64_t)j - 1;
     return -1;
 }
 
-/* The unindexed open span into open_by_id, at its id's head (it is the newest of its id).
- * 0, or -1 when out of memory (it then stays unindexed). */
-static int index_unindexed(d9m_spans *m) {
-    if (!m->unindexed) return 0;
-    uint32_t idx = m->unindexed - 1;
-    uint64_t *head = d9_u64_map_upsert(&m->open_by_id, m->open[idx].s.id, 0);
-    if (!head) return -1;
-    m->open[idx].next = (uint32_t)*head;
-    *head = idx + 1;
-    m->unindexed = 0;
+/* Open span idx at the head of its id's chain (it is the newest of its id): in the table when
+ * its entry holds the chain or is free and the map has none, else in the map. 0, or -1 when
+ * out of memory. */
+static int index_open(d9m_spans *m, uint32_t idx) {
+    uint64_t id = m->open[idx].s.id;
+    uint32_t *e = id_entry(m, id);
+    uint64_t *head = NULL;
+    if (!holds(m, *e, id) && m->open_by_id.count) head = d9_u64_map_get(&m->open_by_id, id);
+    if (!head && *e && !holds(m, *e, id) && !(head = d9_u64_map_upsert(&m->open_by_id, id, 0))) return -1;
+    if (head) {
+        m->open[idx].next = (uint32_t)*head;
+        *head = idx + 1;
+    } else {
+        m->open[idx].next = *e;
+        *e = idx + 1;
+    }
     return 0;
 }
 
@@ -1065,14 +1179,14 @@ static int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t
         m->reopened++;
         d9m_span s = m->open[prev].s;
         task_state *t = m->open[prev].begin_t;
+        acc_snap snap = m->open[prev].snap;
         uint32_t gen = t ? t->gen : 0;
         close_slot(m, (uint32_t)prev);
         if (t && t->gen != gen) t = NULL; /* forgotten as the last open span closed: not found */
         s.end_ts = ts;
-        if (report(m, &s, t, NULL) != 0) return -1;
+        if (report(m, &s, t, NULL, &snap) != 0) return -1;
     }
     if (by_id && task) begin_t = task_find(m, task);
-    if (index_unindexed(m) != 0) return -1;
     uint32_t idx;
     if (m->free_head) {
         idx = m->free_head - 1;
@@ -1096,15 +1210,16 @@ static int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t
     o->s.end_tid = 0;
     o->s.ended = false;
     o->begin_t = begin_t;
+    o->snap = task ? snap_of(begin_t, ts) : (acc_snap){.ok = false};
     o->next = 0;
     o->used = true;
-    if (queue_begin(m, ts, idx) != 0) {
+    if (queue_begin(m, ts, idx) != 0 || index_open(m, idx) != 0) {
         m->open[idx].used = false;
+        m->open[idx].gen++; /* its entry in the begin queue, if it got one, is stale */
         m->open[idx].next = m->free_head;
         m->free_head = idx + 1;
         return -1;
     }
-    m->unindexed = idx + 1;
     if (m->nopen++ == 0 || ts < m->oldest_open) m->oldest_open = ts;
     return 0;
 }
@@ -1133,7 +1248,7 @@ static int end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t t
     s->end_worker = worker;
     s->end_tid = tid;
     s->ended = true;
-    int rc = report(m, s, m->open[idx].begin_t, end_t); /* before closing: its intervals are still kept */
+    int rc = report(m, s, m->open[idx].begin_t, end_t, &m->open[idx].snap); /* before closing: its intervals are still kept */
     close_slot(m, (uint32_t)idx);
     return rc;
 }
@@ -1166,7 +1281,7 @@ int d9m_spans_finish(d9m_spans *m, uint64_t end_ts) {
     for (size_t i = 0; i < n && rc == 0; i++) {
         left[i].s.end_ts = end_ts;
         left[i].s.ended = false;
-        rc = report(m, &left[i].s, left[i].begin_t, NULL);
+        rc = report(m, &left[i].s, left[i].begin_t, NULL, &left[i].snap);
     }
     free(left);
     for (size_t i = 0; i < m->nopen_slots; i++)

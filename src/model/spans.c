@@ -59,7 +59,8 @@ typedef struct d9m_span_task {
     bool latest_kept;     /* cy[n - 1] is its latest poll's record */
     uint64_t overlap_end; /* its pieces overlap before this time (0: never) */
     uint32_t gen;         /* bumped when the state is reused (d9m_span_task_gen) */
-    /* running totals for the O(1) split (span_acc): every record's pieces so far, kept or not */
+    /* running totals for the O(1) split (acc_at): every record's pieces so far, kept or not,
+     * but its latest poll (added at the next: a poll's all-unknown flag may come after it) */
     uint64_t acc[K_KINDS];
     uint64_t acc_unknown;  /* of acc[K_POLL], the polls all unknown */
     uint64_t subs_added;   /* gaps and off-CPU intervals pushed, and polls flagged unknown after a
@@ -317,13 +318,10 @@ static inline uint64_t clip_len(uint64_t s, uint64_t e, uint64_t x) { return pie
 
 /* The task's totals before x (x at or after its latest poll's start). */
 static inline void acc_at(const task_state *t, uint64_t x, acc_point *p) {
-    *p = (acc_point){{t->acc[K_POLL], t->acc[K_QUEUED], t->acc[K_WAIT]}, t->acc_unknown};
+    uint64_t in = t->polled ? clip_len(t->poll_start, t->poll_end, x) : 0; /* of its latest poll */
+    *p = (acc_point){{t->acc[K_POLL] + in, t->acc[K_QUEUED], t->acc[K_WAIT]},
+                     t->acc_unknown + (t->latest_unknown ? in : 0)};
     uint64_t lpe = t->wake.last_poll_end;
-    if (t->polled) {
-        uint64_t from = t->poll_start > x ? t->poll_start : x, over = piece_len(from, t->poll_end);
-        p->k[K_POLL] -= over;
-        if (t->latest_unknown) p->unknown -= over;
-    }
     if (d9m_wake_pending(&t->wake)) { /* as task_pieces' state after its records */
         uint64_t since = t->polled && lpe > t->wake.first_wake ? lpe : t->wake.first_wake;
         if (t->polled) p->k[K_WAIT] += clip_len(lpe, since, x);
@@ -419,9 +417,11 @@ int d9m_spans_task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t
     /* before its first poll the task's state is unknown, but for the wake that led to it */
     uint64_t wait_from = polled && prev_end < since ? prev_end : since;
     if (add_cycle(m, t, (cycle){wait_from, since, start, end, 0, false}) != 0) return -1;
-    t->acc[K_WAIT] += piece_len(wait_from, since);
+    uint64_t prev_len = piece_len(t->poll_start, t->poll_end); /* its previous poll's (none: 0) */
+    t->acc[K_POLL] += prev_len;
+    if (t->latest_unknown) t->acc_unknown += prev_len;
+    t->acc[K_WAIT] += since - wait_from; /* wait_from <= since */
     t->acc[K_QUEUED] += piece_len(since, start);
-    t->acc[K_POLL] += piece_len(start, end);
     t->latest_unknown = false;
     t->npolls++;
     t->polled = true;
@@ -441,12 +441,11 @@ int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
 void d9m_spans_set_coverage(d9m_spans *m, const d9m_coverage *c) { m->cov = c; }
 
 /* All of the task's latest poll is unknown (when no span can read it, its record is gone). */
-static void latest_unknown(task_state *t) {
+static inline void latest_unknown(task_state *t) {
     if (t->latest_kept) t->cy[t->n - 1].unknown = true;
-    if (t->latest_unknown) return;
+    /* a span that began in it took its totals without: it takes the walk */
+    if (!t->latest_unknown && t->snap_poll == t->npolls) t->subs_added++;
     t->latest_unknown = true;
-    t->acc_unknown += piece_len(t->poll_start, t->poll_end);
-    if (t->snap_poll == t->npolls) t->subs_added++; /* a span that began in it took its totals without */
 }
 
 static int task_poll_gap(d9m_spans *m, task_state *t, uint64_t from, uint64_t to) {
@@ -976,15 +975,16 @@ static int split_union(d9m_spans *m, const task_state *ta, const task_state *tb,
 
 static bool subs_in_place(const task_state *t) { return !t || !t->sub_overlap; }
 
-/* The totals of task t at a span's begin ts, when the O(1) split can use them (see acc_at). */
-static inline acc_snap snap_of(task_state *t, uint64_t ts) {
-    if (!t || (t->overlap_end && t->overlap_end >= ts) || (t->polled && t->poll_start > ts) ||
-        (t->sn > t->shead && t->sub[t->sn - 1].reach > ts))
-        return (acc_snap){.ok = false};
-    acc_snap a = {.subs = t->subs_added, .gen = t->gen, .ok = true};
-    acc_at(t, ts, &a.at);
+/* The totals of task t at a span's begin ts into *a, when the O(1) split can use them (see
+ * acc_at); else a->ok false. */
+static inline void snap_take(acc_snap *a, task_state *t, uint64_t ts) {
+    a->ok = t && !(t->overlap_end && t->overlap_end >= ts) && !(t->polled && t->poll_start > ts) &&
+            !(t->sn > t->shead && t->sub[t->sn - 1].reach > ts);
+    if (!a->ok) return;
+    a->subs = t->subs_added;
+    a->gen = t->gen;
+    acc_at(t, ts, &a->at);
     t->snap_poll = t->npolls;
-    return a;
 }
 
 /* The span over one task t split from its totals at [lo, hi) (lo its begin): true when it
@@ -1210,7 +1210,7 @@ static int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t
     o->s.end_tid = 0;
     o->s.ended = false;
     o->begin_t = begin_t;
-    o->snap = task ? snap_of(begin_t, ts) : (acc_snap){.ok = false};
+    snap_take(&o->snap, task ? begin_t : NULL, ts);
     o->next = 0;
     o->used = true;
     if (queue_begin(m, ts, idx) != 0 || index_open(m, idx) != 0) {

@@ -59,40 +59,15 @@ typedef struct d9m_span_task {
     bool latest_kept;     /* cy[n - 1] is its latest poll's record */
     uint64_t overlap_end; /* its pieces overlap before this time (0: never) */
     uint32_t gen;         /* bumped when the state is reused (d9m_span_task_gen) */
-    /* running totals for the O(1) split (acc_at): every record's pieces so far, kept or not,
-     * but its latest poll (added at the next: a poll's all-unknown flag may come after it) */
-    uint64_t acc[K_KINDS];
-    uint64_t acc_unknown;  /* of acc[K_POLL], the polls all unknown */
-    uint64_t subs_added;   /* gaps and off-CPU intervals pushed, and polls flagged unknown after a
-                              span began in them: a span during which this moved takes the walk */
-    uint64_t snap_poll;    /* polls so far when a span last began on the task (its latest poll's
-                              number then) */
-    uint64_t npolls;
-    bool latest_unknown;   /* its latest poll is all unknown (kept or not) */
     bool dead;            /* terminated, kept until no span is open */
     bool in_index;        /* found by id (task_index) */
     struct d9m_span_task *next_free;
 } task_state;
 
-/* A task's running totals at an instant (acc_at): its pieces of each kind before it, and of its
- * polls' the all-unknown part. */
-typedef struct acc_point {
-    uint64_t k[K_KINDS], unknown;
-} acc_point;
-
-/* What a span took of its begin task's totals when it began (span_acc). */
-typedef struct acc_snap {
-    acc_point at;
-    uint64_t subs; /* the task's subs_added then */
-    uint32_t gen;  /* the task's gen then */
-    bool ok;       /* taken: the task was known, in order, no gap or off-CPU interval past then */
-} acc_snap;
-
 typedef struct open_span {
     d9m_span s;
     task_state *begin_t; /* the state of s.begin_task when the span began (NULL: none known
                             then, looked up by id at its end) */
-    acc_snap snap;
     uint32_t next; /* next open span of the same id, +1; 0 none */
     uint32_t gen;  /* bumped when it closes: its entry in the begin queue is then stale */
     bool used;
@@ -127,6 +102,9 @@ struct d9m_spans {
     open_span *open;
     size_t nopen_slots, cap_open, nopen;
     uint32_t free_head; /* a free slot + 1, chained through next */
+    uint32_t unindexed; /* the newest open span's slot + 1 while it is not in the index (0:
+                           none): most spans end before the next begins, and then never touch
+                           it; it goes in when another span begins */
     uint64_t now, oldest_open; /* oldest_open valid while nopen > 0 */
     begin_entry *bq;           /* the open spans by begin time, closed ones dropped lazily */
     size_t bq_head, bq_n, bq_cap;
@@ -134,7 +112,6 @@ struct d9m_spans {
     task_state **dead;         /* terminated tasks to forget once no span is open */
     size_t ndead, cap_dead;
     uint64_t stray_ends, reopened;
-    uint64_t fast; /* spans split from their task's totals (split_acc) */
     /* scratch for one span's split */
     struct piece *pcs;         /* the span's tasks' pieces (split_walk) */
     size_t pcs_cap;
@@ -185,7 +162,6 @@ void d9m_spans_free(d9m_spans *m) {
 
 uint64_t d9m_spans_stray_ends(const d9m_spans *m) { return m->stray_ends; }
 uint64_t d9m_spans_reopened(const d9m_spans *m) { return m->reopened; }
-uint64_t d9m_spans_split_from_totals(const d9m_spans *m) { return m->fast; }
 size_t d9m_spans_tasks_held(const d9m_spans *m) { return m->ntasks; }
 
 static bool grow(void **p, size_t *cap, size_t need, size_t size) {
@@ -300,37 +276,6 @@ static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
     return 0;
 }
 
-/* ---- the O(1) split: running totals ----
- * A task's pieces (each record's wait, queued and poll, then its state after its latest poll)
- * follow each other in time while its polls do not overlap, and the sweep gives a record whole
- * at its poll's start. So what lies before an instant x at or after the latest poll's start is
- * the totals of all records so far, less the latest poll's part after x, plus its state's pieces
- * up to x (acc_at); and later records put before x only what that state said (their wait and
- * queue from the latest poll's end and the pending wake on). A span on one task then costs the
- * totals at its begin and at its end, subtracted: no record read. It takes the walk instead when
- * its two ends are on two tasks (or it began outside any poll), when a gap or off-CPU interval of
- * the task reaches into it (their split needs the intervals), when the task's polls overlap
- * (overlap_end), or when a drop makes part of it unknown. */
-
-static inline uint64_t piece_len(uint64_t s, uint64_t e) { return e > s ? e - s : 0; }
-
-static inline uint64_t clip_len(uint64_t s, uint64_t e, uint64_t x) { return piece_len(s, e < x ? e : x); }
-
-/* The task's totals before x (x at or after its latest poll's start). */
-static inline void acc_at(const task_state *t, uint64_t x, acc_point *p) {
-    uint64_t in = t->polled ? clip_len(t->poll_start, t->poll_end, x) : 0; /* of its latest poll */
-    *p = (acc_point){{t->acc[K_POLL] + in, t->acc[K_QUEUED], t->acc[K_WAIT]},
-                     t->acc_unknown + (t->latest_unknown ? in : 0)};
-    uint64_t lpe = t->wake.last_poll_end;
-    if (d9m_wake_pending(&t->wake)) { /* as task_pieces' state after its records */
-        uint64_t since = t->polled && lpe > t->wake.first_wake ? lpe : t->wake.first_wake;
-        if (t->polled) p->k[K_WAIT] += clip_len(lpe, since, x);
-        p->k[K_QUEUED] += piece_len(since, x);
-    } else if (t->polled) {
-        p->k[K_WAIT] += piece_len(lpe, x);
-    }
-}
-
 /* Its gaps and off-CPU intervals that end by `from` can count in no span any more. */
 static inline void prune_subs(task_state *t, uint64_t from) {
     while (t->shead < t->sn && t->sub[t->shead].end <= from) t->shead++;
@@ -344,7 +289,6 @@ static inline void prune_subs(task_state *t, uint64_t from) {
 static inline void push_sub(task_state *t, uint64_t start, uint64_t end, uint8_t part, uint32_t stack) {
     uint64_t prev = t->sn ? t->sub[t->sn - 1].reach : 0;
     if (start < prev) t->sub_overlap = true;
-    t->subs_added++;
     t->sub[t->sn++] = (sub_ival){start, end, end > prev ? end : prev, stack, part};
 }
 
@@ -417,13 +361,6 @@ int d9m_spans_task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t
     /* before its first poll the task's state is unknown, but for the wake that led to it */
     uint64_t wait_from = polled && prev_end < since ? prev_end : since;
     if (add_cycle(m, t, (cycle){wait_from, since, start, end, 0, false}) != 0) return -1;
-    uint64_t prev_len = piece_len(t->poll_start, t->poll_end); /* its previous poll's (none: 0) */
-    t->acc[K_POLL] += prev_len;
-    if (t->latest_unknown) t->acc_unknown += prev_len;
-    t->acc[K_WAIT] += since - wait_from; /* wait_from <= since */
-    t->acc[K_QUEUED] += piece_len(since, start);
-    t->latest_unknown = false;
-    t->npolls++;
     t->polled = true;
     t->poll_start = start;
     t->poll_end = end;
@@ -441,11 +378,8 @@ int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
 void d9m_spans_set_coverage(d9m_spans *m, const d9m_coverage *c) { m->cov = c; }
 
 /* All of the task's latest poll is unknown (when no span can read it, its record is gone). */
-static inline void latest_unknown(task_state *t) {
+static void latest_unknown(task_state *t) {
     if (t->latest_kept) t->cy[t->n - 1].unknown = true;
-    /* a span that began in it took its totals without: it takes the walk */
-    if (!t->latest_unknown && t->snap_poll == t->npolls) t->subs_added++;
-    t->latest_unknown = true;
 }
 
 static int task_poll_gap(d9m_spans *m, task_state *t, uint64_t from, uint64_t to) {
@@ -975,38 +909,9 @@ static int split_union(d9m_spans *m, const task_state *ta, const task_state *tb,
 
 static bool subs_in_place(const task_state *t) { return !t || !t->sub_overlap; }
 
-/* The totals of task t at a span's begin ts into *a, when the O(1) split can use them (see
- * acc_at); else a->ok false. */
-static inline void snap_take(acc_snap *a, task_state *t, uint64_t ts) {
-    a->ok = t && !(t->overlap_end && t->overlap_end >= ts) && !(t->polled && t->poll_start > ts) &&
-            !(t->sn > t->shead && t->sub[t->sn - 1].reach > ts);
-    if (!a->ok) return;
-    a->subs = t->subs_added;
-    a->gen = t->gen;
-    acc_at(t, ts, &a->at);
-    t->snap_poll = t->npolls;
-}
-
-/* The span over one task t split from its totals at [lo, hi) (lo its begin): true when it
- * can be (snap taken, nothing since asks for the walk), the parts then set. */
-static inline bool split_acc(d9m_spans *m, const task_state *t, const acc_snap *snap, uint64_t lo, uint64_t hi,
-                             uint64_t len[K_KINDS], d9m_parts *attr) {
-    if (!snap || !snap->ok || !t || t->gen != snap->gen || t->subs_added != snap->subs ||
-        (t->overlap_end && t->overlap_end >= lo) || (t->polled && t->poll_start > hi))
-        return false;
-    acc_point e;
-    acc_at(t, hi, &e);
-    for (int k = 0; k < K_KINDS; k++) len[k] = e.k[k] - snap->at.k[k];
-    attr->ns[D9M_PART_UNKNOWN] = e.unknown - snap->at.unknown;
-    attr->ns[D9M_PART_ON_CPU] = len[K_POLL] - attr->ns[D9M_PART_UNKNOWN];
-    m->fast++;
-    return true;
-}
-
 /* Split s over its tasks and report it; begin_t: its begin task's state when the span began
- * (NULL: looked up by id now), end_t its end task's; snap: begin_t's totals then (NULL: none). */
-static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const task_state *end_t,
-                  const acc_snap *snap) {
+ * (NULL: looked up by id now), end_t its end task's. */
+static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const task_state *end_t) {
     uint64_t lo = s->begin_ts, hi = s->end_ts > s->begin_ts ? s->end_ts : s->begin_ts;
     uint64_t elapsed = hi - lo;
     lo = unknown_until(m, lo, hi); /* [begin, lo) unknown */
@@ -1019,13 +924,12 @@ static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const ta
     bool one = !s->begin_task || !s->end_task || tend == tbegin;
     const task_state *ta = s->begin_task ? tbegin : tend, *tb = one ? NULL : tend;
     uint64_t len[K_KINDS] = {0};
+    bool walk = (!ta || ta->overlap_end <= lo) && (!tb || tb->overlap_end <= lo);
+    bool attr_in_walk = walk && subs_in_place(ta) && subs_in_place(tb);
     s->poll_parts = (d9m_parts){{0}};
     m->nstk = 0;
-    bool acc = one && s->begin_task && lo == s->begin_ts && split_acc(m, ta, snap, lo, hi, len, &s->poll_parts);
-    bool walk = (!ta || ta->overlap_end <= lo) && (!tb || tb->overlap_end <= lo);
-    bool attr_in_walk = acc || (walk && subs_in_place(ta) && subs_in_place(tb));
-    if (!acc && (walk ? !split_walk(m, ta, tb, lo, hi, len, attr_in_walk ? &s->poll_parts : NULL)
-                      : split_union(m, ta, tb, lo, hi, len) != 0))
+    if (walk ? !split_walk(m, ta, tb, lo, hi, len, attr_in_walk ? &s->poll_parts : NULL)
+             : split_union(m, ta, tb, lo, hi, len) != 0)
         return -1;
     s->parts = (d9m_span_parts){.poll_ns = len[K_POLL], .queued_ns = len[K_QUEUED], .wait_ns = len[K_WAIT],
                                 .unknown_ns = elapsed - len[K_POLL] - len[K_QUEUED] - len[K_WAIT]};
@@ -1106,11 +1010,13 @@ static inline bool holds(const d9m_spans *m, uint32_t head, uint64_t id) {
     return head && m->open[head - 1].s.id == id;
 }
 
-/* Unlink open span `idx` from its id's chain. */
+/* Unlink open span `idx` from its id's chain (or it is the unindexed one). */
 static void close_slot(d9m_spans *m, uint32_t idx) {
     uint64_t id = m->open[idx].s.id;
-    uint32_t *e = id_entry(m, id), *dm_head = holds(m, *e, id) ? e : NULL;
-    uint64_t *head = dm_head ? NULL : d9_u64_map_get(&m->open_by_id, id);
+    bool indexed = m->unindexed != idx + 1;
+    if (!indexed) m->unindexed = 0;
+    uint32_t *e = id_entry(m, id), *dm_head = indexed && holds(m, *e, id) ? e : NULL;
+    uint64_t *head = dm_head || !indexed ? NULL : d9_u64_map_get(&m->open_by_id, id);
     uint32_t first = dm_head ? *dm_head : head ? (uint32_t)*head : 0;
     if (first == idx + 1) {
         if (dm_head) *dm_head = m->open[idx].next;
@@ -1138,8 +1044,12 @@ static void close_slot(d9m_spans *m, uint32_t idx) {
     }
 }
 
-/* The newest open span of (name, id). */
+/* The newest open span of (name, id): the unindexed one is the newest of all. */
 static int64_t find_open(d9m_spans *m, uint32_t name, uint64_t id) {
+    if (m->unindexed) {
+        const d9m_span *u = &m->open[m->unindexed - 1].s;
+        if (u->id == id && u->name == name) return (int64_t)m->unindexed - 1;
+    }
     uint32_t j = *id_entry(m, id);
     if (!holds(m, j, id)) {
         uint64_t *head = m->open_by_id.count ? d9_u64_map_get(&m->open_by_id, id) : NULL;
@@ -1179,14 +1089,17 @@ static int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t
         m->reopened++;
         d9m_span s = m->open[prev].s;
         task_state *t = m->open[prev].begin_t;
-        acc_snap snap = m->open[prev].snap;
         uint32_t gen = t ? t->gen : 0;
         close_slot(m, (uint32_t)prev);
         if (t && t->gen != gen) t = NULL; /* forgotten as the last open span closed: not found */
         s.end_ts = ts;
-        if (report(m, &s, t, NULL, &snap) != 0) return -1;
+        if (report(m, &s, t, NULL) != 0) return -1;
     }
     if (by_id && task) begin_t = task_find(m, task);
+    if (m->unindexed) { /* the newest open span so far goes into the index */
+        if (index_open(m, m->unindexed - 1) != 0) return -1;
+        m->unindexed = 0;
+    }
     uint32_t idx;
     if (m->free_head) {
         idx = m->free_head - 1;
@@ -1210,16 +1123,15 @@ static int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t
     o->s.end_tid = 0;
     o->s.ended = false;
     o->begin_t = begin_t;
-    snap_take(&o->snap, task ? begin_t : NULL, ts);
     o->next = 0;
     o->used = true;
-    if (queue_begin(m, ts, idx) != 0 || index_open(m, idx) != 0) {
+    if (queue_begin(m, ts, idx) != 0) {
         m->open[idx].used = false;
-        m->open[idx].gen++; /* its entry in the begin queue, if it got one, is stale */
         m->open[idx].next = m->free_head;
         m->free_head = idx + 1;
         return -1;
     }
+    m->unindexed = idx + 1;
     if (m->nopen++ == 0 || ts < m->oldest_open) m->oldest_open = ts;
     return 0;
 }
@@ -1248,7 +1160,7 @@ static int end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t t
     s->end_worker = worker;
     s->end_tid = tid;
     s->ended = true;
-    int rc = report(m, s, m->open[idx].begin_t, end_t, &m->open[idx].snap); /* before closing: its intervals are still kept */
+    int rc = report(m, s, m->open[idx].begin_t, end_t); /* before closing: its intervals are still kept */
     close_slot(m, (uint32_t)idx);
     return rc;
 }
@@ -1281,7 +1193,7 @@ int d9m_spans_finish(d9m_spans *m, uint64_t end_ts) {
     for (size_t i = 0; i < n && rc == 0; i++) {
         left[i].s.end_ts = end_ts;
         left[i].s.ended = false;
-        rc = report(m, &left[i].s, left[i].begin_t, NULL, &left[i].snap);
+        rc = report(m, &left[i].s, left[i].begin_t, NULL);
     }
     free(left);
     for (size_t i = 0; i < m->nopen_slots; i++)

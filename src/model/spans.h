@@ -149,8 +149,6 @@ int d9m_spans_task_terminate(d9m_spans *m, d9m_span_task *t);
 /* Counts so far: ends that closed nothing, begins that reopened an open (name, id). */
 uint64_t d9m_spans_stray_ends(const d9m_spans *m);
 uint64_t d9m_spans_reopened(const d9m_spans *m);
-/* Spans split in O(1) from their task's running totals so far (the rest took the walk). */
-uint64_t d9m_spans_split_from_totals(const d9m_spans *m);
 /* Tasks whose state the model holds now, the readers' and terminated ones kept for open spans
  * (its memory follows them). */
 size_t d9m_spans_tasks_held(const d9m_spans *m);

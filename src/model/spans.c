@@ -69,15 +69,8 @@ typedef struct open_span {
     task_state *begin_t; /* the state of s.begin_task when the span began (NULL: none known
                             then, looked up by id at its end) */
     uint32_t next; /* next open span of the same id, +1; 0 none */
-    uint32_t gen;  /* bumped when it closes: its entry in the begin queue is then stale */
     bool used;
 } open_span;
-
-/* An open span in the queue by begin time (its front is the oldest open span). */
-typedef struct begin_entry {
-    uint64_t ts;
-    uint32_t slot, gen;
-} begin_entry;
 
 #define ID_TABLE 1024 /* entries of the open spans' direct-mapped index by id (a power of two) */
 
@@ -105,9 +98,9 @@ struct d9m_spans {
     uint32_t unindexed; /* the newest open span's slot + 1 while it is not in the index (0:
                            none): most spans end before the next begins, and then never touch
                            it; it goes in when another span begins */
-    uint64_t now, oldest_open; /* oldest_open valid while nopen > 0 */
-    begin_entry *bq;           /* the open spans by begin time, closed ones dropped lazily */
-    size_t bq_head, bq_n, bq_cap;
+    uint64_t now;
+    uint64_t open_floor; /* while nopen > 0: at or before every open span's begin (the oldest's
+                            when last computed, open_floor_exact; not raised as spans close) */
     task_state *hit;           /* the task found by id last (NULL: none) */
     task_state **dead;         /* terminated tasks to forget once no span is open */
     size_t ndead, cap_dead;
@@ -148,7 +141,6 @@ void d9m_spans_free(d9m_spans *m) {
     d9_u64_map_free(&m->task_index);
     d9_u64_map_free(&m->open_by_id);
     free(m->open);
-    free(m->bq);
     free(m->tmp);
     free(m->pcs);
     free(m->dead);
@@ -223,8 +215,18 @@ static task_state *task_get(d9m_spans *m, uint64_t id) {
 }
 
 /* Intervals that end before every open span began (or before now, when none is open) can no
- * longer count in any span. */
-static uint64_t keep_from(const d9m_spans *m) { return m->nopen ? m->oldest_open : m->now; }
+ * longer count in any span: those that end by keep_from are not kept (a bound, cheap: closing a
+ * span does not raise it); a task's records are dropped up to the exact one when its array is
+ * full (keep_from_exact, a scan of the open spans), not at every poll. */
+static inline uint64_t keep_from(const d9m_spans *m) { return m->nopen ? m->open_floor : m->now; }
+
+static uint64_t keep_from_exact(d9m_spans *m) {
+    if (!m->nopen) return m->now;
+    uint64_t f = UINT64_MAX;
+    for (size_t i = 0; i < m->nopen_slots; i++)
+        if (m->open[i].used && m->open[i].s.begin_ts < f) f = m->open[i].s.begin_ts;
+    return m->open_floor = f;
+}
 
 static inline uint64_t cycle_last(const cycle *c) { /* where its last piece ends */
     uint64_t e = c->end > c->start ? c->end : c->start;
@@ -260,15 +262,17 @@ static __attribute__((noinline)) bool make_room(void **v, size_t *cap, size_t *h
 
 static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
     check_order(t, &c);
-    uint64_t from = keep_from(m);
-    /* records whose pieces all end by then (their running reach: the first that reaches past
-     * stays, and those after it) */
-    while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
-    if (t->head == t->n) t->head = t->n = 0;
     uint64_t last = cycle_last(&c);
     t->latest_kept = false;
-    if (last <= from) return 0;
-    if (t->n == t->cap && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, 1, sizeof *t->cy)) return -1;
+    if (last <= keep_from(m)) return 0;
+    if (t->n == t->cap) {
+        /* full: records whose pieces all end before every open span (their running reach: the
+         * first that reaches past stays, and those after it) go first */
+        uint64_t from = keep_from_exact(m);
+        while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
+        if (t->head == t->n) t->head = t->n = 0;
+        if (t->n == t->cap && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, 1, sizeof *t->cy)) return -1;
+    }
     uint64_t prev = t->n ? t->cy[t->n - 1].reach : 0;
     c.reach = last > prev ? last : prev;
     t->cy[t->n++] = c;
@@ -973,36 +977,6 @@ int d9m_spans_terminate(d9m_spans *m, uint64_t task) {
     return d9m_spans_task_terminate(m, task_find(m, task));
 }
 
-/* The oldest open span's begin: the queue's front, once the closed spans before it are gone
- * (each entry is dropped once: no scan of the open spans at each end). */
-static void recompute_oldest(d9m_spans *m) {
-    while (m->bq_head < m->bq_n) {
-        const begin_entry *b = &m->bq[m->bq_head];
-        const open_span *o = &m->open[b->slot];
-        if (o->used && o->gen == b->gen) {
-            m->oldest_open = b->ts;
-            return;
-        }
-        m->bq_head++;
-    }
-}
-
-/* Open span `slot` began at ts: into the queue, which stays in begin order (an earlier begin
- * than the last one, out of the time order, is put in its place). */
-static int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
-    if (m->bq_head == m->bq_n) m->bq_head = m->bq_n = 0;
-    if (m->bq_n == m->bq_cap && m->bq_head > 0) { /* reuse the dropped front before growing */
-        memmove(m->bq, m->bq + m->bq_head, (m->bq_n - m->bq_head) * sizeof *m->bq);
-        m->bq_n -= m->bq_head;
-        m->bq_head = 0;
-    }
-    if (!grow((void **)&m->bq, &m->bq_cap, m->bq_n + 1, sizeof *m->bq)) return -1;
-    size_t i = m->bq_n++;
-    for (; i > m->bq_head && m->bq[i - 1].ts > ts; i--) m->bq[i] = m->bq[i - 1];
-    m->bq[i] = (begin_entry){ts, slot, m->open[slot].gen};
-    return 0;
-}
-
 /* Id's entry in the direct-mapped table, and whether it holds id's chain. */
 static inline uint32_t *id_entry(d9m_spans *m, uint64_t id) { return &m->id_table[id & (ID_TABLE - 1)]; }
 
@@ -1031,17 +1005,10 @@ static void close_slot(d9m_spans *m, uint32_t idx) {
             if (!m->open[j].next) break;
         }
     }
-    uint64_t begin = m->open[idx].s.begin_ts;
     m->open[idx].used = false;
-    m->open[idx].gen++;
     m->open[idx].next = m->free_head;
     m->free_head = idx + 1;
-    m->nopen--;
-    if (m->nopen && begin == m->oldest_open) recompute_oldest(m);
-    if (!m->nopen) {
-        forget_dead(m);
-        m->bq_head = m->bq_n = 0;
-    }
+    if (--m->nopen == 0) forget_dead(m);
 }
 
 /* The newest open span of (name, id): the unindexed one is the newest of all. */
@@ -1107,7 +1074,6 @@ static int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t
     } else {
         if (!grow((void **)&m->open, &m->cap_open, m->nopen_slots + 1, sizeof *m->open)) return -1;
         idx = (uint32_t)m->nopen_slots++;
-        m->open[idx].gen = 0;
     }
     /* what report() does not set (its parts, intervals and stacks it does) */
     open_span *o = &m->open[idx];
@@ -1125,14 +1091,8 @@ static int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t
     o->begin_t = begin_t;
     o->next = 0;
     o->used = true;
-    if (queue_begin(m, ts, idx) != 0) {
-        m->open[idx].used = false;
-        m->open[idx].next = m->free_head;
-        m->free_head = idx + 1;
-        return -1;
-    }
     m->unindexed = idx + 1;
-    if (m->nopen++ == 0 || ts < m->oldest_open) m->oldest_open = ts;
+    if (m->nopen++ == 0 || ts < m->open_floor) m->open_floor = ts;
     return 0;
 }
 

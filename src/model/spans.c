@@ -69,8 +69,16 @@ typedef struct open_span {
     task_state *begin_t; /* the state of s.begin_task when the span began (NULL: none known
                             then, looked up by id at its end) */
     uint32_t next; /* next open span of the same id, +1; 0 none */
+    uint32_t gen;  /* bumped when it closes: its entry in the begin queue is then stale */
     bool used;
 } open_span;
+
+/* An open span in the queue by begin time (its front, once the closed ones are dropped, is the
+ * oldest open span). */
+typedef struct begin_entry {
+    uint64_t ts;
+    uint32_t slot, gen;
+} begin_entry;
 
 #define ID_TABLE 1024 /* entries of the open spans' direct-mapped index by id (a power of two) */
 
@@ -100,7 +108,10 @@ struct d9m_spans {
                            it; it goes in when another span begins */
     uint64_t now;
     uint64_t open_floor; /* while nopen > 0: at or before every open span's begin (the oldest's
-                            when last computed, open_floor_exact; not raised as spans close) */
+                            when last computed, keep_from_exact; not raised as spans close) */
+    begin_entry *bq;     /* the open spans by begin time, closed ones dropped from its front
+                            when the oldest is asked for */
+    size_t bq_head, bq_n, bq_cap;
     task_state *hit;           /* the task found by id last (NULL: none) */
     task_state **dead;         /* terminated tasks to forget once no span is open */
     size_t ndead, cap_dead;
@@ -141,6 +152,7 @@ void d9m_spans_free(d9m_spans *m) {
     d9_u64_map_free(&m->task_index);
     d9_u64_map_free(&m->open_by_id);
     free(m->open);
+    free(m->bq);
     free(m->tmp);
     free(m->pcs);
     free(m->dead);
@@ -217,15 +229,34 @@ static task_state *task_get(d9m_spans *m, uint64_t id) {
 /* Intervals that end before every open span began (or before now, when none is open) can no
  * longer count in any span: those that end by keep_from are not kept (a bound, cheap: closing a
  * span does not raise it); a task's records are dropped up to the exact one when its array is
- * full (keep_from_exact, a scan of the open spans), not at every poll. */
+ * full (keep_from_exact: the begin queue's front once its closed spans are dropped, each
+ * once), not at every poll. */
 static inline uint64_t keep_from(const d9m_spans *m) { return m->nopen ? m->open_floor : m->now; }
 
 static uint64_t keep_from_exact(d9m_spans *m) {
     if (!m->nopen) return m->now;
-    uint64_t f = UINT64_MAX;
-    for (size_t i = 0; i < m->nopen_slots; i++)
-        if (m->open[i].used && m->open[i].s.begin_ts < f) f = m->open[i].s.begin_ts;
-    return m->open_floor = f;
+    while (m->bq_head < m->bq_n) {
+        const begin_entry *b = &m->bq[m->bq_head];
+        const open_span *o = &m->open[b->slot];
+        if (o->used && o->gen == b->gen) return m->open_floor = b->ts;
+        m->bq_head++;
+    }
+    return m->open_floor; /* not reached: an open span is in the queue */
+}
+
+/* Open span `slot` began at ts: into the queue, which stays in begin order (an earlier begin
+ * than the last one, out of the time order, is put in its place). */
+static int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
+    if (m->bq_n == m->bq_cap && m->bq_head > 0) { /* reuse the dropped front before growing */
+        memmove(m->bq, m->bq + m->bq_head, (m->bq_n - m->bq_head) * sizeof *m->bq);
+        m->bq_n -= m->bq_head;
+        m->bq_head = 0;
+    }
+    if (m->bq_n == m->bq_cap && !grow((void **)&m->bq, &m->bq_cap, m->bq_n + 1, sizeof *m->bq)) return -1;
+    size_t i = m->bq_n++;
+    for (; i > m->bq_head && m->bq[i - 1].ts > ts; i--) m->bq[i] = m->bq[i - 1];
+    m->bq[i] = (begin_entry){ts, slot, m->open[slot].gen};
+    return 0;
 }
 
 static inline uint64_t cycle_last(const cycle *c) { /* where its last piece ends */
@@ -271,7 +302,9 @@ static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
         uint64_t from = keep_from_exact(m);
         while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
         if (t->head == t->n) t->head = t->n = 0;
-        if (t->n == t->cap && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, 1, sizeof *t->cy)) return -1;
+        /* over half still live: doubled, so that the next drop is as many polls away */
+        size_t live = t->n - t->head, k = live > t->cap / 2 ? t->cap - live + 1 : 1;
+        if (t->cap - t->n < k && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, k, sizeof *t->cy)) return -1;
     }
     uint64_t prev = t->n ? t->cy[t->n - 1].reach : 0;
     c.reach = last > prev ? last : prev;
@@ -1006,9 +1039,13 @@ static void close_slot(d9m_spans *m, uint32_t idx) {
         }
     }
     m->open[idx].used = false;
+    m->open[idx].gen++;
     m->open[idx].next = m->free_head;
     m->free_head = idx + 1;
-    if (--m->nopen == 0) forget_dead(m);
+    if (--m->nopen == 0) {
+        forget_dead(m);
+        m->bq_head = m->bq_n = 0;
+    }
 }
 
 /* The newest open span of (name, id): the unindexed one is the newest of all. */
@@ -1074,6 +1111,7 @@ static int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t
     } else {
         if (!grow((void **)&m->open, &m->cap_open, m->nopen_slots + 1, sizeof *m->open)) return -1;
         idx = (uint32_t)m->nopen_slots++;
+        m->open[idx].gen = 0;
     }
     /* what report() does not set (its parts, intervals and stacks it does) */
     open_span *o = &m->open[idx];
@@ -1091,6 +1129,12 @@ static int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t
     o->begin_t = begin_t;
     o->next = 0;
     o->used = true;
+    if (queue_begin(m, ts, idx) != 0) {
+        m->open[idx].used = false;
+        m->open[idx].next = m->free_head;
+        m->free_head = idx + 1;
+        return -1;
+    }
     m->unindexed = idx + 1;
     if (m->nopen++ == 0 || ts < m->open_floor) m->open_floor = ts;
     return 0;

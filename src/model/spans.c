@@ -1019,23 +1019,25 @@ static inline bool holds(const d9m_spans *m, uint32_t head, uint64_t id) {
 
 /* Unlink open span `idx` from its id's chain (or it is the unindexed one). */
 static void close_slot(d9m_spans *m, uint32_t idx) {
-    uint64_t id = m->open[idx].s.id;
-    bool indexed = m->unindexed != idx + 1;
-    if (!indexed) m->unindexed = 0;
-    uint32_t *e = id_entry(m, id), *dm_head = indexed && holds(m, *e, id) ? e : NULL;
-    uint64_t *head = dm_head || !indexed ? NULL : d9_u64_map_get(&m->open_by_id, id);
-    uint32_t first = dm_head ? *dm_head : head ? (uint32_t)*head : 0;
-    if (first == idx + 1) {
-        if (dm_head) *dm_head = m->open[idx].next;
-        else if (m->open[idx].next) *head = m->open[idx].next;
-        else d9_u64_map_remove(&m->open_by_id, id);
-    } else if (first) {
-        for (uint32_t j = first - 1;; j = m->open[j].next - 1) {
-            if (m->open[j].next == idx + 1) {
-                m->open[j].next = m->open[idx].next;
-                break;
+    if (m->unindexed == idx + 1) {
+        m->unindexed = 0;
+    } else {
+        uint64_t id = m->open[idx].s.id;
+        uint32_t *e = id_entry(m, id), *dm_head = holds(m, *e, id) ? e : NULL;
+        uint64_t *head = dm_head ? NULL : d9_u64_map_get(&m->open_by_id, id);
+        uint32_t first = dm_head ? *dm_head : head ? (uint32_t)*head : 0;
+        if (first == idx + 1) {
+            if (dm_head) *dm_head = m->open[idx].next;
+            else if (m->open[idx].next) *head = m->open[idx].next;
+            else d9_u64_map_remove(&m->open_by_id, id);
+        } else if (first) {
+            for (uint32_t j = first - 1;; j = m->open[j].next - 1) {
+                if (m->open[j].next == idx + 1) {
+                    m->open[j].next = m->open[idx].next;
+                    break;
+                }
+                if (!m->open[j].next) break;
             }
-            if (!m->open[j].next) break;
         }
     }
     m->open[idx].used = false;

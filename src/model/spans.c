@@ -343,18 +343,11 @@ static int add_sub(d9m_spans *m, task_state *t, uint64_t start, uint64_t end, ui
 /* The first of the task's records that may reach past lo (those before end by lo: clipped to
  * [lo, hi) they are empty), and the same of its gaps and off-CPU intervals. */
 static size_t first_cycle(const task_state *t, uint64_t lo) {
+    /* from the newest back: a span is short next to the records kept for the oldest open one
+     * (they are dropped only when the array is full), and the walk reads those it finds anyway */
     size_t a = t->head, b = t->n;
-    if (a == b || t->cy[a].reach > lo) return a; /* pruned up to the span: the usual case */
-    /* a span is short next to the records kept for the oldest open one (a server's requests
-     * overlap): its first record is most often among the last few */
-    for (int k = 0; k < 4 && b > a; k++, b--)
-        if (t->cy[b - 1].reach <= lo) return b;
-    while (a < b) {
-        size_t mid = a + (b - a) / 2;
-        if (t->cy[mid].reach <= lo) a = mid + 1;
-        else b = mid;
-    }
-    return a;
+    while (b > a && t->cy[b - 1].reach > lo) b--;
+    return b;
 }
 
 static size_t first_sub(const task_state *t, uint64_t lo) {

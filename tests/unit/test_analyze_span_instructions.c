@@ -18,7 +18,8 @@
  * libuv demo trace is nearly throughout: every poll is a gap of the switch records, all of it
  * unknown, which the span model then splits by cause. Two more are the libuv demo's shape since
  * a quick write is a poll of its connection's task (one task a span, 16 requests in flight),
- * plain and governed. D9T_KEEP=1 keeps the last shape's traces and profiles.
+ * plain and governed. D9T_KEEP=1 keeps the last shape's traces and profiles; D9T_SHAPE=N measures
+ * shape N only.
  *
  * Skips without valgrind, without the dial9 binary, and in a sanitizer build (valgrind refuses
  * its instrumentation, which is not the cost measured). Labelled nosan in CMakeLists.txt. */
@@ -219,8 +220,10 @@ int main(void) {
         {CONN, false, BOUND_PER_SPAN_CONN, "one connection task, 16 in flight (libuv now)"},
         {CONN, true, BOUND_PER_SPAN_CONN_GOVERNED, "one connection task, 16 in flight (libuv now), governed"}};
     int failed = 0;
+    const char *only = getenv("D9T_SHAPE"); /* one shape, by its index above (to profile it) */
     for (size_t sh = 0; sh < sizeof shape / sizeof shape[0]; sh++) /* all measured, whatever the first give */
-        failed |= measure(dial9, dir, shape[sh].kind, shape[sh].governed, shape[sh].bound, shape[sh].what);
+        if (!only || (size_t)atoi(only) == sh)
+            failed |= measure(dial9, dir, shape[sh].kind, shape[sh].governed, shape[sh].bound, shape[sh].what);
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (!getenv("D9T_KEEP")) (void)d9t_run(cmd); /* D9T_KEEP: the traces and profiles kept, to compare */

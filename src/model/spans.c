@@ -15,9 +15,8 @@ enum { K_POLL, K_QUEUED, K_WAIT, K_KINDS };
 typedef struct cycle {
     uint64_t wait_from, since, start, end;
     uint64_t reach; /* the latest end of the pieces of this record and those before it in its
-                       array: nondecreasing, so a span's split finds its first record by a
-                       binary search instead of reading every record since the oldest open
-                       span began */
+                       array: nondecreasing, so a span's split finds its first record from the
+                       newest back, not reading every record since the oldest open span began */
     bool unknown;   /* all of its poll is unknown: a gap over all of it, or off-CPU intervals
                        of its thread overlapping (a broken trace); kept here, not as a gap among
                        the task's gaps and off-CPU intervals, so that its off-CPU intervals stay

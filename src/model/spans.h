@@ -36,8 +36,8 @@
  * arrays, is reused by the next new task). Open spans are found by id in a direct-mapped table
  * (ids are most often sequential), a map behind it for ids that collide. Cost: a span is split in
  * one walk over its tasks' records read in place, in time order, from the first that reaches
- * into the span (a binary search on their running latest end), the in-poll part by cause on the
- * way from the tasks' gaps and off-CPU intervals (no copy, no sort). Side paths, exact: a task
+ * into the span (found from the newest back by their running latest end), the in-poll part by
+ * cause on the way from the tasks' gaps and off-CPU intervals (no copy, no sort). Side paths, exact: a task
  * whose polls overlap (a broken trace) is split by the union of the intervals, sorted; a task
  * whose gaps and off-CPU intervals came out of order or overlapping, by cause from a sorted
  * copy. Names are the reader's string ids. */

@@ -246,11 +246,15 @@ static uint64_t keep_from_exact(d9m_spans *m) {
 /* Open span `slot` began at ts: into the queue, which stays in begin order (an earlier begin
  * than the last one, out of the time order, is put in its place). */
 static int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
-    if (m->bq_n == m->bq_cap) (void)keep_from_exact(m); /* full: its closed front dropped first */
-    if (m->bq_n == m->bq_cap && m->bq_head > 0) { /* reuse the dropped front before growing */
-        memmove(m->bq, m->bq + m->bq_head, (m->bq_n - m->bq_head) * sizeof *m->bq);
-        m->bq_n -= m->bq_head;
-        m->bq_head = 0;
+    if (m->bq_n == m->bq_cap) {
+        (void)keep_from_exact(m); /* full: its closed front dropped first */
+        size_t live = m->bq_n - m->bq_head;
+        if (live <= m->bq_cap / 2) { /* its room reused; over half live: grown below, so that the
+                                        next drop is as many begins away */
+            memmove(m->bq, m->bq + m->bq_head, live * sizeof *m->bq);
+            m->bq_n = live;
+            m->bq_head = 0;
+        }
     }
     if (m->bq_n == m->bq_cap && !grow((void **)&m->bq, &m->bq_cap, m->bq_n + 1, sizeof *m->bq)) return -1;
     size_t i = m->bq_n++;

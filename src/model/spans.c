@@ -246,7 +246,7 @@ static uint64_t keep_from_exact(d9m_spans *m) {
 /* Open span `slot` began at ts: into the queue, which stays in begin order (an earlier begin
  * than the last one, out of the time order, is put in its place). */
 static int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
-    if (m->bq_n == m->bq_cap) {
+    if (m->bq_n == m->bq_cap && m->bq_cap) {
         (void)keep_from_exact(m); /* full: its closed front dropped first */
         size_t live = m->bq_n - m->bq_head;
         if (live <= m->bq_cap / 2) { /* its room reused; over half live: grown below, so that the

@@ -72,10 +72,10 @@
 #define BOUND_PER_SPAN_GOVERNED 2370.0
 /* The libuv shape since a quick write is a poll of its connection (one task, the span begun in
  * its poll), 16 requests in flight, plain and governed: 2 261.9 and 2 350.8 a span with the open
- * spans' id index in a map; 1 983.0 and 2 069.9 with it direct-mapped (the newest still out of
+ * spans' id index in a map; 1 985.7 and 2 072.7 with it direct-mapped (the newest still out of
  * it), a task's records dropped when its array is full, not at every poll, and a span's first
  * record found from the newest back; ~1.5 % of room: main's counts fail them. The three shapes
- * above moved -1.0 to -1.2 (1 894.8, 2 208.4, 2 345.4): no span overlaps another there. */
+ * above moved -4.1 to -5.1 (1 890.7, 2 205.5, 2 342.5): no span overlaps another there. */
 #define BOUND_PER_SPAN_CONN 2015.0
 #define BOUND_PER_SPAN_CONN_GOVERNED 2105.0
 

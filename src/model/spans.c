@@ -15,9 +15,8 @@ enum { K_POLL, K_QUEUED, K_WAIT, K_KINDS };
 typedef struct cycle {
     uint64_t wait_from, since, start, end;
     uint64_t reach; /* the latest end of the pieces of this record and those before it in its
-                       array: nondecreasing, so a span's split finds its first record by a
-                       binary search instead of reading every record since the oldest open
-                       span began */
+                       array: nondecreasing, so a span's split finds its first record from the
+                       newest back, not reading every record since the oldest open span began */
     bool unknown;   /* all of its poll is unknown: a gap over all of it, or off-CPU intervals
                        of its thread overlapping (a broken trace); kept here, not as a gap among
                        the task's gaps and off-CPU intervals, so that its off-CPU intervals stay
@@ -73,11 +72,14 @@ typedef struct open_span {
     bool used;
 } open_span;
 
-/* An open span in the queue by begin time (its front is the oldest open span). */
+/* An open span in the queue by begin time (its front, once the closed ones are dropped, is the
+ * oldest open span). */
 typedef struct begin_entry {
     uint64_t ts;
     uint32_t slot, gen;
 } begin_entry;
+
+#define ID_TABLE 1024 /* entries of the open spans' direct-mapped index by id (a power of two) */
 
 #define SLAB_TASKS 256 /* task states are allocated this many at a time and never move: a
                            reader holds pointers to them */
@@ -92,15 +94,22 @@ struct d9m_spans {
                                server's task per request would otherwise allocate and free two
                                arrays each) */
     size_t ntasks;          /* states held: made, not forgotten */
-    d9_u64_map open_by_id; /* span id -> first open span index + 1 */
+    /* the open spans of an id, newest first, chained through next: the chain's head (slot + 1)
+     * in the direct-mapped table when its entry holds that id's chain (ids are most often
+     * sequential: a server's requests), else in open_by_id (an id whose entry another id held) */
+    uint32_t id_table[ID_TABLE];
+    d9_u64_map open_by_id;
     open_span *open;
     size_t nopen_slots, cap_open, nopen;
     uint32_t free_head; /* a free slot + 1, chained through next */
-    uint32_t unindexed; /* the newest open span's slot + 1 while it is not in open_by_id (0:
+    uint32_t unindexed; /* the newest open span's slot + 1 while it is not in the index (0:
                            none): most spans end before the next begins, and then never touch
-                           the map; it goes in when another span begins */
-    uint64_t now, oldest_open; /* oldest_open valid while nopen > 0 */
-    begin_entry *bq;           /* the open spans by begin time, closed ones dropped lazily */
+                           it; it goes in when another span begins */
+    uint64_t now;
+    uint64_t open_floor; /* while nopen > 0: at or before every open span's begin (the oldest's
+                            when last computed, keep_from_exact; not raised as spans close) */
+    begin_entry *bq;     /* the open spans by begin time, closed ones dropped from its front
+                            when the oldest is asked for */
     size_t bq_head, bq_n, bq_cap;
     task_state *hit;           /* the task found by id last (NULL: none) */
     task_state **dead;         /* terminated tasks to forget once no span is open */
@@ -217,8 +226,42 @@ static task_state *task_get(d9m_spans *m, uint64_t id) {
 }
 
 /* Intervals that end before every open span began (or before now, when none is open) can no
- * longer count in any span. */
-static uint64_t keep_from(const d9m_spans *m) { return m->nopen ? m->oldest_open : m->now; }
+ * longer count in any span: those that end by keep_from are not kept (a bound, cheap: closing a
+ * span does not raise it); a task's records are dropped up to the exact one when its array is
+ * full (keep_from_exact: the begin queue's front once its closed spans are dropped, each
+ * once), not at every poll. */
+static inline uint64_t keep_from(const d9m_spans *m) { return m->nopen ? m->open_floor : m->now; }
+
+static uint64_t keep_from_exact(d9m_spans *m) {
+    if (!m->nopen) return m->now;
+    while (m->bq_head < m->bq_n) {
+        const begin_entry *b = &m->bq[m->bq_head];
+        const open_span *o = &m->open[b->slot];
+        if (o->used && o->gen == b->gen) return m->open_floor = b->ts;
+        m->bq_head++;
+    }
+    return m->open_floor; /* not reached: an open span is in the queue */
+}
+
+/* Open span `slot` began at ts: into the queue, which stays in begin order (an earlier begin
+ * than the last one, out of the time order, is put in its place). */
+static int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
+    if (m->bq_n == m->bq_cap && m->bq_cap) {
+        (void)keep_from_exact(m); /* full: its closed front dropped first */
+        size_t live = m->bq_n - m->bq_head;
+        if (live <= m->bq_cap / 2) { /* its room reused; over half live: grown below, so that the
+                                        next drop is as many begins away */
+            memmove(m->bq, m->bq + m->bq_head, live * sizeof *m->bq);
+            m->bq_n = live;
+            m->bq_head = 0;
+        }
+    }
+    if (m->bq_n == m->bq_cap && !grow((void **)&m->bq, &m->bq_cap, m->bq_n + 1, sizeof *m->bq)) return -1;
+    size_t i = m->bq_n++;
+    for (; i > m->bq_head && m->bq[i - 1].ts > ts; i--) m->bq[i] = m->bq[i - 1];
+    m->bq[i] = (begin_entry){ts, slot, m->open[slot].gen};
+    return 0;
+}
 
 static inline uint64_t cycle_last(const cycle *c) { /* where its last piece ends */
     uint64_t e = c->end > c->start ? c->end : c->start;
@@ -254,15 +297,19 @@ static __attribute__((noinline)) bool make_room(void **v, size_t *cap, size_t *h
 
 static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
     check_order(t, &c);
-    uint64_t from = keep_from(m);
-    /* records whose pieces all end by then (their running reach: the first that reaches past
-     * stays, and those after it) */
-    while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
-    if (t->head == t->n) t->head = t->n = 0;
     uint64_t last = cycle_last(&c);
     t->latest_kept = false;
-    if (last <= from) return 0;
-    if (t->n == t->cap && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, 1, sizeof *t->cy)) return -1;
+    if (last <= keep_from(m)) return 0;
+    if (t->n == t->cap) {
+        /* full: records whose pieces all end before every open span (their running reach: the
+         * first that reaches past stays, and those after it) go first */
+        uint64_t from = keep_from_exact(m);
+        while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
+        if (t->head == t->n) t->head = t->n = 0;
+        /* over half still live: doubled, so that the next drop is as many polls away */
+        size_t live = t->n - t->head, k = live > t->cap / 2 ? t->cap - live + 1 : 1;
+        if (t->cap - t->n < k && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, k, sizeof *t->cy)) return -1;
+    }
     uint64_t prev = t->n ? t->cy[t->n - 1].reach : 0;
     c.reach = last > prev ? last : prev;
     t->cy[t->n++] = c;
@@ -300,18 +347,11 @@ static int add_sub(d9m_spans *m, task_state *t, uint64_t start, uint64_t end, ui
 /* The first of the task's records that may reach past lo (those before end by lo: clipped to
  * [lo, hi) they are empty), and the same of its gaps and off-CPU intervals. */
 static size_t first_cycle(const task_state *t, uint64_t lo) {
+    /* from the newest back: a span is short next to the records kept for the oldest open one
+     * (they are dropped only when the array is full), and the walk reads those it finds anyway */
     size_t a = t->head, b = t->n;
-    if (a == b || t->cy[a].reach > lo) return a; /* pruned up to the span: the usual case */
-    /* a span is short next to the records kept for the oldest open one (a server's requests
-     * overlap): its first record is most often among the last few */
-    for (int k = 0; k < 4 && b > a; k++, b--)
-        if (t->cy[b - 1].reach <= lo) return b;
-    while (a < b) {
-        size_t mid = a + (b - a) / 2;
-        if (t->cy[mid].reach <= lo) a = mid + 1;
-        else b = mid;
-    }
-    return a;
+    while (b > a && t->cy[b - 1].reach > lo) b--;
+    return b;
 }
 
 static size_t first_sub(const task_state *t, uint64_t lo) {
@@ -967,47 +1007,28 @@ int d9m_spans_terminate(d9m_spans *m, uint64_t task) {
     return d9m_spans_task_terminate(m, task_find(m, task));
 }
 
-/* The oldest open span's begin: the queue's front, once the closed spans before it are gone
- * (each entry is dropped once: no scan of the open spans at each end). */
-static void recompute_oldest(d9m_spans *m) {
-    while (m->bq_head < m->bq_n) {
-        const begin_entry *b = &m->bq[m->bq_head];
-        const open_span *o = &m->open[b->slot];
-        if (o->used && o->gen == b->gen) {
-            m->oldest_open = b->ts;
-            return;
-        }
-        m->bq_head++;
-    }
+/* Id's entry in the direct-mapped table, and whether it holds id's chain. */
+static inline uint32_t *id_entry(d9m_spans *m, uint64_t id) { return &m->id_table[id & (ID_TABLE - 1)]; }
+
+static inline bool holds(const d9m_spans *m, uint32_t head, uint64_t id) {
+    return head && m->open[head - 1].s.id == id;
 }
 
-/* Open span `slot` began at ts: into the queue, which stays in begin order (an earlier begin
- * than the last one, out of the time order, is put in its place). */
-static int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
-    if (m->bq_head == m->bq_n) m->bq_head = m->bq_n = 0;
-    if (m->bq_n == m->bq_cap && m->bq_head > 0) { /* reuse the dropped front before growing */
-        memmove(m->bq, m->bq + m->bq_head, (m->bq_n - m->bq_head) * sizeof *m->bq);
-        m->bq_n -= m->bq_head;
-        m->bq_head = 0;
-    }
-    if (!grow((void **)&m->bq, &m->bq_cap, m->bq_n + 1, sizeof *m->bq)) return -1;
-    size_t i = m->bq_n++;
-    for (; i > m->bq_head && m->bq[i - 1].ts > ts; i--) m->bq[i] = m->bq[i - 1];
-    m->bq[i] = (begin_entry){ts, slot, m->open[slot].gen};
-    return 0;
-}
-
-/* Unlink open span `idx` (its id's chain starts at *head, +1; or it is the unindexed one). */
+/* Unlink open span `idx` from its id's chain (or it is the unindexed one). */
 static void close_slot(d9m_spans *m, uint32_t idx) {
-    uint64_t id = m->open[idx].s.id;
-    uint64_t *head = m->unindexed == idx + 1 ? NULL : d9_u64_map_get(&m->open_by_id, id);
-    if (m->unindexed == idx + 1) m->unindexed = 0;
-    if (head) {
-        if (*head == (uint64_t)idx + 1) {
-            if (m->open[idx].next) *head = m->open[idx].next;
+    if (m->unindexed == idx + 1) {
+        m->unindexed = 0;
+    } else {
+        uint64_t id = m->open[idx].s.id;
+        uint32_t *e = id_entry(m, id), *dm_head = holds(m, *e, id) ? e : NULL;
+        uint64_t *head = dm_head ? NULL : d9_u64_map_get(&m->open_by_id, id);
+        uint32_t first = dm_head ? *dm_head : head ? (uint32_t)*head : 0;
+        if (first == idx + 1) {
+            if (dm_head) *dm_head = m->open[idx].next;
+            else if (m->open[idx].next) *head = m->open[idx].next;
             else d9_u64_map_remove(&m->open_by_id, id);
-        } else {
-            for (uint32_t j = (uint32_t)*head - 1;; j = m->open[j].next - 1) {
+        } else if (first) {
+            for (uint32_t j = first - 1;; j = m->open[j].next - 1) {
                 if (m->open[j].next == idx + 1) {
                     m->open[j].next = m->open[idx].next;
                     break;
@@ -1016,42 +1037,48 @@ static void close_slot(d9m_spans *m, uint32_t idx) {
             }
         }
     }
-    uint64_t begin = m->open[idx].s.begin_ts;
     m->open[idx].used = false;
     m->open[idx].gen++;
     m->open[idx].next = m->free_head;
     m->free_head = idx + 1;
-    m->nopen--;
-    if (m->nopen && begin == m->oldest_open) recompute_oldest(m);
-    if (!m->nopen) {
+    if (--m->nopen == 0) {
         forget_dead(m);
         m->bq_head = m->bq_n = 0;
     }
 }
 
 /* The newest open span of (name, id): the unindexed one is the newest of all. */
-static int64_t find_open(const d9m_spans *m, uint32_t name, uint64_t id) {
+static int64_t find_open(d9m_spans *m, uint32_t name, uint64_t id) {
     if (m->unindexed) {
         const d9m_span *u = &m->open[m->unindexed - 1].s;
         if (u->id == id && u->name == name) return (int64_t)m->unindexed - 1;
     }
-    uint64_t *head = d9_u64_map_get(&m->open_by_id, id);
-    if (!head) return -1;
-    for (uint32_t j = (uint32_t)*head; j; j = m->open[j - 1].next)
+    uint32_t j = *id_entry(m, id);
+    if (!holds(m, j, id)) {
+        uint64_t *head = m->open_by_id.count ? d9_u64_map_get(&m->open_by_id, id) : NULL;
+        j = head ? (uint32_t)*head : 0;
+    }
+    for (; j; j = m->open[j - 1].next)
         if (m->open[j - 1].s.name == name) return (int64_t)j - 1;
     return -1;
 }
 
-/* The unindexed open span into open_by_id, at its id's head (it is the newest of its id).
- * 0, or -1 when out of memory (it then stays unindexed). */
-static int index_unindexed(d9m_spans *m) {
-    if (!m->unindexed) return 0;
-    uint32_t idx = m->unindexed - 1;
-    uint64_t *head = d9_u64_map_upsert(&m->open_by_id, m->open[idx].s.id, 0);
-    if (!head) return -1;
-    m->open[idx].next = (uint32_t)*head;
-    *head = idx + 1;
-    m->unindexed = 0;
+/* Open span idx at the head of its id's chain (it is the newest of its id): in the table when
+ * its entry holds the chain or is free and the map has none, else in the map. 0, or -1 when
+ * out of memory. */
+static int index_open(d9m_spans *m, uint32_t idx) {
+    uint64_t id = m->open[idx].s.id;
+    uint32_t *e = id_entry(m, id);
+    uint64_t *head = NULL;
+    if (!holds(m, *e, id) && m->open_by_id.count) head = d9_u64_map_get(&m->open_by_id, id);
+    if (!head && *e && !holds(m, *e, id) && !(head = d9_u64_map_upsert(&m->open_by_id, id, 0))) return -1;
+    if (head) {
+        m->open[idx].next = (uint32_t)*head;
+        *head = idx + 1;
+    } else {
+        m->open[idx].next = *e;
+        *e = idx + 1;
+    }
     return 0;
 }
 
@@ -1072,7 +1099,10 @@ static int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t
         if (report(m, &s, t, NULL) != 0) return -1;
     }
     if (by_id && task) begin_t = task_find(m, task);
-    if (index_unindexed(m) != 0) return -1;
+    if (m->unindexed) { /* the newest open span so far goes into the index */
+        if (index_open(m, m->unindexed - 1) != 0) return -1;
+        m->unindexed = 0;
+    }
     uint32_t idx;
     if (m->free_head) {
         idx = m->free_head - 1;
@@ -1105,7 +1135,7 @@ static int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t
         return -1;
     }
     m->unindexed = idx + 1;
-    if (m->nopen++ == 0 || ts < m->oldest_open) m->oldest_open = ts;
+    if (m->nopen++ == 0 || ts < m->open_floor) m->open_floor = ts;
     return 0;
 }
 

@@ -31,11 +31,13 @@
  * Input in time order (the analysis's sweep, the export's sorted events): a poll whole, at its
  * start; a wake of a task before a poll of the same timestamp; a span mark after the polls of
  * its timestamp. Memory: per live task, and the tasks' polls (one record each: the wait, queue
- * and poll before it) since the oldest open span began, never the whole trace (a forgotten
- * task's state, with its arrays, is reused by the next new task). Cost: a span is split in
+ * and poll before it) since the oldest open span began, never the whole trace (those older are
+ * dropped when the task's array is full, not at every poll; a forgotten task's state, with its
+ * arrays, is reused by the next new task). Open spans are found by id in a direct-mapped table
+ * (ids are most often sequential), a map behind it for ids that collide. Cost: a span is split in
  * one walk over its tasks' records read in place, in time order, from the first that reaches
- * into the span (a binary search on their running latest end), the in-poll part by cause on the
- * way from the tasks' gaps and off-CPU intervals (no copy, no sort). Side paths, exact: a task
+ * into the span (found from the newest back by their running latest end), the in-poll part by
+ * cause on the way from the tasks' gaps and off-CPU intervals (no copy, no sort). Side paths, exact: a task
  * whose polls overlap (a broken trace) is split by the union of the intervals, sorted; a task
  * whose gaps and off-CPU intervals came out of order or overlapping, by cause from a sorted
  * copy. Names are the reader's string ids. */

@@ -5,6 +5,8 @@
  * and stacks, and the same counts of stray ends, reopened spans and tasks held. The oracle splits
  * every span by the union of its tasks' intervals, sorted; the model walks them in place (the
  * union only for a task whose polls overlap), so this checks the walk against the union.
+ * Governed polls (one gap over all of a poll), a gap fed after a mark inside its poll, and ids
+ * that share an entry of the model's direct-mapped index of open spans are among the inputs.
  * The inputs are what a reader feeds in time order: wakes, whole polls (overlapping ones of one
  * task too), their gaps and off-CPU intervals and a late stack, begins and ends of a few names
  * over a few ids (so that ends close nothing, begins reopen, one id carries several names and
@@ -133,7 +135,10 @@ static d9m_span_task *h_state(hreader *r, uint64_t id) {
     return NULL;
 }
 
-static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned nnames, bool drops, bool fresh_ids) {
+/* id_stride: the span ids' spacing (the model's direct-mapped index by id has 1 024 entries: ids
+ * 1 024 apart share one, and all but the first of them go to its map) */
+static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned nnames, bool drops, bool fresh_ids,
+                      uint64_t id_stride) {
     log ln = {0}, lo = {0}, lh = {0};
     d9m_spans *m = d9m_spans_new(on_span, &ln);
     oracle_model *o = oracle_new(on_span, &lo);
@@ -149,6 +154,7 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
         if (h) d9m_spans_set_coverage(h, &cov);
     }
     uint64_t ts = 1000, cur_task = 0; /* the task being polled at ts on "its" worker, or 0 */
+    uint64_t cur_start = 0, cur_end = 0; /* its poll */
     for (unsigned i = 0; i < steps; i++) {
         ts += pick(4) == 0 ? 0 : 1 + pick(50); /* equal timestamps too */
         unsigned slot = (unsigned)pick(ntasks);
@@ -164,7 +170,13 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
             uint32_t hgen = hs ? d9m_span_task_gen(hs) : 0;
             if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll(h, hs, ts, end), 0);
             cur_task = task;
-            if (pick(3) == 0) { /* its attribution, in time order inside it */
+            cur_start = ts;
+            cur_end = end;
+            if (pick(4) == 0) { /* one gap over all of it: a governed recording's poll */
+                d9m_attr_poll gp = {.ngaps = 1, .gaps = {{ts, end}}};
+                BOTH(d9m_spans_poll_gap(m, task, ts, end), oracle_poll_gap(o, task, ts, end));
+                if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll_gaps(h, hs, &gp), 0);
+            } else if (pick(3) == 0) { /* its attribution, in time order inside it */
                 uint64_t a = ts + pick(20), b = a + pick(30);
                 d9m_attr_poll gp = {.ngaps = 1, .gaps = {{a, b}}}; /* h takes it as analyze does */
                 BOTH(d9m_spans_poll_gap(m, task, a, b), oracle_poll_gap(o, task, a, b));
@@ -191,14 +203,19 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
             }
         } else if (what < 65) {
             uint32_t name = 1 + (uint32_t)pick(nnames);
-            uint64_t id = 1 + pick(nids), t = pick(3) ? cur_task : 0;
+            uint64_t id = 1 + pick(nids) * id_stride, t = pick(3) ? cur_task : 0;
             uint64_t worker = pick(3), tid = 100 + worker;
             BOTH(d9m_spans_begin(m, ts, name, id, t, worker, tid),
                 oracle_begin(o, ts, name, id, t, worker, tid));
             if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_begin(h, ts, name, id, t, h_state(&hr, t), worker, tid), 0);
+            if (t && pick(4) == 0) { /* its poll's gap over all of it, fed after the mark (a late reader) */
+                d9m_attr_poll gp = {.ngaps = 1, .gaps = {{cur_start, cur_end}}};
+                BOTH(d9m_spans_poll_gap(m, t, cur_start, cur_end), oracle_poll_gap(o, t, cur_start, cur_end));
+                if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll_gaps(h, h_state(&hr, t), &gp), 0);
+            }
         } else if (what < 92) {
             uint32_t name = 1 + (uint32_t)pick(nnames);
-            uint64_t id = 1 + pick(nids), t = pick(3) ? cur_task : pick(2) ? task : 0;
+            uint64_t id = 1 + pick(nids) * id_stride, t = pick(3) ? cur_task : pick(2) ? task : 0;
             uint64_t worker = pick(3), tid = 100 + worker;
             BOTH(d9m_spans_end(m, ts, name, id, t, worker, tid),
                 oracle_end(o, ts, name, id, t, worker, tid));
@@ -245,7 +262,7 @@ int main(void) {
     size_t spans = 0;
     for (unsigned run = 0; run < 600; run++) {
         unsigned ntasks = 1 + run % 5, nids = 1 + run % 7, nnames = 1 + run % 3;
-        spans += one_run(200 + run % 300, ntasks, nids, nnames, run % 4 == 3, run % 2 == 1);
+        spans += one_run(200 + run % 300, ntasks, nids, nnames, run % 4 == 3, run % 2 == 1, (run / 2) % 3 ? 1 : 1024);
     }
     printf("600 runs, %zu spans reported by each model\n", spans);
     CHECK(spans > 10000); /* the inputs do close spans */

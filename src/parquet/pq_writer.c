@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/libzstd_loader.h"
+#include "parquet/copy_minmax.h"
 #include "parquet/delta_binary_packed.h"
 #include "parquet/dict_order.h"
 #include "parquet/pq_buf.h"
@@ -597,14 +598,20 @@ static int batch_defs(pq_writer *w, column *c, const uint8_t *present) {
 /* A fixed-width batch put: min/max over the batch, then the values appended in one copy, the
  * present ones packed when some are null (a dictionary column's too: its dictionary is built
  * at the row group's end). */
-#define PUT_FIXED_N(fn, T, t1, t2, field, ordered)                                              \
+#define PUT_FIXED_N(fn, T, t1, t2, field, ordered, copy_all)                                    \
     int fn(pq_writer *w, int col, const T *v, const uint8_t *present) {                         \
         column *c = batch_col(w, col, t1, t2);                                                  \
         if (!c || batch_defs(w, c, present) != 0) return -1;                                    \
         uint32_t n = w->batch;                                                                  \
-        BATCH_MINMAX(c, field, v, n, present, ordered);                                         \
         if (!pq_buf_reserve(&c->values, (size_t)n * sizeof(T))) return fail(w, "out of memory"); \
         uint32_t k = n;                                                                         \
+        if (!present && copy_all(c, v, n)) {                                                    \
+            c->values.len += (size_t)n * sizeof(T);                                             \
+            c->nstored += n;                                                                    \
+            c->nvalues += n;                                                                    \
+            return 0;                                                                           \
+        }                                                                                       \
+        BATCH_MINMAX(c, field, v, n, present, ordered);                                         \
         if (!present) {                                                                         \
             memcpy(c->values.p + c->values.len, v, (size_t)n * sizeof(T));                      \
         } else { /* one reserve for the batch and the count in a local */                       \
@@ -622,11 +629,23 @@ static int batch_defs(pq_writer *w, column *c, const uint8_t *present) {
         return 0;                                                                               \
     }
 
+/* Every row's INT64 value into the reserved room with the statistics, in one pass (the
+ * column's most common put: copy_minmax.h). */
+static inline bool copy_all_i64(column *c, const int64_t *v, uint32_t n) {
+    if (!c->have_minmax) {
+        c->min.i = c->max.i = v[0];
+        c->have_minmax = true;
+    }
+    pq_copy_minmax_i64((int64_t *)(void *)(c->values.p + c->values.len), v, n, &c->min.i, &c->max.i);
+    return true;
+}
+#define NO_COPY_ALL(c, v, n) ((void)(c), (void)(v), (void)(n), false)
+
 #define ALWAYS(x) ((void)(x), 1)
 #define NOT_NAN(x) ((x) == (x))
-PUT_FIXED_N(pq_put_i64s, int64_t, PQ_INT64, PQ_TIMESTAMP_NS, i, ALWAYS)
-PUT_FIXED_N(pq_put_i32s, int32_t, PQ_INT32, PQ_INT32, i, ALWAYS)
-PUT_FIXED_N(pq_put_doubles, double, PQ_DOUBLE, PQ_DOUBLE, d, NOT_NAN)
+PUT_FIXED_N(pq_put_i64s, int64_t, PQ_INT64, PQ_TIMESTAMP_NS, i, ALWAYS, copy_all_i64)
+PUT_FIXED_N(pq_put_i32s, int32_t, PQ_INT32, PQ_INT32, i, ALWAYS, NO_COPY_ALL)
+PUT_FIXED_N(pq_put_doubles, double, PQ_DOUBLE, PQ_DOUBLE, d, NOT_NAN, NO_COPY_ALL)
 
 int pq_put_bools(pq_writer *w, int col, const bool *v, const uint8_t *present) {
     column *c = batch_col(w, col, PQ_BOOLEAN, PQ_BOOLEAN);

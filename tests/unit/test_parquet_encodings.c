@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "parquet/copy_minmax.h"
 #include "parquet/dict_order.h"
 #include "parquet/pq_buf.h"
 #include "parquet/pq_writer.h"
@@ -355,6 +356,33 @@ static void test_dict_build(void) {
     pq_dict_order_free(&o);
 }
 
+/* A batch's INT64 values copied with their min and max (copy_minmax.h): the copy exact and
+ * the bounds those of the values and the bounds given, for every length around the four-value
+ * steps, extremes anywhere (first, last, in the tail), INT64_MIN and INT64_MAX. */
+static void test_copy_minmax(void) {
+    int bad = 0;
+    int64_t src[80], dst[80];
+    for (int round = 0; round < 2000 && !bad; round++) {
+        size_t n = (size_t)round % 41;
+        uint64_t mask = round % 3 ? 0xffff : ~0ull;
+        for (size_t i = 0; i < n; i++) src[i] = (int64_t)(next() & mask) - (int64_t)(mask >> 1);
+        if (n && round % 7 == 0) src[next() % n] = INT64_MIN;
+        if (n && round % 11 == 0) src[next() % n] = INT64_MAX;
+        int64_t lo = round % 2 ? 0 : INT64_MAX, hi = round % 2 ? 0 : INT64_MIN, want_lo = lo, want_hi = hi;
+        for (size_t i = 0; i < n; i++) {
+            want_lo = src[i] < want_lo ? src[i] : want_lo;
+            want_hi = src[i] > want_hi ? src[i] : want_hi;
+        }
+        memset(dst, 0x5a, sizeof dst);
+        pq_copy_minmax_i64(dst, src, n, &lo, &hi);
+        if (lo != want_lo || hi != want_hi || (n && memcmp(dst, src, n * sizeof *src) != 0) || dst[n] != 0x5a5a5a5a5a5a5a5a) {
+            fprintf(stderr, "copy_minmax: round %d (n %zu) wrong\n", round, n);
+            bad = 1;
+        }
+    }
+    CHECK(!bad);
+}
+
 int main(void) {
     test_rle_examples();
     test_rle_random();
@@ -362,5 +390,6 @@ int main(void) {
     test_file_frame();
     test_misuse();
     test_dict_build();
+    test_copy_minmax();
     return d9t_summary("test_parquet_encodings");
 }

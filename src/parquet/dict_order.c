@@ -1,16 +1,21 @@
 /* A fixed-width chunk's dictionary in order of value (dict_order.h). Values become unsigned
  * keys whose order is the dictionary's (a signed integer's sign bit flipped), less the
  * smallest key; then either a table over the keys' range (a slot per possible key: marked,
- * numbered in one sweep, read back per value) or an LSD radix sort of the rows by key over
- * the bits in which the keys differ (digits of up to 11 bits, every pass's counts from one
- * pass over the keys), whose sorted walk numbers the distinct keys. */
+ * numbered in one sweep, read back per value) or an LSD radix sort by key over the bits in
+ * which the keys differ (digits of up to 11 or 16 bits, every pass's counts from one pass over the
+ * keys), whose sorted walk numbers the distinct keys. The sort moves words of key and row
+ * together where both fit in 64 bits (a duration's ~30 bits and a row group's 20), else the
+ * rows alone, each pass reading its row's key (~13 instructions a value a pass, against ~6). */
 #include "parquet/dict_order.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_PASSES = 6 }; /* of PQ_DICT_DIGIT_BITS: 6 x 11 >= 64 */
-#define MAX_DIGIT_BITS PQ_DICT_DIGIT_BITS
+/* A pass's digit: 11 bits (8 KiB of counts) for a chunk under 64 Ki values, 16 (256 KiB) from
+ * there, where a pass fewer saves more than the wider counts cost to clear and sum (a
+ * duration's ~30 bits: two passes instead of three). */
+enum { SMALL_DIGIT = 11, LARGE_DIGIT = 16, LARGE_FROM = 1 << 16 };
+enum { COUNTS = 6 << SMALL_DIGIT > 4 << LARGE_DIGIT ? 6 << SMALL_DIGIT : 4 << LARGE_DIGIT }; /* every pass's */
 
 static bool grow(void *pp, size_t *cap, size_t need, size_t size) {
     if (need <= *cap) return true;
@@ -61,37 +66,112 @@ static inline __attribute__((always_inline)) size_t by_table(pq_dict_order *o, c
     return nd;
 }
 
-/* Keys in [lo, lo + range], range wide: the rows sorted by key, then numbered in order. */
-static inline __attribute__((always_inline)) size_t by_sort(pq_dict_order *o, const uint8_t *values, size_t n,
-                                                            size_t width, bool sign, uint32_t *index, uint64_t lo,
-                                                            uint64_t range) {
+/* The radix sort's digits: passes of `digit` bits each over `bits` bits. */
+typedef struct radix {
+    unsigned passes, digit;
+    uint64_t mask;
+} radix;
+
+static radix radix_of(unsigned bits, size_t n) {
+    unsigned max = n >= LARGE_FROM ? LARGE_DIGIT : SMALL_DIGIT;
+    unsigned passes = (bits + max - 1) / max;
+    unsigned digit = (bits + passes - 1) / passes;
+    return (radix){passes, digit, (1ull << digit) - 1};
+}
+
+/* Pass p's counts: count + (p << digit). */
+static uint32_t *counts_of(pq_dict_order *o, radix x) {
+    if (!o->counts && !(o->counts = malloc(COUNTS * sizeof *o->counts))) return NULL;
+    memset(o->counts, 0, ((size_t)x.passes << x.digit) * sizeof *o->counts);
+    return o->counts;
+}
+
+/* Each pass's counts made its digits' first places. */
+static void count_to_places(uint32_t *count, radix x) {
+    for (unsigned p = 0; p < x.passes; p++) {
+        uint32_t at = 0, *c = count + ((size_t)p << x.digit);
+        for (uint64_t d = 0; d <= x.mask; d++) {
+            uint32_t k = c[d];
+            c[d] = at;
+            at += k;
+        }
+    }
+}
+
+/* Keys in [lo, lo + range], range wide, each key and its row in one word (the key above the
+ * row's bits): the words sorted by an LSD radix sort of the key's bits, then numbered in
+ * order. The counting pass takes every pass's digit (unrolled for up to three passes: a
+ * duration's 20-33 bits). */
+static inline __attribute__((always_inline)) size_t by_sort_packed(pq_dict_order *o, const uint8_t *values,
+                                                                   size_t n, size_t width, bool sign, uint32_t *index,
+                                                                   uint64_t lo, unsigned bits, unsigned rowbits) {
+    if (!grow(&o->keys, &o->keys_cap, 2 * n, sizeof *o->keys)) return 0;
+    uint64_t *a = o->keys, *b = o->keys + n;
+    radix x = radix_of(bits, n);
+    uint32_t *count = counts_of(o, x);
+    if (!count) return 0;
+    unsigned d = x.digit, s0 = rowbits, s1 = rowbits + d, s2 = rowbits + 2 * d;
+    uint32_t *c0 = count, *c1 = count + ((size_t)1 << d), *c2 = count + ((size_t)2 << d);
+    uint64_t m = x.mask;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t w = (key_of(values, i, width, sign) - lo) << rowbits | i;
+        a[i] = w;
+        c0[(w >> s0) & m]++;
+        if (x.passes > 1) c1[(w >> s1) & m]++;
+        if (x.passes > 2) c2[(w >> s2) & m]++;
+        for (unsigned p = 3; p < x.passes; p++) count[((size_t)p << d) + ((w >> (rowbits + p * d)) & m)]++;
+    }
+    count_to_places(count, x);
+    for (unsigned p = 0; p < x.passes; p++) {
+        uint32_t *to = count + ((size_t)p << d);
+        unsigned shift = rowbits + p * d;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t w = a[i];
+            b[to[(w >> shift) & m]++] = w;
+        }
+        uint64_t *t = a;
+        a = b;
+        b = t;
+    }
+    uint64_t rowmask = (1ull << rowbits) - 1;
+    uint32_t nd = 0;
+    uint64_t prev = a[0] >> rowbits;
+    put_entry(o->entries, nd++, lo + prev, width, sign);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = a[i] >> rowbits;
+        if (k != prev) {
+            put_entry(o->entries, nd++, lo + k, width, sign);
+            prev = k;
+        }
+        index[a[i] & rowmask] = nd - 1;
+    }
+    return nd;
+}
+
+/* Keys in [lo, lo + range], too wide to share a word with a row (hashes, such as stack ids):
+ * the rows sorted by key, then numbered in order. */
+static inline __attribute__((always_inline)) size_t by_sort_rows(pq_dict_order *o, const uint8_t *values, size_t n,
+                                                                 size_t width, bool sign, uint32_t *index, uint64_t lo,
+                                                                 unsigned bits) {
     if (!grow(&o->keys, &o->keys_cap, n + n / 2 + 1, sizeof *o->keys)) return 0;
     uint64_t *key = o->keys;
     uint32_t *a = (uint32_t *)(key + n), *b = index; /* rows: n in the keys' scratch, n in index */
-    unsigned bits = 64 - (unsigned)__builtin_clzll(range);
-    unsigned passes = (bits + MAX_DIGIT_BITS - 1) / MAX_DIGIT_BITS, digit = (bits + passes - 1) / passes;
-    uint32_t mask = (1u << digit) - 1;
-    if (!o->counts && !(o->counts = malloc(sizeof *o->counts * MAX_PASSES))) return 0;
-    uint32_t(*count)[1u << MAX_DIGIT_BITS] = o->counts;
-    memset(count, 0, passes * sizeof count[0]);
+    radix x = radix_of(bits, n);
+    uint32_t *count = counts_of(o, x);
+    if (!count) return 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t k = key_of(values, i, width, sign) - lo;
         key[i] = k;
         a[i] = (uint32_t)i;
-        for (unsigned p = 0; p < passes; p++) count[p][(k >> (p * digit)) & mask]++;
+        for (unsigned p = 0; p < x.passes; p++) count[((size_t)p << x.digit) + ((k >> (p * x.digit)) & x.mask)]++;
     }
-    for (unsigned p = 0; p < passes; p++) {
-        uint32_t at = 0;
-        for (uint32_t d = 0; d <= mask; d++) {
-            uint32_t c = count[p][d];
-            count[p][d] = at;
-            at += c;
-        }
-        uint32_t *to = count[p];
-        unsigned shift = p * digit;
+    count_to_places(count, x);
+    for (unsigned p = 0; p < x.passes; p++) {
+        uint32_t *to = count + ((size_t)p << x.digit);
+        unsigned shift = p * x.digit;
         for (size_t i = 0; i < n; i++) {
             uint32_t r = a[i];
-            b[to[(key[r] >> shift) & mask]++] = r;
+            b[to[(key[r] >> shift) & x.mask]++] = r;
         }
         uint32_t *t = a;
         a = b;
@@ -133,7 +213,9 @@ static inline __attribute__((always_inline)) size_t build(pq_dict_order *o, cons
     uint64_t range = hi - lo;
     /* a slot per key while the table costs about what the values' passes do */
     if (range <= 4 * (uint64_t)n + 256) return by_table(o, values, n, width, sign, index, lo, range);
-    return by_sort(o, values, n, width, sign, index, lo, range);
+    unsigned bits = 64 - (unsigned)__builtin_clzll(range), rowbits = 64 - (unsigned)__builtin_clzll(n - 1);
+    if (bits + rowbits <= 64) return by_sort_packed(o, values, n, width, sign, index, lo, bits, rowbits);
+    return by_sort_rows(o, values, n, width, sign, index, lo, bits);
 }
 
 size_t pq_dict_build(pq_dict_order *o, const uint8_t *values, size_t n, size_t width, bool sign, uint32_t *index,

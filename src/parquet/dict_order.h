@@ -18,8 +18,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PQ_DICT_DIGIT_BITS 11 /* a radix pass's digit, at most (its counts: 8 KiB) */
-
 typedef struct pq_dict_order {
     uint64_t *keys;   /* scratch, reused from chunk to chunk: a value's key, or (sorting) key and row */
     size_t keys_cap;  /* uint64_t's */
@@ -27,7 +25,7 @@ typedef struct pq_dict_order {
     size_t slots_cap;
     uint8_t *entries; /* the dictionary built last: entries in order, `width` bytes each */
     size_t entries_cap;
-    uint32_t (*counts)[1u << PQ_DICT_DIGIT_BITS]; /* the sort's counts, a row per pass */
+    uint32_t *counts;  /* the sort's counts, pass after pass */
 } pq_dict_order;
 
 /* values: n PLAIN values of `width` bytes (4 or 8); sign: signed integers, ordered by value

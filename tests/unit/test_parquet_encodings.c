@@ -288,8 +288,9 @@ static void test_misuse(void) {
 /* A fixed-width dictionary built in order of value (dict_order.h): its entries distinct and
  * in ascending order (signed integers by value, other values by their bits), every value's
  * index naming its own value; INT32 and INT64 widths, negatives, repeats, keys in a narrow
- * range (the table by value) and a wide one (the radix sort: one to six passes), bounds given
- * or found, sizes from 1 to thousands. */
+ * range (the table by value) and a wide one (the radix sort: key and row in a word, or rows
+ * alone for 64-bit spreads; digits of 11 bits, or 16 from 64 Ki values), bounds given or
+ * found, sizes from 1 to 100 000. */
 static uint64_t value_at(const uint8_t *e, size_t i, size_t width, bool sign) {
     if (width == 4) {
         uint32_t v;
@@ -309,7 +310,7 @@ static void test_dict_build(void) {
     for (int round = 0; round < 600 && !bad; round++) {
         size_t width = round % 2 ? 4 : 8;
         bool sign = round % 3 != 0, given = sign && round % 5 < 3;
-        size_t n = 1 + next() % (round % 10 == 0 ? 20000 : 300);
+        size_t n = round % 100 == 0 ? 65536 + next() % 40000 : 1 + next() % (round % 10 == 0 ? 20000 : 300);
         /* the values' spread: a few, about n, a byte's worth, 40 bits, everything */
         uint64_t mask = (uint64_t[]){0x3, 0xfff, 0xff00ff00ull, 0xffffffffffull, ~0ull}[next() % 5];
         uint64_t base = next();

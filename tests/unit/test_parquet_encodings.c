@@ -366,7 +366,7 @@ static void test_copy_minmax(void) {
     for (int round = 0; round < 2000 && !bad; round++) {
         size_t n = (size_t)round % 41;
         uint64_t mask = round % 3 ? 0xffff : ~0ull;
-        for (size_t i = 0; i < n; i++) src[i] = (int64_t)(next() & mask) - (int64_t)(mask >> 1);
+        for (size_t i = 0; i < n; i++) src[i] = (int64_t)((next() & mask) - (mask >> 1));
         if (n && round % 7 == 0) src[next() % n] = INT64_MIN;
         if (n && round % 11 == 0) src[next() % n] = INT64_MAX;
         int64_t lo = round % 2 ? 0 : INT64_MAX, hi = round % 2 ? 0 : INT64_MIN, want_lo = lo, want_hi = hi;

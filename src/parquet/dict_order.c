@@ -196,6 +196,77 @@ static inline __attribute__((always_inline)) size_t by_sort_rows(pq_dict_order *
     return nd;
 }
 
+/* Sorted by key, the way their spread allows: n values in [lo, lo + range], range wide. */
+static inline __attribute__((always_inline)) size_t by_sort(pq_dict_order *o, const uint8_t *values, size_t n,
+                                                            size_t width, bool sign, uint32_t *index, uint64_t lo,
+                                                            uint64_t range) {
+    unsigned bits = 64 - (unsigned)__builtin_clzll(range), rowbits = n > 1 ? 64 - (unsigned)__builtin_clzll(n - 1) : 1;
+    if (bits + rowbits <= 64) return by_sort_packed(o, values, n, width, sign, index, lo, bits, rowbits);
+    return by_sort_rows(o, values, n, width, sign, index, lo, bits);
+}
+
+enum { NOT_FEW = 4 }; /* "few" distinct values: at most 1 in NOT_FEW */
+#define BAILED ((size_t)-1)
+
+/* A value's slot in the hash table of `mask + 1` slots: Fibonacci hashing, linear probing. */
+static inline size_t probe(const uint32_t *slot, const uint64_t *skey, size_t mask, unsigned shift, uint64_t k) {
+    size_t h = (size_t)((k * 0x9e3779b97f4a7c15ull) >> shift);
+    while (slot[h] && skey[h] != k) h = (h + 1) & mask;
+    return h;
+}
+
+/* Keys in a wide range but few distinct ones (a busy hour's durations: 2-7 % of the polls):
+ * each value numbered as first seen through a hash table, then the distinct values alone
+ * sorted and the numbers made their ranks, ~15 instructions a value where sorting every value
+ * takes two or three radix passes (~45). BAILED once more than 1 in NOT_FEW values are
+ * distinct (the sort of all of them is then as cheap), with nothing written; 0 out of memory. */
+static inline __attribute__((always_inline)) size_t by_hash(pq_dict_order *o, const uint8_t *values, size_t n,
+                                                            size_t width, bool sign, uint32_t *index, uint64_t lo,
+                                                            uint64_t range) {
+    size_t limit = n / NOT_FEW, cap = 1024;
+    if (!grow(&o->uniq, &o->uniq_cap, (limit + 1) * width, 1) || !grow(&o->rank, &o->rank_cap, limit + 1, sizeof *o->rank))
+        return 0;
+    uint32_t *slot;
+    uint64_t *skey;
+    unsigned shift;
+    uint32_t nd = 0;
+    for (;;) { /* (re)built at twice the distinct values' count, from those seen so far */
+        if (!grow(&o->slots, &o->slots_cap, cap, sizeof *o->slots) || !grow(&o->skeys, &o->skeys_cap, cap, sizeof *o->skeys))
+            return 0;
+        slot = o->slots;
+        skey = o->skeys;
+        shift = 64 - (unsigned)__builtin_ctzll(cap);
+        memset(slot, 0, cap * sizeof *slot);
+        for (uint32_t e = 0; e < nd; e++) {
+            uint64_t k = key_of(o->uniq, e, width, sign);
+            size_t h = probe(slot, skey, cap - 1, shift, k);
+            slot[h] = e + 1;
+            skey[h] = k;
+        }
+        size_t i = nd ? o->resume : 0;
+        for (; i < n; i++) {
+            uint64_t k = key_of(values, i, width, sign);
+            size_t h = probe(slot, skey, cap - 1, shift, k);
+            if (slot[h]) {
+                index[i] = slot[h] - 1;
+                continue;
+            }
+            if (nd == limit) return BAILED;
+            if (2 * ((size_t)nd + 1) > cap) break; /* grow first */
+            memcpy(o->uniq + (size_t)nd * width, values + i * width, width);
+            slot[h] = ++nd;
+            skey[h] = k;
+            index[i] = nd - 1;
+        }
+        if (i == n) break;
+        o->resume = i;
+        cap *= 2;
+    }
+    if (by_sort(o, o->uniq, nd, width, sign, o->rank, lo, range) != nd) return 0; /* nd >= 2: the range is wide */
+    for (size_t i = 0; i < n; i++) index[i] = o->rank[index[i]];
+    return nd;
+}
+
 static inline __attribute__((always_inline)) size_t build(pq_dict_order *o, const uint8_t *values, size_t n,
                                                           size_t width, bool sign, uint32_t *index,
                                                           const int64_t *bounds) {
@@ -213,9 +284,8 @@ static inline __attribute__((always_inline)) size_t build(pq_dict_order *o, cons
     uint64_t range = hi - lo;
     /* a slot per key while the table costs about what the values' passes do */
     if (range <= 4 * (uint64_t)n + 256) return by_table(o, values, n, width, sign, index, lo, range);
-    unsigned bits = 64 - (unsigned)__builtin_clzll(range), rowbits = 64 - (unsigned)__builtin_clzll(n - 1);
-    if (bits + rowbits <= 64) return by_sort_packed(o, values, n, width, sign, index, lo, bits, rowbits);
-    return by_sort_rows(o, values, n, width, sign, index, lo, bits);
+    size_t nd = by_hash(o, values, n, width, sign, index, lo, range);
+    return nd != BAILED ? nd : by_sort(o, values, n, width, sign, index, lo, range);
 }
 
 size_t pq_dict_build(pq_dict_order *o, const uint8_t *values, size_t n, size_t width, bool sign, uint32_t *index,
@@ -232,5 +302,8 @@ void pq_dict_order_free(pq_dict_order *o) {
     free(o->slots);
     free(o->entries);
     free(o->counts);
+    free(o->skeys);
+    free(o->uniq);
+    free(o->rank);
     *o = (pq_dict_order){0};
 }

@@ -9,8 +9,10 @@
  * PLAIN one does) and a few passes over an array here, where a hash table probed per put cost
  * ~30-80 instructions a value (docs/fleet-tables.md). A chunk whose values span a range of at
  * most about 4 per value (workers, threads, small delays, a busy hour's short durations) is
- * numbered through a table indexed by value; a wider one by an LSD radix sort of its values
- * with their rows, over the bits in which they differ. */
+ * numbered through a table indexed by value; a wider one of few distinct values (at most 1 in
+ * 4: a busy hour's durations) through a hash table, then its distinct values sorted; any
+ * other by an LSD radix sort of its values with their rows, over the bits in which they
+ * differ. */
 #ifndef D9_PARQUET_DICT_ORDER_H
 #define D9_PARQUET_DICT_ORDER_H
 
@@ -21,8 +23,16 @@
 typedef struct pq_dict_order {
     uint64_t *keys;   /* scratch, reused from chunk to chunk: a value's key, or (sorting) key and row */
     size_t keys_cap;  /* uint64_t's */
-    uint32_t *slots;  /* the table by value: rank of each value of the range */
+    uint32_t *slots;  /* the table by value: rank of each value of the range; or the hash
+                         table's: entry + 1 (0 empty) */
     size_t slots_cap;
+    uint64_t *skeys;  /* the hash table's: each slot's key */
+    size_t skeys_cap;
+    uint8_t *uniq;    /* the distinct values as first seen (`width` bytes each) */
+    size_t uniq_cap;
+    uint32_t *rank;   /* each distinct value's rank */
+    size_t rank_cap;
+    size_t resume;    /* the value the hash table grew at */
     uint8_t *entries; /* the dictionary built last: entries in order, `width` bytes each */
     size_t entries_cap;
     uint32_t *counts;  /* the sort's counts, pass after pass */

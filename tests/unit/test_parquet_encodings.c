@@ -288,9 +288,9 @@ static void test_misuse(void) {
 /* A fixed-width dictionary built in order of value (dict_order.h): its entries distinct and
  * in ascending order (signed integers by value, other values by their bits), every value's
  * index naming its own value; INT32 and INT64 widths, negatives, repeats, keys in a narrow
- * range (the table by value) and a wide one (the radix sort: key and row in a word, or rows
- * alone for 64-bit spreads; digits of 11 bits, or 16 from 64 Ki values), bounds given or
- * found, sizes from 1 to 100 000. */
+ * range (the table by value) and a wide one (few distinct values: the hash table, then those
+ * sorted; else the radix sort: key and row in a word, or rows alone for 64-bit spreads; digits
+ * of 11 bits, or 16 from 64 Ki values), bounds given or found, sizes from 1 to 100 000. */
 static uint64_t value_at(const uint8_t *e, size_t i, size_t width, bool sign) {
     if (width == 4) {
         uint32_t v;
@@ -313,13 +313,20 @@ static void test_dict_build(void) {
         size_t n = round % 100 == 0 ? 65536 + next() % 40000 : 1 + next() % (round % 10 == 0 ? 20000 : 300);
         /* the values' spread: a few, about n, a byte's worth, 40 bits, everything */
         uint64_t mask = (uint64_t[]){0x3, 0xfff, 0xff00ff00ull, 0xffffffffffull, ~0ull}[next() % 5];
+        if (round % 10 == 0) mask = round % 20 ? ~0ull : 0xffffffffffull; /* the large sizes: wide */
         uint64_t base = next();
         uint8_t *v = malloc(n * width);
         uint32_t *index = malloc(n * sizeof *index);
         if (!v || !index) return;
         int64_t bounds[2] = {INT64_MAX, INT64_MIN};
+        /* half the rounds draw from a pool of an eighth as many values: few distinct ones over
+         * a wide spread (the hash table's case, grown past its first 1 024 slots) */
+        size_t npool = (round / 3) % 2 ? 1 + n / 8 : 0;
+        uint64_t *pool = malloc((npool + 1) * sizeof *pool);
+        if (!pool) return;
+        for (size_t i = 0; i < npool; i++) pool[i] = base + (next() & mask);
         for (size_t i = 0; i < n; i++) {
-            uint64_t x = base + (next() & mask);
+            uint64_t x = npool ? pool[next() % npool] : base + (next() & mask);
             if (i && next() % 3 == 0) x = value_at(v, next() % i, width, sign); /* a repeat */
             if (width == 4) {
                 uint32_t x32 = (uint32_t)x;
@@ -350,6 +357,7 @@ static void test_dict_build(void) {
             fprintf(stderr, "dictionary build: round %d (n %zu, width %zu, sign %d, bounds %d) wrong\n", round, n,
                     width, sign, given);
         free(used);
+        free(pool);
         free(v);
         free(index);
     }

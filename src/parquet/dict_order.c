@@ -2,7 +2,7 @@
  * keys whose order is the dictionary's (a signed integer's sign bit flipped), less the
  * smallest key; then either a table over the keys' range (a slot per possible key: marked,
  * numbered in one sweep, read back per value) or an LSD radix sort by key over the bits in
- * which the keys differ (digits of up to 11 or 16 bits, every pass's counts from one pass over the
+ * which the keys differ (digits of 8 to 16 bits, every pass's counts from one pass over the
  * keys), whose sorted walk numbers the distinct keys. The sort moves words of key and row
  * together where both fit in 64 bits (a duration's ~30 bits and a row group's 20), else the
  * rows alone, each pass reading its row's key (~13 instructions a value a pass, against ~6). */
@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A pass's digit: 11 bits (8 KiB of counts) for a chunk under 64 Ki values, 16 (256 KiB) from
- * there, where a pass fewer saves more than the wider counts cost to clear and sum (a
- * duration's ~30 bits: two passes instead of three). */
-enum { SMALL_DIGIT = 11, LARGE_DIGIT = 16, LARGE_FROM = 1 << 16 };
-enum { COUNTS = 6 << SMALL_DIGIT > 4 << LARGE_DIGIT ? 6 << SMALL_DIGIT : 4 << LARGE_DIGIT }; /* every pass's */
+/* A pass's digit: 8 to 16 bits, whichever makes the passes over the values (~12 instructions a
+ * value each) and over the counts (~4 a count: cleared, summed) cheapest: a pass fewer pays
+ * for wider counts from a few thousand values on (61 k values of 27 bits: two passes of 14
+ * bits instead of three of 9). */
+enum { MIN_DIGIT = 8, MAX_DIGIT = 16, COUNTS = 8 << MAX_DIGIT }; /* COUNTS: every pass's, at most */
 
 static bool grow(void *pp, size_t *cap, size_t need, size_t size) {
     if (need <= *cap) return true;
@@ -73,9 +73,14 @@ typedef struct radix {
 } radix;
 
 static radix radix_of(unsigned bits, size_t n) {
-    unsigned max = n >= LARGE_FROM ? LARGE_DIGIT : SMALL_DIGIT;
-    unsigned passes = (bits + max - 1) / max;
-    unsigned digit = (bits + passes - 1) / passes;
+    unsigned best = MIN_DIGIT;
+    uint64_t best_cost = UINT64_MAX;
+    for (unsigned d = MIN_DIGIT; d <= MAX_DIGIT; d++) {
+        uint64_t passes = (bits + d - 1) / d, cost = passes * (12 * (uint64_t)n + (4ull << d));
+        if (cost < best_cost) best = d, best_cost = cost;
+    }
+    unsigned passes = (bits + best - 1) / best;
+    unsigned digit = (bits + passes - 1) / passes; /* the passes' bits evened out */
     return (radix){passes, digit, (1ull << digit) - 1};
 }
 

@@ -63,7 +63,8 @@
  * put (parquet/dict_order.c), 711.6, INT64 batches copied with their min and max four at a
  * time (parquet/copy_minmax.c), 673.1, a DELTA block's deltas and smallest in one loop, 667.3,
  * the radix sort on words of key and row, 667.7, a wide range of few values through a hash
- * table, 665.2: the bound leaves ~5 %, and fails on the code before (746.1). */
+ * table, 665.2, the RLE run test and the sort's digit by cost, 664.3: the bound leaves ~5 %,
+ * and fails on the code before (746.1). */
 #define BOUND_PER_EVENT 700.0
 
 #define R1 4000

@@ -1,8 +1,9 @@
 /* A fixed-width chunk's dictionary in order of value (dict_order.h). Values become unsigned
  * keys whose order is the dictionary's (a signed integer's sign bit flipped), less the
- * smallest key; then either a table over the keys' range (a slot per possible key: marked,
- * numbered in one sweep, read back per value) or an LSD radix sort by key over the bits in
- * which the keys differ (digits of 8 to 16 bits, every pass's counts from one pass over the
+ * smallest key; then a table over the keys' range (a slot per possible key: marked, numbered
+ * in one sweep, read back per value), or a hash table numbering the values as first seen
+ * while few are distinct (then those alone sorted, as below, and the numbers made ranks), or
+ * an LSD radix sort by key over the bits in which the keys differ (digits of 8 to 16 bits, every pass's counts from one pass over the
  * keys), whose sorted walk numbers the distinct keys. The sort moves words of key and row
  * together where both fit in 64 bits (a duration's ~30 bits and a row group's 20), else the
  * rows alone, each pass reading its row's key (~13 instructions a value a pass, against ~6). */

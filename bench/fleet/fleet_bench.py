@@ -58,6 +58,7 @@ def main():
     try:
         print(f"== fold ({'short' if a.short else 'full'} mode; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs) ==")
         rec = os.path.join(work, "rec")
+        shutil.rmtree(rec, ignore_errors=True)  # a --keep directory's earlier recording would be folded too
         env = dict(os.environ, DIAL9_SERVICE="bench", DIAL9_SYMBOLIZE="0", DIAL9_MAX_FILE_SIZE_MB="1024")
         run([os.path.join(build, "examples/executor/executor_demo"), "--workers", "2", "--seconds",
              str(seconds), "--trace-dir", rec], env=env)

@@ -15,19 +15,19 @@ static unsigned width64(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll
 /* d[0..n) deltas (n <= BLOCK), each already relative to nothing: one block. */
 /* Inlined (as encode is) into each width's encoder: the loops test no width per delta
  * (~6 instructions a value of dial9 fold's DELTA columns). */
-static inline __attribute__((always_inline)) void put_block(pq_buf *out, const uint64_t *d, size_t n, unsigned bits, bool bytes) {
-    uint64_t min = d[0];
-    for (size_t i = 1; i < n; i++) {
-        if (bits == 32 ? (int32_t)d[i] < (int32_t)min : (int64_t)d[i] < (int64_t)min) min = d[i];
-    }
-    int64_t smin = bits == 32 ? (int64_t)(int32_t)min : (int64_t)min;
+/* smin: the smallest delta (signed), found as the deltas were taken. */
+static inline __attribute__((always_inline)) void put_block(pq_buf *out, const uint64_t *d, size_t n, int64_t smin,
+                                                            unsigned bits, bool bytes) {
+    uint64_t min = (uint64_t)smin;
     pq_buf_uvarint(out, zigzag(smin));
     uint64_t mask = bits == 32 ? 0xffffffffull : ~0ull;
     uint8_t widths[MINIBLOCKS] = {0};
     size_t minis = (n + PER_MINI - 1) / PER_MINI;
     for (size_t m = 0; m < minis; m++) {
         uint64_t or = 0;
-        for (size_t i = m * PER_MINI; i < n && i < (m + 1) * PER_MINI; i++) or |= (d[i] - min) & mask;
+        size_t end = n < (m + 1) * PER_MINI ? n : (m + 1) * PER_MINI; /* one bound a delta */
+        for (size_t i = m * PER_MINI; i < end; i++) or |= d[i] - min;
+        or &= mask;
         widths[m] = (uint8_t)(bytes ? (width64(or) + 7) & ~7u : width64(or));
     }
     /* the block's bytes written in place: at most 8 bytes a delta, and 8 of room for a
@@ -76,15 +76,17 @@ static inline __attribute__((always_inline)) void encode(pq_buf *out, const void
     int64_t first = bits == 32 ? (int64_t)((const int32_t *)values)[0] : ((const int64_t *)values)[0];
     pq_buf_uvarint(out, zigzag(first));
     uint64_t d[BLOCK];
-    size_t k = 0;
-    for (size_t i = 1; i < n; i++) {
-        d[k++] = AT(i) - AT(i - 1);
-        if (k == BLOCK) {
-            put_block(out, d, k, bits, bytes);
-            k = 0;
+    for (size_t i = 1; i < n; i += BLOCK) { /* a block's deltas and their smallest in one loop */
+        size_t k = n - i < BLOCK ? n - i : BLOCK;
+        int64_t smin = INT64_MAX;
+        for (size_t j = 0; j < k; j++) {
+            uint64_t x = AT(i + j) - AT(i + j - 1);
+            d[j] = x;
+            int64_t sx = bits == 32 ? (int64_t)(int32_t)x : (int64_t)x;
+            smin = sx < smin ? sx : smin;
         }
+        put_block(out, d, k, smin, bits, bytes);
     }
-    if (k) put_block(out, d, k, bits, bytes);
 #undef AT
 }
 

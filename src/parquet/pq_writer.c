@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/libzstd_loader.h"
+#include "parquet/copy_minmax.h"
 #include "parquet/delta_binary_packed.h"
 #include "parquet/dict_order.h"
 #include "parquet/pq_buf.h"
@@ -50,16 +51,15 @@ typedef struct column {
     uint8_t *defs;     /* optional columns: definition level of each row */
     int64_t nulls;
     uint32_t puts;     /* puts in the current row: must be 1 at pq_end_row */
-    /* Dictionary columns, until a row group has more than PQ_DICT_MAX distinct values or
-     * nearly all its values are distinct (then spilled: the row group's values are made PLAIN
-     * in `values`). The dictionary's entries
-     * are `values` (PLAIN, `offsets` for strings) and each value is an index. */
+    /* Dictionary columns: a string's entry is looked up as it is put, until a row group has
+     * more than PQ_DICT_MAX distinct values or nearly all its values are distinct (then
+     * spilled: the row group's values are made PLAIN in `values`); a fixed-width column's
+     * values are put PLAIN and its dictionary built at the row group's end (dict_order.h),
+     * when it pays. In dict_mode the dictionary's entries are `values` (PLAIN, `offsets` for
+     * strings) and each value is an index. */
     bool dict_mode;
     uint32_t *index;    /* per value */
-    uint32_t *slots;    /* open addressing: entry + 1, 0 empty */
-    uint64_t *keys;     /* fixed-width columns: each slot's value, its bits zero-extended (a
-                           probe compares it in place of the entry's bytes: ~30 instructions a
-                           value less for a column of durations) */
+    uint32_t *slots;    /* strings: open addressing, entry + 1, 0 empty */
     uint32_t nslots, ndict;
     pq_buf carry;      /* required columns: the last value of the previous row group, for
                           pq_put_same on a row group's first row */
@@ -125,6 +125,10 @@ static size_t width(pq_type t) {
     }
 }
 
+/* A column whose dictionary is looked up as values are put (strings); a fixed-width one's is
+ * built at the row group's end from its PLAIN values (dict_order.h). */
+static bool hashed_dictionary(const pq_column_def *d) { return d->dictionary && d->type == PQ_STRING; }
+
 static int write_bytes(pq_writer *w, const void *p, size_t n) {
     if (n && fwrite(p, 1, n, w->f) != n) return fail(w, "write failed");
     w->offset += (int64_t)n;
@@ -164,7 +168,7 @@ pq_writer *pq_writer_open(FILE *f, const pq_column_def *cols, int ncols, const p
         }
         /* a dictionary of booleans saves nothing, and readers take it for RLE booleans */
         if (c->def.type == PQ_BOOLEAN) c->def.dictionary = false;
-        c->dict_mode = c->def.dictionary;
+        c->dict_mode = hashed_dictionary(&c->def);
     }
     if (!w->opt.uncompressed) w->zstd = pq_zstd_init(&w->z, w->opt.zstd_level) == 0;
     if (write_bytes(w, "PAR1", 4) != 0) {
@@ -297,79 +301,36 @@ static __attribute__((noinline)) int reserve_index(pq_writer *w, column *c, size
     return 0;
 }
 
-/* A fixed-width value's bits, zero-extended: its key in the dictionary. */
-static inline uint64_t key_of(const void *p, size_t n) {
-    uint64_t key = 0;
-    memcpy(&key, p, n);
-    return key;
-}
-
-/* A fixed-width key's first slot of `nslots` (a power of two): Fibonacci hashing. */
-static inline uint32_t key_slot(uint64_t key, uint32_t nslots) {
-    return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (nslots - 1);
-}
-
 static int grow_slots(pq_writer *w, column *c) {
     uint32_t n = c->nslots ? c->nslots * 2 : 1024;
-    bool fixed = c->def.type != PQ_STRING;
     uint32_t *s = calloc(n, sizeof *s);
-    uint64_t *keys = fixed ? malloc(n * sizeof *keys) : NULL;
-    if (!s || (fixed && !keys)) {
-        free(s);
-        free(keys);
-        return fail(w, "out of memory");
-    }
+    if (!s) return fail(w, "out of memory");
     for (uint32_t e = 0; e < c->ndict; e++) {
         const uint8_t *p;
         size_t len;
         item_at(c, e, &p, &len);
-        uint64_t key = fixed ? key_of(p, len) : 0;
-        uint32_t k = fixed ? key_slot(key, n) : (uint32_t)hash_bytes(p, len) & (n - 1);
+        uint32_t k = (uint32_t)hash_bytes(p, len) & (n - 1);
         while (s[k]) k = (k + 1) & (n - 1);
         s[k] = e + 1;
-        if (fixed) keys[k] = key;
     }
     free(c->slots);
-    free(c->keys);
     c->slots = s;
-    c->keys = keys;
     c->nslots = n;
     return 0;
 }
 
-/* More than 7 in 8 of the values so far are distinct: their dictionary saves next to nothing
- * and costs a hash and a probe a value, so the row group goes PLAIN (past 8 Ki entries, or at
- * its end). A sorted one pays below that: sched's parked_ns, 77 % distinct, 10 % smaller. */
+/* More than 15 in 16 of the values so far are distinct: their dictionary saves next to
+ * nothing, so the row group goes PLAIN (a string column past 8 Ki entries, where each costs a
+ * hash and a probe, or at the row group's end). A sorted one pays below that: sched's
+ * parked_ns, 77 % distinct, 10 % smaller. */
 static inline bool nearly_all_distinct(const column *c) { return (uint64_t)c->ndict * 16 > (uint64_t)c->nvalues * 15; }
 
-/* One non-null value: its index in the dictionary (added when new), or its PLAIN bytes.
- * Inlined into each put, where n is a constant for fixed-width types: the copies and compares
- * become moves (a call to memcpy per value was a quarter of dial9 fold's time). */
+/* One non-null value: its index in the dictionary (a string's, added when new), or its PLAIN
+ * bytes. Inlined into each put, where n is a constant for fixed-width types: the copies become
+ * moves (a call to memcpy per value was a quarter of dial9 fold's time). */
 static inline __attribute__((always_inline)) int store(pq_writer *w, column *c, const void *p, size_t n) {
     if (c->dict_mode) {
         if (c->nvalues >= c->index_cap && reserve_index(w, c, c->nvalues + 1) != 0) return -1;
-        if (c->def.type != PQ_STRING) { /* by its bits: one multiply, the probes in place */
-            uint64_t key = key_of(p, n);
-            if ((c->ndict + 1) * 2 > c->nslots && grow_slots(w, c) != 0) return -1;
-            uint32_t k = key_slot(key, c->nslots);
-            for (;; k = (k + 1) & (c->nslots - 1)) {
-                uint32_t e = c->slots[k];
-                if (!e) break;
-                if (c->keys[k] == key) {
-                    c->index[c->nvalues++] = e - 1;
-                    return 0;
-                }
-            }
-            if (c->ndict < PQ_DICT_MAX && !(c->ndict >= 8192 && nearly_all_distinct(c))) {
-                if (append_item(w, c, p, n) != 0) return -1;
-                c->slots[k] = ++c->ndict;
-                c->keys[k] = key;
-                c->index[c->nvalues++] = c->ndict - 1;
-                return 0;
-            }
-            if (spill_dictionary(w, c) != 0) return -1;
-            goto plain;
-        }
         if (c->nvalues) { /* the previous value again (identity columns, runs): no hashing */
             const uint8_t *q;
             size_t qn;
@@ -401,7 +362,6 @@ static inline __attribute__((always_inline)) int store(pq_writer *w, column *c, 
         }
         if (spill_dictionary(w, c) != 0) return -1;
     }
-plain:
     if (append_item(w, c, p, n) != 0) return -1;
     c->nvalues++;
     return 0;
@@ -635,79 +595,57 @@ static int batch_defs(pq_writer *w, column *c, const uint8_t *present) {
         (c)->max.field = hi_;                                                                   \
     } while (0)
 
-/* A fixed-width batch put: min/max over the batch, then the values appended in one copy
- * (PLAIN and DELTA columns) or each one looked up (dictionary columns). */
-#define PUT_FIXED_N(fn, T, t1, t2, field, ordered)                                              \
+/* A fixed-width batch put: min/max over the batch, then the values appended in one copy, the
+ * present ones packed when some are null (a dictionary column's too: its dictionary is built
+ * at the row group's end). */
+#define PUT_FIXED_N(fn, T, t1, t2, field, ordered, copy_all)                                    \
     int fn(pq_writer *w, int col, const T *v, const uint8_t *present) {                         \
         column *c = batch_col(w, col, t1, t2);                                                  \
         if (!c || batch_defs(w, c, present) != 0) return -1;                                    \
         uint32_t n = w->batch;                                                                  \
-        BATCH_MINMAX(c, field, v, n, present, ordered);                                         \
-        if (!c->dict_mode && !present) {                                                        \
-            if (!pq_buf_reserve(&c->values, (size_t)n * sizeof(T))) return fail(w, "out of memory"); \
-            memcpy(c->values.p + c->values.len, v, (size_t)n * sizeof(T));                      \
+        if (!pq_buf_reserve(&c->values, (size_t)n * sizeof(T))) return fail(w, "out of memory"); \
+        uint32_t k = n;                                                                         \
+        if (!present && copy_all(c, v, n)) {                                                    \
             c->values.len += (size_t)n * sizeof(T);                                             \
             c->nstored += n;                                                                    \
             c->nvalues += n;                                                                    \
             return 0;                                                                           \
         }                                                                                       \
-        if (!c->dict_mode) { /* PLAIN or DELTA with nulls: the present values packed, one      \
-                              * reserve for the batch and the counts in locals */               \
-            if (!pq_buf_reserve(&c->values, (size_t)n * sizeof(T))) return fail(w, "out of memory"); \
+        BATCH_MINMAX(c, field, v, n, present, ordered);                                         \
+        if (!present) {                                                                         \
+            memcpy(c->values.p + c->values.len, v, (size_t)n * sizeof(T));                      \
+        } else { /* one reserve for the batch and the count in a local */                       \
             uint8_t *to = c->values.p + c->values.len;                                          \
-            uint32_t k = 0;                                                                     \
+            k = 0;                                                                              \
             for (uint32_t r = 0; r < n; r++) {                                                  \
                 if (!present[r]) continue;                                                      \
                 memcpy(to + (size_t)k * sizeof(T), &v[r], sizeof(T));                          \
                 k++;                                                                            \
             }                                                                                   \
-            c->values.len += (size_t)k * sizeof(T);                                             \
-            c->nstored += k;                                                                    \
-            c->nvalues += k;                                                                    \
-            return 0;                                                                           \
         }                                                                                       \
-        /* dictionary: the entries of recent values by their bits, so that a column of a few \
-         * values (workers, threads) is mostly neither hashed nor compared byte by byte */      \
-        struct {                                                                                \
-            uint64_t key;                                                                       \
-            uint32_t entry, ok;                                                                 \
-        } recent[64] = {0};                                                                     \
-        /* room for the batch's indexes first: a recent value's index is then one store, with  \
-         * the count in a local (c's are written back around store(), which may spill the     \
-         * dictionary to PLAIN) */                                                             \
-        if (reserve_index(w, c, c->nvalues + n) != 0) return -1;                               \
-        uint32_t *ix = c->index;                                                                \
-        size_t nv = c->nvalues;                                                                 \
-        bool dict = true;                                                                       \
-        for (uint32_t r = 0; r < n; r++) {                                                      \
-            if (present && !present[r]) continue;                                               \
-            uint64_t key = 0;                                                                   \
-            memcpy(&key, &v[r], sizeof(T));                                                     \
-            unsigned slot = (unsigned)(key ^ key >> 6 ^ key >> 32) & 63;                        \
-            if (dict && recent[slot].ok && recent[slot].key == key) {                           \
-                ix[nv++] = recent[slot].entry;                                                  \
-                continue;                                                                       \
-            }                                                                                   \
-            c->nvalues = nv;                                                                    \
-            if (store(w, c, &v[r], sizeof(T)) != 0) return -1;                                  \
-            nv = c->nvalues;                                                                    \
-            ix = c->index;                                                                      \
-            dict = c->dict_mode;                                                                \
-            if (dict) {                                                                         \
-                recent[slot].key = key;                                                         \
-                recent[slot].entry = ix[nv - 1];                                                \
-                recent[slot].ok = 1;                                                            \
-            }                                                                                   \
-        }                                                                                       \
-        c->nvalues = nv;                                                                        \
+        c->values.len += (size_t)k * sizeof(T);                                                 \
+        c->nstored += k;                                                                        \
+        c->nvalues += k;                                                                        \
         return 0;                                                                               \
     }
 
+/* Every row's INT64 value into the reserved room with the statistics, in one pass (the
+ * column's most common put: copy_minmax.h). */
+static inline bool copy_all_i64(column *c, const int64_t *v, uint32_t n) {
+    if (!c->have_minmax) {
+        c->min.i = c->max.i = v[0];
+        c->have_minmax = true;
+    }
+    pq_copy_minmax_i64((int64_t *)(void *)(c->values.p + c->values.len), v, n, &c->min.i, &c->max.i);
+    return true;
+}
+#define NO_COPY_ALL(c, v, n) ((void)(c), (void)(v), (void)(n), false)
+
 #define ALWAYS(x) ((void)(x), 1)
 #define NOT_NAN(x) ((x) == (x))
-PUT_FIXED_N(pq_put_i64s, int64_t, PQ_INT64, PQ_TIMESTAMP_NS, i, ALWAYS)
-PUT_FIXED_N(pq_put_i32s, int32_t, PQ_INT32, PQ_INT32, i, ALWAYS)
-PUT_FIXED_N(pq_put_doubles, double, PQ_DOUBLE, PQ_DOUBLE, d, NOT_NAN)
+PUT_FIXED_N(pq_put_i64s, int64_t, PQ_INT64, PQ_TIMESTAMP_NS, i, ALWAYS, copy_all_i64)
+PUT_FIXED_N(pq_put_i32s, int32_t, PQ_INT32, PQ_INT32, i, ALWAYS, NO_COPY_ALL)
+PUT_FIXED_N(pq_put_doubles, double, PQ_DOUBLE, PQ_DOUBLE, d, NOT_NAN, NO_COPY_ALL)
 
 int pq_put_bools(pq_writer *w, int col, const bool *v, const uint8_t *present) {
     column *c = batch_col(w, col, PQ_BOOLEAN, PQ_BOOLEAN);
@@ -917,11 +855,33 @@ static int write_constant_chunk(pq_writer *w, column *c, chunk_meta *m) {
     return 0;
 }
 
+/* A fixed-width dictionary column's row group: its dictionary built from the PLAIN values
+ * (integers in order of value) and taken when it pays (at most PQ_DICT_MAX entries, not
+ * nearly every value distinct: see nearly_all_distinct); PLAIN values stay otherwise. */
+static int build_dictionary(pq_writer *w, column *c) {
+    if (reserve_index(w, c, c->nvalues) != 0) return -1;
+    size_t wdt = width(c->def.type);
+    bool sign = c->def.type != PQ_DOUBLE;
+    int64_t bounds[2] = {c->min.i, c->max.i}; /* every value's: a fixed-width put notes each */
+    size_t nd = pq_dict_build(&w->order, c->values.p, c->nvalues, wdt, sign, c->index,
+                              sign && c->have_minmax ? bounds : NULL);
+    if (!nd) return fail(w, "out of memory");
+    c->ndict = (uint32_t)nd;
+    if (nd > PQ_DICT_MAX || (c->nvalues >= 64 && nearly_all_distinct(c))) return 0;
+    memcpy(c->values.p, w->order.entries, nd * wdt); /* nd <= nvalues: it fits */
+    c->values.len = nd * wdt;
+    c->nstored = nd;
+    c->dict_mode = true;
+    return 0;
+}
+
 static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
     *m = (chunk_meta){.data_page_offset = -1, .dict_page_offset = -1, .num_values = w->rows,
                       .nulls = c->nulls};
     if (constant_ints(c, w->rows)) return write_constant_chunk(w, c, m);
     if (c->dict_mode && c->nvalues >= 64 && nearly_all_distinct(c) && spill_dictionary(w, c) != 0) return -1;
+    if (c->def.dictionary && !c->dict_mode && c->nvalues && c->def.type != PQ_STRING && build_dictionary(w, c) != 0)
+        return -1;
     bool dict = c->dict_mode && c->ndict > 0;
     bool delta = !dict && c->def.delta &&
                  (c->def.type == PQ_INT32 || c->def.type == PQ_INT64 || c->def.type == PQ_TIMESTAMP_NS);
@@ -936,8 +896,6 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
     if (dict) {
         m->dict = true;
         bool ints = c->def.type == PQ_INT32 || c->def.type == PQ_INT64 || c->def.type == PQ_TIMESTAMP_NS;
-        if (ints && !pq_dict_sort_ints(&w->order, c->values.p, c->ndict, width(c->def.type), c->index, c->nvalues))
-            return fail(w, "out of memory");
         w->page.len = 0;
         put_plain(w, c, 0, c->ndict);
         /* sorted integers: their high bytes repeat, matches zstd's level 1 finds with 5-byte
@@ -1019,7 +977,7 @@ static int flush_row_group(pq_writer *w) {
         c->nstored = 0;
         c->nulls = 0;
         c->have_minmax = false;
-        c->dict_mode = c->def.dictionary;
+        c->dict_mode = hashed_dictionary(&c->def);
         c->ndict = 0;
         if (c->slots) memset(c->slots, 0, c->nslots * sizeof *c->slots);
     }
@@ -1200,7 +1158,6 @@ void pq_writer_abort(pq_writer *w) {
             free(w->cols[i].defs);
             pq_grown_free(w->cols[i].index, w->cols[i].index_cap * sizeof *w->cols[i].index);
             free(w->cols[i].slots);
-            free(w->cols[i].keys);
         }
     free(w->cols);
     for (size_t g = 0; g < w->ngroups; g++) {

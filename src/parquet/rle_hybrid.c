@@ -1,6 +1,7 @@
 /* RLE / bit-packed hybrid encoder (see rle_hybrid.h). */
 #include "parquet/rle_hybrid.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 unsigned pq_bit_width(uint32_t max_value) {
@@ -51,18 +52,26 @@ static void put_rle_run(pq_buf *out, uint32_t value, size_t count, unsigned bw) 
         while (j < n && v[j] == v[i]) j++;                                                      \
         return j - i;                                                                           \
     }                                                                                           \
+    /* run_T(v, i, n) >= 8, its 8th value compared first: a group of varied values (indexes   \
+     * of durations, of workers taking turns) is told by one compare, not a scan */            \
+    static inline bool run8_##T(const T *v, size_t i, size_t n) {                              \
+        if (i + 8 > n || v[i + 7] != v[i]) return false;                                        \
+        for (size_t k = 1; k < 7; k++)                                                          \
+            if (v[i + k] != v[i]) return false;                                                 \
+        return true;                                                                            \
+    }                                                                                           \
     static void encode_##T(pq_buf *out, const T *v, size_t n, unsigned bw) {                   \
         size_t i = 0;                                                                           \
         while (i < n) {                                                                         \
-            size_t run = run_##T(v, i, n);                                                      \
-            if (run >= 8) {                                                                     \
+            if (run8_##T(v, i, n)) {                                                            \
+                size_t run = run_##T(v, i, n);                                                  \
                 put_rle_run(out, (uint32_t)v[i], run, bw);                                      \
                 i += run;                                                                       \
                 continue;                                                                       \
             }                                                                                   \
             size_t start = i, groups = 0;                                                       \
             while (i < n) {                                                                     \
-                if (i > start && run_##T(v, i, n) >= 8) break;                                  \
+                if (i > start && run8_##T(v, i, n)) break;                                      \
                 i += 8;                                                                         \
                 groups++;                                                                       \
             }                                                                                   \

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "parquet/copy_minmax.h"
 #include "parquet/dict_order.h"
 #include "parquet/pq_buf.h"
 #include "parquet/pq_writer.h"
@@ -284,56 +285,111 @@ static void test_misuse(void) {
     free(buf);
 }
 
-/* An integer dictionary sorted by value (dict_order.h): entries in strictly ascending signed
- * order, each index renumbered to the same value; INT32 and INT64, negatives, values that
- * differ in one byte or in all of them, sizes from 2 to thousands. */
-static int64_t entry_at(const uint8_t *e, size_t i, size_t width) {
+/* A fixed-width dictionary built in order of value (dict_order.h): its entries distinct and
+ * in ascending order (signed integers by value, other values by their bits), every value's
+ * index naming its own value; INT32 and INT64 widths, negatives, repeats, keys in a narrow
+ * range (the table by value) and a wide one (few distinct values: the hash table, then those
+ * sorted; else the radix sort: key and row in a word, or rows alone for 64-bit spreads; digits
+ * of 11 bits, or 16 from 64 Ki values), bounds given or found, sizes from 1 to 100 000. */
+static uint64_t value_at(const uint8_t *e, size_t i, size_t width, bool sign) {
     if (width == 4) {
-        int32_t v;
+        uint32_t v;
         memcpy(&v, e + i * 4, 4);
-        return v;
+        return sign ? (uint64_t)(int64_t)(int32_t)v : v;
     }
-    int64_t v;
+    uint64_t v;
     memcpy(&v, e + i * 8, 8);
     return v;
 }
 
-static void test_dict_sort(void) {
+static bool in_order(uint64_t a, uint64_t b, bool sign) { return sign ? (int64_t)a < (int64_t)b : a < b; }
+
+static void test_dict_build(void) {
     pq_dict_order o = {0};
     int bad = 0;
-    for (int round = 0; round < 300 && !bad; round++) {
+    for (int round = 0; round < 600 && !bad; round++) {
         size_t width = round % 2 ? 4 : 8;
-        size_t n = 2 + next() % (round % 10 == 0 ? 5000 : 300), nindex = 1 + next() % 4000;
-        uint64_t mask = (uint64_t[]){0xff, 0xffffff, ~0ull, 0xff00ff00ull}[next() % 4];
-        uint8_t *e = malloc(n * width);
-        int64_t *old = malloc(n * sizeof *old);
-        uint32_t *index = malloc(nindex * sizeof *index), *before = malloc(nindex * sizeof *before);
-        if (!e || !old || !index || !before) return;
-        for (size_t i = 0; i < n; i++) { /* distinct: i in the low bits, random ones above */
-            uint64_t x = (next() & mask & ~0x1fffull) | i;
-            if (next() % 2) x = ~x; /* negative, in both widths */
-            old[i] = width == 4 ? (int64_t)(int32_t)(uint32_t)x : (int64_t)x;
+        bool sign = round % 3 != 0, given = sign && round % 5 < 3;
+        size_t n = round % 100 == 0 ? 65536 + next() % 40000 : 1 + next() % (round % 10 == 0 ? 20000 : 300);
+        /* the values' spread: a few, about n, a byte's worth, 40 bits, everything */
+        uint64_t mask = (uint64_t[]){0x3, 0xfff, 0xff00ff00ull, 0xffffffffffull, ~0ull}[next() % 5];
+        if (round % 10 == 0) mask = round % 20 ? ~0ull : 0xffffffffffull; /* the large sizes: wide */
+        uint64_t base = next();
+        uint8_t *v = malloc(n * width);
+        uint32_t *index = malloc(n * sizeof *index);
+        if (!v || !index) return;
+        int64_t bounds[2] = {INT64_MAX, INT64_MIN};
+        /* half the rounds draw from a pool of an eighth as many values: few distinct ones over
+         * a wide spread (the hash table's case, grown past its first 1 024 slots) */
+        size_t npool = (round / 3) % 2 ? 1 + n / 8 : 0;
+        uint64_t *pool = malloc((npool + 1) * sizeof *pool);
+        if (!pool) return;
+        for (size_t i = 0; i < npool; i++) pool[i] = base + (next() & mask);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t x = npool ? pool[next() % npool] : base + (next() & mask);
+            if (i && next() % 3 == 0) x = value_at(v, next() % i, width, sign); /* a repeat */
             if (width == 4) {
-                int32_t v = (int32_t)old[i];
-                memcpy(e + i * 4, &v, 4);
+                uint32_t x32 = (uint32_t)x;
+                memcpy(v + i * 4, &x32, 4);
             } else {
-                memcpy(e + i * 8, &old[i], 8);
+                memcpy(v + i * 8, &x, 8);
             }
+            int64_t s = (int64_t)value_at(v, i, width, true);
+            bounds[0] = s < bounds[0] ? s : bounds[0];
+            bounds[1] = s > bounds[1] ? s : bounds[1];
         }
-        for (size_t i = 0; i < nindex; i++) before[i] = index[i] = (uint32_t)(next() % n);
-        CHECK(pq_dict_sort_ints(&o, e, n, width, index, nindex));
-        for (size_t i = 1; i < n; i++)
-            if (entry_at(e, i - 1, width) >= entry_at(e, i, width)) bad = 1;
-        for (size_t i = 0; i < nindex; i++)
-            if (index[i] >= n || entry_at(e, index[i], width) != old[before[i]]) bad = 1;
-        if (bad) fprintf(stderr, "dictionary sort: round %d (n %zu, width %zu) wrong\n", round, n, width);
-        free(e);
-        free(old);
+        size_t nd = pq_dict_build(&o, v, n, width, sign, index, given ? bounds : NULL);
+        CHECK(nd >= 1 && nd <= n);
+        for (size_t i = 1; i < nd; i++)
+            if (!in_order(value_at(o.entries, i - 1, width, sign), value_at(o.entries, i, width, sign), sign)) bad = 1;
+        bool *used = calloc(nd ? nd : 1, 1);
+        if (!used) return;
+        for (size_t i = 0; i < n; i++) {
+            if (index[i] >= nd || value_at(o.entries, index[i], width, sign) != value_at(v, i, width, sign)) {
+                bad = 1;
+                break;
+            }
+            used[index[i]] = true;
+        }
+        for (size_t i = 0; i < nd; i++)
+            if (!used[i]) bad = 1; /* an entry no value has: not the distinct values */
+        if (bad)
+            fprintf(stderr, "dictionary build: round %d (n %zu, width %zu, sign %d, bounds %d) wrong\n", round, n,
+                    width, sign, given);
+        free(used);
+        free(pool);
+        free(v);
         free(index);
-        free(before);
     }
     CHECK(!bad);
     pq_dict_order_free(&o);
+}
+
+/* A batch's INT64 values copied with their min and max (copy_minmax.h): the copy exact and
+ * the bounds those of the values and the bounds given, for every length around the four-value
+ * steps, extremes anywhere (first, last, in the tail), INT64_MIN and INT64_MAX. */
+static void test_copy_minmax(void) {
+    int bad = 0;
+    int64_t src[80], dst[80];
+    for (int round = 0; round < 2000 && !bad; round++) {
+        size_t n = (size_t)round % 41;
+        uint64_t mask = round % 3 ? 0xffff : ~0ull;
+        for (size_t i = 0; i < n; i++) src[i] = (int64_t)((next() & mask) - (mask >> 1));
+        if (n && round % 7 == 0) src[next() % n] = INT64_MIN;
+        if (n && round % 11 == 0) src[next() % n] = INT64_MAX;
+        int64_t lo = round % 2 ? 0 : INT64_MAX, hi = round % 2 ? 0 : INT64_MIN, want_lo = lo, want_hi = hi;
+        for (size_t i = 0; i < n; i++) {
+            want_lo = src[i] < want_lo ? src[i] : want_lo;
+            want_hi = src[i] > want_hi ? src[i] : want_hi;
+        }
+        memset(dst, 0x5a, sizeof dst);
+        pq_copy_minmax_i64(dst, src, n, &lo, &hi);
+        if (lo != want_lo || hi != want_hi || (n && memcmp(dst, src, n * sizeof *src) != 0) || dst[n] != 0x5a5a5a5a5a5a5a5a) {
+            fprintf(stderr, "copy_minmax: round %d (n %zu) wrong\n", round, n);
+            bad = 1;
+        }
+    }
+    CHECK(!bad);
 }
 
 int main(void) {
@@ -342,6 +398,7 @@ int main(void) {
     test_thrift_bytes();
     test_file_frame();
     test_misuse();
-    test_dict_sort();
+    test_dict_build();
+    test_copy_minmax();
     return d9t_summary("test_parquet_encodings");
 }

@@ -50,11 +50,18 @@
 typedef enum d9_thread_cpu_source {
     D9_THREAD_CPU_AUTO = 0, /* the page where the kernel gives it, else the system call */
     D9_THREAD_CPU_PERF,     /* the page, or d9_start fails saying why */
-    D9_THREAD_CPU_SYSCALL   /* clock_gettime(CLOCK_THREAD_CPUTIME_ID), as before */
+    D9_THREAD_CPU_SYSCALL,  /* clock_gettime(CLOCK_THREAD_CPUTIME_ID), as before */
+    D9_THREAD_CPU_PAGE      /* the page without its switch ring (the read after a switch) */
 } d9_thread_cpu_source;
+/* For the messages about a bad DIAL9_THREAD_CPU. */
+#define D9_THREAD_CPU_SOURCES "auto, perf, page or syscall"
 
 /* Per-thread events at most, per process: a thread beyond them reads by system call. */
 #define D9_TCC_MAX_THREADS 256
+/* Of those, with a switch ring (thread_cpu_switch_ring.h): each locks a page of the user's perf
+ * budget (perf_event_mlock_kb per CPU), which the CPU sampler's and switch source's rings share;
+ * a thread beyond them has the page alone. */
+#define D9_TCC_MAX_RING_THREADS 64
 
 /* A thread's gen when its event was refused (or lost) under that gen. */
 #define D9_TCC_NO_PAGE 0x80000000u
@@ -83,6 +90,10 @@ typedef struct d9_tcc_state {
     int32_t slot;      /* its entry in thread_cpu_clock.c's table (-1: none) */
     uint32_t lock;     /* the page's lock when cpu_ns was given */
     uint32_t exact_reads; /* how many values took the system call (tests, docs) */
+    uint32_t ring_values; /* how many values after a switch came from the switch ring instead */
+    uint32_t ring_key;    /* the ring's relation to the page (d9_tcc_ring_key) at the event's open */
+    const volatile char *ring; /* the switch records (NULL: none on this thread) */
+    uint64_t ring_size;        /* its bytes, a power of 2 */
     uint64_t cpu_ns;   /* the last value given */
     uint64_t ticks;    /* the recorder's clock then */
     uint64_t base_ns;  /* value = base_ns + task clock */
@@ -236,7 +247,7 @@ static inline __attribute__((always_inline)) uint64_t d9_thread_cpu_clock_ns(d9_
     return d9_thread_cpu_clock_slow(s, use, now_ticks);
 }
 
-/* DIAL9_THREAD_CPU's values (auto, perf, syscall; any case) -> *out; false otherwise. */
+/* DIAL9_THREAD_CPU's values (D9_THREAD_CPU_SOURCES; any case) -> *out; false otherwise. */
 bool d9_thread_cpu_source_parse(const char *s, d9_thread_cpu_source *out);
 /* At d9_start: decide from `requested` (and a probe of the kernel) whether this recording uses
  * the page; `ticks_are_ns` when the recorder's clock is CLOCK_MONOTONIC; `unread`: parks and
@@ -260,6 +271,8 @@ void d9_thread_cpu_clock_set_fds_guarded(bool guarded);
 int d9_task_clock_open(void);
 /* How many events are open now, and the calling thread's fd (-1: none): tests. */
 int d9_thread_cpu_clock_open_count(void);
+/* Whether the calling thread's event has its switch ring: tests. */
+bool d9_thread_cpu_clock_has_ring(void);
 int d9_thread_cpu_clock_fd(void);
 
 #endif

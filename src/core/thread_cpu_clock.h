@@ -29,6 +29,12 @@
  *     more than the park slack after the hook's time (a switch may have come between them, and
  *     the value is then of a later moment): stamped then, no line (thread_cpu_clock.c);
  *   - a thread's first value (its event opened): stamped after the open, no line.
+ * With the thread's switch ring (thread_cpu_switch_ring.h: DIAL9_THREAD_CPU auto or perf, where
+ * the kernel writes the thread's switch records; up to D9_TCC_MAX_RING_THREADS threads), every
+ * value after a switch comes from it instead, before any rule above: the CPU time at the last
+ * switch in plus the wall time since it, exact, a new line, no system call (the park's lower
+ * bound, the back-to-back unpark's read, a long poll's reads, the late stamps: none). The rules
+ * above stay for a thread without its ring and when the ring cannot say (thread_cpu_clock.c).
  * Values are the task clock offset by `base`, which starts them at CLOCK_THREAD_CPUTIME_ID
  * when the thread's event opens. The one way an estimate runs ahead of the task clock: the
  * host stops the vCPU inside an uninterrupted run (no switch in the guest, so `lock` stays;

@@ -9,7 +9,6 @@
  * too but follows the host's load) and its context switches per round trip, median and
  * minimum over the repetitions.
  *   d9_bench_switch_ring [round trips per run (20000)] [repetitions (21)] */
-#define _GNU_SOURCE
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>

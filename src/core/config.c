@@ -167,7 +167,7 @@ static int parse_thread_cpu_time(const char *var, const char *s, d9_thread_cpu_t
 static int check_thread_cpu_source(const char *var, const char *s) {
     d9_thread_cpu_source source;
     if (d9_thread_cpu_source_parse(s, &source)) return 0;
-    d9_set_error("%s=\"%s\": expected auto, perf or syscall", var, s);
+    d9_set_error("%s=\"%s\": expected " D9_THREAD_CPU_SOURCES, var, s);
     return -1;
 }
 

@@ -4,7 +4,9 @@
  * DIAL9_POLL_CPU_MIN_US (default 1000), the poll's end reads the task clock (one system call)
  * and records a PollCpuEvent {worker_id, cpu_time_ns: the poll's CPU time, exact}. A poll with
  * no switch inside costs a store and a compare at its begin and a compare at its end: no
- * event, no system call. docs/kernel-sources.md "Off-CPU time of long polls".
+ * event, no system call. With the thread's switch ring (thread_cpu_switch_ring.h) the values
+ * after a switch below come from the kernel's switch records, exact, and nothing reads at all.
+ * docs/kernel-sources.md "Off-CPU time of long polls".
  *
  * The poll's CPU time is cpu(end) - cpu(begin): cpu(end) by read() of the event; cpu(begin)
  * from the thread's last value (its park or unpark, or the last such read) plus the wall time

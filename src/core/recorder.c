@@ -239,7 +239,7 @@ static int start(const d9_config *cfg) {
     d9_thread_cpu_source cpu_source = D9_THREAD_CPU_AUTO; /* validated by d9_config_from_env */
     const char *cpu_env = getenv("DIAL9_THREAD_CPU");
     if (cpu_env && !d9_thread_cpu_source_parse(cpu_env, &cpu_source)) {
-        d9_set_error("DIAL9_THREAD_CPU=\"%s\": expected auto, perf or syscall", cpu_env);
+        d9_set_error("DIAL9_THREAD_CPU=\"%s\": expected " D9_THREAD_CPU_SOURCES, cpu_env);
         free_strings(r);
         pthread_mutex_unlock(&r->lifecycle);
         return D9_ERR_INVALID;

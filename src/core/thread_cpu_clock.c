@@ -24,6 +24,7 @@
 #include "core/last_error.h"
 #include "core/owned_fd.h"
 #include "core/poll_cpu.h"
+#include "core/thread_cpu_switch_ring.h"
 
 uint32_t d9_thread_cpu_clock_gen;
 double d9_thread_cpu_ns_per_tick;
@@ -40,13 +41,16 @@ typedef struct slot {
     int fd;
     d9_fd_id id; /* what fd was opened on: a program that closes every fd may reuse the number */
     void *page;
+    size_t map_bytes; /* the page, and the switch ring's page after it when it has one */
 } slot;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static slot g_slots[D9_TCC_MAX_THREADS];
 static uint32_t g_gen_counter;
-static char g_reason[320] = "syscall: not started";
+static char g_reason[720] = "syscall: not started";
 static _Atomic bool g_fds_guarded; /* d9_thread_cpu_clock_set_fds_guarded */
+static _Atomic bool g_ring_wanted; /* this recording gives threads a switch ring (thread_cpu_switch_ring.h) */
+static int g_ring_threads;        /* slots with one (under g_lock) */
 /* PR_GET_SECCOMP of the thread that probed; atomic: a thread of the last recording may open its
  * event while d9_start probes again (test_mt_recorder_restart's TSan report, 1 run in ~10 under
  * load); either probe's value is the process's mode at a start */
@@ -58,6 +62,7 @@ bool d9_thread_cpu_source_parse(const char *s, d9_thread_cpu_source *out) {
     if (strcasecmp(s, "auto") == 0) *out = D9_THREAD_CPU_AUTO;
     else if (strcasecmp(s, "perf") == 0) *out = D9_THREAD_CPU_PERF;
     else if (strcasecmp(s, "syscall") == 0) *out = D9_THREAD_CPU_SYSCALL;
+    else if (strcasecmp(s, "page") == 0) *out = D9_THREAD_CPU_PAGE;
     else return false;
     return true;
 }
@@ -68,10 +73,14 @@ static uint64_t thread_cputime_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static size_t page_bytes(void) { return (size_t)sysconf(_SC_PAGESIZE); }
+
 /* exclude_kernel and exclude_hv let an unprivileged thread open it at perf_event_paranoid 2; a
  * task clock counts the thread's time on CPU whatever they say (it is the context's time, not a
- * sampled count). */
-int d9_task_clock_open(void) {
+ * sampled count). With `switches`, the kernel also writes the thread's switch records, stamped
+ * on CLOCK_MONOTONIC (the recorder's clock, or the one its ticks convert to), into the ring
+ * mapped after the page (thread_cpu_switch_ring.h); no samples (sample_period 0). */
+static int task_clock_open(bool switches) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.size = sizeof a;
@@ -79,8 +88,38 @@ int d9_task_clock_open(void) {
     a.config = PERF_COUNT_SW_TASK_CLOCK;
     a.exclude_kernel = 1;
     a.exclude_hv = 1;
+    if (switches) {
+        a.context_switch = 1;
+        a.sample_id_all = 1;
+        a.sample_type = PERF_SAMPLE_TIME;
+        a.use_clockid = 1;
+        a.clockid = CLOCK_MONOTONIC;
+    }
     long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     return fd < 0 ? -errno : (int)fd;
+}
+
+int d9_task_clock_open(void) { return task_clock_open(false); }
+
+/* The event's page, and with `switches` its one-page ring after it, mapped read-only (the
+ * kernel then overwrites the ring: nothing to consume); MAP_FAILED with errno. */
+static void *map_event(int fd, bool switches) {
+    return mmap(NULL, (switches ? 2 : 1) * page_bytes(), PROT_READ, MAP_SHARED, fd, 0);
+}
+
+/* The page's lock and the ring's head, consistent: the ring's key (d9_tcc_ring_key). */
+static bool ring_key_now(const volatile struct perf_event_mmap_page *p, uint32_t *key) {
+    for (int tries = 0; tries < 8; tries++) {
+        uint32_t before = p->lock;
+        __asm__ __volatile__("" ::: "memory");
+        uint64_t head = p->data_head;
+        __asm__ __volatile__("" ::: "memory");
+        if (p->lock == before && !(before & 1)) {
+            *key = d9_tcc_ring_key(before, head);
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Through syscall(): under the shim, read() is the program's interposer (preload_fd_wakes.c),
@@ -101,13 +140,15 @@ static void release(d9_tcc_state *s) {
         slot *e = &g_slots[s->slot];
         pthread_mutex_lock(&g_lock);
         if (atomic_load(&e->state) != SLOT_CLOSED) d9_fd_close_if_ours(e->fd, e->id);
-        munmap(e->page, (size_t)sysconf(_SC_PAGESIZE));
+        munmap(e->page, e->map_bytes);
+        if (e->map_bytes > page_bytes()) g_ring_threads--;
         e->fd = -1;
         e->page = NULL;
         atomic_store(&e->state, SLOT_FREE);
         pthread_mutex_unlock(&g_lock);
     }
     s->page = NULL;
+    s->ring = NULL;
     s->slot = -1;
 }
 
@@ -127,17 +168,44 @@ static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
         snprintf(why, why_size, "a seccomp filter installed after the start");
         return false;
     }
-    int fd = d9_task_clock_open();
-    if (fd < 0) {
-        snprintf(why, why_size, "perf_event_open(PERF_COUNT_SW_TASK_CLOCK) refused: %s", strerror(-fd));
-        return false;
+    /* a switch ring while this recording wants them and fewer than the most have one (counted
+     * here, given back below if refused); a thread refused one (the perf mlock budget spent, a
+     * kernel without context_switch) has the page alone */
+    pthread_mutex_lock(&g_lock);
+    bool switches = atomic_load_explicit(&g_ring_wanted, memory_order_relaxed) && g_ring_threads < D9_TCC_MAX_RING_THREADS;
+    g_ring_threads += switches;
+    pthread_mutex_unlock(&g_lock);
+    int fd = -1;
+    void *page = MAP_FAILED;
+    if (switches) {
+        fd = task_clock_open(true);
+        page = fd < 0 ? MAP_FAILED : map_event(fd, true);
+        if (page == MAP_FAILED) {
+            if (fd >= 0) close(fd);
+            pthread_mutex_lock(&g_lock);
+            g_ring_threads--;
+            pthread_mutex_unlock(&g_lock);
+            switches = false;
+        }
     }
-    void *page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
-    if (page == MAP_FAILED) {
-        snprintf(why, why_size, "mmap of the task-clock event refused: %s", strerror(errno));
-        close(fd);
-        return false;
+    if (!switches) {
+        fd = task_clock_open(false);
+        if (fd < 0) {
+            snprintf(why, why_size, "perf_event_open(PERF_COUNT_SW_TASK_CLOCK) refused: %s", strerror(-fd));
+            return false;
+        }
+        page = map_event(fd, false);
+        if (page == MAP_FAILED) {
+            snprintf(why, why_size, "mmap of the task-clock event refused: %s", strerror(errno));
+            close(fd);
+            return false;
+        }
     }
+    size_t map_bytes = (switches ? 2 : 1) * page_bytes();
+    const volatile struct perf_event_mmap_page *meta = page;
+    uint32_t key = 0;
+    if (switches && (meta->data_size != page_bytes() || meta->data_offset != page_bytes() || !ring_key_now(meta, &key)))
+        switches = false; /* a layout not the one asked for: the page alone (the mapping stays) */
     int found = -1;
     pthread_mutex_lock(&g_lock);
     for (int i = 0; i < D9_TCC_MAX_THREADS && found < 0; i++) {
@@ -146,13 +214,15 @@ static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
             g_slots[i].fd = fd;
             g_slots[i].id = d9_fd_identify(fd);
             g_slots[i].page = page;
+            g_slots[i].map_bytes = map_bytes;
             atomic_store(&g_slots[i].state, SLOT_OPEN);
         }
     }
+    if (found < 0 && map_bytes > page_bytes()) g_ring_threads--;
     pthread_mutex_unlock(&g_lock);
     if (found < 0) {
         snprintf(why, why_size, "more than %d threads have a task-clock event", D9_TCC_MAX_THREADS);
-        munmap(page, (size_t)sysconf(_SC_PAGESIZE));
+        munmap(page, map_bytes);
         close(fd);
         return false;
     }
@@ -161,6 +231,9 @@ static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
     s->slot = found;
     s->page = page;
     s->poll_page = page;
+    s->ring = switches ? (const volatile char *)page + page_bytes() : NULL;
+    s->ring_size = page_bytes();
+    s->ring_key = key;
     return true;
 }
 
@@ -214,6 +287,31 @@ static void restamp_late(d9_tcc_state *s, uint64_t now_ticks, double ns_per_tick
     s->ticks = after;
 }
 
+/* `ticks` (the recorder's clock, read before) on CLOCK_MONOTONIC, which the switch records use:
+ * the same number when ticks are ns, else now's CLOCK_MONOTONIC less the ticks since. */
+static uint64_t mono_ns_at(uint64_t ticks, double ns_per_tick) {
+    if (!__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED)) return ticks;
+    uint64_t ticks_now = d9_clock_ticks();
+    uint64_t mono_now = d9_mono_ns();
+    return mono_now - (uint64_t)(int64_t)((double)(int64_t)(ticks_now - ticks) * ns_per_tick);
+}
+
+/* After a switch, with a switch ring: a new line, exact, with no system call
+ * (thread_cpu_switch_ring.h), for any use (no lower bound, no late read): at the hook's time,
+ * or at the switch in when that came after it (the value then stamped there, as a late read is,
+ * but a line: nothing ran between). The estimate when the page did not move; D9_TCC_NONE when
+ * the ring cannot say. */
+static uint64_t from_ring(d9_tcc_state *s, uint64_t now_ticks, double ns_per_tick) {
+    d9_tcc_switch_in sw;
+    if (!d9_tcc_ring_snapshot(s->page, s->ring, s->ring_size, s->ring_key, &sw)) return D9_TCC_NONE;
+    if (sw.lock == s->lock) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
+    s->ring_values++;
+    uint64_t at_ns = mono_ns_at(now_ticks, ns_per_tick), clock, line_ns;
+    d9_tcc_ring_line(&sw, at_ns, &clock, &line_ns);
+    uint64_t line_ticks = now_ticks + (uint64_t)(int64_t)((double)(int64_t)(line_ns - at_ns) / ns_per_tick);
+    return d9_tcc_anchor(s, sw.lock, s->base_ns + clock, line_ticks);
+}
+
 /* The thread has its page under this recording: a snapshot and the rules (thread_cpu_clock.h). */
 static uint64_t from_page(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
     uint32_t lock;
@@ -224,6 +322,10 @@ static uint64_t from_page(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
     /* a time before the last value's stamp (a late read restamped it; a hook that shares its
      * time with the one that read): no wall time since it */
     if ((int64_t)(now_ticks - s->ticks) < 0) now_ticks = s->ticks;
+    if (s->ring && ns_per_tick > 0) {
+        uint64_t v = from_ring(s, now_ticks, ns_per_tick);
+        if (v != D9_TCC_NONE) return v;
+    }
     uint32_t reads = s->exact_reads, line = s->lock;
     if (d9_tcc_snapshot(s->page, &lock, &clock, 0, 0)) {
         uint64_t v = d9_tcc_step(s, use, lock, clock, now_ticks, ns_per_tick, slack_ns, d9_thread_cpu_clock_exact);
@@ -281,6 +383,18 @@ uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, d9_tcc_use use, uint64_t now_
     return cpu;
 }
 
+/* Whether this thread can open the event (with its switch ring) and map it; why not in `why`. */
+static bool probe_event(bool switches, char *why, size_t why_size) {
+    int fd = task_clock_open(switches);
+    void *page = fd < 0 ? MAP_FAILED : map_event(fd, switches);
+    const char *what = switches ? " with switch records" : "";
+    if (fd < 0) snprintf(why, why_size, "perf_event_open(PERF_COUNT_SW_TASK_CLOCK%s) refused: %s", what, strerror(-fd));
+    else if (page == MAP_FAILED) snprintf(why, why_size, "mmap of the task-clock event%s refused: %s", what, strerror(errno));
+    if (page != MAP_FAILED) munmap(page, (switches ? 2 : 1) * page_bytes());
+    if (fd >= 0) close(fd);
+    return page != MAP_FAILED;
+}
+
 static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread, uint64_t park_slack_ns) {
     d9_fork_guard_install(); /* the child forgets the parent's events */
     double per_tick = ticks_are_ns ? 1.0 : 0.0;
@@ -295,15 +409,12 @@ static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool u
         __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
         return 0;
     }
-    /* the probe: can this thread have the event and its page? */
+    /* the probes: can this thread have the event with its switch ring, or its page alone? */
     atomic_store_explicit(&g_seccomp_at_start, prctl(PR_GET_SECCOMP, 0, 0, 0, 0), memory_order_relaxed);
-    int fd = d9_task_clock_open();
-    void *page = fd < 0 ? MAP_FAILED : mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
-    char why[160] = "";
-    if (fd < 0) snprintf(why, sizeof why, "perf_event_open(PERF_COUNT_SW_TASK_CLOCK) refused: %s", strerror(-fd));
-    else if (page == MAP_FAILED) snprintf(why, sizeof why, "mmap of the task-clock event refused: %s", strerror(errno));
-    if (page != MAP_FAILED) munmap(page, (size_t)sysconf(_SC_PAGESIZE));
-    if (fd >= 0) close(fd);
+    char ring_why[160] = "DIAL9_THREAD_CPU=page", why[160] = "";
+    bool ring = requested != D9_THREAD_CPU_PAGE && probe_event(true, ring_why, sizeof ring_why);
+    if (!ring) probe_event(false, why, sizeof why);
+    atomic_store_explicit(&g_ring_wanted, ring, memory_order_relaxed);
     if (why[0]) {
         __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
         if (requested == D9_THREAD_CPU_PERF) {
@@ -314,12 +425,24 @@ static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool u
         snprintf(g_reason, sizeof g_reason, "syscall: %s", why);
         return 0;
     }
-    snprintf(g_reason, sizeof g_reason,
-             "perf: a task-clock page per thread (up to %d threads; a park after a switch: the CPU "
-             "time at the last switch-in, a lower bound, when short by less than %llu us, else by "
-             "system call)%s",
-             D9_TCC_MAX_THREADS, (unsigned long long)(park_slack_ns / 1000),
-             requested == D9_THREAD_CPU_PERF ? " (DIAL9_THREAD_CPU=perf)" : "");
+    /* which way a thread takes its value after a switch, and why not the ring */
+    char after_switch[560];
+    char read_rules[260];
+    snprintf(read_rules, sizeof read_rules,
+             "a park after a switch: the CPU time at the last switch-in, a lower bound, when short by less than "
+             "%llu us, else by system call; an unpark whose poller did not sleep since such a park, a long poll's "
+             "begin or end after a switch: by system call",
+             (unsigned long long)(park_slack_ns / 1000));
+    if (ring)
+        snprintf(after_switch, sizeof after_switch,
+                 "after a switch: the CPU time at the last switch-in plus the wall time since it, from the "
+                 "kernel's switch records in a one-page ring per thread (up to %d threads), no system call; a "
+                 "thread without its ring (refused, past them, or its last records not its switch out and in): %s",
+                 D9_TCC_MAX_RING_THREADS, read_rules);
+    else
+        snprintf(after_switch, sizeof after_switch, "no switch ring (%s): %s", ring_why, read_rules);
+    snprintf(g_reason, sizeof g_reason, "perf: a task-clock page per thread (up to %d threads; %s)%s",
+             D9_TCC_MAX_THREADS, after_switch, requested == D9_THREAD_CPU_PERF ? " (DIAL9_THREAD_CPU=perf)" : "");
     pthread_mutex_lock(&g_lock);
     g_gen_counter = (g_gen_counter + 1) & ~D9_TCC_NO_PAGE;
     if (g_gen_counter == 0) g_gen_counter = 1;
@@ -368,7 +491,7 @@ void d9_thread_cpu_clock_forget_after_fork(void) {
         int state = atomic_load(&e->state);
         if (state == SLOT_FREE) continue;
         if (state != SLOT_CLOSED) d9_fd_close_if_ours(e->fd, e->id);
-        munmap(e->page, (size_t)sysconf(_SC_PAGESIZE));
+        munmap(e->page, e->map_bytes);
         e->fd = -1;
         e->page = NULL;
         atomic_store(&e->state, SLOT_FREE);
@@ -378,8 +501,10 @@ void d9_thread_cpu_clock_forget_after_fork(void) {
     s->poll_page = &d9_tcc_no_page;
     s->lock = d9_tcc_no_page.lock;
     s->poll_lock = d9_tcc_no_page.lock;
+    s->ring = NULL;
     s->slot = -1;
     s->gen = 0;
+    g_ring_threads = 0;
     __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
 }
 
@@ -396,3 +521,5 @@ int d9_thread_cpu_clock_fd(void) {
     const d9_tcc_state *s = &d9__tls_cpu_clock;
     return s->slot >= 0 && atomic_load(&g_slots[s->slot].state) != SLOT_CLOSED ? g_slots[s->slot].fd : -1;
 }
+
+bool d9_thread_cpu_clock_has_ring(void) { return d9__tls_cpu_clock.ring != NULL; }

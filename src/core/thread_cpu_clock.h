@@ -29,6 +29,12 @@
  *     more than the park slack after the hook's time (a switch may have come between them, and
  *     the value is then of a later moment): stamped then, no line (thread_cpu_clock.c);
  *   - a thread's first value (its event opened): stamped after the open, no line.
+ * With the thread's switch ring (thread_cpu_switch_ring.h: DIAL9_THREAD_CPU auto or perf, where
+ * the kernel writes the thread's switch records; up to D9_TCC_MAX_RING_THREADS threads), every
+ * value after a switch comes from it instead, before any rule above: the CPU time at the last
+ * switch in plus the wall time since it, exact, a new line, no system call (the park's lower
+ * bound, the back-to-back unpark's read, a long poll's reads, the late stamps: none). The rules
+ * above stay for a thread without its ring and when the ring cannot say (thread_cpu_clock.c).
  * Values are the task clock offset by `base`, which starts them at CLOCK_THREAD_CPUTIME_ID
  * when the thread's event opens. The one way an estimate runs ahead of the task clock: the
  * host stops the vCPU inside an uninterrupted run (no switch in the guest, so `lock` stays;
@@ -50,11 +56,18 @@
 typedef enum d9_thread_cpu_source {
     D9_THREAD_CPU_AUTO = 0, /* the page where the kernel gives it, else the system call */
     D9_THREAD_CPU_PERF,     /* the page, or d9_start fails saying why */
-    D9_THREAD_CPU_SYSCALL   /* clock_gettime(CLOCK_THREAD_CPUTIME_ID), as before */
+    D9_THREAD_CPU_SYSCALL,  /* clock_gettime(CLOCK_THREAD_CPUTIME_ID), as before */
+    D9_THREAD_CPU_PAGE      /* the page without its switch ring (the read after a switch) */
 } d9_thread_cpu_source;
+/* For the messages about a bad DIAL9_THREAD_CPU. */
+#define D9_THREAD_CPU_SOURCES "auto, perf, page or syscall"
 
 /* Per-thread events at most, per process: a thread beyond them reads by system call. */
 #define D9_TCC_MAX_THREADS 256
+/* Of those, with a switch ring (thread_cpu_switch_ring.h): each locks a page of the user's perf
+ * budget (perf_event_mlock_kb per CPU), which the CPU sampler's and switch source's rings share;
+ * a thread beyond them has the page alone. */
+#define D9_TCC_MAX_RING_THREADS 64
 
 /* A thread's gen when its event was refused (or lost) under that gen. */
 #define D9_TCC_NO_PAGE 0x80000000u
@@ -83,6 +96,10 @@ typedef struct d9_tcc_state {
     int32_t slot;      /* its entry in thread_cpu_clock.c's table (-1: none) */
     uint32_t lock;     /* the page's lock when cpu_ns was given */
     uint32_t exact_reads; /* how many values took the system call (tests, docs) */
+    uint32_t ring_values; /* how many values after a switch came from the switch ring instead */
+    uint32_t ring_key;    /* the ring's relation to the page (d9_tcc_ring_key) at the event's open */
+    const volatile char *ring; /* the switch records (NULL: none on this thread) */
+    uint64_t ring_size;        /* its bytes, a power of 2 */
     uint64_t cpu_ns;   /* the last value given */
     uint64_t ticks;    /* the recorder's clock then */
     uint64_t base_ns;  /* value = base_ns + task clock */
@@ -236,7 +253,7 @@ static inline __attribute__((always_inline)) uint64_t d9_thread_cpu_clock_ns(d9_
     return d9_thread_cpu_clock_slow(s, use, now_ticks);
 }
 
-/* DIAL9_THREAD_CPU's values (auto, perf, syscall; any case) -> *out; false otherwise. */
+/* DIAL9_THREAD_CPU's values (D9_THREAD_CPU_SOURCES; any case) -> *out; false otherwise. */
 bool d9_thread_cpu_source_parse(const char *s, d9_thread_cpu_source *out);
 /* At d9_start: decide from `requested` (and a probe of the kernel) whether this recording uses
  * the page; `ticks_are_ns` when the recorder's clock is CLOCK_MONOTONIC; `unread`: parks and
@@ -260,6 +277,8 @@ void d9_thread_cpu_clock_set_fds_guarded(bool guarded);
 int d9_task_clock_open(void);
 /* How many events are open now, and the calling thread's fd (-1: none): tests. */
 int d9_thread_cpu_clock_open_count(void);
+/* Whether the calling thread's event has its switch ring: tests. */
+bool d9_thread_cpu_clock_has_ring(void);
 int d9_thread_cpu_clock_fd(void);
 
 #endif

@@ -3,7 +3,14 @@
  * task-clock event), never timed. A worker thread, once a park and an unpark gave it its page,
  * runs ROUNDS active periods, each with a read() of a pipe that blocks inside it (a switch
  * however the threads are scheduled: the writer writes only once it sees the reader blocked,
- * pct_wait_reader_blocked). Two recordings:
+ * pct_wait_reader_blocked).
+ * With the switch ring (DIAL9_THREAD_CPU=auto where the kernel writes switch records:
+ * core/thread_cpu_switch_ring.h), the same two recordings read nothing at all: every park and
+ * unpark after a switch takes its value from the ring (counted by ring_values), the unpark whose
+ * poller did not sleep included (before: one read a round there), and every park is exact (at
+ * most the exact count read right after it, and not below it by more than that read's own
+ * wall time and the slack below: printed).
+ * Without it (DIAL9_THREAD_CPU=page, the fallback), two recordings:
  *  - short periods (DIAL9_POLL_CPU_MIN_US at its largest, 10 s: a park may be 500 ms short of
  *    its exact CPU time, which no wait here comes near, so none is "long" whatever the host's
  *    load): a poll with the blocking read inside, its end, a park, then alternately
@@ -33,13 +40,13 @@
 #define MARKS (2 + 2 * ROUNDS) /* the first park and unpark, then each round's */
 
 typedef struct round {
-    uint32_t park_reads, unpark_reads;
+    uint32_t park_reads, unpark_reads, ring_values;
     bool after_page_value; /* the value before this round's park was an unpark's page value */
     uint64_t exact_after_park; /* base + the event's count, right after the park */
 } round;
 
 static pct_pipe g_pipe = PCT_PIPE_INIT;
-static bool g_long;
+static bool g_long, g_ring;
 static int g_reads_planned;
 static round g_rounds[ROUNDS];
 static _Atomic pid_t g_tid;
@@ -69,6 +76,7 @@ static void *reader(void *arg) {
     d9_worker_begin("parkreads", 0);
     d9_tcc_state *s = &d9__tls_cpu_clock;
     d9_park(); /* the thread's page, its first values */
+    g_ring = d9_thread_cpu_clock_has_ring();
     uint32_t reads = s->exact_reads;
     d9_unpark(); /* a read (the park's value is the page's first, no line) */
     bool page_value = s->exact_reads == reads;
@@ -78,6 +86,7 @@ static void *reader(void *arg) {
         pct_blocking_read(&g_pipe); /* the switch inside the active period */
         if (!g_long) d9_poll_end();
         reads = s->exact_reads;
+        uint32_t ring_values = s->ring_values;
         d9_park();
         uint32_t park_lock = s->lock;
         g_rounds[i].park_reads = s->exact_reads - reads;
@@ -86,6 +95,7 @@ static void *reader(void *arg) {
         reads = s->exact_reads;
         d9_unpark();
         g_rounds[i].unpark_reads = s->exact_reads - reads;
+        g_rounds[i].ring_values = s->ring_values - ring_values;
         page_value = s->exact_reads == reads && s->lock != park_lock; /* a sched-in since the park */
     }
     d9_worker_end();
@@ -107,8 +117,10 @@ static void on_event(const d9_event *ev, void *ctx) {
     m->cpu[m->n++] = d9t_field_u(ev, "cpu_time_ns");
 }
 
-/* One recording of ROUNDS periods, short or long; false where there is no task-clock page. */
-static bool record(bool long_periods) {
+/* One recording of ROUNDS periods, short or long, with the switch ring (where the kernel writes
+ * switch records) or without (`page`); false where there is no task-clock page. */
+static bool record(bool long_periods, bool ring) {
+    setenv("DIAL9_THREAD_CPU", ring ? "auto" : "page", 1);
     g_long = long_periods;
     memset(g_rounds, 0, sizeof g_rounds);
     g_pipe.announced = 0;
@@ -138,7 +150,7 @@ static bool record(bool long_periods) {
         const round *r = &g_rounds[i];
         park_reads += (int)r->park_reads;
         if (!r->after_page_value) due++;
-        if (long_periods && !r->after_page_value) CHECK_EQ_U64(r->park_reads, 1);
+        if (!ring && long_periods && !r->after_page_value) CHECK_EQ_U64(r->park_reads, 1);
         unpark_reads += (int)r->unpark_reads;
         if (sleeps(i)) slept_unpark_reads += (int)r->unpark_reads;
         CHECK(r->unpark_reads <= 1);
@@ -155,13 +167,27 @@ static bool record(bool long_periods) {
     CHECK_EQ_U64(never_down, ROUNDS);
     CHECK_EQ_U64(bounded, ROUNDS);
     CHECK_EQ_U64(slept_unpark_reads, 0); /* after a sleep, the page's value */
-    if (long_periods) {
+    if (ring && !g_ring) {
+        printf("%s periods with the switch ring: SKIP: the thread has none here (%s)\n", long_periods ? "long" : "short",
+               d9_thread_cpu_clock_reason());
+    } else if (ring) {
+        int ring_values = 0;
+        for (int i = 0; i < ROUNDS; i++) ring_values += (int)g_rounds[i].ring_values;
+        CHECK_EQ_U64(park_reads, 0);
+        CHECK_EQ_U64(unpark_reads, 0); /* the poller that did not sleep too: before, one read each */
+        CHECK(ring_values >= ROUNDS); /* each park after its switch at least */
+        printf("%s periods with the switch ring: %d parks after a switch, %d values from the ring, %d exact reads at "
+               "the parks, %d at the unparks (%d whose poller did not sleep); parks below the exact count read right "
+               "after them by %.1f us on average, %.1f us at most\n",
+               long_periods ? "long" : "short", ROUNDS, ring_values, park_reads, unpark_reads,
+               long_periods ? ROUNDS : ROUNDS / 2, (double)sum_below / ROUNDS / 1e3, (double)most_below / 1e3);
+    } else if (long_periods) {
         CHECK(due >= ROUNDS / 2); /* preempted between a park and its unpark in most rounds: no test */
-        printf("long periods: %d parks after a switch, %d after a value from a read, %d exact reads at them, %d at "
+        printf("long periods (page): %d parks after a switch, %d after a value from a read, %d exact reads at them, %d at "
                "the unparks\n", ROUNDS, due, park_reads, unpark_reads);
     } else {
         CHECK_EQ_U64(park_reads, 0);
-        printf("short periods: %d parks after a switch, %d exact reads at them (before: one each), %d at the %d "
+        printf("short periods (page): %d parks after a switch, %d exact reads at them (before: one each), %d at the %d "
                "unparks whose poller did not sleep; parks below the exact count read right after them by %.1f us "
                "on average, %.1f us at most\n",
                ROUNDS, park_reads, unpark_reads, ROUNDS / 2, (double)sum_below / ROUNDS / 1e3,
@@ -175,7 +201,12 @@ static bool record(bool long_periods) {
 
 int main(void) {
     CHECK(pipe(g_pipe.fd) == 0);
-    if (record(false)) record(true);
+    if (record(false, true)) {
+        record(true, true);
+        record(false, false);
+        record(true, false);
+    }
     unsetenv("DIAL9_POLL_CPU_MIN_US");
+    unsetenv("DIAL9_THREAD_CPU");
     return d9t_summary("mt_park_switch_reads");
 }

@@ -14,7 +14,9 @@
  *    the thread ever parks, so before it has its page: no event, no system call;
  *  - a poll of 1.5 ms of CPU and no blocking gets no event and no system call when the page's
  *    lock did not move over it (classified by reading the lock around it: a preemption on a
- *    loaded machine moves it, and that poll must then have its one event);
+ *    loaded machine moves it, and that poll must then have its one event, from one value after
+ *    the switch: a read, or with the thread's switch ring (thread_cpu_switch_ring.h) the ring's,
+ *    and then no read at all, at its begin or end);
  *  - a bad DIAL9_POLL_CPU_MIN_US fails d9_start, saying so. */
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -35,13 +37,18 @@ static _Atomic uint32_t g_worker = 255;
 typedef struct expect {
     pct_measure self;     /* the thread's own measure of the poll's CPU time */
     bool moved;           /* the page's lock after the poll's end is not its begin's anchor */
-    uint64_t begin_reads; /* the task clock's system calls at its begin (a switch before it) */
+    uint64_t begin_reads; /* values after a switch at its begin (a switch before it): reads or the ring's */
     uint64_t reads;       /* ... at its end */
+    uint64_t syscalls;    /* the task clock's system calls (read) at both */
     uint64_t events;      /* PollCpuEvents recorded at its end */
 } expect;
 static expect g_read[ROUNDS], g_burn[BURNS];
 
 static uint32_t page_lock(void) { return d9__tls_cpu_clock.page ? d9__tls_cpu_clock.page->lock : 1; }
+
+/* Values the thread took after a switch: by read() or from its switch ring. */
+static uint32_t switch_values(void) { return d9__tls_cpu_clock.exact_reads + d9__tls_cpu_clock.ring_values; }
+static bool g_ring;
 
 static void *writer(void *arg) {
     (void)arg;
@@ -88,13 +95,15 @@ static void *reader(void *arg) {
         d9_park();
         d9_unpark();
         uint64_t events = d9_poll_cpu_events();
-        uint32_t reads = d9__tls_cpu_clock.exact_reads;
+        g_ring = d9_thread_cpu_clock_has_ring();
+        uint32_t reads = switch_values(), syscalls = d9__tls_cpu_clock.exact_reads;
         d9_poll_begin(200 + (uint64_t)i, D9_HERE);
         uint32_t anchor = d9__tls_cpu_clock.lock; /* the begin's: set there, moved by no switch */
-        uint32_t begin_reads = d9__tls_cpu_clock.exact_reads;
+        uint32_t begin_reads = switch_values();
         pct_burn(BURN_NS * 3 / 2);
         d9_poll_end();
-        uint32_t end_reads = d9__tls_cpu_clock.exact_reads;
+        uint32_t end_reads = switch_values();
+        g_burn[i].syscalls = d9__tls_cpu_clock.exact_reads - syscalls;
         g_burn[i].events = d9_poll_cpu_events() - events;
         /* read after the end: a switch since can only make it look moved, never hide one */
         g_burn[i].moved = page_lock() != anchor;
@@ -178,12 +187,14 @@ int main(void) {
     }
     printf("read polls after the first park: %d of %d exact\n", exact, ROUNDS - FIRST_ROUNDS);
     pct_report(&tally);
-    int still = 0, switched = 0, before = 0;
+    int still = 0, switched = 0, before = 0, syscalls = 0;
     for (int i = 0; i < BURNS && ROUNDS + i < s.polls.npolls; i++) {
         const pct_poll *p = &s.polls.polls[ROUNDS + i];
         const expect *e = &g_burn[i];
         CHECK_EQ_U64(p->cpu_events, e->events);
         CHECK(e->begin_reads <= 2); /* a switch between the park and the begin: the anchor */
+        if (g_ring) CHECK_EQ_U64(e->syscalls, 0); /* every value after a switch from the ring */
+        syscalls += (int)e->syscalls;
         before += e->begin_reads > 0;
         if (!e->moved) { /* no switch inside, for certain: nothing at all */
             still++;
@@ -202,8 +213,9 @@ int main(void) {
         }
     }
     printf("busy polls of 1.5 ms: %d of %d without a switch (no event, no system call), %d preempted inside "
-           "(one read and an exact event each), %d preempted before their begin (its read)\n",
-           still, BURNS, switched, before);
+           "(one value after the switch and an exact event each), %d preempted before their begin (its value); "
+           "%d system calls in all (%s)\n",
+           still, BURNS, switched, before, syscalls, g_ring ? "the switch ring" : "no switch ring: reads");
     d9t_rm_rf(dir);
     free(dir);
     return d9t_summary("mt_poll_cpu");

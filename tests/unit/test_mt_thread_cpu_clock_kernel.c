@@ -22,6 +22,17 @@
  *     system call saying why and makes `perf` fail; as an unprivileged user (nobody) the choice
  *     agrees with what the kernel allows that user (perf_event_paranoid); a filter that kills
  *     on perf_event_open, installed after the start, is never tripped.
+ * Those run with DIAL9_THREAD_CPU=page (the page alone: the fallback). With the switch ring
+ * (`auto`, core/thread_cpu_switch_ring.h), where the kernel writes the thread's switch records:
+ *   - the kernel does: the thread has its ring, and after each sleep the unpark and the park
+ *     after it take their values from the ring (ring_values + 2 a nap) with no read at all,
+ *     whatever the slack (0 or an hour): each is at most the exact count read right after it
+ *     (plus what a vCPU stop may add, 100 us), and how far below it is printed: exact, where the
+ *     page alone gives a park a lower bound;
+ *   - the late values (a 20 ms sleep between the caller's time and the value) are a line from
+ *     the sleep's switch in, not a read: stamped at least 20 ms after the caller's time, the
+ *     park after them within 100 us of the exact count;
+ *   - past D9_TCC_MAX_RING_THREADS threads with a ring, the others have the page alone.
  * CLOCK_THREAD_CPUTIME_ID is printed beside, not bounded: perf's task clock counts steal time
  * (PARAVIRT_TIME_ACCOUNTING takes it out of the thread's clock), so the two drift apart by up
  * to ~2 % on a busy guest. Skips, saying so, where the kernel refuses the event to root. */
@@ -32,6 +43,7 @@
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -67,6 +79,10 @@ static long context_switches(void) {
     fclose(f);
     return n;
 }
+
+/* What a vCPU stop may add to a value estimated along the wall time (the switch ring's: the
+ * CPU time at the switch in plus the wall time since): the poll tests' slack. */
+#define STALL_SLACK_NS 100000u
 
 /* A park's (or an unpark's) value now, as the hooks take it. */
 static uint64_t cpu_value(bool unpark) {
@@ -118,7 +134,9 @@ static void busy_loops(void) {
                  * 20 under TSan) */
                 bool carried = v == prev && (s->lock & 1); /* no line: a lower bound */
                 held += carried;
-                anchors_bounded += e != D9_TCC_NONE && (v <= e || carried);
+                /* from the switch ring: along the wall time since the switch in (a vCPU stop) */
+                uint64_t stall = d9_thread_cpu_clock_has_ring() ? STALL_SLACK_NS : 0;
+                anchors_bounded += e != D9_TCC_NONE && (v <= e + stall || carried);
             } else {
                 /* an estimate: ahead of the task clock only by a vCPU stall since its anchor */
                 checked++;
@@ -272,6 +290,65 @@ static void first_value(void) {
     pthread_join(t, NULL);
 }
 
+/* With the switch ring: a value after each sleep from the ring, none read, at most the exact
+ * count (plus STALL_SLACK_NS), whatever the park slack. */
+static void ring_sleeps(void) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    CHECK(cpu_value(true) != D9_TCC_NONE);
+    CHECK(d9_thread_cpu_clock_has_ring());
+    const int naps = 20;
+    uint32_t reads = s->exact_reads, ring = s->ring_values;
+    int bounded = 0, never_down = 0;
+    uint64_t most_below = 0, sum_below = 0, prev = cpu_value(true), keep = d9_tcc_park_slack_ns;
+    for (int i = 0; i < naps; i++) {
+        __atomic_store_n(&d9_tcc_park_slack_ns, i % 2 ? 0 : 3600000000000ull, __ATOMIC_RELAXED);
+        usleep(200); /* asleep: switched out and in */
+        uint64_t u = cpu_value(true), eu = exact_now();
+        burn(20000);
+        usleep(200); /* inside the active period: the park after it follows a switch */
+        uint64_t p = cpu_value(false), e = exact_now();
+        never_down += u >= prev && p >= u;
+        bounded += u <= eu + STALL_SLACK_NS && p <= e + STALL_SLACK_NS;
+        uint64_t below = e > p ? e - p : 0;
+        sum_below += below;
+        if (below > most_below) most_below = below;
+        prev = p;
+    }
+    __atomic_store_n(&d9_tcc_park_slack_ns, keep, __ATOMIC_RELAXED);
+    CHECK_EQ_U64(s->exact_reads - reads, 0);
+    CHECK_EQ_U64(s->ring_values - ring, 2 * naps);
+    CHECK_EQ_U64(bounded, naps);
+    CHECK_EQ_U64(never_down, naps);
+    printf("switch ring, sleeps: %u reads, %u values from the ring for %d unparks and %d parks after a switch; parks "
+           "below the exact count read right after them by %.1f us on average, %.1f us at most\n",
+           s->exact_reads - reads, s->ring_values - ring, naps, naps, (double)sum_below / naps / 1e3,
+           (double)most_below / 1e3);
+}
+
+/* With the switch ring: a value the thread got 20 ms after its caller's time (a poll's end, an
+ * unpark) is the line from the sleep's switch in: no read, a line, stamped there. */
+static void ring_late(d9_tcc_use use) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    CHECK(cpu_value(true) != D9_TCC_NONE);
+    uint64_t hook_time = mono_ns();
+    usleep(20000);
+    uint32_t reads = s->exact_reads, ring = s->ring_values;
+    uint64_t v = d9_thread_cpu_clock_slow(s, use, hook_time);
+    uint32_t lock = s->lock;
+    uint64_t stamped = s->ticks;
+    uint64_t park = cpu_value(false), e = exact_now();
+    CHECK(v != D9_TCC_NONE);
+    CHECK_EQ_U64(s->exact_reads - reads, 0);
+    CHECK_EQ_U64(s->ring_values - ring, 1);
+    CHECK(stamped >= hook_time + 20000000); /* at the switch in after the sleep */
+    CHECK((lock & 1) == 0);                 /* a line */
+    CHECK(park >= v);
+    CHECK(park <= e + STALL_SLACK_NS);
+    printf("switch ring, late %s: stamped %.1f ms after the caller's time, a line; the park after it %.1f us from the "
+           "exact count\n",
+           use == D9_TCC_EXACT ? "read" : "unpark", (double)(stamped - hook_time) / 1e6, ((double)park - (double)e) / 1e3);
+}
+
 /* Its count of open events while it has one (-1: it got no value); checked by the caller. */
 static void *open_and_leave(void *arg) {
     int *open_inside = arg;
@@ -317,18 +394,19 @@ static void lifetime(void) {
  * cap's worth get the page, the others read by system call. */
 #define OVER_CAP (D9_TCC_MAX_THREADS + 8)
 static pthread_barrier_t all_opened;
-static int with_page, without_page;
+static int with_page, without_page, with_ring;
 
 static void *open_and_wait(void *arg) {
     (void)arg;
     bool page = cpu_value(false) != D9_TCC_NONE;
     __atomic_add_fetch(page ? &with_page : &without_page, 1, __ATOMIC_RELAXED);
+    if (d9_thread_cpu_clock_has_ring()) __atomic_add_fetch(&with_ring, 1, __ATOMIC_RELAXED);
     pthread_barrier_wait(&all_opened);
     return NULL;
 }
 
 static void cap(void) {
-    int already = d9_thread_cpu_clock_open_count();
+    int already = d9_thread_cpu_clock_open_count(), rings_already = d9_thread_cpu_clock_has_ring();
     pthread_t th[OVER_CAP];
     pthread_attr_t small;
     pthread_attr_init(&small);
@@ -341,11 +419,12 @@ static void cap(void) {
         pthread_barrier_wait(&all_opened);
         CHECK_EQ_U64(with_page, D9_TCC_MAX_THREADS - already);
         CHECK_EQ_U64(without_page, OVER_CAP - (D9_TCC_MAX_THREADS - already));
+        CHECK_EQ_U64(with_ring, D9_TCC_MAX_RING_THREADS - rings_already); /* the others: the page alone */
         for (int i = 0; i < OVER_CAP; i++) pthread_join(th[i], NULL);
     }
     CHECK_EQ_U64(d9_thread_cpu_clock_open_count(), already);
-    printf("cap: %d threads at once: %d with the page, %d by system call\n", OVER_CAP + already, with_page + already,
-           without_page);
+    printf("cap: %d threads at once: %d with the page (%d with a switch ring), %d by system call\n", OVER_CAP + already,
+           with_page + already, with_ring + rings_already, without_page);
 }
 
 /* perf_event_open answers `action` from here on (this process only). */
@@ -429,16 +508,27 @@ static void forced_syscall(void) {
 }
 
 int main(void) {
-    if (d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) != 0 ||
+    if (d9_thread_cpu_clock_start(D9_THREAD_CPU_PAGE, true, false) != 0 ||
         !__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED)) {
         printf("test_mt_thread_cpu_clock_kernel: skipped: %s\n", d9_thread_cpu_clock_reason());
         return 0;
     }
     printf("%s\n", d9_thread_cpu_clock_reason());
+    CHECK(strstr(d9_thread_cpu_clock_reason(), "no switch ring (DIAL9_THREAD_CPU=page)") != NULL);
     busy_loops();
     sleeps();
     late_read();
     late_unpark();
+    CHECK(d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) == 0);
+    printf("%s\n", d9_thread_cpu_clock_reason());
+    if (strstr(d9_thread_cpu_clock_reason(), "no switch ring")) {
+        printf("switch ring: skipped (the kernel refuses it here)\n");
+    } else {
+        busy_loops();
+        ring_sleeps();
+        ring_late(D9_TCC_EXACT);
+        ring_late(D9_TCC_UNPARK);
+    }
     first_value();
     lifetime();
     cap();

@@ -1,0 +1,95 @@
+/* The thread's CPU time after a switch without a system call (issue #32): its task-clock event
+ * (thread_cpu_clock.h) also asks the kernel for PERF_RECORD_SWITCH records (context_switch,
+ * sample_id_all with PERF_SAMPLE_TIME on CLOCK_MONOTONIC) into a one-page ring mapped
+ * read-only (so the kernel overwrites it: nothing to consume, never full, never a LOST record).
+ *
+ * Why it is enough: without cap_user_time the page gives the task clock at the last sched-in
+ * (c_in, `offset`) but not when that was; the CPU time now is c_in + (t - t_in). The kernel
+ * writes the thread's switch-out record as it leaves the CPU and its switch-in record as it
+ * comes back, after rewriting the page (measured on 6.18: each switch-out + switch-in pair, 32
+ * bytes, comes with `lock` + 2), and writes nothing while the thread runs. So, read under the
+ * page's seqcount, the ring's last record is the switch in of the page's sched-in (t_in) and
+ * the one before it the switch out before that (t_out). A snapshot counts as the page's only
+ * while `lock` - data_head / 16 is what it was when the thread's event opened (a page update
+ * without a record, or a record lost, breaks it): else the reader falls back to read(). */
+#ifndef D9_CORE_THREAD_CPU_SWITCH_RING_H
+#define D9_CORE_THREAD_CPU_SWITCH_RING_H
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A switch record as this event's attributes make it: the header, then the sample id's time. */
+#define D9_TCC_SWITCH_RECORD_BYTES 16u
+
+/* The ring's relation to the page that a snapshot must keep: lock - head / 16 (mod 2^32). */
+static inline uint32_t d9_tcc_ring_key(uint32_t lock, uint64_t head) {
+    return lock - (uint32_t)(head / D9_TCC_SWITCH_RECORD_BYTES);
+}
+
+/* What a consistent snapshot of the page and its ring gives. */
+typedef struct d9_tcc_switch_in {
+    uint32_t lock;  /* the page's lock */
+    uint64_t c_in;  /* the task clock at the last sched-in (the page's offset) */
+    uint64_t t_in;  /* that switch in (CLOCK_MONOTONIC ns) */
+    uint64_t t_out; /* the switch out before it */
+} d9_tcc_switch_in;
+
+/* One record of the ring at byte `at` (the ring is data_size bytes, a power of 2). */
+static inline void d9_tcc_ring_record(const volatile char *data, uint64_t size, uint64_t at, uint32_t *type_misc,
+                                      uint16_t *bytes, uint64_t *time_ns) {
+    const volatile struct perf_event_header *h =
+        (const volatile struct perf_event_header *)(data + (at & (size - 1)));
+    *type_misc = h->type | (uint32_t)h->misc << 16;
+    *bytes = h->size;
+    *time_ns = *(const volatile uint64_t *)(data + ((at + 8) & (size - 1)));
+}
+
+/* The page's lock and c_in with the last switch in and out, consistent (the seqcount, at most 8
+ * tries); false when the ring cannot say: no switch yet, torn 8 times, the last two records not
+ * this thread's switch out then in, or the key not `key` (thread_cpu_switch_ring.h above). */
+static inline bool d9_tcc_ring_snapshot(const volatile struct perf_event_mmap_page *p, const volatile char *data,
+                                        uint64_t size, uint32_t key, d9_tcc_switch_in *out) {
+    for (int tries = 0; tries < 8; tries++) {
+        uint32_t before = p->lock;
+        __asm__ __volatile__("" ::: "memory");
+        int64_t offset = p->offset;
+        uint64_t head = p->data_head;
+        if (head < 2 * D9_TCC_SWITCH_RECORD_BYTES) return false; /* no switch yet */
+        uint32_t in_kind, out_kind;
+        uint16_t in_bytes, out_bytes;
+        uint64_t t_in, t_out;
+        d9_tcc_ring_record(data, size, head - D9_TCC_SWITCH_RECORD_BYTES, &in_kind, &in_bytes, &t_in);
+        d9_tcc_ring_record(data, size, head - 2 * D9_TCC_SWITCH_RECORD_BYTES, &out_kind, &out_bytes, &t_out);
+        __asm__ __volatile__("" ::: "memory");
+        if (p->lock != before || (before & 1)) continue;
+        const uint32_t switch_in = PERF_RECORD_SWITCH,
+                       switch_out = PERF_RECORD_SWITCH | (uint32_t)PERF_RECORD_MISC_SWITCH_OUT << 16;
+        /* preempted or not: the out record's PREEMPT bit may say so */
+        if (in_kind != switch_in || (out_kind & ~((uint32_t)PERF_RECORD_MISC_SWITCH_OUT_PREEMPT << 16)) != switch_out ||
+            in_bytes != D9_TCC_SWITCH_RECORD_BYTES || out_bytes != D9_TCC_SWITCH_RECORD_BYTES || t_out > t_in ||
+            d9_tcc_ring_key(before, head) != key)
+            return false;
+        *out = (d9_tcc_switch_in){.lock = before, .c_in = (uint64_t)offset, .t_in = t_in, .t_out = t_out};
+        return true;
+    }
+    return false;
+}
+
+/* The thread's line after that switch in, for a hook whose time is `at_ns` (CLOCK_MONOTONIC):
+ * the task clock at_ns, c_in plus the time since the switch in, when that came first; else (a
+ * switch came between the hook's clock read and now) at the switch in, c_in then: the line
+ * holds only from there, and the hook's own value, earlier, is short of c_in only by what the
+ * thread ran from its time to the switch out. Short of read()'s value by the kernel's few
+ * hundred ns between starting the clock at the sched-in and writing the record. */
+static inline void d9_tcc_ring_line(const d9_tcc_switch_in *sw, uint64_t at_ns, uint64_t *clock, uint64_t *line_ns) {
+    if ((int64_t)(at_ns - sw->t_in) >= 0) {
+        *clock = sw->c_in + (at_ns - sw->t_in);
+        *line_ns = at_ns;
+    } else {
+        *clock = sw->c_in;
+        *line_ns = sw->t_in;
+    }
+}
+
+#endif

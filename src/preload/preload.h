@@ -199,6 +199,12 @@ D9P_HIDDEN void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set
  * completions (readiness). */
 D9P_HIDDEN bool d9p_loop_wait_unpark_uring(bool parked, int fd);
 D9P_HIDDEN void d9p_loop_wait_end_uring(int first_fd, const int *ready, int n);
+/* The wait (io_uring) returned one new ready connection fd (< D9P_LOOP_FDS), the one the
+ * program handles first, and recorded nothing since it began: when fd's task is known and the
+ * loop has no poll open, its unpark (parked), fd's readiness wake and fd's poll start are one
+ * hook call and clock read, and the iteration has started; false, nothing done: unpark, then
+ * d9p_loop_wait_end_uring. */
+D9P_HIDDEN bool d9p_loop_wait_begins_one(bool parked, int fd);
 /* Readiness wakes of the tasks of fds completed outside a wait (io_uring_submit). */
 D9P_HIDDEN void d9p_loop_ready(const int *ready, int n);
 /* At exit, on the exiting thread: a loop iteration in progress there ends its poll, so the

@@ -685,6 +685,10 @@ bool d9p_loop_wait_unpark_uring(bool parked, int fd) {
     return fd >= 0;
 }
 
+bool d9p_loop_wait_begins_one(bool parked, int fd) {
+    return D9__ACTIVE() && one_known_ready_begins(self(), fd, parked);
+}
+
 void d9p_loop_wait_end_uring(int first_fd, const int *ready_fds, int n) {
     loop_thread *l = self();
     if (!D9__ACTIVE()) return;

@@ -69,6 +69,9 @@ bool d9p_uring_cq_empty(const d9p_cq_view *cq) { return !cq || *cq->khead == tai
 
 /* What a new completion of a request on fd tells of connections: a completed accept begins
  * one, a completed close ends one. */
+static bool tells_connections(const struct io_uring_cqe *cqe, unsigned op) {
+    return (op == IORING_OP_ACCEPT && cqe->res >= 0) || (op == IORING_OP_CLOSE && cqe->res == 0);
+}
 static void tell_connections(const struct io_uring_cqe *cqe, int fd, unsigned op) {
     if (op == IORING_OP_ACCEPT && cqe->res >= 0) d9p_conn_accepted(fd, cqe->res);
     if (op == IORING_OP_CLOSE && cqe->res == 0) d9p_conn_closed(fd);
@@ -122,12 +125,16 @@ void d9p_uring_catch_up(const d9p_cq_view *cq) {
 /* After a call: the completions posted, in one pass. The first is the completion the program
  * handles first (its fd: the iteration's poll, with home_loop); each new one with a known fd is a
  * readiness wake of its task. A home-grown loop's wait (home_loop) unparks at its first new
- * completion of a known request, before what that completion does, with its readiness wake in
- * the unpark's record (not a close's: a close wakes nobody), or after the pass when there is
- * none. */
+ * completion of a known request, with its readiness wake in the unpark's record (not a close's:
+ * a close wakes nobody), before what any completion does to connections (an accept's spawn, a
+ * close's end), or after the pass when there is none. While nothing else is recorded, that
+ * unpark is owed rather than written: when the wait returned that one new completion, the
+ * head's, on a connection whose task is known (an io_uring server's usual request), the unpark,
+ * the wake and the connection's poll start are one hook call and one clock read
+ * (d9p_loop_wait_begins_one, as an epoll wait's). */
 static void completions(const d9p_cq_view *cq, bool home_loop, bool parked) {
     bool unparked = !home_loop;
-    int ready[MAX_READY], n = 0, first = -1;
+    int ready[MAX_READY], n = 0, first = -1, owed = -1; /* owed: the fd the unpark owes wakes */
     if (cq) {
         unsigned head = *cq->khead, entries = cq->entries, tail = tail_of(cq);
         if (tail - head > entries) tail = head; /* not a ring state the program would read */
@@ -140,12 +147,20 @@ static void completions(const d9p_cq_view *cq, bool home_loop, bool parked) {
             const struct io_uring_cqe *cqe = cqe_at(cq, i);
             if (!(is_new || i == head) || !req_lookup(cqe->user_data, &fd, &op)) fd = -1;
             if (fd >= 0 && is_new) {
-                /* the unpark, before what its first completion does: with its wake (a close
-                 * wakes nobody) */
-                bool woken = !unparked && d9p_loop_wait_unpark_uring(parked, op == IORING_OP_CLOSE ? -1 : fd);
-                unparked = true;
-                tell_connections(cqe, fd, op);
-                if (op != IORING_OP_CLOSE && !woken && n < MAX_READY) ready[n++] = fd;
+                bool wakes = op != IORING_OP_CLOSE, tells = tells_connections(cqe, op);
+                if (!unparked && wakes && !tells && fd < D9P_LOOP_FDS) {
+                    owed = fd; /* its wake goes with the unpark, written when due */
+                    unparked = true;
+                } else {
+                    if (tells && owed >= 0) { /* the unpark comes before what this does */
+                        d9p_loop_wait_unpark_uring(parked, owed);
+                        owed = -1;
+                    }
+                    bool woken = !unparked && d9p_loop_wait_unpark_uring(parked, wakes ? fd : -1);
+                    unparked = true;
+                    if (tells) tell_connections(cqe, fd, op);
+                    if (wakes && !woken && n < MAX_READY) ready[n++] = fd;
+                }
             }
             if (i == head) first = op == IORING_OP_CLOSE ? -1 : fd;
         }
@@ -155,7 +170,9 @@ static void completions(const d9p_cq_view *cq, bool home_loop, bool parked) {
         if (n) d9p_loop_ready(ready, n);
         return;
     }
-    if (!unparked) d9p_loop_wait_unpark_uring(parked, -1);
+    if (owed >= 0 && n == 0 && first == owed && d9p_loop_wait_begins_one(parked, owed)) return;
+    if (owed >= 0) d9p_loop_wait_unpark_uring(parked, owed);
+    else if (!unparked) d9p_loop_wait_unpark_uring(parked, -1);
     d9p_loop_wait_end_uring(first, ready, n);
 }
 

@@ -58,7 +58,11 @@ BOUND_POLL=640
 # one lookup per completion, as an epoll wait's). The bound fails on the code before. 965.0 ->
 # 963.0 when the ring view was checked once per call instead of before and after it
 # (d9p_cq_view_usable; the check was ~2 instructions a wait, not the ~35 estimated).
-BOUND_URING=980
+# 962.3 -> 948.9 when a wait that returned one new completion, the head's, on a known connection
+# (this request's) writes its unpark, the wake and the connection's poll start in one hook call
+# (d9p_loop_wait_begins_one, as the epoll and poll() paths): hook calls 3 -> 2, which the code
+# before fails (3.00 > 2.05).
+BOUND_URING=960
 
 for v in $(env | sed -n 's/^\(DIAL9_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 
@@ -114,7 +118,7 @@ elif [ "$disabled" != 0 ]; then
 elif ! "$uring" 1 >"$WORK/uring.probe" 2>&1 && grep -q "^no io_uring" "$WORK/uring.probe"; then
   echo "skip  an io_uring loop's request: the kernel refuses io_uring: $(cat "$WORK/uring.probe")"
 else
-  check uring "$BOUND_URING" "an io_uring loop"
+  check uring "$BOUND_URING" "an io_uring loop" "$HOOK_CALLS"
 fi
 # select(), the third poller of the general path: not counted (its fd sets are scanned whole),
 # its trace checked the same way

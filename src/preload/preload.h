@@ -223,6 +223,9 @@ typedef struct d9p_loop_io_state {
      * the thread is a loop of this process with its worker identity), 0 until then and in a
      * forked child. */
     unsigned home_epfd1;
+    /* The same for an io_uring loop: its ring fd + 1 once its waits may take the fused path
+     * (preload_poll.c, d9p_poller_wait_begin). */
+    unsigned home_ring1;
 } d9p_loop_io_state;
 D9P_HIDDEN extern __thread d9p_loop_io_state d9p_loop_io_now __attribute__((tls_model("initial-exec")));
 D9P_HIDDEN void d9p_loop_io_slow(int fd);

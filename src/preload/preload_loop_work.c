@@ -235,7 +235,7 @@ static __attribute__((noinline)) void forget_parent_loop(loop_thread *l, uint32_
     memset(l, 0, sizeof *l);
     l->generation = gen;
     d9p_loop_io_now.iterating = false;
-    d9p_loop_io_now.home_epfd1 = 0;
+    d9p_loop_io_now.home_epfd1 = d9p_loop_io_now.home_ring1 = 0;
 }
 
 static inline loop_thread *self(void) {
@@ -355,7 +355,7 @@ void d9p_conns_forget_after_fork(void) {
     atomic_fetch_add(&g_generation, 1);
     /* the forking thread, the child's only one: its loop is the parent's (the fused path of
      * its epoll_wait would skip the child's start and its first wait) */
-    d9p_loop_io_now.home_epfd1 = 0;
+    d9p_loop_io_now.home_epfd1 = d9p_loop_io_now.home_ring1 = 0;
     for (int fd = 0; fd < MAX_FDS; fd++)
         if (atomic_load_explicit(&d9p_fd_conns[fd].task, memory_order_relaxed))
             atomic_store_explicit(&d9p_fd_conns[fd].task, 0, memory_order_relaxed);

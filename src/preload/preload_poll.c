@@ -199,10 +199,25 @@ static bool has_poll_fds(const struct pollfd *fds, nfds_t n) {
         return rc_;                                                                        \
     } while (0)
 
+/* An io_uring loop's own wait, once the thread is a loop of this process with its worker
+ * identity (d9p_loop_io_now.home_ring1), takes the epoll loop's fused path: its iteration's end
+ * with the park, without asking again for a child's start, a first wait, the fork generation
+ * and the worker identity (the general path: 104 instructions a wait of the shim's own). */
 bool d9p_poller_wait_begin(int kind, int fd, bool waits, bool blocks, const void *caller,
                            bool *home_loop) {
+    if (kind == D9P_WAIT_URING && waits && d9p_loop_io_now.home_ring1 == (unsigned)fd + 1u &&
+        D9__ACTIVE() && outside_loop_library()) {
+        *home_loop = true;
+        int saved = errno;
+        if (!d9p_home_wait_begins(blocks) && blocks) d9__park();
+        errno = saved;
+        return blocks;
+    }
     *home_loop = outside_loop_library() && d9p_loop_wait_begin(kind, fd, true, waits, caller);
-    return park_begin(kind == D9P_WAIT_URING ? RT_URING : RT_EPOLL, blocks);
+    bool parked = park_begin(kind == D9P_WAIT_URING ? RT_URING : RT_EPOLL, blocks);
+    /* parked outside a loop library: its worker identity is taken */
+    if (kind == D9P_WAIT_URING && *home_loop && parked) d9p_loop_io_now.home_ring1 = (unsigned)fd + 1u;
+    return parked;
 }
 
 void d9p_poller_wait_end(bool parked) { park_end(parked); }

@@ -63,7 +63,6 @@ static unsigned tail_of(const d9p_cq_view *cq) {
     return atomic_load_explicit((_Atomic unsigned *)cq->ktail, memory_order_acquire);
 }
 
-bool d9p_uring_cq_empty(const d9p_cq_view *cq) { return !cq || *cq->khead == tail_of(cq); }
 
 #define MAX_READY 64
 
@@ -91,8 +90,7 @@ static const struct io_uring_cqe *cqe_at(const d9p_cq_view *cq, unsigned i) {
     return &((const struct io_uring_cqe *)cq->cqes)[(i & cq->mask) << cq->cqe_shift];
 }
 
-/* Where this thread saw the ring's CQEs up to; a ring new to it starts at its head. */
-static unsigned *track(const void *ring, unsigned head) {
+unsigned *d9p_uring_seen(const void *ring, unsigned head) {
     for (unsigned i = 0; i < RINGS_PER_THREAD; i++)
         if (t_rings[i].ring == ring) return &t_rings[i].seen;
     unsigned i = t_next_ring++ % RINGS_PER_THREAD;
@@ -104,10 +102,10 @@ static unsigned *track(const void *ring, unsigned head) {
 /* The kernel reuses a consumed slot only once the ring has moved a whole lap past it, so
  * with fewer CQEs than the ring holds since the last look they are still there; past that
  * they are skipped. */
-void d9p_uring_catch_up(const d9p_cq_view *cq) {
-    if (!cq || !D9__ACTIVE()) return;
+void d9p_uring_catch_up_consumed(const d9p_cq_view *cq) {
+    if (!D9__ACTIVE()) return;
     unsigned head = *cq->khead, entries = cq->entries, tail = tail_of(cq);
-    unsigned *seen = track(cq->key, head);
+    unsigned *seen = cq->seen;
     if ((int)(head - *seen) <= 0) return;
     if (tail - *seen >= entries || head - *seen > entries) {
         *seen = head;
@@ -122,6 +120,23 @@ void d9p_uring_catch_up(const d9p_cq_view *cq) {
     d9p_loop_ready(ready, n);
 }
 
+/* A home-grown loop's wait returned one completion, new, of a request on a connection that
+ * does nothing to connections (not an accept, not a close): an io_uring server's request. Its
+ * unpark, the wake and the connection's poll start in one hook call, without the general pass
+ * below (which would come to the same); false when that does not apply, nothing done. */
+static inline bool one_new_completion_begins(const d9p_cq_view *cq, bool parked) {
+    unsigned head = *cq->khead, tail = tail_of(cq);
+    if (tail - head != 1 || (int)(head - *cq->seen) < 0) return false;
+    const struct io_uring_cqe *cqe = cqe_at(cq, head);
+    int fd;
+    unsigned op;
+    if (!req_lookup(cqe->user_data, &fd, &op) || op == IORING_OP_CLOSE || tells_connections(cqe, op) ||
+        fd >= D9P_LOOP_FDS || !d9p_loop_wait_begins_one(parked, fd))
+        return false;
+    *cq->seen = tail;
+    return true;
+}
+
 /* After a call: the completions posted, in one pass. The first is the completion the program
  * handles first (its fd: the iteration's poll, with home_loop); each new one with a known fd is a
  * readiness wake of its task. A home-grown loop's wait (home_loop) unparks at its first new
@@ -132,13 +147,13 @@ void d9p_uring_catch_up(const d9p_cq_view *cq) {
  * head's, on a connection whose task is known (an io_uring server's usual request), the unpark,
  * the wake and the connection's poll start are one hook call and one clock read
  * (d9p_loop_wait_begins_one, as an epoll wait's). */
-static void completions(const d9p_cq_view *cq, bool home_loop, bool parked) {
+static __attribute__((noinline)) void completions(const d9p_cq_view *cq, bool home_loop, bool parked) {
     bool unparked = !home_loop;
     int ready[MAX_READY], n = 0, first = -1, owed = -1; /* owed: the fd the unpark owes wakes */
     if (cq) {
         unsigned head = *cq->khead, entries = cq->entries, tail = tail_of(cq);
         if (tail - head > entries) tail = head; /* not a ring state the program would read */
-        unsigned *seen = track(cq->key, head);
+        unsigned *seen = cq->seen;
         if ((int)(*seen - head) < 0 || (int)(tail - *seen) < 0) *seen = head;
         for (unsigned i = head; i != tail; i++) {
             bool is_new = (int)(i - *seen) >= 0;
@@ -177,7 +192,9 @@ static void completions(const d9p_cq_view *cq, bool home_loop, bool parked) {
 }
 
 void d9p_uring_completions(const d9p_cq_view *cq) { completions(cq, false, false); }
-void d9p_uring_loop_completions(const d9p_cq_view *cq, bool parked) { completions(cq, true, parked); }
+void d9p_uring_loop_completions(const d9p_cq_view *cq, bool parked) {
+    if (!cq || !one_new_completion_begins(cq, parked)) completions(cq, true, parked);
+}
 
 /* ---------------------------------------------------------------- a wait */
 

@@ -188,6 +188,10 @@ D9P_HIDDEN void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n,
  * when it parked (the unpark is recorded there, with the first ready wake). */
 D9P_HIDDEN bool d9p_home_wait_begins(bool park); /* true: it recorded the park too */
 D9P_HIDDEN void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked);
+/* Both halves around the loop's own epoll_wait (pwait: epoll_pwait with sigmask), in one
+ * function: what the epoll_wait and epoll_pwait interposers jump to on the fused path. */
+D9P_HIDDEN int d9p_home_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout,
+                                   const sigset_t *sigmask, bool pwait);
 D9P_HIDDEN void d9p_loop_wait_end_poll(const struct pollfd *fds, unsigned long n, int rc, bool parked);
 D9P_HIDDEN void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w,
                                          const fd_set *e, int rc, bool parked);

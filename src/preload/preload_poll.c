@@ -237,6 +237,13 @@ static int epoll_returned_home(int rc, const struct epoll_event *events, bool pa
     return rc;
 }
 
+/* A forked child's start, when owed (d9p_maybe_start_child): only while nothing records, as
+ * the recorder disables itself in a forked child until that start; whether it records now. */
+static __attribute__((noinline, cold)) bool start_child_if_owed(void) {
+    d9p_maybe_start_child();
+    return D9__ACTIVE() != 0;
+}
+
 /* The poll of a loop library's run function (libuv, libevent) is the hot path of every
  * request: one look at the thread's state, errno's location asked once (glibc declares it
  * const, so the compiler keeps the pointer), and the recorder's park, unpark and readiness
@@ -250,9 +257,10 @@ static int epoll_returned_home(int rc, const struct epoll_event *events, bool pa
  * gave up waiting). */
 #define LOOP_EPOLL_CALL(may_block, call)                                                   \
     do {                                                                                   \
-        d9p_maybe_start_child();                                                           \
+        bool active_ = D9__ACTIVE() != 0;                                                  \
+        if (__builtin_expect(!active_, 0)) active_ = start_child_if_owed();                \
         int *err_ = &errno;                                                                \
-        bool parked_ = (may_block) && D9__ACTIVE();                                        \
+        bool parked_ = (may_block) && active_;                                             \
         if (parked_) { /* with the poll the last callback owes */                          \
             int saved_ = *err_;                                                            \
             d9a_park_owing_end(true);                                                      \
@@ -295,19 +303,20 @@ static inline bool home_fast(int epfd) {
         return rc_;                                                                        \
     } while (0)
 
-/* The three paths stay in one function. Measured 2026-12-07 (callgrind, the shim's own
- * instructions): each path a function of its own, the interposer a frameless dispatcher that
- * jumps to them (the general one given __builtin_return_address(0) as an argument), took the
- * loop's fused wait 240 -> 235.6 a request but the loop library's epoll_wait + read pair
- * 127.9 -> 138.5: that path's own function still saved six registers for what lives across
- * the real call and the inlined readiness wakes, and paid the dispatcher's tests on top. */
-#define EPOLL_CALL(may_block, call)                                                        \
+/* The loop library's path and the general one stay in one function. Measured 2026-12-07
+ * (callgrind, the shim's own instructions): each path a function of its own, the interposer a
+ * frameless dispatcher that jumps to them (the general one given __builtin_return_address(0) as
+ * an argument), took the loop's fused wait 240 -> 235.6 a request but the loop library's
+ * epoll_wait + read pair 127.9 -> 138.5: that path's own function still saved six registers for
+ * what lives across the real call and the inlined readiness wakes, and paid the dispatcher's
+ * tests on top. The home-grown loop's fused path is the exception (caller: where the
+ * interposer was called from, for a loop's name). */
+#define EPOLL_CALL(may_block, call, caller)                                                \
     do {                                                                                   \
         if (__builtin_expect(is_loop_poll(), 1)) LOOP_EPOLL_CALL(may_block, call);         \
-        if (__builtin_expect(home_fast(epfd), 1)) HOME_EPOLL_CALL(may_block, call);        \
         bool home_loop_ = outside_loop_library() &&                                        \
                           d9p_loop_wait_begin(D9P_WAIT_EPOLL, epfd, false, (may_block),    \
-                                              __builtin_return_address(0));                \
+                                              (caller));                                   \
         bool parked_ = park_begin(RT_EPOLL, (may_block));                                  \
         int rc_ = (call);                                                                  \
         if (!home_loop_) park_end(parked_);                                                \
@@ -316,18 +325,57 @@ static inline bool home_fast(int epfd) {
         return home_loop_ ? epoll_returned_home(rc_, events, parked_) : rc_;               \
     } while (0)
 
-D9P_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {
-    EPOLL_CALL(timeout != 0, D9P_NEXT(epoll_wait)(epfd, events, maxevents, timeout));
+/* epoll_wait and epoll_pwait: a home-grown loop's own wait jumps to its fused path
+ * (d9p_home_epoll_wait) before any frame of the interposer's: the interposer's frame of six
+ * saved registers, which the other paths need, cost the loop's wait 44 of its 152 instructions
+ * of the shim's own (callgrind, d9p_home_pairs; its halves inline in d9p_home_epoll_wait:
+ * 239.4 -> 213.2 a request of test_preload_shim_instructions'); the loop library's wait pays the
+ * test, the return address and a jump (epoll_wait + read 128.4 -> 132.5; its forked child's
+ * start asked only while nothing records gives 2 of them back). */
+static __attribute__((noinline)) int epoll_wait_other(int epfd, struct epoll_event *events,
+                                                      int maxevents, int timeout,
+                                                      const void *caller) {
+    EPOLL_CALL(timeout != 0, D9P_NEXT(epoll_wait)(epfd, events, maxevents, timeout), caller);
 }
 
-D9P_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout,
-                           const sigset_t *sigmask) {
-    EPOLL_CALL(timeout != 0, D9P_NEXT(epoll_pwait)(epfd, events, maxevents, timeout, sigmask));
+/* Without a frame of its own: __builtin_return_address(0) would otherwise set one up (a push,
+ * a load and a pop on every loop library's wait) just to read the return address. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define D9P_FRAMELESS __attribute__((optimize("omit-frame-pointer")))
+#else
+#define D9P_FRAMELESS
+#endif
+D9P_EXPORT D9P_FRAMELESS int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {
+    if (__builtin_expect(home_fast(epfd), 0))
+        return d9p_home_epoll_wait(epfd, events, maxevents, timeout, NULL, false);
+    return epoll_wait_other(epfd, events, maxevents, timeout, __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) int epoll_pwait_other(int epfd, struct epoll_event *events,
+                                                       int maxevents, int timeout,
+                                                       const sigset_t *sigmask, const void *caller) {
+    EPOLL_CALL(timeout != 0, D9P_NEXT(epoll_pwait)(epfd, events, maxevents, timeout, sigmask), caller);
+}
+
+D9P_EXPORT D9P_FRAMELESS int epoll_pwait(int epfd, struct epoll_event *events, int maxevents,
+                                         int timeout, const sigset_t *sigmask) {
+    if (__builtin_expect(home_fast(epfd), 0))
+        return d9p_home_epoll_wait(epfd, events, maxevents, timeout, sigmask, true);
+    return epoll_pwait_other(epfd, events, maxevents, timeout, sigmask, __builtin_return_address(0));
 }
 
 /* glibc 2.35+; declared here so the shim also builds against older headers */
 int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
                  const struct timespec *timeout, const sigset_t *sigmask);
+
+/* epoll_pwait2's fused path (rare: its own function, the halves called) */
+static __attribute__((noinline)) int home_pwait2(__typeof__(&epoll_pwait2) real, int epfd,
+                                                 struct epoll_event *events, int maxevents,
+                                                 const struct timespec *timeout,
+                                                 const sigset_t *sigmask) {
+    HOME_EPOLL_CALL(ts_nonzero(timeout), real(epfd, events, maxevents, timeout, sigmask));
+}
+
 D9P_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
                             const struct timespec *timeout, const sigset_t *sigmask) {
     __typeof__(&epoll_pwait2) real = D9P_NEXT(epoll_pwait2);
@@ -335,7 +383,10 @@ D9P_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
         errno = ENOSYS;
         return -1;
     }
-    EPOLL_CALL(ts_nonzero(timeout), real(epfd, events, maxevents, timeout, sigmask));
+    if (__builtin_expect(home_fast(epfd), 0))
+        return home_pwait2(real, epfd, events, maxevents, timeout, sigmask);
+    EPOLL_CALL(ts_nonzero(timeout), real(epfd, events, maxevents, timeout, sigmask),
+               __builtin_return_address(0));
 }
 
 D9P_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout) {

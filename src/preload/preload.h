@@ -9,6 +9,7 @@
 #ifndef D9_PRELOAD_PRELOAD_H
 #define D9_PRELOAD_PRELOAD_H
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -40,6 +41,25 @@ D9P_HIDDEN void *d9p_next_symbol(void *_Atomic *slot, const char *name);
         void *p_ = atomic_load_explicit(&D9P_SLOT(name), memory_order_relaxed);            \
         (__typeof__(&name))(p_ ? p_ : d9p_next_symbol(&D9P_SLOT(name), #name));            \
     }))
+
+/* A cache of libc's function `name` for the hot interposers that is never NULL: it starts as
+ * name##_resolve, which looks the function up, keeps it in the cache and calls it (a function
+ * libc lacks: -1 with ENOSYS), so a call through it (D9P_CALL_SLOT) tests nothing: 2
+ * instructions a call fewer than D9P_NEXT's test for NULL. `params` and `args` in parentheses. */
+#define D9P_RESOLVED_SLOT(ret, name, params, args)                                         \
+    static ret name##_resolve params;                                                      \
+    static _Atomic(__typeof__(&name)) D9P_SLOT(name) = name##_resolve;                     \
+    static __attribute__((noinline, cold)) ret name##_resolve params {                     \
+        __typeof__(&name) real_ = (__typeof__(&name))d9p_next_symbol(                      \
+            (void *_Atomic *)&D9P_SLOT(name), #name);                                      \
+        if (!real_) {                                                                      \
+            errno = ENOSYS;                                                                \
+            return (ret)-1;                                                                \
+        }                                                                                  \
+        return real_ args;                                                                 \
+    }                                                                                      \
+    _Static_assert(1, "a semicolon after the macro")
+#define D9P_CALL_SLOT(name) atomic_load_explicit(&D9P_SLOT(name), memory_order_relaxed)
 
 /* ---- the process (preload_main.c) ---- */
 
@@ -267,17 +287,14 @@ static inline void d9p_loop_io(int fd) {
  * arguments alive across them: ~24 instructions a call (4 registers saved and restored)
  * against 7 (callgrind, test_preload_shim_instructions). `params` and `args` in parentheses. */
 #define D9P_IO_PASS(ret, name, fd, params, args)                                           \
-    static void *_Atomic D9P_SLOT(name);                                                   \
+    D9P_RESOLVED_SLOT(ret, name, params, args);                                            \
     static __attribute__((noinline)) ret name##_io_slow params {                           \
         d9p_loop_io(fd);                                                                   \
-        return D9P_NEXT_IN_SLOT(name) args;                                                \
+        return D9P_CALL_SLOT(name) args;                                                   \
     }                                                                                      \
     D9P_EXPORT ret name params {                                                           \
-        __typeof__(&name) next_ =                                                          \
-            (__typeof__(&name))atomic_load_explicit(&D9P_SLOT(name), memory_order_relaxed); \
-        if (__builtin_expect(d9p_loop_io_may_switch(fd) || !next_, 0))                  \
-            return name##_io_slow args;                                                    \
-        return next_ args;                                                                 \
+        if (__builtin_expect(d9p_loop_io_may_switch(fd), 0)) return name##_io_slow args;   \
+        return D9P_CALL_SLOT(name) args;                                                   \
     }                                                                                      \
     _Static_assert(1, "a semicolon after the macro")
 /* Connection tasks: a new one per fd lifetime. */

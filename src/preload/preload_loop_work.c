@@ -641,6 +641,12 @@ void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked) {
  * interposer jumps here before its own frame; each half inline (callgrind, d9p_home_pairs: the
  * interposer's frame of six saved registers and two calls with their own frames and thread-local
  * lookups were 72 + 21 + 59 instructions a wait). */
+D9P_RESOLVED_SLOT(int, epoll_wait, (int epfd, struct epoll_event *events, int maxevents, int timeout),
+                  (epfd, events, maxevents, timeout));
+D9P_RESOLVED_SLOT(int, epoll_pwait,
+                  (int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *sigmask),
+                  (epfd, events, maxevents, timeout, sigmask));
+
 int d9p_home_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout,
                         const sigset_t *sigmask, bool pwait) {
     int *err = &errno;
@@ -648,8 +654,8 @@ int d9p_home_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int
     bool park = timeout != 0;
     if (!home_wait_begins(park) && park) d9__park();
     *err = saved;
-    int rc = pwait ? D9P_NEXT(epoll_pwait)(epfd, events, maxevents, timeout, sigmask)
-                   : D9P_NEXT(epoll_wait)(epfd, events, maxevents, timeout);
+    int rc = pwait ? D9P_CALL_SLOT(epoll_pwait)(epfd, events, maxevents, timeout, sigmask)
+                   : D9P_CALL_SLOT(epoll_wait)(epfd, events, maxevents, timeout);
     saved = *err;
     home_wait_ends(events, rc, park);
     *err = saved;

@@ -332,10 +332,16 @@ static inline bool home_fast(int epfd) {
  * 239.4 -> 213.2 a request of test_preload_shim_instructions'); the loop library's wait pays the
  * test, the return address and a jump (epoll_wait + read 128.4 -> 132.5; its forked child's
  * start asked only while nothing records gives 2 of them back). */
+D9P_RESOLVED_SLOT(int, epoll_wait, (int epfd, struct epoll_event *events, int maxevents, int timeout),
+                  (epfd, events, maxevents, timeout));
+D9P_RESOLVED_SLOT(int, epoll_pwait,
+                  (int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *sigmask),
+                  (epfd, events, maxevents, timeout, sigmask));
+
 static __attribute__((noinline)) int epoll_wait_other(int epfd, struct epoll_event *events,
                                                       int maxevents, int timeout,
                                                       const void *caller) {
-    EPOLL_CALL(timeout != 0, D9P_NEXT(epoll_wait)(epfd, events, maxevents, timeout), caller);
+    EPOLL_CALL(timeout != 0, D9P_CALL_SLOT(epoll_wait)(epfd, events, maxevents, timeout), caller);
 }
 
 /* Without a frame of its own: __builtin_return_address(0) would otherwise set one up (a push,
@@ -354,7 +360,7 @@ D9P_EXPORT D9P_FRAMELESS int epoll_wait(int epfd, struct epoll_event *events, in
 static __attribute__((noinline)) int epoll_pwait_other(int epfd, struct epoll_event *events,
                                                        int maxevents, int timeout,
                                                        const sigset_t *sigmask, const void *caller) {
-    EPOLL_CALL(timeout != 0, D9P_NEXT(epoll_pwait)(epfd, events, maxevents, timeout, sigmask), caller);
+    EPOLL_CALL(timeout != 0, D9P_CALL_SLOT(epoll_pwait)(epfd, events, maxevents, timeout, sigmask), caller);
 }
 
 D9P_EXPORT D9P_FRAMELESS int epoll_pwait(int epfd, struct epoll_event *events, int maxevents,

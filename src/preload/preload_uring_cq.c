@@ -59,11 +59,6 @@ static __thread struct {
 } t_rings[RINGS_PER_THREAD] __attribute__((tls_model("initial-exec")));
 static __thread unsigned t_next_ring __attribute__((tls_model("initial-exec")));
 
-static unsigned tail_of(const d9p_cq_view *cq) {
-    return atomic_load_explicit((_Atomic unsigned *)cq->ktail, memory_order_acquire);
-}
-
-
 #define MAX_READY 64
 
 /* What a new completion of a request on fd tells of connections: a completed accept begins
@@ -72,8 +67,9 @@ static bool tells_connections(const struct io_uring_cqe *cqe, unsigned op) {
     return (op == IORING_OP_ACCEPT && cqe->res >= 0) || (op == IORING_OP_CLOSE && cqe->res == 0);
 }
 static void tell_connections(const struct io_uring_cqe *cqe, int fd, unsigned op) {
-    if (op == IORING_OP_ACCEPT && cqe->res >= 0) d9p_conn_accepted(fd, cqe->res);
-    if (op == IORING_OP_CLOSE && cqe->res == 0) d9p_conn_closed(fd);
+    if (!tells_connections(cqe, op)) return;
+    if (op == IORING_OP_ACCEPT) d9p_conn_accepted(fd, cqe->res);
+    else d9p_conn_closed(fd);
 }
 
 /* The fd a completion stands for (-1: unknown, or a close: it wakes nobody); a new one
@@ -104,7 +100,7 @@ unsigned *d9p_uring_seen(const void *ring, unsigned head) {
  * they are skipped. */
 void d9p_uring_catch_up_consumed(const d9p_cq_view *cq) {
     if (!D9__ACTIVE()) return;
-    unsigned head = *cq->khead, entries = cq->entries, tail = tail_of(cq);
+    unsigned head = *cq->khead, entries = cq->entries, tail = d9p_cq_tail(cq);
     unsigned *seen = cq->seen;
     if ((int)(head - *seen) <= 0) return;
     if (tail - *seen >= entries || head - *seen > entries) {
@@ -125,7 +121,7 @@ void d9p_uring_catch_up_consumed(const d9p_cq_view *cq) {
  * unpark, the wake and the connection's poll start in one hook call, without the general pass
  * below (which would come to the same); false when that does not apply, nothing done. */
 static inline bool one_new_completion_begins(const d9p_cq_view *cq, bool parked) {
-    unsigned head = *cq->khead, tail = tail_of(cq);
+    unsigned head = *cq->khead, tail = d9p_cq_tail(cq);
     if (tail - head != 1 || (int)(head - *cq->seen) < 0) return false;
     const struct io_uring_cqe *cqe = cqe_at(cq, head);
     int fd;
@@ -151,7 +147,7 @@ static __attribute__((noinline)) void completions(const d9p_cq_view *cq, bool ho
     bool unparked = !home_loop;
     int ready[MAX_READY], n = 0, first = -1, owed = -1; /* owed: the fd the unpark owes wakes */
     if (cq) {
-        unsigned head = *cq->khead, entries = cq->entries, tail = tail_of(cq);
+        unsigned head = *cq->khead, entries = cq->entries, tail = d9p_cq_tail(cq);
         if (tail - head > entries) tail = head; /* not a ring state the program would read */
         unsigned *seen = cq->seen;
         if ((int)(*seen - head) < 0 || (int)(tail - *seen) < 0) *seen = head;

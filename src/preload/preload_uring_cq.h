@@ -45,10 +45,14 @@ static inline bool d9p_cq_view_usable(d9p_cq_view *cq) {
 
 /* A request submitted: its user_data stands for (fd, opcode) until a later one takes its slot. */
 D9P_HIDDEN void d9p_uring_note_request(uint64_t user_data, int fd, unsigned opcode);
+/* The kernel's tail of the completion ring (what it posted up to). */
+static inline unsigned d9p_cq_tail(const d9p_cq_view *cq) {
+    return atomic_load_explicit((const _Atomic unsigned *)cq->ktail, memory_order_acquire);
+}
 /* No completion posted and not consumed (no view counts as empty). The views below are usable
  * ones (d9p_cq_view_usable) or NULL. */
 static inline bool d9p_uring_cq_empty(const d9p_cq_view *cq) {
-    return !cq || *cq->khead == atomic_load_explicit((const _Atomic unsigned *)cq->ktail, memory_order_acquire);
+    return !cq || *cq->khead == d9p_cq_tail(cq);
 }
 /* Before a call: what the program consumed since the last look (wakes, connections). Inline,
  * the usual case: nothing (the program's head is where this thread saw up to). */

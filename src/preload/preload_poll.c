@@ -395,13 +395,26 @@ D9P_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
                __builtin_return_address(0));
 }
 
+/* libc's pollers: called on every wait of a loop that polls (D9P_RESOLVED_SLOT: no test a call) */
+D9P_RESOLVED_SLOT(int, poll, (struct pollfd *fds, nfds_t nfds, int timeout), (fds, nfds, timeout));
+D9P_RESOLVED_SLOT(int, ppoll,
+                  (struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *sigmask),
+                  (fds, nfds, timeout, sigmask));
+D9P_RESOLVED_SLOT(int, select,
+                  (int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, struct timeval *timeout),
+                  (nfds, readfds, writefds, exceptfds, timeout));
+D9P_RESOLVED_SLOT(int, pselect,
+                  (int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
+                   const struct timespec *timeout, const sigset_t *sigmask),
+                  (nfds, readfds, writefds, exceptfds, timeout, sigmask));
+
 D9P_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout) {
-    POLL_CALL(timeout != 0, D9P_NEXT(poll)(fds, nfds, timeout));
+    POLL_CALL(timeout != 0, D9P_CALL_SLOT(poll)(fds, nfds, timeout));
 }
 
 D9P_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
                      const sigset_t *sigmask) {
-    POLL_CALL(ts_nonzero(timeout), D9P_NEXT(ppoll)(fds, nfds, timeout, sigmask));
+    POLL_CALL(ts_nonzero(timeout), D9P_CALL_SLOT(ppoll)(fds, nfds, timeout, sigmask));
 }
 
 /* What programs built with _FORTIFY_SOURCE call instead of poll / ppoll. */
@@ -409,24 +422,31 @@ int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen);
 int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
                 const sigset_t *sigmask, size_t fdslen);
 
+D9P_RESOLVED_SLOT(int, __poll_chk, (struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen),
+                  (fds, nfds, timeout, fdslen));
+D9P_RESOLVED_SLOT(int, __ppoll_chk,
+                  (struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
+                   const sigset_t *sigmask, size_t fdslen),
+                  (fds, nfds, timeout, sigmask, fdslen));
+
 D9P_EXPORT int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen) {
-    POLL_CALL(timeout != 0, D9P_NEXT(__poll_chk)(fds, nfds, timeout, fdslen));
+    POLL_CALL(timeout != 0, D9P_CALL_SLOT(__poll_chk)(fds, nfds, timeout, fdslen));
 }
 
 D9P_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
                            const sigset_t *sigmask, size_t fdslen) {
     POLL_CALL(ts_nonzero(timeout),
-                D9P_NEXT(__ppoll_chk)(fds, nfds, timeout, sigmask, fdslen));
+                D9P_CALL_SLOT(__ppoll_chk)(fds, nfds, timeout, sigmask, fdslen));
 }
 
 D9P_EXPORT int select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
                       struct timeval *timeout) {
     SELECT_CALL(tv_nonzero(timeout),
-                D9P_NEXT(select)(nfds, readfds, writefds, exceptfds, timeout));
+                D9P_CALL_SLOT(select)(nfds, readfds, writefds, exceptfds, timeout));
 }
 
 D9P_EXPORT int pselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
                        const struct timespec *timeout, const sigset_t *sigmask) {
     SELECT_CALL(ts_nonzero(timeout),
-                D9P_NEXT(pselect)(nfds, readfds, writefds, exceptfds, timeout, sigmask));
+                D9P_CALL_SLOT(pselect)(nfds, readfds, writefds, exceptfds, timeout, sigmask));
 }

@@ -53,8 +53,8 @@ HOOK_CALLS=2.05
 # the park of the next poll() (iteration_ends, park_begin: d9__poll_end_park, one clock read and
 # record for both, as the epoll path above). The bound fails on that code. 617.2 -> 604.9 (four
 # runs within 0.6 before) when read and write jump into libc through a cache that is never NULL
-# (D9P_RESOLVED_SLOT).
-BOUND_POLL=612
+# (D9P_RESOLVED_SLOT); 604.9 -> 592.7 with poll() itself called so.
+BOUND_POLL=600
 # The same loop waiting in io_uring through liburing (`d9p_uring_pairs N`: an IORING_OP_POLL_ADD
 # of the connection submitted with io_uring_submit_and_wait, counted inside that interposer with
 # liburing's own code, then read and write), DIAL9_THREAD_CPU=syscall as poll()'s: 998.9 with the

@@ -9,6 +9,7 @@
 #ifndef D9_PRELOAD_PRELOAD_H
 #define D9_PRELOAD_PRELOAD_H
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -40,6 +41,25 @@ D9P_HIDDEN void *d9p_next_symbol(void *_Atomic *slot, const char *name);
         void *p_ = atomic_load_explicit(&D9P_SLOT(name), memory_order_relaxed);            \
         (__typeof__(&name))(p_ ? p_ : d9p_next_symbol(&D9P_SLOT(name), #name));            \
     }))
+
+/* A cache of libc's function `name` for the hot interposers that is never NULL: it starts as
+ * name##_resolve, which looks the function up, keeps it in the cache and calls it (a function
+ * libc lacks: -1 with ENOSYS), so a call through it (D9P_CALL_SLOT) tests nothing: 2
+ * instructions a call fewer than D9P_NEXT's test for NULL. `params` and `args` in parentheses. */
+#define D9P_RESOLVED_SLOT(ret, name, params, args)                                         \
+    static ret name##_resolve params;                                                      \
+    static _Atomic(__typeof__(&name)) D9P_SLOT(name) = name##_resolve;                     \
+    static __attribute__((noinline, cold)) ret name##_resolve params {                     \
+        __typeof__(&name) real_ = (__typeof__(&name))d9p_next_symbol(                      \
+            (void *_Atomic *)&D9P_SLOT(name), #name);                                      \
+        if (!real_) {                                                                      \
+            errno = ENOSYS;                                                                \
+            return (ret)-1;                                                                \
+        }                                                                                  \
+        return real_ args;                                                                 \
+    }                                                                                      \
+    _Static_assert(1, "a semicolon after the macro")
+#define D9P_CALL_SLOT(name) atomic_load_explicit(&D9P_SLOT(name), memory_order_relaxed)
 
 /* ---- the process (preload_main.c) ---- */
 
@@ -188,6 +208,10 @@ D9P_HIDDEN void d9p_loop_wait_end_epoll(const struct epoll_event *events, int n,
  * when it parked (the unpark is recorded there, with the first ready wake). */
 D9P_HIDDEN bool d9p_home_wait_begins(bool park); /* true: it recorded the park too */
 D9P_HIDDEN void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked);
+/* Both halves around the loop's own epoll_wait (pwait: epoll_pwait with sigmask), in one
+ * function: what the epoll_wait and epoll_pwait interposers jump to on the fused path. */
+D9P_HIDDEN int d9p_home_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout,
+                                   const sigset_t *sigmask, bool pwait);
 D9P_HIDDEN void d9p_loop_wait_end_poll(const struct pollfd *fds, unsigned long n, int rc, bool parked);
 D9P_HIDDEN void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set *w,
                                          const fd_set *e, int rc, bool parked);
@@ -199,6 +223,12 @@ D9P_HIDDEN void d9p_loop_wait_end_select(int nfds, const fd_set *r, const fd_set
  * completions (readiness). */
 D9P_HIDDEN bool d9p_loop_wait_unpark_uring(bool parked, int fd);
 D9P_HIDDEN void d9p_loop_wait_end_uring(int first_fd, const int *ready, int n);
+/* The wait (io_uring) returned one new ready connection fd (< D9P_LOOP_FDS), the one the
+ * program handles first, and recorded nothing since it began: when fd's task is known and the
+ * loop has no poll open, its unpark (parked), fd's readiness wake and fd's poll start are one
+ * hook call and clock read, and the iteration has started; false, nothing done: unpark, then
+ * d9p_loop_wait_end_uring. */
+D9P_HIDDEN bool d9p_loop_wait_begins_one(bool parked, int fd);
 /* Readiness wakes of the tasks of fds completed outside a wait (io_uring_submit). */
 D9P_HIDDEN void d9p_loop_ready(const int *ready, int n);
 /* At exit, on the exiting thread: a loop iteration in progress there ends its poll, so the
@@ -217,6 +247,9 @@ typedef struct d9p_loop_io_state {
      * the thread is a loop of this process with its worker identity), 0 until then and in a
      * forked child. */
     unsigned home_epfd1;
+    /* The same for an io_uring loop: its ring fd + 1 once its waits may take the fused path
+     * (preload_poll.c, d9p_poller_wait_begin). */
+    unsigned home_ring1;
 } d9p_loop_io_state;
 D9P_HIDDEN extern __thread d9p_loop_io_state d9p_loop_io_now __attribute__((tls_model("initial-exec")));
 D9P_HIDDEN void d9p_loop_io_slow(int fd);
@@ -254,17 +287,14 @@ static inline void d9p_loop_io(int fd) {
  * arguments alive across them: ~24 instructions a call (4 registers saved and restored)
  * against 7 (callgrind, test_preload_shim_instructions). `params` and `args` in parentheses. */
 #define D9P_IO_PASS(ret, name, fd, params, args)                                           \
-    static void *_Atomic D9P_SLOT(name);                                                   \
+    D9P_RESOLVED_SLOT(ret, name, params, args);                                            \
     static __attribute__((noinline)) ret name##_io_slow params {                           \
         d9p_loop_io(fd);                                                                   \
-        return D9P_NEXT_IN_SLOT(name) args;                                                \
+        return D9P_CALL_SLOT(name) args;                                                   \
     }                                                                                      \
     D9P_EXPORT ret name params {                                                           \
-        __typeof__(&name) next_ =                                                          \
-            (__typeof__(&name))atomic_load_explicit(&D9P_SLOT(name), memory_order_relaxed); \
-        if (__builtin_expect(d9p_loop_io_may_switch(fd) || !next_, 0))                  \
-            return name##_io_slow args;                                                    \
-        return next_ args;                                                                 \
+        if (__builtin_expect(d9p_loop_io_may_switch(fd), 0)) return name##_io_slow args;   \
+        return D9P_CALL_SLOT(name) args;                                                   \
     }                                                                                      \
     _Static_assert(1, "a semicolon after the macro")
 /* Connection tasks: a new one per fd lifetime. */

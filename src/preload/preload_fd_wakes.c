@@ -89,21 +89,21 @@ D9P_EXPORT int pipe2(int fds[2], int flags) {
  * iterating on this thread, an fd that is no notification fd), as D9P_IO_PASS says why; their
  * out-of-line twins do the rest. A read's fd kind is looked at before the call: an fd that
  * becomes a pipe while being read is a race either way. */
-static void *_Atomic D9P_SLOT(read), *_Atomic D9P_SLOT(write);
+D9P_RESOLVED_SLOT(ssize_t, read, (int fd, void *buf, size_t count), (fd, buf, count));
+D9P_RESOLVED_SLOT(ssize_t, write, (int fd, const void *buf, size_t count), (fd, buf, count));
 
 static __attribute__((noinline)) ssize_t read_slow(int fd, void *buf, size_t count) {
     d9p_loop_io(fd);
-    ssize_t rc = D9P_NEXT_IN_SLOT(read)(fd, buf, count);
+    ssize_t rc = D9P_CALL_SLOT(read)(fd, buf, count);
     unsigned k = kind_of(fd);
     if ((k == KIND_EVENTFD || k == KIND_PIPE_READ) && rc > 0) note_reader(fd);
     return rc;
 }
 
 D9P_EXPORT ssize_t read(int fd, void *buf, size_t count) {
-    __typeof__(&read) next = (__typeof__(&read))atomic_load_explicit(&D9P_SLOT(read), memory_order_relaxed);
-    if (__builtin_expect(d9p_loop_io_may_switch(fd) || !next || kind_of(fd) != KIND_NONE, 0))
+    if (__builtin_expect(d9p_loop_io_may_switch(fd) || kind_of(fd) != KIND_NONE, 0))
         return read_slow(fd, buf, count);
-    return next(fd, buf, count);
+    return D9P_CALL_SLOT(read)(fd, buf, count);
 }
 
 /* `caller`: the program's call site, passed down (the twin's own return address is the
@@ -113,14 +113,13 @@ static __attribute__((noinline)) ssize_t write_slow(int fd, const void *buf, siz
     d9p_loop_io(fd);
     unsigned k = kind_of(fd);
     if (k != KIND_NONE && D9__ACTIVE()) wake_reader(fd, k, caller);
-    return D9P_NEXT_IN_SLOT(write)(fd, buf, count);
+    return D9P_CALL_SLOT(write)(fd, buf, count);
 }
 
 D9P_EXPORT ssize_t write(int fd, const void *buf, size_t count) {
-    __typeof__(&write) next = (__typeof__(&write))atomic_load_explicit(&D9P_SLOT(write), memory_order_relaxed);
-    if (__builtin_expect(d9p_loop_io_may_switch(fd) || !next || kind_of(fd) != KIND_NONE, 0))
+    if (__builtin_expect(d9p_loop_io_may_switch(fd) || kind_of(fd) != KIND_NONE, 0))
         return write_slow(fd, buf, count, __builtin_return_address(0));
-    return next(fd, buf, count);
+    return D9P_CALL_SLOT(write)(fd, buf, count);
 }
 
 D9P_EXPORT int eventfd_read(int fd, eventfd_t *value) {

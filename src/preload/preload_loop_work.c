@@ -235,7 +235,7 @@ static __attribute__((noinline)) void forget_parent_loop(loop_thread *l, uint32_
     memset(l, 0, sizeof *l);
     l->generation = gen;
     d9p_loop_io_now.iterating = false;
-    d9p_loop_io_now.home_epfd1 = 0;
+    d9p_loop_io_now.home_epfd1 = d9p_loop_io_now.home_ring1 = 0;
 }
 
 static inline loop_thread *self(void) {
@@ -355,7 +355,7 @@ void d9p_conns_forget_after_fork(void) {
     atomic_fetch_add(&g_generation, 1);
     /* the forking thread, the child's only one: its loop is the parent's (the fused path of
      * its epoll_wait would skip the child's start and its first wait) */
-    d9p_loop_io_now.home_epfd1 = 0;
+    d9p_loop_io_now.home_epfd1 = d9p_loop_io_now.home_ring1 = 0;
     for (int fd = 0; fd < MAX_FDS; fd++)
         if (atomic_load_explicit(&d9p_fd_conns[fd].task, memory_order_relaxed))
             atomic_store_explicit(&d9p_fd_conns[fd].task, 0, memory_order_relaxed);
@@ -547,7 +547,7 @@ static uint64_t unpark_first_wake(bool parked, int fd) {
  * fork generation, start or first-wait test; a run that stopped during the wait starts
  * nothing, as above. The iteration's poll ends with the hook as the last call (a jump: no
  * frame here), unless a close inside it owes its task's end after it. */
-bool d9p_home_wait_begins(bool park) {
+static inline __attribute__((always_inline)) bool home_wait_begins(bool park) {
     loop_thread *l = &t_loop;
     d9p_loop_io_now.iterating = false;
     if (__builtin_expect(!l->in_poll || l->owed_terminate, 0)) {
@@ -620,7 +620,8 @@ static inline __attribute__((always_inline)) bool one_known_ready_begins(loop_th
 }
 
 /* The wait returned rc events (parked: the call was recorded as a park). */
-void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked) {
+static inline __attribute__((always_inline)) void home_wait_ends(const struct epoll_event *events, int rc,
+                                                                 bool parked) {
     if (!D9__ACTIVE()) {
         if (parked) d9_unpark(); /* a pause owes the end of a park it saw begin */
         return;
@@ -628,6 +629,37 @@ void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked) {
     loop_thread *l = &t_loop;
     if (!one_known_ready_begins(l, rc == 1 ? event_fd(events[0].data.u64) : -1, parked))
         epoll_wait_ends(l, events, rc > 0 ? rc : 0, parked);
+}
+
+bool d9p_home_wait_begins(bool park) { return home_wait_begins(park); }
+void d9p_home_wait_ends(const struct epoll_event *events, int rc, bool parked) {
+    home_wait_ends(events, rc, parked);
+}
+
+/* The loop's own epoll_wait / epoll_pwait whole, here beside the iteration's state: its end
+ * with the park, the call, the unpark with the next iteration's start, errno kept. The
+ * interposer jumps here before its own frame; each half inline (callgrind, d9p_home_pairs: the
+ * interposer's frame of six saved registers and two calls with their own frames and thread-local
+ * lookups were 72 + 21 + 59 instructions a wait). */
+D9P_RESOLVED_SLOT(int, epoll_wait, (int epfd, struct epoll_event *events, int maxevents, int timeout),
+                  (epfd, events, maxevents, timeout));
+D9P_RESOLVED_SLOT(int, epoll_pwait,
+                  (int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *sigmask),
+                  (epfd, events, maxevents, timeout, sigmask));
+
+int d9p_home_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout,
+                        const sigset_t *sigmask, bool pwait) {
+    int *err = &errno;
+    int saved = *err;
+    bool park = timeout != 0;
+    if (!home_wait_begins(park) && park) d9__park();
+    *err = saved;
+    int rc = pwait ? D9P_CALL_SLOT(epoll_pwait)(epfd, events, maxevents, timeout, sigmask)
+                   : D9P_CALL_SLOT(epoll_wait)(epfd, events, maxevents, timeout);
+    saved = *err;
+    home_wait_ends(events, rc, park);
+    *err = saved;
+    return rc;
 }
 
 static inline bool poll_ready(const struct pollfd *p) { return p->fd >= 0 && p->fd < MAX_FDS && p->revents; }
@@ -683,6 +715,10 @@ bool d9p_loop_wait_unpark_uring(bool parked, int fd) {
     if ((unsigned)fd >= MAX_FDS) fd = -1;
     unpark_first_wake(parked, fd);
     return fd >= 0;
+}
+
+bool d9p_loop_wait_begins_one(bool parked, int fd) {
+    return D9__ACTIVE() && one_known_ready_begins(self(), fd, parked);
 }
 
 void d9p_loop_wait_end_uring(int first_fd, const int *ready_fds, int n) {

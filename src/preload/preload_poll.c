@@ -199,10 +199,25 @@ static bool has_poll_fds(const struct pollfd *fds, nfds_t n) {
         return rc_;                                                                        \
     } while (0)
 
+/* An io_uring loop's own wait, once the thread is a loop of this process with its worker
+ * identity (d9p_loop_io_now.home_ring1), takes the epoll loop's fused path: its iteration's end
+ * with the park, without asking again for a child's start, a first wait, the fork generation
+ * and the worker identity (the general path: 104 instructions a wait of the shim's own). */
 bool d9p_poller_wait_begin(int kind, int fd, bool waits, bool blocks, const void *caller,
                            bool *home_loop) {
+    if (kind == D9P_WAIT_URING && waits && d9p_loop_io_now.home_ring1 == (unsigned)fd + 1u &&
+        D9__ACTIVE() && outside_loop_library()) {
+        *home_loop = true;
+        int saved = errno;
+        if (!d9p_home_wait_begins(blocks) && blocks) d9__park();
+        errno = saved;
+        return blocks;
+    }
     *home_loop = outside_loop_library() && d9p_loop_wait_begin(kind, fd, true, waits, caller);
-    return park_begin(kind == D9P_WAIT_URING ? RT_URING : RT_EPOLL, blocks);
+    bool parked = park_begin(kind == D9P_WAIT_URING ? RT_URING : RT_EPOLL, blocks);
+    /* parked outside a loop library: its worker identity is taken */
+    if (kind == D9P_WAIT_URING && *home_loop && parked) d9p_loop_io_now.home_ring1 = (unsigned)fd + 1u;
+    return parked;
 }
 
 void d9p_poller_wait_end(bool parked) { park_end(parked); }
@@ -222,6 +237,13 @@ static int epoll_returned_home(int rc, const struct epoll_event *events, bool pa
     return rc;
 }
 
+/* A forked child's start, when owed (d9p_maybe_start_child): only while nothing records, as
+ * the recorder disables itself in a forked child until that start; whether it records now. */
+static __attribute__((noinline, cold)) bool start_child_if_owed(void) {
+    d9p_maybe_start_child();
+    return D9__ACTIVE() != 0;
+}
+
 /* The poll of a loop library's run function (libuv, libevent) is the hot path of every
  * request: one look at the thread's state, errno's location asked once (glibc declares it
  * const, so the compiler keeps the pointer), and the recorder's park, unpark and readiness
@@ -235,9 +257,10 @@ static int epoll_returned_home(int rc, const struct epoll_event *events, bool pa
  * gave up waiting). */
 #define LOOP_EPOLL_CALL(may_block, call)                                                   \
     do {                                                                                   \
-        d9p_maybe_start_child();                                                           \
+        bool active_ = D9__ACTIVE() != 0;                                                  \
+        if (__builtin_expect(!active_, 0)) active_ = start_child_if_owed();                \
         int *err_ = &errno;                                                                \
-        bool parked_ = (may_block) && D9__ACTIVE();                                        \
+        bool parked_ = (may_block) && active_;                                             \
         if (parked_) { /* with the poll the last callback owes */                          \
             int saved_ = *err_;                                                            \
             d9a_park_owing_end(true);                                                      \
@@ -280,19 +303,20 @@ static inline bool home_fast(int epfd) {
         return rc_;                                                                        \
     } while (0)
 
-/* The three paths stay in one function. Measured 2026-12-07 (callgrind, the shim's own
- * instructions): each path a function of its own, the interposer a frameless dispatcher that
- * jumps to them (the general one given __builtin_return_address(0) as an argument), took the
- * loop's fused wait 240 -> 235.6 a request but the loop library's epoll_wait + read pair
- * 127.9 -> 138.5: that path's own function still saved six registers for what lives across
- * the real call and the inlined readiness wakes, and paid the dispatcher's tests on top. */
-#define EPOLL_CALL(may_block, call)                                                        \
+/* The loop library's path and the general one stay in one function. Measured 2026-12-07
+ * (callgrind, the shim's own instructions): each path a function of its own, the interposer a
+ * frameless dispatcher that jumps to them (the general one given __builtin_return_address(0) as
+ * an argument), took the loop's fused wait 240 -> 235.6 a request but the loop library's
+ * epoll_wait + read pair 127.9 -> 138.5: that path's own function still saved six registers for
+ * what lives across the real call and the inlined readiness wakes, and paid the dispatcher's
+ * tests on top. The home-grown loop's fused path is the exception (caller: where the
+ * interposer was called from, for a loop's name). */
+#define EPOLL_CALL(may_block, call, caller)                                                \
     do {                                                                                   \
         if (__builtin_expect(is_loop_poll(), 1)) LOOP_EPOLL_CALL(may_block, call);         \
-        if (__builtin_expect(home_fast(epfd), 1)) HOME_EPOLL_CALL(may_block, call);        \
         bool home_loop_ = outside_loop_library() &&                                        \
                           d9p_loop_wait_begin(D9P_WAIT_EPOLL, epfd, false, (may_block),    \
-                                              __builtin_return_address(0));                \
+                                              (caller));                                   \
         bool parked_ = park_begin(RT_EPOLL, (may_block));                                  \
         int rc_ = (call);                                                                  \
         if (!home_loop_) park_end(parked_);                                                \
@@ -301,18 +325,63 @@ static inline bool home_fast(int epfd) {
         return home_loop_ ? epoll_returned_home(rc_, events, parked_) : rc_;               \
     } while (0)
 
-D9P_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {
-    EPOLL_CALL(timeout != 0, D9P_NEXT(epoll_wait)(epfd, events, maxevents, timeout));
+/* epoll_wait and epoll_pwait: a home-grown loop's own wait jumps to its fused path
+ * (d9p_home_epoll_wait) before any frame of the interposer's: the interposer's frame of six
+ * saved registers, which the other paths need, cost the loop's wait 44 of its 152 instructions
+ * of the shim's own (callgrind, d9p_home_pairs; its halves inline in d9p_home_epoll_wait:
+ * 239.4 -> 213.2 a request of test_preload_shim_instructions'); the loop library's wait pays the
+ * test, the return address and a jump (epoll_wait + read 128.4 -> 132.5; its forked child's
+ * start asked only while nothing records gives 2 of them back). */
+D9P_RESOLVED_SLOT(int, epoll_wait, (int epfd, struct epoll_event *events, int maxevents, int timeout),
+                  (epfd, events, maxevents, timeout));
+D9P_RESOLVED_SLOT(int, epoll_pwait,
+                  (int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *sigmask),
+                  (epfd, events, maxevents, timeout, sigmask));
+
+static __attribute__((noinline)) int epoll_wait_other(int epfd, struct epoll_event *events,
+                                                      int maxevents, int timeout,
+                                                      const void *caller) {
+    EPOLL_CALL(timeout != 0, D9P_CALL_SLOT(epoll_wait)(epfd, events, maxevents, timeout), caller);
 }
 
-D9P_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout,
-                           const sigset_t *sigmask) {
-    EPOLL_CALL(timeout != 0, D9P_NEXT(epoll_pwait)(epfd, events, maxevents, timeout, sigmask));
+/* Without a frame of its own: __builtin_return_address(0) would otherwise set one up (a push,
+ * a load and a pop on every loop library's wait) just to read the return address. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define D9P_FRAMELESS __attribute__((optimize("omit-frame-pointer")))
+#else
+#define D9P_FRAMELESS
+#endif
+D9P_EXPORT D9P_FRAMELESS int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {
+    if (__builtin_expect(home_fast(epfd), 0))
+        return d9p_home_epoll_wait(epfd, events, maxevents, timeout, NULL, false);
+    return epoll_wait_other(epfd, events, maxevents, timeout, __builtin_return_address(0));
+}
+
+static __attribute__((noinline)) int epoll_pwait_other(int epfd, struct epoll_event *events,
+                                                       int maxevents, int timeout,
+                                                       const sigset_t *sigmask, const void *caller) {
+    EPOLL_CALL(timeout != 0, D9P_CALL_SLOT(epoll_pwait)(epfd, events, maxevents, timeout, sigmask), caller);
+}
+
+D9P_EXPORT D9P_FRAMELESS int epoll_pwait(int epfd, struct epoll_event *events, int maxevents,
+                                         int timeout, const sigset_t *sigmask) {
+    if (__builtin_expect(home_fast(epfd), 0))
+        return d9p_home_epoll_wait(epfd, events, maxevents, timeout, sigmask, true);
+    return epoll_pwait_other(epfd, events, maxevents, timeout, sigmask, __builtin_return_address(0));
 }
 
 /* glibc 2.35+; declared here so the shim also builds against older headers */
 int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
                  const struct timespec *timeout, const sigset_t *sigmask);
+
+/* epoll_pwait2's fused path (rare: its own function, the halves called) */
+static __attribute__((noinline)) int home_pwait2(__typeof__(&epoll_pwait2) real, int epfd,
+                                                 struct epoll_event *events, int maxevents,
+                                                 const struct timespec *timeout,
+                                                 const sigset_t *sigmask) {
+    HOME_EPOLL_CALL(ts_nonzero(timeout), real(epfd, events, maxevents, timeout, sigmask));
+}
+
 D9P_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
                             const struct timespec *timeout, const sigset_t *sigmask) {
     __typeof__(&epoll_pwait2) real = D9P_NEXT(epoll_pwait2);
@@ -320,16 +389,32 @@ D9P_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
         errno = ENOSYS;
         return -1;
     }
-    EPOLL_CALL(ts_nonzero(timeout), real(epfd, events, maxevents, timeout, sigmask));
+    if (__builtin_expect(home_fast(epfd), 0))
+        return home_pwait2(real, epfd, events, maxevents, timeout, sigmask);
+    EPOLL_CALL(ts_nonzero(timeout), real(epfd, events, maxevents, timeout, sigmask),
+               __builtin_return_address(0));
 }
 
+/* libc's pollers: called on every wait of a loop that polls (D9P_RESOLVED_SLOT: no test a call) */
+D9P_RESOLVED_SLOT(int, poll, (struct pollfd *fds, nfds_t nfds, int timeout), (fds, nfds, timeout));
+D9P_RESOLVED_SLOT(int, ppoll,
+                  (struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *sigmask),
+                  (fds, nfds, timeout, sigmask));
+D9P_RESOLVED_SLOT(int, select,
+                  (int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, struct timeval *timeout),
+                  (nfds, readfds, writefds, exceptfds, timeout));
+D9P_RESOLVED_SLOT(int, pselect,
+                  (int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
+                   const struct timespec *timeout, const sigset_t *sigmask),
+                  (nfds, readfds, writefds, exceptfds, timeout, sigmask));
+
 D9P_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout) {
-    POLL_CALL(timeout != 0, D9P_NEXT(poll)(fds, nfds, timeout));
+    POLL_CALL(timeout != 0, D9P_CALL_SLOT(poll)(fds, nfds, timeout));
 }
 
 D9P_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
                      const sigset_t *sigmask) {
-    POLL_CALL(ts_nonzero(timeout), D9P_NEXT(ppoll)(fds, nfds, timeout, sigmask));
+    POLL_CALL(ts_nonzero(timeout), D9P_CALL_SLOT(ppoll)(fds, nfds, timeout, sigmask));
 }
 
 /* What programs built with _FORTIFY_SOURCE call instead of poll / ppoll. */
@@ -337,24 +422,31 @@ int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen);
 int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
                 const sigset_t *sigmask, size_t fdslen);
 
+D9P_RESOLVED_SLOT(int, __poll_chk, (struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen),
+                  (fds, nfds, timeout, fdslen));
+D9P_RESOLVED_SLOT(int, __ppoll_chk,
+                  (struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
+                   const sigset_t *sigmask, size_t fdslen),
+                  (fds, nfds, timeout, sigmask, fdslen));
+
 D9P_EXPORT int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen) {
-    POLL_CALL(timeout != 0, D9P_NEXT(__poll_chk)(fds, nfds, timeout, fdslen));
+    POLL_CALL(timeout != 0, D9P_CALL_SLOT(__poll_chk)(fds, nfds, timeout, fdslen));
 }
 
 D9P_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout,
                            const sigset_t *sigmask, size_t fdslen) {
     POLL_CALL(ts_nonzero(timeout),
-                D9P_NEXT(__ppoll_chk)(fds, nfds, timeout, sigmask, fdslen));
+                D9P_CALL_SLOT(__ppoll_chk)(fds, nfds, timeout, sigmask, fdslen));
 }
 
 D9P_EXPORT int select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
                       struct timeval *timeout) {
     SELECT_CALL(tv_nonzero(timeout),
-                D9P_NEXT(select)(nfds, readfds, writefds, exceptfds, timeout));
+                D9P_CALL_SLOT(select)(nfds, readfds, writefds, exceptfds, timeout));
 }
 
 D9P_EXPORT int pselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
                        const struct timespec *timeout, const sigset_t *sigmask) {
     SELECT_CALL(ts_nonzero(timeout),
-                D9P_NEXT(pselect)(nfds, readfds, writefds, exceptfds, timeout, sigmask));
+                D9P_CALL_SLOT(pselect)(nfds, readfds, writefds, exceptfds, timeout, sigmask));
 }

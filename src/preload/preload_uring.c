@@ -49,14 +49,14 @@ static unsigned cqe_shift(const struct io_uring *ring) {
 /* The SQEs the program prepared and has not submitted yet. *kring_mask and *kring_entries
  * (the kernel's ring header) rather than ring_mask: liburing before 2.3 had no such field. */
 static void note_pending(const struct io_uring *ring) {
-    if (!ring || !ring->sq.sqes || !ring->sq.kring_mask || !ring->sq.kring_entries || !D9__ACTIVE())
-        return;
-    unsigned mask = *ring->sq.kring_mask, entries = *ring->sq.kring_entries;
     unsigned head = ring->sq.sqe_head, tail = ring->sq.sqe_tail;
+    if (head == tail || !ring->sq.sqes || !ring->sq.kring_mask || !ring->sq.kring_entries || !D9__ACTIVE())
+        return;
+    unsigned mask = *ring->sq.kring_mask, entries = *ring->sq.kring_entries, shift = sqe_shift(ring);
     /* not a ring state liburing would submit from: nothing outside the SQE array is read */
     if (mask + 1 != entries || tail - head > entries) return;
     for (unsigned i = head; i != tail; i++) {
-        const struct io_uring_sqe *sqe = &ring->sq.sqes[(i & mask) << sqe_shift(ring)];
+        const struct io_uring_sqe *sqe = &ring->sq.sqes[(i & mask) << shift];
         if ((sqe->flags & IOSQE_FIXED_FILE) || sqe->fd < 0) continue;
         d9p_uring_note_request(sqe->user_data, sqe->fd, sqe->opcode);
     }

@@ -59,19 +59,17 @@ static __thread struct {
 } t_rings[RINGS_PER_THREAD] __attribute__((tls_model("initial-exec")));
 static __thread unsigned t_next_ring __attribute__((tls_model("initial-exec")));
 
-static unsigned tail_of(const d9p_cq_view *cq) {
-    return atomic_load_explicit((_Atomic unsigned *)cq->ktail, memory_order_acquire);
-}
-
-bool d9p_uring_cq_empty(const d9p_cq_view *cq) { return !cq || *cq->khead == tail_of(cq); }
-
 #define MAX_READY 64
 
 /* What a new completion of a request on fd tells of connections: a completed accept begins
  * one, a completed close ends one. */
+static bool tells_connections(const struct io_uring_cqe *cqe, unsigned op) {
+    return (op == IORING_OP_ACCEPT && cqe->res >= 0) || (op == IORING_OP_CLOSE && cqe->res == 0);
+}
 static void tell_connections(const struct io_uring_cqe *cqe, int fd, unsigned op) {
-    if (op == IORING_OP_ACCEPT && cqe->res >= 0) d9p_conn_accepted(fd, cqe->res);
-    if (op == IORING_OP_CLOSE && cqe->res == 0) d9p_conn_closed(fd);
+    if (!tells_connections(cqe, op)) return;
+    if (op == IORING_OP_ACCEPT) d9p_conn_accepted(fd, cqe->res);
+    else d9p_conn_closed(fd);
 }
 
 /* The fd a completion stands for (-1: unknown, or a close: it wakes nobody); a new one
@@ -88,8 +86,7 @@ static const struct io_uring_cqe *cqe_at(const d9p_cq_view *cq, unsigned i) {
     return &((const struct io_uring_cqe *)cq->cqes)[(i & cq->mask) << cq->cqe_shift];
 }
 
-/* Where this thread saw the ring's CQEs up to; a ring new to it starts at its head. */
-static unsigned *track(const void *ring, unsigned head) {
+unsigned *d9p_uring_seen(const void *ring, unsigned head) {
     for (unsigned i = 0; i < RINGS_PER_THREAD; i++)
         if (t_rings[i].ring == ring) return &t_rings[i].seen;
     unsigned i = t_next_ring++ % RINGS_PER_THREAD;
@@ -101,10 +98,10 @@ static unsigned *track(const void *ring, unsigned head) {
 /* The kernel reuses a consumed slot only once the ring has moved a whole lap past it, so
  * with fewer CQEs than the ring holds since the last look they are still there; past that
  * they are skipped. */
-void d9p_uring_catch_up(const d9p_cq_view *cq) {
-    if (!cq || !D9__ACTIVE()) return;
-    unsigned head = *cq->khead, entries = cq->entries, tail = tail_of(cq);
-    unsigned *seen = track(cq->key, head);
+void d9p_uring_catch_up_consumed(const d9p_cq_view *cq) {
+    if (!D9__ACTIVE()) return;
+    unsigned head = *cq->khead, entries = cq->entries, tail = d9p_cq_tail(cq);
+    unsigned *seen = cq->seen;
     if ((int)(head - *seen) <= 0) return;
     if (tail - *seen >= entries || head - *seen > entries) {
         *seen = head;
@@ -119,19 +116,40 @@ void d9p_uring_catch_up(const d9p_cq_view *cq) {
     d9p_loop_ready(ready, n);
 }
 
+/* A home-grown loop's wait returned one completion, new, of a request on a connection that
+ * does nothing to connections (not an accept, not a close): an io_uring server's request. Its
+ * unpark, the wake and the connection's poll start in one hook call, without the general pass
+ * below (which would come to the same); false when that does not apply, nothing done. */
+static inline bool one_new_completion_begins(const d9p_cq_view *cq, bool parked) {
+    unsigned head = *cq->khead, tail = d9p_cq_tail(cq);
+    if (tail - head != 1 || (int)(head - *cq->seen) < 0) return false;
+    const struct io_uring_cqe *cqe = cqe_at(cq, head);
+    int fd;
+    unsigned op;
+    if (!req_lookup(cqe->user_data, &fd, &op) || op == IORING_OP_CLOSE || tells_connections(cqe, op) ||
+        fd >= D9P_LOOP_FDS || !d9p_loop_wait_begins_one(parked, fd))
+        return false;
+    *cq->seen = tail;
+    return true;
+}
+
 /* After a call: the completions posted, in one pass. The first is the completion the program
  * handles first (its fd: the iteration's poll, with home_loop); each new one with a known fd is a
  * readiness wake of its task. A home-grown loop's wait (home_loop) unparks at its first new
- * completion of a known request, before what that completion does, with its readiness wake in
- * the unpark's record (not a close's: a close wakes nobody), or after the pass when there is
- * none. */
-static void completions(const d9p_cq_view *cq, bool home_loop, bool parked) {
+ * completion of a known request, with its readiness wake in the unpark's record (not a close's:
+ * a close wakes nobody), before what any completion does to connections (an accept's spawn, a
+ * close's end), or after the pass when there is none. While nothing else is recorded, that
+ * unpark is owed rather than written: when the wait returned that one new completion, the
+ * head's, on a connection whose task is known (an io_uring server's usual request), the unpark,
+ * the wake and the connection's poll start are one hook call and one clock read
+ * (d9p_loop_wait_begins_one, as an epoll wait's). */
+static __attribute__((noinline)) void completions(const d9p_cq_view *cq, bool home_loop, bool parked) {
     bool unparked = !home_loop;
-    int ready[MAX_READY], n = 0, first = -1;
+    int ready[MAX_READY], n = 0, first = -1, owed = -1; /* owed: the fd the unpark owes wakes */
     if (cq) {
-        unsigned head = *cq->khead, entries = cq->entries, tail = tail_of(cq);
+        unsigned head = *cq->khead, entries = cq->entries, tail = d9p_cq_tail(cq);
         if (tail - head > entries) tail = head; /* not a ring state the program would read */
-        unsigned *seen = track(cq->key, head);
+        unsigned *seen = cq->seen;
         if ((int)(*seen - head) < 0 || (int)(tail - *seen) < 0) *seen = head;
         for (unsigned i = head; i != tail; i++) {
             bool is_new = (int)(i - *seen) >= 0;
@@ -140,12 +158,20 @@ static void completions(const d9p_cq_view *cq, bool home_loop, bool parked) {
             const struct io_uring_cqe *cqe = cqe_at(cq, i);
             if (!(is_new || i == head) || !req_lookup(cqe->user_data, &fd, &op)) fd = -1;
             if (fd >= 0 && is_new) {
-                /* the unpark, before what its first completion does: with its wake (a close
-                 * wakes nobody) */
-                bool woken = !unparked && d9p_loop_wait_unpark_uring(parked, op == IORING_OP_CLOSE ? -1 : fd);
-                unparked = true;
-                tell_connections(cqe, fd, op);
-                if (op != IORING_OP_CLOSE && !woken && n < MAX_READY) ready[n++] = fd;
+                bool wakes = op != IORING_OP_CLOSE, tells = tells_connections(cqe, op);
+                if (!unparked && wakes && !tells && fd < D9P_LOOP_FDS) {
+                    owed = fd; /* its wake goes with the unpark, written when due */
+                    unparked = true;
+                } else {
+                    if (tells && owed >= 0) { /* the unpark comes before what this does */
+                        d9p_loop_wait_unpark_uring(parked, owed);
+                        owed = -1;
+                    }
+                    bool woken = !unparked && d9p_loop_wait_unpark_uring(parked, wakes ? fd : -1);
+                    unparked = true;
+                    if (tells) tell_connections(cqe, fd, op);
+                    if (wakes && !woken && n < MAX_READY) ready[n++] = fd;
+                }
             }
             if (i == head) first = op == IORING_OP_CLOSE ? -1 : fd;
         }
@@ -155,12 +181,16 @@ static void completions(const d9p_cq_view *cq, bool home_loop, bool parked) {
         if (n) d9p_loop_ready(ready, n);
         return;
     }
-    if (!unparked) d9p_loop_wait_unpark_uring(parked, -1);
+    if (owed >= 0 && n == 0 && first == owed && d9p_loop_wait_begins_one(parked, owed)) return;
+    if (owed >= 0) d9p_loop_wait_unpark_uring(parked, owed);
+    else if (!unparked) d9p_loop_wait_unpark_uring(parked, -1);
     d9p_loop_wait_end_uring(first, ready, n);
 }
 
 void d9p_uring_completions(const d9p_cq_view *cq) { completions(cq, false, false); }
-void d9p_uring_loop_completions(const d9p_cq_view *cq, bool parked) { completions(cq, true, parked); }
+void d9p_uring_loop_completions(const d9p_cq_view *cq, bool parked) {
+    if (!cq || !one_new_completion_begins(cq, parked)) completions(cq, true, parked);
+}
 
 /* ---------------------------------------------------------------- a wait */
 

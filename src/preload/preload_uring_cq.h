@@ -8,6 +8,7 @@
 #define D9_PRELOAD_URING_CQ_H
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -22,7 +23,12 @@ typedef struct d9p_cq_view {
     const void *cqes;
     unsigned cqe_shift;          /* 1 with IORING_SETUP_CQE32 (32-byte CQEs), else 0 */
     unsigned mask, entries;      /* *kring_mask and *kring_entries as checked */
+    unsigned *seen;              /* how far this thread saw the ring's CQEs (d9p_uring_seen) */
 } d9p_cq_view;
+
+/* Where this thread saw ring `key`'s CQEs up to (a ring new to it: at head), looked up once per
+ * call of the program's, for the looks before and after it. */
+D9P_HIDDEN unsigned *d9p_uring_seen(const void *key, unsigned head);
 
 /* Whether the view's ring is as the kernel sets one up (every pointer there, a mask one less
  * than the entries, not zero), so that no index reads outside the CQE array; it keeps
@@ -32,16 +38,28 @@ static inline bool d9p_cq_view_usable(d9p_cq_view *cq) {
     if (!cq->khead || !cq->ktail || !cq->kring_mask || !cq->kring_entries || !cq->cqes) return false;
     cq->mask = *cq->kring_mask;
     cq->entries = *cq->kring_entries;
-    return cq->entries && cq->mask + 1 == cq->entries;
+    if (!cq->entries || cq->mask + 1 != cq->entries) return false;
+    cq->seen = d9p_uring_seen(cq->key, *cq->khead);
+    return true;
 }
 
 /* A request submitted: its user_data stands for (fd, opcode) until a later one takes its slot. */
 D9P_HIDDEN void d9p_uring_note_request(uint64_t user_data, int fd, unsigned opcode);
+/* The kernel's tail of the completion ring (what it posted up to). */
+static inline unsigned d9p_cq_tail(const d9p_cq_view *cq) {
+    return atomic_load_explicit((const _Atomic unsigned *)cq->ktail, memory_order_acquire);
+}
 /* No completion posted and not consumed (no view counts as empty). The views below are usable
  * ones (d9p_cq_view_usable) or NULL. */
-D9P_HIDDEN bool d9p_uring_cq_empty(const d9p_cq_view *cq);
-/* Before a call: what the program consumed since the last look (wakes, connections). */
-D9P_HIDDEN void d9p_uring_catch_up(const d9p_cq_view *cq);
+static inline bool d9p_uring_cq_empty(const d9p_cq_view *cq) {
+    return !cq || *cq->khead == d9p_cq_tail(cq);
+}
+/* Before a call: what the program consumed since the last look (wakes, connections). Inline,
+ * the usual case: nothing (the program's head is where this thread saw up to). */
+D9P_HIDDEN void d9p_uring_catch_up_consumed(const d9p_cq_view *cq);
+static inline void d9p_uring_catch_up(const d9p_cq_view *cq) {
+    if (cq && (int)(*cq->khead - *cq->seen) > 0) d9p_uring_catch_up_consumed(cq);
+}
 /* After a call that is no wait (a submit): the completions posted are readiness wakes. */
 D9P_HIDDEN void d9p_uring_completions(const d9p_cq_view *cq);
 /* After a home-grown loop's wait (parked: the call was recorded as a park): its unpark, with

@@ -696,7 +696,7 @@ SWITCH_UNITS = ("tcc_page_switch_ns", "tcc_ring_switch_ns", "offcpu_source_switc
 def switch_unit_costs(args):
     """What a thread's task-clock event adds to each of its context switches (out and in), page
     alone and with its switch ring, and the A/A noise of that figure (bench/switch_ring: a
-    ping-pong of two threads on one CPU, median of its runs; --short: a quick run, numbers
+    ping-pong of two threads on one CPU, fastest run of each arm; --short: a quick run, numbers
     rough). A bench that cannot run here (not built, perf refused) prices it at 0 and says so
     in units["switch_note"]."""
     units = {k: 0.0 for k in SWITCH_UNITS}
@@ -712,7 +712,7 @@ def switch_unit_costs(args):
                                 + "): priced 0")
         return units
     units.update(got)
-    units["switch_note"] = ("quick run, rough" if args.short else "median of 21 runs") + \
+    units["switch_note"] = ("quick run, rough" if args.short else "fastest of 21 runs an arm") + \
         f", A/A noise {got['switch_aa_ns']:.0f} ns"
     return units
 

@@ -29,8 +29,9 @@
  *     more than the park slack after the hook's time (a switch may have come between them, and
  *     the value is then of a later moment): stamped then, no line (thread_cpu_clock.c);
  *   - a thread's first value (its event opened): stamped after the open, no line.
- * With the thread's switch ring (thread_cpu_switch_ring.h: DIAL9_THREAD_CPU=ring, where the
- * kernel writes the thread's switch records; not auto's: priced in bench/README.md; up to D9_TCC_MAX_RING_THREADS threads), every
+ * With the thread's switch ring (thread_cpu_switch_ring.h: DIAL9_THREAD_CPU=ring, not auto:
+ * priced in bench/README.md; where the kernel writes the thread's switch records; up to
+ * D9_TCC_MAX_RING_THREADS threads), every
  * value after a switch comes from it instead, before any rule above: the CPU time at the last
  * switch in plus the wall time since it, exact, a new line, no system call (the park's lower
  * bound, the back-to-back unpark's read, a long poll's reads, the late stamps: none). The rules

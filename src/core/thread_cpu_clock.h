@@ -29,8 +29,9 @@
  *     more than the park slack after the hook's time (a switch may have come between them, and
  *     the value is then of a later moment): stamped then, no line (thread_cpu_clock.c);
  *   - a thread's first value (its event opened): stamped after the open, no line.
- * With the thread's switch ring (thread_cpu_switch_ring.h: DIAL9_THREAD_CPU auto or perf, where
- * the kernel writes the thread's switch records; up to D9_TCC_MAX_RING_THREADS threads), every
+ * With the thread's switch ring (thread_cpu_switch_ring.h: DIAL9_THREAD_CPU=ring, not auto:
+ * priced in bench/README.md; where the kernel writes the thread's switch records; up to
+ * D9_TCC_MAX_RING_THREADS threads), every
  * value after a switch comes from it instead, before any rule above: the CPU time at the last
  * switch in plus the wall time since it, exact, a new line, no system call (the park's lower
  * bound, the back-to-back unpark's read, a long poll's reads, the late stamps: none). The rules
@@ -57,10 +58,13 @@ typedef enum d9_thread_cpu_source {
     D9_THREAD_CPU_AUTO = 0, /* the page where the kernel gives it, else the system call */
     D9_THREAD_CPU_PERF,     /* the page, or d9_start fails saying why */
     D9_THREAD_CPU_SYSCALL,  /* clock_gettime(CLOCK_THREAD_CPUTIME_ID), as before */
-    D9_THREAD_CPU_PAGE      /* the page without its switch ring (the read after a switch) */
+    D9_THREAD_CPU_PAGE,     /* the page without its switch ring (the read after a switch), as auto */
+    D9_THREAD_CPU_RING      /* the page with its switch ring where the kernel gives it (opt-in: it
+                             * adds more to every switch of the thread than the reads it saves
+                             * cost, bench/README.md), else as auto */
 } d9_thread_cpu_source;
 /* For the messages about a bad DIAL9_THREAD_CPU. */
-#define D9_THREAD_CPU_SOURCES "auto, perf, page or syscall"
+#define D9_THREAD_CPU_SOURCES "auto, perf, page, ring or syscall"
 
 /* Per-thread events at most, per process: a thread beyond them reads by system call. */
 #define D9_TCC_MAX_THREADS 256

@@ -4,13 +4,13 @@
  * runs ROUNDS active periods, each with a read() of a pipe that blocks inside it (a switch
  * however the threads are scheduled: the writer writes only once it sees the reader blocked,
  * pct_wait_reader_blocked).
- * With the switch ring (DIAL9_THREAD_CPU=auto where the kernel writes switch records:
+ * With the switch ring (DIAL9_THREAD_CPU=ring where the kernel writes switch records:
  * core/thread_cpu_switch_ring.h), the same two recordings read nothing at all: every park and
  * unpark after a switch takes its value from the ring (counted by ring_values), the unpark whose
  * poller did not sleep included (before: one read a round there), and every park is exact (at
  * most the exact count read right after it, and not below it by more than that read's own
  * wall time and the slack below: printed).
- * Without it (DIAL9_THREAD_CPU=page, the fallback), two recordings:
+ * Without it (DIAL9_THREAD_CPU=page, what auto takes), two recordings:
  *  - short periods (DIAL9_POLL_CPU_MIN_US at its largest, 10 s: a park may be 500 ms short of
  *    its exact CPU time, which no wait here comes near, so none is "long" whatever the host's
  *    load): a poll with the blocking read inside, its end, a park, then alternately
@@ -120,7 +120,7 @@ static void on_event(const d9_event *ev, void *ctx) {
 /* One recording of ROUNDS periods, short or long, with the switch ring (where the kernel writes
  * switch records) or without (`page`); false where there is no task-clock page. */
 static bool record(bool long_periods, bool ring) {
-    setenv("DIAL9_THREAD_CPU", ring ? "auto" : "page", 1);
+    setenv("DIAL9_THREAD_CPU", ring ? "ring" : "page", 1);
     g_long = long_periods;
     memset(g_rounds, 0, sizeof g_rounds);
     g_pipe.announced = 0;

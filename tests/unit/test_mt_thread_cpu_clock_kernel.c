@@ -22,8 +22,11 @@
  *     system call saying why and makes `perf` fail; as an unprivileged user (nobody) the choice
  *     agrees with what the kernel allows that user (perf_event_paranoid); a filter that kills
  *     on perf_event_open, installed after the start, is never tripped.
- * Those run with DIAL9_THREAD_CPU=page (the page alone: the fallback). With the switch ring
- * (`auto`, core/thread_cpu_switch_ring.h), where the kernel writes the thread's switch records:
+ * Those run with DIAL9_THREAD_CPU=page (the page alone), which `auto` takes too: a thread opened
+ * under `auto` has its page and no switch ring, and the reason says why (the ring costs each
+ * switch more than the reads it saves: bench/README.md). With the switch ring
+ * (DIAL9_THREAD_CPU=ring, core/thread_cpu_switch_ring.h), where the kernel writes the thread's
+ * switch records:
  *   - the kernel does: the thread has its ring, and after each sleep the unpark and the park
  *     after it take their values from the ring (ring_values + 2 a nap) with no read at all,
  *     whatever the slack (0 or an hour): each is at most the exact count read right after it
@@ -383,8 +386,8 @@ static void lifetime(void) {
     d9_thread_cpu_clock_stop();
     CHECK_EQ_U64(d9_thread_cpu_clock_open_count(), 0);
     CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF);
-    /* the next recording reopens */
-    CHECK(d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) == 0);
+    /* the next recording reopens (with the switch ring: cap() counts them) */
+    CHECK(d9_thread_cpu_clock_start(D9_THREAD_CPU_RING, true, false) == 0);
     CHECK(cpu_value(false) != D9_TCC_NONE);
     CHECK_EQ_U64(d9_thread_cpu_clock_open_count(), 1);
     printf("lifetime: close-on-exec, closed at thread exit, in a forked child and at stop\n");
@@ -501,6 +504,27 @@ static int as_nobody(void) {
     return bad;
 }
 
+/* `auto` takes the page without its switch ring (opt-in: DIAL9_THREAD_CPU=ring). */
+static bool g_auto_page, g_auto_ring;
+static void *open_under_auto(void *arg) {
+    (void)arg;
+    g_auto_page = cpu_value(false) != D9_TCC_NONE;
+    g_auto_ring = d9_thread_cpu_clock_has_ring();
+    return NULL;
+}
+
+static void auto_takes_page(void) {
+    CHECK(d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) == 0);
+    CHECK(strstr(d9_thread_cpu_clock_reason(), "perf: a task-clock page per thread") == d9_thread_cpu_clock_reason());
+    CHECK(strstr(d9_thread_cpu_clock_reason(), "no switch ring (not asked for: it costs each switch more than the "
+                                               "reads it saves; DIAL9_THREAD_CPU=ring takes it)") != NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, open_under_auto, NULL);
+    pthread_join(t, NULL);
+    CHECK(g_auto_page);
+    CHECK(!g_auto_ring);
+}
+
 static void forced_syscall(void) {
     CHECK(d9_thread_cpu_clock_start(D9_THREAD_CPU_SYSCALL, true, false) == 0);
     CHECK_EQ_U64(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED), 0);
@@ -519,8 +543,10 @@ int main(void) {
     sleeps();
     late_read();
     late_unpark();
-    CHECK(d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) == 0);
+    auto_takes_page();
+    CHECK(d9_thread_cpu_clock_start(D9_THREAD_CPU_RING, true, false) == 0);
     printf("%s\n", d9_thread_cpu_clock_reason());
+    CHECK(strstr(d9_thread_cpu_clock_reason(), "(DIAL9_THREAD_CPU=ring)") != NULL);
     if (strstr(d9_thread_cpu_clock_reason(), "no switch ring")) {
         printf("switch ring: skipped (the kernel refuses it here)\n");
     } else {

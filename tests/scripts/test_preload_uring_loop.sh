@@ -10,6 +10,10 @@
 # the shim sees without a ring to read):
 #   - parks and unparks alternate, and so do poll starts and ends: a wait of liburing's inside
 #     another is one wait;
+#   - all of them are the loop's one worker's: A's connection and first request are there
+#     before the loop starts, so its first waits find their completions posted and do not park
+#     (every run), and the polls that follow are still that worker's (they were on no worker,
+#     ended on the one the first park took: a poll left open, 1 run in 40 at load 4 before);
 #   - the loop is named (LoopEvent: run_loop, poller io_uring, polls per connection), its one
 #     worker's runtime is the loop's name (analyze --json);
 #   - each connection is a task spawned at "accept on 127.0.0.1:<port>" (the completion of
@@ -70,6 +74,13 @@ runtimes = [w.get("runtime") for w in report["workers"]]
 check(runtimes == ["run_loop (d9p_uring_server)"],
       "%s: one worker, its runtime the loop's name: %s" % (mode, runtimes))
 
+# every poll, park and unpark is the loop's one worker's (its first waits, which find their
+# completions posted and do not park, included)
+on = sorted({e["fields"]["worker_id"] for e in t.events if e["event"] in
+             ("PollStartEvent", "PollEndEvent", "WorkerParkEvent", "WorkerUnparkEvent")})
+check(on == t.workers_of("run_loop (d9p_uring_server)") and len(on) == 1,
+      "%s: every poll, park and unpark is the loop's worker's (workers %s, the loop's %s)"
+      % (mode, on, t.workers_of("run_loop (d9p_uring_server)")))
 # polls with their durations, paired per worker (start, then the worker's next end)
 durations, open_poll = [], {}
 for e in sorted((e for e in t.events if e["event"] in ("PollStartEvent", "PollEndEvent")),

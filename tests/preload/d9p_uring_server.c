@@ -18,7 +18,8 @@
  *   A: fast x3, bye; B: fast, slow; C: fast x2, bye (then it waits for C's end of file);
  *   B: fast, bye.
  * The client's first request (A's) is sent before the loop starts: the loop's first waits find
- * their completions already posted.
+ * their completions already posted. B's slow request is sent once the loop is blocked in its
+ * wait: it starts an iteration of its own in every mode.
  * The server prints one fact per line: accepted <conn> <fd> | requests <conn> <n> | done.
  * It exits with status 3, saying "no io_uring: <why>", when the kernel refuses a ring. */
 #include <arpa/inet.h>
@@ -32,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +42,7 @@
 enum { MODE_BATCH, MODE_WAIT_CQE, MODE_TIMEOUT, MODE_ENTER };
 static int g_mode;
 static int g_listen, g_port;
+static pid_t g_loop_tid; /* the thread that runs the loop (main's) */
 static struct io_uring g_ring;
 
 /* ---------------------------------------------------------------- the server */
@@ -209,6 +212,30 @@ static void ask(int s, const char *what) {
     await_answer(s);
 }
 
+/* Until the loop's thread is blocked in its wait (io_uring_enter asking for completions, as
+ * /proc says of it; the shim recorded the park before the call): a request sent then is
+ * received by that wait, never found by an inline peek, before the loop's first wait or inside
+ * the iteration in progress. A condition, not a delay: the 1 ms sleep only spaces the looks. */
+static void await_loop_waiting(void) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)g_loop_tid);
+    for (;;) {
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            perror(path);
+            exit(1);
+        }
+        long nr = -1;
+        unsigned long fd, to_submit, min_complete, flags;
+        bool waiting = fgets(line, sizeof line, f) &&
+                       sscanf(line, "%ld %lx %lx %lx %lx", &nr, &fd, &to_submit, &min_complete, &flags) == 5 &&
+                       nr == SYS_io_uring_enter && min_complete > 0 && (flags & IORING_ENTER_GETEVENTS);
+        fclose(f);
+        if (waiting) return;
+        sleep_ms(1);
+    }
+}
+
 /* A's connection and first request are there before the loop's first wait (main waits for
  * them): its first two waits find their completions posted (the accept's, then A's recv,
  * both complete at submit) and do not park, every run, whatever the load. */
@@ -225,6 +252,7 @@ static void *client(void *arg) {
     close(a);
     int b = dial();
     ask(b, "fast");
+    await_loop_waiting(); /* the slow request is an iteration of its own, every run */
     ask(b, "slow");
     int c = dial();
     ask(c, "fast");
@@ -268,6 +296,7 @@ int main(int argc, char **argv) {
     d9p_wait_for_recorder();
     listen_loopback();
     sem_init(&g_first_request_sent, 0, 0);
+    g_loop_tid = (pid_t)syscall(SYS_gettid);
     pthread_t t;
     pthread_create(&t, NULL, client, NULL);
     while (sem_wait(&g_first_request_sent) != 0 && errno == EINTR) {

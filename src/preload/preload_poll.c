@@ -9,9 +9,10 @@
  *   - Anywhere else (a home-grown loop, a loop linked into the program): a thread becomes a
  *     worker the first time it blocks in a poller (timeout not zero), as worker <n> of runtime
  *     "epoll", "poll" or "select" (the first poller it blocked in; n counts threads per
- *     runtime). A thread that only polls with a zero timeout never becomes a worker. A worker
- *     whose poller has fds registered is a home-grown loop: its work between the poller's
- *     calls is polls (preload_loop_work.c), and its runtime is the loop's name
+ *     runtime; an io_uring loop at its first wait, parked or not). A thread that only polls
+ *     with a zero timeout never becomes a worker. A worker whose poller has fds registered
+ *     is a home-grown loop: its work between the poller's calls is polls
+ *     (preload_loop_work.c), and its runtime is the loop's name
  *     ("aeProcessEvents (redis-server)", or "nginx epoll loop" where the function is not
  *     known), so every reader of the runtime.<name> metadata shows the loop. */
 #include <errno.h>

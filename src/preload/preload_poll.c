@@ -9,9 +9,10 @@
  *   - Anywhere else (a home-grown loop, a loop linked into the program): a thread becomes a
  *     worker the first time it blocks in a poller (timeout not zero), as worker <n> of runtime
  *     "epoll", "poll" or "select" (the first poller it blocked in; n counts threads per
- *     runtime). A thread that only polls with a zero timeout never becomes a worker. A worker
- *     whose poller has fds registered is a home-grown loop: its work between the poller's
- *     calls is polls (preload_loop_work.c), and its runtime is the loop's name
+ *     runtime; an io_uring loop at its first wait, parked or not). A thread that only polls
+ *     with a zero timeout never becomes a worker. A worker whose poller has fds registered
+ *     is a home-grown loop: its work between the poller's calls is polls
+ *     (preload_loop_work.c), and its runtime is the loop's name
  *     ("aeProcessEvents (redis-server)", or "nginx epoll loop" where the function is not
  *     known), so every reader of the runtime.<name> metadata shows the loop. */
 #include <errno.h>
@@ -91,6 +92,13 @@ static __attribute__((noinline)) void take_generic_worker(int runtime, uint32_t 
     t_worker_id = take_worker_id(runtime);
 }
 
+/* The thread's generic worker identity, taken once (in this process): at its first park, or
+ * at a home-grown io_uring loop's first wait, parked or not (d9p_poller_wait_begin). */
+static inline __attribute__((always_inline)) void take_generic_worker_once(int runtime) {
+    uint32_t gen = atomic_load_explicit(&g_fork_generation, memory_order_relaxed);
+    if (__builtin_expect(!t_generic_worker || t_generation != gen, 0)) take_generic_worker(runtime, gen);
+}
+
 /* A loop library's own poll (its backend poll() or select()): the poll its last callback owes
  * ends here, with the park (thread_state.h). Out of line: park_begin stays small enough to be
  * inlined into the wrappers, where a home-grown loop's poll() or select() takes it
@@ -125,10 +133,7 @@ static inline __attribute__((always_inline)) bool park_begin(int runtime, bool m
         if (__builtin_expect(s->end_owed, 0)) end_owed_alone(s);
         return false;
     }
-    if (!s->worker_loop) {
-        uint32_t gen = atomic_load_explicit(&g_fork_generation, memory_order_relaxed);
-        if (__builtin_expect(!t_generic_worker || t_generation != gen, 0)) take_generic_worker(runtime, gen);
-    }
+    if (!s->worker_loop) take_generic_worker_once(runtime);
     int saved = errno;
     if (s->end_owed) {
         s->end_owed = false;
@@ -213,8 +218,14 @@ bool d9p_poller_wait_begin(int kind, int fd, bool waits, bool blocks, const void
         errno = saved;
         return blocks;
     }
+    int runtime = kind == D9P_WAIT_URING ? RT_URING : RT_EPOLL;
     *home_loop = outside_loop_library() && d9p_loop_wait_begin(kind, fd, true, waits, caller);
-    bool parked = park_begin(kind == D9P_WAIT_URING ? RT_URING : RT_EPOLL, blocks);
+    /* A loop's wait that finds its completions posted does not park (its first, when a client
+     * was quicker than the loop), yet the iteration that follows is a poll of this worker's:
+     * without the identity, its polls began on no worker and ended on the one the next park
+     * took (test_preload_uring_loop.sh: a poll left open). */
+    if (*home_loop && D9__ACTIVE()) take_generic_worker_once(runtime);
+    bool parked = park_begin(runtime, blocks);
     /* parked outside a loop library: its worker identity is taken */
     if (kind == D9P_WAIT_URING && *home_loop && parked) d9p_loop_io_now.home_ring1 = (unsigned)fd + 1u;
     return parked;

@@ -17,6 +17,9 @@
  * waits for its answer):
  *   A: fast x3, bye; B: fast, slow; C: fast x2, bye (then it waits for C's end of file);
  *   B: fast, bye.
+ * The client's first request (A's) is sent before the loop starts: the loop's first waits find
+ * their completions already posted. B's slow request is sent once the loop is blocked in its
+ * wait: it starts an iteration of its own in every mode.
  * The server prints one fact per line: accepted <conn> <fd> | requests <conn> <n> | done.
  * It exits with status 3, saying "no io_uring: <why>", when the kernel refuses a ring. */
 #include <arpa/inet.h>
@@ -24,11 +27,13 @@
 #include <liburing.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +42,7 @@
 enum { MODE_BATCH, MODE_WAIT_CQE, MODE_TIMEOUT, MODE_ENTER };
 static int g_mode;
 static int g_listen, g_port;
+static pid_t g_loop_tid; /* the thread that runs the loop (main's) */
 static struct io_uring g_ring;
 
 /* ---------------------------------------------------------------- the server */
@@ -186,10 +192,13 @@ static int dial(void) {
     return s;
 }
 
-static void ask(int s, const char *what) {
-    char buf[8];
+static void request(int s, const char *what) {
     size_t len = strlen(what);
     if (send(s, what, len, 0) != (ssize_t)len) exit(1);
+}
+
+static void await_answer(int s) {
+    char buf[8];
     size_t got = 0;
     while (got < 3) { /* "ok\n" */
         ssize_t n = recv(s, buf + got, 3 - got, 0);
@@ -198,14 +207,52 @@ static void ask(int s, const char *what) {
     }
 }
 
+static void ask(int s, const char *what) {
+    request(s, what);
+    await_answer(s);
+}
+
+/* Until the loop's thread is blocked in its wait (io_uring_enter asking for completions, as
+ * /proc says of it; the shim recorded the park before the call): a request sent then is
+ * received by that wait, never found by an inline peek, before the loop's first wait or inside
+ * the iteration in progress. A condition, not a delay: the 1 ms sleep only spaces the looks. */
+static void await_loop_waiting(void) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)g_loop_tid);
+    for (;;) {
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            perror(path);
+            exit(1);
+        }
+        long nr = -1;
+        unsigned long fd, to_submit, min_complete, flags;
+        bool waiting = fgets(line, sizeof line, f) &&
+                       sscanf(line, "%ld %lx %lx %lx %lx", &nr, &fd, &to_submit, &min_complete, &flags) == 5 &&
+                       nr == SYS_io_uring_enter && min_complete > 0 && (flags & IORING_ENTER_GETEVENTS);
+        fclose(f);
+        if (waiting) return;
+        sleep_ms(1);
+    }
+}
+
+/* A's connection and first request are there before the loop's first wait (main waits for
+ * them): its first two waits find their completions posted (the accept's, then A's recv,
+ * both complete at submit) and do not park, every run, whatever the load. */
+static sem_t g_first_request_sent;
+
 static void *client(void *arg) {
     (void)arg;
     int a = dial();
-    for (int i = 0; i < 3; i++) ask(a, "fast");
+    request(a, "fast");
+    sem_post(&g_first_request_sent);
+    await_answer(a);
+    for (int i = 0; i < 2; i++) ask(a, "fast");
     ask(a, "bye");
     close(a);
     int b = dial();
     ask(b, "fast");
+    await_loop_waiting(); /* the slow request is an iteration of its own, every run */
     ask(b, "slow");
     int c = dial();
     ask(c, "fast");
@@ -248,8 +295,12 @@ int main(int argc, char **argv) {
     }
     d9p_wait_for_recorder();
     listen_loopback();
+    sem_init(&g_first_request_sent, 0, 0);
+    g_loop_tid = (pid_t)syscall(SYS_gettid);
     pthread_t t;
     pthread_create(&t, NULL, client, NULL);
+    while (sem_wait(&g_first_request_sent) != 0 && errno == EINTR) {
+    }
     run_loop();
     pthread_join(t, NULL);
     io_uring_queue_exit(&g_ring);

@@ -87,7 +87,7 @@ static uint16_t worker_of_tid(d9a_analysis *a, uint64_t tid) {
 
 static int emit(d9a_analysis *a, const d9a_rec *r) {
     if (d9a_rec_buf_push(&a->buf, r) != 0) return -1;
-    if (d9a_rec_buf_full(&a->buf)) return d9a_sweep_flush(a, false);
+    if (d9a_window_full(a)) return d9a_sweep_flush(a, false);
     return 0;
 }
 
@@ -460,12 +460,12 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
             a->span_name = name;
         }
         uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE);
-        d9a_rec r = {.ts = ev->ts_ns, .id = field_u(ev, F(SPAN_ID), 0), .ref = name,
-                     .dur = field_u(ev, F(TASK_ID), 0),
-                     .worker = (uint16_t)(wid > D9_WORKER_NONE ? D9_WORKER_NONE : wid),
-                     .kind = D9A_REC_QUEUE,
-                     .aux = in->role == D9_SCH_SPAN_ENTER ? D9A_SPAN_BEGIN : D9A_SPAN_END};
-        return emit(a, &r);
+        d9a_span_mark mk = {.ts = ev->ts_ns, .span_id = field_u(ev, F(SPAN_ID), 0),
+                            .task = field_u(ev, F(TASK_ID), 0), .name = name,
+                            .worker = (uint16_t)(wid > D9_WORKER_NONE ? D9_WORKER_NONE : wid),
+                            .begin = in->role == D9_SCH_SPAN_ENTER};
+        if (d9a_span_marks_push(&a->marks, &mk) != 0) return -1;
+        return d9a_window_full(a) ? d9a_sweep_flush(a, false) : 0;
     }
     case D9_SCH_QUEUE_SAMPLE: {
         if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;

@@ -12,6 +12,7 @@
 #include "common/u64_set.h"
 #include "analysis/intern.h"
 #include "analysis/records.h"
+#include "analysis/span_marks.h"
 #include "analysis/symtab.h"
 #include "analysis/topn.h"
 #include "model/attribution.h"
@@ -237,6 +238,7 @@ struct d9a_analysis {
 
     /* time ordering */
     d9a_rec_buf buf;
+    d9a_span_marks marks; /* beside buf; buf.window bounds both together */
     bool swept_any;
     uint64_t watermark; /* latest timestamp handed to the sweep */
 
@@ -278,6 +280,10 @@ static inline worker *d9a_worker(d9a_analysis *a, uint64_t id) {
                                    stays parked at least this long after the observation */
 #define D9A_SWITCH_MATCH_NS D9M_SWITCH_STACK_MATCH_NS /* a context-switch sample and its switch-out */
 int d9a_sweep_flush(d9a_analysis *a, bool all);
+/* Records and span marks held have reached buf.window: time to hand the older half on. */
+static inline bool d9a_window_full(const d9a_analysis *a) {
+    return a->buf.n + d9a_span_marks_pending(&a->marks) >= a->buf.window;
+}
 int d9a_sweep_finish(d9a_analysis *a);
 task *d9a_task_lookup(d9a_analysis *a, uint64_t id, bool create);
 /* The task of id (made when create and none), NULL when none or out of memory (a->failed):

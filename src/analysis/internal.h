@@ -158,6 +158,14 @@ typedef struct tid_state {
     uint64_t out_ts;
 } tid_state;
 
+/* A span mark's pooled name, interned: a program marks its spans under a few names, which each
+ * writing thread may pool under an id of its own. */
+typedef struct span_name_slot {
+    uint64_t pool;
+    uint32_t name;
+    bool known;
+} span_name_slot;
+
 struct d9a_analysis {
     d9a_options opt;
     bool failed, finished;
@@ -166,9 +174,7 @@ struct d9a_analysis {
     uint32_t cur_stream;
     bool stream_known;
     d9_u64_map loc_cache, stack_cache; /* pool id -> location / stack id, current stream */
-    bool span_name_known;              /* the last span mark's pooled name, current stream: */
-    uint64_t span_name_pool;           /* a program marks its spans under a few names */
-    uint32_t span_name;
+    span_name_slot span_names[4];      /* span marks' pooled names by pool id, current stream */
 
     d9a_strings strings; /* locations, symbols, metadata, reasons, runtimes */
     d9a_stacks stacks;

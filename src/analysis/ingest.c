@@ -459,11 +459,12 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
             if (cached && nv->resolved) *cached = (span_name_slot){nv->pool_id, name, true};
         }
         uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE);
-        d9a_span_mark mk = {.ts = ev->ts_ns, .span_id = field_u(ev, F(SPAN_ID), 0),
-                            .task = field_u(ev, F(TASK_ID), 0), .name = name,
-                            .worker = (uint16_t)(wid > D9_WORKER_NONE ? D9_WORKER_NONE : wid),
-                            .begin = in->role == D9_SCH_SPAN_ENTER};
-        if (d9a_span_marks_push(&a->marks, &mk) != 0) return -1;
+        d9a_span_mark *mk = d9a_span_marks_add(&a->marks, ev->ts_ns);
+        if (!mk) return -1;
+        *mk = (d9a_span_mark){.ts = ev->ts_ns, .span_id = field_u(ev, F(SPAN_ID), 0),
+                              .task = field_u(ev, F(TASK_ID), 0), .name = name,
+                              .worker = (uint16_t)(wid > D9_WORKER_NONE ? D9_WORKER_NONE : wid),
+                              .begin = in->role == D9_SCH_SPAN_ENTER};
         return d9a_window_full(a) ? d9a_sweep_flush(a, false) : 0;
     }
     case D9_SCH_QUEUE_SAMPLE: {

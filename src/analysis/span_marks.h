@@ -23,17 +23,19 @@ typedef struct d9a_span_mark {
 typedef struct d9a_span_marks {
     d9a_span_mark *m, *tmp; /* pending: m[head..n), in arrival order */
     size_t head, n, cap;
-    bool unordered;         /* a pending mark is older than one that arrived before it */
+    uint64_t newest;        /* the newest mark's time so far */
+    bool unordered;         /* a mark older than that arrived: the pending ones need a sort */
 } d9a_span_marks;
 
 /* Room for one more mark: 0, or -1 when out of memory. */
 int d9a_span_marks_grow(d9a_span_marks *s);
 
-static inline int d9a_span_marks_push(d9a_span_marks *s, const d9a_span_mark *mk) {
-    if (s->n == s->cap && d9a_span_marks_grow(s) != 0) return -1;
-    if (s->n > s->head && mk->ts < s->m[s->n - 1].ts) s->unordered = true;
-    s->m[s->n++] = *mk;
-    return 0;
+/* The next mark's slot, for the caller to fill (NULL when out of memory): a mark at ts. */
+static inline d9a_span_mark *d9a_span_marks_add(d9a_span_marks *s, uint64_t ts) {
+    if (s->n == s->cap && d9a_span_marks_grow(s) != 0) return NULL;
+    if (ts < s->newest) s->unordered = true;
+    else s->newest = ts;
+    return &s->m[s->n++];
 }
 
 static inline size_t d9a_span_marks_pending(const d9a_span_marks *s) { return s->n - s->head; }

@@ -21,7 +21,7 @@ typedef struct d9a_span_mark {
 } d9a_span_mark;
 
 typedef struct d9a_span_marks {
-    d9a_span_mark *m, *tmp; /* pending: m[head..n), in arrival order */
+    d9a_span_mark *m, *tmp; /* pending: m[head..n), as they arrived (time order once sorted) */
     size_t head, n, cap;
     uint64_t newest;        /* the newest mark's time so far */
     bool unordered;         /* a mark older than that arrived: the pending ones need a sort */

@@ -429,7 +429,10 @@ int d9a_sweep_flush(d9a_analysis *a, bool all) {
     if (b->n == 0 && nm == 0) return a->failed ? -1 : 0;
     d9a_rec_buf_sort(b);
     const d9a_span_mark *mk = nm ? d9a_span_marks_in_order(&a->marks) : NULL;
-    if (nm && !mk) return -1;
+    if (nm && !mk) { /* out of memory for their sort */
+        a->failed = true;
+        return -1;
+    }
     size_t k = all ? b->n + nm : (b->n + nm) / 2, i = 0, j = 0;
     for (;;) {
         /* the records before the next mark (or the rest), as many as are handed on */

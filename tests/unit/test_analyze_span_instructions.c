@@ -54,7 +54,7 @@
  * them (cli/trace_reader.c, d9_dec_next_run): 1 935.8 -> 1 895.8, ~1 % of room (main's 1 935.8
  * fails it). Then the span marks kept beside the records in time order, merged into the sweep
  * in step, not sorted with them (analysis/span_marks.h), their pooled names cached by pool id:
- * 1 890.7 -> 1 681.7, ~1 % of room (main's 1 890.7 fails it). */
+ * 1 890.7 -> 1 675.7, ~1 % of room (main's 1 890.7 fails it). */
 #define BOUND_PER_SPAN 1700.0
 /* The libuv shape: 2 787.1 a span with the span model's own task table by id, 2 430.2 with the
  * states held by the sweep's tasks (d9m_spans_task_*, span_sweep.h) and the sweep's task found
@@ -65,14 +65,14 @@
  * of room (main's 2 430.2 fails it); the one-task shape 2 087.7 -> 2 087.7. Then the
  * decoder's runs (2 399.2 -> 2 249.6) and the reader taking them: 2 249.6 -> 2 209.6, ~1 % of
  * room (main's 2 249.6 fails it). Then the marks beside the records (see above): 2 205.5 ->
- * 2 118.1, ~1 % of room (main's 2 205.5 fails it). */
+ * 2 112.1, ~1 % of room (main's 2 205.5 fails it). */
 #define BOUND_PER_SPAN_TWO_TASKS 2140.0
 /* The libuv shape governed (every poll a gap): 3 210.3 a span before the walk, 2 536.3 with
  * it (the gaps were one entry each among the task's gaps and off-CPU intervals, and a span's
  * split by cause read them back; now a flag on the poll's record); ~1 % of room: main's
  * 3 210.3 fails it. Then the decoder's runs (2 536.3 -> 2 386.6) and the reader taking them:
  * 2 386.6 -> 2 346.6, ~1 % of room (main's 2 386.6 fails it). Then the marks beside the
- * records: 2 342.5 -> 2 253.1, ~1 % of room (main's 2 342.5 fails it). */
+ * records: 2 342.5 -> 2 247.1, ~1 % of room (main's 2 342.5 fails it). */
 #define BOUND_PER_SPAN_GOVERNED 2276.0
 /* The libuv shape since a quick write is a poll of its connection (one task, the span begun in
  * its poll), 16 requests in flight, plain and governed: 2 261.9 and 2 350.8 a span with the open
@@ -80,7 +80,7 @@
  * it), a task's records dropped when its array is full, not at every poll, and a span's first
  * record found from the newest back; ~1.5 % of room: main's counts fail them. The three shapes
  * above moved -4.1 to -5.1 (1 890.7, 2 205.5, 2 342.5): no span overlaps another there. Then
- * the marks beside the records: 1 985.7 -> 1 630.7 and 2 072.7 -> 1 716.7 (a mark inside a
+ * the marks beside the records: 1 985.7 -> 1 624.7 and 2 072.7 -> 1 710.7 (a mark inside a
  * poll is newer than the poll's record, which arrives at the poll's end: the records' sort
  * paid for every mark), ~1 % of room (main's counts fail them). */
 #define BOUND_PER_SPAN_CONN 1650.0

@@ -92,6 +92,7 @@ void d9a_free(d9a_analysis *a) {
     free(a->locs);
     free(a->stk);
     d9a_rec_buf_free(&a->buf);
+    d9a_span_marks_free(&a->marks);
     d9a_hist_free(&a->polls);
     d9a_hist_free(&a->sched_wait);
     d9a_hist_free(&a->wake_delay);

@@ -87,7 +87,7 @@ static uint16_t worker_of_tid(d9a_analysis *a, uint64_t tid) {
 
 static int emit(d9a_analysis *a, const d9a_rec *r) {
     if (d9a_rec_buf_push(&a->buf, r) != 0) return -1;
-    if (d9a_rec_buf_full(&a->buf)) return d9a_sweep_flush(a, false);
+    if (d9a_window_full(a)) return d9a_sweep_flush(a, false);
     return 0;
 }
 
@@ -411,7 +411,7 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
         /* pool ids are per stream */
         d9_u64_map_clear(&a->loc_cache);
         d9_u64_map_clear(&a->stack_cache);
-        a->span_name_known = false;
+        memset(a->span_names, 0, sizeof a->span_names);
         a->cur_stream = ev->stream;
         a->stream_known = true;
     }
@@ -449,23 +449,23 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
         if (!a->spans.model && d9a_spans_start(a) != 0) return -1;
         const d9_value *nv = F(SPAN_NAME) >= 0 ? &ev->values[F(SPAN_NAME)] : NULL;
         bool pooled = nv && nv->present && nv->type == D9_FT_POOLED_STRING;
+        span_name_slot *cached = pooled ? &a->span_names[nv->pool_id & 3] : NULL;
         uint32_t name;
-        if (pooled && a->span_name_known && nv->pool_id == a->span_name_pool) {
-            name = a->span_name;
+        if (cached && cached->known && cached->pool == nv->pool_id) {
+            name = cached->name;
         } else {
             name = string_field(a, ev, F(SPAN_NAME), dec);
             if (name == D9A_NO_ID) return -1;
-            a->span_name_known = pooled && nv->resolved;
-            a->span_name_pool = pooled ? nv->pool_id : 0;
-            a->span_name = name;
+            if (cached && nv->resolved) *cached = (span_name_slot){nv->pool_id, name, true};
         }
         uint64_t wid = field_u(ev, F(WORKER_ID), D9_WORKER_NONE);
-        d9a_rec r = {.ts = ev->ts_ns, .id = field_u(ev, F(SPAN_ID), 0), .ref = name,
-                     .dur = field_u(ev, F(TASK_ID), 0),
-                     .worker = (uint16_t)(wid > D9_WORKER_NONE ? D9_WORKER_NONE : wid),
-                     .kind = D9A_REC_QUEUE,
-                     .aux = in->role == D9_SCH_SPAN_ENTER ? D9A_SPAN_BEGIN : D9A_SPAN_END};
-        return emit(a, &r);
+        d9a_span_mark *mk = d9a_span_marks_add(&a->marks, ev->ts_ns);
+        if (!mk) return -1;
+        *mk = (d9a_span_mark){.ts = ev->ts_ns, .span_id = field_u(ev, F(SPAN_ID), 0),
+                              .task = field_u(ev, F(TASK_ID), 0), .name = name,
+                              .worker = (uint16_t)(wid > D9_WORKER_NONE ? D9_WORKER_NONE : wid),
+                              .begin = in->role == D9_SCH_SPAN_ENTER};
+        return d9a_window_full(a) ? d9a_sweep_flush(a, false) : 0;
     }
     case D9_SCH_QUEUE_SAMPLE: {
         if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;

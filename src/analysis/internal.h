@@ -12,6 +12,7 @@
 #include "common/u64_set.h"
 #include "analysis/intern.h"
 #include "analysis/records.h"
+#include "analysis/span_marks.h"
 #include "analysis/symtab.h"
 #include "analysis/topn.h"
 #include "model/attribution.h"
@@ -157,6 +158,14 @@ typedef struct tid_state {
     uint64_t out_ts;
 } tid_state;
 
+/* A span mark's pooled name, interned: a program marks its spans under a few names, which each
+ * writing thread may pool under an id of its own. */
+typedef struct span_name_slot {
+    uint64_t pool;
+    uint32_t name;
+    bool known;
+} span_name_slot;
+
 struct d9a_analysis {
     d9a_options opt;
     bool failed, finished;
@@ -165,9 +174,7 @@ struct d9a_analysis {
     uint32_t cur_stream;
     bool stream_known;
     d9_u64_map loc_cache, stack_cache; /* pool id -> location / stack id, current stream */
-    bool span_name_known;              /* the last span mark's pooled name, current stream: */
-    uint64_t span_name_pool;           /* a program marks its spans under a few names */
-    uint32_t span_name;
+    span_name_slot span_names[4];      /* span marks' pooled names by pool id, current stream */
 
     d9a_strings strings; /* locations, symbols, metadata, reasons, runtimes */
     d9a_stacks stacks;
@@ -237,6 +244,7 @@ struct d9a_analysis {
 
     /* time ordering */
     d9a_rec_buf buf;
+    d9a_span_marks marks; /* beside buf; buf.window bounds both together */
     bool swept_any;
     uint64_t watermark; /* latest timestamp handed to the sweep */
 
@@ -278,6 +286,10 @@ static inline worker *d9a_worker(d9a_analysis *a, uint64_t id) {
                                    stays parked at least this long after the observation */
 #define D9A_SWITCH_MATCH_NS D9M_SWITCH_STACK_MATCH_NS /* a context-switch sample and its switch-out */
 int d9a_sweep_flush(d9a_analysis *a, bool all);
+/* Records and span marks held have reached buf.window: time to hand the older half on. */
+static inline bool d9a_window_full(const d9a_analysis *a) {
+    return a->buf.n + d9a_span_marks_pending(&a->marks) >= a->buf.window;
+}
 int d9a_sweep_finish(d9a_analysis *a);
 task *d9a_task_lookup(d9a_analysis *a, uint64_t id, bool create);
 /* The task of id (made when create and none), NULL when none or out of memory (a->failed):

@@ -7,12 +7,6 @@
 #define DIGIT_BITS 11
 #define DIGITS (1u << DIGIT_BITS)
 
-static inline uint64_t sort_key(const d9a_rec *r) {
-    /* 61 bits of ns (73 years of CLOCK_MONOTONIC) and the kind as the tie-breaker */
-    uint64_t ts = r->ts >= (1ull << 61) ? (1ull << 61) - 1 : r->ts;
-    return ts << 3 | (r->kind & 7u);
-}
-
 /* LSD radix sort of keys src[0..n) on 11-bit digits, only over the bits that differ between
  * them (a window spans seconds: 3 or 4 passes); stable, so equal keys keep their arrival
  * order. tmp has room for n. Returns where the sorted keys are (src or tmp). */
@@ -53,8 +47,10 @@ void d9a_rec_buf_sort(d9a_rec_buf *b) {
     if (m == 0) return;
     /* sort the new records' keys, using the free tail of `order` as scratch */
     d9a_rec_key *fresh = b->tmp;
-    for (size_t i = 0; i < m; i++)
-        fresh[i] = (d9a_rec_key){sort_key(&b->recs[kept + i]), (uint32_t)(kept + i), 0};
+    for (size_t i = 0; i < m; i++) {
+        const d9a_rec *r = &b->recs[kept + i];
+        fresh[i] = (d9a_rec_key){d9a_rec_sort_key(r->ts, r->kind), (uint32_t)(kept + i), 0};
+    }
     d9a_rec_key *s = radix(fresh, b->order + kept, m);
     if (s != fresh) memcpy(fresh, s, m * sizeof *fresh);
     /* merge: the old run moves to the back of `order`, the merge writes from the front and

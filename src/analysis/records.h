@@ -25,14 +25,12 @@ enum d9a_rec_kind {
                         aux D9A_POLL_CPU_*: instead the CPU time (dur) of the poll starting at
                         ts (a PollCpuEvent) */
     D9A_REC_SAMPLE,  /* worker (255 none), ref stack, aux source (0 CPU, 1 context switch) */
-    D9A_REC_QUEUE,   /* ref global queue depth; aux D9A_SPAN_BEGIN / D9A_SPAN_END: a span mark
-                        instead (id span id, ref name, dur task, worker), after the polls of its
-                        timestamp (the key has room for 8 kinds: a span shares this one) */
+    D9A_REC_QUEUE,   /* ref global queue depth; the span marks (span_marks.h), kept beside the
+                        records, are ordered as this kind: after the polls of their timestamp */
     D9A_REC_TERM,    /* id task */
     D9A_REC_KINDS
 };
 
-enum { D9A_SPAN_BEGIN = 1, D9A_SPAN_END = 2 };
 enum { D9A_POLL_CPU_EXACT = 2, D9A_POLL_CPU_NOT_EXACT = 3 };
 
 typedef struct d9a_rec {
@@ -44,6 +42,13 @@ typedef struct d9a_rec {
     uint8_t kind;
     uint8_t aux;
 } d9a_rec;
+
+/* The sort key of a record of kind `kind` at ts: 61 bits of ns (73 years of CLOCK_MONOTONIC)
+ * and the kind as the tie-breaker. */
+static inline uint64_t d9a_rec_sort_key(uint64_t ts, unsigned kind) {
+    if (ts >= (1ull << 61)) ts = (1ull << 61) - 1;
+    return ts << 3 | (kind & 7u);
+}
 
 typedef struct d9a_rec_key {
     uint64_t key; /* ts << 3 | kind */

@@ -42,7 +42,7 @@ struct d9a_report;
 int d9a_spans_start(struct d9a_analysis *a);
 /* The sweep's records the model takes, each where the sweep handles its kind, in time order
  * (late ones are not handed on: the model needs the order): a poll (before the sweep's own
- * step), a wake, a span mark (D9A_REC_QUEUE with aux D9A_SPAN_*): inline, in span_sweep.h,
+ * step), a wake, a span mark (span_marks.h, in step with the records): inline, in span_sweep.h,
  * each with its task's state in the model, held by the sweep's task (the model keeps no table
  * of its own); a task's release hands its state back (d9m_spans_task_terminate). */
 /* The per-poll attribution handed on to the model (attribution_sweep.h): the gaps of the poll

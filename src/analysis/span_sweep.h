@@ -33,13 +33,12 @@ static inline void d9a_spans_wake(d9a_analysis *a, task *t, const d9a_rec *r) {
     if (d9m_spans_task_wake(a->spans.model, t ? d9a_span_task_of(a, t) : NULL, r->ts) != 0) a->spans.failed = true;
 }
 
-/* A span mark: D9A_REC_QUEUE with aux D9A_SPAN_BEGIN / D9A_SPAN_END (records.h). */
-static inline void d9a_spans_mark(d9a_analysis *a, const d9a_rec *r) {
+/* A span mark (span_marks.h). */
+static inline void d9a_spans_mark(d9a_analysis *a, const d9a_span_mark *mk) {
     d9m_spans *m = a->spans.model;
-    d9m_span_task *t = d9a_span_task(a, r->dur);
-    int rc = r->aux == D9A_SPAN_BEGIN ? d9m_spans_task_begin(m, r->ts, r->ref, r->id, r->dur, t, r->worker, 0)
-             : r->aux == D9A_SPAN_END ? d9m_spans_task_end(m, r->ts, r->ref, r->id, r->dur, t, r->worker, 0)
-                                      : 0;
+    d9m_span_task *t = d9a_span_task(a, mk->task);
+    int rc = mk->begin ? d9m_spans_task_begin(m, mk->ts, mk->name, mk->span_id, mk->task, t, mk->worker, 0)
+                       : d9m_spans_task_end(m, mk->ts, mk->name, mk->span_id, mk->task, t, mk->worker, 0);
     if (rc != 0) a->spans.failed = true;
 }
 

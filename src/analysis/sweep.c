@@ -332,11 +332,17 @@ static void finish_task(d9a_analysis *a, task *t) {
     }
 }
 
-static void sweep_one(d9a_analysis *a, const d9a_rec *r) {
-    bool late = a->swept_any && r->ts < a->watermark;
+/* A record or mark at ts is handed on: whether it is late (older than one handed on before). */
+static inline bool hand_on(d9a_analysis *a, uint64_t ts) {
+    bool late = a->swept_any && ts < a->watermark;
     if (late) a->late++;
-    else a->watermark = r->ts;
+    else a->watermark = ts;
     a->swept_any = true;
+    return late;
+}
+
+static void sweep_one(d9a_analysis *a, const d9a_rec *r) {
+    bool late = hand_on(a, r->ts);
     /* the span model takes what it needs where the sweep has it (before the sweep's own
      * step: the poll's attribution is fed to it from on_poll); no call for the other kinds */
     bool spans = !late && a->spans.model;
@@ -371,10 +377,6 @@ static void sweep_one(d9a_analysis *a, const d9a_rec *r) {
     case D9A_REC_SAMPLE: on_sample(a, r); break;
     case D9A_REC_OFFCPU: on_offcpu(a, r, late); break;
     case D9A_REC_QUEUE:
-        if (r->aux != 0) { /* a span mark: the model's only */
-            if (spans) d9a_spans_mark(a, r);
-            break;
-        }
         if (r->ref > 0) {
             a->qs_nonzero++;
             if (parked_at(a, r->ts, NULL)) a->qs_nonzero_while_parked++;
@@ -419,17 +421,34 @@ static void sweep_one(d9a_analysis *a, const d9a_rec *r) {
     }
 }
 
+/* The older half of what is held (all of it at the end) handed on in time order: the sorted
+ * records and the span marks, merged in one walk (a mark after the records of its key). */
 int d9a_sweep_flush(d9a_analysis *a, bool all) {
     d9a_rec_buf *b = &a->buf;
-    if (b->n == 0) return a->failed ? -1 : 0;
+    size_t nm = d9a_span_marks_pending(&a->marks);
+    if (b->n == 0 && nm == 0) return a->failed ? -1 : 0;
     d9a_rec_buf_sort(b);
-    size_t k = all ? b->n : b->n / 2;
-    for (size_t i = 0; i < k; i++) {
-        /* records are visited in time order, scattered in arrival order: fetch ahead */
-        if (i + 8 < k) __builtin_prefetch(&b->recs[b->order[i + 8].idx]);
-        sweep_one(a, &b->recs[b->order[i].idx]);
+    const d9a_span_mark *mk = nm ? d9a_span_marks_in_order(&a->marks) : NULL;
+    if (nm && !mk) { /* out of memory for their sort */
+        a->failed = true;
+        return -1;
     }
-    d9a_rec_buf_drop_first(b, k);
+    size_t k = all ? b->n + nm : (b->n + nm) / 2, i = 0, j = 0;
+    for (;;) {
+        /* the records before the next mark (or the rest), as many as are handed on */
+        uint64_t mark_key = j < nm ? d9a_rec_sort_key(mk[j].ts, D9A_REC_QUEUE) : UINT64_MAX;
+        size_t stop = k - j < b->n ? k - j : b->n;
+        for (; i < stop && b->order[i].key <= mark_key; i++) {
+            /* records are visited in time order, scattered in arrival order: fetch ahead */
+            if (i + 8 < stop) __builtin_prefetch(&b->recs[b->order[i + 8].idx]);
+            sweep_one(a, &b->recs[b->order[i].idx]);
+        }
+        if (i + j == k) break;
+        if (!hand_on(a, mk[j].ts) && a->spans.model) d9a_spans_mark(a, &mk[j]);
+        j++;
+    }
+    d9a_rec_buf_drop_first(b, i);
+    d9a_span_marks_drop(&a->marks, j);
     return a->failed ? -1 : 0;
 }
 

@@ -14,6 +14,7 @@
  * out and in once; its noise: the same figure for the second no-event arm (A/A). `unit` lines give them to
  * bench/e2e/counted_cost.py.
  *   d9_bench_switch_ring [round trips per run (20000)] [repetitions (21)] */
+#include <errno.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>
@@ -26,6 +27,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "core/thread_cpu_clock.h"
 
 enum { NONE, NONE_AGAIN, PAGE, RING, SOURCE, ARMS };
 static const char *const ARM_NAMES[ARMS] = {"no event", "no event (A/A)", "page", "page + switch ring",
@@ -50,22 +53,9 @@ static uint64_t mono_ns(void) {
  * exits at the run's end, which closes it with the process's fds below). */
 static int open_event(int arm) {
     if (arm != PAGE && arm != RING) return -1;
-    struct perf_event_attr a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_TASK_CLOCK;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    if (arm == RING) {
-        a.context_switch = 1;
-        a.sample_id_all = 1;
-        a.sample_type = PERF_SAMPLE_TIME;
-        a.use_clockid = 1;
-        a.clockid = CLOCK_MONOTONIC;
-    }
-    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    int fd = d9_task_clock_open(arm == RING);
     if (fd < 0) {
+        errno = -fd;
         perror("perf_event_open");
         exit(77);
     }

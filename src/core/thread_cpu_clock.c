@@ -100,7 +100,7 @@ static int task_clock_open(bool switches) {
     return fd < 0 ? -errno : (int)fd;
 }
 
-int d9_task_clock_open(void) { return task_clock_open(false); }
+int d9_task_clock_open(bool switches) { return task_clock_open(switches); }
 
 /* The event's page, and with `switches` its one-page ring after it, mapped read-only (the
  * kernel then overwrites the ring: nothing to consume); MAP_FAILED with errno. */

@@ -276,9 +276,10 @@ void d9_thread_cpu_clock_forget_after_fork(void);
  * pretends, dup2 onto one stops recording first): an event's fd then needs no check that it is
  * still ours before each read() (a system call saved at every park after a switch). */
 void d9_thread_cpu_clock_set_fds_guarded(bool guarded);
-/* The calling thread's own task-clock event (no page, not in the table): its fd, or -errno
- * where perf_event_open refuses it. The recorder's events and the tests' reference clock. */
-int d9_task_clock_open(void);
+/* The calling thread's own task-clock event as the recorder opens it (with `switches`, its
+ * switch records too), not mapped, not in the table: its fd, or -errno where perf_event_open
+ * refuses it. The tests' reference clock and the switch-ring bench's arms. */
+int d9_task_clock_open(bool switches);
 /* How many events are open now, and the calling thread's fd (-1: none): tests. */
 int d9_thread_cpu_clock_open_count(void);
 /* Whether the calling thread's event has its switch ring: tests. */

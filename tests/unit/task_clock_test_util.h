@@ -23,7 +23,7 @@
 
 /* The calling thread's task-clock event, opened as the recorder opens its own: its fd, or
  * -errno (perf_event_open refused). */
-static inline int tt_task_clock_open(void) { return d9_task_clock_open(); }
+static inline int tt_task_clock_open(void) { return d9_task_clock_open(false); }
 
 /* The event's count: the thread's task clock in ns, up to now (0 when the read fails). */
 static inline uint64_t tt_task_clock_ns(int fd) {

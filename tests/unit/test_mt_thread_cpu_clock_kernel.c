@@ -484,16 +484,9 @@ static int killing_filter_after_start(void) {
 
 static int as_nobody(void) {
     if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) return 77;
-    struct perf_event_attr a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_TASK_CLOCK;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    int fd = d9_task_clock_open(false);
     bool allowed = fd >= 0;
-    if (fd >= 0) close((int)fd);
+    if (fd >= 0) close(fd);
     int bad = d9_thread_cpu_clock_start(D9_THREAD_CPU_AUTO, true, false) != 0;
     bool chose_page = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0;
     bad |= chose_page != allowed;

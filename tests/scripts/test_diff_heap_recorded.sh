@@ -4,9 +4,10 @@
 # preload shim, sampled at one sample per 64 KiB with a seed, recorded twice with two leak sizes
 # (A: 4000 rounds, about 4 MiB leaked; B: 16000 rounds, about 16 MiB). The heap section ranks the
 # growing site first, in the text and the JSON, with its in-use bytes near what each run leaked
-# (about 62 and 250 samples of the leak: within 50 % on each side, and B at least twice A; loose
-# on purpose: on a loaded machine the sampler's ring can fill and drop samples, as
-# docs/heap-profiling.md says, and the seed does not make the drops repeat);
+# (about 62 and 250 samples of the leak: within 50 % on each side, and B at least twice A). No
+# sample may be dropped for that: each sample's record carries a stack copy (~2 KiB), and under
+# load the collector drains rarely enough for a 1 MiB ring to fill (docs/heap-profiling.md;
+# test_preload_heap saw 4 196 events dropped), so both runs record into a 64 MiB ring;
 # `--fail-on heap_inuse=+100%` breaks on it (exit 1) and names it, `--fail-on heap_inuse=+1GiB`
 # holds (exit 0); heap_inuse with --slowest is a usage error; against a run recorded without heap
 # profiling there is no section, stderr says why, and a heap gate breaks.
@@ -18,7 +19,7 @@ HEAP="$HELPERS/d9p_heap"
 # record NAME ROUNDS: the leak program under the shim and its heap library; prints the run directory
 record() {
     local dir="$WORK/$1"
-    DIAL9_TRACE_DIR="$dir" DIAL9_MEMORY_PROFILE_ENABLED=1 DIAL9_MEMORY_SAMPLE_BYTES=65536 DIAL9_MEMORY_SEED=1 \
+    DIAL9_TRACE_DIR="$dir" DIAL9_BUFFER_KB=65536 DIAL9_MEMORY_PROFILE_ENABLED=1 DIAL9_MEMORY_SAMPLE_BYTES=65536 DIAL9_MEMORY_SEED=1 \
         LD_PRELOAD="$SHIM:$HEAP_SHIM" "$HEAP" leak "$2" >"$WORK/$1.out" 2>"$WORK/$1.err" ||
         fail "d9p_heap leak $2: exit $? ($(tail -3 "$WORK/$1.out" "$WORK/$1.err"))"
     local runs=("$dir"/*/)

@@ -7,16 +7,17 @@
  * time counted), the page with its switch ring (DIAL9_THREAD_CPU=ring), the off-CPU source's
  * switch records (a dummy event with context_switch per CPU, opened before the thread and
  * inherited by it, as sources/perf_events.c opens it), and the source and the page together
- * (what the defaults give a thread). Per run: both processes' CPU time per round trip
- * (getrusage: user + system, which holds the kernel's switch path; the wall time follows the
- * host's load).
+ * (what the defaults give a thread). Per run: its median round trip, timed by the recorded
+ * thread (a round trip the host's other work did not interrupt: the pair runs many in a row
+ * when it has the CPU, so the load moves the median far less than a mean; the mean CPU time of
+ * both processes, getrusage, went from 10 to 36 us a round trip at load 13), and, as a
+ * cross-check, that mean CPU time.
  *
  * The price is paired: every run of an arm comes right after or right before (alternating) a
- * run with no event, and the arm's price is the median over the repetitions of (arm - its
- * no-event partner), in ns per switch of the recorded thread (out and in), with its quartiles.
- * A second no-event arm priced the same way is the A/A noise. (A fastest-run difference is
- * printed beside it: on this shared host the load moves between runs, and a pair's two runs
- * share most of it.) `unit` lines give the priced arms to bench/e2e/counted_cost.py.
+ * run with no event, and the arm's price is the median over the repetitions of (the arm's median
+ * round trip - its no-event partner's), in ns per switch of the recorded thread (out and in),
+ * with its quartiles. A second no-event arm priced the same way is the A/A noise. `unit` lines
+ * give the priced arms to bench/e2e/counted_cost.py.
  *   d9_bench_switch_ring [round trips per run (20000)] [repetitions (21)] [priced]
  * `priced`: only the arms counted_cost.py prices (no variants). */
 #include <errno.h>
@@ -72,6 +73,7 @@ typedef struct run_spec {
     const arm *arm;
     int rounds;
     int to_peer[2], to_main[2];
+    uint32_t *lap; /* each round trip's ns, as the recorded thread saw it */
 } run_spec;
 
 static uint64_t mono_ns(void) {
@@ -149,6 +151,8 @@ static void pin_to_cpu0(void) {
  * program), on CPU 0 too, answering each byte. */
 static void peer(const run_spec *r) {
     pin_to_cpu0();
+    close(r->to_peer[1]); /* so that it sees the end if the bench dies */
+    close(r->to_main[0]);
     char c;
     for (int i = 0; i < r->rounds; i++)
         if (read(r->to_peer[0], &c, 1) != 1 || write(r->to_main[1], &c, 1) != 1) break;
@@ -162,8 +166,13 @@ static void *recorded(void *arg) {
     pin_to_cpu0();
     int fd = open_event(r->arm);
     char c = 1;
-    for (int i = 0; i < r->rounds; i++)
+    uint64_t t = mono_ns();
+    for (int i = 0; i < r->rounds; i++) {
         if (write(r->to_peer[1], &c, 1) != 1 || read(r->to_main[0], &c, 1) != 1) break;
+        uint64_t now = mono_ns();
+        r->lap[i] = (uint32_t)(now - t);
+        t = now;
+    }
     if (fd >= 0) close(fd);
     return NULL;
 }
@@ -181,10 +190,19 @@ static double both_cpu_ns(void) {
     return cpu_ns(&self) + cpu_ns(&children);
 }
 
-/* One run of `rounds` round trips in arm `a`: CPU ns of both sides, wall ns and the recorded
- * thread's switches per round trip. */
-static void run(const arm *a, int rounds, double *cpu, double *wall, double *switches) {
-    run_spec r = {.arm = a, .rounds = rounds};
+static int by_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One run of `rounds` round trips in arm `a`: its median round trip (ns), both sides' CPU ns,
+ * wall ns and the recorded thread's switches per round trip. The median round trip is one the
+ * host's other work did not interrupt (the pair runs many in a row when it has the CPU), so
+ * the load moves it far less than the means (a run's mean CPU went from 10 to 36 us at load 13). */
+static void run(const arm *a, int rounds, double *rt, double *cpu, double *wall, double *switches) {
+    static uint32_t *lap;
+    if (!lap && !(lap = malloc((size_t)rounds * sizeof *lap))) exit(1);
+    run_spec r = {.arm = a, .rounds = rounds, .lap = lap};
     if (pipe(r.to_peer) != 0 || pipe(r.to_main) != 0) exit(1);
     static int source_fds[MAX_CPUS];
     int nsource = a->source ? open_source(source_fds) : 0; /* its maps stay: a few per run */
@@ -208,6 +226,8 @@ static void run(const arm *a, int rounds, double *cpu, double *wall, double *swi
     }
     for (int i = 0; i < nsource; i++) close(source_fds[i]);
     *wall = (double)(t1 - t0) / rounds;
+    qsort(lap, (size_t)rounds, sizeof *lap, by_u32);
+    *rt = lap[rounds / 2];
     *switches = (double)(u1.ru_nvcsw - u0.ru_nvcsw + u1.ru_nivcsw - u0.ru_nivcsw) / rounds;
 }
 
@@ -219,6 +239,14 @@ static int by_value(const void *a, const void *b) {
 /* The q-quantile of n sorted values (nearest rank). */
 static double quantile(const double *v, int n, double q) { return v[(int)(q * (n - 1) + 0.5)]; }
 
+/* The median and quartiles of n values, sorted in place. */
+static void spread(double *v, int n, double *q1, double *med, double *q3) {
+    qsort(v, (size_t)n, sizeof(double), by_value);
+    *q1 = quantile(v, n, 0.25);
+    *med = quantile(v, n, 0.5);
+    *q3 = quantile(v, n, 0.75);
+}
+
 int main(int argc, char **argv) {
     int rounds = argc > 1 ? atoi(argv[1]) : 20000, reps = argc > 2 ? atoi(argv[2]) : 21;
     bool priced_only = argc > 3 && strcmp(argv[3], "priced") == 0;
@@ -226,46 +254,46 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: d9_bench_switch_ring [round trips >= 1] [repetitions 1..%d] [priced]\n", MAX_REPS);
         return 2;
     }
-    /* per arm and repetition: the arm's run and its no-event partner's (the NONE arm's own
-     * figures are its partners') */
-    static double cpu[NARMS][MAX_REPS], partner[NARMS][MAX_REPS], wall[NARMS][MAX_REPS], sw[NARMS][MAX_REPS];
+    /* per arm and repetition: the arm's run (median round trip, mean CPU, wall, switches) and its
+     * no-event partner's */
+    static double rt[NARMS][MAX_REPS], cpu[NARMS][MAX_REPS], wall[NARMS][MAX_REPS], sw[NARMS][MAX_REPS];
+    static double prt[NARMS][MAX_REPS], pcpu[NARMS][MAX_REPS];
     double ignored_wall, ignored_sw;
     for (int k = 0; k < reps; k++)
         for (int j = 1; j < NARMS; j++) {
             int i = 1 + (j - 1 + k) % (NARMS - 1); /* order rotated each repetition */
             if (priced_only && !ARMS[i].priced) continue;
             bool partner_first = (k + j) % 2 == 0; /* a drift within the pair cancels over the reps */
-            if (partner_first) run(&ARMS[NONE], rounds, &partner[i][k], &ignored_wall, &ignored_sw);
-            run(&ARMS[i], rounds, &cpu[i][k], &wall[i][k], &sw[i][k]);
-            if (!partner_first) run(&ARMS[NONE], rounds, &partner[i][k], &ignored_wall, &ignored_sw);
+            if (partner_first) run(&ARMS[NONE], rounds, &prt[i][k], &pcpu[i][k], &ignored_wall, &ignored_sw);
+            run(&ARMS[i], rounds, &rt[i][k], &cpu[i][k], &wall[i][k], &sw[i][k]);
+            if (!partner_first) run(&ARMS[NONE], rounds, &prt[i][k], &pcpu[i][k], &ignored_wall, &ignored_sw);
         }
-    /* the no-event arm's own figures: every partner run */
     int nnone = 0;
-    static double none_all[NARMS * MAX_REPS];
+    static double none_rt[NARMS * MAX_REPS];
     for (int j = 1; j < NARMS; j++)
-        for (int k = 0; k < reps && !(priced_only && !ARMS[j].priced); k++) none_all[nnone++] = partner[j][k];
-    qsort(none_all, (size_t)nnone, sizeof(double), by_value);
-    printf("context switch ping-pong: %d round trips a run, %d paired runs an arm, a thread and a process on CPU 0\n", rounds,
-           reps);
-    printf("%-22s CPU ns a round trip: median %.0f, min %.0f (all %d partner runs)\n", ARMS[NONE].name,
-           quantile(none_all, nnone, 0.5), none_all[0], nnone);
-    printf("ns a switch of the recorded thread (out and in) over no event: median of the paired differences "
-           "[quartiles], then fastest run over fastest no-event run\n");
+        for (int k = 0; k < reps && !(priced_only && !ARMS[j].priced); k++) none_rt[nnone++] = prt[j][k];
+    double q1, med, q3;
+    spread(none_rt, nnone, &q1, &med, &q3);
+    printf("context switch ping-pong: %d round trips a run, %d paired runs an arm, a thread and a process on CPU 0\n",
+           rounds, reps);
+    printf("%-22s median round trip %.0f ns [quartiles over its %d runs %.0f, %.0f]\n", ARMS[NONE].name, med, nnone, q1,
+           q3);
+    printf("ns a switch of the recorded thread (out and in) over no event: median of the paired differences of the runs' "
+           "median round trips [quartiles]; the same of their mean CPU (both processes) [quartiles]\n");
     static double price[NARMS];
     for (int j = 1; j < NARMS; j++) {
         if (priced_only && !ARMS[j].priced) continue;
-        double d[MAX_REPS];
-        for (int k = 0; k < reps; k++) d[k] = cpu[j][k] - partner[j][k];
-        qsort(d, (size_t)reps, sizeof(double), by_value);
-        qsort(cpu[j], (size_t)reps, sizeof(double), by_value);
+        double d[MAX_REPS], dc[MAX_REPS], c1, cm, c3;
+        for (int k = 0; k < reps; k++) {
+            d[k] = rt[j][k] - prt[j][k];
+            dc[k] = cpu[j][k] - pcpu[j][k];
+        }
+        spread(d, reps, &q1, &price[j], &q3);
+        spread(dc, reps, &c1, &cm, &c3);
         qsort(wall[j], (size_t)reps, sizeof(double), by_value);
         qsort(sw[j], (size_t)reps, sizeof(double), by_value);
-        price[j] = quantile(d, reps, 0.5);
-        printf("%-22s %+6.0f [%+.0f, %+.0f]; fastest %+.0f; CPU ns a round trip median %.0f, wall %.0f; switches a "
-               "round trip %.2f\n",
-               ARMS[j].name, price[j], quantile(d, reps, 0.25), quantile(d, reps, 0.75),
-               cpu[j][0] - none_all[0], quantile(cpu[j], reps, 0.5), quantile(wall[j], reps, 0.5),
-               quantile(sw[j], reps, 0.5));
+        printf("%-22s %+6.0f [%+.0f, %+.0f]; CPU %+6.0f [%+.0f, %+.0f]; wall a round trip %.0f; switches %.2f\n",
+               ARMS[j].name, price[j], q1, q3, cm, c1, c3, quantile(wall[j], reps, 0.5), quantile(sw[j], reps, 0.5));
     }
     printf("the page over the source (source + page - source): %+.0f; the ring over the page: %+.0f\n",
            price[DEFAULTS] - price[SOURCE], price[RING] - price[PAGE]);

@@ -1,8 +1,8 @@
 /* What a recorded thread's perf events cost each of its context switches in the kernel (issue
- * 32): a thread and a process of its own (as a server's client, or another program), pinned to
- * one CPU, pass a byte back and forth through two pipes, so each round trip switches the thread
- * out once and in once. Each arm gives the thread an event (or the process the off-CPU
- * source's): the task-clock page as the recorder opens it (d9_task_clock_attr;
+ * 32): a recorded thread and a peer thread without events (as a server's client, another
+ * program or the idle task), pinned to one CPU, pass a byte back and forth through two pipes,
+ * so each round trip switches the recorded thread out once and in once. Each arm gives the
+ * recorded thread an event (or the process the off-CPU source's): the task-clock page as the recorder opens it (d9_task_clock_attr;
  * DIAL9_THREAD_CPU=page), its variants (not mapped, disabled, cpu-clock, dummy, pinned, kernel
  * time counted), the page with its switch ring (DIAL9_THREAD_CPU=ring), the off-CPU source's
  * switch records (a dummy event with context_switch per CPU, opened before the thread and
@@ -10,7 +10,7 @@
  * (what the defaults give a thread). Per run: its median round trip, timed by the recorded
  * thread (a round trip the host's other work did not interrupt: the pair runs many in a row
  * when it has the CPU, so the load moves the median far less than a mean; the mean CPU time of
- * both processes, getrusage, went from 10 to 36 us a round trip at load 13), and, as a
+ * both threads, getrusage, went from 10 to 36 us a round trip at load 13), and, as a
  * cross-check, that mean CPU time.
  *
  * The price is paired: every run of an arm comes right after or right before (alternating) a
@@ -19,6 +19,7 @@
  * with its quartiles. A second no-event arm priced the same way is the A/A noise. `unit` lines
  * give the priced arms to bench/e2e/counted_cost.py.
  *   d9_bench_switch_ring [round trips per run (20000)] [repetitions (21)] [priced]
+ *   d9_bench_switch_ring --one ARM ROUNDS      (one run of one arm, for switch_segments.py)
  * `priced`: only the arms counted_cost.py prices (no variants). */
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -32,7 +33,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +41,7 @@
 /* One arm: what the recorded thread opens on itself (its task-clock event, changed as said),
  * and whether the process has the off-CPU source's switch events first. */
 typedef struct arm {
+    const char *id; /* for --one */
     const char *name;
     const char *unit_key; /* counted_cost.py's name for its price; NULL: not priced */
     bool priced;          /* run with `priced` */
@@ -53,18 +54,18 @@ typedef struct arm {
 
 enum { NONE, NONE_AGAIN, PAGE, RING, SOURCE, DEFAULTS };
 static const arm ARMS[] = {
-    [NONE] = {"no event", NULL, true},
-    [NONE_AGAIN] = {"no event (A/A)", NULL, true},
-    [PAGE] = {"page", "tcc_page_switch_ns", true, true, true},
-    [RING] = {"page + switch ring", "tcc_ring_switch_ns", true, true, true, true},
-    [SOURCE] = {"off-CPU switch source", "offcpu_source_switch_ns", true, .source = true},
-    [DEFAULTS] = {"source + page", "defaults_switch_ns", true, true, true, .source = true},
-    {"not mapped", NULL, false, true, false},
-    {"page, disabled", NULL, false, true, true, .disabled = true},
-    {"page, pinned", NULL, false, true, true, .pinned = true},
-    {"page, kernel time too", NULL, false, true, true, .kernel = true},
-    {"cpu-clock page", NULL, false, true, true, .config = PERF_COUNT_SW_CPU_CLOCK},
-    {"dummy page", NULL, false, true, true, .config = PERF_COUNT_SW_DUMMY},
+    [NONE] = {"none", "no event", NULL, true},
+    [NONE_AGAIN] = {"none-again", "no event (A/A)", NULL, true},
+    [PAGE] = {"page", "page", "tcc_page_switch_ns", true, true, true},
+    [RING] = {"ring", "page + switch ring", "tcc_ring_switch_ns", true, true, true, true},
+    [SOURCE] = {"source", "off-CPU switch source", "offcpu_source_switch_ns", true, .source = true},
+    [DEFAULTS] = {"source-page", "source + page", "defaults_switch_ns", true, true, true, .source = true},
+    {"unmapped", "not mapped", NULL, false, true, false},
+    {"disabled", "page, disabled", NULL, false, true, true, .disabled = true},
+    {"pinned", "page, pinned", NULL, false, true, true, .pinned = true},
+    {"kernel", "page, kernel time too", NULL, false, true, true, .kernel = true},
+    {"cpu-clock", "cpu-clock page", NULL, false, true, true, .config = PERF_COUNT_SW_CPU_CLOCK},
+    {"dummy", "dummy page", NULL, false, true, true, .config = PERF_COUNT_SW_DUMMY},
 };
 #define NARMS (int)(sizeof ARMS / sizeof ARMS[0])
 #define MAX_REPS 200
@@ -73,7 +74,8 @@ typedef struct run_spec {
     const arm *arm;
     int rounds;
     int to_peer[2], to_main[2];
-    uint32_t *lap; /* each round trip's ns, as the recorded thread saw it */
+    uint32_t *lap;    /* each round trip's ns, as the recorded thread saw it */
+    int recorded_tid; /* for --one's tracer */
 } run_spec;
 
 static uint64_t mono_ns(void) {
@@ -106,7 +108,7 @@ static int open_event(const arm *a) {
 }
 
 /* The off-CPU source's switch records: a dummy event of this thread on each CPU, inherited by
- * the threads created after it (not by the forked peer), each CPU's ring (8 pages) mapped read-only (never consumed: the
+ * the threads created after it (the recorded one, not the peer), each CPU's ring (8 pages) mapped read-only (never consumed: the
  * kernel overwrites it). Returns how many it opened; closed by run. */
 #define MAX_CPUS 256
 static int open_source(int *fds) {
@@ -123,7 +125,7 @@ static int open_source(int *fds) {
         a.exclude_kernel = 1;
         a.exclude_hv = 1;
         a.inherit = 1;
-        a.inherit_thread = 1; /* threads, not the forked peer */
+        a.inherit_thread = 1; /* threads, not forked processes */
         a.use_clockid = 1;
         a.clockid = CLOCK_MONOTONIC;
         int fd = (int)syscall(SYS_perf_event_open, &a, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
@@ -147,16 +149,17 @@ static void pin_to_cpu0(void) {
     sched_setaffinity(0, sizeof set, &set);
 }
 
-/* The other side: a process of its own (no event of ours: as a server's client or another
- * program), on CPU 0 too, answering each byte. */
-static void peer(const run_spec *r) {
+/* The other side: a thread with no event (created before the source's events, so it inherits
+ * none: as a server's client, another program or the idle task, which carry none of ours), on
+ * CPU 0 too, answering each byte. (A process of its own instead made each switch into it cost
+ * ~10 us more than one into this thread, events or not, and the prices noisier.) */
+static void *peer(void *arg) {
+    const run_spec *r = arg;
     pin_to_cpu0();
-    close(r->to_peer[1]); /* so that it sees the end if the bench dies */
-    close(r->to_main[0]);
     char c;
     for (int i = 0; i < r->rounds; i++)
         if (read(r->to_peer[0], &c, 1) != 1 || write(r->to_main[1], &c, 1) != 1) break;
-    _exit(0);
+    return NULL;
 }
 
 /* The recorded thread: created after the source's events, so it inherits them as a program's
@@ -165,6 +168,7 @@ static void *recorded(void *arg) {
     run_spec *r = arg;
     pin_to_cpu0();
     int fd = open_event(r->arm);
+    r->recorded_tid = (int)syscall(SYS_gettid);
     char c = 1;
     uint64_t t = mono_ns();
     for (int i = 0; i < r->rounds; i++) {
@@ -182,44 +186,36 @@ static double cpu_ns(const struct rusage *u) {
            ((double)u->ru_utime.tv_usec + (double)u->ru_stime.tv_usec) * 1e3;
 }
 
-/* Both processes' CPU time so far (the peer's once it was waited for). */
-static double both_cpu_ns(void) {
-    struct rusage self, children;
-    getrusage(RUSAGE_SELF, &self);
-    getrusage(RUSAGE_CHILDREN, &children);
-    return cpu_ns(&self) + cpu_ns(&children);
-}
-
 static int by_u32(const void *a, const void *b) {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     return x < y ? -1 : x > y;
 }
 
-/* One run of `rounds` round trips in arm `a`: its median round trip (ns), both sides' CPU ns,
- * wall ns and the recorded thread's switches per round trip. The median round trip is one the
+/* One run of `rounds` round trips in arm `a`: its median round trip (ns), both threads' CPU ns,
+ * wall ns and switches per round trip. The median round trip is one the
  * host's other work did not interrupt (the pair runs many in a row when it has the CPU), so
  * the load moves it far less than the means (a run's mean CPU went from 10 to 36 us at load 13). */
+static int g_recorded_tid; /* the last run's recorded thread */
+
 static void run(const arm *a, int rounds, double *rt, double *cpu, double *wall, double *switches) {
     static uint32_t *lap;
     if (!lap && !(lap = malloc((size_t)rounds * sizeof *lap))) exit(1);
     run_spec r = {.arm = a, .rounds = rounds, .lap = lap};
     if (pipe(r.to_peer) != 0 || pipe(r.to_main) != 0) exit(1);
-    static int source_fds[MAX_CPUS];
-    int nsource = a->source ? open_source(source_fds) : 0; /* its maps stay: a few per run */
-    double cpu0 = both_cpu_ns();
     struct rusage u0, u1;
     getrusage(RUSAGE_SELF, &u0);
     uint64_t t0 = mono_ns();
-    pid_t child = fork();
-    if (child < 0) exit(1);
-    if (child == 0) peer(&r);
-    pthread_t t;
-    pthread_create(&t, NULL, recorded, &r);
-    pthread_join(t, NULL);
-    waitpid(child, NULL, 0);
+    pthread_t tp, tr;
+    pthread_create(&tp, NULL, peer, &r);
+    static int source_fds[MAX_CPUS];
+    int nsource = a->source ? open_source(source_fds) : 0; /* its maps stay: a few per run */
+    pthread_create(&tr, NULL, recorded, &r);
+    pthread_join(tr, NULL);
+    pthread_join(tp, NULL);
     uint64_t t1 = mono_ns();
     getrusage(RUSAGE_SELF, &u1);
-    *cpu = (both_cpu_ns() - cpu0) / rounds;
+    *cpu = (cpu_ns(&u1) - cpu_ns(&u0)) / rounds;
+    g_recorded_tid = r.recorded_tid;
     for (int i = 0; i < 2; i++) {
         close(r.to_peer[i]);
         close(r.to_main[i]);
@@ -228,7 +224,7 @@ static void run(const arm *a, int rounds, double *rt, double *cpu, double *wall,
     *wall = (double)(t1 - t0) / rounds;
     qsort(lap, (size_t)rounds, sizeof *lap, by_u32);
     *rt = lap[rounds / 2];
-    *switches = (double)(u1.ru_nvcsw - u0.ru_nvcsw + u1.ru_nivcsw - u0.ru_nivcsw) / rounds;
+    *switches = (double)(u1.ru_nvcsw - u0.ru_nvcsw + u1.ru_nivcsw - u0.ru_nivcsw) / rounds; /* both threads' */
 }
 
 static int by_value(const void *a, const void *b) {
@@ -247,7 +243,22 @@ static void spread(double *v, int n, double *q1, double *med, double *q3) {
     *q3 = quantile(v, n, 0.75);
 }
 
+/* --one ID ROUNDS: one run of one arm, for a tracer (switch_segments.py). */
+static int run_one(const char *id, int rounds) {
+    for (int j = 0; j < NARMS; j++) {
+        if (strcmp(ARMS[j].id, id) != 0) continue;
+        double rt, cpu, wall, sw;
+        run(&ARMS[j], rounds, &rt, &cpu, &wall, &sw);
+        printf("%s: median round trip %.0f ns, CPU %.0f ns a round trip; recorded thread %d\n", ARMS[j].name, rt, cpu,
+               g_recorded_tid);
+        return 0;
+    }
+    fprintf(stderr, "d9_bench_switch_ring --one: no arm %s\n", id);
+    return 2;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "--one") == 0) return run_one(argv[2], atoi(argv[3]) > 0 ? atoi(argv[3]) : 1);
     int rounds = argc > 1 ? atoi(argv[1]) : 20000, reps = argc > 2 ? atoi(argv[2]) : 21;
     bool priced_only = argc > 3 && strcmp(argv[3], "priced") == 0;
     if (rounds < 1 || reps < 1 || reps > MAX_REPS || (argc > 3 && !priced_only)) {
@@ -274,12 +285,12 @@ int main(int argc, char **argv) {
         for (int k = 0; k < reps && !(priced_only && !ARMS[j].priced); k++) none_rt[nnone++] = prt[j][k];
     double q1, med, q3;
     spread(none_rt, nnone, &q1, &med, &q3);
-    printf("context switch ping-pong: %d round trips a run, %d paired runs an arm, a thread and a process on CPU 0\n",
+    printf("context switch ping-pong: %d round trips a run, %d paired runs an arm, a recorded and a peer thread on CPU 0\n",
            rounds, reps);
     printf("%-22s median round trip %.0f ns [quartiles over its %d runs %.0f, %.0f]\n", ARMS[NONE].name, med, nnone, q1,
            q3);
     printf("ns a switch of the recorded thread (out and in) over no event: median of the paired differences of the runs' "
-           "median round trips [quartiles]; the same of their mean CPU (both processes) [quartiles]\n");
+           "median round trips [quartiles]; the same of their mean CPU (both threads) [quartiles]\n");
     static double price[NARMS];
     for (int j = 1; j < NARMS; j++) {
         if (priced_only && !ARMS[j].priced) continue;

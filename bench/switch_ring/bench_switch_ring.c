@@ -84,9 +84,10 @@ static uint64_t mono_ns(void) {
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* The calling thread's event for `a`, mapped if it says so (closed by the thread at the run's
- * end; its map stays, a page a run). -1: the arm has none. */
-static int open_event(const arm *a) {
+/* The calling thread's event for `a`, mapped if it says so (*map, *bytes; unmapped and closed
+ * by close_event). -1: the arm has none. */
+static int open_event(const arm *a, void **map, size_t *bytes) {
+    *map = MAP_FAILED;
     if (!a->event) return -1;
     struct perf_event_attr attr;
     d9_task_clock_attr(&attr, a->ring);
@@ -99,19 +100,30 @@ static int open_event(const arm *a) {
         fprintf(stderr, "perf_event_open (%s): %s\n", a->name, strerror(errno));
         exit(77);
     }
-    size_t bytes = (size_t)(a->ring ? 2 : 1) * (size_t)sysconf(_SC_PAGESIZE);
-    if (a->mapped && mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED) {
+    *bytes = (size_t)(a->ring ? 2 : 1) * (size_t)sysconf(_SC_PAGESIZE);
+    if (a->mapped && (*map = mmap(NULL, *bytes, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED) {
         perror("mmap");
         exit(77);
     }
     return fd;
 }
 
+/* A map keeps its event alive after the close: an event of the main thread left mapped stays
+ * in its perf context, and every thread created later inherits it (the source's, one per CPU
+ * a run: after some runs every arm's threads carried dozens, and a thread given one more event
+ * paid ~10 us a switch for them all). */
+static void close_event(int fd, void *map, size_t bytes) {
+    if (map != MAP_FAILED) munmap(map, bytes);
+    if (fd >= 0) close(fd);
+}
+
 /* The off-CPU source's switch records: a dummy event of this thread on each CPU, inherited by
- * the threads created after it (the recorded one, not the peer), each CPU's ring (8 pages) mapped read-only (never consumed: the
- * kernel overwrites it). Returns how many it opened; closed by run. */
+ * the threads created after it (the recorded one, not the peer), each CPU's ring (8 pages)
+ * mapped read-only (never consumed: the kernel overwrites it). Returns how many it opened;
+ * closed by run (close_event). */
 #define MAX_CPUS 256
-static int open_source(int *fds) {
+#define SOURCE_RING_BYTES (9 * (size_t)sysconf(_SC_PAGESIZE))
+static int open_source(int *fds, void **maps) {
     int n = 0, ncpu = (int)sysconf(_SC_NPROCESSORS_CONF);
     for (int cpu = 0; cpu < ncpu && cpu < MAX_CPUS; cpu++) {
         struct perf_event_attr a;
@@ -133,7 +145,7 @@ static int open_source(int *fds) {
             perror("perf_event_open (switch source)");
             exit(77);
         }
-        if (mmap(NULL, 9 * (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED) {
+        if ((maps[n] = mmap(NULL, SOURCE_RING_BYTES, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED) {
             perror("mmap (switch source)");
             exit(77);
         }
@@ -167,7 +179,9 @@ static void *peer(void *arg) {
 static void *recorded(void *arg) {
     run_spec *r = arg;
     pin_to_cpu0();
-    int fd = open_event(r->arm);
+    void *map;
+    size_t bytes;
+    int fd = open_event(r->arm, &map, &bytes);
     r->recorded_tid = (int)syscall(SYS_gettid);
     char c = 1;
     uint64_t t = mono_ns();
@@ -177,7 +191,7 @@ static void *recorded(void *arg) {
         r->lap[i] = (uint32_t)(now - t);
         t = now;
     }
-    if (fd >= 0) close(fd);
+    close_event(fd, map, bytes);
     return NULL;
 }
 
@@ -208,7 +222,8 @@ static void run(const arm *a, int rounds, double *rt, double *cpu, double *wall,
     pthread_t tp, tr;
     pthread_create(&tp, NULL, peer, &r);
     static int source_fds[MAX_CPUS];
-    int nsource = a->source ? open_source(source_fds) : 0; /* its maps stay: a few per run */
+    static void *source_maps[MAX_CPUS];
+    int nsource = a->source ? open_source(source_fds, source_maps) : 0;
     pthread_create(&tr, NULL, recorded, &r);
     pthread_join(tr, NULL);
     pthread_join(tp, NULL);
@@ -220,7 +235,7 @@ static void run(const arm *a, int rounds, double *rt, double *cpu, double *wall,
         close(r.to_peer[i]);
         close(r.to_main[i]);
     }
-    for (int i = 0; i < nsource; i++) close(source_fds[i]);
+    for (int i = 0; i < nsource; i++) close_event(source_fds[i], source_maps[i], SOURCE_RING_BYTES);
     *wall = (double)(t1 - t0) / rounds;
     qsort(lap, (size_t)rounds, sizeof *lap, by_u32);
     *rt = lap[rounds / 2];

@@ -686,7 +686,11 @@ def switch_carriers(dial9, trace_dir):
     events were open on them (source.off_cpu active)."""
     if not glob.glob(os.path.join(trace_dir, "**", "*.bin*"), recursive=True):
         return "syscall", False
-    out = subprocess.run([dial9, "stats", trace_dir], capture_output=True, text=True).stdout
+    return carriers_from_stats(subprocess.run([dial9, "stats", trace_dir], capture_output=True, text=True).stdout)
+
+
+def carriers_from_stats(out):
+    """switch_carriers' answer from `dial9 stats`' text."""
     offcpu = re.search(r"^\s+source\.off_cpu = active", out, re.M) is not None
     m = re.search(r"^\s+thread_cpu_clock = (.*)$", out, re.M)
     if not m or not m.group(1).startswith("perf:"):

@@ -27,15 +27,17 @@ on the same host. For each target and arm (off, the defaults, polls/parks/wakes 
   user share of it (/proc/PID/stat): the denominator, and ns per user instruction of the
   server's own code (user CPU per request / user instructions per request);
 - unit costs (`d9_bench --only units`): a read of the clock the hooks read, a system call, a
-  context switch; and (`d9_bench_switch_ring`) what a recorded thread's task-clock event adds to
-  each of its context switches in the kernel, page alone or with its switch ring (the thread
-  CPU clock's kind is the native run's metadata `thread_cpu_clock`).
+  context switch; and (`d9_bench_switch_ring`) what a recorded thread's perf events add to
+  each of its context switches in the kernel: the task-clock page alone or with its switch
+  ring, the off-CPU source's switch events, the two together (what a thread carries is the
+  native run's metadata: `thread_cpu_clock`, `source.off_cpu`).
 
 The model: added ns per request = (added instructions - added clock_gettime instructions) x ns
 per instruction + added clock reads x ns per read + added system calls x ns per call + added
 context switches x ns per switch + the arm's context switches x the kernel's added ns per switch
-of a thread with a task-clock event (page, or page + ring; 0 by system call); share = added ns /
-the server's CPU ns per request (off).
+of a recorded thread: its task-clock event's (page, or page + ring; 0 by system call) and the
+off-CPU source's (the defaults; the page then at what it adds beside the source); share =
+added ns / the server's CPU ns per request (off).
 What follows time or context switches rather than requests is priced at its native rate, since
 under callgrind a request lasts ~50x longer: the reads after a switch (SWITCH_FNS) and
 schedstat's (SCHEDSTAT_FNS) at their instructions per call x the added native read / pread64
@@ -644,7 +646,7 @@ def native_run(args, target, arm, work):
         stop(proc, target.stop_signal)
     # the kernel sources' events of each window, from the trace (written out at the stop)
     times = source_event_times(args.dial9, trace_dir) if ARMS[arm] is not None else []
-    tcc = thread_cpu_kind(args.dial9, trace_dir) if ARMS[arm] is not None else "none"
+    tcc, offcpu = switch_carriers(args.dial9, trace_dir) if ARMS[arm] is not None else ("none", False)
     shutil.rmtree(trace_dir, ignore_errors=True)
     src = [sum(1 for t in times if w[6][0] <= t < w[6][1]) for w in (idle, small, large)]
     r = {}
@@ -655,7 +657,7 @@ def native_run(args, target, arm, work):
     r["src_nat"] = (src[2] - src[1] - src[0] / idle[4] * (large[4] - small[4])) / (n2 - n1)
     r["src_nat_per_s"] = src[2] / large[4]  # while answering (back to back, or with --think-us)
     r["user_share"] = large[3]
-    r["tcc"] = tcc
+    r["tcc"], r["offcpu"] = tcc, offcpu
     # per thread and system call (--syscalls): the same difference, the idle rate taken off
     r["calls"] = {k: (large[5].get(k, 0) - small[5].get(k, 0) - idle[5].get(k, 0) / idle[4] * (large[4] - small[4]))
                   / (n2 - n1) for k in set(large[5]) | set(small[5])}
@@ -677,34 +679,42 @@ def unit_costs(args):
     return units
 
 
-def thread_cpu_kind(dial9, trace_dir):
-    """How the recorded threads took their CPU time (the metadata's thread_cpu_clock, dial9
-    stats): "ring" (task-clock page and switch ring), "page" (the page alone), or "syscall"
-    (no event: nothing added to a switch)."""
+def switch_carriers(dial9, trace_dir):
+    """What the recorded threads carried into each context switch, from the metadata (dial9
+    stats): how they took their CPU time (thread_cpu_clock: "ring", task-clock page and switch
+    ring; "page", the page alone; "syscall", no event) and whether the off-CPU source's switch
+    events were open on them (source.off_cpu active)."""
     if not glob.glob(os.path.join(trace_dir, "**", "*.bin*"), recursive=True):
-        return "syscall"
-    out = subprocess.run([dial9, "stats", trace_dir], capture_output=True, text=True).stdout
+        return "syscall", False
+    return carriers_from_stats(subprocess.run([dial9, "stats", trace_dir], capture_output=True, text=True).stdout)
+
+
+def carriers_from_stats(out):
+    """switch_carriers' answer from `dial9 stats`' text."""
+    offcpu = re.search(r"^\s+source\.off_cpu = active", out, re.M) is not None
     m = re.search(r"^\s+thread_cpu_clock = (.*)$", out, re.M)
     if not m or not m.group(1).startswith("perf:"):
-        return "syscall"
-    return "page" if "no switch ring" in m.group(1) else "ring"
+        return "syscall", offcpu
+    return ("page" if "no switch ring" in m.group(1) else "ring"), offcpu
 
 
-SWITCH_UNITS = ("tcc_page_switch_ns", "tcc_ring_switch_ns", "offcpu_source_switch_ns", "switch_aa_ns")
+SWITCH_UNITS = ("tcc_page_switch_ns", "tcc_ring_switch_ns", "offcpu_source_switch_ns", "defaults_switch_ns",
+                "switch_aa_ns")
 
 
 def switch_unit_costs(args):
-    """What a thread's task-clock event adds to each of its context switches (out and in), page
-    alone and with its switch ring, and the A/A noise of that figure (bench/switch_ring: a
-    ping-pong of two threads on one CPU, fastest run of each arm; --short: a quick run, numbers
-    rough). A bench that cannot run here (not built, perf refused) prices it at 0 and says so
+    """What a recorded thread's perf events add to each of its context switches (out and in):
+    the task-clock page alone and with its switch ring, the off-CPU source's switch events, the
+    source and the page together, and the A/A noise of that figure (bench/switch_ring: a
+    ping-pong of a thread and a process on one CPU, the median of 15 paired differences with a
+    no-event run, 10 000 round trips each; --short: a quick run, numbers rough). A bench that cannot run here (not built, perf refused) prices it at 0 and says so
     in units["switch_note"]."""
     units = {k: 0.0 for k in SWITCH_UNITS}
     bench = os.path.join(args.build, "bench", "switch_ring", "d9_bench_switch_ring")
     if not os.access(bench, os.X_OK):
         units["switch_note"] = f"not measured ({bench} is not built): priced 0"
         return units
-    out = subprocess.run([bench] + (["2000", "5"] if args.short else ["20000", "21"]),
+    out = subprocess.run([bench] + (["2000", "5"] if args.short else ["10000", "15"]) + ["priced"],
                          capture_output=True, text=True)
     got = {m.group(1): float(m.group(2)) for m in re.finditer(r"^unit (\w+) (-?[\d.]+)", out.stdout, re.M)}
     if out.returncode != 0 or any(k not in got for k in SWITCH_UNITS):
@@ -712,21 +722,31 @@ def switch_unit_costs(args):
                                 + "): priced 0")
         return units
     units.update(got)
-    units["switch_note"] = ("quick run, rough" if args.short else "fastest of 21 runs an arm") + \
+    units["switch_note"] = ("quick run, rough" if args.short else "median of 15 paired differences") + \
         f", A/A noise {got['switch_aa_ns']:.0f} ns"
     return units
 
 
 def price_thread_cpu_switches(d, r, units):
-    """The kernel's added work at every context switch of a thread with a task-clock event
-    (page, or page + its switch ring): the arm's own context switches a request (all its
-    threads: those not recorded switch by the clock, and the idle rate takes them off) x ns
-    added per switch. By system call nothing is added to a switch."""
+    """The kernel's added work at every context switch of a recorded thread: the arm's own
+    context switches a request (all its threads: those not recorded switch by the clock, and
+    the idle rate takes them off) x ns added per switch, by what the threads carry. The off-CPU
+    source's inherited switch events (the defaults) at the source's price; a task-clock event
+    (page, or page + its switch ring) at its own, or, beside the source, at what the page adds
+    to a thread that has the source's events (one perf context: measured together, the
+    `defaults_switch_ns` arm, less the source's; the ring beside the source is not measured and
+    is priced as the two alone). By system call no task-clock event is added to a switch."""
     d["tcc"] = r.get("tcc", "syscall")
-    d["tcc_switch_ns"] = {"page": units.get("tcc_page_switch_ns", 0.0),
-                          "ring": units.get("tcc_ring_switch_ns", 0.0)}.get(d["tcc"], 0.0)
+    d["offcpu"] = r.get("offcpu", False)
+    source_ns = units.get("offcpu_source_switch_ns", 0.0)
+    page_ns = units.get("tcc_page_switch_ns", 0.0)
+    if d["offcpu"]:
+        page_ns = units.get("defaults_switch_ns", 0.0) - source_ns
+    d["tcc_switch_ns"] = {"page": page_ns, "ring": units.get("tcc_ring_switch_ns", 0.0)}.get(d["tcc"], 0.0)
     d["tcc_switches"] = r["switches"]
     d["ns_tcc"] = d["tcc_switches"] * d["tcc_switch_ns"]
+    d["offcpu_switch_ns"] = source_ns if d["offcpu"] else 0.0
+    d["ns_offcpu"] = d["tcc_switches"] * d["offcpu_switch_ns"]
 
 
 def measure(args, target, arm, work):
@@ -801,7 +821,7 @@ def model(rows, units):
         d["ns_sys"] = d["syscalls"] * units["syscall_ns"]
         d["ns_cs"] = d["switches"] * units["context_switch_ns"]
         price_thread_cpu_switches(d, r, units)
-        fixed = d["ns_instr"] + d["ns_switch"] + d["ns_clock"] + d["ns_sys"] + d["ns_cs"] + d["ns_tcc"]
+        fixed = d["ns_instr"] + d["ns_switch"] + d["ns_clock"] + d["ns_sys"] + d["ns_cs"] + d["ns_tcc"] + d["ns_offcpu"]
         d["ns"] = fixed + d["ns_sched"] + d["ns_src"]
         instr = d["app"] + d["rec"] + d["switch_native"]
         d["instr_pct"] = 100.0 * (instr + d["sched_native"] + d["src_native"] - d["src_cg"]) / base_instr
@@ -835,10 +855,10 @@ def print_table(results, units):
     print(f"counted cost per request (unit costs on this host: clock read {units['clock_read_ns']:.1f} ns "
           f"({units['clock']}), system call {units['syscall_ns']:.0f} ns, context switch "
           f"{units['context_switch_ns']:.0f} ns)")
-    print(f"a recorded thread's context switch, added in the kernel by its task-clock event: page "
-          f"{units.get('tcc_page_switch_ns', 0.0):.0f} ns, page + switch ring {units.get('tcc_ring_switch_ns', 0.0):.0f} ns "
-          f"(off-CPU source's switch records {units.get('offcpu_source_switch_ns', 0.0):.0f} ns, not priced; "
-          f"{units.get('switch_note', 'not measured')})")
+    print(f"a recorded thread's context switch, added in the kernel by its perf events: task-clock page "
+          f"{units.get('tcc_page_switch_ns', 0.0):.0f} ns, page + switch ring {units.get('tcc_ring_switch_ns', 0.0):.0f} ns, "
+          f"off-CPU source's switch events {units.get('offcpu_source_switch_ns', 0.0):.0f} ns, source + page "
+          f"{units.get('defaults_switch_ns', 0.0):.0f} ns ({units.get('switch_note', 'not measured')})")
     print(HEADER)
     lines = []
     for tname, (rows, ns_per_instr, deltas) in results.items():
@@ -870,6 +890,9 @@ def print_table(results, units):
                 # every switch of a recorded thread costs the kernel more (not only the added ones)
                 ("thread CPU ev switches", 0, d["tcc_switches"], d["tcc_switches"],
                  f"{d['tcc_switch_ns']:.0f} ns {d['tcc']}", d["ns_tcc"], None),
+                ("off-CPU src switches", 0, d["tcc_switches"] if d["offcpu"] else 0.0,
+                 d["tcc_switches"] if d["offcpu"] else 0.0,
+                 f"{d['offcpu_switch_ns']:.0f} ns" if d["offcpu"] else "off", d["ns_offcpu"], None),
                 ("events", 0, d["events"], d["events"], "-", None, None),
                 ("server CPU ns", base, base + d["ns"], d["ns"], "model", d["ns"], d["share"]),
             ]
@@ -930,7 +953,7 @@ ROW = re.compile(r"^(\S+)\s+(on|ppw)\s+(.{22})\s+(-?[\d.]+)\s+(-?[\d.]+)\s+([+-]
 PACE = re.compile(r"^(\S+) defaults at valgrind's pace: -?[\d.]+ % of the server's CPU, instructions [+-][\d.]+ % "
                   r"\(kernel sources' events -?[\d.]+/s, -?[\d.]+ a request under callgrind; -?[\d.]+/s, -?[\d.]+ a "
                   r"request natively; schedstat reads -?[\d.]+ a request under callgrind, -?[\d.]+ natively\)$")
-ROWS_PER_ARM = 14
+ROWS_PER_ARM = 15
 VERDICT = re.compile(r"^(\S+) (defaults|polls/parks/wakes): -?[\d.]+ % of the server's CPU per request "
                      r"\(target \d %\), instructions [+-][\d.]+ %, [+-][\d.]+ system calls, [+-][\d.]+ "
                      r"context switches per request: (within target|OVER TARGET: .+)$")

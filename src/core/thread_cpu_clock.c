@@ -81,21 +81,25 @@ static size_t page_bytes(void) { return (size_t)sysconf(_SC_PAGESIZE); }
  * sampled count). With `switches`, the kernel also writes the thread's switch records, stamped
  * on CLOCK_MONOTONIC (the recorder's clock, or the one its ticks convert to), into the ring
  * mapped after the page (thread_cpu_switch_ring.h); no samples (sample_period 0). */
+void d9_task_clock_attr(struct perf_event_attr *a, bool switches) {
+    memset(a, 0, sizeof *a);
+    a->size = sizeof *a;
+    a->type = PERF_TYPE_SOFTWARE;
+    a->config = PERF_COUNT_SW_TASK_CLOCK;
+    a->exclude_kernel = 1;
+    a->exclude_hv = 1;
+    if (switches) {
+        a->context_switch = 1;
+        a->sample_id_all = 1;
+        a->sample_type = PERF_SAMPLE_TIME;
+        a->use_clockid = 1;
+        a->clockid = CLOCK_MONOTONIC;
+    }
+}
+
 static int task_clock_open(bool switches) {
     struct perf_event_attr a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_TASK_CLOCK;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    if (switches) {
-        a.context_switch = 1;
-        a.sample_id_all = 1;
-        a.sample_type = PERF_SAMPLE_TIME;
-        a.use_clockid = 1;
-        a.clockid = CLOCK_MONOTONIC;
-    }
+    d9_task_clock_attr(&a, switches);
     long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     return fd < 0 ? -errno : (int)fd;
 }

@@ -280,6 +280,8 @@ void d9_thread_cpu_clock_set_fds_guarded(bool guarded);
  * switch records too), not mapped, not in the table: its fd, or -errno where perf_event_open
  * refuses it. The tests' reference clock and the switch-ring bench's arms. */
 int d9_task_clock_open(bool switches);
+/* The attributes d9_task_clock_open opens with: the switch-ring bench's variants start from them. */
+void d9_task_clock_attr(struct perf_event_attr *a, bool switches);
 /* How many events are open now, and the calling thread's fd (-1: none): tests. */
 int d9_thread_cpu_clock_open_count(void);
 /* Whether the calling thread's event has its switch ring: tests. */

@@ -45,16 +45,22 @@ typedef struct pending_poll {
     int64_t wall;
     uint64_t worker, task, start, dur;
     uint32_t loc;
-    uint32_t pair; /* its worker's index in seg.pairs */
+    uint32_t pair; /* its worker's index in seg.slots */
     d9m_poll_cpu cpu_event; /* what its PollCpuEvent said, if it had one */
     uint64_t cpu_ns;        /* its exact CPU time, when it said so */
 } pending_poll;
 
-/* A worker's latest closed poll, for the PollCpuEvent written just after its end. */
-typedef struct latest_poll {
-    uint64_t start;
-    bool valid;
-} latest_poll;
+/* A worker's open poll and park, paired by the model's rule (model/pairing.h: a start opens
+ * its kind, a second start drops the open one, an end closes the open one or pairs with
+ * nothing) over the fields the fold keeps of a start: 48 bytes a worker, read and written
+ * in place, where the model's state copies a whole mark (80 bytes) per start. And its latest
+ * closed poll, for the PollCpuEvent written just after its end. */
+typedef struct worker_slot {
+    uint64_t poll_ts, poll_task, park_ts;
+    uint64_t latest_start; /* the latest closed poll's start, when latest_valid */
+    uint32_t poll_loc;
+    bool in_poll, parked, latest_valid;
+} worker_slot;
 
 typedef struct stack_entry {
     uint64_t id;        /* hash of its addresses: the same stack has the same id in every segment */
@@ -94,11 +100,10 @@ typedef struct seg {
     uint32_t stream;
     bool stream_known;
     /* workers' pairing: small worker ids (all of a usual runtime's) by a table, no hashing */
-    uint32_t small_worker[64]; /* index in pairs + 1, 0: not seen yet */
+    uint32_t small_worker[64]; /* index in slots + 1, 0: not seen yet */
     d9_u64_map worker_index;
-    d9m_pair_state *pairs;
-    latest_poll *latest; /* by index in pairs */
-    size_t npairs;
+    worker_slot *slots;
+    size_t nslots;
     /* polls not yet written, in order of their start: all of the segment's, as their
      * attribution needs the switch records and symbols that follow them */
     pending_poll *pending;
@@ -360,32 +365,28 @@ static uint32_t spawn_loc(seg *s, const d9_event *ev, d9_decoder *d) {
     return intern_loc(s, str.ptr, str.len);
 }
 
-/* A worker's pairing state: a small worker seen before inline (most marks), the rest in
- * pair_of_slow (its realloc path made every call save and restore registers). */
-static d9m_pair_state *pair_of_slow(seg *s, uint64_t worker);
+/* A worker's slot: a small worker seen before inline (most marks), the rest in slot_of_slow
+ * (its realloc path made every call save and restore registers). */
+static worker_slot *slot_of_slow(seg *s, uint64_t worker);
 
-static inline d9m_pair_state *pair_of(seg *s, uint64_t worker) {
+static inline worker_slot *slot_of(seg *s, uint64_t worker) {
     if (worker < sizeof s->small_worker / sizeof *s->small_worker && s->small_worker[worker])
-        return &s->pairs[s->small_worker[worker] - 1];
-    return pair_of_slow(s, worker);
+        return &s->slots[s->small_worker[worker] - 1];
+    return slot_of_slow(s, worker);
 }
 
-static __attribute__((noinline)) d9m_pair_state *pair_of_slow(seg *s, uint64_t worker) {
+static __attribute__((noinline)) worker_slot *slot_of_slow(seg *s, uint64_t worker) {
     bool small = worker < sizeof s->small_worker / sizeof *s->small_worker;
     uint64_t *i = small ? NULL : d9_u64_map_get(&s->worker_index, worker);
-    if (i) return &s->pairs[*i];
-    if (s->npairs >= UINT32_MAX - 1) return NULL;
-    d9m_pair_state *p = realloc(s->pairs, (s->npairs + 1) * sizeof *p);
+    if (i) return &s->slots[*i];
+    if (s->nslots >= UINT32_MAX - 1) return NULL;
+    worker_slot *p = realloc(s->slots, (s->nslots + 1) * sizeof *p);
     if (!p) return NULL;
-    s->pairs = p;
-    latest_poll *l = realloc(s->latest, (s->npairs + 1) * sizeof *l);
-    if (!l) return NULL;
-    s->latest = l;
-    l[s->npairs] = (latest_poll){0};
-    if (small) s->small_worker[worker] = (uint32_t)s->npairs + 1;
-    else if (d9_u64_map_put(&s->worker_index, worker, s->npairs) != 0) return NULL;
-    p[s->npairs] = (d9m_pair_state){0};
-    return &p[s->npairs++];
+    s->slots = p;
+    if (small) s->small_worker[worker] = (uint32_t)s->nslots + 1;
+    else if (d9_u64_map_put(&s->worker_index, worker, s->nslots) != 0) return NULL;
+    p[s->nslots] = (worker_slot){0};
+    return &p[s->nslots++];
 }
 
 static hist_group *group_of(seg *s, uint32_t loc, uint64_t worker, int64_t wall) {
@@ -467,14 +468,14 @@ static int put_poll_batch(seg *s, pq_writer *w, size_t i, uint32_t n, d9f_attr_f
  * the identity values), the rest in batches of columns. */
 static int put_poll_rows(seg *s) {
     /* per worker, where its previous poll's search for off-CPU intervals ended */
-    d9f_attr_from *from = malloc((s->npairs ? s->npairs : 1) * sizeof *from);
+    d9f_attr_from *from = malloc((s->nslots ? s->nslots : 1) * sizeof *from);
     poll_columns *pc = malloc(sizeof *pc);
     if (!from || !pc) {
         free(from);
         free(pc);
         return oom(s);
     }
-    for (size_t k = 0; k < s->npairs; k++) from[k] = D9F_ATTR_FROM_START;
+    for (size_t k = 0; k < s->nslots; k++) from[k] = D9F_ATTR_FROM_START;
     int rc = 0;
     size_t i = 0;
     while (rc == 0 && i < s->npending) {
@@ -511,11 +512,13 @@ static int put_poll_rows(seg *s) {
     return rc;
 }
 
-static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end, uint32_t pair) {
-    uint64_t dur = end->ts > start->ts ? end->ts - start->ts : 0;
-    int64_t wall = wall_of(s, start->ts);
+/* The poll w held, closed at end_ts by its worker's PollEndEvent: poll_hist and a pending row. */
+static int on_poll(seg *s, uint64_t worker, worker_slot *w, uint64_t end_ts) {
+    uint64_t start = w->poll_ts;
+    uint64_t dur = end_ts > start ? end_ts - start : 0;
+    int64_t wall = wall_of(s, start);
     s->polls++;
-    hist_group *g = group_of(s, start->loc, start->worker_id, wall);
+    hist_group *g = group_of(s, w->poll_loc, worker, wall);
     if (!g) {
         snprintf(s->err, s->errlen, "out of memory (or too many workers) for poll_hist");
         return -1;
@@ -534,10 +537,11 @@ static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end, uint32_t 
     size_t i = s->npending;
     while (i > 0 && s->pending[i - 1].wall > wall) i--;
     if (i < s->npending) memmove(&s->pending[i + 1], &s->pending[i], (s->npending - i) * sizeof *s->pending);
-    s->pending[i] = (pending_poll){.wall = wall, .worker = start->worker_id, .task = start->task,
-                                   .start = start->ts, .dur = dur, .loc = start->loc, .pair = pair};
+    s->pending[i] = (pending_poll){.wall = wall, .worker = worker, .task = w->poll_task, .start = start,
+                                   .dur = dur, .loc = w->poll_loc, .pair = (uint32_t)(w - s->slots)};
     s->npending++;
-    s->latest[pair] = (latest_poll){start->ts, true};
+    w->latest_start = start;
+    w->latest_valid = true;
     return 0;
 }
 
@@ -548,16 +552,15 @@ static int on_poll_cpu(seg *s, const d9_event *ev) {
     const int16_t *f = ev->schema->bind.field;
     uint64_t worker = d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE);
     if (worker == D9_WORKER_NONE) return 0;
-    d9m_pair_state *ps = pair_of(s, worker);
-    if (!ps) return oom(s);
-    uint32_t pair = (uint32_t)(ps - s->pairs);
-    latest_poll *l = &s->latest[pair];
-    if (!l->valid) return 0;
-    l->valid = false;
+    worker_slot *w = slot_of(s, worker);
+    if (!w) return oom(s);
+    uint32_t pair = (uint32_t)(w - s->slots);
+    if (!w->latest_valid) return 0;
+    w->latest_valid = false;
     bool exact = d9m_uint_or(ev, f[D9_KF_EXACT], 0) != 0;
     for (size_t i = s->npending; i-- > 0;) {
         pending_poll *p = &s->pending[i];
-        if (p->pair != pair || p->start != l->start) continue;
+        if (p->pair != pair || p->start != w->latest_start) continue;
         /* "not exact" too: it tells the model's rule this poll had a switch (poll_attribution.h) */
         p->cpu_event = exact ? D9M_POLL_CPU_EXACT : D9M_POLL_CPU_NOT_EXACT;
         p->cpu_ns = exact ? d9m_uint_or(ev, f[D9_KF_CPU_TIME_NS], 0) : 0;
@@ -624,47 +627,92 @@ static const uint32_t k_sched_kind_lens[] = {4, 6};
 static const char *const k_sample_sources[] = {"cpu", "offcpu"};
 static const uint32_t k_sample_source_lens[] = {3, 6};
 
-static int sched_row(seg *s, const d9m_mark *k, const d9m_mark *park) {
+/* A park's or unpark's row of sched (the values the model's mark reader takes,
+ * model/pairing.h: d9m_mark_read). */
+typedef struct sched_fields {
+    uint64_t ts, worker, tid, cpu_ns, parked_ns, delay_ns;
+    bool unpark, closed, delay; /* closed: an unpark that closed its worker's park */
+} sched_fields;
+
+static int sched_row(seg *s, const sched_fields *k) {
     uint32_t r;
     int rc;
     d9f_row_batch *b = batch_row(s, D9F_SCHED, wall_of(s, k->ts), &r, &rc);
     if (!b) return rc;
-    bool unpark = k->kind == D9M_UNPARK;
-    b->v[D9F_SCHED_KIND][r] = unpark;
-    b->v[D9F_SCHED_WORKER][r] = (int64_t)k->worker_id;
+    b->v[D9F_SCHED_KIND][r] = k->unpark;
+    b->v[D9F_SCHED_WORKER][r] = (int64_t)k->worker;
     b->v[D9F_SCHED_TID][r] = (int64_t)k->tid;
     b->present[D9F_SCHED_TID][r] = k->tid != 0;
-    b->v[D9F_SCHED_PARKED][r] = park ? (int64_t)(k->ts > park->ts ? k->ts - park->ts : 0) : 0;
-    b->present[D9F_SCHED_PARKED][r] = park != NULL;
-    bool delay = unpark && k->has_sched_wait;
-    b->v[D9F_SCHED_DELAY][r] = delay ? (int64_t)k->sched_wait_ns : 0;
-    b->present[D9F_SCHED_DELAY][r] = delay;
-    b->v[D9F_SCHED_CPU_TIME][r] = k->has_cpu ? (int64_t)k->cpu_ns : 0;
-    b->present[D9F_SCHED_CPU_TIME][r] = k->has_cpu;
+    b->v[D9F_SCHED_PARKED][r] = (int64_t)k->parked_ns;
+    b->present[D9F_SCHED_PARKED][r] = k->closed;
+    b->v[D9F_SCHED_DELAY][r] = (int64_t)k->delay_ns;
+    b->present[D9F_SCHED_DELAY][r] = k->delay;
+    b->v[D9F_SCHED_CPU_TIME][r] = (int64_t)k->cpu_ns;
+    b->present[D9F_SCHED_CPU_TIME][r] = k->cpu_ns != 0;
     return 0;
 }
 
-static int on_mark(seg *s, const d9_event *ev, d9_decoder *d) {
-    d9m_mark k;
-    if (!d9m_mark_read(ev, s->ss, &k)) return 0;
-    if (k.worker_id == D9_WORKER_NONE) return 0;
-    uint64_t ignored;
-    if ((k.kind == D9M_PARK || k.kind == D9M_UNPARK) && k.tid &&
-        d9m_thread_worker_note(&s->thread_workers, k.tid, k.worker_id, &ignored) != 0)
-        return oom(s);
-    d9m_pair_state *ps = pair_of(s, k.worker_id);
-    if (!ps) return oom(s);
-    if (k.kind == D9M_POLL_START && (k.loc = spawn_loc(s, ev, d)) == UINT32_MAX) return oom(s);
-    const d9m_mark *start = NULL;
-    d9m_pair_result r = d9m_pair(ps, &k, &start);
-    if (r == D9M_PAIR_REOPENED && k.kind == D9M_POLL_START) s->unmatched_starts++;
-    if (r == D9M_PAIR_STRAY_END && k.kind == D9M_POLL_END) s->unmatched_ends++;
-    switch (k.kind) {
-    case D9M_POLL_END: return r == D9M_PAIR_CLOSED ? on_poll(s, start, &k, (uint32_t)(ps - s->pairs)) : 0;
-    case D9M_PARK: return sched_row(s, &k, NULL);
-    case D9M_UNPARK: return sched_row(s, &k, r == D9M_PAIR_CLOSED ? start : NULL);
-    default: return 0;
+/* The marks, each of its own kind (no mark struct, no dispatch on its kind again): a worker's
+ * id D9_WORKER_NONE is no worker's, ignored, as the model reads it. */
+static inline uint64_t mark_worker(const d9_event *ev) {
+    return d9m_uint_or(ev, ev->schema->bind.field[D9_KF_WORKER_ID], D9_WORKER_NONE);
+}
+
+static int on_poll_start(seg *s, const d9_event *ev, d9_decoder *d) {
+    uint64_t worker = mark_worker(ev);
+    if (worker == D9_WORKER_NONE) return 0;
+    worker_slot *w = slot_of(s, worker);
+    if (!w) return oom(s);
+    uint32_t loc = spawn_loc(s, ev, d);
+    if (loc == UINT32_MAX) return oom(s);
+    if (w->in_poll) s->unmatched_starts++; /* reopened: the open one loses its end */
+    w->in_poll = true;
+    w->poll_ts = ev->ts_ns;
+    w->poll_task = d9m_uint_or(ev, ev->schema->bind.field[D9_KF_TASK_ID], 0);
+    w->poll_loc = loc;
+    return 0;
+}
+
+static int on_poll_end(seg *s, const d9_event *ev) {
+    uint64_t worker = mark_worker(ev);
+    if (worker == D9_WORKER_NONE) return 0;
+    worker_slot *w = slot_of(s, worker);
+    if (!w) return oom(s);
+    if (!w->in_poll) { /* a stray end */
+        s->unmatched_ends++;
+        return 0;
     }
+    w->in_poll = false;
+    return on_poll(s, worker, w, ev->ts_ns);
+}
+
+/* A park (unpark false) or an unpark: its thread names its worker (model/thread_worker.h), the
+ * park opens, the unpark closes the open park; a row of sched each. */
+static inline __attribute__((always_inline)) int on_park_mark(seg *s, const d9_event *ev, bool unpark) {
+    const int16_t *f = ev->schema->bind.field;
+    sched_fields k = {.ts = ev->ts_ns, .worker = mark_worker(ev), .unpark = unpark};
+    if (k.worker == D9_WORKER_NONE) return 0;
+    k.tid = d9m_uint_or(ev, f[D9_KF_TID], 0);
+    k.cpu_ns = d9m_uint_or(ev, f[D9_KF_CPU_TIME_NS], 0);
+    uint64_t wait;
+    if (unpark && f[D9_KF_SCHED_WAIT_NS] >= 0 && d9_value_uint(&ev->values[f[D9_KF_SCHED_WAIT_NS]], &wait) &&
+        d9m_sched_wait_measured(s->ss, wait, k.cpu_ns != 0)) {
+        k.delay = true;
+        k.delay_ns = wait;
+    }
+    uint64_t ignored;
+    if (k.tid && d9m_thread_worker_note(&s->thread_workers, k.tid, k.worker, &ignored) != 0) return oom(s);
+    worker_slot *w = slot_of(s, k.worker);
+    if (!w) return oom(s);
+    if (!unpark) {
+        w->parked = true;
+        w->park_ts = k.ts;
+    } else if (w->parked) {
+        w->parked = false;
+        k.closed = true;
+        k.parked_ns = k.ts > w->park_ts ? k.ts - w->park_ts : 0;
+    }
+    return sched_row(s, &k);
 }
 
 static int on_wake(seg *s, const d9_event *ev) {
@@ -915,8 +963,10 @@ static inline __attribute__((always_inline)) int on_event(seg *s, const d9_event
     s->first_ts = e->ts_ns < s->first_ts ? e->ts_ns : s->first_ts;
     s->last_ts = e->ts_ns > s->last_ts ? e->ts_ns : s->last_ts;
     switch (e->schema->bind.role) {
-    case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK:
-    case D9_SCH_WORKER_UNPARK: return on_mark(s, e, d);
+    case D9_SCH_POLL_START: return on_poll_start(s, e, d);
+    case D9_SCH_POLL_END: return on_poll_end(s, e);
+    case D9_SCH_WORKER_PARK: return on_park_mark(s, e, false);
+    case D9_SCH_WORKER_UNPARK: return on_park_mark(s, e, true);
     case D9_SCH_COVERAGE: note_source(s, e); return 0;
     case D9_SCH_SCHED_SWITCH: return on_switch(s, e);
     case D9_SCH_WORKER_REGISTERED: return on_registered(s, e);
@@ -1051,8 +1101,7 @@ static void seg_free(seg *s) {
     d9_u64_map_free(&s->loc_by_pool);
     d9_u64_map_free(&s->worker_index);
     d9m_thread_workers_free(&s->thread_workers);
-    free(s->pairs);
-    free(s->latest);
+    free(s->slots);
     free(s->pending);
     d9f_attr_free(&s->attr);
     free(s->stack_cause);

@@ -577,24 +577,24 @@ static int flush_batch(seg *s, d9f_table t) {
 /* The batch a row of table t at wall goes into, and the row's index in it (*r); NULL when the
  * partition holds this segment already (*rc 0) or on an error (*rc -1). As row(): the output
  * is asked once per hour; a new hour's writer first gets the rows gathered for the last. */
-static d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, uint32_t *r, int *rc);
+static d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, int64_t key, uint32_t *r, int *rc);
 
-/* The usual row inline: the same hour's writer, a batch begun and not full (d9f_batch_row's
- * answer then is the next index); a new hour, a first row, a full batch in batch_row_slow. */
-static inline d9f_row_batch *batch_row(seg *s, d9f_table t, int64_t wall, uint32_t *r, int *rc) {
+/* The usual row inline: the same hour's writer, a batch begun and not full; a new hour, a
+ * first row, a full batch in batch_row_slow. key: the row's value of the batch's order_col. */
+static inline d9f_row_batch *batch_row(seg *s, d9f_table t, int64_t wall, int64_t key, uint32_t *r, int *rc) {
     const row_cache *c = &s->last[t];
     d9f_row_batch *b = &s->batch[t];
     if (!c->skip && b->n != 0 && !d9f_batch_full(b) && same_hour(c, wall)) {
         *rc = 0;
-        *r = b->n++;
+        *r = d9f_batch_next(b, key);
         b->v[D9F_COL_WALL_TIME][*r] = wall;
         return b;
     }
-    return batch_row_slow(s, t, wall, r, rc);
+    return batch_row_slow(s, t, wall, key, r, rc);
 }
 
-static __attribute__((noinline)) d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, uint32_t *r,
-                                                               int *rc) {
+static __attribute__((noinline)) d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, int64_t key,
+                                                               uint32_t *r, int *rc) {
     row_cache *c = &s->last[t];
     d9f_row_batch *b = &s->batch[t];
     *rc = 0;
@@ -617,7 +617,7 @@ static __attribute__((noinline)) d9f_row_batch *batch_row_slow(seg *s, d9f_table
         *rc = -1;
         return NULL;
     }
-    *r = d9f_batch_row(b, c->w);
+    *r = d9f_batch_row(b, c->w, key);
     b->v[D9F_COL_WALL_TIME][*r] = wall;
     return b;
 }
@@ -637,10 +637,9 @@ typedef struct sched_fields {
 static int sched_row(seg *s, const sched_fields *k) {
     uint32_t r;
     int rc;
-    d9f_row_batch *b = batch_row(s, D9F_SCHED, wall_of(s, k->ts), &r, &rc);
+    d9f_row_batch *b = batch_row(s, D9F_SCHED, wall_of(s, k->ts), (int64_t)k->worker, &r, &rc); /* its worker's stripe */
     if (!b) return rc;
     b->v[D9F_SCHED_KIND][r] = k->unpark;
-    b->v[D9F_SCHED_WORKER][r] = (int64_t)k->worker;
     b->v[D9F_SCHED_TID][r] = (int64_t)k->tid;
     b->present[D9F_SCHED_TID][r] = k->tid != 0;
     b->v[D9F_SCHED_PARKED][r] = (int64_t)k->parked_ns;
@@ -719,7 +718,7 @@ static int on_wake(seg *s, const d9_event *ev) {
     const int16_t *f = ev->schema->bind.field;
     uint32_t r;
     int rc;
-    d9f_row_batch *b = batch_row(s, D9F_WAKES, wall_of(s, ev->ts_ns), &r, &rc);
+    d9f_row_batch *b = batch_row(s, D9F_WAKES, wall_of(s, ev->ts_ns), 0, &r, &rc);
     if (!b) return rc;
     b->v[D9F_WAKE_WAKER][r] = (int64_t)d9m_uint_or(ev, f[D9_KF_WAKER_TASK_ID], 0);
     b->v[D9F_WAKE_WOKEN][r] = (int64_t)d9m_uint_or(ev, f[D9_KF_WOKEN_TASK_ID], 0);
@@ -783,7 +782,7 @@ static int on_sample(seg *s, const d9_event *ev, d9_decoder *d) {
         return oom(s);
     uint32_t r;
     int rc;
-    d9f_row_batch *b = batch_row(s, D9F_SAMPLES, wall, &r, &rc);
+    d9f_row_batch *b = batch_row(s, D9F_SAMPLES, wall, 0, &r, &rc);
     if (!b) return rc;
     b->v[D9F_SAMPLE_SOURCE][r] = source != 0;
     b->v[D9F_SAMPLE_WORKER][r] = (int64_t)sample_worker;
@@ -1125,12 +1124,12 @@ int d9f_fold_segment(d9f_output *out, const char *path, const char *seg_id, uint
     *st = (d9f_segment_stats){0};
     int rc = read_prelude(&s);
     static const d9f_table batched[] = {D9F_SCHED, D9F_WAKES, D9F_SAMPLES};
+    /* sched: a worker's rows together, its thread's cpu_time_ns rises through them (DELTA) */
+    static const int order_col[] = {D9F_SCHED_WORKER, 0, 0};
     for (size_t i = 0; rc == 0 && i < sizeof batched / sizeof *batched; i++)
-        if (d9f_batch_init(&s.batch[batched[i]], batched[i]) != 0) rc = oom(&s);
+        if (d9f_batch_init(&s.batch[batched[i]], batched[i], order_col[i]) != 0) rc = oom(&s);
     if (rc == 0) {
         s.batch[D9F_SCHED].strings[D9F_SCHED_KIND] = (d9f_batch_strings){k_sched_kinds, k_sched_kind_lens, 2};
-        /* a worker's rows together: its thread's cpu_time_ns rises through them (DELTA) */
-        s.batch[D9F_SCHED].order_col = D9F_SCHED_WORKER;
         s.batch[D9F_SAMPLES].strings[D9F_SAMPLE_SOURCE] = (d9f_batch_strings){k_sample_sources, k_sample_source_lens, 2};
     }
     const char *status = "complete";

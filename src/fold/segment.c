@@ -34,6 +34,7 @@ typedef struct hist_group {
     uint64_t worker;
     int64_t hour;
     int64_t first_wall; /* wall time of its first poll: the row's wall_time */
+    int64_t hour_lo, hour_hi; /* the walls of its hour (wall / NS_PER_HOUR): two compares, no division */
     d9a_hist h;
 } hist_group;
 
@@ -113,10 +114,7 @@ typedef struct seg {
     uint8_t *stack_cause; /* per stack: its cause + 1, 0 = not read yet */
     /* poll_hist */
     d9_u64_map group_index;
-    struct {
-        uint64_t key1; /* group_index's key + 1, 0: empty */
-        uint32_t group;
-    } group_recent[256]; /* the latest groups by their key's bits, before group_index */
+    uint32_t group_recent[256]; /* the latest groups (index + 1; 0: none) by location and worker, before group_index */
     hist_group *groups;
     size_t ngroups;
     /* samples and their stacks; the trace's symbols name the frames */
@@ -389,29 +387,55 @@ static __attribute__((noinline)) worker_slot *slot_of_slow(seg *s, uint64_t work
     return &p[s->nslots++];
 }
 
-static hist_group *group_of(seg *s, uint32_t loc, uint64_t worker, int64_t wall) {
+/* the walls w with w / NS_PER_HOUR == hour (C's division: hour 0 holds an hour either side) */
+static void hour_walls(int64_t hour, int64_t *lo, int64_t *hi) {
+    const int64_t ns = NS_PER_HOUR;
+    if (hour > 0) {
+        *lo = hour * ns;
+        *hi = hour >= INT64_MAX / ns ? INT64_MAX : *lo + (ns - 1);
+    } else if (hour < 0) {
+        *hi = hour * ns;
+        *lo = hour <= INT64_MIN / ns ? INT64_MIN : *hi - (ns - 1);
+    } else {
+        *lo = -(ns - 1);
+        *hi = ns - 1;
+    }
+}
+
+static hist_group *group_of_slow(seg *s, uint32_t loc, uint64_t worker, int64_t wall, uint32_t slot);
+
+/* poll_hist's group of a poll: the latest one of its location and worker when the poll is in
+ * its hour (most polls), else by the map */
+static inline hist_group *group_of(seg *s, uint32_t loc, uint64_t worker, int64_t wall) {
+    uint32_t slot = (uint32_t)((loc * 8 + worker) & 255);
+    uint32_t recent = s->group_recent[slot];
+    if (recent) {
+        hist_group *g = &s->groups[recent - 1];
+        if (g->loc == loc && g->worker == worker && wall >= g->hour_lo && wall <= g->hour_hi) return g;
+    }
+    return group_of_slow(s, loc, worker, wall, slot);
+}
+
+static __attribute__((noinline)) hist_group *group_of_slow(seg *s, uint32_t loc, uint64_t worker, int64_t wall,
+                                                           uint32_t slot) {
     int64_t hour = wall / NS_PER_HOUR;
     int64_t first_hour = wall_of(s, s->first_ts) / NS_PER_HOUR;
     uint64_t rel = (uint64_t)(hour - first_hour) & 0xffff;
     uint64_t key = (uint64_t)loc << 40 | (worker & 0xffffff) << 16 | rel;
-    /* a key's group never changes: the latest found cached, and checked as the map's is */
-    uint32_t slot = (uint32_t)((loc * 8 + worker) & 255);
-    if (s->group_recent[slot].key1 == key + 1) {
-        hist_group *g = &s->groups[s->group_recent[slot].group];
-        if (g->loc == loc && g->worker == worker && g->hour == hour) return g;
-    }
     uint64_t *i = d9_u64_map_get(&s->group_index, key);
     if (i && s->groups[*i].loc == loc && s->groups[*i].worker == worker && s->groups[*i].hour == hour) {
-        s->group_recent[slot].key1 = key + 1;
-        s->group_recent[slot].group = (uint32_t)*i;
+        s->group_recent[slot] = (uint32_t)*i + 1;
         return &s->groups[*i];
     }
     if (i) return NULL; /* more than 2^24 workers or a segment over 7 years: refused */
+    if (s->ngroups >= UINT32_MAX - 1) return NULL;
     hist_group *g = realloc(s->groups, (s->ngroups + 1) * sizeof *g);
     if (!g) return NULL;
     s->groups = g;
     if (d9_u64_map_put(&s->group_index, key, s->ngroups) != 0) return NULL;
     g[s->ngroups] = (hist_group){.loc = loc, .worker = worker, .hour = hour, .first_wall = wall};
+    hour_walls(hour, &g[s->ngroups].hour_lo, &g[s->ngroups].hour_hi);
+    s->group_recent[slot] = (uint32_t)s->ngroups + 1;
     return &g[s->ngroups++];
 }
 
@@ -949,33 +973,43 @@ static inline void enter_stream(seg *s, uint32_t stream) {
     s->stream_known = true;
 }
 
-/* One event of the segment, of the stream entered, into the fold's state and rows. */
-static inline __attribute__((always_inline)) int on_event(seg *s, const d9_event *e, d9_decoder *d) {
-    s->events++;
-    bool timed = e->ts_ns != 0; /* 0 without a timestamp too (decoder.h) */
-    if (e->schema->bind.role == D9_SCH_SYMBOL_TABLE_ENTRY) /* timed or not */
-        return on_symbol(s, e);
-    if (!timed) {
-        if (e->schema->bind.role == D9_SCH_DROPPED_EVENTS) note_drops(s, e);
-        return 0;
+/* The segment's first and last times over n events (a run's, or one): ts - 1 wraps an untimed
+ * event's 0 to the largest, so that one min and one max need no test per event. */
+static inline void note_times(seg *s, const d9_event *e, int n) {
+    uint64_t first1 = s->first_ts - 1, last = s->last_ts;
+    for (int i = 0; i < n; i++) {
+        uint64_t ts = e[i].ts_ns;
+        first1 = ts - 1 < first1 ? ts - 1 : first1;
+        last = ts > last ? ts : last;
     }
-    s->first_ts = e->ts_ns < s->first_ts ? e->ts_ns : s->first_ts;
-    s->last_ts = e->ts_ns > s->last_ts ? e->ts_ns : s->last_ts;
-    switch (e->schema->bind.role) {
+    s->first_ts = first1 + 1;
+    s->last_ts = last;
+    s->events += (uint64_t)n;
+}
+
+/* One event of the segment, of the stream entered, into the fold's state and rows (its time
+ * noted before, note_times): symbols and drops timed or not, the rest only with a time. */
+static inline __attribute__((always_inline)) int on_event(seg *s, const d9_event *e, d9_decoder *d) {
+    uint8_t role = e->schema->bind.role;
+    if (e->ts_ns == 0 && role != D9_SCH_SYMBOL_TABLE_ENTRY && role != D9_SCH_DROPPED_EVENTS) return 0;
+    switch (role) {
     case D9_SCH_POLL_START: return on_poll_start(s, e, d);
     case D9_SCH_POLL_END: return on_poll_end(s, e);
+    case D9_SCH_WAKE: return on_wake(s, e);
     case D9_SCH_WORKER_PARK: return on_park_mark(s, e, false);
     case D9_SCH_WORKER_UNPARK: return on_park_mark(s, e, true);
+    case D9_SCH_SYMBOL_TABLE_ENTRY: return on_symbol(s, e);
     case D9_SCH_COVERAGE: note_source(s, e); return 0;
     case D9_SCH_SCHED_SWITCH: return on_switch(s, e);
     case D9_SCH_WORKER_REGISTERED: return on_registered(s, e);
-    case D9_SCH_WAKE: return on_wake(s, e);
     case D9_SCH_POLL_CPU: return on_poll_cpu(s, e);
     case D9_SCH_CPU_SAMPLE: return on_sample(s, e, d);
     case D9_SCH_DROPPED_EVENTS:
         note_drops(s, e);
-        d9m_coverage_drop(&s->attr.cov, e->ts_ns, d9m_uint_or(e, e->schema->bind.field[D9_KF_WORKER_ID], D9_WORKER_NONE),
-                          d9m_uint_or(e, e->schema->bind.field[D9_KF_TID], 0));
+        if (e->ts_ns)
+            d9m_coverage_drop(&s->attr.cov, e->ts_ns,
+                              d9m_uint_or(e, e->schema->bind.field[D9_KF_WORKER_ID], D9_WORKER_NONE),
+                              d9m_uint_or(e, e->schema->bind.field[D9_KF_TID], 0));
         return 0;
     default: return 0;
     }
@@ -998,12 +1032,16 @@ static int read_events(seg *s, const char **status) {
     int rc = 0;
     for (;;) {
         int n = d9_dec_next_run(d, run, RUN_EVENTS, vals, RUN_VALUES);
-        if (n > 0) enter_stream(s, run[0].stream); /* a run is of one stream */
+        if (n > 0) {
+            enter_stream(s, run[0].stream); /* a run is of one stream */
+            note_times(s, run, n);
+        }
         for (int i = 0; i < n && rc == 0; i++) rc = on_event(s, &run[i], d);
         if (rc != 0) break;
         if (n > 0) continue;
         if (d9_dec_next(d, &ev) <= 0) break;
         enter_stream(s, ev.stream);
+        note_times(s, &ev, 1);
         if ((rc = on_event(s, &ev, d)) != 0) break;
     }
     s->have_ts = s->first_ts != UINT64_MAX;

@@ -1,5 +1,6 @@
 /* A segment into the fold's tables (segment.h). Polls and parks are paired by the model's
- * rule (model/pairing.h), per worker in stream order, as `dial9 analyze` pairs them; poll
+ * rule (model/pairing.h), per worker in stream order, as `dial9 analyze` pairs them, in a
+ * slot per worker that keeps only the fields the rows take (worker_slot); poll
  * durations go into analyze's log-bucket histogram (analysis/hist.h) per spawn location,
  * worker and hour, handed as poll_hist's merged buckets (hist_rows.h) to the output, which
  * sums them with the other segments' of the hour (hist_merge.h); each poll's

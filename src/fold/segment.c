@@ -1,5 +1,6 @@
 /* A segment into the fold's tables (segment.h). Polls and parks are paired by the model's
- * rule (model/pairing.h), per worker in stream order, as `dial9 analyze` pairs them; poll
+ * rule (model/pairing.h), per worker in stream order, as `dial9 analyze` pairs them, in a
+ * slot per worker that keeps only the fields the rows take (worker_slot); poll
  * durations go into analyze's log-bucket histogram (analysis/hist.h) per spawn location,
  * worker and hour, handed as poll_hist's merged buckets (hist_rows.h) to the output, which
  * sums them with the other segments' of the hour (hist_merge.h); each poll's
@@ -34,6 +35,7 @@ typedef struct hist_group {
     uint64_t worker;
     int64_t hour;
     int64_t first_wall; /* wall time of its first poll: the row's wall_time */
+    int64_t hour_lo, hour_hi; /* the walls of its hour (wall / NS_PER_HOUR): two compares, no division */
     d9a_hist h;
 } hist_group;
 
@@ -45,16 +47,22 @@ typedef struct pending_poll {
     int64_t wall;
     uint64_t worker, task, start, dur;
     uint32_t loc;
-    uint32_t pair; /* its worker's index in seg.pairs */
+    uint32_t pair; /* its worker's index in seg.slots */
     d9m_poll_cpu cpu_event; /* what its PollCpuEvent said, if it had one */
     uint64_t cpu_ns;        /* its exact CPU time, when it said so */
 } pending_poll;
 
-/* A worker's latest closed poll, for the PollCpuEvent written just after its end. */
-typedef struct latest_poll {
-    uint64_t start;
-    bool valid;
-} latest_poll;
+/* A worker's open poll and park, paired by the model's rule (model/pairing.h: a start opens
+ * its kind, a second start drops the open one, an end closes the open one or pairs with
+ * nothing) over the fields the fold keeps of a start: 48 bytes a worker, read and written
+ * in place, where the model's state copies a whole mark (80 bytes) per start. And its latest
+ * closed poll, for the PollCpuEvent written just after its end. */
+typedef struct worker_slot {
+    uint64_t poll_ts, poll_task, park_ts;
+    uint64_t latest_start; /* the latest closed poll's start, when latest_valid */
+    uint32_t poll_loc;
+    bool in_poll, parked, latest_valid;
+} worker_slot;
 
 typedef struct stack_entry {
     uint64_t id;        /* hash of its addresses: the same stack has the same id in every segment */
@@ -94,11 +102,10 @@ typedef struct seg {
     uint32_t stream;
     bool stream_known;
     /* workers' pairing: small worker ids (all of a usual runtime's) by a table, no hashing */
-    uint32_t small_worker[64]; /* index in pairs + 1, 0: not seen yet */
+    uint32_t small_worker[64]; /* index in slots + 1, 0: not seen yet */
     d9_u64_map worker_index;
-    d9m_pair_state *pairs;
-    latest_poll *latest; /* by index in pairs */
-    size_t npairs;
+    worker_slot *slots;
+    size_t nslots;
     /* polls not yet written, in order of their start: all of the segment's, as their
      * attribution needs the switch records and symbols that follow them */
     pending_poll *pending;
@@ -108,10 +115,7 @@ typedef struct seg {
     uint8_t *stack_cause; /* per stack: its cause + 1, 0 = not read yet */
     /* poll_hist */
     d9_u64_map group_index;
-    struct {
-        uint64_t key1; /* group_index's key + 1, 0: empty */
-        uint32_t group;
-    } group_recent[256]; /* the latest groups by their key's bits, before group_index */
+    uint32_t group_recent[256]; /* the latest groups (index + 1; 0: none) by location and worker, before group_index */
     hist_group *groups;
     size_t ngroups;
     /* samples and their stacks; the trace's symbols name the frames */
@@ -360,57 +364,79 @@ static uint32_t spawn_loc(seg *s, const d9_event *ev, d9_decoder *d) {
     return intern_loc(s, str.ptr, str.len);
 }
 
-/* A worker's pairing state: a small worker seen before inline (most marks), the rest in
- * pair_of_slow (its realloc path made every call save and restore registers). */
-static d9m_pair_state *pair_of_slow(seg *s, uint64_t worker);
+/* A worker's slot: a small worker seen before inline (most marks), the rest in slot_of_slow
+ * (its realloc path made every call save and restore registers). */
+static worker_slot *slot_of_slow(seg *s, uint64_t worker);
 
-static inline d9m_pair_state *pair_of(seg *s, uint64_t worker) {
+static inline worker_slot *slot_of(seg *s, uint64_t worker) {
     if (worker < sizeof s->small_worker / sizeof *s->small_worker && s->small_worker[worker])
-        return &s->pairs[s->small_worker[worker] - 1];
-    return pair_of_slow(s, worker);
+        return &s->slots[s->small_worker[worker] - 1];
+    return slot_of_slow(s, worker);
 }
 
-static __attribute__((noinline)) d9m_pair_state *pair_of_slow(seg *s, uint64_t worker) {
+static __attribute__((noinline)) worker_slot *slot_of_slow(seg *s, uint64_t worker) {
     bool small = worker < sizeof s->small_worker / sizeof *s->small_worker;
     uint64_t *i = small ? NULL : d9_u64_map_get(&s->worker_index, worker);
-    if (i) return &s->pairs[*i];
-    if (s->npairs >= UINT32_MAX - 1) return NULL;
-    d9m_pair_state *p = realloc(s->pairs, (s->npairs + 1) * sizeof *p);
+    if (i) return &s->slots[*i];
+    if (s->nslots >= UINT32_MAX - 1) return NULL;
+    worker_slot *p = realloc(s->slots, (s->nslots + 1) * sizeof *p);
     if (!p) return NULL;
-    s->pairs = p;
-    latest_poll *l = realloc(s->latest, (s->npairs + 1) * sizeof *l);
-    if (!l) return NULL;
-    s->latest = l;
-    l[s->npairs] = (latest_poll){0};
-    if (small) s->small_worker[worker] = (uint32_t)s->npairs + 1;
-    else if (d9_u64_map_put(&s->worker_index, worker, s->npairs) != 0) return NULL;
-    p[s->npairs] = (d9m_pair_state){0};
-    return &p[s->npairs++];
+    s->slots = p;
+    if (small) s->small_worker[worker] = (uint32_t)s->nslots + 1;
+    else if (d9_u64_map_put(&s->worker_index, worker, s->nslots) != 0) return NULL;
+    p[s->nslots] = (worker_slot){0};
+    return &p[s->nslots++];
 }
 
-static hist_group *group_of(seg *s, uint32_t loc, uint64_t worker, int64_t wall) {
+/* the walls w with w / NS_PER_HOUR == hour (C's division: hour 0 holds an hour either side) */
+static void hour_walls(int64_t hour, int64_t *lo, int64_t *hi) {
+    const int64_t ns = NS_PER_HOUR;
+    if (hour > 0) {
+        *lo = hour * ns;
+        *hi = hour >= INT64_MAX / ns ? INT64_MAX : *lo + (ns - 1);
+    } else if (hour < 0) {
+        *hi = hour * ns;
+        *lo = hour <= INT64_MIN / ns ? INT64_MIN : *hi - (ns - 1);
+    } else {
+        *lo = -(ns - 1);
+        *hi = ns - 1;
+    }
+}
+
+static hist_group *group_of_slow(seg *s, uint32_t loc, uint64_t worker, int64_t wall, uint32_t slot);
+
+/* poll_hist's group of a poll: the latest one of its location and worker when the poll is in
+ * its hour (most polls), else by the map */
+static inline hist_group *group_of(seg *s, uint32_t loc, uint64_t worker, int64_t wall) {
+    uint32_t slot = (uint32_t)((loc * 8 + worker) & 255);
+    uint32_t recent = s->group_recent[slot];
+    if (recent) {
+        hist_group *g = &s->groups[recent - 1];
+        if (g->loc == loc && g->worker == worker && wall >= g->hour_lo && wall <= g->hour_hi) return g;
+    }
+    return group_of_slow(s, loc, worker, wall, slot);
+}
+
+static __attribute__((noinline)) hist_group *group_of_slow(seg *s, uint32_t loc, uint64_t worker, int64_t wall,
+                                                           uint32_t slot) {
     int64_t hour = wall / NS_PER_HOUR;
     int64_t first_hour = wall_of(s, s->first_ts) / NS_PER_HOUR;
     uint64_t rel = (uint64_t)(hour - first_hour) & 0xffff;
     uint64_t key = (uint64_t)loc << 40 | (worker & 0xffffff) << 16 | rel;
-    /* a key's group never changes: the latest found cached, and checked as the map's is */
-    uint32_t slot = (uint32_t)((loc * 8 + worker) & 255);
-    if (s->group_recent[slot].key1 == key + 1) {
-        hist_group *g = &s->groups[s->group_recent[slot].group];
-        if (g->loc == loc && g->worker == worker && g->hour == hour) return g;
-    }
     uint64_t *i = d9_u64_map_get(&s->group_index, key);
     if (i && s->groups[*i].loc == loc && s->groups[*i].worker == worker && s->groups[*i].hour == hour) {
-        s->group_recent[slot].key1 = key + 1;
-        s->group_recent[slot].group = (uint32_t)*i;
+        s->group_recent[slot] = (uint32_t)*i + 1;
         return &s->groups[*i];
     }
     if (i) return NULL; /* more than 2^24 workers or a segment over 7 years: refused */
+    if (s->ngroups >= UINT32_MAX - 1) return NULL;
     hist_group *g = realloc(s->groups, (s->ngroups + 1) * sizeof *g);
     if (!g) return NULL;
     s->groups = g;
     if (d9_u64_map_put(&s->group_index, key, s->ngroups) != 0) return NULL;
     g[s->ngroups] = (hist_group){.loc = loc, .worker = worker, .hour = hour, .first_wall = wall};
+    hour_walls(hour, &g[s->ngroups].hour_lo, &g[s->ngroups].hour_hi);
+    s->group_recent[slot] = (uint32_t)s->ngroups + 1;
     return &g[s->ngroups++];
 }
 
@@ -467,14 +493,14 @@ static int put_poll_batch(seg *s, pq_writer *w, size_t i, uint32_t n, d9f_attr_f
  * the identity values), the rest in batches of columns. */
 static int put_poll_rows(seg *s) {
     /* per worker, where its previous poll's search for off-CPU intervals ended */
-    d9f_attr_from *from = malloc((s->npairs ? s->npairs : 1) * sizeof *from);
+    d9f_attr_from *from = malloc((s->nslots ? s->nslots : 1) * sizeof *from);
     poll_columns *pc = malloc(sizeof *pc);
     if (!from || !pc) {
         free(from);
         free(pc);
         return oom(s);
     }
-    for (size_t k = 0; k < s->npairs; k++) from[k] = D9F_ATTR_FROM_START;
+    for (size_t k = 0; k < s->nslots; k++) from[k] = D9F_ATTR_FROM_START;
     int rc = 0;
     size_t i = 0;
     while (rc == 0 && i < s->npending) {
@@ -511,11 +537,13 @@ static int put_poll_rows(seg *s) {
     return rc;
 }
 
-static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end, uint32_t pair) {
-    uint64_t dur = end->ts > start->ts ? end->ts - start->ts : 0;
-    int64_t wall = wall_of(s, start->ts);
+/* The poll w held, closed at end_ts by its worker's PollEndEvent: poll_hist and a pending row. */
+static int on_poll(seg *s, uint64_t worker, worker_slot *w, uint64_t end_ts) {
+    uint64_t start = w->poll_ts;
+    uint64_t dur = end_ts > start ? end_ts - start : 0;
+    int64_t wall = wall_of(s, start);
     s->polls++;
-    hist_group *g = group_of(s, start->loc, start->worker_id, wall);
+    hist_group *g = group_of(s, w->poll_loc, worker, wall);
     if (!g) {
         snprintf(s->err, s->errlen, "out of memory (or too many workers) for poll_hist");
         return -1;
@@ -534,10 +562,11 @@ static int on_poll(seg *s, const d9m_mark *start, const d9m_mark *end, uint32_t 
     size_t i = s->npending;
     while (i > 0 && s->pending[i - 1].wall > wall) i--;
     if (i < s->npending) memmove(&s->pending[i + 1], &s->pending[i], (s->npending - i) * sizeof *s->pending);
-    s->pending[i] = (pending_poll){.wall = wall, .worker = start->worker_id, .task = start->task,
-                                   .start = start->ts, .dur = dur, .loc = start->loc, .pair = pair};
+    s->pending[i] = (pending_poll){.wall = wall, .worker = worker, .task = w->poll_task, .start = start,
+                                   .dur = dur, .loc = w->poll_loc, .pair = (uint32_t)(w - s->slots)};
     s->npending++;
-    s->latest[pair] = (latest_poll){start->ts, true};
+    w->latest_start = start;
+    w->latest_valid = true;
     return 0;
 }
 
@@ -548,16 +577,15 @@ static int on_poll_cpu(seg *s, const d9_event *ev) {
     const int16_t *f = ev->schema->bind.field;
     uint64_t worker = d9m_uint_or(ev, f[D9_KF_WORKER_ID], D9_WORKER_NONE);
     if (worker == D9_WORKER_NONE) return 0;
-    d9m_pair_state *ps = pair_of(s, worker);
-    if (!ps) return oom(s);
-    uint32_t pair = (uint32_t)(ps - s->pairs);
-    latest_poll *l = &s->latest[pair];
-    if (!l->valid) return 0;
-    l->valid = false;
+    worker_slot *w = slot_of(s, worker);
+    if (!w) return oom(s);
+    uint32_t pair = (uint32_t)(w - s->slots);
+    if (!w->latest_valid) return 0;
+    w->latest_valid = false;
     bool exact = d9m_uint_or(ev, f[D9_KF_EXACT], 0) != 0;
     for (size_t i = s->npending; i-- > 0;) {
         pending_poll *p = &s->pending[i];
-        if (p->pair != pair || p->start != l->start) continue;
+        if (p->pair != pair || p->start != w->latest_start) continue;
         /* "not exact" too: it tells the model's rule this poll had a switch (poll_attribution.h) */
         p->cpu_event = exact ? D9M_POLL_CPU_EXACT : D9M_POLL_CPU_NOT_EXACT;
         p->cpu_ns = exact ? d9m_uint_or(ev, f[D9_KF_CPU_TIME_NS], 0) : 0;
@@ -574,24 +602,24 @@ static int flush_batch(seg *s, d9f_table t) {
 /* The batch a row of table t at wall goes into, and the row's index in it (*r); NULL when the
  * partition holds this segment already (*rc 0) or on an error (*rc -1). As row(): the output
  * is asked once per hour; a new hour's writer first gets the rows gathered for the last. */
-static d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, uint32_t *r, int *rc);
+static d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, int64_t key, uint32_t *r, int *rc);
 
-/* The usual row inline: the same hour's writer, a batch begun and not full (d9f_batch_row's
- * answer then is the next index); a new hour, a first row, a full batch in batch_row_slow. */
-static inline d9f_row_batch *batch_row(seg *s, d9f_table t, int64_t wall, uint32_t *r, int *rc) {
+/* The usual row inline: the same hour's writer, a batch begun and not full; a new hour, a
+ * first row, a full batch in batch_row_slow. key: the row's value of the batch's order_col. */
+static inline d9f_row_batch *batch_row(seg *s, d9f_table t, int64_t wall, int64_t key, uint32_t *r, int *rc) {
     const row_cache *c = &s->last[t];
     d9f_row_batch *b = &s->batch[t];
     if (!c->skip && b->n != 0 && !d9f_batch_full(b) && same_hour(c, wall)) {
         *rc = 0;
-        *r = b->n++;
+        *r = d9f_batch_next(b, key);
         b->v[D9F_COL_WALL_TIME][*r] = wall;
         return b;
     }
-    return batch_row_slow(s, t, wall, r, rc);
+    return batch_row_slow(s, t, wall, key, r, rc);
 }
 
-static __attribute__((noinline)) d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, uint32_t *r,
-                                                               int *rc) {
+static __attribute__((noinline)) d9f_row_batch *batch_row_slow(seg *s, d9f_table t, int64_t wall, int64_t key,
+                                                               uint32_t *r, int *rc) {
     row_cache *c = &s->last[t];
     d9f_row_batch *b = &s->batch[t];
     *rc = 0;
@@ -614,7 +642,7 @@ static __attribute__((noinline)) d9f_row_batch *batch_row_slow(seg *s, d9f_table
         *rc = -1;
         return NULL;
     }
-    *r = d9f_batch_row(b, c->w);
+    *r = d9f_batch_row(b, c->w, key);
     b->v[D9F_COL_WALL_TIME][*r] = wall;
     return b;
 }
@@ -624,54 +652,98 @@ static const uint32_t k_sched_kind_lens[] = {4, 6};
 static const char *const k_sample_sources[] = {"cpu", "offcpu"};
 static const uint32_t k_sample_source_lens[] = {3, 6};
 
-static int sched_row(seg *s, const d9m_mark *k, const d9m_mark *park) {
+/* A park's or unpark's row of sched (the values the model's mark reader takes,
+ * model/pairing.h: d9m_mark_read). */
+typedef struct sched_fields {
+    uint64_t ts, worker, tid, cpu_ns, parked_ns, delay_ns;
+    bool unpark, closed, delay; /* closed: an unpark that closed its worker's park */
+} sched_fields;
+
+static inline __attribute__((always_inline)) int sched_row(seg *s, const sched_fields *k) {
     uint32_t r;
     int rc;
-    d9f_row_batch *b = batch_row(s, D9F_SCHED, wall_of(s, k->ts), &r, &rc);
+    d9f_row_batch *b = batch_row(s, D9F_SCHED, wall_of(s, k->ts), (int64_t)k->worker, &r, &rc); /* its worker's stripe */
     if (!b) return rc;
-    bool unpark = k->kind == D9M_UNPARK;
-    b->v[D9F_SCHED_KIND][r] = unpark;
-    b->v[D9F_SCHED_WORKER][r] = (int64_t)k->worker_id;
+    b->v[D9F_SCHED_KIND][r] = k->unpark;
     b->v[D9F_SCHED_TID][r] = (int64_t)k->tid;
     b->present[D9F_SCHED_TID][r] = k->tid != 0;
-    b->v[D9F_SCHED_PARKED][r] = park ? (int64_t)(k->ts > park->ts ? k->ts - park->ts : 0) : 0;
-    b->present[D9F_SCHED_PARKED][r] = park != NULL;
-    bool delay = unpark && k->has_sched_wait;
-    b->v[D9F_SCHED_DELAY][r] = delay ? (int64_t)k->sched_wait_ns : 0;
-    b->present[D9F_SCHED_DELAY][r] = delay;
-    b->v[D9F_SCHED_CPU_TIME][r] = k->has_cpu ? (int64_t)k->cpu_ns : 0;
-    b->present[D9F_SCHED_CPU_TIME][r] = k->has_cpu;
+    b->v[D9F_SCHED_PARKED][r] = (int64_t)k->parked_ns;
+    b->present[D9F_SCHED_PARKED][r] = k->closed;
+    b->v[D9F_SCHED_DELAY][r] = (int64_t)k->delay_ns;
+    b->present[D9F_SCHED_DELAY][r] = k->delay;
+    b->v[D9F_SCHED_CPU_TIME][r] = (int64_t)k->cpu_ns;
+    b->present[D9F_SCHED_CPU_TIME][r] = k->cpu_ns != 0;
     return 0;
 }
 
-static int on_mark(seg *s, const d9_event *ev, d9_decoder *d) {
-    d9m_mark k;
-    if (!d9m_mark_read(ev, s->ss, &k)) return 0;
-    if (k.worker_id == D9_WORKER_NONE) return 0;
-    uint64_t ignored;
-    if ((k.kind == D9M_PARK || k.kind == D9M_UNPARK) && k.tid &&
-        d9m_thread_worker_note(&s->thread_workers, k.tid, k.worker_id, &ignored) != 0)
-        return oom(s);
-    d9m_pair_state *ps = pair_of(s, k.worker_id);
-    if (!ps) return oom(s);
-    if (k.kind == D9M_POLL_START && (k.loc = spawn_loc(s, ev, d)) == UINT32_MAX) return oom(s);
-    const d9m_mark *start = NULL;
-    d9m_pair_result r = d9m_pair(ps, &k, &start);
-    if (r == D9M_PAIR_REOPENED && k.kind == D9M_POLL_START) s->unmatched_starts++;
-    if (r == D9M_PAIR_STRAY_END && k.kind == D9M_POLL_END) s->unmatched_ends++;
-    switch (k.kind) {
-    case D9M_POLL_END: return r == D9M_PAIR_CLOSED ? on_poll(s, start, &k, (uint32_t)(ps - s->pairs)) : 0;
-    case D9M_PARK: return sched_row(s, &k, NULL);
-    case D9M_UNPARK: return sched_row(s, &k, r == D9M_PAIR_CLOSED ? start : NULL);
-    default: return 0;
-    }
+/* The marks, each of its own kind (no mark struct, no dispatch on its kind again): a worker's
+ * id D9_WORKER_NONE is no worker's, ignored, as the model reads it. */
+static inline uint64_t mark_worker(const d9_event *ev) {
+    return d9m_uint_or(ev, ev->schema->bind.field[D9_KF_WORKER_ID], D9_WORKER_NONE);
 }
 
-static int on_wake(seg *s, const d9_event *ev) {
+static inline __attribute__((always_inline)) int on_poll_start(seg *s, const d9_event *ev, d9_decoder *d) {
+    uint64_t worker = mark_worker(ev);
+    if (worker == D9_WORKER_NONE) return 0;
+    worker_slot *w = slot_of(s, worker);
+    if (!w) return oom(s);
+    uint32_t loc = spawn_loc(s, ev, d);
+    if (loc == UINT32_MAX) return oom(s);
+    if (w->in_poll) s->unmatched_starts++; /* reopened: the open one loses its end */
+    w->in_poll = true;
+    w->poll_ts = ev->ts_ns;
+    w->poll_task = d9m_uint_or(ev, ev->schema->bind.field[D9_KF_TASK_ID], 0);
+    w->poll_loc = loc;
+    return 0;
+}
+
+static inline __attribute__((always_inline)) int on_poll_end(seg *s, const d9_event *ev) {
+    uint64_t worker = mark_worker(ev);
+    if (worker == D9_WORKER_NONE) return 0;
+    worker_slot *w = slot_of(s, worker);
+    if (!w) return oom(s);
+    if (!w->in_poll) { /* a stray end */
+        s->unmatched_ends++;
+        return 0;
+    }
+    w->in_poll = false;
+    return on_poll(s, worker, w, ev->ts_ns);
+}
+
+/* A park (unpark false) or an unpark: its thread names its worker (model/thread_worker.h), the
+ * park opens, the unpark closes the open park; a row of sched each. */
+static inline __attribute__((always_inline)) int on_park_mark(seg *s, const d9_event *ev, bool unpark) {
+    const int16_t *f = ev->schema->bind.field;
+    sched_fields k = {.ts = ev->ts_ns, .worker = mark_worker(ev), .unpark = unpark};
+    if (k.worker == D9_WORKER_NONE) return 0;
+    k.tid = d9m_uint_or(ev, f[D9_KF_TID], 0);
+    k.cpu_ns = d9m_uint_or(ev, f[D9_KF_CPU_TIME_NS], 0);
+    uint64_t wait;
+    if (unpark && f[D9_KF_SCHED_WAIT_NS] >= 0 && d9_value_uint(&ev->values[f[D9_KF_SCHED_WAIT_NS]], &wait) &&
+        d9m_sched_wait_measured(s->ss, wait, k.cpu_ns != 0)) {
+        k.delay = true;
+        k.delay_ns = wait;
+    }
+    uint64_t ignored;
+    if (k.tid && d9m_thread_worker_note(&s->thread_workers, k.tid, k.worker, &ignored) != 0) return oom(s);
+    worker_slot *w = slot_of(s, k.worker);
+    if (!w) return oom(s);
+    if (!unpark) {
+        w->parked = true;
+        w->park_ts = k.ts;
+    } else if (w->parked) {
+        w->parked = false;
+        k.closed = true;
+        k.parked_ns = k.ts > w->park_ts ? k.ts - w->park_ts : 0;
+    }
+    return sched_row(s, &k);
+}
+
+static inline __attribute__((always_inline)) int on_wake(seg *s, const d9_event *ev) {
     const int16_t *f = ev->schema->bind.field;
     uint32_t r;
     int rc;
-    d9f_row_batch *b = batch_row(s, D9F_WAKES, wall_of(s, ev->ts_ns), &r, &rc);
+    d9f_row_batch *b = batch_row(s, D9F_WAKES, wall_of(s, ev->ts_ns), 0, &r, &rc);
     if (!b) return rc;
     b->v[D9F_WAKE_WAKER][r] = (int64_t)d9m_uint_or(ev, f[D9_KF_WAKER_TASK_ID], 0);
     b->v[D9F_WAKE_WOKEN][r] = (int64_t)d9m_uint_or(ev, f[D9_KF_WOKEN_TASK_ID], 0);
@@ -735,7 +807,7 @@ static int on_sample(seg *s, const d9_event *ev, d9_decoder *d) {
         return oom(s);
     uint32_t r;
     int rc;
-    d9f_row_batch *b = batch_row(s, D9F_SAMPLES, wall, &r, &rc);
+    d9f_row_batch *b = batch_row(s, D9F_SAMPLES, wall, 0, &r, &rc);
     if (!b) return rc;
     b->v[D9F_SAMPLE_SOURCE][r] = source != 0;
     b->v[D9F_SAMPLE_WORKER][r] = (int64_t)sample_worker;
@@ -902,31 +974,45 @@ static inline void enter_stream(seg *s, uint32_t stream) {
     s->stream_known = true;
 }
 
-/* One event of the segment, of the stream entered, into the fold's state and rows. */
-static inline __attribute__((always_inline)) int on_event(seg *s, const d9_event *e, d9_decoder *d) {
-    s->events++;
-    bool timed = e->ts_ns != 0; /* 0 without a timestamp too (decoder.h) */
-    if (e->schema->bind.role == D9_SCH_SYMBOL_TABLE_ENTRY) /* timed or not */
-        return on_symbol(s, e);
-    if (!timed) {
-        if (e->schema->bind.role == D9_SCH_DROPPED_EVENTS) note_drops(s, e);
-        return 0;
+/* The segment's first and last times over n events (a run's, or one): ts - 1 wraps an untimed
+ * event's 0 to the largest, so that one min and one max need no test per event. */
+static inline void note_times(seg *s, const d9_event *e, int n) {
+    uint64_t first1 = s->first_ts - 1, last = s->last_ts;
+    for (int i = 0; i < n; i++) {
+        uint64_t ts = e[i].ts_ns;
+        first1 = ts - 1 < first1 ? ts - 1 : first1;
+        last = ts > last ? ts : last;
     }
-    s->first_ts = e->ts_ns < s->first_ts ? e->ts_ns : s->first_ts;
-    s->last_ts = e->ts_ns > s->last_ts ? e->ts_ns : s->last_ts;
-    switch (e->schema->bind.role) {
-    case D9_SCH_POLL_START: case D9_SCH_POLL_END: case D9_SCH_WORKER_PARK:
-    case D9_SCH_WORKER_UNPARK: return on_mark(s, e, d);
+    s->first_ts = first1 + 1;
+    s->last_ts = last;
+    s->events += (uint64_t)n;
+}
+
+/* One event of the segment, of the stream entered, into the fold's state and rows (its time
+ * noted before, note_times): symbols and drops timed or not, the rest only with a time. The
+ * handlers of the common events (polls, parks, wakes) are inline in the run's loop: a call
+ * and its register saves cost ~15 instructions an event. */
+static inline __attribute__((always_inline)) int on_event(seg *s, const d9_event *e, d9_decoder *d) {
+    uint8_t role = e->schema->bind.role;
+    if (e->ts_ns == 0 && role != D9_SCH_SYMBOL_TABLE_ENTRY && role != D9_SCH_DROPPED_EVENTS) return 0;
+    switch (role) {
+    case D9_SCH_POLL_START: return on_poll_start(s, e, d);
+    case D9_SCH_POLL_END: return on_poll_end(s, e);
+    case D9_SCH_WAKE: return on_wake(s, e);
+    case D9_SCH_WORKER_PARK: return on_park_mark(s, e, false);
+    case D9_SCH_WORKER_UNPARK: return on_park_mark(s, e, true);
+    case D9_SCH_SYMBOL_TABLE_ENTRY: return on_symbol(s, e);
     case D9_SCH_COVERAGE: note_source(s, e); return 0;
     case D9_SCH_SCHED_SWITCH: return on_switch(s, e);
     case D9_SCH_WORKER_REGISTERED: return on_registered(s, e);
-    case D9_SCH_WAKE: return on_wake(s, e);
     case D9_SCH_POLL_CPU: return on_poll_cpu(s, e);
     case D9_SCH_CPU_SAMPLE: return on_sample(s, e, d);
     case D9_SCH_DROPPED_EVENTS:
         note_drops(s, e);
-        d9m_coverage_drop(&s->attr.cov, e->ts_ns, d9m_uint_or(e, e->schema->bind.field[D9_KF_WORKER_ID], D9_WORKER_NONE),
-                          d9m_uint_or(e, e->schema->bind.field[D9_KF_TID], 0));
+        if (e->ts_ns)
+            d9m_coverage_drop(&s->attr.cov, e->ts_ns,
+                              d9m_uint_or(e, e->schema->bind.field[D9_KF_WORKER_ID], D9_WORKER_NONE),
+                              d9m_uint_or(e, e->schema->bind.field[D9_KF_TID], 0));
         return 0;
     default: return 0;
     }
@@ -949,12 +1035,16 @@ static int read_events(seg *s, const char **status) {
     int rc = 0;
     for (;;) {
         int n = d9_dec_next_run(d, run, RUN_EVENTS, vals, RUN_VALUES);
-        if (n > 0) enter_stream(s, run[0].stream); /* a run is of one stream */
+        if (n > 0) {
+            enter_stream(s, run[0].stream); /* a run is of one stream */
+            note_times(s, run, n);
+        }
         for (int i = 0; i < n && rc == 0; i++) rc = on_event(s, &run[i], d);
         if (rc != 0) break;
         if (n > 0) continue;
         if (d9_dec_next(d, &ev) <= 0) break;
         enter_stream(s, ev.stream);
+        note_times(s, &ev, 1);
         if ((rc = on_event(s, &ev, d)) != 0) break;
     }
     s->have_ts = s->first_ts != UINT64_MAX;
@@ -1051,8 +1141,7 @@ static void seg_free(seg *s) {
     d9_u64_map_free(&s->loc_by_pool);
     d9_u64_map_free(&s->worker_index);
     d9m_thread_workers_free(&s->thread_workers);
-    free(s->pairs);
-    free(s->latest);
+    free(s->slots);
     free(s->pending);
     d9f_attr_free(&s->attr);
     free(s->stack_cause);
@@ -1076,12 +1165,12 @@ int d9f_fold_segment(d9f_output *out, const char *path, const char *seg_id, uint
     *st = (d9f_segment_stats){0};
     int rc = read_prelude(&s);
     static const d9f_table batched[] = {D9F_SCHED, D9F_WAKES, D9F_SAMPLES};
+    /* sched: a worker's rows together, its thread's cpu_time_ns rises through them (DELTA) */
+    static const int order_col[] = {D9F_SCHED_WORKER, 0, 0};
     for (size_t i = 0; rc == 0 && i < sizeof batched / sizeof *batched; i++)
-        if (d9f_batch_init(&s.batch[batched[i]], batched[i]) != 0) rc = oom(&s);
+        if (d9f_batch_init(&s.batch[batched[i]], batched[i], order_col[i]) != 0) rc = oom(&s);
     if (rc == 0) {
         s.batch[D9F_SCHED].strings[D9F_SCHED_KIND] = (d9f_batch_strings){k_sched_kinds, k_sched_kind_lens, 2};
-        /* a worker's rows together: its thread's cpu_time_ns rises through them (DELTA) */
-        s.batch[D9F_SCHED].order_col = D9F_SCHED_WORKER;
         s.batch[D9F_SAMPLES].strings[D9F_SAMPLE_SOURCE] = (d9f_batch_strings){k_sample_sources, k_sample_source_lens, 2};
     }
     const char *status = "complete";

@@ -115,11 +115,11 @@ static void json_cell(FILE *jf, const colspec *c, const cell *v) {
     }
 }
 
-/* Every row put column at a time: batches of 1..700 rows (never past the row group), some
+/* Every row put column at a time: batches of 1..3000 rows (never past the row group), some
  * required columns' batches all the previous row's value (pq_put_same_n). 0, or -1 when the
  * writer failed. */
 static int put_batches(pq_writer *w, colspec *cs, int ncols, uint64_t rows, FILE *jf) {
-    enum { MAXB = 700 };
+    enum { MAXB = 3000 }; /* past 2 040 rows: the writer counts a batch's nulls 8 rows a step, 255 steps at a time */
     cell *cells = malloc(sizeof(cell) * MAXB * (size_t)ncols);
     bool *same_n = calloc((size_t)ncols, sizeof *same_n);
     int64_t *i64 = malloc(MAXB * sizeof *i64);

@@ -10,7 +10,8 @@
 #     files found");
 #   - a directory with one unreadable subdirectory: the rest read, the subdirectory named as
 #     skipped, exit 1 (fold: nothing written) (before: skipped silently, exit 0);
-#   - a missing path: "PATH: No such file or directory", exit 1.
+#   - a missing path: "PATH: No such file or directory", exit 1;
+#   - a directory of many files that are not traces: analyze's summary line names 5, counts the rest.
 # Permissions are tested as user nobody when run as root (root reads every directory).
 set -uo pipefail
 
@@ -90,6 +91,16 @@ for cmd in analyze stats check fold; do
     expect "$cmd missing path" 1 "^dial9 $cmd: $(esc "$T/missing.bin"): No such file or directory$"
 done
 chmod 755 "$T/noperm" "$T/partial/closed" # for the scratch directory's removal
+
+# a directory of many files that are not traces (a PATH that is no trace directory, /tmp): each
+# named on stderr, but analyze's SUMMARY line names the first 5 and counts the rest (it named
+# all of them: 2 403 under /tmp made one line of 120 KiB)
+mkdir "$T/junk"
+for i in 1 2 3 4 5 6 7 8; do echo junk >"$T/junk/f$i.bin"; done
+run analyze "$T/junk"
+expect "analyze: each file that is no trace named on stderr" 1 "f8.bin: error at offset 0"
+expect "analyze: the summary names 5 and counts the rest" 1 \
+    "^  files +8  (\[[^]]*: error\]  ){5}\[and 3 more not read whole: see stderr\]$" out.txt
 
 echo "test_cli_bad_inputs: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -28,6 +28,7 @@
 #include "dial9/dial9.h"
 #include "format/trace_paths.h"
 #include "cli/trace_reader.h"
+#include "cli/unknown_variables.h"
 #include "common/u64_set.h"
 #include "core/flight_config.h"
 #include "sinks/trace_dir.h"
@@ -568,6 +569,7 @@ int d9_cmd_run(int argc, char **argv) {
     if ((with_heap && !find_heap_library(lib, heap, sizeof heap)) || prepend_preload(lib, with_heap ? heap : NULL) != 0)
         return D9_EXIT_USAGE;
 
+    (void)d9_warn_unknown_variables("dial9 run"); /* a typo is said, not ignored in silence */
     if (exec_mode) exec_program(cmd, -1);
     int rc = run_and_wait(cmd, dir);
     free(dir);

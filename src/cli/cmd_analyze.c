@@ -58,6 +58,12 @@ static int parse_count(const char *s, size_t min, size_t *out) {
     return 0;
 }
 
+static uint64_t events_read(const d9_analysis_run *run) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < run->paths.count; i++) n += run->results[i].stats.events;
+    return n;
+}
+
 int d9_cmd_analyze(int argc, char **argv) {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'},     {"from", required_argument, NULL, 'f'},
@@ -117,6 +123,7 @@ int d9_cmd_analyze(int argc, char **argv) {
     d9_dump_analyze_window(argc - optind, argv + optind, &opt.from, json ? stderr : stdout);
     if (d9_cli_check_window("analyze", &opt.from, &opt.to) != 0) return D9_EXIT_USAGE;
     d9_analysis_run run;
+    size_t nothing_read = 0;
     int rc = d9_analysis_run_start(&run, "analyze", argc - optind, argv + optind, &opt);
     if (rc == D9_EXIT_OK) {
         const d9a_report *r = run.report;
@@ -133,6 +140,8 @@ int d9_cmd_analyze(int argc, char **argv) {
                 d9a_report_write_json(stdout, r, &opt, files, nfiles);
                 free(files);
             }
+        } else if (!run.readable && !events_read(&run)) {
+            nothing_read = nfiles; /* not a report of zeros, which reads as "all is well" */
         } else {
             d9_analyze_render R = {r, &opt, nfiles, run.results, (unsigned)(depth > 4096 ? 4096 : depth)};
             d9_analyze_print_text(&R);
@@ -141,5 +150,8 @@ int d9_cmd_analyze(int argc, char **argv) {
         if (rc == D9_EXIT_OK && !run.readable) rc = D9_EXIT_DATA;
     }
     d9_analysis_run_end(&run, "analyze");
+    if (nothing_read) /* after each file's error */
+        fprintf(stderr, "dial9 analyze: nothing to analyze: no event could be read from the %zu file%s given\n",
+                nothing_read, nothing_read == 1 ? "" : "s");
     return rc;
 }

@@ -42,6 +42,7 @@ static void analyze_usage(FILE *out) {
             "                   32 bytes a record)\n"
             "  -h, --help\n"
             "\n"
+            D9_CLI_S3_INPUT_HELP
             "Exit status: 0 all read (a torn tail is fine), 1 a file could not be read, is no\n"
             "trace or is damaged (what was read is still analyzed, every intact stream after the\n"
             "damage too), 2 usage error.\n");

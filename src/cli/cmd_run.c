@@ -373,8 +373,13 @@ static void explain_no_trace(const char *trace_dir, pid_t pid, const char *progr
     } else if (mode && !strcmp(mode, "memory")) {
         explain_memory_mode(trace_dir, pid);
     } else if (!dir_usable(trace_dir, why, sizeof why)) {
+        /* "trace directory DIR: " would name DIR a second time */
+        const char *detail = why;
+        size_t n = strlen(trace_dir);
+        if (!strncmp(why, "trace directory ", 16) && !strncmp(why + 16, trace_dir, n) && !strncmp(why + 16 + n, ": ", 2))
+            detail = why + 16 + n + 2;
         fprintf(stderr, "dial9 run: no trace: DIAL9_TRACE_DIR=%.200s%s: %s\n", trace_dir,
-                strlen(trace_dir) > 200 ? "..." : "", why);
+                strlen(trace_dir) > 200 ? "..." : "", detail);
     } else if (preload_cannot_apply(program)) {
         fprintf(stderr, "dial9 run: no trace: %s: %s\n", program, preload_cannot_apply(program));
     } else {

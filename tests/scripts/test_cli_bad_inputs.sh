@@ -93,6 +93,11 @@ for cmd in analyze stats check fold; do
 done
 chmod 755 "$T/noperm" "$T/partial/closed" # for the scratch directory's removal
 
+# symbolize an empty file: no trace, as for every reader (it said "0 addresses", exit 0)
+"${as[@]}" "$DIAL9" symbolize -o "$T/out/empty-symbolized.bin" "$T/empty.bin" >"$T/out.txt" 2>"$T/err.txt"
+rc=$?
+expect "symbolize empty" 1 "^dial9 symbolize: $(esc "$T/empty.bin"): not symbolized: empty file: not a dial9 trace"
+
 # a directory of many files that are not traces (a PATH that is no trace directory, /tmp): each
 # named on stderr, but analyze's SUMMARY line names the first 5 and counts the rest (it named
 # all of them: 2 403 under /tmp made one line of 120 KiB)

@@ -267,9 +267,10 @@ static void print_summary(const char *run_dir) {
     fprintf(stderr,
             "dial9 run: trace in %s (%zu file%s, %.1f KiB): %" PRIu64 " events, %" PRIu64
             " polls, %" PRIu64 " parks, %" PRIu64 " wakes, %" PRIu64 " spawns, %" PRIu64
-            " CPU/off-CPU samples, %zu workers, %" PRIu64 " dropped%s\n",
+            " CPU/off-CPU samples, %zu worker%s, %" PRIu64 " dropped%s\n",
             run_dir, paths.count, paths.count == 1 ? "" : "s", (double)bytes / 1024.0, s.events,
-            s.polls, s.parks, s.wakes, s.spawns, s.samples, d9_u64_set_count(&s.workers), s.dropped,
+            s.polls, s.parks, s.wakes, s.spawns, s.samples, d9_u64_set_count(&s.workers),
+            d9_u64_set_count(&s.workers) == 1 ? "" : "s", s.dropped,
             rc == D9_EXIT_OK ? "" : " (a file did not decode: see dial9 stats)");
     d9_u64_set_free(&s.workers);
     free(results);

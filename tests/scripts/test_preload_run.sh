@@ -58,6 +58,10 @@ grep -q "^dial9 run: trace in $WORK/t2/" "$WORK/err" || fail "no summary on stde
 grep -q "parks" "$WORK/err" || fail "the summary has no counts: $(cat "$WORK/err")"
 echo "ok: stdout unchanged; stderr: $(grep '^dial9 run' "$WORK/err")"
 
+# one loop thread: "1 worker" (it said "1 workers")
+expect_status 0 "one worker" "$D9" run -d "$WORK/t1w" -- "$BEHAVE" epoll-loop
+grep -q "^dial9 run: trace in .*, 1 worker, [0-9]* dropped$" "$WORK/err" || fail "one worker: $(cat "$WORK/err")"
+
 # ---- options become DIAL9_* variables; a relative --trace-dir is made absolute
 mkdir -p "$WORK/cwd"
 (cd "$WORK/cwd" && "$D9" run -q -d rel --service svc-from-option -c -e DIAL9_FLUSH_MS=7 -- \

@@ -10,6 +10,10 @@
 
 int d9_analysis_run_start(d9_analysis_run *run, const char *cmd, int npaths, char **paths, d9a_options *opt) {
     *run = (d9_analysis_run){0};
+    /* an s3:// selection of several instances is merged on purpose, as are diff's sides */
+    run->note_runs = strcmp(cmd, "diff") != 0;
+    for (int i = 0; i < npaths; i++)
+        if (!strncmp(paths[i], "s3://", 5)) run->note_runs = false;
     char err[512];
     if (d9_expand_paths(npaths, paths, &run->paths, err, sizeof err) != 0) {
         fprintf(stderr, "dial9 %s: %s\n", cmd, err);
@@ -60,7 +64,7 @@ static void note_several_runs(const char *cmd, const d9_path_list *paths) {
 
 void d9_analysis_run_end(d9_analysis_run *run, const char *cmd) {
     d9_report_skipped_dirs(stderr, cmd, &run->paths);
-    if (run->read) note_several_runs(cmd, &run->paths);
+    if (run->read && run->note_runs) note_several_runs(cmd, &run->paths);
     if (run->read) d9_report_file_problems(stderr, cmd, run->results, run->paths.count, true);
     d9a_free(run->analysis);
     free(run->results);

@@ -242,7 +242,8 @@ D9_API int d9_config_validate(const d9_config *cfg);
 D9_API int d9_start(const d9_config *cfg);
 
 /* Like d9_start, but never fails: on a bad configuration it prints a warning on stderr and
- * leaves a recorder that records nothing. Always returns 0. */
+ * leaves a recorder that records nothing; when a recording runs already (an earlier start, or
+ * the zero-code shim of `dial9 run`), it says so and that recording goes on. Always returns 0. */
 D9_API int d9_start_or_disabled(const d9_config *cfg);
 
 /* Stop recording: drain every thread's buffer, write what remains and seal the last segment.

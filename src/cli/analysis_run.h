@@ -17,6 +17,7 @@ typedef struct d9_analysis_run {
     const d9a_report *report; /* set when d9_analysis_run_start returned D9_EXIT_OK */
     bool read;                /* the files were read (results hold how each ended) */
     bool readable;            /* every file was read to its end */
+    bool note_runs;           /* say when the files lie in several directories (local PATHs) */
 } d9_analysis_run;
 
 /* D9_EXIT_OK with run->report set; else the exit code, the reason said on stderr as "dial9 CMD:

@@ -91,9 +91,16 @@ static void text_summary(const d9_analyze_render *R) {
         if (!strcmp(r->metadata[i].key, "service"))
             fprintf(text_out, "  service        %s\n", r->metadata[i].value);
     fprintf(text_out, "  files          %zu", R->nfiles);
+    /* the first few not read whole, on this one line: a directory of thousands of them (a
+     * PATH that is not a trace directory) must not make it megabytes long; stderr names each */
+    enum { NAMED_AT_MOST = 5 };
+    size_t not_whole = 0;
     for (size_t i = 0; i < R->nfiles; i++)
         if (d9_file_failed(&R->files[i]) || R->files[i].status == D9_DEC_TRUNCATED)
-            fprintf(text_out, "  [%s: %s]", R->files[i].path, d9_file_status_name(&R->files[i]));
+            if (not_whole++ < NAMED_AT_MOST)
+                fprintf(text_out, "  [%s: %s]", R->files[i].path, d9_file_status_name(&R->files[i]));
+    if (not_whole > NAMED_AT_MOST)
+        fprintf(text_out, "  [and %zu more not read whole: see stderr]", not_whole - NAMED_AT_MOST);
     putc('\n', text_out);
     fprintf(text_out, "  time           %s", NS(r->duration_ns));
     if (r->duration_ns)

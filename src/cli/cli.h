@@ -5,6 +5,13 @@
 
 #include "common/exit_codes.h" /* D9_EXIT_OK, D9_EXIT_DATA, D9_EXIT_USAGE */
 
+/* The reading commands' help line on s3:// inputs, whose options main.c takes for every
+ * command (d9_s3_take_selection_args) before the command sees its arguments. */
+#define D9_CLI_S3_INPUT_HELP                                                                     \
+    "PATH may be s3://BUCKET[/PREFIX]: uploaded segments chosen by --service S, --instance I\n"  \
+    "and a wall-clock --from/--to (now-15m, now-2h, 2026-04-01T08:30Z), fetched into a local\n"  \
+    "cache (DIAL9_S3_CACHE_DIR; docs/s3.md).\n\n"
+
 typedef struct d9_cli_command {
     const char *name;
     const char *summary; /* one line for `dial9 --help` */

@@ -42,6 +42,7 @@ static void analyze_usage(FILE *out) {
             "                   32 bytes a record)\n"
             "  -h, --help\n"
             "\n"
+            D9_CLI_S3_INPUT_HELP
             "Exit status: 0 all read (a torn tail is fine), 1 a file could not be read, is no\n"
             "trace or is damaged (what was read is still analyzed, every intact stream after the\n"
             "damage too), 2 usage error.\n");
@@ -56,6 +57,12 @@ static int parse_count(const char *s, size_t min, size_t *out) {
     if (!*s || *end || errno || *s == '-' || v < min || v > (1ull << 32)) return -1;
     *out = (size_t)v;
     return 0;
+}
+
+static uint64_t events_read(const d9_analysis_run *run) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < run->paths.count; i++) n += run->results[i].stats.events;
+    return n;
 }
 
 int d9_cmd_analyze(int argc, char **argv) {
@@ -117,6 +124,7 @@ int d9_cmd_analyze(int argc, char **argv) {
     d9_dump_analyze_window(argc - optind, argv + optind, &opt.from, json ? stderr : stdout);
     if (d9_cli_check_window("analyze", &opt.from, &opt.to) != 0) return D9_EXIT_USAGE;
     d9_analysis_run run;
+    size_t nothing_read = 0;
     int rc = d9_analysis_run_start(&run, "analyze", argc - optind, argv + optind, &opt);
     if (rc == D9_EXIT_OK) {
         const d9a_report *r = run.report;
@@ -133,6 +141,8 @@ int d9_cmd_analyze(int argc, char **argv) {
                 d9a_report_write_json(stdout, r, &opt, files, nfiles);
                 free(files);
             }
+        } else if (!run.readable && !events_read(&run)) {
+            nothing_read = nfiles; /* not a report of zeros, which reads as "all is well" */
         } else {
             d9_analyze_render R = {r, &opt, nfiles, run.results, (unsigned)(depth > 4096 ? 4096 : depth)};
             d9_analyze_print_text(&R);
@@ -141,5 +151,8 @@ int d9_cmd_analyze(int argc, char **argv) {
         if (rc == D9_EXIT_OK && !run.readable) rc = D9_EXIT_DATA;
     }
     d9_analysis_run_end(&run, "analyze");
+    if (nothing_read) /* after each file's error */
+        fprintf(stderr, "dial9 analyze: nothing to analyze: no event could be read from the %zu file%s given\n",
+                nothing_read, nothing_read == 1 ? "" : "s");
     return rc;
 }

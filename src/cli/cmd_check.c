@@ -53,6 +53,7 @@ static void check_usage(FILE *out) {
             "                              (default 524288)\n"
             "  -h, --help\n"
             "\n"
+            D9_CLI_S3_INPUT_HELP
             "Exit status: 0 every rule holds, 1 a rule broke or a file could not be read or\n"
             "decoded, 2 usage error.\n");
 }

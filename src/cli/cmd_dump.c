@@ -18,6 +18,7 @@ static void dump_usage(FILE *out) {
             "  --jsonl   one JSON object per line: {\"ts\":..., \"event\":\"Name\", \"fields\":{...}}\n"
             "  -h, --help\n"
             "\n"
+            D9_CLI_S3_INPUT_HELP
             "Problems (a torn tail, damage) are reported on stderr. Exit status: 0 all read (a torn\n"
             "tail is fine), 1 a file could not be read, is no trace or is damaged (every intact\n"
             "stream after the damage is still printed), 2 usage error.\n");

@@ -59,7 +59,9 @@ static int by_str(const void *a, const void *b) { return strcmp(*(char *const *)
 static int list_local(const char *path) {
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
-        fprintf(stderr, "dial9 dumps: %s: %s\n", path, strerror(errno));
+        int e = errno;
+        fprintf(stderr, "dial9 dumps: %s: %s%s\n", path, strerror(e),
+                e == ENOENT ? " (no dump was written there yet: a recorder makes the directory at its first dump)" : "");
         return 1;
     }
     d9_dump_summary s;

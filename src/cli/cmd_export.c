@@ -53,6 +53,7 @@ static void export_usage(FILE *out) {
             "  -q, --quiet           no summary on standard error\n"
             "  -h, --help\n"
             "\n"
+            D9_CLI_S3_INPUT_HELP
             "PATH is a trace file or a directory (searched for trace files). Exit status: 0 ok,\n"
             "1 a file could not be read or decoded (what was read is still exported) or the\n"
             "output could not be written, 2 usage error or output over the limit.\n",

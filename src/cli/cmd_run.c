@@ -28,7 +28,9 @@
 #include "dial9/dial9.h"
 #include "format/trace_paths.h"
 #include "cli/trace_reader.h"
+#include "cli/unknown_variables.h"
 #include "common/u64_set.h"
+#include "core/flight_config.h"
 #include "sinks/trace_dir.h"
 
 #ifndef D9_INSTALL_LIBDIR
@@ -265,9 +267,10 @@ static void print_summary(const char *run_dir) {
     fprintf(stderr,
             "dial9 run: trace in %s (%zu file%s, %.1f KiB): %" PRIu64 " events, %" PRIu64
             " polls, %" PRIu64 " parks, %" PRIu64 " wakes, %" PRIu64 " spawns, %" PRIu64
-            " CPU/off-CPU samples, %zu workers, %" PRIu64 " dropped%s\n",
+            " CPU/off-CPU samples, %zu worker%s, %" PRIu64 " dropped%s\n",
             run_dir, paths.count, paths.count == 1 ? "" : "s", (double)bytes / 1024.0, s.events,
-            s.polls, s.parks, s.wakes, s.spawns, s.samples, d9_u64_set_count(&s.workers), s.dropped,
+            s.polls, s.parks, s.wakes, s.spawns, s.samples, d9_u64_set_count(&s.workers),
+            d9_u64_set_count(&s.workers) == 1 ? "" : "s", s.dropped,
             rc == D9_EXIT_OK ? "" : " (a file did not decode: see dial9 stats)");
     d9_u64_set_free(&s.workers);
     free(results);
@@ -343,19 +346,41 @@ static const char *preload_cannot_apply(const char *name) {
     return why;
 }
 
+/* Memory mode writes nothing to the trace directory, only dumps: say where this run's are. */
+static void explain_memory_mode(const char *trace_dir, pid_t pid) {
+    char dumps[PATH_MAX];
+    (void)d9_flight_dump_dir(trace_dir, dumps, sizeof dumps);
+    name_list l;
+    list_runs(dumps, &l);
+    size_t n = 0;
+    for (size_t i = 0; i < l.count; i++) n += run_of_pid(l.names[i], pid);
+    free_names(&l);
+    fprintf(stderr, "dial9 run: no trace in %s: DIAL9_MODE=memory keeps the recording in memory and "
+                    "writes only dumps: %zu of this run in %s (dial9 dumps %s)\n",
+            trace_dir, n, dumps, dumps);
+}
+
 /* The program left no run: say why, from what can be checked here (the configuration the
  * shim read, the trace directory, the program file), never "see above" when nothing is. */
-static void explain_no_trace(const char *trace_dir, const char *program) {
+static void explain_no_trace(const char *trace_dir, pid_t pid, const char *program) {
     d9_config cfg;
     char why[512];
+    const char *mode = getenv("DIAL9_MODE");
     if (d9_config_from_env(&cfg) != 0) {
         fprintf(stderr, "dial9 run: no trace: recording disabled: %s\n", d9_last_error());
     } else if (!cfg.enabled) {
         fprintf(stderr, "dial9 run: no trace: recording disabled (DIAL9_ENABLED=%s)\n",
                 getenv("DIAL9_ENABLED"));
+    } else if (mode && !strcmp(mode, "memory")) {
+        explain_memory_mode(trace_dir, pid);
     } else if (!dir_usable(trace_dir, why, sizeof why)) {
+        /* "trace directory DIR: " would name DIR a second time */
+        const char *detail = why;
+        size_t n = strlen(trace_dir);
+        if (!strncmp(why, "trace directory ", 16) && !strncmp(why + 16, trace_dir, n) && !strncmp(why + 16 + n, ": ", 2))
+            detail = why + 16 + n + 2;
         fprintf(stderr, "dial9 run: no trace: DIAL9_TRACE_DIR=%.200s%s: %s\n", trace_dir,
-                strlen(trace_dir) > 200 ? "..." : "", why);
+                strlen(trace_dir) > 200 ? "..." : "", detail);
     } else if (preload_cannot_apply(program)) {
         fprintf(stderr, "dial9 run: no trace: %s: %s\n", program, preload_cannot_apply(program));
     } else {
@@ -382,7 +407,7 @@ static void report_runs(const char *trace_dir, const name_list *before, pid_t pi
         if (snprintf(path, sizeof path, "%s/%s", trace_dir, main_run) < (int)sizeof path)
             print_summary(path);
     } else {
-        explain_no_trace(trace_dir, program);
+        explain_no_trace(trace_dir, pid, program);
     }
     if (others)
         fprintf(stderr, "dial9 run: %zu more run%s from child processes in %s\n", others,
@@ -406,23 +431,39 @@ static int exit_status_of(int st) {
     return 1;
 }
 
-static void exec_program(char **argv) {
+/* Runs the program in this process; when it cannot, says why, writes errno to `report_fd`
+ * (when >= 0) and exits 127 (not found) or 126, as a shell does. */
+static void exec_program(char **argv, int report_fd) {
     execvp(argv[0], argv);
     int e = errno;
     fprintf(stderr, "dial9 run: %s: %s\n", argv[0], strerror(e));
+    if (report_fd >= 0) (void)!write(report_fd, &e, sizeof e);
     _exit(e == ENOENT ? 127 : 126);
 }
 
 /* The program as a child: posix_spawnp (a vfork, no copy of dial9's page tables, which a
  * short program would pay for at every run); fork and execvp for what only execvp does (a
- * script without "#!" runs in /bin/sh) and to say why the program cannot run. */
-static pid_t spawn_program(char **argv) {
+ * script without "#!" runs in /bin/sh) and to say why the program cannot run. *started is
+ * false when it never ran (execvp failed: told through a close-on-exec pipe), so no trace is
+ * looked for. */
+static pid_t spawn_program(char **argv, bool *started) {
     pid_t pid;
+    *started = true;
     int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
     if (rc == 0) return pid;
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) report[0] = report[1] = -1;
     fflush(NULL);
     pid = fork();
-    if (pid == 0) exec_program(argv);
+    if (pid == 0) exec_program(argv, report[1]);
+    if (report[1] >= 0) close(report[1]);
+    if (report[0] >= 0) {
+        int e;
+        ssize_t n;
+        while ((n = read(report[0], &e, sizeof e)) < 0 && errno == EINTR) {}
+        *started = n != (ssize_t)sizeof e; /* nothing written: the exec succeeded */
+        close(report[0]);
+    }
     return pid;
 }
 
@@ -430,7 +471,8 @@ static int run_and_wait(char **argv, const char *trace_dir) {
     name_list before = {0};
     list_runs(trace_dir, &before);
     fflush(NULL);
-    pid_t pid = spawn_program(argv);
+    bool started;
+    pid_t pid = spawn_program(argv, &started);
     if (pid < 0) {
         fprintf(stderr, "dial9 run: fork: %s\n", strerror(errno));
         free_names(&before);
@@ -458,7 +500,7 @@ static int run_and_wait(char **argv, const char *trace_dir) {
             return 1;
         }
     }
-    report_runs(trace_dir, &before, pid, argv[0]);
+    if (started) report_runs(trace_dir, &before, pid, argv[0]);
     free_names(&before);
     return exit_status_of(st);
 }
@@ -533,7 +575,8 @@ int d9_cmd_run(int argc, char **argv) {
     if ((with_heap && !find_heap_library(lib, heap, sizeof heap)) || prepend_preload(lib, with_heap ? heap : NULL) != 0)
         return D9_EXIT_USAGE;
 
-    if (exec_mode) exec_program(cmd);
+    (void)d9_warn_unknown_variables("dial9 run"); /* a typo is said, not ignored in silence */
+    if (exec_mode) exec_program(cmd, -1);
     int rc = run_and_wait(cmd, dir);
     free(dir);
     return rc;

@@ -36,6 +36,7 @@ static void stats_usage(FILE *out) {
             "            threads, drops, stack_origin, metadata, files, ...)\n"
             "  -h, --help\n"
             "\n"
+            D9_CLI_S3_INPUT_HELP
             "Exit status: 0 all read (a torn tail, the last frame cut short, is fine and reported),\n"
             "1 a file could not be read, is no trace or is damaged (what was read is still printed,\n"
             "every intact stream after the damage too), 2 usage error.\n");

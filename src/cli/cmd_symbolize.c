@@ -310,6 +310,12 @@ static bool symbolize_path(run *rn, const char *path, const char *out_path) {
         }
         /* A copy of a segment still being written: what is complete so far. */
     }
+    /* as every reader: an empty file is no trace (an empty .active one is a segment just opened) */
+    struct stat empty;
+    if (!active && fstat(fd, &empty) == 0 && empty.st_size == 0) {
+        fprintf(stderr, "dial9 symbolize: %s: not symbolized: empty file: not a dial9 trace (no stream header)\n", path);
+        goto done;
+    }
     decoded dec;
     if (!read_trace(path, &in, &dec)) {
         fprintf(stderr, "dial9 symbolize: %s\n", dec.message);

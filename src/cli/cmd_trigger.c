@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,13 @@ int d9_cmd_trigger(int argc, char **argv) {
             fprintf(stderr, "dial9 trigger: --reason must be one line\n");
             return D9_EXIT_USAGE;
         }
+    if (kill(pid, 0) != 0 && errno == ESRCH) { /* a run directory of an ended run, a typo */
+        fprintf(stderr, "dial9 trigger: no process %d is running%s\n", (int)pid,
+                strspn(argv[optind], "0123456789") == strlen(argv[optind])
+                    ? ""
+                    : " (the pid of that run directory's name: the run has ended)");
+        return D9_EXIT_DATA;
+    }
     struct sockaddr_un addr;
     socklen_t len;
     d9_control_address(pid, &addr, &len);

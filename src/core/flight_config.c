@@ -30,6 +30,20 @@ static bool env_flag(const char *name) {
     return false;
 }
 
+bool d9_flight_dump_dir(const char *trace_dir, char *out, size_t len) {
+    const char *dir = getenv("DIAL9_DUMP_DIR");
+    if (dir && *dir && strlen(dir) + 64 < len) {
+        snprintf(out, len, "%s", dir);
+        return true;
+    }
+    /* beside the trace directory, not in it: readers walk it whole, and its budget deletes */
+    size_t n = strlen(trace_dir);
+    while (n > 1 && trace_dir[n - 1] == '/') n--;
+    if (n + 80 > len) n = len > 80 ? len - 80 : 0;
+    snprintf(out, len, "%.*s-dumps", (int)n, trace_dir);
+    return !dir;
+}
+
 void d9_flight_config_from_env(d9_flight_config *fc, const char *trace_dir) {
     memset(fc, 0, sizeof *fc);
     const char *mode = getenv("DIAL9_MODE");
@@ -44,17 +58,8 @@ void d9_flight_config_from_env(d9_flight_config *fc, const char *trace_dir) {
     fc->debounce_ns = env_u64("DIAL9_DUMP_DEBOUNCE_SECS", 0, 86400, 10) * 1000000000ull;
     fc->max_per_hour = (uint32_t)env_u64("DIAL9_DUMP_MAX_PER_HOUR", 0, 100000, 6);
     fc->give_up_ns = env_u64("DIAL9_DUMP_GIVE_UP_MS", 0, 3600000, 10000) * 1000000ull;
-    const char *dir = getenv("DIAL9_DUMP_DIR");
-    if (dir && *dir && strlen(dir) < sizeof fc->dump_dir - 64) {
-        snprintf(fc->dump_dir, sizeof fc->dump_dir, "%s", dir);
-    } else {
-        if (dir) fprintf(stderr, "dial9: DIAL9_DUMP_DIR: empty or too long; using {trace_dir}-dumps\n");
-        /* beside the trace directory, not in it: readers walk it whole, and its budget deletes */
-        size_t n = strlen(trace_dir);
-        while (n > 1 && trace_dir[n - 1] == '/') n--;
-        if (n > sizeof fc->dump_dir - 80) n = sizeof fc->dump_dir - 80;
-        snprintf(fc->dump_dir, sizeof fc->dump_dir, "%.*s-dumps", (int)n, trace_dir);
-    }
+    if (!d9_flight_dump_dir(trace_dir, fc->dump_dir, sizeof fc->dump_dir))
+        fprintf(stderr, "dial9: DIAL9_DUMP_DIR: empty or too long; using {trace_dir}-dumps\n");
     char err[1024];
     const char *spec = getenv("DIAL9_TRIGGERS");
     if (d9_flight_rules_parse(spec, &fc->rules, err, sizeof err) > 0)

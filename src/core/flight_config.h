@@ -7,6 +7,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/flight_rules.h"
@@ -29,6 +30,11 @@ typedef struct d9_flight_config {
     const d9_config *recorder_cfg; /* set by the recorder: S3 for the dumps' upload (NULL: none) */
     const char *service;    /* set by the recorder: the run's service name, for the dumps' keys */
 } d9_flight_config;
+
+/* The dumps' directory into out: DIAL9_DUMP_DIR, else {trace_dir}-dumps. Returns false when
+ * DIAL9_DUMP_DIR is set but empty or too long for len (the default is used: the caller says so),
+ * so `dial9 run` finds a memory-mode run's dumps by the recorder's own rule, silently. */
+bool d9_flight_dump_dir(const char *trace_dir, char *out, size_t len);
 
 /* Fill fc from the environment; never fails (see above). */
 void d9_flight_config_from_env(d9_flight_config *fc, const char *trace_dir);

@@ -346,7 +346,13 @@ oom:
 }
 
 int d9_start_or_disabled(const d9_config *cfg) {
-    if (d9_start(cfg) != 0) fprintf(stderr, "dial9: recording disabled: %s\n", d9_last_error());
+    int rc = d9_start(cfg);
+    /* already started (twice, or the zero-code shim records this program): recording goes on */
+    if (rc == D9_ERR_ALREADY_STARTED)
+        fprintf(stderr, "dial9: already recording (an earlier d9_start, or dial9 run / the preload "
+                        "shim): this start changes nothing, the recording goes on\n");
+    else if (rc != 0)
+        fprintf(stderr, "dial9: recording disabled: %s\n", d9_last_error());
     return 0;
 }
 

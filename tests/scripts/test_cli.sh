@@ -57,6 +57,13 @@ expect_rc 0 "stats --help" "$DIAL9" stats --help
 check "stats --help says usage" grep -q "usage: dial9 stats" "$T/out"
 expect_rc 0 "dump --help" "$DIAL9" dump --help
 expect_rc 0 "help dump" "$DIAL9" help dump
+# every reading command takes s3:// PATHs and their selection options (main.c takes them for
+# all): its own --help says so (only dial9 --help did, so `analyze --help` hid --service)
+for c in stats dump analyze check export; do
+    expect_rc 0 "$c --help" "$DIAL9" $c --help
+    check "$c --help names s3:// inputs and --service, --instance" \
+        grep -q "^PATH may be s3://BUCKET\[/PREFIX\]: uploaded segments chosen by --service S, --instance I$" "$T/out"
+done
 expect_rc 0 "--version" "$DIAL9" --version
 check "--version prints a version" grep -Eq '^dial9 [0-9]+\.[0-9]+' "$T/out"
 expect_rc 1 "missing file" "$DIAL9" stats "$T/nonexistent.bin"

@@ -10,7 +10,9 @@
 #     files found");
 #   - a directory with one unreadable subdirectory: the rest read, the subdirectory named as
 #     skipped, exit 1 (fold: nothing written) (before: skipped silently, exit 0);
-#   - a missing path: "PATH: No such file or directory", exit 1.
+#   - a missing path: "PATH: No such file or directory", exit 1;
+#   - a directory of many files that are not traces: analyze's summary line names 5, counts the
+#     rest; when no event at all could be read, analyze says so instead of a report of zeros.
 # Permissions are tested as user nobody when run as root (root reads every directory).
 set -uo pipefail
 
@@ -90,6 +92,34 @@ for cmd in analyze stats check fold; do
     expect "$cmd missing path" 1 "^dial9 $cmd: $(esc "$T/missing.bin"): No such file or directory$"
 done
 chmod 755 "$T/noperm" "$T/partial/closed" # for the scratch directory's removal
+
+# symbolize an empty file: no trace, as for every reader (it said "0 addresses", exit 0)
+"${as[@]}" "$DIAL9" symbolize -o "$T/out/empty-symbolized.bin" "$T/empty.bin" >"$T/out.txt" 2>"$T/err.txt"
+rc=$?
+expect "symbolize empty" 1 "^dial9 symbolize: $(esc "$T/empty.bin"): not symbolized: empty file: not a dial9 trace"
+
+# a directory of many files that are not traces (a PATH that is no trace directory, /tmp): each
+# named on stderr, but analyze's SUMMARY line names the first 5 and counts the rest (it named
+# all of them: 2 403 under /tmp made one line of 120 KiB)
+mkdir "$T/junk"
+for i in 1 2 3 4 5 6 7 8; do echo junk >"$T/junk/f$i.bin"; done
+cp "$V" "$T/junk/trace.0.bin"
+run analyze "$T/junk"
+expect "analyze: each file that is no trace named on stderr" 1 "f8.bin: error at offset 0"
+expect "analyze: the summary names 5 and counts the rest" 1 \
+    "^  files +9  (\[[^]]*: error\]  ){5}\[and 3 more not read whole: see stderr\]$" out.txt
+
+# no event read at all: said, after each file's error, and no report of zeros (it printed 45
+# lines of an empty report, "no polls" and all, which read as a healthy trace)
+rm "$T/junk/trace.0.bin"
+for input in "$T/junk" "$T/empty.bin"; do
+    run analyze "$input"
+    expect "analyze $(basename "$input"): nothing to analyze, said last" 1 \
+        "^dial9 analyze: nothing to analyze: no event could be read from the [0-9]+ files? given$"
+    tail -n 1 "$T/err.txt" >"$T/last.txt"
+    check "analyze $(basename "$input"): said last" grep -q "^dial9 analyze: nothing to analyze:" "$T/last.txt"
+    check "analyze $(basename "$input"): no report" [ ! -s "$T/out.txt" ]
+done
 
 echo "test_cli_bad_inputs: $pass passed, $fail failed"
 [ "$fail" = 0 ]

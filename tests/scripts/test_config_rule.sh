@@ -47,10 +47,11 @@ expect "dial9 run, 5039-byte DIAL9_TRACE_DIR (variable)" 0 'DIAL9_TRACE_DIR="/aa
     env DIAL9_TRACE_DIR="$long" "$D9" run -- sh -c 'echo ran'
 
 # ---- an unusable trace dir and a program that ends at once (dash's exit is _exit, before
-# the recorder has said anything): the end-of-run line says why
+# the recorder has said anything): the end-of-run line says why, naming the directory once
+# (it said "DIAL9_TRACE_DIR=D: trace directory D: ...")
 touch "$WORK/a-file"
 expect "dial9 run, unusable trace dir, short program" 0 \
-    "^dial9 run: no trace: DIAL9_TRACE_DIR=$WORK/a-file/traces: trace directory $WORK/a-file/traces: $WORK/a-file: Not a directory" \
+    "^dial9 run: no trace: DIAL9_TRACE_DIR=$WORK/a-file/traces: $WORK/a-file: Not a directory$" \
     "$D9" run -d "$WORK/a-file/traces" -- sh -c 'echo ran'
 
 # ---- a program LD_PRELOAD cannot reach

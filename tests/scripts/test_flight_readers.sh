@@ -58,6 +58,11 @@ check "the dump: complete, its trigger, window and reason" \
 check "the copy without manifest: INCOMPLETE" grep -q "/$name.interrupted	INCOMPLETE	no manifest.json" "$T/list"
 check "a directory of segments is no dump" test "$(grep -c not-a-dump "$T/list")" = 0
 check "the crash dump: complete, its signal" grep -q "\.crash	complete	crash (SIGSEGV sent by pid [0-9]*) at " "$T/list"
+# the README's `dial9 dumps /tmp/dial9-traces-dumps` before any dump: why it is missing (it
+# said only "No such file or directory")
+"$DIAL9" dumps "$T/no-dumps-yet" >"$T/list" 2>"$T/list.err"
+check "no dump directory yet: exit 1" test $? = 1
+check "... saying no dump was written yet" grep -qx "dial9 dumps: $T/no-dumps-yet: No such file or directory (no dump was written there yet: a recorder makes the directory at its first dump)" "$T/list.err"
 
 # ---- dial9 serve: /api/index
 serve_under_test curl

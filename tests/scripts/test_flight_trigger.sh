@@ -66,7 +66,16 @@ wait "$pid" 2>/dev/null
 # ---- errors
 "$DIAL9" trigger 999999999 >"$T/out" 2>"$T/err"
 check "no such process: exit 1" test $? = 1
-check "... saying why" grep -q "has no flight recorder" "$T/err"
+check "... saying why" grep -qx "dial9 trigger: no process 999999999 is running" "$T/err"
+# a run directory whose process has ended (it said "has no flight recorder to ask (Connection
+# refused): it must record with DIAL9_MODE=memory...", which sent users to their settings)
+"$DIAL9" trigger "$T/20261207T120000Z-999999999-0badc0de" >"$T/out" 2>"$T/err"
+check "an ended run: exit 1" test $? = 1
+check "... saying it ended" grep -qx "dial9 trigger: no process 999999999 is running (the pid of that run directory's name: the run has ended)" "$T/err"
+# a process that runs but records without a flight recorder: that is what is said
+"$DIAL9" trigger $$ >"$T/out" 2>"$T/err"
+check "a process without a recorder: exit 1" test $? = 1
+check "... saying why" grep -q "has no flight recorder to ask" "$T/err"
 "$DIAL9" trigger not-a-pid >"$T/out" 2>"$T/err"
 check "a bad target: exit 2" test $? = 2
 "$DIAL9" trigger --lookback x 1 >"$T/out" 2>"$T/err"

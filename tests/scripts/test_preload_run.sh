@@ -1,6 +1,6 @@
 #!/bin/bash
 # `dial9 run`: it passes the program's exit status through (128+N for a signal, 127 for a
-# command that does not exist), leaves its stdout alone, prints the summary on stderr, sets
+# command that does not exist, said in one line), says where a memory-mode run's dumps are, leaves its stdout alone, prints the summary on stderr, sets
 # the DIAL9_* variables from its options, keeps an LD_PRELOAD that was already there, and
 # --exec replaces it. The dial9 binary loads no more than libc, libm and zlib (libdw is
 # dlopen'ed by `dial9 symbolize`, libmicrohttpd is in dial9-serve), so `dial9 run` does not make
@@ -39,6 +39,17 @@ expect_status 143 "killed by SIGTERM (no handler: flushed, then the default acti
     "$D9" run -q -d "$WORK/t1" -- sh -c 'kill -TERM $$; sleep 5'
 expect_status 137 "killed by SIGKILL" "$D9" run -q -d "$WORK/t1" -- sh -c 'kill -KILL $$; sleep 5'
 expect_status 127 "command not found" "$D9" run -q -d "$WORK/t1" -- /nonexistent/program
+# without -q too, and then the reason is the only line: no "no trace" guess about a program
+# that never ran (it said "the recorder had not started when the program ended")
+expect_status 127 "command not found, with the summary" "$D9" run -d "$WORK/t1" -- /nonexistent/program
+[ "$(cat "$WORK/err")" = "dial9 run: /nonexistent/program: No such file or directory" ] ||
+    fail "command not found: stderr: $(cat "$WORK/err")"
+expect_status 126 "not executable" "$D9" run -d "$WORK/t1" -- /dev/null
+[ "$(grep -c '^dial9 run' "$WORK/err")" = 1 ] || fail "not executable: stderr: $(cat "$WORK/err")"
+# memory mode writes no run, only dumps: said so (it said "the recorder had not started")
+expect_status 0 "memory mode" env DIAL9_MODE=memory "$D9" run -d "$WORK/tm" -- "$BEHAVE" echo hi
+grep -q "^dial9 run: no trace in $WORK/tm: DIAL9_MODE=memory keeps the recording in memory and writes only dumps: 0 of this run in $WORK/tm-dumps (dial9 dumps $WORK/tm-dumps)$" "$WORK/err" ||
+    fail "memory mode: stderr: $(cat "$WORK/err")"
 expect_status 7 "d9p_behave full" "$D9" run -d "$WORK/t2" -- "$BEHAVE" full "$WORK/files"
 "$BEHAVE" full "$WORK/files-plain" >"$WORK/plain.out" 2>/dev/null
 diff <(sed "s|$WORK/files-plain|F|" "$WORK/plain.out") <(sed "s|$WORK/files|F|" "$WORK/out") >/dev/null ||
@@ -46,6 +57,10 @@ diff <(sed "s|$WORK/files-plain|F|" "$WORK/plain.out") <(sed "s|$WORK/files|F|" 
 grep -q "^dial9 run: trace in $WORK/t2/" "$WORK/err" || fail "no summary on stderr: $(cat "$WORK/err")"
 grep -q "parks" "$WORK/err" || fail "the summary has no counts: $(cat "$WORK/err")"
 echo "ok: stdout unchanged; stderr: $(grep '^dial9 run' "$WORK/err")"
+
+# one loop thread: "1 worker" (it said "1 workers")
+expect_status 0 "one worker" "$D9" run -d "$WORK/t1w" -- "$BEHAVE" epoll-loop
+grep -q "^dial9 run: trace in .*, 1 worker, [0-9]* dropped$" "$WORK/err" || fail "one worker: $(cat "$WORK/err")"
 
 # ---- options become DIAL9_* variables; a relative --trace-dir is made absolute
 mkdir -p "$WORK/cwd"

@@ -1,6 +1,9 @@
 /* Error codes (dial9.h, d9_error): a caller tells one failure from another by the code, not
  * by parsing d9_last_error(): a bad value, "already started", a trace directory that cannot
  * be created or written, hand-over before any run. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -81,6 +84,27 @@ static void test_already_started(void) {
     int rc = d9_start(&cfg);
     CHECK(rc == D9_ERR_ALREADY_STARTED);
     CHECK_STR(d9_strerror(rc), "already recording");
+    /* d9_start_or_disabled says the recording goes on (it said "recording disabled", which a
+     * program run under dial9 run printed while the shim recorded it) */
+    char said[512];
+    snprintf(said, sizeof said, "%s/stderr", dir);
+    fflush(stderr);
+    int saved = dup(2), out = open(said, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(saved >= 0 && out >= 0 && dup2(out, 2) == 2);
+    CHECK(d9_start_or_disabled(&cfg) == 0);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(out);
+    char text[512] = "";
+    FILE *f = fopen(said, "r");
+    if (f) {
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = 0;
+        fclose(f);
+    }
+    CHECK(strstr(text, "dial9: already recording") == text);
+    CHECK(strstr(text, "recording goes on") != NULL && strstr(text, "disabled") == NULL);
     CHECK(d9_hand_over_files((unsigned)getuid(), (unsigned)-1) == D9_OK);
     d9_stop();
     CHECK(d9_start(&cfg) == D9_OK); /* after a stop, a start works again */

@@ -138,6 +138,9 @@ void d9__poll_begin(uint64_t task_id, const d9_loc *where) {
     d9_rule_wake_poll_end(ticks);                                                          \
     d9_poll_cpu_end(ticks) /* poll_cpu.h: a long poll with a switch inside, its CPU time */
 
+/* no PollCpuEvent due at this end (poll_cpu.h's d9_poll_cpu_end would do nothing) */
+#define POLL_CPU_QUIET() (d9__tls_cpu_clock.poll_page->lock == d9__tls_cpu_clock.poll_lock)
+
 SLOW void poll_end_slow(void) {
     BEGIN(D9_REC_WORDS_POLL_END);
     uint64_t now = d9_clock_ticks(); /* once: the body uses it twice */
@@ -494,13 +497,25 @@ void d9__unpark_wake_ready_poll_begin(uint64_t woken, uint64_t task_id, const d9
  * (its bookkeeping before it blocks: nobody's else either). The slow paths (the ring's wrap
  * point, schedstat due, the thread's first event) keep that one time too. */
 #define WITH_POLL_END 1 /* park_fast's `woken` for a park: its record carries the poll's end */
+
+/* A switch inside the poll: its PollCpuEvent must follow its end's record (every reader pairs it
+ * with its worker's latest closed poll), so the end is a record of its own, then the park's. */
+SLOW void poll_end_at(uint64_t now) {
+    BEGIN(D9_REC_WORDS_POLL_END);
+    POLL_END_BODY(now); /* the PollCpuEvent: before the park's CPU time, its anchor */
+}
+
 void d9__poll_end_park(void) {
     uint64_t now = d9_clock_ticks();
     d9_thread *t = d9__tls_thread;
     if (__builtin_expect(t != NULL, 1)) { /* POLL_END_BODY's, but the record: the park's has it */
+        if (__builtin_expect(!POLL_CPU_QUIET(), 0)) {
+            poll_end_at(now);
+            park_fast(D9_REC_PARK, now, 0);
+            return;
+        }
         __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED);
         d9_rule_wake_poll_end(now);
-        d9_poll_cpu_end(now); /* before the park's CPU time: a read here is its anchor */
     }
     park_fast(D9_REC_PARK, now, WITH_POLL_END);
 }
@@ -637,9 +652,6 @@ void d9__task_terminate(uint64_t task_id) {
     d9_thread_commit(t, POLL_END_TERMINATE_WORDS);                                         \
     __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED);                                \
     d9_rule_wake_poll_end(ticks)
-
-/* no PollCpuEvent due at this end (poll_cpu.h's d9_poll_cpu_end would do nothing) */
-#define POLL_CPU_QUIET() (d9__tls_cpu_clock.poll_page->lock == d9__tls_cpu_clock.poll_lock)
 
 /* The thread's first event, the ring's wrap point: the two records at one time, `now`, still; a
  * PollCpuEvent due: the end's record and what its poll_cpu.h part adds, then the terminate's,

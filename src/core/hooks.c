@@ -249,7 +249,7 @@ static inline __attribute__((always_inline)) uint64_t park_cpu_time(d9_thread *t
  * schedstat. `now`: the hook's time (0: read it here, after registering), from the fast path;
  * a park's comes with its CPU time `park_cpu`, already read there. */
 #define CPU_NOT_READ UINT64_MAX /* park_record's park_cpu: read it there */
-SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu, bool with_end) {
+SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu, bool with_end, bool keep_now) {
     d9_thread *t = d9_thread_current();
     if (!t) return;
     bool have_cpu = now && park_cpu != CPU_NOT_READ;
@@ -268,9 +268,10 @@ SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu, bool with_
     }
     bool page = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED); /* read at the hook's time */
     uint64_t cpu = have_cpu ? park_cpu : page ? CPU_NOT_READ : park_cpu_time(t, kind, 0);
-    /* after the reads, as close to blocking as it gets; but a park with a poll's end keeps the
-     * end's time (d9__poll_end_park) */
-    if (kind == D9_REC_PARK && !with_end) now = d9_clock_ticks();
+    /* after the reads, as close to blocking as it gets; but a park right after records of its
+     * hook (a poll's end, in its record or before it: d9__poll_end_park, or a terminate's too)
+     * keeps their time */
+    if (kind == D9_REC_PARK && !keep_now) now = d9_clock_ticks();
     if (cpu == CPU_NOT_READ) cpu = park_cpu_time(t, kind, now);
     t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
     __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
@@ -304,7 +305,7 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint6
     const bool with_end = kind == D9_REC_PARK && woken;
     d9_thread *t = d9__tls_thread;
     if (__builtin_expect(!t, 0)) {
-        park_record(kind, given_now, given_now ? CPU_NOT_READ : 0, with_end);
+        park_record(kind, given_now, given_now ? CPU_NOT_READ : 0, with_end, given_now != 0);
         if (woken && !with_end) d9__wake_ready(woken);
         return;
     }
@@ -325,7 +326,7 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint6
                 now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED) ||
                     t->schedstat_run != __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED),
                 0)) {
-            park_record(kind, now, cpu, with_end);
+            park_record(kind, now, cpu, with_end, given_now != 0);
             if (woken && !with_end) d9__wake_ready(woken); /* stamped with the unpark's tick, t->unpark_ticks */
             return;
         }

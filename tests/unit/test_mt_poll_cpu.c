@@ -13,7 +13,8 @@
  *    makes the begin's CPU time unknowable, and the event must say so); the first 3 come before
  *    the thread ever parks, so before it has its page: no event, no system call; every other
  *    one after them ends with its park (d9__poll_end_park, a loop's fused end): its event comes
- *    right after its end too (it came before, so readers gave it to the poll before);
+ *    right after its end too (it came before, so readers gave it to the poll before), and its
+ *    park keeps the end's time (a schedstat read due after a long poll took a later one);
  *  - a poll of 1.5 ms of CPU and no blocking gets no event and no system call when the page's
  *    lock did not move over it (classified by reading the lock around it: a preemption on a
  *    loaded machine moves it, and that poll must then have its one event, from one value after
@@ -129,7 +130,15 @@ static void *reader(void *arg) {
 typedef struct seen {
     pct_seen polls;
     char poll_cpu_meta[200];
+    uint64_t parks[ROUNDS + BURNS + 8]; /* the worker's parks' times */
+    int nparks;
 } seen;
+
+static bool parked_at(const seen *s, uint64_t ts) {
+    for (int i = 0; i < s->nparks; i++)
+        if (s->parks[i] == ts) return true;
+    return false;
+}
 
 static void on_event(const d9_event *ev, void *ctx) {
     seen *s = ctx;
@@ -142,6 +151,9 @@ static void on_event(const d9_event *ev, void *ctx) {
                          m->map.items[i].value.ptr);
         return;
     }
+    if (!strcmp(name, "WorkerParkEvent") && d9t_field_u(ev, "worker_id") == s->polls.worker &&
+        s->nparks < (int)(sizeof s->parks / sizeof s->parks[0]))
+        s->parks[s->nparks++] = ev->ts_ns;
     pct_on_event(ev, &s->polls);
 }
 
@@ -195,6 +207,8 @@ int main(void) {
             continue;
         }
         pct_check_exact(p, e->events, &e->self, &g_read[i - 1].self, &tally); /* exact: its begin anchored (checked above), no park inside */
+        /* ended with its park: the park at the end's time, its schedstat read due or not */
+        if (ENDS_WITH_PARK(i)) CHECK(parked_at(&s, p->end));
         exact += p->exact;
         CHECK(wall - p->cpu_ns + PCT_TASK_CLOCK_SLACK_NS >= WAIT_NS); /* off-CPU: the wait for the writer */
     }

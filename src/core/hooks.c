@@ -138,6 +138,9 @@ void d9__poll_begin(uint64_t task_id, const d9_loc *where) {
     d9_rule_wake_poll_end(ticks);                                                          \
     d9_poll_cpu_end(ticks) /* poll_cpu.h: a long poll with a switch inside, its CPU time */
 
+/* no PollCpuEvent due at this end (poll_cpu.h's d9_poll_cpu_end would do nothing) */
+#define POLL_CPU_QUIET() (d9__tls_cpu_clock.poll_page->lock == d9__tls_cpu_clock.poll_lock)
+
 SLOW void poll_end_slow(void) {
     BEGIN(D9_REC_WORDS_POLL_END);
     uint64_t now = d9_clock_ticks(); /* once: the body uses it twice */
@@ -246,7 +249,7 @@ static inline __attribute__((always_inline)) uint64_t park_cpu_time(d9_thread *t
  * schedstat. `now`: the hook's time (0: read it here, after registering), from the fast path;
  * a park's comes with its CPU time `park_cpu`, already read there. */
 #define CPU_NOT_READ UINT64_MAX /* park_record's park_cpu: read it there */
-SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu, bool with_end) {
+SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu, bool with_end, bool keep_now) {
     d9_thread *t = d9_thread_current();
     if (!t) return;
     bool have_cpu = now && park_cpu != CPU_NOT_READ;
@@ -265,9 +268,9 @@ SLOW void park_record(unsigned kind, uint64_t now, uint64_t park_cpu, bool with_
     }
     bool page = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED); /* read at the hook's time */
     uint64_t cpu = have_cpu ? park_cpu : page ? CPU_NOT_READ : park_cpu_time(t, kind, 0);
-    /* after the reads, as close to blocking as it gets; but a park with a poll's end keeps the
-     * end's time (d9__poll_end_park) */
-    if (kind == D9_REC_PARK && !with_end) now = d9_clock_ticks();
+    /* after the reads, as close to blocking as it gets; but a park with a poll's end (in its
+     * record, or just before it: d9__poll_end_park) keeps the end's time */
+    if (kind == D9_REC_PARK && !keep_now) now = d9_clock_ticks();
     if (cpu == CPU_NOT_READ) cpu = park_cpu_time(t, kind, now);
     t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
     __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
@@ -301,7 +304,7 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint6
     const bool with_end = kind == D9_REC_PARK && woken;
     d9_thread *t = d9__tls_thread;
     if (__builtin_expect(!t, 0)) {
-        park_record(kind, given_now, given_now ? CPU_NOT_READ : 0, with_end);
+        park_record(kind, given_now, given_now ? CPU_NOT_READ : 0, with_end, with_end);
         if (woken && !with_end) d9__wake_ready(woken);
         return;
     }
@@ -322,7 +325,7 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint6
                 now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED) ||
                     t->schedstat_run != __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED),
                 0)) {
-            park_record(kind, now, cpu, with_end);
+            park_record(kind, now, cpu, with_end, with_end);
             if (woken && !with_end) d9__wake_ready(woken); /* stamped with the unpark's tick, t->unpark_ticks */
             return;
         }
@@ -494,13 +497,31 @@ void d9__unpark_wake_ready_poll_begin(uint64_t woken, uint64_t task_id, const d9
  * (its bookkeeping before it blocks: nobody's else either). The slow paths (the ring's wrap
  * point, schedstat due, the thread's first event) keep that one time too. */
 #define WITH_POLL_END 1 /* park_fast's `woken` for a park: its record carries the poll's end */
+
+/* A switch inside a long poll: its PollCpuEvent must follow its end's record (every reader pairs
+ * it with its worker's latest closed poll), so the end is a record of its own (and the park's
+ * after it, at the same time). False, nothing done: a short poll, which records nothing more
+ * (d9_poll_cpu_end_slow's tests). A slow twin of poll_cpu.h's, as the counted tests take it. */
+SLOW bool poll_end_alone_slow(uint64_t now) {
+    if (!d9_poll_cpu_end_due(now, d9__tls_cpu_clock.poll_ticks)) return false;
+    d9_thread *t = d9__tls_thread;
+    uint64_t *r = d9_thread_reserve(t, D9_REC_WORDS_POLL_END);
+    if (r) {
+        POLL_END_BODY(now); /* the PollCpuEvent: before the park's CPU time, its anchor */
+    }
+    return true;
+}
+
 void d9__poll_end_park(void) {
     uint64_t now = d9_clock_ticks();
     d9_thread *t = d9__tls_thread;
     if (__builtin_expect(t != NULL, 1)) { /* POLL_END_BODY's, but the record: the park's has it */
+        if (__builtin_expect(!POLL_CPU_QUIET(), 0) && poll_end_alone_slow(now)) {
+            park_record(D9_REC_PARK, now, CPU_NOT_READ, false, true); /* at the end's time */
+            return;
+        }
         __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED);
         d9_rule_wake_poll_end(now);
-        d9_poll_cpu_end(now); /* before the park's CPU time: a read here is its anchor */
     }
     park_fast(D9_REC_PARK, now, WITH_POLL_END);
 }
@@ -637,9 +658,6 @@ void d9__task_terminate(uint64_t task_id) {
     d9_thread_commit(t, POLL_END_TERMINATE_WORDS);                                         \
     __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED);                                \
     d9_rule_wake_poll_end(ticks)
-
-/* no PollCpuEvent due at this end (poll_cpu.h's d9_poll_cpu_end would do nothing) */
-#define POLL_CPU_QUIET() (d9__tls_cpu_clock.poll_page->lock == d9__tls_cpu_clock.poll_lock)
 
 /* The thread's first event, the ring's wrap point: the two records at one time, `now`, still; a
  * PollCpuEvent due: the end's record and what its poll_cpu.h part adds, then the terminate's,

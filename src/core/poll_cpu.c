@@ -81,15 +81,23 @@ void d9_poll_cpu_end_begin_slow(uint64_t ticks) {
     if (s->poll_page->lock != s->lock) d9_poll_cpu_begin_slow(ticks); /* a short poll's: not read */
 }
 
-void d9_poll_cpu_end_slow(uint64_t end_ticks, uint64_t begin_ticks) {
+bool d9_poll_cpu_end_due(uint64_t end_ticks, uint64_t begin_ticks) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
     uint64_t min_ns = __atomic_load_n(&g_min_ns, __ATOMIC_RELAXED);
     uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
     double ns_per_tick;
     __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
-    if (!min_ns || !gen || ns_per_tick <= 0 || s->gen != gen || !s->page) return;
+    if (!min_ns || !gen || ns_per_tick <= 0 || s->gen != gen || !s->page) return false;
     int64_t wall_ticks = (int64_t)(end_ticks - begin_ticks);
-    if (wall_ticks <= 0 || (double)wall_ticks * ns_per_tick < (double)min_ns) return;
+    return wall_ticks > 0 && (double)wall_ticks * ns_per_tick >= (double)min_ns;
+}
+
+void d9_poll_cpu_end_slow(uint64_t end_ticks, uint64_t begin_ticks) {
+    if (!d9_poll_cpu_end_due(end_ticks, begin_ticks)) return;
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    double ns_per_tick;
+    __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
+    int64_t wall_ticks = (int64_t)(end_ticks - begin_ticks);
     /* the begin's CPU time: on the line the begin checked (or took), the thread's still when it
      * took no new anchor since (estimates move along it), else the one kept when a park or
      * unpark inside the poll replaced it; the wall time from that line's point to the begin */

@@ -39,6 +39,10 @@ void d9_poll_cpu_begin_slow(uint64_t ticks);
 /* A switch inside the poll that began at `begin_ticks`: the duration test, the read, the
  * event. */
 void d9_poll_cpu_end_slow(uint64_t end_ticks, uint64_t begin_ticks);
+/* Whether d9_poll_cpu_end_slow records an event for that poll (its tests before the read: long
+ * enough, a page of this recording): a hook that writes the poll's end with other records
+ * writes it alone when one is due, so that the event follows it (d9__poll_end_park). */
+bool d9_poll_cpu_end_due(uint64_t end_ticks, uint64_t begin_ticks);
 /* d9_poll_cpu_end_begin's when the page moved. */
 void d9_poll_cpu_end_begin_slow(uint64_t ticks);
 

@@ -167,6 +167,14 @@ D9P_HIDDEN unsigned d9p_elf_defines(const char *path, const char *const *names, 
 /* The function of the ELF file `path`'s .symtab that holds `vaddr` (an address as the file
  * links it), its name into out; false when the file has no .symtab or none holds it. */
 D9P_HIDDEN bool d9p_elf_function_at(const char *path, uint64_t vaddr, char *out, size_t size);
+/* The exported function of `path` (its .dynsym) that enters the static function holding
+ * `inside`, which the call returning to `call_ret` called (addresses as the file links them):
+ * GCC's partial inlining leaves an exported f that tests its arguments and jumps to f's body,
+ * static (f.part.0), which callers in the module call directly (redis' aeMain calls
+ * aeProcessEvents' body). Its name into out; false when no one function jumps there, or the
+ * call is not a direct one (x86-64 only). */
+D9P_HIDDEN bool d9p_elf_entry_of(const char *path, uint64_t call_ret, uint64_t inside, char *out,
+                                 size_t size);
 
 /* ---- heap profiling (preload_heap_link.c; the interposers: libdial9-preload-heap.so) ---- */
 

@@ -160,6 +160,9 @@ static const char *module_name(const char *path, const void *addr) {
  *   - "dynamic symbol": the caller is in a function its module exports (dladdr);
  *   - "symbol table": a function of the module's .symtab holds it (a static function of a
  *     program that is not stripped, or a test's);
+ *   - "exported entry": stripped, the caller's function is static, and the one function the
+ *     module exports that jumps to it is its entry (GCC's partial inlining: redis' exported
+ *     aeProcessEvents tests its flags and jumps to its static body, which aeMain calls);
  * then the name is "function (module)" ("aeProcessEvents (redis-server)"). Otherwise the
  * function is not known, and the name says only what is: the module and its poller ("nginx
  * epoll loop"), while LoopEvent's function keeps where the loop was seen from:
@@ -184,32 +187,36 @@ static void name_loop(loop_thread *l, const void *caller) {
     const char *mod = module_name(di.dli_fname, caller);
     snprintf(l->module, sizeof l->module, "%s", mod);
     l->caller_offset = (uint64_t)((const char *)caller - (const char *)di.dli_fbase);
+    const char *file = di.dli_fname[0] && strcmp(mod, g_program) != 0 ? di.dli_fname : "/proc/self/exe";
+    uintptr_t bias = lm ? lm->l_addr : 0;
+    /* the call instruction is just before the return address */
+    uint64_t vaddr = (uint64_t)((uintptr_t)caller - bias) - 1;
     char fn[160] = "";
+    void *frames[16];
+    int n = 0, at = 0;
     if (di.dli_sname) {
         snprintf(fn, sizeof fn, "%s", di.dli_sname);
         l->named_by = "dynamic symbol";
+    } else if (d9p_elf_function_at(file, vaddr, fn, sizeof fn)) {
+        l->named_by = "symbol table";
     } else {
-        /* the call instruction is just before the return address */
-        const char *file = di.dli_fname[0] && strcmp(mod, g_program) != 0 ? di.dli_fname
-                                                                          : "/proc/self/exe";
-        uint64_t vaddr = (uint64_t)((uintptr_t)caller - (lm ? lm->l_addr : 0)) - 1;
-        if (d9p_elf_function_at(file, vaddr, fn, sizeof fn)) {
-            /* GCC's clones (f.constprop.0, f.isra.0, f.part.0, f.cold) are f's code: a C
-             * name has no dot */
-            fn[strcspn(fn, ".")] = 0;
-            l->named_by = "symbol table";
-        }
+        n = backtrace(frames, 16);
+        while (at < n && frames[at] != caller) at++;
+        Dl_info up = {0};
+        if (at + 1 < n && dladdr(frames[at + 1], &up) && up.dli_fbase == di.dli_fbase &&
+            d9p_elf_entry_of(file, (uint64_t)((uintptr_t)frames[at + 1] - bias), vaddr, fn, sizeof fn))
+            l->named_by = "exported entry";
     }
     if (fn[0]) {
+        /* GCC's clones (f.constprop.0, f.isra.0, f.part.0, f.cold) are f's code: a C name has
+         * no dot */
+        fn[strcspn(fn, ".")] = 0;
         snprintf(l->function, sizeof l->function, "%s", fn);
         if (snprintf(l->name, sizeof l->name, "%s (%s)", fn, mod) >= (int)sizeof l->name)
             l->name[sizeof l->name - 2] = '~'; /* cut: a long module path; still names the loop */
         l->loc = d9_loc_intern(l->name);
         return;
     }
-    void *frames[16];
-    int n = backtrace(frames, 16), at = 0;
-    while (at < n && frames[at] != caller) at++;
     for (int i = at + 1; !fn[0] && i < n; i++) {
         Dl_info up = {0};
         if (!dladdr(frames[i], &up) || up.dli_fbase != di.dli_fbase) break;

@@ -1,12 +1,14 @@
 /* A small home-grown event loop server, no loop library, and its client on a thread that
  * never polls: what test_preload_home_loop.sh records under the shim.
  *
- *   d9p_loop_server epoll|pwait2|poll|fork|static
+ *   d9p_loop_server epoll|pwait2|poll|fork|static|split
  *
  * The loop (run_loop) waits with epoll_wait (epoll_pwait2 in mode pwait2, poll in mode
  * poll; fork: two forked worker processes, each with a client of its own and listening on a
  * port of its own; static: epoll_wait called from a static function, which the program does
- * not export, to name the loop from the symbol table) and answers one line per readiness: "fast" at once, "slow" after sleeping
+ * not export, to name the loop from the symbol table; split: epoll_wait called from the static
+ * body of a function the program exports, whose exported entry only jumps there, as GCC's
+ * partial inlining leaves redis' aeProcessEvents) and answers one line per readiness: "fast" at once, "slow" after sleeping
  * 200 ms inside the handler, "bye" by closing the connection. The client runs, one request
  * at a time (each waits for its answer):
  *   connection A: fast x5, then B: fast, slow, fast, then A: bye (A's fd is closed),
@@ -32,7 +34,7 @@
 
 #include "wait_for_recorder.h"
 
-enum { MODE_EPOLL, MODE_PWAIT2, MODE_POLL, MODE_STATIC };
+enum { MODE_EPOLL, MODE_PWAIT2, MODE_POLL, MODE_STATIC, MODE_SPLIT };
 static int g_mode;
 static int g_listen;
 static int g_port;
@@ -110,6 +112,29 @@ __attribute__((noinline)) static int wait_for_events(int epfd, struct epoll_even
     return rc;
 }
 
+/* GCC's split of an exported function: its body static (as "f.part.0"), called directly by
+ * the program (redis' aeMain calls aeProcessEvents.part.0), and the exported f a jump to it
+ * (x86-64: the shim reads that jump; elsewhere the mode says it is not run). */
+#if defined(__x86_64__)
+__attribute__((noinline, used)) static int wait_split(int epfd, struct epoll_event *evs, int n) __asm__("wait_split_body.part.0");
+__attribute__((noinline, used)) static int wait_split(int epfd, struct epoll_event *evs, int n) {
+    int rc = epoll_wait(epfd, evs, n, -1);
+    __asm__ volatile("" ::: "memory"); /* not a tail call: this frame stays the caller */
+    return rc;
+}
+__asm__(".globl wait_split_body\n"
+        ".type wait_split_body, @function\n"
+        "wait_split_body:\n"
+        "    jmp wait_split_body.part.0\n"
+        ".size wait_split_body, .-wait_split_body\n");
+#else
+static int wait_split(int epfd, struct epoll_event *evs, int n) {
+    (void)epfd, (void)evs, (void)n;
+    printf("no split mode on this architecture\n");
+    exit(3);
+}
+#endif
+
 /* Exported (the program links with -rdynamic): the loop's name in the trace. */
 void run_loop(int connections);
 __attribute__((noinline, visibility("default"))) void run_loop(int connections) {
@@ -137,6 +162,7 @@ __attribute__((noinline, visibility("default"))) void run_loop(int connections) 
         struct epoll_event evs[16];
         int rc = g_mode == MODE_PWAIT2   ? epoll_pwait2(epfd, evs, 16, NULL, NULL)
                  : g_mode == MODE_STATIC ? wait_for_events(epfd, evs, 16)
+                 : g_mode == MODE_SPLIT  ? wait_split(epfd, evs, 16)
                                          : epoll_wait(epfd, evs, 16, -1);
         if (rc < 0 && errno == ENOSYS) {
             printf("no epoll_pwait2\n");
@@ -217,6 +243,7 @@ int main(int argc, char **argv) {
     g_mode = !strcmp(mode, "pwait2")   ? MODE_PWAIT2
              : !strcmp(mode, "poll")   ? MODE_POLL
              : !strcmp(mode, "static") ? MODE_STATIC
+             : !strcmp(mode, "split")  ? MODE_SPLIT
                                        : MODE_EPOLL;
     d9p_wait_for_recorder();
     if (strcmp(mode, "fork") != 0) {

@@ -18,6 +18,11 @@
 # and its poller ("d9p_loop_server_stripped epoll loop", the worker's runtime in every reader),
 # LoopEvent keeping its nearest exported caller with its frame's offset ("run_loop+0x...",
 # named_by "nearest exported caller") as a detail.
+# Mode split: epoll_wait called from the static body ("wait_split_body.part.0") of a function the
+# program exports as a jump to it (GCC's partial inlining: redis' aeProcessEvents), the body
+# called directly: named from .symtab (the clone's suffix dropped), and, stripped, after the
+# exported function that enters the body (named_by "exported entry"): "wait_split_body
+# (d9p_loop_server_stripped)", the runtime every reader shows.
 # Mode fork: two forked worker processes, each a run of its own with the same facts, without
 # --children (a forked child starts its run once it runs a loop).
 # Counted, never timed: the only duration compared is the slow handler's 200 ms sleep against
@@ -37,8 +42,8 @@ home_loop() {
     mkdir -p "$dir"
     timeout 120 "$D9" run -d "$dir/traces" "$@" -- "$server" "$mode" >"$dir/out" 2>"$dir/err"
     local rc=$?
-    if [ $rc -eq 3 ] && grep -q "no epoll_pwait2" "$dir/out"; then
-        echo "note: this libc has no epoll_pwait2: mode $mode not checked"
+    if [ $rc -eq 3 ] && grep -qE "no epoll_pwait2|no split mode" "$dir/out"; then
+        echo "note: $(head -1 "$dir/out"): mode $mode not checked"
         return
     fi
     [ $rc -eq 0 ] || fail "$mode: exit status $rc under dial9 run: $(cat "$dir/err")"
@@ -49,7 +54,10 @@ from trace_facts import Trace, check
 d9, traces, out, mode, program = sys.argv[1:]
 # the loop's function and how it is named: exported, from .symtab (a static function), or,
 # stripped, the nearest exported caller with the offset of its frame
-if mode != "static":
+if mode == "split":
+    want_fn = re.compile(r"wait_split_body$")
+    want_by = "exported entry" if program.endswith("_stripped") else "symbol table"
+elif mode != "static":
     want_fn, want_by = re.compile(r"run_loop$"), "dynamic symbol"
 elif program.endswith("_stripped"):
     want_fn, want_by = re.compile(r"run_loop\+0x[0-9a-f]+$"), "nearest exported caller"
@@ -149,10 +157,13 @@ home_loop pwait2
 home_loop poll
 home_loop fork
 home_loop static
-# stripped: no .symtab, the static function's nearest exported caller names the loop
+home_loop split
+# stripped: no .symtab, the static function's nearest exported caller names the loop, or the
+# exported function that enters its body
 if command -v strip >/dev/null; then
     strip -o "$WORK/d9p_loop_server_stripped" "$SERVER" || fail "strip $SERVER"
     home_loop static "$WORK/d9p_loop_server_stripped"
+    home_loop split "$WORK/d9p_loop_server_stripped"
 else
     echo "note: no strip (binutils): the stripped program's loop name not checked"
 fi

@@ -14,7 +14,9 @@
 # held still or left out: DIAL9_CLOCK=tsc (valgrind runs rdtsc natively: no clock_gettime),
 # schedstat read at most once a second, and collection toggled off inside the slow twins that
 # run when the thread was switched in since its last event (the task-clock page's lock moved:
-# d9_thread_cpu_clock_slow, d9_poll_cpu_*_slow) or when schedstat is due (d9_schedstat_read).
+# d9_thread_cpu_clock_slow, d9_poll_cpu_*_slow, and poll_end_alone_slow, the end of a long poll
+# that was switched out, written alone before its park so that its PollCpuEvent follows it) or
+# when schedstat is due (d9_schedstat_read).
 # The decoded trace must hold each request's five events: a request that recorded less would
 # be cheap for no merit.
 # The same with the loop waiting in poll() instead (below).
@@ -88,7 +90,8 @@ count() { # requests [poll] -> instructions of the loop's thread inside the inte
     --trace-children=yes --callgrind-out-file="$out.%p" \
     --toggle-collect=$wait --toggle-collect=read --toggle-collect=write \
     --toggle-collect=d9_thread_cpu_clock_slow --toggle-collect=d9_poll_cpu_begin_slow \
-    --toggle-collect=d9_poll_cpu_end_slow --toggle-collect=d9_schedstat_read \
+    --toggle-collect=d9_poll_cpu_end_slow --toggle-collect=poll_end_alone_slow \
+    --toggle-collect=d9_schedstat_read \
     env LD_PRELOAD="$SHIM" "$prog" "${args[@]}" >"$out.stdout" 2>"$out.stderr" ||
     fail >&2 "${prog##*/} $n under callgrind failed: $(cat "$out.stdout" "$out.stderr")"
   grep -q "^requests $n\$" "$out.stdout" || fail >&2 "${prog##*/} $n: $(cat "$out.stdout")"

@@ -394,6 +394,19 @@ static inline __attribute__((always_inline)) void park_page(unsigned kind, uint6
     uint64_t head = t->head;
     if (__builtin_expect(!(ns_per_tick > 0) || !d9_schedstat_skips(t, now) || head + words > t->limit, 0))
         goto other;
+    /* What the record takes from the arguments and the thread's fields goes into the ring
+     * first (room is there; nothing is committed before the end): what lives on is the slot,
+     * not the three arguments, so that the page's snapshot below needs no register saved (a
+     * frame of four: ~12 instructions an unpark). `other` reads them back from the slot. */
+    uint64_t *r = t->ring + (head & t->mask);
+    uint64_t local_queue = t->local_queue;
+    r[2] = t->park_wait;
+    r[3] = local_queue;
+    if (woken) r[4] = woken;
+    if (begin_loc) {
+        r[unpark_words + 1] = begin_task;
+        r[unpark_words + 2] = begin_loc | local_queue << 32;
+    }
     /* The lock moved (the thread was switched in since the last value): a park takes its
      * rules in park_any (d9_tcc_step: the CPU time at that switch-in when it is short by less
      * than d9_tcc_park_slack_ns, else a read); an unpark, nearly every one of a server that
@@ -407,32 +420,27 @@ static inline __attribute__((always_inline)) void park_page(unsigned kind, uint6
         uint64_t page_clock;
         if (kind == D9_REC_PARK || !d9_tcc_snapshot(s->page, &lock, &page_clock, 0, 0) ||
             ((lock ^ s->lock) | D9_TCC_UNSEEN(0)) == D9_TCC_UNSEEN(0))
-            goto other; /* that last: s->lock or D9_TCC_UNSEEN of it in one compare (also a lock
-                         * 2^30 sched-ins away, which park_any's exact rules then take) */
+            goto written; /* that last: s->lock or D9_TCC_UNSEEN of it in one compare (also a
+                           * lock 2^30 sched-ins away, which park_any's exact rules then take) */
         cpu = d9_tcc_anchor(s, lock, s->base_ns + page_clock, now); /* as d9_tcc_step's unpark */
     }
-    uint64_t wait = t->park_wait, local_queue = t->local_queue;
-    uint64_t *r = t->ring + (head & t->mask);
     if (kind == D9_REC_PARK) t->park_cpu_key = 0; /* as park_cpu_time */
     /* a begin's poll was not found by this unpark's readiness (POLL_BEGIN_BODY): 0 at once */
     t->unpark_ticks = kind == D9_REC_UNPARK && !begin_loc ? now : 0;
     __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
     r[0] = D9_REC_HEADER(now, woken ? D9_REC_UNPARK_WAKE : kind);
     r[1] = cpu;
-    r[2] = wait;
-    r[3] = local_queue;
-    if (woken) r[4] = woken;
-    if (begin_loc) { /* POLL_BEGIN_BODY's record and state, in the same commit */
-        r[unpark_words] = D9_REC_HEADER(now, D9_REC_POLL_BEGIN);
-        r[unpark_words + 1] = begin_task;
-        r[unpark_words + 2] = begin_loc | local_queue << 32;
-    }
+    if (begin_loc) r[unpark_words] = D9_REC_HEADER(now, D9_REC_POLL_BEGIN); /* POLL_BEGIN_BODY's */
     t->head = head + words;
     atomic_store_explicit(&t->head_pub, head + words, memory_order_release);
     if (begin_loc) {
         __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED);
         d9_poll_cpu_begin(now);
     }
+    return;
+written: /* the arguments are in the slot, as written above */
+    park_page_other(kind, now, woken ? r[4] : 0, begin_loc ? r[unpark_words + 1] : 0,
+                    begin_loc ? (uint32_t)r[unpark_words + 2] : 0);
     return;
 other:
     park_page_other(kind, now, woken, begin_task, begin_loc); /* a tail call: no frame here */

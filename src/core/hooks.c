@@ -514,7 +514,8 @@ void d9__unpark_wake_ready_poll_begin(uint64_t woken, uint64_t task_id, const d9
  * (its bookkeeping before it blocks: nobody's else either). The slow paths (the ring's wrap
  * point, schedstat due, the thread's first event) keep that one time too. */
 #define WITH_POLL_END 1 /* park_fast's `woken` for a park: its record carries the poll's end */
-SLOW void poll_end_park_slow(uint64_t now) {
+/* The general path at the hook's time `now`: the poll's end's parts, then park_fast's. */
+static inline __attribute__((always_inline)) void poll_end_park_body(uint64_t now) {
     d9_thread *t = d9__tls_thread;
     if (__builtin_expect(t != NULL, 1)) { /* POLL_END_BODY's, but the record: the park's has it */
         __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED);
@@ -522,7 +523,19 @@ SLOW void poll_end_park_slow(uint64_t now) {
         d9_poll_cpu_end(now); /* before the park's CPU time: a read here is its anchor */
     }
     park_fast(D9_REC_PARK, now, WITH_POLL_END);
-    if ((t = d9__tls_thread) != NULL) d9_schedstat_keep(t); /* for the fast path after this one */
+}
+
+/* Every call on a thread of a recording without the task-clock page (DIAL9_THREAD_CPU=syscall,
+ * perf refused): the hook as it was, its clock read inside (not cold: a cold function is
+ * compiled for size, its inline helpers then calls). */
+static __attribute__((noinline)) void poll_end_park_general(void) { poll_end_park_body(d9_clock_ticks()); }
+
+/* The fast path's tests failed: the general path at its time, and what the next fast path
+ * decides from kept (schedstat.h). */
+SLOW void poll_end_park_slow(uint64_t now) {
+    poll_end_park_body(now);
+    d9_thread *t = d9__tls_thread;
+    if (t) d9_schedstat_keep(t);
 }
 
 /* The steady case, where every part of poll_end_park_slow but the record has nothing to do: no
@@ -568,6 +581,10 @@ slow:
 static __attribute__((noinline)) void poll_end_park_other_clock(void) { poll_end_park_at(d9_mono_ns()); }
 
 void d9__poll_end_park(void) {
+    if (__builtin_expect(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) == 0, 0)) {
+        poll_end_park_general();
+        return;
+    }
     UNLESS_TSC(poll_end_park_other_clock());
     poll_end_park_at(__rdtsc());
 }

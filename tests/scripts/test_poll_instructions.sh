@@ -94,9 +94,9 @@ BOUND_SPAN_MONOTONIC=112 # 114.1 -> 104.1 with the twins' clock read first
 # Then (issue 32, hookcost) d9__poll_end_park's steady case tested before any store and written
 # without a frame, the fused unpark's page path in the hook itself on the TSC, its arguments in
 # the ring slot before the page's snapshot, and schedstat's decision one compare of the time and
-# one of the run (core/schedstat.h): CLOCK_MONOTONIC 279.9 -> 204.6, TSC 272.2 -> 170.4
-# (d9__poll_end_park 119 -> 74, the fused unpark 153 -> 97 on the TSC). Both fail on the code
-# before.
+# one of the run (core/schedstat.h): CLOCK_MONOTONIC 279.9 -> 208.4, TSC 272.2 -> 173.2
+# (d9__poll_end_park 119 -> 76, the fused unpark 153 -> 97 on the TSC). Both fail on the code
+# before (279.4, 272.3).
 BOUND_MC_REQUEST_MONOTONIC=220
 BOUND_MC_REQUEST_TSC=185
 CLOCK_CALLS_MC_REQUEST=2.2
@@ -115,7 +115,7 @@ CLOCK_CALLS_MC_REQUEST=2.2
 # with d9__poll_end_park toggled too: before, it was not, as the request did not call it). Each
 # bound fails on the code before (main at a560688: 545.1, 458.7, 7.01 in this run).
 # Then the same hooks' steady paths as the memcached request's above (hookcost): CLOCK_MONOTONIC
-# 451.8 -> 379.3, TSC 398.8 -> 296.4; both fail on the code before.
+# 451.8 -> 379.4, TSC 398.8 -> 300.4; both fail on the code before.
 BOUND_UV_REQUEST_MONOTONIC=400
 BOUND_UV_REQUEST_TSC=315
 CLOCK_CALLS_UV_REQUEST=5.2

@@ -3,9 +3,11 @@
  * d9_schedstat_keep) instead of the globals: they must read exactly when the general path does.
  * Counted by the reads themselves (d9_schedstat_reads), not timed:
  * - resolution 0: every park and unpark reads (the due time kept is the last read's own);
- * - resolution 1 s: a recording's first park or unpark reads, then one more per second the run
- *   lasted at most; a second recording reads again at its first, though the due time the thread
- *   kept in the first is still ahead (the recording's run is kept beside it);
+ * - resolution 1 s: a recording's first fused call reads (each recording begins with a poll,
+ *   whose begin sets the thread's page up under it, so that call is the fast path's to decide),
+ *   then one more per second the run lasted at most; a second recording reads again at its
+ *   first, though the due time the thread kept in the first is still ahead (the recording's run
+ *   is kept beside it);
  * - schedstat off: nothing reads, then on again in the next recording: it reads.
  * CLOCK_MONOTONIC, so that the resolution is in the hook's units from the start. */
 #include <time.h>
@@ -42,6 +44,11 @@ static counted record(const char *dir, uint32_t resolution_us, bool schedstat) {
     d9_worker_begin("fused_schedstat", 0);
     const d9_loc *where = D9_HERE;
     uint64_t before = __atomic_load_n(&d9_schedstat_reads, __ATOMIC_RELAXED), start = mono_ns();
+    /* a poll first (no park, which reads on the general path): its begin sets the thread's page
+     * up under this recording (poll_cpu.h), so that the first fused call below finds it current
+     * and decides schedstat on its fast path */
+    d9_poll_begin(1, where);
+    d9_poll_end();
     for (uint64_t i = 0; i < REQUESTS; i++) {
         d9__unpark_wake_ready_poll_begin(i + 1, i + 1, where);
         d9__poll_end_park();

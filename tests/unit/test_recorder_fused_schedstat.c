@@ -47,6 +47,8 @@ static counted record(const char *dir, uint32_t resolution_us, bool schedstat) {
     /* a poll first (no park, which reads on the general path): its begin sets the thread's page
      * up under this recording (poll_cpu.h), so that the first fused call below finds it current
      * and decides schedstat on its fast path */
+    struct timespec nap = {0, 1000 * 1000}; /* switched out: the page's lock moves, the begin reads */
+    nanosleep(&nap, NULL);
     d9_poll_begin(1, where);
     d9_poll_end();
     for (uint64_t i = 0; i < REQUESTS; i++) {

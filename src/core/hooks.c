@@ -357,6 +357,17 @@ static __attribute__((noinline)) void park_any_wake(uint64_t given_now, uint64_t
     park_fast(D9_REC_UNPARK, given_now, woken);
 }
 
+/* park_page's cases it does not take: park_any's records at the time it read, then the poll's
+ * begin at that time. Out of line, so that park_page calls nothing but in tail position and
+ * keeps no frame (it saved four registers for this call: ~19 instructions an unpark). */
+SLOW void park_page_other(unsigned kind, uint64_t now, uint64_t woken, uint64_t begin_task, uint32_t begin_loc) {
+    if (woken) park_any_wake(now, woken);
+    else park_any(kind, now);
+    if (begin_loc) poll_begin_slow_at(begin_task, begin_loc, now);
+    d9_thread *t = d9__tls_thread;
+    if (t && !d9_schedstat_skips(t, now)) d9_schedstat_keep(t); /* for the fast paths after this one */
+}
+
 /* The task-clock page's common cases, in a function of their own so that nothing lives across
  * its one call (clock_gettime on CLOCK_MONOTONIC; none with the TSC): the clock read first,
  * then the thread, its page unchanged since the last reading (or, at an unpark, moved: the
@@ -364,8 +375,8 @@ static __attribute__((noinline)) void park_any_wake(uint64_t given_now, uint64_t
  * the time read (a tail call). park_fast's frame saved five registers for its calls (~14
  * instructions a park or unpark). The same record, the same values, in the same order of
  * reads: the clock, then the page. */
-static inline __attribute__((always_inline)) void park_page(unsigned kind, uint64_t woken, uint64_t begin_task,
-                                                            uint32_t begin_loc) {
+static inline __attribute__((always_inline)) void park_page(unsigned kind, uint64_t now, uint64_t woken,
+                                                            uint64_t begin_task, uint32_t begin_loc) {
     /* woken (an unpark's only; a constant 0 for the others): the first task the poller found
      * ready, its readiness wake in the unpark's record (D9_REC_UNPARK_WAKE); begin_loc (an
      * unpark's only; a constant 0 for the others): the first callback's poll of task
@@ -373,69 +384,75 @@ static inline __attribute__((always_inline)) void park_page(unsigned kind, uint6
      * (d9__unpark_wake_ready_poll_begin) */
     const uint64_t unpark_words = woken ? D9_REC_WORDS_UNPARK_WAKE : D9_REC_WORDS_PARK;
     const uint64_t words = unpark_words + (begin_loc ? D9_REC_WORDS_POLL_BEGIN : 0);
-    uint64_t now = d9_clock_ticks();
     d9_thread *t = d9__tls_thread;
     d9_tcc_state *s = &d9__tls_cpu_clock;
     uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
-    if (__builtin_expect(!t || !now || !gen || s->gen != gen, 0)) goto other;
+    if (__builtin_expect(!t || !gen || s->gen != gen, 0)) goto other;
     uint32_t lock = s->page->lock;
     __asm__ __volatile__("" ::: "memory"); /* as d9_thread_cpu_clock_ns: the lock before the rest */
     double ns_per_tick;
     __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
-    if (__builtin_expect(!(ns_per_tick > 0), 0)) goto other;
+    /* schedstat not due (schedstat.h) and room in the ring: the thread's fields, read once
+     * before any store (a store into the ring may alias them for the compiler) */
+    uint64_t head = t->head;
+    if (__builtin_expect(!(ns_per_tick > 0) || !d9_schedstat_skips(t, now) || head + words > t->limit, 0))
+        goto other;
+    /* What the record takes from the arguments and the thread's fields goes into the ring
+     * first (room is there; nothing is committed before the end): what lives on is the slot,
+     * not the three arguments, so that the page's snapshot below needs no register saved (a
+     * frame of four: ~12 instructions an unpark). `other` reads them back from the slot. */
+    uint64_t *r = t->ring + (head & t->mask);
+    uint64_t local_queue = t->local_queue;
+    r[2] = t->park_wait;
+    r[3] = local_queue;
+    if (woken) r[4] = woken;
+    if (begin_loc) {
+        r[unpark_words + 1] = begin_task;
+        r[unpark_words + 2] = begin_loc | local_queue << 32;
+    }
     /* The lock moved (the thread was switched in since the last value): a park takes its
      * rules in park_any (d9_tcc_step: the CPU time at that switch-in when it is short by less
      * than d9_tcc_park_slack_ns, else a read); an unpark, nearly every one of a server that
      * slept in its poller, takes the page's own value, here without a call (d9_tcc_step's
      * unpark), unless the page is still the one its park left no line on (the poller did not
      * sleep: it reads). */
-    uint64_t page_clock = 0;
-    if (lock != s->lock && (kind == D9_REC_PARK || !d9_tcc_snapshot(s->page, &lock, &page_clock, 0, 0) ||
-                            ((lock ^ s->lock) | D9_TCC_UNSEEN(0)) == D9_TCC_UNSEEN(0)))
-        goto other; /* that last: s->lock or D9_TCC_UNSEEN of it in one compare (also a lock 2^30
-                     * sched-ins away, which park_any's exact rules then take) */
-    uint64_t wait = D9_NS_UNKNOWN;
-    if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
-        if (__builtin_expect(
-                now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED) ||
-                    t->schedstat_run != __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED),
-                0))
-            goto other;
-        wait = D9_NS_NOT_READ;
-    }
-    if (__builtin_expect(t->head + words > t->limit, 0)) goto other;
     uint64_t cpu; /* after every test: it moves the thread's clock on */
-    if (lock == s->lock) {
+    if (__builtin_expect(lock == s->lock, 1)) {
         cpu = d9_tcc_estimate(s, now, ns_per_tick);
-    } else { /* as d9_tcc_step for an unpark whose lock moved */
-        cpu = d9_tcc_anchor(s, lock, s->base_ns + page_clock, now);
+    } else {
+        uint64_t page_clock;
+        if (kind == D9_REC_PARK || !d9_tcc_snapshot(s->page, &lock, &page_clock, 0, 0) ||
+            ((lock ^ s->lock) | D9_TCC_UNSEEN(0)) == D9_TCC_UNSEEN(0))
+            goto written; /* that last: s->lock or D9_TCC_UNSEEN of it in one compare (also a
+                           * lock 2^30 sched-ins away, which park_any's exact rules then take) */
+        cpu = d9_tcc_anchor(s, lock, s->base_ns + page_clock, now); /* as d9_tcc_step's unpark */
     }
     if (kind == D9_REC_PARK) t->park_cpu_key = 0; /* as park_cpu_time */
-    t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
+    /* a begin's poll was not found by this unpark's readiness (POLL_BEGIN_BODY): 0 at once */
+    t->unpark_ticks = kind == D9_REC_UNPARK && !begin_loc ? now : 0;
     __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
-    uint64_t *r = t->ring + (t->head & t->mask);
     r[0] = D9_REC_HEADER(now, woken ? D9_REC_UNPARK_WAKE : kind);
     r[1] = cpu;
-    r[2] = wait;
-    r[3] = t->local_queue;
-    if (woken) r[4] = woken;
+    if (begin_loc) r[unpark_words] = D9_REC_HEADER(now, D9_REC_POLL_BEGIN); /* POLL_BEGIN_BODY's */
+    t->head = head + words;
+    atomic_store_explicit(&t->head_pub, head + words, memory_order_release);
     if (begin_loc) {
-        uint64_t task_id = begin_task, loc = begin_loc;
-        t->head += unpark_words; /* published with the begin's commit: one store for both */
-        r += unpark_words;
-        POLL_BEGIN_BODY(now);
-    } else {
-        d9_thread_commit(t, words);
+        __atomic_store_n(&t->in_poll, true, __ATOMIC_RELAXED);
+        d9_poll_cpu_begin(now);
     }
     return;
+written: /* the arguments are in the slot, as written above */
+    park_page_other(kind, now, woken ? r[4] : 0, begin_loc ? r[unpark_words + 1] : 0,
+                    begin_loc ? (uint32_t)r[unpark_words + 2] : 0);
+    return;
 other:
-    if (woken) park_any_wake(now, woken);
-    else park_any(kind, now);
-    if (begin_loc) poll_begin_slow_at(begin_task, begin_loc, now);
+    park_page_other(kind, now, woken, begin_task, begin_loc); /* a tail call: no frame here */
 }
 
-static __attribute__((noinline)) void park_page_unpark(void) { park_page(D9_REC_UNPARK, 0, 0, 0); }
-static __attribute__((noinline)) void park_page_unpark_wake(uint64_t woken) { park_page(D9_REC_UNPARK, woken, 0, 0); }
+static __attribute__((noinline)) void park_page_unpark(void) { park_page(D9_REC_UNPARK, d9_clock_ticks(), 0, 0, 0); }
+static __attribute__((noinline)) void park_page_unpark_wake(uint64_t woken) {
+    park_page(D9_REC_UNPARK, d9_clock_ticks(), woken, 0, 0);
+}
 
 /* A park keeps park_fast: one whose page moved (a switch since the unpark) reads by system call
  * there, and paid park_page's tests on top; memcached under callgrind, where most do, counted
@@ -463,11 +480,14 @@ void d9__unpark_wake_ready(uint64_t woken) {
  * (libuv's and libevent's dispatch up to the callback, libev's feeding of its ready watchers)
  * is nobody's time, as before. The shim's home-grown loops call it too, for a parked wait that
  * returned one known connection (preload_loop_work.c, one_known_ready_begins). */
-static __attribute__((noinline)) void unpark_wake_begin_page(uint64_t woken, uint64_t task_id, uint32_t loc) {
-    park_page(D9_REC_UNPARK, woken, task_id, loc);
+static inline __attribute__((always_inline)) void unpark_begin_at(uint64_t now, uint64_t woken, uint64_t task_id,
+                                                                  uint32_t loc) {
+    if (woken) park_page(D9_REC_UNPARK, now, woken, task_id, loc);
+    else park_page(D9_REC_UNPARK, now, 0, task_id, loc); /* a constant: the record's length */
 }
-static __attribute__((noinline)) void unpark_begin_page(uint64_t task_id, uint32_t loc) {
-    park_page(D9_REC_UNPARK, 0, task_id, loc);
+/* Not the TSC: the clock read first (the three arguments live across it), then park_page. */
+static __attribute__((noinline)) void unpark_begin_other_clock(uint64_t woken, uint64_t task_id, uint32_t loc) {
+    unpark_begin_at(d9_mono_ns(), woken, task_id, loc);
 }
 
 static __attribute__((noinline)) void unpark_poll_begin_any(uint64_t woken, uint64_t task_id, const d9_loc *where) {
@@ -482,10 +502,10 @@ void d9__unpark_wake_ready_poll_begin(uint64_t woken, uint64_t task_id, const d9
     uint32_t loc = loc_id_if_known(where);
     if (__builtin_expect(loc == 0 || __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) == 0, 0))
         unpark_poll_begin_any(woken, task_id, where);
-    else if (woken)
-        unpark_wake_begin_page(woken, task_id, loc);
-    else
-        unpark_begin_page(task_id, loc);
+    else if (__builtin_expect(!__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED), 0))
+        unpark_begin_other_clock(woken, task_id, loc);
+    else /* the TSC: park_page inline, nothing called but in tail position, no frame */
+        unpark_begin_at(__rdtsc(), woken, task_id, loc);
 }
 
 /* A poll's end and the park right after it: the loop's last callback returned and its poller
@@ -512,8 +532,8 @@ SLOW bool poll_end_alone_slow(uint64_t now) {
     return true;
 }
 
-void d9__poll_end_park(void) {
-    uint64_t now = d9_clock_ticks();
+/* The general path at the hook's time `now`: the poll's end's parts, then park_fast's. */
+static inline __attribute__((always_inline)) void poll_end_park_body(uint64_t now) {
     d9_thread *t = d9__tls_thread;
     if (__builtin_expect(t != NULL, 1)) { /* POLL_END_BODY's, but the record: the park's has it */
         if (__builtin_expect(!POLL_CPU_QUIET(), 0) && poll_end_alone_slow(now)) {
@@ -524,6 +544,71 @@ void d9__poll_end_park(void) {
         d9_rule_wake_poll_end(now);
     }
     park_fast(D9_REC_PARK, now, WITH_POLL_END);
+}
+
+/* Every call on a thread of a recording without the task-clock page (DIAL9_THREAD_CPU=syscall,
+ * perf refused): the hook as it was, its clock read inside (not cold: a cold function is
+ * compiled for size, its inline helpers then calls). */
+static __attribute__((noinline)) void poll_end_park_general(void) { poll_end_park_body(d9_clock_ticks()); }
+
+/* The fast path's tests failed: the general path at its time, and what the next fast path
+ * decides from kept anew where it was stale (schedstat.h). Not cold either: under valgrind's
+ * thread switches most parks come here (the page moved), and natively ~0.3 a request. */
+static __attribute__((noinline)) void poll_end_park_slow(uint64_t now) {
+    poll_end_park_body(now);
+    d9_thread *t = d9__tls_thread;
+    if (t && !d9_schedstat_skips(t, now)) d9_schedstat_keep(t);
+}
+
+/* The steady case, where every part of poll_end_park_slow but the record has nothing to do: no
+ * poll_ms rule armed, no switch inside the poll (poll_cpu.h), none since the thread's last CPU
+ * time (its page's lock unchanged: the estimate, d9_thread_cpu_clock_ns's fast path),
+ * schedstat not due (schedstat.h) and room in the ring. The same record and state as that
+ * path; tested before anything is stored, so anything else is that path from the start. It
+ * calls nothing but in tail position: no frame, no register saved. */
+static inline __attribute__((always_inline)) void poll_end_park_at(uint64_t now) {
+    d9_thread *t = d9__tls_thread;
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
+    if (__builtin_expect(!t || !gen || s->gen != gen || __atomic_load_n(&d9_rule_wake_on, __ATOMIC_RELAXED), 0))
+        goto slow;
+    uint32_t lock = s->page->lock;
+    __asm__ __volatile__("" ::: "memory"); /* as d9_thread_cpu_clock_ns: the lock before the rest */
+    double ns_per_tick;
+    __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
+    uint64_t head = t->head;
+    if (__builtin_expect(lock != s->lock || s->poll_page->lock != s->poll_lock || !(ns_per_tick > 0) ||
+                             !d9_schedstat_skips(t, now) || head + D9_REC_WORDS_PARK > t->limit,
+                         0))
+        goto slow;
+    uint64_t cpu = d9_tcc_estimate(s, now, ns_per_tick);
+    uint64_t wait = t->park_wait, local_queue = t->local_queue;
+    uint64_t *r = t->ring + (head & t->mask);
+    t->park_cpu_key = 0; /* as park_cpu_time */
+    t->unpark_ticks = 0;
+    __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->parked, true, __ATOMIC_RELAXED);
+    r[0] = D9_REC_HEADER(now, D9_REC_POLL_END_PARK);
+    r[1] = cpu;
+    r[2] = wait;
+    r[3] = local_queue;
+    t->head = head + D9_REC_WORDS_PARK;
+    atomic_store_explicit(&t->head_pub, head + D9_REC_WORDS_PARK, memory_order_release);
+    return;
+slow:
+    poll_end_park_slow(now);
+}
+
+/* Not the TSC: the clock read first, when nothing lives across it. */
+static __attribute__((noinline)) void poll_end_park_other_clock(void) { poll_end_park_at(d9_mono_ns()); }
+
+void d9__poll_end_park(void) {
+    if (__builtin_expect(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) == 0, 0)) {
+        poll_end_park_general();
+        return;
+    }
+    UNLESS_TSC(poll_end_park_other_clock());
+    poll_end_park_at(__rdtsc());
 }
 
 /* Paused: only the unpark of a park that was recorded (a pause while the worker waited). */

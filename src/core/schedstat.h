@@ -19,6 +19,31 @@ extern uint64_t d9_schedstat_min_ticks;
 /* Bumped by each start, so a thread's first park or unpark of a recording always reads. */
 extern uint32_t d9_schedstat_run;
 
+/* The hooks' fast paths decide whether schedstat is due with one compare of the time and one
+ * of the recording (d9_schedstat_skips), from what the thread's last slow park or unpark kept
+ * (d9_schedstat_keep): the due time (its last read's ticks + d9_schedstat_min_ticks then;
+ * UINT64_MAX without schedstat; 0 when this recording has not read yet) and the wait its
+ * records carry until then (D9_NS_NOT_READ, or D9_NS_UNKNOWN without schedstat), instead of
+ * three globals and the thread's two fields every call. A due time kept before the collector
+ * refined d9_schedstat_min_ticks (ns -> ticks: larger) is early: that call takes the slow path,
+ * which decides exactly and keeps the refined one. */
+static inline void d9_schedstat_keep(d9_thread *t) {
+    uint32_t run = __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
+        t->schedstat_due = UINT64_MAX;
+        t->park_wait = D9_NS_UNKNOWN;
+    } else {
+        t->schedstat_due = t->schedstat_run == run
+                               ? t->schedstat_ticks + __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED)
+                               : 0;
+        t->park_wait = D9_NS_NOT_READ;
+    }
+    t->schedstat_kept_run = run; /* last: a start since the loads above is seen at the next call */
+}
+static inline bool d9_schedstat_skips(const d9_thread *t, uint64_t now) {
+    return now < t->schedstat_due && t->schedstat_kept_run == __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED);
+}
+
 /* Reads done by every thread so far (__atomic, relaxed): the cost governor's schedstat rate. */
 extern uint64_t d9_schedstat_reads;
 

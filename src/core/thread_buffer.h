@@ -48,6 +48,9 @@ typedef struct d9_thread {
     d9_fd_id schedstat_id;    /* what it was opened on (the program may close our fds) */
     uint64_t schedstat_ticks; /* when schedstat was last read (ticks) ... */
     uint32_t schedstat_run;   /* ... in which recording (d9_schedstat_run) */
+    uint32_t schedstat_kept_run; /* the recording the two below were kept for (schedstat.h) */
+    uint64_t schedstat_due;   /* ticks from which a park or unpark must take the slow path ... */
+    uint64_t park_wait;       /* ... and before which its record's run-queue wait is this */
     uint64_t unpark_ticks;    /* the last unpark's time, 0 once the thread parks again */
     uint64_t park_cpu_ns;     /* the CPU time read at the last recorded park, for its unpark ... */
     uint32_t park_cpu_key;    /* ... if this is d9_thread_cpu_time_key (0: none, hooks.c) */

@@ -4,9 +4,9 @@
 # its run once it runs a loop, or before it changes its user). Run as root where it can (the
 # workers then take Debian's default `user www-data;`), else as the user it is. Without any
 # change to nginx:
+#   - each worker's run begins as root and is handed to www-data (its directory and files are
+#     www-data's), with no complaint in nginx's error.log;
 #   - each of the 2 worker processes is a run of its own with a loop (LoopEvent) and polls,
-#     begun as root and handed to www-data (the run directory is www-data's, nothing in it
-#     root's), with no complaint in nginx's error.log;
 #     per connection where it served some (nginx's epoll event data is a pointer, so each
 #     iteration starts as the loop's own poll and its first recv on a connection starts that
 #     connection's poll, or, as the pointer was registered for the fd with epoll_ctl, the

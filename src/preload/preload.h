@@ -77,6 +77,9 @@ D9P_HIDDEN void d9p_child_start(void);
  * as nginx forks them), never for a child that only execs or works without a loop. */
 D9P_HIDDEN extern _Atomic bool d9p_loop_child_pending;
 D9P_HIDDEN void d9p_loop_child_start(void);
+/* A forked child's run that is owed (either kind above) starts now, synchronously: before a
+ * privilege drop, while the child may still create its run in the parent's trace directory. */
+D9P_HIDDEN void d9p_start_pending_child(void);
 static inline void d9p_maybe_start_child(void) {
     if (__builtin_expect(atomic_load_explicit(&d9p_child_start_pending, memory_order_relaxed), 0))
         d9p_child_start();

@@ -138,6 +138,11 @@ void d9p_loop_child_start(void) {
     if (prepare(&cfg)) d9p_start_now(&cfg);
 }
 
+void d9p_start_pending_child(void) {
+    if (atomic_load_explicit(&d9p_child_start_pending, memory_order_relaxed)) d9p_child_start();
+    else if (atomic_load_explicit(&d9p_loop_child_pending, memory_order_relaxed)) d9p_loop_child_start();
+}
+
 __attribute__((constructor)) static void d9p_init(void) {
     /* setuid, setgid or file capabilities: the loader already restricts LD_PRELOAD there,
      * and an unprivileged user must not get files written with the program's rights */

@@ -18,8 +18,11 @@
 static void before_euid_change(uid_t target) {
     if (target == (uid_t)-1 || target == geteuid() || geteuid() != 0) return;
     int saved = errno;
-    /* A start in progress finishes first, as root: it makes the run directory and the first
-     * segment, which the new user could not. */
+    /* A forked child's run, owed but not begun (nginx's workers take `user www-data;` before
+     * their loop runs), begins now: the new user could not create it in the parent's trace
+     * directory. A start in progress finishes first, as root: it makes the run directory and
+     * the first segment, which the new user could not. */
+    d9p_start_pending_child();
     if (d9p_start_wait(2000) && atomic_load_explicit(&d9p_recording, memory_order_relaxed) &&
         d9_hand_over_files(target, getegid()) != 0)
         fprintf(stderr, "dial9: %s: recording may stop after the identity change\n", d9_last_error());

@@ -1,17 +1,43 @@
 #!/bin/bash
 # Privilege drops (as root; skips otherwise): a daemon that takes an unprivileged identity
-# after starting its threads keeps being recorded. d9p_privdrop (two libevent workers, then
-# setgid/setuid(65534)) under `dial9 run` with 1 s rotation, and `memcached -u nobody -t 2`
-# under memcslap load: the run directory and every file end up owned by the new user (and
-# nothing world-writable), segments rotated after the drop are sealed, each carries symbols,
-# and the trace holds polls on both worker threads, parks and wakes.
+# after starting its threads keeps being recorded, and so does a forked worker process that
+# drops privileges before its loop runs (d9p_fork_privdrop: its run begins as root, then is
+# handed over). d9p_privdrop (two libevent workers, then setgid/setuid(65534)) under
+# `dial9 run` with 1 s rotation, and `memcached -u nobody -t 2` under memcslap load: the run
+# directory and every file end up owned by the new user (and nothing world-writable), segments
+# rotated after the drop are sealed, each carries symbols, and the trace holds polls on both
+# worker threads, parks and wakes.
 set -u
 source "${D9_SOURCE_DIR:?D9_SOURCE_DIR is not set}/tests/preload/preload_lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (it drops privileges to uid 65534)"
 getent passwd 65534 >/dev/null || skip "no user with uid 65534"
+chmod 755 "$WORK" # the new user must reach the trace directory; nothing here is writable to it
+
+# ---- a forked worker that drops to 65534 before its epoll loop runs (nginx's workers) ---------
+"$D9" run -d "$WORK/fork" -- "$HELPERS/d9p_fork_privdrop" 65534 200 \
+    >"$WORK/fork.out" 2>"$WORK/fork.err" || fail "d9p_fork_privdrop under dial9 run: $(tail -3 "$WORK/fork.err")"
+grep -q "worker ran as uid 65534" "$WORK/fork.out" || fail "the worker did not drop: $(cat "$WORK/fork.out")"
+grep -q "recording disabled\|cannot" "$WORK/fork.err" && fail "recorder complained: $(cat "$WORK/fork.err")"
+python3 - "$D9" "$WORK/fork" "$FACTS" <<'PY' || exit 1
+import os, sys
+sys.path.insert(0, os.path.dirname(sys.argv[3]))
+from trace_facts import Trace, check
+root = sys.argv[2]
+paths = [os.path.join(root, r) for r in sorted(os.listdir(root)) if not r.startswith(".")]
+check(len(paths) == 2, "2 runs: the master and its worker (%s)" % os.listdir(root))
+runs = {p: Trace(sys.argv[1], p) for p in paths}
+workers = [p for p, t in runs.items() if t.of("LoopEvent")]
+check(len(workers) == 1, "1 run with a loop: the worker's (%d)" % len(workers))
+run, t = workers[0], runs[workers[0]]
+print("  worker: " + t.summary())
+owners = {os.stat(run).st_uid} | {os.stat(os.path.join(run, f)).st_uid for f in os.listdir(run)}
+check(owners == {65534}, "the worker's run and files are uid 65534's: %s" % sorted(owners))
+check(len(t.polls) >= 1, "the worker's loop has polls (%d)" % len(t.polls))
+PY
+echo "ok: a forked worker recorded across its setuid(65534) before its loop"
+
 PRIVDROP="$HELPERS/d9p_privdrop"
 [ -x "$PRIVDROP" ] || skip "$PRIVDROP not built (needs libevent-dev)"
-chmod 755 "$WORK" # the new user must reach the trace directory; nothing here is writable to it
 
 # check_run DIR MIN_SEGMENTS WORKER_RUNTIME STDERR: ownership, sealing, symbols, and the trace's facts
 check_run() {

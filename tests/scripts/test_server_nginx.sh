@@ -1,7 +1,11 @@
 #!/bin/bash
 # nginx (Debian: its own epoll loop, a master process that forks worker processes) serving a
 # static file under wrk, recorded with `dial9 run` (no --children: a forked worker process starts
-# its run once it runs a loop). Without any change to nginx:
+# its run once it runs a loop, or before it changes its user). Run as root where it can (the
+# workers then take Debian's default `user www-data;`), else as the user it is. Without any
+# change to nginx:
+#   - each worker's run begins as root and is handed to www-data (its directory and files are
+#     www-data's), with no complaint in nginx's error.log;
 #   - each of the 2 worker processes is a run of its own with a loop (LoopEvent) and polls,
 #     per connection where it served some (nginx's epoll event data is a pointer, so each
 #     iteration starts as the loop's own poll and its first recv on a connection starts that
@@ -25,6 +29,15 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 command -v wrk >/dev/null || skip "wrk not found after install"
 
 CONNS=4
+# Debian's default: the master runs as root, its workers as www-data (reading the files served)
+user_line="user www-data;" workers_uid=$(id -u)
+if [ "$(id -u)" = 0 ]; then
+    getent passwd www-data >/dev/null || skip "no user www-data (Debian's nginx workers' user)"
+    workers_uid=$(id -u www-data)
+    chmod 755 "$WORK" # www-data reads $WORK/www; nothing here is writable to it
+else
+    user_line="" # not root: nginx ignores the user line and runs its workers as this user
+fi
 port=$(free_port)
 mkdir -p "$WORK/www" "$WORK/logs"
 head -c 4096 /dev/zero | tr '\0' x >"$WORK/www/index.html"
@@ -32,7 +45,7 @@ cat >"$WORK/nginx.conf" <<EOF
 daemon off;
 master_process on;
 worker_processes 2;
-user root;
+$user_line
 pid $WORK/nginx.pid;
 error_log $WORK/logs/error.log;
 events { worker_connections 64; }
@@ -67,11 +80,15 @@ grep "^dial9 run:" "$WORK/server.err" | sed 's/^/  /'
 
 # the connections nginx served: the distinct serial numbers in its access log
 conns=$(sort -u "$WORK/logs/access.log" | wc -l)
-python3 - "$D9" "$WORK/traces" "$FACTS" "$requests" "$conns" <<'PY'
+# what a worker that could not begin its run says (nginx's stderr is its error.log)
+grep -E "dial9: (recording disabled|.*cannot)" "$WORK/logs/error.log" &&
+    fail "the recorder complained in nginx's error.log"
+python3 - "$D9" "$WORK/traces" "$FACTS" "$requests" "$conns" "$workers_uid" <<'PY'
 import os, re, sys
 sys.path.insert(0, os.path.dirname(sys.argv[3]))
 from trace_facts import Trace, check
 d9, root, _, requests, conns = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+workers_uid = int(sys.argv[6])
 import json, subprocess
 paths = [os.path.join(root, r) for r in sorted(os.listdir(root)) if not r.startswith(".")]
 runs = [Trace(d9, p) for p in paths]
@@ -86,6 +103,10 @@ accepted, served, conn_polls, conn_wakes, split = 0, 0, 0, 0, 0
 for t in loops:
     last = [e["fields"] for e in t.of("LoopEvent")][-1]
     print("  worker %s: %s" % (t.meta.get("pid"), t.summary()))
+    run = path_of[id(t)]
+    owners = {os.stat(run).st_uid} | {os.stat(os.path.join(run, f)).st_uid for f in os.listdir(run)}
+    check(owners == {workers_uid}, "worker %s: its run and files are the workers' user's (uid %s): %s"
+          % (t.meta.get("pid"), workers_uid, sorted(owners)))
     # which worker accepts which connection is the kernel's choice: a worker may get none,
     # but every worker's loop runs iterations (at least its master's stop command)
     check(last["module"] == "nginx" and len(t.polls) > 0, "worker %s: its loop (%s in %s) has %d polls, "

@@ -36,7 +36,7 @@ int d9_s3_list_page(const char *body, d9_s3_list_fn fn, void *ctx, char *token, 
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        char key[2048] = "", size[32] = "0", modified[64] = "";
+        char key[2048] = "", size[32] = "", modified[64] = "";
         const char *q = block;
         bool have = d9_s3_xml_next(&q, "Key", key, sizeof key);
         q = block;
@@ -45,12 +45,12 @@ int d9_s3_list_page(const char *body, d9_s3_list_fn fn, void *ctx, char *token, 
         d9_s3_xml_next(&q, "LastModified", modified, sizeof modified);
         free(block);
         if (!have) continue;
-        uint64_t bytes;
+        uint64_t bytes = 0; /* no <Size> (or an empty one): 0 */
         if (strlen(key) + 1 >= sizeof key || !key[0]) { /* a cut key would name another object */
             snprintf(err, errlen, "listing: a <Key> of %zu bytes or more, or an empty one", sizeof key - 1);
             return -1;
         }
-        if (!d9_plain_u64(size, 0, UINT64_MAX, &bytes)) {
+        if (size[0] && !d9_plain_u64(size, 0, UINT64_MAX, &bytes)) {
             snprintf(err, errlen, "listing: key \"%.300s\": <Size> \"%s\" is not a byte count", key, size);
             return -1;
         }

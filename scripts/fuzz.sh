@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run every libFuzzer target in BUILD_DIR for SECONDS each, seeded from tests/fuzz/corpus/<name>.
+# Run every libFuzzer target in BUILD_DIR (or those FUZZ_TARGETS names) for SECONDS each, seeded
+# from tests/fuzz/corpus/<name>.
 # The targets run FUZZ_JOBS at a time (default: nproc): each is single-threaded, so on 2 CPUs
 # eleven 20 s targets take ~120 s instead of ~230 s, every one still fuzzed its full SECONDS.
 # Each target's summary is printed whole when it ends; a crash fails the run once all are done
@@ -10,7 +11,14 @@ JOBS=${FUZZ_JOBS:-$(nproc)}
 cd "$(dirname "$0")/.."
 shopt -s nullglob
 targets=()
-for f in "$BUILD_DIR"/fuzz_*; do [ -x "$f" ] && targets+=("$f"); done
+if [ -n "${FUZZ_TARGETS:-}" ]; then # some targets only: a longer soak of one, one at a time
+  for name in $FUZZ_TARGETS; do
+    [ -x "$BUILD_DIR/$name" ] || { echo "fuzz: no target $BUILD_DIR/$name"; exit 1; }
+    targets+=("$BUILD_DIR/$name")
+  done
+else
+  for f in "$BUILD_DIR"/fuzz_*; do [ -x "$f" ] && targets+=("$f"); done
+fi
 [ "${#targets[@]}" -gt 0 ] || { echo "fuzz: no targets built"; exit 0; }
 
 out=$(mktemp -d)

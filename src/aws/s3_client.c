@@ -214,6 +214,7 @@ static size_t keep_answer(char *buf, size_t size, size_t n, void *arg) {
     size_t limit = t->ok_status ? MEM_BODY_CAP : ERROR_BODY_CAP;
     if (!grow_to(t, a->body_len + len, limit)) {
         if (t->ok_status) return 0; /* too big to keep: fail rather than truncate */
+        grow_to(t, limit - 1, limit); /* an error answer's first bytes, where <Code> is, even from one big chunk */
         size_t room = t->cap > a->body_len + 1 ? t->cap - a->body_len - 1 : 0;
         len = room < len ? room : len;
         if (!len) return size * n;

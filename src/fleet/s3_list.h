@@ -23,6 +23,12 @@ typedef int (*d9_s3_list_fn)(void *ctx, const char *key, uint64_t size, const ch
                              size_t errlen);
 int d9_s3_list_each(d9_s3_client *c, const char *prefix, d9_s3_list_fn fn, void *ctx, char *err, size_t errlen);
 
+/* One page's answer (its body, NUL-terminated): fn for each <Contents> with a <Key>, as above;
+ * token is the next page's continuation token, "" when this page is the last. 0, or -1 with a
+ * message (fn's, or the page's fault). */
+int d9_s3_list_page(const char *body, d9_s3_list_fn fn, void *ctx, char *token, size_t token_len, char *err,
+                    size_t errlen);
+
 /* Appends every key under prefix (taken as it is: give "p/" for a folder) to out. 0, or -1 with
  * a message (what was listed before stays in out; free it). */
 int d9_s3_list_keys(d9_s3_client *c, const char *prefix, d9_s3_key_list *out, char *err, size_t errlen);

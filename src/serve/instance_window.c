@@ -17,6 +17,15 @@ bool d9_run_instance(const char *run, char *out, size_t len) {
     return true;
 }
 
+/* s starts as shape says: 'D' a digit, '?' a 'T' or a space, any other byte itself. */
+static bool digits_as(const char *s, const char *shape) {
+    for (; *shape; s++, shape++) {
+        bool ok = *shape == 'D' ? *s >= '0' && *s <= '9' : *shape == '?' ? *s == 'T' || *s == ' ' : *s == *shape;
+        if (!ok) return false; /* a NUL in s fails here: nothing past it is read */
+    }
+    return true;
+}
+
 int d9_parse_utc(const char *s, long long *out) {
     if (!*s) return -1;
     if (strspn(s, "0123456789") == strlen(s)) {
@@ -24,6 +33,8 @@ int d9_parse_utc(const char *s, long long *out) {
         *out = strtoll(s, NULL, 10);
         return 0;
     }
+    if (!digits_as(s, "DDDD-DD-DD?DD:DD") || (s[16] == ':' && !digits_as(s + 16, ":DD")))
+        return -1; /* sscanf's %d alone would take a sign or spaces ("13:-9") */
     struct tm tm = {0};
     int n = 0, sec = 0;
     if (sscanf(s, "%4d-%2d-%2d%*1[T ]%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,

@@ -340,6 +340,12 @@ static void note_rule(cfa_state *s, uint64_t reg, d9_cfi_rule r) {
     if (reg == D9_DW_RA) s->ra_specified = true;
 }
 
+/* factor * the CIE's data alignment, wrapping as the address arithmetic does: a hostile table's
+ * huge factor gives an offset outside the stack copy (a failed read), never an overflow. */
+static int64_t data_scaled(uint64_t factor, const cie_info *ci) {
+    return (int64_t)(factor * (uint64_t)ci->data_align);
+}
+
 /* Run instructions until the location passes `pc` (initial instructions: `pc` = UINT64_MAX,
  * no location). `init` holds the rules after the CIE's instructions (DW_CFA_restore). */
 static bool run_program(cursor c, const cie_info *ci, uint64_t loc, uint64_t pc, cfa_state *s, const cfa_state *init) {
@@ -355,7 +361,7 @@ static bool run_program(cursor c, const cie_info *ci, uint64_t loc, uint64_t pc,
         case 1: delta = low; goto advance;
         case 2:
             r.kind = D9_RULE_OFFSET;
-            r.off = (int64_t)rd_uleb(&c) * ci->data_align;
+            r.off = data_scaled(rd_uleb(&c), ci);
             note_rule(s, low, r);
             continue;
         case 3:
@@ -377,7 +383,7 @@ static bool run_program(cursor c, const cie_info *ci, uint64_t loc, uint64_t pc,
         case 0x05: /* offset_extended */
             reg = rd_uleb(&c);
             r.kind = D9_RULE_OFFSET;
-            r.off = (int64_t)rd_uleb(&c) * ci->data_align;
+            r.off = data_scaled(rd_uleb(&c), ci);
             note_rule(s, reg, r);
             break;
         case 0x06: /* restore_extended */
@@ -435,26 +441,26 @@ static bool run_program(cursor c, const cie_info *ci, uint64_t loc, uint64_t pc,
         case 0x11: /* offset_extended_sf */
             reg = rd_uleb(&c);
             r.kind = D9_RULE_OFFSET;
-            r.off = rd_sleb(&c) * ci->data_align;
+            r.off = data_scaled((uint64_t)rd_sleb(&c), ci);
             note_rule(s, reg, r);
             break;
         case 0x12: /* def_cfa_sf */
             s->cfa_is_expr = false;
             s->cfa.reg = (uint8_t)(rd_uleb(&c) & 0xff);
-            s->cfa.off = rd_sleb(&c) * ci->data_align;
+            s->cfa.off = data_scaled((uint64_t)rd_sleb(&c), ci);
             break;
-        case 0x13: s->cfa.off = rd_sleb(&c) * ci->data_align; break;
+        case 0x13: s->cfa.off = data_scaled((uint64_t)rd_sleb(&c), ci); break;
         case 0x14: case 0x15: /* val_offset, val_offset_sf */
             reg = rd_uleb(&c);
             r.kind = D9_RULE_VAL_OFFSET;
-            r.off = (op == 0x14 ? (int64_t)rd_uleb(&c) : rd_sleb(&c)) * ci->data_align;
+            r.off = data_scaled(op == 0x14 ? rd_uleb(&c) : (uint64_t)rd_sleb(&c), ci);
             note_rule(s, reg, r);
             break;
         case 0x2e: rd_uleb(&c); break; /* GNU_args_size */
         case 0x2f: /* GNU_negative_offset_extended */
             reg = rd_uleb(&c);
             r.kind = D9_RULE_OFFSET;
-            r.off = -(int64_t)rd_uleb(&c) * ci->data_align;
+            r.off = data_scaled(0 - rd_uleb(&c), ci);
             note_rule(s, reg, r);
             break;
         default: return false; /* unknown opcode: its operands cannot be skipped */

@@ -138,9 +138,6 @@ void d9__poll_begin(uint64_t task_id, const d9_loc *where) {
     d9_rule_wake_poll_end(ticks);                                                          \
     d9_poll_cpu_end(ticks) /* poll_cpu.h: a long poll with a switch inside, its CPU time */
 
-/* no PollCpuEvent due at this end (poll_cpu.h's d9_poll_cpu_end would do nothing) */
-#define POLL_CPU_QUIET() (d9__tls_cpu_clock.poll_page->lock == d9__tls_cpu_clock.poll_lock)
-
 SLOW void poll_end_slow(void) {
     BEGIN(D9_REC_WORDS_POLL_END);
     uint64_t now = d9_clock_ticks(); /* once: the body uses it twice */
@@ -365,7 +362,7 @@ SLOW void park_page_other(unsigned kind, uint64_t now, uint64_t woken, uint64_t 
     else park_any(kind, now);
     if (begin_loc) poll_begin_slow_at(begin_task, begin_loc, now);
     d9_thread *t = d9__tls_thread;
-    if (t && !d9_schedstat_skips(t, now)) d9_schedstat_keep(t); /* for the fast paths after this one */
+    d9_schedstat_keep_if_stale(t, now); /* for the fast paths after this one */
 }
 
 /* The task-clock page's common cases, in a function of their own so that nothing lives across
@@ -536,7 +533,7 @@ SLOW bool poll_end_alone_slow(uint64_t now) {
 static inline __attribute__((always_inline)) void poll_end_park_body(uint64_t now) {
     d9_thread *t = d9__tls_thread;
     if (__builtin_expect(t != NULL, 1)) { /* POLL_END_BODY's, but the record: the park's has it */
-        if (__builtin_expect(!POLL_CPU_QUIET(), 0) && poll_end_alone_slow(now)) {
+        if (__builtin_expect(!d9_poll_cpu_quiet(), 0) && poll_end_alone_slow(now)) {
             park_record(D9_REC_PARK, now, CPU_NOT_READ, false, true); /* at the end's time */
             return;
         }
@@ -557,7 +554,7 @@ static __attribute__((noinline)) void poll_end_park_general(void) { poll_end_par
 static __attribute__((noinline)) void poll_end_park_slow(uint64_t now) {
     poll_end_park_body(now);
     d9_thread *t = d9__tls_thread;
-    if (t && !d9_schedstat_skips(t, now)) d9_schedstat_keep(t);
+    d9_schedstat_keep_if_stale(t, now);
 }
 
 /* The steady case, where every part of poll_end_park_slow but the record has nothing to do: no
@@ -577,7 +574,7 @@ static inline __attribute__((always_inline)) void poll_end_park_at(uint64_t now)
     double ns_per_tick;
     __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
     uint64_t head = t->head;
-    if (__builtin_expect(lock != s->lock || s->poll_page->lock != s->poll_lock || !(ns_per_tick > 0) ||
+    if (__builtin_expect(lock != s->lock || !d9_poll_cpu_quiet() || !(ns_per_tick > 0) ||
                              !d9_schedstat_skips(t, now) || head + D9_REC_WORDS_PARK > t->limit,
                          0))
         goto slow;
@@ -751,7 +748,7 @@ SLOW void poll_end_terminate_at(uint64_t task_id, uint64_t now) {
     d9_thread *t = d9_thread_current();
     if (__builtin_expect(t == NULL, 0)) return;
     uint64_t *r;
-    if (!POLL_CPU_QUIET()) {
+    if (!d9_poll_cpu_quiet()) {
         if ((r = d9_thread_reserve(t, D9_REC_WORDS_POLL_END)) != NULL) {
             POLL_END_BODY(now);
         }
@@ -771,13 +768,13 @@ SLOW void poll_end_terminate_at(uint64_t task_id, uint64_t now) {
 SLOW void poll_end_terminate_slow(uint64_t task_id) { poll_end_terminate_at(task_id, d9_clock_ticks()); }
 
 static __attribute__((noinline)) void poll_end_terminate_other_clock(uint64_t task_id) {
-    FAST_PATH_ANY_CLOCK(POLL_END_TERMINATE_WORDS, POLL_CPU_QUIET(), poll_end_terminate_slow(task_id));
+    FAST_PATH_ANY_CLOCK(POLL_END_TERMINATE_WORDS, d9_poll_cpu_quiet(), poll_end_terminate_slow(task_id));
     POLL_END_TERMINATE_BODY(ticks);
 }
 
 void d9__poll_end_terminate(uint64_t task_id) {
     UNLESS_TSC(poll_end_terminate_other_clock(task_id));
-    FAST_PATH_READING(POLL_END_TERMINATE_WORDS, POLL_CPU_QUIET(), poll_end_terminate_slow(task_id), __rdtsc());
+    FAST_PATH_READING(POLL_END_TERMINATE_WORDS, d9_poll_cpu_quiet(), poll_end_terminate_slow(task_id), __rdtsc());
     POLL_END_TERMINATE_BODY(ticks);
 }
 
@@ -789,7 +786,7 @@ void d9__poll_end_terminate(uint64_t task_id) {
 void d9__poll_end_terminate_park(uint64_t task_id) {
     uint64_t now = d9_clock_ticks();
     d9_thread *t = d9__tls_thread;
-    if (__builtin_expect(t != NULL && t->head + POLL_END_TERMINATE_WORDS <= t->limit && POLL_CPU_QUIET(), 1)) {
+    if (__builtin_expect(t != NULL && t->head + POLL_END_TERMINATE_WORDS <= t->limit && d9_poll_cpu_quiet(), 1)) {
         uint64_t *r = t->ring + (t->head & t->mask);
         POLL_END_TERMINATE_BODY(now);
     } else {

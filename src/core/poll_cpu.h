@@ -56,23 +56,27 @@ static inline __attribute__((always_inline)) void d9_poll_cpu_begin(uint64_t tic
     if (__builtin_expect(s->poll_page->lock != lock, 0)) d9_poll_cpu_begin_slow(ticks);
 }
 
+/* No switch inside the poll so far (the page did not move since its begin's lock): its end has
+ * no PollCpuEvent to write. */
+static inline __attribute__((always_inline)) bool d9_poll_cpu_quiet(void) {
+    return d9__tls_cpu_clock.poll_page->lock == d9__tls_cpu_clock.poll_lock;
+}
+
 /* At a poll's end, last in the hook (a tail call when taken: the hook's fast path keeps no
  * frame): nothing unless the page moved since the begin's lock. */
 static inline __attribute__((always_inline)) void d9_poll_cpu_end(uint64_t ticks) {
-    d9_tcc_state *s = &d9__tls_cpu_clock;
-    if (__builtin_expect(s->poll_page->lock != s->poll_lock, 0)) d9_poll_cpu_end_slow(ticks, s->poll_ticks);
+    if (__builtin_expect(!d9_poll_cpu_quiet(), 0)) d9_poll_cpu_end_slow(ticks, d9__tls_cpu_clock.poll_ticks);
 }
 
 /* A poll's end and the next one's begin at one time (d9__poll_end_begin): one test for both
  * (the page did not move since the begin, so no new anchor was taken: poll_lock is still
  * `lock`, the next begin's). */
 static inline __attribute__((always_inline)) void d9_poll_cpu_end_begin(uint64_t ticks) {
-    d9_tcc_state *s = &d9__tls_cpu_clock;
-    if (__builtin_expect(s->poll_page->lock != s->poll_lock, 0)) {
+    if (__builtin_expect(!d9_poll_cpu_quiet(), 0)) {
         d9_poll_cpu_end_begin_slow(ticks);
         return;
     }
-    s->poll_ticks = ticks;
+    d9__tls_cpu_clock.poll_ticks = ticks;
 }
 
 /* DIAL9_POLL_CPU_MIN_US's default; a twentieth of it bounds how short a park's CPU time after a

@@ -44,6 +44,12 @@ static inline bool d9_schedstat_skips(const d9_thread *t, uint64_t now) {
     return now < t->schedstat_due && t->schedstat_kept_run == __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED);
 }
 
+/* After a slow park or unpark at `now`: keep anew what the next fast path decides from, where
+ * it no longer holds (t NULL: nothing). */
+static inline void d9_schedstat_keep_if_stale(d9_thread *t, uint64_t now) {
+    if (t && !d9_schedstat_skips(t, now)) d9_schedstat_keep(t);
+}
+
 /* Reads done by every thread so far (__atomic, relaxed): the cost governor's schedstat rate. */
 extern uint64_t d9_schedstat_reads;
 

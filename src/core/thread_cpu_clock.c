@@ -97,14 +97,13 @@ void d9_task_clock_attr(struct perf_event_attr *a, bool switches) {
     }
 }
 
-static int task_clock_open(bool switches) {
+int d9_task_clock_open(bool switches) {
     struct perf_event_attr a;
     d9_task_clock_attr(&a, switches);
     long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     return fd < 0 ? -errno : (int)fd;
 }
 
-int d9_task_clock_open(bool switches) { return task_clock_open(switches); }
 
 /* The event's page, and with `switches` its one-page ring after it, mapped read-only (the
  * kernel then overwrites the ring: nothing to consume); MAP_FAILED with errno. */
@@ -183,7 +182,7 @@ static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
     int fd = -1;
     void *page = MAP_FAILED;
     if (switches) {
-        fd = task_clock_open(true);
+        fd = d9_task_clock_open(true);
         page = fd < 0 ? MAP_FAILED : map_event(fd, true);
         if (page == MAP_FAILED) {
             if (fd >= 0) close(fd);
@@ -194,7 +193,7 @@ static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
         }
     }
     if (!switches) {
-        fd = task_clock_open(false);
+        fd = d9_task_clock_open(false);
         if (fd < 0) {
             snprintf(why, why_size, "perf_event_open(PERF_COUNT_SW_TASK_CLOCK) refused: %s", strerror(-fd));
             return false;
@@ -390,7 +389,7 @@ uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, d9_tcc_use use, uint64_t now_
 
 /* Whether this thread can open the event (with its switch ring) and map it; why not in `why`. */
 static bool probe_event(bool switches, char *why, size_t why_size) {
-    int fd = task_clock_open(switches);
+    int fd = d9_task_clock_open(switches);
     void *page = fd < 0 ? MAP_FAILED : map_event(fd, switches);
     const char *what = switches ? " with switch records" : "";
     if (fd < 0) snprintf(why, why_size, "perf_event_open(PERF_COUNT_SW_TASK_CLOCK%s) refused: %s", what, strerror(-fd));

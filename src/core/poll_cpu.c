@@ -111,9 +111,11 @@ void d9_poll_cpu_end_slow(uint64_t end_ticks, uint64_t begin_ticks) {
     uint64_t begin_cpu = 0;
     if (known) begin_cpu = line_cpu + (uint64_t)(int64_t)((double)(int64_t)(begin_ticks - line_ticks) * ns_per_tick);
     /* the end's: exact (a snapshot, then read() of the event) after a switch since the thread's
-     * last value, else that value's line (a park or unpark inside took one after the switch):
-     * also the thread's next anchor */
-    uint64_t end_cpu = d9_thread_cpu_clock_slow(s, D9_TCC_EXACT, end_ticks);
+     * last value, else that value's line when the poll began on it; a line a park or unpark
+     * inside the poll made is read instead (D9_TCC_READ: an unpark's page value lacks what the
+     * thread ran between its sched-in and the hook, which belongs to this poll; ~ms under TSan,
+     * test_mt_poll_cpu_park_inside's late unparks). Also the thread's next anchor. */
+    uint64_t end_cpu = d9_thread_cpu_clock_slow(s, known && s->lock != s->poll_lock ? D9_TCC_READ : D9_TCC_EXACT, end_ticks);
     if (end_cpu == D9_TCC_NONE) return; /* the event is gone: the thread reads by system call now */
     if (!known) {
         record(0, false);

@@ -272,7 +272,7 @@ uint64_t d9_thread_cpu_clock_exact(d9_tcc_state *s) {
  * bound here: it is the CPU time at the read, or at the last sched-in): the next park estimates
  * from it, the next unpark or exact use reads. Within the slack, the error is the slack's, as for
  * a park's lower bound. Two such values (from_page):
- *   - a poll's begin or end's exact read (D9_TCC_EXACT): their hooks write records between their
+ *   - a poll's begin or end's exact read (D9_TCC_EXACT, D9_TCC_READ): their hooks write records between their
  *     clock read and this one (a poll's end hook preempted there made a 2.1 ms poll 0:
  *     test_mt_poll_cpu under TSan);
  *   - an unpark's page value after the lock moved: the CPU time at the last sched-in, which came
@@ -337,7 +337,7 @@ static uint64_t from_page(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
         /* an exact read for a poll, or an unpark's new anchor from the page (not an estimate:
          * that keeps the line) */
         if (v != D9_TCC_NONE && ns_per_tick > 0 &&
-            (use == D9_TCC_EXACT ? read : use == D9_TCC_UNPARK && !read && s->lock != line))
+            (use >= D9_TCC_EXACT ? read : use == D9_TCC_UNPARK && !read && s->lock != line))
             restamp_late(s, now_ticks, ns_per_tick, slack_ns);
         return v;
     }
@@ -353,7 +353,7 @@ static uint64_t from_page(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
     s->lock = D9_TCC_UNSEEN(s->page->lock); /* far from the page's next values, even mid-update */
     s->cpu_ns = v;
     s->ticks = now_ticks;
-    if (use == D9_TCC_EXACT && ns_per_tick > 0) restamp_late(s, now_ticks, ns_per_tick, slack_ns);
+    if (use >= D9_TCC_EXACT && ns_per_tick > 0) restamp_late(s, now_ticks, ns_per_tick, slack_ns);
     return v;
 }
 

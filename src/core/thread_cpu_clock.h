@@ -89,7 +89,11 @@ typedef enum d9_thread_cpu_source {
 typedef enum d9_tcc_use {
     D9_TCC_PARK = 0,   /* a park's cpu_time_ns: a lower bound after a switch, when close enough */
     D9_TCC_UNPARK = 1, /* an unpark's: the page's value after a sched-in */
-    D9_TCC_EXACT = 2   /* a long poll's begin or end (poll_cpu.h): exact, or read */
+    D9_TCC_EXACT = 2,  /* a long poll's begin or end (poll_cpu.h): exact, or read */
+    D9_TCC_READ = 3    /* a long poll's end on a line made inside it: read, even without a switch
+                        * since (an unpark's page value is short by what the thread ran between its
+                        * sched-in and the hook; an estimate along it would leave that out of the
+                        * poll: poll_cpu.c) */
 } d9_tcc_use;
 
 /* One thread's clock (thread-local, d9__tls_cpu_clock). */
@@ -211,7 +215,7 @@ static inline __attribute__((always_inline)) uint64_t d9_tcc_step(d9_tcc_state *
                                                                   double ns_per_tick, uint64_t park_slack_ns,
                                                                   uint64_t (*exact)(d9_tcc_state *)) {
     uint64_t v;
-    if (lock == s->lock && ns_per_tick > 0) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
+    if (lock == s->lock && ns_per_tick > 0 && use != D9_TCC_READ) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
     if (use == D9_TCC_PARK && ns_per_tick > 0) {
         /* no sched-in since a value that left no line: it plus the wall time, still no line
          * (exact or a lower bound, as that value was) */

@@ -1,11 +1,15 @@
 /* A long poll with a park and an unpark inside it gets its exact CPU time (core/poll_cpu.h),
  * with the switch records off. A reader thread, after a park and unpark that give it its
- * task-clock page, runs ROUNDS polls of two kinds, alternately:
+ * task-clock page, runs ROUNDS polls of three kinds, in turn:
  *  - "switch first": 1 ms of CPU, a read() that blocks (a switch: another thread writes the
  *    pipe once it sees the reader blocked, tt_wait_blocked_in), then a park, a second blocking
  *    read(), an unpark and 1 ms of CPU: the park takes a new anchor after the switch and the
  *    unpark another one, so the thread's last value is no longer the begin's line;
- *  - "park first": 1 ms of CPU, a park, a blocking read(), an unpark, 1 ms of CPU.
+ *  - "park first": 1 ms of CPU, a park, a blocking read(), an unpark, 1 ms of CPU;
+ *  - "late unpark": as "park first" with 0.3 ms of CPU between the read's return and the unpark
+ *    (what the kernel's wake path and the poller's return cost the thread, long under TSan):
+ *    the unpark's page value is the CPU time at the sched-in, short by that run, and an end that
+ *    estimated along its line left it out of the poll (the poll short by it, the next one over).
  * Each must have exactly one PollCpuEvent right after its PollEndEvent, exact, whose
  * cpu_time_ns is the CPU time the thread measured itself over the poll (its perf task clock
  * inside and around the hooks, poll_cpu_test_util.h), every poll, and whose off-CPU time holds
@@ -30,7 +34,13 @@ static int g_reads; /* the reads of all rounds, once they are planned */
 static pct_measure g_self[ROUNDS];
 static uint64_t g_events[ROUNDS];
 
-static bool switch_first(int round) { return round % 2 == 0; }
+#define LATE_UNPARK_BURN_NS (300u * 1000u)
+
+static bool switch_first(int round) { return round % 3 == 0; }
+static bool late_unpark(int round) { return round % 3 == 2; }
+static const char *kind(int round) {
+    return switch_first(round) ? "switch-first" : late_unpark(round) ? "late-unpark" : "park-first";
+}
 
 static void *writer(void *arg) {
     (void)arg;
@@ -57,6 +67,7 @@ static void *reader(void *arg) {
         if (switch_first(i)) pct_blocking_read(&g_pipe);
         d9_park();
         pct_blocking_read(&g_pipe);
+        if (late_unpark(i)) pct_burn(LATE_UNPARK_BURN_NS);
         d9_unpark();
         pct_burn(BURN_NS);
         pct_mark_before_end(&g_self[i]);
@@ -101,7 +112,7 @@ int main(void) {
         uint64_t wall = p->end - p->start;
         printf("%s poll %d: wall %.3f ms, CPU %.3f ms (the thread's task clock %.3f-%.3f ms, "
                "CLOCK_THREAD_CPUTIME_ID %.3f ms), events %d, exact %d\n",
-               switch_first(i) ? "switch-first" : "park-first", i, wall / 1e6, p->cpu_ns / 1e6, pct_inside(&g_self[i]) / 1e6,
+               kind(i), i, wall / 1e6, p->cpu_ns / 1e6, pct_inside(&g_self[i]) / 1e6,
                pct_around(&g_self[i]) / 1e6, pct_thread_clock(&g_self[i]) / 1e6, p->cpu_events, p->exact);
         pct_check_exact(p, g_events[i], &g_self[i], i ? &g_self[i - 1] : NULL, &tally);
     }

@@ -119,14 +119,15 @@ static inline void uv_req_cell_untrack(void *req) {
 }
 
 /* Whether the submitter of a deferred request is still alive at its completion: surely when
- * it is the task of the request's handle (`handle`; NULL: none) whose cell is still valid (libuv
- * runs a stream's write, shutdown and connect callbacks before its close callback, which
- * clears the cell), else when no task ended on the thread since the submission
- * (d9a_deferred_task; any task's end there, another connection's or a pool request's, makes
- * that check fail). Its task, or 0. */
+ * no task ended on the thread since the submission (d9a_deferred_task, one compare), else when
+ * it is the task of the request's handle (`handle`; NULL: none) whose cell is still valid
+ * (libuv runs a stream's write, shutdown and connect callbacks before its close callback,
+ * which clears the cell): any task's end on the thread, another connection's or a pool
+ * request's, fails the first check. Its task, or 0. */
 static inline uint64_t uv_req_submitter(const void *handle, uint64_t issuer, uint64_t issued_at) {
-    if (issuer && handle && uv_handle_cell_task(handle) == issuer) return issuer;
-    return d9a_deferred_task(issuer, issued_at);
+    uint64_t alive = d9a_deferred_task(issuer, issued_at);
+    if (alive || !issuer || !handle) return alive;
+    return uv_handle_cell_task(handle) == issuer ? issuer : 0;
 }
 
 /* The completion: as d9a_final_callback_begin (trampoline.h), from the cell; handle: the

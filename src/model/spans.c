@@ -294,21 +294,25 @@ static __attribute__((noinline)) bool make_room(void **v, size_t *cap, size_t *h
     return grow(v, cap, *n + k, size);
 }
 
+/* The task's records are full: those whose pieces all end before every open span (their
+ * running reach: the first that reaches past stays, and those after it) go first; over half
+ * still live, the array is doubled, so that the next drop is as many polls away. Out of line:
+ * the poll's call stays short. 0, or -1 when out of memory. */
+static __attribute__((noinline)) int cycle_room(d9m_spans *m, task_state *t) {
+    uint64_t from = keep_from_exact(m);
+    while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
+    if (t->head == t->n) t->head = t->n = 0;
+    size_t live = t->n - t->head, k = live > t->cap / 2 ? t->cap - live + 1 : 1;
+    if (t->cap - t->n < k && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, k, sizeof *t->cy)) return -1;
+    return 0;
+}
+
 /* Inline in the poll's call: a record a poll. */
 static inline __attribute__((always_inline)) int add_cycle(d9m_spans *m, task_state *t, cycle c) {
     uint64_t last = check_order(t, &c);
     t->latest_kept = false;
     if (last <= keep_from(m)) return 0;
-    if (t->n == t->cap) {
-        /* full: records whose pieces all end before every open span (their running reach: the
-         * first that reaches past stays, and those after it) go first */
-        uint64_t from = keep_from_exact(m);
-        while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
-        if (t->head == t->n) t->head = t->n = 0;
-        /* over half still live: doubled, so that the next drop is as many polls away */
-        size_t live = t->n - t->head, k = live > t->cap / 2 ? t->cap - live + 1 : 1;
-        if (t->cap - t->n < k && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, k, sizeof *t->cy)) return -1;
-    }
+    if (t->n == t->cap && cycle_room(m, t) != 0) return -1;
     uint64_t prev = t->n ? t->cy[t->n - 1].reach : 0;
     c.reach = last > prev ? last : prev;
     t->cy[t->n++] = c;

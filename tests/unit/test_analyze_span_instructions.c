@@ -75,7 +75,7 @@
  * records: 2 342.5 -> 2 247.1, ~1 % of room (main's 2 342.5 fails it). Then a poll and its
  * gaps in one call into the model, a governed poll flagged as its record is made, and a span
  * all unknown in polls summed as one part (d9m_spans_task_poll_attr, span_stats.c): 2 247.1 ->
- * 2 122.0, ~1 % of room (main's 2 247.1 fails it). */
+ * 2 117.5, ~1.3 % of room (main's 2 247.1 fails it). */
 #define BOUND_PER_SPAN_GOVERNED 2145.0
 /* The libuv shape since a quick write is a poll of its connection (one task, the span begun in
  * its poll), 16 requests in flight, plain and governed: 2 261.9 and 2 350.8 a span with the open
@@ -86,8 +86,8 @@
  * the marks beside the records: 1 985.7 -> 1 624.7 and 2 072.7 -> 1 710.7 (a mark inside a
  * poll is newer than the poll's record, which arrives at the poll's end: the records' sort
  * paid for every mark), ~1 % of room (main's counts fail them). Then the poll and its gaps in
- * one call (see the governed shape above): governed 1 710.7 -> 1 630.1, bound 1 650 (main's
- * 1 710.7 fails it); plain 1 624.7 -> 1 626.1 (no gaps: one call either way), bound kept. */
+ * one call (see the governed shape above): governed 1 710.7 -> 1 629.1, bound 1 650 (main's
+ * 1 710.7 fails it); plain 1 624.7 -> 1 625.1 (no gaps: one call either way), bound kept. */
 #define BOUND_PER_SPAN_CONN 1650.0
 #define BOUND_PER_SPAN_CONN_GOVERNED 1650.0
 

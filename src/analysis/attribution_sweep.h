@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/internal.h"
+#include "analysis/span_sweep.h"
 
 static inline long_poll_entry *d9a_attr_entry_of(d9a_analysis *a, long slot, uint32_t gen) {
     if (slot < 0 || a->long_polls.gen[slot] != gen) return NULL;
@@ -41,9 +42,8 @@ static inline void d9a_attr_poll_begin(d9a_analysis *a, worker *w, const d9a_rec
     d9m_attr_begin(&w->at, r->ts, r->ts + r->dur);
     d9m_coverage_gaps(&a->swcov, w->id, &w->at);
     w->at_span = a->spans.model ? a->spans.polled : NULL; /* d9a_spans_poll's, just before */
-    w->at_span_gen = w->at_span ? d9m_span_task_gen(w->at_span) : 0;
-    if (w->at_span && w->at.ngaps && d9m_spans_task_poll_gaps(a->spans.model, w->at_span, &w->at) != 0)
-        a->spans.failed = true;
+    w->at_span_gen = 0;
+    if (a->spans.model) d9a_spans_poll_feed(a, r, &w->at, &w->at_span_gen); /* the poll and its gaps */
     w->at_loc = r->ref;
     w->at_slot = slot;
     w->at_gen = slot >= 0 ? a->long_polls.gen[slot] : 0;

@@ -43,9 +43,10 @@ static void on_span(void *ctx, const d9m_span *sp) {
     n->queued_ns += sp->parts.queued_ns;
     n->wait_ns += sp->parts.wait_ns;
     n->unknown_ns += sp->parts.unknown_ns;
-    /* the split adds up to poll_ns exactly: all of it on CPU (the usual span) leaves the other
-     * parts 0, and one sum does */
+    /* the split adds up to poll_ns exactly: all of it on CPU (the usual span) or all unknown (a
+     * governed recording's) leaves the other parts 0, and one sum does */
     if (sp->poll_parts.ns[D9M_PART_ON_CPU] == sp->parts.poll_ns) n->poll_parts.ns[D9M_PART_ON_CPU] += sp->parts.poll_ns;
+    else if (sp->poll_parts.ns[D9M_PART_UNKNOWN] == sp->parts.poll_ns) n->poll_parts.ns[D9M_PART_UNKNOWN] += sp->parts.poll_ns;
     else d9m_parts_add(&n->poll_parts, &sp->poll_parts);
     for (size_t i = 0; i < sp->npoll_stacks; i++) {
         uint64_t *ns = d9_u64_map_upsert(&s->stacks, (uint64_t)*v << 32 | sp->poll_stacks[i].stack, 0);

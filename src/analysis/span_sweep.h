@@ -19,13 +19,19 @@ static inline d9m_span_task *d9a_span_task(d9a_analysis *a, uint64_t id) {
     return t ? d9a_span_task_of(a, t) : NULL;
 }
 
-/* Before the sweep's own step, which takes the task found here (NULL: none, for id 0). */
+/* Before the sweep's own step, which takes the task found here (NULL: none, for id 0). The
+ * model takes the poll from d9a_spans_poll_feed, once the sweep has its gaps. */
 static inline task *d9a_spans_poll(d9a_analysis *a, const d9a_rec *r) {
     task *t = r->id ? d9a_task(a, r->id, true) : NULL;
-    d9m_span_task *st = t ? d9a_span_task_of(a, t) : NULL;
-    a->spans.polled = st;
-    if (d9m_spans_task_poll(a->spans.model, st, r->ts, r->ts + r->dur) != 0) a->spans.failed = true;
+    a->spans.polled = t ? d9a_span_task_of(a, t) : NULL;
     return t;
+}
+
+/* The poll d9a_spans_poll found, with its attribution's gaps (p; NULL: none): one call; its
+ * state's generation into *gen. */
+static inline void d9a_spans_poll_feed(d9a_analysis *a, const d9a_rec *r, const d9m_attr_poll *p, uint32_t *gen) {
+    if (d9m_spans_task_poll_attr(a->spans.model, a->spans.polled, r->ts, r->ts + r->dur, p, gen) != 0)
+        a->spans.failed = true;
 }
 
 /* A wake of task t (NULL: of no task, which only moves the model's clock). */

@@ -154,7 +154,11 @@ static void close_pending(d9a_analysis *a, worker *w, uint64_t next) {
 static void on_poll(d9a_analysis *a, const d9a_rec *r, bool late, task *known) {
     worker *w = rec_worker(a, r->worker);
     loc_stats *L = d9a_loc(a, r->ref);
-    if (!w || !L) return;
+    if (!w || !L) {
+        uint32_t gen;
+        if (!late && a->spans.model) d9a_spans_poll_feed(a, r, NULL, &gen); /* else at its attribution */
+        return;
+    }
     if (!late) close_pending(a, w, r->ts);
     w->polls++;
     w->poll_ns += r->dur;

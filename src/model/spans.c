@@ -271,15 +271,14 @@ static inline uint64_t cycle_last(const cycle *c) { /* where its last piece ends
 /* The task's pieces stay in time order and disjoint while each record's wait, queued and poll
  * follow each other (wait_from <= since by construction, since <= start <= end) from the
  * latest end before them on; when they do not (its polls overlap), the split of a span that
- * reaches before the end of what overlaps takes the union (overlap_end). */
-static inline void check_order(task_state *t, const cycle *c) {
+ * reaches before the end of what overlaps takes the union (overlap_end). Returns where c's last
+ * piece ends (its poll's end, when in order). */
+static inline uint64_t check_order(task_state *t, const cycle *c) {
     uint64_t first = c->since > c->wait_from ? c->wait_from : c->start > c->since ? c->since : c->start;
-    if (first >= t->reach_all && c->since <= c->start && c->start <= c->end) {
-        t->reach_all = c->end;
-        return;
-    }
+    if (first >= t->reach_all && c->since <= c->start && c->start <= c->end) return t->reach_all = c->end;
     uint64_t last = cycle_last(c);
     t->overlap_end = t->reach_all = last > t->reach_all ? last : t->reach_all;
+    return last;
 }
 
 /* Room for k more entries in an array whose entries [head, n) are live: the dead front's slots
@@ -295,21 +294,25 @@ static __attribute__((noinline)) bool make_room(void **v, size_t *cap, size_t *h
     return grow(v, cap, *n + k, size);
 }
 
-static int add_cycle(d9m_spans *m, task_state *t, cycle c) {
-    check_order(t, &c);
-    uint64_t last = cycle_last(&c);
+/* The task's records are full: those whose pieces all end before every open span (their
+ * running reach: the first that reaches past stays, and those after it) go first; over half
+ * still live, the array is doubled, so that the next drop is as many polls away. Out of line:
+ * the poll's call stays short. 0, or -1 when out of memory. */
+static __attribute__((noinline)) int cycle_room(d9m_spans *m, task_state *t) {
+    uint64_t from = keep_from_exact(m);
+    while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
+    if (t->head == t->n) t->head = t->n = 0;
+    size_t live = t->n - t->head, k = live > t->cap / 2 ? t->cap - live + 1 : 1;
+    if (t->cap - t->n < k && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, k, sizeof *t->cy)) return -1;
+    return 0;
+}
+
+/* Inline in the poll's call: a record a poll. */
+static inline __attribute__((always_inline)) int add_cycle(d9m_spans *m, task_state *t, cycle c) {
+    uint64_t last = check_order(t, &c);
     t->latest_kept = false;
     if (last <= keep_from(m)) return 0;
-    if (t->n == t->cap) {
-        /* full: records whose pieces all end before every open span (their running reach: the
-         * first that reaches past stays, and those after it) go first */
-        uint64_t from = keep_from_exact(m);
-        while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
-        if (t->head == t->n) t->head = t->n = 0;
-        /* over half still live: doubled, so that the next drop is as many polls away */
-        size_t live = t->n - t->head, k = live > t->cap / 2 ? t->cap - live + 1 : 1;
-        if (t->cap - t->n < k && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, k, sizeof *t->cy)) return -1;
-    }
+    if (t->n == t->cap && cycle_room(m, t) != 0) return -1;
     uint64_t prev = t->n ? t->cy[t->n - 1].reach : 0;
     c.reach = last > prev ? last : prev;
     t->cy[t->n++] = c;
@@ -384,7 +387,12 @@ int d9m_spans_wake(d9m_spans *m, uint64_t task, uint64_t ts) {
     return 0;
 }
 
-int d9m_spans_task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end) {
+/* One gap over all of the poll: a governed recording's poll, all unknown. */
+static inline bool gap_over_all(const d9m_attr_poll *p, uint64_t start, uint64_t end) {
+    return p->ngaps == 1 && p->gaps[0].from <= start && p->gaps[0].to >= end && end > start;
+}
+
+static inline int task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end, bool unknown) {
     see(m, start);
     if (!t) return 0;
     uint64_t prev_end = t->wake.last_poll_end;
@@ -394,12 +402,24 @@ int d9m_spans_task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t
     if (d9m_wake_poll(&t->wake, start, end, &link)) since = link.runnable_since;
     /* before its first poll the task's state is unknown, but for the wake that led to it */
     uint64_t wait_from = polled && prev_end < since ? prev_end : since;
-    if (add_cycle(m, t, (cycle){wait_from, since, start, end, 0, false}) != 0) return -1;
+    if (add_cycle(m, t, (cycle){wait_from, since, start, end, 0, unknown}) != 0) return -1;
     t->polled = true;
     t->poll_start = start;
     t->poll_end = end;
     t->last_off_end = start;
     return 0;
+}
+
+int d9m_spans_task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end) {
+    return task_poll(m, t, start, end, false);
+}
+
+int d9m_spans_task_poll_attr(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end, const d9m_attr_poll *p,
+                             uint32_t *gen) {
+    *gen = t ? t->gen : 0;
+    bool gaps = p && p->ngaps, unknown = gaps && gap_over_all(p, start, end); /* flagged at once */
+    if (task_poll(m, t, start, end, unknown) != 0) return -1;
+    return gaps && !unknown ? d9m_spans_task_poll_gaps(m, t, p) : 0;
 }
 
 int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
@@ -433,8 +453,7 @@ int d9m_spans_poll_gap(d9m_spans *m, uint64_t task, uint64_t from, uint64_t to) 
 
 int d9m_spans_task_poll_gaps(d9m_spans *m, d9m_span_task *t, const d9m_attr_poll *p) {
     if (!t || !t->polled) return 0;
-    if (p->ngaps == 1 && p->gaps[0].from <= t->poll_start && p->gaps[0].to >= t->poll_end &&
-        t->poll_end > t->poll_start) { /* one gap over all of it: a governed recording's poll */
+    if (gap_over_all(p, t->poll_start, t->poll_end)) { /* a governed recording's poll */
         latest_unknown(t);
         return 0;
     }

@@ -138,6 +138,12 @@ uint32_t d9m_span_task_gen(const d9m_span_task *t);
 int d9m_spans_task_wake(d9m_spans *m, d9m_span_task *t, uint64_t ts);
 int d9m_spans_task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end);
 int d9m_spans_task_poll_gaps(d9m_spans *m, d9m_span_task *t, const d9m_attr_poll *p);
+/* d9m_spans_task_poll, then d9m_spans_task_poll_gaps of its attribution p (NULL: none), in one
+ * call, for a reader that has the poll's gaps at its start (analyze's sweep): a governed poll,
+ * one gap over all of it, is flagged as its record is made. *gen: d9m_span_task_gen(t) (0 for
+ * no task), for the poll_off calls that follow. */
+int d9m_spans_task_poll_attr(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end, const d9m_attr_poll *p,
+                             uint32_t *gen);
 int d9m_spans_task_poll_off(d9m_spans *m, d9m_span_task *t, uint32_t gen, uint64_t from, uint64_t to,
                             d9m_part part, uint32_t stack);
 void d9m_spans_task_poll_off_stack(d9m_spans *m, d9m_span_task *t, uint32_t gen, uint32_t stack);

@@ -168,19 +168,28 @@ static size_t one_run(unsigned steps, unsigned ntasks, unsigned nids, unsigned n
             BOTH(d9m_spans_poll(m, task, ts, end), oracle_poll(o, task, ts, end));
             d9m_span_task *hs = h_state(&hr, task);
             uint32_t hgen = hs ? d9m_span_task_gen(hs) : 0;
-            if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll(h, hs, ts, end), 0);
+            /* its attribution's gap: over all of it (a governed recording's poll), inside it, or
+             * none; h takes the poll and the gap in one call as analyze does (poll_attr), or in
+             * two (the gap after the poll) */
+            int kind = pick(4) == 0 ? 1 : pick(3) == 0 ? 2 : 0;
+            uint64_t a = kind == 2 ? ts + pick(20) : ts, b = kind == 2 ? a + pick(30) : end;
+            d9m_attr_poll gp = {.ngaps = kind ? 1 : 0, .gaps = {{a, b}}};
+            bool fused = pick(2);
+            if (h && fused) {
+                uint32_t gen = UINT32_MAX;
+                CHECK_EQ_U64((uint64_t)d9m_spans_task_poll_attr(h, hs, ts, end, pick(2) || kind ? &gp : NULL, &gen), 0);
+                CHECK_EQ_U64(gen, hgen);
+            }
+            if (h && !fused) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll(h, hs, ts, end), 0);
             cur_task = task;
             cur_start = ts;
             cur_end = end;
-            if (pick(4) == 0) { /* one gap over all of it: a governed recording's poll */
-                d9m_attr_poll gp = {.ngaps = 1, .gaps = {{ts, end}}};
+            if (kind == 1) {
                 BOTH(d9m_spans_poll_gap(m, task, ts, end), oracle_poll_gap(o, task, ts, end));
-                if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll_gaps(h, hs, &gp), 0);
-            } else if (pick(3) == 0) { /* its attribution, in time order inside it */
-                uint64_t a = ts + pick(20), b = a + pick(30);
-                d9m_attr_poll gp = {.ngaps = 1, .gaps = {{a, b}}}; /* h takes it as analyze does */
+                if (h && !fused) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll_gaps(h, hs, &gp), 0);
+            } else if (kind == 2) { /* its attribution, in time order inside it */
                 BOTH(d9m_spans_poll_gap(m, task, a, b), oracle_poll_gap(o, task, a, b));
-                if (h) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll_gaps(h, hs, &gp), 0);
+                if (h && !fused) CHECK_EQ_U64((uint64_t)d9m_spans_task_poll_gaps(h, hs, &gp), 0);
                 uint64_t c = b + pick(10), d = c + pick(40);
                 d9m_part part = pick(2) ? D9M_PART_RUNNABLE : D9M_PART_BLOCKED_OTHER;
                 uint32_t stack = pick(2) ? (uint32_t)pick(5) : D9M_SPAN_NO_STACK;

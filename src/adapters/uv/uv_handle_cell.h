@@ -45,6 +45,13 @@ static inline bool uv_handle_cell_valid(const void *h) {
     return c.check == uv_handle_cell_check(h, c.task, c.rec);
 }
 
+/* The task of handle `h` while its cell is valid (its close callback has not begun), else 0. */
+static inline uint64_t uv_handle_cell_task(const void *h) {
+    uv_handle_cell c;
+    memcpy(&c, ((const uv_handle_t *)h)->u.reserved, sizeof c);
+    return c.check == uv_handle_cell_check(h, c.task, c.rec) ? c.task : 0;
+}
+
 /* The entry of `h` is gone: so is its cell. */
 static inline void uv_handle_cell_clear(void *h) {
     uintptr_t none = 0;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "uv_adapter.h"
+#include "uv_handle_cell.h"
 
 typedef struct uv_req_cell {
     d9a_fn done;            /* the completion callback (NULL: none, the task just ends) */
@@ -117,8 +118,21 @@ static inline void uv_req_cell_untrack(void *req) {
     else d9a_undefer(req); /* never spawned: nothing to record */
 }
 
-/* The completion: as d9a_final_callback_begin (trampoline.h), from the cell. */
-static inline bool uv_req_done_begin(void *req, d9a_fn *fn, d9a_frame *f) {
+/* Whether the submitter of a deferred request is still alive at its completion: surely when
+ * no task ended on the thread since the submission (d9a_deferred_task, one compare), else when
+ * it is the task of the request's handle (`handle`; NULL: none) whose cell is still valid
+ * (libuv runs a stream's write, shutdown and connect callbacks before its close callback,
+ * which clears the cell): any task's end on the thread, another connection's or a pool
+ * request's, fails the first check. Its task, or 0. */
+static inline uint64_t uv_req_submitter(const void *handle, uint64_t issuer, uint64_t issued_at) {
+    uint64_t alive = d9a_deferred_task(issuer, issued_at);
+    if (alive || !issuer || !handle) return alive;
+    return uv_handle_cell_task(handle) == issuer ? issuer : 0;
+}
+
+/* The completion: as d9a_final_callback_begin (trampoline.h), from the cell; handle: the
+ * request's handle (NULL for a pool request). */
+static inline bool uv_req_done_begin(void *req, const void *handle, d9a_fn *fn, d9a_frame *f) {
     uintptr_t check, none = 0;
     UV_REQ_WORD_GET(req, check, check);
     if (__builtin_expect(check != uv_req_cell_check(req), 0)) {
@@ -139,7 +153,7 @@ static inline bool uv_req_done_begin(void *req, d9a_fn *fn, d9a_frame *f) {
         UV_REQ_WORD_GET(req, issuer, issuer);
         UV_REQ_WORD_GET(req, issued_at, issued_at);
         d9a_undefer(req);
-        issuer = d9a_deferred_task(issuer, issued_at);
+        issuer = uv_req_submitter(handle, issuer, issued_at);
         if (issuer || !done) {
             if (done) d9a_poll_enter(f, issuer, done_loc); /* a poll of its submitter */
             return done != NULL;

@@ -9,7 +9,7 @@
     static void name(req_t *req, int status) {                                             \
         d9a_fn fn;                                                                         \
         d9a_frame f;                                                                       \
-        if (!uv_req_done_begin(req, &fn, &f)) return;                                      \
+        if (!uv_req_done_begin(req, req->handle, &fn, &f)) return;                         \
         ((cb_t)fn)(req, status);                                                           \
         d9a_poll_exit(&f);                                                                 \
     }

@@ -139,7 +139,7 @@ static int pool_request_end(void *req, int rc) {
 static void fs_trampoline(uv_fs_t *req) {
     d9a_fn fn;
     d9a_frame f;
-    if (!uv_req_done_begin(req, &fn, &f)) return;
+    if (!uv_req_done_begin(req, NULL, &fn, &f)) return;
     ((uv_fs_cb)fn)(req);
     d9a_poll_exit(&f);
 }
@@ -217,7 +217,7 @@ FS_WRAPPER(uv_fs_lchown, (L, const char *path, uv_uid_t uid, uv_gid_t gid, uv_fs
 static void getaddrinfo_trampoline(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
     d9a_fn fn;
     d9a_frame f;
-    if (!uv_req_done_begin(req, &fn, &f)) return;
+    if (!uv_req_done_begin(req, NULL, &fn, &f)) return;
     ((uv_getaddrinfo_cb)fn)(req, status, res);
     d9a_poll_exit(&f);
 }
@@ -242,7 +242,7 @@ static void getnameinfo_trampoline(uv_getnameinfo_t *req, int status, const char
                                    const char *service) {
     d9a_fn fn;
     d9a_frame f;
-    if (!uv_req_done_begin(req, &fn, &f)) return;
+    if (!uv_req_done_begin(req, NULL, &fn, &f)) return;
     ((uv_getnameinfo_cb)fn)(req, status, hostname, service);
     d9a_poll_exit(&f);
 }
@@ -266,7 +266,7 @@ D9A_REQUEST_WRAPPER(int, uv_getnameinfo,
 static void random_trampoline(uv_random_t *req, int status, void *buf, size_t buflen) {
     d9a_fn fn;
     d9a_frame f;
-    if (!uv_req_done_begin(req, &fn, &f)) return;
+    if (!uv_req_done_begin(req, NULL, &fn, &f)) return;
     ((uv_random_cb)fn)(req, status, buf, buflen);
     d9a_poll_exit(&f);
 }
@@ -300,7 +300,7 @@ static void work_trampoline(uv_work_t *req) { run_in_pool(req, call_work_cb, NUL
 static void after_work_trampoline(uv_work_t *req, int status) {
     d9a_fn fn;
     d9a_frame f;
-    if (!uv_req_done_begin(req, &fn, &f)) return;
+    if (!uv_req_done_begin(req, NULL, &fn, &f)) return;
     ((uv_after_work_cb)fn)(req, status);
     d9a_poll_exit(&f);
 }

@@ -9,6 +9,11 @@
  *     (its task's terminate) runs at the end of that iteration, the write's callback in the next
  *     one before the poller, so the write's callback must not be a poll of the check handle's
  *     task: it is spawned at its callback instead;
+ *   - crowded: the first socket's own read callback writes one byte back, then submits a pool
+ *     request that fails at once (a read of no buffer), whose task ends there, before the
+ *     write's callback; the write's submitter is the socket's task, which libuv cannot have
+ *     closed before the write's callback: still a poll of that task (a server's connection
+ *     answering while other tasks end around it, as the demo server's);
  *   - stuck: a timer writes more than the second socket's buffer, read only from a later
  *     timer's callback: still pending when the loop parks, the write is spawned there and is
  *     its own task (one spawn, its callback's poll, one terminate).
@@ -32,15 +37,17 @@
 static uv_loop_t loop;
 static uv_pipe_t quiet, stuck_writer, stuck_reader; /* quiet: its peer never reads */
 static uv_timer_t ticker, stuck_timer, drain_timer;
+static int quiet_fds[2];
 static uv_check_t orphan_check;
 static uv_timer_t pulse; /* the loop's poller returns soon: the check handles after it run */
 static uv_check_t starter;
-static uv_write_t quick_req[N_QUICK], stuck_req, orphan_req;
+static uv_write_t quick_req[N_QUICK], stuck_req, orphan_req, crowd_req;
+static uv_fs_t failing_req;
 static char *stuck_buf;
 static char read_buf[65536];
 static size_t drained;
 static struct {
-    int quick, stuck, orphan, orphan_closed, ticks, bad;
+    int quick, stuck, orphan, orphan_closed, crowd, ticks, bad;
 } n;
 
 static void on_closed(uv_handle_t *h) { (void)h; }
@@ -58,12 +65,43 @@ static void on_orphan_closed(uv_handle_t *h) {
 
 static void on_start_stuck(uv_timer_t *h);
 
+static void on_crowd_written(uv_write_t *req, int status) {
+    (void)req;
+    if (status != 0) n.bad++;
+    n.crowd++;
+    uv_timer_start(&stuck_timer, on_start_stuck, 1, 0);
+}
+
+static void on_never(uv_fs_t *req) {
+    (void)req;
+    n.bad++;
+}
+
+static void on_crowd_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    (void)h, (void)suggested;
+    *buf = uv_buf_init(read_buf, 1);
+}
+
+static void on_crowd_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+    (void)buf;
+    if (nread == 0) return;
+    if (nread != 1) n.bad++;
+    uv_read_stop(s);
+    static char byte = 'c';
+    uv_buf_t b = uv_buf_init(&byte, 1);
+    if (uv_write(&crowd_req, s, &b, 1, on_crowd_written) != 0) n.bad++;
+    /* a task that ends before the write's callback: libuv refuses a read of no buffer */
+    if (uv_fs_read(&loop, &failing_req, 0, NULL, 0, 0, on_never) != UV_EINVAL) n.bad++;
+}
+
 static void on_orphan_written(uv_write_t *req, int status) {
     (void)req;
     if (status != 0) n.bad++;
     if (!n.orphan_closed) n.bad++; /* libuv ran the close callback first, as the test needs */
     n.orphan++;
-    uv_timer_start(&stuck_timer, on_start_stuck, 1, 0);
+    /* crowded: the socket reads a byte its peer holds */
+    if (write(quiet_fds[1], "c", 1) != 1) n.bad++;
+    uv_read_start((uv_stream_t *)&quiet, on_crowd_alloc, on_crowd_read);
 }
 
 static void on_orphan_check(uv_check_t *h) {
@@ -142,7 +180,7 @@ int main(void) {
     CHECK(dir != NULL);
     stuck_buf = calloc(1, STUCK_BYTES);
     CHECK(stuck_buf != NULL);
-    int quiet_fds[2], stuck_fds[2];
+    int stuck_fds[2];
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, quiet_fds) == 0);
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, stuck_fds) == 0);
     d9_config cfg;
@@ -174,6 +212,7 @@ int main(void) {
     CHECK_EQ_U64(n.quick, N_QUICK);
     CHECK_EQ_U64(n.orphan, 1);
     CHECK_EQ_U64(n.stuck, 1);
+    CHECK_EQ_U64(n.crowd, 1);
 
     at_trace t;
     const at_worker *w = at_check_run(&t, d9_run_dir(), LOOP_NAME, (pid_t)loop_tid);
@@ -210,6 +249,14 @@ int main(void) {
     at_check_polls(&t, "on_orphan_written", &orphan_req, 1, LOOP_NAME);
     CHECK_EQ_U64(at_spawns(&t, at_task(&t, &orphan_req), "on_orphan_written"), 1);
     CHECK_EQ_U64(at_terminates(&t, at_task(&t, &orphan_req)), 1);
+
+    /* crowded: another task ended between its submission and its callback, but not its
+     * submitter, the socket's task: a poll of that task, no task of its own */
+    uint64_t quiet_task = at_task(&t, &quiet), failing_task = at_task(&t, &failing_req);
+    CHECK(quiet_task != 0 && failing_task != 0);
+    CHECK_EQ_U64(at_terminates(&t, failing_task), 1);
+    CHECK_EQ_U64(at_polls(&t, "on_crowd_written", quiet_task), 1);
+    CHECK_EQ_U64(at_tasks_of(&t, &crowd_req, NULL), 0);
 
     /* The first callback after a park whose poller found at most one task ready begins at the
      * unpark's time (its unpark and wake owed to its poll). Which turns park follows the load;

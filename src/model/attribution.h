@@ -281,14 +281,39 @@ typedef struct d9m_cov_cursor {
 /* Add the gaps of a poll of `worker` over [p->start, p->end) to p. cur: NULL, or the caller's
  * cursor (above). */
 void d9m_coverage_gaps_slow(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p, d9m_cov_cursor *cur);
+/* The whole poll as its one gap (p has none yet). */
+static inline void d9m_coverage_whole_gap(d9m_attr_poll *p) {
+    p->gaps[0].from = p->start;
+    p->gaps[0].to = p->end;
+    p->ngaps = p->end > p->start;
+}
+/* The cursor, left by the caller's previous poll, is where this poll's search would end, and
+ * no governor change and no drop lies within the poll: true, with *covered the governor's
+ * mode over all of it. What the slow path finds then, without its searches and loops (a
+ * recording whose governor paused once takes it for every later poll). */
+static inline bool d9m_cov_cursor_quiet(const d9m_coverage *c, const d9m_attr_poll *p, d9m_cov_cursor *cur,
+                                        bool *covered) {
+    size_t i = cur->change, k = cur->drop;
+    uint64_t drop_from = p->start - (p->start > 0); /* drops at the poll's start count */
+    if (i > c->nchanges || (i > 0 && c->changes[i - 1].ts > p->start) ||
+        (i < c->nchanges && c->changes[i].ts <= p->end))
+        return false;
+    if (k > c->ndrops || (k > 0 && c->drops[k - 1].ts > drop_from) || (k < c->ndrops && c->drops[k].ts <= p->end))
+        return false;
+    *covered = i == 0 || c->changes[i - 1].covered;
+    return true;
+}
 static inline void d9m_coverage_gaps_from(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p,
                                           d9m_cov_cursor *cur) {
+    bool switches = c->stated == D9M_SWITCH_ACTIVE || (c->stated == D9M_SWITCH_UNSTATED && c->switch_seen);
     /* the usual cases: no governor record and no drop, and switch records or none at all */
     if (c->nchanges == 0 && c->ndrops == 0 && !c->failed) {
-        if (c->stated == D9M_SWITCH_ACTIVE || (c->stated == D9M_SWITCH_UNSTATED && c->switch_seen)) return;
-        p->gaps[0].from = p->start;
-        p->gaps[0].to = p->end;
-        p->ngaps = p->end > p->start;
+        if (!switches) d9m_coverage_whole_gap(p);
+        return;
+    }
+    bool covered;
+    if (cur && switches && !c->failed && d9m_cov_cursor_quiet(c, p, cur, &covered)) {
+        if (!covered) d9m_coverage_whole_gap(p);
         return;
     }
     d9m_coverage_gaps_slow(c, worker, p, cur);

@@ -1358,9 +1358,30 @@ static void test_damage_resync(void) {
     d9_buf_free(&b);
 }
 
+/* A binding's uint_fields: the known fields a reader may read as value.u without testing each
+ * value (required integer-like types), and no other: an optional, signed, string or absent
+ * field keeps its bit clear, so readers take the tested path for it. */
+static void test_binding_uint_fields(void) {
+    d9_dec_binding b;
+    const d9_dec_field ours[] = {{.name = "worker_id", .name_len = 9, .type = D9_FT_VARINT},
+                                 {.name = "local_queue", .name_len = 11, .type = D9_FT_U8},
+                                 {.name = "task_id", .name_len = 7, .type = D9_FT_VARINT},
+                                 {.name = "spawn_loc", .name_len = 9, .type = D9_FT_POOLED_STRING}};
+    d9_dec_bind(&b, "PollStartEvent", ours, 4);
+    CHECK_EQ_U64(b.uint_fields, D9_KF_BIT(D9_KF_WORKER_ID) | D9_KF_BIT(D9_KF_LOCAL_QUEUE) | D9_KF_BIT(D9_KF_TASK_ID));
+    const d9_dec_field other[] = {{.name = "worker_id", .name_len = 9, .type = D9_FT_VARINT, .optional = true},
+                                  {.name = "task_id", .name_len = 7, .type = D9_FT_I64},
+                                  {.name = "tid", .name_len = 3, .type = D9_FT_U32},
+                                  {.name = "exact", .name_len = 5, .type = D9_FT_BOOL},
+                                  {.name = "cpu_time_ns", .name_len = 11, .type = D9_FT_U16}};
+    d9_dec_bind(&b, "SomeoneElsesEvent", other, 5);
+    CHECK_EQ_U64(b.uint_fields, D9_KF_BIT(D9_KF_TID) | D9_KF_BIT(D9_KF_EXACT) | D9_KF_BIT(D9_KF_CPU_TIME_NS));
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "--write-seeds")) return write_seeds(argv[2]);
     test_golden_vector();
+    test_binding_uint_fields();
     test_all_types_round_trip();
     test_concatenated_streams();
     test_timestamp_resets();

@@ -240,6 +240,26 @@ static void test_coverage_cursor(void) {
     poll_parts_from(&c, 1, 0, 10, NULL, &want);
     poll_parts_from(&c, 1, 0, 10, &z, &got);
     CHECK(memcmp(&want, &got, sizeof want) == 0);
+    /* polls that end on, start on or start just after a change's or a drop's time, each
+     * stepped on to from a poll just before (the cursor's test for "nothing in the poll",
+     * d9m_cov_cursor_quiet, at its bounds) */
+    size_t edges = 0;
+    differ = 0;
+    for (size_t k = 0; k < c.nchanges + c.ndrops; k++) {
+        uint64_t ts = k < c.nchanges ? c.changes[k].ts : c.drops[k - c.nchanges].ts;
+        const uint64_t from[3] = {ts - 30, ts, ts + 1}, to[3] = {ts, ts + 30, ts + 30};
+        for (int e = 0; e < 3; e++)
+            for (uint64_t w = 0; w < 3; w++) {
+                d9m_cov_cursor cur = {0, 0};
+                poll_parts_from(&c, w, from[e] - 40, from[e] - 35, &cur, &got); /* the cursor before */
+                poll_parts_from(&c, w, from[e], to[e], NULL, &want);
+                poll_parts_from(&c, w, from[e], to[e], &cur, &got);
+                differ += memcmp(&want, &got, sizeof want) != 0;
+                edges++;
+            }
+    }
+    CHECK(edges > 3000);
+    CHECK_EQ_U64(differ, 0);
     d9m_coverage_free(&c);
 }
 

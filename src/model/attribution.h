@@ -273,9 +273,15 @@ void d9m_coverage_drop(d9m_coverage *c, uint64_t ts, uint64_t worker, uint64_t t
  * its polls in order of start (per worker, or all) passes one, and each poll steps on from
  * the previous one's instead of two binary searches (a recording whose governor paused the
  * switch records has thousands of changes: ~280 instructions a poll). Any hint is correct: one
- * past the poll's start is searched for. Zero-initialised before the first poll. */
+ * past the poll's start is searched for. Zero-initialised before the first poll.
+ * With it, the times between the changes and drops on either side of it: a later poll that
+ * lies within them takes the governor's mode there and nothing else, with no step and no
+ * loop (most polls: the changes and drops are few). For a coverage complete before the first
+ * poll (nothing added while the cursor is in use). */
 typedef struct d9m_cov_cursor {
     size_t change, drop;
+    uint64_t quiet_from, quiet_until; /* a poll with from <= start and end < until: quiet */
+    bool quiet_covered;               /* the governor's mode there */
 } d9m_cov_cursor;
 
 /* Add the gaps of a poll of `worker` over [p->start, p->end) to p. cur: NULL, or the caller's
@@ -287,33 +293,17 @@ static inline void d9m_coverage_whole_gap(d9m_attr_poll *p) {
     p->gaps[0].to = p->end;
     p->ngaps = p->end > p->start;
 }
-/* The cursor, left by the caller's previous poll, is where this poll's search would end, and
- * no governor change and no drop lies within the poll: true, with *covered the governor's
- * mode over all of it. What the slow path finds then, without its searches and loops (a
- * recording whose governor paused once takes it for every later poll). */
-static inline bool d9m_cov_cursor_quiet(const d9m_coverage *c, const d9m_attr_poll *p, d9m_cov_cursor *cur,
-                                        bool *covered) {
-    size_t i = cur->change, k = cur->drop;
-    uint64_t drop_from = p->start - (p->start > 0); /* drops at the poll's start count */
-    if (i > c->nchanges || (i > 0 && c->changes[i - 1].ts > p->start) ||
-        (i < c->nchanges && c->changes[i].ts <= p->end))
-        return false;
-    if (k > c->ndrops || (k > 0 && c->drops[k - 1].ts > drop_from) || (k < c->ndrops && c->drops[k].ts <= p->end))
-        return false;
-    *covered = i == 0 || c->changes[i - 1].covered;
-    return true;
-}
 static inline void d9m_coverage_gaps_from(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p,
                                           d9m_cov_cursor *cur) {
-    bool switches = c->stated == D9M_SWITCH_ACTIVE || (c->stated == D9M_SWITCH_UNSTATED && c->switch_seen);
     /* the usual cases: no governor record and no drop, and switch records or none at all */
     if (c->nchanges == 0 && c->ndrops == 0 && !c->failed) {
-        if (!switches) d9m_coverage_whole_gap(p);
+        if (c->stated == D9M_SWITCH_ACTIVE || (c->stated == D9M_SWITCH_UNSTATED && c->switch_seen)) return;
+        d9m_coverage_whole_gap(p);
         return;
     }
-    bool covered;
-    if (cur && switches && !c->failed && d9m_cov_cursor_quiet(c, p, cur, &covered)) {
-        if (!covered) d9m_coverage_whole_gap(p);
+    /* within the quiet times of the caller's previous step (set only with switch records) */
+    if (cur && p->start >= cur->quiet_from && p->end < cur->quiet_until) {
+        if (!cur->quiet_covered) d9m_coverage_whole_gap(p);
         return;
     }
     d9m_coverage_gaps_slow(c, worker, p, cur);

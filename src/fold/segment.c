@@ -552,8 +552,9 @@ static int put_poll_rows(seg *s) {
     return rc;
 }
 
-/* The poll w held, closed at end_ts by its worker's PollEndEvent: poll_hist and a pending row. */
-static int on_poll(seg *s, uint64_t worker, worker_slot *w, uint64_t end_ts) {
+/* The poll w held, closed at end_ts by its worker's PollEndEvent: poll_hist and a pending row.
+ * Inline in the run's loop, as the handlers: its call was ~19 instructions a poll. */
+static inline __attribute__((always_inline)) int on_poll(seg *s, uint64_t worker, worker_slot *w, uint64_t end_ts) {
     uint64_t start = w->poll_ts;
     uint64_t dur = end_ts > start ? end_ts - start : 0;
     int64_t wall = wall_of(s, start);

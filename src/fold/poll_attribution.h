@@ -64,7 +64,7 @@ typedef struct d9f_attr_from {
     size_t iv;          /* the worker's first interval at or after the previous poll's start */
     d9m_cov_cursor cov; /* the previous poll's coverage changes and drops */
 } d9f_attr_from;
-#define D9F_ATTR_FROM_START ((d9f_attr_from){SIZE_MAX, {0, 0}})
+#define D9F_ATTR_FROM_START ((d9f_attr_from){.iv = SIZE_MAX})
 void d9f_attr_poll(const d9f_attr *a, uint64_t worker, uint64_t start, uint64_t end, d9m_poll_cpu cpu_event,
                    uint64_t cpu_ns, d9f_attr_from *from, d9m_parts *out);
 

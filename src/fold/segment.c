@@ -337,7 +337,22 @@ static void note_unresolved(seg *s, const d9_event *ev) {
 
 /* analyze's rule (analysis/ingest.c): "<unknown>" without a spawn location, "<unresolved>"
  * for a pool id that was never defined. */
-static uint32_t spawn_loc(seg *s, const d9_event *ev, d9_decoder *d) {
+static uint32_t spawn_loc_slow(seg *s, const d9_event *ev, d9_decoder *d);
+
+/* The usual case inline: a pooled location of the stream seen before (a call and its
+ * register saves were most of a cached location's cost). */
+static inline uint32_t spawn_loc(seg *s, const d9_event *ev, d9_decoder *d) {
+    int idx = ev->schema->bind.field[D9_KF_SPAWN_LOC];
+    if (__builtin_expect(idx >= 0, 1)) {
+        const d9_value *v = &ev->values[idx];
+        if (__builtin_expect(v->type == D9_FT_POOLED_STRING && v->present, 1) &&
+            s->loc_recent[v->pool_id & 63].id1 == (uint64_t)v->pool_id + 1)
+            return s->loc_recent[v->pool_id & 63].loc;
+    }
+    return spawn_loc_slow(s, ev, d);
+}
+
+static __attribute__((noinline)) uint32_t spawn_loc_slow(seg *s, const d9_event *ev, d9_decoder *d) {
     int idx = ev->schema->bind.field[D9_KF_SPAWN_LOC];
     if (idx < 0 || !ev->values[idx].present) return intern_loc(s, "<unknown>", 9);
     const d9_value *v = &ev->values[idx];
@@ -537,8 +552,9 @@ static int put_poll_rows(seg *s) {
     return rc;
 }
 
-/* The poll w held, closed at end_ts by its worker's PollEndEvent: poll_hist and a pending row. */
-static int on_poll(seg *s, uint64_t worker, worker_slot *w, uint64_t end_ts) {
+/* The poll w held, closed at end_ts by its worker's PollEndEvent: poll_hist and a pending row.
+ * Inline in the run's loop, as the handlers: its call was ~19 instructions a poll. */
+static inline __attribute__((always_inline)) int on_poll(seg *s, uint64_t worker, worker_slot *w, uint64_t end_ts) {
     uint64_t start = w->poll_ts;
     uint64_t dur = end_ts > start ? end_ts - start : 0;
     int64_t wall = wall_of(s, start);
@@ -676,15 +692,32 @@ static inline __attribute__((always_inline)) int sched_row(seg *s, const sched_f
     return 0;
 }
 
+/* Whether the event's schema holds every field of `need` (D9_KF_BIT) as a required integer
+ * (d9_dec_binding.uint_fields): then a handler reads each value's u straight (field_u), with
+ * no test of its index and type per value. Ours always do. */
+static inline bool typed_fields(const d9_event *ev, uint64_t need) {
+    return __builtin_expect((ev->schema->bind.uint_fields & need) == need, 1);
+}
+
+/* Field k as an unsigned integer, dflt when the schema has none or another type (the model's
+ * d9m_uint_or); typed: typed_fields said it is a required integer. */
+static inline __attribute__((always_inline)) uint64_t field_u(const d9_event *ev, bool typed, d9_known_field k,
+                                                              uint64_t dflt) {
+    int idx = ev->schema->bind.field[k];
+    return typed ? ev->values[idx].u : d9m_uint_or(ev, idx, dflt);
+}
+
 /* The marks, each of its own kind (no mark struct, no dispatch on its kind again): a worker's
  * id D9_WORKER_NONE is no worker's, ignored, as the model reads it. */
-static inline uint64_t mark_worker(const d9_event *ev) {
-    return d9m_uint_or(ev, ev->schema->bind.field[D9_KF_WORKER_ID], D9_WORKER_NONE);
+static inline uint64_t mark_worker(const d9_event *ev, bool typed) {
+    return field_u(ev, typed, D9_KF_WORKER_ID, D9_WORKER_NONE);
 }
 
 static inline __attribute__((always_inline)) int on_poll_start(seg *s, const d9_event *ev, d9_decoder *d) {
-    uint64_t worker = mark_worker(ev);
+    bool typed = typed_fields(ev, D9_KF_BIT(D9_KF_WORKER_ID) | D9_KF_BIT(D9_KF_TASK_ID));
+    uint64_t worker = mark_worker(ev, typed);
     if (worker == D9_WORKER_NONE) return 0;
+    uint64_t task = field_u(ev, typed, D9_KF_TASK_ID, 0);
     worker_slot *w = slot_of(s, worker);
     if (!w) return oom(s);
     uint32_t loc = spawn_loc(s, ev, d);
@@ -692,13 +725,13 @@ static inline __attribute__((always_inline)) int on_poll_start(seg *s, const d9_
     if (w->in_poll) s->unmatched_starts++; /* reopened: the open one loses its end */
     w->in_poll = true;
     w->poll_ts = ev->ts_ns;
-    w->poll_task = d9m_uint_or(ev, ev->schema->bind.field[D9_KF_TASK_ID], 0);
+    w->poll_task = task;
     w->poll_loc = loc;
     return 0;
 }
 
 static inline __attribute__((always_inline)) int on_poll_end(seg *s, const d9_event *ev) {
-    uint64_t worker = mark_worker(ev);
+    uint64_t worker = mark_worker(ev, typed_fields(ev, D9_KF_BIT(D9_KF_WORKER_ID)));
     if (worker == D9_WORKER_NONE) return 0;
     worker_slot *w = slot_of(s, worker);
     if (!w) return oom(s);
@@ -714,13 +747,18 @@ static inline __attribute__((always_inline)) int on_poll_end(seg *s, const d9_ev
  * park opens, the unpark closes the open park; a row of sched each. */
 static inline __attribute__((always_inline)) int on_park_mark(seg *s, const d9_event *ev, bool unpark) {
     const int16_t *f = ev->schema->bind.field;
-    sched_fields k = {.ts = ev->ts_ns, .worker = mark_worker(ev), .unpark = unpark};
+    const uint64_t need = D9_KF_BIT(D9_KF_WORKER_ID) | D9_KF_BIT(D9_KF_TID) | D9_KF_BIT(D9_KF_CPU_TIME_NS) |
+                          (unpark ? D9_KF_BIT(D9_KF_SCHED_WAIT_NS) : 0);
+    bool typed = typed_fields(ev, need);
+    sched_fields k = {.ts = ev->ts_ns, .worker = mark_worker(ev, typed), .unpark = unpark};
     if (k.worker == D9_WORKER_NONE) return 0;
-    k.tid = d9m_uint_or(ev, f[D9_KF_TID], 0);
-    k.cpu_ns = d9m_uint_or(ev, f[D9_KF_CPU_TIME_NS], 0);
-    uint64_t wait;
-    if (unpark && f[D9_KF_SCHED_WAIT_NS] >= 0 && d9_value_uint(&ev->values[f[D9_KF_SCHED_WAIT_NS]], &wait) &&
-        d9m_sched_wait_measured(s->ss, wait, k.cpu_ns != 0)) {
+    k.tid = field_u(ev, typed, D9_KF_TID, 0);
+    k.cpu_ns = field_u(ev, typed, D9_KF_CPU_TIME_NS, 0);
+    uint64_t wait = 0;
+    bool has_wait = unpark && (typed ? (wait = ev->values[f[D9_KF_SCHED_WAIT_NS]].u, true)
+                                     : f[D9_KF_SCHED_WAIT_NS] >= 0 &&
+                                           d9_value_uint(&ev->values[f[D9_KF_SCHED_WAIT_NS]], &wait));
+    if (has_wait && d9m_sched_wait_measured(s->ss, wait, k.cpu_ns != 0)) {
         k.delay = true;
         k.delay_ns = wait;
     }
@@ -740,14 +778,17 @@ static inline __attribute__((always_inline)) int on_park_mark(seg *s, const d9_e
 }
 
 static inline __attribute__((always_inline)) int on_wake(seg *s, const d9_event *ev) {
-    const int16_t *f = ev->schema->bind.field;
+    bool typed = typed_fields(ev, D9_KF_BIT(D9_KF_WAKER_TASK_ID) | D9_KF_BIT(D9_KF_WOKEN_TASK_ID) |
+                                      D9_KF_BIT(D9_KF_TARGET_WORKER));
+    /* read before the row's stores, which may alias the values */
+    uint64_t waker = field_u(ev, typed, D9_KF_WAKER_TASK_ID, 0), woken = field_u(ev, typed, D9_KF_WOKEN_TASK_ID, 0);
+    uint64_t target = field_u(ev, typed, D9_KF_TARGET_WORKER, D9_WORKER_NONE);
     uint32_t r;
     int rc;
     d9f_row_batch *b = batch_row(s, D9F_WAKES, wall_of(s, ev->ts_ns), 0, &r, &rc);
     if (!b) return rc;
-    b->v[D9F_WAKE_WAKER][r] = (int64_t)d9m_uint_or(ev, f[D9_KF_WAKER_TASK_ID], 0);
-    b->v[D9F_WAKE_WOKEN][r] = (int64_t)d9m_uint_or(ev, f[D9_KF_WOKEN_TASK_ID], 0);
-    uint64_t target = d9m_uint_or(ev, f[D9_KF_TARGET_WORKER], D9_WORKER_NONE);
+    b->v[D9F_WAKE_WAKER][r] = (int64_t)waker;
+    b->v[D9F_WAKE_WOKEN][r] = (int64_t)woken;
     b->v[D9F_WAKE_TARGET][r] = (int64_t)target;
     b->present[D9F_WAKE_TARGET][r] = target < D9_WORKER_NONE;
     return 0;

@@ -46,4 +46,14 @@ void d9_dec_bind(d9_dec_binding *b, const char *name, const d9_dec_field *fields
                 break;
             }
     }
+    b->uint_fields = 0;
+    for (unsigned k = 0; k < D9_KF_COUNT; k++) {
+        if (b->field[k] < 0 || fields[b->field[k]].optional) continue;
+        switch (fields[b->field[k]].type) {
+        case D9_FT_VARINT: case D9_FT_U8: case D9_FT_U16: case D9_FT_U32: case D9_FT_BOOL:
+            b->uint_fields |= D9_KF_BIT(k);
+            break;
+        default: break;
+        }
+    }
 }

@@ -32,7 +32,15 @@ typedef enum d9_known_field {
 typedef struct d9_dec_binding {
     uint8_t role;                  /* D9_SCH_* or D9_ROLE_OTHER */
     int16_t field[D9_KF_COUNT];    /* index of the field in the schema, -1 when it has none */
+    /* bit k (D9_KF_*): field k is there with a required Varint, U8, U16, U32 or Bool type, so
+     * every event of the schema holds it present and its value.u is what d9_value_uint reads:
+     * a reader tests its fields' bits once per schema or event, not each value's type */
+    uint64_t uint_fields;
 } d9_dec_binding;
+_Static_assert(D9_KF_COUNT <= 64, "d9_dec_binding.uint_fields has a bit per known field");
+
+/* The bit of known field k in d9_dec_binding.uint_fields. */
+#define D9_KF_BIT(k) ((uint64_t)1 << (k))
 
 struct d9_dec_field;
 /* Bind a schema called `name` (NUL-terminated) with fields[0..n). The decoder does it. */

@@ -594,7 +594,33 @@ varint: {
         NEXT_FIELD;
     }
     uint64_t x = (b0 & 0x7f) | (b1 & 0x7f) << 7;
-    unsigned k = 2;
+    /* three to five bytes step by step (thread CPU times, task ids: most longer varints),
+     * then the loop */
+    uint64_t b2 = p[2];
+    if (b2 < 0x80) {
+        v->u = x | b2 << 14;
+        p += 3;
+        v++;
+        NEXT_FIELD;
+    }
+    x |= (b2 & 0x7f) << 14;
+    uint64_t b3 = p[3];
+    if (b3 < 0x80) {
+        v->u = x | b3 << 21;
+        p += 4;
+        v++;
+        NEXT_FIELD;
+    }
+    x |= (b3 & 0x7f) << 21;
+    uint64_t b4 = p[4];
+    if (b4 < 0x80) {
+        v->u = x | b4 << 28;
+        p += 5;
+        v++;
+        NEXT_FIELD;
+    }
+    x |= (b4 & 0x7f) << 28;
+    unsigned k = 5;
     for (; k < 9 && (p[k] & 0x80); k++) x |= (uint64_t)(p[k] & 0x7f) << (7 * k);
     if (k == 9 && p[9] > 1) goto stop; /* too long: the generic reader says so */
     v->u = x | (uint64_t)(p[k] & 0x7f) << (7 * k);

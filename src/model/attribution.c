@@ -156,7 +156,7 @@ void d9m_coverage_gaps_slow(const d9m_coverage *c, uint64_t worker, d9m_attr_pol
         return;
     }
     /* the governor's mode at the start (covered before its first record), then its changes */
-    d9m_cov_cursor none = {SIZE_MAX, SIZE_MAX}; /* no caller's: both searched for */
+    d9m_cov_cursor none = {SIZE_MAX, SIZE_MAX, 0, 0, false}; /* no caller's: both searched for */
     if (!cur) cur = &none;
     size_t i = cur->change = UPPER_BOUND_FROM(c->changes, c->nchanges, p->start, cur->change);
     bool covered = i == 0 || c->changes[i - 1].covered;
@@ -174,6 +174,17 @@ void d9m_coverage_gaps_slow(const d9m_coverage *c, uint64_t worker, d9m_attr_pol
         if (c->drops[k].worker == worker || c->drops[k].worker == D9M_COV_ALL_WORKERS)
             upto = c->drops[k].ts;
     if (upto > p->start) d9m_attr_gap(p, p->start, upto);
+    /* the times a later poll finds these same bounds, with no change and no drop inside: from
+     * the last of those before (a drop counts from the time after it: polls take drops at
+     * their start) to the first after */
+    size_t ci = cur->change, di = cur->drop;
+    uint64_t from = ci > 0 ? c->changes[ci - 1].ts : 0, until = UINT64_MAX;
+    if (di > 0 && c->drops[di - 1].ts >= from) from = c->drops[di - 1].ts + (c->drops[di - 1].ts < UINT64_MAX);
+    if (ci < c->nchanges) until = c->changes[ci].ts;
+    if (di < c->ndrops && c->drops[di].ts < until) until = c->drops[di].ts;
+    cur->quiet_from = from;
+    cur->quiet_until = until;
+    cur->quiet_covered = ci == 0 || c->changes[ci - 1].covered;
 }
 
 void d9m_coverage_free(d9m_coverage *c) {

@@ -273,22 +273,37 @@ void d9m_coverage_drop(d9m_coverage *c, uint64_t ts, uint64_t worker, uint64_t t
  * its polls in order of start (per worker, or all) passes one, and each poll steps on from
  * the previous one's instead of two binary searches (a recording whose governor paused the
  * switch records has thousands of changes: ~280 instructions a poll). Any hint is correct: one
- * past the poll's start is searched for. Zero-initialised before the first poll. */
+ * past the poll's start is searched for. Zero-initialised before the first poll.
+ * With it, the times between the changes and drops on either side of it: a later poll that
+ * lies within them takes the governor's mode there and nothing else, with no step and no
+ * loop (most polls: the changes and drops are few). For a coverage complete before the first
+ * poll (nothing added while the cursor is in use). */
 typedef struct d9m_cov_cursor {
     size_t change, drop;
+    uint64_t quiet_from, quiet_until; /* a poll with from <= start and end < until: quiet */
+    bool quiet_covered;               /* the governor's mode there */
 } d9m_cov_cursor;
 
 /* Add the gaps of a poll of `worker` over [p->start, p->end) to p. cur: NULL, or the caller's
  * cursor (above). */
 void d9m_coverage_gaps_slow(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p, d9m_cov_cursor *cur);
+/* The whole poll as its one gap (p has none yet). */
+static inline void d9m_coverage_whole_gap(d9m_attr_poll *p) {
+    p->gaps[0].from = p->start;
+    p->gaps[0].to = p->end;
+    p->ngaps = p->end > p->start;
+}
 static inline void d9m_coverage_gaps_from(const d9m_coverage *c, uint64_t worker, d9m_attr_poll *p,
                                           d9m_cov_cursor *cur) {
     /* the usual cases: no governor record and no drop, and switch records or none at all */
     if (c->nchanges == 0 && c->ndrops == 0 && !c->failed) {
         if (c->stated == D9M_SWITCH_ACTIVE || (c->stated == D9M_SWITCH_UNSTATED && c->switch_seen)) return;
-        p->gaps[0].from = p->start;
-        p->gaps[0].to = p->end;
-        p->ngaps = p->end > p->start;
+        d9m_coverage_whole_gap(p);
+        return;
+    }
+    /* within the quiet times of the caller's previous step (set only with switch records) */
+    if (cur && p->start >= cur->quiet_from && p->end < cur->quiet_until) {
+        if (!cur->quiet_covered) d9m_coverage_whole_gap(p);
         return;
     }
     d9m_coverage_gaps_slow(c, worker, p, cur);

@@ -459,6 +459,57 @@ static void test_concatenated_streams(void) {
     d9_buf_free(&b);
 }
 
+/* Varints of every length, at both ends of each (2^7k - 1 and 2^7k), read by a bounded
+ * event's plan (d9_dec_next's read-ahead and d9_dec_next_run step through one, two, three,
+ * four and five bytes, then loop) as the generic reader reads them; an 11-byte varint is damage. */
+static void test_varint_lengths(void) {
+    uint64_t want[24];
+    size_t n = 0;
+    want[n++] = 0;
+    for (unsigned k = 1; k < 10; k++) {
+        want[n++] = ((uint64_t)1 << (7 * k)) - 1;
+        want[n++] = (uint64_t)1 << (7 * k);
+    }
+    want[n++] = UINT64_MAX;
+    d9_buf b;
+    d9_buf_init(&b);
+    d9_stream_state ss;
+    d9_enc_header(&b, &ss);
+    d9_enc_schema(&b, 3, builtin(D9_SCH_POLL_END));
+    for (size_t i = 0; i < n; i++) {
+        d9_enc_event(&b, &ss, 3, 100 + i);
+        d9_put_varint(&b, want[i]);
+    }
+    for (int runs = 0; runs < 2; runs++) {
+        d9_decoder *d = d9_dec_open_mem(b.data, b.len, NULL, NULL, 0);
+        d9_event ev[32];
+        d9_value vals[32];
+        size_t k = 0, by_run = 0;
+        for (;;) {
+            int got = runs ? d9_dec_next_run(d, ev, 32, vals, 32) : 0;
+            by_run += got > 0 ? (size_t)got : 0;
+            if (got <= 0) got = d9_dec_next(d, ev) > 0;
+            if (got <= 0) break;
+            for (int i = 0; i < got; i++, k++) CHECK(k < n && ev[i].values[0].u == want[k]);
+        }
+        CHECK_EQ_U64(k, n);
+        CHECK(!runs || by_run > n / 2);
+        CHECK(d9_dec_state(d) == D9_DEC_END);
+        d9_dec_close(d);
+    }
+    /* eleven bytes: too long for 64 bits, damage (the plan stops, the generic reader says so) */
+    d9_buf_clear(&b);
+    d9_enc_header(&b, &ss);
+    d9_enc_schema(&b, 3, builtin(D9_SCH_POLL_END));
+    d9_enc_event(&b, &ss, 3, 100);
+    for (int i = 0; i < 10; i++) d9_put_u8(&b, 0x80);
+    d9_put_u8(&b, 1);
+    result r = decode_mem(b.data, b.len);
+    CHECK_EQ_U64(r.events, 0);
+    CHECK(r.status == D9_DEC_DAMAGED || r.status == D9_DEC_ERROR);
+    d9_buf_free(&b);
+}
+
 static void test_timestamp_resets(void) {
     static const uint64_t ts[] = {5,        16777221, 16777221, 100,     (1ull << 40) + 7,
                                   (1ull << 40) + 16777215 + 7, UINT64_MAX - 1, 0};
@@ -1358,9 +1409,31 @@ static void test_damage_resync(void) {
     d9_buf_free(&b);
 }
 
+/* A binding's uint_fields: the known fields a reader may read as value.u without testing each
+ * value (required integer-like types), and no other: an optional, signed, string or absent
+ * field keeps its bit clear, so readers take the tested path for it. */
+static void test_binding_uint_fields(void) {
+    d9_dec_binding b;
+    const d9_dec_field ours[] = {{.name = "worker_id", .name_len = 9, .type = D9_FT_VARINT},
+                                 {.name = "local_queue", .name_len = 11, .type = D9_FT_U8},
+                                 {.name = "task_id", .name_len = 7, .type = D9_FT_VARINT},
+                                 {.name = "spawn_loc", .name_len = 9, .type = D9_FT_POOLED_STRING}};
+    d9_dec_bind(&b, "PollStartEvent", ours, 4);
+    CHECK_EQ_U64(b.uint_fields, D9_KF_BIT(D9_KF_WORKER_ID) | D9_KF_BIT(D9_KF_LOCAL_QUEUE) | D9_KF_BIT(D9_KF_TASK_ID));
+    const d9_dec_field other[] = {{.name = "worker_id", .name_len = 9, .type = D9_FT_VARINT, .optional = true},
+                                  {.name = "task_id", .name_len = 7, .type = D9_FT_I64},
+                                  {.name = "tid", .name_len = 3, .type = D9_FT_U32},
+                                  {.name = "exact", .name_len = 5, .type = D9_FT_BOOL},
+                                  {.name = "cpu_time_ns", .name_len = 11, .type = D9_FT_U16}};
+    d9_dec_bind(&b, "SomeoneElsesEvent", other, 5);
+    CHECK_EQ_U64(b.uint_fields, D9_KF_BIT(D9_KF_TID) | D9_KF_BIT(D9_KF_EXACT) | D9_KF_BIT(D9_KF_CPU_TIME_NS));
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "--write-seeds")) return write_seeds(argv[2]);
     test_golden_vector();
+    test_binding_uint_fields();
+    test_varint_lengths();
     test_all_types_round_trip();
     test_concatenated_streams();
     test_timestamp_resets();

@@ -207,7 +207,7 @@ static void test_coverage_cursor(void) {
         else d9m_coverage_change(&c, t, "off_cpu", 7, (x >> 16) % 3 ? "paused" : "full", (x >> 16) % 3 ? 6 : 4);
     }
     CHECK(c.nchanges > 200 && c.ndrops > 40);
-    d9m_cov_cursor each[3] = {{0, 0}, {0, 0}, {0, 0}}, all = {0, 0}, back = {0, 0};
+    d9m_cov_cursor each[3] = {{0}, {0}, {0}}, all = {0}, back = {0};
     size_t polls = 0, differ = 0;
     for (uint64_t s = 0; s < t + 5000; s += 700) {
         for (uint64_t w = 0; w < 3; w++) {
@@ -229,7 +229,7 @@ static void test_coverage_cursor(void) {
     CHECK(polls > 1000);
     CHECK_EQ_U64(differ, 0);
     /* a poll on a change's and a drop's time, and at 0 */
-    d9m_cov_cursor z = {0, 0};
+    d9m_cov_cursor z = {0};
     d9m_parts want, got;
     poll_parts_from(&c, 1, c.changes[7].ts, c.changes[9].ts, NULL, &want);
     poll_parts_from(&c, 1, c.changes[7].ts, c.changes[9].ts, &z, &got);
@@ -240,6 +240,26 @@ static void test_coverage_cursor(void) {
     poll_parts_from(&c, 1, 0, 10, NULL, &want);
     poll_parts_from(&c, 1, 0, 10, &z, &got);
     CHECK(memcmp(&want, &got, sizeof want) == 0);
+    /* polls that end on, start on or start just after a change's or a drop's time, each
+     * stepped on to from a poll just before (the cursor's quiet times, d9m_cov_cursor,
+     * at their bounds) */
+    size_t edges = 0;
+    differ = 0;
+    for (size_t k = 0; k < c.nchanges + c.ndrops; k++) {
+        uint64_t ts = k < c.nchanges ? c.changes[k].ts : c.drops[k - c.nchanges].ts;
+        const uint64_t from[3] = {ts - 30, ts, ts + 1}, to[3] = {ts, ts + 30, ts + 30};
+        for (int e = 0; e < 3; e++)
+            for (uint64_t w = 0; w < 3; w++) {
+                d9m_cov_cursor cur = {0};
+                poll_parts_from(&c, w, from[e] - 40, from[e] - 35, &cur, &got); /* the cursor before */
+                poll_parts_from(&c, w, from[e], to[e], NULL, &want);
+                poll_parts_from(&c, w, from[e], to[e], &cur, &got);
+                differ += memcmp(&want, &got, sizeof want) != 0;
+                edges++;
+            }
+    }
+    CHECK(edges > 3000);
+    CHECK_EQ_U64(differ, 0);
     d9m_coverage_free(&c);
 }
 

@@ -35,6 +35,9 @@ typedef struct pq_zstd {
 
 /* libzstd's contexts come when a mode is first used. 0, or -1 when libzstd cannot be loaded. */
 int pq_zstd_init(pq_zstd *z, int level);
+/* The mode a page of `mode` is compressed in: the writer's level from level 10 on (asked for
+ * its bytes), PQ_ZSTD_FAST for PQ_ZSTD_ENTROPY without ZSTD_compressSequences. */
+pq_zstd_mode pq_zstd_effective(const pq_zstd *z, pq_zstd_mode mode);
 /* src's n bytes as one zstd frame into out (emptied first). 0, or -1 with zstd's reason (or
  * "out of memory") in *why. */
 int pq_zstd_compress(pq_zstd *z, pq_zstd_mode mode, const uint8_t *src, size_t n, pq_buf *out, const char **why);

@@ -36,7 +36,7 @@
 #define IDENTITY IDENTITY_Z(ENTROPY)
 
 static const pq_column_def polls[D9F_POLLS_COLS] = {
-    IDENTITY_Z(LEVEL),
+    IDENTITY,
     {"worker_id", PQ_INT64, false, true, false, LEVEL},
     {"task_id", PQ_INT64, false, false, true, LEVEL},
     {"spawn_loc", PQ_STRING, false, true, false, LEVEL},

@@ -27,6 +27,7 @@
 #define LEVEL PQ_ZSTD_LEVEL
 #define FAST PQ_ZSTD_FAST
 #define ENTROPY PQ_ZSTD_ENTROPY
+#define NONE PQ_ZSTD_NONE
 
 /* z: the wall_time's zstd (polls' is the level: the table of issue 35's 4 bytes a poll) */
 #define IDENTITY_Z(z)                                                                              \
@@ -84,17 +85,17 @@ static const pq_column_def segments[D9F_SEG_COLS] = {
 };
 
 static const pq_column_def sched[D9F_SCHED_COLS] = {
-    IDENTITY,
+    IDENTITY_Z(NONE),
     {"kind", PQ_STRING, false, true, false, LEVEL},
     {"worker_id", PQ_INT64, false, true, false, LEVEL},
     {"tid", PQ_INT64, true, true, false, LEVEL},
     {"parked_ns", PQ_INT64, true, true, false, ENTROPY},
     {"sched_delay_ns", PQ_INT64, true, true, false, FAST},
-    {"cpu_time_ns", PQ_INT64, true, false, true, ENTROPY},
+    {"cpu_time_ns", PQ_INT64, true, false, true, NONE},
 };
 
 static const pq_column_def wakes[D9F_WAKE_COLS] = {
-    IDENTITY,
+    IDENTITY_Z(NONE),
     {"waker_task_id", PQ_INT64, false, false, true, LEVEL},
     {"woken_task_id", PQ_INT64, false, false, true, LEVEL},
     {"target_worker", PQ_INT64, true, true, false, LEVEL},

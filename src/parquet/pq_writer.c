@@ -930,6 +930,8 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
     if (c->def.dictionary && !c->dict_mode && c->nvalues && c->def.type != PQ_STRING && build_dictionary(w, c) != 0)
         return -1;
     bool dict = c->dict_mode && c->ndict > 0;
+    /* a column that zstd does not pay for (pq_zstd.h): every page as it is */
+    m->raw = w->zstd && pq_zstd_effective(&w->z, (pq_zstd_mode)c->def.zstd) == PQ_ZSTD_NONE;
     bool delta = !dict && c->def.delta &&
                  (c->def.type == PQ_INT32 || c->def.type == PQ_INT64 || c->def.type == PQ_TIMESTAMP_NS);
     m->delta = delta;
@@ -984,7 +986,7 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
          * deltas: 0.88 against 1.11 bytes a wake); its entropy coding alone codes exact widths
          * in fewer bytes, from fewer bytes in (sched's wall_time 2.72 -> 2.56 bytes a row,
          * docs/fleet-tables.md "Measured") */
-        bool whole_bytes = w->zstd && pq_zstd_effective(&w->z, mode) != PQ_ZSTD_ENTROPY;
+        bool whole_bytes = w->zstd && !m->raw && pq_zstd_effective(&w->z, mode) != PQ_ZSTD_ENTROPY;
         w->page.len = 0;
         if (c->def.optional) {
             w->levels.len = 0;

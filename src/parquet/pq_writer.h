@@ -54,9 +54,10 @@ typedef struct pq_column_def {
                         byte written in whole bytes under zstd */
     bool delta;      /* INT32, INT64, TIMESTAMP_NS: DELTA_BINARY_PACKED when not dictionary
                         encoded (sorted or slowly moving values, such as times) */
-    uint8_t zstd;    /* pq_zstd_mode of its data pages (dictionary pages: PQ_ZSTD_LEVEL, as
-                        their sorted values need matches); PLAIN integer pages of a LEVEL
-                        column are FAST */
+    uint8_t zstd;    /* pq_zstd_mode of its data pages (an integer dictionary page: FAST, as
+                        its sorted values need matches; a string one: LEVEL); PLAIN integer
+                        pages of a LEVEL column are FAST; NONE: the whole chunk UNCOMPRESSED.
+                        DELTA widths are whole bytes under LEVEL and FAST, exact otherwise */
 } pq_column_def;
 
 /* Past 65 536 entries an index is 3 whole bytes under zstd: still a third of the PLAIN value

@@ -73,6 +73,7 @@ static size_t zero_run_sequences(ZSTD_Sequence *seqs, const uint8_t *p, size_t n
 
 int pq_zstd_compress(pq_zstd *z, pq_zstd_mode mode, const uint8_t *src, size_t n, pq_buf *out, const char **why) {
     mode = pq_zstd_effective(z, mode);
+    if (mode == PQ_ZSTD_NONE) mode = PQ_ZSTD_ENTROPY; /* the writer compresses no such page */
     ZSTD_CCtx *c = context(z, mode);
     size_t bound = z->lib->compressBound(n);
     out->len = 0;

@@ -19,7 +19,7 @@ static unsigned width64(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll
  * (~6 instructions a value of dial9 fold's DELTA columns). */
 /* smin: the smallest delta (signed), found as the deltas were taken. */
 static inline __attribute__((always_inline)) void put_block(pq_buf *out, uint64_t *d, size_t n, int64_t smin,
-                                                            unsigned bits, bool bytes) {
+                                                            unsigned bits, unsigned slack) {
     uint64_t min = (uint64_t)smin;
     pq_buf_uvarint(out, zigzag(smin));
     uint64_t mask = bits == 32 ? 0xffffffffull : ~0ull;
@@ -30,7 +30,8 @@ static inline __attribute__((always_inline)) void put_block(pq_buf *out, uint64_
         uint64_t or = 0;
         for (size_t i = m * PER_MINI; i < (m + 1) * PER_MINI; i++) or |= d[i] - min;
         or &= mask;
-        widths[m] = (uint8_t)(bytes ? (width64(or) + 7) & ~7u : width64(or));
+        unsigned exact = width64(or), whole = (exact + 7) & ~7u;
+        widths[m] = (uint8_t)(whole - exact <= slack ? whole : exact);
     }
     /* the block's bytes written in place: at most 8 bytes a delta, and 8 of room for a
      * whole-byte width's 8-byte store */
@@ -73,7 +74,8 @@ static inline __attribute__((always_inline)) void put_block(pq_buf *out, uint64_
     out->len = (size_t)(p - out->p);
 }
 
-static inline __attribute__((always_inline)) void encode(pq_buf *out, const void *values, size_t n, unsigned bits, bool bytes) {
+static inline __attribute__((always_inline)) void encode(pq_buf *out, const void *values, size_t n, unsigned bits,
+                                                         unsigned slack) {
     pq_buf_uvarint(out, BLOCK);
     pq_buf_uvarint(out, MINIBLOCKS);
     pq_buf_uvarint(out, n);
@@ -94,10 +96,10 @@ static inline __attribute__((always_inline)) void encode(pq_buf *out, const void
             int64_t sx = bits == 32 ? (int64_t)(int32_t)x : (int64_t)x;
             smin = sx < smin ? sx : smin;
         }
-        put_block(out, d, k, smin, bits, bytes);
+        put_block(out, d, k, smin, bits, slack);
     }
 #undef AT
 }
 
-void pq_delta_encode(pq_buf *out, const int64_t *v, size_t n, bool bytes) { encode(out, v, n, 64, bytes); }
-void pq_delta_encode_i32(pq_buf *out, const int32_t *v, size_t n, bool bytes) { encode(out, v, n, 32, bytes); }
+void pq_delta_encode(pq_buf *out, const int64_t *v, size_t n, unsigned slack) { encode(out, v, n, 64, slack); }
+void pq_delta_encode_i32(pq_buf *out, const int32_t *v, size_t n, unsigned slack) { encode(out, v, n, 32, slack); }

@@ -982,11 +982,12 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
             if (r1 >= w->rows) break;
             continue;
         }
-        /* DELTA widths in whole bytes only where zstd's match search follows (task ids' repeating
-         * deltas: 0.88 against 1.11 bytes a wake); its entropy coding alone codes exact widths
-         * in fewer bytes, from fewer bytes in (sched's wall_time 2.72 -> 2.56 bytes a row,
-         * docs/fleet-tables.md "Measured") */
-        bool whole_bytes = w->zstd && !m->raw && pq_zstd_effective(&w->z, mode) != PQ_ZSTD_ENTROPY;
+        /* DELTA widths: whole bytes where zstd's match search follows (task ids' repeating
+         * deltas: 0.88 against 1.11 bytes a wake), exact in a page stored as it is, and near
+         * whole bytes where zstd only entropy codes (delta_binary_packed.h) */
+        unsigned slack = PQ_DELTA_EXACT;
+        if (w->zstd && !m->raw)
+            slack = pq_zstd_effective(&w->z, mode) == PQ_ZSTD_ENTROPY ? PQ_DELTA_NEAR_BYTES : PQ_DELTA_WHOLE_BYTES;
         w->page.len = 0;
         if (c->def.optional) {
             w->levels.len = 0;
@@ -999,9 +1000,9 @@ static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {
             pq_buf_byte(&w->page, (uint8_t)bw);
             pq_rle_encode(&w->page, index + v0, v - v0, bw);
         } else if (delta && c->def.type == PQ_INT32) {
-            pq_delta_encode_i32(&w->page, (const int32_t *)(const void *)c->values.p + v0, v - v0, whole_bytes);
+            pq_delta_encode_i32(&w->page, (const int32_t *)(const void *)c->values.p + v0, v - v0, slack);
         } else if (delta) {
-            pq_delta_encode(&w->page, (const int64_t *)(const void *)c->values.p + v0, v - v0, whole_bytes);
+            pq_delta_encode(&w->page, (const int64_t *)(const void *)c->values.p + v0, v - v0, slack);
         } else {
             put_plain(w, c, v0, v);
         }

@@ -26,6 +26,11 @@ static ZSTD_CCtx *context(pq_zstd *z, pq_zstd_mode mode) {
         l->setParameter(c, ZSTD_c_compressionLevel, 1);
         l->setParameter(c, ZSTD_c_minMatch, 5);
         break;
+    case PQ_ZSTD_FAST_WIDE:
+        l->setParameter(c, ZSTD_c_compressionLevel, 1);
+        l->setParameter(c, ZSTD_c_minMatch, 5);
+        l->setParameter(c, ZSTD_c_hashLog, 16);
+        break;
     default:
         /* level 1's entropy coding; Huffman literals even where a future default would not */
         l->setParameter(c, ZSTD_c_compressionLevel, 1);

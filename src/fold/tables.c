@@ -95,7 +95,7 @@ static const pq_column_def sched[D9F_SCHED_COLS] = {
 };
 
 static const pq_column_def wakes[D9F_WAKE_COLS] = {
-    IDENTITY_Z(NONE),
+    IDENTITY,
     {"waker_task_id", PQ_INT64, false, false, true, LEVEL},
     {"woken_task_id", PQ_INT64, false, false, true, LEVEL},
     {"target_worker", PQ_INT64, true, true, false, LEVEL},

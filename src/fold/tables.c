@@ -16,12 +16,16 @@
  * instructions measured apart (docs/fleet-tables.md, "Measured"): times' deltas and durations'
  * indexes are noise in their low bytes, where zstd's match search (20-60 instructions a byte)
  * finds 1-2 % of the bytes: ENTROPY, Huffman only (~17 a byte); so are the mostly-zero
- * attribution parts, whose runs of zeros ENTROPY hands zstd as matches. But polls' wall_time
- * and duration_ns stay at the level, for the table of issue 35's 4 bytes a poll (ENTROPY:
- * +0.065 bytes a poll, -5 % of the fold's instructions on a 5 s executor run). Task ids stay
- * at the level (their deltas repeat: ENTROPY codes them 46 % larger), as do strings and small
- * indexes; sched_delay_ns is FAST (its PLAIN values' zero high bytes: ENTROPY 12 % larger),
- * as the writer makes every integer dictionary page (sorted values: matches). */
+ * attribution parts, whose runs of zeros ENTROPY hands zstd as matches. polls' wall_time too
+ * since its DELTA widths are near whole bytes under ENTROPY (2.198 -> 2.205 bytes a poll on
+ * two 5 s executor runs, -22 M instructions); sched's wall_time and cpu_time_ns NONE
+ * (UNCOMPRESSED, exact widths: zstd saved 2.4-2.7 % of them), wakes' wall_time ENTROPY (6.9 %).
+ * A DELTA column's times in a pattern go at the level whatever it says here (the writer
+ * probes each chunk). duration_ns is LEVEL: the writer codes its two-byte indexes at level 1
+ * with a wider hash table, as small as level 3. Task ids stay at the level (their deltas
+ * repeat: ENTROPY codes them 46 % larger), as do strings and small indexes; sched_delay_ns is
+ * FAST (its PLAIN values' zero high bytes: ENTROPY 12 % larger), as the writer makes every
+ * integer dictionary page (sorted values: matches). */
 #include "fold/tables.h"
 
 #define LEVEL PQ_ZSTD_LEVEL

@@ -1,6 +1,6 @@
 /* DELTA_BINARY_PACKED (src/parquet/delta_binary_packed.c) read back by a decoder of the
- * format's own here: random walks, sorted times and wide jumps, INT64 and INT32, decode to the
- * values given; each miniblock's width is the least that holds its deltas, rounded up to a
+ * format's own (tests/delta_binary_packed_decode.h): random walks, sorted times and wide
+ * jumps, INT64 and INT32, decode to the values given; each miniblock's width is the least that holds its deltas, rounded up to a
  * multiple of 8 exactly when that adds at most the slack asked for (PQ_DELTA_EXACT: never,
  * PQ_DELTA_NEAR_BYTES: 3 bits, PQ_DELTA_WHOLE_BYTES: always, the deltas on byte boundaries for
  * zstd). */
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "delta_binary_packed_decode.h"
 #include "parquet/delta_binary_packed.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -16,54 +17,6 @@ static uint64_t next(void) {
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
-}
-
-static uint64_t uvarint(const uint8_t **p) {
-    uint64_t v = 0;
-    for (int s = 0;; s += 7) {
-        uint8_t b = *(*p)++;
-        v |= (uint64_t)(b & 0x7f) << s;
-        if (!(b & 0x80)) return v;
-    }
-}
-
-static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
-
-static unsigned least_width(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll(v) : 0; }
-
-/* Decodes n values into out (wrapping at `bits`); checks the widths as it goes. */
-static void decode(const uint8_t *p, size_t n, unsigned bits, unsigned slack, int64_t *out) {
-    uint64_t block = uvarint(&p), minis = uvarint(&p), count = uvarint(&p);
-    CHECK_EQ_U64(count, n);
-    uint64_t per = block / minis, mask = bits == 32 ? 0xffffffffull : ~0ull;
-    uint64_t v = (uint64_t)unzigzag(uvarint(&p)) & mask;
-    if (n) out[0] = bits == 32 ? (int64_t)(int32_t)v : (int64_t)v;
-    size_t i = 1;
-    while (i < n) {
-        uint64_t min = (uint64_t)unzigzag(uvarint(&p));
-        const uint8_t *widths = p;
-        p += minis;
-        for (uint64_t m = 0; m < minis && i < n; m++) {
-            unsigned w = widths[m];
-            uint64_t maxd = 0;
-            for (uint64_t k = 0; k < per; k++) {
-                uint64_t d = 0;
-                for (unsigned b = 0; b < w; b++) {
-                    uint64_t bit = k * w + b;
-                    d |= (uint64_t)((p[bit / 8] >> (bit % 8)) & 1) << b;
-                }
-                if (i < n) {
-                    if (d > maxd) maxd = d;
-                    v = (v + min + d) & mask;
-                    out[i++] = bits == 32 ? (int64_t)(int32_t)v : (int64_t)v;
-                }
-            }
-            unsigned least = least_width(maxd), whole = (least + 7) & ~7u;
-            CHECK_EQ_U64(w, whole - least <= slack ? whole : least);
-            if (slack == PQ_DELTA_WHOLE_BYTES) CHECK(w % 8 == 0);
-            p += per * w / 8;
-        }
-    }
 }
 
 static void one(size_t n, int kind, unsigned slack) {
@@ -86,11 +39,11 @@ static void one(size_t n, int kind, unsigned slack) {
     pq_buf b = {0};
     pq_delta_encode(&b, v, n, slack);
     CHECK(!b.oom);
-    decode(b.p, n, 64, slack, back);
+    CHECK(d9t_delta_decode(b.p, b.p + b.len, n, 64, slack, back) == b.p + b.len);
     CHECK(n == 0 || memcmp(v, back, n * sizeof *v) == 0);
     b.len = 0;
     pq_delta_encode_i32(&b, v32, n, slack);
-    decode(b.p, n, 32, slack, back);
+    CHECK(d9t_delta_decode(b.p, b.p + b.len, n, 32, slack, back) == b.p + b.len);
     bool same = true;
     for (size_t i = 0; i < n; i++) same = same && back[i] == v32[i];
     CHECK(same);

@@ -23,7 +23,7 @@ typedef enum pq_zstd_mode {
     PQ_ZSTD_FAST,    /* level 1 with 5-byte matches below a writer's level 10 */
     PQ_ZSTD_ENTROPY, /* below a writer's level 10: literals and runs of zeros, no search */
     PQ_ZSTD_FAST_WIDE, /* below a writer's level 10: level 1 with 5-byte matches and a hash
-                          table of 64 Ki entries (level 1's has 8 Ki): a dictionary's indexes of
+                          table of 64 Ki entries (level 1's: 8-16 Ki): a dictionary's indexes of
                           two bytes, whose repeats lie far apart (the writer's choice) */
     PQ_ZSTD_NONE,    /* below a writer's level 10: the column chunk UNCOMPRESSED, for values
                         already packed to their bits, where zstd's entropy coding saves a few

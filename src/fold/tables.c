@@ -33,7 +33,7 @@
 #define ENTROPY PQ_ZSTD_ENTROPY
 #define NONE PQ_ZSTD_NONE
 
-/* z: the wall_time's zstd (polls' is the level: the table of issue 35's 4 bytes a poll) */
+/* z: the wall_time's zstd (sched's NONE: zstd saved 2.4 % of its exact-width deltas) */
 #define IDENTITY_Z(z)                                                                              \
     {"instance", PQ_STRING, false, true, false, LEVEL}, {"boot", PQ_STRING, false, true, false, LEVEL},            \
         {"run", PQ_STRING, false, true, false, LEVEL}, {"segment", PQ_STRING, false, true, false, LEVEL},          \

@@ -56,8 +56,11 @@ typedef struct pq_column_def {
                         encoded (sorted or slowly moving values, such as times) */
     uint8_t zstd;    /* pq_zstd_mode of its data pages (an integer dictionary page: FAST, as
                         its sorted values need matches; a string one: LEVEL); PLAIN integer
-                        pages of a LEVEL column are FAST; NONE: the whole chunk UNCOMPRESSED.
-                        DELTA widths are whole bytes under LEVEL and FAST, exact otherwise */
+                        pages of a LEVEL column are FAST, its indexes of two bytes or more
+                        FAST_WIDE; NONE: the whole chunk UNCOMPRESSED. DELTA widths are whole
+                        bytes under LEVEL and FAST, near them under ENTROPY, exact under NONE;
+                        a DELTA chunk of an ENTROPY or NONE column whose deltas repeat in a
+                        pattern goes at the level (pq_writer.c, delta_mode) */
 } pq_column_def;
 
 /* Past 65 536 entries an index is 3 whole bytes under zstd: still a third of the PLAIN value

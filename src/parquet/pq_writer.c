@@ -923,13 +923,14 @@ static int build_dictionary(pq_writer *w, column *c) {
 }
 
 /* A DELTA column's zstd mode for this chunk. A column that says ENTROPY or NONE holds noisy
- * deltas (times), which zstd's match search does not shrink; but deltas that repeat in a
- * pattern (a fixed-rate timer, generated times) halve and more under it. So the chunk's first
+ * deltas (times), which zstd's match search does not shrink; but deltas that repeat (a
+ * fixed-rate timer, a coarse clock, generated times) shrink under it. So the chunk's first
  * PROBE values are encoded and compressed both ways, and the chunk goes at the level (whole-
- * byte widths) when level 1's matches take off a quarter of the entropy coding's bytes: two
- * 5 s executor runs' times code 1-6 % larger with them, test_fold_instructions' generated
- * times (an arithmetic progression) an eighth of the size. ~0.25 M instructions a chunk. */
-enum { PROBE = 1024 };
+ * byte widths) when the level takes a twentieth off the entropy coding's bytes: two 5 s
+ * executor runs' times code 0.3-5 % larger at the level (so do test_fold_polls_bytes'),
+ * fleet_gen's (a thousand distinct gaps) 14 % smaller, test_fold_instructions' (an arithmetic
+ * progression) 58 % smaller. ~0.5 M instructions a chunk. */
+enum { PROBE = 2048 };
 static pq_zstd_mode delta_mode(pq_writer *w, const column *c) {
     pq_zstd_mode mode = (pq_zstd_mode)c->def.zstd;
     pq_zstd_mode eff = w->zstd ? pq_zstd_effective(&w->z, mode) : mode;
@@ -942,11 +943,11 @@ static pq_zstd_mode delta_mode(pq_writer *w, const column *c) {
         if (c->def.type == PQ_INT32) pq_delta_encode_i32(&w->page, (const int32_t *)(const void *)c->values.p, n, slack);
         else pq_delta_encode(&w->page, (const int64_t *)(const void *)c->values.p, n, slack);
         const char *why;
-        if (w->page.oom || pq_zstd_compress(&w->z, k ? PQ_ZSTD_FAST : PQ_ZSTD_ENTROPY, w->page.p, w->page.len, &w->cbuf, &why) != 0)
+        if (w->page.oom || pq_zstd_compress(&w->z, k ? PQ_ZSTD_LEVEL : PQ_ZSTD_ENTROPY, w->page.p, w->page.len, &w->cbuf, &why) != 0)
             return mode; /* a failure here is the page's to report */
         sizes[k] = w->cbuf.len;
     }
-    return sizes[1] * 4 < sizes[0] * 3 ? PQ_ZSTD_LEVEL : mode;
+    return sizes[1] * 20 < sizes[0] * 19 ? PQ_ZSTD_LEVEL : mode;
 }
 
 static int write_chunk(pq_writer *w, column *c, chunk_meta *m) {

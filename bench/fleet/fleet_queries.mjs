@@ -1,6 +1,7 @@
 // DuckDB side of bench/fleet/fleet_bench.py (prints JSON): `columns DIR` the bytes per column
-// of a polls table; `queries DIR` the fleet queries, each timed (wall and this process's CPU,
-// which holds DuckDB's threads) after one warm-up run.
+// of a polls table; `chunks DIR` each column's encodings, codecs and bytes on disk and before
+// compression (what zstd was fed), summed over DIR's files; `queries DIR` the fleet queries,
+// each timed (wall and this process's CPU, which holds DuckDB's threads) after one warm-up run.
 import { join } from 'node:path'
 import { duckRows, lit } from '../../tests/parquet/readers.mjs'
 import { docQuery } from '../../tests/parquet/fold_lib.mjs'
@@ -10,6 +11,12 @@ if (what === 'columns') {
   const rows = await duckRows(`SELECT path_in_schema AS column, sum(total_compressed_size) AS bytes
     FROM parquet_metadata(${lit(join(dir, '**/*.parquet'))}) GROUP BY ALL ORDER BY bytes DESC`)
   console.log(JSON.stringify(rows.map((r) => ({ column: r.column, bytes: String(r.bytes) }))))
+} else if (what === 'chunks') {
+  const rows = await duckRows(`SELECT path_in_schema AS column, string_agg(DISTINCT encodings, '; ') AS encodings,
+      string_agg(DISTINCT compression, ', ') AS codec, sum(total_compressed_size) AS bytes,
+      sum(total_uncompressed_size) AS raw
+    FROM parquet_metadata(${lit(join(dir, '**/*.parquet'))}) GROUP BY ALL ORDER BY bytes DESC`)
+  console.log(JSON.stringify(rows.map((r) => ({ ...r, bytes: String(r.bytes), raw: String(r.raw) }))))
 } else {
   const queries = [
     ['p99 by service and spawn location from poll_hist', '< 1 s', docQuery('poll_hist_quantiles', { TABLES: dir })],

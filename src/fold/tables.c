@@ -16,19 +16,24 @@
  * instructions measured apart (docs/fleet-tables.md, "Measured"): times' deltas and durations'
  * indexes are noise in their low bytes, where zstd's match search (20-60 instructions a byte)
  * finds 1-2 % of the bytes: ENTROPY, Huffman only (~17 a byte); so are the mostly-zero
- * attribution parts, whose runs of zeros ENTROPY hands zstd as matches. But polls' wall_time
- * and duration_ns stay at the level, for the table of issue 35's 4 bytes a poll (ENTROPY:
- * +0.065 bytes a poll, -5 % of the fold's instructions on a 5 s executor run). Task ids stay
- * at the level (their deltas repeat: ENTROPY codes them 46 % larger), as do strings and small
- * indexes; sched_delay_ns is FAST (its PLAIN values' zero high bytes: ENTROPY 12 % larger),
- * as the writer makes every integer dictionary page (sorted values: matches). */
+ * attribution parts, whose runs of zeros ENTROPY hands zstd as matches. polls' wall_time too
+ * since its DELTA widths are near whole bytes under ENTROPY (2.198 -> 2.205 bytes a poll on
+ * two 5 s executor runs, -22 M instructions); sched's wall_time and cpu_time_ns NONE
+ * (UNCOMPRESSED, exact widths: zstd saved 2.4-2.7 % of them), wakes' wall_time ENTROPY (6.9 %).
+ * A DELTA column's times in a pattern go at the level whatever it says here (the writer
+ * probes each chunk). duration_ns is LEVEL: the writer codes its two-byte indexes at level 1
+ * with a wider hash table, as small as level 3. Task ids stay at the level (their deltas
+ * repeat: ENTROPY codes them 46 % larger), as do strings and small indexes; sched_delay_ns is
+ * FAST (its PLAIN values' zero high bytes: ENTROPY 12 % larger), as the writer makes every
+ * integer dictionary page (sorted values: matches). */
 #include "fold/tables.h"
 
 #define LEVEL PQ_ZSTD_LEVEL
 #define FAST PQ_ZSTD_FAST
 #define ENTROPY PQ_ZSTD_ENTROPY
+#define NONE PQ_ZSTD_NONE
 
-/* z: the wall_time's zstd (polls' is the level: the table of issue 35's 4 bytes a poll) */
+/* z: the wall_time's zstd (sched's NONE: zstd saved 2.4 % of its exact-width deltas) */
 #define IDENTITY_Z(z)                                                                              \
     {"instance", PQ_STRING, false, true, false, LEVEL}, {"boot", PQ_STRING, false, true, false, LEVEL},            \
         {"run", PQ_STRING, false, true, false, LEVEL}, {"segment", PQ_STRING, false, true, false, LEVEL},          \
@@ -36,7 +41,7 @@
 #define IDENTITY IDENTITY_Z(ENTROPY)
 
 static const pq_column_def polls[D9F_POLLS_COLS] = {
-    IDENTITY_Z(LEVEL),
+    IDENTITY,
     {"worker_id", PQ_INT64, false, true, false, LEVEL},
     {"task_id", PQ_INT64, false, false, true, LEVEL},
     {"spawn_loc", PQ_STRING, false, true, false, LEVEL},
@@ -84,13 +89,13 @@ static const pq_column_def segments[D9F_SEG_COLS] = {
 };
 
 static const pq_column_def sched[D9F_SCHED_COLS] = {
-    IDENTITY,
+    IDENTITY_Z(NONE),
     {"kind", PQ_STRING, false, true, false, LEVEL},
     {"worker_id", PQ_INT64, false, true, false, LEVEL},
     {"tid", PQ_INT64, true, true, false, LEVEL},
     {"parked_ns", PQ_INT64, true, true, false, ENTROPY},
     {"sched_delay_ns", PQ_INT64, true, true, false, FAST},
-    {"cpu_time_ns", PQ_INT64, true, false, true, ENTROPY},
+    {"cpu_time_ns", PQ_INT64, true, false, true, NONE},
 };
 
 static const pq_column_def wakes[D9F_WAKE_COLS] = {

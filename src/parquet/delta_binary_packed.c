@@ -12,23 +12,26 @@ static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 
 
 static unsigned width64(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll(v) : 0; }
 
-/* d[0..n) deltas (n <= BLOCK), each already relative to nothing: one block. */
+/* d[0..n) deltas (n <= BLOCK, d holding BLOCK), each already relative to nothing: one block.
+ * The last miniblock is padded with the smallest delta (packed as 0), so that no loop tests
+ * for the end of the values. */
 /* Inlined (as encode is) into each width's encoder: the loops test no width per delta
  * (~6 instructions a value of dial9 fold's DELTA columns). */
 /* smin: the smallest delta (signed), found as the deltas were taken. */
-static inline __attribute__((always_inline)) void put_block(pq_buf *out, const uint64_t *d, size_t n, int64_t smin,
-                                                            unsigned bits, bool bytes) {
+static inline __attribute__((always_inline)) void put_block(pq_buf *out, uint64_t *d, size_t n, int64_t smin,
+                                                            unsigned bits, unsigned slack) {
     uint64_t min = (uint64_t)smin;
     pq_buf_uvarint(out, zigzag(smin));
     uint64_t mask = bits == 32 ? 0xffffffffull : ~0ull;
     uint8_t widths[MINIBLOCKS] = {0};
     size_t minis = (n + PER_MINI - 1) / PER_MINI;
+    for (size_t i = n; i < minis * PER_MINI; i++) d[i] = min;
     for (size_t m = 0; m < minis; m++) {
         uint64_t or = 0;
-        size_t end = n < (m + 1) * PER_MINI ? n : (m + 1) * PER_MINI; /* one bound a delta */
-        for (size_t i = m * PER_MINI; i < end; i++) or |= d[i] - min;
+        for (size_t i = m * PER_MINI; i < (m + 1) * PER_MINI; i++) or |= d[i] - min;
         or &= mask;
-        widths[m] = (uint8_t)(bytes ? (width64(or) + 7) & ~7u : width64(or));
+        unsigned exact = width64(or), whole = (exact + 7) & ~7u;
+        widths[m] = (uint8_t)(whole - exact <= slack ? whole : exact);
     }
     /* the block's bytes written in place: at most 8 bytes a delta, and 8 of room for a
      * whole-byte width's 8-byte store */
@@ -42,29 +45,37 @@ static inline __attribute__((always_inline)) void put_block(pq_buf *out, const u
         if ((bw & 7) == 0) { /* whole bytes: each delta's low bw/8 bytes, little-endian */
             unsigned nb = bw / 8;
             for (size_t i = i0; i < i1; i++) {
-                uint64_t x = i < n ? (d[i] - min) & mask : 0; /* the last miniblock padded with 0 */
+                uint64_t x = (d[i] - min) & mask;
                 memcpy(p, &x, 8);
                 p += nb;
             }
             continue;
         }
-        unsigned __int128 acc = 0;
-        unsigned have = 0;
+        /* exact widths: 64 bits stored at a time (32 deltas of bw bits are 4 * bw whole
+         * bytes, so the miniblock ends on a byte) */
+        uint64_t acc = 0;
+        unsigned have = 0; /* bits in acc, < 64 */
         for (size_t i = i0; i < i1; i++) {
-            uint64_t x = i < n ? (d[i] - min) & mask : 0;
-            acc |= (unsigned __int128)x << have;
-            have += bw;
-            while (have >= 8) {
-                *p++ = (uint8_t)acc;
-                acc >>= 8;
-                have -= 8;
+            uint64_t x = (d[i] - min) & mask;
+            acc |= x << have;
+            if (have + bw < 64) {
+                have += bw;
+                continue;
             }
+            memcpy(p, &acc, 8);
+            p += 8;
+            unsigned used = 64 - have; /* x's bits that went in */
+            acc = used < 64 ? x >> used : 0;
+            have = have + bw - 64;
         }
+        memcpy(p, &acc, 8); /* the rest, have / 8 bytes of it (the block's 8 bytes of room) */
+        p += have / 8;
     }
     out->len = (size_t)(p - out->p);
 }
 
-static inline __attribute__((always_inline)) void encode(pq_buf *out, const void *values, size_t n, unsigned bits, bool bytes) {
+static inline __attribute__((always_inline)) void encode(pq_buf *out, const void *values, size_t n, unsigned bits,
+                                                         unsigned slack) {
     pq_buf_uvarint(out, BLOCK);
     pq_buf_uvarint(out, MINIBLOCKS);
     pq_buf_uvarint(out, n);
@@ -85,10 +96,10 @@ static inline __attribute__((always_inline)) void encode(pq_buf *out, const void
             int64_t sx = bits == 32 ? (int64_t)(int32_t)x : (int64_t)x;
             smin = sx < smin ? sx : smin;
         }
-        put_block(out, d, k, smin, bits, bytes);
+        put_block(out, d, k, smin, bits, slack);
     }
 #undef AT
 }
 
-void pq_delta_encode(pq_buf *out, const int64_t *v, size_t n, bool bytes) { encode(out, v, n, 64, bytes); }
-void pq_delta_encode_i32(pq_buf *out, const int32_t *v, size_t n, bool bytes) { encode(out, v, n, 32, bytes); }
+void pq_delta_encode(pq_buf *out, const int64_t *v, size_t n, unsigned slack) { encode(out, v, n, 64, slack); }
+void pq_delta_encode_i32(pq_buf *out, const int32_t *v, size_t n, unsigned slack) { encode(out, v, n, 32, slack); }

@@ -10,11 +10,18 @@
 
 #include "parquet/pq_buf.h"
 
-/* bytes: each miniblock's width rounded up to whole bytes (the format lets a width be any
- * bound on its deltas), for pages zstd compresses next: the packed deltas then lie on byte
- * boundaries, where zstd's literal coding sees their mostly-zero high bytes (a 5 s executor
- * run's wall_time 2.20 -> 2.16 bytes a poll, task_id 0.59 -> 0.57). */
-void pq_delta_encode(pq_buf *out, const int64_t *v, size_t n, bool bytes);
-void pq_delta_encode_i32(pq_buf *out, const int32_t *v, size_t n, bool bytes);
+/* slack: a miniblock's width is rounded up to whole bytes when that adds at most `slack` bits
+ * a delta (the format lets a width be any bound on its deltas), else it is the least that
+ * holds its deltas. PQ_DELTA_WHOLE_BYTES for pages zstd's match search compresses next: the
+ * deltas lie on byte boundaries, where repeating deltas are matches (task ids). PQ_DELTA_EXACT
+ * for pages stored as they are. PQ_DELTA_NEAR_BYTES for pages zstd only entropy codes: a delta
+ * whose width is a few bits short of whole bytes keeps its byte structure for zstd's Huffman
+ * literals (mostly-zero high bytes), one far short of them is packed exactly (fewer bytes in
+ * and out; docs/fleet-tables.md "Measured"). */
+#define PQ_DELTA_EXACT 0u
+#define PQ_DELTA_NEAR_BYTES 3u
+#define PQ_DELTA_WHOLE_BYTES 7u
+void pq_delta_encode(pq_buf *out, const int64_t *v, size_t n, unsigned slack);
+void pq_delta_encode_i32(pq_buf *out, const int32_t *v, size_t n, unsigned slack);
 
 #endif

@@ -54,9 +54,13 @@ typedef struct pq_column_def {
                         byte written in whole bytes under zstd */
     bool delta;      /* INT32, INT64, TIMESTAMP_NS: DELTA_BINARY_PACKED when not dictionary
                         encoded (sorted or slowly moving values, such as times) */
-    uint8_t zstd;    /* pq_zstd_mode of its data pages (dictionary pages: PQ_ZSTD_LEVEL, as
-                        their sorted values need matches); PLAIN integer pages of a LEVEL
-                        column are FAST */
+    uint8_t zstd;    /* pq_zstd_mode of its data pages (an integer dictionary page: FAST, as
+                        its sorted values need matches; a string one: LEVEL); PLAIN integer
+                        pages of a LEVEL column are FAST, its indexes of two bytes or more
+                        FAST_WIDE; NONE: the whole chunk UNCOMPRESSED. DELTA widths are whole
+                        bytes under LEVEL and FAST, near them under ENTROPY, exact under NONE;
+                        a DELTA chunk of an ENTROPY or NONE column whose deltas repeat in a
+                        pattern goes at the level (pq_writer.c, delta_mode) */
 } pq_column_def;
 
 /* Past 65 536 entries an index is 3 whole bytes under zstd: still a third of the PLAIN value

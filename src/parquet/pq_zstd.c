@@ -9,8 +9,7 @@ int pq_zstd_init(pq_zstd *z, int level) {
     return z->lib ? 0 : -1;
 }
 
-/* The mode a page is compressed in: the writer's level from 10 on (asked for its bytes). */
-static pq_zstd_mode effective(const pq_zstd *z, pq_zstd_mode mode) {
+pq_zstd_mode pq_zstd_effective(const pq_zstd *z, pq_zstd_mode mode) {
     if (z->level >= 10 || mode >= PQ_ZSTD_MODES) return PQ_ZSTD_LEVEL;
     if (mode == PQ_ZSTD_ENTROPY && !z->lib->compressSequences) return PQ_ZSTD_FAST;
     return mode;
@@ -26,6 +25,11 @@ static ZSTD_CCtx *context(pq_zstd *z, pq_zstd_mode mode) {
     case PQ_ZSTD_FAST:
         l->setParameter(c, ZSTD_c_compressionLevel, 1);
         l->setParameter(c, ZSTD_c_minMatch, 5);
+        break;
+    case PQ_ZSTD_FAST_WIDE:
+        l->setParameter(c, ZSTD_c_compressionLevel, 1);
+        l->setParameter(c, ZSTD_c_minMatch, 5);
+        l->setParameter(c, ZSTD_c_hashLog, 16);
         break;
     default:
         /* level 1's entropy coding; Huffman literals even where a future default would not */
@@ -73,7 +77,8 @@ static size_t zero_run_sequences(ZSTD_Sequence *seqs, const uint8_t *p, size_t n
 }
 
 int pq_zstd_compress(pq_zstd *z, pq_zstd_mode mode, const uint8_t *src, size_t n, pq_buf *out, const char **why) {
-    mode = effective(z, mode);
+    mode = pq_zstd_effective(z, mode);
+    if (mode == PQ_ZSTD_NONE) mode = PQ_ZSTD_ENTROPY; /* the writer compresses no such page */
     ZSTD_CCtx *c = context(z, mode);
     size_t bound = z->lib->compressBound(n);
     out->len = 0;

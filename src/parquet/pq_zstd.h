@@ -22,6 +22,12 @@ typedef enum pq_zstd_mode {
                         dictionaries, task ids' repeating deltas, small indexes) */
     PQ_ZSTD_FAST,    /* level 1 with 5-byte matches below a writer's level 10 */
     PQ_ZSTD_ENTROPY, /* below a writer's level 10: literals and runs of zeros, no search */
+    PQ_ZSTD_FAST_WIDE, /* below a writer's level 10: level 1 with 5-byte matches and a hash
+                          table of 64 Ki entries (level 1's: 8-16 Ki): a dictionary's indexes of
+                          two bytes, whose repeats lie far apart (the writer's choice) */
+    PQ_ZSTD_NONE,    /* below a writer's level 10: the column chunk UNCOMPRESSED, for values
+                        already packed to their bits, where zstd's entropy coding saves a few
+                        percent at ~17 instructions a byte (pq_column_def.zstd) */
     PQ_ZSTD_MODES
 } pq_zstd_mode;
 
@@ -35,7 +41,10 @@ typedef struct pq_zstd {
 
 /* libzstd's contexts come when a mode is first used. 0, or -1 when libzstd cannot be loaded. */
 int pq_zstd_init(pq_zstd *z, int level);
-/* src's n bytes as one zstd frame into out (emptied first). 0, or -1 with zstd's reason (or
+/* The mode a page of `mode` is compressed in: the writer's level from level 10 on (asked for
+ * its bytes), PQ_ZSTD_FAST for PQ_ZSTD_ENTROPY without ZSTD_compressSequences. */
+pq_zstd_mode pq_zstd_effective(const pq_zstd *z, pq_zstd_mode mode);
+/* src's n bytes as one zstd frame into out (emptied first); PQ_ZSTD_NONE as PQ_ZSTD_ENTROPY. 0, or -1 with zstd's reason (or
  * "out of memory") in *why. */
 int pq_zstd_compress(pq_zstd *z, pq_zstd_mode mode, const uint8_t *src, size_t n, pq_buf *out, const char **why);
 void pq_zstd_free(pq_zstd *z);

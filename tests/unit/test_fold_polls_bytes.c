@@ -19,8 +19,13 @@
 /* Measured: 6.61 bytes a poll with duration_ns and unknown_ns dictionary encoded, the
  * dictionary sorted and its indexes in whole bytes (each 1.74; wall_time 2.34, task_id 0.51,
  * worker_id 0.13, spawn_loc 0.13: 4.84 for the columns before the attribution); 7.22 with
- * them PLAIN, as before (2.05 each), which fails the bound. ~2 % of room. */
-#define BOUND_BYTES_PER_POLL 6.75
+ * them PLAIN, as before (2.05 each). Then (issue 35, zstd per column) 6.55; 6.53 with
+ * wall_time entropy coded, its DELTA widths rounded to whole bytes when at most 3 bits short
+ * of them, and duration_ns' two-byte indexes at level 1 with a wider hash table (1.494 bytes
+ * a poll against level 3's 1.515); exact DELTA widths cost 6.64 here (this segment's gaps of
+ * ~23 bits keep their byte structure for zstd's Huffman only in whole bytes) and fail the
+ * bound, ~1 % of room. D9_KEEP_FOLD_BYTES=1 keeps the tables (fleet_queries.mjs columns). */
+#define BOUND_BYTES_PER_POLL 6.60
 
 static uint64_t rng = 0x5eed;
 static uint64_t next(void) { /* xorshift64 */
@@ -104,7 +109,10 @@ int main(void) {
     printf("polls: %llu bytes for %d polls, %.2f bytes a poll (bound %.2f)\n", (unsigned long long)polls_bytes, POLLS,
            per_poll, BOUND_BYTES_PER_POLL);
     CHECK(polls_bytes > 0 && per_poll <= BOUND_BYTES_PER_POLL);
-    d9t_rm_rf(dir);
+    if (getenv("D9_KEEP_FOLD_BYTES")) /* its columns: node bench/fleet/fleet_queries.mjs columns DIR */
+        printf("kept: %s\n", polls);
+    else
+        d9t_rm_rf(dir);
     free(dir);
     return d9t_summary("test_fold_polls_bytes");
 }

@@ -1,11 +1,14 @@
 /* DELTA_BINARY_PACKED (src/parquet/delta_binary_packed.c) read back by a decoder of the
- * format's own here: random walks, sorted times and wide jumps, INT64 and INT32, decode to the
- * values given; with `bytes` every miniblock width is a multiple of 8 (the packed deltas lie
- * on byte boundaries for zstd), without it each width is the least that holds its deltas. */
+ * format's own (tests/delta_binary_packed_decode.h): random walks, sorted times and wide
+ * jumps, INT64 and INT32, decode to the values given; each miniblock's width is the least that holds its deltas, rounded up to a
+ * multiple of 8 exactly when that adds at most the slack asked for (PQ_DELTA_EXACT: never,
+ * PQ_DELTA_NEAR_BYTES: 3 bits, PQ_DELTA_WHOLE_BYTES: always, the deltas on byte boundaries for
+ * zstd). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "delta_binary_packed_decode.h"
 #include "parquet/delta_binary_packed.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -16,73 +19,31 @@ static uint64_t next(void) {
     return rng;
 }
 
-static uint64_t uvarint(const uint8_t **p) {
-    uint64_t v = 0;
-    for (int s = 0;; s += 7) {
-        uint8_t b = *(*p)++;
-        v |= (uint64_t)(b & 0x7f) << s;
-        if (!(b & 0x80)) return v;
-    }
-}
-
-static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
-
-static unsigned least_width(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll(v) : 0; }
-
-/* Decodes n values into out (wrapping at `bits`); checks the widths as it goes. */
-static void decode(const uint8_t *p, size_t n, unsigned bits, bool bytes, int64_t *out) {
-    uint64_t block = uvarint(&p), minis = uvarint(&p), count = uvarint(&p);
-    CHECK_EQ_U64(count, n);
-    uint64_t per = block / minis, mask = bits == 32 ? 0xffffffffull : ~0ull;
-    uint64_t v = (uint64_t)unzigzag(uvarint(&p)) & mask;
-    if (n) out[0] = bits == 32 ? (int64_t)(int32_t)v : (int64_t)v;
-    size_t i = 1;
-    while (i < n) {
-        uint64_t min = (uint64_t)unzigzag(uvarint(&p));
-        const uint8_t *widths = p;
-        p += minis;
-        for (uint64_t m = 0; m < minis && i < n; m++) {
-            unsigned w = widths[m];
-            if (bytes) CHECK(w % 8 == 0);
-            uint64_t maxd = 0;
-            for (uint64_t k = 0; k < per; k++) {
-                uint64_t d = 0;
-                for (unsigned b = 0; b < w; b++) {
-                    uint64_t bit = k * w + b;
-                    d |= (uint64_t)((p[bit / 8] >> (bit % 8)) & 1) << b;
-                }
-                if (i < n) {
-                    if (d > maxd) maxd = d;
-                    v = (v + min + d) & mask;
-                    out[i++] = bits == 32 ? (int64_t)(int32_t)v : (int64_t)v;
-                }
-            }
-            if (!bytes) CHECK_EQ_U64(w, least_width(maxd));
-            else CHECK_EQ_U64(w, (least_width(maxd) + 7) & ~7u);
-            p += per * w / 8;
-        }
-    }
-}
-
-static void one(size_t n, int kind, bool bytes) {
+static void one(size_t n, int kind, unsigned slack) {
     int64_t *v = malloc((n ? n : 1) * sizeof *v), *back = calloc(n ? n : 1, sizeof *back);
     int32_t *v32 = malloc((n ? n : 1) * sizeof *v32);
     int64_t t = (int64_t)(next() >> 2);
+    unsigned wbits = 1;
     for (size_t i = 0; i < n; i++) {
         if (kind == 0) t += (int64_t)(next() % 100000);               /* sorted times */
         else if (kind == 1) t += (int64_t)(next() % 2001) - 1000;       /* a random walk */
-        else t = (int64_t)next();                                       /* anything */
+        else if (kind == 2) t = (int64_t)next();                        /* anything */
+        else { /* deltas of a width drawn per 32 values: every miniblock width, 1-3 bits
+                  short of whole bytes too */
+            if (i % 32 == 0) wbits = 1 + (unsigned)(next() % 40);
+            t += (int64_t)(next() & ((1ull << wbits) - 1));
+        }
         v[i] = t;
         v32[i] = (int32_t)t;
     }
     pq_buf b = {0};
-    pq_delta_encode(&b, v, n, bytes);
+    pq_delta_encode(&b, v, n, slack);
     CHECK(!b.oom);
-    decode(b.p, n, 64, bytes, back);
+    CHECK(d9t_delta_decode(b.p, b.p + b.len, n, 64, slack, back) == b.p + b.len);
     CHECK(n == 0 || memcmp(v, back, n * sizeof *v) == 0);
     b.len = 0;
-    pq_delta_encode_i32(&b, v32, n, bytes);
-    decode(b.p, n, 32, bytes, back);
+    pq_delta_encode_i32(&b, v32, n, slack);
+    CHECK(d9t_delta_decode(b.p, b.p + b.len, n, 32, slack, back) == b.p + b.len);
     bool same = true;
     for (size_t i = 0; i < n; i++) same = same && back[i] == v32[i];
     CHECK(same);
@@ -95,9 +56,10 @@ static void one(size_t n, int kind, bool bytes) {
 int main(void) {
     static const size_t sizes[] = {0, 1, 2, 31, 32, 33, 128, 129, 1000, 65536};
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
-        for (int kind = 0; kind < 3; kind++) {
-            one(sizes[s], kind, false);
-            one(sizes[s], kind, true);
+        for (int kind = 0; kind < 4; kind++) {
+            one(sizes[s], kind, PQ_DELTA_EXACT);
+            one(sizes[s], kind, PQ_DELTA_NEAR_BYTES);
+            one(sizes[s], kind, PQ_DELTA_WHOLE_BYTES);
         }
     return d9t_summary("test_parquet_delta_widths");
 }

@@ -281,7 +281,7 @@ bool d9_cfi_index_debug_frame(d9_unwind_object *o) {
     }
     /* Sorted once (an insertion sort per FDE was quadratic in a large binary's thousands of
      * them); ties in order of offset, as found, so the lookup's pick among them is unchanged. */
-    qsort(v, n, sizeof *v, by_lo_then_offset);
+    if (n > 1) qsort(v, n, sizeof *v, by_lo_then_offset); /* v is NULL when none was found */
     if (n == 0) {
         free(v);
         free(o->dbg);

@@ -38,7 +38,7 @@ typedef struct d9_upload_retry {
     bool paused_said;       /* its pause (the circuit opened) said */
     bool stopped_open;      /* stop_when_open and the circuit opened */
     bool quit;              /* not_waiting with the circuit open: nothing more is tried (said) */
-    char last_failure[512]; /* the last failed attempt's error */
+    char last_failure[2048]; /* the last failed attempt's error (as long as err) */
     d9_breaker breaker;
     /* counts */
     uint64_t stored, stored_bytes, not_stored, vanished;

@@ -290,6 +290,14 @@ static void *prepare_main(void *arg) {
     return NULL;
 }
 
+/* Under the lock, on the uploading thread: the uploader quit (S3 failing at exit), so the stop
+ * waits for the symbols' time only from now on. */
+static void note_quit(d9_pipeline *p) {
+    if (!p->up.quit || p->upload_quit) return;
+    p->upload_quit = true;
+    pthread_cond_broadcast(&p->idle);
+}
+
 static void *upload_main(void *arg) {
     d9_pipeline *p = arg;
     start_thread_life(p, "dial9-upload");
@@ -314,6 +322,7 @@ static void *upload_main(void *arg) {
             pthread_mutex_unlock(&p->lock);
             adopt_leftovers(p);
             pthread_mutex_lock(&p->lock);
+            note_quit(p);
             continue;
         }
         if (p->taken == p->prepared) break; /* the preparing thread ended, nothing left */
@@ -323,10 +332,7 @@ static void *upload_main(void *arg) {
         pthread_mutex_lock(&p->lock);
         free_entry(e);
         p->taken++;
-        if (p->up.quit && !p->upload_quit) { /* the stop waits for the symbols' time only now */
-            p->upload_quit = true;
-            pthread_cond_broadcast(&p->idle);
-        }
+        note_quit(p);
     }
     p->upload_finished = true;
     pthread_cond_broadcast(&p->idle);

@@ -108,9 +108,8 @@ void d9_col_hand_over(d9_collector *c) {
 /* ---------------------------------------------------------------- the last words */
 
 /* Drops an exited thread made after the drain read its count (between that read and its
- * exit): reported as its own buffer_full drops, in the drain's one write (they were written
- * by a second write of their own after it before), so that hand_over_exited_drops hands on
- * only what a failed write took. */
+ * exit): reported as its own buffer_full drops, before the drain's one write (not in a second
+ * write of their own), so that hand_over_exited_drops hands on only what a failed write took. */
 static void report_exited_drops(d9_collector *c) {
     for (size_t i = 0; i < c->thread_count; i++) {
         d9_thread *t = c->threads[i];

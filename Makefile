@@ -51,7 +51,8 @@ tsan: tsan-build
 fuzz-build: deps
 	@cmake -S . -B build-fuzz -DD9_FUZZ=ON -DD9_SANITIZE=address,undefined -DCMAKE_C_COMPILER=clang -DBUILD_TESTING=OFF >/dev/null
 	@# the fuzz targets only: the rest of the tree under clang's ASan is never run here
-	@scripts/build-targets.sh build-fuzz $(JOBS) $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
+	@# those the configuration made (fuzz-targets.txt: fuzz_serve_request only with libmicrohttpd)
+	@scripts/build-targets.sh build-fuzz $(JOBS) $$(cat build-fuzz/fuzz-targets.txt)
 
 fuzz: fuzz-build
 	@scripts/fuzz.sh build-fuzz $${FUZZ_SECONDS:-30}

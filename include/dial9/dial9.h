@@ -170,7 +170,8 @@ typedef struct d9_config {
     int s3_path_style;        /* DIAL9_S3_PATH_STYLE: 1 path-style, 0 virtual-hosted, -1 (default)
                                  path-style when the endpoint's host is an IP address or localhost */
     uint32_t s3_exit_wait_secs; /* DIAL9_S3_EXIT_WAIT_SECS (default 10): at d9_stop, how long to
-                                 wait for the uploads still to do; what remains stays on disk */
+                                 wait for the uploads still to do; what remains stays on disk.
+                                 Not waited for when S3 is down (the upload circuit open) */
     uint32_t memory_budget_mb; /* DIAL9_MEMORY_BUDGET_MB (default 64): all threads' buffers
                                  together; past it, buffers do not grow and new threads have none:
                                  their events are dropped and counted (DroppedEventsEvent) */

@@ -28,7 +28,7 @@
 #include "dial9/dial9.h"
 #include "format/trace_paths.h"
 #include "cli/trace_reader.h"
-#include "cli/unknown_variables.h"
+#include "core/unknown_variables.h"
 #include "common/u64_set.h"
 #include "core/flight_config.h"
 #include "sinks/trace_dir.h"
@@ -568,7 +568,8 @@ int d9_cmd_run(int argc, char **argv) {
     if ((service && set_env("DIAL9_SERVICE", service) != 0) ||
         (cpu && set_env("DIAL9_CPU_PROFILE_ENABLED", "1") != 0) ||
         (memory && set_env("DIAL9_MEMORY_PROFILE_ENABLED", "1") != 0) ||
-        (children && set_env("DIAL9_TRACE_CHILDREN", "1") != 0))
+        (children && set_env("DIAL9_TRACE_CHILDREN", "1") != 0) ||
+        set_env(D9_VARIABLES_NAMED, "1") != 0) /* named below: the recorder does not say them again */
         return D9_EXIT_USAGE;
     char heap[PATH_MAX + 8];
     bool with_heap = heap_profile_wanted();

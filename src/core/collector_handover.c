@@ -78,6 +78,7 @@ void d9_col_report_ring_drops(d9_collector *c, d9_thread *t, uint64_t cumulative
     if (d9_rule_check_on()) d9_rule_check_drops(ts, n);
 }
 
+static void report_exited_drops(d9_collector *c);
 static void hand_over_exited_drops(d9_collector *c);
 
 void d9_col_hand_over(d9_collector *c) {
@@ -88,11 +89,12 @@ void d9_col_hand_over(d9_collector *c) {
         /* Drops the thread could not report itself yet (its ring stayed full). */
         d9_col_report_ring_drops(c, t, atomic_load_explicit(&t->drops_total, memory_order_relaxed), c->now_ns);
     }
+    report_exited_drops(c);
     if (c->write_drops_pending > c->write_drops_in_out) {
         ensure_stream(c);
         if (c->write_drops_pending > c->write_drops_in_out) d9_col_emit_write_drop_report(c);
     }
-    d9_col_flush_out(c);
+    d9_col_flush_out(c); /* the drain's one write: every report above goes in it */
     hand_over_exited_drops(c);
     d9_col_publish_writer_stats(c);
     atomic_fetch_add_explicit(&c->st_recorded, c->recorded_in_drain, memory_order_relaxed);
@@ -105,22 +107,21 @@ void d9_col_hand_over(d9_collector *c) {
 
 /* ---------------------------------------------------------------- the last words */
 
-/* A thread about to be freed (exited, ring drained) whose drop report a failed write took:
- * its count goes on in the write_error count, so it is not lost with the thread. Drops it
- * made after the drain read its count (between that read and its exit) are reported first,
- * as its own buffer_full drops: only what a failed write took is handed over. */
-static void hand_over_exited_drops(d9_collector *c) {
-    bool reported = false;
+/* Drops an exited thread made after the drain read its count (between that read and its
+ * exit): reported as its own buffer_full drops, before the drain's one write (not in a second
+ * write of their own), so that hand_over_exited_drops hands on only what a failed write took. */
+static void report_exited_drops(d9_collector *c) {
     for (size_t i = 0; i < c->thread_count; i++) {
         d9_thread *t = c->threads[i];
         if (!atomic_load_explicit(&t->exited, memory_order_acquire)) continue;
         uint64_t total = atomic_load_explicit(&t->drops_total, memory_order_relaxed); /* final */
-        if (total > t->c_drops_reported) {
-            d9_col_report_ring_drops(c, t, total, c->now_ns);
-            reported = true;
-        }
+        d9_col_report_ring_drops(c, t, total, c->now_ns); /* nothing when reported already */
     }
-    if (reported) d9_col_flush_out(c);
+}
+
+/* A thread about to be freed (exited, ring drained) whose drop report a failed write took:
+ * its count goes on in the write_error count, so it is not lost with the thread. */
+static void hand_over_exited_drops(d9_collector *c) {
     for (size_t i = 0; i < c->thread_count; i++) {
         d9_thread *t = c->threads[i];
         if (!atomic_load_explicit(&t->exited, memory_order_acquire)) continue;

@@ -14,6 +14,7 @@
 #include "core/config_abi.h"
 #include "core/last_error.h"
 #include "core/thread_cpu_clock.h"
+#include "core/unknown_variables.h"
 #include "aws/s3_client.h"
 #include "sinks/step_upload.h"
 #include "dial9/dial9.h"
@@ -383,6 +384,7 @@ int d9_config_from_env_size(d9_config *cfg, size_t size) {
         return D9_ERR_INVALID;
     }
     d9_config_init_size(cfg, size);
+    d9_warn_unknown_variables_once(); /* a misspelt DIAL9_ name would be ignored in silence */
     d9_config full;
     int rc = d9_config_from_caller(cfg, &full);
     if (rc == D9_OK && from_env(&full) != 0) rc = D9_ERR_INVALID;

@@ -70,7 +70,9 @@ struct d9_pipeline {
     entry queue[QUEUE_CAP];
     uint64_t pushed, prepared, taken;
     bool stopping, prepare_finished, upload_finished;
+    bool upload_quit;        /* the uploader quit at exit: S3 failing (upload_retry.h) */
     atomic_bool give_up;
+    atomic_bool exiting;     /* d9_pipeline_stop began: a failing S3 is not waited for */
     bool thread_started;  /* the preparing thread (eager when uploading, else at the first seal) */
     bool closing;         /* d9_pipeline_closing: later seals are prepared by d9_pipeline_stop */
     uint64_t inline_deadline_ns; /* d9_pipeline_stop preparing on its own thread: CLOCK_MONOTONIC */
@@ -81,7 +83,8 @@ struct d9_pipeline {
     d9_config upload_cfg;   /* strings owned below, for the uploader the uploading thread creates */
     char *bucket, *prefix, *region, *endpoint, *service;
     d9_upload_retry up;     /* the uploading thread's only; up.uploader NULL when not (or no longer) uploading */
-    uint64_t stop_budget_ns;
+    uint64_t prepare_budget_ns; /* at stop: symbols and compression (DIAL9_SYMBOLIZE_EXIT_WAIT_SECS) */
+    uint64_t stop_budget_ns;    /* at stop, everything: that plus DIAL9_S3_EXIT_WAIT_SECS when uploading */
     char *trace_dir, *run_dir; /* d9_pipeline_set_run */
     int run_fd;                /* the run directory's handle (d9_pipeline_set_run_fd), -1: none */
     dev_t run_dev;             /* what it was opened on (dir_of) */
@@ -102,6 +105,13 @@ static bool should_give_up(void *ctx) {
     if (atomic_load_explicit(&p->give_up, memory_order_relaxed)) return true;
     /* set only on the stopping thread, which then is the only one preparing */
     return p->inline_deadline_ns && d9_mono_ns() >= p->inline_deadline_ns;
+}
+
+/* At exit an S3 that fails is not waited for: its files stay on disk for the next start or
+ * `dial9 upload` (the uploading thread's upload_retry asks). */
+static bool exiting(void *ctx) {
+    d9_pipeline *p = ctx;
+    return atomic_load_explicit(&p->exiting, memory_order_relaxed);
 }
 
 static void lower_priority(void) {
@@ -280,6 +290,14 @@ static void *prepare_main(void *arg) {
     return NULL;
 }
 
+/* Under the lock, on the uploading thread: the uploader quit (S3 failing at exit), so the stop
+ * waits for the symbols' time only from now on. */
+static void note_quit(d9_pipeline *p) {
+    if (!p->up.quit || p->upload_quit) return;
+    p->upload_quit = true;
+    pthread_cond_broadcast(&p->idle);
+}
+
 static void *upload_main(void *arg) {
     d9_pipeline *p = arg;
     start_thread_life(p, "dial9-upload");
@@ -289,6 +307,7 @@ static void *upload_main(void *arg) {
     if (u) p->up.tables = d9_tables_step_new(p->upload_cfg.s3_bucket, p->upload_cfg.s3_prefix);
     p->up.compress = d9_compress_unavailable(p->compress) ? D9_COMPRESS_NONE : p->compress; /* said once, above */
     p->up.give_up = should_give_up;
+    p->up.not_waiting = exiting;
     p->up.ctx = p;
     p->up.on_resized = report_resized;
     if (!u) fprintf(stderr, "dial9: S3 upload disabled: %s (sealed segments stay on disk)\n", err);
@@ -303,15 +322,17 @@ static void *upload_main(void *arg) {
             pthread_mutex_unlock(&p->lock);
             adopt_leftovers(p);
             pthread_mutex_lock(&p->lock);
+            note_quit(p);
             continue;
         }
         if (p->taken == p->prepared) break; /* the preparing thread ended, nothing left */
         entry *e = &p->queue[p->taken % QUEUE_CAP]; /* stays queued (its slot held) until done */
         pthread_mutex_unlock(&p->lock);
-        if (e->current && p->up.uploader && !should_give_up(p)) upload_file(p, e);
+        if (e->current && p->up.uploader && !p->up.quit && !should_give_up(p)) upload_file(p, e);
         pthread_mutex_lock(&p->lock);
         free_entry(e);
         p->taken++;
+        note_quit(p);
     }
     p->upload_finished = true;
     pthread_cond_broadcast(&p->idle);
@@ -361,9 +382,10 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
     p->upload = upload;
     p->run_lock_fd = -1;
     p->run_fd = -1;
-    /* At stop: the symbols' wait, then the uploads' (the two budgets add up). */
-    p->stop_budget_ns = (uint64_t)cfg->symbolize_exit_wait_secs * 1000000000ull +
-                        (upload ? (uint64_t)cfg->s3_exit_wait_secs * 1000000000ull : 0);
+    /* At stop: the symbols' wait, then the uploads' (the two budgets add up while S3 works;
+     * once it fails, the symbols' wait alone) */
+    p->prepare_budget_ns = (uint64_t)cfg->symbolize_exit_wait_secs * 1000000000ull;
+    p->stop_budget_ns = p->prepare_budget_ns + (upload ? (uint64_t)cfg->s3_exit_wait_secs * 1000000000ull : 0);
     bool ok = true;
     p->upload_cfg = *cfg;
     p->upload_cfg.s3_bucket = p->bucket = dup_or_null(cfg->s3_bucket, &ok);
@@ -397,6 +419,7 @@ d9_pipeline *d9_pipeline_start(const d9_config *cfg) {
     pthread_cond_init(&p->idle, &attr);
     pthread_condattr_destroy(&attr);
     atomic_init(&p->give_up, false);
+    atomic_init(&p->exiting, false);
     /* Uploading: both threads now (earlier runs' leftovers are uploaded from the start). */
     int rc = upload ? create_thread(&p->upload_thread, upload_main, p) : 0;
     if (rc == 0 && upload) {
@@ -563,8 +586,10 @@ void d9_pipeline_stop(d9_pipeline *p) {
         finish_stop(p);
         return;
     }
-    struct timespec until;
+    struct timespec until, prepared_until;
     deadline_after(&until, p->stop_budget_ns);
+    deadline_after(&prepared_until, p->prepare_budget_ns);
+    atomic_store_explicit(&p->exiting, true, memory_order_relaxed);
     pthread_mutex_lock(&p->lock);
     p->stopping = true;
     /* The caller waits for us now: SCHED_IDLE could starve on a busy machine. (Where only
@@ -575,7 +600,8 @@ void d9_pipeline_stop(d9_pipeline *p) {
     pthread_cond_signal(&p->wake);
     pthread_cond_signal(&p->prepared_cv);
     while (!p->prepare_finished || (p->upload && !p->upload_finished)) {
-        if (pthread_cond_timedwait(&p->idle, &p->lock, &until) != 0 &&
+        /* S3 failing: nothing prepared now would be uploaded, symbols get their own wait only */
+        if (pthread_cond_timedwait(&p->idle, &p->lock, p->upload_quit ? &prepared_until : &until) != 0 &&
             (!p->prepare_finished || (p->upload && !p->upload_finished))) {
             atomic_store(&p->give_up, true); /* out of time: skip what is left */
             break;

@@ -53,11 +53,28 @@ void d9_upload_retry_free(d9_upload_retry *r) {
 
 static bool given_up(const d9_upload_retry *r) { return r->give_up && r->give_up(r->ctx); }
 
-/* Sleep up to ns, waking early when given up (polled every 50 ms). */
+/* An outage the caller does not wait for (the recorder at exit): the circuit open, i.e. the
+ * short backoffs spent (a blip of a few failures is still retried). */
+static bool not_waited_for(const d9_upload_retry *r) {
+    return r->breaker.state != D9_BREAKER_CLOSED && r->not_waiting && r->not_waiting(r->ctx);
+}
+
+static bool stop_waiting(const d9_upload_retry *r) { return given_up(r) || not_waited_for(r); }
+
+/* Uploading ends: S3 is failing and not waited for. Said once; the files stay on disk. */
+static void quit_failing(d9_upload_retry *r) {
+    if (!r->quit)
+        fprintf(stderr, "%s: S3 upload not waited for at exit: it is failing (%u consecutive failures, last error: "
+                        "%s); what is not stored stays on disk\n", r->who, r->breaker.failures,
+                r->last_failure[0] ? r->last_failure : "none");
+    r->quit = true;
+}
+
+/* Sleep up to ns, waking early when given up or not waited for (polled every 50 ms). */
 static void backoff_sleep(d9_upload_retry *r, uint64_t ns) {
     uint64_t until = monotonic_ns() + ns;
     for (;;) {
-        if (given_up(r)) return;
+        if (stop_waiting(r)) return;
         uint64_t now = monotonic_ns();
         if (now >= until) return;
         uint64_t left = until - now;
@@ -69,7 +86,7 @@ static void backoff_sleep(d9_upload_retry *r, uint64_t ns) {
 /* Wait until the breaker lets an attempt go; false when given up first. */
 static bool wait_for_breaker(d9_upload_retry *r) {
     for (;;) {
-        if (given_up(r)) return false;
+        if (stop_waiting(r)) return false;
         uint64_t w = d9_breaker_wait_ns(&r->breaker, monotonic_ns());
         if (w == 0) return true;
         backoff_sleep(r, w);
@@ -101,8 +118,12 @@ time_t d9_segment_start_time(const char *path) {
 bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const char *path, uint64_t seq,
                           time_t start, const char *service, const char *boot_id) {
     char err[2048] = "";
-    for (unsigned attempt = 1; r->uploader; attempt++) {
+    for (unsigned attempt = 1; r->uploader && !r->quit; attempt++) {
         if (!wait_for_breaker(r)) {
+            if (not_waited_for(r)) {
+                quit_failing(r);
+                break;
+            }
             fprintf(stderr, "%s: S3 upload of %s not done in the time allowed, the file stays on disk "
                             "(last error: %s)\n", r->who, path, err[0] ? err : "none, not tried");
             break;
@@ -149,10 +170,15 @@ bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const cha
                             "(last error: %s)\n", r->who, path, err);
             break;
         }
+        snprintf(r->last_failure, sizeof r->last_failure, "%s", err);
         if (!r->failing)
             fprintf(stderr, "%s: S3 upload failing, retrying with backoff (said once per outage): %s\n", r->who, err);
         r->failing = true;
         bool opened = d9_breaker_failure(&r->breaker, monotonic_ns());
+        if (not_waited_for(r)) {
+            quit_failing(r);
+            break;
+        }
         if (opened && r->stop_when_open) {
             fprintf(stderr, "%s: S3 upload stopped after %u consecutive failures, %s and the files not stored "
                             "stay on disk (last error: %s)\n", r->who, r->breaker.failures, path, err);
@@ -204,7 +230,7 @@ bool d9_upload_retry_run_dir(d9_upload_retry *r, const char *run_dir, const char
     qsort(seqs, n, sizeof *seqs, by_seq);
     bool go_on = true;
     for (size_t i = 0; i < n; i++) {
-        if (!r->uploader || r->stopped_open || given_up(r)) {
+        if (!r->uploader || r->stopped_open || r->quit || given_up(r)) {
             go_on = false;
             break;
         }
@@ -239,5 +265,5 @@ bool d9_upload_retry_run_dir(d9_upload_retry *r, const char *run_dir, const char
         d9_upload_retry_file(r, bin, out, seqs[i], start, service, boot_id);
     }
     free(seqs);
-    return go_on && r->uploader != NULL && !r->stopped_open;
+    return go_on && r->uploader != NULL && !r->stopped_open && !r->quit;
 }

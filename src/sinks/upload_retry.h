@@ -23,6 +23,10 @@ typedef struct d9_upload_retry {
     bool keep_local;        /* leave the local file after storing it (dial9 upload --keep) */
     bool stop_when_open;    /* stop everything when the circuit opens (dial9 upload --attempts N) */
     bool (*give_up)(void *);/* polled; true ends the waits and transfers */
+    /* polled while the circuit is open (the short backoffs spent: an outage, not a blip):
+     * true when a failing S3 is not to be waited for (the recorder at exit); uploading then
+     * quits, said once, and what is not stored stays on disk. NULL: always wait. */
+    bool (*not_waiting)(void *);
     void *ctx;
     /* told a file's size once settled: its compressed size, 0 when uploaded and removed */
     void (*on_resized)(const char *sealed_path, uint64_t size, void *ctx);
@@ -33,6 +37,8 @@ typedef struct d9_upload_retry {
     bool failing;           /* an outage is going on (said) */
     bool paused_said;       /* its pause (the circuit opened) said */
     bool stopped_open;      /* stop_when_open and the circuit opened */
+    bool quit;              /* not_waiting with the circuit open: nothing more is tried (said) */
+    char last_failure[2048]; /* the last failed attempt's error (as long as err) */
     d9_breaker breaker;
     /* counts */
     uint64_t stored, stored_bytes, not_stored, vanished;
@@ -44,8 +50,8 @@ void d9_upload_retry_init(d9_upload_retry *r, d9_uploader *uploader, const char 
 void d9_upload_retry_free(d9_upload_retry *r);
 
 /* Upload `path` (sealed_path is the name the disk budget knows it by) until stored, a fatal
- * answer, a file-specific rejection, the file gone, max_attempts, give_up or (stop_when_open)
- * the circuit opening. true when stored. */
+ * answer, a file-specific rejection, the file gone, max_attempts, give_up, not_waiting with the
+ * circuit open or (stop_when_open) the circuit opening. true when stored. */
 bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const char *path, uint64_t seq,
                           time_t start, const char *service, const char *boot_id);
 
@@ -53,8 +59,8 @@ bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const cha
  * .active), oldest first, compressed first as r->compress says, uploaded under service and
  * boot_id. A .bin beside its .bin.gz or .bin.zst (a compression cut between rename and unlink)
  * is dropped. false when uploading
- * stopped (fatal, or stop_when_open and the circuit opened) or was given up; files not stored
- * stay. */
+ * stopped (fatal, quit, or stop_when_open and the circuit opened) or was given up; files not
+ * stored stay. */
 bool d9_upload_retry_run_dir(d9_upload_retry *r, const char *run_dir, const char *service, const char *boot_id);
 
 /* The segment's start: its birth time where the file system keeps it, else its last change; a

@@ -253,6 +253,12 @@ static bool find_debug_fde(const d9_unwind_object *o, uint64_t pc, fde_info *fi)
     return parse_fde(&s, o->dbg_fdes[lo - 1].off, fi) && pc >= fi->pc_begin && pc < fi->pc_end;
 }
 
+static int by_lo_then_offset(const void *a, const void *b) {
+    const d9_dbg_fde *x = a, *y = b;
+    if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
 bool d9_cfi_index_debug_frame(d9_unwind_object *o) {
     section s = debug_section(o);
     size_t n = 0, cap = 0;
@@ -273,13 +279,9 @@ bool d9_cfi_index_debug_frame(d9_unwind_object *o) {
         }
         off = next;
     }
-    /* insertion order is link order, nearly sorted: a plain insertion sort */
-    for (size_t i = 1; i < n; i++) {
-        d9_dbg_fde x = v[i];
-        size_t j = i;
-        while (j > 0 && v[j - 1].lo > x.lo) v[j] = v[j - 1], j--;
-        v[j] = x;
-    }
+    /* Sorted once (an insertion sort per FDE was quadratic in a large binary's thousands of
+     * them); ties in order of offset, as found, so the lookup's pick among them is unchanged. */
+    if (n > 1) qsort(v, n, sizeof *v, by_lo_then_offset); /* v is NULL when none was found */
     if (n == 0) {
         free(v);
         free(o->dbg);

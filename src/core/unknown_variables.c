@@ -1,7 +1,9 @@
 /* DIAL9_* variables that no part of dial9 reads (unknown_variables.h). */
-#include "cli/unknown_variables.h"
+#include "core/unknown_variables.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern char **environ;
@@ -23,7 +25,7 @@ static const char *const k_known[] = {
     "DIAL9_SCHEDSTAT_RESOLUTION_US", "DIAL9_SCHEDULE_PROFILE_ENABLED", "DIAL9_SERVICE",
     "DIAL9_SERVICE_NAME", "DIAL9_SWITCH_STACKS_PER_SEC", "DIAL9_SYMBOLIZE",
     "DIAL9_SYMBOLIZE_EXIT_WAIT_SECS", "DIAL9_TASK_DUMPS", "DIAL9_THREAD_CPU", "DIAL9_THREAD_CPU_TIME",
-    "DIAL9_TRACE_CHILDREN", "DIAL9_TRACE_DIR", "DIAL9_TRIGGERS",
+    "DIAL9_TRACE_CHILDREN", "DIAL9_TRACE_DIR", "DIAL9_TRIGGERS", "DIAL9_VARIABLES_NAMED",
 };
 enum { KNOWN = sizeof k_known / sizeof k_known[0], NAME_MAX_LEN = 64 };
 
@@ -75,4 +77,12 @@ int d9_warn_unknown_variables(const char *who) {
         n++;
     }
     return n;
+}
+
+void d9_warn_unknown_variables_once(void) {
+    static atomic_flag said = ATOMIC_FLAG_INIT;
+    if (atomic_flag_test_and_set(&said)) return;
+    const char *named = getenv(D9_VARIABLES_NAMED);
+    if (named && !strcmp(named, "1")) return; /* dial9 run named them, in its own words */
+    (void)d9_warn_unknown_variables("dial9");
 }

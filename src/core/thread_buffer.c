@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/tsan_release.h"
 
 __thread d9_thread *d9__tls_thread __attribute__((tls_model("initial-exec")));
 #define tls_thread d9__tls_thread
@@ -106,12 +107,17 @@ void d9_thread_release_consumed(d9_thread *t, uint64_t tail) {
 }
 
 /* Move the producer to a new ring of `want` words, which starts at its head (the records
- * before stay in the older rings until the collector has read them). False without memory. */
+ * before stay in the older rings until the collector has read them). False without memory.
+ * The release store on `newer` orders the ring's making before the collector's reads of it
+ * (it acquires `newer` before it reads the ring's start, words or mask, or frees it). A move
+ * can happen inside a blocking call TSan intercepts (an adapter's park, in its epoll_wait
+ * wrapper), where TSan does not see that store: d9_tsan_release gives it the same edge. */
 static bool move_to_ring(d9_thread *t, uint64_t want) {
     d9_ring *r = ring_new(want, t->head, false);
     if (!r) return false;
     void (*hook)(d9_thread *) = d9_thread_move_hook;
     if (hook) hook(t);
+    d9_tsan_release(&t->w_ring->newer);
     atomic_store_explicit(&t->w_ring->newer, r, memory_order_release);
     t->w_ring = r;
     t->ring = r->words;

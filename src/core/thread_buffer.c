@@ -14,6 +14,7 @@ __thread d9_thread *d9__tls_thread __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static d9_thread *g_threads;
+static bool g_collector_running;
 
 /* The registry's lock. A thread may register inside a blocking call TSan intercepts (its first
  * event an adapter's park), where TSan does not see the mutex: the annotations give it the
@@ -26,7 +27,7 @@ static void registry_unlock(void) {
     d9_tsan_release(&g_lock);
     pthread_mutex_unlock(&g_lock);
 }
-static bool g_collector_running;
+
 /* Read by hooks on their slow path: atomics, no lock there. */
 static _Atomic uint64_t g_max_words = 1024 * 1024 / 8;
 static _Atomic uint64_t g_budget_bytes = 64ull << 20;

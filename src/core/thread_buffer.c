@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/tsan_sync.h"
 
 __thread d9_thread *d9__tls_thread __attribute__((tls_model("initial-exec")));
 #define tls_thread d9__tls_thread
@@ -14,6 +15,19 @@ __thread d9_thread *d9__tls_thread __attribute__((tls_model("initial-exec")));
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static d9_thread *g_threads;
 static bool g_collector_running;
+
+/* The registry's lock. A thread may register inside a blocking call TSan intercepts (its first
+ * event an adapter's park), where TSan does not see the mutex: the annotations give it the
+ * mutex's edges there (core/tsan_sync.h). */
+static void registry_lock(void) {
+    pthread_mutex_lock(&g_lock);
+    d9_tsan_acquire(&g_lock);
+}
+static void registry_unlock(void) {
+    d9_tsan_release(&g_lock);
+    pthread_mutex_unlock(&g_lock);
+}
+
 /* Read by hooks on their slow path: atomics, no lock there. */
 static _Atomic uint64_t g_max_words = 1024 * 1024 / 8;
 static _Atomic uint64_t g_budget_bytes = 64ull << 20;
@@ -106,12 +120,17 @@ void d9_thread_release_consumed(d9_thread *t, uint64_t tail) {
 }
 
 /* Move the producer to a new ring of `want` words, which starts at its head (the records
- * before stay in the older rings until the collector has read them). False without memory. */
+ * before stay in the older rings until the collector has read them). False without memory.
+ * The release store on `newer` orders the ring's making before the collector's reads of it
+ * (it acquires `newer` before it reads the ring's start, words or mask, or frees it). A move
+ * can happen inside a blocking call TSan intercepts (an adapter's park, in its epoll_wait
+ * wrapper), where TSan does not see that store: d9_tsan_release gives it the same edge. */
 static bool move_to_ring(d9_thread *t, uint64_t want) {
     d9_ring *r = ring_new(want, t->head, false);
     if (!r) return false;
     void (*hook)(d9_thread *) = d9_thread_move_hook;
     if (hook) hook(t);
+    d9_tsan_release(&t->w_ring->newer);
     atomic_store_explicit(&t->w_ring->newer, r, memory_order_release);
     t->w_ring = r;
     t->ring = r->words;
@@ -178,14 +197,14 @@ static void unlink_thread_locked(d9_thread *t) {
 static void on_thread_exit(void *arg) {
     d9_thread *t = arg;
     tls_thread = NULL;
-    pthread_mutex_lock(&g_lock);
+    registry_lock();
     if (g_collector_running) {
         atomic_store_explicit(&t->exited, 1, memory_order_release);
     } else {
         unlink_thread_locked(t);
         free_thread(t);
     }
-    pthread_mutex_unlock(&g_lock);
+    registry_unlock();
 }
 
 static void make_key(void) { pthread_key_create(&g_key, on_thread_exit); }
@@ -218,10 +237,10 @@ d9_thread *d9_thread_register(void) {
     t->c_worker = 255;
     t->c_ss_wait = D9_NS_UNKNOWN;
 
-    pthread_mutex_lock(&g_lock);
+    registry_lock();
     t->next = g_threads;
     g_threads = t;
-    pthread_mutex_unlock(&g_lock);
+    registry_unlock();
     pthread_setspecific(g_key, t);
     tls_thread = t;
     void (*hook)(d9_thread *) = d9_thread_register_hook;
@@ -305,20 +324,20 @@ bool d9_thread_make_room(d9_thread *t, uint64_t words) {
 }
 
 d9_thread **d9_threads_snapshot(size_t *count) {
-    pthread_mutex_lock(&g_lock);
+    registry_lock();
     size_t n = 0;
     for (d9_thread *t = g_threads; t; t = t->next) n++;
     d9_thread **arr = malloc((n ? n : 1) * sizeof *arr);
     size_t i = 0;
     if (arr)
         for (d9_thread *t = g_threads; t; t = t->next) arr[i++] = t;
-    pthread_mutex_unlock(&g_lock);
+    registry_unlock();
     *count = i;
     return arr;
 }
 
 void d9_threads_reap(void) {
-    pthread_mutex_lock(&g_lock);
+    registry_lock();
     d9_thread **p = &g_threads;
     while (*p) {
         d9_thread *t = *p;
@@ -335,13 +354,13 @@ void d9_threads_reap(void) {
             p = &t->next;
         }
     }
-    pthread_mutex_unlock(&g_lock);
+    registry_unlock();
 }
 
 void d9_threads_set_collector_running(bool running) {
-    pthread_mutex_lock(&g_lock);
+    registry_lock();
     g_collector_running = running;
-    pthread_mutex_unlock(&g_lock);
+    registry_unlock();
 }
 
 void d9_threads_forget_after_fork(void) {

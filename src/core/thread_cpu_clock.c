@@ -599,7 +599,7 @@ void d9_thread_cpu_clock_forget_after_fork(void) {
         slot *e = &g_slots[i];
         int state = atomic_load(&e->state);
         if (state == SLOT_FREE) continue;
-        if (state != SLOT_CLOSED) d9_fd_close_if_ours(e->fd, e->id);
+        if (state != SLOT_CLOSED && e->fd >= 0) d9_fd_close_if_ours(e->fd, e->id);
         munmap(e->page, e->map_bytes);
         e->fd = -1;
         e->page = NULL;
@@ -614,6 +614,7 @@ void d9_thread_cpu_clock_forget_after_fork(void) {
     s->slot = -1;
     s->gen = 0;
     g_ring_threads = 0;
+    atomic_store_explicit(&g_rings_consumed, false, memory_order_relaxed);
     __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
 }
 
@@ -681,9 +682,15 @@ size_t d9_tcc_rings_cover(const uint32_t *tids, size_t n) {
     size_t nring = 0;
     pthread_mutex_lock(&g_lock);
     for (int i = 0; i < D9_TCC_MAX_THREADS; i++) {
-        int state = atomic_load(&g_slots[i].state);
-        if (state != SLOT_FREE && state != SLOT_RETIRED && state != SLOT_CLOSED && g_slots[i].map_bytes > page_bytes())
-            with_ring[nring++] = g_slots[i].tid;
+        slot *e = &g_slots[i];
+        int state = atomic_load(&e->state);
+        if (state == SLOT_PREOPENED && !has_tid(tids, n, e->tid)) { /* its thread left the registry */
+            d9_fd_close_if_ours(e->fd, e->id);
+            e->fd = -1;
+            atomic_store(&e->state, SLOT_RETIRED); /* read once more, then freed */
+        } else if (state != SLOT_FREE && state != SLOT_RETIRED && state != SLOT_CLOSED && e->map_bytes > page_bytes()) {
+            with_ring[nring++] = e->tid;
+        }
     }
     pthread_mutex_unlock(&g_lock);
     qsort(with_ring, nring, sizeof *with_ring, cmp_u32);

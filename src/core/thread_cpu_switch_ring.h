@@ -17,6 +17,7 @@
 
 #include <linux/perf_event.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* A switch record as this event's attributes make it: the header, then the sample id's time. */
@@ -161,5 +162,25 @@ static inline d9_tcc_consumed d9_tcc_ring_consume(const volatile struct perf_eve
     *at = head;
     return r;
 }
+
+/* The collector's side (thread_cpu_clock.c). d9_tcc_rings_consume, at the off-CPU source's open:
+ * whether the threads' rings can be its switch records (the page in use, not
+ * DIAL9_THREAD_CPU=page, a ring of D9_TCC_SOURCE_RING_PAGES allowed: why not in `why`); from
+ * then on threads open their event with that ring, and one that exits leaves it mapped until
+ * read. d9_tcc_rings_unconsume at the source's close. */
+bool d9_tcc_rings_consume(char *why, size_t why_size);
+void d9_tcc_rings_unconsume(void);
+/* For each recorded thread (`tids`, sorted) without its event, opens one for it (pid = its tid)
+ * with the ring, which the thread takes over at its first park or unpark; up to
+ * D9_TCC_MAX_RING_THREADS. Returns how many of them have no ring (not covered). */
+size_t d9_tcc_rings_cover(const uint32_t *tids, size_t n);
+/* Every ring's records since the last call, in each thread's order, to fn; a thread's records
+ * the kernel wrote over first to lost (how many, the time of the first record after them, 0 if
+ * none yet). A ring whose thread is gone is freed once read. */
+typedef void (*d9_tcc_switch_fn)(void *ctx, uint32_t tid, uint64_t time_ns, uint16_t misc);
+typedef void (*d9_tcc_lost_fn)(void *ctx, uint32_t tid, uint64_t count, uint64_t until_ns);
+void d9_tcc_rings_drain(d9_tcc_switch_fn fn, d9_tcc_lost_fn lost, void *ctx);
+/* Records lost since the consume, and recorded threads without a ring at the last cover. */
+void d9_tcc_rings_counts(uint64_t *lost, uint64_t *ringless_threads);
 
 #endif

@@ -15,6 +15,8 @@
 
 #include "core/run_metadata.h"
 #include "core/thread_buffer.h"
+#include "core/thread_cpu_clock.h"
+#include "core/thread_cpu_switch_ring.h"
 #include "sources/host_caps.h"
 #include "sources/memory_map.h"
 #include "sources/perf_events.h"
@@ -148,7 +150,14 @@ static void note_schedule_profile(const d9_config *cfg, d9_collector *c, const d
         d9_collector_note_source(c, "switch_stacks", false, ENDING_NOTE);
         return;
     }
-    if (perf && rep->switch_err == 0) {
+    if (perf && rep->switch_rings) {
+        snprintf(detail, sizeof detail,
+                 "perf context-switch records from each recorded thread's own task-clock event (its %u-page "
+                 "switch ring, read by the collector; records the kernel wrote over first are counted lost), "
+                 "up to %d threads; no inherited switch event; cpu not recorded",
+                 D9_TCC_SOURCE_RING_PAGES, D9_TCC_MAX_RING_THREADS);
+        d9_collector_note_source(c, "off_cpu", true, detail);
+    } else if (perf && rep->switch_err == 0) {
         snprintf(detail, sizeof detail,
                  "perf context-switch records (per-CPU events inherited by every thread, tid and time only), "
                  "threads that record, %d CPU rings of %u KiB",
@@ -181,10 +190,16 @@ static void note_schedule_profile(const d9_config *cfg, d9_collector *c, const d
 }
 
 /* governor = "budget 1% of one CPU: ..." (docs/kernel-sources.md, "Cost governor") */
-static void note_governor(const d9_config *cfg, d9_collector *c, bool switches) {
+static void note_governor(const d9_config *cfg, d9_collector *c, bool switches, bool thread_rings) {
     d9_run_metadata *m = d9_collector_metadata(c);
     if (cfg->overhead_budget_pct <= 0)
         d9_run_metadata_set(m, "governor", "off (DIAL9_OVERHEAD_BUDGET_PCT=0): no source is degraded");
+    else if (thread_rings)
+        d9_run_metadata_set(m, "governor",
+                            "budget %g%% of one CPU; not governing: the off-CPU records come from the recorded "
+                            "threads' own task-clock events, which their CPU time keeps open, and the stacks are "
+                            "paced (DIAL9_SWITCH_STACKS_PER_SEC)",
+                            cfg->overhead_budget_pct);
     else if (!switches)
         d9_run_metadata_set(m, "governor", "budget %g%% of one CPU; nothing to govern (no context-switch records)",
                             cfg->overhead_budget_pct);
@@ -228,13 +243,14 @@ void d9_sources_start(const d9_config *cfg, d9_collector *c) {
         .stacks_per_sec = cfg->switch_stacks_per_sec,
         .collector = c,
         .budget_pct = cfg->overhead_budget_pct,
+        .thread_rings = true,
     };
     d9_perf_report rep;
     memset(&rep, 0, sizeof rep);
     bool perf_tried = !ending && (req.cpu_profile || req.switches || req.switch_stacks);
     d9_source *perf = perf_tried ? add_or_close(c, d9_perf_source_open(&req, &rep)) : NULL;
 
-    note_governor(cfg, c, perf && rep.switch_err == 0);
+    note_governor(cfg, c, perf && rep.switch_err == 0, rep.switch_rings);
     if (ending && cfg->cpu_profile) d9_collector_note_source(c, "cpu_profile", false, ENDING_NOTE);
     else start_cpu_profile(cfg, c, &caps, req.cpu_profile, &rep, perf);
     note_schedule_profile(cfg, c, &caps, stacks_probe, &rep, perf);

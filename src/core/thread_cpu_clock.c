@@ -716,6 +716,39 @@ size_t d9_tcc_rings_cover(const uint32_t *tids, size_t n) {
     return uncovered;
 }
 
+/* Whether thread `tid` has an event with its ring (under g_lock). */
+static bool has_ring_locked(uint32_t tid) {
+    for (int i = 0; i < D9_TCC_MAX_THREADS; i++) {
+        int state = atomic_load(&g_slots[i].state);
+        if (state != SLOT_FREE && state != SLOT_RETIRED && state != SLOT_CLOSED && g_slots[i].tid == tid &&
+            g_slots[i].map_bytes > page_bytes())
+            return true;
+    }
+    return false;
+}
+
+void d9_tcc_rings_open_self(void) {
+    if (!atomic_load_explicit(&g_rings_consumed, memory_order_relaxed)) return;
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    pthread_mutex_lock(&g_lock);
+    bool has = has_ring_locked((uint32_t)tid);
+    pthread_mutex_unlock(&g_lock);
+    if (has) return;
+    void *page;
+    size_t bytes;
+    bool ring = false;
+    uint32_t key;
+    char why[160];
+    int fd = open_mapped(0, &page, &bytes, &ring, &key, why, sizeof why);
+    if (fd < 0) return; /* the collector's cover counts it */
+    if (!ring) {
+        munmap(page, bytes);
+        close(fd);
+        return;
+    }
+    take_slot(fd, page, bytes, tid, SLOT_PREOPENED);
+}
+
 typedef struct ring_reader {
     d9_tcc_switch_fn fn;
     void *ctx;

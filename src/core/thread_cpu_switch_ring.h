@@ -174,6 +174,8 @@ void d9_tcc_rings_unconsume(void);
  * with the ring, which the thread takes over at its first park or unpark; up to
  * D9_TCC_MAX_RING_THREADS. Returns how many of them have no ring (not covered). */
 size_t d9_tcc_rings_cover(const uint32_t *tids, size_t n);
+/* The same for the calling thread, at its registration (its switches recorded from then on). */
+void d9_tcc_rings_open_self(void);
 /* Every ring's records since the last call, in each thread's order, to fn; a thread's records
  * the kernel wrote over first to lost (how many, the time of the first record after them, 0 if
  * none yet). A ring whose thread is gone is freed once read. */

@@ -350,6 +350,9 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     s->ring_switches = req->switches && req->thread_rings &&
                        d9_tcc_rings_consume(rep->switch_rings_why, sizeof rep->switch_rings_why);
     rep->switch_rings = s->ring_switches;
+    if (s->ring_switches && req->collector) /* its reason now says the rings are the source's too */
+        d9_run_metadata_set(d9_collector_metadata(req->collector), "thread_cpu_clock", "%s",
+                            d9_thread_cpu_clock_reason());
     s->want[K_SWITCH] = req->switches && !s->ring_switches;
     s->want[K_STACKS] = req->switch_stacks;
     long ncpu = sysconf(_SC_NPROCESSORS_CONF);

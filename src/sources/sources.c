@@ -25,10 +25,16 @@
 #include "sources/timer_sampler.h"
 #include "sources/unwind_tables.h"
 
-/* Every thread that registers may need a CPU timer (the timer sampler knows whether one runs).
+/* Every thread that registers may need a CPU timer (the timer sampler knows whether one runs),
+ * and, where the off-CPU source takes its switch records from the threads' own task-clock
+ * events, its event now: its switches are recorded from its first record on, not from the
+ * collector's next drain (d9_tcc_rings_open_self: nothing when the rings are not consumed).
  * The hook is set once, when the library is loaded: before any thread can register, so the
  * core's plain (non-atomic) pointer is never written while another thread reads it. */
-static void on_thread_register(d9_thread *t) { d9_timer_sampler_on_thread(t); }
+static void on_thread_register(d9_thread *t) {
+    d9_timer_sampler_on_thread(t);
+    d9_tcc_rings_open_self();
+}
 
 __attribute__((constructor)) static void install_register_hook(void) {
     d9_thread_register_hook = on_thread_register;

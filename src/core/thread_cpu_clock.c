@@ -54,7 +54,7 @@ typedef struct slot {
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static slot g_slots[D9_TCC_MAX_THREADS];
 static uint32_t g_gen_counter;
-static char g_reason[720] = "syscall: not started";
+static char g_reason[800] = "syscall: not started";
 static _Atomic bool g_fds_guarded; /* d9_thread_cpu_clock_set_fds_guarded */
 static _Atomic bool g_ring_wanted; /* this recording gives threads a switch ring (thread_cpu_switch_ring.h) */
 static int g_ring_threads;        /* slots with one (under g_lock) */
@@ -487,7 +487,7 @@ static char g_ring_why[160];
 
 /* thread_cpu_clock in the metadata: the page, and how a thread takes its value after a switch. */
 static void say_reason(bool ring) {
-    char after_switch[560];
+    char after_switch[640];
     char read_rules[260];
     snprintf(read_rules, sizeof read_rules,
              "a park after a switch: the CPU time at the last switch-in, a lower bound, when short by less than "
@@ -638,7 +638,7 @@ bool d9_thread_cpu_clock_has_ring(void) { return d9__tls_cpu_clock.ring != NULL;
 
 bool d9_tcc_rings_consume(char *why, size_t why_size) {
     if (!__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED)) {
-        snprintf(why, why_size, "no task-clock page per thread (thread_cpu_clock: %s)", g_reason);
+        snprintf(why, why_size, "no task-clock page per thread (thread_cpu_clock says why)");
         return false;
     }
     if (g_requested == D9_THREAD_CPU_PAGE) {

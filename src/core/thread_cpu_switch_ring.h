@@ -141,8 +141,14 @@ static inline d9_tcc_consumed d9_tcc_ring_consume(const volatile struct perf_eve
         scratch[i][0] = w[0];
         scratch[i][1] = w[1];
     }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    uint64_t head_after = __atomic_load_n(&p->data_head, __ATOMIC_RELAXED);
+    /* the copies before the second read of the head (a load barrier; TSan refuses
+     * atomic_thread_fence): loads stay in order on x86, the compiler is told not to move them */
+#if defined(__aarch64__)
+    __asm__ __volatile__("dmb ishld" ::: "memory");
+#else
+    __asm__ __volatile__("" ::: "memory");
+#endif
+    uint64_t head_after = __atomic_load_n(&p->data_head, __ATOMIC_ACQUIRE);
     uint64_t safe_from = head_after - from > keep ? head_after - keep : from; /* written over meanwhile */
     bool readable = true;
     for (uint64_t i = 0; i < n; i++) {

@@ -13,12 +13,8 @@
  *    one_in agrees with the mode, the budget is the configured one; a degraded mode was
  *    recorded, the last mode is full;
  *  - `dial9 analyze --json` and `dial9 stats` report the off-CPU coverage as partial;
- *  - the recorder's own threads (dial9-*) have no switch record and no CPU sample.
- * The governor governs the off-CPU source's inherited switch events: DIAL9_THREAD_CPU=page keeps
- * them (with the default, the records come from the threads' own task-clock events, which are
- * not governed: test_mt_source_thread_rings). */
+ *  - the recorder's own threads (dial9-*) have no switch record and no CPU sample. */
 #include <fcntl.h>
-#include <stdlib.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -169,7 +165,6 @@ int main(void) {
     d9_config_init(&cfg);
     cfg.trace_dir = dir;
     CHECK(cfg.overhead_budget_pct == 1.0); /* the default */
-    setenv("DIAL9_THREAD_CPU", "page", 1); /* the inherited switch events, which it governs */
     tt_threads before;
     tt_threads_before_start(&before);
     CHECK(d9_start(&cfg) == 0);

@@ -671,10 +671,6 @@ static void run_privilege_drop(void) {
 
 int main(void) {
     CHECK(pipe(g_ping) == 0 && pipe(g_pong) == 0);
-    /* the governor closes and reopens the off-CPU source's inherited switch events: the page
-     * without its ring keeps them (with the default the records come from the threads' own
-     * task-clock events, which stay open: test_mt_source_thread_rings) */
-    setenv("DIAL9_THREAD_CPU", "page", 1);
     run(false);
     run(true);
     run_windows();

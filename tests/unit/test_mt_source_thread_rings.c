@@ -1,6 +1,6 @@
-/* The defaults' switch records come from the recorded threads' own task-clock events (one
- * event per recorded thread, core/thread_cpu_switch_ring.h), not from inherited per-CPU switch
- * events:
+/* With DIAL9_THREAD_CPU=ring the off-CPU source's switch records come from the recorded
+ * threads' own task-clock events (one event per recorded thread, core/thread_cpu_switch_ring.h),
+ * not from inherited per-CPU switch events; with the defaults (auto), from those:
  *   - the metadata's source.off_cpu says so and the perf source has no switch event open at
  *     any time (d9_perf_switch_state: closed), so nothing is governed by windows (`governor`);
  *   - a worker that parks, then blocks in a pipe read() inside each of its polls (the writer
@@ -8,7 +8,10 @@
  *     voluntary switch out and its switch in, at least BLOCK_NS apart, both inside the poll;
  *   - the writer, which records (wakes) but never parks, has records too (its event opened at its
  *     registration), and nothing was lost.
- * On the code before (inherited switch events) the metadata and the switch state checks fail. */
+ *   - with the defaults, the inherited events, governed: the metadata says so.
+ * On the code before (inherited switch events whatever DIAL9_THREAD_CPU says) the metadata and
+ * the switch state checks fail. */
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -102,13 +105,37 @@ static void check_reads(const tt_trace *t) {
     CHECK(writer_switches >= READS); /* it sleeps at least once a round */
 }
 
+/* The defaults: the inherited events and the governor, no ring (a recording of its own). */
+static void defaults_keep_inherited_events(void) {
+    char *dir = d9t_mkdtemp("thread_rings_defaults");
+    d9_config cfg;
+    d9_config_init(&cfg);
+    cfg.trace_dir = dir;
+    CHECK(d9_start(&cfg) == 0);
+    d9_wake(1);
+    d9_stop();
+    tt_trace t;
+    CHECK(tt_load(d9_run_dir(), &t) == 0);
+    const char *off = tt_meta(&t, "source.off_cpu");
+    printf("defaults: source.off_cpu = %s\n", off);
+    if (!tt_starts_with(off, "inactive")) {
+        CHECK(tt_starts_with(off, "active: perf context-switch records (per-CPU events inherited"));
+        CHECK(strstr(tt_meta(&t, "governor"), "not governing") == NULL);
+    }
+    tt_free(&t);
+    d9t_rm_rf(dir);
+    free(dir);
+}
+
 int main(void) {
     CHECK(pipe(g_pipe) == 0);
+    defaults_keep_inherited_events();
     char *dir = d9t_mkdtemp("thread_rings");
     d9_config cfg;
     d9_config_init(&cfg);
     cfg.trace_dir = dir;
-    CHECK(cfg.schedule_profile); /* the defaults: off-CPU records on, the governor's budget 1 % */
+    CHECK(cfg.schedule_profile); /* off-CPU records on, the governor's budget 1 % */
+    setenv("DIAL9_THREAD_CPU", "ring", 1);
     CHECK(d9_start(&cfg) == 0);
     pthread_t r, wr;
     pthread_create(&wr, NULL, writer, NULL);

@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "core/schedstat.h"
+#include "core/thread_buffer.h"
 #include "core/thread_cpu_clock.h"
 #include "core/thread_cpu_switch_ring.h"
-#include "core/thread_buffer.h"
 #include "sources/cost_governor.h"
 #include "sources/perf_ring.h"
 #include "sources/stack_unwind.h"
@@ -344,9 +344,9 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     s->base.ctx = s;
     init_attrs(s, req);
     s->want[K_CPU] = req->cpu_profile;
-    /* one event per recorded thread: where the threads' task-clock events can carry their switch
-     * records, the collector reads those instead of opening inherited per-CPU switch events, which
-     * cost each recorded thread's switch more (bench/README.md, "One event per recorded thread") */
+    /* one event per recorded thread (DIAL9_THREAD_CPU=ring): the collector reads the threads'
+     * switch rings instead of opening inherited per-CPU switch events, cheaper per switch at full
+     * coverage but not governed, hence opt-in (bench/README.md, "One event per recorded thread") */
     s->ring_switches = req->switches && req->thread_rings &&
                        d9_tcc_rings_consume(rep->switch_rings_why, sizeof rep->switch_rings_why);
     rep->switch_rings = s->ring_switches;

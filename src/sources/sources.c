@@ -249,7 +249,7 @@ void d9_sources_start(const d9_config *cfg, d9_collector *c) {
         .stacks_per_sec = cfg->switch_stacks_per_sec,
         .collector = c,
         .budget_pct = cfg->overhead_budget_pct,
-        .thread_rings = true,
+        .thread_rings = true, /* where DIAL9_THREAD_CPU=ring asks for them (d9_tcc_rings_consume) */
     };
     d9_perf_report rep;
     memset(&rep, 0, sizeof rep);

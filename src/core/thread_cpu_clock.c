@@ -61,7 +61,6 @@ static int g_ring_threads;        /* slots with one (under g_lock) */
 /* The off-CPU source takes its switch records from the rings (d9_tcc_rings_consume): rings of
  * D9_TCC_SOURCE_RING_PAGES, threads' events kept until read; under g_lock, read atomically */
 static _Atomic bool g_rings_consumed;
-static uint64_t g_ring_lost, g_ringless_threads; /* records lost; recorded threads without a ring */
 /* PR_GET_SECCOMP of the thread that probed; atomic: a thread of the last recording may open its
  * event while d9_start probes again (test_mt_recorder_restart's TSan report, 1 run in ~10 under
  * load); either probe's value is the process's mode at a start */
@@ -655,10 +654,6 @@ bool d9_tcc_rings_consume(char *why, size_t why_size) {
         atomic_store_explicit(&g_rings_consumed, false, memory_order_relaxed);
         return false;
     }
-    pthread_mutex_lock(&g_lock);
-    g_ring_lost = 0;
-    g_ringless_threads = 0;
-    pthread_mutex_unlock(&g_lock);
     atomic_store_explicit(&g_ring_wanted, true, memory_order_relaxed);
     say_reason(true);
     return true;
@@ -715,9 +710,6 @@ size_t d9_tcc_rings_cover(const uint32_t *tids, size_t n) {
         }
         if (fd < 0 || take_slot(fd, page, bytes, (pid_t)tids[t], SLOT_PREOPENED) < 0) uncovered++;
     }
-    pthread_mutex_lock(&g_lock);
-    g_ringless_threads = uncovered;
-    pthread_mutex_unlock(&g_lock);
     return uncovered;
 }
 
@@ -780,19 +772,9 @@ void d9_tcc_rings_drain(d9_tcc_switch_fn fn, d9_tcc_lost_fn lost, void *ctx) {
         ring_reader r = {fn, ctx, e->tid};
         d9_tcc_consumed got = d9_tcc_ring_consume(meta, (const volatile char *)e->page + page_bytes(), size,
                                                   &e->read_at, scratch, on_ring_record, &r);
-        if (got.lost) {
-            g_ring_lost += got.lost;
-            lost(ctx, e->tid, got.lost, got.lost_until_ns);
-        }
+        if (got.lost) lost(ctx, e->tid, got.lost, got.lost_until_ns);
         if (state == SLOT_RETIRED) free_slot(e); /* its thread is gone: nothing more comes */
     }
-    pthread_mutex_unlock(&g_lock);
-}
-
-void d9_tcc_rings_counts(uint64_t *lost, uint64_t *ringless_threads) {
-    pthread_mutex_lock(&g_lock);
-    *lost = g_ring_lost;
-    *ringless_threads = g_ringless_threads;
     pthread_mutex_unlock(&g_lock);
 }
 

@@ -188,7 +188,5 @@ void d9_tcc_rings_open_self(void);
 typedef void (*d9_tcc_switch_fn)(void *ctx, uint32_t tid, uint64_t time_ns, uint16_t misc);
 typedef void (*d9_tcc_lost_fn)(void *ctx, uint32_t tid, uint64_t count, uint64_t until_ns);
 void d9_tcc_rings_drain(d9_tcc_switch_fn fn, d9_tcc_lost_fn lost, void *ctx);
-/* Records lost since the consume, and recorded threads without a ring at the last cover. */
-void d9_tcc_rings_counts(uint64_t *lost, uint64_t *ringless_threads);
 
 #endif

@@ -497,9 +497,9 @@ static void say_reason(bool ring) {
     if (ring)
         snprintf(after_switch, sizeof after_switch,
                  "after a switch: the CPU time at the last switch-in plus the wall time since it, from the "
-                 "kernel's switch records in a %s-page ring per thread (up to %d threads%s), no system call; a "
+                 "kernel's switch records in a %u-page ring per thread (up to %d threads%s), no system call; a "
                  "thread without its ring (refused, past them, or its last records not its switch out and in): %s",
-                 consumed ? "4" : "one", D9_TCC_MAX_RING_THREADS,
+                 consumed ? D9_TCC_SOURCE_RING_PAGES : 1u, D9_TCC_MAX_RING_THREADS,
                  consumed ? "; the off-CPU source's switch records" : "", read_rules);
     else
         snprintf(after_switch, sizeof after_switch, "no switch ring (%s): %s", g_ring_why, read_rules);
@@ -759,8 +759,16 @@ static void on_ring_record(void *ctx, uint64_t time_ns, uint16_t misc) {
 
 void d9_tcc_rings_drain(d9_tcc_switch_fn fn, d9_tcc_lost_fn lost, void *ctx) {
     if (!atomic_load_explicit(&g_rings_consumed, memory_order_relaxed)) return;
-    static uint64_t scratch[D9_TCC_SOURCE_RING_PAGES * 65536 / D9_TCC_SWITCH_RECORD_BYTES][2]; /* the collector's */
-    size_t max_records = sizeof scratch / sizeof scratch[0];
+    /* the copy of a ring's records (d9_tcc_ring_consume): the collector's, as large as a ring */
+    static uint64_t (*scratch)[2];
+    static size_t max_records;
+    size_t ring_records = D9_TCC_SOURCE_RING_PAGES * page_bytes() / D9_TCC_SWITCH_RECORD_BYTES;
+    if (max_records < ring_records) {
+        uint64_t(*grown)[2] = realloc(scratch, ring_records * sizeof *grown);
+        if (!grown) return; /* read at the next drain; an overrun meanwhile is counted then */
+        scratch = grown;
+        max_records = ring_records;
+    }
     pthread_mutex_lock(&g_lock); /* a thread's exit waits: its ring stays mapped meanwhile */
     for (int i = 0; i < D9_TCC_MAX_THREADS; i++) {
         slot *e = &g_slots[i];
@@ -768,7 +776,7 @@ void d9_tcc_rings_drain(d9_tcc_switch_fn fn, d9_tcc_lost_fn lost, void *ctx) {
         if (state == SLOT_FREE || e->map_bytes <= page_bytes()) continue;
         const volatile struct perf_event_mmap_page *meta = e->page;
         uint64_t size = e->map_bytes - page_bytes();
-        if (size / D9_TCC_SWITCH_RECORD_BYTES > max_records) continue; /* pages larger than 64 KiB */
+        if (size / D9_TCC_SWITCH_RECORD_BYTES > max_records) continue; /* not this layout's: not ours to read */
         ring_reader r = {fn, ctx, e->tid};
         d9_tcc_consumed got = d9_tcc_ring_consume(meta, (const volatile char *)e->page + page_bytes(), size,
                                                   &e->read_at, scratch, on_ring_record, &r);

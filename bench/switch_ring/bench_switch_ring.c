@@ -9,7 +9,7 @@
  * inherited by it, as sources/perf_events.c opens it), and the source and the page together
  * (what the defaults give a thread), with the source's context-switch stacks event beside them
  * (inherited per CPU, disabled as the pacing keeps it, or enabled); the one-event design (the
- * page and a four-page switch ring the collector consumes as the off-CPU source's records, no
+ * page and a four-page switch ring (the recorder's is 16: the price does not move with it) the collector consumes as the off-CPU source's records, no
  * inherited event), alone and with a stacks event of the thread's own (disabled or enabled).
  * Per run: its median round trip, timed by the recorded
  * thread (a round trip the host's other work did not interrupt: the pair runs many in a row

@@ -9,7 +9,7 @@
  * inherited by it, as sources/perf_events.c opens it), and the source and the page together
  * (what the defaults give a thread), with the source's context-switch stacks event beside them
  * (inherited per CPU, disabled as the pacing keeps it, or enabled); the one-event design (the
- * page and a four-page switch ring (the recorder's is 16: the price does not move with it) the collector consumes as the off-CPU source's records, no
+ * page and a switch ring of D9_TCC_SOURCE_RING_PAGES the collector consumes as the off-CPU source's records, no
  * inherited event), alone and with a stacks event of the thread's own (disabled or enabled).
  * Per run: its median round trip, timed by the recorded
  * thread (a round trip the host's other work did not interrupt: the pair runs many in a row
@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "core/thread_cpu_clock.h"
+#include "core/thread_cpu_switch_ring.h"
 
 /* One arm: what the recorded thread opens on itself (its task-clock event, changed as said),
  * and whether the process has the off-CPU source's switch events first. */
@@ -72,10 +73,10 @@ static const arm ARMS[] = {
     [SOURCE] = {"source", "off-CPU switch source", "offcpu_source_switch_ns", true, .source = true},
     [DEFAULTS] = {"source-page", "source + page", "defaults_switch_ns", true, true, true, .source = true},
     /* the one-event design: the page and its switch ring, sized for the collector to consume
-     * (4 data pages, read-only: the kernel overwrites, the collector detects an overrun), as the
-     * off-CPU source's switch records; no inherited event */
+     * (D9_TCC_SOURCE_RING_PAGES data pages, read-only: the kernel overwrites, the collector
+     * detects an overrun), as the off-CPU source's switch records; no inherited event */
     [ONE_EVENT] = {"one-event", "one event: page + ring as source", "oneevent_switch_ns", true, true, true, true,
-                   .ring_pages = 4},
+                   .ring_pages = D9_TCC_SOURCE_RING_PAGES},
     /* what the defaults give a thread with the stacks event beside: disabled, as the pacing keeps
      * it above DIAL9_SWITCH_STACKS_PER_SEC */
     [DEFAULTS_STACKS] = {"source-page-stacks-off", "source + page + stacks (off)", "defaults_stacks_switch_ns", true,
@@ -83,11 +84,11 @@ static const arm ARMS[] = {
     /* the one-event design as the recorder builds it: the stacks event stays the source's,
      * inherited per CPU, paced (here off) */
     [ONE_EVENT_STACKS] = {"one-event-stacks-inherited", "one event + stacks (off)", "oneevent_stacks_switch_ns", true,
-                          true, true, true, .ring_pages = 4, .stacks = STACKS_INHERITED},
-    {"one-event-stacks-off", "one event + thread's stacks (off)", NULL, false, true, true, true, .ring_pages = 4,
-     .stacks = STACKS_THREAD},
-    {"one-event-stacks", "one event + thread's stacks (on)", NULL, false, true, true, true, .ring_pages = 4,
-     .stacks = STACKS_THREAD, .stacks_on = true},
+                          true, true, true, .ring_pages = D9_TCC_SOURCE_RING_PAGES, .stacks = STACKS_INHERITED},
+    {"one-event-stacks-off", "one event + thread's stacks (off)", NULL, false, true, true, true,
+     .ring_pages = D9_TCC_SOURCE_RING_PAGES, .stacks = STACKS_THREAD},
+    {"one-event-stacks", "one event + thread's stacks (on)", NULL, false, true, true, true,
+     .ring_pages = D9_TCC_SOURCE_RING_PAGES, .stacks = STACKS_THREAD, .stacks_on = true},
     {"source-page-stacks", "source + page + stacks (on)", NULL, false, true, true, .source = true,
      .stacks = STACKS_INHERITED, .stacks_on = true},
     {"unmapped", "not mapped", NULL, false, true, false},

@@ -690,8 +690,11 @@ def switch_carriers(dial9, trace_dir):
 
 
 def carriers_from_stats(out):
-    """switch_carriers' answer from `dial9 stats`' text."""
-    offcpu = re.search(r"^\s+source\.off_cpu = active", out, re.M) is not None
+    """switch_carriers' answer from `dial9 stats`' text: the off-CPU source is "rings" when its
+    switch records came from the threads' own task-clock events (one event per recorded
+    thread), "events" when from its inherited per-CPU events, False when off."""
+    src = re.search(r"^\s+source\.off_cpu = active(.*)$", out, re.M)
+    offcpu = False if not src else "rings" if "own task-clock event" in src.group(1) else "events"
     m = re.search(r"^\s+thread_cpu_clock = (.*)$", out, re.M)
     if not m or not m.group(1).startswith("perf:"):
         return "syscall", offcpu
@@ -699,7 +702,7 @@ def carriers_from_stats(out):
 
 
 SWITCH_UNITS = ("tcc_page_switch_ns", "tcc_ring_switch_ns", "offcpu_source_switch_ns", "defaults_switch_ns",
-                "switch_aa_ns")
+                "oneevent_switch_ns", "defaults_stacks_switch_ns", "oneevent_stacks_switch_ns", "switch_aa_ns")
 
 
 def switch_unit_costs(args):
@@ -730,22 +733,27 @@ def switch_unit_costs(args):
 def price_thread_cpu_switches(d, r, units):
     """The kernel's added work at every context switch of a recorded thread: the arm's own
     context switches a request (all its threads: those not recorded switch by the clock, and
-    the idle rate takes them off) x ns added per switch, by what the threads carry. The off-CPU
-    source's inherited switch events (the defaults) at the source's price; a task-clock event
-    (page, or page + its switch ring) at its own, or, beside the source, at what the page adds
-    to a thread that has the source's events (one perf context: measured together, the
-    `defaults_switch_ns` arm, less the source's; the ring beside the source is not measured and
-    is priced as the two alone). By system call no task-clock event is added to a switch."""
+    the idle rate takes them off) x ns added per switch, by what the threads carry, each whole
+    set measured together (one perf context: the prices do not add). A task-clock event (page,
+    or page + its switch ring) at its own price; with the off-CPU source on, the thread's whole
+    set (with the source's context-switch stacks event beside it, off as its pacing mostly
+    leaves it): its inherited switch events and the page (`defaults_stacks_switch_ns`), or,
+    one event per recorded thread, the page and its switch ring read as the source's records
+    (`oneevent_stacks_switch_ns`); the task-clock row then takes the page's own price and the
+    source's row what the source adds to it. By system call no task-clock event is added."""
     d["tcc"] = r.get("tcc", "syscall")
     d["offcpu"] = r.get("offcpu", False)
-    source_ns = units.get("offcpu_source_switch_ns", 0.0)
     page_ns = units.get("tcc_page_switch_ns", 0.0)
-    if d["offcpu"]:
-        page_ns = units.get("defaults_switch_ns", 0.0) - source_ns
     d["tcc_switch_ns"] = {"page": page_ns, "ring": units.get("tcc_ring_switch_ns", 0.0)}.get(d["tcc"], 0.0)
+    whole = {"events": units.get("defaults_stacks_switch_ns", 0.0),
+             "rings": units.get("oneevent_stacks_switch_ns", 0.0)}.get(d["offcpu"], 0.0)
+    if d["offcpu"] and d["tcc"] == "syscall":  # no page: the source's events alone
+        whole = units.get("offcpu_source_switch_ns", 0.0)
+    if d["offcpu"]:
+        d["tcc_switch_ns"] = page_ns if d["tcc"] != "syscall" else 0.0
     d["tcc_switches"] = r["switches"]
     d["ns_tcc"] = d["tcc_switches"] * d["tcc_switch_ns"]
-    d["offcpu_switch_ns"] = source_ns if d["offcpu"] else 0.0
+    d["offcpu_switch_ns"] = whole - d["tcc_switch_ns"] if d["offcpu"] else 0.0
     d["ns_offcpu"] = d["tcc_switches"] * d["offcpu_switch_ns"]
 
 
@@ -858,7 +866,10 @@ def print_table(results, units):
     print(f"a recorded thread's context switch, added in the kernel by its perf events: task-clock page "
           f"{units.get('tcc_page_switch_ns', 0.0):.0f} ns, page + switch ring {units.get('tcc_ring_switch_ns', 0.0):.0f} ns, "
           f"off-CPU source's switch events {units.get('offcpu_source_switch_ns', 0.0):.0f} ns, source + page "
-          f"{units.get('defaults_switch_ns', 0.0):.0f} ns ({units.get('switch_note', 'not measured')})")
+          f"{units.get('defaults_switch_ns', 0.0):.0f} ns, with the stacks event (off) "
+          f"{units.get('defaults_stacks_switch_ns', 0.0):.0f} ns; one event (page + ring as the source) "
+          f"{units.get('oneevent_switch_ns', 0.0):.0f} ns, with the stacks event (off) "
+          f"{units.get('oneevent_stacks_switch_ns', 0.0):.0f} ns ({units.get('switch_note', 'not measured')})")
     print(HEADER)
     lines = []
     for tname, (rows, ns_per_instr, deltas) in results.items():
@@ -892,7 +903,7 @@ def print_table(results, units):
                  f"{d['tcc_switch_ns']:.0f} ns {d['tcc']}", d["ns_tcc"], None),
                 ("off-CPU src switches", 0, d["tcc_switches"] if d["offcpu"] else 0.0,
                  d["tcc_switches"] if d["offcpu"] else 0.0,
-                 f"{d['offcpu_switch_ns']:.0f} ns" if d["offcpu"] else "off", d["ns_offcpu"], None),
+                 f"{d['offcpu_switch_ns']:.0f} ns {d['offcpu']}" if d["offcpu"] else "off", d["ns_offcpu"], None),
                 ("events", 0, d["events"], d["events"], "-", None, None),
                 ("server CPU ns", base, base + d["ns"], d["ns"], "model", d["ns"], d["share"]),
             ]

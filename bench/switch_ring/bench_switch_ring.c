@@ -7,7 +7,11 @@
  * time counted), the page with its switch ring (DIAL9_THREAD_CPU=ring), the off-CPU source's
  * switch records (a dummy event with context_switch per CPU, opened before the thread and
  * inherited by it, as sources/perf_events.c opens it), and the source and the page together
- * (what the defaults give a thread). Per run: its median round trip, timed by the recorded
+ * (what the defaults give a thread), with the source's context-switch stacks event beside them
+ * (inherited per CPU, disabled as the pacing keeps it, or enabled); the one-event design (the
+ * page and a switch ring of D9_TCC_SOURCE_RING_PAGES the collector consumes as the off-CPU source's records, no
+ * inherited event), alone and with a stacks event of the thread's own (disabled or enabled).
+ * Per run: its median round trip, timed by the recorded
  * thread (a round trip the host's other work did not interrupt: the pair runs many in a row
  * when it has the CPU, so the load moves the median far less than a mean; the mean CPU time of
  * both threads, getrusage, went from 10 to 36 us a round trip at load 13), and, as a
@@ -37,6 +41,7 @@
 #include <unistd.h>
 
 #include "core/thread_cpu_clock.h"
+#include "core/thread_cpu_switch_ring.h"
 
 /* One arm: what the recorded thread opens on itself (its task-clock event, changed as said),
  * and whether the process has the off-CPU source's switch events first. */
@@ -50,9 +55,16 @@ typedef struct arm {
     bool disabled, pinned, kernel;
     uint64_t config; /* 0: the recorder's (task clock) */
     bool source;     /* the off-CPU source's inherited switch events, opened before the threads */
+    unsigned ring_pages; /* the switch ring's data pages (0: one, as DIAL9_THREAD_CPU=ring maps it) */
+    int stacks;          /* the context-switch stacks event: STACKS_* */
+    bool stacks_on;      /* ... enabled (else disabled, as the pacing leaves it above its rate) */
 } arm;
 
-enum { NONE, NONE_AGAIN, PAGE, RING, SOURCE, DEFAULTS };
+/* Where an arm's context-switch stacks event is (sources/perf_events.c's K_STACKS: a sample with
+ * call chain, registers and stack copy at every switch while enabled). */
+enum { STACKS_NONE, STACKS_INHERITED, STACKS_THREAD };
+
+enum { NONE, NONE_AGAIN, PAGE, RING, SOURCE, DEFAULTS, ONE_EVENT, DEFAULTS_STACKS, ONE_EVENT_STACKS };
 static const arm ARMS[] = {
     [NONE] = {"none", "no event", NULL, true},
     [NONE_AGAIN] = {"none-again", "no event (A/A)", NULL, true},
@@ -60,6 +72,25 @@ static const arm ARMS[] = {
     [RING] = {"ring", "page + switch ring", "tcc_ring_switch_ns", true, true, true, true},
     [SOURCE] = {"source", "off-CPU switch source", "offcpu_source_switch_ns", true, .source = true},
     [DEFAULTS] = {"source-page", "source + page", "defaults_switch_ns", true, true, true, .source = true},
+    /* the one-event design: the page and its switch ring, sized for the collector to consume
+     * (D9_TCC_SOURCE_RING_PAGES data pages, read-only: the kernel overwrites, the collector
+     * detects an overrun), as the off-CPU source's switch records; no inherited event */
+    [ONE_EVENT] = {"one-event", "one event: page + ring as source", "oneevent_switch_ns", true, true, true, true,
+                   .ring_pages = D9_TCC_SOURCE_RING_PAGES},
+    /* what the defaults give a thread with the stacks event beside: disabled, as the pacing keeps
+     * it above DIAL9_SWITCH_STACKS_PER_SEC */
+    [DEFAULTS_STACKS] = {"source-page-stacks-off", "source + page + stacks (off)", "defaults_stacks_switch_ns", true,
+                         true, true, .source = true, .stacks = STACKS_INHERITED},
+    /* the one-event design as the recorder builds it: the stacks event stays the source's,
+     * inherited per CPU, paced (here off) */
+    [ONE_EVENT_STACKS] = {"one-event-stacks-inherited", "one event + stacks (off)", "oneevent_stacks_switch_ns", true,
+                          true, true, true, .ring_pages = D9_TCC_SOURCE_RING_PAGES, .stacks = STACKS_INHERITED},
+    {"one-event-stacks-off", "one event + thread's stacks (off)", NULL, false, true, true, true,
+     .ring_pages = D9_TCC_SOURCE_RING_PAGES, .stacks = STACKS_THREAD},
+    {"one-event-stacks", "one event + thread's stacks (on)", NULL, false, true, true, true,
+     .ring_pages = D9_TCC_SOURCE_RING_PAGES, .stacks = STACKS_THREAD, .stacks_on = true},
+    {"source-page-stacks", "source + page + stacks (on)", NULL, false, true, true, .source = true,
+     .stacks = STACKS_INHERITED, .stacks_on = true},
     {"unmapped", "not mapped", NULL, false, true, false},
     {"disabled", "page, disabled", NULL, false, true, true, .disabled = true},
     {"pinned", "page, pinned", NULL, false, true, true, .pinned = true},
@@ -100,7 +131,7 @@ static int open_event(const arm *a, void **map, size_t *bytes) {
         fprintf(stderr, "perf_event_open (%s): %s\n", a->name, strerror(errno));
         exit(77);
     }
-    *bytes = (size_t)(a->ring ? 2 : 1) * (size_t)sysconf(_SC_PAGESIZE);
+    *bytes = (size_t)(a->ring ? 1 + (a->ring_pages ? a->ring_pages : 1) : 1) * (size_t)sysconf(_SC_PAGESIZE);
     if (a->mapped && (*map = mmap(NULL, *bytes, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED) {
         perror("mmap");
         exit(77);
@@ -154,6 +185,42 @@ static int open_source(int *fds, void **maps) {
     return n;
 }
 
+/* The context-switch stacks event as sources/perf_events.c opens it (K_STACKS, x86-64): a sample
+ * with call chain, user registers and 2 KiB of user stack at every switch while enabled. */
+#define STACKS_RING_BYTES (17 * (size_t)sysconf(_SC_PAGESIZE))
+static int open_stacks(bool inherited, bool on, int cpu, void **map) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+    a.sample_period = 1;
+    a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+                    PERF_SAMPLE_CALLCHAIN;
+#if defined(__x86_64__)
+    a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    a.sample_regs_user = 1ull << 6 | 1ull << 7 | 1ull << 8; /* bp, sp, ip (asm/perf_regs.h) */
+    a.sample_stack_user = 2048;
+#endif
+    a.sample_id_all = 1;
+    a.exclude_hv = 1;
+    a.use_clockid = 1;
+    a.clockid = CLOCK_MONOTONIC;
+    a.disabled = !on;
+    a.inherit = inherited;
+    a.inherit_thread = inherited;
+    int fd = (int)syscall(SYS_perf_event_open, &a, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) {
+        perror("perf_event_open (switch stacks)");
+        exit(77);
+    }
+    if ((*map = mmap(NULL, STACKS_RING_BYTES, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        perror("mmap (switch stacks)");
+        exit(77);
+    }
+    return fd;
+}
+
 static void pin_to_cpu0(void) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -182,6 +249,8 @@ static void *recorded(void *arg) {
     void *map;
     size_t bytes;
     int fd = open_event(r->arm, &map, &bytes);
+    void *stacks_map = MAP_FAILED;
+    int stacks_fd = r->arm->stacks == STACKS_THREAD ? open_stacks(false, r->arm->stacks_on, -1, &stacks_map) : -1;
     r->recorded_tid = (int)syscall(SYS_gettid);
     char c = 1;
     uint64_t t = mono_ns();
@@ -192,6 +261,7 @@ static void *recorded(void *arg) {
         t = now;
     }
     close_event(fd, map, bytes);
+    close_event(stacks_fd, stacks_map, STACKS_RING_BYTES);
     return NULL;
 }
 
@@ -224,6 +294,12 @@ static void run(const arm *a, int rounds, double *rt, double *cpu, double *wall,
     static int source_fds[MAX_CPUS];
     static void *source_maps[MAX_CPUS];
     int nsource = a->source ? open_source(source_fds, source_maps) : 0;
+    static int stacks_fds[MAX_CPUS];
+    static void *stacks_maps[MAX_CPUS];
+    int nstacks = 0;
+    int ncpu = (int)sysconf(_SC_NPROCESSORS_CONF);
+    for (int c = 0; a->stacks == STACKS_INHERITED && c < ncpu && c < MAX_CPUS; c++)
+        stacks_fds[nstacks] = open_stacks(true, a->stacks_on, c, &stacks_maps[nstacks]), nstacks++;
     pthread_create(&tr, NULL, recorded, &r);
     pthread_join(tr, NULL);
     pthread_join(tp, NULL);
@@ -236,6 +312,7 @@ static void run(const arm *a, int rounds, double *rt, double *cpu, double *wall,
         close(r.to_main[i]);
     }
     for (int i = 0; i < nsource; i++) close_event(source_fds[i], source_maps[i], SOURCE_RING_BYTES);
+    for (int i = 0; i < nstacks; i++) close_event(stacks_fds[i], stacks_maps[i], STACKS_RING_BYTES);
     *wall = (double)(t1 - t0) / rounds;
     qsort(lap, (size_t)rounds, sizeof *lap, by_u32);
     *rt = lap[rounds / 2];
@@ -323,6 +400,9 @@ int main(int argc, char **argv) {
     }
     printf("the page over the source (source + page - source): %+.0f; the ring over the page: %+.0f\n",
            price[DEFAULTS] - price[SOURCE], price[RING] - price[PAGE]);
+    printf("one event against the defaults (one event - source + page): %+.0f; with the stacks event (off) against the "
+           "defaults with it: %+.0f\n",
+           price[ONE_EVENT] - price[DEFAULTS], price[ONE_EVENT_STACKS] - price[DEFAULTS_STACKS]);
     for (int j = 1; j < NARMS; j++)
         if (ARMS[j].unit_key) printf("unit %s %.1f\n", ARMS[j].unit_key, price[j]);
     printf("unit switch_aa_ns %.1f\n", price[NONE_AGAIN] < 0 ? -price[NONE_AGAIN] : price[NONE_AGAIN]);

@@ -34,23 +34,33 @@ __thread d9_tcc_state d9__tls_cpu_clock __attribute__((tls_model("initial-exec")
                                                                                      .poll_page = &d9_tcc_no_page,
                                                                                      .poll_lock = 1};
 
-enum { SLOT_FREE, SLOT_OPEN, SLOT_READING, SLOT_CLOSED };
+/* PREOPENED: opened by the collector for a recorded thread that has none yet (its switch records
+ * from then on), taken over by that thread at its first park or unpark; RETIRED: its thread is
+ * gone (or the recording stopped), the event closed, the ring kept mapped until the collector
+ * read its last records (d9_tcc_rings_drain). Both only while the rings are consumed. */
+enum { SLOT_FREE, SLOT_OPEN, SLOT_READING, SLOT_CLOSED, SLOT_PREOPENED, SLOT_RETIRED };
 
 typedef struct slot {
     _Atomic int state;
     int fd;
     d9_fd_id id; /* what fd was opened on: a program that closes every fd may reuse the number */
     void *page;
-    size_t map_bytes; /* the page, and the switch ring's page after it when it has one */
+    size_t map_bytes; /* the page, and the switch ring's pages after it when it has one */
+    uint32_t tid;     /* the thread it measures */
+    uint64_t read_at; /* the collector's position in the ring (consumed rings) */
+    bool lost_since;  /* records lost before the next one read (the window breaks there) */
 } slot;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static slot g_slots[D9_TCC_MAX_THREADS];
 static uint32_t g_gen_counter;
-static char g_reason[720] = "syscall: not started";
+static char g_reason[800] = "syscall: not started";
 static _Atomic bool g_fds_guarded; /* d9_thread_cpu_clock_set_fds_guarded */
 static _Atomic bool g_ring_wanted; /* this recording gives threads a switch ring (thread_cpu_switch_ring.h) */
 static int g_ring_threads;        /* slots with one (under g_lock) */
+/* The off-CPU source takes its switch records from the rings (d9_tcc_rings_consume): rings of
+ * D9_TCC_SOURCE_RING_PAGES, threads' events kept until read; under g_lock, read atomically */
+static _Atomic bool g_rings_consumed;
 /* PR_GET_SECCOMP of the thread that probed; atomic: a thread of the last recording may open its
  * event while d9_start probes again (test_mt_recorder_restart's TSan report, 1 run in ~10 under
  * load); either probe's value is the process's mode at a start */
@@ -97,18 +107,30 @@ void d9_task_clock_attr(struct perf_event_attr *a, bool switches) {
     }
 }
 
-int d9_task_clock_open(bool switches) {
+/* Thread `tid`'s event (0: the caller's; another thread of this process: the collector's
+ * opening for a recorded thread, thread_cpu_switch_ring.h). */
+static int task_clock_open(pid_t tid, bool switches) {
     struct perf_event_attr a;
     d9_task_clock_attr(&a, switches);
-    long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    long fd = syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
     return fd < 0 ? -errno : (int)fd;
 }
 
+int d9_task_clock_open(bool switches) { return task_clock_open(0, switches); }
 
-/* The event's page, and with `switches` its one-page ring after it, mapped read-only (the
- * kernel then overwrites the ring: nothing to consume); MAP_FAILED with errno. */
-static void *map_event(int fd, bool switches) {
-    return mmap(NULL, (switches ? 2 : 1) * page_bytes(), PROT_READ, MAP_SHARED, fd, 0);
+
+/* The switch ring's pages: one for the hooks alone, more when the collector consumes it too
+ * (thread_cpu_switch_ring.h: it must hold a drain's records). */
+static size_t ring_pages(void) {
+    return atomic_load_explicit(&g_rings_consumed, memory_order_relaxed) ? D9_TCC_SOURCE_RING_PAGES : 1;
+}
+
+/* The event's page, and with `switches` its ring after it, mapped read-only (the kernel then
+ * overwrites the ring: the hooks read its last records, the collector checks what it lost);
+ * MAP_FAILED with errno. */
+static void *map_event(int fd, bool switches, size_t *bytes) {
+    *bytes = (switches ? 1 + ring_pages() : 1) * page_bytes();
+    return mmap(NULL, *bytes, PROT_READ, MAP_SHARED, fd, 0);
 }
 
 /* The page's lock and the ring's head, consistent: the ring's key (d9_tcc_ring_key). */
@@ -133,7 +155,17 @@ static uint64_t read_count(int fd) {
     return syscall(SYS_read, fd, &v, sizeof v) == (long)sizeof v ? v : D9_TCC_NONE;
 }
 
-/* Forget the thread's event: closed here unless d9_stop closed it. */
+/* A slot's mapping given back and the slot free (under g_lock; its fd closed already). */
+static void free_slot(slot *e) {
+    munmap(e->page, e->map_bytes);
+    if (e->map_bytes > page_bytes()) g_ring_threads--;
+    e->fd = -1;
+    e->page = NULL;
+    atomic_store(&e->state, SLOT_FREE);
+}
+
+/* Forget the thread's event: closed here unless d9_stop closed it; with consumed rings, its
+ * ring stays mapped until the collector read it. */
 static void release(d9_tcc_state *s) {
     /* first: a poll's end (even in a signal handler) reads no page being unmapped */
     s->poll_page = &d9_tcc_no_page;
@@ -144,11 +176,12 @@ static void release(d9_tcc_state *s) {
         slot *e = &g_slots[s->slot];
         pthread_mutex_lock(&g_lock);
         if (atomic_load(&e->state) != SLOT_CLOSED) d9_fd_close_if_ours(e->fd, e->id);
-        munmap(e->page, e->map_bytes);
-        if (e->map_bytes > page_bytes()) g_ring_threads--;
         e->fd = -1;
-        e->page = NULL;
-        atomic_store(&e->state, SLOT_FREE);
+        if (e->map_bytes > page_bytes() && atomic_load_explicit(&g_rings_consumed, memory_order_relaxed)) {
+            atomic_store(&e->state, SLOT_RETIRED); /* its last records: the collector frees it */
+        } else {
+            free_slot(e);
+        }
         pthread_mutex_unlock(&g_lock);
     }
     s->page = NULL;
@@ -164,27 +197,27 @@ static void on_thread_exit(void *arg) {
 
 static void make_key(void) { pthread_key_create(&g_key, on_thread_exit); }
 
-/* The calling thread's event, mapped and in the table; false (reason in `why`) if refused. */
-static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
-    /* A seccomp filter installed since the probe may kill the thread that calls what it does
-     * not allow: this thread then reads by system call. */
-    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != atomic_load_explicit(&g_seccomp_at_start, memory_order_relaxed)) {
-        snprintf(why, why_size, "a seccomp filter installed after the start");
-        return false;
-    }
-    /* a switch ring while this recording wants them and fewer than the most have one (counted
-     * here, given back below if refused); a thread refused one (the perf mlock budget spent, a
-     * kernel without context_switch) has the page alone */
+/* Thread `tid`'s event (0: the caller), mapped: with its switch ring while this recording wants
+ * them and fewer than the most have one (counted here; given back by free_slot, or below if
+ * refused: the perf mlock budget spent, a kernel without context_switch, a layout not the one
+ * asked for), else the page alone. The fd, or -errno with `why` said. */
+static int open_mapped(pid_t tid, void **page, size_t *bytes, bool *ring, uint32_t *key, char *why, size_t why_size) {
     pthread_mutex_lock(&g_lock);
     bool switches = atomic_load_explicit(&g_ring_wanted, memory_order_relaxed) && g_ring_threads < D9_TCC_MAX_RING_THREADS;
     g_ring_threads += switches;
     pthread_mutex_unlock(&g_lock);
     int fd = -1;
-    void *page = MAP_FAILED;
+    *page = MAP_FAILED;
     if (switches) {
-        fd = d9_task_clock_open(true);
-        page = fd < 0 ? MAP_FAILED : map_event(fd, true);
-        if (page == MAP_FAILED) {
+        fd = task_clock_open(tid, true);
+        *page = fd < 0 ? MAP_FAILED : map_event(fd, true, bytes);
+        const volatile struct perf_event_mmap_page *meta = *page;
+        if (*page != MAP_FAILED && (meta->data_size != *bytes - page_bytes() || meta->data_offset != page_bytes() ||
+                                    !ring_key_now(meta, key))) {
+            munmap(*page, *bytes); /* a layout not the one asked for: the page alone */
+            *page = MAP_FAILED;
+        }
+        if (*page == MAP_FAILED) {
             if (fd >= 0) close(fd);
             pthread_mutex_lock(&g_lock);
             g_ring_threads--;
@@ -193,23 +226,25 @@ static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
         }
     }
     if (!switches) {
-        fd = d9_task_clock_open(false);
+        fd = task_clock_open(tid, false);
         if (fd < 0) {
             snprintf(why, why_size, "perf_event_open(PERF_COUNT_SW_TASK_CLOCK) refused: %s", strerror(-fd));
-            return false;
+            return fd;
         }
-        page = map_event(fd, false);
-        if (page == MAP_FAILED) {
-            snprintf(why, why_size, "mmap of the task-clock event refused: %s", strerror(errno));
+        *page = map_event(fd, false, bytes);
+        if (*page == MAP_FAILED) {
+            int err = errno;
+            snprintf(why, why_size, "mmap of the task-clock event refused: %s", strerror(err));
             close(fd);
-            return false;
+            return -err;
         }
     }
-    size_t map_bytes = (switches ? 2 : 1) * page_bytes();
-    const volatile struct perf_event_mmap_page *meta = page;
-    uint32_t key = 0;
-    if (switches && (meta->data_size != page_bytes() || meta->data_offset != page_bytes() || !ring_key_now(meta, &key)))
-        switches = false; /* a layout not the one asked for: the page alone (the mapping stays) */
+    *ring = switches;
+    return fd;
+}
+
+/* A free slot for the event (state `state`), or -1 with the event closed and unmapped. */
+static int take_slot(int fd, void *page, size_t bytes, pid_t tid, int state) {
     int found = -1;
     pthread_mutex_lock(&g_lock);
     for (int i = 0; i < D9_TCC_MAX_THREADS && found < 0; i++) {
@@ -218,25 +253,69 @@ static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
             g_slots[i].fd = fd;
             g_slots[i].id = d9_fd_identify(fd);
             g_slots[i].page = page;
-            g_slots[i].map_bytes = map_bytes;
-            atomic_store(&g_slots[i].state, SLOT_OPEN);
+            g_slots[i].map_bytes = bytes;
+            g_slots[i].tid = (uint32_t)tid;
+            g_slots[i].read_at = 0;
+            g_slots[i].lost_since = false;
+            atomic_store(&g_slots[i].state, state);
         }
     }
-    if (found < 0 && map_bytes > page_bytes()) g_ring_threads--;
+    if (found < 0 && bytes > page_bytes()) g_ring_threads--;
     pthread_mutex_unlock(&g_lock);
     if (found < 0) {
-        snprintf(why, why_size, "more than %d threads have a task-clock event", D9_TCC_MAX_THREADS);
-        munmap(page, map_bytes);
+        munmap(page, bytes);
         close(fd);
+    }
+    return found;
+}
+
+/* The slot the collector opened for this thread (SLOT_PREOPENED), now the thread's; -1: none. */
+static int adopt_slot(pid_t tid) {
+    int found = -1;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < D9_TCC_MAX_THREADS && found < 0; i++)
+        if (atomic_load(&g_slots[i].state) == SLOT_PREOPENED && g_slots[i].tid == (uint32_t)tid) {
+            found = i;
+            atomic_store(&g_slots[i].state, SLOT_OPEN);
+        }
+    pthread_mutex_unlock(&g_lock);
+    return found;
+}
+
+/* The calling thread's event, mapped and in the table (the one the collector opened for it, if
+ * any); false (reason in `why`) if refused. */
+static bool open_for_thread(d9_tcc_state *s, char *why, size_t why_size) {
+    /* A seccomp filter installed since the probe may kill the thread that calls what it does
+     * not allow: this thread then reads by system call. */
+    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != atomic_load_explicit(&g_seccomp_at_start, memory_order_relaxed)) {
+        snprintf(why, why_size, "a seccomp filter installed after the start");
         return false;
+    }
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    int found = atomic_load_explicit(&g_rings_consumed, memory_order_relaxed) ? adopt_slot(tid) : -1;
+    uint32_t key = 0;
+    bool switches;
+    if (found >= 0) {
+        const volatile struct perf_event_mmap_page *meta = g_slots[found].page;
+        switches = g_slots[found].map_bytes > page_bytes() && ring_key_now(meta, &key);
+    } else {
+        void *page;
+        size_t bytes;
+        int fd = open_mapped(0, &page, &bytes, &switches, &key, why, why_size);
+        if (fd < 0) return false;
+        found = take_slot(fd, page, bytes, tid, SLOT_OPEN);
+        if (found < 0) {
+            snprintf(why, why_size, "more than %d threads have a task-clock event", D9_TCC_MAX_THREADS);
+            return false;
+        }
     }
     pthread_once(&g_key_once, make_key);
     pthread_setspecific(g_key, s);
     s->slot = found;
-    s->page = page;
-    s->poll_page = page;
-    s->ring = switches ? (const volatile char *)page + page_bytes() : NULL;
-    s->ring_size = page_bytes();
+    s->page = g_slots[found].page;
+    s->poll_page = s->page;
+    s->ring = switches ? (const volatile char *)s->page + page_bytes() : NULL;
+    s->ring_size = g_slots[found].map_bytes - page_bytes();
     s->ring_key = key;
     return true;
 }
@@ -390,16 +469,50 @@ uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, d9_tcc_use use, uint64_t now_
 /* Whether this thread can open the event (with its switch ring) and map it; why not in `why`. */
 static bool probe_event(bool switches, char *why, size_t why_size) {
     int fd = d9_task_clock_open(switches);
-    void *page = fd < 0 ? MAP_FAILED : map_event(fd, switches);
+    size_t bytes = 0;
+    void *page = fd < 0 ? MAP_FAILED : map_event(fd, switches, &bytes);
     const char *what = switches ? " with switch records" : "";
     if (fd < 0) snprintf(why, why_size, "perf_event_open(PERF_COUNT_SW_TASK_CLOCK%s) refused: %s", what, strerror(-fd));
     else if (page == MAP_FAILED) snprintf(why, why_size, "mmap of the task-clock event%s refused: %s", what, strerror(errno));
-    if (page != MAP_FAILED) munmap(page, (switches ? 2 : 1) * page_bytes());
+    if (page != MAP_FAILED) munmap(page, bytes);
     if (fd >= 0) close(fd);
     return page != MAP_FAILED;
 }
 
+/* The start's choices, for the reason (say_reason) when the off-CPU source takes the rings. */
+static d9_thread_cpu_source g_requested;
+static uint64_t g_park_slack_ns;
+static char g_ring_why[160];
+
+/* thread_cpu_clock in the metadata: the page, and how a thread takes its value after a switch. */
+static void say_reason(bool ring) {
+    char after_switch[640];
+    char read_rules[260];
+    snprintf(read_rules, sizeof read_rules,
+             "a park after a switch: the CPU time at the last switch-in, a lower bound, when short by less than "
+             "%llu us, else by system call; an unpark whose poller did not sleep since such a park, a long poll's "
+             "begin or end after a switch: by system call",
+             (unsigned long long)(g_park_slack_ns / 1000));
+    bool consumed = atomic_load_explicit(&g_rings_consumed, memory_order_relaxed);
+    if (ring)
+        snprintf(after_switch, sizeof after_switch,
+                 "after a switch: the CPU time at the last switch-in plus the wall time since it, from the "
+                 "kernel's switch records in a %u-page ring per thread (up to %d threads%s), no system call; a "
+                 "thread without its ring (refused, past them, or its last records not its switch out and in): %s",
+                 consumed ? D9_TCC_SOURCE_RING_PAGES : 1u, D9_TCC_MAX_RING_THREADS,
+                 consumed ? "; the off-CPU source's switch records" : "", read_rules);
+    else
+        snprintf(after_switch, sizeof after_switch, "no switch ring (%s): %s", g_ring_why, read_rules);
+    snprintf(g_reason, sizeof g_reason, "perf: a task-clock page per thread (up to %d threads; %s)%s",
+             D9_TCC_MAX_THREADS, after_switch, g_requested == D9_THREAD_CPU_PERF   ? " (DIAL9_THREAD_CPU=perf)"
+             : g_requested == D9_THREAD_CPU_RING ? " (DIAL9_THREAD_CPU=ring)"
+                                                 : "");
+}
+
 static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread, uint64_t park_slack_ns) {
+    g_requested = requested;
+    g_park_slack_ns = park_slack_ns;
+    atomic_store_explicit(&g_rings_consumed, false, memory_order_relaxed);
     d9_fork_guard_install(); /* the child forgets the parent's events */
     double per_tick = ticks_are_ns ? 1.0 : 0.0;
     __atomic_store(&d9_thread_cpu_ns_per_tick, &per_tick, __ATOMIC_RELAXED);
@@ -418,13 +531,13 @@ static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool u
     /* the ring only when asked for: on the hosts measured, its records cost every switch of the
      * thread more than the reads after a switch it saves (bench/README.md, "What a recorded
      * thread's context switch costs") */
-    char ring_why[160], why[160] = "";
-    snprintf(ring_why, sizeof ring_why, "%s",
+    char why[160] = "";
+    snprintf(g_ring_why, sizeof g_ring_why, "%s",
              requested == D9_THREAD_CPU_PAGE ? "DIAL9_THREAD_CPU=page"
              : requested == D9_THREAD_CPU_RING
                  ? ""
                  : "not asked for: it costs each switch more than the reads it saves; DIAL9_THREAD_CPU=ring takes it");
-    bool ring = requested == D9_THREAD_CPU_RING && probe_event(true, ring_why, sizeof ring_why);
+    bool ring = requested == D9_THREAD_CPU_RING && probe_event(true, g_ring_why, sizeof g_ring_why);
     if (!ring) probe_event(false, why, sizeof why);
     atomic_store_explicit(&g_ring_wanted, ring, memory_order_relaxed);
     if (why[0]) {
@@ -437,26 +550,7 @@ static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool u
         snprintf(g_reason, sizeof g_reason, "syscall: %s", why);
         return 0;
     }
-    /* which way a thread takes its value after a switch, and why not the ring */
-    char after_switch[560];
-    char read_rules[260];
-    snprintf(read_rules, sizeof read_rules,
-             "a park after a switch: the CPU time at the last switch-in, a lower bound, when short by less than "
-             "%llu us, else by system call; an unpark whose poller did not sleep since such a park, a long poll's "
-             "begin or end after a switch: by system call",
-             (unsigned long long)(park_slack_ns / 1000));
-    if (ring)
-        snprintf(after_switch, sizeof after_switch,
-                 "after a switch: the CPU time at the last switch-in plus the wall time since it, from the "
-                 "kernel's switch records in a one-page ring per thread (up to %d threads), no system call; a "
-                 "thread without its ring (refused, past them, or its last records not its switch out and in): %s",
-                 D9_TCC_MAX_RING_THREADS, read_rules);
-    else
-        snprintf(after_switch, sizeof after_switch, "no switch ring (%s): %s", ring_why, read_rules);
-    snprintf(g_reason, sizeof g_reason, "perf: a task-clock page per thread (up to %d threads; %s)%s",
-             D9_TCC_MAX_THREADS, after_switch, requested == D9_THREAD_CPU_PERF   ? " (DIAL9_THREAD_CPU=perf)"
-             : requested == D9_THREAD_CPU_RING ? " (DIAL9_THREAD_CPU=ring)"
-                                               : "");
+    say_reason(ring);
     pthread_mutex_lock(&g_lock);
     g_gen_counter = (g_gen_counter + 1) & ~D9_TCC_NO_PAGE;
     if (g_gen_counter == 0) g_gen_counter = 1;
@@ -504,7 +598,7 @@ void d9_thread_cpu_clock_forget_after_fork(void) {
         slot *e = &g_slots[i];
         int state = atomic_load(&e->state);
         if (state == SLOT_FREE) continue;
-        if (state != SLOT_CLOSED) d9_fd_close_if_ours(e->fd, e->id);
+        if (state != SLOT_CLOSED && e->fd >= 0) d9_fd_close_if_ours(e->fd, e->id);
         munmap(e->page, e->map_bytes);
         e->fd = -1;
         e->page = NULL;
@@ -519,6 +613,7 @@ void d9_thread_cpu_clock_forget_after_fork(void) {
     s->slot = -1;
     s->gen = 0;
     g_ring_threads = 0;
+    atomic_store_explicit(&g_rings_consumed, false, memory_order_relaxed);
     __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
 }
 
@@ -537,3 +632,172 @@ int d9_thread_cpu_clock_fd(void) {
 }
 
 bool d9_thread_cpu_clock_has_ring(void) { return d9__tls_cpu_clock.ring != NULL; }
+
+/* ---- The rings as the off-CPU source's switch records (thread_cpu_switch_ring.h) ---- */
+
+bool d9_tcc_rings_consume(char *why, size_t why_size) {
+    if (!__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED)) {
+        snprintf(why, why_size, "no task-clock page per thread (thread_cpu_clock says why)");
+        return false;
+    }
+    /* opt-in: the rings are not governed (closing a thread's CPU-time event per window is not
+     * to be had), so at the switch rates where the governor samples or pauses the inherited
+     * events (memcached back to back) they cost more than those; below them, less
+     * (bench/README.md, "One event per recorded thread") */
+    if (g_requested != D9_THREAD_CPU_RING) {
+        snprintf(why, why_size, "not asked for (DIAL9_THREAD_CPU=ring): ungoverned, they cost more than the "
+                                "governed inherited events at high switch rates");
+        return false;
+    }
+    atomic_store_explicit(&g_rings_consumed, true, memory_order_relaxed); /* the probe maps their size */
+    if (!probe_event(true, why, why_size)) {
+        atomic_store_explicit(&g_rings_consumed, false, memory_order_relaxed);
+        return false;
+    }
+    atomic_store_explicit(&g_ring_wanted, true, memory_order_relaxed);
+    say_reason(true);
+    return true;
+}
+
+/* Whether thread `tid` has an event (sorted tids: bsearch). */
+static bool has_tid(const uint32_t *tids, size_t n, uint32_t tid) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (tids[mid] == tid) return true;
+        if (tids[mid] < tid) lo = mid + 1;
+        else hi = mid;
+    }
+    return false;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+size_t d9_tcc_rings_cover(const uint32_t *tids, size_t n) {
+    if (!atomic_load_explicit(&g_rings_consumed, memory_order_relaxed)) return n;
+    uint32_t with_ring[D9_TCC_MAX_THREADS];
+    size_t nring = 0;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < D9_TCC_MAX_THREADS; i++) {
+        slot *e = &g_slots[i];
+        int state = atomic_load(&e->state);
+        if (state == SLOT_PREOPENED && !has_tid(tids, n, e->tid)) { /* its thread left the registry */
+            d9_fd_close_if_ours(e->fd, e->id);
+            e->fd = -1;
+            atomic_store(&e->state, SLOT_RETIRED); /* read once more, then freed */
+        } else if (state != SLOT_FREE && state != SLOT_RETIRED && state != SLOT_CLOSED && e->map_bytes > page_bytes()) {
+            with_ring[nring++] = e->tid;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    qsort(with_ring, nring, sizeof *with_ring, cmp_u32);
+    size_t uncovered = 0;
+    for (size_t t = 0; t < n; t++) {
+        if (has_tid(with_ring, nring, tids[t])) continue;
+        void *page;
+        size_t bytes;
+        bool ring = false;
+        uint32_t key;
+        char why[160];
+        int fd = open_mapped((pid_t)tids[t], &page, &bytes, &ring, &key, why, sizeof why);
+        if (fd >= 0 && !ring) { /* past the cap or refused: the page alone records no switch */
+            munmap(page, bytes);
+            close(fd);
+            fd = -1;
+        }
+        if (fd < 0 || take_slot(fd, page, bytes, (pid_t)tids[t], SLOT_PREOPENED) < 0) uncovered++;
+    }
+    return uncovered;
+}
+
+/* Whether thread `tid` has an event with its ring (under g_lock). */
+static bool has_ring_locked(uint32_t tid) {
+    for (int i = 0; i < D9_TCC_MAX_THREADS; i++) {
+        int state = atomic_load(&g_slots[i].state);
+        if (state != SLOT_FREE && state != SLOT_RETIRED && state != SLOT_CLOSED && g_slots[i].tid == tid &&
+            g_slots[i].map_bytes > page_bytes())
+            return true;
+    }
+    return false;
+}
+
+void d9_tcc_rings_open_self(void) {
+    if (!atomic_load_explicit(&g_rings_consumed, memory_order_relaxed)) return;
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    pthread_mutex_lock(&g_lock);
+    bool has = has_ring_locked((uint32_t)tid);
+    pthread_mutex_unlock(&g_lock);
+    if (has) return;
+    void *page;
+    size_t bytes;
+    bool ring = false;
+    uint32_t key;
+    char why[160];
+    int fd = open_mapped(0, &page, &bytes, &ring, &key, why, sizeof why);
+    if (fd < 0) return; /* the collector's cover counts it */
+    if (!ring) {
+        munmap(page, bytes);
+        close(fd);
+        return;
+    }
+    take_slot(fd, page, bytes, tid, SLOT_PREOPENED);
+}
+
+typedef struct ring_reader {
+    d9_tcc_switch_fn fn;
+    void *ctx;
+    uint32_t tid;
+} ring_reader;
+
+static void on_ring_record(void *ctx, uint64_t time_ns, uint16_t misc) {
+    const ring_reader *r = ctx;
+    r->fn(r->ctx, r->tid, time_ns, misc);
+}
+
+void d9_tcc_rings_drain(d9_tcc_switch_fn fn, d9_tcc_lost_fn lost, void *ctx) {
+    if (!atomic_load_explicit(&g_rings_consumed, memory_order_relaxed)) return;
+    /* the copy of a ring's records (d9_tcc_ring_consume): the collector's, as large as a ring */
+    static uint64_t (*scratch)[2];
+    static size_t max_records;
+    size_t ring_records = D9_TCC_SOURCE_RING_PAGES * page_bytes() / D9_TCC_SWITCH_RECORD_BYTES;
+    if (max_records < ring_records) {
+        uint64_t(*grown)[2] = realloc(scratch, ring_records * sizeof *grown);
+        if (!grown) return; /* read at the next drain; an overrun meanwhile is counted then */
+        scratch = grown;
+        max_records = ring_records;
+    }
+    pthread_mutex_lock(&g_lock); /* a thread's exit waits: its ring stays mapped meanwhile */
+    for (int i = 0; i < D9_TCC_MAX_THREADS; i++) {
+        slot *e = &g_slots[i];
+        int state = atomic_load(&e->state);
+        if (state == SLOT_FREE || e->map_bytes <= page_bytes()) continue;
+        const volatile struct perf_event_mmap_page *meta = e->page;
+        uint64_t size = e->map_bytes - page_bytes();
+        if (size / D9_TCC_SWITCH_RECORD_BYTES > max_records) continue; /* not this layout's: not ours to read */
+        ring_reader r = {fn, ctx, e->tid};
+        d9_tcc_consumed got = d9_tcc_ring_consume(meta, (const volatile char *)e->page + page_bytes(), size,
+                                                  &e->read_at, scratch, on_ring_record, &r);
+        if (got.lost) lost(ctx, e->tid, got.lost, got.lost_until_ns);
+        if (state == SLOT_RETIRED) free_slot(e); /* its thread is gone: nothing more comes */
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+void d9_tcc_rings_unconsume(void) {
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < D9_TCC_MAX_THREADS; i++) {
+        slot *e = &g_slots[i];
+        int state = atomic_load(&e->state);
+        if (state == SLOT_RETIRED) {
+            free_slot(e);
+        } else if (state == SLOT_PREOPENED) { /* never taken over by its thread */
+            d9_fd_close_if_ours(e->fd, e->id);
+            free_slot(e);
+        }
+    }
+    atomic_store_explicit(&g_rings_consumed, false, memory_order_relaxed);
+    pthread_mutex_unlock(&g_lock);
+}

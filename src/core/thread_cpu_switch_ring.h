@@ -17,6 +17,7 @@
 
 #include <linux/perf_event.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* A switch record as this event's attributes make it: the header, then the sample id's time. */
@@ -91,5 +92,103 @@ static inline void d9_tcc_ring_line(const d9_tcc_switch_in *sw, uint64_t at_ns, 
         *line_ns = sw->t_in;
     }
 }
+
+/* ---- The rings as the off-CPU source's switch records (issue #32: one event per thread) ----
+ * Where the off-CPU source is on, the collector consumes the recorded threads' rings instead of
+ * opening switch events of its own (the inherited per-CPU dummy events cost a recorded thread's
+ * switch more than its own event's records: bench/README.md, "One event per recorded thread").
+ * The ring is then D9_TCC_SOURCE_RING_PAGES pages (16: 4 096 records, 2 048 switches of the
+ * thread between two drains; 4 lost 17 % of memcached's records at ~21 k switches a second of
+ * its worker, whenever the loaded collector drained late), still mapped read-only: the kernel overwrites
+ * what was not read, never stops and writes no LOST record, so the hooks' snapshot above keeps
+ * its key. The collector keeps its own position in each ring and, when the kernel went round
+ * past it, counts the records it wrote over as lost (d9_tcc_ring_consume): no silent loss. */
+#define D9_TCC_SOURCE_RING_PAGES 16u
+/* Records the reader keeps clear of the kernel's head: the one it may be writing past its
+ * published head (a thread's records are written one at a time, by its own switches), and one
+ * more for safety. */
+#define D9_TCC_RING_GUARD_RECORDS 2u
+
+/* One switch record consumed: its time and its header's misc (PERF_RECORD_MISC_SWITCH_OUT,
+ * ..._PREEMPT). */
+typedef void (*d9_tcc_record_fn)(void *ctx, uint64_t time_ns, uint16_t misc);
+
+/* What one pass over a ring found. */
+typedef struct d9_tcc_consumed {
+    uint64_t records; /* handed to the callback */
+    uint64_t lost;    /* records the kernel wrote over before they were read, or unreadable */
+    uint64_t lost_until_ns; /* the first record after the loss (0: none came after it yet) */
+} d9_tcc_consumed;
+
+/* Hands every record from *at (the reader's position, bytes) up to the ring's head to fn, in
+ * order, and moves *at to the head. The ring is `size` bytes (a power of 2) that the kernel
+ * overwrites: a record is read into `scratch` (size / 16 entries of 2 words) first, and kept
+ * only if the head, read again after the copy, shows the kernel cannot have reached it (its
+ * start at least head - size + the guard); the ones before are lost, as are those the reader
+ * was too slow for (head - *at past size - the guard). A record that is not a 16-byte switch
+ * record ends the pass (the rest counted lost: nothing else is written into this ring). */
+static inline d9_tcc_consumed d9_tcc_ring_consume(const volatile struct perf_event_mmap_page *p,
+                                                  const volatile char *data, uint64_t size, uint64_t *at,
+                                                  uint64_t (*scratch)[2], d9_tcc_record_fn fn, void *ctx) {
+    d9_tcc_consumed r = {0, 0, 0};
+    const uint64_t rec = D9_TCC_SWITCH_RECORD_BYTES, keep = size - D9_TCC_RING_GUARD_RECORDS * rec;
+    uint64_t head = __atomic_load_n(&p->data_head, __ATOMIC_ACQUIRE);
+    uint64_t from = *at;
+    if (head - from > keep) from = head - keep; /* went round past the reader */
+    from -= (from - *at) % rec;                 /* whole records */
+    r.lost = (from - *at) / rec;
+    uint64_t n = (head - from) / rec;
+    for (uint64_t i = 0; i < n; i++) {
+        const volatile uint64_t *w = (const volatile uint64_t *)(data + ((from + i * rec) & (size - 1)));
+        scratch[i][0] = w[0];
+        scratch[i][1] = w[1];
+    }
+    /* the copies before the second read of the head (a load barrier; TSan refuses
+     * atomic_thread_fence): loads stay in order on x86, the compiler is told not to move them */
+#if defined(__aarch64__)
+    __asm__ __volatile__("dmb ishld" ::: "memory");
+#else
+    __asm__ __volatile__("" ::: "memory");
+#endif
+    uint64_t head_after = __atomic_load_n(&p->data_head, __ATOMIC_ACQUIRE);
+    uint64_t safe_from = head_after - from > keep ? head_after - keep : from; /* written over meanwhile */
+    bool readable = true;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t pos = from + i * rec;
+        struct perf_event_header h;
+        __builtin_memcpy(&h, &scratch[i][0], sizeof h);
+        bool ok = readable && (int64_t)(pos - safe_from) >= 0 && h.type == PERF_RECORD_SWITCH && h.size == rec;
+        if (!ok) {
+            if ((int64_t)(pos - safe_from) >= 0) readable = false; /* not a switch record: stop */
+            r.lost++;
+            continue;
+        }
+        if (r.lost && !r.lost_until_ns) r.lost_until_ns = scratch[i][1];
+        fn(ctx, scratch[i][1], h.misc);
+        r.records++;
+    }
+    *at = head;
+    return r;
+}
+
+/* The collector's side (thread_cpu_clock.c). d9_tcc_rings_consume, at the off-CPU source's open:
+ * whether the threads' rings can be its switch records (the page in use, not
+ * DIAL9_THREAD_CPU=page, a ring of D9_TCC_SOURCE_RING_PAGES allowed: why not in `why`); from
+ * then on threads open their event with that ring, and one that exits leaves it mapped until
+ * read. d9_tcc_rings_unconsume at the source's close. */
+bool d9_tcc_rings_consume(char *why, size_t why_size);
+void d9_tcc_rings_unconsume(void);
+/* For each recorded thread (`tids`, sorted) without its event, opens one for it (pid = its tid)
+ * with the ring, which the thread takes over at its first park or unpark; up to
+ * D9_TCC_MAX_RING_THREADS. Returns how many of them have no ring (not covered). */
+size_t d9_tcc_rings_cover(const uint32_t *tids, size_t n);
+/* The same for the calling thread, at its registration (its switches recorded from then on). */
+void d9_tcc_rings_open_self(void);
+/* Every ring's records since the last call, in each thread's order, to fn; a thread's records
+ * the kernel wrote over first to lost (how many, the time of the first record after them, 0 if
+ * none yet). A ring whose thread is gone is freed once read. */
+typedef void (*d9_tcc_switch_fn)(void *ctx, uint32_t tid, uint64_t time_ns, uint16_t misc);
+typedef void (*d9_tcc_lost_fn)(void *ctx, uint32_t tid, uint64_t count, uint64_t until_ns);
+void d9_tcc_rings_drain(d9_tcc_switch_fn fn, d9_tcc_lost_fn lost, void *ctx);
 
 #endif

@@ -14,6 +14,8 @@
 
 #include "core/schedstat.h"
 #include "core/thread_buffer.h"
+#include "core/thread_cpu_clock.h"
+#include "core/thread_cpu_switch_ring.h"
 #include "sources/cost_governor.h"
 #include "sources/perf_ring.h"
 #include "sources/stack_unwind.h"
@@ -117,6 +119,10 @@ typedef struct perf_src {
     d9_gov_input gov_in;       /* what the last evaluation saw */
     uint64_t gov_last, gov_since, gov_switches, gov_cpu_samples, gov_schedstat;
     bool switches_on;          /* the switch records' events are enabled */
+    bool ring_switches;        /* the switch records come from the recorded threads' own task-clock
+                                * events (thread_cpu_switch_ring.h): no switch event of ours */
+    size_t uncovered;          /* recorded threads without their ring at the last drain */
+    uint32_t *ring_tids;       /* the registry's tids, for d9_tcc_rings_cover */
     bool switch_events_closed; /* the switch and stacks events are closed (close_switch_events): paused,
                                 * or between a sampled level's windows */
     bool close_when_paused;    /* d9_perf_keep_events_open_when_paused (benchmarks) clears it */
@@ -338,7 +344,16 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     s->base.ctx = s;
     init_attrs(s, req);
     s->want[K_CPU] = req->cpu_profile;
-    s->want[K_SWITCH] = req->switches;
+    /* one event per recorded thread (DIAL9_THREAD_CPU=ring): the collector reads the threads'
+     * switch rings instead of opening inherited per-CPU switch events, cheaper per switch at full
+     * coverage but not governed, hence opt-in (bench/README.md, "One event per recorded thread") */
+    s->ring_switches = req->switches && req->thread_rings &&
+                       d9_tcc_rings_consume(rep->switch_rings_why, sizeof rep->switch_rings_why);
+    rep->switch_rings = s->ring_switches;
+    if (s->ring_switches && req->collector) /* its reason now says the rings are the source's too */
+        d9_run_metadata_set(d9_collector_metadata(req->collector), "thread_cpu_clock", "%s",
+                            d9_thread_cpu_clock_reason());
+    s->want[K_SWITCH] = req->switches && !s->ring_switches;
     s->want[K_STACKS] = req->switch_stacks;
     long ncpu = sysconf(_SC_NPROCESSORS_CONF);
     s->ncpu = ncpu > 0 ? (int)ncpu : 1;
@@ -421,7 +436,7 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     free(tids);
     s->leader = leader;
     for (int k = 0; k < K_COUNT; k++) s->want[k] = opened_any[k];
-    if (s->nfds == 0) {
+    if (s->nfds == 0 && !s->ring_switches) {
         source_close(&s->base);
         return NULL;
     }
@@ -761,6 +776,8 @@ typedef struct switch_ctx {
     int32_t cpu;
 } switch_ctx;
 
+static void add_switch(perf_src *s, tid_info *ti, uint32_t tid, uint64_t time, uint16_t misc, int32_t cpu);
+
 static void on_switch_record(const struct perf_event_header *h, void *ctx) {
     const switch_ctx *x = ctx;
     perf_src *s = x->s;
@@ -782,8 +799,35 @@ static void on_switch_record(const struct perf_event_header *h, void *ctx) {
         s->n.filtered++;
         return;
     }
-    bool out = (h->misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
-    if (ti->window != s->window) {
+    add_switch(s, ti, tid, time, h->misc, x->cpu);
+}
+
+/* A thread's ring (thread_cpu_switch_ring.h): every thread with one records (it parked, or the
+ * collector opened it for a registered thread); one that registered after this drain's list
+ * is merged as a new thread's records are. */
+static void on_ring_switch(void *ctx, uint32_t tid, uint64_t time, uint16_t misc) {
+    perf_src *s = ctx;
+    add_switch(s, (tid_info *)find_tid(s, tid), tid, time, misc, -1);
+}
+
+/* Records of a thread's ring the kernel wrote over before the collector read them: counted as
+ * lost (stats' drops), and the thread's next switch-in, whose switch-out may be among them, is
+ * not paired across the gap. */
+static void on_ring_lost(void *ctx, uint32_t tid, uint64_t count, uint64_t until_ns) {
+    perf_src *s = ctx;
+    tid_info *ti = (tid_info *)find_tid(s, tid);
+    if (ti) ti->window = s->window - 1;
+    d9_src_event e = {.ts_ns = until_ns ? until_ns : mono_now(), .kind = D9_SRC_LOST, .tid = tid, .cpu = -1};
+    e.lost.count = count;
+    e.lost.reason = "thread_switch_ring";
+    if (d9_src_batch_add(s->out, &e)) s->n.lost += count;
+}
+
+/* One switch record of thread `tid` (`ti` its registry entry, NULL for a thread newer than the
+ * list) as a SchedSwitchEvent; cpu -1: not known (a thread's ring carries none). */
+static void add_switch(perf_src *s, tid_info *ti, uint32_t tid, uint64_t time, uint16_t misc, int32_t cpu) {
+    bool out = (misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
+    if (ti && ti->window != s->window) {
         /* the thread's first record since the records were paused: a switch-in's switch-out
          * fell in the gap, and readers would pair it with the switch-out before the gap */
         ti->window = s->window;
@@ -792,9 +836,9 @@ static void on_switch_record(const struct perf_event_header *h, void *ctx) {
             return;
         }
     }
-    d9_src_event e = {.ts_ns = time, .kind = D9_SRC_SWITCH, .tid = tid, .cpu = x->cpu};
-    e.sw.out = (h->misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
-    e.sw.preempted = e.sw.out && (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0;
+    d9_src_event e = {.ts_ns = time, .kind = D9_SRC_SWITCH, .tid = tid, .cpu = cpu};
+    e.sw.out = out;
+    e.sw.preempted = out && (misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0;
     if (d9_src_batch_add(s->out, &e)) s->n.switch_records++;
 }
 
@@ -1287,6 +1331,25 @@ static void source_segment_start(d9_source *src, d9_src_batch *out) {
     add_coverage(s, out, mono_now(), mode); /* the mode in force, for a reader of this segment alone */
 }
 
+/* The recorded threads' rings: an event opened for each that has none yet (its records from
+ * then on), then every ring read. The metadata says how many recorded threads have none (past
+ * D9_TCC_MAX_RING_THREADS, or refused) when that changes. */
+static void drain_thread_rings(perf_src *s) {
+    uint32_t *tids = realloc(s->ring_tids, (s->ntids ? s->ntids : 1) * sizeof *tids);
+    if (tids) {
+        s->ring_tids = tids;
+        for (size_t i = 0; i < s->ntids; i++) tids[i] = s->tids[i].tid;
+        size_t uncovered = d9_tcc_rings_cover(tids, s->ntids);
+        if (uncovered != s->uncovered && s->collector)
+            d9_run_metadata_set(d9_collector_metadata(s->collector), "off_cpu_uncovered_threads",
+                                "%zu recorded threads have no switch records (past %d threads with a ring, or "
+                                "refused)",
+                                uncovered, D9_TCC_MAX_RING_THREADS);
+        s->uncovered = uncovered;
+    }
+    d9_tcc_rings_drain(on_ring_switch, on_ring_lost, s);
+}
+
 /* The records read now are those written before the registry is read: a thread that
  * registered or became a worker before its record was written is in it as such. Later
  * records wait for the next drain. */
@@ -1297,6 +1360,7 @@ static void drain_rings(perf_src *s, d9_src_batch *out) {
     }
     refresh_tids(s);
     s->out = out;
+    if (s->ring_switches) drain_thread_rings(s);
     s->tables = NULL;
     s->tables_tried = !UNWIND_SAMPLES; /* acquired by the first sample that needs them */
     for (int c = 0; c < s->ncpu; c++) {
@@ -1337,6 +1401,8 @@ static void source_close(d9_source *src) {
     free(s->ids);
     free(s->leader);
     free(s->tids);
+    free(s->ring_tids);
+    if (s->ring_switches) d9_tcc_rings_unconsume();
     free(s->rings);
     free(s->swrings);
     free(s);

@@ -34,6 +34,8 @@ typedef struct d9_perf_request {
     uint32_t stacks_per_sec; /* their pacing budget (> 0: d9_config_validate's bound) */
     d9_collector *collector; /* where to note changes (stacks paused); may be NULL */
     double budget_pct;    /* the cost governor's budget, % of one CPU; 0: not governed */
+    bool thread_rings;    /* switch records from the recorded threads' task-clock events where they
+                           * can carry them (thread_cpu_switch_ring.h), no switch event of ours */
 } d9_perf_request;
 
 /* What was opened, and why the rest was not (a negative errno, or 0 when active). */
@@ -47,6 +49,8 @@ typedef struct d9_perf_report {
     int cpus;             /* CPUs with a ring */
     int threads;          /* threads that existed at start and were attached */
     int threads_missed;   /* threads that existed at start and could not be attached */
+    bool switch_rings;    /* the switch records come from the threads' own rings (thread_rings) */
+    char switch_rings_why[160]; /* why not, when asked for */
 } d9_perf_report;
 
 /* Open what `req` asks for and the kernel allows. NULL when nothing could be opened; `rep`

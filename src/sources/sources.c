@@ -15,6 +15,8 @@
 
 #include "core/run_metadata.h"
 #include "core/thread_buffer.h"
+#include "core/thread_cpu_clock.h"
+#include "core/thread_cpu_switch_ring.h"
 #include "sources/host_caps.h"
 #include "sources/memory_map.h"
 #include "sources/perf_events.h"
@@ -23,10 +25,16 @@
 #include "sources/timer_sampler.h"
 #include "sources/unwind_tables.h"
 
-/* Every thread that registers may need a CPU timer (the timer sampler knows whether one runs).
+/* Every thread that registers may need a CPU timer (the timer sampler knows whether one runs),
+ * and, where the off-CPU source takes its switch records from the threads' own task-clock
+ * events, its event now: its switches are recorded from its first record on, not from the
+ * collector's next drain (d9_tcc_rings_open_self: nothing when the rings are not consumed).
  * The hook is set once, when the library is loaded: before any thread can register, so the
  * core's plain (non-atomic) pointer is never written while another thread reads it. */
-static void on_thread_register(d9_thread *t) { d9_timer_sampler_on_thread(t); }
+static void on_thread_register(d9_thread *t) {
+    d9_timer_sampler_on_thread(t);
+    d9_tcc_rings_open_self();
+}
 
 __attribute__((constructor)) static void install_register_hook(void) {
     d9_thread_register_hook = on_thread_register;
@@ -148,7 +156,14 @@ static void note_schedule_profile(const d9_config *cfg, d9_collector *c, const d
         d9_collector_note_source(c, "switch_stacks", false, ENDING_NOTE);
         return;
     }
-    if (perf && rep->switch_err == 0) {
+    if (perf && rep->switch_rings) {
+        snprintf(detail, sizeof detail,
+                 "perf context-switch records from each recorded thread's own task-clock event (its %u-page "
+                 "switch ring, read by the collector; records the kernel wrote over first are counted lost), "
+                 "up to %d threads; no inherited switch event; cpu not recorded",
+                 D9_TCC_SOURCE_RING_PAGES, D9_TCC_MAX_RING_THREADS);
+        d9_collector_note_source(c, "off_cpu", true, detail);
+    } else if (perf && rep->switch_err == 0) {
         snprintf(detail, sizeof detail,
                  "perf context-switch records (per-CPU events inherited by every thread, tid and time only), "
                  "threads that record, %d CPU rings of %u KiB",
@@ -181,10 +196,16 @@ static void note_schedule_profile(const d9_config *cfg, d9_collector *c, const d
 }
 
 /* governor = "budget 1% of one CPU: ..." (docs/kernel-sources.md, "Cost governor") */
-static void note_governor(const d9_config *cfg, d9_collector *c, bool switches) {
+static void note_governor(const d9_config *cfg, d9_collector *c, bool switches, bool thread_rings) {
     d9_run_metadata *m = d9_collector_metadata(c);
     if (cfg->overhead_budget_pct <= 0)
         d9_run_metadata_set(m, "governor", "off (DIAL9_OVERHEAD_BUDGET_PCT=0): no source is degraded");
+    else if (thread_rings)
+        d9_run_metadata_set(m, "governor",
+                            "budget %g%% of one CPU; not governing: the off-CPU records come from the recorded "
+                            "threads' own task-clock events, which their CPU time keeps open, and the stacks are "
+                            "paced (DIAL9_SWITCH_STACKS_PER_SEC)",
+                            cfg->overhead_budget_pct);
     else if (!switches)
         d9_run_metadata_set(m, "governor", "budget %g%% of one CPU; nothing to govern (no context-switch records)",
                             cfg->overhead_budget_pct);
@@ -228,13 +249,14 @@ void d9_sources_start(const d9_config *cfg, d9_collector *c) {
         .stacks_per_sec = cfg->switch_stacks_per_sec,
         .collector = c,
         .budget_pct = cfg->overhead_budget_pct,
+        .thread_rings = true, /* where DIAL9_THREAD_CPU=ring asks for them (d9_tcc_rings_consume) */
     };
     d9_perf_report rep;
     memset(&rep, 0, sizeof rep);
     bool perf_tried = !ending && (req.cpu_profile || req.switches || req.switch_stacks);
     d9_source *perf = perf_tried ? add_or_close(c, d9_perf_source_open(&req, &rep)) : NULL;
 
-    note_governor(cfg, c, perf && rep.switch_err == 0);
+    note_governor(cfg, c, perf && rep.switch_err == 0, rep.switch_rings);
     if (ending && cfg->cpu_profile) d9_collector_note_source(c, "cpu_profile", false, ENDING_NOTE);
     else start_cpu_profile(cfg, c, &caps, req.cpu_profile, &rep, perf);
     note_schedule_profile(cfg, c, &caps, stacks_probe, &rep, perf);

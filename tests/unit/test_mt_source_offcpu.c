@@ -144,33 +144,15 @@ static const char *ksym_name(uint64_t a) {
 
 /* ---------------------------------------------------------------- checks */
 
-static uint32_t worker_of(const tt_trace *t, pid_t tid) {
-    for (uint32_t w = 0; w < 256; w++)
-        if (t->worker_tid[w] == (uint32_t)tid && tid) return w;
-    return 255;
-}
-
 static void check_pipe_reads(const tt_trace *t) {
-    uint32_t w = worker_of(t, g_reader_tid);
+    uint32_t w = tt_worker_of(t, g_reader_tid);
     CHECK(w != 255);
     int good = 0;
     for (size_t i = 0; i < t->npolls; i++) {
         const tt_poll *p = &t->polls[i];
         if (p->worker != w) continue;
         /* the longest voluntary off-CPU interval of the reader inside this poll */
-        uint64_t out_ts = 0, best = 0;
-        bool voluntary = false;
-        for (size_t j = 0; j < t->nswitches; j++) {
-            const tt_switch *s = &t->switches[j];
-            if (s->tid != (uint32_t)g_reader_tid || s->ts < p->start || s->ts > p->end) continue;
-            if (s->out) {
-                out_ts = s->ts;
-                voluntary = !s->preempted;
-            } else if (out_ts && voluntary && s->ts - out_ts > best) {
-                best = s->ts - out_ts;
-                out_ts = 0;
-            }
-        }
+        uint64_t best = tt_longest_voluntary_off_cpu(t, g_reader_tid, p->start, p->end, NULL);
         bool ok = best >= BLOCK_NS * 8 / 10; /* 5 ms at least; 8/10: the clocks of two sources */
         good += ok;
         printf("read poll %" PRIu64 ": %.2f ms long, off-CPU %.2f ms in the switch records%s\n", p->task,
@@ -180,7 +162,7 @@ static void check_pipe_reads(const tt_trace *t) {
 }
 
 static void check_lock_waits(const tt_trace *t, bool have_kallsyms) {
-    uint32_t w = worker_of(t, g_locker_tid);
+    uint32_t w = tt_worker_of(t, g_locker_tid);
     CHECK(w != 255);
     int polls = 0, with_sample = 0, with_futex = 0, kernel_frames = 0;
     for (size_t i = 0; i < t->npolls; i++) {

@@ -49,12 +49,6 @@ static void *short_worker(void *arg) {
     return NULL;
 }
 
-static uint32_t worker_of(const tt_trace *t, pid_t tid) {
-    for (uint32_t w = 0; w < 256; w++)
-        if (t->worker_tid[w] == (uint32_t)tid && tid) return w;
-    return 255;
-}
-
 int main(void) {
     sem_init(&g_held, 0, 0);
     sem_init(&g_done, 0, 0);
@@ -83,7 +77,7 @@ int main(void) {
         CHECK(tt_starts_with(stacks, "inactive: "));
         printf("SKIP: no context-switch stacks on this host: %s\n", stacks);
     } else {
-        uint32_t wk = worker_of(&t, g_worker_tid);
+        uint32_t wk = tt_worker_of(&t, g_worker_tid);
         CHECK(wk != 255);
         int polls = 0, with_sample = 0;
         for (size_t i = 0; i < t.npolls; i++) {

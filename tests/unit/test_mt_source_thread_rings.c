@@ -67,32 +67,15 @@ static void *reader(void *arg) {
     return NULL;
 }
 
-static uint32_t worker_of(const tt_trace *t, pid_t tid) {
-    for (uint32_t w = 0; w < 256; w++)
-        if (tid && t->worker_tid[w] == (uint32_t)tid) return w;
-    return 255;
-}
-
 static void check_reads(const tt_trace *t) {
-    uint32_t w = worker_of(t, g_reader_tid);
+    uint32_t w = tt_worker_of(t, g_reader_tid);
     CHECK(w != 255);
     int good = 0;
     for (size_t i = 0; i < t->npolls; i++) {
         const tt_poll *p = &t->polls[i];
         if (p->worker != w) continue;
-        uint64_t out_ts = 0, longest = 0;
-        int voluntary_outs = 0;
-        for (size_t j = 0; j < t->nswitches; j++) {
-            const tt_switch *s = &t->switches[j];
-            if (s->tid != (uint32_t)g_reader_tid || s->ts < p->start || s->ts > p->end) continue;
-            if (s->out) {
-                out_ts = s->preempted ? 0 : s->ts;
-                voluntary_outs += !s->preempted;
-            } else if (out_ts) {
-                if (s->ts - out_ts > longest) longest = s->ts - out_ts;
-                out_ts = 0;
-            }
-        }
+        int voluntary_outs;
+        uint64_t longest = tt_longest_voluntary_off_cpu(t, g_reader_tid, p->start, p->end, &voluntary_outs);
         bool ok = voluntary_outs >= 1 && longest >= BLOCK_NS && longest <= p->end - p->start;
         good += ok;
         printf("poll %" PRIu64 ": %.2f ms, %d voluntary switch-outs, longest off-CPU %.2f ms%s\n", p->task,

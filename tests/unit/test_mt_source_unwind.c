@@ -181,12 +181,6 @@ static bool has_in_order(const tt_sample *s, tt_range inner, tt_range outer) {
     return false;
 }
 
-static uint32_t worker_of(const tt_trace *t, pid_t tid) {
-    for (uint32_t w = 0; w < 256; w++)
-        if (tid && t->worker_tid[w] == (uint32_t)tid) return w;
-    return 255;
-}
-
 typedef struct share {
     size_t all, good;
 } share;
@@ -207,7 +201,7 @@ static void print_stack(const char *what, const tt_sample *s) {
 /* Samples of `source` on thread `which`'s worker inside its polls. */
 static share in_polls(const tt_trace *t, int which, uint8_t source, tt_range inner, tt_range outer, bool leaf_only) {
     share sh = {0, 0};
-    uint32_t w = worker_of(t, g_tid[which]);
+    uint32_t w = tt_worker_of(t, g_tid[which]);
     CHECK(w != 255);
     for (size_t i = 0; i < t->nsamples; i++) {
         const tt_sample *s = &t->samples[i];
@@ -389,7 +383,7 @@ static void run(enum scenario sc) {
         share cmp = in_polls(&t, 3, 0, cmp_fn, sort_fn, true);
         /* cmp_things' caller is libc's sort, not the application */
         size_t cmp_libc = 0;
-        uint32_t w = worker_of(&t, g_tid[3]);
+        uint32_t w = tt_worker_of(&t, g_tid[3]);
         for (size_t i = 0; i < t.nsamples; i++) {
             const tt_sample *s = &t.samples[i];
             uint32_t u = first_user(s);

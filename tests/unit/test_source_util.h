@@ -276,6 +276,34 @@ static inline bool tt_starts_with(const char *s, const char *prefix) {
 #define TT_INTERCEPTED 1
 #endif
 #endif
+/* The worker a thread recorded as (its WorkerBeginEvent's tid), 255 for none. */
+static inline uint32_t tt_worker_of(const tt_trace *t, pid_t tid) {
+    for (uint32_t w = 0; w < 256; w++)
+        if (tid && t->worker_tid[w] == (uint32_t)tid) return w;
+    return 255;
+}
+
+/* A thread's longest voluntary off-CPU interval between start and end (a switch out not
+ * preempted, to its switch in), from the switch records; *voluntary_outs counts those outs. */
+static inline uint64_t tt_longest_voluntary_off_cpu(const tt_trace *t, pid_t tid, uint64_t start, uint64_t end,
+                                                    int *voluntary_outs) {
+    uint64_t out_ts = 0, longest = 0;
+    int outs = 0;
+    for (size_t j = 0; j < t->nswitches; j++) {
+        const tt_switch *s = &t->switches[j];
+        if (s->tid != (uint32_t)tid || s->ts < start || s->ts > end) continue;
+        if (s->out) {
+            out_ts = s->preempted ? 0 : s->ts;
+            outs += !s->preempted;
+        } else if (out_ts) {
+            if (s->ts - out_ts > longest) longest = s->ts - out_ts;
+            out_ts = 0;
+        }
+    }
+    if (voluntary_outs) *voluntary_outs = outs;
+    return longest;
+}
+
 #ifndef TT_INTERCEPTED
 #define TT_INTERCEPTED 0
 #endif

@@ -36,8 +36,11 @@ The model: added ns per request = (added instructions - added clock_gettime inst
 per instruction + added clock reads x ns per read + added system calls x ns per call + added
 context switches x ns per switch + the arm's context switches x the kernel's added ns per switch
 of a recorded thread: its task-clock event's (page, or page + ring; 0 by system call) and the
-off-CPU source's (the defaults; the page then at what it adds beside the source); share =
-added ns / the server's CPU ns per request (off).
+off-CPU source's (the defaults; the page then at what it adds beside the source), the latter for
+the share of the request windows its inherited events were open (the governor closes them when
+paused and, where cheaper, between a sampled level's windows: the native trace's CoverageEvents
+and its metadata's governor.between_windows; the native recordings rotate their segment every
+second so that the metadata says it); share = added ns / the server's CPU ns per request (off).
 What follows time or context switches rather than requests is priced at its native rate, since
 under callgrind a request lasts ~50x longer: the reads after a switch (SWITCH_FNS) and
 schedstat's (SCHEDSTAT_FNS) at their instructions per call x the added native read / pread64

@@ -36,8 +36,11 @@ The model: added ns per request = (added instructions - added clock_gettime inst
 per instruction + added clock reads x ns per read + added system calls x ns per call + added
 context switches x ns per switch + the arm's context switches x the kernel's added ns per switch
 of a recorded thread: its task-clock event's (page, or page + ring; 0 by system call) and the
-off-CPU source's (the defaults; the page then at what it adds beside the source); share =
-added ns / the server's CPU ns per request (off).
+off-CPU source's (the defaults; the page then at what it adds beside the source), the latter for
+the share of the request windows its inherited events were open (the governor closes them when
+paused and, where cheaper, between a sampled level's windows: the native trace's CoverageEvents
+and its metadata's governor.between_windows; the native recordings rotate their segment every
+second so that the metadata says it); share = added ns / the server's CPU ns per request (off).
 What follows time or context switches rather than requests is priced at its native rate, since
 under callgrind a request lasts ~50x longer: the reads after a switch (SWITCH_FNS) and
 schedstat's (SCHEDSTAT_FNS) at their instructions per call x the added native read / pread64
@@ -128,6 +131,11 @@ def fd_limit():
     resource.setrlimit(resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
 
 
+# The native runs' recordings rotate their segment every second: the metadata is written at a
+# segment's start, so a run of a few seconds would say only what held at its start, not how the
+# governor kept its sampled levels' gaps (governor.between_windows, read by switch_event_states).
+# A rotation's work is per second, not per request: the idle rate takes it off.
+NATIVE_RECORDING_ENV = {"DIAL9_ROTATION_SECS": "1"}
 EXTRA_ENV = {}  # --env NAME=VALUE: every run's, under the arms' own (a before/after of one build)
 
 
@@ -374,18 +382,83 @@ def trace_events(dial9, trace_dir):
     return counts
 
 
-def source_event_times(dial9, trace_dir):
-    """The timestamps (CLOCK_MONOTONIC ns) of the SOURCE_EVENTS under trace_dir (dial9 dump)."""
+def source_events(dial9, trace_dir):
+    """From the trace under trace_dir (dial9 dump): the timestamps (CLOCK_MONOTONIC ns) of the
+    SOURCE_EVENTS, the off-CPU source's level changes (CoverageEvent: [(ns, one in N: 1 full,
+    0 paused)]) and its sampled levels' gaps (gaps_from_text: the last metadata that says)."""
     if not glob.glob(os.path.join(trace_dir, "**", "*.bin*"), recursive=True):
-        return []
+        return [], [], None
     out = subprocess.run([dial9, "dump", trace_dir], capture_output=True, text=True).stdout
     wanted = set(SOURCE_EVENTS)
-    times = []
+    times, levels = [], []
     for line in out.splitlines():
         parts = line.split(" ", 2)
         if len(parts) > 1 and parts[1] in wanted and parts[0].isdigit():
             times.append(int(parts[0]))
-    return times
+        if len(parts) > 2 and parts[1] == "CoverageEvent" and parts[0].isdigit():
+            m = COVERAGE_LEVEL.search(parts[2])
+            if m:
+                levels.append((int(parts[0]), int(m.group(1))))
+    return times, sorted(levels), gaps_from_text(out)
+
+
+# A CoverageEvent of the off-CPU source (its fields: source, mode, previous_mode, ..., one_in)
+COVERAGE_LEVEL = re.compile(r'\bsource="?off_cpu\b.*?\bone_in=(\d+)')
+# What the source's metadata says of its sampled levels' gaps between windows (sources/perf_events.c)
+GAPS_KEY = re.compile(r"governor\.between_windows\W+((?:1 in \d+: events closed [\d.]+ s, open \(disabled\) [\d.]+ s(?:; )?)+)")
+GAPS_LEVEL = re.compile(r"1 in (\d+): events closed ([\d.]+) s, open \(disabled\) ([\d.]+) s")
+
+
+def gaps_from_text(text):
+    """Per sampled level (1 in N), the share of its gaps between windows in which the off-CPU
+    source's events were closed (the governor closes them there when that is cheaper:
+    d9_gov_closes_between), from the last `governor.between_windows` in text (`dial9 dump`):
+    {N: share}, or None when the trace does not say (a segment's start writes the metadata: a
+    run shorter than its rotation has only the start's, before any gap)."""
+    found = GAPS_KEY.findall(text)
+    if not found:
+        return None
+    shares = {}
+    for n, closed, opened in GAPS_LEVEL.findall(found[-1]):
+        if float(closed) + float(opened) > 0:
+            shares[int(n)] = float(closed) / (float(closed) + float(opened))
+    return shares
+
+
+def switch_event_states(levels, windows, gaps_closed):
+    """The shares of the windows' time (summed over them) in which the off-CPU source's
+    inherited switch events (and its stacks event, opened and closed with them) were open and
+    enabled, open and disabled, and closed: levels = [(ns, one in N)] of the governor's changes
+    (full before the first); full: enabled; paused: closed; sampled 1 in N: enabled one N-th
+    of the time, and its gaps closed for the share gaps_closed[N], open (disabled) for the
+    rest (not recorded: all open, an upper bound of their price)."""
+    enabled = disabled = closed = unsaid = total = 0.0
+    for t0, t1 in windows:
+        n = 1
+        for ts, one_in in levels:
+            if ts <= t0:
+                n = one_in
+        cuts = [(ts, one_in) for ts, one_in in levels if t0 < ts < t1] + [(t1, None)]
+        at = t0
+        for ts, one_in in cuts:
+            span = float(ts - at)
+            total += span
+            if n == 1:
+                enabled += span
+            elif n == 0:
+                closed += span
+            else:
+                shut = (gaps_closed or {}).get(n, 0.0)
+                if n not in (gaps_closed or {}):
+                    unsaid += span * (1 - 1 / n)
+                enabled += span / n
+                closed += span * (1 - 1 / n) * shut
+                disabled += span * (1 - 1 / n) * (1 - shut)
+            at, n = ts, one_in
+    if total <= 0:
+        return {"enabled": 1.0, "disabled": 0.0, "closed": 0.0, "unsaid": 0.0}
+    return {"enabled": enabled / total, "disabled": disabled / total, "closed": closed / total,
+            "unsaid": unsaid / total}  # unsaid: gaps counted in disabled, their state not recorded
 
 
 # ------------------------------------------------------------------ callgrind
@@ -630,6 +703,8 @@ def native_run(args, target, arm, work):
     os.makedirs(trace_dir)
     os.chmod(trace_dir, 0o1777)
     cmd, env, child = target.command(arm, port, trace_dir)
+    if ARMS[arm] is not None:  # a segment a second: its start writes the metadata the pricing reads
+        env = dict(env, **NATIVE_RECORDING_ENV)
     proc = subprocess.Popen(cmd, env=clean_env(env), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=fd_limit)
     n1, n2 = args.native_small, args.native_large
@@ -645,7 +720,7 @@ def native_run(args, target, arm, work):
     finally:
         stop(proc, target.stop_signal)
     # the kernel sources' events of each window, from the trace (written out at the stop)
-    times = source_event_times(args.dial9, trace_dir) if ARMS[arm] is not None else []
+    times, levels, gaps_closed = source_events(args.dial9, trace_dir) if ARMS[arm] is not None else ([], [], None)
     tcc, offcpu = switch_carriers(args.dial9, trace_dir) if ARMS[arm] is not None else ("none", False)
     shutil.rmtree(trace_dir, ignore_errors=True)
     src = [sum(1 for t in times if w[6][0] <= t < w[6][1]) for w in (idle, small, large)]
@@ -658,6 +733,8 @@ def native_run(args, target, arm, work):
     r["src_nat_per_s"] = src[2] / large[4]  # while answering (back to back, or with --think-us)
     r["user_share"] = large[3]
     r["tcc"], r["offcpu"] = tcc, offcpu
+    # the states of the source's switch events while the requests were answered
+    r["offcpu_states"] = switch_event_states(levels, (small[6], large[6]), gaps_closed)
     # per thread and system call (--syscalls): the same difference, the idle rate taken off
     r["calls"] = {k: (large[5].get(k, 0) - small[5].get(k, 0) - idle[5].get(k, 0) / idle[4] * (large[4] - small[4]))
                   / (n2 - n1) for k in set(large[5]) | set(small[5])}
@@ -740,7 +817,13 @@ def price_thread_cpu_switches(d, r, units):
     leaves it): its inherited switch events and the page (`defaults_stacks_switch_ns`), or,
     one event per recorded thread, the page and its switch ring read as the source's records
     (`oneevent_stacks_switch_ns`); the task-clock row then takes the page's own price and the
-    source's row what the source adds to it. By system call no task-clock event is added."""
+    source's row what the source adds to it. By system call no task-clock event is added.
+    The source's price is paid only while its events are open: the governor closes the
+    inherited ones when paused and, where cheaper, between a sampled level's windows (a closed
+    event costs a switch nothing), so the row takes the share of the request windows in which
+    they were open (r["offcpu_states"], from the trace: enabled, or disabled between windows,
+    priced as enabled, an upper bound: no bench arm prices a disabled source beside the page);
+    the rings (`DIAL9_THREAD_CPU=ring`) are not governed: always open."""
     d["tcc"] = r.get("tcc", "syscall")
     d["offcpu"] = r.get("offcpu", False)
     page_ns = units.get("tcc_page_switch_ns", 0.0)
@@ -754,7 +837,10 @@ def price_thread_cpu_switches(d, r, units):
     d["tcc_switches"] = r["switches"]
     d["ns_tcc"] = d["tcc_switches"] * d["tcc_switch_ns"]
     d["offcpu_switch_ns"] = whole - d["tcc_switch_ns"] if d["offcpu"] else 0.0
-    d["ns_offcpu"] = d["tcc_switches"] * d["offcpu_switch_ns"]
+    states = r.get("offcpu_states") if d["offcpu"] == "events" else None
+    d["offcpu_states"] = states or {"enabled": 1.0, "disabled": 0.0, "closed": 0.0, "unsaid": 0.0}
+    d["offcpu_open"] = d["offcpu_states"]["enabled"] + d["offcpu_states"]["disabled"] if d["offcpu"] else 0.0
+    d["ns_offcpu"] = d["tcc_switches"] * d["offcpu_switch_ns"] * d["offcpu_open"]
 
 
 def measure(args, target, arm, work):
@@ -859,6 +945,18 @@ HEADER = (f"{'target':10} {'arm':4} {'input':22} {'off':>10} {'arm':>10} {'added
           f"{'unit':>12} {'model ns':>9} {'share %':>8}")
 
 
+def offcpu_price_label(d, r):
+    """The source's price a switch and the share of the request windows it was paid for: open
+    (enabled + disabled between a sampled level's windows; "unsaid": of those gaps, the share
+    the trace did not say were closed or open, counted open)."""
+    if not d["offcpu"]:
+        return "off"
+    st = d["offcpu_states"]
+    unsaid = f", unsaid {st['unsaid']:.2f}" if st.get("unsaid", 0.0) > 0 else ""
+    return (f"{d['offcpu_switch_ns']:.0f} ns {d['offcpu']} x {d['offcpu_open']:.2f} open "
+            f"(enabled {st['enabled']:.2f}, disabled {st['disabled']:.2f}, closed {st['closed']:.2f}{unsaid})")
+
+
 def print_table(results, units):
     print(f"counted cost per request (unit costs on this host: clock read {units['clock_read_ns']:.1f} ns "
           f"({units['clock']}), system call {units['syscall_ns']:.0f} ns, context switch "
@@ -903,7 +1001,7 @@ def print_table(results, units):
                  f"{d['tcc_switch_ns']:.0f} ns {d['tcc']}", d["ns_tcc"], None),
                 ("off-CPU src switches", 0, d["tcc_switches"] if d["offcpu"] else 0.0,
                  d["tcc_switches"] if d["offcpu"] else 0.0,
-                 f"{d['offcpu_switch_ns']:.0f} ns {d['offcpu']}" if d["offcpu"] else "off", d["ns_offcpu"], None),
+                 offcpu_price_label(d, r), d["ns_offcpu"], None),
                 ("events", 0, d["events"], d["events"], "-", None, None),
                 ("server CPU ns", base, base + d["ns"], d["ns"], "model", d["ns"], d["share"]),
             ]

@@ -135,6 +135,7 @@ typedef struct perf_src {
     bool reopen_fail_noted, stacks_fail_noted;     /* their one-time messages were given */
     pid_t collector_tid;       /* the thread of the first drain: the collector's (host_ring) */
     uint32_t window;           /* incremented each time they are enabled again after a gap */
+    uint64_t gaps_at, gaps_note, gaps_ns[D9_GOV_LEVELS][2]; /* note_gaps: per level, [closed, open] */
     uint64_t void_from, void_to; /* a failed reopen's span: its events, opened enabled and closed
                                   * again, wrote switch records the level (paused) disowns */
     d9_perf_counters n;
@@ -1217,8 +1218,30 @@ static void apply_level(perf_src *s, d9_src_batch *out, uint64_t now) {
     if (n == 0 && s->switch_events_closed) close_ring_hosts(s);
 }
 
+/* The time each sampled level's gaps between windows had the events closed, or open and
+ * disabled, in the metadata (governor.between_windows; a segment's start writes it): what the
+ * kernel paid for the switches in them (bench/e2e/counted_cost.py prices them by it). Counted
+ * for the level and state since the last drain, before the level is applied again. */
+static void note_gaps(perf_src *s, uint64_t now) {
+    if (s->gaps_at && d9_gov_one_in(s->gov.level) > 1 && !s->switches_on)
+        s->gaps_ns[s->gov.level][s->switch_events_closed ? 0 : 1] += now - s->gaps_at;
+    s->gaps_at = now;
+    if (!s->collector || now - s->gaps_note < 1000000000u) return;
+    char text[384]; /* five levels, ~70 bytes each */
+    size_t len = 0;
+    for (int l = D9_GOV_LEVEL_SAMPLED_FIRST; l <= D9_GOV_LEVEL_SAMPLED_LAST && len < sizeof text; l++)
+        if (s->gaps_ns[l][0] + s->gaps_ns[l][1])
+            len += (size_t)snprintf(text + len, sizeof text - len, "%s1 in %u: events closed %.3f s, open (disabled) %.3f s",
+                                    len ? "; " : "", d9_gov_one_in(l), (double)s->gaps_ns[l][0] / 1e9,
+                                    (double)s->gaps_ns[l][1] / 1e9);
+    if (!len) return;
+    s->gaps_note = now;
+    d9_run_metadata_set(d9_collector_metadata(s->collector), "governor.between_windows", "%s", text);
+}
+
 /* Every D9_GOV_PERIOD_NS: measure, decide, write the change; every drain: apply the level. */
 static void govern(perf_src *s, d9_src_batch *out, uint64_t now) {
+    note_gaps(s, now);
     if (now - s->gov_last >= D9_GOV_PERIOD_NS) {
         double secs = (double)(now - s->gov_last) / 1e9;
         uint64_t sw = process_switches();

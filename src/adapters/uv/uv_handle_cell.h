@@ -39,17 +39,22 @@ static inline uintptr_t uv_handle_cell_check(const void *h, uint64_t task, const
     return (uintptr_t)(x | 1); /* never 0: zeroed words are no cell */
 }
 
+/* Handle `h`'s cell into *c; whether it is valid (cold paths: the trampolines read it word by
+ * word, uv_handle_callback_begin_at). */
+static inline bool uv_handle_cell_read(const void *h, uv_handle_cell *c) {
+    memcpy(c, ((const uv_handle_t *)h)->u.reserved, sizeof *c);
+    return c->check == uv_handle_cell_check(h, c->task, c->rec);
+}
+
 static inline bool uv_handle_cell_valid(const void *h) {
     uv_handle_cell c;
-    memcpy(&c, ((const uv_handle_t *)h)->u.reserved, sizeof c);
-    return c.check == uv_handle_cell_check(h, c.task, c.rec);
+    return uv_handle_cell_read(h, &c);
 }
 
 /* The task of handle `h` while its cell is valid (its close callback has not begun), else 0. */
 static inline uint64_t uv_handle_cell_task(const void *h) {
     uv_handle_cell c;
-    memcpy(&c, ((const uv_handle_t *)h)->u.reserved, sizeof c);
-    return c.check == uv_handle_cell_check(h, c.task, c.rec) ? c.task : 0;
+    return uv_handle_cell_read(h, &c) ? c.task : 0;
 }
 
 /* The entry of `h` is gone: so is its cell. */

@@ -113,18 +113,22 @@ void d9_col_hand_over(d9_collector *c) {
 static void report_exited_drops(d9_collector *c) {
     for (size_t i = 0; i < c->thread_count; i++) {
         d9_thread *t = c->threads[i];
-        if (!atomic_load_explicit(&t->exited, memory_order_acquire)) continue;
+        t->c_exit_seen = atomic_load_explicit(&t->exited, memory_order_acquire);
+        if (!t->c_exit_seen) continue;
         uint64_t total = atomic_load_explicit(&t->drops_total, memory_order_relaxed); /* final */
         d9_col_report_ring_drops(c, t, total, c->now_ns); /* nothing when reported already */
     }
 }
 
 /* A thread about to be freed (exited, ring drained) whose drop report a failed write took:
- * its count goes on in the write_error count, so it is not lost with the thread. */
+ * its count goes on in the write_error count, so it is not lost with the thread. Only threads
+ * whose exit report_exited_drops saw: one that exited during the write has its late drops
+ * still unreported, not lost by a write; the next drain reports them as its own (reaping
+ * waits for that), where reading `exited` again here put them in write_error. */
 static void hand_over_exited_drops(d9_collector *c) {
     for (size_t i = 0; i < c->thread_count; i++) {
         d9_thread *t = c->threads[i];
-        if (!atomic_load_explicit(&t->exited, memory_order_acquire)) continue;
+        if (!t->c_exit_seen) continue;
         uint64_t total = atomic_load_explicit(&t->drops_total, memory_order_relaxed);
         if (total <= t->c_drops_written) continue;
         c->write_drops_pending += total - t->c_drops_written;

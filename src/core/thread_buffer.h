@@ -76,6 +76,7 @@ typedef struct d9_thread {
     uint64_t c_drops_reported;  /* drops put in a DroppedEventsEvent */
     uint64_t c_drops_written;   /* ... of which the event reached the disk */
     uint64_t c_drops_counted;   /* ... of which counted in the stats */
+    bool c_exit_seen;           /* exited when this drain reported its last drops, before the write */
     uint64_t c_events;        /* records decoded (for stats) */
     uint64_t c_end;           /* head read in the current drain */
     uint64_t c_quiet_since;   /* ns since which every drain found little pending (0: not quiet) */

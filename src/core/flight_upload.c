@@ -18,6 +18,7 @@
 #include "core/own_thread_name.h"
 #include "aws/s3_client.h"
 #include "sinks/step_dump_upload.h"
+#include "sinks/upload_pace.h"
 
 #define ATTEMPTS 5
 
@@ -40,6 +41,15 @@ typedef struct uploads {
 
 static uploads g_up = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
+/* At exit (d9_flight_upload_stop began) a failing S3 is not waited for (upload_pace.h). */
+static bool stopping(void *ctx) {
+    uploads *u = ctx;
+    pthread_mutex_lock(&u->lock);
+    bool s = u->stopping;
+    pthread_mutex_unlock(&u->lock);
+    return s;
+}
+
 static bool past_deadline(void *ctx) {
     uploads *u = ctx;
     pthread_mutex_lock(&u->lock);
@@ -52,7 +62,13 @@ static bool past_deadline(void *ctx) {
     return now.tv_sec > d.tv_sec || (now.tv_sec == d.tv_sec && now.tv_nsec >= d.tv_nsec);
 }
 
-static void upload_one(uploads *u, d9_s3_client *c, const job *j) {
+/* A dump left out because S3 failed at exit (the reason said once, by the pace). */
+static void say_not_waited_for(const job *j) {
+    fprintf(stderr, "dial9: dump %s: not stored in S3: S3 is failing and not waited for at exit (the local dump "
+                    "stays; its manifest is not in S3: readers see it incomplete)\n", j->dir);
+}
+
+static void upload_one(uploads *u, d9_s3_client *c, d9_upload_pace *pace, const job *j) {
     char key_dir[4096], err[1024];
     const char *prefix = u->cfg->s3_prefix ? u->cfg->s3_prefix : "dial9-traces";
     if (d9_dump_key_dir(key_dir, sizeof key_dir, prefix, u->service, u->host, (time_t)(j->at_unix_ns / 1000000000),
@@ -60,9 +76,11 @@ static void upload_one(uploads *u, d9_s3_client *c, const job *j) {
         fprintf(stderr, "dial9: dump %s: not stored in S3: its key is too long\n", j->dir);
         return;
     }
-    d9_s3_result r = d9_dump_upload(c, j->dir, key_dir, ATTEMPTS, past_deadline, u, err, sizeof err);
+    d9_s3_result r = d9_dump_upload(c, j->dir, key_dir, ATTEMPTS, pace, err, sizeof err);
     if (r == D9_S3_OK)
         fprintf(stderr, "dial9: dump stored in S3: %s%s\n", d9_s3_client_target(c), key_dir);
+    else if (pace->quit)
+        say_not_waited_for(j);
     else
         fprintf(stderr, "dial9: dump %s: not stored in S3 (its manifest is not there: readers see it incomplete; "
                         "the local dump stays): %s\n", j->dir, err);
@@ -75,6 +93,11 @@ static void *upload_main(void *arg) {
     (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
     d9_s3_client *c = NULL;
     bool client_failed = false;
+    d9_upload_pace pace; /* one circuit for all dumps, as the segments' uploader has */
+    d9_upload_pace_init(&pace, "dial9: dump upload");
+    pace.give_up = past_deadline;
+    pace.not_waiting = stopping;
+    pace.ctx = u;
     for (;;) {
         pthread_mutex_lock(&u->lock);
         while (!u->head && !u->stopping) pthread_cond_wait(&u->cv, &u->lock);
@@ -94,11 +117,13 @@ static void *upload_main(void *arg) {
             }
         }
         if (c) {
-            if (past_deadline(u))
+            if (pace.quit)
+                say_not_waited_for(j);
+            else if (past_deadline(u))
                 fprintf(stderr, "dial9: dump %s: not stored in S3: the exit wait (DIAL9_S3_EXIT_WAIT_SECS) is over\n",
                         j->dir);
             else
-                upload_one(u, c, j);
+                upload_one(u, c, &pace, j);
         }
         free(j);
     }

@@ -17,7 +17,9 @@ bool d9_flight_upload_start(const d9_config *cfg, const char *service);
 /* Queue a finished dump (its directory, its name, its trigger's time): never blocks. */
 void d9_flight_upload_enqueue(const char *dir, const char *name, int64_t at_unix_ns);
 /* Store what is queued within cfg->s3_exit_wait_secs, then stop the thread; what is left is
- * said on stderr (its local copy stays). */
+ * said on stderr (its local copy stays). A failing S3 is not waited for: with the dumps'
+ * upload circuit open (5 consecutive failures, sinks/upload_pace.h, as for the segments), the
+ * dumps not stored are named and the thread ends. */
 void d9_flight_upload_stop(void);
 /* In a forked child: forget the parent's thread and queue. */
 void d9_flight_upload_forget_after_fork(void);

@@ -293,7 +293,7 @@ static void *prepare_main(void *arg) {
 /* Under the lock, on the uploading thread: the uploader quit (S3 failing at exit), so the stop
  * waits for the symbols' time only from now on. */
 static void note_quit(d9_pipeline *p) {
-    if (!p->up.quit || p->upload_quit) return;
+    if (!p->up.pace.quit || p->upload_quit) return;
     p->upload_quit = true;
     pthread_cond_broadcast(&p->idle);
 }
@@ -306,9 +306,9 @@ static void *upload_main(void *arg) {
     d9_upload_retry_init(&p->up, u, "dial9");
     if (u) p->up.tables = d9_tables_step_new(p->upload_cfg.s3_bucket, p->upload_cfg.s3_prefix);
     p->up.compress = d9_compress_unavailable(p->compress) ? D9_COMPRESS_NONE : p->compress; /* said once, above */
-    p->up.give_up = should_give_up;
-    p->up.not_waiting = exiting;
-    p->up.ctx = p;
+    p->up.pace.give_up = should_give_up;
+    p->up.pace.not_waiting = exiting;
+    p->up.pace.ctx = p;
     p->up.on_resized = report_resized;
     if (!u) fprintf(stderr, "dial9: S3 upload disabled: %s (sealed segments stay on disk)\n", err);
     pthread_mutex_lock(&p->lock);
@@ -328,7 +328,7 @@ static void *upload_main(void *arg) {
         if (p->taken == p->prepared) break; /* the preparing thread ended, nothing left */
         entry *e = &p->queue[p->taken % QUEUE_CAP]; /* stays queued (its slot held) until done */
         pthread_mutex_unlock(&p->lock);
-        if (e->current && p->up.uploader && !p->up.quit && !should_give_up(p)) upload_file(p, e);
+        if (e->current && p->up.uploader && !p->up.pace.quit && !should_give_up(p)) upload_file(p, e);
         pthread_mutex_lock(&p->lock);
         free_entry(e);
         p->taken++;

@@ -55,9 +55,9 @@ bool d9_dump_key_is_dump(const char *key) {
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* One file, PUT whole (a dump's segment is at most a quarter of the memory budget, far below
- * a single PUT's limit), tried `attempts` times. */
+ * a single PUT's limit), tried `attempts` times as the pace lets them go. */
 static d9_s3_result put_file(d9_s3_client *c, int dir_fd, const char *name, const char *key_dir, unsigned attempts,
-                             bool (*give_up)(void *), void *ctx, char *err, size_t errlen) {
+                             d9_upload_pace *pace, char *err, size_t errlen) {
     int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
@@ -75,22 +75,25 @@ static d9_s3_result put_file(d9_s3_client *c, int dir_fd, const char *name, cons
     if (encoding) h[nh++] = (d9_sigv4_header){"content-encoding", encoding};
     d9_s3_result r = D9_S3_RETRY;
     for (unsigned a = 0; a < (attempts ? attempts : 1) && r == D9_S3_RETRY; a++) {
-        if (a) {
-            unsigned wait = 1u << (a - 1 < 3 ? a - 1 : 3);
-            for (unsigned s = 0; s < wait * 10 && !(give_up && give_up(ctx)); s++) usleep(100000);
+        if (!d9_upload_pace_wait(pace)) { /* given up, or S3 failing at exit (said) */
+            if (!a) snprintf(err, errlen, "%s: not tried: %s", name, pace->quit ? "S3 is failing" : "out of time");
+            break;
         }
-        if (give_up && give_up(ctx) && a) break;
         d9_s3_body body = {.fd = fd, .offset = 0, .length = (uint64_t)st.st_size};
         d9_s3_answer ans = D9_S3_ANSWER_INIT;
-        r = d9_s3_request(c, "PUT", key, "", h, nh, &body, &ans, give_up, ctx, err, errlen);
+        r = d9_s3_request(c, "PUT", key, "", h, nh, &body, &ans, pace->give_up, pace->ctx, err, errlen);
         d9_s3_answer_free(&ans);
+        if (r == D9_S3_OK && d9_upload_pace_success(pace))
+            fprintf(stderr, "%s: S3 upload works again (%s%s stored)\n", pace->who, d9_s3_client_target(c), key);
+        else if (r == D9_S3_RETRY && !d9_upload_pace_given_up(pace))
+            (void)d9_upload_pace_failure(pace, err);
     }
     close(fd);
     return r;
 }
 
 d9_s3_result d9_dump_upload(d9_s3_client *c, const char *dir, const char *key_dir, unsigned attempts,
-                            bool (*give_up)(void *), void *ctx, char *err, size_t errlen) {
+                            d9_upload_pace *pace, char *err, size_t errlen) {
     int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd < 0) {
         snprintf(err, errlen, "%s: %s", dir, strerror(errno));
@@ -130,9 +133,9 @@ d9_s3_result d9_dump_upload(d9_s3_client *c, const char *dir, const char *key_di
     closedir(d);
     if (n) qsort(names, n, sizeof *names, by_name);
     for (size_t i = 0; i < n && r == D9_S3_OK; i++)
-        r = put_file(c, dir_fd, names[i], key_dir, attempts, give_up, ctx, err, errlen);
+        r = put_file(c, dir_fd, names[i], key_dir, attempts, pace, err, errlen);
     /* last: its object is what says the dump is whole */
-    if (r == D9_S3_OK) r = put_file(c, dir_fd, MANIFEST, key_dir, attempts, give_up, ctx, err, errlen);
+    if (r == D9_S3_OK) r = put_file(c, dir_fd, MANIFEST, key_dir, attempts, pace, err, errlen);
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
     close(dir_fd);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "aws/s3_client.h"
+#include "sinks/upload_pace.h"
 
 #define D9_DUMPS_KEY_COMPONENT "dumps"
 
@@ -29,12 +30,13 @@ const char *d9_dump_key_rest(const char *key, const char *prefix);
 bool d9_dump_key_is_dump(const char *key);
 
 /* Store the dump directory `dir` under key_dir: its segments (trace.N.bin, .bin.gz, .bin.zst;
- * nothing partial), then its manifest.json, each PUT tried `attempts` times (backoff 1 s,
- * 2 s, ... up to 8 s) while give_up (may be NULL) does not say stop. D9_S3_OK when all is
+ * nothing partial), then its manifest.json, each PUT tried up to `attempts` times as `pace`
+ * lets them go (upload_pace.h: the uploader's one circuit breaker, its give_up; with the
+ * circuit open and not waited for, pace->quit and nothing more is tried). D9_S3_OK when all is
  * stored; else the first failure, with err saying which file and why (the manifest is then
  * not stored: readers see the dump as incomplete). A dump without a manifest is not uploaded
  * (REJECTED). */
 d9_s3_result d9_dump_upload(d9_s3_client *c, const char *dir, const char *key_dir, unsigned attempts,
-                            bool (*give_up)(void *), void *ctx, char *err, size_t errlen);
+                            d9_upload_pace *pace, char *err, size_t errlen);
 
 #endif

@@ -10,38 +10,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/plain_number.h"
 #include "common/segment_name.h"
 #include "sinks/step_compress.h"
 #include "sinks/step_tables.h"
 
 #define MAX_RUN_FILES 100000
 
-static uint64_t monotonic_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void d9_upload_retry_init(d9_upload_retry *r, d9_uploader *uploader, const char *who) {
     memset(r, 0, sizeof *r);
     r->uploader = uploader;
-    r->who = who ? who : "dial9";
-    d9_breaker_init(&r->breaker, (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() ^
-                                     (uint64_t)(uintptr_t)r);
-    /* the configuration refused a bad value already (config.c): a program that reads it
-     * otherwise (d9_config_init) is told here, and gets the default */
-    const char *v = getenv("DIAL9_S3_BREAKER_SECS");
-    if (v && *v) {
-        uint64_t secs;
-        if (!d9_plain_u64(v, 1, 3600, &secs))
-            fprintf(stderr, "%s: DIAL9_S3_BREAKER_SECS=\"%s\": expected seconds from 1 to 3600 (decimal digits "
-                            "only, no sign), using 30\n", r->who, v);
-        else
-            r->breaker.cooldown_first_ns = secs * 1000000000u;
-        if (r->breaker.cooldown_max_ns < r->breaker.cooldown_first_ns)
-            r->breaker.cooldown_max_ns = r->breaker.cooldown_first_ns;
-    }
+    d9_upload_pace_init(&r->pace, who);
 }
 
 void d9_upload_retry_free(d9_upload_retry *r) {
@@ -51,47 +29,7 @@ void d9_upload_retry_free(d9_upload_retry *r) {
     r->tables = NULL;
 }
 
-static bool given_up(const d9_upload_retry *r) { return r->give_up && r->give_up(r->ctx); }
-
-/* An outage the caller does not wait for (the recorder at exit): the circuit open, i.e. the
- * short backoffs spent (a blip of a few failures is still retried). */
-static bool not_waited_for(const d9_upload_retry *r) {
-    return r->breaker.state != D9_BREAKER_CLOSED && r->not_waiting && r->not_waiting(r->ctx);
-}
-
-static bool stop_waiting(const d9_upload_retry *r) { return given_up(r) || not_waited_for(r); }
-
-/* Uploading ends: S3 is failing and not waited for. Said once; the files stay on disk. */
-static void quit_failing(d9_upload_retry *r) {
-    if (!r->quit)
-        fprintf(stderr, "%s: S3 upload not waited for at exit: it is failing (%u consecutive failures, last error: "
-                        "%s); what is not stored stays on disk\n", r->who, r->breaker.failures,
-                r->last_failure[0] ? r->last_failure : "none");
-    r->quit = true;
-}
-
-/* Sleep up to ns, waking early when given up or not waited for (polled every 50 ms). */
-static void backoff_sleep(d9_upload_retry *r, uint64_t ns) {
-    uint64_t until = monotonic_ns() + ns;
-    for (;;) {
-        if (stop_waiting(r)) return;
-        uint64_t now = monotonic_ns();
-        if (now >= until) return;
-        uint64_t left = until - now;
-        struct timespec step = {0, (long)(left < 50000000u ? left : 50000000u)};
-        nanosleep(&step, NULL);
-    }
-}
-
-/* Wait until the breaker lets an attempt go; false when given up first. */
-static bool wait_for_breaker(d9_upload_retry *r) {
-    for (;;) {
-        if (stop_waiting(r)) return false;
-        uint64_t w = d9_breaker_wait_ns(&r->breaker, monotonic_ns());
-        if (w == 0) return true;
-        backoff_sleep(r, w);
-    }
-}
+static bool given_up(const d9_upload_retry *r) { return d9_upload_pace_given_up(&r->pace); }
 
 static bool file_gone(const char *path) {
     struct stat st;
@@ -99,7 +37,7 @@ static bool file_gone(const char *path) {
 }
 
 static void resized(d9_upload_retry *r, const char *sealed_path, uint64_t size) {
-    if (r->on_resized) r->on_resized(sealed_path, size, r->ctx);
+    if (r->on_resized) r->on_resized(sealed_path, size, r->pace.ctx);
 }
 
 time_t d9_segment_start_time(const char *path) {
@@ -118,14 +56,11 @@ time_t d9_segment_start_time(const char *path) {
 bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const char *path, uint64_t seq,
                           time_t start, const char *service, const char *boot_id) {
     char err[2048] = "";
-    for (unsigned attempt = 1; r->uploader && !r->quit; attempt++) {
-        if (!wait_for_breaker(r)) {
-            if (not_waited_for(r)) {
-                quit_failing(r);
-                break;
-            }
+    for (unsigned attempt = 1; r->uploader && !r->pace.quit; attempt++) {
+        if (!d9_upload_pace_wait(&r->pace)) {
+            if (r->pace.quit) break; /* said */
             fprintf(stderr, "%s: S3 upload of %s not done in the time allowed, the file stays on disk "
-                            "(last error: %s)\n", r->who, path, err[0] ? err : "none, not tried");
+                            "(last error: %s)\n", r->pace.who, path, err[0] ? err : "none, not tried");
             break;
         }
         if (file_gone(path)) { /* deleted by the disk budget: counted (in-band) by whoever deleted it */
@@ -136,17 +71,17 @@ bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const cha
         char key[4096];
         struct stat st;
         uint64_t size = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
-        d9_upload_result res = d9_uploader_put(r->uploader, path, seq, start, service, boot_id, r->give_up, r->ctx,
-                                               key, sizeof key, err, sizeof err);
+        d9_upload_result res = d9_uploader_put(r->uploader, path, seq, start, service, boot_id, r->pace.give_up,
+                                               r->pace.ctx, key, sizeof key, err, sizeof err);
         if (res == D9_UPLOAD_OK) {
-            if (r->failing)
-                fprintf(stderr, "%s: S3 upload works again (%s%s stored after %u attempts)\n", r->who,
+            if (d9_upload_pace_success(&r->pace))
+                fprintf(stderr, "%s: S3 upload works again (%s%s stored after %u attempts)\n", r->pace.who,
                         d9_uploader_target(r->uploader), key, attempt);
-            d9_breaker_success(&r->breaker);
-            r->failing = r->paused_said = false;
+            r->paused_said = false;
             r->stored++;
             r->stored_bytes += size;
-            if (r->tables) (void)d9_tables_step_run(r->tables, path, r->give_up, r->ctx); /* before the file goes */
+            if (r->tables) /* before the file goes */
+                (void)d9_tables_step_run(r->tables, path, r->pace.give_up, r->pace.ctx);
             if (!r->keep_local && (unlink(path) == 0 || errno == ENOENT)) resized(r, sealed_path, 0);
             return true;
         }
@@ -162,39 +97,33 @@ bool d9_upload_retry_file(d9_upload_retry *r, const char *sealed_path, const cha
                 resized(r, sealed_path, 0);
                 return false;
             }
-            fprintf(stderr, "%s: S3 upload of %s failed, the file stays on disk: %s\n", r->who, path, err);
+            fprintf(stderr, "%s: S3 upload of %s failed, the file stays on disk: %s\n", r->pace.who, path, err);
             break;
         }
         if (given_up(r)) {
             fprintf(stderr, "%s: S3 upload of %s not done in the time allowed, the file stays on disk "
-                            "(last error: %s)\n", r->who, path, err);
+                            "(last error: %s)\n", r->pace.who, path, err);
             break;
         }
-        snprintf(r->last_failure, sizeof r->last_failure, "%s", err);
-        if (!r->failing)
-            fprintf(stderr, "%s: S3 upload failing, retrying with backoff (said once per outage): %s\n", r->who, err);
-        r->failing = true;
-        bool opened = d9_breaker_failure(&r->breaker, monotonic_ns());
-        if (not_waited_for(r)) {
-            quit_failing(r);
-            break;
-        }
+        bool opened = d9_upload_pace_failure(&r->pace, err);
+        if (r->pace.quit) break; /* said */
         if (opened && r->stop_when_open) {
             fprintf(stderr, "%s: S3 upload stopped after %u consecutive failures, %s and the files not stored "
-                            "stay on disk (last error: %s)\n", r->who, r->breaker.failures, path, err);
+                            "stay on disk (last error: %s)\n", r->pace.who, r->pace.breaker.failures, path, err);
             r->stopped_open = true;
             break;
         }
         if (opened && !r->paused_said) {
             fprintf(stderr, "%s: S3 upload paused after %u consecutive failures: one attempt after a cool-down of "
                             "%llu s, doubling up to %llu s, until S3 answers (sealed segments wait on disk)\n",
-                    r->who, r->breaker.failures, (unsigned long long)(r->breaker.cooldown_first_ns / 1000000000u),
-                    (unsigned long long)(r->breaker.cooldown_max_ns / 1000000000u));
+                    r->pace.who, r->pace.breaker.failures,
+                    (unsigned long long)(r->pace.breaker.cooldown_first_ns / 1000000000u),
+                    (unsigned long long)(r->pace.breaker.cooldown_max_ns / 1000000000u));
             r->paused_said = true;
         }
         if (r->max_attempts && attempt >= r->max_attempts) {
             fprintf(stderr, "%s: S3 upload of %s failed %u times, the file stays on disk (last error: %s)\n",
-                    r->who, path, attempt, err);
+                    r->pace.who, path, attempt, err);
             break;
         }
     }
@@ -230,7 +159,7 @@ bool d9_upload_retry_run_dir(d9_upload_retry *r, const char *run_dir, const char
     qsort(seqs, n, sizeof *seqs, by_seq);
     bool go_on = true;
     for (size_t i = 0; i < n; i++) {
-        if (!r->uploader || r->stopped_open || r->quit || given_up(r)) {
+        if (!r->uploader || r->stopped_open || r->pace.quit || given_up(r)) {
             go_on = false;
             break;
         }
@@ -251,13 +180,13 @@ bool d9_upload_retry_run_dir(d9_upload_retry *r, const char *run_dir, const char
         time_t start = d9_segment_start_time(bin);
         uint64_t out_size;
         bool compress = r->compress == D9_COMPRESS_GZIP || r->compress == D9_COMPRESS_ZSTD;
-        if (compress && d9_step_compress(AT_FDCWD, bin, r->compress, out, sizeof out, &out_size, r->give_up, r->ctx, err,
-                                         sizeof err) != 0) {
+        if (compress && d9_step_compress(AT_FDCWD, bin, r->compress, out, sizeof out, &out_size, r->pace.give_up,
+                                         r->pace.ctx, err, sizeof err) != 0) {
             if (given_up(r)) {
                 go_on = false;
                 break;
             }
-            fprintf(stderr, "%s: compressing %s failed, uploaded as it is: %s\n", r->who, bin, err);
+            fprintf(stderr, "%s: compressing %s failed, uploaded as it is: %s\n", r->pace.who, bin, err);
             snprintf(out, sizeof out, "%s", bin);
         } else if (!compress) {
             snprintf(out, sizeof out, "%s", bin);
@@ -265,5 +194,5 @@ bool d9_upload_retry_run_dir(d9_upload_retry *r, const char *run_dir, const char
         d9_upload_retry_file(r, bin, out, seqs[i], start, service, boot_id);
     }
     free(seqs);
-    return go_on && r->uploader != NULL && !r->stopped_open && !r->quit;
+    return go_on && r->uploader != NULL && !r->stopped_open && !r->pace.quit;
 }

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "dial9/dial9.h"
-#include "sinks/circuit_breaker.h"
+#include "sinks/upload_pace.h"
 #include "sinks/step_upload.h"
 
 typedef struct d9_upload_retry {
@@ -22,30 +22,23 @@ typedef struct d9_upload_retry {
     unsigned max_attempts;  /* per file; 0: until stored or given up */
     bool keep_local;        /* leave the local file after storing it (dial9 upload --keep) */
     bool stop_when_open;    /* stop everything when the circuit opens (dial9 upload --attempts N) */
-    bool (*give_up)(void *);/* polled; true ends the waits and transfers */
-    /* polled while the circuit is open (the short backoffs spent: an outage, not a blip):
-     * true when a failing S3 is not to be waited for (the recorder at exit); uploading then
-     * quits, said once, and what is not stored stays on disk. NULL: always wait. */
-    bool (*not_waiting)(void *);
-    void *ctx;
+    /* its pacing through outages, give_up and not_waiting (upload_pace.h): give_up ends the
+     * waits and transfers; not_waiting with the circuit open ends uploading (pace.quit, said),
+     * what is not stored stays on disk */
+    d9_upload_pace pace;
     /* told a file's size once settled: its compressed size, 0 when uploaded and removed */
     void (*on_resized)(const char *sealed_path, uint64_t size, void *ctx);
-    const char *who;        /* "dial9" (messages start "who: ") */
     struct d9_tables_step *tables; /* owned; NULL: no tables beside the segments (step_tables.h) */
     char fatal[2048];       /* the fatal answer, when stopped */
     /* state */
-    bool failing;           /* an outage is going on (said) */
     bool paused_said;       /* its pause (the circuit opened) said */
     bool stopped_open;      /* stop_when_open and the circuit opened */
-    bool quit;              /* not_waiting with the circuit open: nothing more is tried (said) */
-    char last_failure[2048]; /* the last failed attempt's error (as long as err) */
-    d9_breaker breaker;
     /* counts */
     uint64_t stored, stored_bytes, not_stored, vanished;
 } d9_upload_retry;
 
-/* uploader is owned by r from now on. The first cool-down is DIAL9_S3_BREAKER_SECS (default
- * 30; a bad value is said and the default used). */
+/* uploader is owned by r from now on; who starts its messages ("dial9"). The pace's first
+ * cool-down is DIAL9_S3_BREAKER_SECS (upload_pace.h). */
 void d9_upload_retry_init(d9_upload_retry *r, d9_uploader *uploader, const char *who);
 void d9_upload_retry_free(d9_upload_retry *r);
 

@@ -19,33 +19,27 @@
 
 #include "parquet/pq_writer.h"
 
-static uint64_t rng;
-static uint64_t next(void) { /* splitmix64 */
-    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+/* splitmix64, not the unit tests' xorshift64 (tests/test_rng.h): the tables every seed gives
+ * are the ones it gave when it was tested, so a failure found by a seed replays. */
+static uint64_t splitmix64(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
+
+static uint64_t rng;
+static uint64_t next(void) { return splitmix64(&rng); }
 
 /* A second stream for pq_put_same's choices, so the tables of a seed are what they were
  * before it was tested, values and all, apart from the repeats. */
 static uint64_t rng_same;
-static uint64_t next_same(void) {
-    uint64_t z = (rng_same += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t next_same(void) { return splitmix64(&rng_same); }
 
 /* A third stream for the batches (whether, how many rows, pq_put_same_n) and the nearly-zero
  * columns: the row-by-row seeds' tables stay what they were. */
 static uint64_t rng_batch;
-static uint64_t next_batch(void) {
-    uint64_t z = (rng_batch += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t next_batch(void) { return splitmix64(&rng_batch); }
 
 static const char *type_name[] = {"boolean", "int32", "int64", "double", "string", "timestamp_ns"};
 

@@ -5,6 +5,7 @@
  * queued work, task leaks, a missing data source, polls split across files, and the check
  * rules on top. */
 #include "check.h"
+#include "test_rng.h"
 #include "test_analysis_builder.h"
 
 #include "analysis/rules.h"
@@ -582,13 +583,8 @@ static void test_files(void) {
     d9_buf_free(&empty.b);
 }
 
-static uint64_t rng = 88172645463325252ull;
-static uint64_t rnd(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static d9t_rng rng = {88172645463325252ull};
+static uint64_t rnd(void) { return d9t_rng_next(&rng); }
 
 /* Random events with extreme values (worker ids past the table, timestamps going backwards
  * and near 2^64, unmatched pairs), then byte flips of a real trace: the analysis must finish

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "check.h"
+#include "test_rng.h"
 
 #include "analysis/frame_class.h"
 #include "analysis/hist.h"
@@ -14,13 +15,7 @@
 #include "analysis/time_arg.h"
 #include "analysis/topn.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+static d9t_rng rng = {D9T_RNG_SEED};
 
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -30,7 +25,7 @@ static int cmp_u64(const void *a, const void *b) {
 static void test_hist(void) {
     /* bucket arithmetic: every value lies in its bucket, buckets are narrow */
     for (int i = 0; i < 100000; i++) {
-        uint64_t v = rnd() >> (rnd() % 64);
+        uint64_t v = d9t_rng_next(&rng) >> (d9t_rng_next(&rng) % 64);
         uint32_t b = d9a_hist_bucket(v);
         uint64_t lo = d9a_hist_bucket_low(b), w = d9a_hist_bucket_width(b);
         if (!(lo <= v && v - lo < w)) {
@@ -50,7 +45,7 @@ static void test_hist(void) {
     static uint64_t vals[N];
     d9a_hist h = {0};
     for (int i = 0; i < N; i++) {
-        vals[i] = 1000 + rnd() % 50000000; /* 1 us .. 50 ms */
+        vals[i] = 1000 + d9t_rng_next(&rng) % 50000000; /* 1 us .. 50 ms */
         d9a_hist_add(&h, vals[i]);
     }
     qsort(vals, N, sizeof vals[0], cmp_u64);
@@ -118,10 +113,10 @@ static void test_id_map(void) {
     static uint64_t keys[KEYS];
     static bool present[KEYS];
     d9_u64_map m = {0};
-    for (int i = 0; i < KEYS; i++) keys[i] = rnd() % 100000 * 7919;
+    for (int i = 0; i < KEYS; i++) keys[i] = d9t_rng_next(&rng) % 100000 * 7919;
     bool ok = true;
     for (int round = 0; round < 60000 && ok; round++) {
-        int i = (int)(rnd() % KEYS);
+        int i = (int)(d9t_rng_next(&rng) % KEYS);
         /* duplicates in keys[]: only the first index owns a key */
         int owner = i;
         for (int j = 0; j < i; j++)
@@ -129,7 +124,7 @@ static void test_id_map(void) {
                 owner = j;
                 break;
             }
-        if (rnd() % 3) {
+        if (d9t_rng_next(&rng) % 3) {
             CHECK(d9_u64_map_put(&m, keys[owner], (uint32_t)owner) == 0);
             present[owner] = true;
         } else {
@@ -195,7 +190,7 @@ static void test_sort(void) {
     for (int round = 0; round < ROUNDS; round++) {
         uint64_t base = 1000000000000ull + (uint64_t)round * 1000000000ull;
         for (int i = 0; i < ROUND; i++) {
-            d9a_rec r = {.ts = base + rnd() % 2000000000ull, .kind = (uint8_t)(rnd() % D9A_REC_KINDS),
+            d9a_rec r = {.ts = base + d9t_rng_next(&rng) % 2000000000ull, .kind = (uint8_t)(d9t_rng_next(&rng) % D9A_REC_KINDS),
                          .id = next_id++};
             if (i % 100 == 0 && i) r.ts = b.recs[b.n - 1].ts; /* equal timestamps */
             if (round == 2 && i < 1000) r.ts = 1000000000000ull - 1; /* very late */

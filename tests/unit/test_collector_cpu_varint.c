@@ -4,6 +4,7 @@
  * grows), at every length from the varint of 0 to ten bytes and back, and for values that share
  * their high bits with the previous one across each byte's boundary. */
 #include "check.h"
+#include "test_rng.h"
 #include "core/collector_cpu_varint.h"
 
 static int bad, checked;
@@ -22,28 +23,21 @@ static void compare(d9_cpu_varint_memo *m, uint64_t v) {
     }
 }
 
-static uint64_t next_random(uint64_t *s) { /* xorshift64* */
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * 0x2545F4914F6CDD1Dull;
-}
-
 int main(void) {
-    uint64_t s = 0x9e3779b97f4a7c15ull;
+    d9t_rng rng = {D9T_RNG_SEED};
     /* random walks: each step up to 2^k ns, k from 0 (1 ns) to 40 (~18 min) */
     for (unsigned k = 0; k <= 40; k += 4) {
         d9_cpu_varint_memo m = {0};
-        uint64_t v = next_random(&s) >> (64 - 34); /* up to ~17 s of CPU to start */
+        uint64_t v = d9t_rng_next(&rng) >> (64 - 34); /* up to ~17 s of CPU to start */
         for (int i = 0; i < 20000; i++) {
             compare(&m, v);
-            v += next_random(&s) & ((2ull << k) - 1);
+            v += d9t_rng_next(&rng) & ((2ull << k) - 1);
         }
     }
     /* each length and back, from one memo: every bit count up, then down */
     d9_cpu_varint_memo m = {0};
-    for (int b = 0; b <= 64; b++) compare(&m, b ? (next_random(&s) >> (64 - b)) | 1ull << (b - 1) : 0);
-    for (int b = 64; b >= 0; b--) compare(&m, b ? (next_random(&s) >> (64 - b)) | 1ull << (b - 1) : 0);
+    for (int b = 0; b <= 64; b++) compare(&m, b ? (d9t_rng_next(&rng) >> (64 - b)) | 1ull << (b - 1) : 0);
+    for (int b = 64; b >= 0; b--) compare(&m, b ? (d9t_rng_next(&rng) >> (64 - b)) | 1ull << (b - 1) : 0);
     /* around each 7-bit boundary: a value and its neighbours, twice (the second time from a memo
      * holding the same value) */
     for (int b = 1; b < 64; b++) {

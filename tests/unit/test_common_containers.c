@@ -6,18 +6,13 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "test_rng.h"
 
 #include "common/arena.h"
 #include "common/u64_map.h"
 #include "common/u64_set.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+static d9t_rng rng = {D9T_RNG_SEED};
 
 static void test_map_against_array(void) {
     enum { KEYS = 5000 };
@@ -26,19 +21,19 @@ static void test_map_against_array(void) {
     static uint64_t value[KEYS];
     d9_u64_map m = {0};
     /* few distinct keys times a prime: long probe runs, many duplicates */
-    for (int i = 0; i < KEYS; i++) keys[i] = rnd() % 100000 * 7919;
+    for (int i = 0; i < KEYS; i++) keys[i] = d9t_rng_next(&rng) % 100000 * 7919;
     keys[0] = 0;
     keys[1] = UINT64_MAX;
     bool ok = true;
     for (int round = 0; round < 60000 && ok; round++) {
-        int i = (int)(rnd() % KEYS);
+        int i = (int)(d9t_rng_next(&rng) % KEYS);
         int owner = i; /* duplicates in keys[]: the first index owns a key */
         for (int j = 0; j < i; j++)
             if (keys[j] == keys[i]) {
                 owner = j;
                 break;
             }
-        uint64_t r = rnd() % 4;
+        uint64_t r = d9t_rng_next(&rng) % 4;
         if (r == 0) {
             bool was = d9_u64_map_remove(&m, keys[owner]);
             if (was != present[owner]) ok = false;
@@ -157,8 +152,8 @@ static void test_arena(void) {
     static size_t len[N];
     bool aligned = true;
     for (int i = 0; i < N; i++) {
-        size_t align = (size_t)1 << (rnd() % 5); /* 1 .. 16 */
-        len[i] = rnd() % 300;
+        size_t align = (size_t)1 << (d9t_rng_next(&rng) % 5); /* 1 .. 16 */
+        len[i] = d9t_rng_next(&rng) % 300;
         ptr[i] = d9_arena_alloc(&a, len[i], align);
         if (!ptr[i] || ((uintptr_t)ptr[i] & (align - 1))) aligned = false;
         if (ptr[i]) memset(ptr[i], i & 0xff, len[i]);

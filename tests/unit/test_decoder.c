@@ -11,6 +11,7 @@
 #include <zstd.h>
 
 #include "check.h"
+#include "test_rng.h"
 #include "test_vectors.h"
 #include "format/decoder.h"
 #include "format/encoder.h"
@@ -1007,24 +1008,18 @@ static void test_corrupted_bytes(void) {
     d9_buf_free(&b);
 }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+static d9t_rng rng = {D9T_RNG_SEED};
 
 static void test_random_input(void) {
     uint8_t buf[512];
     bool ok = true;
     for (int iter = 0; iter < 20000; iter++) {
-        size_t n = rnd() % sizeof buf;
-        for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)rnd();
+        size_t n = d9t_rng_next(&rng) % sizeof buf;
+        for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)d9t_rng_next(&rng);
         /* mostly a valid header, and frame tags among the known ones, to get deeper */
         if (iter % 4 && n >= 5) memcpy(buf, "TRC\0\1", 5);
         if (iter % 2)
-            for (size_t i = 5; i < n; i += 1 + rnd() % 16) buf[i] = (uint8_t)(1 + rnd() % 6);
+            for (size_t i = 5; i < n; i += 1 + d9t_rng_next(&rng) % 16) buf[i] = (uint8_t)(1 + d9t_rng_next(&rng) % 6);
         result r = decode_mem(buf, n);
         ok &= r.status != D9_DEC_RUNNING;
         ok &= r.status != D9_DEC_ERROR || r.msg[0] != '\0';

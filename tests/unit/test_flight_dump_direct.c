@@ -18,16 +18,14 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "test_rng.h"
 #include "core/flight_dump_direct.h"
 #include "trace_files_util.h"
 
 static uint8_t *pattern(size_t len, unsigned seed) {
     uint8_t *b = aligned_alloc(4096, (len + 4096) / 4096 * 4096 + 4096);
-    uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = 0; i < len + 4096; i++) {
-        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-        b[i] = (uint8_t)x;
-    }
+    d9t_rng rng = d9t_rng_seeded(seed);
+    for (size_t i = 0; i < len + 4096; i++) b[i] = (uint8_t)d9t_rng_next(&rng);
     return b;
 }
 

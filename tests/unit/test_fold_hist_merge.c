@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_rng.h"
 #include "fold/hist_merge.h"
 #include "fold/tables.h"
 
@@ -20,13 +21,7 @@
 
 static const char *const k_locs[LOCS] = {"a.rs:1", "b.rs:2", "c.rs:3", "<unknown>", "d.rs:40"};
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next_rand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static d9t_rng rng = {D9T_RNG_SEED};
 
 typedef struct group {
     d9a_hist h;
@@ -40,12 +35,12 @@ static void make_histograms(void) {
         for (int l = 0; l < LOCS; l++)
             for (int w = 0; w < WORKERS; w++) {
                 group *g = &groups[s][l][w];
-                g->first_wall = 1796558400000000000ll + s * 1000000000ll + (int64_t)(next_rand() % 1000000);
-                int polls = (int)(next_rand() % 300); /* some groups empty */
+                g->first_wall = 1796558400000000000ll + s * 1000000000ll + (int64_t)(d9t_rng_next(&rng) % 1000000);
+                int polls = (int)(d9t_rng_next(&rng) % 300); /* some groups empty */
                 for (int i = 0; i < polls; i++) {
                     /* log-uniform from ~50 ns to ~50 ms, by location */
-                    int e = 6 + (int)(next_rand() % (uint64_t)(10 + l * 2));
-                    d9a_hist_add(&g->h, (1ull << e) + next_rand() % (1ull << e));
+                    int e = 6 + (int)(d9t_rng_next(&rng) % (uint64_t)(10 + l * 2));
+                    d9a_hist_add(&g->h, (1ull << e) + d9t_rng_next(&rng) % (1ull << e));
                 }
             }
 }

@@ -11,6 +11,7 @@
  * in-process (d9f_fold), then the bytes of polls' directory (its Parquet file, footer and all,
  * and its manifest) over the polls. */
 #include "check.h"
+#include "test_rng.h"
 #include "fold/fold.h"
 #include "test_analysis_builder.h"
 #include "trace_files_util.h"
@@ -27,13 +28,8 @@
  * bound, ~1 % of room. D9_KEEP_FOLD_BYTES=1 keeps the tables (fleet_queries.mjs columns). */
 #define BOUND_BYTES_PER_POLL 6.60
 
-static uint64_t rng = 0x5eed;
-static uint64_t next(void) { /* xorshift64 */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static d9t_rng rng = {0x5eed};
+static uint64_t next(void) { return d9t_rng_next(&rng); }
 
 /* A value in [lo, lo << octaves) spread evenly over its octaves (log-uniform). */
 static uint64_t log_uniform(uint64_t lo, unsigned octaves) {

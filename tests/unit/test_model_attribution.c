@@ -3,6 +3,7 @@
  * whatever lies in them, broken input that becomes unknown rather than a guess, and the cause
  * read from an off-CPU stack; the rule of a long poll's CPU time (PollCpuEvent, metadata poll_cpu). */
 #include "check.h"
+#include "test_rng.h"
 #include "model/attribution.h"
 #include "model/offcpu_cause.h"
 
@@ -199,9 +200,10 @@ static void poll_parts_from(const d9m_coverage *c, uint64_t worker, uint64_t sta
 static void test_coverage_cursor(void) {
     d9m_coverage c = {0};
     d9m_coverage_metadata(&c, "source.off_cpu", 14, "active", 6);
-    uint64_t x = 0x9e3779b97f4a7c15ull, t = 1000;
+    d9t_rng rng = {D9T_RNG_SEED};
+    uint64_t t = 1000;
     for (int i = 0; i < 400; i++) { /* the governor pausing and resuming, drops between */
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t x = d9t_rng_next(&rng);
         t += 50 + x % 3000;
         if (x % 5 == 0) d9m_coverage_drop(&c, t, x % 7 == 0 ? 255 : (x >> 8) % 3, 0);
         else d9m_coverage_change(&c, t, "off_cpu", 7, (x >> 16) % 3 ? "paused" : "full", (x >> 16) % 3 ? 6 : 4);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_rng.h"
 #include "model/spans.h"
 
 #define MAXS 8
@@ -168,26 +169,20 @@ static void on_twin(void *ctx, const d9m_span *s) {
     t->poll_parts[s->name][s->id] = s->poll_parts;
 }
 
-static uint64_t rnd(uint64_t *x) { /* xorshift64: the same sequence on every run */
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
 static void in_place_equals_union(void) {
     static twins t;
     memset(&t, 0, sizeof t);
     d9m_spans *m = d9m_spans_new(on_twin, &t);
     CHECK(m != NULL);
-    uint64_t seed = 0x9e3779b97f4a7c15ull, now = 1000, last_poll_end = 0;
+    d9t_rng rng = {D9T_RNG_SEED}; /* the same sequence on every run */
+    uint64_t now = 1000, last_poll_end = 0;
     uint64_t next_id = 0, open[TWINS], nopen = 0;
     uint64_t overlapping = 0;
     while (next_id < TWINS || nopen) {
-        now += 1 + rnd(&seed) % 40;
-        uint64_t r = rnd(&seed) % 10;
+        now += 1 + d9t_rng_below(&rng, 40);
+        uint64_t r = d9t_rng_below(&rng, 10);
         if (r < 4) { /* a poll of task 1, sometimes starting before the previous one ended */
-            uint64_t start = now, end = now + 1 + rnd(&seed) % 60;
+            uint64_t start = now, end = now + 1 + d9t_rng_below(&rng, 60);
             if (start < last_poll_end) overlapping++;
             CHECK_EQ_U64(d9m_spans_poll(m, 1, start, end), 0);
             if (end > last_poll_end) last_poll_end = end;
@@ -198,7 +193,7 @@ static void in_place_equals_union(void) {
                 CHECK_EQ_U64(d9m_spans_begin(m, now, name, next_id, 1, 0, 11), 0);
             open[nopen++] = next_id++;
         } else if (nopen) { /* end a random open pair: out of order */
-            size_t k = rnd(&seed) % nopen;
+            size_t k = d9t_rng_below(&rng, nopen);
             uint64_t id = open[k];
             open[k] = open[--nopen];
             CHECK_EQ_U64(d9m_spans_end(m, now, 0, id, 1, 0, 11), 0);  /* one task */

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_rng.h"
 #include "model/spans.h"
 
 /* the oracle, under other names */
@@ -102,14 +103,8 @@ static void on_span(void *ctx, const d9m_span *s) {
     }
 }
 
-static uint64_t rng = 88172645463325252ull;
-static uint64_t next(void) { /* xorshift64: the same inputs every run */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static uint64_t pick(uint64_t n) { return next() % n; }
+static d9t_rng rng = {88172645463325252ull}; /* the same inputs every run */
+static uint64_t pick(uint64_t n) { return d9t_rng_below(&rng, n); }
 
 /* The models get each input; rc must agree too. */
 #define BOTH(call_new, call_old) CHECK_EQ_U64((uint64_t)(call_new), (uint64_t)(call_old))

@@ -9,24 +9,19 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_rng.h"
 #include "parquet/pq_writer.h"
 
 #define ROWS 24000
 
-static uint64_t rng = 0x5eed;
-static uint64_t next(void) { /* xorshift64 */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static d9t_rng rng = {0x5eed};
 
 /* times stepping by an arithmetic progression modulo 3000 (as test_fold_instructions'
  * generated segment's), or by noise spread over 4 to 20 bits (as recorded polls') */
 static void times(int64_t *v, bool pattern) {
     int64_t t = 1000000000000ll;
     for (int r = 0; r < ROWS; r++) {
-        t += pattern ? 1500 + (int64_t)r * 7919 % 3000 : (int64_t)(next() % (1ull << (4 + next() % 17)));
+        t += pattern ? 1500 + (int64_t)r * 7919 % 3000 : (int64_t)(d9t_rng_next(&rng) % (1ull << (4 + d9t_rng_next(&rng) % 17)));
         v[r] = t;
     }
 }

@@ -8,30 +8,25 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_rng.h"
 #include "delta_binary_packed_decode.h"
 #include "parquet/delta_binary_packed.h"
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static d9t_rng rng = {D9T_RNG_SEED};
 
 static void one(size_t n, int kind, unsigned slack) {
     int64_t *v = malloc((n ? n : 1) * sizeof *v), *back = calloc(n ? n : 1, sizeof *back);
     int32_t *v32 = malloc((n ? n : 1) * sizeof *v32);
-    int64_t t = (int64_t)(next() >> 2);
+    int64_t t = (int64_t)(d9t_rng_next(&rng) >> 2);
     unsigned wbits = 1;
     for (size_t i = 0; i < n; i++) {
-        if (kind == 0) t += (int64_t)(next() % 100000);               /* sorted times */
-        else if (kind == 1) t += (int64_t)(next() % 2001) - 1000;       /* a random walk */
-        else if (kind == 2) t = (int64_t)next();                        /* anything */
+        if (kind == 0) t += (int64_t)(d9t_rng_next(&rng) % 100000);               /* sorted times */
+        else if (kind == 1) t += (int64_t)(d9t_rng_next(&rng) % 2001) - 1000;       /* a random walk */
+        else if (kind == 2) t = (int64_t)d9t_rng_next(&rng);                        /* anything */
         else { /* deltas of a width drawn per 32 values: every miniblock width, 1-3 bits
                   short of whole bytes too */
-            if (i % 32 == 0) wbits = 1 + (unsigned)(next() % 40);
-            t += (int64_t)(next() & ((1ull << wbits) - 1));
+            if (i % 32 == 0) wbits = 1 + (unsigned)(d9t_rng_next(&rng) % 40);
+            t += (int64_t)(d9t_rng_next(&rng) & ((1ull << wbits) - 1));
         }
         v[i] = t;
         v32[i] = (int32_t)t;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_rng.h"
 #include "parquet/copy_minmax.h"
 #include "parquet/dict_order.h"
 #include "parquet/pq_buf.h"
@@ -18,13 +19,8 @@
 #include "parquet/rle_hybrid.h"
 #include "parquet/thrift_compact.h"
 
-static uint64_t rng = 42;
-static uint64_t next(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static d9t_rng rng = {42};
+static uint64_t next(void) { return d9t_rng_next(&rng); }
 
 static uint64_t uvarint(const uint8_t *p, size_t n, size_t *at) {
     uint64_t v = 0;

@@ -5,14 +5,12 @@
  * zeros only, noise without a run; and ENTROPY codes a run as a match (a page of zeros in a
  * few bytes, noise no larger than level 1 codes it) without zstd's match search. */
 #include "check.h"
+#include "test_rng.h"
 #include "parquet/pq_zstd.h"
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint8_t noise(void) { /* xorshift64; never 0, so a run is only where a page puts one */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint8_t)(rng % 255 + 1);
+static d9t_rng rng = {D9T_RNG_SEED};
+static uint8_t noise(void) { /* never 0, so a run is only where a page puts one */
+    return (uint8_t)(d9t_rng_next(&rng) % 255 + 1);
 }
 
 /* the page back through libzstd's decompression; 1 when it is the same bytes */

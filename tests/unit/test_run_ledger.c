@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "test_rng.h"
 #include "sinks/run_ledger.h"
 #include "sinks/segment_writer.h"
 #include "sinks/trace_files.h"
@@ -204,12 +205,12 @@ static size_t check_number(const char *num) {
 
 static void test_numbers(void) {
     size_t wrong = 0;
-    uint64_t rnd = 88172645463325252ull;
+    d9t_rng rng = {88172645463325252ull};
     for (size_t digits = 1; digits <= 23; digits++) {
         char num[32];
         for (int pattern = 0; pattern < 40; pattern++) {
             for (size_t i = 0; i < digits; i++) {
-                rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+                uint64_t rnd = d9t_rng_next(&rng);
                 /* all 9s; 1 then 0s; leading zeros; UINT64_MAX's digits; then random */
                 num[i] = pattern == 0 ? '9' : pattern == 1 ? (i ? '0' : '1') : pattern == 2 ? (i + 1 < digits ? '0' : '7')
                          : pattern == 3 ? "18446744073709551615999"[i] : (char)('0' + rnd % 10);

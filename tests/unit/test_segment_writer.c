@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "test_rng.h"
 #include "sinks/segment_writer.h"
 #include "trace_files_util.h"
 
@@ -259,13 +260,8 @@ struct segment_model {
     bool oversized; /* holds one write larger than max_file_size */
 };
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15u;
-static uint32_t rng(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
+static d9t_rng rng_state = {D9T_RNG_SEED};
+static uint32_t rng(void) { return (uint32_t)(d9t_rng_next(&rng_state) >> 16); }
 
 static uint64_t seq_of_path(const char *path) {
     const char *name = strrchr(path, '/');

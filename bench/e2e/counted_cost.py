@@ -722,6 +722,7 @@ def native_run(args, target, arm, work):
     # the kernel sources' events of each window, from the trace (written out at the stop)
     times, levels, gaps_closed = source_events(args.dial9, trace_dir) if ARMS[arm] is not None else ([], [], None)
     tcc, offcpu = switch_carriers(args.dial9, trace_dir) if ARMS[arm] is not None else ("none", False)
+    lazy = ARMS[arm] is not None and thread_cpu_lazy(args.dial9, trace_dir)
     shutil.rmtree(trace_dir, ignore_errors=True)
     src = [sum(1 for t in times if w[6][0] <= t < w[6][1]) for w in (idle, small, large)]
     r = {}
@@ -733,6 +734,7 @@ def native_run(args, target, arm, work):
     r["src_nat_per_s"] = src[2] / large[4]  # while answering (back to back, or with --think-us)
     r["user_share"] = large[3]
     r["tcc"], r["offcpu"] = tcc, offcpu
+    r["lazy"] = lazy
     # the states of the source's switch events while the requests were answered
     r["offcpu_states"] = switch_event_states(levels, (small[6], large[6]), gaps_closed)
     # per thread and system call (--syscalls): the same difference, the idle rate taken off
@@ -766,6 +768,16 @@ def switch_carriers(dial9, trace_dir):
     return carriers_from_stats(subprocess.run([dial9, "stats", trace_dir], capture_output=True, text=True).stdout)
 
 
+def thread_cpu_lazy(dial9, trace_dir):
+    """Whether the recording's threads took their page lazily (thread_cpu_clock "lazy: ...",
+    core/thread_cpu_clock_lazy.h): their polls then call poll_cpu's slow twins (SWITCH_FNS) at
+    every poll until the page, work per request, not per switch."""
+    if not glob.glob(os.path.join(trace_dir, "**", "*.bin*"), recursive=True):
+        return False
+    out = subprocess.run([dial9, "stats", trace_dir], capture_output=True, text=True).stdout
+    return re.search(r"^\s+thread_cpu_clock = lazy:", out, re.M) is not None
+
+
 def carriers_from_stats(out):
     """switch_carriers' answer from `dial9 stats`' text: the off-CPU source is "rings" when its
     switch records came from the threads' own task-clock events (one event per recorded
@@ -773,6 +785,9 @@ def carriers_from_stats(out):
     src = re.search(r"^\s+source\.off_cpu = active(.*)$", out, re.M)
     offcpu = False if not src else "rings" if "own task-clock event" in src.group(1) else "events"
     m = re.search(r"^\s+thread_cpu_clock = (.*)$", out, re.M)
+    if m and m.group(1).startswith("lazy:"):  # a page on the threads that had a long poll (ThreadCpuPageEvent):
+        pages = re.search(r"^\s+(\d+)\s+ThreadCpuPageEvent\b", out, re.M)  # any: all priced with it, an upper bound
+        return ("page" if pages and int(pages.group(1)) > 0 else "syscall"), offcpu
     if not m or not m.group(1).startswith("perf:"):
         return "syscall", offcpu
     return ("page" if "no switch ring" in m.group(1) else "ring"), offcpu
@@ -900,6 +915,8 @@ def model(rows, units):
             d[g + "_per_call"] = r[g + "_ir"] / r[g] if r[g] > 0 else 0.0
             d[g + "_calls"] = max(0.0, native_calls(r, call) - native_calls(off, call))
             d[g + "_native"] = d[g + "_per_call"] * d[g + "_calls"]
+            if g == "switch" and r.get("lazy"):  # a lazy thread's polls call them per request: as counted
+                d[g + "_native"] = max(d[g + "_native"], r[g + "_ir"] - off[g + "_ir"])
             d["ns_" + g] = d[g + "_native"] * ns_per_instr
         # the kernel sources: what the defaults add to polls/parks/wakes, at the sources' native rate
         d["src_cg_events"], d["src_nat_events"] = r["src"], r.get("src_nat", 0.0)

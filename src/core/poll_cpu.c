@@ -115,6 +115,7 @@ void d9_poll_cpu_end_slow(uint64_t end_ticks, uint64_t begin_ticks) {
         d9_tcc_lazy_long_poll(end_ticks);
         return;
     }
+    s->long_poll_ticks = end_ticks; /* a lazily opened page stays while it measures long polls */
     double ns_per_tick;
     __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
     int64_t wall_ticks = (int64_t)(end_ticks - begin_ticks);

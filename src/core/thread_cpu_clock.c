@@ -189,6 +189,7 @@ static void release(d9_tcc_state *s) {
     s->page = NULL;
     s->ring = NULL;
     s->slot = -1;
+    s->lazy_opened = false;
 }
 
 static void on_thread_exit(void *arg) {
@@ -407,6 +408,14 @@ static uint64_t from_page(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
     /* a time before the last value's stamp (a late read restamped it; a hook that shares its
      * time with the one that read): no wall time since it */
     if ((int64_t)(now_ticks - s->ticks) < 0) now_ticks = s->ticks;
+    /* a lazily opened page quiet for long (thread_cpu_clock_lazy.h): closed at a park or unpark
+     * after a switch, the value then by system call */
+    if (use <= D9_TCC_UNPARK && s->lazy_opened && s->page->lock != s->lock &&
+        d9_tcc_lazy_quiet(s, now_ticks, ns_per_tick)) {
+        release(s);
+        d9_tcc_lazy_close(s, __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED));
+        return D9_TCC_NONE;
+    }
     if (s->ring && ns_per_tick > 0) {
         uint64_t v = from_ring(s, now_ticks, ns_per_tick);
         if (v != D9_TCC_NONE) return v;
@@ -473,7 +482,7 @@ uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, d9_tcc_use use, uint64_t now_
      * and any switch inside it, again */
     uint64_t after = d9_clock_ticks();
     s->ticks = (int64_t)(after - now_ticks) > 0 ? after : now_ticks;
-    if (lazy) d9_tcc_lazy_opened();
+    if (lazy) d9_tcc_lazy_opened(s, s->ticks);
     return cpu;
 }
 

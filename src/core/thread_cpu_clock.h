@@ -128,6 +128,11 @@ typedef struct d9_tcc_state {
     uint32_t poll_lock;   /* `lock` at the poll's begin: the line its CPU time is on */
     uint32_t poll_line_lock; /* the last line replaced while it was poll_lock's (d9_tcc_keep_poll_line) */
     uint64_t poll_line_cpu, poll_line_ticks;
+    /* DIAL9_THREAD_CPU=lazy: the page was opened lazily, and when the thread's last long poll
+     * ended (its open, or one with a switch inside since): quiet long enough, a park after a
+     * switch closes it again (thread_cpu_clock_lazy.h) */
+    bool lazy_opened;
+    uint64_t long_poll_ticks;
 } d9_tcc_state;
 
 /* Before a new anchor replaces the thread's line (cpu_ns at ticks, under lock): when that line
@@ -267,6 +272,8 @@ static inline __attribute__((always_inline)) uint64_t d9_thread_cpu_clock_ns(d9_
         double ns_per_tick;
         __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
         if (__builtin_expect(lock == s->lock && ns_per_tick > 0, 1)) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
+    } else if ((s->gen ^ gen) == D9_TCC_LAZY || (s->gen ^ gen) == D9_TCC_NO_PAGE) {
+        return D9_TCC_NONE; /* no page under this recording (lazy, or refused): no call to be told so */
     }
     return d9_thread_cpu_clock_slow(s, use, now_ticks);
 }

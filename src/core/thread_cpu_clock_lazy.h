@@ -8,8 +8,12 @@
  * slow twins (a call each, the begin's returning at once), so that the end sees the poll's
  * length. A poll of the threshold or longer then gets a PollCpuEvent with exact false (its
  * off-CPU time unknown: no page measured it, and readers must not take it for a poll without a
- * switch) and the thread opens its page there, announced by a ThreadCpuPageEvent {worker_id};
- * its next polls have poll_cpu.h's exact values. So every poll over the threshold is either
+ * switch) and the thread opens its page there, announced by a ThreadCpuPageEvent {worker_id,
+ * open true}; its next polls have poll_cpu.h's exact values. A page without a long poll with a
+ * switch inside for D9_TCC_LAZY_QUIET_NS is closed again at the thread's next park after a
+ * switch (a slow path: nothing is tested in the fast ones), said by a ThreadCpuPageEvent with
+ * open false: a preempted poll on a loaded host, or one burst of long polls, costs the page's
+ * per-switch price for about that long, not for the rest of the recording. So every poll over the threshold is either
  * measured or said unknown, as before, and the metadata's poll_cpu keeps its meaning. Servers
  * whose polls are all short (memcached, redis: ~14 us a request) never open a page:
  * bench/README.md "The task-clock page from a thread's first long poll". Like a thread's page
@@ -37,8 +41,19 @@ static inline bool d9_tcc_lazy_is(const d9_tcc_state *s, uint32_t gen) { return 
 /* A lazy thread's poll over the threshold ended at end_ticks (its end's record written): its
  * PollCpuEvent (exact false), then its page opened (the ThreadCpuPageEvent). */
 void d9_tcc_lazy_long_poll(uint64_t end_ticks);
-/* A lazy thread opened its page: its ThreadCpuPageEvent, counted. */
-void d9_tcc_lazy_opened(void);
+/* A lazy thread opened its page at now_ticks: its ThreadCpuPageEvent (open true), counted. */
+void d9_tcc_lazy_opened(d9_tcc_state *s, uint64_t now_ticks);
+/* How long a lazily opened page stays without a long poll with a switch inside before a park
+ * after a switch closes it (ns). */
+#define D9_TCC_LAZY_QUIET_NS 1000000000u
+/* At a park or unpark of a lazily opened page whose lock moved (the slow path, at now_ticks):
+ * true when it has been quiet for D9_TCC_LAZY_QUIET_NS (no long poll with a switch inside) and
+ * no poll is under way: the caller closes it (d9_tcc_lazy_close). */
+bool d9_tcc_lazy_quiet(const d9_tcc_state *s, uint64_t now_ticks, double ns_per_tick);
+/* The page closed (released by the caller): lazy again, its ThreadCpuPageEvent (open false). */
+void d9_tcc_lazy_close(d9_tcc_state *s, uint32_t gen);
+/* Pages closed again after a quiet period, this recording (tests, docs). */
+uint32_t d9_tcc_lazy_closes(void);
 /* Threads of this recording that opened their page lazily (tests, docs). */
 uint32_t d9_tcc_lazy_pages(void);
 /* Whether the calling thread is lazy now (no page yet): tests. */

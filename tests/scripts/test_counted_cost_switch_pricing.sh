@@ -43,7 +43,10 @@ for text, want in {stats: ("page", "events"),
                    stats.replace("no switch ring", "a switch ring"): ("ring", "events"),
                    rings: ("ring", "rings"),
                    stats.replace("= active", "= inactive"): ("page", False),
-                   "  thread_cpu_clock = syscall: DIAL9_THREAD_CPU=syscall\n": ("syscall", False)}.items():
+                   "  thread_cpu_clock = syscall: DIAL9_THREAD_CPU=syscall\n": ("syscall", False),
+                   # DIAL9_THREAD_CPU=lazy: the page's price once any thread opened one
+                   "  thread_cpu_clock = lazy: clock_gettime(...) until ...\n": ("syscall", False),
+                   "  thread_cpu_clock = lazy: clock_gettime(...) until ...\n    2 ThreadCpuPageEvent\n": ("page", False)}.items():
     if cc.carriers_from_stats(text) != want:
         fails.append(f"carriers_from_stats: {cc.carriers_from_stats(text)}, want {want} from {text!r}")
 

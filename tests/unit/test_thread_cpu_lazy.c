@@ -12,7 +12,10 @@
  *     says exact false (unknown, never taken for a poll without a switch), a ThreadCpuPageEvent
  *     marks the page;
  *   - then a 2 ms poll with a real sleep inside (a switch the page sees): its PollCpuEvent is
- *     exact.
+ *     exact;
+ *   - thread A only: 1.5 s later (no long poll since: quiet), a park after a real sleep (a switch,
+ *     the park's slow path) closes the page again (a ThreadCpuPageEvent with open false), and
+ *     the next 2 ms poll is said unknown and reopens it.
  * The metadata says lazy in thread_cpu_clock and poll_cpu. Skips where perf refuses the page. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -61,6 +64,8 @@ typedef struct lazy_run {
     uint32_t worker;
     bool lazy_after_short, page_after_short, lazy_after_long, page_after_long;
     uint32_t pages_after_long;
+    bool lazy_after_quiet, page_after_reopen; /* thread A */
+    uint32_t closes_after_quiet;
 } lazy_run;
 
 static void short_rounds(void) {
@@ -110,6 +115,24 @@ static void *run_thread(void *arg) {
     usleep(2000); /* a sleep: switched out and in */
     d9_poll_end();
     d9_park();
+    if (run->ends_with_park) { /* quiet, then closed at a park after a switch; reopened */
+        advance_us(1500000);
+        d9_unpark();
+        d9_poll_begin(9, D9_HERE);
+        advance_us(20);
+        d9_poll_end();
+        usleep(1000); /* a switch: the park after it takes the slow path */
+        d9_park();
+        run->lazy_after_quiet = d9_tcc_lazy_thread();
+        run->closes_after_quiet = d9_tcc_lazy_closes();
+        advance_us(500);
+        d9_unpark();
+        d9_poll_begin(10, D9_HERE);
+        advance_us(LONG_US);
+        d9_poll_end();
+        d9_park();
+        run->page_after_reopen = d9_thread_cpu_clock_fd() >= 0;
+    }
     d9_worker_end();
     t_fake = false;
     return NULL;
@@ -117,7 +140,7 @@ static void *run_thread(void *arg) {
 
 typedef struct seen {
     pct_seen polls[2];
-    int page_events[2];
+    int page_opens[2], page_closes[2];
     char thread_cpu_meta[400], poll_cpu_meta[400];
 } seen;
 
@@ -139,7 +162,7 @@ static void on_event(const d9_event *ev, void *ctx) {
     }
     for (int i = 0; i < 2; i++) {
         if (!strcmp(name, "ThreadCpuPageEvent") && d9t_field_u(ev, "worker_id") == s->polls[i].worker)
-            s->page_events[i]++;
+            (d9t_field_u(ev, "open") == 1 ? s->page_opens : s->page_closes)[i]++;
         /* the other thread's PollCpuEvents are not strays of this one */
         if (strcmp(name, "PollCpuEvent") || d9t_field_u(ev, "worker_id") == s->polls[i].worker)
             pct_on_event(ev, &s->polls[i]);
@@ -181,30 +204,43 @@ int main(void) {
     CHECK(tt_starts_with(s.thread_cpu_meta, "lazy: "));
     CHECK(tt_starts_with(s.poll_cpu_meta, "on: polls over 1000 us"));
     CHECK(strstr(s.poll_cpu_meta, "DIAL9_THREAD_CPU=lazy") != NULL);
-    CHECK_EQ_U64(pages, 2);
+    CHECK_EQ_U64(pages, 3); /* A twice, B once */
     for (int i = 0; i < 2; i++) {
         const lazy_run *r = &runs[i];
         const pct_seen *p = &s.polls[i];
         printf("thread %c (%s): after short polls lazy %d page %d; after the long poll lazy %d page %d (pages %u); "
-               "%d polls, %d ThreadCpuPageEvent\n",
+               "%d polls, ThreadCpuPageEvent %d open %d closed\n",
                'A' + i, r->ends_with_park ? "d9__poll_end_park" : "d9_poll_end + d9_park", r->lazy_after_short,
                r->page_after_short, r->lazy_after_long, r->page_after_long, r->pages_after_long, p->npolls,
-               s.page_events[i]);
+               s.page_opens[i], s.page_closes[i]);
         /* short polls: no page, nothing said */
         CHECK(r->lazy_after_short);
         CHECK(!r->page_after_short);
         /* the long poll: the page from its park on */
         CHECK(!r->lazy_after_long);
         CHECK(r->page_after_long);
-        CHECK_EQ_U64(r->pages_after_long, (uint64_t)i + 1);
-        CHECK_EQ_U64(s.page_events[i], 1);
+        CHECK_EQ_U64(r->pages_after_long, i == 0 ? 1 : 3); /* B comes after A opened twice */
+        CHECK_EQ_U64(s.page_opens[i], i == 0 ? 2 : 1);
+        CHECK_EQ_U64(s.page_closes[i], i == 0 ? 1 : 0);
         CHECK_EQ_U64(p->stray, 0);
         int nshort = SHORT_ROUNDS * SHORT_POLLS;
-        CHECK_EQ_U64(p->npolls, nshort + 2);
+        CHECK_EQ_U64(p->npolls, nshort + (i == 0 ? 4 : 2));
         int marked_short = 0;
         for (int k = 0; k < nshort && k < p->npolls; k++) marked_short += p->polls[k].cpu_events;
         CHECK_EQ_U64(marked_short, 0);
-        if (p->npolls == nshort + 2) {
+        if (i == 0) {
+            printf("  after 1.5 s without a long poll and a park after a switch: lazy %d (closes %u); reopened %d\n",
+                   r->lazy_after_quiet, r->closes_after_quiet, r->page_after_reopen);
+            CHECK(r->lazy_after_quiet);
+            CHECK_EQ_U64(r->closes_after_quiet, 1);
+            CHECK(r->page_after_reopen);
+            if (p->npolls == nshort + 4) {
+                CHECK_EQ_U64(p->polls[nshort + 2].cpu_events, 0); /* short */
+                CHECK_EQ_U64(p->polls[nshort + 3].cpu_events, 1); /* long without a page: unknown */
+                CHECK(!p->polls[nshort + 3].exact);
+            }
+        }
+        if (p->npolls >= nshort + 2) {
             const pct_poll *first = &p->polls[nshort], *next = &p->polls[nshort + 1];
             printf("  long poll before the page: %d PollCpuEvent, exact %d; the next: %d, exact %d, CPU %.3f ms\n",
                    first->cpu_events, first->exact, next->cpu_events, next->exact, next->cpu_ns / 1e6);

@@ -723,6 +723,7 @@ def native_run(args, target, arm, work):
     times, levels, gaps_closed = source_events(args.dial9, trace_dir) if ARMS[arm] is not None else ([], [], None)
     tcc, offcpu = switch_carriers(args.dial9, trace_dir) if ARMS[arm] is not None else ("none", False)
     lazy = ARMS[arm] is not None and thread_cpu_lazy(args.dial9, trace_dir)
+    page_share = lazy_page_share(args.dial9, trace_dir) if lazy else 1.0
     shutil.rmtree(trace_dir, ignore_errors=True)
     src = [sum(1 for t in times if w[6][0] <= t < w[6][1]) for w in (idle, small, large)]
     r = {}
@@ -734,7 +735,7 @@ def native_run(args, target, arm, work):
     r["src_nat_per_s"] = src[2] / large[4]  # while answering (back to back, or with --think-us)
     r["user_share"] = large[3]
     r["tcc"], r["offcpu"] = tcc, offcpu
-    r["lazy"] = lazy
+    r["lazy"], r["page_share"] = lazy, page_share
     # the states of the source's switch events while the requests were answered
     r["offcpu_states"] = switch_event_states(levels, (small[6], large[6]), gaps_closed)
     # per thread and system call (--syscalls): the same difference, the idle rate taken off
@@ -776,6 +777,31 @@ def thread_cpu_lazy(dial9, trace_dir):
         return False
     out = subprocess.run([dial9, "stats", trace_dir], capture_output=True, text=True).stdout
     return re.search(r"^\s+thread_cpu_clock = lazy:", out, re.M) is not None
+
+
+def lazy_page_share(dial9, trace_dir):
+    """A lazy recording's share of the recorded threads' parks (each a switch out and in of a
+    worker sleeping in its poller) made while that worker had its page open (its
+    ThreadCpuPageEvents, open true or false, before the park in the trace): the share of its
+    switches the page's price applies to."""
+    out = subprocess.run([dial9, "dump", trace_dir], capture_output=True, text=True).stdout
+    return page_share_from_dump(out)
+
+
+def page_share_from_dump(out):
+    """lazy_page_share's answer from `dial9 dump`'s text."""
+    is_open, parks, with_page = {}, 0, 0
+    for line in out.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) < 3 or not parts[0].isdigit():
+            continue
+        w = re.search(r"\bworker_id=(\d+)", parts[2])
+        if parts[1] == "ThreadCpuPageEvent" and w:
+            is_open[w.group(1)] = re.search(r"\bopen=true\b", parts[2]) is not None
+        elif parts[1] == "WorkerParkEvent" and w:
+            parks += 1
+            with_page += is_open.get(w.group(1), False)
+    return with_page / parks if parks else 0.0
 
 
 def carriers_from_stats(out):
@@ -850,7 +876,8 @@ def price_thread_cpu_switches(d, r, units):
     if d["offcpu"]:
         d["tcc_switch_ns"] = page_ns if d["tcc"] != "syscall" else 0.0
     d["tcc_switches"] = r["switches"]
-    d["ns_tcc"] = d["tcc_switches"] * d["tcc_switch_ns"]
+    d["page_share"] = r.get("page_share", 1.0) if r.get("lazy") else 1.0  # lazy: only while a page was open
+    d["ns_tcc"] = d["tcc_switches"] * d["tcc_switch_ns"] * d["page_share"]
     d["offcpu_switch_ns"] = whole - d["tcc_switch_ns"] if d["offcpu"] else 0.0
     states = r.get("offcpu_states") if d["offcpu"] == "events" else None
     d["offcpu_states"] = states or {"enabled": 1.0, "disabled": 0.0, "closed": 0.0, "unsaid": 0.0}
@@ -1015,7 +1042,8 @@ def print_table(results, units):
                  f"{units['context_switch_ns']:.0f} ns", d["ns_cs"], None),
                 # every switch of a recorded thread costs the kernel more (not only the added ones)
                 ("thread CPU ev switches", 0, d["tcc_switches"], d["tcc_switches"],
-                 f"{d['tcc_switch_ns']:.0f} ns {d['tcc']}", d["ns_tcc"], None),
+                 f"{d['tcc_switch_ns']:.0f} ns {d['tcc']}" + (f" x {d['page_share']:.2f}" if d["page_share"] < 1 else ""),
+                 d["ns_tcc"], None),
                 ("off-CPU src switches", 0, d["tcc_switches"] if d["offcpu"] else 0.0,
                  d["tcc_switches"] if d["offcpu"] else 0.0,
                  offcpu_price_label(d, r), d["ns_offcpu"], None),

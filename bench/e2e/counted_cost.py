@@ -722,6 +722,8 @@ def native_run(args, target, arm, work):
     # the kernel sources' events of each window, from the trace (written out at the stop)
     times, levels, gaps_closed = source_events(args.dial9, trace_dir) if ARMS[arm] is not None else ([], [], None)
     tcc, offcpu = switch_carriers(args.dial9, trace_dir) if ARMS[arm] is not None else ("none", False)
+    lazy = ARMS[arm] is not None and thread_cpu_lazy(args.dial9, trace_dir)
+    page_share = lazy_page_share(args.dial9, trace_dir) if lazy else 1.0
     shutil.rmtree(trace_dir, ignore_errors=True)
     src = [sum(1 for t in times if w[6][0] <= t < w[6][1]) for w in (idle, small, large)]
     r = {}
@@ -733,6 +735,7 @@ def native_run(args, target, arm, work):
     r["src_nat_per_s"] = src[2] / large[4]  # while answering (back to back, or with --think-us)
     r["user_share"] = large[3]
     r["tcc"], r["offcpu"] = tcc, offcpu
+    r["lazy"], r["page_share"] = lazy, page_share
     # the states of the source's switch events while the requests were answered
     r["offcpu_states"] = switch_event_states(levels, (small[6], large[6]), gaps_closed)
     # per thread and system call (--syscalls): the same difference, the idle rate taken off
@@ -766,6 +769,41 @@ def switch_carriers(dial9, trace_dir):
     return carriers_from_stats(subprocess.run([dial9, "stats", trace_dir], capture_output=True, text=True).stdout)
 
 
+def thread_cpu_lazy(dial9, trace_dir):
+    """Whether the recording's threads took their page lazily (thread_cpu_clock "lazy: ...",
+    core/thread_cpu_clock_lazy.h): their polls then call poll_cpu's slow twins (SWITCH_FNS) at
+    every poll until the page, work per request, not per switch."""
+    if not glob.glob(os.path.join(trace_dir, "**", "*.bin*"), recursive=True):
+        return False
+    out = subprocess.run([dial9, "stats", trace_dir], capture_output=True, text=True).stdout
+    return re.search(r"^\s+thread_cpu_clock = lazy:", out, re.M) is not None
+
+
+def lazy_page_share(dial9, trace_dir):
+    """A lazy recording's share of the recorded threads' parks (each a switch out and in of a
+    worker sleeping in its poller) made while that worker had its page open (its
+    ThreadCpuPageEvents, open true or false, before the park in the trace): the share of its
+    switches the page's price applies to."""
+    out = subprocess.run([dial9, "dump", trace_dir], capture_output=True, text=True).stdout
+    return page_share_from_dump(out)
+
+
+def page_share_from_dump(out):
+    """lazy_page_share's answer from `dial9 dump`'s text."""
+    is_open, parks, with_page = {}, 0, 0
+    for line in out.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) < 3 or not parts[0].isdigit():
+            continue
+        w = re.search(r"\bworker_id=(\d+)", parts[2])
+        if parts[1] == "ThreadCpuPageEvent" and w:
+            is_open[w.group(1)] = re.search(r"\bopen=true\b", parts[2]) is not None
+        elif parts[1] == "WorkerParkEvent" and w:
+            parks += 1
+            with_page += is_open.get(w.group(1), False)
+    return with_page / parks if parks else 0.0
+
+
 def carriers_from_stats(out):
     """switch_carriers' answer from `dial9 stats`' text: the off-CPU source is "rings" when its
     switch records came from the threads' own task-clock events (one event per recorded
@@ -773,6 +811,9 @@ def carriers_from_stats(out):
     src = re.search(r"^\s+source\.off_cpu = active(.*)$", out, re.M)
     offcpu = False if not src else "rings" if "own task-clock event" in src.group(1) else "events"
     m = re.search(r"^\s+thread_cpu_clock = (.*)$", out, re.M)
+    if m and m.group(1).startswith("lazy:"):  # a page on the threads that had a long poll (ThreadCpuPageEvent):
+        pages = re.search(r"^\s+(\d+)\s+ThreadCpuPageEvent\b", out, re.M)  # any: all priced with it, an upper bound
+        return ("page" if pages and int(pages.group(1)) > 0 else "syscall"), offcpu
     if not m or not m.group(1).startswith("perf:"):
         return "syscall", offcpu
     return ("page" if "no switch ring" in m.group(1) else "ring"), offcpu
@@ -835,7 +876,8 @@ def price_thread_cpu_switches(d, r, units):
     if d["offcpu"]:
         d["tcc_switch_ns"] = page_ns if d["tcc"] != "syscall" else 0.0
     d["tcc_switches"] = r["switches"]
-    d["ns_tcc"] = d["tcc_switches"] * d["tcc_switch_ns"]
+    d["page_share"] = r.get("page_share", 1.0) if r.get("lazy") else 1.0  # lazy: only while a page was open
+    d["ns_tcc"] = d["tcc_switches"] * d["tcc_switch_ns"] * d["page_share"]
     d["offcpu_switch_ns"] = whole - d["tcc_switch_ns"] if d["offcpu"] else 0.0
     states = r.get("offcpu_states") if d["offcpu"] == "events" else None
     d["offcpu_states"] = states or {"enabled": 1.0, "disabled": 0.0, "closed": 0.0, "unsaid": 0.0}
@@ -900,6 +942,8 @@ def model(rows, units):
             d[g + "_per_call"] = r[g + "_ir"] / r[g] if r[g] > 0 else 0.0
             d[g + "_calls"] = max(0.0, native_calls(r, call) - native_calls(off, call))
             d[g + "_native"] = d[g + "_per_call"] * d[g + "_calls"]
+            if g == "switch" and r.get("lazy"):  # a lazy thread's polls call them per request: as counted
+                d[g + "_native"] = max(d[g + "_native"], r[g + "_ir"] - off[g + "_ir"])
             d["ns_" + g] = d[g + "_native"] * ns_per_instr
         # the kernel sources: what the defaults add to polls/parks/wakes, at the sources' native rate
         d["src_cg_events"], d["src_nat_events"] = r["src"], r.get("src_nat", 0.0)
@@ -998,7 +1042,8 @@ def print_table(results, units):
                  f"{units['context_switch_ns']:.0f} ns", d["ns_cs"], None),
                 # every switch of a recorded thread costs the kernel more (not only the added ones)
                 ("thread CPU ev switches", 0, d["tcc_switches"], d["tcc_switches"],
-                 f"{d['tcc_switch_ns']:.0f} ns {d['tcc']}", d["ns_tcc"], None),
+                 f"{d['tcc_switch_ns']:.0f} ns {d['tcc']}" + (f" x {d['page_share']:.2f}" if d["page_share"] < 1 else ""),
+                 d["ns_tcc"], None),
                 ("off-CPU src switches", 0, d["tcc_switches"] if d["offcpu"] else 0.0,
                  d["tcc_switches"] if d["offcpu"] else 0.0,
                  offcpu_price_label(d, r), d["ns_offcpu"], None),

@@ -9,6 +9,7 @@
 
 #include "core/event_types.h"
 #include "core/locations.h"
+#include "core/thread_cpu_clock_lazy.h"
 #include "core/workers.h"
 
 
@@ -110,6 +111,8 @@ static uint32_t need_stack(d9_collector *c, const uint64_t *frames, uint32_t n, 
 /* The segment's metadata: the run's entries and every runtime's workers known so far. */
 static void encode_metadata(d9_collector *c, uint64_t ts) {
     c->meta_workers = d9_workers_count(); /* before listing them: a later one is caught later */
+    /* DIAL9_THREAD_CPU=lazy: how many threads have opened their page so far (ThreadCpuPageEvent each) */
+    if (d9_tcc_lazy_on()) d9_run_metadata_set(&c->meta, "thread_cpu_pages", "%u", d9_tcc_lazy_pages());
     need_builtin(c, D9_SCH_SEGMENT_METADATA);
     d9_enc_event(&c->out, &c->st, D9_SCH_SEGMENT_METADATA, ts);
     d9_pool_frame map;

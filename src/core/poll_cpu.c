@@ -8,13 +8,14 @@
 #include "common/plain_number.h"
 #include "core/last_error.h"
 #include "core/thread_buffer.h"
+#include "core/thread_cpu_clock_lazy.h"
 #include "dial9/dial9.h"
 
 static __thread uint64_t t_events;
 
 static uint64_t g_min_ns; /* 0: off */
 static const d9_event_type *g_type;
-static char g_reason[160] = "off: not started";
+static char g_reason[320] = "off: not started";
 
 int d9_poll_cpu_min_us(uint64_t *min_us) {
     *min_us = D9_POLL_CPU_DEFAULT_MIN_US;
@@ -35,7 +36,14 @@ int d9_poll_cpu_start(bool page) {
     if (!g_type) snprintf(g_reason, sizeof g_reason, "off: %s", d9_last_error());
     else if (!min_us) snprintf(g_reason, sizeof g_reason, "off: DIAL9_POLL_CPU_MIN_US=0");
     else if (!page) snprintf(g_reason, sizeof g_reason, "off: no task-clock page (thread_cpu_clock)");
-    else {
+    else if (d9_tcc_lazy_on()) {
+        min_ns = min_us * 1000;
+        snprintf(g_reason, sizeof g_reason,
+                 "on: polls over %llu us with a switch inside, on threads with a task-clock page (DIAL9_THREAD_CPU=lazy: "
+                 "from their first poll over %llu us, whose PollCpuEvent says exact false, as every such poll before "
+                 "a page)",
+                 (unsigned long long)min_us, (unsigned long long)min_us);
+    } else {
         min_ns = min_us * 1000;
         snprintf(g_reason, sizeof g_reason,
                  "on: polls over %llu us with a switch inside, on threads with a task-clock page (from their first park or unpark)",
@@ -49,6 +57,8 @@ const char *d9_poll_cpu_reason(void) { return g_reason; }
 
 uint64_t d9_poll_cpu_events(void) { return t_events; }
 
+uint64_t d9_poll_cpu_min_ns(void) { return __atomic_load_n(&g_min_ns, __ATOMIC_RELAXED); }
+
 static void record(uint64_t cpu_ns, bool exact) {
     d9_thread *t = d9__tls_thread;
     uint64_t worker = t ? atomic_load_explicit(&t->worker_id, memory_order_relaxed) : 255;
@@ -57,8 +67,13 @@ static void record(uint64_t cpu_ns, bool exact) {
     t_events++;
 }
 
+void d9_poll_cpu_record_unknown(void) {
+    if (g_type) record(0, false);
+}
+
 void d9_poll_cpu_begin_slow(uint64_t ticks) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
+    if (s->poll_page == &d9_tcc_lazy_page) return; /* no page yet: its end measures the poll */
     if (!__atomic_load_n(&g_min_ns, __ATOMIC_RELAXED) || !__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED))
         return;
     /* twice at most: a page of a past recording is reopened by the first, whose value is then
@@ -87,7 +102,8 @@ bool d9_poll_cpu_end_due(uint64_t end_ticks, uint64_t begin_ticks) {
     uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
     double ns_per_tick;
     __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
-    if (!min_ns || !gen || ns_per_tick <= 0 || s->gen != gen || !s->page) return false;
+    if (!min_ns || !gen || ns_per_tick <= 0) return false;
+    if ((s->gen != gen || !s->page) && !d9_tcc_lazy_is(s, gen)) return false; /* a lazy thread's: to say unknown */
     int64_t wall_ticks = (int64_t)(end_ticks - begin_ticks);
     return wall_ticks > 0 && (double)wall_ticks * ns_per_tick >= (double)min_ns;
 }
@@ -95,6 +111,11 @@ bool d9_poll_cpu_end_due(uint64_t end_ticks, uint64_t begin_ticks) {
 void d9_poll_cpu_end_slow(uint64_t end_ticks, uint64_t begin_ticks) {
     if (!d9_poll_cpu_end_due(end_ticks, begin_ticks)) return;
     d9_tcc_state *s = &d9__tls_cpu_clock;
+    if (!s->page) { /* a lazy thread's first long poll (thread_cpu_clock_lazy.h) */
+        d9_tcc_lazy_long_poll(end_ticks);
+        return;
+    }
+    s->long_poll_ticks = end_ticks; /* a lazily opened page stays while it measures long polls */
     double ns_per_tick;
     __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
     int64_t wall_ticks = (int64_t)(end_ticks - begin_ticks);

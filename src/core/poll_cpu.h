@@ -23,7 +23,10 @@
  * has its page from its first park or unpark on (where the adapters and the shim take its CPU
  * time); before, and on a thread refused one (past D9_TCC_MAX_THREADS, seccomp), its polls are
  * not accounted: poll_page is then a page whose lock never moves, so that the hooks test
- * nothing else (test_poll_instructions counts them). */
+ * nothing else (test_poll_instructions counts them). With DIAL9_THREAD_CPU=lazy a thread has its
+ * page only from its first poll over the threshold (thread_cpu_clock_lazy.h): until then its
+ * poll_page is one whose lock is never the thread's, so that each poll's end measures the poll
+ * here and says the long one unknown (a PollCpuEvent, exact false) before opening the page. */
 #ifndef D9_CORE_POLL_CPU_H
 #define D9_CORE_POLL_CPU_H
 
@@ -91,6 +94,11 @@ int d9_poll_cpu_min_us(uint64_t *min_us);
 int d9_poll_cpu_start(bool page);
 /* What the metadata's poll_cpu says: "on: ..." or "off: why". */
 const char *d9_poll_cpu_reason(void);
+/* The threshold in ns (0: off). */
+uint64_t d9_poll_cpu_min_ns(void);
+/* A PollCpuEvent for the calling thread's latest closed poll: its CPU time unknown (exact false;
+ * a thread without its page yet: thread_cpu_clock_lazy.h). */
+void d9_poll_cpu_record_unknown(void);
 /* PollCpuEvents recorded by the calling thread (tests). */
 uint64_t d9_poll_cpu_events(void);
 

@@ -24,6 +24,7 @@
 #include "core/last_error.h"
 #include "core/owned_fd.h"
 #include "core/poll_cpu.h"
+#include "core/thread_cpu_clock_lazy.h"
 #include "core/thread_cpu_switch_ring.h"
 
 uint32_t d9_thread_cpu_clock_gen;
@@ -54,7 +55,7 @@ typedef struct slot {
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static slot g_slots[D9_TCC_MAX_THREADS];
 static uint32_t g_gen_counter;
-static char g_reason[800] = "syscall: not started";
+static char g_reason[1024] = "syscall: not started";
 static _Atomic bool g_fds_guarded; /* d9_thread_cpu_clock_set_fds_guarded */
 static _Atomic bool g_ring_wanted; /* this recording gives threads a switch ring (thread_cpu_switch_ring.h) */
 static int g_ring_threads;        /* slots with one (under g_lock) */
@@ -74,6 +75,7 @@ bool d9_thread_cpu_source_parse(const char *s, d9_thread_cpu_source *out) {
     else if (strcasecmp(s, "syscall") == 0) *out = D9_THREAD_CPU_SYSCALL;
     else if (strcasecmp(s, "page") == 0) *out = D9_THREAD_CPU_PAGE;
     else if (strcasecmp(s, "ring") == 0) *out = D9_THREAD_CPU_RING;
+    else if (strcasecmp(s, "lazy") == 0) *out = D9_THREAD_CPU_LAZY;
     else return false;
     return true;
 }
@@ -187,6 +189,7 @@ static void release(d9_tcc_state *s) {
     s->page = NULL;
     s->ring = NULL;
     s->slot = -1;
+    s->lazy_opened = false;
 }
 
 static void on_thread_exit(void *arg) {
@@ -405,6 +408,14 @@ static uint64_t from_page(d9_tcc_state *s, d9_tcc_use use, uint64_t now_ticks) {
     /* a time before the last value's stamp (a late read restamped it; a hook that shares its
      * time with the one that read): no wall time since it */
     if ((int64_t)(now_ticks - s->ticks) < 0) now_ticks = s->ticks;
+    /* a lazily opened page quiet for long (thread_cpu_clock_lazy.h): closed at a park or unpark
+     * after a switch, the value then by system call */
+    if (use <= D9_TCC_UNPARK && s->lazy_opened && s->page->lock != s->lock &&
+        d9_tcc_lazy_quiet(s, now_ticks, ns_per_tick)) {
+        release(s);
+        d9_tcc_lazy_close(s, __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED));
+        return D9_TCC_NONE;
+    }
     if (s->ring && ns_per_tick > 0) {
         uint64_t v = from_ring(s, now_ticks, ns_per_tick);
         if (v != D9_TCC_NONE) return v;
@@ -440,7 +451,15 @@ uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, d9_tcc_use use, uint64_t now_
     uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
     if (s->gen == gen && s->page) return from_page(s, use, now_ticks);
     if (s->gen == (gen | D9_TCC_NO_PAGE)) return D9_TCC_NONE; /* refused for this recording */
-    release(s); /* a past recording's, or none */
+    bool lazy = d9_tcc_lazy_is(s, gen);
+    /* a lazy thread (no page: nothing to release) reads by system call until its first long poll */
+    if (lazy && use != D9_TCC_OPEN) return D9_TCC_NONE;
+    release(s); /* a past recording's, or none (a lazy thread's poll_page, d9_tcc_lazy_page) */
+    if (!lazy && gen && d9_tcc_lazy_on()) {
+        s->gen = gen | D9_TCC_LAZY;
+        d9_tcc_lazy_begin(s);
+        return D9_TCC_NONE;
+    }
     s->gen = gen | D9_TCC_NO_PAGE;
     if (!gen) return D9_TCC_NONE;
     char why[160];
@@ -463,6 +482,7 @@ uint64_t d9_thread_cpu_clock_slow(d9_tcc_state *s, d9_tcc_use use, uint64_t now_
      * and any switch inside it, again */
     uint64_t after = d9_clock_ticks();
     s->ticks = (int64_t)(after - now_ticks) > 0 ? after : now_ticks;
+    if (lazy) d9_tcc_lazy_opened(s, s->ticks);
     return cpu;
 }
 
@@ -503,14 +523,25 @@ static void say_reason(bool ring) {
                  consumed ? "; the off-CPU source's switch records" : "", read_rules);
     else
         snprintf(after_switch, sizeof after_switch, "no switch ring (%s): %s", g_ring_why, read_rules);
+    if (g_requested == D9_THREAD_CPU_LAZY) {
+        snprintf(g_reason, sizeof g_reason,
+                 "lazy: clock_gettime(CLOCK_THREAD_CPUTIME_ID) at a park (its unpark carrying it) until the thread's "
+                 "first poll of %llu us or more, then a task-clock page (ThreadCpuPageEvent; up to %d threads; %s) "
+                 "(DIAL9_THREAD_CPU=lazy)",
+                 (unsigned long long)(g_park_slack_ns * D9_TCC_PARK_SLACK_PER_POLL_CPU_MIN / 1000), D9_TCC_MAX_THREADS,
+                 after_switch);
+        return;
+    }
     snprintf(g_reason, sizeof g_reason, "perf: a task-clock page per thread (up to %d threads; %s)%s",
              D9_TCC_MAX_THREADS, after_switch, g_requested == D9_THREAD_CPU_PERF   ? " (DIAL9_THREAD_CPU=perf)"
              : g_requested == D9_THREAD_CPU_RING ? " (DIAL9_THREAD_CPU=ring)"
                                                  : "");
 }
 
-static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread, uint64_t park_slack_ns) {
+static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool unread, uint64_t park_slack_ns,
+                       uint64_t poll_cpu_min_us) {
     g_requested = requested;
+    if (d9_tcc_lazy_start(false) != 0) return -1;
     g_park_slack_ns = park_slack_ns;
     atomic_store_explicit(&g_rings_consumed, false, memory_order_relaxed);
     d9_fork_guard_install(); /* the child forgets the parent's events */
@@ -526,6 +557,11 @@ static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool u
         __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
         return 0;
     }
+    if (requested == D9_THREAD_CPU_LAZY && !poll_cpu_min_us) { /* no thread would ever want its page */
+        snprintf(g_reason, sizeof g_reason, "syscall: DIAL9_THREAD_CPU=lazy with poll_cpu off (DIAL9_POLL_CPU_MIN_US=0)");
+        __atomic_store_n(&d9_thread_cpu_clock_gen, 0, __ATOMIC_RELAXED);
+        return 0;
+    }
     /* the probes: can this thread have the event with its switch ring, or its page alone? */
     atomic_store_explicit(&g_seccomp_at_start, prctl(PR_GET_SECCOMP, 0, 0, 0, 0), memory_order_relaxed);
     /* the ring only when asked for: on the hosts measured, its records cost every switch of the
@@ -533,7 +569,8 @@ static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool u
      * thread's context switch costs") */
     char why[160] = "";
     snprintf(g_ring_why, sizeof g_ring_why, "%s",
-             requested == D9_THREAD_CPU_PAGE ? "DIAL9_THREAD_CPU=page"
+             requested == D9_THREAD_CPU_PAGE   ? "DIAL9_THREAD_CPU=page"
+             : requested == D9_THREAD_CPU_LAZY ? "DIAL9_THREAD_CPU=lazy"
              : requested == D9_THREAD_CPU_RING
                  ? ""
                  : "not asked for: it costs each switch more than the reads it saves; DIAL9_THREAD_CPU=ring takes it");
@@ -551,8 +588,9 @@ static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool u
         return 0;
     }
     say_reason(ring);
+    if (requested == D9_THREAD_CPU_LAZY && d9_tcc_lazy_start(true) != 0) return -1;
     pthread_mutex_lock(&g_lock);
-    g_gen_counter = (g_gen_counter + 1) & ~D9_TCC_NO_PAGE;
+    g_gen_counter = (g_gen_counter + 1) & ~(D9_TCC_NO_PAGE | D9_TCC_LAZY);
     if (g_gen_counter == 0) g_gen_counter = 1;
     __atomic_store_n(&d9_thread_cpu_clock_gen, g_gen_counter, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&g_lock);
@@ -566,7 +604,7 @@ int d9_thread_cpu_clock_start(d9_thread_cpu_source requested, bool ticks_are_ns,
     if (d9_poll_cpu_min_us(&min_us) != 0) return -1;
     uint64_t park_slack_ns = (min_us ? min_us : D9_POLL_CPU_DEFAULT_MIN_US) * 1000 / D9_TCC_PARK_SLACK_PER_POLL_CPU_MIN;
     __atomic_store_n(&d9_tcc_park_slack_ns, park_slack_ns, __ATOMIC_RELAXED);
-    if (start_clock(requested, ticks_are_ns, unread, park_slack_ns) != 0) return -1;
+    if (start_clock(requested, ticks_are_ns, unread, park_slack_ns, min_us) != 0) return -1;
     /* long polls' CPU time reads the same page (poll_cpu.h) */
     return d9_poll_cpu_start(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0);
 }

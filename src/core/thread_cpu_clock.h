@@ -45,7 +45,9 @@
  * sched-in, a read) is then below the estimate: `base` takes the difference, so values never
  * go down, the stall stays as CPU in the period it fell in, and later deltas are exact. Where the event cannot be had (perf_event_open refused:
  * perf_event_paranoid, seccomp, EMFILE; past D9_TCC_MAX_THREADS threads; DIAL9_THREAD_CPU=
- * syscall) the park's clock_gettime stays (thread_cpu_time.h). docs/kernel-sources.md. */
+ * syscall) the park's clock_gettime stays (thread_cpu_time.h). With DIAL9_THREAD_CPU=lazy a thread
+ * reads that way too until its first poll over DIAL9_POLL_CPU_MIN_US, then opens its page
+ * (thread_cpu_clock_lazy.h). docs/kernel-sources.md. */
 #ifndef D9_CORE_THREAD_CPU_CLOCK_H
 #define D9_CORE_THREAD_CPU_CLOCK_H
 
@@ -59,12 +61,15 @@ typedef enum d9_thread_cpu_source {
     D9_THREAD_CPU_PERF,     /* the page, or d9_start fails saying why */
     D9_THREAD_CPU_SYSCALL,  /* clock_gettime(CLOCK_THREAD_CPUTIME_ID), as before */
     D9_THREAD_CPU_PAGE,     /* the page without its switch ring (the read after a switch), as auto */
-    D9_THREAD_CPU_RING      /* the page with its switch ring where the kernel gives it (opt-in: it
+    D9_THREAD_CPU_RING,     /* the page with its switch ring where the kernel gives it (opt-in: it
                              * adds more to every switch of the thread than the reads it saves
                              * cost, bench/README.md), else as auto */
+    D9_THREAD_CPU_LAZY      /* a thread reads by system call until its first poll over
+                             * DIAL9_POLL_CPU_MIN_US, then has its page: the kernel's per-switch
+                             * cost only where a poll is long (thread_cpu_clock_lazy.h) */
 } d9_thread_cpu_source;
 /* For the messages about a bad DIAL9_THREAD_CPU. */
-#define D9_THREAD_CPU_SOURCES "auto, perf, page, ring or syscall"
+#define D9_THREAD_CPU_SOURCES "auto, perf, page, ring, lazy or syscall"
 
 /* Per-thread events at most, per process: a thread beyond them reads by system call. */
 #define D9_TCC_MAX_THREADS 256
@@ -75,6 +80,9 @@ typedef enum d9_thread_cpu_source {
 
 /* A thread's gen when its event was refused (or lost) under that gen. */
 #define D9_TCC_NO_PAGE 0x80000000u
+/* A thread's gen while it has no page until its first long poll (DIAL9_THREAD_CPU=lazy:
+ * thread_cpu_clock_lazy.h). Every park and unpark then takes its no-page path. */
+#define D9_TCC_LAZY 0x40000000u
 
 /* "the value is not to be had here": the caller reads by system call. */
 #define D9_TCC_NONE UINT64_MAX
@@ -90,10 +98,12 @@ typedef enum d9_tcc_use {
     D9_TCC_PARK = 0,   /* a park's cpu_time_ns: a lower bound after a switch, when close enough */
     D9_TCC_UNPARK = 1, /* an unpark's: the page's value after a sched-in */
     D9_TCC_EXACT = 2,  /* a long poll's begin or end (poll_cpu.h): exact, or read */
-    D9_TCC_READ = 3    /* a long poll's end on a line made inside it: read, even without a switch
+    D9_TCC_READ = 3,   /* a long poll's end on a line made inside it: read, even without a switch
                         * since (an unpark's page value is short by what the thread ran between its
                         * sched-in and the hook; an estimate along it would leave that out of the
                         * poll: poll_cpu.c) */
+    D9_TCC_OPEN = 4    /* a lazy thread's first long poll ended: open its page now (its value is the
+                        * thread's first, as at a first park) */
 } d9_tcc_use;
 
 /* One thread's clock (thread-local, d9__tls_cpu_clock). */
@@ -118,6 +128,11 @@ typedef struct d9_tcc_state {
     uint32_t poll_lock;   /* `lock` at the poll's begin: the line its CPU time is on */
     uint32_t poll_line_lock; /* the last line replaced while it was poll_lock's (d9_tcc_keep_poll_line) */
     uint64_t poll_line_cpu, poll_line_ticks;
+    /* DIAL9_THREAD_CPU=lazy: the page was opened lazily, and when the thread's last long poll
+     * ended (its open, or one with a switch inside since): quiet long enough, a park after a
+     * switch closes it again (thread_cpu_clock_lazy.h) */
+    bool lazy_opened;
+    uint64_t long_poll_ticks;
 } d9_tcc_state;
 
 /* Before a new anchor replaces the thread's line (cpu_ns at ticks, under lock): when that line
@@ -257,6 +272,8 @@ static inline __attribute__((always_inline)) uint64_t d9_thread_cpu_clock_ns(d9_
         double ns_per_tick;
         __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
         if (__builtin_expect(lock == s->lock && ns_per_tick > 0, 1)) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
+    } else if ((s->gen ^ gen) == D9_TCC_LAZY || (s->gen ^ gen) == D9_TCC_NO_PAGE) {
+        return D9_TCC_NONE; /* no page under this recording (lazy, or refused): no call to be told so */
     }
     return d9_thread_cpu_clock_slow(s, use, now_ticks);
 }

@@ -43,9 +43,23 @@ for text, want in {stats: ("page", "events"),
                    stats.replace("no switch ring", "a switch ring"): ("ring", "events"),
                    rings: ("ring", "rings"),
                    stats.replace("= active", "= inactive"): ("page", False),
-                   "  thread_cpu_clock = syscall: DIAL9_THREAD_CPU=syscall\n": ("syscall", False)}.items():
+                   "  thread_cpu_clock = syscall: DIAL9_THREAD_CPU=syscall\n": ("syscall", False),
+                   # DIAL9_THREAD_CPU=lazy: the page's price once any thread opened one
+                   "  thread_cpu_clock = lazy: clock_gettime(...) until ...\n": ("syscall", False),
+                   "  thread_cpu_clock = lazy: clock_gettime(...) until ...\n    2 ThreadCpuPageEvent\n": ("page", False)}.items():
     if cc.carriers_from_stats(text) != want:
         fails.append(f"carriers_from_stats: {cc.carriers_from_stats(text)}, want {want} from {text!r}")
+
+# DIAL9_THREAD_CPU=lazy: the page's price only for the parks of a worker while its page was open
+dump = ("10 ThreadCpuPageEvent worker_id=1 open=true\n11 WorkerParkEvent worker_id=1 cpu_time_ns=1\n"
+        "12 WorkerParkEvent worker_id=2 cpu_time_ns=1\n13 ThreadCpuPageEvent worker_id=1 open=false\n"
+        "14 WorkerParkEvent worker_id=1 cpu_time_ns=1\n15 WorkerParkEvent worker_id=1 cpu_time_ns=1\n")
+if cc.page_share_from_dump(dump) != 0.25:
+    fails.append(f"page_share_from_dump: {cc.page_share_from_dump(dump)}, want 0.25")
+d = {}
+cc.price_thread_cpu_switches(d, {"tcc": "page", "offcpu": False, "switches": 2.0, "lazy": True, "page_share": 0.25}, units)
+if abs(d["ns_tcc"] - 0.25 * priced("page", False, 2.0)[0]) > 1e-6:
+    fails.append(f"lazy at a page share of 0.25: priced {d['ns_tcc']}, want a quarter of the page's")
 
 # The governor's states: the source's inherited events cost a switch only while open. Made-up
 # request windows [0, 10 s) and [20 s, 30 s) over a made-up level history: full to 5 s, 1 in 4

@@ -241,6 +241,7 @@ static void source_names(void) {
     CHECK(d9_thread_cpu_source_parse("auto", &s) && s == D9_THREAD_CPU_AUTO);
     CHECK(d9_thread_cpu_source_parse("PERF", &s) && s == D9_THREAD_CPU_PERF);
     CHECK(d9_thread_cpu_source_parse("Page", &s) && s == D9_THREAD_CPU_PAGE);
+    CHECK(d9_thread_cpu_source_parse("Lazy", &s) && s == D9_THREAD_CPU_LAZY);
     CHECK(d9_thread_cpu_source_parse("syscall", &s) && s == D9_THREAD_CPU_SYSCALL);
     CHECK(!d9_thread_cpu_source_parse("", &s));
     CHECK(!d9_thread_cpu_source_parse("rdtsc", &s));

@@ -59,13 +59,32 @@ static inline uint8_t *pack_group(uint8_t *p, const uint64_t g[8], unsigned bw) 
         if (!pq_buf_reserve(out, groups * bw + 8)) return;                                     \
         uint8_t *p = out->p + out->len;                                                         \
         out->len += groups * bw;                                                                \
-        size_t i = 0;                                                                           \
-        uint64_t g[8];                                                                          \
-        for (; i + 8 <= n; i += 8) {                                                            \
-            for (int k = 0; k < 8; k++) g[k] = v[i + k];                                        \
-            p = pack_group(p, g, bw);                                                           \
+        size_t i = 0, full = n & ~(size_t)7;                                                    \
+        if (bw <= 8) {                                                                          \
+            for (; i < full; i += 8) {                                                          \
+                const T *g = v + i;                                                             \
+                uint64_t acc = (uint64_t)g[0] | (uint64_t)g[1] << bw | (uint64_t)g[2] << 2 * bw |     \
+                               (uint64_t)g[3] << 3 * bw | (uint64_t)g[4] << 4 * bw |                 \
+                               (uint64_t)g[5] << 5 * bw | (uint64_t)g[6] << 6 * bw |                 \
+                               (uint64_t)g[7] << 7 * bw;                                        \
+                memcpy(p, &acc, 8); /* the low bw bytes count: the rest is overwritten or spare */ \
+                p += bw;                                                                        \
+            }                                                                                   \
+        } else if ((bw & 7) == 0) {                                                             \
+            unsigned nb = bw / 8;                                                               \
+            for (; i < full; i++, p += nb) {                                                    \
+                uint32_t x = (uint32_t)v[i];                                                    \
+                memcpy(p, &x, 4); /* the low nb bytes count: the rest is overwritten or spare */ \
+            }                                                                                   \
+        } else {                                                                                \
+            uint64_t g[8];                                                                      \
+            for (; i < full; i += 8) {                                                          \
+                for (int k = 0; k < 8; k++) g[k] = v[i + k];                                    \
+                p = pack_group_bits(p, g, bw);                                                  \
+            }                                                                                   \
         }                                                                                       \
-        if (i < n) {                                                                            \
+        if (i < n) { /* the last group, short of 8: padded with zeros */                        \
+            uint64_t g[8];                                                                      \
             for (int k = 0; k < 8; k++) g[k] = i + (size_t)k < n ? v[i + (size_t)k] : 0;        \
             pack_group(p, g, bw);                                                               \
         }                                                                                       \

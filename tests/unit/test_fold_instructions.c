@@ -84,8 +84,9 @@
  * coded: two 5 s executor runs 543.8 M -> 505.3 M instructions), 564.6 with both: the bound
  * leaves ~2.4 % (counts repeat exactly on one toolchain), and fails on the code before the
  * two (581.3). Then (issue 35, foldfast) the DELTA probe sampling the whole chunk, 564.2, and
- * the RLE hybrid's runs compared 32 bytes a step and its groups of 8 packed whole, 549.1: the
- * bound leaves ~2.3 %, and fails on the code before (564.2; main 564.6). */
+ * the RLE hybrid's runs compared 32 bytes a step and its groups of 8 packed whole, 549.1, the
+ * packing's width tested once a run of groups, 544.5: the bound leaves ~3.2 %, and fails on the
+ * code before (564.2; main 564.6). */
 #define BOUND_PER_EVENT 562.0
 
 #define R1 4000

@@ -17,9 +17,12 @@ static unsigned width64(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll
  * for the end of the values. */
 /* Inlined (as encode is) into each width's encoder: the loops test no width per delta
  * (~6 instructions a value of dial9 fold's DELTA columns). */
-/* smin: the smallest delta (signed), found as the deltas were taken. */
+/* smin: the smallest delta (signed), smax[m] each miniblock's largest, found as the deltas
+ * were taken: a miniblock's deltas above smin are smax[m] - smin at most, so the OR of them
+ * all (its width) has the width of that one (no pass over the deltas for it: ~6 instructions
+ * a value). */
 static inline __attribute__((always_inline)) void put_block(pq_buf *out, uint64_t *d, size_t n, int64_t smin,
-                                                            unsigned bits, unsigned slack) {
+                                                            const int64_t *smax, unsigned bits, unsigned slack) {
     uint64_t min = (uint64_t)smin;
     pq_buf_uvarint(out, zigzag(smin));
     uint64_t mask = bits == 32 ? 0xffffffffull : ~0ull;
@@ -27,10 +30,8 @@ static inline __attribute__((always_inline)) void put_block(pq_buf *out, uint64_
     size_t minis = (n + PER_MINI - 1) / PER_MINI;
     for (size_t i = n; i < minis * PER_MINI; i++) d[i] = min;
     for (size_t m = 0; m < minis; m++) {
-        uint64_t or = 0;
-        for (size_t i = m * PER_MINI; i < (m + 1) * PER_MINI; i++) or |= d[i] - min;
-        or &= mask;
-        unsigned exact = width64(or), whole = (exact + 7) & ~7u;
+        uint64_t top = ((uint64_t)smax[m] - min) & mask;
+        unsigned exact = width64(top), whole = (exact + 7) & ~7u;
         widths[m] = (uint8_t)(whole - exact <= slack ? whole : exact);
     }
     /* the block's bytes written in place: at most 8 bytes a delta, and 8 of room for a
@@ -89,14 +90,20 @@ static inline __attribute__((always_inline)) void encode(pq_buf *out, const void
     uint64_t d[BLOCK];
     for (size_t i = 1; i < n; i += BLOCK) { /* a block's deltas and their smallest in one loop */
         size_t k = n - i < BLOCK ? n - i : BLOCK;
-        int64_t smin = INT64_MAX;
-        for (size_t j = 0; j < k; j++) {
-            uint64_t x = AT(i + j) - AT(i + j - 1);
-            d[j] = x;
-            int64_t sx = bits == 32 ? (int64_t)(int32_t)x : (int64_t)x;
-            smin = sx < smin ? sx : smin;
+        int64_t smin = INT64_MAX, smax[MINIBLOCKS];
+        for (size_t m = 0, j = 0; j < k; m++) {
+            size_t j1 = k - j < PER_MINI ? k : j + PER_MINI;
+            int64_t mx = INT64_MIN;
+            for (; j < j1; j++) {
+                uint64_t x = AT(i + j) - AT(i + j - 1);
+                d[j] = x;
+                int64_t sx = bits == 32 ? (int64_t)(int32_t)x : (int64_t)x;
+                smin = sx < smin ? sx : smin;
+                mx = sx > mx ? sx : mx;
+            }
+            smax[m] = mx;
         }
-        put_block(out, d, k, smin, bits, slack);
+        put_block(out, d, k, smin, smax, bits, slack);
     }
 #undef AT
 }

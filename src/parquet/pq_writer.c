@@ -924,24 +924,36 @@ static int build_dictionary(pq_writer *w, column *c) {
 
 /* A DELTA column's zstd mode for this chunk. A column that says ENTROPY or NONE holds noisy
  * deltas (times), which zstd's match search does not shrink; but deltas that repeat (a
- * fixed-rate timer, a coarse clock, generated times) shrink under it. So the chunk's first
- * PROBE values are encoded and compressed both ways, and the chunk goes at the level (whole-
- * byte widths) when the level takes a twentieth off the entropy coding's bytes: two 5 s
- * executor runs' times code 0.3-5 % larger at the level (so do test_fold_polls_bytes'),
- * fleet_gen's (a thousand distinct gaps) 14 % smaller, test_fold_instructions' (an arithmetic
- * progression) 58 % smaller. ~0.5 M instructions a chunk. */
-enum { PROBE = 2048 };
+ * fixed-rate timer, a coarse clock, generated times) shrink under it. So PROBE of the chunk's
+ * values are encoded and compressed both ways, and the chunk goes at the level (whole-byte
+ * widths) when the level takes a twentieth off the entropy coding's bytes: two 5 s executor
+ * runs' times code 0.3-5 % larger at the level (so do test_fold_polls_bytes'), fleet_gen's (a
+ * thousand distinct gaps) 14 % smaller, test_fold_instructions' (an arithmetic progression)
+ * 58 % smaller. ~0.5 M instructions a chunk.
+ * The PROBE values are PROBE_WINDOWS runs spread evenly over the chunk, its first and last
+ * included, each a DELTA stream of its own, compressed together: a chunk of up to a row group
+ * (1 Mi rows) is compacted from many segments, of other hosts and runs, and its first 2 048
+ * values are one segment's (a patterned host first decided a noisy fleet's chunk, and a noisy
+ * one a patterned fleet's: test_parquet_delta_probe). */
+enum { PROBE = 2048, PROBE_WINDOWS = 8 };
+static void encode_probe(pq_buf *page, const column *c, unsigned slack) {
+    size_t n = c->nvalues, windows = n <= PROBE ? 1 : PROBE_WINDOWS;
+    size_t len = windows == 1 ? n : PROBE / PROBE_WINDOWS;
+    for (size_t k = 0; k < windows; k++) {
+        size_t at = windows == 1 ? 0 : k * (n - len) / (windows - 1);
+        if (c->def.type == PQ_INT32) pq_delta_encode_i32(page, (const int32_t *)(const void *)c->values.p + at, len, slack);
+        else pq_delta_encode(page, (const int64_t *)(const void *)c->values.p + at, len, slack);
+    }
+}
+
 static pq_zstd_mode delta_mode(pq_writer *w, const column *c) {
     pq_zstd_mode mode = (pq_zstd_mode)c->def.zstd;
     pq_zstd_mode eff = w->zstd ? pq_zstd_effective(&w->z, mode) : mode;
     if (!w->zstd || (eff != PQ_ZSTD_ENTROPY && eff != PQ_ZSTD_NONE) || c->nvalues < 64) return mode;
-    size_t n = c->nvalues < PROBE ? c->nvalues : PROBE;
     size_t sizes[2];
     for (int k = 0; k < 2; k++) {
         w->page.len = 0;
-        unsigned slack = k ? PQ_DELTA_WHOLE_BYTES : PQ_DELTA_NEAR_BYTES;
-        if (c->def.type == PQ_INT32) pq_delta_encode_i32(&w->page, (const int32_t *)(const void *)c->values.p, n, slack);
-        else pq_delta_encode(&w->page, (const int64_t *)(const void *)c->values.p, n, slack);
+        encode_probe(&w->page, c, k ? PQ_DELTA_WHOLE_BYTES : PQ_DELTA_NEAR_BYTES);
         const char *why;
         if (w->page.oom || pq_zstd_compress(&w->z, k ? PQ_ZSTD_LEVEL : PQ_ZSTD_ENTROPY, w->page.p, w->page.len, &w->cbuf, &why) != 0)
             return mode; /* a failure here is the page's to report */

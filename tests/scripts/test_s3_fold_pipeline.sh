@@ -42,13 +42,27 @@ check "no message from the tables step ($(head -c 300 "$T/rec-on.err"))" [ ! -s 
 read_back on
 mapfile -t seg_keys < <(sed -n 's/.*"key":"\(dial9-traces\/version=1\/[^"]*\)".*/\1/p' "$T/on/objects.jsonl")
 check "several segments (${#seg_keys[@]})" [ "${#seg_keys[@]}" -ge 2 ]
+# each segment's file and whether it holds polls: the run's last segment may hold none (a
+# rotation just before the run's end, on a loaded host), and has then no polls file
+declare -A seg_file=()
+with_polls=0
+while read -r line; do
+    key=$(sed -n 's/.*"key":"\([^"]*\)".*/\1/p' <<<"$line") file=$(sed -n 's/.*"file":"\([^"]*\)".*/\1/p' <<<"$line")
+    case $key in dial9-traces/version=1/*) ;; *) continue ;; esac
+    polls=$("$DIAL9" stats "$file" 2>/dev/null | awk '$2 == "PollStartEvent" {print $1}')
+    [ "${polls:-0}" -gt 0 ] || continue
+    seg_file[$key]=$file
+    with_polls=$((with_polls + 1))
+done <"$T/on/objects.jsonl"
+check "several segments with polls ($with_polls)" [ "$with_polls" -ge 2 ]
 node "$CHECK/mirror.mjs" "$(S3)" $BUCKET dial9-traces/tables/ "$T/beside" >"$T/beside.list" 2>"$T/beside.err"
 check "no commit marker: the pipeline does not commit" [ ! -e "$T/beside/_dial9_fold.json" ]
 # every segment's polls, in a file of its own with its manifest
 polls_manifests=$(find "$T/beside/polls" -name '.part-*.segments' | wc -l)
-check "a polls file per segment ($polls_manifests for ${#seg_keys[@]})" [ "$polls_manifests" -ge "${#seg_keys[@]}" ]
+check "a polls file per segment with polls ($polls_manifests for $with_polls)" [ "$polls_manifests" -ge "$with_polls" ]
 ids=$(find "$T/beside/polls" -name '.part-*.segments' -exec cat {} + | sort -u | wc -l)
-check "every segment in the polls manifests ($ids)" [ "$ids" = "${#seg_keys[@]}" ]
+check "every segment with polls in the polls manifests ($ids of ${#seg_keys[@]}, $with_polls with polls)" \
+    [ "$ids" -ge "$with_polls" -a "$ids" -le "${#seg_keys[@]}" ]
 for m in $(find "$T/beside" -name '.part-*.segments'); do
     f="$(dirname "$m")/$(basename "$m" .segments | sed 's/^\.//').parquet"
     check "$f beside its manifest" [ -s "$f" ]
@@ -71,14 +85,13 @@ check "the pipeline's files replaced are deleted ($left)" [ -z "$left" ]
 
 # DuckDB through the marker = analyze --json of each segment (the objects as the SDK read them)
 specs=()
-while read -r line; do
-    key=$(sed -n 's/.*"key":"\([^"]*\)".*/\1/p' <<<"$line") file=$(sed -n 's/.*"file":"\([^"]*\)".*/\1/p' <<<"$line")
-    case $key in dial9-traces/version=1/*) ;; *) continue ;; esac
+for key in "${!seg_file[@]}"; do # the segments with polls (a check of one without asks for some)
+    file=${seg_file[$key]}
     n=${key##*-}; n=${n%%.*}
     run=$("$DIAL9" dump --jsonl "$file" | grep -m1 -o '"run_id":"[^"]*"' | cut -d'"' -f4)
     "$DIAL9" analyze --json "$file" >"$T/seg$n.json" 2>/dev/null
     specs+=("$run/trace.$n.bin.gz::$T/seg$n.json")
-done <"$T/on/objects.jsonl"
+done
 (cd "$SOURCE/tests/parquet" && node s3_fold_check.mjs "$T/tables" "${specs[@]}") >"$T/duck.out" 2>&1
 rc=$?; check "every segment through the marker = analyze ($(cat "$T/duck.out"))" [ "$rc" = 0 ]
 

@@ -39,6 +39,9 @@ double d9_collector_drain(d9_collector *c) {
     }
     d9_col_encode_upload_loss(c, false); /* deletions during the last drain's writes */
     double fullest = d9_col_merge(c);
+    /* after the sources' collect, which change it (the governor's notes); the run's last drain
+     * writes it whatever the time, so the last segment says how the run ended */
+    d9_col_encode_metadata_change(c, !c->hold_new_threads);
     d9_pause_ends_settle(c->threads, c->thread_count); /* before the hand-over frees the list */
     d9_col_hand_over(c);
     return fullest;
@@ -195,6 +198,7 @@ void d9_collector_close(d9_collector *c, d9_stats *final_stats) {
     d9_collector_drain(c);
     for (size_t i = 0; i < c->source_count; i++) c->sources[i]->close(c->sources[i]);
     c->source_count = 0;
+    d9_col_encode_metadata_change(c, true); /* what the sources said as they closed */
     d9_col_flush_out(c);
     /* segments the last writes' budget deleted: said in this last segment (a deletion during
      * that write is said by the next round) */

@@ -84,6 +84,7 @@ d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t
      * wrote that much, and a counted run's instructions depended on whether one had. */
     if (!d9_buf_grow(&c->out, 2 * FLUSH_BYTES)) d9_buf_clear(&c->out); /* grows later, or fails then */
     d9_buf_init(&c->scratch);
+    c->meta_rewrite_ns = META_REWRITE_NS;
     d9_run_metadata_describe_process(&c->meta, cc->service, cc->run_id);
     d9_run_metadata_set(&c->meta, "clock", "%s", cc->clock_name);
     d9_run_metadata_set(&c->meta, "sources", "polls,parks,wakes,tasks");

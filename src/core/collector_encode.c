@@ -135,7 +135,7 @@ void d9_col_encode_preamble(d9_collector *c) {
 
 void d9_col_encode_metadata_change(d9_collector *c, bool last) {
     if (c->meta.version == c->meta_version_written) return;
-    if (!last && c->now_ns - c->meta_written_ns < META_REWRITE_NS) return;
+    if (!last && c->now_ns - c->meta_written_ns < c->meta_rewrite_ns) return;
     ensure_stream(c);
     if (c->meta.version == c->meta_version_written) return; /* a new segment's preamble said it */
     size_t mark = c->out.len;

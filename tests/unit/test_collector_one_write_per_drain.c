@@ -7,8 +7,8 @@
  * whose old file has nothing left: still one write).
  *
  * Changed metadata (run_metadata.h: a source's note, the governor's) is written within the
- * segment, whole, at most once a drain and once a second (META_REWRITE_NS), and at the run's
- * end whatever the time, so the last segment says how the run ended.
+ * segment, whole, at most once a drain and once every meta_rewrite_ns (10 s, 1 s here), and at
+ * the run's end whatever the time, so the last segment says how the run ended.
  *
  * Driven by hand, one thread, no recorder thread: the drains are the test's calls, so nothing
  * depends on timing (the one pause, past the metadata's 1 s, is a lower bound nanosleep keeps).
@@ -23,6 +23,7 @@
 
 #include "check.h"
 #include "core/collector.h"
+#include "core/collector_state.h"
 #include "core/run_metadata.h"
 #include "core/source.h"
 #include "core/thread_buffer.h"
@@ -135,6 +136,7 @@ int main(void) {
     f.c = c;
     f.tid = (uint32_t)gettid();
     CHECK(d9_collector_add_source(c, &f.base));
+    c->meta_rewrite_ns = 1000000000u; /* the recorder's 10 s, shorter for the test's pause */
     CHECK(d9_collector_start(c, err, sizeof err) == 0);
     d9__worker_begin("onewrite", 0);
 

@@ -1,4 +1,5 @@
-/* What a run says about itself at the start of every segment (SegmentMetadataEvent): service,
+/* What a run says about itself at the start of every segment (SegmentMetadataEvent), and again
+ * within a segment after it changed (collector_encode.c: d9_col_encode_metadata_change): service,
  * host, pid, run id, kernel boot id, library version, clock, which data sources are active and
  * why others are not, and `runtime.<name>` → worker ids. */
 #ifndef D9_CORE_RUN_METADATA_H

@@ -141,8 +141,13 @@ void d9_col_encode_metadata_change(d9_collector *c, bool last) {
     size_t mark = c->out.len;
     /* not before what this drain encoded already: no timestamp reset for it */
     encode_metadata(c, c->st.ts_base > c->now_ns ? c->st.ts_base : c->now_ns);
+    c->meta_in_out = true;
     if (c->out.len <= c->room || (mark == 0 && d9_segw_at_segment_start(c->w))) return;
-    /* No room left in this segment: the next one's preamble says it. */
+    /* No room left in this segment: the next one's preamble says it (or, when this write
+     * fails and no segment starts, the next drain). */
+    c->meta_in_out = false;
+    c->meta_version_written = ~c->meta.version;
+    c->meta_written_ns = 0;
     c->out.len = mark;
     d9_col_flush_out(c);
     if (c->stream_open) {

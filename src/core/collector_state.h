@@ -68,6 +68,7 @@ struct d9_collector {
     uint64_t meta_version_written; /* meta.version as of the last SegmentMetadataEvent encoded */
     uint64_t meta_written_ns;      /* ... and when (the drain's time) */
     uint64_t meta_rewrite_ns;      /* META_REWRITE_NS (a test's own) */
+    bool meta_in_out;              /* `out` holds a changed metadata's rewrite: a failed write redoes it */
     d9_clock_map clock;
     uint64_t now_ticks, now_ns;
     uint64_t merge_heads_ns;   /* taken before this merge read the threads' heads (collector_switch_stack.h) */

@@ -1,6 +1,6 @@
 /* `dial9 stats [--json] PATH...`: what a trace holds. Events by schema name, frame counts,
- * time range, workers, threads, drops, the first segment's metadata, and how each file
- * ended. */
+ * time range, workers, threads, drops, the first segment's metadata and the keys whose value
+ * changed later, and how each file ended. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -29,11 +29,13 @@ static void stats_usage(FILE *out) {
             "metadata entries), threads (tid), dropped events by reason,\n"
             "how stacks were obtained (StackOriginEvent: frame pointers, CFI unwinding,\n"
             "truncated, and where truncated stacks end), the SegmentMetadataEvent of the first\n"
-            "segment, and how each file ended. A flight recorder's dump directory: its manifest\n"
+            "segment and every key whose value a later one changed (its last value, and the file\n"
+            "that said it), and how each file ended. A flight recorder's dump directory: its manifest\n"
             "(trigger, window, what it holds and lacks) first, or that it is incomplete.\n"
             "\n"
             "  --json    one JSON object (keys: events, by_name, frames, time, workers, runtimes,\n"
-            "            threads, drops, stack_origin, metadata, files, ...)\n"
+            "            threads, drops, stack_origin, metadata, metadata_last,\n"
+            "            metadata_changed, files, ...)\n"
             "  -h, --help\n"
             "\n"
             D9_CLI_S3_INPUT_HELP
@@ -96,6 +98,13 @@ typedef struct stats_ctx {
     size_t meta_n;
     bool have_meta;
     const char *meta_path;
+    /* every key of every SegmentMetadataEvent, its last value and the file that said it: what
+     * changed during the run (the recorder writes changed metadata within a segment too) */
+    struct meta_last {
+        char *key, *value;
+        const char *path;
+    } *last;
+    size_t last_n, last_cap;
     /* runtime.<name> entries of every SegmentMetadataEvent: a worker that registers after
      * the first metadata is named only in a later one */
     struct runtime_workers {
@@ -151,6 +160,60 @@ static void keep_metadata(stats_ctx *c, const d9_value *v, const char *path) {
     c->meta_n = v->map.count;
     c->have_meta = true;
     c->meta_path = path;
+}
+
+static bool dec_str_is(const d9_dec_str *s, const char *z) { return z && strlen(z) == s->len && !memcmp(z, s->ptr, s->len); }
+
+/* The last value of each key, in the order the keys first appeared. */
+static void note_last_metadata(stats_ctx *c, const d9_value *v, const char *path) {
+    if (!v || v->type != D9_FT_STRING_MAP || !v->present) return;
+    for (uint32_t i = 0; i < v->map.count; i++) {
+        const d9_dec_kv *kv = &v->map.items[i];
+        struct meta_last *m = NULL;
+        for (size_t k = 0; k < c->last_n && !m; k++)
+            if (dec_str_is(&kv->key, c->last[k].key)) m = &c->last[k];
+        if (!m) {
+            if (c->last_n == c->last_cap) {
+                size_t cap = c->last_cap ? 2 * c->last_cap : 64;
+                struct meta_last *p = realloc(c->last, cap * sizeof *p);
+                if (!p) {
+                    c->oom = true;
+                    return;
+                }
+                c->last = p;
+                c->last_cap = cap;
+            }
+            m = &c->last[c->last_n];
+            *m = (struct meta_last){strndup(kv->key.ptr, kv->key.len), NULL, path};
+            if (!m->key) {
+                c->oom = true;
+                return;
+            }
+            c->last_n++;
+        }
+        if (m->value && dec_str_is(&kv->value, m->value)) continue; /* said again, unchanged */
+        char *val = strndup(kv->value.ptr, kv->value.len);
+        if (!val) {
+            c->oom = true;
+            return;
+        }
+        free(m->value);
+        m->value = val;
+        m->path = path;
+    }
+}
+
+/* The first metadata's value of `key`, or NULL. */
+static const char *first_value(const stats_ctx *c, const char *key) {
+    for (size_t i = 0; c->have_meta && i < c->meta_n; i++)
+        if (c->meta[2 * i] && !strcmp(c->meta[2 * i], key)) return c->meta[2 * i + 1];
+    return NULL;
+}
+
+/* A key whose last value is not the first metadata's. */
+static bool changed_later(const stats_ctx *c, const struct meta_last *m) {
+    const char *first = first_value(c, m->key);
+    return !first || !m->value || strcmp(first, m->value) != 0;
 }
 
 static struct runtime_workers *runtime_named(stats_ctx *c, const char *name, size_t len) {
@@ -278,6 +341,7 @@ static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_in
         if (!c->have_meta && F(ENTRIES) >= 0)
             keep_metadata(c, &ev->values[F(ENTRIES)], c->paths->paths[file_index]);
         if (F(ENTRIES) >= 0) note_runtimes(c, &ev->values[F(ENTRIES)]);
+        if (F(ENTRIES) >= 0) note_last_metadata(c, &ev->values[F(ENTRIES)], c->paths->paths[file_index]);
         break;
     case D9_SCH_STACK_ORIGIN: note_origin(c, ev); break;
     case D9_SCH_UPLOAD_LOSS:
@@ -487,6 +551,14 @@ static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     } else {
         fprintf(text_out, "metadata   none\n");
     }
+    size_t changed = 0;
+    for (size_t i = 0; i < c->last_n; i++) changed += changed_later(c, &c->last[i]);
+    if (!changed) return;
+    fprintf(text_out, "metadata   changed later: %zu (each key's last value, and the file that said it)\n", changed);
+    for (size_t i = 0; i < c->last_n; i++)
+        if (changed_later(c, &c->last[i]))
+            fprintf(text_out, "  %s = %s  (%s)\n", c->last[i].key, c->last[i].value ? c->last[i].value : "",
+                    c->last[i].path);
 }
 
 static void print_json(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
@@ -613,6 +685,32 @@ static void print_json(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     } else {
         d9_json_null(&j);
     }
+    d9_json_key(&j, "metadata_last"); /* every key's last value, over every SegmentMetadataEvent */
+    if (c->last_n) {
+        d9_json_object_begin(&j);
+        for (size_t i = 0; i < c->last_n; i++) {
+            d9_json_key(&j, c->last[i].key);
+            d9_json_string(&j, c->last[i].value ? c->last[i].value : "");
+        }
+        d9_json_object_end(&j);
+    } else {
+        d9_json_null(&j);
+    }
+    d9_json_key(&j, "metadata_changed"); /* the keys whose last value is not the first metadata's */
+    d9_json_array_begin(&j);
+    for (size_t i = 0; i < c->last_n; i++) {
+        if (!changed_later(c, &c->last[i])) continue;
+        const char *first = first_value(c, c->last[i].key);
+        d9_json_object_begin(&j);
+        d9_json_key(&j, "key"); d9_json_string(&j, c->last[i].key);
+        d9_json_key(&j, "first");
+        if (first) d9_json_string(&j, first);
+        else d9_json_null(&j);
+        d9_json_key(&j, "last"); d9_json_string(&j, c->last[i].value ? c->last[i].value : "");
+        d9_json_key(&j, "path"); d9_json_string(&j, c->last[i].path);
+        d9_json_object_end(&j);
+    }
+    d9_json_array_end(&j);
     d9_json_key(&j, "bytes"); d9_json_u64(&j, t.bytes);
     d9_json_key(&j, "input_bytes"); d9_json_u64(&j, t.input_bytes);
     d9_json_key(&j, "files");
@@ -711,6 +809,11 @@ int d9_cmd_stats(int argc, char **argv) {
     d9a_upload_loss_free(&c.upload_loss);
     for (size_t i = 0; c.meta && i < 2 * c.meta_n; i++) free(c.meta[i]);
     free(c.meta);
+    for (size_t i = 0; i < c.last_n; i++) {
+        free(c.last[i].key);
+        free(c.last[i].value);
+    }
+    free(c.last);
     free(c.method_of);
     free(results);
     d9_path_list_free(&paths);

@@ -39,6 +39,9 @@ double d9_collector_drain(d9_collector *c) {
     }
     d9_col_encode_upload_loss(c, false); /* deletions during the last drain's writes */
     double fullest = d9_col_merge(c);
+    /* after the sources' collect, which change it (the governor's notes); the run's last drain
+     * writes it whatever the time, so the last segment says how the run ended */
+    d9_col_encode_metadata_change(c, !c->hold_new_threads);
     d9_pause_ends_settle(c->threads, c->thread_count); /* before the hand-over frees the list */
     d9_col_hand_over(c);
     return fullest;
@@ -81,6 +84,7 @@ d9_collector *d9_collector_open(const d9_collector_config *cc, char *err, size_t
      * wrote that much, and a counted run's instructions depended on whether one had. */
     if (!d9_buf_grow(&c->out, 2 * FLUSH_BYTES)) d9_buf_clear(&c->out); /* grows later, or fails then */
     d9_buf_init(&c->scratch);
+    c->meta_rewrite_ns = META_REWRITE_NS;
     d9_run_metadata_describe_process(&c->meta, cc->service, cc->run_id);
     d9_run_metadata_set(&c->meta, "clock", "%s", cc->clock_name);
     d9_run_metadata_set(&c->meta, "sources", "polls,parks,wakes,tasks");
@@ -195,6 +199,7 @@ void d9_collector_close(d9_collector *c, d9_stats *final_stats) {
     d9_collector_drain(c);
     for (size_t i = 0; i < c->source_count; i++) c->sources[i]->close(c->sources[i]);
     c->source_count = 0;
+    d9_col_encode_metadata_change(c, true); /* what the sources said as they closed */
     d9_col_flush_out(c);
     /* segments the last writes' budget deleted: said in this last segment (a deletion during
      * that write is said by the next round) */

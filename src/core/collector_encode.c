@@ -113,6 +113,8 @@ static void encode_metadata(d9_collector *c, uint64_t ts) {
     c->meta_workers = d9_workers_count(); /* before listing them: a later one is caught later */
     /* DIAL9_THREAD_CPU=lazy: how many threads have opened their page so far (ThreadCpuPageEvent each) */
     if (d9_tcc_lazy_on()) d9_run_metadata_set(&c->meta, "thread_cpu_pages", "%u", d9_tcc_lazy_pages());
+    c->meta_version_written = c->meta.version;
+    c->meta_written_ns = c->now_ns;
     need_builtin(c, D9_SCH_SEGMENT_METADATA);
     d9_enc_event(&c->out, &c->st, D9_SCH_SEGMENT_METADATA, ts);
     d9_pool_frame map;
@@ -132,6 +134,30 @@ void d9_col_encode_preamble(d9_collector *c) {
     d9_clock_realtime_pair(&mono, &real);
     d9_enc_event(&c->out, &c->st, D9_SCH_CLOCK_SYNC, mono);
     d9_put_varint(&c->out, real);
+}
+
+void d9_col_encode_metadata_change(d9_collector *c, bool last) {
+    if (c->meta.version == c->meta_version_written) return;
+    if (!last && c->now_ns - c->meta_written_ns < c->meta_rewrite_ns) return;
+    ensure_stream(c);
+    if (c->meta.version == c->meta_version_written) return; /* a new segment's preamble said it */
+    size_t mark = c->out.len;
+    /* not before what this drain encoded already: no timestamp reset for it */
+    encode_metadata(c, c->st.ts_base > c->now_ns ? c->st.ts_base : c->now_ns);
+    c->meta_in_out = true;
+    if (c->out.len <= c->room || (mark == 0 && d9_segw_at_segment_start(c->w))) return;
+    /* No room left in this segment: the next one's preamble says it (or, when this write
+     * fails and no segment starts, the next drain). */
+    c->meta_in_out = false;
+    c->meta_version_written = ~c->meta.version;
+    c->meta_written_ns = 0;
+    c->out.len = mark;
+    d9_col_flush_out(c);
+    if (c->stream_open) {
+        d9_segw_rotate(c->w);
+        d9_col_writer_changed(c);
+    }
+    ensure_stream(c);
 }
 
 void d9_col_encode_other(d9_collector *c, const out_event *e) {

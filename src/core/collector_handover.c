@@ -47,7 +47,12 @@ void d9_col_flush_out(d9_collector *c) {
         atomic_fetch_add(&c->st_write_dropped, c->out_events);
         c->stream_open = false; /* the writer bumped its epoch; make sure we notice */
         c->write_failed = true;
+        if (c->meta_in_out) { /* the change it carried is said again, at the next drain */
+            c->meta_version_written = ~c->meta.version;
+            c->meta_written_ns = 0;
+        }
     }
+    c->meta_in_out = false;
     c->write_drops_in_out = 0;
     c->src_lost_in_out = 0;
     c->out_events = 0;

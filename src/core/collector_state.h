@@ -31,6 +31,11 @@
 #define MAX_SOURCES 8
 #define SCHEMA_SLOTS (D9_SCH_FIRST_CUSTOM + D9_MAX_EVENT_TYPES)
 #define DUMP_MAX_FRAMES 128
+/* Changed metadata is written again within the segment at most this often (and at most once a
+ * drain); the run's last drain writes it whatever the time. A whole SegmentMetadataEvent is
+ * ~3 KB with the defaults, and some notes change every second (the switch stacks' pacing, the
+ * governor's gaps): at most ~0.3 KB/s, a trace's size even when the program idles. */
+#define META_REWRITE_NS (10 * 1000000000ull)
 
 /* One event ready to encode: the record's values after the thread's decoding state (current
  * task, last park) has been applied, so it can be encoded twice if a rotation interrupts it. */
@@ -60,6 +65,10 @@ struct d9_collector {
     d9_segment_writer *w;
     d9_run_metadata meta;
     uint32_t meta_workers;     /* worker ids below this are in the segment's runtime.<name> lists */
+    uint64_t meta_version_written; /* meta.version as of the last SegmentMetadataEvent encoded */
+    uint64_t meta_written_ns;      /* ... and when (the drain's time) */
+    uint64_t meta_rewrite_ns;      /* META_REWRITE_NS (a test's own) */
+    bool meta_in_out;              /* `out` holds a changed metadata's rewrite: a failed write redoes it */
     d9_clock_map clock;
     uint64_t now_ticks, now_ns;
     uint64_t merge_heads_ns;   /* taken before this merge read the threads' heads (collector_switch_stack.h) */
@@ -127,6 +136,10 @@ void d9_col_source_event_to_out(d9_collector *c, const d9_src_event *se, out_eve
 
 /* collector_encode.c (the hot parts inline in collector_encode.h) */
 void d9_col_encode_preamble(d9_collector *c);
+/* The run's metadata again, whole, when it changed since the segment's last SegmentMetadataEvent
+ * and meta_rewrite_ns passed since then (`last`: whatever the time): part of the drain's one
+ * write. */
+void d9_col_encode_metadata_change(d9_collector *c, bool last);
 void d9_col_open_stream(d9_collector *c);
 
 /* collector_handover.c */

@@ -22,6 +22,7 @@ void d9_run_metadata_set(d9_run_metadata *m, const char *key, const char *fmt, .
     if (n < 0) return;
     for (int i = 0; i < m->count; i++) {
         if (strcmp(m->keys[i], key) == 0) {
+            if (strcmp(m->vals[i], val) != 0) m->version++;
             free(m->vals[i]);
             m->vals[i] = val;
             return;
@@ -35,6 +36,7 @@ void d9_run_metadata_set(d9_run_metadata *m, const char *key, const char *fmt, .
     }
     m->keys[m->count] = k;
     m->vals[m->count++] = val;
+    m->version++;
 }
 
 const char *d9_program_name(void) {

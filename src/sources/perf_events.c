@@ -1219,7 +1219,8 @@ static void apply_level(perf_src *s, d9_src_batch *out, uint64_t now) {
 }
 
 /* The time each sampled level's gaps between windows had the events closed, or open and
- * disabled, in the metadata (governor.between_windows; a segment's start writes it): what the
+ * disabled, in the metadata (governor.between_windows; written at a segment's start and, changed,
+ * within it at most every 10 s and at the run's end): what the
  * kernel paid for the switches in them (bench/e2e/counted_cost.py prices them by it). Counted
  * for the level and state since the last drain, before the level is applied again. */
 static void note_gaps(perf_src *s, uint64_t now) {

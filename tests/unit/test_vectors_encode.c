@@ -136,9 +136,42 @@ static void build_poll_cpu(tb *t) { poll_cpu_trace(t); }
  * records naming none or the former worker: whose worker each is (tests/unit/worker_change_trace.h). */
 static void build_worker_change(tb *t) { worker_change_trace(t); }
 
+/* Metadata that changes during a segment (the recorder writes it again, whole, in a drain after
+ * a change: collector_encode.c) and in the next stream: what `stats` reports as each key's last
+ * value, and what every reader must step over or keep. */
+static void build_metadata_changes(tb *t) {
+    const uint64_t T0 = 9000000000ull;
+    tb_stream(t);
+    static const char *const first[] = {"service", "vectors", "runtime.io", "0",
+                                        "governor", "budget 1% of one CPU",
+                                        "source.off_cpu", "active: every switch", NULL, NULL};
+    tb_metadata(t, T0, first);
+    uint32_t loc = tb_string(t, "src/server.c:42");
+    tb_spawn(t, T0 + 1 * US, 1, loc);
+    tb_poll(t, T0 + 10 * US, 50 * US, 0, 0, 1, loc);
+    static const char *const changed[] = {"service", "vectors", "runtime.io", "0",
+                                          "governor", "budget 1% of one CPU",
+                                          "source.off_cpu", "active: sampled 1 in 4",
+                                          "governor.between_windows", "1 in 4: events closed 0.750 s, open (disabled) 0.000 s",
+                                          NULL, NULL};
+    tb_metadata(t, T0 + 1 * MS, changed);
+    tb_poll(t, T0 + 2 * MS, 40 * US, 0, 0, 1, loc);
+    tb_stream(t); /* the next segment's start, in the same file here */
+    static const char *const next[] = {"service", "vectors", "runtime.io", "0,1",
+                                       "governor", "budget 1% of one CPU",
+                                       "source.off_cpu", "active: every switch",
+                                       "governor.between_windows", "1 in 4: events closed 1.500 s, open (disabled) 0.000 s",
+                                       NULL, NULL};
+    tb_metadata(t, T0 + 3 * MS, next);
+    loc = tb_string(t, "src/server.c:42");
+    tb_poll(t, T0 + 4 * MS, 30 * US, 1, 0, 1, loc);
+    tb_terminate(t, T0 + 5 * MS, 1);
+}
+
 static const vector vectors[] = {
     {"worked-example", build_worked_example},
     {"runtime", build_runtime},
+    {"metadata-changes", build_metadata_changes},
     {"dial9-parks-two-streams", build_dial9_parks_two_streams},
     {"custom-fields", build_custom_fields},
     {"attribution", build_attribution},

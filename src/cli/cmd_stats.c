@@ -16,6 +16,7 @@
 #include "cli/trace_reader.h"
 #include "cli/text_escape.h"
 #include "cli/truncated_ends.h"
+#include "common/u64_map.h"
 #include "common/u64_set.h"
 #include "format/schemas.h"
 
@@ -103,8 +104,11 @@ typedef struct stats_ctx {
     struct meta_last {
         char *key, *value;
         const char *path;
+        const char *first; /* its value in the first metadata (keep_metadata's copy), NULL: not there */
+        size_t same_hash;  /* 1 + the index of the next key of the same hash, 0: none */
     } *last;
     size_t last_n, last_cap;
+    d9_u64_map last_by_hash; /* key's hash -> 1 + the index of the newest key of that hash */
     /* runtime.<name> entries of every SegmentMetadataEvent: a worker that registers after
      * the first metadata is named only in a later one */
     struct runtime_workers {
@@ -164,33 +168,50 @@ static void keep_metadata(stats_ctx *c, const d9_value *v, const char *path) {
 
 static bool dec_str_is(const d9_dec_str *s, const char *z) { return z && strlen(z) == s->len && !memcmp(z, s->ptr, s->len); }
 
-/* The last value of each key, in the order the keys first appeared. */
-static void note_last_metadata(stats_ctx *c, const d9_value *v, const char *path) {
+/* FNV-1a: the map mixes it further. */
+static uint64_t key_hash(const char *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The key's entry, made (without a value) when new; NULL when out of memory. By hash: a run's
+ * metadata events times its keys would make a linear search quadratic. */
+static struct meta_last *last_entry(stats_ctx *c, const d9_dec_str *key, const char *path) {
+    uint64_t h = key_hash(key->ptr, key->len);
+    const uint64_t *head = d9_u64_map_get(&c->last_by_hash, h);
+    for (size_t i = head ? (size_t)*head : 0; i; i = c->last[i - 1].same_hash)
+        if (dec_str_is(key, c->last[i - 1].key)) return &c->last[i - 1];
+    if (c->last_n == c->last_cap) {
+        size_t cap = c->last_cap ? 2 * c->last_cap : 64;
+        struct meta_last *p = realloc(c->last, cap * sizeof *p);
+        if (!p) return NULL;
+        c->last = p;
+        c->last_cap = cap;
+    }
+    char *k = strndup(key->ptr, key->len);
+    if (!k) return NULL;
+    size_t next = head ? (size_t)*head : 0;
+    if (d9_u64_map_put(&c->last_by_hash, h, c->last_n + 1) != 0) {
+        free(k);
+        return NULL;
+    }
+    c->last[c->last_n] = (struct meta_last){k, NULL, path, NULL, next};
+    return &c->last[c->last_n++];
+}
+
+/* The last value of each key, in the order the keys first appeared; of the first metadata
+ * (first: the event keep_metadata copied), each key's value there too. */
+static void note_last_metadata(stats_ctx *c, const d9_value *v, const char *path, bool first) {
     if (!v || v->type != D9_FT_STRING_MAP || !v->present) return;
     for (uint32_t i = 0; i < v->map.count; i++) {
         const d9_dec_kv *kv = &v->map.items[i];
-        struct meta_last *m = NULL;
-        for (size_t k = 0; k < c->last_n && !m; k++)
-            if (dec_str_is(&kv->key, c->last[k].key)) m = &c->last[k];
+        struct meta_last *m = last_entry(c, &kv->key, path);
         if (!m) {
-            if (c->last_n == c->last_cap) {
-                size_t cap = c->last_cap ? 2 * c->last_cap : 64;
-                struct meta_last *p = realloc(c->last, cap * sizeof *p);
-                if (!p) {
-                    c->oom = true;
-                    return;
-                }
-                c->last = p;
-                c->last_cap = cap;
-            }
-            m = &c->last[c->last_n];
-            *m = (struct meta_last){strndup(kv->key.ptr, kv->key.len), NULL, path};
-            if (!m->key) {
-                c->oom = true;
-                return;
-            }
-            c->last_n++;
+            c->oom = true;
+            return;
         }
+        if (first && !m->first && i < c->meta_n) m->first = c->meta[2 * i + 1];
         if (m->value && dec_str_is(&kv->value, m->value)) continue; /* said again, unchanged */
         char *val = strndup(kv->value.ptr, kv->value.len);
         if (!val) {
@@ -203,17 +224,9 @@ static void note_last_metadata(stats_ctx *c, const d9_value *v, const char *path
     }
 }
 
-/* The first metadata's value of `key`, or NULL. */
-static const char *first_value(const stats_ctx *c, const char *key) {
-    for (size_t i = 0; c->have_meta && i < c->meta_n; i++)
-        if (c->meta[2 * i] && !strcmp(c->meta[2 * i], key)) return c->meta[2 * i + 1];
-    return NULL;
-}
-
 /* A key whose last value is not the first metadata's. */
-static bool changed_later(const stats_ctx *c, const struct meta_last *m) {
-    const char *first = first_value(c, m->key);
-    return !first || !m->value || strcmp(first, m->value) != 0;
+static bool changed_later(const struct meta_last *m) {
+    return !m->first || !m->value || strcmp(m->first, m->value) != 0;
 }
 
 static struct runtime_workers *runtime_named(stats_ctx *c, const char *name, size_t len) {
@@ -338,11 +351,14 @@ static int on_event(void *p, const d9_event *ev, d9_decoder *dec, size_t file_in
         break;
     }
     case D9_SCH_SEGMENT_METADATA:
-        if (!c->have_meta && F(ENTRIES) >= 0)
-            keep_metadata(c, &ev->values[F(ENTRIES)], c->paths->paths[file_index]);
+    {
+        bool first = !c->have_meta && F(ENTRIES) >= 0;
+        if (first) keep_metadata(c, &ev->values[F(ENTRIES)], c->paths->paths[file_index]);
         if (F(ENTRIES) >= 0) note_runtimes(c, &ev->values[F(ENTRIES)]);
-        if (F(ENTRIES) >= 0) note_last_metadata(c, &ev->values[F(ENTRIES)], c->paths->paths[file_index]);
+        if (F(ENTRIES) >= 0)
+            note_last_metadata(c, &ev->values[F(ENTRIES)], c->paths->paths[file_index], first && c->have_meta);
         break;
+    }
     case D9_SCH_STACK_ORIGIN: note_origin(c, ev); break;
     case D9_SCH_UPLOAD_LOSS:
         if (d9a_upload_loss_note(&c->upload_loss, ev) != 0) c->oom = true;
@@ -552,11 +568,11 @@ static void print_text(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
         fprintf(text_out, "metadata   none\n");
     }
     size_t changed = 0;
-    for (size_t i = 0; i < c->last_n; i++) changed += changed_later(c, &c->last[i]);
+    for (size_t i = 0; i < c->last_n; i++) changed += changed_later(&c->last[i]);
     if (!changed) return;
     fprintf(text_out, "metadata   changed later: %zu (each key's last value, and the file that said it)\n", changed);
     for (size_t i = 0; i < c->last_n; i++)
-        if (changed_later(c, &c->last[i]))
+        if (changed_later(&c->last[i]))
             fprintf(text_out, "  %s = %s  (%s)\n", c->last[i].key, c->last[i].value ? c->last[i].value : "",
                     c->last[i].path);
 }
@@ -699,8 +715,8 @@ static void print_json(stats_ctx *c, const d9_file_result *r, size_t nfiles) {
     d9_json_key(&j, "metadata_changed"); /* the keys whose last value is not the first metadata's */
     d9_json_array_begin(&j);
     for (size_t i = 0; i < c->last_n; i++) {
-        if (!changed_later(c, &c->last[i])) continue;
-        const char *first = first_value(c, c->last[i].key);
+        if (!changed_later(&c->last[i])) continue;
+        const char *first = c->last[i].first;
         d9_json_object_begin(&j);
         d9_json_key(&j, "key"); d9_json_string(&j, c->last[i].key);
         d9_json_key(&j, "first");
@@ -809,6 +825,7 @@ int d9_cmd_stats(int argc, char **argv) {
     d9a_upload_loss_free(&c.upload_loss);
     for (size_t i = 0; c.meta && i < 2 * c.meta_n; i++) free(c.meta[i]);
     free(c.meta);
+    d9_u64_map_free(&c.last_by_hash);
     for (size_t i = 0; i < c.last_n; i++) {
         free(c.last[i].key);
         free(c.last[i].value);

@@ -65,6 +65,7 @@ void d9a_free(d9a_analysis *a) {
     free(a->drop_reason);
     free(a->drop_count);
     free(a->meta);
+    d9_u64_map_free(&a->meta_by_key);
     d9a_coverage_free(&a->coverage);
     d9a_span_stats_free(&a->spans);
     d9m_coverage_free(&a->swcov);

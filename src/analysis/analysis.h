@@ -98,6 +98,11 @@ typedef struct d9a_kv {
     const char *key, *value;
 } d9a_kv;
 
+/* A metadata key whose value changed during the run (or that came after the first metadata). */
+typedef struct d9a_kv_change {
+    const char *key, *first, *last; /* first: NULL when the first metadata lacked the key */
+} d9a_kv_change;
+
 /* A data source: what the trace shows of it and what the recorder declared about it. */
 typedef struct d9a_source {
     const char *name;     /* polls, parks, wakes, tasks, schedstat, cpu_profile, ... */
@@ -265,8 +270,10 @@ typedef struct d9a_report {
     uint64_t dropped;
     const d9a_named_count *drops_by_reason;
     size_t ndrops;
-    const d9a_kv *metadata; /* the first SegmentMetadataEvent */
+    const d9a_kv *metadata; /* each key's last value over every SegmentMetadataEvent */
     size_t nmetadata;
+    const d9a_kv_change *metadata_changed; /* the keys whose last value is not the first one's */
+    size_t nmetadata_changed;
     const d9a_source *sources;
     size_t nsources;
     bool have_clock_sync;

@@ -159,31 +159,47 @@ static void resolve_window(d9a_analysis *a) {
     a->live_origin = a->opt.from.set ? a->win.from : a->first_ts;
 }
 
-static void copy_metadata(d9a_analysis *a, const d9_value *v) {
-    if (!v || !v->present || v->type != D9_FT_STRING_MAP) return;
-    a->have_meta = true;
-    a->meta = calloc((size_t)v->map.count * 2 + 1, sizeof *a->meta);
-    if (!a->meta) {
-        a->failed = true;
-        return;
+/* The key's entry in a->meta, made when new; NULL when out of memory. */
+static struct d9a_meta_entry *meta_entry(d9a_analysis *a, uint32_t key) {
+    const uint64_t *at = d9_u64_map_get(&a->meta_by_key, key);
+    if (at) return &a->meta[*at];
+    if (a->nmeta == a->meta_cap) {
+        size_t cap = a->meta_cap ? 2 * a->meta_cap : 32;
+        struct d9a_meta_entry *m = realloc(a->meta, cap * sizeof *m);
+        if (!m) return NULL;
+        a->meta = m;
+        a->meta_cap = cap;
     }
+    if (d9_u64_map_put(&a->meta_by_key, key, a->nmeta) != 0) return NULL;
+    a->meta[a->nmeta] = (struct d9a_meta_entry){key, D9A_NO_ID, D9A_NO_ID};
+    return &a->meta[a->nmeta++];
+}
+
+/* Every SegmentMetadataEvent: each key's last value for the report. What the models take from
+ * the metadata (the heap's rate, the schedstat source, the switch and poll CPU coverage) is
+ * the recording's configuration: from the first one only, as it was. */
+static void note_metadata(d9a_analysis *a, const d9_value *v) {
+    if (!v || !v->present || v->type != D9_FT_STRING_MAP) return;
+    bool first = !a->have_meta;
+    a->have_meta = true;
     for (uint32_t i = 0; i < v->map.count; i++) {
         const d9_dec_kv *kv = &v->map.items[i];
         uint32_t k = d9a_strings_intern(&a->strings, kv->key.ptr, kv->key.len);
         uint32_t val = d9a_strings_intern(&a->strings, kv->value.ptr, kv->value.len);
-        if (k == D9A_NO_ID || val == D9A_NO_ID) {
+        struct d9a_meta_entry *m = k == D9A_NO_ID || val == D9A_NO_ID ? NULL : meta_entry(a, k);
+        if (!m) {
             a->failed = true;
             return;
         }
+        if (first && m->first == D9A_NO_ID) m->first = val;
+        m->last = val;
+        if (!first) continue;
         if (kv->key.len == sizeof D9M_HEAP_RATE_KEY - 1 && !memcmp(kv->key.ptr, D9M_HEAP_RATE_KEY, kv->key.len))
             d9m_heap_note_rate(&a->heap, kv->value.ptr, kv->value.len);
         int ss = d9m_schedstat_from_metadata(kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
         if (ss >= 0) a->schedstat = (d9m_schedstat)ss;
         d9m_coverage_metadata(&a->swcov, kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
         d9a_poll_cpu_cover_metadata(&a->pcov, kv->key.ptr, kv->key.len, kv->value.ptr, kv->value.len);
-        a->meta[2 * a->nmeta] = k;
-        a->meta[2 * a->nmeta + 1] = val;
-        a->nmeta++;
     }
 }
 
@@ -498,7 +514,7 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
         return emit(a, &r);
     }
     case D9_SCH_SEGMENT_METADATA:
-        if (!a->have_meta && F(ENTRIES) >= 0) copy_metadata(a, &ev->values[F(ENTRIES)]);
+        if (F(ENTRIES) >= 0) note_metadata(a, &ev->values[F(ENTRIES)]);
         return a->failed ? -1 : 0;
     case D9_SCH_CLOCK_SYNC: {
         uint64_t real;

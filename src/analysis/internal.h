@@ -202,8 +202,13 @@ struct d9a_analysis {
     uint32_t *drop_reason;     /* string ids */
     uint64_t *drop_count;
     size_t ndrop, drop_cap;
-    uint32_t *meta;            /* key, value string ids of the first SegmentMetadataEvent */
-    size_t nmeta;
+    /* every SegmentMetadataEvent's keys, in the order they first came: the first one's value
+     * (D9A_NO_ID for a key it lacked) and the last (the recorder rewrites changed metadata) */
+    struct d9a_meta_entry {
+        uint32_t key, first, last; /* string ids */
+    } *meta;
+    size_t nmeta, meta_cap;
+    d9_u64_map meta_by_key; /* key's string id -> its index in meta */
     bool have_meta;
     bool have_clock;
     uint64_t clock_mono, clock_real;

@@ -420,7 +420,7 @@ static int build_sources(d9a_analysis *a, d9a_report *r) {
     size_t nk = sizeof known / sizeof known[0];
     size_t extra = 0;
     for (size_t i = 0; i < a->nmeta; i++)
-        if (!strncmp(str(a, a->meta[2 * i]), "source.", 7)) extra++;
+        if (!strncmp(str(a, a->meta[i].key), "source.", 7)) extra++;
     d9a_source *s = alloc_array(a, nk + extra, sizeof *s);
     if (!s) return -1;
     size_t n = 0;
@@ -432,19 +432,19 @@ static int build_sources(d9a_analysis *a, d9a_report *r) {
         x->events = known[k].events;
         for (int j = 0; j < 3 && known[k].keys[j] && !x->declared; j++) {
             for (size_t i = 0; i < a->nmeta; i++)
-                if (!strcmp(str(a, a->meta[2 * i]), known[k].keys[j])) {
-                    x->declared = str(a, a->meta[2 * i + 1]);
+                if (!strcmp(str(a, a->meta[i].key), known[k].keys[j])) {
+                    x->declared = str(a, a->meta[i].last);
                     used[i] = true;
                 }
         }
         x->active = x->events > 0 || (x->declared && !strncmp(x->declared, "active", 6));
     }
     for (size_t i = 0; i < a->nmeta; i++) {
-        const char *k = str(a, a->meta[2 * i]);
+        const char *k = str(a, a->meta[i].key);
         if (used[i] || strncmp(k, "source.", 7) != 0) continue;
         d9a_source *x = &s[n++];
         x->name = k + 7;
-        x->declared = str(a, a->meta[2 * i + 1]);
+        x->declared = str(a, a->meta[i].last);
         x->active = !strncmp(x->declared, "active", 6);
     }
     free(used);
@@ -577,10 +577,20 @@ int d9a_build_report(d9a_analysis *a) {
     r->drops_by_reason = drops;
     r->ndrops = a->ndrop;
     d9a_kv *meta = alloc_array(a, a->nmeta, sizeof *meta);
-    if (!meta) return -1;
-    for (size_t i = 0; i < a->nmeta; i++) meta[i] = (d9a_kv){str(a, a->meta[2 * i]), str(a, a->meta[2 * i + 1])};
+    d9a_kv_change *changed = alloc_array(a, a->nmeta, sizeof *changed);
+    if (!meta || !changed) return -1;
+    size_t nchanged = 0;
+    for (size_t i = 0; i < a->nmeta; i++) {
+        const struct d9a_meta_entry *m = &a->meta[i];
+        meta[i] = (d9a_kv){str(a, m->key), str(a, m->last)};
+        if (m->first != m->last)
+            changed[nchanged++] = (d9a_kv_change){str(a, m->key), m->first == D9A_NO_ID ? NULL : str(a, m->first),
+                                                  str(a, m->last)};
+    }
     r->metadata = meta;
     r->nmetadata = a->nmeta;
+    r->metadata_changed = changed;
+    r->nmetadata_changed = nchanged;
     r->have_clock_sync = a->have_clock;
     r->clock_mono_ns = a->clock_mono;
     r->clock_realtime_ns = a->clock_real;

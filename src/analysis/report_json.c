@@ -204,6 +204,19 @@ static void json_summary(jctx *c) {
     d9_json_object_begin(j);
     for (size_t i = 0; i < r->nmetadata; i++) d9_json_key_string(j, r->metadata[i].key, r->metadata[i].value);
     d9_json_object_end(j);
+    d9_json_key(j, "metadata_changed"); /* keys whose last value is not the first metadata's */
+    d9_json_array_begin(j);
+    for (size_t i = 0; i < r->nmetadata_changed; i++) {
+        const d9a_kv_change *m = &r->metadata_changed[i];
+        d9_json_object_begin(j);
+        d9_json_key_string(j, "key", m->key);
+        d9_json_key(j, "first");
+        if (m->first) d9_json_string(j, m->first);
+        else d9_json_null(j);
+        d9_json_key_string(j, "last", m->last);
+        d9_json_object_end(j);
+    }
+    d9_json_array_end(j);
     d9_json_key_u64(j, "unmatched_poll_starts", r->unmatched_poll_starts);
     d9_json_key_u64(j, "unmatched_poll_ends", r->unmatched_poll_ends);
     d9_json_key_u64(j, "late_records", r->late_records);

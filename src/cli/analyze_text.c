@@ -144,6 +144,16 @@ static void text_summary(const d9_analyze_render *R) {
         if (s->declared) fprintf(text_out, " (%s)", s->declared);
     }
     if (any_missing) putc('\n', text_out);
+    if (r->nmetadata_changed) { /* the recorder rewrites changed metadata: a source may have stopped */
+        fprintf(text_out, "  metadata       %zu key%s changed during the run (their last values count; --json: "
+                          "metadata_changed)\n",
+                r->nmetadata_changed, r->nmetadata_changed == 1 ? "" : "s");
+        for (size_t i = 0; i < r->nmetadata_changed; i++) {
+            const d9a_kv_change *m = &r->metadata_changed[i];
+            if (strncmp(m->key, "source.", 7) != 0) continue; /* runtimes' workers, governor notes: in JSON */
+            fprintf(text_out, "                 %s: %s -> %s\n", m->key, m->first ? m->first : "(not said)", m->last);
+        }
+    }
     for (size_t i = 0; i < r->ncoverage; i++) { /* governed sources (CoverageEvent) */
         const d9a_coverage_source *c = &r->coverage[i];
         if (!c->partial) {

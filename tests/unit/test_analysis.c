@@ -422,6 +422,65 @@ static void test_schedstat_stated_in_metadata(void) {
     }
 }
 
+/* Metadata rewritten during the run (the recorder writes changed metadata, and its sources'
+ * states as they close): the report takes each key's last value, the sources section says a
+ * source's last state, and the changed keys are listed with their first value. What the models
+ * read from the metadata stays the first one's (the recording's configuration). */
+static void test_metadata_changed_during_run(void) {
+    tb t = {0};
+    tb_stream(&t);
+    const char *first[] = {"service", "meta", "source.cpu_profile", "active: perf", "source.schedstat",
+                           "inactive: disabled by configuration", "runtime.io", "0", NULL};
+    tb_metadata(&t, T0, first);
+    uint32_t loc = tb_string(&t, "m.c:1");
+    tb_poll(&t, T0 + 1 * MS, 100 * US, 0, 0, 5, loc);
+    const char *later[] = {"service", "meta", "source.cpu_profile", "closed: EACCES after setuid", "runtime.io", "0,1",
+                           "source.schedstat", "active: read at most every 1000 us per thread", "governor.note",
+                           "1 in 4", NULL};
+    tb_metadata(&t, T0 + 2 * MS, later);
+    tb_poll(&t, T0 + 3 * MS, 100 * US, 1, 0, 6, loc);
+    tb_unpark(&t, T0 + 4 * MS, 0, 1 * MS, 0, 100); /* a zero wait: unread while schedstat was off */
+    d9a_analysis *a;
+    const d9a_report *r = tb_analyze(&a, &t, NULL);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK_EQ_U64(r->nmetadata, 5); /* each key once, in the order it first came */
+        const char *want[][2] = {{"service", "meta"},
+                                 {"source.cpu_profile", "closed: EACCES after setuid"},
+                                 {"source.schedstat", "active: read at most every 1000 us per thread"},
+                                 {"runtime.io", "0,1"},
+                                 {"governor.note", "1 in 4"}};
+        for (size_t i = 0; i < 5 && i < r->nmetadata; i++) {
+            CHECK_STR(r->metadata[i].key, want[i][0]);
+            CHECK_STR(r->metadata[i].value, want[i][1]);
+        }
+        CHECK_EQ_U64(r->nmetadata_changed, 4);
+        const char *changed[][3] = {{"source.cpu_profile", "active: perf", "closed: EACCES after setuid"},
+                                    {"source.schedstat", "inactive: disabled by configuration",
+                                     "active: read at most every 1000 us per thread"},
+                                    {"runtime.io", "0", "0,1"},
+                                    {"governor.note", NULL, "1 in 4"}};
+        for (size_t i = 0; i < 4 && i < r->nmetadata_changed; i++) {
+            const d9a_kv_change *m = &r->metadata_changed[i];
+            CHECK_STR(m->key, changed[i][0]);
+            if (changed[i][1]) CHECK(m->first && !strcmp(m->first, changed[i][1]));
+            else CHECK(m->first == NULL);
+            CHECK_STR(m->last, changed[i][2]);
+        }
+        const char *cpu_declared = NULL;
+        for (size_t i = 0; i < r->nsources; i++)
+            if (!strcmp(r->sources[i].name, "cpu_profile")) cpu_declared = r->sources[i].declared;
+        CHECK(cpu_declared && !strcmp(cpu_declared, "closed: EACCES after setuid"));
+        /* the schedstat source as configured at the start: off, so the missing delays are flagged */
+        bool flagged = false;
+        for (size_t i = 0; i < r->nflags; i++)
+            flagged |= !strcmp(r->flags[i].title, "no kernel scheduling delay on unpark events");
+        CHECK(flagged);
+    }
+    d9a_free(a);
+    d9_buf_free(&t.b);
+}
+
 /* A wake that comes while the task's own poll runs leaves it runnable only from that poll's end:
  * the delay to its next poll is counted from there (as dial9 and the viewer do), not from the
  * wake (that would add the rest of the poll). */
@@ -740,6 +799,7 @@ int main(void) {
     test_switch_and_idle();
     test_unread_schedstat_absent();
     test_schedstat_stated_in_metadata();
+    test_metadata_changed_during_run();
     test_wake_during_own_poll();
     test_sample_matches_switch();
     test_task_leak();

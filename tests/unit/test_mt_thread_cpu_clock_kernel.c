@@ -112,9 +112,15 @@ static void busy_loops(void) {
     /* the thread's first value leaves no line, so the next reads with no page update between
      * (outside the window counted below: 1 read more than updates in 2 of 60 loaded runs) */
     CHECK(cpu_value(true) != D9_TCC_NONE);
-    uint64_t first = cpu_value(true);
+    /* a line: from the page or the exact read; a read the thread got more than the park slack
+     * after the hook's time (preempted between them: CI's TSan run on a loaded host) is stamped
+     * then and leaves none, and the next unpark reads again */
+    uint64_t first;
+    int late = 0;
+    while ((first = cpu_value(true)) != D9_TCC_NONE && (s->lock & 1) && late < 1000) late++;
     CHECK(first != D9_TCC_NONE);
-    CHECK((s->lock & 1) == 0); /* a line: from the page or the exact read */
+    CHECK((s->lock & 1) == 0);
+    if (late) printf("first line: after %d late reads\n", late);
     uint64_t prev = first, first_thread_cpu = thread_cpu_ns(), first_base = s->base_ns;
     /* the switches counted lie inside the page's window: read after its start, before its end */
     uint32_t lock_before = s->page->lock, reads_before = s->exact_reads;

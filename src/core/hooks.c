@@ -589,6 +589,8 @@ static __attribute__((noinline)) void unpark_poll_begin_no_page(uint64_t woken, 
 void d9__unpark_wake_ready_poll_begin(uint64_t woken, uint64_t task_id, const d9_loc *where) {
     uint32_t loc = loc_id_if_known(where);
     enum cpu_source from = cpu_source();
+    /* !where: loc is 0 then too, but said so the compiler does not compute loc branch-free
+     * before the tests (+1 instruction on syscall's path, callgrind) */
     if (__builtin_expect(!where || !loc || from != CPU_FROM_PAGE, 0)) {
         if (from == CPU_NO_PAGE) unpark_poll_begin_no_page(woken, task_id, where);
         else unpark_poll_begin_any(woken, task_id, where);

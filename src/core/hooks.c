@@ -240,6 +240,19 @@ static inline __attribute__((always_inline)) uint64_t park_cpu_time(d9_thread *t
     return cpu;
 }
 
+/* Where the calling thread's park and unpark take its CPU time this recording, tested once at a
+ * hook's entry: its page (the page paths), none to be had (syscall's paths without a call to
+ * be told so: a lazy thread before its first long poll, one refused), or ask (the general
+ * paths: DIAL9_THREAD_CPU=syscall, and a thread not set up yet under this recording). */
+enum cpu_source { CPU_FROM_PAGE, CPU_NO_PAGE, CPU_GENERAL };
+static inline __attribute__((always_inline)) enum cpu_source cpu_source(void) {
+    uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
+    if (__builtin_expect(!gen, 0)) return CPU_GENERAL;
+    uint32_t differs = d9__tls_cpu_clock.gen ^ gen;
+    if (__builtin_expect(!differs, 1)) return CPU_FROM_PAGE;
+    return differs == D9_TCC_LAZY || differs == D9_TCC_NO_PAGE ? CPU_NO_PAGE : CPU_GENERAL;
+}
+
 /* Every park and unpark carries the thread's CPU time (dial9 requires cpu_time_ns on both;
  * park_cpu_time) and, when due, schedstat's run-queue wait (at most one read per
  * DIAL9_SCHEDSTAT_RESOLUTION_US per thread). The slow twin registers the thread and reads
@@ -346,12 +359,79 @@ static inline __attribute__((always_inline)) void park_fast(unsigned kind, uint6
     d9_thread_commit(t, words);
 }
 
+/* park_fast for a thread the hook found without its page this recording (CPU_NO_PAGE: lazy
+ * before its first long poll, or refused): syscall's path, the CPU time by the system call's
+ * rules alone, not asked of the page first (a test of the thread's gen each, ~9 instructions).
+ * A copy, not park_fast with a flag: that flag, even constant, changed park_fast's code for the
+ * other callers (+4 instructions a park + unpark with DIAL9_THREAD_CPU=syscall, callgrind). */
+static inline __attribute__((always_inline)) uint64_t no_page_cpu_time(d9_thread *t, unsigned kind) {
+    uint32_t key = __atomic_load_n(&d9_thread_cpu_time_key[kind == D9_REC_UNPARK], __ATOMIC_RELAXED);
+    if (kind == D9_REC_UNPARK && t->park_cpu_key == key) {
+        t->park_cpu_key = 0;
+        return t->park_cpu_ns;
+    }
+    if (kind == D9_REC_PARK) t->park_cpu_key = key;
+    uint64_t cpu = (key & 3) == D9_THREAD_CPU_TIME_OFF ? 0 : d9_thread_cpu_time_ns();
+    if (kind == D9_REC_PARK) t->park_cpu_ns = cpu;
+    return cpu;
+}
+static inline __attribute__((always_inline)) void park_fast_no_page(unsigned kind, uint64_t given_now, uint64_t woken) {
+    const bool with_end = kind == D9_REC_PARK && woken;
+    d9_thread *t = d9__tls_thread;
+    if (__builtin_expect(!t, 0)) {
+        park_record(kind, given_now, given_now ? CPU_NOT_READ : 0, with_end, with_end);
+        if (woken && !with_end) d9__wake_ready(woken);
+        return;
+    }
+    uint64_t cpu = CPU_NOT_READ;
+    if (kind == D9_REC_PARK && !given_now) {
+        cpu = no_page_cpu_time(t, kind);
+        t = d9__tls_thread;
+    }
+    uint64_t now = given_now ? given_now : d9_clock_ticks();
+    uint64_t wait = D9_NS_UNKNOWN;
+    if (__atomic_load_n(&d9_schedstat_enabled, __ATOMIC_RELAXED)) {
+        if (__builtin_expect(
+                now - t->schedstat_ticks >= __atomic_load_n(&d9_schedstat_min_ticks, __ATOMIC_RELAXED) ||
+                    t->schedstat_run != __atomic_load_n(&d9_schedstat_run, __ATOMIC_RELAXED),
+                0)) {
+            park_record(kind, now, cpu, with_end, with_end);
+            if (woken && !with_end) d9__wake_ready(woken);
+            return;
+        }
+        wait = D9_NS_NOT_READ;
+    }
+    if (cpu == CPU_NOT_READ) cpu = no_page_cpu_time(t, kind);
+    t = d9__tls_thread;
+    t->unpark_ticks = kind == D9_REC_UNPARK ? now : 0;
+    __atomic_store_n(&t->parked, kind == D9_REC_PARK, __ATOMIC_RELAXED);
+    const uint64_t words = woken && !with_end ? D9_REC_WORDS_UNPARK_WAKE : D9_REC_WORDS_PARK;
+    uint64_t *r = d9_thread_reserve(t, words);
+    if (__builtin_expect(!r, 0)) {
+        if (woken) count_second_drop(t);
+        return;
+    }
+    r[0] = D9_REC_HEADER(now, with_end ? D9_REC_POLL_END_PARK : woken ? D9_REC_UNPARK_WAKE : kind);
+    r[1] = cpu;
+    r[2] = wait;
+    r[3] = t->local_queue;
+    if (woken && !with_end) r[4] = woken;
+    d9_thread_commit(t, words);
+}
+
 /* given_now: the clock read at the hook's entry by park_page (0: park_fast reads it). */
 static __attribute__((noinline)) void park_any(unsigned kind, uint64_t given_now) { park_fast(kind, given_now, 0); }
 /* An unpark with its first ready wake where park_page does not take it (no task-clock page, its
  * tests failed): park_fast's one record, or two where park_record takes over. */
 static __attribute__((noinline)) void park_any_wake(uint64_t given_now, uint64_t woken) {
     park_fast(D9_REC_UNPARK, given_now, woken);
+}
+/* The same for a thread the hook found without its page (CPU_NO_PAGE): syscall's instructions. */
+static __attribute__((noinline)) void park_no_page(unsigned kind, uint64_t given_now) {
+    park_fast_no_page(kind, given_now, 0);
+}
+static __attribute__((noinline)) void park_no_page_wake(uint64_t given_now, uint64_t woken) {
+    park_fast_no_page(D9_REC_UNPARK, given_now, woken);
 }
 
 /* park_page's cases it does not take: park_any's records at the time it read, then the poll's
@@ -382,9 +462,8 @@ static inline __attribute__((always_inline)) void park_page(unsigned kind, uint6
     const uint64_t unpark_words = woken ? D9_REC_WORDS_UNPARK_WAKE : D9_REC_WORDS_PARK;
     const uint64_t words = unpark_words + (begin_loc ? D9_REC_WORDS_POLL_BEGIN : 0);
     d9_thread *t = d9__tls_thread;
-    d9_tcc_state *s = &d9__tls_cpu_clock;
-    uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
-    if (__builtin_expect(!t || !gen || s->gen != gen, 0)) goto other;
+    d9_tcc_state *s = &d9__tls_cpu_clock; /* its page this recording's: the hook tested (cpu_source) */
+    if (__builtin_expect(!t, 0)) goto other;
     uint32_t lock = s->page->lock;
     __asm__ __volatile__("" ::: "memory"); /* as d9_thread_cpu_clock_ns: the lock before the rest */
     double ns_per_tick;
@@ -456,15 +535,19 @@ static __attribute__((noinline)) void park_page_unpark_wake(uint64_t woken) {
  * +44 instructions a request that way (natively ~0.3 a request do: bench/README.md). */
 void d9__park(void) { park_fast(D9_REC_PARK, 0, 0); }
 void d9__unpark(void) {
-    if (__builtin_expect(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0, 1)) park_page_unpark();
-    else park_any(D9_REC_UNPARK, 0);
+    enum cpu_source from = cpu_source();
+    if (__builtin_expect(from == CPU_FROM_PAGE, 1)) park_page_unpark();
+    else if (__builtin_expect(from == CPU_GENERAL, 1)) park_any(D9_REC_UNPARK, 0);
+    else park_no_page(D9_REC_UNPARK, 0);
 }
 
 /* An unpark and the readiness wake of the first task its poller returned (woken != 0, the
  * inline wrapper tests): one clock read, one record, one commit; the collector emits the two
  * events d9__unpark and d9__wake_ready would have made, at the same tick. */
 void d9__unpark_wake_ready(uint64_t woken) {
-    if (__builtin_expect(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) != 0, 1)) park_page_unpark_wake(woken);
+    enum cpu_source from = cpu_source();
+    if (__builtin_expect(from == CPU_FROM_PAGE, 1)) park_page_unpark_wake(woken);
+    else if (from == CPU_NO_PAGE) park_no_page_wake(0, woken);
     else park_any_wake(0, woken);
 }
 
@@ -494,15 +577,28 @@ static __attribute__((noinline)) void unpark_poll_begin_any(uint64_t woken, uint
     else park_any(D9_REC_UNPARK, now);
     poll_begin_slow_at(task_id, loc, now);
 }
+/* The same for a thread the hook found without its page (CPU_NO_PAGE). */
+static __attribute__((noinline)) void unpark_poll_begin_no_page(uint64_t woken, uint64_t task_id, const d9_loc *where) {
+    uint32_t loc = d9_loc_id(where);
+    uint64_t now = d9_clock_ticks();
+    if (woken) park_no_page_wake(now, woken);
+    else park_no_page(D9_REC_UNPARK, now);
+    poll_begin_slow_at(task_id, loc, now);
+}
 
 void d9__unpark_wake_ready_poll_begin(uint64_t woken, uint64_t task_id, const d9_loc *where) {
     uint32_t loc = loc_id_if_known(where);
-    if (__builtin_expect(loc == 0 || __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) == 0, 0))
-        unpark_poll_begin_any(woken, task_id, where);
-    else if (__builtin_expect(!__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED), 0))
+    enum cpu_source from = cpu_source();
+    /* !where: loc is 0 then too, but said so the compiler does not compute loc branch-free
+     * before the tests (+1 instruction on syscall's path, callgrind) */
+    if (__builtin_expect(!where || !loc || from != CPU_FROM_PAGE, 0)) {
+        if (from == CPU_NO_PAGE) unpark_poll_begin_no_page(woken, task_id, where);
+        else unpark_poll_begin_any(woken, task_id, where);
+    } else if (__builtin_expect(!__atomic_load_n(&d9_clock_use_tsc, __ATOMIC_RELAXED), 0)) {
         unpark_begin_other_clock(woken, task_id, loc);
-    else /* the TSC: park_page inline, nothing called but in tail position, no frame */
+    } else { /* the TSC: park_page inline, nothing called but in tail position, no frame */
         unpark_begin_at(__rdtsc(), woken, task_id, loc);
+    }
 }
 
 /* A poll's end and the park right after it: the loop's last callback returned and its poller
@@ -530,29 +626,32 @@ SLOW bool poll_end_alone_slow(uint64_t now) {
 }
 
 /* The general path at the hook's time `now`: the poll's end's parts, then park_fast's. */
-static inline __attribute__((always_inline)) void poll_end_park_body(uint64_t now) {
+static inline __attribute__((always_inline)) void poll_end_park_body(uint64_t now, bool no_page) {
     d9_thread *t = d9__tls_thread;
     if (__builtin_expect(t != NULL, 1)) { /* POLL_END_BODY's, but the record: the park's has it */
-        if (__builtin_expect(!d9_poll_cpu_quiet(), 0) && poll_end_alone_slow(now)) {
+        if (__builtin_expect(!d9_poll_cpu_quiet(), 0) && !d9_poll_cpu_lazy_short(now) && poll_end_alone_slow(now)) {
             park_record(D9_REC_PARK, now, CPU_NOT_READ, false, true); /* at the end's time */
             return;
         }
         __atomic_store_n(&t->in_poll, false, __ATOMIC_RELAXED);
         d9_rule_wake_poll_end(now);
     }
-    park_fast(D9_REC_PARK, now, WITH_POLL_END);
+    if (no_page) park_fast_no_page(D9_REC_PARK, now, WITH_POLL_END);
+    else park_fast(D9_REC_PARK, now, WITH_POLL_END);
 }
 
 /* Every call on a thread of a recording without the task-clock page (DIAL9_THREAD_CPU=syscall,
  * perf refused): the hook as it was, its clock read inside (not cold: a cold function is
  * compiled for size, its inline helpers then calls). */
-static __attribute__((noinline)) void poll_end_park_general(void) { poll_end_park_body(d9_clock_ticks()); }
+static __attribute__((noinline)) void poll_end_park_general(void) { poll_end_park_body(d9_clock_ticks(), false); }
+/* The same for a thread the hook found without its page (CPU_NO_PAGE). */
+static __attribute__((noinline)) void poll_end_park_no_page(void) { poll_end_park_body(d9_clock_ticks(), true); }
 
 /* The fast path's tests failed: the general path at its time, and what the next fast path
  * decides from kept anew where it was stale (schedstat.h). Not cold either: under valgrind's
  * thread switches most parks come here (the page moved), and natively ~0.3 a request. */
 static __attribute__((noinline)) void poll_end_park_slow(uint64_t now) {
-    poll_end_park_body(now);
+    poll_end_park_body(now, false);
     d9_thread *t = d9__tls_thread;
     d9_schedstat_keep_if_stale(t, now);
 }
@@ -565,10 +664,8 @@ static __attribute__((noinline)) void poll_end_park_slow(uint64_t now) {
  * calls nothing but in tail position: no frame, no register saved. */
 static inline __attribute__((always_inline)) void poll_end_park_at(uint64_t now) {
     d9_thread *t = d9__tls_thread;
-    d9_tcc_state *s = &d9__tls_cpu_clock;
-    uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
-    if (__builtin_expect(!t || !gen || s->gen != gen || __atomic_load_n(&d9_rule_wake_on, __ATOMIC_RELAXED), 0))
-        goto slow;
+    d9_tcc_state *s = &d9__tls_cpu_clock; /* its page this recording's: the hook tested (cpu_source) */
+    if (__builtin_expect(!t || __atomic_load_n(&d9_rule_wake_on, __ATOMIC_RELAXED), 0)) goto slow;
     uint32_t lock = s->page->lock;
     __asm__ __volatile__("" ::: "memory"); /* as d9_thread_cpu_clock_ns: the lock before the rest */
     double ns_per_tick;
@@ -600,8 +697,10 @@ slow:
 static __attribute__((noinline)) void poll_end_park_other_clock(void) { poll_end_park_at(d9_mono_ns()); }
 
 void d9__poll_end_park(void) {
-    if (__builtin_expect(__atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED) == 0, 0)) {
-        poll_end_park_general();
+    enum cpu_source from = cpu_source();
+    if (__builtin_expect(from != CPU_FROM_PAGE, 0)) {
+        if (from == CPU_NO_PAGE) poll_end_park_no_page();
+        else poll_end_park_general();
         return;
     }
     UNLESS_TSC(poll_end_park_other_clock());
@@ -748,7 +847,7 @@ SLOW void poll_end_terminate_at(uint64_t task_id, uint64_t now) {
     d9_thread *t = d9_thread_current();
     if (__builtin_expect(t == NULL, 0)) return;
     uint64_t *r;
-    if (!d9_poll_cpu_quiet()) {
+    if (!d9_poll_cpu_nothing_due(now)) {
         if ((r = d9_thread_reserve(t, D9_REC_WORDS_POLL_END)) != NULL) {
             POLL_END_BODY(now);
         }
@@ -786,7 +885,7 @@ void d9__poll_end_terminate(uint64_t task_id) {
 void d9__poll_end_terminate_park(uint64_t task_id) {
     uint64_t now = d9_clock_ticks();
     d9_thread *t = d9__tls_thread;
-    if (__builtin_expect(t != NULL && t->head + POLL_END_TERMINATE_WORDS <= t->limit && d9_poll_cpu_quiet(), 1)) {
+    if (__builtin_expect(t != NULL && t->head + POLL_END_TERMINATE_WORDS <= t->limit && d9_poll_cpu_nothing_due(now), 1)) {
         uint64_t *r = t->ring + (t->head & t->mask);
         POLL_END_TERMINATE_BODY(now);
     } else {

@@ -50,7 +50,19 @@ int d9_poll_cpu_start(bool page) {
                  (unsigned long long)min_us);
     }
     __atomic_store_n(&g_min_ns, min_ns, __ATOMIC_RELAXED);
+    double ns_per_tick;
+    __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
+    d9_poll_cpu_set_ns_per_tick(ns_per_tick);
     return 0;
+}
+
+uint64_t d9_poll_cpu_lazy_min_ticks;
+
+void d9_poll_cpu_set_ns_per_tick(double ns_per_tick) {
+    uint64_t min_ns = __atomic_load_n(&g_min_ns, __ATOMIC_RELAXED);
+    /* rounded down: a poll at the bound goes to the slow twin, whose test is the exact one */
+    uint64_t ticks = min_ns && ns_per_tick > 0 ? (uint64_t)((double)min_ns / ns_per_tick) : 0;
+    __atomic_store_n(&d9_poll_cpu_lazy_min_ticks, ticks, __ATOMIC_RELAXED);
 }
 
 const char *d9_poll_cpu_reason(void) { return g_reason; }

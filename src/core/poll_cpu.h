@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "core/thread_cpu_clock.h"
+#include "core/thread_cpu_clock_lazy.h"
 
 /* The thread's page moved since its last CPU-time value (or that value left no line), before a
  * poll's begin: read the task clock now (one system call), so that the poll's begin has a
@@ -49,14 +50,22 @@ bool d9_poll_cpu_end_due(uint64_t end_ticks, uint64_t begin_ticks);
 /* d9_poll_cpu_end_begin's when the page moved. */
 void d9_poll_cpu_end_begin_slow(uint64_t ticks);
 
+/* DIAL9_POLL_CPU_MIN_US in the recorder's ticks, rounded down (0 until the TSC's slope is known):
+ * a lazy thread's poll shorter than this is decided at its end inline, not by the slow twin. */
+extern uint64_t d9_poll_cpu_lazy_min_ticks __attribute__((visibility("hidden")));
+/* The ticks per ns changed (d9_start, the collector's TSC slope): d9_poll_cpu_lazy_min_ticks anew. */
+void d9_poll_cpu_set_ns_per_tick(double ns_per_tick);
+
 /* At a poll's begin (the hook's time `ticks`): the page's lock is the thread's last value's
- * (the anchor of its CPU time), or made so. */
+ * (the anchor of its CPU time), or made so. A lazy thread without its page (whose poll_page's
+ * lock is never its own) has nothing to make: its end measures the poll's wall time. */
 static inline __attribute__((always_inline)) void d9_poll_cpu_begin(uint64_t ticks) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
     s->poll_ticks = ticks;
     uint32_t lock = s->lock;
     s->poll_lock = lock; /* the slow twin sets it again after its new anchor */
-    if (__builtin_expect(s->poll_page->lock != lock, 0)) d9_poll_cpu_begin_slow(ticks);
+    if (__builtin_expect(s->poll_page->lock != lock, 0) && s->poll_page != &d9_tcc_lazy_page)
+        d9_poll_cpu_begin_slow(ticks);
 }
 
 /* No switch inside the poll so far (the page did not move since its begin's lock): its end has
@@ -65,17 +74,33 @@ static inline __attribute__((always_inline)) bool d9_poll_cpu_quiet(void) {
     return d9__tls_cpu_clock.poll_page->lock == d9__tls_cpu_clock.poll_lock;
 }
 
+/* A lazy thread without its page (thread_cpu_clock_lazy.h) whose poll ending at `ticks` is
+ * shorter than DIAL9_POLL_CPU_MIN_US: nothing to record, decided here (a compare of its wall
+ * ticks), not in the slow twin. Only tested where the page's quiet test failed. */
+static inline __attribute__((always_inline)) bool d9_poll_cpu_lazy_short(uint64_t ticks) {
+    const d9_tcc_state *s = &d9__tls_cpu_clock;
+    return s->poll_page == &d9_tcc_lazy_page &&
+           ticks - s->poll_ticks < __atomic_load_n(&d9_poll_cpu_lazy_min_ticks, __ATOMIC_RELAXED);
+}
+
+/* The poll ending at `ticks` records nothing more than its end: quiet, or a lazy thread's short
+ * poll. */
+static inline __attribute__((always_inline)) bool d9_poll_cpu_nothing_due(uint64_t ticks) {
+    return __builtin_expect(d9_poll_cpu_quiet(), 1) || d9_poll_cpu_lazy_short(ticks);
+}
+
 /* At a poll's end, last in the hook (a tail call when taken: the hook's fast path keeps no
- * frame): nothing unless the page moved since the begin's lock. */
+ * frame): nothing unless the page moved since the begin's lock (or a lazy thread's poll is long). */
 static inline __attribute__((always_inline)) void d9_poll_cpu_end(uint64_t ticks) {
-    if (__builtin_expect(!d9_poll_cpu_quiet(), 0)) d9_poll_cpu_end_slow(ticks, d9__tls_cpu_clock.poll_ticks);
+    if (__builtin_expect(!d9_poll_cpu_quiet(), 0) && !d9_poll_cpu_lazy_short(ticks))
+        d9_poll_cpu_end_slow(ticks, d9__tls_cpu_clock.poll_ticks);
 }
 
 /* A poll's end and the next one's begin at one time (d9__poll_end_begin): one test for both
  * (the page did not move since the begin, so no new anchor was taken: poll_lock is still
- * `lock`, the next begin's). */
+ * `lock`, the next begin's; a lazy thread's short poll: its next begin is this time). */
 static inline __attribute__((always_inline)) void d9_poll_cpu_end_begin(uint64_t ticks) {
-    if (__builtin_expect(!d9_poll_cpu_quiet(), 0)) {
+    if (__builtin_expect(!d9_poll_cpu_quiet(), 0) && !d9_poll_cpu_lazy_short(ticks)) {
         d9_poll_cpu_end_begin_slow(ticks);
         return;
     }

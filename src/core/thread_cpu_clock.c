@@ -623,6 +623,7 @@ void d9_thread_cpu_clock_stop(void) {
 
 void d9_thread_cpu_clock_set_ns_per_tick(double ns_per_tick) {
     __atomic_store(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
+    d9_poll_cpu_set_ns_per_tick(ns_per_tick); /* a lazy thread's inline test of a poll's length */
 }
 
 const char *d9_thread_cpu_clock_reason(void) { return g_reason; }

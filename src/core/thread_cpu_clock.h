@@ -272,7 +272,7 @@ static inline __attribute__((always_inline)) uint64_t d9_thread_cpu_clock_ns(d9_
         double ns_per_tick;
         __atomic_load(&d9_thread_cpu_ns_per_tick, &ns_per_tick, __ATOMIC_RELAXED);
         if (__builtin_expect(lock == s->lock && ns_per_tick > 0, 1)) return d9_tcc_estimate(s, now_ticks, ns_per_tick);
-    } else if ((s->gen ^ gen) == D9_TCC_LAZY || (s->gen ^ gen) == D9_TCC_NO_PAGE) {
+    } else if (!((s->gen ^ gen) & ~(D9_TCC_LAZY | D9_TCC_NO_PAGE))) { /* one of them (never both) */
         return D9_TCC_NONE; /* no page under this recording (lazy, or refused): no call to be told so */
     }
     return d9_thread_cpu_clock_slow(s, use, now_ticks);

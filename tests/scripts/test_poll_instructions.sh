@@ -120,6 +120,21 @@ BOUND_UV_REQUEST_MONOTONIC=400
 BOUND_UV_REQUEST_TSC=315
 CLOCK_CALLS_UV_REQUEST=5.2
 
+# DIAL9_THREAD_CPU=lazy, a thread before its first long poll (no page yet;
+# DIAL9_POLL_CPU_MIN_US=10000000 so that no poll opens it), CLOCK_MONOTONIC: the hooks took the
+# page's paths and failed into their no-page fallbacks, and each poll the slow twins that
+# measure it: mcrequest 479.1, park 271.2, request 739.1 (syscall's 314.1, 196.2, 484.1). Issue
+# 32 (lazyhooks, 2026-12-07): the hook's entry tells a thread without its page (cpu_source,
+# core/hooks.c) and takes syscall's paths, and a poll's end compares its wall ticks with the
+# threshold inline (poll_cpu.h, d9_poll_cpu_lazy_short): 313.2, 205.1, 494.1 (syscall's 312.1,
+# 196.1, 485.1 then). Bounds: syscall's + 5 %; each fails on the code before.
+BOUND_MC_REQUEST_LAZY_MONOTONIC=330
+BOUND_PARK_LAZY_MONOTONIC=206
+BOUND_UV_REQUEST_LAZY_MONOTONIC=510
+CLOCK_CALLS_LAZY_MC_REQUEST=3.2 # the park's CPU time by system call, as syscall's
+CLOCK_CALLS_LAZY_PARK=3
+CLOCK_CALLS_LAZY_UV_REQUEST=6.2
+
 dir=$(mktemp -d "${TMPDIR:-/tmp}/poll-instructions.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 for v in $(env | sed -n 's/^\(DIAL9_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
@@ -140,7 +155,7 @@ count() { # kind clock pairs -> instructions inside the two hooks, clock_gettime
   [ "${1%_split}" = mcrequest ] && hooks=(--toggle-collect='d9__park' --toggle-collect='d9__unpark'
     --toggle-collect='d9__wake_ready' --toggle-collect='d9__unpark_wake_ready' --toggle-collect='d9__unpark_wake_ready_poll_begin'
     --toggle-collect='d9__poll_begin' --toggle-collect='d9__poll_end' --toggle-collect='d9__poll_end_park')
-  D9_BENCH_PAIRS=$1 D9_BENCH_CONFIG_FROM_ENV=1 DIAL9_SCHEDSTAT_RESOLUTION_US=1000000 DIAL9_CLOCK=$2 \
+  env ${count_env:-} D9_BENCH_PAIRS=$1 D9_BENCH_CONFIG_FROM_ENV=1 DIAL9_SCHEDSTAT_RESOLUTION_US=1000000 DIAL9_CLOCK=$2 \
     valgrind --tool=callgrind --callgrind-out-file="$out" "${hooks[@]}" \
     "$bench" --instructions "$3" >"$out.stdout" 2>"$out.stderr" || {
       echo "FAIL: $1 pairs, DIAL9_CLOCK=$2 d9_bench --instructions $3 under callgrind failed" >&2
@@ -170,7 +185,7 @@ fits_checked() { # "instructions clock_calls" of N1 and of N2
 }
 
 failed=0
-check() { # kind clock bound
+check() { # kind clock bound [clock_calls_bound [arm]]
   local n1=2000 n2=22000 per_pair what="one recorded poll (begin + end)"
   [ "$1" = park ] && what="one recorded park + unpark"
   [ "$1" = span ] && what="one recorded span (begin + end)"
@@ -178,6 +193,7 @@ check() { # kind clock bound
   [ "${1%_split}" = unparkwake ] && what="one park, then its unpark and a ready wake ($1)"
   [ "${1%_split}" = mcrequest ] && what="a memcached request's hooks on its loop thread ($1)"
   [ "${1%_split}" = request ] && what="a libuv demo server request's hooks on its loop thread ($1)"
+  [ -n "${5:-}" ] && what="$what, DIAL9_THREAD_CPU=$5 before the thread's page"
   # each count the smallest of up to three runs (smallest_counts.sh says why)
   checked_kind=$1 checked_clock=$2 checked_bound=$3 checked_clock_bound=${4:-1e9} checked_pairs=$((n2 - n1))
   smallest_counts count_checked $n1 $n2 fits_checked
@@ -215,4 +231,10 @@ check mcrequest monotonic $BOUND_MC_REQUEST_MONOTONIC $CLOCK_CALLS_MC_REQUEST
 check request monotonic $BOUND_UV_REQUEST_MONOTONIC $CLOCK_CALLS_UV_REQUEST
 check request tsc $BOUND_UV_REQUEST_TSC
 check mcrequest tsc $BOUND_MC_REQUEST_TSC
+# a lazy thread before its page (the bounds above), its own arms
+count_env="DIAL9_THREAD_CPU=lazy DIAL9_POLL_CPU_MIN_US=10000000"
+check mcrequest monotonic $BOUND_MC_REQUEST_LAZY_MONOTONIC $CLOCK_CALLS_LAZY_MC_REQUEST lazy
+check park monotonic $BOUND_PARK_LAZY_MONOTONIC $CLOCK_CALLS_LAZY_PARK lazy
+check request monotonic $BOUND_UV_REQUEST_LAZY_MONOTONIC $CLOCK_CALLS_LAZY_UV_REQUEST lazy
+count_env=
 [ $failed = 0 ] && echo "PASS" || exit 1

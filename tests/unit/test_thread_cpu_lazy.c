@@ -4,10 +4,11 @@
  * Time is the test's: the recorded threads' CLOCK_MONOTONIC (the recorder's clock here) is a
  * thread-local value the test moves on (clock_gettime interposed), so "short" and "long" polls
  * are exactly as long as written, whatever the machine's load. Per thread:
- *   - rounds of short polls (unpark, polls of 20 us, park): no page, the thread still lazy,
- *     no PollCpuEvent;
+ *   - rounds of short polls (unpark, polls of 20 us and one of 999 us, park): no page, the
+ *     thread still lazy, no PollCpuEvent (decided at each end inline: poll_cpu.h);
  *   - thread A: a 2 ms poll whose end is owed to the park (d9__poll_end_park, as the adapters and
- *     the shim end a loop's last callback); thread B (after A): a 2 ms poll ended by d9_poll_end,
+ *     the shim end a loop's last callback); thread B (after A): a poll of the threshold exactly
+ *     (1 ms) ended by d9_poll_end,
  *     then d9_park: each has its page after it, the long poll's PollCpuEvent right after its end
  *     says exact false (unknown, never taken for a poll without a switch), a ThreadCpuPageEvent
  *     marks the page;
@@ -73,7 +74,7 @@ static void short_rounds(void) {
         d9_unpark();
         for (int i = 0; i < SHORT_POLLS; i++) {
             d9_poll_begin(100 + (uint64_t)i, D9_HERE);
-            advance_us(20);
+            advance_us(round == 0 && i == 2 ? 999 : 20); /* one just short of the threshold */
             if (i == SHORT_POLLS - 1 && round % 2 == 0) {
                 d9__poll_end_park(); /* both ways a loop's last poll ends */
                 break;
@@ -96,7 +97,7 @@ static void *run_thread(void *arg) {
     /* the long poll, the page's trigger */
     d9_unpark();
     d9_poll_begin(7, D9_HERE);
-    advance_us(LONG_US);
+    advance_us(run->ends_with_park ? LONG_US : 1000); /* B's: the threshold exactly, long */
     if (run->ends_with_park) {
         d9__poll_end_park();
     } else {
@@ -197,6 +198,12 @@ int main(void) {
         pthread_join(th, NULL);
     }
     uint32_t pages = d9_tcc_lazy_pages();
+    /* a lazy poll's end compares its wall ticks with the threshold in ticks (poll_cpu.h): 1 ns a
+     * tick here; on the TSC, the collector's slope (0.5 ns a tick: twice the ticks) */
+    uint64_t min_ticks = d9_poll_cpu_lazy_min_ticks;
+    d9_thread_cpu_clock_set_ns_per_tick(0.5);
+    uint64_t min_ticks_tsc = d9_poll_cpu_lazy_min_ticks;
+    d9_thread_cpu_clock_set_ns_per_tick(1.0);
     if (started == 0) d9_stop();
     unsetenv("DIAL9_THREAD_CPU");
     unsetenv("DIAL9_POLL_CPU_MIN_US");
@@ -208,6 +215,8 @@ int main(void) {
     CHECK(tt_starts_with(s.poll_cpu_meta, "on: polls over 1000 us"));
     CHECK(strstr(s.poll_cpu_meta, "DIAL9_THREAD_CPU=lazy") != NULL);
     CHECK_EQ_U64(pages, 3); /* A twice, B once */
+    CHECK_EQ_U64(min_ticks, 1000000);
+    CHECK_EQ_U64(min_ticks_tsc, 2000000);
     for (int i = 0; i < 2; i++) {
         const lazy_run *r = &runs[i];
         const pct_seen *p = &s.polls[i];

@@ -87,6 +87,19 @@ static long context_switches(void) {
  * CPU time at the switch in plus the wall time since): the poll tests' slack. */
 #define STALL_SLACK_NS 100000u
 
+/* Sleep until the thread was switched out and in (the page is rewritten at every sched-in),
+ * which each nap below assumes: a usleep alone need not switch. When the host stops the vCPU
+ * past the timer's expiry between nanosleep arming it and calling schedule(), the call returns
+ * without sleeping and the guest sees no switch (3 runs in 100 at load ~3: an unpark that read
+ * because the page was still its park's, a ring value short). */
+static void sleep_switched(unsigned us) {
+    d9_tcc_state *s = &d9__tls_cpu_clock;
+    uint32_t before = s->page ? s->page->lock : 0;
+    int tries = 0;
+    do usleep(us);
+    while (s->page && s->page->lock == before && ++tries < 100);
+}
+
 /* A park's (or an unpark's) value now, as the hooks take it. */
 static uint64_t cpu_value(bool unpark) {
     uint32_t gen = __atomic_load_n(&d9_thread_cpu_clock_gen, __ATOMIC_RELAXED);
@@ -183,15 +196,27 @@ static void sleeps(void) {
     for (int i = 0; i < naps; i++) {
         bool no_slack = i % 2; /* by the slack, not by timing */
         __atomic_store_n(&d9_tcc_park_slack_ns, no_slack ? 0 : 3600000000000ull, __ATOMIC_RELAXED);
-        usleep(200); /* asleep: switched out and in, the page rewritten */
-        uint32_t reads = s->exact_reads;
-        uint64_t u = cpu_value(true);
-        unpark_page += s->exact_reads == reads && u >= prev && u <= exact_now();
+        sleep_switched(200); /* asleep: switched out and in, the page rewritten */
+        uint32_t reads = s->exact_reads, lock_before_unpark = s->lock;
+        uint64_t u = cpu_value(true), e_u = exact_now();
+        if (!(s->exact_reads == reads && u >= prev && u <= e_u))
+            printf("nap %d: unpark not from the page: reads +%u, u %llu prev %llu exact %llu, line before %s\n", i,
+                   s->exact_reads - reads, (unsigned long long)u, (unsigned long long)prev, (unsigned long long)e_u,
+                   lock_before_unpark & 1 ? "none" : "yes");
+        unpark_page += s->exact_reads == reads && u >= prev && u <= e_u;
         burn(20000);
-        usleep(200);
+        sleep_switched(200);
         reads = s->exact_reads;
+        uint32_t lock_before_park = s->lock, page_lock = s->page->lock;
+        uint64_t ticks_before_park = s->ticks, cpu_before_park = s->cpu_ns;
         uint64_t p = cpu_value(false);
         uint64_t e = exact_now();
+        if (no_slack && !(s->exact_reads == reads + 1 && p >= u))
+            printf("nap %d: park without its exact read: reads +%u, p %llu u %llu, line before %s (lock %u, page %u -> "
+                   "%u now), stamp %llu cpu %llu\n",
+                   i, s->exact_reads - reads, (unsigned long long)p, (unsigned long long)u,
+                   lock_before_park & 1 ? "none" : "yes", lock_before_park, page_lock, s->page->lock,
+                   (unsigned long long)ticks_before_park, (unsigned long long)cpu_before_park);
         if (no_slack) park_exact += s->exact_reads == reads + 1 && p >= u;
         else park_page += s->exact_reads == reads && p >= u;
         if (!no_slack && e > p && e - p > most_short) most_short = e - p;
@@ -219,7 +244,7 @@ static void late_read(void) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
     CHECK(cpu_value(true) != D9_TCC_NONE);
     uint64_t hook_time = mono_ns();
-    usleep(20000);
+    sleep_switched(20000);
     uint64_t woke = mono_ns();
     uint64_t v = d9_thread_cpu_clock_slow(s, D9_TCC_EXACT, hook_time); /* a read: the page moved */
     CHECK(v != D9_TCC_NONE);
@@ -249,7 +274,7 @@ static void late_unpark(void) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
     CHECK(cpu_value(true) != D9_TCC_NONE);
     uint64_t hook_time = mono_ns();
-    usleep(20000);
+    sleep_switched(20000);
     uint64_t woke = mono_ns();
     uint32_t reads = s->exact_reads;
     uint64_t v = d9_thread_cpu_clock_slow(s, D9_TCC_UNPARK, hook_time); /* the page moved: its value */
@@ -277,7 +302,7 @@ static void *first_value_late(void *arg) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
     CHECK(s->page == NULL);
     uint64_t hook_time = mono_ns();
-    usleep(20000);
+    sleep_switched(20000);
     uint64_t before = mono_ns();
     uint64_t v = d9_thread_cpu_clock_ns(D9_TCC_UNPARK, hook_time, d9_thread_cpu_clock_gen);
     uint64_t stamped = s->ticks;
@@ -311,10 +336,10 @@ static void ring_sleeps(void) {
     uint64_t most_below = 0, sum_below = 0, prev = cpu_value(true), keep = d9_tcc_park_slack_ns;
     for (int i = 0; i < naps; i++) {
         __atomic_store_n(&d9_tcc_park_slack_ns, i % 2 ? 0 : 3600000000000ull, __ATOMIC_RELAXED);
-        usleep(200); /* asleep: switched out and in */
+        sleep_switched(200); /* asleep: switched out and in */
         uint64_t u = cpu_value(true), eu = exact_now();
         burn(20000);
-        usleep(200); /* inside the active period: the park after it follows a switch */
+        sleep_switched(200); /* inside the active period: the park after it follows a switch */
         uint64_t p = cpu_value(false), e = exact_now();
         never_down += u >= prev && p >= u;
         bounded += u <= eu + STALL_SLACK_NS && p <= e + STALL_SLACK_NS;
@@ -340,7 +365,7 @@ static void ring_late(d9_tcc_use use) {
     d9_tcc_state *s = &d9__tls_cpu_clock;
     CHECK(cpu_value(true) != D9_TCC_NONE);
     uint64_t hook_time = mono_ns();
-    usleep(20000);
+    sleep_switched(20000);
     uint32_t reads = s->exact_reads, ring = s->ring_values;
     uint64_t v = d9_thread_cpu_clock_slow(s, use, hook_time);
     uint32_t lock = s->lock;

@@ -502,6 +502,7 @@ static bool probe_event(bool switches, char *why, size_t why_size) {
 /* The start's choices, for the reason (say_reason) when the off-CPU source takes the rings. */
 static d9_thread_cpu_source g_requested;
 static uint64_t g_park_slack_ns;
+static uint64_t g_poll_cpu_min_us; /* lazy's threshold, as configured */
 static char g_ring_why[160];
 
 /* thread_cpu_clock in the metadata: the page, and how a thread takes its value after a switch. */
@@ -528,7 +529,7 @@ static void say_reason(bool ring) {
                  "lazy: clock_gettime(CLOCK_THREAD_CPUTIME_ID) at a park (its unpark carrying it) until the thread's "
                  "first poll of %llu us or more, then a task-clock page (ThreadCpuPageEvent; up to %d threads; %s) "
                  "(DIAL9_THREAD_CPU=lazy)",
-                 (unsigned long long)(g_park_slack_ns * D9_TCC_PARK_SLACK_PER_POLL_CPU_MIN / 1000), D9_TCC_MAX_THREADS,
+                 (unsigned long long)g_poll_cpu_min_us, D9_TCC_MAX_THREADS,
                  after_switch);
         return;
     }
@@ -543,6 +544,7 @@ static int start_clock(d9_thread_cpu_source requested, bool ticks_are_ns, bool u
     g_requested = requested;
     if (d9_tcc_lazy_start(false) != 0) return -1;
     g_park_slack_ns = park_slack_ns;
+    g_poll_cpu_min_us = poll_cpu_min_us;
     atomic_store_explicit(&g_rings_consumed, false, memory_order_relaxed);
     d9_fork_guard_install(); /* the child forgets the parent's events */
     double per_tick = ticks_are_ns ? 1.0 : 0.0;

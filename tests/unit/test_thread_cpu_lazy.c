@@ -191,6 +191,8 @@ int main(void) {
         free(dir);
         return d9t_summary("thread_cpu_lazy");
     }
+    /* the metadata's thread_cpu_clock names the threshold a poll must reach */
+    if (started == 0 && !source) CHECK(strstr(d9_thread_cpu_clock_reason(), "first poll of 1000 us or more") != NULL);
     lazy_run runs[2] = {{.ends_with_park = true}, {.ends_with_park = false}};
     for (int i = 0; i < 2 && started == 0; i++) { /* one after the other */
         pthread_t th;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "collector_rig_util.h"
 #include "core/collector.h"
 #include "core/collector_state.h"
 #include "core/run_metadata.h"
@@ -64,23 +65,17 @@ static void on_event(const d9_event *ev, void *ctx) {
 int main(void) {
     memset(g_pad, 'x', sizeof g_pad - 1);
     d9_thread_set_ring_limits(512, 64u << 20);
-    char *dir = d9t_mkdtemp("meta-no-room");
-    d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    cfg.max_file_size = 32 * 1024;
-    cfg.max_total_size = 64ull << 20;
-    d9_collector_config cc = {.cfg = &cfg, .run_id = "meta-no-room-run", .service = "noroom", .clock_name = "monotonic"};
-    char err[512];
-    d9_collector *c = d9_collector_open(&cc, err, sizeof err);
-    CHECK(c != NULL);
-    if (!c) return d9t_summary("collector_metadata_no_room");
+    static tc_rig rig;
+    tc_rig_init(&rig, "meta-no-room");
+    rig.cfg.max_file_size = 32 * 1024;
+    rig.cfg.max_total_size = 64ull << 20;
     static fake f = {.base = {.name = "fake", .collect = fake_collect, .close = fake_close}};
     f.base.ctx = &f;
+    d9_collector *c = tc_rig_open(&rig, "meta-no-room-run", "noroom", &f.base);
+    if (!c) return d9t_summary("collector_metadata_no_room");
     f.c = c;
-    CHECK(d9_collector_add_source(c, &f.base));
     c->meta_rewrite_ns = 0; /* every drain's change written at that drain */
-    CHECK(d9_collector_start(c, err, sizeof err) == 0);
+    tc_rig_start(&rig);
     d9__worker_begin("noroom", 0);
 
     static d9_loc where = {"test_collector_metadata_no_room.c", "polls", 1, 0};
@@ -94,12 +89,10 @@ int main(void) {
         d9_collector_drain(c);
     }
     d9__worker_end();
-    char run_dir[4096];
-    snprintf(run_dir, sizeof run_dir, "%s", d9_collector_run_dir(c));
-    d9_collector_close(c, NULL);
+    tc_rig_close(&rig);
 
     char **files;
-    int n = d9t_list_segments(run_dir, &files);
+    int n = d9t_list_segments(rig.run_dir, &files);
     static seen s;
     for (int i = 0; i < n; i++) CHECK(d9t_decode_file(files[i], on_event, &s) == D9_DEC_END);
     d9t_free_list(files, n);
@@ -113,8 +106,6 @@ int main(void) {
     int missing = 0;
     for (int d = 1; d <= DRAINS; d++) missing += !s.note[d];
     CHECK_EQ_U64(missing, 0);
-    if (!d9t_failed) d9t_rm_rf(dir);
-    else printf("trace kept in %s\n", dir);
-    free(dir);
+    tc_rig_finish(&rig);
     return d9t_summary("collector_metadata_no_room");
 }

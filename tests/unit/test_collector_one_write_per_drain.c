@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "collector_rig_util.h"
 #include "core/collector.h"
 #include "core/collector_state.h"
 #include "core/run_metadata.h"
@@ -129,22 +130,16 @@ static void on_event(const d9_event *ev, void *ctx) {
 int main(void) {
     /* rings of 512 words (4 KiB) that never grow: 400 polls overrun it, so drops are reported */
     d9_thread_set_ring_limits(512, 64u << 20);
-    char *dir = d9t_mkdtemp("onewrite");
-    d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    d9_collector_config cc = {.cfg = &cfg, .run_id = "onewrite-run", .service = "onewrite", .clock_name = "monotonic"};
-    char err[512];
-    d9_collector *c = d9_collector_open(&cc, err, sizeof err);
-    CHECK(c != NULL);
-    if (!c) return d9t_summary("collector_one_write_per_drain");
+    static tc_rig rig;
+    tc_rig_init(&rig, "onewrite");
     static fake f = {.base = {.name = "fake", .collect = fake_collect, .close = fake_close}};
     f.base.ctx = &f;
+    d9_collector *c = tc_rig_open(&rig, "onewrite-run", "onewrite", &f.base);
+    if (!c) return d9t_summary("collector_one_write_per_drain");
     f.c = c;
     f.tid = (uint32_t)gettid();
-    CHECK(d9_collector_add_source(c, &f.base));
     c->meta_rewrite_ns = 1000000000u; /* the recorder's 10 s, shorter for the test's pause */
-    CHECK(d9_collector_start(c, err, sizeof err) == 0);
+    tc_rig_start(&rig);
     d9__worker_begin("onewrite", 0);
 
     /* 1: the worker's registration, polls, switches: one write (its metadata again, for the new
@@ -213,12 +208,10 @@ int main(void) {
     CHECK(w <= 1 + g_bytes / DOC_FLUSH_BYTES);
 
     d9__worker_end();
-    char run_dir[4096];
-    snprintf(run_dir, sizeof run_dir, "%s", d9_collector_run_dir(c));
-    d9_collector_close(c, NULL);
+    tc_rig_close(&rig);
 
     char **files;
-    int n = d9t_list_segments(run_dir, &files);
+    int n = d9t_list_segments(rig.run_dir, &files);
     CHECK_EQ_U64(n, 2);
     static seen s;
     for (int i = 0; i < n && i < MAX_FILES; i++) {
@@ -240,8 +233,6 @@ int main(void) {
     /* segment 1: its start's, then the run's end: the note the source left as it closed */
     CHECK(s.metas[1] >= 2);
     if (s.metas[1] >= 2 && s.metas[1] <= MAX_META) CHECK_STR(s.note[1][s.metas[1] - 1], "closed after drain 10");
-    if (!d9t_failed) d9t_rm_rf(dir);
-    else printf("trace kept in %s\n", dir);
-    free(dir);
+    tc_rig_finish(&rig);
     return d9t_summary("collector_one_write_per_drain");
 }

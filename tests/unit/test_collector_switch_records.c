@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "core/collector.h"
+#include "collector_rig_util.h"
 #include "core/source.h"
 #include "dial9/dial9.h"
 #include "test_source_util.h"
@@ -73,19 +74,13 @@ static void on_event(const d9_event *ev, void *ctx) {
 }
 
 int main(void) {
-    char *dir = d9t_mkdtemp("switchrecords");
-    d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    d9_collector_config cc = {.cfg = &cfg, .run_id = "run1", .service = "switchrecords", .clock_name = "monotonic"};
-    char err[512];
-    d9_collector *col = d9_collector_open(&cc, err, sizeof err);
-    CHECK(col != NULL);
-    if (!col) return d9t_summary("collector_switch_records");
+    static tc_rig rig;
+    tc_rig_init(&rig, "switchrecords");
     static fake f = {.base = {.name = "fake", .collect = fake_collect, .close = fake_close}};
     f.base.ctx = &f;
-    CHECK(d9_collector_add_source(col, &f.base));
-    CHECK(d9_collector_start(col, err, sizeof err) == 0);
+    d9_collector *col = tc_rig_open(&rig, "run1", "switchrecords", &f.base);
+    if (!col) return d9t_summary("collector_switch_records");
+    tc_rig_start(&rig);
     uint32_t tid = (uint32_t)gettid(), worker = d9__worker_begin("switches", 0);
     static d9_loc where = {"test_collector_switch_records.c", "main", 1, 0};
     uint64_t start = tt_now();
@@ -105,12 +100,10 @@ int main(void) {
         d9_collector_drain(col);
     }
     d9__worker_end();
-    char run_dir[1024];
-    snprintf(run_dir, sizeof run_dir, "%s", d9_collector_run_dir(col));
-    d9_collector_close(col, NULL);
+    tc_rig_close(&rig);
 
     static seen s;
-    CHECK(d9t_decode_run(run_dir, on_event, &s) == 0);
+    CHECK(d9t_decode_run(rig.run_dir, on_event, &s) == 0);
     printf("%zu switches handed over, %zu decoded, %" PRIu64 " polls\n", f.sent_count, s.switches, s.polls);
     CHECK_EQ_U64(s.switches, f.sent_count);
     CHECK_EQ_U64(s.polls, 18);
@@ -127,8 +120,6 @@ int main(void) {
                    got->sw.out, got->sw.preempted, got->cpu, s.worker[i]);
         CHECK(same);
     }
-    if (!d9t_failed) d9t_rm_rf(dir);
-    else printf("trace kept in %s\n", dir);
-    free(dir);
+    tc_rig_finish(&rig);
     return d9t_summary("collector_switch_records");
 }

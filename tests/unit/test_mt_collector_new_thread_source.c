@@ -18,6 +18,7 @@
 
 #include "check.h"
 #include "core/collector.h"
+#include "collector_rig_util.h"
 #include "core/source.h"
 #include "dial9/dial9.h"
 #include "trace_files_util.h"
@@ -107,33 +108,25 @@ static void on_event(const d9_event *ev, void *ctx) {
 }
 
 int main(void) {
-    char *dir = d9t_mkdtemp("newthread");
-    d9_config cfg;
-    d9_config_init(&cfg);
-    cfg.trace_dir = dir;
-    d9_collector_config cc = {.cfg = &cfg, .run_id = "run1", .service = "newthread", .clock_name = "monotonic"};
-    char err[512];
-    d9_collector *col = d9_collector_open(&cc, err, sizeof err);
-    CHECK(col != NULL);
-    if (!col) return d9t_summary("collector_new_thread_source");
+    static tc_rig rig;
+    tc_rig_init(&rig, "newthread");
     newcomer n = {0};
     sem_init(&n.recorded, 0, 0);
     sem_init(&n.finish, 0, 0);
     fake f = {.base = {.name = "fake", .collect = fake_collect, .close = fake_close}, .n = &n};
     f.base.ctx = &f;
-    CHECK(d9_collector_add_source(col, &f.base));
-    CHECK(d9_collector_start(col, err, sizeof err) == 0);
+    d9_collector *col = tc_rig_open(&rig, "run1", "newthread", &f.base);
+    if (!col) return d9t_summary("collector_new_thread_source");
+    tc_rig_start(&rig);
     for (int i = 0; i < 6; i++) d9_collector_drain(col);
     sem_post(&n.finish);
     pthread_join(n.th, NULL);
     d9_collector_drain(col);
-    char run_dir[1024];
-    snprintf(run_dir, sizeof run_dir, "%s", d9_collector_run_dir(col));
-    d9_collector_close(col, NULL);
+    tc_rig_close(&rig);
 
     seen s = {.tid = (uint32_t)atomic_load(&n.tid), .worker = UINT64_MAX, .registered_at = UINT64_MAX,
               .poll_at = UINT64_MAX, .sample_at = UINT64_MAX, .switch_at = UINT64_MAX};
-    CHECK(d9t_decode_run(run_dir, on_event, &s) == 0);
+    CHECK(d9t_decode_run(rig.run_dir, on_event, &s) == 0);
     printf("newcomer tid %u worker %u: registered at #%" PRIu64 ", poll start #%" PRIu64
            ", sample #%" PRIu64 " (worker %" PRIu64 "), switch-out #%" PRIu64 " (worker %" PRIu64
            "), stranger switches %d\n",
@@ -148,8 +141,6 @@ int main(void) {
     CHECK_EQ_U64(s.switch_worker, n.worker);
     CHECK_EQ_U64(s.worker, n.worker);
     CHECK_EQ_U64((uint64_t)s.strangers, 1); /* held once, then written */
-    if (!d9t_failed) d9t_rm_rf(dir);
-    else printf("trace kept in %s\n", dir);
-    free(dir);
+    tc_rig_finish(&rig);
     return d9t_summary("collector_new_thread_source");
 }

@@ -36,7 +36,7 @@ d9t_cleanup() {
     for p in "${D9T_PIDS[@]}"; do
         kill -KILL "$p" 2>/dev/null
     done
-    rm -rf "$WORK"
+    if [ -n "${D9T_KEEP:-}" ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
 }
 trap d9t_cleanup EXIT
 trap 'exit 130' INT TERM

@@ -1061,8 +1061,8 @@ static void keep_stacks(perf_src *s, int err) {
     char msg[256];
     snprintf(msg, sizeof msg,
              "context-switch stacks kept open (disabled between windows and while paused): reopening them "
-             "would be refused (%s), as after a privilege drop",
-             strerror(-err));
+             "would be refused (%s)%s",
+             strerror(-err), err == -EACCES || err == -EPERM ? ", as after a privilege drop" : "");
     say_once(s, &s->stacks_fail_noted, "governor.reopen_stacks", msg);
 }
 

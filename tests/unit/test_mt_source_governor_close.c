@@ -30,10 +30,15 @@
  *    level comes back (sampled, a reopen that works) by itself;
  *  - held at paused then, the rings' hosts close too: no perf fd is left (a per-thread event
  *    would keep the kernel's switch hooks running over the threads' emptied contexts);
- *  - a privilege drop between windows (as root, in a child: setuid 65534): the windows go on
- *    reopening and switch records keep coming (user-only events of its own threads are
- *    allowed); the stacks, refused unprivileged at perf_event_paranoid >= 2, are said once,
- *    at >= 3 the switch events too (paused, said once); the child exits cleanly.
+ *  - a privilege drop (as root, in a child: setuid 65534), twice. In a window (held at full,
+ *    the events enabled all along, as a server dropping at its start): the first close after it
+ *    finds the stacks could not be opened again (refused unprivileged at perf_event_paranoid
+ *    >= 2) and keeps them open, said once; the windows after it carry the worker's
+ *    context-switch stacks, and those of a worker created between windows since (it inherits
+ *    them disabled). Between windows (events closed, the stacks closed while privileged): the
+ *    windows go on reopening and switch records keep coming (user-only events of its own
+ *    threads are allowed), the stacks' refusal is said once. At >= 3 the switch events are
+ *    refused too (paused, said once). The child exits cleanly.
  * Every phase ends on the recorder's state or on counts, never on a duration; 120 s bounds are
  * only a safety net. */
 #include <dirent.h>

@@ -82,8 +82,9 @@ typedef struct d9_gov_input {
     double cpu_samples_per_s; /* CPU profile samples read (not degraded: DIAL9_CPU_SAMPLE_HZ fixes them) */
     double schedstat_per_s;   /* schedstat reads (not degraded: DIAL9_SCHEDSTAT_RESOLUTION_US bounds them) */
     bool paused_keeps_context; /* closing the switch events still leaves a perf context on the threads
-                                * (other per-thread events stay open: the perf CPU profile's), so the
-                                * floor stays, paused or between windows */
+                                * (other per-thread events stay open: the perf CPU profile's, or the
+                                * stacks' when they could not be opened again, as after a privilege
+                                * drop), so the floor stays, paused or between windows */
     bool closing_allowed;     /* the source may close the events between a sampled level's windows */
     double reopen_ns;         /* CPU of closing them and opening them again once, as measured by the
                                * source (its open at start, then each close and reopen) */

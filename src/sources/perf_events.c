@@ -99,6 +99,10 @@ typedef struct perf_src {
     d9_collector *collector;   /* to say in the metadata when stacks are paused */
     /* pacing of context-switch stacks (pace_stacks) */
     bool stacks_on;
+    bool stacks_enabled;       /* the stacks events' state in the kernel (set_stacks makes no change twice) */
+    bool stacks_kept;          /* they could not be opened again (stacks_reopenable): kept open, disabled
+                                * while the switch events are closed, instead of closed with them */
+    bool stacks_missing;       /* the last reopen opened none (refused: they were closed before a drop) */
     uint64_t stacks_seen;      /* samples read since the last pacing decision, kept or not */
     uint64_t stacks_total;     /* ... and since start (the governor's benchmark reads it) */
     bool stacks_window_off;    /* paused by the governor's window, not by the pacing */
@@ -444,7 +448,7 @@ d9_source *d9_perf_source_open(const d9_perf_request *req, d9_perf_report *rep) 
     qsort(s->ids, s->nids, sizeof *s->ids, cmp_id);
     for (size_t i = 0; i < s->nfds; i++) ioctl(s->fds[i], PERF_EVENT_IOC_ENABLE, 0);
     s->collector = req->collector;
-    s->stacks_on = s->want[K_STACKS];
+    s->stacks_on = s->stacks_enabled = s->want[K_STACKS];
     s->stacks_per_sec = req->stacks_per_sec;
     s->tokens = s->stacks_per_sec;
     s->started = s->last_pace = s->changed_at = mono_now();
@@ -846,10 +850,11 @@ static void add_switch(perf_src *s, tid_info *ti, uint32_t tid, uint64_t time, u
 static int kind_of_fd(const perf_src *s, size_t i) { return s->fd_kinds[i]; }
 
 static void set_stacks(perf_src *s, bool on) {
-    /* on the events opened at start; the kernel applies it to their inherited copies too */
-    for (size_t i = 0; i < s->nfds; i++)
+    /* on the events opened at start; the kernel applies it to their inherited copies too. Not
+     * again when closing the switch events disabled them already (kept open: stacks_kept). */
+    for (size_t i = 0; i < s->nfds && on != s->stacks_enabled; i++)
         if (kind_of_fd(s, i) == K_STACKS) ioctl(s->fds[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
-    s->stacks_on = on;
+    s->stacks_on = s->stacks_enabled = on;
 }
 
 /* Context-switch stacks cost microseconds of kernel time per switch (a kernel unwind and a
@@ -1011,7 +1016,10 @@ static size_t close_events(perf_src *s, bool (*which)(int kind)) {
     return closed;
 }
 
-static void close_closable(perf_src *s) { close_events(s, closable); }
+static bool is_switch(int kind) { return kind == K_SWITCH; }
+
+/* The stacks events stay when they could not be opened again (stacks_kept). */
+static void close_closable(perf_src *s) { close_events(s, s->stacks_kept ? is_switch : closable); }
 
 static bool is_ring_host(int kind) { return kind == K_HOST; }
 
@@ -1024,18 +1032,58 @@ static void close_ring_hosts(perf_src *s) {
     if (closed) atomic_fetch_sub_explicit(&g_ring_hosts, (int)closed, memory_order_relaxed);
 }
 
+static void say_once(perf_src *s, bool *said, const char *key, const char *msg);
+
+/* Could the stacks events be opened again now? A process started as root that drops its
+ * privileges (memcached -u, nginx's workers) keeps the events it opened, but at
+ * perf_event_paranoid >= 2 a new one with kernel frames needs CAP_PERFMON (EACCES). So before
+ * each close, one event of the same kind is opened on this thread (the collector's), disabled,
+ * and closed at once: two system calls per close, while the answer is yes. It asks the kernel
+ * the same question the reopen would (the capability, the sysctl, the fd limit, an LSM's
+ * policy), where comparing credentials with those at start would miss all but the first. 0, or
+ * why not (-errno). */
+static int stacks_reopenable(const perf_src *s) {
+    struct perf_event_attr a = s->attr[K_STACKS];
+    a.disabled = 1;
+    a.inherit = 0;
+    a.inherit_thread = 0;
+    int fd = d9_perf_open(&a, 0, -1);
+    if (fd < 0) return fd;
+    close(fd);
+    return 0;
+}
+
+/* The stacks could not be opened again: from now on they stay open (disabled while the switch
+ * events are closed, enabled by the windows and the pacing as before), said once. Their perf
+ * context then stays on the threads, which the governor prices (paused_keeps_context). */
+static void keep_stacks(perf_src *s, int err) {
+    s->stacks_kept = true;
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "context-switch stacks kept open (disabled between windows and while paused): reopening them "
+             "would be refused (%s)%s",
+             strerror(-err), err == -EACCES || err == -EPERM ? ", as after a privilege drop" : "");
+    say_once(s, &s->stacks_fail_noted, "governor.reopen_stacks", msg);
+}
+
 /* The switch and stacks events are closed at the paused level, and between a sampled level's
  * windows where that is cheaper than keeping them open: even disabled, an open event keeps a
  * perf context on every thread, which the kernel schedules out and in at each of their
  * switches (~0.3 us on a quiet host, ~1.2 us on a loaded one: a floor that alone was over the
  * budget at 20 k switches/s). What they wrote until they were disabled is read first, so
- * nothing recorded is lost; the CPU profile's events and rings stay. Returns the instant from
+ * nothing recorded is lost; the CPU profile's events and rings stay, and the stacks' events
+ * when they could not be opened again (stacks_reopenable, asked first). Returns the instant from
  * which nothing is recorded (the CoverageEvent's time when the level changes). */
 static uint64_t close_switch_events(perf_src *s, d9_src_batch *out) {
     uint64_t cpu0 = thread_cpu_ns();
     switch_change_begin();
+    if (s->want[K_STACKS] && !s->stacks_kept && !s->stacks_missing) {
+        int err = stacks_reopenable(s);
+        if (err != 0) keep_stacks(s, err);
+    }
     for (size_t i = 0; i < s->nfds; i++)
         if (closable(s->fd_kinds[i])) ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+    s->stacks_enabled = false; /* disabled, and closed unless kept */
     uint64_t at = mono_now(), cpu1 = thread_cpu_ns();
     drain_rings(s, out); /* the records' cost, counted as theirs: not in close_cpu_ns */
     uint64_t cpu2 = thread_cpu_ns();
@@ -1087,8 +1135,9 @@ static void say_once(perf_src *s, bool *said, const char *key, const char *msg) 
  * the windows and the pacing to enable. A thread created between the listing and the opening
  * on its creator has none (as at start). 0, or the first error of a switch event that could
  * not be opened on a live thread (EMFILE, EACCES after a privilege drop...): then nothing stays
- * open, since a window missing threads would not be complete. Stacks that cannot be opened
- * leave the records without them (said once). */
+ * open, since a window missing threads would not be complete. Kept stacks (stacks_kept) are not
+ * reopened: they are open. Stacks that cannot be opened (closed before a drop, the probe then
+ * said yes) leave the records without them (said once). */
 static int reopen_switch_events(perf_src *s, bool on, uint64_t now) {
     uint64_t cpu0 = thread_cpu_ns();
     switch_change_begin();
@@ -1118,7 +1167,7 @@ static int reopen_switch_events(perf_src *s, bool on, uint64_t now) {
     bool opened = false, stacks_opened = false;
     for (int c = 0; c < s->ncpu && err == 0; c++) {
         for (int k = K_SWITCH; k <= K_STACKS && err == 0; k++) {
-            if (!s->want[k]) continue;
+            if (!s->want[k] || (k == K_STACKS && s->stacks_kept)) continue;
             bool sw = k == K_SWITCH;
             int *lead = &s->leader[2 * c + sw];
             d9_perf_ring *ring = sw ? &s->swrings[c] : &s->rings[c];
@@ -1152,14 +1201,15 @@ static int reopen_switch_events(perf_src *s, bool on, uint64_t now) {
         switch_change_end(D9_PERF_SWITCH_CLOSED);
         return err;
     }
-    if (s->want[K_STACKS] && !stacks_opened) {
+    s->stacks_missing = s->want[K_STACKS] && !s->stacks_kept && !stacks_opened;
+    if (s->stacks_missing) {
         char msg[160];
         snprintf(msg, sizeof msg, "context-switch stacks not reopened (%s): off-CPU records go on without them",
                  strerror(stacks_err ? -stacks_err : ENOENT));
         say_once(s, &s->stacks_fail_noted, "governor.reopen_stacks", msg);
     }
     s->switches_on = on;
-    s->stacks_on = stacks_on && stacks_opened;
+    s->stacks_on = s->stacks_enabled = stacks_on && stacks_opened; /* kept: the pacing enables them */
     s->switch_events_closed = false;
     s->n.reopens++;
     s->n.reopen_cpu_ns = thread_cpu_ns() - cpu0;
@@ -1215,7 +1265,8 @@ static void apply_level(perf_src *s, d9_src_batch *out, uint64_t now) {
         }
     }
     if (!s->switch_events_closed && on != s->switches_on) set_switches(s, on);
-    if (n == 0 && s->switch_events_closed) close_ring_hosts(s);
+    /* kept stacks write into a host's ring, and keep the switch hooks on anyway */
+    if (n == 0 && s->switch_events_closed && !s->stacks_kept) close_ring_hosts(s);
 }
 
 /* The time each sampled level's gaps between windows had the events closed, or open and
@@ -1260,8 +1311,9 @@ static void govern(perf_src *s, d9_src_batch *out, uint64_t now) {
         s->gov_in.cpu_samples_per_s = (double)(s->n.cpu_samples - s->gov_cpu_samples) / secs;
         uint64_t reads = __atomic_load_n(&d9_schedstat_reads, __ATOMIC_RELAXED);
         s->gov_in.schedstat_per_s = reads >= s->gov_schedstat ? (double)(reads - s->gov_schedstat) / secs : 0;
-        /* closed, the switch events leave no perf context unless the CPU profile's events do */
-        s->gov_in.paused_keeps_context = !s->close_when_paused || s->want[K_CPU];
+        /* closed, the switch events leave no perf context unless the CPU profile's events or the
+         * kept stacks' do */
+        s->gov_in.paused_keeps_context = !s->close_when_paused || s->want[K_CPU] || s->stacks_kept;
         s->gov_in.closing_allowed = s->close_when_paused && s->window_closing != D9_PERF_CLOSE_NEVER;
         s->gov_in.thin_stacks_at_full = atomic_load_explicit(&g_thin_stacks, memory_order_relaxed);
         s->gov_in.reopen_ns = s->reopen_ns;

@@ -30,10 +30,15 @@
  *    level comes back (sampled, a reopen that works) by itself;
  *  - held at paused then, the rings' hosts close too: no perf fd is left (a per-thread event
  *    would keep the kernel's switch hooks running over the threads' emptied contexts);
- *  - a privilege drop between windows (as root, in a child: setuid 65534): the windows go on
- *    reopening and switch records keep coming (user-only events of its own threads are
- *    allowed); the stacks, refused unprivileged at perf_event_paranoid >= 2, are said once,
- *    at >= 3 the switch events too (paused, said once); the child exits cleanly.
+ *  - a privilege drop (as root, in a child: setuid 65534), twice. In a window (held at full,
+ *    the events enabled all along, as a server dropping at its start): the first close after it
+ *    finds the stacks could not be opened again (refused unprivileged at perf_event_paranoid
+ *    >= 2) and keeps them open, said once; the windows after it carry the worker's
+ *    context-switch stacks, and those of a worker created between windows since (it inherits
+ *    them disabled). Between windows (events closed, the stacks closed while privileged): the
+ *    windows go on reopening and switch records keep coming (user-only events of its own
+ *    threads are allowed), the stacks' refusal is said once. At >= 3 the switch events are
+ *    refused too (paused, said once). The child exits cleanly.
  * Every phase ends on the recorder's state or on counts, never on a duration; 120 s bounds are
  * only a safety net. */
 #include <dirent.h>
@@ -397,8 +402,19 @@ static void *late_thread(void *arg) {
     return NULL;
 }
 
-/* Creates late_thread while the switch events are closed all along its creation and start. */
-static bool create_between_windows(pthread_t *th) {
+/* A thread created after the stacks were kept open (disabled between windows): it records, tells
+ * its tid, then sleeps 2 ms at a time until told to quit. */
+static void *late_napper(void *arg) {
+    (void)arg;
+    d9_worker_begin("late", 3);
+    atomic_store(&g_late_tid, (int)gettid());
+    while (!atomic_load(&g_late_quit)) tt_sleep_ns(2u * 1000u * 1000u);
+    d9_worker_end();
+    return NULL;
+}
+
+/* Creates fn's thread while the switch events are closed all along its creation and start. */
+static bool create_between_windows(pthread_t *th, void *(*fn)(void *)) {
     uint64_t t0 = tt_now();
     while (tt_now() - t0 < SAFETY_NS) {
         uint64_t s0, s1;
@@ -407,7 +423,7 @@ static bool create_between_windows(pthread_t *th) {
             continue;
         }
         atomic_store(&g_late_tid, 0);
-        pthread_create(th, NULL, late_thread, NULL);
+        pthread_create(th, NULL, fn, NULL);
         while (atomic_load(&g_late_tid) == 0) tt_sleep_ns(100u * 1000u);
         d9_perf_switch_state(&s1);
         if (s1 == s0) return true;
@@ -488,7 +504,7 @@ static void run_windows(void) {
     pthread_create(&a, NULL, pinger, NULL);
     int between = -1, in = -1, hosts = -1;
     bool seen = perf && fds_between_and_in(&between, &in, &hosts);
-    bool created = seen && create_between_windows(&late);
+    bool created = seen && create_between_windows(&late, late_thread);
     bool recorded = false, failed = false, back = false, hosts_closed = false;
     if (created) {
         atomic_store(&g_late_go, true);
@@ -588,42 +604,119 @@ static bool reopens_reach(uint64_t n) {
     return reopens >= n || d9_perf_reopen_failures() > 0;
 }
 
-/* The child: 0 when it dropped between windows and the windows went on (or paused, said). */
-static int drop_child(const char *dir) {
+static bool closes_reach(uint64_t n) {
+    uint64_t closes, reopens, records;
+    d9_perf_switch_events_now(&closes, &reopens, &records);
+    return closes >= n || d9_perf_reopen_failures() > 0;
+}
+
+static bool at_full_enabled(uint64_t unused) {
+    (void)unused;
+    int level;
+    uint64_t changes, seq;
+    d9_perf_governor_now(&level, &changes);
+    return level == D9_GOV_LEVEL_FULL && d9_perf_switch_state(&seq) == D9_PERF_SWITCH_ENABLED && !(seq & 1);
+}
+
+/* stacks read since `from` (any thread's), or 20 more windows reopened since `reopens` (or a
+ * failed reopen): a count of windows, not a duration, bounds the wait when no stack comes */
+static uint64_t g_stacks_from, g_reopens_from;
+static bool stacks_or_windows(uint64_t unused) {
+    (void)unused;
+    uint64_t stacks, samples;
+    d9_perf_samples_read(&stacks, &samples);
+    return stacks > g_stacks_from || reopens_reach(g_reopens_from + 20);
+}
+
+/* The child: 0 when it dropped and the windows went on (1: paused, said), 16 when in_window
+ * and no context-switch stack of the worker's was recorded after the first close that followed
+ * the drop. in_window: the drop is made while the events are open (held at full, enabled all
+ * along), as a server dropping its privileges at its start does (the governor starts at full);
+ * else between windows, the events closed (the stacks were closed while privileged). */
+static int drop_child(const char *dir, bool in_window) {
     d9_perf_hold_governor_level(D9_GOV_LEVEL_SAMPLED_FIRST + 1);
     d9_perf_set_window_closing(D9_PERF_CLOSE_ALWAYS);
     d9_config cfg;
     d9_config_init(&cfg);
     cfg.trace_dir = dir;
     cfg.symbolize = false;
+    /* stacks paced far above any switch rate the ping-pong reaches, and not thinned at full: the
+     * pacing never pauses them, so every window has them. (Paced as by default, the debt the
+     * full level runs up takes up to D9_STACKS_MAX_PAUSE_NS of its rate to repay at 1 in 4.) */
+    cfg.switch_stacks_per_sec = 1000000;
+    d9_perf_thin_stacks_at_full(false);
     if (d9_start(&cfg) != 0) return 10;
     atomic_store(&g_stop, false);
     pthread_t a, b;
     pthread_create(&b, NULL, ponger, NULL);
     pthread_create(&a, NULL, pinger, NULL);
-    /* between windows, after a first reopen (the rings' hosts exist, mapped by root) */
+    /* after a first reopen (the rings' hosts exist, mapped by root) */
     if (!wait_for(reopens_reach, 1)) return 11;
-    uint64_t t0 = tt_now(), seq;
-    while (tt_now() - t0 < SAFETY_NS && (d9_perf_switch_state(&seq) != D9_PERF_SWITCH_CLOSED || (seq & 1)))
-        tt_sleep_ns(1000u * 1000u);
     d9_flush();
     if (d9_hand_over_files(65534, 65534) != 0) return 12;
+    uint64_t t0 = tt_now(), seq = 0, seq_after;
+    if (in_window) { /* held at full: the events stay enabled */
+        d9_perf_hold_governor_level(D9_GOV_LEVEL_FULL);
+        if (!wait_for(at_full_enabled, 0)) return 11;
+    } else {
+        while (tt_now() - t0 < SAFETY_NS && (d9_perf_switch_state(&seq) != D9_PERF_SWITCH_CLOSED || (seq & 1)))
+            tt_sleep_ns(1000u * 1000u);
+    }
     if (setgid(65534) != 0 || setuid(65534) != 0 || geteuid() != 65534) return 13;
+    d9_perf_switch_state(&seq_after);
+    if (!in_window && seq_after != seq) return 20; /* a window began during the drop: the parent tries again */
     uint64_t closes, reopens, records;
+    d9_perf_switch_events_now(&closes, &reopens, &records);
+    if (in_window) { /* windows again: the first close after the drop */
+        d9_perf_hold_governor_level(D9_GOV_LEVEL_SAMPLED_FIRST + 1);
+        if (!wait_for(closes_reach, closes + 1)) return 14;
+    }
+    uint64_t t_closed = tt_now(), stacks_at_close, samples;
+    d9_perf_samples_read(&stacks_at_close, &samples);
     d9_perf_switch_events_now(&closes, &reopens, &records);
     /* two windows reopened as uid 65534, or a failed reopen */
     if (!wait_for(reopens_reach, reopens + 2)) return 14;
     bool failed = d9_perf_reopen_failures() > 0;
     if (!failed && !wait_for(records_reach, records + 1)) return 15;
+    g_stacks_from = stacks_at_close;
+    g_reopens_from = reopens;
+    if (in_window && !failed && !wait_for(stacks_or_windows, 0)) return 15;
+    /* a worker created between windows, the stacks kept open and disabled: it inherits them
+     * disabled (its creator's), and the windows' enables reach the inherited copies; it naps
+     * through 5 windows */
+    pthread_t late;
+    bool late_made = in_window && !failed && create_between_windows(&late, late_napper);
+    if (late_made) {
+        d9_perf_switch_events_now(&closes, &reopens, &records);
+        wait_for(reopens_reach, reopens + 5);
+        atomic_store(&g_late_quit, true);
+        pthread_join(late, NULL);
+    }
     atomic_store(&g_stop, true);
     pthread_join(a, NULL);
     pthread_join(b, NULL);
+    d9_perf_switch_events_now(&closes, &reopens, &records);
     d9_stop();
-    return failed ? 1 : 0;
+    /* the worker's context-switch stacks after the first close that followed the drop */
+    tt_trace t;
+    size_t stacks_after = 0, late_stacks = 0;
+    if (tt_load(d9_run_dir(), &t) != 0) return 17;
+    for (size_t i = 0; i < t.nsamples; i++) {
+        stacks_after += t.samples[i].source == 1 && t.samples[i].ts > t_closed;
+        late_stacks += t.samples[i].source == 1 && late_made && (int)t.samples[i].tid == atomic_load(&g_late_tid);
+    }
+    printf("  %s: closes %" PRIu64 ", reopens %" PRIu64 "; context-switch stacks after the first close since the drop: %zu, "
+           "of a thread created between windows since: %zu\n",
+           in_window ? "dropped in a window" : "dropped between windows", closes, reopens, stacks_after, late_stacks);
+    tt_free(&t);
+    fflush(stdout);
+    if (failed) return 1;
+    if (in_window && (stacks_after == 0 || !late_made || late_stacks == 0)) return 16;
+    return 0;
 }
 
-static void run_privilege_drop(void) {
-    printf("--- a privilege drop between windows\n");
+static void run_privilege_drop(bool in_window) {
+    printf("--- a privilege drop %s\n", in_window ? "in a window (events open)" : "between windows (events closed)");
     if (geteuid() != 0) {
         printf("SKIP: not root\n");
         return;
@@ -632,17 +725,21 @@ static void run_privilege_drop(void) {
     chmod(dir, 0755);
     char errpath[512];
     snprintf(errpath, sizeof errpath, "%s/stderr.txt", dir);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-        dup2(fd, 2);
-        close(fd);
-        _exit(drop_child(dir));
-    }
     int status = 0;
-    waitpid(pid, &status, 0);
+    for (int attempt = 0; attempt < 5; attempt++) {
+        fflush(stdout);
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid == 0) {
+            int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+            dup2(fd, 2);
+            close(fd);
+            _exit(drop_child(dir, in_window));
+        }
+        waitpid(pid, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 20) break;
+        printf("  the drop was not between windows all along (a window began): again\n");
+    }
     int paranoid = 2;
     FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
     if (f) {
@@ -650,16 +747,24 @@ static void run_privilege_drop(void) {
         fclose(f);
     }
     size_t stacks_said = count_in(errpath, "context-switch stacks not reopened");
+    size_t kept_said = count_in(errpath, "context-switch stacks kept open");
     size_t paused_said = count_in(errpath, "reopening their perf events failed");
-    printf("child exit %d (signal %d); perf_event_paranoid %d; said: stacks %zu, paused %zu\n",
+    printf("child exit %d (signal %d); perf_event_paranoid %d; said: stacks not reopened %zu, kept open %zu, paused %zu\n",
            WIFEXITED(status) ? WEXITSTATUS(status) : -1, WIFSIGNALED(status) ? WTERMSIG(status) : 0, paranoid,
-           stacks_said, paused_said);
+           stacks_said, kept_said, paused_said);
     CHECK(WIFEXITED(status));
     if (!WIFEXITED(status)) return;
     int code = WEXITSTATUS(status);
     if (paranoid >= 3) { /* user-only events refused too: paused, said once */
         CHECK_EQ_U64(code, 1);
         CHECK_EQ_U64(paused_said, 1);
+    } else if (in_window) {
+        /* the first close after the drop found the stacks could not be reopened and kept them
+         * open (disabled between windows): the windows after it carry stacks */
+        CHECK_EQ_U64(code, 0);
+        CHECK_EQ_U64(paused_said, 0);
+        CHECK_EQ_U64(stacks_said, 0);
+        CHECK_EQ_U64(kept_said, paranoid >= 2 ? 1 : 0);
     } else {
         CHECK_EQ_U64(code, 0); /* the windows went on with switch records */
         CHECK_EQ_U64(paused_said, 0);
@@ -674,6 +779,7 @@ int main(void) {
     run(false);
     run(true);
     run_windows();
-    run_privilege_drop();
+    run_privilege_drop(true);
+    run_privilege_drop(false);
     return d9t_summary("test_mt_source_governor_close");
 }

@@ -23,8 +23,10 @@ trap cleanup EXIT
 
 if [ "$what" != memcached ]; then
   command -v strace >/dev/null || { echo "stacks_after_drop: strace is not installed" >&2; exit 1; }
-  cc -O1 -I"$src/include" -I"$src/src" "$src/bench/sources/window_syscalls.c" "$build/libdial9.a" \
-    "$build/libdial9_common.a" -lpthread -lzstd -lz -lm -ldl -o "$work/window_syscalls"
+  # built with the benchmarks (bench/sources/CMakeLists.txt)
+  [ -x "$build/bench/sources/d9_bench_window_syscalls" ] ||
+    { echo "stacks_after_drop: $build/bench/sources/d9_bench_window_syscalls not built (D9_BENCHMARKS=ON)" >&2; exit 1; }
+  cp "$build/bench/sources/d9_bench_window_syscalls" "$work/window_syscalls"
   mkdir -m 1777 "$work/traces"
   calls=perf_event_open,ioctl,close,openat,getdents64,newfstatat,fstat,mmap,munmap
   for mode in keep drop; do

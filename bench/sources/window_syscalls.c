@@ -3,8 +3,8 @@
  * forced, two threads ping-ponging (one a worker), as test_mt_source_governor_close.
  *   window_syscalls keep|drop CLOSES TRACE_DIR
  * keep: root all along; drop: setuid 65534 while the events are open (held at full, enabled),
- * then the windows. Runs until CLOSES more closes after that point. Built by the script against
- * BUILD_DIR's libdial9.a (it uses perf_events.h's test hooks). */
+ * then the windows. Runs until CLOSES more closes after that point. Built
+ * with the benchmarks (bench/sources/CMakeLists.txt; it uses perf_events.h's test hooks). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>

@@ -300,7 +300,15 @@ static __attribute__((noinline)) bool make_room(void **v, size_t *cap, size_t *h
  * the poll's call stays short. 0, or -1 when out of memory. */
 static __attribute__((noinline)) int cycle_room(d9m_spans *m, task_state *t) {
     uint64_t from = keep_from_exact(m);
-    while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
+    /* the first whose running reach passes `from`, by bisection (reach never decreases): at or
+     * before the first whose own pieces do, so what a span reads stays */
+    size_t a = t->head, b = t->n;
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (t->cy[mid].reach <= from) a = mid + 1;
+        else b = mid;
+    }
+    t->head = a;
     if (t->head == t->n) t->head = t->n = 0;
     size_t live = t->n - t->head, k = live > t->cap / 2 ? t->cap - live + 1 : 1;
     if (t->cap - t->n < k && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, k, sizeof *t->cy)) return -1;
@@ -1034,7 +1042,7 @@ static inline bool holds(const d9m_spans *m, uint32_t head, uint64_t id) {
 }
 
 /* Unlink open span `idx` from its id's chain (or it is the unindexed one). */
-static void close_slot(d9m_spans *m, uint32_t idx) {
+static inline __attribute__((always_inline)) void close_slot(d9m_spans *m, uint32_t idx) {
     if (m->unindexed == idx + 1) {
         m->unindexed = 0;
     } else {
@@ -1067,7 +1075,7 @@ static void close_slot(d9m_spans *m, uint32_t idx) {
 }
 
 /* The newest open span of (name, id): the unindexed one is the newest of all. */
-static int64_t find_open(d9m_spans *m, uint32_t name, uint64_t id) {
+static inline __attribute__((always_inline)) int64_t find_open(d9m_spans *m, uint32_t name, uint64_t id) {
     if (m->unindexed) {
         const d9m_span *u = &m->open[m->unindexed - 1].s;
         if (u->id == id && u->name == name) return (int64_t)m->unindexed - 1;
@@ -1103,8 +1111,8 @@ static int index_open(d9m_spans *m, uint32_t idx) {
 
 /* begin_t: the state of task, when the reader holds it; by_id: looked up here instead (after
  * a reopened span's close, which may forget it; NULL: not known yet, looked up at the end). */
-static int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task, task_state *begin_t,
-                 bool by_id, uint64_t worker, uint64_t tid) {
+static inline __attribute__((always_inline)) int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,
+                                                       task_state *begin_t, bool by_id, uint64_t worker, uint64_t tid) {
     see(m, ts);
     int64_t prev = find_open(m, name, id);
     if (prev >= 0) { /* its end never came: reported unended, up to this begin */
@@ -1168,8 +1176,8 @@ int d9m_spans_task_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, 
     return begin(m, ts, name, id, task_id, t, false, worker, tid);
 }
 
-static int end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task, const task_state *end_t,
-               uint64_t worker, uint64_t tid) {
+static inline __attribute__((always_inline)) int end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,
+                                                     const task_state *end_t, uint64_t worker, uint64_t tid) {
     see(m, ts);
     int64_t idx = find_open(m, name, id);
     if (idx < 0) {

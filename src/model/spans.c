@@ -274,8 +274,8 @@ static inline uint64_t cycle_last(const cycle *c) { /* where its last piece ends
  * reaches before the end of what overlaps takes the union (overlap_end). Returns where c's last
  * piece ends (its poll's end, when in order). */
 static inline uint64_t check_order(task_state *t, const cycle *c) {
-    uint64_t first = c->since > c->wait_from ? c->wait_from : c->start > c->since ? c->since : c->start;
-    if (first >= t->reach_all && c->since <= c->start && c->start <= c->end) return t->reach_all = c->end;
+    /* in order, its first nonempty piece begins at wait_from (wait_from <= since always) */
+    if (c->wait_from >= t->reach_all && c->since <= c->start && c->start <= c->end) return t->reach_all = c->end;
     uint64_t last = cycle_last(c);
     t->overlap_end = t->reach_all = last > t->reach_all ? last : t->reach_all;
     return last;
@@ -318,9 +318,14 @@ static __attribute__((noinline)) int cycle_room(d9m_spans *m, task_state *t) {
 /* Inline in the poll's call: a record a poll. */
 static inline __attribute__((always_inline)) int add_cycle(d9m_spans *m, task_state *t, cycle c) {
     uint64_t last = check_order(t, &c);
-    t->latest_kept = false;
-    if (last <= keep_from(m)) return 0;
-    if (t->n == t->cap && cycle_room(m, t) != 0) return -1;
+    if (last <= keep_from(m)) {
+        t->latest_kept = false;
+        return 0;
+    }
+    if (t->n == t->cap && cycle_room(m, t) != 0) {
+        t->latest_kept = false;
+        return -1;
+    }
     uint64_t prev = t->n ? t->cy[t->n - 1].reach : 0;
     c.reach = last > prev ? last : prev;
     t->cy[t->n++] = c;

@@ -245,7 +245,7 @@ static uint64_t keep_from_exact(d9m_spans *m) {
 
 /* Open span `slot` began at ts: into the queue, which stays in begin order (an earlier begin
  * than the last one, out of the time order, is put in its place). */
-static int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
+static __attribute__((noinline)) int queue_begin_slow(d9m_spans *m, uint64_t ts, uint32_t slot) {
     if (m->bq_n == m->bq_cap && m->bq_cap) {
         (void)keep_from_exact(m); /* full: its closed front dropped first */
         size_t live = m->bq_n - m->bq_head;
@@ -261,6 +261,15 @@ static int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
     for (; i > m->bq_head && m->bq[i - 1].ts > ts; i--) m->bq[i] = m->bq[i - 1];
     m->bq[i] = (begin_entry){ts, slot, m->open[slot].gen};
     return 0;
+}
+
+/* Inline: a begin in time order with room is one store. */
+static inline __attribute__((always_inline)) int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
+    if (__builtin_expect(m->bq_n < m->bq_cap && (m->bq_n == m->bq_head || m->bq[m->bq_n - 1].ts <= ts), 1)) {
+        m->bq[m->bq_n++] = (begin_entry){ts, slot, m->open[slot].gen};
+        return 0;
+    }
+    return queue_begin_slow(m, ts, slot);
 }
 
 static inline uint64_t cycle_last(const cycle *c) { /* where its last piece ends */
@@ -1098,7 +1107,7 @@ static inline __attribute__((always_inline)) int64_t find_open(d9m_spans *m, uin
 /* Open span idx at the head of its id's chain (it is the newest of its id): in the table when
  * its entry holds the chain or is free and the map has none, else in the map. 0, or -1 when
  * out of memory. */
-static int index_open(d9m_spans *m, uint32_t idx) {
+static __attribute__((noinline)) int index_open_slow(d9m_spans *m, uint32_t idx) {
     uint64_t id = m->open[idx].s.id;
     uint32_t *e = id_entry(m, id);
     uint64_t *head = NULL;
@@ -1112,6 +1121,18 @@ static int index_open(d9m_spans *m, uint32_t idx) {
         *e = idx + 1;
     }
     return 0;
+}
+
+/* Inline: its entry free, while no id is in the map (most ids: a server's requests numbered in
+ * turn), it goes at the head of the table's chain. */
+static inline __attribute__((always_inline)) int index_open(d9m_spans *m, uint32_t idx) {
+    uint32_t *e = id_entry(m, m->open[idx].s.id);
+    if (__builtin_expect(!*e && !m->open_by_id.count, 1)) {
+        m->open[idx].next = 0;
+        *e = idx + 1;
+        return 0;
+    }
+    return index_open_slow(m, idx);
 }
 
 /* begin_t: the state of task, when the reader holds it; by_id: looked up here instead (after

@@ -324,14 +324,15 @@ static __attribute__((noinline)) int cycle_room(d9m_spans *m, task_state *t) {
     return 0;
 }
 
-/* Inline in the poll's call: a record a poll. */
-static inline __attribute__((always_inline)) int add_cycle(d9m_spans *m, task_state *t, cycle c) {
+/* Inline in the poll's call: a record a poll. room: the caller knows t->n < t->cap (no call:
+ * the poll's fast path saves no register). */
+static inline __attribute__((always_inline)) int add_cycle(d9m_spans *m, task_state *t, cycle c, bool room) {
     uint64_t last = check_order(t, &c);
     if (last <= keep_from(m)) {
         t->latest_kept = false;
         return 0;
     }
-    if (t->n == t->cap && cycle_room(m, t) != 0) {
+    if (!room && t->n == t->cap && cycle_room(m, t) != 0) {
         t->latest_kept = false;
         return -1;
     }
@@ -414,7 +415,8 @@ static inline bool gap_over_all(const d9m_attr_poll *p, uint64_t start, uint64_t
     return p->ngaps == 1 && p->gaps[0].from <= start && p->gaps[0].to >= end && end > start;
 }
 
-static inline int task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end, bool unknown) {
+static inline __attribute__((always_inline)) int task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start,
+                                                           uint64_t end, bool unknown, bool room) {
     see(m, start);
     if (!t) return 0;
     uint64_t prev_end = t->wake.last_poll_end;
@@ -424,7 +426,7 @@ static inline int task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint
     if (d9m_wake_poll(&t->wake, start, end, &link)) since = link.runnable_since;
     /* before its first poll the task's state is unknown, but for the wake that led to it */
     uint64_t wait_from = polled && prev_end < since ? prev_end : since;
-    if (add_cycle(m, t, (cycle){wait_from, since, start, end, 0, unknown}) != 0) return -1;
+    if (add_cycle(m, t, (cycle){wait_from, since, start, end, 0, unknown}, room) != 0) return -1;
     t->polled = true;
     t->poll_start = start;
     t->poll_end = end;
@@ -433,15 +435,28 @@ static inline int task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint
 }
 
 int d9m_spans_task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end) {
-    return task_poll(m, t, start, end, false);
+    return task_poll(m, t, start, end, false, false);
+}
+
+static inline __attribute__((always_inline)) int task_poll_attr(d9m_spans *m, d9m_span_task *t, uint64_t start,
+                                                                uint64_t end, const d9m_attr_poll *p, uint32_t *gen,
+                                                                bool room) {
+    *gen = t ? t->gen : 0;
+    bool gaps = p && p->ngaps, unknown = gaps && gap_over_all(p, start, end); /* flagged at once */
+    if (task_poll(m, t, start, end, unknown, room) != 0) return -1;
+    return gaps && !unknown ? d9m_spans_task_poll_gaps(m, t, p) : 0;
+}
+
+/* No task, or its records full: room may have to be made. */
+static __attribute__((noinline)) int task_poll_attr_full(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end,
+                                                         const d9m_attr_poll *p, uint32_t *gen) {
+    return task_poll_attr(m, t, start, end, p, gen, false);
 }
 
 int d9m_spans_task_poll_attr(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end, const d9m_attr_poll *p,
                              uint32_t *gen) {
-    *gen = t ? t->gen : 0;
-    bool gaps = p && p->ngaps, unknown = gaps && gap_over_all(p, start, end); /* flagged at once */
-    if (task_poll(m, t, start, end, unknown) != 0) return -1;
-    return gaps && !unknown ? d9m_spans_task_poll_gaps(m, t, p) : 0;
+    if (__builtin_expect(!t || t->n == t->cap, 0)) return task_poll_attr_full(m, t, start, end, p, gen);
+    return task_poll_attr(m, t, start, end, p, gen, true);
 }
 
 int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {

@@ -833,7 +833,7 @@ static bool split_polls(d9m_spans *m, const task_state *ta, const task_state *tb
 }
 
 /* The last drop of the trace inside [lo, hi], or lo when none: the span is unknown up to it. */
-static uint64_t unknown_until(const d9m_spans *m, uint64_t lo, uint64_t hi) {
+static inline __attribute__((always_inline)) uint64_t unknown_until(const d9m_spans *m, uint64_t lo, uint64_t hi) {
     const d9m_coverage *c = m->cov;
     if (!c) return lo;
     if (c->failed) return hi;
@@ -1024,6 +1024,35 @@ static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const ta
     s->parts = (d9m_span_parts){.poll_ns = len[K_POLL], .queued_ns = len[K_QUEUED], .wait_ns = len[K_WAIT],
                                 .unknown_ns = elapsed - len[K_POLL] - len[K_QUEUED] - len[K_WAIT]};
     if (!attr_in_walk && !split_polls(m, ta, tb, lo, hi, len[K_POLL], &s->poll_parts)) return -1;
+    s->poll_stacks = m->stk;
+    s->npoll_stacks = m->nstk;
+    if (m->done) m->done(m->ctx, s);
+    s->poll_stacks = NULL;
+    s->npoll_stacks = 0;
+    return 0;
+}
+
+/* report() for the usual span, inline in the end's call: one task (the same state at both ends,
+ * or one end outside any poll), its polls in order and its gaps and off-CPU intervals in place,
+ * split in one walk; anything else goes to report(). */
+static inline __attribute__((always_inline)) int report_ended(d9m_spans *m, d9m_span *s, const task_state *begin_t,
+                                                              const task_state *end_t) {
+    const task_state *t = s->begin_task ? (s->end_task && end_t != begin_t ? NULL : begin_t)
+                                        : s->end_task ? end_t : NULL;
+    uint64_t lo = s->begin_ts, hi = s->end_ts;
+    if (!t || hi < lo) return report(m, s, begin_t, end_t);
+    uint64_t elapsed = hi - lo;
+    lo = unknown_until(m, lo, hi); /* [begin, lo) unknown */
+    if (t->overlap_end > lo || t->sub_overlap) return report(m, s, begin_t, end_t);
+    uint64_t len[K_KINDS] = {0};
+    s->poll_parts = (d9m_parts){{0}};
+    m->nstk = 0;
+    piece_cursor c = {.t = t, .si = SIZE_MAX};
+    piece_sink k = {.lo = lo, .hi = hi, .len = len, .attr = &s->poll_parts, .m = m, .c = &c};
+    task_pieces(t, first_cycle(t, lo), &k);
+    if (k.failed) return -1;
+    s->parts = (d9m_span_parts){.poll_ns = len[K_POLL], .queued_ns = len[K_QUEUED], .wait_ns = len[K_WAIT],
+                                .unknown_ns = elapsed - len[K_POLL] - len[K_QUEUED] - len[K_WAIT]};
     s->poll_stacks = m->stk;
     s->npoll_stacks = m->nstk;
     if (m->done) m->done(m->ctx, s);
@@ -1231,7 +1260,7 @@ static inline __attribute__((always_inline)) int end(d9m_spans *m, uint64_t ts, 
     s->end_worker = worker;
     s->end_tid = tid;
     s->ended = true;
-    int rc = report(m, s, m->open[idx].begin_t, end_t); /* before closing: its intervals are still kept */
+    int rc = report_ended(m, s, m->open[idx].begin_t, end_t); /* before closing: its intervals are still kept */
     close_slot(m, (uint32_t)idx);
     return rc;
 }

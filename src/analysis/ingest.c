@@ -87,7 +87,7 @@ static uint16_t worker_of_tid(d9a_analysis *a, uint64_t tid) {
 
 static int emit(d9a_analysis *a, const d9a_rec *r) {
     if (d9a_rec_buf_push(&a->buf, r) != 0) return -1;
-    if (d9a_window_full(a)) return d9a_sweep_flush(a, false);
+    if (d9a_records_full(a)) return d9a_sweep_flush(a, false);
     return 0;
 }
 
@@ -481,7 +481,7 @@ static inline __attribute__((always_inline)) int ingest(d9a_analysis *a, const d
                               .task = field_u(ev, F(TASK_ID), 0), .name = name,
                               .worker = (uint16_t)(wid > D9_WORKER_NONE ? D9_WORKER_NONE : wid),
                               .begin = in->role == D9_SCH_SPAN_ENTER};
-        return d9a_window_full(a) ? d9a_sweep_flush(a, false) : 0;
+        return d9a_marks_full(a) ? d9a_sweep_flush(a, false) : 0;
     }
     case D9_SCH_QUEUE_SAMPLE: {
         if (!timed || !d9a_in_window(a, ev->ts_ns)) return 0;

@@ -249,7 +249,7 @@ struct d9a_analysis {
 
     /* time ordering */
     d9a_rec_buf buf;
-    d9a_span_marks marks; /* beside buf; buf.window bounds both together */
+    d9a_span_marks marks; /* beside buf; buf.window bounds each (d9a_marks_full) */
     bool swept_any;
     uint64_t watermark; /* latest timestamp handed to the sweep */
 
@@ -291,9 +291,13 @@ static inline worker *d9a_worker(d9a_analysis *a, uint64_t id) {
                                    stays parked at least this long after the observation */
 #define D9A_SWITCH_MATCH_NS D9M_SWITCH_STACK_MATCH_NS /* a context-switch sample and its switch-out */
 int d9a_sweep_flush(d9a_analysis *a, bool all);
-/* Records and span marks held have reached buf.window: time to hand the older half on. */
-static inline bool d9a_window_full(const d9a_analysis *a) {
-    return a->buf.n + d9a_span_marks_pending(&a->marks) >= a->buf.window;
+/* The records held (checked as one is added), or the span marks held (as one is added), have
+ * reached buf.window: time to hand the older half of both on. Each bounds itself: marks counted
+ * with the records would flush a trace with spans more often (each flush compacts and merges
+ * what stays) and shorten its records' reordering horizon, against the same trace without them. */
+static inline bool d9a_records_full(const d9a_analysis *a) { return a->buf.n >= a->buf.window; }
+static inline bool d9a_marks_full(const d9a_analysis *a) {
+    return d9a_span_marks_pending(&a->marks) >= a->buf.window;
 }
 int d9a_sweep_finish(d9a_analysis *a);
 task *d9a_task_lookup(d9a_analysis *a, uint64_t id, bool create);

@@ -22,6 +22,7 @@ typedef struct d9a_span_mark {
 
 typedef struct d9a_span_marks {
     d9a_span_mark *m, *tmp; /* pending: m[head..n), as they arrived (time order once sorted) */
+    size_t *runs;           /* the sort's scratch: where each run in order begins */
     size_t head, n, cap;
     uint64_t newest;        /* the newest mark's time so far */
     bool unordered;         /* a mark older than that arrived: the pending ones need a sort */

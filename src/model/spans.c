@@ -245,7 +245,7 @@ static uint64_t keep_from_exact(d9m_spans *m) {
 
 /* Open span `slot` began at ts: into the queue, which stays in begin order (an earlier begin
  * than the last one, out of the time order, is put in its place). */
-static int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
+static __attribute__((noinline)) int queue_begin_slow(d9m_spans *m, uint64_t ts, uint32_t slot) {
     if (m->bq_n == m->bq_cap && m->bq_cap) {
         (void)keep_from_exact(m); /* full: its closed front dropped first */
         size_t live = m->bq_n - m->bq_head;
@@ -263,6 +263,15 @@ static int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
     return 0;
 }
 
+/* Inline: a begin in time order with room is one store. */
+static inline __attribute__((always_inline)) int queue_begin(d9m_spans *m, uint64_t ts, uint32_t slot) {
+    if (__builtin_expect(m->bq_n < m->bq_cap && (m->bq_n == m->bq_head || m->bq[m->bq_n - 1].ts <= ts), 1)) {
+        m->bq[m->bq_n++] = (begin_entry){ts, slot, m->open[slot].gen};
+        return 0;
+    }
+    return queue_begin_slow(m, ts, slot);
+}
+
 static inline uint64_t cycle_last(const cycle *c) { /* where its last piece ends */
     uint64_t e = c->end > c->start ? c->end : c->start;
     return e > c->since ? e : c->since;
@@ -274,8 +283,8 @@ static inline uint64_t cycle_last(const cycle *c) { /* where its last piece ends
  * reaches before the end of what overlaps takes the union (overlap_end). Returns where c's last
  * piece ends (its poll's end, when in order). */
 static inline uint64_t check_order(task_state *t, const cycle *c) {
-    uint64_t first = c->since > c->wait_from ? c->wait_from : c->start > c->since ? c->since : c->start;
-    if (first >= t->reach_all && c->since <= c->start && c->start <= c->end) return t->reach_all = c->end;
+    /* in order, its first nonempty piece begins at wait_from (wait_from <= since always) */
+    if (c->wait_from >= t->reach_all && c->since <= c->start && c->start <= c->end) return t->reach_all = c->end;
     uint64_t last = cycle_last(c);
     t->overlap_end = t->reach_all = last > t->reach_all ? last : t->reach_all;
     return last;
@@ -300,19 +309,33 @@ static __attribute__((noinline)) bool make_room(void **v, size_t *cap, size_t *h
  * the poll's call stays short. 0, or -1 when out of memory. */
 static __attribute__((noinline)) int cycle_room(d9m_spans *m, task_state *t) {
     uint64_t from = keep_from_exact(m);
-    while (t->head < t->n && cycle_last(&t->cy[t->head]) <= from) t->head++;
+    /* the first whose running reach passes `from`, by bisection (reach never decreases): at or
+     * before the first whose own pieces do, so what a span reads stays */
+    size_t a = t->head, b = t->n;
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (t->cy[mid].reach <= from) a = mid + 1;
+        else b = mid;
+    }
+    t->head = a;
     if (t->head == t->n) t->head = t->n = 0;
     size_t live = t->n - t->head, k = live > t->cap / 2 ? t->cap - live + 1 : 1;
     if (t->cap - t->n < k && !make_room((void **)&t->cy, &t->cap, &t->head, &t->n, k, sizeof *t->cy)) return -1;
     return 0;
 }
 
-/* Inline in the poll's call: a record a poll. */
-static inline __attribute__((always_inline)) int add_cycle(d9m_spans *m, task_state *t, cycle c) {
+/* Inline in the poll's call: a record a poll. room: the caller knows t->n < t->cap (no call:
+ * the poll's fast path saves no register). */
+static inline __attribute__((always_inline)) int add_cycle(d9m_spans *m, task_state *t, cycle c, bool room) {
     uint64_t last = check_order(t, &c);
-    t->latest_kept = false;
-    if (last <= keep_from(m)) return 0;
-    if (t->n == t->cap && cycle_room(m, t) != 0) return -1;
+    if (last <= keep_from(m)) {
+        t->latest_kept = false;
+        return 0;
+    }
+    if (!room && t->n == t->cap && cycle_room(m, t) != 0) {
+        t->latest_kept = false;
+        return -1;
+    }
     uint64_t prev = t->n ? t->cy[t->n - 1].reach : 0;
     c.reach = last > prev ? last : prev;
     t->cy[t->n++] = c;
@@ -392,7 +415,8 @@ static inline bool gap_over_all(const d9m_attr_poll *p, uint64_t start, uint64_t
     return p->ngaps == 1 && p->gaps[0].from <= start && p->gaps[0].to >= end && end > start;
 }
 
-static inline int task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end, bool unknown) {
+static inline __attribute__((always_inline)) int task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start,
+                                                           uint64_t end, bool unknown, bool room) {
     see(m, start);
     if (!t) return 0;
     uint64_t prev_end = t->wake.last_poll_end;
@@ -402,7 +426,7 @@ static inline int task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint
     if (d9m_wake_poll(&t->wake, start, end, &link)) since = link.runnable_since;
     /* before its first poll the task's state is unknown, but for the wake that led to it */
     uint64_t wait_from = polled && prev_end < since ? prev_end : since;
-    if (add_cycle(m, t, (cycle){wait_from, since, start, end, 0, unknown}) != 0) return -1;
+    if (add_cycle(m, t, (cycle){wait_from, since, start, end, 0, unknown}, room) != 0) return -1;
     t->polled = true;
     t->poll_start = start;
     t->poll_end = end;
@@ -411,15 +435,28 @@ static inline int task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint
 }
 
 int d9m_spans_task_poll(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end) {
-    return task_poll(m, t, start, end, false);
+    return task_poll(m, t, start, end, false, false);
+}
+
+static inline __attribute__((always_inline)) int task_poll_attr(d9m_spans *m, d9m_span_task *t, uint64_t start,
+                                                                uint64_t end, const d9m_attr_poll *p, uint32_t *gen,
+                                                                bool room) {
+    *gen = t ? t->gen : 0;
+    bool gaps = p && p->ngaps, unknown = gaps && gap_over_all(p, start, end); /* flagged at once */
+    if (task_poll(m, t, start, end, unknown, room) != 0) return -1;
+    return gaps && !unknown ? d9m_spans_task_poll_gaps(m, t, p) : 0;
+}
+
+/* No task, or its records full: room may have to be made. */
+static __attribute__((noinline)) int task_poll_attr_full(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end,
+                                                         const d9m_attr_poll *p, uint32_t *gen) {
+    return task_poll_attr(m, t, start, end, p, gen, false);
 }
 
 int d9m_spans_task_poll_attr(d9m_spans *m, d9m_span_task *t, uint64_t start, uint64_t end, const d9m_attr_poll *p,
                              uint32_t *gen) {
-    *gen = t ? t->gen : 0;
-    bool gaps = p && p->ngaps, unknown = gaps && gap_over_all(p, start, end); /* flagged at once */
-    if (task_poll(m, t, start, end, unknown) != 0) return -1;
-    return gaps && !unknown ? d9m_spans_task_poll_gaps(m, t, p) : 0;
+    if (__builtin_expect(!t || t->n == t->cap, 0)) return task_poll_attr_full(m, t, start, end, p, gen);
+    return task_poll_attr(m, t, start, end, p, gen, true);
 }
 
 int d9m_spans_poll(d9m_spans *m, uint64_t task, uint64_t start, uint64_t end) {
@@ -796,7 +833,7 @@ static bool split_polls(d9m_spans *m, const task_state *ta, const task_state *tb
 }
 
 /* The last drop of the trace inside [lo, hi], or lo when none: the span is unknown up to it. */
-static uint64_t unknown_until(const d9m_spans *m, uint64_t lo, uint64_t hi) {
+static inline __attribute__((always_inline)) uint64_t unknown_until(const d9m_spans *m, uint64_t lo, uint64_t hi) {
     const d9m_coverage *c = m->cov;
     if (!c) return lo;
     if (c->failed) return hi;
@@ -995,6 +1032,35 @@ static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const ta
     return 0;
 }
 
+/* report() for the usual span, inline in the end's call: one task (the same state at both ends,
+ * or one end outside any poll), its polls in order and its gaps and off-CPU intervals in place,
+ * split in one walk; anything else goes to report(). */
+static inline __attribute__((always_inline)) int report_ended(d9m_spans *m, d9m_span *s, const task_state *begin_t,
+                                                              const task_state *end_t) {
+    const task_state *t = s->begin_task ? (s->end_task && end_t != begin_t ? NULL : begin_t)
+                                        : s->end_task ? end_t : NULL;
+    uint64_t lo = s->begin_ts, hi = s->end_ts;
+    if (!t || hi < lo) return report(m, s, begin_t, end_t);
+    uint64_t elapsed = hi - lo;
+    lo = unknown_until(m, lo, hi); /* [begin, lo) unknown */
+    if (t->overlap_end > lo || t->sub_overlap) return report(m, s, begin_t, end_t);
+    uint64_t len[K_KINDS] = {0};
+    s->poll_parts = (d9m_parts){{0}};
+    m->nstk = 0;
+    piece_cursor c = {.t = t, .si = SIZE_MAX};
+    piece_sink k = {.lo = lo, .hi = hi, .len = len, .attr = &s->poll_parts, .m = m, .c = &c};
+    task_pieces(t, first_cycle(t, lo), &k);
+    if (k.failed) return -1;
+    s->parts = (d9m_span_parts){.poll_ns = len[K_POLL], .queued_ns = len[K_QUEUED], .wait_ns = len[K_WAIT],
+                                .unknown_ns = elapsed - len[K_POLL] - len[K_QUEUED] - len[K_WAIT]};
+    s->poll_stacks = m->stk;
+    s->npoll_stacks = m->nstk;
+    if (m->done) m->done(m->ctx, s);
+    s->poll_stacks = NULL;
+    s->npoll_stacks = 0;
+    return 0;
+}
+
 /* No span can read t any more: its state goes to the free ones, its arrays kept. */
 static void forget_task(d9m_spans *m, task_state *t) {
     if (t->in_index) d9_u64_map_remove(&m->task_index, t->id);
@@ -1034,7 +1100,7 @@ static inline bool holds(const d9m_spans *m, uint32_t head, uint64_t id) {
 }
 
 /* Unlink open span `idx` from its id's chain (or it is the unindexed one). */
-static void close_slot(d9m_spans *m, uint32_t idx) {
+static inline __attribute__((always_inline)) void close_slot(d9m_spans *m, uint32_t idx) {
     if (m->unindexed == idx + 1) {
         m->unindexed = 0;
     } else {
@@ -1067,7 +1133,7 @@ static void close_slot(d9m_spans *m, uint32_t idx) {
 }
 
 /* The newest open span of (name, id): the unindexed one is the newest of all. */
-static int64_t find_open(d9m_spans *m, uint32_t name, uint64_t id) {
+static inline __attribute__((always_inline)) int64_t find_open(d9m_spans *m, uint32_t name, uint64_t id) {
     if (m->unindexed) {
         const d9m_span *u = &m->open[m->unindexed - 1].s;
         if (u->id == id && u->name == name) return (int64_t)m->unindexed - 1;
@@ -1085,7 +1151,7 @@ static int64_t find_open(d9m_spans *m, uint32_t name, uint64_t id) {
 /* Open span idx at the head of its id's chain (it is the newest of its id): in the table when
  * its entry holds the chain or is free and the map has none, else in the map. 0, or -1 when
  * out of memory. */
-static int index_open(d9m_spans *m, uint32_t idx) {
+static __attribute__((noinline)) int index_open_slow(d9m_spans *m, uint32_t idx) {
     uint64_t id = m->open[idx].s.id;
     uint32_t *e = id_entry(m, id);
     uint64_t *head = NULL;
@@ -1101,10 +1167,22 @@ static int index_open(d9m_spans *m, uint32_t idx) {
     return 0;
 }
 
+/* Inline: its entry free, while no id is in the map (most ids: a server's requests numbered in
+ * turn), it goes at the head of the table's chain. */
+static inline __attribute__((always_inline)) int index_open(d9m_spans *m, uint32_t idx) {
+    uint32_t *e = id_entry(m, m->open[idx].s.id);
+    if (__builtin_expect(!*e && !m->open_by_id.count, 1)) {
+        m->open[idx].next = 0;
+        *e = idx + 1;
+        return 0;
+    }
+    return index_open_slow(m, idx);
+}
+
 /* begin_t: the state of task, when the reader holds it; by_id: looked up here instead (after
  * a reopened span's close, which may forget it; NULL: not known yet, looked up at the end). */
-static int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task, task_state *begin_t,
-                 bool by_id, uint64_t worker, uint64_t tid) {
+static inline __attribute__((always_inline)) int begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,
+                                                       task_state *begin_t, bool by_id, uint64_t worker, uint64_t tid) {
     see(m, ts);
     int64_t prev = find_open(m, name, id);
     if (prev >= 0) { /* its end never came: reported unended, up to this begin */
@@ -1168,8 +1246,8 @@ int d9m_spans_task_begin(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, 
     return begin(m, ts, name, id, task_id, t, false, worker, tid);
 }
 
-static int end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task, const task_state *end_t,
-               uint64_t worker, uint64_t tid) {
+static inline __attribute__((always_inline)) int end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t task,
+                                                     const task_state *end_t, uint64_t worker, uint64_t tid) {
     see(m, ts);
     int64_t idx = find_open(m, name, id);
     if (idx < 0) {
@@ -1182,7 +1260,7 @@ static int end(d9m_spans *m, uint64_t ts, uint32_t name, uint64_t id, uint64_t t
     s->end_worker = worker;
     s->end_tid = tid;
     s->ended = true;
-    int rc = report(m, s, m->open[idx].begin_t, end_t); /* before closing: its intervals are still kept */
+    int rc = report_ended(m, s, m->open[idx].begin_t, end_t); /* before closing: its intervals are still kept */
     close_slot(m, (uint32_t)idx);
     return rc;
 }

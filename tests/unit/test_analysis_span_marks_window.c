@@ -4,7 +4,10 @@
  * here), and nothing is late. Two traces of the libuv demo's shape (a span from a connection
  * task's poll to a new write task's poll): one worker, marks in time order as the recorder
  * writes them; and two workers whose rounds are written a slice at a time, worker 1's first
- * (dial9 writes one stream per thread), so the marks arrive out of time order and are sorted. */
+ * (dial9 writes one stream per thread), so the marks arrive out of time order and are sorted.
+ * Then a trace with 4 marks a poll analyzed with a 64-record window: its late records and spans
+ * are those of its copy without marks (the marks bound the window apart from the records; when
+ * they counted with them, 16 records and 8 spans' marks came late). */
 #include "check.h"
 #include "span_trace.h"
 
@@ -77,8 +80,58 @@ static void check_windows(int workers) {
     d9_buf_free(&t.b);
 }
 
+/* Two workers' polls written 8 rounds a slice, worker 1's (the later ones) first, and after each
+ * poll 2 spans begun and ended outside it (4 marks a poll): out of time order by 16 records and
+ * 32 marks. A 64-record window holds that disorder in records; were the marks counted in it
+ * (as before spancost), the window would be flushed inside worker 1's slice and worker 0's older
+ * polls would come late. Marks bound themselves (d9a_marks_full): the trace's late records are
+ * those of its copy without marks, none. */
+static void write_marks_heavy(tb *t, bool marks) {
+    tb_stream(t);
+    tb_span_schemas(t);
+    uint32_t loc = tb_string(t, "src/server.c:30"), name = tb_string(t, "cache");
+    for (int s = 0; s < 64; s += 8)
+        for (int w = 1; w >= 0; w--)
+            for (int r = s; r < s + 8; r++) {
+                uint64_t ts = 1000000000ull + 10000ull * (uint64_t)r + 5000ull * (uint64_t)w;
+                uint64_t task = 1 + 100 * (uint64_t)w + (uint64_t)(r % 4);
+                tb_wake(t, ts, task, task, (uint8_t)w);
+                tb_poll_start(t, ts + 100, (uint64_t)w, 0, task, loc);
+                tb_poll_end(t, ts + 200, (uint64_t)w);
+                for (int k = 0; k < 2 && marks; k++) {
+                    uint64_t id = (uint64_t)w << 32 | (uint64_t)(r * 2 + k);
+                    tb_span(t, true, ts + 300 + 100 * (uint64_t)k, (uint64_t)w, id, name, 0, 7);
+                    tb_span(t, false, ts + 350 + 100 * (uint64_t)k, (uint64_t)w, id, name, 0, 7);
+                }
+            }
+}
+
+static void check_marks_do_not_shorten_the_window(void) {
+    uint64_t late[2] = {1, 1};
+    for (int marks = 0; marks < 2; marks++) {
+        tb t = {0};
+        write_marks_heavy(&t, marks);
+        d9a_options opt;
+        d9a_options_init(&opt);
+        opt.window_records = 64;
+        d9a_analysis *a;
+        const d9a_report *r = tb_analyze(&a, &t, &opt);
+        CHECK(r != NULL);
+        if (r) {
+            late[marks] = r->late_records;
+            CHECK_EQ_U64(r->nspans, (uint64_t)marks);
+            if (marks && r->nspans == 1) CHECK_EQ_U64(r->spans[0].count, 2 * 64 * 2);
+        }
+        d9a_free(a);
+        d9_buf_free(&t.b);
+    }
+    CHECK_EQ_U64(late[0], 0);
+    CHECK_EQ_U64(late[1], late[0]);
+}
+
 int main(void) {
     check_windows(1);
     check_windows(2);
+    check_marks_do_not_shorten_the_window();
     return d9t_summary("analysis_span_marks_window");
 }

@@ -15,31 +15,8 @@
 #include "dial9/dial9.h"
 #include "sources/cost_governor.h"
 #include "sources/perf_events.h"
+#include "unit/pingpong_workload.h" /* the governor tests' ping-pong */
 
-static int g_ping[2], g_pong[2];
-static atomic_bool g_stop;
-static void *pinger(void *a) {
-    (void)a;
-    d9_worker_begin("pingpong", 0);
-    char c = 'p';
-    for (uint64_t i = 1; !atomic_load(&g_stop); i++) {
-        d9_poll_begin(i, D9_HERE);
-        if (write(g_ping[1], &c, 1) != 1 || read(g_pong[0], &c, 1) != 1) break;
-        d9_poll_end();
-    }
-    c = 'q';
-    if (write(g_ping[1], &c, 1) != 1) perror("write");
-    d9_worker_end();
-    return NULL;
-}
-static void *ponger(void *a) {
-    (void)a;
-    d9_wake(0);
-    char c;
-    while (read(g_ping[0], &c, 1) == 1 && c != 'q')
-        if (write(g_pong[1], &c, 1) != 1) break;
-    return NULL;
-}
 static void nap(void) {
     struct timespec t = {0, 5000000};
     nanosleep(&t, NULL);

@@ -999,6 +999,19 @@ static int split_union(d9m_spans *m, const task_state *ta, const task_state *tb,
 
 static bool subs_in_place(const task_state *t) { return !t || !t->sub_overlap; }
 
+/* A split span to its reader: its parts from the kinds' lengths (the rest of elapsed unknown),
+ * the stacks of its polls' longest off-CPU intervals for the time of the call. */
+static inline __attribute__((always_inline)) void deliver(d9m_spans *m, d9m_span *s, const uint64_t *len,
+                                                          uint64_t elapsed) {
+    s->parts = (d9m_span_parts){.poll_ns = len[K_POLL], .queued_ns = len[K_QUEUED], .wait_ns = len[K_WAIT],
+                                .unknown_ns = elapsed - len[K_POLL] - len[K_QUEUED] - len[K_WAIT]};
+    s->poll_stacks = m->stk;
+    s->npoll_stacks = m->nstk;
+    if (m->done) m->done(m->ctx, s);
+    s->poll_stacks = NULL;
+    s->npoll_stacks = 0;
+}
+
 /* Split s over its tasks and report it; begin_t: its begin task's state when the span began
  * (NULL: looked up by id now), end_t its end task's. */
 static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const task_state *end_t) {
@@ -1021,14 +1034,8 @@ static int report(d9m_spans *m, d9m_span *s, const task_state *begin_t, const ta
     if (walk ? !split_walk(m, ta, tb, lo, hi, len, attr_in_walk ? &s->poll_parts : NULL)
              : split_union(m, ta, tb, lo, hi, len) != 0)
         return -1;
-    s->parts = (d9m_span_parts){.poll_ns = len[K_POLL], .queued_ns = len[K_QUEUED], .wait_ns = len[K_WAIT],
-                                .unknown_ns = elapsed - len[K_POLL] - len[K_QUEUED] - len[K_WAIT]};
     if (!attr_in_walk && !split_polls(m, ta, tb, lo, hi, len[K_POLL], &s->poll_parts)) return -1;
-    s->poll_stacks = m->stk;
-    s->npoll_stacks = m->nstk;
-    if (m->done) m->done(m->ctx, s);
-    s->poll_stacks = NULL;
-    s->npoll_stacks = 0;
+    deliver(m, s, len, elapsed);
     return 0;
 }
 
@@ -1051,13 +1058,7 @@ static inline __attribute__((always_inline)) int report_ended(d9m_spans *m, d9m_
     piece_sink k = {.lo = lo, .hi = hi, .len = len, .attr = &s->poll_parts, .m = m, .c = &c};
     task_pieces(t, first_cycle(t, lo), &k);
     if (k.failed) return -1;
-    s->parts = (d9m_span_parts){.poll_ns = len[K_POLL], .queued_ns = len[K_QUEUED], .wait_ns = len[K_WAIT],
-                                .unknown_ns = elapsed - len[K_POLL] - len[K_QUEUED] - len[K_WAIT]};
-    s->poll_stacks = m->stk;
-    s->npoll_stacks = m->nstk;
-    if (m->done) m->done(m->ctx, s);
-    s->poll_stacks = NULL;
-    s->npoll_stacks = 0;
+    deliver(m, s, len, elapsed);
     return 0;
 }
 

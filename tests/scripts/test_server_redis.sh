@@ -159,7 +159,7 @@ check(all(p[3] == conn for p in top), "the three polls with the most CPU time ar
                                                             spawn_of.get(p[3], "?")) for p in polls[:5]))
 # analyze's LONG POLLS and poll time by spawn location show where a poll's task was spawned:
 # the connection's polls name its listening address, not the loop
-conn_loc = next(s["spawn_loc"] for s in t.spawns if s["task_id"] == conn)
+conn_loc = spawn_of[conn]
 locs = {p["spawn_loc"] for p in t.polls if p["task_id"] == conn}
 check(locs == {conn_loc}, "the connection's polls are located at %r: %s" % (conn_loc, sorted(locs)))
 for (dur, _, end, _), (script_ns, client_ns) in zip(top, evals):

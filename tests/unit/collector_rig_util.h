@@ -1,9 +1,9 @@
 /* The rig the collector tests share: a collector driven by hand (no timing) on a fresh trace
- * directory, with one source the test writes itself. Three steps so that a test can set what it
+ * directory, with one source the test writes itself. In steps, so that a test can set what it
  * needs between them: tc_rig_init (the directory and the config: set r->cfg's fields after it),
  * tc_rig_open (the collector opened and the source added, not started: set the collector's
- * fields, then d9_collector_start), tc_rig_close (the run directory kept in r->run_dir, the
- * collector closed). Header-only. */
+ * fields, then tc_rig_start), tc_rig_close (the run directory kept in r->run_dir, the collector
+ * closed), tc_rig_finish (the directory removed, or kept when a check failed). Header-only. */
 #ifndef D9_TESTS_COLLECTOR_RIG_UTIL_H
 #define D9_TESTS_COLLECTOR_RIG_UTIL_H
 
